@@ -1,0 +1,86 @@
+//! Coarse-grained messages Spark sends only inside one process. They are defined for completeness;
+//! they never cross a connection, and the codec refuses them both ways.
+
+use crate::messages::common::{EndpointRef, ExecutorLossReason};
+
+record! {
+    /// Executor → itself: exit with this code.
+    pub struct Shutdown {
+        /// Exit code.
+        pub exit_code: i32,
+    }
+}
+
+record! {
+    /// Executor → itself: a decommission signal arrived.
+    pub struct ExecutorDecommissionSigReceived {}
+}
+
+record! {
+    /// Driver → itself: make offers now.
+    pub struct ReviveOffers {}
+}
+
+record! {
+    /// Driver → itself: stop the driver endpoint.
+    pub struct StopDriver {}
+}
+
+record! {
+    /// Driver → itself (local ask → Bool): send StopExecutor to every executor.
+    pub struct StopExecutors {}
+}
+
+record! {
+    /// Driver → itself (local ask → Bool): forget an executor.
+    pub struct RemoveExecutor {
+        /// Executor id.
+        pub executor_id: String,
+        /// Why it went away.
+        pub reason: ExecutorLossReason,
+    }
+}
+
+record! {
+    /// Driver → itself: forget a worker.
+    pub struct RemoveWorker {
+        /// Worker id.
+        pub worker_id: String,
+        /// Host.
+        pub host: String,
+        /// Why.
+        pub message: String,
+    }
+}
+
+record! {
+    /// Driver → itself: kill the executors on a host.
+    pub struct KillExecutorsOnHost {
+        /// Host.
+        pub host: String,
+    }
+}
+
+record! {
+    /// Driver → itself: decommission the executors on a host.
+    pub struct DecommissionExecutorsOnHost {
+        /// Host.
+        pub host: String,
+    }
+}
+
+record! {
+    /// Driver → itself: change every executor's log level.
+    pub struct UpdateExecutorsLogLevel {
+        /// Log level.
+        pub log_level: String,
+    }
+}
+
+record! {
+    /// Cluster manager → itself: the driver's endpoint.
+    pub struct SetupDriver {
+        /// The driver's endpoint.
+        pub driver: EndpointRef,
+    }
+}

@@ -1,0 +1,121 @@
+//! A message's body: the MessagePack value `{Name: {field: value, …}}`, laid out for one version.
+
+use bytes::Bytes;
+
+use super::error::Error;
+use super::msgpack::Cursor;
+use crate::messages::payload::with_source_frame;
+use crate::messages::{Family, Version, Versioned};
+
+/// Refuses a message that cannot cross a connection in `version`.
+pub fn check_sendable<F: Family>(message: &F, version: Version) -> Result<(), Error> {
+    if message.is_local() {
+        return Err(Error::LocalMessage {
+            name: message.name(),
+        });
+    }
+    if !message.exists_in(version) {
+        return Err(Error::NotInVersion {
+            name: message.name(),
+            version,
+            since: message.since(),
+        });
+    }
+    Ok(())
+}
+
+/// Appends the body of `message` in `version`'s layout to `out`.
+///
+/// Fails with [`Error::LocalMessage`] or [`Error::NotInVersion`] before writing anything.
+pub fn encode_message<F: Family>(
+    message: &F,
+    version: Version,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    check_sendable(message, version)?;
+    write_message(message, version, out)
+}
+
+/// Appends the body without checking that it may cross a connection: the form the golden vectors
+/// give for local messages.
+pub fn write_message<F: Family>(
+    message: &F,
+    version: Version,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let mut ser = rmp_serde::Serializer::new(out).with_struct_map();
+    serde::Serialize::serialize(&Versioned(message, version), &mut ser).map_err(|e| Error::Encode {
+        name: message.name().to_string(),
+        detail: e.to_string(),
+    })
+}
+
+/// Decodes a whole body held in `frame[range]`; payloads are sliced from `frame`, not copied.
+pub fn decode_message<F: Family>(frame: &Bytes, body: &[u8], version: Version) -> Result<F, Error> {
+    decode_message_with(frame, body, version, true)
+}
+
+/// Like [`decode_message`], but `check` false also accepts local messages (for the golden vectors).
+pub(crate) fn decode_message_with<F: Family>(
+    frame: &Bytes,
+    body: &[u8],
+    version: Version,
+    check: bool,
+) -> Result<F, Error> {
+    let mut c = Cursor::new(body);
+    let entries = c.map_len()?;
+    if entries != 1 {
+        return Err(Error::BadEnvelope(format!(
+            "a message is a map with exactly one entry (its name), found {entries} entries"
+        )));
+    }
+    let name = c.str()?;
+    let Some(since) = F::since_of(name) else {
+        return Err(Error::UnknownMessage {
+            family: F::FAMILY,
+            name: name.to_string(),
+        });
+    };
+    let local = F::is_local_name(name).unwrap_or(false);
+    if check && local {
+        let known = F::NAMES
+            .iter()
+            .find(|n| **n == name)
+            .copied()
+            .unwrap_or("local message");
+        return Err(Error::LocalMessage { name: known });
+    }
+    if since > version {
+        let known = F::NAMES
+            .iter()
+            .find(|n| **n == name)
+            .copied()
+            .unwrap_or("message");
+        return Err(Error::NotInVersion {
+            name: known,
+            version,
+            since,
+        });
+    }
+    let fields = c.value()?;
+    if !c.rest().is_empty() {
+        return Err(Error::TrailingBytes {
+            extra: c.rest().len(),
+        });
+    }
+    with_source_frame(frame, || {
+        let mut de = rmp_serde::Deserializer::from_read_ref(fields);
+        match F::deserialize_fields(name, version, &mut de) {
+            Some(Ok(m)) => Ok(m),
+            Some(Err(e)) => Err(Error::InvalidFields {
+                name: name.to_string(),
+                version,
+                detail: e.to_string(),
+            }),
+            None => Err(Error::UnknownMessage {
+                family: F::FAMILY,
+                name: name.to_string(),
+            }),
+        }
+    })
+}

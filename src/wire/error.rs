@@ -1,0 +1,80 @@
+//! The wire layer's error: every way a frame can fail to encode or decode.
+
+use crate::messages::Version;
+
+/// A frame or message that could not be encoded or decoded. Each variant names what a person can
+/// do about it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The bytes are not well-formed MessagePack (or use a feature sparkwire does not).
+    #[error("invalid MessagePack: {0}")]
+    InvalidMessagePack(String),
+
+    /// Arrays and maps nest deeper than the limit.
+    #[error("MessagePack nests deeper than {limit} levels; sparkwire frames never need more")]
+    TooDeep {
+        /// The limit.
+        limit: usize,
+    },
+
+    /// Bytes follow the frame's one MessagePack value.
+    #[error(
+        "{extra} byte(s) follow the frame's MessagePack value; a frame holds exactly one value"
+    )]
+    TrailingBytes {
+        /// How many bytes follow.
+        extra: usize,
+    },
+
+    /// The envelope is not one of the four forms SPEC.md defines.
+    #[error("malformed envelope: {0}")]
+    BadEnvelope(String),
+
+    /// The message name is not a message of the family.
+    #[error("unknown {family} message {name:?}; this peer may speak a newer protocol revision")]
+    UnknownMessage {
+        /// The family the connection carries.
+        family: &'static str,
+        /// The name received.
+        name: String,
+    },
+
+    /// The message exists, but not in the negotiated version.
+    #[error("{name} does not exist in protocol {version}; it was added in {since}")]
+    NotInVersion {
+        /// Message name.
+        name: &'static str,
+        /// The version in use.
+        version: Version,
+        /// The first version that has it.
+        since: Version,
+    },
+
+    /// The message is local: Spark sends it only inside one process.
+    #[error("{name} is a local message: it is only sent inside one process and never crosses a connection")]
+    LocalMessage {
+        /// Message name.
+        name: &'static str,
+    },
+
+    /// The message's fields do not match its definition.
+    #[error("invalid {name} in protocol {version}: {detail}")]
+    InvalidFields {
+        /// Message (or reply) name.
+        name: String,
+        /// The version in use.
+        version: Version,
+        /// What is wrong, from the field decoder.
+        detail: String,
+    },
+
+    /// A message could not be serialized.
+    #[error("cannot encode {name}: {detail}")]
+    Encode {
+        /// Message name.
+        name: String,
+        /// What went wrong.
+        detail: String,
+    },
+}

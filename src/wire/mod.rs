@@ -1,0 +1,13 @@
+//! Layer 2: how messages cross a connection. A frame is a 4-byte big-endian length followed by one
+//! MessagePack value, an [`Envelope`](envelope::Envelope) holding a message laid out for the
+//! negotiated version.
+
+pub mod body;
+pub mod envelope;
+mod error;
+pub mod frame;
+pub mod msgpack;
+
+pub use envelope::{decode_envelope, encode_envelope, Envelope, Reply};
+pub use error::Error;
+pub use frame::{decode_frame, encode_frame, FRAME_HEADER_LEN};

@@ -1,0 +1,262 @@
+//! A small MessagePack reader over a byte slice: the envelope's scalars, and [`value_len`], which
+//! measures one whole value without decoding it, so that a frame is checked to hold exactly one
+//! value, nested no deeper than a limit, before any of it is deserialized.
+
+use super::error::Error;
+
+/// The deepest nesting of arrays and maps a frame may have.
+pub const MAX_DEPTH: usize = 64;
+
+/// A position in a byte slice holding MessagePack.
+#[derive(Debug, Clone, Copy)]
+pub struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `buf`.
+    pub fn new(buf: &'a [u8]) -> Self {
+        Cursor { buf, pos: 0 }
+    }
+
+    /// Bytes read so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The bytes not read yet.
+    pub fn rest(&self) -> &'a [u8] {
+        &self.buf[self.pos..]
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
+        let end = self.pos.checked_add(n).filter(|end| *end <= self.buf.len());
+        match end {
+            Some(end) => {
+                let out = &self.buf[self.pos..end];
+                self.pos = end;
+                Ok(out)
+            }
+            None => Err(Error::InvalidMessagePack(format!(
+                "value at offset {} needs {} more bytes but only {} remain",
+                self.pos,
+                n,
+                self.buf.len() - self.pos
+            ))),
+        }
+    }
+
+    fn byte(&mut self) -> Result<u8, Error> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn be(&mut self, n: usize) -> Result<u64, Error> {
+        Ok(self
+            .take(n)?
+            .iter()
+            .fold(0u64, |acc, b| acc << 8 | u64::from(*b)))
+    }
+
+    /// Reads an array header and returns its length.
+    pub fn array_len(&mut self) -> Result<u64, Error> {
+        let at = self.pos;
+        match self.byte()? {
+            m @ 0x90..=0x9f => Ok(u64::from(m & 0x0f)),
+            0xdc => self.be(2),
+            0xdd => self.be(4),
+            m => Err(unexpected(at, m, "an array")),
+        }
+    }
+
+    /// Reads a map header and returns its number of entries.
+    pub fn map_len(&mut self) -> Result<u64, Error> {
+        let at = self.pos;
+        match self.byte()? {
+            m @ 0x80..=0x8f => Ok(u64::from(m & 0x0f)),
+            0xde => self.be(2),
+            0xdf => self.be(4),
+            m => Err(unexpected(at, m, "a map")),
+        }
+    }
+
+    /// Reads a non-negative integer of any width.
+    pub fn uint(&mut self) -> Result<u64, Error> {
+        let at = self.pos;
+        match self.byte()? {
+            m @ 0x00..=0x7f => Ok(u64::from(m)),
+            0xcc => self.be(1),
+            0xcd => self.be(2),
+            0xce => self.be(4),
+            0xcf => self.be(8),
+            m @ (0xd0..=0xd3) => {
+                let width = 1usize << (m - 0xd0);
+                let raw = self.be(width)?;
+                let bits = 64 - 8 * width as u32;
+                let signed = ((raw << bits) as i64) >> bits;
+                u64::try_from(signed).map_err(|_| {
+                    Error::InvalidMessagePack(format!(
+                        "negative integer {signed} at offset {at} where a count or id was expected"
+                    ))
+                })
+            }
+            m => Err(unexpected(at, m, "a non-negative integer")),
+        }
+    }
+
+    /// Reads a UTF-8 string.
+    pub fn str(&mut self) -> Result<&'a str, Error> {
+        let at = self.pos;
+        let len = match self.byte()? {
+            m @ 0xa0..=0xbf => u64::from(m & 0x1f),
+            0xd9 => self.be(1)?,
+            0xda => self.be(2)?,
+            0xdb => self.be(4)?,
+            m => return Err(unexpected(at, m, "a string")),
+        };
+        let raw = self.take(len as usize)?;
+        std::str::from_utf8(raw).map_err(|e| {
+            Error::InvalidMessagePack(format!("string at offset {at} is not UTF-8: {e}"))
+        })
+    }
+
+    /// Skips one whole value and returns its bytes.
+    pub fn value(&mut self) -> Result<&'a [u8], Error> {
+        let start = self.pos;
+        let len = value_len(self.rest())?;
+        self.take(len)?;
+        Ok(&self.buf[start..self.pos])
+    }
+}
+
+fn unexpected(at: usize, marker: u8, wanted: &str) -> Error {
+    Error::InvalidMessagePack(format!(
+        "expected {wanted} at offset {at}, found marker 0x{marker:02x}"
+    ))
+}
+
+/// The length in bytes of the one MessagePack value at the start of `buf`.
+///
+/// Reads only headers: string and binary bodies are skipped, not examined, so the cost does not
+/// depend on payload sizes. Fails on a truncated value, on a reserved marker, on extension types
+/// (which sparkwire does not use) and on nesting deeper than [`MAX_DEPTH`]. Never allocates for a
+/// declared length: a container that declares more elements than bytes remain is refused at once.
+pub fn value_len(buf: &[u8]) -> Result<usize, Error> {
+    let mut c = Cursor::new(buf);
+    // Elements still to read in each open container, innermost last; the bottom entry is the
+    // top-level value itself.
+    let mut open: Vec<u64> = Vec::with_capacity(8);
+    open.push(1);
+    while let Some(left) = open.last_mut() {
+        if *left == 0 {
+            open.pop();
+            continue;
+        }
+        *left -= 1;
+        let at = c.pos;
+        let marker = c.byte()?;
+        let (skip, children): (u64, u64) = match marker {
+            0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => (0, 0),
+            0x80..=0x8f => (0, 2 * u64::from(marker & 0x0f)),
+            0x90..=0x9f => (0, u64::from(marker & 0x0f)),
+            0xa0..=0xbf => (u64::from(marker & 0x1f), 0),
+            0xcc | 0xd0 => (1, 0),
+            0xcd | 0xd1 => (2, 0),
+            0xce | 0xd2 | 0xca => (4, 0),
+            0xcf | 0xd3 | 0xcb => (8, 0),
+            0xc4 | 0xd9 => (c.be(1)?, 0),
+            0xc5 | 0xda => (c.be(2)?, 0),
+            0xc6 | 0xdb => (c.be(4)?, 0),
+            0xdc => (0, c.be(2)?),
+            0xdd => (0, c.be(4)?),
+            0xde => (0, 2 * c.be(2)?),
+            0xdf => (0, 2 * c.be(4)?),
+            0xc1 => {
+                return Err(Error::InvalidMessagePack(format!(
+                    "reserved marker 0xc1 at offset {at}"
+                )));
+            }
+            // 0xc7..=0xc9 and 0xd4..=0xd8: extension types.
+            _ => {
+                return Err(Error::InvalidMessagePack(format!(
+                    "extension type (marker 0x{marker:02x}) at offset {at}; sparkwire uses none"
+                )));
+            }
+        };
+        if skip > 0 {
+            c.take(usize::try_from(skip).unwrap_or(usize::MAX))?;
+        }
+        if children > 0 {
+            let remaining = (buf.len() - c.pos) as u64;
+            if children > remaining {
+                return Err(Error::InvalidMessagePack(format!(
+                    "container at offset {at} declares {children} elements but only {remaining} bytes remain"
+                )));
+            }
+            if open.len() > MAX_DEPTH {
+                return Err(Error::TooDeep { limit: MAX_DEPTH });
+            }
+            open.push(children);
+        }
+    }
+    Ok(c.pos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measures_nested_values_and_stops_at_their_end() {
+        // [1, {"a": bin8(3)}, "xy"] followed by a stray byte.
+        let buf = [
+            0x93, 0x01, 0x81, 0xa1, b'a', 0xc4, 0x03, 1, 2, 3, 0xa2, b'x', b'y', 0xff,
+        ];
+        assert_eq!(value_len(&buf).ok(), Some(13));
+    }
+
+    #[test]
+    fn refuses_truncated_reserved_extension_and_huge_declarations() {
+        assert!(matches!(
+            value_len(&[0x92, 0x01]),
+            Err(Error::InvalidMessagePack(_))
+        ));
+        assert!(matches!(
+            value_len(&[0xc1]),
+            Err(Error::InvalidMessagePack(_))
+        ));
+        assert!(matches!(
+            value_len(&[0xd4, 0x01, 0x02]),
+            Err(Error::InvalidMessagePack(_))
+        ));
+        assert!(matches!(
+            value_len(&[0xdd, 0xff, 0xff, 0xff, 0xff, 0x01]),
+            Err(Error::InvalidMessagePack(_))
+        ));
+        assert!(matches!(
+            value_len(&[0xc6, 0xff, 0xff, 0xff, 0xff]),
+            Err(Error::InvalidMessagePack(_))
+        ));
+        assert!(matches!(value_len(&[]), Err(Error::InvalidMessagePack(_))));
+    }
+
+    #[test]
+    fn refuses_nesting_past_the_limit() {
+        let deep = vec![0x91u8; MAX_DEPTH + 2];
+        assert!(matches!(value_len(&deep), Err(Error::TooDeep { .. })));
+        let mut ok = vec![0x91u8; MAX_DEPTH - 1];
+        ok.push(0x00);
+        assert_eq!(value_len(&ok).ok(), Some(MAX_DEPTH));
+    }
+
+    #[test]
+    fn reads_scalars_of_every_width() {
+        let buf = [0xcd, 0x01, 0x00, 0xd0, 0x05, 0xa2, b'h', b'i'];
+        let mut c = Cursor::new(&buf);
+        assert_eq!(c.uint().ok(), Some(256));
+        assert_eq!(c.uint().ok(), Some(5));
+        assert_eq!(c.str().ok(), Some("hi"));
+        let neg = [0xd0, 0xff];
+        assert!(Cursor::new(&neg).uint().is_err());
+    }
+}
