@@ -50,13 +50,19 @@ pub fn write_message<F: Family>(
     })
 }
 
-/// Decodes a whole body held in `frame[range]`; payloads are sliced from `frame`, not copied.
+/// Decodes a whole body; `body` should lie inside `frame`, so that payloads are sliced from
+/// `frame` instead of copied. Refuses local messages and messages absent from `version`.
 pub fn decode_message<F: Family>(frame: &Bytes, body: &[u8], version: Version) -> Result<F, Error> {
     decode_message_with(frame, body, version, true)
 }
 
-/// Like [`decode_message`], but `check` false also accepts local messages (for the golden vectors).
-pub(crate) fn decode_message_with<F: Family>(
+/// Decodes a body without refusing local messages: the counterpart of [`write_message`], for the
+/// golden vectors and for tools that read bodies outside a connection.
+pub fn read_message<F: Family>(frame: &Bytes, body: &[u8], version: Version) -> Result<F, Error> {
+    decode_message_with(frame, body, version, false)
+}
+
+fn decode_message_with<F: Family>(
     frame: &Bytes,
     body: &[u8],
     version: Version,

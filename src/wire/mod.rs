@@ -3,10 +3,12 @@
 //! negotiated version.
 
 pub mod body;
+pub mod check;
 pub mod envelope;
 mod error;
 pub mod frame;
 pub mod msgpack;
+pub mod vectors;
 
 pub use envelope::{decode_envelope, encode_envelope, Envelope, Reply};
 pub use error::Error;

@@ -114,10 +114,77 @@ impl<'a> Cursor<'a> {
             0xdb => self.be(4)?,
             m => return Err(unexpected(at, m, "a string")),
         };
-        let raw = self.take(len as usize)?;
+        let raw = self.take(usize::try_from(len).unwrap_or(usize::MAX))?;
         std::str::from_utf8(raw).map_err(|e| {
             Error::InvalidMessagePack(format!("string at offset {at} is not UTF-8: {e}"))
         })
+    }
+
+    /// The next marker byte, without consuming it.
+    pub fn peek(&self) -> Option<u8> {
+        self.buf.get(self.pos).copied()
+    }
+
+    /// Consumes a `nil` if one is next; returns whether it did.
+    pub fn nil(&mut self) -> bool {
+        if self.peek() == Some(0xc0) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Reads a Boolean.
+    pub fn bool(&mut self) -> Result<bool, Error> {
+        let at = self.pos;
+        match self.byte()? {
+            0xc2 => Ok(false),
+            0xc3 => Ok(true),
+            m => Err(unexpected(at, m, "a Boolean")),
+        }
+    }
+
+    /// Reads an integer of any form, as an `i128` so that every `u64` and `i64` fits.
+    pub fn int(&mut self) -> Result<i128, Error> {
+        let at = self.pos;
+        match self.byte()? {
+            m @ 0x00..=0x7f => Ok(i128::from(m)),
+            m @ 0xe0..=0xff => Ok(i128::from(m as i8)),
+            0xcc => Ok(i128::from(self.be(1)?)),
+            0xcd => Ok(i128::from(self.be(2)?)),
+            0xce => Ok(i128::from(self.be(4)?)),
+            0xcf => Ok(i128::from(self.be(8)?)),
+            m @ (0xd0..=0xd3) => {
+                let width = 1usize << (m - 0xd0);
+                let raw = self.be(width)?;
+                let bits = 64 - 8 * width as u32;
+                Ok(i128::from(((raw << bits) as i64) >> bits))
+            }
+            m => Err(unexpected(at, m, "an integer")),
+        }
+    }
+
+    /// Reads a float (32 or 64 bits).
+    pub fn float(&mut self) -> Result<f64, Error> {
+        let at = self.pos;
+        match self.byte()? {
+            0xca => Ok(f64::from(f32::from_bits(self.be(4)? as u32))),
+            0xcb => Ok(f64::from_bits(self.be(8)?)),
+            m => Err(unexpected(at, m, "a float")),
+        }
+    }
+
+    /// Reads binary data.
+    pub fn bin(&mut self) -> Result<&'a [u8], Error> {
+        let at = self.pos;
+        let len = match self.byte()? {
+            0xc4 => self.be(1)?,
+            0xc5 => self.be(2)?,
+            0xc6 => self.be(4)?,
+            m => return Err(unexpected(at, m, "binary data")),
+        };
+        self.take(usize::try_from(len).unwrap_or(usize::MAX))
     }
 
     /// Skips one whole value and returns its bytes.

@@ -1,0 +1,107 @@
+//! `sparkwire spec …`: the definition as text or JSON, and the golden vectors.
+
+use std::path::{Path, PathBuf};
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use sparkwire::definition::Definition;
+use sparkwire::wire::vectors::render_files;
+
+#[derive(Debug, Subcommand)]
+pub enum SpecCommand {
+    /// One line per message: versions, family, name, route (from → to) and kind.
+    Messages {
+        /// Print a JSON array of objects instead, with the same fields and the message's fields.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the golden vectors (protocol/vectors/) from the definition and the codec.
+    Vectors {
+        /// Directory to write to.
+        #[arg(long, default_value = "protocol/vectors")]
+        out: PathBuf,
+        /// Write nothing; exit 1 if any file differs from what would be written.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+pub fn run(cmd: SpecCommand) -> Result<ExitCode, String> {
+    let def = Definition::builtin();
+    match cmd {
+        SpecCommand::Messages { json } => {
+            if json {
+                let rows: Vec<serde_json::Value> = def
+                    .messages
+                    .iter()
+                    .map(|m| {
+                        serde_json::json!({
+                            "versions": m.version_range(),
+                            "since": m.since,
+                            "family": m.family,
+                            "name": m.name,
+                            "from": m.from,
+                            "to": m.to,
+                            "route": m.route(),
+                            "kind": m.kind.as_str(),
+                            "reply": m.reply,
+                            "fields": m.fields,
+                        })
+                    })
+                    .collect();
+                let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
+                println!("{text}");
+            } else {
+                for m in &def.messages {
+                    println!(
+                        "{:<4} {:<7} {:<36} {:<40} {}",
+                        m.version_range(),
+                        m.family,
+                        m.name,
+                        m.route(),
+                        m.kind_text()
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SpecCommand::Vectors { out, check } => vectors(def, &out, check),
+    }
+}
+
+fn vectors(def: &Definition, out: &Path, check: bool) -> Result<ExitCode, String> {
+    let files: Vec<(PathBuf, String)> = render_files(def)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|(rel, text)| (out.join(rel), text))
+        .collect();
+    let mut stale = 0usize;
+    for (path, text) in &files {
+        let current = std::fs::read_to_string(path).ok();
+        if current.as_deref() == Some(text.as_str()) {
+            continue;
+        }
+        if check {
+            eprintln!("stale: {}", path.display());
+            stale += 1;
+            continue;
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    if check {
+        if stale > 0 {
+            eprintln!(
+                "{stale} vector file(s) differ; run `cargo run -- spec vectors` to regenerate"
+            );
+            return Ok(ExitCode::from(1));
+        }
+        println!("{} vector files are up to date", files.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,469 @@
+//! The golden test vectors of `protocol/vectors/`: for every message and every version that has it,
+//! the value in readable JSON and the exact bytes of its body and of a whole frame carrying it.
+//!
+//! Vector values are built from the definition alone (every field filled for the `full` case;
+//! options empty and collections empty for the `minimal` case), then decoded into the Rust types
+//! and encoded again, so a vector exists only where the definition and the types agree. The files
+//! are written by `sparkwire spec vectors` and never edited by hand.
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::body::{read_message, write_message};
+use super::envelope::{Envelope, Reply};
+use super::error::Error;
+use super::frame::encode_frame;
+use crate::definition::{Definition, FieldDef, MessageDef, MessageKind, TypeExpr, TypeKind};
+use crate::messages::payload::to_hex;
+use crate::messages::{
+    CoarseMessage, DeployMessage, ErrorDescription, ExecutorLossReason, Family, Payload,
+    ThreadStackTrace, Version, Versioned,
+};
+
+/// The two sample cases every message has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    /// Every optional field set, every collection holding one element.
+    Full,
+    /// Every optional field empty, every collection empty.
+    Minimal,
+}
+
+impl Case {
+    /// The case's name in the vector files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Case::Full => "full",
+            Case::Minimal => "minimal",
+        }
+    }
+}
+
+/// One vector: a message in one version.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Vector {
+    /// `full` or `minimal`.
+    pub case: String,
+    /// Protocol version number.
+    pub version: u8,
+    /// `send`, `ask`, `reply` or `local`.
+    pub kind: String,
+    /// The message, `{Name: {fields}}`, in that version's layout (binary fields as hex).
+    pub value: Value,
+    /// Hex of the message body's MessagePack.
+    pub body_hex: String,
+    /// Hex of a whole frame carrying it (send: `[0, body]`; ask: `[1, 1, body]`; reply:
+    /// `[2, 1, {"message": body}]`), or `null` for local messages, which never form a frame.
+    pub frame_hex: Option<String>,
+}
+
+/// The vectors of one message.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct MessageVectors {
+    /// `deploy` or `coarse`.
+    pub family: String,
+    /// Spark's name.
+    pub message: String,
+    /// Its vectors.
+    pub vectors: Vec<Vector>,
+}
+
+/// A sample JSON value of type `ty` in the newest layout.
+fn sample(def: &Definition, ty: &TypeExpr, field: &str, case: Case) -> Value {
+    let full = case == Case::Full;
+    match ty {
+        TypeExpr::String => Value::String(format!("{field}-1")),
+        TypeExpr::Bool => Value::Bool(full),
+        TypeExpr::I32 => json!(if full { 7 } else { 0 }),
+        TypeExpr::I64 => json!(if full { 1_700_000_000_123i64 } else { 0 }),
+        TypeExpr::F64 => json!(if full { 0.5 } else { 0.0 }),
+        TypeExpr::Bytes => Value::String(if full {
+            "00017fff".into()
+        } else {
+            String::new()
+        }),
+        TypeExpr::Option(inner) => {
+            if full {
+                sample(def, inner, field, case)
+            } else {
+                Value::Null
+            }
+        }
+        TypeExpr::List(inner) | TypeExpr::Set(inner) => {
+            if full {
+                json!([sample(def, inner, field, case)])
+            } else {
+                json!([])
+            }
+        }
+        TypeExpr::Tuple(items) => {
+            Value::Array(items.iter().map(|t| sample(def, t, field, case)).collect())
+        }
+        TypeExpr::Map(k, v) => {
+            let mut m = Map::new();
+            if full {
+                let key = match sample(def, k, &format!("{field}Key"), case) {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                m.insert(key, sample(def, v, field, case));
+            }
+            Value::Object(m)
+        }
+        TypeExpr::Named(name) => match def.type_def(name) {
+            Some(t) => match t.kind {
+                TypeKind::Struct => sample_struct(def, &t.fields, case),
+                TypeKind::Enum => {
+                    let pick = if full { 1 } else { 0 };
+                    json!(t.values.get(pick).or(t.values.first()))
+                }
+                TypeKind::Union => match t.variants.first() {
+                    Some(v) => json!({ v.name.clone(): sample_struct(def, &v.fields, case) }),
+                    None => Value::Null,
+                },
+            },
+            None => Value::Null,
+        },
+    }
+}
+
+fn sample_struct(def: &Definition, fields: &[FieldDef], case: Case) -> Value {
+    let mut m = Map::new();
+    for f in fields.iter().filter(|f| f.exists_in(Version::LATEST)) {
+        let v = match f.type_expr() {
+            Ok(t) => sample(def, &t, &f.name, case),
+            Err(_) => Value::Null,
+        };
+        m.insert(f.name.clone(), v);
+    }
+    Value::Object(m)
+}
+
+/// The sample message `msg` of family `F` for `case`, as a Rust value.
+pub fn sample_message<F: Family>(
+    def: &Definition,
+    msg: &MessageDef,
+    case: Case,
+) -> Result<F, Error> {
+    let fields = sample_struct(def, &msg.fields, case);
+    match F::deserialize_fields(&msg.name, Version::LATEST, fields) {
+        Some(Ok(m)) => Ok(m),
+        Some(Err(e)) => Err(Error::InvalidFields {
+            name: msg.name.clone(),
+            version: Version::LATEST,
+            detail: format!("the definition's sample does not fit the Rust type: {e}"),
+        }),
+        None => Err(Error::UnknownMessage {
+            family: F::FAMILY,
+            name: msg.name.clone(),
+        }),
+    }
+}
+
+fn envelope_for<F: Family>(kind: MessageKind, m: F) -> Option<Envelope<F>> {
+    match kind {
+        MessageKind::Send => Some(Envelope::Send(m)),
+        MessageKind::Ask => Some(Envelope::Ask { id: 1, message: m }),
+        MessageKind::Reply => Some(Envelope::Reply {
+            id: 1,
+            reply: Reply::Message(m),
+        }),
+        MessageKind::Local => None,
+    }
+}
+
+fn vectors_of<F: Family>(def: &Definition, msg: &MessageDef) -> Result<MessageVectors, Error> {
+    let mut vectors = Vec::new();
+    for case in [Case::Full, Case::Minimal] {
+        let value: F = sample_message(def, msg, case)?;
+        for version in Version::ALL.into_iter().filter(|v| msg.exists_in(*v)) {
+            let mut body = Vec::new();
+            write_message(&value, version, &mut body)?;
+            let json =
+                serde_json::to_value(Versioned(&value, version)).map_err(|e| Error::Encode {
+                    name: msg.name.clone(),
+                    detail: e.to_string(),
+                })?;
+            let frame = match envelope_for(msg.kind, value.clone()) {
+                Some(env) => Some(to_hex(&encode_frame(&env, version)?)),
+                None => None,
+            };
+            vectors.push(Vector {
+                case: case.as_str().to_string(),
+                version: version.number(),
+                kind: msg.kind.as_str().to_string(),
+                value: json,
+                body_hex: to_hex(&body),
+                frame_hex: frame,
+            });
+        }
+    }
+    Ok(MessageVectors {
+        family: msg.family.clone(),
+        message: msg.name.clone(),
+        vectors,
+    })
+}
+
+/// The vectors of every message of the definition, in definition order.
+pub fn message_vectors(def: &Definition) -> Result<Vec<MessageVectors>, Error> {
+    def.messages
+        .iter()
+        .map(|m| match m.family.as_str() {
+            "deploy" => vectors_of::<DeployMessage>(def, m),
+            _ => vectors_of::<CoarseMessage>(def, m),
+        })
+        .collect()
+}
+
+/// Every vector file's path (relative to the vectors directory) and text, exactly as
+/// `sparkwire spec vectors` writes them.
+pub fn render_files(def: &Definition) -> Result<Vec<(String, String)>, Error> {
+    let json_err = |e: serde_json::Error| Error::Encode {
+        name: "vector file".into(),
+        detail: e.to_string(),
+    };
+    let mut files = Vec::new();
+    for mv in message_vectors(def)? {
+        let text = serde_json::to_string_pretty(&mv).map_err(json_err)?;
+        files.push((format!("{}/{}.json", mv.family, mv.message), text + "\n"));
+    }
+    let text = serde_json::to_string_pretty(&envelope_vectors()?).map_err(json_err)?;
+    files.push(("envelope.json".to_string(), text + "\n"));
+    Ok(files)
+}
+
+/// Decodes a vector's `value` JSON into the Rust type for `version`.
+pub fn value_from_json<F: Family>(value: &Value, version: Version) -> Result<F, Error> {
+    let bad = |detail: String| Error::BadEnvelope(detail);
+    let obj = value
+        .as_object()
+        .ok_or_else(|| bad("a message value is a JSON object".into()))?;
+    let (name, fields) = match obj.iter().next() {
+        Some(entry) if obj.len() == 1 => entry,
+        _ => return Err(bad("a message value has exactly one key, its name".into())),
+    };
+    match F::deserialize_fields(name, version, fields.clone()) {
+        Some(Ok(m)) => Ok(m),
+        Some(Err(e)) => Err(Error::InvalidFields {
+            name: name.clone(),
+            version,
+            detail: e.to_string(),
+        }),
+        None => Err(Error::UnknownMessage {
+            family: F::FAMILY,
+            name: name.clone(),
+        }),
+    }
+}
+
+/// Decodes a vector's `body_hex` bytes.
+pub fn value_from_body<F: Family>(body: &[u8], version: Version) -> Result<F, Error> {
+    let frame = Bytes::copy_from_slice(body);
+    read_message(&frame, &frame, version)
+}
+
+/// One envelope vector: a frame that is not a plain message, or an invalid frame.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct EnvelopeVector {
+    /// What it shows.
+    pub name: String,
+    /// The family the frame is read as.
+    pub family: String,
+    /// Protocol version number.
+    pub version: u8,
+    /// Hex of the whole frame, length prefix included.
+    pub frame_hex: String,
+    /// For valid frames: the envelope in readable form; `null` for invalid ones.
+    pub envelope: Option<Value>,
+    /// For invalid frames: the error a decoder must report (a `wire::Error` variant name).
+    pub error: Option<String>,
+}
+
+fn frame_hex_of(env: &Envelope<CoarseMessage>, version: Version) -> Result<String, Error> {
+    Ok(to_hex(&encode_frame(env, version)?))
+}
+
+fn with_prefix(body: &[u8]) -> String {
+    let mut out = (body.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(body);
+    to_hex(&out)
+}
+
+/// Vectors of replies of every kind, a failure, and frames every decoder must refuse.
+pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
+    let v2 = Version::V2;
+    let valid: Vec<(&str, Envelope<CoarseMessage>, Value)> = vec![
+        (
+            "reply bool",
+            Envelope::Reply {
+                id: 7,
+                reply: Reply::Bool(true),
+            },
+            json!({"reply": 7, "bool": true}),
+        ),
+        (
+            "reply int",
+            Envelope::Reply {
+                id: 8,
+                reply: Reply::Int(-3),
+            },
+            json!({"reply": 8, "int": -3}),
+        ),
+        (
+            "reply bytes",
+            Envelope::Reply {
+                id: 9,
+                reply: Reply::Bytes(Payload::copy_from(&[1, 2, 3])),
+            },
+            json!({"reply": 9, "bytes": "010203"}),
+        ),
+        (
+            "reply thread dump, none",
+            Envelope::Reply {
+                id: 10,
+                reply: Reply::ThreadDump(None),
+            },
+            json!({"reply": 10, "threadDump": null}),
+        ),
+        (
+            "reply thread dump",
+            Envelope::Reply {
+                id: 11,
+                reply: Reply::ThreadDump(Some(ThreadStackTrace {
+                    thread_id: 42,
+                    thread_name: "Executor task launch worker-0".into(),
+                    thread_state: "RUNNABLE".into(),
+                    stack_trace: vec!["Task.run".into()],
+                })),
+            },
+            json!({"reply": 11, "threadDump": {"threadId": 42, "threadName": "Executor task launch worker-0", "threadState": "RUNNABLE", "stackTrace": ["Task.run"]}}),
+        ),
+        (
+            "reply loss reason",
+            Envelope::Reply {
+                id: 12,
+                reply: Reply::LossReason(ExecutorLossReason::ExecutorExited {
+                    exit_code: 137,
+                    exit_caused_by_app: false,
+                    reason: "Command exited with code 137".into(),
+                }),
+            },
+            json!({"reply": 12, "lossReason": {"ExecutorExited": {"exitCode": 137, "exitCausedByApp": false, "reason": "Command exited with code 137"}}}),
+        ),
+        (
+            "failure",
+            Envelope::Failure {
+                id: 13,
+                error: ErrorDescription::new(
+                    "java.lang.IllegalStateException",
+                    "Duplicate executor ID: 1",
+                ),
+            },
+            json!({"failure": 13, "className": "java.lang.IllegalStateException", "message": "Duplicate executor ID: 1"}),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (name, env, readable) in valid {
+        out.push(EnvelopeVector {
+            name: name.into(),
+            family: "coarse".into(),
+            version: v2.number(),
+            frame_hex: frame_hex_of(&env, v2)?,
+            envelope: Some(readable),
+            error: None,
+        });
+    }
+    let stop = Envelope::Send(CoarseMessage::StopExecutor(
+        crate::messages::coarse::StopExecutor {},
+    ));
+    let good = encode_frame(&stop, v2)?;
+    let body = &good[4..];
+    let mut trailing = body.to_vec();
+    trailing.push(0xc0);
+    let mut invalid: Vec<(&str, u8, String, &str)> = vec![
+        (
+            "trailing byte after the envelope",
+            2,
+            with_prefix(&trailing),
+            "TrailingBytes",
+        ),
+        (
+            "truncated envelope",
+            2,
+            with_prefix(&body[..body.len() - 1]),
+            "InvalidMessagePack",
+        ),
+        // [0, {"NoSuchMessage": {}}]
+        (
+            "unknown message",
+            2,
+            with_prefix(&[
+                0x92, 0x00, 0x81, 0xad, b'N', b'o', b'S', b'u', b'c', b'h', b'M', b'e', b's', b's',
+                b'a', b'g', b'e', 0x80,
+            ]),
+            "UnknownMessage",
+        ),
+        // [5, ...]: no such envelope tag
+        (
+            "unknown envelope tag",
+            2,
+            with_prefix(&[0x92, 0x05, 0xc0]),
+            "BadEnvelope",
+        ),
+        // [0, {"Shutdown": {"exitCode": 0}}]: local
+        (
+            "local message",
+            2,
+            with_prefix(&[
+                0x92, 0x00, 0x81, 0xa8, b'S', b'h', b'u', b't', b'd', b'o', b'w', b'n', 0x81, 0xa8,
+                b'e', b'x', b'i', b't', b'C', b'o', b'd', b'e', 0x00,
+            ]),
+            "LocalMessage",
+        ),
+        // an extension value
+        (
+            "extension type",
+            2,
+            with_prefix(&[0xd4, 0x01, 0x00]),
+            "InvalidMessagePack",
+        ),
+    ];
+    let decommission = Envelope::Send(CoarseMessage::DecommissionExecutor(
+        crate::messages::coarse::DecommissionExecutor {},
+    ));
+    let v2_only = encode_frame(&decommission, v2)?;
+    invalid.push((
+        "version 2 message read as version 1",
+        1,
+        to_hex(&v2_only),
+        "NotInVersion",
+    ));
+    for (name, version, hex, error) in invalid {
+        out.push(EnvelopeVector {
+            name: name.into(),
+            family: "coarse".into(),
+            version,
+            frame_hex: hex,
+            envelope: None,
+            error: Some(error.into()),
+        });
+    }
+    Ok(out)
+}
+
+/// The `wire::Error` variant name of `e`, as envelope vectors name it.
+pub fn error_name(e: &Error) -> &'static str {
+    match e {
+        Error::InvalidMessagePack(_) => "InvalidMessagePack",
+        Error::TooDeep { .. } => "TooDeep",
+        Error::TrailingBytes { .. } => "TrailingBytes",
+        Error::BadEnvelope(_) => "BadEnvelope",
+        Error::UnknownMessage { .. } => "UnknownMessage",
+        Error::NotInVersion { .. } => "NotInVersion",
+        Error::LocalMessage { .. } => "LocalMessage",
+        Error::InvalidFields { .. } => "InvalidFields",
+        Error::Encode { .. } => "Encode",
+    }
+}

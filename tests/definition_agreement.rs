@@ -1,0 +1,183 @@
+//! The Rust types and `protocol/definition.json` agree on every message, field, type and version.
+#![cfg(feature = "arbitrary")]
+
+mod common;
+
+use arbitrary::Arbitrary;
+use bytes::Bytes;
+use sparkwire::definition::{Definition, MessageKind, TypeExpr};
+use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
+use sparkwire::wire::body::write_message;
+use sparkwire::wire::check::{check_message, Strictness};
+
+#[test]
+fn definition_parses_and_every_type_expression_resolves() {
+    let def = Definition::builtin();
+    let mut named = Vec::new();
+    let all_fields = def
+        .messages
+        .iter()
+        .flat_map(|m| m.fields.iter())
+        .chain(def.types.iter().flat_map(|t| t.fields.iter()))
+        .chain(
+            def.types
+                .iter()
+                .flat_map(|t| t.variants.iter().flat_map(|v| v.fields.iter())),
+        );
+    for f in all_fields {
+        let t = f
+            .type_expr()
+            .unwrap_or_else(|e| panic!("field {}: {e}", f.name));
+        t.named(&mut named);
+        if f.since == Some(2) && f.until.is_none() {
+            assert!(
+                f.default.is_some(),
+                "field {} is newer than v1 but documents no default",
+                f.name
+            );
+        }
+        if f.until == Some(1) {
+            assert!(
+                f.from_v2.is_some(),
+                "v1-only field {} does not say how it is computed",
+                f.name
+            );
+        }
+    }
+    for n in named {
+        assert!(
+            def.type_def(&n).is_some(),
+            "type {n} is used but not defined"
+        );
+    }
+    for m in &def.messages {
+        for role in m.from.iter().chain(m.to.iter()) {
+            let r = def
+                .role(role)
+                .unwrap_or_else(|| panic!("{}: unknown role {role}", m.name));
+            assert_eq!(
+                r.family, m.family,
+                "{}: role {role} speaks another family",
+                m.name
+            );
+        }
+        match (m.kind, &m.reply) {
+            (MessageKind::Ask, None) => panic!("ask {} names no reply type", m.name),
+            (MessageKind::Send | MessageKind::Reply, Some(_)) => {
+                panic!("{} is not an ask but names a reply", m.name)
+            }
+            (_, Some(r)) => {
+                let is_message = def
+                    .message(&m.family, r)
+                    .is_some_and(|rm| rm.kind == MessageKind::Reply);
+                let is_type = TypeExpr::parse(r).is_ok_and(|t| {
+                    let mut n = Vec::new();
+                    t.named(&mut n);
+                    n.iter().all(|x| def.type_def(x).is_some())
+                });
+                assert!(
+                    is_message || is_type,
+                    "{}: reply {r} is neither a reply message nor a type",
+                    m.name
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+fn names_versions_and_locality_agree<F: Family>() {
+    let def = Definition::builtin();
+    let in_def: Vec<&str> = def
+        .messages
+        .iter()
+        .filter(|m| m.family == F::FAMILY)
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(
+        in_def,
+        F::NAMES.to_vec(),
+        "{} messages differ between Rust and the definition",
+        F::FAMILY
+    );
+    for name in F::NAMES {
+        let m = def.message(F::FAMILY, name).expect("listed above");
+        assert_eq!(
+            F::since_of(name).map(|v| v.number()),
+            Some(m.since),
+            "{name}: since differs"
+        );
+        assert_eq!(
+            F::is_local_name(name),
+            Some(m.kind == MessageKind::Local),
+            "{name}: locality differs"
+        );
+    }
+}
+
+#[test]
+fn rust_message_names_versions_and_locality_match_the_definition() {
+    names_versions_and_locality_agree::<DeployMessage>();
+    names_versions_and_locality_agree::<CoarseMessage>();
+}
+
+fn layouts_agree<F: Family + for<'a> Arbitrary<'a>>(seed: u64) {
+    let def = Definition::builtin();
+    for m in common::samples_of_every_message::<F>(seed, 25) {
+        for v in Version::ALL.into_iter().filter(|v| m.exists_in(*v)) {
+            let mut body = Vec::new();
+            write_message(&m, v, &mut body).unwrap_or_else(|e| panic!("{}: {e}", m.name()));
+            if let Err(e) = check_message(def, F::FAMILY, v, &body, Strictness::Exact) {
+                panic!(
+                    "{} in {v} disagrees with the definition: {e}\nvalue: {m:?}",
+                    m.name()
+                );
+            }
+            // Whatever the encoder writes, a lenient reader accepts too.
+            assert!(check_message(def, F::FAMILY, v, &body, Strictness::Lenient).is_ok());
+        }
+    }
+}
+
+#[test]
+fn every_deploy_message_is_laid_out_exactly_as_the_definition_says_in_every_version() {
+    layouts_agree::<DeployMessage>(11);
+}
+
+#[test]
+fn every_coarse_message_is_laid_out_exactly_as_the_definition_says_in_every_version() {
+    layouts_agree::<CoarseMessage>(12);
+}
+
+#[test]
+fn checker_catches_a_missing_field_a_wrong_type_and_an_unknown_field() {
+    let def = Definition::builtin();
+    let good = sparkwire::messages::deploy::KillDriver {
+        driver_id: "driver-1".into(),
+    };
+    let mut body = Vec::new();
+    write_message(&DeployMessage::from(good), Version::V2, &mut body).expect("encodes");
+    assert!(check_message(def, "deploy", Version::V2, &body, Strictness::Exact).is_ok());
+    // {"KillDriver": {}}: driverId missing.
+    let missing = [
+        0x81, 0xaa, b'K', b'i', b'l', b'l', b'D', b'r', b'i', b'v', b'e', b'r', 0x80,
+    ];
+    let e = check_message(def, "deploy", Version::V2, &missing, Strictness::Lenient)
+        .expect_err("missing");
+    assert!(e.to_string().contains("driverId"), "{e}");
+    // {"KillDriver": {"driverId": 5}}: wrong type.
+    let mut wrong = missing[..12].to_vec();
+    wrong.extend_from_slice(&[
+        0x81, 0xa8, b'd', b'r', b'i', b'v', b'e', b'r', b'I', b'd', 0x05,
+    ]);
+    assert!(check_message(def, "deploy", Version::V2, &wrong, Strictness::Lenient).is_err());
+    // {"KillDriver": {"driverId": "d", "extra": 1}}: unknown field, refused exactly, skipped leniently.
+    let mut extra = missing[..12].to_vec();
+    extra.extend_from_slice(&[
+        0x82, 0xa8, b'd', b'r', b'i', b'v', b'e', b'r', b'I', b'd', 0xa1, b'd',
+    ]);
+    extra.extend_from_slice(&[0xa5, b'e', b'x', b't', b'r', b'a', 0x01]);
+    assert!(check_message(def, "deploy", Version::V2, &extra, Strictness::Exact).is_err());
+    assert!(check_message(def, "deploy", Version::V2, &extra, Strictness::Lenient).is_ok());
+    let _ = Bytes::new();
+}
