@@ -16,6 +16,15 @@ pub enum SpecCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write protocol/messages.md, the per-message reference, from the definition.
+    Docs {
+        /// File to write.
+        #[arg(long, default_value = "protocol/messages.md")]
+        out: PathBuf,
+        /// Write nothing; exit 1 if the file differs from what would be written.
+        #[arg(long)]
+        check: bool,
+    },
     /// Write the golden vectors (protocol/vectors/) from the definition and the codec.
     Vectors {
         /// Directory to write to.
@@ -67,6 +76,21 @@ pub fn run(cmd: SpecCommand) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         SpecCommand::Vectors { out, check } => vectors(def, &out, check),
+        SpecCommand::Docs { out, check } => {
+            let text = sparkwire::definition::markdown::render(def);
+            let current = std::fs::read_to_string(&out).ok();
+            if current.as_deref() == Some(text.as_str()) {
+                println!("{} is up to date", out.display());
+            } else if check {
+                eprintln!("{} is stale; run `cargo run -- spec docs`", out.display());
+                return Ok(ExitCode::from(1));
+            } else {
+                std::fs::write(&out, text)
+                    .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+                println!("wrote {}", out.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! check the bytes against the file, so any disagreement in a message, field, type or version
 //! fails the build's tests ([`crate::wire::check`] is the checker).
 
+pub mod markdown;
 pub mod types;
 
 use std::sync::OnceLock;
@@ -199,9 +200,9 @@ impl MessageDef {
         format!("v{}+", self.since)
     }
 
-    /// `from → to`, with roles joined by `|`.
+    /// `from → to`, with roles joined by `,`.
     pub fn route(&self) -> String {
-        format!("{} → {}", self.from.join("|"), self.to.join("|"))
+        format!("{} → {}", self.from.join(","), self.to.join(","))
     }
 
     /// The kind, with the reply type for asks: `ask → bool`.
