@@ -5,6 +5,18 @@
 //! 1. [`messages`]: plain data types, one module per family; [`definition`]: the machine-readable
 //!    protocol definition of `protocol/`.
 //! 2. [`wire`]: the envelope, message bodies per version, frames.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use sparkwire::messages::{deploy::KillDriver, DeployMessage, Version};
+//! use sparkwire::wire::{decode_frame, encode_frame, Envelope};
+//!
+//! let msg = DeployMessage::from(KillDriver { driver_id: "driver-20250101120000-0000".into() });
+//! let frame = encode_frame(&Envelope::Send(msg.clone()), Version::V2)?;
+//! let back: Envelope<DeployMessage> = decode_frame(&Bytes::from(frame), Version::V2)?;
+//! assert_eq!(back, Envelope::Send(msg));
+//! # Ok::<(), sparkwire::wire::Error>(())
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
