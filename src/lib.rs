@@ -22,4 +22,5 @@
 
 pub mod definition;
 pub mod messages;
+pub mod reference;
 pub mod wire;

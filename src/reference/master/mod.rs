@@ -1,0 +1,3 @@
+//! The reference Master.
+
+pub mod schedule;

@@ -1,0 +1,4 @@
+//! Layer 4: reference Master, Worker, driver and executor, built only on the public API of the
+//! layers before it, as an outside implementation would be.
+
+pub mod master;
