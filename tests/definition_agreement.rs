@@ -181,3 +181,37 @@ fn checker_catches_a_missing_field_a_wrong_type_and_an_unknown_field() {
     assert!(check_message(def, "deploy", Version::V2, &extra, Strictness::Lenient).is_ok());
     let _ = Bytes::new();
 }
+
+#[test]
+fn task_descriptions_are_laid_out_exactly_as_the_definition_says_and_round_trip() {
+    use sparkwire::messages::TaskDescription;
+    use sparkwire::wire::check::check_value;
+    use sparkwire::wire::task::{decode_task, encode_task};
+    let def = Definition::builtin();
+    let ty = TypeExpr::Named("TaskDescription".into());
+    let mut rng = common::Rng::new(21);
+    let mut checked = 0;
+    for _ in 0..400 {
+        let data = rng.bytes(500);
+        let Ok(task) = TaskDescription::arbitrary(&mut arbitrary::Unstructured::new(&data)) else {
+            continue;
+        };
+        let bytes = encode_task(&task).expect("encodes");
+        for v in Version::ALL {
+            check_value(def, &ty, v, &bytes, Strictness::Exact).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let frame = Bytes::from(bytes);
+        let back = decode_task(&frame).expect("decodes");
+        assert_eq!(back, task);
+        if !back.serialized_task.is_empty() {
+            let p = back.serialized_task.as_slice().as_ptr() as usize;
+            let start = frame.as_ptr() as usize;
+            assert!(
+                p >= start && p < start + frame.len(),
+                "serializedTask was copied, not sliced"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 300);
+}

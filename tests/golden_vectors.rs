@@ -42,7 +42,7 @@ fn on_disk() -> Vec<MessageVectors> {
 #[test]
 fn vector_files_match_what_the_generator_writes() {
     let files = render_files(Definition::builtin()).expect("generates");
-    assert_eq!(files.len(), Definition::builtin().messages.len() + 1);
+    assert_eq!(files.len(), Definition::builtin().messages.len() + 2);
     for (rel, text) in files {
         let path = vectors_dir().join(&rel);
         let disk =
@@ -182,5 +182,25 @@ fn truncated_and_corrupted_vectors_give_errors_and_never_panic() {
                 _ => corrupt_never_panics::<CoarseMessage>(&frame, version, &mut rng),
             }
         }
+    }
+}
+
+#[test]
+fn task_description_vectors_decode_to_their_value_and_encode_to_their_bytes() {
+    use sparkwire::messages::TaskDescription;
+    use sparkwire::wire::task::{decode_task, encode_task};
+    use sparkwire::wire::vectors::TaskVector;
+    let vectors: Vec<TaskVector> = read_json(&vectors_dir().join("task-description.json"));
+    assert_eq!(vectors.len(), 2);
+    for v in vectors {
+        let want: TaskDescription = serde_json::from_value(v.value.clone()).expect("value");
+        let bytes = Bytes::from(from_hex(&v.hex).expect("hex"));
+        assert_eq!(decode_task(&bytes).expect("decodes"), want, "{}", v.case);
+        assert_eq!(
+            encode_task(&want).expect("encodes"),
+            bytes.to_vec(),
+            "{}",
+            v.case
+        );
     }
 }

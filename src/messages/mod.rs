@@ -25,6 +25,7 @@ pub mod deploy;
 pub mod legacy;
 pub mod payload;
 pub mod states;
+pub mod task;
 
 pub use coarse::CoarseMessage;
 pub use common::*;
@@ -32,6 +33,7 @@ pub use deploy::DeployMessage;
 pub use family::{Family, MessageBody, Versioned};
 pub use payload::Payload;
 pub use states::*;
+pub use task::TaskDescription;
 
 use std::fmt;
 

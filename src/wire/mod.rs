@@ -8,6 +8,7 @@ pub mod envelope;
 mod error;
 pub mod frame;
 pub mod msgpack;
+pub mod task;
 pub mod vectors;
 
 pub use envelope::{decode_envelope, encode_envelope, Envelope, Reply};

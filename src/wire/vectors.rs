@@ -231,6 +231,8 @@ pub fn render_files(def: &Definition) -> Result<Vec<(String, String)>, Error> {
     }
     let text = serde_json::to_string_pretty(&envelope_vectors()?).map_err(json_err)?;
     files.push(("envelope.json".to_string(), text + "\n"));
+    let text = serde_json::to_string_pretty(&task_vectors(def)?).map_err(json_err)?;
+    files.push(("task-description.json".to_string(), text + "\n"));
     Ok(files)
 }
 
@@ -466,4 +468,44 @@ pub fn error_name(e: &Error) -> &'static str {
         Error::InvalidFields { .. } => "InvalidFields",
         Error::Encode { .. } => "Encode",
     }
+}
+
+/// One task description vector: `LaunchTask.data` in readable form and as bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct TaskVector {
+    /// `full` or `minimal`.
+    pub case: String,
+    /// The task description in readable JSON (`serializedTask` as hex).
+    pub value: Value,
+    /// Hex of its MessagePack: the bytes of `LaunchTask.data`.
+    pub hex: String,
+}
+
+/// Vectors of the task description, built from the definition like the message vectors.
+pub fn task_vectors(def: &Definition) -> Result<Vec<TaskVector>, Error> {
+    let fields = def
+        .type_def("TaskDescription")
+        .map(|t| t.fields.clone())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for case in [Case::Full, Case::Minimal] {
+        let value = sample_struct(def, &fields, case);
+        let task: crate::messages::TaskDescription =
+            serde_json::from_value(value).map_err(|e| Error::InvalidFields {
+                name: "TaskDescription".into(),
+                version: Version::LATEST,
+                detail: format!("the definition's sample does not fit the Rust type: {e}"),
+            })?;
+        let bytes = super::task::encode_task(&task)?;
+        let readable = serde_json::to_value(&task).map_err(|e| Error::Encode {
+            name: "TaskDescription".into(),
+            detail: e.to_string(),
+        })?;
+        out.push(TaskVector {
+            case: case.as_str().into(),
+            value: readable,
+            hex: to_hex(&bytes),
+        });
+    }
+    Ok(out)
 }
