@@ -2,3 +2,4 @@
 //! layers before it, as an outside implementation would be.
 
 pub mod master;
+pub mod task;
