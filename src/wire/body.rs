@@ -111,17 +111,30 @@ fn decode_message_with<F: Family>(
     }
     with_source_frame(frame, || {
         let mut de = rmp_serde::Deserializer::from_read_ref(fields);
-        match F::deserialize_fields(name, version, &mut de) {
-            Some(Ok(m)) => Ok(m),
-            Some(Err(e)) => Err(Error::InvalidFields {
-                name: name.to_string(),
-                version,
-                detail: e.to_string(),
-            }),
-            None => Err(Error::UnknownMessage {
-                family: F::FAMILY,
-                name: name.to_string(),
-            }),
-        }
+        fields_from(name, version, &mut de)
     })
+}
+
+/// Deserializes the fields of the message `name` from any serde deserializer (MessagePack from a
+/// frame, or the readable JSON of vectors and traces), with this layer's errors.
+pub fn fields_from<'de, F: Family, D: serde::Deserializer<'de>>(
+    name: &str,
+    version: Version,
+    d: D,
+) -> Result<F, Error>
+where
+    D::Error: std::fmt::Display,
+{
+    match F::deserialize_fields(name, version, d) {
+        Some(Ok(m)) => Ok(m),
+        Some(Err(e)) => Err(Error::InvalidFields {
+            name: name.to_string(),
+            version,
+            detail: e.to_string(),
+        }),
+        None => Err(Error::UnknownMessage {
+            family: F::FAMILY,
+            name: name.to_string(),
+        }),
+    }
 }

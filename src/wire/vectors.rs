@@ -246,18 +246,7 @@ pub fn value_from_json<F: Family>(value: &Value, version: Version) -> Result<F, 
         Some(entry) if obj.len() == 1 => entry,
         _ => return Err(bad("a message value has exactly one key, its name".into())),
     };
-    match F::deserialize_fields(name, version, fields.clone()) {
-        Some(Ok(m)) => Ok(m),
-        Some(Err(e)) => Err(Error::InvalidFields {
-            name: name.clone(),
-            version,
-            detail: e.to_string(),
-        }),
-        None => Err(Error::UnknownMessage {
-            family: F::FAMILY,
-            name: name.clone(),
-        }),
-    }
+    super::body::fields_from(name, version, fields.clone())
 }
 
 /// Decodes a vector's `body_hex` bytes.
