@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod definition;
+pub mod fuzzing;
 pub mod messages;
 pub mod reference;
 pub mod wire;

@@ -16,6 +16,12 @@ pub enum SpecCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write the fuzzers' seed corpus (one directory per target) from the golden vectors.
+    FuzzSeeds {
+        /// Directory to write to; each target gets a subdirectory.
+        #[arg(long, default_value = "fuzz/corpus")]
+        out: PathBuf,
+    },
     /// Write protocol/messages.md, the per-message reference, from the definition.
     Docs {
         /// File to write.
@@ -76,6 +82,21 @@ pub fn run(cmd: SpecCommand) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         SpecCommand::Vectors { out, check } => vectors(def, &out, check),
+        SpecCommand::FuzzSeeds { out } => {
+            for target in sparkwire::fuzzing::TARGETS {
+                let dir = out.join(target);
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                let corpus = sparkwire::fuzzing::seeds(target);
+                for (i, input) in corpus.iter().enumerate() {
+                    let path = dir.join(format!("seed-{i:04}"));
+                    std::fs::write(&path, input)
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                }
+                println!("{}: {} seeds in {}", target, corpus.len(), dir.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         SpecCommand::Docs { out, check } => {
             let text = sparkwire::definition::markdown::render(def);
             let current = std::fs::read_to_string(&out).ok();
