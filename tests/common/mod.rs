@@ -1,7 +1,9 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+#[cfg(feature = "arbitrary")]
 use arbitrary::{Arbitrary, Unstructured};
+#[cfg(feature = "arbitrary")]
 use sparkwire::messages::Family;
 
 /// A small deterministic generator (xorshift64*), so failures reproduce from the seed.
@@ -26,6 +28,7 @@ impl Rng {
     }
 }
 
+#[cfg(feature = "arbitrary")]
 /// Random messages of family `F` until every message name has at least `per_name` samples.
 pub fn samples_of_every_message<F>(seed: u64, per_name: usize) -> Vec<F>
 where
