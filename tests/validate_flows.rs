@@ -17,7 +17,10 @@ fn clean(events: &[Event]) {
     let found = run(Config::default(), events);
     assert!(found.is_empty(), "unexpected violations: {found:#?}");
     let found = run(Config::with_task_decoder(sample_task_decoder), events);
-    assert!(found.is_empty(), "unexpected violations with a task decoder: {found:#?}");
+    assert!(
+        found.is_empty(),
+        "unexpected violations with a task decoder: {found:#?}"
+    );
 }
 
 fn driver() -> Endpoint {
@@ -67,7 +70,10 @@ fn application_executors_and_tasks_flow_is_accepted() {
     s.down(&w, msg::kill_executor("app-1", 1));
     s.down(&w, msg::application_finished("app-1"));
     for exec in [0, 1] {
-        let ask = s.ask_up(&w, msg::executor_state_changed("app-1", exec, ExecutorState::Killed));
+        let ask = s.ask_up(
+            &w,
+            msg::executor_state_changed("app-1", exec, ExecutorState::Killed),
+        );
         s.reply_down(&w, ask, Reply::<DeployMessage>::Bool(true));
     }
     s.close(&app);
@@ -84,7 +90,10 @@ fn executor_lost_and_replaced_is_accepted() {
     s.down(&e0, msg::launch_task(1, 1));
     // The executor process is killed: its connection drops, its worker reports EXITED.
     s.close(&e0);
-    let ask = s.ask_up(&w, msg::executor_state_changed("app-1", 0, ExecutorState::Exited));
+    let ask = s.ask_up(
+        &w,
+        msg::executor_state_changed("app-1", 0, ExecutorState::Exited),
+    );
     s.reply_down(&w, ask, Reply::<DeployMessage>::Bool(true));
     s.down(&app, msg::executor_updated(0, ExecutorState::Exited, None));
     // The freed cores go to a replacement at once.
@@ -103,8 +112,14 @@ fn worker_lost_flow_is_accepted() {
     s.launch_executor(&app, "app-1", &w1, "worker-1", 0, 1, 1024);
     s.launch_executor(&app, "app-1", &w1, "worker-1", 1, 1, 1024);
     s.close(&w1);
-    s.down(&app, msg::executor_updated(0, ExecutorState::Lost, Some("10.0.0.1")));
-    s.down(&app, msg::executor_updated(1, ExecutorState::Lost, Some("10.0.0.1")));
+    s.down(
+        &app,
+        msg::executor_updated(0, ExecutorState::Lost, Some("10.0.0.1")),
+    );
+    s.down(
+        &app,
+        msg::executor_updated(1, ExecutorState::Lost, Some("10.0.0.1")),
+    );
     s.down(&app, msg::worker_removed("worker-1", "10.0.0.1"));
     s.launch_executor(&app, "app-1", &w2, "worker-2", 2, 2, 2048);
     clean(s.events());
@@ -117,7 +132,10 @@ fn worker_timed_out_then_reregistered_is_accepted() {
     let app = s.app("app-1");
     s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 2048);
     s.advance(61_000);
-    s.down(&app, msg::executor_updated(0, ExecutorState::Lost, Some("10.0.0.1")));
+    s.down(
+        &app,
+        msg::executor_updated(0, ExecutorState::Lost, Some("10.0.0.1")),
+    );
     s.down(&app, msg::worker_removed("worker-1", "10.0.0.1"));
     s.up(&w, msg::heartbeat("worker-1"));
     s.down(&w, msg::reconnect_worker());
@@ -125,9 +143,18 @@ fn worker_timed_out_then_reregistered_is_accepted() {
     s.down(&w, msg::registered_worker(false));
     // Spark may launch before WorkerLatestState arrives: the order of the two is not fixed.
     s.launch_executor(&app, "app-1", &w, "worker-1", 1, 2, 2048);
-    s.up(&w, msg::worker_latest_state("worker-1", &[("app-1", 0, 2, 2048)]));
+    s.up(
+        &w,
+        msg::worker_latest_state("worker-1", &[("app-1", 0, 2, 2048)]),
+    );
     s.down(&w, msg::kill_executor("app-1", 0));
-    let found = run(Config { strict_order: true, ..Config::default() }, s.events());
+    let found = run(
+        Config {
+            strict_order: true,
+            ..Config::default()
+        },
+        s.events(),
+    );
     assert!(found.is_empty(), "{found:#?}");
     clean(s.events());
 }
@@ -146,10 +173,16 @@ fn master_failover_is_accepted() {
     let app2 = s.open(Endpoint::new(Role::AppClient, "app-1"), s.master.clone());
     s.down(&w2, msg::master_changed());
     s.down(&app2, msg::master_changed());
-    s.up(&w2, msg::worker_scheduler_state_response("worker-1", &[("app-1", 0, 2, 1024)], &[]));
+    s.up(
+        &w2,
+        msg::worker_scheduler_state_response("worker-1", &[("app-1", 0, 2, 1024)], &[]),
+    );
     s.up(&app2, msg::master_change_acknowledged("app-1"));
     s.up(&w2, msg::heartbeat("worker-1"));
-    let ask = s.ask_up(&w2, msg::executor_state_changed("app-1", 0, ExecutorState::Exited));
+    let ask = s.ask_up(
+        &w2,
+        msg::executor_state_changed("app-1", 0, ExecutorState::Exited),
+    );
     s.reply_down(&w2, ask, Reply::<DeployMessage>::Bool(true));
     s.down(&app2, msg::executor_updated(0, ExecutorState::Exited, None));
     s.launch_executor(&app2, "app-1", &w2, "worker-1", 1, 2, 1024);
@@ -160,25 +193,47 @@ fn master_failover_is_accepted() {
 fn driver_submitted_asked_about_and_killed_is_accepted() {
     let mut s = Scenario::new();
     let w = s.worker("worker-1", "10.0.0.1", 4, 4096);
-    let client = s.open(Endpoint::new(Role::DriverClient, "submit-1"), s.master.clone());
+    let client = s.open(
+        Endpoint::new(Role::DriverClient, "submit-1"),
+        s.master.clone(),
+    );
     let ask = s.ask_up(&client, msg::request_submit_driver(1, 1024, false));
-    s.reply_down(&client, ask, Reply::Message(msg::submit_driver_response(true, Some("driver-1"))));
+    s.reply_down(
+        &client,
+        ask,
+        Reply::Message(msg::submit_driver_response(true, Some("driver-1"))),
+    );
     s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
     let ask = s.ask_up(&client, msg::request_driver_status("driver-1"));
     let status = msg::driver_status_response(true, Some(DriverState::Running), Some("worker-1"));
     s.reply_down(&client, ask, Reply::Message(status));
     let ask = s.ask_up(&client, msg::request_kill_driver("driver-1"));
     s.down(&w, msg::kill_driver("driver-1"));
-    s.reply_down(&client, ask, Reply::Message(msg::kill_driver_response("driver-1", true)));
-    s.up(&w, msg::driver_state_changed("driver-1", DriverState::Killed));
+    s.reply_down(
+        &client,
+        ask,
+        Reply::Message(msg::kill_driver_response("driver-1", true)),
+    );
+    s.up(
+        &w,
+        msg::driver_state_changed("driver-1", DriverState::Killed),
+    );
     let ask = s.ask_up(&client, msg::request_driver_status("driver-1"));
     let status = msg::driver_status_response(true, Some(DriverState::Killed), Some("worker-1"));
     s.reply_down(&client, ask, Reply::Message(status));
     // A second driver, killed while still waiting: no worker involved.
     let ask = s.ask_up(&client, msg::request_submit_driver(8, 1024, false));
-    s.reply_down(&client, ask, Reply::Message(msg::submit_driver_response(true, Some("driver-2"))));
+    s.reply_down(
+        &client,
+        ask,
+        Reply::Message(msg::submit_driver_response(true, Some("driver-2"))),
+    );
     let ask = s.ask_up(&client, msg::request_kill_driver("driver-2"));
-    s.reply_down(&client, ask, Reply::Message(msg::kill_driver_response("driver-2", true)));
+    s.reply_down(
+        &client,
+        ask,
+        Reply::Message(msg::kill_driver_response("driver-2", true)),
+    );
     s.close(&client);
     clean(s.events());
 }
@@ -192,7 +247,10 @@ fn decommissioning_flow_is_accepted_and_later_launches_are_caught() {
     s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
     let e0 = s.executor(&driver(), "0", 2);
     s.up(&w, msg::worker_decommissioning("worker-1"));
-    s.down(&app, msg::executor_updated(0, ExecutorState::Decommissioned, Some("10.0.0.1")));
+    s.down(
+        &app,
+        msg::executor_updated(0, ExecutorState::Decommissioned, Some("10.0.0.1")),
+    );
     s.down(&e0, msg::decommission_executor());
     let ask = s.ask_up(&e0, msg::executor_decommissioning("0"));
     s.reply_down(&e0, ask, Reply::<CoarseMessage>::Bool(true));
@@ -202,8 +260,14 @@ fn decommissioning_flow_is_accepted_and_later_launches_are_caught() {
     s.advance(5_000);
     s.down(&w, msg::launch_executor("app-1", 2, 1, 512));
     s.down(&e0, msg::launch_task(1, 1));
-    let rules: Vec<Rule> = run(Config::default(), s.events()).iter().map(|v| v.rule).collect();
-    assert_eq!(rules, [Rule::WorkerLaunchAlive, Rule::ExecutorNoTasksAfterStop]);
+    let rules: Vec<Rule> = run(Config::default(), s.events())
+        .iter()
+        .map(|v| v.rule)
+        .collect();
+    assert_eq!(
+        rules,
+        [Rule::WorkerLaunchAlive, Rule::ExecutorNoTasksAfterStop]
+    );
 }
 
 #[test]
@@ -226,6 +290,9 @@ fn version_1_flow_is_accepted() {
     let e0 = s.executor(&driver(), "0", 2);
     s.run_task(&e0, "0", 1, 1);
     s.close(&w);
-    s.down(&app, msg::executor_updated(0, ExecutorState::Lost, Some("")));
+    s.down(
+        &app,
+        msg::executor_updated(0, ExecutorState::Lost, Some("")),
+    );
     clean(s.events());
 }

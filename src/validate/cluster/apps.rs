@@ -185,6 +185,11 @@ impl Cluster {
                 if !self.app_open_for(&app, true, now, config, sink) {
                     return;
                 }
+                if !self.apps.contains_key(&app) {
+                    // Crossed the client's goodbye on the wire: the master still saw the
+                    // application active, a view this validator no longer holds.
+                    return;
+                }
                 match other {
                     DeployMessage::ExecutorAdded(e) => self.executor_added(&app, e, sink),
                     DeployMessage::ExecutorUpdated(e) => {
@@ -219,6 +224,25 @@ impl Cluster {
                 x.killed = true;
                 x.owed.clear();
             }
+            let done: Vec<i32> = execs
+                .live
+                .iter()
+                .filter(|(_, x)| x.state.is_finished())
+                .map(|(id, _)| *id)
+                .collect();
+            for id in done {
+                execs.live.remove(&id);
+                execs.finished.insert(id, ());
+            }
+        }
+        self.forget_execs_of_finished(app);
+    }
+
+    /// Drops the executor records of a finished application once none is live, so memory stays
+    /// bounded over many applications.
+    pub(super) fn forget_execs_of_finished(&mut self, app: &str) {
+        if !self.apps.contains_key(app) && self.execs.get(app).is_some_and(|e| e.live.is_empty()) {
+            self.execs.remove(app);
         }
     }
 
@@ -394,6 +418,7 @@ impl Cluster {
                 execs.finished.insert(e.exec_id, ());
             }
         }
+        self.forget_execs_of_finished(&e.app_id);
     }
 
     /// ExecutorAdded to application `app`.
