@@ -76,6 +76,10 @@ pub(crate) struct PendingRegistration {
     pub(crate) memory: i32,
 }
 
+/// Most asks tracked per side of a connection. Beyond it new asks are not tracked (their replies
+/// then break rule A2): memory stays bounded even when a peer never answers.
+pub(crate) const MAX_PENDING_ASKS: usize = 1 << 16;
+
 /// Most RegisterWorker retries remembered while unanswered.
 pub(crate) const MAX_PENDING_REGISTRATIONS: usize = 64;
 

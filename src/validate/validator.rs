@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::backend::Backends;
 use super::cluster::Cluster;
 use super::config::Config;
-use super::conn::{AskDetail, Conn, ConnKind, Conversation, PendingAsk};
+use super::conn::{AskDetail, Conn, ConnKind, Conversation, PendingAsk, MAX_PENDING_ASKS};
 use super::event::{ConnId, Endpoint, EnvelopeRef, Event, EventBody, ValidatedFamily};
 use super::history::History;
 use super::rules::Rule;
@@ -296,14 +296,16 @@ impl Validator {
                     .specs
                     .get(F::FAMILY, message.name())
                     .and_then(|s| s.reply);
-                pending.insert(
-                    *id,
-                    PendingAsk {
-                        name: message.name(),
-                        reply,
-                        detail: AskDetail::None,
-                    },
-                );
+                if pending.len() < MAX_PENDING_ASKS || pending.contains_key(id) {
+                    pending.insert(
+                        *id,
+                        PendingAsk {
+                            name: message.name(),
+                            reply,
+                            detail: AskDetail::None,
+                        },
+                    );
+                }
                 None
             }
             Envelope::Reply { id, .. } | Envelope::Failure { id, .. } => {

@@ -172,7 +172,7 @@ impl Cluster {
                 }
                 match &mut conn.conversation {
                     Conversation::Worker(w) if from == Role::Worker => {
-                        self.worker_sent(w, conn_id, m, config, sink)
+                        self.worker_sent(w, conn_id, m, sink)
                     }
                     Conversation::Worker(w) => self.master_sent_worker(w, m, config, sink),
                     Conversation::App(a) if from == Role::AppClient => {

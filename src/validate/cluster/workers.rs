@@ -20,7 +20,6 @@ impl Cluster {
         w: &mut WorkerConn,
         conn_id: ConnId,
         m: &DeployMessage,
-        config: &Config,
         sink: &mut Sink<'_>,
     ) {
         let now = sink.time;
@@ -101,7 +100,6 @@ impl Cluster {
             DeployMessage::DriverStateChanged(d) => self.driver_state_changed(&wid, d, sink),
             _ => {}
         }
-        let _ = config;
     }
 
     /// A message from the master to a worker.
