@@ -296,3 +296,30 @@ fn version_1_flow_is_accepted() {
     );
     clean(s.events());
 }
+
+#[test]
+fn worker_reregistering_with_a_recovered_master_may_be_told_duplicate() {
+    let mut s = Scenario::new();
+    let w = s.worker("worker-1", "10.0.0.1", 4, 4096);
+    s.close(&w);
+    s.master = Endpoint::new(Role::Master, "master-2");
+    let w2 = s.open(Endpoint::new(Role::Worker, "worker-1"), s.master.clone());
+    s.up(&w2, msg::register_worker("worker-1", "10.0.0.1", 4, 4096));
+    // master-2 recovered worker-1 from its persisted state: a duplicate registration.
+    s.down(&w2, msg::registered_worker(true));
+    s.up(&w2, msg::heartbeat("worker-1"));
+    clean(s.events());
+
+    // The same master that lost the worker must register it anew.
+    let mut s = Scenario::new();
+    let w = s.worker("worker-1", "10.0.0.1", 4, 4096);
+    s.close(&w);
+    let w2 = s.open(Endpoint::new(Role::Worker, "worker-1"), s.master.clone());
+    s.up(&w2, msg::register_worker("worker-1", "10.0.0.1", 4, 4096));
+    s.down(&w2, msg::registered_worker(true));
+    let rules: Vec<Rule> = run(Config::default(), s.events())
+        .iter()
+        .map(|v| v.rule)
+        .collect();
+    assert_eq!(rules, [Rule::WorkerDuplicateId]);
+}

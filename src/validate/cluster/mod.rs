@@ -33,6 +33,8 @@ pub(crate) enum WorkerLife {
 #[derive(Debug, Clone)]
 pub(crate) struct Worker {
     pub(crate) host: String,
+    /// The master it registered with (a master's endpoint id).
+    pub(crate) master: String,
     pub(crate) life: WorkerLife,
     /// Cores and memory it registered, when the trace shows its registration.
     pub(crate) capacity: Option<(i64, i64)>,
@@ -170,11 +172,16 @@ impl Cluster {
                         p.detail = detail;
                     }
                 }
+                let master = conn
+                    .ends
+                    .iter()
+                    .find(|e| e.role == Role::Master)
+                    .map_or("", |e| e.id.as_str());
                 match &mut conn.conversation {
                     Conversation::Worker(w) if from == Role::Worker => {
-                        self.worker_sent(w, conn_id, m, sink)
+                        self.worker_sent(w, conn_id, master, m, sink)
                     }
-                    Conversation::Worker(w) => self.master_sent_worker(w, m, config, sink),
+                    Conversation::Worker(w) => self.master_sent_worker(w, master, m, config, sink),
                     Conversation::App(a) if from == Role::AppClient => {
                         self.client_sent(a, conn_id, m, config, sink)
                     }

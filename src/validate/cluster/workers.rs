@@ -19,6 +19,7 @@ impl Cluster {
         &mut self,
         w: &mut WorkerConn,
         conn_id: ConnId,
+        master: &str,
         m: &DeployMessage,
         sink: &mut Sink<'_>,
     ) {
@@ -60,7 +61,7 @@ impl Cluster {
                     }
                 }
                 w.worker = Some(s.id.clone());
-                self.recover_worker(s, conn_id, now);
+                self.recover_worker(s, conn_id, master, now);
                 return;
             }
             _ => {}
@@ -106,13 +107,14 @@ impl Cluster {
     pub(super) fn master_sent_worker(
         &mut self,
         w: &mut WorkerConn,
+        master: &str,
         m: &DeployMessage,
         config: &Config,
         sink: &mut Sink<'_>,
     ) {
         let now = sink.time;
         match m {
-            DeployMessage::RegisteredWorker(r) => self.registered(w, r, sink),
+            DeployMessage::RegisteredWorker(r) => self.registered(w, master, r, sink),
             DeployMessage::RegisterWorkerFailed(_) | DeployMessage::MasterInStandby(_) => {
                 if w.pending.pop_front().is_none() {
                     sink.flag(
@@ -184,7 +186,13 @@ impl Cluster {
     }
 
     /// RegisteredWorker: answers the oldest pending RegisterWorker.
-    fn registered(&mut self, w: &mut WorkerConn, r: &RegisteredWorker, sink: &mut Sink<'_>) {
+    fn registered(
+        &mut self,
+        w: &mut WorkerConn,
+        master: &str,
+        r: &RegisteredWorker,
+        sink: &mut Sink<'_>,
+    ) {
         let Some(reg) = w.pending.pop_front() else {
             sink.flag(
                 Rule::WorkerRegisterAnswer,
@@ -193,11 +201,12 @@ impl Cluster {
             );
             return;
         };
-        let alive = self
-            .workers
-            .get(&reg.id)
-            .is_some_and(|x| x.life != WorkerLife::Lost);
-        if alive != r.duplicate {
+        let known = self.workers.get(&reg.id);
+        let alive = known.is_some_and(|x| x.life != WorkerLife::Lost);
+        // A new master may know the worker from its persisted state (Spark's UNKNOWN workers,
+        // answered with duplicate = true): either answer is then legal.
+        let recovered = known.is_some_and(|x| x.life == WorkerLife::Lost && x.master != master);
+        if alive != r.duplicate && !recovered {
             let expected = if alive {
                 format!(
                     "RegisterWorkerFailed or RegisteredWorker with duplicate = true: worker {} is already registered",
@@ -221,6 +230,7 @@ impl Cluster {
                 reg.id.clone(),
                 Worker {
                     host: reg.host,
+                    master: master.to_string(),
                     life: WorkerLife::Alive,
                     capacity: Some((i64::from(reg.cores), i64::from(reg.memory))),
                     used: (0, 0),
@@ -334,7 +344,13 @@ impl Cluster {
     }
 
     /// Failover: a worker answered a new master's MasterChanged with what it runs.
-    fn recover_worker(&mut self, s: &WorkerSchedulerStateResponse, conn: ConnId, now: u64) {
+    fn recover_worker(
+        &mut self,
+        s: &WorkerSchedulerStateResponse,
+        conn: ConnId,
+        master: &str,
+        now: u64,
+    ) {
         let (host, capacity) = match self.workers.get(&s.id) {
             Some(w) => (w.host.clone(), w.capacity),
             None => (String::new(), None),
@@ -343,6 +359,7 @@ impl Cluster {
             s.id.clone(),
             Worker {
                 host,
+                master: master.to_string(),
                 life: WorkerLife::Alive,
                 capacity,
                 used: (0, 0),
