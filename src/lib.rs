@@ -5,6 +5,10 @@
 //! 1. [`messages`]: plain data types, one module per family; [`definition`]: the machine-readable
 //!    protocol definition of `protocol/`.
 //! 2. [`wire`]: the envelope, message bodies per version, frames.
+//! 3. [`validate`]: a sans-IO state-machine validator of conversations and traces.
+//! 4. [`reference`]: reference Master, Worker, driver and executor.
+//!
+//! [`fuzzing`] holds the fuzz targets' bodies, shared by `fuzz/` and the regression tests.
 //!
 //! ```
 //! use bytes::Bytes;
@@ -24,4 +28,5 @@ pub mod definition;
 pub mod fuzzing;
 pub mod messages;
 pub mod reference;
+pub mod validate;
 pub mod wire;

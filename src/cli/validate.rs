@@ -1,0 +1,91 @@
+//! `sparkwire validate TRACE`: checks a trace against the protocol's state machine.
+
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use sparkwire::validate::trace::TraceReader;
+use sparkwire::validate::{Config, Validator, Violation};
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The trace: JSON Lines as protocol/trace.md describes (`-` for standard input).
+    trace: PathBuf,
+    /// Strict order: times never decrease and no message is taken as having crossed another on
+    /// the wire.
+    #[arg(long)]
+    strict_order: bool,
+    /// Cpus per task when the trace does not say (Spark's spark.task.cpus).
+    #[arg(long, default_value_t = 1)]
+    task_cpus: u32,
+    /// Spark's spark.worker.timeout, in seconds.
+    #[arg(long, default_value_t = 60)]
+    worker_timeout: u64,
+    /// The trace may end mid-conversation: do not report unanswered asks and registrations.
+    #[arg(long)]
+    allow_pending: bool,
+}
+
+/// The outcome of validating a trace.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Events read.
+    pub events: u64,
+    /// Every violation, in order.
+    pub violations: Vec<Violation>,
+}
+
+/// Validates the trace at `path`; `Err` when it cannot be read.
+pub fn check(path: &Path, config: Config, allow_pending: bool) -> Result<Outcome, String> {
+    let input: Box<dyn std::io::BufRead> = if path == Path::new("-") {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        Box::new(BufReader::new(file))
+    };
+    let mut validator = Validator::new(config);
+    let mut violations = Vec::new();
+    for event in TraceReader::new(input) {
+        let event = event.map_err(|e| format!("{}: {e}", path.display()))?;
+        violations.extend(validator.observe(&event));
+    }
+    if !allow_pending {
+        violations.extend(validator.finish());
+    }
+    Ok(Outcome {
+        events: validator.events(),
+        violations,
+    })
+}
+
+pub fn run(args: ValidateArgs) -> Result<ExitCode, String> {
+    let config = Config {
+        strict_order: args.strict_order,
+        default_task_cpus: args.task_cpus,
+        worker_timeout_ms: args.worker_timeout.saturating_mul(1000),
+        ..Config::default()
+    };
+    let outcome = check(&args.trace, config, args.allow_pending)?;
+    let mut out = std::io::stdout().lock();
+    let mut per_rule = std::collections::BTreeMap::new();
+    for v in &outcome.violations {
+        let _ = writeln!(out, "{v}");
+        *per_rule.entry(v.rule).or_insert(0u64) += 1;
+    }
+    if outcome.violations.is_empty() {
+        let _ = writeln!(out, "{} events, no violations", outcome.events);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let _ = writeln!(
+        out,
+        "{} events, {} violation(s):",
+        outcome.events,
+        outcome.violations.len()
+    );
+    for (rule, n) in per_rule {
+        let _ = writeln!(out, "  {rule}: {n}");
+    }
+    Ok(ExitCode::from(1))
+}

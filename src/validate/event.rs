@@ -1,0 +1,281 @@
+//! What the validator is fed: connection opened, connection closed, or a message envelope that
+//! went from one endpoint to the other, each stamped with a time the caller supplies.
+
+use std::fmt;
+
+use crate::messages::{CoarseMessage, DeployMessage, Family, Version};
+use crate::wire::Envelope;
+
+/// A connection's id, unique within a trace.
+pub type ConnId = u64;
+
+/// The kind of peer an endpoint is: the roles of `protocol/definition.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    /// A worker.
+    Worker,
+    /// The master.
+    Master,
+    /// An application's client of the master (Spark's StandaloneAppClient).
+    AppClient,
+    /// A client submitting, killing and asking about drivers (Spark's DriverClient).
+    DriverClient,
+    /// A UI or REST client.
+    Ui,
+    /// A driver's scheduler backend.
+    Driver,
+    /// An executor.
+    Executor,
+    /// A cluster manager (application master).
+    ClusterManager,
+}
+
+impl Role {
+    /// Every role.
+    pub const ALL: [Role; 8] = [
+        Role::Worker,
+        Role::Master,
+        Role::AppClient,
+        Role::DriverClient,
+        Role::Ui,
+        Role::Driver,
+        Role::Executor,
+        Role::ClusterManager,
+    ];
+
+    /// The role's name in the definition, such as `app-client`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Worker => "worker",
+            Role::Master => "master",
+            Role::AppClient => "app-client",
+            Role::DriverClient => "driver-client",
+            Role::Ui => "ui",
+            Role::Driver => "driver",
+            Role::Executor => "executor",
+            Role::ClusterManager => "cluster-manager",
+        }
+    }
+
+    /// The role named `name`, if any.
+    pub fn from_name(name: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
+    /// The family of messages the role speaks: `deploy` or `coarse`.
+    pub fn family(self) -> &'static str {
+        match self {
+            Role::Driver | Role::Executor | Role::ClusterManager => CoarseMessage::FAMILY,
+            _ => DeployMessage::FAMILY,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One end of a connection: a role and the id of the process playing it.
+///
+/// Ids are labels the observer gives processes (a worker's id, an application's id, `master-1`, …).
+/// The validator takes entity ids (worker ids, app ids, executor ids) from the messages; it uses
+/// endpoint ids only to tell masters apart and to scope executor and task ids to their driver.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Endpoint {
+    /// The role.
+    pub role: Role,
+    /// The process's id.
+    pub id: String,
+}
+
+impl Endpoint {
+    /// An endpoint of `role` with id `id`.
+    pub fn new(role: Role, id: impl Into<String>) -> Self {
+        Endpoint {
+            role,
+            id: id.into(),
+        }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.role, self.id)
+    }
+}
+
+/// An envelope of either family.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // as the family enums: boxing would cost an allocation per event
+pub enum AnyEnvelope {
+    /// A deploy-family envelope (master, workers, application and driver clients, UIs).
+    Deploy(Envelope<DeployMessage>),
+    /// A coarse-grained-family envelope (driver, executors, cluster managers).
+    Coarse(Envelope<CoarseMessage>),
+}
+
+/// A family the validator checks: lets generic code hand it envelopes without copying them.
+pub trait ValidatedFamily: Family {
+    /// Wraps an envelope of this family.
+    fn wrap(env: Envelope<Self>) -> AnyEnvelope;
+    /// Borrows the envelope as one of either family.
+    fn view(env: &Envelope<Self>) -> EnvelopeRef<'_>;
+}
+
+/// A borrowed envelope of either family.
+#[derive(Debug, Clone, Copy)]
+pub enum EnvelopeRef<'a> {
+    /// Deploy family.
+    Deploy(&'a Envelope<DeployMessage>),
+    /// Coarse-grained family.
+    Coarse(&'a Envelope<CoarseMessage>),
+}
+
+impl ValidatedFamily for DeployMessage {
+    fn wrap(env: Envelope<Self>) -> AnyEnvelope {
+        AnyEnvelope::Deploy(env)
+    }
+    fn view(env: &Envelope<Self>) -> EnvelopeRef<'_> {
+        EnvelopeRef::Deploy(env)
+    }
+}
+
+impl ValidatedFamily for CoarseMessage {
+    fn wrap(env: Envelope<Self>) -> AnyEnvelope {
+        AnyEnvelope::Coarse(env)
+    }
+    fn view(env: &Envelope<Self>) -> EnvelopeRef<'_> {
+        EnvelopeRef::Coarse(env)
+    }
+}
+
+impl AnyEnvelope {
+    /// Borrows it.
+    pub fn as_ref(&self) -> EnvelopeRef<'_> {
+        match self {
+            AnyEnvelope::Deploy(e) => EnvelopeRef::Deploy(e),
+            AnyEnvelope::Coarse(e) => EnvelopeRef::Coarse(e),
+        }
+    }
+}
+
+impl EnvelopeRef<'_> {
+    /// The family's name: `deploy` or `coarse`.
+    pub fn family(&self) -> &'static str {
+        match self {
+            EnvelopeRef::Deploy(_) => DeployMessage::FAMILY,
+            EnvelopeRef::Coarse(_) => CoarseMessage::FAMILY,
+        }
+    }
+
+    /// A short description for verdicts: the message name, or `reply #id` / `failure #id`.
+    pub fn label(&self) -> String {
+        fn of<F: Family>(e: &Envelope<F>) -> String {
+            match e {
+                Envelope::Send(m) | Envelope::Ask { message: m, .. } => m.name().to_string(),
+                Envelope::Reply {
+                    id,
+                    reply: crate::wire::Reply::Message(m),
+                } => format!("reply #{id} {}", m.name()),
+                Envelope::Reply { id, reply } => format!("reply #{id} ({})", reply.tag()),
+                Envelope::Failure { id, .. } => format!("failure #{id}"),
+            }
+        }
+        match self {
+            EnvelopeRef::Deploy(e) => of(*e),
+            EnvelopeRef::Coarse(e) => of(*e),
+        }
+    }
+}
+
+/// One event of a trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// When it happened, in milliseconds on the observer's clock.
+    pub time: u64,
+    /// The connection it happened on.
+    pub conn: ConnId,
+    /// What happened.
+    pub body: EventBody,
+}
+
+/// What happened on a connection.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // messages are most events: boxing would cost an allocation each
+pub enum EventBody {
+    /// The connection was opened by `client`, which dialled `server`.
+    Open {
+        /// The endpoint that dialled.
+        client: Endpoint,
+        /// The endpoint that accepted.
+        server: Endpoint,
+        /// The protocol version the two agreed on.
+        version: Version,
+    },
+    /// The connection closed (either end, for any reason).
+    Close,
+    /// An envelope went from `from` to `to`.
+    Message {
+        /// The sender.
+        from: Endpoint,
+        /// The receiver.
+        to: Endpoint,
+        /// The protocol version it was encoded in.
+        version: Version,
+        /// The envelope.
+        envelope: AnyEnvelope,
+    },
+}
+
+impl Event {
+    /// An open event.
+    pub fn open(
+        time: u64,
+        conn: ConnId,
+        client: Endpoint,
+        server: Endpoint,
+        version: Version,
+    ) -> Self {
+        Event {
+            time,
+            conn,
+            body: EventBody::Open {
+                client,
+                server,
+                version,
+            },
+        }
+    }
+
+    /// A close event.
+    pub fn close(time: u64, conn: ConnId) -> Self {
+        Event {
+            time,
+            conn,
+            body: EventBody::Close,
+        }
+    }
+
+    /// A message event.
+    pub fn message<F: ValidatedFamily>(
+        time: u64,
+        conn: ConnId,
+        from: Endpoint,
+        to: Endpoint,
+        version: Version,
+        envelope: Envelope<F>,
+    ) -> Self {
+        Event {
+            time,
+            conn,
+            body: EventBody::Message {
+                from,
+                to,
+                version,
+                envelope: F::wrap(envelope),
+            },
+        }
+    }
+}

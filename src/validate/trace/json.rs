@@ -1,0 +1,243 @@
+//! One event to and from its JSON object.
+
+use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
+
+use super::TraceErrorKind;
+use crate::messages::{CoarseMessage, DeployMessage, ErrorDescription, Family, Version, Versioned};
+use crate::validate::event::{AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, Role};
+use crate::wire::vectors::value_from_json;
+use crate::wire::{Envelope, Reply};
+
+fn endpoint_json(e: &Endpoint) -> Value {
+    json!({"role": e.role.as_str(), "id": e.id})
+}
+
+fn message_json<F: Family>(m: &F, version: Version) -> Result<Value, serde_json::Error> {
+    serde_json::to_value(Versioned(m, version))
+}
+
+fn reply_json<F: Family>(r: &Reply<F>, version: Version) -> Result<Value, serde_json::Error> {
+    let value = match r {
+        Reply::Bool(b) => json!(b),
+        Reply::Int(i) => json!(i),
+        Reply::Bytes(p) => serde_json::to_value(p)?,
+        Reply::ThreadDump(t) => serde_json::to_value(t)?,
+        Reply::LossReason(l) => serde_json::to_value(l)?,
+        Reply::Message(m) => message_json(m, version)?,
+    };
+    let mut map = Map::new();
+    map.insert(r.tag().to_string(), value);
+    Ok(Value::Object(map))
+}
+
+fn envelope_fields<F: Family>(
+    env: &Envelope<F>,
+    version: Version,
+    out: &mut Map<String, Value>,
+) -> Result<(), serde_json::Error> {
+    match env {
+        Envelope::Send(m) => {
+            out.insert("event".into(), json!("send"));
+            out.insert("message".into(), message_json(m, version)?);
+        }
+        Envelope::Ask { id, message } => {
+            out.insert("event".into(), json!("ask"));
+            out.insert("id".into(), json!(id));
+            out.insert("message".into(), message_json(message, version)?);
+        }
+        Envelope::Reply { id, reply } => {
+            out.insert("event".into(), json!("reply"));
+            out.insert("id".into(), json!(id));
+            out.insert("reply".into(), reply_json(reply, version)?);
+        }
+        Envelope::Failure { id, error } => {
+            out.insert("event".into(), json!("failure"));
+            out.insert("id".into(), json!(id));
+            out.insert("error".into(), serde_json::to_value(error)?);
+        }
+    }
+    Ok(())
+}
+
+/// The JSON object of one trace line.
+pub fn event_to_json(e: &Event) -> Result<Value, serde_json::Error> {
+    let mut out = Map::new();
+    out.insert("time".into(), json!(e.time));
+    out.insert("conn".into(), json!(e.conn));
+    match &e.body {
+        EventBody::Open {
+            client,
+            server,
+            version,
+        } => {
+            out.insert("event".into(), json!("open"));
+            out.insert("client".into(), endpoint_json(client));
+            out.insert("server".into(), endpoint_json(server));
+            out.insert("version".into(), json!(version.number()));
+        }
+        EventBody::Close => {
+            out.insert("event".into(), json!("close"));
+        }
+        EventBody::Message {
+            from,
+            to,
+            version,
+            envelope,
+        } => {
+            let mut tail = Map::new();
+            match envelope.as_ref() {
+                EnvelopeRef::Deploy(env) => envelope_fields(env, *version, &mut tail)?,
+                EnvelopeRef::Coarse(env) => envelope_fields(env, *version, &mut tail)?,
+            }
+            if let Some(kind) = tail.remove("event") {
+                out.insert("event".into(), kind);
+            }
+            if let Some(id) = tail.remove("id") {
+                out.insert("id".into(), id);
+            }
+            out.insert("from".into(), endpoint_json(from));
+            out.insert("to".into(), endpoint_json(to));
+            out.insert("version".into(), json!(version.number()));
+            out.extend(tail);
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+fn field<'a>(obj: &'a Map<String, Value>, name: &'static str) -> Result<&'a Value, TraceErrorKind> {
+    obj.get(name).ok_or(TraceErrorKind::Missing(name))
+}
+
+fn invalid(field: &'static str, problem: impl Into<String>) -> TraceErrorKind {
+    TraceErrorKind::Invalid {
+        field,
+        problem: problem.into(),
+    }
+}
+
+fn u64_field(obj: &Map<String, Value>, name: &'static str) -> Result<u64, TraceErrorKind> {
+    field(obj, name)?
+        .as_u64()
+        .ok_or_else(|| invalid(name, "expected a non-negative integer"))
+}
+
+fn endpoint(obj: &Map<String, Value>, name: &'static str) -> Result<Endpoint, TraceErrorKind> {
+    let e = field(obj, name)?
+        .as_object()
+        .ok_or_else(|| invalid(name, "expected an object {\"role\", \"id\"}"))?;
+    let role = e
+        .get("role")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(name, "expected a \"role\" string"))?;
+    let role =
+        Role::from_name(role).ok_or_else(|| invalid(name, format!("unknown role {role:?}")))?;
+    let id = e
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(name, "expected an \"id\" string"))?;
+    Ok(Endpoint::new(role, id))
+}
+
+fn version(obj: &Map<String, Value>) -> Result<Version, TraceErrorKind> {
+    let n = u64_field(obj, "version")?;
+    Version::from_number(n)
+        .ok_or_else(|| invalid("version", format!("unknown protocol version {n}")))
+}
+
+fn plain<T: DeserializeOwned>(value: &Value, what: &'static str) -> Result<T, TraceErrorKind> {
+    serde_json::from_value(value.clone()).map_err(|e| invalid(what, e.to_string()))
+}
+
+fn reply_from<F: Family>(value: &Value, version: Version) -> Result<Reply<F>, TraceErrorKind> {
+    let obj = value
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .ok_or_else(|| invalid("reply", "expected an object with exactly one key"))?;
+    let Some((tag, v)) = obj.iter().next() else {
+        return Err(invalid("reply", "expected an object with exactly one key"));
+    };
+    Ok(match tag.as_str() {
+        "bool" => Reply::Bool(v.as_bool().ok_or_else(|| invalid("reply", "bool: expected true or false"))?),
+        "int" => Reply::Int(plain(v, "reply")?),
+        "bytes" => Reply::Bytes(plain(v, "reply")?),
+        "threadDump" => Reply::ThreadDump(plain(v, "reply")?),
+        "lossReason" => Reply::LossReason(plain(v, "reply")?),
+        "message" => Reply::Message(value_from_json(v, version)?),
+        other => {
+            return Err(invalid(
+                "reply",
+                format!("unknown reply kind {other:?}; expected bool, int, bytes, threadDump, lossReason or message"),
+            ))
+        }
+    })
+}
+
+fn envelope_from<F: Family>(
+    obj: &Map<String, Value>,
+    kind: &str,
+    version: Version,
+) -> Result<Envelope<F>, TraceErrorKind> {
+    let message =
+        || -> Result<F, TraceErrorKind> { Ok(value_from_json(field(obj, "message")?, version)?) };
+    Ok(match kind {
+        "send" => Envelope::Send(message()?),
+        "ask" => Envelope::Ask {
+            id: u64_field(obj, "id")?,
+            message: message()?,
+        },
+        "reply" => Envelope::Reply {
+            id: u64_field(obj, "id")?,
+            reply: reply_from(field(obj, "reply")?, version)?,
+        },
+        _ => Envelope::Failure {
+            id: u64_field(obj, "id")?,
+            error: plain::<ErrorDescription>(field(obj, "error")?, "error")?,
+        },
+    })
+}
+
+/// Reads one event from its JSON object.
+pub fn event_from_json(value: &Value) -> Result<Event, TraceErrorKind> {
+    let obj = value
+        .as_object()
+        .ok_or_else(|| invalid("event", "a trace line is a JSON object"))?;
+    let time = u64_field(obj, "time")?;
+    let conn = u64_field(obj, "conn")?;
+    let kind = field(obj, "event")?
+        .as_str()
+        .ok_or_else(|| invalid("event", "expected a string"))?;
+    let body = match kind {
+        "open" => EventBody::Open {
+            client: endpoint(obj, "client")?,
+            server: endpoint(obj, "server")?,
+            version: version(obj)?,
+        },
+        "close" => EventBody::Close,
+        "send" | "ask" | "reply" | "failure" => {
+            let from = endpoint(obj, "from")?;
+            let to = endpoint(obj, "to")?;
+            let version = version(obj)?;
+            let envelope = if from.role.family() == DeployMessage::FAMILY {
+                AnyEnvelope::Deploy(envelope_from(obj, kind, version)?)
+            } else {
+                AnyEnvelope::Coarse(envelope_from::<CoarseMessage>(obj, kind, version)?)
+            };
+            EventBody::Message {
+                from,
+                to,
+                version,
+                envelope,
+            }
+        }
+        other => {
+            return Err(invalid(
+                "event",
+                format!(
+                    "unknown event {other:?}; expected open, close, send, ask, reply or failure"
+                ),
+            ))
+        }
+    };
+    Ok(Event { time, conn, body })
+}

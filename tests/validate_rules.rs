@@ -1,0 +1,972 @@
+//! One legal and one illegal sequence per rule: the legal one passes without any violation, the
+//! illegal one is caught with that rule's id. A last test checks every rule has its case.
+
+use sparkwire::messages::{
+    CoarseMessage, DeployMessage, DriverState, ExecutorState, TaskState, Version,
+};
+use sparkwire::validate::scenario::{msg, sample_task_decoder, Link, Scenario};
+use sparkwire::validate::{Config, Endpoint, Event, Role, Rule, Validator};
+use sparkwire::wire::{Envelope, Reply};
+
+type Build = fn(&mut Scenario);
+
+struct Case {
+    rule: Rule,
+    /// Run with a task decoder.
+    decoder: bool,
+    strict: bool,
+    legal: Build,
+    illegal: Build,
+}
+
+const fn case(rule: Rule, legal: Build, illegal: Build) -> Case {
+    Case {
+        rule,
+        decoder: false,
+        strict: false,
+        legal,
+        illegal,
+    }
+}
+
+const fn with_decoder(rule: Rule, legal: Build, illegal: Build) -> Case {
+    Case {
+        rule,
+        decoder: true,
+        strict: false,
+        legal,
+        illegal,
+    }
+}
+
+fn driver() -> Endpoint {
+    Endpoint::new(Role::Driver, "app-1")
+}
+
+fn bool_down(s: &mut Scenario, link: &Link, id: u64) {
+    s.reply_down(link, id, Reply::<DeployMessage>::Bool(true));
+}
+
+/// worker-1 (4 cores, 4096 MiB) and app-1, registered.
+fn cluster(s: &mut Scenario) -> (Link, Link) {
+    let w = s.worker("worker-1", "10.0.0.1", 4, 4096);
+    let app = s.app("app-1");
+    (w, app)
+}
+
+/// The cluster with executor app-1/0 (2 cores) running and registered with its driver as "0".
+fn running(s: &mut Scenario) -> (Link, Link, Link) {
+    let (w, app) = cluster(s);
+    s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+    let e = s.executor(&driver(), "0", 2);
+    (w, app, e)
+}
+
+/// An executor connection where "0" is registered but has not sent LaunchedExecutor.
+fn registering(s: &mut Scenario) -> Link {
+    let e = s.open(Endpoint::new(Role::Executor, "exec-0"), driver());
+    let ask = s.ask_up(&e, msg::register_executor("0", 2));
+    s.reply_down(&e, ask, Reply::<CoarseMessage>::Bool(true));
+    e
+}
+
+/// ExecutorStateChanged of app-1/`exec` from the worker on `w`, answered true.
+fn esc(s: &mut Scenario, w: &Link, exec: i32, state: ExecutorState) {
+    let a = s.ask_up(w, msg::executor_state_changed("app-1", exec, state));
+    bool_down(s, w, a);
+}
+
+fn submitted(s: &mut Scenario, id: &str) -> Link {
+    let client = s.open(
+        Endpoint::new(Role::DriverClient, "submit-1"),
+        s.master.clone(),
+    );
+    let ask = s.ask_up(&client, msg::request_submit_driver(1, 1024, false));
+    s.reply_down(
+        &client,
+        ask,
+        Reply::Message(msg::submit_driver_response(true, Some(id))),
+    );
+    client
+}
+
+fn raw<F: sparkwire::validate::ValidatedFamily>(
+    s: &mut Scenario,
+    conn: u64,
+    from: &Endpoint,
+    to: &Endpoint,
+    v: Version,
+    env: Envelope<F>,
+) {
+    let t = s.now();
+    s.advance(1);
+    s.push(Event::message(t, conn, from.clone(), to.clone(), v, env));
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        case(
+            Rule::ConnOpenOnce,
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.close(&w);
+                s.worker("worker-2", "h", 1, 1);
+            },
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.close(&w);
+                let t = s.now();
+                s.push(Event::open(
+                    t,
+                    w.conn,
+                    w.client.clone(),
+                    w.server.clone(),
+                    Version::V2,
+                ));
+            },
+        ),
+        case(
+            Rule::ConnOpen,
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.close(&w);
+            },
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.close(&w);
+                s.up(&w, msg::heartbeat("worker-1"));
+            },
+        ),
+        case(
+            Rule::ConnEndpoints,
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.up(&w, msg::heartbeat("worker-1"));
+            },
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                let other = Endpoint::new(Role::Worker, "worker-9");
+                raw(
+                    s,
+                    w.conn,
+                    &other,
+                    &w.server,
+                    Version::V2,
+                    Envelope::Send(msg::heartbeat("worker-1")),
+                );
+            },
+        ),
+        case(
+            Rule::ConnKind,
+            |s| {
+                s.open(Endpoint::new(Role::Executor, "e"), driver());
+            },
+            |s| {
+                s.open(
+                    Endpoint::new(Role::Executor, "e"),
+                    Endpoint::new(Role::Worker, "w"),
+                );
+            },
+        ),
+        case(
+            Rule::ConnVersion,
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.down(&w, msg::decommission_worker());
+            },
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                raw(
+                    s,
+                    w.conn,
+                    &w.client,
+                    &w.server,
+                    Version::V1,
+                    Envelope::Send(msg::heartbeat("worker-1")),
+                );
+            },
+        ),
+        case(
+            Rule::RouteDefined,
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.up(&w, msg::heartbeat("worker-1"));
+            },
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.down(&w, msg::heartbeat("worker-1"));
+            },
+        ),
+        case(
+            Rule::RouteNoLocal,
+            |s| {
+                let e = registering(s);
+                s.up(&e, msg::launched_executor("0"));
+            },
+            |s| {
+                let e = registering(s);
+                s.down(&e, msg::shutdown());
+            },
+        ),
+        case(
+            Rule::RouteKind,
+            |s| {
+                let e = s.open(Endpoint::new(Role::Executor, "e"), driver());
+                let ask = s.ask_up(&e, msg::register_executor("0", 1));
+                s.reply_down(&e, ask, Reply::<CoarseMessage>::Bool(true));
+            },
+            |s| {
+                let e = s.open(Endpoint::new(Role::Executor, "e"), driver());
+                s.up(&e, msg::register_executor("0", 1));
+            },
+        ),
+        case(
+            Rule::AskUniqueId,
+            |s| {
+                let (w, app) = cluster(s);
+                let _ = w;
+                let a = s.ask_up(&app, msg::request_executors("app-1", 1));
+                bool_down(s, &app, a);
+                raw(
+                    s,
+                    app.conn,
+                    &app.client,
+                    &app.server,
+                    Version::V2,
+                    Envelope::Ask {
+                        id: a,
+                        message: msg::request_executors("app-1", 2),
+                    },
+                );
+                bool_down(s, &app, a);
+            },
+            |s| {
+                let (_, app) = cluster(s);
+                let a = s.ask_up(&app, msg::request_executors("app-1", 1));
+                raw(
+                    s,
+                    app.conn,
+                    &app.client,
+                    &app.server,
+                    Version::V2,
+                    Envelope::Ask {
+                        id: a,
+                        message: msg::request_executors("app-1", 2),
+                    },
+                );
+                bool_down(s, &app, a);
+            },
+        ),
+        case(
+            Rule::AskReplyPending,
+            |s| {
+                let (_, app) = cluster(s);
+                let a = s.ask_up(&app, msg::request_executors("app-1", 1));
+                bool_down(s, &app, a);
+            },
+            |s| {
+                let (_, app) = cluster(s);
+                let a = s.ask_up(&app, msg::request_executors("app-1", 1));
+                bool_down(s, &app, a);
+                bool_down(s, &app, a);
+            },
+        ),
+        case(
+            Rule::AskReplyType,
+            |s| {
+                let (_, app) = cluster(s);
+                let a = s.ask_up(&app, msg::request_executors("app-1", 1));
+                bool_down(s, &app, a);
+            },
+            |s| {
+                let (_, app) = cluster(s);
+                let a = s.ask_up(&app, msg::request_executors("app-1", 1));
+                s.reply_down(&app, a, Reply::<DeployMessage>::Int(1));
+            },
+        ),
+        case(
+            Rule::AskAnswered,
+            |s| {
+                let (_, app) = cluster(s);
+                s.ask_up(&app, msg::request_executors("app-1", 1));
+                s.close(&app);
+            },
+            |s| {
+                let (_, app) = cluster(s);
+                s.ask_up(&app, msg::request_executors("app-1", 1));
+            },
+        ),
+        case(
+            Rule::WorkerRegisterFirst,
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.up(&w, msg::heartbeat("worker-1"));
+            },
+            |s| {
+                let w = s.open(Endpoint::new(Role::Worker, "worker-1"), s.master.clone());
+                s.up(&w, msg::register_worker("worker-1", "h", 1, 1));
+                s.down(
+                    &w,
+                    msg::register_worker_failed("Attempted to re-register worker at same address"),
+                );
+                s.up(&w, msg::heartbeat("worker-1"));
+            },
+        ),
+        case(
+            Rule::WorkerId,
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.up(&w, msg::worker_latest_state("worker-1", &[]));
+            },
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.up(&w, msg::heartbeat("worker-2"));
+            },
+        ),
+        case(
+            Rule::WorkerRegisterAnswer,
+            |s| {
+                let w = s.open(Endpoint::new(Role::Worker, "worker-1"), s.master.clone());
+                s.up(&w, msg::register_worker("worker-1", "h", 1, 1));
+                s.down(&w, msg::master_in_standby());
+            },
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.down(&w, msg::registered_worker(false));
+            },
+        ),
+        case(
+            Rule::WorkerDuplicateId,
+            |s| {
+                s.worker("worker-1", "h", 1, 1);
+                let w = s.open(Endpoint::new(Role::Worker, "worker-1"), s.master.clone());
+                s.up(&w, msg::register_worker("worker-1", "h", 1, 1));
+                s.down(&w, msg::registered_worker(true));
+                s.up(&w, msg::register_worker("worker-1", "h", 1, 1));
+                s.down(&w, msg::register_worker_failed("Duplicate worker ID"));
+            },
+            |s| {
+                s.worker("worker-1", "h", 1, 1);
+                let w = s.open(Endpoint::new(Role::Worker, "worker-1"), s.master.clone());
+                s.up(&w, msg::register_worker("worker-1", "h", 1, 1));
+                s.down(&w, msg::registered_worker(false));
+            },
+        ),
+        case(
+            Rule::WorkerLaunchAlive,
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::launch_executor("app-1", 0, 1, 512));
+            },
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::decommission_worker());
+                s.down(&w, msg::launch_executor("app-1", 0, 1, 512));
+            },
+        ),
+        case(
+            Rule::WorkerCommandsRegistered,
+            |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.down(&w, msg::kill_executor("app-1", 0));
+            },
+            |s| {
+                let w = s.open(Endpoint::new(Role::Worker, "worker-1"), s.master.clone());
+                s.down(&w, msg::kill_executor("app-1", 0));
+            },
+        ),
+        case(
+            Rule::WorkerRemovedWhenLost,
+            |s| {
+                let (w, app) = cluster(s);
+                s.close(&w);
+                s.down(&app, msg::worker_removed("worker-1", "10.0.0.1"));
+            },
+            |s| {
+                let (w, app) = cluster(s);
+                s.up(&w, msg::heartbeat("worker-1"));
+                s.down(&app, msg::worker_removed("worker-1", "10.0.0.1"));
+            },
+        ),
+        case(
+            Rule::WorkerCapacity,
+            |s| {
+                let (w, app) = cluster(s);
+                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 2048);
+                s.launch_executor(&app, "app-1", &w, "worker-1", 1, 2, 2048);
+            },
+            |s| {
+                let (w, app) = cluster(s);
+                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 2048);
+                s.launch_executor(&app, "app-1", &w, "worker-1", 1, 3, 1024);
+            },
+        ),
+        case(
+            Rule::FailoverAnswer,
+            |s| {
+                let w = s.open(Endpoint::new(Role::Worker, "worker-1"), s.master.clone());
+                s.down(&w, msg::master_changed());
+                s.up(
+                    &w,
+                    msg::worker_scheduler_state_response("worker-1", &[], &[]),
+                );
+            },
+            |s| {
+                let w = s.open(Endpoint::new(Role::Worker, "worker-1"), s.master.clone());
+                s.up(
+                    &w,
+                    msg::worker_scheduler_state_response("worker-1", &[], &[]),
+                );
+            },
+        ),
+        case(
+            Rule::AppRegisterFirst,
+            |s| {
+                let app = s.app("app-1");
+                s.up(&app, msg::unregister_application("app-1"));
+            },
+            |s| {
+                let app = s.open(Endpoint::new(Role::AppClient, "app-1"), s.master.clone());
+                s.up(&app, msg::unregister_application("app-1"));
+            },
+        ),
+        case(
+            Rule::AppId,
+            |s| {
+                let app = s.app("app-1");
+                let a = s.ask_up(&app, msg::kill_executors("app-1", &["1"]));
+                bool_down(s, &app, a);
+            },
+            |s| {
+                let app = s.app("app-1");
+                let a = s.ask_up(&app, msg::kill_executors("app-2", &["1"]));
+                bool_down(s, &app, a);
+            },
+        ),
+        case(
+            Rule::AppRegisterAnswer,
+            |s| {
+                s.app("app-1");
+                s.app("app-2");
+            },
+            |s| {
+                s.app("app-1");
+                s.app("app-1");
+            },
+        ),
+        case(
+            Rule::AppLaunchActive,
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::launch_executor("app-1", 0, 1, 512));
+            },
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::launch_executor("app-7", 0, 1, 512));
+            },
+        ),
+        case(
+            Rule::AppAfterFinish,
+            |s| {
+                let (w, app) = cluster(s);
+                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 1, 512);
+                esc(s, &w, 0, ExecutorState::Exited);
+                s.up(&app, msg::unregister_application("app-1"));
+                // Sent before the master handled the unregistration: crossed on the wire.
+                s.down(&app, msg::executor_updated(0, ExecutorState::Exited, None));
+            },
+            |s| {
+                let (w, app) = cluster(s);
+                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 1, 512);
+                esc(s, &w, 0, ExecutorState::Exited);
+                s.up(&app, msg::unregister_application("app-1"));
+                s.advance(5_000);
+                s.down(&app, msg::executor_updated(0, ExecutorState::Exited, None));
+            },
+        ),
+        case(
+            Rule::AppFinishedNotice,
+            |s| {
+                let (w, app) = cluster(s);
+                s.up(&app, msg::unregister_application("app-1"));
+                s.down(&w, msg::application_finished("app-1"));
+            },
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::application_finished("app-1"));
+            },
+        ),
+        case(
+            Rule::ExecutorLaunchUnique,
+            |s| {
+                let (w, app) = cluster(s);
+                s.down(&w, msg::launch_executor("app-1", 0, 1, 512));
+                s.down(&w, msg::launch_executor("app-1", 1, 1, 512));
+                let _ = app;
+            },
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::launch_executor("app-1", 0, 1, 512));
+                s.down(&w, msg::launch_executor("app-1", 0, 1, 512));
+            },
+        ),
+        case(
+            Rule::ExecutorStateFromHost,
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::launch_executor("app-1", 0, 1, 512));
+                let a = s.ask_up(
+                    &w,
+                    msg::executor_state_changed("app-1", 0, ExecutorState::Running),
+                );
+                bool_down(s, &w, a);
+            },
+            |s| {
+                let (w, _) = cluster(s);
+                let w2 = s.worker("worker-2", "10.0.0.2", 4, 4096);
+                s.down(&w, msg::launch_executor("app-1", 0, 1, 512));
+                let a = s.ask_up(
+                    &w2,
+                    msg::executor_state_changed("app-1", 0, ExecutorState::Running),
+                );
+                bool_down(s, &w2, a);
+            },
+        ),
+        case(
+            Rule::ExecutorTransition,
+            |s| {
+                let (w, app) = cluster(s);
+                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 1, 512);
+                esc(s, &w, 0, ExecutorState::Exited);
+                s.down(&app, msg::executor_updated(0, ExecutorState::Exited, None));
+            },
+            |s| {
+                let (w, app) = cluster(s);
+                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 1, 512);
+                esc(s, &w, 0, ExecutorState::Exited);
+                s.down(&app, msg::executor_updated(0, ExecutorState::Exited, None));
+                esc(s, &w, 0, ExecutorState::Running);
+            },
+        ),
+        case(
+            Rule::ExecutorAddedMatches,
+            |s| {
+                let (w, app) = cluster(s);
+                s.down(&w, msg::launch_executor("app-1", 0, 2, 512));
+                s.down(&app, msg::executor_added(0, "worker-1", 2, 512));
+            },
+            |s| {
+                let (w, app) = cluster(s);
+                s.down(&w, msg::launch_executor("app-1", 0, 2, 512));
+                s.down(&app, msg::executor_added(0, "worker-1", 4, 512));
+            },
+        ),
+        case(
+            Rule::ExecutorUpdatedMatches,
+            |s| {
+                let (w, app) = cluster(s);
+                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 1, 512);
+            },
+            |s| {
+                let (w, app) = cluster(s);
+                s.down(&w, msg::launch_executor("app-1", 0, 1, 512));
+                s.down(&app, msg::executor_added(0, "worker-1", 1, 512));
+                s.down(&app, msg::executor_updated(0, ExecutorState::Running, None));
+            },
+        ),
+        case(
+            Rule::DriverSubmitAnswer,
+            |s| {
+                submitted(s, "driver-1");
+            },
+            |s| {
+                let client = s.open(Endpoint::new(Role::DriverClient, "c"), s.master.clone());
+                let a = s.ask_up(&client, msg::request_submit_driver(1, 1024, false));
+                s.reply_down(
+                    &client,
+                    a,
+                    Reply::Message(msg::submit_driver_response(true, None)),
+                );
+            },
+        ),
+        case(
+            Rule::DriverLaunch,
+            |s| {
+                let (w, _) = cluster(s);
+                submitted(s, "driver-1");
+                s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
+            },
+            |s| {
+                let (w, _) = cluster(s);
+                submitted(s, "driver-1");
+                s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
+                s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
+            },
+        ),
+        case(
+            Rule::DriverOnHost,
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
+                s.up(
+                    &w,
+                    msg::driver_state_changed("driver-1", DriverState::Finished),
+                );
+            },
+            |s| {
+                let (w, _) = cluster(s);
+                let w2 = s.worker("worker-2", "10.0.0.2", 4, 4096);
+                s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
+                s.up(
+                    &w2,
+                    msg::driver_state_changed("driver-1", DriverState::Finished),
+                );
+            },
+        ),
+        case(
+            Rule::DriverFinalState,
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
+                s.up(
+                    &w,
+                    msg::driver_state_changed("driver-1", DriverState::Failed),
+                );
+            },
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
+                s.up(
+                    &w,
+                    msg::driver_state_changed("driver-1", DriverState::Running),
+                );
+            },
+        ),
+        case(
+            Rule::DriverAfterFinish,
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
+                s.up(
+                    &w,
+                    msg::driver_state_changed("driver-1", DriverState::Finished),
+                );
+                // The kill crossed the worker's report on the wire.
+                s.down(&w, msg::kill_driver("driver-1"));
+            },
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
+                s.up(
+                    &w,
+                    msg::driver_state_changed("driver-1", DriverState::Finished),
+                );
+                s.advance(5_000);
+                s.down(&w, msg::kill_driver("driver-1"));
+            },
+        ),
+        case(
+            Rule::DriverReplyMatches,
+            |s| {
+                let client = submitted(s, "driver-1");
+                let a = s.ask_up(&client, msg::request_driver_status("driver-1"));
+                let r = msg::driver_status_response(true, Some(DriverState::Submitted), None);
+                s.reply_down(&client, a, Reply::Message(r));
+            },
+            |s| {
+                let client = submitted(s, "driver-1");
+                let a = s.ask_up(&client, msg::request_kill_driver("driver-1"));
+                s.reply_down(
+                    &client,
+                    a,
+                    Reply::Message(msg::kill_driver_response("driver-2", true)),
+                );
+            },
+        ),
+        case(
+            Rule::ExecutorRegisterFirst,
+            |s| {
+                let e = registering(s);
+                s.up(&e, msg::launched_executor("0"));
+            },
+            |s| {
+                let e = s.open(Endpoint::new(Role::Executor, "e"), driver());
+                s.up(&e, msg::launched_executor("0"));
+            },
+        ),
+        case(
+            Rule::ExecutorId,
+            |s| {
+                let e = registering(s);
+                s.up(&e, msg::launched_executor("0"));
+            },
+            |s| {
+                let e = registering(s);
+                s.up(&e, msg::launched_executor("1"));
+            },
+        ),
+        case(
+            Rule::ExecutorDuplicateId,
+            |s| {
+                registering(s);
+                let e = s.open(Endpoint::new(Role::Executor, "e2"), driver());
+                let a = s.ask_up(&e, msg::register_executor("0", 2));
+                s.fail_down::<CoarseMessage>(&e, a, "Duplicate executor ID: 0");
+            },
+            |s| {
+                registering(s);
+                let e = s.open(Endpoint::new(Role::Executor, "e2"), driver());
+                let a = s.ask_up(&e, msg::register_executor("0", 2));
+                s.reply_down(&e, a, Reply::<CoarseMessage>::Bool(true));
+            },
+        ),
+        case(
+            Rule::ExecutorDriverTargets,
+            |s| {
+                let e = registering(s);
+                s.up(&e, msg::launched_executor("0"));
+                s.down(&e, msg::launch_task(1, 1));
+            },
+            |s| {
+                let e = registering(s);
+                s.down(&e, msg::launch_task(1, 1));
+            },
+        ),
+        case(
+            Rule::ExecutorNoTasksAfterStop,
+            |s| {
+                let (_, _, e) = running(s);
+                s.down(&e, msg::launch_task(1, 1));
+                s.down(&e, msg::stop_executor());
+            },
+            |s| {
+                let (_, _, e) = running(s);
+                s.down(&e, msg::stop_executor());
+                s.down(&e, msg::launch_task(1, 1));
+            },
+        ),
+        case(
+            Rule::TaskSlots,
+            |s| {
+                let (_, _, e) = running(s);
+                s.down(&e, msg::launch_task(1, 1));
+                s.down(&e, msg::launch_task(2, 1));
+                s.up(&e, msg::status_update("0", 1, TaskState::Finished, 1));
+                s.down(&e, msg::launch_task(3, 1));
+            },
+            |s| {
+                let (_, _, e) = running(s);
+                s.down(&e, msg::launch_task(1, 1));
+                s.down(&e, msg::launch_task(2, 1));
+                s.down(&e, msg::launch_task(3, 1));
+            },
+        ),
+        with_decoder(
+            Rule::TaskSlots,
+            |s| {
+                let (_, _, e) = running(s);
+                s.down(&e, msg::launch_task(1, 2));
+                s.up(&e, msg::status_update("0", 1, TaskState::Finished, 2));
+                s.down(&e, msg::launch_task(2, 2));
+            },
+            |s| {
+                let (_, _, e) = running(s);
+                s.down(&e, msg::launch_task(1, 2));
+                s.down(&e, msg::launch_task(2, 1));
+            },
+        ),
+        case(
+            Rule::TaskKnown,
+            |s| {
+                let (_, _, e) = running(s);
+                s.run_task(&e, "0", 1, 1);
+            },
+            |s| {
+                let (_, _, e) = running(s);
+                s.run_task(&e, "0", 1, 1);
+                s.up(&e, msg::status_update("0", 2, TaskState::Running, 1));
+            },
+        ),
+        with_decoder(
+            Rule::TaskKnown,
+            |s| {
+                let (_, _, e) = running(s);
+                s.down(&e, msg::launch_task(1, 1));
+                s.up(&e, msg::status_update("0", 1, TaskState::Running, 1));
+            },
+            |s| {
+                let (_, _, e) = running(s);
+                s.down(&e, msg::launch_task(1, 1));
+                s.up(&e, msg::status_update("0", 2, TaskState::Running, 1));
+            },
+        ),
+        with_decoder(
+            Rule::TaskTransition,
+            |s| {
+                let (_, _, e) = running(s);
+                s.run_task(&e, "0", 1, 1);
+            },
+            |s| {
+                let (_, _, e) = running(s);
+                s.run_task(&e, "0", 1, 1);
+                s.up(&e, msg::status_update("0", 1, TaskState::Running, 1));
+            },
+        ),
+        with_decoder(
+            Rule::TaskIdUnique,
+            |s| {
+                let (_, _, e) = running(s);
+                s.run_task(&e, "0", 1, 1);
+                s.run_task(&e, "0", 2, 1);
+            },
+            |s| {
+                let (_, _, e) = running(s);
+                s.run_task(&e, "0", 1, 1);
+                s.run_task(&e, "0", 1, 1);
+            },
+        ),
+        with_decoder(
+            Rule::TaskDecodable,
+            |s| {
+                let (_, _, e) = running(s);
+                s.down(&e, msg::launch_task(1, 1));
+            },
+            |s| {
+                let (_, _, e) = running(s);
+                let garbage = CoarseMessage::LaunchTask(sparkwire::messages::coarse::LaunchTask {
+                    data: sparkwire::messages::Payload::copy_from(b"\xac\xed\x00\x05"),
+                });
+                s.down(&e, garbage);
+            },
+        ),
+        with_decoder(
+            Rule::TaskCpus,
+            |s| {
+                let (_, _, e) = running(s);
+                s.run_task(&e, "0", 1, 2);
+            },
+            |s| {
+                let (_, _, e) = running(s);
+                s.down(&e, msg::launch_task(1, 1));
+                s.up(&e, msg::status_update("0", 1, TaskState::Running, 2));
+            },
+        ),
+        case(
+            Rule::ClusterManagerRegisterFirst,
+            |s| {
+                let cm = s.open(Endpoint::new(Role::ClusterManager, "am"), driver());
+                s.up(&cm, msg::register_cluster_manager());
+                let a = s.ask_down(&cm, msg::get_executor_loss_reason("1"));
+                s.reply_up(
+                    &cm,
+                    a,
+                    Reply::<CoarseMessage>::LossReason(
+                        sparkwire::messages::ExecutorLossReason::ExecutorKilled {},
+                    ),
+                );
+            },
+            |s| {
+                let cm = s.open(Endpoint::new(Role::ClusterManager, "am"), driver());
+                let a = s.ask_down(&cm, msg::get_executor_loss_reason("1"));
+                s.reply_up(
+                    &cm,
+                    a,
+                    Reply::<CoarseMessage>::LossReason(
+                        sparkwire::messages::ExecutorLossReason::ExecutorKilled {},
+                    ),
+                );
+            },
+        ),
+        Case {
+            rule: Rule::TraceTimeOrder,
+            decoder: false,
+            strict: true,
+            legal: |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                s.up(&w, msg::heartbeat("worker-1"));
+            },
+            illegal: |s| {
+                let w = s.worker("worker-1", "h", 1, 1);
+                raw(
+                    s,
+                    w.conn,
+                    &w.client,
+                    &w.server,
+                    Version::V2,
+                    Envelope::Send(msg::heartbeat("worker-1")),
+                );
+                let mut last = s.events().last().cloned().expect("an event");
+                last.time = 0;
+                s.push(last);
+            },
+        },
+    ]
+}
+
+fn config(c: &Case) -> Config {
+    let mut config = if c.decoder {
+        Config::with_task_decoder(sample_task_decoder)
+    } else {
+        Config::default()
+    };
+    config.strict_order = c.strict;
+    config
+}
+
+fn verdicts(c: &Case, build: Build) -> Vec<sparkwire::validate::Violation> {
+    let mut s = Scenario::new();
+    build(&mut s);
+    let mut v = Validator::new(config(c));
+    let mut out: Vec<_> = s.events().iter().flat_map(|e| v.observe(e)).collect();
+    out.extend(v.finish());
+    out
+}
+
+#[test]
+fn each_rule_passes_its_legal_sequence_and_catches_its_illegal_one() {
+    for c in cases() {
+        let legal = verdicts(&c, c.legal);
+        assert!(
+            legal.is_empty(),
+            "{}: legal sequence flagged: {legal:#?}",
+            c.rule
+        );
+        let illegal = verdicts(&c, c.illegal);
+        assert!(
+            illegal.first().is_some_and(|v| v.rule == c.rule),
+            "{}: illegal sequence not caught first with this rule: {illegal:#?}",
+            c.rule
+        );
+    }
+}
+
+#[test]
+fn every_rule_has_a_case() {
+    let covered: std::collections::BTreeSet<Rule> = cases().iter().map(|c| c.rule).collect();
+    let missing: Vec<&Rule> = Rule::ALL.iter().filter(|r| !covered.contains(r)).collect();
+    assert!(missing.is_empty(), "rules without a case: {missing:?}");
+}
+
+#[test]
+fn violations_name_the_event_the_expectation_and_the_entity() {
+    let mut s = Scenario::new();
+    let (w, _) = cluster(&mut s);
+    s.up(&w, msg::heartbeat("worker-2"));
+    let mut v = Validator::default();
+    let found: Vec<_> = s.events().iter().flat_map(|e| v.observe(e)).collect();
+    assert_eq!(found.len(), 1);
+    let f = &found[0];
+    assert_eq!(f.event.index, Some(6));
+    assert_eq!(f.event.conn, Some(w.conn));
+    assert_eq!(f.event.what, "Heartbeat");
+    assert!(f.expected.contains("worker-1"), "{}", f.expected);
+    assert_eq!(
+        f.entity,
+        Some(sparkwire::validate::Entity::Worker("worker-1".into()))
+    );
+    let text = f.to_string();
+    assert!(
+        text.contains("W2 worker.id") && text.contains("event 6"),
+        "{text}"
+    );
+}

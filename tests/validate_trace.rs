@@ -1,0 +1,406 @@
+//! Traces: round trips, reading errors with line numbers, the sample traces and the
+//! `sparkwire validate` command on them, and the files documenting rules and traces.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sparkwire::messages::{
+    CoarseMessage, DeployMessage, DriverState, ExecutorLossReason, ExecutorState, Payload,
+    TaskState, ThreadStackTrace,
+};
+use sparkwire::validate::scenario::{msg, Scenario};
+use sparkwire::validate::trace::{read_events, to_text, TraceErrorKind, TraceReader};
+use sparkwire::validate::{Endpoint, Event, Role, Rule, Validator};
+use sparkwire::wire::Reply;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn driver() -> Endpoint {
+    Endpoint::new(Role::Driver, "app-1")
+}
+
+/// A legal flow touching most of the protocol.
+fn legal_flow() -> Scenario {
+    let mut s = Scenario::new();
+    let w1 = s.worker("worker-1", "10.0.0.1", 4, 8192);
+    let w2 = s.worker("worker-2", "10.0.0.2", 4, 8192);
+    let app = s.app("app-1");
+    s.launch_executor(&app, "app-1", &w1, "worker-1", 0, 2, 2048);
+    s.launch_executor(&app, "app-1", &w2, "worker-2", 1, 2, 2048);
+    let e0 = s.executor(&driver(), "0", 2);
+    let e1 = s.executor(&driver(), "1", 2);
+    for t in 0..4 {
+        s.run_task(&e0, "0", 2 * t, 1);
+        s.run_task(&e1, "1", 2 * t + 1, 1);
+    }
+    s.advance(15_000);
+    s.up(&w1, msg::heartbeat("worker-1"));
+    s.up(&w2, msg::heartbeat("worker-2"));
+    // Executor 1 dies and is replaced on worker-2.
+    s.close(&e1);
+    let ask = s.ask_up(
+        &w2,
+        msg::executor_state_changed("app-1", 1, ExecutorState::Exited),
+    );
+    s.reply_down(&w2, ask, Reply::<DeployMessage>::Bool(true));
+    s.down(&app, msg::executor_updated(1, ExecutorState::Exited, None));
+    s.launch_executor(&app, "app-1", &w2, "worker-2", 2, 2, 2048);
+    let e2 = s.executor(&driver(), "2", 2);
+    s.run_task(&e2, "2", 100, 1);
+    // worker-1 is lost with executor 0.
+    s.close(&w1);
+    s.close(&e0);
+    s.down(
+        &app,
+        msg::executor_updated(0, ExecutorState::Lost, Some("10.0.0.1")),
+    );
+    s.down(&app, msg::worker_removed("worker-1", "10.0.0.1"));
+    // A driver in cluster mode, submitted, asked about and killed.
+    let client = s.open(
+        Endpoint::new(Role::DriverClient, "submit-1"),
+        s.master.clone(),
+    );
+    let ask = s.ask_up(&client, msg::request_submit_driver(1, 1024, false));
+    s.reply_down(
+        &client,
+        ask,
+        Reply::Message(msg::submit_driver_response(true, Some("driver-1"))),
+    );
+    s.down(&w2, msg::launch_driver("driver-1", 1, 1024, false));
+    let ask = s.ask_up(&client, msg::request_driver_status("driver-1"));
+    let status = msg::driver_status_response(true, Some(DriverState::Running), Some("worker-2"));
+    s.reply_down(&client, ask, Reply::Message(status));
+    let ask = s.ask_up(&client, msg::request_kill_driver("driver-1"));
+    s.down(&w2, msg::kill_driver("driver-1"));
+    s.reply_down(
+        &client,
+        ask,
+        Reply::Message(msg::kill_driver_response("driver-1", true)),
+    );
+    s.up(
+        &w2,
+        msg::driver_state_changed("driver-1", DriverState::Killed),
+    );
+    s.close(&client);
+    // The application ends.
+    s.down(&e2, msg::stop_executor());
+    s.close(&e2);
+    s.up(&app, msg::unregister_application("app-1"));
+    s.down(&w2, msg::kill_executor("app-1", 2));
+    s.down(&w2, msg::application_finished("app-1"));
+    s.close(&app);
+    s
+}
+
+/// The legal flow with violations added.
+fn illegal_flow() -> Scenario {
+    let mut s = legal_flow();
+    let w3 = s.open(Endpoint::new(Role::Worker, "worker-3"), s.master.clone());
+    s.up(&w3, msg::heartbeat("worker-3"));
+    s.up(&w3, msg::register_worker("worker-3", "10.0.0.3", 2, 2048));
+    s.down(&w3, msg::registered_worker(false));
+    let app = s.app("app-2");
+    s.down(&w3, msg::launch_executor("app-2", 0, 4, 1024));
+    let e = s.executor(&Endpoint::new(Role::Driver, "app-2"), "0", 1);
+    s.down(&e, msg::launch_task(1, 1));
+    s.down(&e, msg::launch_task(2, 1));
+    s.up(&e, msg::status_update("0", 1, TaskState::Finished, 1));
+    s.up(&e, msg::status_update("0", 2, TaskState::Finished, 1));
+    s.up(&e, msg::status_update("0", 3, TaskState::Finished, 1));
+    s.up(&app, msg::unregister_application("app-2"));
+    s
+}
+
+#[test]
+fn traces_round_trip_every_kind_of_event() {
+    let mut s = legal_flow();
+    let e = s.executor(&Endpoint::new(Role::Driver, "app-9"), "7", 1);
+    let ask = s.ask_down(&e, msg::kill_task(1, "7"));
+    s.reply_up(&e, ask, Reply::<CoarseMessage>::Int(3));
+    let thread = ThreadStackTrace {
+        thread_id: 42,
+        thread_name: "Executor task launch worker-0".into(),
+        thread_state: "RUNNABLE".into(),
+        stack_trace: vec!["Task.run".into()],
+    };
+    s.reply_up(
+        &e,
+        ask + 1,
+        Reply::<CoarseMessage>::ThreadDump(Some(thread)),
+    );
+    s.reply_up(&e, ask + 2, Reply::<CoarseMessage>::ThreadDump(None));
+    s.reply_up(
+        &e,
+        ask + 3,
+        Reply::<CoarseMessage>::Bytes(Payload::copy_from(&[0, 1, 255])),
+    );
+    let reason = ExecutorLossReason::ExecutorExited {
+        exit_code: 137,
+        exit_caused_by_app: false,
+        reason: "Command exited with code 137".into(),
+    };
+    s.reply_up(&e, ask + 4, Reply::<CoarseMessage>::LossReason(reason));
+    s.fail_down::<CoarseMessage>(&e, ask + 5, "Duplicate executor ID: 7");
+    let events = s.into_events();
+    let text = to_text(&events).expect("traces write");
+    assert_eq!(text.lines().count(), events.len());
+    let back = read_events(&text).expect("traces read back");
+    assert_eq!(back, events);
+}
+
+fn first_error(text: &str) -> (usize, TraceErrorKind) {
+    match TraceReader::new(text.as_bytes()).find_map(Result::err) {
+        Some(e) => (e.line, e.kind),
+        None => panic!("no error in {text:?}"),
+    }
+}
+
+#[test]
+fn reading_errors_name_the_line_and_the_problem() {
+    let good = r#"{"time":0,"conn":1,"event":"open","client":{"role":"worker","id":"w"},"server":{"role":"master","id":"m"},"version":2}"#;
+    type Check = fn(&TraceErrorKind) -> bool;
+    let cases: Vec<(&str, Check)> = vec![
+        ("{not json", |k| matches!(k, TraceErrorKind::Json(_))),
+        (r#"[1,2]"#, |k| {
+            matches!(k, TraceErrorKind::Invalid { field: "event", .. })
+        }),
+        (r#"{"conn":1,"event":"close"}"#, |k| {
+            *k == TraceErrorKind::Missing("time")
+        }),
+        (r#"{"time":-1,"conn":1,"event":"close"}"#, |k| {
+            matches!(k, TraceErrorKind::Invalid { field: "time", .. })
+        }),
+        (r#"{"time":1,"conn":1,"event":"shout"}"#, |k| {
+            matches!(k, TraceErrorKind::Invalid { field: "event", .. })
+        }),
+        (
+            r#"{"time":1,"conn":2,"event":"open","client":{"role":"wizard","id":"w"},"server":{"role":"master","id":"m"},"version":2}"#,
+            |k| {
+                matches!(
+                    k,
+                    TraceErrorKind::Invalid {
+                        field: "client",
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            r#"{"time":1,"conn":2,"event":"open","client":{"role":"worker","id":"w"},"server":{"role":"master","id":"m"},"version":9}"#,
+            |k| {
+                matches!(
+                    k,
+                    TraceErrorKind::Invalid {
+                        field: "version",
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            r#"{"time":1,"conn":1,"event":"send","from":{"role":"worker","id":"w"},"to":{"role":"master","id":"m"},"version":2,"message":{"NoSuchMessage":{}}}"#,
+            |k| matches!(k, TraceErrorKind::Message(_)),
+        ),
+        (
+            r#"{"time":1,"conn":1,"event":"send","from":{"role":"worker","id":"w"},"to":{"role":"master","id":"m"},"version":2,"message":{"Heartbeat":{"workerId":7}}}"#,
+            |k| matches!(k, TraceErrorKind::Message(_)),
+        ),
+        (
+            r#"{"time":1,"conn":1,"event":"ask","from":{"role":"worker","id":"w"},"to":{"role":"master","id":"m"},"version":2,"message":{"Heartbeat":{}}}"#,
+            |k| *k == TraceErrorKind::Missing("id"),
+        ),
+        (
+            r#"{"time":1,"conn":1,"event":"reply","id":1,"from":{"role":"master","id":"m"},"to":{"role":"worker","id":"w"},"version":2,"reply":{"bool":true,"int":1}}"#,
+            |k| matches!(k, TraceErrorKind::Invalid { field: "reply", .. }),
+        ),
+        (
+            r#"{"time":1,"conn":1,"event":"reply","id":1,"from":{"role":"master","id":"m"},"to":{"role":"worker","id":"w"},"version":2,"reply":{"bytes":"abc"}}"#,
+            |k| matches!(k, TraceErrorKind::Invalid { field: "reply", .. }),
+        ),
+        (
+            r#"{"time":1,"conn":1,"event":"failure","id":1,"from":{"role":"master","id":"m"},"to":{"role":"worker","id":"w"},"version":2,"error":"boom"}"#,
+            |k| matches!(k, TraceErrorKind::Invalid { field: "error", .. }),
+        ),
+    ];
+    for (bad, check) in cases {
+        let text = format!("{good}\n\n{bad}\n{good}\n");
+        let (line, kind) = first_error(&text);
+        assert_eq!(line, 3, "{bad}");
+        assert!(check(&kind), "{bad}: {kind:?}");
+    }
+}
+
+#[test]
+fn reader_survives_mangled_traces_without_panicking() {
+    let text = to_text(legal_flow().events()).expect("traces write");
+    let bytes = text.as_bytes();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for round in 0..300 {
+        let mut mangled = bytes.to_vec();
+        for _ in 0..(1 + round % 5) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let at = (state % mangled.len() as u64) as usize;
+            mangled[at] = (state >> 32) as u8;
+        }
+        let mut v = Validator::default();
+        for e in TraceReader::new(&mangled[..]).flatten() {
+            v.observe(&e);
+        }
+        v.finish();
+    }
+    let truncated = &bytes[..bytes.len() / 2];
+    let results: Vec<_> = TraceReader::new(truncated).collect();
+    assert!(results.iter().rev().skip(1).all(Result::is_ok));
+}
+
+#[test]
+fn rules_md_lists_exactly_the_rules_of_the_enum() {
+    let text =
+        std::fs::read_to_string(root().join("protocol/rules.md")).expect("protocol/rules.md");
+    let listed: Vec<(String, String, String)> = text
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l
+                .strip_prefix('|')?
+                .strip_suffix('|')?
+                .split(" | ")
+                .collect();
+            match cells.as_slice() {
+                [id, slug, rule] if slug.trim().starts_with('`') => Some((
+                    id.trim().to_string(),
+                    slug.trim().trim_matches('`').to_string(),
+                    rule.trim().to_string(),
+                )),
+                _ => None,
+            }
+        })
+        .collect();
+    let expected: Vec<(String, String, String)> = Rule::ALL
+        .iter()
+        .map(|r| {
+            (
+                r.id().to_string(),
+                r.slug().to_string(),
+                r.text().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(listed, expected);
+}
+
+#[test]
+fn rule_ids_and_slugs_are_unique_and_found() {
+    for r in Rule::ALL {
+        assert_eq!(Rule::find(r.id()), Some(*r));
+        assert_eq!(Rule::find(r.slug()), Some(*r));
+    }
+    assert_eq!(Rule::find("Z9"), None);
+}
+
+#[test]
+fn trace_md_examples_read() {
+    let text =
+        std::fs::read_to_string(root().join("protocol/trace.md")).expect("protocol/trace.md");
+    let mut in_block = false;
+    let mut lines = Vec::new();
+    for l in text.lines() {
+        if l.starts_with("```json") {
+            in_block = true;
+        } else if l.starts_with("```") {
+            in_block = false;
+        } else if in_block {
+            lines.push(l);
+        }
+    }
+    assert!(lines.len() >= 7);
+    let events = read_events(&lines.join("\n")).expect("the examples read");
+    let mut v = Validator::default();
+    let rules: Vec<Rule> = events[2..]
+        .iter()
+        .flat_map(|e| v.observe(e))
+        .map(|x| x.rule)
+        .collect();
+    assert_eq!(rules, [Rule::AskReplyPending]);
+}
+
+fn check_or_write(path: &Path, events: &[Event]) {
+    let text = to_text(events).expect("traces write");
+    if std::env::var_os("SPARKWIRE_WRITE_TRACES").is_some() {
+        std::fs::write(path, &text).expect("sample trace written");
+    }
+    let current = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        current == text,
+        "{} is stale; regenerate with SPARKWIRE_WRITE_TRACES=1 cargo test --test validate_trace",
+        path.display()
+    );
+}
+
+#[test]
+fn sample_traces_are_current() {
+    let dir = root().join("protocol/traces");
+    check_or_write(&dir.join("legal-flow.jsonl"), legal_flow().events());
+    check_or_write(&dir.join("illegal-flow.jsonl"), illegal_flow().events());
+}
+
+fn sparkwire(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sparkwire"))
+        .args(args)
+        .output()
+        .expect("sparkwire runs");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn validate_command_accepts_the_legal_sample_and_rejects_the_illegal_one() {
+    let dir = root().join("protocol/traces");
+    let legal = dir.join("legal-flow.jsonl");
+    let (code, text) = sparkwire(&["validate", legal.to_str().expect("utf-8 path")]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("no violations"), "{text}");
+    let (code, _) = sparkwire(&[
+        "validate",
+        "--strict-order",
+        legal.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(code, 0);
+
+    let illegal = dir.join("illegal-flow.jsonl");
+    let (code, text) = sparkwire(&["validate", illegal.to_str().expect("utf-8 path")]);
+    assert_eq!(code, 1, "{text}");
+    for rule in [
+        Rule::WorkerRegisterFirst,
+        Rule::WorkerCapacity,
+        Rule::TaskSlots,
+        Rule::TaskKnown,
+    ] {
+        assert!(
+            text.contains(&rule.to_string()),
+            "{rule} missing from:\n{text}"
+        );
+    }
+    assert!(text.contains("violation(s):"), "{text}");
+}
+
+#[test]
+fn validate_command_exits_2_on_unreadable_input() {
+    let dir = std::env::temp_dir().join(format!("sparkwire-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"time\":0}\n").expect("written");
+    let (code, text) = sparkwire(&["validate", bad.to_str().expect("utf-8 path")]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("line 1"), "{text}");
+    let (code, _) = sparkwire(&[
+        "validate",
+        dir.join("absent.jsonl").to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(code, 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
