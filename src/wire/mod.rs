@@ -3,11 +3,19 @@
 //! negotiated version.
 
 pub mod body;
+pub mod codec;
 pub mod envelope;
 mod error;
 pub mod frame;
+mod frame_error;
+pub mod handshake;
+pub mod limits;
 pub mod msgpack;
+pub mod task_size;
 
+pub use codec::{FrameCodec, RawFrameCodec};
 pub use envelope::{decode_envelope, encode_envelope, Envelope, Reply};
 pub use error::Error;
 pub use frame::{decode_frame, encode_frame, FRAME_HEADER_LEN};
+pub use frame_error::FrameError;
+pub use limits::{FrameLimit, LimitSetting};
