@@ -1,8 +1,8 @@
 //! Layer 1: the typed messages of both families and the types they share. Plain data: no IO.
 //!
 //! Each message is a struct named as in Spark, gathered in one enum per family:
-//! [`DeployMessage`](deploy::DeployMessage) (Master, Worker, AppClient, DriverClient) and
-//! [`CoarseMessage`](coarse::CoarseMessage) (a driver's scheduler backend and its executors).
+//! [`DeployMessage`] (Master, Worker, AppClient, DriverClient) and
+//! [`CoarseMessage`] (a driver's scheduler backend and its executors).
 //! The structs model the newest protocol version; [`legacy`] holds the layouts of older versions and
 //! the conversions between them.
 

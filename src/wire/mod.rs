@@ -1,5 +1,5 @@
 //! Layer 2: how messages cross a connection. A frame is a 4-byte big-endian length followed by one
-//! MessagePack value, an [`Envelope`](envelope::Envelope) holding a message laid out for the
+//! MessagePack value, an [`Envelope`] holding a message laid out for the
 //! negotiated version.
 
 pub mod body;

@@ -179,3 +179,32 @@ pub async fn ask_answered_true<F: Family + Send + 'static>(
     answered?;
     reply
 }
+
+/// A connected Worker → Master pair at the newest version, to show a failure elsewhere leaves it
+/// working.
+pub async fn bystander() -> (
+    Connection<sparkwire::messages::DeployMessage>,
+    Connection<sparkwire::messages::DeployMessage>,
+) {
+    connected(
+        Role::Worker,
+        ConnectionConfig::default(),
+        Role::Master,
+        ConnectionConfig::default(),
+    )
+    .await
+}
+
+/// Proves a pair still works: open on both sides, an ask answered, a message delivered.
+pub async fn still_works(
+    client: &Connection<sparkwire::messages::DeployMessage>,
+    server: &mut Connection<sparkwire::messages::DeployMessage>,
+) {
+    assert_eq!(client.close_reason(), None);
+    assert_eq!(server.close_reason(), None);
+    let reply = ask_answered_true(client, server, samples::executor_state_changed().into()).await;
+    assert_eq!(reply, Ok(Reply::Bool(true)));
+    let heartbeat = sparkwire::messages::DeployMessage::from(samples::heartbeat());
+    assert_eq!(client.send(heartbeat.clone()).await, Ok(()));
+    assert_eq!(server.recv().await, Ok(Incoming::Message(heartbeat)));
+}
