@@ -568,3 +568,77 @@ async fn many_concurrent_asks_are_each_matched_to_their_own_reply() {
         assert_eq!(reply, Ok(Reply::Int(task_id as i32)));
     }
 }
+
+#[tokio::test]
+async fn an_envelope_arriving_in_the_same_read_as_the_answer_is_not_lost() {
+    use sparkwire::wire::handshake::{decode_hello, encode_answer, Accepted, Answer};
+    use tokio::io::AsyncWriteExt;
+
+    let (io, mut raw) = tokio::io::duplex(common::PIPE);
+    let registered = DeployMessage::from(samples::registered_worker());
+    let master = async {
+        let hello = common::read_raw_frame(&mut raw).await.expect("a hello");
+        assert!(decode_hello(&hello).is_ok());
+        let mut answer = Vec::new();
+        encode_answer(
+            &Answer::Accepted(Accepted {
+                version: Version::V2,
+                versions: vec![2],
+                role: Role::Master,
+                id: "m".to_string(),
+            }),
+            &mut answer,
+        );
+        let mut both = common::frame(&answer);
+        both.extend(common::envelope_frame(
+            &sparkwire::wire::Envelope::Send(registered.clone()),
+            Version::V2,
+        ));
+        raw.write_all(&both).await.expect("raw write");
+        raw
+    };
+    let (worker, _raw) = tokio::join!(
+        Connection::<DeployMessage>::connect(io, Role::Worker, "w", ConnectionConfig::default()),
+        master
+    );
+    let mut worker = worker.expect("connects");
+    assert_eq!(worker.recv().await, Ok(Incoming::Message(registered)));
+}
+
+#[tokio::test]
+async fn the_handshake_helpers_hand_over_streams_ready_for_the_frame_codec() {
+    use futures_util::StreamExt;
+    use sparkwire::wire::codec::FrameCodec;
+    use sparkwire::wire::handshake::{client_handshake, server_handshake, Identity};
+    use sparkwire::wire::limits::FrameLimit;
+    use sparkwire::wire::Envelope;
+    use tokio::io::AsyncWriteExt;
+
+    let (a, b) = tokio::io::duplex(common::PIPE);
+    let client = Identity::new(Role::AppClient, "app").with_versions(&[Version::V1]);
+    let server = Identity::new(Role::Master, "master");
+    let (client, server) = tokio::join!(
+        client_handshake(a, &client),
+        server_handshake(b, &server, |role| role.carries::<DeployMessage>()),
+    );
+    let (client, server) = (client.expect("client"), server.expect("server"));
+    assert_eq!(client.negotiated().version, Version::V1);
+    assert_eq!(server.negotiated().peer_role, Role::AppClient);
+    assert_eq!(client.negotiated().peer_id, "master");
+
+    let (negotiated, _reader, mut writer) = client.into_parts();
+    let codec = FrameCodec::<DeployMessage>::new(negotiated.version, FrameLimit::DEFAULT);
+    let unregister = DeployMessage::from(sparkwire::messages::deploy::UnregisterApplication {
+        app_id: samples::APP_ID.to_string(),
+    });
+    let frame = codec
+        .encode_to_bytes(&Envelope::Send(unregister.clone()))
+        .expect("encodable");
+    writer.write_all(&frame).await.expect("write");
+
+    let (negotiated, reader, _writer) = server.into_parts();
+    let mut reader = reader.map_decoder(|raw| {
+        FrameCodec::<DeployMessage>::from_raw(raw, negotiated.version, FrameLimit::DEFAULT)
+    });
+    assert_eq!(reader.next().await, Some(Ok(Envelope::Send(unregister))));
+}

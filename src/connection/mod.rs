@@ -182,7 +182,12 @@ impl<F: Family> ConnectionHandle<F> {
             self.closed().await;
             return;
         }
-        if self.shared.outgoing.send(Outgoing::Close).await.is_err() {
+        let queued = tokio::select! {
+            queued = self.shared.outgoing.send(Outgoing::Close) => queued.is_ok(),
+            // Closed meanwhile (by an error): nothing left to close gracefully.
+            _ = self.closed() => true,
+        };
+        if !queued {
             self.shared.close_with(ConnectionError::Closed);
         }
         self.closed().await;

@@ -195,6 +195,47 @@ mod tests {
         }
     }
 
+    fn hex(text: &str) -> Vec<u8> {
+        text.split_whitespace()
+            .filter_map(|pair| u8::from_str_radix(pair, 16).ok())
+            .collect()
+    }
+
+    #[test]
+    fn answer_bytes_are_the_ones_protocol_handshake_md_shows() {
+        let accepted = Answer::Accepted(Accepted {
+            version: Version::V2,
+            versions: vec![1, 2],
+            role: Role::Master,
+            id: "master".to_string(),
+        });
+        let mut out = Vec::new();
+        encode_answer(&accepted, &mut out);
+        assert_eq!(
+            out,
+            hex(
+                "85 a5 6d 61 67 69 63 a9 73 70 61 72 6b 77 69 72 65 a7 76 65 72 73 69 6f 6e 02 \
+                 a8 76 65 72 73 69 6f 6e 73 92 01 02 a4 72 6f 6c 65 a6 6d 61 73 74 65 72 \
+                 a2 69 64 a6 6d 61 73 74 65 72"
+            )
+        );
+        assert_eq!(out.len(), 0x3c);
+        let refused = Answer::Refused(Refusal {
+            reason: RefusalReason::NoCommonVersion,
+            message: "no common version".to_string(),
+            versions: vec![2],
+        });
+        let mut out = Vec::new();
+        encode_answer(&refused, &mut out);
+        assert_eq!(
+            out,
+            hex("84 a5 6d 61 67 69 63 a9 73 70 61 72 6b 77 69 72 65 a7 72 65 66 75 73 65 64 \
+                 af 6e 6f 43 6f 6d 6d 6f 6e 56 65 72 73 69 6f 6e a7 6d 65 73 73 61 67 65 \
+                 b1 6e 6f 20 63 6f 6d 6d 6f 6e 20 76 65 72 73 69 6f 6e a8 76 65 72 73 69 6f 6e 73 91 02")
+        );
+        assert_eq!(out.len(), 0x4e);
+    }
+
     #[test]
     fn unknown_refusal_reasons_are_kept_by_name() {
         let answer = Answer::Refused(Refusal {

@@ -60,7 +60,7 @@ mod tests {
 
     #[test]
     fn hello_bytes_are_the_ones_protocol_handshake_md_shows() {
-        let hello = Hello::new(&[Version::V1, Version::V2], Role::Worker, "w-1");
+        let hello = Hello::new(&[Version::V1, Version::V2], Role::Worker, "worker-1");
         let mut out = Vec::new();
         encode_hello(&hello, &mut out);
         let expected: Vec<u8> = [
@@ -78,11 +78,12 @@ mod tests {
             b"worker",
             &[0xa2],
             b"id",
-            &[0xa3],
-            b"w-1",
+            &[0xa8],
+            b"worker-1",
         ]
         .concat();
         assert_eq!(out, expected);
+        assert_eq!(out.len(), 0x35);
         assert_eq!(decode_hello(&out), Ok(hello));
     }
 
