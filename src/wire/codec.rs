@@ -35,6 +35,10 @@ pub fn envelope_label<F: Family>(env: &Envelope<F>) -> &'static str {
     }
 }
 
+/// Room an encoder starts with: most control messages fit, so they are written without growing
+/// the buffer.
+const INITIAL_ENCODE_CAPACITY: usize = 2048;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReadState {
     /// Waiting for a length prefix.
@@ -217,7 +221,7 @@ impl<F: Family> FrameCodec<F> {
 
     /// Encodes `env` as a whole frame, length prefix included, into a new vector.
     pub fn encode_to_vec(&self, env: &Envelope<F>) -> Result<Vec<u8>, FrameError> {
-        let mut out = Vec::with_capacity(256);
+        let mut out = Vec::with_capacity(INITIAL_ENCODE_CAPACITY);
         out.extend_from_slice(&[0u8; FRAME_HEADER_LEN]);
         encode_envelope(env, self.version, &mut out)?;
         let prefix = self
