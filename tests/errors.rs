@@ -575,10 +575,11 @@ async fn the_inspector_refusing_inbound_closes_and_refusing_outbound_only_fails_
     still_works(&client, &mut server).await;
 }
 
-/// A stream whose writes start failing when told to.
+/// A stream whose reads or writes start failing when told to.
 struct FaultyIo {
     inner: DuplexStream,
     fail_writes: Arc<AtomicBool>,
+    fail_reads: Arc<AtomicBool>,
 }
 
 impl AsyncRead for FaultyIo {
@@ -587,7 +588,14 @@ impl AsyncRead for FaultyIo {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if polled.is_ready() && self.fail_reads.load(Ordering::SeqCst) {
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "injected read failure",
+            )));
+        }
+        polled
     }
 }
 
@@ -623,6 +631,7 @@ async fn a_failing_write_closes_the_connection_with_the_io_error() {
     let faulty = FaultyIo {
         inner: a,
         fail_writes: fail_writes.clone(),
+        fail_reads: Arc::new(AtomicBool::new(false)),
     };
     let (worker, master) = tokio::join!(
         Connection::<DeployMessage>::connect(
@@ -648,6 +657,96 @@ async fn a_failing_write_closes_the_connection_with_the_io_error() {
         "{reason:?}"
     );
     still_works(&client, &mut server).await;
+}
+
+#[tokio::test]
+async fn a_failing_read_closes_the_connection_with_an_inbound_io_error() {
+    let (client, mut server) = bystander().await;
+    let (a, b) = duplex(PIPE);
+    let fail_reads = Arc::new(AtomicBool::new(false));
+    let faulty = FaultyIo {
+        inner: a,
+        fail_writes: Arc::new(AtomicBool::new(false)),
+        fail_reads: fail_reads.clone(),
+    };
+    let (worker, master) = tokio::join!(
+        Connection::<DeployMessage>::connect(
+            faulty,
+            Role::Worker,
+            "w",
+            ConnectionConfig::default()
+        ),
+        Connection::<DeployMessage>::accept(b, Role::Master, "m", master_config()),
+    );
+    let (mut worker, master) = (worker.expect("worker"), master.expect("master"));
+    fail_reads.store(true, Ordering::SeqCst);
+    assert_eq!(
+        master.send(samples::registered_worker().into()).await,
+        Ok(())
+    );
+    let reason = worker.recv().await;
+    assert!(
+        matches!(
+            reason,
+            Err(ConnectionError::Inbound(FrameError::Io {
+                kind: std::io::ErrorKind::ConnectionAborted,
+                ..
+            }))
+        ),
+        "{reason:?}"
+    );
+    still_works(&client, &mut server).await;
+}
+
+#[tokio::test]
+async fn a_hello_with_the_magic_but_no_role_is_refused_as_malformed() {
+    let (client, mut server) = bystander().await;
+    let (mut raw, io) = duplex(PIPE);
+    let mut hello = Vec::new();
+    rmp::encode::write_map_len(&mut hello, 3).expect("vec write");
+    rmp::encode::write_str(&mut hello, "magic").expect("vec write");
+    rmp::encode::write_str(&mut hello, "sparkwire").expect("vec write");
+    rmp::encode::write_str(&mut hello, "versions").expect("vec write");
+    rmp::encode::write_array_len(&mut hello, 1).expect("vec write");
+    rmp::encode::write_uint(&mut hello, 2).expect("vec write");
+    rmp::encode::write_str(&mut hello, "id").expect("vec write");
+    rmp::encode::write_str(&mut hello, "w").expect("vec write");
+    let accept = Connection::<DeployMessage>::accept(io, Role::Master, "m", master_config());
+    let peer = async {
+        raw.write_all(&frame(&hello)).await.expect("raw write");
+        read_raw_frame(&mut raw)
+            .await
+            .map(|body| decode_answer(&body))
+    };
+    let (accepted, answer) = tokio::join!(accept, peer);
+    assert!(matches!(
+        accepted,
+        Err(ConnectionError::Handshake(HandshakeError::Malformed(ref why))) if why.contains("role")
+    ));
+    assert!(
+        matches!(answer, Some(Ok(Answer::Refused(ref r))) if r.reason == RefusalReason::MalformedHello)
+    );
+    still_works(&client, &mut server).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_ask_leaves_no_waiter_and_its_reply_counts_as_late() {
+    let (worker, mut master) = bystander().await;
+    let asked = tokio::time::timeout(
+        Duration::from_millis(1),
+        worker.ask_with_timeout(
+            samples::executor_state_changed().into(),
+            Duration::from_secs(3600),
+        ),
+    );
+    let (cancelled, received) = tokio::join!(asked, master.recv());
+    assert!(cancelled.is_err(), "the outer timeout cancelled the ask");
+    let Ok(Incoming::Ask { id, .. }) = received else {
+        panic!("expected the ask, got {received:?}");
+    };
+    assert_eq!(master.reply(id, Reply::Bool(true)).await, Ok(()));
+    still_works(&worker, &mut master).await;
+    assert_eq!(worker.counters().late_replies, 1);
 }
 
 #[tokio::test]

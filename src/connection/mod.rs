@@ -106,6 +106,11 @@ impl<F: Family> ConnectionHandle<F> {
         self.shared
             .enqueue(&Envelope::Ask { id, message }, Settles::Ask(id, waiter))
             .await?;
+        // Stops waiting for the reply however this call ends, even when it is cancelled.
+        let _forget = ForgetAsk {
+            shared: &self.shared,
+            id,
+        };
         match tokio::time::timeout(timeout, &mut answer).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(self.shared.closed_error()),
@@ -194,10 +199,25 @@ impl<F: Family> ConnectionHandle<F> {
     }
 }
 
+/// Gives up waiting for ask `id` when dropped, unless it was answered: a cancelled ask leaves
+/// nothing behind, and its reply, if one comes, is dropped as late.
+struct ForgetAsk<'a, F: Family> {
+    shared: &'a Shared<F>,
+    id: u64,
+}
+
+impl<F: Family> Drop for ForgetAsk<'_, F> {
+    fn drop(&mut self) {
+        self.shared.lock().asks.expire(self.id);
+    }
+}
+
 /// A connection carrying family `F`: a [`ConnectionHandle`] (through `Deref`) plus the stream of
 /// what the peer sends ([`recv`](Connection::recv)).
 ///
 /// Dropping the `Connection` closes it: its handles then fail with [`ConnectionError::Closed`].
+/// Connections are made inside a tokio runtime (with the `rt` feature's `spawn`): each runs a
+/// reading task and a writing task on it.
 pub struct Connection<F> {
     handle: ConnectionHandle<F>,
     incoming: mpsc::UnboundedReceiver<Incoming<F>>,
