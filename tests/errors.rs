@@ -177,6 +177,31 @@ async fn a_role_of_the_other_family_is_refused_by_the_server_and_locally() {
 }
 
 #[tokio::test]
+async fn a_client_closes_when_the_server_declares_a_role_of_another_family() {
+    let (client, mut server) = bystander().await;
+    let (io, mut raw) = duplex(PIPE);
+    let connect =
+        Connection::<DeployMessage>::connect(io, Role::Worker, "w", ConnectionConfig::default());
+    let (worker, _hello) = tokio::join!(
+        connect,
+        raw_server_handshake(&mut raw, Version::V2, Role::Driver)
+    );
+    assert_eq!(
+        worker.err(),
+        Some(ConnectionError::WrongFamily {
+            role: Role::Driver,
+            family: "deploy"
+        })
+    );
+    assert_eq!(
+        read_raw_frame(&mut raw).await,
+        None,
+        "the client closed the stream"
+    );
+    still_works(&client, &mut server).await;
+}
+
+#[tokio::test]
 async fn a_hello_over_64_kib_is_refused_from_its_header_and_a_client_will_not_send_one() {
     let (client, mut server) = bystander().await;
     let (mut raw, io) = duplex(PIPE);

@@ -217,7 +217,9 @@ impl<F: Family> Drop for ForgetAsk<'_, F> {
 ///
 /// Dropping the `Connection` closes it: its handles then fail with [`ConnectionError::Closed`].
 /// Connections are made inside a tokio runtime (with the `rt` feature's `spawn`): each runs a
-/// reading task and a writing task on it.
+/// reading task and a writing task on it. What the peer sends is queued, without bound, until
+/// [`recv`](Connection::recv) takes it: the reader never waits for the owner, so replies to this
+/// side's asks are never stuck behind unread messages.
 pub struct Connection<F> {
     handle: ConnectionHandle<F>,
     incoming: mpsc::UnboundedReceiver<Incoming<F>>,
