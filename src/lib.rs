@@ -4,7 +4,9 @@
 //! Layers, each depending only on the ones before it:
 //! 1. [`messages`]: plain data types, one module per family; [`definition`]: the machine-readable
 //!    protocol definition of `protocol/`.
-//! 2. [`wire`]: the envelope, message bodies per version, frames.
+//! 2. [`wire`]: the envelope, message bodies per version, frames, codecs, the handshake; and
+//!    [`connection`], its async side: connections over any byte stream with sends, asks and
+//!    replies, limits and counters.
 //! 3. [`validate`]: a sans-IO state-machine validator of conversations and traces.
 //! 4. [`reference`]: reference Master, Worker, driver and executor.
 //!
@@ -24,6 +26,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod connection;
 pub mod definition;
 pub mod fuzzing;
 pub mod messages;

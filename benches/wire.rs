@@ -1,0 +1,298 @@
+//! Wire codec throughput: encoding and decoding whole frames with `FrameCodec`, against a memcpy
+//! of the same bytes measured in the same run.
+//!
+//! Run with `cargo bench --bench wire`. Prints a Markdown table: for each message, the encoded
+//! frame size and field count, then the median time per frame of encode, decode and memcpy, and
+//! encode and decode as multiples of memcpy.
+
+#[path = "../tests/common/samples.rs"]
+mod samples;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
+use sparkwire::wire::codec::FrameCodec;
+use sparkwire::wire::limits::FrameLimit;
+use sparkwire::wire::Envelope;
+use tokio_util::codec::Decoder;
+
+/// Samples per measurement; the median is reported.
+const SAMPLES: usize = 41;
+/// Bytes each sample handles at least (frames are repeated up to this).
+const BYTES_PER_SAMPLE: usize = 8 * 1024 * 1024;
+/// Most frames in one sample.
+const MAX_BATCH: usize = 20_000;
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// Median time of one call of `op`, from `SAMPLES` samples of `batch` calls each. `setup` builds
+/// each sample's inputs outside the timed part, and they are dropped after it (a decoded frame's
+/// buffer is freed then, not while decoding). Each output is dropped at once, inside the timing.
+fn measure<I, O>(
+    batch: usize,
+    mut setup: impl FnMut() -> Vec<I>,
+    mut op: impl FnMut(&mut I) -> O,
+) -> Duration {
+    let mut times = Vec::with_capacity(SAMPLES);
+    for round in 0..SAMPLES + 3 {
+        let mut inputs = setup();
+        let start = Instant::now();
+        for input in inputs.iter_mut() {
+            black_box(op(black_box(input)));
+        }
+        let elapsed = start.elapsed();
+        drop(inputs);
+        // The first rounds warm caches and the allocator up.
+        if round >= 3 {
+            times.push(elapsed / batch as u32);
+        }
+    }
+    median(times)
+}
+
+struct Row {
+    name: String,
+    fields: usize,
+    frame_len: usize,
+    encode: Duration,
+    decode: Duration,
+    memcpy: Duration,
+}
+
+fn bench<F: Family>(name: &str, fields: usize, message: F) -> Row {
+    let limit = FrameLimit::message(256 * 1024 * 1024);
+    let codec = FrameCodec::<F>::new(Version::V2, limit);
+    let env = Envelope::Send(message);
+    let frame = codec
+        .encode_to_bytes(&env)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let frame_len = frame.len();
+    let batch = (BYTES_PER_SAMPLE / frame_len).clamp(1, MAX_BATCH);
+
+    let encode = measure(
+        batch,
+        || vec![(); batch],
+        |_: &mut ()| codec.encode_to_bytes(&env),
+    );
+
+    let mut decoder = FrameCodec::<F>::new(Version::V2, limit);
+    let decode = measure(
+        batch,
+        || (0..batch).map(|_| BytesMut::from(&frame[..])).collect(),
+        |buf: &mut BytesMut| match decoder.decode(buf) {
+            Ok(Some(decoded)) => decoded,
+            other => panic!("{name}: decoding gave {other:?}"),
+        },
+    );
+
+    let mut target = vec![0u8; frame_len];
+    let memcpy = measure(
+        batch,
+        || vec![(); batch],
+        |_: &mut ()| {
+            target.copy_from_slice(&frame);
+            black_box(target.as_ptr());
+        },
+    );
+
+    Row {
+        name: name.to_string(),
+        fields,
+        frame_len,
+        encode,
+        decode,
+        memcpy,
+    }
+}
+
+fn micros(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 10.0 {
+        format!("{us:.2}")
+    } else {
+        format!("{us:.1}")
+    }
+}
+
+fn throughput(bytes: usize, d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs == 0.0 {
+        return "-".to_string();
+    }
+    format!("{:.0}", bytes as f64 / secs / 1e6)
+}
+
+fn ratio(op: Duration, base: Duration) -> String {
+    let base = base.as_secs_f64();
+    if base == 0.0 {
+        return "-".to_string();
+    }
+    format!("{:.2}", op.as_secs_f64() / base)
+}
+
+/// The frame size of `env`, prefix included.
+fn frame_len<F: Family>(env: Envelope<F>) -> usize {
+    let codec = FrameCodec::<F>::new(Version::V2, FrameLimit::DEFAULT);
+    match codec.encode_to_vec(&env) {
+        Ok(frame) => frame.len(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Frame sizes next to those of a real Spark 4.0.1 cluster (shared/spark-baseline.md, Spark's frame
+/// header included there too).
+fn print_sizes() {
+    use sparkwire::messages::coarse::StopExecutor;
+    use sparkwire::messages::deploy::{ApplicationFinished, KillExecutor};
+    let send_d = |m: DeployMessage| frame_len(Envelope::Send(m));
+    let send_c = |m: CoarseMessage| frame_len(Envelope::Send(m));
+    let ask_d = |m: DeployMessage| frame_len(Envelope::Ask { id: 1, message: m });
+    let ask_c = |m: CoarseMessage| frame_len(Envelope::Ask { id: 1, message: m });
+    let rows: Vec<(&str, usize, &str)> = vec![
+        (
+            "RegisterWorker",
+            send_d(samples::register_worker().into()),
+            "1462",
+        ),
+        (
+            "RegisteredWorker",
+            send_d(samples::registered_worker().into()),
+            "1180",
+        ),
+        ("Heartbeat", send_d(samples::heartbeat().into()), "1128"),
+        (
+            "LaunchExecutor",
+            send_d(samples::launch_executor().into()),
+            "4431",
+        ),
+        (
+            "ExecutorStateChanged (ask)",
+            ask_d(samples::executor_state_changed().into()),
+            "989–1156",
+        ),
+        (
+            "KillExecutor",
+            send_d(
+                KillExecutor {
+                    master_url: "spark://127.0.0.1:7077".to_string(),
+                    app_id: samples::APP_ID.to_string(),
+                    exec_id: 0,
+                }
+                .into(),
+            ),
+            "235",
+        ),
+        (
+            "ApplicationFinished",
+            send_d(
+                ApplicationFinished {
+                    id: samples::APP_ID.to_string(),
+                }
+                .into(),
+            ),
+            "184",
+        ),
+        (
+            "RetrieveSparkAppConfig (ask)",
+            ask_c(samples::retrieve_spark_app_config().into()),
+            "193",
+        ),
+        (
+            "SparkAppConfig (reply)",
+            frame_len(Envelope::Reply {
+                id: 1,
+                reply: sparkwire::wire::Reply::Message(CoarseMessage::from(
+                    samples::spark_app_config(),
+                )),
+            }),
+            "4708",
+        ),
+        (
+            "RegisterExecutor (ask)",
+            ask_c(samples::register_executor().into()),
+            "1905",
+        ),
+        (
+            "LaunchedExecutor",
+            send_c(samples::launched_executor().into()),
+            "193",
+        ),
+        (
+            "StatusUpdate, empty data",
+            send_c(samples::status_update(0).into()),
+            "1105–2654 (with its result)",
+        ),
+        (
+            "LaunchTask, payload bytes excluded",
+            send_c(samples::launch_task(0).into()),
+            "10113–10234 (trivial task, payload included)",
+        ),
+        ("StopExecutor", send_c(StopExecutor {}.into()), "227"),
+        (
+            "a Boolean reply",
+            frame_len(Envelope::<CoarseMessage>::Reply {
+                id: 1,
+                reply: sparkwire::wire::Reply::Bool(true),
+            }),
+            "68",
+        ),
+    ];
+    println!();
+    println!("| message | sparkwire frame bytes | Spark 4.0.1 frame bytes |");
+    println!("|---|---|---|");
+    for (name, ours, spark) in rows {
+        println!("| {name} | {ours} | {spark} |");
+    }
+}
+
+fn main() {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * 1024;
+    let rows = vec![
+        bench::<CoarseMessage>(
+            "StatusUpdate (1 KiB data)",
+            6,
+            samples::status_update(KIB).into(),
+        ),
+        bench::<CoarseMessage>(
+            "StatusUpdate (1 MiB data)",
+            6,
+            samples::status_update(MIB).into(),
+        ),
+        bench::<DeployMessage>("RegisterWorker", 9, samples::register_worker().into()),
+        bench::<DeployMessage>("LaunchExecutor", 8, samples::launch_executor().into()),
+        bench::<CoarseMessage>(
+            "LaunchTask (1 KiB task)",
+            1,
+            samples::launch_task(KIB).into(),
+        ),
+        bench::<CoarseMessage>(
+            "LaunchTask (1 MiB task)",
+            1,
+            samples::launch_task(MIB).into(),
+        ),
+    ];
+    println!("| message | fields | frame bytes | encode µs | decode µs | memcpy µs | encode MB/s | decode MB/s | encode ÷ memcpy | decode ÷ memcpy |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.name,
+            r.fields,
+            r.frame_len,
+            micros(r.encode),
+            micros(r.decode),
+            micros(r.memcpy),
+            throughput(r.frame_len, r.encode),
+            throughput(r.frame_len, r.decode),
+            ratio(r.encode, r.memcpy),
+            ratio(r.decode, r.memcpy),
+        );
+    }
+    print_sizes();
+}

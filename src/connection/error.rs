@@ -1,0 +1,152 @@
+//! The connection layer's error: every way a connection or one of its operations can fail.
+
+use std::io;
+use std::time::Duration;
+
+use super::config::Direction;
+use crate::messages::ErrorDescription;
+use crate::wire::handshake::{HandshakeError, Role};
+use crate::wire::task_size::TaskTooLarge;
+use crate::wire::FrameError;
+
+/// A connection that failed, or one operation on it that failed.
+///
+/// Some errors close the connection (see [`ConnectionError::closes_connection`]): every later
+/// operation then fails with the same error, and [`Connection::recv`](super::Connection::recv)
+/// returns it once the messages received before it are consumed. The others fail only the
+/// operation. Either way no other connection is affected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectionError {
+    /// The handshake failed (bad magic, no common version, refused role, …). Closes.
+    #[error("handshake failed: {0}")]
+    Handshake(#[from] HandshakeError),
+
+    /// A role whose connections carry another family than this connection's. Closes.
+    #[error("role {role} carries the {} family, not the {family} family of this connection", role.family())]
+    WrongFamily {
+        /// The role.
+        role: Role,
+        /// The family this connection carries.
+        family: &'static str,
+    },
+
+    /// A frame from the peer is invalid: declared over the limit, truncated at the end of the
+    /// stream, not MessagePack, an unknown message, a message absent from the negotiated version,
+    /// a local message, or the stream failed. Closes.
+    #[error("bad frame from the peer: {0}")]
+    Inbound(FrameError),
+
+    /// A message could not be sent: its frame is over the limit, or the message is local or absent
+    /// from the negotiated version. Nothing was written; the connection stays open.
+    #[error("cannot send: {0}")]
+    Outbound(FrameError),
+
+    /// The peer replied to an ask id this side never used (or no longer remembers). Closes.
+    #[error("protocol error: the peer replied to ask {id}, which was never asked")]
+    UnknownAsk {
+        /// The id in the reply.
+        id: u64,
+    },
+
+    /// The peer replied a second time to an ask already answered. Closes.
+    #[error("protocol error: the peer replied twice to ask {id}")]
+    DuplicateReply {
+        /// The ask's id.
+        id: u64,
+    },
+
+    /// The peer sent an ask with the id of one of its asks still awaiting an answer. Closes.
+    #[error("protocol error: the peer reused the id {id} of an ask still awaiting its answer")]
+    DuplicateAsk {
+        /// The id.
+        id: u64,
+    },
+
+    /// A reply or failure to an incoming ask that is not awaiting one (never received, or already
+    /// answered). Nothing was sent; the connection stays open.
+    #[error("no incoming ask {id} awaits an answer")]
+    NoSuchAsk {
+        /// The id given.
+        id: u64,
+    },
+
+    /// No reply arrived in time (`spark.rpc.askTimeout`, sparkwire's
+    /// `ConnectionConfig::ask_timeout`). The connection stays open; a late reply is dropped.
+    #[error("ask {id} ({name}) got no reply within {after:?} (spark.rpc.askTimeout)")]
+    AskTimedOut {
+        /// The ask's id.
+        id: u64,
+        /// The message asked.
+        name: &'static str,
+        /// The time waited.
+        after: Duration,
+    },
+
+    /// The peer answered the ask with a failure. The connection stays open.
+    #[error("ask {id} failed on the peer: {error}")]
+    Remote {
+        /// The ask's id.
+        id: u64,
+        /// The failure, as the peer described it.
+        error: ErrorDescription,
+    },
+
+    /// The connection's inspector refused a message. Inbound: the connection closes. Outbound:
+    /// nothing was sent and the connection stays open.
+    #[error("{direction} {name} rejected by the inspector: {reason}")]
+    Rejected {
+        /// Whether the message was arriving or leaving.
+        direction: Direction,
+        /// What the frame carries (message name, `reply` or `failure`).
+        name: &'static str,
+        /// The inspector's reason.
+        reason: String,
+    },
+
+    /// A serialized task too large for the connection. No LaunchTask was sent; the connection
+    /// stays open.
+    #[error("{0}")]
+    TaskTooLarge(#[from] TaskTooLarge),
+
+    /// Writing to the stream failed. Closes.
+    #[error("cannot write to the peer ({kind:?}): {message}")]
+    Io {
+        /// The kind of I/O error.
+        kind: io::ErrorKind,
+        /// Its text.
+        message: String,
+    },
+
+    /// The peer closed the connection (at a frame boundary).
+    #[error("the peer closed the connection")]
+    PeerClosed,
+
+    /// This side closed the connection.
+    #[error("the connection was closed by this side")]
+    Closed,
+}
+
+impl ConnectionError {
+    /// True for errors that close the connection; false for errors that fail one operation only.
+    pub fn closes_connection(&self) -> bool {
+        match self {
+            ConnectionError::Outbound(_)
+            | ConnectionError::NoSuchAsk { .. }
+            | ConnectionError::AskTimedOut { .. }
+            | ConnectionError::Remote { .. }
+            | ConnectionError::TaskTooLarge(_) => false,
+            ConnectionError::Rejected { direction, .. } => *direction == Direction::Inbound,
+            _ => true,
+        }
+    }
+}
+
+impl From<io::Error> for ConnectionError {
+    fn from(e: io::Error) -> Self {
+        ConnectionError::Io {
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! Layer 3: connections. A [`Connection`] carries one family's envelopes over any byte stream
+//! (TCP, `tokio::io::duplex`, …) after the handshake: one-way sends, asks matched to their replies
+//! by id with a timeout, answers to the peer's asks, and the stream of what the peer sends.
+//!
+//! Each connection runs two tasks on the current tokio runtime (one reads, one writes). A failure
+//! closes only its own connection, with a typed [`ConnectionError`] that the owner sees from
+//! [`Connection::recv`], from pending asks and from every later operation.
+
+mod config;
+mod counters;
+mod error;
+mod io_task;
+mod launch_task;
+mod pending;
+mod shared;
+
+pub use config::{
+    ConnectionConfig, Direction, Inspector, DEFAULT_ASK_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_OUTGOING_QUEUE,
+};
+pub use counters::{Counters, Traffic};
+pub use error::ConnectionError;
+
+use std::ops::Deref;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::messages::{ErrorDescription, Family, Version};
+use crate::wire::handshake::{
+    client_handshake, server_handshake, Established, HandshakeError, Identity, Negotiated, Role,
+};
+use crate::wire::limits::FrameLimit;
+use crate::wire::{Envelope, FrameCodec, Reply};
+use shared::{new_shared, Outgoing, Settles, Shared};
+
+/// What the peer sent that needs this side's attention.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming<F> {
+    /// A one-way message.
+    Message(F),
+    /// An ask: answer it with [`ConnectionHandle::reply`] or [`ConnectionHandle::fail`] and its id.
+    Ask {
+        /// The ask's id.
+        id: u64,
+        /// The request.
+        message: F,
+    },
+}
+
+impl<F> Incoming<F> {
+    /// The message received.
+    pub fn message(&self) -> &F {
+        match self {
+            Incoming::Message(m) | Incoming::Ask { message: m, .. } => m,
+        }
+    }
+}
+
+/// A cheap, cloneable handle to send on a connection, ask, and answer the peer's asks.
+pub struct ConnectionHandle<F> {
+    shared: Arc<Shared<F>>,
+}
+
+impl<F> Clone for ConnectionHandle<F> {
+    fn clone(&self) -> Self {
+        ConnectionHandle {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<F: Family> ConnectionHandle<F> {
+    /// Sends a one-way message.
+    ///
+    /// Fails with [`ConnectionError::Outbound`] when the message is local, absent from the
+    /// negotiated version or its frame is over the limit; nothing is sent then and the connection
+    /// stays open.
+    pub async fn send(&self, message: F) -> Result<(), ConnectionError> {
+        self.shared
+            .enqueue(&Envelope::Send(message), Settles::Nothing)
+            .await
+    }
+
+    /// Asks and waits for the reply, at most the configured ask timeout.
+    pub async fn ask(&self, message: F) -> Result<Reply<F>, ConnectionError> {
+        self.ask_with_timeout(message, self.shared.ask_timeout)
+            .await
+    }
+
+    /// Asks and waits for the reply, at most `timeout`.
+    ///
+    /// A failure from the peer is [`ConnectionError::Remote`]; no reply in time is
+    /// [`ConnectionError::AskTimedOut`] (the connection stays open and a late reply is dropped).
+    pub async fn ask_with_timeout(
+        &self,
+        message: F,
+        timeout: Duration,
+    ) -> Result<Reply<F>, ConnectionError> {
+        let name = message.name();
+        let id = self.shared.next_id();
+        let (waiter, mut answer) = oneshot::channel();
+        self.shared
+            .enqueue(&Envelope::Ask { id, message }, Settles::Ask(id, waiter))
+            .await?;
+        // Stops waiting for the reply however this call ends, even when it is cancelled.
+        let _forget = ForgetAsk {
+            shared: &self.shared,
+            id,
+        };
+        match tokio::time::timeout(timeout, &mut answer).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => Err(self.shared.closed_error()),
+            Err(_) => {
+                if self.shared.lock().asks.expire(id) {
+                    return Err(ConnectionError::AskTimedOut {
+                        id,
+                        name,
+                        after: timeout,
+                    });
+                }
+                // Answered (or closed) as the time ran out: the outcome is there.
+                answer
+                    .try_recv()
+                    .unwrap_or_else(|_| Err(self.shared.closed_error()))
+            }
+        }
+    }
+
+    /// Answers the peer's ask `id`. [`ConnectionError::NoSuchAsk`] when that ask is not awaiting
+    /// an answer (never received, or answered already).
+    pub async fn reply(&self, id: u64, reply: Reply<F>) -> Result<(), ConnectionError> {
+        self.shared
+            .enqueue(&Envelope::Reply { id, reply }, Settles::Answer(id))
+            .await
+    }
+
+    /// Fails the peer's ask `id`, as Spark's `RpcCallContext.sendFailure` does.
+    pub async fn fail(&self, id: u64, error: ErrorDescription) -> Result<(), ConnectionError> {
+        self.shared
+            .enqueue(&Envelope::Failure { id, error }, Settles::Answer(id))
+            .await
+    }
+
+    /// What the handshake settled: version, peer role and id.
+    pub fn negotiated(&self) -> &Negotiated {
+        &self.shared.negotiated
+    }
+
+    /// The negotiated version.
+    pub fn version(&self) -> Version {
+        self.shared.negotiated.version
+    }
+
+    /// The frame limit in force after the handshake, in bytes.
+    pub fn max_frame_size(&self) -> usize {
+        self.shared.max_frame_size
+    }
+
+    /// The traffic so far.
+    pub fn counters(&self) -> Counters {
+        self.shared.lock().counters.clone()
+    }
+
+    /// Why the connection closed, or `None` while it is open.
+    pub fn close_reason(&self) -> Option<ConnectionError> {
+        self.shared.close_reason()
+    }
+
+    /// Waits until the connection closes and returns why.
+    pub async fn closed(&self) -> ConnectionError {
+        let mut closed = self.shared.closed.subscribe();
+        let reason = closed.wait_for(Option::is_some).await;
+        match reason {
+            Ok(reason) => reason.clone().unwrap_or(ConnectionError::Closed),
+            Err(_) => ConnectionError::Closed,
+        }
+    }
+
+    /// Closes the connection gracefully: frames queued before are written, the write side is shut
+    /// down, then the connection closes with [`ConnectionError::Closed`]. Later sends fail.
+    pub async fn close(&self) {
+        if self.shared.closing.swap(true, Ordering::AcqRel) {
+            self.closed().await;
+            return;
+        }
+        let queued = tokio::select! {
+            queued = self.shared.outgoing.send(Outgoing::Close) => queued.is_ok(),
+            // Closed meanwhile (by an error): nothing left to close gracefully.
+            _ = self.closed() => true,
+        };
+        if !queued {
+            self.shared.close_with(ConnectionError::Closed);
+        }
+        self.closed().await;
+    }
+}
+
+/// Gives up waiting for ask `id` when dropped, unless it was answered: a cancelled ask leaves
+/// nothing behind, and its reply, if one comes, is dropped as late.
+struct ForgetAsk<'a, F: Family> {
+    shared: &'a Shared<F>,
+    id: u64,
+}
+
+impl<F: Family> Drop for ForgetAsk<'_, F> {
+    fn drop(&mut self) {
+        self.shared.lock().asks.expire(self.id);
+    }
+}
+
+/// A connection carrying family `F`: a [`ConnectionHandle`] (through `Deref`) plus the stream of
+/// what the peer sends ([`recv`](Connection::recv)).
+///
+/// Dropping the `Connection` closes it: its handles then fail with [`ConnectionError::Closed`].
+/// Connections are made inside a tokio runtime (with the `rt` feature's `spawn`): each runs a
+/// reading task and a writing task on it. What the peer sends is queued, without bound, until
+/// [`recv`](Connection::recv) takes it: the reader never waits for the owner, so replies to this
+/// side's asks are never stuck behind unread messages.
+pub struct Connection<F> {
+    handle: ConnectionHandle<F>,
+    incoming: mpsc::UnboundedReceiver<Incoming<F>>,
+}
+
+impl<F> Deref for Connection<F> {
+    type Target = ConnectionHandle<F>;
+
+    fn deref(&self) -> &ConnectionHandle<F> {
+        &self.handle
+    }
+}
+
+impl<F> Drop for Connection<F> {
+    fn drop(&mut self) {
+        let closed = &self.handle.shared.closed;
+        closed.send_if_modified(|slot| {
+            if slot.is_none() {
+                *slot = Some(ConnectionError::Closed);
+                true
+            } else {
+                false
+            }
+        });
+        let waiters = match self.handle.shared.state.lock() {
+            Ok(mut state) => state.asks.drain(),
+            Err(poisoned) => poisoned.into_inner().asks.drain(),
+        };
+        for waiter in waiters {
+            let _ = waiter.send(Err(ConnectionError::Closed));
+        }
+    }
+}
+
+impl<F: Family + Send + 'static> Connection<F> {
+    /// Connects as a client: runs the handshake as `role` with id `id`, then starts the
+    /// connection. `role` must carry family `F`, and so must the server's.
+    pub async fn connect<IO>(
+        io: IO,
+        role: Role,
+        id: impl Into<String>,
+        config: ConnectionConfig<F>,
+    ) -> Result<Self, ConnectionError>
+    where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        check_family::<F>(role)?;
+        let local = Identity::new(role, id).with_versions(&config.versions);
+        let established =
+            with_timeout(config.handshake_timeout, client_handshake(io, &local)).await?;
+        Self::establish(established, config)
+    }
+
+    /// Accepts a client: runs the server side of the handshake as `role` with id `id`, taking only
+    /// clients whose role carries family `F`, then starts the connection.
+    pub async fn accept<IO>(
+        io: IO,
+        role: Role,
+        id: impl Into<String>,
+        config: ConnectionConfig<F>,
+    ) -> Result<Self, ConnectionError>
+    where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        check_family::<F>(role)?;
+        let local = Identity::new(role, id).with_versions(&config.versions);
+        let established = with_timeout(
+            config.handshake_timeout,
+            server_handshake(io, &local, |peer| peer.carries::<F>()),
+        )
+        .await?;
+        Self::establish(established, config)
+    }
+
+    /// Starts a connection on a stream whose handshake completed (for servers that choose the
+    /// family from the peer's role). The peer's role must carry family `F`.
+    pub fn establish<IO>(
+        established: Established<IO>,
+        config: ConnectionConfig<F>,
+    ) -> Result<Self, ConnectionError>
+    where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let (sent, received) = established.handshake_bytes();
+        let (negotiated, reader, writer) = established.into_parts();
+        check_family::<F>(negotiated.peer_role)?;
+        let limit = FrameLimit::message(config.max_frame_size);
+        let version = negotiated.version;
+        let reader = reader.map_decoder(|raw| FrameCodec::<F>::from_raw(raw, version, limit));
+        let mut counters = Counters::default();
+        counters.record_sent("handshake", sent);
+        counters.record_received("handshake", received);
+        let (shared, queue) = new_shared(
+            FrameCodec::new(version, limit),
+            negotiated,
+            config.ask_timeout,
+            config.max_frame_size,
+            config.outgoing_queue,
+            config.inspector,
+            counters,
+        );
+        let (deliver, incoming) = mpsc::unbounded_channel();
+        tokio::spawn(io_task::read_loop(reader, Arc::clone(&shared), deliver));
+        tokio::spawn(io_task::write_loop(writer, queue, Arc::clone(&shared)));
+        Ok(Connection {
+            handle: ConnectionHandle { shared },
+            incoming,
+        })
+    }
+}
+
+impl<F: Family> Connection<F> {
+    /// The next message or ask from the peer. Once the connection has closed and everything
+    /// received before was returned, returns why it closed.
+    pub async fn recv(&mut self) -> Result<Incoming<F>, ConnectionError> {
+        match self.incoming.recv().await {
+            Some(incoming) => Ok(incoming),
+            None => Err(self.handle.shared.closed_error()),
+        }
+    }
+
+    /// A handle for other tasks to send, ask and answer on this connection.
+    pub fn handle(&self) -> ConnectionHandle<F> {
+        self.handle.clone()
+    }
+}
+
+fn check_family<F: Family>(role: Role) -> Result<(), ConnectionError> {
+    if role.carries::<F>() {
+        Ok(())
+    } else {
+        Err(ConnectionError::WrongFamily {
+            role,
+            family: F::FAMILY,
+        })
+    }
+}
+
+async fn with_timeout<T>(
+    after: Duration,
+    handshake: impl std::future::Future<Output = Result<T, HandshakeError>>,
+) -> Result<T, ConnectionError> {
+    match tokio::time::timeout(after, handshake).await {
+        Ok(result) => result.map_err(ConnectionError::Handshake),
+        Err(_) => Err(ConnectionError::Handshake(HandshakeError::TimedOut {
+            after,
+        })),
+    }
+}

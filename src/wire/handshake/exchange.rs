@@ -1,0 +1,157 @@
+//! The handshake over a byte stream: [`client_handshake`] and [`server_handshake`].
+
+use bytes::BytesMut;
+use futures_util::StreamExt;
+use tokio::io::{split, AsyncRead, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio_util::codec::{Encoder, FramedRead};
+
+use super::answer::{encode_answer, Answer, Refusal, RefusalReason};
+use super::decide::{answer_hello, check_answer, Identity, Negotiated};
+use super::error::HandshakeError;
+use super::hello::encode_hello;
+use super::role::Role;
+use crate::wire::codec::RawFrameCodec;
+use crate::wire::limits::FrameLimit;
+use crate::wire::FrameError;
+
+/// A stream whose handshake completed: the negotiated parameters, and the stream's two halves,
+/// ready to carry envelopes in the negotiated version.
+///
+/// The read half keeps whatever the peer sent after its handshake frame.
+#[derive(Debug)]
+pub struct Established<IO> {
+    negotiated: Negotiated,
+    reader: FramedRead<ReadHalf<IO>, RawFrameCodec>,
+    writer: WriteHalf<IO>,
+    sent: usize,
+    received: usize,
+}
+
+impl<IO> Established<IO> {
+    /// What the handshake settled.
+    pub fn negotiated(&self) -> &Negotiated {
+        &self.negotiated
+    }
+
+    /// Bytes of handshake frames, prefixes included: (sent, received).
+    pub fn handshake_bytes(&self) -> (usize, usize) {
+        (self.sent, self.received)
+    }
+
+    /// The parts: what was settled, the framed read half (still with the pre-handshake codec
+    /// and any bytes already received), and the write half.
+    pub fn into_parts(
+        self,
+    ) -> (
+        Negotiated,
+        FramedRead<ReadHalf<IO>, RawFrameCodec>,
+        WriteHalf<IO>,
+    ) {
+        (self.negotiated, self.reader, self.writer)
+    }
+}
+
+async fn write_frame<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    body: &[u8],
+) -> Result<usize, HandshakeError> {
+    let mut frame = BytesMut::new();
+    RawFrameCodec::new(FrameLimit::HANDSHAKE).encode(body, &mut frame)?;
+    writer.write_all(&frame).await.map_err(FrameError::from)?;
+    writer.flush().await.map_err(FrameError::from)?;
+    Ok(frame.len())
+}
+
+async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut FramedRead<R, RawFrameCodec>,
+) -> Result<bytes::Bytes, HandshakeError> {
+    match reader.next().await {
+        None => Err(HandshakeError::PeerClosed),
+        Some(Err(e)) => Err(HandshakeError::Frame(e)),
+        Some(Ok(body)) => Ok(body),
+    }
+}
+
+/// Runs the client side: sends `local`'s hello and reads the server's answer.
+///
+/// Frames are limited to 64 KiB until the handshake completes. Takes no time limit itself: wrap
+/// it in `tokio::time::timeout` (the connection does).
+pub async fn client_handshake<IO>(
+    io: IO,
+    local: &Identity,
+) -> Result<Established<IO>, HandshakeError>
+where
+    IO: AsyncRead + AsyncWrite,
+{
+    let (read_half, mut writer) = split(io);
+    let mut reader = FramedRead::new(read_half, RawFrameCodec::new(FrameLimit::HANDSHAKE));
+    let hello = local.hello();
+    let mut body = Vec::new();
+    encode_hello(&hello, &mut body);
+    let sent = write_frame(&mut writer, &body).await?;
+    let answer = read_frame(&mut reader).await?;
+    let received = reader.decoder().last_frame_len();
+    let negotiated = check_answer(&answer, &hello)?;
+    Ok(Established {
+        negotiated,
+        reader,
+        writer,
+        sent,
+        received,
+    })
+}
+
+/// Runs the server side: reads the client's hello and answers it. `accept` says which client roles
+/// this server takes.
+///
+/// On a refusal the answer is sent, the stream is shut down and the reason is returned. A hello
+/// over the 64 KiB limit is answered with `frameTooLarge` without reading its body.
+pub async fn server_handshake<IO>(
+    io: IO,
+    local: &Identity,
+    accept: impl Fn(Role) -> bool,
+) -> Result<Established<IO>, HandshakeError>
+where
+    IO: AsyncRead + AsyncWrite,
+{
+    let (read_half, mut writer) = split(io);
+    let mut reader = FramedRead::new(read_half, RawFrameCodec::new(FrameLimit::HANDSHAKE));
+    let hello = match read_frame(&mut reader).await {
+        Ok(hello) => hello,
+        Err(error @ HandshakeError::Frame(FrameError::DeclaredTooLarge { .. })) => {
+            let refusal = Answer::Refused(Refusal {
+                reason: RefusalReason::FrameTooLarge,
+                message: error.to_string(),
+                versions: local.version_numbers(),
+            });
+            let mut body = Vec::new();
+            encode_answer(&refusal, &mut body);
+            // Best effort: the peer may not be listening; the refusal stands either way.
+            let _ = write_frame(&mut writer, &body).await;
+            let _ = writer.shutdown().await;
+            return Err(error);
+        }
+        Err(error) => return Err(error),
+    };
+    let received = reader.decoder().last_frame_len();
+    let (answer, outcome) = answer_hello(&hello, local, accept);
+    let mut body = Vec::new();
+    encode_answer(&answer, &mut body);
+    match outcome {
+        Ok(negotiated) => {
+            let sent = write_frame(&mut writer, &body).await?;
+            Ok(Established {
+                negotiated,
+                reader,
+                writer,
+                sent,
+                received,
+            })
+        }
+        Err(error) => {
+            let _ = write_frame(&mut writer, &body).await;
+            let _ = writer.shutdown().await;
+            Err(error)
+        }
+    }
+}
