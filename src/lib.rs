@@ -8,7 +8,7 @@
 //!    [`connection`], its async side: connections over any byte stream with sends, asks and
 //!    replies, limits and counters.
 //! 3. [`validate`]: a sans-IO state-machine validator of conversations and traces.
-//! 4. [`reference`]: reference Master, Worker, driver and executor.
+//! 4. [`reference`](mod@reference): reference Master, Worker, driver and executor.
 //!
 //! [`fuzzing`] holds the fuzz targets' bodies, shared by `fuzz/` and the regression tests.
 //!
