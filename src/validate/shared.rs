@@ -170,3 +170,24 @@ impl ConnectionView {
         self.shared.with(|v| v.close(now, self.conn))
     }
 }
+
+/// Joins violations into the refusal text a connection reports.
+fn refusal(violations: Vec<Violation>) -> String {
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A view is the connection layer's strict-mode inspector: an envelope that breaks a rule is
+/// refused with the violations' text (an inbound one closes the connection).
+impl<F: ValidatedFamily> crate::connection::Inspector<F> for ConnectionView {
+    fn inbound(&mut self, env: &Envelope<F>) -> Result<(), String> {
+        ConnectionView::inbound(self, env).map_err(refusal)
+    }
+
+    fn outbound(&mut self, env: &Envelope<F>) -> Result<(), String> {
+        ConnectionView::outbound(self, env).map_err(refusal)
+    }
+}
