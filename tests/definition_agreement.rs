@@ -215,3 +215,22 @@ fn task_descriptions_are_laid_out_exactly_as_the_definition_says_and_round_trip(
     }
     assert!(checked > 300);
 }
+
+#[test]
+fn handshake_roles_are_the_definition_s_roles_with_the_same_families() {
+    use sparkwire::wire::handshake::Role;
+    let def = Definition::builtin();
+    let names: Vec<&str> = Role::ALL.iter().map(|r| r.name()).collect();
+    let mut in_def: Vec<&str> = def.roles.iter().map(|r| r.name.as_str()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    in_def.sort_unstable();
+    assert_eq!(sorted, in_def);
+    for r in Role::ALL {
+        assert_eq!(
+            def.role(r.name()).map(|d| d.family.as_str()),
+            Some(r.family()),
+            "{r}"
+        );
+    }
+}

@@ -22,11 +22,13 @@ pub enum Role {
     ClusterManager,
     /// A driver's CoarseGrainedSchedulerBackend (coarse family).
     Driver,
+    /// A UI or REST client of a master or a worker (deploy family).
+    Ui,
 }
 
 impl Role {
     /// Every role, in the order protocol/handshake.md lists them.
-    pub const ALL: [Role; 7] = [
+    pub const ALL: [Role; 8] = [
         Role::Worker,
         Role::AppClient,
         Role::DriverClient,
@@ -34,18 +36,20 @@ impl Role {
         Role::Executor,
         Role::ClusterManager,
         Role::Driver,
+        Role::Ui,
     ];
 
-    /// The role's name on the wire.
+    /// The role's name on the wire: the role's name in `protocol/definition.json`.
     pub fn name(self) -> &'static str {
         match self {
             Role::Worker => "worker",
-            Role::AppClient => "appClient",
-            Role::DriverClient => "driverClient",
+            Role::AppClient => "app-client",
+            Role::DriverClient => "driver-client",
             Role::Master => "master",
             Role::Executor => "executor",
-            Role::ClusterManager => "clusterManager",
+            Role::ClusterManager => "cluster-manager",
             Role::Driver => "driver",
+            Role::Ui => "ui",
         }
     }
 
@@ -55,11 +59,11 @@ impl Role {
     }
 
     /// The family a connection of this role carries: [`DeployMessage::FAMILY`] (`deploy`) for
-    /// worker, app client, driver client and master; [`CoarseMessage::FAMILY`] (`coarse`) for
+    /// worker, app client, driver client, master and ui; [`CoarseMessage::FAMILY`] (`coarse`) for
     /// executor, cluster manager and driver.
     pub fn family(self) -> &'static str {
         match self {
-            Role::Worker | Role::AppClient | Role::DriverClient | Role::Master => {
+            Role::Worker | Role::AppClient | Role::DriverClient | Role::Master | Role::Ui => {
                 DeployMessage::FAMILY
             }
             Role::Executor | Role::ClusterManager | Role::Driver => CoarseMessage::FAMILY,
@@ -107,7 +111,8 @@ mod tests {
                 Role::Worker,
                 Role::AppClient,
                 Role::DriverClient,
-                Role::Master
+                Role::Master,
+                Role::Ui
             ]
         );
         assert_eq!(coarse, [Role::Executor, Role::ClusterManager, Role::Driver]);
