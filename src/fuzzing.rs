@@ -6,7 +6,8 @@
 //! property (an accepted frame re-encodes to something that decodes to the same value), a failed
 //! check panics, which is how the fuzzer reports it.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use tokio_util::codec::Decoder;
 
 use crate::messages::{CoarseMessage, DeployMessage, Family, Version};
 use crate::wire::body::{read_message, write_message};
@@ -14,11 +15,24 @@ use crate::wire::task::{decode_task, encode_task};
 use crate::wire::{decode_envelope, encode_envelope};
 
 /// The fuzz targets, by name (the file names under `fuzz/fuzz_targets/`).
-pub const TARGETS: &[&str] = &["message_body", "envelope", "roundtrip", "task_description"];
+pub const TARGETS: &[&str] = &[
+    "frame_decoder",
+    "handshake",
+    "message_body",
+    "envelope",
+    "roundtrip",
+    "task_description",
+    "validator",
+    "trace_reader",
+];
 
 /// Runs the target `name` on `data`; `false` when there is no such target.
 pub fn run(name: &str, data: &[u8]) -> bool {
     match name {
+        "frame_decoder" => frame_decoder(data),
+        "handshake" => handshake(data),
+        "validator" => validator(data),
+        "trace_reader" => trace_reader(data),
         "message_body" => message_body(data),
         "envelope" => envelope(data),
         "roundtrip" => roundtrip(data),
@@ -26,6 +40,135 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         _ => return false,
     }
     true
+}
+
+/// The frame limit the frame-decoder target uses: small, so that oversized declarations are
+/// exercised as well as accepted frames.
+pub const FUZZ_FRAME_LIMIT: usize = 4096;
+
+/// Decodes every frame `codec` finds in `data`, fed in two pieces split at `split`, and returns
+/// what it decoded (stopping at the first error, which is returned as text).
+fn decode_all<D: Decoder>(mut codec: D, data: &[u8], split: usize) -> Vec<Result<D::Item, String>>
+where
+    D::Error: std::fmt::Display,
+{
+    let mut out = Vec::new();
+    let mut buf = BytesMut::new();
+    let split = split.min(data.len());
+    for (i, piece) in [&data[..split], &data[split..]].into_iter().enumerate() {
+        buf.extend_from_slice(piece);
+        loop {
+            match codec.decode(&mut buf) {
+                Ok(Some(item)) => out.push(Ok(item)),
+                Ok(None) => break,
+                Err(e) => {
+                    out.push(Err(e.to_string()));
+                    return out;
+                }
+            }
+        }
+        if i == 1 {
+            match codec.decode_eof(&mut buf) {
+                Ok(Some(item)) => out.push(Ok(item)),
+                Ok(None) => {}
+                Err(e) => out.push(Err(e.to_string())),
+            }
+        }
+    }
+    out
+}
+
+/// The first byte picks the stage (before the handshake: raw frames under the handshake limit,
+/// read as hellos; after it: envelopes of either family and version under a small limit) and the
+/// second where the input is split in two reads. Decoding must not depend on how the bytes were
+/// split, and every accepted envelope re-encodes to a frame that decodes to itself.
+pub fn frame_decoder(data: &[u8]) {
+    use crate::wire::handshake::decode_hello;
+    use crate::wire::limits::FrameLimit;
+    use crate::wire::{FrameCodec, RawFrameCodec};
+    let [selector, split, rest @ ..] = data else {
+        return;
+    };
+    let version = if selector & 1 == 0 {
+        Version::V1
+    } else {
+        Version::V2
+    };
+    let split = usize::from(*split);
+    match selector % 6 {
+        0 | 1 => {
+            let whole = decode_all(RawFrameCodec::new(FrameLimit::HANDSHAKE), rest, rest.len());
+            let pieces = decode_all(RawFrameCodec::new(FrameLimit::HANDSHAKE), rest, split);
+            assert_eq!(
+                whole, pieces,
+                "raw frames depend on how the bytes were split"
+            );
+            for body in whole.into_iter().flatten() {
+                let _ = decode_hello(&body);
+            }
+        }
+        2 | 3 => frames_of::<DeployMessage>(rest, version, split),
+        _ => frames_of::<CoarseMessage>(rest, version, split),
+    }
+    fn frames_of<F: Family>(data: &[u8], version: Version, split: usize) {
+        let codec = || FrameCodec::<F>::new(version, FrameLimit::message(FUZZ_FRAME_LIMIT));
+        let whole = decode_all(codec(), data, data.len());
+        let pieces = decode_all(codec(), data, split);
+        assert_eq!(whole, pieces, "frames depend on how the bytes were split");
+        for env in whole.into_iter().flatten() {
+            match codec().encode_to_bytes(&env) {
+                Ok(frame) => {
+                    let again = decode_all(codec(), &frame, frame.len());
+                    assert_eq!(
+                        again,
+                        vec![Ok(env)],
+                        "a re-encoded frame decodes differently"
+                    );
+                }
+                Err(e) => panic!("an accepted envelope does not re-encode: {e}"),
+            }
+        }
+    }
+}
+
+/// The bytes are a hello frame body for a server, and an answer for a client that sent a fixed
+/// hello. Whatever the server accepts, it accepts at a version both sides speak, and its answer
+/// is one the client accepts with the same outcome.
+pub fn handshake(data: &[u8]) {
+    use crate::wire::handshake::{
+        answer_hello, check_answer, decode_answer, encode_answer, Answer, Hello, Identity, Role,
+    };
+    let _ = decode_answer(data);
+    let client_hello = Hello::new(&Version::ALL, Role::Worker, "worker-1");
+    let _ = check_answer(data, &client_hello);
+    let server = Identity {
+        role: Role::Master,
+        id: "master".into(),
+        versions: Version::ALL.to_vec(),
+    };
+    let (answer, outcome) = answer_hello(data, &server, |r| r.carries::<DeployMessage>());
+    match (&answer, &outcome) {
+        (Answer::Accepted(a), Ok(n)) => {
+            assert_eq!(a.version, n.version);
+            assert!(
+                n.peer_versions.contains(&u64::from(n.version.number())),
+                "chose a version the client did not offer"
+            );
+            let hello = Hello {
+                versions: n.peer_versions.clone(),
+                role: n.peer_role,
+                id: n.peer_id.clone(),
+            };
+            let mut body = Vec::new();
+            encode_answer(&answer, &mut body);
+            match check_answer(&body, &hello) {
+                Ok(c) => assert_eq!(c.version, n.version),
+                Err(e) => panic!("the client refuses the server's own acceptance: {e}"),
+            }
+        }
+        (Answer::Refused(_), Err(_)) => {}
+        (a, o) => panic!("answer {a:?} disagrees with outcome {o:?}"),
+    }
 }
 
 /// The first byte picks the family and version; the rest is read as a message body. An accepted
@@ -149,6 +292,31 @@ pub fn task_description(data: &[u8]) {
     }
 }
 
+/// Hello and answer frame bodies of every role and version set.
+fn handshake_seeds() -> Vec<Vec<u8>> {
+    use crate::wire::handshake::{
+        answer_hello, encode_answer, encode_hello, Hello, Identity, Role,
+    };
+    let mut out = Vec::new();
+    let server = Identity {
+        role: Role::Master,
+        id: "master".into(),
+        versions: Version::ALL.to_vec(),
+    };
+    for role in Role::ALL {
+        for versions in [&Version::ALL[..], &[Version::V1][..], &[Version::V2][..]] {
+            let mut hello = Vec::new();
+            encode_hello(&Hello::new(versions, role, "peer-1"), &mut hello);
+            let (answer, _) = answer_hello(&hello, &server, |r| r.carries::<DeployMessage>());
+            let mut body = Vec::new();
+            encode_answer(&answer, &mut body);
+            out.push(hello);
+            out.push(body);
+        }
+    }
+    out
+}
+
 /// Seed inputs for target `name`, made from the golden vectors (the same values the files in
 /// `protocol/vectors/` hold): written by `sparkwire spec fuzz-seeds`.
 pub fn seeds(name: &str) -> Vec<Vec<u8>> {
@@ -195,6 +363,44 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
                 }
             }
         }
+        "frame_decoder" => {
+            for mv in message_vectors(def).unwrap_or_default() {
+                for v in mv.vectors {
+                    if let Some(f) = v.frame_hex.as_deref().and_then(from_hex) {
+                        let stage = if mv.family == "coarse" { 4 } else { 2 };
+                        let mut seed = vec![stage | u8::from(v.version == 2), (f.len() / 2) as u8];
+                        seed.extend_from_slice(&f);
+                        out.push(seed);
+                    }
+                }
+            }
+            for hello in handshake_seeds() {
+                let mut seed = vec![0, 3];
+                seed.extend_from_slice(&(hello.len() as u32).to_be_bytes());
+                seed.extend_from_slice(&hello);
+                out.push(seed);
+            }
+        }
+        "handshake" => out.extend(handshake_seeds()),
+        "trace_reader" | "validator" => {
+            let legal = include_str!("../protocol/traces/legal-flow.jsonl");
+            let illegal = include_str!("../protocol/traces/illegal-flow.jsonl");
+            if name == "trace_reader" {
+                out.push(legal.as_bytes().to_vec());
+                out.push(illegal.as_bytes().to_vec());
+                for line in legal.lines().chain(illegal.lines()).take(200) {
+                    out.push(line.as_bytes().to_vec());
+                }
+            } else {
+                for i in 0..64u8 {
+                    out.push(
+                        (0..512u16)
+                            .map(|j| (j as u8).wrapping_mul(37).wrapping_add(i))
+                            .collect(),
+                    );
+                }
+            }
+        }
         "roundtrip" => {
             for i in 0..64u8 {
                 out.push(
@@ -207,4 +413,91 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         _ => {}
     }
     out
+}
+
+/// Builds a sequence of events from the bytes (connections opened and closed between a few
+/// endpoints, arbitrary envelopes of either family along them) and feeds it to two fresh
+/// validators: nothing panics, and both give the same verdicts, event by event.
+#[cfg(feature = "arbitrary")]
+pub fn validator(data: &[u8]) {
+    use arbitrary::{Arbitrary, Unstructured};
+
+    use crate::validate::{Endpoint, Event, Role, Validator};
+    use crate::wire::Envelope;
+
+    let mut u = Unstructured::new(data);
+    let mut events = Vec::new();
+    let mut time = 0u64;
+    let ids = ["a", "b", "c"];
+    while !u.is_empty() && events.len() < 256 {
+        let Ok(step) = u16::arbitrary(&mut u) else {
+            break;
+        };
+        time += u64::from(step % 2000);
+        let Ok(conn) = u8::arbitrary(&mut u) else {
+            break;
+        };
+        let conn = u64::from(conn % 6);
+        let Ok(kind) = u8::arbitrary(&mut u) else {
+            break;
+        };
+        let endpoint = |u: &mut Unstructured<'_>| -> Option<Endpoint> {
+            let role = *u.choose(&Role::ALL).ok()?;
+            let id = *u.choose(&ids).ok()?;
+            Some(Endpoint::new(role, id))
+        };
+        let (Some(a), Some(b)) = (endpoint(&mut u), endpoint(&mut u)) else {
+            break;
+        };
+        let version = if kind & 0x80 == 0 {
+            Version::V2
+        } else {
+            Version::V1
+        };
+        let event = match kind % 8 {
+            0 => Event::open(time, conn, a, b, version),
+            1 => Event::close(time, conn),
+            2..=4 => match Envelope::<DeployMessage>::arbitrary(&mut u) {
+                Ok(env) => Event::message(time, conn, a, b, version, env),
+                Err(_) => break,
+            },
+            _ => match Envelope::<CoarseMessage>::arbitrary(&mut u) {
+                Ok(env) => Event::message(time, conn, a, b, version, env),
+                Err(_) => break,
+            },
+        };
+        events.push(event);
+    }
+    let mut first = Validator::default();
+    let mut second = Validator::default();
+    for e in &events {
+        let v1 = first.observe(e);
+        let v2 = second.observe(e);
+        assert_eq!(
+            v1, v2,
+            "verdicts differ between two validators fed the same events"
+        );
+    }
+    assert_eq!(first.finish(), second.finish());
+}
+
+/// Without the `arbitrary` feature there is nothing to build events from.
+#[cfg(not(feature = "arbitrary"))]
+pub fn validator(_data: &[u8]) {}
+
+/// The bytes are read as a trace (JSON Lines): nothing panics, and the events read, written back,
+/// read the same.
+pub fn trace_reader(data: &[u8]) {
+    use crate::validate::trace::{read_events, to_text};
+    let text = String::from_utf8_lossy(data);
+    let Ok(events) = read_events(&text) else {
+        return;
+    };
+    match to_text(&events) {
+        Ok(again) => match read_events(&again) {
+            Ok(back) => assert_eq!(back, events, "a written trace reads back differently"),
+            Err(e) => panic!("a written trace does not read back: {e}"),
+        },
+        Err(e) => panic!("events read from a trace cannot be written: {e}"),
+    }
 }
