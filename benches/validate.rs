@@ -6,7 +6,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use sparkwire::validate::scenario::{msg, sample_task_decoder, Scenario};
+use sparkwire::validate::scenario::{msg, Scenario};
+use sparkwire::validate::sparkwire_task_decoder;
 use sparkwire::validate::trace::{to_text, TraceReader};
 use sparkwire::validate::{Config, Endpoint, Event, Role, Validator};
 
@@ -104,7 +105,7 @@ fn main() {
         ("validate (task counting)", Config::default()),
         (
             "validate (task decoder)",
-            Config::with_task_decoder(sample_task_decoder),
+            Config::with_task_decoder(sparkwire_task_decoder),
         ),
     ] {
         let mut v = Validator::new(config);

@@ -2,7 +2,8 @@
 //! same flows with one step wrong are caught.
 
 use sparkwire::messages::{CoarseMessage, DeployMessage, DriverState, ExecutorState, TaskState};
-use sparkwire::validate::scenario::{msg, sample_task_decoder, Scenario};
+use sparkwire::validate::scenario::{msg, Scenario};
+use sparkwire::validate::sparkwire_task_decoder;
 use sparkwire::validate::{Config, Endpoint, Event, Role, Rule, Validator, Violation};
 use sparkwire::wire::Reply;
 
@@ -16,7 +17,7 @@ fn run(config: Config, events: &[Event]) -> Vec<Violation> {
 fn clean(events: &[Event]) {
     let found = run(Config::default(), events);
     assert!(found.is_empty(), "unexpected violations: {found:#?}");
-    let found = run(Config::with_task_decoder(sample_task_decoder), events);
+    let found = run(Config::with_task_decoder(sparkwire_task_decoder), events);
     assert!(
         found.is_empty(),
         "unexpected violations with a task decoder: {found:#?}"

@@ -4,7 +4,8 @@
 use sparkwire::messages::{
     CoarseMessage, DeployMessage, DriverState, ExecutorState, TaskState, Version,
 };
-use sparkwire::validate::scenario::{msg, sample_task_decoder, Link, Scenario};
+use sparkwire::validate::scenario::{msg, Link, Scenario};
+use sparkwire::validate::sparkwire_task_decoder;
 use sparkwire::validate::{Config, Endpoint, Event, Role, Rule, Validator};
 use sparkwire::wire::{Envelope, Reply};
 
@@ -905,7 +906,7 @@ fn cases() -> Vec<Case> {
 
 fn config(c: &Case) -> Config {
     let mut config = if c.decoder {
-        Config::with_task_decoder(sample_task_decoder)
+        Config::with_task_decoder(sparkwire_task_decoder)
     } else {
         Config::default()
     };

@@ -4,7 +4,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use sparkwire::messages::{CoarseMessage, TaskState, Version};
-use sparkwire::validate::scenario::{msg, sample_task_decoder, Scenario};
+use sparkwire::validate::scenario::{msg, Scenario};
+use sparkwire::validate::sparkwire_task_decoder;
 use sparkwire::validate::{Config, Endpoint, Role, Rule, SharedValidator, Validator, Violation};
 use sparkwire::wire::{Envelope, Reply};
 
@@ -97,7 +98,7 @@ fn finished_tasks_beyond_the_history_cap_are_forgotten() {
     let rule_with_cap = |cap: usize| {
         let config = Config {
             history_cap: cap,
-            ..Config::with_task_decoder(sample_task_decoder)
+            ..Config::with_task_decoder(sparkwire_task_decoder)
         };
         let mut v = Validator::new(config);
         let found: Vec<Rule> = s

@@ -26,6 +26,10 @@ pub struct ValidateArgs {
     /// The trace may end mid-conversation: do not report unanswered asks and registrations.
     #[arg(long)]
     allow_pending: bool,
+    /// LaunchTask payloads are not sparkwire task descriptions (protocol/SPEC.md §10): count tasks
+    /// per executor instead of reading their ids.
+    #[arg(long)]
+    opaque_tasks: bool,
 }
 
 /// The outcome of validating a trace.
@@ -65,7 +69,11 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode, String> {
         strict_order: args.strict_order,
         default_task_cpus: args.task_cpus,
         worker_timeout_ms: args.worker_timeout.saturating_mul(1000),
-        ..Config::default()
+        ..if args.opaque_tasks {
+            Config::default()
+        } else {
+            Config::sparkwire()
+        }
     };
     let outcome = check(&args.trace, config, args.allow_pending)?;
     let mut out = std::io::stdout().lock();

@@ -27,6 +27,16 @@ impl<T: Fn(&[u8]) -> Option<TaskInfo> + Send + Sync> TaskDecoder for T {
     }
 }
 
+/// The decoder of sparkwire's own task descriptions (`LaunchTask.data` as protocol/SPEC.md §10
+/// defines it): reads `taskId` and `cpus`; `None` for other bytes or a negative cpu count.
+pub fn sparkwire_task_decoder(data: &[u8]) -> Option<TaskInfo> {
+    let h = crate::wire::task::peek_task(data).ok()?;
+    Some(TaskInfo {
+        task_id: h.task_id,
+        cpus: u32::try_from(h.cpus).ok()?,
+    })
+}
+
 /// The validator's settings.
 #[derive(Clone)]
 pub struct Config {
@@ -65,6 +75,11 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The default settings reading sparkwire task descriptions ([`sparkwire_task_decoder`]).
+    pub fn sparkwire() -> Self {
+        Config::with_task_decoder(sparkwire_task_decoder)
+    }
+
     /// The default settings with a task decoder.
     pub fn with_task_decoder(decoder: impl TaskDecoder + 'static) -> Self {
         Config {

@@ -31,7 +31,7 @@ pub mod trace;
 mod validator;
 mod violation;
 
-pub use config::{Config, TaskDecoder, TaskInfo};
+pub use config::{sparkwire_task_decoder, Config, TaskDecoder, TaskInfo};
 pub use event::{
     AnyEnvelope, ConnId, Endpoint, EnvelopeRef, Event, EventBody, Role, ValidatedFamily,
 };

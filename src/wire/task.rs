@@ -36,3 +36,39 @@ pub fn decode_task(data: &Bytes) -> Result<TaskDescription, Error> {
         })
     })
 }
+
+/// A task description's id and cpus, read without building the whole description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskHeader {
+    /// `taskId`.
+    pub task_id: i64,
+    /// `cpus`.
+    pub cpus: i32,
+}
+
+/// Reads only `taskId` and `cpus` of a task description (other fields are skipped, nothing is
+/// copied): what a validator needs from each `LaunchTask`.
+pub fn peek_task(data: &[u8]) -> Result<TaskHeader, Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Header {
+        task_id: i64,
+        cpus: i32,
+    }
+    let len = value_len(data)?;
+    if len < data.len() {
+        return Err(Error::TrailingBytes {
+            extra: data.len() - len,
+        });
+    }
+    rmp_serde::from_slice::<Header>(data)
+        .map(|h| TaskHeader {
+            task_id: h.task_id,
+            cpus: h.cpus,
+        })
+        .map_err(|e| Error::InvalidFields {
+            name: "TaskDescription".into(),
+            version: crate::messages::Version::LATEST,
+            detail: e.to_string(),
+        })
+}

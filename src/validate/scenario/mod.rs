@@ -15,7 +15,6 @@
 //! assert!(verdicts.is_empty(), "{verdicts:?}");
 //! ```
 
-use super::config::TaskInfo;
 use super::event::{ConnId, Endpoint, Event, Role, ValidatedFamily};
 use crate::messages::{
     DeployMessage, ErrorDescription, ExecutorState, Payload, TaskState, Version,
@@ -254,27 +253,26 @@ impl Scenario {
     }
 }
 
-/// The task description layout of [`task_data`]: `b"task"`, the task id (8 bytes big-endian),
-/// the cpus (4 bytes big-endian). A stand-in for Spark's serialized task description, so tests and
-/// benchmarks can exercise a [`super::TaskDecoder`].
+/// A LaunchTask payload: a sparkwire [`TaskDescription`](crate::messages::TaskDescription) for
+/// task `task_id` taking `cpus` cores, which [`super::sparkwire_task_decoder`] reads back.
 pub fn task_data(task_id: i64, cpus: u32) -> Payload {
-    let mut out = b"task".to_vec();
-    out.extend_from_slice(&task_id.to_be_bytes());
-    out.extend_from_slice(&cpus.to_be_bytes());
-    Payload::from(out)
-}
-
-/// Reads what [`task_data`] writes; `None` for anything else.
-pub fn sample_task_decoder(data: &[u8]) -> Option<TaskInfo> {
-    let rest = data.strip_prefix(b"task")?;
-    if rest.len() != 12 {
-        return None;
-    }
-    let (id, cpus) = rest.split_at(8);
-    Some(TaskInfo {
-        task_id: i64::from_be_bytes(id.try_into().ok()?),
-        cpus: u32::from_be_bytes(cpus.try_into().ok()?),
-    })
+    let task = crate::messages::TaskDescription {
+        task_id,
+        attempt_number: 0,
+        executor_id: String::new(),
+        name: format!("task {task_id}"),
+        index: 0,
+        partition_id: 0,
+        stage_id: 0,
+        stage_attempt_id: 0,
+        properties: Default::default(),
+        cpus: i32::try_from(cpus).unwrap_or(i32::MAX),
+        resources: Default::default(),
+        serialized_task: Payload::default(),
+    };
+    // Encoding a description of plain fields into memory cannot fail; an empty payload would only
+    // make the decoder report the task unreadable.
+    Payload::from(crate::wire::task::encode_task(&task).unwrap_or_default())
 }
 
 pub mod msg;
