@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:?usage: fuzz/run.sh SECONDS [TARGET...]}
 shift
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-cargo run -q --release -- spec fuzz-seeds --out fuzz/corpus >/dev/null
+cargo run -q -- spec fuzz-seeds --out fuzz/corpus >/dev/null
 if [ $# -eq 0 ]; then
   set -- $(cd fuzz && cargo fuzz list)
 fi
