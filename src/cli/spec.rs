@@ -60,6 +60,7 @@ pub fn run(cmd: SpecCommand) -> Result<ExitCode, String> {
                             "to": m.to,
                             "route": m.route(),
                             "kind": m.kind.as_str(),
+                            "kindV1": m.kind_v1.map(|k| k.as_str()),
                             "reply": m.reply,
                             "fields": m.fields,
                         })

@@ -180,6 +180,10 @@ pub struct MessageDef {
     pub to: Vec<String>,
     /// How it is used.
     pub kind: MessageKind,
+    /// How version 1 uses it, where that differs (Spark 3.0 sent `ExecutorStateChanged` one-way;
+    /// Spark 4.0 asks).
+    #[serde(default, rename = "kindV1", skip_serializing_if = "Option::is_none")]
+    pub kind_v1: Option<MessageKind>,
     /// For asks (and local asks): the reply's type expression, or a message name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
@@ -195,6 +199,14 @@ impl MessageDef {
         version.number() >= self.since
     }
 
+    /// How `version` uses the message.
+    pub fn kind_in(&self, version: Version) -> MessageKind {
+        match (version, self.kind_v1) {
+            (Version::V1, Some(k)) => k,
+            _ => self.kind,
+        }
+    }
+
     /// The versions that have it, as `v1+` or `v2+`.
     pub fn version_range(&self) -> String {
         format!("v{}+", self.since)
@@ -207,10 +219,14 @@ impl MessageDef {
 
     /// The kind, with the reply type for asks: `ask → bool`.
     pub fn kind_text(&self) -> String {
-        match (&self.kind, &self.reply) {
+        let text = match (&self.kind, &self.reply) {
             (MessageKind::Local, Some(r)) => format!("local (ask → {r})"),
             (kind, Some(r)) => format!("{} → {r}", kind.as_str()),
             (kind, None) => kind.as_str().to_string(),
+        };
+        match self.kind_v1 {
+            Some(k) => format!("{text}; v1: {}", k.as_str()),
+            None => text,
         }
     }
 

@@ -66,7 +66,18 @@ pub(crate) struct MessageSpec {
     pub(crate) from: Vec<Role>,
     pub(crate) to: Vec<Role>,
     pub(crate) kind: MessageKind,
+    pub(crate) kind_v1: Option<MessageKind>,
     pub(crate) reply: Option<ReplyType>,
+}
+
+impl MessageSpec {
+    /// How `version` uses the message.
+    pub(crate) fn kind_in(&self, version: crate::messages::Version) -> MessageKind {
+        match (version, self.kind_v1) {
+            (crate::messages::Version::V1, Some(k)) => k,
+            _ => self.kind,
+        }
+    }
 }
 
 /// Message specs of both families.
@@ -96,6 +107,7 @@ impl Specs {
                 from: roles(&m.from),
                 to: roles(&m.to),
                 kind: m.kind,
+                kind_v1: m.kind_v1,
                 reply: m
                     .reply
                     .as_deref()

@@ -469,13 +469,13 @@ fn route_ok<F: Family>(
         Envelope::Ask { .. } => MessageKind::Ask,
         _ => MessageKind::Reply,
     };
-    if carried != spec.kind {
+    if carried != spec.kind_in(version) {
         sink.flag(
             Rule::RouteKind,
             format!(
                 "{} as a {}, found it as a {}",
                 m.name(),
-                spec.kind.as_str(),
+                spec.kind_in(version).as_str(),
                 carried.as_str()
             ),
             entity(),

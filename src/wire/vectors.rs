@@ -185,14 +185,14 @@ fn vectors_of<F: Family>(def: &Definition, msg: &MessageDef) -> Result<MessageVe
                     name: msg.name.clone(),
                     detail: e.to_string(),
                 })?;
-            let frame = match envelope_for(msg.kind, value.clone()) {
+            let frame = match envelope_for(msg.kind_in(version), value.clone()) {
                 Some(env) => Some(to_hex(&encode_frame(&env, version)?)),
                 None => None,
             };
             vectors.push(Vector {
                 case: case.as_str().to_string(),
                 version: version.number(),
-                kind: msg.kind.as_str().to_string(),
+                kind: msg.kind_in(version).as_str().to_string(),
                 value: json,
                 body_hex: to_hex(&body),
                 frame_hex: frame,

@@ -194,7 +194,8 @@ impl Scenario {
     }
 
     /// The master launches an executor and it starts: LaunchExecutor, ExecutorAdded,
-    /// ExecutorStateChanged RUNNING (answered true), ExecutorUpdated RUNNING.
+    /// ExecutorStateChanged RUNNING (an ask answered true; a send in version 1), ExecutorUpdated
+    /// RUNNING.
     #[allow(clippy::too_many_arguments)]
     pub fn launch_executor(
         &mut self,
@@ -208,11 +209,14 @@ impl Scenario {
     ) {
         self.down(worker, msg::launch_executor(app_id, exec_id, cores, memory));
         self.down(app, msg::executor_added(exec_id, worker_id, cores, memory));
-        let ask = self.ask_up(
-            worker,
-            msg::executor_state_changed(app_id, exec_id, ExecutorState::Running),
-        );
-        self.reply_down(worker, ask, Reply::<DeployMessage>::Bool(true));
+        let changed = msg::executor_state_changed(app_id, exec_id, ExecutorState::Running);
+        if self.version == Version::V1 {
+            // Spark 3.0's workers sent it one-way.
+            self.up(worker, changed);
+        } else {
+            let ask = self.ask_up(worker, changed);
+            self.reply_down(worker, ask, Reply::<DeployMessage>::Bool(true));
+        }
         self.down(
             app,
             msg::executor_updated(exec_id, ExecutorState::Running, None),
