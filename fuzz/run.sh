@@ -18,5 +18,5 @@ for target in "$@"; do
   echo "== fuzz $target for ${seconds}s"
   (cd fuzz && cargo fuzz run --sanitizer none "$target" "corpus/$target" -- \
       -max_total_time="$seconds" -rss_limit_mb=512 -malloc_limit_mb=64 -timeout=10 \
-      -print_final_stats=1 2>&1) | grep -E "^(Done|stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb|==|INFO: Loaded|#[0-9]+ +DONE|SUMMARY|panicked|ERROR|cov:)" | tail -8
+      -print_final_stats=1 2>&1) | grep -E "^(Done|stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb|==|INFO: Loaded|#[0-9]+[[:space:]]+DONE|SUMMARY|panicked|ERROR|cov:)" | tail -8
 done
