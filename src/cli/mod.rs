@@ -1,5 +1,6 @@
 //! Commands of the `sparkwire` binary.
 
+mod executor;
 mod spec;
 mod validate;
 
@@ -22,6 +23,8 @@ enum Command {
     Spec(spec::SpecCommand),
     /// Check a trace (JSON Lines) against the protocol's state machine; exit 1 on violations.
     Validate(validate::ValidateArgs),
+    /// Run the reference executor (what a worker launches): register with a driver, run tasks.
+    Executor(executor::ExecutorArgs),
 }
 
 /// Runs the parsed command.
@@ -29,5 +32,25 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Spec(cmd) => spec::run(cmd),
         Command::Validate(args) => validate::run(args),
+        Command::Executor(args) => executor::run(args),
     }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default: warnings and errors).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// A multi-threaded tokio runtime for the commands that talk to a cluster.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
