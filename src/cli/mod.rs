@@ -1,6 +1,7 @@
 //! Commands of the `sparkwire` binary.
 
 mod executor;
+mod local_cluster;
 mod spec;
 mod validate;
 
@@ -25,6 +26,9 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// Run the reference executor (what a worker launches): register with a driver, run tasks.
     Executor(executor::ExecutorArgs),
+    /// Start a master and workers as processes, run a job through them and report: Spark's
+    /// local-cluster[N,C,M].
+    LocalCluster(local_cluster::LocalClusterArgs),
 }
 
 /// Runs the parsed command.
@@ -33,6 +37,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Spec(cmd) => spec::run(cmd),
         Command::Validate(args) => validate::run(args),
         Command::Executor(args) => executor::run(args),
+        Command::LocalCluster(args) => local_cluster::run(args),
     }
 }
 
@@ -45,6 +50,29 @@ fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .try_init();
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// A multi-threaded tokio runtime for the commands that talk to a cluster.

@@ -1,6 +1,6 @@
-//! Spark's endpoint addresses: `spark://Name@host:port` names an endpoint (a driver's
-//! `CoarseGrainedScheduler`, a `Worker`), `spark://host:port` a master. A bare `host:port` is taken
-//! as well.
+//! Endpoint addresses: `spark://Name@host:port` names an endpoint (a driver's
+//! `CoarseGrainedScheduler`, a `Worker`), `spark://host:port` a master. The `sparkwire://` scheme
+//! of the reference master and worker, and a bare `host:port`, are taken as well.
 
 use std::fmt;
 use std::time::Duration;
@@ -38,13 +38,16 @@ impl SparkUrl {
         }
     }
 
-    /// Reads `spark://[Name@]host:port` or `[Name@]host:port`.
+    /// Reads `spark://[Name@]host:port`, `sparkwire://[Name@]host:port` or `[Name@]host:port`.
     pub fn parse(text: &str) -> Result<Self, UrlError> {
         let fail = |problem| UrlError {
             text: text.to_string(),
             problem,
         };
-        let rest = text.strip_prefix("spark://").unwrap_or(text);
+        let rest = text
+            .strip_prefix("spark://")
+            .or_else(|| text.strip_prefix("sparkwire://"))
+            .unwrap_or(text);
         let rest = rest.trim_end_matches('/');
         let (name, hostport) = match rest.split_once('@') {
             Some((name, hp)) if !name.is_empty() => (Some(name.to_string()), hp),
@@ -129,6 +132,8 @@ mod tests {
         );
         let m = SparkUrl::parse("spark://localhost:7077").expect("ok");
         assert_eq!((m.name, m.host.as_str(), m.port), (None, "localhost", 7077));
+        let w = SparkUrl::parse("sparkwire://127.0.0.1:9").expect("ok");
+        assert_eq!((w.host.as_str(), w.port), ("127.0.0.1", 9));
         let b = SparkUrl::parse("[::1]:80").expect("ok");
         assert_eq!(b.socket_address(), "[::1]:80");
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use sparkwire::reference::driver::{Driver, DriverConfig, DriverStatus};
 use sparkwire::reference::executor::{run_executor, ExecutorConfig, ExecutorError, ExecutorExit};
-use sparkwire::reference::observe::{strict_validator, Observer};
+use sparkwire::reference::tap::{strict_validator, Observer};
 use sparkwire::reference::task::BuiltinRunner;
 use tokio::task::JoinHandle;
 

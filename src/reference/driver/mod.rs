@@ -39,8 +39,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::connection::Counters;
 use crate::messages::{Addr, ApplicationDescription, Command, EndpointRef, ResourceProfile};
-use crate::reference::observe::Observer;
 use crate::reference::spark_url::{SparkUrl, UrlError};
+use crate::reference::tap::Observer;
 use crate::reference::task::Job;
 
 pub use backend::{DriverStatus, ExecutorSummary};
