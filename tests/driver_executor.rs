@@ -309,3 +309,134 @@ async fn an_executor_process_exits_when_its_driver_goes_away() {
         .expect("wait");
     assert_eq!(status.code(), Some(1));
 }
+
+/// Connects to the driver as an executor would, without the executor's manners.
+async fn raw_executor(
+    driver: &Driver,
+    id: &str,
+) -> sparkwire::connection::Connection<sparkwire::messages::CoarseMessage> {
+    let stream = tokio::net::TcpStream::connect(driver.address())
+        .await
+        .expect("tcp");
+    sparkwire::connection::Connection::connect(
+        stream,
+        sparkwire::wire::handshake::Role::Executor,
+        id,
+        sparkwire::connection::ConnectionConfig::default(),
+    )
+    .await
+    .expect("handshake")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_misbehaving_executor_connection_is_closed_and_the_driver_goes_on() {
+    use sparkwire::messages::coarse::StatusUpdate;
+    use sparkwire::messages::{CoarseMessage, Payload, TaskState};
+    use tokio::io::AsyncWriteExt;
+
+    let (config, observer) = strict_config("rude");
+    let driver = Driver::start(config).await.expect("driver");
+    // A StatusUpdate before registering breaks rule X1: the strict driver closes that connection.
+    let mut rude = raw_executor(&driver, "rude").await;
+    rude.send(CoarseMessage::StatusUpdate(StatusUpdate {
+        executor_id: "9".into(),
+        task_id: 12,
+        state: TaskState::Finished,
+        data: Payload::default(),
+        task_cpus: 1,
+        resources: Default::default(),
+    }))
+    .await
+    .expect("sent");
+    let closed = patiently("the close", async {
+        loop {
+            if let Err(e) = rude.recv().await {
+                return e;
+            }
+        }
+    })
+    .await;
+    assert_eq!(closed, sparkwire::connection::ConnectionError::PeerClosed);
+    // Garbage after a handshake, and a connection that never says hello, close only themselves.
+    let mut raw = tokio::net::TcpStream::connect(driver.address())
+        .await
+        .expect("tcp");
+    raw.write_all(&[0xff; 64]).await.expect("written");
+    drop(raw);
+    // The driver still serves real executors.
+    let _e = executor(&driver, "1", 1);
+    let r = patiently(
+        "the job",
+        driver.run(Arc::new(SumSquaresJob {
+            partitions: 3,
+            n: 1000,
+        })),
+    )
+    .await
+    .expect("driver")
+    .expect("job");
+    assert_eq!(r.output, "Sum of squares of 0..1000 is 332833500");
+    driver.stop().await;
+    let verdict = observer.verdict(true);
+    assert_eq!(verdict.total(), 1, "{verdict}");
+    assert!(verdict.examples[0].contains("X1"), "{:?}", verdict.examples);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_for_unknown_tasks_and_unsupported_asks_are_answered_not_fatal() {
+    use sparkwire::connection::ConnectionError;
+    use sparkwire::messages::coarse::{
+        LaunchedExecutor, RegisterExecutor, RetrieveDelegationTokens, StatusUpdate,
+    };
+    use sparkwire::messages::{CoarseMessage, EndpointRef, Payload, TaskState};
+    use sparkwire::wire::Reply;
+
+    // No validator: the driver's own checks are what is tested.
+    let mut config = sparkwire::reference::driver::DriverConfig::new("lenient");
+    config.revive_interval = std::time::Duration::from_millis(50);
+    let driver = Driver::start(config).await.expect("driver");
+    let conn = raw_executor(&driver, "x").await;
+    let registered = conn
+        .ask(CoarseMessage::RegisterExecutor(RegisterExecutor {
+            executor_id: "x".into(),
+            executor_ref: EndpointRef::client("Executor"),
+            hostname: "h".into(),
+            cores: 1,
+            log_urls: Default::default(),
+            attributes: Default::default(),
+            resources: Default::default(),
+            resource_profile_id: 0,
+        }))
+        .await
+        .expect("answered");
+    assert_eq!(registered, Reply::Bool(true));
+    conn.send(CoarseMessage::LaunchedExecutor(LaunchedExecutor {
+        executor_id: "x".into(),
+    }))
+    .await
+    .expect("sent");
+    conn.send(CoarseMessage::StatusUpdate(StatusUpdate {
+        executor_id: "x".into(),
+        task_id: 4242,
+        state: TaskState::Failed,
+        data: Payload::copy_from(&[0xc1]),
+        task_cpus: 1,
+        resources: Default::default(),
+    }))
+    .await
+    .expect("sent");
+    let refused = conn
+        .ask(CoarseMessage::RetrieveDelegationTokens(
+            RetrieveDelegationTokens {},
+        ))
+        .await;
+    assert!(
+        matches!(&refused, Err(ConnectionError::Remote { .. })),
+        "{refused:?}"
+    );
+    let status = wait_status(&driver, "executor x ready", |s| s.ready_executors() == 1).await;
+    assert_eq!(status.executors[0].free_cores, 1);
+    drop(conn);
+    wait_status(&driver, "executor x gone", |s| s.executors.is_empty()).await;
+    driver.stop().await;
+}
