@@ -36,7 +36,7 @@ pub struct ExecutorArgs {
 
 /// Runs the executor until stopped; exit code 0 after StopExecutor, 1 otherwise.
 pub fn run(args: ExecutorArgs) -> Result<ExitCode, String> {
-    super::init_logging();
+    super::init_logging_at("warn");
     let config = ExecutorConfig {
         driver_url: args.driver_url,
         executor_id: args.executor_id,

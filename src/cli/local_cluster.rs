@@ -58,7 +58,7 @@ const DIAGRAM_ARROWS: usize = 60;
 
 /// Runs the command: exit 0 when the job succeeded and every connection was valid.
 pub fn run(args: LocalClusterArgs) -> Result<ExitCode, String> {
-    super::init_logging();
+    super::init_logging_at("warn");
     if !JOB_NAMES.contains(&args.job.as_str()) {
         return Err(format!(
             "unknown job {:?}; jobs: {}",

@@ -2,8 +2,10 @@
 
 mod executor;
 mod local_cluster;
+mod master;
 mod spec;
 mod validate;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -29,6 +31,10 @@ enum Command {
     /// Start a master and workers as processes, run a job through them and report: Spark's
     /// local-cluster[N,C,M].
     LocalCluster(local_cluster::LocalClusterArgs),
+    /// Run the reference Master (prints `sparkwire master listening on URL` first).
+    Master(master::MasterArgs),
+    /// Run the reference Worker (prints its listening address first).
+    Worker(worker::WorkerArgs),
 }
 
 /// Runs the parsed command.
@@ -38,18 +44,37 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Validate(args) => validate::run(args),
         Command::Executor(args) => executor::run(args),
         Command::LocalCluster(args) => local_cluster::run(args),
+        Command::Master(args) => master::run(args),
+        Command::Worker(args) => worker::run(args),
     }
 }
 
-/// Logs to stderr, filtered by `RUST_LOG` (default: warnings and errors).
+/// Logs to stderr with `tracing`, at the level `RUST_LOG` gives (default `info`).
 fn init_logging() {
+    init_logging_at("info");
+}
+
+/// Logs to stderr with `tracing`, at the level `RUST_LOG` gives (default `default`).
+fn init_logging_at(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(false)
         .try_init();
+}
+
+/// A multi-threaded tokio runtime.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+fn flush_stdout() {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
@@ -73,12 +98,4 @@ async fn terminated() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-}
-
-/// A multi-threaded tokio runtime for the commands that talk to a cluster.
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
