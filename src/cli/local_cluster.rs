@@ -83,20 +83,54 @@ pub fn run(args: LocalClusterArgs) -> Result<ExitCode, String> {
                 Err("interrupted".to_string())
             }
         };
-        if let Some(cluster) = cluster.take() {
-            cluster.shutdown(Duration::from_secs(5)).await;
-        }
-        outcome
+        let master_output = match cluster.take() {
+            Some(cluster) => cluster.shutdown(Duration::from_secs(5)).await,
+            None => Vec::new(),
+        };
+        let job_ok = outcome?;
+        let master_clean = match master_verdict(&master_output) {
+            Some((line, violations)) => {
+                println!("validator (master process, strict): {line}");
+                violations == 0
+            }
+            None => {
+                println!("validator (master process, strict): no verdict (did the master exit?)");
+                false
+            }
+        };
+        Ok(if job_ok && master_clean {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
     });
     runtime.shutdown_timeout(Duration::from_millis(500));
     code
 }
 
+/// The master's verdict line and its count of violations.
+fn master_verdict(output: &[String]) -> Option<(&str, u64)> {
+    let line = output
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("sparkwire master validator: "))?;
+    let violations = line
+        .split(", ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some((line, violations))
+}
+
+/// Runs the cluster and the job; `Ok(true)` when the job succeeded and the driver's connections
+/// were all valid.
 async fn run_cluster(
     args: &LocalClusterArgs,
     program: PathBuf,
     slot: &mut Option<LocalCluster>,
-) -> Result<ExitCode, String> {
+) -> Result<bool, String> {
     let start = Instant::now();
     let trace: Option<Box<dyn Write + Send>> = match &args.trace {
         Some(path) => Some(Box::new(std::io::BufWriter::new(
@@ -112,7 +146,16 @@ async fn run_cluster(
     };
     let observer = Observer::new(Some(strict_validator()), trace, keep);
 
-    let config = ClusterConfig::new(program.clone(), args.workers, args.cores, args.memory);
+    let mut config = ClusterConfig::new(program.clone(), args.workers, args.cores, args.memory);
+    config.master_args = vec![
+        "--strict".into(),
+        "--max-frame-bytes".into(),
+        (args.max_message_size as usize * 1024 * 1024).to_string(),
+    ];
+    config.worker_args = vec![
+        "--max-frame-bytes".into(),
+        (args.max_message_size as usize * 1024 * 1024).to_string(),
+    ];
     let cluster = LocalCluster::start(&config)
         .await
         .map_err(|e| e.to_string())?;
@@ -172,11 +215,7 @@ async fn run_cluster(
     if let Some(path) = &args.trace {
         println!("trace written to {}", path.display());
     }
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(ok)
 }
 
 /// Shows progress on stderr every second once a job runs longer than a second.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use sparkwire::reference::master::{Master, MasterConfig};
+use sparkwire::reference::observe::Observer;
 
 /// Options of `sparkwire master`.
 #[derive(Debug, Args)]
@@ -32,6 +33,10 @@ pub struct MasterArgs {
     /// Largest frame accepted or sent, bytes (spark.rpc.message.maxSize).
     #[arg(long)]
     max_frame_bytes: Option<usize>,
+    /// Strict mode: validate every connection, refuse illegal messages, and print the verdict
+    /// (`sparkwire master validator: N events, M violations`) on standard output at exit.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Runs the command.
@@ -52,6 +57,10 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     if let Some(max) = args.max_frame_bytes {
         config.max_frame_size = max;
     }
+    let observer = args
+        .strict
+        .then(|| Observer::new(sparkwire::validate::SharedValidator::default()));
+    config.observer = observer.clone();
     super::runtime()?.block_on(async move {
         let master = Master::start(config).await.map_err(|e| e.to_string())?;
         println!("sparkwire master listening on {}", master.url());
@@ -63,6 +72,20 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
                 master.shutdown().await;
             }
             _ = master.stopped() => {}
+        }
+        if let Some(observer) = observer {
+            let events = observer.validator().with(|v| v.events());
+            let summary = observer.summary();
+            println!(
+                "sparkwire master validator: {events} events, {} violations{}",
+                observer.violation_count(),
+                if summary.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({summary})")
+                }
+            );
+            super::flush_stdout();
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -73,10 +74,15 @@ pub enum ClusterError {
 pub struct LocalCluster {
     master: Option<Child>,
     master_url: String,
+    master_output: Output,
+    master_drain: Option<tokio::task::JoinHandle<()>>,
     workers: Vec<Option<Child>>,
     worker_urls: Vec<String>,
     group: Option<u32>,
 }
+
+/// What a child printed after its first line.
+type Output = Arc<Mutex<Vec<String>>>;
 
 /// Starts `program args…` in process group `group` (a new one when `None`), and reads the address
 /// its first line ends with.
@@ -86,8 +92,12 @@ async fn start_child(
     args: &[String],
     group: Option<u32>,
     timeout: Duration,
-) -> Result<(Child, String), ClusterError> {
+) -> Result<(Child, String, Output, tokio::task::JoinHandle<()>), ClusterError> {
     let mut cmd = Command::new(program);
+    if std::env::var_os("RUST_LOG").is_none() {
+        // The children's informational logs would drown the caller's output.
+        cmd.env("RUST_LOG", "warn");
+    }
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -119,13 +129,20 @@ async fn start_child(
     };
     let url = url.to_string();
     // Keep reading so that the child never blocks on a full pipe.
-    tokio::spawn(drain(lines));
-    Ok((child, url))
+    let output = Output::default();
+    let drained = tokio::spawn(drain(lines, Arc::clone(&output)));
+    Ok((child, url, output, drained))
 }
 
-async fn drain(mut lines: tokio::io::Lines<BufReader<ChildStdout>>) {
+/// Lines kept of a child's output.
+const KEPT_LINES: usize = 1000;
+
+async fn drain(mut lines: tokio::io::Lines<BufReader<ChildStdout>>, output: Output) {
     while let Ok(Some(line)) = lines.next_line().await {
-        tracing::debug!("child: {line}");
+        let mut kept = output.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() < KEPT_LINES {
+            kept.push(line);
+        }
     }
 }
 
@@ -143,7 +160,7 @@ impl LocalCluster {
     pub async fn start(config: &ClusterConfig) -> Result<LocalCluster, ClusterError> {
         let mut master_args = vec!["master".to_string(), "--port".into(), "0".into()];
         master_args.extend(config.master_args.iter().cloned());
-        let (master, master_url) = start_child(
+        let (master, master_url, master_output, master_drain) = start_child(
             "the master",
             &config.program,
             &master_args,
@@ -155,6 +172,8 @@ impl LocalCluster {
         let mut cluster = LocalCluster {
             master: Some(master),
             master_url,
+            master_output,
+            master_drain: Some(master_drain),
             workers: Vec::new(),
             worker_urls: Vec::new(),
             group,
@@ -175,7 +194,7 @@ impl LocalCluster {
             args.extend(config.worker_args.iter().cloned());
             let what = format!("worker {}", i + 1);
             // On failure the cluster is dropped, which ends what started.
-            let (child, url) =
+            let (child, url, _, _) =
                 start_child(&what, &config.program, &args, group, config.start_timeout).await?;
             cluster.workers.push(Some(child));
             cluster.worker_urls.push(url);
@@ -212,8 +231,9 @@ impl LocalCluster {
     }
 
     /// Ends the cluster: SIGTERM to every process of the group, then SIGKILL to whatever is left
-    /// after `grace`.
-    pub async fn shutdown(mut self, grace: Duration) {
+    /// after `grace`. Returns what the master printed after its address (its strict-mode
+    /// verdict, when it was started with `--strict`).
+    pub async fn shutdown(mut self, grace: Duration) -> Vec<String> {
         if let Some(group) = self.group {
             kill_group(group, "-TERM");
         }
@@ -233,6 +253,16 @@ impl LocalCluster {
             // Executors whose worker is gone and that have not noticed yet.
             kill_group(group, "-KILL");
         }
+        // The master's last lines: its output ends when it exits.
+        if let Some(drain) = self.master_drain.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+        }
+        let lines = self
+            .master_output
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        lines
     }
 }
 

@@ -116,8 +116,33 @@ impl Observer {
         local_dialled: bool,
         version: Version,
     ) -> Tap {
+        self.make_tap(local, peer, local_dialled, version, true)
+    }
+
+    /// A tap that neither validates nor writes the trace, and only keeps the connection's first
+    /// events for the diagram: for a connection whose other end validates it (an application
+    /// client's connection to a strict master, whose rules need the master's whole view).
+    pub fn diagram_tap(
+        &self,
+        local: Endpoint,
+        peer: Endpoint,
+        local_dialled: bool,
+        version: Version,
+    ) -> Tap {
+        self.make_tap(local, peer, local_dialled, version, false)
+    }
+
+    fn make_tap(
+        &self,
+        local: Endpoint,
+        peer: Endpoint,
+        local_dialled: bool,
+        version: Version,
+        validated: bool,
+    ) -> Tap {
         let conn = self.inner.next_conn.fetch_add(1, Ordering::Relaxed);
-        let view = self.inner.validator.as_ref().map(|v| {
+        let validator = self.inner.validator.as_ref().filter(|_| validated);
+        let view = validator.map(|v| {
             let inner = Arc::clone(&self.inner);
             v.connection(
                 conn,
@@ -136,6 +161,7 @@ impl Observer {
             peer,
             local_dialled,
             version,
+            to_file: validated,
             closed: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -192,13 +218,14 @@ impl Inner {
 }
 
 impl Recorder {
-    fn record(&mut self, event: impl FnOnce() -> Event) {
-        if self.writer.is_none() && self.head.len() >= self.keep {
+    fn record(&mut self, to_file: bool, event: impl FnOnce() -> Event) {
+        let writing = to_file && self.writer.is_some();
+        if !writing && self.head.len() >= self.keep {
             return;
         }
         let event = event();
         self.events += 1;
-        if let Some(w) = self.writer.as_mut() {
+        if let Some(w) = self.writer.as_mut().filter(|_| to_file) {
             if let Err(e) = write_event(w, &event) {
                 self.write_error.get_or_insert(e.to_string());
                 self.writer = None;
@@ -310,6 +337,7 @@ pub struct Tap {
     peer: Endpoint,
     local_dialled: bool,
     version: Version,
+    to_file: bool,
     closed: Arc<AtomicBool>,
 }
 
@@ -339,7 +367,7 @@ impl Tap {
                 (&self.peer, &self.local)
             };
             let now = self.inner.now_ms();
-            rec.record(|| {
+            rec.record(self.to_file, || {
                 Event::open(now, self.conn, client.clone(), server.clone(), self.version)
             });
         }
@@ -357,7 +385,7 @@ impl Tap {
         let mut rec = self.inner.lock();
         if self.inner.tracing {
             let now = self.inner.now_ms();
-            rec.record(|| Event::close(now, self.conn));
+            rec.record(self.to_file, || Event::close(now, self.conn));
         }
         if let Some(view) = &self.view {
             let v = view.closed();
@@ -374,7 +402,7 @@ impl Tap {
             } else {
                 (&self.local, &self.peer)
             };
-            rec.record(|| {
+            rec.record(self.to_file, || {
                 Event::message(
                     now,
                     self.conn,

@@ -130,6 +130,7 @@ pub(super) fn spawn(
         app_id: None,
         failed: 0,
         dead: false,
+        lost_at: None,
     };
     tokio::spawn(client.run(desc, driver, cmds));
     AppClient { tx, handles }
@@ -147,6 +148,8 @@ struct Client {
     app_id: Option<String>,
     failed: usize,
     dead: bool,
+    /// When the connection to the active master was lost, while no master has taken over.
+    lost_at: Option<tokio::time::Instant>,
 }
 
 impl Client {
@@ -193,6 +196,16 @@ impl Client {
                 },
                 _ = tokio::time::sleep_until(deadline), if self.app_id.is_none() && !self.dead => {
                     self.give_up(ALL_MASTERS_UNRESPONSIVE.to_string());
+                }
+                _ = sleep_until_some(self.lost_at.map(|t| t + self.config.registration_timeout)),
+                    if self.lost_at.is_some() && !self.dead =>
+                {
+                    // Spark waits for a master to come back; here no master can reach the client
+                    // but over a connection it opened, so waiting longer cannot help.
+                    self.give_up(format!(
+                        "Disconnected from the master and no master took over within {:?}",
+                        self.config.registration_timeout
+                    ));
                 }
             }
         }
@@ -251,6 +264,7 @@ impl Client {
                 self.conns[i] = None;
                 if self.active == Some(i) {
                     self.active = None;
+                    self.lost_at = Some(tokio::time::Instant::now());
                     tracing::warn!(
                         "driver: connection to master {} lost ({e}); waiting for a master to \
                          reconnect",
@@ -361,6 +375,13 @@ impl Client {
     }
 }
 
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 fn bool_answer(answer: Result<Reply<DeployMessage>, ConnectionError>) -> Result<bool, DriverError> {
     match answer {
         Ok(Reply::Bool(b)) => Ok(b),
@@ -417,8 +438,10 @@ async fn open(url: &SparkUrl, config: &DriverConfig) -> Result<Connection<Deploy
     let peer = established.negotiated().peer_id.clone();
     let version = established.negotiated().version;
     let mut settings = ConnectionConfig::<DeployMessage>::default();
+    // The master validates this connection from its end (it alone sees the LaunchExecutor that
+    // each ExecutorAdded must match); the driver keeps its first events for the diagram.
     let tap = config.observer.as_ref().map(|o| {
-        o.tap(
+        o.diagram_tap(
             Endpoint::new(VRole::AppClient, config.id.clone()),
             Endpoint::new(VRole::Master, peer),
             true,

@@ -35,6 +35,9 @@ const DISASSOCIATED: &str = "Remote RPC client disassociated. Likely due to cont
 /// Spark warns about serialized tasks larger than this (`TaskSetManager.TASK_SIZE_TO_WARN_KIB`).
 const TASK_SIZE_TO_WARN_KIB: usize = 1000;
 
+/// How often Spark warns that tasks wait for resources.
+const STARVATION_WARNING: Duration = Duration::from_secs(15);
+
 /// How long stopping waits for executors to close their connections after StopExecutor.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
@@ -182,6 +185,7 @@ struct Backend {
     executors_lost: u64,
     dead: Option<String>,
     stopping: bool,
+    starved_warning: Option<Instant>,
 }
 
 /// Runs the backend until stopped (or every handle to it is gone).
@@ -215,6 +219,7 @@ pub(super) async fn run(
         executors_lost: 0,
         dead: None,
         stopping: false,
+        starved_warning: None,
     };
     let stop_reply = loop {
         tokio::select! {
@@ -223,7 +228,10 @@ pub(super) async fn run(
                 Some(msg) => b.handle(msg).await,
                 None => break None,
             },
-            _ = revive.tick() => b.make_offers(None).await,
+            _ = revive.tick() => {
+                b.make_offers(None).await;
+                b.warn_if_starved();
+            }
         }
     };
     b.stop(&mut rx).await;
@@ -283,6 +291,27 @@ impl Backend {
                 // Handled by the loop; a Stop reaching here comes from the stop sequence.
                 let _ = reply.send(self.status());
             }
+        }
+    }
+
+    /// Spark's warning when tasks wait and no executor takes them, every 15 s.
+    fn warn_if_starved(&mut self) {
+        let waiting = self.scheduler.has_pending()
+            && self
+                .executors
+                .values()
+                .all(|e| !e.ready || e.pending_removal);
+        if !waiting {
+            self.starved_warning = None;
+            return;
+        }
+        let since = *self.starved_warning.get_or_insert_with(Instant::now);
+        if since.elapsed() >= STARVATION_WARNING {
+            tracing::warn!(
+                "Initial job has not accepted any resources; check your cluster UI to ensure \
+                 that workers are registered and have sufficient resources"
+            );
+            self.starved_warning = Some(Instant::now());
         }
     }
 

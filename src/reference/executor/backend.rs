@@ -52,7 +52,7 @@ pub(super) async fn serve(
 ) -> ExecutorExit {
     let Started {
         main: mut conn,
-        worker,
+        mut worker,
         app_config,
     } = started;
     let app_name = app_config
@@ -73,8 +73,8 @@ pub(super) async fn serve(
         done: done_tx,
     };
     let worker_gone = async {
-        match &worker {
-            Some(w) => w.closed().await,
+        match &mut worker {
+            Some(w) => w.gone().await,
             None => std::future::pending().await,
         }
     };
@@ -94,7 +94,7 @@ pub(super) async fn serve(
                     break ExecutorExit::DriverLost(e.to_string());
                 }
             }
-            why = &mut worker_gone => break ExecutorExit::WorkerLost(why.to_string()),
+            why = &mut worker_gone => break ExecutorExit::WorkerLost(why),
         }
     };
     for cancel in backend.running.values() {

@@ -8,15 +8,69 @@ use crate::messages::coarse::{
 };
 use crate::messages::{CoarseMessage, EndpointRef};
 use crate::reference::spark_url::{tcp_connect, SparkUrl};
-use crate::wire::handshake::Role;
+use crate::wire::handshake::{client_handshake, Identity, Role};
 use crate::wire::limits::SPARK_MAX_SIZE_KEY;
 use crate::wire::Reply;
+use futures_util::StreamExt;
 
 /// What start-up leaves: the registered main connection, the worker watch, the app's settings.
 pub(super) struct Started {
     pub(super) main: Connection<CoarseMessage>,
-    pub(super) worker: Option<Connection<CoarseMessage>>,
+    pub(super) worker: Option<WorkerWatch>,
     pub(super) app_config: SparkAppConfig,
+}
+
+/// The watch connection to the worker: it carries no message (the worker's role is of the deploy
+/// family, the executor's of the coarse one, so no family could be agreed on anyway); only its
+/// end matters, which [`WorkerWatch::gone`] reports.
+pub(super) struct WorkerWatch {
+    gone: tokio::sync::oneshot::Receiver<String>,
+}
+
+impl WorkerWatch {
+    /// Opens the watch: the handshake as an executor, then reads until the stream ends.
+    async fn open(url: &SparkUrl, config: &ExecutorConfig) -> Result<Self, ExecutorError> {
+        let stream = tcp_connect(url, config.connect_timeout)
+            .await
+            .map_err(|message| ExecutorError::Connect {
+                url: url.to_string(),
+                message,
+            })?;
+        let local = Identity::new(Role::Executor, config.handshake_id());
+        let established = tokio::time::timeout(
+            crate::connection::DEFAULT_HANDSHAKE_TIMEOUT,
+            client_handshake(stream, &local),
+        )
+        .await
+        .map_err(|_| ExecutorError::Connect {
+            url: url.to_string(),
+            message: "the handshake timed out".into(),
+        })?
+        .map_err(|e| ExecutorError::Connection {
+            step: "the worker watch handshake",
+            source: ConnectionError::Handshake(e),
+        })?;
+        let (tx, gone) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let (_, mut reader, _writer) = established.into_parts();
+            let why = loop {
+                match reader.next().await {
+                    Some(Ok(_)) => tracing::warn!("ignoring a frame on the worker watch"),
+                    Some(Err(e)) => break e.to_string(),
+                    None => break "the worker closed the connection".to_string(),
+                }
+            };
+            let _ = tx.send(why);
+        });
+        Ok(WorkerWatch { gone })
+    }
+
+    /// Resolves when the worker's connection ends, with why.
+    pub(super) async fn gone(&mut self) -> String {
+        (&mut self.gone)
+            .await
+            .unwrap_or_else(|_| "the worker watch ended".to_string())
+    }
 }
 
 async fn dial(
@@ -94,7 +148,7 @@ pub(super) async fn start(config: &ExecutorConfig) -> Result<Started, ExecutorEr
 
     // The worker watch: no message, only its closing matters.
     let worker = match &worker_url {
-        Some(url) => Some(dial(url, config, ConnectionConfig::default()).await?),
+        Some(url) => Some(WorkerWatch::open(url, config).await?),
         None => None,
     };
 
