@@ -181,6 +181,9 @@ async fn run_cluster(
         .wait_for_executors(args.workers, Duration::from_secs(args.executor_timeout))
         .await
         .map_err(|e| e.to_string())?;
+    if let Some(app_id) = &ready.app_id {
+        println!("application {app_id} registered");
+    }
     if let Some(first) = ready.first_executor_after {
         println!(
             "first executor registered {:.3} s after start; {} of {} ready after {:.3} s",

@@ -155,6 +155,16 @@ fn kill_group(group: u32, signal: &str) {
         .status();
 }
 
+/// Whether a process of group `group` still exists.
+fn group_alive(group: u32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", "--", &format!("-{group}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 impl LocalCluster {
     /// Starts the master, then the workers pointed at it.
     pub async fn start(config: &ClusterConfig) -> Result<LocalCluster, ClusterError> {
@@ -252,6 +262,11 @@ impl LocalCluster {
         if let Some(group) = self.group.take() {
             // Executors whose worker is gone and that have not noticed yet.
             kill_group(group, "-KILL");
+            // Signals are delivered asynchronously: wait (a little) until the group is empty.
+            let until = tokio::time::Instant::now() + Duration::from_secs(2);
+            while group_alive(group) && tokio::time::Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
         }
         // The master's last lines: its output ends when it exits.
         if let Some(drain) = self.master_drain.take() {

@@ -119,3 +119,72 @@ pub fn kill9(pid: u32) {
         .success();
     assert!(ok, "kill -9 {pid}");
 }
+
+/// A local cluster of `workers` workers of `cores` cores, its master strict.
+pub async fn cluster(workers: usize, cores: u32) -> sparkwire::reference::cluster::LocalCluster {
+    let mut config = sparkwire::reference::cluster::ClusterConfig::new(BIN, workers, cores, 1024);
+    config.master_args = vec!["--strict".into()];
+    sparkwire::reference::cluster::LocalCluster::start(&config)
+        .await
+        .expect("cluster starts")
+}
+
+/// The count of violations in the master's verdict line, as `sparkwire master --strict` prints
+/// it at exit.
+pub fn master_violations(output: &[String]) -> Option<u64> {
+    let line = output
+        .iter()
+        .find_map(|l| l.strip_prefix("sparkwire master validator: "))?;
+    line.split(", ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Process ids of the `sparkwire` processes whose arguments include `needle`.
+pub fn processes_with_arg(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let is_ours = args.first().is_some_and(|a| a.ends_with(b"sparkwire"));
+        if is_ours && args.contains(&needle.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The process id of executor `id` of the driver at `driver_url`, once it runs.
+pub async fn executor_pid(driver_url: &str, id: &str) -> u32 {
+    patiently("the executor process", async {
+        loop {
+            for pid in processes_with_arg(driver_url) {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+                let this = args
+                    .windows(2)
+                    .any(|w| w[0] == b"--executor-id" && w[1] == id.as_bytes());
+                if this {
+                    return pid;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
