@@ -262,3 +262,39 @@ async fn local_cluster_interrupted_mid_job_stops_every_process() {
     assert!(!status.success(), "{seen}");
     no_orphans(&seen).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_asks_the_master_to_kill_and_to_add_executors() {
+    let cluster = cluster(2, 1).await;
+    let (mut config, observer) = strict_config("dynamic allocation");
+    config.masters = vec![cluster.master_url().to_string()];
+    let driver = Driver::start(config).await.expect("driver");
+    wait_status(&driver, "two executors", |s| s.ready_executors() == 2).await;
+    // As Spark's dynamic allocation: lower the target, then kill.
+    assert_eq!(driver.request_executors(1).await, Ok(true));
+    assert_eq!(driver.kill_executors(vec!["0".into()]).await, Ok(true));
+    wait_status(&driver, "executor 0 gone", |s| {
+        s.executors.iter().all(|e| e.id != "0")
+    })
+    .await;
+    assert_eq!(driver.request_executors(2).await, Ok(true));
+    let status = wait_status(&driver, "a new executor", |s| s.ready_executors() == 2).await;
+    assert!(status.executors.iter().any(|e| e.id == "2"), "{status:?}");
+    let r = patiently(
+        "a job",
+        driver.run(Arc::new(SumSquaresJob {
+            partitions: 4,
+            n: 1000,
+        })),
+    )
+    .await
+    .expect("driver");
+    assert!(r.is_ok(), "{r:?}");
+    let status = driver.stop().await.expect("status");
+    assert_eq!(sent(&status, "RequestExecutors"), 2);
+    assert_eq!(sent(&status, "KillExecutors"), 1);
+    let verdict = observer.verdict(true);
+    assert!(verdict.is_clean(), "{verdict}: {:?}", verdict.examples);
+    let output = cluster.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(master_violations(&output), Some(0), "{output:?}");
+}
