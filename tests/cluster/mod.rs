@@ -420,12 +420,15 @@ pub fn count(log: &[DeployMessage], f: impl Fn(&DeployMessage) -> bool) -> usize
     log.iter().filter(|m| f(m)).count()
 }
 
+/// What a fake worker received: the ask id (for asks) and the message.
+pub type Received = (Option<u64>, DeployMessage);
+
 /// A worker played by the test over a raw connection: it sends what the test says and keeps what
 /// the master sends.
 pub struct FakeWorker {
     /// The connection to the master.
     pub conn: ConnectionHandle<DeployMessage>,
-    log: Arc<Mutex<Vec<(Option<u64>, DeployMessage)>>>,
+    log: Arc<Mutex<Vec<Received>>>,
     task: tokio::task::JoinHandle<()>,
     /// Its id.
     pub id: String,
