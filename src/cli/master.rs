@@ -7,6 +7,8 @@ use std::time::Duration;
 use clap::Args;
 
 use sparkwire::reference::master::{Master, MasterConfig};
+use sparkwire::reference::observe::Observer;
+use sparkwire::validate::SharedValidator;
 
 /// Options of `sparkwire master`.
 #[derive(Debug, Args)]
@@ -32,6 +34,10 @@ pub struct MasterArgs {
     /// Largest frame accepted or sent, bytes (spark.rpc.message.maxSize).
     #[arg(long)]
     max_frame_bytes: Option<usize>,
+    /// Check every connection against the protocol's rules (strict mode: a message that breaks
+    /// one is refused); exit with status 1 at shutdown if any was broken.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Runs the command.
@@ -52,6 +58,14 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     if let Some(max) = args.max_frame_bytes {
         config.max_frame_size = max;
     }
+    let observer = args.strict.then(|| {
+        let rules = sparkwire::validate::Config {
+            worker_timeout_ms: u64::try_from(config.worker_timeout.as_millis()).unwrap_or(u64::MAX),
+            ..sparkwire::validate::Config::default()
+        };
+        Observer::new(SharedValidator::with_config(rules))
+    });
+    config.observer = observer.clone();
     super::runtime()?.block_on(async move {
         let master = Master::start(config).await.map_err(|e| e.to_string())?;
         println!("sparkwire master listening on {}", master.url());
@@ -63,6 +77,12 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
                 master.shutdown().await;
             }
             _ = master.stopped() => {}
+        }
+        if let Some(o) = observer {
+            if o.violation_count() > 0 {
+                eprintln!("sparkwire: protocol violations: {}", o.summary());
+                return Ok(ExitCode::from(1));
+            }
         }
         Ok(ExitCode::SUCCESS)
     })
