@@ -8,6 +8,7 @@ use clap::Args;
 
 use sparkwire::reference::master::{Master, MasterConfig};
 use sparkwire::reference::observe::Observer;
+use sparkwire::validate::SharedValidator;
 
 /// Options of `sparkwire master`.
 #[derive(Debug, Args)]
@@ -33,8 +34,9 @@ pub struct MasterArgs {
     /// Largest frame accepted or sent, bytes (spark.rpc.message.maxSize).
     #[arg(long)]
     max_frame_bytes: Option<usize>,
-    /// Strict mode: validate every connection, refuse illegal messages, and print the verdict
-    /// (`sparkwire master validator: N events, M violations`) on standard output at exit.
+    /// Check every connection against the protocol's rules (strict mode: a message that breaks
+    /// one is refused); print the verdict (`sparkwire master validator: N events, M violations`)
+    /// on standard output and exit with status 1 at shutdown if any rule was broken.
     #[arg(long)]
     strict: bool,
 }
@@ -57,9 +59,13 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     if let Some(max) = args.max_frame_bytes {
         config.max_frame_size = max;
     }
-    let observer = args
-        .strict
-        .then(|| Observer::new(sparkwire::validate::SharedValidator::default()));
+    let observer = args.strict.then(|| {
+        let rules = sparkwire::validate::Config {
+            worker_timeout_ms: u64::try_from(config.worker_timeout.as_millis()).unwrap_or(u64::MAX),
+            ..sparkwire::validate::Config::default()
+        };
+        Observer::new(SharedValidator::with_config(rules))
+    });
     config.observer = observer.clone();
     super::runtime()?.block_on(async move {
         let master = Master::start(config).await.map_err(|e| e.to_string())?;
@@ -73,12 +79,12 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
             }
             _ = master.stopped() => {}
         }
-        if let Some(observer) = observer {
-            let events = observer.validator().with(|v| v.events());
-            let summary = observer.summary();
+        if let Some(o) = observer {
+            let events = o.validator().with(|v| v.events());
+            let summary = o.summary();
             println!(
                 "sparkwire master validator: {events} events, {} violations{}",
-                observer.violation_count(),
+                o.violation_count(),
                 if summary.is_empty() {
                     String::new()
                 } else {
@@ -86,6 +92,10 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
                 }
             );
             super::flush_stdout();
+            if o.violation_count() > 0 {
+                eprintln!("sparkwire: protocol violations: {summary}");
+                return Ok(ExitCode::from(1));
+            }
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -419,3 +419,113 @@ impl TestApp {
 pub fn count(log: &[DeployMessage], f: impl Fn(&DeployMessage) -> bool) -> usize {
     log.iter().filter(|m| f(m)).count()
 }
+
+/// What a fake worker received: the ask id (for asks) and the message.
+pub type Received = (Option<u64>, DeployMessage);
+
+/// A worker played by the test over a raw connection: it sends what the test says and keeps what
+/// the master sends.
+pub struct FakeWorker {
+    /// The connection to the master.
+    pub conn: ConnectionHandle<DeployMessage>,
+    log: Arc<Mutex<Vec<Received>>>,
+    task: tokio::task::JoinHandle<()>,
+    /// Its id.
+    pub id: String,
+    /// The address it says it listens on.
+    pub addr: Addr,
+}
+
+impl FakeWorker {
+    /// Connects to `master` as worker `id` advertising `addr`.
+    pub async fn connect(master: &Addr, id: &str, addr: Addr) -> FakeWorker {
+        let stream = TcpStream::connect((master.host.as_str(), master.port as u16))
+            .await
+            .expect("connect");
+        let mut conn: Connection<DeployMessage> =
+            Connection::connect(stream, Role::Worker, id, ConnectionConfig::default())
+                .await
+                .expect("handshake");
+        let handle = conn.handle();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&log);
+        let task = tokio::spawn(async move {
+            while let Ok(i) = conn.recv().await {
+                let entry = match i {
+                    Incoming::Message(m) => (None, m),
+                    Incoming::Ask { id, message } => (Some(id), message),
+                };
+                sink.lock().unwrap().push(entry);
+            }
+        });
+        FakeWorker {
+            conn: handle,
+            log,
+            task,
+            id: id.to_string(),
+            addr,
+        }
+    }
+
+    /// RegisterWorker with `cores` and `memory`.
+    pub async fn register(&self, master: &Addr, cores: i32, memory: i32) {
+        self.send(sparkwire::messages::deploy::RegisterWorker {
+            id: self.id.clone(),
+            host: self.addr.host.clone(),
+            port: self.addr.port,
+            worker: EndpointRef::at(self.addr.clone(), "Worker"),
+            cores,
+            memory,
+            worker_web_ui_url: String::new(),
+            master_address: master.clone(),
+            resources: Default::default(),
+        })
+        .await;
+    }
+
+    /// Sends `m`.
+    pub async fn send(&self, m: impl Into<DeployMessage>) {
+        self.conn.send(m.into()).await.expect("sent");
+    }
+
+    /// What the master sent so far.
+    pub fn log(&self) -> Vec<DeployMessage> {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, m)| m.clone())
+            .collect()
+    }
+
+    /// Waits until what the master sent satisfies `cond`.
+    pub async fn wait(
+        &self,
+        what: &str,
+        cond: impl Fn(&[DeployMessage]) -> bool,
+    ) -> Vec<DeployMessage> {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let log = self.log();
+            if cond(&log) {
+                return log;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}; got {log:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Drops the connection.
+    pub async fn close(self) {
+        self.conn.close().await;
+        self.task.abort();
+    }
+}
+
+/// The first message of `log` that `f` picks.
+pub fn find<T>(log: &[DeployMessage], f: impl Fn(&DeployMessage) -> Option<T>) -> Option<T> {
+    log.iter().find_map(f)
+}

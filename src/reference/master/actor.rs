@@ -87,7 +87,8 @@ impl MasterActor {
         let host = addr.ip().to_string();
         let port = i32::from(addr.port());
         let addr = Addr::new(host.clone(), port);
-        let id = format!("master-{host}:{port}");
+        // One id per incarnation: a master restarted on the same address is another endpoint.
+        let id = format!("master-{host}:{port}-{}", crate::reference::clock::now_ms());
         let settings = ConnSettings {
             id,
             max_frame_size: config.max_frame_size,
@@ -177,6 +178,8 @@ impl MasterActor {
             }
         };
         listening.abort();
+        // Wait until the listener is dropped, so the port is free when this returns.
+        let _ = listening.await;
         if let Some(e) = election.take() {
             e.stop(how == Stop::Graceful).await;
         }

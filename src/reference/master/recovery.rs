@@ -382,7 +382,11 @@ impl MasterActor {
             self.close_conn(conn);
             return;
         };
-        if w.state == WorkerState::Dead || (w.conn.is_some() && w.state != WorkerState::Unknown) {
+        // While recovering, MasterChanged goes even to a worker that registered again meanwhile:
+        // its answer tells the master what it runs.
+        let wanted = w.state == WorkerState::Unknown
+            || (self.state == RecoveryState::Recovering && w.state == WorkerState::Alive);
+        if !wanted {
             self.close_conn(conn);
             return;
         }

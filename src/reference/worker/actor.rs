@@ -191,6 +191,8 @@ impl WorkerActor {
             }
         };
         listening.abort();
+        // Wait until the listener is dropped, so the port is free when this returns.
+        let _ = listening.await;
         let _ = self.stopping.send(true);
         for run in self.executors.values_mut() {
             if let Some(r) = run.running.as_mut() {
