@@ -1,5 +1,6 @@
 //! `sparkwire master`: runs the reference Master until Ctrl-C or SIGTERM.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -82,7 +83,9 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         if let Some(o) = observer {
             let events = o.validator().with(|v| v.events());
             let summary = o.summary();
-            println!(
+            // Whoever started the master may have stopped reading: never fail on that.
+            let _ = writeln!(
+                std::io::stdout(),
                 "sparkwire master validator: {events} events, {} violations{}",
                 o.violation_count(),
                 if summary.is_empty() {
