@@ -38,6 +38,9 @@ const TASK_SIZE_TO_WARN_KIB: usize = 1000;
 /// How often Spark warns that tasks wait for resources.
 const STARVATION_WARNING: Duration = Duration::from_secs(15);
 
+/// How long the driver waits to queue a frame for an executor that does not read.
+const SEND_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How long stopping waits for executors to close their connections after StopExecutor.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
@@ -48,6 +51,7 @@ pub(super) enum Msg {
         key: u64,
         handle: ConnectionHandle<CoarseMessage>,
         peer: String,
+        abort: Arc<tokio::sync::Notify>,
     },
     /// Something an executor connection received.
     FromExecutor {
@@ -153,6 +157,7 @@ struct ConnState {
     handle: ConnectionHandle<CoarseMessage>,
     executor: Option<String>,
     peer: String,
+    abort: Arc<tokio::sync::Notify>,
 }
 
 struct JobState {
@@ -244,13 +249,19 @@ pub(super) async fn run(
 impl Backend {
     async fn handle(&mut self, msg: Msg) {
         match msg {
-            Msg::Connected { key, handle, peer } => {
+            Msg::Connected {
+                key,
+                handle,
+                peer,
+                abort,
+            } => {
                 self.conns.insert(
                     key,
                     ConnState {
                         handle,
                         executor: None,
                         peer,
+                        abort,
                     },
                 );
             }
@@ -739,7 +750,23 @@ impl Backend {
             task_id: l.task_id,
             index,
         };
-        match handle.launch_task(task, LaunchTask { data }).await {
+        let sent =
+            tokio::time::timeout(SEND_TIMEOUT, handle.launch_task(task, LaunchTask { data })).await;
+        let Ok(sent) = sent else {
+            // The executor stopped reading and its queue is full: it is treated as lost.
+            tracing::warn!(
+                "driver: executor {} takes no frames for {SEND_TIMEOUT:?}; closing its connection",
+                l.executor
+            );
+            self.scheduler.launch_failed(l.task_id);
+            if let Some(e) = self.executors.get(&l.executor) {
+                if let Some(conn) = self.conns.get(&e.key) {
+                    conn.abort.notify_one();
+                }
+            }
+            return;
+        };
+        match sent {
             Ok(()) => {
                 self.scheduler.mark_sent(l.task_id);
                 self.tasks_launched += 1;
@@ -921,6 +948,10 @@ impl Backend {
             self.conns.values().map(|c| c.handle.clone()).collect();
         for handle in open {
             let _ = tokio::time::timeout(Duration::from_secs(1), handle.close()).await;
+        }
+        for conn in self.conns.values() {
+            // Still open after a graceful close was tried: its peer does not read.
+            conn.abort.notify_one();
         }
         // The readers report the closes; take them in so the counters and taps are complete.
         while !self.conns.is_empty() {

@@ -95,11 +95,13 @@ async fn serve(
             return;
         }
     };
+    let abort = Arc::new(tokio::sync::Notify::new());
     if backend
         .send(Msg::Connected {
             key,
             handle: conn.handle(),
             peer: peer.clone(),
+            abort: Arc::clone(&abort),
         })
         .is_err()
     {
@@ -117,6 +119,8 @@ async fn serve(
                 conn.close().await;
                 break crate::connection::ConnectionError::Closed;
             }
+            // The driver gave up on the executor: drop the connection without flushing.
+            _ = abort.notified() => break crate::connection::ConnectionError::Closed,
         };
         match got {
             Ok(incoming) => {
@@ -128,6 +132,7 @@ async fn serve(
             Err(e) => break e,
         }
     };
+    drop(conn);
     if let Some(tap) = &tap {
         tap.closed();
     }
