@@ -971,3 +971,30 @@ fn violations_name_the_event_the_expectation_and_the_entity() {
         "{text}"
     );
 }
+
+#[test]
+fn a_worker_asked_to_reconnect_registers_again_as_a_new_worker() {
+    // Spark's master times a silent worker out (the validator sees no sign of it when no
+    // application is told), then answers its late heartbeat with ReconnectWorker: the worker's
+    // next registration is a new one (duplicate = false).
+    let mut s = Scenario::new();
+    let (w, _) = cluster(&mut s);
+    s.advance(61_000);
+    s.up(&w, msg::heartbeat("worker-1"));
+    s.down(&w, msg::reconnect_worker());
+    s.up(&w, msg::register_worker("worker-1", "10.0.0.1", 4, 4096));
+    s.down(&w, msg::registered_worker(false));
+    s.up(&w, msg::heartbeat("worker-1"));
+    let mut v = Validator::default();
+    let found: Vec<_> = s.events().iter().flat_map(|e| v.observe(e)).collect();
+    assert!(found.is_empty(), "{found:?}");
+    // Without the ReconnectWorker, the worker is still registered: duplicate = false is wrong.
+    let mut s = Scenario::new();
+    let (w, _) = cluster(&mut s);
+    s.up(&w, msg::register_worker("worker-1", "10.0.0.1", 4, 4096));
+    s.down(&w, msg::registered_worker(false));
+    let mut v = Validator::default();
+    let found: Vec<_> = s.events().iter().flat_map(|e| v.observe(e)).collect();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].rule, Rule::WorkerDuplicateId);
+}

@@ -1,7 +1,11 @@
 //! Commands of the `sparkwire` binary.
 
+mod executor;
+mod local_cluster;
+mod master;
 mod spec;
 mod validate;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -22,6 +26,15 @@ enum Command {
     Spec(spec::SpecCommand),
     /// Check a trace (JSON Lines) against the protocol's state machine; exit 1 on violations.
     Validate(validate::ValidateArgs),
+    /// Run the reference executor (what a worker launches): register with a driver, run tasks.
+    Executor(executor::ExecutorArgs),
+    /// Start a master and workers as processes, run a job through them and report: Spark's
+    /// local-cluster[N,C,M].
+    LocalCluster(local_cluster::LocalClusterArgs),
+    /// Run the reference Master (prints `sparkwire master listening on URL` first).
+    Master(master::MasterArgs),
+    /// Run the reference Worker (prints its listening address first).
+    Worker(worker::WorkerArgs),
 }
 
 /// Runs the parsed command.
@@ -29,5 +42,60 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Spec(cmd) => spec::run(cmd),
         Command::Validate(args) => validate::run(args),
+        Command::Executor(args) => executor::run(args),
+        Command::LocalCluster(args) => local_cluster::run(args),
+        Command::Master(args) => master::run(args),
+        Command::Worker(args) => worker::run(args),
+    }
+}
+
+/// Logs to stderr with `tracing`, at the level `RUST_LOG` gives (default `info`).
+fn init_logging() {
+    init_logging_at("info");
+}
+
+/// Logs to stderr with `tracing`, at the level `RUST_LOG` gives (default `default`).
+fn init_logging_at(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// A multi-threaded tokio runtime.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+fn flush_stdout() {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -1,3 +1,206 @@
-//! The reference Master.
+//! The reference Master: Spark's standalone Master on tokio.
+//!
+//! [`Master::start`] binds a listener and runs the master until [`MasterHandle::shutdown`]. One
+//! actor task owns the state (`state`); every connection has a reading task that hands it what
+//! arrives, and an outbox task writes what it sends, in order. All traffic with a worker or an
+//! application client goes over the connection the client opened, as in Spark; the master dials
+//! only after a failover, to send MasterChanged to the addresses workers and applications
+//! advertised.
+//!
+//! - `workers`: registration, heartbeats, loss, decommissioning;
+//! - `apps`: applications, their executors and the scheduling round ([`schedule`] is the
+//!   allocation itself, [`round`] the round over every waiting application);
+//! - `drivers`: drivers submitted in cluster deploy mode;
+//! - `recovery`: the recovery directory and the RECOVERING → ALIVE path;
+//! - [`ha`]: leader election among masters sharing a recovery directory.
 
+mod actor;
+mod apps;
+mod conns;
+mod drivers;
+pub mod ha;
+mod recovery;
+pub mod round;
 pub mod schedule;
+mod state;
+mod ui;
+mod workers;
+
+pub use recovery::{PersistError, Persistence, StoredApp, StoredDriver, StoredWorker};
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+use super::observe::Observer;
+use crate::wire::limits::DEFAULT_MAX_FRAME_SIZE;
+
+/// The master's settings; [`Default`] gives Spark's defaults.
+#[derive(Debug, Clone)]
+pub struct MasterConfig {
+    /// Address to listen on. Default `127.0.0.1`.
+    pub host: String,
+    /// Port to listen on; 0 picks a free one. Default 7077.
+    pub port: u16,
+    /// Spread each application's executors over as many workers as possible
+    /// (`spark.deploy.spreadOut`, default true), or fill workers one by one.
+    pub spread_out: bool,
+    /// A worker silent this long is DEAD (`spark.worker.timeout`, default 60 s). Also the time
+    /// a recovering master waits for workers and applications to answer.
+    pub worker_timeout: Duration,
+    /// Abnormal executor ends with no executor running before an application is removed
+    /// (`spark.deploy.maxExecutorRetries`, default 10; negative disables).
+    pub max_executor_retries: i32,
+    /// Where applications, workers and drivers are persisted (Spark's FILESYSTEM recovery mode);
+    /// masters sharing it elect the active one with a lock file there.
+    pub recovery_dir: Option<PathBuf>,
+    /// How long the leader lock's lease lasts without renewal (the holder renews it every third
+    /// of it). Default 3 s.
+    pub lease: Duration,
+    /// Largest frame accepted or sent, bytes (`spark.rpc.message.maxSize`). Default 128 MiB.
+    pub max_frame_size: usize,
+    /// How long one send may wait for a peer that does not read before its connection is closed.
+    pub send_timeout: Duration,
+    /// Completed applications kept for the state page (`spark.deploy.retainedApplications`).
+    pub retained_applications: usize,
+    /// Completed drivers kept for the state page (`spark.deploy.retainedDrivers`).
+    pub retained_drivers: usize,
+    /// Strict mode: every connection feeds this observer's validator.
+    pub observer: Option<Observer>,
+}
+
+impl Default for MasterConfig {
+    fn default() -> Self {
+        MasterConfig {
+            host: "127.0.0.1".into(),
+            port: 7077,
+            spread_out: true,
+            worker_timeout: Duration::from_secs(60),
+            max_executor_retries: 10,
+            recovery_dir: None,
+            lease: Duration::from_secs(3),
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            send_timeout: Duration::from_secs(30),
+            retained_applications: 200,
+            retained_drivers: 200,
+            observer: None,
+        }
+    }
+}
+
+/// The master could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum MasterError {
+    /// The listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The recovery directory could not be used.
+    #[error("recovery directory: {0}")]
+    Recovery(#[from] PersistError),
+}
+
+/// The reference master.
+#[derive(Debug)]
+pub struct Master;
+
+/// A running master.
+#[derive(Debug)]
+pub struct MasterHandle {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<Stop>>,
+    done: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// How the master stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// Cleanly: connections closed, the leader lock released.
+    Graceful,
+    /// As a crash would: connections dropped, the lock left to go stale.
+    Crash,
+}
+
+impl Master {
+    /// Binds the listener and starts the master. With a recovery directory the master first
+    /// waits for the leader lock (standing by meanwhile), then recovers what the directory holds.
+    pub async fn start(config: MasterConfig) -> Result<MasterHandle, MasterError> {
+        let bind = format!("{}:{}", config.host, config.port);
+        let listener = TcpListener::bind(&bind)
+            .await
+            .map_err(|source| MasterError::Bind {
+                addr: bind.clone(),
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| MasterError::Bind {
+            addr: bind.clone(),
+            source,
+        })?;
+        let persistence = match &config.recovery_dir {
+            Some(dir) => Some(Persistence::open(dir)?),
+            None => None,
+        };
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let actor = actor::MasterActor::new(config, addr, persistence, events_tx);
+        let done = tokio::spawn(actor.run(listener, events_rx, stop_rx));
+        Ok(MasterHandle {
+            addr,
+            stop: Some(stop_tx),
+            done: Some(done),
+        })
+    }
+}
+
+impl MasterHandle {
+    /// The address the master listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The master's URL, `sparkwire://host:port`.
+    pub fn url(&self) -> String {
+        format!("sparkwire://{}", self.addr)
+    }
+
+    /// Stops the master cleanly and waits until it stopped: connections close, the leader lock
+    /// (if held) is released.
+    pub async fn shutdown(mut self) {
+        self.stop_with(Stop::Graceful).await;
+    }
+
+    /// Stops the master as a crash would: every connection drops at once and the leader lock is
+    /// left behind to go stale (for failover tests).
+    pub async fn kill(mut self) {
+        self.stop_with(Stop::Crash).await;
+    }
+
+    /// Waits until the master stops by itself (it lost its leadership) or is stopped.
+    pub async fn stopped(&mut self) {
+        if let Some(done) = self.done.take() {
+            let _ = done.await;
+        }
+    }
+
+    async fn stop_with(&mut self, how: Stop) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(how);
+        }
+        self.stopped().await;
+    }
+}
+
+impl Drop for MasterHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(Stop::Crash);
+        }
+    }
+}

@@ -125,7 +125,20 @@ impl Cluster {
                 }
             }
             DeployMessage::MasterChanged(_) => w.master_changed = true,
-            DeployMessage::ReconnectWorker(_) => {}
+            // The master asks a worker to register again only once it lost it (Spark sends it
+            // in answer to a heartbeat from a worker it removed, e.g. after a timeout the
+            // validator had no other sign of): from here on the worker is lost.
+            DeployMessage::ReconnectWorker(_) => {
+                if let Some(wid) = w.worker.clone() {
+                    if self
+                        .workers
+                        .get(&wid)
+                        .is_some_and(|x| x.life != WorkerLife::Lost)
+                    {
+                        self.lose_worker(&wid, now);
+                    }
+                }
+            }
             DeployMessage::LaunchExecutor(l) => {
                 let target = self.alive_target(w, config, sink);
                 self.launch_executor(target.as_deref(), l, config, sink);

@@ -1,0 +1,66 @@
+//! `sparkwire executor`: the reference executor, as a worker launches it.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use sparkwire::reference::executor::{run_executor, ExecutorConfig};
+use sparkwire::reference::task::BuiltinRunner;
+
+/// Arguments of `sparkwire executor`, named as Spark's CoarseGrainedExecutorBackend names them.
+#[derive(Debug, Args)]
+pub struct ExecutorArgs {
+    /// The driver, `spark://CoarseGrainedScheduler@host:port`.
+    #[arg(long)]
+    driver_url: String,
+    /// This executor's id.
+    #[arg(long)]
+    executor_id: String,
+    /// The host this executor reports.
+    #[arg(long, default_value = "127.0.0.1")]
+    hostname: String,
+    /// Cores to offer.
+    #[arg(long)]
+    cores: u32,
+    /// The application's id.
+    #[arg(long)]
+    app_id: String,
+    /// The worker to watch, `spark://Worker@host:port`: the executor exits when it goes away.
+    #[arg(long)]
+    worker_url: Option<String>,
+    /// The resource profile (0, the default).
+    #[arg(long = "resourceProfileId", default_value_t = 0)]
+    resource_profile_id: i32,
+}
+
+/// Runs the executor until stopped; exit code 0 after StopExecutor, 1 otherwise.
+pub fn run(args: ExecutorArgs) -> Result<ExitCode, String> {
+    super::init_logging_at("warn");
+    let config = ExecutorConfig {
+        driver_url: args.driver_url,
+        executor_id: args.executor_id,
+        hostname: args.hostname,
+        cores: args.cores,
+        app_id: args.app_id,
+        worker_url: args.worker_url.filter(|u| !u.is_empty()),
+        resource_profile_id: args.resource_profile_id,
+        connect_timeout: Duration::from_secs(30),
+    };
+    let runtime = super::runtime()?;
+    let id = config.executor_id.clone();
+    let outcome = runtime.block_on(run_executor(config, Arc::new(BuiltinRunner)));
+    // Tasks still running on blocking threads were cancelled; do not wait for them long.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    let code = match outcome {
+        Ok(exit) => {
+            eprintln!("sparkwire executor {id}: {exit}");
+            exit.code()
+        }
+        Err(e) => {
+            eprintln!("sparkwire executor {id}: {e}");
+            e.code()
+        }
+    };
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}

@@ -1,0 +1,340 @@
+//! `sparkwire local-cluster`: a master and N workers as child processes on loopback, the driver
+//! in this process, a job through real executor processes; Spark's `local-cluster[N,C,M]`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use sparkwire::connection::Counters;
+use sparkwire::reference::cluster::{ClusterConfig, LocalCluster};
+use sparkwire::reference::diagram::mermaid;
+use sparkwire::reference::driver::{Driver, DriverConfig, DriverStatus, JobProgress};
+use sparkwire::reference::tap::{strict_validator, Observer, Verdict};
+use sparkwire::reference::task::{job_by_name, JOB_NAMES};
+
+/// Options of `sparkwire local-cluster`.
+#[derive(Debug, Args)]
+pub struct LocalClusterArgs {
+    /// Workers to start.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Cores per worker.
+    #[arg(long, default_value_t = 1)]
+    cores: u32,
+    /// Memory per worker, MiB.
+    #[arg(long, default_value_t = 1024)]
+    memory: u32,
+    /// The job: pi, sum-squares, sleep, flaky, big-result or big-task.
+    #[arg(long, default_value = "pi")]
+    job: String,
+    /// Partitions (tasks) of the job.
+    #[arg(long, default_value_t = 10)]
+    partitions: usize,
+    /// The job's size parameter: samples per partition (pi), n (sum-squares), milliseconds
+    /// (sleep), failing attempts (flaky), bytes (big-result, big-task).
+    #[arg(long)]
+    param: Option<u64>,
+    /// Write the driver's trace of every connection here (JSON Lines, protocol/trace.md).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Write a Mermaid sequence diagram of the registrations and the first tasks here.
+    #[arg(long)]
+    diagram: Option<PathBuf>,
+    /// Largest message, MiB (spark.rpc.message.maxSize).
+    #[arg(long, default_value_t = 128)]
+    max_message_size: u32,
+    /// How long to wait for the executors before running the job anyway, seconds.
+    #[arg(long, default_value_t = 60)]
+    executor_timeout: u64,
+}
+
+/// Events kept in memory for the diagram.
+const DIAGRAM_EVENTS: usize = 400;
+/// Arrows drawn in the diagram.
+const DIAGRAM_ARROWS: usize = 60;
+
+/// Runs the command: exit 0 when the job succeeded and every connection was valid.
+pub fn run(args: LocalClusterArgs) -> Result<ExitCode, String> {
+    super::init_logging_at("warn");
+    if !JOB_NAMES.contains(&args.job.as_str()) {
+        return Err(format!(
+            "unknown job {:?}; jobs: {}",
+            args.job,
+            JOB_NAMES.join(", ")
+        ));
+    }
+    if args.workers == 0 || args.cores == 0 {
+        return Err("--workers and --cores must be at least 1".into());
+    }
+    if !(1..=2047).contains(&args.max_message_size) {
+        return Err("--max-message-size must be 1 to 2047 (MiB)".into());
+    }
+    let program = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
+    let runtime = super::runtime()?;
+    let code = runtime.block_on(async move {
+        let mut cluster: Option<LocalCluster> = None;
+        let outcome = tokio::select! {
+            outcome = run_cluster(&args, program, &mut cluster) => outcome,
+            _ = super::terminated() => {
+                eprintln!("local-cluster: interrupted; stopping the cluster");
+                Err("interrupted".to_string())
+            }
+        };
+        let master_output = match cluster.take() {
+            Some(cluster) => cluster.shutdown(Duration::from_secs(5)).await,
+            None => Vec::new(),
+        };
+        let job_ok = outcome?;
+        let master_clean = match master_verdict(&master_output) {
+            Some((line, violations)) => {
+                println!("validator (master process, strict): {line}");
+                violations == 0
+            }
+            None => {
+                println!("validator (master process, strict): no verdict (did the master exit?)");
+                false
+            }
+        };
+        Ok(if job_ok && master_clean {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
+    });
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    code
+}
+
+/// The master's verdict line and its count of violations.
+fn master_verdict(output: &[String]) -> Option<(&str, u64)> {
+    let line = output
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("sparkwire master validator: "))?;
+    let violations = line
+        .split(", ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some((line, violations))
+}
+
+/// Runs the cluster and the job; `Ok(true)` when the job succeeded and the driver's connections
+/// were all valid.
+async fn run_cluster(
+    args: &LocalClusterArgs,
+    program: PathBuf,
+    slot: &mut Option<LocalCluster>,
+) -> Result<bool, String> {
+    let start = Instant::now();
+    let trace: Option<Box<dyn Write + Send>> = match &args.trace {
+        Some(path) => Some(Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        ))),
+        None => None,
+    };
+    let keep = if args.diagram.is_some() {
+        DIAGRAM_EVENTS
+    } else {
+        0
+    };
+    let observer = Observer::new(Some(strict_validator()), trace, keep);
+
+    let mut config = ClusterConfig::new(program.clone(), args.workers, args.cores, args.memory);
+    config.master_args = vec![
+        "--strict".into(),
+        "--max-frame-bytes".into(),
+        (args.max_message_size as usize * 1024 * 1024).to_string(),
+    ];
+    config.worker_args = vec![
+        "--max-frame-bytes".into(),
+        (args.max_message_size as usize * 1024 * 1024).to_string(),
+    ];
+    let cluster = LocalCluster::start(&config)
+        .await
+        .map_err(|e| e.to_string())?;
+    let master_url = cluster.master_url().to_string();
+    *slot = Some(cluster);
+    println!(
+        "local-cluster: master {master_url}, {} worker(s) of {} core(s) and {} MiB",
+        args.workers, args.cores, args.memory
+    );
+
+    let mut driver_config = DriverConfig::new(format!("sparkwire {}", args.job));
+    driver_config.masters = vec![master_url];
+    driver_config.executor_program = program.to_string_lossy().into_owned();
+    driver_config.executor_memory_mb = args.memory.min(1024);
+    driver_config.max_message_size_mib = args.max_message_size;
+    driver_config.observer = Some(observer.clone());
+    let driver_started = start.elapsed();
+    let driver = Driver::start(driver_config)
+        .await
+        .map_err(|e| e.to_string())?;
+
+    let ready = driver
+        .wait_for_executors(args.workers, Duration::from_secs(args.executor_timeout))
+        .await
+        .map_err(|e| e.to_string())?;
+    if let Some(app_id) = &ready.app_id {
+        println!("application {app_id} registered");
+    }
+    if let Some(first) = ready.first_executor_after {
+        println!(
+            "first executor registered {:.3} s after start; {} of {} ready after {:.3} s",
+            (driver_started + first).as_secs_f64(),
+            ready.ready_executors(),
+            args.workers,
+            start.elapsed().as_secs_f64()
+        );
+    }
+
+    let job = job_by_name(&args.job, args.partitions, args.param)
+        .ok_or_else(|| format!("unknown job {:?}", args.job))?;
+    let name = job.name();
+    let handle = driver
+        .submit(Arc::from(job))
+        .await
+        .map_err(|e| e.to_string())?;
+    let progress = tokio::spawn(show_progress(handle.watch_progress()));
+    let outcome = handle.result().await;
+    progress.abort();
+    let status = driver.stop().await.unwrap_or_default();
+    let wall = start.elapsed();
+    let verdict = observer.verdict(true);
+
+    let ok = report(&name, &outcome, &status, wall, &verdict);
+    if let (Some(path), true) = (&args.diagram, keep > 0) {
+        let text = mermaid(&observer.head(), DIAGRAM_ARROWS);
+        std::fs::write(path, format!("```mermaid\n{text}```\n"))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("diagram written to {}", path.display());
+    }
+    if let Some(path) = &args.trace {
+        println!("trace written to {}", path.display());
+    }
+    Ok(ok)
+}
+
+/// Shows progress on stderr every second once a job runs longer than a second.
+async fn show_progress(mut progress: tokio::sync::watch::Receiver<JobProgress>) {
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let p = *progress.borrow_and_update();
+        eprintln!(
+            "[{:>5.1} s] {}/{} tasks done{}",
+            started.elapsed().as_secs_f64(),
+            p.finished,
+            p.total,
+            if p.failed_attempts > 0 {
+                format!(", {} failed attempts", p.failed_attempts)
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+fn report(
+    name: &str,
+    outcome: &Result<
+        sparkwire::reference::driver::JobResult,
+        sparkwire::reference::driver::JobFailed,
+    >,
+    status: &DriverStatus,
+    wall: Duration,
+    verdict: &Verdict,
+) -> bool {
+    let job_ok = match outcome {
+        Ok(r) => {
+            println!("job {name}: {}", r.output);
+            let secs = r.elapsed.as_secs_f64().max(1e-9);
+            println!(
+                "{} tasks in {:.3} s: {:.0} tasks/s; wall time {:.3} s",
+                r.tasks,
+                secs,
+                r.tasks as f64 / secs,
+                wall.as_secs_f64()
+            );
+            per_task(&status.counters, r.tasks);
+            true
+        }
+        Err(e) => {
+            println!("job {name} FAILED: {e}");
+            println!("wall time {:.3} s", wall.as_secs_f64());
+            false
+        }
+    };
+    println!(
+        "executors: {} lost; tasks: {} launched, {} finished, {} failed or killed",
+        status.executors_lost, status.tasks_launched, status.tasks_finished, status.tasks_failed
+    );
+    println!("messages (the driver's connections, both directions):");
+    let mut names: Vec<&str> = status
+        .counters
+        .sent_by_name
+        .keys()
+        .chain(status.counters.received_by_name.keys())
+        .copied()
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    for n in names {
+        let s = status
+            .counters
+            .sent_by_name
+            .get(n)
+            .copied()
+            .unwrap_or_default();
+        let r = status
+            .counters
+            .received_by_name
+            .get(n)
+            .copied()
+            .unwrap_or_default();
+        println!(
+            "  {n:<28} {:>8} frames {:>12} bytes",
+            s.frames + r.frames,
+            s.bytes + r.bytes
+        );
+    }
+    println!("validator (driver side, strict): {verdict}");
+    for example in &verdict.examples {
+        println!("  {example}");
+    }
+    job_ok && verdict.is_clean()
+}
+
+/// Frames and bytes per task: LaunchTask and StatusUpdate.
+fn per_task(counters: &Counters, tasks: usize) {
+    if tasks == 0 {
+        return;
+    }
+    let mut frames = 0;
+    let mut bytes = 0;
+    for n in ["LaunchTask", "StatusUpdate"] {
+        for t in [
+            counters.sent_by_name.get(n),
+            counters.received_by_name.get(n),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            frames += t.frames;
+            bytes += t.bytes;
+        }
+    }
+    println!(
+        "per task: {:.2} frames, {:.0} bytes (LaunchTask and StatusUpdate)",
+        frames as f64 / tasks as f64,
+        bytes as f64 / tasks as f64
+    );
+}

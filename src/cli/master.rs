@@ -1,0 +1,105 @@
+//! `sparkwire master`: runs the reference Master until Ctrl-C or SIGTERM.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use sparkwire::reference::master::{Master, MasterConfig};
+use sparkwire::reference::observe::Observer;
+use sparkwire::validate::SharedValidator;
+
+/// Options of `sparkwire master`.
+#[derive(Debug, Args)]
+pub struct MasterArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to listen on; 0 picks a free one.
+    #[arg(long, default_value_t = 7077)]
+    port: u16,
+    /// Spread applications over as many workers as possible (spark.deploy.spreadOut).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    spread_out: bool,
+    /// Seconds without a heartbeat before a worker is DEAD (spark.worker.timeout).
+    #[arg(long, default_value_t = 60.0)]
+    worker_timeout: f64,
+    /// Abnormal executor ends before an application is removed (spark.deploy.maxExecutorRetries).
+    #[arg(long, default_value_t = 10)]
+    max_executor_retries: i32,
+    /// Persist state here and recover from it; masters sharing it elect the active one.
+    #[arg(long)]
+    recovery_dir: Option<PathBuf>,
+    /// Largest frame accepted or sent, bytes (spark.rpc.message.maxSize).
+    #[arg(long)]
+    max_frame_bytes: Option<usize>,
+    /// Check every connection against the protocol's rules (strict mode: a message that breaks
+    /// one is refused); print the verdict (`sparkwire master validator: N events, M violations`)
+    /// on standard output and exit with status 1 at shutdown if any rule was broken.
+    #[arg(long)]
+    strict: bool,
+}
+
+/// Runs the command.
+pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
+    super::init_logging();
+    if !(args.worker_timeout.is_finite() && args.worker_timeout > 0.0) {
+        return Err("--worker-timeout must be a positive number of seconds".into());
+    }
+    let mut config = MasterConfig {
+        host: args.host,
+        port: args.port,
+        spread_out: args.spread_out,
+        worker_timeout: Duration::from_secs_f64(args.worker_timeout),
+        max_executor_retries: args.max_executor_retries,
+        recovery_dir: args.recovery_dir,
+        ..MasterConfig::default()
+    };
+    if let Some(max) = args.max_frame_bytes {
+        config.max_frame_size = max;
+    }
+    let observer = args.strict.then(|| {
+        let rules = sparkwire::validate::Config {
+            worker_timeout_ms: u64::try_from(config.worker_timeout.as_millis()).unwrap_or(u64::MAX),
+            ..sparkwire::validate::Config::default()
+        };
+        Observer::new(SharedValidator::with_config(rules))
+    });
+    config.observer = observer.clone();
+    super::runtime()?.block_on(async move {
+        let master = Master::start(config).await.map_err(|e| e.to_string())?;
+        println!("sparkwire master listening on {}", master.url());
+        super::flush_stdout();
+        let mut master = master;
+        tokio::select! {
+            _ = super::terminated() => {
+                tracing::info!("signal received; shutting down");
+                master.shutdown().await;
+            }
+            _ = master.stopped() => {}
+        }
+        if let Some(o) = observer {
+            let events = o.validator().with(|v| v.events());
+            let summary = o.summary();
+            // Whoever started the master may have stopped reading: never fail on that.
+            let _ = writeln!(
+                std::io::stdout(),
+                "sparkwire master validator: {events} events, {} violations{}",
+                o.violation_count(),
+                if summary.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({summary})")
+                }
+            );
+            super::flush_stdout();
+            if o.violation_count() > 0 {
+                eprintln!("sparkwire: protocol violations: {summary}");
+                return Ok(ExitCode::from(1));
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}

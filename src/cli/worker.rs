@@ -1,0 +1,104 @@
+//! `sparkwire worker`: runs the reference Worker until Ctrl-C or SIGTERM.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use sparkwire::reference::url::MasterUrl;
+use sparkwire::reference::worker::{Worker, WorkerConfig, WorkerExit};
+
+/// Options of `sparkwire worker`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The master(s): sparkwire://host:port[,host:port…].
+    master_url: String,
+    /// Address to listen on and advertise.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to listen on; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Cores to offer (default: the machine's).
+    #[arg(long)]
+    cores: Option<i32>,
+    /// Memory to offer, MiB.
+    #[arg(long, default_value_t = 1024)]
+    memory: i32,
+    /// Where executors and drivers run.
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+    /// An executable the worker may run (repeatable); anything else is refused.
+    #[arg(long = "allow-exec", value_name = "PATH")]
+    allow_exec: Vec<PathBuf>,
+    /// The master's worker timeout in seconds; heartbeats go every quarter of it.
+    #[arg(long, default_value_t = 60.0)]
+    worker_timeout: f64,
+    /// Seconds between registration attempts at first (Spark: 10).
+    #[arg(long, default_value_t = 10.0)]
+    register_retry: f64,
+    /// Largest frame accepted or sent, bytes.
+    #[arg(long)]
+    max_frame_bytes: Option<usize>,
+}
+
+/// Runs the command.
+pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
+    super::init_logging();
+    let url = MasterUrl::parse(&args.master_url).map_err(|e| e.to_string())?;
+    for (name, v) in [
+        ("--worker-timeout", args.worker_timeout),
+        ("--register-retry", args.register_retry),
+    ] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(format!("{name} must be a positive number of seconds"));
+        }
+    }
+    let mut config = WorkerConfig {
+        masters: url.masters,
+        host: args.host,
+        port: args.port,
+        memory: args.memory,
+        allow_exec: args.allow_exec,
+        worker_timeout: Duration::from_secs_f64(args.worker_timeout),
+        register_retry: Duration::from_secs_f64(args.register_retry),
+        ..WorkerConfig::default()
+    };
+    if let Some(c) = args.cores {
+        config.cores = c;
+    }
+    if let Some(dir) = args.work_dir {
+        config.work_dir = dir;
+    }
+    if let Some(max) = args.max_frame_bytes {
+        config.max_frame_size = max;
+    }
+    super::runtime()?.block_on(async move {
+        let mut worker = Worker::start(config).await.map_err(|e| e.to_string())?;
+        println!(
+            "sparkwire worker {} listening on sparkwire://{}",
+            worker.id(),
+            worker.addr()
+        );
+        super::flush_stdout();
+        let exit = tokio::select! {
+            _ = super::terminated() => {
+                tracing::info!("signal received; shutting down");
+                worker.shutdown().await
+            }
+            exit = worker.stopped() => exit,
+        };
+        Ok(match exit {
+            WorkerExit::Stopped => ExitCode::SUCCESS,
+            WorkerExit::RegistrationFailed(m) => {
+                eprintln!("sparkwire: worker registration failed: {m}");
+                ExitCode::from(1)
+            }
+            WorkerExit::GaveUp => {
+                eprintln!("sparkwire: all masters are unresponsive; giving up");
+                ExitCode::from(1)
+            }
+        })
+    })
+}

@@ -1,0 +1,55 @@
+//! Wall-clock helpers: milliseconds since the epoch and Spark's `yyyyMMddHHmmss` stamps (UTC),
+//! without a date-time dependency.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The UTC date and time of `ms` (milliseconds since the epoch) as `yyyyMMddHHmmss`, the stamp
+/// Spark puts in application, driver and worker ids.
+pub fn stamp(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}{m:02}{d:02}{:02}{:02}{:02}",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Year, month and day of a day count since 1970-01-01 (the proleptic Gregorian calendar).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_known_instants_in_utc() {
+        assert_eq!(stamp(0), "19700101000000");
+        // 2025-01-01T12:34:56Z
+        assert_eq!(stamp(1_735_734_896_000), "20250101123456");
+        // 2024-02-29T23:59:59Z, a leap day
+        assert_eq!(stamp(1_709_251_199_000), "20240229235959");
+    }
+}

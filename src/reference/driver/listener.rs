@@ -1,0 +1,141 @@
+//! The driver's listening side: executors' connections, each handshaken, tapped and read by its
+//! own task, everything received handed to the backend in order.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use super::backend::Msg;
+use super::DriverConfig;
+use crate::connection::{Connection, ConnectionConfig, DEFAULT_HANDSHAKE_TIMEOUT};
+use crate::messages::CoarseMessage;
+use crate::validate::{Endpoint, Role as VRole};
+use crate::wire::handshake::{server_handshake, Identity, Role};
+
+/// Accepts executors until the backend goes away.
+pub(super) async fn accept_loop(
+    listener: TcpListener,
+    config: Arc<DriverConfig>,
+    backend: mpsc::UnboundedSender<Msg>,
+) {
+    let keys = Arc::new(AtomicU64::new(1));
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = backend.closed() => return,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of descriptors or the like: wait a little rather than spin.
+                tracing::warn!("driver: accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if backend.is_closed() {
+            return;
+        }
+        let key = keys.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!("driver: connection {key} from {peer}");
+        tokio::spawn(serve(stream, key, Arc::clone(&config), backend.clone()));
+    }
+}
+
+/// One executor connection: handshake, then every message to the backend.
+async fn serve(
+    stream: TcpStream,
+    key: u64,
+    config: Arc<DriverConfig>,
+    backend: mpsc::UnboundedSender<Msg>,
+) {
+    let _ = stream.set_nodelay(true);
+    let local = Identity::new(Role::Driver, config.id.clone());
+    let established = tokio::time::timeout(
+        DEFAULT_HANDSHAKE_TIMEOUT,
+        server_handshake(stream, &local, |role| role == Role::Executor),
+    )
+    .await;
+    let established = match established {
+        Ok(Ok(e)) => e,
+        Ok(Err(e)) => {
+            tracing::warn!("driver: handshake refused or failed: {e}");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!("driver: handshake timed out");
+            return;
+        }
+    };
+    let peer = established.negotiated().peer_id.clone();
+    let version = established.negotiated().version;
+    let tap = config.observer.as_ref().map(|o| {
+        o.tap(
+            Endpoint::new(VRole::Driver, config.id.clone()),
+            Endpoint::new(VRole::Executor, peer.clone()),
+            false,
+            version,
+        )
+    });
+    let mut settings =
+        ConnectionConfig::<CoarseMessage>::default().with_max_frame_size(config.max_frame_size());
+    if let Some(tap) = &tap {
+        tap.opened();
+        settings = settings.with_inspector(tap.clone());
+    }
+    let mut conn = match Connection::establish(established, settings) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!("driver: connection from {peer} failed: {e}");
+            if let Some(tap) = &tap {
+                tap.closed();
+            }
+            return;
+        }
+    };
+    let abort = Arc::new(tokio::sync::Notify::new());
+    if backend
+        .send(Msg::Connected {
+            key,
+            handle: conn.handle(),
+            peer: peer.clone(),
+            abort: Arc::clone(&abort),
+        })
+        .is_err()
+    {
+        conn.close().await;
+        if let Some(tap) = &tap {
+            tap.closed();
+        }
+        return;
+    }
+    let reason = loop {
+        let got = tokio::select! {
+            got = conn.recv() => got,
+            // The driver is gone: so is this connection.
+            _ = backend.closed() => {
+                conn.close().await;
+                break crate::connection::ConnectionError::Closed;
+            }
+            // The driver gave up on the executor: drop the connection without flushing.
+            _ = abort.notified() => break crate::connection::ConnectionError::Closed,
+        };
+        match got {
+            Ok(incoming) => {
+                if backend.send(Msg::FromExecutor { key, incoming }).is_err() {
+                    conn.close().await;
+                    break crate::connection::ConnectionError::Closed;
+                }
+            }
+            Err(e) => break e,
+        }
+    };
+    drop(conn);
+    if let Some(tap) = &tap {
+        tap.closed();
+    }
+    tracing::debug!("driver: connection {key} from {peer} ended: {reason}");
+    let _ = backend.send(Msg::Disconnected { key, reason });
+}

@@ -1,0 +1,471 @@
+//! Applications: registration, the scheduling round, executors and their states, executor
+//! requests and kills, and the end of an application.
+
+use super::actor::MasterActor;
+use super::round::{schedule_round, RoundWorker};
+use super::schedule::{ExecutorDemand, WorkerSlot};
+use super::state::{AppRec, ExecRec};
+use crate::messages::deploy::{
+    ApplicationFinished, ApplicationRemoved, ExecutorAdded, ExecutorStateChanged, ExecutorUpdated,
+    KillExecutor, KillExecutors, LaunchExecutor, RegisterApplication, RegisteredApplication,
+    RequestExecutors,
+};
+use crate::messages::{
+    ApplicationState, ExecutorState, RecoveryState, ResourceInformation, Resources, WorkerState,
+};
+use crate::reference::clock::{now_ms, stamp};
+use crate::reference::outbox::ConnId;
+
+impl MasterActor {
+    /// RegisterApplication: a standby master stays silent; the active one gives an id, answers
+    /// RegisteredApplication and schedules.
+    pub(crate) fn register_application(&mut self, conn: ConnId, r: RegisterApplication) {
+        if self.state == RecoveryState::Standby {
+            return;
+        }
+        tracing::info!("Registering app {}", r.app_description.name);
+        let now = now_ms();
+        let id = format!("app-{}-{:04}", stamp(now), self.next_app_number);
+        self.next_app_number += 1;
+        let mut app = AppRec::new(id.clone(), r.app_description, r.driver, now);
+        app.conn = Some(conn);
+        self.conn_app.insert(conn, id.clone());
+        tracing::info!("Registered app {} with ID {id}", app.desc.name);
+        self.apps.insert(id.clone(), app);
+        self.waiting_apps.push(id.clone());
+        self.persist_app(&id);
+        self.send_on(
+            Some(conn),
+            RegisteredApplication {
+                app_id: id,
+                master: self.self_ref.clone(),
+            },
+        );
+        self.schedule();
+    }
+
+    /// The application ended normally (unregistered, or its client went away).
+    pub(crate) fn finish_application(&mut self, id: &str) {
+        self.remove_application(id, ApplicationState::Finished);
+    }
+
+    /// Spark's removeApplication: its executors killed, the client told unless it finished
+    /// normally, every worker told ApplicationFinished.
+    pub(crate) fn remove_application(&mut self, id: &str, state: ApplicationState) {
+        let Some(mut app) = self.apps.remove(id) else {
+            return;
+        };
+        tracing::info!("Removing app {id}");
+        self.waiting_apps.retain(|a| a != id);
+        if let Some(conn) = app.conn {
+            self.conn_app.remove(&conn);
+        }
+        let executors = std::mem::take(&mut app.executors);
+        for (exec_id, exec) in executors {
+            self.kill_executor(id, exec_id, &exec);
+        }
+        app.state = state;
+        app.end_time = now_ms();
+        if state != ApplicationState::Finished {
+            self.send_on(
+                app.conn,
+                ApplicationRemoved {
+                    message: state.to_string(),
+                },
+            );
+        }
+        while self.completed_apps.len() >= self.config.retained_applications.max(1) {
+            let drop = (self.config.retained_applications / 10).max(1);
+            for _ in 0..drop {
+                self.completed_apps.pop_front();
+            }
+        }
+        self.completed_apps.push_back(app.info());
+        self.unpersist_app(id);
+        self.schedule();
+        let conns: Vec<Option<ConnId>> = self
+            .workers
+            .values()
+            .filter(|w| w.state != WorkerState::Dead)
+            .map(|w| w.conn)
+            .collect();
+        for conn in conns {
+            self.send_on(conn, ApplicationFinished { id: id.to_string() });
+        }
+    }
+
+    /// Frees an executor on its worker and tells the worker to kill it.
+    fn kill_executor(&mut self, app_id: &str, exec_id: i32, exec: &ExecRec) {
+        let key = (app_id.to_string(), exec_id);
+        let Some(w) = self.workers.get_mut(&exec.worker) else {
+            return;
+        };
+        w.remove_executor(&key);
+        let conn = w.conn;
+        self.send_on(
+            conn,
+            KillExecutor {
+                master_url: self.master_url.clone(),
+                app_id: app_id.to_string(),
+                exec_id,
+            },
+        );
+    }
+
+    /// Drivers first, then executors: Spark's schedule().
+    pub(crate) fn schedule(&mut self) {
+        if self.state != RecoveryState::Alive {
+            return;
+        }
+        self.schedule_drivers();
+        self.start_executors_on_workers();
+    }
+
+    /// One scheduling round over the waiting applications.
+    fn start_executors_on_workers(&mut self) {
+        let order: Vec<String> = self
+            .waiting_apps
+            .iter()
+            .filter(|id| {
+                self.apps.get(*id).is_some_and(|a| {
+                    a.cores_left() >= a.cores_per_executor().unwrap_or(1)
+                        && a.executors.len() < a.executor_limit
+                })
+            })
+            .cloned()
+            .collect();
+        if order.is_empty() {
+            return;
+        }
+        let mut ids: Vec<&String> = self
+            .workers
+            .iter()
+            .filter(|(_, w)| w.state == WorkerState::Alive && w.conn.is_some())
+            .map(|(id, _)| id)
+            .collect();
+        ids.sort();
+        let worker_ids: Vec<String> = ids.into_iter().cloned().collect();
+        let mut round: Vec<RoundWorker> = worker_ids
+            .iter()
+            .filter_map(|id| self.workers.get(id))
+            .map(|w| RoundWorker {
+                alive: true,
+                free: WorkerSlot {
+                    cores_free: w.cores_free(),
+                    memory_free: w.memory_free(),
+                    resources_free: self.resources_free(w),
+                },
+            })
+            .collect();
+        let demands: Vec<ExecutorDemand> = order
+            .iter()
+            .filter_map(|id| self.apps.get(id))
+            .map(|a| ExecutorDemand {
+                cores_per_executor: a.cores_per_executor(),
+                memory_per_executor: a.memory_per_executor(),
+                resources_per_executor: a.resources_per_executor(),
+                cores_left: a.cores_left(),
+                executors_now: a.executors.len(),
+                executor_limit: a.executor_limit,
+            })
+            .collect();
+        let grants = schedule_round(&mut round, &demands, self.config.spread_out);
+        for g in grants {
+            let (Some(app_id), Some(worker_id)) = (order.get(g.app), worker_ids.get(g.worker))
+            else {
+                continue;
+            };
+            let app_id = app_id.clone();
+            let worker_id = worker_id.clone();
+            self.launch_executor(&app_id, &worker_id, g.cores);
+        }
+    }
+
+    /// Free units of each custom resource of `w` (addresses not held by its executors).
+    fn resources_free(
+        &self,
+        w: &super::state::WorkerRec,
+    ) -> std::collections::BTreeMap<String, i64> {
+        let mut free: std::collections::BTreeMap<String, i64> = w
+            .resources
+            .iter()
+            .map(|(name, r)| (name.clone(), r.addresses.len() as i64))
+            .collect();
+        for (app_id, exec_id) in w.executors.keys() {
+            if let Some(held) = self
+                .apps
+                .get(app_id)
+                .and_then(|a| a.executors.get(exec_id))
+                .map(|e| &e.resources)
+            {
+                for (name, r) in held {
+                    if let Some(n) = free.get_mut(name) {
+                        *n -= r.addresses.len() as i64;
+                    }
+                }
+            }
+        }
+        free
+    }
+
+    /// Addresses of each custom resource the application's executors need, taken from those
+    /// free on `worker_id`.
+    fn acquire_resources(&self, app: &AppRec, worker_id: &str) -> Resources {
+        let mut out = Resources::new();
+        let Some(w) = self.workers.get(worker_id) else {
+            return out;
+        };
+        let needs = app.resources_per_executor();
+        if needs.is_empty() {
+            return out;
+        }
+        let mut held: std::collections::BTreeSet<(String, String)> = Default::default();
+        for (a, e) in w.executors.keys() {
+            if let Some(ex) = self.apps.get(a).and_then(|a| a.executors.get(e)) {
+                for (name, r) in &ex.resources {
+                    for addr in &r.addresses {
+                        held.insert((name.clone(), addr.clone()));
+                    }
+                }
+            }
+        }
+        for (name, need) in needs {
+            let Some(have) = w.resources.get(&name) else {
+                continue;
+            };
+            let addresses: Vec<String> = have
+                .addresses
+                .iter()
+                .filter(|a| !held.contains(&(name.clone(), (*a).clone())))
+                .take(usize::try_from(need.max(0)).unwrap_or(0))
+                .cloned()
+                .collect();
+            out.insert(name.clone(), ResourceInformation { name, addresses });
+        }
+        out
+    }
+
+    /// Starts one executor of `cores` cores for `app_id` on `worker_id`: LaunchExecutor to the
+    /// worker, then ExecutorAdded to the application.
+    fn launch_executor(&mut self, app_id: &str, worker_id: &str, cores: i32) {
+        let Some(app) = self.apps.get(app_id) else {
+            return;
+        };
+        let resources = self.acquire_resources(app, worker_id);
+        let Some(app) = self.apps.get_mut(app_id) else {
+            return;
+        };
+        let Some(w) = self.workers.get_mut(worker_id) else {
+            return;
+        };
+        let exec_id = app.next_exec_id;
+        app.next_exec_id += 1;
+        let memory = app.memory_per_executor();
+        app.executors.insert(
+            exec_id,
+            ExecRec {
+                worker: worker_id.to_string(),
+                cores,
+                state: ExecutorState::Launching,
+                resources: resources.clone(),
+            },
+        );
+        app.cores_granted += cores;
+        app.state = ApplicationState::Running;
+        w.add_executor((app_id.to_string(), exec_id), cores, memory);
+        tracing::info!("Launching executor {app_id}/{exec_id} on worker {worker_id}");
+        let launch = LaunchExecutor {
+            master_url: self.master_url.clone(),
+            app_id: app_id.to_string(),
+            exec_id,
+            rp_id: app.desc.default_profile.id,
+            app_desc: app.desc.clone(),
+            cores,
+            memory,
+            resources,
+        };
+        let added = ExecutorAdded {
+            id: exec_id,
+            worker_id: worker_id.to_string(),
+            host_port: w.host_port(),
+            cores,
+            memory,
+        };
+        let (worker_conn, app_conn) = (w.conn, app.conn);
+        self.send_on(worker_conn, launch);
+        self.send_on(app_conn, added);
+    }
+
+    /// ExecutorStateChanged (the caller answers the ask `true`): forwarded to the application as
+    /// ExecutorUpdated; a finished executor frees its worker, and too many abnormal ends with
+    /// none running remove the application.
+    pub(crate) fn executor_state_changed(&mut self, e: ExecutorStateChanged) {
+        let key = (e.app_id.clone(), e.exec_id);
+        let Some(app) = self.apps.get_mut(&e.app_id) else {
+            tracing::warn!(
+                "Got status update for unknown executor {}/{}",
+                e.app_id,
+                e.exec_id
+            );
+            self.free_orphan(&key, e.state);
+            return;
+        };
+        let Some(exec) = app.executors.get_mut(&e.exec_id) else {
+            tracing::warn!(
+                "Got status update for unknown executor {}/{}",
+                e.app_id,
+                e.exec_id
+            );
+            self.free_orphan(&key, e.state);
+            return;
+        };
+        let old = exec.state;
+        exec.state = e.state;
+        if e.state == ExecutorState::Running {
+            app.retry_count = 0;
+        }
+        let app_conn = app.conn;
+        let worker_id = exec.worker.clone();
+        self.send_on(
+            app_conn,
+            ExecutorUpdated {
+                id: e.exec_id,
+                state: e.state,
+                message: e.message.clone(),
+                exit_status: e.exit_status,
+                worker_host: None,
+            },
+        );
+        if e.state.is_finished() {
+            tracing::info!(
+                "Removing executor {}/{} because it is {}",
+                e.app_id,
+                e.exec_id,
+                e.state
+            );
+            let Some(app) = self.apps.get_mut(&e.app_id) else {
+                return;
+            };
+            if let Some(exec) = app.executors.remove(&e.exec_id) {
+                app.cores_granted -= exec.cores;
+            }
+            if let Some(w) = self.workers.get_mut(&worker_id) {
+                w.remove_executor(&key);
+            }
+            let normal_exit = e.exit_status == Some(0);
+            let max = self.config.max_executor_retries;
+            if !normal_exit && old != ExecutorState::Decommissioned {
+                app.retry_count += 1;
+                if app.retry_count >= max && max >= 0 {
+                    let running = app
+                        .executors
+                        .values()
+                        .any(|x| x.state == ExecutorState::Running);
+                    if !running {
+                        tracing::error!(
+                            "Application {} with ID {} failed {} times; removing it",
+                            app.desc.name,
+                            app.id,
+                            app.retry_count
+                        );
+                        self.remove_application(&e.app_id, ApplicationState::Failed);
+                    }
+                }
+            }
+        }
+        self.schedule();
+    }
+
+    /// A finished executor the application no longer counts (killed, decommissioned) still
+    /// frees its worker.
+    fn free_orphan(&mut self, key: &(String, i32), state: ExecutorState) {
+        if !state.is_finished() {
+            return;
+        }
+        let freed = self.workers.values_mut().any(|w| w.remove_executor(key));
+        if freed {
+            self.schedule();
+        }
+    }
+
+    /// RequestExecutors: the application's executor limit becomes the total asked for its
+    /// default profile.
+    pub(crate) fn request_executors(&mut self, r: RequestExecutors) -> bool {
+        let Some(app) = self.apps.get_mut(&r.app_id) else {
+            tracing::warn!("Unknown application {} requested executors.", r.app_id);
+            return false;
+        };
+        let profile = app.desc.default_profile.id;
+        let total = r
+            .resource_profile_to_total_execs
+            .iter()
+            .find(|p| p.profile.id == profile)
+            .map(|p| p.total);
+        if let Some(total) = total {
+            tracing::info!(
+                "Application {} requested to set total executors to {total}.",
+                r.app_id
+            );
+            app.executor_limit = usize::try_from(total.max(0)).unwrap_or(0);
+        }
+        self.schedule();
+        true
+    }
+
+    /// KillExecutors: kills the executors named (by numeric id) that the application has.
+    pub(crate) fn kill_executors(&mut self, k: KillExecutors) -> bool {
+        let Some(app) = self.apps.get_mut(&k.app_id) else {
+            tracing::warn!(
+                "Unregistered application {} requested us to kill executors!",
+                k.app_id
+            );
+            return false;
+        };
+        tracing::info!(
+            "Application {} requests to kill executors: {:?}",
+            k.app_id,
+            k.executor_ids
+        );
+        let mut killed = Vec::new();
+        for text in &k.executor_ids {
+            let Ok(id) = text.parse::<i32>() else {
+                tracing::error!("Encountered executor with a non-integer ID: {text}. Ignoring");
+                continue;
+            };
+            if let Some(exec) = app.executors.remove(&id) {
+                app.cores_granted -= exec.cores;
+                killed.push((id, exec));
+            } else {
+                tracing::warn!(
+                    "Application {} attempted to kill non-existent executor {id}",
+                    k.app_id
+                );
+            }
+        }
+        for (id, exec) in killed {
+            self.kill_executor(&k.app_id, id, &exec);
+        }
+        self.schedule();
+        true
+    }
+
+    /// MasterChangeAcknowledged: a recovered application answered; WAITING until recovery ends.
+    pub(crate) fn master_change_acknowledged(&mut self, conn: ConnId, app_id: &str) {
+        match self.apps.get_mut(app_id) {
+            Some(app) => {
+                tracing::info!("Application has been re-registered: {app_id}");
+                app.state = ApplicationState::Waiting;
+                if app.conn != Some(conn) {
+                    if let Some(old) = app.conn.replace(conn) {
+                        self.conn_app.remove(&old);
+                    }
+                    self.conn_app.insert(conn, app_id.to_string());
+                }
+            }
+            None => tracing::warn!("Master change ack from unknown app: {app_id}"),
+        }
+        if self.state == RecoveryState::Recovering && self.can_complete_recovery() {
+            self.complete_recovery();
+        }
+    }
+}

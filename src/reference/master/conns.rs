@@ -1,0 +1,224 @@
+//! The master's connections: the listener, the handshake of each client, and the dialling of
+//! workers and applications after a failover.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use super::actor::Event;
+use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
+use crate::messages::{Addr, DeployMessage};
+use crate::reference::observe::{ObservedClose, Observer};
+use crate::reference::outbox::{spawn_reader, ConnId, Peer};
+use crate::validate::{Endpoint, Role as VRole};
+use crate::wire::handshake::{server_handshake, HandshakeError, Identity, Role};
+
+/// What every connection of the master is made with.
+#[derive(Clone)]
+pub(crate) struct ConnSettings {
+    /// The master's id in handshakes and for the validator (`master-host:port`).
+    pub(crate) id: String,
+    pub(crate) max_frame_size: usize,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) observer: Option<Observer>,
+    pub(crate) next_conn: Arc<AtomicU64>,
+}
+
+impl ConnSettings {
+    fn next_id(&self) -> ConnId {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn config(
+        &self,
+        peer_role: Role,
+        peer_id: &str,
+        dialled: bool,
+        version: crate::messages::Version,
+    ) -> (ConnectionConfig<DeployMessage>, Option<ObservedClose>) {
+        let config = ConnectionConfig::default().with_max_frame_size(self.max_frame_size);
+        match &self.observer {
+            Some(observer) => {
+                let local = Endpoint::new(VRole::Master, self.id.clone());
+                let (inspector, close) =
+                    observer.deploy_inspector(local, peer_role, peer_id, dialled, version);
+                (config.with_inspector(inspector), Some(close))
+            }
+            None => (config, None),
+        }
+    }
+}
+
+/// A connection the master opened or took, ready for the actor.
+pub(crate) struct Opened {
+    pub(crate) conn: ConnId,
+    pub(crate) peer: Peer,
+    pub(crate) role: Role,
+    pub(crate) peer_id: String,
+}
+
+/// Whom the master dialled, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DialTarget {
+    /// A worker to tell of the master change.
+    Worker(String),
+    /// An application's client to tell of the master change.
+    App(String),
+}
+
+/// Accepts clients until the task is aborted.
+pub(crate) async fn listen(
+    listener: TcpListener,
+    settings: ConnSettings,
+    events: mpsc::UnboundedSender<Event>,
+) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, from)) => {
+                let settings = settings.clone();
+                let events = events.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = accept(stream, &settings, &events).await {
+                        tracing::debug!(%from, error = %e, "connection refused");
+                    }
+                });
+            }
+            Err(e) => {
+                // Out of descriptors or a transient error: wait a little rather than spin.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn accept(
+    stream: TcpStream,
+    settings: &ConnSettings,
+    events: &mpsc::UnboundedSender<Event>,
+) -> Result<(), ConnectionError> {
+    let _ = stream.set_nodelay(true);
+    let local = Identity::new(Role::Master, settings.id.clone());
+    let handshake = server_handshake(stream, &local, |role| {
+        matches!(role, Role::Worker | Role::AppClient | Role::DriverClient)
+    });
+    let established = match tokio::time::timeout(settings.handshake_timeout, handshake).await {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(HandshakeError::TimedOut {
+                after: settings.handshake_timeout,
+            }
+            .into())
+        }
+    };
+    let negotiated = established.negotiated().clone();
+    let (config, close) = settings.config(
+        negotiated.peer_role,
+        &negotiated.peer_id,
+        false,
+        negotiated.version,
+    );
+    let conn = Connection::establish(established, config)?;
+    register(
+        conn,
+        negotiated.peer_role,
+        negotiated.peer_id,
+        settings,
+        events,
+        close,
+        None,
+    );
+    Ok(())
+}
+
+fn register(
+    conn: Connection<DeployMessage>,
+    role: Role,
+    peer_id: String,
+    settings: &ConnSettings,
+    events: &mpsc::UnboundedSender<Event>,
+    close: Option<ObservedClose>,
+    target: Option<DialTarget>,
+) {
+    let conn_id = settings.next_id();
+    let (tx, mut rx) = mpsc::unbounded_channel::<(ConnId, Option<Incoming<DeployMessage>>)>();
+    let peer = spawn_reader(conn, conn_id, tx, close);
+    let opened = Opened {
+        conn: conn_id,
+        peer,
+        role,
+        peer_id,
+    };
+    if events.send(Event::Opened(opened, target)).is_err() {
+        return;
+    }
+    // Forwards the connection's traffic after its opening, on the actor's one queue, so the actor
+    // sees the opening first.
+    let events = events.clone();
+    tokio::spawn(async move {
+        while let Some((conn, incoming)) = rx.recv().await {
+            let event = match incoming {
+                Some(i) => Event::Incoming(conn, i),
+                None => Event::Closed(conn),
+            };
+            if events.send(event).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// Dials `addr` as the master and hands the connection to the actor for `target`.
+pub(crate) fn dial(
+    addr: Addr,
+    target: DialTarget,
+    settings: ConnSettings,
+    events: mpsc::UnboundedSender<Event>,
+) {
+    tokio::spawn(async move {
+        let result = async {
+            let port = u16::try_from(addr.port).map_err(|_| ConnectionError::Closed)?;
+            let stream = tokio::time::timeout(
+                settings.handshake_timeout,
+                TcpStream::connect((addr.host.as_str(), port)),
+            )
+            .await
+            .map_err(|_| ConnectionError::Closed)??;
+            let _ = stream.set_nodelay(true);
+            let local = Identity::new(Role::Master, settings.id.clone());
+            let hs = crate::wire::handshake::client_handshake(stream, &local);
+            let established = tokio::time::timeout(settings.handshake_timeout, hs)
+                .await
+                .map_err(|_| HandshakeError::TimedOut {
+                    after: settings.handshake_timeout,
+                })??;
+            let negotiated = established.negotiated().clone();
+            let (config, close) = settings.config(
+                negotiated.peer_role,
+                &negotiated.peer_id,
+                true,
+                negotiated.version,
+            );
+            let conn = Connection::establish(established, config)?;
+            Ok::<_, ConnectionError>((conn, negotiated, close))
+        }
+        .await;
+        match result {
+            Ok((conn, negotiated, close)) => register(
+                conn,
+                negotiated.peer_role,
+                negotiated.peer_id,
+                &settings,
+                &events,
+                close,
+                Some(target),
+            ),
+            Err(e) => {
+                tracing::info!(%addr, error = %e, "cannot reach {target:?} to announce the new master");
+            }
+        }
+    });
+}

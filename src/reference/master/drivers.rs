@@ -1,0 +1,326 @@
+//! Drivers submitted in cluster deploy mode: submission, placement on workers, kills, status,
+//! their end and their relaunch.
+
+use super::actor::MasterActor;
+use super::state::DriverRec;
+use crate::messages::deploy::{
+    DriverStatusResponse, KillAllDriversResponse, KillDriver, KillDriverResponse, LaunchDriver,
+    SubmitDriverResponse,
+};
+use crate::messages::{
+    DriverDescription, DriverState, ErrorDescription, RecoveryState, Resources, WorkerState,
+};
+use crate::reference::clock::{now_ms, stamp};
+
+/// Spark's `Utils.BACKUP_STANDALONE_MASTER_PREFIX`.
+const NOT_ALIVE: &str = "Current state is not alive";
+
+impl MasterActor {
+    fn new_driver(&mut self, desc: DriverDescription) -> DriverRec {
+        let now = now_ms();
+        let id = format!("driver-{}-{:04}", stamp(now), self.next_driver_number);
+        self.next_driver_number += 1;
+        DriverRec {
+            id,
+            desc,
+            start_time: now,
+            state: DriverState::Submitted,
+            worker: None,
+            exception: None,
+        }
+    }
+
+    /// RequestSubmitDriver: the answer, and whether a driver was queued (the caller schedules
+    /// after answering).
+    pub(crate) fn submit_driver(
+        &mut self,
+        desc: DriverDescription,
+    ) -> (SubmitDriverResponse, bool) {
+        if self.state != RecoveryState::Alive {
+            let message = format!(
+                "{NOT_ALIVE}: {}. Can only accept driver submissions in ALIVE state.",
+                self.state
+            );
+            return (
+                SubmitDriverResponse {
+                    master: self.self_ref.clone(),
+                    success: false,
+                    driver_id: None,
+                    message,
+                },
+                false,
+            );
+        }
+        tracing::info!("Driver submitted {}", desc.command.main_class);
+        let driver = self.new_driver(desc);
+        let id = driver.id.clone();
+        self.drivers.insert(id.clone(), driver);
+        self.persist_driver(&id);
+        self.waiting_drivers.push(id.clone());
+        (
+            SubmitDriverResponse {
+                master: self.self_ref.clone(),
+                success: true,
+                driver_id: Some(id.clone()),
+                message: format!("Driver successfully submitted as {id}"),
+            },
+            true,
+        )
+    }
+
+    /// RequestKillDriver: the answer, and the id of a waiting driver to end KILLED once the
+    /// answer is queued (a running one is killed by its worker).
+    pub(crate) fn kill_driver(&mut self, id: &str) -> (KillDriverResponse, Option<String>) {
+        let master = self.self_ref.clone();
+        let response = |success: bool, message: String| KillDriverResponse {
+            master: master.clone(),
+            driver_id: id.to_string(),
+            success,
+            message,
+        };
+        if self.state != RecoveryState::Alive {
+            let msg = format!(
+                "{NOT_ALIVE}: {}. Can only kill drivers in ALIVE state.",
+                self.state
+            );
+            return (response(false, msg), None);
+        }
+        tracing::info!("Asked to kill driver {id}");
+        if !self.drivers.contains_key(id) {
+            let msg = format!("Driver {id} has already finished or does not exist");
+            tracing::warn!("{msg}");
+            return (response(false, msg), None);
+        }
+        let waiting = self.cancel_or_kill(id);
+        let msg = format!("Kill request for {id} submitted");
+        tracing::info!("{msg}");
+        (response(true, msg), waiting)
+    }
+
+    /// Takes a waiting driver off the queue (returning its id), or tells the worker running it
+    /// to kill it.
+    fn cancel_or_kill(&mut self, id: &str) -> Option<String> {
+        if let Some(pos) = self.waiting_drivers.iter().position(|d| d == id) {
+            self.waiting_drivers.remove(pos);
+            return Some(id.to_string());
+        }
+        let conn = self
+            .drivers
+            .get(id)
+            .and_then(|d| d.worker.as_ref())
+            .and_then(|w| self.workers.get(w))
+            .and_then(|w| w.conn);
+        self.send_on(
+            conn,
+            KillDriver {
+                driver_id: id.to_string(),
+            },
+        );
+        None
+    }
+
+    /// RequestKillAllDrivers: the answer, and the waiting drivers to end KILLED.
+    pub(crate) fn kill_all_drivers(&mut self) -> (KillAllDriversResponse, Vec<String>) {
+        if self.state != RecoveryState::Alive {
+            let message = format!(
+                "{NOT_ALIVE}: {}. Can only kill drivers in ALIVE state.",
+                self.state
+            );
+            return (
+                KillAllDriversResponse {
+                    master: self.self_ref.clone(),
+                    success: false,
+                    message,
+                },
+                Vec::new(),
+            );
+        }
+        tracing::info!("Asked to kill all drivers");
+        let mut ids: Vec<String> = self.drivers.keys().cloned().collect();
+        ids.sort();
+        let waiting = ids
+            .iter()
+            .filter_map(|id| self.cancel_or_kill(id))
+            .collect();
+        (
+            KillAllDriversResponse {
+                master: self.self_ref.clone(),
+                success: true,
+                message: "Kill request for all drivers submitted".into(),
+            },
+            waiting,
+        )
+    }
+
+    /// RequestDriverStatus.
+    pub(crate) fn driver_status(&self, id: &str) -> DriverStatusResponse {
+        if self.state != RecoveryState::Alive {
+            let msg = format!(
+                "{NOT_ALIVE}: {}. Can only request driver status in ALIVE state.",
+                self.state
+            );
+            return DriverStatusResponse {
+                found: false,
+                state: None,
+                worker_id: None,
+                worker_host_port: None,
+                exception: Some(ErrorDescription::new("java.lang.Exception", msg)),
+            };
+        }
+        let found = self
+            .drivers
+            .get(id)
+            .map(|d| (d.state, d.worker.clone(), d.exception.clone()))
+            .or_else(|| {
+                self.completed_drivers
+                    .iter()
+                    .find(|d| d.id == id)
+                    .map(|d| (d.state, d.worker_id.clone(), d.exception.clone()))
+            });
+        match found {
+            Some((state, worker, exception)) => DriverStatusResponse {
+                found: true,
+                state: Some(state),
+                worker_host_port: worker
+                    .as_ref()
+                    .and_then(|w| self.workers.get(w))
+                    .map(|w| w.host_port()),
+                worker_id: worker,
+                exception,
+            },
+            None => DriverStatusResponse {
+                found: false,
+                state: None,
+                worker_id: None,
+                worker_host_port: None,
+                exception: None,
+            },
+        }
+    }
+
+    /// DriverStateChanged: a final state ends the driver.
+    pub(crate) fn driver_state_changed(
+        &mut self,
+        id: String,
+        state: DriverState,
+        exception: Option<ErrorDescription>,
+    ) {
+        match state {
+            DriverState::Error
+            | DriverState::Finished
+            | DriverState::Killed
+            | DriverState::Failed => self.remove_driver(&id, state, exception),
+            other => tracing::warn!("Received unexpected state update for driver {id}: {other}"),
+        }
+    }
+
+    /// Spark's removeDriver: the driver is completed in `state`, its worker freed.
+    pub(crate) fn remove_driver(
+        &mut self,
+        id: &str,
+        state: DriverState,
+        exception: Option<ErrorDescription>,
+    ) {
+        let Some(mut d) = self.drivers.remove(id) else {
+            tracing::warn!("Asked to remove unknown driver: {id}");
+            return;
+        };
+        tracing::info!("Removing driver: {id}");
+        self.waiting_drivers.retain(|w| w != id);
+        if let Some(w) = d.worker.as_ref().and_then(|w| self.workers.get_mut(w)) {
+            w.remove_driver(id, d.desc.cores, d.desc.mem);
+        }
+        d.state = state;
+        d.exception = exception;
+        while self.completed_drivers.len() >= self.config.retained_drivers.max(1) {
+            let drop = (self.config.retained_drivers / 10).max(1);
+            for _ in 0..drop {
+                self.completed_drivers.pop_front();
+            }
+        }
+        self.completed_drivers.push_back(d.info());
+        self.unpersist_driver(id);
+        self.schedule();
+    }
+
+    /// A supervised driver whose worker was lost starts again under a new id (SPARK-19900).
+    pub(crate) fn relaunch_driver(&mut self, id: &str) {
+        let Some(desc) = self.drivers.get(id).map(|d| d.desc.clone()) else {
+            return;
+        };
+        if let Some(d) = self.drivers.get_mut(id) {
+            d.worker = None;
+        }
+        self.remove_driver(id, DriverState::Relaunching, None);
+        let driver = self.new_driver(desc);
+        let new_id = driver.id.clone();
+        self.drivers.insert(new_id.clone(), driver);
+        self.persist_driver(&new_id);
+        self.waiting_drivers.push(new_id);
+        self.schedule();
+    }
+
+    /// Places waiting drivers on alive workers, round robin over a shuffle of them.
+    pub(crate) fn schedule_drivers(&mut self) {
+        if self.waiting_drivers.is_empty() {
+            return;
+        }
+        let mut alive: Vec<String> = self
+            .workers
+            .values()
+            .filter(|w| w.state == WorkerState::Alive && w.conn.is_some())
+            .map(|w| w.id.clone())
+            .collect();
+        alive.sort();
+        for i in (1..alive.len()).rev() {
+            let j = (self.next_random() % (i as u64 + 1)) as usize;
+            alive.swap(i, j);
+        }
+        let n = alive.len();
+        let mut pos = 0usize;
+        for driver_id in self.waiting_drivers.clone() {
+            let Some(desc) = self.drivers.get(&driver_id).map(|d| d.desc.clone()) else {
+                continue;
+            };
+            let mut launched = false;
+            let mut visited = 0;
+            while visited < n && !launched {
+                let worker_id = alive[pos].clone();
+                visited += 1;
+                let fits = self
+                    .workers
+                    .get(&worker_id)
+                    .is_some_and(|w| w.memory_free() >= desc.mem && w.cores_free() >= desc.cores);
+                if fits {
+                    self.launch_driver(&worker_id, &driver_id);
+                    launched = true;
+                }
+                pos = (pos + 1) % n;
+            }
+            if !launched && n > 0 {
+                tracing::debug!("Driver {driver_id} waits for a worker with enough resources");
+            }
+        }
+    }
+
+    fn launch_driver(&mut self, worker_id: &str, driver_id: &str) {
+        let Some(d) = self.drivers.get_mut(driver_id) else {
+            return;
+        };
+        let Some(w) = self.workers.get_mut(worker_id) else {
+            return;
+        };
+        tracing::info!("Launching driver {driver_id} on worker {worker_id}");
+        w.add_driver(driver_id, d.desc.cores, d.desc.mem);
+        d.worker = Some(worker_id.to_string());
+        d.state = DriverState::Running;
+        let launch = LaunchDriver {
+            driver_id: driver_id.to_string(),
+            driver_desc: d.desc.clone(),
+            resources: Resources::new(),
+        };
+        let conn = w.conn;
+        self.waiting_drivers.retain(|x| x != driver_id);
+        self.send_on(conn, launch);
+    }
+}

@@ -1,0 +1,176 @@
+//! What the master and the worker share to talk over connections: a [`Peer`] (a connection's
+//! handle and its kill switch), an [`Outbox`] that sends in the order the owner decided, and the
+//! reading task of each connection.
+//!
+//! The owner of a process's state (an actor task) never waits on a socket: it queues what it
+//! sends in its outbox, whose task writes it in order. Order matters across connections too
+//! (LaunchExecutor to a worker before ExecutorAdded to its application), so one task serves all of
+//! a process's connections. A peer that does not read is not allowed to stall it: a send that
+//! waits longer than the send timeout kills that connection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, Notify};
+
+use super::observe::ObservedClose;
+use crate::connection::{Connection, ConnectionError, ConnectionHandle, Incoming};
+use crate::messages::{DeployMessage, ErrorDescription, Family};
+use crate::wire::Reply;
+
+/// A connection's id within one process.
+pub(crate) type ConnId = u64;
+
+/// A connection as the owner holds it: a handle to send on it, and a switch that closes it.
+#[derive(Clone)]
+pub(crate) struct Peer {
+    pub(crate) handle: ConnectionHandle<DeployMessage>,
+    kill: Arc<Notify>,
+}
+
+impl Peer {
+    /// Closes the connection at once (what was queued may be lost).
+    pub(crate) fn kill(&self) {
+        self.kill.notify_one();
+    }
+}
+
+/// Something to write.
+pub(crate) enum Out {
+    /// A one-way message.
+    Send(Peer, DeployMessage),
+    /// The answer to the peer's ask.
+    Reply(Peer, u64, Reply<DeployMessage>),
+    /// An ask whose answer only matters as a log line; later items wait for it (bounded by the
+    /// ask timeout), so that asks and sends stay in order.
+    Ask(Peer, DeployMessage),
+    /// Fails the peer's ask.
+    Fail(Peer, u64, ErrorDescription),
+    /// Close gracefully once everything before is written.
+    Close(Peer),
+    /// Signals once everything before is written.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// The sending side of a process's outbox.
+#[derive(Clone)]
+pub(crate) struct Outbox {
+    tx: mpsc::UnboundedSender<Out>,
+}
+
+impl Outbox {
+    /// Starts the outbox task.
+    pub(crate) fn spawn(send_timeout: Duration) -> Outbox {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
+        tokio::spawn(async move {
+            while let Some(out) = rx.recv().await {
+                write(out, send_timeout).await;
+            }
+        });
+        Outbox { tx }
+    }
+
+    /// Queues `out`; dropped silently when the task ended (the process is stopping).
+    pub(crate) fn push(&self, out: Out) {
+        let _ = self.tx.send(out);
+    }
+
+    /// Queues a one-way message to `peer`.
+    pub(crate) fn send(&self, peer: &Peer, message: impl Into<DeployMessage>) {
+        self.push(Out::Send(peer.clone(), message.into()));
+    }
+
+    /// Queues the answer to `peer`'s ask `id`.
+    pub(crate) fn reply(&self, peer: &Peer, id: u64, reply: Reply<DeployMessage>) {
+        self.push(Out::Reply(peer.clone(), id, reply));
+    }
+}
+
+async fn write(out: Out, send_timeout: Duration) {
+    let (peer, result) = match out {
+        Out::Send(peer, m) => {
+            let name = m.name();
+            let r = tokio::time::timeout(send_timeout, peer.handle.send(m)).await;
+            (peer, r.map(|r| r.map_err(|e| (name, e))))
+        }
+        Out::Reply(peer, id, reply) => {
+            let r = tokio::time::timeout(send_timeout, peer.handle.reply(id, reply)).await;
+            (peer, r.map(|r| r.map_err(|e| ("reply", e))))
+        }
+        Out::Ask(peer, m) => {
+            let name = m.name();
+            let r = tokio::time::timeout(send_timeout, peer.handle.ask(m)).await;
+            let r = r.map(|r| r.map(|_| ()).map_err(|e| (name, e)));
+            (peer, r)
+        }
+        Out::Fail(peer, id, error) => {
+            let r = tokio::time::timeout(send_timeout, peer.handle.fail(id, error)).await;
+            (peer, r.map(|r| r.map_err(|e| ("failure", e))))
+        }
+        Out::Flush(done) => {
+            let _ = done.send(());
+            return;
+        }
+        Out::Close(peer) => {
+            if tokio::time::timeout(send_timeout, peer.handle.close())
+                .await
+                .is_err()
+            {
+                peer.kill();
+            }
+            return;
+        }
+    };
+    match result {
+        Ok(Ok(())) => {}
+        Ok(Err((name, e))) if e.closes_connection() => {
+            tracing::debug!(message = name, error = %e, "not sent: the connection is closed");
+        }
+        Ok(Err((name, e))) => tracing::warn!(message = name, error = %e, "not sent"),
+        Err(_) => {
+            tracing::warn!(
+                peer = %peer.handle.negotiated().peer_id,
+                "a send waited over {send_timeout:?}: closing that connection"
+            );
+            peer.kill();
+        }
+    }
+}
+
+/// Starts reading `conn`: every message and ask goes to `deliver` as `(conn_id, Some(incoming))`,
+/// and the close as `(conn_id, None)`, after which the observer (if any) hears of it. Returns the
+/// [`Peer`] to send on it.
+pub(crate) fn spawn_reader(
+    mut conn: Connection<DeployMessage>,
+    conn_id: ConnId,
+    deliver: mpsc::UnboundedSender<(ConnId, Option<Incoming<DeployMessage>>)>,
+    observed: Option<ObservedClose>,
+) -> Peer {
+    let kill = Arc::new(Notify::new());
+    let peer = Peer {
+        handle: conn.handle(),
+        kill: Arc::clone(&kill),
+    };
+    tokio::spawn(async move {
+        let reason = loop {
+            tokio::select! {
+                got = conn.recv() => match got {
+                    Ok(incoming) => {
+                        if deliver.send((conn_id, Some(incoming))).is_err() {
+                            break ConnectionError::Closed;
+                        }
+                    }
+                    Err(e) => break e,
+                },
+                _ = kill.notified() => break ConnectionError::Closed,
+            }
+        };
+        tracing::debug!(conn = conn_id, reason = %reason, "connection ended");
+        drop(conn);
+        if let Some(observed) = observed {
+            observed.closed();
+        }
+        let _ = deliver.send((conn_id, None));
+    });
+    peer
+}

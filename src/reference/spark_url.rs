@@ -1,0 +1,155 @@
+//! Endpoint addresses: `spark://Name@host:port` names an endpoint (a driver's
+//! `CoarseGrainedScheduler`, a `Worker`), `spark://host:port` a master. The `sparkwire://` scheme
+//! of the reference master and worker, and a bare `host:port`, are taken as well.
+
+use std::fmt;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+/// A parsed `spark://` address.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SparkUrl {
+    /// The endpoint name before `@`, if any (`CoarseGrainedScheduler`, `Worker`).
+    pub name: Option<String>,
+    /// Host name or IP address (an IPv6 address without its brackets).
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+/// Why an address could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid address {text:?}: {problem} (expected spark://[Name@]host:port)")]
+pub struct UrlError {
+    /// The text given.
+    pub text: String,
+    /// What is wrong with it.
+    pub problem: &'static str,
+}
+
+impl SparkUrl {
+    /// The address of endpoint `name` at `host:port`.
+    pub fn endpoint(name: impl Into<String>, host: impl Into<String>, port: u16) -> Self {
+        SparkUrl {
+            name: Some(name.into()),
+            host: host.into(),
+            port,
+        }
+    }
+
+    /// Reads `spark://[Name@]host:port`, `sparkwire://[Name@]host:port` or `[Name@]host:port`.
+    pub fn parse(text: &str) -> Result<Self, UrlError> {
+        let fail = |problem| UrlError {
+            text: text.to_string(),
+            problem,
+        };
+        let rest = text
+            .strip_prefix("spark://")
+            .or_else(|| text.strip_prefix("sparkwire://"))
+            .unwrap_or(text);
+        let rest = rest.trim_end_matches('/');
+        let (name, hostport) = match rest.split_once('@') {
+            Some((name, hp)) if !name.is_empty() => (Some(name.to_string()), hp),
+            Some(_) => return Err(fail("empty endpoint name")),
+            None => (None, rest),
+        };
+        let (host, port) = hostport.rsplit_once(':').ok_or_else(|| fail("no port"))?;
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        if host.is_empty() {
+            return Err(fail("empty host"));
+        }
+        if host.contains(['/', '@', ' ']) {
+            return Err(fail("bad host"));
+        }
+        let port = port.parse::<u16>().map_err(|_| fail("bad port"))?;
+        Ok(SparkUrl {
+            name,
+            host: host.to_string(),
+            port,
+        })
+    }
+
+    /// `host:port`, as a socket address to connect to (IPv6 hosts in brackets).
+    pub fn socket_address(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl fmt::Display for SparkUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("spark://")?;
+        if let Some(name) = &self.name {
+            write!(f, "{name}@")?;
+        }
+        f.write_str(&self.socket_address())
+    }
+}
+
+/// Opens a TCP stream to `url`, retrying until `within` has passed (the peer may be starting).
+pub(crate) async fn tcp_connect(url: &SparkUrl, within: Duration) -> Result<TcpStream, String> {
+    let deadline = tokio::time::Instant::now() + within;
+    let address = url.socket_address();
+    loop {
+        let attempt = tokio::time::timeout_at(deadline, TcpStream::connect(&address)).await;
+        match attempt {
+            Ok(Ok(stream)) => {
+                // Small frames, sent one by one: waiting to coalesce them only adds latency.
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
+            Ok(Err(e)) if tokio::time::Instant::now() + Duration::from_millis(50) < deadline => {
+                tracing::debug!("connecting to {address}: {e}; retrying");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Ok(Err(e)) => return Err(e.to_string()),
+            Err(_) => return Err(format!("no connection within {within:?}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_master_and_bare_addresses_parse_and_print_back() {
+        let d = SparkUrl::parse("spark://CoarseGrainedScheduler@127.0.0.1:40123").expect("ok");
+        assert_eq!(
+            d,
+            SparkUrl::endpoint("CoarseGrainedScheduler", "127.0.0.1", 40123)
+        );
+        assert_eq!(
+            d.to_string(),
+            "spark://CoarseGrainedScheduler@127.0.0.1:40123"
+        );
+        let m = SparkUrl::parse("spark://localhost:7077").expect("ok");
+        assert_eq!((m.name, m.host.as_str(), m.port), (None, "localhost", 7077));
+        let w = SparkUrl::parse("sparkwire://127.0.0.1:9").expect("ok");
+        assert_eq!((w.host.as_str(), w.port), ("127.0.0.1", 9));
+        let b = SparkUrl::parse("[::1]:80").expect("ok");
+        assert_eq!(b.socket_address(), "[::1]:80");
+    }
+
+    #[test]
+    fn malformed_addresses_are_errors() {
+        for bad in [
+            "",
+            "spark://",
+            "spark://host",
+            "spark://host:port",
+            "spark://host:70000",
+            "spark://@host:1",
+            "spark://:1",
+        ] {
+            assert!(SparkUrl::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,809 @@
+//! The worker's actor: registration with its masters (with retries), heartbeats, master
+//! changes, and the executors and drivers it runs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+
+use super::listen::{self, ConnSettings, Purpose};
+use super::runner::{self, Ended, Launch, RunKey, Running};
+use super::{WorkerConfig, WorkerExit, INITIAL_REGISTRATION_RETRIES, REGISTRATION_RETRIES};
+use crate::connection::Incoming;
+use crate::messages::deploy::{
+    DriverStateChanged, ExecutorStateChanged, Heartbeat, LaunchDriver, LaunchExecutor,
+    RegisterWorker, WorkerDecommissioning, WorkerDriverStateResponse, WorkerExecutorStateResponse,
+    WorkerLatestState, WorkerSchedulerStateResponse, WorkerStateResponse,
+};
+use crate::messages::{
+    Addr, DeployMessage, DriverRunnerInfo, DriverState, EndpointRef, ErrorDescription,
+    ExecutorDescription, ExecutorState, Family, Resources,
+};
+use crate::reference::clock::{now_ms, stamp};
+use crate::reference::outbox::{ConnId, Out, Outbox, Peer};
+use crate::wire::handshake::Role;
+use crate::wire::Reply;
+
+/// What the worker's actor handles.
+#[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
+pub(crate) enum WEvent {
+    /// A connection is up.
+    Opened {
+        conn: ConnId,
+        peer: Peer,
+        role: Role,
+        purpose: Purpose,
+    },
+    /// A message or ask arrived.
+    Incoming(ConnId, Incoming<DeployMessage>),
+    /// A connection closed.
+    Closed(ConnId),
+    /// A process ended.
+    Ended(RunKey, Ended),
+}
+
+struct ConnRec {
+    peer: Peer,
+    role: Role,
+    purpose: Purpose,
+}
+
+struct ExecRun {
+    desc: ExecutorDescription,
+    resources: Resources,
+    running: Option<Running>,
+    killed: bool,
+}
+
+struct DriverRun {
+    info: DriverRunnerInfo,
+    running: Option<Running>,
+}
+
+pub(crate) struct WorkerActor {
+    pub(crate) id: String,
+    config: WorkerConfig,
+    addr: Addr,
+    self_ref: EndpointRef,
+    worker_url: String,
+    allow: Vec<PathBuf>,
+    conns: HashMap<ConnId, ConnRec>,
+    /// The connection to the active master, once registered.
+    master: Option<ConnId>,
+    registered: bool,
+    active_master_url: String,
+    master_web_ui_url: String,
+    attempts: u32,
+    next_retry: Option<Instant>,
+    decommissioned: bool,
+    executors: BTreeMap<(String, i32), ExecRun>,
+    finished_executors: Vec<ExecutorDescription>,
+    drivers: BTreeMap<String, DriverRun>,
+    finished_drivers: Vec<DriverRunnerInfo>,
+    cores_used: i32,
+    memory_used: i32,
+    outbox: Outbox,
+    events: mpsc::UnboundedSender<WEvent>,
+    settings: ConnSettings,
+    stopping: watch::Sender<bool>,
+    exit: Option<WorkerExit>,
+    seed: u64,
+}
+
+/// Most finished executors and drivers kept for the state page.
+const RETAINED_FINISHED: usize = 1000;
+
+impl WorkerActor {
+    pub(crate) fn new(
+        config: WorkerConfig,
+        addr: SocketAddr,
+        events: mpsc::UnboundedSender<WEvent>,
+    ) -> Self {
+        let host = config.host.clone();
+        let port = i32::from(addr.port());
+        let id = format!("worker-{}-{host}-{port}", stamp(now_ms()));
+        let (stopping, stopping_rx) = watch::channel(false);
+        let settings = ConnSettings {
+            id: id.clone(),
+            max_frame_size: config.max_frame_size,
+            handshake_timeout: Duration::from_secs(10),
+            observer: config.observer.clone(),
+            next_conn: Arc::new(AtomicU64::new(1)),
+            stopping: stopping_rx,
+        };
+        let me = Addr::new(host.clone(), port);
+        WorkerActor {
+            allow: runner::canonical_allow_list(&config.allow_exec),
+            self_ref: EndpointRef::at(me.clone(), "Worker"),
+            worker_url: format!("sparkwire://{host}:{port}"),
+            addr: me,
+            id,
+            outbox: Outbox::spawn(config.send_timeout),
+            config,
+            conns: HashMap::new(),
+            master: None,
+            registered: false,
+            active_master_url: String::new(),
+            master_web_ui_url: String::new(),
+            attempts: 0,
+            next_retry: None,
+            decommissioned: false,
+            executors: BTreeMap::new(),
+            finished_executors: Vec::new(),
+            drivers: BTreeMap::new(),
+            finished_drivers: Vec::new(),
+            cores_used: 0,
+            memory_used: 0,
+            events,
+            settings,
+            stopping,
+            exit: None,
+            seed: now_ms() as u64 ^ u64::from(std::process::id()) ^ 0x2545_f491_4f6c_dd1d,
+        }
+    }
+
+    pub(crate) async fn run(
+        mut self,
+        listener: TcpListener,
+        mut events: mpsc::UnboundedReceiver<WEvent>,
+        mut stop: oneshot::Receiver<()>,
+    ) -> WorkerExit {
+        let listening = tokio::spawn(listen::listen(
+            listener,
+            self.settings.clone(),
+            self.events.clone(),
+        ));
+        tracing::info!(
+            "Starting Spark worker {}:{} with {} cores, {} MiB RAM",
+            self.addr.host,
+            self.addr.port,
+            self.config.cores,
+            self.config.memory
+        );
+        self.register_with_all_masters();
+        let beat_every = (self.config.worker_timeout / 4).max(Duration::from_millis(10));
+        let mut beat = tokio::time::interval(beat_every);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let exit = loop {
+            if let Some(exit) = self.exit.take() {
+                break exit;
+            }
+            let retry = self.next_retry;
+            tokio::select! {
+                _ = &mut stop => break WorkerExit::Stopped,
+                event = events.recv() => match event {
+                    Some(e) => self.handle(e),
+                    None => break WorkerExit::Stopped,
+                },
+                _ = beat.tick() => self.send_heartbeat(),
+                _ = async {
+                    match retry {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                } => self.retry_registration(),
+            }
+        };
+        listening.abort();
+        // Wait until the listener is dropped, so the port is free when this returns.
+        let _ = listening.await;
+        let _ = self.stopping.send(true);
+        for run in self.executors.values_mut() {
+            if let Some(r) = run.running.as_mut() {
+                r.kill();
+            }
+        }
+        for run in self.drivers.values_mut() {
+            if let Some(r) = run.running.as_mut() {
+                r.kill();
+            }
+        }
+        for c in self.conns.values() {
+            c.peer.kill();
+        }
+        tracing::info!(worker = %self.id, ?exit, "worker stopped");
+        exit
+    }
+
+    fn handle(&mut self, event: WEvent) {
+        match event {
+            WEvent::Opened {
+                conn,
+                peer,
+                role,
+                purpose,
+            } => {
+                let registration = matches!(purpose, Purpose::Registration(_));
+                let master_addr = match &purpose {
+                    Purpose::Registration(a) => Some(a.clone()),
+                    Purpose::Inbound => None,
+                };
+                self.conns.insert(
+                    conn,
+                    ConnRec {
+                        peer: peer.clone(),
+                        role,
+                        purpose,
+                    },
+                );
+                if registration {
+                    if self.registered {
+                        self.outbox.push(Out::Close(peer));
+                    } else if let Some(a) = master_addr {
+                        self.send_register(&peer, a);
+                    }
+                }
+            }
+            WEvent::Incoming(conn, Incoming::Message(m)) => self.on_message(conn, m),
+            WEvent::Incoming(conn, Incoming::Ask { id, message }) => self.on_ask(conn, id, message),
+            WEvent::Closed(conn) => self.closed(conn),
+            WEvent::Ended(key, ended) => self.process_ended(key, ended),
+        }
+    }
+
+    fn fuzzed(&mut self, base: Duration) -> Duration {
+        let mut x = self.seed;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.seed = x;
+        let factor = 0.5 + (x % 1000) as f64 / 1000.0;
+        base.mul_f64(factor)
+    }
+
+    /// Spark's tryRegisterAllMasters: a connection to every master, RegisterWorker on each.
+    fn register_with_all_masters(&mut self) {
+        for (id, c) in &self.conns {
+            if matches!(c.purpose, Purpose::Registration(_)) && Some(*id) != self.master {
+                self.outbox.push(Out::Close(c.peer.clone()));
+            }
+        }
+        for m in self.config.masters.clone() {
+            tracing::info!("Connecting to master {m}...");
+            listen::dial_master(m, self.settings.clone(), self.events.clone());
+        }
+        self.schedule_retry();
+    }
+
+    fn schedule_retry(&mut self) {
+        let base = if self.attempts < INITIAL_REGISTRATION_RETRIES {
+            self.config.register_retry
+        } else {
+            self.config.register_retry * 6
+        };
+        let wait = self.fuzzed(base);
+        self.next_retry = Some(Instant::now() + wait);
+    }
+
+    fn retry_registration(&mut self) {
+        self.next_retry = None;
+        if self.registered {
+            return;
+        }
+        self.attempts += 1;
+        if self.attempts >= REGISTRATION_RETRIES {
+            tracing::error!("All masters are unresponsive! Giving up.");
+            self.exit = Some(WorkerExit::GaveUp);
+            return;
+        }
+        tracing::info!(
+            "Retrying connection to master (attempt # {})",
+            self.attempts
+        );
+        self.register_with_all_masters();
+    }
+
+    fn send_register(&self, peer: &Peer, master_address: Addr) {
+        self.outbox.send(
+            peer,
+            RegisterWorker {
+                id: self.id.clone(),
+                host: self.addr.host.clone(),
+                port: self.addr.port,
+                worker: self.self_ref.clone(),
+                cores: self.config.cores,
+                memory: self.config.memory,
+                worker_web_ui_url: format!("http://{}:8081", self.addr.host),
+                master_address,
+                resources: self.config.resources.clone(),
+            },
+        );
+    }
+
+    fn send_heartbeat(&self) {
+        if !self.registered {
+            return;
+        }
+        if let Some(c) = self.master.and_then(|m| self.conns.get(&m)) {
+            self.outbox.send(
+                &c.peer,
+                Heartbeat {
+                    worker_id: self.id.clone(),
+                    worker: self.self_ref.clone(),
+                },
+            );
+        }
+    }
+
+    fn to_master(&self, m: impl Into<DeployMessage>) {
+        if let Some(c) = self.master.and_then(|m| self.conns.get(&m)) {
+            self.outbox.send(&c.peer, m);
+        }
+    }
+
+    fn ask_master(&self, m: impl Into<DeployMessage>) {
+        if let Some(c) = self.master.and_then(|m| self.conns.get(&m)) {
+            self.outbox.push(Out::Ask(c.peer.clone(), m.into()));
+        }
+    }
+
+    /// Takes `conn` as the connection to the active master (Spark's changeMaster), closing the
+    /// other connections made to register.
+    fn change_master(&mut self, conn: ConnId, master: &EndpointRef, web_ui: &str) {
+        self.registered = true;
+        self.next_retry = None;
+        self.attempts = 0;
+        self.master = Some(conn);
+        self.active_master_url = match &master.address {
+            Some(a) => format!("sparkwire://{}:{}", a.host, a.port),
+            None => String::new(),
+        };
+        self.master_web_ui_url = web_ui.to_string();
+        for (id, c) in &self.conns {
+            let to_master = matches!(c.purpose, Purpose::Registration(_)) || c.role == Role::Master;
+            if *id != conn && to_master {
+                self.outbox.push(Out::Close(c.peer.clone()));
+            }
+        }
+    }
+
+    fn on_message(&mut self, conn: ConnId, m: DeployMessage) {
+        use DeployMessage as M;
+        let from_master = self
+            .conns
+            .get(&conn)
+            .is_some_and(|c| c.role == Role::Master);
+        if !from_master {
+            tracing::warn!(
+                conn,
+                message = m.name(),
+                "ignoring a message from a peer that is not a master"
+            );
+            return;
+        }
+        match m {
+            M::RegisteredWorker(r) => {
+                if r.duplicate {
+                    tracing::warn!("Duplicate registration at master {:?}", r.master.address);
+                }
+                tracing::info!("Successfully registered with master {:?}", r.master.address);
+                self.change_master(conn, &r.master, &r.master_web_ui_url);
+                self.to_master(WorkerLatestState {
+                    id: self.id.clone(),
+                    executors: self.executors.values().map(|e| e.desc.clone()).collect(),
+                    driver_ids: self.drivers.keys().cloned().collect(),
+                });
+            }
+            M::RegisterWorkerFailed(f) => {
+                if !self.registered {
+                    tracing::error!("Worker registration failed: {}", f.message);
+                    self.exit = Some(WorkerExit::RegistrationFailed(f.message));
+                }
+            }
+            M::MasterInStandby(_) => {
+                if Some(conn) != self.master {
+                    if let Some(c) = self.conns.get(&conn) {
+                        self.outbox.push(Out::Close(c.peer.clone()));
+                    }
+                }
+            }
+            M::ReconnectWorker(r) => {
+                tracing::info!(
+                    "Master with url {} requested this worker to reconnect.",
+                    r.master_url
+                );
+                self.registered = false;
+                if let Some(c) = self.conns.get(&conn) {
+                    let addr = match &c.purpose {
+                        Purpose::Registration(a) => Some(a.clone()),
+                        Purpose::Inbound => None,
+                    };
+                    let peer = c.peer.clone();
+                    let master_address = addr.unwrap_or_else(|| {
+                        crate::reference::url::MasterUrl::parse(&r.master_url)
+                            .ok()
+                            .and_then(|u| u.masters.into_iter().next())
+                            .unwrap_or_else(|| Addr::new("", 0))
+                    });
+                    self.send_register(&peer, master_address);
+                }
+                self.schedule_retry();
+            }
+            M::MasterChanged(c) => {
+                tracing::info!(
+                    "Master has changed, new master is at {:?}",
+                    c.master.address
+                );
+                self.change_master(conn, &c.master, &c.master_web_ui_url);
+                let response = WorkerSchedulerStateResponse {
+                    id: self.id.clone(),
+                    exec_responses: self
+                        .executors
+                        .values()
+                        .map(|e| WorkerExecutorStateResponse {
+                            desc: e.desc.clone(),
+                            resources: e.resources.clone(),
+                        })
+                        .collect(),
+                    driver_responses: self
+                        .drivers
+                        .keys()
+                        .map(|d| WorkerDriverStateResponse {
+                            driver_id: d.clone(),
+                            resources: Resources::new(),
+                        })
+                        .collect(),
+                };
+                self.to_master(response);
+            }
+            M::LaunchExecutor(l) => self.launch_executor(l),
+            M::KillExecutor(k) => {
+                if k.master_url != self.active_master_url {
+                    tracing::warn!(
+                        "Invalid Master ({}) attempted to kill executor {}",
+                        k.master_url,
+                        k.exec_id
+                    );
+                    return;
+                }
+                match self.executors.get_mut(&(k.app_id.clone(), k.exec_id)) {
+                    Some(run) => {
+                        tracing::info!("Asked to kill executor {}/{}", k.app_id, k.exec_id);
+                        run.killed = true;
+                        if let Some(r) = run.running.as_mut() {
+                            r.kill();
+                        }
+                    }
+                    None => {
+                        tracing::info!("Asked to kill unknown executor {}/{}", k.app_id, k.exec_id)
+                    }
+                }
+            }
+            M::LaunchDriver(l) => self.launch_driver(l),
+            M::KillDriver(k) => match self.drivers.get_mut(&k.driver_id) {
+                Some(run) => {
+                    tracing::info!("Asked to kill driver {}", k.driver_id);
+                    if let Some(r) = run.running.as_mut() {
+                        r.kill();
+                    }
+                }
+                None => tracing::info!("Asked to kill unknown driver {}", k.driver_id),
+            },
+            M::ApplicationFinished(a) => {
+                tracing::info!("Application {} finished", a.id);
+            }
+            M::DecommissionWorker(_) => {
+                if !self.decommissioned {
+                    tracing::info!("Decommissioning self");
+                    self.decommissioned = true;
+                    self.to_master(WorkerDecommissioning {
+                        id: self.id.clone(),
+                        worker_ref: self.self_ref.clone(),
+                    });
+                }
+            }
+            other => tracing::warn!(message = other.name(), "ignoring an unexpected message"),
+        }
+    }
+
+    fn on_ask(&mut self, conn: ConnId, id: u64, m: DeployMessage) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        let peer = c.peer.clone();
+        match m {
+            DeployMessage::RequestWorkerState(_) => {
+                let state = self.state_response();
+                self.outbox.reply(&peer, id, Reply::Message(state.into()));
+            }
+            other => {
+                self.outbox.push(Out::Fail(
+                    peer,
+                    id,
+                    ErrorDescription::new(
+                        "org.apache.spark.SparkException",
+                        format!("Unsupported message {} for a worker", other.name()),
+                    ),
+                ));
+            }
+        }
+    }
+
+    fn state_response(&self) -> WorkerStateResponse {
+        WorkerStateResponse {
+            host: self.addr.host.clone(),
+            port: self.addr.port,
+            worker_id: self.id.clone(),
+            executors: self.executors.values().map(|e| e.desc.clone()).collect(),
+            finished_executors: self.finished_executors.clone(),
+            drivers: self.drivers.values().map(|d| d.info.clone()).collect(),
+            finished_drivers: self.finished_drivers.clone(),
+            master_url: self.active_master_url.clone(),
+            cores: self.config.cores,
+            memory: self.config.memory,
+            cores_used: self.cores_used,
+            memory_used: self.memory_used,
+            master_web_ui_url: self.master_web_ui_url.clone(),
+            resources: self.config.resources.clone(),
+            resources_used: Resources::new(),
+        }
+    }
+
+    fn closed(&mut self, conn: ConnId) {
+        self.conns.remove(&conn);
+        if self.master == Some(conn) {
+            self.master = None;
+            if self.registered {
+                tracing::error!("Connection to master failed! Waiting for master to reconnect...");
+                self.registered = false;
+                self.attempts = 0;
+                self.register_with_all_masters();
+            }
+        }
+    }
+
+    fn launch_executor(&mut self, l: LaunchExecutor) {
+        if l.master_url != self.active_master_url {
+            tracing::warn!(
+                "Invalid Master ({}) attempted to launch executor.",
+                l.master_url
+            );
+            return;
+        }
+        if self.decommissioned {
+            tracing::warn!(
+                "Asked to launch an executor while decommissioned. Not launching executor."
+            );
+            return;
+        }
+        let key = (l.app_id.clone(), l.exec_id);
+        if self.executors.contains_key(&key) {
+            tracing::warn!(
+                "Asked to launch executor {}/{} twice; ignored",
+                l.app_id,
+                l.exec_id
+            );
+            return;
+        }
+        tracing::info!(
+            "Asked to launch executor {}/{} for {}",
+            l.app_id,
+            l.exec_id,
+            l.app_desc.name
+        );
+        let vars = [
+            ("EXECUTOR_ID", l.exec_id.to_string()),
+            ("HOSTNAME", self.addr.host.clone()),
+            ("CORES", l.cores.to_string()),
+            ("APP_ID", l.app_id.clone()),
+            ("WORKER_URL", self.worker_url.clone()),
+        ];
+        let command = &l.app_desc.command;
+        let started = runner::check_allowed(&command.main_class, &self.allow).and_then(|program| {
+            let dir =
+                runner::dir_under(&self.config.work_dir, &[&l.app_id, &l.exec_id.to_string()])?;
+            runner::start(
+                Launch {
+                    key: RunKey::Executor(l.app_id.clone(), l.exec_id),
+                    program,
+                    args: command
+                        .arguments
+                        .iter()
+                        .map(|a| runner::substitute(a, &vars))
+                        .collect(),
+                    env: command
+                        .environment
+                        .iter()
+                        .map(|(k, v)| (k.clone(), runner::substitute(v, &vars)))
+                        .collect(),
+                    dir,
+                    supervise: false,
+                },
+                self.events.clone(),
+            )
+        });
+        let desc = ExecutorDescription {
+            app_id: l.app_id.clone(),
+            exec_id: l.exec_id,
+            rp_id: l.rp_id,
+            cores: l.cores,
+            memory_mb: l.memory,
+            state: ExecutorState::Running,
+        };
+        match started {
+            Ok(running) => {
+                self.cores_used += l.cores;
+                self.memory_used += l.memory;
+                self.executors.insert(
+                    key,
+                    ExecRun {
+                        desc,
+                        resources: l.resources,
+                        running: Some(running),
+                        killed: false,
+                    },
+                );
+                self.ask_master(ExecutorStateChanged {
+                    app_id: l.app_id,
+                    exec_id: l.exec_id,
+                    state: ExecutorState::Running,
+                    message: None,
+                    exit_status: None,
+                });
+            }
+            Err(reason) => {
+                tracing::error!(
+                    "Failed to launch executor {}/{}: {reason}",
+                    l.app_id,
+                    l.exec_id
+                );
+                self.finished_executors.push(ExecutorDescription {
+                    state: ExecutorState::Failed,
+                    ..desc
+                });
+                self.trim_finished();
+                self.ask_master(ExecutorStateChanged {
+                    app_id: l.app_id,
+                    exec_id: l.exec_id,
+                    state: ExecutorState::Failed,
+                    message: Some(reason),
+                    exit_status: None,
+                });
+            }
+        }
+    }
+
+    fn launch_driver(&mut self, l: LaunchDriver) {
+        if self.drivers.contains_key(&l.driver_id) {
+            tracing::warn!("Asked to launch driver {} twice; ignored", l.driver_id);
+            return;
+        }
+        tracing::info!("Asked to launch driver {}", l.driver_id);
+        let vars = [
+            ("WORKER_URL", self.worker_url.clone()),
+            ("USER_JAR", l.driver_desc.jar_url.clone()),
+            ("HOSTNAME", self.addr.host.clone()),
+        ];
+        let command = &l.driver_desc.command;
+        let started = runner::check_allowed(&command.main_class, &self.allow).and_then(|program| {
+            let dir = runner::dir_under(&self.config.work_dir, &[&l.driver_id])?;
+            runner::start(
+                Launch {
+                    key: RunKey::Driver(l.driver_id.clone()),
+                    program,
+                    args: command
+                        .arguments
+                        .iter()
+                        .map(|a| runner::substitute(a, &vars))
+                        .collect(),
+                    env: command
+                        .environment
+                        .iter()
+                        .map(|(k, v)| (k.clone(), runner::substitute(v, &vars)))
+                        .collect(),
+                    dir,
+                    supervise: l.driver_desc.supervise,
+                },
+                self.events.clone(),
+            )
+        });
+        let info = DriverRunnerInfo {
+            driver_id: l.driver_id.clone(),
+            cores: l.driver_desc.cores,
+            memory: l.driver_desc.mem,
+            state: DriverState::Running,
+        };
+        match started {
+            Ok(running) => {
+                self.cores_used += info.cores;
+                self.memory_used += info.memory;
+                self.drivers.insert(
+                    l.driver_id,
+                    DriverRun {
+                        info,
+                        running: Some(running),
+                    },
+                );
+            }
+            Err(reason) => {
+                tracing::error!("Failed to launch driver {}: {reason}", l.driver_id);
+                self.finished_drivers.push(DriverRunnerInfo {
+                    state: DriverState::Error,
+                    ..info
+                });
+                self.trim_finished();
+                self.to_master(DriverStateChanged {
+                    driver_id: l.driver_id,
+                    state: DriverState::Error,
+                    exception: Some(ErrorDescription::new("java.io.IOException", reason)),
+                });
+            }
+        }
+    }
+
+    fn trim_finished(&mut self) {
+        if self.finished_executors.len() > RETAINED_FINISHED {
+            let n = self.finished_executors.len() - RETAINED_FINISHED;
+            self.finished_executors.drain(..n);
+        }
+        if self.finished_drivers.len() > RETAINED_FINISHED {
+            let n = self.finished_drivers.len() - RETAINED_FINISHED;
+            self.finished_drivers.drain(..n);
+        }
+    }
+
+    fn process_ended(&mut self, key: RunKey, ended: Ended) {
+        match key {
+            RunKey::Executor(app_id, exec_id) => {
+                let Some(mut run) = self.executors.remove(&(app_id.clone(), exec_id)) else {
+                    return;
+                };
+                self.cores_used -= run.desc.cores;
+                self.memory_used -= run.desc.memory_mb;
+                let (state, message, exit_status) = match ended {
+                    Ended::Exited { code, killed } if killed || run.killed => {
+                        (ExecutorState::Killed, None, Some(code))
+                    }
+                    Ended::Exited { code, .. } => (
+                        ExecutorState::Exited,
+                        Some(format!("Command exited with code {code}")),
+                        Some(code),
+                    ),
+                    Ended::Failed(reason) => (ExecutorState::Failed, Some(reason), None),
+                };
+                tracing::info!("Executor {app_id}/{exec_id} finished with state {state}");
+                run.desc.state = state;
+                self.finished_executors.push(run.desc);
+                self.trim_finished();
+                self.ask_master(ExecutorStateChanged {
+                    app_id,
+                    exec_id,
+                    state,
+                    message,
+                    exit_status,
+                });
+            }
+            RunKey::Driver(driver_id) => {
+                let Some(mut run) = self.drivers.remove(&driver_id) else {
+                    return;
+                };
+                self.cores_used -= run.info.cores;
+                self.memory_used -= run.info.memory;
+                let (state, exception) = match ended {
+                    Ended::Exited { killed: true, .. } => (DriverState::Killed, None),
+                    Ended::Exited { code: 0, .. } => (DriverState::Finished, None),
+                    Ended::Exited { .. } => (DriverState::Failed, None),
+                    Ended::Failed(reason) => (
+                        DriverState::Error,
+                        Some(ErrorDescription::new("java.io.IOException", reason)),
+                    ),
+                };
+                tracing::info!("Driver {driver_id} ended with state {state}");
+                run.info.state = state;
+                self.finished_drivers.push(run.info);
+                self.trim_finished();
+                self.to_master(DriverStateChanged {
+                    driver_id,
+                    state,
+                    exception,
+                });
+            }
+        }
+    }
+}

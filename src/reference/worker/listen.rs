@@ -1,0 +1,209 @@
+//! The worker's connections: its listener (masters after a failover, executors' watch
+//! connections, UIs) and its connections to masters for registration.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use super::actor::WEvent;
+use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
+use crate::messages::{Addr, CoarseMessage, DeployMessage};
+use crate::reference::observe::{ObservedClose, Observer};
+use crate::reference::outbox::{spawn_reader, ConnId};
+use crate::validate::{Endpoint, Role as VRole};
+use crate::wire::handshake::{client_handshake, server_handshake, HandshakeError, Identity, Role};
+
+/// What every connection of the worker is made with.
+#[derive(Clone)]
+pub(crate) struct ConnSettings {
+    pub(crate) id: String,
+    pub(crate) max_frame_size: usize,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) observer: Option<Observer>,
+    pub(crate) next_conn: Arc<AtomicU64>,
+    /// Executors' watch connections are held until this says stop.
+    pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Why a connection to or from a master exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// The worker dialled this master to register.
+    Registration(Addr),
+    /// A master or a UI dialled the worker.
+    Inbound,
+}
+
+impl ConnSettings {
+    fn config(&self) -> ConnectionConfig<DeployMessage> {
+        ConnectionConfig::default().with_max_frame_size(self.max_frame_size)
+    }
+}
+
+/// Accepts connections until the task is aborted.
+pub(crate) async fn listen(
+    listener: TcpListener,
+    settings: ConnSettings,
+    events: mpsc::UnboundedSender<WEvent>,
+) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, from)) => {
+                let settings = settings.clone();
+                let events = events.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = accept(stream, settings, events).await {
+                        tracing::debug!(%from, error = %e, "connection refused");
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn accept(
+    stream: TcpStream,
+    settings: ConnSettings,
+    events: mpsc::UnboundedSender<WEvent>,
+) -> Result<(), ConnectionError> {
+    let _ = stream.set_nodelay(true);
+    let local = Identity::new(Role::Worker, settings.id.clone());
+    let hs = server_handshake(stream, &local, |role| {
+        matches!(role, Role::Master | Role::Executor | Role::DriverClient)
+    });
+    let established = tokio::time::timeout(settings.handshake_timeout, hs)
+        .await
+        .map_err(|_| HandshakeError::TimedOut {
+            after: settings.handshake_timeout,
+        })??;
+    let negotiated = established.negotiated().clone();
+    if negotiated.peer_role == Role::Executor {
+        // An executor's watch connection: held, carrying nothing, so that each side notices the
+        // other going away by the socket closing.
+        let config = ConnectionConfig::<CoarseMessage>::default()
+            .with_max_frame_size(settings.max_frame_size);
+        let mut conn = Connection::establish(established, config)?;
+        let mut stopping = settings.stopping.clone();
+        tracing::debug!(executor = %negotiated.peer_id, "executor watch connection");
+        loop {
+            tokio::select! {
+                got = conn.recv() => match got {
+                    Ok(m) => tracing::warn!(executor = %negotiated.peer_id, message = ?m.message(), "ignoring a message on a watch connection"),
+                    Err(_) => break,
+                },
+                _ = stopping.wait_for(|s| *s) => break,
+            }
+        }
+        return Ok(());
+    }
+    let (config, close) = match (&settings.observer, negotiated.peer_role) {
+        (Some(observer), Role::DriverClient) => {
+            let local = Endpoint::new(VRole::Worker, settings.id.clone());
+            let (inspector, close) = observer.deploy_inspector(
+                local,
+                negotiated.peer_role,
+                &negotiated.peer_id,
+                false,
+                negotiated.version,
+            );
+            (settings.config().with_inspector(inspector), Some(close))
+        }
+        _ => (settings.config(), None),
+    };
+    let conn = Connection::establish(established, config)?;
+    register(
+        conn,
+        negotiated.peer_role,
+        Purpose::Inbound,
+        &settings,
+        &events,
+        close,
+    );
+    Ok(())
+}
+
+fn register(
+    conn: Connection<DeployMessage>,
+    role: Role,
+    purpose: Purpose,
+    settings: &ConnSettings,
+    events: &mpsc::UnboundedSender<WEvent>,
+    close: Option<ObservedClose>,
+) {
+    let conn_id = settings.next_conn.fetch_add(1, Ordering::Relaxed);
+    let (tx, mut rx) = mpsc::unbounded_channel::<(ConnId, Option<Incoming<DeployMessage>>)>();
+    let peer = spawn_reader(conn, conn_id, tx, close);
+    if events
+        .send(WEvent::Opened {
+            conn: conn_id,
+            peer,
+            role,
+            purpose,
+        })
+        .is_err()
+    {
+        return;
+    }
+    let events = events.clone();
+    tokio::spawn(async move {
+        while let Some((conn, incoming)) = rx.recv().await {
+            let event = match incoming {
+                Some(i) => WEvent::Incoming(conn, i),
+                None => WEvent::Closed(conn),
+            };
+            if events.send(event).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// Dials master `addr` to register; the actor hears of the connection, or of nothing when the
+/// master cannot be reached (the retry timer covers that).
+pub(crate) fn dial_master(
+    addr: Addr,
+    settings: ConnSettings,
+    events: mpsc::UnboundedSender<WEvent>,
+) {
+    tokio::spawn(async move {
+        let result = async {
+            let port = u16::try_from(addr.port).map_err(|_| ConnectionError::Closed)?;
+            let stream = tokio::time::timeout(
+                settings.handshake_timeout,
+                TcpStream::connect((addr.host.as_str(), port)),
+            )
+            .await
+            .map_err(|_| ConnectionError::Closed)??;
+            let _ = stream.set_nodelay(true);
+            let local = Identity::new(Role::Worker, settings.id.clone());
+            let established =
+                tokio::time::timeout(settings.handshake_timeout, client_handshake(stream, &local))
+                    .await
+                    .map_err(|_| HandshakeError::TimedOut {
+                        after: settings.handshake_timeout,
+                    })??;
+            let role = established.negotiated().peer_role;
+            let conn = Connection::establish(established, settings.config())?;
+            Ok::<_, ConnectionError>((conn, role))
+        }
+        .await;
+        match result {
+            Ok((conn, role)) => register(
+                conn,
+                role,
+                Purpose::Registration(addr),
+                &settings,
+                &events,
+                None,
+            ),
+            Err(e) => tracing::info!(master = %addr, error = %e, "cannot reach the master"),
+        }
+    });
+}

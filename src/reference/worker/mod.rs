@@ -1,0 +1,211 @@
+//! The reference Worker: Spark's standalone Worker on tokio.
+//!
+//! [`Worker::start`] listens on the address the worker advertises (a new master dials it there
+//! after a failover; executors open their watch connection there), registers with every master
+//! of its URL at once, heartbeats to the one that answers, and runs the executors and drivers
+//! that master launches as child processes, each in its own directory under the work directory.
+//!
+//! **Security.** A worker that runs whatever command a master sends is a remote-code-execution
+//! hole (real Spark clusters have been attacked exactly so). This worker runs only executables
+//! on the allow-list it was started with ([`WorkerConfig::allow_exec`]), comparing canonical
+//! paths; anything else is refused with ExecutorStateChanged FAILED (or DriverStateChanged ERROR)
+//! and a message saying why.
+//!
+//! - `actor`: registration with retries, heartbeats, master changes, what the master asks;
+//! - `runner`: executor and driver processes;
+//! - `listen`: the listener and the connections to masters.
+
+mod actor;
+mod listen;
+mod runner;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+use super::observe::Observer;
+use crate::messages::{Addr, Resources};
+use crate::wire::limits::DEFAULT_MAX_FRAME_SIZE;
+
+/// Spark's registration attempts before a worker gives up (6 at the initial interval, 10 at the
+/// prolonged one).
+pub const REGISTRATION_RETRIES: u32 = 16;
+
+/// Attempts made at the initial interval before the prolonged one.
+pub const INITIAL_REGISTRATION_RETRIES: u32 = 6;
+
+/// The worker's settings.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The masters to register with (one, or several for high availability).
+    pub masters: Vec<Addr>,
+    /// Address to listen on and advertise. Default `127.0.0.1`.
+    pub host: String,
+    /// Port to listen on; 0 picks a free one. Default 0.
+    pub port: u16,
+    /// Cores offered. Default: the machine's.
+    pub cores: i32,
+    /// Memory offered, MiB. Default 1024.
+    pub memory: i32,
+    /// Custom resources offered, by name.
+    pub resources: Resources,
+    /// Where executors and drivers run: `<work_dir>/<app-id>/<exec-id>/`, `<work_dir>/<driver-id>/`.
+    pub work_dir: PathBuf,
+    /// The only executables the worker runs (compared after canonicalization).
+    pub allow_exec: Vec<PathBuf>,
+    /// The master's worker timeout; heartbeats go every quarter of it (Spark: 60 s, so 15 s).
+    pub worker_timeout: Duration,
+    /// Interval between registration attempts at first; fuzzed by ±50 % and six times longer
+    /// after six attempts, as Spark does (Spark: 10 s).
+    pub register_retry: Duration,
+    /// Largest frame accepted or sent, bytes. Default 128 MiB.
+    pub max_frame_size: usize,
+    /// How long one send may wait for a peer that does not read before its connection closes.
+    pub send_timeout: Duration,
+    /// Strict mode: connections UIs open to the worker feed this observer's validator.
+    pub observer: Option<Observer>,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            masters: Vec::new(),
+            host: "127.0.0.1".into(),
+            port: 0,
+            cores: std::thread::available_parallelism()
+                .map(|n| i32::try_from(n.get()).unwrap_or(1))
+                .unwrap_or(1),
+            memory: 1024,
+            resources: Resources::new(),
+            work_dir: std::env::temp_dir().join("sparkwire-work"),
+            allow_exec: Vec::new(),
+            worker_timeout: Duration::from_secs(60),
+            register_retry: Duration::from_secs(10),
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            send_timeout: Duration::from_secs(30),
+            observer: None,
+        }
+    }
+}
+
+/// The worker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The work directory could not be created.
+    #[error("cannot create the work directory {dir}: {source}")]
+    WorkDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No master to register with.
+    #[error("no master address given")]
+    NoMaster,
+}
+
+/// Why a worker stopped by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkerExit {
+    /// Stopped on request.
+    Stopped,
+    /// A master refused the registration (Spark's worker exits then).
+    RegistrationFailed(String),
+    /// No master answered after every attempt.
+    GaveUp,
+}
+
+/// The reference worker.
+#[derive(Debug)]
+pub struct Worker;
+
+/// A running worker.
+#[derive(Debug)]
+pub struct WorkerHandle {
+    addr: SocketAddr,
+    id: String,
+    stop: Option<oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<WorkerExit>>,
+}
+
+impl Worker {
+    /// Binds the listener and starts the worker, which registers with its masters at once.
+    pub async fn start(config: WorkerConfig) -> Result<WorkerHandle, WorkerError> {
+        if config.masters.is_empty() {
+            return Err(WorkerError::NoMaster);
+        }
+        std::fs::create_dir_all(&config.work_dir).map_err(|source| WorkerError::WorkDir {
+            dir: config.work_dir.clone(),
+            source,
+        })?;
+        let bind = format!("{}:{}", config.host, config.port);
+        let listener = TcpListener::bind(&bind)
+            .await
+            .map_err(|source| WorkerError::Bind {
+                addr: bind.clone(),
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| WorkerError::Bind {
+            addr: bind.clone(),
+            source,
+        })?;
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let actor = actor::WorkerActor::new(config, addr, events_tx);
+        let id = actor.id.clone();
+        let done = tokio::spawn(actor.run(listener, events_rx, stop_rx));
+        Ok(WorkerHandle {
+            addr,
+            id,
+            stop: Some(stop_tx),
+            done: Some(done),
+        })
+    }
+}
+
+impl WorkerHandle {
+    /// The address the worker listens on (and advertises).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The worker's id, `worker-yyyyMMddHHmmss-host-port`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Stops the worker: its executors and drivers are killed, its connections closed.
+    pub async fn shutdown(mut self) -> WorkerExit {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.stopped().await
+    }
+
+    /// Waits until the worker stops (by itself or on request) and says why.
+    pub async fn stopped(&mut self) -> WorkerExit {
+        match self.done.take() {
+            Some(done) => done.await.unwrap_or(WorkerExit::Stopped),
+            None => WorkerExit::Stopped,
+        }
+    }
+}
+
+impl Drop for WorkerHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! Jobs through a real cluster on loopback: a `sparkwire master --strict` and `sparkwire worker`
+//! processes, the driver in the test, executors as processes the workers start. Every connection
+//! is validated strictly: the driver's executor connections by the driver, the workers' and the
+//! application client's by the master.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sparkwire::reference::driver::Driver;
+use sparkwire::reference::task::{SleepJob, SumSquaresJob};
+use support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_runs_through_master_workers_and_executor_processes_with_every_connection_valid() {
+    let cluster = cluster(2, 1).await;
+    let (mut config, observer) = strict_config("sum through the cluster");
+    config.masters = vec![cluster.master_url().to_string()];
+    let driver = Driver::start(config).await.expect("driver");
+    let ready = wait_status(&driver, "two executors", |s| s.ready_executors() == 2).await;
+    assert!(ready
+        .app_id
+        .as_deref()
+        .is_some_and(|a| a.starts_with("app-")));
+    assert!(ready.executors.iter().all(|e| e.worker_id.is_some()));
+    let job = SumSquaresJob {
+        partitions: 12,
+        n: 1_000_000,
+    };
+    let expected = format!("Sum of squares of 0..1000000 is {}", job.expected());
+    let result = patiently("the job", driver.run(Arc::new(job)))
+        .await
+        .expect("driver")
+        .expect("job");
+    assert_eq!(result.output, expected);
+    let status = driver.stop().await.expect("status");
+    assert_eq!(sent(&status, "RegisterApplication"), 1);
+    assert_eq!(received(&status, "ExecutorAdded"), 2);
+    assert_eq!(sent(&status, "UnregisterApplication"), 1);
+    assert_eq!(sent(&status, "LaunchTask"), 12);
+    let verdict = observer.verdict(true);
+    assert!(verdict.is_clean(), "{verdict}: {:?}", verdict.examples);
+    let output = cluster.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(master_violations(&output), Some(0), "{output:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_killed_with_sigkill_mid_job_is_replaced_and_the_job_finishes() {
+    let cluster = cluster(2, 1).await;
+    let (mut config, observer) = strict_config("sigkill through the cluster");
+    config.masters = vec![cluster.master_url().to_string()];
+    let driver = Driver::start(config).await.expect("driver");
+    wait_status(&driver, "two executors", |s| s.ready_executors() == 2).await;
+    let job = driver
+        .submit(Arc::new(SleepJob {
+            partitions: 8,
+            millis: 250,
+        }))
+        .await
+        .expect("submitted");
+    wait_status(&driver, "executor 0 busy", |s| {
+        s.executors.iter().any(|e| e.id == "0" && e.free_cores == 0)
+    })
+    .await;
+    kill9(executor_pid(&driver.url(), "0").await);
+    let result = patiently("the job", job.result()).await.expect("job");
+    assert_eq!(result.output, "8 tasks slept 250 ms each");
+    // The master replaced the executor on the same worker.
+    let status = wait_status(&driver, "a replacement executor", |s| {
+        s.ready_executors() == 2
+    })
+    .await;
+    assert!(status.executors.iter().all(|e| e.id != "0"));
+    assert_eq!(status.executors_lost, 1);
+    let status = driver.stop().await.expect("status");
+    assert!(received(&status, "ExecutorUpdated") >= 1);
+    let verdict = observer.verdict(true);
+    assert!(verdict.is_clean(), "{verdict}: {:?}", verdict.examples);
+    let output = cluster.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(master_violations(&output), Some(0), "{output:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_job_loses_its_executor_and_the_job_finishes_on_the_other() {
+    let mut cluster = cluster(2, 1).await;
+    let (mut config, observer) = strict_config("dead worker");
+    config.masters = vec![cluster.master_url().to_string()];
+    let driver = Driver::start(config).await.expect("driver");
+    let ready = wait_status(&driver, "two executors", |s| s.ready_executors() == 2).await;
+    let job = driver
+        .submit(Arc::new(SleepJob {
+            partitions: 6,
+            millis: 250,
+        }))
+        .await
+        .expect("submitted");
+    wait_status(&driver, "both executors busy", |s| {
+        s.executors.iter().all(|e| e.free_cores == 0)
+    })
+    .await;
+    // The first worker's executor: the master granted executor 0 on it.
+    let victim = ready
+        .executors
+        .iter()
+        .find(|e| e.id == "0")
+        .and_then(|e| e.worker_id.clone())
+        .expect("executor 0's worker");
+    let index = cluster
+        .worker_urls()
+        .iter()
+        .position(|u| {
+            let port = u.rsplit(':').next().unwrap_or("?");
+            victim.ends_with(&format!("-{port}"))
+        })
+        .expect("the worker's index");
+    cluster.kill_worker(index).await;
+    let result = patiently("the job", job.result()).await.expect("job");
+    assert_eq!(result.output, "6 tasks slept 250 ms each");
+    let status = wait_status(&driver, "executor 0 removed", |s| {
+        s.executors.iter().all(|e| e.id != "0")
+    })
+    .await;
+    assert_eq!(status.executors_lost, 1);
+    driver.stop().await;
+    let verdict = observer.verdict(true);
+    assert!(verdict.is_clean(), "{verdict}: {:?}", verdict.examples);
+    let output = cluster.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(master_violations(&output), Some(0), "{output:?}");
+}
+
+/// Runs `sparkwire local-cluster ARGS`, returning its exit code and standard output.
+async fn local_cluster(args: &[&str]) -> (Option<i32>, String) {
+    let out = patiently(
+        "local-cluster",
+        tokio::process::Command::new(BIN)
+            .arg("local-cluster")
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// The word after `prefix` in `text`.
+fn word_after<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.split(prefix)
+        .nth(1)
+        .and_then(|rest| rest.split([' ', ',', '\n']).next())
+        .unwrap_or("")
+}
+
+/// No process of that cluster is left (once signals are delivered): no worker naming its
+/// master, no executor of its app.
+async fn no_orphans(stdout: &str) {
+    let master = word_after(stdout, "local-cluster: master ");
+    let app = word_after(stdout, "application ");
+    assert!(master.starts_with("sparkwire://"), "{stdout}");
+    assert!(app.starts_with("app-"), "{stdout}");
+    patiently("the cluster's processes to be gone", async {
+        while !processes_with_arg(master).is_empty() || !processes_with_arg(app).is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_cluster_with_no_options_estimates_pi_validly_and_leaves_no_process() {
+    let trace = std::env::temp_dir().join(format!("sparkwire-lc-{}.jsonl", std::process::id()));
+    let diagram = trace.with_extension("md");
+    let (code, stdout) = local_cluster(&[
+        "--trace",
+        trace.to_str().expect("utf-8"),
+        "--diagram",
+        diagram.to_str().expect("utf-8"),
+    ])
+    .await;
+    assert_eq!(code, Some(0), "{stdout}");
+    let pi: f64 = word_after(&stdout, "Pi is roughly ")
+        .parse()
+        .expect("a number");
+    assert!((pi - std::f64::consts::PI).abs() < 0.01, "{stdout}");
+    assert!(stdout.contains("tasks/s"), "{stdout}");
+    assert!(stdout.contains("LaunchTask"), "{stdout}");
+    assert!(
+        stdout.contains("validator (driver side, strict): valid:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(", 0 violations"), "{stdout}");
+    no_orphans(&stdout).await;
+    // The trace passes `sparkwire validate`, and the diagram shows the first task.
+    let check = std::process::Command::new(BIN)
+        .arg("validate")
+        .arg(&trace)
+        .output()
+        .expect("validate runs");
+    assert!(check.status.success(), "{check:?}");
+    let text = std::fs::read_to_string(&diagram).expect("diagram");
+    assert!(text.starts_with("```mermaid\nsequenceDiagram\n"), "{text}");
+    assert!(
+        text.contains("RegisterApplication") && text.contains("LaunchTask"),
+        "{text}"
+    );
+    let _ = std::fs::remove_file(&trace);
+    let _ = std::fs::remove_file(&diagram);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_cluster_interrupted_mid_job_stops_every_process() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let mut child = tokio::process::Command::new(BIN)
+        .args([
+            "local-cluster",
+            "--job",
+            "sleep",
+            "--partitions",
+            "1000",
+            "--param",
+            "1000",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut seen = String::new();
+    patiently("the executors", async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.starts_with("first executor registered") {
+                break;
+            }
+        }
+    })
+    .await;
+    let pid = child.id().expect("pid");
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok);
+    while let Ok(Some(line)) = lines.next_line().await {
+        seen.push_str(&line);
+        seen.push('\n');
+    }
+    let status = patiently("local-cluster's exit", child.wait())
+        .await
+        .expect("wait");
+    assert!(!status.success(), "{seen}");
+    no_orphans(&seen).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_asks_the_master_to_kill_and_to_add_executors() {
+    let cluster = cluster(2, 1).await;
+    let (mut config, observer) = strict_config("dynamic allocation");
+    config.masters = vec![cluster.master_url().to_string()];
+    let driver = Driver::start(config).await.expect("driver");
+    wait_status(&driver, "two executors", |s| s.ready_executors() == 2).await;
+    // As Spark's dynamic allocation: lower the target, then kill.
+    assert_eq!(driver.request_executors(1).await, Ok(true));
+    assert_eq!(driver.kill_executors(vec!["0".into()]).await, Ok(true));
+    wait_status(&driver, "executor 0 gone", |s| {
+        s.executors.iter().all(|e| e.id != "0")
+    })
+    .await;
+    assert_eq!(driver.request_executors(2).await, Ok(true));
+    let status = wait_status(&driver, "a new executor", |s| s.ready_executors() == 2).await;
+    assert!(status.executors.iter().any(|e| e.id == "2"), "{status:?}");
+    let r = patiently(
+        "a job",
+        driver.run(Arc::new(SumSquaresJob {
+            partitions: 4,
+            n: 1000,
+        })),
+    )
+    .await
+    .expect("driver");
+    assert!(r.is_ok(), "{r:?}");
+    let status = driver.stop().await.expect("status");
+    assert_eq!(sent(&status, "RequestExecutors"), 2);
+    assert_eq!(sent(&status, "KillExecutors"), 1);
+    let verdict = observer.verdict(true);
+    assert!(verdict.is_clean(), "{verdict}: {:?}", verdict.examples);
+    let output = cluster.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(master_violations(&output), Some(0), "{output:?}");
+}

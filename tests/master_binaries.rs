@@ -1,0 +1,112 @@
+//! The real binaries: `sparkwire master` and `sparkwire worker` print their addresses first, run
+//! the basic flow with a test application, and exit cleanly on SIGTERM. The master runs with
+//! `--strict` (every connection checked by the validator, exit status 1 if any rule was broken),
+//! so its clean exit proves the flow legal.
+
+mod cluster;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use cluster::*;
+use sparkwire::messages::{DeployMessage, ExecutorState};
+use sparkwire::reference::url::MasterUrl;
+
+/// A child process killed (by its own pid) if the test fails before stopping it.
+struct Guard(Option<Child>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn spawn(args: &[&str]) -> (Guard, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sparkwire"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn sparkwire");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("first line");
+    (Guard(Some(child)), line.trim().to_string())
+}
+
+fn terminate(mut guard: Guard) -> std::process::ExitStatus {
+    let mut child = guard.0.take().expect("running");
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    child.wait().expect("exit")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn master_and_worker_binaries_run_an_application_and_stop_on_sigterm() {
+    let work = temp_dir("binaries");
+    let (master, line) = spawn(&["master", "--port", "0", "--worker-timeout", "2", "--strict"]);
+    let url = line
+        .strip_prefix("sparkwire master listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    let m = MasterUrl::parse(&url).expect("a master URL").masters[0].clone();
+    let work_dir = work.display().to_string();
+    let (worker, line) = spawn(&[
+        "worker",
+        &url,
+        "--port",
+        "0",
+        "--cores",
+        "2",
+        "--memory",
+        "1024",
+        "--allow-exec",
+        SH,
+        "--work-dir",
+        &work_dir,
+        "--worker-timeout",
+        "2",
+        "--register-retry",
+        "0.3",
+    ]);
+    assert!(
+        line.starts_with("sparkwire worker worker-")
+            && line.contains(" listening on sparkwire://127.0.0.1:"),
+        "{line}"
+    );
+
+    wait_master_state(&m, "the worker registered", |s| s.workers.len() == 1).await;
+    let app = TestApp::register(
+        std::slice::from_ref(&m),
+        app_desc("binaries", "exec sleep 60", None, 256),
+    )
+    .await;
+    let app_id = app.app_id().await;
+    app.wait("the executor running", |l| {
+        l.iter().any(
+            |m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Running),
+        )
+    })
+    .await;
+    assert!(work.join(&app_id).join("0").join("stderr").exists());
+    app.unregister().await;
+    wait_master_state(&m, "the application finished", |s| {
+        s.active_apps.is_empty() && s.workers.len() == 1 && s.workers[0].cores_used == 0
+    })
+    .await;
+    assert!(terminate(worker).success(), "the worker exits 0 on SIGTERM");
+    assert!(
+        terminate(master).success(),
+        "the master exits 0 on SIGTERM, having seen no protocol violation"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -1,0 +1,136 @@
+//! The basic flow end to end on loopback, every connection checked by the validator in strict
+//! mode: a worker registers and heartbeats, an application registers and gets an executor, the
+//! worker runs it as a process and reports its states, and the application's end kills it.
+
+mod cluster;
+
+use cluster::*;
+use sparkwire::messages::deploy::RequestWorkerState;
+use sparkwire::messages::{DeployMessage, ExecutorState, WorkerState};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn application_gets_a_running_executor_that_is_killed_when_it_unregisters() {
+    let obs = observer(WORKER_TIMEOUT);
+    let work = temp_dir("flow");
+    let master = start_master(&obs, |_| {}).await;
+    let m = addr_of(&master);
+    let worker = start_worker(&obs, vec![m.clone()], 4, 4096, &work).await;
+    wait_master_state(&m, "the worker registered", |s| {
+        s.workers.len() == 1 && s.workers[0].state == WorkerState::Alive
+    })
+    .await;
+
+    let app = TestApp::register(
+        std::slice::from_ref(&m),
+        app_desc("flow", "exec sleep 60", None, 512),
+    )
+    .await;
+    let app_id = app.app_id().await;
+    assert!(
+        app_id.starts_with("app-") && app_id.ends_with("-0000"),
+        "{app_id}"
+    );
+    let log = app
+        .wait("the executor running", |log| {
+            log.iter().any(|m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Running))
+        })
+        .await;
+    let added = log
+        .iter()
+        .find_map(|m| match m {
+            DeployMessage::ExecutorAdded(a) => Some(a.clone()),
+            _ => None,
+        })
+        .expect("ExecutorAdded");
+    assert_eq!((added.id, added.cores, added.memory), (0, 4, 512));
+    assert_eq!(added.worker_id, worker.id());
+    assert!(work.join(&app_id).join("0").join("stdout").exists());
+
+    // Heartbeats keep the worker alive well past the timeout.
+    tokio::time::sleep(WORKER_TIMEOUT * 2).await;
+    let s = master_state(&m).await;
+    assert_eq!(s.workers[0].state, WorkerState::Alive);
+    assert_eq!(s.workers[0].cores_used, 4);
+
+    app.unregister().await;
+    wait_master_state(&m, "the application finished and its cores freed", |s| {
+        s.active_apps.is_empty() && s.completed_apps.len() == 1 && s.workers[0].cores_used == 0
+    })
+    .await;
+    // The worker killed the process and reports it.
+    let ui = client(&sparkwire::messages::Addr::new(
+        "127.0.0.1",
+        i32::from(worker.addr().port()),
+    ))
+    .await;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        match ask(&ui, RequestWorkerState {}).await {
+            sparkwire::wire::Reply::Message(DeployMessage::WorkerStateResponse(w))
+                if w.executors.is_empty()
+                    && w.finished_executors
+                        .iter()
+                        .any(|e| e.state == ExecutorState::Killed) =>
+            {
+                break
+            }
+            _ => {}
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the executor was never killed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    ui.close().await;
+    assert_clean(&obs);
+    worker.shutdown().await;
+    master.shutdown().await;
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_that_exits_is_reported_exited_with_its_code_and_replaced() {
+    let obs = observer(WORKER_TIMEOUT);
+    let work = temp_dir("exit");
+    let master = start_master(&obs, |_| {}).await;
+    let m = addr_of(&master);
+    let worker = start_worker(&obs, vec![m.clone()], 2, 2048, &work).await;
+    // First executor exits with 0 after a moment; the replacement sleeps.
+    let script = "if [ \"$1\" = 0 ]; then sleep 0.2; exit 0; fi; exec sleep 60";
+    let app = TestApp::register(
+        std::slice::from_ref(&m),
+        app_desc("exit", script, Some(1), 256),
+    )
+    .await;
+    let log = app
+        .wait("executor 0 exited", |log| {
+            log.iter().any(|m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.id == 0 && u.state == ExecutorState::Exited))
+        })
+        .await;
+    let exited = log
+        .iter()
+        .find_map(|m| match m {
+            DeployMessage::ExecutorUpdated(u) if u.id == 0 && u.state == ExecutorState::Exited => {
+                Some(u.clone())
+            }
+            _ => None,
+        })
+        .expect("exited");
+    assert_eq!(
+        exited.message.as_deref(),
+        Some("Command exited with code 0")
+    );
+    assert_eq!(exited.exit_status, Some(0));
+    // Two 1-core executors fill the worker; the exited one is replaced by executor 2.
+    app.wait("a replacement executor", |log| {
+        log.iter()
+            .any(|m| matches!(m, DeployMessage::ExecutorAdded(a) if a.id == 2))
+    })
+    .await;
+    assert_clean(&obs);
+    app.unregister().await;
+    worker.shutdown().await;
+    master.shutdown().await;
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -1,0 +1,190 @@
+//! Helpers for the driver, executor and local-cluster tests: drivers observed by a strict
+//! validator, in-process and child-process executors, waiting for conditions.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sparkwire::reference::driver::{Driver, DriverConfig, DriverStatus};
+use sparkwire::reference::executor::{run_executor, ExecutorConfig, ExecutorError, ExecutorExit};
+use sparkwire::reference::tap::{strict_validator, Observer};
+use sparkwire::reference::task::BuiltinRunner;
+use tokio::task::JoinHandle;
+
+/// Generous: conditions are waited for, never timed.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The sparkwire binary.
+pub const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
+
+/// A driver configuration observed by a strict validator.
+pub fn strict_config(name: &str) -> (DriverConfig, Observer) {
+    let observer = Observer::strict(strict_validator());
+    let mut config = DriverConfig::new(name);
+    config.observer = Some(observer.clone());
+    config.executor_program = BIN.into();
+    (config, observer)
+}
+
+/// Starts an in-process executor for `driver`.
+pub fn executor(
+    driver: &Driver,
+    id: &str,
+    cores: u32,
+) -> JoinHandle<Result<ExecutorExit, ExecutorError>> {
+    let mut config = ExecutorConfig::new(driver.url(), id, cores);
+    config.app_id = "test-app".into();
+    tokio::spawn(run_executor(config, Arc::new(BuiltinRunner)))
+}
+
+/// Starts `sparkwire executor` as a child process for `driver` (killed when dropped).
+pub fn executor_process(driver: &Driver, id: &str, cores: u32) -> tokio::process::Child {
+    tokio::process::Command::new(BIN)
+        .args([
+            "executor",
+            "--driver-url",
+            &driver.url(),
+            "--executor-id",
+            id,
+            "--hostname",
+            "127.0.0.1",
+            "--cores",
+            &cores.to_string(),
+            "--app-id",
+            "test-app",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn sparkwire executor")
+}
+
+/// Polls the driver's status until `ok` holds; panics after [`PATIENCE`].
+pub async fn wait_status(
+    driver: &Driver,
+    what: &str,
+    ok: impl Fn(&DriverStatus) -> bool,
+) -> DriverStatus {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let status = driver.status().await.expect("driver running");
+        if ok(&status) {
+            return status;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting for {what}: {status:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits for `f` at most [`PATIENCE`].
+pub async fn patiently<T>(what: &str, f: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(PATIENCE, f).await {
+        Ok(v) => v,
+        Err(_) => panic!("gave up waiting for {what}"),
+    }
+}
+
+/// Frames of `name` the driver sent.
+pub fn sent(status: &DriverStatus, name: &str) -> u64 {
+    status
+        .counters
+        .sent_by_name
+        .get(name)
+        .map_or(0, |t| t.frames)
+}
+
+/// Frames of `name` the driver received.
+pub fn received(status: &DriverStatus, name: &str) -> u64 {
+    status
+        .counters
+        .received_by_name
+        .get(name)
+        .map_or(0, |t| t.frames)
+}
+
+/// Sends SIGKILL to process `pid`.
+pub fn kill9(pid: u32) {
+    let ok = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill")
+        .success();
+    assert!(ok, "kill -9 {pid}");
+}
+
+/// A local cluster of `workers` workers of `cores` cores, its master strict.
+pub async fn cluster(workers: usize, cores: u32) -> sparkwire::reference::cluster::LocalCluster {
+    let mut config = sparkwire::reference::cluster::ClusterConfig::new(BIN, workers, cores, 1024);
+    config.master_args = vec!["--strict".into()];
+    sparkwire::reference::cluster::LocalCluster::start(&config)
+        .await
+        .expect("cluster starts")
+}
+
+/// The count of violations in the master's verdict line, as `sparkwire master --strict` prints
+/// it at exit.
+pub fn master_violations(output: &[String]) -> Option<u64> {
+    let line = output
+        .iter()
+        .find_map(|l| l.strip_prefix("sparkwire master validator: "))?;
+    line.split(", ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Process ids of the `sparkwire` processes whose arguments include `needle`.
+pub fn processes_with_arg(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let is_ours = args.first().is_some_and(|a| a.ends_with(b"sparkwire"));
+        if is_ours && args.contains(&needle.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The process id of executor `id` of the driver at `driver_url`, once it runs.
+pub async fn executor_pid(driver_url: &str, id: &str) -> u32 {
+    patiently("the executor process", async {
+        loop {
+            for pid in processes_with_arg(driver_url) {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+                let this = args
+                    .windows(2)
+                    .any(|w| w[0] == b"--executor-id" && w[1] == id.as_bytes());
+                if this {
+                    return pid;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
