@@ -174,20 +174,26 @@ pub fn handshake(data: &[u8]) {
 /// The first byte picks the family and version; the rest is read as a message body. An accepted
 /// body re-encodes, and the re-encoding decodes to the same value.
 pub fn message_body(data: &[u8]) {
-    let Some((&selector, rest)) = data.split_first() else {
+    let Some((version, coarse, frame)) = selected(data) else {
         return;
     };
+    if coarse {
+        body_round_trip::<CoarseMessage>(&frame, version);
+    } else {
+        body_round_trip::<DeployMessage>(&frame, version);
+    }
+}
+
+/// Reads the selector byte of the body and envelope targets: bit 0 picks the version (V1, V2),
+/// bit 1 the family (deploy, coarse); the rest of the input is the frame.
+fn selected(data: &[u8]) -> Option<(Version, bool, Bytes)> {
+    let (&selector, rest) = data.split_first()?;
     let version = if selector & 1 == 0 {
         Version::V1
     } else {
         Version::V2
     };
-    let frame = Bytes::copy_from_slice(rest);
-    if selector & 2 == 0 {
-        body_round_trip::<DeployMessage>(&frame, version);
-    } else {
-        body_round_trip::<CoarseMessage>(&frame, version);
-    }
+    Some((version, selector & 2 != 0, Bytes::copy_from_slice(rest)))
 }
 
 fn body_round_trip<F: Family>(frame: &Bytes, version: Version) {
@@ -207,19 +213,13 @@ fn body_round_trip<F: Family>(frame: &Bytes, version: Version) {
 
 /// The first byte picks the family and version; the rest is read as an envelope (a frame's body).
 pub fn envelope(data: &[u8]) {
-    let Some((&selector, rest)) = data.split_first() else {
+    let Some((version, coarse, frame)) = selected(data) else {
         return;
     };
-    let version = if selector & 1 == 0 {
-        Version::V1
-    } else {
-        Version::V2
-    };
-    let frame = Bytes::copy_from_slice(rest);
-    if selector & 2 == 0 {
-        envelope_round_trip::<DeployMessage>(&frame, version);
-    } else {
+    if coarse {
         envelope_round_trip::<CoarseMessage>(&frame, version);
+    } else {
+        envelope_round_trip::<DeployMessage>(&frame, version);
     }
 }
 
