@@ -298,3 +298,106 @@ async fn the_driver_asks_the_master_to_kill_and_to_add_executors() {
     let output = cluster.shutdown(Duration::from_secs(5)).await;
     assert_eq!(master_violations(&output), Some(0), "{output:?}");
 }
+
+/// Starts `sparkwire ARGS` in its own process group; returns it, the URL its first line ends
+/// with, and the lines it prints afterwards.
+async fn announced(
+    args: &[&str],
+) -> (
+    tokio::process::Child,
+    String,
+    tokio::task::JoinHandle<Vec<String>>,
+) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = tokio::process::Command::new(BIN)
+        .args(args)
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = patiently("the address", lines.next_line())
+        .await
+        .expect("read")
+        .expect("a line");
+    let url = first.split_whitespace().last().expect("a URL").to_string();
+    let rest = tokio::spawn(async move {
+        let mut rest = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            rest.push(line);
+        }
+        rest
+    });
+    (child, url, rest)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_application_follows_a_master_failover_and_acknowledges_master_changed() {
+    let dir = std::env::temp_dir().join(format!("sparkwire-ha-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("recovery dir");
+    let recovery = dir.to_str().expect("utf-8");
+    let (mut a, a_url, _) = announced(&["master", "--port", "0", "--recovery-dir", recovery]).await;
+    let (mut b, b_url, b_out) = announced(&[
+        "master",
+        "--port",
+        "0",
+        "--recovery-dir",
+        recovery,
+        "--strict",
+    ])
+    .await;
+    let both = format!("{},{}", a_url, b_url.trim_start_matches("sparkwire://"));
+    let (mut worker, _, _) = announced(&[
+        "worker",
+        &both,
+        "--port",
+        "0",
+        "--cores",
+        "1",
+        "--allow-exec",
+        BIN,
+    ])
+    .await;
+    let (mut config, observer) = strict_config("failover");
+    config.masters = vec![a_url.clone(), b_url.clone()];
+    config.registration_retry = Duration::from_millis(500);
+    let driver = Driver::start(config).await.expect("driver");
+    let before = wait_status(&driver, "an executor", |s| s.ready_executors() == 1).await;
+    assert_eq!(before.master.as_deref(), Some(a_url.as_str()));
+    kill9(a.id().expect("pid"));
+    let _ = a.wait().await;
+    let after = wait_status(&driver, "MasterChanged", |s| s.master_changes == 1).await;
+    assert_ne!(after.master, before.master);
+    // The new master answers the application's asks, and the executor kept working.
+    assert_eq!(driver.request_executors(1).await, Ok(true));
+    let r = patiently(
+        "a job after the failover",
+        driver.run(Arc::new(SumSquaresJob {
+            partitions: 3,
+            n: 1000,
+        })),
+    )
+    .await
+    .expect("driver");
+    assert!(r.is_ok(), "{r:?}");
+    let status = driver.stop().await.expect("status");
+    assert_eq!(sent(&status, "MasterChangeAcknowledged"), 1);
+    let verdict = observer.verdict(true);
+    assert!(verdict.is_clean(), "{verdict}: {:?}", verdict.examples);
+    for child in [&mut worker, &mut b] {
+        let pid = child.id().expect("pid").to_string();
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status();
+        let _ = patiently("the exit", child.wait()).await;
+    }
+    let output = b_out.await.expect("output");
+    assert_eq!(master_violations(&output), Some(0), "{output:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -77,6 +77,10 @@ pub async fn wait_status(
             return status;
         }
         assert!(
+            status.dead.is_none(),
+            "the application died waiting for {what}: {status:?}"
+        );
+        assert!(
             tokio::time::Instant::now() < deadline,
             "gave up waiting for {what}: {status:?}"
         );
