@@ -82,7 +82,7 @@ async fn an_executor_killed_with_sigkill_mid_job_is_replaced_and_the_job_finishe
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_killed_mid_job_loses_its_executor_and_the_job_finishes_on_the_other() {
+async fn a_worker_killed_mid_job_takes_its_executor_down_and_the_job_finishes_on_the_other() {
     let mut cluster = cluster(2, 1).await;
     let (mut config, observer) = strict_config("dead worker");
     config.masters = vec![cluster.master_url().to_string()];
@@ -114,8 +114,16 @@ async fn a_worker_killed_mid_job_loses_its_executor_and_the_job_finishes_on_the_
             victim.ends_with(&format!("-{port}"))
         })
         .expect("the worker's index");
+    assert!(find_executor(&driver.url(), "0").is_some());
     cluster.kill_worker(index).await;
     let result = patiently("the job", job.result()).await.expect("job");
+    // The executor noticed its worker's end on its watch connection and exited.
+    patiently("executor 0's exit", async {
+        while find_executor(&driver.url(), "0").is_some() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
     assert_eq!(result.output, "6 tasks slept 250 ms each");
     let status = wait_status(&driver, "executor 0 removed", |s| {
         s.executors.iter().all(|e| e.id != "0")
