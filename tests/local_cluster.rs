@@ -350,6 +350,7 @@ async fn the_application_follows_a_master_failover_and_acknowledges_master_chang
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("recovery dir");
     let recovery = dir.to_str().expect("utf-8");
+    let work = format!("{recovery}/work");
     let (mut a, a_url, _) = announced(&["master", "--port", "0", "--recovery-dir", recovery]).await;
     let (mut b, b_url, b_out) = announced(&[
         "master",
@@ -370,6 +371,10 @@ async fn the_application_follows_a_master_failover_and_acknowledges_master_chang
         "1",
         "--allow-exec",
         BIN,
+        "--register-retry",
+        "0.3",
+        "--work-dir",
+        &work,
     ])
     .await;
     let (mut config, observer) = strict_config("failover");
