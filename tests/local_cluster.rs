@@ -82,7 +82,7 @@ async fn an_executor_killed_with_sigkill_mid_job_is_replaced_and_the_job_finishe
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_killed_mid_job_loses_its_executor_and_the_job_finishes_on_the_other() {
+async fn a_worker_killed_mid_job_takes_its_executor_down_and_the_job_finishes_on_the_other() {
     let mut cluster = cluster(2, 1).await;
     let (mut config, observer) = strict_config("dead worker");
     config.masters = vec![cluster.master_url().to_string()];
@@ -114,8 +114,16 @@ async fn a_worker_killed_mid_job_loses_its_executor_and_the_job_finishes_on_the_
             victim.ends_with(&format!("-{port}"))
         })
         .expect("the worker's index");
+    assert!(find_executor(&driver.url(), "0").is_some());
     cluster.kill_worker(index).await;
     let result = patiently("the job", job.result()).await.expect("job");
+    // The executor noticed its worker's end on its watch connection and exited.
+    patiently("executor 0's exit", async {
+        while find_executor(&driver.url(), "0").is_some() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
     assert_eq!(result.output, "6 tasks slept 250 ms each");
     let status = wait_status(&driver, "executor 0 removed", |s| {
         s.executors.iter().all(|e| e.id != "0")
@@ -297,4 +305,112 @@ async fn the_driver_asks_the_master_to_kill_and_to_add_executors() {
     assert!(verdict.is_clean(), "{verdict}: {:?}", verdict.examples);
     let output = cluster.shutdown(Duration::from_secs(5)).await;
     assert_eq!(master_violations(&output), Some(0), "{output:?}");
+}
+
+/// Starts `sparkwire ARGS` in its own process group; returns it, the URL its first line ends
+/// with, and the lines it prints afterwards.
+async fn announced(
+    args: &[&str],
+) -> (
+    tokio::process::Child,
+    String,
+    tokio::task::JoinHandle<Vec<String>>,
+) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = tokio::process::Command::new(BIN)
+        .args(args)
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = patiently("the address", lines.next_line())
+        .await
+        .expect("read")
+        .expect("a line");
+    let url = first.split_whitespace().last().expect("a URL").to_string();
+    let rest = tokio::spawn(async move {
+        let mut rest = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            rest.push(line);
+        }
+        rest
+    });
+    (child, url, rest)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_application_follows_a_master_failover_and_acknowledges_master_changed() {
+    let dir = std::env::temp_dir().join(format!("sparkwire-ha-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("recovery dir");
+    let recovery = dir.to_str().expect("utf-8");
+    let work = format!("{recovery}/work");
+    let (mut a, a_url, _) = announced(&["master", "--port", "0", "--recovery-dir", recovery]).await;
+    let (mut b, b_url, b_out) = announced(&[
+        "master",
+        "--port",
+        "0",
+        "--recovery-dir",
+        recovery,
+        "--strict",
+    ])
+    .await;
+    let both = format!("{},{}", a_url, b_url.trim_start_matches("sparkwire://"));
+    let (mut worker, _, _) = announced(&[
+        "worker",
+        &both,
+        "--port",
+        "0",
+        "--cores",
+        "1",
+        "--allow-exec",
+        BIN,
+        "--register-retry",
+        "0.3",
+        "--work-dir",
+        &work,
+    ])
+    .await;
+    let (mut config, observer) = strict_config("failover");
+    config.masters = vec![a_url.clone(), b_url.clone()];
+    config.registration_retry = Duration::from_millis(500);
+    let driver = Driver::start(config).await.expect("driver");
+    let before = wait_status(&driver, "an executor", |s| s.ready_executors() == 1).await;
+    assert_eq!(before.master.as_deref(), Some(a_url.as_str()));
+    kill9(a.id().expect("pid"));
+    let _ = a.wait().await;
+    let after = wait_status(&driver, "MasterChanged", |s| s.master_changes == 1).await;
+    assert_ne!(after.master, before.master);
+    // The new master answers the application's asks, and the executor kept working.
+    assert_eq!(driver.request_executors(1).await, Ok(true));
+    let r = patiently(
+        "a job after the failover",
+        driver.run(Arc::new(SumSquaresJob {
+            partitions: 3,
+            n: 1000,
+        })),
+    )
+    .await
+    .expect("driver");
+    assert!(r.is_ok(), "{r:?}");
+    let status = driver.stop().await.expect("status");
+    assert_eq!(sent(&status, "MasterChangeAcknowledged"), 1);
+    let verdict = observer.verdict(true);
+    assert!(verdict.is_clean(), "{verdict}: {:?}", verdict.examples);
+    for child in [&mut worker, &mut b] {
+        let pid = child.id().expect("pid").to_string();
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status();
+        let _ = patiently("the exit", child.wait()).await;
+    }
+    let output = b_out.await.expect("output");
+    assert_eq!(master_violations(&output), Some(0), "{output:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

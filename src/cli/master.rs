@@ -3,9 +3,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Args;
+
+use super::seconds;
 
 use sparkwire::reference::master::{Master, MasterConfig};
 use sparkwire::reference::observe::Observer;
@@ -52,7 +53,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         host: args.host,
         port: args.port,
         spread_out: args.spread_out,
-        worker_timeout: Duration::from_secs_f64(args.worker_timeout),
+        worker_timeout: seconds(args.worker_timeout)?,
         max_executor_retries: args.max_executor_retries,
         recovery_dir: args.recovery_dir,
         ..MasterConfig::default()

@@ -72,6 +72,14 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
+/// A positive, finite number of seconds as a duration.
+fn seconds(secs: f64) -> Result<std::time::Duration, String> {
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("{secs} is not a positive number of seconds"));
+    }
+    std::time::Duration::try_from_secs_f64(secs).map_err(|e| format!("{secs} seconds: {e}"))
+}
+
 fn flush_stdout() {
     use std::io::Write;
     let _ = std::io::stdout().flush();

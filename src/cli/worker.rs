@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Args;
+
+use super::seconds;
 
 use sparkwire::reference::url::MasterUrl;
 use sparkwire::reference::worker::{Worker, WorkerConfig, WorkerExit};
@@ -61,8 +62,8 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         port: args.port,
         memory: args.memory,
         allow_exec: args.allow_exec,
-        worker_timeout: Duration::from_secs_f64(args.worker_timeout),
-        register_retry: Duration::from_secs_f64(args.register_retry),
+        worker_timeout: seconds(args.worker_timeout)?,
+        register_retry: seconds(args.register_retry)?,
         ..WorkerConfig::default()
     };
     if let Some(c) = args.cores {

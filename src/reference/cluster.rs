@@ -31,6 +31,9 @@ pub struct ClusterConfig {
     pub worker_args: Vec<String>,
     /// How long a child has to print its address.
     pub start_timeout: Duration,
+    /// Where workers run executors; `None`: a fresh directory under the system's temporary
+    /// directory, removed at shutdown.
+    pub work_dir: Option<PathBuf>,
 }
 
 impl ClusterConfig {
@@ -44,6 +47,7 @@ impl ClusterConfig {
             master_args: Vec::new(),
             worker_args: Vec::new(),
             start_timeout: Duration::from_secs(30),
+            work_dir: None,
         }
     }
 }
@@ -79,6 +83,8 @@ pub struct LocalCluster {
     workers: Vec<Option<Child>>,
     worker_urls: Vec<String>,
     group: Option<u32>,
+    /// A work directory this cluster made, removed at shutdown.
+    own_work_dir: Option<PathBuf>,
 }
 
 /// What a child printed after its first line.
@@ -187,6 +193,19 @@ impl LocalCluster {
             workers: Vec::new(),
             worker_urls: Vec::new(),
             group,
+            own_work_dir: None,
+        };
+        let work_dir = match &config.work_dir {
+            Some(dir) => dir.clone(),
+            None => {
+                let dir = std::env::temp_dir().join(format!(
+                    "sparkwire-local-cluster-{}-{}",
+                    std::process::id(),
+                    group.unwrap_or(0)
+                ));
+                cluster.own_work_dir = Some(dir.clone());
+                dir
+            }
         };
         for i in 0..config.workers {
             let mut args = vec![
@@ -200,6 +219,11 @@ impl LocalCluster {
                 config.memory_mb.to_string(),
                 "--allow-exec".into(),
                 config.program.to_string_lossy().into_owned(),
+                "--work-dir".into(),
+                work_dir
+                    .join(format!("worker-{}", i + 1))
+                    .to_string_lossy()
+                    .into_owned(),
             ];
             args.extend(config.worker_args.iter().cloned());
             let what = format!("worker {}", i + 1);
@@ -268,6 +292,9 @@ impl LocalCluster {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
+        if let Some(dir) = self.own_work_dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
         // The master's last lines: its output ends when it exits.
         if let Some(drain) = self.master_drain.take() {
             let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
@@ -285,6 +312,9 @@ impl Drop for LocalCluster {
     fn drop(&mut self) {
         if let Some(group) = self.group.take() {
             kill_group(group, "-KILL");
+        }
+        if let Some(dir) = self.own_work_dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
 }

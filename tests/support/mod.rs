@@ -77,6 +77,10 @@ pub async fn wait_status(
             return status;
         }
         assert!(
+            status.dead.is_none(),
+            "the application died waiting for {what}: {status:?}"
+        );
+        assert!(
             tokio::time::Instant::now() < deadline,
             "gave up waiting for {what}: {status:?}"
         );
@@ -169,19 +173,22 @@ pub fn processes_with_arg(needle: &str) -> Vec<u32> {
     found
 }
 
+/// The process id of executor `id` of the driver at `driver_url`, if it runs.
+pub fn find_executor(driver_url: &str, id: &str) -> Option<u32> {
+    processes_with_arg(driver_url).into_iter().find(|pid| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        args.windows(2)
+            .any(|w| w[0] == b"--executor-id" && w[1] == id.as_bytes())
+    })
+}
+
 /// The process id of executor `id` of the driver at `driver_url`, once it runs.
 pub async fn executor_pid(driver_url: &str, id: &str) -> u32 {
     patiently("the executor process", async {
         loop {
-            for pid in processes_with_arg(driver_url) {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-                let this = args
-                    .windows(2)
-                    .any(|w| w[0] == b"--executor-id" && w[1] == id.as_bytes());
-                if this {
-                    return pid;
-                }
+            if let Some(pid) = find_executor(driver_url, id) {
+                return pid;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -22,8 +22,9 @@ use crate::messages::{
 };
 use crate::reference::spark_url::{tcp_connect, SparkUrl};
 use crate::validate::{Endpoint, Role as VRole};
-use crate::wire::handshake::{client_handshake, Identity, Role};
+use crate::wire::handshake::{client_handshake, server_handshake, Identity, Role};
 use crate::wire::Reply;
+use tokio::net::TcpListener;
 
 /// Spark's text when no master registered the application in time.
 pub(super) const ALL_MASTERS_UNRESPONSIVE: &str = "All masters are unresponsive! Giving up.";
@@ -31,8 +32,10 @@ pub(super) const ALL_MASTERS_UNRESPONSIVE: &str = "All masters are unresponsive!
 /// What the client tells the backend.
 #[derive(Debug)]
 pub(super) enum MasterEvent {
-    /// RegisteredApplication.
-    Registered { app_id: String },
+    /// RegisteredApplication, from the master named.
+    Registered { app_id: String, master: String },
+    /// MasterChanged: the master named is now the active one.
+    MasterChanged { master: String },
     /// An executor was granted.
     ExecutorAdded(ExecutorAdded),
     /// An executor changed state.
@@ -53,6 +56,8 @@ enum Cmd {
         reply: oneshot::Sender<Result<bool, DriverError>>,
     },
     Stop(oneshot::Sender<()>),
+    /// A connection a master opened to the application (after a failover).
+    Adopt(Connection<DeployMessage>, String),
 }
 
 /// The backend's handle on the client.
@@ -110,18 +115,25 @@ impl AppClient {
     }
 }
 
-/// Starts the client: one connection per master.
+/// Starts the client: one connection per master, and `listener` for masters that reach the
+/// application after a failover (at `driver`, the address registered).
 pub(super) fn spawn(
     masters: Vec<SparkUrl>,
     desc: ApplicationDescription,
     driver: EndpointRef,
+    listener: TcpListener,
     config: Arc<DriverConfig>,
     backend: mpsc::UnboundedSender<Msg>,
 ) -> AppClient {
     let (tx, cmds) = mpsc::unbounded_channel();
+    tokio::spawn(accept_masters(listener, Arc::clone(&config), tx.clone()));
     let handles = Arc::new(Mutex::new(Vec::new()));
+    let (in_tx, in_rx) = mpsc::unbounded_channel();
     let client = Client {
         conns: vec![None; masters.len()],
+        labels: config.masters.clone(),
+        dialled: masters.len(),
+        in_tx,
         masters,
         config,
         backend,
@@ -132,7 +144,7 @@ pub(super) fn spawn(
         dead: false,
         lost_at: None,
     };
-    tokio::spawn(client.run(desc, driver, cmds));
+    tokio::spawn(client.run(desc, driver, cmds, in_rx));
     AppClient { tx, handles }
 }
 
@@ -140,6 +152,10 @@ type Received = (usize, Result<Incoming<DeployMessage>, ConnectionError>);
 
 struct Client {
     masters: Vec<SparkUrl>,
+    /// Names of the masters' connections, by index (dialled ones first, then adopted ones).
+    labels: Vec<String>,
+    dialled: usize,
+    in_tx: mpsc::UnboundedSender<Received>,
     config: Arc<DriverConfig>,
     backend: mpsc::UnboundedSender<Msg>,
     handles: Arc<Mutex<Vec<ConnectionHandle<DeployMessage>>>>,
@@ -158,9 +174,9 @@ impl Client {
         desc: ApplicationDescription,
         driver: EndpointRef,
         mut cmds: mpsc::UnboundedReceiver<Cmd>,
+        mut in_rx: mpsc::UnboundedReceiver<Received>,
     ) {
         let (conn_tx, mut conn_rx) = mpsc::unbounded_channel();
-        let (in_tx, mut in_rx) = mpsc::unbounded_channel::<Received>();
         let register = RegisterApplication {
             app_description: desc,
             driver,
@@ -172,11 +188,17 @@ impl Client {
                 register.clone(),
                 Arc::clone(&self.config),
                 conn_tx.clone(),
-                in_tx.clone(),
+                self.in_tx.clone(),
             ));
         }
-        drop((conn_tx, in_tx));
+        drop(conn_tx);
         let deadline = tokio::time::Instant::now() + self.config.registration_timeout;
+        let retry_every = self
+            .config
+            .registration_retry
+            .max(std::time::Duration::from_millis(10));
+        let mut retry =
+            tokio::time::interval_at(tokio::time::Instant::now() + retry_every, retry_every);
         loop {
             tokio::select! {
                 Some((i, made)) = conn_rx.recv() => self.connected(i, made),
@@ -184,6 +206,7 @@ impl Client {
                 cmd = cmds.recv() => match cmd {
                     Some(Cmd::Request { total, reply }) => self.request(total, reply),
                     Some(Cmd::Kill { ids, reply }) => self.kill(ids, reply),
+                    Some(Cmd::Adopt(conn, label)) => self.adopt(conn, label),
                     Some(Cmd::Stop(done)) => {
                         self.stop().await;
                         let _ = done.send(());
@@ -194,6 +217,16 @@ impl Client {
                         return;
                     }
                 },
+                _ = retry.tick(), if self.app_id.is_none() && !self.dead => {
+                    // As Spark's tryRegisterAllMasters: a master that was standby (or busy
+                    // recovering) ignored the registration; ask again.
+                    for h in self.conns.iter().flatten() {
+                        let again = DeployMessage::RegisterApplication(register.clone());
+                        if let Err(e) = h.send(again).await {
+                            tracing::debug!("driver: RegisterApplication not sent again: {e}");
+                        }
+                    }
+                }
                 _ = tokio::time::sleep_until(deadline), if self.app_id.is_none() && !self.dead => {
                     self.give_up(ALL_MASTERS_UNRESPONSIVE.to_string());
                 }
@@ -211,6 +244,18 @@ impl Client {
         }
     }
 
+    fn adopt(&mut self, conn: Connection<DeployMessage>, label: String) {
+        let i = self.conns.len();
+        tracing::info!("driver: master {label} connected to the application");
+        self.conns.push(Some(conn.handle()));
+        self.labels.push(label);
+        self.handles
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(conn.handle());
+        tokio::spawn(read_into(i, conn, self.in_tx.clone()));
+    }
+
     fn connected(&mut self, i: usize, made: Result<ConnectionHandle<DeployMessage>, String>) {
         match made {
             Ok(handle) => {
@@ -223,10 +268,10 @@ impl Client {
             Err(e) => {
                 tracing::warn!(
                     "driver: failed to connect to master {}: {e}",
-                    self.masters[i]
+                    self.labels[i]
                 );
                 self.failed += 1;
-                if self.failed == self.masters.len() && self.app_id.is_none() {
+                if self.failed == self.dialled && self.app_id.is_none() {
                     self.give_up(ALL_MASTERS_UNRESPONSIVE.to_string());
                 }
             }
@@ -268,7 +313,7 @@ impl Client {
                     tracing::warn!(
                         "driver: connection to master {} lost ({e}); waiting for a master to \
                          reconnect",
-                        self.masters[i]
+                        self.labels[i]
                     );
                 }
                 return;
@@ -279,11 +324,14 @@ impl Client {
                 if self.app_id.is_none() {
                     self.app_id = Some(r.app_id.clone());
                     self.active = Some(i);
-                    self.forward(MasterEvent::Registered { app_id: r.app_id });
+                    self.forward(MasterEvent::Registered {
+                        app_id: r.app_id,
+                        master: self.labels[i].clone(),
+                    });
                 } else {
                     tracing::warn!(
                         "driver: master {} registered the application again as {}",
-                        self.masters[i],
+                        self.labels[i],
                         r.app_id
                     );
                 }
@@ -297,9 +345,13 @@ impl Client {
             DeployMessage::MasterChanged(_) => {
                 tracing::info!(
                     "driver: master has changed, new master is {}",
-                    self.masters[i]
+                    self.labels[i]
                 );
                 self.active = Some(i);
+                self.lost_at = None;
+                self.forward(MasterEvent::MasterChanged {
+                    master: self.labels[i].clone(),
+                });
                 if let (Some(app_id), Some(h)) = (&self.app_id, &self.conns[i]) {
                     let ack = DeployMessage::MasterChangeAcknowledged(MasterChangeAcknowledged {
                         app_id: app_id.clone(),
@@ -399,7 +451,7 @@ async fn connect_and_read(
     made: mpsc::UnboundedSender<(usize, Result<ConnectionHandle<DeployMessage>, String>)>,
     received: mpsc::UnboundedSender<Received>,
 ) {
-    let mut conn = match open(&url, &config).await {
+    let conn = match open(&url, &config).await {
         Ok(c) => c,
         Err(e) => {
             let _ = made.send((i, Err(e)));
@@ -413,6 +465,61 @@ async fn connect_and_read(
     {
         tracing::warn!("driver: RegisterApplication to {url} not sent: {e}");
     }
+    read_into(i, conn, received).await;
+}
+
+/// Accepts masters that dial the application (a master that took over after a failover and
+/// announces itself with MasterChanged), until the client is gone.
+async fn accept_masters(
+    listener: TcpListener,
+    config: Arc<DriverConfig>,
+    client: mpsc::UnboundedSender<Cmd>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = client.closed() => return,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("driver: accept failed on the application's address: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let config = Arc::clone(&config);
+        let client = client.clone();
+        tokio::spawn(async move {
+            let _ = stream.set_nodelay(true);
+            let local = Identity::new(Role::AppClient, config.id.clone());
+            let hs = server_handshake(stream, &local, |role| role == Role::Master);
+            let established = match tokio::time::timeout(DEFAULT_HANDSHAKE_TIMEOUT, hs).await {
+                Ok(Ok(e)) => e,
+                Ok(Err(e)) => {
+                    tracing::warn!("driver: a master's handshake failed: {e}");
+                    return;
+                }
+                Err(_) => return,
+            };
+            let peer = established.negotiated().peer_id.clone();
+            let version = established.negotiated().version;
+            match tapped(established, &config, peer.clone(), version, false) {
+                Ok(conn) => {
+                    let _ = client.send(Cmd::Adopt(conn, peer));
+                }
+                Err(e) => tracing::warn!("driver: connection from master {peer} failed: {e}"),
+            }
+        });
+    }
+}
+
+/// Hands everything connection `i` receives to the client, its end included.
+async fn read_into(
+    i: usize,
+    mut conn: Connection<DeployMessage>,
+    received: mpsc::UnboundedSender<Received>,
+) {
     loop {
         let got = conn.recv().await;
         let end = got.is_err();
@@ -437,22 +544,32 @@ async fn open(url: &SparkUrl, config: &DriverConfig) -> Result<Connection<Deploy
     }
     let peer = established.negotiated().peer_id.clone();
     let version = established.negotiated().version;
-    let mut settings = ConnectionConfig::<DeployMessage>::default();
-    // The master validates this connection from its end (it alone sees the LaunchExecutor that
-    // each ExecutorAdded must match); the driver keeps its first events for the diagram.
+    tapped(established, config, peer, version, true).map_err(|e| e.to_string())
+}
+
+/// Starts a deploy connection with a master, tapped for the diagram when observed (the master
+/// validates it from its end, where it sees the LaunchExecutor each ExecutorAdded must match).
+fn tapped(
+    established: crate::wire::handshake::Established<tokio::net::TcpStream>,
+    config: &DriverConfig,
+    peer: String,
+    version: crate::messages::Version,
+    local_dialled: bool,
+) -> Result<Connection<DeployMessage>, ConnectionError> {
     let tap = config.observer.as_ref().map(|o| {
         o.diagram_tap(
             Endpoint::new(VRole::AppClient, config.id.clone()),
             Endpoint::new(VRole::Master, peer),
-            true,
+            local_dialled,
             version,
         )
     });
+    let mut settings = ConnectionConfig::<DeployMessage>::default();
     if let Some(tap) = &tap {
         tap.opened();
         settings = settings.with_inspector(tap.clone());
     }
-    let conn = Connection::establish(established, settings).map_err(|e| e.to_string())?;
+    let conn = Connection::establish(established, settings)?;
     if let Some(tap) = tap {
         let handle = conn.handle();
         tokio::spawn(async move {

@@ -62,6 +62,7 @@ pub(super) enum Msg {
     Disconnected { key: u64, reason: ConnectionError },
     /// News from the application client.
     Master(MasterEvent),
+
     /// Submit a job.
     Submit {
         job: Arc<dyn Job>,
@@ -132,6 +133,10 @@ pub struct DriverStatus {
     pub executors_lost: u64,
     /// Why the application is dead, if it is.
     pub dead: Option<String>,
+    /// The active master: its URL, or its id when it dialled the application after a failover.
+    pub master: Option<String>,
+    /// MasterChanged messages acknowledged (failovers followed).
+    pub master_changes: u32,
     /// Since the driver started.
     pub uptime: Duration,
 }
@@ -191,6 +196,8 @@ struct Backend {
     dead: Option<String>,
     stopping: bool,
     starved_warning: Option<Instant>,
+    master: Option<String>,
+    master_changes: u32,
 }
 
 /// Runs the backend until stopped (or every handle to it is gone).
@@ -225,6 +232,8 @@ pub(super) async fn run(
         dead: None,
         stopping: false,
         starved_warning: None,
+        master: None,
+        master_changes: 0,
     };
     let stop_reply = loop {
         tokio::select! {
@@ -268,6 +277,7 @@ impl Backend {
             Msg::FromExecutor { key, incoming } => self.executor_message(key, incoming).await,
             Msg::Disconnected { key, reason } => self.disconnected(key, &reason).await,
             Msg::Master(event) => self.master_event(event).await,
+
             Msg::Submit { job, reply } => {
                 let submitted = self.submit(job).await;
                 let _ = reply.send(submitted);
@@ -603,9 +613,14 @@ impl Backend {
 
     async fn master_event(&mut self, event: MasterEvent) {
         match event {
-            MasterEvent::Registered { app_id } => {
+            MasterEvent::Registered { app_id, master } => {
                 tracing::info!("driver: connected to the cluster with app ID {app_id}");
                 self.app_id = Some(app_id);
+                self.master = Some(master);
+            }
+            MasterEvent::MasterChanged { master } => {
+                self.master = Some(master);
+                self.master_changes += 1;
             }
             MasterEvent::ExecutorAdded(ExecutorAdded {
                 id,
@@ -901,6 +916,8 @@ impl Backend {
             tasks_failed: self.tasks_failed,
             executors_lost: self.executors_lost,
             dead: self.dead.clone(),
+            master: self.master.clone(),
+            master_changes: self.master_changes,
             uptime: self.started.elapsed(),
         }
     }

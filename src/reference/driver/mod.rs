@@ -84,6 +84,8 @@ pub struct DriverConfig {
     pub max_message_size_mib: u32,
     /// How long the masters have to register the application before it gives up.
     pub registration_timeout: Duration,
+    /// How often the registration is sent again to masters that did not answer (Spark: 20 s).
+    pub registration_retry: Duration,
     /// Validator and trace of every connection of the driver, if any.
     pub observer: Option<Observer>,
 }
@@ -110,6 +112,7 @@ impl DriverConfig {
             revive_interval: Duration::from_secs(1),
             max_message_size_mib: 128,
             registration_timeout: Duration::from_secs(60),
+            registration_retry: Duration::from_secs(20),
             observer: None,
         }
     }
@@ -237,14 +240,24 @@ impl Driver {
             None
         } else {
             let desc = config.app_description(&url.to_string());
+            // The application client's own address, where a master that takes over after a
+            // failover reaches it (its handshake role differs from the driver endpoint's).
+            let app_address = SocketAddr::new(config.listen.ip(), 0);
+            let listen_error = |e: std::io::Error| DriverError::Listen {
+                address: app_address,
+                message: e.to_string(),
+            };
+            let app_listener = TcpListener::bind(app_address).await.map_err(listen_error)?;
+            let app_port = app_listener.local_addr().map_err(listen_error)?.port();
             let me = EndpointRef::at(
-                Addr::new(config.advertise_host.clone(), i32::from(address.port())),
+                Addr::new(config.advertise_host.clone(), i32::from(app_port)),
                 "AppClient",
             );
             Some(app_client::spawn(
                 masters,
                 desc,
                 me,
+                app_listener,
                 Arc::clone(&config),
                 tx.clone(),
             ))

@@ -340,7 +340,7 @@ impl MasterActor {
         let client_side = self.conn_is(conn, &[Role::DriverClient]);
         let reply = match m {
             M::ExecutorStateChanged(e) if worker_side => {
-                self.executor_state_changed(e);
+                self.executor_state_changed(conn, e);
                 Reply::Bool(true)
             }
             M::RequestExecutors(r) if app_side => Reply::Bool(self.request_executors(r)),

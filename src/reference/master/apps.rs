@@ -270,7 +270,7 @@ impl MasterActor {
                 resources: resources.clone(),
             },
         );
-        app.cores_granted += cores;
+        app.cores_granted = app.cores_granted.saturating_add(cores);
         app.state = ApplicationState::Running;
         w.add_executor((app_id.to_string(), exec_id), cores, memory);
         tracing::info!("Launching executor {app_id}/{exec_id} on worker {worker_id}");
@@ -299,15 +299,29 @@ impl MasterActor {
     /// ExecutorStateChanged (the caller answers the ask `true`): forwarded to the application as
     /// ExecutorUpdated; a finished executor frees its worker, and too many abnormal ends with
     /// none running remove the application.
-    pub(crate) fn executor_state_changed(&mut self, e: ExecutorStateChanged) {
+    pub(crate) fn executor_state_changed(&mut self, conn: ConnId, e: ExecutorStateChanged) {
         let key = (e.app_id.clone(), e.exec_id);
+        let sender = self.conn_worker.get(&conn).cloned();
+        let on_sender = self
+            .apps
+            .get(&e.app_id)
+            .and_then(|a| a.executors.get(&e.exec_id))
+            .is_none_or(|x| Some(&x.worker) == sender.as_ref());
+        if !on_sender {
+            tracing::warn!(
+                "Ignoring a status update for executor {}/{} from a worker ({sender:?}) that does not run it",
+                e.app_id,
+                e.exec_id
+            );
+            return;
+        }
         let Some(app) = self.apps.get_mut(&e.app_id) else {
             tracing::warn!(
                 "Got status update for unknown executor {}/{}",
                 e.app_id,
                 e.exec_id
             );
-            self.free_orphan(&key, e.state);
+            self.free_orphan(sender.as_deref(), &key, e.state);
             return;
         };
         let Some(exec) = app.executors.get_mut(&e.exec_id) else {
@@ -316,7 +330,7 @@ impl MasterActor {
                 e.app_id,
                 e.exec_id
             );
-            self.free_orphan(&key, e.state);
+            self.free_orphan(sender.as_deref(), &key, e.state);
             return;
         };
         let old = exec.state;
@@ -347,7 +361,7 @@ impl MasterActor {
                 return;
             };
             if let Some(exec) = app.executors.remove(&e.exec_id) {
-                app.cores_granted -= exec.cores;
+                app.cores_granted = app.cores_granted.saturating_sub(exec.cores);
             }
             if let Some(w) = self.workers.get_mut(&worker_id) {
                 w.remove_executor(&key);
@@ -378,11 +392,13 @@ impl MasterActor {
 
     /// A finished executor the application no longer counts (killed, decommissioned) still
     /// frees its worker.
-    fn free_orphan(&mut self, key: &(String, i32), state: ExecutorState) {
+    fn free_orphan(&mut self, worker: Option<&str>, key: &(String, i32), state: ExecutorState) {
         if !state.is_finished() {
             return;
         }
-        let freed = self.workers.values_mut().any(|w| w.remove_executor(key));
+        let freed = worker
+            .and_then(|w| self.workers.get_mut(w))
+            .is_some_and(|w| w.remove_executor(key));
         if freed {
             self.schedule();
         }
@@ -433,7 +449,7 @@ impl MasterActor {
                 continue;
             };
             if let Some(exec) = app.executors.remove(&id) {
-                app.cores_granted -= exec.cores;
+                app.cores_granted = app.cores_granted.saturating_sub(exec.cores);
                 killed.push((id, exec));
             } else {
                 tracing::warn!(

@@ -372,7 +372,7 @@ impl MasterActor {
         if self.can_complete_recovery() {
             self.complete_recovery();
         } else {
-            self.recovery_deadline = Some(Instant::now() + self.config.worker_timeout);
+            self.recovery_deadline = Instant::now().checked_add(self.config.worker_timeout);
         }
     }
 
@@ -471,7 +471,7 @@ impl MasterActor {
                     resources: e.resources,
                 },
             );
-            app.cores_granted += d.cores;
+            app.cores_granted = app.cores_granted.saturating_add(d.cores);
             if let Some(w) = self.workers.get_mut(&s.id) {
                 w.add_executor((d.app_id.clone(), d.exec_id), d.cores, d.memory_mb);
             }

@@ -84,7 +84,15 @@ pub fn schedule_executors_on_workers(
         .fold(0i64, |acc, w| acc + i64::from(w.cores_free.max(0)));
     let mut to_assign = i64::from(demand.cores_left.max(0)).min(free_total);
 
-    let can_launch = |pos: usize, cores: &[i32], executors: &[usize], to_assign: i64| -> bool {
+    // Spark sums the executors assigned so far on every check; keeping the running total gives
+    // the same decisions in linear rather than quadratic time.
+    let mut assigned_total = 0usize;
+    let can_launch = |pos: usize,
+                      cores: &[i32],
+                      executors: &[usize],
+                      to_assign: i64,
+                      assigned_total: usize|
+     -> bool {
         let w = &workers[pos];
         let keep = to_assign >= i64::from(step);
         let enough_cores = w.cores_free - cores[pos] >= step;
@@ -100,30 +108,34 @@ pub fn schedule_executors_on_workers(
             let free = w.resources_free.get(name).copied().unwrap_or(0);
             free - placed * need >= *need
         });
-        let assigned: usize = executors.iter().sum();
-        let under_limit = assigned + demand.executors_now < demand.executor_limit;
+        let under_limit =
+            assigned_total.saturating_add(demand.executors_now) < demand.executor_limit;
         keep && enough_cores && enough_memory && enough_resources && under_limit
     };
 
     let mut free: Vec<usize> = (0..n)
-        .filter(|p| can_launch(*p, &cores, &executors, to_assign))
+        .filter(|p| can_launch(*p, &cores, &executors, to_assign, assigned_total))
         .collect();
     while !free.is_empty() {
         for &pos in &free {
-            while can_launch(pos, &cores, &executors, to_assign) {
+            while can_launch(pos, &cores, &executors, to_assign, assigned_total) {
                 to_assign -= i64::from(step);
                 cores[pos] += step;
-                executors[pos] = if one_per_worker {
-                    1
+                if one_per_worker {
+                    if executors[pos] == 0 {
+                        assigned_total += 1;
+                    }
+                    executors[pos] = 1;
                 } else {
-                    executors[pos] + 1
-                };
+                    executors[pos] += 1;
+                    assigned_total += 1;
+                }
                 if spread_out {
                     break;
                 }
             }
         }
-        free.retain(|p| can_launch(*p, &cores, &executors, to_assign));
+        free.retain(|p| can_launch(*p, &cores, &executors, to_assign, assigned_total));
     }
     cores
 }

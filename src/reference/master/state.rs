@@ -41,8 +41,8 @@ impl WorkerRec {
     /// Takes an executor's cores and memory.
     pub(crate) fn add_executor(&mut self, key: (String, i32), cores: i32, memory: i32) {
         if self.executors.insert(key, (cores, memory)).is_none() {
-            self.cores_used += cores;
-            self.memory_used += memory;
+            self.cores_used = self.cores_used.saturating_add(cores);
+            self.memory_used = self.memory_used.saturating_add(memory);
         }
     }
 
@@ -50,8 +50,8 @@ impl WorkerRec {
     pub(crate) fn remove_executor(&mut self, key: &(String, i32)) -> bool {
         match self.executors.remove(key) {
             Some((cores, memory)) => {
-                self.cores_used -= cores;
-                self.memory_used -= memory;
+                self.cores_used = self.cores_used.saturating_sub(cores);
+                self.memory_used = self.memory_used.saturating_sub(memory);
                 true
             }
             None => false,
@@ -61,25 +61,25 @@ impl WorkerRec {
     /// Takes a driver's cores and memory.
     pub(crate) fn add_driver(&mut self, id: &str, cores: i32, memory: i32) {
         if self.drivers.insert(id.to_string()) {
-            self.cores_used += cores;
-            self.memory_used += memory;
+            self.cores_used = self.cores_used.saturating_add(cores);
+            self.memory_used = self.memory_used.saturating_add(memory);
         }
     }
 
     /// Frees a driver's cores and memory.
     pub(crate) fn remove_driver(&mut self, id: &str, cores: i32, memory: i32) {
         if self.drivers.remove(id) {
-            self.cores_used -= cores;
-            self.memory_used -= memory;
+            self.cores_used = self.cores_used.saturating_sub(cores);
+            self.memory_used = self.memory_used.saturating_sub(memory);
         }
     }
 
     pub(crate) fn cores_free(&self) -> i32 {
-        self.cores - self.cores_used
+        self.cores.saturating_sub(self.cores_used)
     }
 
     pub(crate) fn memory_free(&self) -> i32 {
-        self.memory - self.memory_used
+        self.memory.saturating_sub(self.memory_used)
     }
 
     /// `host:port`, Spark's `hostPort`.

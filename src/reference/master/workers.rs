@@ -2,7 +2,7 @@
 //! decommissioning.
 
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::actor::MasterActor;
 use super::state::WorkerRec;
@@ -213,7 +213,11 @@ impl MasterActor {
             if silent > timeout {
                 if w.state != WorkerState::Dead {
                     to_remove.push(w.id.clone());
-                } else if silent > timeout * (REAPER_ITERATIONS + 1) {
+                } else if silent
+                    > timeout
+                        .checked_mul(REAPER_ITERATIONS + 1)
+                        .unwrap_or(Duration::MAX)
+                {
                     to_forget.push(w.id.clone());
                 }
             }
@@ -255,7 +259,7 @@ impl MasterActor {
             let Some(exec) = app.executors.remove(&exec_id) else {
                 continue;
             };
-            app.cores_granted -= exec.cores;
+            app.cores_granted = app.cores_granted.saturating_sub(exec.cores);
             tracing::info!("Telling app of lost executor: {exec_id}");
             let conn = app.conn;
             self.send_on(
@@ -358,7 +362,7 @@ impl MasterActor {
                 continue;
             };
             if let Some(exec) = app.executors.remove(&exec_id) {
-                app.cores_granted -= exec.cores;
+                app.cores_granted = app.cores_granted.saturating_sub(exec.cores);
                 let conn = app.conn;
                 self.send_on(
                     conn,

@@ -254,7 +254,7 @@ impl WorkerActor {
         x ^= x << 17;
         self.seed = x;
         let factor = 0.5 + (x % 1000) as f64 / 1000.0;
-        base.mul_f64(factor)
+        Duration::try_from_secs_f64(base.as_secs_f64() * factor).unwrap_or(base)
     }
 
     /// Spark's tryRegisterAllMasters: a connection to every master, RegisterWorker on each.
@@ -275,10 +275,10 @@ impl WorkerActor {
         let base = if self.attempts < INITIAL_REGISTRATION_RETRIES {
             self.config.register_retry
         } else {
-            self.config.register_retry * 6
+            self.config.register_retry.saturating_mul(6)
         };
         let wait = self.fuzzed(base);
-        self.next_retry = Some(Instant::now() + wait);
+        self.next_retry = Instant::now().checked_add(wait);
     }
 
     fn retry_registration(&mut self) {
@@ -628,8 +628,8 @@ impl WorkerActor {
         };
         match started {
             Ok(running) => {
-                self.cores_used += l.cores;
-                self.memory_used += l.memory;
+                self.cores_used = self.cores_used.saturating_add(l.cores);
+                self.memory_used = self.memory_used.saturating_add(l.memory);
                 self.executors.insert(
                     key,
                     ExecRun {
@@ -711,8 +711,8 @@ impl WorkerActor {
         };
         match started {
             Ok(running) => {
-                self.cores_used += info.cores;
-                self.memory_used += info.memory;
+                self.cores_used = self.cores_used.saturating_add(info.cores);
+                self.memory_used = self.memory_used.saturating_add(info.memory);
                 self.drivers.insert(
                     l.driver_id,
                     DriverRun {
@@ -754,8 +754,8 @@ impl WorkerActor {
                 let Some(mut run) = self.executors.remove(&(app_id.clone(), exec_id)) else {
                     return;
                 };
-                self.cores_used -= run.desc.cores;
-                self.memory_used -= run.desc.memory_mb;
+                self.cores_used = self.cores_used.saturating_sub(run.desc.cores);
+                self.memory_used = self.memory_used.saturating_sub(run.desc.memory_mb);
                 let (state, message, exit_status) = match ended {
                     Ended::Exited { code, killed } if killed || run.killed => {
                         (ExecutorState::Killed, None, Some(code))
@@ -783,8 +783,8 @@ impl WorkerActor {
                 let Some(mut run) = self.drivers.remove(&driver_id) else {
                     return;
                 };
-                self.cores_used -= run.info.cores;
-                self.memory_used -= run.info.memory;
+                self.cores_used = self.cores_used.saturating_sub(run.info.cores);
+                self.memory_used = self.memory_used.saturating_sub(run.info.memory);
                 let (state, exception) = match ended {
                     Ended::Exited { killed: true, .. } => (DriverState::Killed, None),
                     Ended::Exited { code: 0, .. } => (DriverState::Finished, None),
