@@ -14,9 +14,26 @@ cargo run -q -- spec fuzz-seeds --out fuzz/corpus >/dev/null
 if [ $# -eq 0 ]; then
   set -- $(cd fuzz && cargo fuzz list)
 fi
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for target in "$@"; do
   echo "== fuzz $target for ${seconds}s"
+  status=0
   (cd fuzz && cargo fuzz run --sanitizer none "$target" "corpus/$target" -- \
       -max_total_time="$seconds" -rss_limit_mb=512 -malloc_limit_mb=64 -timeout=10 \
-      -print_final_stats=1 2>&1) | grep -E "^(Done|stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb|==|INFO: Loaded|#[0-9]+[[:space:]]+DONE|SUMMARY|panicked|ERROR|cov:)" | tail -8
+      -print_final_stats=1) >"$log" 2>&1 || status=$?
+  grep -E "^(Done|stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb|INFO: Loaded|#[0-9]+[[:space:]]+DONE)" "$log" | tail -6 || true
+  if [ "$status" -ne 0 ]; then
+    # Show why (a panic's message, libFuzzer's report) and the input, so the log alone is enough
+    # to reproduce it.
+    echo "!! $target failed (exit $status)"
+    grep -v -E "^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED)" "$log" | tail -40
+    for artifact in fuzz/artifacts/"$target"/*; do
+      [ -f "$artifact" ] || continue
+      echo "!! input $artifact (hex):"
+      od -An -tx1 -v "$artifact" | tr -d ' \n' | fold -w 120
+      echo
+    done
+    exit "$status"
+  fi
 done

@@ -183,3 +183,47 @@ fn version_one_layout_fills_documented_defaults() {
     );
     assert_eq!(back.data.as_slice(), b"ok");
 }
+
+fn app_config_with_task_cpus(amount: f64) -> CoarseMessage {
+    let mut profile = sparkwire::messages::ResourceProfile::default_with(Some(2), 1024);
+    if let Some(cpus) = profile.task_resources.get_mut("cpus") {
+        cpus.amount = amount;
+    }
+    CoarseMessage::from(sparkwire::messages::coarse::SparkAppConfig {
+        spark_properties: vec![],
+        io_encryption_key: None,
+        hadoop_delegation_creds: None,
+        resource_profile: profile,
+        log_level: None,
+    })
+}
+
+#[test]
+fn a_resource_amount_that_is_not_finite_is_refused_both_ways() {
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let mut out = Vec::new();
+        let e = write_message(&app_config_with_task_cpus(bad), Version::V2, &mut out)
+            .expect_err("a NaN or infinite amount is not encoded");
+        assert!(
+            matches!(&e, Error::Encode { name, .. } if name == "SparkAppConfig"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("not a finite number"), "{e}");
+    }
+    // Encode 1.0, then put a NaN where its float 64 is.
+    let mut body = Vec::new();
+    write_message(&app_config_with_task_cpus(1.0), Version::V2, &mut body).expect("finite");
+    let one = [0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0];
+    let at = body
+        .windows(one.len())
+        .position(|w| w == one)
+        .expect("the amount is a float 64");
+    body[at + 1..at + 9].copy_from_slice(&f64::NAN.to_be_bytes());
+    let frame = Bytes::from(body);
+    let e = read_message::<CoarseMessage>(&frame, &frame, Version::V2).expect_err("NaN refused");
+    assert!(
+        matches!(&e, Error::InvalidFields { name, .. } if name == "SparkAppConfig"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("NaN is not a finite number"), "{e}");
+}

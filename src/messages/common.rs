@@ -95,6 +95,7 @@ record! {
         pub resource_name: String,
         /// Amount per task; may be fractional.
         #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::messages::finite_f64))]
+        #[serde(with = "crate::messages::finite_f64_field")]
         pub amount: f64,
     }
 }

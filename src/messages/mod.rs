@@ -80,3 +80,31 @@ pub(crate) fn finite_f64(u: &mut arbitrary::Unstructured<'_>) -> arbitrary::Resu
     let v: f64 = u.arbitrary()?;
     Ok(if v.is_finite() { v } else { 0.0 })
 }
+
+/// Reads and writes an `f64` field that must be finite: NaN and the infinities are refused both
+/// ways. Spark never builds a resource amount that is not a finite number, and a NaN would not even
+/// compare equal to itself after a round trip.
+pub(crate) mod finite_f64_field {
+    use serde::{de, ser, Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(v: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            serializer.serialize_f64(*v)
+        } else {
+            Err(ser::Error::custom(format_args!(
+                "{v} is not a finite number"
+            )))
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        let v = f64::deserialize(deserializer)?;
+        if v.is_finite() {
+            Ok(v)
+        } else {
+            Err(de::Error::custom(format_args!(
+                "{v} is not a finite number"
+            )))
+        }
+    }
+}

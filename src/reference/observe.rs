@@ -7,10 +7,11 @@
 //! only the connections UIs open to it; connections the master dials are fed by the master.
 //! Executors' watch connections to their worker carry no messages and are not fed.
 //!
-//! The handshake has no `ui` role: UI and REST clients connect as `driverClient`. A view for such
-//! a peer is made when its first message arrives: a UI message (RequestMasterState, RequestReadyz,
-//! RequestClearCompletedDriversAndApps, DecommissionWorkersOnHosts, RequestWorkerState) makes it a
-//! `ui` endpoint, anything else a `driver-client` one.
+//! A peer that says `ui` in its handshake is a UI endpoint. Older UI and REST clients connect as
+//! `driver-client`; a view for such a peer is made when its first message arrives: a UI message
+//! (RequestMasterState, RequestReadyz, RequestClearCompletedDriversAndApps,
+//! DecommissionWorkersOnHosts, RequestWorkerState) makes it a `ui` endpoint, anything else a
+//! `driver-client` one.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -132,7 +132,14 @@ impl Checker<'_> {
                     Err(mismatch(path, format!("{v} does not fit {ty}")))
                 }
             }
-            TypeExpr::F64 => c.float().map(drop).map_err(w),
+            TypeExpr::F64 => {
+                let v = c.float().map_err(w)?;
+                if v.is_finite() {
+                    Ok(())
+                } else {
+                    Err(mismatch(path, format!("{v} is not a finite number")))
+                }
+            }
             TypeExpr::Bytes => c.bin().map(drop).map_err(w),
             TypeExpr::Option(inner) => {
                 if c.nil() {
