@@ -29,7 +29,7 @@ async fn decommissioned_workers_get_no_new_executors() {
     })
     .await;
 
-    let ui = client(&m).await;
+    let ui = ui(&m).await;
     let none = ask(
         &ui,
         DecommissionWorkersOnHosts {

@@ -58,7 +58,7 @@ async fn application_gets_a_running_executor_that_is_killed_when_it_unregisters(
     })
     .await;
     // The worker killed the process and reports it.
-    let ui = client(&sparkwire::messages::Addr::new(
+    let ui = ui(&sparkwire::messages::Addr::new(
         "127.0.0.1",
         i32::from(worker.addr().port()),
     ))

@@ -17,7 +17,7 @@ use sparkwire::wire::Reply;
 const LEASE: Duration = Duration::from_millis(2000);
 
 async fn ready(m: &Addr) -> bool {
-    let c = client(m).await;
+    let c = ui(m).await;
     let r = ask(&c, RequestReadyz {}).await;
     c.close().await;
     r == Reply::Bool(true)

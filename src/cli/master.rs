@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::seconds;
 
+use sparkwire::messages::Version;
 use sparkwire::reference::master::{Master, MasterConfig};
 use sparkwire::reference::observe::Observer;
 use sparkwire::validate::SharedValidator;
@@ -36,6 +37,9 @@ pub struct MasterArgs {
     /// Largest frame accepted or sent, bytes (spark.rpc.message.maxSize).
     #[arg(long)]
     max_frame_bytes: Option<usize>,
+    /// Protocol versions to speak, comma-separated (`1` plays a Spark 3.0 master).
+    #[arg(long, value_delimiter = ',', default_values_t = [1u64, 2])]
+    protocol_versions: Vec<u64>,
     /// Check every connection against the protocol's rules (strict mode: a message that breaks
     /// one is refused); print the verdict (`sparkwire master validator: N events, M violations`)
     /// on standard output and exit with status 1 at shutdown if any rule was broken.
@@ -49,6 +53,18 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     if !(args.worker_timeout.is_finite() && args.worker_timeout > 0.0) {
         return Err("--worker-timeout must be a positive number of seconds".into());
     }
+    let mut versions = Vec::new();
+    for n in &args.protocol_versions {
+        let v = Version::from_number(*n).ok_or_else(|| {
+            format!("--protocol-versions: this crate speaks versions 1 and 2, not {n}")
+        })?;
+        if !versions.contains(&v) {
+            versions.push(v);
+        }
+    }
+    if versions.is_empty() {
+        return Err("--protocol-versions names no version".into());
+    }
     let mut config = MasterConfig {
         host: args.host,
         port: args.port,
@@ -56,6 +72,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         worker_timeout: seconds(args.worker_timeout)?,
         max_executor_retries: args.max_executor_retries,
         recovery_dir: args.recovery_dir,
+        versions,
         ..MasterConfig::default()
     };
     if let Some(max) = args.max_frame_bytes {

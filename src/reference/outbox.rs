@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, Notify};
 
 use super::observe::ObservedClose;
 use crate::connection::{Connection, ConnectionError, ConnectionHandle, Incoming};
+use crate::definition::{Definition, MessageKind};
 use crate::messages::{DeployMessage, ErrorDescription, Family};
 use crate::wire::Reply;
 
@@ -42,7 +43,8 @@ pub(crate) enum Out {
     /// The answer to the peer's ask.
     Reply(Peer, u64, Reply<DeployMessage>),
     /// An ask whose answer only matters as a log line; later items wait for it (bounded by the
-    /// ask timeout), so that asks and sends stay in order.
+    /// ask timeout), so that asks and sends stay in order. Sent one-way on a connection whose
+    /// version has the message as a send.
     Ask(Peer, DeployMessage),
     /// Fails the peer's ask.
     Fail(Peer, u64, ErrorDescription),
@@ -86,6 +88,15 @@ impl Outbox {
     }
 }
 
+/// Whether the connection's version makes `m` a one-way message though newer versions ask it
+/// (ExecutorStateChanged in version 1).
+fn one_way_in(peer: &Peer, m: &DeployMessage) -> bool {
+    let version = peer.handle.negotiated().version;
+    Definition::builtin()
+        .message(DeployMessage::FAMILY, m.name())
+        .is_some_and(|d| d.kind_in(version) == MessageKind::Send)
+}
+
 async fn write(out: Out, send_timeout: Duration) {
     let (peer, result) = match out {
         Out::Send(peer, m) => {
@@ -96,6 +107,11 @@ async fn write(out: Out, send_timeout: Duration) {
         Out::Reply(peer, id, reply) => {
             let r = tokio::time::timeout(send_timeout, peer.handle.reply(id, reply)).await;
             (peer, r.map(|r| r.map_err(|e| ("reply", e))))
+        }
+        Out::Ask(peer, m) if one_way_in(&peer, &m) => {
+            let name = m.name();
+            let r = tokio::time::timeout(send_timeout, peer.handle.send(m)).await;
+            (peer, r.map(|r| r.map_err(|e| (name, e))))
         }
         Out::Ask(peer, m) => {
             let name = m.name();

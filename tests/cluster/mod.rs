@@ -170,19 +170,23 @@ pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// A connection to a master as a driver client (or UI), for asks.
+/// A connection to a master as a driver client, for asks.
 pub async fn client(master: &Addr) -> Connection<DeployMessage> {
-    let stream = TcpStream::connect((master.host.as_str(), master.port as u16))
+    connect_as(master, Role::DriverClient, "test-client").await
+}
+
+/// A connection to a master or a worker as a UI, for its status asks.
+pub async fn ui(endpoint: &Addr) -> Connection<DeployMessage> {
+    connect_as(endpoint, Role::Ui, "test-ui").await
+}
+
+async fn connect_as(endpoint: &Addr, role: Role, id: &str) -> Connection<DeployMessage> {
+    let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port as u16))
         .await
         .expect("connect");
-    Connection::connect(
-        stream,
-        Role::DriverClient,
-        "test-client",
-        ConnectionConfig::default(),
-    )
-    .await
-    .expect("handshake")
+    Connection::connect(stream, role, id, ConnectionConfig::default())
+        .await
+        .expect("handshake")
 }
 
 /// Asks and expects a reply.
@@ -197,7 +201,7 @@ pub async fn ask(
 
 /// The master's state page.
 pub async fn master_state(master: &Addr) -> sparkwire::messages::deploy::MasterStateResponse {
-    let c = client(master).await;
+    let c = ui(master).await;
     let reply = ask(&c, sparkwire::messages::deploy::RequestMasterState {}).await;
     c.close().await;
     match reply {

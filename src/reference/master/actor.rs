@@ -95,6 +95,7 @@ impl MasterActor {
             handshake_timeout: Duration::from_secs(10),
             observer: config.observer.clone(),
             next_conn: Arc::new(AtomicU64::new(1)),
+            versions: config.versions.clone(),
         };
         let outbox = Outbox::spawn(config.send_timeout);
         MasterActor {
@@ -304,6 +305,8 @@ impl MasterActor {
             M::RegisterWorker(r) if worker_side => self.register_worker(conn, r),
             M::Heartbeat(h) if worker_side => self.heartbeat(conn, &h.worker_id),
             M::WorkerLatestState(s) if worker_side => self.worker_latest_state(s),
+            // A send in protocol version 1 (Spark 3.0), an ask from version 2 on.
+            M::ExecutorStateChanged(e) if worker_side => self.executor_state_changed(conn, e),
             M::DriverStateChanged(d) if worker_side => {
                 self.driver_state_changed(d.driver_id, d.state, d.exception)
             }
@@ -338,6 +341,8 @@ impl MasterActor {
         let worker_side = self.conn_is(conn, &[Role::Worker]);
         let app_side = self.conn_is(conn, &[Role::AppClient]);
         let client_side = self.conn_is(conn, &[Role::DriverClient]);
+        // UI asks come from `ui` peers; older clients send them as `driver-client`.
+        let ui_side = self.conn_is(conn, &[Role::Ui, Role::DriverClient]);
         let reply = match m {
             M::ExecutorStateChanged(e) if worker_side => {
                 self.executor_state_changed(conn, e);
@@ -363,7 +368,7 @@ impl MasterActor {
                 }
                 return;
             }
-            M::RequestKillAllDrivers(_) if client_side => {
+            M::RequestKillAllDrivers(_) if ui_side => {
                 let (response, killed_waiting) = self.kill_all_drivers();
                 self.reply_on(conn, id, Reply::Message(response.into()));
                 for d in killed_waiting {
@@ -374,12 +379,12 @@ impl MasterActor {
             M::RequestDriverStatus(r) if client_side => {
                 Reply::Message(self.driver_status(&r.driver_id).into())
             }
-            M::RequestMasterState(_) if client_side => Reply::Message(self.master_state().into()),
-            M::RequestReadyz(_) if client_side => Reply::Bool(self.state != RecoveryState::Standby),
-            M::RequestClearCompletedDriversAndApps(_) if client_side => {
+            M::RequestMasterState(_) if ui_side => Reply::Message(self.master_state().into()),
+            M::RequestReadyz(_) if ui_side => Reply::Bool(self.state != RecoveryState::Standby),
+            M::RequestClearCompletedDriversAndApps(_) if ui_side => {
                 Reply::Int(self.clear_completed())
             }
-            M::DecommissionWorkersOnHosts(d) if client_side => {
+            M::DecommissionWorkersOnHosts(d) if ui_side => {
                 Reply::Int(self.decommission_workers_on_hosts(&d.hostnames))
             }
             other => {

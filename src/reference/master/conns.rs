@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::actor::Event;
 use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
-use crate::messages::{Addr, DeployMessage};
+use crate::messages::{Addr, DeployMessage, Version};
 use crate::reference::observe::{ObservedClose, Observer};
 use crate::reference::outbox::{spawn_reader, ConnId, Peer};
 use crate::validate::{Endpoint, Role as VRole};
@@ -25,6 +25,8 @@ pub(crate) struct ConnSettings {
     pub(crate) handshake_timeout: Duration,
     pub(crate) observer: Option<Observer>,
     pub(crate) next_conn: Arc<AtomicU64>,
+    /// Versions spoken in handshakes.
+    pub(crate) versions: Vec<Version>,
 }
 
 impl ConnSettings {
@@ -101,9 +103,15 @@ async fn accept(
     events: &mpsc::UnboundedSender<Event>,
 ) -> Result<(), ConnectionError> {
     let _ = stream.set_nodelay(true);
-    let local = Identity::new(Role::Master, settings.id.clone());
+    let local = Identity {
+        versions: settings.versions.clone(),
+        ..Identity::new(Role::Master, settings.id.clone())
+    };
     let handshake = server_handshake(stream, &local, |role| {
-        matches!(role, Role::Worker | Role::AppClient | Role::DriverClient)
+        matches!(
+            role,
+            Role::Worker | Role::AppClient | Role::DriverClient | Role::Ui
+        )
     });
     let established = match tokio::time::timeout(settings.handshake_timeout, handshake).await {
         Ok(r) => r?,
@@ -188,7 +196,10 @@ pub(crate) fn dial(
             .await
             .map_err(|_| ConnectionError::Closed)??;
             let _ = stream.set_nodelay(true);
-            let local = Identity::new(Role::Master, settings.id.clone());
+            let local = Identity {
+                versions: settings.versions.clone(),
+                ..Identity::new(Role::Master, settings.id.clone())
+            };
             let hs = crate::wire::handshake::client_handshake(stream, &local);
             let established = tokio::time::timeout(settings.handshake_timeout, hs)
                 .await

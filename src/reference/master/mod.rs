@@ -36,6 +36,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
 use super::observe::Observer;
+use crate::messages::Version;
 use crate::wire::limits::DEFAULT_MAX_FRAME_SIZE;
 
 /// The master's settings; [`Default`] gives Spark's defaults.
@@ -70,6 +71,9 @@ pub struct MasterConfig {
     pub retained_drivers: usize,
     /// Strict mode: every connection feeds this observer's validator.
     pub observer: Option<Observer>,
+    /// Protocol versions spoken, in handshakes both ways. Default: every version this crate
+    /// knows; `[Version::V1]` plays a Spark 3.0 master.
+    pub versions: Vec<Version>,
 }
 
 impl Default for MasterConfig {
@@ -87,6 +91,7 @@ impl Default for MasterConfig {
             retained_applications: 200,
             retained_drivers: 200,
             observer: None,
+            versions: Version::ALL.to_vec(),
         }
     }
 }

@@ -76,7 +76,10 @@ async fn accept(
     let _ = stream.set_nodelay(true);
     let local = Identity::new(Role::Worker, settings.id.clone());
     let hs = server_handshake(stream, &local, |role| {
-        matches!(role, Role::Master | Role::Executor | Role::DriverClient)
+        matches!(
+            role,
+            Role::Master | Role::Executor | Role::DriverClient | Role::Ui
+        )
     });
     let established = tokio::time::timeout(settings.handshake_timeout, hs)
         .await
@@ -104,7 +107,7 @@ async fn accept(
         return Ok(());
     }
     let (config, close) = match (&settings.observer, negotiated.peer_role) {
-        (Some(observer), Role::DriverClient) => {
+        (Some(observer), Role::DriverClient | Role::Ui) => {
             let local = Endpoint::new(VRole::Worker, settings.id.clone());
             let (inspector, close) = observer.deploy_inspector(
                 local,
