@@ -220,8 +220,9 @@ async fn local_cluster_with_no_options_estimates_pi_validly_and_leaves_no_proces
     let _ = std::fs::remove_file(&diagram);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn local_cluster_interrupted_mid_job_stops_every_process() {
+/// Starts a long `local-cluster` job, sends `signal` to `local-cluster` itself once its first
+/// executor registered, and returns what it printed after it exited unsuccessfully.
+async fn local_cluster_signalled_mid_job(signal: &str) -> String {
     use tokio::io::{AsyncBufReadExt, BufReader};
 
     let mut child = tokio::process::Command::new(BIN)
@@ -255,7 +256,7 @@ async fn local_cluster_interrupted_mid_job_stops_every_process() {
     .await;
     let pid = child.id().expect("pid");
     let ok = std::process::Command::new("kill")
-        .args(["-INT", &pid.to_string()])
+        .args([signal, &pid.to_string()])
         .status()
         .expect("kill")
         .success();
@@ -268,6 +269,20 @@ async fn local_cluster_interrupted_mid_job_stops_every_process() {
         .await
         .expect("wait");
     assert!(!status.success(), "{seen}");
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_cluster_interrupted_mid_job_stops_every_process() {
+    let seen = local_cluster_signalled_mid_job("-INT").await;
+    no_orphans(&seen).await;
+}
+
+/// SIGKILL gives `local-cluster` no chance to stop anything: the master and workers notice their
+/// standard input ending, and the executors their driver going away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_cluster_killed_with_sigkill_leaves_no_process_behind() {
+    let seen = local_cluster_signalled_mid_job("-KILL").await;
     no_orphans(&seen).await;
 }
 

@@ -45,6 +45,10 @@ pub struct MasterArgs {
     /// on standard output and exit with status 1 at shutdown if any rule was broken.
     #[arg(long)]
     strict: bool,
+    /// Shut down when standard input ends: a parent that starts this process with a pipe as its
+    /// standard input (as `local-cluster` does) is then never outlived, even if it is killed.
+    #[arg(long)]
+    exit_with_stdin: bool,
 }
 
 /// Runs the command.
@@ -92,8 +96,8 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         super::flush_stdout();
         let mut master = master;
         tokio::select! {
-            _ = super::terminated() => {
-                tracing::info!("signal received; shutting down");
+            why = super::stop_requested(args.exit_with_stdin) => {
+                tracing::info!("{why}; shutting down");
                 master.shutdown().await;
             }
             _ = master.stopped() => {}

@@ -85,6 +85,46 @@ fn flush_stdout() {
     let _ = std::io::stdout().flush();
 }
 
+/// Resolves on Ctrl-C or SIGTERM, or, with `watch_stdin`, when standard input reaches its end:
+/// a parent that holds the other end of that pipe is gone, even if it was killed with SIGKILL.
+async fn stop_requested(watch_stdin: bool) -> &'static str {
+    if !watch_stdin {
+        terminated().await;
+        return "signal received";
+    }
+    tokio::select! {
+        _ = terminated() => "signal received",
+        _ = stdin_closed() => "standard input closed (the parent is gone)",
+    }
+}
+
+/// Resolves when standard input ends or cannot be read. The read runs on a plain thread, which
+/// never holds the process (or the runtime's shutdown) up.
+async fn stdin_closed() {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("stdin-watch".into())
+        .spawn(move || {
+            use std::io::Read;
+            let mut stdin = std::io::stdin().lock();
+            let mut buf = [0u8; 512];
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(());
+        });
+    if spawned.is_err() {
+        // No thread to watch with: never resolve rather than stop at once.
+        std::future::pending::<()>().await;
+    }
+    let _ = rx.await;
+}
+
 /// Resolves on Ctrl-C or SIGTERM.
 async fn terminated() {
     #[cfg(unix)]

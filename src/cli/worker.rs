@@ -42,6 +42,10 @@ pub struct WorkerArgs {
     /// Largest frame accepted or sent, bytes.
     #[arg(long)]
     max_frame_bytes: Option<usize>,
+    /// Shut down when standard input ends: a parent that starts this process with a pipe as its
+    /// standard input (as `local-cluster` does) is then never outlived, even if it is killed.
+    #[arg(long)]
+    exit_with_stdin: bool,
 }
 
 /// Runs the command.
@@ -84,8 +88,8 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         );
         super::flush_stdout();
         let exit = tokio::select! {
-            _ = super::terminated() => {
-                tracing::info!("signal received; shutting down");
+            why = super::stop_requested(args.exit_with_stdin) => {
+                tracing::info!("{why}; shutting down");
                 worker.shutdown().await
             }
             exit = worker.stopped() => exit,

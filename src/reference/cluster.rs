@@ -4,7 +4,9 @@
 //!
 //! Every child runs in one new process group (the master's), and so do the executors the workers
 //! start: [`LocalCluster::shutdown`] and dropping the cluster end the whole group, so no process
-//! is left behind whichever way the caller exits (short of being killed with SIGKILL itself).
+//! is left behind whichever way the caller exits. Should the caller be killed with SIGKILL, the
+//! master and workers still stop: each reads a pipe from the caller as its standard input
+//! (`--exit-with-stdin`) and shuts down when it ends; the workers' executors go with them.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -105,7 +107,9 @@ async fn start_child(
         cmd.env("RUST_LOG", "warn");
     }
     cmd.args(args)
-        .stdin(Stdio::null())
+        // The child holds the read end of this pipe and stops when it ends (`--exit-with-stdin`):
+        // the write end stays in `Child` and closes when this process ends, however it ends.
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true);
@@ -174,7 +178,12 @@ fn group_alive(group: u32) -> bool {
 impl LocalCluster {
     /// Starts the master, then the workers pointed at it.
     pub async fn start(config: &ClusterConfig) -> Result<LocalCluster, ClusterError> {
-        let mut master_args = vec!["master".to_string(), "--port".into(), "0".into()];
+        let mut master_args = vec![
+            "master".to_string(),
+            "--port".into(),
+            "0".into(),
+            "--exit-with-stdin".into(),
+        ];
         master_args.extend(config.master_args.iter().cloned());
         let (master, master_url, master_output, master_drain) = start_child(
             "the master",
@@ -217,6 +226,7 @@ impl LocalCluster {
                 config.cores.to_string(),
                 "--memory".into(),
                 config.memory_mb.to_string(),
+                "--exit-with-stdin".into(),
                 "--allow-exec".into(),
                 config.program.to_string_lossy().into_owned(),
                 "--work-dir".into(),
