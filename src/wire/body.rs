@@ -111,7 +111,7 @@ fn decode_message_with<F: Family>(
     }
     with_source_frame(frame, || {
         let mut de = rmp_serde::Deserializer::from_read_ref(fields);
-        fields_from(name, version, &mut de)
+        fields_from(name, version, super::strict::Strict(&mut de))
     })
 }
 

@@ -229,7 +229,7 @@ fn read_plain<T: serde::de::DeserializeOwned>(
     version: Version,
 ) -> Result<T, Error> {
     with_source_frame(frame, || {
-        rmp_serde::from_slice(body).map_err(|e| Error::InvalidFields {
+        super::strict::from_slice(body).map_err(|e| Error::InvalidFields {
             name: name.to_string(),
             version,
             detail: e.to_string(),

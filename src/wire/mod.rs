@@ -12,6 +12,7 @@ mod frame_error;
 pub mod handshake;
 pub mod limits;
 pub mod msgpack;
+mod strict;
 pub mod task;
 pub mod task_size;
 pub mod vectors;

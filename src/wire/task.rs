@@ -29,7 +29,7 @@ pub fn decode_task(data: &Bytes) -> Result<TaskDescription, Error> {
         });
     }
     with_source_frame(data, || {
-        rmp_serde::from_slice(data).map_err(|e| Error::InvalidFields {
+        super::strict::from_slice(data).map_err(|e| Error::InvalidFields {
             name: "TaskDescription".into(),
             version: crate::messages::Version::LATEST,
             detail: e.to_string(),
@@ -61,7 +61,7 @@ pub fn peek_task(data: &[u8]) -> Result<TaskHeader, Error> {
             extra: data.len() - len,
         });
     }
-    rmp_serde::from_slice::<Header>(data)
+    super::strict::from_slice::<Header>(data)
         .map(|h| TaskHeader {
             task_id: h.task_id,
             cpus: h.cpus,

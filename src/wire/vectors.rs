@@ -413,6 +413,16 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
             ]),
             "LocalMessage",
         ),
+        // [0, {"KillTask": [1, "1", true, "r"]}]: the fields as an array, not a map
+        (
+            "message fields as an array",
+            2,
+            with_prefix(&[
+                0x92, 0x00, 0x81, 0xa8, b'K', b'i', b'l', b'l', b'T', b'a', b's', b'k', 0x94, 0x01,
+                0xa1, b'1', 0xc3, 0xa1, b'r',
+            ]),
+            "InvalidFields",
+        ),
         // an extension value
         (
             "extension type",
