@@ -11,12 +11,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify};
 
 use super::observe::ObservedClose;
 use crate::connection::{Connection, ConnectionError, ConnectionHandle, Incoming};
 use crate::definition::{Definition, MessageKind};
-use crate::messages::{DeployMessage, ErrorDescription, Family};
+use crate::messages::{Addr, DeployMessage, ErrorDescription, Family};
+use crate::wire::handshake::{client_handshake, Established, HandshakeError, Identity};
 use crate::wire::Reply;
 
 /// A connection's id within one process.
@@ -189,4 +191,45 @@ pub(crate) fn spawn_reader(
         let _ = deliver.send((conn_id, None));
     });
     peer
+}
+
+/// Hands what [`spawn_reader`] delivers on `from` to an owner's event queue, as
+/// `incoming(conn, message)` and, at the close, `closed(conn)`; stops when the owner is gone.
+/// The owner announces the connection on `events` before calling this, so it sees the opening
+/// before any traffic.
+pub(crate) fn forward_events<E: Send + 'static>(
+    mut from: mpsc::UnboundedReceiver<(ConnId, Option<Incoming<DeployMessage>>)>,
+    events: mpsc::UnboundedSender<E>,
+    incoming: fn(ConnId, Incoming<DeployMessage>) -> E,
+    closed: fn(ConnId) -> E,
+) {
+    tokio::spawn(async move {
+        while let Some((conn, got)) = from.recv().await {
+            let event = match got {
+                Some(i) => incoming(conn, i),
+                None => closed(conn),
+            };
+            if events.send(event).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// Connects to `addr` over TCP and does the client's handshake as `local`, each step bounded by
+/// `timeout`.
+pub(crate) async fn dial(
+    addr: &Addr,
+    local: &Identity,
+    timeout: Duration,
+) -> Result<Established<TcpStream>, ConnectionError> {
+    let port = u16::try_from(addr.port).map_err(|_| ConnectionError::Closed)?;
+    let stream = tokio::time::timeout(timeout, TcpStream::connect((addr.host.as_str(), port)))
+        .await
+        .map_err(|_| ConnectionError::Closed)??;
+    let _ = stream.set_nodelay(true);
+    let established = tokio::time::timeout(timeout, client_handshake(stream, local))
+        .await
+        .map_err(|_| HandshakeError::TimedOut { after: timeout })??;
+    Ok(established)
 }

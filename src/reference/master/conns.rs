@@ -12,7 +12,7 @@ use super::actor::Event;
 use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use crate::messages::{Addr, DeployMessage, Version};
 use crate::reference::observe::{ObservedClose, Observer};
-use crate::reference::outbox::{spawn_reader, ConnId, Peer};
+use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, ConnId, Peer};
 use crate::validate::{Endpoint, Role as VRole};
 use crate::wire::handshake::{server_handshake, HandshakeError, Identity, Role};
 
@@ -152,7 +152,7 @@ fn register(
     target: Option<DialTarget>,
 ) {
     let conn_id = settings.next_id();
-    let (tx, mut rx) = mpsc::unbounded_channel::<(ConnId, Option<Incoming<DeployMessage>>)>();
+    let (tx, rx) = mpsc::unbounded_channel::<(ConnId, Option<Incoming<DeployMessage>>)>();
     let peer = spawn_reader(conn, conn_id, tx, close);
     let opened = Opened {
         conn: conn_id,
@@ -163,20 +163,7 @@ fn register(
     if events.send(Event::Opened(opened, target)).is_err() {
         return;
     }
-    // Forwards the connection's traffic after its opening, on the actor's one queue, so the actor
-    // sees the opening first.
-    let events = events.clone();
-    tokio::spawn(async move {
-        while let Some((conn, incoming)) = rx.recv().await {
-            let event = match incoming {
-                Some(i) => Event::Incoming(conn, i),
-                None => Event::Closed(conn),
-            };
-            if events.send(event).is_err() {
-                break;
-            }
-        }
-    });
+    forward_events(rx, events.clone(), Event::Incoming, Event::Closed);
 }
 
 /// Dials `addr` as the master and hands the connection to the actor for `target`.
@@ -188,24 +175,11 @@ pub(crate) fn dial(
 ) {
     tokio::spawn(async move {
         let result = async {
-            let port = u16::try_from(addr.port).map_err(|_| ConnectionError::Closed)?;
-            let stream = tokio::time::timeout(
-                settings.handshake_timeout,
-                TcpStream::connect((addr.host.as_str(), port)),
-            )
-            .await
-            .map_err(|_| ConnectionError::Closed)??;
-            let _ = stream.set_nodelay(true);
             let local = Identity {
                 versions: settings.versions.clone(),
                 ..Identity::new(Role::Master, settings.id.clone())
             };
-            let hs = crate::wire::handshake::client_handshake(stream, &local);
-            let established = tokio::time::timeout(settings.handshake_timeout, hs)
-                .await
-                .map_err(|_| HandshakeError::TimedOut {
-                    after: settings.handshake_timeout,
-                })??;
+            let established = dial_tcp(&addr, &local, settings.handshake_timeout).await?;
             let negotiated = established.negotiated().clone();
             let (config, close) = settings.config(
                 negotiated.peer_role,

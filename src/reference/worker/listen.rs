@@ -12,9 +12,9 @@ use super::actor::WEvent;
 use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use crate::messages::{Addr, CoarseMessage, DeployMessage};
 use crate::reference::observe::{ObservedClose, Observer};
-use crate::reference::outbox::{spawn_reader, ConnId};
+use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, ConnId};
 use crate::validate::{Endpoint, Role as VRole};
-use crate::wire::handshake::{client_handshake, server_handshake, HandshakeError, Identity, Role};
+use crate::wire::handshake::{server_handshake, HandshakeError, Identity, Role};
 
 /// What every connection of the worker is made with.
 #[derive(Clone)]
@@ -141,7 +141,7 @@ fn register(
     close: Option<ObservedClose>,
 ) {
     let conn_id = settings.next_conn.fetch_add(1, Ordering::Relaxed);
-    let (tx, mut rx) = mpsc::unbounded_channel::<(ConnId, Option<Incoming<DeployMessage>>)>();
+    let (tx, rx) = mpsc::unbounded_channel::<(ConnId, Option<Incoming<DeployMessage>>)>();
     let peer = spawn_reader(conn, conn_id, tx, close);
     if events
         .send(WEvent::Opened {
@@ -154,18 +154,7 @@ fn register(
     {
         return;
     }
-    let events = events.clone();
-    tokio::spawn(async move {
-        while let Some((conn, incoming)) = rx.recv().await {
-            let event = match incoming {
-                Some(i) => WEvent::Incoming(conn, i),
-                None => WEvent::Closed(conn),
-            };
-            if events.send(event).is_err() {
-                break;
-            }
-        }
-    });
+    forward_events(rx, events.clone(), WEvent::Incoming, WEvent::Closed);
 }
 
 /// Dials master `addr` to register; the actor hears of the connection, or of nothing when the
@@ -177,21 +166,8 @@ pub(crate) fn dial_master(
 ) {
     tokio::spawn(async move {
         let result = async {
-            let port = u16::try_from(addr.port).map_err(|_| ConnectionError::Closed)?;
-            let stream = tokio::time::timeout(
-                settings.handshake_timeout,
-                TcpStream::connect((addr.host.as_str(), port)),
-            )
-            .await
-            .map_err(|_| ConnectionError::Closed)??;
-            let _ = stream.set_nodelay(true);
             let local = Identity::new(Role::Worker, settings.id.clone());
-            let established =
-                tokio::time::timeout(settings.handshake_timeout, client_handshake(stream, &local))
-                    .await
-                    .map_err(|_| HandshakeError::TimedOut {
-                        after: settings.handshake_timeout,
-                    })??;
+            let established = dial_tcp(&addr, &local, settings.handshake_timeout).await?;
             let role = established.negotiated().peer_role;
             let conn = Connection::establish(established, settings.config())?;
             Ok::<_, ConnectionError>((conn, role))
