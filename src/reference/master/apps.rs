@@ -315,7 +315,11 @@ impl MasterActor {
             );
             return;
         }
-        let Some(app) = self.apps.get_mut(&e.app_id) else {
+        let known = self
+            .apps
+            .get(&e.app_id)
+            .is_some_and(|a| a.executors.contains_key(&e.exec_id));
+        if !known {
             tracing::warn!(
                 "Got status update for unknown executor {}/{}",
                 e.app_id,
@@ -323,14 +327,11 @@ impl MasterActor {
             );
             self.free_orphan(sender.as_deref(), &key, e.state);
             return;
+        }
+        let Some(app) = self.apps.get_mut(&e.app_id) else {
+            return;
         };
         let Some(exec) = app.executors.get_mut(&e.exec_id) else {
-            tracing::warn!(
-                "Got status update for unknown executor {}/{}",
-                e.app_id,
-                e.exec_id
-            );
-            self.free_orphan(sender.as_deref(), &key, e.state);
             return;
         };
         let old = exec.state;

@@ -22,7 +22,7 @@ use crate::messages::deploy::{
     WorkerLatestState, WorkerSchedulerStateResponse, WorkerStateResponse,
 };
 use crate::messages::{
-    Addr, DeployMessage, DriverRunnerInfo, DriverState, EndpointRef, ErrorDescription,
+    Addr, Command, DeployMessage, DriverRunnerInfo, DriverState, EndpointRef, ErrorDescription,
     ExecutorDescription, ExecutorState, Family, Resources,
 };
 use crate::reference::clock::{now_ms, stamp};
@@ -594,30 +594,13 @@ impl WorkerActor {
             ("APP_ID", l.app_id.clone()),
             ("WORKER_URL", self.worker_url.clone()),
         ];
-        let command = &l.app_desc.command;
-        let started = runner::check_allowed(&command.main_class, &self.allow).and_then(|program| {
-            let dir =
-                runner::dir_under(&self.config.work_dir, &[&l.app_id, &l.exec_id.to_string()])?;
-            runner::start(
-                Launch {
-                    key: RunKey::Executor(l.app_id.clone(), l.exec_id),
-                    program,
-                    args: command
-                        .arguments
-                        .iter()
-                        .map(|a| runner::substitute(a, &vars))
-                        .collect(),
-                    env: command
-                        .environment
-                        .iter()
-                        .map(|(k, v)| (k.clone(), runner::substitute(v, &vars)))
-                        .collect(),
-                    dir,
-                    supervise: false,
-                },
-                self.events.clone(),
-            )
-        });
+        let started = self.run_command(
+            RunKey::Executor(l.app_id.clone(), l.exec_id),
+            &l.app_desc.command,
+            &vars,
+            &[&l.app_id, &l.exec_id.to_string()],
+            false,
+        );
         let desc = ExecutorDescription {
             app_id: l.app_id.clone(),
             exec_id: l.exec_id,
@@ -669,6 +652,39 @@ impl WorkerActor {
         }
     }
 
+    /// Starts `command` (an executor's or a driver's) with Spark's `{{VAR}}` substitutions, in
+    /// the work directory under `dir_parts`, if its program is on the allow-list.
+    fn run_command(
+        &self,
+        key: RunKey,
+        command: &Command,
+        vars: &[(&str, String)],
+        dir_parts: &[&str],
+        supervise: bool,
+    ) -> Result<Running, String> {
+        let program = runner::check_allowed(&command.main_class, &self.allow)?;
+        let dir = runner::dir_under(&self.config.work_dir, dir_parts)?;
+        runner::start(
+            Launch {
+                key,
+                program,
+                args: command
+                    .arguments
+                    .iter()
+                    .map(|a| runner::substitute(a, vars))
+                    .collect(),
+                env: command
+                    .environment
+                    .iter()
+                    .map(|(k, v)| (k.clone(), runner::substitute(v, vars)))
+                    .collect(),
+                dir,
+                supervise,
+            },
+            self.events.clone(),
+        )
+    }
+
     fn launch_driver(&mut self, l: LaunchDriver) {
         if self.drivers.contains_key(&l.driver_id) {
             tracing::warn!("Asked to launch driver {} twice; ignored", l.driver_id);
@@ -680,29 +696,13 @@ impl WorkerActor {
             ("USER_JAR", l.driver_desc.jar_url.clone()),
             ("HOSTNAME", self.addr.host.clone()),
         ];
-        let command = &l.driver_desc.command;
-        let started = runner::check_allowed(&command.main_class, &self.allow).and_then(|program| {
-            let dir = runner::dir_under(&self.config.work_dir, &[&l.driver_id])?;
-            runner::start(
-                Launch {
-                    key: RunKey::Driver(l.driver_id.clone()),
-                    program,
-                    args: command
-                        .arguments
-                        .iter()
-                        .map(|a| runner::substitute(a, &vars))
-                        .collect(),
-                    env: command
-                        .environment
-                        .iter()
-                        .map(|(k, v)| (k.clone(), runner::substitute(v, &vars)))
-                        .collect(),
-                    dir,
-                    supervise: l.driver_desc.supervise,
-                },
-                self.events.clone(),
-            )
-        });
+        let started = self.run_command(
+            RunKey::Driver(l.driver_id.clone()),
+            &l.driver_desc.command,
+            &vars,
+            &[&l.driver_id],
+            l.driver_desc.supervise,
+        );
         let info = DriverRunnerInfo {
             driver_id: l.driver_id.clone(),
             cores: l.driver_desc.cores,
