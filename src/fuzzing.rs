@@ -145,6 +145,8 @@ pub fn handshake(data: &[u8]) {
         role: Role::Master,
         id: "master".into(),
         versions: Version::ALL.to_vec(),
+        secret: None,
+        admin_secret: None,
     };
     let (answer, outcome) = answer_hello(data, &server, |r| r.carries::<DeployMessage>());
     match (&answer, &outcome) {
@@ -158,6 +160,7 @@ pub fn handshake(data: &[u8]) {
                 versions: n.peer_versions.clone(),
                 role: n.peer_role,
                 id: n.peer_id.clone(),
+                auth: None,
             };
             let mut body = Vec::new();
             encode_answer(&answer, &mut body);
@@ -302,6 +305,8 @@ fn handshake_seeds() -> Vec<Vec<u8>> {
         role: Role::Master,
         id: "master".into(),
         versions: Version::ALL.to_vec(),
+        secret: None,
+        admin_secret: None,
     };
     for role in Role::ALL {
         for versions in [&Version::ALL[..], &[Version::V1][..], &[Version::V2][..]] {

@@ -14,6 +14,8 @@ fn identity(role: Role, id: &str) -> Identity {
         role,
         id: id.into(),
         versions: vec![Version::V1, Version::V2],
+        secret: None,
+        admin_secret: None,
     }
 }
 

@@ -21,6 +21,13 @@ pub enum RefusalReason {
     MalformedHello,
     /// `frameTooLarge`: the hello frame is over the 64 KiB pre-handshake limit.
     FrameTooLarge,
+    /// `authRequired`: the server has a shared secret and the hello did not ask to authenticate
+    /// (an older client, or one without the secret).
+    AuthRequired,
+    /// `authFailed`: the client's proof is not the one the server's secret gives.
+    AuthFailed,
+    /// `authNotConfigured`: the hello asked to authenticate and the server has no secret.
+    AuthNotConfigured,
     /// A reason this side does not know, as received (a newer server may add reasons).
     Other(String),
 }
@@ -34,6 +41,9 @@ impl RefusalReason {
             RefusalReason::RoleNotAccepted => "roleNotAccepted",
             RefusalReason::MalformedHello => "malformedHello",
             RefusalReason::FrameTooLarge => "frameTooLarge",
+            RefusalReason::AuthRequired => "authRequired",
+            RefusalReason::AuthFailed => "authFailed",
+            RefusalReason::AuthNotConfigured => "authNotConfigured",
             RefusalReason::Other(name) => name,
         }
     }
@@ -46,6 +56,9 @@ impl RefusalReason {
             "roleNotAccepted" => RefusalReason::RoleNotAccepted,
             "malformedHello" => RefusalReason::MalformedHello,
             "frameTooLarge" => RefusalReason::FrameTooLarge,
+            "authRequired" => RefusalReason::AuthRequired,
+            "authFailed" => RefusalReason::AuthFailed,
+            "authNotConfigured" => RefusalReason::AuthNotConfigured,
             other => RefusalReason::Other(other.to_string()),
         }
     }
@@ -252,6 +265,9 @@ mod tests {
             "roleNotAccepted",
             "malformedHello",
             "frameTooLarge",
+            "authRequired",
+            "authFailed",
+            "authNotConfigured",
         ] {
             assert_eq!(RefusalReason::from_name(known).name(), known);
             assert!(!matches!(

@@ -48,6 +48,32 @@ pub enum HandshakeError {
     #[error("malformed handshake frame: {0}")]
     Malformed(String),
 
+    /// The server has a shared secret and the client did not ask to authenticate: an older
+    /// client, or one configured without the secret.
+    #[error("this side requires authentication with a shared secret and the peer did not offer it (an older peer, or one without the secret)")]
+    AuthRequired,
+
+    /// The client asked to authenticate and the server has no shared secret.
+    #[error(
+        "the peer asks to authenticate with a shared secret and this side has none configured"
+    )]
+    AuthNotConfigured,
+
+    /// A proof did not verify: the peer does not hold the same secret, or the exchange was
+    /// altered or replayed.
+    #[error("authentication failed: {0}")]
+    AuthFailed(String),
+
+    /// This side has a shared secret and the server accepted the hello without proving that it
+    /// holds it (an older sparkwire server, or one without a secret). No envelope is exchanged
+    /// with such a peer: there is no silent downgrade.
+    #[error("the server accepted without authenticating; this side has a shared secret and refuses to go on unauthenticated (is the server older, or run without --secret-file?)")]
+    Unauthenticated,
+
+    /// The operating system's random source failed, so no nonce could be made.
+    #[error("no random nonce: {0}")]
+    Random(String),
+
     /// The handshake frame could not be read or written (too large, truncated, I/O).
     #[error("handshake frame: {0}")]
     Frame(#[from] FrameError),

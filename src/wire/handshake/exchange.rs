@@ -6,7 +6,10 @@ use tokio::io::{split, AsyncRead, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf
 use tokio_util::codec::{Encoder, FramedRead};
 
 use super::answer::{encode_answer, Answer, Refusal, RefusalReason};
-use super::decide::{answer_hello, check_answer, Identity, Negotiated};
+use super::auth::{Nonce, NONCE_LEN};
+use super::decide::{
+    check_answer, read_hello, read_server_frame, ClientNext, Identity, Negotiated, ServerHello,
+};
 use super::error::HandshakeError;
 use super::hello::encode_hello;
 use super::role::Role;
@@ -72,7 +75,16 @@ async fn read_frame<R: AsyncRead + Unpin>(
     }
 }
 
-/// Runs the client side: sends `local`'s hello and reads the server's answer.
+/// A fresh nonce from the operating system's random source.
+pub fn fresh_nonce() -> Result<Nonce, HandshakeError> {
+    let mut nonce = [0u8; NONCE_LEN];
+    getrandom::getrandom(&mut nonce).map_err(|e| HandshakeError::Random(e.to_string()))?;
+    Ok(nonce)
+}
+
+/// Runs the client side: sends `local`'s hello and reads the server's answer; with a secret, the
+/// server's challenge first, then sends the proof and reads the answer (protocol/handshake.md
+/// §10).
 ///
 /// Frames are limited to 64 KiB until the handshake completes. Takes no time limit itself: wrap
 /// it in `tokio::time::timeout` (the connection does).
@@ -85,13 +97,31 @@ where
 {
     let (read_half, mut writer) = split(io);
     let mut reader = FramedRead::new(read_half, RawFrameCodec::new(FrameLimit::HANDSHAKE));
-    let hello = local.hello();
+    let hello = match local.secret {
+        Some(_) => local.hello_with_nonce(fresh_nonce()?),
+        None => local.hello(),
+    };
     let mut body = Vec::new();
     encode_hello(&hello, &mut body);
-    let sent = write_frame(&mut writer, &body).await?;
-    let answer = read_frame(&mut reader).await?;
-    let received = reader.decoder().last_frame_len();
-    let negotiated = check_answer(&answer, &hello)?;
+    let mut sent = write_frame(&mut writer, &body).await?;
+    let first = read_frame(&mut reader).await?;
+    let mut received = reader.decoder().last_frame_len();
+    let next = match read_server_frame(&first, &hello, &body, local) {
+        Ok(next) => next,
+        Err(error) => {
+            let _ = writer.shutdown().await;
+            return Err(error);
+        }
+    };
+    let negotiated = match next {
+        ClientNext::Done(negotiated) => negotiated,
+        ClientNext::SendProof(proof) => {
+            sent += write_frame(&mut writer, &proof).await?;
+            let answer = read_frame(&mut reader).await?;
+            received += reader.decoder().last_frame_len();
+            check_answer(&answer, &hello)?
+        }
+    };
     Ok(Established {
         negotiated,
         reader,
@@ -101,8 +131,9 @@ where
     })
 }
 
-/// Runs the server side: reads the client's hello and answers it. `accept` says which client roles
-/// this server takes.
+/// Runs the server side: reads the client's hello and answers it; with a secret, sends a challenge
+/// and reads the client's proof before answering. `accept` says which client roles this server
+/// takes.
 ///
 /// On a refusal the answer is sent, the stream is shut down and the reason is returned. A hello
 /// over the 64 KiB limit is answered with `frameTooLarge` without reading its body.
@@ -133,13 +164,28 @@ where
         }
         Err(error) => return Err(error),
     };
-    let received = reader.decoder().last_frame_len();
-    let (answer, outcome) = answer_hello(&hello, local, accept);
+    let mut received = reader.decoder().last_frame_len();
+    let mut sent = 0;
+    let (answer, outcome) = match read_hello(&hello, local, &accept, fresh_nonce) {
+        ServerHello::Answer(answer, outcome) => (answer, outcome),
+        ServerHello::Challenge(auth) => {
+            sent += write_frame(&mut writer, auth.challenge_body()).await?;
+            let proof = match read_frame(&mut reader).await {
+                Ok(proof) => proof,
+                Err(error) => {
+                    let _ = writer.shutdown().await;
+                    return Err(error);
+                }
+            };
+            received += reader.decoder().last_frame_len();
+            auth.finish(&proof, local, &accept)
+        }
+    };
     let mut body = Vec::new();
     encode_answer(&answer, &mut body);
     match outcome {
         Ok(negotiated) => {
-            let sent = write_frame(&mut writer, &body).await?;
+            sent += write_frame(&mut writer, &body).await?;
             Ok(Established {
                 negotiated,
                 reader,

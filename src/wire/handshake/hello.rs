@@ -1,7 +1,8 @@
 //! The client's hello: the first frame of every connection.
 
+use super::auth::{Nonce, AUTH_MECHANISM};
 use super::error::HandshakeError;
-use super::map::{write_map, write_str_entry, write_uints_entry, Entries, MAGIC};
+use super::map::{write_bin_entry, write_map, write_str_entry, write_uints_entry, Entries, MAGIC};
 use super::role::Role;
 use crate::messages::Version;
 
@@ -15,6 +16,9 @@ pub struct Hello {
     pub role: Role,
     /// The client's id: a worker id, application id, executor id, …; may be empty.
     pub id: String,
+    /// The client's nonce when it asks to authenticate with a shared secret (the `auth` and
+    /// `nonce` keys, protocol/handshake.md §10); `None` for a client without a secret.
+    pub auth: Option<Nonce>,
 }
 
 impl Hello {
@@ -24,17 +28,28 @@ impl Hello {
             versions: versions.iter().map(|v| u64::from(v.number())).collect(),
             role,
             id: id.into(),
+            auth: None,
         }
+    }
+
+    /// The same hello, asking to authenticate with `nonce`.
+    pub fn with_auth(mut self, nonce: Nonce) -> Self {
+        self.auth = Some(nonce);
+        self
     }
 }
 
 /// Appends the hello's frame body (the map, without the length prefix) to `out`.
 pub fn encode_hello(hello: &Hello, out: &mut Vec<u8>) {
-    write_map(out, 4);
+    write_map(out, if hello.auth.is_some() { 6 } else { 4 });
     write_str_entry(out, "magic", MAGIC);
     write_uints_entry(out, "versions", &hello.versions);
     write_str_entry(out, "role", hello.role.name());
     write_str_entry(out, "id", &hello.id);
+    if let Some(nonce) = &hello.auth {
+        write_str_entry(out, "auth", AUTH_MECHANISM);
+        write_bin_entry(out, "nonce", nonce);
+    }
 }
 
 /// Reads a hello from a frame body. Unknown keys are ignored.
@@ -47,16 +62,58 @@ pub fn decode_hello(body: &[u8]) -> Result<Hello, HandshakeError> {
     let versions = entries.uints("versions")?;
     let role_name = entries.str("role")?;
     let id = entries.str("id")?.to_string();
+    let auth = match (entries.has("auth"), entries.has("nonce")) {
+        (false, false) => None,
+        (true, true) => {
+            let mechanism = entries.str("auth")?;
+            if mechanism != AUTH_MECHANISM {
+                return Err(HandshakeError::Malformed(format!(
+                    "authentication {mechanism:?} is not known; this side knows {AUTH_MECHANISM:?}"
+                )));
+            }
+            Some(entries.bin_array("nonce")?)
+        }
+        _ => {
+            return Err(HandshakeError::Malformed(
+                "a hello has both \"auth\" and \"nonce\", or neither".to_string(),
+            ))
+        }
+    };
     let role = Role::from_name(role_name).ok_or_else(|| HandshakeError::RoleNotAccepted {
         role: role_name.to_string(),
         family: None,
     })?;
-    Ok(Hello { versions, role, id })
+    Ok(Hello {
+        versions,
+        role,
+        id,
+        auth,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hello_asking_to_authenticate_carries_the_mechanism_and_the_nonce() {
+        let hello = Hello::new(&[Version::V2], Role::Worker, "w").with_auth([9; 32]);
+        let mut out = Vec::new();
+        encode_hello(&hello, &mut out);
+        assert_eq!(out[0], 0x86);
+        assert_eq!(decode_hello(&out), Ok(hello));
+        let mut half = Vec::new();
+        write_map(&mut half, 5);
+        write_str_entry(&mut half, "magic", MAGIC);
+        write_uints_entry(&mut half, "versions", &[2]);
+        write_str_entry(&mut half, "role", "worker");
+        write_str_entry(&mut half, "id", "");
+        write_str_entry(&mut half, "auth", AUTH_MECHANISM);
+        assert!(matches!(
+            decode_hello(&half),
+            Err(HandshakeError::Malformed(_))
+        ));
+    }
 
     #[test]
     fn hello_bytes_are_the_ones_protocol_handshake_md_shows() {
@@ -102,7 +159,8 @@ mod tests {
             Ok(Hello {
                 versions: vec![2, 9],
                 role: Role::Executor,
-                id: "exec-7".to_string()
+                id: "exec-7".to_string(),
+                auth: None,
             })
         );
     }

@@ -101,6 +101,14 @@ impl<'a> Entries<'a> {
         Ok(out)
     }
 
+    /// The binary value of the required key `key`, exactly `N` bytes long.
+    pub(crate) fn bin_array<const N: usize>(&self, key: &str) -> Result<[u8; N], HandshakeError> {
+        let raw = self.required(key)?;
+        let bad = || HandshakeError::Malformed(format!("{key:?} must be binary of {N} bytes"));
+        let bytes = Cursor::new(raw).bin().map_err(|_| bad())?;
+        <[u8; N]>::try_from(bytes).map_err(|_| bad())
+    }
+
     fn required(&self, key: &str) -> Result<&'a [u8], HandshakeError> {
         self.get(key).ok_or_else(|| {
             HandshakeError::Malformed(format!("the required key {key:?} is missing"))
@@ -133,4 +141,10 @@ pub(crate) fn write_uints_entry(out: &mut Vec<u8>, key: &str, values: &[u64]) {
     for v in values {
         let _ = rmp::encode::write_uint(out, *v);
     }
+}
+
+/// Appends an entry holding binary bytes.
+pub(crate) fn write_bin_entry(out: &mut Vec<u8>, key: &str, value: &[u8]) {
+    let _ = rmp::encode::write_str(out, key);
+    let _ = rmp::encode::write_bin(out, value);
 }
