@@ -46,6 +46,7 @@ pub fn run(args: ExecutorArgs) -> Result<ExitCode, String> {
         worker_url: args.worker_url.filter(|u| !u.is_empty()),
         resource_profile_id: args.resource_profile_id,
         connect_timeout: Duration::from_secs(30),
+        security: Default::default(),
     };
     let runtime = super::runtime()?;
     let id = config.executor_id.clone();

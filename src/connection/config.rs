@@ -3,7 +3,9 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::security::Security;
 use crate::messages::Version;
+use crate::wire::handshake::Secret;
 use crate::wire::limits::DEFAULT_MAX_FRAME_SIZE;
 use crate::wire::Envelope;
 
@@ -64,6 +66,11 @@ pub struct ConnectionConfig<F> {
     pub outgoing_queue: usize,
     /// The inspector, if any (strict mode).
     pub inspector: Option<Box<dyn Inspector<F>>>,
+    /// The shared secret, admin secret and TLS settings used by [`Connection::connect`] and
+    /// [`Connection::accept`](super::Connection::accept). Default: none.
+    ///
+    /// [`Connection::connect`]: super::Connection::connect
+    pub security: Security,
 }
 
 impl<F> Default for ConnectionConfig<F> {
@@ -75,6 +82,7 @@ impl<F> Default for ConnectionConfig<F> {
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             outgoing_queue: DEFAULT_OUTGOING_QUEUE,
             inspector: None,
+            security: Security::default(),
         }
     }
 }
@@ -104,6 +112,19 @@ impl<F> ConnectionConfig<F> {
         self
     }
 
+    /// Authenticates with the shared secret `secret` (protocol/handshake.md §10): the handshake
+    /// then completes only with a peer that proves the same secret.
+    pub fn with_secret(mut self, secret: Secret) -> Self {
+        self.security.secret = Some(secret);
+        self
+    }
+
+    /// Uses these security settings (secret, admin secret, TLS).
+    pub fn with_security(mut self, security: Security) -> Self {
+        self.security = security;
+        self
+    }
+
     /// Inspects every envelope with `inspector` (strict mode).
     pub fn with_inspector(mut self, inspector: impl Inspector<F> + 'static) -> Self {
         self.inspector = Some(Box::new(inspector));
@@ -120,6 +141,7 @@ impl<F> fmt::Debug for ConnectionConfig<F> {
             .field("handshake_timeout", &self.handshake_timeout)
             .field("outgoing_queue", &self.outgoing_queue)
             .field("inspector", &self.inspector.as_ref().map(|_| "set"))
+            .field("security", &self.security)
             .finish()
     }
 }

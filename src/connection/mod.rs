@@ -12,7 +12,10 @@ mod error;
 mod io_task;
 mod launch_task;
 mod pending;
+mod security;
 mod shared;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use config::{
     ConnectionConfig, Direction, Inspector, DEFAULT_ASK_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
@@ -20,6 +23,12 @@ pub use config::{
 };
 pub use counters::{Counters, Traffic};
 pub use error::ConnectionError;
+pub use security::{
+    generate_secret, read_secret_file, write_secret_file, SecretFileError, Security, Stream,
+    MAX_SECRET_FILE,
+};
+#[cfg(feature = "tls")]
+pub use security::{TlsError, TlsSettings};
 
 use std::ops::Deref;
 use std::sync::atomic::Ordering;
@@ -30,9 +39,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::messages::{ErrorDescription, Family, Version};
-use crate::wire::handshake::{
-    client_handshake, server_handshake, Established, HandshakeError, Identity, Negotiated, Role,
-};
+use crate::wire::handshake::{Established, HandshakeError, Identity, Negotiated, Role};
 use crate::wire::limits::FrameLimit;
 use crate::wire::{Envelope, FrameCodec, Reply};
 use shared::{new_shared, Outgoing, Settles, Shared};
@@ -255,8 +262,10 @@ impl<F> Drop for Connection<F> {
 }
 
 impl<F: Family + Send + 'static> Connection<F> {
-    /// Connects as a client: runs the handshake as `role` with id `id`, then starts the
-    /// connection. `role` must carry family `F`, and so must the server's.
+    /// Connects as a client: TLS when [`ConnectionConfig::security`] has it, the handshake as
+    /// `role` with id `id` (authenticated when it has a secret), then starts the connection.
+    /// `role` must carry family `F`, and so must the server's. With TLS, the server's certificate
+    /// must carry the TLS settings' `server_name`.
     pub async fn connect<IO>(
         io: IO,
         role: Role,
@@ -268,13 +277,17 @@ impl<F: Family + Send + 'static> Connection<F> {
     {
         check_family::<F>(role)?;
         let local = Identity::new(role, id).with_versions(&config.versions);
-        let established =
-            with_timeout(config.handshake_timeout, client_handshake(io, &local)).await?;
+        let established = with_timeout(
+            config.handshake_timeout,
+            config.security.client_handshake(io, &local, ""),
+        )
+        .await?;
         Self::establish(established, config)
     }
 
-    /// Accepts a client: runs the server side of the handshake as `role` with id `id`, taking only
-    /// clients whose role carries family `F`, then starts the connection.
+    /// Accepts a client: TLS when [`ConnectionConfig::security`] has it, the server side of the
+    /// handshake as `role` with id `id` (requiring the client to prove the secret when there is
+    /// one), taking only clients whose role carries family `F`, then starts the connection.
     pub async fn accept<IO>(
         io: IO,
         role: Role,
@@ -288,7 +301,9 @@ impl<F: Family + Send + 'static> Connection<F> {
         let local = Identity::new(role, id).with_versions(&config.versions);
         let established = with_timeout(
             config.handshake_timeout,
-            server_handshake(io, &local, |peer| peer.carries::<F>()),
+            config
+                .security
+                .server_handshake(io, &local, |peer| peer.carries::<F>()),
         )
         .await?;
         Self::establish(established, config)

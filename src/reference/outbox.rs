@@ -15,10 +15,12 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify};
 
 use super::observe::ObservedClose;
-use crate::connection::{Connection, ConnectionError, ConnectionHandle, Incoming};
+use crate::connection::{
+    Connection, ConnectionError, ConnectionHandle, Incoming, Security, Stream,
+};
 use crate::definition::{Definition, MessageKind};
 use crate::messages::{Addr, DeployMessage, ErrorDescription, Family};
-use crate::wire::handshake::{client_handshake, Established, HandshakeError, Identity};
+use crate::wire::handshake::{Established, HandshakeError, Identity};
 use crate::wire::Reply;
 
 /// A connection's id within one process.
@@ -216,19 +218,21 @@ pub(crate) fn forward_events<E: Send + 'static>(
     });
 }
 
-/// Connects to `addr` over TCP and does the client's handshake as `local`, each step bounded by
-/// `timeout`.
+/// Connects to `addr` over TCP and does the client's handshake as `local` (with `security`'s
+/// TLS and secrets), each step bounded by `timeout`.
 pub(crate) async fn dial(
     addr: &Addr,
     local: &Identity,
+    security: &Security,
     timeout: Duration,
-) -> Result<Established<TcpStream>, ConnectionError> {
+) -> Result<Established<Stream<TcpStream>>, ConnectionError> {
     let port = u16::try_from(addr.port).map_err(|_| ConnectionError::Closed)?;
     let stream = tokio::time::timeout(timeout, TcpStream::connect((addr.host.as_str(), port)))
         .await
         .map_err(|_| ConnectionError::Closed)??;
     let _ = stream.set_nodelay(true);
-    let established = tokio::time::timeout(timeout, client_handshake(stream, local))
+    let handshake = security.client_handshake(stream, local, &addr.host);
+    let established = tokio::time::timeout(timeout, handshake)
         .await
         .map_err(|_| HandshakeError::TimedOut { after: timeout })??;
     Ok(established)

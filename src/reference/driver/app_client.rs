@@ -22,7 +22,7 @@ use crate::messages::{
 };
 use crate::reference::spark_url::{tcp_connect, SparkUrl};
 use crate::validate::{Endpoint, Role as VRole};
-use crate::wire::handshake::{client_handshake, server_handshake, Identity, Role};
+use crate::wire::handshake::{Identity, Role};
 use crate::wire::Reply;
 use tokio::net::TcpListener;
 
@@ -493,7 +493,9 @@ async fn accept_masters(
         tokio::spawn(async move {
             let _ = stream.set_nodelay(true);
             let local = Identity::new(Role::AppClient, config.id.clone());
-            let hs = server_handshake(stream, &local, |role| role == Role::Master);
+            let hs = config
+                .security
+                .server_handshake(stream, &local, |role| role == Role::Master);
             let established = match tokio::time::timeout(DEFAULT_HANDSHAKE_TIMEOUT, hs).await {
                 Ok(Ok(e)) => e,
                 Ok(Err(e)) => {
@@ -533,11 +535,13 @@ async fn read_into(
 async fn open(url: &SparkUrl, config: &DriverConfig) -> Result<Connection<DeployMessage>, String> {
     let stream = tcp_connect(url, config.registration_timeout).await?;
     let local = Identity::new(Role::AppClient, config.id.clone());
-    let established =
-        tokio::time::timeout(DEFAULT_HANDSHAKE_TIMEOUT, client_handshake(stream, &local))
-            .await
-            .map_err(|_| "handshake timed out".to_string())?
-            .map_err(|e| e.to_string())?;
+    let established = tokio::time::timeout(
+        DEFAULT_HANDSHAKE_TIMEOUT,
+        config.security.client_handshake(stream, &local, &url.host),
+    )
+    .await
+    .map_err(|_| "handshake timed out".to_string())?
+    .map_err(|e| e.to_string())?;
     let peer_role = established.negotiated().peer_role;
     if peer_role != Role::Master {
         return Err(format!("the peer is a {peer_role}, not a master"));
@@ -550,7 +554,9 @@ async fn open(url: &SparkUrl, config: &DriverConfig) -> Result<Connection<Deploy
 /// Starts a deploy connection with a master, tapped for the diagram when observed (the master
 /// validates it from its end, where it sees the LaunchExecutor each ExecutorAdded must match).
 fn tapped(
-    established: crate::wire::handshake::Established<tokio::net::TcpStream>,
+    established: crate::wire::handshake::Established<
+        crate::connection::Stream<tokio::net::TcpStream>,
+    >,
     config: &DriverConfig,
     peer: String,
     version: crate::messages::Version,

@@ -12,7 +12,7 @@ use super::DriverConfig;
 use crate::connection::{Connection, ConnectionConfig, DEFAULT_HANDSHAKE_TIMEOUT};
 use crate::messages::CoarseMessage;
 use crate::validate::{Endpoint, Role as VRole};
-use crate::wire::handshake::{server_handshake, Identity, Role};
+use crate::wire::handshake::{Identity, Role};
 
 /// Accepts executors until the backend goes away.
 pub(super) async fn accept_loop(
@@ -55,7 +55,9 @@ async fn serve(
     let local = Identity::new(Role::Driver, config.id.clone());
     let established = tokio::time::timeout(
         DEFAULT_HANDSHAKE_TIMEOUT,
-        server_handshake(stream, &local, |role| role == Role::Executor),
+        config
+            .security
+            .server_handshake(stream, &local, |role| role == Role::Executor),
     )
     .await;
     let established = match established {

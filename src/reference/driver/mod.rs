@@ -88,6 +88,8 @@ pub struct DriverConfig {
     pub registration_retry: Duration,
     /// Validator and trace of every connection of the driver, if any.
     pub observer: Option<Observer>,
+    /// The shared secret and TLS of its connections: to masters, and from executors and masters.
+    pub security: crate::connection::Security,
 }
 
 impl DriverConfig {
@@ -114,6 +116,7 @@ impl DriverConfig {
             registration_timeout: Duration::from_secs(60),
             registration_retry: Duration::from_secs(20),
             observer: None,
+            security: crate::connection::Security::default(),
         }
     }
 

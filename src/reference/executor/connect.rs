@@ -8,7 +8,7 @@ use crate::messages::coarse::{
 };
 use crate::messages::{CoarseMessage, EndpointRef};
 use crate::reference::spark_url::{tcp_connect, SparkUrl};
-use crate::wire::handshake::{client_handshake, Identity, Role};
+use crate::wire::handshake::{Identity, Role};
 use crate::wire::limits::SPARK_MAX_SIZE_KEY;
 use crate::wire::Reply;
 use futures_util::StreamExt;
@@ -39,7 +39,7 @@ impl WorkerWatch {
         let local = Identity::new(Role::Executor, config.handshake_id());
         let established = tokio::time::timeout(
             crate::connection::DEFAULT_HANDSHAKE_TIMEOUT,
-            client_handshake(stream, &local),
+            config.security.client_handshake(stream, &local, &url.host),
         )
         .await
         .map_err(|_| ExecutorError::Connect {
@@ -84,12 +84,25 @@ async fn dial(
             url: url.to_string(),
             message,
         })?;
-    Connection::connect(stream, Role::Executor, config.handshake_id(), connection)
-        .await
-        .map_err(|source| ExecutorError::Connection {
-            step: "the handshake",
-            source,
-        })
+    let local = Identity::new(Role::Executor, config.handshake_id());
+    let failed = |source| ExecutorError::Connection {
+        step: "the handshake",
+        source,
+    };
+    let established = tokio::time::timeout(
+        connection.handshake_timeout,
+        config.security.client_handshake(stream, &local, &url.host),
+    )
+    .await
+    .map_err(|_| {
+        failed(ConnectionError::Handshake(
+            crate::wire::handshake::HandshakeError::TimedOut {
+                after: connection.handshake_timeout,
+            },
+        ))
+    })?
+    .map_err(|e| failed(ConnectionError::Handshake(e)))?;
+    Connection::establish(established, connection).map_err(failed)
 }
 
 /// The frame limit the driver's `spark.rpc.message.maxSize` (MiB) sets, or the default.

@@ -41,7 +41,7 @@ use crate::reference::task::TaskRunner;
 pub use backend::result_too_large_message;
 
 /// How an executor is started: the arguments a worker passes to `sparkwire executor`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ExecutorConfig {
     /// The driver's address, `spark://CoarseGrainedScheduler@host:port`.
     pub driver_url: String,
@@ -59,6 +59,8 @@ pub struct ExecutorConfig {
     pub resource_profile_id: i32,
     /// How long to try reaching the driver and the worker.
     pub connect_timeout: Duration,
+    /// The shared secret and TLS of its connections to the driver and the worker.
+    pub security: crate::connection::Security,
 }
 
 impl ExecutorConfig {
@@ -74,6 +76,7 @@ impl ExecutorConfig {
             worker_url: None,
             resource_profile_id: ResourceProfile::DEFAULT_ID,
             connect_timeout: Duration::from_secs(30),
+            security: crate::connection::Security::default(),
         }
     }
 

@@ -43,6 +43,8 @@ pub(crate) struct ConnRec {
     pub(crate) peer: Peer,
     pub(crate) role: Role,
     pub(crate) peer_id: String,
+    /// The peer proved the admin secret in the handshake.
+    pub(crate) admin: bool,
 }
 
 /// The master's state and the means to act.
@@ -96,6 +98,7 @@ impl MasterActor {
             observer: config.observer.clone(),
             next_conn: Arc::new(AtomicU64::new(1)),
             versions: config.versions.clone(),
+            security: config.security.clone(),
         };
         let outbox = Outbox::spawn(config.send_timeout);
         MasterActor {
@@ -219,6 +222,7 @@ impl MasterActor {
             peer,
             role,
             peer_id,
+            admin,
         } = opened;
         tracing::debug!(conn, %role, peer = %peer_id, "connection opened");
         self.conns.insert(
@@ -227,6 +231,7 @@ impl MasterActor {
                 peer: peer.clone(),
                 role,
                 peer_id,
+                admin,
             },
         );
         match target {

@@ -14,7 +14,7 @@ use crate::messages::{Addr, DeployMessage, Version};
 use crate::reference::observe::{ObservedClose, Observer};
 use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, ConnId, Peer};
 use crate::validate::{Endpoint, Role as VRole};
-use crate::wire::handshake::{server_handshake, HandshakeError, Identity, Role};
+use crate::wire::handshake::{HandshakeError, Identity, Role};
 
 /// What every connection of the master is made with.
 #[derive(Clone)]
@@ -27,6 +27,8 @@ pub(crate) struct ConnSettings {
     pub(crate) next_conn: Arc<AtomicU64>,
     /// Versions spoken in handshakes.
     pub(crate) versions: Vec<Version>,
+    /// Secret, admin secret and TLS of every connection.
+    pub(crate) security: crate::connection::Security,
 }
 
 impl ConnSettings {
@@ -60,6 +62,8 @@ pub(crate) struct Opened {
     pub(crate) peer: Peer,
     pub(crate) role: Role,
     pub(crate) peer_id: String,
+    /// The peer proved the admin secret.
+    pub(crate) admin: bool,
 }
 
 /// Whom the master dialled, and why.
@@ -107,7 +111,7 @@ async fn accept(
         versions: settings.versions.clone(),
         ..Identity::new(Role::Master, settings.id.clone())
     };
-    let handshake = server_handshake(stream, &local, |role| {
+    let handshake = settings.security.server_handshake(stream, &local, |role| {
         matches!(
             role,
             Role::Worker | Role::AppClient | Role::DriverClient | Role::Ui
@@ -130,22 +134,13 @@ async fn accept(
         negotiated.version,
     );
     let conn = Connection::establish(established, config)?;
-    register(
-        conn,
-        negotiated.peer_role,
-        negotiated.peer_id,
-        settings,
-        events,
-        close,
-        None,
-    );
+    register(conn, &negotiated, settings, events, close, None);
     Ok(())
 }
 
 fn register(
     conn: Connection<DeployMessage>,
-    role: Role,
-    peer_id: String,
+    negotiated: &crate::wire::handshake::Negotiated,
     settings: &ConnSettings,
     events: &mpsc::UnboundedSender<Event>,
     close: Option<ObservedClose>,
@@ -157,8 +152,9 @@ fn register(
     let opened = Opened {
         conn: conn_id,
         peer,
-        role,
-        peer_id,
+        role: negotiated.peer_role,
+        peer_id: negotiated.peer_id.clone(),
+        admin: negotiated.admin,
     };
     if events.send(Event::Opened(opened, target)).is_err() {
         return;
@@ -179,7 +175,13 @@ pub(crate) fn dial(
                 versions: settings.versions.clone(),
                 ..Identity::new(Role::Master, settings.id.clone())
             };
-            let established = dial_tcp(&addr, &local, settings.handshake_timeout).await?;
+            let established = dial_tcp(
+                &addr,
+                &local,
+                &settings.security,
+                settings.handshake_timeout,
+            )
+            .await?;
             let negotiated = established.negotiated().clone();
             let (config, close) = settings.config(
                 negotiated.peer_role,
@@ -192,15 +194,9 @@ pub(crate) fn dial(
         }
         .await;
         match result {
-            Ok((conn, negotiated, close)) => register(
-                conn,
-                negotiated.peer_role,
-                negotiated.peer_id,
-                &settings,
-                &events,
-                close,
-                Some(target),
-            ),
+            Ok((conn, negotiated, close)) => {
+                register(conn, &negotiated, &settings, &events, close, Some(target))
+            }
             Err(e) => {
                 tracing::info!(%addr, error = %e, "cannot reach {target:?} to announce the new master");
             }

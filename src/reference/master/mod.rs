@@ -74,6 +74,11 @@ pub struct MasterConfig {
     /// Protocol versions spoken, in handshakes both ways. Default: every version this crate
     /// knows; `[Version::V1]` plays a Spark 3.0 master.
     pub versions: Vec<Version>,
+    /// The shared secret, admin secret and TLS of every connection (protocol/handshake.md §10).
+    /// With a secret, only peers that prove it get an accepted handshake; with an admin secret,
+    /// only `ui` peers that also prove it may kill all drivers, decommission workers or clear
+    /// completed drivers and applications (protocol/SPEC.md, "Authentication and permissions").
+    pub security: crate::connection::Security,
 }
 
 impl Default for MasterConfig {
@@ -92,6 +97,7 @@ impl Default for MasterConfig {
             retained_drivers: 200,
             observer: None,
             versions: Version::ALL.to_vec(),
+            security: crate::connection::Security::default(),
         }
     }
 }

@@ -116,6 +116,7 @@ impl WorkerActor {
             observer: config.observer.clone(),
             next_conn: Arc::new(AtomicU64::new(1)),
             stopping: stopping_rx,
+            security: config.security.clone(),
         };
         let me = Addr::new(host.clone(), port);
         WorkerActor {

@@ -14,7 +14,7 @@ use crate::messages::{Addr, CoarseMessage, DeployMessage};
 use crate::reference::observe::{ObservedClose, Observer};
 use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, ConnId};
 use crate::validate::{Endpoint, Role as VRole};
-use crate::wire::handshake::{server_handshake, HandshakeError, Identity, Role};
+use crate::wire::handshake::{HandshakeError, Identity, Role};
 
 /// What every connection of the worker is made with.
 #[derive(Clone)]
@@ -26,6 +26,8 @@ pub(crate) struct ConnSettings {
     pub(crate) next_conn: Arc<AtomicU64>,
     /// Executors' watch connections are held until this says stop.
     pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
+    /// Secret and TLS of every connection.
+    pub(crate) security: crate::connection::Security,
 }
 
 /// Why a connection to or from a master exists.
@@ -75,7 +77,7 @@ async fn accept(
 ) -> Result<(), ConnectionError> {
     let _ = stream.set_nodelay(true);
     let local = Identity::new(Role::Worker, settings.id.clone());
-    let hs = server_handshake(stream, &local, |role| {
+    let hs = settings.security.server_handshake(stream, &local, |role| {
         matches!(
             role,
             Role::Master | Role::Executor | Role::DriverClient | Role::Ui
@@ -167,7 +169,13 @@ pub(crate) fn dial_master(
     tokio::spawn(async move {
         let result = async {
             let local = Identity::new(Role::Worker, settings.id.clone());
-            let established = dial_tcp(&addr, &local, settings.handshake_timeout).await?;
+            let established = dial_tcp(
+                &addr,
+                &local,
+                &settings.security,
+                settings.handshake_timeout,
+            )
+            .await?;
             let role = established.negotiated().peer_role;
             let conn = Connection::establish(established, settings.config())?;
             Ok::<_, ConnectionError>((conn, role))

@@ -67,6 +67,10 @@ pub struct WorkerConfig {
     pub send_timeout: Duration,
     /// Strict mode: connections UIs open to the worker feed this observer's validator.
     pub observer: Option<Observer>,
+    /// The shared secret and TLS of every connection (protocol/handshake.md §10). The worker
+    /// hands the secret to the executors and drivers it launches through a private file
+    /// (`launch_secret`), never on a command line.
+    pub security: crate::connection::Security,
 }
 
 impl Default for WorkerConfig {
@@ -87,6 +91,7 @@ impl Default for WorkerConfig {
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             send_timeout: Duration::from_secs(30),
             observer: None,
+            security: crate::connection::Security::default(),
         }
     }
 }

@@ -70,6 +70,11 @@ pub enum HandshakeError {
     #[error("the server accepted without authenticating; this side has a shared secret and refuses to go on unauthenticated (is the server older, or run without --secret-file?)")]
     Unauthenticated,
 
+    /// TLS could not be set up on the connection (feature `tls`): no certificate, a certificate
+    /// the other side does not trust, a peer that does not speak TLS, …
+    #[error("TLS: {0}")]
+    Tls(String),
+
     /// The operating system's random source failed, so no nonce could be made.
     #[error("no random nonce: {0}")]
     Random(String),
