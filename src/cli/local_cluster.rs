@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use sparkwire::connection::Counters;
+use sparkwire::connection::{generate_secret, write_secret_file, Counters, Security};
 use sparkwire::reference::cluster::{ClusterConfig, LocalCluster};
 use sparkwire::reference::diagram::mermaid;
 use sparkwire::reference::driver::{Driver, DriverConfig, DriverStatus, JobProgress};
 use sparkwire::reference::tap::{strict_validator, Observer, Verdict};
 use sparkwire::reference::task::{job_by_name, JOB_NAMES};
+use sparkwire::wire::handshake::Secret;
 
 /// Options of `sparkwire local-cluster`.
 #[derive(Debug, Args)]
@@ -49,6 +50,54 @@ pub struct LocalClusterArgs {
     /// How long to wait for the executors before running the job anyway, seconds.
     #[arg(long, default_value_t = 60)]
     executor_timeout: u64,
+    /// Run without authentication. By default a random shared secret is made for this run: the
+    /// master, the workers, the driver and the executors all prove it in every handshake.
+    #[arg(long)]
+    no_auth: bool,
+}
+
+/// This run's shared secret, in a file only this user may read, in a directory only this user
+/// may enter; both are removed when it is dropped.
+struct RunSecret {
+    dir: PathBuf,
+    secret: Secret,
+}
+
+impl RunSecret {
+    fn create() -> Result<RunSecret, String> {
+        let secret = generate_secret().map_err(|e| e.to_string())?;
+        let unique = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let dir = std::env::temp_dir().join(format!(
+            "sparkwire-local-cluster-{}-{unique}",
+            std::process::id()
+        ));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder
+            .create(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let run = RunSecret { dir, secret };
+        write_secret_file(&run.path(), &run.secret)
+            .map_err(|e| format!("cannot write {}: {e}", run.path().display()))?;
+        Ok(run)
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.join("secret")
+    }
+}
+
+impl Drop for RunSecret {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// Events kept in memory for the diagram.
@@ -156,6 +205,16 @@ async fn run_cluster(
         "--max-frame-bytes".into(),
         (args.max_message_size as usize * 1024 * 1024).to_string(),
     ];
+    let secret = if args.no_auth {
+        None
+    } else {
+        let run_secret = RunSecret::create()?;
+        for child_args in [&mut config.master_args, &mut config.worker_args] {
+            child_args.push("--secret-file".into());
+            child_args.push(run_secret.path().to_string_lossy().into_owned());
+        }
+        Some(run_secret)
+    };
     let cluster = LocalCluster::start(&config)
         .await
         .map_err(|e| e.to_string())?;
@@ -172,6 +231,17 @@ async fn run_cluster(
     driver_config.executor_memory_mb = args.memory.min(1024);
     driver_config.max_message_size_mib = args.max_message_size;
     driver_config.observer = Some(observer.clone());
+    if let Some(s) = &secret {
+        driver_config.security = Security::with_secret(s.secret.clone());
+    }
+    println!(
+        "authentication: {}",
+        if secret.is_some() {
+            "a random shared secret for this run (every handshake proves it)"
+        } else {
+            "off (--no-auth)"
+        }
+    );
     let driver_started = start.elapsed();
     let driver = Driver::start(driver_config)
         .await

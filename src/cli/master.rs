@@ -49,6 +49,13 @@ pub struct MasterArgs {
     /// standard input (as `local-cluster` does) is then never outlived, even if it is killed.
     #[arg(long)]
     exit_with_stdin: bool,
+    /// A file holding the admin secret: only `ui` peers that prove it in the handshake may kill
+    /// all drivers, decommission workers or clear completed drivers and applications. Needs
+    /// --secret-file.
+    #[arg(long, value_name = "PATH", requires = "secret_file")]
+    admin_secret_file: Option<PathBuf>,
+    #[command(flatten)]
+    security: super::security::SecurityArgs,
 }
 
 /// Runs the command.
@@ -69,7 +76,13 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     if versions.is_empty() {
         return Err("--protocol-versions names no version".into());
     }
+    let mut security = super::security::listening(&args.security, &args.host, "master")?;
+    security.admin_secret = super::security::secret(args.admin_secret_file.as_deref())?;
+    if security.admin_secret.is_some() && security.admin_secret == security.secret {
+        return Err("--admin-secret-file must hold another secret than --secret-file".into());
+    }
     let mut config = MasterConfig {
+        security,
         host: args.host,
         port: args.port,
         spread_out: args.spread_out,

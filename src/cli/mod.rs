@@ -3,6 +3,7 @@
 mod executor;
 mod local_cluster;
 mod master;
+mod security;
 mod spec;
 mod validate;
 mod worker;

@@ -46,6 +46,8 @@ pub struct WorkerArgs {
     /// standard input (as `local-cluster` does) is then never outlived, even if it is killed.
     #[arg(long)]
     exit_with_stdin: bool,
+    #[command(flatten)]
+    security: super::security::SecurityArgs,
 }
 
 /// Runs the command.
@@ -60,7 +62,21 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
             return Err(format!("{name} must be a positive number of seconds"));
         }
     }
+    let security = super::security::listening(&args.security, &args.host, "worker")?;
+    if security.encrypts() && args.security.tls.tls_ca.is_none() {
+        return Err("a worker dials its masters: TLS needs --tls-ca too".into());
+    }
+    let launch_tls_ca = args
+        .security
+        .tls
+        .tls_ca
+        .as_deref()
+        .map(std::path::absolute)
+        .transpose()
+        .map_err(|e| format!("--tls-ca: {e}"))?;
     let mut config = WorkerConfig {
+        security,
+        launch_tls_ca,
         masters: url.masters,
         host: args.host,
         port: args.port,

@@ -348,6 +348,17 @@ impl MasterActor {
         let client_side = self.conn_is(conn, &[Role::DriverClient]);
         // UI asks come from `ui` peers; older clients send them as `driver-client`.
         let ui_side = self.conn_is(conn, &[Role::Ui, Role::DriverClient]);
+        if let Some(denied) = self.admin_refusal(conn, &m) {
+            tracing::warn!(
+                conn,
+                message = m.name(),
+                "refusing a state-changing ask from a peer that is not an admin"
+            );
+            if let Some(c) = self.conns.get(&conn) {
+                self.outbox.push(Out::Fail(c.peer.clone(), id, denied));
+            }
+            return;
+        }
         let reply = match m {
             M::ExecutorStateChanged(e) if worker_side => {
                 self.executor_state_changed(conn, e);

@@ -15,6 +15,7 @@
 //! - [`ha`]: leader election among masters sharing a recovery directory.
 
 mod actor;
+mod admin;
 mod apps;
 mod conns;
 mod drivers;

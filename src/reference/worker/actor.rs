@@ -665,6 +665,17 @@ impl WorkerActor {
     ) -> Result<Running, String> {
         let program = runner::check_allowed(&command.main_class, &self.allow)?;
         let dir = runner::dir_under(&self.config.work_dir, dir_parts)?;
+        let mut env: std::collections::BTreeMap<String, String> = command
+            .environment
+            .iter()
+            .map(|(k, v)| (k.clone(), runner::substitute(v, vars)))
+            .collect();
+        // Last, so that no application variable of the same name survives.
+        env.extend(super::credentials::launch_credentials(
+            &self.config.security,
+            self.config.launch_tls_ca.as_deref(),
+            &dir,
+        )?);
         runner::start(
             Launch {
                 key,
@@ -674,11 +685,7 @@ impl WorkerActor {
                     .iter()
                     .map(|a| runner::substitute(a, vars))
                     .collect(),
-                env: command
-                    .environment
-                    .iter()
-                    .map(|(k, v)| (k.clone(), runner::substitute(v, vars)))
-                    .collect(),
+                env,
                 dir,
                 supervise,
             },

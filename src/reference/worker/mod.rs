@@ -16,8 +16,11 @@
 //! - `listen`: the listener and the connections to masters.
 
 mod actor;
+mod credentials;
 mod listen;
 mod runner;
+
+pub use credentials::{SECRET_FILE_ENV, SECRET_FILE_NAME, TLS_CA_ENV};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -71,6 +74,9 @@ pub struct WorkerConfig {
     /// hands the secret to the executors and drivers it launches through a private file
     /// (`launch_secret`), never on a command line.
     pub security: crate::connection::Security,
+    /// The TLS certificate authorities' file handed to launched processes (as
+    /// `SPARKWIRE_TLS_CA`), if any.
+    pub launch_tls_ca: Option<PathBuf>,
 }
 
 impl Default for WorkerConfig {
@@ -92,6 +98,7 @@ impl Default for WorkerConfig {
             send_timeout: Duration::from_secs(30),
             observer: None,
             security: crate::connection::Security::default(),
+            launch_tls_ca: None,
         }
     }
 }
