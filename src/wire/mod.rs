@@ -2,6 +2,7 @@
 //! MessagePack value, an [`Envelope`] holding a message laid out for the
 //! negotiated version.
 
+pub mod auth_vectors;
 pub mod body;
 pub mod check;
 pub mod codec;

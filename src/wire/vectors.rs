@@ -233,6 +233,9 @@ pub fn render_files(def: &Definition) -> Result<Vec<(String, String)>, Error> {
     files.push(("envelope.json".to_string(), text + "\n"));
     let text = serde_json::to_string_pretty(&task_vectors(def)?).map_err(json_err)?;
     files.push(("task-description.json".to_string(), text + "\n"));
+    let text =
+        serde_json::to_string_pretty(&super::auth_vectors::auth_vectors()?).map_err(json_err)?;
+    files.push(("handshake-auth.json".to_string(), text + "\n"));
     Ok(files)
 }
 
