@@ -19,6 +19,7 @@ mod apps;
 mod conns;
 mod drivers;
 pub mod ha;
+mod owner;
 mod recovery;
 pub mod round;
 pub mod schedule;
@@ -36,6 +37,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
 use super::observe::Observer;
+use super::redact::Redactor;
 use crate::messages::Version;
 use crate::wire::limits::DEFAULT_MAX_FRAME_SIZE;
 
@@ -74,6 +76,8 @@ pub struct MasterConfig {
     /// Protocol versions spoken, in handshakes both ways. Default: every version this crate
     /// knows; `[Version::V1]` plays a Spark 3.0 master.
     pub versions: Vec<Version>,
+    /// Hides secrets in the state answer (Spark's `spark.redaction.regex`).
+    pub redaction: Redactor,
 }
 
 impl Default for MasterConfig {
@@ -92,6 +96,7 @@ impl Default for MasterConfig {
             retained_drivers: 200,
             observer: None,
             versions: Version::ALL.to_vec(),
+            redaction: Redactor::default(),
         }
     }
 }
