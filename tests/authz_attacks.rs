@@ -577,3 +577,116 @@ async fn a_driver_client_kills_only_the_drivers_it_submitted() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fake_master_dialling_a_worker_cannot_make_it_launch() {
+    use sparkwire::connection::{Connection, ConnectionConfig};
+    use sparkwire::messages::deploy::LaunchExecutor;
+    use sparkwire::wire::handshake::Role;
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let work = temp_dir("fake-master");
+    let obs = observer(WORKER_TIMEOUT);
+    let worker =
+        start_worker_with(&obs, vec![m.clone()], 1, 512, &work, |c| c.observer = None).await;
+    wait_master_state(&m, "the worker", |s| s.workers.len() == 1).await;
+    // A peer announcing itself as a master on the worker's own listener, naming the real master.
+    let stream = tokio::net::TcpStream::connect(worker.addr())
+        .await
+        .expect("connect");
+    let fake: Connection<DeployMessage> = Connection::connect(
+        stream,
+        Role::Master,
+        "fake-master",
+        ConnectionConfig::default(),
+    )
+    .await
+    .expect("handshake");
+    let marker = work.join("pwned");
+    fake.send(
+        LaunchExecutor {
+            master_url: master.url(),
+            app_id: "app-fake".into(),
+            exec_id: 0,
+            rp_id: 0,
+            app_desc: app_desc("fake", &format!("touch {}", marker.display()), None, 64),
+            cores: 1,
+            memory: 64,
+            resources: Default::default(),
+        }
+        .into(),
+    )
+    .await
+    .expect("sent");
+    let closed = tokio::time::timeout(PATIENCE, fake.handle().closed())
+        .await
+        .expect("the fake master's connection closes");
+    assert_eq!(closed, ConnectionError::PeerClosed);
+    assert!(!work.join("app-fake").exists());
+    assert!(!marker.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_reporting_for_another_executor_loses_its_connection() {
+    use sparkwire::connection::{Connection, ConnectionConfig};
+    use sparkwire::messages::coarse::{RegisterExecutor, StatusUpdate};
+    use sparkwire::messages::{CoarseMessage, Payload, TaskState};
+    use sparkwire::reference::driver::{Driver, DriverConfig};
+    use sparkwire::wire::handshake::Role;
+
+    let driver = Driver::start(DriverConfig::new("bound"))
+        .await
+        .expect("driver");
+    let mut conns = Vec::new();
+    for id in ["1", "2"] {
+        let stream = tokio::net::TcpStream::connect(driver.address())
+            .await
+            .expect("tcp");
+        let conn: Connection<CoarseMessage> =
+            Connection::connect(stream, Role::Executor, id, ConnectionConfig::default())
+                .await
+                .expect("handshake");
+        let registered = conn
+            .ask(CoarseMessage::RegisterExecutor(RegisterExecutor {
+                executor_id: id.into(),
+                executor_ref: EndpointRef::client("Executor"),
+                hostname: "127.0.0.1".into(),
+                cores: 1,
+                log_urls: Default::default(),
+                attributes: Default::default(),
+                resources: Default::default(),
+                resource_profile_id: 0,
+            }))
+            .await
+            .expect("answered");
+        assert_eq!(registered, Reply::Bool(true));
+        conns.push(conn);
+    }
+    conns[1]
+        .send(CoarseMessage::StatusUpdate(StatusUpdate {
+            executor_id: "1".into(),
+            task_id: 0,
+            state: TaskState::Failed,
+            data: Payload::default(),
+            task_cpus: 1,
+            resources: Default::default(),
+        }))
+        .await
+        .expect("sent");
+    let closed = tokio::time::timeout(PATIENCE, conns[1].handle().closed())
+        .await
+        .expect("executor 2's connection closes");
+    assert_eq!(closed, ConnectionError::PeerClosed);
+    // Executor 1 is still registered; executor 2 is gone with its connection.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let s = driver.status().await.expect("status");
+        let ids: Vec<&str> = s.executors.iter().map(|e| e.id.as_str()).collect();
+        if ids == ["1"] {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{ids:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    driver.stop().await;
+}
