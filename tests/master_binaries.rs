@@ -69,7 +69,7 @@ async fn master_and_worker_binaries_run_an_application_and_stop_on_sigterm() {
         "2",
         "--memory",
         "1024",
-        "--allow-exec",
+        "--allow-exec-any",
         SH,
         "--work-dir",
         &work_dir,

@@ -17,7 +17,7 @@ async fn an_application_whose_executors_cannot_start_is_removed_after_the_retry_
     let master = start_master(&obs, |c| c.max_executor_retries = 3).await;
     let m = addr_of(&master);
     let worker = start_worker_with(&obs, vec![m.clone()], 1, 1024, &work, |c| {
-        c.allow_exec.push(broken.clone())
+        c.allow_exec_any.push(broken.clone())
     })
     .await;
     let mut desc = app_desc("failing", "true", None, 256);
@@ -122,7 +122,7 @@ async fn a_program_off_the_allow_list_is_refused_with_failed() {
     .expect("failed");
     let text = failed.message.expect("a message");
     assert!(
-        text.contains("not on the worker's allow-list (--allow-exec)"),
+        text.contains("not on the worker's allow-list (--allow-exec, --allow-exec-any)"),
         "{text}"
     );
     assert_eq!(failed.exit_status, None);

@@ -11,6 +11,7 @@ use super::seconds;
 use sparkwire::messages::Version;
 use sparkwire::reference::master::{Master, MasterConfig};
 use sparkwire::reference::observe::Observer;
+use sparkwire::reference::redact::{Redactor, DEFAULT_REDACTION_REGEX};
 use sparkwire::validate::SharedValidator;
 
 /// Options of `sparkwire master`.
@@ -56,6 +57,10 @@ pub struct MasterArgs {
     admin_secret_file: Option<PathBuf>,
     #[command(flatten)]
     security: super::security::SecurityArgs,
+    /// Values whose keys (or themselves) match this pattern are hidden in the state answer
+    /// (spark.redaction.regex).
+    #[arg(long, value_name = "REGEX", default_value = DEFAULT_REDACTION_REGEX)]
+    redaction_regex: String,
 }
 
 /// Runs the command.
@@ -90,6 +95,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         max_executor_retries: args.max_executor_retries,
         recovery_dir: args.recovery_dir,
         versions,
+        redaction: Redactor::new(&args.redaction_regex).map_err(|e| e.to_string())?,
         ..MasterConfig::default()
     };
     if let Some(max) = args.max_frame_bytes {

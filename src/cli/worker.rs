@@ -30,9 +30,22 @@ pub struct WorkerArgs {
     /// Where executors and drivers run.
     #[arg(long)]
     work_dir: Option<PathBuf>,
-    /// An executable the worker may run (repeatable); anything else is refused.
+    /// An executable the worker may run as sparkwire's `executor` subcommand with its flags, for
+    /// executors (repeatable); any other command is refused.
     #[arg(long = "allow-exec", value_name = "PATH")]
     allow_exec: Vec<PathBuf>,
+    /// An executable the worker may run with any arguments, for executors and drivers
+    /// (repeatable): only for programs trusted with whatever an application asks.
+    #[arg(long = "allow-exec-any", value_name = "PATH")]
+    allow_exec_any: Vec<PathBuf>,
+    /// Application environment variables passed to executors and drivers: a name, or a prefix
+    /// ending in `*` (repeatable; replaces the default). LD_*, DYLD_* and the like never pass.
+    #[arg(long = "allow-env", value_name = "PATTERN", default_values_t = [String::from("SPARK_*")])]
+    allow_env: Vec<String>,
+    /// A variable of the worker's own environment that executors and drivers get, besides PATH
+    /// and HOME (repeatable).
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pass_env: Vec<String>,
     /// The master's worker timeout in seconds; heartbeats go every quarter of it.
     #[arg(long, default_value_t = 60.0)]
     worker_timeout: f64,
@@ -82,6 +95,9 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         port: args.port,
         memory: args.memory,
         allow_exec: args.allow_exec,
+        allow_exec_any: args.allow_exec_any,
+        allow_env: args.allow_env,
+        pass_env: args.pass_env,
         worker_timeout: seconds(args.worker_timeout)?,
         register_retry: seconds(args.register_retry)?,
         ..WorkerConfig::default()

@@ -229,6 +229,9 @@ impl LocalCluster {
                 "--exit-with-stdin".into(),
                 "--allow-exec".into(),
                 config.program.to_string_lossy().into_owned(),
+                // Executors log as the cluster's processes do.
+                "--pass-env".into(),
+                "RUST_LOG".into(),
                 "--work-dir".into(),
                 work_dir
                     .join(format!("worker-{}", i + 1))

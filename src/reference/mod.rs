@@ -11,6 +11,7 @@
 //! as processes (`sparkwire local-cluster`), [`diagram`] draws traces, and [`spark_url`] parses
 //! endpoint addresses.
 
+pub mod authz;
 pub mod clock;
 pub mod cluster;
 pub mod diagram;
@@ -19,6 +20,7 @@ pub mod executor;
 pub mod master;
 pub mod observe;
 pub(crate) mod outbox;
+pub mod redact;
 pub mod spark_url;
 pub mod tap;
 pub mod task;

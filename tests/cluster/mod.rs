@@ -90,7 +90,8 @@ pub fn addr_of(master: &MasterHandle) -> Addr {
 /// The shell every test executor runs, on the allow-list.
 pub const SH: &str = "/bin/sh";
 
-/// A worker of `cores` cores and `memory` MiB registering with `masters`, allowed to run `/bin/sh`.
+/// A worker of `cores` cores and `memory` MiB registering with `masters`, allowed to run `/bin/sh`
+/// with any arguments.
 pub async fn start_worker(
     observer: &Observer,
     masters: Vec<Addr>,
@@ -115,7 +116,7 @@ pub async fn start_worker_with(
         cores,
         memory,
         work_dir: work_dir.to_path_buf(),
-        allow_exec: vec![PathBuf::from(SH)],
+        allow_exec_any: vec![PathBuf::from(SH)],
         worker_timeout: WORKER_TIMEOUT,
         register_retry: Duration::from_millis(300),
         observer: Some(observer.clone()),

@@ -18,11 +18,14 @@ use crate::messages::coarse::{
     KillTask, LaunchTask, RegisterExecutor, SparkAppConfig, StatusUpdate, StopExecutor,
 };
 use crate::messages::deploy::{ExecutorAdded, ExecutorUpdated, WorkerRemoved};
+use crate::messages::ExecutorState;
 use crate::messages::{
     CoarseMessage, ErrorDescription, Family, Payload, ResourceProfile, TaskDescription,
 };
+use crate::reference::authz::{self, Refusal};
 use crate::reference::spark_url::SparkUrl;
 use crate::reference::task::Job;
+use crate::wire::handshake::Role;
 use crate::wire::limits::SPARK_MAX_SIZE_KEY;
 use crate::wire::task::encode_task;
 use crate::wire::task_size::TaskRef;
@@ -110,6 +113,23 @@ pub struct ExecutorSummary {
     pub worker_id: Option<String>,
 }
 
+/// An executor the master reported ended (ExecutorUpdated), and why: a worker that refused to
+/// launch it says so here (SPEC §12.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutorEnd {
+    /// Executor id.
+    pub id: String,
+    /// The state it ended in (FAILED for a launch the worker refused).
+    pub state: ExecutorState,
+    /// The worker's message: why it failed or exited.
+    pub message: Option<String>,
+    /// Its exit code, if it ran.
+    pub exit_status: Option<i32>,
+}
+
+/// Executor ends kept in [`DriverStatus::executor_ends`].
+const RETAINED_EXECUTOR_ENDS: usize = 100;
+
 /// The driver's state, as [`Driver::status`](super::Driver::status) reports it.
 #[derive(Debug, Clone, Default)]
 pub struct DriverStatus {
@@ -139,6 +159,8 @@ pub struct DriverStatus {
     pub master_changes: u32,
     /// Since the driver started.
     pub uptime: Duration,
+    /// The last executors the master reported ended, oldest first (at most 100).
+    pub executor_ends: Vec<ExecutorEnd>,
 }
 
 impl DriverStatus {
@@ -163,6 +185,8 @@ struct ConnState {
     executor: Option<String>,
     peer: String,
     abort: Arc<tokio::sync::Notify>,
+    /// A one-way message was refused: the connection is closing and nothing more is taken.
+    refused: bool,
 }
 
 struct JobState {
@@ -198,6 +222,7 @@ struct Backend {
     starved_warning: Option<Instant>,
     master: Option<String>,
     master_changes: u32,
+    executor_ends: std::collections::VecDeque<ExecutorEnd>,
 }
 
 /// Runs the backend until stopped (or every handle to it is gone).
@@ -234,6 +259,7 @@ pub(super) async fn run(
         starved_warning: None,
         master: None,
         master_changes: 0,
+        executor_ends: Default::default(),
     };
     let stop_reply = loop {
         tokio::select! {
@@ -271,6 +297,7 @@ impl Backend {
                         executor: None,
                         peer,
                         abort,
+                        refused: false,
                     },
                 );
             }
@@ -378,10 +405,66 @@ impl Backend {
         self.conns.get(&key).and_then(|c| c.executor.clone())
     }
 
+    /// Whether the driver takes `m` on connection `key` (SPEC §12): the protocol's routes, then
+    /// an executor speaks only for itself, once registered on this connection.
+    fn authorize(&self, key: u64, m: &CoarseMessage, asked: bool) -> Result<(), Refusal> {
+        let Some(conn) = self.conns.get(&key) else {
+            return Err(Refusal::WrongPeer {
+                message: m.name(),
+                expected: "an open connection",
+            });
+        };
+        let role = conn.handle.negotiated().peer_role;
+        authz::route(role, Role::Driver, CoarseMessage::FAMILY, m.name(), asked)?;
+        let named = match m {
+            CoarseMessage::StatusUpdate(u) => Some(&u.executor_id),
+            CoarseMessage::LaunchedExecutor(l) => Some(&l.executor_id),
+            CoarseMessage::ExecutorDecommissioning(d) => Some(&d.executor_id),
+            _ => None,
+        };
+        match named {
+            Some(id) if conn.executor.as_ref() != Some(id) => {
+                Err(Refusal::not_owner(m.name(), "executor", id.clone()))
+            }
+            _ => Ok(()),
+        }
+    }
+
     async fn executor_message(&mut self, key: u64, incoming: Incoming<CoarseMessage>) {
-        let Some(handle) = self.conns.get(&key).map(|c| c.handle.clone()) else {
+        let Some(handle) = self
+            .conns
+            .get(&key)
+            .filter(|c| !c.refused)
+            .map(|c| c.handle.clone())
+        else {
             return;
         };
+        let (ask, message) = match &incoming {
+            Incoming::Ask { id, message } => (Some(*id), message),
+            Incoming::Message(message) => (None, message),
+        };
+        if let Err(refusal) = self.authorize(key, message, ask.is_some()) {
+            let peer = self
+                .conns
+                .get(&key)
+                .map(|c| c.peer.clone())
+                .unwrap_or_default();
+            tracing::warn!("driver: refused from {peer} (connection {key}): {refusal}");
+            match ask {
+                Some(id) => {
+                    if let Err(e) = handle.fail(id, refusal.failure()).await {
+                        tracing::warn!("driver: cannot answer ask {id} on connection {key}: {e}");
+                    }
+                }
+                None => {
+                    if let Some(c) = self.conns.get_mut(&key) {
+                        c.refused = true;
+                    }
+                    tokio::spawn(async move { handle.close().await });
+                }
+            }
+            return;
+        }
         match incoming {
             Incoming::Ask { id, message } => {
                 let answer = self.answer(key, message);
@@ -396,20 +479,11 @@ impl Backend {
             Incoming::Message(CoarseMessage::StatusUpdate(update)) => {
                 self.status_update(key, update).await;
             }
-            Incoming::Message(CoarseMessage::LaunchedExecutor(l)) => {
+            Incoming::Message(CoarseMessage::LaunchedExecutor(_)) => {
+                // Checked by `authorize`: the connection's own executor.
                 let Some(exec) = self.executor_of(key) else {
-                    tracing::warn!(
-                        "driver: LaunchedExecutor {} before registration",
-                        l.executor_id
-                    );
                     return;
                 };
-                if exec != l.executor_id {
-                    tracing::warn!(
-                        "driver: LaunchedExecutor {} on the connection of executor {exec}",
-                        l.executor_id
-                    );
-                }
                 if let Some(e) = self.executors.get_mut(&exec) {
                     e.ready = true;
                     e.free_cores = e.cores;
@@ -543,16 +617,10 @@ impl Backend {
     }
 
     async fn status_update(&mut self, key: u64, update: StatusUpdate) {
+        // Checked by `authorize`: the connection's own executor.
         let Some(exec) = self.executor_of(key) else {
-            tracing::warn!("driver: StatusUpdate from an unregistered connection {key}");
             return;
         };
-        if exec != update.executor_id {
-            tracing::warn!(
-                "driver: StatusUpdate naming executor {} on the connection of executor {exec}",
-                update.executor_id
-            );
-        }
         let (ended, events) =
             self.scheduler
                 .status_update(&exec, update.task_id, update.state, &update.data);
@@ -647,6 +715,21 @@ impl Backend {
                 }
                 let id = id.to_string();
                 self.workers.remove(&id);
+                if state == ExecutorState::Failed {
+                    tracing::warn!(
+                        "driver: executor {id} failed: {}",
+                        message.as_deref().unwrap_or("no reason given")
+                    );
+                }
+                if self.executor_ends.len() >= RETAINED_EXECUTOR_ENDS {
+                    self.executor_ends.pop_front();
+                }
+                self.executor_ends.push_back(ExecutorEnd {
+                    id: id.clone(),
+                    state,
+                    message: message.clone(),
+                    exit_status,
+                });
                 let text = message.unwrap_or_else(|| state.as_str().to_string());
                 // As Spark's StandaloneSchedulerBackend.executorRemoved: an exit code blames the
                 // application; a lost worker does not.
@@ -919,6 +1002,7 @@ impl Backend {
             master: self.master.clone(),
             master_changes: self.master_changes,
             uptime: self.started.elapsed(),
+            executor_ends: self.executor_ends.iter().cloned().collect(),
         }
     }
 

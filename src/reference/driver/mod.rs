@@ -43,7 +43,7 @@ use crate::reference::spark_url::{SparkUrl, UrlError};
 use crate::reference::tap::Observer;
 use crate::reference::task::Job;
 
-pub use backend::{DriverStatus, ExecutorSummary};
+pub use backend::{DriverStatus, ExecutorEnd, ExecutorSummary};
 pub use job::{JobFailed, JobHandle, JobProgress, JobResult};
 pub use scheduler::JobId;
 

@@ -1,7 +1,7 @@
 //! The master's actor: one task owning the state, fed by connections, timers and the leader
 //! election, handling one event at a time as Spark's Master endpoint does.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -18,8 +18,7 @@ use super::state::{AppRec, DriverRec, WorkerRec};
 use super::{MasterConfig, Stop};
 use crate::connection::Incoming;
 use crate::messages::{
-    Addr, ApplicationInfo, DeployMessage, DriverInfo, EndpointRef, ErrorDescription, Family,
-    RecoveryState,
+    Addr, ApplicationInfo, DeployMessage, DriverInfo, EndpointRef, Family, RecoveryState,
 };
 use crate::reference::outbox::{ConnId, Out, Outbox, Peer};
 use crate::wire::handshake::Role;
@@ -45,6 +44,8 @@ pub(crate) struct ConnRec {
     pub(crate) peer_id: String,
     /// The peer proved the admin secret in the handshake.
     pub(crate) admin: bool,
+    /// A one-way message was refused: the connection is closing and nothing more is taken.
+    pub(crate) refused: bool,
 }
 
 /// The master's state and the means to act.
@@ -70,6 +71,8 @@ pub(crate) struct MasterActor {
     pub(crate) conns: HashMap<ConnId, ConnRec>,
     pub(crate) conn_worker: HashMap<ConnId, String>,
     pub(crate) conn_app: HashMap<ConnId, String>,
+    /// Drivers each driver-client connection submitted (the ones it may kill).
+    pub(crate) submitted: HashMap<ConnId, BTreeSet<String>>,
     pub(crate) outbox: Outbox,
     pub(crate) events: mpsc::UnboundedSender<Event>,
     pub(crate) settings: ConnSettings,
@@ -121,6 +124,7 @@ impl MasterActor {
             conns: HashMap::new(),
             conn_worker: HashMap::new(),
             conn_app: HashMap::new(),
+            submitted: HashMap::new(),
             outbox,
             events,
             settings,
@@ -232,6 +236,7 @@ impl MasterActor {
                 role,
                 peer_id,
                 admin,
+                refused: false,
             },
         );
         match target {
@@ -245,6 +250,7 @@ impl MasterActor {
         let Some(rec) = self.conns.remove(&conn) else {
             return;
         };
+        self.submitted.remove(&conn);
         if let Some(id) = self.conn_worker.remove(&conn) {
             let bound = self.workers.get(&id).is_some_and(|w| w.conn == Some(conn));
             if bound {
@@ -304,6 +310,13 @@ impl MasterActor {
 
     fn on_send(&mut self, conn: ConnId, m: DeployMessage) {
         use DeployMessage as M;
+        if self.conns.get(&conn).is_none_or(|c| c.refused) {
+            return;
+        }
+        if let Err(refusal) = self.authorize(conn, &m, false) {
+            self.refuse(conn, None, &refusal);
+            return;
+        }
         let worker_side = self.conn_is(conn, &[Role::Worker]);
         let app_side = self.conn_is(conn, &[Role::AppClient]);
         match m {
@@ -330,23 +343,30 @@ impl MasterActor {
                 self.master_change_acknowledged(conn, &a.app_id)
             }
             other => {
-                let role = self.conns.get(&conn).map(|c| c.role);
-                tracing::warn!(
-                    conn,
-                    ?role,
-                    message = other.name(),
-                    "ignoring a message the master does not take from this peer"
-                );
+                let from = self.conns.get(&conn).map_or(Role::Ui, |c| c.role);
+                let refusal = crate::reference::authz::Refusal::Route {
+                    from,
+                    to: Role::Master,
+                    message: other.name().to_string(),
+                };
+                self.refuse(conn, None, &refusal);
             }
         }
     }
 
     fn on_ask(&mut self, conn: ConnId, id: u64, m: DeployMessage) {
         use DeployMessage as M;
+        if self.conns.get(&conn).is_none_or(|c| c.refused) {
+            return;
+        }
+        if let Err(refusal) = self.authorize(conn, &m, true) {
+            self.refuse(conn, Some(id), &refusal);
+            return;
+        }
         let worker_side = self.conn_is(conn, &[Role::Worker]);
         let app_side = self.conn_is(conn, &[Role::AppClient]);
         let client_side = self.conn_is(conn, &[Role::DriverClient]);
-        // UI asks come from `ui` peers; older clients send them as `driver-client`.
+        // The protocol's routes (checked above) say which roles send each UI ask.
         let ui_side = self.conn_is(conn, &[Role::Ui, Role::DriverClient]);
         if let Some(denied) = self.admin_refusal(conn, &m) {
             tracing::warn!(
@@ -370,6 +390,9 @@ impl MasterActor {
                 // Answered before the driver is scheduled, so that the client learns the id
                 // before any LaunchDriver names it.
                 let (response, submitted) = self.submit_driver(r.driver_description);
+                if let Some(driver) = response.driver_id.clone().filter(|_| submitted) {
+                    self.submitted.entry(conn).or_default().insert(driver);
+                }
                 self.reply_on(conn, id, Reply::Message(response.into()));
                 if submitted {
                     self.schedule();
@@ -404,22 +427,13 @@ impl MasterActor {
                 Reply::Int(self.decommission_workers_on_hosts(&d.hostnames))
             }
             other => {
-                let role = self.conns.get(&conn).map(|c| c.role);
-                tracing::warn!(conn, ?role, message = other.name(), "refusing an ask");
-                if let Some(c) = self.conns.get(&conn) {
-                    self.outbox.push(Out::Fail(
-                        c.peer.clone(),
-                        id,
-                        ErrorDescription::new(
-                            "org.apache.spark.SparkException",
-                            format!(
-                                "Unsupported message {} from a {} peer",
-                                other.name(),
-                                role.map_or("unknown", Role::name)
-                            ),
-                        ),
-                    ));
-                }
+                let from = self.conns.get(&conn).map_or(Role::Ui, |c| c.role);
+                let refusal = crate::reference::authz::Refusal::Route {
+                    from,
+                    to: Role::Master,
+                    message: other.name().to_string(),
+                };
+                self.refuse(conn, Some(id), &refusal);
                 return;
             }
         };

@@ -20,6 +20,7 @@ mod apps;
 mod conns;
 mod drivers;
 pub mod ha;
+mod owner;
 mod recovery;
 pub mod round;
 pub mod schedule;
@@ -37,6 +38,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
 use super::observe::Observer;
+use super::redact::Redactor;
 use crate::messages::Version;
 use crate::wire::limits::DEFAULT_MAX_FRAME_SIZE;
 
@@ -80,6 +82,8 @@ pub struct MasterConfig {
     /// only `ui` peers that also prove it may kill all drivers, decommission workers or clear
     /// completed drivers and applications (protocol/SPEC.md, "Authentication and permissions").
     pub security: crate::connection::Security,
+    /// Hides secrets in the state answer (Spark's `spark.redaction.regex`).
+    pub redaction: Redactor,
 }
 
 impl Default for MasterConfig {
@@ -99,6 +103,7 @@ impl Default for MasterConfig {
             observer: None,
             versions: Version::ALL.to_vec(),
             security: crate::connection::Security::default(),
+            redaction: Redactor::default(),
         }
     }
 }

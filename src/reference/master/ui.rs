@@ -5,7 +5,7 @@ use super::actor::MasterActor;
 use crate::messages::deploy::MasterStateResponse;
 
 impl MasterActor {
-    /// RequestMasterState.
+    /// RequestMasterState, with secrets redacted (SPEC §12.4).
     pub(crate) fn master_state(&self) -> MasterStateResponse {
         let mut workers: Vec<_> = self.workers.values().map(|w| w.info()).collect();
         workers.sort_by(|a, b| a.id.cmp(&b.id));
@@ -17,7 +17,7 @@ impl MasterActor {
             .collect();
         let mut active_drivers: Vec<_> = self.drivers.values().map(|d| d.info()).collect();
         active_drivers.sort_by(|a, b| a.id.cmp(&b.id));
-        MasterStateResponse {
+        let mut state = MasterStateResponse {
             host: self.addr.host.clone(),
             port: self.addr.port,
             rest_port: None,
@@ -27,7 +27,9 @@ impl MasterActor {
             active_drivers,
             completed_drivers: self.completed_drivers.iter().cloned().collect(),
             status: self.state,
-        }
+        };
+        self.config.redaction.master_state(&mut state);
+        state
     }
 
     /// RequestClearCompletedDriversAndApps: forgets completed drivers and applications and

@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +12,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use super::listen::{self, ConnSettings, Purpose};
+use super::policy::{LaunchKind, Policy};
 use super::runner::{self, Ended, Launch, RunKey, Running};
 use super::{WorkerConfig, WorkerExit, INITIAL_REGISTRATION_RETRIES, REGISTRATION_RETRIES};
 use crate::connection::Incoming;
@@ -25,6 +25,7 @@ use crate::messages::{
     Addr, Command, DeployMessage, DriverRunnerInfo, DriverState, EndpointRef, ErrorDescription,
     ExecutorDescription, ExecutorState, Family, Resources,
 };
+use crate::reference::authz::{self, Refusal};
 use crate::reference::clock::{now_ms, stamp};
 use crate::reference::outbox::{ConnId, Out, Outbox, Peer};
 use crate::wire::handshake::Role;
@@ -52,6 +53,8 @@ struct ConnRec {
     peer: Peer,
     role: Role,
     purpose: Purpose,
+    /// A one-way message was refused: the connection is closing and nothing more is taken.
+    refused: bool,
 }
 
 struct ExecRun {
@@ -72,7 +75,7 @@ pub(crate) struct WorkerActor {
     addr: Addr,
     self_ref: EndpointRef,
     worker_url: String,
-    allow: Vec<PathBuf>,
+    policy: Policy,
     conns: HashMap<ConnId, ConnRec>,
     /// The connection to the active master, once registered.
     master: Option<ConnId>,
@@ -120,7 +123,7 @@ impl WorkerActor {
         };
         let me = Addr::new(host.clone(), port);
         WorkerActor {
-            allow: runner::canonical_allow_list(&config.allow_exec),
+            policy: Policy::new(&config),
             self_ref: EndpointRef::at(me.clone(), "Worker"),
             worker_url: format!("sparkwire://{host}:{port}"),
             addr: me,
@@ -231,6 +234,7 @@ impl WorkerActor {
                         peer: peer.clone(),
                         role,
                         purpose,
+                        refused: false,
                     },
                 );
                 if registration {
@@ -364,18 +368,73 @@ impl WorkerActor {
         }
     }
 
+    /// Whether the worker takes `m` on `conn` (SPEC §12): the protocol's routes, then the
+    /// answers to a registration only over a connection the worker opened to register, and the
+    /// active master's commands only over its connection.
+    fn authorize(&self, conn: ConnId, m: &DeployMessage, asked: bool) -> Result<(), Refusal> {
+        use DeployMessage as M;
+        let Some(c) = self.conns.get(&conn) else {
+            return Err(Refusal::WrongPeer {
+                message: m.name(),
+                expected: "an open connection",
+            });
+        };
+        authz::route(c.role, Role::Worker, "deploy", m.name(), asked)?;
+        let registration = matches!(c.purpose, Purpose::Registration(_));
+        let active = self.registered && self.master == Some(conn);
+        let taken = match m {
+            M::RegisteredWorker(_) | M::RegisterWorkerFailed(_) | M::MasterInStandby(_) => {
+                registration
+            }
+            M::ReconnectWorker(_) => registration || active,
+            M::LaunchExecutor(_)
+            | M::KillExecutor(_)
+            | M::LaunchDriver(_)
+            | M::KillDriver(_)
+            | M::ApplicationFinished(_)
+            | M::DecommissionWorker(_) => active,
+            _ => true,
+        };
+        if taken {
+            return Ok(());
+        }
+        let expected = match m {
+            M::RegisteredWorker(_) | M::RegisterWorkerFailed(_) | M::MasterInStandby(_) => {
+                "a master the worker dialled to register"
+            }
+            M::ReconnectWorker(_) => "a master the worker dialled or is registered with",
+            _ => "the master the worker is registered with, over its connection",
+        };
+        Err(Refusal::WrongPeer {
+            message: m.name(),
+            expected,
+        })
+    }
+
+    /// Refuses a message: a failure answers an ask, a one-way message closes the connection.
+    fn refuse(&mut self, conn: ConnId, ask: Option<u64>, refusal: &Refusal) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        tracing::warn!(conn, role = %c.role, "refused: {refusal}");
+        match ask {
+            Some(id) => self
+                .outbox
+                .push(Out::Fail(c.peer.clone(), id, refusal.failure())),
+            None => {
+                c.refused = true;
+                self.outbox.push(Out::Close(c.peer.clone()));
+            }
+        }
+    }
+
     fn on_message(&mut self, conn: ConnId, m: DeployMessage) {
         use DeployMessage as M;
-        let from_master = self
-            .conns
-            .get(&conn)
-            .is_some_and(|c| c.role == Role::Master);
-        if !from_master {
-            tracing::warn!(
-                conn,
-                message = m.name(),
-                "ignoring a message from a peer that is not a master"
-            );
+        if self.conns.get(&conn).is_none_or(|c| c.refused) {
+            return;
+        }
+        if let Err(refusal) = self.authorize(conn, &m, false) {
+            self.refuse(conn, None, &refusal);
             return;
         }
         match m {
@@ -499,7 +558,13 @@ impl WorkerActor {
                     });
                 }
             }
-            other => tracing::warn!(message = other.name(), "ignoring an unexpected message"),
+            other => {
+                let refusal = Refusal::WrongPeer {
+                    message: other.name(),
+                    expected: "no peer (the worker does not take it)",
+                };
+                self.refuse(conn, None, &refusal);
+            }
         }
     }
 
@@ -507,7 +572,14 @@ impl WorkerActor {
         let Some(c) = self.conns.get(&conn) else {
             return;
         };
+        if c.refused {
+            return;
+        }
         let peer = c.peer.clone();
+        if let Err(refusal) = self.authorize(conn, &m, true) {
+            self.refuse(conn, Some(id), &refusal);
+            return;
+        }
         match m {
             DeployMessage::RequestWorkerState(_) => {
                 let state = self.state_response();
@@ -596,6 +668,7 @@ impl WorkerActor {
             ("WORKER_URL", self.worker_url.clone()),
         ];
         let started = self.run_command(
+            LaunchKind::Executor,
             RunKey::Executor(l.app_id.clone(), l.exec_id),
             &l.app_desc.command,
             &vars,
@@ -654,22 +727,19 @@ impl WorkerActor {
     }
 
     /// Starts `command` (an executor's or a driver's) with Spark's `{{VAR}}` substitutions, in
-    /// the work directory under `dir_parts`, if its program is on the allow-list.
+    /// the work directory under `dir_parts`, if the launch policy allows it.
     fn run_command(
         &self,
+        kind: LaunchKind,
         key: RunKey,
         command: &Command,
         vars: &[(&str, String)],
         dir_parts: &[&str],
         supervise: bool,
     ) -> Result<Running, String> {
-        let program = runner::check_allowed(&command.main_class, &self.allow)?;
+        let program = self.policy.program(kind, command)?;
+        let mut env = self.policy.environment(&command.environment, vars)?;
         let dir = runner::dir_under(&self.config.work_dir, dir_parts)?;
-        let mut env: std::collections::BTreeMap<String, String> = command
-            .environment
-            .iter()
-            .map(|(k, v)| (k.clone(), runner::substitute(v, vars)))
-            .collect();
         // Last, so that no application variable of the same name survives.
         env.extend(super::credentials::launch_credentials(
             &self.config.security,
@@ -705,6 +775,7 @@ impl WorkerActor {
             ("HOSTNAME", self.addr.host.clone()),
         ];
         let started = self.run_command(
+            LaunchKind::Driver,
             RunKey::Driver(l.driver_id.clone()),
             &l.driver_desc.command,
             &vars,

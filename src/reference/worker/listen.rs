@@ -100,7 +100,16 @@ async fn accept(
         loop {
             tokio::select! {
                 got = conn.recv() => match got {
-                    Ok(m) => tracing::warn!(executor = %negotiated.peer_id, message = ?m.message(), "ignoring a message on a watch connection"),
+                    Ok(m) => {
+                        // The protocol routes nothing from an executor to a worker.
+                        let refusal = crate::reference::authz::Refusal::Route {
+                            from: Role::Executor,
+                            to: Role::Worker,
+                            message: crate::messages::Family::name(m.message()).to_string(),
+                        };
+                        tracing::warn!(executor = %negotiated.peer_id, "refused: {refusal}; closing the watch connection");
+                        break;
+                    }
                     Err(_) => break,
                 },
                 _ = stopping.wait_for(|s| *s) => break,

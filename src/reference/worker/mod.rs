@@ -6,10 +6,15 @@
 //! that master launches as child processes, each in its own directory under the work directory.
 //!
 //! **Security.** A worker that runs whatever command a master sends is a remote-code-execution
-//! hole (real Spark clusters have been attacked exactly so). This worker runs only executables
-//! on the allow-list it was started with ([`WorkerConfig::allow_exec`]), comparing canonical
-//! paths; anything else is refused with ExecutorStateChanged FAILED (or DriverStateChanged ERROR)
-//! and a message saying why.
+//! hole (real Spark clusters have been attacked exactly so). This worker runs only what its
+//! operator allowed, command and all ([`policy`], SPEC §12.5): a program on
+//! [`WorkerConfig::allow_exec`] only as sparkwire's `executor` subcommand with its flags, one on
+//! [`WorkerConfig::allow_exec_any`] with any arguments (comparing canonical paths); the
+//! application's environment only as far as [`WorkerConfig::allow_env`] allows, never the
+//! loader's variables; and in a minimal environment, not the worker's own. Anything else is
+//! refused with ExecutorStateChanged FAILED (or DriverStateChanged ERROR) and a message saying
+//! why, which the master forwards to the application as ExecutorUpdated. The worker takes
+//! commands only from the master it registered with, over that connection.
 //!
 //! - `actor`: registration with retries, heartbeats, master changes, what the master asks;
 //! - `runner`: executor and driver processes;
@@ -18,6 +23,7 @@
 mod actor;
 mod credentials;
 mod listen;
+pub mod policy;
 mod runner;
 
 pub use credentials::{SECRET_FILE_ENV, SECRET_FILE_NAME, TLS_CA_ENV};
@@ -57,8 +63,17 @@ pub struct WorkerConfig {
     pub resources: Resources,
     /// Where executors and drivers run: `<work_dir>/<app-id>/<exec-id>/`, `<work_dir>/<driver-id>/`.
     pub work_dir: PathBuf,
-    /// The only executables the worker runs (compared after canonicalization).
+    /// Executables the worker runs only as sparkwire's `executor` subcommand with its flags
+    /// ([`policy::executor_arguments`]), for executors (compared after canonicalization).
     pub allow_exec: Vec<PathBuf>,
+    /// Executables the worker runs with any arguments, for executors and drivers: the operator
+    /// trusts them with whatever an application asks.
+    pub allow_exec_any: Vec<PathBuf>,
+    /// The application environment variables passed to what the worker launches: names, or
+    /// prefixes ending in `*`. Default `SPARK_*`. [`policy::forbidden_env`] variables never pass.
+    pub allow_env: Vec<String>,
+    /// The worker's own variables a launched process gets, besides PATH and HOME.
+    pub pass_env: Vec<String>,
     /// The master's worker timeout; heartbeats go every quarter of it (Spark: 60 s, so 15 s).
     pub worker_timeout: Duration,
     /// Interval between registration attempts at first; fuzzed by ±50 % and six times longer
@@ -92,6 +107,9 @@ impl Default for WorkerConfig {
             resources: Resources::new(),
             work_dir: std::env::temp_dir().join("sparkwire-work"),
             allow_exec: Vec::new(),
+            allow_exec_any: Vec::new(),
+            allow_env: vec!["SPARK_*".into()],
+            pass_env: Vec::new(),
             worker_timeout: Duration::from_secs(60),
             register_retry: Duration::from_secs(10),
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,

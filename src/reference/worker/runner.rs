@@ -68,13 +68,13 @@ pub(crate) fn canonical_allow_list(paths: &[PathBuf]) -> Vec<PathBuf> {
 /// The program to run for `program` when it is on `allowed` (canonical paths), or why not.
 pub(crate) fn check_allowed(program: &str, allowed: &[PathBuf]) -> Result<PathBuf, String> {
     let canonical = std::fs::canonicalize(program).map_err(|e| {
-        format!("Refusing to run {program:?}: it cannot be resolved ({e}); the worker runs only executables on its allow-list (--allow-exec)")
+        format!("Refusing to run {program:?}: it cannot be resolved ({e}); the worker runs only executables on its allow-list (--allow-exec, --allow-exec-any)")
     })?;
     if allowed.contains(&canonical) {
         Ok(canonical)
     } else {
         Err(format!(
-            "Refusing to run {program:?} ({}): not on the worker's allow-list (--allow-exec)",
+            "Refusing to run {program:?} ({}): not on the worker's allow-list (--allow-exec, --allow-exec-any)",
             canonical.display()
         ))
     }
@@ -130,7 +130,9 @@ fn command(launch: &Launch) -> Result<Command, String> {
         std::fs::File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))
     };
     let mut cmd = Command::new(&launch.program);
+    // Only the environment the launch policy built: never the worker's own.
     cmd.args(&launch.args)
+        .env_clear()
         .envs(&launch.env)
         .current_dir(&launch.dir)
         .stdin(Stdio::null())

@@ -1,0 +1,144 @@
+//! Authorization of what the master receives (SPEC §12): the protocol's routes, then the ids a
+//! message acts on, which must be bound to the connection it arrives on.
+//!
+//! - an application is bound to the connection that registered it (or, after a failover, the
+//!   connection the master dialled to reach its client);
+//! - a worker to the connection that registered it (or that the master dialled);
+//! - a driver to the connection that submitted it, for kills; its status is anyone's to read,
+//!   as `spark-submit --status` reads it from a new process;
+//! - an executor or a driver to the worker the master placed it on, for status updates.
+
+use super::actor::MasterActor;
+use crate::messages::{DeployMessage, Family};
+use crate::reference::authz::{self, Refusal};
+use crate::reference::outbox::ConnId;
+use crate::wire::handshake::Role;
+
+impl MasterActor {
+    /// Whether the master takes `m` on `conn` (`asked`: it came as an ask).
+    pub(crate) fn authorize(
+        &self,
+        conn: ConnId,
+        m: &DeployMessage,
+        asked: bool,
+    ) -> Result<(), Refusal> {
+        use DeployMessage as M;
+        let Some(rec) = self.conns.get(&conn) else {
+            return Err(Refusal::not_owner(m.name(), "connection", conn.to_string()));
+        };
+        authz::route(rec.role, Role::Master, "deploy", m.name(), asked)?;
+        let name = m.name();
+        match m {
+            M::RegisterWorker(r) => match self.conn_worker.get(&conn) {
+                Some(bound) if *bound != r.id => {
+                    Err(Refusal::not_owner(name, "worker", r.id.clone()))
+                }
+                _ => Ok(()),
+            },
+            // A worker the master declared DEAD heartbeats over a connection no longer bound to
+            // it, and is asked to register again: only a worker bound elsewhere is refused.
+            M::Heartbeat(h) => {
+                let bound = self.conn_worker.get(&conn);
+                let elsewhere = self
+                    .workers
+                    .get(&h.worker_id)
+                    .and_then(|w| w.conn)
+                    .is_some_and(|c| c != conn);
+                if bound.is_some_and(|b| *b != h.worker_id) || (bound.is_none() && elsewhere) {
+                    Err(Refusal::not_owner(name, "worker", h.worker_id.clone()))
+                } else {
+                    Ok(())
+                }
+            }
+            M::WorkerLatestState(s) => self.own_worker(conn, name, &s.id),
+            M::WorkerDecommissioning(d) => self.own_worker(conn, name, &d.id),
+            M::WorkerSchedulerStateResponse(s) => self.own_worker(conn, name, &s.id),
+            M::ExecutorStateChanged(e) => {
+                let runs_on = self
+                    .apps
+                    .get(&e.app_id)
+                    .and_then(|a| a.executors.get(&e.exec_id))
+                    .map(|x| &x.worker);
+                match runs_on {
+                    Some(w) if self.conn_worker.get(&conn) != Some(w) => Err(Refusal::not_owner(
+                        name,
+                        "executor",
+                        format!("{}/{}", e.app_id, e.exec_id),
+                    )),
+                    _ => Ok(()),
+                }
+            }
+            M::DriverStateChanged(d) => match self.drivers.get(&d.driver_id) {
+                Some(rec)
+                    if rec.worker.is_none()
+                        || rec.worker.as_ref() != self.conn_worker.get(&conn) =>
+                {
+                    Err(Refusal::not_owner(name, "driver", d.driver_id.clone()))
+                }
+                _ => Ok(()),
+            },
+            M::UnregisterApplication(u) => self.own_app(conn, name, &u.app_id),
+            M::MasterChangeAcknowledged(a) => self.own_app(conn, name, &a.app_id),
+            M::RequestExecutors(r) => self.own_app(conn, name, &r.app_id),
+            M::KillExecutors(k) => self.own_app(conn, name, &k.app_id),
+            M::RequestKillDriver(k) => {
+                let submitted_here = self
+                    .submitted
+                    .get(&conn)
+                    .is_some_and(|ids| ids.contains(&k.driver_id));
+                if self.drivers.contains_key(&k.driver_id) && !submitted_here {
+                    Err(Refusal::not_owner(name, "driver", k.driver_id.clone()))
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A message of worker `id`: only over the connection bound to it.
+    fn own_worker(&self, conn: ConnId, message: &'static str, id: &str) -> Result<(), Refusal> {
+        if self.conn_worker.get(&conn).map(String::as_str) == Some(id) {
+            Ok(())
+        } else {
+            Err(Refusal::not_owner(message, "worker", id))
+        }
+    }
+
+    /// A message about application `id`: refused when the application is active and bound to
+    /// another connection (or none); an unknown or finished one is left to the handler, which
+    /// answers as Spark does.
+    fn own_app(&self, conn: ConnId, message: &'static str, id: &str) -> Result<(), Refusal> {
+        if !self.apps.contains_key(id) || self.conn_app.get(&conn).map(String::as_str) == Some(id) {
+            Ok(())
+        } else {
+            Err(Refusal::not_owner(message, "application", id))
+        }
+    }
+
+    /// Refuses `m` on `conn`: a failure answers an ask; a one-way message closes the
+    /// connection, and nothing more is taken from it.
+    pub(crate) fn refuse(&mut self, conn: ConnId, ask: Option<u64>, refusal: &Refusal) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        tracing::warn!(
+            conn,
+            role = %c.role,
+            peer = %c.peer_id,
+            "refused: {refusal}"
+        );
+        match ask {
+            Some(id) => self.outbox.push(crate::reference::outbox::Out::Fail(
+                c.peer.clone(),
+                id,
+                refusal.failure(),
+            )),
+            None => {
+                c.refused = true;
+                self.outbox
+                    .push(crate::reference::outbox::Out::Close(c.peer.clone()));
+            }
+        }
+    }
+}

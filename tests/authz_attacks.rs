@@ -1,0 +1,692 @@
+//! Issue 11's attacks against the reference master and worker in the default mode (no
+//! `--strict`), over real TCP, with workers run as real `sparkwire worker` processes where the
+//! attack is on what a worker launches. Each test fails against an endpoint without the
+//! authorization model of SPEC §12.
+//!
+//! - attack 1: a worker runs only what its operator allowed, command and all;
+//! - attack 4: ids are bound to the connection that registered them;
+//! - attack 6: a message a role may not send is refused (a failure for an ask, a close for a
+//!   one-way message);
+//! - secrets in the master's state answer are redacted; a refused launch reaches the driver.
+
+mod cluster;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use cluster::*;
+use sparkwire::connection::ConnectionError;
+use sparkwire::messages::deploy::{
+    ExecutorStateChanged, Heartbeat, KillExecutors, RegisterApplication, RequestMasterState,
+    UnregisterApplication, WorkerDecommissioning,
+};
+use sparkwire::messages::{
+    ApplicationState, DeployMessage, EndpointRef, ExecutorState, WorkerState,
+};
+use sparkwire::reference::master::MasterHandle;
+use sparkwire::reference::redact::REDACTED;
+use sparkwire::wire::Reply;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
+
+/// A `sparkwire worker` process, killed (by its own pid) when dropped; it also exits when its
+/// standard input (a pipe held here) closes.
+struct WorkerProcess {
+    child: Child,
+    id: String,
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `sparkwire worker` for `master` with `extra` options and `env` added to its own
+/// environment; returns once it printed its id.
+fn worker_process(
+    master: &MasterHandle,
+    work: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> WorkerProcess {
+    let work = work.display().to_string();
+    let url = master.url();
+    let mut args = vec![
+        "worker",
+        url.as_str(),
+        "--port",
+        "0",
+        "--cores",
+        "2",
+        "--memory",
+        "1024",
+        "--work-dir",
+        work.as_str(),
+        "--worker-timeout",
+        "2",
+        "--register-retry",
+        "0.3",
+        "--exit-with-stdin",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .envs(env.iter().copied())
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn sparkwire worker");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("first line");
+    let id = line
+        .strip_prefix("sparkwire worker ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    WorkerProcess { child, id }
+}
+
+/// A master in the default mode (no validator), with the tests' worker timeout.
+async fn default_master() -> MasterHandle {
+    start_master(&observer(WORKER_TIMEOUT), |c| c.observer = None).await
+}
+
+/// An application whose executor is `program` with `arguments`.
+fn app_running(
+    name: &str,
+    program: &str,
+    arguments: &[&str],
+) -> sparkwire::messages::ApplicationDescription {
+    let mut desc = app_desc(name, "true", None, 256);
+    desc.command.main_class = program.into();
+    desc.command.arguments = arguments.iter().map(|s| s.to_string()).collect();
+    desc
+}
+
+/// The arguments of a well-formed `sparkwire executor` command (its driver does not exist).
+fn executor_arguments() -> Vec<&'static str> {
+    vec![
+        "executor",
+        "--driver-url",
+        "spark://CoarseGrainedScheduler@127.0.0.1:9",
+        "--executor-id",
+        "{{EXECUTOR_ID}}",
+        "--hostname",
+        "{{HOSTNAME}}",
+        "--cores",
+        "{{CORES}}",
+        "--app-id",
+        "{{APP_ID}}",
+    ]
+}
+
+/// The first ExecutorUpdated in `state` the application got.
+async fn first_update(
+    app: &TestApp,
+    state: ExecutorState,
+) -> sparkwire::messages::deploy::ExecutorUpdated {
+    let log = app
+        .wait(&format!("an executor {state}"), |l| {
+            l.iter()
+                .any(|m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.state == state))
+        })
+        .await;
+    find(&log, |m| match m {
+        DeployMessage::ExecutorUpdated(u) if u.state == state => Some(u.clone()),
+        _ => None,
+    })
+    .expect("an update")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_1_the_allowed_sparkwire_binary_does_not_start_a_second_worker_allowing_sh() {
+    let work = temp_dir("attack1-worker");
+    let master = default_master().await;
+    let other = default_master().await;
+    let _worker = worker_process(&master, &work, &["--allow-exec", BIN], &[]);
+    let m = addr_of(&master);
+    let other_url = other.url();
+    let desc = app_running(
+        "second-worker",
+        BIN,
+        &[
+            "worker",
+            &other_url,
+            "--allow-exec",
+            "/bin/sh",
+            "--port",
+            "0",
+        ],
+    );
+    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
+    let failed = first_update(&app, ExecutorState::Failed).await;
+    let text = failed.message.expect("a reason");
+    assert!(text.contains("its first argument is `worker`"), "{text}");
+    assert!(
+        text.contains("--allow-exec allows it only as an executor"),
+        "{text}"
+    );
+    // Nothing ran: the executor's directory was never made, and the other master has no worker.
+    let app_id = app.app_id().await;
+    assert!(!work.join(&app_id).join("0").exists());
+    let state = master_state(&addr_of(&other)).await;
+    assert!(state.workers.is_empty(), "{:?}", state.workers);
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_1_ld_preload_in_an_applications_environment_refuses_the_launch() {
+    let work = temp_dir("attack1-preload");
+    let master = default_master().await;
+    let _worker = worker_process(&master, &work, &["--allow-exec", BIN], &[]);
+    let m = addr_of(&master);
+    let mut desc = app_running("preload", BIN, &executor_arguments());
+    desc.command.environment.insert(
+        "LD_PRELOAD".into(),
+        work.join("evil.so").display().to_string(),
+    );
+    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
+    let failed = first_update(&app, ExecutorState::Failed).await;
+    let text = failed.message.expect("a reason");
+    assert!(text.contains("LD_PRELOAD"), "{text}");
+    assert!(text.contains("no launched process gets"), "{text}");
+    let app_id = app.app_id().await;
+    assert!(!work.join(&app_id).join("0").exists());
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_1_a_launched_process_gets_a_minimal_environment_not_the_workers() {
+    let work = temp_dir("attack1-env");
+    let master = default_master().await;
+    let _worker = worker_process(
+        &master,
+        &work,
+        &["--allow-exec-any", SH, "--pass-env", "PASSED_BY_OPERATOR"],
+        &[
+            ("WORKER_ONLY_SECRET", "hunter2"),
+            ("PASSED_BY_OPERATOR", "yes"),
+        ],
+    );
+    let m = addr_of(&master);
+    let mut desc = app_desc("env", "env", None, 256);
+    desc.command
+        .environment
+        .insert("SPARK_FROM_APP".into(), "exec-{{EXECUTOR_ID}}".into());
+    desc.command
+        .environment
+        .insert("NOT_ALLOWED".into(), "dropped".into());
+    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
+    first_update(&app, ExecutorState::Exited).await;
+    let app_id = app.app_id().await;
+    let out = std::fs::read_to_string(work.join(&app_id).join("0").join("stdout")).expect("stdout");
+    let vars: Vec<&str> = out.lines().filter_map(|l| l.split('=').next()).collect();
+    assert!(!out.contains("WORKER_ONLY_SECRET"), "{out}");
+    assert!(!out.contains("NOT_ALLOWED"), "{out}");
+    assert!(out.contains("SPARK_FROM_APP=exec-0"), "{out}");
+    assert!(out.contains("PASSED_BY_OPERATOR=yes"), "{out}");
+    assert!(vars.contains(&"PATH"), "{out}");
+    assert!(!vars.contains(&"RUST_LOG"), "{out}");
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_4_another_applications_kill_executors_and_unregister_are_refused() {
+    let work = temp_dir("attack4-app");
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let obs = observer(WORKER_TIMEOUT);
+    let _worker =
+        start_worker_with(&obs, vec![m.clone()], 2, 2048, &work, |c| c.observer = None).await;
+    let victim = TestApp::register(
+        std::slice::from_ref(&m),
+        app_desc("victim", "exec sleep 60", Some(1), 256),
+    )
+    .await;
+    let victim_id = victim.app_id().await;
+    first_update(&victim, ExecutorState::Running).await;
+    let attacker = TestApp::register(
+        std::slice::from_ref(&m),
+        app_desc("attacker", "exec sleep 60", Some(1), 256),
+    )
+    .await;
+    attacker.app_id().await;
+
+    let kill = attacker
+        .active()
+        .ask_with_timeout(
+            KillExecutors {
+                app_id: victim_id.clone(),
+                executor_ids: vec!["0".into()],
+            }
+            .into(),
+            PATIENCE,
+        )
+        .await;
+    match kill {
+        Err(ConnectionError::Remote { error, .. }) => {
+            assert_eq!(error.class_name, "java.lang.SecurityException");
+            assert!(error.message.contains(&victim_id), "{}", error.message);
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+
+    let conn = attacker.active();
+    conn.send(
+        UnregisterApplication {
+            app_id: victim_id.clone(),
+        }
+        .into(),
+    )
+    .await
+    .expect("sent");
+    let closed = tokio::time::timeout(PATIENCE, conn.closed())
+        .await
+        .expect("the attacker's connection closes");
+    assert_eq!(closed, ConnectionError::PeerClosed);
+
+    let state = master_state(&m).await;
+    let victim_app = state
+        .active_apps
+        .iter()
+        .find(|a| a.id == victim_id)
+        .expect("the victim is still active");
+    assert_eq!(victim_app.state, ApplicationState::Running);
+    assert!(!victim
+        .log()
+        .iter()
+        .any(|m| matches!(m, DeployMessage::ApplicationRemoved(_))
+            || matches!(m, DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Killed)));
+    victim.close().await;
+    attacker.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_4_a_fake_workers_decommissioning_and_status_updates_for_a_real_worker_are_refused()
+{
+    let work = temp_dir("attack4-worker");
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let obs = observer(WORKER_TIMEOUT);
+    let real =
+        start_worker_with(&obs, vec![m.clone()], 2, 2048, &work, |c| c.observer = None).await;
+    wait_master_state(&m, "the real worker", |s| s.workers.len() == 1).await;
+    let app = TestApp::register(
+        std::slice::from_ref(&m),
+        app_desc("victim", "exec sleep 60", Some(1), 256),
+    )
+    .await;
+    let app_id = app.app_id().await;
+    first_update(&app, ExecutorState::Running).await;
+
+    let fake_addr = sparkwire::messages::Addr::new("127.0.0.1", 9);
+    let fake = FakeWorker::connect(&m, "worker-fake", fake_addr.clone()).await;
+    fake.register(&m, 1, 256).await;
+    fake.wait("registered", |l| {
+        l.iter()
+            .any(|m| matches!(m, DeployMessage::RegisteredWorker(_)))
+    })
+    .await;
+    // An ask naming the real worker's executor: failed, the executor stays RUNNING.
+    let update = fake
+        .conn
+        .ask_with_timeout(
+            ExecutorStateChanged {
+                app_id: app_id.clone(),
+                exec_id: 0,
+                state: ExecutorState::Failed,
+                message: Some("forged".into()),
+                exit_status: Some(1),
+            }
+            .into(),
+            PATIENCE,
+        )
+        .await;
+    assert!(
+        matches!(&update, Err(ConnectionError::Remote { error, .. }) if error.message.contains(&format!("{app_id}/0"))),
+        "{update:?}"
+    );
+    // A one-way message naming the real worker: the fake loses its connection (and the executor
+    // the master placed on the fake is LOST with it).
+    fake.send(WorkerDecommissioning {
+        id: real.id().to_string(),
+        worker_ref: EndpointRef::at(fake_addr, "Worker"),
+    })
+    .await;
+    let closed = tokio::time::timeout(PATIENCE, fake.conn.closed())
+        .await
+        .expect("the fake's connection closes");
+    assert_eq!(closed, ConnectionError::PeerClosed);
+
+    let state = master_state(&m).await;
+    let w = state
+        .workers
+        .iter()
+        .find(|w| w.id == real.id())
+        .expect("the real worker");
+    assert_eq!(w.state, WorkerState::Alive);
+    let log = app.log();
+    assert!(
+        !log.iter().any(|m| matches!(
+            m,
+            DeployMessage::ExecutorUpdated(u) if u.id == 0 && u.state != ExecutorState::Running
+        )),
+        "{log:#?}"
+    );
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_4_a_heartbeat_for_another_workers_id_closes_the_connection() {
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let work = temp_dir("attack4-heartbeat");
+    let obs = observer(WORKER_TIMEOUT);
+    let real = start_worker_with(&obs, vec![m.clone()], 1, 512, &work, |c| c.observer = None).await;
+    wait_master_state(&m, "the real worker", |s| s.workers.len() == 1).await;
+    let fake = FakeWorker::connect(
+        &m,
+        "worker-fake",
+        sparkwire::messages::Addr::new("127.0.0.1", 9),
+    )
+    .await;
+    fake.send(Heartbeat {
+        worker_id: real.id().to_string(),
+        worker: EndpointRef::at(sparkwire::messages::Addr::new("127.0.0.1", 9), "Worker"),
+    })
+    .await;
+    let closed = tokio::time::timeout(PATIENCE, fake.conn.closed())
+        .await
+        .expect("closed");
+    assert_eq!(closed, ConnectionError::PeerClosed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_6_a_worker_sending_register_application_is_refused_and_loses_its_connection() {
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let fake = FakeWorker::connect(
+        &m,
+        "worker-rogue",
+        sparkwire::messages::Addr::new("127.0.0.1", 9),
+    )
+    .await;
+    // An ask its role may not send: a failure, and the connection stays open.
+    let asked = fake
+        .conn
+        .ask_with_timeout(RequestMasterState {}.into(), PATIENCE)
+        .await;
+    match asked {
+        Err(ConnectionError::Remote { error, .. }) => {
+            assert_eq!(error.class_name, "org.apache.spark.SparkException");
+            assert_eq!(
+                error.message,
+                "a worker may not send RequestMasterState to a master"
+            );
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert!(fake.conn.close_reason().is_none());
+    // A one-way message its role may not send: the connection closes, nothing registered.
+    fake.send(RegisterApplication {
+        app_description: app_desc("rogue", "true", None, 256),
+        driver: EndpointRef::at(sparkwire::messages::Addr::new("127.0.0.1", 9), "AppClient"),
+    })
+    .await;
+    let closed = tokio::time::timeout(PATIENCE, fake.conn.closed())
+        .await
+        .expect("closed");
+    assert_eq!(closed, ConnectionError::PeerClosed);
+    assert!(!fake
+        .log()
+        .iter()
+        .any(|m| matches!(m, DeployMessage::RegisteredApplication(_))));
+    let state = master_state(&m).await;
+    assert!(state.active_apps.is_empty(), "{:?}", state.active_apps);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_master_state_answer_redacts_secrets_in_environments_and_properties() {
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let mut desc = app_desc("secrets", "true", None, 256);
+    let env = &mut desc.command.environment;
+    env.insert("AWS_SECRET_ACCESS_KEY".into(), "AKIA-very-secret".into());
+    env.insert("SPARK_HOME".into(), "/opt/spark".into());
+    desc.command.java_opts = vec![
+        "-Dspark.ssl.keyPassword=hunter2".into(),
+        "-Dspark.app.name=pi".into(),
+    ];
+    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
+    let app_id = app.app_id().await;
+    let state = master_state(&m).await;
+    let shown = &state
+        .active_apps
+        .iter()
+        .find(|a| a.id == app_id)
+        .expect("the app")
+        .desc
+        .command;
+    assert_eq!(shown.environment["AWS_SECRET_ACCESS_KEY"], REDACTED);
+    assert_eq!(shown.environment["SPARK_HOME"], "/opt/spark");
+    assert_eq!(
+        shown.java_opts,
+        vec![
+            format!("-Dspark.ssl.keyPassword={REDACTED}"),
+            "-Dspark.app.name=pi".to_string()
+        ]
+    );
+    let text = format!("{state:?}");
+    assert!(!text.contains("AKIA-very-secret") && !text.contains("hunter2"));
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launch_the_worker_refuses_reaches_the_driver_with_its_reason() {
+    use sparkwire::reference::driver::{Driver, DriverConfig};
+    let work = temp_dir("refused-driver");
+    let master = default_master().await;
+    let _worker = worker_process(&master, &work, &["--allow-exec", BIN], &[]);
+    let mut config = DriverConfig::new("refused");
+    config.masters = vec![master.url()];
+    config.executor_program = BIN.into();
+    // `sparkwire worker …` instead of `sparkwire executor …`: not a shape the worker runs.
+    config.executor_args = vec!["worker".into()];
+    config.executor_cores = Some(1);
+    config.executor_memory_mb = 256;
+    let driver = Driver::start(config).await.expect("driver");
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let end = loop {
+        let status = driver.status().await.expect("status");
+        if let Some(e) = status.executor_ends.first() {
+            break e.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no executor end: {status:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(end.state, ExecutorState::Failed);
+    let reason = end.message.expect("a reason");
+    assert!(
+        reason.contains("its first argument is `worker`"),
+        "{reason}"
+    );
+    assert_eq!(end.exit_status, None);
+    driver.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_client_kills_only_the_drivers_it_submitted() {
+    use sparkwire::messages::deploy::{RequestKillDriver, RequestSubmitDriver};
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let owner = client(&m).await;
+    let other = client(&m).await;
+    let desc = sparkwire::messages::DriverDescription {
+        jar_url: "file:///app.jar".into(),
+        mem: 256,
+        cores: 1,
+        supervise: false,
+        command: app_desc("d", "true", None, 256).command,
+        resource_reqs: vec![],
+    };
+    let id = match ask(
+        &owner,
+        RequestSubmitDriver {
+            driver_description: desc,
+        },
+    )
+    .await
+    {
+        Reply::Message(DeployMessage::SubmitDriverResponse(r)) => r.driver_id.expect("an id"),
+        other => panic!("{other:?}"),
+    };
+    let refused = other
+        .ask_with_timeout(
+            RequestKillDriver {
+                driver_id: id.clone(),
+            }
+            .into(),
+            PATIENCE,
+        )
+        .await;
+    assert!(
+        matches!(&refused, Err(ConnectionError::Remote { error, .. }) if error.class_name == "java.lang.SecurityException"),
+        "{refused:?}"
+    );
+    match ask(
+        &owner,
+        RequestKillDriver {
+            driver_id: id.clone(),
+        },
+    )
+    .await
+    {
+        Reply::Message(DeployMessage::KillDriverResponse(r)) => assert!(r.success, "{}", r.message),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fake_master_dialling_a_worker_cannot_make_it_launch() {
+    use sparkwire::connection::{Connection, ConnectionConfig};
+    use sparkwire::messages::deploy::LaunchExecutor;
+    use sparkwire::wire::handshake::Role;
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let work = temp_dir("fake-master");
+    let obs = observer(WORKER_TIMEOUT);
+    let worker =
+        start_worker_with(&obs, vec![m.clone()], 1, 512, &work, |c| c.observer = None).await;
+    wait_master_state(&m, "the worker", |s| s.workers.len() == 1).await;
+    // A peer announcing itself as a master on the worker's own listener, naming the real master.
+    let stream = tokio::net::TcpStream::connect(worker.addr())
+        .await
+        .expect("connect");
+    let fake: Connection<DeployMessage> = Connection::connect(
+        stream,
+        Role::Master,
+        "fake-master",
+        ConnectionConfig::default(),
+    )
+    .await
+    .expect("handshake");
+    let marker = work.join("pwned");
+    fake.send(
+        LaunchExecutor {
+            master_url: master.url(),
+            app_id: "app-fake".into(),
+            exec_id: 0,
+            rp_id: 0,
+            app_desc: app_desc("fake", &format!("touch {}", marker.display()), None, 64),
+            cores: 1,
+            memory: 64,
+            resources: Default::default(),
+        }
+        .into(),
+    )
+    .await
+    .expect("sent");
+    let closed = tokio::time::timeout(PATIENCE, fake.handle().closed())
+        .await
+        .expect("the fake master's connection closes");
+    assert_eq!(closed, ConnectionError::PeerClosed);
+    assert!(!work.join("app-fake").exists());
+    assert!(!marker.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_reporting_for_another_executor_loses_its_connection() {
+    use sparkwire::connection::{Connection, ConnectionConfig};
+    use sparkwire::messages::coarse::{RegisterExecutor, StatusUpdate};
+    use sparkwire::messages::{CoarseMessage, Payload, TaskState};
+    use sparkwire::reference::driver::{Driver, DriverConfig};
+    use sparkwire::wire::handshake::Role;
+
+    let driver = Driver::start(DriverConfig::new("bound"))
+        .await
+        .expect("driver");
+    let mut conns = Vec::new();
+    for id in ["1", "2"] {
+        let stream = tokio::net::TcpStream::connect(driver.address())
+            .await
+            .expect("tcp");
+        let conn: Connection<CoarseMessage> =
+            Connection::connect(stream, Role::Executor, id, ConnectionConfig::default())
+                .await
+                .expect("handshake");
+        let registered = conn
+            .ask(CoarseMessage::RegisterExecutor(RegisterExecutor {
+                executor_id: id.into(),
+                executor_ref: EndpointRef::client("Executor"),
+                hostname: "127.0.0.1".into(),
+                cores: 1,
+                log_urls: Default::default(),
+                attributes: Default::default(),
+                resources: Default::default(),
+                resource_profile_id: 0,
+            }))
+            .await
+            .expect("answered");
+        assert_eq!(registered, Reply::Bool(true));
+        conns.push(conn);
+    }
+    conns[1]
+        .send(CoarseMessage::StatusUpdate(StatusUpdate {
+            executor_id: "1".into(),
+            task_id: 0,
+            state: TaskState::Failed,
+            data: Payload::default(),
+            task_cpus: 1,
+            resources: Default::default(),
+        }))
+        .await
+        .expect("sent");
+    let closed = tokio::time::timeout(PATIENCE, conns[1].handle().closed())
+        .await
+        .expect("executor 2's connection closes");
+    assert_eq!(closed, ConnectionError::PeerClosed);
+    // Executor 1 is still registered; executor 2 is gone with its connection.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let s = driver.status().await.expect("status");
+        let ids: Vec<&str> = s.executors.iter().map(|e| e.id.as_str()).collect();
+        if ids == ["1"] {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{ids:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    driver.stop().await;
+}
