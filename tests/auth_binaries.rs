@@ -165,7 +165,7 @@ async fn with_a_secret_no_peer_without_it_gets_a_handshake_and_only_admins_chang
         "2",
         "--memory",
         "1024",
-        "--allow-exec",
+        "--allow-exec-any",
         SH,
         "--work-dir",
         &work_dir,
