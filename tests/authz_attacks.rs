@@ -152,8 +152,12 @@ async fn attack_1_the_allowed_sparkwire_binary_does_not_start_a_second_worker_al
     let work = temp_dir("attack1-worker");
     let master = default_master().await;
     let other = default_master().await;
-    let _worker = worker_process(&master, &work, &["--allow-exec", BIN], &[]);
+    let worker = worker_process(&master, &work, &["--allow-exec", BIN], &[]);
     let m = addr_of(&master);
+    wait_master_state(&m, "the worker process", |s| {
+        s.workers.iter().any(|w| w.id == worker.id)
+    })
+    .await;
     let other_url = other.url();
     let desc = app_running(
         "second-worker",

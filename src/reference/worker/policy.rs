@@ -4,8 +4,8 @@
 //! - A program on [`WorkerConfig::allow_exec`] runs only as sparkwire's `executor` subcommand
 //!   with its flags ([`executor_arguments`]), for executors; one on
 //!   [`WorkerConfig::allow_exec_any`] runs with any arguments, for executors and drivers.
-//! - The launched process's environment is built in one place, [`Policy::environment`]: PATH
-//!   and HOME of the worker, the worker's variables the operator lists
+//! - The launched process's environment is built in one place (the worker's
+//!   `Policy::environment`): PATH and HOME of the worker, the worker's variables the operator lists
 //!   ([`WorkerConfig::pass_env`]), and the application's variables the operator allows
 //!   ([`WorkerConfig::allow_env`], default `SPARK_*`). Variables that change how programs are
 //!   loaded or interpreted ([`FORBIDDEN_ENV`], [`FORBIDDEN_ENV_PREFIXES`]) never pass: a
