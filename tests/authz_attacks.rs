@@ -11,9 +11,8 @@
 
 mod cluster;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use cluster::*;
@@ -73,20 +72,7 @@ fn worker_process(
         "--exit-with-stdin",
     ];
     args.extend_from_slice(extra);
-    let mut child = Command::new(BIN)
-        .args(&args)
-        .envs(env.iter().copied())
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sparkwire worker");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("first line");
+    let (child, line) = spawn_sparkwire(&args, env);
     let id = line
         .strip_prefix("sparkwire worker ")
         .and_then(|rest| rest.split_whitespace().next())
