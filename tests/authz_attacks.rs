@@ -98,21 +98,13 @@ fn app_running(
     desc
 }
 
-/// The arguments of a well-formed `sparkwire executor` command (its driver does not exist).
-fn executor_arguments() -> Vec<&'static str> {
-    vec![
-        "executor",
-        "--driver-url",
-        "spark://CoarseGrainedScheduler@127.0.0.1:9",
-        "--executor-id",
-        "{{EXECUTOR_ID}}",
-        "--hostname",
-        "{{HOSTNAME}}",
-        "--cores",
-        "{{CORES}}",
-        "--app-id",
-        "{{APP_ID}}",
-    ]
+/// The arguments of the executor command the reference driver registers (for a driver that
+/// does not exist).
+fn executor_arguments() -> Vec<String> {
+    sparkwire::reference::driver::DriverConfig::new("t")
+        .app_description("spark://CoarseGrainedScheduler@127.0.0.1:9")
+        .command
+        .arguments
 }
 
 /// The first ExecutorUpdated in `state` the application got.
@@ -179,7 +171,9 @@ async fn attack_1_ld_preload_in_an_applications_environment_refuses_the_launch()
     let master = default_master().await;
     let _worker = worker_process(&master, &work, &["--allow-exec", BIN], &[]);
     let m = addr_of(&master);
-    let mut desc = app_running("preload", BIN, &executor_arguments());
+    let args = executor_arguments();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut desc = app_running("preload", BIN, &args);
     desc.command.environment.insert(
         "LD_PRELOAD".into(),
         work.join("evil.so").display().to_string(),

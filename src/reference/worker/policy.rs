@@ -286,22 +286,12 @@ mod tests {
         args.iter().map(|s| s.to_string()).collect()
     }
 
+    /// The executor command the reference driver registers (placeholders unfilled).
     fn executor_command() -> Vec<String> {
-        strings(&[
-            "executor",
-            "--driver-url",
-            "spark://CoarseGrainedScheduler@127.0.0.1:4040",
-            "--executor-id",
-            "{{EXECUTOR_ID}}",
-            "--hostname",
-            "{{HOSTNAME}}",
-            "--cores",
-            "{{CORES}}",
-            "--app-id",
-            "{{APP_ID}}",
-            "--worker-url",
-            "{{WORKER_URL}}",
-        ])
+        crate::reference::driver::DriverConfig::new("t")
+            .app_description("spark://CoarseGrainedScheduler@127.0.0.1:4040")
+            .command
+            .arguments
     }
 
     #[test]
