@@ -674,3 +674,36 @@ async fn an_executor_reporting_for_another_executor_loses_its_connection() {
     }
     driver.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_carries_one_application_and_a_second_registration_is_ignored() {
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let desc = app_desc("once", "true", None, 256);
+    let app = TestApp::register(std::slice::from_ref(&m), desc.clone()).await;
+    let id = app.app_id().await;
+    app.send(RegisterApplication {
+        app_description: desc,
+        driver: EndpointRef::at(app.addr.clone(), "AppClient"),
+    })
+    .await;
+    // An ask after the send is answered after it was handled.
+    let answered = app
+        .ask(sparkwire::messages::deploy::RequestExecutors {
+            app_id: id.clone(),
+            resource_profile_to_total_execs: vec![],
+        })
+        .await;
+    assert_eq!(answered, Reply::Bool(true));
+    let state = master_state(&m).await;
+    let ids: Vec<&str> = state.active_apps.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, [id.as_str()]);
+    assert_eq!(
+        count(&app.log(), |m| matches!(
+            m,
+            DeployMessage::RegisteredApplication(_)
+        )),
+        1
+    );
+    app.close().await;
+}
