@@ -707,3 +707,62 @@ async fn a_connection_carries_one_application_and_a_second_registration_is_ignor
     );
     app.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_allowed_only_as_an_executor_is_not_run_as_a_driver() {
+    use sparkwire::messages::deploy::{RequestDriverStatus, RequestSubmitDriver};
+    use sparkwire::messages::DriverState;
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let work = temp_dir("driver-shape");
+    let obs = observer(WORKER_TIMEOUT);
+    let _worker = start_worker_with(&obs, vec![m.clone()], 1, 512, &work, |c| {
+        c.observer = None;
+        c.allow_exec = vec![SH.into()];
+        c.allow_exec_any.clear();
+    })
+    .await;
+    wait_master_state(&m, "the worker", |s| s.workers.len() == 1).await;
+    let c = client(&m).await;
+    let desc = sparkwire::messages::DriverDescription {
+        jar_url: "file:///app.jar".into(),
+        mem: 64,
+        cores: 1,
+        supervise: false,
+        command: app_desc("d", "touch pwned", None, 64).command,
+        resource_reqs: vec![],
+    };
+    let id = match ask(
+        &c,
+        RequestSubmitDriver {
+            driver_description: desc,
+        },
+    )
+    .await
+    {
+        Reply::Message(DeployMessage::SubmitDriverResponse(r)) => r.driver_id.expect("an id"),
+        other => panic!("{other:?}"),
+    };
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let status = loop {
+        match ask(
+            &c,
+            RequestDriverStatus {
+                driver_id: id.clone(),
+            },
+        )
+        .await
+        {
+            Reply::Message(DeployMessage::DriverStatusResponse(s))
+                if s.state == Some(DriverState::Error) =>
+            {
+                break s
+            }
+            other => assert!(tokio::time::Instant::now() < deadline, "{other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    };
+    let why = status.exception.expect("an exception").message;
+    assert!(why.contains("as a driver"), "{why}");
+    assert!(!work.join(&id).exists());
+}
