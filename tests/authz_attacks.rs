@@ -11,9 +11,8 @@
 
 mod cluster;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use cluster::*;
@@ -73,20 +72,7 @@ fn worker_process(
         "--exit-with-stdin",
     ];
     args.extend_from_slice(extra);
-    let mut child = Command::new(BIN)
-        .args(&args)
-        .envs(env.iter().copied())
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sparkwire worker");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("first line");
+    let (child, line) = spawn_sparkwire(&args, env);
     let id = line
         .strip_prefix("sparkwire worker ")
         .and_then(|rest| rest.split_whitespace().next())
@@ -112,21 +98,13 @@ fn app_running(
     desc
 }
 
-/// The arguments of a well-formed `sparkwire executor` command (its driver does not exist).
-fn executor_arguments() -> Vec<&'static str> {
-    vec![
-        "executor",
-        "--driver-url",
-        "spark://CoarseGrainedScheduler@127.0.0.1:9",
-        "--executor-id",
-        "{{EXECUTOR_ID}}",
-        "--hostname",
-        "{{HOSTNAME}}",
-        "--cores",
-        "{{CORES}}",
-        "--app-id",
-        "{{APP_ID}}",
-    ]
+/// The arguments of the executor command the reference driver registers (for a driver that
+/// does not exist).
+fn executor_arguments() -> Vec<String> {
+    sparkwire::reference::driver::DriverConfig::new("t")
+        .app_description("spark://CoarseGrainedScheduler@127.0.0.1:9")
+        .command
+        .arguments
 }
 
 /// The first ExecutorUpdated in `state` the application got.
@@ -152,8 +130,12 @@ async fn attack_1_the_allowed_sparkwire_binary_does_not_start_a_second_worker_al
     let work = temp_dir("attack1-worker");
     let master = default_master().await;
     let other = default_master().await;
-    let _worker = worker_process(&master, &work, &["--allow-exec", BIN], &[]);
+    let worker = worker_process(&master, &work, &["--allow-exec", BIN], &[]);
     let m = addr_of(&master);
+    wait_master_state(&m, "the worker process", |s| {
+        s.workers.iter().any(|w| w.id == worker.id)
+    })
+    .await;
     let other_url = other.url();
     let desc = app_running(
         "second-worker",
@@ -189,7 +171,9 @@ async fn attack_1_ld_preload_in_an_applications_environment_refuses_the_launch()
     let master = default_master().await;
     let _worker = worker_process(&master, &work, &["--allow-exec", BIN], &[]);
     let m = addr_of(&master);
-    let mut desc = app_running("preload", BIN, &executor_arguments());
+    let args = executor_arguments();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut desc = app_running("preload", BIN, &args);
     desc.command.environment.insert(
         "LD_PRELOAD".into(),
         work.join("evil.so").display().to_string(),
@@ -689,4 +673,96 @@ async fn an_executor_reporting_for_another_executor_loses_its_connection() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     driver.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_carries_one_application_and_a_second_registration_is_ignored() {
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let desc = app_desc("once", "true", None, 256);
+    let app = TestApp::register(std::slice::from_ref(&m), desc.clone()).await;
+    let id = app.app_id().await;
+    app.send(RegisterApplication {
+        app_description: desc,
+        driver: EndpointRef::at(app.addr.clone(), "AppClient"),
+    })
+    .await;
+    // An ask after the send is answered after it was handled.
+    let answered = app
+        .ask(sparkwire::messages::deploy::RequestExecutors {
+            app_id: id.clone(),
+            resource_profile_to_total_execs: vec![],
+        })
+        .await;
+    assert_eq!(answered, Reply::Bool(true));
+    let state = master_state(&m).await;
+    let ids: Vec<&str> = state.active_apps.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, [id.as_str()]);
+    assert_eq!(
+        count(&app.log(), |m| matches!(
+            m,
+            DeployMessage::RegisteredApplication(_)
+        )),
+        1
+    );
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_allowed_only_as_an_executor_is_not_run_as_a_driver() {
+    use sparkwire::messages::deploy::{RequestDriverStatus, RequestSubmitDriver};
+    use sparkwire::messages::DriverState;
+    let master = default_master().await;
+    let m = addr_of(&master);
+    let work = temp_dir("driver-shape");
+    let obs = observer(WORKER_TIMEOUT);
+    let _worker = start_worker_with(&obs, vec![m.clone()], 1, 512, &work, |c| {
+        c.observer = None;
+        c.allow_exec = vec![SH.into()];
+        c.allow_exec_any.clear();
+    })
+    .await;
+    wait_master_state(&m, "the worker", |s| s.workers.len() == 1).await;
+    let c = client(&m).await;
+    let desc = sparkwire::messages::DriverDescription {
+        jar_url: "file:///app.jar".into(),
+        mem: 64,
+        cores: 1,
+        supervise: false,
+        command: app_desc("d", "touch pwned", None, 64).command,
+        resource_reqs: vec![],
+    };
+    let id = match ask(
+        &c,
+        RequestSubmitDriver {
+            driver_description: desc,
+        },
+    )
+    .await
+    {
+        Reply::Message(DeployMessage::SubmitDriverResponse(r)) => r.driver_id.expect("an id"),
+        other => panic!("{other:?}"),
+    };
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let status = loop {
+        match ask(
+            &c,
+            RequestDriverStatus {
+                driver_id: id.clone(),
+            },
+        )
+        .await
+        {
+            Reply::Message(DeployMessage::DriverStatusResponse(s))
+                if s.state == Some(DriverState::Error) =>
+            {
+                break s
+            }
+            other => assert!(tokio::time::Instant::now() < deadline, "{other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    };
+    let why = status.exception.expect("an exception").message;
+    assert!(why.contains("as a driver"), "{why}");
+    assert!(!work.join(&id).exists());
 }

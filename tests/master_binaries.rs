@@ -5,8 +5,7 @@
 
 mod cluster;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use cluster::*;
 use sparkwire::messages::{DeployMessage, ExecutorState};
@@ -25,19 +24,8 @@ impl Drop for Guard {
 }
 
 fn spawn(args: &[&str]) -> (Guard, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sparkwire"))
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sparkwire");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("first line");
-    (Guard(Some(child)), line.trim().to_string())
+    let (child, line) = spawn_sparkwire(args, &[]);
+    (Guard(Some(child)), line)
 }
 
 fn terminate(mut guard: Guard) -> std::process::ExitStatus {

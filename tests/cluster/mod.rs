@@ -190,6 +190,29 @@ async fn connect_as(endpoint: &Addr, role: Role, id: &str) -> Connection<DeployM
         .expect("handshake")
 }
 
+/// Starts the `sparkwire` binary with `args` and `env` added to its environment (standard input
+/// a pipe the child holds, so that `--exit-with-stdin` ends it with the test); returns it and the
+/// first line it printed.
+pub fn spawn_sparkwire(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sparkwire"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn sparkwire");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("first line");
+    (child, line.trim().to_string())
+}
+
 /// Asks and expects a reply.
 pub async fn ask(
     conn: &Connection<DeployMessage>,

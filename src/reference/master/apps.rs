@@ -23,6 +23,18 @@ impl MasterActor {
         if self.state == RecoveryState::Standby {
             return;
         }
+        // As Spark refuses a second registration from an application's address: a connection
+        // carries one application (SPEC §11.2), and a client's retry is not a new one.
+        if let Some(bound) = self
+            .conn_app
+            .get(&conn)
+            .filter(|a| self.apps.contains_key(*a))
+        {
+            tracing::info!(
+                "Attempted to re-register application {bound} over the connection it registered on; ignored"
+            );
+            return;
+        }
         tracing::info!("Registering app {}", r.app_description.name);
         let now = now_ms();
         let id = format!("app-{}-{:04}", stamp(now), self.next_app_number);

@@ -666,6 +666,7 @@ impl WorkerActor {
             ("CORES", l.cores.to_string()),
             ("APP_ID", l.app_id.clone()),
             ("WORKER_URL", self.worker_url.clone()),
+            ("RESOURCE_PROFILE_ID", l.rp_id.to_string()),
         ];
         let started = self.run_command(
             LaunchKind::Executor,

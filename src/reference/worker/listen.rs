@@ -97,23 +97,19 @@ async fn accept(
         let mut conn = Connection::establish(established, config)?;
         let mut stopping = settings.stopping.clone();
         tracing::debug!(executor = %negotiated.peer_id, "executor watch connection");
-        loop {
-            tokio::select! {
-                got = conn.recv() => match got {
-                    Ok(m) => {
-                        // The protocol routes nothing from an executor to a worker.
-                        let refusal = crate::reference::authz::Refusal::Route {
-                            from: Role::Executor,
-                            to: Role::Worker,
-                            message: crate::messages::Family::name(m.message()).to_string(),
-                        };
-                        tracing::warn!(executor = %negotiated.peer_id, "refused: {refusal}; closing the watch connection");
-                        break;
-                    }
-                    Err(_) => break,
-                },
-                _ = stopping.wait_for(|s| *s) => break,
+        tokio::select! {
+            got = conn.recv() => {
+                if let Ok(m) = got {
+                    // The protocol routes nothing from an executor to a worker.
+                    let refusal = crate::reference::authz::Refusal::Route {
+                        from: Role::Executor,
+                        to: Role::Worker,
+                        message: crate::messages::Family::name(m.message()).to_string(),
+                    };
+                    tracing::warn!(executor = %negotiated.peer_id, "refused: {refusal}; closing the watch connection");
+                }
             }
+            _ = stopping.wait_for(|s| *s) => {}
         }
         return Ok(());
     }

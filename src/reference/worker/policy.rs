@@ -4,8 +4,8 @@
 //! - A program on [`WorkerConfig::allow_exec`] runs only as sparkwire's `executor` subcommand
 //!   with its flags ([`executor_arguments`]), for executors; one on
 //!   [`WorkerConfig::allow_exec_any`] runs with any arguments, for executors and drivers.
-//! - The launched process's environment is built in one place, [`Policy::environment`]: PATH
-//!   and HOME of the worker, the worker's variables the operator lists
+//! - The launched process's environment is built in one place (the worker's
+//!   `Policy::environment`): PATH and HOME of the worker, the worker's variables the operator lists
 //!   ([`WorkerConfig::pass_env`]), and the application's variables the operator allows
 //!   ([`WorkerConfig::allow_env`], default `SPARK_*`). Variables that change how programs are
 //!   loaded or interpreted ([`FORBIDDEN_ENV`], [`FORBIDDEN_ENV_PREFIXES`]) never pass: a
@@ -109,13 +109,13 @@ fn shown(arg: &str) -> String {
 
 /// Whether `args` are sparkwire's `executor` subcommand and its flags: `executor`, then flag and
 /// value pairs, each flag at most once, `--driver-url` a `spark://` URL, `--resourceProfileId`
-/// a number, and `--executor-id`, `--hostname`, `--cores`, `--app-id`, `--worker-url` exactly
+/// a number or `{{RESOURCE_PROFILE_ID}}`, and `--executor-id`, `--hostname`, `--cores`, `--app-id`, `--worker-url` exactly
 /// Spark's placeholders `{{EXECUTOR_ID}}`, `{{HOSTNAME}}`, `{{CORES}}`, `{{APP_ID}}`,
 /// `{{WORKER_URL}}`. The error says why not, without showing any value.
 pub fn executor_arguments(args: &[String]) -> Result<(), String> {
     let usage = "only as `executor --driver-url spark://… --executor-id {{EXECUTOR_ID}} \
                  --hostname {{HOSTNAME}} --cores {{CORES}} --app-id {{APP_ID}} \
-                 [--worker-url {{WORKER_URL}}] [--resourceProfileId N]`";
+                 [--worker-url {{WORKER_URL}}] [--resourceProfileId N|{{RESOURCE_PROFILE_ID}}]`";
     match args.first() {
         Some(first) if first == "executor" => {}
         Some(first) => {
@@ -149,13 +149,16 @@ pub fn executor_arguments(args: &[String]) -> Result<(), String> {
                     && !value.contains("{{")
                     && value.chars().all(|c| c.is_ascii_graphic())
             }
-            (None, _) => !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()),
+            (None, _) => {
+                value == "{{RESOURCE_PROFILE_ID}}"
+                    || (!value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()))
+            }
         };
         if !ok {
             let wanted = match fixed {
                 Some(p) => format!("the placeholder {p}"),
                 None if *name == "--driver-url" => "a spark:// URL".to_string(),
-                None => "a number".to_string(),
+                None => "a number or {{RESOURCE_PROFILE_ID}}".to_string(),
             };
             return Err(format!("the value of {name} is not {wanted}"));
         }
@@ -283,22 +286,12 @@ mod tests {
         args.iter().map(|s| s.to_string()).collect()
     }
 
+    /// The executor command the reference driver registers (placeholders unfilled).
     fn executor_command() -> Vec<String> {
-        strings(&[
-            "executor",
-            "--driver-url",
-            "spark://CoarseGrainedScheduler@127.0.0.1:4040",
-            "--executor-id",
-            "{{EXECUTOR_ID}}",
-            "--hostname",
-            "{{HOSTNAME}}",
-            "--cores",
-            "{{CORES}}",
-            "--app-id",
-            "{{APP_ID}}",
-            "--worker-url",
-            "{{WORKER_URL}}",
-        ])
+        crate::reference::driver::DriverConfig::new("t")
+            .app_description("spark://CoarseGrainedScheduler@127.0.0.1:4040")
+            .command
+            .arguments
     }
 
     #[test]
@@ -307,6 +300,9 @@ mod tests {
         let mut with_profile = executor_command();
         with_profile.extend(strings(&["--resourceProfileId", "0"]));
         assert_eq!(executor_arguments(&with_profile), Ok(()));
+        let mut placeholder = executor_command();
+        placeholder.extend(strings(&["--resourceProfileId", "{{RESOURCE_PROFILE_ID}}"]));
+        assert_eq!(executor_arguments(&placeholder), Ok(()));
 
         let worker = strings(&[
             "worker",
