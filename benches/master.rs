@@ -15,7 +15,7 @@ use sparkwire::messages::{Addr, DeployMessage, EndpointRef};
 use sparkwire::reference::master::round::{schedule_round, RoundWorker};
 use sparkwire::reference::master::schedule::{ExecutorDemand, WorkerSlot};
 use sparkwire::reference::master::{Master, MasterConfig};
-use sparkwire::wire::handshake::{client_handshake, server_handshake, Identity, Role};
+use sparkwire::wire::handshake::{client_handshake, server_handshake, Identity, Role, Secret};
 use tokio::net::{TcpListener, TcpStream};
 
 const WORKERS: usize = 10_000;
@@ -138,15 +138,18 @@ async fn bench_registrations() -> Duration {
     took
 }
 
-/// The same 1,000 connections doing the handshake alone, against a server that does nothing else.
-async fn bench_handshakes() -> Duration {
+/// The same 1,000 connections doing the handshake alone, against a server that does nothing else;
+/// with `secret`, both sides authenticate (protocol/handshake.md §10: four frames, two HMACs each).
+async fn bench_handshakes(secret: Option<Secret>) -> Duration {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("addr").port();
+    let server_secret = secret.clone();
     let server = tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((s, _)) = listener.accept().await {
+            let secret = server_secret.clone();
             held.push(tokio::spawn(async move {
-                let me = Identity::new(Role::Master, "bench");
+                let me = Identity::new(Role::Master, "bench").with_secret(secret);
                 server_handshake(s, &me, |_| true).await.ok()
             }));
         }
@@ -154,11 +157,12 @@ async fn bench_handshakes() -> Duration {
     let start = Instant::now();
     let mut tasks = Vec::new();
     for i in 0..CONNECTING {
+        let secret = secret.clone();
         tasks.push(tokio::spawn(async move {
             let stream = TcpStream::connect(("127.0.0.1", port))
                 .await
                 .expect("connect");
-            let me = Identity::new(Role::Worker, format!("worker-bench-{i}"));
+            let me = Identity::new(Role::Worker, format!("worker-bench-{i}")).with_secret(secret);
             client_handshake(stream, &me).await.expect("handshake")
         }));
     }
@@ -182,11 +186,14 @@ fn main() {
         .expect("runtime");
     let mut regs = Vec::new();
     let mut shakes = Vec::new();
+    let mut authed = Vec::new();
+    let secret = Secret::new(b"benchmark secret".to_vec());
     for _ in 0..3 {
         regs.push(rt.block_on(bench_registrations()));
-        shakes.push(rt.block_on(bench_handshakes()));
+        shakes.push(rt.block_on(bench_handshakes(None)));
+        authed.push(rt.block_on(bench_handshakes(secret.clone())));
     }
-    let (reg, shake) = (median(regs), median(shakes));
+    let (reg, shake, authed) = (median(regs), median(shakes), median(authed));
     let per_sec = |d: Duration| CONNECTING as f64 / d.as_secs_f64();
     println!("| measurement | time | note |");
     println!("|---|---|---|");
@@ -214,5 +221,11 @@ fn main() {
         shake.as_secs_f64() * 1e3,
         per_sec(shake),
         reg.as_secs_f64() / shake.as_secs_f64()
+    );
+    println!(
+        "| {CONNECTING} handshakes with a shared secret | {:.0} ms | {:.0} handshakes/s; authenticated / plain {:.2}x |",
+        authed.as_secs_f64() * 1e3,
+        per_sec(authed),
+        authed.as_secs_f64() / shake.as_secs_f64()
     );
 }

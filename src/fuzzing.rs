@@ -172,6 +172,40 @@ pub fn handshake(data: &[u8]) {
         (Answer::Refused(_), Err(_)) => {}
         (a, o) => panic!("answer {a:?} disagrees with outcome {o:?}"),
     }
+    authenticated_handshake(data, &server);
+}
+
+/// With a secret, the same bytes as a hello, as a proof and as a challenge: no server accepts
+/// them without a valid proof, no client goes on without a valid challenge.
+fn authenticated_handshake(data: &[u8], server: &crate::wire::handshake::Identity) {
+    use crate::wire::handshake::{
+        encode_hello, read_hello, read_server_frame, Answer, ClientNext, Identity, Role, Secret,
+        ServerHello,
+    };
+    let secret = Secret::new(b"fuzzing secret".to_vec());
+    let server = server.clone().with_secret(secret.clone());
+    let accept = |r: Role| r.carries::<DeployMessage>();
+    match read_hello(data, &server, accept, || Ok([7; 32])) {
+        ServerHello::Answer(Answer::Accepted(_), _) | ServerHello::Answer(_, Ok(_)) => {
+            panic!("a server with a secret accepted a hello without a proof")
+        }
+        ServerHello::Answer(..) => {}
+        ServerHello::Challenge(auth) => {
+            // The input as its own proof: guessing a valid one is out of reach.
+            let (answer, outcome) = auth.finish(data, &server, accept);
+            assert!(
+                outcome.is_err() && !matches!(answer, Answer::Accepted(_)),
+                "a guessed proof was accepted"
+            );
+        }
+    }
+    let client = Identity::new(Role::Worker, "worker-1").with_secret(secret);
+    let hello = client.hello_with_nonce([1; 32]);
+    let mut hello_body = Vec::new();
+    encode_hello(&hello, &mut hello_body);
+    if let Ok(ClientNext::Done(_)) = read_server_frame(data, &hello, &hello_body, &client) {
+        panic!("a client with a secret went on without the server's proof");
+    }
 }
 
 /// The first byte picks the family and version; the rest is read as a message body. An accepted
@@ -317,6 +351,24 @@ fn handshake_seeds() -> Vec<Vec<u8>> {
             encode_answer(&answer, &mut body);
             out.push(hello);
             out.push(body);
+        }
+    }
+    // The authenticated exchange's frames.
+    if let Ok(vectors) = crate::wire::auth_vectors::auth_vectors() {
+        for v in vectors {
+            for hex in [
+                Some(v.hello_hex),
+                v.challenge_hex,
+                v.proof_hex,
+                v.answer_hex,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if let Some(frame) = crate::messages::payload::from_hex(&hex) {
+                    out.push(frame.get(4..).unwrap_or_default().to_vec());
+                }
+            }
         }
     }
     out

@@ -82,6 +82,9 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         return Err("--protocol-versions names no version".into());
     }
     let mut security = super::security::listening(&args.security, &args.host, "master")?;
+    if security.encrypts() && args.security.tls.tls_ca.is_none() {
+        tracing::warn!("TLS without --tls-ca: after a failover this master cannot reach workers and applications to announce itself");
+    }
     security.admin_secret = super::security::secret(args.admin_secret_file.as_deref())?;
     if security.admin_secret.is_some() && security.admin_secret == security.secret {
         return Err("--admin-secret-file must hold another secret than --secret-file".into());

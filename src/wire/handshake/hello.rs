@@ -75,7 +75,7 @@ pub fn decode_hello(body: &[u8]) -> Result<Hello, HandshakeError> {
         }
         _ => {
             return Err(HandshakeError::Malformed(
-                "a hello has both \"auth\" and \"nonce\", or neither".to_string(),
+                "a hello must have both \"auth\" and \"nonce\", or neither".to_string(),
             ))
         }
     };
