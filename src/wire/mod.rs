@@ -5,6 +5,7 @@
 pub mod body;
 pub mod check;
 pub mod codec;
+pub mod decoder_vectors;
 pub mod envelope;
 mod error;
 pub mod frame;
