@@ -998,3 +998,94 @@ fn a_worker_asked_to_reconnect_registers_again_as_a_new_worker() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].rule, Rule::WorkerDuplicateId);
 }
+
+/// Rule D3's exception (SPARK-13604): the master kills a driver that a worker's WorkerLatestState
+/// lists and the master does not have on that worker; the same KillDriver without the report,
+/// or a second one after a single report, is a D3 violation.
+#[test]
+fn kill_driver_for_a_driver_the_worker_reports_follows_spark_13604() {
+    let verdict = |build: fn(&mut Scenario)| {
+        let mut s = Scenario::new();
+        build(&mut s);
+        let mut v = Validator::new(Config::default());
+        let mut out: Vec<Rule> = s
+            .events()
+            .iter()
+            .flat_map(|e| v.observe(e))
+            .map(|x| x.rule)
+            .collect();
+        out.extend(v.finish().into_iter().map(|x| x.rule));
+        out
+    };
+    // Unknown to the master: killed on the reporting worker.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            s.up(&w, latest_with_driver("worker-1", "driver-9"));
+            s.down(&w, msg::kill_driver("driver-9"));
+        }),
+        vec![]
+    );
+    // Known, but running on another worker: the reporting worker is told to kill its copy.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            let w2 = s.worker("worker-2", "10.0.0.2", 4, 4096);
+            s.down(&w2, msg::launch_driver("driver-1", 1, 1024, false));
+            s.up(&w, latest_with_driver("worker-1", "driver-1"));
+            s.down(&w, msg::kill_driver("driver-1"));
+        }),
+        vec![]
+    );
+    // Finished: a worker still reporting it is told to kill it.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
+            s.up(
+                &w,
+                msg::driver_state_changed("driver-1", DriverState::Finished),
+            );
+            s.advance(5_000);
+            s.up(&w, latest_with_driver("worker-1", "driver-1"));
+            s.down(&w, msg::kill_driver("driver-1"));
+        }),
+        vec![]
+    );
+    // No report: D3.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            s.down(&w, msg::kill_driver("driver-9"));
+        }),
+        vec![Rule::DriverOnHost]
+    );
+    // Reported by another worker: D3.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            let w2 = s.worker("worker-2", "10.0.0.2", 4, 4096);
+            s.up(&w2, latest_with_driver("worker-2", "driver-9"));
+            s.down(&w, msg::kill_driver("driver-9"));
+        }),
+        vec![Rule::DriverOnHost]
+    );
+    // One report allows one kill.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            s.up(&w, latest_with_driver("worker-1", "driver-9"));
+            s.down(&w, msg::kill_driver("driver-9"));
+            s.down(&w, msg::kill_driver("driver-9"));
+        }),
+        vec![Rule::DriverOnHost]
+    );
+}
+
+fn latest_with_driver(worker: &str, driver: &str) -> DeployMessage {
+    DeployMessage::WorkerLatestState(sparkwire::messages::deploy::WorkerLatestState {
+        id: worker.to_string(),
+        executors: vec![],
+        driver_ids: vec![driver.to_string()],
+    })
+}

@@ -145,13 +145,13 @@ rules! {
         "LaunchDriver is only for a submitted driver that is waiting or relaunching: not running and not finished."),
     /// D3: driver state changes and kills go with the driver's worker.
     DriverOnHost = ("D3", "driver.on-host",
-        "DriverStateChanged comes from, and KillDriver goes to, the worker running that driver."),
+        "DriverStateChanged comes from, and KillDriver goes to, the worker running that driver; the one exception (Spark's SPARK-13604) is a KillDriver to a worker whose last WorkerLatestState listed a driver the master does not have on that worker."),
     /// D4: DriverStateChanged carries a final state.
     DriverFinalState = ("D4", "driver.final-state",
         "DriverStateChanged carries a final state: ERROR, FINISHED, KILLED or FAILED."),
     /// D5: nothing about a finished driver.
     DriverAfterFinish = ("D5", "driver.after-finish",
-        "Nothing launches, kills or changes a driver after it reached a final state."),
+        "Nothing launches, kills or changes a driver after it reached a final state (a KillDriver under D3's SPARK-13604 exception aside)."),
     /// D6: driver replies are about the driver asked about.
     DriverReplyMatches = ("D6", "driver.reply-matches",
         "KillDriverResponse names the driver RequestKillDriver asked about, and a DriverStatusResponse about a driver known to be active finds it in its current state."),

@@ -92,7 +92,9 @@ impl Cluster {
                 }
             }
             DeployMessage::WorkerLatestState(s) => {
-                id_ok(sink, &s.id);
+                if id_ok(sink, &s.id) {
+                    w.reported_drivers = s.driver_ids.iter().cloned().collect();
+                }
             }
             DeployMessage::WorkerDecommissioning(d) if id_ok(sink, &d.id) => {
                 self.decommission(&wid, now, true);
@@ -181,7 +183,8 @@ impl Cluster {
                         }
                     }
                     DeployMessage::KillDriver(k) => {
-                        self.kill_driver(&wid, &k.driver_id, config, sink)
+                        let reported = w.reported_drivers.remove(&k.driver_id);
+                        self.kill_driver(&wid, &k.driver_id, reported, config, sink)
                     }
                     DeployMessage::ApplicationFinished(a) => {
                         sink.check(
