@@ -194,6 +194,15 @@ rules! {
     /// O1: event times never decrease (strict order).
     TraceTimeOrder = ("O1", "trace.time-order",
         "In strict order, event times never decrease."),
+    /// L1: a launched executor is reported by its worker in time.
+    TimedExecutorState = ("L1", "timed.executor-state",
+        "The worker answers each LaunchExecutor with an ExecutorStateChanged for that executor within executor_state_within_ms (60 s by default) of it, unless its connection closes first."),
+    /// L2: a registering application is answered in time.
+    TimedAppRegistered = ("L2", "timed.app-registered",
+        "The master answers each RegisterApplication with RegisteredApplication on that connection within app_registration_within_ms (60 s by default) of it, unless the connection closes first or the master said it is in standby (MasterInStandby)."),
+    /// J1: the driver's executor ids are the master's.
+    LinkExecutorIds = ("J1", "link.executor-ids",
+        "When the trace holds both sides of an application (its application client and its driver have the same endpoint id), every executor that registers with the driver has the decimal text of an executor id the master launched for that application."),
 }
 
 impl fmt::Display for Rule {
