@@ -132,12 +132,10 @@ impl Obligations {
                 }
                 self.launches.retain(|_, l| !l.is_empty());
             }
-            DeployMessage::RegisterApplication(_) => {
-                if !self.standby.contains(&to.id) {
-                    self.registrations
-                        .entry(conn)
-                        .or_insert_with(|| (now, to.id.clone()));
-                }
+            DeployMessage::RegisterApplication(_) if !self.standby.contains(&to.id) => {
+                self.registrations
+                    .entry(conn)
+                    .or_insert_with(|| (now, to.id.clone()));
             }
             DeployMessage::RegisteredApplication(r) => {
                 self.registrations.remove(&conn);

@@ -199,11 +199,11 @@ fn strs(items: &[&str]) -> Mp {
     Mp::Arr(items.iter().map(|s| Mp::s(s)).collect())
 }
 
-/// What a decoder makes of one frame, as the vector records it.
-fn outcome<F: Family>(
-    frame: &[u8],
-    version: Version,
-) -> Result<(Option<String>, Option<Value>, Option<String>), Error> {
+/// What a decoder makes of one frame, as a vector records it: the error, or the message and the
+/// frame an encoder writes for it.
+type Outcome = (Option<String>, Option<Value>, Option<String>);
+
+fn outcome<F: Family>(frame: &[u8], version: Version) -> Result<Outcome, Error> {
     let bytes = Bytes::copy_from_slice(&frame[4..]);
     match super::envelope::decode_envelope::<F>(&bytes, version) {
         Err(e) => Ok((Some(error_name(&e).to_string()), None, None)),

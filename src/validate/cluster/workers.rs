@@ -91,10 +91,8 @@ impl Cluster {
                     worker.last_heartbeat = now;
                 }
             }
-            DeployMessage::WorkerLatestState(s) => {
-                if id_ok(sink, &s.id) {
-                    w.reported_drivers = s.driver_ids.iter().cloned().collect();
-                }
+            DeployMessage::WorkerLatestState(s) if id_ok(sink, &s.id) => {
+                w.reported_drivers = s.driver_ids.iter().cloned().collect();
             }
             DeployMessage::WorkerDecommissioning(d) if id_ok(sink, &d.id) => {
                 self.decommission(&wid, now, true);
