@@ -29,8 +29,15 @@ fn messages_md_documents_every_message_and_every_version_rule() {
         .flat_map(|m| &m.fields)
         .chain(def.types.iter().flat_map(|t| &t.fields))
     {
-        if let Some(d) = f.default.as_ref().or(f.from_v2.as_ref()) {
-            assert!(text.contains(d.as_str()), "rule for {} missing", f.name);
+        for (expr, words) in [(&f.default, &f.default_doc), (&f.from_v2, &f.from_v2_doc)] {
+            if let Some(e) = expr {
+                let words = words
+                    .as_deref()
+                    .expect("a conversion is also described in words");
+                assert!(text.contains(words), "rule for {} missing", f.name);
+                let shown = e.to_string().replace('|', "\\|");
+                assert!(text.contains(&shown), "expression for {} missing", f.name);
+            }
         }
     }
 }

@@ -624,3 +624,93 @@ fn check_as<F: Family>(v: &DecoderVector) -> Result<(), String> {
         (want, got) => Err(format!("wanted {want:?}, got {got:?}")),
     }
 }
+
+/// One conversion vector: a message's value in version 2 and in version 1 (SPEC.md §5.1).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct ConversionVector {
+    /// `deploy` or `coarse`.
+    pub family: String,
+    /// The message.
+    pub message: String,
+    /// `full`, `minimal`, or what an extra case shows.
+    pub case: String,
+    /// The message in version 2, `{Name: {fields}}`.
+    pub v2: Value,
+    /// What an encoder writes for it in version 1 (the `fromV2` expressions applied).
+    pub v1: Value,
+    /// What a decoder reads from that version 1 value, in version 2 (the `default` expressions
+    /// applied): `v2` as far as version 1 can carry it.
+    pub v2_from_v1: Value,
+}
+
+fn conversion_of<F: Family>(case: &str, v2: &Value) -> Result<ConversionVector, Error> {
+    let json = |m: &F, v: Version| {
+        serde_json::to_value(Versioned(m, v)).map_err(|e| Error::Encode {
+            name: m.name().to_string(),
+            detail: e.to_string(),
+        })
+    };
+    let m: F = super::vectors::value_from_json(v2, Version::V2)?;
+    let v1 = json(&m, Version::V1)?;
+    let back: F = super::vectors::value_from_json(&v1, Version::V1)?;
+    Ok(ConversionVector {
+        family: F::FAMILY.to_string(),
+        message: m.name().to_string(),
+        case: case.to_string(),
+        v2: json(&m, Version::V2)?,
+        v1,
+        v2_from_v1: json(&back, Version::V2)?,
+    })
+}
+
+/// Every message whose version 1 and version 2 values differ, in its `full` and `minimal`
+/// samples, and extra cases for the conversions that sum or split collections.
+pub fn conversion_vectors(def: &Definition) -> Result<Vec<ConversionVector>, Error> {
+    let mut out = Vec::new();
+    for mv in super::vectors::message_vectors(def)? {
+        for case in ["full", "minimal"] {
+            let of = |v: u8| {
+                mv.vectors
+                    .iter()
+                    .find(|x| x.case == case && x.version == v)
+                    .map(|x| x.value.clone())
+            };
+            let (Some(v1), Some(v2)) = (of(1), of(2)) else {
+                continue;
+            };
+            if v1 == v2 {
+                continue;
+            }
+            out.push(match mv.family.as_str() {
+                "deploy" => conversion_of::<DeployMessage>(case, &v2)?,
+                _ => conversion_of::<CoarseMessage>(case, &v2)?,
+            });
+        }
+    }
+    let profile =
+        |id: i32| serde_json::json!({"id": id, "executorResources": {}, "taskResources": {}});
+    out.push(conversion_of::<CoarseMessage>(
+        "two profiles: totals and locality summed, hosts merged",
+        &serde_json::json!({"RequestExecutors": {
+            "resourceProfileToTotalExecs": [{"profile": profile(0), "total": 2}, {"profile": profile(1), "total": 3}],
+            "numLocalityAwareTasksPerResourceProfileId": {"0": 1, "1": 2},
+            "hostToLocalTaskCount": {"0": {"host-a": 1, "host-b": 2}, "1": {"host-a": 4}},
+            "excludedNodes": ["host-c", "host-d"]
+        }}),
+    )?);
+    out.push(conversion_of::<CoarseMessage>(
+        "fractional amounts become whole units",
+        &serde_json::json!({"StatusUpdate": {
+            "executorId": "1", "taskId": 4, "state": "FINISHED", "data": "",
+            "taskCpus": 2, "resources": {"gpu": {"0": 10_000_000_000_000_000i64, "1": 5_000_000_000_000_000i64}}
+        }}),
+    )?);
+    out.push(conversion_of::<DeployMessage>(
+        "a worker lost: the host set; version 1 keeps only that it was lost",
+        &serde_json::json!({"ExecutorUpdated": {
+            "id": 3, "state": "LOST", "message": "worker lost", "exitStatus": null,
+            "workerHost": "10.0.0.7"
+        }}),
+    )?);
+    Ok(out)
+}

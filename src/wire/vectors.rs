@@ -237,6 +237,10 @@ pub fn render_files(def: &Definition) -> Result<Vec<(String, String)>, Error> {
     let text = serde_json::to_string_pretty(&super::decoder_vectors::decoder_vectors(def)?)
         .map_err(json_err)?;
     files.push(("decoder.json".to_string(), text + "\n"));
+    // Version conversions (SPEC §5.1).
+    let text = serde_json::to_string_pretty(&super::decoder_vectors::conversion_vectors(def)?)
+        .map_err(json_err)?;
+    files.push(("conversions.json".to_string(), text + "\n"));
     Ok(files)
 }
 
