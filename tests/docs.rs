@@ -41,3 +41,59 @@ fn messages_md_documents_every_message_and_every_version_rule() {
         }
     }
 }
+
+/// The definition's docs (and so messages.md) name fields by their wire names, never by the Rust
+/// names where they differ (`masterAddress`, not `master_address`).
+#[test]
+fn docs_name_fields_by_their_wire_names() {
+    fn snake(name: &str) -> String {
+        let mut out = String::new();
+        for c in name.chars() {
+            if c.is_ascii_uppercase() {
+                out.push('_');
+                out.push(c.to_ascii_lowercase());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+    let def = Definition::builtin();
+    let fields: Vec<&sparkwire::definition::FieldDef> = def
+        .messages
+        .iter()
+        .flat_map(|m| &m.fields)
+        .chain(def.types.iter().flat_map(|t| &t.fields))
+        .chain(
+            def.types
+                .iter()
+                .flat_map(|t| t.variants.iter().flat_map(|v| &v.fields)),
+        )
+        .collect();
+    let text = markdown::render(def);
+    for f in &fields {
+        let rust = snake(&f.name);
+        if rust != f.name {
+            assert!(
+                !text.contains(&format!("`{rust}`")),
+                "messages.md names `{rust}`; the wire name is `{}`",
+                f.name
+            );
+        }
+    }
+}
+
+/// The example texts of refusals are the ones Spark's master sends.
+#[test]
+fn register_worker_failed_quotes_spark_s_text() {
+    let def = Definition::builtin();
+    let m = def
+        .message("deploy", "RegisterWorkerFailed")
+        .expect("RegisterWorkerFailed");
+    let doc = &m.fields[0].doc;
+    assert!(
+        doc.contains("Attempted to re-register worker at same address: "),
+        "{doc}"
+    );
+    assert!(!doc.contains("Duplicate worker ID"), "{doc}");
+}
