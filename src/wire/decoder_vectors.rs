@@ -258,7 +258,181 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
     let launch_v1 = sample::<DeployMessage>(def, "LaunchExecutor", V1)?;
     let updated_v2 = sample::<DeployMessage>(def, "ExecutorUpdated", V2)?;
     let fields_array = |name: &str| Mp::Map(vec![(Mp::s(name), Mp::Arr(vec![Mp::Int(1)]))]);
-    let cases = vec![
+    let kill = |exec: Mp| {
+        send(Mp::message(
+            "KillExecutor",
+            vec![
+                ("masterUrl", Mp::s("spark://10.0.0.100:7077")),
+                ("appId", Mp::s("app-1")),
+                ("execId", exec),
+            ],
+        ))
+    };
+    let changed = |state: &str| {
+        ask(Mp::message(
+            "ExecutorStateChanged",
+            vec![
+                ("appId", Mp::s("app-1")),
+                ("execId", Mp::Int(0)),
+                ("state", Mp::s(state)),
+            ],
+        ))
+    };
+    let task = |data: Mp| send(Mp::message("LaunchTask", vec![("data", data)]));
+    let cpus = |amount: Mp| {
+        let profile = Mp::Map(vec![
+            (Mp::s("id"), Mp::Int(0)),
+            (Mp::s("executorResources"), Mp::Map(vec![])),
+            (
+                Mp::s("taskResources"),
+                Mp::Map(vec![(
+                    Mp::s("cpus"),
+                    Mp::Map(vec![
+                        (Mp::s("resourceName"), Mp::s("cpus")),
+                        (Mp::s("amount"), amount),
+                    ]),
+                )]),
+            ),
+        ]);
+        ask(request.clone().with_field(
+            "resourceProfileToTotalExecs",
+            Mp::Arr(vec![Mp::Map(vec![
+                (Mp::s("profile"), profile),
+                (Mp::s("total"), Mp::Int(1)),
+            ])]),
+        ))
+    };
+    let skipped = |raw: Vec<u8>| send(Mp::message("StopExecutor", vec![("x", Mp::Raw(raw))]));
+    let fields = "§4 fields";
+    let layout = "§4.1 layout";
+    let mut cases = vec![
+        Case1 {
+            name: "the reserved marker 0xc1, even inside a skipped field",
+            spec: "§2 MessagePack",
+            family: "coarse",
+            version: V2,
+            frame: skipped(vec![0xc1]),
+            want: Some("InvalidMessagePack"),
+        },
+        Case1 {
+            name: "an array declaring more elements than bytes remain",
+            spec: "§2 allocation",
+            family: "coarse",
+            version: V2,
+            frame: skipped(vec![0xdd, 0xff, 0xff, 0xff, 0xff, 0x00]),
+            want: Some("InvalidMessagePack"),
+        },
+        Case1 {
+            name: "a required field missing",
+            spec: fields,
+            family: "deploy",
+            version: V2,
+            frame: send(Mp::message(
+                "KillExecutor",
+                vec![
+                    ("masterUrl", Mp::s("spark://10.0.0.100:7077")),
+                    ("appId", Mp::s("app-1")),
+                ],
+            )),
+            want: Some("InvalidFields"),
+        },
+        Case1 {
+            name: "a field given twice",
+            spec: fields,
+            family: "deploy",
+            version: V2,
+            frame: send(Mp::message(
+                "KillExecutor",
+                vec![
+                    ("masterUrl", Mp::s("spark://10.0.0.100:7077")),
+                    ("appId", Mp::s("app-1")),
+                    ("execId", Mp::Int(1)),
+                    ("execId", Mp::Int(1)),
+                ],
+            )),
+            want: Some("InvalidFields"),
+        },
+        Case1 {
+            name: "fields in another order than the definition's",
+            spec: fields,
+            family: "deploy",
+            version: V2,
+            frame: send(Mp::message(
+                "KillExecutor",
+                vec![
+                    ("execId", Mp::Int(1)),
+                    ("appId", Mp::s("app-1")),
+                    ("masterUrl", Mp::s("spark://10.0.0.100:7077")),
+                ],
+            )),
+            want: None,
+        },
+        Case1 {
+            name: "option fields missing read as nil",
+            spec: fields,
+            family: "deploy",
+            version: V2,
+            frame: changed("RUNNING"),
+            want: None,
+        },
+        Case1 {
+            name: "an unknown enum value",
+            spec: layout,
+            family: "deploy",
+            version: V2,
+            frame: changed("SLEEPING"),
+            want: Some("InvalidFields"),
+        },
+        Case1 {
+            name: "an integer that does not fit i32",
+            spec: layout,
+            family: "deploy",
+            version: V2,
+            frame: kill(Mp::Int(1 << 31)),
+            want: Some("InvalidFields"),
+        },
+        Case1 {
+            name: "an integer in a wider form than needed (encoders use the shortest)",
+            spec: layout,
+            family: "deploy",
+            version: V2,
+            frame: kill(Mp::Raw(vec![0xd3, 0, 0, 0, 0, 0, 0, 0, 5])),
+            want: None,
+        },
+        Case1 {
+            name: "bytes as an array of integers",
+            spec: layout,
+            family: "coarse",
+            version: V2,
+            frame: task(Mp::Arr(vec![Mp::Int(1), Mp::Int(2)])),
+            want: Some("InvalidFields"),
+        },
+        Case1 {
+            name: "bytes as a string",
+            spec: layout,
+            family: "coarse",
+            version: V2,
+            frame: task(Mp::s("0102")),
+            want: Some("InvalidFields"),
+        },
+        Case1 {
+            name: "a float that is not finite",
+            spec: layout,
+            family: "coarse",
+            version: V2,
+            frame: cpus(Mp::F64(f64::NAN)),
+            want: Some("InvalidFields"),
+        },
+        Case1 {
+            name: "a float 32 is accepted (encoders write float 64)",
+            spec: layout,
+            family: "coarse",
+            version: V2,
+            frame: cpus(Mp::Raw(vec![0xca, 0x3f, 0x00, 0x00, 0x00])),
+            want: None,
+        },
+    ];
+    cases.extend(vec![
         Case1 {
             name: "64 nested containers, the envelope counted: accepted",
             spec: deep,
@@ -559,7 +733,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             frame: ask(request_v1.with_field("nodeBlacklist", strs(&["host-b", "host-a"]))),
             want: Some("InvalidFields"),
         },
-    ];
+    ]);
     let mut out = Vec::new();
     for case in cases {
         let frame = case.frame.frame();
