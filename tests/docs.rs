@@ -97,3 +97,70 @@ fn register_worker_failed_quotes_spark_s_text() {
     );
     assert!(!doc.contains("Duplicate worker ID"), "{doc}");
 }
+
+/// SPEC.md §11 and the implementer's checklist (§12) name vectors that exist, and the checklist
+/// names every rule of rules.md.
+#[test]
+fn spec_checklist_names_real_vectors_and_every_rule() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = std::fs::read_to_string(root.join("protocol/SPEC.md")).expect("SPEC.md");
+    let start = spec.find("## 11. Decoding in detail").expect("§11");
+    let tail = &spec[start..];
+    let checklist = &tail[tail.find("## 12.").expect("§12")..];
+    let mut names = Vec::new();
+    for file in ["decoder.json", "envelope.json"] {
+        let text =
+            std::fs::read_to_string(root.join("protocol/vectors").join(file)).expect("vectors");
+        let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+        for x in v.as_array().expect("array") {
+            names.push(x["name"].as_str().expect("name").to_string());
+            if let Some(s) = x.get("spec").and_then(|s| s.as_str()) {
+                names.push(s.to_string());
+            }
+        }
+    }
+    // Double-quoted text outside backticks: vector names ("…" ends a shortened one).
+    let mut quoted = Vec::new();
+    let (mut tick, mut open) = (false, None);
+    for (i, c) in tail.char_indices() {
+        match c {
+            '`' => tick = !tick,
+            '"' if !tick => match open.take() {
+                Some(at) => {
+                    quoted.push(tail[at..i].split_whitespace().collect::<Vec<_>>().join(" "))
+                }
+                None => open = Some(i + 1),
+            },
+            _ => {}
+        }
+    }
+    assert!(quoted.len() > 40, "{} quoted names", quoted.len());
+    for q in &quoted {
+        let q = q.trim_end_matches('…');
+        assert!(
+            names.iter().any(|n| n.starts_with(q)),
+            "SPEC.md names a vector {q:?} that is not in decoder.json or envelope.json"
+        );
+    }
+    for rule in sparkwire::validate::Rule::ALL {
+        let id = rule.id();
+        let letter = &id[..1];
+        let listed = checklist.contains(&format!(" {id}"))
+            || checklist.contains(&format!("{id},"))
+            || checklist
+                .split(|c: char| c == ' ' || c == ';' || c == ',')
+                .any(|w| {
+                    // ranges such as W1–W8
+                    let mut parts = w.split('–');
+                    match (parts.next(), parts.next()) {
+                        (Some(a), Some(b)) if a.starts_with(letter) && b.starts_with(letter) => {
+                            let n = |s: &str| s[1..].parse::<u32>().ok();
+                            let (lo, hi, me) = (n(a), n(b), n(id));
+                            matches!((lo, hi, me), (Some(l), Some(h), Some(m)) if l <= m && m <= h)
+                        }
+                        _ => false,
+                    }
+                });
+        assert!(listed, "the checklist does not name rule {id}");
+    }
+}
