@@ -377,8 +377,9 @@ impl Validator {
     }
 
     /// Ends the trace: reports the asks and worker registrations still unanswered on connections
-    /// that are still open (rules A4 and W3). Asks on closed connections fail on the asker's side and
-    /// are not reported.
+    /// that are still open (rules A4 and W3), and the timed obligations whose deadline the last
+    /// event's time passed (rules L1 and L2). Asks on closed connections fail on the asker's side
+    /// and are not reported.
     pub fn finish(&mut self) -> Vec<Violation> {
         let mut sink = Sink::new(None, self.last_time, None, What::Text("end of trace"));
         self.obligations
