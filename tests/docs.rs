@@ -147,20 +147,18 @@ fn spec_checklist_names_real_vectors_and_every_rule() {
         let letter = &id[..1];
         let listed = checklist.contains(&format!(" {id}"))
             || checklist.contains(&format!("{id},"))
-            || checklist
-                .split(|c: char| c == ' ' || c == ';' || c == ',')
-                .any(|w| {
-                    // ranges such as W1–W8
-                    let mut parts = w.split('–');
-                    match (parts.next(), parts.next()) {
-                        (Some(a), Some(b)) if a.starts_with(letter) && b.starts_with(letter) => {
-                            let n = |s: &str| s[1..].parse::<u32>().ok();
-                            let (lo, hi, me) = (n(a), n(b), n(id));
-                            matches!((lo, hi, me), (Some(l), Some(h), Some(m)) if l <= m && m <= h)
-                        }
-                        _ => false,
+            || checklist.split([' ', ';', ',']).any(|w| {
+                // ranges such as W1–W8
+                let mut parts = w.split('–');
+                match (parts.next(), parts.next()) {
+                    (Some(a), Some(b)) if a.starts_with(letter) && b.starts_with(letter) => {
+                        let n = |s: &str| s[1..].parse::<u32>().ok();
+                        let (lo, hi, me) = (n(a), n(b), n(id));
+                        matches!((lo, hi, me), (Some(l), Some(h), Some(m)) if l <= m && m <= h)
                     }
-                });
+                    _ => false,
+                }
+            });
         assert!(listed, "the checklist does not name rule {id}");
     }
 }

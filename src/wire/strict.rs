@@ -429,7 +429,8 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for KeyDe<'_, D> {
     }
 }
 
-/// Notes a string or integer key as it is visited, then hands it on.
+/// Notes a string or integer key as it is visited, then hands it on (keys of other kinds are
+/// refused by the default methods, which name what the key's type expects).
 struct KeyVisitor<'s, V> {
     inner: V,
     seen: &'s mut Option<Key>,
@@ -456,12 +457,6 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'_, V> {
         visit_u32(u32) visit_u64(u64)
     }
 
-    forward_visit! {
-        visit_bool(bool) visit_i128(i128) visit_u128(u128) visit_f32(f32) visit_f64(f64)
-        visit_char(char) visit_bytes(&[u8]) visit_borrowed_bytes(&'de [u8])
-        visit_byte_buf(Vec<u8>)
-    }
-
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
         *self.seen = Some(Key::Str(v.as_bytes().to_vec()));
         self.inner.visit_str(v)
@@ -477,33 +472,8 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'_, V> {
         self.inner.visit_string(v)
     }
 
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.inner.visit_none()
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.inner.visit_unit()
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        self.inner.visit_some(Strict(d))
-    }
-
-    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        self.inner.visit_newtype_struct(Strict(d))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        self.inner.visit_seq(Seq(seq))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        self.inner.visit_map(Map(map))
-    }
-
-    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
-        self.inner.visit_enum(Enum(data))
-    }
+    // Map keys of the protocol are strings and integers; any other value is refused, with the
+    // key type's own expectation in the message.
 }
 
 struct Enum<A>(A);
