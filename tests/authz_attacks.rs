@@ -1,7 +1,7 @@
 //! Issue 11's attacks against the reference master and worker in the default mode (no
 //! `--strict`), over real TCP, with workers run as real `sparkwire worker` processes where the
 //! attack is on what a worker launches. Each test fails against an endpoint without the
-//! authorization model of SPEC §12.
+//! authorization model of SPEC §14.
 //!
 //! - attack 1: a worker runs only what its operator allowed, command and all;
 //! - attack 4: ids are bound to the connection that registered them;

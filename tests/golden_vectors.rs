@@ -42,7 +42,7 @@ fn on_disk() -> Vec<MessageVectors> {
 #[test]
 fn vector_files_match_what_the_generator_writes() {
     let files = render_files(Definition::builtin()).expect("generates");
-    assert_eq!(files.len(), Definition::builtin().messages.len() + 3);
+    assert_eq!(files.len(), Definition::builtin().messages.len() + 5);
     for (rel, text) in files {
         let path = vectors_dir().join(&rel);
         let disk =
@@ -141,6 +141,58 @@ fn envelope_vectors_decode_or_fail_with_the_named_error() {
             (Some(want), Err(e)) => assert_eq!(error_name(&e), want, "{}: {e}", v.name),
             (want, got) => panic!("{}: wanted error {want:?}, got {got:?}", v.name),
         }
+    }
+}
+
+#[test]
+fn decoder_vectors_decode_or_fail_as_spec_md_decides() {
+    use sparkwire::wire::decoder_vectors::{check_decoder_vector, DecoderVector};
+    let vectors: Vec<DecoderVector> = read_json(&vectors_dir().join("decoder.json"));
+    assert!(vectors.len() >= 20, "{} decoder vectors", vectors.len());
+    for v in &vectors {
+        check_decoder_vector(v).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+        assert!(
+            v.spec.starts_with('§'),
+            "{}: names its SPEC.md section",
+            v.name
+        );
+    }
+    // Both sides of each boundary are there.
+    let error_of = |name: &str| {
+        vectors
+            .iter()
+            .find(|v| v.name.starts_with(name))
+            .unwrap_or_else(|| panic!("no vector {name:?}"))
+            .error
+            .clone()
+    };
+    assert_eq!(error_of("64 nested containers"), None);
+    assert_eq!(error_of("65 nested containers").as_deref(), Some("TooDeep"));
+    assert_eq!(
+        error_of("a map key given twice").as_deref(),
+        Some("InvalidFields")
+    );
+    assert_eq!(
+        error_of("a set element given twice").as_deref(),
+        Some("InvalidFields")
+    );
+    assert_eq!(
+        error_of("local wins over not in version").as_deref(),
+        Some("LocalMessage")
+    );
+}
+
+#[test]
+fn a_decoder_vector_with_the_wrong_verdict_is_caught() {
+    use sparkwire::wire::decoder_vectors::{check_decoder_vector, DecoderVector};
+    let vectors: Vec<DecoderVector> = read_json(&vectors_dir().join("decoder.json"));
+    for v in vectors {
+        let mut wrong = v.clone();
+        wrong.error = match &v.error {
+            Some(_) => None,
+            None => Some("InvalidFields".into()),
+        };
+        assert!(check_decoder_vector(&wrong).is_err(), "{}", v.name);
     }
 }
 

@@ -98,3 +98,45 @@ async fn master_and_worker_binaries_run_an_application_and_stop_on_sigterm() {
     );
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// SPARK-13604: a worker reporting, in WorkerLatestState, a driver the master does not know is
+/// sent KillDriver for it, and `--strict` holds that legal (rule D3's exception): the master
+/// exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strict_master_kills_a_driver_a_worker_reports_and_stays_clean() {
+    let (master, line) = spawn(&["master", "--port", "0", "--worker-timeout", "5", "--strict"]);
+    let url = line
+        .strip_prefix("sparkwire master listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    let m = MasterUrl::parse(&url).expect("a master URL").masters[0].clone();
+    let id = "worker-20261201000000-127.0.0.1-35999";
+    let worker =
+        FakeWorker::connect(&m, id, sparkwire::messages::Addr::new("127.0.0.1", 35999)).await;
+    worker.register(&m, 2, 1024).await;
+    worker
+        .wait("RegisteredWorker", |l| {
+            l.iter()
+                .any(|x| matches!(x, DeployMessage::RegisteredWorker(_)))
+        })
+        .await;
+    worker
+        .send(sparkwire::messages::deploy::WorkerLatestState {
+            id: id.to_string(),
+            executors: vec![],
+            driver_ids: vec!["driver-20261201000000-0042".to_string()],
+        })
+        .await;
+    worker
+        .wait("KillDriver for the unknown driver", |l| {
+            l.iter().any(|x| {
+                matches!(x, DeployMessage::KillDriver(k) if k.driver_id == "driver-20261201000000-0042")
+            })
+        })
+        .await;
+    worker.close().await;
+    assert!(
+        terminate(master).success(),
+        "the strict master exits 0: its KillDriver to the reporting worker breaks no rule"
+    );
+}

@@ -901,6 +901,50 @@ fn cases() -> Vec<Case> {
                 s.push(last);
             },
         },
+        case(
+            Rule::TimedExecutorState,
+            |s| {
+                let (w, app) = cluster(s);
+                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+                s.advance(30_000);
+                s.up(&w, msg::heartbeat("worker-1"));
+                s.advance(31_000);
+                s.up(&w, msg::heartbeat("worker-1"));
+            },
+            |s| {
+                let (w, _) = cluster(s);
+                s.down(&w, msg::launch_executor("app-1", 0, 2, 1024));
+                s.advance(30_000);
+                s.up(&w, msg::heartbeat("worker-1"));
+                s.advance(31_000);
+                s.up(&w, msg::heartbeat("worker-1"));
+            },
+        ),
+        case(
+            Rule::TimedAppRegistered,
+            |s| {
+                let app = s.app("app-1");
+                s.advance(61_000);
+                s.up(&app, msg::unregister_application("app-1"));
+            },
+            |s| {
+                let app = s.open(Endpoint::new(Role::AppClient, "app-1"), s.master.clone());
+                s.up(&app, msg::register_application("app-1"));
+                s.advance(61_000);
+                s.close(&app);
+            },
+        ),
+        case(
+            Rule::LinkExecutorIds,
+            |s| {
+                running(s);
+            },
+            |s| {
+                let (w, app) = cluster(s);
+                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+                s.executor(&driver(), "1", 2);
+            },
+        ),
     ]
 }
 
@@ -997,4 +1041,194 @@ fn a_worker_asked_to_reconnect_registers_again_as_a_new_worker() {
     let found: Vec<_> = s.events().iter().flat_map(|e| v.observe(e)).collect();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].rule, Rule::WorkerDuplicateId);
+}
+
+/// Rule D3's exception (SPARK-13604): the master kills a driver that a worker's WorkerLatestState
+/// lists and the master does not have on that worker; the same KillDriver without the report,
+/// or a second one after a single report, is a D3 violation.
+#[test]
+fn kill_driver_for_a_driver_the_worker_reports_follows_spark_13604() {
+    let verdict = |build: fn(&mut Scenario)| {
+        let mut s = Scenario::new();
+        build(&mut s);
+        let mut v = Validator::new(Config::default());
+        let mut out: Vec<Rule> = s
+            .events()
+            .iter()
+            .flat_map(|e| v.observe(e))
+            .map(|x| x.rule)
+            .collect();
+        out.extend(v.finish().into_iter().map(|x| x.rule));
+        out
+    };
+    // Unknown to the master: killed on the reporting worker.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            s.up(&w, latest_with_driver("worker-1", "driver-9"));
+            s.down(&w, msg::kill_driver("driver-9"));
+        }),
+        vec![]
+    );
+    // Known, but running on another worker: the reporting worker is told to kill its copy.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            let w2 = s.worker("worker-2", "10.0.0.2", 4, 4096);
+            s.down(&w2, msg::launch_driver("driver-1", 1, 1024, false));
+            s.up(&w, latest_with_driver("worker-1", "driver-1"));
+            s.down(&w, msg::kill_driver("driver-1"));
+        }),
+        vec![]
+    );
+    // Finished: a worker still reporting it is told to kill it.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
+            s.up(
+                &w,
+                msg::driver_state_changed("driver-1", DriverState::Finished),
+            );
+            s.advance(5_000);
+            s.up(&w, latest_with_driver("worker-1", "driver-1"));
+            s.down(&w, msg::kill_driver("driver-1"));
+        }),
+        vec![]
+    );
+    // No report: D3.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            s.down(&w, msg::kill_driver("driver-9"));
+        }),
+        vec![Rule::DriverOnHost]
+    );
+    // Reported by another worker: D3.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            let w2 = s.worker("worker-2", "10.0.0.2", 4, 4096);
+            s.up(&w2, latest_with_driver("worker-2", "driver-9"));
+            s.down(&w, msg::kill_driver("driver-9"));
+        }),
+        vec![Rule::DriverOnHost]
+    );
+    // One report allows one kill.
+    assert_eq!(
+        verdict(|s| {
+            let (w, _) = cluster(s);
+            s.up(&w, latest_with_driver("worker-1", "driver-9"));
+            s.down(&w, msg::kill_driver("driver-9"));
+            s.down(&w, msg::kill_driver("driver-9"));
+        }),
+        vec![Rule::DriverOnHost]
+    );
+}
+
+fn latest_with_driver(worker: &str, driver: &str) -> DeployMessage {
+    DeployMessage::WorkerLatestState(sparkwire::messages::deploy::WorkerLatestState {
+        id: worker.to_string(),
+        executors: vec![],
+        driver_ids: vec![driver.to_string()],
+    })
+}
+
+fn rules_of(s: &Scenario, config: Config, finish: bool) -> Vec<Rule> {
+    let mut v = Validator::new(config);
+    let mut out: Vec<Rule> = s
+        .events()
+        .iter()
+        .flat_map(|e| v.observe(e))
+        .map(|x| x.rule)
+        .collect();
+    if finish {
+        out.extend(v.finish().into_iter().map(|x| x.rule));
+    }
+    out
+}
+
+/// L1 and L2 follow the configured bounds, are reported at the end of a trace whose clock passed
+/// the deadline (and not when it ends before), are discharged by a closed connection, and a
+/// standby master is not expected to answer RegisterApplication.
+#[test]
+fn timed_obligations_follow_their_bounds_and_the_trace_clock() {
+    let unanswered_launch = |s: &mut Scenario, wait: u64| {
+        let (w, _) = cluster(s);
+        s.down(&w, msg::launch_executor("app-1", 0, 2, 1024));
+        s.advance(wait);
+        s.up(&w, msg::heartbeat("worker-1"));
+        w
+    };
+    // Within the default 60 s: nothing, even at the end.
+    let mut s = Scenario::new();
+    unanswered_launch(&mut s, 59_000);
+    assert_eq!(rules_of(&s, Config::default(), true), Vec::<Rule>::new());
+    // A tighter bound catches it, at the heartbeat.
+    let tight = Config {
+        executor_state_within_ms: Some(5_000),
+        ..Config::default()
+    };
+    assert_eq!(rules_of(&s, tight, false), vec![Rule::TimedExecutorState]);
+    // Switched off: never.
+    let off = Config {
+        executor_state_within_ms: None,
+        ..Config::default()
+    };
+    let mut s = Scenario::new();
+    unanswered_launch(&mut s, 120_000);
+    assert!(!rules_of(&s, off, true).contains(&Rule::TimedExecutorState));
+    // The worker's connection closing discharges it.
+    let mut s = Scenario::new();
+    let w = unanswered_launch(&mut s, 1_000);
+    s.close(&w);
+    s.advance(120_000);
+    let app = s.app("app-2");
+    s.up(&app, msg::unregister_application("app-2"));
+    assert!(!rules_of(&s, Config::default(), true).contains(&Rule::TimedExecutorState));
+    // Reported once, at the end of the trace when the last event is past the deadline.
+    let mut s = Scenario::new();
+    let app = s.open(Endpoint::new(Role::AppClient, "app-1"), s.master.clone());
+    s.up(&app, msg::register_application("app-1"));
+    s.advance(61_000);
+    let w = s.worker("worker-1", "10.0.0.1", 4, 4096);
+    s.up(&w, msg::heartbeat("worker-1"));
+    let found = rules_of(&s, Config::default(), true);
+    assert_eq!(
+        found
+            .iter()
+            .filter(|r| **r == Rule::TimedAppRegistered)
+            .count(),
+        1,
+        "{found:?}"
+    );
+    // A master in standby ignores RegisterApplication, as Spark's does.
+    let mut s = Scenario::new();
+    let w = s.open(Endpoint::new(Role::Worker, "worker-1"), s.master.clone());
+    s.up(&w, msg::register_worker("worker-1", "10.0.0.1", 4, 4096));
+    s.down(&w, msg::master_in_standby());
+    let app = s.open(Endpoint::new(Role::AppClient, "app-1"), s.master.clone());
+    s.up(&app, msg::register_application("app-1"));
+    s.advance(61_000);
+    s.close(&app);
+    assert!(!rules_of(&s, Config::default(), true).contains(&Rule::TimedAppRegistered));
+}
+
+/// J1 applies only when the trace holds both sides under one endpoint id: an executor of a driver
+/// whose application client is not in the trace is not checked.
+#[test]
+fn executor_ids_are_linked_only_when_both_sides_are_in_the_trace() {
+    let mut s = Scenario::new();
+    let other = Endpoint::new(Role::Driver, "some-driver");
+    s.executor(&other, "7", 2);
+    assert_eq!(rules_of(&s, Config::default(), true), Vec::<Rule>::new());
+    // An id that is not the decimal text of the master's execId ("00" for 0) is not linked.
+    let mut s = Scenario::new();
+    let (w, app) = cluster(&mut s);
+    s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+    s.executor(&driver(), "00", 2);
+    assert_eq!(
+        rules_of(&s, Config::default(), true),
+        vec![Rule::LinkExecutorIds]
+    );
 }

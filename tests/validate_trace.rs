@@ -223,6 +223,20 @@ fn reading_errors_name_the_line_and_the_problem() {
             r#"{"time":1,"conn":1,"event":"failure","id":1,"from":{"role":"master","id":"m"},"to":{"role":"worker","id":"w"},"version":2,"error":"boom"}"#,
             |k| matches!(k, TraceErrorKind::Invalid { field: "error", .. }),
         ),
+        // Structs written as JSON arrays are refused, as in MessagePack (SPEC.md §11.5): a
+        // message's fields, a nested struct, a failure's error.
+        (
+            r#"{"time":1,"conn":1,"event":"send","from":{"role":"worker","id":"w"},"to":{"role":"master","id":"m"},"version":2,"message":{"Heartbeat":["w",{"address":null,"name":"Worker"}]}}"#,
+            |k| matches!(k, TraceErrorKind::Message(_)),
+        ),
+        (
+            r#"{"time":1,"conn":1,"event":"send","from":{"role":"worker","id":"w"},"to":{"role":"master","id":"m"},"version":2,"message":{"Heartbeat":{"workerId":"w","worker":[null,"Worker"]}}}"#,
+            |k| matches!(k, TraceErrorKind::Message(_)),
+        ),
+        (
+            r#"{"time":1,"conn":1,"event":"failure","id":1,"from":{"role":"master","id":"m"},"to":{"role":"worker","id":"w"},"version":2,"error":["java.lang.Exception","boom"]}"#,
+            |k| matches!(k, TraceErrorKind::Invalid { field: "error", .. }),
+        ),
     ];
     for (bad, check) in cases {
         let text = format!("{good}\n\n{bad}\n{good}\n");

@@ -26,6 +26,13 @@ pub struct ValidateArgs {
     /// The trace may end mid-conversation: do not report unanswered asks and registrations.
     #[arg(long)]
     allow_pending: bool,
+    /// Rule L1: seconds within which a worker answers LaunchExecutor with an
+    /// ExecutorStateChanged (0: not checked).
+    #[arg(long, default_value_t = 60)]
+    executor_state_within: u64,
+    /// Rule L2: seconds within which the master answers RegisterApplication (0: not checked).
+    #[arg(long, default_value_t = 60)]
+    app_registration_within: u64,
     /// LaunchTask payloads are not sparkwire task descriptions (protocol/SPEC.md §10): count tasks
     /// per executor instead of reading their ids.
     #[arg(long)]
@@ -64,11 +71,18 @@ pub fn check(path: &Path, config: Config, allow_pending: bool) -> Result<Outcome
     })
 }
 
+/// A bound in seconds as milliseconds; 0 switches the rule off.
+fn bound_ms(seconds: u64) -> Option<u64> {
+    (seconds > 0).then(|| seconds.saturating_mul(1000))
+}
+
 pub fn run(args: ValidateArgs) -> Result<ExitCode, String> {
     let config = Config {
         strict_order: args.strict_order,
         default_task_cpus: args.task_cpus,
         worker_timeout_ms: args.worker_timeout.saturating_mul(1000),
+        executor_state_within_ms: bound_ms(args.executor_state_within),
+        app_registration_within_ms: bound_ms(args.app_registration_within),
         ..if args.opaque_tasks {
             Config::default()
         } else {

@@ -27,10 +27,22 @@ fn field_table(out: &mut String, fields: &[FieldDef]) {
     for (i, f) in fields.iter().enumerate() {
         let mut meaning = cell(&f.doc);
         if let Some(d) = &f.default {
-            let _ = write!(meaning, " *Reading v1:* {}.", cell(d));
+            let words = f.default_doc.as_deref().unwrap_or_default();
+            let _ = write!(
+                meaning,
+                " *Reading v1:* {} `{}`.",
+                cell(words),
+                cell(&d.to_string())
+            );
         }
         if let Some(d) = &f.from_v2 {
-            let _ = write!(meaning, " *Writing v1:* {}.", cell(d));
+            let words = f.from_v2_doc.as_deref().unwrap_or_default();
+            let _ = write!(
+                meaning,
+                " *Writing v1:* {} `{}`.",
+                cell(words),
+                cell(&d.to_string())
+            );
         }
         let _ = writeln!(
             out,

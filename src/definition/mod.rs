@@ -5,6 +5,7 @@
 //! check the bytes against the file, so any disagreement in a message, field, type or version
 //! fails the build's tests ([`crate::wire::check`] is the checker).
 
+pub mod convert;
 pub mod markdown;
 pub mod types;
 
@@ -118,12 +119,24 @@ pub struct FieldDef {
     /// Last version with the field (absent: every version from `since`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<u8>,
-    /// For a field newer than version 1: the value a decoder fills in when reading version 1.
+    /// For a field newer than version 1: the value a decoder fills in when reading version 1, a
+    /// conversion expression over the version 1 fields ([`convert`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default: Option<String>,
-    /// For a version-1-only field: how an encoder computes it from the newer fields.
+    pub default: Option<serde_json::Value>,
+    /// `default` in words.
+    #[serde(
+        default,
+        rename = "defaultDoc",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub default_doc: Option<String>,
+    /// For a version-1-only field: how an encoder computes it from the version 2 fields, a
+    /// conversion expression ([`convert`]).
     #[serde(default, rename = "fromV2", skip_serializing_if = "Option::is_none")]
-    pub from_v2: Option<String>,
+    pub from_v2: Option<serde_json::Value>,
+    /// `fromV2` in words.
+    #[serde(default, rename = "fromV2Doc", skip_serializing_if = "Option::is_none")]
+    pub from_v2_doc: Option<String>,
 }
 
 impl FieldDef {

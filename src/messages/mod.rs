@@ -24,6 +24,7 @@ pub mod common;
 pub mod deploy;
 pub mod legacy;
 pub mod payload;
+mod set;
 pub mod states;
 pub mod task;
 

@@ -137,13 +137,21 @@ impl Serialize for Payload {
     }
 }
 
-struct PayloadVisitor;
+/// `text`: the readable form (JSON), where binary data is a hex string; in MessagePack it is
+/// `bin` only, and a `str` is refused (SPEC §4.1).
+struct PayloadVisitor {
+    text: bool,
+}
 
 impl<'de> Visitor<'de> for PayloadVisitor {
     type Value = Payload;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("binary data (MessagePack bin, or a hex string in JSON)")
+        f.write_str(if self.text {
+            "binary data as a hex string"
+        } else {
+            "binary data (MessagePack bin)"
+        })
     }
 
     fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Payload, E> {
@@ -159,6 +167,9 @@ impl<'de> Visitor<'de> for PayloadVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Payload, E> {
+        if !self.text {
+            return Err(E::invalid_type(de::Unexpected::Str(v), &self));
+        }
         from_hex(v)
             .map(Payload::from)
             .ok_or_else(|| E::custom("payload text is not an even-length hex string"))
@@ -168,9 +179,9 @@ impl<'de> Visitor<'de> for PayloadVisitor {
 impl<'de> Deserialize<'de> for Payload {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         if deserializer.is_human_readable() {
-            deserializer.deserialize_str(PayloadVisitor)
+            deserializer.deserialize_str(PayloadVisitor { text: true })
         } else {
-            deserializer.deserialize_bytes(PayloadVisitor)
+            deserializer.deserialize_bytes(PayloadVisitor { text: false })
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Authorization of what a peer sends, shared by the reference endpoints (SPEC §12).
+//! Authorization of what a peer sends, shared by the reference endpoints (SPEC §14).
 //!
 //! Two checks run on every message an endpoint receives, in the default mode as in `--strict`:
 //!

@@ -59,6 +59,14 @@ pub struct Config {
     /// How many finished entities (executors, tasks, drivers, applications, closed connections) are
     /// remembered per kind to recognise late messages about them; older ones are forgotten.
     pub history_cap: usize,
+    /// Rule L1: milliseconds within which a worker answers LaunchExecutor with a first
+    /// ExecutorStateChanged for that executor (default 60 000, Spark's `spark.worker.timeout`:
+    /// a worker silent for longer is lost anyway); `None` switches the rule off.
+    pub executor_state_within_ms: Option<u64>,
+    /// Rule L2: milliseconds within which the master answers RegisterApplication with
+    /// RegisteredApplication (default 60 000: Spark's application client gives up after 3
+    /// attempts 20 s apart); `None` switches the rule off.
+    pub app_registration_within_ms: Option<u64>,
 }
 
 impl Default for Config {
@@ -70,6 +78,8 @@ impl Default for Config {
             crossing_window_ms: 1_000,
             strict_order: false,
             history_cap: 10_000,
+            executor_state_within_ms: Some(60_000),
+            app_registration_within_ms: Some(60_000),
         }
     }
 }
@@ -103,6 +113,11 @@ impl fmt::Debug for Config {
             .field("crossing_window_ms", &self.crossing_window_ms)
             .field("strict_order", &self.strict_order)
             .field("history_cap", &self.history_cap)
+            .field("executor_state_within_ms", &self.executor_state_within_ms)
+            .field(
+                "app_registration_within_ms",
+                &self.app_registration_within_ms,
+            )
             .finish()
     }
 }

@@ -91,6 +91,9 @@ pub(crate) struct WorkerConn {
     pub(crate) pending: VecDeque<PendingRegistration>,
     /// MasterChanged sent, not yet answered by WorkerSchedulerStateResponse.
     pub(crate) master_changed: bool,
+    /// The drivers the worker's last WorkerLatestState on this connection listed: the master may
+    /// send each a KillDriver once when it does not have it on that worker (SPARK-13604).
+    pub(crate) reported_drivers: std::collections::BTreeSet<String>,
 }
 
 /// An application client–master conversation.

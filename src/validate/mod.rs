@@ -22,6 +22,7 @@ mod config;
 mod conn;
 mod event;
 mod history;
+mod obligations;
 mod rules;
 pub mod scenario;
 mod shared;

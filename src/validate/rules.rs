@@ -145,13 +145,13 @@ rules! {
         "LaunchDriver is only for a submitted driver that is waiting or relaunching: not running and not finished."),
     /// D3: driver state changes and kills go with the driver's worker.
     DriverOnHost = ("D3", "driver.on-host",
-        "DriverStateChanged comes from, and KillDriver goes to, the worker running that driver."),
+        "DriverStateChanged comes from, and KillDriver goes to, the worker running that driver; the one exception (Spark's SPARK-13604) is a KillDriver to a worker whose last WorkerLatestState listed a driver the master does not have on that worker."),
     /// D4: DriverStateChanged carries a final state.
     DriverFinalState = ("D4", "driver.final-state",
         "DriverStateChanged carries a final state: ERROR, FINISHED, KILLED or FAILED."),
     /// D5: nothing about a finished driver.
     DriverAfterFinish = ("D5", "driver.after-finish",
-        "Nothing launches, kills or changes a driver after it reached a final state."),
+        "Nothing launches, kills or changes a driver after it reached a final state (a KillDriver under D3's SPARK-13604 exception aside)."),
     /// D6: driver replies are about the driver asked about.
     DriverReplyMatches = ("D6", "driver.reply-matches",
         "KillDriverResponse names the driver RequestKillDriver asked about, and a DriverStatusResponse about a driver known to be active finds it in its current state."),
@@ -194,6 +194,15 @@ rules! {
     /// O1: event times never decrease (strict order).
     TraceTimeOrder = ("O1", "trace.time-order",
         "In strict order, event times never decrease."),
+    /// L1: a launched executor is reported by its worker in time.
+    TimedExecutorState = ("L1", "timed.executor-state",
+        "The worker answers each LaunchExecutor with an ExecutorStateChanged for that executor within executor_state_within_ms (60 s by default) of it, unless its connection closes first."),
+    /// L2: a registering application is answered in time.
+    TimedAppRegistered = ("L2", "timed.app-registered",
+        "The master answers each RegisterApplication with RegisteredApplication on that connection within app_registration_within_ms (60 s by default) of it, unless the connection closes first or the master said it is in standby (MasterInStandby)."),
+    /// J1: the driver's executor ids are the master's.
+    LinkExecutorIds = ("J1", "link.executor-ids",
+        "When the trace holds both sides of an application (its application client and its driver have the same endpoint id), every executor that registers with the driver has the decimal text of an executor id the master launched for that application."),
 }
 
 impl fmt::Display for Rule {

@@ -13,6 +13,7 @@ use super::config::Config;
 use super::conn::{AskDetail, Conn, ConnKind, Conversation, PendingAsk, MAX_PENDING_ASKS};
 use super::event::{ConnId, Endpoint, EnvelopeRef, Event, EventBody, ValidatedFamily};
 use super::history::History;
+use super::obligations::Obligations;
 use super::rules::Rule;
 use super::sink::{Sink, What};
 use super::spec::Specs;
@@ -48,6 +49,7 @@ pub struct Validator {
     closed: History<ConnId>,
     cluster: Cluster,
     backends: Backends,
+    obligations: Obligations,
     events: u64,
     last_time: u64,
     counts: BTreeMap<Rule, u64>,
@@ -69,6 +71,7 @@ impl Validator {
             closed: History::new(cap),
             cluster: Cluster::new(cap),
             backends: Backends::new(cap),
+            obligations: Obligations::new(cap),
             events: 0,
             last_time: 0,
             counts: BTreeMap::new(),
@@ -134,6 +137,10 @@ impl Validator {
             );
         }
         self.last_time = self.last_time.max(time);
+        // Timed obligations whose deadline the trace's clock has passed (rules L1, L2) are
+        // reported at the first event after it.
+        self.obligations
+            .overdue(self.last_time, &self.config, &mut sink);
         sink
     }
 
@@ -197,6 +204,7 @@ impl Validator {
 
     /// What a connection's end means for the entities bound to it.
     fn forget(&mut self, id: ConnId, conn: Conn, time: u64) {
+        self.obligations.closed(id);
         let driver = conn.end(super::event::Role::Driver).map(|e| e.id.clone());
         match conn.conversation {
             Conversation::Worker(w) => {
@@ -344,6 +352,18 @@ impl Validator {
             }
             Envelope::Send(_) => None,
         };
+        match view {
+            EnvelopeRef::Deploy(e) => {
+                if let Some(m) = e.message() {
+                    self.obligations.deploy(conn_id, from, to, m, time);
+                }
+            }
+            EnvelopeRef::Coarse(e) => {
+                if let Some(m) = e.message() {
+                    self.obligations.coarse(from, to, m, &mut sink);
+                }
+            }
+        }
         let config = &self.config;
         match view {
             EnvelopeRef::Deploy(e) => self
@@ -357,10 +377,13 @@ impl Validator {
     }
 
     /// Ends the trace: reports the asks and worker registrations still unanswered on connections
-    /// that are still open (rules A4 and W3). Asks on closed connections fail on the asker's side and
-    /// are not reported.
+    /// that are still open (rules A4 and W3), and the timed obligations whose deadline the last
+    /// event's time passed (rules L1 and L2). Asks on closed connections fail on the asker's side
+    /// and are not reported.
     pub fn finish(&mut self) -> Vec<Violation> {
         let mut sink = Sink::new(None, self.last_time, None, What::Text("end of trace"));
+        self.obligations
+            .overdue(self.last_time, &self.config, &mut sink);
         let mut ids: Vec<ConnId> = self.conns.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {

@@ -52,8 +52,21 @@ pub fn write_message<F: Family>(
 
 /// Decodes a whole body; `body` should lie inside `frame`, so that payloads are sliced from
 /// `frame` instead of copied. Refuses local messages and messages absent from `version`.
+///
+/// The errors come in SPEC §8's order of precedence: whatever makes the bytes unreadable
+/// (`InvalidMessagePack`, `TooDeep`), then `TrailingBytes`, `BadEnvelope` (not a one-entry map
+/// keyed by a string), `UnknownMessage`, `LocalMessage`, `NotInVersion`, `InvalidFields`.
 pub fn decode_message<F: Family>(frame: &Bytes, body: &[u8], version: Version) -> Result<F, Error> {
     decode_message_with(frame, body, version, true)
+}
+
+/// A well-formed value that does not have the shape the envelope needs is `BadEnvelope`, not
+/// `InvalidMessagePack` (the bytes were already found to be well-formed MessagePack).
+pub(crate) fn shape(e: Error) -> Error {
+    match e {
+        Error::InvalidMessagePack(detail) => Error::BadEnvelope(detail),
+        other => other,
+    }
 }
 
 /// Decodes a body without refusing local messages: the counterpart of [`write_message`], for the
@@ -68,14 +81,21 @@ fn decode_message_with<F: Family>(
     version: Version,
     check: bool,
 ) -> Result<F, Error> {
+    // Unreadable bytes and nesting first (a frame's whole value was scanned already).
+    let len = super::msgpack::value_len(body)?;
+    if len < body.len() {
+        return Err(Error::TrailingBytes {
+            extra: body.len() - len,
+        });
+    }
     let mut c = Cursor::new(body);
-    let entries = c.map_len()?;
+    let entries = c.map_len().map_err(shape)?;
     if entries != 1 {
         return Err(Error::BadEnvelope(format!(
             "a message is a map with exactly one entry (its name), found {entries} entries"
         )));
     }
-    let name = c.str()?;
+    let name = c.str().map_err(shape)?;
     let Some(since) = F::since_of(name) else {
         return Err(Error::UnknownMessage {
             family: F::FAMILY,

@@ -113,6 +113,47 @@ pub fn check_value(
     Ok(())
 }
 
+/// A string or integer at the cursor, for the order of map keys and set elements (strings by
+/// their UTF-8 bytes, integers by value); `None` for other types, which have no order.
+fn order_key<'a>(ty: &TypeExpr, c: &Cursor<'a>) -> Option<OrderKey<'a>> {
+    let mut peek = *c;
+    match ty {
+        TypeExpr::String => peek.str().ok().map(|s| OrderKey::Str(s.as_bytes())),
+        TypeExpr::I32 | TypeExpr::I64 => peek.int().ok().map(OrderKey::Int),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum OrderKey<'a> {
+    Int(i128),
+    Str(&'a [u8]),
+}
+
+/// Map keys and set elements are distinct and ascending (SPEC §4.1).
+fn ascending<'a>(
+    last: &mut Option<OrderKey<'a>>,
+    now: Option<OrderKey<'a>>,
+    path: &str,
+    what: &str,
+) -> Result<(), Mismatch> {
+    if let (Some(prev), Some(cur)) = (*last, now) {
+        if cur == prev {
+            return Err(mismatch(path, format!("{what} given twice")));
+        }
+        if cur < prev {
+            return Err(mismatch(
+                path,
+                format!("{what} out of order: distinct and ascending"),
+            ));
+        }
+    }
+    if now.is_some() {
+        *last = now;
+    }
+    Ok(())
+}
+
 impl Checker<'_> {
     fn check(&self, ty: &TypeExpr, c: &mut Cursor<'_>, path: &str) -> Result<(), Mismatch> {
         let w = |e: super::Error| mismatch(path, e.to_string());
@@ -148,10 +189,21 @@ impl Checker<'_> {
                     self.check(inner, c, path)
                 }
             }
-            TypeExpr::List(inner) | TypeExpr::Set(inner) => {
+            TypeExpr::List(inner) => {
                 let n = c.array_len().map_err(w)?;
                 for i in 0..n {
                     self.check(inner, c, &format!("{path}[{i}]"))?;
+                }
+                Ok(())
+            }
+            TypeExpr::Set(inner) => {
+                let n = c.array_len().map_err(w)?;
+                let mut last = None;
+                for i in 0..n {
+                    let item_path = format!("{path}[{i}]");
+                    let now = order_key(inner, c);
+                    self.check(inner, c, &item_path)?;
+                    ascending(&mut last, now, &item_path, "set element")?;
                 }
                 Ok(())
             }
@@ -170,9 +222,12 @@ impl Checker<'_> {
             }
             TypeExpr::Map(k, v) => {
                 let n = c.map_len().map_err(w)?;
+                let mut last = None;
                 for i in 0..n {
                     let key_path = format!("{path}{{key {i}}}");
+                    let now = order_key(k, c);
                     self.check(k, c, &key_path)?;
+                    ascending(&mut last, now, &key_path, "map key")?;
                     self.check(v, c, &format!("{path}{{value {i}}}"))?;
                 }
                 Ok(())

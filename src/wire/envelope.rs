@@ -11,7 +11,7 @@
 use bytes::Bytes;
 use serde::Serialize;
 
-use super::body::{decode_message, encode_message};
+use super::body::{decode_message, encode_message, shape};
 use super::error::Error;
 use super::msgpack::{value_len, Cursor};
 use crate::messages::payload::with_source_frame;
@@ -185,8 +185,8 @@ pub fn decode_envelope<F: Family>(frame: &Bytes, version: Version) -> Result<Env
         });
     }
     let mut c = Cursor::new(frame);
-    let items = c.array_len()?;
-    let tag = c.uint()?;
+    let items = c.array_len().map_err(shape)?;
+    let tag = c.uint().map_err(shape)?;
     let expected = match tag {
         SEND => 2,
         ASK | REPLY | FAILURE => 3,
@@ -204,7 +204,7 @@ pub fn decode_envelope<F: Family>(frame: &Bytes, version: Version) -> Result<Env
     if tag == SEND {
         return Ok(Envelope::Send(decode_message(frame, c.rest(), version)?));
     }
-    let id = c.uint()?;
+    let id = c.uint().map_err(shape)?;
     let rest = c.rest();
     match tag {
         ASK => Ok(Envelope::Ask {
@@ -243,13 +243,13 @@ fn decode_reply<F: Family>(
     version: Version,
 ) -> Result<Reply<F>, Error> {
     let mut c = Cursor::new(body);
-    let entries = c.map_len()?;
+    let entries = c.map_len().map_err(shape)?;
     if entries != 1 {
         return Err(Error::BadEnvelope(format!(
             "a reply is a map with exactly one entry (its kind), found {entries} entries"
         )));
     }
-    let tag = c.str()?;
+    let tag = c.str().map_err(shape)?;
     let rest = c.rest();
     Ok(match tag {
         "bool" => Reply::Bool(read_plain("bool reply", rest, frame, version)?),

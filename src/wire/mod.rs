@@ -6,6 +6,7 @@ pub mod auth_vectors;
 pub mod body;
 pub mod check;
 pub mod codec;
+pub mod decoder_vectors;
 pub mod envelope;
 mod error;
 pub mod frame;

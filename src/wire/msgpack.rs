@@ -317,6 +317,22 @@ mod tests {
     }
 
     #[test]
+    fn the_limit_counts_every_container_the_outermost_included() {
+        // 64 nested arrays around a scalar: accepted; 65: refused. A scalar is no level.
+        let mut at_limit = vec![0x91u8; MAX_DEPTH];
+        at_limit.push(0x00);
+        assert_eq!(value_len(&at_limit).ok(), Some(MAX_DEPTH + 1));
+        let mut past = vec![0x91u8; MAX_DEPTH + 1];
+        past.push(0x00);
+        assert!(matches!(value_len(&past), Err(Error::TooDeep { .. })));
+        // Maps count like arrays: {0: [[...]]}.
+        let mut in_map = vec![0x81u8, 0x00];
+        in_map.extend(vec![0x91u8; MAX_DEPTH]);
+        in_map.push(0x00);
+        assert!(matches!(value_len(&in_map), Err(Error::TooDeep { .. })));
+    }
+
+    #[test]
     fn reads_scalars_of_every_width() {
         let buf = [0xcd, 0x01, 0x00, 0xd0, 0x05, 0xa2, b'h', b'i'];
         let mut c = Cursor::new(&buf);

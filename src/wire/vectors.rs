@@ -236,6 +236,14 @@ pub fn render_files(def: &Definition) -> Result<Vec<(String, String)>, Error> {
     let text =
         serde_json::to_string_pretty(&super::auth_vectors::auth_vectors()?).map_err(json_err)?;
     files.push(("handshake-auth.json".to_string(), text + "\n"));
+    // Decoder decisions (SPEC §2, §3, §4, §4.1, §8).
+    let text = serde_json::to_string_pretty(&super::decoder_vectors::decoder_vectors(def)?)
+        .map_err(json_err)?;
+    files.push(("decoder.json".to_string(), text + "\n"));
+    // Version conversions (SPEC §5.1).
+    let text = serde_json::to_string_pretty(&super::decoder_vectors::conversion_vectors(def)?)
+        .map_err(json_err)?;
+    files.push(("conversions.json".to_string(), text + "\n"));
     Ok(files)
 }
 
@@ -249,7 +257,16 @@ pub fn value_from_json<F: Family>(value: &Value, version: Version) -> Result<F, 
         Some(entry) if obj.len() == 1 => entry,
         _ => return Err(bad("a message value has exactly one key, its name".into())),
     };
-    super::body::fields_from(name, version, fields.clone())
+    super::body::fields_from(name, version, super::strict::Strict(fields.clone()))
+}
+
+/// Reads a plain value (a failure's error, a reply's thread dump or loss reason) from its
+/// readable JSON, holding structs to JSON objects as MessagePack holds them to maps: a struct
+/// written as a JSON array is refused (SPEC §4.1).
+pub fn plain_from_json<T: serde::de::DeserializeOwned>(
+    value: &Value,
+) -> Result<T, serde_json::Error> {
+    T::deserialize(super::strict::Strict(value.clone()))
 }
 
 /// Decodes a vector's `body_hex` bytes.

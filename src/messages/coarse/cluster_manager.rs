@@ -39,6 +39,7 @@ record! {
         /// Per profile id: host → tasks preferring it.
         pub host_to_local_task_count: BTreeMap<i32, BTreeMap<String, i32>>,
         /// Hosts not to use.
+        #[serde(deserialize_with = "crate::messages::set::ascending")]
         pub excluded_nodes: BTreeSet<String>,
     }
 }

@@ -105,6 +105,7 @@ pub(crate) struct RequestExecutors {
     requested_total: i32,
     locality_aware_tasks: i32,
     host_to_local_task_count: BTreeMap<String, i32>,
+    #[serde(deserialize_with = "crate::messages::set::ascending")]
     node_blacklist: BTreeSet<String>,
 }
 

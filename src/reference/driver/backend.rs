@@ -114,7 +114,7 @@ pub struct ExecutorSummary {
 }
 
 /// An executor the master reported ended (ExecutorUpdated), and why: a worker that refused to
-/// launch it says so here (SPEC §12.5).
+/// launch it says so here (SPEC §14.5).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutorEnd {
     /// Executor id.
@@ -405,7 +405,7 @@ impl Backend {
         self.conns.get(&key).and_then(|c| c.executor.clone())
     }
 
-    /// Whether the driver takes `m` on connection `key` (SPEC §12): the protocol's routes, then
+    /// Whether the driver takes `m` on connection `key` (SPEC §14): the protocol's routes, then
     /// an executor speaks only for itself, once registered on this connection.
     fn authorize(&self, key: u64, m: &CoarseMessage, asked: bool) -> Result<(), Refusal> {
         let Some(conn) = self.conns.get(&key) else {

@@ -24,7 +24,7 @@ impl MasterActor {
             return;
         }
         // As Spark refuses a second registration from an application's address: a connection
-        // carries one application (SPEC §12.2), and a client's retry is not a new one.
+        // carries one application (SPEC §14.2), and a client's retry is not a new one.
         if let Some(bound) = self
             .conn_app
             .get(&conn)

@@ -1,4 +1,4 @@
-//! Authorization of what the master receives (SPEC §12): the protocol's routes, then the ids a
+//! Authorization of what the master receives (SPEC §14): the protocol's routes, then the ids a
 //! message acts on, which must be bound to the connection it arrives on.
 //!
 //! - an application is bound to the connection that registered it (or, after a failover, the

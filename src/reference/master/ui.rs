@@ -5,7 +5,7 @@ use super::actor::MasterActor;
 use crate::messages::deploy::MasterStateResponse;
 
 impl MasterActor {
-    /// RequestMasterState, with secrets redacted (SPEC §12.4).
+    /// RequestMasterState, with secrets redacted (SPEC §14.4).
     pub(crate) fn master_state(&self) -> MasterStateResponse {
         let mut workers: Vec<_> = self.workers.values().map(|w| w.info()).collect();
         workers.sort_by(|a, b| a.id.cmp(&b.id));

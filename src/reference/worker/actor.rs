@@ -368,7 +368,7 @@ impl WorkerActor {
         }
     }
 
-    /// Whether the worker takes `m` on `conn` (SPEC §12): the protocol's routes, then the
+    /// Whether the worker takes `m` on `conn` (SPEC §14): the protocol's routes, then the
     /// answers to a registration only over a connection the worker opened to register, and the
     /// active master's commands only over its connection.
     fn authorize(&self, conn: ConnId, m: &DeployMessage, asked: bool) -> Result<(), Refusal> {

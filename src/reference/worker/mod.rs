@@ -7,7 +7,7 @@
 //!
 //! **Security.** A worker that runs whatever command a master sends is a remote-code-execution
 //! hole (real Spark clusters have been attacked exactly so). This worker runs only what its
-//! operator allowed, command and all ([`policy`], SPEC §12.5): a program on
+//! operator allowed, command and all ([`policy`], SPEC §14.5): a program on
 //! [`WorkerConfig::allow_exec`] only as sparkwire's `executor` subcommand with its flags, one on
 //! [`WorkerConfig::allow_exec_any`] with any arguments (comparing canonical paths); the
 //! application's environment only as far as [`WorkerConfig::allow_env`] allows, never the

@@ -1,4 +1,4 @@
-//! What a worker runs, command and all (SPEC §12.5): the program, the shape of its arguments,
+//! What a worker runs, command and all (SPEC §14.5): the program, the shape of its arguments,
 //! and the environment it gets.
 //!
 //! - A program on [`WorkerConfig::allow_exec`] runs only as sparkwire's `executor` subcommand

@@ -127,15 +127,24 @@ impl Cluster {
         hold(&mut self.workers, wid, cores, mem);
     }
 
-    /// KillDriver to worker `wid`.
+    /// KillDriver to worker `wid`; `reported`: the worker's last WorkerLatestState on that
+    /// connection listed the driver.
     pub(super) fn kill_driver(
         &mut self,
         wid: &str,
         id: &str,
+        reported: bool,
         config: &Config,
         sink: &mut Sink<'_>,
     ) {
         let entity = || Some(Entity::Driver(id.to_string()));
+        let on = self.drivers.get(id).and_then(|d| d.worker.clone());
+        if reported && on.as_deref() != Some(wid) {
+            // SPARK-13604: the worker runs a driver the master does not have on it (unknown,
+            // finished, or relaunched elsewhere); the master kills it there. That says nothing
+            // about the driver the master knows by that id.
+            return;
+        }
         if let Some(f) = self.finished_drivers.get(id) {
             if !(f.by_worker && config.crossed(f.at, sink.time)) {
                 sink.flag(
@@ -146,7 +155,6 @@ impl Cluster {
             }
             return;
         }
-        let on = self.drivers.get(id).and_then(|d| d.worker.clone());
         if on.as_deref() != Some(wid) {
             sink.flag(
                 Rule::DriverOnHost,

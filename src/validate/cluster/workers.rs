@@ -91,8 +91,8 @@ impl Cluster {
                     worker.last_heartbeat = now;
                 }
             }
-            DeployMessage::WorkerLatestState(s) => {
-                id_ok(sink, &s.id);
+            DeployMessage::WorkerLatestState(s) if id_ok(sink, &s.id) => {
+                w.reported_drivers = s.driver_ids.iter().cloned().collect();
             }
             DeployMessage::WorkerDecommissioning(d) if id_ok(sink, &d.id) => {
                 self.decommission(&wid, now, true);
@@ -181,7 +181,8 @@ impl Cluster {
                         }
                     }
                     DeployMessage::KillDriver(k) => {
-                        self.kill_driver(&wid, &k.driver_id, config, sink)
+                        let reported = w.reported_drivers.remove(&k.driver_id);
+                        self.kill_driver(&wid, &k.driver_id, reported, config, sink)
                     }
                     DeployMessage::ApplicationFinished(a) => {
                         sink.check(

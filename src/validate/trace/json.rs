@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::TraceErrorKind;
 use crate::messages::{CoarseMessage, DeployMessage, ErrorDescription, Family, Version, Versioned};
 use crate::validate::event::{AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, Role};
-use crate::wire::vectors::value_from_json;
+use crate::wire::vectors::{plain_from_json, value_from_json};
 use crate::wire::{Envelope, Reply};
 
 fn endpoint_json(e: &Endpoint) -> Value {
@@ -146,7 +146,7 @@ fn version(obj: &Map<String, Value>) -> Result<Version, TraceErrorKind> {
 }
 
 fn plain<T: DeserializeOwned>(value: &Value, what: &'static str) -> Result<T, TraceErrorKind> {
-    serde_json::from_value(value.clone()).map_err(|e| invalid(what, e.to_string()))
+    plain_from_json(value).map_err(|e| invalid(what, e.to_string()))
 }
 
 fn reply_from<F: Family>(value: &Value, version: Version) -> Result<Reply<F>, TraceErrorKind> {
