@@ -57,7 +57,8 @@ pub struct LocalClusterArgs {
 }
 
 /// This run's shared secret, in a file only this user may read, in a directory only this user
-/// may enter; both are removed when it is dropped.
+/// may enter, for the master and the workers to read at start-up; both are removed when it is
+/// dropped, as soon as they have started.
 struct RunSecret {
     dir: PathBuf,
     secret: Secret,
@@ -215,9 +216,11 @@ async fn run_cluster(
         }
         Some(run_secret)
     };
-    let cluster = LocalCluster::start(&config)
-        .await
-        .map_err(|e| e.to_string())?;
+    let started = LocalCluster::start(&config).await;
+    // The master and the workers read the file before announcing their addresses: remove it now
+    // (even if the start failed), keeping the secret in memory for the driver only.
+    let secret: Option<Secret> = secret.map(|run| run.secret.clone());
+    let cluster = started.map_err(|e| e.to_string())?;
     let master_url = cluster.master_url().to_string();
     *slot = Some(cluster);
     println!(
@@ -232,7 +235,7 @@ async fn run_cluster(
     driver_config.max_message_size_mib = args.max_message_size;
     driver_config.observer = Some(observer.clone());
     if let Some(s) = &secret {
-        driver_config.security = Security::with_secret(s.secret.clone());
+        driver_config.security = Security::with_secret(s.clone());
     }
     println!(
         "authentication: {}",
