@@ -1,9 +1,12 @@
 //! Commands of the `sparkwire` binary.
 
+mod client;
 mod executor;
+mod job;
 mod local_cluster;
 mod master;
 mod spec;
+mod submit;
 mod validate;
 mod worker;
 
@@ -35,6 +38,9 @@ enum Command {
     Master(master::MasterArgs),
     /// Run the reference Worker (prints its listening address first).
     Worker(worker::WorkerArgs),
+    /// Run a job on a running cluster, the driver here (client deploy mode) or on a worker
+    /// (cluster deploy mode): spark-submit's counterpart. Exit 0 when the job succeeded.
+    Submit(submit::SubmitArgs),
 }
 
 /// Runs the parsed command.
@@ -46,6 +52,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::LocalCluster(args) => local_cluster::run(args),
         Command::Master(args) => master::run(args),
         Command::Worker(args) => worker::run(args),
+        Command::Submit(args) => submit::run(args),
     }
 }
 

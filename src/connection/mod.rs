@@ -19,7 +19,7 @@ pub use config::{
     DEFAULT_OUTGOING_QUEUE,
 };
 pub use counters::{Counters, Traffic};
-pub use error::ConnectionError;
+pub use error::{describe_io, ConnectionError};
 
 use std::ops::Deref;
 use std::sync::atomic::Ordering;
@@ -367,5 +367,44 @@ async fn with_timeout<T>(
         Err(_) => Err(ConnectionError::Handshake(HandshakeError::TimedOut {
             after,
         })),
+    }
+}
+
+/// Opens a TCP connection to `host:port` (with `TCP_NODELAY`), waiting at most `timeout`. A
+/// failure is [`ConnectionError::Connect`], which names the address and the cause: `cannot
+/// connect to 127.0.0.1:7077: connection refused`.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use sparkwire::connection::{connect_tcp, Connection, ConnectionConfig};
+/// use sparkwire::messages::DeployMessage;
+/// use sparkwire::wire::handshake::Role;
+///
+/// # async fn demo() -> Result<(), sparkwire::connection::ConnectionError> {
+/// let stream = connect_tcp("127.0.0.1", 7077, Duration::from_secs(10)).await?;
+/// let master: Connection<DeployMessage> =
+///     Connection::connect(stream, Role::Ui, "my-ui", ConnectionConfig::default()).await?;
+/// # Ok(()) }
+/// ```
+pub async fn connect_tcp(
+    host: &str,
+    port: u16,
+    timeout: std::time::Duration,
+) -> Result<tokio::net::TcpStream, ConnectionError> {
+    let address = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    match tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host, port))).await {
+        Ok(Ok(stream)) => {
+            let _ = stream.set_nodelay(true);
+            Ok(stream)
+        }
+        Ok(Err(e)) => Err(ConnectionError::connect(address, &e)),
+        Err(_) => Err(ConnectionError::Connect {
+            address,
+            reason: format!("no answer within {} s", timeout.as_secs_f64()),
+        }),
     }
 }

@@ -223,11 +223,11 @@ pub(crate) async fn dial(
     local: &Identity,
     timeout: Duration,
 ) -> Result<Established<TcpStream>, ConnectionError> {
-    let port = u16::try_from(addr.port).map_err(|_| ConnectionError::Closed)?;
-    let stream = tokio::time::timeout(timeout, TcpStream::connect((addr.host.as_str(), port)))
-        .await
-        .map_err(|_| ConnectionError::Closed)??;
-    let _ = stream.set_nodelay(true);
+    let port = u16::try_from(addr.port).map_err(|_| ConnectionError::Connect {
+        address: format!("{}:{}", addr.host, addr.port),
+        reason: "the port is out of range".into(),
+    })?;
+    let stream = crate::connection::connect_tcp(&addr.host, port, timeout).await?;
     let established = tokio::time::timeout(timeout, client_handshake(stream, local))
         .await
         .map_err(|_| HandshakeError::TimedOut { after: timeout })??;
