@@ -366,10 +366,21 @@ async fn the_application_follows_a_master_failover_and_acknowledges_master_chang
     std::fs::create_dir_all(&dir).expect("recovery dir");
     let recovery = dir.to_str().expect("utf-8");
     let work = format!("{recovery}/work");
-    let (mut a, a_url, _) = announced(&["master", "--port", "0", "--recovery-dir", recovery]).await;
+    let (mut a, a_url, _) = announced(&[
+        "master",
+        "--port",
+        "0",
+        "--webui-port",
+        "0",
+        "--recovery-dir",
+        recovery,
+    ])
+    .await;
     let (mut b, b_url, b_out) = announced(&[
         "master",
         "--port",
+        "0",
+        "--webui-port",
         "0",
         "--recovery-dir",
         recovery,
@@ -381,6 +392,8 @@ async fn the_application_follows_a_master_failover_and_acknowledges_master_chang
         "worker",
         &both,
         "--port",
+        "0",
+        "--webui-port",
         "0",
         "--cores",
         "1",

@@ -45,6 +45,12 @@ pub struct MasterArgs {
     /// on standard output and exit with status 1 at shutdown if any rule was broken.
     #[arg(long)]
     strict: bool,
+    /// Port of the web UI (HTML page, /json, /metrics); 0 picks a free one.
+    #[arg(long, default_value_t = 8080)]
+    webui_port: u16,
+    /// Serve no web UI.
+    #[arg(long, conflicts_with = "webui_port")]
+    no_webui: bool,
     /// Shut down when standard input ends: a parent that starts this process with a pipe as its
     /// standard input (as `local-cluster` does) is then never outlived, even if it is killed.
     #[arg(long)]
@@ -77,6 +83,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         max_executor_retries: args.max_executor_retries,
         recovery_dir: args.recovery_dir,
         versions,
+        web_ui_port: (!args.no_webui).then_some(args.webui_port),
         ..MasterConfig::default()
     };
     if let Some(max) = args.max_frame_bytes {
@@ -93,6 +100,9 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     super::runtime()?.block_on(async move {
         let master = Master::start(config).await.map_err(|e| e.to_string())?;
         println!("sparkwire master listening on {}", master.url());
+        if let Some(ui) = master.web_ui_addr() {
+            println!("sparkwire master web UI at http://{ui}");
+        }
         super::flush_stdout();
         let mut master = master;
         tokio::select! {

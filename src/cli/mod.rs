@@ -6,6 +6,7 @@ mod job;
 mod local_cluster;
 mod master;
 mod spec;
+mod status;
 mod submit;
 mod validate;
 mod worker;
@@ -41,6 +42,8 @@ enum Command {
     /// Run a job on a running cluster, the driver here (client deploy mode) or on a worker
     /// (cluster deploy mode): spark-submit's counterpart. Exit 0 when the job succeeded.
     Submit(submit::SubmitArgs),
+    /// Show a running master's state: workers, applications, drivers (as tables, or --json).
+    Status(status::StatusArgs),
 }
 
 /// Runs the parsed command.
@@ -53,6 +56,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Master(args) => master::run(args),
         Command::Worker(args) => worker::run(args),
         Command::Submit(args) => submit::run(args),
+        Command::Status(args) => status::run(args),
     }
 }
 

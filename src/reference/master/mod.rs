@@ -24,6 +24,7 @@ pub mod round;
 pub mod schedule;
 mod state;
 mod ui;
+mod webui;
 mod workers;
 
 pub use recovery::{PersistError, Persistence, StoredApp, StoredDriver, StoredWorker};
@@ -74,6 +75,10 @@ pub struct MasterConfig {
     /// Protocol versions spoken, in handshakes both ways. Default: every version this crate
     /// knows; `[Version::V1]` plays a Spark 3.0 master.
     pub versions: Vec<Version>,
+    /// Serve the web UI (HTML page, `/json`, `/metrics`; the `webui` feature) on this port of
+    /// `host` (0: any free port; see [`MasterHandle::web_ui_addr`]), and advertise its URL to
+    /// workers. `None` (the default): no web UI, and an empty URL is advertised.
+    pub web_ui_port: Option<u16>,
 }
 
 impl Default for MasterConfig {
@@ -92,6 +97,7 @@ impl Default for MasterConfig {
             retained_drivers: 200,
             observer: None,
             versions: Version::ALL.to_vec(),
+            web_ui_port: None,
         }
     }
 }
@@ -116,10 +122,30 @@ pub enum MasterError {
 #[derive(Debug)]
 pub struct Master;
 
+/// Binds the web UI's listener.
+async fn bind_web_ui(host: &str, port: u16) -> Result<TcpListener, MasterError> {
+    let bind = format!("{host}:{port}");
+    TcpListener::bind(&bind)
+        .await
+        .map_err(|source| MasterError::Bind {
+            addr: format!("{bind} (web UI)"),
+            source,
+        })
+}
+
+#[cfg(feature = "webui")]
+async fn serve_web_ui(listener: TcpListener, events: mpsc::UnboundedSender<actor::Event>) {
+    webui::serve(listener, events).await;
+}
+
+#[cfg(not(feature = "webui"))]
+async fn serve_web_ui(_listener: TcpListener, _events: mpsc::UnboundedSender<actor::Event>) {}
+
 /// A running master.
 #[derive(Debug)]
 pub struct MasterHandle {
     addr: SocketAddr,
+    web_ui: Option<SocketAddr>,
     stop: Option<oneshot::Sender<Stop>>,
     done: Option<tokio::task::JoinHandle<()>>,
 }
@@ -152,12 +178,32 @@ impl Master {
             Some(dir) => Some(Persistence::open(dir)?),
             None => None,
         };
+        let web_ui = match config.web_ui_port {
+            Some(port) if cfg!(feature = "webui") => Some(bind_web_ui(&config.host, port).await?),
+            Some(_) => {
+                tracing::warn!("this build has no web UI (the webui feature); none is served");
+                None
+            }
+            None => None,
+        };
+        let web_ui_addr = web_ui.as_ref().and_then(|l| l.local_addr().ok());
         let (stop_tx, stop_rx) = oneshot::channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let actor = actor::MasterActor::new(config, addr, persistence, events_tx);
-        let done = tokio::spawn(actor.run(listener, events_rx, stop_rx));
+        let mut actor = actor::MasterActor::new(config, addr, persistence, events_tx.clone());
+        actor.web_ui_url = web_ui_addr.map_or_else(String::new, |a| {
+            crate::reference::webui::web_ui_url(&actor.addr.host, a.port())
+        });
+        let done = tokio::spawn(async move {
+            let ui = web_ui.map(|listener| tokio::spawn(serve_web_ui(listener, events_tx)));
+            actor.run(listener, events_rx, stop_rx).await;
+            if let Some(ui) = ui {
+                ui.abort();
+                let _ = ui.await;
+            }
+        });
         Ok(MasterHandle {
             addr,
+            web_ui: web_ui_addr,
             stop: Some(stop_tx),
             done: Some(done),
         })
@@ -168,6 +214,11 @@ impl MasterHandle {
     /// The address the master listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address its web UI listens on, if it serves one.
+    pub fn web_ui_addr(&self) -> Option<SocketAddr> {
+        self.web_ui
     }
 
     /// The master's URL, `sparkwire://host:port`.

@@ -46,6 +46,8 @@ pub(crate) enum WEvent {
     Closed(ConnId),
     /// A process ended.
     Ended(RunKey, Ended),
+    /// The web UI asks for a snapshot.
+    Snapshot(oneshot::Sender<crate::reference::webui::WorkerSnapshot>),
 }
 
 struct ConnRec {
@@ -94,6 +96,10 @@ pub(crate) struct WorkerActor {
     stopping: watch::Sender<bool>,
     exit: Option<WorkerExit>,
     seed: u64,
+    /// The web UI's URL, advertised to masters (empty: none).
+    pub(crate) web_ui_url: String,
+    /// Traffic of the connections that closed, for the web UI's metrics.
+    closed_traffic: crate::connection::Counters,
 }
 
 /// Most finished executors and drivers kept for the state page.
@@ -145,6 +151,8 @@ impl WorkerActor {
             stopping,
             exit: None,
             seed: now_ms() as u64 ^ u64::from(std::process::id()) ^ 0x2545_f491_4f6c_dd1d,
+            web_ui_url: String::new(),
+            closed_traffic: Default::default(),
         }
     }
 
@@ -244,6 +252,9 @@ impl WorkerActor {
             WEvent::Incoming(conn, Incoming::Ask { id, message }) => self.on_ask(conn, id, message),
             WEvent::Closed(conn) => self.closed(conn),
             WEvent::Ended(key, ended) => self.process_ended(key, ended),
+            WEvent::Snapshot(reply) => {
+                let _ = reply.send(self.snapshot());
+            }
         }
     }
 
@@ -309,7 +320,7 @@ impl WorkerActor {
                 worker: self.self_ref.clone(),
                 cores: self.config.cores,
                 memory: self.config.memory,
-                worker_web_ui_url: format!("http://{}:8081", self.addr.host),
+                worker_web_ui_url: self.web_ui_url.clone(),
                 master_address,
                 resources: self.config.resources.clone(),
             },
@@ -525,6 +536,21 @@ impl WorkerActor {
         }
     }
 
+    /// What the web UI shows now.
+    fn snapshot(&self) -> crate::reference::webui::WorkerSnapshot {
+        let mut connections = std::collections::BTreeMap::new();
+        let mut traffic = self.closed_traffic.clone();
+        for c in self.conns.values() {
+            *connections.entry(c.role.name()).or_insert(0) += 1;
+            crate::reference::driver::add_counters(&mut traffic, &c.peer.handle.counters());
+        }
+        crate::reference::webui::WorkerSnapshot {
+            state: self.state_response(),
+            connections,
+            traffic,
+        }
+    }
+
     fn state_response(&self) -> WorkerStateResponse {
         WorkerStateResponse {
             host: self.addr.host.clone(),
@@ -546,7 +572,12 @@ impl WorkerActor {
     }
 
     fn closed(&mut self, conn: ConnId) {
-        self.conns.remove(&conn);
+        if let Some(rec) = self.conns.remove(&conn) {
+            crate::reference::driver::add_counters(
+                &mut self.closed_traffic,
+                &rec.peer.handle.counters(),
+            );
+        }
         if self.master == Some(conn) {
             self.master = None;
             if self.registered {

@@ -18,6 +18,8 @@
 mod actor;
 mod listen;
 mod runner;
+#[cfg(feature = "webui")]
+mod webui;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -67,6 +69,10 @@ pub struct WorkerConfig {
     pub send_timeout: Duration,
     /// Strict mode: connections UIs open to the worker feed this observer's validator.
     pub observer: Option<Observer>,
+    /// Serve the web UI (HTML page, `/json`, `/metrics`, `/logPage/`; the `webui` feature) on
+    /// this port of `host` (0: any free port; see [`WorkerHandle::web_ui_addr`]) and advertise
+    /// its URL to masters. `None` (the default): no web UI, and an empty URL is advertised.
+    pub web_ui_port: Option<u16>,
 }
 
 impl Default for WorkerConfig {
@@ -87,6 +93,7 @@ impl Default for WorkerConfig {
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             send_timeout: Duration::from_secs(30),
             observer: None,
+            web_ui_port: None,
         }
     }
 }
@@ -130,10 +137,28 @@ pub enum WorkerExit {
 #[derive(Debug)]
 pub struct Worker;
 
+#[cfg(feature = "webui")]
+async fn serve_web_ui(
+    listener: TcpListener,
+    events: mpsc::UnboundedSender<actor::WEvent>,
+    work_dir: PathBuf,
+) {
+    webui::serve(listener, events, work_dir).await;
+}
+
+#[cfg(not(feature = "webui"))]
+async fn serve_web_ui(
+    _listener: TcpListener,
+    _events: mpsc::UnboundedSender<actor::WEvent>,
+    _work_dir: PathBuf,
+) {
+}
+
 /// A running worker.
 #[derive(Debug)]
 pub struct WorkerHandle {
     addr: SocketAddr,
+    web_ui: Option<SocketAddr>,
     id: String,
     stop: Option<oneshot::Sender<()>>,
     done: Option<tokio::task::JoinHandle<WorkerExit>>,
@@ -160,13 +185,46 @@ impl Worker {
             addr: bind.clone(),
             source,
         })?;
+        let web_ui = match config.web_ui_port {
+            Some(port) if cfg!(feature = "webui") => {
+                let bind = format!("{}:{port}", config.host);
+                Some(
+                    TcpListener::bind(&bind)
+                        .await
+                        .map_err(|source| WorkerError::Bind {
+                            addr: format!("{bind} (web UI)"),
+                            source,
+                        })?,
+                )
+            }
+            Some(_) => {
+                tracing::warn!("this build has no web UI (the webui feature); none is served");
+                None
+            }
+            None => None,
+        };
+        let web_ui_addr = web_ui.as_ref().and_then(|l| l.local_addr().ok());
+        let work_dir = config.work_dir.clone();
         let (stop_tx, stop_rx) = oneshot::channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let actor = actor::WorkerActor::new(config, addr, events_tx);
+        let host = config.host.clone();
+        let mut actor = actor::WorkerActor::new(config, addr, events_tx.clone());
+        actor.web_ui_url = web_ui_addr.map_or_else(String::new, |a| {
+            crate::reference::webui::web_ui_url(&host, a.port())
+        });
         let id = actor.id.clone();
-        let done = tokio::spawn(actor.run(listener, events_rx, stop_rx));
+        let done = tokio::spawn(async move {
+            let ui = web_ui.map(|l| tokio::spawn(serve_web_ui(l, events_tx, work_dir)));
+            let exit = actor.run(listener, events_rx, stop_rx).await;
+            if let Some(ui) = ui {
+                ui.abort();
+                let _ = ui.await;
+            }
+            exit
+        });
         Ok(WorkerHandle {
             addr,
+            web_ui: web_ui_addr,
             id,
             stop: Some(stop_tx),
             done: Some(done),
@@ -178,6 +236,11 @@ impl WorkerHandle {
     /// The address the worker listens on (and advertises).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address its web UI listens on, if it serves one.
+    pub fn web_ui_addr(&self) -> Option<SocketAddr> {
+        self.web_ui
     }
 
     /// The worker's id, `worker-yyyyMMddHHmmss-host-port`.
