@@ -99,10 +99,12 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     config.observer = observer.clone();
     super::runtime()?.block_on(async move {
         let master = Master::start(config).await.map_err(|e| e.to_string())?;
-        println!("sparkwire master listening on {}", master.url());
+        // One write: whoever reads only the first line may close the pipe after it.
+        let mut announce = format!("sparkwire master listening on {}\n", master.url());
         if let Some(ui) = master.web_ui_addr() {
-            println!("sparkwire master web UI at http://{ui}");
+            announce.push_str(&format!("sparkwire master web UI at http://{ui}\n"));
         }
+        let _ = std::io::stdout().write_all(announce.as_bytes());
         super::flush_stdout();
         let mut master = master;
         tokio::select! {

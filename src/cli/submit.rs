@@ -241,7 +241,11 @@ async fn cluster_mode(
             (true, Some(id)) => {
                 println!("submit: {message} (master {}:{})", m.host, m.port);
                 super::flush_stdout();
-                return follow_driver(&client, &id).await;
+                let (finished, worker) = follow_driver(&client, &id).await?;
+                if let Some(worker) = worker {
+                    show_driver_output(&client, &id, &worker).await;
+                }
+                return Ok(finished);
             }
             _ => refusals.push(format!("{}:{}: {message}", m.host, m.port)),
         }
@@ -255,8 +259,53 @@ async fn cluster_mode(
 /// How often the driver's state is asked for.
 const POLL: Duration = Duration::from_millis(500);
 
-/// Asks for the driver's state until it ends, printing every change; whether it FINISHED.
-async fn follow_driver(client: &MasterClient, id: &str) -> Result<bool, String> {
+/// Prints what the driver wrote on its standard output, read from its worker's web UI
+/// (`/logPage/`); says so when it cannot.
+async fn show_driver_output(client: &MasterClient, id: &str, worker: &str) {
+    let web_ui = match client.master_state().await {
+        Ok(state) => state
+            .workers
+            .into_iter()
+            .find(|w| w.id == worker)
+            .map(|w| w.web_ui_address)
+            .filter(|u| u.starts_with("http")),
+        Err(_) => None,
+    };
+    let Some(web_ui) = web_ui else {
+        println!("submit: the driver's output is in its directory on worker {worker} (no web UI)");
+        return;
+    };
+    let url = format!("{web_ui}/logPage/?driverId={id}&logType=stdout");
+    match fetch_log(&url).await {
+        Ok(text) => {
+            println!("driver output ({url}):");
+            print!("{text}");
+            if !text.ends_with('\n') && !text.is_empty() {
+                println!();
+            }
+        }
+        Err(e) => println!("submit: cannot read the driver's output: {e}"),
+    }
+}
+
+#[cfg(feature = "webui")]
+async fn fetch_log(url: &str) -> Result<String, String> {
+    match sparkwire::reference::webui::fetch(url, super::client::PATIENCE).await? {
+        (200, body) => Ok(body),
+        (status, body) => Err(format!("{url}: HTTP {status}: {}", body.trim())),
+    }
+}
+
+#[cfg(not(feature = "webui"))]
+async fn fetch_log(url: &str) -> Result<String, String> {
+    Err(format!(
+        "{url}: this build has no HTTP client (the webui feature)"
+    ))
+}
+
+/// Asks for the driver's state until it ends, printing every change; whether it FINISHED, and
+/// the worker that ran it.
+async fn follow_driver(client: &MasterClient, id: &str) -> Result<(bool, Option<String>), String> {
     let mut last: Option<DriverState> = None;
     loop {
         let status = match client
@@ -283,7 +332,7 @@ async fn follow_driver(client: &MasterClient, id: &str) -> Result<bool, String> 
         }
         if let Some(state) = status.state {
             if is_final(state) {
-                return Ok(state == DriverState::Finished);
+                return Ok((state == DriverState::Finished, status.worker_id));
             }
         }
         tokio::time::sleep(POLL).await;

@@ -88,14 +88,16 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
     }
     super::runtime()?.block_on(async move {
         let mut worker = Worker::start(config).await.map_err(|e| e.to_string())?;
-        println!(
-            "sparkwire worker {} listening on sparkwire://{}",
+        // One write: whoever reads only the first line may close the pipe after it.
+        let mut announce = format!(
+            "sparkwire worker {} listening on sparkwire://{}\n",
             worker.id(),
             worker.addr()
         );
         if let Some(ui) = worker.web_ui_addr() {
-            println!("sparkwire worker web UI at http://{ui}");
+            announce.push_str(&format!("sparkwire worker web UI at http://{ui}\n"));
         }
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), announce.as_bytes());
         super::flush_stdout();
         let exit = tokio::select! {
             why = super::stop_requested(args.exit_with_stdin) => {

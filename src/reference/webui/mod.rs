@@ -34,6 +34,9 @@ mod master;
 mod metrics;
 #[cfg(feature = "webui")]
 pub(crate) mod server;
+
+#[cfg(feature = "webui")]
+pub use server::fetch;
 mod worker;
 
 pub use master::{master_html, master_json, master_metrics, ExecutorRow, MasterSnapshot};

@@ -94,3 +94,51 @@ async fn respond(handler: &Handler, req: Request<Incoming>) -> Response<Full<Byt
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
+
+/// GETs `url` (`http://host:port/path?query`) and returns the status code and the body: what
+/// `sparkwire submit` reads a driver's log with, and tests the pages with.
+pub async fn fetch(url: &str, timeout: Duration) -> Result<(u16, String), String> {
+    use http_body_util::BodyExt;
+
+    let uri: hyper::Uri = url.parse().map_err(|e| format!("invalid URL {url}: {e}"))?;
+    if uri.scheme_str() != Some("http") {
+        return Err(format!("{url}: only http:// URLs are fetched"));
+    }
+    let host = uri
+        .host()
+        .ok_or_else(|| format!("{url}: no host"))?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let port = uri.port_u16().unwrap_or(80);
+    let work = async {
+        let stream = crate::connection::connect_tcp(&host, port, timeout)
+            .await
+            .map_err(|e| e.to_string())?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        let driving = tokio::spawn(conn);
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let request = Request::get(path)
+            .header(hyper::header::HOST, format!("{host}:{port}"))
+            .body(http_body_util::Empty::<Bytes>::new())
+            .map_err(|e| format!("{url}: {e}"))?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        let status = response.status().as_u16();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("{url}: {e}"))?
+            .to_bytes();
+        driving.abort();
+        Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    };
+    tokio::time::timeout(timeout, work)
+        .await
+        .map_err(|_| format!("{url}: no answer within {} s", timeout.as_secs_f64()))?
+}
