@@ -139,11 +139,19 @@ async fn a_worker_killed_mid_job_takes_its_executor_down_and_the_job_finishes_on
 
 /// Runs `sparkwire local-cluster ARGS`, returning its exit code and standard output.
 async fn local_cluster(args: &[&str]) -> (Option<i32>, String) {
+    let (code, stdout, _) = local_cluster_output(args).await;
+    (code, stdout)
+}
+
+/// Exit code, standard output and standard error of `local-cluster ARGS`, logging at its default
+/// level.
+async fn local_cluster_output(args: &[&str]) -> (Option<i32>, String, String) {
     let out = patiently(
         "local-cluster",
         tokio::process::Command::new(BIN)
             .arg("local-cluster")
             .args(args)
+            .env_remove("RUST_LOG")
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true)
             .output(),
@@ -153,6 +161,7 @@ async fn local_cluster(args: &[&str]) -> (Option<i32>, String) {
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
 
@@ -183,7 +192,7 @@ async fn no_orphans(stdout: &str) {
 async fn local_cluster_with_no_options_estimates_pi_validly_and_leaves_no_process() {
     let trace = std::env::temp_dir().join(format!("sparkwire-lc-{}.jsonl", std::process::id()));
     let diagram = trace.with_extension("md");
-    let (code, stdout) = local_cluster(&[
+    let (code, stdout, stderr) = local_cluster_output(&[
         "--trace",
         trace.to_str().expect("utf-8"),
         "--diagram",
@@ -191,6 +200,15 @@ async fn local_cluster_with_no_options_estimates_pi_validly_and_leaves_no_proces
     ])
     .await;
     assert_eq!(code, Some(0), "{stdout}");
+    // An orderly run and shutdown logs nothing above INFO, and no colour codes into a pipe.
+    assert!(
+        !stderr.contains("WARN") && !stderr.contains("ERROR"),
+        "an orderly run logged warnings or errors:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}') && !stdout.contains('\u{1b}'),
+        "{stderr}"
+    );
     let pi: f64 = word_after(&stdout, "Pi is roughly ")
         .parse()
         .expect("a number");

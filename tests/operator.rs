@@ -425,3 +425,41 @@ fn status_names_a_master_it_cannot_reach() {
         "{err}"
     );
 }
+
+#[test]
+fn a_launch_the_worker_refuses_reaches_the_driver_with_its_reason() {
+    let work = std::env::temp_dir().join(format!("sparkwire-refused-{}", std::process::id()));
+    let master = Proc::start(&["master", "--port", "0", "--no-webui"]);
+    let url = last_word(&master.line());
+    // No --allow-exec: this worker runs nothing.
+    let worker = Proc::start(&[
+        "worker",
+        &url,
+        "--no-webui",
+        "--work-dir",
+        work.to_str().expect("utf-8"),
+    ]);
+    let _ = worker.line();
+    let out = sparkwire(&[
+        "submit",
+        "--master",
+        &url,
+        "--job",
+        "pi",
+        "--executor-timeout",
+        "50",
+    ]);
+    let printed = text(&out);
+    assert_ne!(out.status.code(), Some(0), "{printed}");
+    assert!(
+        printed.contains("Master removed our application: FAILED"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("not on the worker's allow-list (--allow-exec)"),
+        "the refusal's reason is not told: {printed}"
+    );
+    drop(worker);
+    drop(master);
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -337,10 +337,10 @@ impl MasterActor {
                 self.master_change_acknowledged(conn, &a.app_id)
             }
             other => {
-                let role = self.conns.get(&conn).map(|c| c.role);
+                let role = self.conns.get(&conn).map_or("unknown", |c| c.role.name());
                 tracing::warn!(
                     conn,
-                    ?role,
+                    role,
                     message = other.name(),
                     "ignoring a message the master does not take from this peer"
                 );
@@ -400,19 +400,15 @@ impl MasterActor {
                 Reply::Int(self.decommission_workers_on_hosts(&d.hostnames))
             }
             other => {
-                let role = self.conns.get(&conn).map(|c| c.role);
-                tracing::warn!(conn, ?role, message = other.name(), "refusing an ask");
+                let role = self.conns.get(&conn).map_or("unknown", |c| c.role.name());
+                tracing::warn!(conn, role, message = other.name(), "refusing an ask");
                 if let Some(c) = self.conns.get(&conn) {
                     self.outbox.push(Out::Fail(
                         c.peer.clone(),
                         id,
                         ErrorDescription::new(
                             "org.apache.spark.SparkException",
-                            format!(
-                                "Unsupported message {} from a {} peer",
-                                other.name(),
-                                role.map_or("unknown", Role::name)
-                            ),
+                            format!("Unsupported message {} from a {} peer", other.name(), role),
                         ),
                     ));
                 }

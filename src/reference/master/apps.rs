@@ -309,9 +309,10 @@ impl MasterActor {
             .is_none_or(|x| Some(&x.worker) == sender.as_ref());
         if !on_sender {
             tracing::warn!(
-                "Ignoring a status update for executor {}/{} from a worker ({sender:?}) that does not run it",
+                "Ignoring a status update for executor {}/{} from a worker ({}) that does not run it",
                 e.app_id,
-                e.exec_id
+                e.exec_id,
+                sender.as_deref().unwrap_or("unknown")
             );
             return;
         }
@@ -320,11 +321,22 @@ impl MasterActor {
             .get(&e.app_id)
             .is_some_and(|a| a.executors.contains_key(&e.exec_id));
         if !known {
-            tracing::warn!(
-                "Got status update for unknown executor {}/{}",
-                e.app_id,
-                e.exec_id
-            );
+            if self.completed_apps.iter().any(|a| a.id == e.app_id) {
+                // The executors of a finished application report their end after it.
+                tracing::info!(
+                    "Executor {}/{} of finished application {} is {}",
+                    e.app_id,
+                    e.exec_id,
+                    e.app_id,
+                    e.state
+                );
+            } else {
+                tracing::warn!(
+                    "Got status update for unknown executor {}/{}",
+                    e.app_id,
+                    e.exec_id
+                );
+            }
             self.free_orphan(sender.as_deref(), &key, e.state);
             return;
         }
@@ -439,9 +451,9 @@ impl MasterActor {
             return false;
         };
         tracing::info!(
-            "Application {} requests to kill executors: {:?}",
+            "Application {} requests to kill executors: {}",
             k.app_id,
-            k.executor_ids
+            k.executor_ids.join(", ")
         );
         let mut killed = Vec::new();
         for text in &k.executor_ids {

@@ -202,7 +202,11 @@ pub(crate) fn dial(
                 Some(target),
             ),
             Err(e) => {
-                tracing::info!(%addr, error = %e, "cannot reach {target:?} to announce the new master");
+                let whom = match &target {
+                    DialTarget::Worker(id) => format!("worker {id}"),
+                    DialTarget::App(id) => format!("application {id}"),
+                };
+                tracing::info!("cannot reach {whom} at {addr} to announce the new master: {e}");
             }
         }
     });

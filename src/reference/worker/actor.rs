@@ -48,6 +48,8 @@ pub(crate) enum WEvent {
     Ended(RunKey, Ended),
     /// The web UI asks for a snapshot.
     Snapshot(oneshot::Sender<crate::reference::webui::WorkerSnapshot>),
+    /// A master could not be reached.
+    DialFailed(Addr, crate::connection::ConnectionError),
 }
 
 struct ConnRec {
@@ -174,6 +176,12 @@ impl WorkerActor {
             self.config.cores,
             self.config.memory
         );
+        if self.allow.is_empty() {
+            tracing::warn!(
+                "no executable is allowed (--allow-exec): this worker will refuse every \
+                 executor and driver it is asked to launch"
+            );
+        }
         self.register_with_all_masters();
         let beat_every = (self.config.worker_timeout / 4).max(Duration::from_millis(10));
         let mut beat = tokio::time::interval(beat_every);
@@ -215,7 +223,7 @@ impl WorkerActor {
         for c in self.conns.values() {
             c.peer.kill();
         }
-        tracing::info!(worker = %self.id, ?exit, "worker stopped");
+        tracing::info!(worker = %self.id, "worker stopped: {exit}");
         exit
     }
 
@@ -255,6 +263,7 @@ impl WorkerActor {
             WEvent::Snapshot(reply) => {
                 let _ = reply.send(self.snapshot());
             }
+            WEvent::DialFailed(addr, e) => self.dial_failed(&addr, &e),
         }
     }
 
@@ -290,6 +299,29 @@ impl WorkerActor {
         };
         let wait = self.fuzzed(base);
         self.next_retry = Instant::now().checked_add(wait);
+    }
+
+    /// A master could not be reached: says so at WARN, with when the next attempt comes.
+    fn dial_failed(&self, addr: &Addr, e: &crate::connection::ConnectionError) {
+        if self.registered {
+            return;
+        }
+        let next = self
+            .next_retry
+            .map(|at| at.saturating_duration_since(Instant::now()).as_secs_f64());
+        let left = REGISTRATION_RETRIES.saturating_sub(self.attempts + 1);
+        let reason = match e {
+            crate::connection::ConnectionError::Connect { .. } => e.to_string(),
+            other => format!("cannot register with {addr}: {other}"),
+        };
+        match next {
+            Some(secs) if left > 0 => tracing::warn!(
+                "{reason}; retrying in {secs:.1} s ({left} attempts left, every ~{} s, then ~{} s)",
+                self.config.register_retry.as_secs_f64(),
+                self.config.register_retry.as_secs_f64() * 6.0
+            ),
+            _ => tracing::warn!("{reason}; no attempt left"),
+        }
     }
 
     fn retry_registration(&mut self) {
@@ -391,9 +423,12 @@ impl WorkerActor {
         match m {
             M::RegisteredWorker(r) => {
                 if r.duplicate {
-                    tracing::warn!("Duplicate registration at master {:?}", r.master.address);
+                    tracing::warn!("Duplicate registration at master {}", addr_text(&r.master));
                 }
-                tracing::info!("Successfully registered with master {:?}", r.master.address);
+                tracing::info!(
+                    "Successfully registered with master {}",
+                    addr_text(&r.master)
+                );
                 self.change_master(conn, &r.master, &r.master_web_ui_url);
                 self.to_master(WorkerLatestState {
                     id: self.id.clone(),
@@ -438,8 +473,8 @@ impl WorkerActor {
             }
             M::MasterChanged(c) => {
                 tracing::info!(
-                    "Master has changed, new master is at {:?}",
-                    c.master.address
+                    "Master has changed, new master is at {}",
+                    addr_text(&c.master)
                 );
                 self.change_master(conn, &c.master, &c.master_web_ui_url);
                 let response = WorkerSchedulerStateResponse {
@@ -836,5 +871,13 @@ impl WorkerActor {
                 });
             }
         }
+    }
+}
+
+/// An endpoint's address for a log line: `host:port`, or its name when it has none.
+fn addr_text(e: &EndpointRef) -> String {
+    match &e.address {
+        Some(a) => a.to_string(),
+        None => e.name.clone(),
     }
 }

@@ -98,7 +98,7 @@ async fn accept(
         loop {
             tokio::select! {
                 got = conn.recv() => match got {
-                    Ok(m) => tracing::warn!(executor = %negotiated.peer_id, message = ?m.message(), "ignoring a message on a watch connection"),
+                    Ok(m) => tracing::warn!(executor = %negotiated.peer_id, message = crate::messages::Family::name(m.message()), "ignoring a message on a watch connection"),
                     Err(_) => break,
                 },
                 _ = stopping.wait_for(|s| *s) => break,
@@ -182,7 +182,9 @@ pub(crate) fn dial_master(
                 &events,
                 None,
             ),
-            Err(e) => tracing::info!(master = %addr, error = %e, "cannot reach the master"),
+            Err(e) => {
+                let _ = events.send(WEvent::DialFailed(addr, e));
+            }
         }
     });
 }

@@ -133,6 +133,16 @@ pub enum WorkerExit {
     GaveUp,
 }
 
+impl std::fmt::Display for WorkerExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerExit::Stopped => f.write_str("stopped on request"),
+            WorkerExit::RegistrationFailed(m) => write!(f, "registration failed: {m}"),
+            WorkerExit::GaveUp => f.write_str("all masters are unresponsive; gave up"),
+        }
+    }
+}
+
 /// The reference worker.
 #[derive(Debug)]
 pub struct Worker;
