@@ -145,14 +145,10 @@ async fn run_cluster(
     let mut config = ClusterConfig::new(program.clone(), args.workers, args.cores, args.memory);
     config.master_args = vec![
         "--strict".into(),
-        "--webui-port".into(),
-        "0".into(),
         "--max-frame-bytes".into(),
         (args.max_message_size as usize * 1024 * 1024).to_string(),
     ];
     config.worker_args = vec![
-        "--webui-port".into(),
-        "0".into(),
         "--max-frame-bytes".into(),
         (args.max_message_size as usize * 1024 * 1024).to_string(),
     ];

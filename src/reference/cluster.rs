@@ -157,6 +157,17 @@ async fn drain(mut lines: tokio::io::Lines<BufReader<ChildStdout>>, output: Outp
 }
 
 /// Sends `signal` to every process of group `group`.
+/// Unless `args` choose the web UI's port (or none), a free one: local clusters, and tests that
+/// start several, never compete for 8080 and 8081.
+fn web_ui_on_any_port(args: &mut Vec<String>) {
+    if !args
+        .iter()
+        .any(|a| a == "--webui-port" || a.starts_with("--webui-port=") || a == "--no-webui")
+    {
+        args.extend(["--webui-port".to_string(), "0".to_string()]);
+    }
+}
+
 /// Sends SIGTERM to one child.
 fn terminate(child: &Child) {
     if let Some(pid) = child.id() {
@@ -207,6 +218,7 @@ impl LocalCluster {
             "--exit-with-stdin".into(),
         ];
         master_args.extend(config.master_args.iter().cloned());
+        web_ui_on_any_port(&mut master_args);
         let (master, master_url, master_output, master_drain) = start_child(
             "the master",
             &config.program,
@@ -258,6 +270,7 @@ impl LocalCluster {
                     .into_owned(),
             ];
             args.extend(config.worker_args.iter().cloned());
+            web_ui_on_any_port(&mut args);
             let what = format!("worker {}", i + 1);
             // On failure the cluster is dropped, which ends what started.
             let (child, url, _, _) =

@@ -321,13 +321,17 @@ impl MasterActor {
             .get(&e.app_id)
             .is_some_and(|a| a.executors.contains_key(&e.exec_id));
         if !known {
-            if self.completed_apps.iter().any(|a| a.id == e.app_id) {
-                // The executors of a finished application report their end after it.
+            let removed_before = self
+                .apps
+                .get(&e.app_id)
+                .is_some_and(|a| e.exec_id >= 0 && e.exec_id < a.next_exec_id);
+            if removed_before || self.completed_apps.iter().any(|a| a.id == e.app_id) {
+                // Executors of a finished application, or killed at its request, report their
+                // end after the master forgot them: the orderly course.
                 tracing::info!(
-                    "Executor {}/{} of finished application {} is {}",
+                    "Executor {}/{}, no longer tracked, is {}",
                     e.app_id,
                     e.exec_id,
-                    e.app_id,
                     e.state
                 );
             } else {

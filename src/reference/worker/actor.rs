@@ -316,7 +316,7 @@ impl WorkerActor {
         };
         match next {
             Some(secs) if left > 0 => tracing::warn!(
-                "{reason}; retrying in {secs:.1} s ({left} attempts left, every ~{} s, then ~{} s)",
+                "{reason}; retrying in {secs:.1} s ({left} attempts left, every ~{:.1} s, then ~{:.1} s)",
                 self.config.register_retry.as_secs_f64(),
                 self.config.register_retry.as_secs_f64() * 6.0
             ),
