@@ -138,11 +138,6 @@ async fn a_worker_killed_mid_job_takes_its_executor_down_and_the_job_finishes_on
 }
 
 /// Runs `sparkwire local-cluster ARGS`, returning its exit code and standard output.
-async fn local_cluster(args: &[&str]) -> (Option<i32>, String) {
-    let (code, stdout, _) = local_cluster_output(args).await;
-    (code, stdout)
-}
-
 /// Exit code, standard output and standard error of `local-cluster ARGS`, logging at its default
 /// level.
 async fn local_cluster_output(args: &[&str]) -> (Option<i32>, String, String) {

@@ -215,6 +215,33 @@ impl<F: Family> Drop for ForgetAsk<'_, F> {
 /// A connection carrying family `F`: a [`ConnectionHandle`] (through `Deref`) plus the stream of
 /// what the peer sends ([`recv`](Connection::recv)).
 ///
+/// ```
+/// use sparkwire::connection::{Connection, ConnectionConfig, Incoming};
+/// use sparkwire::messages::deploy::{RequestReadyz};
+/// use sparkwire::messages::DeployMessage;
+/// use sparkwire::wire::handshake::Role;
+/// use sparkwire::wire::Reply;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let (ui_io, master_io) = tokio::io::duplex(64 * 1024);
+/// let master = tokio::spawn(async move {
+///     let mut conn: Connection<DeployMessage> =
+///         Connection::accept(master_io, Role::Master, "master", ConnectionConfig::default()).await?;
+///     // Answer one ask.
+///     if let Incoming::Ask { id, .. } = conn.recv().await? {
+///         conn.reply(id, Reply::Bool(true)).await?;
+///     }
+///     Ok::<_, sparkwire::connection::ConnectionError>(conn)
+/// });
+/// let ui: Connection<DeployMessage> =
+///     Connection::connect(ui_io, Role::Ui, "my-ui", ConnectionConfig::default()).await?;
+/// let ready = ui.ask(RequestReadyz {}.into()).await?;
+/// assert_eq!(ready, Reply::Bool(true));
+/// let _master = master.await.expect("joined")?;
+/// # Ok::<(), sparkwire::connection::ConnectionError>(())
+/// # }).unwrap();
+/// ```
+///
 /// Dropping the `Connection` closes it: its handles then fail with [`ConnectionError::Closed`].
 /// Connections are made inside a tokio runtime (with the `rt` feature's `spawn`): each runs a
 /// reading task and a writing task on it. What the peer sends is queued, without bound, until

@@ -162,6 +162,29 @@ pub(crate) enum Stop {
 impl Master {
     /// Binds the listener and starts the master. With a recovery directory the master first
     /// waits for the leader lock (standing by meanwhile), then recovers what the directory holds.
+    ///
+    /// ```
+    /// use sparkwire::reference::master::{Master, MasterConfig};
+    /// use sparkwire::reference::worker::{Worker, WorkerConfig};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// // Any free port, and a web UI on another.
+    /// let config = MasterConfig { port: 0, web_ui_port: Some(0), ..MasterConfig::default() };
+    /// let master = Master::start(config).await?;
+    /// assert!(master.url().starts_with("sparkwire://127.0.0.1:"));
+    /// assert!(master.web_ui_addr().is_some());
+    /// let worker = Worker::start(WorkerConfig {
+    ///     masters: vec![sparkwire::messages::Addr::new("127.0.0.1", i32::from(master.addr().port()))],
+    ///     work_dir: std::env::temp_dir().join("sparkwire-doc-worker"),
+    ///     ..WorkerConfig::default()
+    /// })
+    /// .await
+    /// .expect("worker");
+    /// worker.shutdown().await;
+    /// master.shutdown().await;
+    /// # Ok::<(), sparkwire::reference::master::MasterError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn start(config: MasterConfig) -> Result<MasterHandle, MasterError> {
         let bind = format!("{}:{}", config.host, config.port);
         let listener = TcpListener::bind(&bind)

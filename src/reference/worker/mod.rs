@@ -175,7 +175,11 @@ pub struct WorkerHandle {
 }
 
 impl Worker {
-    /// Binds the listener and starts the worker, which registers with its masters at once.
+    /// Binds the listener and starts the worker, which registers with its masters at once. It
+    /// runs only the executables of [`WorkerConfig::allow_exec`]; see [`Master::start`] for an
+    /// example.
+    ///
+    /// [`Master::start`]: crate::reference::master::Master::start
     pub async fn start(config: WorkerConfig) -> Result<WorkerHandle, WorkerError> {
         if config.masters.is_empty() {
             return Err(WorkerError::NoMaster);
