@@ -37,6 +37,7 @@ pub(crate) enum Event {
     /// The leader election decided.
     Leader(LeaderEvent),
     /// The web UI asks for a snapshot.
+    #[cfg_attr(not(feature = "webui"), allow(dead_code))]
     Snapshot(oneshot::Sender<crate::reference::webui::MasterSnapshot>),
 }
 

@@ -47,6 +47,7 @@ pub(crate) enum WEvent {
     /// A process ended.
     Ended(RunKey, Ended),
     /// The web UI asks for a snapshot.
+    #[cfg_attr(not(feature = "webui"), allow(dead_code))]
     Snapshot(oneshot::Sender<crate::reference::webui::WorkerSnapshot>),
     /// A master could not be reached.
     DialFailed(Addr, crate::connection::ConnectionError),
