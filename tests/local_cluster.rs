@@ -379,7 +379,7 @@ async fn the_application_follows_a_master_failover_and_acknowledges_master_chang
     std::fs::create_dir_all(&dir).expect("recovery dir");
     let recovery = dir.to_str().expect("utf-8");
     let work = format!("{recovery}/work");
-    let (mut a, a_url, _) = announced(&[
+    let master = [
         "master",
         "--port",
         "0",
@@ -387,19 +387,9 @@ async fn the_application_follows_a_master_failover_and_acknowledges_master_chang
         "0",
         "--recovery-dir",
         recovery,
-    ])
-    .await;
-    let (mut b, b_url, b_out) = announced(&[
-        "master",
-        "--port",
-        "0",
-        "--webui-port",
-        "0",
-        "--recovery-dir",
-        recovery,
-        "--strict",
-    ])
-    .await;
+    ];
+    let (mut a, a_url, _) = announced(&master).await;
+    let (mut b, b_url, b_out) = announced(&[&master[..], &["--strict"]].concat()).await;
     let both = format!("{},{}", a_url, b_url.trim_start_matches("sparkwire://"));
     let (mut worker, _, _) = announced(&[
         "worker",

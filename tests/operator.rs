@@ -34,14 +34,7 @@ impl Drop for Proc {
 
 impl Proc {
     fn start(args: &[&str]) -> Proc {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn sparkwire");
+        let mut child = spawn_quiet(args);
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -60,6 +53,18 @@ impl Proc {
             .recv_timeout(PATIENCE)
             .expect("a line from the child")
     }
+}
+
+/// `sparkwire ARGS`, its standard output piped, logging warnings only (to nowhere).
+fn spawn_quiet(args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn sparkwire")
 }
 
 /// The last word of a line (an address or URL).
@@ -284,26 +289,19 @@ async fn an_operator_submits_to_a_cluster_started_by_hand_and_watches_it() {
     assert!(printed.contains("job pi: Pi is roughly 3.1"), "{printed}");
 
     // A job that runs long enough to be watched.
-    let mut job = Command::new(BIN)
-        .args([
-            "submit",
-            "--master",
-            &url,
-            "--job",
-            "sleep",
-            "--param",
-            "6000",
-            "--partitions",
-            "4",
-            "--executors",
-            "2",
-        ])
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("submit");
+    let mut job = spawn_quiet(&[
+        "submit",
+        "--master",
+        &url,
+        "--job",
+        "sleep",
+        "--param",
+        "6000",
+        "--partitions",
+        "4",
+        "--executors",
+        "2",
+    ]);
     let state = wait_json(&json_url, "the application RUNNING on both workers", |v| {
         v["activeapps"][0]["state"] == "RUNNING" && v["coresused"] == 2
     })

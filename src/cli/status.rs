@@ -6,9 +6,11 @@ use std::process::ExitCode;
 use clap::Args;
 use sparkwire::messages::deploy::MasterStateResponse;
 use sparkwire::messages::{ApplicationInfo, DriverInfo};
-use sparkwire::reference::clock::{now_ms, utc_date};
+use sparkwire::reference::clock::now_ms;
 use sparkwire::reference::url::MasterUrl;
-use sparkwire::reference::webui::master_json;
+use sparkwire::reference::webui::{
+    application_row, driver_row, master_json, APPLICATION_COLUMNS, DRIVER_COLUMNS,
+};
 use sparkwire::wire::handshake::Role;
 
 use super::client::MasterClient;
@@ -81,42 +83,6 @@ fn section(out: &mut String, title: &str, headers: &[&str], rows: &[Vec<String>]
     }
 }
 
-fn app_rows(apps: &[ApplicationInfo], now: i64) -> Vec<Vec<String>> {
-    apps.iter()
-        .map(|a| {
-            let end = if a.end_time >= 0 { a.end_time } else { now };
-            vec![
-                a.id.clone(),
-                a.desc.name.clone(),
-                a.cores_granted.to_string(),
-                a.desc.user.clone(),
-                a.state.to_string(),
-                utc_date(a.start_time),
-                format!(
-                    "{:.1} s",
-                    end.saturating_sub(a.start_time).max(0) as f64 / 1000.0
-                ),
-            ]
-        })
-        .collect()
-}
-
-fn driver_rows(drivers: &[DriverInfo]) -> Vec<Vec<String>> {
-    drivers
-        .iter()
-        .map(|d| {
-            vec![
-                d.id.clone(),
-                d.state.to_string(),
-                d.worker_id.clone().unwrap_or_else(|| "-".into()),
-                d.desc.cores.to_string(),
-                d.desc.mem.to_string(),
-                utc_date(d.start_time),
-            ]
-        })
-        .collect()
-}
-
 /// The state as text: a summary line, then workers, applications and drivers as tables.
 fn render(s: &MasterStateResponse, now: i64) -> String {
     let json = master_json(s);
@@ -162,39 +128,38 @@ fn render(s: &MasterStateResponse, now: i64) -> String {
         ],
         &workers,
     );
-    let app_headers = [
-        "ID",
-        "NAME",
-        "CORES",
-        "USER",
-        "STATE",
-        "SUBMITTED",
-        "DURATION",
-    ];
+    let app_headers = APPLICATION_COLUMNS.map(|c| c.to_uppercase());
+    let app_headers: Vec<&str> = app_headers.iter().map(String::as_str).collect();
+    let driver_headers = DRIVER_COLUMNS.map(|c| c.to_uppercase());
+    let driver_headers: Vec<&str> = driver_headers.iter().map(String::as_str).collect();
+    let apps = |list: &[ApplicationInfo]| -> Vec<Vec<String>> {
+        list.iter().map(|a| application_row(a, now)).collect()
+    };
+    let drivers =
+        |list: &[DriverInfo]| -> Vec<Vec<String>> { list.iter().map(driver_row).collect() };
     section(
         &mut out,
         "RUNNING APPLICATIONS",
         &app_headers,
-        &app_rows(&s.active_apps, now),
+        &apps(&s.active_apps),
     );
-    let driver_headers = ["ID", "STATE", "WORKER", "CORES", "MEMORY MiB", "SUBMITTED"];
     section(
         &mut out,
         "RUNNING DRIVERS",
         &driver_headers,
-        &driver_rows(&s.active_drivers),
+        &drivers(&s.active_drivers),
     );
     section(
         &mut out,
         "COMPLETED APPLICATIONS",
         &app_headers,
-        &app_rows(&s.completed_apps, now),
+        &apps(&s.completed_apps),
     );
     section(
         &mut out,
         "COMPLETED DRIVERS",
         &driver_headers,
-        &driver_rows(&s.completed_drivers),
+        &drivers(&s.completed_drivers),
     );
     out
 }

@@ -168,22 +168,65 @@ fn link(url: &str, text: &str) -> String {
     }
 }
 
+/// The columns of [`application_row`], as Spark's master page names them.
+pub const APPLICATION_COLUMNS: [&str; 8] = [
+    "Application ID",
+    "Name",
+    "Cores",
+    "Memory per Executor",
+    "Submitted Time",
+    "User",
+    "State",
+    "Duration",
+];
+
+/// An application as the master's page shows it (plain text), under [`APPLICATION_COLUMNS`].
+pub fn application_row(a: &ApplicationInfo, now_ms: i64) -> Vec<String> {
+    let end = if a.end_time >= 0 { a.end_time } else { now_ms };
+    vec![
+        a.id.clone(),
+        a.desc.name.clone(),
+        a.cores_granted.to_string(),
+        mib(memory_per_executor(a)),
+        utc_date(a.start_time),
+        a.desc.user.clone(),
+        a.state.as_str().to_string(),
+        duration(end.saturating_sub(a.start_time)),
+    ]
+}
+
+/// The columns of [`driver_row`], as Spark's master page names them.
+pub const DRIVER_COLUMNS: [&str; 7] = [
+    "Submission ID",
+    "Submitted Time",
+    "Worker",
+    "State",
+    "Cores",
+    "Memory",
+    "Main Class",
+];
+
+/// A driver as the master's page shows it (plain text), under [`DRIVER_COLUMNS`].
+pub fn driver_row(d: &DriverInfo) -> Vec<String> {
+    vec![
+        d.id.clone(),
+        utc_date(d.start_time),
+        d.worker_id.clone().unwrap_or_else(|| "-".into()),
+        d.state.as_str().to_string(),
+        d.desc.cores.to_string(),
+        mib(i64::from(d.desc.mem)),
+        d.desc.command.main_class.clone(),
+    ]
+}
+
 fn app_rows(apps: &[ApplicationInfo], now_ms: i64, executors: &[ExecutorRow]) -> Vec<Vec<String>> {
     apps.iter()
         .map(|a| {
-            let end = if a.end_time >= 0 { a.end_time } else { now_ms };
+            let mut row: Vec<String> = application_row(a, now_ms).iter().map(|c| esc(c)).collect();
+            row[0] = link(&a.desc.app_ui_url, &a.id);
             let execs = executors.iter().filter(|e| e.app_id == a.id).count();
-            vec![
-                link(&a.desc.app_ui_url, &a.id),
-                esc(&a.desc.name),
-                a.cores_granted.to_string(),
-                mib(memory_per_executor(a)),
-                execs.to_string(),
-                esc(&utc_date(a.start_time)),
-                esc(&a.desc.user),
-                a.state.as_str().to_string(),
-                duration(end.saturating_sub(a.start_time)),
-            ]
+            row.push(execs.to_string());
+            row
         })
         .collect()
 }
@@ -191,17 +234,7 @@ fn app_rows(apps: &[ApplicationInfo], now_ms: i64, executors: &[ExecutorRow]) ->
 fn driver_rows(drivers: &[DriverInfo]) -> Vec<Vec<String>> {
     drivers
         .iter()
-        .map(|d| {
-            vec![
-                esc(&d.id),
-                esc(&utc_date(d.start_time)),
-                esc(d.worker_id.as_deref().unwrap_or("-")),
-                d.state.as_str().to_string(),
-                d.desc.cores.to_string(),
-                mib(i64::from(d.desc.mem)),
-                esc(&d.desc.command.main_class),
-            ]
-        })
+        .map(|d| driver_row(d).iter().map(|c| esc(c)).collect())
         .collect()
 }
 
@@ -275,17 +308,8 @@ pub fn master_html(snap: &MasterSnapshot) -> String {
         &["Worker Id", "Address", "State", "Cores", "Memory"],
         &workers,
     ));
-    let app_headers = [
-        "Application ID",
-        "Name",
-        "Cores",
-        "Memory per Executor",
-        "Executors",
-        "Submitted Time",
-        "User",
-        "State",
-        "Duration",
-    ];
+    let mut app_headers = APPLICATION_COLUMNS.to_vec();
+    app_headers.push("Executors");
     body.push_str(&table(
         "running-apps",
         "Running Applications",
@@ -319,15 +343,7 @@ pub fn master_html(snap: &MasterSnapshot) -> String {
         ],
         &executors,
     ));
-    let driver_headers = [
-        "Submission ID",
-        "Submitted Time",
-        "Worker",
-        "State",
-        "Cores",
-        "Memory",
-        "Main Class",
-    ];
+    let driver_headers = DRIVER_COLUMNS;
     body.push_str(&table(
         "running-drivers",
         "Running Drivers",
@@ -403,40 +419,29 @@ pub fn master_metrics(snap: &MasterSnapshot) -> String {
         "Memory in use on the alive workers, MiB.",
         total(|w| w.memory_used),
     );
-    m.family(
-        "sparkwire_master_applications",
-        "gauge",
-        "Applications, active or completed (those retained).",
-    );
-    m.sample(
-        "sparkwire_master_applications",
-        &[("state", "active")],
-        s.active_apps.len() as u64,
-    );
-    m.sample(
-        "sparkwire_master_applications",
-        &[("state", "completed")],
-        s.completed_apps.len() as u64,
-    );
+    for (name, what, active, completed) in [
+        (
+            "sparkwire_master_applications",
+            "Applications",
+            s.active_apps.len(),
+            s.completed_apps.len(),
+        ),
+        (
+            "sparkwire_master_drivers",
+            "Drivers",
+            s.active_drivers.len(),
+            s.completed_drivers.len(),
+        ),
+    ] {
+        let help = format!("{what}, active or completed (those retained).");
+        m.family(name, "gauge", &help);
+        m.sample(name, &[("state", "active")], active as u64);
+        m.sample(name, &[("state", "completed")], completed as u64);
+    }
     m.gauge(
         "sparkwire_master_executors",
         "Executors of the active applications.",
         snap.executors.len() as u64,
-    );
-    m.family(
-        "sparkwire_master_drivers",
-        "gauge",
-        "Drivers, active or completed (those retained).",
-    );
-    m.sample(
-        "sparkwire_master_drivers",
-        &[("state", "active")],
-        s.active_drivers.len() as u64,
-    );
-    m.sample(
-        "sparkwire_master_drivers",
-        &[("state", "completed")],
-        s.completed_drivers.len() as u64,
     );
     m.family(
         "sparkwire_master_connections",

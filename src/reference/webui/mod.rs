@@ -39,7 +39,10 @@ pub(crate) mod server;
 pub use server::fetch;
 mod worker;
 
-pub use master::{master_html, master_json, master_metrics, ExecutorRow, MasterSnapshot};
+pub use master::{
+    application_row, driver_row, master_html, master_json, master_metrics, ExecutorRow,
+    MasterSnapshot, APPLICATION_COLUMNS, DRIVER_COLUMNS,
+};
 pub use worker::{worker_html, worker_json, worker_metrics, WorkerSnapshot};
 
 /// A page to send: status code, content type, body.
