@@ -81,7 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     })
     .await?;
     let addr = Addr::new("127.0.0.1", i32::from(master.addr().port()));
-    tokio::spawn(async move {
+    let worker_task = tokio::spawn(async move {
         if let Err(e) = worker(addr).await {
             eprintln!("worker: {e}");
         }
@@ -97,6 +97,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await??;
     println!("job: {}", result.output);
     driver.stop().await;
+    worker_task.abort();
     master.shutdown().await;
     Ok(())
 }
