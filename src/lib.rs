@@ -33,3 +33,8 @@ pub mod messages;
 pub mod reference;
 pub mod validate;
 pub mod wire;
+
+/// The README's Rust examples, compiled (and the runnable ones run) as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

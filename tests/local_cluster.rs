@@ -138,12 +138,15 @@ async fn a_worker_killed_mid_job_takes_its_executor_down_and_the_job_finishes_on
 }
 
 /// Runs `sparkwire local-cluster ARGS`, returning its exit code and standard output.
-async fn local_cluster(args: &[&str]) -> (Option<i32>, String) {
+/// Exit code, standard output and standard error of `local-cluster ARGS`, logging at its default
+/// level.
+async fn local_cluster_output(args: &[&str]) -> (Option<i32>, String, String) {
     let out = patiently(
         "local-cluster",
         tokio::process::Command::new(BIN)
             .arg("local-cluster")
             .args(args)
+            .env_remove("RUST_LOG")
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true)
             .output(),
@@ -153,6 +156,7 @@ async fn local_cluster(args: &[&str]) -> (Option<i32>, String) {
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
 
@@ -183,7 +187,7 @@ async fn no_orphans(stdout: &str) {
 async fn local_cluster_with_no_options_estimates_pi_validly_and_leaves_no_process() {
     let trace = std::env::temp_dir().join(format!("sparkwire-lc-{}.jsonl", std::process::id()));
     let diagram = trace.with_extension("md");
-    let (code, stdout) = local_cluster(&[
+    let (code, stdout, stderr) = local_cluster_output(&[
         "--trace",
         trace.to_str().expect("utf-8"),
         "--diagram",
@@ -191,6 +195,15 @@ async fn local_cluster_with_no_options_estimates_pi_validly_and_leaves_no_proces
     ])
     .await;
     assert_eq!(code, Some(0), "{stdout}");
+    // An orderly run and shutdown logs nothing above INFO, and no colour codes into a pipe.
+    assert!(
+        !stderr.contains("WARN") && !stderr.contains("ERROR"),
+        "an orderly run logged warnings or errors:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}') && !stdout.contains('\u{1b}'),
+        "{stderr}"
+    );
     let pi: f64 = word_after(&stdout, "Pi is roughly ")
         .parse()
         .expect("a number");
@@ -366,21 +379,24 @@ async fn the_application_follows_a_master_failover_and_acknowledges_master_chang
     std::fs::create_dir_all(&dir).expect("recovery dir");
     let recovery = dir.to_str().expect("utf-8");
     let work = format!("{recovery}/work");
-    let (mut a, a_url, _) = announced(&["master", "--port", "0", "--recovery-dir", recovery]).await;
-    let (mut b, b_url, b_out) = announced(&[
+    let master = [
         "master",
         "--port",
         "0",
+        "--webui-port",
+        "0",
         "--recovery-dir",
         recovery,
-        "--strict",
-    ])
-    .await;
+    ];
+    let (mut a, a_url, _) = announced(&master).await;
+    let (mut b, b_url, b_out) = announced(&[&master[..], &["--strict"]].concat()).await;
     let both = format!("{},{}", a_url, b_url.trim_start_matches("sparkwire://"));
     let (mut worker, _, _) = announced(&[
         "worker",
         &both,
         "--port",
+        "0",
+        "--webui-port",
         "0",
         "--cores",
         "1",

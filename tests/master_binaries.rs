@@ -41,7 +41,16 @@ fn terminate(mut guard: Guard) -> std::process::ExitStatus {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn master_and_worker_binaries_run_an_application_and_stop_on_sigterm() {
     let work = temp_dir("binaries");
-    let (master, line) = spawn(&["master", "--port", "0", "--worker-timeout", "2", "--strict"]);
+    let (master, line) = spawn(&[
+        "master",
+        "--port",
+        "0",
+        "--webui-port",
+        "0",
+        "--worker-timeout",
+        "2",
+        "--strict",
+    ]);
     let url = line
         .strip_prefix("sparkwire master listening on ")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
@@ -52,6 +61,8 @@ async fn master_and_worker_binaries_run_an_application_and_stop_on_sigterm() {
         "worker",
         &url,
         "--port",
+        "0",
+        "--webui-port",
         "0",
         "--cores",
         "2",

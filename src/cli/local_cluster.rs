@@ -4,40 +4,32 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use sparkwire::connection::{generate_secret, write_secret_file, Counters, Security};
+use sparkwire::connection::{generate_secret, write_secret_file, Security};
 use sparkwire::reference::cluster::{ClusterConfig, LocalCluster};
 use sparkwire::reference::diagram::mermaid;
-use sparkwire::reference::driver::{Driver, DriverConfig, DriverStatus, JobProgress};
-use sparkwire::reference::tap::{strict_validator, Observer, Verdict};
-use sparkwire::reference::task::{job_by_name, JOB_NAMES};
+use sparkwire::reference::driver::{Driver, DriverConfig};
+use sparkwire::reference::tap::{strict_validator, Observer};
 use sparkwire::wire::handshake::Secret;
+
+use super::job::{run_and_report, JobArgs};
 
 /// Options of `sparkwire local-cluster`.
 #[derive(Debug, Args)]
 pub struct LocalClusterArgs {
-    /// Workers to start.
+    /// Workers to start, 1 to 64 (each is a process on this machine).
     #[arg(long, default_value_t = 2)]
     workers: usize,
-    /// Cores per worker.
+    /// Cores per worker, 1 to 1024.
     #[arg(long, default_value_t = 1)]
     cores: u32,
-    /// Memory per worker, MiB.
+    /// Memory per worker, MiB (at least 1).
     #[arg(long, default_value_t = 1024)]
     memory: u32,
-    /// The job: pi, sum-squares, sleep, flaky, big-result or big-task.
-    #[arg(long, default_value = "pi")]
-    job: String,
-    /// Partitions (tasks) of the job.
-    #[arg(long, default_value_t = 10)]
-    partitions: usize,
-    /// The job's size parameter: samples per partition (pi), n (sum-squares), milliseconds
-    /// (sleep), failing attempts (flaky), bytes (big-result, big-task).
-    #[arg(long)]
-    param: Option<u64>,
+    #[command(flatten)]
+    job: JobArgs,
     /// Write the driver's trace of every connection here (JSON Lines, protocol/trace.md).
     #[arg(long)]
     trace: Option<PathBuf>,
@@ -101,6 +93,8 @@ impl Drop for RunSecret {
     }
 }
 
+/// Most workers `local-cluster` starts.
+const MAX_WORKERS: usize = 64;
 /// Events kept in memory for the diagram.
 const DIAGRAM_EVENTS: usize = 400;
 /// Arrows drawn in the diagram.
@@ -109,15 +103,18 @@ const DIAGRAM_ARROWS: usize = 60;
 /// Runs the command: exit 0 when the job succeeded and every connection was valid.
 pub fn run(args: LocalClusterArgs) -> Result<ExitCode, String> {
     super::init_logging_at("warn");
-    if !JOB_NAMES.contains(&args.job.as_str()) {
+    args.job.check()?;
+    if !(1..=MAX_WORKERS).contains(&args.workers) {
         return Err(format!(
-            "unknown job {:?}; jobs: {}",
-            args.job,
-            JOB_NAMES.join(", ")
+            "--workers must be 1 to {MAX_WORKERS} (each is a process on this machine), not {}",
+            args.workers
         ));
     }
-    if args.workers == 0 || args.cores == 0 {
-        return Err("--workers and --cores must be at least 1".into());
+    if !(1..=1024).contains(&args.cores) {
+        return Err(format!("--cores must be 1 to 1024, not {}", args.cores));
+    }
+    if args.memory == 0 {
+        return Err("--memory must be at least 1 (MiB)".into());
     }
     if !(1..=2047).contains(&args.max_message_size) {
         return Err("--max-message-size must be 1 to 2047 (MiB)".into());
@@ -228,7 +225,7 @@ async fn run_cluster(
         args.workers, args.cores, args.memory
     );
 
-    let mut driver_config = DriverConfig::new(format!("sparkwire {}", args.job));
+    let mut driver_config = DriverConfig::new(format!("sparkwire {}", args.job.job));
     driver_config.masters = vec![master_url];
     driver_config.executor_program = program.to_string_lossy().into_owned();
     driver_config.executor_memory_mb = args.memory.min(1024);
@@ -250,38 +247,16 @@ async fn run_cluster(
         .await
         .map_err(|e| e.to_string())?;
 
-    let ready = driver
-        .wait_for_executors(args.workers, Duration::from_secs(args.executor_timeout))
-        .await
-        .map_err(|e| e.to_string())?;
-    if let Some(app_id) = &ready.app_id {
-        println!("application {app_id} registered");
-    }
-    if let Some(first) = ready.first_executor_after {
-        println!(
-            "first executor registered {:.3} s after start; {} of {} ready after {:.3} s",
-            (driver_started + first).as_secs_f64(),
-            ready.ready_executors(),
-            args.workers,
-            start.elapsed().as_secs_f64()
-        );
-    }
-
-    let job = job_by_name(&args.job, args.partitions, args.param)
-        .ok_or_else(|| format!("unknown job {:?}", args.job))?;
-    let name = job.name();
-    let handle = driver
-        .submit(Arc::from(job))
-        .await
-        .map_err(|e| e.to_string())?;
-    let progress = tokio::spawn(show_progress(handle.watch_progress()));
-    let outcome = handle.result().await;
-    progress.abort();
-    let status = driver.stop().await.unwrap_or_default();
-    let wall = start.elapsed();
-    let verdict = observer.verdict(true);
-
-    let ok = report(&name, &outcome, &status, wall, &verdict);
+    let ok = run_and_report(
+        driver,
+        &args.job,
+        args.workers,
+        Duration::from_secs(args.executor_timeout),
+        start,
+        driver_started,
+        &observer,
+    )
+    .await?;
     if let (Some(path), true) = (&args.diagram, keep > 0) {
         let text = mermaid(&observer.head(), DIAGRAM_ARROWS);
         std::fs::write(path, format!("```mermaid\n{text}```\n"))
@@ -292,122 +267,4 @@ async fn run_cluster(
         println!("trace written to {}", path.display());
     }
     Ok(ok)
-}
-
-/// Shows progress on stderr every second once a job runs longer than a second.
-async fn show_progress(mut progress: tokio::sync::watch::Receiver<JobProgress>) {
-    let started = Instant::now();
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.tick().await;
-    loop {
-        tick.tick().await;
-        let p = *progress.borrow_and_update();
-        eprintln!(
-            "[{:>5.1} s] {}/{} tasks done{}",
-            started.elapsed().as_secs_f64(),
-            p.finished,
-            p.total,
-            if p.failed_attempts > 0 {
-                format!(", {} failed attempts", p.failed_attempts)
-            } else {
-                String::new()
-            }
-        );
-    }
-}
-
-fn report(
-    name: &str,
-    outcome: &Result<
-        sparkwire::reference::driver::JobResult,
-        sparkwire::reference::driver::JobFailed,
-    >,
-    status: &DriverStatus,
-    wall: Duration,
-    verdict: &Verdict,
-) -> bool {
-    let job_ok = match outcome {
-        Ok(r) => {
-            println!("job {name}: {}", r.output);
-            let secs = r.elapsed.as_secs_f64().max(1e-9);
-            println!(
-                "{} tasks in {:.3} s: {:.0} tasks/s; wall time {:.3} s",
-                r.tasks,
-                secs,
-                r.tasks as f64 / secs,
-                wall.as_secs_f64()
-            );
-            per_task(&status.counters, r.tasks);
-            true
-        }
-        Err(e) => {
-            println!("job {name} FAILED: {e}");
-            println!("wall time {:.3} s", wall.as_secs_f64());
-            false
-        }
-    };
-    println!(
-        "executors: {} lost; tasks: {} launched, {} finished, {} failed or killed",
-        status.executors_lost, status.tasks_launched, status.tasks_finished, status.tasks_failed
-    );
-    println!("messages (the driver's connections, both directions):");
-    let mut names: Vec<&str> = status
-        .counters
-        .sent_by_name
-        .keys()
-        .chain(status.counters.received_by_name.keys())
-        .copied()
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    for n in names {
-        let s = status
-            .counters
-            .sent_by_name
-            .get(n)
-            .copied()
-            .unwrap_or_default();
-        let r = status
-            .counters
-            .received_by_name
-            .get(n)
-            .copied()
-            .unwrap_or_default();
-        println!(
-            "  {n:<28} {:>8} frames {:>12} bytes",
-            s.frames + r.frames,
-            s.bytes + r.bytes
-        );
-    }
-    println!("validator (driver side, strict): {verdict}");
-    for example in &verdict.examples {
-        println!("  {example}");
-    }
-    job_ok && verdict.is_clean()
-}
-
-/// Frames and bytes per task: LaunchTask and StatusUpdate.
-fn per_task(counters: &Counters, tasks: usize) {
-    if tasks == 0 {
-        return;
-    }
-    let mut frames = 0;
-    let mut bytes = 0;
-    for n in ["LaunchTask", "StatusUpdate"] {
-        for t in [
-            counters.sent_by_name.get(n),
-            counters.received_by_name.get(n),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            frames += t.frames;
-            bytes += t.bytes;
-        }
-    }
-    println!(
-        "per task: {:.2} frames, {:.0} bytes (LaunchTask and StatusUpdate)",
-        frames as f64 / tasks as f64,
-        bytes as f64 / tasks as f64
-    );
 }

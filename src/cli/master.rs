@@ -46,6 +46,12 @@ pub struct MasterArgs {
     /// on standard output and exit with status 1 at shutdown if any rule was broken.
     #[arg(long)]
     strict: bool,
+    /// Port of the web UI (HTML page, /json, /metrics); 0 picks a free one.
+    #[arg(long, default_value_t = 8080)]
+    webui_port: u16,
+    /// Serve no web UI.
+    #[arg(long, conflicts_with = "webui_port")]
+    no_webui: bool,
     /// Shut down when standard input ends: a parent that starts this process with a pipe as its
     /// standard input (as `local-cluster` does) is then never outlived, even if it is killed.
     #[arg(long)]
@@ -99,6 +105,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         recovery_dir: args.recovery_dir,
         versions,
         redaction: Redactor::new(&args.redaction_regex).map_err(|e| e.to_string())?,
+        web_ui_port: (!args.no_webui).then_some(args.webui_port),
         ..MasterConfig::default()
     };
     if let Some(max) = args.max_frame_bytes {
@@ -114,7 +121,12 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     config.observer = observer.clone();
     super::runtime()?.block_on(async move {
         let master = Master::start(config).await.map_err(|e| e.to_string())?;
-        println!("sparkwire master listening on {}", master.url());
+        // One write: whoever reads only the first line may close the pipe after it.
+        let mut announce = format!("sparkwire master listening on {}\n", master.url());
+        if let Some(ui) = master.web_ui_addr() {
+            announce.push_str(&format!("sparkwire master web UI at http://{ui}\n"));
+        }
+        let _ = std::io::stdout().write_all(announce.as_bytes());
         super::flush_stdout();
         let mut master = master;
         tokio::select! {

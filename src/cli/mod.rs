@@ -1,10 +1,14 @@
 //! Commands of the `sparkwire` binary.
 
+mod client;
 mod executor;
+mod job;
 mod local_cluster;
 mod master;
 mod security;
 mod spec;
+mod status;
+mod submit;
 mod validate;
 mod worker;
 
@@ -36,6 +40,11 @@ enum Command {
     Master(master::MasterArgs),
     /// Run the reference Worker (prints its listening address first).
     Worker(worker::WorkerArgs),
+    /// Run a job on a running cluster, the driver here (client deploy mode) or on a worker
+    /// (cluster deploy mode): spark-submit's counterpart. Exit 0 when the job succeeded.
+    Submit(submit::SubmitArgs),
+    /// Show a running master's state: workers, applications, drivers (as tables, or --json).
+    Status(status::StatusArgs),
 }
 
 /// Runs the parsed command.
@@ -47,6 +56,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::LocalCluster(args) => local_cluster::run(args),
         Command::Master(args) => master::run(args),
         Command::Worker(args) => worker::run(args),
+        Command::Submit(args) => submit::run(args),
+        Command::Status(args) => status::run(args),
     }
 }
 
@@ -62,7 +73,17 @@ fn init_logging_at(default: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour(
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            std::env::var_os("NO_COLOR"),
+        ))
         .try_init();
+}
+
+/// Whether log lines are coloured: only on a terminal, and never when `NO_COLOR` is set to
+/// anything but the empty string (no-color.org).
+fn colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// A multi-threaded tokio runtime.
@@ -146,5 +167,18 @@ async fn terminated() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_only_on_a_terminal_without_no_color() {
+        assert!(colour(true, None));
+        assert!(colour(true, Some("".into())));
+        assert!(!colour(true, Some("1".into())));
+        assert!(!colour(false, None));
     }
 }

@@ -99,6 +99,9 @@ pub fn run(cmd: SpecCommand) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         SpecCommand::Docs { out, check } => {
+            if check {
+                must_exist(&out)?;
+            }
             let text = sparkwire::definition::markdown::render(def);
             let current = std::fs::read_to_string(&out).ok();
             if current.as_deref() == Some(text.as_str()) {
@@ -116,7 +119,26 @@ pub fn run(cmd: SpecCommand) -> Result<ExitCode, String> {
     }
 }
 
+/// Refuses to check `path` when it does not exist: most likely the command was not run at the
+/// root of the repository (where `protocol/` is), and every file would look stale.
+fn must_exist(path: &Path) -> Result<(), String> {
+    if path.exists() {
+        return Ok(());
+    }
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| "the current directory".into());
+    Err(format!(
+        "{} does not exist in {cwd}: run the check at the root of the sparkwire repository \
+         (where protocol/ is), or name the path with --out",
+        path.display()
+    ))
+}
+
 fn vectors(def: &Definition, out: &Path, check: bool) -> Result<ExitCode, String> {
+    if check {
+        must_exist(out)?;
+    }
     let files: Vec<(PathBuf, String)> = render_files(def)
         .map_err(|e| e.to_string())?
         .into_iter()

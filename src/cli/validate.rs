@@ -90,6 +90,12 @@ pub fn run(args: ValidateArgs) -> Result<ExitCode, String> {
         }
     };
     let outcome = check(&args.trace, config, args.allow_pending)?;
+    if outcome.events == 0 {
+        return Err(format!(
+            "{}: no events (an empty trace proves nothing)",
+            args.trace.display()
+        ));
+    }
     let mut out = std::io::stdout().lock();
     let mut per_rule = std::collections::BTreeMap::new();
     for v in &outcome.violations {

@@ -55,6 +55,12 @@ pub struct WorkerArgs {
     /// Largest frame accepted or sent, bytes.
     #[arg(long)]
     max_frame_bytes: Option<usize>,
+    /// Port of the web UI (HTML page, /json, /metrics); 0 picks a free one.
+    #[arg(long, default_value_t = 8081)]
+    webui_port: u16,
+    /// Serve no web UI.
+    #[arg(long, conflicts_with = "webui_port")]
+    no_webui: bool,
     /// Shut down when standard input ends: a parent that starts this process with a pipe as its
     /// standard input (as `local-cluster` does) is then never outlived, even if it is killed.
     #[arg(long)]
@@ -100,6 +106,7 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         pass_env: args.pass_env,
         worker_timeout: seconds(args.worker_timeout)?,
         register_retry: seconds(args.register_retry)?,
+        web_ui_port: (!args.no_webui).then_some(args.webui_port),
         ..WorkerConfig::default()
     };
     if let Some(c) = args.cores {
@@ -113,11 +120,16 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
     }
     super::runtime()?.block_on(async move {
         let mut worker = Worker::start(config).await.map_err(|e| e.to_string())?;
-        println!(
-            "sparkwire worker {} listening on sparkwire://{}",
+        // One write: whoever reads only the first line may close the pipe after it.
+        let mut announce = format!(
+            "sparkwire worker {} listening on sparkwire://{}\n",
             worker.id(),
             worker.addr()
         );
+        if let Some(ui) = worker.web_ui_addr() {
+            announce.push_str(&format!("sparkwire worker web UI at http://{ui}\n"));
+        }
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), announce.as_bytes());
         super::flush_stdout();
         let exit = tokio::select! {
             why = super::stop_requested(args.exit_with_stdin) => {

@@ -109,8 +109,18 @@ pub enum ConnectionError {
     #[error("{0}")]
     TaskTooLarge(#[from] TaskTooLarge),
 
+    /// No connection could be made: the address refused it, did not resolve, or did not answer
+    /// in time. Nothing was sent.
+    #[error("cannot connect to {address}: {reason}")]
+    Connect {
+        /// `host:port`.
+        address: String,
+        /// Why, in words (`connection refused`, `timed out after 10 s`, …).
+        reason: String,
+    },
+
     /// Writing to the stream failed. Closes.
-    #[error("cannot write to the peer ({kind:?}): {message}")]
+    #[error("cannot write to the peer: {message}")]
     Io {
         /// The kind of I/O error.
         kind: io::ErrorKind,
@@ -139,6 +149,33 @@ impl ConnectionError {
             ConnectionError::Rejected { direction, .. } => *direction == Direction::Inbound,
             _ => true,
         }
+    }
+}
+
+impl ConnectionError {
+    /// A failed connection attempt to `address`, named as such: `cannot connect to HOST:PORT:
+    /// connection refused`.
+    pub fn connect(address: impl Into<String>, error: &io::Error) -> Self {
+        ConnectionError::Connect {
+            address: address.into(),
+            reason: describe_io(error),
+        }
+    }
+}
+
+/// An I/O error in words: the error kind for the common network failures (`connection
+/// refused`), the system's text otherwise (a name that does not resolve).
+pub fn describe_io(error: &io::Error) -> String {
+    use io::ErrorKind as K;
+    match error.kind() {
+        K::ConnectionRefused
+        | K::ConnectionReset
+        | K::ConnectionAborted
+        | K::NotConnected
+        | K::AddrNotAvailable
+        | K::TimedOut
+        | K::BrokenPipe => error.kind().to_string(),
+        _ => error.to_string(),
     }
 }
 

@@ -22,7 +22,7 @@ pub use config::{
     DEFAULT_OUTGOING_QUEUE,
 };
 pub use counters::{Counters, Traffic};
-pub use error::ConnectionError;
+pub use error::{describe_io, ConnectionError};
 pub use security::{
     generate_secret, read_secret_file, write_secret_file, SecretFileError, Security, Stream,
     MAX_SECRET_FILE,
@@ -222,6 +222,33 @@ impl<F: Family> Drop for ForgetAsk<'_, F> {
 /// A connection carrying family `F`: a [`ConnectionHandle`] (through `Deref`) plus the stream of
 /// what the peer sends ([`recv`](Connection::recv)).
 ///
+/// ```
+/// use sparkwire::connection::{Connection, ConnectionConfig, Incoming};
+/// use sparkwire::messages::deploy::{RequestReadyz};
+/// use sparkwire::messages::DeployMessage;
+/// use sparkwire::wire::handshake::Role;
+/// use sparkwire::wire::Reply;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let (ui_io, master_io) = tokio::io::duplex(64 * 1024);
+/// let master = tokio::spawn(async move {
+///     let mut conn: Connection<DeployMessage> =
+///         Connection::accept(master_io, Role::Master, "master", ConnectionConfig::default()).await?;
+///     // Answer one ask.
+///     if let Incoming::Ask { id, .. } = conn.recv().await? {
+///         conn.reply(id, Reply::Bool(true)).await?;
+///     }
+///     Ok::<_, sparkwire::connection::ConnectionError>(conn)
+/// });
+/// let ui: Connection<DeployMessage> =
+///     Connection::connect(ui_io, Role::Ui, "my-ui", ConnectionConfig::default()).await?;
+/// let ready = ui.ask(RequestReadyz {}.into()).await?;
+/// assert_eq!(ready, Reply::Bool(true));
+/// let _master = master.await.expect("joined")?;
+/// # Ok::<(), sparkwire::connection::ConnectionError>(())
+/// # }).unwrap();
+/// ```
+///
 /// Dropping the `Connection` closes it: its handles then fail with [`ConnectionError::Closed`].
 /// Connections are made inside a tokio runtime (with the `rt` feature's `spawn`): each runs a
 /// reading task and a writing task on it. What the peer sends is queued, without bound, until
@@ -382,5 +409,44 @@ async fn with_timeout<T>(
         Err(_) => Err(ConnectionError::Handshake(HandshakeError::TimedOut {
             after,
         })),
+    }
+}
+
+/// Opens a TCP connection to `host:port` (with `TCP_NODELAY`), waiting at most `timeout`. A
+/// failure is [`ConnectionError::Connect`], which names the address and the cause: `cannot
+/// connect to 127.0.0.1:7077: connection refused`.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use sparkwire::connection::{connect_tcp, Connection, ConnectionConfig};
+/// use sparkwire::messages::DeployMessage;
+/// use sparkwire::wire::handshake::Role;
+///
+/// # async fn demo() -> Result<(), sparkwire::connection::ConnectionError> {
+/// let stream = connect_tcp("127.0.0.1", 7077, Duration::from_secs(10)).await?;
+/// let master: Connection<DeployMessage> =
+///     Connection::connect(stream, Role::Ui, "my-ui", ConnectionConfig::default()).await?;
+/// # Ok(()) }
+/// ```
+pub async fn connect_tcp(
+    host: &str,
+    port: u16,
+    timeout: std::time::Duration,
+) -> Result<tokio::net::TcpStream, ConnectionError> {
+    let address = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    match tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host, port))).await {
+        Ok(Ok(stream)) => {
+            let _ = stream.set_nodelay(true);
+            Ok(stream)
+        }
+        Ok(Err(e)) => Err(ConnectionError::connect(address, &e)),
+        Err(_) => Err(ConnectionError::Connect {
+            address,
+            reason: format!("no answer within {} s", timeout.as_secs_f64()),
+        }),
     }
 }

@@ -26,6 +26,24 @@ pub fn stamp(ms: i64) -> String {
     )
 }
 
+/// The UTC date and time of `ms` as `yyyy-MM-dd HH:mm:ss UTC`, for pages and tables; `-` for a
+/// negative time (Spark's "not yet").
+pub fn utc_date(ms: i64) -> String {
+    if ms < 0 {
+        return "-".into();
+    }
+    let s = stamp(ms);
+    format!(
+        "{}-{}-{} {}:{}:{} UTC",
+        &s[0..4],
+        &s[4..6],
+        &s[6..8],
+        &s[8..10],
+        &s[10..12],
+        &s[12..14]
+    )
+}
+
 /// Year, month and day of a day count since 1970-01-01 (the proleptic Gregorian calendar).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
@@ -51,5 +69,7 @@ mod tests {
         assert_eq!(stamp(1_735_734_896_000), "20250101123456");
         // 2024-02-29T23:59:59Z, a leap day
         assert_eq!(stamp(1_709_251_199_000), "20240229235959");
+        assert_eq!(utc_date(1_735_734_896_000), "2025-01-01 12:34:56 UTC");
+        assert_eq!(utc_date(-1), "-");
     }
 }

@@ -157,6 +157,39 @@ async fn drain(mut lines: tokio::io::Lines<BufReader<ChildStdout>>, output: Outp
 }
 
 /// Sends `signal` to every process of group `group`.
+/// Unless `args` choose the web UI's port (or none), a free one: local clusters, and tests that
+/// start several, never compete for 8080 and 8081.
+fn web_ui_on_any_port(args: &mut Vec<String>) {
+    if !args
+        .iter()
+        .any(|a| a == "--webui-port" || a.starts_with("--webui-port=") || a == "--no-webui")
+    {
+        args.extend(["--webui-port".to_string(), "0".to_string()]);
+    }
+}
+
+/// Sends SIGTERM to one child.
+fn terminate(child: &Child) {
+    if let Some(pid) = child.id() {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Waits for a child until `deadline`, then kills it.
+async fn wait_or_kill(child: &mut Child, deadline: tokio::time::Instant) {
+    if tokio::time::timeout_at(deadline, child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+}
+
 fn kill_group(group: u32, signal: &str) {
     let _ = std::process::Command::new("kill")
         .args([signal, "--", &format!("-{group}")])
@@ -185,6 +218,7 @@ impl LocalCluster {
             "--exit-with-stdin".into(),
         ];
         master_args.extend(config.master_args.iter().cloned());
+        web_ui_on_any_port(&mut master_args);
         let (master, master_url, master_output, master_drain) = start_child(
             "the master",
             &config.program,
@@ -239,6 +273,7 @@ impl LocalCluster {
                     .into_owned(),
             ];
             args.extend(config.worker_args.iter().cloned());
+            web_ui_on_any_port(&mut args);
             let what = format!("worker {}", i + 1);
             // On failure the cluster is dropped, which ends what started.
             let (child, url, _, _) =
@@ -281,20 +316,19 @@ impl LocalCluster {
     /// after `grace`. Returns what the master printed after its address (its strict-mode
     /// verdict, when it was started with `--strict`).
     pub async fn shutdown(mut self, grace: Duration) -> Vec<String> {
-        if let Some(group) = self.group {
-            kill_group(group, "-TERM");
-        }
+        // Workers first (they stop their executors), then the master: no worker sees its
+        // master vanish, so an orderly shutdown logs no error.
         let deadline = tokio::time::Instant::now() + grace;
-        let mut children: Vec<Child> = self.workers.drain(..).flatten().collect();
-        children.extend(self.master.take());
-        for child in &mut children {
-            if tokio::time::timeout_at(deadline, child.wait())
-                .await
-                .is_err()
-            {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-            }
+        let mut workers: Vec<Child> = self.workers.drain(..).flatten().collect();
+        for child in &workers {
+            terminate(child);
+        }
+        for child in &mut workers {
+            wait_or_kill(child, deadline).await;
+        }
+        if let Some(mut master) = self.master.take() {
+            terminate(&master);
+            wait_or_kill(&mut master, deadline).await;
         }
         if let Some(group) = self.group.take() {
             // Executors whose worker is gone and that have not noticed yet.

@@ -25,4 +25,5 @@ pub mod spark_url;
 pub mod tap;
 pub mod task;
 pub mod url;
+pub mod webui;
 pub mod worker;

@@ -226,11 +226,11 @@ pub(crate) async fn dial(
     security: &Security,
     timeout: Duration,
 ) -> Result<Established<Stream<TcpStream>>, ConnectionError> {
-    let port = u16::try_from(addr.port).map_err(|_| ConnectionError::Closed)?;
-    let stream = tokio::time::timeout(timeout, TcpStream::connect((addr.host.as_str(), port)))
-        .await
-        .map_err(|_| ConnectionError::Closed)??;
-    let _ = stream.set_nodelay(true);
+    let port = u16::try_from(addr.port).map_err(|_| ConnectionError::Connect {
+        address: format!("{}:{}", addr.host, addr.port),
+        reason: "the port is out of range".into(),
+    })?;
+    let stream = crate::connection::connect_tcp(&addr.host, port, timeout).await?;
     let handshake = security.client_handshake(stream, local, &addr.host);
     let established = tokio::time::timeout(timeout, handshake)
         .await

@@ -94,23 +94,48 @@ impl fmt::Display for SparkUrl {
 }
 
 /// Opens a TCP stream to `url`, retrying until `within` has passed (the peer may be starting).
+/// The first failure is logged at WARN with the retry schedule; the error names the address and
+/// the last cause (`cannot connect to HOST:PORT: connection refused`).
 pub(crate) async fn tcp_connect(url: &SparkUrl, within: Duration) -> Result<TcpStream, String> {
+    const RETRY: Duration = Duration::from_millis(50);
     let deadline = tokio::time::Instant::now() + within;
     let address = url.socket_address();
+    let mut warned = false;
     loop {
         let attempt = tokio::time::timeout_at(deadline, TcpStream::connect(&address)).await;
         match attempt {
             Ok(Ok(stream)) => {
                 // Small frames, sent one by one: waiting to coalesce them only adds latency.
                 let _ = stream.set_nodelay(true);
+                if warned {
+                    tracing::info!("connected to {address}");
+                }
                 return Ok(stream);
             }
-            Ok(Err(e)) if tokio::time::Instant::now() + Duration::from_millis(50) < deadline => {
-                tracing::debug!("connecting to {address}: {e}; retrying");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok(Err(e)) if tokio::time::Instant::now() + RETRY < deadline => {
+                if !warned {
+                    warned = true;
+                    tracing::warn!(
+                        "cannot connect to {address}: {}; retrying every {} s for up to {} s",
+                        crate::connection::describe_io(&e),
+                        RETRY.as_secs_f64(),
+                        within.as_secs_f64()
+                    );
+                }
+                tokio::time::sleep(RETRY).await;
             }
-            Ok(Err(e)) => return Err(e.to_string()),
-            Err(_) => return Err(format!("no connection within {within:?}")),
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "cannot connect to {address}: {}",
+                    crate::connection::describe_io(&e)
+                ))
+            }
+            Err(_) => {
+                return Err(format!(
+                    "cannot connect to {address}: no connection within {} s",
+                    within.as_secs_f64()
+                ))
+            }
         }
     }
 }

@@ -35,7 +35,9 @@ impl MasterUrl {
         let rest = url
             .strip_prefix(SCHEME)
             .or_else(|| url.strip_prefix("spark://"))
-            .ok_or_else(|| err("it must start with sparkwire://"))?;
+            .ok_or_else(|| {
+                err("it must start with sparkwire:// (or spark://, taken as the same)")
+            })?;
         let rest = rest.trim_end_matches('/');
         if rest.is_empty() {
             return Err(err("no master address"));

@@ -169,7 +169,25 @@ impl Encoder<&[u8]> for RawFrameCodec {
 /// Decodes and encodes envelopes of family `F` in one protocol version, one frame each.
 ///
 /// Decoding is zero-copy for payloads. Encoding refuses a frame over the limit, and a message that
-/// is local or absent from the version, before writing any byte of it.
+/// is local or absent from the version, before writing any byte of it. Over a stream, wrap it in
+/// `tokio_util::codec::Framed` (`examples/framed_codec.rs`); on bytes:
+///
+/// ```
+/// use bytes::BytesMut;
+/// use sparkwire::messages::{deploy::KillDriver, DeployMessage, Version};
+/// use sparkwire::wire::{Envelope, FrameCodec, FrameLimit};
+/// use tokio_util::codec::Decoder;
+///
+/// let mut codec = FrameCodec::<DeployMessage>::new(Version::V2, FrameLimit::DEFAULT);
+/// let sent = Envelope::Send(DeployMessage::from(KillDriver { driver_id: "driver-1".into() }));
+/// let mut buf = BytesMut::from(&codec.encode_to_bytes(&sent)?[..]);
+/// // Half a frame decodes to nothing yet; the whole frame to the envelope.
+/// let mut half = buf.split_to(buf.len() / 2);
+/// assert_eq!(codec.decode(&mut half)?, None);
+/// half.unsplit(buf);
+/// assert_eq!(codec.decode(&mut half)?, Some(sent));
+/// # Ok::<(), sparkwire::wire::FrameError>(())
+/// ```
 #[derive(Debug)]
 pub struct FrameCodec<F> {
     raw: RawFrameCodec,

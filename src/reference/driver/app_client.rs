@@ -437,7 +437,10 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
 fn bool_answer(answer: Result<Reply<DeployMessage>, ConnectionError>) -> Result<bool, DriverError> {
     match answer {
         Ok(Reply::Bool(b)) => Ok(b),
-        Ok(other) => Err(DriverError::Master(format!("unexpected answer {other:?}"))),
+        Ok(other) => Err(DriverError::Master(format!(
+            "unexpected answer: a {} reply",
+            other.tag()
+        ))),
         Err(e) => Err(DriverError::Master(e.to_string())),
     }
 }

@@ -218,6 +218,9 @@ struct Backend {
     tasks_failed: u64,
     executors_lost: u64,
     dead: Option<String>,
+    /// Why the last executor that never reached the driver failed on its worker (a refused
+    /// launch, say), told along with the application's removal.
+    last_launch_failure: Option<String>,
     stopping: bool,
     starved_warning: Option<Instant>,
     master: Option<String>,
@@ -255,6 +258,7 @@ pub(super) async fn run(
         tasks_failed: 0,
         executors_lost: 0,
         dead: None,
+        last_launch_failure: None,
         stopping: false,
         starved_warning: None,
         master: None,
@@ -648,10 +652,15 @@ impl Backend {
         self.closed_conns += 1;
         if let Some(exec) = conn.executor {
             if self.executors.get(&exec).is_some_and(|e| e.key == key) {
-                tracing::warn!(
-                    "driver: executor {exec} ({}) disconnected: {reason}",
-                    conn.peer
-                );
+                if self.stopping {
+                    // StopExecutor was sent: the executor leaving is the orderly end.
+                    tracing::info!("driver: executor {exec} ({}) has left", conn.peer);
+                } else {
+                    tracing::warn!(
+                        "driver: executor {exec} ({}) disconnected: {reason}",
+                        conn.peer
+                    );
+                }
                 self.remove_executor(&exec, DISASSOCIATED, true).await;
             }
         }
@@ -731,6 +740,10 @@ impl Backend {
                     exit_status,
                 });
                 let text = message.unwrap_or_else(|| state.as_str().to_string());
+                if !self.executors.contains_key(&id) && !self.stopping {
+                    tracing::warn!("driver: executor {id} ended {state} on its worker: {text}");
+                    self.last_launch_failure = Some(text.clone());
+                }
                 // As Spark's StandaloneSchedulerBackend.executorRemoved: an exit code blames the
                 // application; a lost worker does not.
                 let caused_by_app = exit_status.is_some() || worker_host.is_none();
@@ -750,6 +763,12 @@ impl Backend {
                 }
             }
             MasterEvent::Dead(why) => {
+                let why = match &self.last_launch_failure {
+                    Some(failure) if self.executors.is_empty() => {
+                        format!("{why} (the last executor failed on its worker: {failure})")
+                    }
+                    _ => why,
+                };
                 tracing::error!("driver: Application has been killed. Reason: {why}");
                 self.dead = Some(why.clone());
                 let events = self

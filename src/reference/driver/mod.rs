@@ -93,11 +93,10 @@ pub struct DriverConfig {
 }
 
 impl DriverConfig {
-    /// Spark's defaults, listening on 127.0.0.1, no master.
+    /// Spark's defaults, listening on 127.0.0.1, no master. The executor program is the
+    /// `sparkwire` executable ([`default_executor_program`]).
     pub fn new(app_name: impl Into<String>) -> Self {
-        let program = std::env::current_exe()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| "sparkwire".into());
+        let program = default_executor_program();
         DriverConfig {
             app_name: app_name.into(),
             id: "driver".into(),
@@ -163,6 +162,29 @@ impl DriverConfig {
             initial_executor_limit: None,
             user: std::env::var("USER").unwrap_or_else(|_| "sparkwire".into()),
         }
+    }
+}
+
+/// The program workers are asked to run as the executor: this executable when it is
+/// `sparkwire` itself (as in `sparkwire submit`), else the first `sparkwire` on `PATH`, else the
+/// bare name `sparkwire`. A program that links the crate is not an executor, and a worker runs
+/// only what its `--allow-exec` list names: start workers with `--allow-exec "$(command -v
+/// sparkwire)"`.
+pub fn default_executor_program() -> String {
+    let me = std::env::current_exe().ok();
+    if let Some(me) = &me {
+        if me.file_stem().is_some_and(|s| s == "sparkwire") {
+            return me.to_string_lossy().into_owned();
+        }
+    }
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("sparkwire"))
+            .find(|candidate| candidate.is_file())
+    });
+    match on_path {
+        Some(p) => p.to_string_lossy().into_owned(),
+        None => "sparkwire".into(),
     }
 }
 

@@ -35,6 +35,9 @@ pub(crate) enum Event {
     Closed(ConnId),
     /// The leader election decided.
     Leader(LeaderEvent),
+    /// The web UI asks for a snapshot.
+    #[cfg_attr(not(feature = "webui"), allow(dead_code))]
+    Snapshot(oneshot::Sender<crate::reference::webui::MasterSnapshot>),
 }
 
 /// A connection the actor knows.
@@ -80,6 +83,8 @@ pub(crate) struct MasterActor {
     pub(crate) recovery_deadline: Option<Instant>,
     /// Seed of the shuffle of workers for drivers.
     pub(crate) shuffle_seed: u64,
+    /// Traffic of the connections that closed, for the web UI's metrics.
+    pub(crate) closed_traffic: crate::connection::Counters,
 }
 
 impl MasterActor {
@@ -131,6 +136,7 @@ impl MasterActor {
             persistence,
             recovery_deadline: None,
             shuffle_seed: 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()),
+            closed_traffic: Default::default(),
         }
     }
 
@@ -217,6 +223,9 @@ impl MasterActor {
             Event::Closed(conn) => self.closed(conn),
             Event::Leader(LeaderEvent::Elected) => self.elected(),
             Event::Leader(LeaderEvent::Lost) => {}
+            Event::Snapshot(reply) => {
+                let _ = reply.send(self.snapshot());
+            }
         }
     }
 
@@ -251,6 +260,10 @@ impl MasterActor {
             return;
         };
         self.submitted.remove(&conn);
+        crate::reference::driver::add_counters(
+            &mut self.closed_traffic,
+            &rec.peer.handle.counters(),
+        );
         if let Some(id) = self.conn_worker.remove(&conn) {
             let bound = self.workers.get(&id).is_some_and(|w| w.conn == Some(conn));
             if bound {

@@ -321,9 +321,10 @@ impl MasterActor {
             .is_none_or(|x| Some(&x.worker) == sender.as_ref());
         if !on_sender {
             tracing::warn!(
-                "Ignoring a status update for executor {}/{} from a worker ({sender:?}) that does not run it",
+                "Ignoring a status update for executor {}/{} from a worker ({}) that does not run it",
                 e.app_id,
-                e.exec_id
+                e.exec_id,
+                sender.as_deref().unwrap_or("unknown")
             );
             return;
         }
@@ -332,11 +333,26 @@ impl MasterActor {
             .get(&e.app_id)
             .is_some_and(|a| a.executors.contains_key(&e.exec_id));
         if !known {
-            tracing::warn!(
-                "Got status update for unknown executor {}/{}",
-                e.app_id,
-                e.exec_id
-            );
+            let removed_before = self
+                .apps
+                .get(&e.app_id)
+                .is_some_and(|a| e.exec_id >= 0 && e.exec_id < a.next_exec_id);
+            if removed_before || self.completed_apps.iter().any(|a| a.id == e.app_id) {
+                // Executors of a finished application, or killed at its request, report their
+                // end after the master forgot them: the orderly course.
+                tracing::info!(
+                    "Executor {}/{}, no longer tracked, is {}",
+                    e.app_id,
+                    e.exec_id,
+                    e.state
+                );
+            } else {
+                tracing::warn!(
+                    "Got status update for unknown executor {}/{}",
+                    e.app_id,
+                    e.exec_id
+                );
+            }
             self.free_orphan(sender.as_deref(), &key, e.state);
             return;
         }
@@ -451,9 +467,9 @@ impl MasterActor {
             return false;
         };
         tracing::info!(
-            "Application {} requests to kill executors: {:?}",
+            "Application {} requests to kill executors: {}",
             k.app_id,
-            k.executor_ids
+            k.executor_ids.join(", ")
         );
         let mut killed = Vec::new();
         for text in &k.executor_ids {

@@ -198,7 +198,11 @@ pub(crate) fn dial(
                 register(conn, &negotiated, &settings, &events, close, Some(target))
             }
             Err(e) => {
-                tracing::info!(%addr, error = %e, "cannot reach {target:?} to announce the new master");
+                let whom = match &target {
+                    DialTarget::Worker(id) => format!("worker {id}"),
+                    DialTarget::App(id) => format!("application {id}"),
+                };
+                tracing::info!("cannot reach {whom} at {addr} to announce the new master: {e}");
             }
         }
     });

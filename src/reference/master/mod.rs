@@ -26,6 +26,7 @@ pub mod round;
 pub mod schedule;
 mod state;
 mod ui;
+mod webui;
 mod workers;
 
 pub use recovery::{PersistError, Persistence, StoredApp, StoredDriver, StoredWorker};
@@ -84,6 +85,10 @@ pub struct MasterConfig {
     pub security: crate::connection::Security,
     /// Hides secrets in the state answer (Spark's `spark.redaction.regex`).
     pub redaction: Redactor,
+    /// Serve the web UI (HTML page, `/json`, `/metrics`; the `webui` feature) on this port of
+    /// `host` (0: any free port; see [`MasterHandle::web_ui_addr`]), and advertise its URL to
+    /// workers. `None` (the default): no web UI, and an empty URL is advertised.
+    pub web_ui_port: Option<u16>,
 }
 
 impl Default for MasterConfig {
@@ -104,6 +109,7 @@ impl Default for MasterConfig {
             versions: Version::ALL.to_vec(),
             security: crate::connection::Security::default(),
             redaction: Redactor::default(),
+            web_ui_port: None,
         }
     }
 }
@@ -128,10 +134,30 @@ pub enum MasterError {
 #[derive(Debug)]
 pub struct Master;
 
+/// Binds the web UI's listener.
+async fn bind_web_ui(host: &str, port: u16) -> Result<TcpListener, MasterError> {
+    let bind = format!("{host}:{port}");
+    TcpListener::bind(&bind)
+        .await
+        .map_err(|source| MasterError::Bind {
+            addr: format!("{bind} (web UI)"),
+            source,
+        })
+}
+
+#[cfg(feature = "webui")]
+async fn serve_web_ui(listener: TcpListener, events: mpsc::UnboundedSender<actor::Event>) {
+    webui::serve(listener, events).await;
+}
+
+#[cfg(not(feature = "webui"))]
+async fn serve_web_ui(_listener: TcpListener, _events: mpsc::UnboundedSender<actor::Event>) {}
+
 /// A running master.
 #[derive(Debug)]
 pub struct MasterHandle {
     addr: SocketAddr,
+    web_ui: Option<SocketAddr>,
     stop: Option<oneshot::Sender<Stop>>,
     done: Option<tokio::task::JoinHandle<()>>,
 }
@@ -148,6 +174,29 @@ pub(crate) enum Stop {
 impl Master {
     /// Binds the listener and starts the master. With a recovery directory the master first
     /// waits for the leader lock (standing by meanwhile), then recovers what the directory holds.
+    ///
+    /// ```
+    /// use sparkwire::reference::master::{Master, MasterConfig};
+    /// use sparkwire::reference::worker::{Worker, WorkerConfig};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// // Any free port, and a web UI on another.
+    /// let config = MasterConfig { port: 0, web_ui_port: Some(0), ..MasterConfig::default() };
+    /// let master = Master::start(config).await?;
+    /// assert!(master.url().starts_with("sparkwire://127.0.0.1:"));
+    /// assert!(master.web_ui_addr().is_some());
+    /// let worker = Worker::start(WorkerConfig {
+    ///     masters: vec![sparkwire::messages::Addr::new("127.0.0.1", i32::from(master.addr().port()))],
+    ///     work_dir: std::env::temp_dir().join("sparkwire-doc-worker"),
+    ///     ..WorkerConfig::default()
+    /// })
+    /// .await
+    /// .expect("worker");
+    /// worker.shutdown().await;
+    /// master.shutdown().await;
+    /// # Ok::<(), sparkwire::reference::master::MasterError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn start(config: MasterConfig) -> Result<MasterHandle, MasterError> {
         let bind = format!("{}:{}", config.host, config.port);
         let listener = TcpListener::bind(&bind)
@@ -164,12 +213,32 @@ impl Master {
             Some(dir) => Some(Persistence::open(dir)?),
             None => None,
         };
+        let web_ui = match config.web_ui_port {
+            Some(port) if cfg!(feature = "webui") => Some(bind_web_ui(&config.host, port).await?),
+            Some(_) => {
+                tracing::warn!("this build has no web UI (the webui feature); none is served");
+                None
+            }
+            None => None,
+        };
+        let web_ui_addr = web_ui.as_ref().and_then(|l| l.local_addr().ok());
         let (stop_tx, stop_rx) = oneshot::channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let actor = actor::MasterActor::new(config, addr, persistence, events_tx);
-        let done = tokio::spawn(actor.run(listener, events_rx, stop_rx));
+        let mut actor = actor::MasterActor::new(config, addr, persistence, events_tx.clone());
+        actor.web_ui_url = web_ui_addr.map_or_else(String::new, |a| {
+            crate::reference::webui::web_ui_url(&actor.addr.host, a.port())
+        });
+        let done = tokio::spawn(async move {
+            let ui = web_ui.map(|listener| tokio::spawn(serve_web_ui(listener, events_tx)));
+            actor.run(listener, events_rx, stop_rx).await;
+            if let Some(ui) = ui {
+                ui.abort();
+                let _ = ui.await;
+            }
+        });
         Ok(MasterHandle {
             addr,
+            web_ui: web_ui_addr,
             stop: Some(stop_tx),
             done: Some(done),
         })
@@ -180,6 +249,11 @@ impl MasterHandle {
     /// The address the master listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address its web UI listens on, if it serves one.
+    pub fn web_ui_addr(&self) -> Option<SocketAddr> {
+        self.web_ui
     }
 
     /// The master's URL, `sparkwire://host:port`.

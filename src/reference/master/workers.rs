@@ -334,7 +334,7 @@ impl MasterActor {
             })
             .cloned()
             .collect();
-        tracing::info!("Decommissioning the workers {ids:?}");
+        tracing::info!("Decommissioning the workers {}", ids.join(", "));
         for id in &ids {
             self.decommission_worker(id);
             let conn = self.workers.get(id).and_then(|w| w.conn);

@@ -47,6 +47,11 @@ pub(crate) enum WEvent {
     Closed(ConnId),
     /// A process ended.
     Ended(RunKey, Ended),
+    /// The web UI asks for a snapshot.
+    #[cfg_attr(not(feature = "webui"), allow(dead_code))]
+    Snapshot(oneshot::Sender<crate::reference::webui::WorkerSnapshot>),
+    /// A master could not be reached.
+    DialFailed(Addr, crate::connection::ConnectionError),
 }
 
 struct ConnRec {
@@ -97,6 +102,10 @@ pub(crate) struct WorkerActor {
     stopping: watch::Sender<bool>,
     exit: Option<WorkerExit>,
     seed: u64,
+    /// The web UI's URL, advertised to masters (empty: none).
+    pub(crate) web_ui_url: String,
+    /// Traffic of the connections that closed, for the web UI's metrics.
+    closed_traffic: crate::connection::Counters,
 }
 
 /// Most finished executors and drivers kept for the state page.
@@ -149,6 +158,8 @@ impl WorkerActor {
             stopping,
             exit: None,
             seed: now_ms() as u64 ^ u64::from(std::process::id()) ^ 0x2545_f491_4f6c_dd1d,
+            web_ui_url: String::new(),
+            closed_traffic: Default::default(),
         }
     }
 
@@ -170,6 +181,12 @@ impl WorkerActor {
             self.config.cores,
             self.config.memory
         );
+        if self.config.allow_exec.is_empty() && self.config.allow_exec_any.is_empty() {
+            tracing::warn!(
+                "no executable is allowed (--allow-exec, --allow-exec-any): this worker will refuse every \
+                 executor and driver it is asked to launch"
+            );
+        }
         self.register_with_all_masters();
         let beat_every = (self.config.worker_timeout / 4).max(Duration::from_millis(10));
         let mut beat = tokio::time::interval(beat_every);
@@ -211,7 +228,7 @@ impl WorkerActor {
         for c in self.conns.values() {
             c.peer.kill();
         }
-        tracing::info!(worker = %self.id, ?exit, "worker stopped");
+        tracing::info!(worker = %self.id, "worker stopped: {exit}");
         exit
     }
 
@@ -249,6 +266,10 @@ impl WorkerActor {
             WEvent::Incoming(conn, Incoming::Ask { id, message }) => self.on_ask(conn, id, message),
             WEvent::Closed(conn) => self.closed(conn),
             WEvent::Ended(key, ended) => self.process_ended(key, ended),
+            WEvent::Snapshot(reply) => {
+                let _ = reply.send(self.snapshot());
+            }
+            WEvent::DialFailed(addr, e) => self.dial_failed(&addr, &e),
         }
     }
 
@@ -286,6 +307,29 @@ impl WorkerActor {
         self.next_retry = Instant::now().checked_add(wait);
     }
 
+    /// A master could not be reached: says so at WARN, with when the next attempt comes.
+    fn dial_failed(&self, addr: &Addr, e: &crate::connection::ConnectionError) {
+        if self.registered {
+            return;
+        }
+        let next = self
+            .next_retry
+            .map(|at| at.saturating_duration_since(Instant::now()).as_secs_f64());
+        let left = REGISTRATION_RETRIES.saturating_sub(self.attempts + 1);
+        let reason = match e {
+            crate::connection::ConnectionError::Connect { .. } => e.to_string(),
+            other => format!("cannot register with {addr}: {other}"),
+        };
+        match next {
+            Some(secs) if left > 0 => tracing::warn!(
+                "{reason}; retrying in {secs:.1} s ({left} attempts left, every ~{:.1} s, then ~{:.1} s)",
+                self.config.register_retry.as_secs_f64(),
+                self.config.register_retry.as_secs_f64() * 6.0
+            ),
+            _ => tracing::warn!("{reason}; no attempt left"),
+        }
+    }
+
     fn retry_registration(&mut self) {
         self.next_retry = None;
         if self.registered {
@@ -314,7 +358,7 @@ impl WorkerActor {
                 worker: self.self_ref.clone(),
                 cores: self.config.cores,
                 memory: self.config.memory,
-                worker_web_ui_url: format!("http://{}:8081", self.addr.host),
+                worker_web_ui_url: self.web_ui_url.clone(),
                 master_address,
                 resources: self.config.resources.clone(),
             },
@@ -440,9 +484,12 @@ impl WorkerActor {
         match m {
             M::RegisteredWorker(r) => {
                 if r.duplicate {
-                    tracing::warn!("Duplicate registration at master {:?}", r.master.address);
+                    tracing::warn!("Duplicate registration at master {}", addr_text(&r.master));
                 }
-                tracing::info!("Successfully registered with master {:?}", r.master.address);
+                tracing::info!(
+                    "Successfully registered with master {}",
+                    addr_text(&r.master)
+                );
                 self.change_master(conn, &r.master, &r.master_web_ui_url);
                 self.to_master(WorkerLatestState {
                     id: self.id.clone(),
@@ -487,8 +534,8 @@ impl WorkerActor {
             }
             M::MasterChanged(c) => {
                 tracing::info!(
-                    "Master has changed, new master is at {:?}",
-                    c.master.address
+                    "Master has changed, new master is at {}",
+                    addr_text(&c.master)
                 );
                 self.change_master(conn, &c.master, &c.master_web_ui_url);
                 let response = WorkerSchedulerStateResponse {
@@ -598,6 +645,21 @@ impl WorkerActor {
         }
     }
 
+    /// What the web UI shows now.
+    fn snapshot(&self) -> crate::reference::webui::WorkerSnapshot {
+        let mut connections = std::collections::BTreeMap::new();
+        let mut traffic = self.closed_traffic.clone();
+        for c in self.conns.values() {
+            *connections.entry(c.role.name()).or_insert(0) += 1;
+            crate::reference::driver::add_counters(&mut traffic, &c.peer.handle.counters());
+        }
+        crate::reference::webui::WorkerSnapshot {
+            state: self.state_response(),
+            connections,
+            traffic,
+        }
+    }
+
     fn state_response(&self) -> WorkerStateResponse {
         WorkerStateResponse {
             host: self.addr.host.clone(),
@@ -619,7 +681,12 @@ impl WorkerActor {
     }
 
     fn closed(&mut self, conn: ConnId) {
-        self.conns.remove(&conn);
+        if let Some(rec) = self.conns.remove(&conn) {
+            crate::reference::driver::add_counters(
+                &mut self.closed_traffic,
+                &rec.peer.handle.counters(),
+            );
+        }
         if self.master == Some(conn) {
             self.master = None;
             if self.registered {
@@ -885,5 +952,13 @@ impl WorkerActor {
                 });
             }
         }
+    }
+}
+
+/// An endpoint's address for a log line: `host:port`, or its name when it has none.
+fn addr_text(e: &EndpointRef) -> String {
+    match &e.address {
+        Some(a) => a.to_string(),
+        None => e.name.clone(),
     }
 }

@@ -195,7 +195,9 @@ pub(crate) fn dial_master(
                 &events,
                 None,
             ),
-            Err(e) => tracing::info!(master = %addr, error = %e, "cannot reach the master"),
+            Err(e) => {
+                let _ = events.send(WEvent::DialFailed(addr, e));
+            }
         }
     });
 }

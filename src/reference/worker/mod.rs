@@ -25,6 +25,8 @@ mod credentials;
 mod listen;
 pub mod policy;
 mod runner;
+#[cfg(feature = "webui")]
+mod webui;
 
 pub use credentials::{SECRET_FILE_ENV, SECRET_FILE_NAME, TLS_CA_ENV};
 
@@ -92,6 +94,10 @@ pub struct WorkerConfig {
     /// The TLS certificate authorities' file handed to launched processes (as
     /// `SPARKWIRE_TLS_CA`), if any.
     pub launch_tls_ca: Option<PathBuf>,
+    /// Serve the web UI (HTML page, `/json`, `/metrics`, `/logPage/`; the `webui` feature) on
+    /// this port of `host` (0: any free port; see [`WorkerHandle::web_ui_addr`]) and advertise
+    /// its URL to masters. `None` (the default): no web UI, and an empty URL is advertised.
+    pub web_ui_port: Option<u16>,
 }
 
 impl Default for WorkerConfig {
@@ -117,6 +123,7 @@ impl Default for WorkerConfig {
             observer: None,
             security: crate::connection::Security::default(),
             launch_tls_ca: None,
+            web_ui_port: None,
         }
     }
 }
@@ -156,21 +163,53 @@ pub enum WorkerExit {
     GaveUp,
 }
 
+impl std::fmt::Display for WorkerExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerExit::Stopped => f.write_str("stopped on request"),
+            WorkerExit::RegistrationFailed(m) => write!(f, "registration failed: {m}"),
+            WorkerExit::GaveUp => f.write_str("all masters are unresponsive; gave up"),
+        }
+    }
+}
+
 /// The reference worker.
 #[derive(Debug)]
 pub struct Worker;
+
+#[cfg(feature = "webui")]
+async fn serve_web_ui(
+    listener: TcpListener,
+    events: mpsc::UnboundedSender<actor::WEvent>,
+    work_dir: PathBuf,
+) {
+    webui::serve(listener, events, work_dir).await;
+}
+
+#[cfg(not(feature = "webui"))]
+async fn serve_web_ui(
+    _listener: TcpListener,
+    _events: mpsc::UnboundedSender<actor::WEvent>,
+    _work_dir: PathBuf,
+) {
+}
 
 /// A running worker.
 #[derive(Debug)]
 pub struct WorkerHandle {
     addr: SocketAddr,
+    web_ui: Option<SocketAddr>,
     id: String,
     stop: Option<oneshot::Sender<()>>,
     done: Option<tokio::task::JoinHandle<WorkerExit>>,
 }
 
 impl Worker {
-    /// Binds the listener and starts the worker, which registers with its masters at once.
+    /// Binds the listener and starts the worker, which registers with its masters at once. It
+    /// runs only the executables of [`WorkerConfig::allow_exec`]; see [`Master::start`] for an
+    /// example.
+    ///
+    /// [`Master::start`]: crate::reference::master::Master::start
     pub async fn start(config: WorkerConfig) -> Result<WorkerHandle, WorkerError> {
         if config.masters.is_empty() {
             return Err(WorkerError::NoMaster);
@@ -190,13 +229,46 @@ impl Worker {
             addr: bind.clone(),
             source,
         })?;
+        let web_ui = match config.web_ui_port {
+            Some(port) if cfg!(feature = "webui") => {
+                let bind = format!("{}:{port}", config.host);
+                Some(
+                    TcpListener::bind(&bind)
+                        .await
+                        .map_err(|source| WorkerError::Bind {
+                            addr: format!("{bind} (web UI)"),
+                            source,
+                        })?,
+                )
+            }
+            Some(_) => {
+                tracing::warn!("this build has no web UI (the webui feature); none is served");
+                None
+            }
+            None => None,
+        };
+        let web_ui_addr = web_ui.as_ref().and_then(|l| l.local_addr().ok());
+        let work_dir = config.work_dir.clone();
         let (stop_tx, stop_rx) = oneshot::channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let actor = actor::WorkerActor::new(config, addr, events_tx);
+        let host = config.host.clone();
+        let mut actor = actor::WorkerActor::new(config, addr, events_tx.clone());
+        actor.web_ui_url = web_ui_addr.map_or_else(String::new, |a| {
+            crate::reference::webui::web_ui_url(&host, a.port())
+        });
         let id = actor.id.clone();
-        let done = tokio::spawn(actor.run(listener, events_rx, stop_rx));
+        let done = tokio::spawn(async move {
+            let ui = web_ui.map(|l| tokio::spawn(serve_web_ui(l, events_tx, work_dir)));
+            let exit = actor.run(listener, events_rx, stop_rx).await;
+            if let Some(ui) = ui {
+                ui.abort();
+                let _ = ui.await;
+            }
+            exit
+        });
         Ok(WorkerHandle {
             addr,
+            web_ui: web_ui_addr,
             id,
             stop: Some(stop_tx),
             done: Some(done),
@@ -208,6 +280,11 @@ impl WorkerHandle {
     /// The address the worker listens on (and advertises).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address its web UI listens on, if it serves one.
+    pub fn web_ui_addr(&self) -> Option<SocketAddr> {
+        self.web_ui
     }
 
     /// The worker's id, `worker-yyyyMMddHHmmss-host-port`.

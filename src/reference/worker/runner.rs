@@ -22,6 +22,15 @@ pub(crate) enum RunKey {
     Driver(String),
 }
 
+impl std::fmt::Display for RunKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunKey::Executor(app, id) => write!(f, "executor {app}/{id}"),
+            RunKey::Driver(id) => write!(f, "driver {id}"),
+        }
+    }
+}
+
 /// How a process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Ended {
@@ -175,7 +184,11 @@ pub(crate) fn start(
             if started.elapsed() > Duration::from_secs(5) {
                 wait = Duration::from_secs(1);
             }
-            tracing::info!(key = ?launch.key, code, "Command exited with code {code}, re-launching after {wait:?}");
+            tracing::info!(
+                "{} exited with code {code}, re-launching after {} s",
+                launch.key,
+                wait.as_secs_f64()
+            );
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
                 _ = &mut kill_rx => break Ended::Exited { code, killed: true },

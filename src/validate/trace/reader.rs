@@ -11,6 +11,22 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 
 /// Reads events from a trace, one per line; blank lines are skipped. An iterator of results: each
 /// bad line is one error naming it, and reading may go on after it.
+///
+/// ```
+/// use sparkwire::validate::trace::TraceReader;
+/// use sparkwire::validate::{Config, Validator};
+///
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/protocol/traces/legal-flow.jsonl");
+/// let file = std::io::BufReader::new(std::fs::File::open(path).expect("the trace"));
+/// let mut validator = Validator::new(Config::sparkwire());
+/// let mut violations = Vec::new();
+/// for event in TraceReader::new(file) {
+///     violations.extend(validator.observe(&event.expect("a valid line")));
+/// }
+/// violations.extend(validator.finish());
+/// assert!(validator.events() > 0);
+/// assert!(violations.is_empty(), "{violations:?}");
+/// ```
 #[derive(Debug)]
 pub struct TraceReader<R> {
     input: R,

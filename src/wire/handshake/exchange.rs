@@ -88,6 +88,27 @@ pub fn fresh_nonce() -> Result<Nonce, HandshakeError> {
 ///
 /// Frames are limited to 64 KiB until the handshake completes. Takes no time limit itself: wrap
 /// it in `tokio::time::timeout` (the connection does).
+///
+/// ```
+/// use sparkwire::messages::Version;
+/// use sparkwire::wire::handshake::{client_handshake, server_handshake, Identity, Role};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+/// let master = Identity::new(Role::Master, "master-1");
+/// let server = tokio::spawn(async move {
+///     // The master takes workers only.
+///     server_handshake(server_io, &master, |role| role == Role::Worker).await
+/// });
+/// let worker = Identity::new(Role::Worker, "worker-1");
+/// let established = client_handshake(client_io, &worker).await?;
+/// assert_eq!(established.negotiated().peer_role, Role::Master);
+/// assert_eq!(established.negotiated().version, Version::V2);
+/// let seen_by_master = server.await.expect("joined")?;
+/// assert_eq!(seen_by_master.negotiated().peer_id, "worker-1");
+/// # Ok::<(), sparkwire::wire::handshake::HandshakeError>(())
+/// # }).unwrap();
+/// ```
 pub async fn client_handshake<IO>(
     io: IO,
     local: &Identity,

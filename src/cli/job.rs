@@ -1,0 +1,227 @@
+//! Running one job on a driver and reporting it: what `local-cluster` and `submit` (in client
+//! deploy mode) share.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use sparkwire::connection::Counters;
+use sparkwire::reference::driver::{Driver, DriverStatus, JobFailed, JobProgress, JobResult};
+use sparkwire::reference::tap::{Observer, Verdict};
+use sparkwire::reference::task::{job_by_name, JOB_NAMES};
+
+/// Most partitions a job may have.
+pub(crate) const MAX_PARTITIONS: usize = 1_000_000;
+
+/// The job to run.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct JobArgs {
+    /// The job: pi, sum-squares, sleep, flaky, big-result or big-task.
+    #[arg(long, default_value = "pi")]
+    pub(crate) job: String,
+    /// Partitions (tasks) of the job, 1 to 1000000.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) partitions: usize,
+    /// The job's size parameter: samples per partition (pi), n (sum-squares), milliseconds
+    /// (sleep), failing attempts (flaky), bytes (big-result, big-task).
+    #[arg(long)]
+    pub(crate) param: Option<u64>,
+}
+
+impl JobArgs {
+    /// Refuses an unknown job or a number of partitions out of range.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if !JOB_NAMES.contains(&self.job.as_str()) {
+            return Err(format!(
+                "unknown job \"{}\"; jobs: {}",
+                self.job,
+                JOB_NAMES.join(", ")
+            ));
+        }
+        if !(1..=MAX_PARTITIONS).contains(&self.partitions) {
+            return Err(format!(
+                "--partitions must be 1 to {MAX_PARTITIONS}, not {}",
+                self.partitions
+            ));
+        }
+        Ok(())
+    }
+
+    /// The arguments that name this job on a `sparkwire` command line.
+    pub(crate) fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "--job".to_string(),
+            self.job.clone(),
+            "--partitions".to_string(),
+            self.partitions.to_string(),
+        ];
+        if let Some(p) = self.param {
+            args.push("--param".into());
+            args.push(p.to_string());
+        }
+        args
+    }
+}
+
+/// Waits for `executors` executors (at most `timeout`), runs the job, stops the driver and prints
+/// what happened: the application, the first executor, the result, tasks per second, the
+/// messages by type and the driver-side validator's verdict. `since` is when the command
+/// started and `driver_started` how long after it the driver was started. `Ok(true)` when the
+/// job succeeded and every connection was valid.
+pub(crate) async fn run_and_report(
+    driver: Driver,
+    job: &JobArgs,
+    executors: usize,
+    timeout: Duration,
+    since: Instant,
+    driver_started: Duration,
+    observer: &Observer,
+) -> Result<bool, String> {
+    let ready = driver
+        .wait_for_executors(executors, timeout)
+        .await
+        .map_err(|e| e.to_string())?;
+    if let Some(app_id) = &ready.app_id {
+        println!("application {app_id} registered");
+    }
+    if let Some(first) = ready.first_executor_after {
+        println!(
+            "first executor registered {:.3} s after start; {} of {} ready after {:.3} s",
+            (driver_started + first).as_secs_f64(),
+            ready.ready_executors(),
+            executors,
+            since.elapsed().as_secs_f64()
+        );
+    }
+    super::flush_stdout();
+
+    let built = job_by_name(&job.job, job.partitions, job.param)
+        .ok_or_else(|| format!("unknown job \"{}\"", job.job))?;
+    let name = built.name();
+    let handle = driver
+        .submit(Arc::from(built))
+        .await
+        .map_err(|e| e.to_string())?;
+    let progress = tokio::spawn(show_progress(handle.watch_progress()));
+    let outcome = handle.result().await;
+    progress.abort();
+    let status = driver.stop().await.unwrap_or_default();
+    let wall = since.elapsed();
+    let verdict = observer.verdict(true);
+    Ok(report(&name, &outcome, &status, wall, &verdict))
+}
+
+/// Shows progress on stderr every second once a job runs longer than a second.
+async fn show_progress(mut progress: tokio::sync::watch::Receiver<JobProgress>) {
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let p = *progress.borrow_and_update();
+        eprintln!(
+            "[{:>5.1} s] {}/{} tasks done{}",
+            started.elapsed().as_secs_f64(),
+            p.finished,
+            p.total,
+            if p.failed_attempts > 0 {
+                format!(", {} failed attempts", p.failed_attempts)
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+fn report(
+    name: &str,
+    outcome: &Result<JobResult, JobFailed>,
+    status: &DriverStatus,
+    wall: Duration,
+    verdict: &Verdict,
+) -> bool {
+    let job_ok = match outcome {
+        Ok(r) => {
+            println!("job {name}: {}", r.output);
+            let secs = r.elapsed.as_secs_f64().max(1e-9);
+            println!(
+                "{} tasks in {:.3} s: {:.0} tasks/s; wall time {:.3} s",
+                r.tasks,
+                secs,
+                r.tasks as f64 / secs,
+                wall.as_secs_f64()
+            );
+            per_task(&status.counters, r.tasks);
+            true
+        }
+        Err(e) => {
+            println!("job {name} FAILED: {e}");
+            println!("wall time {:.3} s", wall.as_secs_f64());
+            false
+        }
+    };
+    println!(
+        "executors: {} lost; tasks: {} launched, {} finished, {} failed or killed",
+        status.executors_lost, status.tasks_launched, status.tasks_finished, status.tasks_failed
+    );
+    println!("messages (the driver's connections, both directions):");
+    let mut names: Vec<&str> = status
+        .counters
+        .sent_by_name
+        .keys()
+        .chain(status.counters.received_by_name.keys())
+        .copied()
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    for n in names {
+        let s = status
+            .counters
+            .sent_by_name
+            .get(n)
+            .copied()
+            .unwrap_or_default();
+        let r = status
+            .counters
+            .received_by_name
+            .get(n)
+            .copied()
+            .unwrap_or_default();
+        println!(
+            "  {n:<28} {:>8} frames {:>12} bytes",
+            s.frames + r.frames,
+            s.bytes + r.bytes
+        );
+    }
+    println!("validator (driver side, strict): {verdict}");
+    for example in &verdict.examples {
+        println!("  {example}");
+    }
+    job_ok && verdict.is_clean()
+}
+
+/// Frames and bytes per task: LaunchTask and StatusUpdate.
+fn per_task(counters: &Counters, tasks: usize) {
+    if tasks == 0 {
+        return;
+    }
+    let mut frames = 0;
+    let mut bytes = 0;
+    for n in ["LaunchTask", "StatusUpdate"] {
+        for t in [
+            counters.sent_by_name.get(n),
+            counters.received_by_name.get(n),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            frames += t.frames;
+            bytes += t.bytes;
+        }
+    }
+    println!(
+        "per task: {:.2} frames, {:.0} bytes (LaunchTask and StatusUpdate)",
+        frames as f64 / tasks as f64,
+        bytes as f64 / tasks as f64
+    );
+}

@@ -1,0 +1,176 @@
+//! What the command line says when something is wrong: sizes out of range refused with their
+//! limits, an empty trace refused, checks run outside the repository named as such, master URLs
+//! under one rule, a worker that cannot reach its master saying so at WARN with its retry
+//! schedule, a worker without an allow-list warning at start, and no colour codes into a pipe.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
+
+fn run_in(dir: Option<&std::path::Path>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).stdin(Stdio::null()).env_remove("RUST_LOG");
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    cmd.output().expect("run sparkwire")
+}
+
+fn refused(args: &[&str], expected: &str) {
+    let out = run_in(None, args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(expected), "{args:?}: {err}");
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("sparkwire-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+#[test]
+fn sizes_out_of_range_are_refused_with_their_limits() {
+    refused(
+        &["local-cluster", "--partitions", "0"],
+        "--partitions must be 1 to 1000000, not 0",
+    );
+    refused(
+        &["local-cluster", "--workers", "100000"],
+        "--workers must be 1 to 64 (each is a process on this machine), not 100000",
+    );
+    refused(
+        &["local-cluster", "--cores", "0"],
+        "--cores must be 1 to 1024",
+    );
+    refused(
+        &["local-cluster", "--job", "nope"],
+        "unknown job \"nope\"; jobs: pi,",
+    );
+    let master = "sparkwire://127.0.0.1:9";
+    refused(
+        &["submit", "--master", master, "--partitions", "0"],
+        "--partitions must be 1 to 1000000, not 0",
+    );
+    refused(
+        &["submit", "--master", master, "--executor-memory", "lots"],
+        "--executor-memory \"lots\": expected a size such as 512m or 2g",
+    );
+    refused(
+        &["submit", "--master", master, "--executor-cores", "0"],
+        "--executor-cores must be at least 1",
+    );
+}
+
+#[test]
+fn master_urls_take_sparkwire_and_spark_schemes_and_say_so() {
+    refused(
+        &["worker", "http://127.0.0.1:7077"],
+        "it must start with sparkwire:// (or spark://, taken as the same)",
+    );
+    refused(
+        &["submit", "--master", "127.0.0.1:7077"],
+        "it must start with sparkwire:// (or spark://, taken as the same)",
+    );
+    // spark:// reaches the same (absent) master as sparkwire:// would: the error is about the
+    // connection, not the URL.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    for scheme in ["spark", "sparkwire"] {
+        refused(
+            &["status", &format!("{scheme}://127.0.0.1:{port}")],
+            &format!("cannot connect to 127.0.0.1:{port}: connection refused"),
+        );
+    }
+}
+
+#[test]
+fn an_empty_trace_is_refused() {
+    let dir = temp_dir("empty-trace");
+    let trace = dir.join("empty.jsonl");
+    std::fs::write(&trace, "").expect("write");
+    refused(&["validate", trace.to_str().expect("utf-8")], "no events");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn checks_outside_the_repository_root_say_so() {
+    let dir = temp_dir("not-root");
+    for what in ["vectors", "docs"] {
+        let out = run_in(Some(&dir), &["spec", what, "--check"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+        assert!(
+            err.contains("run the check at the root of the sparkwire repository"),
+            "{what}: {err}"
+        );
+        assert!(!err.contains("stale"), "{what}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_worker_names_an_unreachable_master_and_its_retries_and_warns_without_an_allow_list() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    let mut child = Command::new(BIN)
+        .args([
+            "worker",
+            &format!("sparkwire://127.0.0.1:{port}"),
+            "--no-webui",
+            "--register-retry",
+            "0.2",
+        ])
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn worker");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    let mut refused_twice = 0;
+    while refused_twice < 2 && Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_secs(1)) {
+            if line.contains(&format!(
+                "cannot connect to 127.0.0.1:{port}: connection refused"
+            )) {
+                refused_twice += 1;
+            }
+            seen.push(line);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = seen.join("\n");
+    assert_eq!(refused_twice, 2, "{text}");
+    let refusal = seen
+        .iter()
+        .find(|l| l.contains("connection refused"))
+        .expect("a refusal");
+    assert!(refusal.contains("WARN"), "{refusal}");
+    assert!(refusal.contains("; retrying in "), "{refusal}");
+    assert!(refusal.contains("attempts left"), "{refusal}");
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("WARN") && l.contains("no executable is allowed (--allow-exec)")),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}'), "colour codes in a pipe: {text}");
+    assert!(!text.contains("Some("), "a Debug form: {text}");
+}
