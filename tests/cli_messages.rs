@@ -167,8 +167,8 @@ fn a_worker_names_an_unreachable_master_and_its_retries_and_warns_without_an_all
     assert!(refusal.contains("; retrying in "), "{refusal}");
     assert!(refusal.contains("attempts left"), "{refusal}");
     assert!(
-        seen.iter()
-            .any(|l| l.contains("WARN") && l.contains("no executable is allowed (--allow-exec)")),
+        seen.iter().any(|l| l.contains("WARN")
+            && l.contains("no executable is allowed (--allow-exec, --allow-exec-any)")),
         "{text}"
     );
     assert!(!text.contains('\u{1b}'), "colour codes in a pipe: {text}");
