@@ -229,7 +229,9 @@ async fn an_operator_submits_to_a_cluster_started_by_hand_and_watches_it() {
             "2048",
             "--webui-port",
             "0",
-            "--allow-exec",
+            // Cluster deploy mode runs `sparkwire submit` as the driver: only a program allowed
+            // with any arguments may be a driver (SPEC §14.5).
+            "--allow-exec-any",
             BIN,
             "--work-dir",
             dir.to_str().expect("utf-8"),
@@ -454,7 +456,7 @@ fn a_launch_the_worker_refuses_reaches_the_driver_with_its_reason() {
         "{printed}"
     );
     assert!(
-        printed.contains("not on the worker's allow-list (--allow-exec)"),
+        printed.contains("not on the worker's allow-list (--allow-exec"),
         "the refusal's reason is not told: {printed}"
     );
     drop(worker);

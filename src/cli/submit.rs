@@ -262,7 +262,12 @@ const POLL: Duration = Duration::from_millis(500);
 /// Prints what the driver wrote on its standard output, read from its worker's web UI
 /// (`/logPage/`); says so when it cannot.
 async fn show_driver_output(client: &MasterClient, id: &str, worker: &str) {
-    let web_ui = match client.master_state().await {
+    // The state is a `ui` ask (SPEC §14.1): a driver client's connection may not send it.
+    let state = match MasterClient::connect(&client.addr, Role::Ui).await {
+        Ok(ui) => ui.master_state().await,
+        Err(e) => Err(e),
+    };
+    let web_ui = match state {
         Ok(state) => state
             .workers
             .into_iter()
