@@ -3,6 +3,10 @@
 mod executor;
 mod local_cluster;
 mod master;
+#[cfg(feature = "spark")]
+mod spark;
+#[cfg(feature = "spark")]
+mod spark_proxy;
 mod spec;
 mod validate;
 mod worker;
@@ -35,6 +39,10 @@ enum Command {
     Master(master::MasterArgs),
     /// Run the reference Worker (prints its listening address first).
     Worker(worker::WorkerArgs),
+    /// Read Spark's own wire: decode a capture, or proxy live traffic, into a validated trace.
+    #[cfg(feature = "spark")]
+    #[command(subcommand)]
+    Spark(spark::SparkCommand),
 }
 
 /// Runs the parsed command.
@@ -46,6 +54,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::LocalCluster(args) => local_cluster::run(args),
         Command::Master(args) => master::run(args),
         Command::Worker(args) => worker::run(args),
+        #[cfg(feature = "spark")]
+        Command::Spark(cmd) => spark::run(cmd),
     }
 }
 
