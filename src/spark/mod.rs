@@ -9,5 +9,6 @@ pub mod frame;
 pub mod java;
 pub mod map;
 pub mod pcap;
+pub mod proxy;
 pub mod rpc;
 pub mod tracer;

@@ -56,6 +56,8 @@ pub struct Summary {
     pub unknown: BTreeMap<String, u64>,
     /// What could not be decoded: connection, direction and reason.
     pub failures: Vec<String>,
+    /// Every frame by transport type and class (the frame type for frames without a class).
+    pub by_class: BTreeMap<(String, String), u64>,
 }
 
 impl Summary {
@@ -232,6 +234,14 @@ impl Tracer {
         ));
     }
 
+    /// Records a failure of the input on `conn` (the caller's, such as bytes it could not pass on).
+    pub fn failure(&mut self, conn: ConnId, from_client: bool, what: &str) {
+        let dir = if from_client { "c→s" } else { "s→c" };
+        self.summary
+            .failures
+            .push(format!("conn {conn} {dir}: {what}"));
+    }
+
     /// Ends the input: connections still open get their held events (and stay open in the trace).
     pub fn finish(&mut self) -> Vec<Event> {
         let mut ids: Vec<ConnId> = self.conns.keys().copied().collect();
@@ -342,6 +352,7 @@ impl Tracer {
                         time,
                         from_client,
                         EnvelopeOf::Failure(request_id, error),
+                        "(failure)",
                     );
                 } else {
                     let mut f = base(None, Some(request_id), None);
@@ -351,14 +362,18 @@ impl Tracer {
             }
             Frame::Transfer { .. } => {
                 c.hints.block_transfer = true;
-                self.count_outside(kind.as_str());
                 self.outside(conn, time, from_client, base(None, None, None));
             }
         }
     }
 
-    fn count_outside(&mut self, class: &str) {
-        *self.summary.outside.entry(class.to_string()).or_insert(0) += 1;
+    /// Counts a frame by transport and class.
+    fn seen(&mut self, transport: &str, class: &str) {
+        *self
+            .summary
+            .by_class
+            .entry((transport.to_string(), class.to_string()))
+            .or_insert(0) += 1;
     }
 
     fn request(
@@ -397,7 +412,6 @@ impl Tracer {
                 c.hints.block_transfer = true;
                 ask_kind(c, AskKind::Outside);
                 frame.class = Some(class.to_string());
-                self.count_outside(class);
             } else {
                 ask_kind(c, AskKind::Outside);
                 frame.status = OutsideStatus::Undecoded;
@@ -439,7 +453,7 @@ impl Tracer {
                     Some(id) => EnvelopeOf::Ask(id, m),
                     None => EnvelopeOf::Send(m),
                 };
-                self.envelope(conn, time, from_client, env);
+                self.envelope(conn, time, from_client, env, &class);
             }
             Classified::Outside(cl) => {
                 if cl == CHECK_EXISTENCE && from_client {
@@ -449,7 +463,6 @@ impl Tracer {
                 }
                 ask_kind(c, AskKind::Outside);
                 frame.class = Some(cl.clone());
-                self.count_outside(&cl);
                 self.outside(conn, time, from_client, frame);
             }
             Classified::Unknown(cl) => {
@@ -527,6 +540,7 @@ impl Tracer {
                     time,
                     from_client,
                     EnvelopeOf::Reply(request_id, reply),
+                    &class,
                 );
             }
             Err(e) => {
@@ -549,6 +563,21 @@ impl Tracer {
 
     /// An outside frame: held until the connection's roles are known, or written now.
     fn outside(&mut self, conn: ConnId, time: u64, from_client: bool, frame: OutsideFrame) {
+        let class = frame
+            .class
+            .clone()
+            .unwrap_or_else(|| frame.transport.clone());
+        if frame.bytes > 0 {
+            self.seen(&frame.transport, &class);
+        }
+        if frame.status == OutsideStatus::Outside {
+            *self.summary.outside.entry(class).or_insert(0) += 1;
+        }
+        self.place(conn, time, from_client, frame);
+    }
+
+    /// Holds an outside frame until the connection's ends are known, or writes it.
+    fn place(&mut self, conn: ConnId, time: u64, from_client: bool, frame: OutsideFrame) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -671,7 +700,7 @@ impl Tracer {
             version,
         ));
         for (time, from_client, frame) in held {
-            self.outside(conn, time, from_client, frame);
+            self.place(conn, time, from_client, frame);
         }
     }
 
@@ -701,7 +730,21 @@ impl Tracer {
         })
     }
 
-    fn envelope(&mut self, conn: ConnId, time: u64, from_client: bool, env: EnvelopeOf) {
+    fn envelope(
+        &mut self,
+        conn: ConnId,
+        time: u64,
+        from_client: bool,
+        env: EnvelopeOf,
+        class: &str,
+    ) {
+        let transport = match &env {
+            EnvelopeOf::Send(_) => FrameType::OneWayMessage,
+            EnvelopeOf::Ask(..) => FrameType::RpcRequest,
+            EnvelopeOf::Reply(..) => FrameType::RpcResponse,
+            EnvelopeOf::Failure(..) => FrameType::RpcFailure,
+        };
+        self.seen(transport.as_str(), class);
         let needs_ends = self.conns.get(&conn).is_some_and(|c| c.ends.is_none());
         if needs_ends {
             let roles = match &env {
