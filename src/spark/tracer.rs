@@ -265,9 +265,7 @@ impl Tracer {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        if c.good_frames == 0 && !e.recoverable()
-            || c.good_frames == 0 && matches!(e, FrameError::UnknownType(_))
-        {
+        if c.good_frames == 0 {
             // Not Spark's framing from the start: leave the connection out.
             c.not_spark = true;
             if let Some(s) = self.summary.connections.get_mut(&conn) {
