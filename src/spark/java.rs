@@ -6,13 +6,15 @@ use jaded::{Content, ObjectData, Parser, PrimitiveType, Value};
 /// Java streams longer than this are not parsed (reported instead).
 pub const MAX_STREAM: usize = 16 * 1024 * 1024;
 
-/// Streams with more structure bytes than this are not parsed: each nested object costs the
-/// parser stack, so a hostile stream could otherwise exhaust it.
-const MAX_STRUCTURE: usize = 100_000;
+/// Streams nesting deeper than this are not parsed: the parser recurses once per level.
+pub const MAX_DEPTH: usize = 256;
 
-/// Streams with fewer structure bytes than this are parsed on the calling thread; others on a
-/// thread with a stack sized for them.
-const INLINE_STRUCTURE: usize = 256;
+/// Streams expanding to more values than this (back-references followed) are not parsed.
+pub const MAX_VALUES: u64 = 4 * 1024 * 1024;
+
+/// Streams nesting up to this deep are parsed on the calling thread; deeper ones on a thread with
+/// a stack sized for them.
+const INLINE_DEPTH: usize = 48;
 
 /// What is wrong with a Java value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,14 +36,6 @@ fn shape(what: impl Into<String>) -> JavaError {
 
 /// The stream's magic number and version.
 pub const MAGIC: [u8; 4] = [0xAC, 0xED, 0x00, 0x05];
-
-/// Bytes that open a nested structure (class descriptions, objects, arrays, enums, classes):
-/// an upper bound on how deeply the stream nests.
-fn structure_bytes(data: &[u8]) -> usize {
-    data.iter()
-        .filter(|b| matches!(b, 0x72 | 0x73 | 0x75 | 0x76 | 0x7D | 0x7E))
-        .count()
-}
 
 fn parse_now(data: &[u8]) -> Result<Value, JavaError> {
     // jaded asserts its own bookkeeping with a panic; a panic is caught and reported like any
@@ -81,20 +75,16 @@ pub fn parse(data: &[u8]) -> Result<Value, JavaError> {
             data.len()
         )));
     }
-    let structure = structure_bytes(data);
-    if structure > MAX_STRUCTURE {
-        return Err(JavaError::Refused(format!(
-            "{structure} nested structures, over the limit of {MAX_STRUCTURE}"
-        )));
-    }
-    if structure < INLINE_STRUCTURE {
+    // The shape first: jaded would otherwise follow a hostile stream's references into an
+    // exponential number of values, or recurse past its stack.
+    let shape = super::guard::check(data, MAX_DEPTH, MAX_VALUES)?;
+    if shape.depth <= INLINE_DEPTH {
         return parse_now(data);
     }
     let owned = data.to_vec();
-    let stack = 4 * 1024 * 1024 + structure * 4096;
     std::thread::Builder::new()
         .name("java-parse".into())
-        .stack_size(stack)
+        .stack_size(64 * 1024 * 1024)
         .spawn(move || parse_now(&owned))
         .map_err(|e| JavaError::Refused(format!("no thread to parse it: {e}")))?
         .join()

@@ -6,6 +6,7 @@
 
 pub mod decode;
 pub mod frame;
+pub mod guard;
 pub mod java;
 pub mod map;
 pub mod pcap;
