@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sparkwire::messages::Version;
 use sparkwire::spark::decode::{decode_capture, Decoded};
@@ -32,13 +32,13 @@ fn captures() -> Option<PathBuf> {
     None
 }
 
-fn decode(dir: &PathBuf, name: &str) -> Decoded {
+fn decode(dir: &Path, name: &str) -> Decoded {
     let f = File::open(dir.join(name)).expect("capture opens");
     decode_capture(f, Vec::new(), Version::V2).expect("capture decodes")
 }
 
 /// (transport, class) → frames, from the capture's reference decode.
-fn reference_counts(dir: &PathBuf, name: &str) -> BTreeMap<(String, String), u64> {
+fn reference_counts(dir: &Path, name: &str) -> BTreeMap<(String, String), u64> {
     let text = std::fs::read_to_string(dir.join("decoded").join(name)).expect("reference decode");
     let json: serde_json::Value = serde_json::from_str(&text).expect("reference JSON");
     let mut out = BTreeMap::new();

@@ -86,9 +86,14 @@ async fn proxy_forwards_capture_a_unchanged_and_traces_the_same_messages() {
     let proxy_listener = TcpListener::bind("127.0.0.1:0").await.expect("proxy binds");
     let violations = Arc::new(Mutex::new(Vec::new()));
     let seen = violations.clone();
+    let traced = Arc::new(Mutex::new(Vec::new()));
+    let traced_in = traced.clone();
     let options = ProxyOptions {
         on_violation: Some(Box::new(move |v| {
             seen.lock().expect("lock").push(v.to_string())
+        })),
+        on_event: Some(Box::new(move |e| {
+            traced_in.lock().expect("lock").push(e.clone())
         })),
         ..ProxyOptions::default()
     };
@@ -157,6 +162,12 @@ async fn proxy_forwards_capture_a_unchanged_and_traces_the_same_messages() {
     assert_eq!(outcome.summary.messages, decoded.summary.messages);
     assert_eq!(outcome.summary.by_class, decoded.summary.by_class);
     assert_eq!(outcome.events, decoded.events.len() as u64);
+    let traced = traced.lock().expect("lock").clone();
+    assert_eq!(
+        shape(&traced),
+        shape(&decoded.events),
+        "the same opens, messages, frames and closes"
+    );
     assert!(outcome.trace_error.is_none());
 }
 

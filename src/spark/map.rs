@@ -647,6 +647,7 @@ pub fn reply_value(v: &Value) -> Result<ReplyValue, JavaError> {
 
 /// A reply, as far as sparkwire's replies go.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one per frame, consumed at once
 pub enum ReplyValue {
     /// A Boolean.
     Bool(bool),

@@ -221,7 +221,7 @@ impl Reassembler {
         let key = Self::key(from, to);
         let mut out = Vec::new();
         if !self.conns.contains_key(&key) {
-            if self.closed.contains(&key) && !(tcp.syn() && !tcp.ack()) {
+            if self.closed.contains(&key) && (!tcp.syn() || tcp.ack()) {
                 return out;
             }
             self.closed.remove(&key);

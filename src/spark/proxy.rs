@@ -26,6 +26,12 @@ pub const MAX_BACKLOG: usize = 32 * 1024 * 1024;
 
 const CHUNK: usize = 64 * 1024;
 
+/// A callback with each violation as it is found.
+pub type OnViolation = Box<dyn FnMut(&Violation) + Send>;
+
+/// A callback with each event as it is traced.
+pub type OnEvent = Box<dyn FnMut(&Event) + Send>;
+
 /// What to do with the traffic.
 pub struct ProxyOptions {
     /// The protocol version of Spark's messages (2 for Spark 4.0).
@@ -35,9 +41,9 @@ pub struct ProxyOptions {
     /// Where to write the trace, if anywhere.
     pub trace: Option<Box<dyn Write + Send>>,
     /// Called with each violation as it is found.
-    pub on_violation: Option<Box<dyn FnMut(&Violation) + Send>>,
+    pub on_violation: Option<OnViolation>,
     /// Called with each event as it is traced.
-    pub on_event: Option<Box<dyn FnMut(&Event) + Send>>,
+    pub on_event: Option<OnEvent>,
 }
 
 impl Default for ProxyOptions {

@@ -808,6 +808,7 @@ impl Tracer {
 }
 
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per frame, consumed at once
 enum ReplyOf {
     Bool(bool),
     Int(i32),
