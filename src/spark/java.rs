@@ -241,24 +241,6 @@ pub fn option<'a>(v: &'a Value, what: &str) -> Result<Option<&'a Value>, JavaErr
     }
 }
 
-/// The name of a `scala.Enumeration` value, with the enumeration's object class.
-pub fn enumeration(v: &Value, what: &str) -> Result<(String, String), JavaError> {
-    let o = obj(v, what)?;
-    if !o.class_name().starts_with("scala.Enumeration$") {
-        return Err(shape(format!(
-            "{what}: an Enumeration value, found {}",
-            describe(v)
-        )));
-    }
-    let name = str_field(o, "name")?;
-    let owner = o
-        .get_field("scala$Enumeration$$outerEnum")
-        .and_then(class_of)
-        .unwrap_or_default()
-        .to_string();
-    Ok((owner, name))
-}
-
 /// The elements of a Scala or Java collection: `DefaultSerializationProxy` (Scala 2.13's form of
 /// lists, vectors, sets and hash maps), `ArraySeq`, arrays, the small immutable sets, `Nil` and the
 /// empty collections, `java.util.ArrayList`.

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use jaded::{ObjectData, Value};
 
 use super::java::{
-    bool_field, class_of, describe, double, elements, entries, enumeration, field, int, int_field,
-    long, long_field, module_of, obj, option, serializable_buffer, str_field, string, JavaError,
+    bool_field, class_of, describe, double, elements, entries, field, int, int_field, long,
+    long_field, module_of, obj, option, serializable_buffer, str_field, string, JavaError,
 };
 use crate::definition::Definition;
 use crate::messages::coarse::{self, CoarseMessage};
@@ -211,55 +211,45 @@ fn resources(v: &Value) -> Result<Resources, JavaError> {
         .collect()
 }
 
-fn executor_state(v: &Value) -> Result<ExecutorState, JavaError> {
-    let i = enum_ordinal(v, "ExecutorState")?;
-    ExecutorState::ALL
-        .get(i)
+/// The value of a Spark enumeration (`all` in declaration order) by its ordinal.
+fn spark_enum<T: Copy>(v: &Value, name: &str, all: &[T]) -> Result<T, JavaError> {
+    let i = enum_ordinal(v, name)?;
+    all.get(i)
         .copied()
-        .ok_or_else(|| JavaError::Shape(format!("ExecutorState ordinal {i}")))
+        .ok_or_else(|| JavaError::Shape(format!("{name} ordinal {i}")))
+}
+
+fn executor_state(v: &Value) -> Result<ExecutorState, JavaError> {
+    spark_enum(v, "ExecutorState", ExecutorState::ALL)
 }
 
 fn task_state(v: &Value) -> Result<TaskState, JavaError> {
-    let i = enum_ordinal(v, "TaskState")?;
-    TaskState::ALL
-        .get(i)
-        .copied()
-        .ok_or_else(|| JavaError::Shape(format!("TaskState ordinal {i}")))
+    spark_enum(v, "TaskState", TaskState::ALL)
 }
 
 fn driver_state(v: &Value) -> Result<DriverState, JavaError> {
-    let i = enum_ordinal(v, "DriverState")?;
-    DriverState::ALL
-        .get(i)
-        .copied()
-        .ok_or_else(|| JavaError::Shape(format!("DriverState ordinal {i}")))
+    spark_enum(v, "DriverState", DriverState::ALL)
 }
 
 /// A `scala.Enumeration` value's ordinal (Spark serializes the name as null when it was never
 /// asked for), checking the enumeration's object when the stream names it.
 fn enum_ordinal(v: &Value, enumeration_name: &str) -> Result<usize, JavaError> {
-    let (owner, _) = enumeration(v, enumeration_name).or_else(|_| {
-        // The name may be null: read the owner without it.
-        let o = obj(v, enumeration_name)?;
-        if !o.class_name().starts_with("scala.Enumeration$") {
-            return Err(JavaError::Shape(format!(
-                "{enumeration_name}: an Enumeration value, found {}",
-                describe(v)
-            )));
-        }
-        let owner = o
-            .get_field("scala$Enumeration$$outerEnum")
-            .and_then(class_of)
-            .unwrap_or_default()
-            .to_string();
-        Ok((owner, String::new()))
-    })?;
-    if !owner.is_empty() && !owner.ends_with(&format!("{enumeration_name}$")) {
+    let o = obj(v, enumeration_name)?;
+    if !o.class_name().starts_with("scala.Enumeration$") {
+        return Err(JavaError::Shape(format!(
+            "{enumeration_name}: an Enumeration value, found {}",
+            describe(v)
+        )));
+    }
+    let owner = o
+        .get_field("scala$Enumeration$$outerEnum")
+        .and_then(class_of)
+        .unwrap_or_default();
+    if !owner.is_empty() && !owner.ends_with(&format!(".{enumeration_name}$")) {
         return Err(JavaError::Shape(format!(
             "a value of {enumeration_name}, found one of {owner}"
         )));
     }
-    let o = obj(v, enumeration_name)?;
     let i = int_field(o, "i")?;
     usize::try_from(i).map_err(|_| JavaError::Shape(format!("{enumeration_name} ordinal {i}")))
 }

@@ -824,11 +824,9 @@ enum EnvelopeOf {
 }
 
 impl EnvelopeOf {
-    fn into_deploy(self) -> Result<Envelope<DeployMessage>, String> {
-        let m = |t: Typed| match t {
-            Typed::Deploy(d) => Ok(d),
-            other => Err(other.name().to_string()),
-        };
+    /// The envelope in the family `m` takes each message into (`Err` with the name of a message
+    /// of the other family).
+    fn into_family<F>(self, m: impl Fn(Typed) -> Result<F, String>) -> Result<Envelope<F>, String> {
         Ok(match self {
             EnvelopeOf::Send(t) => Envelope::Send(m(t)?),
             EnvelopeOf::Ask(id, t) => Envelope::Ask {
@@ -850,29 +848,17 @@ impl EnvelopeOf {
         })
     }
 
+    fn into_deploy(self) -> Result<Envelope<DeployMessage>, String> {
+        self.into_family(|t| match t {
+            Typed::Deploy(d) => Ok(d),
+            other => Err(other.name().to_string()),
+        })
+    }
+
     fn into_coarse(self) -> Result<Envelope<CoarseMessage>, String> {
-        let m = |t: Typed| match t {
+        self.into_family(|t| match t {
             Typed::Coarse(c) => Ok(c),
             other => Err(other.name().to_string()),
-        };
-        Ok(match self {
-            EnvelopeOf::Send(t) => Envelope::Send(m(t)?),
-            EnvelopeOf::Ask(id, t) => Envelope::Ask {
-                id: id as u64,
-                message: m(t)?,
-            },
-            EnvelopeOf::Reply(id, r) => Envelope::Reply {
-                id: id as u64,
-                reply: match r {
-                    ReplyOf::Bool(b) => Reply::Bool(b),
-                    ReplyOf::Int(i) => Reply::Int(i),
-                    ReplyOf::Message(t) => Reply::Message(m(t)?),
-                },
-            },
-            EnvelopeOf::Failure(id, error) => Envelope::Failure {
-                id: id as u64,
-                error,
-            },
         })
     }
 }
