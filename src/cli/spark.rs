@@ -59,7 +59,11 @@ fn version_of(n: u64) -> Result<Version, String> {
 
 /// Prints the summary of a decode.
 pub fn print_summary(out: &mut impl Write, s: &Summary) {
-    let _ = writeln!(out, "connections: {}", s.connections.len());
+    let _ = writeln!(
+        out,
+        "connections: {}",
+        s.connections.len() as u64 + s.more_connections
+    );
     for (id, c) in &s.connections {
         let roles = match (c.not_spark, c.roles) {
             (true, _) => "not Spark".to_string(),
@@ -71,6 +75,9 @@ pub fn print_summary(out: &mut impl Write, s: &Summary) {
             "  conn {id}: {} → {} ({roles}): {} frames, {} catalogued messages, {}/{} bytes",
             c.client, c.server, c.frames, c.messages, c.bytes[0], c.bytes[1]
         );
+    }
+    if s.more_connections > 0 {
+        let _ = writeln!(out, "  … and {} more", s.more_connections);
     }
     let _ = writeln!(out, "frames: {}", s.total_frames());
     for (t, n) in &s.frames {
@@ -91,9 +98,16 @@ pub fn print_summary(out: &mut impl Write, s: &Summary) {
     for (class, n) in &s.unknown {
         let _ = writeln!(out, "  {class}: {n}");
     }
-    let _ = writeln!(out, "not decoded: {}", s.failures.len());
+    let _ = writeln!(
+        out,
+        "not decoded: {}",
+        s.failures.len() as u64 + s.more_failures
+    );
     for f in &s.failures {
         let _ = writeln!(out, "  {f}");
+    }
+    if s.more_failures > 0 {
+        let _ = writeln!(out, "  … and {} more", s.more_failures);
     }
 }
 
@@ -135,6 +149,7 @@ fn decode(args: DecodeArgs) -> Result<ExitCode, String> {
     }
     let _ = writeln!(out, "violations: {}", violations.len());
     let failed = !decoded.summary.failures.is_empty()
+        || decoded.summary.more_failures > 0
         || !decoded.summary.unknown.is_empty()
         || !violations.is_empty();
     Ok(if failed {

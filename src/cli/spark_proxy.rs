@@ -102,7 +102,10 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
             return Err(format!("the trace could not be written: {e}"));
         }
         Ok(
-            if outcome.violations.is_empty() && outcome.summary.failures.is_empty() {
+            if outcome.violations.is_empty()
+                && outcome.summary.failures.is_empty()
+                && outcome.summary.more_failures == 0
+            {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)

@@ -19,6 +19,13 @@ use crate::messages::{CoarseMessage, DeployMessage, ErrorDescription, Version};
 use crate::validate::{ConnId, Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, Role};
 use crate::wire::{Envelope, Reply};
 
+/// Most frames held while a connection's roles are unknown.
+const MAX_HELD: usize = 256;
+
+/// Most requests remembered per connection while unanswered; beyond, their responses are taken
+/// as answers to requests not seen.
+const MAX_ASKS: usize = 1 << 16;
+
 /// The class Spark's endpoint check has.
 const CHECK_EXISTENCE: &str = "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence";
 
@@ -44,8 +51,10 @@ pub struct ConnSummary {
 /// What a decode found, across connections.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Summary {
-    /// Connections by id.
+    /// Connections by id (the first [`MAX_CONNECTIONS`]).
     pub connections: BTreeMap<ConnId, ConnSummary>,
+    /// Connections beyond those kept.
+    pub more_connections: u64,
     /// Frames by transport type.
     pub frames: BTreeMap<String, u64>,
     /// Catalogued messages by Spark class, with their sparkwire type (`family.Name`).
@@ -54,13 +63,46 @@ pub struct Summary {
     pub outside: BTreeMap<String, u64>,
     /// Classes not recognised, by name.
     pub unknown: BTreeMap<String, u64>,
-    /// What could not be decoded: connection, direction and reason.
+    /// What could not be decoded: connection, direction and reason (the first [`MAX_FAILURES`]).
     pub failures: Vec<String>,
+    /// Failures beyond those kept.
+    pub more_failures: u64,
     /// Every frame by transport type and class (the frame type for frames without a class).
     pub by_class: BTreeMap<(String, String), u64>,
 }
 
+/// Most connections a summary describes; beyond, they are only counted.
+pub const MAX_CONNECTIONS: usize = 10_000;
+
+/// Most failures kept in a summary; beyond, they are only counted.
+pub const MAX_FAILURES: usize = 1000;
+
+/// Most distinct classes a summary counts by name; beyond, they are counted together (a peer
+/// names its classes, so their number is its to choose).
+pub const MAX_CLASSES: usize = 4096;
+
+/// The key classes beyond [`MAX_CLASSES`] are counted under.
+pub const MORE_CLASSES: &str = "(more classes)";
+
+fn bump<K: Ord + Clone>(map: &mut BTreeMap<K, u64>, key: K, other: impl FnOnce() -> K) {
+    let key = if map.len() >= MAX_CLASSES && !map.contains_key(&key) {
+        other()
+    } else {
+        key
+    };
+    *map.entry(key).or_insert(0) += 1;
+}
+
 impl Summary {
+    /// Records what could not be decoded.
+    pub fn fail(&mut self, what: String) {
+        if self.failures.len() < MAX_FAILURES {
+            self.failures.push(what);
+        } else {
+            self.more_failures += 1;
+        }
+    }
+
     /// Frames in all.
     pub fn total_frames(&self) -> u64 {
         self.frames.values().sum()
@@ -146,14 +188,18 @@ impl Tracer {
 
     /// A connection from `client` to `server` (socket addresses) opened at `time` ms.
     pub fn open(&mut self, conn: ConnId, time: u64, client: String, server: String) {
-        self.summary.connections.insert(
-            conn,
-            ConnSummary {
-                client: client.clone(),
-                server: server.clone(),
-                ..ConnSummary::default()
-            },
-        );
+        if self.summary.connections.len() < MAX_CONNECTIONS {
+            self.summary.connections.insert(
+                conn,
+                ConnSummary {
+                    client: client.clone(),
+                    server: server.clone(),
+                    ..ConnSummary::default()
+                },
+            );
+        } else {
+            self.summary.more_connections += 1;
+        }
         self.conns.insert(
             conn,
             Conn {
@@ -206,7 +252,7 @@ impl Tracer {
         if let Some(c) = self.conns.get(&conn) {
             for (dir, d) in c.decoders.iter().enumerate() {
                 if d.buffered() > 0 && !c.not_spark {
-                    self.summary.failures.push(format!(
+                    self.summary.fail(format!(
                         "conn {conn} {}: {} bytes of an unfinished frame at the close",
                         if dir == 0 { "c→s" } else { "s→c" },
                         d.buffered()
@@ -229,7 +275,7 @@ impl Tracer {
     /// Bytes of `conn` were not captured: frames after the gap may be misread.
     pub fn gap(&mut self, conn: ConnId, from_client: bool, missing: u64) {
         let dir = if from_client { "c→s" } else { "s→c" };
-        self.summary.failures.push(format!(
+        self.summary.fail(format!(
             "conn {conn} {dir}: {missing} bytes missing from the capture"
         ));
     }
@@ -237,9 +283,7 @@ impl Tracer {
     /// Records a failure of the input on `conn` (the caller's, such as bytes it could not pass on).
     pub fn failure(&mut self, conn: ConnId, from_client: bool, what: &str) {
         let dir = if from_client { "c→s" } else { "s→c" };
-        self.summary
-            .failures
-            .push(format!("conn {conn} {dir}: {what}"));
+        self.summary.fail(format!("conn {conn} {dir}: {what}"));
     }
 
     /// Ends the input: connections still open get their held events (and stay open in the trace).
@@ -274,9 +318,7 @@ impl Tracer {
             return;
         }
         let dir = if from_client { "c→s" } else { "s→c" };
-        self.summary
-            .failures
-            .push(format!("conn {conn} {dir}: {e}"));
+        self.summary.fail(format!("conn {conn} {dir}: {e}"));
         *self.summary.frames.entry("(bad frame)".into()).or_insert(0) += 1;
         let frame = OutsideFrame {
             transport: match &e {
@@ -367,11 +409,11 @@ impl Tracer {
 
     /// Counts a frame by transport and class.
     fn seen(&mut self, transport: &str, class: &str) {
-        *self
-            .summary
-            .by_class
-            .entry((transport.to_string(), class.to_string()))
-            .or_insert(0) += 1;
+        bump(
+            &mut self.summary.by_class,
+            (transport.to_string(), class.to_string()),
+            || (transport.to_string(), MORE_CLASSES.to_string()),
+        );
     }
 
     fn request(
@@ -399,7 +441,9 @@ impl Tracer {
         };
         let ask_kind = |c: &mut Conn, k: AskKind| {
             if let Some(id) = request_id {
-                c.asks.insert((from_client, id), k);
+                if c.asks.len() < MAX_ASKS {
+                    c.asks.insert((from_client, id), k);
+                }
             }
         };
         let Some(c) = self.conns.get_mut(&conn) else {
@@ -416,8 +460,7 @@ impl Tracer {
                 frame.detail =
                     Some("the body is neither an RPC request nor a block-transfer message".into());
                 self.summary
-                    .failures
-                    .push(format!("conn {conn}: {kind} body not decoded"));
+                    .fail(format!("conn {conn}: {kind} body not decoded"));
             }
             self.outside(conn, time, from_client, frame);
             return;
@@ -436,8 +479,7 @@ impl Tracer {
                 frame.status = OutsideStatus::Undecoded;
                 frame.detail = Some(e.to_string());
                 self.summary
-                    .failures
-                    .push(format!("conn {conn}: {kind} to {}: {e}", rm.endpoint));
+                    .fail(format!("conn {conn}: {kind} to {}: {e}", rm.endpoint));
                 self.outside(conn, time, from_client, frame);
                 return;
             }
@@ -467,7 +509,7 @@ impl Tracer {
                 ask_kind(c, AskKind::Outside);
                 frame.class = Some(cl.clone());
                 frame.status = OutsideStatus::Unknown;
-                *self.summary.unknown.entry(cl).or_insert(0) += 1;
+                bump(&mut self.summary.unknown, cl, || MORE_CLASSES.to_string());
                 self.outside(conn, time, from_client, frame);
             }
             Classified::Failed(cl, e) => {
@@ -475,9 +517,7 @@ impl Tracer {
                 frame.class = Some(cl.clone());
                 frame.status = OutsideStatus::Undecoded;
                 frame.detail = Some(e.clone());
-                self.summary
-                    .failures
-                    .push(format!("conn {conn}: {cl}: {e}"));
+                self.summary.fail(format!("conn {conn}: {cl}: {e}"));
                 self.outside(conn, time, from_client, frame);
             }
         }
@@ -527,8 +567,7 @@ impl Tracer {
                             bytes,
                         };
                         self.summary
-                            .failures
-                            .push(format!("conn {conn}: reply {c} to a catalogued ask"));
+                            .fail(format!("conn {conn}: reply {c} to a catalogued ask"));
                         self.outside(conn, time, from_client, f);
                         return;
                     }
@@ -543,8 +582,7 @@ impl Tracer {
             }
             Err(e) => {
                 self.summary
-                    .failures
-                    .push(format!("conn {conn}: reply to a catalogued ask: {e}"));
+                    .fail(format!("conn {conn}: reply to a catalogued ask: {e}"));
                 let f = OutsideFrame {
                     transport: FrameType::RpcResponse.as_str().to_string(),
                     id: Some(request_id as u64),
@@ -569,7 +607,9 @@ impl Tracer {
             self.seen(&frame.transport, &class);
         }
         if frame.status == OutsideStatus::Outside {
-            *self.summary.outside.entry(class).or_insert(0) += 1;
+            bump(&mut self.summary.outside, class, || {
+                MORE_CLASSES.to_string()
+            });
         }
         self.place(conn, time, from_client, frame);
     }
@@ -580,7 +620,12 @@ impl Tracer {
             return;
         };
         match &c.ends {
-            None => c.held.push((time, from_client, frame)),
+            None if c.held.len() < MAX_HELD => c.held.push((time, from_client, frame)),
+            None => {
+                // Too long without a catalogued message: give the connection its ends now.
+                c.held.push((time, from_client, frame));
+                self.settle(conn);
+            }
             Some((client, server)) => {
                 let (from, to) = if from_client {
                     (client.clone(), server.clone())
@@ -791,7 +836,7 @@ impl Tracer {
     }
 
     fn family_mismatch(&mut self, conn: ConnId, time: u64, from_client: bool, name: String) {
-        self.summary.failures.push(format!(
+        self.summary.fail(format!(
             "conn {conn}: {name} on a connection of the other family"
         ));
         let f = OutsideFrame {
@@ -860,5 +905,89 @@ impl EnvelopeOf {
             Typed::Coarse(c) => Ok(c),
             other => Err(other.name().to_string()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// java.lang.Boolean.TRUE, serialized.
+    const BOOLEAN: &[u8] = &[
+        0xAC, 0xED, 0x00, 0x05, 0x73, 0x72, 0x00, 0x11, b'j', b'a', b'v', b'a', b'.', b'l', b'a',
+        b'n', b'g', b'.', b'B', b'o', b'o', b'l', b'e', b'a', b'n', 0xCD, 0x20, 0x72, 0x80, 0xD5,
+        0x9C, 0xFA, 0xEE, 0x02, 0x00, 0x01, b'Z', 0x00, 0x05, b'v', b'a', b'l', b'u', b'e', 0x78,
+        0x70, 0x01,
+    ];
+
+    fn request(id: i64, endpoint: &str) -> Vec<u8> {
+        let mut body = vec![0, 0];
+        body.extend_from_slice(&(endpoint.len() as u16).to_be_bytes());
+        body.extend_from_slice(endpoint.as_bytes());
+        body.extend_from_slice(BOOLEAN);
+        let mut f = (9 + 12 + body.len() as u64).to_be_bytes().to_vec();
+        f.push(3);
+        f.extend_from_slice(&id.to_be_bytes());
+        f.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        f.extend_from_slice(&body);
+        f
+    }
+
+    #[test]
+    fn an_unknown_class_is_reported_by_name_and_traced_as_unknown() {
+        let mut t = Tracer::default();
+        t.open(1, 0, "a:1".into(), "b:2".into());
+        let mut events = t.data(1, 1, true, &request(5, "Master"));
+        events.extend(t.close(1, 2));
+        assert_eq!(t.summary().unknown.get("java.lang.Boolean"), Some(&1));
+        assert!(t.summary().failures.is_empty());
+        assert!(events
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::Outside { frame, .. }
+            if frame.status == OutsideStatus::Unknown
+                && frame.class.as_deref() == Some("java.lang.Boolean")
+                && frame.id == Some(5))));
+        // The connection named the master's endpoint: it is an application client's.
+        assert!(events
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::Open { client, server, .. }
+            if client.role == Role::AppClient && server.role == Role::Master)));
+    }
+
+    #[test]
+    fn a_connection_without_catalogued_messages_is_written_after_a_bounded_wait() {
+        let mut t = Tracer::default();
+        t.open(1, 0, "a:1".into(), "b:2".into());
+        let mut events = Vec::new();
+        for i in 0..(MAX_HELD as i64 + 10) {
+            events.extend(t.data(1, 1, true, &request(i, "endpoint-verifier")));
+        }
+        assert_eq!(
+            events.len(),
+            MAX_HELD + 10 + 1,
+            "the open, then every frame"
+        );
+        assert!(matches!(events[0].body, EventBody::Open { .. }));
+    }
+
+    #[test]
+    fn spark_error_text_gives_the_exception_class_and_message() {
+        let e = error_of(
+            "java.lang.IllegalStateException: Duplicate executor ID: 0\n\tat x.y(Z.java:1)",
+        );
+        assert_eq!(e.class_name, "java.lang.IllegalStateException");
+        assert_eq!(e.message, "Duplicate executor ID: 0");
+        let e = error_of("something went wrong: badly");
+        assert_eq!(e.class_name, "org.apache.spark.SparkException");
+    }
+
+    #[test]
+    fn failures_beyond_the_cap_are_counted_not_kept() {
+        let mut s = Summary::default();
+        for i in 0..(MAX_FAILURES + 5) {
+            s.fail(format!("{i}"));
+        }
+        assert_eq!(s.failures.len(), MAX_FAILURES);
+        assert_eq!(s.more_failures, 5);
     }
 }
