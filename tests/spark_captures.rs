@@ -274,3 +274,61 @@ fn a_capture_cut_short_reports_what_it_could_not_decode_and_never_panics() {
         let _ = decode_capture(&bytes[..cut], Vec::new(), Version::V2);
     }
 }
+
+#[test]
+fn the_same_capture_as_pcapng_decodes_to_the_same_trace() {
+    use pcap_file::pcap::PcapReader;
+    use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+    use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
+    use pcap_file::pcapng::PcapNgWriter;
+    let Some(dir) = captures() else {
+        return;
+    };
+    let bytes = std::fs::read(dir.join("A.pcap")).expect("capture");
+    let mut reader = PcapReader::new(&bytes[..]).expect("pcap");
+    let mut writer = PcapNgWriter::new(Vec::new()).expect("pcapng writer");
+    writer
+        .write_pcapng_block(InterfaceDescriptionBlock {
+            linktype: reader.header().datalink,
+            snaplen: 0,
+            options: vec![],
+        })
+        .expect("interface");
+    while let Some(p) = reader.next_packet() {
+        let p = p.expect("packet");
+        writer
+            .write_pcapng_block(EnhancedPacketBlock {
+                interface_id: 0,
+                timestamp: p.timestamp,
+                original_len: p.orig_len,
+                data: p.data,
+                options: vec![],
+            })
+            .expect("packet written");
+    }
+    let ng = writer.into_inner();
+    let from_ng = decode_capture(&ng[..], Vec::new(), Version::V2).expect("pcapng decodes");
+    let from_pcap = decode(&dir, "A.pcap");
+    assert_eq!(from_ng.events, from_pcap.events);
+    assert_eq!(from_ng.summary, from_pcap.summary);
+}
+
+#[test]
+fn ports_select_the_connections_decoded() {
+    let Some(dir) = captures() else {
+        return;
+    };
+    let f = File::open(dir.join("A.pcap")).expect("capture");
+    let d = decode_capture(f, vec![17077], Version::V2).expect("decodes");
+    assert_eq!(
+        d.summary.connections.len(),
+        2,
+        "the worker's and the application's"
+    );
+    assert!(d
+        .summary
+        .connections
+        .values()
+        .all(|c| c.server == "127.0.0.1:17077"));
+    assert!(d.summary.failures.is_empty());
+}
