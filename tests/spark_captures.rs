@@ -332,3 +332,41 @@ fn ports_select_the_connections_decoded() {
         .all(|c| c.server == "127.0.0.1:17077"));
     assert!(d.summary.failures.is_empty());
 }
+
+#[test]
+fn corrupted_bytes_of_real_streams_are_reported_never_a_panic() {
+    use sparkwire::spark::pcap::{read_capture, TcpEvent};
+    use sparkwire::spark::tracer::Tracer;
+    let Some(dir) = captures() else {
+        return;
+    };
+    let (tcp, _) =
+        read_capture(File::open(dir.join("A.pcap")).expect("capture"), Vec::new()).expect("reads");
+    // Each connection's bytes, per direction.
+    let mut streams: BTreeMap<(u64, bool), Vec<u8>> = BTreeMap::new();
+    for t in &tcp {
+        if let TcpEvent::Data { from_client, bytes } = &t.event {
+            streams
+                .entry((t.conn, *from_client))
+                .or_default()
+                .extend_from_slice(bytes);
+        }
+    }
+    let mut corrupted = 0;
+    for ((conn, from_client), bytes) in &streams {
+        for (n, at) in (0..bytes.len()).step_by(61).enumerate() {
+            let mut b = bytes.clone();
+            b[at] ^= [0xFF, 0x01, 0x80, 0x7F][n % 4];
+            let mut t = Tracer::default();
+            t.open(*conn, 0, "127.0.0.1:40000".into(), "127.0.0.1:17077".into());
+            let mut events = t.data(*conn, 1, *from_client, &b);
+            events.extend(t.close(*conn, 2));
+            let mut v = Validator::new(Config::default());
+            for e in &events {
+                let _ = v.observe(e);
+            }
+            corrupted += 1;
+        }
+    }
+    assert!(corrupted > 500, "{corrupted} corrupted streams");
+}
