@@ -24,6 +24,7 @@ pub const TARGETS: &[&str] = &[
     "task_description",
     "validator",
     "trace_reader",
+    "spark_stream",
 ];
 
 /// Runs the target `name` on `data`; `false` when there is no such target.
@@ -37,6 +38,7 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         "envelope" => envelope(data),
         "roundtrip" => roundtrip(data),
         "task_description" => task_description(data),
+        "spark_stream" => spark_stream(data),
         _ => return false,
     }
     true
@@ -439,6 +441,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             }
         }
         "handshake" => out.extend(handshake_seeds()),
+        "spark_stream" => out.extend(spark_seeds()),
         "trace_reader" | "validator" => {
             let legal = include_str!("../protocol/traces/legal-flow.jsonl");
             let illegal = include_str!("../protocol/traces/illegal-flow.jsonl");
@@ -557,4 +560,121 @@ pub fn trace_reader(data: &[u8]) {
         },
         Err(e) => panic!("events read from a trace cannot be written: {e}"),
     }
+}
+
+/// Spark's wire, raw: the first byte says where the bytes split between the client's and the
+/// server's direction of one connection (the client's sent first), the second how each direction
+/// is cut into reads. The tracer never panics; the events it makes always write as a trace that
+/// reads back the same, and validate without a panic; decoding does not depend on how the reads
+/// were cut.
+#[cfg(feature = "spark")]
+pub fn spark_stream(data: &[u8]) {
+    use crate::spark::tracer::Tracer;
+    use crate::validate::trace::{read_events, to_text};
+    use crate::validate::{Config, Validator};
+    let (Some(&split), Some(&cut)) = (data.first(), data.get(1)) else {
+        return;
+    };
+    let rest = &data[2.min(data.len())..];
+    let split = (usize::from(split) * rest.len() / 255).min(rest.len());
+    let (c2s, s2c) = rest.split_at(split);
+    let run = |piece: usize| {
+        let mut t = Tracer::default();
+        t.open(1, 0, "10.0.0.2:40000".into(), "10.0.0.1:7077".into());
+        let mut events = Vec::new();
+        let mut time = 0;
+        for (from_client, mut bytes) in [(true, c2s), (false, s2c)] {
+            while !bytes.is_empty() {
+                time += 1;
+                let n = piece.min(bytes.len());
+                events.extend(t.data(1, time, from_client, &bytes[..n]));
+                bytes = &bytes[n..];
+            }
+        }
+        events.extend(t.close(1, time + 1));
+        let stripped: Vec<_> = events
+            .iter()
+            .map(|e| crate::validate::Event {
+                time: 0,
+                ..e.clone()
+            })
+            .collect();
+        (events, stripped, t.summary().clone())
+    };
+    let (events, whole, summary) = run(usize::MAX);
+    let (_, pieces, _) = run(usize::from(cut).max(1));
+    assert_eq!(whole, pieces, "decoding depends on how the reads were cut");
+    match to_text(&events) {
+        Ok(text) => match read_events(&text) {
+            Ok(back) => assert_eq!(back, events, "a Spark trace reads back differently"),
+            Err(e) => panic!("a Spark trace does not read back: {e}"),
+        },
+        Err(e) => panic!("a Spark trace cannot be written: {e}"),
+    }
+    let mut v = Validator::new(Config::default());
+    for e in &events {
+        let _ = v.observe(e);
+    }
+    let _ = v.finish();
+    let _ = summary;
+}
+
+/// Without the `spark` feature there is no Spark decoder.
+#[cfg(not(feature = "spark"))]
+pub fn spark_stream(_data: &[u8]) {}
+
+/// Seeds for `spark_stream`: small Spark frames of each transport type.
+fn spark_seeds() -> Vec<Vec<u8>> {
+    fn frame(ty: u8, header_and_body: &[u8]) -> Vec<u8> {
+        let mut v = (9 + header_and_body.len() as u64).to_be_bytes().to_vec();
+        v.push(ty);
+        v.extend_from_slice(header_and_body);
+        v
+    }
+    // java.lang.Boolean.TRUE as ObjectOutputStream writes it.
+    let boolean: &[u8] = &[
+        0xAC, 0xED, 0x00, 0x05, 0x73, 0x72, 0x00, 0x11, b'j', b'a', b'v', b'a', b'.', b'l', b'a',
+        b'n', b'g', b'.', b'B', b'o', b'o', b'l', b'e', b'a', b'n', 0xCD, 0x20, 0x72, 0x80, 0xD5,
+        0x9C, 0xFA, 0xEE, 0x02, 0x00, 0x01, b'Z', 0x00, 0x05, b'v', b'a', b'l', b'u', b'e', 0x78,
+        0x70, 0x01,
+    ];
+    let mut request = vec![1, 0, 9];
+    request.extend_from_slice(b"127.0.0.1");
+    request.extend_from_slice(&7078i32.to_be_bytes());
+    request.extend_from_slice(&[1, 0, 9]);
+    request.extend_from_slice(b"127.0.0.1");
+    request.extend_from_slice(&7077i32.to_be_bytes());
+    request.extend_from_slice(&[0, 6]);
+    request.extend_from_slice(b"Master");
+    request.extend_from_slice(boolean);
+    let rpc = |ty: u8, id: i64, body: &[u8]| {
+        let mut h = id.to_be_bytes().to_vec();
+        h.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        h.extend_from_slice(body);
+        frame(ty, &h)
+    };
+    let mut one_way = (request.len() as i32).to_be_bytes().to_vec();
+    one_way.extend_from_slice(&request);
+    let mut stream = 2i32.to_be_bytes().to_vec();
+    stream.extend_from_slice(b"s1");
+    stream.extend_from_slice(&3i64.to_be_bytes());
+    let mut chunk = 5i64.to_be_bytes().to_vec();
+    chunk.extend_from_slice(&0i32.to_be_bytes());
+    let mut out = Vec::new();
+    for split in [0u8, 128, 200, 255] {
+        let mut c2s = rpc(3, 7, &request);
+        c2s.extend(frame(9, &one_way));
+        c2s.extend(frame(0, &chunk));
+        let mut s2c = rpc(4, 7, boolean);
+        s2c.extend(frame(7, &stream));
+        s2c.extend_from_slice(b"abc");
+        s2c.extend(frame(1, &chunk));
+        let mut seed = vec![0, [1u8, 3, 17, 200][usize::from(split) % 4]];
+        seed.extend_from_slice(&c2s);
+        let at = seed.len() - 2;
+        seed.extend_from_slice(&s2c);
+        seed[0] = ((at * 255) / (seed.len() - 2)).min(255) as u8;
+        out.push(seed);
+    }
+    out
 }

@@ -31,6 +31,8 @@ pub mod definition;
 pub mod fuzzing;
 pub mod messages;
 pub mod reference;
+#[cfg(feature = "spark")]
+pub mod spark;
 pub mod validate;
 pub mod wire;
 

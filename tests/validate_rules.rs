@@ -163,9 +163,10 @@ fn cases() -> Vec<Case> {
                 s.open(Endpoint::new(Role::Executor, "e"), driver());
             },
             |s| {
+                // An executor never talks to the master (its watch of its worker is a kind).
                 s.open(
                     Endpoint::new(Role::Executor, "e"),
-                    Endpoint::new(Role::Worker, "w"),
+                    Endpoint::new(Role::Master, "m"),
                 );
             },
         ),

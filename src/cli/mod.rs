@@ -6,6 +6,10 @@ mod job;
 mod local_cluster;
 mod master;
 mod security;
+#[cfg(feature = "spark")]
+mod spark;
+#[cfg(feature = "spark")]
+mod spark_proxy;
 mod spec;
 mod status;
 mod submit;
@@ -45,6 +49,10 @@ enum Command {
     Submit(submit::SubmitArgs),
     /// Show a running master's state: workers, applications, drivers (as tables, or --json).
     Status(status::StatusArgs),
+    /// Read Spark's own wire: decode a capture, or proxy live traffic, into a validated trace.
+    #[cfg(feature = "spark")]
+    #[command(subcommand)]
+    Spark(spark::SparkCommand),
 }
 
 /// Runs the parsed command.
@@ -58,6 +66,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Worker(args) => worker::run(args),
         Command::Submit(args) => submit::run(args),
         Command::Status(args) => status::run(args),
+        #[cfg(feature = "spark")]
+        Command::Spark(cmd) => spark::run(cmd),
     }
 }
 

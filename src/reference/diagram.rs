@@ -35,7 +35,7 @@ pub fn mermaid(events: &[Event], max_messages: usize) -> String {
                 let _ = writeln!(body, "    {c}-){s}: connects");
                 arrows += 1;
             }
-            EventBody::Close => {}
+            EventBody::Close | EventBody::Outside { .. } => {}
             EventBody::Message {
                 from, to, envelope, ..
             } => {

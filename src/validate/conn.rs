@@ -17,6 +17,9 @@ pub(crate) enum ConnKind {
     UiWorker,
     ExecutorDriver,
     ClusterManagerDriver,
+    /// An executor's watch of its worker (Spark's WorkerWatcher): no catalogued message, only
+    /// the connection's life (and endpoint checks outside the catalogue).
+    ExecutorWorker,
     /// A pair of roles that never talk (already reported under C4).
     Other,
 }
@@ -39,6 +42,8 @@ impl ConnKind {
             ConnKind::ExecutorDriver
         } else if pair(ClusterManager, Driver) {
             ConnKind::ClusterManagerDriver
+        } else if pair(Executor, Worker) {
+            ConnKind::ExecutorWorker
         } else {
             ConnKind::Other
         }

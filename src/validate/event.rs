@@ -227,7 +227,75 @@ pub enum EventBody {
         /// The envelope.
         envelope: AnyEnvelope,
     },
+    /// A frame of Spark traffic outside sparkwire's catalogue went from `from` to `to`
+    /// (`protocol/trace.md`, "Traffic outside the catalogue"). The validator checks only that the
+    /// connection is open and `from` and `to` are its ends.
+    Outside {
+        /// The sender.
+        from: Endpoint,
+        /// The receiver.
+        to: Endpoint,
+        /// What the frame was.
+        frame: OutsideFrame,
+    },
 }
+
+// --- Traffic outside the catalogue (Spark's own wire; see protocol/trace.md) ---
+
+/// Why a frame is outside sparkwire's catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OutsideStatus {
+    /// Spark traffic sparkwire does not model (endpoint checks, BlockManager, heartbeats, block
+    /// transfer, …), recognised by its class or frame type.
+    Outside,
+    /// A class the decoder does not know.
+    Unknown,
+    /// A frame or message that could not be decoded (`detail` says why).
+    Undecoded,
+}
+
+impl OutsideStatus {
+    /// The name in traces: `outside`, `unknown` or `undecoded`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutsideStatus::Outside => "outside",
+            OutsideStatus::Unknown => "unknown",
+            OutsideStatus::Undecoded => "undecoded",
+        }
+    }
+
+    /// The status named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            OutsideStatus::Outside,
+            OutsideStatus::Unknown,
+            OutsideStatus::Undecoded,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+}
+
+/// A frame outside the catalogue, as a trace records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutsideFrame {
+    /// Spark's transport frame type (`RpcRequest`, `ChunkFetchSuccess`, …).
+    pub transport: String,
+    /// The request id, for RPC requests, responses and failures.
+    pub id: Option<u64>,
+    /// The receiving endpoint's name, for RPC requests and one-way messages.
+    pub endpoint: Option<String>,
+    /// The message's class, when known.
+    pub class: Option<String>,
+    /// Why it is outside.
+    pub status: OutsideStatus,
+    /// What went wrong, for `Undecoded`.
+    pub detail: Option<String>,
+    /// The frame's length on the wire.
+    pub bytes: u64,
+}
+
+// --- end of traffic outside the catalogue ---
 
 impl Event {
     /// An open event.

@@ -34,7 +34,8 @@ mod violation;
 
 pub use config::{sparkwire_task_decoder, Config, TaskDecoder, TaskInfo};
 pub use event::{
-    AnyEnvelope, ConnId, Endpoint, EnvelopeRef, Event, EventBody, Role, ValidatedFamily,
+    AnyEnvelope, ConnId, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus,
+    Role, ValidatedFamily,
 };
 pub use rules::Rule;
 pub use shared::{ConnectionView, SharedValidator};

@@ -46,13 +46,13 @@ rules! {
         "A connection id is opened once: no open event for an id that is open or was closed."),
     /// C2: messages and closes only on an open connection.
     ConnOpen = ("C2", "conn.open",
-        "Messages and close events name a connection that is open."),
+        "Messages, frames outside the catalogue and close events name a connection that is open."),
     /// C3: a message goes from one end of its connection to the other.
     ConnEndpoints = ("C3", "conn.endpoints",
-        "A message goes from one end of its connection to the other: its from and to endpoints are the connection's two endpoints."),
+        "A message (or a frame outside the catalogue) goes from one end of its connection to the other: its from and to endpoints are the connection's two endpoints."),
     /// C4: a connection joins a known pair of roles.
     ConnKind = ("C4", "conn.kind",
-        "A connection joins a known pair of roles: worker-master, app-client-master, driver-client-master, ui-master, ui-worker, executor-driver or cluster-manager-driver."),
+        "A connection joins a known pair of roles: worker-master, app-client-master, driver-client-master, ui-master, ui-worker, executor-driver, cluster-manager-driver, or executor-worker (an executor's watch of its worker, Spark's WorkerWatcher, which carries no catalogued message)."),
     /// C5: a message carries its connection's version and exists in it.
     ConnVersion = ("C5", "conn.version",
         "A message carries its connection's protocol version, and that version has the message."),
@@ -127,13 +127,13 @@ rules! {
         "LaunchExecutor names an executor id not launched before for that application."),
     /// E2: executor state changes come from the executor's worker.
     ExecutorStateFromHost = ("E2", "executor.state-from-host",
-        "ExecutorStateChanged is only sent for an executor the master launched on the worker that sends it."),
+        "ExecutorStateChanged is only sent for an executor the master launched on the worker that sends it; a worker may repeat the final state of an executor that already finished (Spark's worker does so when it shuts down)."),
     /// E3: executor states move forward.
     ExecutorTransition = ("E3", "executor.transition",
         "Executor states only move forward, LAUNCHING then RUNNING then DECOMMISSIONED then a finished state (KILLED, FAILED, LOST, EXITED), steps may be skipped, and nothing follows a finished state."),
     /// E4: ExecutorAdded matches a launch.
     ExecutorAddedMatches = ("E4", "executor.added-matches",
-        "ExecutorAdded tells an application, once, of an executor launched for it, with the worker, cores and memory of its LaunchExecutor."),
+        "ExecutorAdded tells an application, once, of an executor launched for it, with the worker, cores and memory of its LaunchExecutor; it may be seen up to the crossing window before that LaunchExecutor (the two leave the master on different connections), except in strict order."),
     /// E5: ExecutorUpdated reports what happened.
     ExecutorUpdatedMatches = ("E5", "executor.updated-matches",
         "ExecutorUpdated tells an application about one of its executors: the next state its worker reported, LOST with workerHost after the worker was lost, or DECOMMISSIONED with workerHost when the worker is decommissioned."),

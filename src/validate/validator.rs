@@ -121,7 +121,37 @@ impl Validator {
                     self.message(event.time, event.conn, from, to, *version, e)
                 }
             },
+            EventBody::Outside { from, to, .. } => self.outside(event.time, event.conn, from, to),
         }
+    }
+
+    /// Feeds a frame outside the catalogue (Spark traffic sparkwire does not model): only the
+    /// connection is checked, open (C2) with `from` and `to` its ends (C3).
+    pub fn outside(
+        &mut self,
+        time: u64,
+        conn_id: ConnId,
+        from: &Endpoint,
+        to: &Endpoint,
+    ) -> Vec<Violation> {
+        let mut sink = self.begin(time, Some(conn_id), What::Text("outside"));
+        match self.conns.get(&conn_id) {
+            None => sink.flag(
+                Rule::ConnOpen,
+                format!("frames only on an open connection; connection {conn_id} is not open"),
+                Some(Entity::Connection(conn_id)),
+            ),
+            Some(conn) if conn.side_of(from, to).is_none() => sink.flag(
+                Rule::ConnEndpoints,
+                format!(
+                    "a frame between {} and {}, the connection's ends; found {from} → {to}",
+                    conn.ends[0], conn.ends[1]
+                ),
+                Some(Entity::Connection(conn_id)),
+            ),
+            Some(_) => {}
+        }
+        self.end(sink)
     }
 
     fn begin<'a>(&mut self, time: u64, conn: Option<ConnId>, what: What<'a>) -> Sink<'a> {

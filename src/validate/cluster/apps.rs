@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::{exec_rank, hold, owe, App, Cluster, Exec, FinishedApp};
+use super::{exec_rank, hold, owe, App, Cluster, Exec, FinishedApp, MAX_EARLY_ADDED};
 use crate::messages::deploy::{
     ExecutorAdded, ExecutorStateChanged, ExecutorUpdated, LaunchExecutor, WorkerRemoved,
 };
@@ -191,7 +191,7 @@ impl Cluster {
                     return;
                 }
                 match other {
-                    DeployMessage::ExecutorAdded(e) => self.executor_added(&app, e, sink),
+                    DeployMessage::ExecutorAdded(e) => self.executor_added(&app, e, config, sink),
                     DeployMessage::ExecutorUpdated(e) => {
                         self.executor_updated(&app, e, config, sink)
                     }
@@ -307,12 +307,57 @@ impl Cluster {
             },
         );
         self.check_capacity(wid, i64::from(l.cores), i64::from(l.memory), sink);
+        self.match_early_add(l, wid, config, sink);
         hold(
             &mut self.workers,
             wid,
             i64::from(l.cores),
             i64::from(l.memory),
         );
+    }
+
+    /// E4 for an ExecutorAdded seen before the LaunchExecutor `l` to `wid`: it must have come within
+    /// the crossing window and match the launch.
+    fn match_early_add(
+        &mut self,
+        l: &LaunchExecutor,
+        wid: &str,
+        config: &Config,
+        sink: &mut Sink<'_>,
+    ) {
+        let Some((e, at)) = self.early_added.remove(&(l.app_id.clone(), l.exec_id)) else {
+            return;
+        };
+        let entity = Some(Entity::AppExecutor {
+            app: l.app_id.clone(),
+            exec: l.exec_id,
+        });
+        if !config.crossed(at, sink.time) {
+            sink.flag(
+                Rule::ExecutorAddedMatches,
+                format!(
+                    "ExecutorAdded only after LaunchExecutor of {}/{}, or at most {} ms before it",
+                    l.app_id, l.exec_id, config.crossing_window_ms
+                ),
+                entity.clone(),
+            );
+        } else if wid != e.worker_id || l.cores != e.cores || l.memory != e.memory {
+            sink.flag(
+                Rule::ExecutorAddedMatches,
+                format!(
+                    "the launch's worker {wid}, {} cores, {} MiB; found {}, {} cores, {} MiB",
+                    l.cores, l.memory, e.worker_id, e.cores, e.memory
+                ),
+                entity.clone(),
+            );
+        }
+        if let Some(x) = self
+            .execs
+            .get_mut(&l.app_id)
+            .and_then(|x| x.live.get_mut(&l.exec_id))
+        {
+            x.added = true;
+        }
     }
 
     /// Rule W8: `cores` and `mem` more fit on `wid`.
@@ -348,8 +393,14 @@ impl Cluster {
             })
         };
         let active = self.apps.contains_key(&e.app_id);
+        // A repeated final state of an executor that already finished: Spark's worker reports
+        // its executors again when it shuts down, and the master ignores what it no longer knows.
+        let repeat = e.state.is_finished();
         let workers = &mut self.workers;
         let Some(execs) = self.execs.get_mut(&e.app_id) else {
+            if repeat && self.finished_apps.get(&e.app_id).is_some() {
+                return;
+            }
             sink.flag(
                 Rule::ExecutorStateFromHost,
                 format!(
@@ -361,6 +412,9 @@ impl Cluster {
             return;
         };
         let Some(x) = execs.live.get_mut(&e.exec_id) else {
+            if repeat && execs.finished.contains(&e.exec_id) {
+                return;
+            }
             if execs.finished.contains(&e.exec_id) {
                 sink.flag(
                     Rule::ExecutorTransition,
@@ -422,7 +476,13 @@ impl Cluster {
     }
 
     /// ExecutorAdded to application `app`.
-    fn executor_added(&mut self, app: &str, e: &ExecutorAdded, sink: &mut Sink<'_>) {
+    fn executor_added(
+        &mut self,
+        app: &str,
+        e: &ExecutorAdded,
+        config: &Config,
+        sink: &mut Sink<'_>,
+    ) {
         let entity = || {
             Some(Entity::AppExecutor {
                 app: app.to_string(),
@@ -430,6 +490,17 @@ impl Cluster {
             })
         };
         let Some(x) = self.execs.get_mut(app).and_then(|x| x.live.get_mut(&e.id)) else {
+            // E4, early add: the master sends LaunchExecutor and ExecutorAdded on different
+            // connections, so the add may be seen first; it is checked when the launch comes.
+            let launched = self
+                .execs
+                .get(app)
+                .is_some_and(|x| x.finished.contains(&e.id));
+            if !config.strict_order && !launched && self.early_added.len() < MAX_EARLY_ADDED {
+                self.early_added
+                    .insert((app.to_string(), e.id), (e.clone(), sink.time));
+                return;
+            }
             sink.flag(
                 Rule::ExecutorAddedMatches,
                 format!("ExecutorAdded only after LaunchExecutor of {app}/{}", e.id),

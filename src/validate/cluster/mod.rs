@@ -13,6 +13,7 @@ use super::conn::{AskDetail, Conn, Conversation, PendingAsk};
 use super::event::{ConnId, Role};
 use super::history::{History, Recent};
 use super::sink::Sink;
+use crate::messages::deploy::ExecutorAdded;
 use crate::messages::{DeployMessage, DriverState, ExecutorState};
 use crate::wire::{Envelope, Reply};
 
@@ -116,8 +117,14 @@ pub(crate) struct Cluster {
     pub(crate) execs: HashMap<String, AppExecs>,
     pub(crate) drivers: HashMap<String, Driver>,
     pub(crate) finished_drivers: Recent<String, FinishedDriver>,
+    /// E4: ExecutorAdded seen before its LaunchExecutor, by application and executor id, with
+    /// when (at most MAX_EARLY_ADDED).
+    pub(crate) early_added: HashMap<(String, i32), (ExecutorAdded, u64)>,
     cap: usize,
 }
+
+/// Most ExecutorAdded messages held while their LaunchExecutor has not been seen.
+pub(crate) const MAX_EARLY_ADDED: usize = 1024;
 
 impl Cluster {
     pub(crate) fn new(cap: usize) -> Self {
@@ -128,6 +135,7 @@ impl Cluster {
             execs: HashMap::new(),
             drivers: HashMap::new(),
             finished_drivers: Recent::new(cap),
+            early_added: HashMap::new(),
             cap,
         }
     }

@@ -5,7 +5,9 @@ use serde_json::{json, Map, Value};
 
 use super::TraceErrorKind;
 use crate::messages::{CoarseMessage, DeployMessage, ErrorDescription, Family, Version, Versioned};
-use crate::validate::event::{AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, Role};
+use crate::validate::event::{
+    AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus, Role,
+};
 use crate::wire::vectors::{plain_from_json, value_from_json};
 use crate::wire::{Envelope, Reply};
 
@@ -101,6 +103,7 @@ pub fn event_to_json(e: &Event) -> Result<Value, serde_json::Error> {
             out.insert("version".into(), json!(version.number()));
             out.extend(tail);
         }
+        EventBody::Outside { from, to, frame } => outside_fields(from, to, frame, &mut out),
     }
     Ok(Value::Object(out))
 }
@@ -230,14 +233,81 @@ pub fn event_from_json(value: &Value) -> Result<Event, TraceErrorKind> {
                 envelope,
             }
         }
+        "outside" => outside_from(obj)?,
         other => {
             return Err(invalid(
                 "event",
                 format!(
-                    "unknown event {other:?}; expected open, close, send, ask, reply or failure"
+                    "unknown event {other:?}; expected open, close, send, ask, reply, failure or outside"
                 ),
             ))
         }
     };
     Ok(Event { time, conn, body })
 }
+
+// --- Traffic outside the catalogue (protocol/trace.md) ---
+
+fn outside_fields(from: &Endpoint, to: &Endpoint, f: &OutsideFrame, out: &mut Map<String, Value>) {
+    out.insert("event".into(), json!("outside"));
+    if let Some(id) = f.id {
+        out.insert("id".into(), json!(id));
+    }
+    out.insert("from".into(), endpoint_json(from));
+    out.insert("to".into(), endpoint_json(to));
+    out.insert("transport".into(), json!(f.transport));
+    if let Some(e) = &f.endpoint {
+        out.insert("endpoint".into(), json!(e));
+    }
+    if let Some(c) = &f.class {
+        out.insert("class".into(), json!(c));
+    }
+    out.insert("status".into(), json!(f.status.as_str()));
+    if let Some(d) = &f.detail {
+        out.insert("detail".into(), json!(d));
+    }
+    out.insert("bytes".into(), json!(f.bytes));
+}
+
+fn opt_str(obj: &Map<String, Value>, name: &'static str) -> Result<Option<String>, TraceErrorKind> {
+    match obj.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(invalid(name, "expected a string")),
+    }
+}
+
+fn outside_from(obj: &Map<String, Value>) -> Result<EventBody, TraceErrorKind> {
+    let status = field(obj, "status")?
+        .as_str()
+        .ok_or_else(|| invalid("status", "expected a string"))?;
+    let status = OutsideStatus::from_name(status).ok_or_else(|| {
+        invalid(
+            "status",
+            format!("unknown status {status:?}; expected outside, unknown or undecoded"),
+        )
+    })?;
+    let transport = field(obj, "transport")?
+        .as_str()
+        .ok_or_else(|| invalid("transport", "expected a string"))?
+        .to_string();
+    let id = match obj.get("id") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(u64_field(obj, "id")?),
+    };
+    Ok(EventBody::Outside {
+        from: endpoint(obj, "from")?,
+        to: endpoint(obj, "to")?,
+        frame: OutsideFrame {
+            transport,
+            id,
+            endpoint: opt_str(obj, "endpoint")?,
+            class: opt_str(obj, "class")?,
+            status,
+            detail: opt_str(obj, "detail")?,
+            bytes: u64_field(obj, "bytes")?,
+        },
+    })
+}
+
+// --- end of traffic outside the catalogue ---

@@ -1,0 +1,160 @@
+//! `sparkwire spark decode|proxy`: Spark's own wire, from a capture or live.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use sparkwire::messages::Version;
+use sparkwire::spark::decode::decode_capture;
+use sparkwire::spark::tracer::Summary;
+use sparkwire::validate::trace::TraceWriter;
+use sparkwire::validate::{Config, Validator};
+
+#[derive(Debug, Subcommand)]
+pub enum SparkCommand {
+    /// Decode the Spark RPC traffic of a pcap or pcapng capture into a trace, validate it and print
+    /// a summary; exit 1 when something did not decode or the trace breaks a rule.
+    Decode(DecodeArgs),
+    /// Put a transparent TCP proxy in front of a Spark process: forward every byte unchanged,
+    /// decode both directions, validate, write a trace and print violations as they happen.
+    Proxy(ProxyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// The capture (pcap or pcapng).
+    capture: PathBuf,
+    /// Write the trace (JSON Lines, protocol/trace.md) here.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Server ports of Spark's connections (comma-separated); default: every TCP connection that
+    /// carries Spark's framing.
+    #[arg(long, value_delimiter = ',')]
+    ports: Vec<u16>,
+    /// The Spark release's protocol version: 2 for Spark 4.0, 1 for Spark 3.0.
+    #[arg(long, default_value_t = 2)]
+    protocol_version: u64,
+}
+
+pub use super::spark_proxy::ProxyArgs;
+
+/// The validator settings for Spark's traffic: LaunchTask payloads are Spark's task descriptions,
+/// so tasks are counted per executor.
+pub fn spark_config() -> Config {
+    Config::default()
+}
+
+pub fn run(cmd: SparkCommand) -> Result<ExitCode, String> {
+    match cmd {
+        SparkCommand::Decode(args) => decode(args),
+        SparkCommand::Proxy(args) => super::spark_proxy::run(args),
+    }
+}
+
+fn version_of(n: u64) -> Result<Version, String> {
+    Version::from_number(n).ok_or_else(|| format!("unknown protocol version {n} (1 or 2)"))
+}
+
+/// Prints the summary of a decode.
+pub fn print_summary(out: &mut impl Write, s: &Summary) {
+    let _ = writeln!(
+        out,
+        "connections: {}",
+        s.connections.len() as u64 + s.more_connections
+    );
+    for (id, c) in &s.connections {
+        let roles = match (c.not_spark, c.roles) {
+            (true, _) => "not Spark".to_string(),
+            (false, Some((a, b))) => format!("{a} → {b}"),
+            (false, None) => "roles unknown".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  conn {id}: {} → {} ({roles}): {} frames, {} catalogued messages, {}/{} bytes",
+            c.client, c.server, c.frames, c.messages, c.bytes[0], c.bytes[1]
+        );
+    }
+    if s.more_connections > 0 {
+        let _ = writeln!(out, "  … and {} more", s.more_connections);
+    }
+    let _ = writeln!(out, "frames: {}", s.total_frames());
+    for (t, n) in &s.frames {
+        let _ = writeln!(out, "  {t}: {n}");
+    }
+    let typed: u64 = s.messages.values().map(|(_, n)| n).sum();
+    let _ = writeln!(out, "catalogued messages: {typed}");
+    for (class, (ty, n)) in &s.messages {
+        let _ = writeln!(out, "  {class} → {ty}: {n}");
+    }
+    let outside: u64 = s.outside.values().sum();
+    let _ = writeln!(out, "outside the catalogue: {outside}");
+    for (class, n) in &s.outside {
+        let _ = writeln!(out, "  {class}: {n}");
+    }
+    let unknown: u64 = s.unknown.values().sum();
+    let _ = writeln!(out, "unknown classes: {unknown}");
+    for (class, n) in &s.unknown {
+        let _ = writeln!(out, "  {class}: {n}");
+    }
+    let _ = writeln!(
+        out,
+        "not decoded: {}",
+        s.failures.len() as u64 + s.more_failures
+    );
+    for f in &s.failures {
+        let _ = writeln!(out, "  {f}");
+    }
+    if s.more_failures > 0 {
+        let _ = writeln!(out, "  … and {} more", s.more_failures);
+    }
+}
+
+fn decode(args: DecodeArgs) -> Result<ExitCode, String> {
+    let version = version_of(args.protocol_version)?;
+    let file = File::open(&args.capture)
+        .map_err(|e| format!("cannot open {}: {e}", args.capture.display()))?;
+    let decoded = decode_capture(BufReader::new(file), args.ports, version)
+        .map_err(|e| format!("{}: {e}", args.capture.display()))?;
+    if let Some(path) = &args.trace {
+        let file =
+            File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let mut w = TraceWriter::new(BufWriter::new(file));
+        for e in &decoded.events {
+            w.write(e)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        w.into_inner()
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    let mut validator = Validator::new(spark_config());
+    let mut violations = Vec::new();
+    for e in &decoded.events {
+        violations.extend(validator.observe(e));
+    }
+    violations.extend(validator.finish());
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{}: {} packets ({} not TCP), {} trace events",
+        args.capture.display(),
+        decoded.packets.0,
+        decoded.packets.1,
+        decoded.events.len()
+    );
+    print_summary(&mut out, &decoded.summary);
+    for v in &violations {
+        let _ = writeln!(out, "{v}");
+    }
+    let _ = writeln!(out, "violations: {}", violations.len());
+    let failed = !decoded.summary.failures.is_empty()
+        || decoded.summary.more_failures > 0
+        || !decoded.summary.unknown.is_empty()
+        || !violations.is_empty();
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,130 @@
+//! `sparkwire spark proxy --listen ADDR --upstream ADDR`: a transparent, tracing, validating
+//! proxy in front of a Spark process, until Ctrl-C or SIGTERM.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use sparkwire::messages::Version;
+use sparkwire::spark::proxy::{start, ProxyOptions};
+
+use super::spark::{print_summary, spark_config};
+
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// Address to listen on, such as 127.0.0.1:17070 (Spark processes connect here).
+    #[arg(long)]
+    listen: String,
+    /// The Spark process to forward to, such as 127.0.0.1:17077.
+    #[arg(long)]
+    upstream: String,
+    /// Write the trace (JSON Lines, protocol/trace.md) here, flushed as it goes.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// The Spark release's protocol version: 2 for Spark 4.0, 1 for Spark 3.0.
+    #[arg(long, default_value_t = 2)]
+    protocol_version: u64,
+}
+
+/// A file written through at each line, so a killed proxy leaves a whole trace.
+struct LineFlushed(BufWriter<File>);
+
+impl Write for LineFlushed {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.0.write(buf)?;
+        if buf.ends_with(b"\n") {
+            self.0.flush()?;
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
+    let version = Version::from_number(args.protocol_version).ok_or_else(|| {
+        format!(
+            "unknown protocol version {} (1 or 2)",
+            args.protocol_version
+        )
+    })?;
+    super::init_logging_at("warn");
+    let trace: Option<Box<dyn Write + Send>> = match &args.trace {
+        Some(path) => {
+            let f =
+                File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+            Some(Box::new(LineFlushed(BufWriter::new(f))))
+        }
+        None => None,
+    };
+    let rt = super::runtime()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&args.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        let options = ProxyOptions {
+            version,
+            config: spark_config(),
+            trace,
+            on_violation: Some(Box::new(|v| {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "violation: {v}");
+                let _ = out.flush();
+            })),
+            on_event: None,
+        };
+        let handle = start(listener, args.upstream.clone(), options)
+            .map_err(|e| format!("cannot start the proxy: {e}"))?;
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
+                "sparkwire spark proxy listening on {} for {}",
+                handle.local_addr(),
+                args.upstream
+            );
+            let _ = out.flush();
+        }
+        wait_for_stop().await;
+        let outcome = handle.stop().await;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "forwarded {} bytes to {} and {} back; {} trace events",
+            outcome.forwarded[0], args.upstream, outcome.forwarded[1], outcome.events
+        );
+        print_summary(&mut out, &outcome.summary);
+        let _ = writeln!(out, "violations: {}", outcome.violations.len());
+        if let Some(e) = &outcome.trace_error {
+            return Err(format!("the trace could not be written: {e}"));
+        }
+        Ok(
+            if outcome.violations.is_empty()
+                && outcome.summary.failures.is_empty()
+                && outcome.summary.more_failures == 0
+            {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            },
+        )
+    })
+}
+
+async fn wait_for_stop() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

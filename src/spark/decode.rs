@@ -1,0 +1,60 @@
+//! A whole capture to a trace: TCP streams reassembled, Spark connections decoded, events in the
+//! order the capture saw them.
+
+use std::io::Read;
+
+use super::pcap::{read_capture, CaptureError, TcpEvent};
+use super::tracer::{Summary, Tracer};
+use crate::messages::Version;
+use crate::validate::Event;
+
+/// What a capture held.
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    /// The trace's events, in time order (connections' events in their own order).
+    pub events: Vec<Event>,
+    /// What was found.
+    pub summary: Summary,
+    /// Packets read, and those skipped as not TCP over IP.
+    pub packets: (u64, u64),
+}
+
+/// Decodes the Spark traffic of a pcap or pcapng capture: connections to `ports` only when not
+/// empty, messages typed as protocol `version`.
+pub fn decode_capture<R: Read>(
+    input: R,
+    ports: Vec<u16>,
+    version: Version,
+) -> Result<Decoded, CaptureError> {
+    let (tcp, reassembler) = read_capture(input, ports)?;
+    let mut tracer = Tracer::new(version);
+    let mut events = Vec::new();
+    for t in tcp {
+        let time = u64::try_from(t.time.as_millis()).unwrap_or(u64::MAX);
+        match t.event {
+            TcpEvent::Open(ends) => tracer.open(
+                t.conn,
+                time,
+                ends.client.to_string(),
+                ends.server.to_string(),
+            ),
+            TcpEvent::Data { from_client, bytes } => {
+                events.extend(tracer.data(t.conn, time, from_client, &bytes))
+            }
+            TcpEvent::Gap {
+                from_client,
+                missing,
+            } => tracer.gap(t.conn, from_client, missing),
+            TcpEvent::Close => events.extend(tracer.close(t.conn, time)),
+        }
+    }
+    events.extend(tracer.finish());
+    // Held events (an open written when its roles became known) go back to their times; the sort
+    // is stable, so each connection keeps its order.
+    events.sort_by_key(|e| e.time);
+    Ok(Decoded {
+        events,
+        summary: tracer.summary().clone(),
+        packets: (reassembler.packets, reassembler.skipped_packets),
+    })
+}

@@ -1,0 +1,650 @@
+//! Spark's Java objects to sparkwire's typed messages.
+//!
+//! Spark 4.0's classes map onto the version-2 types field by field (the names are Spark's). A
+//! class of `DeployMessages` or `CoarseGrainedClusterMessages` that sparkwire's catalogue has maps
+//! to its type or fails with a reason; Spark traffic the catalogue leaves out (endpoint checks,
+//! BlockManager, heartbeats, map-output tracking, output commits, block transfer) is recognised by
+//! its class and marked as such; any other class is reported as unknown, by name.
+
+use std::collections::BTreeMap;
+
+use jaded::{ObjectData, Value};
+
+use super::java::{
+    bool_field, class_of, describe, double, elements, entries, field, int, int_field, long,
+    long_field, module_of, obj, option, serializable_buffer, str_field, string, JavaError,
+};
+use crate::definition::Definition;
+use crate::messages::coarse::{self, CoarseMessage};
+use crate::messages::deploy::{self, DeployMessage};
+use crate::messages::{
+    Addr, ApplicationDescription, Command, DriverState, EndpointRef, ErrorDescription,
+    ExecutorDescription, ExecutorResourceRequest, ExecutorState, Payload, ResourceInformation,
+    ResourceProfile, Resources, TaskResourceRequest, TaskState,
+};
+
+/// Package and outer class of the deploy family's messages.
+pub const DEPLOY_PREFIX: &str = "org.apache.spark.deploy.DeployMessages$";
+/// Package and outer class of the coarse-grained family's messages.
+pub const COARSE_PREFIX: &str = "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages$";
+
+/// Spark classes that travel between Spark processes but are outside sparkwire's catalogue.
+const OUTSIDE_PREFIXES: &[&str] = &[
+    "org.apache.spark.rpc.netty.RpcEndpointVerifier$",
+    "org.apache.spark.storage.BlockManagerMessages$",
+    "org.apache.spark.storage.BlockManagerId",
+    "org.apache.spark.storage.BlockStatus",
+    "org.apache.spark.Heartbeat",
+    "org.apache.spark.HeartbeatResponse",
+    "org.apache.spark.GetMapOutputStatuses",
+    "org.apache.spark.GetMapOutputMessage",
+    "org.apache.spark.GetMapAndMergeResultStatuses",
+    "org.apache.spark.GetMergeResultStatuses",
+    "org.apache.spark.GetShufflePushMergerLocations",
+    "org.apache.spark.StopMapOutputTracker$",
+    "org.apache.spark.scheduler.AskPermissionToCommitOutput",
+    "org.apache.spark.scheduler.StopCoordinator$",
+    "org.apache.spark.network.shuffle.protocol.",
+    "org.apache.spark.util.",
+];
+
+/// A message of either family.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one per frame, consumed at once
+pub enum Typed {
+    /// Deploy family.
+    Deploy(DeployMessage),
+    /// Coarse-grained family.
+    Coarse(CoarseMessage),
+}
+
+impl Typed {
+    /// The message's name.
+    pub fn name(&self) -> &'static str {
+        use crate::messages::Family;
+        match self {
+            Typed::Deploy(m) => m.name(),
+            Typed::Coarse(m) => m.name(),
+        }
+    }
+
+    /// `deploy` or `coarse`.
+    pub fn family(&self) -> &'static str {
+        match self {
+            Typed::Deploy(_) => "deploy",
+            Typed::Coarse(_) => "coarse",
+        }
+    }
+}
+
+/// What a Java object is, for sparkwire.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
+pub enum Classified {
+    /// A catalogued message, typed.
+    Message(Typed),
+    /// Spark traffic outside the catalogue, by class.
+    Outside(String),
+    /// A class this decoder does not know.
+    Unknown(String),
+    /// A catalogued class whose fields did not map (the class, and why).
+    Failed(String, String),
+}
+
+/// The message name of a family class (`RegisterWorker` for `…DeployMessages$RegisterWorker`,
+/// `StopExecutor` for the object `…$StopExecutor$`), with the family.
+pub fn catalogue_name(class: &str) -> Option<(&'static str, &str)> {
+    let (family, rest) = if let Some(r) = class.strip_prefix(DEPLOY_PREFIX) {
+        ("deploy", r)
+    } else if let Some(r) = class.strip_prefix(COARSE_PREFIX) {
+        ("coarse", r)
+    } else {
+        return None;
+    };
+    let name = rest.strip_suffix('$').unwrap_or(rest);
+    Definition::builtin()
+        .message(family, name)
+        .map(|_| (family, name))
+}
+
+/// Whether `class` is Spark traffic outside the catalogue.
+pub fn is_outside(class: &str) -> bool {
+    OUTSIDE_PREFIXES.iter().any(|p| class.starts_with(p))
+}
+
+/// Classifies the message object `v`.
+pub fn classify(v: &Value) -> Classified {
+    let Some(class) = class_of(v) else {
+        return Classified::Unknown(describe(v));
+    };
+    match catalogue_name(class) {
+        Some((family, name)) => {
+            let r = if family == "deploy" {
+                deploy_message(name, v).map(Typed::Deploy)
+            } else {
+                coarse_message(name, v).map(Typed::Coarse)
+            };
+            match r {
+                Ok(m) => Classified::Message(m),
+                Err(e) => Classified::Failed(class.to_string(), e.to_string()),
+            }
+        }
+        None if is_outside(class) => Classified::Outside(class.to_string()),
+        None => Classified::Unknown(class.to_string()),
+    }
+}
+
+fn unmapped(name: &str) -> JavaError {
+    JavaError::Shape(format!(
+        "{name} is catalogued but this decoder does not map it yet"
+    ))
+}
+
+fn addr(v: &Value) -> Result<Addr, JavaError> {
+    let o = obj(v, "RpcAddress")?;
+    Ok(Addr::new(str_field(o, "host")?, int_field(o, "port")?))
+}
+
+fn endpoint_ref(v: &Value) -> Result<EndpointRef, JavaError> {
+    let o = obj(v, "endpoint reference")?;
+    let a = obj(field(o, "endpointAddress")?, "endpointAddress")?;
+    let address = match field(a, "rpcAddress")? {
+        Value::Null => None,
+        other => Some(addr(other)?),
+    };
+    Ok(EndpointRef {
+        address,
+        name: str_field(a, "name")?,
+    })
+}
+
+fn opt_string(o: &ObjectData, name: &str) -> Result<Option<String>, JavaError> {
+    option(field(o, name)?, name)?
+        .map(|v| match v {
+            // java.net.URI keeps its text in `string`.
+            Value::Object(u) if u.class_name() == "java.net.URI" => str_field(u, "string"),
+            other => string(other, name),
+        })
+        .transpose()
+}
+
+fn opt_int(o: &ObjectData, name: &str) -> Result<Option<i32>, JavaError> {
+    option(field(o, name)?, name)?
+        .map(|v| int(v, name))
+        .transpose()
+}
+
+fn strings(v: &Value, what: &str) -> Result<Vec<String>, JavaError> {
+    elements(v, what)?
+        .into_iter()
+        .map(|e| string(e, what))
+        .collect()
+}
+
+fn string_map(v: &Value, what: &str) -> Result<BTreeMap<String, String>, JavaError> {
+    entries(v, what)?
+        .into_iter()
+        .map(|(k, v)| Ok((string(k, what)?, string(v, what)?)))
+        .collect()
+}
+
+fn resources(v: &Value) -> Result<Resources, JavaError> {
+    entries(v, "resources")?
+        .into_iter()
+        .map(|(k, v)| {
+            let o = obj(v, "ResourceInformation")?;
+            let addresses = match field(o, "addresses")? {
+                Value::Array(items) => items
+                    .iter()
+                    .map(|a| string(a, "addresses"))
+                    .collect::<Result<_, _>>()?,
+                other => strings(other, "addresses")?,
+            };
+            Ok((
+                string(k, "resources")?,
+                ResourceInformation {
+                    name: str_field(o, "name")?,
+                    addresses,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The value of a Spark enumeration (`all` in declaration order) by its ordinal.
+fn spark_enum<T: Copy>(v: &Value, name: &str, all: &[T]) -> Result<T, JavaError> {
+    let i = enum_ordinal(v, name)?;
+    all.get(i)
+        .copied()
+        .ok_or_else(|| JavaError::Shape(format!("{name} ordinal {i}")))
+}
+
+fn executor_state(v: &Value) -> Result<ExecutorState, JavaError> {
+    spark_enum(v, "ExecutorState", ExecutorState::ALL)
+}
+
+fn task_state(v: &Value) -> Result<TaskState, JavaError> {
+    spark_enum(v, "TaskState", TaskState::ALL)
+}
+
+fn driver_state(v: &Value) -> Result<DriverState, JavaError> {
+    spark_enum(v, "DriverState", DriverState::ALL)
+}
+
+/// A `scala.Enumeration` value's ordinal (Spark serializes the name as null when it was never
+/// asked for), checking the enumeration's object when the stream names it.
+fn enum_ordinal(v: &Value, enumeration_name: &str) -> Result<usize, JavaError> {
+    let o = obj(v, enumeration_name)?;
+    if !o.class_name().starts_with("scala.Enumeration$") {
+        return Err(JavaError::Shape(format!(
+            "{enumeration_name}: an Enumeration value, found {}",
+            describe(v)
+        )));
+    }
+    let owner = o
+        .get_field("scala$Enumeration$$outerEnum")
+        .and_then(class_of)
+        .unwrap_or_default();
+    if !owner.is_empty() && !owner.ends_with(&format!(".{enumeration_name}$")) {
+        return Err(JavaError::Shape(format!(
+            "a value of {enumeration_name}, found one of {owner}"
+        )));
+    }
+    let i = int_field(o, "i")?;
+    usize::try_from(i).map_err(|_| JavaError::Shape(format!("{enumeration_name} ordinal {i}")))
+}
+
+fn command(v: &Value) -> Result<Command, JavaError> {
+    let o = obj(v, "Command")?;
+    Ok(Command {
+        main_class: str_field(o, "mainClass")?,
+        arguments: strings(field(o, "arguments")?, "arguments")?,
+        environment: string_map(field(o, "environment")?, "environment")?,
+        class_path_entries: strings(field(o, "classPathEntries")?, "classPathEntries")?,
+        library_path_entries: strings(field(o, "libraryPathEntries")?, "libraryPathEntries")?,
+        java_opts: strings(field(o, "javaOpts")?, "javaOpts")?,
+    })
+}
+
+fn resource_profile(v: &Value) -> Result<ResourceProfile, JavaError> {
+    let o = obj(v, "ResourceProfile")?;
+    let mut executor_resources = BTreeMap::new();
+    for (k, v) in entries(field(o, "executorResources")?, "executorResources")? {
+        let r = obj(v, "ExecutorResourceRequest")?;
+        executor_resources.insert(
+            string(k, "executorResources")?,
+            ExecutorResourceRequest {
+                resource_name: str_field(r, "resourceName")?,
+                amount: long_field(r, "amount")?,
+                discovery_script: str_field(r, "discoveryScript")?,
+                vendor: str_field(r, "vendor")?,
+            },
+        );
+    }
+    let mut task_resources = BTreeMap::new();
+    for (k, v) in entries(field(o, "taskResources")?, "taskResources")? {
+        let r = obj(v, "TaskResourceRequest")?;
+        let amount = double(field(r, "amount")?, "amount")?;
+        if !amount.is_finite() {
+            return Err(JavaError::Shape(format!("task resource amount {amount}")));
+        }
+        task_resources.insert(
+            string(k, "taskResources")?,
+            TaskResourceRequest {
+                resource_name: str_field(r, "resourceName")?,
+                amount,
+            },
+        );
+    }
+    Ok(ResourceProfile {
+        id: int_field(o, "_id")?,
+        executor_resources,
+        task_resources,
+    })
+}
+
+fn app_description(v: &Value) -> Result<ApplicationDescription, JavaError> {
+    let o = obj(v, "ApplicationDescription")?;
+    Ok(ApplicationDescription {
+        name: str_field(o, "name")?,
+        max_cores: opt_int(o, "maxCores")?,
+        command: command(field(o, "command")?)?,
+        app_ui_url: str_field(o, "appUiUrl")?,
+        default_profile: resource_profile(field(o, "defaultProfile")?)?,
+        event_log_dir: opt_string(o, "eventLogDir")?,
+        event_log_codec: opt_string(o, "eventLogCodec")?,
+        initial_executor_limit: opt_int(o, "initialExecutorLimit")?,
+        user: str_field(o, "user")?,
+    })
+}
+
+fn executor_description(v: &Value) -> Result<ExecutorDescription, JavaError> {
+    let o = obj(v, "ExecutorDescription")?;
+    Ok(ExecutorDescription {
+        app_id: str_field(o, "appId")?,
+        exec_id: int_field(o, "execId")?,
+        rp_id: int_field(o, "rpId")?,
+        cores: int_field(o, "cores")?,
+        memory_mb: int_field(o, "memoryMb")?,
+        state: executor_state(field(o, "state")?)?,
+    })
+}
+
+fn error_description(v: &Value) -> Result<ErrorDescription, JavaError> {
+    // A Java exception: its class and detail message.
+    let o = obj(v, "exception")?;
+    let message = match o.get_field("detailMessage") {
+        Some(Value::JavaString(s)) => s.clone(),
+        _ => String::new(),
+    };
+    Ok(ErrorDescription::new(o.class_name(), message))
+}
+
+fn deploy_message(name: &str, v: &Value) -> Result<DeployMessage, JavaError> {
+    use DeployMessage as D;
+    if let Value::Object(o) = v {
+        if module_of(o).is_some() {
+            return Ok(match name {
+                "MasterInStandby" => D::MasterInStandby(deploy::MasterInStandby {}),
+                "DecommissionWorker" => D::DecommissionWorker(deploy::DecommissionWorker {}),
+                "RequestMasterState" => D::RequestMasterState(deploy::RequestMasterState {}),
+                "RequestKillAllDrivers" => {
+                    D::RequestKillAllDrivers(deploy::RequestKillAllDrivers {})
+                }
+                "RequestReadyz" => D::RequestReadyz(deploy::RequestReadyz {}),
+                "RequestClearCompletedDriversAndApps" => D::RequestClearCompletedDriversAndApps(
+                    deploy::RequestClearCompletedDriversAndApps {},
+                ),
+                _ => return Err(unmapped(name)),
+            });
+        }
+    }
+    let o = obj(v, name)?;
+    Ok(match name {
+        "RegisterWorker" => D::RegisterWorker(deploy::RegisterWorker {
+            id: str_field(o, "id")?,
+            host: str_field(o, "host")?,
+            port: int_field(o, "port")?,
+            worker: endpoint_ref(field(o, "worker")?)?,
+            cores: int_field(o, "cores")?,
+            memory: int_field(o, "memory")?,
+            worker_web_ui_url: str_field(o, "workerWebUiUrl")?,
+            master_address: addr(field(o, "masterAddress")?)?,
+            resources: resources(field(o, "resources")?)?,
+        }),
+        "RegisteredWorker" => D::RegisteredWorker(deploy::RegisteredWorker {
+            master: endpoint_ref(field(o, "master")?)?,
+            master_web_ui_url: str_field(o, "masterWebUiUrl")?,
+            master_address: addr(field(o, "masterAddress")?)?,
+            duplicate: bool_field(o, "duplicate")?,
+        }),
+        "RegisterWorkerFailed" => D::RegisterWorkerFailed(deploy::RegisterWorkerFailed {
+            message: str_field(o, "message")?,
+        }),
+        "Heartbeat" => D::Heartbeat(deploy::Heartbeat {
+            worker_id: str_field(o, "workerId")?,
+            worker: endpoint_ref(field(o, "worker")?)?,
+        }),
+        "WorkerLatestState" => D::WorkerLatestState(deploy::WorkerLatestState {
+            id: str_field(o, "id")?,
+            executors: elements(field(o, "executors")?, "executors")?
+                .into_iter()
+                .map(executor_description)
+                .collect::<Result<_, _>>()?,
+            driver_ids: strings(field(o, "driverIds")?, "driverIds")?,
+        }),
+        "ExecutorStateChanged" => D::ExecutorStateChanged(deploy::ExecutorStateChanged {
+            app_id: str_field(o, "appId")?,
+            exec_id: int_field(o, "execId")?,
+            state: executor_state(field(o, "state")?)?,
+            message: opt_string(o, "message")?,
+            exit_status: opt_int(o, "exitStatus")?,
+        }),
+        "DriverStateChanged" => D::DriverStateChanged(deploy::DriverStateChanged {
+            driver_id: str_field(o, "driverId")?,
+            state: driver_state(field(o, "state")?)?,
+            exception: option(field(o, "exception")?, "exception")?
+                .map(error_description)
+                .transpose()?,
+        }),
+        "WorkerDecommissioning" => D::WorkerDecommissioning(deploy::WorkerDecommissioning {
+            id: str_field(o, "id")?,
+            worker_ref: endpoint_ref(field(o, "workerRef")?)?,
+        }),
+        "ReconnectWorker" => D::ReconnectWorker(deploy::ReconnectWorker {
+            master_url: str_field(o, "masterUrl")?,
+        }),
+        "LaunchExecutor" => D::LaunchExecutor(deploy::LaunchExecutor {
+            master_url: str_field(o, "masterUrl")?,
+            app_id: str_field(o, "appId")?,
+            exec_id: int_field(o, "execId")?,
+            rp_id: int_field(o, "rpId")?,
+            app_desc: app_description(field(o, "appDesc")?)?,
+            cores: int_field(o, "cores")?,
+            memory: int_field(o, "memory")?,
+            resources: resources(field(o, "resources")?)?,
+        }),
+        "KillExecutor" => D::KillExecutor(deploy::KillExecutor {
+            master_url: str_field(o, "masterUrl")?,
+            app_id: str_field(o, "appId")?,
+            exec_id: int_field(o, "execId")?,
+        }),
+        "KillDriver" => D::KillDriver(deploy::KillDriver {
+            driver_id: str_field(o, "driverId")?,
+        }),
+        "ApplicationFinished" => D::ApplicationFinished(deploy::ApplicationFinished {
+            id: str_field(o, "id")?,
+        }),
+        "MasterChanged" => D::MasterChanged(deploy::MasterChanged {
+            master: endpoint_ref(field(o, "master")?)?,
+            master_web_ui_url: str_field(o, "masterWebUiUrl")?,
+        }),
+        "RegisterApplication" => D::RegisterApplication(deploy::RegisterApplication {
+            app_description: app_description(field(o, "appDescription")?)?,
+            driver: endpoint_ref(field(o, "driver")?)?,
+        }),
+        "RegisteredApplication" => D::RegisteredApplication(deploy::RegisteredApplication {
+            app_id: str_field(o, "appId")?,
+            master: endpoint_ref(field(o, "master")?)?,
+        }),
+        "UnregisterApplication" => D::UnregisterApplication(deploy::UnregisterApplication {
+            app_id: str_field(o, "appId")?,
+        }),
+        "MasterChangeAcknowledged" => {
+            D::MasterChangeAcknowledged(deploy::MasterChangeAcknowledged {
+                app_id: str_field(o, "appId")?,
+            })
+        }
+        "KillExecutors" => D::KillExecutors(deploy::KillExecutors {
+            app_id: str_field(o, "appId")?,
+            executor_ids: strings(field(o, "executorIds")?, "executorIds")?,
+        }),
+        "ExecutorAdded" => D::ExecutorAdded(deploy::ExecutorAdded {
+            id: int_field(o, "id")?,
+            worker_id: str_field(o, "workerId")?,
+            host_port: str_field(o, "hostPort")?,
+            cores: int_field(o, "cores")?,
+            memory: int_field(o, "memory")?,
+        }),
+        "ExecutorUpdated" => D::ExecutorUpdated(deploy::ExecutorUpdated {
+            id: int_field(o, "id")?,
+            state: executor_state(field(o, "state")?)?,
+            message: opt_string(o, "message")?,
+            exit_status: opt_int(o, "exitStatus")?,
+            worker_host: opt_string(o, "workerHost")?,
+        }),
+        "ApplicationRemoved" => D::ApplicationRemoved(deploy::ApplicationRemoved {
+            message: str_field(o, "message")?,
+        }),
+        "WorkerRemoved" => D::WorkerRemoved(deploy::WorkerRemoved {
+            id: str_field(o, "id")?,
+            host: str_field(o, "host")?,
+            message: str_field(o, "message")?,
+        }),
+        "RequestKillDriver" => D::RequestKillDriver(deploy::RequestKillDriver {
+            driver_id: str_field(o, "driverId")?,
+        }),
+        "RequestDriverStatus" => D::RequestDriverStatus(deploy::RequestDriverStatus {
+            driver_id: str_field(o, "driverId")?,
+        }),
+        _ => return Err(unmapped(name)),
+    })
+}
+
+fn coarse_message(name: &str, v: &Value) -> Result<CoarseMessage, JavaError> {
+    use CoarseMessage as C;
+    if let Value::Object(o) = v {
+        if module_of(o).is_some() {
+            return Ok(match name {
+                "StopExecutor" => C::StopExecutor(coarse::StopExecutor {}),
+                "DecommissionExecutor" => C::DecommissionExecutor(coarse::DecommissionExecutor {}),
+                "RetrieveLastAllocatedExecutorId" => {
+                    C::RetrieveLastAllocatedExecutorId(coarse::RetrieveLastAllocatedExecutorId {})
+                }
+                "RetrieveDelegationTokens" => {
+                    C::RetrieveDelegationTokens(coarse::RetrieveDelegationTokens {})
+                }
+                _ => return Err(unmapped(name)),
+            });
+        }
+    }
+    let o = obj(v, name)?;
+    Ok(match name {
+        "RetrieveSparkAppConfig" => C::RetrieveSparkAppConfig(coarse::RetrieveSparkAppConfig {
+            resource_profile_id: int_field(o, "resourceProfileId")?,
+        }),
+        "SparkAppConfig" => C::SparkAppConfig(coarse::SparkAppConfig {
+            spark_properties: entries(field(o, "sparkProperties")?, "sparkProperties")?
+                .into_iter()
+                .map(|(k, v)| Ok((string(k, "sparkProperties")?, string(v, "sparkProperties")?)))
+                .collect::<Result<_, JavaError>>()?,
+            io_encryption_key: option(field(o, "ioEncryptionKey")?, "ioEncryptionKey")?
+                .map(bytes_of)
+                .transpose()?,
+            hadoop_delegation_creds: option(
+                field(o, "hadoopDelegationCreds")?,
+                "hadoopDelegationCreds",
+            )?
+            .map(bytes_of)
+            .transpose()?,
+            resource_profile: resource_profile(field(o, "resourceProfile")?)?,
+            log_level: opt_string(o, "logLevel")?,
+        }),
+        "RegisterExecutor" => C::RegisterExecutor(coarse::RegisterExecutor {
+            executor_id: str_field(o, "executorId")?,
+            executor_ref: endpoint_ref(field(o, "executorRef")?)?,
+            hostname: str_field(o, "hostname")?,
+            cores: int_field(o, "cores")?,
+            log_urls: string_map(field(o, "logUrls")?, "logUrls")?,
+            attributes: string_map(field(o, "attributes")?, "attributes")?,
+            resources: resources(field(o, "resources")?)?,
+            resource_profile_id: int_field(o, "resourceProfileId")?,
+        }),
+        "LaunchedExecutor" => C::LaunchedExecutor(coarse::LaunchedExecutor {
+            executor_id: str_field(o, "executorId")?,
+        }),
+        "StatusUpdate" => {
+            let mut res = BTreeMap::new();
+            for (k, v) in entries(field(o, "resources")?, "resources")? {
+                let mut inner = BTreeMap::new();
+                for (a, n) in entries(v, "resources")? {
+                    inner.insert(string(a, "resources")?, long(n, "resources")?);
+                }
+                res.insert(string(k, "resources")?, inner);
+            }
+            C::StatusUpdate(coarse::StatusUpdate {
+                executor_id: str_field(o, "executorId")?,
+                task_id: long_field(o, "taskId")?,
+                state: task_state(field(o, "state")?)?,
+                data: Payload::from(serializable_buffer(field(o, "data")?, "data")?),
+                task_cpus: int_field(o, "taskCpus")?,
+                resources: res,
+            })
+        }
+        "LaunchTask" => C::LaunchTask(coarse::LaunchTask {
+            data: Payload::from(serializable_buffer(field(o, "data")?, "data")?),
+        }),
+        "KillTask" => C::KillTask(coarse::KillTask {
+            task_id: long_field(o, "taskId")?,
+            executor: str_field(o, "executor")?,
+            interrupt_thread: bool_field(o, "interruptThread")?,
+            reason: str_field(o, "reason")?,
+        }),
+        "ExecutorDecommissioning" => C::ExecutorDecommissioning(coarse::ExecutorDecommissioning {
+            executor_id: str_field(o, "executorId")?,
+        }),
+        "UpdateExecutorLogLevel" => C::UpdateExecutorLogLevel(coarse::UpdateExecutorLogLevel {
+            log_level: str_field(o, "logLevel")?,
+        }),
+        "TaskThreadDump" => C::TaskThreadDump(coarse::TaskThreadDump {
+            task_id: long_field(o, "taskId")?,
+        }),
+        "IsExecutorAlive" => C::IsExecutorAlive(coarse::IsExecutorAlive {
+            executor_id: str_field(o, "executorId")?,
+        }),
+        "ShufflePushCompletion" => C::ShufflePushCompletion(coarse::ShufflePushCompletion {
+            shuffle_id: int_field(o, "shuffleId")?,
+            shuffle_merge_id: int_field(o, "shuffleMergeId")?,
+            map_index: int_field(o, "mapIndex")?,
+        }),
+        "GetExecutorLossReason" => C::GetExecutorLossReason(coarse::GetExecutorLossReason {
+            executor_id: str_field(o, "executorId")?,
+        }),
+        "KillExecutors" => C::KillExecutors(coarse::KillExecutors {
+            executor_ids: strings(field(o, "executorIds")?, "executorIds")?,
+        }),
+        "RegisterClusterManager" => C::RegisterClusterManager(coarse::RegisterClusterManager {
+            am: endpoint_ref(field(o, "am")?)?,
+        }),
+        _ => return Err(unmapped(name)),
+    })
+}
+
+/// A `byte[]` value.
+fn bytes_of(v: &Value) -> Result<Payload, JavaError> {
+    match v {
+        Value::PrimitiveArray(items) => items
+            .iter()
+            .map(|p| match p {
+                jaded::PrimitiveType::Byte(b) => Ok(*b),
+                other => Err(JavaError::Shape(format!("a byte array, found {other:?}"))),
+            })
+            .collect::<Result<Vec<u8>, _>>()
+            .map(Payload::from),
+        other => Err(JavaError::Shape(format!(
+            "a byte array, found {}",
+            describe(other)
+        ))),
+    }
+}
+
+/// What a reply's Java object is, to the ask `asked` (a catalogued message).
+pub fn reply_value(v: &Value) -> Result<ReplyValue, JavaError> {
+    match class_of(v) {
+        Some("java.lang.Boolean") => Ok(ReplyValue::Bool(super::java::boolean(v, "reply")?)),
+        Some("java.lang.Integer") => Ok(ReplyValue::Int(int(v, "reply")?)),
+        Some(_) => match classify(v) {
+            Classified::Message(m) => Ok(ReplyValue::Message(m)),
+            Classified::Failed(c, e) => Err(JavaError::Shape(format!("{c}: {e}"))),
+            Classified::Outside(c) | Classified::Unknown(c) => Ok(ReplyValue::Other(c)),
+        },
+        None => Err(JavaError::Shape(format!(
+            "a reply object, found {}",
+            describe(v)
+        ))),
+    }
+}
+
+/// A reply, as far as sparkwire's replies go.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one per frame, consumed at once
+pub enum ReplyValue {
+    /// A Boolean.
+    Bool(bool),
+    /// An Integer.
+    Int(i32),
+    /// A catalogued message.
+    Message(Typed),
+    /// Anything else, by class.
+    Other(String),
+}

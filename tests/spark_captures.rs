@@ -1,0 +1,372 @@
+//! The shared captures of a real Spark 4.0.1 cluster (`../shared/spark-captures/`): every frame
+//! decodes, each catalogued message into its type, the rest marked outside the catalogue, the
+//! counts agree with the capture's independent decode (`decoded/*.json`, javaobj-py3), and the
+//! traces validate.
+#![cfg(feature = "spark")]
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use sparkwire::messages::Version;
+use sparkwire::spark::decode::{decode_capture, Decoded};
+use sparkwire::validate::trace::{to_text, TraceReader};
+use sparkwire::validate::{Config, EventBody, OutsideStatus, Role, Validator};
+
+/// The captures' directory. Missing captures fail the test under CI (`CI=true`), where the
+/// repository is cloned beside `shared/`; elsewhere the test says it is skipped.
+fn captures() -> Option<PathBuf> {
+    let candidates = [
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/spark-captures"),
+        PathBuf::from("/work/shared/spark-captures"),
+    ];
+    if let Some(dir) = candidates.iter().find(|d| d.join("A.pcap").is_file()) {
+        return Some(dir.clone());
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!(
+            "the Spark captures are missing: looked in {candidates:?}; CI must check out shared/ beside the repository"
+        );
+    }
+    eprintln!("skipped: no Spark captures in {candidates:?}");
+    None
+}
+
+fn decode(dir: &Path, name: &str) -> Decoded {
+    let f = File::open(dir.join(name)).expect("capture opens");
+    decode_capture(f, Vec::new(), Version::V2).expect("capture decodes")
+}
+
+/// (transport, class) → frames, from the capture's reference decode.
+fn reference_counts(dir: &Path, name: &str) -> BTreeMap<(String, String), u64> {
+    let text = std::fs::read_to_string(dir.join("decoded").join(name)).expect("reference decode");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("reference JSON");
+    let mut out = BTreeMap::new();
+    for conn in json["connections"].as_array().expect("connections") {
+        for f in conn["frames"].as_array().expect("frames") {
+            let transport = f["transport"].as_str().expect("transport").to_string();
+            let class = f["cls"].as_str().expect("cls");
+            let class = match class.strip_prefix("BlockTransferMessage$") {
+                Some(c) => format!("org.apache.spark.network.shuffle.protocol.{c}"),
+                None => class.to_string(),
+            };
+            *out.entry((transport, class)).or_insert(0) += 1;
+        }
+    }
+    out
+}
+
+/// Every catalogued Spark class of the captures and its sparkwire type.
+const EXPECTED_TYPES: &[(&str, &str)] = &[
+    (
+        "org.apache.spark.deploy.DeployMessages$ApplicationFinished",
+        "deploy.ApplicationFinished",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$ExecutorAdded",
+        "deploy.ExecutorAdded",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$ExecutorStateChanged",
+        "deploy.ExecutorStateChanged",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$ExecutorUpdated",
+        "deploy.ExecutorUpdated",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$Heartbeat",
+        "deploy.Heartbeat",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$KillExecutor",
+        "deploy.KillExecutor",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$LaunchExecutor",
+        "deploy.LaunchExecutor",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$RegisterApplication",
+        "deploy.RegisterApplication",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$RegisterWorker",
+        "deploy.RegisterWorker",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$RegisteredApplication",
+        "deploy.RegisteredApplication",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$RegisteredWorker",
+        "deploy.RegisteredWorker",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$UnregisterApplication",
+        "deploy.UnregisterApplication",
+    ),
+    (
+        "org.apache.spark.deploy.DeployMessages$WorkerLatestState",
+        "deploy.WorkerLatestState",
+    ),
+    (
+        "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages$LaunchTask",
+        "coarse.LaunchTask",
+    ),
+    (
+        "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages$LaunchedExecutor",
+        "coarse.LaunchedExecutor",
+    ),
+    (
+        "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages$RegisterExecutor",
+        "coarse.RegisterExecutor",
+    ),
+    (
+        "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages$RetrieveSparkAppConfig",
+        "coarse.RetrieveSparkAppConfig",
+    ),
+    (
+        "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages$SparkAppConfig",
+        "coarse.SparkAppConfig",
+    ),
+    (
+        "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages$StatusUpdate",
+        "coarse.StatusUpdate",
+    ),
+    (
+        "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages$StopExecutor$",
+        "coarse.StopExecutor",
+    ),
+];
+
+fn check_capture(name: &str, reference: &str, frames: u64, connections: usize) {
+    let Some(dir) = captures() else {
+        return;
+    };
+    let d = decode(&dir, name);
+    let s = &d.summary;
+    assert!(
+        s.failures.is_empty(),
+        "{name}: not decoded: {:#?}",
+        s.failures
+    );
+    assert!(
+        s.unknown.is_empty(),
+        "{name}: unknown classes: {:?}",
+        s.unknown
+    );
+    assert_eq!(s.total_frames(), frames, "{name}: frames");
+    assert_eq!(s.connections.len(), connections, "{name}: connections");
+    assert!(s
+        .connections
+        .values()
+        .all(|c| !c.not_spark && c.roles.is_some()));
+    // Frame by frame, the same classes as the independent decode.
+    assert_eq!(
+        s.by_class,
+        reference_counts(&dir, reference),
+        "{name}: frames by class"
+    );
+    // Each catalogued class has its sparkwire type.
+    let types: BTreeMap<&str, &str> = s
+        .messages
+        .iter()
+        .map(|(c, (t, _))| (c.as_str(), t.as_str()))
+        .collect();
+    let expected: BTreeMap<&str, &str> = EXPECTED_TYPES.iter().copied().collect();
+    assert_eq!(types, expected, "{name}: Spark classes to sparkwire types");
+    // Catalogued messages and outside frames make up every frame.
+    let typed: u64 = s.messages.values().map(|(_, n)| n).sum::<u64>()
+        + s.by_class
+            .iter()
+            .filter(|((t, c), _)| t == "RpcResponse" && c == "java.lang.Boolean")
+            .map(|(_, n)| n)
+            .sum::<u64>()
+        - s.outside.get("java.lang.Boolean").copied().unwrap_or(0);
+    let outside: u64 = s.outside.values().sum();
+    assert_eq!(typed + outside, frames, "{name}: typed + outside = frames");
+    // The trace validates, as decoded and as read back from its text.
+    let mut v = Validator::new(Config::default());
+    let mut violations: Vec<String> = d
+        .events
+        .iter()
+        .flat_map(|e| v.observe(e))
+        .map(|v| v.to_string())
+        .collect();
+    violations.extend(v.finish().iter().map(|v| v.to_string()));
+    assert!(violations.is_empty(), "{name}: {violations:#?}");
+    let text = to_text(&d.events).expect("trace text");
+    let back: Vec<_> = TraceReader::new(text.as_bytes())
+        .collect::<Result<_, _>>()
+        .expect("the trace reads back");
+    assert_eq!(back, d.events, "{name}: trace round trip");
+    let mut v = Validator::new(Config::default());
+    assert!(back.iter().all(|e| v.observe(e).is_empty()) && v.finish().is_empty());
+}
+
+#[test]
+fn capture_a_decodes_every_frame_and_validates() {
+    check_capture("A.pcap", "A.json", 105, 10);
+}
+
+#[test]
+fn capture_b_with_a_killed_executor_decodes_every_frame_and_validates() {
+    check_capture("B.pcap", "B.json", 259, 14);
+}
+
+#[test]
+fn connections_get_the_roles_spark_gives_them() {
+    let Some(dir) = captures() else {
+        return;
+    };
+    let d = decode(&dir, "B.pcap");
+    let mut kinds = BTreeMap::new();
+    for c in d.summary.connections.values() {
+        *kinds.entry((c.roles, c.server.clone())).or_insert(0) += 1;
+    }
+    let pair = |a, b, port: &str| (Some((a, b)), format!("127.0.0.1:{port}"));
+    // Worker and application client to the master; executors' bootstrap and main connections to
+    // the driver; WorkerWatcher connections to the worker; block fetches from the driver's
+    // BlockManager.
+    assert_eq!(
+        kinds.get(&pair(Role::Worker, Role::Master, "17077")),
+        Some(&1)
+    );
+    assert_eq!(
+        kinds.get(&pair(Role::AppClient, Role::Master, "17077")),
+        Some(&1)
+    );
+    assert_eq!(
+        kinds.get(&pair(Role::Executor, Role::Driver, "17090")),
+        Some(&6)
+    );
+    assert_eq!(
+        kinds.get(&pair(Role::Executor, Role::Worker, "17078")),
+        Some(&3)
+    );
+    assert_eq!(
+        kinds.get(&pair(Role::Executor, Role::Driver, "17091")),
+        Some(&3)
+    );
+    // The killed executor: its EXITED state with exit status 137 reached the master.
+    let exited = d.events.iter().any(|e| {
+        matches!(&e.body, EventBody::Message { envelope: sparkwire::validate::AnyEnvelope::Deploy(
+            sparkwire::wire::Envelope::Ask { message: sparkwire::messages::DeployMessage::ExecutorStateChanged(c), .. }), .. }
+            if c.exit_status == Some(137) && c.state == sparkwire::messages::ExecutorState::Exited)
+    });
+    assert!(exited);
+    // Outside frames are marked outside, with their class.
+    assert!(d.events.iter().any(|e| matches!(&e.body, EventBody::Outside { frame, .. }
+        if frame.status == OutsideStatus::Outside
+            && frame.class.as_deref() == Some("org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence"))));
+}
+
+#[test]
+fn a_capture_cut_short_reports_what_it_could_not_decode_and_never_panics() {
+    let Some(dir) = captures() else {
+        return;
+    };
+    let bytes = std::fs::read(dir.join("A.pcap")).expect("capture");
+    // pcap's record boundaries break at arbitrary places: the reader either refuses the file or
+    // decodes the part it has.
+    for cut in [24, 1000, 20_000, 77_777, bytes.len() - 3] {
+        let _ = decode_capture(&bytes[..cut], Vec::new(), Version::V2);
+    }
+}
+
+#[test]
+fn the_same_capture_as_pcapng_decodes_to_the_same_trace() {
+    use pcap_file::pcap::PcapReader;
+    use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+    use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
+    use pcap_file::pcapng::PcapNgWriter;
+    let Some(dir) = captures() else {
+        return;
+    };
+    let bytes = std::fs::read(dir.join("A.pcap")).expect("capture");
+    let mut reader = PcapReader::new(&bytes[..]).expect("pcap");
+    let mut writer = PcapNgWriter::new(Vec::new()).expect("pcapng writer");
+    writer
+        .write_pcapng_block(InterfaceDescriptionBlock {
+            linktype: reader.header().datalink,
+            snaplen: 0,
+            options: vec![],
+        })
+        .expect("interface");
+    while let Some(p) = reader.next_packet() {
+        let p = p.expect("packet");
+        writer
+            .write_pcapng_block(EnhancedPacketBlock {
+                interface_id: 0,
+                timestamp: p.timestamp,
+                original_len: p.orig_len,
+                data: p.data,
+                options: vec![],
+            })
+            .expect("packet written");
+    }
+    let ng = writer.into_inner();
+    let from_ng = decode_capture(&ng[..], Vec::new(), Version::V2).expect("pcapng decodes");
+    let from_pcap = decode(&dir, "A.pcap");
+    assert_eq!(from_ng.events, from_pcap.events);
+    assert_eq!(from_ng.summary, from_pcap.summary);
+}
+
+#[test]
+fn ports_select_the_connections_decoded() {
+    let Some(dir) = captures() else {
+        return;
+    };
+    let f = File::open(dir.join("A.pcap")).expect("capture");
+    let d = decode_capture(f, vec![17077], Version::V2).expect("decodes");
+    assert_eq!(
+        d.summary.connections.len(),
+        2,
+        "the worker's and the application's"
+    );
+    assert!(d
+        .summary
+        .connections
+        .values()
+        .all(|c| c.server == "127.0.0.1:17077"));
+    assert!(d.summary.failures.is_empty());
+}
+
+#[test]
+fn corrupted_bytes_of_real_streams_are_reported_never_a_panic() {
+    use sparkwire::spark::pcap::{read_capture, TcpEvent};
+    use sparkwire::spark::tracer::Tracer;
+    let Some(dir) = captures() else {
+        return;
+    };
+    let (tcp, _) =
+        read_capture(File::open(dir.join("A.pcap")).expect("capture"), Vec::new()).expect("reads");
+    // Each connection's bytes, per direction.
+    let mut streams: BTreeMap<(u64, bool), Vec<u8>> = BTreeMap::new();
+    for t in &tcp {
+        if let TcpEvent::Data { from_client, bytes } = &t.event {
+            streams
+                .entry((t.conn, *from_client))
+                .or_default()
+                .extend_from_slice(bytes);
+        }
+    }
+    let mut corrupted = 0;
+    for ((conn, from_client), bytes) in &streams {
+        for (n, at) in (0..bytes.len()).step_by(61).enumerate() {
+            let mut b = bytes.clone();
+            b[at] ^= [0xFF, 0x01, 0x80, 0x7F][n % 4];
+            let mut t = Tracer::default();
+            t.open(*conn, 0, "127.0.0.1:40000".into(), "127.0.0.1:17077".into());
+            let mut events = t.data(*conn, 1, *from_client, &b);
+            events.extend(t.close(*conn, 2));
+            let mut v = Validator::new(Config::default());
+            for e in &events {
+                let _ = v.observe(e);
+            }
+            corrupted += 1;
+        }
+    }
+    assert!(corrupted > 500, "{corrupted} corrupted streams");
+}
