@@ -340,6 +340,19 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                                 }
                             } else if let Ok(mut h) = hello {
                                 match fault {
+                                    Fault::LowestVersion => {
+                                        if let Some(min) = h.versions.iter().copied().filter(|v| Version::from_number(*v).is_some()).min() {
+                                            h.versions = vec![min];
+                                        }
+                                        write(&to, &hello_bytes(&h)).await;
+                                        continue;
+                                    }
+                                    Fault::Duplicate => {
+                                        // An eager client: its hello twice, before any answer.
+                                        write(&to, &framed(&body)).await;
+                                        write(&to, &framed(&body)).await;
+                                        continue;
+                                    }
                                     Fault::WrongRole => {
                                         h.role = other_role(h.role);
                                         write(&to, &hello_bytes(&h)).await;

@@ -1,8 +1,11 @@
 //! The cases of each target.
 
+pub mod client;
 pub mod common;
 pub mod master;
 pub mod server;
+pub mod spawned;
+pub mod worker;
 
 use crate::case::{Case, Target};
 
@@ -10,7 +13,8 @@ use crate::case::{Case, Target};
 pub fn cases(target: Target) -> Vec<Case> {
     match target {
         Target::Master => master::cases(),
-        Target::Worker | Target::Driver | Target::Executor => Vec::new(),
+        Target::Worker => worker::cases(),
+        Target::Driver | Target::Executor => Vec::new(),
     }
 }
 
