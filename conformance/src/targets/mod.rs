@@ -2,6 +2,7 @@
 
 pub mod client;
 pub mod common;
+pub mod driver;
 pub mod master;
 pub mod server;
 pub mod spawned;
@@ -14,7 +15,8 @@ pub fn cases(target: Target) -> Vec<Case> {
     match target {
         Target::Master => master::cases(),
         Target::Worker => worker::cases(),
-        Target::Driver | Target::Executor => Vec::new(),
+        Target::Driver => driver::cases(),
+        Target::Executor => Vec::new(),
     }
 }
 
