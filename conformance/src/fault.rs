@@ -341,7 +341,13 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                             } else if let Ok(mut h) = hello {
                                 match fault {
                                     Fault::LowestVersion => {
-                                        if let Some(min) = h.versions.iter().copied().filter(|v| Version::from_number(*v).is_some()).min() {
+                                        if let Some(min) = h
+                                            .versions
+                                            .iter()
+                                            .copied()
+                                            .filter(|v| Version::from_number(*v).is_some())
+                                            .min()
+                                        {
                                             h.versions = vec![min];
                                         }
                                         write(&to, &hello_bytes(&h)).await;

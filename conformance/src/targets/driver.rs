@@ -7,8 +7,12 @@ use std::time::Duration;
 
 use sparkwire::messages::coarse::*;
 use sparkwire::messages::deploy::{RegisterApplication, RegisteredApplication};
-use sparkwire::messages::{Addr, CoarseMessage, DeployMessage, EndpointRef, TaskDescription, TaskState, Version};
-use sparkwire::reference::task::{encode_failure, BuiltinRunner, CancelFlag, TaskFailure, TaskRunner};
+use sparkwire::messages::{
+    Addr, CoarseMessage, DeployMessage, EndpointRef, TaskDescription, TaskState, Version,
+};
+use sparkwire::reference::task::{
+    encode_failure, BuiltinRunner, CancelFlag, TaskFailure, TaskRunner,
+};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::task::decode_task;
 use sparkwire::wire::{Envelope, Reply};
@@ -43,7 +47,12 @@ pub struct Job {
 }
 
 /// A small job: 4 partitions of sum-squares.
-pub const SMALL: Job = Job { job: "sum-squares", partitions: 4, param: 1000, max_message_size: 128 };
+pub const SMALL: Job = Job {
+    job: "sum-squares",
+    partitions: 4,
+    param: 1000,
+    max_message_size: 128,
+};
 
 async fn start(ctx: Ctx, job: Job) -> Result<(Run, Conn), Failure> {
     let run = spawned::start(&ctx, move |given, dir| {
@@ -81,7 +90,10 @@ pub struct Registered {
 /// The driver URL in an application's command (`--driver-url URL`).
 fn driver_url(reg: &RegisterApplication) -> Option<String> {
     let args = &reg.app_description.command.arguments;
-    args.iter().position(|a| a == "--driver-url").and_then(|i| args.get(i + 1)).cloned()
+    args.iter()
+        .position(|a| a == "--driver-url")
+        .and_then(|i| args.get(i + 1))
+        .cloned()
 }
 
 fn parse_addr(url: &str) -> Option<SocketAddr> {
@@ -94,24 +106,49 @@ fn parse_addr(url: &str) -> Option<SocketAddr> {
 pub async fn registered(ctx: &Ctx, job: Job) -> Result<Registered, Failure> {
     let (mut run, mut app) = start(ctx.clone(), job).await?;
     let hello = app.read_hello(spawned::startup(ctx)).await?;
-    app.accept_hello(&hello, &[Version::V1, Version::V2], "master").await?;
+    app.accept_hello(&hello, &[Version::V1, Version::V2], "master")
+        .await?;
     let reg = app
         .expect::<D, RegisterApplication>(wait(ctx), "RegisterApplication", |e| match e {
             Envelope::Send(D::RegisterApplication(r)) => Some(r.clone()),
             _ => None,
         })
         .await?;
-    let app_id = format!("app-20250101120000-{:04}", crate::targets::common::unique() % 10000);
+    let app_id = format!(
+        "app-20250101120000-{:04}",
+        crate::targets::common::unique() % 10000
+    );
     let given = run.given;
-    app.send(&Envelope::Send(D::RegisteredApplication(RegisteredApplication {
-        app_id: app_id.clone(),
-        master: EndpointRef::at(Addr::new(given.ip().to_string(), i32::from(given.port())), "Master"),
-    })))
+    app.send(&Envelope::Send(D::RegisteredApplication(
+        RegisteredApplication {
+            app_id: app_id.clone(),
+            master: EndpointRef::at(
+                Addr::new(given.ip().to_string(), i32::from(given.port())),
+                "Master",
+            ),
+        },
+    )))
     .await?;
-    let url = driver_url(&reg).ok_or_else(|| fail("--driver-url in the application's command", format!("{:?}", reg.app_description.command.arguments)))?;
-    let addr = parse_addr(&url).ok_or_else(|| fail("a driver URL spark://CoarseGrainedScheduler@HOST:PORT", url.clone()))?;
+    let url = driver_url(&reg).ok_or_else(|| {
+        fail(
+            "--driver-url in the application's command",
+            format!("{:?}", reg.app_description.command.arguments),
+        )
+    })?;
+    let addr = parse_addr(&url).ok_or_else(|| {
+        fail(
+            "a driver URL spark://CoarseGrainedScheduler@HOST:PORT",
+            url.clone(),
+        )
+    })?;
     let driver_addr = run.reach(ctx, addr, Role::Executor, Role::Driver).await?;
-    Ok(Registered { run, app, reg, app_id, driver_addr })
+    Ok(Registered {
+        run,
+        app,
+        reg,
+        app_id,
+        driver_addr,
+    })
 }
 
 /// An executor the suite plays.
@@ -136,22 +173,53 @@ fn register_msg(id: &str, cores: i32) -> C {
 }
 
 /// Connects as executor `id` and registers (answer true expected); no LaunchedExecutor yet.
-pub async fn executor(ctx: &Ctx, d: &Registered, id: &str, cores: i32, version: Version) -> Result<FakeExecutor, Failure> {
-    let mut conn = Conn::open(d.driver_addr, &format!("executor-{id}"), Role::Executor, id, &[version], &ctx.log, wait(ctx)).await?;
-    conn.send(&Envelope::Ask { id: 1, message: register_msg(id, cores) }).await?;
-    conn.expect::<C, ()>(wait(ctx), "a bool reply true to RegisterExecutor", |e| match e {
-        Envelope::Reply { id: 1, reply: Reply::Bool(true) } => Some(()),
-        _ => None,
+pub async fn executor(
+    ctx: &Ctx,
+    d: &Registered,
+    id: &str,
+    cores: i32,
+    version: Version,
+) -> Result<FakeExecutor, Failure> {
+    let mut conn = Conn::open(
+        d.driver_addr,
+        &format!("executor-{id}"),
+        Role::Executor,
+        id,
+        &[version],
+        &ctx.log,
+        wait(ctx),
+    )
+    .await?;
+    conn.send(&Envelope::Ask {
+        id: 1,
+        message: register_msg(id, cores),
     })
     .await?;
-    Ok(FakeExecutor { conn, id: id.to_string() })
+    conn.expect::<C, ()>(
+        wait(ctx),
+        "a bool reply true to RegisterExecutor",
+        |e| match e {
+            Envelope::Reply {
+                id: 1,
+                reply: Reply::Bool(true),
+            } => Some(()),
+            _ => None,
+        },
+    )
+    .await?;
+    Ok(FakeExecutor {
+        conn,
+        id: id.to_string(),
+    })
 }
 
 impl FakeExecutor {
     /// Waits for StopExecutor and closes the connection, as an executor that exits does.
     pub async fn stopped(&mut self, ctx: &Ctx) -> Result<(), Failure> {
         self.conn
-            .expect::<C, ()>(wait(ctx), "StopExecutor", |e| matches!(e, Envelope::Send(C::StopExecutor(_))).then_some(()))
+            .expect::<C, ()>(wait(ctx), "StopExecutor", |e| {
+                matches!(e, Envelope::Send(C::StopExecutor(_))).then_some(())
+            })
             .await?;
         self.conn.shutdown_write().await;
         Ok(())
@@ -159,7 +227,11 @@ impl FakeExecutor {
 
     /// Sends LaunchedExecutor.
     pub async fn launched(&mut self) -> Result<(), Failure> {
-        self.conn.send(&Envelope::Send(C::LaunchedExecutor(LaunchedExecutor { executor_id: self.id.clone() }))).await
+        self.conn
+            .send(&Envelope::Send(C::LaunchedExecutor(LaunchedExecutor {
+                executor_id: self.id.clone(),
+            })))
+            .await
     }
 
     /// The next LaunchTask, decoded.
@@ -171,11 +243,17 @@ impl FakeExecutor {
                 _ => None,
             })
             .await?;
-        decode_task(&bytes::Bytes::copy_from_slice(data.as_slice())).map_err(|e| fail("LaunchTask data that is a TaskDescription", e.to_string()))
+        decode_task(&bytes::Bytes::copy_from_slice(data.as_slice()))
+            .map_err(|e| fail("LaunchTask data that is a TaskDescription", e.to_string()))
     }
 
     /// Reports `task` in `state` with `data`.
-    pub async fn status(&mut self, task: &TaskDescription, state: TaskState, data: Vec<u8>) -> Result<(), Failure> {
+    pub async fn status(
+        &mut self,
+        task: &TaskDescription,
+        state: TaskState,
+        data: Vec<u8>,
+    ) -> Result<(), Failure> {
         self.conn
             .send(&Envelope::Send(C::StatusUpdate(StatusUpdate {
                 executor_id: self.id.clone(),
@@ -192,16 +270,34 @@ impl FakeExecutor {
     pub async fn run(&mut self, task: &TaskDescription) -> Result<(), Failure> {
         self.status(task, TaskState::Running, vec![]).await?;
         match BuiltinRunner.run(task, &CancelFlag::new()) {
-            Ok(result) => self.status(task, TaskState::Finished, result.as_slice().to_vec()).await,
-            Err(f) => self.status(task, TaskState::Failed, encode_failure(&f).as_slice().to_vec()).await,
+            Ok(result) => {
+                self.status(task, TaskState::Finished, result.as_slice().to_vec())
+                    .await
+            }
+            Err(f) => {
+                self.status(
+                    task,
+                    TaskState::Failed,
+                    encode_failure(&f).as_slice().to_vec(),
+                )
+                .await
+            }
         }
     }
 
     /// Fails `task` as a task's code would.
     pub async fn fail_task(&mut self, task: &TaskDescription) -> Result<(), Failure> {
         self.status(task, TaskState::Running, vec![]).await?;
-        let f = TaskFailure::new("java.lang.RuntimeException", "failed by the conformance suite");
-        self.status(task, TaskState::Failed, encode_failure(&f).as_slice().to_vec()).await
+        let f = TaskFailure::new(
+            "java.lang.RuntimeException",
+            "failed by the conformance suite",
+        );
+        self.status(
+            task,
+            TaskState::Failed,
+            encode_failure(&f).as_slice().to_vec(),
+        )
+        .await
     }
 }
 
@@ -209,10 +305,14 @@ impl FakeExecutor {
 async fn serve(ctx: &Ctx, e: &mut FakeExecutor) -> Result<Vec<TaskDescription>, Failure> {
     let mut seen = Vec::new();
     loop {
-        let env = e.conn.recv::<C>(wait(ctx), "LaunchTask or StopExecutor").await?;
+        let env = e
+            .conn
+            .recv::<C>(wait(ctx), "LaunchTask or StopExecutor")
+            .await?;
         match env {
             Envelope::Send(C::LaunchTask(l)) => {
-                let t = decode_task(&bytes::Bytes::copy_from_slice(l.data.as_slice())).map_err(|er| fail("a TaskDescription", er.to_string()))?;
+                let t = decode_task(&bytes::Bytes::copy_from_slice(l.data.as_slice()))
+                    .map_err(|er| fail("a TaskDescription", er.to_string()))?;
                 e.run(&t).await?;
                 seen.push(t);
             }
@@ -241,7 +341,10 @@ fn driver_server() -> Server {
             Box::pin(async move {
                 let d = registered(&ctx, SMALL).await?;
                 let addr = d.driver_addr;
-                Ok(Listening { addr, guard: Box::new(Arc::new(std::sync::Mutex::new(d))) })
+                Ok(Listening {
+                    addr,
+                    guard: Box::new(Arc::new(std::sync::Mutex::new(d))),
+                })
             })
         }),
         name: "the driver (on its executor port)",
@@ -275,16 +378,31 @@ pub fn cases() -> Vec<crate::case::Case> {
         if !ask || msg.from.iter().any(|r| r == "executor") {
             continue;
         }
-        let requirement = format!(
+        let requirement =
+            format!(
             "the driver refuses the ask {} from an executor ({} → {} only): a failure or a close",
             msg.name, msg.from.join(", "), msg.to.join(", ")
         );
-        cs.add(format!("route/coarse/{}", msg.name), Level::Must, requirement, move |ctx: Ctx| async move {
-            let m: C = sample(msg)?;
-            let d = registered(&ctx, SMALL).await?;
-            let mut c = Conn::open(d.driver_addr, "executor", Role::Executor, "9", &[Version::V2], &ctx.log, wait(&ctx)).await?;
-            expect_refused(&mut c, Envelope::Ask { id: 71, message: m }, wait(&ctx)).await
-        });
+        cs.add(
+            format!("route/coarse/{}", msg.name),
+            Level::Must,
+            requirement,
+            move |ctx: Ctx| async move {
+                let m: C = sample(msg)?;
+                let d = registered(&ctx, SMALL).await?;
+                let mut c = Conn::open(
+                    d.driver_addr,
+                    "executor",
+                    Role::Executor,
+                    "9",
+                    &[Version::V2],
+                    &ctx.log,
+                    wait(&ctx),
+                )
+                .await?;
+                expect_refused(&mut c, Envelope::Ask { id: 71, message: m }, wait(&ctx)).await
+            },
+        );
     }
     flows(&mut cs);
     cs.list
@@ -326,12 +444,15 @@ fn flows(cs: &mut Cases) {
             let v = cfg.spark_properties.iter().find(|(k, _)| k == "spark.rpc.message.maxSize").map(|(_, v)| v.clone());
             check(v.as_deref() == Some("64"), "spark.rpc.message.maxSize = 64", format!("{v:?}"))
         });
-    cs.add("flow/driver/executor/register", Level::Must,
+    cs.add(
+        "flow/driver/executor/register",
+        Level::Must,
         "the driver answers an executor's RegisterExecutor with true",
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             executor(&ctx, &d, "1", 2, Version::V2).await.map(|_| ())
-        });
+        },
+    );
     cs.add("rules/X3/duplicate-id", Level::Must,
         "the driver answers a RegisterExecutor whose executor id is registered with a failure carrying Spark's text `Duplicate executor ID: ID`, never with true (rule X3)",
         |ctx: Ctx| async move {
@@ -474,16 +595,43 @@ fn flows(cs: &mut Cases) {
             }
             Ok(())
         });
-    cs.add("rules/X5/no-tasks-after-decommissioning", Level::Must,
+    cs.add(
+        "rules/X5/no-tasks-after-decommissioning",
+        Level::Must,
         "the driver sends no LaunchTask to an executor after its ExecutorDecommissioning (rule X5)",
         |ctx: Ctx| async move {
-            let d = registered(&ctx, Job { partitions: 6, ..SMALL }).await?;
+            let d = registered(
+                &ctx,
+                Job {
+                    partitions: 6,
+                    ..SMALL
+                },
+            )
+            .await?;
             let mut e = executor(&ctx, &d, "1", 1, Version::V2).await?;
             e.launched().await?;
             let t = e.task(&ctx).await?;
-            e.conn.send(&Envelope::Ask { id: 91, message: C::ExecutorDecommissioning(ExecutorDecommissioning { executor_id: "1".into() }) }).await?;
-            e.conn.expect::<C, ()>(wait(&ctx), "a reply to ExecutorDecommissioning", |x| matches!(x, Envelope::Reply { id: 91, .. }).then_some(())).await?;
+            e.conn
+                .send(&Envelope::Ask {
+                    id: 91,
+                    message: C::ExecutorDecommissioning(ExecutorDecommissioning {
+                        executor_id: "1".into(),
+                    }),
+                })
+                .await?;
+            e.conn
+                .expect::<C, ()>(wait(&ctx), "a reply to ExecutorDecommissioning", |x| {
+                    matches!(x, Envelope::Reply { id: 91, .. }).then_some(())
+                })
+                .await?;
             e.run(&t).await?;
-            e.conn.expect_none::<C>(Duration::from_millis(1500), "no LaunchTask after ExecutorDecommissioning", |x| matches!(x, Envelope::Send(C::LaunchTask(_)))).await
-        });
+            e.conn
+                .expect_none::<C>(
+                    Duration::from_millis(1500),
+                    "no LaunchTask after ExecutorDecommissioning",
+                    |x| matches!(x, Envelope::Send(C::LaunchTask(_))),
+                )
+                .await
+        },
+    );
 }

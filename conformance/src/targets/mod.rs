@@ -3,6 +3,7 @@
 pub mod client;
 pub mod common;
 pub mod driver;
+pub mod executor;
 pub mod master;
 pub mod server;
 pub mod spawned;
@@ -16,7 +17,7 @@ pub fn cases(target: Target) -> Vec<Case> {
         Target::Master => master::cases(),
         Target::Worker => worker::cases(),
         Target::Driver => driver::cases(),
-        Target::Executor => Vec::new(),
+        Target::Executor => executor::cases(),
     }
 }
 

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sparkwire::messages::deploy::*;
-use sparkwire::messages::{Addr, Command, DeployMessage, DriverDescription, DriverState, EndpointRef, ExecutorState, Version};
+use sparkwire::messages::{
+    Addr, Command, DeployMessage, DriverDescription, DriverState, EndpointRef, ExecutorState,
+    Version,
+};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
@@ -74,8 +77,14 @@ pub struct Registered {
 pub async fn registered(ctx: &Ctx, versions: &[Version]) -> Result<Registered, Failure> {
     let (run, mut conn) = start(ctx.clone()).await?;
     let hello = conn.read_hello(spawned::startup(ctx)).await?;
-    if !versions.iter().any(|v| hello.versions.contains(&u64::from(v.number()))) {
-        return Err(Failure::Skipped(format!("the worker offers versions {:?}, none of {versions:?}", hello.versions)));
+    if !versions
+        .iter()
+        .any(|v| hello.versions.contains(&u64::from(v.number())))
+    {
+        return Err(Failure::Skipped(format!(
+            "the worker offers versions {:?}, none of {versions:?}",
+            hello.versions
+        )));
     }
     conn.accept_hello(&hello, versions, "master").await?;
     let reg = conn
@@ -85,7 +94,10 @@ pub async fn registered(ctx: &Ctx, versions: &[Version]) -> Result<Registered, F
         })
         .await?;
     let given = run.given;
-    let master = EndpointRef::at(Addr::new(given.ip().to_string(), i32::from(given.port())), "Master");
+    let master = EndpointRef::at(
+        Addr::new(given.ip().to_string(), i32::from(given.port())),
+        "Master",
+    );
     conn.send(&Envelope::Send(D::RegisteredWorker(RegisteredWorker {
         master,
         master_web_ui_url: "http://127.0.0.1:8080".into(),
@@ -93,7 +105,12 @@ pub async fn registered(ctx: &Ctx, versions: &[Version]) -> Result<Registered, F
         duplicate: false,
     })))
     .await?;
-    Ok(Registered { run, conn, reg, master_url: format!("sparkwire://{given}") })
+    Ok(Registered {
+        run,
+        conn,
+        reg,
+        master_url: format!("sparkwire://{given}"),
+    })
 }
 
 fn command(program: &str, args: &[&str]) -> Command {
@@ -124,25 +141,49 @@ pub fn launch_msg(w: &Registered, app: &str, exec_id: i32, program: &str, args: 
 }
 
 /// Waits for ExecutorStateChanged of `exec_id`, answering it when it is an ask.
-pub async fn state_change(ctx: &Ctx, w: &mut Registered, exec_id: i32) -> Result<ExecutorStateChanged, Failure> {
+pub async fn state_change(
+    ctx: &Ctx,
+    w: &mut Registered,
+    exec_id: i32,
+) -> Result<ExecutorStateChanged, Failure> {
     let (ask, e) = w
         .conn
-        .expect::<D, (Option<u64>, ExecutorStateChanged)>(wait(ctx), &format!("ExecutorStateChanged for executor {exec_id}"), |e| match e {
-            Envelope::Send(D::ExecutorStateChanged(s)) if s.exec_id == exec_id => Some((None, s.clone())),
-            Envelope::Ask { id, message: D::ExecutorStateChanged(s) } if s.exec_id == exec_id => Some((Some(*id), s.clone())),
-            _ => None,
-        })
+        .expect::<D, (Option<u64>, ExecutorStateChanged)>(
+            wait(ctx),
+            &format!("ExecutorStateChanged for executor {exec_id}"),
+            |e| match e {
+                Envelope::Send(D::ExecutorStateChanged(s)) if s.exec_id == exec_id => {
+                    Some((None, s.clone()))
+                }
+                Envelope::Ask {
+                    id,
+                    message: D::ExecutorStateChanged(s),
+                } if s.exec_id == exec_id => Some((Some(*id), s.clone())),
+                _ => None,
+            },
+        )
         .await?;
     if let Some(id) = ask {
-        w.conn.send(&Envelope::<D>::Reply { id, reply: Reply::Bool(true) }).await?;
+        w.conn
+            .send(&Envelope::<D>::Reply {
+                id,
+                reply: Reply::Bool(true),
+            })
+            .await?;
     }
     Ok(e)
 }
 
 async fn ui_addr(ctx: &Ctx, w: &mut Registered) -> Result<SocketAddr, Failure> {
-    let host: std::net::IpAddr = w.reg.host.parse().map_err(|_| fail("a worker host that is an IP address", w.reg.host.clone()))?;
+    let host: std::net::IpAddr = w
+        .reg
+        .host
+        .parse()
+        .map_err(|_| fail("a worker host that is an IP address", w.reg.host.clone()))?;
     let port = u16::try_from(w.reg.port).map_err(|_| fail("a port", w.reg.port.to_string()))?;
-    w.run.reach(ctx, SocketAddr::new(host, port), Role::Ui, Role::Worker).await
+    w.run
+        .reach(ctx, SocketAddr::new(host, port), Role::Ui, Role::Worker)
+        .await
 }
 
 fn worker_server() -> Server {
@@ -157,7 +198,10 @@ fn worker_server() -> Server {
             Box::pin(async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let addr = ui_addr(&ctx, &mut w).await?;
-                Ok(Listening { addr, guard: Box::new(Arc::new(std::sync::Mutex::new(w))) })
+                Ok(Listening {
+                    addr,
+                    guard: Box::new(Arc::new(std::sync::Mutex::new(w))),
+                })
             })
         }),
         name: "the worker (on its UI port)",
@@ -194,7 +238,8 @@ pub fn cases() -> Vec<crate::case::Case> {
 fn ui_routes(cs: &mut Cases) {
     for msg in crate::targets::common::crossing("deploy") {
         let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
-        let to_worker_from_ui = msg.from.iter().any(|r| r == "ui") && msg.to.iter().any(|r| r == "worker");
+        let to_worker_from_ui =
+            msg.from.iter().any(|r| r == "ui") && msg.to.iter().any(|r| r == "worker");
         if !ask || to_worker_from_ui {
             continue;
         }
@@ -202,13 +247,27 @@ fn ui_routes(cs: &mut Cases) {
             "the worker refuses the ask {} from a ui peer on its UI port ({} → {} only): a failure or a close",
             msg.name, msg.from.join(", "), msg.to.join(", ")
         );
-        cs.add(format!("route/deploy/{}", msg.name), Level::Must, requirement, move |ctx: Ctx| async move {
-            let m: D = crate::targets::common::sample(msg)?;
-            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
-            let addr = ui_addr(&ctx, &mut w).await?;
-            let mut ui = Conn::open(addr, "ui", Role::Ui, "", &[Version::V2], &ctx.log, wait(&ctx)).await?;
-            expect_refused(&mut ui, Envelope::Ask { id: 61, message: m }, wait(&ctx)).await
-        });
+        cs.add(
+            format!("route/deploy/{}", msg.name),
+            Level::Must,
+            requirement,
+            move |ctx: Ctx| async move {
+                let m: D = crate::targets::common::sample(msg)?;
+                let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+                let addr = ui_addr(&ctx, &mut w).await?;
+                let mut ui = Conn::open(
+                    addr,
+                    "ui",
+                    Role::Ui,
+                    "",
+                    &[Version::V2],
+                    &ctx.log,
+                    wait(&ctx),
+                )
+                .await?;
+                expect_refused(&mut ui, Envelope::Ask { id: 61, message: m }, wait(&ctx)).await
+            },
+        );
     }
 }
 
@@ -270,44 +329,72 @@ fn flows(cs: &mut Cases) {
             }
             check(n >= 3, "3 heartbeats or more", format!("{n}"))
         });
-    cs.add("flow/worker/registration/failed-exits", Level::Must,
+    cs.add(
+        "flow/worker/registration/failed-exits",
+        Level::Must,
         "a worker refused with RegisterWorkerFailed stops (Spark's worker exits with status 1)",
         |ctx: Ctx| async move {
             let (mut run, mut conn) = start(ctx.clone()).await?;
             let hello = conn.read_hello(spawned::startup(&ctx)).await?;
-            conn.accept_hello(&hello, &[Version::V1, Version::V2], "master").await?;
-            conn.expect::<D, ()>(wait(&ctx), "RegisterWorker", |e| matches!(e, Envelope::Send(D::RegisterWorker(_))).then_some(())).await?;
-            conn.send(&Envelope::Send(D::RegisterWorkerFailed(RegisterWorkerFailed { message: "refused by the conformance suite".into() }))).await?;
+            conn.accept_hello(&hello, &[Version::V1, Version::V2], "master")
+                .await?;
+            conn.expect::<D, ()>(wait(&ctx), "RegisterWorker", |e| {
+                matches!(e, Envelope::Send(D::RegisterWorker(_))).then_some(())
+            })
+            .await?;
+            conn.send(&Envelope::Send(D::RegisterWorkerFailed(
+                RegisterWorkerFailed {
+                    message: "refused by the conformance suite".into(),
+                },
+            )))
+            .await?;
             match run.exit_within(wait(&ctx)).await? {
                 Some(code) => check(code != 0, "a non-zero exit status", code.to_string()),
                 None => Err(fail("the worker to exit", "still running")),
             }
-        });
-    cs.add("flow/worker/reconnect", Level::Must,
+        },
+    );
+    cs.add(
+        "flow/worker/reconnect",
+        Level::Must,
         "a worker told ReconnectWorker registers again (RegisterWorker with the same id)",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
-            w.conn.send(&Envelope::Send(D::ReconnectWorker(ReconnectWorker { master_url: w.master_url.clone() }))).await?;
-            let again = w.conn.expect::<D, RegisterWorker>(wait(&ctx), "RegisterWorker again", |e| match e {
-                Envelope::Send(D::RegisterWorker(r)) => Some(r.clone()),
-                _ => None,
-            }).await;
+            w.conn
+                .send(&Envelope::Send(D::ReconnectWorker(ReconnectWorker {
+                    master_url: w.master_url.clone(),
+                })))
+                .await?;
+            let again = w
+                .conn
+                .expect::<D, RegisterWorker>(wait(&ctx), "RegisterWorker again", |e| match e {
+                    Envelope::Send(D::RegisterWorker(r)) => Some(r.clone()),
+                    _ => None,
+                })
+                .await;
             let again = match again {
                 Ok(r) => r,
                 Err(_) => {
                     // A worker may register again on a new connection.
                     let mut c = w.run.accept(&ctx, "master2", Role::Master).await?;
                     let h = c.read_hello(wait(&ctx)).await?;
-                    c.accept_hello(&h, &[Version::V1, Version::V2], "master").await?;
-                    c.expect::<D, RegisterWorker>(wait(&ctx), "RegisterWorker on a new connection", |e| match e {
-                        Envelope::Send(D::RegisterWorker(r)) => Some(r.clone()),
-                        _ => None,
-                    }).await?
+                    c.accept_hello(&h, &[Version::V1, Version::V2], "master")
+                        .await?;
+                    c.expect::<D, RegisterWorker>(
+                        wait(&ctx),
+                        "RegisterWorker on a new connection",
+                        |e| match e {
+                            Envelope::Send(D::RegisterWorker(r)) => Some(r.clone()),
+                            _ => None,
+                        },
+                    )
+                    .await?
                 }
             };
             check(again.id == id, format!("id {id}"), again.id)
-        });
+        },
+    );
     cs.add("rules/F1/master-changed", Level::Must,
         "a worker told MasterChanged answers once with WorkerSchedulerStateResponse carrying its id (rule F1)",
         |ctx: Ctx| async move {
@@ -335,52 +422,122 @@ fn flows(cs: &mut Cases) {
             w.run.stop(Duration::from_secs(2)).await;
             out
         });
-    cs.add("flow/worker/executor/state-ask-v2", Level::Must,
+    cs.add(
+        "flow/worker/executor/state-ask-v2",
+        Level::Must,
         "in version 2 the worker sends ExecutorStateChanged as an ask",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V2]).await?;
-            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0002", 0, &allowed_exec(), &["20"]))).await?;
-            let got = w.conn.expect::<D, bool>(wait(&ctx), "ExecutorStateChanged", |e| match e {
-                Envelope::Ask { message: D::ExecutorStateChanged(_), .. } => Some(true),
-                Envelope::Send(D::ExecutorStateChanged(_)) => Some(false),
-                _ => None,
-            }).await?;
+            w.conn
+                .send(&Envelope::Send(launch_msg(
+                    &w,
+                    "app-20250101120000-0002",
+                    0,
+                    &allowed_exec(),
+                    &["20"],
+                )))
+                .await?;
+            let got = w
+                .conn
+                .expect::<D, bool>(wait(&ctx), "ExecutorStateChanged", |e| match e {
+                    Envelope::Ask {
+                        message: D::ExecutorStateChanged(_),
+                        ..
+                    } => Some(true),
+                    Envelope::Send(D::ExecutorStateChanged(_)) => Some(false),
+                    _ => None,
+                })
+                .await?;
             w.run.stop(Duration::from_secs(2)).await;
             check(got, "an ask", "a send")
-        });
-    cs.add("flow/worker/executor/state-send-v1", Level::Must,
+        },
+    );
+    cs.add(
+        "flow/worker/executor/state-send-v1",
+        Level::Must,
         "in version 1 the worker sends ExecutorStateChanged one-way, as Spark 3.0 does",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1]).await?;
-            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0003", 0, &allowed_exec(), &["20"]))).await?;
-            let got = w.conn.expect::<D, bool>(wait(&ctx), "ExecutorStateChanged", |e| match e {
-                Envelope::Ask { message: D::ExecutorStateChanged(_), .. } => Some(false),
-                Envelope::Send(D::ExecutorStateChanged(_)) => Some(true),
-                _ => None,
-            }).await?;
+            w.conn
+                .send(&Envelope::Send(launch_msg(
+                    &w,
+                    "app-20250101120000-0003",
+                    0,
+                    &allowed_exec(),
+                    &["20"],
+                )))
+                .await?;
+            let got = w
+                .conn
+                .expect::<D, bool>(wait(&ctx), "ExecutorStateChanged", |e| match e {
+                    Envelope::Ask {
+                        message: D::ExecutorStateChanged(_),
+                        ..
+                    } => Some(false),
+                    Envelope::Send(D::ExecutorStateChanged(_)) => Some(true),
+                    _ => None,
+                })
+                .await?;
             w.run.stop(Duration::from_secs(2)).await;
             check(got, "a send", "an ask")
-        });
-    cs.add("flow/worker/executor/kill", Level::Must,
+        },
+    );
+    cs.add(
+        "flow/worker/executor/kill",
+        Level::Must,
         "the worker kills an executor it is told to (KillExecutor) and reports it KILLED (rule E3)",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let app = "app-20250101120000-0004";
-            w.conn.send(&Envelope::Send(launch_msg(&w, app, 3, &allowed_exec(), &["20"]))).await?;
+            w.conn
+                .send(&Envelope::Send(launch_msg(
+                    &w,
+                    app,
+                    3,
+                    &allowed_exec(),
+                    &["20"],
+                )))
+                .await?;
             state_change(&ctx, &mut w, 3).await?;
-            w.conn.send(&Envelope::Send(D::KillExecutor(KillExecutor { master_url: w.master_url.clone(), app_id: app.into(), exec_id: 3 }))).await?;
+            w.conn
+                .send(&Envelope::Send(D::KillExecutor(KillExecutor {
+                    master_url: w.master_url.clone(),
+                    app_id: app.into(),
+                    exec_id: 3,
+                })))
+                .await?;
             let s = state_change(&ctx, &mut w, 3).await?;
-            check(s.state == ExecutorState::Killed, "KILLED", s.state.to_string())
-        });
-    cs.add("flow/worker/executor/exited", Level::Must,
+            check(
+                s.state == ExecutorState::Killed,
+                "KILLED",
+                s.state.to_string(),
+            )
+        },
+    );
+    cs.add(
+        "flow/worker/executor/exited",
+        Level::Must,
         "the worker reports an executor whose process ended by itself EXITED with its exit status",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
-            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0006", 2, &allowed_exec(), &["0.2"]))).await?;
+            w.conn
+                .send(&Envelope::Send(launch_msg(
+                    &w,
+                    "app-20250101120000-0006",
+                    2,
+                    &allowed_exec(),
+                    &["0.2"],
+                )))
+                .await?;
             state_change(&ctx, &mut w, 2).await?;
             let s = state_change(&ctx, &mut w, 2).await?;
-            check(s.state == ExecutorState::Exited && s.exit_status == Some(0), "EXITED with status 0", format!("{} {:?}", s.state, s.exit_status))
-        });
+            check(
+                s.state == ExecutorState::Exited && s.exit_status == Some(0),
+                "EXITED with status 0",
+                format!("{} {:?}", s.state, s.exit_status),
+            )
+        },
+    );
     cs.add("flow/worker/executor/not-allowed", Level::Must,
         "the worker runs only what its operator allowed: LaunchExecutor of a program not on its allow-list is reported FAILED",
         |ctx: Ctx| async move {
