@@ -22,9 +22,11 @@ use tokio::sync::Mutex;
 pub enum Fault {
     /// The endpoint accepts every hello, whatever it holds (at version 2).
     AcceptAnyHello,
-    /// The endpoint chooses the lowest version offered, not the highest.
+    /// The endpoint chooses the lowest version offered, not the highest; as a client, it offers
+    /// only its lowest version but takes any.
     LowestVersion,
-    /// The endpoint refuses a peer that offers a single version, claiming it speaks 1 and 2.
+    /// The endpoint refuses a peer that offers a single version, claiming it speaks 1 and 2; as
+    /// a client, it offers only its highest version but takes any.
     RefuseSingleVersion,
     /// The endpoint declares the wrong role in its handshake frame.
     WrongRole,
@@ -349,6 +351,20 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                                             .min()
                                         {
                                             h.versions = vec![min];
+                                        }
+                                        write(&to, &hello_bytes(&h)).await;
+                                        continue;
+                                    }
+                                    Fault::RefuseSingleVersion => {
+                                        // As a client: it claims to speak only its highest version.
+                                        if let Some(max) = h
+                                            .versions
+                                            .iter()
+                                            .copied()
+                                            .filter(|v| Version::from_number(*v).is_some())
+                                            .max()
+                                        {
+                                            h.versions = vec![max];
                                         }
                                         write(&to, &hello_bytes(&h)).await;
                                         continue;

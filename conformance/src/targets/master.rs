@@ -733,6 +733,7 @@ fn flows(cs: &mut Cases) {
             let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
             let l = launch(&ctx, &mut w).await?;
             report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 45).await?;
+            updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Running).await?;
             app_conn.send(&Envelope::Ask { id: 46, message: D::KillExecutors(KillExecutors { app_id: id.clone(), executor_ids: vec![l.exec_id.to_string()] }) }).await?;
             app_conn.expect::<D, ()>(wait(&ctx), "a bool reply true", |e| matches!(e, Envelope::Reply { id: 46, reply: Reply::Bool(true) }).then_some(())).await?;
             w.conn.expect::<D, ()>(wait(&ctx), "KillExecutor for that executor", |e| match e {
@@ -765,6 +766,7 @@ fn flows(cs: &mut Cases) {
             let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
             let l = launch(&ctx, &mut w).await?;
             report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 48).await?;
+            updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Running).await?;
             app_conn.send(&Envelope::Send(D::UnregisterApplication(UnregisterApplication { app_id: id.clone() }))).await?;
             w.conn.expect::<D, ()>(wait(&ctx), "KillExecutor", |e| matches!(e, Envelope::Send(D::KillExecutor(k)) if k.exec_id == l.exec_id).then_some(())).await?;
             w.conn.expect::<D, ()>(wait(&ctx), "ApplicationFinished", |e| matches!(e, Envelope::Send(D::ApplicationFinished(a)) if a.id == id).then_some(())).await
