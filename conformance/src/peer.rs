@@ -362,7 +362,7 @@ impl Conn {
                 Some(Event::Frame(body)) => {
                     if let Ok(env) = decode_envelope::<F>(&body, self.v()) {
                         if pick(&env) {
-                            return Err(fail(expected, format!("{}", envelope_label(&env))));
+                            return Err(fail(expected, envelope_label(&env)));
                         }
                     }
                 }

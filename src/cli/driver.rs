@@ -51,7 +51,11 @@ pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
     let job = job_by_name(&args.job, args.partitions, args.param)
         .ok_or_else(|| format!("unknown job {:?}", args.job))?;
     let mut config = DriverConfig::new(format!("sparkwire {}", args.job));
-    config.masters = args.master.split(',').map(|m| m.trim().to_string()).collect();
+    config.masters = args
+        .master
+        .split(',')
+        .map(|m| m.trim().to_string())
+        .collect();
     config.executor_cores = args.executor_cores;
     config.executor_memory_mb = args.executor_memory;
     config.max_cores = args.max_cores;
@@ -62,7 +66,10 @@ pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
         let driver = Driver::start(config).await.map_err(|e| e.to_string())?;
         println!("sparkwire driver listening on {}", driver.url());
         super::flush_stdout();
-        let handle = driver.submit(Arc::from(job)).await.map_err(|e| e.to_string())?;
+        let handle = driver
+            .submit(Arc::from(job))
+            .await
+            .map_err(|e| e.to_string())?;
         let outcome = tokio::select! {
             outcome = handle.result() => Some(outcome),
             _ = super::terminated() => None,

@@ -20,7 +20,7 @@ pub fn unique() -> u64 {
         .unwrap_or(0);
     base * 10_000
         + NEXT.fetch_add(1, Ordering::Relaxed)
-        + u64::from(std::process::id() % 97) * 100_000_0000
+        + u64::from(std::process::id() % 97) * 1_000_000_000
 }
 
 /// The definition's non-local messages of `family`.

@@ -30,6 +30,9 @@ pub type Open = Arc<
     dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<Listening, Failure>> + Send>> + Send + Sync,
 >;
 
+/// A message written by hand: its name and a function giving its fields.
+pub type RawMessage = (&'static str, fn() -> Vec<(&'static str, Vec<u8>)>);
+
 /// A listening endpoint as the shared cases see it.
 #[derive(Clone)]
 pub struct Server {
@@ -44,13 +47,13 @@ pub struct Server {
     /// The role it declares.
     pub server_role: Role,
     /// An ask it answers with a reply on a connection of `good_role`: name and fields.
-    pub probe: (&'static str, fn() -> Vec<(&'static str, Vec<u8>)>),
+    pub probe: RawMessage,
     /// A message of version 2 only, that `good_role` may send it: name and fields.
-    pub v2_only: (&'static str, fn() -> Vec<(&'static str, Vec<u8>)>),
+    pub v2_only: RawMessage,
     /// A local message of its family.
     pub local: &'static str,
     /// A message of its family with a field of the wrong type (name, fields).
-    pub bad_fields: (&'static str, fn() -> Vec<(&'static str, Vec<u8>)>),
+    pub bad_fields: RawMessage,
 }
 
 impl Server {
