@@ -1,6 +1,7 @@
 //! Commands of the `sparkwire` binary.
 
 mod client;
+mod driver;
 mod executor;
 mod job;
 mod local_cluster;
@@ -37,6 +38,8 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// Run the reference executor (what a worker launches): register with a driver, run tasks.
     Executor(executor::ExecutorArgs),
+    /// Run the reference driver: register an application with the master(s), run one job, exit.
+    Driver(driver::DriverArgs),
     /// Start a master and workers as processes, run a job through them and report: Spark's
     /// local-cluster[N,C,M].
     LocalCluster(local_cluster::LocalClusterArgs),
@@ -61,6 +64,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Spec(cmd) => spec::run(cmd),
         Command::Validate(args) => validate::run(args),
         Command::Executor(args) => executor::run(args),
+        Command::Driver(args) => driver::run(args),
         Command::LocalCluster(args) => local_cluster::run(args),
         Command::Master(args) => master::run(args),
         Command::Worker(args) => worker::run(args),

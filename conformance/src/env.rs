@@ -1,0 +1,87 @@
+//! What a case runs with: the endpoint's address or how to start it, the suite's settings, and
+//! the case's wire log.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::case::Target;
+
+/// How the suite reaches the endpoint under test.
+#[derive(Debug, Clone)]
+pub enum Endpoint {
+    /// A running endpoint at this address (the master target).
+    Addr(SocketAddr),
+    /// The suite starts the endpoint for each case from this command template.
+    Spawn(String),
+    /// The suite listens here and waits for an endpoint started by hand.
+    Listen(SocketAddr),
+}
+
+/// The run's settings, shared by every case.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The target.
+    pub target: Target,
+    /// How to reach it.
+    pub endpoint: Endpoint,
+    /// How long to wait for something that must happen (a reply, a close).
+    pub patience: Duration,
+    /// How long to watch for something that must not happen (a second reply).
+    pub quiet: Duration,
+    /// Whether the master spreads applications out (`spark.deploy.spreadOut`).
+    pub spread_out: bool,
+    /// The master's worker timeout, when known: the heartbeat cases need it.
+    pub worker_timeout: Option<Duration>,
+    /// The master's `spark.deploy.maxExecutorRetries`.
+    pub max_executor_retries: u32,
+    /// A fault to inject between the suite and the endpoint (the suite's own tests use it).
+    pub fault: Option<crate::fault::Fault>,
+}
+
+/// The wire log of one case: every frame both ways, decoded, with times.
+#[derive(Debug, Clone)]
+pub struct Log {
+    start: Instant,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Log {
+    /// An empty log.
+    pub fn new() -> Self {
+        Log {
+            start: Instant::now(),
+            lines: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Adds a line.
+    pub fn push(&self, line: impl AsRef<str>) {
+        let ms = self.start.elapsed().as_millis();
+        if let Ok(mut lines) = self.lines.lock() {
+            if lines.len() < 2000 {
+                lines.push(format!("{ms:>6} ms  {}", line.as_ref()));
+            }
+        }
+    }
+
+    /// The lines so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Log::new()
+    }
+}
+
+/// A case's context.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// The run's settings.
+    pub settings: Arc<Settings>,
+    /// The case's wire log.
+    pub log: Log,
+}

@@ -1,0 +1,520 @@
+//! Faults the suite can put between itself and the endpoint under test, to prove that every case
+//! can fail: a man-in-the-middle proxy that breaks a correct endpoint's behaviour in one named way.
+//! `--fault NAME` (hidden from `--help`) turns one on; the suite's own tests run every target
+//! under every fault and check that each case fails under at least one.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes, BytesMut};
+use sparkwire::messages::Version;
+use sparkwire::wire::handshake::{
+    decode_answer, decode_hello, encode_answer, encode_hello, Accepted, Answer, Hello, Refusal,
+    RefusalReason, Role,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Mutex;
+
+/// One way to break an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The endpoint accepts every hello, whatever it holds (at version 2).
+    AcceptAnyHello,
+    /// The endpoint chooses the lowest version offered, not the highest; as a client, it offers
+    /// only its lowest version but takes any.
+    LowestVersion,
+    /// The endpoint refuses a peer that offers a single version, claiming it speaks 1 and 2; as
+    /// a client, it offers only its highest version but takes any.
+    RefuseSingleVersion,
+    /// The endpoint declares the wrong role in its handshake frame.
+    WrongRole,
+    /// The endpoint takes only hellos encoded exactly as sparkwire encodes them, in one segment,
+    /// with an id, under 64 KiB; as a client, it writes its hello's keys in reverse order.
+    Pedantic,
+    /// The endpoint never closes a connection (it stops answering instead).
+    KeepOpen,
+    /// After the handshake the endpoint sends nothing and never closes.
+    Mute,
+    /// After the handshake the endpoint sends every frame twice.
+    Duplicate,
+}
+
+impl Fault {
+    /// Every fault.
+    pub const ALL: [Fault; 8] = [
+        Fault::AcceptAnyHello,
+        Fault::LowestVersion,
+        Fault::RefuseSingleVersion,
+        Fault::WrongRole,
+        Fault::Pedantic,
+        Fault::KeepOpen,
+        Fault::Mute,
+        Fault::Duplicate,
+    ];
+
+    /// The fault's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::AcceptAnyHello => "accept-any-hello",
+            Fault::LowestVersion => "lowest-version",
+            Fault::RefuseSingleVersion => "refuse-single-version",
+            Fault::WrongRole => "wrong-role",
+            Fault::Pedantic => "pedantic",
+            Fault::KeepOpen => "keep-open",
+            Fault::Mute => "mute",
+            Fault::Duplicate => "duplicate",
+        }
+    }
+
+    /// The fault named `name`.
+    pub fn from_name(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// A running proxy; dropping it stops accepting connections.
+#[derive(Debug)]
+pub struct Proxy {
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Where the proxy listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Which end of each proxied connection the suite is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The suite connects (through the proxy) to the endpoint, which listens at the upstream.
+    SuiteConnects {
+        /// A role the endpoint takes, used when the proxy says hello itself.
+        client_role: Role,
+        /// The role the endpoint declares.
+        server_role: Role,
+    },
+    /// The endpoint connects (through the proxy) to the suite, which listens at the upstream.
+    EndpointConnects,
+}
+
+/// Starts a proxy on 127.0.0.1 in front of `upstream`.
+pub async fn start(fault: Fault, upstream: SocketAddr, side: Side) -> Result<Proxy, String> {
+    let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .map_err(|e| format!("fault proxy: cannot listen: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let task = tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if let Ok(outbound) = TcpStream::connect(upstream).await {
+                    let _ = inbound.set_nodelay(true);
+                    let _ = outbound.set_nodelay(true);
+                    let (suite, endpoint) = match side {
+                        Side::SuiteConnects { .. } => (inbound, outbound),
+                        Side::EndpointConnects => (outbound, inbound),
+                    };
+                    pipe(fault, side, suite, endpoint).await;
+                }
+            });
+        }
+    });
+    Ok(Proxy { addr, task })
+}
+
+#[derive(Debug, Default)]
+struct State {
+    version: Option<Version>,
+    offered: Vec<u64>,
+    swallow_answer: bool,
+    dead_suite_side: bool,
+}
+
+struct Reader {
+    half: OwnedReadHalf,
+    buf: BytesMut,
+    reads: usize,
+}
+
+enum Item {
+    Frame(Bytes, usize),
+    Oversized(Vec<u8>),
+    End,
+}
+
+impl Reader {
+    async fn next(&mut self, before_handshake: bool) -> Item {
+        loop {
+            if self.buf.len() >= 4 {
+                let n = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]])
+                    as usize;
+                let limit = if before_handshake { 65536 } else { 64 << 20 };
+                if n > limit {
+                    return Item::Oversized(self.buf.split().to_vec());
+                }
+                if self.buf.len() >= 4 + n {
+                    self.buf.advance(4);
+                    let reads = std::mem::take(&mut self.reads);
+                    return Item::Frame(self.buf.split_to(n).freeze(), reads);
+                }
+            }
+            match self.half.read_buf(&mut self.buf).await {
+                Ok(0) | Err(_) => return Item::End,
+                Ok(_) => self.reads += 1,
+            }
+        }
+    }
+}
+
+fn framed(body: &[u8]) -> Vec<u8> {
+    crate::peer::frame(body)
+}
+
+fn answer_bytes(a: &Answer) -> Vec<u8> {
+    let mut b = Vec::new();
+    encode_answer(a, &mut b);
+    framed(&b)
+}
+
+fn hello_bytes(h: &Hello) -> Vec<u8> {
+    let mut b = Vec::new();
+    encode_hello(h, &mut b);
+    framed(&b)
+}
+
+type Writer = Arc<Mutex<Option<OwnedWriteHalf>>>;
+
+async fn write(w: &Writer, bytes: &[u8]) {
+    let mut g = w.lock().await;
+    if let Some(h) = g.as_mut() {
+        if h.write_all(bytes).await.is_err() {
+            *g = None;
+        }
+    }
+}
+
+async fn close(w: &Writer) {
+    let mut g = w.lock().await;
+    if let Some(mut h) = g.take() {
+        let _ = h.shutdown().await;
+    }
+}
+
+fn other_role(r: Role) -> Role {
+    if r == Role::Worker {
+        Role::Ui
+    } else {
+        Role::Worker
+    }
+}
+
+async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
+    let suite_is_client = matches!(side, Side::SuiteConnects { .. });
+    let (client, server) = if suite_is_client {
+        (suite, endpoint)
+    } else {
+        (endpoint, suite)
+    };
+    let (cr, cw) = client.into_split();
+    let (sr, sw) = server.into_split();
+    let cw: Writer = Arc::new(Mutex::new(Some(cw)));
+    let sw: Writer = Arc::new(Mutex::new(Some(sw)));
+    let st = Arc::new(Mutex::new(State::default()));
+    let keep = matches!(fault, Fault::KeepOpen | Fault::Mute);
+
+    // The client's frames, to the server.
+    let up = {
+        let (from, to, back, st) = (cr, sw.clone(), cw.clone(), st.clone());
+        async move {
+            let mut r = Reader {
+                half: from,
+                buf: BytesMut::new(),
+                reads: 0,
+            };
+            let mut first = true;
+            loop {
+                let handshaking = st.lock().await.version.is_none() && first;
+                match r.next(handshaking).await {
+                    Item::End => {
+                        // An endpoint that is the client: under keep-open and mute its close is
+                        // not passed on to the suite.
+                        if suite_is_client || !keep {
+                            close(&to).await;
+                        }
+                        break;
+                    }
+                    Item::Oversized(raw) => {
+                        if first && suite_is_client && fault == Fault::AcceptAnyHello {
+                            accept_any(&st, &back, &to, side).await;
+                            // Whatever follows is dropped: the endpoint "took" the frame.
+                            loop {
+                                if let Item::End = r.next(false).await {
+                                    break;
+                                }
+                            }
+                            break;
+                        }
+                        write(&to, &raw).await;
+                        let mut rest = vec![0u8; 8192];
+                        loop {
+                            match r.half.read(&mut rest).await {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => write(&to, &rest[..n]).await,
+                            }
+                        }
+                        close(&to).await;
+                        break;
+                    }
+                    Item::Frame(body, reads) => {
+                        if first {
+                            first = false;
+                            let hello = decode_hello(&body);
+                            if let Ok(h) = &hello {
+                                st.lock().await.offered = h.versions.clone();
+                            }
+                            if suite_is_client {
+                                match fault {
+                                    Fault::AcceptAnyHello => {
+                                        accept_any(&st, &back, &to, side).await;
+                                        continue;
+                                    }
+                                    Fault::LowestVersion => {
+                                        if let Ok(mut h) = hello {
+                                            if let Some(min) = h
+                                                .versions
+                                                .iter()
+                                                .copied()
+                                                .filter(|v| Version::from_number(*v).is_some())
+                                                .min()
+                                            {
+                                                h.versions = vec![min];
+                                            }
+                                            write(&to, &hello_bytes(&h)).await;
+                                            continue;
+                                        }
+                                    }
+                                    Fault::RefuseSingleVersion => {
+                                        if let Ok(h) = &hello {
+                                            let mut vs = h.versions.clone();
+                                            vs.sort_unstable();
+                                            vs.dedup();
+                                            if vs.len() == 1 {
+                                                refuse(&back, RefusalReason::NoCommonVersion).await;
+                                                st.lock().await.dead_suite_side = true;
+                                                close(&to).await;
+                                                break;
+                                            }
+                                        }
+                                    }
+                                    Fault::Pedantic => {
+                                        let canonical = hello.as_ref().ok().map(|h| {
+                                            let mut b = Vec::new();
+                                            encode_hello(h, &mut b);
+                                            b
+                                        });
+                                        let ok = canonical.as_deref() == Some(&body[..])
+                                            && hello.as_ref().is_ok_and(|h| !h.id.is_empty())
+                                            && body.len() < 65536
+                                            && reads <= 1
+                                            && hello.as_ref().is_ok_and(|h| {
+                                                h.versions
+                                                    .iter()
+                                                    .all(|v| Version::from_number(*v).is_some())
+                                            });
+                                        if !ok {
+                                            refuse(&back, RefusalReason::BadMagic).await;
+                                            st.lock().await.dead_suite_side = true;
+                                            close(&to).await;
+                                            break;
+                                        }
+                                    }
+                                    _ => {}
+                                }
+                            } else if let Ok(mut h) = hello {
+                                match fault {
+                                    Fault::LowestVersion => {
+                                        if let Some(min) = h
+                                            .versions
+                                            .iter()
+                                            .copied()
+                                            .filter(|v| Version::from_number(*v).is_some())
+                                            .min()
+                                        {
+                                            h.versions = vec![min];
+                                        }
+                                        write(&to, &hello_bytes(&h)).await;
+                                        continue;
+                                    }
+                                    Fault::RefuseSingleVersion => {
+                                        // As a client: it claims to speak only its highest version.
+                                        if let Some(max) = h
+                                            .versions
+                                            .iter()
+                                            .copied()
+                                            .filter(|v| Version::from_number(*v).is_some())
+                                            .max()
+                                        {
+                                            h.versions = vec![max];
+                                        }
+                                        write(&to, &hello_bytes(&h)).await;
+                                        continue;
+                                    }
+                                    Fault::Duplicate => {
+                                        // An eager client: its hello twice, before any answer.
+                                        write(&to, &framed(&body)).await;
+                                        write(&to, &framed(&body)).await;
+                                        continue;
+                                    }
+                                    Fault::WrongRole => {
+                                        h.role = other_role(h.role);
+                                        write(&to, &hello_bytes(&h)).await;
+                                        continue;
+                                    }
+                                    Fault::Pedantic => {
+                                        // The same hello with its keys in reverse order.
+                                        let entries = crate::mp::hello_entries(
+                                            &h.versions,
+                                            h.role.name(),
+                                            &h.id,
+                                        );
+                                        let mut e = entries;
+                                        e.reverse();
+                                        write(&to, &framed(&crate::mp::map(&e))).await;
+                                        continue;
+                                    }
+                                    _ => {}
+                                }
+                            }
+                            write(&to, &framed(&body)).await;
+                            continue;
+                        }
+                        if !suite_is_client && fault == Fault::Mute {
+                            continue;
+                        }
+                        write(&to, &framed(&body)).await;
+                        if !suite_is_client && fault == Fault::Duplicate {
+                            write(&to, &framed(&body)).await;
+                        }
+                    }
+                }
+            }
+        }
+    };
+
+    // The server's frames, to the client.
+    let down = {
+        let (from, to, st) = (sr, cw.clone(), st.clone());
+        async move {
+            let mut r = Reader {
+                half: from,
+                buf: BytesMut::new(),
+                reads: 0,
+            };
+            let mut first = true;
+            loop {
+                let handshaking = first;
+                match r.next(handshaking).await {
+                    Item::End | Item::Oversized(_) => {
+                        // An endpoint that is the server: under keep-open and mute the suite
+                        // sees no close.
+                        if !(suite_is_client && keep) {
+                            close(&to).await;
+                        }
+                        break;
+                    }
+                    Item::Frame(body, _) => {
+                        if first {
+                            first = false;
+                            let swallow = st.lock().await.swallow_answer;
+                            let answer = decode_answer(&body);
+                            if let Ok(Answer::Accepted(a)) = &answer {
+                                st.lock().await.version = Some(a.version);
+                            }
+                            if swallow {
+                                continue;
+                            }
+                            if suite_is_client && fault == Fault::WrongRole {
+                                if let Ok(Answer::Accepted(mut a)) = answer {
+                                    a.role = other_role(a.role);
+                                    write(&to, &answer_bytes(&Answer::Accepted(a))).await;
+                                    continue;
+                                }
+                            }
+                            write(&to, &framed(&body)).await;
+                            continue;
+                        }
+                        let endpoint_to_suite = suite_is_client;
+                        if endpoint_to_suite && fault == Fault::Mute {
+                            continue;
+                        }
+                        write(&to, &framed(&body)).await;
+                        if endpoint_to_suite && fault == Fault::Duplicate {
+                            write(&to, &framed(&body)).await;
+                        }
+                    }
+                }
+            }
+        }
+    };
+    tokio::join!(up, down);
+    if keep {
+        // An endpoint that never closes: the suite's side stays open a while longer.
+        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+    }
+    drop((cw, sw));
+}
+
+async fn accept_any(st: &Arc<Mutex<State>>, back: &Writer, to: &Writer, side: Side) {
+    let Side::SuiteConnects {
+        client_role,
+        server_role,
+    } = side
+    else {
+        return;
+    };
+    let offered = st.lock().await.offered.clone();
+    let version = if offered.contains(&2) || offered.is_empty() || !offered.contains(&1) {
+        Version::V2
+    } else {
+        Version::V1
+    };
+    write(
+        back,
+        &answer_bytes(&Answer::Accepted(Accepted {
+            version,
+            versions: vec![1, 2],
+            role: server_role,
+            id: String::new(),
+        })),
+    )
+    .await;
+    st.lock().await.swallow_answer = true;
+    write(
+        to,
+        &hello_bytes(&Hello::new(&[version], client_role, "proxy")),
+    )
+    .await;
+}
+
+async fn refuse(back: &Writer, reason: RefusalReason) {
+    write(
+        back,
+        &answer_bytes(&Answer::Refused(Refusal {
+            reason,
+            message: "refused by the fault proxy".into(),
+            versions: vec![1, 2],
+        })),
+    )
+    .await;
+    close(back).await;
+}

@@ -1,0 +1,226 @@
+//! `sparkwire-conformance`: checks a live endpoint against the sparkwire protocol, case by case.
+//!
+//! Exit status: 0 when every MUST passed, 1 when one failed, 2 when the suite could not run
+//! (bad arguments, the endpoint cannot be reached or started).
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use sparkwire_conformance::case::Target;
+use sparkwire_conformance::env::{Endpoint, Settings};
+use sparkwire_conformance::fault::Fault;
+use sparkwire_conformance::{cases_md, report, runner, targets};
+
+/// Checks a running sparkwire endpoint (master, worker, driver or executor) against the protocol,
+/// case by case, playing the other side of each conversation over TCP.
+///
+/// Examples:
+///   sparkwire-conformance --target master --addr 127.0.0.1:7077 --junit master.xml
+///   sparkwire-conformance --target worker --spawn 'sparkwire worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --allow-exec {allowed_exec} --exit-with-stdin'
+///   sparkwire-conformance --list
+#[derive(Debug, Parser)]
+#[command(name = "sparkwire-conformance", version, verbatim_doc_comment)]
+struct Args {
+    /// The kind of endpoint under test: master, worker, driver or executor.
+    #[arg(long)]
+    target: Option<String>,
+    /// A running master's address (the master target).
+    #[arg(long, value_name = "HOST:PORT")]
+    addr: Option<SocketAddr>,
+    /// Starts the endpoint under test for each case from this command template (worker, driver,
+    /// executor targets); placeholders such as {master_url}, {driver_url}, {worker_url},
+    /// {executor_id}, {app_id}, {cores}, {memory}, {worker_timeout}, {work_dir},
+    /// {allowed_exec}, {job}, {partitions}, {param}, {max_message_size} are filled in.
+    #[arg(long, value_name = "CMD", conflicts_with = "listen")]
+    spawn: Option<String>,
+    /// Listens here and waits for an endpoint started by hand, once per case, one case at a time.
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<SocketAddr>,
+    /// Runs only the cases whose id starts with PREFIX (repeatable).
+    #[arg(long = "cases", value_name = "PREFIX")]
+    cases: Vec<String>,
+    /// Prints every case id (of --target, or of every target) with its level and requirement.
+    #[arg(long)]
+    list: bool,
+    /// Writes the JSON report here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
+    /// Writes a JUnit XML report here.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<std::path::PathBuf>,
+    /// Cases run at once (those that may run beside others).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Seconds to wait for something that must happen (an answer, a close).
+    #[arg(long, default_value_t = 3.0)]
+    patience: f64,
+    /// Seconds to watch for something that must not happen (a second answer).
+    #[arg(long, default_value_t = 0.3)]
+    quiet_time: f64,
+    /// Whether the master under test spreads applications out (spark.deploy.spreadOut).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    spread_out: bool,
+    /// The master's worker timeout in seconds, if known: enables the heartbeat-timeout cases.
+    #[arg(long)]
+    worker_timeout: Option<f64>,
+    /// The master's spark.deploy.maxExecutorRetries.
+    #[arg(long, default_value_t = 10)]
+    max_executor_retries: u32,
+    /// Prints the wire log of skipped and unimplemented cases too.
+    #[arg(long)]
+    verbose: bool,
+    /// Writes conformance/CASES.md (every case) to FILE and exits.
+    #[arg(long, value_name = "FILE")]
+    write_cases_md: Option<std::path::PathBuf>,
+    /// Checks that FILE is CASES.md as the code generates it; exits 1 when stale.
+    #[arg(long, value_name = "FILE")]
+    check_cases_md: Option<std::path::PathBuf>,
+    /// Injects a fault between the suite and the endpoint (for the suite's own tests).
+    #[arg(long, hide = true)]
+    fault: Option<String>,
+}
+
+fn seconds(name: &str, v: f64) -> Result<Duration, String> {
+    if v.is_finite() && v > 0.0 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(format!("{name} must be a positive number of seconds"))
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("sparkwire-conformance: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Args) -> Result<ExitCode, String> {
+    if let Some(path) = &args.write_cases_md {
+        std::fs::write(path, cases_md::render()).map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(path) = &args.check_cases_md {
+        let on_disk =
+            std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if on_disk == cases_md::render() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        eprintln!(
+            "{} is stale: run sparkwire-conformance --write-cases-md {}",
+            path.display(),
+            path.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let target =
+        match &args.target {
+            Some(t) => Some(Target::from_name(t).ok_or_else(|| {
+                format!("--target {t}: expected master, worker, driver or executor")
+            })?),
+            None => None,
+        };
+    let selected = |t: Target| {
+        sparkwire_conformance::cases(t)
+            .into_iter()
+            .filter(|c| {
+                args.cases.is_empty() || args.cases.iter().any(|p| c.id.starts_with(p.as_str()))
+            })
+            .collect::<Vec<_>>()
+    };
+    if args.list {
+        let targets: Vec<Target> = target.map_or(Target::ALL.to_vec(), |t| vec![t]);
+        let mut n = 0;
+        for t in targets {
+            for c in selected(t) {
+                println!(
+                    "{t:<8} {:<58} {:<6} {}",
+                    c.id,
+                    c.level.to_string(),
+                    c.requirement
+                );
+                n += 1;
+            }
+        }
+        println!("{n} cases");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let target = target.ok_or("--target is required (or --list)")?;
+    let endpoint = match (target, args.addr, &args.spawn, args.listen) {
+        (Target::Master, Some(a), None, None) => Endpoint::Addr(a),
+        (Target::Master, _, _, _) => {
+            return Err(
+                "--target master needs --addr HOST:PORT (and no --spawn or --listen)".into(),
+            )
+        }
+        (_, None, Some(cmd), None) => Endpoint::Spawn(cmd.clone()),
+        (_, None, None, Some(l)) => Endpoint::Listen(l),
+        (t, _, _, _) => {
+            return Err(format!(
+                "--target {t} needs --spawn CMD or --listen HOST:PORT"
+            ))
+        }
+    };
+    let fault = match &args.fault {
+        Some(f) => Some(Fault::from_name(f).ok_or_else(|| format!("unknown fault {f}"))?),
+        None => None,
+    };
+    let cases = selected(target);
+    if cases.is_empty() {
+        return Err("no case matches --cases".into());
+    }
+    let jobs = args.jobs.unwrap_or(match (&endpoint, target) {
+        (Endpoint::Listen(_), _) => 1,
+        (_, Target::Master) => 8,
+        _ => 4,
+    });
+    let settings = Settings {
+        target,
+        endpoint,
+        patience: seconds("--patience", args.patience)?,
+        quiet: seconds("--quiet-time", args.quiet_time)?,
+        spread_out: args.spread_out,
+        worker_timeout: args
+            .worker_timeout
+            .map(|w| seconds("--worker-timeout", w))
+            .transpose()?,
+        max_executor_retries: args.max_executor_retries,
+        fault,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let start = Instant::now();
+    let results = runtime.block_on(async move {
+        let (settings, _guard) = targets::prepare(settings).await?;
+        Ok::<_, String>(runner::run(Arc::new(settings), cases, jobs).await)
+    })?;
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    let wall = start.elapsed();
+    print!(
+        "{}",
+        report::human(target.name(), &results, wall, args.verbose)
+    );
+    if let Some(path) = &args.json {
+        std::fs::write(path, report::json(target.name(), &results, wall))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(path) = &args.junit {
+        let xml = report::junit(target.name(), &results, wall)?;
+        std::fs::write(path, xml).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let failed = report::Totals::of(&results).failed;
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,523 @@
+//! A connection as the suite holds it: raw frames over TCP, each one logged decoded, with the
+//! handshake done by hand so that cases can send anything, and typed envelopes after it.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
+use sparkwire::wire::handshake::{
+    decode_answer, decode_hello, encode_answer, encode_hello, negotiate, Accepted, Answer, Hello,
+    Refusal, RefusalReason, Role,
+};
+use sparkwire::wire::{decode_envelope, encode_envelope, Envelope};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::case::{fail, Failure};
+use crate::env::Log;
+
+/// The largest frame the suite reads: more is reported, never buffered.
+pub const SUITE_MAX_FRAME: u64 = 256 * 1024 * 1024;
+
+/// The pre-handshake limit of protocol/handshake.md §1.1.
+pub const HANDSHAKE_LIMIT: u64 = 65536;
+
+/// What the next read gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A whole frame's body.
+    Frame(Bytes),
+    /// A frame whose prefix declares more than the suite reads.
+    TooLarge(u64),
+    /// The stream ended (or was reset), with how.
+    Closed(String),
+}
+
+/// One connection.
+#[derive(Debug)]
+pub struct Conn {
+    label: String,
+    stream: TcpStream,
+    buf: BytesMut,
+    ended: Option<String>,
+    log: Log,
+    /// The version negotiated, once the handshake is done.
+    pub version: Option<Version>,
+    /// The family the connection carries (`deploy` or `coarse`).
+    pub family: &'static str,
+    /// The role the suite plays on it.
+    pub role: Role,
+}
+
+/// A frame with its prefix.
+pub fn frame(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 4);
+    out.extend_from_slice(&u32::try_from(body.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+fn hex(bytes: &[u8], max: usize) -> String {
+    let mut s: String = bytes.iter().take(max).map(|b| format!("{b:02x}")).collect();
+    if bytes.len() > max {
+        s.push('…');
+    }
+    s
+}
+
+fn short(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} chars)", &text[..end], text.len())
+}
+
+/// A decoded description of an envelope of `family` for logs.
+pub fn describe(family: &str, body: &Bytes, version: Version) -> String {
+    let text = if family == "coarse" {
+        decode_envelope::<CoarseMessage>(body, version).map(|e| format!("{e:?}"))
+    } else {
+        decode_envelope::<DeployMessage>(body, version).map(|e| format!("{e:?}"))
+    };
+    match text {
+        Ok(t) => short(t, 600),
+        Err(e) => format!("undecodable ({e}): {}", hex(body, 48)),
+    }
+}
+
+fn describe_handshake(body: &[u8]) -> String {
+    if let Ok(h) = decode_hello(body) {
+        return format!("hello {h:?}");
+    }
+    match decode_answer(body) {
+        Ok(a) => format!("answer {a:?}"),
+        Err(e) => format!("handshake frame, undecodable ({e}): {}", hex(body, 48)),
+    }
+}
+
+impl Conn {
+    fn new(stream: TcpStream, label: String, log: Log, role: Role) -> Self {
+        let _ = stream.set_nodelay(true);
+        Conn {
+            label,
+            stream,
+            buf: BytesMut::with_capacity(8192),
+            ended: None,
+            log,
+            version: None,
+            family: role.family(),
+            role,
+        }
+    }
+
+    /// Connects to `addr` as `label`, for the role `role` (which names the family logged).
+    pub async fn connect(
+        addr: SocketAddr,
+        label: &str,
+        role: Role,
+        log: &Log,
+    ) -> Result<Conn, Failure> {
+        let stream = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
+            .await
+            .map_err(|_| fail(format!("a TCP connection to {addr}"), "connect timed out"))?
+            .map_err(|e| fail(format!("a TCP connection to {addr}"), e.to_string()))?;
+        log.push(format!("[{label}] connected to {addr}"));
+        Ok(Conn::new(stream, label.to_string(), log.clone(), role))
+    }
+
+    /// The connection's label in the log.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The negotiated version (version 2 before the handshake).
+    pub fn v(&self) -> Version {
+        self.version.unwrap_or(Version::V2)
+    }
+
+    /// Writes bytes as they are; `what` describes them in the log.
+    pub async fn send_raw(&mut self, bytes: &[u8], what: &str) -> Result<(), Failure> {
+        self.log.push(format!(
+            "[{}] → {} bytes: {what}: {}",
+            self.label,
+            bytes.len(),
+            hex(bytes, 40)
+        ));
+        match self.stream.write_all(bytes).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.log.push(format!("[{}] write failed: {e}", self.label));
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes a frame holding `body`.
+    pub async fn send_frame(&mut self, body: &[u8]) -> Result<(), Failure> {
+        let what = match self.version {
+            None => describe_handshake(body),
+            Some(v) => describe(self.family, &Bytes::copy_from_slice(body), v),
+        };
+        let bytes = frame(body);
+        self.log
+            .push(format!("[{}] → frame {} B: {what}", self.label, body.len()));
+        if let Err(e) = self.stream.write_all(&bytes).await {
+            self.log.push(format!("[{}] write failed: {e}", self.label));
+        }
+        Ok(())
+    }
+
+    /// Sends an envelope in the negotiated version.
+    pub async fn send<F: Family>(&mut self, env: &Envelope<F>) -> Result<(), Failure> {
+        let mut body = Vec::new();
+        encode_envelope(env, self.v(), &mut body)
+            .map_err(|e| fail("an envelope the suite can encode", e.to_string()))?;
+        self.send_frame(&body).await
+    }
+
+    /// Closes the suite's sending side.
+    pub async fn shutdown_write(&mut self) {
+        self.log.push(format!(
+            "[{}] → end of stream (write side shut down)",
+            self.label
+        ));
+        let _ = self.stream.shutdown().await;
+    }
+
+    fn parse(&mut self) -> Option<Event> {
+        if self.buf.len() < 4 {
+            return None;
+        }
+        let n = u64::from(u32::from_be_bytes([
+            self.buf[0],
+            self.buf[1],
+            self.buf[2],
+            self.buf[3],
+        ]));
+        if n > SUITE_MAX_FRAME {
+            return Some(Event::TooLarge(n));
+        }
+        let total = 4 + n as usize;
+        if self.buf.len() < total {
+            return None;
+        }
+        self.buf.advance(4);
+        Some(Event::Frame(self.buf.split_to(n as usize).freeze()))
+    }
+
+    /// The next frame or end of stream, or `None` after `wait`.
+    pub async fn next(&mut self, wait: Duration) -> Option<Event> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(ev) = self.parse() {
+                match &ev {
+                    Event::Frame(body) => {
+                        let what = match self.version {
+                            None => describe_handshake(body),
+                            Some(v) => describe(self.family, body, v),
+                        };
+                        self.log
+                            .push(format!("[{}] ← frame {} B: {what}", self.label, body.len()));
+                    }
+                    Event::TooLarge(n) => {
+                        self.log
+                            .push(format!("[{}] ← prefix declaring {n} bytes", self.label));
+                    }
+                    Event::Closed(_) => {}
+                }
+                return Some(ev);
+            }
+            if let Some(how) = &self.ended {
+                return Some(Event::Closed(how.clone()));
+            }
+            match tokio::time::timeout_at(deadline, self.stream.read_buf(&mut self.buf)).await {
+                Err(_) => return None,
+                Ok(Ok(0)) => {
+                    let how = if self.buf.is_empty() {
+                        "end of stream".to_string()
+                    } else {
+                        format!(
+                            "end of stream inside a frame ({} stray bytes)",
+                            self.buf.len()
+                        )
+                    };
+                    self.log.push(format!("[{}] ← {how}", self.label));
+                    self.ended = Some(how);
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    let how = format!("connection error: {e}");
+                    self.log.push(format!("[{}] ← {how}", self.label));
+                    self.ended = Some(how);
+                }
+            }
+        }
+    }
+
+    /// The next frame's body; anything else fails the case with `expected`.
+    pub async fn frame_body(&mut self, wait: Duration, expected: &str) -> Result<Bytes, Failure> {
+        match self.next(wait).await {
+            Some(Event::Frame(b)) => Ok(b),
+            Some(Event::TooLarge(n)) => Err(fail(expected, format!("a frame declaring {n} bytes"))),
+            Some(Event::Closed(how)) => {
+                Err(fail(expected, format!("the connection closed ({how})")))
+            }
+            None => Err(fail(
+                expected,
+                format!("nothing within {} ms", wait.as_millis()),
+            )),
+        }
+    }
+
+    /// Reads until the endpoint closes the connection; fails after `wait` with `expected`.
+    pub async fn expect_closed(&mut self, wait: Duration, expected: &str) -> Result<(), Failure> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.next(left).await {
+                Some(Event::Closed(_)) => return Ok(()),
+                Some(Event::TooLarge(_)) => {
+                    return Err(fail(
+                        expected,
+                        "a frame over the suite's limit instead of a close",
+                    ))
+                }
+                Some(Event::Frame(_)) => continue,
+                None => {
+                    return Err(fail(
+                        expected,
+                        format!("the connection still open after {} ms", wait.as_millis()),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// True when the endpoint closed the connection within `wait` (frames before that are read).
+    pub async fn closes_within(&mut self, wait: Duration) -> bool {
+        self.expect_closed(wait, "").await.is_ok()
+    }
+
+    /// The next envelope of family `F`.
+    pub async fn recv<F: Family>(
+        &mut self,
+        wait: Duration,
+        expected: &str,
+    ) -> Result<Envelope<F>, Failure> {
+        let body = self.frame_body(wait, expected).await?;
+        decode_envelope::<F>(&body, self.v())
+            .map_err(|e| fail(expected, format!("an undecodable frame: {e}")))
+    }
+
+    /// Reads envelopes until `pick` accepts one; fails with `expected` when the connection closes
+    /// or nothing accepted comes within `wait`.
+    pub async fn expect<F: Family, T>(
+        &mut self,
+        wait: Duration,
+        expected: &str,
+        mut pick: impl FnMut(&Envelope<F>) -> Option<T>,
+    ) -> Result<T, Failure> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let env = match self.recv::<F>(left, expected).await {
+                Ok(env) => env,
+                Err(Failure::Fail { expected, seen: s }) if !seen.is_empty() => {
+                    return Err(fail(
+                        expected,
+                        format!("{s}; before that: {}", seen.join(", ")),
+                    ))
+                }
+                Err(e) => return Err(e),
+            };
+            if let Some(t) = pick(&env) {
+                return Ok(t);
+            }
+            seen.push(envelope_label(&env));
+        }
+    }
+
+    /// Fails with `expected` if an envelope `pick` accepts arrives within `wait`; other envelopes
+    /// are skipped, and a close ends the watch.
+    pub async fn expect_none<F: Family>(
+        &mut self,
+        wait: Duration,
+        expected: &str,
+        mut pick: impl FnMut(&Envelope<F>) -> bool,
+    ) -> Result<(), Failure> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.next(left).await {
+                None | Some(Event::Closed(_)) => return Ok(()),
+                Some(Event::TooLarge(n)) => {
+                    return Err(fail(expected, format!("a frame declaring {n} bytes")))
+                }
+                Some(Event::Frame(body)) => {
+                    if let Ok(env) = decode_envelope::<F>(&body, self.v()) {
+                        if pick(&env) {
+                            return Err(fail(expected, envelope_label(&env)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- the client's side of the handshake ----
+
+    /// Sends a hello.
+    pub async fn send_hello(&mut self, hello: &Hello) -> Result<(), Failure> {
+        let mut body = Vec::new();
+        encode_hello(hello, &mut body);
+        self.send_frame(&body).await
+    }
+
+    /// Reads the server's answer.
+    pub async fn read_answer(&mut self, wait: Duration) -> Result<Answer, Failure> {
+        let body = self
+            .frame_body(wait, "the server's handshake answer")
+            .await?;
+        decode_answer(&body).map_err(|e| fail("a well-formed handshake answer", e.to_string()))
+    }
+
+    /// Connects, says hello as `role`/`id` offering `versions`, and expects an acceptance.
+    pub async fn open(
+        addr: SocketAddr,
+        label: &str,
+        role: Role,
+        id: &str,
+        versions: &[Version],
+        log: &Log,
+        wait: Duration,
+    ) -> Result<Conn, Failure> {
+        let mut c = Conn::connect(addr, label, role, log).await?;
+        c.send_hello(&Hello::new(versions, role, id)).await?;
+        match c.read_answer(wait).await? {
+            Answer::Accepted(a) => {
+                c.version = Some(a.version);
+                Ok(c)
+            }
+            Answer::Refused(r) => Err(fail(
+                format!("the hello of a {} accepted", role.name()),
+                format!("refused: {} ({})", r.reason, r.message),
+            )),
+        }
+    }
+
+    // ---- the server's side of the handshake ----
+
+    /// Reads the client's hello; anything else fails the case.
+    pub async fn read_hello(&mut self, wait: Duration) -> Result<Hello, Failure> {
+        let body = self.frame_body(wait, "the endpoint's hello").await?;
+        decode_hello(&body).map_err(|e| fail("a well-formed hello", e.to_string()))
+    }
+
+    /// Sends `answer`.
+    pub async fn send_answer(&mut self, answer: &Answer) -> Result<(), Failure> {
+        let mut body = Vec::new();
+        encode_answer(answer, &mut body);
+        self.send_frame(&body).await
+    }
+
+    /// Accepts `hello` at the highest version both speak among `versions`, as `role`.
+    pub async fn accept_hello(
+        &mut self,
+        hello: &Hello,
+        versions: &[Version],
+        id: &str,
+    ) -> Result<Version, Failure> {
+        let numbers: Vec<u64> = versions.iter().map(|v| u64::from(v.number())).collect();
+        let Some(v) = negotiate(&hello.versions, versions) else {
+            self.send_answer(&Answer::Refused(Refusal {
+                reason: RefusalReason::NoCommonVersion,
+                message: "no common version".into(),
+                versions: numbers,
+            }))
+            .await?;
+            return Err(fail(
+                format!("a hello offering one of {versions:?}"),
+                format!("versions {:?}", hello.versions),
+            ));
+        };
+        self.send_answer(&Answer::Accepted(Accepted {
+            version: v,
+            versions: numbers,
+            role: self.role,
+            id: id.to_string(),
+        }))
+        .await?;
+        self.version = Some(v);
+        Ok(v)
+    }
+}
+
+/// A short label for an envelope: its form and message name.
+pub fn envelope_label<F: Family>(env: &Envelope<F>) -> String {
+    match env {
+        Envelope::Send(m) => format!("send {}", m.name()),
+        Envelope::Ask { id, message } => format!("ask {} (id {id})", message.name()),
+        Envelope::Reply { id, reply } => match reply {
+            sparkwire::wire::Reply::Message(m) => format!("reply {} (id {id})", m.name()),
+            other => format!("reply {other:?} (id {id})"),
+        },
+        Envelope::Failure { id, error } => {
+            format!("failure {}: {} (id {id})", error.class_name, error.message)
+        }
+    }
+}
+
+/// A listener for endpoints that connect to the suite.
+#[derive(Debug)]
+pub struct Listener {
+    inner: TcpListener,
+    log: Log,
+}
+
+impl Listener {
+    /// Listens on `addr` (port 0: any free port).
+    pub async fn bind(addr: SocketAddr, log: &Log) -> Result<Listener, String> {
+        let inner = TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        Ok(Listener {
+            inner,
+            log: log.clone(),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.inner
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// The next connection, for the suite playing `role`.
+    pub async fn accept(
+        &self,
+        wait: Duration,
+        label: &str,
+        role: Role,
+        expected: &str,
+    ) -> Result<Conn, Failure> {
+        match tokio::time::timeout(wait, self.inner.accept()).await {
+            Ok(Ok((stream, peer))) => {
+                self.log
+                    .push(format!("[{label}] accepted a connection from {peer}"));
+                Ok(Conn::new(stream, label.to_string(), self.log.clone(), role))
+            }
+            Ok(Err(e)) => Err(fail(expected, format!("accept failed: {e}"))),
+            Err(_) => Err(fail(
+                expected,
+                format!("no connection within {} ms", wait.as_millis()),
+            )),
+        }
+    }
+}

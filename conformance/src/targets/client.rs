@@ -1,0 +1,365 @@
+//! Cases for an endpoint that connects to the suite (a worker to its master, a driver's
+//! application client to its master, an executor to its driver): the client's side of the
+//! handshake (protocol/handshake.md §2–4, 6–8).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sparkwire::messages::Version;
+use sparkwire::wire::handshake::{decode_hello, Answer, Hello, Refusal, RefusalReason, Role};
+
+use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::env::Ctx;
+use crate::mp;
+use crate::peer::{frame, Conn, Event};
+use crate::targets::spawned::Run;
+
+/// Starts the endpoint and accepts its first connection (nothing read yet).
+pub type Start = Arc<
+    dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<(Run, Conn), Failure>> + Send>> + Send + Sync,
+>;
+
+/// A connecting endpoint as the shared cases see it.
+#[derive(Clone)]
+pub struct Client {
+    /// How to start it.
+    pub start: Start,
+    /// What it is, in requirement texts.
+    pub name: &'static str,
+    /// The role its hello must declare.
+    pub role: Role,
+    /// The role the suite declares in its answer.
+    pub server_role: Role,
+    /// A role of the other family, for the answer that a client SHOULD refuse.
+    pub other_family_role: Role,
+}
+
+fn patience(ctx: &Ctx) -> Duration {
+    ctx.settings.patience
+}
+
+async fn hello(ctx: &Ctx, c: &mut Conn) -> Result<(Hello, Vec<u8>), Failure> {
+    let body = c
+        .frame_body(patience(ctx) * 3, "the endpoint's hello")
+        .await?;
+    let h = decode_hello(&body).map_err(|e| fail("a well-formed hello", e.to_string()))?;
+    Ok((h, body.to_vec()))
+}
+
+fn accepted_entries(version: u64, role: &str) -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("magic", mp::s("sparkwire")),
+        ("version", mp::u(version)),
+        ("versions", mp::uints(&[1, 2])),
+        ("role", mp::s(role)),
+        ("id", mp::s("suite")),
+    ]
+}
+
+fn best(h: &Hello) -> u64 {
+    if h.versions.contains(&2) {
+        2
+    } else {
+        1
+    }
+}
+
+/// Answers the hello with `body` and expects the endpoint to close the connection.
+async fn closes(ctx: Ctx, s: Client, body: impl FnOnce(&Hello) -> Vec<u8>) -> Outcome {
+    let (_run, mut c) = (s.start)(ctx.clone()).await?;
+    let (h, _) = hello(&ctx, &mut c).await?;
+    let b = body(&h);
+    c.send_raw(&b, "the suite's answer").await?;
+    c.expect_closed(patience(&ctx), "the endpoint closes the connection")
+        .await
+}
+
+/// Answers with `entries` (an acceptance) and expects the endpoint to go on: its next frame is
+/// an envelope that decodes at `version`.
+async fn proceeds(
+    ctx: Ctx,
+    s: Client,
+    entries: impl FnOnce(&Hello) -> Option<(Vec<(&'static str, Vec<u8>)>, Version)>,
+) -> Outcome {
+    let (_run, mut c) = (s.start)(ctx.clone()).await?;
+    let (h, _) = hello(&ctx, &mut c).await?;
+    let Some((e, v)) = entries(&h) else {
+        return Err(Failure::Skipped(format!(
+            "the endpoint does not offer the version this case needs ({:?})",
+            h.versions
+        )));
+    };
+    c.send_raw(&frame(&mp::map(&e)), "the suite's answer")
+        .await?;
+    c.version = Some(v);
+    let body = c
+        .frame_body(patience(&ctx), "the endpoint's first envelope")
+        .await?;
+    let ok = if c.family == "coarse" {
+        sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(&body, v).is_ok()
+    } else {
+        sparkwire::wire::decode_envelope::<sparkwire::messages::DeployMessage>(&body, v).is_ok()
+    };
+    check(
+        ok,
+        format!("an envelope decoding at version {}", v.number()),
+        crate::peer::describe(c.family, &body, v),
+    )
+}
+
+/// The shared cases, added to `cases` for the client `s`.
+pub fn add(cases: &mut Cases, s: Client) {
+    let name = s.name;
+    macro_rules! case {
+        ($id:expr, $level:expr, $req:expr, |$ctx:ident, $s:ident| $body:expr) => {{
+            let client = s.clone();
+            cases.add($id, $level, $req, move |$ctx: Ctx| {
+                let $s = client.clone();
+                async move { $body }
+            });
+        }};
+    }
+    case!("handshake/3/hello", Level::Must,
+        format!("{name}'s first frame is a hello: magic \"sparkwire\", the versions it speaks (at least one this protocol defines), its role ({}), an id", s.role.name()),
+        |ctx, s| {
+            let (_run, mut c) = (s.start)(ctx.clone()).await?;
+            let (h, _) = hello(&ctx, &mut c).await?;
+            check(h.role == s.role, format!("role {}", s.role.name()), h.role.name())?;
+            check(h.versions.iter().any(|v| Version::from_number(*v).is_some()), "a version of 1 or 2", format!("{:?}", h.versions))
+        });
+    case!(
+        "handshake/3/magic-first",
+        Level::Should,
+        format!("{name} writes the hello's keys in the order magic, versions, role, id"),
+        |ctx, s| {
+            let (_run, mut c) = (s.start)(ctx.clone()).await?;
+            let (_, body) = hello(&ctx, &mut c).await?;
+            let mut cur = body.as_slice();
+            let mut keys = Vec::new();
+            if let Ok(n) = rmp::decode::read_map_len(&mut cur) {
+                for _ in 0..n {
+                    let mut k = vec![0u8; 64];
+                    match rmp::decode::read_str(&mut cur, &mut k) {
+                        Ok(key) => keys.push(key.to_string()),
+                        Err(_) => break,
+                    }
+                    let start = body.len() - cur.len();
+                    match sparkwire::wire::msgpack::value_len(&body[start..]) {
+                        Ok(len) => cur = &cur[len..],
+                        Err(_) => break,
+                    }
+                }
+            }
+            check(
+                keys.first().map(String::as_str) == Some("magic")
+                    && keys.get(1).map(String::as_str) == Some("versions")
+                    && keys.get(2).map(String::as_str) == Some("role")
+                    && keys.get(3).map(String::as_str) == Some("id"),
+                "magic, versions, role, id",
+                keys.join(", "),
+            )
+        }
+    );
+    case!(
+        "handshake/2/waits-for-answer",
+        Level::Must,
+        format!("{name} sends nothing after its hello until it has read the answer"),
+        |ctx, s| {
+            let (_run, mut c) = (s.start)(ctx.clone()).await?;
+            hello(&ctx, &mut c).await?;
+            match c.next(ctx.settings.quiet).await {
+                None => Ok(()),
+                Some(Event::Closed(how)) => Err(fail(
+                    "the endpoint waiting for the answer",
+                    format!("the connection closed ({how})"),
+                )),
+                Some(other) => Err(fail("nothing before the answer", format!("{other:?}"))),
+            }
+        }
+    );
+    case!(
+        "handshake/6/unknown-version-chosen",
+        Level::Must,
+        format!(
+            "{name} closes the connection when the answer chooses a version it did not offer (9)"
+        ),
+        |ctx, s| closes(ctx, s.clone(), |_| frame(&mp::map(&accepted_entries(
+            9,
+            s.server_role.name()
+        ))))
+        .await
+    );
+    case!(
+        "handshake/6/unoffered-version-chosen",
+        Level::Must,
+        format!(
+            "{name} closes the connection when the answer chooses a known version it did not offer"
+        ),
+        |ctx, s| {
+            let (_run, mut c) = (s.start)(ctx.clone()).await?;
+            let (h, _) = hello(&ctx, &mut c).await?;
+            let Some(other) = [1u64, 2].into_iter().find(|v| !h.versions.contains(v)) else {
+                return Err(Failure::Skipped("the endpoint offers both versions".into()));
+            };
+            c.send_raw(
+                &frame(&mp::map(&accepted_entries(other, s.server_role.name()))),
+                "an answer choosing an unoffered version",
+            )
+            .await?;
+            c.expect_closed(patience(&ctx), "the endpoint closes the connection")
+                .await
+        }
+    );
+    case!(
+        "handshake/8/bad-magic",
+        Level::Must,
+        format!("{name} closes the connection when the answer's magic is not \"sparkwire\""),
+        |ctx, s| closes(ctx, s.clone(), |h| {
+            let mut e = accepted_entries(best(h), s.server_role.name());
+            e[0].1 = mp::s("sparkfire");
+            frame(&mp::map(&e))
+        })
+        .await
+    );
+    case!(
+        "handshake/8/not-msgpack",
+        Level::Must,
+        format!("{name} closes the connection when the answer is not MessagePack"),
+        |ctx, s| closes(ctx, s, |_| frame(&[0xc1, 0xc1])).await
+    );
+    case!(
+        "handshake/8/version-and-refused",
+        Level::Must,
+        format!("{name} closes the connection when the answer has both `version` and `refused`"),
+        |ctx, s| closes(ctx, s.clone(), |h| {
+            let mut e = accepted_entries(best(h), s.server_role.name());
+            e.push(("refused", mp::s("badMagic")));
+            frame(&mp::map(&e))
+        })
+        .await
+    );
+    case!(
+        "handshake/8/missing-role",
+        Level::Must,
+        format!("{name} closes the connection when an acceptance has no `role`"),
+        |ctx, s| closes(ctx, s.clone(), |h| {
+            let mut e = accepted_entries(best(h), s.server_role.name());
+            e.remove(3);
+            frame(&mp::map(&e))
+        })
+        .await
+    );
+    case!(
+        "handshake/4/duplicate-key",
+        Level::Must,
+        format!("{name} closes the connection when a key of the answer appears twice"),
+        |ctx, s| closes(ctx, s.clone(), |h| {
+            let mut e = accepted_entries(best(h), s.server_role.name());
+            e.push(("version", mp::u(best(h))));
+            frame(&mp::map(&e))
+        })
+        .await
+    );
+    case!(
+        "handshake/8/oversized-answer",
+        Level::Must,
+        format!(
+            "{name} closes the connection when the answer's prefix declares more than 65536 bytes"
+        ),
+        |ctx, s| closes(ctx, s, |_| 65537u32.to_be_bytes().to_vec()).await
+    );
+    case!(
+        "handshake/2/refused",
+        Level::Must,
+        format!("{name} closes the connection on reading a refusal"),
+        |ctx, s| closes(ctx, s, |_| {
+            let mut b = Vec::new();
+            sparkwire::wire::handshake::encode_answer(
+                &Answer::Refused(Refusal {
+                    reason: RefusalReason::RoleNotAccepted,
+                    message: "refused by the conformance suite".into(),
+                    versions: vec![1, 2],
+                }),
+                &mut b,
+            );
+            frame(&b)
+        })
+        .await
+    );
+    case!("handshake/5/unknown-refusal", Level::Must,
+        format!("{name} treats a refusal reason it does not know as a refusal and closes the connection"),
+        |ctx, s| closes(ctx, s, |_| frame(&mp::map(&[
+            ("magic", mp::s("sparkwire")), ("refused", mp::s("zzzReasonOfALaterRevision")), ("message", mp::s("later")), ("versions", mp::uints(&[1, 2])),
+        ]))).await);
+    case!(
+        "handshake/7/other-family-server",
+        Level::Should,
+        format!(
+            "{name} closes a connection whose server declares a role of the other family ({})",
+            s.other_family_role.name()
+        ),
+        |ctx, s| closes(ctx, s.clone(), |h| frame(&mp::map(&accepted_entries(
+            best(h),
+            s.other_family_role.name()
+        ))))
+        .await
+    );
+    case!(
+        "handshake/4/unknown-keys-ignored",
+        Level::Must,
+        format!("{name} ignores keys of the answer it does not know and goes on"),
+        |ctx, s| proceeds(ctx, s.clone(), |h| {
+            let mut e = accepted_entries(best(h), s.server_role.name());
+            e.push(("zzzLaterRevisionKey", mp::u(1)));
+            Some((
+                e,
+                if best(h) == 2 {
+                    Version::V2
+                } else {
+                    Version::V1
+                },
+            ))
+        })
+        .await
+    );
+    case!(
+        "handshake/4/keys-any-order",
+        Level::Must,
+        format!("{name} reads the answer's keys in any order and goes on"),
+        |ctx, s| proceeds(ctx, s.clone(), |h| {
+            let mut e = accepted_entries(best(h), s.server_role.name());
+            e.reverse();
+            Some((
+                e,
+                if best(h) == 2 {
+                    Version::V2
+                } else {
+                    Version::V1
+                },
+            ))
+        })
+        .await
+    );
+    case!(
+        "handshake/6/version-1-chosen",
+        Level::Must,
+        format!("{name}, offered version 1 and answered with it, goes on in version 1"),
+        |ctx, s| proceeds(ctx, s.clone(), |h| h
+            .versions
+            .contains(&1)
+            .then(|| (accepted_entries(1, s.server_role.name()), Version::V1)))
+        .await
+    );
+    case!(
+        "handshake/6/version-2-chosen",
+        Level::Must,
+        format!("{name}, offered version 2 and answered with it, goes on in version 2"),
+        |ctx, s| proceeds(ctx, s.clone(), |h| h
+            .versions
+            .contains(&2)
+            .then(|| (accepted_entries(2, s.server_role.name()), Version::V2)))
+        .await
+    );
+}

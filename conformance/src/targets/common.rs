@@ -1,0 +1,137 @@
+//! Helpers the targets share: route cases from the definition, sample messages, unique ids.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sparkwire::definition::{Definition, MessageDef, MessageKind};
+use sparkwire::messages::Family;
+use sparkwire::wire::vectors::{sample_message, Case as Sample};
+use sparkwire::wire::{Envelope, Reply};
+
+use crate::case::{check, fail, Outcome};
+use crate::peer::Conn;
+
+/// A number unique in this process and unlikely to repeat across runs.
+pub fn unique() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let base = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() % 100_000)
+        .unwrap_or(0);
+    base * 10_000
+        + NEXT.fetch_add(1, Ordering::Relaxed)
+        + u64::from(std::process::id() % 97) * 1_000_000_000
+}
+
+/// The definition's non-local messages of `family`.
+pub fn crossing(family: &str) -> Vec<&'static MessageDef> {
+    Definition::builtin()
+        .messages
+        .iter()
+        .filter(|m| m.family == family && m.kind != MessageKind::Local)
+        .collect()
+}
+
+/// The definition's minimal sample of `msg`.
+pub fn sample<F: Family>(msg: &MessageDef) -> Result<F, crate::case::Failure> {
+    sample_message::<F>(Definition::builtin(), msg, Sample::Minimal)
+        .map_err(|e| fail("a sample of the message", e.to_string()))
+}
+
+/// The envelope a misrouted `msg` travels in: as its kind says (a reply message as a send).
+pub fn envelope_of<F: Family>(msg: &MessageDef, m: F, id: u64) -> Envelope<F> {
+    match msg.kind {
+        MessageKind::Ask => Envelope::Ask { id, message: m },
+        _ => Envelope::Send(m),
+    }
+}
+
+/// Sends `env` on `c` and checks that it is refused: an ask with a failure for its id (or a
+/// close), a send with the connection closed.
+pub async fn expect_refused<F: Family>(
+    c: &mut Conn,
+    env: Envelope<F>,
+    wait: std::time::Duration,
+) -> Outcome {
+    let ask_id = match &env {
+        Envelope::Ask { id, .. } => Some(*id),
+        _ => None,
+    };
+    c.send(&env).await?;
+    match ask_id {
+        None => {
+            c.expect_closed(wait, "the connection closed (the message is refused)")
+                .await
+        }
+        Some(id) => {
+            let want = format!("a failure for ask {id}, or the connection closed");
+            match c.next(wait).await {
+                Some(crate::peer::Event::Closed(_)) => Ok(()),
+                Some(crate::peer::Event::Frame(body)) => {
+                    let got = sparkwire::wire::decode_envelope::<F>(&body, c.v());
+                    match got {
+                        Ok(Envelope::Failure { id: fid, .. }) if fid == id => Ok(()),
+                        Ok(Envelope::Reply { id: rid, reply }) if rid == id => {
+                            Err(fail(want, format!("a reply {}", reply_text(&reply))))
+                        }
+                        Ok(other) => {
+                            // Something unrelated: keep waiting for the answer or the close.
+                            let label = crate::peer::envelope_label(&other);
+                            let rest = c
+                                .expect::<F, ()>(wait, &want, |e| match e {
+                                    Envelope::Failure { id: fid, .. } if *fid == id => Some(()),
+                                    _ => None,
+                                })
+                                .await;
+                            match rest {
+                                Ok(()) => Ok(()),
+                                Err(crate::case::Failure::Fail { seen, .. })
+                                    if seen.contains("closed") =>
+                                {
+                                    Ok(())
+                                }
+                                Err(e) => Err(match e {
+                                    crate::case::Failure::Fail { expected, seen } => {
+                                        fail(expected, format!("{label}, then {seen}"))
+                                    }
+                                    e => e,
+                                }),
+                            }
+                        }
+                        Err(e) => Err(fail(want, format!("an undecodable frame: {e}"))),
+                    }
+                }
+                Some(crate::peer::Event::TooLarge(n)) => {
+                    Err(fail(want, format!("a prefix of {n} bytes")))
+                }
+                None => Err(fail(want, "neither within the time allowed")),
+            }
+        }
+    }
+}
+
+fn reply_text<F: Family>(r: &Reply<F>) -> String {
+    match r {
+        Reply::Message(m) => m.name().to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Fails unless `text` matches Spark's id pattern `prefix-YYYYMMDDHHMMSS-NNNN`.
+pub fn spark_id(text: &str, prefix: &str) -> Outcome {
+    let ok = text
+        .strip_prefix(prefix)
+        .and_then(|r| r.strip_prefix('-'))
+        .and_then(|r| r.split_once('-'))
+        .is_some_and(|(stamp, n)| {
+            stamp.len() == 14
+                && stamp.bytes().all(|b| b.is_ascii_digit())
+                && n.len() >= 4
+                && n.bytes().all(|b| b.is_ascii_digit())
+        });
+    check(
+        ok,
+        format!("an id of Spark's form {prefix}-YYYYMMDDHHMMSS-NNNN"),
+        text,
+    )
+}

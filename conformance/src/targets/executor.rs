@@ -1,0 +1,520 @@
+//! `--target executor`: the suite plays the driver (and the worker) of an executor it starts.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sparkwire::messages::coarse::*;
+use sparkwire::messages::{CoarseMessage, ResourceProfile, TaskDescription, TaskState, Version};
+use sparkwire::reference::task::{decode_failure, BuiltinRunner, CancelFlag, TaskRunner};
+use sparkwire::wire::handshake::Role;
+use sparkwire::wire::task::encode_task;
+use sparkwire::wire::{Envelope, Reply};
+
+use crate::case::{check, fail, Cases, Failure, Level, Target};
+use crate::env::Ctx;
+use crate::peer::{frame, Conn};
+use crate::targets::client::{self, Client};
+use crate::targets::common::{crossing, expect_refused, sample};
+use crate::targets::spawned::{self, Run};
+
+type C = CoarseMessage;
+
+/// The executor id the suite gives.
+pub const EXECUTOR_ID: &str = "1";
+/// Its cores.
+pub const CORES: i32 = 2;
+/// The application id.
+pub const APP_ID: &str = "app-20250101120000-0042";
+
+fn wait(ctx: &Ctx) -> Duration {
+    ctx.settings.patience
+}
+
+async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
+    // The worker the executor watches: a listener that takes its handshake and holds it.
+    let (worker, worker_given, worker_proxy) = spawned::listen(&ctx, None).await?;
+    let mut run = spawned::start(&ctx, move |given, dir| {
+        vec![
+            (
+                "driver_url",
+                format!("spark://CoarseGrainedScheduler@{given}"),
+            ),
+            ("worker_url", format!("spark://Worker@{worker_given}")),
+            ("executor_id", EXECUTOR_ID.into()),
+            ("app_id", APP_ID.into()),
+            ("cores", CORES.to_string()),
+            ("work_dir", dir.display().to_string()),
+        ]
+    })
+    .await?;
+    let log = ctx.log.clone();
+    let startup = spawned::startup(&ctx);
+    run.hold(tokio::spawn(async move {
+        let _proxy = worker_proxy;
+        let mut held = Vec::new();
+        while let Ok(mut c) = worker
+            .accept(startup * 10, "worker", Role::Worker, "")
+            .await
+        {
+            if let Ok(h) = c.read_hello(startup).await {
+                let _ = c
+                    .accept_hello(&h, &[Version::V1, Version::V2], "worker")
+                    .await;
+            }
+            held.push(c);
+        }
+        let _ = log;
+    }));
+    let conn = run.accept(&ctx, "driver", Role::Driver).await?;
+    Ok((run, conn))
+}
+
+fn app_config(max_mib: u32) -> SparkAppConfig {
+    SparkAppConfig {
+        spark_properties: vec![
+            ("spark.app.id".into(), APP_ID.into()),
+            ("spark.rpc.message.maxSize".into(), max_mib.to_string()),
+            ("spark.task.cpus".into(), "1".into()),
+        ],
+        io_encryption_key: None,
+        hadoop_delegation_creds: None,
+        resource_profile: ResourceProfile::default_with(Some(CORES), 1024),
+        log_level: None,
+    }
+}
+
+/// Serves one connection of the executor until RegisterExecutor: answers RetrieveSparkAppConfig;
+/// returns the RegisterExecutor ask (id, message) if it came, `None` if the connection closed.
+async fn serve_until_register(
+    ctx: &Ctx,
+    c: &mut Conn,
+    max_mib: u32,
+) -> Result<Option<(u64, RegisterExecutor)>, Failure> {
+    loop {
+        let env = match c
+            .recv::<C>(wait(ctx), "RetrieveSparkAppConfig or RegisterExecutor")
+            .await
+        {
+            Ok(e) => e,
+            Err(Failure::Fail { seen, .. }) if seen.contains("closed") => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match env {
+            Envelope::Ask {
+                id,
+                message: C::RetrieveSparkAppConfig(_),
+            } => {
+                c.send(&Envelope::Reply {
+                    id,
+                    reply: Reply::Message(C::SparkAppConfig(app_config(max_mib))),
+                })
+                .await?;
+            }
+            Envelope::Ask {
+                id,
+                message: C::RegisterExecutor(r),
+            } => return Ok(Some((id, r))),
+            Envelope::Ask {
+                id,
+                message: C::RetrieveLastAllocatedExecutorId(_),
+            } => {
+                c.send(&Envelope::<C>::Reply {
+                    id,
+                    reply: Reply::Int(0),
+                })
+                .await?;
+            }
+            other => {
+                return Err(fail(
+                    "RetrieveSparkAppConfig or RegisterExecutor first (rule X1)",
+                    crate::peer::envelope_label(&other),
+                ))
+            }
+        }
+    }
+}
+
+/// An executor the suite registered.
+pub struct Registered {
+    /// The run.
+    pub run: Run,
+    /// The executor's main connection.
+    pub conn: Conn,
+    /// Its RegisterExecutor.
+    pub reg: RegisterExecutor,
+}
+
+/// Starts an executor, serves its connections at `versions` until it registers, answers true.
+pub async fn registered(
+    ctx: &Ctx,
+    versions: &[Version],
+    max_mib: u32,
+) -> Result<Registered, Failure> {
+    let (run, mut conn) = start(ctx.clone()).await?;
+    loop {
+        let hello = conn.read_hello(spawned::startup(ctx)).await?;
+        if !versions
+            .iter()
+            .any(|v| hello.versions.contains(&u64::from(v.number())))
+        {
+            return Err(Failure::Skipped(format!(
+                "the executor offers versions {:?}, none of {versions:?}",
+                hello.versions
+            )));
+        }
+        conn.accept_hello(&hello, versions, "driver").await?;
+        if let Some((id, reg)) = serve_until_register(ctx, &mut conn, max_mib).await? {
+            conn.send(&Envelope::<C>::Reply {
+                id,
+                reply: Reply::Bool(true),
+            })
+            .await?;
+            return Ok(Registered { run, conn, reg });
+        }
+        // A bootstrap connection closed: the executor opens its main one next.
+        conn = run.accept(ctx, "driver-main", Role::Driver).await?;
+    }
+}
+
+/// A task for the built-in runner `runner` with `input` (big-endian u64s).
+pub fn task(id: i64, runner: &str, input: &[u64], cpus: i32) -> TaskDescription {
+    let mut properties = BTreeMap::new();
+    properties.insert("sparkwire.runner".to_string(), runner.to_string());
+    TaskDescription {
+        task_id: id,
+        attempt_number: 0,
+        executor_id: EXECUTOR_ID.into(),
+        name: format!("task {id}.0 in stage 0.0 (TID {id})"),
+        index: id as i32,
+        partition_id: id as i32,
+        stage_id: 0,
+        stage_attempt_id: 0,
+        properties,
+        cpus,
+        resources: BTreeMap::new(),
+        serialized_task: input
+            .iter()
+            .flat_map(|v| v.to_be_bytes())
+            .collect::<Vec<u8>>()
+            .into(),
+    }
+}
+
+async fn launch(e: &mut Registered, t: &TaskDescription) -> Result<(), Failure> {
+    let data = encode_task(t).map_err(|er| fail("a task the suite can encode", er.to_string()))?;
+    e.conn
+        .send(&Envelope::Send(C::LaunchTask(LaunchTask {
+            data: data.into(),
+        })))
+        .await
+}
+
+async fn update(
+    ctx: &Ctx,
+    e: &mut Registered,
+    task_id: i64,
+    what: &str,
+    pick: impl Fn(&StatusUpdate) -> bool,
+) -> Result<StatusUpdate, Failure> {
+    e.conn
+        .expect::<C, StatusUpdate>(wait(ctx) * 2, what, |x| match x {
+            Envelope::Send(C::StatusUpdate(s)) if s.task_id == task_id && pick(s) => {
+                Some(s.clone())
+            }
+            _ => None,
+        })
+        .await
+}
+
+async fn launched(ctx: &Ctx, e: &mut Registered) -> Result<(), Failure> {
+    e.conn
+        .expect::<C, ()>(wait(ctx), "LaunchedExecutor with its id", |x| match x {
+            Envelope::Send(C::LaunchedExecutor(l)) if l.executor_id == EXECUTOR_ID => Some(()),
+            _ => None,
+        })
+        .await
+}
+
+fn executor_client() -> Client {
+    Client {
+        start: Arc::new(|ctx| Box::pin(start(ctx))),
+        name: "the executor",
+        role: Role::Executor,
+        server_role: Role::Driver,
+        other_family_role: Role::Master,
+    }
+}
+
+/// Every case of the executor target.
+pub fn cases() -> Vec<crate::case::Case> {
+    let mut cs = Cases::new(Target::Executor);
+    client::add(&mut cs, executor_client());
+    for msg in crossing("coarse") {
+        let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
+        if !ask
+            || (msg.from.iter().any(|r| r == "driver") && msg.to.iter().any(|r| r == "executor"))
+        {
+            continue;
+        }
+        let requirement =
+            format!(
+            "the executor refuses the ask {} from its driver ({} → {} only): a failure or a close",
+            msg.name, msg.from.join(", "), msg.to.join(", ")
+        );
+        cs.add(
+            format!("route/coarse/{}", msg.name),
+            Level::Must,
+            requirement,
+            move |ctx: Ctx| async move {
+                let m: C = sample(msg)?;
+                let mut e = registered(&ctx, &[Version::V1, Version::V2], 128).await?;
+                expect_refused(
+                    &mut e.conn,
+                    Envelope::Ask { id: 81, message: m },
+                    wait(&ctx),
+                )
+                .await
+            },
+        );
+    }
+    flows(&mut cs);
+    cs.list
+}
+
+fn flows(cs: &mut Cases) {
+    cs.add("flow/executor/register/fields", Level::Must,
+        "the executor registers (RegisterExecutor) with the executor id and cores it was started with, and an endpoint reference without an address (executors do not listen)",
+        |ctx: Ctx| async move {
+            let e = registered(&ctx, &[Version::V1, Version::V2], 128).await?;
+            check(e.reg.executor_id == EXECUTOR_ID && e.reg.cores == CORES && e.reg.executor_ref.address.is_none(),
+                format!("executor {EXECUTOR_ID}, {CORES} cores, no address"), format!("{:?}", e.reg))
+        });
+    cs.add("rules/X2/launched", Level::Must,
+        "once its RegisterExecutor is answered true the executor sends LaunchedExecutor with its id (rule X2)",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V1, Version::V2], 128).await?;
+            launched(&ctx, &mut e).await
+        });
+    cs.add("spec/10/task-finished", Level::Must,
+        "the executor runs a LaunchTask: StatusUpdate RUNNING, then FINISHED with the runner's result, with its executor id (SPEC §10, rules T2, T3)",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V2], 128).await?;
+            launched(&ctx, &mut e).await?;
+            let t = task(0, "sum-squares", &[0, 1000], 1);
+            launch(&mut e, &t).await?;
+            update(&ctx, &mut e, 0, "StatusUpdate RUNNING", |s| s.state == TaskState::Running).await?;
+            let done = update(&ctx, &mut e, 0, "StatusUpdate FINISHED", |s| s.state.is_finished()).await?;
+            let want = BuiltinRunner.run(&t, &CancelFlag::new()).map_err(|f| fail("a task the runner runs", f.message))?;
+            check(done.state == TaskState::Finished && done.data.as_slice() == want.as_slice() && done.executor_id == EXECUTOR_ID,
+                format!("FINISHED with {} result bytes from executor {EXECUTOR_ID}", want.len()), format!("{} with {} bytes from {}", done.state, done.data.len(), done.executor_id))
+        });
+    cs.add("spec/10/task-failed", Level::Must,
+        "a task that fails is reported FAILED with an ErrorDescription {className, message} as its data",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V2], 128).await?;
+            launched(&ctx, &mut e).await?;
+            launch(&mut e, &task(1, "flaky", &[1], 1)).await?;
+            let done = update(&ctx, &mut e, 1, "a finished StatusUpdate", |s| s.state.is_finished()).await?;
+            let f = decode_failure(done.data.as_slice());
+            check(done.state == TaskState::Failed && !f.class_name.is_empty(), "FAILED with a class name", format!("{} {:?}", done.state, f))
+        });
+    cs.add(
+        "spec/10/kill-task",
+        Level::Must,
+        "a task told KillTask is reported KILLED with class name TaskKilled",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V2], 128).await?;
+            launched(&ctx, &mut e).await?;
+            launch(&mut e, &task(2, "sleep", &[20_000], 1)).await?;
+            update(&ctx, &mut e, 2, "StatusUpdate RUNNING", |s| {
+                s.state == TaskState::Running
+            })
+            .await?;
+            e.conn
+                .send(&Envelope::Send(C::KillTask(KillTask {
+                    task_id: 2,
+                    executor: EXECUTOR_ID.into(),
+                    interrupt_thread: true,
+                    reason: "killed by the conformance suite".into(),
+                })))
+                .await?;
+            let done = update(&ctx, &mut e, 2, "a finished StatusUpdate", |s| {
+                s.state.is_finished()
+            })
+            .await?;
+            let f = decode_failure(done.data.as_slice());
+            check(
+                done.state == TaskState::Killed && f.class_name == "TaskKilled",
+                "KILLED, TaskKilled",
+                format!("{} {}", done.state, f.class_name),
+            )
+        },
+    );
+    cs.add(
+        "rules/T6/task-cpus",
+        Level::Must,
+        "a version 2 StatusUpdate's taskCpus is the cpus the task was launched with (rule T6)",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V2], 128).await?;
+            launched(&ctx, &mut e).await?;
+            launch(&mut e, &task(3, "sum-squares", &[0, 10], 2)).await?;
+            let s = update(&ctx, &mut e, 3, "StatusUpdate", |_| true).await?;
+            check(s.task_cpus == 2, "taskCpus 2", s.task_cpus.to_string())
+        },
+    );
+    cs.add("flow/executor/v1", Level::Must,
+        "an executor on a version 1 connection runs a task and reports it in version 1's StatusUpdate layout",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V1], 128).await?;
+            launched(&ctx, &mut e).await?;
+            launch(&mut e, &task(4, "sum-squares", &[0, 10], 1)).await?;
+            let s = update(&ctx, &mut e, 4, "StatusUpdate FINISHED", |s| s.state.is_finished()).await?;
+            check(s.state == TaskState::Finished, "FINISHED", s.state.to_string())
+        });
+    cs.add(
+        "rules/T1/concurrent-tasks",
+        Level::Must,
+        "an executor with 2 cores runs 2 one-cpu tasks at once: both RUNNING before either ends",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V2], 128).await?;
+            launched(&ctx, &mut e).await?;
+            launch(&mut e, &task(5, "sleep", &[1500], 1)).await?;
+            launch(&mut e, &task(6, "sleep", &[1500], 1)).await?;
+            let mut running = std::collections::BTreeSet::new();
+            while running.len() < 2 {
+                let s = e
+                    .conn
+                    .expect::<C, StatusUpdate>(
+                        wait(&ctx),
+                        "StatusUpdate RUNNING of tasks 5 and 6",
+                        |x| match x {
+                            Envelope::Send(C::StatusUpdate(s)) => Some(s.clone()),
+                            _ => None,
+                        },
+                    )
+                    .await?;
+                if s.state.is_finished() {
+                    return Err(fail(
+                        "both tasks RUNNING before either ends",
+                        format!("task {} {} first", s.task_id, s.state),
+                    ));
+                }
+                running.insert(s.task_id);
+            }
+            Ok(())
+        },
+    );
+    cs.add(
+        "flow/executor/stop",
+        Level::Must,
+        "an executor told StopExecutor closes its connection and exits with status 0",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V2], 128).await?;
+            launched(&ctx, &mut e).await?;
+            e.conn
+                .send(&Envelope::Send(C::StopExecutor(StopExecutor {})))
+                .await?;
+            e.conn
+                .expect_closed(wait(&ctx), "the connection closed")
+                .await?;
+            match e.run.exit_within(wait(&ctx)).await? {
+                Some(code) => check(code == 0, "exit status 0", code.to_string()),
+                None => Err(fail("the executor to exit", "still running")),
+            }
+        },
+    );
+    cs.add("flow/executor/registration-refused", Level::Must,
+        "an executor whose RegisterExecutor fails (Spark's `Duplicate executor ID`) exits with a non-zero status",
+        |ctx: Ctx| async move {
+            let (mut run, mut conn) = start(ctx.clone()).await?;
+            loop {
+                let hello = conn.read_hello(spawned::startup(&ctx)).await?;
+                conn.accept_hello(&hello, &[Version::V1, Version::V2], "driver").await?;
+                if let Some((id, _)) = serve_until_register(&ctx, &mut conn, 128).await? {
+                    conn.send(&Envelope::<C>::Failure { id, error: sparkwire::messages::ErrorDescription::new("org.apache.spark.SparkException", format!("Duplicate executor ID: {EXECUTOR_ID}")) }).await?;
+                    break;
+                }
+                conn = run.accept(&ctx, "driver-main", Role::Driver).await?;
+            }
+            match run.exit_within(wait(&ctx)).await? {
+                Some(code) => check(code != 0, "a non-zero exit status", code.to_string()),
+                None => Err(fail("the executor to exit", "still running")),
+            }
+        });
+    cs.add("flow/executor/driver-lost", Level::Must,
+        "an executor whose driver connection closes exits (Spark: `Driver … disassociated! Shutting down.`)",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V2], 128).await?;
+            launched(&ctx, &mut e).await?;
+            e.conn.shutdown_write().await;
+            match e.run.exit_within(wait(&ctx)).await? {
+                Some(_) => Ok(()),
+                None => Err(fail("the executor to exit", "still running")),
+            }
+        });
+    cs.add(
+        "flow/executor/thread-dump",
+        Level::Must,
+        "an executor answers TaskThreadDump (version 2) with a thread-dump reply",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V2], 128).await?;
+            launched(&ctx, &mut e).await?;
+            e.conn
+                .send(&Envelope::Ask {
+                    id: 12,
+                    message: C::TaskThreadDump(TaskThreadDump { task_id: 99 }),
+                })
+                .await?;
+            e.conn
+                .expect::<C, ()>(wait(&ctx), "a threadDump reply", |x| {
+                    matches!(
+                        x,
+                        Envelope::Reply {
+                            id: 12,
+                            reply: Reply::ThreadDump(_)
+                        }
+                    )
+                    .then_some(())
+                })
+                .await
+        },
+    );
+    cs.add("spec/10/result-too-large", Level::Must,
+        "a result as large as spark.rpc.message.maxSize less 200 KiB is not sent: the task is FAILED with Spark's text `Result of task (TID n) was S bytes, which exceeds max allowed: spark.rpc.message.maxSize`, and the connection stays up",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V2], 1).await?;
+            launched(&ctx, &mut e).await?;
+            launch(&mut e, &task(7, "big-result", &[1_500_000], 1)).await?;
+            let done = update(&ctx, &mut e, 7, "a finished StatusUpdate", |s| s.state.is_finished()).await?;
+            let f = decode_failure(done.data.as_slice());
+            check(done.state == TaskState::Failed && f.message.contains("Result of task (TID 7) was") && f.message.contains("exceeds max allowed: spark.rpc.message.maxSize"),
+                "FAILED: Result of task (TID 7) was … exceeds max allowed: spark.rpc.message.maxSize", format!("{} {}", done.state, f.message))?;
+            launch(&mut e, &task(8, "sum-squares", &[0, 10], 1)).await?;
+            update(&ctx, &mut e, 8, "StatusUpdate FINISHED of the next task", |s| s.state == TaskState::Finished).await.map(|_| ())
+        });
+    cs.add("spec/10/bad-task-data", Level::Must,
+        "a LaunchTask whose data is not a TaskDescription does not take the executor down: the connection stays up and the next task runs",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V2], 128).await?;
+            launched(&ctx, &mut e).await?;
+            e.conn.send(&Envelope::Send(C::LaunchTask(LaunchTask { data: vec![0xc1, 0x00, 0x01].into() }))).await?;
+            launch(&mut e, &task(9, "sum-squares", &[0, 10], 1)).await?;
+            update(&ctx, &mut e, 9, "StatusUpdate FINISHED", |s| s.state == TaskState::Finished).await.map(|_| ())
+        });
+    cs.add(
+        "spec/2/executor-closes-on-garbage",
+        Level::Must,
+        "an executor that reads a frame that is not MessagePack closes its connection",
+        |ctx: Ctx| async move {
+            let mut e = registered(&ctx, &[Version::V2], 128).await?;
+            launched(&ctx, &mut e).await?;
+            e.conn
+                .send_raw(&frame(&[0xc1]), "a frame holding 0xc1")
+                .await?;
+            e.conn
+                .expect_closed(wait(&ctx), "the connection closed")
+                .await
+        },
+    );
+}

@@ -1,0 +1,978 @@
+//! `--target master`: the suite plays workers, application clients, driver clients and UIs
+//! against a running master.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sparkwire::messages::deploy::*;
+use sparkwire::messages::ProfileExecutors;
+use sparkwire::messages::{
+    Addr, ApplicationDescription, Command, DeployMessage, DriverDescription, DriverState,
+    EndpointRef, ExecutorState, ResourceProfile, Version, WorkerState,
+};
+use sparkwire::wire::handshake::Role;
+use sparkwire::wire::{Envelope, Reply};
+
+use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing, Target};
+use crate::env::{Ctx, Endpoint};
+use crate::mp;
+use crate::peer::Conn;
+use crate::targets::common::{crossing, envelope_of, expect_refused, sample, spark_id, unique};
+use crate::targets::server::{self, Listening, Server};
+
+type D = DeployMessage;
+
+/// The master's address.
+pub fn addr(ctx: &Ctx) -> Result<SocketAddr, Failure> {
+    match &ctx.settings.endpoint {
+        Endpoint::Addr(a) => Ok(*a),
+        _ => Err(Failure::Skipped("the master target needs --addr".into())),
+    }
+}
+
+fn wait(ctx: &Ctx) -> Duration {
+    ctx.settings.patience
+}
+
+/// Opens a connection as `role`, accepted at `version`.
+pub async fn open(
+    ctx: &Ctx,
+    role: Role,
+    label: &str,
+    id: &str,
+    version: Version,
+) -> Result<Conn, Failure> {
+    Conn::open(addr(ctx)?, label, role, id, &[version], &ctx.log, wait(ctx)).await
+}
+
+/// A worker the suite plays.
+pub struct FakeWorker {
+    /// Its connection.
+    pub conn: Conn,
+    /// Its id.
+    pub id: String,
+    /// Its host as registered.
+    pub host: String,
+    /// Cores and memory offered.
+    pub cores: i32,
+    /// Memory offered, MiB.
+    pub memory: i32,
+}
+
+fn worker_ref(host: &str, port: i32) -> EndpointRef {
+    EndpointRef::at(Addr::new(host, port), "Worker")
+}
+
+/// The RegisterWorker of worker `id`.
+pub fn register_worker_msg(id: &str, host: &str, port: i32, cores: i32, memory: i32) -> D {
+    D::RegisterWorker(RegisterWorker {
+        id: id.into(),
+        host: host.into(),
+        port,
+        worker: worker_ref(host, port),
+        cores,
+        memory,
+        worker_web_ui_url: format!("http://{host}:8081"),
+        master_address: Addr::new("127.0.0.1", 7077),
+        resources: BTreeMap::new(),
+    })
+}
+
+/// Connects and registers a worker; the answer must be RegisteredWorker.
+pub async fn worker(
+    ctx: &Ctx,
+    label: &str,
+    cores: i32,
+    memory: i32,
+    version: Version,
+) -> Result<FakeWorker, Failure> {
+    let n = unique();
+    let host = "127.0.0.1".to_string();
+    let port = 20000 + (n % 40000) as i32;
+    let id = format!("worker-20250101120000-{host}-{port}-{n}");
+    let mut conn = open(ctx, Role::Worker, label, &id, version).await?;
+    conn.send(&Envelope::Send(register_worker_msg(
+        &id, &host, port, cores, memory,
+    )))
+    .await?;
+    conn.expect::<D, ()>(wait(ctx), "RegisteredWorker", |e| match e {
+        Envelope::Send(D::RegisteredWorker(_)) => Some(()),
+        _ => None,
+    })
+    .await?;
+    Ok(FakeWorker {
+        conn,
+        id,
+        host,
+        cores,
+        memory,
+    })
+}
+
+/// An application description asking `cores_per_executor` and `memory` MiB per executor.
+pub fn app_desc(
+    cores_per_executor: Option<i32>,
+    memory: i32,
+    max_cores: Option<i32>,
+) -> ApplicationDescription {
+    ApplicationDescription {
+        name: "sparkwire-conformance".into(),
+        max_cores,
+        command: Command {
+            main_class: "/bin/true".into(),
+            arguments: vec![],
+            environment: BTreeMap::new(),
+            class_path_entries: vec![],
+            library_path_entries: vec![],
+            java_opts: vec![],
+        },
+        app_ui_url: String::new(),
+        default_profile: ResourceProfile::default_with(cores_per_executor, memory),
+        event_log_dir: None,
+        event_log_codec: None,
+        initial_executor_limit: None,
+        user: "conformance".into(),
+    }
+}
+
+/// Connects and registers an application; returns the connection and the app id.
+pub async fn app(
+    ctx: &Ctx,
+    label: &str,
+    desc: ApplicationDescription,
+    version: Version,
+) -> Result<(Conn, String), Failure> {
+    let mut conn = open(ctx, Role::AppClient, label, "", version).await?;
+    conn.send(&Envelope::Send(D::RegisterApplication(
+        RegisterApplication {
+            app_description: desc,
+            driver: EndpointRef::at(Addr::new("127.0.0.1", 40000), "AppClient"),
+        },
+    )))
+    .await?;
+    let id = conn
+        .expect::<D, String>(wait(ctx), "RegisteredApplication", |e| match e {
+            Envelope::Send(D::RegisteredApplication(r)) => Some(r.app_id.clone()),
+            _ => None,
+        })
+        .await?;
+    Ok((conn, id))
+}
+
+/// The master's state, asked on a fresh UI connection.
+pub async fn state(ctx: &Ctx) -> Result<MasterStateResponse, Failure> {
+    let mut ui = open(ctx, Role::Ui, "ui", "", Version::V2).await?;
+    ui.send(&Envelope::Ask {
+        id: 1,
+        message: D::RequestMasterState(RequestMasterState {}),
+    })
+    .await?;
+    ui.expect::<D, MasterStateResponse>(wait(ctx), "MasterStateResponse", |e| match e {
+        Envelope::Reply {
+            id: 1,
+            reply: Reply::Message(D::MasterStateResponse(s)),
+        } => Some(s.clone()),
+        _ => None,
+    })
+    .await
+}
+
+/// Waits for the next LaunchExecutor on `w`.
+async fn launch(ctx: &Ctx, w: &mut FakeWorker) -> Result<LaunchExecutor, Failure> {
+    w.conn
+        .expect::<D, LaunchExecutor>(wait(ctx), "LaunchExecutor", |e| match e {
+            Envelope::Send(D::LaunchExecutor(l)) => Some(l.clone()),
+            _ => None,
+        })
+        .await
+}
+
+/// All the LaunchExecutor a worker receives within the quiet time.
+async fn launches(ctx: &Ctx, w: &mut FakeWorker) -> Vec<LaunchExecutor> {
+    let mut out = Vec::new();
+    let quiet = ctx.settings.quiet;
+    while let Ok(l) = w
+        .conn
+        .expect::<D, LaunchExecutor>(quiet, "", |e| match e {
+            Envelope::Send(D::LaunchExecutor(l)) => Some(l.clone()),
+            _ => None,
+        })
+        .await
+    {
+        out.push(l);
+    }
+    out
+}
+
+/// Reports an executor's state from worker `w`, as an ask (version 2) or a send (version 1).
+async fn report(
+    w: &mut FakeWorker,
+    app_id: &str,
+    exec_id: i32,
+    state: ExecutorState,
+    exit: Option<i32>,
+    ask_id: u64,
+) -> Outcome {
+    let m = D::ExecutorStateChanged(ExecutorStateChanged {
+        app_id: app_id.into(),
+        exec_id,
+        state,
+        message: None,
+        exit_status: exit,
+    });
+    if w.conn.v() == Version::V1 {
+        w.conn.send(&Envelope::Send(m)).await
+    } else {
+        w.conn
+            .send(&Envelope::Ask {
+                id: ask_id,
+                message: m,
+            })
+            .await
+    }
+}
+
+fn master_server() -> Server {
+    fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
+        vec![]
+    }
+    fn bad() -> Vec<(&'static str, Vec<u8>)> {
+        vec![("driverId", mp::u(5))]
+    }
+    Server {
+        open: Arc::new(|ctx: Ctx| {
+            Box::pin(async move {
+                Ok(Listening {
+                    addr: addr(&ctx)?,
+                    guard: Box::new(()),
+                })
+            })
+        }),
+        name: "the master",
+        good_role: Role::Ui,
+        other_family_role: Role::Executor,
+        server_role: Role::Master,
+        probe: ("RequestMasterState", no_fields),
+        v2_only: ("RequestReadyz", no_fields),
+        local: "WorkDirCleanup",
+        bad_fields: ("KillDriver", bad),
+    }
+}
+
+const CLIENTS: [Role; 4] = [Role::Worker, Role::AppClient, Role::DriverClient, Role::Ui];
+
+/// Every case of the master target.
+pub fn cases() -> Vec<crate::case::Case> {
+    let mut cs = Cases::new(Target::Master);
+    server::add(&mut cs, master_server());
+    routes(&mut cs);
+    flows(&mut cs);
+    cs.list
+}
+
+fn routes(cs: &mut Cases) {
+    for msg in crossing("deploy") {
+        let to_master = msg.to.iter().any(|r| r == "master");
+        let role = CLIENTS
+            .into_iter()
+            .find(|r| {
+                let from = msg.from.iter().any(|f| f == r.name());
+                if to_master {
+                    !from
+                } else {
+                    from || msg.to.iter().any(|t| t == r.name())
+                }
+            })
+            .unwrap_or(Role::Worker);
+        let how = match msg.kind {
+            sparkwire::definition::MessageKind::Ask => "an ask",
+            sparkwire::definition::MessageKind::Reply => "a send (a reply message outside a reply)",
+            _ => "a send",
+        };
+        let requirement = format!(
+            "the master refuses {} from a {} peer, which its route ({} → {}) does not allow: a failure or a close for an ask, a close for a send",
+            msg.name, role.name(), msg.from.join(", "), msg.to.join(", ")
+        );
+        let _ = how;
+        cs.add(
+            format!("route/deploy/{}", msg.name),
+            Level::Must,
+            requirement,
+            move |ctx: Ctx| async move {
+                let m: D = sample(msg)?;
+                let mut c = open(&ctx, role, "suite", "", Version::V2).await?;
+                expect_refused(&mut c, envelope_of(msg, m, 21), wait(&ctx)).await
+            },
+        );
+    }
+    cs.add("rules/M3/send-as-ask", Level::Must,
+        "the master refuses a send-kind message (Heartbeat) sent as an ask by a registered worker: a failure or a close",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+            let hb = D::Heartbeat(Heartbeat { worker_id: w.id.clone(), worker: worker_ref(&w.host, 1) });
+            expect_refused(&mut w.conn, Envelope::Ask { id: 31, message: hb }, wait(&ctx)).await
+        });
+    cs.add("rules/M3/ask-as-send", Level::Must,
+        "the master refuses an ask-kind message (RequestMasterState) sent one-way: it closes the connection",
+        |ctx: Ctx| async move {
+            let mut c = open(&ctx, Role::Ui, "ui", "", Version::V2).await?;
+            expect_refused(&mut c, Envelope::Send(D::RequestMasterState(RequestMasterState {})), wait(&ctx)).await
+        });
+    cs.add(
+        "rules/W1/register-first",
+        Level::Must,
+        "the master refuses a worker's Heartbeat sent before its RegisterWorker on that connection",
+        |ctx: Ctx| async move {
+            let mut c = open(&ctx, Role::Worker, "worker", "worker-x", Version::V2).await?;
+            let hb = D::Heartbeat(Heartbeat {
+                worker_id: format!("worker-20250101120000-127.0.0.1-{}", unique()),
+                worker: worker_ref("127.0.0.1", 1),
+            });
+            let out = expect_refused(&mut c, Envelope::Send(hb), wait(&ctx)).await;
+            match out {
+                Ok(()) => Ok(()),
+                // Spark's own answer to a heartbeat of an unknown worker is ReconnectWorker.
+                Err(e) => {
+                    if c.expect::<D, ()>(Duration::from_millis(1), "", |e| {
+                        matches!(e, Envelope::Send(D::ReconnectWorker(_))).then_some(())
+                    })
+                    .await
+                    .is_ok()
+                    {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                }
+            }
+        },
+    );
+    cs.add("rules/P1/register-first", Level::Must,
+        "the master refuses an application client's UnregisterApplication sent before its RegisterApplication on that connection: it closes the connection",
+        |ctx: Ctx| async move {
+            let mut c = open(&ctx, Role::AppClient, "app", "", Version::V2).await?;
+            let m = D::UnregisterApplication(UnregisterApplication { app_id: "app-20250101120000-9999".into() });
+            expect_refused(&mut c, Envelope::Send(m), wait(&ctx)).await
+        });
+    cs.add("rules/W2/worker-id", Level::Must,
+        "the master refuses a Heartbeat that carries another worker id than the one registered on the connection",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+            let hb = D::Heartbeat(Heartbeat { worker_id: format!("{}-other", w.id), worker: worker_ref(&w.host, 1) });
+            expect_refused(&mut w.conn, Envelope::Send(hb), wait(&ctx)).await
+        });
+    cs.add("rules/P2/app-id", Level::Must,
+        "the master refuses a RequestExecutors that carries another app id than the one registered on the connection: a failure or a close",
+        |ctx: Ctx| async move {
+            let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+            let m = D::RequestExecutors(RequestExecutors { app_id: format!("{id}-other"), resource_profile_to_total_execs: vec![] });
+            expect_refused(&mut c, Envelope::Ask { id: 5, message: m }, wait(&ctx)).await
+        });
+}
+
+fn flows(cs: &mut Cases) {
+    cs.add("flow/master/registration/registered", Level::Must,
+        "the master answers a worker's RegisterWorker with RegisteredWorker, duplicate = false for a new id, naming itself (rules W3, W4)",
+        |ctx: Ctx| async move {
+            let n = unique();
+            let id = format!("worker-20250101120000-127.0.0.1-{n}");
+            let mut c = open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
+            c.send(&Envelope::Send(register_worker_msg(&id, "127.0.0.1", 1234, 0, 0))).await?;
+            let r = c.expect::<D, RegisteredWorker>(wait(&ctx), "RegisteredWorker", |e| match e {
+                Envelope::Send(D::RegisteredWorker(r)) => Some(r.clone()),
+                _ => None,
+            }).await?;
+            check(!r.duplicate, "duplicate = false", "duplicate = true")?;
+            check(r.master.address.is_some(), "the master's address in its reference", format!("{:?}", r.master))
+        });
+    cs.add(
+        "flow/master/registration/answered-once",
+        Level::Must,
+        "the master sends one RegisterWorkerResponse per RegisterWorker and none unasked (rule W3)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+            w.conn
+                .expect_none::<D>(
+                    ctx.settings.quiet,
+                    "no second RegisterWorkerResponse",
+                    |e| {
+                        matches!(
+                            e,
+                            Envelope::Send(
+                                D::RegisteredWorker(_)
+                                    | D::RegisterWorkerFailed(_)
+                                    | D::MasterInStandby(_)
+                            )
+                        )
+                    },
+                )
+                .await
+        },
+    );
+    cs.add("flow/master/registration/duplicate-id", Level::Must,
+        "the master answers a RegisterWorker for a worker id that is registered and alive with RegisterWorkerFailed, or RegisteredWorker with duplicate = true (rule W4)",
+        |ctx: Ctx| async move {
+            let w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+            let mut c = open(&ctx, Role::Worker, "again", &w.id, Version::V2).await?;
+            c.send(&Envelope::Send(register_worker_msg(&w.id, &w.host, 1, 0, 0))).await?;
+            let ok = c.expect::<D, bool>(wait(&ctx), "RegisterWorkerFailed or RegisteredWorker", |e| match e {
+                Envelope::Send(D::RegisterWorkerFailed(_)) => Some(true),
+                Envelope::Send(D::RegisteredWorker(r)) => Some(r.duplicate),
+                _ => None,
+            }).await?;
+            check(ok, "RegisterWorkerFailed or duplicate = true", "RegisteredWorker with duplicate = false")
+        });
+    cs.add("flow/master/registration/in-state", Level::Must,
+        "a registered worker appears in the master's state ALIVE with the cores and memory it registered",
+        |ctx: Ctx| async move {
+            let w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+            let s = state(&ctx).await?;
+            let info = s.workers.iter().find(|i| i.id == w.id).ok_or_else(|| fail("the worker in the state", "absent"))?;
+            check(info.state == WorkerState::Alive && info.cores == w.cores && info.memory == w.memory,
+                "ALIVE with its cores and memory", format!("{:?} {} cores {} MiB", info.state, info.cores, info.memory))
+        });
+    cs.add(
+        "flow/master/registration/worker-v1",
+        Level::Must,
+        "the master registers a worker that speaks only version 1",
+        |ctx: Ctx| async move { worker(&ctx, "worker", 0, 0, Version::V1).await.map(|_| ()) },
+    );
+    cs.add("flow/master/app/registered", Level::Must,
+        "the master answers RegisterApplication with RegisteredApplication carrying an app id of Spark's form (rule P3)",
+        |ctx: Ctx| async move {
+            let (_c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+            spark_id(&id, "app")
+        });
+    cs.add(
+        "flow/master/app/ids-unique",
+        Level::Must,
+        "the master gives two applications different app ids (rule P3)",
+        |ctx: Ctx| async move {
+            let (_a, one) = app(&ctx, "app1", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+            let (_b, two) = app(&ctx, "app2", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+            check(one != two, "two different ids", format!("{one} twice"))
+        },
+    );
+    cs.add(
+        "flow/master/app/v1-client",
+        Level::Must,
+        "the master registers an application client that speaks only version 1",
+        |ctx: Ctx| async move {
+            app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V1)
+                .await
+                .map(|_| ())
+        },
+    );
+    cs.add("flow/master/app/unregister", Level::Must,
+        "after UnregisterApplication the application is no longer active in the master's state (rule P5)",
+        |ctx: Ctx| async move {
+            let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+            c.send(&Envelope::Send(D::UnregisterApplication(UnregisterApplication { app_id: id.clone() }))).await?;
+            settle(&ctx, || async { Ok(!state(&ctx).await?.active_apps.iter().any(|a| a.id == id)) }, "the application no longer active").await
+        });
+    cs.add("flow/master/app/closed-connection-finishes", Level::Must,
+        "an application whose client's connection closes is finished: no longer active in the master's state",
+        |ctx: Ctx| async move {
+            let (c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+            drop(c);
+            settle(&ctx, || async { Ok(!state(&ctx).await?.active_apps.iter().any(|a| a.id == id)) }, "the application no longer active").await
+        });
+    cs.add(
+        "flow/master/ui/readyz",
+        Level::Must,
+        "the master answers RequestReadyz with a bool reply: true when it is the active master",
+        |ctx: Ctx| async move {
+            let mut ui = open(&ctx, Role::Ui, "ui", "", Version::V2).await?;
+            ui.send(&Envelope::Ask {
+                id: 2,
+                message: D::RequestReadyz(RequestReadyz {}),
+            })
+            .await?;
+            let b = ui
+                .expect::<D, bool>(wait(&ctx), "a bool reply", |e| match e {
+                    Envelope::Reply {
+                        id: 2,
+                        reply: Reply::Bool(b),
+                    } => Some(*b),
+                    _ => None,
+                })
+                .await?;
+            check(b, "true", "false")
+        },
+    );
+    cs.add(
+        "flow/master/ui/clear-completed",
+        Level::Must,
+        "the master answers RequestClearCompletedDriversAndApps with an int reply",
+        |ctx: Ctx| async move {
+            let mut ui = open(&ctx, Role::Ui, "ui", "", Version::V2).await?;
+            ui.send(&Envelope::Ask {
+                id: 2,
+                message: D::RequestClearCompletedDriversAndApps(
+                    RequestClearCompletedDriversAndApps {},
+                ),
+            })
+            .await?;
+            ui.expect::<D, ()>(wait(&ctx), "an int reply", |e| {
+                matches!(
+                    e,
+                    Envelope::Reply {
+                        id: 2,
+                        reply: Reply::Int(_)
+                    }
+                )
+                .then_some(())
+            })
+            .await
+        },
+    );
+    cs.add("flow/master/drivers/submit", Level::Must,
+        "the master answers RequestSubmitDriver with a successful SubmitDriverResponse carrying a driver id of Spark's form (rule D1)",
+        |ctx: Ctx| async move {
+            let (_c, r) = submit(&ctx).await?;
+            check(r.success, "success", format!("{r:?}"))?;
+            spark_id(r.driver_id.as_deref().unwrap_or(""), "driver")
+        });
+    cs.add("flow/master/drivers/status", Level::Must,
+        "the master answers RequestDriverStatus about a submitted driver with found = true (rule D6)",
+        |ctx: Ctx| async move {
+            let (mut c, r) = submit(&ctx).await?;
+            let id = r.driver_id.clone().unwrap_or_default();
+            c.send(&Envelope::Ask { id: 8, message: D::RequestDriverStatus(RequestDriverStatus { driver_id: id.clone() }) }).await?;
+            let s = c.expect::<D, DriverStatusResponse>(wait(&ctx), "DriverStatusResponse", |e| match e {
+                Envelope::Reply { id: 8, reply: Reply::Message(D::DriverStatusResponse(s)) } => Some(s.clone()),
+                _ => None,
+            }).await?;
+            check(s.found, "found = true", format!("{s:?}"))
+        });
+    cs.add("flow/master/drivers/kill", Level::Must,
+        "the master answers RequestKillDriver with a KillDriverResponse naming that driver (rule D6)",
+        |ctx: Ctx| async move {
+            let (mut c, r) = submit(&ctx).await?;
+            let id = r.driver_id.clone().unwrap_or_default();
+            c.send(&Envelope::Ask { id: 9, message: D::RequestKillDriver(RequestKillDriver { driver_id: id.clone() }) }).await?;
+            let k = c.expect::<D, KillDriverResponse>(wait(&ctx), "KillDriverResponse", |e| match e {
+                Envelope::Reply { id: 9, reply: Reply::Message(D::KillDriverResponse(k)) } => Some(k.clone()),
+                _ => None,
+            }).await?;
+            check(k.driver_id == id, format!("driver {id}"), k.driver_id)
+        });
+    cs.add(
+        "flow/master/drivers/unknown-status",
+        Level::Must,
+        "the master answers RequestDriverStatus about a driver it does not know with found = false",
+        |ctx: Ctx| async move {
+            let mut c = open(&ctx, Role::DriverClient, "client", "", Version::V2).await?;
+            c.send(&Envelope::Ask {
+                id: 8,
+                message: D::RequestDriverStatus(RequestDriverStatus {
+                    driver_id: "driver-20000101000000-9999".into(),
+                }),
+            })
+            .await?;
+            let s = c
+                .expect::<D, DriverStatusResponse>(
+                    wait(&ctx),
+                    "DriverStatusResponse",
+                    |e| match e {
+                        Envelope::Reply {
+                            id: 8,
+                            reply: Reply::Message(D::DriverStatusResponse(s)),
+                        } => Some(s.clone()),
+                        _ => None,
+                    },
+                )
+                .await?;
+            check(!s.found, "found = false", format!("{s:?}"))
+        },
+    );
+
+    // ---- scheduling and executors: these register workers with capacity, so they run alone ----
+    cs.sharing(Sharing::Alone).timeout(Duration::from_secs(20));
+    cs.add("flow/master/scheduling/spread-out", Level::Must,
+        "with spreadOut (the default) the master spreads an application's executors over the workers round-robin: 3 workers of 4 cores, 1-core executors, cores.max 6 give 2 executors on each (spark.deploy.spreadOut)",
+        |ctx: Ctx| async move {
+            if !ctx.settings.spread_out { return Err(Failure::Skipped("the master runs with spreadOut off (--spread-out false)".into())); }
+            let counts = allocation(&ctx, 3, 4, Some(1), Some(6)).await?;
+            check(counts == [2, 2, 2], "2, 2 and 2 executors", format!("{counts:?}"))
+        });
+    cs.add("flow/master/scheduling/consolidate", Level::Must,
+        "with spreadOut off the master fills one worker before the next: 3 workers of 4 cores, 1-core executors, cores.max 6 give 4 and 2 executors on two workers",
+        |ctx: Ctx| async move {
+            if ctx.settings.spread_out { return Err(Failure::Skipped("the master spreads out (pass --spread-out false for a master started so)".into())); }
+            let mut counts = allocation(&ctx, 3, 4, Some(1), Some(6)).await?;
+            counts.sort_unstable();
+            check(counts == [0, 2, 4], "4, 2 and 0 executors", format!("{counts:?}"))
+        });
+    cs.add("flow/master/scheduling/one-executor-per-worker", Level::Must,
+        "an application that sets no cores per executor gets one executor per worker holding all its free cores",
+        |ctx: Ctx| async move {
+            let mut ws = Vec::new();
+            for i in 0..2 { ws.push(worker(&ctx, &format!("worker{i}"), 3, 4096, Version::V2).await?); }
+            let (_app, _id) = app(&ctx, "app", app_desc(None, 256, None), Version::V2).await?;
+            for w in &mut ws {
+                let ls = launches(&ctx, w).await;
+                check(ls.len() == 1 && ls[0].cores == 3, "one executor of 3 cores", format!("{:?}", ls.iter().map(|l| l.cores).collect::<Vec<_>>()))?;
+            }
+            Ok(())
+        });
+    cs.add("flow/master/scheduling/memory-bound", Level::Must,
+        "the master launches no more executors on a worker than its memory holds (rule W8): 1024 MiB, 512 MiB executors, 4 cores give 2 executors",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 4, 1024, Version::V2).await?;
+            let (_app, _id) = app(&ctx, "app", app_desc(Some(1), 512, None), Version::V2).await?;
+            let ls = launches(&ctx, &mut w).await;
+            check(ls.len() == 2, "2 executors", format!("{}", ls.len()))
+        });
+    cs.add("flow/master/scheduling/cores-bound", Level::Must,
+        "the master never gives a worker more cores than it registered (rule W8): 3 cores and 2-core executors give 1 executor",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 3, 4096, Version::V2).await?;
+            let (_app, _id) = app(&ctx, "app", app_desc(Some(2), 64, None), Version::V2).await?;
+            let ls = launches(&ctx, &mut w).await;
+            check(ls.len() == 1 && ls[0].cores == 2, "1 executor of 2 cores", format!("{:?}", ls.iter().map(|l| l.cores).collect::<Vec<_>>()))
+        });
+    cs.add("flow/master/scheduling/max-cores", Level::Must,
+        "the master grants an application no more cores than its cores.max (maxCores 3 on a 8-core worker, 1-core executors: 3 executors)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 8, 8192, Version::V2).await?;
+            let (_app, _id) = app(&ctx, "app", app_desc(Some(1), 64, Some(3)), Version::V2).await?;
+            let ls = launches(&ctx, &mut w).await;
+            check(ls.len() == 3, "3 executors", format!("{}", ls.len()))
+        });
+    cs.add("flow/master/executor/launch-fields", Level::Must,
+        "LaunchExecutor names the application, a fresh executor id, the cores and memory the application asked, and the master's URL (rule E1)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 2, 4096, Version::V2).await?;
+            let (_app, id) = app(&ctx, "app", app_desc(Some(1), 300, None), Version::V2).await?;
+            let ls = launches(&ctx, &mut w).await;
+            check(ls.len() == 2, "2 LaunchExecutor", format!("{}", ls.len()))?;
+            check(ls.iter().all(|l| l.app_id == id && l.cores == 1 && l.memory == 300 && !l.master_url.is_empty()),
+                "the application's id, 1 core and 300 MiB each", format!("{ls:?}"))?;
+            check(ls[0].exec_id != ls[1].exec_id, "distinct executor ids", format!("{} twice", ls[0].exec_id))
+        });
+    cs.add("flow/master/executor/added", Level::Must,
+        "the master tells the application of each executor it launches with ExecutorAdded, with the worker, cores and memory of its LaunchExecutor (rule E4)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
+            let (mut app_conn, _id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
+            let l = launch(&ctx, &mut w).await?;
+            let a = app_conn.expect::<D, ExecutorAdded>(wait(&ctx), "ExecutorAdded", |e| match e {
+                Envelope::Send(D::ExecutorAdded(a)) => Some(a.clone()),
+                _ => None,
+            }).await?;
+            check(a.id == l.exec_id && a.worker_id == w.id && a.cores == l.cores && a.memory == l.memory,
+                format!("executor {} on {} with {} cores, {} MiB", l.exec_id, w.id, l.cores, l.memory), format!("{a:?}"))
+        });
+    cs.add("flow/master/executor/state-ask-v2", Level::Must,
+        "in version 2 the master answers a worker's ExecutorStateChanged ask with bool true and tells the application (ExecutorUpdated RUNNING, rule E5)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
+            let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
+            let l = launch(&ctx, &mut w).await?;
+            report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 41).await?;
+            w.conn.expect::<D, ()>(wait(&ctx), "a bool reply true to ask 41", |e| matches!(e, Envelope::Reply { id: 41, reply: Reply::Bool(true) }).then_some(())).await?;
+            updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Running).await.map(|_| ())
+        });
+    cs.add("flow/master/executor/state-send-v1", Level::Must,
+        "in version 1 the master takes a worker's ExecutorStateChanged as a send (Spark 3.0) and tells the application (ExecutorUpdated RUNNING)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 1, 4096, Version::V1).await?;
+            let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V1).await?;
+            let l = launch(&ctx, &mut w).await?;
+            report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 0).await?;
+            updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Running).await.map(|_| ())
+        });
+    cs.add("flow/master/executor/failed-relaunched", Level::Must,
+        "when an executor fails the master tells the application (ExecutorUpdated FAILED) and launches a replacement with a new executor id (spark.deploy.maxExecutorRetries)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
+            let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
+            let l = launch(&ctx, &mut w).await?;
+            report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 42).await?;
+            report(&mut w, &id, l.exec_id, ExecutorState::Failed, Some(1), 43).await?;
+            updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Failed).await?;
+            let again = launch(&ctx, &mut w).await?;
+            check(again.exec_id != l.exec_id, "a new executor id", format!("{} again", again.exec_id))
+        });
+    cs.add("flow/master/executor/retries-exhausted", Level::Must,
+        "an application whose executors fail maxExecutorRetries times in a row, none running, is removed (ApplicationRemoved)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
+            let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
+            let retries = ctx.settings.max_executor_retries;
+            for i in 0..retries {
+                let l = launch(&ctx, &mut w).await?;
+                report(&mut w, &id, l.exec_id, ExecutorState::Failed, Some(1), 100 + u64::from(i)).await?;
+            }
+            app_conn.expect::<D, ()>(wait(&ctx), "ApplicationRemoved", |e| matches!(e, Envelope::Send(D::ApplicationRemoved(_))).then_some(())).await
+        });
+    cs.add("flow/master/executor/worker-lost", Level::Must,
+        "when a worker's connection closes the master tells the application: ExecutorUpdated LOST with the worker's host, and WorkerRemoved (rule W7)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
+            let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
+            let l = launch(&ctx, &mut w).await?;
+            report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 44).await?;
+            let host = w.host.clone();
+            let wid = w.id.clone();
+            drop(w);
+            let u = updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Lost).await?;
+            check(u.worker_host.as_deref() == Some(host.as_str()), format!("workerHost {host}"), format!("{:?}", u.worker_host))?;
+            app_conn.expect::<D, ()>(wait(&ctx), "WorkerRemoved", |e| match e {
+                Envelope::Send(D::WorkerRemoved(r)) if r.id == wid => Some(()),
+                _ => None,
+            }).await
+        });
+    cs.add("flow/master/executor/kill-executors", Level::Must,
+        "the master answers an application's KillExecutors with true and sends the worker KillExecutor for that executor",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
+            let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
+            let l = launch(&ctx, &mut w).await?;
+            report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 45).await?;
+            updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Running).await?;
+            app_conn.send(&Envelope::Ask { id: 46, message: D::KillExecutors(KillExecutors { app_id: id.clone(), executor_ids: vec![l.exec_id.to_string()] }) }).await?;
+            app_conn.expect::<D, ()>(wait(&ctx), "a bool reply true", |e| matches!(e, Envelope::Reply { id: 46, reply: Reply::Bool(true) }).then_some(())).await?;
+            w.conn.expect::<D, ()>(wait(&ctx), "KillExecutor for that executor", |e| match e {
+                Envelope::Send(D::KillExecutor(k)) if k.exec_id == l.exec_id && k.app_id == id => Some(()),
+                _ => None,
+            }).await
+        });
+    cs.add("flow/master/executor/request-executors", Level::Must,
+        "the master answers RequestExecutors with true and launches no more than the total requested (a limit of 1 on a worker with room for 4)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 4, 4096, Version::V2).await?;
+            let mut desc = app_desc(Some(1), 128, None);
+            desc.initial_executor_limit = Some(0);
+            let (mut app_conn, id) = app(&ctx, "app", desc.clone(), Version::V2).await?;
+            let none = launches(&ctx, &mut w).await;
+            check(none.is_empty(), "no executor while the limit is 0", format!("{}", none.len()))?;
+            let req = D::RequestExecutors(RequestExecutors {
+                app_id: id.clone(),
+                resource_profile_to_total_execs: vec![ProfileExecutors { profile: desc.default_profile.clone(), total: 1 }],
+            });
+            app_conn.send(&Envelope::Ask { id: 47, message: req }).await?;
+            app_conn.expect::<D, ()>(wait(&ctx), "a bool reply true", |e| matches!(e, Envelope::Reply { id: 47, reply: Reply::Bool(true) }).then_some(())).await?;
+            let ls = launches(&ctx, &mut w).await;
+            check(ls.len() == 1, "1 executor", format!("{}", ls.len()))
+        });
+    cs.add("flow/master/app/finished-kills-and-notifies", Level::Must,
+        "when an application unregisters the master kills its executors (KillExecutor) and tells the worker ApplicationFinished (rule P6)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
+            let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
+            let l = launch(&ctx, &mut w).await?;
+            report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 48).await?;
+            updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Running).await?;
+            app_conn.send(&Envelope::Send(D::UnregisterApplication(UnregisterApplication { app_id: id.clone() }))).await?;
+            w.conn.expect::<D, ()>(wait(&ctx), "KillExecutor", |e| matches!(e, Envelope::Send(D::KillExecutor(k)) if k.exec_id == l.exec_id).then_some(())).await?;
+            w.conn.expect::<D, ()>(wait(&ctx), "ApplicationFinished", |e| matches!(e, Envelope::Send(D::ApplicationFinished(a)) if a.id == id).then_some(())).await
+        });
+    cs.add("flow/master/drivers/launch", Level::Must,
+        "the master launches a submitted driver on a worker with room for it (LaunchDriver), and reports it RUNNING there when asked (rules D2, D6)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 2, 4096, Version::V2).await?;
+            let (mut c, r) = submit(&ctx).await?;
+            let id = r.driver_id.clone().unwrap_or_default();
+            w.conn.expect::<D, ()>(wait(&ctx), "LaunchDriver", |e| matches!(e, Envelope::Send(D::LaunchDriver(l)) if l.driver_id == id).then_some(())).await?;
+            c.send(&Envelope::Ask { id: 8, message: D::RequestDriverStatus(RequestDriverStatus { driver_id: id.clone() }) }).await?;
+            let s = c.expect::<D, DriverStatusResponse>(wait(&ctx), "DriverStatusResponse", |e| match e {
+                Envelope::Reply { id: 8, reply: Reply::Message(D::DriverStatusResponse(s)) } => Some(s.clone()),
+                _ => None,
+            }).await?;
+            check(s.found && s.state == Some(DriverState::Running) && s.worker_id.as_deref() == Some(w.id.as_str()),
+                format!("RUNNING on {}", w.id), format!("{s:?}"))
+        });
+    cs.add(
+        "flow/master/drivers/kill-running",
+        Level::Must,
+        "killing a running driver sends KillDriver to the worker running it (rule D3)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 2, 4096, Version::V2).await?;
+            let (mut c, r) = submit(&ctx).await?;
+            let id = r.driver_id.clone().unwrap_or_default();
+            w.conn
+                .expect::<D, ()>(wait(&ctx), "LaunchDriver", |e| {
+                    matches!(e, Envelope::Send(D::LaunchDriver(l)) if l.driver_id == id)
+                        .then_some(())
+                })
+                .await?;
+            c.send(&Envelope::Ask {
+                id: 9,
+                message: D::RequestKillDriver(RequestKillDriver {
+                    driver_id: id.clone(),
+                }),
+            })
+            .await?;
+            w.conn
+                .expect::<D, ()>(wait(&ctx), "KillDriver", |e| {
+                    matches!(e, Envelope::Send(D::KillDriver(k)) if k.driver_id == id).then_some(())
+                })
+                .await
+        },
+    );
+    cs.add("flow/master/drivers/finished", Level::Must,
+        "after the worker reports a driver FINISHED the master no longer counts it active: RequestDriverStatus says FINISHED or not found (rule D5)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 2, 4096, Version::V2).await?;
+            let (mut c, r) = submit(&ctx).await?;
+            let id = r.driver_id.clone().unwrap_or_default();
+            w.conn.expect::<D, ()>(wait(&ctx), "LaunchDriver", |e| matches!(e, Envelope::Send(D::LaunchDriver(l)) if l.driver_id == id).then_some(())).await?;
+            w.conn.send(&Envelope::Send(D::DriverStateChanged(DriverStateChanged { driver_id: id.clone(), state: DriverState::Finished, exception: None }))).await?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            c.send(&Envelope::Ask { id: 8, message: D::RequestDriverStatus(RequestDriverStatus { driver_id: id.clone() }) }).await?;
+            let s = c.expect::<D, DriverStatusResponse>(wait(&ctx), "DriverStatusResponse", |e| match e {
+                Envelope::Reply { id: 8, reply: Reply::Message(D::DriverStatusResponse(s)) } => Some(s.clone()),
+                _ => None,
+            }).await?;
+            check(!s.found || s.state == Some(DriverState::Finished), "FINISHED or not found", format!("{s:?}"))
+        });
+    cs.add("flow/master/failover/none-unasked", Level::Must,
+        "the master sends a registered worker no MasterChanged or other unasked registration answer while it stays the active master (rules W3, F1)",
+        |ctx: Ctx| async move {
+            let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+            w.conn.send(&Envelope::Send(D::Heartbeat(Heartbeat { worker_id: w.id.clone(), worker: worker_ref(&w.host, 1) }))).await?;
+            w.conn.expect_none::<D>(ctx.settings.quiet, "no MasterChanged, ReconnectWorker or RegisteredWorker", |e| matches!(e,
+                Envelope::Send(D::MasterChanged(_) | D::ReconnectWorker(_) | D::RegisteredWorker(_)))).await?;
+            check(state(&ctx).await?.workers.iter().any(|i| i.id == w.id && i.state == WorkerState::Alive), "the worker still ALIVE", "not ALIVE")
+        });
+    cs.add("flow/master/heartbeat/timeout", Level::Must,
+        "a worker that sends no heartbeat for the worker timeout is lost: the master marks it DEAD or drops it (spark.worker.timeout)",
+        |ctx: Ctx| async move {
+            let Some(t) = ctx.settings.worker_timeout else {
+                return Err(Failure::Skipped("pass --worker-timeout SECS (the master's) to check heartbeat timeouts".into()));
+            };
+            let w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+            tokio::time::sleep(t * 2 + Duration::from_millis(500)).await;
+            let s = state(&ctx).await?;
+            check(!s.workers.iter().any(|i| i.id == w.id && i.state == WorkerState::Alive), "the worker DEAD or gone", "still ALIVE")
+        });
+    cs.add(
+        "flow/master/heartbeat/keeps-alive",
+        Level::Must,
+        "a worker that heartbeats more often than the worker timeout stays ALIVE past it",
+        |ctx: Ctx| async move {
+            let Some(t) = ctx.settings.worker_timeout else {
+                return Err(Failure::Skipped(
+                    "pass --worker-timeout SECS (the master's) to check heartbeat timeouts".into(),
+                ));
+            };
+            let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+            let end = tokio::time::Instant::now() + t * 2 + Duration::from_millis(500);
+            while tokio::time::Instant::now() < end {
+                w.conn
+                    .send(&Envelope::Send(D::Heartbeat(Heartbeat {
+                        worker_id: w.id.clone(),
+                        worker: worker_ref(&w.host, 1),
+                    })))
+                    .await?;
+                tokio::time::sleep(t / 4).await;
+            }
+            let s = state(&ctx).await?;
+            check(
+                s.workers
+                    .iter()
+                    .any(|i| i.id == w.id && i.state == WorkerState::Alive),
+                "the worker ALIVE",
+                "DEAD or gone",
+            )
+        },
+    );
+}
+
+/// Waits up to the patience for `cond` to hold, polling.
+async fn settle<F, Fut>(ctx: &Ctx, cond: F, what: &str) -> Outcome
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, Failure>>,
+{
+    let end = tokio::time::Instant::now() + wait(ctx);
+    loop {
+        if cond().await? {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > end {
+            return Err(fail(what, "not within the time allowed"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn updated(
+    ctx: &Ctx,
+    app_conn: &mut Conn,
+    exec_id: i32,
+    st: ExecutorState,
+) -> Result<ExecutorUpdated, Failure> {
+    app_conn
+        .expect::<D, ExecutorUpdated>(
+            wait(ctx),
+            &format!("ExecutorUpdated {st} for executor {exec_id}"),
+            |e| match e {
+                Envelope::Send(D::ExecutorUpdated(u)) if u.id == exec_id && u.state == st => {
+                    Some(u.clone())
+                }
+                _ => None,
+            },
+        )
+        .await
+}
+
+async fn submit(ctx: &Ctx) -> Result<(Conn, SubmitDriverResponse), Failure> {
+    let mut c = open(ctx, Role::DriverClient, "client", "", Version::V2).await?;
+    let desc = DriverDescription {
+        jar_url: "file:/tmp/app.jar".into(),
+        mem: 256,
+        cores: 1,
+        supervise: false,
+        command: app_desc(None, 0, None).command,
+        resource_reqs: vec![],
+    };
+    c.send(&Envelope::Ask {
+        id: 7,
+        message: D::RequestSubmitDriver(RequestSubmitDriver {
+            driver_description: desc,
+        }),
+    })
+    .await?;
+    let r = c
+        .expect::<D, SubmitDriverResponse>(wait(ctx), "SubmitDriverResponse", |e| match e {
+            Envelope::Reply {
+                id: 7,
+                reply: Reply::Message(D::SubmitDriverResponse(r)),
+            } => Some(r.clone()),
+            _ => None,
+        })
+        .await?;
+    Ok((c, r))
+}
+
+/// Registers `n` workers of `cores` cores and one application; returns how many executors each
+/// worker was given.
+async fn allocation(
+    ctx: &Ctx,
+    n: usize,
+    cores: i32,
+    per_executor: Option<i32>,
+    max_cores: Option<i32>,
+) -> Result<Vec<usize>, Failure> {
+    let mut ws = Vec::new();
+    for i in 0..n {
+        ws.push(worker(ctx, &format!("worker{i}"), cores, 8192, Version::V2).await?);
+    }
+    let (_app, _id) = app(
+        ctx,
+        "app",
+        app_desc(per_executor, 64, max_cores),
+        Version::V2,
+    )
+    .await?;
+    let mut counts = Vec::new();
+    for w in &mut ws {
+        counts.push(launches(ctx, w).await.len());
+    }
+    Ok(counts)
+}

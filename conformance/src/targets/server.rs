@@ -1,0 +1,784 @@
+//! Cases for an endpoint that listens (a master; a worker's UI port; a driver's executor port):
+//! the server's side of the handshake (protocol/handshake.md) and framing after it
+//! (protocol/SPEC.md §2–4, 6, 8).
+
+use std::any::Any;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sparkwire::messages::Version;
+use sparkwire::wire::handshake::{Answer, RefusalReason, Role};
+
+use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::env::Ctx;
+use crate::mp;
+use crate::peer::{frame, Conn, Event, HANDSHAKE_LIMIT};
+
+/// An endpoint listening for the suite, and what keeps it alive.
+pub struct Listening {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Whatever keeps it running (a spawned process, a fake master); dropped at the case's end.
+    pub guard: Box<dyn Any + Send + Sync>,
+}
+
+/// Opens the endpoint a case talks to.
+pub type Open = Arc<
+    dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<Listening, Failure>> + Send>> + Send + Sync,
+>;
+
+/// A message written by hand: its name and a function giving its fields.
+pub type RawMessage = (&'static str, fn() -> Vec<(&'static str, Vec<u8>)>);
+
+/// A listening endpoint as the shared cases see it.
+#[derive(Clone)]
+pub struct Server {
+    /// How to reach it.
+    pub open: Open,
+    /// What it is, in requirement texts (`the master`).
+    pub name: &'static str,
+    /// A client role it takes.
+    pub good_role: Role,
+    /// A role of the other family, which it refuses.
+    pub other_family_role: Role,
+    /// The role it declares.
+    pub server_role: Role,
+    /// An ask it answers with a reply on a connection of `good_role`: name and fields.
+    pub probe: RawMessage,
+    /// A message of version 2 only, that `good_role` may send it: name and fields.
+    pub v2_only: RawMessage,
+    /// A local message of its family.
+    pub local: &'static str,
+    /// A message of its family with a field of the wrong type (name, fields).
+    pub bad_fields: RawMessage,
+}
+
+impl Server {
+    fn probe_body(&self, extra: bool) -> Vec<u8> {
+        let mut fields = (self.probe.1)();
+        if extra {
+            fields.push(("zzzAFieldOfALaterRevision", mp::s("ignored")));
+        }
+        mp::map(&[(self.probe.0, mp::map(&fields))])
+    }
+}
+
+fn patience(ctx: &Ctx) -> Duration {
+    ctx.settings.patience
+}
+
+async fn raw(ctx: &Ctx, at: &Listening, role: Role) -> Result<Conn, Failure> {
+    Conn::connect(at.addr, "suite", role, &ctx.log).await
+}
+
+/// Sends a hello body and expects a refusal for `reason` and then a close.
+async fn refused(ctx: Ctx, s: Server, body: Vec<u8>, reasons: &[RefusalReason]) -> Outcome {
+    let at = (s.open)(ctx.clone()).await?;
+    let mut c = raw(&ctx, &at, s.good_role).await?;
+    c.send_frame(&body).await?;
+    let want = format!(
+        "a refusal ({}) and then the connection closed",
+        reasons
+            .iter()
+            .map(|r| r.name())
+            .collect::<Vec<_>>()
+            .join(" or ")
+    );
+    match c.read_answer(patience(&ctx)).await? {
+        Answer::Refused(r) if reasons.contains(&r.reason) => {}
+        other => return Err(fail(want, format!("{other:?}"))),
+    }
+    c.expect_closed(patience(&ctx), &want).await
+}
+
+/// Sends a hello body and expects an acceptance at `version`.
+async fn accepted(ctx: Ctx, s: Server, body: Vec<u8>, version: Version) -> Outcome {
+    let at = (s.open)(ctx.clone()).await?;
+    let mut c = raw(&ctx, &at, s.good_role).await?;
+    c.send_frame(&body).await?;
+    match c.read_answer(patience(&ctx)).await? {
+        Answer::Accepted(a) => check(
+            a.version == version,
+            format!("accepted at version {}", version.number()),
+            format!("accepted at version {}", a.version.number()),
+        ),
+        Answer::Refused(r) => Err(fail(
+            format!("accepted at version {}", version.number()),
+            format!("refused: {} ({})", r.reason, r.message),
+        )),
+    }
+}
+
+fn hello(s: &Server, versions: &[u64]) -> Vec<(&'static str, Vec<u8>)> {
+    mp::hello_entries(versions, s.good_role.name(), "suite")
+}
+
+/// Opens an accepted connection of `good_role` at `version`.
+async fn session(
+    ctx: &Ctx,
+    s: &Server,
+    at: &Listening,
+    version: Version,
+    label: &str,
+) -> Result<Conn, Failure> {
+    Conn::open(
+        at.addr,
+        label,
+        s.good_role,
+        "suite",
+        &[version],
+        &ctx.log,
+        patience(ctx),
+    )
+    .await
+}
+
+/// Asks the probe on `c` and expects a reply (not a failure) to that id.
+async fn probe(ctx: &Ctx, s: &Server, c: &mut Conn, id: u64) -> Outcome {
+    let body = mp::arr(&[mp::u(1), mp::u(id), s.probe_body(false)]);
+    c.send_frame(&body).await?;
+    expect_reply(
+        ctx,
+        c,
+        id,
+        &format!("a reply to {} (ask id {id})", s.probe.0),
+    )
+    .await
+}
+
+async fn expect_reply(ctx: &Ctx, c: &mut Conn, id: u64, want: &str) -> Outcome {
+    let body = c.frame_body(patience(ctx), want).await?;
+    // [2, id, …] with the same id; decoded by hand so that any family's reply counts.
+    let mut cur = body.as_ref();
+    let ok = rmp::decode::read_array_len(&mut cur).ok() == Some(3)
+        && rmp::decode::read_int::<u64, _>(&mut cur).ok() == Some(2)
+        && rmp::decode::read_int::<u64, _>(&mut cur).ok() == Some(id);
+    check(ok, want, crate::peer::describe(c.family, &body, c.v()))
+}
+
+/// Sends `body` as one frame after an accepted handshake and expects the connection closed.
+async fn closes_after(
+    ctx: Ctx,
+    s: Server,
+    version: Version,
+    bytes: Vec<u8>,
+    what: &'static str,
+) -> Outcome {
+    let at = (s.open)(ctx.clone()).await?;
+    let mut c = session(&ctx, &s, &at, version, "suite").await?;
+    c.send_raw(&bytes, what).await?;
+    c.expect_closed(
+        patience(&ctx),
+        &format!("the connection closed after {what}"),
+    )
+    .await
+}
+
+/// The shared cases, added to `cases` for the server `s`.
+pub fn add(cases: &mut Cases, s: Server) {
+    let name = s.name;
+    macro_rules! case {
+        ($id:expr, $level:expr, $req:expr, |$ctx:ident, $s:ident| $body:expr) => {{
+            let server = s.clone();
+            cases.add($id, $level, $req, move |$ctx: Ctx| {
+                let $s = server.clone();
+                async move { $body }
+            });
+        }};
+    }
+
+    // ---- handshake: acceptance and version choice ----
+    case!("handshake/4/accepted", Level::Must,
+        format!("{name} accepts a well-formed hello of a role it takes; its answer has magic, the version chosen, the versions it speaks (including that one), its role, of the hello's family, and an id"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = raw(&ctx, &at, s.good_role).await?;
+            c.send_frame(&mp::map(&hello(&s, &[1, 2]))).await?;
+            match c.read_answer(patience(&ctx)).await? {
+                Answer::Accepted(a) => {
+                    check(a.versions.contains(&u64::from(a.version.number())),
+                        "the chosen version among the versions the server lists", format!("{a:?}"))?;
+                    check(a.role == s.server_role, format!("role {}", s.server_role.name()), a.role.name())
+                }
+                Answer::Refused(r) => Err(fail("an acceptance", format!("refused: {} ({})", r.reason, r.message))),
+            }
+        });
+    case!(
+        "handshake/6/highest-version",
+        Level::Must,
+        format!(
+            "{name} chooses the highest version both sides speak: offered [1, 2], it chooses 2"
+        ),
+        |ctx, s| accepted(ctx, s.clone(), mp::map(&hello(&s, &[1, 2])), Version::V2).await
+    );
+    case!(
+        "handshake/3/versions-any-order",
+        Level::Must,
+        format!("{name} reads the offered versions in any order: offered [2, 1], it chooses 2"),
+        |ctx, s| accepted(ctx, s.clone(), mp::map(&hello(&s, &[2, 1])), Version::V2).await
+    );
+    case!("handshake/6/unknown-versions-ignored", Level::Must,
+        format!("{name} ignores version numbers it does not know: offered [7, 2, 4294967296], it chooses 2"),
+        |ctx, s| accepted(ctx, s.clone(), mp::map(&hello(&s, &[7, 2, 4_294_967_296])), Version::V2).await);
+    case!(
+        "handshake/6/duplicate-versions-ignored",
+        Level::Must,
+        format!("{name} ignores duplicate version numbers: offered [2, 2, 1, 1], it chooses 2"),
+        |ctx, s| accepted(
+            ctx,
+            s.clone(),
+            mp::map(&hello(&s, &[2, 2, 1, 1])),
+            Version::V2
+        )
+        .await
+    );
+    case!("handshake/6/v1-only-peer", Level::Must,
+        format!("{name} accepts a version-1-only peer at version 1, or refuses it with noCommonVersion listing versions without 1"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = raw(&ctx, &at, s.good_role).await?;
+            c.send_frame(&mp::map(&hello(&s, &[1]))).await?;
+            match c.read_answer(patience(&ctx)).await? {
+                Answer::Accepted(a) => check(a.version == Version::V1, "version 1", format!("version {}", a.version.number())),
+                Answer::Refused(r) => check(r.reason == RefusalReason::NoCommonVersion && !r.versions.contains(&1),
+                    "noCommonVersion with versions that lack 1", format!("{r:?}")),
+            }
+        });
+    case!("handshake/6/v2-only-peer", Level::Must,
+        format!("{name} accepts a version-2-only peer at version 2, or refuses it with noCommonVersion listing versions without 2"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = raw(&ctx, &at, s.good_role).await?;
+            c.send_frame(&mp::map(&hello(&s, &[2]))).await?;
+            match c.read_answer(patience(&ctx)).await? {
+                Answer::Accepted(a) => check(a.version == Version::V2, "version 2", format!("version {}", a.version.number())),
+                Answer::Refused(r) => check(r.reason == RefusalReason::NoCommonVersion && !r.versions.contains(&2),
+                    "noCommonVersion with versions that lack 2", format!("{r:?}")),
+            }
+        });
+    case!(
+        "handshake/3/keys-any-order",
+        Level::Must,
+        format!("{name} accepts the hello's keys in any order (id, role, versions, magic)"),
+        |ctx, s| {
+            let mut e = hello(&s, &[1, 2]);
+            e.reverse();
+            accepted(ctx, s, mp::map(&e), Version::V2).await
+        }
+    );
+    case!(
+        "handshake/3/unknown-keys-ignored",
+        Level::Must,
+        format!("{name} ignores hello keys it does not know"),
+        |ctx, s| {
+            let mut e = hello(&s, &[1, 2]);
+            e.push(("zzzLaterRevisionKey", mp::arr(&[mp::s("x"), mp::u(1)])));
+            accepted(ctx, s, mp::map(&e), Version::V2).await
+        }
+    );
+    case!(
+        "handshake/3/empty-id",
+        Level::Must,
+        format!("{name} accepts a hello whose id is empty"),
+        |ctx, s| accepted(
+            ctx,
+            s.clone(),
+            mp::map(&mp::hello_entries(&[1, 2], s.good_role.name(), "")),
+            Version::V2
+        )
+        .await
+    );
+    case!(
+        "handshake/1/hello-in-pieces",
+        Level::Must,
+        format!("{name} reads a hello that arrives in several TCP segments"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = raw(&ctx, &at, s.good_role).await?;
+            let bytes = frame(&mp::map(&hello(&s, &[1, 2])));
+            c.send_raw(&bytes[..2], "the first 2 bytes of a hello")
+                .await?;
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            c.send_raw(&bytes[2..9], "7 more").await?;
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            c.send_raw(&bytes[9..], "the rest").await?;
+            match c.read_answer(patience(&ctx)).await? {
+                Answer::Accepted(_) => Ok(()),
+                Answer::Refused(r) => Err(fail("an acceptance", format!("refused: {}", r.reason))),
+            }
+        }
+    );
+    case!(
+        "handshake/1.1/limit-inclusive",
+        Level::Must,
+        format!("{name} accepts a hello of exactly 65536 bytes, the pre-handshake limit"),
+        |ctx, s| {
+            let base = mp::map(&mp::hello_entries(&[1, 2], s.good_role.name(), "")).len();
+            // An id string of n bytes (str32 header: 5 bytes) makes the body exactly 65536.
+            let n = 65536 - (base - 1) - 5;
+            let mut id = vec![0xdb];
+            id.extend_from_slice(&(n as u32).to_be_bytes());
+            id.extend(std::iter::repeat_n(b'x', n));
+            let mut e = mp::hello_entries(&[1, 2], s.good_role.name(), "");
+            e[3].1 = id;
+            let body = mp::map(&e);
+            check(
+                body.len() == 65536,
+                "a 65536-byte hello",
+                format!("{} bytes", body.len()),
+            )?;
+            accepted(ctx, s, body, Version::V2).await
+        }
+    );
+
+    // ---- handshake: refusals ----
+    case!("handshake/5/1/oversized-closed", Level::Must,
+        format!("{name} closes a connection whose first prefix declares more than 65536 bytes, without waiting for the body"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = raw(&ctx, &at, s.good_role).await?;
+            c.send_raw(&(HANDSHAKE_LIMIT as u32 + 1).to_be_bytes(), "a prefix declaring 65537 bytes, and no body").await?;
+            c.expect_closed(patience(&ctx), "the connection closed").await
+        });
+    case!("handshake/5/1/oversized-refusal", Level::Should,
+        format!("{name} answers a first prefix over 65536 bytes with the refusal frameTooLarge before closing"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = raw(&ctx, &at, s.good_role).await?;
+            c.send_raw(&(HANDSHAKE_LIMIT as u32 + 1).to_be_bytes(), "a prefix declaring 65537 bytes, and no body").await?;
+            match c.read_answer(patience(&ctx)).await? {
+                Answer::Refused(r) if r.reason == RefusalReason::FrameTooLarge => Ok(()),
+                other => Err(fail("refused: frameTooLarge", format!("{other:?}"))),
+            }
+        });
+    case!("handshake/1.1/http-get", Level::Must,
+        format!("{name} closes at once a connection that starts with an HTTP request (its `GET ` reads as a length over 64 KiB)"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = raw(&ctx, &at, s.good_role).await?;
+            c.send_raw(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "an HTTP request").await?;
+            c.expect_closed(patience(&ctx), "the connection closed").await
+        });
+    case!(
+        "handshake/5/2/bad-magic",
+        Level::Must,
+        format!(
+            "{name} refuses a hello whose magic is not \"sparkwire\" with badMagic, then closes"
+        ),
+        |ctx, s| {
+            let mut e = hello(&s, &[1, 2]);
+            e[0].1 = mp::s("sparkwirf");
+            refused(ctx, s, mp::map(&e), &[RefusalReason::BadMagic]).await
+        }
+    );
+    case!(
+        "handshake/5/2/no-magic",
+        Level::Must,
+        format!("{name} refuses a hello map without magic with badMagic, then closes"),
+        |ctx, s| {
+            let e = hello(&s, &[1, 2]);
+            refused(ctx, s, mp::map(&e[1..]), &[RefusalReason::BadMagic]).await
+        }
+    );
+    case!("handshake/5/2/not-a-map", Level::Must,
+        format!("{name} refuses a first frame that is a MessagePack array, not a map, with badMagic, then closes"),
+        |ctx, s| refused(ctx, s, mp::arr(&[mp::s("magic"), mp::s("sparkwire")]), &[RefusalReason::BadMagic]).await);
+    case!("handshake/5/2/not-msgpack", Level::Must,
+        format!("{name} refuses a first frame that is not MessagePack (the reserved byte 0xc1) with badMagic, then closes"),
+        |ctx, s| refused(ctx, s, vec![0xc1, 0xc1, 0xc1], &[RefusalReason::BadMagic]).await);
+    case!(
+        "handshake/5/2/non-string-key",
+        Level::Must,
+        format!("{name} refuses a hello map with an integer key with badMagic, then closes"),
+        |ctx, s| {
+            let mut body = mp::map(&hello(&s, &[1, 2]));
+            body[0] += 1;
+            body.extend_from_slice(&mp::u(7));
+            body.extend_from_slice(&mp::u(1));
+            refused(ctx, s, body, &[RefusalReason::BadMagic]).await
+        }
+    );
+    for (key, idx) in [("versions", 1usize), ("role", 2), ("id", 3)] {
+        case!(
+            format!("handshake/5/3/missing-{key}"),
+            Level::Must,
+            format!("{name} refuses a hello without `{key}` with malformedHello, then closes"),
+            |ctx, s| {
+                let mut e = hello(&s, &[1, 2]);
+                e.remove(idx);
+                refused(ctx, s, mp::map(&e), &[RefusalReason::MalformedHello]).await
+            }
+        );
+    }
+    case!(
+        "handshake/5/3/versions-wrong-type",
+        Level::Must,
+        format!(
+            "{name} refuses a hello whose `versions` is a string with malformedHello, then closes"
+        ),
+        |ctx, s| {
+            let mut e = hello(&s, &[1, 2]);
+            e[1].1 = mp::s("1,2");
+            refused(ctx, s, mp::map(&e), &[RefusalReason::MalformedHello]).await
+        }
+    );
+    case!(
+        "handshake/5/3/role-wrong-type",
+        Level::Must,
+        format!(
+            "{name} refuses a hello whose `role` is an integer with malformedHello, then closes"
+        ),
+        |ctx, s| {
+            let mut e = hello(&s, &[1, 2]);
+            e[2].1 = mp::u(3);
+            refused(ctx, s, mp::map(&e), &[RefusalReason::MalformedHello]).await
+        }
+    );
+    case!(
+        "handshake/3/duplicate-key",
+        Level::Must,
+        format!(
+            "{name} refuses a hello in which a key appears twice with malformedHello, then closes"
+        ),
+        |ctx, s| {
+            let mut e = hello(&s, &[1, 2]);
+            e.push(("role", mp::s(s.good_role.name())));
+            refused(ctx, s, mp::map(&e), &[RefusalReason::MalformedHello]).await
+        }
+    );
+    case!(
+        "handshake/5/4/unknown-role",
+        Level::Must,
+        format!("{name} refuses a role it does not know with roleNotAccepted, then closes"),
+        |ctx, s| refused(
+            ctx,
+            s,
+            mp::map(&mp::hello_entries(&[1, 2], "spark-history-server", "x")),
+            &[RefusalReason::RoleNotAccepted]
+        )
+        .await
+    );
+    case!("handshake/7/other-family-role", Level::Must,
+        format!("{name} refuses a role whose family it does not serve on this connection with roleNotAccepted, then closes"),
+        |ctx, s| refused(ctx, s.clone(), mp::map(&mp::hello_entries(&[1, 2], s.other_family_role.name(), "x")), &[RefusalReason::RoleNotAccepted]).await);
+    case!("handshake/5/5/no-common-version", Level::Must,
+        format!("{name} refuses a hello offering only versions it does not speak with noCommonVersion listing the versions it speaks, then closes"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = raw(&ctx, &at, s.good_role).await?;
+            c.send_frame(&mp::map(&hello(&s, &[9, 10]))).await?;
+            match c.read_answer(patience(&ctx)).await? {
+                Answer::Refused(r) if r.reason == RefusalReason::NoCommonVersion => {
+                    check(!r.versions.is_empty() && !r.versions.iter().any(|v| *v == 9 || *v == 10),
+                        "the versions the server speaks", format!("{:?}", r.versions))?;
+                }
+                other => return Err(fail("refused: noCommonVersion", format!("{other:?}"))),
+            }
+            c.expect_closed(patience(&ctx), "the connection closed after the refusal").await
+        });
+    case!("handshake/5/order/malformed-before-role", Level::Must,
+        format!("{name} checks in order: a hello with an unknown role and no `id` is malformedHello (check 3 before 4)"),
+        |ctx, s| {
+            let e = mp::hello_entries(&[1, 2], "spark-history-server", "x");
+            refused(ctx, s, mp::map(&e[..3]), &[RefusalReason::MalformedHello]).await
+        });
+    case!("handshake/5/order/role-before-version", Level::Must,
+        format!("{name} checks in order: a hello with an unknown role and no common version is roleNotAccepted (check 4 before 5)"),
+        |ctx, s| refused(ctx, s, mp::map(&mp::hello_entries(&[9], "spark-history-server", "x")), &[RefusalReason::RoleNotAccepted]).await);
+    case!(
+        "handshake/1/trailing-bytes",
+        Level::Must,
+        format!(
+            "{name} refuses a hello frame with bytes after its one MessagePack value, then closes"
+        ),
+        |ctx, s| {
+            let mut body = mp::map(&hello(&s, &[1, 2]));
+            body.push(0xc0);
+            refused(
+                ctx,
+                s,
+                body,
+                &[RefusalReason::BadMagic, RefusalReason::MalformedHello],
+            )
+            .await
+        }
+    );
+    case!(
+        "handshake/2/truncated-hello",
+        Level::Must,
+        format!("{name} does not accept a hello cut short by the end of the stream"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = raw(&ctx, &at, s.good_role).await?;
+            let bytes = frame(&mp::map(&hello(&s, &[1, 2])));
+            c.send_raw(
+                &bytes[..bytes.len() - 3],
+                "a hello missing its last 3 bytes",
+            )
+            .await?;
+            c.shutdown_write().await;
+            match c.next(patience(&ctx)).await {
+                Some(Event::Closed(_)) => Ok(()),
+                Some(Event::Frame(b)) => match sparkwire::wire::handshake::decode_answer(&b) {
+                    Ok(Answer::Accepted(_)) => Err(fail("no acceptance", "accepted")),
+                    _ => {
+                        c.expect_closed(patience(&ctx), "the connection closed")
+                            .await
+                    }
+                },
+                Some(Event::TooLarge(n)) => Err(fail(
+                    "the connection closed",
+                    format!("a prefix of {n} bytes"),
+                )),
+                None => Err(fail("the connection closed", "still open")),
+            }
+        }
+    );
+    case!("handshake/9/others-unaffected", Level::Must,
+        format!("a failed handshake ends only its own connection: {name} goes on serving a connection opened before it"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut good = session(&ctx, &s, &at, Version::V2, "good").await?;
+            let mut bad = Conn::connect(at.addr, "bad", s.good_role, &ctx.log).await?;
+            bad.send_raw(b"\x00\x00\x00\x03\xc1\xc1\xc1", "a hello that is not MessagePack").await?;
+            bad.expect_closed(patience(&ctx), "the bad connection closed").await?;
+            probe(&ctx, &s, &mut good, 77).await
+        });
+
+    // ---- framing after the handshake ----
+    case!("spec/2/size-limit", Level::Must,
+        format!("{name} closes a connection on which a frame's prefix declares more than its frame limit (here 4 GiB - 1), without waiting for the body"),
+        |ctx, s| closes_after(ctx, s, Version::V2, u32::MAX.to_be_bytes().to_vec(), "a prefix declaring 4294967295 bytes").await);
+    case!("spec/2/truncated-frame", Level::Must,
+        format!("{name} closes a connection that ends inside a frame, and does not act on the partial frame"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
+            let f = frame(&mp::arr(&[mp::u(1), mp::u(5), s.probe_body(false)]));
+            c.send_raw(&f[..f.len() - 2], "an ask missing its last 2 bytes").await?;
+            c.shutdown_write().await;
+            match c.next(patience(&ctx)).await {
+                Some(Event::Closed(_)) => Ok(()),
+                Some(Event::Frame(b)) => Err(fail("the connection closed, no answer", crate::peer::describe(c.family, &b, c.v()))),
+                Some(Event::TooLarge(n)) => Err(fail("the connection closed", format!("a prefix of {n}"))),
+                None => Err(fail("the connection closed", "still open")),
+            }
+        });
+    case!("spec/2/trailing-bytes", Level::Must,
+        format!("{name} refuses a frame with bytes after its one value (TrailingBytes) and closes the connection"),
+        |ctx, s| {
+            let mut body = mp::arr(&[mp::u(1), mp::u(5), s.probe_body(false)]);
+            body.push(0xc0);
+            closes_after(ctx, s, Version::V2, frame(&body), "an ask with a trailing nil").await
+        });
+    case!("spec/2/nesting-depth", Level::Must,
+        format!("{name} refuses a frame nested deeper than 64 levels (TooDeep) and closes the connection"),
+        |ctx, s| {
+            let body = mp::arr(&[mp::u(0), mp::map(&[(s.probe.0, mp::map(&[("x", mp::nested(70))]))])]);
+            closes_after(ctx, s, Version::V2, frame(&body), "a send nested 72 levels deep").await
+        });
+    case!(
+        "spec/2/extension-type",
+        Level::Must,
+        format!(
+            "{name} refuses a frame holding a MessagePack extension type and closes the connection"
+        ),
+        |ctx, s| {
+            let body = mp::arr(&[
+                mp::u(1),
+                mp::u(5),
+                mp::map(&[(s.probe.0, mp::map(&[("x", vec![0xd4, 0x01, 0x00])]))]),
+            ]);
+            closes_after(ctx, s, Version::V2, frame(&body), "an ask holding fixext 1").await
+        }
+    );
+    case!(
+        "spec/2/reserved-marker",
+        Level::Must,
+        format!(
+            "{name} refuses a frame holding the reserved marker 0xc1 and closes the connection"
+        ),
+        |ctx, s| closes_after(ctx, s, Version::V2, frame(&[0x92, 0x00, 0xc1]), "[0, 0xc1]").await
+    );
+    case!("spec/2/count-past-end", Level::Must,
+        format!("{name} refuses an array declaring more elements than the frame holds, without allocating for them, and closes the connection"),
+        |ctx, s| closes_after(ctx, s, Version::V2, frame(&[0xdd, 0xff, 0xff, 0xff, 0xff, 0x00]), "an array declaring 4294967295 elements in 6 bytes").await);
+    case!("spec/3/bad-envelope-tag", Level::Must,
+        format!("{name} refuses an envelope whose first element is not 0–3 (BadEnvelope) and closes the connection"),
+        |ctx, s| {
+            let body = mp::arr(&[mp::u(4), mp::u(5), s.probe_body(false)]);
+            closes_after(ctx, s, Version::V2, frame(&body), "an envelope tagged 4").await
+        });
+    case!("spec/3/bad-envelope-length", Level::Must,
+        format!("{name} refuses an envelope of the wrong length for its form (an ask without a message) and closes the connection"),
+        |ctx, s| closes_after(ctx, s, Version::V2, frame(&mp::arr(&[mp::u(1), mp::u(5)])), "[1, 5]").await);
+    case!("spec/3/envelope-not-array", Level::Must,
+        format!("{name} refuses a frame whose value is not an array (BadEnvelope) and closes the connection"),
+        |ctx, s| closes_after(ctx, s.clone(), Version::V2, frame(&s.probe_body(false)), "a bare message, no envelope").await);
+    case!("spec/3/message-not-one-entry-map", Level::Must,
+        format!("{name} refuses a message that is not a one-entry map (BadEnvelope) and closes the connection"),
+        |ctx, s| {
+            let m = mp::map(&[(s.probe.0, mp::map(&(s.probe.1)())), ("Other", mp::map(&[]))]);
+            closes_after(ctx, s, Version::V2, frame(&mp::arr(&[mp::u(1), mp::u(5), m])), "an ask whose message map has 2 entries").await
+        });
+    case!("spec/4/unknown-message", Level::Must,
+        format!("{name} refuses a message name its family does not have (UnknownMessage) and closes the connection"),
+        |ctx, s| {
+            let m = mp::map(&[("RegisterBlockManager", mp::map(&[]))]);
+            closes_after(ctx, s, Version::V2, frame(&mp::arr(&[mp::u(0), m])), "a send of RegisterBlockManager").await
+        });
+    case!("spec/4/not-in-version", Level::Must,
+        format!("{name} refuses, on a version 1 connection, a message only version 2 has (NotInVersion) and closes the connection"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = match session(&ctx, &s, &at, Version::V1, "suite").await {
+                Ok(c) => c,
+                Err(_) => return Err(Failure::Skipped("the endpoint does not speak version 1".into())),
+            };
+            let m = mp::map(&[(s.v2_only.0, mp::map(&(s.v2_only.1)()))]);
+            c.send_raw(&frame(&mp::arr(&[mp::u(1), mp::u(5), m])), "an ask of a version 2 message").await?;
+            c.expect_closed(patience(&ctx), "the connection closed").await
+        });
+    case!("spec/6/local-message", Level::Must,
+        format!("{name} refuses a local message on a connection (LocalMessage) and closes the connection"),
+        |ctx, s| {
+            let m = mp::map(&[(s.local, mp::map(&[]))]);
+            closes_after(ctx, s.clone(), Version::V2, frame(&mp::arr(&[mp::u(0), m])), "a send of a local message").await
+        });
+    case!("spec/4/invalid-fields", Level::Must,
+        format!("{name} refuses a message with a field of the wrong type (InvalidFields) and closes the connection"),
+        |ctx, s| {
+            let m = mp::map(&[(s.bad_fields.0, mp::map(&(s.bad_fields.1)()))]);
+            closes_after(ctx, s, Version::V2, frame(&mp::arr(&[mp::u(0), m])), "a send with a mistyped field").await
+        });
+    case!("spec/4.1/fields-as-array", Level::Must,
+        format!("{name} refuses a message whose fields are written as an array instead of a map (InvalidFields) and closes the connection"),
+        |ctx, s| {
+            let fields: Vec<Vec<u8>> = (s.probe.1)().into_iter().map(|(_, v)| v).collect();
+            let m = mp::map(&[(s.probe.0, mp::arr(&fields))]);
+            closes_after(ctx, s, Version::V2, frame(&mp::arr(&[mp::u(1), mp::u(5), m])), "an ask with its fields as an array").await
+        });
+    case!(
+        "spec/4/unknown-field-skipped",
+        Level::Must,
+        format!("{name} skips a field it does not know (a later revision's) and answers the ask"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
+            c.send_frame(&mp::arr(&[mp::u(1), mp::u(9), s.probe_body(true)]))
+                .await?;
+            expect_reply(&ctx, &mut c, 9, "a reply to the ask (id 9)").await
+        }
+    );
+    case!(
+        "spec/3/ask-id-u64",
+        Level::Must,
+        format!("{name} answers an ask whose id is 2^64 - 1 with that id"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
+            probe(&ctx, &s, &mut c, u64::MAX).await
+        }
+    );
+    case!(
+        "spec/3/reply-once",
+        Level::Must,
+        format!("{name} answers an ask exactly once"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
+            probe(&ctx, &s, &mut c, 3).await?;
+            let quiet = ctx.settings.quiet;
+            match c.next(quiet).await {
+                None | Some(Event::Closed(_)) => Ok(()),
+                Some(Event::Frame(b)) => {
+                    let mut cur = b.as_ref();
+                    let again = rmp::decode::read_array_len(&mut cur).ok() == Some(3)
+                        && matches!(rmp::decode::read_int::<u64, _>(&mut cur), Ok(2) | Ok(3))
+                        && rmp::decode::read_int::<u64, _>(&mut cur).ok() == Some(3);
+                    check(!again, "no second answer to ask 3", "a second answer")
+                }
+                Some(Event::TooLarge(n)) => Err(fail("nothing more", format!("a prefix of {n}"))),
+            }
+        }
+    );
+    case!(
+        "spec/3/id-reuse-after-reply",
+        Level::Must,
+        format!("{name} answers an ask that reuses the id of an ask already answered"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
+            probe(&ctx, &s, &mut c, 4).await?;
+            probe(&ctx, &s, &mut c, 4).await
+        }
+    );
+    case!(
+        "spec/3/asks-answered-by-id",
+        Level::Must,
+        format!("{name} answers several asks sent back to back, each with its own id"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
+            let mut bytes = Vec::new();
+            for id in [11u64, 12, 13] {
+                bytes.extend(frame(&mp::arr(&[mp::u(1), mp::u(id), s.probe_body(false)])));
+            }
+            c.send_raw(&bytes, "three asks in one write (ids 11, 12, 13)")
+                .await?;
+            let mut got = Vec::new();
+            for _ in 0..3 {
+                let b = c.frame_body(patience(&ctx), "three replies").await?;
+                let mut cur = b.as_ref();
+                let _ = rmp::decode::read_array_len(&mut cur);
+                let tag = rmp::decode::read_int::<u64, _>(&mut cur).unwrap_or(99);
+                let id = rmp::decode::read_int::<u64, _>(&mut cur).unwrap_or(0);
+                check(
+                    tag == 2,
+                    "a reply",
+                    crate::peer::describe(c.family, &b, c.v()),
+                )?;
+                got.push(id);
+            }
+            got.sort_unstable();
+            check(
+                got == [11, 12, 13],
+                "replies to 11, 12 and 13",
+                format!("replies to {got:?}"),
+            )
+        }
+    );
+    case!("spec/3/unknown-reply", Level::Must,
+        format!("{name} does not take a reply to an ask it never sent as an answer to anything: it closes the connection or ignores it and goes on serving"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
+            c.send_frame(&mp::arr(&[mp::u(2), mp::u(424242), mp::map(&[("bool", vec![0xc3])])])).await?;
+            let body = mp::arr(&[mp::u(1), mp::u(6), s.probe_body(false)]);
+            c.send_frame(&body).await?;
+            match c.next(patience(&ctx)).await {
+                Some(Event::Closed(_)) => Ok(()),
+                Some(Event::Frame(b)) => {
+                    let mut cur = b.as_ref();
+                    let ok = rmp::decode::read_array_len(&mut cur).ok() == Some(3)
+                        && rmp::decode::read_int::<u64, _>(&mut cur).ok() == Some(2)
+                        && rmp::decode::read_int::<u64, _>(&mut cur).ok() == Some(6);
+                    check(ok, "a close, or the reply to ask 6", crate::peer::describe(c.family, &b, c.v()))
+                }
+                other => Err(fail("a close, or the reply to ask 6", format!("{other:?}"))),
+            }
+        });
+    case!("spec/8/others-unaffected", Level::Must,
+        format!("a decoding error ends only its own connection: {name} goes on serving its other connections"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let mut good = session(&ctx, &s, &at, Version::V2, "good").await?;
+            let mut bad = session(&ctx, &s, &at, Version::V2, "bad").await?;
+            bad.send_raw(&frame(&[0x92, 0x00, 0xc1]), "[0, 0xc1]").await?;
+            bad.expect_closed(patience(&ctx), "the bad connection closed").await?;
+            probe(&ctx, &s, &mut good, 78).await
+        });
+}

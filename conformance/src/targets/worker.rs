@@ -1,0 +1,608 @@
+//! `--target worker`: the suite plays the master (and UI clients) of a worker it starts.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sparkwire::messages::deploy::*;
+use sparkwire::messages::{
+    Addr, Command, DeployMessage, DriverDescription, DriverState, EndpointRef, ExecutorState,
+    Version,
+};
+use sparkwire::wire::handshake::Role;
+use sparkwire::wire::{Envelope, Reply};
+
+use crate::case::{check, fail, Cases, Failure, Level, Target};
+use crate::env::Ctx;
+use crate::mp;
+use crate::peer::Conn;
+use crate::targets::client::{self, Client};
+use crate::targets::common::{expect_refused, spark_id};
+use crate::targets::server::{self, Listening, Server};
+use crate::targets::spawned::{self, Run};
+
+type D = DeployMessage;
+
+/// The cores and memory the suite asks the worker to offer.
+pub const CORES: i32 = 2;
+/// MiB.
+pub const MEMORY: i32 = 2048;
+
+fn wait(ctx: &Ctx) -> Duration {
+    ctx.settings.patience
+}
+
+/// A program the suite asks the worker to run as an executor.
+pub fn allowed_exec() -> String {
+    for p in ["/bin/sleep", "/usr/bin/sleep"] {
+        if std::path::Path::new(p).exists() {
+            return p.to_string();
+        }
+    }
+    "sleep".into()
+}
+
+async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
+    let run = spawned::start(&ctx, |given, dir| {
+        vec![
+            ("master_url", format!("sparkwire://{given}")),
+            ("master_host", given.ip().to_string()),
+            ("master_port", given.port().to_string()),
+            ("cores", CORES.to_string()),
+            ("memory", MEMORY.to_string()),
+            ("worker_timeout", "2".into()),
+            ("work_dir", dir.display().to_string()),
+            ("allowed_exec", allowed_exec()),
+        ]
+    })
+    .await?;
+    let conn = run.accept(&ctx, "master", Role::Master).await?;
+    Ok((run, conn))
+}
+
+/// A worker the suite registered.
+pub struct Registered {
+    /// The run.
+    pub run: Run,
+    /// The worker's connection to the suite's master.
+    pub conn: Conn,
+    /// Its RegisterWorker.
+    pub reg: RegisterWorker,
+    /// The master URL the suite announced.
+    pub master_url: String,
+}
+
+/// Starts a worker, accepts it at `versions`, reads its RegisterWorker and answers it.
+pub async fn registered(ctx: &Ctx, versions: &[Version]) -> Result<Registered, Failure> {
+    let (run, mut conn) = start(ctx.clone()).await?;
+    let hello = conn.read_hello(spawned::startup(ctx)).await?;
+    if !versions
+        .iter()
+        .any(|v| hello.versions.contains(&u64::from(v.number())))
+    {
+        return Err(Failure::Skipped(format!(
+            "the worker offers versions {:?}, none of {versions:?}",
+            hello.versions
+        )));
+    }
+    conn.accept_hello(&hello, versions, "master").await?;
+    let reg = conn
+        .expect::<D, RegisterWorker>(wait(ctx), "RegisterWorker", |e| match e {
+            Envelope::Send(D::RegisterWorker(r)) => Some(r.clone()),
+            _ => None,
+        })
+        .await?;
+    let given = run.given;
+    let master = EndpointRef::at(
+        Addr::new(given.ip().to_string(), i32::from(given.port())),
+        "Master",
+    );
+    conn.send(&Envelope::Send(D::RegisteredWorker(RegisteredWorker {
+        master,
+        master_web_ui_url: "http://127.0.0.1:8080".into(),
+        master_address: Addr::new(given.ip().to_string(), i32::from(given.port())),
+        duplicate: false,
+    })))
+    .await?;
+    Ok(Registered {
+        run,
+        conn,
+        reg,
+        master_url: format!("sparkwire://{given}"),
+    })
+}
+
+fn command(program: &str, args: &[&str]) -> Command {
+    Command {
+        main_class: program.into(),
+        arguments: args.iter().map(|a| a.to_string()).collect(),
+        environment: BTreeMap::new(),
+        class_path_entries: vec![],
+        library_path_entries: vec![],
+        java_opts: vec![],
+    }
+}
+
+/// A LaunchExecutor running `program args`.
+pub fn launch_msg(w: &Registered, app: &str, exec_id: i32, program: &str, args: &[&str]) -> D {
+    let mut desc = crate::targets::master::app_desc(Some(1), 64, None);
+    desc.command = command(program, args);
+    D::LaunchExecutor(LaunchExecutor {
+        master_url: w.master_url.clone(),
+        app_id: app.into(),
+        exec_id,
+        rp_id: 0,
+        app_desc: desc,
+        cores: 1,
+        memory: 64,
+        resources: BTreeMap::new(),
+    })
+}
+
+/// Waits for ExecutorStateChanged of `exec_id`, answering it when it is an ask.
+pub async fn state_change(
+    ctx: &Ctx,
+    w: &mut Registered,
+    exec_id: i32,
+) -> Result<ExecutorStateChanged, Failure> {
+    let (ask, e) = w
+        .conn
+        .expect::<D, (Option<u64>, ExecutorStateChanged)>(
+            wait(ctx),
+            &format!("ExecutorStateChanged for executor {exec_id}"),
+            |e| match e {
+                Envelope::Send(D::ExecutorStateChanged(s)) if s.exec_id == exec_id => {
+                    Some((None, s.clone()))
+                }
+                Envelope::Ask {
+                    id,
+                    message: D::ExecutorStateChanged(s),
+                } if s.exec_id == exec_id => Some((Some(*id), s.clone())),
+                _ => None,
+            },
+        )
+        .await?;
+    if let Some(id) = ask {
+        w.conn
+            .send(&Envelope::<D>::Reply {
+                id,
+                reply: Reply::Bool(true),
+            })
+            .await?;
+    }
+    Ok(e)
+}
+
+async fn ui_addr(ctx: &Ctx, w: &mut Registered) -> Result<SocketAddr, Failure> {
+    let host: std::net::IpAddr = w
+        .reg
+        .host
+        .parse()
+        .map_err(|_| fail("a worker host that is an IP address", w.reg.host.clone()))?;
+    let port = u16::try_from(w.reg.port).map_err(|_| fail("a port", w.reg.port.to_string()))?;
+    w.run
+        .reach(ctx, SocketAddr::new(host, port), Role::Ui, Role::Worker)
+        .await
+}
+
+fn worker_server() -> Server {
+    fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
+        vec![]
+    }
+    fn bad() -> Vec<(&'static str, Vec<u8>)> {
+        vec![("driverId", mp::u(5))]
+    }
+    Server {
+        open: Arc::new(|ctx: Ctx| {
+            Box::pin(async move {
+                let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+                let addr = ui_addr(&ctx, &mut w).await?;
+                Ok(Listening {
+                    addr,
+                    guard: Box::new(Arc::new(std::sync::Mutex::new(w))),
+                })
+            })
+        }),
+        name: "the worker (on its UI port)",
+        good_role: Role::Ui,
+        other_family_role: Role::Driver,
+        server_role: Role::Worker,
+        probe: ("RequestWorkerState", no_fields),
+        v2_only: ("RequestReadyz", no_fields),
+        local: "SendHeartbeat",
+        bad_fields: ("KillDriver", bad),
+    }
+}
+
+fn worker_client() -> Client {
+    Client {
+        start: Arc::new(|ctx| Box::pin(start(ctx))),
+        name: "the worker",
+        role: Role::Worker,
+        server_role: Role::Master,
+        other_family_role: Role::Driver,
+    }
+}
+
+/// Every case of the worker target.
+pub fn cases() -> Vec<crate::case::Case> {
+    let mut cs = Cases::new(Target::Worker);
+    client::add(&mut cs, worker_client());
+    server::add(&mut cs, worker_server());
+    ui_routes(&mut cs);
+    flows(&mut cs);
+    cs.list
+}
+
+fn ui_routes(cs: &mut Cases) {
+    for msg in crate::targets::common::crossing("deploy") {
+        let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
+        let to_worker_from_ui =
+            msg.from.iter().any(|r| r == "ui") && msg.to.iter().any(|r| r == "worker");
+        if !ask || to_worker_from_ui {
+            continue;
+        }
+        let requirement = format!(
+            "the worker refuses the ask {} from a ui peer on its UI port ({} → {} only): a failure or a close",
+            msg.name, msg.from.join(", "), msg.to.join(", ")
+        );
+        cs.add(
+            format!("route/deploy/{}", msg.name),
+            Level::Must,
+            requirement,
+            move |ctx: Ctx| async move {
+                let m: D = crate::targets::common::sample(msg)?;
+                let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+                let addr = ui_addr(&ctx, &mut w).await?;
+                let mut ui = Conn::open(
+                    addr,
+                    "ui",
+                    Role::Ui,
+                    "",
+                    &[Version::V2],
+                    &ctx.log,
+                    wait(&ctx),
+                )
+                .await?;
+                expect_refused(&mut ui, Envelope::Ask { id: 61, message: m }, wait(&ctx)).await
+            },
+        );
+    }
+}
+
+fn flows(cs: &mut Cases) {
+    cs.add("rules/W1/register-first", Level::Must,
+        "the worker sends RegisterWorker first, and nothing else until the master registered it (rule W1)",
+        |ctx: Ctx| async move {
+            let (_run, mut conn) = start(ctx.clone()).await?;
+            let hello = conn.read_hello(spawned::startup(&ctx)).await?;
+            conn.accept_hello(&hello, &[Version::V1, Version::V2], "master").await?;
+            let first = conn.recv::<D>(wait(&ctx), "RegisterWorker").await?;
+            check(matches!(first, Envelope::Send(D::RegisterWorker(_))), "a send of RegisterWorker", crate::peer::envelope_label(&first))?;
+            conn.expect_none::<D>(ctx.settings.quiet, "nothing before RegisteredWorker", |e| !matches!(e, Envelope::Send(D::RegisterWorker(_)))).await
+        });
+    cs.add("flow/worker/registration/fields", Level::Must,
+        "the worker's RegisterWorker carries an id of Spark's form, the cores and memory it was told to offer, and the address of its endpoint",
+        |ctx: Ctx| async move {
+            let w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let r = &w.reg;
+            check(r.id.starts_with("worker-") && r.id.len() > 22 && r.id[7..21].bytes().all(|b| b.is_ascii_digit()),
+                "an id worker-YYYYMMDDHHMMSS-HOST-PORT", r.id.clone())?;
+            check(r.cores == CORES && r.memory == MEMORY, format!("{CORES} cores, {MEMORY} MiB"), format!("{} cores, {} MiB", r.cores, r.memory))?;
+            check(r.worker.address.as_ref().is_some_and(|a| a.host == r.host && a.port == r.port) && r.port > 0,
+                "its endpoint at its host and port", format!("{:?} at {}:{}", r.worker, r.host, r.port))
+        });
+    cs.add("flow/worker/registration/latest-state", Level::Should,
+        "once registered, the worker tells the master its current executors and drivers (WorkerLatestState) with its id",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let id = w.reg.id.clone();
+            w.conn.expect::<D, ()>(wait(&ctx), "WorkerLatestState with the worker's id", |e| match e {
+                Envelope::Send(D::WorkerLatestState(s)) if s.id == id => Some(()),
+                _ => None,
+            }).await
+        });
+    cs.add("rules/W2/heartbeat", Level::Must,
+        "a registered worker heartbeats within its worker timeout, with the worker id it registered (rule W2)",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let id = w.reg.id.clone();
+            let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat within the worker timeout (2 s)", |e| match e {
+                Envelope::Send(D::Heartbeat(h)) => Some(h.clone()),
+                _ => None,
+            }).await?;
+            check(hb.worker_id == id, format!("worker id {id}"), hb.worker_id)
+        });
+    cs.add("flow/worker/heartbeat/interval", Level::Should,
+        "the worker heartbeats every quarter of the worker timeout: at least 3 heartbeats in 2 s with a 2 s timeout",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let end = tokio::time::Instant::now() + Duration::from_millis(2100);
+            let mut n = 0;
+            while tokio::time::Instant::now() < end {
+                let left = end.saturating_duration_since(tokio::time::Instant::now());
+                match w.conn.expect::<D, ()>(left, "", |e| matches!(e, Envelope::Send(D::Heartbeat(_))).then_some(())).await {
+                    Ok(()) => n += 1,
+                    Err(_) => break,
+                }
+            }
+            check(n >= 3, "3 heartbeats or more", format!("{n}"))
+        });
+    cs.add(
+        "flow/worker/registration/failed-exits",
+        Level::Must,
+        "a worker refused with RegisterWorkerFailed stops (Spark's worker exits with status 1)",
+        |ctx: Ctx| async move {
+            let (mut run, mut conn) = start(ctx.clone()).await?;
+            let hello = conn.read_hello(spawned::startup(&ctx)).await?;
+            conn.accept_hello(&hello, &[Version::V1, Version::V2], "master")
+                .await?;
+            conn.expect::<D, ()>(wait(&ctx), "RegisterWorker", |e| {
+                matches!(e, Envelope::Send(D::RegisterWorker(_))).then_some(())
+            })
+            .await?;
+            conn.send(&Envelope::Send(D::RegisterWorkerFailed(
+                RegisterWorkerFailed {
+                    message: "refused by the conformance suite".into(),
+                },
+            )))
+            .await?;
+            match run.exit_within(wait(&ctx)).await? {
+                Some(code) => check(code != 0, "a non-zero exit status", code.to_string()),
+                None => Err(fail("the worker to exit", "still running")),
+            }
+        },
+    );
+    cs.add(
+        "flow/worker/reconnect",
+        Level::Must,
+        "a worker told ReconnectWorker registers again (RegisterWorker with the same id)",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let id = w.reg.id.clone();
+            w.conn
+                .send(&Envelope::Send(D::ReconnectWorker(ReconnectWorker {
+                    master_url: w.master_url.clone(),
+                })))
+                .await?;
+            let again = w
+                .conn
+                .expect::<D, RegisterWorker>(wait(&ctx), "RegisterWorker again", |e| match e {
+                    Envelope::Send(D::RegisterWorker(r)) => Some(r.clone()),
+                    _ => None,
+                })
+                .await;
+            let again = match again {
+                Ok(r) => r,
+                Err(_) => {
+                    // A worker may register again on a new connection.
+                    let mut c = w.run.accept(&ctx, "master2", Role::Master).await?;
+                    let h = c.read_hello(wait(&ctx)).await?;
+                    c.accept_hello(&h, &[Version::V1, Version::V2], "master")
+                        .await?;
+                    c.expect::<D, RegisterWorker>(
+                        wait(&ctx),
+                        "RegisterWorker on a new connection",
+                        |e| match e {
+                            Envelope::Send(D::RegisterWorker(r)) => Some(r.clone()),
+                            _ => None,
+                        },
+                    )
+                    .await?
+                }
+            };
+            check(again.id == id, format!("id {id}"), again.id)
+        },
+    );
+    cs.add("rules/F1/master-changed", Level::Must,
+        "a worker told MasterChanged answers once with WorkerSchedulerStateResponse carrying its id (rule F1)",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let id = w.reg.id.clone();
+            let given = w.run.given;
+            w.conn.send(&Envelope::Send(D::MasterChanged(MasterChanged {
+                master: EndpointRef::at(Addr::new(given.ip().to_string(), i32::from(given.port())), "Master"),
+                master_web_ui_url: "http://127.0.0.1:8080".into(),
+            }))).await?;
+            let r = w.conn.expect::<D, WorkerSchedulerStateResponse>(wait(&ctx), "WorkerSchedulerStateResponse", |e| match e {
+                Envelope::Send(D::WorkerSchedulerStateResponse(r)) => Some(r.clone()),
+                _ => None,
+            }).await?;
+            check(r.id == id, format!("id {id}"), r.id.clone())?;
+            w.conn.expect_none::<D>(ctx.settings.quiet, "one WorkerSchedulerStateResponse", |e| matches!(e, Envelope::Send(D::WorkerSchedulerStateResponse(_)))).await
+        });
+    cs.add("flow/worker/executor/launch", Level::Must,
+        "the worker runs an allowed executor command it is sent (LaunchExecutor) and reports it RUNNING (rules E2, E3)",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0001", 0, &allowed_exec(), &["20"]))).await?;
+            let s = state_change(&ctx, &mut w, 0).await?;
+            let out = check(s.state == ExecutorState::Running && s.app_id == "app-20250101120000-0001", "RUNNING", format!("{:?}", s.state));
+            w.run.stop(Duration::from_secs(2)).await;
+            out
+        });
+    cs.add(
+        "flow/worker/executor/state-ask-v2",
+        Level::Must,
+        "in version 2 the worker sends ExecutorStateChanged as an ask",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V2]).await?;
+            w.conn
+                .send(&Envelope::Send(launch_msg(
+                    &w,
+                    "app-20250101120000-0002",
+                    0,
+                    &allowed_exec(),
+                    &["20"],
+                )))
+                .await?;
+            let got = w
+                .conn
+                .expect::<D, bool>(wait(&ctx), "ExecutorStateChanged", |e| match e {
+                    Envelope::Ask {
+                        message: D::ExecutorStateChanged(_),
+                        ..
+                    } => Some(true),
+                    Envelope::Send(D::ExecutorStateChanged(_)) => Some(false),
+                    _ => None,
+                })
+                .await?;
+            w.run.stop(Duration::from_secs(2)).await;
+            check(got, "an ask", "a send")
+        },
+    );
+    cs.add(
+        "flow/worker/executor/state-send-v1",
+        Level::Must,
+        "in version 1 the worker sends ExecutorStateChanged one-way, as Spark 3.0 does",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1]).await?;
+            w.conn
+                .send(&Envelope::Send(launch_msg(
+                    &w,
+                    "app-20250101120000-0003",
+                    0,
+                    &allowed_exec(),
+                    &["20"],
+                )))
+                .await?;
+            let got = w
+                .conn
+                .expect::<D, bool>(wait(&ctx), "ExecutorStateChanged", |e| match e {
+                    Envelope::Ask {
+                        message: D::ExecutorStateChanged(_),
+                        ..
+                    } => Some(false),
+                    Envelope::Send(D::ExecutorStateChanged(_)) => Some(true),
+                    _ => None,
+                })
+                .await?;
+            w.run.stop(Duration::from_secs(2)).await;
+            check(got, "a send", "an ask")
+        },
+    );
+    cs.add(
+        "flow/worker/executor/kill",
+        Level::Must,
+        "the worker kills an executor it is told to (KillExecutor) and reports it KILLED (rule E3)",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let app = "app-20250101120000-0004";
+            w.conn
+                .send(&Envelope::Send(launch_msg(
+                    &w,
+                    app,
+                    3,
+                    &allowed_exec(),
+                    &["20"],
+                )))
+                .await?;
+            state_change(&ctx, &mut w, 3).await?;
+            w.conn
+                .send(&Envelope::Send(D::KillExecutor(KillExecutor {
+                    master_url: w.master_url.clone(),
+                    app_id: app.into(),
+                    exec_id: 3,
+                })))
+                .await?;
+            let s = state_change(&ctx, &mut w, 3).await?;
+            check(
+                s.state == ExecutorState::Killed,
+                "KILLED",
+                s.state.to_string(),
+            )
+        },
+    );
+    cs.add(
+        "flow/worker/executor/exited",
+        Level::Must,
+        "the worker reports an executor whose process ended by itself EXITED with its exit status",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            w.conn
+                .send(&Envelope::Send(launch_msg(
+                    &w,
+                    "app-20250101120000-0006",
+                    2,
+                    &allowed_exec(),
+                    &["0.2"],
+                )))
+                .await?;
+            state_change(&ctx, &mut w, 2).await?;
+            let s = state_change(&ctx, &mut w, 2).await?;
+            check(
+                s.state == ExecutorState::Exited && s.exit_status == Some(0),
+                "EXITED with status 0",
+                format!("{} {:?}", s.state, s.exit_status),
+            )
+        },
+    );
+    cs.add("flow/worker/executor/not-allowed", Level::Must,
+        "the worker runs only what its operator allowed: LaunchExecutor of a program not on its allow-list is reported FAILED",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let marker = w.run.work_dir.join("ran");
+            let script = format!("touch {}", marker.display());
+            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0007", 4, "/bin/sh", &["-c", &script]))).await?;
+            let s = state_change(&ctx, &mut w, 4).await?;
+            check(s.state == ExecutorState::Failed, "FAILED", s.state.to_string())?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            check(!marker.exists(), "the program not run", "it ran")
+        });
+    cs.add("flow/worker/ui/state", Level::Must,
+        "the worker answers a UI's RequestWorkerState with its id, cores, memory and the executors it runs",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0008", 5, &allowed_exec(), &["20"]))).await?;
+            state_change(&ctx, &mut w, 5).await?;
+            let addr = ui_addr(&ctx, &mut w).await?;
+            let mut ui = Conn::open(addr, "ui", Role::Ui, "", &[Version::V2], &ctx.log, wait(&ctx)).await?;
+            ui.send(&Envelope::Ask { id: 3, message: D::RequestWorkerState(RequestWorkerState {}) }).await?;
+            let s = ui.expect::<D, WorkerStateResponse>(wait(&ctx), "WorkerStateResponse", |e| match e {
+                Envelope::Reply { id: 3, reply: Reply::Message(D::WorkerStateResponse(s)) } => Some(s.clone()),
+                _ => None,
+            }).await?;
+            let out = check(s.worker_id == w.reg.id && s.cores == CORES && s.memory == MEMORY && s.executors.iter().any(|e| e.exec_id == 5),
+                "its id, cores, memory and executor 5", format!("{} {} cores {} MiB executors {:?}", s.worker_id, s.cores, s.memory, s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
+            w.run.stop(Duration::from_secs(2)).await;
+            out
+        });
+    cs.add("flow/worker/driver/launch-and-kill", Level::Must,
+        "the worker runs a driver it is sent (LaunchDriver) and, told KillDriver, reports it KILLED with DriverStateChanged (rules D3, D4)",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let id = "driver-20250101120000-0001";
+            let desc = DriverDescription { jar_url: "file:/tmp/x.jar".into(), mem: 64, cores: 1, supervise: false, command: command(&allowed_exec(), &["20"]), resource_reqs: vec![] };
+            w.conn.send(&Envelope::Send(D::LaunchDriver(LaunchDriver { driver_id: id.into(), driver_desc: desc, resources: BTreeMap::new() }))).await?;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            w.conn.send(&Envelope::Send(D::KillDriver(KillDriver { driver_id: id.into() }))).await?;
+            let s = w.conn.expect::<D, DriverStateChanged>(wait(&ctx), "DriverStateChanged", |e| match e {
+                Envelope::Send(D::DriverStateChanged(s)) if s.driver_id == id => Some(s.clone()),
+                _ => None,
+            }).await?;
+            check(s.state == DriverState::Killed, "KILLED", s.state.to_string())
+        });
+    cs.add("flow/worker/decommission", Level::Must,
+        "a worker told DecommissionWorker (version 2) tells the master it is decommissioning (WorkerDecommissioning with its id)",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V2]).await?;
+            let id = w.reg.id.clone();
+            w.conn.send(&Envelope::Send(D::DecommissionWorker(DecommissionWorker {}))).await?;
+            w.conn.expect::<D, ()>(wait(&ctx), "WorkerDecommissioning with its id", |e| match e {
+                Envelope::Send(D::WorkerDecommissioning(d)) if d.id == id => Some(()),
+                _ => None,
+            }).await
+        });
+    cs.add("flow/worker/executor/spark-app-id", Level::Must,
+        "ExecutorStateChanged names the application and executor of the LaunchExecutor it reports on",
+        |ctx: Ctx| async move {
+            let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let app = "app-20250101120000-0009";
+            w.conn.send(&Envelope::Send(launch_msg(&w, app, 7, &allowed_exec(), &["20"]))).await?;
+            let s = state_change(&ctx, &mut w, 7).await?;
+            w.run.stop(Duration::from_secs(2)).await;
+            spark_id(&s.app_id, "app")?;
+            check(s.app_id == app, app, s.app_id.clone())
+        });
+}

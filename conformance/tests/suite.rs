@@ -1,0 +1,266 @@
+//! The suite against the reference endpoints: every case passes against them, and every case
+//! fails against at least one broken endpoint (a reference endpoint behind the fault proxy).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use sparkwire_conformance::fault::Fault;
+use sparkwire_conformance::{cases, Target};
+
+fn suite() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_sparkwire-conformance"))
+}
+
+/// The `sparkwire` binary the workspace build put beside this test's profile directory.
+fn sparkwire() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile directory");
+    let bin = profile.join("sparkwire");
+    assert!(
+        bin.exists(),
+        "{} is missing: build the workspace (cargo test --workspace builds it)",
+        bin.display()
+    );
+    bin
+}
+
+/// A reference master on a free port, stopped when dropped.
+struct Master {
+    child: Child,
+    addr: String,
+}
+
+impl Master {
+    fn start(extra: &[&str]) -> Master {
+        let mut child = Command::new(sparkwire())
+            .args(["master", "--port", "0", "--strict"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the reference master");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the master's first line");
+        let addr = line
+            .trim()
+            .rsplit("sparkwire://")
+            .next()
+            .expect("an address")
+            .to_string();
+        Master { child, addr }
+    }
+}
+
+impl Drop for Master {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn template(target: Target) -> String {
+    let bin = sparkwire();
+    let bin = bin.display();
+    match target {
+        Target::Master => unreachable!(),
+        Target::Worker => format!("{bin} worker {{master_url}} --cores {{cores}} --memory {{memory}} --worker-timeout {{worker_timeout}} --register-retry 1 --work-dir {{work_dir}} --allow-exec {{allowed_exec}} --exit-with-stdin"),
+        Target::Driver => format!("{bin} driver --master {{master_url}} --job {{job}} --partitions {{partitions}} --param {{param}} --max-message-size {{max_message_size}} --executor-cores {{cores}}"),
+        Target::Executor => format!("{bin} executor --driver-url {{driver_url}} --executor-id {{executor_id}} --cores {{cores}} --app-id {{app_id}} --worker-url {{worker_url}}"),
+    }
+}
+
+/// Runs the suite; returns its exit code and each case's verdict.
+fn run(args: &[String]) -> (i32, BTreeMap<String, String>) {
+    let dir = std::env::temp_dir().join(format!(
+        "sparkwire-conformance-test-{}-{}",
+        std::process::id(),
+        args.join("").len() ^ rand_suffix()
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let json = dir.join("r.json");
+    let out = Command::new(suite())
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run the suite");
+    let mut verdicts = BTreeMap::new();
+    if let Ok(text) = std::fs::read_to_string(&json) {
+        let v: serde_json::Value = serde_json::from_str(&text).expect("JSON report");
+        for c in v["cases"].as_array().expect("cases") {
+            verdicts.insert(
+                c["id"].as_str().unwrap_or("").to_string(),
+                c["verdict"].as_str().unwrap_or("").to_string(),
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let code = out.status.code().unwrap_or(-1);
+    if code != 0 && args.iter().all(|a| !a.starts_with("--fault")) {
+        eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    }
+    (code, verdicts)
+}
+
+fn rand_suffix() -> usize {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The runs that together cover a target: (extra arguments, needs a master with these flags).
+fn configurations(target: Target) -> Vec<(Vec<String>, Vec<&'static str>)> {
+    match target {
+        Target::Master => vec![
+            (vec![], vec![]),
+            (
+                vec![
+                    "--spread-out".into(),
+                    "false".into(),
+                    "--worker-timeout".into(),
+                    "2".into(),
+                    "--cases".into(),
+                    "flow/master/scheduling".into(),
+                    "--cases".into(),
+                    "flow/master/heartbeat".into(),
+                ],
+                vec!["--spread-out", "false", "--worker-timeout", "2"],
+            ),
+        ],
+        t => vec![(vec!["--spawn".into(), template(t)], vec![])],
+    }
+}
+
+fn run_target(
+    target: Target,
+    fault: Option<Fault>,
+    patience: &str,
+) -> Vec<(i32, BTreeMap<String, String>)> {
+    let mut results = Vec::new();
+    for (extra, master_flags) in configurations(target) {
+        let master = (target == Target::Master).then(|| Master::start(&master_flags));
+        let mut args: Vec<String> = vec![
+            "--target".into(),
+            target.name().into(),
+            "--patience".into(),
+            patience.into(),
+        ];
+        if let Some(m) = &master {
+            args.push("--addr".into());
+            args.push(m.addr.clone());
+        }
+        args.extend(extra);
+        if let Some(f) = fault {
+            args.push("--fault".into());
+            args.push(f.name().into());
+        }
+        results.push(run(&args));
+    }
+    results
+}
+
+#[test]
+fn every_target_passes_against_the_reference_endpoints() {
+    let handles: Vec<_> = Target::ALL
+        .into_iter()
+        .map(|t| std::thread::spawn(move || (t, run_target(t, None, "5"))))
+        .collect();
+    for h in handles {
+        let (t, results) = h.join().expect("a target's run");
+        let mut passed = BTreeSet::new();
+        for (code, verdicts) in &results {
+            assert_eq!(
+                *code,
+                0,
+                "target {t}: a MUST failed: {:?}",
+                verdicts
+                    .iter()
+                    .filter(|(_, v)| *v == "fail")
+                    .collect::<Vec<_>>()
+            );
+            for (id, v) in verdicts {
+                assert!(v == "pass" || v == "skipped", "target {t}: {id} is {v}");
+                if v == "pass" {
+                    passed.insert(id.clone());
+                }
+            }
+        }
+        // Every case passes in some configuration (a case skipped in one runs in the other).
+        for c in cases(t) {
+            let skip_ok = c.id == "handshake/6/unoffered-version-chosen";
+            assert!(
+                passed.contains(&c.id) || skip_ok,
+                "target {t}: {} never passed",
+                c.id
+            );
+        }
+    }
+}
+
+#[test]
+fn every_case_fails_against_some_broken_endpoint() {
+    let mut failed: BTreeMap<Target, BTreeSet<String>> = BTreeMap::new();
+    for batch in Fault::ALL.chunks(4) {
+        let handles: Vec<_> = batch
+            .iter()
+            .flat_map(|f| Target::ALL.into_iter().map(move |t| (t, *f)))
+            .map(|(t, f)| std::thread::spawn(move || (t, run_target(t, Some(f), "1"))))
+            .collect();
+        for h in handles {
+            let (t, results) = h.join().expect("a faulty run");
+            for (_, verdicts) in results {
+                for (id, v) in verdicts {
+                    if v == "fail" || v == "non-strict" {
+                        failed.entry(t).or_default().insert(id);
+                    }
+                }
+            }
+        }
+    }
+    let mut never = Vec::new();
+    for t in Target::ALL {
+        for c in cases(t) {
+            if !failed.get(&t).is_some_and(|s| s.contains(&c.id)) {
+                never.push(format!("{t} {}", c.id));
+            }
+        }
+    }
+    assert!(
+        never.is_empty(),
+        "cases that no broken endpoint fails: {never:#?}"
+    );
+}
+
+#[test]
+fn cases_md_is_fresh() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("CASES.md");
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == sparkwire_conformance::cases_md::render(),
+        "conformance/CASES.md is stale: run `cargo run -p sparkwire-conformance -- --write-cases-md conformance/CASES.md`"
+    );
+}
+
+#[test]
+fn at_least_150_cases_with_unique_ids() {
+    let all = sparkwire_conformance::all_cases();
+    assert!(all.len() >= 150, "{} cases", all.len());
+    let mut seen = BTreeSet::new();
+    for c in &all {
+        assert!(
+            seen.insert((c.target, c.id.clone())),
+            "duplicate id {} for {}",
+            c.id,
+            c.target
+        );
+        assert!(!c.requirement.is_empty());
+    }
+}

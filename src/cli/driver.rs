@@ -1,0 +1,90 @@
+//! `sparkwire driver`: the reference driver as a process: registers an application with the
+//! master(s), runs one job on the executors the workers start for it, and exits.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use sparkwire::reference::driver::{Driver, DriverConfig};
+use sparkwire::reference::task::job_by_name;
+
+/// Options of `sparkwire driver`.
+#[derive(Debug, Args)]
+pub struct DriverArgs {
+    /// The master(s): sparkwire://host:port[,host:port…].
+    #[arg(long)]
+    master: String,
+    /// The job: pi, sum-squares, sleep, flaky, big-result or big-task.
+    #[arg(long, default_value = "pi")]
+    job: String,
+    /// Partitions (tasks) of the job.
+    #[arg(long, default_value_t = 10)]
+    partitions: usize,
+    /// The job's size parameter (see `local-cluster --help`).
+    #[arg(long)]
+    param: Option<u64>,
+    /// Cores per executor (spark.executor.cores); all of a worker's when absent.
+    #[arg(long)]
+    executor_cores: Option<u32>,
+    /// Memory per executor, MiB (spark.executor.memory).
+    #[arg(long, default_value_t = 1024)]
+    executor_memory: u32,
+    /// Most cores the application holds (spark.cores.max).
+    #[arg(long)]
+    max_cores: Option<u32>,
+    /// Largest message, MiB (spark.rpc.message.maxSize).
+    #[arg(long, default_value_t = 128)]
+    max_message_size: u32,
+    /// Attempts of a task before the job fails (spark.task.maxFailures).
+    #[arg(long, default_value_t = 4)]
+    max_task_failures: u32,
+    /// Seconds the masters have to register the application.
+    #[arg(long, default_value_t = 60)]
+    registration_timeout: u64,
+}
+
+/// Runs the command: exit 0 when the job succeeded (its result on standard output), 1 when it
+/// failed (Spark's error on standard error).
+pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
+    super::init_logging_at("warn");
+    let job = job_by_name(&args.job, args.partitions, args.param)
+        .ok_or_else(|| format!("unknown job {:?}", args.job))?;
+    let mut config = DriverConfig::new(format!("sparkwire {}", args.job));
+    config.masters = args
+        .master
+        .split(',')
+        .map(|m| m.trim().to_string())
+        .collect();
+    config.executor_cores = args.executor_cores;
+    config.executor_memory_mb = args.executor_memory;
+    config.max_cores = args.max_cores;
+    config.max_message_size_mib = args.max_message_size;
+    config.max_task_failures = args.max_task_failures.max(1);
+    config.registration_timeout = Duration::from_secs(args.registration_timeout.max(1));
+    super::runtime()?.block_on(async move {
+        let driver = Driver::start(config).await.map_err(|e| e.to_string())?;
+        println!("sparkwire driver listening on {}", driver.url());
+        super::flush_stdout();
+        let handle = driver
+            .submit(Arc::from(job))
+            .await
+            .map_err(|e| e.to_string())?;
+        let outcome = tokio::select! {
+            outcome = handle.result() => Some(outcome),
+            _ = super::terminated() => None,
+        };
+        driver.stop().await;
+        Ok(match outcome {
+            Some(Ok(r)) => {
+                println!("result: {}", r.output);
+                ExitCode::SUCCESS
+            }
+            Some(Err(e)) => {
+                eprintln!("sparkwire driver: {}", e.message);
+                ExitCode::from(1)
+            }
+            None => ExitCode::from(1),
+        })
+    })
+}
