@@ -15,7 +15,7 @@ master_pids=()
 start_master() { # prints the master's address
   local fifo
   fifo="$(mktemp -u)"; mkfifo "$fifo"
-  "$bin" master --port 0 --strict "$@" >"$fifo" 2>/dev/null &
+  "$bin" master --port 0 --webui-port 0 --strict "$@" >"$fifo" 2>/dev/null &
   master_pids+=($!)
   local line; read -r line <"$fifo"; rm -f "$fifo"
   echo "${line##*sparkwire://}"
@@ -33,7 +33,7 @@ addr2="$(start_master --spread-out false --worker-timeout 2)"
   --cases flow/master/scheduling --cases flow/master/heartbeat \
   --json "$out/master-consolidate.json" --junit "$out/master-consolidate.xml" || status=$?
 "$suite" --target worker --json "$out/worker.json" --junit "$out/worker.xml" \
-  --spawn "$bin worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --register-retry 1 --work-dir {work_dir} --allow-exec {allowed_exec} --exit-with-stdin" || status=$?
+  --spawn "$bin worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --register-retry 1 --work-dir {work_dir} --allow-exec-any {allowed_exec} --webui-port 0 --exit-with-stdin" || status=$?
 "$suite" --target driver --json "$out/driver.json" --junit "$out/driver.xml" \
   --spawn "$bin driver --master {master_url} --job {job} --partitions {partitions} --param {param} --max-message-size {max_message_size} --executor-cores {cores}" || status=$?
 "$suite" --target executor --json "$out/executor.json" --junit "$out/executor.xml" \

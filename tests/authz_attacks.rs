@@ -59,6 +59,8 @@ fn worker_process(
         url.as_str(),
         "--port",
         "0",
+        "--webui-port",
+        "0",
         "--cores",
         "2",
         "--memory",

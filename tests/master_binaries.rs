@@ -115,7 +115,16 @@ async fn master_and_worker_binaries_run_an_application_and_stop_on_sigterm() {
 /// exits 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strict_master_kills_a_driver_a_worker_reports_and_stays_clean() {
-    let (master, line) = spawn(&["master", "--port", "0", "--worker-timeout", "5", "--strict"]);
+    let (master, line) = spawn(&[
+        "master",
+        "--port",
+        "0",
+        "--webui-port",
+        "0",
+        "--worker-timeout",
+        "5",
+        "--strict",
+    ]);
     let url = line
         .strip_prefix("sparkwire master listening on ")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))

@@ -19,7 +19,7 @@ use sparkwire_conformance::{cases_md, report, runner, targets};
 ///
 /// Examples:
 ///   sparkwire-conformance --target master --addr 127.0.0.1:7077 --junit master.xml
-///   sparkwire-conformance --target worker --spawn 'sparkwire worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --allow-exec {allowed_exec} --exit-with-stdin'
+///   sparkwire-conformance --target worker --spawn 'sparkwire worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --allow-exec-any {allowed_exec} --webui-port 0 --exit-with-stdin'
 ///   sparkwire-conformance --list
 #[derive(Debug, Parser)]
 #[command(name = "sparkwire-conformance", version, verbatim_doc_comment)]

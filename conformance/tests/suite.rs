@@ -38,7 +38,7 @@ struct Master {
 impl Master {
     fn start(extra: &[&str]) -> Master {
         let mut child = Command::new(sparkwire())
-            .args(["master", "--port", "0", "--strict"])
+            .args(["master", "--port", "0", "--webui-port", "0", "--strict"])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -70,7 +70,7 @@ fn template(target: Target) -> String {
     let bin = bin.display();
     match target {
         Target::Master => unreachable!(),
-        Target::Worker => format!("{bin} worker {{master_url}} --cores {{cores}} --memory {{memory}} --worker-timeout {{worker_timeout}} --register-retry 1 --work-dir {{work_dir}} --allow-exec {{allowed_exec}} --exit-with-stdin"),
+        Target::Worker => format!("{bin} worker {{master_url}} --cores {{cores}} --memory {{memory}} --worker-timeout {{worker_timeout}} --register-retry 1 --work-dir {{work_dir}} --allow-exec-any {{allowed_exec}} --webui-port 0 --exit-with-stdin"),
         Target::Driver => format!("{bin} driver --master {{master_url}} --job {{job}} --partitions {{partitions}} --param {{param}} --max-message-size {{max_message_size}} --executor-cores {{cores}}"),
         Target::Executor => format!("{bin} executor --driver-url {{driver_url}} --executor-id {{executor_id}} --cores {{cores}} --app-id {{app_id}} --worker-url {{worker_url}}"),
     }
