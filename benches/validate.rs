@@ -9,7 +9,8 @@ use std::time::Instant;
 use sparkwire::validate::scenario::{msg, Scenario};
 use sparkwire::validate::sparkwire_task_decoder;
 use sparkwire::validate::trace::{to_text, TraceReader};
-use sparkwire::validate::{Config, Endpoint, Event, Role, Validator};
+use sparkwire::validate::{Config, Endpoint, Event, Validator};
+use sparkwire::wire::handshake::Role;
 
 /// A cluster of 64 workers and 16 applications with 4 executors each, then tasks round-robin over
 /// the executors until `target` events, with heartbeats every 15 s of trace time.

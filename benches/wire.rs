@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
-use sparkwire::wire::codec::FrameCodec;
-use sparkwire::wire::limits::FrameLimit;
 use sparkwire::wire::Envelope;
+use sparkwire::wire::FrameCodec;
+use sparkwire::wire::FrameLimit;
 use tokio_util::codec::Decoder;
 
 /// Samples per measurement; the median is reported.

@@ -10,9 +10,9 @@ use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;
 
 use crate::messages::{CoarseMessage, DeployMessage, Family, Version};
-use crate::wire::body::{read_message, write_message};
-use crate::wire::task::{decode_task, encode_task};
 use crate::wire::{decode_envelope, encode_envelope};
+use crate::wire::{decode_task, encode_task};
+use crate::wire::{read_message, write_message};
 
 /// The fuzz targets, by name (the file names under `fuzz/fuzz_targets/`).
 pub const TARGETS: &[&str] = &[
@@ -86,7 +86,7 @@ where
 /// split, and every accepted envelope re-encodes to a frame that decodes to itself.
 pub fn frame_decoder(data: &[u8]) {
     use crate::wire::handshake::decode_hello;
-    use crate::wire::limits::FrameLimit;
+    use crate::wire::FrameLimit;
     use crate::wire::{FrameCodec, RawFrameCodec};
     let [selector, split, rest @ ..] = data else {
         return;
@@ -356,7 +356,7 @@ fn handshake_seeds() -> Vec<Vec<u8>> {
         }
     }
     // The authenticated exchange's frames.
-    if let Ok(vectors) = crate::wire::auth_vectors::auth_vectors() {
+    if let Ok(vectors) = crate::wire::vectors::auth_vectors() {
         for v in vectors {
             for hex in [
                 Some(v.hello_hex),
@@ -482,7 +482,8 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
 pub fn validator(data: &[u8]) {
     use arbitrary::{Arbitrary, Unstructured};
 
-    use crate::validate::{Endpoint, Event, Role, Validator};
+    use crate::validate::{Endpoint, Event, Validator};
+    use crate::wire::handshake::Role;
     use crate::wire::Envelope;
 
     let mut u = Unstructured::new(data);

@@ -1,14 +1,15 @@
 //! sparkwire: a versioned, language-neutral wire definition of Apache Spark's standalone-cluster
 //! protocol, with typed messages, framed codecs, version negotiation and a state-machine validator.
 //!
-//! Layers, each depending only on the ones before it:
-//! 1. [`messages`]: plain data types, one module per family; [`definition`]: the machine-readable
-//!    protocol definition of `protocol/`.
-//! 2. [`wire`]: the envelope, message bodies per version, frames, codecs, the handshake; and
-//!    [`connection`], its async side: connections over any byte stream with sends, asks and
-//!    replies, limits and counters.
-//! 3. [`validate`]: a sans-IO state-machine validator of conversations and traces.
-//! 4. [`reference`](mod@reference): reference Master, Worker, driver and executor.
+//! Layers, each depending only on the public API of the ones before it:
+//! 1. [`messages`]: plain data types, one module per family.
+//! 2. [`definition`]: the machine-readable protocol definition of `protocol/`; [`wire`]: the
+//!    envelope, message bodies per version, frames, codecs, the handshake.
+//! 3. [`connection`]: the async side of the wire (tokio): connections over any byte stream with
+//!    sends, asks and replies, limits and counters.
+//! 4. [`validate`]: a sans-IO state-machine validator of conversations and traces.
+//! 5. [`reference`](mod@reference): reference Master, Worker, driver and executor.
+//! 6. the `sparkwire` binary (`src/cli/`).
 //!
 //! [`fuzzing`] holds the fuzz targets' bodies, shared by `fuzz/` and the regression tests.
 //!

@@ -109,8 +109,8 @@ mod tls {
 
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
     use sparkwire::connection::{write_secret_file, Security, TlsSettings};
-    use sparkwire::reference::cluster::{ClusterConfig, LocalCluster};
     use sparkwire::reference::driver::Driver;
+    use sparkwire::reference::local_cluster::{ClusterConfig, LocalCluster};
     use sparkwire::reference::task::SumSquaresJob;
     use sparkwire::wire::handshake::Secret;
 

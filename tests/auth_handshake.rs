@@ -10,10 +10,10 @@ use sha2::Sha256;
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError};
 use sparkwire::messages::payload::from_hex;
 use sparkwire::messages::DeployMessage;
-use sparkwire::wire::auth_vectors::{auth_vectors, AuthVector};
 use sparkwire::wire::handshake::{
     decode_answer, decode_hello, decode_proof, Answer, HandshakeError, RefusalReason, Role, Secret,
 };
+use sparkwire::wire::vectors::{auth_vectors, AuthVector};
 use tokio::net::{TcpListener, TcpStream};
 
 fn on_disk() -> Vec<AuthVector> {

@@ -7,9 +7,9 @@ use bytes::{BufMut, BytesMut};
 use common::samples;
 use futures_util::StreamExt;
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
-use sparkwire::wire::codec::{FrameCodec, RawFrameCodec};
-use sparkwire::wire::limits::{FrameLimit, LimitSetting, DEFAULT_MAX_FRAME_SIZE, READ_CHUNK};
 use sparkwire::wire::{Envelope, Error, FrameError, Reply};
+use sparkwire::wire::{FrameCodec, RawFrameCodec};
+use sparkwire::wire::{FrameLimit, LimitSetting, DEFAULT_MAX_FRAME_SIZE, READ_CHUNK};
 use tokio::io::{duplex, AsyncWriteExt};
 use tokio_util::codec::{Decoder, Encoder, FramedRead};
 

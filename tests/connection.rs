@@ -7,8 +7,8 @@ use common::{connected, samples, tcp_pair};
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming, Traffic};
 use sparkwire::messages::{CoarseMessage, DeployMessage, ErrorDescription, Family, Version};
 use sparkwire::wire::handshake::Role;
-use sparkwire::wire::limits::LimitSetting;
-use sparkwire::wire::task_size::TaskRef;
+use sparkwire::wire::LimitSetting;
+use sparkwire::wire::TaskRef;
 use sparkwire::wire::{Error, FrameError, Reply};
 
 const MIB: usize = 1024 * 1024;
@@ -608,10 +608,10 @@ async fn an_envelope_arriving_in_the_same_read_as_the_answer_is_not_lost() {
 #[tokio::test]
 async fn the_handshake_helpers_hand_over_streams_ready_for_the_frame_codec() {
     use futures_util::StreamExt;
-    use sparkwire::wire::codec::FrameCodec;
     use sparkwire::wire::handshake::{client_handshake, server_handshake, Identity};
-    use sparkwire::wire::limits::FrameLimit;
     use sparkwire::wire::Envelope;
+    use sparkwire::wire::FrameCodec;
+    use sparkwire::wire::FrameLimit;
     use tokio::io::AsyncWriteExt;
 
     let (a, b) = tokio::io::duplex(common::PIPE);

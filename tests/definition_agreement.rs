@@ -7,8 +7,8 @@ use arbitrary::Arbitrary;
 use bytes::Bytes;
 use sparkwire::definition::{Definition, MessageKind, TypeExpr};
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
-use sparkwire::wire::body::write_message;
 use sparkwire::wire::check::{check_message, Strictness};
+use sparkwire::wire::write_message;
 
 #[test]
 fn definition_parses_and_every_type_expression_resolves() {
@@ -186,7 +186,7 @@ fn checker_catches_a_missing_field_a_wrong_type_and_an_unknown_field() {
 fn task_descriptions_are_laid_out_exactly_as_the_definition_says_and_round_trip() {
     use sparkwire::messages::TaskDescription;
     use sparkwire::wire::check::check_value;
-    use sparkwire::wire::task::{decode_task, encode_task};
+    use sparkwire::wire::{decode_task, encode_task};
     let def = Definition::builtin();
     let ty = TypeExpr::Named("TaskDescription".into());
     let mut rng = common::Rng::new(21);
@@ -242,7 +242,7 @@ fn handshake_roles_are_the_definition_s_roles_with_the_same_families() {
 #[test]
 fn conversion_vectors_follow_the_definition_s_expressions() {
     use sparkwire::definition::convert::convert_message;
-    use sparkwire::wire::decoder_vectors::ConversionVector;
+    use sparkwire::wire::vectors::ConversionVector;
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/protocol/vectors/conversions.json"

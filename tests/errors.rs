@@ -20,7 +20,7 @@ use sparkwire::connection::{
 use sparkwire::messages::deploy::SendHeartbeat;
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
 use sparkwire::wire::handshake::{decode_answer, Answer, HandshakeError, RefusalReason, Role};
-use sparkwire::wire::limits::LimitSetting;
+use sparkwire::wire::LimitSetting;
 use sparkwire::wire::{decode_envelope, Envelope, Error, FrameError, Reply};
 use tokio::io::{duplex, AsyncRead, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
 use tokio::net::TcpStream;

@@ -9,11 +9,12 @@ use bytes::Bytes;
 use sparkwire::definition::Definition;
 use sparkwire::messages::payload::from_hex;
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
-use sparkwire::wire::body::write_message;
 use sparkwire::wire::check::{check_message, Strictness};
+use sparkwire::wire::value_from_json;
 use sparkwire::wire::vectors::{
-    error_name, render_files, value_from_body, value_from_json, EnvelopeVector, MessageVectors,
+    error_name, render_files, value_from_body, EnvelopeVector, MessageVectors,
 };
+use sparkwire::wire::write_message;
 use sparkwire::wire::{decode_frame, encode_frame, Envelope};
 
 fn vectors_dir() -> &'static Path {
@@ -146,7 +147,7 @@ fn envelope_vectors_decode_or_fail_with_the_named_error() {
 
 #[test]
 fn decoder_vectors_decode_or_fail_as_spec_md_decides() {
-    use sparkwire::wire::decoder_vectors::{check_decoder_vector, DecoderVector};
+    use sparkwire::wire::vectors::{check_decoder_vector, DecoderVector};
     let vectors: Vec<DecoderVector> = read_json(&vectors_dir().join("decoder.json"));
     assert!(vectors.len() >= 20, "{} decoder vectors", vectors.len());
     for v in &vectors {
@@ -184,7 +185,7 @@ fn decoder_vectors_decode_or_fail_as_spec_md_decides() {
 
 #[test]
 fn a_decoder_vector_with_the_wrong_verdict_is_caught() {
-    use sparkwire::wire::decoder_vectors::{check_decoder_vector, DecoderVector};
+    use sparkwire::wire::vectors::{check_decoder_vector, DecoderVector};
     let vectors: Vec<DecoderVector> = read_json(&vectors_dir().join("decoder.json"));
     for v in vectors {
         let mut wrong = v.clone();
@@ -240,8 +241,8 @@ fn truncated_and_corrupted_vectors_give_errors_and_never_panic() {
 #[test]
 fn task_description_vectors_decode_to_their_value_and_encode_to_their_bytes() {
     use sparkwire::messages::TaskDescription;
-    use sparkwire::wire::task::{decode_task, encode_task};
     use sparkwire::wire::vectors::TaskVector;
+    use sparkwire::wire::{decode_task, encode_task};
     let vectors: Vec<TaskVector> = read_json(&vectors_dir().join("task-description.json"));
     assert_eq!(vectors.len(), 2);
     for v in vectors {

@@ -25,7 +25,7 @@ async fn ready(m: &Addr) -> bool {
 
 /// An application with one running executor on one worker, registered with `masters`.
 async fn running_cluster(
-    obs: &sparkwire::reference::observe::Observer,
+    obs: &sparkwire::reference::observe::StrictObserver,
     masters: Vec<Addr>,
     work: &std::path::Path,
 ) -> (sparkwire::reference::worker::WorkerHandle, TestApp) {

@@ -13,7 +13,7 @@ use common::{raw_client_and_server, samples};
 use sparkwire::connection::{ConnectionConfig, ConnectionError, Incoming};
 use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
-use sparkwire::wire::limits::LimitSetting;
+use sparkwire::wire::LimitSetting;
 use sparkwire::wire::{Envelope, FrameError};
 use tokio::io::AsyncWriteExt;
 

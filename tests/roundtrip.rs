@@ -7,8 +7,8 @@ mod common;
 use arbitrary::Arbitrary;
 use bytes::Bytes;
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
-use sparkwire::wire::body::{read_message, write_message};
 use sparkwire::wire::{decode_frame, encode_frame, Envelope, Error, Reply};
+use sparkwire::wire::{read_message, write_message};
 
 fn round_trips<F: Family + for<'a> Arbitrary<'a>>(seed: u64) {
     for m in common::samples_of_every_message::<F>(seed, 40) {

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use sparkwire::messages::Version;
 use sparkwire::spark::decode::{decode_capture, Decoded};
 use sparkwire::validate::trace::{to_text, TraceReader};
-use sparkwire::validate::{Config, EventBody, OutsideStatus, Role, Validator};
+use sparkwire::validate::{Config, EventBody, OutsideStatus, Validator};
+use sparkwire::wire::handshake::Role;
 
 /// The captures' directory. Missing captures fail the test under CI (`CI=true`), where the
 /// repository is cloned beside `shared/`; elsewhere the test says it is skipped.

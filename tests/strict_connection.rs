@@ -6,7 +6,7 @@ use std::time::Duration;
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError};
 use sparkwire::messages::coarse::LaunchedExecutor;
 use sparkwire::messages::{CoarseMessage, Version};
-use sparkwire::validate::{Endpoint, Role as VRole, SharedValidator};
+use sparkwire::validate::{Endpoint, SharedValidator};
 use sparkwire::wire::handshake::{client_handshake, server_handshake, Identity, Role};
 
 fn identity(role: Role, id: &str) -> Identity {
@@ -33,8 +33,8 @@ async fn strict_driver_refuses_an_executor_that_skips_registration() {
             let version = est.negotiated().version;
             let view = shared.connection(
                 1,
-                Endpoint::new(VRole::Driver, "driver"),
-                Endpoint::new(VRole::Executor, &peer),
+                Endpoint::new(Role::Driver, "driver"),
+                Endpoint::new(Role::Executor, &peer),
                 false,
                 version,
                 || 0,

@@ -4,7 +4,8 @@
 use sparkwire::messages::{CoarseMessage, DeployMessage, DriverState, ExecutorState, TaskState};
 use sparkwire::validate::scenario::{msg, Scenario};
 use sparkwire::validate::sparkwire_task_decoder;
-use sparkwire::validate::{Config, Endpoint, Event, Role, Rule, Validator, Violation};
+use sparkwire::validate::{Config, Endpoint, Event, Rule, Validator, Violation};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
 fn run(config: Config, events: &[Event]) -> Vec<Violation> {

@@ -6,7 +6,8 @@ use sparkwire::messages::{
 };
 use sparkwire::validate::scenario::{msg, Link, Scenario};
 use sparkwire::validate::sparkwire_task_decoder;
-use sparkwire::validate::{Config, Endpoint, Event, Role, Rule, Validator};
+use sparkwire::validate::{Config, Endpoint, Event, Rule, Validator};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
 type Build = fn(&mut Scenario);

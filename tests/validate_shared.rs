@@ -6,7 +6,8 @@ use std::sync::Arc;
 use sparkwire::messages::{CoarseMessage, TaskState, Version};
 use sparkwire::validate::scenario::{msg, Scenario};
 use sparkwire::validate::sparkwire_task_decoder;
-use sparkwire::validate::{Config, Endpoint, Role, Rule, SharedValidator, Validator, Violation};
+use sparkwire::validate::{Config, Endpoint, Rule, SharedValidator, Validator, Violation};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
 #[test]

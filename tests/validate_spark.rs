@@ -6,8 +6,9 @@
 use sparkwire::messages::{DeployMessage, ExecutorState};
 use sparkwire::validate::scenario::{msg, Scenario};
 use sparkwire::validate::{
-    Config, Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, Role, Rule, Validator,
+    Config, Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, Rule, Validator,
 };
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
 fn verdicts(events: &[Event], config: Config) -> Vec<Rule> {

@@ -10,7 +10,8 @@ use sparkwire::messages::{
 };
 use sparkwire::validate::scenario::{msg, Scenario};
 use sparkwire::validate::trace::{read_events, to_text, TraceErrorKind, TraceReader};
-use sparkwire::validate::{Endpoint, Event, Role, Rule, Validator};
+use sparkwire::validate::{Endpoint, Event, Rule, Validator};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
 fn root() -> PathBuf {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use sparkwire::connection::Counters;
 use sparkwire::reference::driver::{Driver, DriverStatus, JobFailed, JobProgress, JobResult};
-use sparkwire::reference::tap::{Observer, Verdict};
+use sparkwire::reference::tap::{TraceObserver, Verdict};
 use sparkwire::reference::task::{job_by_name, JOB_NAMES};
 
 /// Most partitions a job may have.
@@ -75,7 +75,7 @@ pub(crate) async fn run_and_report(
     timeout: Duration,
     since: Instant,
     driver_started: Duration,
-    observer: &Observer,
+    observer: &TraceObserver,
 ) -> Result<bool, String> {
     let ready = driver
         .wait_for_executors(executors, timeout)

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use sparkwire::connection::{generate_secret, write_secret_file, Security};
-use sparkwire::reference::cluster::{ClusterConfig, LocalCluster};
 use sparkwire::reference::diagram::mermaid;
 use sparkwire::reference::driver::{Driver, DriverConfig};
-use sparkwire::reference::tap::{strict_validator, Observer};
+use sparkwire::reference::local_cluster::{ClusterConfig, LocalCluster};
+use sparkwire::reference::tap::{strict_validator, TraceObserver};
 use sparkwire::wire::handshake::Secret;
 
 use super::job::{run_and_report, JobArgs};
@@ -191,7 +191,7 @@ async fn run_cluster(
     } else {
         0
     };
-    let observer = Observer::new(Some(strict_validator()), trace, keep);
+    let observer = TraceObserver::new(Some(strict_validator()), trace, keep);
 
     let mut config = ClusterConfig::new(program.clone(), args.workers, args.cores, args.memory);
     config.master_args = vec![

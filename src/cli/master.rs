@@ -10,7 +10,7 @@ use super::seconds;
 
 use sparkwire::messages::Version;
 use sparkwire::reference::master::{Master, MasterConfig};
-use sparkwire::reference::observe::Observer;
+use sparkwire::reference::observe::StrictObserver;
 use sparkwire::reference::redact::{Redactor, DEFAULT_REDACTION_REGEX};
 use sparkwire::validate::SharedValidator;
 
@@ -116,7 +116,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
             worker_timeout_ms: u64::try_from(config.worker_timeout.as_millis()).unwrap_or(u64::MAX),
             ..sparkwire::validate::Config::default()
         };
-        Observer::new(SharedValidator::with_config(rules))
+        StrictObserver::new(SharedValidator::with_config(rules))
     });
     config.observer = observer.clone();
     super::runtime()?.block_on(async move {

@@ -1,4 +1,4 @@
-//! Commands of the `sparkwire` binary.
+//! Layer 6: the commands of the `sparkwire` binary, built on the public API of the library.
 
 mod client;
 mod driver;

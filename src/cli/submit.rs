@@ -12,7 +12,7 @@ use sparkwire::messages::deploy::{
 };
 use sparkwire::messages::{Command, DeployMessage, DriverDescription, DriverState, Family};
 use sparkwire::reference::driver::{Driver, DriverConfig};
-use sparkwire::reference::tap::{strict_validator, Observer};
+use sparkwire::reference::tap::{strict_validator, TraceObserver};
 use sparkwire::reference::url::MasterUrl;
 use sparkwire::wire::handshake::Role;
 
@@ -133,7 +133,7 @@ async fn client_mode(
     config.executor_memory_mb = executor_memory;
     config.max_cores = args.total_executor_cores;
     config.advertise_host = args.driver_host.clone();
-    let observer = Observer::new(Some(strict_validator()), None, 0);
+    let observer = TraceObserver::new(Some(strict_validator()), None, 0);
     config.observer = Some(observer.clone());
     println!("submit: driver in this process, masters {url}");
     let driver_started = start.elapsed();

@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::security::Security;
 use crate::messages::Version;
 use crate::wire::handshake::Secret;
-use crate::wire::limits::DEFAULT_MAX_FRAME_SIZE;
 use crate::wire::Envelope;
+use crate::wire::DEFAULT_MAX_FRAME_SIZE;
 
 /// Spark's default `spark.rpc.askTimeout`: 120 seconds.
 pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(120);

@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::config::Direction;
 use crate::messages::ErrorDescription;
 use crate::wire::handshake::{HandshakeError, Role};
-use crate::wire::task_size::TaskTooLarge;
 use crate::wire::FrameError;
+use crate::wire::TaskTooLarge;
 
 /// A connection that failed, or one operation on it that failed.
 ///

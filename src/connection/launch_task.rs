@@ -3,7 +3,7 @@
 use super::{ConnectionError, ConnectionHandle};
 use crate::messages::coarse::LaunchTask;
 use crate::messages::CoarseMessage;
-use crate::wire::task_size::{check_task_size, task_size_limit, TaskRef};
+use crate::wire::{check_task_size, task_size_limit, TaskRef};
 
 impl ConnectionHandle<CoarseMessage> {
     /// The largest serialized task this connection sends: its frame limit less the envelope

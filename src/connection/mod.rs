@@ -40,7 +40,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::messages::{ErrorDescription, Family, Version};
 use crate::wire::handshake::{Established, HandshakeError, Identity, Negotiated, Role};
-use crate::wire::limits::FrameLimit;
+use crate::wire::FrameLimit;
 use crate::wire::{Envelope, FrameCodec, Reply};
 use shared::{new_shared, Outgoing, Settles, Shared};
 

@@ -13,7 +13,7 @@ use super::error::ConnectionError;
 use super::pending::{IncomingAsks, Matched, Outcome, PendingAsks};
 use super::Incoming;
 use crate::messages::Family;
-use crate::wire::codec::envelope_label;
+use crate::wire::envelope_label;
 use crate::wire::handshake::Negotiated;
 use crate::wire::{Envelope, FrameCodec};
 

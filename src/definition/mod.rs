@@ -1,4 +1,4 @@
-//! The machine-readable protocol definition, `protocol/definition.json`, compiled into the crate.
+//! Layer 2: the machine-readable protocol definition, `protocol/definition.json`, compiled into the crate.
 //!
 //! The file is the one source of truth for routes, kinds, versions and field layouts. The Rust
 //! message types follow it: tests encode random values of every message in every version and
@@ -7,14 +7,14 @@
 
 pub mod convert;
 pub mod markdown;
-pub mod types;
+mod types;
 
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
 use crate::messages::Version;
-pub use types::TypeExpr;
+pub use types::{TypeExpr, TypeParseError};
 
 /// The definition file's text, as compiled in.
 pub const DEFINITION_JSON: &str = include_str!("../../protocol/definition.json");

@@ -120,7 +120,7 @@ mod tests {
     use super::*;
     use crate::messages::coarse::LaunchedExecutor;
     use crate::messages::Version;
-    use crate::validate::Role;
+    use crate::wire::handshake::Role;
 
     #[test]
     fn a_diagram_names_participants_and_draws_one_arrow_per_message() {

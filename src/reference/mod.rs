@@ -1,27 +1,25 @@
-//! Layer 4: reference Master, Worker, driver and executor, built only on the public API of the
+//! Layer 5: reference Master, Worker, driver and executor, built only on the public API of the
 //! layers before it, as an outside implementation would be.
 //!
 //! [`master`] and [`worker`] run Spark's standalone Master and Worker on tokio; [`url`] parses
-//! `sparkwire://` master URLs, [`observe`] plugs a shared validator into every connection they
-//! make (strict mode), and [`clock`] formats Spark-style ids.
+//! `sparkwire://` master URLs and `spark://` endpoint addresses, [`observe`] plugs a shared
+//! validator into every connection they make (strict mode), and [`clock`] formats Spark-style ids.
 //!
 //! [`driver`] and [`executor`] are an application's side: Spark's StandaloneAppClient and
 //! CoarseGrainedSchedulerBackend, and CoarseGrainedExecutorBackend; [`task`] holds what they run.
-//! [`tap`] validates and traces a driver's connections, [`cluster`] starts a master and workers
-//! as processes (`sparkwire local-cluster`), [`diagram`] draws traces, and [`spark_url`] parses
-//! endpoint addresses.
+//! [`tap`] validates and traces a driver's connections, [`local_cluster`] starts a master and
+//! workers as processes (`sparkwire local-cluster`), and [`diagram`] draws traces.
 
 pub mod authz;
 pub mod clock;
-pub mod cluster;
 pub mod diagram;
 pub mod driver;
 pub mod executor;
+pub mod local_cluster;
 pub mod master;
 pub mod observe;
 pub(crate) mod outbox;
 pub mod redact;
-pub mod spark_url;
 pub mod tap;
 pub mod task;
 pub mod url;

@@ -1,4 +1,4 @@
-//! Strict mode for the reference processes: an [`Observer`] shares one validator among every
+//! Strict mode for the reference processes: an [`StrictObserver`] shares one validator among every
 //! connection of a cluster, giving each a [`ConnectionView`] as its inspector, so that any message
 //! that breaks a rule of `protocol/rules.md` is refused as it is sent or received and counted.
 //!
@@ -19,23 +19,23 @@ use std::time::Instant;
 
 use crate::connection::Inspector;
 use crate::messages::{DeployMessage, Version};
-use crate::validate::{ConnectionView, Endpoint, Role as VRole, SharedValidator, Violation};
+use crate::validate::{ConnectionView, Endpoint, SharedValidator, Violation};
 use crate::wire::handshake::Role;
 use crate::wire::Envelope;
 
 /// One validator shared by the connections of a cluster, with connection ids unique across it and
 /// one clock.
 #[derive(Debug, Clone)]
-pub struct Observer {
+pub struct StrictObserver {
     validator: SharedValidator,
     next_conn: Arc<AtomicU64>,
     start: Instant,
 }
 
-impl Observer {
+impl StrictObserver {
     /// Observes with `validator`.
     pub fn new(validator: SharedValidator) -> Self {
-        Observer {
+        StrictObserver {
             validator,
             next_conn: Arc::new(AtomicU64::new(1)),
             start: Instant::now(),
@@ -114,17 +114,12 @@ impl Observer {
     }
 }
 
-/// The validator's role for a handshake role; `None` for `driverClient`, which may be a UI.
-pub fn validate_role(role: Role) -> Option<VRole> {
+/// The validator's role for a peer that declared `role` in its handshake; `None` for
+/// `driver-client`, which may be an older UI (its first message decides).
+fn validate_role(role: Role) -> Option<Role> {
     match role {
-        Role::Worker => Some(VRole::Worker),
-        Role::AppClient => Some(VRole::AppClient),
         Role::DriverClient => None,
-        Role::Master => Some(VRole::Master),
-        Role::Executor => Some(VRole::Executor),
-        Role::ClusterManager => Some(VRole::ClusterManager),
-        Role::Driver => Some(VRole::Driver),
-        Role::Ui => Some(VRole::Ui),
+        other => Some(other),
     }
 }
 
@@ -135,7 +130,7 @@ fn report(violations: &[Violation]) {
 }
 
 struct Pending {
-    observer: Observer,
+    observer: StrictObserver,
     local: Endpoint,
     peer_id: String,
     local_dialled: bool,
@@ -148,7 +143,7 @@ struct Slot {
 }
 
 impl Slot {
-    fn open_as(&mut self, role: VRole) {
+    fn open_as(&mut self, role: Role) {
         if let Some(p) = self.pending.take() {
             let peer = Endpoint::new(role, p.peer_id);
             self.view = Some(p.observer.view(p.local, peer, p.local_dialled, p.version));
@@ -165,7 +160,7 @@ impl Slot {
                     | DeployMessage::DecommissionWorkersOnHosts(_)
                     | DeployMessage::RequestWorkerState(_)
             );
-            self.open_as(if ui { VRole::Ui } else { VRole::DriverClient });
+            self.open_as(if ui { Role::Ui } else { Role::DriverClient });
         }
         self.view.as_mut()
     }
@@ -206,7 +201,7 @@ impl Inspector<DeployMessage> for ObservedConnection {
             Some(m) if slot.view.is_none() && slot.pending.is_some() => {
                 // This side speaks first to a driver client: it cannot be a UI.
                 let _ = m;
-                slot.open_as(VRole::DriverClient);
+                slot.open_as(Role::DriverClient);
                 slot.view.as_mut()
             }
             _ => slot.view.as_mut(),

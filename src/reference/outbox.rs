@@ -20,11 +20,9 @@ use crate::connection::{
 };
 use crate::definition::{Definition, MessageKind};
 use crate::messages::{Addr, DeployMessage, ErrorDescription, Family};
+use crate::validate::ConnId;
 use crate::wire::handshake::{Established, HandshakeError, Identity};
 use crate::wire::Reply;
-
-/// A connection's id within one process.
-pub(crate) type ConnId = u64;
 
 /// A connection as the owner holds it: a handle to send on it, and a switch that closes it.
 #[derive(Clone)]

@@ -1,7 +1,7 @@
 //! Watching a process's connections: a shared validator that refuses illegal messages as they
 //! cross (strict mode), and a trace of every event (JSON Lines, `protocol/trace.md`).
 //!
-//! An [`Observer`] hands each connection a [`Tap`], which is the connection's
+//! An [`TraceObserver`] hands each connection a [`Tap`], which is the connection's
 //! [`Inspector`]: it records the envelope in the trace, then feeds the validator, under one lock,
 //! so that the trace and the validator see the same order. The connection's owner calls
 //! [`Tap::opened`] before the first message and [`Tap::closed`] when the connection ends.
@@ -20,7 +20,7 @@ use crate::validate::{
     Config, ConnId, ConnectionView, Endpoint, Event, Rule, SharedValidator, TaskInfo,
     ValidatedFamily, Violation,
 };
-use crate::wire::task::decode_task;
+use crate::wire::decode_task;
 use crate::wire::Envelope;
 
 /// Violation texts kept for the verdict.
@@ -29,7 +29,7 @@ const KEPT_VIOLATIONS: usize = 20;
 /// Watches connections: validates them (when it has a validator) and traces them (when it has a
 /// trace output or keeps events). Cheap to clone; clones share everything.
 #[derive(Clone)]
-pub struct Observer {
+pub struct TraceObserver {
     inner: Arc<Inner>,
 }
 
@@ -51,16 +51,16 @@ struct Recorder {
     violations: Vec<String>,
 }
 
-impl fmt::Debug for Observer {
+impl fmt::Debug for TraceObserver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Observer")
+        f.debug_struct("TraceObserver")
             .field("strict", &self.inner.validator.is_some())
             .field("tracing", &self.inner.tracing)
             .finish()
     }
 }
 
-impl Observer {
+impl TraceObserver {
     /// An observer validating with `validator` (if any), writing the trace to `trace` (if any) and
     /// keeping the first `keep` events in memory (for a diagram).
     pub fn new(
@@ -73,7 +73,7 @@ impl Observer {
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
             .unwrap_or(0);
         let tracing = trace.is_some() || keep > 0;
-        Observer {
+        TraceObserver {
             inner: Arc::new(Inner {
                 validator,
                 recorder: Mutex::new(Recorder {
@@ -94,7 +94,7 @@ impl Observer {
 
     /// An observer that only validates, strictly, with `validator`.
     pub fn strict(validator: SharedValidator) -> Self {
-        Observer::new(Some(validator), None, 0)
+        TraceObserver::new(Some(validator), None, 0)
     }
 
     /// The validator, if this observer validates.
@@ -446,11 +446,11 @@ mod tests {
     use super::*;
     use crate::messages::coarse::LaunchedExecutor;
     use crate::messages::CoarseMessage;
-    use crate::validate::Role;
+    use crate::wire::handshake::Role;
 
     #[test]
     fn taps_trace_in_order_and_strict_views_refuse_and_count_violations() {
-        let obs = Observer::new(Some(SharedValidator::default()), None, 10);
+        let obs = TraceObserver::new(Some(SharedValidator::default()), None, 10);
         let driver = Endpoint::new(Role::Driver, "driver");
         let exec = Endpoint::new(Role::Executor, "1");
         let mut tap = obs.tap(driver, exec, false, Version::V2);

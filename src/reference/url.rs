@@ -1,21 +1,32 @@
-//! Master URLs: `sparkwire://host:port[,host:port…]`, one address per master of a
+//! Addresses: master URLs and endpoint addresses, with one error for both.
+//!
+//! [`MasterUrl`]: `sparkwire://host:port[,host:port…]`, one address per master of a
 //! high-availability group (Spark's `spark://h1:p1,h2:p2`).
+//!
+//! [`SparkUrl`]: `spark://Name@host:port` names an endpoint (a driver's `CoarseGrainedScheduler`,
+//! a `Worker`), `spark://host:port` a master. The `sparkwire://` scheme of the reference master
+//! and worker, and a bare `host:port`, are taken as well.
 
 use std::fmt;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
 
 use crate::messages::Addr;
 
 /// The URL scheme of sparkwire masters.
 pub const SCHEME: &str = "sparkwire://";
 
-/// A master URL could not be parsed.
+/// A master URL or an endpoint address could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid master URL {url:?}: {reason}")]
+#[error("invalid address {text:?}: {problem} (expected {expected})")]
 pub struct UrlError {
     /// The text given.
-    pub url: String,
+    pub text: String,
     /// What is wrong with it.
-    pub reason: String,
+    pub problem: String,
+    /// The form expected: `sparkwire://host:port[,host:port…]` or `spark://[Name@]host:port`.
+    pub expected: &'static str,
 }
 
 /// One or more master addresses.
@@ -28,9 +39,10 @@ pub struct MasterUrl {
 impl MasterUrl {
     /// Parses `sparkwire://h1:p1[,h2:p2…]` (the `spark://` scheme is taken too).
     pub fn parse(url: &str) -> Result<MasterUrl, UrlError> {
-        let err = |reason: &str| UrlError {
-            url: url.to_string(),
-            reason: reason.to_string(),
+        let err = |problem: &str| UrlError {
+            text: url.to_string(),
+            problem: problem.to_string(),
+            expected: "sparkwire://host:port[,host:port…]",
         };
         let rest = url
             .strip_prefix(SCHEME)
@@ -76,6 +88,130 @@ impl fmt::Display for MasterUrl {
     }
 }
 
+/// A parsed `spark://` address.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SparkUrl {
+    /// The endpoint name before `@`, if any (`CoarseGrainedScheduler`, `Worker`).
+    pub name: Option<String>,
+    /// Host name or IP address (an IPv6 address without its brackets).
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl SparkUrl {
+    /// The address of endpoint `name` at `host:port`.
+    pub fn endpoint(name: impl Into<String>, host: impl Into<String>, port: u16) -> Self {
+        SparkUrl {
+            name: Some(name.into()),
+            host: host.into(),
+            port,
+        }
+    }
+
+    /// Reads `spark://[Name@]host:port`, `sparkwire://[Name@]host:port` or `[Name@]host:port`.
+    pub fn parse(text: &str) -> Result<Self, UrlError> {
+        let fail = |problem: &str| UrlError {
+            text: text.to_string(),
+            problem: problem.to_string(),
+            expected: "spark://[Name@]host:port",
+        };
+        let rest = text
+            .strip_prefix("spark://")
+            .or_else(|| text.strip_prefix("sparkwire://"))
+            .unwrap_or(text);
+        let rest = rest.trim_end_matches('/');
+        let (name, hostport) = match rest.split_once('@') {
+            Some((name, hp)) if !name.is_empty() => (Some(name.to_string()), hp),
+            Some(_) => return Err(fail("empty endpoint name")),
+            None => (None, rest),
+        };
+        let (host, port) = hostport.rsplit_once(':').ok_or_else(|| fail("no port"))?;
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        if host.is_empty() {
+            return Err(fail("empty host"));
+        }
+        if host.contains(['/', '@', ' ']) {
+            return Err(fail("bad host"));
+        }
+        let port = port.parse::<u16>().map_err(|_| fail("bad port"))?;
+        Ok(SparkUrl {
+            name,
+            host: host.to_string(),
+            port,
+        })
+    }
+
+    /// `host:port`, as a socket address to connect to (IPv6 hosts in brackets).
+    pub fn socket_address(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl fmt::Display for SparkUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("spark://")?;
+        if let Some(name) = &self.name {
+            write!(f, "{name}@")?;
+        }
+        f.write_str(&self.socket_address())
+    }
+}
+
+/// Opens a TCP stream to `url`, retrying until `within` has passed (the peer may be starting).
+/// The first failure is logged at WARN with the retry schedule; the error names the address and
+/// the last cause (`cannot connect to HOST:PORT: connection refused`).
+pub(crate) async fn tcp_connect(url: &SparkUrl, within: Duration) -> Result<TcpStream, String> {
+    const RETRY: Duration = Duration::from_millis(50);
+    let deadline = tokio::time::Instant::now() + within;
+    let address = url.socket_address();
+    let mut warned = false;
+    loop {
+        let attempt = tokio::time::timeout_at(deadline, TcpStream::connect(&address)).await;
+        match attempt {
+            Ok(Ok(stream)) => {
+                // Small frames, sent one by one: waiting to coalesce them only adds latency.
+                let _ = stream.set_nodelay(true);
+                if warned {
+                    tracing::info!("connected to {address}");
+                }
+                return Ok(stream);
+            }
+            Ok(Err(e)) if tokio::time::Instant::now() + RETRY < deadline => {
+                if !warned {
+                    warned = true;
+                    tracing::warn!(
+                        "cannot connect to {address}: {}; retrying every {} s for up to {} s",
+                        crate::connection::describe_io(&e),
+                        RETRY.as_secs_f64(),
+                        within.as_secs_f64()
+                    );
+                }
+                tokio::time::sleep(RETRY).await;
+            }
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "cannot connect to {address}: {}",
+                    crate::connection::describe_io(&e)
+                ))
+            }
+            Err(_) => {
+                return Err(format!(
+                    "cannot connect to {address}: no connection within {} s",
+                    within.as_secs_f64()
+                ))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +232,40 @@ mod tests {
             "sparkwire://a:70000",
         ] {
             assert!(MasterUrl::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn endpoint_master_and_bare_addresses_parse_and_print_back() {
+        let d = SparkUrl::parse("spark://CoarseGrainedScheduler@127.0.0.1:40123").expect("ok");
+        assert_eq!(
+            d,
+            SparkUrl::endpoint("CoarseGrainedScheduler", "127.0.0.1", 40123)
+        );
+        assert_eq!(
+            d.to_string(),
+            "spark://CoarseGrainedScheduler@127.0.0.1:40123"
+        );
+        let m = SparkUrl::parse("spark://localhost:7077").expect("ok");
+        assert_eq!((m.name, m.host.as_str(), m.port), (None, "localhost", 7077));
+        let w = SparkUrl::parse("sparkwire://127.0.0.1:9").expect("ok");
+        assert_eq!((w.host.as_str(), w.port), ("127.0.0.1", 9));
+        let b = SparkUrl::parse("[::1]:80").expect("ok");
+        assert_eq!(b.socket_address(), "[::1]:80");
+    }
+
+    #[test]
+    fn malformed_addresses_are_errors() {
+        for bad in [
+            "",
+            "spark://",
+            "spark://host",
+            "spark://host:port",
+            "spark://host:70000",
+            "spark://@host:1",
+            "spark://:1",
+        ] {
+            assert!(SparkUrl::parse(bad).is_err(), "{bad}");
         }
     }
 }

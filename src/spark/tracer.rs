@@ -16,7 +16,8 @@ use super::map::{classify, reply_value, Classified, ReplyValue, Typed};
 use super::rpc::{address_text, block_transfer_class, RequestMessage};
 use crate::definition::Definition;
 use crate::messages::{CoarseMessage, DeployMessage, ErrorDescription, Version};
-use crate::validate::{ConnId, Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, Role};
+use crate::validate::{ConnId, Endpoint, Event, EventBody, OutsideFrame, OutsideStatus};
+use crate::wire::handshake::Role;
 use crate::wire::{Envelope, Reply};
 
 /// Most frames held while a connection's roles are unknown.

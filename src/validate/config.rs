@@ -30,7 +30,7 @@ impl<T: Fn(&[u8]) -> Option<TaskInfo> + Send + Sync> TaskDecoder for T {
 /// The decoder of sparkwire's own task descriptions (`LaunchTask.data` as protocol/SPEC.md §10
 /// defines it): reads `taskId` and `cpus`; `None` for other bytes or a negative cpu count.
 pub fn sparkwire_task_decoder(data: &[u8]) -> Option<TaskInfo> {
-    let h = crate::wire::task::peek_task(data).ok()?;
+    let h = crate::wire::peek_task(data).ok()?;
     Some(TaskInfo {
         task_id: h.task_id,
         cpus: u32::try_from(h.cpus).ok()?,

@@ -3,9 +3,10 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::event::{Endpoint, Role};
+use super::event::Endpoint;
 use super::spec::ReplyType;
 use crate::messages::Version;
+use crate::wire::handshake::Role;
 
 /// The kinds of connection Spark's standalone cluster has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

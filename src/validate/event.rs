@@ -4,78 +4,11 @@
 use std::fmt;
 
 use crate::messages::{CoarseMessage, DeployMessage, Family, Version};
+use crate::wire::handshake::Role;
 use crate::wire::Envelope;
 
-/// A connection's id, unique within a trace.
+/// A connection's id: unique among the connections of one trace, or of one process.
 pub type ConnId = u64;
-
-/// The kind of peer an endpoint is: the roles of `protocol/definition.json`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Role {
-    /// A worker.
-    Worker,
-    /// The master.
-    Master,
-    /// An application's client of the master (Spark's StandaloneAppClient).
-    AppClient,
-    /// A client submitting, killing and asking about drivers (Spark's DriverClient).
-    DriverClient,
-    /// A UI or REST client.
-    Ui,
-    /// A driver's scheduler backend.
-    Driver,
-    /// An executor.
-    Executor,
-    /// A cluster manager (application master).
-    ClusterManager,
-}
-
-impl Role {
-    /// Every role.
-    pub const ALL: [Role; 8] = [
-        Role::Worker,
-        Role::Master,
-        Role::AppClient,
-        Role::DriverClient,
-        Role::Ui,
-        Role::Driver,
-        Role::Executor,
-        Role::ClusterManager,
-    ];
-
-    /// The role's name in the definition, such as `app-client`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Worker => "worker",
-            Role::Master => "master",
-            Role::AppClient => "app-client",
-            Role::DriverClient => "driver-client",
-            Role::Ui => "ui",
-            Role::Driver => "driver",
-            Role::Executor => "executor",
-            Role::ClusterManager => "cluster-manager",
-        }
-    }
-
-    /// The role named `name`, if any.
-    pub fn from_name(name: &str) -> Option<Role> {
-        Role::ALL.into_iter().find(|r| r.as_str() == name)
-    }
-
-    /// The family of messages the role speaks: `deploy` or `coarse`.
-    pub fn family(self) -> &'static str {
-        match self {
-            Role::Driver | Role::Executor | Role::ClusterManager => CoarseMessage::FAMILY,
-            _ => DeployMessage::FAMILY,
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// One end of a connection: a role and the id of the process playing it.
 ///

@@ -1,4 +1,4 @@
-//! Layer 3: a sans-IO state-machine validator of the protocol, in the style of quinn-proto and
+//! Layer 4: a sans-IO state-machine validator of the protocol, in the style of quinn-proto and
 //! rustls: protocol logic apart from IO.
 //!
 //! A [`Validator`] is fed [`Event`]s (a connection opened or closed, an envelope sent from one
@@ -16,10 +16,10 @@
 //! [`ConnectionView`] let a live connection feed the validator and refuse illegal messages as they
 //! arrive; [`scenario`] builds legal event sequences for tests, examples and benchmarks.
 
-mod backend;
-mod cluster;
+mod coarse;
 mod config;
 mod conn;
+mod deploy;
 mod event;
 mod history;
 mod obligations;
@@ -35,7 +35,7 @@ mod violation;
 pub use config::{sparkwire_task_decoder, Config, TaskDecoder, TaskInfo};
 pub use event::{
     AnyEnvelope, ConnId, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus,
-    Role, ValidatedFamily,
+    ValidatedFamily,
 };
 pub use rules::Rule;
 pub use shared::{ConnectionView, SharedValidator};

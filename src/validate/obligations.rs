@@ -9,12 +9,13 @@
 use std::collections::{HashMap, HashSet};
 
 use super::config::Config;
-use super::event::{ConnId, Endpoint, Role};
+use super::event::{ConnId, Endpoint};
 use super::history::{History, Recent};
 use super::rules::Rule;
 use super::sink::Sink;
 use super::violation::Entity;
 use crate::messages::{CoarseMessage, DeployMessage};
+use crate::wire::handshake::Role;
 
 /// Most open obligations kept per connection; older ones are dropped.
 const MAX_PER_CONN: usize = 1024;

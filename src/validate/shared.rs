@@ -6,7 +6,8 @@
 //!
 //! ```
 //! use sparkwire::messages::{coarse::LaunchedExecutor, CoarseMessage, Version};
-//! use sparkwire::validate::{Endpoint, Role, Rule, SharedValidator};
+//! use sparkwire::validate::{Endpoint, Rule, SharedValidator};
+//! use sparkwire::wire::handshake::Role;
 //! use sparkwire::wire::Envelope;
 //!
 //! let shared = SharedValidator::default();

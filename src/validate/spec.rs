@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use super::event::Role;
 use crate::definition::{Definition, MessageKind};
 use crate::messages::Family;
+use crate::wire::handshake::Role;
 use crate::wire::Reply;
 
 /// The reply an ask expects.

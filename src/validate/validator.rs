@@ -2,15 +2,15 @@
 //!
 //! It checks what holds on every connection (ends, versions, routes, kinds, asks and replies) and
 //! hands each message to the conversation it belongs to: the master's view of workers,
-//! applications, executors and drivers ([`super::cluster`]) or a driver's view of its executors
-//! and tasks ([`super::backend`]).
+//! applications, executors and drivers ([`super::deploy`]) or a driver's view of its executors
+//! and tasks ([`super::coarse`]).
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::backend::Backends;
-use super::cluster::Cluster;
+use super::coarse::Backends;
 use super::config::Config;
 use super::conn::{AskDetail, Conn, ConnKind, Conversation, PendingAsk, MAX_PENDING_ASKS};
+use super::deploy::Cluster;
 use super::event::{ConnId, Endpoint, EnvelopeRef, Event, EventBody, ValidatedFamily};
 use super::history::History;
 use super::obligations::Obligations;
@@ -27,7 +27,8 @@ use crate::wire::{Envelope, Reply};
 ///
 /// ```
 /// use sparkwire::messages::{deploy::Heartbeat, DeployMessage, EndpointRef, Version};
-/// use sparkwire::validate::{Endpoint, Role, Rule, Validator};
+/// use sparkwire::validate::{Endpoint, Rule, Validator};
+/// use sparkwire::wire::handshake::Role;
 /// use sparkwire::wire::Envelope;
 ///
 /// let mut v = Validator::default();
@@ -235,7 +236,9 @@ impl Validator {
     /// What a connection's end means for the entities bound to it.
     fn forget(&mut self, id: ConnId, conn: Conn, time: u64) {
         self.obligations.closed(id);
-        let driver = conn.end(super::event::Role::Driver).map(|e| e.id.clone());
+        let driver = conn
+            .end(crate::wire::handshake::Role::Driver)
+            .map(|e| e.id.clone());
         match conn.conversation {
             Conversation::Worker(w) => {
                 if let Some(worker) = w.worker {
@@ -496,12 +499,8 @@ fn route_ok<F: Family>(
         return true;
     };
     if !spec.from.contains(&from.role) || !spec.to.contains(&to.role) {
-        let names = |roles: &[super::event::Role]| {
-            roles
-                .iter()
-                .map(|r| r.as_str())
-                .collect::<Vec<_>>()
-                .join("|")
+        let names = |roles: &[crate::wire::handshake::Role]| {
+            roles.iter().map(|r| r.name()).collect::<Vec<_>>().join("|")
         };
         sink.flag(
             Rule::RouteDefined,

@@ -1,27 +1,45 @@
 //! Layer 2: how messages cross a connection. A frame is a 4-byte big-endian length followed by one
 //! MessagePack value, an [`Envelope`] holding a message laid out for the
 //! negotiated version.
+//!
+//! Everything here but [`FrameCodec`] and [`RawFrameCodec`] (the tokio-util codecs, feature
+//! `tokio`) and the byte-stream side of the handshake is IO-free. Module convention, as in the rest
+//! of the crate: the files that implement this layer are private and their items are re-exported
+//! here, each at one path (`sparkwire::wire::Envelope`); the public submodules are namespaces of
+//! their own, whose items are only reachable through them: [`handshake`], [`msgpack`] (the
+//! MessagePack reader the decoders share), [`check`] (bytes against the definition) and
+//! [`vectors`] (the golden vectors).
 
-pub mod auth_vectors;
-pub mod body;
+mod body;
 pub mod check;
-pub mod codec;
-pub mod decoder_vectors;
-pub mod envelope;
+mod codec;
+mod envelope;
 mod error;
-pub mod frame;
+mod frame;
 mod frame_error;
 pub mod handshake;
-pub mod limits;
+mod json;
+mod limits;
 pub mod msgpack;
 mod strict;
-pub mod task;
-pub mod task_size;
+mod task;
+mod task_size;
 pub mod vectors;
 
-pub use codec::{FrameCodec, RawFrameCodec};
+pub use body::{
+    check_sendable, decode_message, encode_message, fields_from, read_message, write_message,
+};
+pub use codec::{envelope_label, FrameCodec, RawFrameCodec};
 pub use envelope::{decode_envelope, encode_envelope, Envelope, Reply};
 pub use error::Error;
 pub use frame::{decode_frame, encode_frame, FRAME_HEADER_LEN};
 pub use frame_error::FrameError;
-pub use limits::{FrameLimit, LimitSetting};
+pub use json::{plain_from_json, value_from_json};
+pub use limits::{
+    FrameLimit, LimitSetting, DEFAULT_MAX_FRAME_SIZE, HANDSHAKE_FRAME_LIMIT, MAX_FRAME_SIZE_FIELD,
+    READ_CHUNK, SPARK_MAX_SIZE_KEY,
+};
+pub use task::{decode_task, encode_task, peek_task, TaskHeader};
+pub use task_size::{
+    check_task_size, task_size_limit, TaskRef, TaskTooLarge, TASK_ENVELOPE_RESERVE,
+};

@@ -16,7 +16,7 @@ use sparkwire::messages::{
     Addr, ApplicationDescription, Command, DeployMessage, EndpointRef, ResourceProfile,
 };
 use sparkwire::reference::master::{Master, MasterConfig, MasterHandle};
-use sparkwire::reference::observe::Observer;
+use sparkwire::reference::observe::StrictObserver;
 use sparkwire::reference::worker::{Worker, WorkerConfig, WorkerHandle};
 use sparkwire::validate::{Config, SharedValidator};
 use sparkwire::wire::handshake::{server_handshake, Identity, Role};
@@ -31,16 +31,16 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 pub const WORKER_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// A strict-mode observer whose validator expects `worker_timeout`.
-pub fn observer(worker_timeout: Duration) -> Observer {
+pub fn observer(worker_timeout: Duration) -> StrictObserver {
     let config = Config {
         worker_timeout_ms: worker_timeout.as_millis() as u64,
         ..Config::default()
     };
-    Observer::new(SharedValidator::with_config(config))
+    StrictObserver::new(SharedValidator::with_config(config))
 }
 
 /// Fails the test if the observer's validator found any violation.
-pub fn assert_clean(observer: &Observer) {
+pub fn assert_clean(observer: &StrictObserver) {
     assert_eq!(
         observer.violation_count(),
         0,
@@ -66,7 +66,7 @@ pub fn temp_dir(name: &str) -> PathBuf {
 
 /// A master on a free loopback port, with the tests' worker timeout.
 pub async fn start_master(
-    observer: &Observer,
+    observer: &StrictObserver,
     tweak: impl FnOnce(&mut MasterConfig),
 ) -> MasterHandle {
     let mut config = MasterConfig {
@@ -93,7 +93,7 @@ pub const SH: &str = "/bin/sh";
 /// A worker of `cores` cores and `memory` MiB registering with `masters`, allowed to run `/bin/sh`
 /// with any arguments.
 pub async fn start_worker(
-    observer: &Observer,
+    observer: &StrictObserver,
     masters: Vec<Addr>,
     cores: i32,
     memory: i32,
@@ -104,7 +104,7 @@ pub async fn start_worker(
 
 /// [`start_worker`] with changes to the configuration.
 pub async fn start_worker_with(
-    observer: &Observer,
+    observer: &StrictObserver,
     masters: Vec<Addr>,
     cores: i32,
     memory: i32,

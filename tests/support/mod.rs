@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use sparkwire::reference::driver::{Driver, DriverConfig, DriverStatus};
 use sparkwire::reference::executor::{run_executor, ExecutorConfig, ExecutorError, ExecutorExit};
-use sparkwire::reference::tap::{strict_validator, Observer};
+use sparkwire::reference::tap::{strict_validator, TraceObserver};
 use sparkwire::reference::task::BuiltinRunner;
 use tokio::task::JoinHandle;
 
@@ -21,8 +21,8 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 pub const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 
 /// A driver configuration observed by a strict validator.
-pub fn strict_config(name: &str) -> (DriverConfig, Observer) {
-    let observer = Observer::strict(strict_validator());
+pub fn strict_config(name: &str) -> (DriverConfig, TraceObserver) {
+    let observer = TraceObserver::strict(strict_validator());
     let mut config = DriverConfig::new(name);
     config.observer = Some(observer.clone());
     config.executor_program = BIN.into();
@@ -125,10 +125,14 @@ pub fn kill9(pid: u32) {
 }
 
 /// A local cluster of `workers` workers of `cores` cores, its master strict.
-pub async fn cluster(workers: usize, cores: u32) -> sparkwire::reference::cluster::LocalCluster {
-    let mut config = sparkwire::reference::cluster::ClusterConfig::new(BIN, workers, cores, 1024);
+pub async fn cluster(
+    workers: usize,
+    cores: u32,
+) -> sparkwire::reference::local_cluster::LocalCluster {
+    let mut config =
+        sparkwire::reference::local_cluster::ClusterConfig::new(BIN, workers, cores, 1024);
     config.master_args = vec!["--strict".into()];
-    sparkwire::reference::cluster::LocalCluster::start(&config)
+    sparkwire::reference::local_cluster::LocalCluster::start(&config)
         .await
         .expect("cluster starts")
 }

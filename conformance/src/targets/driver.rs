@@ -14,7 +14,7 @@ use sparkwire::reference::task::{
     encode_failure, BuiltinRunner, CancelFlag, TaskFailure, TaskRunner,
 };
 use sparkwire::wire::handshake::Role;
-use sparkwire::wire::task::decode_task;
+use sparkwire::wire::decode_task;
 use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Target};

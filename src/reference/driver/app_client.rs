@@ -20,8 +20,8 @@ use crate::messages::deploy::{
 use crate::messages::{
     ApplicationDescription, DeployMessage, EndpointRef, ErrorDescription, Family, ProfileExecutors,
 };
-use crate::reference::spark_url::{tcp_connect, SparkUrl};
-use crate::validate::{Endpoint, Role as VRole};
+use crate::reference::url::{tcp_connect, SparkUrl};
+use crate::validate::Endpoint;
 use crate::wire::handshake::{Identity, Role};
 use crate::wire::Reply;
 use tokio::net::TcpListener;
@@ -567,8 +567,8 @@ fn tapped(
 ) -> Result<Connection<DeployMessage>, ConnectionError> {
     let tap = config.observer.as_ref().map(|o| {
         o.diagram_tap(
-            Endpoint::new(VRole::AppClient, config.id.clone()),
-            Endpoint::new(VRole::Master, peer),
+            Endpoint::new(Role::AppClient, config.id.clone()),
+            Endpoint::new(Role::Master, peer),
             local_dialled,
             version,
         )

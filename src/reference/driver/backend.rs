@@ -23,13 +23,13 @@ use crate::messages::{
     CoarseMessage, ErrorDescription, Family, Payload, ResourceProfile, TaskDescription,
 };
 use crate::reference::authz::{self, Refusal};
-use crate::reference::spark_url::SparkUrl;
 use crate::reference::task::Job;
+use crate::reference::url::SparkUrl;
+use crate::wire::encode_task;
 use crate::wire::handshake::Role;
-use crate::wire::limits::SPARK_MAX_SIZE_KEY;
-use crate::wire::task::encode_task;
-use crate::wire::task_size::TaskRef;
 use crate::wire::Reply;
+use crate::wire::TaskRef;
+use crate::wire::SPARK_MAX_SIZE_KEY;
 
 /// Spark's reason for an executor whose connection dropped.
 const DISASSOCIATED: &str = "Remote RPC client disassociated. Likely due to containers exceeding \

@@ -11,7 +11,7 @@ use super::backend::Msg;
 use super::DriverConfig;
 use crate::connection::{Connection, ConnectionConfig, DEFAULT_HANDSHAKE_TIMEOUT};
 use crate::messages::CoarseMessage;
-use crate::validate::{Endpoint, Role as VRole};
+use crate::validate::Endpoint;
 use crate::wire::handshake::{Identity, Role};
 
 /// Accepts executors until the backend goes away.
@@ -75,8 +75,8 @@ async fn serve(
     let version = established.negotiated().version;
     let tap = config.observer.as_ref().map(|o| {
         o.tap(
-            Endpoint::new(VRole::Driver, config.id.clone()),
-            Endpoint::new(VRole::Executor, peer.clone()),
+            Endpoint::new(Role::Driver, config.id.clone()),
+            Endpoint::new(Role::Executor, peer.clone()),
             false,
             version,
         )

@@ -39,9 +39,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::connection::Counters;
 use crate::messages::{Addr, ApplicationDescription, Command, EndpointRef, ResourceProfile};
-use crate::reference::spark_url::{SparkUrl, UrlError};
-use crate::reference::tap::Observer;
+use crate::reference::tap::TraceObserver;
 use crate::reference::task::Job;
+use crate::reference::url::{SparkUrl, UrlError};
 
 pub use backend::{DriverStatus, ExecutorEnd, ExecutorSummary};
 pub use job::{JobFailed, JobHandle, JobProgress, JobResult};
@@ -87,7 +87,7 @@ pub struct DriverConfig {
     /// How often the registration is sent again to masters that did not answer (Spark: 20 s).
     pub registration_retry: Duration,
     /// Validator and trace of every connection of the driver, if any.
-    pub observer: Option<Observer>,
+    pub observer: Option<TraceObserver>,
     /// The shared secret and TLS of its connections: to masters, and from executors and masters.
     pub security: crate::connection::Security,
 }

@@ -14,10 +14,10 @@ use crate::messages::{
     CoarseMessage, ErrorDescription, Family, Payload, TaskDescription, TaskState,
 };
 use crate::reference::task::{encode_failure, CancelFlag, TaskFailure, TaskRunner};
-use crate::wire::limits::SPARK_MAX_SIZE_KEY;
-use crate::wire::task::decode_task;
-use crate::wire::task_size::task_size_limit;
+use crate::wire::decode_task;
+use crate::wire::task_size_limit;
 use crate::wire::Reply;
+use crate::wire::SPARK_MAX_SIZE_KEY;
 
 /// A task that ended on its thread.
 struct Done {

@@ -7,10 +7,10 @@ use crate::messages::coarse::{
     LaunchedExecutor, RegisterExecutor, RetrieveSparkAppConfig, SparkAppConfig,
 };
 use crate::messages::{CoarseMessage, EndpointRef};
-use crate::reference::spark_url::{tcp_connect, SparkUrl};
+use crate::reference::url::{tcp_connect, SparkUrl};
 use crate::wire::handshake::{Identity, Role};
-use crate::wire::limits::SPARK_MAX_SIZE_KEY;
 use crate::wire::Reply;
+use crate::wire::SPARK_MAX_SIZE_KEY;
 use futures_util::StreamExt;
 
 /// What start-up leaves: the registered main connection, the worker watch, the app's settings.
@@ -112,7 +112,7 @@ fn max_frame_size(app: &SparkAppConfig) -> Result<usize, ExecutorError> {
         .iter()
         .find(|(k, _)| k == SPARK_MAX_SIZE_KEY)
     else {
-        return Ok(crate::wire::limits::DEFAULT_MAX_FRAME_SIZE);
+        return Ok(crate::wire::DEFAULT_MAX_FRAME_SIZE);
     };
     // Spark takes 1 to 2047 MiB.
     match value.trim().parse::<usize>() {

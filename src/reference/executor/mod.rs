@@ -35,8 +35,8 @@ use std::time::Duration;
 
 use crate::connection::ConnectionError;
 use crate::messages::ResourceProfile;
-use crate::reference::spark_url::UrlError;
 use crate::reference::task::TaskRunner;
+use crate::reference::url::UrlError;
 
 pub use backend::result_too_large_message;
 

@@ -20,7 +20,8 @@ use crate::connection::Incoming;
 use crate::messages::{
     Addr, ApplicationInfo, DeployMessage, DriverInfo, EndpointRef, Family, RecoveryState,
 };
-use crate::reference::outbox::{ConnId, Out, Outbox, Peer};
+use crate::reference::outbox::{Out, Outbox, Peer};
+use crate::validate::ConnId;
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 

@@ -9,7 +9,7 @@
 
 use super::actor::MasterActor;
 use crate::messages::{DeployMessage, ErrorDescription, Family};
-use crate::reference::outbox::ConnId;
+use crate::validate::ConnId;
 
 /// True for the UI asks that change the master's state.
 pub(crate) fn changes_state(m: &DeployMessage) -> bool {

@@ -14,7 +14,7 @@ use crate::messages::{
     ApplicationState, ExecutorState, RecoveryState, ResourceInformation, Resources, WorkerState,
 };
 use crate::reference::clock::{now_ms, stamp};
-use crate::reference::outbox::ConnId;
+use crate::validate::ConnId;
 
 impl MasterActor {
     /// RegisterApplication: a standby master stays silent; the active one gives an id, answers

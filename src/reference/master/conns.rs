@@ -11,9 +11,10 @@ use tokio::sync::mpsc;
 use super::actor::Event;
 use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use crate::messages::{Addr, DeployMessage, Version};
-use crate::reference::observe::{ObservedClose, Observer};
-use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, ConnId, Peer};
-use crate::validate::{Endpoint, Role as VRole};
+use crate::reference::observe::{ObservedClose, StrictObserver};
+use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, Peer};
+use crate::validate::ConnId;
+use crate::validate::Endpoint;
 use crate::wire::handshake::{HandshakeError, Identity, Role};
 
 /// What every connection of the master is made with.
@@ -23,7 +24,7 @@ pub(crate) struct ConnSettings {
     pub(crate) id: String,
     pub(crate) max_frame_size: usize,
     pub(crate) handshake_timeout: Duration,
-    pub(crate) observer: Option<Observer>,
+    pub(crate) observer: Option<StrictObserver>,
     pub(crate) next_conn: Arc<AtomicU64>,
     /// Versions spoken in handshakes.
     pub(crate) versions: Vec<Version>,
@@ -46,7 +47,7 @@ impl ConnSettings {
         let config = ConnectionConfig::default().with_max_frame_size(self.max_frame_size);
         match &self.observer {
             Some(observer) => {
-                let local = Endpoint::new(VRole::Master, self.id.clone());
+                let local = Endpoint::new(Role::Master, self.id.clone());
                 let (inspector, close) =
                     observer.deploy_inspector(local, peer_role, peer_id, dialled, version);
                 (config.with_inspector(inspector), Some(close))

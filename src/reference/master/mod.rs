@@ -38,10 +38,10 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
-use super::observe::Observer;
+use super::observe::StrictObserver;
 use super::redact::Redactor;
 use crate::messages::Version;
-use crate::wire::limits::DEFAULT_MAX_FRAME_SIZE;
+use crate::wire::DEFAULT_MAX_FRAME_SIZE;
 
 /// The master's settings; [`Default`] gives Spark's defaults.
 #[derive(Debug, Clone)]
@@ -74,7 +74,7 @@ pub struct MasterConfig {
     /// Completed drivers kept for the state page (`spark.deploy.retainedDrivers`).
     pub retained_drivers: usize,
     /// Strict mode: every connection feeds this observer's validator.
-    pub observer: Option<Observer>,
+    pub observer: Option<StrictObserver>,
     /// Protocol versions spoken, in handshakes both ways. Default: every version this crate
     /// knows; `[Version::V1]` plays a Spark 3.0 master.
     pub versions: Vec<Version>,

@@ -11,7 +11,7 @@
 use super::actor::MasterActor;
 use crate::messages::{DeployMessage, Family};
 use crate::reference::authz::{self, Refusal};
-use crate::reference::outbox::ConnId;
+use crate::validate::ConnId;
 use crate::wire::handshake::Role;
 
 impl MasterActor {

@@ -24,7 +24,7 @@ use crate::messages::{
     RecoveryState, Resources, WorkerState,
 };
 use crate::reference::clock::now_ms;
-use crate::reference::outbox::ConnId;
+use crate::validate::ConnId;
 
 /// The recovery directory could not be used.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use crate::messages::{
     ApplicationDescription, ApplicationInfo, ApplicationState, DriverDescription, DriverInfo,
     DriverState, EndpointRef, ErrorDescription, ExecutorState, Resources, WorkerInfo, WorkerState,
 };
-use crate::reference::outbox::ConnId;
+use crate::validate::ConnId;
 
 /// Spark's default executor memory (`spark.executor.memory`, 1g) when the profile names none.
 pub(crate) const DEFAULT_EXECUTOR_MEMORY_MB: i32 = 1024;

@@ -13,7 +13,7 @@ use crate::messages::deploy::{
 };
 use crate::messages::{DriverState, ExecutorState, RecoveryState, WorkerState};
 use crate::reference::clock::now_ms;
-use crate::reference::outbox::ConnId;
+use crate::validate::ConnId;
 
 /// Spark's `spark.dead.worker.persistence`: timeouts a DEAD worker stays listed.
 const REAPER_ITERATIONS: u32 = 15;

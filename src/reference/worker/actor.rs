@@ -27,7 +27,8 @@ use crate::messages::{
 };
 use crate::reference::authz::{self, Refusal};
 use crate::reference::clock::{now_ms, stamp};
-use crate::reference::outbox::{ConnId, Out, Outbox, Peer};
+use crate::reference::outbox::{Out, Outbox, Peer};
+use crate::validate::ConnId;
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 

@@ -11,9 +11,10 @@ use tokio::sync::mpsc;
 use super::actor::WEvent;
 use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use crate::messages::{Addr, CoarseMessage, DeployMessage};
-use crate::reference::observe::{ObservedClose, Observer};
-use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, ConnId};
-use crate::validate::{Endpoint, Role as VRole};
+use crate::reference::observe::{ObservedClose, StrictObserver};
+use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader};
+use crate::validate::ConnId;
+use crate::validate::Endpoint;
 use crate::wire::handshake::{HandshakeError, Identity, Role};
 
 /// What every connection of the worker is made with.
@@ -22,7 +23,7 @@ pub(crate) struct ConnSettings {
     pub(crate) id: String,
     pub(crate) max_frame_size: usize,
     pub(crate) handshake_timeout: Duration,
-    pub(crate) observer: Option<Observer>,
+    pub(crate) observer: Option<StrictObserver>,
     pub(crate) next_conn: Arc<AtomicU64>,
     /// Executors' watch connections are held until this says stop.
     pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
@@ -115,7 +116,7 @@ async fn accept(
     }
     let (config, close) = match (&settings.observer, negotiated.peer_role) {
         (Some(observer), Role::DriverClient | Role::Ui) => {
-            let local = Endpoint::new(VRole::Worker, settings.id.clone());
+            let local = Endpoint::new(Role::Worker, settings.id.clone());
             let (inspector, close) = observer.deploy_inspector(
                 local,
                 negotiated.peer_role,

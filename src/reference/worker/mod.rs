@@ -37,9 +37,9 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
-use super::observe::Observer;
+use super::observe::StrictObserver;
 use crate::messages::{Addr, Resources};
-use crate::wire::limits::DEFAULT_MAX_FRAME_SIZE;
+use crate::wire::DEFAULT_MAX_FRAME_SIZE;
 
 /// Spark's registration attempts before a worker gives up (6 at the initial interval, 10 at the
 /// prolonged one).
@@ -86,7 +86,7 @@ pub struct WorkerConfig {
     /// How long one send may wait for a peer that does not read before its connection closes.
     pub send_timeout: Duration,
     /// Strict mode: connections UIs open to the worker feed this observer's validator.
-    pub observer: Option<Observer>,
+    pub observer: Option<StrictObserver>,
     /// The shared secret and TLS of every connection (protocol/handshake.md §10). The worker
     /// hands the secret to the executors and drivers it launches through a private file
     /// (`launch_secret`), never on a command line.

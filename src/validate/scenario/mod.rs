@@ -15,10 +15,11 @@
 //! assert!(verdicts.is_empty(), "{verdicts:?}");
 //! ```
 
-use super::event::{ConnId, Endpoint, Event, Role, ValidatedFamily};
+use super::event::{ConnId, Endpoint, Event, ValidatedFamily};
 use crate::messages::{
     DeployMessage, ErrorDescription, ExecutorState, Payload, TaskState, Version,
 };
+use crate::wire::handshake::Role;
 use crate::wire::{Envelope, Reply};
 
 /// A connection of a scenario: its id and its two ends.
@@ -276,7 +277,7 @@ pub fn task_data(task_id: i64, cpus: u32) -> Payload {
     };
     // Encoding a description of plain fields into memory cannot fail; an empty payload would only
     // make the decoder report the task unreadable.
-    Payload::from(crate::wire::task::encode_task(&task).unwrap_or_default())
+    Payload::from(crate::wire::encode_task(&task).unwrap_or_default())
 }
 
 pub mod msg;

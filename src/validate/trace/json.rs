@@ -6,13 +6,13 @@ use serde_json::{json, Map, Value};
 use super::TraceErrorKind;
 use crate::messages::{CoarseMessage, DeployMessage, ErrorDescription, Family, Version, Versioned};
 use crate::validate::event::{
-    AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus, Role,
+    AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus,
 };
-use crate::wire::vectors::{plain_from_json, value_from_json};
-use crate::wire::{Envelope, Reply};
+use crate::wire::handshake::Role;
+use crate::wire::{plain_from_json, value_from_json, Envelope, Reply};
 
 fn endpoint_json(e: &Endpoint) -> Value {
-    json!({"role": e.role.as_str(), "id": e.id})
+    json!({"role": e.role.name(), "id": e.id})
 }
 
 fn message_json<F: Family>(m: &F, version: Version) -> Result<Value, serde_json::Error> {

@@ -13,9 +13,9 @@ use super::decide::{
 use super::error::HandshakeError;
 use super::hello::encode_hello;
 use super::role::Role;
-use crate::wire::codec::RawFrameCodec;
-use crate::wire::limits::FrameLimit;
 use crate::wire::FrameError;
+use crate::wire::FrameLimit;
+use crate::wire::RawFrameCodec;
 
 /// A stream whose handshake completed: the negotiated parameters, and the stream's two halves,
 /// ready to carry envelopes in the negotiated version.

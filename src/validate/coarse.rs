@@ -6,13 +6,14 @@ use std::collections::HashMap;
 
 use super::config::Config;
 use super::conn::{AskDetail, Conn, Conversation, ExecConn, PendingAsk};
-use super::event::{ConnId, Role};
+use super::event::ConnId;
 use super::history::History;
 use super::rules::Rule;
 use super::sink::Sink;
 use super::violation::Entity;
 use crate::messages::coarse::{LaunchTask, StatusUpdate};
 use crate::messages::{CoarseMessage, Family, TaskState, Version};
+use crate::wire::handshake::Role;
 use crate::wire::{Envelope, Reply};
 
 /// A task running on an executor (known by id when a task decoder is configured).

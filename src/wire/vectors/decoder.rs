@@ -10,12 +10,12 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::error::Error;
-use super::frame::{decode_frame, encode_frame};
-use super::vectors::{error_name, sample_message, Case};
+use super::{error_name, sample_message, Case};
 use crate::definition::Definition;
 use crate::messages::payload::to_hex;
 use crate::messages::{CoarseMessage, DeployMessage, Family, Version, Versioned};
+use crate::wire::Error;
+use crate::wire::{decode_envelope, decode_frame, encode_frame, value_from_json};
 
 /// One decoder vector.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -205,7 +205,7 @@ type Outcome = (Option<String>, Option<Value>, Option<String>);
 
 fn outcome<F: Family>(frame: &[u8], version: Version) -> Result<Outcome, Error> {
     let bytes = Bytes::copy_from_slice(&frame[4..]);
-    match super::envelope::decode_envelope::<F>(&bytes, version) {
+    match decode_envelope::<F>(&bytes, version) {
         Err(e) => Ok((Some(error_name(&e).to_string()), None, None)),
         Ok(env) => {
             let message = env
@@ -784,8 +784,7 @@ fn check_as<F: Family>(v: &DecoderVector) -> Result<(), String> {
                 .message
                 .as_ref()
                 .ok_or("a valid vector gives its message")?;
-            let want: F =
-                super::vectors::value_from_json(want, version).map_err(|e| e.to_string())?;
+            let want: F = value_from_json(want, version).map_err(|e| e.to_string())?;
             if env.message() != Some(&want) {
                 return Err(format!("decodes to {:?}, not {want:?}", env.message()));
             }
@@ -824,9 +823,9 @@ fn conversion_of<F: Family>(case: &str, v2: &Value) -> Result<ConversionVector, 
             detail: e.to_string(),
         })
     };
-    let m: F = super::vectors::value_from_json(v2, Version::V2)?;
+    let m: F = value_from_json(v2, Version::V2)?;
     let v1 = json(&m, Version::V1)?;
-    let back: F = super::vectors::value_from_json(&v1, Version::V1)?;
+    let back: F = value_from_json(&v1, Version::V1)?;
     Ok(ConversionVector {
         family: F::FAMILY.to_string(),
         message: m.name().to_string(),
@@ -841,7 +840,7 @@ fn conversion_of<F: Family>(case: &str, v2: &Value) -> Result<ConversionVector, 
 /// samples, and extra cases for the conversions that sum or split collections.
 pub fn conversion_vectors(def: &Definition) -> Result<Vec<ConversionVector>, Error> {
     let mut out = Vec::new();
-    for mv in super::vectors::message_vectors(def)? {
+    for mv in super::message_vectors(def)? {
         for case in ["full", "minimal"] {
             let of = |v: u8| {
                 mv.vectors

@@ -7,13 +7,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::error::Error;
 use crate::messages::payload::to_hex;
 use crate::messages::Version;
 use crate::wire::handshake::{
     encode_answer, encode_hello, frame_bytes, read_hello, read_server_frame, Answer, ClientNext,
     Identity, Nonce, Role, Secret, ServerHello,
 };
+use crate::wire::Error;
 
 /// One authenticated exchange, or one refused attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,11 +10,12 @@ use std::collections::{HashMap, VecDeque};
 
 use super::config::Config;
 use super::conn::{AskDetail, Conn, Conversation, PendingAsk};
-use super::event::{ConnId, Role};
+use super::event::ConnId;
 use super::history::{History, Recent};
 use super::sink::Sink;
 use crate::messages::deploy::ExecutorAdded;
 use crate::messages::{DeployMessage, DriverState, ExecutorState};
+use crate::wire::handshake::Role;
 use crate::wire::{Envelope, Reply};
 
 /// Where a worker stands with the master.

@@ -6,20 +6,25 @@
 //! and encoded again, so a vector exists only where the definition and the types agree. The files
 //! are written by `sparkwire spec vectors` and never edited by hand.
 
+mod auth;
+mod decoder;
+
+pub use auth::{auth_vectors, AuthVector};
+pub use decoder::{
+    check_decoder_vector, conversion_vectors, decoder_vectors, ConversionVector, DecoderVector,
+};
+
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::body::{read_message, write_message};
-use super::envelope::{Envelope, Reply};
-use super::error::Error;
-use super::frame::encode_frame;
 use crate::definition::{Definition, FieldDef, MessageDef, MessageKind, TypeExpr, TypeKind};
 use crate::messages::payload::to_hex;
 use crate::messages::{
     CoarseMessage, DeployMessage, ErrorDescription, ExecutorLossReason, Family, Payload,
     ThreadStackTrace, Version, Versioned,
 };
+use crate::wire::{encode_frame, read_message, write_message, Envelope, Error, Reply};
 
 /// The two sample cases every message has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,40 +238,15 @@ pub fn render_files(def: &Definition) -> Result<Vec<(String, String)>, Error> {
     files.push(("envelope.json".to_string(), text + "\n"));
     let text = serde_json::to_string_pretty(&task_vectors(def)?).map_err(json_err)?;
     files.push(("task-description.json".to_string(), text + "\n"));
-    let text =
-        serde_json::to_string_pretty(&super::auth_vectors::auth_vectors()?).map_err(json_err)?;
+    let text = serde_json::to_string_pretty(&auth_vectors()?).map_err(json_err)?;
     files.push(("handshake-auth.json".to_string(), text + "\n"));
     // Decoder decisions (SPEC §2, §3, §4, §4.1, §8).
-    let text = serde_json::to_string_pretty(&super::decoder_vectors::decoder_vectors(def)?)
-        .map_err(json_err)?;
+    let text = serde_json::to_string_pretty(&decoder_vectors(def)?).map_err(json_err)?;
     files.push(("decoder.json".to_string(), text + "\n"));
     // Version conversions (SPEC §5.1).
-    let text = serde_json::to_string_pretty(&super::decoder_vectors::conversion_vectors(def)?)
-        .map_err(json_err)?;
+    let text = serde_json::to_string_pretty(&conversion_vectors(def)?).map_err(json_err)?;
     files.push(("conversions.json".to_string(), text + "\n"));
     Ok(files)
-}
-
-/// Decodes a vector's `value` JSON into the Rust type for `version`.
-pub fn value_from_json<F: Family>(value: &Value, version: Version) -> Result<F, Error> {
-    let bad = |detail: String| Error::BadEnvelope(detail);
-    let obj = value
-        .as_object()
-        .ok_or_else(|| bad("a message value is a JSON object".into()))?;
-    let (name, fields) = match obj.iter().next() {
-        Some(entry) if obj.len() == 1 => entry,
-        _ => return Err(bad("a message value has exactly one key, its name".into())),
-    };
-    super::body::fields_from(name, version, super::strict::Strict(fields.clone()))
-}
-
-/// Reads a plain value (a failure's error, a reply's thread dump or loss reason) from its
-/// readable JSON, holding structs to JSON objects as MessagePack holds them to maps: a struct
-/// written as a JSON array is refused (SPEC §4.1).
-pub fn plain_from_json<T: serde::de::DeserializeOwned>(
-    value: &Value,
-) -> Result<T, serde_json::Error> {
-    T::deserialize(super::strict::Strict(value.clone()))
 }
 
 /// Decodes a vector's `body_hex` bytes.
@@ -515,7 +495,7 @@ pub fn task_vectors(def: &Definition) -> Result<Vec<TaskVector>, Error> {
                 version: Version::LATEST,
                 detail: format!("the definition's sample does not fit the Rust type: {e}"),
             })?;
-        let bytes = super::task::encode_task(&task)?;
+        let bytes = crate::wire::encode_task(&task)?;
         let readable = serde_json::to_value(&task).map_err(|e| Error::Encode {
             name: "TaskDescription".into(),
             detail: e.to_string(),
