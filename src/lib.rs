@@ -13,6 +13,27 @@
 //!
 //! [`fuzzing`] holds the fuzz targets' bodies, shared by `fuzz/` and the regression tests.
 //!
+//! # Features
+//!
+//! With `default-features = false` the crate is its IO-free core, with no async runtime:
+//! [`messages`], [`definition`], [`wire`] (envelope, bodies, frames, the handshake's decisions,
+//! limits) and [`validate`]. The rest comes with features:
+//!
+//! | feature | gives |
+//! |---|---|
+//! | `tokio` | the tokio-util codecs ([`wire::FrameCodec`]), the handshake over a byte stream, [`connection`] |
+//! | `trace` | traces ([`validate::trace`], JSON Lines) and messages from their readable JSON ([`wire::value_from_json`]) |
+//! | `reference` | the reference implementations, [`reference`](mod@reference) (implies `tokio`, `trace`) |
+//! | `testing` | test-only API: [`fuzzing`], [`wire::vectors`], [`wire::check`], [`definition::convert`], [`definition::markdown`], [`validate::scenario`], `reference::local_cluster` (implies `tokio`, `trace`) |
+//! | `cli` | the `sparkwire` binary's dependencies (clap, tracing-subscriber; implies `reference`, `testing`) |
+//! | `tls` | TLS on connections (rustls; implies `tokio`) |
+//! | `webui` | the master's and worker's web UIs (implies `reference`) |
+//! | `spark` | reading Spark's own wire, [`spark`] (implies `tokio`, `trace`) |
+//! | `arbitrary` | `arbitrary::Arbitrary` for the messages (structured fuzzing) |
+//!
+//! The default features are `cli`, `tls`, `webui` and `spark`. A codec-only user writes
+//! `sparkwire = { version = "0.1", default-features = false }`.
+//!
 //! ```
 //! use bytes::Bytes;
 //! use sparkwire::messages::{deploy::KillDriver, DeployMessage, Version};
@@ -27,10 +48,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "tokio")]
 pub mod connection;
 pub mod definition;
+#[cfg(feature = "testing")]
 pub mod fuzzing;
 pub mod messages;
+#[cfg(feature = "reference")]
 pub mod reference;
 #[cfg(feature = "spark")]
 pub mod spark;

@@ -5,7 +5,9 @@
 //! check the bytes against the file, so any disagreement in a message, field, type or version
 //! fails the build's tests ([`crate::wire::check`] is the checker).
 
+#[cfg(feature = "testing")]
 pub mod convert;
+#[cfg(feature = "testing")]
 pub mod markdown;
 mod types;
 

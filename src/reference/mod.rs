@@ -15,6 +15,7 @@ pub mod clock;
 pub mod diagram;
 pub mod driver;
 pub mod executor;
+#[cfg(feature = "testing")]
 pub mod local_cluster;
 pub mod master;
 pub mod observe;

@@ -24,10 +24,12 @@ mod event;
 mod history;
 mod obligations;
 mod rules;
+#[cfg(feature = "testing")]
 pub mod scenario;
 mod shared;
 mod sink;
 mod spec;
+#[cfg(feature = "trace")]
 pub mod trace;
 mod validator;
 mod violation;

@@ -173,6 +173,7 @@ impl ConnectionView {
 }
 
 /// Joins violations into the refusal text a connection reports.
+#[cfg(feature = "tokio")]
 fn refusal(violations: Vec<Violation>) -> String {
     violations
         .iter()
@@ -183,6 +184,7 @@ fn refusal(violations: Vec<Violation>) -> String {
 
 /// A view is the connection layer's strict-mode inspector: an envelope that breaks a rule is
 /// refused with the violations' text (an inbound one closes the connection).
+#[cfg(feature = "tokio")]
 impl<F: ValidatedFamily> crate::connection::Inspector<F> for ConnectionView {
     fn inbound(&mut self, env: &Envelope<F>) -> Result<(), String> {
         ConnectionView::inbound(self, env).map_err(refusal)

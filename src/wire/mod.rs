@@ -2,38 +2,47 @@
 //! MessagePack value, an [`Envelope`] holding a message laid out for the
 //! negotiated version.
 //!
-//! Everything here but [`FrameCodec`] and [`RawFrameCodec`] (the tokio-util codecs, feature
-//! `tokio`) and the byte-stream side of the handshake is IO-free. Module convention, as in the rest
-//! of the crate: the files that implement this layer are private and their items are re-exported
-//! here, each at one path (`sparkwire::wire::Envelope`); the public submodules are namespaces of
-//! their own, whose items are only reachable through them: [`handshake`], [`msgpack`] (the
-//! MessagePack reader the decoders share), [`check`] (bytes against the definition) and
-//! [`vectors`] (the golden vectors).
+//! Everything here is IO-free but [`FrameCodec`] and [`RawFrameCodec`] (the tokio-util codecs)
+//! and the byte-stream side of the handshake, which come with the feature `tokio`; [`check`]
+//! (bytes against the definition) and [`vectors`] (generating the golden vectors) come with the
+//! feature `testing`.
+//!
+//! Module convention, as in the rest of the crate: the files that implement this layer are private
+//! and their items are re-exported here, each at one path (`sparkwire::wire::Envelope`); the public
+//! submodules are namespaces of their own, whose items are only reachable through them:
+//! [`handshake`], [`msgpack`] (the MessagePack reader the decoders share), [`check`] and
+//! [`vectors`].
 
 mod body;
+#[cfg(feature = "testing")]
 pub mod check;
+#[cfg(feature = "tokio")]
 mod codec;
 mod envelope;
 mod error;
 mod frame;
 mod frame_error;
 pub mod handshake;
+#[cfg(feature = "trace")]
 mod json;
 mod limits;
 pub mod msgpack;
 mod strict;
 mod task;
 mod task_size;
+#[cfg(feature = "testing")]
 pub mod vectors;
 
 pub use body::{
     check_sendable, decode_message, encode_message, fields_from, read_message, write_message,
 };
+#[cfg(feature = "tokio")]
 pub use codec::{envelope_label, FrameCodec, RawFrameCodec};
 pub use envelope::{decode_envelope, encode_envelope, Envelope, Reply};
 pub use error::Error;
 pub use frame::{decode_frame, encode_frame, FRAME_HEADER_LEN};
 pub use frame_error::FrameError;
+#[cfg(feature = "trace")]
 pub use json::{plain_from_json, value_from_json};
 pub use limits::{
     FrameLimit, LimitSetting, DEFAULT_MAX_FRAME_SIZE, HANDSHAKE_FRAME_LIMIT, MAX_FRAME_SIZE_FIELD,

@@ -9,9 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use subtle::ConstantTimeEq;
+use hmac_sha256::HMAC;
 
 use super::error::HandshakeError;
 use super::map::{write_bin_entry, write_map, write_str_entry, Entries, MAGIC};
@@ -75,7 +73,9 @@ impl fmt::Debug for Secret {
 
 impl PartialEq for Secret {
     fn eq(&self, other: &Secret) -> bool {
-        self.0.len() == other.0.len() && bool::from(self.0.ct_eq(&other.0))
+        // In constant time: the SHA-256 digests of the two secrets, compared by the hash crate's
+        // constant-time check (equal digests mean equal secrets).
+        hmac_sha256::Hash::verify(self.expose(), &hmac_sha256::Hash::hash(other.expose()))
     }
 }
 
@@ -90,10 +90,8 @@ pub fn frame_bytes(body: &[u8]) -> Vec<u8> {
     out
 }
 
-fn mac(secret: &Secret, label: &[u8], parts: &[&[u8]]) -> Hmac<Sha256> {
-    // HMAC takes keys of any length: this cannot fail.
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.expose())
-        .unwrap_or_else(|_| unreachable!("HMAC-SHA256 accepts a key of any length"));
+fn mac(secret: &Secret, label: &[u8], parts: &[&[u8]]) -> HMAC {
+    let mut mac = HMAC::new(secret.expose());
     mac.update(label);
     for part in parts {
         mac.update(part);
@@ -101,13 +99,18 @@ fn mac(secret: &Secret, label: &[u8], parts: &[&[u8]]) -> Hmac<Sha256> {
     mac
 }
 
+/// True when `proof` is the MAC `mac` ends with, compared in constant time.
+fn verify(mac: HMAC, proof: &[u8]) -> bool {
+    match <&[u8; PROOF_LEN]>::try_from(proof) {
+        Ok(proof) => mac.finalize_verify(proof),
+        Err(_) => false,
+    }
+}
+
 /// The server's proof: HMAC-SHA256(secret, `"sparkwire-auth-v1 server\0"` ‖ hello frame ‖
 /// server nonce). `hello_frame` is the client's hello frame, prefix included.
 pub fn server_proof(secret: &Secret, hello_frame: &[u8], server_nonce: &Nonce) -> [u8; PROOF_LEN] {
-    mac(secret, SERVER_LABEL, &[hello_frame, server_nonce])
-        .finalize()
-        .into_bytes()
-        .into()
+    mac(secret, SERVER_LABEL, &[hello_frame, server_nonce]).finalize()
 }
 
 /// The client's proof: HMAC-SHA256(secret, `"sparkwire-auth-v1 client\0"` ‖ hello frame ‖
@@ -117,10 +120,7 @@ pub fn client_proof(
     hello_frame: &[u8],
     challenge_frame: &[u8],
 ) -> [u8; PROOF_LEN] {
-    mac(secret, CLIENT_LABEL, &[hello_frame, challenge_frame])
-        .finalize()
-        .into_bytes()
-        .into()
+    mac(secret, CLIENT_LABEL, &[hello_frame, challenge_frame]).finalize()
 }
 
 /// The client's admin proof: the same as [`client_proof`] with the admin secret and the label
@@ -130,10 +130,7 @@ pub fn admin_proof(
     hello_frame: &[u8],
     challenge_frame: &[u8],
 ) -> [u8; PROOF_LEN] {
-    mac(admin_secret, ADMIN_LABEL, &[hello_frame, challenge_frame])
-        .finalize()
-        .into_bytes()
-        .into()
+    mac(admin_secret, ADMIN_LABEL, &[hello_frame, challenge_frame]).finalize()
 }
 
 /// True when `proof` is the server's proof for this hello and nonce (constant-time).
@@ -143,9 +140,10 @@ pub fn verify_server_proof(
     server_nonce: &Nonce,
     proof: &[u8],
 ) -> bool {
-    mac(secret, SERVER_LABEL, &[hello_frame, server_nonce])
-        .verify_slice(proof)
-        .is_ok()
+    verify(
+        mac(secret, SERVER_LABEL, &[hello_frame, server_nonce]),
+        proof,
+    )
 }
 
 /// True when `proof` is the client's proof for this exchange (constant-time).
@@ -155,9 +153,10 @@ pub fn verify_client_proof(
     challenge_frame: &[u8],
     proof: &[u8],
 ) -> bool {
-    mac(secret, CLIENT_LABEL, &[hello_frame, challenge_frame])
-        .verify_slice(proof)
-        .is_ok()
+    verify(
+        mac(secret, CLIENT_LABEL, &[hello_frame, challenge_frame]),
+        proof,
+    )
 }
 
 /// True when `proof` is the admin proof for this exchange (constant-time).
@@ -167,9 +166,10 @@ pub fn verify_admin_proof(
     challenge_frame: &[u8],
     proof: &[u8],
 ) -> bool {
-    mac(admin_secret, ADMIN_LABEL, &[hello_frame, challenge_frame])
-        .verify_slice(proof)
-        .is_ok()
+    verify(
+        mac(admin_secret, ADMIN_LABEL, &[hello_frame, challenge_frame]),
+        proof,
+    )
 }
 
 /// The server's challenge (second frame, when the client asked to authenticate and the server
@@ -237,6 +237,15 @@ pub fn decode_proof(body: &[u8]) -> Result<Proof, HandshakeError> {
         proof: entries.bin_array("proof")?,
         admin,
     })
+}
+
+/// A fresh nonce from the operating system's random source (feature `tokio`, which brings
+/// `getrandom`; without it, a sans-IO caller draws nonces from its own random source).
+#[cfg(feature = "tokio")]
+pub fn fresh_nonce() -> Result<Nonce, HandshakeError> {
+    let mut nonce = [0u8; NONCE_LEN];
+    getrandom::getrandom(&mut nonce).map_err(|e| HandshakeError::Random(e.to_string()))?;
+    Ok(nonce)
 }
 
 #[cfg(test)]

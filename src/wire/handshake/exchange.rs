@@ -6,7 +6,7 @@ use tokio::io::{split, AsyncRead, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf
 use tokio_util::codec::{Encoder, FramedRead};
 
 use super::answer::{encode_answer, Answer, Refusal, RefusalReason};
-use super::auth::{Nonce, NONCE_LEN};
+use super::auth::fresh_nonce;
 use super::decide::{
     check_answer, read_hello, read_server_frame, ClientNext, Identity, Negotiated, ServerHello,
 };
@@ -73,13 +73,6 @@ async fn read_frame<R: AsyncRead + Unpin>(
         Some(Err(e)) => Err(HandshakeError::Frame(e)),
         Some(Ok(body)) => Ok(body),
     }
-}
-
-/// A fresh nonce from the operating system's random source.
-pub fn fresh_nonce() -> Result<Nonce, HandshakeError> {
-    let mut nonce = [0u8; NONCE_LEN];
-    getrandom::getrandom(&mut nonce).map_err(|e| HandshakeError::Random(e.to_string()))?;
-    Ok(nonce)
 }
 
 /// Runs the client side: sends `local`'s hello and reads the server's answer; with a secret, the

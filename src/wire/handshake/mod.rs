@@ -19,6 +19,7 @@ mod answer;
 mod auth;
 mod decide;
 mod error;
+#[cfg(feature = "tokio")]
 mod exchange;
 mod hello;
 mod map;
@@ -27,6 +28,8 @@ mod role;
 pub use answer::{
     decode_answer, encode_answer, negotiate, Accepted, Answer, Refusal, RefusalReason,
 };
+#[cfg(feature = "tokio")]
+pub use auth::fresh_nonce;
 pub use auth::{
     admin_proof, client_proof, decode_proof, encode_challenge, encode_proof, frame_bytes,
     server_proof, verify_admin_proof, verify_client_proof, verify_server_proof, Challenge, Nonce,
@@ -37,7 +40,8 @@ pub use decide::{
     ServerAuth, ServerHello,
 };
 pub use error::HandshakeError;
-pub use exchange::{client_handshake, fresh_nonce, server_handshake, Established};
+#[cfg(feature = "tokio")]
+pub use exchange::{client_handshake, server_handshake, Established};
 pub use hello::{decode_hello, encode_hello, Hello};
 pub use map::MAGIC;
 pub use role::Role;
