@@ -8,11 +8,12 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use super::actor::Event;
+use super::events::{Event, Opened};
+use super::proto::{ConnId, DialTarget};
 use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use crate::messages::{Addr, DeployMessage, Version};
 use crate::reference::observe::{ObservedClose, Observer};
-use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, ConnId, Peer};
+use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader};
 use crate::validate::{Endpoint, Role as VRole};
 use crate::wire::handshake::{HandshakeError, Identity, Role};
 
@@ -54,25 +55,6 @@ impl ConnSettings {
             None => (config, None),
         }
     }
-}
-
-/// A connection the master opened or took, ready for the actor.
-pub(crate) struct Opened {
-    pub(crate) conn: ConnId,
-    pub(crate) peer: Peer,
-    pub(crate) role: Role,
-    pub(crate) peer_id: String,
-    /// The peer proved the admin secret.
-    pub(crate) admin: bool,
-}
-
-/// Whom the master dialled, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum DialTarget {
-    /// A worker to tell of the master change.
-    Worker(String),
-    /// An application's client to tell of the master change.
-    App(String),
 }
 
 /// Accepts clients until the task is aborted.

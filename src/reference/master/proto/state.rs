@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use std::time::Instant;
 
+use super::io::ConnId;
 use crate::messages::{
     ApplicationDescription, ApplicationInfo, ApplicationState, DriverDescription, DriverInfo,
     DriverState, EndpointRef, ErrorDescription, ExecutorState, Resources, WorkerInfo, WorkerState,
 };
-use crate::reference::outbox::ConnId;
 
 /// Spark's default executor memory (`spark.executor.memory`, 1g) when the profile names none.
 pub(crate) const DEFAULT_EXECUTOR_MEMORY_MB: i32 = 1024;
