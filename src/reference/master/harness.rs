@@ -26,16 +26,45 @@ use std::time::{Duration, Instant};
 use super::proto::{ConnId, DialTarget, Input, MasterCore, Output, Stored};
 use super::MasterConfig;
 use crate::messages::deploy::{
-    Heartbeat, MasterStateResponse, RegisterApplication, RegisterWorker, RequestMasterState,
+    ExecutorStateChanged, Heartbeat, LaunchExecutor, MasterStateResponse, RegisterApplication,
+    RegisterWorker, RequestMasterState,
 };
 use crate::messages::{
-    Addr, ApplicationDescription, DeployMessage, EndpointRef, ErrorDescription, Resources,
+    Addr, ApplicationDescription, Command, DeployMessage, EndpointRef, ErrorDescription,
+    ExecutorState, ResourceProfile, Resources,
 };
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 
 /// The wall clock the simulation starts at (2025-01-01T00:00:00Z), ms since the epoch.
 pub const START_WALL_MS: i64 = 1_735_689_600_000;
+
+/// An application whose executors run `/bin/true`, with `memory` MiB per executor and
+/// `cores_per_executor` cores (`None`: all of a worker's).
+pub fn app_desc(
+    name: &str,
+    cores_per_executor: Option<i32>,
+    memory: i32,
+) -> ApplicationDescription {
+    ApplicationDescription {
+        name: name.into(),
+        max_cores: None,
+        command: Command {
+            main_class: "/bin/true".into(),
+            arguments: vec![],
+            environment: Default::default(),
+            class_path_entries: vec![],
+            library_path_entries: vec![],
+            java_opts: vec![],
+        },
+        app_ui_url: String::new(),
+        default_profile: ResourceProfile::default_with(cores_per_executor, memory),
+        event_log_dir: None,
+        event_log_codec: None,
+        initial_executor_limit: None,
+        user: "sim".into(),
+    }
+}
 
 /// One simulated connection: what the master sent on it, in order.
 #[derive(Debug, Clone)]
@@ -85,7 +114,9 @@ pub struct Sim {
 }
 
 impl Sim {
-    /// An elected (ALIVE) master at `127.0.0.1:7077` with `config`.
+    /// An elected (ALIVE) master at `127.0.0.1:7077` with `config`. It always persists: with
+    /// no `recovery_dir`, one is named for it (never touched: the harness keeps the records in
+    /// memory, [`Sim::store`]).
     pub fn new(config: MasterConfig) -> Sim {
         Sim::with_store(config, Stored::default())
     }
@@ -93,7 +124,10 @@ impl Sim {
     /// A master elected on a recovery directory holding `store` (RECOVERING when it holds
     /// anything). The records it persists from then on are kept by the harness
     /// ([`Sim::store`]).
-    pub fn with_store(config: MasterConfig, store: Stored) -> Sim {
+    pub fn with_store(mut config: MasterConfig, store: Stored) -> Sim {
+        if config.recovery_dir.is_none() {
+            config.recovery_dir = Some("<in memory>".into());
+        }
         let start = Instant::now();
         let addr = Addr::new("127.0.0.1", 7077);
         let core = MasterCore::new(config.clone(), addr.clone(), start, START_WALL_MS);
@@ -453,5 +487,38 @@ impl Sim {
             .filter(|(_, c)| !c.closed)
             .map(|(id, _)| *id)
             .collect()
+    }
+
+    /// The LaunchExecutors the master sent on `conn`, in order.
+    pub fn launches(&self, conn: ConnId) -> Vec<LaunchExecutor> {
+        self.received(conn)
+            .iter()
+            .filter_map(|m| match m {
+                DeployMessage::LaunchExecutor(l) => Some(l.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The worker on `conn` reports executor `exec_id` of `app_id` in `state` (an ask, as from
+    /// protocol version 2 on); the master's answer.
+    pub fn executor_state(
+        &mut self,
+        conn: ConnId,
+        app_id: &str,
+        exec_id: i32,
+        state: ExecutorState,
+        exit_status: Option<i32>,
+    ) -> Option<Result<Reply<DeployMessage>, ErrorDescription>> {
+        self.ask(
+            conn,
+            ExecutorStateChanged {
+                app_id: app_id.to_string(),
+                exec_id,
+                state,
+                message: None,
+                exit_status,
+            },
+        )
     }
 }
