@@ -124,7 +124,16 @@ impl Sim {
     /// A master elected on a recovery directory holding `store` (RECOVERING when it holds
     /// anything). The records it persists from then on are kept by the harness
     /// ([`Sim::store`]).
-    pub fn with_store(mut config: MasterConfig, store: Stored) -> Sim {
+    pub fn with_store(config: MasterConfig, store: Stored) -> Sim {
+        let mut sim = Sim::standby(config);
+        sim.store = store.clone();
+        sim.input(Input::Elected { stored: store });
+        sim
+    }
+
+    /// A master in STANDBY (not elected yet): elect it with [`Input::Elected`] through
+    /// [`Sim::input`].
+    pub fn standby(mut config: MasterConfig) -> Sim {
         if config.recovery_dir.is_none() {
             config.recovery_dir = Some("<in memory>".into());
         }
@@ -146,8 +155,6 @@ impl Sim {
             every_output: Vec::new(),
         };
         sim.core.set_seed(7);
-        sim.store = store.clone();
-        sim.input(Input::Elected { stored: store });
         sim
     }
 
