@@ -16,7 +16,8 @@
 //! });
 //! let w = sim.worker("worker-1", 40001, 4, 4096);
 //! assert!(matches!(sim.received(w)[0], DeployMessage::RegisteredWorker(_)));
-//! sim.advance(Duration::from_secs(61)); // no heartbeat meanwhile
+//! // No heartbeat: DEAD at the first check (every quarter of the timeout) past the timeout.
+//! sim.advance(Duration::from_secs(75));
 //! assert_eq!(sim.state().workers[0].state, WorkerState::Dead);
 //! ```
 

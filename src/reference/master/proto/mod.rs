@@ -9,13 +9,13 @@
 //! recovered peers, persist records. Connections are named by the driver's [`ConnId`]s.
 //!
 //! The state is split by what it is about, each sub-state owning its fields:
-//! - [`workers`]: registration, heartbeats and timeouts, loss, decommissioning;
-//! - [`apps`]: applications, their executors and the scheduling round (the allocation itself
+//! - `workers`: registration, heartbeats and timeouts, loss, decommissioning;
+//! - `apps`: applications, their executors and the scheduling round (the allocation itself
 //!   is [`schedule`](super::schedule) and [`round`](super::round));
-//! - [`drivers`]: drivers submitted in cluster deploy mode;
-//! - [`recovery`]: leadership and the RECOVERING → ALIVE path, and what is persisted;
-//! - [`owner`] and [`admin`]: which connection may act on which id, and who may change state;
-//! - [`ui`]: the state answer and the web UI's snapshot.
+//! - `drivers`: drivers submitted in cluster deploy mode;
+//! - `recovery`: leadership and the RECOVERING → ALIVE path, and what is persisted;
+//! - `owner` and `admin`: which connection may act on which id, and who may change state;
+//! - `ui`: the state answer and the web UI's snapshot.
 //!
 //! ```
 //! use std::time::{Duration, Instant};
@@ -56,7 +56,7 @@
 //!     Some(Output::Send { conn: 1, message: DeployMessage::RegisteredWorker(RegisteredWorker { duplicate: false, .. }) })
 //! ));
 //! // No heartbeat: after the worker timeout the worker is DEAD.
-//! let later = start + Duration::from_secs(61);
+//! let later = start + Duration::from_secs(75);
 //! assert!(core.poll_timeout().is_some_and(|t| t <= later));
 //! core.handle_timeout(later);
 //! assert_eq!(core.master_state().workers[0].state, sparkwire::messages::WorkerState::Dead);
