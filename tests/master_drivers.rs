@@ -9,30 +9,12 @@ use sparkwire::messages::deploy::{
     DriverStateChanged, DriverStatusResponse, KillDriverResponse, RequestDriverStatus,
     RequestKillAllDrivers, RequestKillDriver, RequestSubmitDriver,
 };
-use sparkwire::messages::{Command, DeployMessage, DriverDescription, DriverState};
-use sparkwire::reference::master::harness::Sim;
+use sparkwire::messages::{DeployMessage, DriverDescription, DriverState};
+use sparkwire::reference::master::harness::{driver_desc, picked, Sim};
 use sparkwire::reference::master::proto::ConnId;
 use sparkwire::reference::master::MasterConfig;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
-
-fn driver(cores: i32, mem: i32, supervise: bool) -> DriverDescription {
-    DriverDescription {
-        jar_url: "file:///app.jar".into(),
-        mem,
-        cores,
-        supervise,
-        command: Command {
-            main_class: "/bin/true".into(),
-            arguments: vec![],
-            environment: Default::default(),
-            class_path_entries: vec![],
-            library_path_entries: vec![],
-            java_opts: vec![],
-        },
-        resource_reqs: vec![],
-    }
-}
 
 fn submit(sim: &mut Sim, c: ConnId, d: DriverDescription) -> String {
     match sim.ask(
@@ -77,13 +59,10 @@ fn kill(sim: &mut Sim, c: ConnId, id: &str) -> Result<KillDriverResponse, String
 }
 
 fn launched(sim: &Sim, w: ConnId) -> Vec<String> {
-    sim.received(w)
-        .iter()
-        .filter_map(|m| match m {
-            DeployMessage::LaunchDriver(l) => Some(l.driver_id.clone()),
-            _ => None,
-        })
-        .collect()
+    picked(sim.received(w), |m| match m {
+        DeployMessage::LaunchDriver(l) => Some(l.driver_id.clone()),
+        _ => None,
+    })
 }
 
 fn ended(sim: &mut Sim, w: ConnId, id: &str, state: DriverState) {
@@ -103,7 +82,7 @@ fn drivers_are_submitted_placed_killed_and_end_in_their_states() {
     let w = sim.worker("worker-0", 54000, 2, 2048);
     let c = sim.connect(Role::DriverClient, "client");
 
-    let long = submit(&mut sim, c, driver(1, 256, false));
+    let long = submit(&mut sim, c, driver_desc(1, 256, false));
     assert_eq!(launched(&sim, w), vec![long.clone()]);
     let s = status(&mut sim, c, &long);
     assert!(s.found);
@@ -123,15 +102,15 @@ fn drivers_are_submitted_placed_killed_and_end_in_their_states() {
     ended(&mut sim, w, &long, DriverState::Killed);
     assert_eq!(status(&mut sim, c, &long).state, Some(DriverState::Killed));
 
-    let ok = submit(&mut sim, c, driver(1, 256, false));
+    let ok = submit(&mut sim, c, driver_desc(1, 256, false));
     ended(&mut sim, w, &ok, DriverState::Finished);
-    let bad = submit(&mut sim, c, driver(1, 256, false));
+    let bad = submit(&mut sim, c, driver_desc(1, 256, false));
     ended(&mut sim, w, &bad, DriverState::Failed);
     assert_eq!(status(&mut sim, c, &ok).state, Some(DriverState::Finished));
     assert_eq!(status(&mut sim, c, &bad).state, Some(DriverState::Failed));
 
     // Too big for any worker: it waits, and a kill ends it at once.
-    let waiting = submit(&mut sim, c, driver(16, 256, false));
+    let waiting = submit(&mut sim, c, driver_desc(16, 256, false));
     assert_eq!(
         status(&mut sim, c, &waiting).state,
         Some(DriverState::Submitted)
@@ -151,7 +130,7 @@ fn drivers_are_submitted_placed_killed_and_end_in_their_states() {
     let unknown = status(&mut sim, c, "driver-none");
     assert!(!unknown.found && unknown.state.is_none());
 
-    let a = submit(&mut sim, c, driver(1, 256, false));
+    let a = submit(&mut sim, c, driver_desc(1, 256, false));
     match sim.ask(c, RequestKillAllDrivers {}) {
         Some(Ok(Reply::Message(DeployMessage::KillAllDriversResponse(r)))) => {
             assert!(r.success);
@@ -175,10 +154,10 @@ fn a_supervised_driver_is_relaunched_under_a_new_id_when_its_worker_is_lost() {
     let mut sim = Sim::new(MasterConfig::default());
     let a = sim.worker("worker-a", 54001, 1, 1024);
     let c = sim.connect(Role::DriverClient, "client");
-    let supervised = submit(&mut sim, c, driver(1, 256, true));
+    let supervised = submit(&mut sim, c, driver_desc(1, 256, true));
     let plain = {
         let b = sim.worker("worker-b", 54002, 1, 1024);
-        let id = submit(&mut sim, c, driver(1, 256, false));
+        let id = submit(&mut sim, c, driver_desc(1, 256, false));
         assert_eq!(launched(&sim, b), vec![id.clone()], "a is full");
         sim.close(b);
         id
@@ -211,7 +190,7 @@ fn only_the_client_that_submitted_a_driver_may_kill_it_and_a_standby_refuses_sub
     sim.worker("worker-0", 54000, 2, 2048);
     let owner = sim.connect(Role::DriverClient, "owner");
     let other = sim.connect(Role::DriverClient, "other");
-    let id = submit(&mut sim, owner, driver(1, 256, false));
+    let id = submit(&mut sim, owner, driver_desc(1, 256, false));
     let refused = kill(&mut sim, other, &id).expect_err("refused");
     assert!(refused.contains(&id), "{refused}");
     assert!(
@@ -227,7 +206,7 @@ fn only_the_client_that_submitted_a_driver_may_kill_it_and_a_standby_refuses_sub
     match standby.ask(
         c,
         RequestSubmitDriver {
-            driver_description: driver(1, 256, false),
+            driver_description: driver_desc(1, 256, false),
         },
     ) {
         Some(Ok(Reply::Message(DeployMessage::SubmitDriverResponse(r)))) => {

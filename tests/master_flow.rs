@@ -8,7 +8,6 @@
 mod cluster;
 
 use cluster::*;
-use sparkwire::messages::deploy::RegisteredWorker;
 use sparkwire::messages::deploy::RequestWorkerState;
 use sparkwire::messages::{Addr, DeployMessage, ExecutorState, WorkerState};
 
@@ -139,15 +138,6 @@ async fn an_executor_that_exits_is_reported_exited_with_its_code_and_replaced() 
     let _ = std::fs::remove_dir_all(&work);
 }
 
-fn registered(log: &[DeployMessage]) -> Vec<RegisteredWorker> {
-    log.iter()
-        .filter_map(|m| match m {
-            DeployMessage::RegisteredWorker(r) => Some(r.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 fn lost(log: &[DeployMessage]) -> Option<sparkwire::messages::deploy::ExecutorUpdated> {
     find(log, |m| match m {
         DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Lost => Some(u.clone()),
@@ -249,7 +239,9 @@ async fn the_real_worker_stops_when_its_registration_is_refused() {
     .await;
     squatter.register(&m, 1, 512).await;
     squatter
-        .wait("registered", |l| registered(l).len() == 1)
+        .wait("registered", |l| {
+            count(l, |m| matches!(m, DeployMessage::RegisteredWorker(_))) == 1
+        })
         .await;
     let mut worker =
         start_worker_with(&obs, vec![m.clone()], 1, 512, &work, |c| c.port = port).await;

@@ -9,37 +9,31 @@ use std::time::Duration;
 
 use sparkwire::messages::deploy::{ExecutorUpdated, WorkerRemoved};
 use sparkwire::messages::{DeployMessage, ExecutorState, WorkerState};
-use sparkwire::reference::master::harness::{app_desc, Sim};
+use sparkwire::reference::master::harness::{app_desc, picked, Sim};
 use sparkwire::reference::master::MasterConfig;
 use sparkwire::wire::Reply;
 
 const TIMEOUT: Duration = Duration::from_millis(1500);
 
 fn lost(log: &[DeployMessage]) -> Vec<ExecutorUpdated> {
-    log.iter()
-        .filter_map(|m| match m {
-            DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Lost => Some(u.clone()),
-            _ => None,
-        })
-        .collect()
+    picked(log, |m| match m {
+        DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Lost => Some(u.clone()),
+        _ => None,
+    })
 }
 
 fn removed(log: &[DeployMessage]) -> Vec<WorkerRemoved> {
-    log.iter()
-        .filter_map(|m| match m {
-            DeployMessage::WorkerRemoved(r) => Some(r.clone()),
-            _ => None,
-        })
-        .collect()
+    picked(log, |m| match m {
+        DeployMessage::WorkerRemoved(r) => Some(r.clone()),
+        _ => None,
+    })
 }
 
 fn added(log: &[DeployMessage]) -> Vec<(i32, String)> {
-    log.iter()
-        .filter_map(|m| match m {
-            DeployMessage::ExecutorAdded(e) => Some((e.id, e.worker_id.clone())),
-            _ => None,
-        })
-        .collect()
+    picked(log, |m| match m {
+        DeployMessage::ExecutorAdded(e) => Some((e.id, e.worker_id.clone())),
+        _ => None,
+    })
 }
 
 #[test]

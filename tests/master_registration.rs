@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sparkwire::messages::deploy::{RegisterWorkerFailed, RegisteredWorker};
 use sparkwire::messages::{DeployMessage, WorkerState};
-use sparkwire::reference::master::harness::Sim;
+use sparkwire::reference::master::harness::{picked, Sim};
 use sparkwire::reference::master::MasterConfig;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -22,12 +22,10 @@ fn sim() -> Sim {
 }
 
 fn registered(log: &[DeployMessage]) -> Vec<RegisteredWorker> {
-    log.iter()
-        .filter_map(|m| match m {
-            DeployMessage::RegisteredWorker(r) => Some(r.clone()),
-            _ => None,
-        })
-        .collect()
+    picked(log, |m| match m {
+        DeployMessage::RegisteredWorker(r) => Some(r.clone()),
+        _ => None,
+    })
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use sparkwire::messages::deploy::ApplicationRemoved;
 use sparkwire::messages::{ApplicationState, DeployMessage, ExecutorState};
-use sparkwire::reference::master::harness::{app_desc, Sim};
+use sparkwire::reference::master::harness::{app_desc, picked, Sim};
 use sparkwire::reference::master::MasterConfig;
 use sparkwire::wire::Reply;
 
@@ -19,12 +19,10 @@ fn updates(log: &[DeployMessage], state: ExecutorState) -> usize {
 }
 
 fn app_removed(log: &[DeployMessage]) -> Vec<ApplicationRemoved> {
-    log.iter()
-        .filter_map(|m| match m {
-            DeployMessage::ApplicationRemoved(r) => Some(r.clone()),
-            _ => None,
-        })
-        .collect()
+    picked(log, |m| match m {
+        DeployMessage::ApplicationRemoved(r) => Some(r.clone()),
+        _ => None,
+    })
 }
 
 #[test]

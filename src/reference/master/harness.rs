@@ -31,14 +31,26 @@ use crate::messages::deploy::{
     RegisterWorker, RequestMasterState,
 };
 use crate::messages::{
-    Addr, ApplicationDescription, Command, DeployMessage, EndpointRef, ErrorDescription,
-    ExecutorState, ResourceProfile, Resources,
+    Addr, ApplicationDescription, Command, DeployMessage, DriverDescription, EndpointRef,
+    ErrorDescription, ExecutorState, ResourceProfile, Resources,
 };
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 
 /// The wall clock the simulation starts at (2025-01-01T00:00:00Z), ms since the epoch.
 pub const START_WALL_MS: i64 = 1_735_689_600_000;
+
+/// A command running `main_class` with no arguments, environment or paths.
+pub fn command(main_class: &str) -> Command {
+    Command {
+        main_class: main_class.into(),
+        arguments: vec![],
+        environment: Default::default(),
+        class_path_entries: vec![],
+        library_path_entries: vec![],
+        java_opts: vec![],
+    }
+}
 
 /// An application whose executors run `/bin/true`, with `memory` MiB per executor and
 /// `cores_per_executor` cores (`None`: all of a worker's).
@@ -50,14 +62,7 @@ pub fn app_desc(
     ApplicationDescription {
         name: name.into(),
         max_cores: None,
-        command: Command {
-            main_class: "/bin/true".into(),
-            arguments: vec![],
-            environment: Default::default(),
-            class_path_entries: vec![],
-            library_path_entries: vec![],
-            java_opts: vec![],
-        },
+        command: command("/bin/true"),
         app_ui_url: String::new(),
         default_profile: ResourceProfile::default_with(cores_per_executor, memory),
         event_log_dir: None,
@@ -65,6 +70,23 @@ pub fn app_desc(
         initial_executor_limit: None,
         user: "sim".into(),
     }
+}
+
+/// A driver running `/bin/true` with `cores` cores and `mem` MiB, `supervise`d or not.
+pub fn driver_desc(cores: i32, mem: i32, supervise: bool) -> DriverDescription {
+    DriverDescription {
+        jar_url: "file:///app.jar".into(),
+        mem,
+        cores,
+        supervise,
+        command: command("/bin/true"),
+        resource_reqs: vec![],
+    }
+}
+
+/// What `pick` takes from each message of `log`, in order (e.g. every RegisteredWorker).
+pub fn picked<T>(log: &[DeployMessage], pick: impl FnMut(&DeployMessage) -> Option<T>) -> Vec<T> {
+    log.iter().filter_map(pick).collect()
 }
 
 /// One simulated connection: what the master sent on it, in order.
@@ -499,13 +521,10 @@ impl Sim {
 
     /// The LaunchExecutors the master sent on `conn`, in order.
     pub fn launches(&self, conn: ConnId) -> Vec<LaunchExecutor> {
-        self.received(conn)
-            .iter()
-            .filter_map(|m| match m {
-                DeployMessage::LaunchExecutor(l) => Some(l.clone()),
-                _ => None,
-            })
-            .collect()
+        picked(self.received(conn), |m| match m {
+            DeployMessage::LaunchExecutor(l) => Some(l.clone()),
+            _ => None,
+        })
     }
 
     /// The worker on `conn` reports executor `exec_id` of `app_id` in `state` (an ask, as from

@@ -405,13 +405,7 @@ impl MasterCore {
                 self.master_change_acknowledged(conn, &a.app_id)
             }
             other => {
-                let from = self.conns.all.get(&conn).map_or(Role::Ui, |c| c.role);
-                let refusal = crate::reference::authz::Refusal::Route {
-                    from,
-                    to: Role::Master,
-                    message: other.name().to_string(),
-                };
-                self.refuse(conn, None, &refusal);
+                self.refuse_route(conn, None, &other);
             }
         }
     }
@@ -491,17 +485,23 @@ impl MasterCore {
                 Reply::Int(self.decommission_workers_on_hosts(&d.hostnames))
             }
             other => {
-                let from = self.conns.all.get(&conn).map_or(Role::Ui, |c| c.role);
-                let refusal = crate::reference::authz::Refusal::Route {
-                    from,
-                    to: Role::Master,
-                    message: other.name().to_string(),
-                };
-                self.refuse(conn, Some(id), &refusal);
+                self.refuse_route(conn, Some(id), &other);
                 return;
             }
         };
         self.reply_on(conn, id, reply);
+    }
+
+    /// Refuses `m`, which the protocol does not route from `conn`'s role to the master (or not
+    /// as it came).
+    fn refuse_route(&mut self, conn: ConnId, ask: Option<u64>, m: &DeployMessage) {
+        let from = self.conns.all.get(&conn).map_or(Role::Ui, |c| c.role);
+        let refusal = crate::reference::authz::Refusal::Route {
+            from,
+            to: Role::Master,
+            message: m.name().to_string(),
+        };
+        self.refuse(conn, ask, &refusal);
     }
 
     /// Becomes the active master: ALIVE, or RECOVERING when the recovery directory holds state.
