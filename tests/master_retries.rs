@@ -119,3 +119,30 @@ fn normal_exits_do_not_count_and_a_negative_limit_never_removes() {
     assert!(app_removed(sim.received(app)).is_empty());
     assert_eq!(sim.launches(w).len(), 21);
 }
+
+#[test]
+fn completed_applications_are_retained_up_to_the_limit_dropping_the_oldest_tenth() {
+    let mut sim = Sim::new(MasterConfig {
+        retained_applications: 20,
+        ..MasterConfig::default()
+    });
+    let mut ids = Vec::new();
+    for n in 0..21 {
+        let (conn, id) = sim.app(61000 + n, app_desc("short", None, 256));
+        ids.push(id.expect("registered"));
+        sim.close(conn);
+    }
+    let kept: Vec<String> = sim
+        .state()
+        .completed_apps
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    // The 21st pushed out the oldest two (a tenth of 20), in order.
+    assert_eq!(kept, ids[2..].to_vec());
+    assert!(sim
+        .state()
+        .completed_apps
+        .iter()
+        .all(|a| a.state == ApplicationState::Finished));
+}

@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use super::super::round::{schedule_round, RoundWorker};
 use super::super::schedule::{ExecutorDemand, WorkerSlot};
 use super::io::ConnId;
-use super::state::{AppRec, ExecRec};
+use super::state::{retire, AppRec, ExecRec};
 use super::MasterCore;
 use crate::messages::deploy::{
     ApplicationFinished, ApplicationRemoved, ExecutorAdded, ExecutorStateChanged, ExecutorUpdated,
@@ -105,13 +105,11 @@ impl MasterCore {
                 },
             );
         }
-        while self.apps.completed.len() >= self.config.retained_applications.max(1) {
-            let drop = (self.config.retained_applications / 10).max(1);
-            for _ in 0..drop {
-                self.apps.completed.pop_front();
-            }
-        }
-        self.apps.completed.push_back(app.info());
+        retire(
+            &mut self.apps.completed,
+            app.info(),
+            self.config.retained_applications,
+        );
         self.unpersist_app(id);
         self.schedule();
         let conns: Vec<Option<ConnId>> = self
@@ -170,15 +168,7 @@ impl MasterCore {
         if order.is_empty() {
             return;
         }
-        let mut ids: Vec<&String> = self
-            .workers
-            .all
-            .iter()
-            .filter(|(_, w)| w.state == WorkerState::Alive && w.conn.is_some())
-            .map(|(id, _)| id)
-            .collect();
-        ids.sort();
-        let worker_ids: Vec<String> = ids.into_iter().cloned().collect();
+        let worker_ids = self.workers.schedulable();
         let mut round: Vec<RoundWorker> = worker_ids
             .iter()
             .filter_map(|id| self.workers.all.get(id))

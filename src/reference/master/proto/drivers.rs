@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use super::io::ConnId;
-use super::state::DriverRec;
+use super::state::{retire, DriverRec};
 use super::MasterCore;
 use crate::messages::deploy::{
     DriverStatusResponse, KillAllDriversResponse, KillDriver, KillDriverResponse, LaunchDriver,
@@ -12,7 +12,6 @@ use crate::messages::deploy::{
 };
 use crate::messages::{
     DriverDescription, DriverInfo, DriverState, ErrorDescription, RecoveryState, Resources,
-    WorkerState,
 };
 use crate::reference::clock::stamp;
 
@@ -255,13 +254,11 @@ impl MasterCore {
         }
         d.state = state;
         d.exception = exception;
-        while self.drivers.completed.len() >= self.config.retained_drivers.max(1) {
-            let drop = (self.config.retained_drivers / 10).max(1);
-            for _ in 0..drop {
-                self.drivers.completed.pop_front();
-            }
-        }
-        self.drivers.completed.push_back(d.info());
+        retire(
+            &mut self.drivers.completed,
+            d.info(),
+            self.config.retained_drivers,
+        );
         self.unpersist_driver(id);
         self.schedule();
     }
@@ -288,14 +285,7 @@ impl MasterCore {
         if self.drivers.waiting.is_empty() {
             return;
         }
-        let mut alive: Vec<String> = self
-            .workers
-            .all
-            .values()
-            .filter(|w| w.state == WorkerState::Alive && w.conn.is_some())
-            .map(|w| w.id.clone())
-            .collect();
-        alive.sort();
+        let mut alive = self.workers.schedulable();
         for i in (1..alive.len()).rev() {
             let j = (self.next_random() % (i as u64 + 1)) as usize;
             alive.swap(i, j);

@@ -28,6 +28,21 @@ pub(crate) struct Workers {
     pub(crate) by_conn: HashMap<ConnId, String>,
 }
 
+impl Workers {
+    /// Ids of the workers that may be given executors and drivers (ALIVE, with a connection),
+    /// sorted.
+    pub(crate) fn schedulable(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .all
+            .values()
+            .filter(|w| w.state == WorkerState::Alive && w.conn.is_some())
+            .map(|w| w.id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+}
+
 impl MasterCore {
     /// RegisterWorker (Spark 4.0's handleRegisterWorker).
     pub(crate) fn register_worker(&mut self, conn: ConnId, r: RegisterWorker) {
