@@ -140,3 +140,48 @@ fn workers_without_the_memory_of_one_executor_get_none() {
     );
     assert!(sim.launches(small).is_empty());
 }
+
+#[test]
+fn the_web_ui_snapshot_lists_executors_and_connections_as_the_core_knows_them() {
+    let mut sim = Sim::new(MasterConfig::default());
+    let w = sim.worker("worker-0", 51000, 2, 2048);
+    let (_, app_id) = sim.app(60000, app_desc("ui", Some(1), 300));
+    let app_id = app_id.expect("registered");
+    sim.executor_state(
+        w,
+        &app_id,
+        1,
+        sparkwire::messages::ExecutorState::Running,
+        None,
+    );
+    let snap = sim.core.snapshot();
+    let rows: Vec<_> = snap
+        .executors
+        .iter()
+        .map(|e| {
+            (
+                e.app_id.as_str(),
+                e.exec_id,
+                e.worker_id.as_str(),
+                e.cores,
+                e.memory_mb,
+                e.state,
+            )
+        })
+        .collect();
+    use sparkwire::messages::ExecutorState::{Launching, Running};
+    assert_eq!(
+        rows,
+        vec![
+            (app_id.as_str(), 0, "worker-0", 1, 300, Launching),
+            (app_id.as_str(), 1, "worker-0", 1, 300, Running),
+        ]
+    );
+    assert_eq!(snap.connections.get("worker"), Some(&1));
+    assert_eq!(snap.connections.get("app-client"), Some(&1));
+    assert_eq!(
+        snap.state,
+        sim.state(),
+        "the pages show what the state answer shows"
+    );
+}
