@@ -1,251 +1,221 @@
-//! Drivers in cluster deploy mode: submission, placement, status, kills (running, waiting, all),
-//! their end states, supervision by the worker, and relaunch by the master when a worker is lost.
+//! Drivers in cluster deploy mode as the master handles them, on the in-memory harness:
+//! submission, placement on a worker, status, kills (running, waiting, all), their end states,
+//! the relaunch of a supervised driver whose worker is lost, and who may kill a driver. Workers
+//! running driver processes over TCP are in `master_driver_processes.rs`.
 
-mod cluster;
+#![cfg(feature = "testing")]
 
-use std::path::Path;
-
-use cluster::*;
-use sparkwire::connection::Connection;
 use sparkwire::messages::deploy::{
-    DriverStatusResponse, RequestDriverStatus, RequestKillAllDrivers, RequestKillDriver,
-    RequestSubmitDriver,
+    DriverStateChanged, DriverStatusResponse, KillDriverResponse, RequestDriverStatus,
+    RequestKillAllDrivers, RequestKillDriver, RequestSubmitDriver,
 };
-use sparkwire::messages::{Command, DeployMessage, DriverDescription, DriverState};
+use sparkwire::messages::{DeployMessage, DriverDescription, DriverState};
+use sparkwire::reference::master::harness::{driver_desc, picked, Sim};
+use sparkwire::reference::master::MasterConfig;
+use sparkwire::validate::ConnId;
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
-fn driver(script: &str, cores: i32, mem: i32, supervise: bool) -> DriverDescription {
-    DriverDescription {
-        jar_url: "file:///app.jar".into(),
-        mem,
-        cores,
-        supervise,
-        command: Command {
-            main_class: SH.into(),
-            arguments: vec![
-                "-c".into(),
-                script.into(),
-                "driver".into(),
-                "{{WORKER_URL}}".into(),
-            ],
-            environment: Default::default(),
-            class_path_entries: vec![],
-            library_path_entries: vec![],
-            java_opts: vec![],
-        },
-        resource_reqs: vec![],
-    }
-}
-
-async fn submit(c: &Connection<DeployMessage>, d: DriverDescription) -> String {
-    match ask(
+fn submit(sim: &mut Sim, c: ConnId, d: DriverDescription) -> String {
+    match sim.ask(
         c,
         RequestSubmitDriver {
             driver_description: d,
         },
-    )
-    .await
-    {
-        Reply::Message(DeployMessage::SubmitDriverResponse(r)) => {
+    ) {
+        Some(Ok(Reply::Message(DeployMessage::SubmitDriverResponse(r)))) => {
             assert!(r.success, "{}", r.message);
             let id = r.driver_id.expect("an id");
             assert_eq!(r.message, format!("Driver successfully submitted as {id}"));
-            assert!(id.starts_with("driver-"), "{id}");
             id
         }
         other => panic!("expected SubmitDriverResponse, got {other:?}"),
     }
 }
 
-async fn status(c: &Connection<DeployMessage>, id: &str) -> DriverStatusResponse {
-    match ask(
+fn status(sim: &mut Sim, c: ConnId, id: &str) -> DriverStatusResponse {
+    match sim.ask(
         c,
         RequestDriverStatus {
             driver_id: id.into(),
         },
-    )
-    .await
-    {
-        Reply::Message(DeployMessage::DriverStatusResponse(r)) => r,
+    ) {
+        Some(Ok(Reply::Message(DeployMessage::DriverStatusResponse(r)))) => r,
         other => panic!("expected DriverStatusResponse, got {other:?}"),
     }
 }
 
-async fn wait_status(
-    c: &Connection<DeployMessage>,
-    id: &str,
-    state: DriverState,
-) -> DriverStatusResponse {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let s = status(c, id).await;
-        if s.state == Some(state) {
-            return s;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "driver {id} never {state}: {s:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
-    }
-}
-
-async fn kill(c: &Connection<DeployMessage>, id: &str) -> (bool, String) {
-    match ask(
+fn kill(sim: &mut Sim, c: ConnId, id: &str) -> Result<KillDriverResponse, String> {
+    match sim.ask(
         c,
         RequestKillDriver {
             driver_id: id.into(),
         },
-    )
-    .await
-    {
-        Reply::Message(DeployMessage::KillDriverResponse(r)) => {
-            assert_eq!(r.driver_id, id);
-            (r.success, r.message)
-        }
+    ) {
+        Some(Ok(Reply::Message(DeployMessage::KillDriverResponse(r)))) => Ok(r),
+        Some(Err(e)) => Err(e.message),
         other => panic!("expected KillDriverResponse, got {other:?}"),
     }
 }
 
-fn lines(path: &Path) -> usize {
-    std::fs::read_to_string(path)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
+fn launched(sim: &Sim, w: ConnId) -> Vec<String> {
+    picked(sim.received(w), |m| match m {
+        DeployMessage::LaunchDriver(l) => Some(l.driver_id.clone()),
+        _ => None,
+    })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn drivers_are_submitted_run_and_end_killed_finished_or_failed() {
-    let obs = observer(WORKER_TIMEOUT);
-    let work = temp_dir("drivers");
-    let master = start_master(&obs, |_| {}).await;
-    let m = addr_of(&master);
-    let worker = start_worker(&obs, vec![m.clone()], 2, 2048, &work).await;
-    wait_master_state(&m, "the worker", |s| s.workers.len() == 1).await;
-    let c = client(&m).await;
+fn ended(sim: &mut Sim, w: ConnId, id: &str, state: DriverState) {
+    sim.send(
+        w,
+        DriverStateChanged {
+            driver_id: id.into(),
+            state,
+            exception: None,
+        },
+    );
+}
 
-    let long = submit(&c, driver("exec sleep 60", 1, 256, false)).await;
-    let s = wait_status(&c, &long, DriverState::Running).await;
+#[test]
+fn drivers_are_submitted_placed_killed_and_end_in_their_states() {
+    let mut sim = Sim::new(MasterConfig::default());
+    let w = sim.worker("worker-0", 54000, 2, 2048);
+    let c = sim.connect(Role::DriverClient, "client");
+
+    let long = submit(&mut sim, c, driver_desc(1, 256, false));
+    assert_eq!(launched(&sim, w), vec![long.clone()]);
+    let s = status(&mut sim, c, &long);
     assert!(s.found);
-    assert_eq!(s.worker_id.as_deref(), Some(worker.id()));
-    assert_eq!(
-        s.worker_host_port,
-        Some(format!("127.0.0.1:{}", worker.addr().port()))
-    );
-    assert!(work.join(&long).join("stdout").exists());
-    assert_eq!(
-        kill(&c, &long).await,
-        (true, format!("Kill request for {long} submitted"))
-    );
-    wait_status(&c, &long, DriverState::Killed).await;
+    assert_eq!(s.state, Some(DriverState::Running));
+    assert_eq!(s.worker_id.as_deref(), Some("worker-0"));
+    assert_eq!(s.worker_host_port.as_deref(), Some("127.0.0.1:54000"));
+    assert_eq!(sim.state().workers[0].cores_used, 1);
+    let k = kill(&mut sim, c, &long).expect("answered");
+    assert!(k.success);
+    assert_eq!(k.message, format!("Kill request for {long} submitted"));
+    assert!(sim
+        .received(w)
+        .iter()
+        .any(|m| matches!(m, DeployMessage::KillDriver(k) if k.driver_id == long)));
+    // Running until its worker says it ended.
+    assert_eq!(status(&mut sim, c, &long).state, Some(DriverState::Running));
+    ended(&mut sim, w, &long, DriverState::Killed);
+    assert_eq!(status(&mut sim, c, &long).state, Some(DriverState::Killed));
 
-    let ok = submit(&c, driver("exit 0", 1, 256, false)).await;
-    wait_status(&c, &ok, DriverState::Finished).await;
-    let bad = submit(&c, driver("exit 3", 1, 256, false)).await;
-    wait_status(&c, &bad, DriverState::Failed).await;
+    let ok = submit(&mut sim, c, driver_desc(1, 256, false));
+    ended(&mut sim, w, &ok, DriverState::Finished);
+    let bad = submit(&mut sim, c, driver_desc(1, 256, false));
+    ended(&mut sim, w, &bad, DriverState::Failed);
+    assert_eq!(status(&mut sim, c, &ok).state, Some(DriverState::Finished));
+    assert_eq!(status(&mut sim, c, &bad).state, Some(DriverState::Failed));
 
     // Too big for any worker: it waits, and a kill ends it at once.
-    let waiting = submit(&c, driver("true", 16, 256, false)).await;
+    let waiting = submit(&mut sim, c, driver_desc(16, 256, false));
     assert_eq!(
-        status(&c, &waiting).await.state,
+        status(&mut sim, c, &waiting).state,
         Some(DriverState::Submitted)
     );
-    assert!(kill(&c, &waiting).await.0);
-    wait_status(&c, &waiting, DriverState::Killed).await;
-
+    assert!(kill(&mut sim, c, &waiting).expect("answered").success);
     assert_eq!(
-        kill(&c, "driver-none").await,
-        (
-            false,
-            "Driver driver-none has already finished or does not exist".into()
-        )
+        status(&mut sim, c, &waiting).state,
+        Some(DriverState::Killed)
     );
-    let unknown = status(&c, "driver-none").await;
+
+    let none = kill(&mut sim, c, "driver-none").expect("answered");
+    assert!(!none.success);
+    assert_eq!(
+        none.message,
+        "Driver driver-none has already finished or does not exist"
+    );
+    let unknown = status(&mut sim, c, "driver-none");
     assert!(!unknown.found && unknown.state.is_none());
 
-    let a = submit(&c, driver("exec sleep 60", 1, 256, false)).await;
-    wait_status(&c, &a, DriverState::Running).await;
-    match ask(&c, RequestKillAllDrivers {}).await {
-        Reply::Message(DeployMessage::KillAllDriversResponse(r)) => {
+    let a = submit(&mut sim, c, driver_desc(1, 256, false));
+    match sim.ask(c, RequestKillAllDrivers {}) {
+        Some(Ok(Reply::Message(DeployMessage::KillAllDriversResponse(r)))) => {
             assert!(r.success);
             assert_eq!(r.message, "Kill request for all drivers submitted");
         }
         other => panic!("expected KillAllDriversResponse, got {other:?}"),
     }
-    wait_status(&c, &a, DriverState::Killed).await;
-    let s = master_state(&m).await;
+    ended(&mut sim, w, &a, DriverState::Killed);
+    let s = sim.state();
     assert!(s.active_drivers.is_empty());
     assert_eq!(s.completed_drivers.len(), 5);
     assert_eq!(s.workers[0].cores_used, 0);
-    assert_clean(&obs);
-    c.close().await;
-    worker.shutdown().await;
-    master.shutdown().await;
-    let _ = std::fs::remove_dir_all(&work);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_supervised_driver_is_restarted_by_its_worker_and_relaunched_when_the_worker_is_lost() {
-    let obs = observer(WORKER_TIMEOUT);
-    let work = temp_dir("supervise");
-    let starts = work.join("starts");
-    let master = start_master(&obs, |_| {}).await;
-    let m = addr_of(&master);
-    let a = start_worker(&obs, vec![m.clone()], 1, 1024, &work).await;
-    wait_master_state(&m, "worker a", |s| s.workers.len() == 1).await;
-    let c = client(&m).await;
-    // Fails on its first start, then runs.
-    let script = format!(
-        "echo start >> {0}; if [ $(wc -l < {0}) -lt 2 ]; then exit 1; fi; exec sleep 60",
-        starts.display()
+    assert!(
+        sim.store().drivers.is_empty(),
+        "ended drivers are unpersisted"
     );
-    let id = submit(&c, driver(&script, 1, 256, true)).await;
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while lines(&starts) < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the worker never restarted the driver"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert_eq!(status(&c, &id).await.state, Some(DriverState::Running));
-
-    // Its worker goes away: the master relaunches it, under a new id, on another worker.
-    let b = start_worker(&obs, vec![m.clone()], 1, 1024, &work).await;
-    wait_master_state(&m, "worker b", |s| s.workers.len() == 2).await;
-    a.shutdown().await;
-    wait_status(&c, &id, DriverState::Relaunching).await;
-    let s = wait_master_state(&m, "the driver relaunched on b", |s| {
-        s.active_drivers
-            .iter()
-            .any(|d| d.worker_id.as_deref() == Some(b.id()))
-    })
-    .await;
-    assert_ne!(s.active_drivers[0].id, id);
-    assert_clean(&obs);
-    c.close().await;
-    b.shutdown().await;
-    master.shutdown().await;
-    let _ = std::fs::remove_dir_all(&work);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_driver_off_the_allow_list_ends_in_error() {
-    let obs = observer(WORKER_TIMEOUT);
-    let work = temp_dir("driver-refused");
-    let master = start_master(&obs, |_| {}).await;
-    let m = addr_of(&master);
-    let worker = start_worker(&obs, vec![m.clone()], 1, 1024, &work).await;
-    wait_master_state(&m, "the worker", |s| s.workers.len() == 1).await;
-    let c = client(&m).await;
-    let mut d = driver("true", 1, 256, false);
-    d.command.main_class = "/bin/echo".into();
-    let id = submit(&c, d).await;
-    let s = wait_status(&c, &id, DriverState::Error).await;
-    let e = s.exception.expect("the reason");
-    assert!(e.message.contains("allow-list"), "{e}");
-    assert_clean(&obs);
-    c.close().await;
-    worker.shutdown().await;
-    master.shutdown().await;
-    let _ = std::fs::remove_dir_all(&work);
+#[test]
+fn a_supervised_driver_is_relaunched_under_a_new_id_when_its_worker_is_lost() {
+    let mut sim = Sim::new(MasterConfig::default());
+    let a = sim.worker("worker-a", 54001, 1, 1024);
+    let c = sim.connect(Role::DriverClient, "client");
+    let supervised = submit(&mut sim, c, driver_desc(1, 256, true));
+    let plain = {
+        let b = sim.worker("worker-b", 54002, 1, 1024);
+        let id = submit(&mut sim, c, driver_desc(1, 256, false));
+        assert_eq!(launched(&sim, b), vec![id.clone()], "a is full");
+        sim.close(b);
+        id
+    };
+    assert_eq!(
+        status(&mut sim, c, &plain).state,
+        Some(DriverState::Error),
+        "an unsupervised driver of a lost worker ends in ERROR"
+    );
+    assert_eq!(launched(&sim, a), vec![supervised.clone()]);
+    let fresh = sim.worker("worker-c", 54003, 1, 1024);
+    sim.close(a);
+    assert_eq!(
+        status(&mut sim, c, &supervised).state,
+        Some(DriverState::Relaunching)
+    );
+    let relaunched = launched(&sim, fresh);
+    assert_eq!(relaunched.len(), 1);
+    assert_ne!(relaunched[0], supervised);
+    assert_eq!(
+        status(&mut sim, c, &relaunched[0]).state,
+        Some(DriverState::Running)
+    );
+    assert_eq!(sim.store().drivers.len(), 1, "the new id is persisted");
+}
+
+#[test]
+fn only_the_client_that_submitted_a_driver_may_kill_it_and_a_standby_refuses_submissions() {
+    let mut sim = Sim::new(MasterConfig::default());
+    sim.worker("worker-0", 54000, 2, 2048);
+    let owner = sim.connect(Role::DriverClient, "owner");
+    let other = sim.connect(Role::DriverClient, "other");
+    let id = submit(&mut sim, owner, driver_desc(1, 256, false));
+    let refused = kill(&mut sim, other, &id).expect_err("refused");
+    assert!(refused.contains(&id), "{refused}");
+    assert!(
+        !sim.is_closed(other),
+        "a refused ask leaves the connection open"
+    );
+    // Its status is anyone's to read.
+    assert!(status(&mut sim, other, &id).found);
+    assert!(kill(&mut sim, owner, &id).expect("answered").success);
+
+    let mut standby = Sim::standby(MasterConfig::default());
+    let c = standby.connect(Role::DriverClient, "client");
+    match standby.ask(
+        c,
+        RequestSubmitDriver {
+            driver_description: driver_desc(1, 256, false),
+        },
+    ) {
+        Some(Ok(Reply::Message(DeployMessage::SubmitDriverResponse(r)))) => {
+            assert!(!r.success);
+            assert_eq!(
+                r.message,
+                "Current state is not alive: STANDBY. Can only accept driver submissions in ALIVE state."
+            );
+        }
+        other => panic!("expected SubmitDriverResponse, got {other:?}"),
+    }
 }

@@ -1,12 +1,15 @@
-//! The basic flow end to end on loopback, every connection checked by the validator in strict
-//! mode: a worker registers and heartbeats, an application registers and gets an executor, the
-//! worker runs it as a process and reports its states, and the application's end kills it.
+//! The master with real workers over loopback TCP, every connection checked by the validator in
+//! strict mode: a worker registers and heartbeats, an application registers and gets an executor,
+//! the worker runs it as a process and reports its states, and the application's end kills it; a
+//! real worker's loss, refusal and allow-list. The master's protocol behaviour in detail is tested
+//! on the in-memory harness (`master_registration.rs`, `master_loss.rs`, `master_scheduling.rs`,
+//! `master_retries.rs`, `master_failover.rs`).
 
 mod cluster;
 
 use cluster::*;
 use sparkwire::messages::deploy::RequestWorkerState;
-use sparkwire::messages::{DeployMessage, ExecutorState, WorkerState};
+use sparkwire::messages::{Addr, DeployMessage, ExecutorState, WorkerState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn application_gets_a_running_executor_that_is_killed_when_it_unregisters() {
@@ -130,6 +133,167 @@ async fn an_executor_that_exits_is_reported_exited_with_its_code_and_replaced() 
     .await;
     assert_clean(&obs);
     app.unregister().await;
+    worker.shutdown().await;
+    master.shutdown().await;
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+fn lost(log: &[DeployMessage]) -> Option<sparkwire::messages::deploy::ExecutorUpdated> {
+    find(log, |m| match m {
+        DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Lost => Some(u.clone()),
+        _ => None,
+    })
+}
+
+fn removed(log: &[DeployMessage]) -> Option<sparkwire::messages::deploy::WorkerRemoved> {
+    find(log, |m| match m {
+        DeployMessage::WorkerRemoved(r) => Some(r.clone()),
+        _ => None,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_worker_that_goes_away_loses_its_executor_which_is_started_on_another() {
+    let obs = observer(WORKER_TIMEOUT);
+    let work = temp_dir("loss");
+    let master = start_master(&obs, |_| {}).await;
+    let m = addr_of(&master);
+    let a = start_worker(&obs, vec![m.clone()], 2, 2048, &work).await;
+    let b = start_worker(&obs, vec![m.clone()], 2, 2048, &work).await;
+    wait_master_state(&m, "two workers", |s| s.workers.len() == 2).await;
+    let mut desc = app_desc("loss", "exec sleep 60", None, 256);
+    desc.max_cores = Some(2);
+    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
+    let log = app
+        .wait("an executor running", |l| {
+            l.iter().any(|m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Running))
+        })
+        .await;
+    let first = find(&log, |m| match m {
+        DeployMessage::ExecutorAdded(e) => Some(e.clone()),
+        _ => None,
+    })
+    .expect("ExecutorAdded");
+    let (doomed, survivor) = if first.worker_id == a.id() {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    let doomed_id = doomed.id().to_string();
+    let doomed_port = doomed.addr().port();
+    doomed.shutdown().await;
+
+    let log = app
+        .wait("the executor lost and a new one on the other worker", |l| {
+            lost(l).is_some()
+                && removed(l).is_some()
+                && l.iter()
+                    .any(|m| matches!(m, DeployMessage::ExecutorAdded(e) if e.id == 1))
+        })
+        .await;
+    let update = lost(&log).expect("LOST");
+    assert_eq!(update.id, 0);
+    assert_eq!(update.message.as_deref(), Some("worker lost"));
+    assert_eq!(update.worker_host.as_deref(), Some("127.0.0.1"));
+    let gone = removed(&log).expect("WorkerRemoved");
+    assert_eq!(gone.id, doomed_id);
+    assert_eq!(gone.host, "127.0.0.1");
+    assert_eq!(
+        gone.message,
+        format!("127.0.0.1:{doomed_port} got disassociated")
+    );
+    let second = find(&log, |m| match m {
+        DeployMessage::ExecutorAdded(e) if e.id == 1 => Some(e.clone()),
+        _ => None,
+    })
+    .expect("second executor");
+    assert_eq!(second.worker_id, survivor.id());
+    let s = master_state(&m).await;
+    assert!(s
+        .workers
+        .iter()
+        .any(|w| w.id == doomed_id && w.state == WorkerState::Dead));
+    assert_clean(&obs);
+    app.unregister().await;
+    survivor.shutdown().await;
+    master.shutdown().await;
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_worker_stops_when_its_registration_is_refused() {
+    let obs = observer(WORKER_TIMEOUT);
+    let work = temp_dir("refused");
+    let master = start_master(&obs, |_| {}).await;
+    let m = addr_of(&master);
+    // A port the real worker will listen on, already claimed at the master by another id.
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("probe");
+        probe.local_addr().expect("addr").port()
+    };
+    let squatter = FakeWorker::connect(
+        &m,
+        "worker-squatter",
+        Addr::new("127.0.0.1", i32::from(port)),
+    )
+    .await;
+    squatter.register(&m, 1, 512).await;
+    squatter
+        .wait("registered", |l| {
+            count(l, |m| matches!(m, DeployMessage::RegisteredWorker(_))) == 1
+        })
+        .await;
+    let mut worker =
+        start_worker_with(&obs, vec![m.clone()], 1, 512, &work, |c| c.port = port).await;
+    let exit = tokio::time::timeout(PATIENCE, worker.stopped())
+        .await
+        .expect("the worker stops");
+    assert_eq!(
+        exit,
+        sparkwire::reference::worker::WorkerExit::RegistrationFailed(format!(
+            "Attempted to re-register worker at same address: 127.0.0.1:{port}"
+        ))
+    );
+    assert_clean(&obs);
+    squatter.close().await;
+    master.shutdown().await;
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_off_the_allow_list_is_refused_with_failed() {
+    let obs = observer(WORKER_TIMEOUT);
+    let work = temp_dir("allow");
+    let master = start_master(&obs, |c| c.max_executor_retries = 1).await;
+    let m = addr_of(&master);
+    let worker = start_worker(&obs, vec![m.clone()], 1, 1024, &work).await;
+    let mut desc = app_desc("evil", "true", None, 256);
+    desc.command.main_class = "/bin/echo".into();
+    desc.command.arguments = vec!["pwned".into()];
+    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
+    let log = app
+        .wait("FAILED", |l| {
+            l.iter().any(|m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Failed))
+        })
+        .await;
+    let failed = find(&log, |m| match m {
+        DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Failed => Some(u.clone()),
+        _ => None,
+    })
+    .expect("failed");
+    let text = failed.message.expect("a message");
+    assert!(
+        text.contains("not on the worker's allow-list (--allow-exec, --allow-exec-any)"),
+        "{text}"
+    );
+    assert_eq!(failed.exit_status, None);
+    let app_id = app.app_id().await;
+    assert!(
+        !work.join(&app_id).join("0").join("stdout").exists(),
+        "nothing was run"
+    );
+    assert_clean(&obs);
+    app.close().await;
     worker.shutdown().await;
     master.shutdown().await;
     let _ = std::fs::remove_dir_all(&work);

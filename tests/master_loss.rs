@@ -1,150 +1,119 @@
 //! Losing workers: a worker whose connection closes, and one that stops heartbeating, are DEAD;
 //! their executors are LOST for their applications (with the worker's host), every application
-//! hears WorkerRemoved, and the cores are scheduled elsewhere.
+//! hears WorkerRemoved, and the cores are scheduled elsewhere. On the in-memory harness; the
+//! loss of a real worker over TCP is in `master_flow.rs`.
 
-mod cluster;
+#![cfg(feature = "testing")]
 
-use cluster::*;
-use sparkwire::messages::deploy::ExecutorStateChanged;
-use sparkwire::messages::{Addr, DeployMessage, ExecutorState, WorkerState};
+use std::time::Duration;
 
-fn lost(log: &[DeployMessage]) -> Option<sparkwire::messages::deploy::ExecutorUpdated> {
-    find(log, |m| match m {
+use sparkwire::messages::deploy::{ExecutorUpdated, WorkerRemoved};
+use sparkwire::messages::{DeployMessage, ExecutorState, WorkerState};
+use sparkwire::reference::master::harness::{app_desc, picked, Sim};
+use sparkwire::reference::master::MasterConfig;
+use sparkwire::wire::Reply;
+
+const TIMEOUT: Duration = Duration::from_millis(1500);
+
+fn lost(log: &[DeployMessage]) -> Vec<ExecutorUpdated> {
+    picked(log, |m| match m {
         DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Lost => Some(u.clone()),
         _ => None,
     })
 }
 
-fn removed(log: &[DeployMessage]) -> Option<sparkwire::messages::deploy::WorkerRemoved> {
-    find(log, |m| match m {
+fn removed(log: &[DeployMessage]) -> Vec<WorkerRemoved> {
+    picked(log, |m| match m {
         DeployMessage::WorkerRemoved(r) => Some(r.clone()),
         _ => None,
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_that_goes_away_loses_its_executors_which_are_started_elsewhere() {
-    let obs = observer(WORKER_TIMEOUT);
-    let work = temp_dir("loss");
-    let master = start_master(&obs, |_| {}).await;
-    let m = addr_of(&master);
-    let a = start_worker(&obs, vec![m.clone()], 2, 2048, &work).await;
-    let b = start_worker(&obs, vec![m.clone()], 2, 2048, &work).await;
-    wait_master_state(&m, "two workers", |s| s.workers.len() == 2).await;
-    let mut desc = app_desc("loss", "exec sleep 60", None, 256);
-    desc.max_cores = Some(2);
-    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
-    let log = app
-        .wait("an executor running", |l| {
-            l.iter().any(|m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Running))
-        })
-        .await;
-    let first = find(&log, |m| match m {
-        DeployMessage::ExecutorAdded(e) => Some(e.clone()),
+fn added(log: &[DeployMessage]) -> Vec<(i32, String)> {
+    picked(log, |m| match m {
+        DeployMessage::ExecutorAdded(e) => Some((e.id, e.worker_id.clone())),
         _ => None,
     })
-    .expect("ExecutorAdded");
-    let (doomed, survivor) = if first.worker_id == a.id() {
-        (a, b)
-    } else {
-        (b, a)
-    };
-    let doomed_id = doomed.id().to_string();
-    let doomed_port = doomed.addr().port();
-    doomed.shutdown().await;
+}
 
-    let log = app
-        .wait("the executor lost and a new one on the other worker", |l| {
-            lost(l).is_some()
-                && removed(l).is_some()
-                && l.iter()
-                    .any(|m| matches!(m, DeployMessage::ExecutorAdded(e) if e.id == 1))
-        })
-        .await;
-    let update = lost(&log).expect("LOST");
+#[test]
+fn a_worker_that_goes_away_loses_its_executors_which_are_started_elsewhere() {
+    let mut sim = Sim::new(MasterConfig {
+        worker_timeout: TIMEOUT,
+        ..MasterConfig::default()
+    });
+    let a = sim.worker("worker-a", 50020, 2, 2048);
+    let b = sim.worker("worker-b", 50021, 2, 2048);
+    sim.keep_alive(a, "worker-a");
+    sim.keep_alive(b, "worker-b");
+    let mut desc = app_desc("loss", Some(2), 256);
+    desc.max_cores = Some(2);
+    let (app, app_id) = sim.app(60000, desc);
+    let app_id = app_id.expect("registered");
+    let first = added(sim.received(app));
+    assert_eq!(first.len(), 1, "one executor of all 2 cores");
+    let (doomed, doomed_id, survivor_id) = if first[0].1 == "worker-a" {
+        (a, "worker-a", "worker-b")
+    } else {
+        (b, "worker-b", "worker-a")
+    };
+    let answer = sim.executor_state(doomed, &app_id, 0, ExecutorState::Running, None);
+    assert_eq!(answer, Some(Ok(Reply::Bool(true))));
+
+    sim.close(doomed);
+    let log = sim.received(app).to_vec();
+    let update = &lost(&log)[0];
     assert_eq!(update.id, 0);
     assert_eq!(update.message.as_deref(), Some("worker lost"));
     assert_eq!(update.worker_host.as_deref(), Some("127.0.0.1"));
-    let gone = removed(&log).expect("WorkerRemoved");
+    let gone = &removed(&log)[0];
     assert_eq!(gone.id, doomed_id);
     assert_eq!(gone.host, "127.0.0.1");
-    assert_eq!(
-        gone.message,
-        format!("127.0.0.1:{doomed_port} got disassociated")
-    );
-    let second = find(&log, |m| match m {
-        DeployMessage::ExecutorAdded(e) if e.id == 1 => Some(e.clone()),
-        _ => None,
-    })
-    .expect("second executor");
-    assert_eq!(second.worker_id, survivor.id());
-    let s = master_state(&m).await;
+    let port = if doomed_id == "worker-a" {
+        50020
+    } else {
+        50021
+    };
+    assert_eq!(gone.message, format!("127.0.0.1:{port} got disassociated"));
+    assert_eq!(added(&log)[1], (1, survivor_id.to_string()));
+    let s = sim.state();
     assert!(s
         .workers
         .iter()
         .any(|w| w.id == doomed_id && w.state == WorkerState::Dead));
-    assert_clean(&obs);
-    app.unregister().await;
-    survivor.shutdown().await;
-    master.shutdown().await;
-    let _ = std::fs::remove_dir_all(&work);
+    // Time passes with the survivor heartbeating: nothing else is lost.
+    sim.advance(TIMEOUT * 4);
+    assert_eq!(lost(sim.received(app)).len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_silent_for_the_timeout_is_dead_and_its_executors_lost() {
-    let obs = observer(WORKER_TIMEOUT);
-    let master = start_master(&obs, |_| {}).await;
-    let m = addr_of(&master);
-    let w = FakeWorker::connect(&m, "worker-silent", Addr::new("127.0.0.1", 50010)).await;
-    w.register(&m, 2, 2048).await;
-    let app = TestApp::register(
-        std::slice::from_ref(&m),
-        app_desc("silent", "true", None, 512),
-    )
-    .await;
-    let log = w
-        .wait("LaunchExecutor", |l| {
-            l.iter()
-                .any(|m| matches!(m, DeployMessage::LaunchExecutor(_)))
-        })
-        .await;
-    let launch = find(&log, |m| match m {
-        DeployMessage::LaunchExecutor(l) => Some(l.clone()),
-        _ => None,
-    })
-    .expect("launch");
-    let answer = w
-        .conn
-        .ask_with_timeout(
-            ExecutorStateChanged {
-                app_id: launch.app_id.clone(),
-                exec_id: launch.exec_id,
-                state: ExecutorState::Running,
-                message: None,
-                exit_status: None,
-            }
-            .into(),
-            PATIENCE,
-        )
-        .await
-        .expect("answered");
-    assert_eq!(answer, sparkwire::wire::Reply::Bool(true));
+#[test]
+fn a_worker_silent_for_the_timeout_is_dead_and_its_executors_lost() {
+    let mut sim = Sim::new(MasterConfig {
+        worker_timeout: TIMEOUT,
+        ..MasterConfig::default()
+    });
+    let w = sim.worker("worker-silent", 50010, 2, 2048);
+    let (app, app_id) = sim.app(60001, app_desc("silent", None, 512));
+    let app_id = app_id.expect("registered");
+    let launch = sim.launches(w)[0].clone();
+    assert_eq!(launch.app_id, app_id);
+    let answer = sim.executor_state(w, &app_id, launch.exec_id, ExecutorState::Running, None);
+    assert_eq!(answer, Some(Ok(Reply::Bool(true))));
     // No heartbeat ever: DEAD after the timeout, although the connection stays open.
-    let log = app
-        .wait("LOST and WorkerRemoved", |l| {
-            lost(l).is_some() && removed(l).is_some()
-        })
-        .await;
+    sim.advance(TIMEOUT);
+    assert!(lost(sim.received(app)).is_empty(), "not before the timeout");
+    sim.advance(TIMEOUT);
+    assert!(!sim.is_closed(w));
+    let log = sim.received(app);
+    assert_eq!(lost(log)[0].worker_host.as_deref(), Some("127.0.0.1"));
     assert_eq!(
-        lost(&log).expect("lost").worker_host.as_deref(),
-        Some("127.0.0.1")
-    );
-    assert_eq!(
-        removed(&log).expect("removed").message,
+        removed(log)[0].message,
         "Not receiving heartbeat for 1 seconds"
     );
-    assert_clean(&obs);
-    app.unregister().await;
-    w.close().await;
-    master.shutdown().await;
+    // A DEAD worker is listed until it has been silent for 16 timeouts
+    // (spark.dead.worker.persistence of 15 after the first), then forgotten.
+    sim.advance(TIMEOUT * 13);
+    assert_eq!(sim.state().workers.len(), 1);
+    sim.advance(TIMEOUT * 2);
+    assert!(sim.state().workers.is_empty());
 }

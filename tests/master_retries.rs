@@ -1,139 +1,148 @@
 //! Executor failures: an executor that ends abnormally is replaced until the application has
 //! failed `maxExecutorRetries` times with none running, then the application is removed
-//! (FAILED) — Spark resets the count whenever an executor reports RUNNING —; a worker refuses to run a program off its allow-list.
+//! (FAILED); Spark resets the count whenever an executor reports RUNNING, and a normal exit
+//! (code 0) never counts. On the in-memory harness; a worker refusing a program off its
+//! allow-list is in `master_flow.rs`.
 
-mod cluster;
+#![cfg(feature = "testing")]
 
-use cluster::*;
+use sparkwire::messages::deploy::ApplicationRemoved;
 use sparkwire::messages::{ApplicationState, DeployMessage, ExecutorState};
+use sparkwire::reference::master::harness::{app_desc, picked, Sim};
+use sparkwire::reference::master::MasterConfig;
+use sparkwire::wire::Reply;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_application_whose_executors_cannot_start_is_removed_after_the_retry_limit() {
-    let obs = observer(WORKER_TIMEOUT);
-    let work = temp_dir("retries");
-    // Allowed, but not executable: every launch fails.
-    let broken = work.join("not-executable");
-    std::fs::write(&broken, "#!/bin/sh\nexit 0\n").expect("write");
-    let master = start_master(&obs, |c| c.max_executor_retries = 3).await;
-    let m = addr_of(&master);
-    let worker = start_worker_with(&obs, vec![m.clone()], 1, 1024, &work, |c| {
-        c.allow_exec_any.push(broken.clone())
-    })
-    .await;
-    let mut desc = app_desc("failing", "true", None, 256);
-    desc.command.main_class = broken.display().to_string();
-    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
-    let log = app
-        .wait("ApplicationRemoved", |l| {
-            l.iter()
-                .any(|m| matches!(m, DeployMessage::ApplicationRemoved(_)))
-        })
-        .await;
-    let failures: Vec<_> = log
-        .iter()
-        .filter_map(|m| match m {
-            DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Failed => {
-                Some(u.clone())
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(failures.len(), 3, "three failed launches before removal");
-    assert!(failures.iter().all(|u| u
-        .message
-        .as_deref()
-        .is_some_and(|t| t.contains("cannot run"))));
-    let removed = find(&log, |m| match m {
-        DeployMessage::ApplicationRemoved(r) => Some(r.message.clone()),
+fn updates(log: &[DeployMessage], state: ExecutorState) -> usize {
+    log.iter()
+        .filter(|m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.state == state))
+        .count()
+}
+
+fn app_removed(log: &[DeployMessage]) -> Vec<ApplicationRemoved> {
+    picked(log, |m| match m {
+        DeployMessage::ApplicationRemoved(r) => Some(r.clone()),
         _ => None,
+    })
+}
+
+#[test]
+fn an_application_whose_executors_cannot_start_is_removed_after_the_retry_limit() {
+    let mut sim = Sim::new(MasterConfig {
+        max_executor_retries: 3,
+        ..MasterConfig::default()
     });
-    assert_eq!(removed.as_deref(), Some("FAILED"));
-    let s = wait_master_state(&m, "the application completed", |s| {
-        s.active_apps.is_empty()
-    })
-    .await;
-    assert_eq!(s.completed_apps[0].state, ApplicationState::Failed);
-    assert_clean(&obs);
-    app.close().await;
-    worker.shutdown().await;
-    master.shutdown().await;
-    let _ = std::fs::remove_dir_all(&work);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn executors_that_crash_after_running_are_replaced_without_limit_as_in_spark() {
-    // Spark resets an application's retry count whenever an executor reports RUNNING, so a crash
-    // after start never adds up to the limit.
-    let obs = observer(WORKER_TIMEOUT);
-    let work = temp_dir("crashloop");
-    let master = start_master(&obs, |c| c.max_executor_retries = 2).await;
-    let m = addr_of(&master);
-    let worker = start_worker(&obs, vec![m.clone()], 1, 1024, &work).await;
-    let app = TestApp::register(
-        std::slice::from_ref(&m),
-        app_desc("crashing", "exit 1", None, 256),
-    )
-    .await;
-    let log = app
-        .wait("five crashes", |l| {
-            count(l, |m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Exited)) >= 5
-        })
-        .await;
-    assert!(!log
-        .iter()
-        .any(|m| matches!(m, DeployMessage::ApplicationRemoved(_))));
-    let exited = find(&log, |m| match m {
-        DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Exited => Some(u.clone()),
-        _ => None,
-    })
-    .expect("exit");
+    let w = sim.worker("worker-0", 52000, 1, 1024);
+    let (app, app_id) = sim.app(60000, app_desc("failing", None, 256));
+    let app_id = app_id.expect("registered");
+    assert_eq!(sim.store().apps.len(), 1, "the application is persisted");
+    for attempt in 0..3 {
+        let launches = sim.launches(w);
+        assert_eq!(
+            launches.len(),
+            attempt + 1,
+            "a replacement after each failure"
+        );
+        let exec_id = launches[attempt].exec_id;
+        assert_eq!(exec_id, attempt as i32, "executor ids are not reused");
+        let answer = sim.executor_state(w, &app_id, exec_id, ExecutorState::Failed, None);
+        assert_eq!(answer, Some(Ok(Reply::Bool(true))));
+    }
+    let log = sim.received(app);
+    assert_eq!(updates(log, ExecutorState::Failed), 3);
     assert_eq!(
-        exited.message.as_deref(),
-        Some("Command exited with code 1")
+        app_removed(log),
+        vec![ApplicationRemoved {
+            message: "FAILED".into()
+        }]
     );
-    assert_eq!(exited.exit_status, Some(1));
-    assert_clean(&obs);
-    app.unregister().await;
-    worker.shutdown().await;
-    master.shutdown().await;
-    let _ = std::fs::remove_dir_all(&work);
+    assert_eq!(sim.launches(w).len(), 3, "no fourth launch");
+    assert!(sim
+        .received(w)
+        .iter()
+        .any(|m| matches!(m, DeployMessage::ApplicationFinished(f) if f.id == app_id)));
+    let s = sim.state();
+    assert!(s.active_apps.is_empty());
+    assert_eq!(s.completed_apps[0].state, ApplicationState::Failed);
+    assert_eq!(s.workers[0].cores_used, 0, "the worker is freed");
+    assert!(
+        sim.store().apps.is_empty(),
+        "the application is unpersisted"
+    );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_program_off_the_allow_list_is_refused_with_failed() {
-    let obs = observer(WORKER_TIMEOUT);
-    let work = temp_dir("allow");
-    let master = start_master(&obs, |c| c.max_executor_retries = 1).await;
-    let m = addr_of(&master);
-    let worker = start_worker(&obs, vec![m.clone()], 1, 1024, &work).await;
-    let mut desc = app_desc("evil", "true", None, 256);
-    desc.command.main_class = "/bin/echo".into();
-    desc.command.arguments = vec!["pwned".into()];
-    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
-    let log = app
-        .wait("FAILED", |l| {
-            l.iter().any(|m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Failed))
-        })
-        .await;
-    let failed = find(&log, |m| match m {
-        DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Failed => Some(u.clone()),
-        _ => None,
-    })
-    .expect("failed");
-    let text = failed.message.expect("a message");
-    assert!(
-        text.contains("not on the worker's allow-list (--allow-exec, --allow-exec-any)"),
-        "{text}"
-    );
-    assert_eq!(failed.exit_status, None);
-    let app_id = app.app_id().await;
-    assert!(
-        !work.join(&app_id).join("0").join("stdout").exists(),
-        "nothing was run"
-    );
-    assert_clean(&obs);
-    app.close().await;
-    worker.shutdown().await;
-    master.shutdown().await;
-    let _ = std::fs::remove_dir_all(&work);
+#[test]
+fn executors_that_crash_after_running_are_replaced_without_limit_as_in_spark() {
+    let mut sim = Sim::new(MasterConfig {
+        max_executor_retries: 2,
+        ..MasterConfig::default()
+    });
+    let w = sim.worker("worker-0", 52000, 1, 1024);
+    let (app, app_id) = sim.app(60000, app_desc("crashing", None, 256));
+    let app_id = app_id.expect("registered");
+    for n in 0..6 {
+        let exec_id = sim.launches(w)[n].exec_id;
+        sim.executor_state(w, &app_id, exec_id, ExecutorState::Running, None);
+        sim.executor_state(w, &app_id, exec_id, ExecutorState::Exited, Some(1));
+    }
+    let log = sim.received(app);
+    assert_eq!(updates(log, ExecutorState::Exited), 6);
+    assert!(app_removed(log).is_empty());
+    assert_eq!(sim.launches(w).len(), 7, "each crash is replaced");
+}
+
+#[test]
+fn normal_exits_do_not_count_and_a_negative_limit_never_removes() {
+    let mut sim = Sim::new(MasterConfig {
+        max_executor_retries: 1,
+        ..MasterConfig::default()
+    });
+    let w = sim.worker("worker-0", 52000, 1, 1024);
+    let (app, app_id) = sim.app(60000, app_desc("clean", None, 256));
+    let app_id = app_id.expect("registered");
+    for n in 0..3 {
+        let exec_id = sim.launches(w)[n].exec_id;
+        sim.executor_state(w, &app_id, exec_id, ExecutorState::Exited, Some(0));
+    }
+    assert!(app_removed(sim.received(app)).is_empty());
+
+    let mut sim = Sim::new(MasterConfig {
+        max_executor_retries: -1,
+        ..MasterConfig::default()
+    });
+    let w = sim.worker("worker-0", 52000, 1, 1024);
+    let (app, app_id) = sim.app(60000, app_desc("unlimited", None, 256));
+    let app_id = app_id.expect("registered");
+    for n in 0..20 {
+        let exec_id = sim.launches(w)[n].exec_id;
+        sim.executor_state(w, &app_id, exec_id, ExecutorState::Failed, None);
+    }
+    assert!(app_removed(sim.received(app)).is_empty());
+    assert_eq!(sim.launches(w).len(), 21);
+}
+
+#[test]
+fn completed_applications_are_retained_up_to_the_limit_dropping_the_oldest_tenth() {
+    let mut sim = Sim::new(MasterConfig {
+        retained_applications: 20,
+        ..MasterConfig::default()
+    });
+    let mut ids = Vec::new();
+    for n in 0..21 {
+        let (conn, id) = sim.app(61000 + n, app_desc("short", None, 256));
+        ids.push(id.expect("registered"));
+        sim.close(conn);
+    }
+    let kept: Vec<String> = sim
+        .state()
+        .completed_apps
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    // The 21st pushed out the oldest two (a tenth of 20), in order.
+    assert_eq!(kept, ids[2..].to_vec());
+    assert!(sim
+        .state()
+        .completed_apps
+        .iter()
+        .all(|a| a.state == ApplicationState::Finished));
 }

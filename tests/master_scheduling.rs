@@ -1,184 +1,187 @@
-//! Scheduling end to end: executors spread over workers or packed on few, the executor limit
-//! from initialExecutorLimit and RequestExecutors, KillExecutors, and workers without the memory
-//! of one executor left out. Workers are played by the test (no processes), with a long timeout.
+//! Scheduling: executors spread over workers or packed on few, the executor limit from
+//! initialExecutorLimit and RequestExecutors, KillExecutors, and workers without the memory of
+//! one executor left out. On the in-memory harness: workers are simulated, time does not pass.
 
-mod cluster;
+#![cfg(feature = "testing")]
 
-use std::time::Duration;
-
-use cluster::*;
-use sparkwire::messages::deploy::{KillExecutors, LaunchExecutor, RequestExecutors};
-use sparkwire::messages::{Addr, DeployMessage, ProfileExecutors, ResourceProfile};
+use sparkwire::messages::deploy::{KillExecutors, RequestExecutors};
+use sparkwire::messages::{DeployMessage, ProfileExecutors, ResourceProfile};
+use sparkwire::reference::master::harness::{app_desc, Sim};
+use sparkwire::reference::master::MasterConfig;
+use sparkwire::validate::ConnId;
 use sparkwire::wire::Reply;
 
-const LONG: Duration = Duration::from_secs(60);
+fn count(log: &[DeployMessage], f: impl Fn(&DeployMessage) -> bool) -> usize {
+    log.iter().filter(|m| f(m)).count()
+}
 
-fn launches(w: &FakeWorker) -> Vec<LaunchExecutor> {
-    w.log()
-        .into_iter()
-        .filter_map(|m| match m {
-            DeployMessage::LaunchExecutor(l) => Some(l),
-            _ => None,
-        })
+fn executors_added(log: &[DeployMessage]) -> usize {
+    count(log, |m| matches!(m, DeployMessage::ExecutorAdded(_)))
+}
+
+fn workers(sim: &mut Sim, n: usize, cores: i32, memory: i32) -> Vec<ConnId> {
+    (0..n)
+        .map(|i| sim.worker(&format!("worker-{i}"), 51000 + i as i32, cores, memory))
         .collect()
 }
 
-async fn workers(m: &Addr, n: usize, cores: i32, memory: i32) -> Vec<FakeWorker> {
-    let mut out = Vec::new();
-    for i in 0..n {
-        let w = FakeWorker::connect(
-            m,
-            &format!("worker-{i}"),
-            Addr::new("127.0.0.1", 51000 + i as i32),
-        )
-        .await;
-        w.register(m, cores, memory).await;
-        w.wait("registered", |l| {
-            l.iter()
-                .any(|m| matches!(m, DeployMessage::RegisteredWorker(_)))
-        })
-        .await;
-        out.push(w);
-    }
-    out
-}
-
-async fn placement(spread_out: bool) -> Vec<usize> {
-    let obs = observer(LONG);
-    let master = start_master(&obs, |c| {
-        c.spread_out = spread_out;
-        c.worker_timeout = LONG;
-    })
-    .await;
-    let m = addr_of(&master);
-    let ws = workers(&m, 3, 4, 4096).await;
-    let mut desc = app_desc("place", "true", Some(1), 256);
+fn placement(spread_out: bool) -> Vec<usize> {
+    let mut sim = Sim::new(MasterConfig {
+        spread_out,
+        ..MasterConfig::default()
+    });
+    let ws = workers(&mut sim, 3, 4, 4096);
+    let mut desc = app_desc("place", Some(1), 256);
     desc.max_cores = Some(3);
-    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
-    app.wait("three executors", |l| {
-        count(l, |m| matches!(m, DeployMessage::ExecutorAdded(_))) == 3
-    })
-    .await;
-    let mut per_worker = Vec::new();
-    for w in &ws {
-        per_worker.push(launches(w).len());
-    }
-    assert!(launches(&ws[0])
+    let (app, _) = sim.app(60000, desc);
+    assert_eq!(executors_added(sim.received(app)), 3);
+    assert!(ws
         .iter()
+        .flat_map(|w| sim.launches(*w))
         .all(|l| l.cores == 1 && l.memory == 256));
-    assert_clean(&obs);
-    app.unregister().await;
-    for w in ws {
-        w.close().await;
-    }
-    master.shutdown().await;
-    per_worker
+    ws.iter().map(|w| sim.launches(*w).len()).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn spread_out_mode_puts_one_executor_on_each_worker() {
-    assert_eq!(placement(true).await, vec![1, 1, 1]);
+#[test]
+fn spread_out_mode_puts_one_executor_on_each_worker() {
+    assert_eq!(placement(true), vec![1, 1, 1]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn consolidate_mode_fills_one_worker_first() {
-    let mut got = placement(false).await;
+#[test]
+fn consolidate_mode_fills_one_worker_first() {
+    let mut got = placement(false);
     got.sort_unstable();
     assert_eq!(got, vec![0, 0, 3]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_executor_limit_follows_requests_and_killed_executors_are_not_replaced() {
-    let obs = observer(LONG);
-    let master = start_master(&obs, |c| c.worker_timeout = LONG).await;
-    let m = addr_of(&master);
-    let ws = workers(&m, 1, 8, 8192).await;
-    let mut desc = app_desc("limit", "true", Some(2), 512);
-    desc.initial_executor_limit = Some(1);
-    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
-    let app_id = app.app_id().await;
-    app.wait("one executor", |l| {
-        count(l, |m| matches!(m, DeployMessage::ExecutorAdded(_))) == 1
-    })
-    .await;
-
-    let profile = ResourceProfile::default_with(Some(2), 512);
-    let reply = app
-        .ask(RequestExecutors {
-            app_id: app_id.clone(),
-            resource_profile_to_total_execs: vec![ProfileExecutors { profile, total: 3 }],
+#[test]
+fn launch_executor_goes_to_the_worker_before_executor_added_to_the_application() {
+    let mut sim = Sim::new(MasterConfig::default());
+    let w = sim.worker("worker-0", 51000, 2, 2048);
+    let (app, _) = sim.app(60000, app_desc("order", None, 512));
+    let order: Vec<(ConnId, &'static str)> = sim
+        .outputs()
+        .iter()
+        .filter_map(|o| match o {
+            sparkwire::reference::master::proto::Output::Send { conn, message }
+                if matches!(
+                    message,
+                    DeployMessage::LaunchExecutor(_) | DeployMessage::ExecutorAdded(_)
+                ) =>
+            {
+                Some((*conn, sparkwire::messages::Family::name(message)))
+            }
+            _ => None,
         })
-        .await;
-    assert_eq!(reply, Reply::Bool(true));
-    app.wait("three executors", |l| {
-        count(l, |m| matches!(m, DeployMessage::ExecutorAdded(_))) == 3
-    })
-    .await;
-
-    let profile = ResourceProfile::default_with(Some(2), 512);
-    let reply = app
-        .ask(RequestExecutors {
-            app_id: app_id.clone(),
-            resource_profile_to_total_execs: vec![ProfileExecutors { profile, total: 2 }],
-        })
-        .await;
-    assert_eq!(reply, Reply::Bool(true));
-    let reply = app
-        .ask(KillExecutors {
-            app_id: app_id.clone(),
-            executor_ids: vec!["1".into(), "not-a-number".into()],
-        })
-        .await;
-    assert_eq!(reply, Reply::Bool(true));
-    ws[0]
-        .wait("KillExecutor for executor 1", |l| {
-            l.iter().any(|m| matches!(m, DeployMessage::KillExecutor(k) if k.exec_id == 1 && k.app_id == app_id))
-        })
-        .await;
-    // Two executors remain, matching the limit of 2: none is added.
-    let s = wait_master_state(&m, "4 cores in use", |s| s.workers[0].cores_used == 4).await;
-    assert_eq!(s.active_apps[0].cores_granted, 4);
-    assert_eq!(
-        count(&app.log(), |m| matches!(m, DeployMessage::ExecutorAdded(_))),
-        3
-    );
-    assert_clean(&obs);
-    app.unregister().await;
-    for w in ws {
-        w.close().await;
-    }
-    master.shutdown().await;
+        .collect();
+    assert_eq!(order, vec![(w, "LaunchExecutor"), (app, "ExecutorAdded")]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workers_without_the_memory_of_one_executor_get_none() {
-    let obs = observer(LONG);
-    let master = start_master(&obs, |c| c.worker_timeout = LONG).await;
-    let m = addr_of(&master);
-    let small = FakeWorker::connect(&m, "worker-small", Addr::new("127.0.0.1", 51100)).await;
-    small.register(&m, 8, 256).await;
-    let big = FakeWorker::connect(&m, "worker-big", Addr::new("127.0.0.1", 51101)).await;
-    big.register(&m, 2, 4096).await;
-    wait_master_state(&m, "two workers", |s| s.workers.len() == 2).await;
-    let app = TestApp::register(
-        std::slice::from_ref(&m),
-        app_desc("mem", "true", None, 1024),
-    )
-    .await;
-    app.wait("an executor", |l| {
-        count(l, |m| matches!(m, DeployMessage::ExecutorAdded(_))) == 1
-    })
-    .await;
-    assert_eq!(launches(&big).len(), 1);
+#[test]
+fn the_executor_limit_follows_requests_and_killed_executors_are_not_replaced() {
+    let mut sim = Sim::new(MasterConfig::default());
+    let ws = workers(&mut sim, 1, 8, 8192);
+    let mut desc = app_desc("limit", Some(2), 512);
+    desc.initial_executor_limit = Some(1);
+    let (app, app_id) = sim.app(60000, desc);
+    let app_id = app_id.expect("registered");
+    assert_eq!(executors_added(sim.received(app)), 1);
+
+    let profile = ResourceProfile::default_with(Some(2), 512);
+    let reply = sim.ask(
+        app,
+        RequestExecutors {
+            app_id: app_id.clone(),
+            resource_profile_to_total_execs: vec![ProfileExecutors { profile, total: 3 }],
+        },
+    );
+    assert_eq!(reply, Some(Ok(Reply::Bool(true))));
+    assert_eq!(executors_added(sim.received(app)), 3);
+
+    let profile = ResourceProfile::default_with(Some(2), 512);
+    let reply = sim.ask(
+        app,
+        RequestExecutors {
+            app_id: app_id.clone(),
+            resource_profile_to_total_execs: vec![ProfileExecutors { profile, total: 2 }],
+        },
+    );
+    assert_eq!(reply, Some(Ok(Reply::Bool(true))));
+    let reply = sim.ask(
+        app,
+        KillExecutors {
+            app_id: app_id.clone(),
+            executor_ids: vec!["1".into(), "not-a-number".into()],
+        },
+    );
+    assert_eq!(reply, Some(Ok(Reply::Bool(true))));
+    assert!(sim.received(ws[0]).iter().any(
+        |m| matches!(m, DeployMessage::KillExecutor(k) if k.exec_id == 1 && k.app_id == app_id)
+    ));
+    // Two executors remain, matching the limit of 2: none is added.
+    let s = sim.state();
+    assert_eq!(s.workers[0].cores_used, 4);
+    assert_eq!(s.active_apps[0].cores_granted, 4);
+    assert_eq!(executors_added(sim.received(app)), 3);
+}
+
+#[test]
+fn workers_without_the_memory_of_one_executor_get_none() {
+    let mut sim = Sim::new(MasterConfig::default());
+    let small = sim.worker("worker-small", 51100, 8, 256);
+    let big = sim.worker("worker-big", 51101, 2, 4096);
+    let (app, _) = sim.app(60000, app_desc("mem", None, 1024));
+    assert_eq!(executors_added(sim.received(app)), 1);
+    assert_eq!(sim.launches(big).len(), 1);
     assert_eq!(
-        launches(&big)[0].cores,
+        sim.launches(big)[0].cores,
         2,
         "one executor takes every core of the worker"
     );
-    assert!(launches(&small).is_empty());
-    assert_clean(&obs);
-    app.unregister().await;
-    small.close().await;
-    big.close().await;
-    master.shutdown().await;
+    assert!(sim.launches(small).is_empty());
+}
+
+#[test]
+fn the_web_ui_snapshot_lists_executors_and_connections_as_the_core_knows_them() {
+    let mut sim = Sim::new(MasterConfig::default());
+    let w = sim.worker("worker-0", 51000, 2, 2048);
+    let (_, app_id) = sim.app(60000, app_desc("ui", Some(1), 300));
+    let app_id = app_id.expect("registered");
+    sim.executor_state(
+        w,
+        &app_id,
+        1,
+        sparkwire::messages::ExecutorState::Running,
+        None,
+    );
+    let snap = sim.core.snapshot();
+    let rows: Vec<_> = snap
+        .executors
+        .iter()
+        .map(|e| {
+            (
+                e.app_id.as_str(),
+                e.exec_id,
+                e.worker_id.as_str(),
+                e.cores,
+                e.memory_mb,
+                e.state,
+            )
+        })
+        .collect();
+    use sparkwire::messages::ExecutorState::{Launching, Running};
+    assert_eq!(
+        rows,
+        vec![
+            (app_id.as_str(), 0, "worker-0", 1, 300, Launching),
+            (app_id.as_str(), 1, "worker-0", 1, 300, Running),
+        ]
+    );
+    assert_eq!(snap.connections.get("worker"), Some(&1));
+    assert_eq!(snap.connections.get("app-client"), Some(&1));
+    assert_eq!(
+        snap.state,
+        sim.state(),
+        "the pages show what the state answer shows"
+    );
 }

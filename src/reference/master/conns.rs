@@ -1,6 +1,7 @@
 //! The master's connections: the listener, the handshake of each client, and the dialling of
 //! workers and applications after a failover.
 
+use crate::validate::ConnId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,12 +9,12 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use super::actor::Event;
+use super::events::{Event, Opened};
+use super::proto::DialTarget;
 use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use crate::messages::{Addr, DeployMessage, Version};
 use crate::reference::observe::{ObservedClose, StrictObserver};
-use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, Peer};
-use crate::validate::ConnId;
+use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader};
 use crate::validate::Endpoint;
 use crate::wire::handshake::{HandshakeError, Identity, Role};
 
@@ -55,25 +56,6 @@ impl ConnSettings {
             None => (config, None),
         }
     }
-}
-
-/// A connection the master opened or took, ready for the actor.
-pub(crate) struct Opened {
-    pub(crate) conn: ConnId,
-    pub(crate) peer: Peer,
-    pub(crate) role: Role,
-    pub(crate) peer_id: String,
-    /// The peer proved the admin secret.
-    pub(crate) admin: bool,
-}
-
-/// Whom the master dialled, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum DialTarget {
-    /// A worker to tell of the master change.
-    Worker(String),
-    /// An application's client to tell of the master change.
-    App(String),
 }
 
 /// Accepts clients until the task is aborted.

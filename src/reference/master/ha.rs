@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::actor::Event;
 use crate::reference::clock::now_ms;
 
 /// The lock file's name in the recovery directory.
@@ -219,11 +218,11 @@ pub(crate) struct Election {
 
 impl Election {
     /// Starts trying to take the lock; tells `events` when elected and when the lock is lost.
-    pub(crate) fn spawn(
+    pub(crate) fn spawn<E: From<LeaderEvent> + Send + 'static>(
         dir: PathBuf,
         holder: String,
         lease: Duration,
-        events: mpsc::UnboundedSender<Event>,
+        events: mpsc::UnboundedSender<E>,
     ) -> Election {
         let lock = LeaderLock::new(&dir, &holder, lease);
         let mut working = lock.clone();
@@ -246,7 +245,7 @@ impl Election {
                 }
                 tokio::time::sleep(every).await;
             }
-            if events.send(Event::Leader(LeaderEvent::Elected)).is_err() {
+            if events.send(LeaderEvent::Elected.into()).is_err() {
                 return;
             }
             loop {
@@ -263,7 +262,7 @@ impl Election {
                 match renewed {
                     Ok(true) => {}
                     Ok(false) => {
-                        let _ = events.send(Event::Leader(LeaderEvent::Lost));
+                        let _ = events.send(LeaderEvent::Lost.into());
                         return;
                     }
                     Err(e) => tracing::warn!(error = %e, "cannot renew the leader lock"),

@@ -1,35 +1,33 @@
 //! The reference Master: Spark's standalone Master on tokio.
 //!
-//! [`Master::start`] binds a listener and runs the master until [`MasterHandle::shutdown`]. One
-//! actor task owns the state (`state`); every connection has a reading task that hands it what
-//! arrives, and an outbox task writes what it sends, in order. All traffic with a worker or an
-//! application client goes over the connection the client opened, as in Spark; the master dials
-//! only after a failover, to send MasterChanged to the addresses workers and applications
-//! advertised.
+//! [`Master::start`] binds a listener and runs the master until [`MasterHandle::shutdown`].
+//! The protocol is [`proto`]'s sans-IO [`MasterCore`](proto::MasterCore); one tokio task (the
+//! `runtime` loop) owns the listener, connections, recovery directory, leader election, clock and
+//! timers, feeds the core and does what it outputs. Every connection has a reading task that
+//! hands the loop what arrives, and an outbox task writes what it sends, in order. All traffic
+//! with a worker or an application client goes over the connection the client opened, as in
+//! Spark; the master dials only after a failover, to send MasterChanged to the addresses workers
+//! and applications advertised.
 //!
-//! - `workers`: registration, heartbeats, loss, decommissioning;
-//! - `apps`: applications, their executors and the scheduling round ([`schedule`] is the
-//!   allocation itself, [`round`] the round over every waiting application);
-//! - `drivers`: drivers submitted in cluster deploy mode;
-//! - `recovery`: the recovery directory and the RECOVERING → ALIVE path;
-//! - [`ha`]: leader election among masters sharing a recovery directory.
+//! - [`proto`]: the core (registration, heartbeats, scheduling, drivers, recovery, authorization);
+//! - [`schedule`] is the allocation itself, [`round`] the round over every waiting application;
+//! - [`ha`]: leader election among masters sharing a recovery directory;
+//! - [`harness`] (feature `testing`): the core, simulated workers and applications in memory.
 
-mod actor;
-mod admin;
-mod apps;
 mod conns;
-mod drivers;
+mod events;
 pub mod ha;
-mod owner;
-mod recovery;
+#[cfg(feature = "testing")]
+pub mod harness;
+mod persist;
+pub mod proto;
 pub mod round;
+mod runtime;
 pub mod schedule;
-mod state;
-mod ui;
 mod webui;
-mod workers;
 
-pub use recovery::{PersistError, Persistence, StoredApp, StoredDriver, StoredWorker};
+pub use persist::{PersistError, Persistence};
+pub use proto::{StoredApp, StoredDriver, StoredWorker};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -146,12 +144,12 @@ async fn bind_web_ui(host: &str, port: u16) -> Result<TcpListener, MasterError> 
 }
 
 #[cfg(feature = "webui")]
-async fn serve_web_ui(listener: TcpListener, events: mpsc::UnboundedSender<actor::Event>) {
+async fn serve_web_ui(listener: TcpListener, events: mpsc::UnboundedSender<events::Event>) {
     webui::serve(listener, events).await;
 }
 
 #[cfg(not(feature = "webui"))]
-async fn serve_web_ui(_listener: TcpListener, _events: mpsc::UnboundedSender<actor::Event>) {}
+async fn serve_web_ui(_listener: TcpListener, _events: mpsc::UnboundedSender<events::Event>) {}
 
 /// A running master.
 #[derive(Debug)]
@@ -224,13 +222,25 @@ impl Master {
         let web_ui_addr = web_ui.as_ref().and_then(|l| l.local_addr().ok());
         let (stop_tx, stop_rx) = oneshot::channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let mut actor = actor::MasterActor::new(config, addr, persistence, events_tx.clone());
-        actor.web_ui_url = web_ui_addr.map_or_else(String::new, |a| {
-            crate::reference::webui::web_ui_url(&actor.addr.host, a.port())
-        });
+        let host = addr.ip().to_string();
+        let at = crate::messages::Addr::new(host.clone(), i32::from(addr.port()));
+        let started_ms = crate::reference::clock::now_ms();
+        // One id per incarnation: a master restarted on the same address is another endpoint.
+        let id = format!("master-{host}:{}-{started_ms}", addr.port());
+        let mut core = proto::MasterCore::new(
+            config,
+            at,
+            tokio::time::Instant::now().into_std(),
+            started_ms,
+        );
+        core.set_seed(0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()));
+        core.set_web_ui_url(web_ui_addr.map_or_else(String::new, |a| {
+            crate::reference::webui::web_ui_url(&host, a.port())
+        }));
+        let runtime = runtime::Runtime::new(core, id, persistence, events_tx.clone());
         let done = tokio::spawn(async move {
             let ui = web_ui.map(|listener| tokio::spawn(serve_web_ui(listener, events_tx)));
-            actor.run(listener, events_rx, stop_rx).await;
+            runtime.run(listener, events_rx, stop_rx).await;
             if let Some(ui) = ui {
                 ui.abort();
                 let _ = ui.await;

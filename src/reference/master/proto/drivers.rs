@@ -1,25 +1,44 @@
 //! Drivers submitted in cluster deploy mode: submission, placement on workers, kills, status,
 //! their end and their relaunch.
 
-use super::actor::MasterActor;
-use super::state::DriverRec;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use super::state::{retire, DriverRec};
+use super::MasterCore;
 use crate::messages::deploy::{
     DriverStatusResponse, KillAllDriversResponse, KillDriver, KillDriverResponse, LaunchDriver,
     SubmitDriverResponse,
 };
 use crate::messages::{
-    DriverDescription, DriverState, ErrorDescription, RecoveryState, Resources, WorkerState,
+    DriverDescription, DriverInfo, DriverState, ErrorDescription, RecoveryState, Resources,
 };
-use crate::reference::clock::{now_ms, stamp};
+use crate::reference::clock::stamp;
+use crate::validate::ConnId;
 
 /// Spark's `Utils.BACKUP_STANDALONE_MASTER_PREFIX`.
 const NOT_ALIVE: &str = "Current state is not alive";
 
-impl MasterActor {
+/// The drivers submitted in cluster deploy mode (Spark's `drivers`, `waitingDrivers`,
+/// `completedDrivers`).
+#[derive(Debug, Default)]
+pub(crate) struct Drivers {
+    /// Active drivers by id.
+    pub(crate) all: HashMap<String, DriverRec>,
+    /// Drivers waiting for a worker, in submission order.
+    pub(crate) waiting: Vec<String>,
+    /// Completed drivers, oldest first, for the state page.
+    pub(crate) completed: VecDeque<DriverInfo>,
+    /// The serial of the next driver id.
+    pub(crate) next_number: u32,
+    /// Drivers each driver-client connection submitted (the ones it may kill).
+    pub(crate) submitted: HashMap<ConnId, BTreeSet<String>>,
+}
+
+impl MasterCore {
     fn new_driver(&mut self, desc: DriverDescription) -> DriverRec {
-        let now = now_ms();
-        let id = format!("driver-{}-{:04}", stamp(now), self.next_driver_number);
-        self.next_driver_number += 1;
+        let now = self.clock.wall_ms;
+        let id = format!("driver-{}-{:04}", stamp(now), self.drivers.next_number);
+        self.drivers.next_number += 1;
         DriverRec {
             id,
             desc,
@@ -36,10 +55,10 @@ impl MasterActor {
         &mut self,
         desc: DriverDescription,
     ) -> (SubmitDriverResponse, bool) {
-        if self.state != RecoveryState::Alive {
+        if self.ha.state != RecoveryState::Alive {
             let message = format!(
                 "{NOT_ALIVE}: {}. Can only accept driver submissions in ALIVE state.",
-                self.state
+                self.ha.state
             );
             return (
                 SubmitDriverResponse {
@@ -54,9 +73,9 @@ impl MasterActor {
         tracing::info!("Driver submitted {}", desc.command.main_class);
         let driver = self.new_driver(desc);
         let id = driver.id.clone();
-        self.drivers.insert(id.clone(), driver);
+        self.drivers.all.insert(id.clone(), driver);
         self.persist_driver(&id);
-        self.waiting_drivers.push(id.clone());
+        self.drivers.waiting.push(id.clone());
         (
             SubmitDriverResponse {
                 master: self.self_ref.clone(),
@@ -78,15 +97,15 @@ impl MasterActor {
             success,
             message,
         };
-        if self.state != RecoveryState::Alive {
+        if self.ha.state != RecoveryState::Alive {
             let msg = format!(
                 "{NOT_ALIVE}: {}. Can only kill drivers in ALIVE state.",
-                self.state
+                self.ha.state
             );
             return (response(false, msg), None);
         }
         tracing::info!("Asked to kill driver {id}");
-        if !self.drivers.contains_key(id) {
+        if !self.drivers.all.contains_key(id) {
             let msg = format!("Driver {id} has already finished or does not exist");
             tracing::warn!("{msg}");
             return (response(false, msg), None);
@@ -100,15 +119,16 @@ impl MasterActor {
     /// Takes a waiting driver off the queue (returning its id), or tells the worker running it
     /// to kill it.
     fn cancel_or_kill(&mut self, id: &str) -> Option<String> {
-        if let Some(pos) = self.waiting_drivers.iter().position(|d| d == id) {
-            self.waiting_drivers.remove(pos);
+        if let Some(pos) = self.drivers.waiting.iter().position(|d| d == id) {
+            self.drivers.waiting.remove(pos);
             return Some(id.to_string());
         }
         let conn = self
             .drivers
+            .all
             .get(id)
             .and_then(|d| d.worker.as_ref())
-            .and_then(|w| self.workers.get(w))
+            .and_then(|w| self.workers.all.get(w))
             .and_then(|w| w.conn);
         self.send_on(
             conn,
@@ -121,10 +141,10 @@ impl MasterActor {
 
     /// RequestKillAllDrivers: the answer, and the waiting drivers to end KILLED.
     pub(crate) fn kill_all_drivers(&mut self) -> (KillAllDriversResponse, Vec<String>) {
-        if self.state != RecoveryState::Alive {
+        if self.ha.state != RecoveryState::Alive {
             let message = format!(
                 "{NOT_ALIVE}: {}. Can only kill drivers in ALIVE state.",
-                self.state
+                self.ha.state
             );
             return (
                 KillAllDriversResponse {
@@ -136,7 +156,7 @@ impl MasterActor {
             );
         }
         tracing::info!("Asked to kill all drivers");
-        let mut ids: Vec<String> = self.drivers.keys().cloned().collect();
+        let mut ids: Vec<String> = self.drivers.all.keys().cloned().collect();
         ids.sort();
         let waiting = ids
             .iter()
@@ -154,10 +174,10 @@ impl MasterActor {
 
     /// RequestDriverStatus.
     pub(crate) fn driver_status(&self, id: &str) -> DriverStatusResponse {
-        if self.state != RecoveryState::Alive {
+        if self.ha.state != RecoveryState::Alive {
             let msg = format!(
                 "{NOT_ALIVE}: {}. Can only request driver status in ALIVE state.",
-                self.state
+                self.ha.state
             );
             return DriverStatusResponse {
                 found: false,
@@ -169,10 +189,12 @@ impl MasterActor {
         }
         let found = self
             .drivers
+            .all
             .get(id)
             .map(|d| (d.state, d.worker.clone(), d.exception.clone()))
             .or_else(|| {
-                self.completed_drivers
+                self.drivers
+                    .completed
                     .iter()
                     .find(|d| d.id == id)
                     .map(|d| (d.state, d.worker_id.clone(), d.exception.clone()))
@@ -183,7 +205,7 @@ impl MasterActor {
                 state: Some(state),
                 worker_host_port: worker
                     .as_ref()
-                    .and_then(|w| self.workers.get(w))
+                    .and_then(|w| self.workers.all.get(w))
                     .map(|w| w.host_port()),
                 worker_id: worker,
                 exception,
@@ -221,65 +243,57 @@ impl MasterActor {
         state: DriverState,
         exception: Option<ErrorDescription>,
     ) {
-        let Some(mut d) = self.drivers.remove(id) else {
+        let Some(mut d) = self.drivers.all.remove(id) else {
             tracing::warn!("Asked to remove unknown driver: {id}");
             return;
         };
         tracing::info!("Removing driver: {id}");
-        self.waiting_drivers.retain(|w| w != id);
-        if let Some(w) = d.worker.as_ref().and_then(|w| self.workers.get_mut(w)) {
+        self.drivers.waiting.retain(|w| w != id);
+        if let Some(w) = d.worker.as_ref().and_then(|w| self.workers.all.get_mut(w)) {
             w.remove_driver(id, d.desc.cores, d.desc.mem);
         }
         d.state = state;
         d.exception = exception;
-        while self.completed_drivers.len() >= self.config.retained_drivers.max(1) {
-            let drop = (self.config.retained_drivers / 10).max(1);
-            for _ in 0..drop {
-                self.completed_drivers.pop_front();
-            }
-        }
-        self.completed_drivers.push_back(d.info());
+        retire(
+            &mut self.drivers.completed,
+            d.info(),
+            self.config.retained_drivers,
+        );
         self.unpersist_driver(id);
         self.schedule();
     }
 
     /// A supervised driver whose worker was lost starts again under a new id (SPARK-19900).
     pub(crate) fn relaunch_driver(&mut self, id: &str) {
-        let Some(desc) = self.drivers.get(id).map(|d| d.desc.clone()) else {
+        let Some(desc) = self.drivers.all.get(id).map(|d| d.desc.clone()) else {
             return;
         };
-        if let Some(d) = self.drivers.get_mut(id) {
+        if let Some(d) = self.drivers.all.get_mut(id) {
             d.worker = None;
         }
         self.remove_driver(id, DriverState::Relaunching, None);
         let driver = self.new_driver(desc);
         let new_id = driver.id.clone();
-        self.drivers.insert(new_id.clone(), driver);
+        self.drivers.all.insert(new_id.clone(), driver);
         self.persist_driver(&new_id);
-        self.waiting_drivers.push(new_id);
+        self.drivers.waiting.push(new_id);
         self.schedule();
     }
 
     /// Places waiting drivers on alive workers, round robin over a shuffle of them.
     pub(crate) fn schedule_drivers(&mut self) {
-        if self.waiting_drivers.is_empty() {
+        if self.drivers.waiting.is_empty() {
             return;
         }
-        let mut alive: Vec<String> = self
-            .workers
-            .values()
-            .filter(|w| w.state == WorkerState::Alive && w.conn.is_some())
-            .map(|w| w.id.clone())
-            .collect();
-        alive.sort();
+        let mut alive = self.workers.schedulable();
         for i in (1..alive.len()).rev() {
             let j = (self.next_random() % (i as u64 + 1)) as usize;
             alive.swap(i, j);
         }
         let n = alive.len();
         let mut pos = 0usize;
-        for driver_id in self.waiting_drivers.clone() {
-            let Some(desc) = self.drivers.get(&driver_id).map(|d| d.desc.clone()) else {
+        for driver_id in self.drivers.waiting.clone() {
+            let Some(desc) = self.drivers.all.get(&driver_id).map(|d| d.desc.clone()) else {
                 continue;
             };
             let mut launched = false;
@@ -287,10 +301,10 @@ impl MasterActor {
             while visited < n && !launched {
                 let worker_id = alive[pos].clone();
                 visited += 1;
-                let fits = self
-                    .workers
-                    .get(&worker_id)
-                    .is_some_and(|w| w.memory_free() >= desc.mem && w.cores_free() >= desc.cores);
+                let fits =
+                    self.workers.all.get(&worker_id).is_some_and(|w| {
+                        w.memory_free() >= desc.mem && w.cores_free() >= desc.cores
+                    });
                 if fits {
                     self.launch_driver(&worker_id, &driver_id);
                     launched = true;
@@ -304,10 +318,10 @@ impl MasterActor {
     }
 
     fn launch_driver(&mut self, worker_id: &str, driver_id: &str) {
-        let Some(d) = self.drivers.get_mut(driver_id) else {
+        let Some(d) = self.drivers.all.get_mut(driver_id) else {
             return;
         };
-        let Some(w) = self.workers.get_mut(worker_id) else {
+        let Some(w) = self.workers.all.get_mut(worker_id) else {
             return;
         };
         tracing::info!("Launching driver {driver_id} on worker {worker_id}");
@@ -320,7 +334,7 @@ impl MasterActor {
             resources: Resources::new(),
         };
         let conn = w.conn;
-        self.waiting_drivers.retain(|x| x != driver_id);
+        self.drivers.waiting.retain(|x| x != driver_id);
         self.send_on(conn, launch);
     }
 }

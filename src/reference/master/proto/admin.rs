@@ -7,7 +7,7 @@
 //! passed the handshake may (as Spark with `spark.acls.enable` off): with a shared secret that
 //! means every authenticated peer.
 
-use super::actor::MasterActor;
+use super::MasterCore;
 use crate::messages::{DeployMessage, ErrorDescription, Family};
 use crate::validate::ConnId;
 
@@ -21,7 +21,7 @@ pub(crate) fn changes_state(m: &DeployMessage) -> bool {
     )
 }
 
-impl MasterActor {
+impl MasterCore {
     /// Why `conn` may not send `m`, or `None` when it may.
     pub(crate) fn admin_refusal(
         &self,
@@ -31,7 +31,7 @@ impl MasterActor {
         if !changes_state(m) || self.config.security.admin_secret.is_none() {
             return None;
         }
-        if self.conns.get(&conn).is_some_and(|c| c.admin) {
+        if self.conns.all.get(&conn).is_some_and(|c| c.admin) {
             return None;
         }
         Some(ErrorDescription::new(

@@ -1,24 +1,49 @@
 //! Workers: registration, heartbeats and timeouts, the state a worker reports, loss and
 //! decommissioning.
 
-use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
 
-use super::actor::MasterActor;
 use super::state::WorkerRec;
+use super::MasterCore;
 use crate::messages::deploy::{
     DecommissionWorker, ExecutorUpdated, KillDriver, KillExecutor, MasterInStandby,
     ReconnectWorker, RegisterWorker, RegisterWorkerFailed, RegisteredWorker, WorkerLatestState,
     WorkerRemoved,
 };
 use crate::messages::{DriverState, ExecutorState, RecoveryState, WorkerState};
-use crate::reference::clock::now_ms;
 use crate::validate::ConnId;
 
 /// Spark's `spark.dead.worker.persistence`: timeouts a DEAD worker stays listed.
 const REAPER_ITERATIONS: u32 = 15;
 
-impl MasterActor {
+/// The workers the master knows (Spark's `workers`, `idToWorker`, `addressToWorker`).
+#[derive(Debug, Default)]
+pub(crate) struct Workers {
+    /// By id, DEAD ones included until they are reaped.
+    pub(crate) all: HashMap<String, WorkerRec>,
+    /// Worker endpoint address → id, for workers not DEAD.
+    pub(crate) by_address: HashMap<String, String>,
+    /// The connection each registered worker talks over → its id.
+    pub(crate) by_conn: HashMap<ConnId, String>,
+}
+
+impl Workers {
+    /// Ids of the workers that may be given executors and drivers (ALIVE, with a connection),
+    /// sorted.
+    pub(crate) fn schedulable(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .all
+            .values()
+            .filter(|w| w.state == WorkerState::Alive && w.conn.is_some())
+            .map(|w| w.id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+}
+
+impl MasterCore {
     /// RegisterWorker (Spark 4.0's handleRegisterWorker).
     pub(crate) fn register_worker(&mut self, conn: ConnId, r: RegisterWorker) {
         tracing::info!(
@@ -28,7 +53,7 @@ impl MasterActor {
             r.cores,
             r.memory
         );
-        if self.state == RecoveryState::Standby {
+        if self.ha.state == RecoveryState::Standby {
             self.send_on(Some(conn), MasterInStandby {});
             return;
         }
@@ -38,20 +63,20 @@ impl MasterActor {
             master_address: r.master_address.clone(),
             duplicate: true,
         };
-        if let Some(w) = self.workers.get_mut(&r.id) {
+        if let Some(w) = self.workers.all.get_mut(&r.id) {
             if w.state != WorkerState::Dead {
                 if w.state == WorkerState::Unknown {
                     tracing::info!("Worker has been re-registered: {}", r.id);
                     w.state = WorkerState::Alive;
-                    w.last_heartbeat = Instant::now();
-                    w.last_heartbeat_ms = now_ms();
+                    w.last_heartbeat = self.clock.now;
+                    w.last_heartbeat_ms = self.clock.wall_ms;
                 }
                 if w.conn.is_none() {
                     w.conn = Some(conn);
-                    self.conn_worker.insert(conn, r.id.clone());
+                    self.workers.by_conn.insert(conn, r.id.clone());
                 }
                 self.send_on(Some(conn), registered);
-                if self.state == RecoveryState::Recovering && self.can_complete_recovery() {
+                if self.ha.state == RecoveryState::Recovering && self.can_complete_recovery() {
                     self.complete_recovery();
                 }
                 return;
@@ -67,8 +92,8 @@ impl MasterActor {
             web_ui: r.worker_web_ui_url.clone(),
             resources: r.resources.clone(),
             state: WorkerState::Alive,
-            last_heartbeat: Instant::now(),
-            last_heartbeat_ms: now_ms(),
+            last_heartbeat: self.clock.now,
+            last_heartbeat_ms: self.clock.wall_ms,
             conn: Some(conn),
             executors: Default::default(),
             drivers: BTreeSet::new(),
@@ -108,6 +133,7 @@ impl MasterActor {
     pub(crate) fn add_worker(&mut self, worker: WorkerRec) -> bool {
         let dead: Vec<String> = self
             .workers
+            .all
             .values()
             .filter(|w| {
                 w.host == worker.host && w.port == worker.port && w.state == WorkerState::Dead
@@ -115,12 +141,13 @@ impl MasterActor {
             .map(|w| w.id.clone())
             .collect();
         for id in dead {
-            self.workers.remove(&id);
+            self.workers.all.remove(&id);
         }
         let address = worker.address_key();
-        if let Some(old) = self.address_to_worker.get(&address).cloned() {
+        if let Some(old) = self.workers.by_address.get(&address).cloned() {
             let unknown = self
                 .workers
+                .all
                 .get(&old)
                 .is_some_and(|w| w.state == WorkerState::Unknown);
             if unknown {
@@ -130,19 +157,19 @@ impl MasterActor {
             }
         }
         if let Some(conn) = worker.conn {
-            self.conn_worker.insert(conn, worker.id.clone());
+            self.workers.by_conn.insert(conn, worker.id.clone());
         }
-        self.address_to_worker.insert(address, worker.id.clone());
-        self.workers.insert(worker.id.clone(), worker);
+        self.workers.by_address.insert(address, worker.id.clone());
+        self.workers.all.insert(worker.id.clone(), worker);
         true
     }
 
     /// Heartbeat: keeps a worker alive; a DEAD worker is asked to register again.
     pub(crate) fn heartbeat(&mut self, conn: ConnId, worker_id: &str) {
-        match self.workers.get_mut(worker_id) {
+        match self.workers.all.get_mut(worker_id) {
             Some(w) if w.state != WorkerState::Dead => {
-                w.last_heartbeat = Instant::now();
-                w.last_heartbeat_ms = now_ms();
+                w.last_heartbeat = self.clock.now;
+                w.last_heartbeat_ms = self.clock.wall_ms;
             }
             Some(_) => {
                 tracing::warn!(
@@ -167,13 +194,14 @@ impl MasterActor {
     pub(crate) fn worker_latest_state(&mut self, s: WorkerLatestState) {
         let Some(w) = self
             .workers
+            .all
             .get(&s.id)
             .filter(|w| w.state != WorkerState::Dead)
         else {
             tracing::warn!("Worker state from unknown worker: {}", s.id);
             return;
         };
-        if self.state != RecoveryState::Alive {
+        if self.ha.state != RecoveryState::Alive {
             return;
         }
         let conn = w.conn;
@@ -205,10 +233,10 @@ impl MasterActor {
     pub(crate) fn time_out_dead_workers(&mut self) {
         let timeout = self.config.worker_timeout;
         let secs = timeout.as_secs();
-        let now = Instant::now();
+        let now = self.clock.now;
         let mut to_remove = Vec::new();
         let mut to_forget = Vec::new();
-        for w in self.workers.values() {
+        for w in self.workers.all.values() {
             let silent = now.saturating_duration_since(w.last_heartbeat);
             if silent > timeout {
                 if w.state != WorkerState::Dead {
@@ -227,7 +255,7 @@ impl MasterActor {
             self.remove_worker(&id, &format!("Not receiving heartbeat for {secs} seconds"));
         }
         for id in to_forget {
-            self.workers.remove(&id);
+            self.workers.all.remove(&id);
         }
     }
 
@@ -235,7 +263,7 @@ impl MasterActor {
     /// its drivers relaunched (supervised) or ended in ERROR, every application told
     /// WorkerRemoved, then the freed demand rescheduled.
     pub(crate) fn remove_worker(&mut self, id: &str, msg: &str) {
-        let Some(w) = self.workers.get_mut(id) else {
+        let Some(w) = self.workers.all.get_mut(id) else {
             return;
         };
         tracing::info!("Removing worker {} on {}:{}", w.id, w.host, w.port);
@@ -243,17 +271,17 @@ impl MasterActor {
         let host = w.host.clone();
         let address = w.address_key();
         if let Some(conn) = w.conn.take() {
-            self.conn_worker.remove(&conn);
+            self.workers.by_conn.remove(&conn);
         }
         let executors = std::mem::take(&mut w.executors);
         let drivers = std::mem::take(&mut w.drivers);
         w.cores_used = 0;
         w.memory_used = 0;
-        if self.address_to_worker.get(&address).map(String::as_str) == Some(id) {
-            self.address_to_worker.remove(&address);
+        if self.workers.by_address.get(&address).map(String::as_str) == Some(id) {
+            self.workers.by_address.remove(&address);
         }
         for (app_id, exec_id) in executors.into_keys() {
-            let Some(app) = self.apps.get_mut(&app_id) else {
+            let Some(app) = self.apps.all.get_mut(&app_id) else {
                 continue;
             };
             let Some(exec) = app.executors.remove(&exec_id) else {
@@ -276,6 +304,7 @@ impl MasterActor {
         for driver_id in drivers {
             let supervise = self
                 .drivers
+                .all
                 .get(&driver_id)
                 .is_some_and(|d| d.desc.supervise);
             if supervise {
@@ -288,9 +317,10 @@ impl MasterActor {
         }
         tracing::info!("Telling app of lost worker: {id}");
         let notices: Vec<Option<ConnId>> = self
-            .waiting_apps
+            .apps
+            .waiting
             .iter()
-            .filter_map(|a| self.apps.get(a))
+            .filter_map(|a| self.apps.all.get(a))
             .map(|a| a.conn)
             .collect();
         for conn in notices {
@@ -309,10 +339,10 @@ impl MasterActor {
 
     /// WorkerDecommissioning from the worker itself.
     pub(crate) fn worker_decommissioning(&mut self, id: &str) {
-        if self.state == RecoveryState::Standby {
+        if self.ha.state == RecoveryState::Standby {
             return;
         }
-        if self.workers.contains_key(id) {
+        if self.workers.all.contains_key(id) {
             self.decommission_worker(id);
         }
     }
@@ -320,15 +350,17 @@ impl MasterActor {
     /// DecommissionWorkersOnHosts: decommissions every worker on those hosts and tells it so;
     /// answers how many.
     pub(crate) fn decommission_workers_on_hosts(&mut self, hostnames: &[String]) -> i32 {
-        if self.state == RecoveryState::Standby {
+        if self.ha.state == RecoveryState::Standby {
             return 0;
         }
         let hosts: BTreeSet<String> = hostnames.iter().map(|h| h.to_lowercase()).collect();
         let ids: Vec<String> = self
-            .address_to_worker
+            .workers
+            .by_address
             .values()
             .filter(|id| {
                 self.workers
+                    .all
                     .get(*id)
                     .is_some_and(|w| hosts.contains(&w.host.to_lowercase()))
             })
@@ -337,7 +369,7 @@ impl MasterActor {
         tracing::info!("Decommissioning the workers {}", ids.join(", "));
         for id in &ids {
             self.decommission_worker(id);
-            let conn = self.workers.get(id).and_then(|w| w.conn);
+            let conn = self.workers.all.get(id).and_then(|w| w.conn);
             self.send_on(conn, DecommissionWorker {});
         }
         i32::try_from(ids.len()).unwrap_or(i32::MAX)
@@ -346,7 +378,7 @@ impl MasterActor {
     /// Spark's decommissionWorker: DECOMMISSIONED; each application told its executors there are
     /// DECOMMISSIONED (with the host), and they stop counting as the application's.
     pub(crate) fn decommission_worker(&mut self, id: &str) {
-        let Some(w) = self.workers.get_mut(id) else {
+        let Some(w) = self.workers.all.get_mut(id) else {
             return;
         };
         if w.state == WorkerState::Decommissioned {
@@ -358,7 +390,7 @@ impl MasterActor {
         let host = w.host.clone();
         let executors: Vec<(String, i32)> = w.executors.keys().cloned().collect();
         for (app_id, exec_id) in executors {
-            let Some(app) = self.apps.get_mut(&app_id) else {
+            let Some(app) = self.apps.all.get_mut(&app_id) else {
                 continue;
             };
             if let Some(exec) = app.executors.remove(&exec_id) {

@@ -1,34 +1,53 @@
 //! Applications: registration, the scheduling round, executors and their states, executor
 //! requests and kills, and the end of an application.
 
-use super::actor::MasterActor;
-use super::round::{schedule_round, RoundWorker};
-use super::schedule::{ExecutorDemand, WorkerSlot};
-use super::state::{AppRec, ExecRec};
+use std::collections::{HashMap, VecDeque};
+
+use super::super::round::{schedule_round, RoundWorker};
+use super::super::schedule::{ExecutorDemand, WorkerSlot};
+use super::state::{retire, AppRec, ExecRec};
+use super::MasterCore;
 use crate::messages::deploy::{
     ApplicationFinished, ApplicationRemoved, ExecutorAdded, ExecutorStateChanged, ExecutorUpdated,
     KillExecutor, KillExecutors, LaunchExecutor, RegisterApplication, RegisteredApplication,
     RequestExecutors,
 };
 use crate::messages::{
-    ApplicationState, ExecutorState, RecoveryState, ResourceInformation, Resources, WorkerState,
+    ApplicationInfo, ApplicationState, ExecutorState, RecoveryState, ResourceInformation,
+    Resources, WorkerState,
 };
-use crate::reference::clock::{now_ms, stamp};
+use crate::reference::clock::stamp;
 use crate::validate::ConnId;
 
-impl MasterActor {
+/// The applications (Spark's `apps`, `idToApp`, `waitingApps`, `completedApps`).
+#[derive(Debug, Default)]
+pub(crate) struct Apps {
+    /// Active applications by id.
+    pub(crate) all: HashMap<String, AppRec>,
+    /// Active applications in registration order (Spark's `waitingApps`).
+    pub(crate) waiting: Vec<String>,
+    /// Completed applications, oldest first, for the state page.
+    pub(crate) completed: VecDeque<ApplicationInfo>,
+    /// The serial of the next application id.
+    pub(crate) next_number: u32,
+    /// The connection each application's client talks over → its id.
+    pub(crate) by_conn: HashMap<ConnId, String>,
+}
+
+impl MasterCore {
     /// RegisterApplication: a standby master stays silent; the active one gives an id, answers
     /// RegisteredApplication and schedules.
     pub(crate) fn register_application(&mut self, conn: ConnId, r: RegisterApplication) {
-        if self.state == RecoveryState::Standby {
+        if self.ha.state == RecoveryState::Standby {
             return;
         }
         // As Spark refuses a second registration from an application's address: a connection
         // carries one application (SPEC §14.2), and a client's retry is not a new one.
         if let Some(bound) = self
-            .conn_app
+            .apps
+            .by_conn
             .get(&conn)
-            .filter(|a| self.apps.contains_key(*a))
+            .filter(|a| self.apps.all.contains_key(*a))
         {
             tracing::info!(
                 "Attempted to re-register application {bound} over the connection it registered on; ignored"
@@ -36,15 +55,15 @@ impl MasterActor {
             return;
         }
         tracing::info!("Registering app {}", r.app_description.name);
-        let now = now_ms();
-        let id = format!("app-{}-{:04}", stamp(now), self.next_app_number);
-        self.next_app_number += 1;
+        let now = self.clock.wall_ms;
+        let id = format!("app-{}-{:04}", stamp(now), self.apps.next_number);
+        self.apps.next_number += 1;
         let mut app = AppRec::new(id.clone(), r.app_description, r.driver, now);
         app.conn = Some(conn);
-        self.conn_app.insert(conn, id.clone());
+        self.apps.by_conn.insert(conn, id.clone());
         tracing::info!("Registered app {} with ID {id}", app.desc.name);
-        self.apps.insert(id.clone(), app);
-        self.waiting_apps.push(id.clone());
+        self.apps.all.insert(id.clone(), app);
+        self.apps.waiting.push(id.clone());
         self.persist_app(&id);
         self.send_on(
             Some(conn),
@@ -64,20 +83,20 @@ impl MasterActor {
     /// Spark's removeApplication: its executors killed, the client told unless it finished
     /// normally, every worker told ApplicationFinished.
     pub(crate) fn remove_application(&mut self, id: &str, state: ApplicationState) {
-        let Some(mut app) = self.apps.remove(id) else {
+        let Some(mut app) = self.apps.all.remove(id) else {
             return;
         };
         tracing::info!("Removing app {id}");
-        self.waiting_apps.retain(|a| a != id);
+        self.apps.waiting.retain(|a| a != id);
         if let Some(conn) = app.conn {
-            self.conn_app.remove(&conn);
+            self.apps.by_conn.remove(&conn);
         }
         let executors = std::mem::take(&mut app.executors);
         for (exec_id, exec) in executors {
             self.kill_executor(id, exec_id, &exec);
         }
         app.state = state;
-        app.end_time = now_ms();
+        app.end_time = self.clock.wall_ms;
         if state != ApplicationState::Finished {
             self.send_on(
                 app.conn,
@@ -86,17 +105,16 @@ impl MasterActor {
                 },
             );
         }
-        while self.completed_apps.len() >= self.config.retained_applications.max(1) {
-            let drop = (self.config.retained_applications / 10).max(1);
-            for _ in 0..drop {
-                self.completed_apps.pop_front();
-            }
-        }
-        self.completed_apps.push_back(app.info());
+        retire(
+            &mut self.apps.completed,
+            app.info(),
+            self.config.retained_applications,
+        );
         self.unpersist_app(id);
         self.schedule();
         let conns: Vec<Option<ConnId>> = self
             .workers
+            .all
             .values()
             .filter(|w| w.state != WorkerState::Dead)
             .map(|w| w.conn)
@@ -109,7 +127,7 @@ impl MasterActor {
     /// Frees an executor on its worker and tells the worker to kill it.
     fn kill_executor(&mut self, app_id: &str, exec_id: i32, exec: &ExecRec) {
         let key = (app_id.to_string(), exec_id);
-        let Some(w) = self.workers.get_mut(&exec.worker) else {
+        let Some(w) = self.workers.all.get_mut(&exec.worker) else {
             return;
         };
         w.remove_executor(&key);
@@ -126,7 +144,7 @@ impl MasterActor {
 
     /// Drivers first, then executors: Spark's schedule().
     pub(crate) fn schedule(&mut self) {
-        if self.state != RecoveryState::Alive {
+        if self.ha.state != RecoveryState::Alive {
             return;
         }
         self.schedule_drivers();
@@ -136,10 +154,11 @@ impl MasterActor {
     /// One scheduling round over the waiting applications.
     fn start_executors_on_workers(&mut self) {
         let order: Vec<String> = self
-            .waiting_apps
+            .apps
+            .waiting
             .iter()
             .filter(|id| {
-                self.apps.get(*id).is_some_and(|a| {
+                self.apps.all.get(*id).is_some_and(|a| {
                     a.cores_left() >= a.cores_per_executor().unwrap_or(1)
                         && a.executors.len() < a.executor_limit
                 })
@@ -149,17 +168,10 @@ impl MasterActor {
         if order.is_empty() {
             return;
         }
-        let mut ids: Vec<&String> = self
-            .workers
-            .iter()
-            .filter(|(_, w)| w.state == WorkerState::Alive && w.conn.is_some())
-            .map(|(id, _)| id)
-            .collect();
-        ids.sort();
-        let worker_ids: Vec<String> = ids.into_iter().cloned().collect();
+        let worker_ids = self.workers.schedulable();
         let mut round: Vec<RoundWorker> = worker_ids
             .iter()
-            .filter_map(|id| self.workers.get(id))
+            .filter_map(|id| self.workers.all.get(id))
             .map(|w| RoundWorker {
                 alive: true,
                 free: WorkerSlot {
@@ -171,7 +183,7 @@ impl MasterActor {
             .collect();
         let demands: Vec<ExecutorDemand> = order
             .iter()
-            .filter_map(|id| self.apps.get(id))
+            .filter_map(|id| self.apps.all.get(id))
             .map(|a| ExecutorDemand {
                 cores_per_executor: a.cores_per_executor(),
                 memory_per_executor: a.memory_per_executor(),
@@ -206,6 +218,7 @@ impl MasterActor {
         for (app_id, exec_id) in w.executors.keys() {
             if let Some(held) = self
                 .apps
+                .all
                 .get(app_id)
                 .and_then(|a| a.executors.get(exec_id))
                 .map(|e| &e.resources)
@@ -224,7 +237,7 @@ impl MasterActor {
     /// free on `worker_id`.
     fn acquire_resources(&self, app: &AppRec, worker_id: &str) -> Resources {
         let mut out = Resources::new();
-        let Some(w) = self.workers.get(worker_id) else {
+        let Some(w) = self.workers.all.get(worker_id) else {
             return out;
         };
         let needs = app.resources_per_executor();
@@ -233,7 +246,7 @@ impl MasterActor {
         }
         let mut held: std::collections::BTreeSet<(String, String)> = Default::default();
         for (a, e) in w.executors.keys() {
-            if let Some(ex) = self.apps.get(a).and_then(|a| a.executors.get(e)) {
+            if let Some(ex) = self.apps.all.get(a).and_then(|a| a.executors.get(e)) {
                 for (name, r) in &ex.resources {
                     for addr in &r.addresses {
                         held.insert((name.clone(), addr.clone()));
@@ -260,14 +273,14 @@ impl MasterActor {
     /// Starts one executor of `cores` cores for `app_id` on `worker_id`: LaunchExecutor to the
     /// worker, then ExecutorAdded to the application.
     fn launch_executor(&mut self, app_id: &str, worker_id: &str, cores: i32) {
-        let Some(app) = self.apps.get(app_id) else {
+        let Some(app) = self.apps.all.get(app_id) else {
             return;
         };
         let resources = self.acquire_resources(app, worker_id);
-        let Some(app) = self.apps.get_mut(app_id) else {
+        let Some(app) = self.apps.all.get_mut(app_id) else {
             return;
         };
-        let Some(w) = self.workers.get_mut(worker_id) else {
+        let Some(w) = self.workers.all.get_mut(worker_id) else {
             return;
         };
         let exec_id = app.next_exec_id;
@@ -313,9 +326,10 @@ impl MasterActor {
     /// none running remove the application.
     pub(crate) fn executor_state_changed(&mut self, conn: ConnId, e: ExecutorStateChanged) {
         let key = (e.app_id.clone(), e.exec_id);
-        let sender = self.conn_worker.get(&conn).cloned();
+        let sender = self.workers.by_conn.get(&conn).cloned();
         let on_sender = self
             .apps
+            .all
             .get(&e.app_id)
             .and_then(|a| a.executors.get(&e.exec_id))
             .is_none_or(|x| Some(&x.worker) == sender.as_ref());
@@ -330,14 +344,16 @@ impl MasterActor {
         }
         let known = self
             .apps
+            .all
             .get(&e.app_id)
             .is_some_and(|a| a.executors.contains_key(&e.exec_id));
         if !known {
             let removed_before = self
                 .apps
+                .all
                 .get(&e.app_id)
                 .is_some_and(|a| e.exec_id >= 0 && e.exec_id < a.next_exec_id);
-            if removed_before || self.completed_apps.iter().any(|a| a.id == e.app_id) {
+            if removed_before || self.apps.completed.iter().any(|a| a.id == e.app_id) {
                 // Executors of a finished application, or killed at its request, report their
                 // end after the master forgot them: the orderly course.
                 tracing::info!(
@@ -356,7 +372,7 @@ impl MasterActor {
             self.free_orphan(sender.as_deref(), &key, e.state);
             return;
         }
-        let Some(app) = self.apps.get_mut(&e.app_id) else {
+        let Some(app) = self.apps.all.get_mut(&e.app_id) else {
             return;
         };
         let Some(exec) = app.executors.get_mut(&e.exec_id) else {
@@ -386,13 +402,13 @@ impl MasterActor {
                 e.exec_id,
                 e.state
             );
-            let Some(app) = self.apps.get_mut(&e.app_id) else {
+            let Some(app) = self.apps.all.get_mut(&e.app_id) else {
                 return;
             };
             if let Some(exec) = app.executors.remove(&e.exec_id) {
                 app.cores_granted = app.cores_granted.saturating_sub(exec.cores);
             }
-            if let Some(w) = self.workers.get_mut(&worker_id) {
+            if let Some(w) = self.workers.all.get_mut(&worker_id) {
                 w.remove_executor(&key);
             }
             let normal_exit = e.exit_status == Some(0);
@@ -426,7 +442,7 @@ impl MasterActor {
             return;
         }
         let freed = worker
-            .and_then(|w| self.workers.get_mut(w))
+            .and_then(|w| self.workers.all.get_mut(w))
             .is_some_and(|w| w.remove_executor(key));
         if freed {
             self.schedule();
@@ -436,7 +452,7 @@ impl MasterActor {
     /// RequestExecutors: the application's executor limit becomes the total asked for its
     /// default profile.
     pub(crate) fn request_executors(&mut self, r: RequestExecutors) -> bool {
-        let Some(app) = self.apps.get_mut(&r.app_id) else {
+        let Some(app) = self.apps.all.get_mut(&r.app_id) else {
             tracing::warn!("Unknown application {} requested executors.", r.app_id);
             return false;
         };
@@ -459,7 +475,7 @@ impl MasterActor {
 
     /// KillExecutors: kills the executors named (by numeric id) that the application has.
     pub(crate) fn kill_executors(&mut self, k: KillExecutors) -> bool {
-        let Some(app) = self.apps.get_mut(&k.app_id) else {
+        let Some(app) = self.apps.all.get_mut(&k.app_id) else {
             tracing::warn!(
                 "Unregistered application {} requested us to kill executors!",
                 k.app_id
@@ -496,20 +512,20 @@ impl MasterActor {
 
     /// MasterChangeAcknowledged: a recovered application answered; WAITING until recovery ends.
     pub(crate) fn master_change_acknowledged(&mut self, conn: ConnId, app_id: &str) {
-        match self.apps.get_mut(app_id) {
+        match self.apps.all.get_mut(app_id) {
             Some(app) => {
                 tracing::info!("Application has been re-registered: {app_id}");
                 app.state = ApplicationState::Waiting;
                 if app.conn != Some(conn) {
                     if let Some(old) = app.conn.replace(conn) {
-                        self.conn_app.remove(&old);
+                        self.apps.by_conn.remove(&old);
                     }
-                    self.conn_app.insert(conn, app_id.to_string());
+                    self.apps.by_conn.insert(conn, app_id.to_string());
                 }
             }
             None => tracing::warn!("Master change ack from unknown app: {app_id}"),
         }
-        if self.state == RecoveryState::Recovering && self.can_complete_recovery() {
+        if self.ha.state == RecoveryState::Recovering && self.can_complete_recovery() {
             self.complete_recovery();
         }
     }

@@ -8,13 +8,13 @@
 //!   as `spark-submit --status` reads it from a new process;
 //! - an executor or a driver to the worker the master placed it on, for status updates.
 
-use super::actor::MasterActor;
+use super::io::{ConnId, Output};
+use super::MasterCore;
 use crate::messages::{DeployMessage, Family};
 use crate::reference::authz::{self, Refusal};
-use crate::validate::ConnId;
 use crate::wire::handshake::Role;
 
-impl MasterActor {
+impl MasterCore {
     /// Whether the master takes `m` on `conn` (`asked`: it came as an ask).
     pub(crate) fn authorize(
         &self,
@@ -23,13 +23,13 @@ impl MasterActor {
         asked: bool,
     ) -> Result<(), Refusal> {
         use DeployMessage as M;
-        let Some(rec) = self.conns.get(&conn) else {
+        let Some(rec) = self.conns.all.get(&conn) else {
             return Err(Refusal::not_owner(m.name(), "connection", conn.to_string()));
         };
         authz::route(rec.role, Role::Master, "deploy", m.name(), asked)?;
         let name = m.name();
         match m {
-            M::RegisterWorker(r) => match self.conn_worker.get(&conn) {
+            M::RegisterWorker(r) => match self.workers.by_conn.get(&conn) {
                 Some(bound) if *bound != r.id => {
                     Err(Refusal::not_owner(name, "worker", r.id.clone()))
                 }
@@ -38,9 +38,10 @@ impl MasterActor {
             // A worker the master declared DEAD heartbeats over a connection no longer bound to
             // it, and is asked to register again: only a worker bound elsewhere is refused.
             M::Heartbeat(h) => {
-                let bound = self.conn_worker.get(&conn);
+                let bound = self.workers.by_conn.get(&conn);
                 let elsewhere = self
                     .workers
+                    .all
                     .get(&h.worker_id)
                     .and_then(|w| w.conn)
                     .is_some_and(|c| c != conn);
@@ -56,22 +57,21 @@ impl MasterActor {
             M::ExecutorStateChanged(e) => {
                 let runs_on = self
                     .apps
+                    .all
                     .get(&e.app_id)
                     .and_then(|a| a.executors.get(&e.exec_id))
                     .map(|x| &x.worker);
                 match runs_on {
-                    Some(w) if self.conn_worker.get(&conn) != Some(w) => Err(Refusal::not_owner(
-                        name,
-                        "executor",
-                        format!("{}/{}", e.app_id, e.exec_id),
-                    )),
+                    Some(w) if self.workers.by_conn.get(&conn) != Some(w) => Err(
+                        Refusal::not_owner(name, "executor", format!("{}/{}", e.app_id, e.exec_id)),
+                    ),
                     _ => Ok(()),
                 }
             }
-            M::DriverStateChanged(d) => match self.drivers.get(&d.driver_id) {
+            M::DriverStateChanged(d) => match self.drivers.all.get(&d.driver_id) {
                 Some(rec)
                     if rec.worker.is_none()
-                        || rec.worker.as_ref() != self.conn_worker.get(&conn) =>
+                        || rec.worker.as_ref() != self.workers.by_conn.get(&conn) =>
                 {
                     Err(Refusal::not_owner(name, "driver", d.driver_id.clone()))
                 }
@@ -83,10 +83,11 @@ impl MasterActor {
             M::KillExecutors(k) => self.own_app(conn, name, &k.app_id),
             M::RequestKillDriver(k) => {
                 let submitted_here = self
+                    .drivers
                     .submitted
                     .get(&conn)
                     .is_some_and(|ids| ids.contains(&k.driver_id));
-                if self.drivers.contains_key(&k.driver_id) && !submitted_here {
+                if self.drivers.all.contains_key(&k.driver_id) && !submitted_here {
                     Err(Refusal::not_owner(name, "driver", k.driver_id.clone()))
                 } else {
                     Ok(())
@@ -98,7 +99,7 @@ impl MasterActor {
 
     /// A message of worker `id`: only over the connection bound to it.
     fn own_worker(&self, conn: ConnId, message: &'static str, id: &str) -> Result<(), Refusal> {
-        if self.conn_worker.get(&conn).map(String::as_str) == Some(id) {
+        if self.workers.by_conn.get(&conn).map(String::as_str) == Some(id) {
             Ok(())
         } else {
             Err(Refusal::not_owner(message, "worker", id))
@@ -109,7 +110,9 @@ impl MasterActor {
     /// another connection (or none); an unknown or finished one is left to the handler, which
     /// answers as Spark does.
     fn own_app(&self, conn: ConnId, message: &'static str, id: &str) -> Result<(), Refusal> {
-        if !self.apps.contains_key(id) || self.conn_app.get(&conn).map(String::as_str) == Some(id) {
+        if !self.apps.all.contains_key(id)
+            || self.apps.by_conn.get(&conn).map(String::as_str) == Some(id)
+        {
             Ok(())
         } else {
             Err(Refusal::not_owner(message, "application", id))
@@ -119,7 +122,7 @@ impl MasterActor {
     /// Refuses `m` on `conn`: a failure answers an ask; a one-way message closes the
     /// connection, and nothing more is taken from it.
     pub(crate) fn refuse(&mut self, conn: ConnId, ask: Option<u64>, refusal: &Refusal) {
-        let Some(c) = self.conns.get_mut(&conn) else {
+        let Some(c) = self.conns.all.get_mut(&conn) else {
             return;
         };
         tracing::warn!(
@@ -129,15 +132,14 @@ impl MasterActor {
             "refused: {refusal}"
         );
         match ask {
-            Some(id) => self.outbox.push(crate::reference::outbox::Out::Fail(
-                c.peer.clone(),
+            Some(id) => self.out.push(Output::Fail {
+                conn,
                 id,
-                refusal.failure(),
-            )),
+                error: refusal.failure(),
+            }),
             None => {
                 c.refused = true;
-                self.outbox
-                    .push(crate::reference::outbox::Out::Close(c.peer.clone()));
+                self.out.push(Output::Close { conn });
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The master's records of workers, applications, executors and drivers (Spark's WorkerInfo,
 //! ApplicationInfo, ExecutorDesc and DriverInfo), and how they show on the state page.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use std::time::Instant;
 
@@ -13,6 +13,18 @@ use crate::validate::ConnId;
 
 /// Spark's default executor memory (`spark.executor.memory`, 1g) when the profile names none.
 pub(crate) const DEFAULT_EXECUTOR_MEMORY_MB: i32 = 1024;
+
+/// Adds a completed application or driver to `completed`, first dropping the oldest tenth when
+/// `retained` are kept already (Spark's `retainedApplications`, `retainedDrivers`).
+pub(crate) fn retire<T>(completed: &mut VecDeque<T>, item: T, retained: usize) {
+    while completed.len() >= retained.max(1) {
+        let drop = (retained / 10).max(1);
+        for _ in 0..drop {
+            completed.pop_front();
+        }
+    }
+    completed.push_back(item);
+}
 
 /// A worker the master knows.
 #[derive(Debug, Clone)]

@@ -1,0 +1,259 @@
+//! What the master core takes in and gives out: a leaf module, imported by the core's
+//! sub-states and by whatever drives the core (the tokio loop, the in-memory harness), and
+//! importing none of them.
+
+use crate::messages::{
+    Addr, ApplicationDescription, DeployMessage, DriverDescription, EndpointRef, ErrorDescription,
+    Resources,
+};
+use crate::wire::handshake::Role;
+use crate::wire::Reply;
+
+/// A connection's id, chosen by whoever drives the core; unique for the life of the core.
+pub(crate) use crate::validate::ConnId;
+
+/// Whom the master dialled, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DialTarget {
+    /// A recovered worker, to tell of the master change.
+    Worker(String),
+    /// A recovered application's client, to tell of the master change.
+    App(String),
+}
+
+/// Something that happened, for the core to handle.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// A connection completed its handshake: accepted, or dialled for `dialled`.
+    Opened {
+        /// Its id.
+        conn: ConnId,
+        /// The peer's role from the handshake.
+        role: Role,
+        /// The peer's id from the handshake.
+        peer_id: String,
+        /// The peer proved the admin secret.
+        admin: bool,
+        /// Why the master dialled it (after an [`Output::Dial`]); `None` when accepted.
+        dialled: Option<DialTarget>,
+    },
+    /// A one-way message arrived.
+    Message {
+        /// On which connection.
+        conn: ConnId,
+        /// The message.
+        message: DeployMessage,
+    },
+    /// An ask arrived; the core answers it with [`Output::Reply`] or [`Output::Fail`].
+    Ask {
+        /// On which connection.
+        conn: ConnId,
+        /// The ask's id on that connection.
+        id: u64,
+        /// The message.
+        message: DeployMessage,
+    },
+    /// A connection closed (for any reason, including an [`Output::Close`]).
+    Closed {
+        /// Which.
+        conn: ConnId,
+    },
+    /// This master was elected leader; `stored` is what the recovery directory holds (empty
+    /// without one).
+    Elected {
+        /// The persisted records.
+        stored: Stored,
+    },
+}
+
+/// Something the core wants done; drained with [`MasterCore::poll`](super::MasterCore::poll),
+/// in the order the core decided it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// Send a one-way message on a connection.
+    Send {
+        /// Which connection.
+        conn: ConnId,
+        /// The message.
+        message: DeployMessage,
+    },
+    /// Answer the peer's ask.
+    Reply {
+        /// Which connection.
+        conn: ConnId,
+        /// The ask's id.
+        id: u64,
+        /// The answer.
+        reply: Reply<DeployMessage>,
+    },
+    /// Fail the peer's ask.
+    Fail {
+        /// Which connection.
+        conn: ConnId,
+        /// The ask's id.
+        id: u64,
+        /// Why.
+        error: ErrorDescription,
+    },
+    /// Close a connection once what was queued before is written; an [`Input::Closed`] follows.
+    Close {
+        /// Which connection.
+        conn: ConnId,
+    },
+    /// Connect to `addr` as the master and report it with [`Input::Opened`] naming `target`
+    /// (a failed dial is only logged: the core's recovery deadline deals with silence).
+    Dial {
+        /// Where.
+        addr: Addr,
+        /// For whom.
+        target: DialTarget,
+    },
+    /// Write a record to the recovery directory, durably, before anything after it is sent.
+    Persist(Record),
+    /// Remove a record from the recovery directory.
+    Unpersist {
+        /// Its kind.
+        kind: RecordKind,
+        /// Its id.
+        id: String,
+    },
+}
+
+/// The kinds of records a recovery directory holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RecordKind {
+    /// An application.
+    App,
+    /// A worker.
+    Worker,
+    /// A driver.
+    Driver,
+}
+
+impl RecordKind {
+    /// The file-name prefix of the kind (`app`, `worker`, `driver`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordKind::App => "app",
+            RecordKind::Worker => "worker",
+            RecordKind::Driver => "driver",
+        }
+    }
+}
+
+/// A record to persist.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// An application.
+    App(StoredApp),
+    /// A worker.
+    Worker(StoredWorker),
+    /// A driver.
+    Driver(StoredDriver),
+}
+
+impl Record {
+    /// Its kind.
+    pub fn kind(&self) -> RecordKind {
+        match self {
+            Record::App(_) => RecordKind::App,
+            Record::Worker(_) => RecordKind::Worker,
+            Record::Driver(_) => RecordKind::Driver,
+        }
+    }
+
+    /// Its id.
+    pub fn id(&self) -> &str {
+        match self {
+            Record::App(a) => &a.id,
+            Record::Worker(w) => &w.id,
+            Record::Driver(d) => &d.id,
+        }
+    }
+}
+
+/// A persisted application.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredApp {
+    /// Application id.
+    pub id: String,
+    /// Its description.
+    pub desc: ApplicationDescription,
+    /// Its client's endpoint (where MasterChanged goes).
+    pub driver: EndpointRef,
+    /// Registration time, ms since the epoch.
+    pub start_time: i64,
+}
+
+/// A persisted worker.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredWorker {
+    /// Worker id.
+    pub id: String,
+    /// Host.
+    pub host: String,
+    /// Port.
+    pub port: i32,
+    /// Its endpoint (where MasterChanged goes).
+    pub endpoint: EndpointRef,
+    /// Cores.
+    pub cores: i32,
+    /// Memory, MiB.
+    pub memory: i32,
+    /// Web UI URL.
+    pub web_ui: String,
+    /// Resources.
+    pub resources: Resources,
+}
+
+/// A persisted driver.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredDriver {
+    /// Driver id.
+    pub id: String,
+    /// Its description.
+    pub desc: DriverDescription,
+    /// Submission time, ms since the epoch.
+    pub start_time: i64,
+}
+
+/// Everything a recovery directory holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stored {
+    /// Applications.
+    pub apps: Vec<StoredApp>,
+    /// Workers.
+    pub workers: Vec<StoredWorker>,
+    /// Drivers.
+    pub drivers: Vec<StoredDriver>,
+}
+
+impl Stored {
+    /// True when there is nothing to recover.
+    pub fn is_empty(&self) -> bool {
+        self.apps.is_empty() && self.workers.is_empty() && self.drivers.is_empty()
+    }
+
+    /// Applies a record's write.
+    pub fn apply(&mut self, record: Record) {
+        let (kind, id) = (record.kind(), record.id().to_string());
+        self.remove(kind, &id);
+        match record {
+            Record::App(a) => self.apps.push(a),
+            Record::Worker(w) => self.workers.push(w),
+            Record::Driver(d) => self.drivers.push(d),
+        }
+    }
+
+    /// Applies a record's removal.
+    pub fn remove(&mut self, kind: RecordKind, id: &str) {
+        match kind {
+            RecordKind::App => self.apps.retain(|a| a.id != id),
+            RecordKind::Worker => self.workers.retain(|w| w.id != id),
+            RecordKind::Driver => self.drivers.retain(|d| d.id != id),
+        }
+    }
+}

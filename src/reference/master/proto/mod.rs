@@ -1,0 +1,529 @@
+//! The master's sans-IO core: Spark's Master endpoint as a state machine, fed [`Input`]s with
+//! the time, handing out [`Output`]s in one queue, in the style of quinn-proto.
+//!
+//! [`MasterCore`] owns no socket, file, clock, task or channel. Whoever drives it (the tokio loop
+//! of [`Master::start`](super::Master::start), or the in-memory harness of the `testing`
+//! feature) tells it what happened and when ([`MasterCore::handle`],
+//! [`MasterCore::handle_timeout`] at [`MasterCore::poll_timeout`]), then drains
+//! [`MasterCore::poll`] and does what it says: send, answer or fail asks, close connections, dial
+//! recovered peers, persist records. Connections are named by the driver's [`ConnId`]s.
+//!
+//! The state is split by what it is about, each sub-state owning its fields:
+//! - `workers`: registration, heartbeats and timeouts, loss, decommissioning;
+//! - `apps`: applications, their executors and the scheduling round (the allocation itself
+//!   is [`schedule`](super::schedule) and [`round`](super::round));
+//! - `drivers`: drivers submitted in cluster deploy mode;
+//! - `recovery`: leadership and the RECOVERING → ALIVE path, and what is persisted;
+//! - `owner` and `admin`: which connection may act on which id, and who may change state;
+//! - `ui`: the state answer and the web UI's snapshot.
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use sparkwire::messages::deploy::{RegisterWorker, RegisteredWorker};
+//! use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Resources};
+//! use sparkwire::reference::master::proto::{Input, MasterCore, Output, Stored};
+//! use sparkwire::reference::master::MasterConfig;
+//! use sparkwire::wire::handshake::Role;
+//!
+//! let start = Instant::now(); // the driver's clock, not the core's
+//! let mut core = MasterCore::new(MasterConfig::default(), Addr::new("127.0.0.1", 7077), start, 0);
+//! core.handle(start, Input::Elected { stored: Stored::default() });
+//! core.handle(start, Input::Opened {
+//!     conn: 1,
+//!     role: Role::Worker,
+//!     peer_id: "worker-1".into(),
+//!     admin: false,
+//!     dialled: None,
+//! });
+//! let worker = Addr::new("127.0.0.1", 40000);
+//! core.handle(start, Input::Message {
+//!     conn: 1,
+//!     message: RegisterWorker {
+//!         id: "worker-1".into(),
+//!         host: "127.0.0.1".into(),
+//!         port: 40000,
+//!         worker: EndpointRef::at(worker, "Worker"),
+//!         cores: 4,
+//!         memory: 1024,
+//!         worker_web_ui_url: String::new(),
+//!         master_address: Addr::new("127.0.0.1", 7077),
+//!         resources: Resources::new(),
+//!     }
+//!     .into(),
+//! });
+//! assert!(matches!(
+//!     core.poll(),
+//!     Some(Output::Send { conn: 1, message: DeployMessage::RegisteredWorker(RegisteredWorker { duplicate: false, .. }) })
+//! ));
+//! // No heartbeat: after the worker timeout the worker is DEAD.
+//! let later = start + Duration::from_secs(75);
+//! assert!(core.poll_timeout().is_some_and(|t| t <= later));
+//! core.handle_timeout(later);
+//! assert_eq!(core.master_state().workers[0].state, sparkwire::messages::WorkerState::Dead);
+//! ```
+
+mod admin;
+mod apps;
+mod drivers;
+mod io;
+mod owner;
+mod recovery;
+mod state;
+mod ui;
+mod workers;
+
+use crate::validate::ConnId;
+pub use io::{
+    DialTarget, Input, Output, Record, RecordKind, Stored, StoredApp, StoredDriver, StoredWorker,
+};
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use super::MasterConfig;
+use crate::messages::{Addr, DeployMessage, EndpointRef, ErrorDescription, Family, RecoveryState};
+use crate::wire::handshake::Role;
+use crate::wire::Reply;
+
+use apps::Apps;
+use drivers::Drivers;
+use recovery::Ha;
+use workers::Workers;
+
+/// A connection the core knows.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnRec {
+    pub(crate) role: Role,
+    pub(crate) peer_id: String,
+    /// The peer proved the admin secret in the handshake.
+    pub(crate) admin: bool,
+    /// A one-way message was refused: the connection is closing and nothing more is taken.
+    pub(crate) refused: bool,
+}
+
+/// The open connections.
+#[derive(Debug, Default)]
+pub(crate) struct Conns {
+    pub(crate) all: HashMap<ConnId, ConnRec>,
+}
+
+/// The time of the input being handled: the driver's monotonic clock, and the wall clock derived
+/// from it (for the times Spark shows and puts in ids).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    pub(crate) now: Instant,
+    pub(crate) wall_ms: i64,
+    start: Instant,
+    start_wall_ms: i64,
+}
+
+impl Clock {
+    fn set(&mut self, now: Instant) {
+        // Time never runs backwards for the core, whatever it is fed.
+        if now > self.now {
+            self.now = now;
+        }
+        let since = self.now.saturating_duration_since(self.start).as_millis();
+        self.wall_ms = self
+            .start_wall_ms
+            .saturating_add(i64::try_from(since).unwrap_or(i64::MAX));
+    }
+}
+
+/// The queue of what the core decided, drained by [`MasterCore::poll`].
+#[derive(Debug, Default)]
+pub(crate) struct Outputs {
+    queue: VecDeque<Output>,
+}
+
+impl Outputs {
+    pub(crate) fn push(&mut self, out: Output) {
+        self.queue.push_back(out);
+    }
+}
+
+/// Spark's standalone Master as a state machine; see the [module docs](self).
+#[derive(Debug)]
+pub struct MasterCore {
+    pub(crate) config: MasterConfig,
+    pub(crate) addr: Addr,
+    pub(crate) self_ref: EndpointRef,
+    pub(crate) master_url: String,
+    pub(crate) web_ui_url: String,
+    pub(crate) workers: Workers,
+    pub(crate) apps: Apps,
+    pub(crate) drivers: Drivers,
+    pub(crate) conns: Conns,
+    pub(crate) ha: Ha,
+    pub(crate) clock: Clock,
+    pub(crate) out: Outputs,
+    /// When the next check for silent workers is due.
+    next_check: Instant,
+    /// Seed of the shuffle of workers for drivers.
+    pub(crate) shuffle_seed: u64,
+}
+
+impl MasterCore {
+    /// A master at `addr` (the address it is reached at and advertises), in STANDBY until an
+    /// [`Input::Elected`]. `now` is the driver's clock at the start and `wall_ms` the wall
+    /// clock then (ms since the epoch); the core reads neither clock itself.
+    pub fn new(config: MasterConfig, addr: Addr, now: Instant, wall_ms: i64) -> MasterCore {
+        let master_url = format!("sparkwire://{}:{}", addr.host, addr.port);
+        let web_ui_url = format!("http://{}:8080", addr.host);
+        let persistent = config.recovery_dir.is_some();
+        let mut core = MasterCore {
+            self_ref: EndpointRef::at(addr.clone(), "Master"),
+            master_url,
+            web_ui_url,
+            addr,
+            workers: Workers::default(),
+            apps: Apps::default(),
+            drivers: Drivers::default(),
+            conns: Conns::default(),
+            ha: Ha::new(persistent),
+            clock: Clock {
+                now,
+                wall_ms,
+                start: now,
+                start_wall_ms: wall_ms,
+            },
+            out: Outputs::default(),
+            next_check: now,
+            shuffle_seed: 0x9e37_79b9_7f4a_7c15 ^ (wall_ms as u64),
+            config,
+        };
+        core.next_check = now + core.check_every();
+        core
+    }
+
+    /// Sets the URL of the web UI advertised to workers (empty: none). Default
+    /// `http://host:8080`.
+    pub fn set_web_ui_url(&mut self, url: String) {
+        self.web_ui_url = url;
+    }
+
+    /// Seeds the shuffle of workers that drivers are placed on (for reproducible runs).
+    pub fn set_seed(&mut self, seed: u64) {
+        self.shuffle_seed = seed | 1;
+    }
+
+    /// The master's URL, `sparkwire://host:port`.
+    pub fn url(&self) -> &str {
+        &self.master_url
+    }
+
+    /// Its recovery state (STANDBY until elected).
+    pub fn state(&self) -> RecoveryState {
+        self.ha.state
+    }
+
+    /// Handles `input`, which happened at `now`.
+    pub fn handle(&mut self, now: Instant, input: Input) {
+        self.clock.set(now);
+        match input {
+            Input::Opened {
+                conn,
+                role,
+                peer_id,
+                admin,
+                dialled,
+            } => self.opened(conn, role, peer_id, admin, dialled),
+            Input::Message { conn, message } => self.on_send(conn, message),
+            Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
+            Input::Closed { conn } => self.closed(conn),
+            Input::Elected { stored } => self.elected(stored),
+        }
+    }
+
+    /// When [`MasterCore::handle_timeout`] is next due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        Some(match self.ha.deadline {
+            Some(d) => d.min(self.next_check),
+            None => self.next_check,
+        })
+    }
+
+    /// Handles the timers due at `now`: the end of a recovery's wait, and the periodic check for
+    /// workers silent longer than the worker timeout.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.clock.set(now);
+        if self.ha.deadline.is_some_and(|d| d <= self.clock.now) {
+            self.ha.deadline = None;
+            self.complete_recovery();
+        }
+        if self.next_check <= self.clock.now {
+            self.time_out_dead_workers();
+            self.next_check = self.clock.now + self.check_every();
+        }
+    }
+
+    /// The next thing to do, in the order the core decided; `None` when there is nothing left.
+    pub fn poll(&mut self) -> Option<Output> {
+        self.out.queue.pop_front()
+    }
+
+    fn check_every(&self) -> Duration {
+        (self.config.worker_timeout / 4).max(Duration::from_millis(20))
+    }
+
+    fn opened(
+        &mut self,
+        conn: ConnId,
+        role: Role,
+        peer_id: String,
+        admin: bool,
+        dialled: Option<DialTarget>,
+    ) {
+        tracing::debug!(conn, %role, peer = %peer_id, "connection opened");
+        self.conns.all.insert(
+            conn,
+            ConnRec {
+                role,
+                peer_id,
+                admin,
+                refused: false,
+            },
+        );
+        match dialled {
+            Some(DialTarget::Worker(id)) => self.dialled_worker(conn, &id),
+            Some(DialTarget::App(id)) => self.dialled_app(conn, &id),
+            None => {}
+        }
+    }
+
+    fn closed(&mut self, conn: ConnId) {
+        let Some(rec) = self.conns.all.remove(&conn) else {
+            return;
+        };
+        self.drivers.submitted.remove(&conn);
+        if let Some(id) = self.workers.by_conn.remove(&conn) {
+            let bound = self
+                .workers
+                .all
+                .get(&id)
+                .is_some_and(|w| w.conn == Some(conn));
+            if bound {
+                if let Some(w) = self.workers.all.get_mut(&id) {
+                    w.conn = None;
+                }
+                let address = self
+                    .workers
+                    .all
+                    .get(&id)
+                    .map(|w| w.address_key())
+                    .unwrap_or_default();
+                tracing::info!("{address} got disassociated, removing it.");
+                if self
+                    .workers
+                    .all
+                    .get(&id)
+                    .is_some_and(|w| w.state != crate::messages::WorkerState::Dead)
+                {
+                    self.remove_worker(&id, &format!("{address} got disassociated"));
+                }
+            }
+        }
+        if let Some(id) = self.apps.by_conn.remove(&conn) {
+            let bound = self.apps.all.get(&id).is_some_and(|a| a.conn == Some(conn));
+            if bound {
+                tracing::info!(app = %id, peer = %rec.peer_id, "application client disconnected");
+                if let Some(a) = self.apps.all.get_mut(&id) {
+                    a.conn = None;
+                }
+                self.finish_application(&id);
+            }
+        }
+        if self.ha.state == RecoveryState::Recovering && self.can_complete_recovery() {
+            self.complete_recovery();
+        }
+    }
+
+    /// `true` when `conn` is open with one of `roles`.
+    pub(crate) fn conn_is(&self, conn: ConnId, roles: &[Role]) -> bool {
+        self.conns
+            .all
+            .get(&conn)
+            .is_some_and(|c| roles.contains(&c.role))
+    }
+
+    /// Sends `m` on `conn`, if it is open.
+    pub(crate) fn send_on(&mut self, conn: Option<ConnId>, m: impl Into<DeployMessage>) {
+        if let Some(conn) = conn.filter(|c| self.conns.all.contains_key(c)) {
+            self.out.push(Output::Send {
+                conn,
+                message: m.into(),
+            });
+        }
+    }
+
+    /// Answers ask `id` on `conn`.
+    pub(crate) fn reply_on(&mut self, conn: ConnId, id: u64, reply: Reply<DeployMessage>) {
+        if self.conns.all.contains_key(&conn) {
+            self.out.push(Output::Reply { conn, id, reply });
+        }
+    }
+
+    /// Fails ask `id` on `conn`.
+    pub(crate) fn fail_on(&mut self, conn: ConnId, id: u64, error: ErrorDescription) {
+        if self.conns.all.contains_key(&conn) {
+            self.out.push(Output::Fail { conn, id, error });
+        }
+    }
+
+    fn on_send(&mut self, conn: ConnId, m: DeployMessage) {
+        use DeployMessage as M;
+        if self.conns.all.get(&conn).is_none_or(|c| c.refused) {
+            return;
+        }
+        if let Err(refusal) = self.authorize(conn, &m, false) {
+            self.refuse(conn, None, &refusal);
+            return;
+        }
+        let worker_side = self.conn_is(conn, &[Role::Worker]);
+        let app_side = self.conn_is(conn, &[Role::AppClient]);
+        match m {
+            M::RegisterWorker(r) if worker_side => self.register_worker(conn, r),
+            M::Heartbeat(h) if worker_side => self.heartbeat(conn, &h.worker_id),
+            M::WorkerLatestState(s) if worker_side => self.worker_latest_state(s),
+            // A send in protocol version 1 (Spark 3.0), an ask from version 2 on.
+            M::ExecutorStateChanged(e) if worker_side => self.executor_state_changed(conn, e),
+            M::DriverStateChanged(d) if worker_side => {
+                self.driver_state_changed(d.driver_id, d.state, d.exception)
+            }
+            M::WorkerDecommissioning(d) if worker_side => self.worker_decommissioning(&d.id),
+            M::WorkerSchedulerStateResponse(s) if worker_side => {
+                self.worker_scheduler_state(conn, s)
+            }
+            M::RegisterApplication(r) if app_side => self.register_application(conn, r),
+            M::UnregisterApplication(u) if app_side => {
+                tracing::info!("Received unregister request from application {}", u.app_id);
+                if self.apps.all.contains_key(&u.app_id) {
+                    self.finish_application(&u.app_id);
+                }
+            }
+            M::MasterChangeAcknowledged(a) if app_side => {
+                self.master_change_acknowledged(conn, &a.app_id)
+            }
+            other => {
+                self.refuse_route(conn, None, &other);
+            }
+        }
+    }
+
+    fn on_ask(&mut self, conn: ConnId, id: u64, m: DeployMessage) {
+        use DeployMessage as M;
+        if self.conns.all.get(&conn).is_none_or(|c| c.refused) {
+            return;
+        }
+        if let Err(refusal) = self.authorize(conn, &m, true) {
+            self.refuse(conn, Some(id), &refusal);
+            return;
+        }
+        let worker_side = self.conn_is(conn, &[Role::Worker]);
+        let app_side = self.conn_is(conn, &[Role::AppClient]);
+        let client_side = self.conn_is(conn, &[Role::DriverClient]);
+        // The protocol's routes (checked above) say which roles send each UI ask.
+        let ui_side = self.conn_is(conn, &[Role::Ui, Role::DriverClient]);
+        if let Some(denied) = self.admin_refusal(conn, &m) {
+            tracing::warn!(
+                conn,
+                message = m.name(),
+                "refusing a state-changing ask from a peer that is not an admin"
+            );
+            self.fail_on(conn, id, denied);
+            return;
+        }
+        let reply = match m {
+            M::ExecutorStateChanged(e) if worker_side => {
+                self.executor_state_changed(conn, e);
+                Reply::Bool(true)
+            }
+            M::RequestExecutors(r) if app_side => Reply::Bool(self.request_executors(r)),
+            M::KillExecutors(k) if app_side => Reply::Bool(self.kill_executors(k)),
+            M::RequestSubmitDriver(r) if client_side => {
+                // Answered before the driver is scheduled, so that the client learns the id
+                // before any LaunchDriver names it.
+                let (response, submitted) = self.submit_driver(r.driver_description);
+                if let Some(driver) = response.driver_id.clone().filter(|_| submitted) {
+                    self.drivers
+                        .submitted
+                        .entry(conn)
+                        .or_default()
+                        .insert(driver);
+                }
+                self.reply_on(conn, id, Reply::Message(response.into()));
+                if submitted {
+                    self.schedule();
+                }
+                return;
+            }
+            M::RequestKillDriver(k) if client_side => {
+                let (response, killed_waiting) = self.kill_driver(&k.driver_id);
+                self.reply_on(conn, id, Reply::Message(response.into()));
+                if let Some(d) = killed_waiting {
+                    self.remove_driver(&d, crate::messages::DriverState::Killed, None);
+                }
+                return;
+            }
+            M::RequestKillAllDrivers(_) if ui_side => {
+                let (response, killed_waiting) = self.kill_all_drivers();
+                self.reply_on(conn, id, Reply::Message(response.into()));
+                for d in killed_waiting {
+                    self.remove_driver(&d, crate::messages::DriverState::Killed, None);
+                }
+                return;
+            }
+            M::RequestDriverStatus(r) if client_side => {
+                Reply::Message(self.driver_status(&r.driver_id).into())
+            }
+            M::RequestMasterState(_) if ui_side => Reply::Message(self.master_state().into()),
+            M::RequestReadyz(_) if ui_side => Reply::Bool(self.ha.state != RecoveryState::Standby),
+            M::RequestClearCompletedDriversAndApps(_) if ui_side => {
+                Reply::Int(self.clear_completed())
+            }
+            M::DecommissionWorkersOnHosts(d) if ui_side => {
+                Reply::Int(self.decommission_workers_on_hosts(&d.hostnames))
+            }
+            other => {
+                self.refuse_route(conn, Some(id), &other);
+                return;
+            }
+        };
+        self.reply_on(conn, id, reply);
+    }
+
+    /// Refuses `m`, which the protocol does not route from `conn`'s role to the master (or not
+    /// as it came).
+    fn refuse_route(&mut self, conn: ConnId, ask: Option<u64>, m: &DeployMessage) {
+        let from = self.conns.all.get(&conn).map_or(Role::Ui, |c| c.role);
+        let refusal = crate::reference::authz::Refusal::Route {
+            from,
+            to: Role::Master,
+            message: m.name().to_string(),
+        };
+        self.refuse(conn, ask, &refusal);
+    }
+
+    /// Becomes the active master: ALIVE, or RECOVERING when the recovery directory holds state.
+    fn elected(&mut self, stored: Stored) {
+        if stored.is_empty() {
+            self.ha.state = RecoveryState::Alive;
+            tracing::info!("I have been elected leader! New state: ALIVE");
+            self.schedule();
+        } else {
+            self.ha.state = RecoveryState::Recovering;
+            tracing::info!("I have been elected leader! New state: RECOVERING");
+            self.begin_recovery(stored);
+        }
+    }
+
+    /// A fresh pseudo-random number (xorshift), for shuffling workers.
+    pub(crate) fn next_random(&mut self) -> u64 {
+        let mut x = self.shuffle_seed;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.shuffle_seed = x;
+        x
+    }
+}

@@ -1,0 +1,371 @@
+//! Recovery (Spark's FILESYSTEM recovery mode), the core's side: what is persisted as it changes (as
+//! [`Output::Persist`](super::Output::Persist) records), and the path of a master elected on a
+//! directory that holds state: RECOVERING (MasterChanged to every known worker and application,
+//! at the addresses they advertised), then COMPLETING_RECOVERY once all answered or the worker
+//! timeout passed (the silent ones dropped), then ALIVE.
+
+use super::io::{
+    ConnId, DialTarget, Output, Record, RecordKind, Stored, StoredApp, StoredDriver, StoredWorker,
+};
+use super::state::{AppRec, DriverRec, ExecRec, WorkerRec};
+use super::MasterCore;
+use crate::messages::deploy::{MasterChanged, WorkerSchedulerStateResponse};
+use crate::messages::{ApplicationState, DriverState, RecoveryState, WorkerState};
+
+/// Leadership and recovery: the master's recovery state, the end of a recovery's wait, and
+/// whether it persists what it learns.
+#[derive(Debug)]
+pub(crate) struct Ha {
+    /// STANDBY until elected, then RECOVERING, COMPLETING_RECOVERY, ALIVE.
+    pub(crate) state: RecoveryState,
+    /// When a recovery stops waiting for silent workers and applications.
+    pub(crate) deadline: Option<std::time::Instant>,
+    /// A recovery directory is configured: records are persisted as they change.
+    pub(crate) persistent: bool,
+}
+
+impl Ha {
+    pub(crate) fn new(persistent: bool) -> Ha {
+        Ha {
+            state: RecoveryState::Standby,
+            deadline: None,
+            persistent,
+        }
+    }
+}
+
+/// The number at the end of a Spark-style id (`app-…-0007` → 7).
+fn serial(id: &str) -> Option<u32> {
+    id.rsplit('-').next().and_then(|n| n.parse().ok())
+}
+
+impl MasterCore {
+    /// Queues the write of `record`, when the master persists.
+    fn persist(&mut self, record: Record) {
+        if self.ha.persistent {
+            self.out.push(Output::Persist(record));
+        }
+    }
+
+    /// Queues the removal of a record, when the master persists.
+    fn unpersist(&mut self, kind: RecordKind, id: &str) {
+        if self.ha.persistent {
+            self.out.push(Output::Unpersist {
+                kind,
+                id: id.to_string(),
+            });
+        }
+    }
+
+    pub(crate) fn persist_app(&mut self, id: &str) {
+        if let Some(a) = self.apps.all.get(id) {
+            let stored = StoredApp {
+                id: a.id.clone(),
+                desc: a.desc.clone(),
+                driver: a.driver.clone(),
+                start_time: a.start_time,
+            };
+            self.persist(Record::App(stored));
+        }
+    }
+
+    pub(crate) fn unpersist_app(&mut self, id: &str) {
+        self.unpersist(RecordKind::App, id);
+    }
+
+    pub(crate) fn persist_worker(&mut self, id: &str) {
+        if let Some(w) = self.workers.all.get(id) {
+            let stored = StoredWorker {
+                id: w.id.clone(),
+                host: w.host.clone(),
+                port: w.port,
+                endpoint: w.endpoint.clone(),
+                cores: w.cores,
+                memory: w.memory,
+                web_ui: w.web_ui.clone(),
+                resources: w.resources.clone(),
+            };
+            self.persist(Record::Worker(stored));
+        }
+    }
+
+    pub(crate) fn unpersist_worker(&mut self, id: &str) {
+        self.unpersist(RecordKind::Worker, id);
+    }
+
+    pub(crate) fn persist_driver(&mut self, id: &str) {
+        if let Some(d) = self.drivers.all.get(id) {
+            let stored = StoredDriver {
+                id: d.id.clone(),
+                desc: d.desc.clone(),
+                start_time: d.start_time,
+            };
+            self.persist(Record::Driver(stored));
+        }
+    }
+
+    pub(crate) fn unpersist_driver(&mut self, id: &str) {
+        self.unpersist(RecordKind::Driver, id);
+    }
+
+    /// Spark's beginRecovery: every stored application and worker UNKNOWN and told MasterChanged.
+    pub(crate) fn begin_recovery(&mut self, stored: Stored) {
+        for a in stored.apps {
+            tracing::info!("Trying to recover app: {}", a.id);
+            if let Some(n) = serial(&a.id) {
+                self.apps.next_number = self.apps.next_number.max(n.saturating_add(1));
+            }
+            let mut app = AppRec::new(a.id.clone(), a.desc, a.driver.clone(), a.start_time);
+            app.state = ApplicationState::Unknown;
+            self.apps.all.insert(a.id.clone(), app);
+            self.apps.waiting.push(a.id.clone());
+            match a.driver.address {
+                Some(addr) => self.out.push(Output::Dial {
+                    addr,
+                    target: DialTarget::App(a.id),
+                }),
+                None => tracing::info!("App {} had exception on reconnect: no address", a.id),
+            }
+        }
+        for d in stored.drivers {
+            if let Some(n) = serial(&d.id) {
+                self.drivers.next_number = self.drivers.next_number.max(n.saturating_add(1));
+            }
+            self.drivers.all.insert(
+                d.id.clone(),
+                DriverRec {
+                    id: d.id,
+                    desc: d.desc,
+                    start_time: d.start_time,
+                    state: DriverState::Submitted,
+                    worker: None,
+                    exception: None,
+                },
+            );
+        }
+        for w in stored.workers {
+            tracing::info!("Trying to recover worker: {}", w.id);
+            let rec = WorkerRec {
+                id: w.id.clone(),
+                host: w.host,
+                port: w.port,
+                endpoint: w.endpoint.clone(),
+                cores: w.cores,
+                memory: w.memory,
+                web_ui: w.web_ui,
+                resources: w.resources,
+                state: WorkerState::Unknown,
+                last_heartbeat: self.clock.now,
+                last_heartbeat_ms: self.clock.wall_ms,
+                conn: None,
+                executors: Default::default(),
+                drivers: Default::default(),
+                cores_used: 0,
+                memory_used: 0,
+            };
+            if self.add_worker(rec) {
+                match w.endpoint.address {
+                    Some(addr) => self.out.push(Output::Dial {
+                        addr,
+                        target: DialTarget::Worker(w.id),
+                    }),
+                    None => {
+                        tracing::info!("Worker {} had exception on reconnect: no address", w.id)
+                    }
+                }
+            }
+        }
+        if self.can_complete_recovery() {
+            self.complete_recovery();
+        } else {
+            self.ha.deadline = self.clock.now.checked_add(self.config.worker_timeout);
+        }
+    }
+
+    /// The master reached a recovered worker: MasterChanged over the new connection.
+    pub(crate) fn dialled_worker(&mut self, conn: ConnId, id: &str) {
+        let Some(w) = self.workers.all.get_mut(id) else {
+            self.close_conn(conn);
+            return;
+        };
+        // While recovering, MasterChanged goes even to a worker that registered again meanwhile:
+        // its answer tells the master what it runs.
+        let wanted = w.state == WorkerState::Unknown
+            || (self.ha.state == RecoveryState::Recovering && w.state == WorkerState::Alive);
+        if !wanted {
+            self.close_conn(conn);
+            return;
+        }
+        if let Some(old) = w.conn.replace(conn) {
+            self.workers.by_conn.remove(&old);
+        }
+        self.workers.by_conn.insert(conn, id.to_string());
+        self.send_on(
+            Some(conn),
+            MasterChanged {
+                master: self.self_ref.clone(),
+                master_web_ui_url: self.web_ui_url.clone(),
+            },
+        );
+    }
+
+    /// The master reached a recovered application's client: MasterChanged over it.
+    pub(crate) fn dialled_app(&mut self, conn: ConnId, id: &str) {
+        let Some(a) = self.apps.all.get_mut(id) else {
+            self.close_conn(conn);
+            return;
+        };
+        if a.state != ApplicationState::Unknown {
+            self.close_conn(conn);
+            return;
+        }
+        if let Some(old) = a.conn.replace(conn) {
+            self.apps.by_conn.remove(&old);
+        }
+        self.apps.by_conn.insert(conn, id.to_string());
+        self.send_on(
+            Some(conn),
+            MasterChanged {
+                master: self.self_ref.clone(),
+                master_web_ui_url: self.web_ui_url.clone(),
+            },
+        );
+    }
+
+    fn close_conn(&mut self, conn: ConnId) {
+        if self.conns.all.contains_key(&conn) {
+            self.out.push(Output::Close { conn });
+        }
+    }
+
+    /// WorkerSchedulerStateResponse: a recovered worker answered with what it runs.
+    pub(crate) fn worker_scheduler_state(&mut self, conn: ConnId, s: WorkerSchedulerStateResponse) {
+        let Some(w) = self
+            .workers
+            .all
+            .get_mut(&s.id)
+            .filter(|w| w.state != WorkerState::Dead)
+        else {
+            tracing::warn!("Scheduler state from unknown worker: {}", s.id);
+            return;
+        };
+        tracing::info!("Worker has been re-registered: {}", s.id);
+        w.state = WorkerState::Alive;
+        w.last_heartbeat = self.clock.now;
+        w.last_heartbeat_ms = self.clock.wall_ms;
+        if let Some(old) = w.conn.replace(conn) {
+            if old != conn {
+                self.workers.by_conn.remove(&old);
+            }
+        }
+        self.workers.by_conn.insert(conn, s.id.clone());
+        for e in s.exec_responses {
+            let d = e.desc;
+            let Some(app) = self.apps.all.get_mut(&d.app_id) else {
+                continue;
+            };
+            app.next_exec_id = app.next_exec_id.max(d.exec_id.saturating_add(1));
+            if d.state.is_finished() {
+                continue;
+            }
+            app.executors.insert(
+                d.exec_id,
+                ExecRec {
+                    worker: s.id.clone(),
+                    cores: d.cores,
+                    state: d.state,
+                    resources: e.resources,
+                },
+            );
+            app.cores_granted = app.cores_granted.saturating_add(d.cores);
+            if let Some(w) = self.workers.all.get_mut(&s.id) {
+                w.add_executor((d.app_id.clone(), d.exec_id), d.cores, d.memory_mb);
+            }
+        }
+        for d in s.driver_responses {
+            let Some(driver) = self.drivers.all.get_mut(&d.driver_id) else {
+                continue;
+            };
+            driver.worker = Some(s.id.clone());
+            driver.state = DriverState::Running;
+            let (cores, mem) = (driver.desc.cores, driver.desc.mem);
+            self.drivers.waiting.retain(|x| x != &d.driver_id);
+            if let Some(w) = self.workers.all.get_mut(&s.id) {
+                w.add_driver(&d.driver_id, cores, mem);
+            }
+        }
+        if self.ha.state == RecoveryState::Recovering && self.can_complete_recovery() {
+            self.complete_recovery();
+        }
+    }
+
+    /// Whether every recovered worker and application answered.
+    pub(crate) fn can_complete_recovery(&self) -> bool {
+        !self
+            .workers
+            .all
+            .values()
+            .any(|w| w.state == WorkerState::Unknown)
+            && !self
+                .apps
+                .all
+                .values()
+                .any(|a| a.state == ApplicationState::Unknown)
+    }
+
+    /// Spark's completeRecovery: drops the silent, relaunches or ends unclaimed drivers, ALIVE.
+    pub(crate) fn complete_recovery(&mut self) {
+        if self.ha.state != RecoveryState::Recovering {
+            return;
+        }
+        self.ha.state = RecoveryState::CompletingRecovery;
+        self.ha.deadline = None;
+        let silent_workers: Vec<String> = self
+            .workers
+            .all
+            .values()
+            .filter(|w| w.state == WorkerState::Unknown)
+            .map(|w| w.id.clone())
+            .collect();
+        for id in silent_workers {
+            self.remove_worker(&id, "Not responding for recovery");
+        }
+        let silent_apps: Vec<String> = self
+            .apps
+            .all
+            .values()
+            .filter(|a| a.state == ApplicationState::Unknown)
+            .map(|a| a.id.clone())
+            .collect();
+        for id in silent_apps {
+            self.finish_application(&id);
+        }
+        for a in self.apps.all.values_mut() {
+            if a.state == ApplicationState::Waiting {
+                a.state = ApplicationState::Running;
+            }
+        }
+        let mut unclaimed: Vec<String> = self
+            .drivers
+            .all
+            .values()
+            .filter(|d| d.worker.is_none())
+            .map(|d| d.id.clone())
+            .collect();
+        unclaimed.sort();
+        for id in unclaimed {
+            tracing::warn!("Driver {id} was not found after master recovery");
+            let supervise = self.drivers.all.get(&id).is_some_and(|d| d.desc.supervise);
+            if supervise {
+                tracing::warn!("Re-launching {id}");
+                self.relaunch_driver(&id);
+            } else {
+                self.remove_driver(&id, DriverState::Error, None);
+                tracing::warn!("Did not re-launch {id} because it was not supervised");
+            }
+        }
+        self.ha.state = RecoveryState::Alive;
+        self.schedule();
+        tracing::info!("Recovery complete - resuming operations!");
+    }
+}

@@ -1,0 +1,267 @@
+//! The master's tokio loop: owns the listener, the connections, the recovery directory, the
+//! leader election, the clock and the timers; feeds the sans-IO [`MasterCore`] what happens and
+//! does what it outputs. It decides nothing about the protocol.
+
+use crate::validate::ConnId;
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+use super::conns::{self, ConnSettings};
+use super::events::{Event, Opened};
+use super::ha::{Election, LeaderEvent};
+use super::persist::Persistence;
+use super::proto::{Input, MasterCore, Output, Stored};
+use super::Stop;
+use crate::connection::{Counters, Incoming};
+use crate::reference::clock::now_ms;
+use crate::reference::driver::add_counters;
+use crate::reference::outbox::{Out, Outbox, Peer};
+use crate::reference::webui::MasterSnapshot;
+
+/// The loop's clock, as the core takes it (tokio's, so that a paused test clock applies).
+fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+/// The IO side of a running master.
+pub(crate) struct Runtime {
+    core: MasterCore,
+    /// The connections the core names, by id.
+    peers: HashMap<ConnId, Peer>,
+    outbox: Outbox,
+    events: mpsc::UnboundedSender<Event>,
+    settings: ConnSettings,
+    persistence: Option<Persistence>,
+    /// Traffic of the connections that closed, for the web UI's metrics.
+    closed_traffic: Counters,
+}
+
+impl Runtime {
+    /// A loop for `core`; `id` is the master's id in handshakes.
+    pub(crate) fn new(
+        core: MasterCore,
+        id: String,
+        persistence: Option<Persistence>,
+        events: mpsc::UnboundedSender<Event>,
+    ) -> Runtime {
+        let config = &core.config;
+        let settings = ConnSettings {
+            id,
+            max_frame_size: config.max_frame_size,
+            handshake_timeout: Duration::from_secs(10),
+            observer: config.observer.clone(),
+            next_conn: Arc::new(AtomicU64::new(1)),
+            versions: config.versions.clone(),
+            security: config.security.clone(),
+        };
+        let outbox = Outbox::spawn(config.send_timeout);
+        Runtime {
+            core,
+            peers: HashMap::new(),
+            outbox,
+            events,
+            settings,
+            persistence,
+            closed_traffic: Counters::default(),
+        }
+    }
+
+    /// Runs until stopped or until the master loses its leadership.
+    pub(crate) async fn run(
+        mut self,
+        listener: TcpListener,
+        mut events: mpsc::UnboundedReceiver<Event>,
+        mut stop: oneshot::Receiver<Stop>,
+    ) {
+        let listening = tokio::spawn(conns::listen(
+            listener,
+            self.settings.clone(),
+            self.events.clone(),
+        ));
+        let mut election = match &self.persistence {
+            Some(p) => Some(Election::spawn(
+                p.dir().to_path_buf(),
+                self.settings.id.clone(),
+                self.core.config.lease,
+                self.events.clone(),
+            )),
+            None => {
+                self.core.handle(
+                    now(),
+                    Input::Elected {
+                        stored: Stored::default(),
+                    },
+                );
+                None
+            }
+        };
+        let how = loop {
+            self.execute();
+            let deadline = self.core.poll_timeout();
+            tokio::select! {
+                how = &mut stop => break how.unwrap_or(Stop::Crash),
+                event = events.recv() => match event {
+                    Some(Event::Leader(LeaderEvent::Lost)) => {
+                        tracing::error!("Leadership has been revoked -- master shutting down.");
+                        break Stop::Crash;
+                    }
+                    Some(event) => self.on_event(event),
+                    None => break Stop::Crash,
+                },
+                _ = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d.into()).await,
+                        None => std::future::pending().await,
+                    }
+                } => self.core.handle_timeout(now()),
+            }
+        };
+        listening.abort();
+        // Wait until the listener is dropped, so the port is free when this returns.
+        let _ = listening.await;
+        if let Some(e) = election.take() {
+            e.stop(how == Stop::Graceful).await;
+        }
+        match how {
+            Stop::Graceful => {
+                for peer in self.peers.values() {
+                    self.outbox.push(Out::Close(peer.clone()));
+                }
+                let (done, flushed) = oneshot::channel();
+                self.outbox.push(Out::Flush(done));
+                let _ = tokio::time::timeout(Duration::from_secs(5), flushed).await;
+            }
+            Stop::Crash => {
+                for peer in self.peers.values() {
+                    peer.kill();
+                }
+            }
+        }
+        tracing::info!(master = %self.core.url(), "master stopped");
+    }
+
+    /// Feeds one event to the core (or answers it, for the web UI's snapshot).
+    fn on_event(&mut self, event: Event) {
+        let input = match event {
+            Event::Opened(opened, dialled) => {
+                let Opened {
+                    conn,
+                    peer,
+                    role,
+                    peer_id,
+                    admin,
+                } = opened;
+                self.peers.insert(conn, peer);
+                Input::Opened {
+                    conn,
+                    role,
+                    peer_id,
+                    admin,
+                    dialled,
+                }
+            }
+            Event::Incoming(conn, Incoming::Message(message)) => Input::Message { conn, message },
+            Event::Incoming(conn, Incoming::Ask { id, message }) => {
+                Input::Ask { conn, id, message }
+            }
+            Event::Closed(conn) => {
+                if let Some(peer) = self.peers.remove(&conn) {
+                    add_counters(&mut self.closed_traffic, &peer.handle.counters());
+                }
+                Input::Closed { conn }
+            }
+            Event::Leader(LeaderEvent::Elected) => Input::Elected {
+                stored: self.read_stored(),
+            },
+            Event::Leader(LeaderEvent::Lost) => return,
+            Event::Snapshot(reply) => {
+                let _ = reply.send(self.snapshot());
+                return;
+            }
+        };
+        self.core.handle(now(), input);
+    }
+
+    /// What the recovery directory holds (empty, with an error logged, when it cannot be read).
+    fn read_stored(&self) -> Stored {
+        match &self.persistence {
+            Some(p) => p.read_all().unwrap_or_else(|e| {
+                tracing::error!(error = %e, "cannot read the recovery directory; starting empty");
+                Stored::default()
+            }),
+            None => Stored::default(),
+        }
+    }
+
+    /// The core's snapshot, with the traffic of every connection and the time now.
+    fn snapshot(&self) -> MasterSnapshot {
+        let mut snap = self.core.snapshot();
+        let mut traffic = self.closed_traffic.clone();
+        for peer in self.peers.values() {
+            add_counters(&mut traffic, &peer.handle.counters());
+        }
+        snap.traffic = traffic;
+        snap.now_ms = now_ms();
+        snap
+    }
+
+    /// Does what the core decided, in its order: writes go to the outbox (one task, in order),
+    /// records to the recovery directory before anything after them is queued.
+    fn execute(&mut self) {
+        while let Some(out) = self.core.poll() {
+            match out {
+                Output::Send { conn, message } => {
+                    if let Some(peer) = self.peers.get(&conn) {
+                        self.outbox.send(peer, message);
+                    }
+                }
+                Output::Reply { conn, id, reply } => {
+                    if let Some(peer) = self.peers.get(&conn) {
+                        self.outbox.reply(peer, id, reply);
+                    }
+                }
+                Output::Fail { conn, id, error } => {
+                    if let Some(peer) = self.peers.get(&conn) {
+                        self.outbox.push(Out::Fail(peer.clone(), id, error));
+                    }
+                }
+                Output::Close { conn } => {
+                    if let Some(peer) = self.peers.get(&conn) {
+                        self.outbox.push(Out::Close(peer.clone()));
+                    }
+                }
+                Output::Dial { addr, target } => {
+                    conns::dial(addr, target, self.settings.clone(), self.events.clone())
+                }
+                Output::Persist(record) => {
+                    if let Some(p) = &self.persistence {
+                        if let Err(e) = p.store(&record) {
+                            tracing::error!(
+                                error = %e,
+                                "cannot persist {} {}",
+                                record.kind().as_str(),
+                                record.id()
+                            );
+                        }
+                    }
+                }
+                Output::Unpersist { kind, id } => {
+                    if let Some(p) = &self.persistence {
+                        if let Err(e) = p.forget(kind, &id) {
+                            tracing::error!(
+                                error = %e,
+                                "cannot remove persisted {} {id}",
+                                kind.as_str()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
