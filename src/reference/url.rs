@@ -255,6 +255,25 @@ mod tests {
     }
 
     #[test]
+    fn both_kinds_of_address_report_one_error_naming_the_text_and_the_form_expected() {
+        let master = MasterUrl::parse("http://a:1").expect_err("not a master URL");
+        assert_eq!(master.text, "http://a:1");
+        assert_eq!(master.expected, "sparkwire://host:port[,host:port…]");
+        assert!(master
+            .to_string()
+            .starts_with("invalid address \"http://a:1\": "));
+        let endpoint = SparkUrl::parse("spark://host").expect_err("no port");
+        assert_eq!(
+            (endpoint.text.as_str(), endpoint.problem.as_str()),
+            ("spark://host", "no port")
+        );
+        assert_eq!(
+            endpoint.to_string(),
+            "invalid address \"spark://host\": no port (expected spark://[Name@]host:port)"
+        );
+    }
+
+    #[test]
     fn malformed_addresses_are_errors() {
         for bad in [
             "",
