@@ -411,10 +411,10 @@ impl WorkerCore {
             worker_id: self.id.clone(),
             worker: self.self_ref.clone(),
         };
-        self.to_master(beat);
+        self.send_to_master(beat);
     }
 
-    fn to_master(&mut self, m: impl Into<DeployMessage>) {
+    fn send_to_master(&mut self, m: impl Into<DeployMessage>) {
         if let Some(conn) = self.master.filter(|c| self.conns.contains_key(c)) {
             self.out.push_back(Output::Send {
                 conn,
@@ -546,7 +546,7 @@ impl WorkerCore {
                     executors: self.executors.values().map(|e| e.desc.clone()).collect(),
                     driver_ids: self.drivers.keys().cloned().collect(),
                 };
-                self.to_master(latest);
+                self.send_to_master(latest);
             }
             M::RegisterWorkerFailed(f) => {
                 if !self.registered {
@@ -605,7 +605,7 @@ impl WorkerCore {
                         })
                         .collect(),
                 };
-                self.to_master(response);
+                self.send_to_master(response);
             }
             M::LaunchExecutor(l) => self.launch_executor(l),
             M::KillExecutor(k) => {
@@ -650,7 +650,7 @@ impl WorkerCore {
                         id: self.id.clone(),
                         worker_ref: self.self_ref.clone(),
                     };
-                    self.to_master(note);
+                    self.send_to_master(note);
                 }
             }
             other => {
@@ -923,7 +923,7 @@ impl WorkerCore {
                     ..info
                 });
                 self.trim_finished();
-                self.to_master(DriverStateChanged {
+                self.send_to_master(DriverStateChanged {
                     driver_id,
                     state: DriverState::Error,
                     exception: Some(ErrorDescription::new("java.io.IOException", reason)),
@@ -994,7 +994,7 @@ impl WorkerCore {
                 info.state = state;
                 self.finished_drivers.push(info);
                 self.trim_finished();
-                self.to_master(DriverStateChanged {
+                self.send_to_master(DriverStateChanged {
                     driver_id,
                     state,
                     exception,
