@@ -26,8 +26,8 @@
 //! # }
 //! ```
 
-mod task_loop;
 mod connect;
+mod task_loop;
 
 use std::fmt;
 use std::sync::Arc;

@@ -118,7 +118,7 @@ impl WorkerLoop {
                     Some(e) => self.event(e),
                     None => break WorkerExit::Stopped,
                 },
-                _ = sleep_until(wake) => self.core.handle_timeout(Instant::now()),
+                _ = crate::reference::clock::sleep_until(wake) => self.core.handle_timeout(Instant::now()),
             }
             self.drain();
         };
@@ -247,12 +247,5 @@ impl WorkerLoop {
             connections: self.core.connection_roles(),
             traffic,
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-        None => std::future::pending().await,
     }
 }

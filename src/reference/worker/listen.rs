@@ -155,7 +155,7 @@ fn register(
     forward_events(rx, events.clone(), WEvent::Incoming, WEvent::Closed);
 }
 
-/// Dials master `addr` to register; the actor hears of the connection, or of nothing when the
+/// Dials master `addr` to register; the loop hears of the connection, or of nothing when the
 /// master cannot be reached (the retry timer covers that).
 pub(crate) fn dial_master(
     addr: Addr,

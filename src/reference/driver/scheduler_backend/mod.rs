@@ -170,7 +170,7 @@ pub(super) async fn run(
                 None => break None,
             },
             Some(msg) = reported.recv() => shell.handle(msg),
-            _ = sleep_until(wake) => shell.core.handle_timeout(Instant::now()),
+            _ = crate::reference::clock::sleep_until(wake) => shell.core.handle_timeout(Instant::now()),
         }
         shell.drain();
     };
@@ -178,13 +178,6 @@ pub(super) async fn run(
     accept.abort();
     if let Some(reply) = stop_reply {
         let _ = reply.send(shell.status());
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-        None => std::future::pending().await,
     }
 }
 
