@@ -278,8 +278,9 @@ async fn an_executor_killed_with_sigkill_mid_job_has_its_tasks_run_elsewhere() {
         }))
         .await
         .expect("submitted");
+    // Its LaunchTask written too (both executors' first tasks), not only handed to its writer.
     wait_status(&driver, "executor 1 running a task", |s| {
-        s.executors.iter().any(|e| e.id == "1" && e.free_cores == 0)
+        s.executors.iter().any(|e| e.id == "1" && e.free_cores == 0) && sent(s, "LaunchTask") >= 2
     })
     .await;
     kill9(victim.id().expect("pid"));

@@ -11,6 +11,14 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// Waits until `at` (a sans-IO core's next deadline); forever when there is none.
+pub(crate) async fn sleep_until(at: Option<std::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The UTC date and time of `ms` (milliseconds since the epoch) as `yyyyMMddHHmmss`, the stamp
 /// Spark puts in application, driver and worker ids.
 pub fn stamp(ms: i64) -> String {

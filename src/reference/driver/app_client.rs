@@ -7,15 +7,15 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::backend::Msg;
+use super::events::{MasterEvent, Msg};
 use super::{add_counters, DriverConfig, DriverError};
 use crate::connection::{
     Connection, ConnectionConfig, ConnectionError, ConnectionHandle, Counters, Incoming,
     DEFAULT_HANDSHAKE_TIMEOUT,
 };
 use crate::messages::deploy::{
-    ExecutorAdded, ExecutorUpdated, KillExecutors, MasterChangeAcknowledged, RegisterApplication,
-    RequestExecutors, UnregisterApplication, WorkerRemoved,
+    KillExecutors, MasterChangeAcknowledged, RegisterApplication, RequestExecutors,
+    UnregisterApplication,
 };
 use crate::messages::{
     ApplicationDescription, DeployMessage, EndpointRef, ErrorDescription, Family, ProfileExecutors,
@@ -28,23 +28,6 @@ use tokio::net::TcpListener;
 
 /// Spark's text when no master registered the application in time.
 pub(super) const ALL_MASTERS_UNRESPONSIVE: &str = "All masters are unresponsive! Giving up.";
-
-/// What the client tells the backend.
-#[derive(Debug)]
-pub(super) enum MasterEvent {
-    /// RegisteredApplication, from the master named.
-    Registered { app_id: String, master: String },
-    /// MasterChanged: the master named is now the active one.
-    MasterChanged { master: String },
-    /// An executor was granted.
-    ExecutorAdded(ExecutorAdded),
-    /// An executor changed state.
-    ExecutorUpdated(ExecutorUpdated),
-    /// A worker with executors of the application was removed.
-    WorkerRemoved(WorkerRemoved),
-    /// The application is dead: removed by the master, or never registered.
-    Dead(String),
-}
 
 enum Cmd {
     Request {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::backend::Msg;
+use super::events::Msg;
 use super::scheduler::JobId;
 
 /// A job that ran to the end.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use super::backend::Msg;
+use super::events::Msg;
 use super::DriverConfig;
 use crate::connection::{Connection, ConnectionConfig, DEFAULT_HANDSHAKE_TIMEOUT};
 use crate::messages::CoarseMessage;

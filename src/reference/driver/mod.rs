@@ -25,10 +25,11 @@
 //! ```
 
 mod app_client;
-mod backend;
+mod events;
 mod job;
 mod listener;
 pub mod scheduler;
+mod scheduler_backend;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -43,9 +44,9 @@ use crate::reference::tap::TraceObserver;
 use crate::reference::task::Job;
 use crate::reference::url::{SparkUrl, UrlError};
 
-pub use backend::{DriverStatus, ExecutorEnd, ExecutorSummary};
 pub use job::{JobFailed, JobHandle, JobProgress, JobResult};
 pub use scheduler::JobId;
+pub use scheduler_backend::{DriverStatus, ExecutorEnd, ExecutorSummary};
 
 /// The endpoint name executors address: `spark://CoarseGrainedScheduler@host:port`.
 pub const ENDPOINT_NAME: &str = "CoarseGrainedScheduler";
@@ -90,6 +91,10 @@ pub struct DriverConfig {
     pub observer: Option<TraceObserver>,
     /// The shared secret and TLS of its connections: to masters, and from executors and masters.
     pub security: crate::connection::Security,
+    /// How long a frame for an executor may wait on its connection (the executor does not read)
+    /// before that connection is dropped and the executor lost, its tasks run elsewhere. The
+    /// driver's other executors are never held up meanwhile. Default 30 s.
+    pub send_timeout: Duration,
 }
 
 impl DriverConfig {
@@ -116,6 +121,7 @@ impl DriverConfig {
             registration_retry: Duration::from_secs(20),
             observer: None,
             security: crate::connection::Security::default(),
+            send_timeout: scheduler_backend::SEND_TIMEOUT,
         }
     }
 
@@ -219,7 +225,7 @@ pub enum DriverError {
 /// A running driver. See the module documentation.
 #[derive(Debug)]
 pub struct Driver {
-    tx: mpsc::UnboundedSender<backend::Msg>,
+    tx: mpsc::UnboundedSender<events::Msg>,
     url: SparkUrl,
     address: SocketAddr,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -287,7 +293,13 @@ impl Driver {
                 tx.clone(),
             ))
         };
-        let task = tokio::spawn(backend::run(config, url.clone(), rx, client, accept));
+        let task = tokio::spawn(scheduler_backend::run(
+            config,
+            url.clone(),
+            rx,
+            client,
+            accept,
+        ));
         Ok(Driver {
             tx,
             url,
@@ -308,7 +320,7 @@ impl Driver {
 
     async fn call<T>(
         &self,
-        make: impl FnOnce(oneshot::Sender<T>) -> backend::Msg,
+        make: impl FnOnce(oneshot::Sender<T>) -> events::Msg,
     ) -> Result<T, DriverError> {
         let (reply, answer) = oneshot::channel();
         self.tx
@@ -320,7 +332,7 @@ impl Driver {
     /// Submits a job. Fails only when the driver has stopped or its application is dead.
     pub async fn submit(&self, job: Arc<dyn Job>) -> Result<JobHandle, DriverError> {
         let parts = self
-            .call(|reply| backend::Msg::Submit { job, reply })
+            .call(|reply| events::Msg::Submit { job, reply })
             .await??;
         Ok(JobHandle {
             id: parts.id,
@@ -340,7 +352,7 @@ impl Driver {
 
     /// The driver's state now: application id, executors, traffic.
     pub async fn status(&self) -> Result<DriverStatus, DriverError> {
-        self.call(backend::Msg::Status).await
+        self.call(events::Msg::Status).await
     }
 
     /// Waits until at least `n` executors are registered and ready, at most `timeout`; returns
@@ -366,14 +378,14 @@ impl Driver {
     /// Asks the master for `total` executors in all (dynamic allocation; Spark's
     /// `requestTotalExecutors`). The master's answer.
     pub async fn request_executors(&self, total: u32) -> Result<bool, DriverError> {
-        self.call(|reply| backend::Msg::RequestExecutors { total, reply })
+        self.call(|reply| events::Msg::RequestExecutors { total, reply })
             .await?
     }
 
     /// Asks the master to kill executors `ids` (dynamic allocation); the driver gives them no
     /// more tasks. The master's answer.
     pub async fn kill_executors(&self, ids: Vec<String>) -> Result<bool, DriverError> {
-        self.call(|reply| backend::Msg::KillExecutors { ids, reply })
+        self.call(|reply| events::Msg::KillExecutors { ids, reply })
             .await?
     }
 
@@ -382,7 +394,7 @@ impl Driver {
     /// connection included).
     pub async fn stop(mut self) -> Option<DriverStatus> {
         let (reply, answer) = oneshot::channel();
-        let status = if self.tx.send(backend::Msg::Stop(reply)).is_ok() {
+        let status = if self.tx.send(events::Msg::Stop(reply)).is_ok() {
             answer.await.ok()
         } else {
             None

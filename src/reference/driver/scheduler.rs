@@ -2,9 +2,11 @@
 //! retries and aborts, after Spark's `TaskSchedulerImpl` and `TaskSetManager` (FIFO pool, no
 //! locality, no speculation).
 //!
-//! The backend turns executors' free cores into [`Offer`]s, sends the [`TaskLaunch`]es it gets
-//! back, and feeds status updates and executor losses in; the scheduler answers with
-//! [`SchedulerEvent`]s: results, kills to send, jobs that failed.
+//! The backend turns executors' free cores into [`Offer`]s and feeds status updates and executor
+//! losses in. Every call that changes the state has the same shape: it returns nothing, and what
+//! follows from it is queued as [`SchedulerEvent`]s ([`TaskLaunch`]es to send, tasks that ended,
+//! results, kills to send, jobs that failed), which the backend drains in one place with
+//! [`TaskScheduler::poll_event`], in order.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -45,6 +47,19 @@ pub struct TaskLaunch {
 /// What the backend must act on.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SchedulerEvent {
+    /// A task attempt was assigned to an executor: send it (or report why it could not be, with
+    /// [`TaskScheduler::launch_refused`] or [`TaskScheduler::launch_failed`]).
+    Launch(TaskLaunch),
+    /// A StatusUpdate ended a task attempt: its cores on the executor are free again. Comes
+    /// before what the end causes (a result, a retry, a failed job).
+    TaskEnded {
+        /// Task id.
+        task_id: i64,
+        /// The attempt as it was assigned.
+        task: RunningTask,
+        /// The state it ended in.
+        state: TaskState,
+    },
     /// A task produced its partition's result (once per partition).
     TaskSucceeded {
         /// Job.
@@ -124,6 +139,7 @@ pub struct TaskScheduler {
     task_cpus: u32,
     max_failures: u32,
     rotation: usize,
+    events: VecDeque<SchedulerEvent>,
 }
 
 impl TaskScheduler {
@@ -137,7 +153,13 @@ impl TaskScheduler {
             task_cpus: task_cpus.max(1),
             max_failures: max_failures.max(1),
             rotation: 0,
+            events: VecDeque::new(),
         }
+    }
+
+    /// The next thing to act on, oldest first; `None` when nothing is queued.
+    pub fn poll_event(&mut self) -> Option<SchedulerEvent> {
+        self.events.pop_front()
     }
 
     /// Cores each task takes.
@@ -146,9 +168,10 @@ impl TaskScheduler {
     }
 
     /// Adds job `job`'s task set of `num_tasks` tasks. A job of no task succeeds at once.
-    pub fn submit(&mut self, job: JobId, num_tasks: usize) -> Vec<SchedulerEvent> {
+    pub fn submit(&mut self, job: JobId, num_tasks: usize) {
         if num_tasks == 0 {
-            return vec![SchedulerEvent::JobSucceeded { job }];
+            self.events.push_back(SchedulerEvent::JobSucceeded { job });
+            return;
         }
         self.sets.insert(
             job,
@@ -163,7 +186,6 @@ impl TaskScheduler {
                 zombie: false,
             },
         );
-        Vec::new()
     }
 
     /// Whether some task waits for cores.
@@ -188,11 +210,10 @@ impl TaskScheduler {
 
     /// Hands pending tasks to the offers, FIFO by job, spreading them over the executors one
     /// task per executor per round; each task takes [`task_cpus`](Self::task_cpus) cores from
-    /// its offer.
-    pub fn resource_offers(&mut self, offers: &mut [Offer]) -> Vec<TaskLaunch> {
-        let mut launches = Vec::new();
+    /// its offer and is queued as [`SchedulerEvent::Launch`].
+    pub fn resource_offers(&mut self, offers: &mut [Offer]) {
         if offers.is_empty() {
-            return launches;
+            return;
         }
         let start = self.rotation % offers.len();
         self.rotation = self.rotation.wrapping_add(1);
@@ -235,14 +256,14 @@ impl TaskScheduler {
                             sent: false,
                         },
                     );
-                    launches.push(TaskLaunch {
+                    self.events.push_back(SchedulerEvent::Launch(TaskLaunch {
                         task_id,
                         job,
                         index,
                         attempt,
                         executor: offer.executor.clone(),
                         cpus: self.task_cpus,
-                    });
+                    }));
                     launched = true;
                 }
                 if !launched {
@@ -250,18 +271,14 @@ impl TaskScheduler {
                 }
             }
         }
-        launches
     }
 
-    /// Records that LaunchTask for `task_id` was sent. False when the task is no longer
-    /// assigned (its job failed meanwhile): then it must not be sent.
-    pub fn mark_sent(&mut self, task_id: i64) -> bool {
-        match self.running.get_mut(&task_id) {
-            Some(t) => {
-                t.sent = true;
-                true
-            }
-            None => false,
+    /// Records that LaunchTask for `task_id` was sent (or handed to its connection). Does
+    /// nothing when the task is no longer assigned ([`is_assigned`](Self::is_assigned) says so
+    /// first: such a task must not be sent).
+    pub fn mark_sent(&mut self, task_id: i64) {
+        if let Some(t) = self.running.get_mut(&task_id) {
+            t.sent = true;
         }
     }
 
@@ -273,9 +290,9 @@ impl TaskScheduler {
     /// A task that could not be launched, for `message` (a serialized task too large): its task
     /// set is aborted, as Spark's `TaskSetManager.abort`, and the job fails with
     /// `Job aborted due to stage failure: <message>`.
-    pub fn launch_refused(&mut self, task_id: i64, message: &str) -> Vec<SchedulerEvent> {
+    pub fn launch_refused(&mut self, task_id: i64, message: &str) {
         let Some(task) = self.running.remove(&task_id) else {
-            return Vec::new();
+            return;
         };
         if let Some(set) = self.sets.get_mut(&task.job) {
             set.running = set.running.saturating_sub(1);
@@ -302,62 +319,60 @@ impl TaskScheduler {
         }
     }
 
-    /// A StatusUpdate from `executor`. Returns the task if this update ended it (its cores are
-    /// free again), and what follows. Updates for tasks unknown, or not on that executor, are
-    /// ignored.
+    /// A StatusUpdate from `executor`. When it ends the task, [`SchedulerEvent::TaskEnded`] is
+    /// queued (its cores are free again), then what follows. Updates for tasks unknown, or not
+    /// on that executor, are ignored.
     pub fn status_update(
         &mut self,
         executor: &str,
         task_id: i64,
         state: TaskState,
         data: &Payload,
-    ) -> (Option<RunningTask>, Vec<SchedulerEvent>) {
+    ) {
         let on_executor = self
             .running
             .get(&task_id)
             .is_some_and(|t| t.executor == executor && t.sent);
         if !on_executor || !state.is_finished() {
-            return (None, Vec::new());
+            return;
         }
         let Some(task) = self.running.remove(&task_id) else {
-            return (None, Vec::new());
+            return;
         };
-        let mut events = Vec::new();
         if let Some(set) = self.sets.get_mut(&task.job) {
             set.running = set.running.saturating_sub(1);
         }
+        self.events.push_back(SchedulerEvent::TaskEnded {
+            task_id,
+            task: task.clone(),
+            state,
+        });
         match state {
-            TaskState::Finished => self.succeeded(&task, data, &mut events),
+            TaskState::Finished => self.succeeded(&task, data),
             TaskState::Killed => {
                 let f = decode_failure(data.as_slice());
                 let reason = format!("TaskKilled ({})", f.message);
-                self.failed(task_id, &task, &reason, false, &mut events);
+                self.failed(task_id, &task, &reason, false);
             }
             TaskState::Lost => {
                 let reason = format!(
                     "ExecutorLostFailure (executor {} reported the task lost)",
                     task.executor
                 );
-                self.failed(task_id, &task, &reason, true, &mut events);
+                self.failed(task_id, &task, &reason, true);
             }
             _ => {
                 let f = decode_failure(data.as_slice());
                 let reason = format!("{}: {}", f.class_name, f.message);
-                self.failed(task_id, &task, &reason, true, &mut events);
+                self.failed(task_id, &task, &reason, true);
             }
         }
         self.collect(task.job);
-        (Some(task), events)
     }
 
     /// Executor `executor` is gone: its tasks go back to the pending tasks; they count as failed
     /// attempts when `caused_by_app` (Spark's `ExecutorLostFailure.exitCausedByApp`).
-    pub fn executor_lost(
-        &mut self,
-        executor: &str,
-        reason: &str,
-        caused_by_app: bool,
-    ) -> Vec<SchedulerEvent> {
+    pub fn executor_lost(&mut self, executor: &str, reason: &str, caused_by_app: bool) {
         let mut lost: Vec<(i64, RunningTask)> = self
             .running
             .iter()
@@ -365,7 +380,6 @@ impl TaskScheduler {
             .map(|(id, t)| (*id, t.clone()))
             .collect();
         lost.sort_by_key(|(id, _)| *id);
-        let mut events = Vec::new();
         let cause = if caused_by_app {
             "exited caused by one of the running tasks"
         } else {
@@ -378,7 +392,7 @@ impl TaskScheduler {
                 set.running = set.running.saturating_sub(1);
             }
             if task.sent {
-                self.failed(id, &task, &text, caused_by_app, &mut events);
+                self.failed(id, &task, &text, caused_by_app);
             } else if let Some(set) = self.sets.get_mut(&task.job) {
                 set.attempts[task.index] = set.attempts[task.index].saturating_sub(1);
                 if !set.zombie && !set.successful[task.index] {
@@ -387,30 +401,27 @@ impl TaskScheduler {
             }
             self.collect(task.job);
         }
-        events
     }
 
     /// Cancels job `job`: its running tasks are killed and it fails with `message`.
-    pub fn cancel(&mut self, job: JobId, message: String) -> Vec<SchedulerEvent> {
-        self.fail_job(job, message, "Stage cancelled")
+    pub fn cancel(&mut self, job: JobId, message: String) {
+        self.fail_job(job, message, "Stage cancelled");
     }
 
     /// Fails every job with `message` (the application is going away).
-    pub fn fail_all(&mut self, message: &str) -> Vec<SchedulerEvent> {
+    pub fn fail_all(&mut self, message: &str) {
         let jobs: Vec<JobId> = self
             .sets
             .iter()
             .filter(|(_, s)| !s.zombie)
             .map(|(j, _)| *j)
             .collect();
-        let mut events = Vec::new();
         for job in jobs {
-            events.extend(self.fail_job(job, message.to_string(), message));
+            self.fail_job(job, message.to_string(), message);
         }
-        events
     }
 
-    fn succeeded(&mut self, task: &RunningTask, data: &Payload, events: &mut Vec<SchedulerEvent>) {
+    fn succeeded(&mut self, task: &RunningTask, data: &Payload) {
         let Some(set) = self.sets.get_mut(&task.job) else {
             return;
         };
@@ -419,25 +430,19 @@ impl TaskScheduler {
         }
         set.successful[task.index] = true;
         set.succeeded += 1;
-        events.push(SchedulerEvent::TaskSucceeded {
+        self.events.push_back(SchedulerEvent::TaskSucceeded {
             job: task.job,
             index: task.index,
             result: data.clone(),
         });
         if set.succeeded == set.num_tasks {
             set.zombie = true;
-            events.push(SchedulerEvent::JobSucceeded { job: task.job });
+            self.events
+                .push_back(SchedulerEvent::JobSucceeded { job: task.job });
         }
     }
 
-    fn failed(
-        &mut self,
-        task_id: i64,
-        task: &RunningTask,
-        reason: &str,
-        counts: bool,
-        events: &mut Vec<SchedulerEvent>,
-    ) {
+    fn failed(&mut self, task_id: i64, task: &RunningTask, reason: &str, counts: bool) {
         let max = self.max_failures;
         let Some(set) = self.sets.get_mut(&task.job) else {
             return;
@@ -449,7 +454,7 @@ impl TaskScheduler {
             "Lost task {}.{} in stage {}.0 (TID {task_id}) ({} executor {}): {reason}",
             task.index, task.attempt, task.job, task.host, task.executor
         );
-        events.push(SchedulerEvent::TaskFailed {
+        self.events.push_back(SchedulerEvent::TaskFailed {
             job: task.job,
             reason: lost.clone(),
         });
@@ -461,27 +466,28 @@ impl TaskScheduler {
                     "Task {} in stage {}.0 failed {max} times, most recent failure: {lost}",
                     task.index, task.job
                 );
-                events.extend(self.fail_job(
+                self.fail_job(
                     task.job,
                     format!("Job aborted due to stage failure: {abort}"),
                     &abort,
-                ));
+                );
             }
         }
     }
 
     /// Marks the job's task set a zombie, drops its pending and unsent tasks, and kills its
     /// running ones.
-    fn fail_job(&mut self, job: JobId, message: String, kill_reason: &str) -> Vec<SchedulerEvent> {
+    fn fail_job(&mut self, job: JobId, message: String, kill_reason: &str) {
         let Some(set) = self.sets.get_mut(&job) else {
-            return Vec::new();
+            return;
         };
         if set.zombie {
-            return Vec::new();
+            return;
         }
         set.zombie = true;
         set.pending.clear();
-        let mut events = vec![SchedulerEvent::JobFailed { job, message }];
+        self.events
+            .push_back(SchedulerEvent::JobFailed { job, message });
         let mut ids: Vec<i64> = self
             .running
             .iter()
@@ -493,7 +499,7 @@ impl TaskScheduler {
             let sent = self.running.get(&id).is_some_and(|t| t.sent);
             if sent {
                 if let Some(t) = self.running.get(&id) {
-                    events.push(SchedulerEvent::Kill {
+                    self.events.push_back(SchedulerEvent::Kill {
                         task_id: id,
                         executor: t.executor.clone(),
                         reason: kill_reason.to_string(),
@@ -506,7 +512,6 @@ impl TaskScheduler {
             }
         }
         self.collect(job);
-        events
     }
 
     /// Forgets a finished task set once no task of it runs.
@@ -536,16 +541,53 @@ mod tests {
             .collect()
     }
 
+    /// Everything queued, oldest first.
+    fn drain(s: &mut TaskScheduler) -> Vec<SchedulerEvent> {
+        std::iter::from_fn(|| s.poll_event()).collect()
+    }
+
+    /// The launches an offer round makes (and nothing else is queued).
+    fn offer(s: &mut TaskScheduler, o: &mut [Offer]) -> Vec<TaskLaunch> {
+        s.resource_offers(o);
+        drain(s)
+            .into_iter()
+            .map(|e| match e {
+                SchedulerEvent::Launch(l) => l,
+                other => panic!("not a launch: {other:?}"),
+            })
+            .collect()
+    }
+
+    /// A status update: whether it ended the task (TaskEnded first), and what followed.
+    fn update(
+        s: &mut TaskScheduler,
+        executor: &str,
+        task_id: i64,
+        state: TaskState,
+        data: &Payload,
+    ) -> (Option<RunningTask>, Vec<SchedulerEvent>) {
+        s.status_update(executor, task_id, state, data);
+        let mut e = drain(s);
+        let ended = match e.first() {
+            Some(SchedulerEvent::TaskEnded { task, .. }) => Some(task.clone()),
+            _ => None,
+        };
+        if ended.is_some() {
+            e.remove(0);
+        }
+        (ended, e)
+    }
+
     fn send_all(s: &mut TaskScheduler, l: &[TaskLaunch]) {
         for t in l {
-            assert!(s.mark_sent(t.task_id));
+            assert!(s.is_assigned(t.task_id));
+            s.mark_sent(t.task_id);
         }
     }
 
     fn fail(s: &mut TaskScheduler, t: &TaskLaunch) -> Vec<SchedulerEvent> {
         let data = encode_failure(&TaskFailure::new("java.lang.RuntimeException", "boom"));
-        s.status_update(&t.executor, t.task_id, TaskState::Failed, &data)
-            .1
+        update(s, &t.executor, t.task_id, TaskState::Failed, &data).1
     }
 
     #[test]
@@ -553,7 +595,7 @@ mod tests {
         let mut s = TaskScheduler::new(1, 4);
         s.submit(0, 5);
         let mut o = offers(2, 2);
-        let l = s.resource_offers(&mut o);
+        let l = offer(&mut s, &mut o);
         assert_eq!(l.len(), 4);
         assert_eq!(o.iter().map(|o| o.free_cores).sum::<u32>(), 0);
         assert_eq!(l.iter().filter(|t| t.executor == "0").count(), 2);
@@ -567,7 +609,7 @@ mod tests {
         let mut s = TaskScheduler::new(2, 4);
         s.submit(0, 3);
         let mut o = offers(1, 3);
-        assert_eq!(s.resource_offers(&mut o).len(), 1);
+        assert_eq!(offer(&mut s, &mut o).len(), 1);
         assert_eq!(o[0].free_cores, 1);
     }
 
@@ -575,19 +617,37 @@ mod tests {
     fn all_partitions_finishing_succeed_the_job_once() {
         let mut s = TaskScheduler::new(1, 4);
         s.submit(7, 2);
-        let l = s.resource_offers(&mut offers(2, 1));
+        let l = offer(&mut s, &mut offers(2, 1));
         send_all(&mut s, &l);
         let r = Payload::copy_from(b"x");
-        let (t, e) = s.status_update(&l[0].executor, l[0].task_id, TaskState::Finished, &r);
+        let (t, e) = update(
+            &mut s,
+            &l[0].executor,
+            l[0].task_id,
+            TaskState::Finished,
+            &r,
+        );
         assert!(t.is_some());
         assert_eq!(e.len(), 1);
-        let (_, e) = s.status_update(&l[1].executor, l[1].task_id, TaskState::Finished, &r);
+        let (_, e) = update(
+            &mut s,
+            &l[1].executor,
+            l[1].task_id,
+            TaskState::Finished,
+            &r,
+        );
         assert!(matches!(
             e.last(),
             Some(SchedulerEvent::JobSucceeded { job: 7 })
         ));
         // A repeated update changes nothing.
-        let (t, e) = s.status_update(&l[1].executor, l[1].task_id, TaskState::Finished, &r);
+        let (t, e) = update(
+            &mut s,
+            &l[1].executor,
+            l[1].task_id,
+            TaskState::Finished,
+            &r,
+        );
         assert!(t.is_none() && e.is_empty());
     }
 
@@ -596,7 +656,7 @@ mod tests {
         let mut s = TaskScheduler::new(1, 4);
         s.submit(0, 1);
         for attempt in 0..4u32 {
-            let l = s.resource_offers(&mut offers(1, 1));
+            let l = offer(&mut s, &mut offers(1, 1));
             assert_eq!(l.len(), 1);
             assert_eq!(l[0].attempt, attempt);
             send_all(&mut s, &l);
@@ -622,25 +682,32 @@ mod tests {
             }
         }
         assert!(!s.has_pending());
-        assert!(s.resource_offers(&mut offers(1, 1)).is_empty());
+        assert!(offer(&mut s, &mut offers(1, 1)).is_empty());
     }
 
     #[test]
     fn kills_do_not_count_as_failures_and_lost_executors_requeue_their_tasks() {
         let mut s = TaskScheduler::new(1, 1);
         s.submit(0, 2);
-        let l = s.resource_offers(&mut offers(2, 1));
+        let l = offer(&mut s, &mut offers(2, 1));
         send_all(&mut s, &l);
         let killed = encode_failure(&TaskFailure::killed("test"));
-        let (_, e) = s.status_update(&l[0].executor, l[0].task_id, TaskState::Killed, &killed);
+        let (_, e) = update(
+            &mut s,
+            &l[0].executor,
+            l[0].task_id,
+            TaskState::Killed,
+            &killed,
+        );
         assert!(matches!(e[..], [SchedulerEvent::TaskFailed { .. }]));
-        let e = s.executor_lost(&l[1].executor, "gone", false);
+        s.executor_lost(&l[1].executor, "gone", false);
+        let e = drain(&mut s);
         assert!(
             matches!(e[..], [SchedulerEvent::TaskFailed { .. }]),
             "{e:?}"
         );
         assert_eq!(s.running_on(&l[1].executor), 0);
-        let again = s.resource_offers(&mut offers(1, 2));
+        let again = offer(&mut s, &mut offers(1, 2));
         assert_eq!(again.len(), 2);
         assert!(again.iter().all(|t| t.attempt == 1));
     }
@@ -649,9 +716,10 @@ mod tests {
     fn cancelling_a_job_kills_its_sent_tasks_and_drops_unsent_ones() {
         let mut s = TaskScheduler::new(1, 4);
         s.submit(3, 3);
-        let l = s.resource_offers(&mut offers(3, 1));
-        assert!(s.mark_sent(l[0].task_id));
-        let e = s.cancel(3, "Job 3 cancelled".into());
+        let l = offer(&mut s, &mut offers(3, 1));
+        s.mark_sent(l[0].task_id);
+        s.cancel(3, "Job 3 cancelled".into());
+        let e = drain(&mut s);
         assert!(matches!(&e[0], SchedulerEvent::JobFailed { job: 3, .. }));
         let kills: Vec<i64> = e
             .iter()
@@ -662,9 +730,13 @@ mod tests {
             .collect();
         assert_eq!(kills, [l[0].task_id]);
         assert!(!s.is_assigned(l[1].task_id));
-        assert!(!s.mark_sent(l[1].task_id));
+        assert!(
+            s.task(l[1].task_id).is_none(),
+            "an unsent task of a cancelled job is dropped"
+        );
         // The killed task's update frees its cores and fails nothing more.
-        let (t, e) = s.status_update(
+        let (t, e) = update(
+            &mut s,
             &l[0].executor,
             l[0].task_id,
             TaskState::Killed,
@@ -678,14 +750,15 @@ mod tests {
         let mut s = TaskScheduler::new(1, 4);
         s.submit(0, 2);
         s.submit(1, 1);
-        let l = s.resource_offers(&mut offers(1, 1));
-        let e = s.launch_refused(l[0].task_id, "Serialized task 0:0 was 9 bytes");
+        let l = offer(&mut s, &mut offers(1, 1));
+        s.launch_refused(l[0].task_id, "Serialized task 0:0 was 9 bytes");
+        let e = drain(&mut s);
         assert!(
             matches!(&e[0], SchedulerEvent::JobFailed { job: 0, message }
             if message == "Job aborted due to stage failure: Serialized task 0:0 was 9 bytes")
         );
         // The other job still gets its task.
-        let l = s.resource_offers(&mut offers(1, 1));
+        let l = offer(&mut s, &mut offers(1, 1));
         assert_eq!(l.iter().map(|t| t.job).collect::<Vec<_>>(), [1]);
     }
 
@@ -693,18 +766,26 @@ mod tests {
     fn updates_from_another_executor_or_for_unknown_tasks_are_ignored() {
         let mut s = TaskScheduler::new(1, 4);
         s.submit(0, 1);
-        let l = s.resource_offers(&mut offers(1, 1));
+        let l = offer(&mut s, &mut offers(1, 1));
         send_all(&mut s, &l);
-        let (t, e) = s.status_update(
+        let (t, e) = update(
+            &mut s,
             "other",
             l[0].task_id,
             TaskState::Finished,
             &Payload::default(),
         );
         assert!(t.is_none() && e.is_empty());
-        let (t, e) = s.status_update(&l[0].executor, 999, TaskState::Failed, &Payload::default());
+        let (t, e) = update(
+            &mut s,
+            &l[0].executor,
+            999,
+            TaskState::Failed,
+            &Payload::default(),
+        );
         assert!(t.is_none() && e.is_empty());
-        let (t, _) = s.status_update(
+        let (t, _) = update(
+            &mut s,
             &l[0].executor,
             l[0].task_id,
             TaskState::Running,

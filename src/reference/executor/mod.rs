@@ -26,8 +26,8 @@
 //! # }
 //! ```
 
-mod backend;
 mod connect;
+mod task_loop;
 
 use std::fmt;
 use std::sync::Arc;
@@ -38,7 +38,7 @@ use crate::messages::ResourceProfile;
 use crate::reference::task::TaskRunner;
 use crate::reference::url::UrlError;
 
-pub use backend::result_too_large_message;
+pub use task_loop::result_too_large_message;
 
 /// How an executor is started: the arguments a worker passes to `sparkwire executor`.
 #[derive(Debug, Clone)]
@@ -178,5 +178,5 @@ pub async fn run_executor(
     runner: Arc<dyn TaskRunner>,
 ) -> Result<ExecutorExit, ExecutorError> {
     let started = connect::start(&config).await?;
-    Ok(backend::serve(started, &config, runner).await)
+    Ok(task_loop::serve(started, &config, runner).await)
 }

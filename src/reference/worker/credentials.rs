@@ -22,37 +22,45 @@ pub const TLS_CA_ENV: &str = "SPARKWIRE_TLS_CA";
 /// The secret file's name in the launched process's work directory.
 pub const SECRET_FILE_NAME: &str = ".sparkwire-secret";
 
-/// Writes the worker's secret for a process about to run in `dir` and returns the variables to
-/// add to its environment: `SPARKWIRE_SECRET_FILE` when the worker has a secret,
-/// `SPARKWIRE_TLS_CA` when it has `tls_ca`. Nothing when it has neither.
-pub(crate) fn launch_credentials(
-    security: &Security,
+/// The variables to add to the environment of a process about to run in `dir`:
+/// `SPARKWIRE_SECRET_FILE` when the worker has a secret (`with_secret`; the file is written by
+/// [`write_launch_secret`]), `SPARKWIRE_TLS_CA` when it has `tls_ca`. Nothing when it has
+/// neither.
+pub(crate) fn launch_variables(
+    with_secret: bool,
     tls_ca: Option<&Path>,
     dir: &Path,
-) -> Result<Vec<(String, String)>, String> {
+) -> Vec<(String, String)> {
     let mut vars = Vec::new();
-    if let Some(secret) = &security.secret {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let path: PathBuf = dir.join(SECRET_FILE_NAME);
-        // A file left by an earlier run of the same process (a relaunched driver) is replaced,
-        // never reused: it might not be the worker's.
-        match std::fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot replace {}: {e}", path.display())),
-        }
-        write_secret_file(&path, secret)
-            .map_err(|e| format!("cannot write the secret file {}: {e}", path.display()))?;
+    if with_secret {
         vars.push((
             SECRET_FILE_ENV.to_string(),
-            path.to_string_lossy().into_owned(),
+            dir.join(SECRET_FILE_NAME).to_string_lossy().into_owned(),
         ));
     }
     if let Some(ca) = tls_ca {
         vars.push((TLS_CA_ENV.to_string(), ca.to_string_lossy().into_owned()));
     }
-    Ok(vars)
+    vars
+}
+
+/// Writes the worker's secret, if it has one, for a process about to run in `dir`: the file
+/// [`launch_variables`] names, created afresh with mode 0600.
+pub(crate) fn write_launch_secret(security: &Security, dir: &Path) -> Result<(), String> {
+    let Some(secret) = &security.secret else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path: PathBuf = dir.join(SECRET_FILE_NAME);
+    // A file left by an earlier run of the same process (a relaunched driver) is replaced,
+    // never reused: it might not be the worker's.
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot replace {}: {e}", path.display())),
+    }
+    write_secret_file(&path, secret)
+        .map_err(|e| format!("cannot write the secret file {}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -67,8 +75,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let secret = Secret::new(b"0123456789abcdef".to_vec()).expect("secret");
         let security = Security::with_secret(secret.clone());
-        let vars =
-            launch_credentials(&security, Some(Path::new("/etc/ca.pem")), &dir).expect("written");
+        write_launch_secret(&security, &dir).expect("written");
+        let vars = launch_variables(true, Some(Path::new("/etc/ca.pem")), &dir);
         let file = dir.join(SECRET_FILE_NAME);
         assert_eq!(
             vars,
@@ -81,7 +89,7 @@ mod tests {
             ]
         );
         assert!(vars.iter().all(|(_, v)| !v.contains("0123456789abcdef")));
-        assert_eq!(read_secret_file(&file), Ok(secret));
+        assert_eq!(read_secret_file(&file), Ok(secret.clone()));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -89,12 +97,11 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         // Launched again (a supervised driver): the file is written afresh.
-        assert!(launch_credentials(&security, None, &dir).is_ok());
+        assert!(write_launch_secret(&security, &dir).is_ok());
+        assert_eq!(read_secret_file(&file), Ok(secret));
         let _ = std::fs::remove_dir_all(&dir);
-        assert_eq!(
-            launch_credentials(&Security::default(), None, &dir),
-            Ok(Vec::new())
-        );
+        assert_eq!(write_launch_secret(&Security::default(), &dir), Ok(()));
+        assert_eq!(launch_variables(false, None, &dir), Vec::new());
         assert!(!dir.exists(), "no secret, no file");
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use super::actor::WEvent;
+use super::events::{Purpose, WEvent};
 use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use crate::messages::{Addr, CoarseMessage, DeployMessage};
 use crate::reference::observe::{ObservedClose, StrictObserver};
@@ -29,15 +29,6 @@ pub(crate) struct ConnSettings {
     pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
     /// Secret and TLS of every connection.
     pub(crate) security: crate::connection::Security,
-}
-
-/// Why a connection to or from a master exists.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Purpose {
-    /// The worker dialled this master to register.
-    Registration(Addr),
-    /// A master or a UI dialled the worker.
-    Inbound,
 }
 
 impl ConnSettings {
@@ -165,7 +156,7 @@ fn register(
     forward_events(rx, events.clone(), WEvent::Incoming, WEvent::Closed);
 }
 
-/// Dials master `addr` to register; the actor hears of the connection, or of nothing when the
+/// Dials master `addr` to register; the loop hears of the connection, or of nothing when the
 /// master cannot be reached (the retry timer covers that).
 pub(crate) fn dial_master(
     addr: Addr,

@@ -16,15 +16,22 @@
 //! why, which the master forwards to the application as ExecutorUpdated. The worker takes
 //! commands only from the master it registered with, over that connection.
 //!
-//! - `actor`: registration with retries, heartbeats, master changes, what the master asks;
+//! - `core`: the worker's state without IO (registration with retries, heartbeats, master
+//!   changes, what the master asks, the launch policy applied), fed inputs with the time;
+//! - `io_loop`: the thin tokio loop that owns sockets, processes, files and clocks for it;
+//! - `events`: what the parts tell each other;
 //! - `runner`: executor and driver processes;
 //! - `listen`: the listener and the connections to masters.
 
-mod actor;
+mod core;
 mod credentials;
+mod events;
+mod io_loop;
 mod listen;
 pub mod policy;
 mod runner;
+#[cfg(test)]
+mod tests;
 #[cfg(feature = "webui")]
 mod webui;
 
@@ -180,7 +187,7 @@ pub struct Worker;
 #[cfg(feature = "webui")]
 async fn serve_web_ui(
     listener: TcpListener,
-    events: mpsc::UnboundedSender<actor::WEvent>,
+    events: mpsc::UnboundedSender<events::WEvent>,
     work_dir: PathBuf,
 ) {
     webui::serve(listener, events, work_dir).await;
@@ -189,7 +196,7 @@ async fn serve_web_ui(
 #[cfg(not(feature = "webui"))]
 async fn serve_web_ui(
     _listener: TcpListener,
-    _events: mpsc::UnboundedSender<actor::WEvent>,
+    _events: mpsc::UnboundedSender<events::WEvent>,
     _work_dir: PathBuf,
 ) {
 }
@@ -251,12 +258,11 @@ impl Worker {
         let work_dir = config.work_dir.clone();
         let (stop_tx, stop_rx) = oneshot::channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let host = config.host.clone();
-        let mut actor = actor::WorkerActor::new(config, addr, events_tx.clone());
-        actor.web_ui_url = web_ui_addr.map_or_else(String::new, |a| {
-            crate::reference::webui::web_ui_url(&host, a.port())
+        let web_ui_url = web_ui_addr.map_or_else(String::new, |a| {
+            crate::reference::webui::web_ui_url(&config.host, a.port())
         });
-        let id = actor.id.clone();
+        let actor = io_loop::WorkerLoop::new(config, addr, web_ui_url, events_tx.clone());
+        let id = actor.id().to_string();
         let done = tokio::spawn(async move {
             let ui = web_ui.map(|l| tokio::spawn(serve_web_ui(l, events_tx, work_dir)));
             let exit = actor.run(listener, events_rx, stop_rx).await;

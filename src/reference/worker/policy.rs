@@ -12,9 +12,8 @@
 //!   command naming one is refused.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use super::runner;
 use super::WorkerConfig;
 use crate::messages::Command;
 
@@ -83,13 +82,21 @@ pub(crate) enum LaunchKind {
     Driver,
 }
 
-/// A worker's launch policy, with canonical program paths.
+/// How a program named in a launch is resolved to its canonical path (the worker's loop gives
+/// [`std::fs::canonicalize`]; tests give a table).
+pub(crate) type Resolve = fn(&str) -> std::io::Result<PathBuf>;
+
+/// A worker's launch policy, with canonical program paths and the worker's own variables a
+/// launched process inherits, both read once when the worker starts: deciding a launch reads
+/// nothing but the resolver.
 #[derive(Debug, Clone)]
 pub(crate) struct Policy {
     executor_programs: Vec<PathBuf>,
     any_programs: Vec<PathBuf>,
     allow_env: Vec<String>,
-    pass_env: Vec<String>,
+    /// PATH, HOME and the `pass_env` variables of the worker, as they were when it started.
+    inherited: Vec<(String, String)>,
+    resolve: Resolve,
 }
 
 /// A text safe to show in a refusal: at most 40 characters, printable ASCII only, and never a
@@ -186,12 +193,41 @@ pub fn forbidden_env(name: &str) -> bool {
 
 impl Policy {
     /// The policy of `config`; programs that cannot be resolved are left out with a warning.
+    /// Reads the file system (the allow-lists' canonical paths) and the worker's environment.
     pub(crate) fn new(config: &WorkerConfig) -> Policy {
+        let inherited = ["PATH", "HOME"]
+            .into_iter()
+            .chain(config.pass_env.iter().map(String::as_str))
+            .filter_map(|name| {
+                std::env::var_os(name)
+                    .and_then(|v| v.into_string().ok())
+                    .map(|v| (name.to_string(), v))
+            })
+            .collect();
         Policy {
-            executor_programs: runner::canonical_allow_list(&config.allow_exec),
-            any_programs: runner::canonical_allow_list(&config.allow_exec_any),
+            executor_programs: canonical_allow_list(&config.allow_exec),
+            any_programs: canonical_allow_list(&config.allow_exec_any),
             allow_env: config.allow_env.clone(),
-            pass_env: config.pass_env.clone(),
+            inherited,
+            resolve: |p| std::fs::canonicalize(p),
+        }
+    }
+
+    /// A policy from its parts, resolving programs with `resolve` (for tests of the worker's core).
+    #[cfg(test)]
+    pub(crate) fn from_parts(
+        executor_programs: Vec<PathBuf>,
+        any_programs: Vec<PathBuf>,
+        allow_env: Vec<String>,
+        inherited: Vec<(String, String)>,
+        resolve: Resolve,
+    ) -> Policy {
+        Policy {
+            executor_programs,
+            any_programs,
+            allow_env,
+            inherited,
+            resolve,
         }
     }
 
@@ -201,7 +237,7 @@ impl Policy {
         let program = &command.main_class;
         let mut allowed = self.any_programs.clone();
         allowed.extend(self.executor_programs.iter().cloned());
-        let canonical = runner::check_allowed(program, &allowed)?;
+        let canonical = check_allowed(program, &allowed, self.resolve)?;
         if self.any_programs.contains(&canonical) {
             return Ok(canonical);
         }
@@ -253,7 +289,7 @@ impl Policy {
         for (key, value) in app_env {
             let valid = !key.is_empty() && !key.contains(['=', '\0']) && !value.contains('\0');
             if valid && self.allow_env.iter().any(|p| env_matches(p, key)) {
-                env.insert(key.clone(), runner::substitute(value, vars));
+                env.insert(key.clone(), substitute(value, vars));
             } else {
                 dropped.push(shown(key));
             }
@@ -264,18 +300,78 @@ impl Policy {
                 dropped.join(", ")
             );
         }
-        let inherited = ["PATH", "HOME"]
-            .into_iter()
-            .chain(self.pass_env.iter().map(String::as_str));
-        for name in inherited {
-            if let Some(value) = std::env::var_os(name).and_then(|v| v.into_string().ok()) {
-                env.insert(name.to_string(), value);
-            }
+        for (name, value) in &self.inherited {
+            env.insert(name.clone(), value.clone());
         }
         env.entry("PATH".to_string())
             .or_insert_with(|| "/usr/bin:/bin".to_string());
         Ok(env)
     }
+}
+
+/// The canonical allow-list: paths that cannot be canonicalized are left out with a warning.
+pub(crate) fn canonical_allow_list(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths
+    .iter()
+    .filter_map(|p| match std::fs::canonicalize(p) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!(path = %p.display(), error = %e, "allow-list entry not found; ignored");
+            None
+        }
+    })
+    .collect()
+}
+
+/// The program to run for `program` when it is on `allowed` (canonical paths), or why not;
+/// `resolve` gives its canonical path.
+pub(crate) fn check_allowed(
+    program: &str,
+    allowed: &[PathBuf],
+    resolve: Resolve,
+) -> Result<PathBuf, String> {
+    let canonical = resolve(program).map_err(|e| {
+    format!("Refusing to run {program:?}: it cannot be resolved ({e}); the worker runs only executables on its allow-list (--allow-exec, --allow-exec-any)")
+})?;
+    if allowed.contains(&canonical) {
+        Ok(canonical)
+    } else {
+        Err(format!(
+        "Refusing to run {program:?} ({}): not on the worker's allow-list (--allow-exec, --allow-exec-any)",
+        canonical.display()
+    ))
+    }
+}
+
+/// Whether `s` is safe as one component of a path under the work directory.
+pub(crate) fn safe_component(s: &str) -> bool {
+    !s.is_empty()
+        && s != "."
+        && s != ".."
+        && s.len() <= 255
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Replaces every `{{NAME}}` of `vars` in `text`.
+pub(crate) fn substitute(text: &str, vars: &[(&str, String)]) -> String {
+    let mut out = text.to_string();
+    for (name, value) in vars {
+        out = out.replace(&format!("{{{{{name}}}}}"), value);
+    }
+    out
+}
+
+/// `<work_dir>/<part>/…`, refusing components that could leave the work directory.
+pub(crate) fn dir_under(work_dir: &Path, parts: &[&str]) -> Result<PathBuf, String> {
+    let mut dir = work_dir.to_path_buf();
+    for p in parts {
+        if !safe_component(p) {
+            return Err(format!("refusing the unsafe directory name {p:?}"));
+        }
+        dir.push(p);
+    }
+    Ok(dir)
 }
 
 #[cfg(test)]
@@ -344,12 +440,12 @@ mod tests {
     }
 
     fn policy(allow_env: &[&str], pass_env: &[&str]) -> Policy {
-        Policy {
-            executor_programs: vec![],
-            any_programs: vec![],
+        let config = WorkerConfig {
             allow_env: strings(allow_env),
             pass_env: strings(pass_env),
-        }
+            ..WorkerConfig::default()
+        };
+        Policy::new(&config)
     }
 
     #[test]
@@ -388,5 +484,36 @@ mod tests {
             let why = open.environment(&app, &[]).unwrap_err();
             assert!(why.contains(bad), "{why}");
         }
+    }
+
+    #[test]
+    fn substitutes_every_placeholder_and_leaves_other_text() {
+        let vars = [
+            ("EXECUTOR_ID", "3".to_string()),
+            ("APP_ID", "app-1".to_string()),
+        ];
+        assert_eq!(
+            substitute("--id={{EXECUTOR_ID}} {{APP_ID}} {{OTHER}}", &vars),
+            "--id=3 app-1 {{OTHER}}"
+        );
+    }
+
+    #[test]
+    fn refuses_directory_names_that_leave_the_work_dir() {
+        let root = Path::new("/w");
+        assert!(dir_under(root, &["app-1", "0"]).is_ok());
+        for bad in ["..", ".", "", "a/b", "a\\b", "x\0"] {
+            assert!(dir_under(root, &[bad]).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn refuses_programs_off_the_allow_list() {
+        let allowed = canonical_allow_list(&[PathBuf::from("/bin/true")]);
+        let resolve: Resolve = |p| std::fs::canonicalize(p);
+        assert!(check_allowed("/bin/true", &allowed, resolve).is_ok());
+        let err = check_allowed("/bin/false", &allowed, resolve).unwrap_err();
+        assert!(err.contains("not on the worker's allow-list"), "{err}");
+        assert!(check_allowed("/no/such/program", &allowed, resolve).is_err());
     }
 }

@@ -1,49 +1,16 @@
-//! Executor and driver processes (Spark's ExecutorRunner and DriverRunner): the allow-list, the
-//! working directory with `stdout` and `stderr` files, Spark's `{{…}}` substitutions, killing,
-//! and the exit status. A supervised driver that fails is started again, waiting 1 s, then twice
+//! Executor and driver processes (Spark's ExecutorRunner and DriverRunner), as the worker's core
+//! decided them ([`Launch`]): the working directory with `stdout` and `stderr` files and the
+//! secret file, killing, and the exit status. A supervised driver that fails is started again, waiting 1 s, then twice
 //! as long each time (reset after a run of over 5 s), as Spark's DriverRunner does.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
 
-use super::actor::WEvent;
-
-/// What a process runs for.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum RunKey {
-    /// An application's executor.
-    Executor(String, i32),
-    /// A driver.
-    Driver(String),
-}
-
-impl std::fmt::Display for RunKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunKey::Executor(app, id) => write!(f, "executor {app}/{id}"),
-            RunKey::Driver(id) => write!(f, "driver {id}"),
-        }
-    }
-}
-
-/// How a process ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Ended {
-    /// It exited (or was killed) with this status.
-    Exited {
-        /// Exit code; 128 + the signal for a process ended by a signal, as the JVM reports it.
-        code: i32,
-        /// Killed on the worker's request.
-        killed: bool,
-    },
-    /// It could not be started.
-    Failed(String),
-}
+use super::core::Launch;
+use super::events::{Ended, WEvent};
 
 /// A running process: dropping it (or [`kill`](Running::kill)) kills it.
 #[derive(Debug)]
@@ -60,54 +27,6 @@ impl Running {
     }
 }
 
-/// The canonical allow-list: paths that cannot be canonicalized are left out with a warning.
-pub(crate) fn canonical_allow_list(paths: &[PathBuf]) -> Vec<PathBuf> {
-    paths
-        .iter()
-        .filter_map(|p| match std::fs::canonicalize(p) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                tracing::warn!(path = %p.display(), error = %e, "allow-list entry not found; ignored");
-                None
-            }
-        })
-        .collect()
-}
-
-/// The program to run for `program` when it is on `allowed` (canonical paths), or why not.
-pub(crate) fn check_allowed(program: &str, allowed: &[PathBuf]) -> Result<PathBuf, String> {
-    let canonical = std::fs::canonicalize(program).map_err(|e| {
-        format!("Refusing to run {program:?}: it cannot be resolved ({e}); the worker runs only executables on its allow-list (--allow-exec, --allow-exec-any)")
-    })?;
-    if allowed.contains(&canonical) {
-        Ok(canonical)
-    } else {
-        Err(format!(
-            "Refusing to run {program:?} ({}): not on the worker's allow-list (--allow-exec, --allow-exec-any)",
-            canonical.display()
-        ))
-    }
-}
-
-/// Whether `s` is safe as one component of a path under the work directory.
-pub(crate) fn safe_component(s: &str) -> bool {
-    !s.is_empty()
-        && s != "."
-        && s != ".."
-        && s.len() <= 255
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
-/// Replaces every `{{NAME}}` of `vars` in `text`.
-pub(crate) fn substitute(text: &str, vars: &[(&str, String)]) -> String {
-    let mut out = text.to_string();
-    for (name, value) in vars {
-        out = out.replace(&format!("{{{{{name}}}}}"), value);
-    }
-    out
-}
-
 /// The exit code of `status`: its code, or 128 + the signal that ended it.
 fn exit_code(status: ExitStatus) -> i32 {
     if let Some(code) = status.code() {
@@ -121,16 +40,6 @@ fn exit_code(status: ExitStatus) -> i32 {
         }
     }
     -1
-}
-
-/// What to run.
-pub(crate) struct Launch {
-    pub(crate) key: RunKey,
-    pub(crate) program: PathBuf,
-    pub(crate) args: Vec<String>,
-    pub(crate) env: BTreeMap<String, String>,
-    pub(crate) dir: PathBuf,
-    pub(crate) supervise: bool,
 }
 
 fn command(launch: &Launch) -> Result<Command, String> {
@@ -151,14 +60,19 @@ fn command(launch: &Launch) -> Result<Command, String> {
     Ok(cmd)
 }
 
-/// Creates the process's directory and starts it; its end comes to `events` as
-/// [`WEvent::Ended`]. On failure to start, nothing is sent and the reason is returned.
+/// Creates the process's directory, writes the worker's secret there when the launch says so,
+/// and starts it; its end comes to `events` as [`WEvent::Ended`]. On failure to start, nothing
+/// is sent and the reason is returned.
 pub(crate) fn start(
     launch: Launch,
+    security: &crate::connection::Security,
     events: mpsc::UnboundedSender<WEvent>,
 ) -> Result<Running, String> {
     std::fs::create_dir_all(&launch.dir)
         .map_err(|e| format!("cannot create {}: {e}", launch.dir.display()))?;
+    if launch.write_secret {
+        super::credentials::write_launch_secret(security, &launch.dir)?;
+    }
     let mut child = command(&launch)?
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", launch.program.display()))?;
@@ -207,51 +121,4 @@ pub(crate) fn start(
     Ok(Running {
         kill: Some(kill_tx),
     })
-}
-
-/// `<work_dir>/<part>/…`, refusing components that could leave the work directory.
-pub(crate) fn dir_under(work_dir: &Path, parts: &[&str]) -> Result<PathBuf, String> {
-    let mut dir = work_dir.to_path_buf();
-    for p in parts {
-        if !safe_component(p) {
-            return Err(format!("refusing the unsafe directory name {p:?}"));
-        }
-        dir.push(p);
-    }
-    Ok(dir)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn substitutes_every_placeholder_and_leaves_other_text() {
-        let vars = [
-            ("EXECUTOR_ID", "3".to_string()),
-            ("APP_ID", "app-1".to_string()),
-        ];
-        assert_eq!(
-            substitute("--id={{EXECUTOR_ID}} {{APP_ID}} {{OTHER}}", &vars),
-            "--id=3 app-1 {{OTHER}}"
-        );
-    }
-
-    #[test]
-    fn refuses_directory_names_that_leave_the_work_dir() {
-        let root = Path::new("/w");
-        assert!(dir_under(root, &["app-1", "0"]).is_ok());
-        for bad in ["..", ".", "", "a/b", "a\\b", "x\0"] {
-            assert!(dir_under(root, &[bad]).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn refuses_programs_off_the_allow_list() {
-        let allowed = canonical_allow_list(&[PathBuf::from("/bin/true")]);
-        assert!(check_allowed("/bin/true", &allowed).is_ok());
-        let err = check_allowed("/bin/false", &allowed).unwrap_err();
-        assert!(err.contains("not on the worker's allow-list"), "{err}");
-        assert!(check_allowed("/no/such/program", &allowed).is_err());
-    }
 }

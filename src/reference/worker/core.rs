@@ -1,21 +1,20 @@
-//! The worker's actor: registration with its masters (with retries), heartbeats, master
-//! changes, and the executors and drivers it runs.
+//! The worker's state, without IO (Spark's `Worker` endpoint): registration with its masters
+//! (with retries), heartbeats, master changes, and the executors and drivers it runs.
+//!
+//! Fed [`Input`]s with the time ([`WorkerCore::handle`], [`WorkerCore::handle_timeout`]), it
+//! queues [`Output`]s that its loop drains in one place ([`WorkerCore::poll`]): messages
+//! addressed by connection id, masters to dial, connections to close, processes to start (the
+//! launch policy already applied: program, arguments, minimal environment, directory, the secret
+//! file to write) and to kill. It names the next time it must be woken
+//! ([`WorkerCore::poll_timeout`]) and why it stopped ([`WorkerCore::exit`]).
 
-use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio::time::Instant;
-
-use super::listen::{self, ConnSettings, Purpose};
-use super::policy::{LaunchKind, Policy};
-use super::runner::{self, Ended, Launch, RunKey, Running};
+use super::events::{Ended, Purpose, RunKey};
+use super::policy::{dir_under, substitute, LaunchKind, Policy};
 use super::{WorkerConfig, WorkerExit, INITIAL_REGISTRATION_RETRIES, REGISTRATION_RETRIES};
-use crate::connection::Incoming;
 use crate::messages::deploy::{
     DriverStateChanged, ExecutorStateChanged, Heartbeat, LaunchDriver, LaunchExecutor,
     RegisterWorker, WorkerDecommissioning, WorkerDriverStateResponse, WorkerExecutorStateResponse,
@@ -26,37 +25,105 @@ use crate::messages::{
     ExecutorDescription, ExecutorState, Family, Resources,
 };
 use crate::reference::authz::{self, Refusal};
-use crate::reference::clock::{now_ms, stamp};
-use crate::reference::outbox::{Out, Outbox, Peer};
-use crate::validate::ConnId;
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 
-/// What the worker's actor handles.
+/// A connection's id within the worker.
+pub(crate) type ConnId = u64;
+
+/// Most finished executors and drivers kept for the state page.
+const RETAINED_FINISHED: usize = 1000;
+
+/// What the core is told.
+#[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
-pub(crate) enum WEvent {
+pub(crate) enum Input {
     /// A connection is up.
     Opened {
         conn: ConnId,
-        peer: Peer,
         role: Role,
         purpose: Purpose,
     },
-    /// A message or ask arrived.
-    Incoming(ConnId, Incoming<DeployMessage>),
+    /// A one-way message arrived.
+    Message {
+        conn: ConnId,
+        message: DeployMessage,
+    },
+    /// An ask arrived; it is answered with [`Output::Reply`] or [`Output::Fail`].
+    Ask {
+        conn: ConnId,
+        id: u64,
+        message: DeployMessage,
+    },
     /// A connection closed.
-    Closed(ConnId),
+    Closed { conn: ConnId },
+    /// A master could not be reached, and why (a sentence naming it).
+    DialFailed { reason: String },
+    /// A process of [`Output::Start`] runs.
+    Started { key: RunKey },
+    /// A process of [`Output::Start`] could not be started, and why.
+    StartFailed { key: RunKey, reason: String },
     /// A process ended.
-    Ended(RunKey, Ended),
-    /// The web UI asks for a snapshot.
-    #[cfg_attr(not(feature = "webui"), allow(dead_code))]
-    Snapshot(oneshot::Sender<crate::reference::webui::WorkerSnapshot>),
-    /// A master could not be reached.
-    DialFailed(Addr, crate::connection::ConnectionError),
+    Ended { key: RunKey, ended: Ended },
+}
+
+/// A process to start: everything decided, the policy applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Launch {
+    /// What it runs for.
+    pub(crate) key: RunKey,
+    /// The program, canonical and allowed.
+    pub(crate) program: PathBuf,
+    /// Its arguments, placeholders filled in.
+    pub(crate) args: Vec<String>,
+    /// Its whole environment.
+    pub(crate) env: BTreeMap<String, String>,
+    /// Its working directory (created, with `stdout` and `stderr` files, before it starts).
+    pub(crate) dir: PathBuf,
+    /// The worker's secret goes into a private file in `dir` first (its path is in `env`).
+    pub(crate) write_secret: bool,
+    /// Started again when it fails (a supervised driver).
+    pub(crate) supervise: bool,
+}
+
+/// What the core asks its loop to do, in order.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Output {
+    /// A one-way message.
+    Send {
+        conn: ConnId,
+        message: DeployMessage,
+    },
+    /// An ask whose answer only matters as a log line (sent one-way on a connection whose
+    /// version has the message as a send).
+    Ask {
+        conn: ConnId,
+        message: DeployMessage,
+    },
+    /// The answer to an ask.
+    Reply {
+        conn: ConnId,
+        id: u64,
+        reply: Reply<DeployMessage>,
+    },
+    /// An ask refused.
+    Fail {
+        conn: ConnId,
+        id: u64,
+        error: ErrorDescription,
+    },
+    /// Close the connection once what was queued on it is written.
+    Close { conn: ConnId },
+    /// Dial this master to register; the loop reports [`Input::Opened`] or
+    /// [`Input::DialFailed`].
+    Dial(Addr),
+    /// Start a process; the loop reports [`Input::Started`] or [`Input::StartFailed`] at once.
+    Start(Launch),
+    /// Kill a process; its end is reported as [`Input::Ended`].
+    Kill(RunKey),
 }
 
 struct ConnRec {
-    peer: Peer,
     role: Role,
     purpose: Purpose,
     /// A one-way message was refused: the connection is closing and nothing more is taken.
@@ -66,21 +133,36 @@ struct ConnRec {
 struct ExecRun {
     desc: ExecutorDescription,
     resources: Resources,
-    running: Option<Running>,
     killed: bool,
 }
 
-struct DriverRun {
-    info: DriverRunnerInfo,
-    running: Option<Running>,
+/// A process asked for and not started yet.
+enum Starting {
+    Executor(ExecRun),
+    Driver(DriverRunnerInfo),
 }
 
-pub(crate) struct WorkerActor {
+/// The worker's identity and the time, fixed by its loop.
+#[derive(Debug, Clone)]
+pub(crate) struct Identity {
+    /// `worker-yyyyMMddHHmmss-host-port`.
     pub(crate) id: String,
+    /// The address it listens on and advertises.
+    pub(crate) addr: Addr,
+    /// Its web UI's URL (empty: none).
+    pub(crate) web_ui_url: String,
+    /// Seed of the registration retries' jitter.
+    pub(crate) seed: u64,
+}
+
+/// The worker's state. See the module documentation.
+pub(crate) struct WorkerCore {
+    id: String,
     config: WorkerConfig,
     addr: Addr,
     self_ref: EndpointRef,
     worker_url: String,
+    web_ui_url: String,
     policy: Policy,
     conns: HashMap<ConnId, ConnRec>,
     /// The connection to the active master, once registered.
@@ -90,55 +172,33 @@ pub(crate) struct WorkerActor {
     master_web_ui_url: String,
     attempts: u32,
     next_retry: Option<Instant>,
+    next_beat: Instant,
+    beat_every: Duration,
     decommissioned: bool,
     executors: BTreeMap<(String, i32), ExecRun>,
     finished_executors: Vec<ExecutorDescription>,
-    drivers: BTreeMap<String, DriverRun>,
+    drivers: BTreeMap<String, DriverRunnerInfo>,
     finished_drivers: Vec<DriverRunnerInfo>,
+    starting: BTreeMap<RunKey, Starting>,
     cores_used: i32,
     memory_used: i32,
-    outbox: Outbox,
-    events: mpsc::UnboundedSender<WEvent>,
-    settings: ConnSettings,
-    stopping: watch::Sender<bool>,
     exit: Option<WorkerExit>,
     seed: u64,
-    /// The web UI's URL, advertised to masters (empty: none).
-    pub(crate) web_ui_url: String,
-    /// Traffic of the connections that closed, for the web UI's metrics.
-    closed_traffic: crate::connection::Counters,
+    now: Instant,
+    out: VecDeque<Output>,
 }
 
-/// Most finished executors and drivers kept for the state page.
-const RETAINED_FINISHED: usize = 1000;
-
-impl WorkerActor {
-    pub(crate) fn new(
-        config: WorkerConfig,
-        addr: SocketAddr,
-        events: mpsc::UnboundedSender<WEvent>,
-    ) -> Self {
-        let host = config.host.clone();
-        let port = i32::from(addr.port());
-        let id = format!("worker-{}-{host}-{port}", stamp(now_ms()));
-        let (stopping, stopping_rx) = watch::channel(false);
-        let settings = ConnSettings {
-            id: id.clone(),
-            max_frame_size: config.max_frame_size,
-            handshake_timeout: Duration::from_secs(10),
-            observer: config.observer.clone(),
-            next_conn: Arc::new(AtomicU64::new(1)),
-            stopping: stopping_rx,
-            security: config.security.clone(),
-        };
-        let me = Addr::new(host.clone(), port);
-        WorkerActor {
-            policy: Policy::new(&config),
-            self_ref: EndpointRef::at(me.clone(), "Worker"),
-            worker_url: format!("sparkwire://{host}:{port}"),
-            addr: me,
-            id,
-            outbox: Outbox::spawn(config.send_timeout),
+impl WorkerCore {
+    /// A worker of `config` with `policy`, at `now`; [`start`](Self::start) sets it going.
+    pub(crate) fn new(config: WorkerConfig, policy: Policy, me: Identity, now: Instant) -> Self {
+        let beat_every = (config.worker_timeout / 4).max(Duration::from_millis(10));
+        WorkerCore {
+            self_ref: EndpointRef::at(me.addr.clone(), "Worker"),
+            worker_url: format!("sparkwire://{}:{}", me.addr.host, me.addr.port),
+            web_ui_url: me.web_ui_url,
+            addr: me.addr,
+            id: me.id,
+            policy,
             config,
             conns: HashMap::new(),
             master: None,
@@ -147,101 +207,76 @@ impl WorkerActor {
             master_web_ui_url: String::new(),
             attempts: 0,
             next_retry: None,
+            next_beat: now + beat_every,
+            beat_every,
             decommissioned: false,
             executors: BTreeMap::new(),
             finished_executors: Vec::new(),
             drivers: BTreeMap::new(),
             finished_drivers: Vec::new(),
+            starting: BTreeMap::new(),
             cores_used: 0,
             memory_used: 0,
-            events,
-            settings,
-            stopping,
             exit: None,
-            seed: now_ms() as u64 ^ u64::from(std::process::id()) ^ 0x2545_f491_4f6c_dd1d,
-            web_ui_url: String::new(),
-            closed_traffic: Default::default(),
+            seed: me.seed,
+            now,
+            out: VecDeque::new(),
         }
     }
 
-    pub(crate) async fn run(
-        mut self,
-        listener: TcpListener,
-        mut events: mpsc::UnboundedReceiver<WEvent>,
-        mut stop: oneshot::Receiver<()>,
-    ) -> WorkerExit {
-        let listening = tokio::spawn(listen::listen(
-            listener,
-            self.settings.clone(),
-            self.events.clone(),
-        ));
-        tracing::info!(
-            "Starting Spark worker {}:{} with {} cores, {} MiB RAM",
-            self.addr.host,
-            self.addr.port,
-            self.config.cores,
-            self.config.memory
-        );
-        if self.config.allow_exec.is_empty() && self.config.allow_exec_any.is_empty() {
-            tracing::warn!(
-                "no executable is allowed (--allow-exec, --allow-exec-any): this worker will refuse every \
-                 executor and driver it is asked to launch"
-            );
-        }
+    /// Starts at `now`: registers with every master at once (Spark's tryRegisterAllMasters);
+    /// heartbeats go every quarter of the worker timeout from then.
+    pub(crate) fn start(&mut self, now: Instant) {
+        self.now = now;
+        self.next_beat = now + self.beat_every;
         self.register_with_all_masters();
-        let beat_every = (self.config.worker_timeout / 4).max(Duration::from_millis(10));
-        let mut beat = tokio::time::interval(beat_every);
-        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let exit = loop {
-            if let Some(exit) = self.exit.take() {
-                break exit;
-            }
-            let retry = self.next_retry;
-            tokio::select! {
-                _ = &mut stop => break WorkerExit::Stopped,
-                event = events.recv() => match event {
-                    Some(e) => self.handle(e),
-                    None => break WorkerExit::Stopped,
-                },
-                _ = beat.tick() => self.send_heartbeat(),
-                _ = async {
-                    match retry {
-                        Some(at) => tokio::time::sleep_until(at).await,
-                        None => std::future::pending().await,
-                    }
-                } => self.retry_registration(),
-            }
-        };
-        listening.abort();
-        // Wait until the listener is dropped, so the port is free when this returns.
-        let _ = listening.await;
-        let _ = self.stopping.send(true);
-        for run in self.executors.values_mut() {
-            if let Some(r) = run.running.as_mut() {
-                r.kill();
-            }
-        }
-        for run in self.drivers.values_mut() {
-            if let Some(r) = run.running.as_mut() {
-                r.kill();
-            }
-        }
-        for c in self.conns.values() {
-            c.peer.kill();
-        }
-        tracing::info!(worker = %self.id, "worker stopped: {exit}");
-        exit
     }
 
-    fn handle(&mut self, event: WEvent) {
-        match event {
-            WEvent::Opened {
+    /// The worker's id.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The next output, oldest first.
+    pub(crate) fn poll(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// Why the worker stops by itself, once it does.
+    pub(crate) fn exit(&self) -> Option<&WorkerExit> {
+        self.exit.as_ref()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must be called next: the next heartbeat
+    /// or registration attempt.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        Some(match self.next_retry {
+            Some(retry) => retry.min(self.next_beat),
+            None => self.next_beat,
+        })
+    }
+
+    /// Timers: a heartbeat to the master when one is due, a registration attempt when one is.
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        if now >= self.next_beat {
+            self.next_beat = now + self.beat_every;
+            self.send_heartbeat();
+        }
+        if self.next_retry.is_some_and(|at| now >= at) {
+            self.retry_registration();
+        }
+    }
+
+    /// Handles one input.
+    pub(crate) fn handle(&mut self, now: Instant, input: Input) {
+        self.now = now;
+        match input {
+            Input::Opened {
                 conn,
-                peer,
                 role,
                 purpose,
             } => {
-                let registration = matches!(purpose, Purpose::Registration(_));
                 let master_addr = match &purpose {
                     Purpose::Registration(a) => Some(a.clone()),
                     Purpose::Inbound => None,
@@ -249,28 +284,26 @@ impl WorkerActor {
                 self.conns.insert(
                     conn,
                     ConnRec {
-                        peer: peer.clone(),
                         role,
                         purpose,
                         refused: false,
                     },
                 );
-                if registration {
+                if let Some(a) = master_addr {
                     if self.registered {
-                        self.outbox.push(Out::Close(peer));
-                    } else if let Some(a) = master_addr {
-                        self.send_register(&peer, a);
+                        self.out.push_back(Output::Close { conn });
+                    } else {
+                        self.send_register(conn, a);
                     }
                 }
             }
-            WEvent::Incoming(conn, Incoming::Message(m)) => self.on_message(conn, m),
-            WEvent::Incoming(conn, Incoming::Ask { id, message }) => self.on_ask(conn, id, message),
-            WEvent::Closed(conn) => self.closed(conn),
-            WEvent::Ended(key, ended) => self.process_ended(key, ended),
-            WEvent::Snapshot(reply) => {
-                let _ = reply.send(self.snapshot());
-            }
-            WEvent::DialFailed(addr, e) => self.dial_failed(&addr, &e),
+            Input::Message { conn, message } => self.on_message(conn, message),
+            Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
+            Input::Closed { conn } => self.closed(conn),
+            Input::DialFailed { reason } => self.dial_failed(&reason),
+            Input::Started { key } => self.started(key),
+            Input::StartFailed { key, reason } => self.start_failed(key, reason),
+            Input::Ended { key, ended } => self.process_ended(key, ended),
         }
     }
 
@@ -286,14 +319,21 @@ impl WorkerActor {
 
     /// Spark's tryRegisterAllMasters: a connection to every master, RegisterWorker on each.
     fn register_with_all_masters(&mut self) {
-        for (id, c) in &self.conns {
-            if matches!(c.purpose, Purpose::Registration(_)) && Some(*id) != self.master {
-                self.outbox.push(Out::Close(c.peer.clone()));
-            }
+        let mut stale: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(id, c)| {
+                matches!(c.purpose, Purpose::Registration(_)) && Some(**id) != self.master
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        stale.sort_unstable();
+        for conn in stale {
+            self.out.push_back(Output::Close { conn });
         }
         for m in self.config.masters.clone() {
             tracing::info!("Connecting to master {m}...");
-            listen::dial_master(m, self.settings.clone(), self.events.clone());
+            self.out.push_back(Output::Dial(m));
         }
         self.schedule_retry();
     }
@@ -305,22 +345,18 @@ impl WorkerActor {
             self.config.register_retry.saturating_mul(6)
         };
         let wait = self.fuzzed(base);
-        self.next_retry = Instant::now().checked_add(wait);
+        self.next_retry = self.now.checked_add(wait);
     }
 
     /// A master could not be reached: says so at WARN, with when the next attempt comes.
-    fn dial_failed(&self, addr: &Addr, e: &crate::connection::ConnectionError) {
+    fn dial_failed(&self, reason: &str) {
         if self.registered {
             return;
         }
         let next = self
             .next_retry
-            .map(|at| at.saturating_duration_since(Instant::now()).as_secs_f64());
+            .map(|at| at.saturating_duration_since(self.now).as_secs_f64());
         let left = REGISTRATION_RETRIES.saturating_sub(self.attempts + 1);
-        let reason = match e {
-            crate::connection::ConnectionError::Connect { .. } => e.to_string(),
-            other => format!("cannot register with {addr}: {other}"),
-        };
         match next {
             Some(secs) if left > 0 => tracing::warn!(
                 "{reason}; retrying in {secs:.1} s ({left} attempts left, every ~{:.1} s, then ~{:.1} s)",
@@ -349,47 +385,50 @@ impl WorkerActor {
         self.register_with_all_masters();
     }
 
-    fn send_register(&self, peer: &Peer, master_address: Addr) {
-        self.outbox.send(
-            peer,
-            RegisterWorker {
-                id: self.id.clone(),
-                host: self.addr.host.clone(),
-                port: self.addr.port,
-                worker: self.self_ref.clone(),
-                cores: self.config.cores,
-                memory: self.config.memory,
-                worker_web_ui_url: self.web_ui_url.clone(),
-                master_address,
-                resources: self.config.resources.clone(),
-            },
-        );
+    fn send_register(&mut self, conn: ConnId, master_address: Addr) {
+        let message = RegisterWorker {
+            id: self.id.clone(),
+            host: self.addr.host.clone(),
+            port: self.addr.port,
+            worker: self.self_ref.clone(),
+            cores: self.config.cores,
+            memory: self.config.memory,
+            worker_web_ui_url: self.web_ui_url.clone(),
+            master_address,
+            resources: self.config.resources.clone(),
+        };
+        self.out.push_back(Output::Send {
+            conn,
+            message: message.into(),
+        });
     }
 
-    fn send_heartbeat(&self) {
+    fn send_heartbeat(&mut self) {
         if !self.registered {
             return;
         }
-        if let Some(c) = self.master.and_then(|m| self.conns.get(&m)) {
-            self.outbox.send(
-                &c.peer,
-                Heartbeat {
-                    worker_id: self.id.clone(),
-                    worker: self.self_ref.clone(),
-                },
-            );
+        let beat = Heartbeat {
+            worker_id: self.id.clone(),
+            worker: self.self_ref.clone(),
+        };
+        self.send_to_master(beat);
+    }
+
+    fn send_to_master(&mut self, m: impl Into<DeployMessage>) {
+        if let Some(conn) = self.master.filter(|c| self.conns.contains_key(c)) {
+            self.out.push_back(Output::Send {
+                conn,
+                message: m.into(),
+            });
         }
     }
 
-    fn to_master(&self, m: impl Into<DeployMessage>) {
-        if let Some(c) = self.master.and_then(|m| self.conns.get(&m)) {
-            self.outbox.send(&c.peer, m);
-        }
-    }
-
-    fn ask_master(&self, m: impl Into<DeployMessage>) {
-        if let Some(c) = self.master.and_then(|m| self.conns.get(&m)) {
-            self.outbox.push(Out::Ask(c.peer.clone(), m.into()));
+    fn ask_master(&mut self, m: impl Into<DeployMessage>) {
+        if let Some(conn) = self.master.filter(|c| self.conns.contains_key(c)) {
+            self.out.push_back(Output::Ask {
+                conn,
+                message: m.into(),
+            });
         }
     }
 
@@ -405,11 +444,19 @@ impl WorkerActor {
             None => String::new(),
         };
         self.master_web_ui_url = web_ui.to_string();
-        for (id, c) in &self.conns {
-            let to_master = matches!(c.purpose, Purpose::Registration(_)) || c.role == Role::Master;
-            if *id != conn && to_master {
-                self.outbox.push(Out::Close(c.peer.clone()));
-            }
+        let mut others: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(id, c)| {
+                let to_master =
+                    matches!(c.purpose, Purpose::Registration(_)) || c.role == Role::Master;
+                **id != conn && to_master
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        others.sort_unstable();
+        for other in others {
+            self.out.push_back(Output::Close { conn: other });
         }
     }
 
@@ -463,12 +510,14 @@ impl WorkerActor {
         };
         tracing::warn!(conn, role = %c.role, "refused: {refusal}");
         match ask {
-            Some(id) => self
-                .outbox
-                .push(Out::Fail(c.peer.clone(), id, refusal.failure())),
+            Some(id) => self.out.push_back(Output::Fail {
+                conn,
+                id,
+                error: refusal.failure(),
+            }),
             None => {
                 c.refused = true;
-                self.outbox.push(Out::Close(c.peer.clone()));
+                self.out.push_back(Output::Close { conn });
             }
         }
     }
@@ -492,11 +541,12 @@ impl WorkerActor {
                     addr_text(&r.master)
                 );
                 self.change_master(conn, &r.master, &r.master_web_ui_url);
-                self.to_master(WorkerLatestState {
+                let latest = WorkerLatestState {
                     id: self.id.clone(),
                     executors: self.executors.values().map(|e| e.desc.clone()).collect(),
                     driver_ids: self.drivers.keys().cloned().collect(),
-                });
+                };
+                self.send_to_master(latest);
             }
             M::RegisterWorkerFailed(f) => {
                 if !self.registered {
@@ -506,9 +556,7 @@ impl WorkerActor {
             }
             M::MasterInStandby(_) => {
                 if Some(conn) != self.master {
-                    if let Some(c) = self.conns.get(&conn) {
-                        self.outbox.push(Out::Close(c.peer.clone()));
-                    }
+                    self.out.push_back(Output::Close { conn });
                 }
             }
             M::ReconnectWorker(r) => {
@@ -522,14 +570,13 @@ impl WorkerActor {
                         Purpose::Registration(a) => Some(a.clone()),
                         Purpose::Inbound => None,
                     };
-                    let peer = c.peer.clone();
                     let master_address = addr.unwrap_or_else(|| {
                         crate::reference::url::MasterUrl::parse(&r.master_url)
                             .ok()
                             .and_then(|u| u.masters.into_iter().next())
                             .unwrap_or_else(|| Addr::new("", 0))
                     });
-                    self.send_register(&peer, master_address);
+                    self.send_register(conn, master_address);
                 }
                 self.schedule_retry();
             }
@@ -558,7 +605,7 @@ impl WorkerActor {
                         })
                         .collect(),
                 };
-                self.to_master(response);
+                self.send_to_master(response);
             }
             M::LaunchExecutor(l) => self.launch_executor(l),
             M::KillExecutor(k) => {
@@ -574,9 +621,8 @@ impl WorkerActor {
                     Some(run) => {
                         tracing::info!("Asked to kill executor {}/{}", k.app_id, k.exec_id);
                         run.killed = true;
-                        if let Some(r) = run.running.as_mut() {
-                            r.kill();
-                        }
+                        self.out
+                            .push_back(Output::Kill(RunKey::Executor(k.app_id, k.exec_id)));
                     }
                     None => {
                         tracing::info!("Asked to kill unknown executor {}/{}", k.app_id, k.exec_id)
@@ -584,15 +630,15 @@ impl WorkerActor {
                 }
             }
             M::LaunchDriver(l) => self.launch_driver(l),
-            M::KillDriver(k) => match self.drivers.get_mut(&k.driver_id) {
-                Some(run) => {
+            M::KillDriver(k) => {
+                if self.drivers.contains_key(&k.driver_id) {
                     tracing::info!("Asked to kill driver {}", k.driver_id);
-                    if let Some(r) = run.running.as_mut() {
-                        r.kill();
-                    }
+                    self.out
+                        .push_back(Output::Kill(RunKey::Driver(k.driver_id)));
+                } else {
+                    tracing::info!("Asked to kill unknown driver {}", k.driver_id);
                 }
-                None => tracing::info!("Asked to kill unknown driver {}", k.driver_id),
-            },
+            }
             M::ApplicationFinished(a) => {
                 tracing::info!("Application {} finished", a.id);
             }
@@ -600,10 +646,11 @@ impl WorkerActor {
                 if !self.decommissioned {
                     tracing::info!("Decommissioning self");
                     self.decommissioned = true;
-                    self.to_master(WorkerDecommissioning {
+                    let note = WorkerDecommissioning {
                         id: self.id.clone(),
                         worker_ref: self.self_ref.clone(),
-                    });
+                    };
+                    self.send_to_master(note);
                 }
             }
             other => {
@@ -617,58 +664,49 @@ impl WorkerActor {
     }
 
     fn on_ask(&mut self, conn: ConnId, id: u64, m: DeployMessage) {
-        let Some(c) = self.conns.get(&conn) else {
-            return;
-        };
-        if c.refused {
+        if self.conns.get(&conn).is_none_or(|c| c.refused) {
             return;
         }
-        let peer = c.peer.clone();
         if let Err(refusal) = self.authorize(conn, &m, true) {
             self.refuse(conn, Some(id), &refusal);
             return;
         }
-        match m {
-            DeployMessage::RequestWorkerState(_) => {
-                let state = self.state_response();
-                self.outbox.reply(&peer, id, Reply::Message(state.into()));
-            }
-            other => {
-                self.outbox.push(Out::Fail(
-                    peer,
-                    id,
-                    ErrorDescription::new(
-                        "org.apache.spark.SparkException",
-                        format!("Unsupported message {} for a worker", other.name()),
-                    ),
-                ));
-            }
-        }
+        let out = match m {
+            DeployMessage::RequestWorkerState(_) => Output::Reply {
+                conn,
+                id,
+                reply: Reply::Message(self.state_response().into()),
+            },
+            other => Output::Fail {
+                conn,
+                id,
+                error: ErrorDescription::new(
+                    "org.apache.spark.SparkException",
+                    format!("Unsupported message {} for a worker", other.name()),
+                ),
+            },
+        };
+        self.out.push_back(out);
     }
 
-    /// What the web UI shows now.
-    fn snapshot(&self) -> crate::reference::webui::WorkerSnapshot {
-        let mut connections = std::collections::BTreeMap::new();
-        let mut traffic = self.closed_traffic.clone();
+    /// Open connections by the peer's role name, for the web UI.
+    pub(crate) fn connection_roles(&self) -> BTreeMap<&'static str, u64> {
+        let mut roles = BTreeMap::new();
         for c in self.conns.values() {
-            *connections.entry(c.role.name()).or_insert(0) += 1;
-            crate::reference::driver::add_counters(&mut traffic, &c.peer.handle.counters());
+            *roles.entry(c.role.name()).or_insert(0) += 1;
         }
-        crate::reference::webui::WorkerSnapshot {
-            state: self.state_response(),
-            connections,
-            traffic,
-        }
+        roles
     }
 
-    fn state_response(&self) -> WorkerStateResponse {
+    /// What RequestWorkerState answers (and the web UI shows).
+    pub(crate) fn state_response(&self) -> WorkerStateResponse {
         WorkerStateResponse {
             host: self.addr.host.clone(),
             port: self.addr.port,
             worker_id: self.id.clone(),
             executors: self.executors.values().map(|e| e.desc.clone()).collect(),
             finished_executors: self.finished_executors.clone(),
-            drivers: self.drivers.values().map(|d| d.info.clone()).collect(),
+            drivers: self.drivers.values().cloned().collect(),
             finished_drivers: self.finished_drivers.clone(),
             master_url: self.active_master_url.clone(),
             cores: self.config.cores,
@@ -682,12 +720,7 @@ impl WorkerActor {
     }
 
     fn closed(&mut self, conn: ConnId) {
-        if let Some(rec) = self.conns.remove(&conn) {
-            crate::reference::driver::add_counters(
-                &mut self.closed_traffic,
-                &rec.peer.handle.counters(),
-            );
-        }
+        self.conns.remove(&conn);
         if self.master == Some(conn) {
             self.master = None;
             if self.registered {
@@ -713,8 +746,10 @@ impl WorkerActor {
             );
             return;
         }
-        let key = (l.app_id.clone(), l.exec_id);
-        if self.executors.contains_key(&key) {
+        let key = RunKey::Executor(l.app_id.clone(), l.exec_id);
+        if self.executors.contains_key(&(l.app_id.clone(), l.exec_id))
+            || self.starting.contains_key(&key)
+        {
             tracing::warn!(
                 "Asked to launch executor {}/{} twice; ignored",
                 l.app_id,
@@ -736,68 +771,37 @@ impl WorkerActor {
             ("WORKER_URL", self.worker_url.clone()),
             ("RESOURCE_PROFILE_ID", l.rp_id.to_string()),
         ];
-        let started = self.run_command(
+        let launch = self.launch_of(
             LaunchKind::Executor,
-            RunKey::Executor(l.app_id.clone(), l.exec_id),
+            key.clone(),
             &l.app_desc.command,
             &vars,
             &[&l.app_id, &l.exec_id.to_string()],
             false,
         );
-        let desc = ExecutorDescription {
-            app_id: l.app_id.clone(),
-            exec_id: l.exec_id,
-            rp_id: l.rp_id,
-            cores: l.cores,
-            memory_mb: l.memory,
-            state: ExecutorState::Running,
+        let run = ExecRun {
+            desc: ExecutorDescription {
+                app_id: l.app_id.clone(),
+                exec_id: l.exec_id,
+                rp_id: l.rp_id,
+                cores: l.cores,
+                memory_mb: l.memory,
+                state: ExecutorState::Running,
+            },
+            resources: l.resources,
+            killed: false,
         };
-        match started {
-            Ok(running) => {
-                self.cores_used = self.cores_used.saturating_add(l.cores);
-                self.memory_used = self.memory_used.saturating_add(l.memory);
-                self.executors.insert(
-                    key,
-                    ExecRun {
-                        desc,
-                        resources: l.resources,
-                        running: Some(running),
-                        killed: false,
-                    },
-                );
-                self.ask_master(ExecutorStateChanged {
-                    app_id: l.app_id,
-                    exec_id: l.exec_id,
-                    state: ExecutorState::Running,
-                    message: None,
-                    exit_status: None,
-                });
-            }
-            Err(reason) => {
-                tracing::error!(
-                    "Failed to launch executor {}/{}: {reason}",
-                    l.app_id,
-                    l.exec_id
-                );
-                self.finished_executors.push(ExecutorDescription {
-                    state: ExecutorState::Failed,
-                    ..desc
-                });
-                self.trim_finished();
-                self.ask_master(ExecutorStateChanged {
-                    app_id: l.app_id,
-                    exec_id: l.exec_id,
-                    state: ExecutorState::Failed,
-                    message: Some(reason),
-                    exit_status: None,
-                });
-            }
+        self.starting.insert(key.clone(), Starting::Executor(run));
+        match launch {
+            Ok(launch) => self.out.push_back(Output::Start(launch)),
+            Err(reason) => self.start_failed(key, reason),
         }
     }
 
-    /// Starts `command` (an executor's or a driver's) with Spark's `{{VAR}}` substitutions, in
-    /// the work directory under `dir_parts`, if the launch policy allows it.
-    fn run_command(
+    /// What to start for `command` (an executor's or a driver's), with Spark's `{{VAR}}`
+    /// substitutions, in the work directory under `dir_parts`, if the launch policy allows it;
+    /// otherwise why not.
+    fn launch_of(
         &self,
         kind: LaunchKind,
         key: RunKey,
@@ -805,35 +809,35 @@ impl WorkerActor {
         vars: &[(&str, String)],
         dir_parts: &[&str],
         supervise: bool,
-    ) -> Result<Running, String> {
+    ) -> Result<Launch, String> {
         let program = self.policy.program(kind, command)?;
         let mut env = self.policy.environment(&command.environment, vars)?;
-        let dir = runner::dir_under(&self.config.work_dir, dir_parts)?;
+        let dir = dir_under(&self.config.work_dir, dir_parts)?;
         // Last, so that no application variable of the same name survives.
-        env.extend(super::credentials::launch_credentials(
-            &self.config.security,
+        let write_secret = self.config.security.secret.is_some();
+        env.extend(super::credentials::launch_variables(
+            write_secret,
             self.config.launch_tls_ca.as_deref(),
             &dir,
-        )?);
-        runner::start(
-            Launch {
-                key,
-                program,
-                args: command
-                    .arguments
-                    .iter()
-                    .map(|a| runner::substitute(a, vars))
-                    .collect(),
-                env,
-                dir,
-                supervise,
-            },
-            self.events.clone(),
-        )
+        ));
+        Ok(Launch {
+            key,
+            program,
+            args: command
+                .arguments
+                .iter()
+                .map(|a| substitute(a, vars))
+                .collect(),
+            env,
+            dir,
+            write_secret,
+            supervise,
+        })
     }
 
     fn launch_driver(&mut self, l: LaunchDriver) {
-        if self.drivers.contains_key(&l.driver_id) {
+        let key = RunKey::Driver(l.driver_id.clone());
+        if self.drivers.contains_key(&l.driver_id) || self.starting.contains_key(&key) {
             tracing::warn!("Asked to launch driver {} twice; ignored", l.driver_id);
             return;
         }
@@ -843,45 +847,89 @@ impl WorkerActor {
             ("USER_JAR", l.driver_desc.jar_url.clone()),
             ("HOSTNAME", self.addr.host.clone()),
         ];
-        let started = self.run_command(
+        let launch = self.launch_of(
             LaunchKind::Driver,
-            RunKey::Driver(l.driver_id.clone()),
+            key.clone(),
             &l.driver_desc.command,
             &vars,
             &[&l.driver_id],
             l.driver_desc.supervise,
         );
         let info = DriverRunnerInfo {
-            driver_id: l.driver_id.clone(),
+            driver_id: l.driver_id,
             cores: l.driver_desc.cores,
             memory: l.driver_desc.mem,
             state: DriverState::Running,
         };
-        match started {
-            Ok(running) => {
+        self.starting.insert(key.clone(), Starting::Driver(info));
+        match launch {
+            Ok(launch) => self.out.push_back(Output::Start(launch)),
+            Err(reason) => self.start_failed(key, reason),
+        }
+    }
+
+    fn started(&mut self, key: RunKey) {
+        match self.starting.remove(&key) {
+            Some(Starting::Executor(run)) => {
+                let desc = run.desc.clone();
+                self.cores_used = self.cores_used.saturating_add(desc.cores);
+                self.memory_used = self.memory_used.saturating_add(desc.memory_mb);
+                self.executors
+                    .insert((desc.app_id.clone(), desc.exec_id), run);
+                self.ask_master(ExecutorStateChanged {
+                    app_id: desc.app_id,
+                    exec_id: desc.exec_id,
+                    state: ExecutorState::Running,
+                    message: None,
+                    exit_status: None,
+                });
+            }
+            Some(Starting::Driver(info)) => {
                 self.cores_used = self.cores_used.saturating_add(info.cores);
                 self.memory_used = self.memory_used.saturating_add(info.memory);
-                self.drivers.insert(
-                    l.driver_id,
-                    DriverRun {
-                        info,
-                        running: Some(running),
-                    },
-                );
+                self.drivers.insert(info.driver_id.clone(), info);
             }
-            Err(reason) => {
-                tracing::error!("Failed to launch driver {}: {reason}", l.driver_id);
+            None => {}
+        }
+    }
+
+    fn start_failed(&mut self, key: RunKey, reason: String) {
+        match self.starting.remove(&key) {
+            Some(Starting::Executor(run)) => {
+                let desc = run.desc;
+                tracing::error!(
+                    "Failed to launch executor {}/{}: {reason}",
+                    desc.app_id,
+                    desc.exec_id
+                );
+                self.finished_executors.push(ExecutorDescription {
+                    state: ExecutorState::Failed,
+                    ..desc.clone()
+                });
+                self.trim_finished();
+                self.ask_master(ExecutorStateChanged {
+                    app_id: desc.app_id,
+                    exec_id: desc.exec_id,
+                    state: ExecutorState::Failed,
+                    message: Some(reason),
+                    exit_status: None,
+                });
+            }
+            Some(Starting::Driver(info)) => {
+                tracing::error!("Failed to launch driver {}: {reason}", info.driver_id);
+                let driver_id = info.driver_id.clone();
                 self.finished_drivers.push(DriverRunnerInfo {
                     state: DriverState::Error,
                     ..info
                 });
                 self.trim_finished();
-                self.to_master(DriverStateChanged {
-                    driver_id: l.driver_id,
+                self.send_to_master(DriverStateChanged {
+                    driver_id,
                     state: DriverState::Error,
                     exception: Some(ErrorDescription::new("java.io.IOException", reason)),
                 });
             }
+            None => {}
         }
     }
 
@@ -928,11 +976,11 @@ impl WorkerActor {
                 });
             }
             RunKey::Driver(driver_id) => {
-                let Some(mut run) = self.drivers.remove(&driver_id) else {
+                let Some(mut info) = self.drivers.remove(&driver_id) else {
                     return;
                 };
-                self.cores_used = self.cores_used.saturating_sub(run.info.cores);
-                self.memory_used = self.memory_used.saturating_sub(run.info.memory);
+                self.cores_used = self.cores_used.saturating_sub(info.cores);
+                self.memory_used = self.memory_used.saturating_sub(info.memory);
                 let (state, exception) = match ended {
                     Ended::Exited { killed: true, .. } => (DriverState::Killed, None),
                     Ended::Exited { code: 0, .. } => (DriverState::Finished, None),
@@ -943,10 +991,10 @@ impl WorkerActor {
                     ),
                 };
                 tracing::info!("Driver {driver_id} ended with state {state}");
-                run.info.state = state;
-                self.finished_drivers.push(run.info);
+                info.state = state;
+                self.finished_drivers.push(info);
                 self.trim_finished();
-                self.to_master(DriverStateChanged {
+                self.send_to_master(DriverStateChanged {
                     driver_id,
                     state,
                     exception,

@@ -1,0 +1,252 @@
+//! The worker's loop: it owns the listener, the connections (written through the outbox), the
+//! processes and the clock, feeds the [core](super::core) what happens, and carries out what the
+//! core decides. It decides nothing itself.
+
+use crate::validate::ConnId;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::core::{Identity, Input, Output, WorkerCore};
+use super::events::{RunKey, WEvent};
+use super::listen::{self, ConnSettings};
+use super::policy::Policy;
+use super::runner::{self, Running};
+use super::{WorkerConfig, WorkerExit};
+use crate::connection::{ConnectionError, Counters, Incoming, Security};
+use crate::messages::Addr;
+use crate::reference::clock::{now_ms, stamp};
+use crate::reference::outbox::{Out, Outbox, Peer};
+
+/// The worker's loop and what it owns. See the module documentation.
+pub(crate) struct WorkerLoop {
+    core: WorkerCore,
+    config_summary: (String, i32, i32, i32),
+    warn_no_program: bool,
+    security: Security,
+    peers: HashMap<ConnId, Peer>,
+    running: HashMap<RunKey, Running>,
+    outbox: Outbox,
+    events: mpsc::UnboundedSender<WEvent>,
+    settings: ConnSettings,
+    stopping: watch::Sender<bool>,
+    /// Traffic of the connections that closed, for the web UI's metrics.
+    closed_traffic: Counters,
+}
+
+impl WorkerLoop {
+    /// The loop of a worker listening on `addr`, its web UI (if any) at `web_ui_url`.
+    pub(crate) fn new(
+        config: WorkerConfig,
+        addr: SocketAddr,
+        web_ui_url: String,
+        events: mpsc::UnboundedSender<WEvent>,
+    ) -> Self {
+        let host = config.host.clone();
+        let port = i32::from(addr.port());
+        let id = format!("worker-{}-{host}-{port}", stamp(now_ms()));
+        let (stopping, stopping_rx) = watch::channel(false);
+        let settings = ConnSettings {
+            id: id.clone(),
+            max_frame_size: config.max_frame_size,
+            handshake_timeout: Duration::from_secs(10),
+            observer: config.observer.clone(),
+            next_conn: Arc::new(AtomicU64::new(1)),
+            stopping: stopping_rx,
+            security: config.security.clone(),
+        };
+        let me = Identity {
+            id,
+            addr: Addr::new(host.clone(), port),
+            web_ui_url,
+            seed: now_ms() as u64 ^ u64::from(std::process::id()) ^ 0x2545_f491_4f6c_dd1d,
+        };
+        let policy = Policy::new(&config);
+        WorkerLoop {
+            config_summary: (host, port, config.cores, config.memory),
+            warn_no_program: config.allow_exec.is_empty() && config.allow_exec_any.is_empty(),
+            security: config.security.clone(),
+            outbox: Outbox::spawn(config.send_timeout),
+            core: WorkerCore::new(config, policy, me, Instant::now()),
+            peers: HashMap::new(),
+            running: HashMap::new(),
+            events,
+            settings,
+            stopping,
+            closed_traffic: Counters::default(),
+        }
+    }
+
+    /// The worker's id.
+    pub(crate) fn id(&self) -> &str {
+        self.core.id()
+    }
+
+    pub(crate) async fn run(
+        mut self,
+        listener: TcpListener,
+        mut events: mpsc::UnboundedReceiver<WEvent>,
+        mut stop: oneshot::Receiver<()>,
+    ) -> WorkerExit {
+        let listening = tokio::spawn(listen::listen(
+            listener,
+            self.settings.clone(),
+            self.events.clone(),
+        ));
+        let (host, port, cores, memory) = &self.config_summary;
+        tracing::info!("Starting Spark worker {host}:{port} with {cores} cores, {memory} MiB RAM");
+        if self.warn_no_program {
+            tracing::warn!(
+                "no executable is allowed (--allow-exec, --allow-exec-any): this worker will refuse every \
+                 executor and driver it is asked to launch"
+            );
+        }
+        self.core.start(Instant::now());
+        self.drain();
+        let exit = loop {
+            if let Some(exit) = self.core.exit() {
+                break exit.clone();
+            }
+            let wake = self.core.poll_timeout();
+            tokio::select! {
+                _ = &mut stop => break WorkerExit::Stopped,
+                event = events.recv() => match event {
+                    Some(e) => self.event(e),
+                    None => break WorkerExit::Stopped,
+                },
+                _ = crate::reference::clock::sleep_until(wake) => self.core.handle_timeout(Instant::now()),
+            }
+            self.drain();
+        };
+        listening.abort();
+        // Wait until the listener is dropped, so the port is free when this returns.
+        let _ = listening.await;
+        let _ = self.stopping.send(true);
+        for r in self.running.values_mut() {
+            r.kill();
+        }
+        for p in self.peers.values() {
+            p.kill();
+        }
+        tracing::info!(worker = %self.core.id(), "worker stopped: {exit}");
+        exit
+    }
+
+    fn event(&mut self, event: WEvent) {
+        let now = Instant::now();
+        let input = match event {
+            WEvent::Opened {
+                conn,
+                peer,
+                role,
+                purpose,
+            } => {
+                self.peers.insert(conn, peer);
+                Input::Opened {
+                    conn,
+                    role,
+                    purpose,
+                }
+            }
+            WEvent::Incoming(conn, Incoming::Message(message)) => Input::Message { conn, message },
+            WEvent::Incoming(conn, Incoming::Ask { id, message }) => {
+                Input::Ask { conn, id, message }
+            }
+            WEvent::Closed(conn) => {
+                if let Some(p) = self.peers.remove(&conn) {
+                    crate::reference::driver::add_counters(
+                        &mut self.closed_traffic,
+                        &p.handle.counters(),
+                    );
+                }
+                Input::Closed { conn }
+            }
+            WEvent::Ended(key, ended) => {
+                self.running.remove(&key);
+                Input::Ended { key, ended }
+            }
+            WEvent::Snapshot(reply) => {
+                let _ = reply.send(self.snapshot());
+                return;
+            }
+            WEvent::DialFailed(master, e) => {
+                let reason = match e {
+                    ConnectionError::Connect { .. } => e.to_string(),
+                    other => format!("cannot register with {master}: {other}"),
+                };
+                Input::DialFailed { reason }
+            }
+        };
+        self.core.handle(now, input);
+    }
+
+    /// Carries out what the core decided, in order: the one place its outputs are drained.
+    fn drain(&mut self) {
+        while let Some(out) = self.core.poll() {
+            match out {
+                Output::Send { conn, message } => {
+                    if let Some(p) = self.peers.get(&conn) {
+                        self.outbox.send(p, message);
+                    }
+                }
+                Output::Ask { conn, message } => {
+                    if let Some(p) = self.peers.get(&conn) {
+                        self.outbox.push(Out::Ask(p.clone(), message));
+                    }
+                }
+                Output::Reply { conn, id, reply } => {
+                    if let Some(p) = self.peers.get(&conn) {
+                        self.outbox.reply(p, id, reply);
+                    }
+                }
+                Output::Fail { conn, id, error } => {
+                    if let Some(p) = self.peers.get(&conn) {
+                        self.outbox.push(Out::Fail(p.clone(), id, error));
+                    }
+                }
+                Output::Close { conn } => {
+                    if let Some(p) = self.peers.get(&conn) {
+                        self.outbox.push(Out::Close(p.clone()));
+                    }
+                }
+                Output::Dial(master) => {
+                    listen::dial_master(master, self.settings.clone(), self.events.clone())
+                }
+                Output::Start(launch) => {
+                    let key = launch.key.clone();
+                    let input = match runner::start(launch, &self.security, self.events.clone()) {
+                        Ok(running) => {
+                            self.running.insert(key.clone(), running);
+                            Input::Started { key }
+                        }
+                        Err(reason) => Input::StartFailed { key, reason },
+                    };
+                    self.core.handle(Instant::now(), input);
+                }
+                Output::Kill(key) => {
+                    if let Some(r) = self.running.get_mut(&key) {
+                        r.kill();
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the web UI shows now.
+    fn snapshot(&self) -> crate::reference::webui::WorkerSnapshot {
+        let mut traffic = self.closed_traffic.clone();
+        for p in self.peers.values() {
+            crate::reference::driver::add_counters(&mut traffic, &p.handle.counters());
+        }
+        crate::reference::webui::WorkerSnapshot {
+            state: self.core.state_response(),
+            connections: self.core.connection_roles(),
+            traffic,
+        }
+    }
+}

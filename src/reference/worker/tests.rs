@@ -1,0 +1,547 @@
+//! The worker's core driven in memory with simulated time: no socket, no process, no file, no
+//! clock. Programs resolve through a table, not the file system.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::core::{Identity, Input, Launch, Output, WorkerCore};
+use super::events::{Ended, Purpose, RunKey};
+use super::policy::Policy;
+use super::{WorkerConfig, WorkerExit, REGISTRATION_RETRIES};
+use crate::messages::deploy::{
+    KillExecutor, LaunchDriver, LaunchExecutor, ReconnectWorker, RegisteredWorker,
+};
+use crate::messages::{
+    Addr, ApplicationDescription, DeployMessage, DriverDescription, DriverState, EndpointRef,
+    ExecutorState, Family, Resources,
+};
+use crate::wire::handshake::Role;
+
+const MASTER_URL: &str = "sparkwire://10.0.0.1:7077";
+
+/// The machine's programs, as far as these tests know: the sparkwire executable (also under
+/// a second name) and a shell.
+fn resolve(p: &str) -> std::io::Result<PathBuf> {
+    match p {
+        "/opt/sparkwire" | "/opt/bin/../sparkwire" => Ok(PathBuf::from("/opt/sparkwire")),
+        "/opt/any" => Ok(PathBuf::from("/opt/any")),
+        "/bin/sh" => Ok(PathBuf::from("/usr/bin/sh")),
+        _ => Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no such file",
+        )),
+    }
+}
+
+struct Harness {
+    core: WorkerCore,
+    now: Instant,
+    out: Vec<Output>,
+    config: WorkerConfig,
+}
+
+fn master() -> Addr {
+    Addr::new("10.0.0.1", 7077)
+}
+
+impl Harness {
+    fn new(config: impl FnOnce(&mut WorkerConfig)) -> Harness {
+        let mut c = WorkerConfig {
+            masters: vec![master()],
+            cores: 8,
+            memory: 4096,
+            work_dir: PathBuf::from("/work"),
+            worker_timeout: Duration::from_secs(60),
+            register_retry: Duration::from_secs(10),
+            ..WorkerConfig::default()
+        };
+        config(&mut c);
+        let policy = Policy::from_parts(
+            vec![PathBuf::from("/opt/sparkwire")],
+            vec![PathBuf::from("/opt/any")],
+            c.allow_env.clone(),
+            vec![("PATH".into(), "/usr/bin:/bin".into())],
+            resolve,
+        );
+        let me = Identity {
+            id: "worker-20260101000000-127.0.0.1-4000".into(),
+            addr: Addr::new("127.0.0.1", 4000),
+            web_ui_url: String::new(),
+            seed: 42,
+        };
+        let now = Instant::now();
+        let mut core = WorkerCore::new(c.clone(), policy, me, now);
+        core.start(now);
+        let mut h = Harness {
+            core,
+            now,
+            out: Vec::new(),
+            config: c,
+        };
+        h.collect();
+        h
+    }
+
+    fn collect(&mut self) {
+        while let Some(o) = self.core.poll() {
+            self.out.push(o);
+        }
+    }
+
+    fn input(&mut self, input: Input) {
+        self.core.handle(self.now, input);
+        self.collect();
+    }
+
+    fn take(&mut self) -> Vec<Output> {
+        std::mem::take(&mut self.out)
+    }
+
+    fn at(&mut self, now: Instant) {
+        self.now = now;
+        self.core.handle_timeout(now);
+        self.collect();
+    }
+
+    fn message(&mut self, conn: u64, message: impl Into<DeployMessage>) {
+        self.input(Input::Message {
+            conn,
+            message: message.into(),
+        });
+    }
+
+    /// Registered with the master over connection 1.
+    fn registered(config: impl FnOnce(&mut WorkerConfig)) -> Harness {
+        let mut h = Harness::new(config);
+        h.take();
+        h.input(Input::Opened {
+            conn: 1,
+            role: Role::Master,
+            purpose: Purpose::Registration(master()),
+        });
+        h.message(1, registered_worker());
+        h.take();
+        h
+    }
+
+    /// Launches executor `exec_id` of app-1 with `program` and `args`; what the core decided.
+    fn launch(
+        &mut self,
+        exec_id: i32,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Vec<Output> {
+        let mut app_desc = app_description();
+        app_desc.name = "app".into();
+        app_desc.command.main_class = program.into();
+        app_desc.command.arguments = args.iter().map(|a| a.to_string()).collect();
+        app_desc.command.environment = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        self.message(
+            1,
+            LaunchExecutor {
+                master_url: MASTER_URL.into(),
+                app_id: "app-1".into(),
+                exec_id,
+                rp_id: 0,
+                app_desc,
+                cores: 2,
+                memory: 512,
+                resources: Resources::new(),
+            },
+        );
+        self.take()
+    }
+}
+
+fn registered_worker() -> RegisteredWorker {
+    RegisteredWorker {
+        master: EndpointRef::at(master(), "Master"),
+        master_web_ui_url: "http://10.0.0.1:8080".into(),
+        master_address: master(),
+        duplicate: false,
+    }
+}
+
+/// The application the reference driver registers.
+fn app_description() -> ApplicationDescription {
+    crate::reference::driver::DriverConfig::new("t")
+        .app_description("spark://CoarseGrainedScheduler@127.0.0.1:4040")
+}
+
+/// The executor command the reference driver registers.
+fn executor_args() -> Vec<String> {
+    app_description().command.arguments
+}
+
+fn names(out: &[Output]) -> Vec<String> {
+    out.iter()
+        .map(|o| match o {
+            Output::Send { conn, message } => format!("send {} on {conn}", message.name()),
+            Output::Ask { conn, message } => format!("ask {} on {conn}", message.name()),
+            Output::Reply { conn, .. } => format!("reply on {conn}"),
+            Output::Fail { conn, .. } => format!("fail on {conn}"),
+            Output::Close { conn } => format!("close {conn}"),
+            Output::Dial(a) => format!("dial {a}"),
+            Output::Start(l) => format!("start {}", l.key),
+            Output::Kill(k) => format!("kill {k}"),
+        })
+        .collect()
+}
+
+fn state_changes(out: &[Output]) -> Vec<(ExecutorState, Option<String>, Option<i32>)> {
+    out.iter()
+        .filter_map(|o| match o {
+            Output::Ask {
+                message: DeployMessage::ExecutorStateChanged(c),
+                ..
+            } => Some((c.state, c.message.clone(), c.exit_status)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn registers_with_its_master_then_heartbeats_every_quarter_of_the_timeout() {
+    let mut h = Harness::new(|_| {});
+    assert_eq!(names(&h.take()), ["dial 10.0.0.1:7077"]);
+    h.input(Input::Opened {
+        conn: 1,
+        role: Role::Master,
+        purpose: Purpose::Registration(master()),
+    });
+    let out = h.take();
+    match out.as_slice() {
+        [Output::Send {
+            conn: 1,
+            message: DeployMessage::RegisterWorker(r),
+        }] => {
+            assert_eq!(r.id, "worker-20260101000000-127.0.0.1-4000");
+            assert_eq!((r.host.as_str(), r.port), ("127.0.0.1", 4000));
+            assert_eq!((r.cores, r.memory), (8, 4096));
+            assert_eq!(r.master_address, master());
+        }
+        other => panic!("{other:?}"),
+    }
+    let start = h.now;
+    h.message(1, registered_worker());
+    assert_eq!(names(&h.take()), ["send WorkerLatestState on 1"]);
+    assert_eq!(h.core.state_response().master_url, MASTER_URL);
+    let next = h.core.poll_timeout().expect("a timer");
+    assert_eq!(
+        next,
+        start + Duration::from_secs(15),
+        "no registration retry left"
+    );
+    h.at(next);
+    assert_eq!(names(&h.take()), ["send Heartbeat on 1"]);
+    h.at(next + Duration::from_secs(14));
+    assert!(h.take().is_empty(), "not before the next quarter");
+    h.at(next + Duration::from_secs(15));
+    assert_eq!(names(&h.take()), ["send Heartbeat on 1"]);
+}
+
+#[test]
+fn retries_the_registration_then_gives_up_as_spark_does() {
+    let mut h = Harness::new(|_| {});
+    h.take();
+    let start = h.now;
+    let mut dials = 1;
+    let mut timers = 0;
+    while h.core.exit().is_none() {
+        let at = h.core.poll_timeout().expect("a timer");
+        h.at(at);
+        dials += names(&h.take())
+            .iter()
+            .filter(|n| n.starts_with("dial"))
+            .count();
+        timers += 1;
+        assert!(timers < 500, "never gave up");
+    }
+    assert_eq!(h.core.exit(), Some(&WorkerExit::GaveUp));
+    assert_eq!(dials as u32, REGISTRATION_RETRIES, "one dial per attempt");
+    // Six waits fuzzed ±50 % around 10 s, then ten around 60 s: 330 s to 990 s in all.
+    let took = h.now - start;
+    assert!(
+        took >= Duration::from_secs(330) && took <= Duration::from_secs(990),
+        "{took:?}"
+    );
+    assert_eq!(h.config.register_retry, Duration::from_secs(10));
+}
+
+#[test]
+fn a_lost_master_connection_makes_it_register_again_and_reconnect_worker_resends() {
+    let mut h = Harness::registered(|_| {});
+    h.input(Input::Closed { conn: 1 });
+    assert_eq!(names(&h.take()), ["dial 10.0.0.1:7077"]);
+    // Unregistered: no heartbeat.
+    let beat = h.now + Duration::from_secs(15);
+    h.at(beat);
+    assert!(!names(&h.take()).iter().any(|n| n.contains("Heartbeat")));
+    h.input(Input::Opened {
+        conn: 2,
+        role: Role::Master,
+        purpose: Purpose::Registration(master()),
+    });
+    assert_eq!(names(&h.take()), ["send RegisterWorker on 2"]);
+    h.message(2, registered_worker());
+    h.take();
+    h.message(
+        2,
+        ReconnectWorker {
+            master_url: MASTER_URL.into(),
+        },
+    );
+    assert_eq!(names(&h.take()), ["send RegisterWorker on 2"]);
+}
+
+#[test]
+fn a_launched_executor_is_reported_running_then_exited() {
+    let mut h = Harness::registered(|_| {});
+    let args = executor_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = h.launch(
+        3,
+        "/opt/bin/../sparkwire",
+        &args,
+        &[("SPARK_X", "{{APP_ID}}"), ("OTHER", "1")],
+    );
+    let launch: Launch = match out.as_slice() {
+        [Output::Start(l)] => l.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(launch.key, RunKey::Executor("app-1".into(), 3));
+    assert_eq!(launch.program, PathBuf::from("/opt/sparkwire"), "canonical");
+    assert_eq!(launch.dir, PathBuf::from("/work/app-1/3"));
+    assert!(launch.args.contains(&"3".to_string()), "{:?}", launch.args);
+    assert!(launch.args.contains(&"app-1".to_string()));
+    assert!(
+        !launch.args.iter().any(|a| a.contains("{{")),
+        "{:?}",
+        launch.args
+    );
+    // The minimal environment: the worker's PATH and the allowed application variables only.
+    assert_eq!(
+        launch
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect::<Vec<_>>(),
+        [("PATH", "/usr/bin:/bin"), ("SPARK_X", "app-1")]
+    );
+    assert!(!launch.write_secret);
+    assert!(
+        h.core.state_response().executors.is_empty(),
+        "not before it runs"
+    );
+    h.input(Input::Started {
+        key: launch.key.clone(),
+    });
+    assert_eq!(
+        state_changes(&h.take()),
+        [(ExecutorState::Running, None, None)]
+    );
+    let state = h.core.state_response();
+    assert_eq!((state.cores_used, state.memory_used), (2, 512));
+    h.input(Input::Ended {
+        key: launch.key,
+        ended: Ended::Exited {
+            code: 1,
+            killed: false,
+        },
+    });
+    assert_eq!(
+        state_changes(&h.take()),
+        [(
+            ExecutorState::Exited,
+            Some("Command exited with code 1".into()),
+            Some(1)
+        )]
+    );
+    let state = h.core.state_response();
+    assert_eq!((state.cores_used, state.memory_used), (0, 0));
+    assert_eq!(state.finished_executors.len(), 1);
+    assert_eq!(state.finished_executors[0].state, ExecutorState::Exited);
+}
+
+#[test]
+fn a_killed_executor_ends_killed_and_only_the_active_master_may_kill() {
+    let mut h = Harness::registered(|_| {});
+    let args = executor_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    h.launch(0, "/opt/sparkwire", &args, &[]);
+    let key = RunKey::Executor("app-1".into(), 0);
+    h.input(Input::Started { key: key.clone() });
+    h.take();
+    let kill = |url: &str| KillExecutor {
+        master_url: url.into(),
+        app_id: "app-1".into(),
+        exec_id: 0,
+    };
+    h.message(1, kill("sparkwire://10.9.9.9:7077"));
+    assert!(h.take().is_empty(), "another master's kill is ignored");
+    h.message(1, kill(MASTER_URL));
+    assert_eq!(names(&h.take()), ["kill executor app-1/0"]);
+    // The process's exit status after the kill does not matter: it was killed.
+    h.input(Input::Ended {
+        key,
+        ended: Ended::Exited {
+            code: 143,
+            killed: false,
+        },
+    });
+    assert_eq!(
+        state_changes(&h.take()),
+        [(ExecutorState::Killed, None, Some(143))]
+    );
+}
+
+#[test]
+fn the_launch_policy_refuses_with_executor_state_changed_failed() {
+    let mut h = Harness::registered(|_| {});
+    let args = executor_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let failure = |out: &[Output]| -> String {
+        assert!(
+            !out.iter().any(|o| matches!(o, Output::Start(_))),
+            "nothing starts"
+        );
+        match state_changes(out).as_slice() {
+            [(ExecutorState::Failed, Some(m), None)] => m.clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let why = failure(&h.launch(1, "/bin/sh", &["-c", "id"], &[]));
+    assert!(
+        why.contains("not on the worker's allow-list (--allow-exec, --allow-exec-any)"),
+        "{why}"
+    );
+    let why = failure(&h.launch(2, "/no/such", &args, &[]));
+    assert!(why.contains("cannot be resolved"), "{why}");
+    // On --allow-exec, the program runs only as `executor` with its flags.
+    let why = failure(&h.launch(3, "/opt/sparkwire", &["worker", "x"], &[]));
+    assert!(
+        why.contains("--allow-exec allows it only as an executor"),
+        "{why}"
+    );
+    let why = failure(&h.launch(4, "/opt/sparkwire", &args, &[("LD_PRELOAD", "/tmp/x.so")]));
+    assert!(
+        why.contains("Refusing the launch: its environment sets LD_PRELOAD"),
+        "{why}"
+    );
+    // On --allow-exec-any, any arguments.
+    let out = h.launch(5, "/opt/any", &["-c", "anything"], &[]);
+    assert_eq!(names(&out), ["start executor app-1/5"]);
+    let state = h.core.state_response();
+    assert_eq!(state.finished_executors.len(), 4);
+    assert_eq!(state.cores_used, 0, "refused launches hold nothing");
+    // A driver needs --allow-exec-any.
+    let mut command = app_description().command;
+    command.main_class = "/opt/sparkwire".into();
+    let driver_desc = DriverDescription {
+        jar_url: String::new(),
+        mem: 512,
+        cores: 1,
+        supervise: false,
+        command,
+        resource_reqs: Vec::new(),
+    };
+    h.message(
+        1,
+        LaunchDriver {
+            driver_id: "driver-1".into(),
+            driver_desc,
+            resources: Resources::new(),
+        },
+    );
+    match h.take().as_slice() {
+        [Output::Send {
+            message: DeployMessage::DriverStateChanged(c),
+            ..
+        }] => {
+            assert_eq!(c.state, DriverState::Error);
+            let text = &c.exception.as_ref().expect("why").message;
+            assert!(text.contains("as a driver"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_launch_that_fails_to_start_is_reported_failed() {
+    let mut h = Harness::registered(|c| {
+        c.security = crate::connection::Security::with_secret(
+            crate::wire::handshake::Secret::new(b"0123456789abcdef".to_vec()).expect("secret"),
+        );
+    });
+    let out = h.launch(0, "/opt/any", &[], &[]);
+    let launch = match out.as_slice() {
+        [Output::Start(l)] => l.clone(),
+        other => panic!("{other:?}"),
+    };
+    // The secret is handed over in a private file in the executor's directory, named by a
+    // variable: never in the environment or on the command line.
+    assert!(launch.write_secret);
+    assert_eq!(
+        launch.env.get(super::SECRET_FILE_ENV).map(String::as_str),
+        Some("/work/app-1/0/.sparkwire-secret")
+    );
+    assert!(!launch.env.values().any(|v| v.contains("0123456789abcdef")));
+    h.input(Input::StartFailed {
+        key: launch.key,
+        reason: "cannot run /opt/any: permission denied".into(),
+    });
+    assert_eq!(
+        state_changes(&h.take()),
+        [(
+            ExecutorState::Failed,
+            Some("cannot run /opt/any: permission denied".into()),
+            None
+        )]
+    );
+    assert!(h.core.state_response().executors.is_empty());
+}
+
+#[test]
+fn commands_are_taken_only_from_the_registered_master_over_its_connection() {
+    let mut h = Harness::registered(|_| {});
+    // A UI connected to the worker cannot launch anything.
+    h.input(Input::Opened {
+        conn: 9,
+        role: Role::Ui,
+        purpose: Purpose::Inbound,
+    });
+    h.input(Input::Message {
+        conn: 9,
+        message: LaunchExecutor {
+            master_url: MASTER_URL.into(),
+            app_id: "app-1".into(),
+            exec_id: 0,
+            rp_id: 0,
+            app_desc: app_description(),
+            cores: 1,
+            memory: 1,
+            resources: Resources::new(),
+        }
+        .into(),
+    });
+    assert_eq!(names(&h.take()), ["close 9"]);
+    // Nor can a master over a connection it opened (not the registered one).
+    h.input(Input::Opened {
+        conn: 10,
+        role: Role::Master,
+        purpose: Purpose::Inbound,
+    });
+    h.message(
+        10,
+        KillExecutor {
+            master_url: MASTER_URL.into(),
+            app_id: "app-1".into(),
+            exec_id: 0,
+        },
+    );
+    assert_eq!(names(&h.take()), ["close 10"]);
+}
