@@ -32,17 +32,13 @@ async fn decommissioned_workers_get_no_new_executors() {
     let ui = ui(&m).await;
     let none = ask(
         &ui,
-        DecommissionWorkersOnHosts {
-            hostnames: vec!["elsewhere".into()],
-        },
+        DecommissionWorkersOnHosts::new(vec!["elsewhere".into()]),
     )
     .await;
     assert_eq!(none, Reply::Int(0));
     let one = ask(
         &ui,
-        DecommissionWorkersOnHosts {
-            hostnames: vec!["127.0.0.1".into()],
-        },
+        DecommissionWorkersOnHosts::new(vec!["127.0.0.1".into()]),
     )
     .await;
     assert_eq!(one, Reply::Int(1));

@@ -15,37 +15,30 @@ use sparkwire::messages::{Command, DeployMessage, DriverDescription, DriverState
 use sparkwire::wire::Reply;
 
 fn driver(script: &str, cores: i32, mem: i32, supervise: bool) -> DriverDescription {
-    DriverDescription {
-        jar_url: "file:///app.jar".into(),
+    DriverDescription::new(
+        "file:///app.jar".into(),
         mem,
         cores,
         supervise,
-        command: Command {
-            main_class: SH.into(),
-            arguments: vec![
+        Command::new(
+            SH.into(),
+            vec![
                 "-c".into(),
                 script.into(),
                 "driver".into(),
                 "{{WORKER_URL}}".into(),
             ],
-            environment: Default::default(),
-            class_path_entries: vec![],
-            library_path_entries: vec![],
-            java_opts: vec![],
-        },
-        resource_reqs: vec![],
-    }
+            Default::default(),
+            vec![],
+            vec![],
+            vec![],
+        ),
+        vec![],
+    )
 }
 
 async fn submit(c: &Connection<DeployMessage>, d: DriverDescription) -> String {
-    match ask(
-        c,
-        RequestSubmitDriver {
-            driver_description: d,
-        },
-    )
-    .await
-    {
+    match ask(c, RequestSubmitDriver::new(d)).await {
         Reply::Message(DeployMessage::SubmitDriverResponse(r)) => {
             assert!(r.success, "{}", r.message);
             let id = r.driver_id.expect("an id");
@@ -58,14 +51,7 @@ async fn submit(c: &Connection<DeployMessage>, d: DriverDescription) -> String {
 }
 
 async fn status(c: &Connection<DeployMessage>, id: &str) -> DriverStatusResponse {
-    match ask(
-        c,
-        RequestDriverStatus {
-            driver_id: id.into(),
-        },
-    )
-    .await
-    {
+    match ask(c, RequestDriverStatus::new(id.into())).await {
         Reply::Message(DeployMessage::DriverStatusResponse(r)) => r,
         other => panic!("expected DriverStatusResponse, got {other:?}"),
     }
@@ -91,14 +77,7 @@ async fn wait_status(
 }
 
 async fn kill(c: &Connection<DeployMessage>, id: &str) -> (bool, String) {
-    match ask(
-        c,
-        RequestKillDriver {
-            driver_id: id.into(),
-        },
-    )
-    .await
-    {
+    match ask(c, RequestKillDriver::new(id.into())).await {
         Reply::Message(DeployMessage::KillDriverResponse(r)) => {
             assert_eq!(r.driver_id, id);
             (r.success, r.message)
@@ -164,7 +143,7 @@ async fn drivers_are_submitted_run_and_end_killed_finished_or_failed() {
 
     let a = submit(&c, driver("exec sleep 60", 1, 256, false)).await;
     wait_status(&c, &a, DriverState::Running).await;
-    match ask(&c, RequestKillAllDrivers {}).await {
+    match ask(&c, RequestKillAllDrivers::new()).await {
         Reply::Message(DeployMessage::KillAllDriversResponse(r)) => {
             assert!(r.success);
             assert_eq!(r.message, "Kill request for all drivers submitted");

@@ -116,13 +116,11 @@ async fn a_worker_silent_for_the_timeout_is_dead_and_its_executors_lost() {
     let answer = w
         .conn
         .ask_with_timeout(
-            ExecutorStateChanged {
-                app_id: launch.app_id.clone(),
-                exec_id: launch.exec_id,
-                state: ExecutorState::Running,
-                message: None,
-                exit_status: None,
-            }
+            ExecutorStateChanged::new(
+                launch.app_id.clone(),
+                launch.exec_id,
+                ExecutorState::Running,
+            )
             .into(),
             PATIENCE,
         )

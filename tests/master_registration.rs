@@ -69,7 +69,7 @@ async fn another_worker_id_at_a_registered_address_is_refused() {
         })
         .await;
     let failed = find(&log, |m| match m {
-        DeployMessage::RegisterWorkerFailed(RegisterWorkerFailed { message }) => {
+        DeployMessage::RegisterWorkerFailed(RegisterWorkerFailed { message, .. }) => {
             Some(message.clone())
         }
         _ => None,
@@ -102,10 +102,10 @@ async fn a_worker_declared_dead_is_asked_to_reconnect_and_registers_again() {
             .any(|x| x.id == "worker-quiet" && x.state == WorkerState::Dead)
     })
     .await;
-    w.send(Heartbeat {
-        worker_id: "worker-quiet".into(),
-        worker: EndpointRef::at(w.addr.clone(), "Worker"),
-    })
+    w.send(Heartbeat::new(
+        "worker-quiet".into(),
+        EndpointRef::at(w.addr.clone(), "Worker"),
+    ))
     .await;
     let log = w
         .wait("ReconnectWorker", |l| {

@@ -104,10 +104,10 @@ async fn the_executor_limit_follows_requests_and_killed_executors_are_not_replac
 
     let profile = ResourceProfile::default_with(Some(2), 512);
     let reply = app
-        .ask(RequestExecutors {
-            app_id: app_id.clone(),
-            resource_profile_to_total_execs: vec![ProfileExecutors { profile, total: 3 }],
-        })
+        .ask(RequestExecutors::new(
+            app_id.clone(),
+            vec![ProfileExecutors::new(profile, 3)],
+        ))
         .await;
     assert_eq!(reply, Reply::Bool(true));
     app.wait("three executors", |l| {
@@ -117,17 +117,17 @@ async fn the_executor_limit_follows_requests_and_killed_executors_are_not_replac
 
     let profile = ResourceProfile::default_with(Some(2), 512);
     let reply = app
-        .ask(RequestExecutors {
-            app_id: app_id.clone(),
-            resource_profile_to_total_execs: vec![ProfileExecutors { profile, total: 2 }],
-        })
+        .ask(RequestExecutors::new(
+            app_id.clone(),
+            vec![ProfileExecutors::new(profile, 2)],
+        ))
         .await;
     assert_eq!(reply, Reply::Bool(true));
     let reply = app
-        .ask(KillExecutors {
-            app_id: app_id.clone(),
-            executor_ids: vec!["1".into(), "not-a-number".into()],
-        })
+        .ask(KillExecutors::new(
+            app_id.clone(),
+            vec!["1".into(), "not-a-number".into()],
+        ))
         .await;
     assert_eq!(reply, Reply::Bool(true));
     ws[0]
