@@ -18,7 +18,7 @@
 //!   omit), in declaration order, with every `Option` field `None`;
 //! - `with_<field>(value)`, one setter per field, taking the field's own type;
 //! - `Default`, for a struct whose fields are all optional (a message without fields, such as
-//!   [`RequestMasterState`]), equal to `new()`.
+//!   [`RequestMasterState`](deploy::RequestMasterState)), equal to `new()`.
 //!
 //! A field that a revision adds is an `Option`, so it changes neither `new` nor an existing setter.
 //! Struct patterns outside sparkwire end in `..`.
@@ -31,10 +31,8 @@
 //! ([`ExecutorLossReason::executor_exited`], …).
 //!
 //! ```
-//! use sparkwire::messages::{
-//!     Addr, DeployMessage, EndpointRef, ExecutorState, ExecutorStateChanged, Family,
-//!     RegisterWorker, RequestMasterState, Resources,
-//! };
+//! use sparkwire::messages::deploy::{ExecutorStateChanged, RegisterWorker, RequestMasterState};
+//! use sparkwire::messages::{Addr, DeployMessage, EndpointRef, ExecutorState, Family, Resources};
 //!
 //! let worker = EndpointRef::at(Addr::new("10.0.0.7", 35001), "Worker");
 //! let register = RegisterWorker::new(
