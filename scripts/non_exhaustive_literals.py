@@ -28,6 +28,7 @@ Usage (from the repository root, or pass --root):
     python3 scripts/non_exhaustive_literals.py --check    # list what would change; exit 1 if any
     python3 scripts/non_exhaustive_literals.py --diff     # print a unified diff, change nothing
     python3 scripts/non_exhaustive_literals.py tests/foo.rs README.md   # only these paths
+    python3 scripts/non_exhaustive_literals.py --self-test  # the script's own cases
 
 Default places: tests/, benches/, examples/, fuzz/, conformance/ (every `.rs` file, code and
 doc-comment code blocks), `*.md` at the root and in conformance/ (```rust blocks), and the
@@ -330,10 +331,9 @@ class File:
             return False
         s = self.path_start(k - 1)
         before = self.t(s - 1)
-        if before in NOT_LITERAL_BEFORE or before == "!":
-            return False
-        # `impl<T> Trait for Type<T> {`, `-> Type {` with paths: look one more token back for `for`.
-        return not (self.toks[s - 1].kind == "ident" and before in {"for", "impl"})
+        if before == "for" and k in self.pairs and self.t(self.pairs[k] + 1) == "in":
+            return True  # `for Pattern { .. } in`
+        return before not in NOT_LITERAL_BEFORE and before != "!"
 
     def find(self) -> None:
         toks = self.toks
@@ -358,6 +358,9 @@ class File:
 
     def is_pattern(self, lit: Lit) -> bool:
         toks, pairs = self.toks, self.pairs
+        after = self.t(lit.close + 1)
+        if after == "|" or (self.t(lit.start - 1) == "for" and after == "in"):
+            return True  # a closure's parameter, a pattern alternative, a `for` pattern
         j, levels, comma = lit.start - 1, 0, False
         while j >= 0:
             t = toks[j]
@@ -472,11 +475,18 @@ class Rewriter:
             out.append((a, lit.close))
         return out
 
-    def resolve(self, lit: Lit, names: list[str]):
+    def resolve(self, lit: Lit, names: list[str], complete: bool):
+        """The types `lit` can be: by its path, then by the fields given, then by the imports."""
         cands = self.f.types[lit.key]
         if len(cands) > 1:
             in_path = [c for c in cands if c.module in lit.path_prefix.split("::")]
             cands = in_path or [c for c in cands if set(names) <= {x.name for x in c.fields}]
+        if len(cands) > 1 and complete:
+            cands = [c for c in cands if {x.name for x in c.required} <= set(names)] or cands
+        if len(cands) > 1:
+            uses = [u for u in re.findall(r"\buse\s+[^;]*;", self.f.src) if re.search(r"\b%s\b" % lit.key, u)]
+            imported = [c for c in cands if any(re.search(r"\b%s\b" % c.module, u) for u in uses)]
+            cands = imported if len(imported) == 1 else cands
         return cands
 
     def rewrite(self, lit: Lit) -> str:
@@ -487,7 +497,25 @@ class Rewriter:
             return self.pattern(lit, items)
         given: list[tuple[str, str, str]] = []  # (field, value text, indent of its line)
         base = None
+        notes: dict[str, list[str]] = {}  # comments written before a field, by field
+        ends: dict[str, str] = {}  # a comment at the end of a field's line, by field
+        last = None  # the field before the current item
+
+        def split(trivia: str) -> list[str]:
+            """The comments of `trivia`, after taking one that ends the line of `last`."""
+            head, nl, rest = trivia.partition("\n")
+            if nl and last is not None and head.strip():
+                ends[last] = head.strip()
+                return comments(rest)
+            return comments(trivia)
+
         for a, b in items:
+            before = split(f.src[f.toks[a - 1].end:f.toks[a].start])
+            last = f.t(a) if f.t(a) != ".." else None
+            if before and f.t(a) != "..":
+                notes[f.t(a)] = before
+            elif before:
+                trailing = before + trailing
             if f.t(a) == "..":
                 base = self.emit(a + 1, b).strip()
                 continue
@@ -498,7 +526,8 @@ class Rewriter:
             else:
                 self.warn(f"{self.path}:{self.line(lit.start)}: unrecognised item in {lit.key} literal; left unchanged")
                 return original
-        cands = self.resolve(lit, [g[0] for g in given])
+        trailing = split(f.src[f.toks[lit.close - 1].end:f.toks[lit.close].start] + "\n")
+        cands = self.resolve(lit, [g[0] for g in given], base is None)
         if len(cands) != 1:
             what = "no" if not cands else "several"
             self.warn(f"{self.path}:{self.line(lit.start)}: {what} {lit.key} type fits the fields given; left unchanged")
@@ -509,7 +538,7 @@ class Rewriter:
         if unknown:
             self.warn(f"{self.path}:{self.line(lit.start)}: {lit.key} has no field {', '.join(unknown)}; left unchanged")
             return original
-        multiline = "\n" in original
+        multiline = "\n" in original or bool(notes) or bool(trailing) or bool(ends)
         indent = self.indent_at(lit.start)
         # A value over several lines moves: to `indent + 4` as an argument, to `indent` in a setter.
         arg = [(n, reindent(v, len(indent) + 4 - len(i)) if multiline else v) for n, v, i in given]
@@ -523,9 +552,10 @@ class Rewriter:
             if missing:
                 self.warn(f"{self.path}:{self.line(lit.start)}: {lit.key} literal lacks {', '.join(missing)}; left unchanged")
                 return original
-            args = [values.get(x.name, "None") for x in st.fields]
+            args = [(values.get(x.name, "None") + (NOTE + " " + ends[x.name] if x.name in ends else ""),
+                     notes.get(x.name, [])) for x in st.fields]
             head = f"{lit.path_prefix}{st.variant_of}::{st.ctor}"
-            return head + self.call(args, multiline, indent)
+            return head + self.call(args, multiline, indent, trailing)
         type_path = lit.path_prefix + st.name
         setters: list[tuple[str, str]] = []
         if base is None:
@@ -538,9 +568,11 @@ class Rewriter:
                 v = values[x.name]
                 if x.name in st.into_params and v.endswith(".into()"):
                     v = v[: -len(".into()")]
-                args.append(v)
-            head = type_path + "::new" + self.call(args, multiline, indent)
+                args.append((v + (NOTE + " " + ends[x.name] if x.name in ends else ""), notes.get(x.name, [])))
             setters = [(n, v) for n, v, _ in given if known[n].optional and v != "None"]
+            dropped = [n for n, v, _ in given if known[n].optional and v == "None"]
+            trailing = [c for n in dropped for c in notes.get(n, []) + [ends.get(n, "")] if c] + trailing
+            head = type_path + "::new" + self.call(args, multiline, indent, trailing)
         else:
             if re.fullmatch(r"(Default::default|%s::default)\(\)" % re.escape(type_path), base) or \
                     re.fullmatch(r"<%s as Default>::default\(\)" % re.escape(type_path), base):
@@ -553,19 +585,32 @@ class Rewriter:
             else:
                 head = f"({base})"
             setters = [(n, v) for n, v, _ in given]
+        if base is not None and trailing:
+            setters.append(("", ""))  # the trailing comments go after the last setter
         if not setters:
             return head
         if multiline:
-            return head + "".join(f"\n{indent}.with_{n}({v})" for n, v in setters)
+            out = head
+            for n, v in setters:
+                before = (notes.get(n, []) + [ends[n]] if n in ends else notes.get(n, [])) if n else trailing
+                out += "".join(f"\n{indent}{c}" for c in before)
+                out += f"\n{indent}.with_{n}({v})" if n else ""
+            return out
         return head + "".join(f".with_{n}({v})" for n, v in setters)
 
-    def call(self, args: list[str], multiline: bool, indent: str) -> str:
-        if not args:
+    def call(self, args: list[tuple[str, list[str]]], multiline: bool, indent: str,
+             trailing: list[str] = ()) -> str:
+        if not args and not trailing:
             return "()"
         if multiline:
             inner = indent + "    "
-            return "(\n" + "".join(f"{inner}{a},\n" for a in args) + indent + ")"
-        return "(" + ", ".join(args) + ")"
+            out = "(\n"
+            for value, notes in args:
+                code, _, note = value.partition(NOTE)
+                out += "".join(f"{inner}{c}\n" for c in notes) + f"{inner}{code},{note}\n"
+            out += "".join(f"{inner}{c}\n" for c in trailing)
+            return out + indent + ")"
+        return "(" + ", ".join(v for v, _ in args) + ")"
 
     def indent_at(self, k: int) -> str:
         src = self.f.src
@@ -597,6 +642,14 @@ class Rewriter:
         return (f.src[f.toks[lit.open].end:f.toks[lit.open + 1].start]
                 + self.emit(lit.open + 1, lit.close)
                 + f.src[f.toks[lit.close - 1].end:f.toks[lit.close].start])
+
+
+NOTE = "\0"  # separates an argument from the comment that ends its line
+
+
+def comments(trivia: str) -> list[str]:
+    """The comments in `trivia` (whitespace and comments between two tokens), one per line."""
+    return [line.strip() for line in trivia.split("\n") if line.strip()]
 
 
 def reindent(text: str, delta: int) -> str:
@@ -733,15 +786,70 @@ def process(path: str, root: str, types, warn) -> str:
     return rewrite_doc_comments(new, types, rel, warn)
 
 
+SELF_TEST = [
+    # (input, expected output); every expected output must also be left as it is (idempotence).
+    ("let k = KillDriver { driver_id: id.clone() };",
+     "let k = KillDriver::new(id.clone());"),
+    ("let h = messages::deploy::Heartbeat { worker_id, worker };",
+     "let h = messages::deploy::Heartbeat::new(worker_id, worker);"),
+    ("let e = ExecutorStateChanged { app_id: a, exec_id: 1, state, message: None, exit_status: Some(0) };",
+     "let e = ExecutorStateChanged::new(a, 1, state).with_exit_status(Some(0));"),
+    ("let m = RequestMasterState {};", "let m = RequestMasterState::new();"),
+    ("let m = RequestMasterState { ..Default::default() };", "let m = RequestMasterState::default();"),
+    ("let e = ExecutorStateChanged { message: Some(m), ..base.clone() };",
+     "let e = base.clone().with_message(Some(m));"),
+    ("let a = Addr { host: \"h\".into(), port: 1 };", "let a = Addr::new(\"h\", 1);"),
+    ("let w = WorkerDecommissioning { id: i, worker_ref: EndpointRef { address: None, name: n } };",
+     "let w = WorkerDecommissioning::new(i, EndpointRef::new(n));"),
+    ("let r = ExecutorLossReason::ExecutorProcessLost { reason: r, caused_by_app: false };",
+     "let r = ExecutorLossReason::executor_process_lost(r, None, false);"),
+    ("let k = coarse::KillExecutors { executor_ids: v };", "let k = coarse::KillExecutors::new(v);"),
+    ("match m { D::KillDriver(KillDriver { driver_id }) | D::X(Heartbeat { worker: EndpointRef { name, .. }, worker_id }) if ok => {} }",
+     "match m { D::KillDriver(KillDriver { driver_id, .. }) | D::X(Heartbeat { worker: EndpointRef { name, .. }, worker_id, .. }) if ok => {} }"),
+    ("match m { (A, RequestReadyz {}) => RequestReadyz {}, _ => f(KillDriver { driver_id }) }",
+     "match m { (A, RequestReadyz { .. }) => RequestReadyz::new(), _ => f(KillDriver::new(driver_id)) }"),
+    ("if let Some(KillDriver { driver_id }) = x {}", "if let Some(KillDriver { driver_id, .. }) = x {}"),
+    ("assert!(matches!(m, D::KillDriver(KillDriver { driver_id }) if driver_id == \"x\"));",
+     "assert!(matches!(m, D::KillDriver(KillDriver { driver_id, .. }) if driver_id == \"x\"));"),
+    ("for KillDriver { driver_id } in all {}", "for KillDriver { driver_id, .. } in all {}"),
+    ("let f = |KillDriver { driver_id }| driver_id;", "let f = |KillDriver { driver_id, .. }| driver_id;"),
+    ("let v = vec![KillDriver {\n    // the id\n    driver_id: b, // b\n}];",
+     "let v = vec![KillDriver::new(\n    // the id\n    b, // b\n)];"),
+    ("struct KillDriver { driver_id: String }\nlet k = KillDriver { driver_id: s };",
+     "struct KillDriver { driver_id: String }\nlet k = KillDriver { driver_id: s };"),
+    ("fn f() -> KillDriver { g() }\nimpl T for KillDriver { }", "fn f() -> KillDriver { g() }\nimpl T for KillDriver { }"),
+    ("/// ```\n/// let k = KillDriver { driver_id: x };\n/// ```\nfn f() {}",
+     "/// ```\n/// let k = KillDriver::new(x);\n/// ```\nfn f() {}"),
+]
+
+
+def self_test(root: str) -> int:
+    types = load_types(root)
+    failed = 0
+    for given, want in SELF_TEST:
+        got = rewrite_doc_comments(rewrite_code(given, types, "case", lambda w: None), types, "case",
+                                   lambda w: None)
+        again = rewrite_doc_comments(rewrite_code(want, types, "case", lambda w: None), types, "case",
+                                     lambda w: None)
+        if got != want or again != want:
+            failed += 1
+            print(f"FAILED\n  given: {given}\n  want:  {want}\n  got:   {got}\n  again: {again}")
+    print(f"{len(SELF_TEST) - failed} of {len(SELF_TEST)} cases pass")
+    return 1 if failed else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("paths", nargs="*", help="files or directories (default: see the docstring)")
     ap.add_argument("--root", default=".", help="repository root (default: .)")
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
     ap.add_argument("--diff", action="store_true", help="print a unified diff; change nothing")
+    ap.add_argument("--self-test", action="store_true", help="run the built-in cases and exit")
     ap.add_argument("--no-fmt", action="store_true", help="do not run rustfmt on rewritten .rs files")
     args = ap.parse_args()
     root = os.path.abspath(args.root)
+    if args.self_test:
+        return self_test(root)
     types = load_types(root)
     warnings: list[str] = []
     paths = []
