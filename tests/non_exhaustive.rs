@@ -175,20 +175,23 @@ fn loss_reasons_are_built_with_one_constructor_per_variant() {
 
 // --- What the compiler refuses outside sparkwire -------------------------------------------------
 
-/// The sparkwire library this test was linked with: the newest `libsparkwire-*.rlib` beside the
-/// test binary, and that directory (where its dependencies are).
+/// The sparkwire library this test was linked with: of the `libsparkwire-*.rlib` beside the test
+/// binary, the newest that is not newer than the binary (which was linked after it), and that
+/// directory (where its dependencies are).
 fn library() -> (PathBuf, PathBuf) {
     let exe = std::env::current_exe().expect("the test binary's path");
     let deps = exe.parent().expect("target/<profile>/deps").to_path_buf();
+    let modified = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
+    let linked = modified(&exe);
     let rlib = std::fs::read_dir(&deps)
         .expect("the deps directory")
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name.starts_with("libsparkwire-") && name.ends_with(".rlib")
+            name.starts_with("libsparkwire-") && name.ends_with(".rlib") && modified(p) <= linked
         })
-        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+        .max_by_key(|p| modified(p))
         .expect("libsparkwire-*.rlib beside the test binary");
     (rlib, deps)
 }
