@@ -82,17 +82,17 @@ fn bench_sorts() -> Duration {
 
 fn register(i: usize, port: u16) -> DeployMessage {
     let addr = Addr::new("127.0.0.1", 40_000 + i as i32);
-    RegisterWorker {
-        id: format!("worker-bench-{i}"),
-        host: addr.host.clone(),
-        port: addr.port,
-        worker: EndpointRef::at(addr, "Worker"),
-        cores: 8,
-        memory: 16_384,
-        worker_web_ui_url: String::new(),
-        master_address: Addr::new("127.0.0.1", i32::from(port)),
-        resources: Default::default(),
-    }
+    RegisterWorker::new(
+        format!("worker-bench-{i}"),
+        addr.host.clone(),
+        addr.port,
+        EndpointRef::at(addr, "Worker"),
+        8,
+        16_384,
+        String::new(),
+        Addr::new("127.0.0.1", i32::from(port)),
+        Default::default(),
+    )
     .into()
 }
 

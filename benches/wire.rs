@@ -178,23 +178,18 @@ fn print_sizes() {
         (
             "KillExecutor",
             send_d(
-                KillExecutor {
-                    master_url: "spark://127.0.0.1:7077".to_string(),
-                    app_id: samples::APP_ID.to_string(),
-                    exec_id: 0,
-                }
+                KillExecutor::new(
+                    "spark://127.0.0.1:7077".to_string(),
+                    samples::APP_ID.to_string(),
+                    0,
+                )
                 .into(),
             ),
             "235",
         ),
         (
             "ApplicationFinished",
-            send_d(
-                ApplicationFinished {
-                    id: samples::APP_ID.to_string(),
-                }
-                .into(),
-            ),
+            send_d(ApplicationFinished::new(samples::APP_ID.to_string()).into()),
             "184",
         ),
         (
@@ -232,7 +227,7 @@ fn print_sizes() {
             send_c(samples::launch_task(0).into()),
             "10113–10234 (trivial task, payload included)",
         ),
-        ("StopExecutor", send_c(StopExecutor {}.into()), "227"),
+        ("StopExecutor", send_c(StopExecutor::new().into()), "227"),
         (
             "a Boolean reply",
             frame_len(Envelope::<CoarseMessage>::Reply {

@@ -32,17 +32,17 @@ async fn worker(master: Addr) -> Result<(), Box<dyn std::error::Error>> {
     .await?;
     let me = Addr::new("127.0.0.1", 1);
     conn.send(
-        RegisterWorker {
-            id: "worker-custom-1".into(),
-            host: me.host.clone(),
-            port: me.port,
-            worker: EndpointRef::at(me, "Worker"),
-            cores: 2,
-            memory: 1024,
-            worker_web_ui_url: String::new(),
-            master_address: master,
-            resources: Default::default(),
-        }
+        RegisterWorker::new(
+            "worker-custom-1".into(),
+            me.host.clone(),
+            me.port,
+            EndpointRef::at(me, "Worker"),
+            2,
+            1024,
+            String::new(),
+            master,
+            Default::default(),
+        )
         .into(),
     )
     .await?;

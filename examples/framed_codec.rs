@@ -20,21 +20,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The client asks; the master reads the envelope and replies under the same id.
     let ask = Envelope::Ask {
         id: 1,
-        message: DeployMessage::from(KillDriver {
-            driver_id: "driver-20250101120000-0000".into(),
-        }),
+        message: DeployMessage::from(KillDriver::new("driver-20250101120000-0000".into())),
     };
     client.send(ask).await?;
     let Some(Envelope::Ask { id, message }) = master.next().await.transpose()? else {
         return Err("expected an ask".into());
     };
     println!("master got ask {id}: {message:?}");
-    let answer = KillDriverResponse {
-        master: EndpointRef::client("Master"),
-        driver_id: "driver-20250101120000-0000".into(),
-        success: true,
-        message: "Kill request for driver-20250101120000-0000 submitted".into(),
-    };
+    let answer = KillDriverResponse::new(
+        EndpointRef::client("Master"),
+        "driver-20250101120000-0000".into(),
+        true,
+        "Kill request for driver-20250101120000-0000 submitted".into(),
+    );
     master
         .send(Envelope::Reply {
             id,

@@ -39,7 +39,7 @@
 //! use sparkwire::messages::{deploy::KillDriver, DeployMessage, Version};
 //! use sparkwire::wire::{decode_frame, encode_frame, Envelope};
 //!
-//! let msg = DeployMessage::from(KillDriver { driver_id: "driver-20250101120000-0000".into() });
+//! let msg = DeployMessage::from(KillDriver::new("driver-20250101120000-0000".into()));
 //! let frame = encode_frame(&Envelope::Send(msg.clone()), Version::V2)?;
 //! let back: Envelope<DeployMessage> = decode_frame(&Bytes::from(frame), Version::V2)?;
 //! assert_eq!(back, Envelope::Send(msg));

@@ -82,7 +82,7 @@ async fn state(master: &Addr, secret: &str) -> MasterStateResponse {
         .await
         .expect("an authenticated ui is accepted");
     let reply = ui
-        .ask_with_timeout(RequestMasterState {}.into(), PATIENCE)
+        .ask_with_timeout(RequestMasterState::new().into(), PATIENCE)
         .await
         .expect("answered");
     ui.close().await;
@@ -199,10 +199,10 @@ async fn with_a_secret_no_peer_without_it_gets_a_handshake_and_only_admins_chang
         .await
         .expect("an authenticated application client is accepted");
     app.send(
-        RegisterApplication {
-            app_description: desc,
-            driver: EndpointRef::at(Addr::new("127.0.0.1", 1), "AppClient"),
-        }
+        RegisterApplication::new(
+            desc,
+            EndpointRef::at(Addr::new("127.0.0.1", 1), "AppClient"),
+        )
         .into(),
     )
     .await
@@ -244,23 +244,20 @@ async fn with_a_secret_no_peer_without_it_gets_a_handshake_and_only_admins_chang
         .expect("an authenticated ui");
     assert!(!ui.negotiated().admin);
     failed_permission(
-        ui.ask_with_timeout(RequestKillAllDrivers {}.into(), PATIENCE)
+        ui.ask_with_timeout(RequestKillAllDrivers::new().into(), PATIENCE)
             .await,
         "RequestKillAllDrivers",
     );
     failed_permission(
         ui.ask_with_timeout(
-            DecommissionWorkersOnHosts {
-                hostnames: vec!["127.0.0.1".into()],
-            }
-            .into(),
+            DecommissionWorkersOnHosts::new(vec!["127.0.0.1".into()]).into(),
             PATIENCE,
         )
         .await,
         "DecommissionWorkersOnHosts",
     );
     failed_permission(
-        ui.ask_with_timeout(RequestClearCompletedDriversAndApps {}.into(), PATIENCE)
+        ui.ask_with_timeout(RequestClearCompletedDriversAndApps::new().into(), PATIENCE)
             .await,
         "RequestClearCompletedDriversAndApps",
     );
@@ -274,7 +271,7 @@ async fn with_a_secret_no_peer_without_it_gets_a_handshake_and_only_admins_chang
         .expect("an admin ui");
     assert!(matches!(
         admin
-            .ask_with_timeout(RequestClearCompletedDriversAndApps {}.into(), PATIENCE)
+            .ask_with_timeout(RequestClearCompletedDriversAndApps::new().into(), PATIENCE)
             .await,
         Ok(Reply::Int(0))
     ));

@@ -187,7 +187,7 @@ async fn connections_with_the_same_secret_authenticate_over_tcp() {
     // Envelopes flow after it.
     let ask = tokio::spawn(async move {
         client
-            .ask(sparkwire::messages::deploy::RequestMasterState {}.into())
+            .ask(sparkwire::messages::deploy::RequestMasterState::new().into())
             .await
     });
     let mut server = server;

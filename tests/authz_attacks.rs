@@ -250,11 +250,7 @@ async fn attack_4_another_applications_kill_executors_and_unregister_are_refused
     let kill = attacker
         .active()
         .ask_with_timeout(
-            KillExecutors {
-                app_id: victim_id.clone(),
-                executor_ids: vec!["0".into()],
-            }
-            .into(),
+            KillExecutors::new(victim_id.clone(), vec!["0".into()]).into(),
             PATIENCE,
         )
         .await;
@@ -267,14 +263,9 @@ async fn attack_4_another_applications_kill_executors_and_unregister_are_refused
     }
 
     let conn = attacker.active();
-    conn.send(
-        UnregisterApplication {
-            app_id: victim_id.clone(),
-        }
-        .into(),
-    )
-    .await
-    .expect("sent");
+    conn.send(UnregisterApplication::new(victim_id.clone()).into())
+        .await
+        .expect("sent");
     let closed = tokio::time::timeout(PATIENCE, conn.closed())
         .await
         .expect("the attacker's connection closes");
@@ -326,14 +317,10 @@ async fn attack_4_a_fake_workers_decommissioning_and_status_updates_for_a_real_w
     let update = fake
         .conn
         .ask_with_timeout(
-            ExecutorStateChanged {
-                app_id: app_id.clone(),
-                exec_id: 0,
-                state: ExecutorState::Failed,
-                message: Some("forged".into()),
-                exit_status: Some(1),
-            }
-            .into(),
+            ExecutorStateChanged::new(app_id.clone(), 0, ExecutorState::Failed)
+                .with_message(Some("forged".into()))
+                .with_exit_status(Some(1))
+                .into(),
             PATIENCE,
         )
         .await;
@@ -343,10 +330,10 @@ async fn attack_4_a_fake_workers_decommissioning_and_status_updates_for_a_real_w
     );
     // A one-way message naming the real worker: the fake loses its connection (and the executor
     // the master placed on the fake is LOST with it).
-    fake.send(WorkerDecommissioning {
-        id: real.id().to_string(),
-        worker_ref: EndpointRef::at(fake_addr, "Worker"),
-    })
+    fake.send(WorkerDecommissioning::new(
+        real.id().to_string(),
+        EndpointRef::at(fake_addr, "Worker"),
+    ))
     .await;
     let closed = tokio::time::timeout(PATIENCE, fake.conn.closed())
         .await
@@ -385,10 +372,10 @@ async fn attack_4_a_heartbeat_for_another_workers_id_closes_the_connection() {
         sparkwire::messages::Addr::new("127.0.0.1", 9),
     )
     .await;
-    fake.send(Heartbeat {
-        worker_id: real.id().to_string(),
-        worker: EndpointRef::at(sparkwire::messages::Addr::new("127.0.0.1", 9), "Worker"),
-    })
+    fake.send(Heartbeat::new(
+        real.id().to_string(),
+        EndpointRef::at(sparkwire::messages::Addr::new("127.0.0.1", 9), "Worker"),
+    ))
     .await;
     let closed = tokio::time::timeout(PATIENCE, fake.conn.closed())
         .await
@@ -409,7 +396,7 @@ async fn attack_6_a_worker_sending_register_application_is_refused_and_loses_its
     // An ask its role may not send: a failure, and the connection stays open.
     let asked = fake
         .conn
-        .ask_with_timeout(RequestMasterState {}.into(), PATIENCE)
+        .ask_with_timeout(RequestMasterState::new().into(), PATIENCE)
         .await;
     match asked {
         Err(ConnectionError::Remote { error, .. }) => {
@@ -423,10 +410,10 @@ async fn attack_6_a_worker_sending_register_application_is_refused_and_loses_its
     }
     assert!(fake.conn.close_reason().is_none());
     // A one-way message its role may not send: the connection closes, nothing registered.
-    fake.send(RegisterApplication {
-        app_description: app_desc("rogue", "true", None, 256),
-        driver: EndpointRef::at(sparkwire::messages::Addr::new("127.0.0.1", 9), "AppClient"),
-    })
+    fake.send(RegisterApplication::new(
+        app_desc("rogue", "true", None, 256),
+        EndpointRef::at(sparkwire::messages::Addr::new("127.0.0.1", 9), "AppClient"),
+    ))
     .await;
     let closed = tokio::time::timeout(PATIENCE, fake.conn.closed())
         .await
@@ -519,46 +506,26 @@ async fn a_driver_client_kills_only_the_drivers_it_submitted() {
     let m = addr_of(&master);
     let owner = client(&m).await;
     let other = client(&m).await;
-    let desc = sparkwire::messages::DriverDescription {
-        jar_url: "file:///app.jar".into(),
-        mem: 256,
-        cores: 1,
-        supervise: false,
-        command: app_desc("d", "true", None, 256).command,
-        resource_reqs: vec![],
-    };
-    let id = match ask(
-        &owner,
-        RequestSubmitDriver {
-            driver_description: desc,
-        },
-    )
-    .await
-    {
+    let desc = sparkwire::messages::DriverDescription::new(
+        "file:///app.jar".into(),
+        256,
+        1,
+        false,
+        app_desc("d", "true", None, 256).command,
+        vec![],
+    );
+    let id = match ask(&owner, RequestSubmitDriver::new(desc)).await {
         Reply::Message(DeployMessage::SubmitDriverResponse(r)) => r.driver_id.expect("an id"),
         other => panic!("{other:?}"),
     };
     let refused = other
-        .ask_with_timeout(
-            RequestKillDriver {
-                driver_id: id.clone(),
-            }
-            .into(),
-            PATIENCE,
-        )
+        .ask_with_timeout(RequestKillDriver::new(id.clone()).into(), PATIENCE)
         .await;
     assert!(
         matches!(&refused, Err(ConnectionError::Remote { error, .. }) if error.class_name == "java.lang.SecurityException"),
         "{refused:?}"
     );
-    match ask(
-        &owner,
-        RequestKillDriver {
-            driver_id: id.clone(),
-        },
-    )
-    .await
-    {
+    match ask(&owner, RequestKillDriver::new(id.clone())).await {
         Reply::Message(DeployMessage::KillDriverResponse(r)) => assert!(r.success, "{}", r.message),
         other => panic!("{other:?}"),
     }
@@ -590,16 +557,16 @@ async fn a_fake_master_dialling_a_worker_cannot_make_it_launch() {
     .expect("handshake");
     let marker = work.join("pwned");
     fake.send(
-        LaunchExecutor {
-            master_url: master.url(),
-            app_id: "app-fake".into(),
-            exec_id: 0,
-            rp_id: 0,
-            app_desc: app_desc("fake", &format!("touch {}", marker.display()), None, 64),
-            cores: 1,
-            memory: 64,
-            resources: Default::default(),
-        }
+        LaunchExecutor::new(
+            master.url(),
+            "app-fake".into(),
+            0,
+            0,
+            app_desc("fake", &format!("touch {}", marker.display()), None, 64),
+            1,
+            64,
+            Default::default(),
+        )
         .into(),
     )
     .await
@@ -633,30 +600,30 @@ async fn an_executor_reporting_for_another_executor_loses_its_connection() {
                 .await
                 .expect("handshake");
         let registered = conn
-            .ask(CoarseMessage::RegisterExecutor(RegisterExecutor {
-                executor_id: id.into(),
-                executor_ref: EndpointRef::client("Executor"),
-                hostname: "127.0.0.1".into(),
-                cores: 1,
-                log_urls: Default::default(),
-                attributes: Default::default(),
-                resources: Default::default(),
-                resource_profile_id: 0,
-            }))
+            .ask(CoarseMessage::RegisterExecutor(RegisterExecutor::new(
+                id.into(),
+                EndpointRef::client("Executor"),
+                "127.0.0.1".into(),
+                1,
+                Default::default(),
+                Default::default(),
+                Default::default(),
+                0,
+            )))
             .await
             .expect("answered");
         assert_eq!(registered, Reply::Bool(true));
         conns.push(conn);
     }
     conns[1]
-        .send(CoarseMessage::StatusUpdate(StatusUpdate {
-            executor_id: "1".into(),
-            task_id: 0,
-            state: TaskState::Failed,
-            data: Payload::default(),
-            task_cpus: 1,
-            resources: Default::default(),
-        }))
+        .send(CoarseMessage::StatusUpdate(StatusUpdate::new(
+            "1".into(),
+            0,
+            TaskState::Failed,
+            Payload::default(),
+            1,
+            Default::default(),
+        )))
         .await
         .expect("sent");
     let closed = tokio::time::timeout(PATIENCE, conns[1].handle().closed())
@@ -684,17 +651,17 @@ async fn a_connection_carries_one_application_and_a_second_registration_is_ignor
     let desc = app_desc("once", "true", None, 256);
     let app = TestApp::register(std::slice::from_ref(&m), desc.clone()).await;
     let id = app.app_id().await;
-    app.send(RegisterApplication {
-        app_description: desc,
-        driver: EndpointRef::at(app.addr.clone(), "AppClient"),
-    })
+    app.send(RegisterApplication::new(
+        desc,
+        EndpointRef::at(app.addr.clone(), "AppClient"),
+    ))
     .await;
     // An ask after the send is answered after it was handled.
     let answered = app
-        .ask(sparkwire::messages::deploy::RequestExecutors {
-            app_id: id.clone(),
-            resource_profile_to_total_execs: vec![],
-        })
+        .ask(sparkwire::messages::deploy::RequestExecutors::new(
+            id.clone(),
+            vec![],
+        ))
         .await;
     assert_eq!(answered, Reply::Bool(true));
     let state = master_state(&m).await;
@@ -726,35 +693,21 @@ async fn a_program_allowed_only_as_an_executor_is_not_run_as_a_driver() {
     .await;
     wait_master_state(&m, "the worker", |s| s.workers.len() == 1).await;
     let c = client(&m).await;
-    let desc = sparkwire::messages::DriverDescription {
-        jar_url: "file:///app.jar".into(),
-        mem: 64,
-        cores: 1,
-        supervise: false,
-        command: app_desc("d", "touch pwned", None, 64).command,
-        resource_reqs: vec![],
-    };
-    let id = match ask(
-        &c,
-        RequestSubmitDriver {
-            driver_description: desc,
-        },
-    )
-    .await
-    {
+    let desc = sparkwire::messages::DriverDescription::new(
+        "file:///app.jar".into(),
+        64,
+        1,
+        false,
+        app_desc("d", "touch pwned", None, 64).command,
+        vec![],
+    );
+    let id = match ask(&c, RequestSubmitDriver::new(desc)).await {
         Reply::Message(DeployMessage::SubmitDriverResponse(r)) => r.driver_id.expect("an id"),
         other => panic!("{other:?}"),
     };
     let deadline = tokio::time::Instant::now() + PATIENCE;
     let status = loop {
-        match ask(
-            &c,
-            RequestDriverStatus {
-                driver_id: id.clone(),
-            },
-        )
-        .await
-        {
+        match ask(&c, RequestDriverStatus::new(id.clone())).await {
             Reply::Message(DeployMessage::DriverStatusResponse(s))
                 if s.state == Some(DriverState::Error) =>
             {

@@ -553,7 +553,7 @@ async fn many_concurrent_asks_are_each_matched_to_their_own_reply() {
         for task_id in 0..50i64 {
             let handle = handle.clone();
             tasks.push(tokio::spawn(async move {
-                let dump = sparkwire::messages::coarse::TaskThreadDump { task_id };
+                let dump = sparkwire::messages::coarse::TaskThreadDump::new(task_id);
                 (task_id, handle.ask(dump.into()).await)
             }));
         }
@@ -628,9 +628,9 @@ async fn the_handshake_helpers_hand_over_streams_ready_for_the_frame_codec() {
 
     let (negotiated, _reader, mut writer) = client.into_parts();
     let codec = FrameCodec::<DeployMessage>::new(negotiated.version, FrameLimit::DEFAULT);
-    let unregister = DeployMessage::from(sparkwire::messages::deploy::UnregisterApplication {
-        app_id: samples::APP_ID.to_string(),
-    });
+    let unregister = DeployMessage::from(sparkwire::messages::deploy::UnregisterApplication::new(
+        samples::APP_ID.to_string(),
+    ));
     let frame = codec
         .encode_to_bytes(&Envelope::Send(unregister.clone()))
         .expect("encodable");

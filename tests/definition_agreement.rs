@@ -152,9 +152,7 @@ fn every_coarse_message_is_laid_out_exactly_as_the_definition_says_in_every_vers
 #[test]
 fn checker_catches_a_missing_field_a_wrong_type_and_an_unknown_field() {
     let def = Definition::builtin();
-    let good = sparkwire::messages::deploy::KillDriver {
-        driver_id: "driver-1".into(),
-    };
+    let good = sparkwire::messages::deploy::KillDriver::new("driver-1".into());
     let mut body = Vec::new();
     write_message(&DeployMessage::from(good), Version::V2, &mut body).expect("encodes");
     assert!(check_message(def, "deploy", Version::V2, &body, Strictness::Exact).is_ok());

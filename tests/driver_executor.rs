@@ -339,14 +339,14 @@ async fn a_misbehaving_executor_connection_is_closed_and_the_driver_goes_on() {
     let driver = Driver::start(config).await.expect("driver");
     // A StatusUpdate before registering breaks rule X1: the strict driver closes that connection.
     let mut rude = raw_executor(&driver, "rude").await;
-    rude.send(CoarseMessage::StatusUpdate(StatusUpdate {
-        executor_id: "9".into(),
-        task_id: 12,
-        state: TaskState::Finished,
-        data: Payload::default(),
-        task_cpus: 1,
-        resources: Default::default(),
-    }))
+    rude.send(CoarseMessage::StatusUpdate(StatusUpdate::new(
+        "9".into(),
+        12,
+        TaskState::Finished,
+        Payload::default(),
+        1,
+        Default::default(),
+    )))
     .await
     .expect("sent");
     let closed = patiently("the close", async {
@@ -398,37 +398,37 @@ async fn updates_for_unknown_tasks_and_unsupported_asks_are_answered_not_fatal()
     let driver = Driver::start(config).await.expect("driver");
     let conn = raw_executor(&driver, "x").await;
     let registered = conn
-        .ask(CoarseMessage::RegisterExecutor(RegisterExecutor {
-            executor_id: "x".into(),
-            executor_ref: EndpointRef::client("Executor"),
-            hostname: "h".into(),
-            cores: 1,
-            log_urls: Default::default(),
-            attributes: Default::default(),
-            resources: Default::default(),
-            resource_profile_id: 0,
-        }))
+        .ask(CoarseMessage::RegisterExecutor(RegisterExecutor::new(
+            "x".into(),
+            EndpointRef::client("Executor"),
+            "h".into(),
+            1,
+            Default::default(),
+            Default::default(),
+            Default::default(),
+            0,
+        )))
         .await
         .expect("answered");
     assert_eq!(registered, Reply::Bool(true));
-    conn.send(CoarseMessage::LaunchedExecutor(LaunchedExecutor {
-        executor_id: "x".into(),
-    }))
+    conn.send(CoarseMessage::LaunchedExecutor(LaunchedExecutor::new(
+        "x".into(),
+    )))
     .await
     .expect("sent");
-    conn.send(CoarseMessage::StatusUpdate(StatusUpdate {
-        executor_id: "x".into(),
-        task_id: 4242,
-        state: TaskState::Failed,
-        data: Payload::copy_from(&[0xc1]),
-        task_cpus: 1,
-        resources: Default::default(),
-    }))
+    conn.send(CoarseMessage::StatusUpdate(StatusUpdate::new(
+        "x".into(),
+        4242,
+        TaskState::Failed,
+        Payload::copy_from(&[0xc1]),
+        1,
+        Default::default(),
+    )))
     .await
     .expect("sent");
     let refused = conn
         .ask(CoarseMessage::RetrieveDelegationTokens(
-            RetrieveDelegationTokens {},
+            RetrieveDelegationTokens::new(),
         ))
         .await;
     assert!(

@@ -353,7 +353,7 @@ async fn a_message_absent_from_the_negotiated_version_closes_the_connection() {
 #[tokio::test]
 async fn a_local_message_is_refused_inbound_and_outbound() {
     let (client, mut server) = bystander().await;
-    let refused = client.send(SendHeartbeat {}.into()).await;
+    let refused = client.send(SendHeartbeat::new().into()).await;
     assert_eq!(
         refused,
         Err(ConnectionError::Outbound(FrameError::Envelope(
@@ -560,11 +560,11 @@ async fn the_inspector_refusing_inbound_closes_and_refusing_outbound_only_fails_
         strict,
     )
     .await;
-    let kill = sparkwire::messages::deploy::KillExecutor {
-        master_url: "spark://127.0.0.1:7077".to_string(),
-        app_id: samples::APP_ID.to_string(),
-        exec_id: 0,
-    };
+    let kill = sparkwire::messages::deploy::KillExecutor::new(
+        "spark://127.0.0.1:7077".to_string(),
+        samples::APP_ID.to_string(),
+        0,
+    );
     assert_eq!(
         master.send(kill.into()).await,
         Err(ConnectionError::Rejected {

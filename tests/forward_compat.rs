@@ -44,10 +44,7 @@ fn a_newer_revision_s_optional_fields_are_skipped_by_this_decoder() {
             .into_iter()
             .collect(),
     };
-    let expected = DeployMessage::Heartbeat(Heartbeat {
-        worker_id: "worker-1".into(),
-        worker,
-    });
+    let expected = DeployMessage::Heartbeat(Heartbeat::new("worker-1".into(), worker));
     for version in Version::ALL {
         let got: Envelope<DeployMessage> =
             decode_frame(&frame_of("Heartbeat", &next), version).expect("decodes");

@@ -141,11 +141,11 @@ async fn strict_master_kills_a_driver_a_worker_reports_and_stays_clean() {
         })
         .await;
     worker
-        .send(sparkwire::messages::deploy::WorkerLatestState {
-            id: id.to_string(),
-            executors: vec![],
-            driver_ids: vec!["driver-20261201000000-0042".to_string()],
-        })
+        .send(sparkwire::messages::deploy::WorkerLatestState::new(
+            id.to_string(),
+            vec![],
+            vec!["driver-20261201000000-0042".to_string()],
+        ))
         .await;
     worker
         .wait("KillDriver for the unknown driver", |l| {

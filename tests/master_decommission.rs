@@ -15,9 +15,7 @@ use sparkwire::wire::handshake::{Role, Secret};
 use sparkwire::wire::Reply;
 
 fn decommission(hosts: &[&str]) -> DecommissionWorkersOnHosts {
-    DecommissionWorkersOnHosts {
-        hostnames: hosts.iter().map(|h| h.to_string()).collect(),
-    }
+    DecommissionWorkersOnHosts::new(hosts.iter().map(|h| h.to_string()).collect())
 }
 
 fn count(log: &[DeployMessage], f: impl Fn(&DeployMessage) -> bool) -> usize {
@@ -72,10 +70,10 @@ fn decommissioned_workers_get_no_new_executors() {
     // the only worker is decommissioned, however long one waits.
     sim.send(
         w,
-        WorkerDecommissioning {
-            id: "worker-0".into(),
-            worker_ref: EndpointRef::at(Addr::new("127.0.0.1", 55000), "Worker"),
-        },
+        WorkerDecommissioning::new(
+            "worker-0".into(),
+            EndpointRef::at(Addr::new("127.0.0.1", 55000), "Worker"),
+        ),
     );
     for exec in 0..2 {
         sim.executor_state(w, &app_id, exec, ExecutorState::Killed, None);

@@ -13,37 +13,30 @@ use sparkwire::messages::{Command, DeployMessage, DriverDescription, DriverState
 use sparkwire::wire::Reply;
 
 fn driver(script: &str, cores: i32, mem: i32, supervise: bool) -> DriverDescription {
-    DriverDescription {
-        jar_url: "file:///app.jar".into(),
+    DriverDescription::new(
+        "file:///app.jar".into(),
         mem,
         cores,
         supervise,
-        command: Command {
-            main_class: SH.into(),
-            arguments: vec![
+        Command::new(
+            SH.into(),
+            vec![
                 "-c".into(),
                 script.into(),
                 "driver".into(),
                 "{{WORKER_URL}}".into(),
             ],
-            environment: Default::default(),
-            class_path_entries: vec![],
-            library_path_entries: vec![],
-            java_opts: vec![],
-        },
-        resource_reqs: vec![],
-    }
+            Default::default(),
+            vec![],
+            vec![],
+            vec![],
+        ),
+        vec![],
+    )
 }
 
 async fn submit(c: &Connection<DeployMessage>, d: DriverDescription) -> String {
-    match ask(
-        c,
-        RequestSubmitDriver {
-            driver_description: d,
-        },
-    )
-    .await
-    {
+    match ask(c, RequestSubmitDriver::new(d)).await {
         Reply::Message(DeployMessage::SubmitDriverResponse(r)) => {
             assert!(r.success, "{}", r.message);
             let id = r.driver_id.expect("an id");
@@ -56,14 +49,7 @@ async fn submit(c: &Connection<DeployMessage>, d: DriverDescription) -> String {
 }
 
 async fn status(c: &Connection<DeployMessage>, id: &str) -> DriverStatusResponse {
-    match ask(
-        c,
-        RequestDriverStatus {
-            driver_id: id.into(),
-        },
-    )
-    .await
-    {
+    match ask(c, RequestDriverStatus::new(id.into())).await {
         Reply::Message(DeployMessage::DriverStatusResponse(r)) => r,
         other => panic!("expected DriverStatusResponse, got {other:?}"),
     }

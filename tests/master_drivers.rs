@@ -17,12 +17,7 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
 fn submit(sim: &mut Sim, c: ConnId, d: DriverDescription) -> String {
-    match sim.ask(
-        c,
-        RequestSubmitDriver {
-            driver_description: d,
-        },
-    ) {
+    match sim.ask(c, RequestSubmitDriver::new(d)) {
         Some(Ok(Reply::Message(DeployMessage::SubmitDriverResponse(r)))) => {
             assert!(r.success, "{}", r.message);
             let id = r.driver_id.expect("an id");
@@ -34,24 +29,14 @@ fn submit(sim: &mut Sim, c: ConnId, d: DriverDescription) -> String {
 }
 
 fn status(sim: &mut Sim, c: ConnId, id: &str) -> DriverStatusResponse {
-    match sim.ask(
-        c,
-        RequestDriverStatus {
-            driver_id: id.into(),
-        },
-    ) {
+    match sim.ask(c, RequestDriverStatus::new(id.into())) {
         Some(Ok(Reply::Message(DeployMessage::DriverStatusResponse(r)))) => r,
         other => panic!("expected DriverStatusResponse, got {other:?}"),
     }
 }
 
 fn kill(sim: &mut Sim, c: ConnId, id: &str) -> Result<KillDriverResponse, String> {
-    match sim.ask(
-        c,
-        RequestKillDriver {
-            driver_id: id.into(),
-        },
-    ) {
+    match sim.ask(c, RequestKillDriver::new(id.into())) {
         Some(Ok(Reply::Message(DeployMessage::KillDriverResponse(r)))) => Ok(r),
         Some(Err(e)) => Err(e.message),
         other => panic!("expected KillDriverResponse, got {other:?}"),
@@ -66,14 +51,7 @@ fn launched(sim: &Sim, w: ConnId) -> Vec<String> {
 }
 
 fn ended(sim: &mut Sim, w: ConnId, id: &str, state: DriverState) {
-    sim.send(
-        w,
-        DriverStateChanged {
-            driver_id: id.into(),
-            state,
-            exception: None,
-        },
-    );
+    sim.send(w, DriverStateChanged::new(id.into(), state));
 }
 
 #[test]
@@ -131,7 +109,7 @@ fn drivers_are_submitted_placed_killed_and_end_in_their_states() {
     assert!(!unknown.found && unknown.state.is_none());
 
     let a = submit(&mut sim, c, driver_desc(1, 256, false));
-    match sim.ask(c, RequestKillAllDrivers {}) {
+    match sim.ask(c, RequestKillAllDrivers::new()) {
         Some(Ok(Reply::Message(DeployMessage::KillAllDriversResponse(r)))) => {
             assert!(r.success);
             assert_eq!(r.message, "Kill request for all drivers submitted");
@@ -203,12 +181,7 @@ fn only_the_client_that_submitted_a_driver_may_kill_it_and_a_standby_refuses_sub
 
     let mut standby = Sim::standby(MasterConfig::default());
     let c = standby.connect(Role::DriverClient, "client");
-    match standby.ask(
-        c,
-        RequestSubmitDriver {
-            driver_description: driver_desc(1, 256, false),
-        },
-    ) {
+    match standby.ask(c, RequestSubmitDriver::new(driver_desc(1, 256, false))) {
         Some(Ok(Reply::Message(DeployMessage::SubmitDriverResponse(r)))) => {
             assert!(!r.success);
             assert_eq!(

@@ -66,33 +66,21 @@ fn a_new_master_recovers_workers_and_applications_that_answer() {
 
     sim.send(
         w,
-        WorkerSchedulerStateResponse {
-            id: "worker-0".into(),
-            exec_responses: vec![WorkerExecutorStateResponse {
-                desc: ExecutorDescription {
-                    app_id: app_id.clone(),
-                    exec_id: 0,
-                    rp_id: 0,
-                    cores: 1,
-                    memory_mb: 256,
-                    state: ExecutorState::Running,
-                },
-                resources: Resources::new(),
-            }],
-            driver_responses: vec![],
-        },
+        WorkerSchedulerStateResponse::new(
+            "worker-0".into(),
+            vec![WorkerExecutorStateResponse::new(
+                ExecutorDescription::new(app_id.clone(), 0, 0, 1, 256, ExecutorState::Running),
+                Resources::new(),
+            )],
+            vec![],
+        ),
     );
     assert_eq!(
         sim.core.state(),
         RecoveryState::Recovering,
         "the application has not answered yet"
     );
-    sim.send(
-        a,
-        MasterChangeAcknowledged {
-            app_id: app_id.clone(),
-        },
-    );
+    sim.send(a, MasterChangeAcknowledged::new(app_id.clone()));
     assert_eq!(sim.core.state(), RecoveryState::Alive);
     let s = sim.state();
     assert_eq!(s.workers[0].state, WorkerState::Alive);
@@ -149,7 +137,7 @@ fn a_standby_master_answers_standby_and_is_not_ready() {
     assert_eq!(
         sim.received(w),
         &[DeployMessage::MasterInStandby(
-            sparkwire::messages::deploy::MasterInStandby {}
+            sparkwire::messages::deploy::MasterInStandby::new()
         )]
     );
     let (app, id) = sim.app(60000, app_desc("early", None, 256));
@@ -157,7 +145,7 @@ fn a_standby_master_answers_standby_and_is_not_ready() {
     assert!(sim.received(app).is_empty());
     let ui = sim.connect(Role::Ui, "ui");
     assert_eq!(
-        sim.ask(ui, sparkwire::messages::deploy::RequestReadyz {}),
+        sim.ask(ui, sparkwire::messages::deploy::RequestReadyz::new()),
         Some(Ok(sparkwire::wire::Reply::Bool(false)))
     );
     sim.input(Input::Elected {

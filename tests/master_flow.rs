@@ -68,7 +68,7 @@ async fn application_gets_a_running_executor_that_is_killed_when_it_unregisters(
     .await;
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
-        match ask(&ui, RequestWorkerState {}).await {
+        match ask(&ui, RequestWorkerState::new()).await {
             sparkwire::wire::Reply::Message(DeployMessage::WorkerStateResponse(w))
                 if w.executors.is_empty()
                     && w.finished_executors

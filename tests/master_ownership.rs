@@ -21,10 +21,7 @@ fn a_misdirected_one_way_message_closes_only_its_connection() {
     let bystander = sim.worker("worker-fine", 52001, 1, 512);
     sim.send(
         w,
-        RegisterApplication {
-            app_description: app_desc("odd", None, 128),
-            driver: EndpointRef::client("odd"),
-        },
+        RegisterApplication::new(app_desc("odd", None, 128), EndpointRef::client("odd")),
     );
     assert!(sim.is_closed(w), "a worker may not register an application");
     assert!(!sim.is_closed(bystander));
@@ -47,7 +44,7 @@ fn a_misdirected_one_way_message_closes_only_its_connection() {
 fn an_ask_the_master_does_not_serve_fails_and_the_connection_stays() {
     let mut sim = Sim::new(MasterConfig::default());
     let c = sim.connect(Role::DriverClient, "client");
-    match sim.ask(c, RequestWorkerState {}) {
+    match sim.ask(c, RequestWorkerState::new()) {
         Some(Err(e)) => assert!(e.message.contains("RequestWorkerState"), "{}", e.message),
         other => panic!("expected a failure, got {other:?}"),
     }
@@ -82,10 +79,10 @@ fn a_worker_cannot_speak_for_another_worker_or_its_executors() {
     // A heartbeat naming another registered worker closes the sender's connection.
     sim.send(
         other,
-        Heartbeat {
-            worker_id: if other == a { "worker-b" } else { "worker-a" }.into(),
-            worker: EndpointRef::at(Addr::new("127.0.0.1", 52010), "Worker"),
-        },
+        Heartbeat::new(
+            if other == a { "worker-b" } else { "worker-a" }.into(),
+            EndpointRef::at(Addr::new("127.0.0.1", 52010), "Worker"),
+        ),
     );
     assert!(sim.is_closed(other));
     assert!(!sim.is_closed(on));
@@ -98,9 +95,7 @@ fn an_application_cannot_unregister_another() {
     let (second, _) = sim.app(60001, app_desc("second", None, 256));
     sim.send(
         second,
-        UnregisterApplication {
-            app_id: first_id.clone().expect("registered"),
-        },
+        UnregisterApplication::new(first_id.clone().expect("registered")),
     );
     assert!(sim.is_closed(second));
     assert!(!sim.is_closed(first));
@@ -114,9 +109,7 @@ fn an_application_cannot_unregister_another() {
     // Nothing more is taken from a refused connection.
     sim.send(
         second,
-        UnregisterApplication {
-            app_id: first_id.expect("registered"),
-        },
+        UnregisterApplication::new(first_id.expect("registered")),
     );
     assert_eq!(sim.state().active_apps.len(), 1);
 }

@@ -18,7 +18,7 @@ const LEASE: Duration = Duration::from_millis(2000);
 
 async fn ready(m: &Addr) -> bool {
     let c = ui(m).await;
-    let r = ask(&c, RequestReadyz {}).await;
+    let r = ask(&c, RequestReadyz::new()).await;
     c.close().await;
     r == Reply::Bool(true)
 }

@@ -64,9 +64,11 @@ fn another_worker_id_at_a_registered_address_is_refused() {
     let b = sim.worker("worker-b", 50002, 2, 1024);
     assert_eq!(
         sim.received(b),
-        &[DeployMessage::RegisterWorkerFailed(RegisterWorkerFailed {
-            message: "Attempted to re-register worker at same address: 127.0.0.1:50002".into()
-        })]
+        &[DeployMessage::RegisterWorkerFailed(
+            RegisterWorkerFailed::new(
+                "Attempted to re-register worker at same address: 127.0.0.1:50002".into(),
+            )
+        )]
     );
     assert_eq!(sim.state().workers.len(), 1);
 }

@@ -51,9 +51,7 @@ fn an_application_whose_executors_cannot_start_is_removed_after_the_retry_limit(
     assert_eq!(updates(log, ExecutorState::Failed), 3);
     assert_eq!(
         app_removed(log),
-        vec![ApplicationRemoved {
-            message: "FAILED".into()
-        }]
+        vec![ApplicationRemoved::new("FAILED".into(),)]
     );
     assert_eq!(sim.launches(w).len(), 3, "no fourth launch");
     assert!(sim

@@ -34,14 +34,14 @@ async fn garbage_and_misdirected_messages_leave_the_master_serving() {
             .any(|m| matches!(m, DeployMessage::RegisteredWorker(_)))
     })
     .await;
-    w.send(RegisterApplication {
-        app_description: app_desc("odd", "true", None, 128),
-        driver: EndpointRef::client("odd"),
-    })
+    w.send(RegisterApplication::new(
+        app_desc("odd", "true", None, 128),
+        EndpointRef::client("odd"),
+    ))
     .await;
     let c = client(&m).await;
     let refused = c
-        .ask_with_timeout(RequestWorkerState {}.into(), PATIENCE)
+        .ask_with_timeout(RequestWorkerState::new().into(), PATIENCE)
         .await
         .expect_err("the master serves no worker state");
     assert!(

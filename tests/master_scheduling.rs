@@ -90,10 +90,7 @@ fn the_executor_limit_follows_requests_and_killed_executors_are_not_replaced() {
     let profile = ResourceProfile::default_with(Some(2), 512);
     let reply = sim.ask(
         app,
-        RequestExecutors {
-            app_id: app_id.clone(),
-            resource_profile_to_total_execs: vec![ProfileExecutors { profile, total: 3 }],
-        },
+        RequestExecutors::new(app_id.clone(), vec![ProfileExecutors::new(profile, 3)]),
     );
     assert_eq!(reply, Some(Ok(Reply::Bool(true))));
     assert_eq!(executors_added(sim.received(app)), 3);
@@ -101,18 +98,12 @@ fn the_executor_limit_follows_requests_and_killed_executors_are_not_replaced() {
     let profile = ResourceProfile::default_with(Some(2), 512);
     let reply = sim.ask(
         app,
-        RequestExecutors {
-            app_id: app_id.clone(),
-            resource_profile_to_total_execs: vec![ProfileExecutors { profile, total: 2 }],
-        },
+        RequestExecutors::new(app_id.clone(), vec![ProfileExecutors::new(profile, 2)]),
     );
     assert_eq!(reply, Some(Ok(Reply::Bool(true))));
     let reply = sim.ask(
         app,
-        KillExecutors {
-            app_id: app_id.clone(),
-            executor_ids: vec!["1".into(), "not-a-number".into()],
-        },
+        KillExecutors::new(app_id.clone(), vec!["1".into(), "not-a-number".into()]),
     );
     assert_eq!(reply, Some(Ok(Reply::Bool(true))));
     assert!(sim.received(ws[0]).iter().any(

@@ -76,7 +76,7 @@ async fn a_ui_peer_reads_the_state_of_a_version_2_master_which_refuses_a_version
     let page = ui(&m).await;
     assert_eq!(page.negotiated().version, Version::V2);
     assert_eq!(page.negotiated().peer_role, Role::Master);
-    match ask(&page, RequestMasterState {}).await {
+    match ask(&page, RequestMasterState::new()).await {
         Reply::Message(DeployMessage::MasterStateResponse(s)) => assert!(s.workers.is_empty()),
         other => panic!("expected MasterStateResponse, got {other:?}"),
     }

@@ -67,9 +67,7 @@ async fn a_declared_4_gib_frame_grows_the_receivers_memory_by_a_few_kib_at_most(
     // Control: a legitimate 1 MiB frame does show up in the count, so the count can see growth.
     let big = Envelope::Send(DeployMessage::from(samples::register_worker()));
     let mut with_payload = common::envelope_frame(&big, Version::V2);
-    let padding = sparkwire::messages::deploy::RegisterWorkerFailed {
-        message: "x".repeat(1024 * 1024),
-    };
+    let padding = sparkwire::messages::deploy::RegisterWorkerFailed::new("x".repeat(1024 * 1024));
     with_payload.extend(common::envelope_frame(
         &Envelope::Send(DeployMessage::from(padding)),
         Version::V2,

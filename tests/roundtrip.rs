@@ -101,7 +101,7 @@ fn random_envelopes_round_trip() {
 
 #[test]
 fn version_two_messages_are_refused_for_a_version_one_peer_both_ways() {
-    let m = DeployMessage::from(sparkwire::messages::deploy::DecommissionWorker {});
+    let m = DeployMessage::from(sparkwire::messages::deploy::DecommissionWorker::new());
     let e = encode_frame(&Envelope::Send(m.clone()), Version::V1).expect_err("v2 only");
     assert_eq!(
         e,
@@ -128,7 +128,7 @@ fn version_two_messages_are_refused_for_a_version_one_peer_both_ways() {
 
 #[test]
 fn local_messages_are_refused_by_the_codec_both_ways() {
-    let m = CoarseMessage::from(sparkwire::messages::coarse::ReviveOffers {});
+    let m = CoarseMessage::from(sparkwire::messages::coarse::ReviveOffers::new());
     let e = encode_frame(&Envelope::Send(m.clone()), Version::V2).expect_err("local");
     assert_eq!(
         e,
@@ -161,14 +161,14 @@ fn version_one_layout_fills_documented_defaults() {
             .into_iter()
             .collect(),
     );
-    let m = CoarseMessage::from(StatusUpdate {
-        executor_id: "1".into(),
-        task_id: 9,
-        state: TaskState::Finished,
-        data: Payload::copy_from(b"ok"),
-        task_cpus: 2,
+    let m = CoarseMessage::from(StatusUpdate::new(
+        "1".into(),
+        9,
+        TaskState::Finished,
+        Payload::copy_from(b"ok"),
+        2,
         resources,
-    });
+    ));
     let bytes =
         Bytes::from(encode_frame(&Envelope::Send(m), Version::V1).expect("v1 has StatusUpdate"));
     let Envelope::Send(CoarseMessage::StatusUpdate(back)) =
@@ -189,13 +189,10 @@ fn app_config_with_task_cpus(amount: f64) -> CoarseMessage {
     if let Some(cpus) = profile.task_resources.get_mut("cpus") {
         cpus.amount = amount;
     }
-    CoarseMessage::from(sparkwire::messages::coarse::SparkAppConfig {
-        spark_properties: vec![],
-        io_encryption_key: None,
-        hadoop_delegation_creds: None,
-        resource_profile: profile,
-        log_level: None,
-    })
+    CoarseMessage::from(sparkwire::messages::coarse::SparkAppConfig::new(
+        vec![],
+        profile,
+    ))
 }
 
 #[test]

@@ -51,9 +51,9 @@ async fn strict_driver_refuses_an_executor_that_skips_registration() {
     let conn: Connection<CoarseMessage> =
         Connection::establish(est, ConnectionConfig::default()).expect("established");
     // LaunchedExecutor before RegisterExecutor breaks X1.
-    conn.send(CoarseMessage::LaunchedExecutor(LaunchedExecutor {
-        executor_id: "1".into(),
-    }))
+    conn.send(CoarseMessage::LaunchedExecutor(LaunchedExecutor::new(
+        "1".into(),
+    )))
     .await
     .expect("sent");
     let got = tokio::time::timeout(Duration::from_secs(10), server)

@@ -278,7 +278,7 @@ fn cluster_manager_flow_is_accepted() {
     let cm = s.open(Endpoint::new(Role::ClusterManager, "am-1"), driver());
     s.up(&cm, msg::register_cluster_manager());
     let ask = s.ask_down(&cm, msg::get_executor_loss_reason("3"));
-    let reason = sparkwire::messages::ExecutorLossReason::ExecutorKilled {};
+    let reason = sparkwire::messages::ExecutorLossReason::executor_killed();
     s.reply_up(&cm, ask, Reply::<CoarseMessage>::LossReason(reason));
     clean(s.events());
 }

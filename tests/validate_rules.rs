@@ -836,9 +836,10 @@ fn cases() -> Vec<Case> {
             },
             |s| {
                 let (_, _, e) = running(s);
-                let garbage = CoarseMessage::LaunchTask(sparkwire::messages::coarse::LaunchTask {
-                    data: sparkwire::messages::Payload::copy_from(b"\xac\xed\x00\x05"),
-                });
+                let garbage =
+                    CoarseMessage::LaunchTask(sparkwire::messages::coarse::LaunchTask::new(
+                        sparkwire::messages::Payload::copy_from(b"\xac\xed\x00\x05"),
+                    ));
                 s.down(&e, garbage);
             },
         ),
@@ -864,7 +865,7 @@ fn cases() -> Vec<Case> {
                     &cm,
                     a,
                     Reply::<CoarseMessage>::LossReason(
-                        sparkwire::messages::ExecutorLossReason::ExecutorKilled {},
+                        sparkwire::messages::ExecutorLossReason::executor_killed(),
                     ),
                 );
             },
@@ -875,7 +876,7 @@ fn cases() -> Vec<Case> {
                     &cm,
                     a,
                     Reply::<CoarseMessage>::LossReason(
-                        sparkwire::messages::ExecutorLossReason::ExecutorKilled {},
+                        sparkwire::messages::ExecutorLossReason::executor_killed(),
                     ),
                 );
             },
@@ -1129,11 +1130,11 @@ fn kill_driver_for_a_driver_the_worker_reports_follows_spark_13604() {
 }
 
 fn latest_with_driver(worker: &str, driver: &str) -> DeployMessage {
-    DeployMessage::WorkerLatestState(sparkwire::messages::deploy::WorkerLatestState {
-        id: worker.to_string(),
-        executors: vec![],
-        driver_ids: vec![driver.to_string()],
-    })
+    DeployMessage::WorkerLatestState(sparkwire::messages::deploy::WorkerLatestState::new(
+        worker.to_string(),
+        vec![],
+        vec![driver.to_string()],
+    ))
 }
 
 fn rules_of(s: &Scenario, config: Config, finish: bool) -> Vec<Rule> {

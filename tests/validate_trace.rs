@@ -120,12 +120,12 @@ fn traces_round_trip_every_kind_of_event() {
     let e = s.executor(&Endpoint::new(Role::Driver, "app-9"), "7", 1);
     let ask = s.ask_down(&e, msg::kill_task(1, "7"));
     s.reply_up(&e, ask, Reply::<CoarseMessage>::Int(3));
-    let thread = ThreadStackTrace {
-        thread_id: 42,
-        thread_name: "Executor task launch worker-0".into(),
-        thread_state: "RUNNABLE".into(),
-        stack_trace: vec!["Task.run".into()],
-    };
+    let thread = ThreadStackTrace::new(
+        42,
+        "Executor task launch worker-0".into(),
+        "RUNNABLE".into(),
+        vec!["Task.run".into()],
+    );
     s.reply_up(
         &e,
         ask + 1,
@@ -137,11 +137,8 @@ fn traces_round_trip_every_kind_of_event() {
         ask + 3,
         Reply::<CoarseMessage>::Bytes(Payload::copy_from(&[0, 1, 255])),
     );
-    let reason = ExecutorLossReason::ExecutorExited {
-        exit_code: 137,
-        exit_caused_by_app: false,
-        reason: "Command exited with code 137".into(),
-    };
+    let reason =
+        ExecutorLossReason::executor_exited(137, false, "Command exited with code 137".into());
     s.reply_up(&e, ask + 4, Reply::<CoarseMessage>::LossReason(reason));
     s.fail_down::<CoarseMessage>(&e, ask + 5, "Duplicate executor ID: 7");
     let events = s.into_events();

@@ -71,7 +71,7 @@ impl MasterClient {
 
     /// The master's state (RequestMasterState).
     pub(crate) async fn master_state(&self) -> Result<MasterStateResponse, String> {
-        match self.ask(RequestMasterState {}).await? {
+        match self.ask(RequestMasterState::new()).await? {
             DeployMessage::MasterStateResponse(s) => Ok(s),
             other => Err(format!(
                 "the master answered RequestMasterState with {}",

@@ -184,21 +184,21 @@ fn driver_description(
     if let Some(c) = args.total_executor_cores {
         arguments.extend(["--total-executor-cores".into(), c.to_string()]);
     }
-    DriverDescription {
-        jar_url: format!("file://{program}"),
-        mem: i32::try_from(driver_memory).unwrap_or(i32::MAX),
-        cores: i32::try_from(args.driver_cores).unwrap_or(i32::MAX),
-        supervise: args.supervise,
-        command: Command {
-            main_class: program,
+    DriverDescription::new(
+        format!("file://{program}"),
+        i32::try_from(driver_memory).unwrap_or(i32::MAX),
+        i32::try_from(args.driver_cores).unwrap_or(i32::MAX),
+        args.supervise,
+        Command::new(
+            program,
             arguments,
-            environment: Default::default(),
-            class_path_entries: Vec::new(),
-            library_path_entries: Vec::new(),
-            java_opts: Vec::new(),
-        },
-        resource_reqs: Vec::new(),
-    }
+            Default::default(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        ),
+        Vec::new(),
+    )
 }
 
 /// Submits the driver to the first master that takes it, then reports its state until it ends;
@@ -220,11 +220,7 @@ async fn cluster_mode(
                 continue;
             }
         };
-        let answer = client
-            .ask(RequestSubmitDriver {
-                driver_description: desc.clone(),
-            })
-            .await?;
+        let answer = client.ask(RequestSubmitDriver::new(desc.clone())).await?;
         let DeployMessage::SubmitDriverResponse(SubmitDriverResponse {
             success,
             driver_id,
@@ -313,12 +309,7 @@ async fn fetch_log(url: &str) -> Result<String, String> {
 async fn follow_driver(client: &MasterClient, id: &str) -> Result<(bool, Option<String>), String> {
     let mut last: Option<DriverState> = None;
     loop {
-        let status = match client
-            .ask(RequestDriverStatus {
-                driver_id: id.to_string(),
-            })
-            .await?
-        {
+        let status = match client.ask(RequestDriverStatus::new(id.to_string())).await? {
             DeployMessage::DriverStatusResponse(s) => s,
             other => {
                 return Err(format!(

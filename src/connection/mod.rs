@@ -242,7 +242,7 @@ impl<F: Family> Drop for ForgetAsk<'_, F> {
 /// });
 /// let ui: Connection<DeployMessage> =
 ///     Connection::connect(ui_io, Role::Ui, "my-ui", ConnectionConfig::default()).await?;
-/// let ready = ui.ask(RequestReadyz {}.into()).await?;
+/// let ready = ui.ask(RequestReadyz::new().into()).await?;
 /// assert_eq!(ready, Reply::Bool(true));
 /// let _master = master.await.expect("joined")?;
 /// # Ok::<(), sparkwire::connection::ConnectionError>(())

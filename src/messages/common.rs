@@ -4,15 +4,16 @@ use std::collections::BTreeMap;
 
 use crate::messages::states::{ApplicationState, DriverState, ExecutorState, WorkerState};
 
-/// A host and port (Spark's `RpcAddress`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-#[serde(rename_all = "camelCase")]
-pub struct Addr {
-    /// Host name or IP address.
-    pub host: String,
-    /// TCP port.
-    pub port: i32,
+record! {
+    @custom_new
+    /// A host and port (Spark's `RpcAddress`).
+    #[derive(Eq, Hash)]
+    pub struct Addr {
+        /// Host name or IP address.
+        pub host: String => with_host,
+        /// TCP port.
+        pub port: i32 => with_port,
+    }
 }
 
 impl Addr {
@@ -36,9 +37,9 @@ record! {
     /// its name. A reference without an address is reachable only over the connection it arrived on.
     pub struct EndpointRef {
         /// The address the endpoint listens on; `None` for a client-only endpoint (an executor).
-        pub address: Option<Addr>,
+        pub address: Option<Addr> => with_address,
         /// The endpoint name, such as `Master`, `Worker` or `CoarseGrainedScheduler`.
-        pub name: String,
+        pub name: String => with_name,
     }
 }
 
@@ -65,9 +66,9 @@ record! {
     /// `["0", "1"]`.
     pub struct ResourceInformation {
         /// Resource name.
-        pub name: String,
+        pub name: String => with_name,
         /// The addresses of the units of that resource.
-        pub addresses: Vec<String>,
+        pub addresses: Vec<String> => with_addresses,
     }
 }
 
@@ -78,13 +79,13 @@ record! {
     /// One executor resource request of a profile (Spark's `ExecutorResourceRequest`).
     pub struct ExecutorResourceRequest {
         /// Resource name: `cores`, `memory` (MiB), `memoryOverhead`, `gpu`, …
-        pub resource_name: String,
+        pub resource_name: String => with_resource_name,
         /// Amount requested.
-        pub amount: i64,
+        pub amount: i64 => with_amount,
         /// Script that discovers the resource on the host (empty when none).
-        pub discovery_script: String,
+        pub discovery_script: String => with_discovery_script,
         /// Vendor (empty when none).
-        pub vendor: String,
+        pub vendor: String => with_vendor,
     }
 }
 
@@ -92,11 +93,11 @@ record! {
     /// One task resource request of a profile (Spark's `TaskResourceRequest`).
     pub struct TaskResourceRequest {
         /// Resource name: `cpus`, `gpu`, …
-        pub resource_name: String,
+        pub resource_name: String => with_resource_name,
         /// Amount per task; may be fractional.
         #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::messages::finite_f64))]
         #[serde(with = "crate::messages::finite_f64_field")]
-        pub amount: f64,
+        pub amount: f64 => with_amount,
     }
 }
 
@@ -105,11 +106,11 @@ record! {
     /// `memory` entries of `executor_resources`; task cpus is the `cpus` entry of `task_resources`.
     pub struct ResourceProfile {
         /// Profile id; 0 is the default profile.
-        pub id: i32,
+        pub id: i32 => with_id,
         /// Executor requests by resource name.
-        pub executor_resources: BTreeMap<String, ExecutorResourceRequest>,
+        pub executor_resources: BTreeMap<String, ExecutorResourceRequest> => with_executor_resources,
         /// Task requests by resource name.
-        pub task_resources: BTreeMap<String, TaskResourceRequest>,
+        pub task_resources: BTreeMap<String, TaskResourceRequest> => with_task_resources,
     }
 }
 
@@ -161,9 +162,9 @@ record! {
     /// `Map[ResourceProfile, Int]`, which keys whole profiles).
     pub struct ProfileExecutors {
         /// The profile.
-        pub profile: ResourceProfile,
+        pub profile: ResourceProfile => with_profile,
         /// Total executors wanted with that profile.
-        pub total: i32,
+        pub total: i32 => with_total,
     }
 }
 
@@ -171,17 +172,17 @@ record! {
     /// The command a worker runs to start an executor or a driver (Spark's `Command`).
     pub struct Command {
         /// Main class (Spark) or program to run (sparkwire's reference worker).
-        pub main_class: String,
+        pub main_class: String => with_main_class,
         /// Arguments, with `{{EXECUTOR_ID}}`-style placeholders.
-        pub arguments: Vec<String>,
+        pub arguments: Vec<String> => with_arguments,
         /// Environment variables.
-        pub environment: BTreeMap<String, String>,
+        pub environment: BTreeMap<String, String> => with_environment,
         /// Class path entries.
-        pub class_path_entries: Vec<String>,
+        pub class_path_entries: Vec<String> => with_class_path_entries,
         /// Library path entries.
-        pub library_path_entries: Vec<String>,
+        pub library_path_entries: Vec<String> => with_library_path_entries,
         /// JVM options.
-        pub java_opts: Vec<String>,
+        pub java_opts: Vec<String> => with_java_opts,
     }
 }
 
@@ -189,23 +190,23 @@ record! {
     /// An application as its client describes it (Spark's `ApplicationDescription`).
     pub struct ApplicationDescription {
         /// Application name.
-        pub name: String,
+        pub name: String => with_name,
         /// Most cores the application may hold across the cluster; `None` for no limit.
-        pub max_cores: Option<i32>,
+        pub max_cores: Option<i32> => with_max_cores,
         /// Command that starts an executor.
-        pub command: Command,
+        pub command: Command => with_command,
         /// URL of the application's UI.
-        pub app_ui_url: String,
+        pub app_ui_url: String => with_app_ui_url,
         /// The default resource profile: executor cores (if set) and memory.
-        pub default_profile: ResourceProfile,
+        pub default_profile: ResourceProfile => with_default_profile,
         /// Event log directory URI.
-        pub event_log_dir: Option<String>,
+        pub event_log_dir: Option<String> => with_event_log_dir,
         /// Event log compression codec.
-        pub event_log_codec: Option<String>,
+        pub event_log_codec: Option<String> => with_event_log_codec,
         /// Executors allowed at start (dynamic allocation).
-        pub initial_executor_limit: Option<i32>,
+        pub initial_executor_limit: Option<i32> => with_initial_executor_limit,
         /// User running the application.
-        pub user: String,
+        pub user: String => with_user,
     }
 }
 
@@ -213,11 +214,11 @@ record! {
     /// A resource a driver needs (Spark's `ResourceRequirement`).
     pub struct ResourceRequirement {
         /// Resource name.
-        pub resource_name: String,
+        pub resource_name: String => with_resource_name,
         /// Units needed.
-        pub amount: i32,
+        pub amount: i32 => with_amount,
         /// Parts per unit.
-        pub num_parts: i32,
+        pub num_parts: i32 => with_num_parts,
     }
 }
 
@@ -225,17 +226,17 @@ record! {
     /// A driver submitted in cluster deploy mode (Spark's `DriverDescription`).
     pub struct DriverDescription {
         /// URL of the application jar.
-        pub jar_url: String,
+        pub jar_url: String => with_jar_url,
         /// Memory in MiB.
-        pub mem: i32,
+        pub mem: i32 => with_mem,
         /// Cores.
-        pub cores: i32,
+        pub cores: i32 => with_cores,
         /// Relaunch the driver when it fails.
-        pub supervise: bool,
+        pub supervise: bool => with_supervise,
         /// Command that starts the driver.
-        pub command: Command,
+        pub command: Command => with_command,
         /// Other resources.
-        pub resource_reqs: Vec<ResourceRequirement>,
+        pub resource_reqs: Vec<ResourceRequirement> => with_resource_reqs,
     }
 }
 
@@ -243,27 +244,28 @@ record! {
     /// An executor as its worker describes it (Spark's `ExecutorDescription`).
     pub struct ExecutorDescription {
         /// Application id.
-        pub app_id: String,
+        pub app_id: String => with_app_id,
         /// Executor id within the application.
-        pub exec_id: i32,
+        pub exec_id: i32 => with_exec_id,
         /// Resource profile id.
-        pub rp_id: i32,
+        pub rp_id: i32 => with_rp_id,
         /// Cores.
-        pub cores: i32,
+        pub cores: i32 => with_cores,
         /// Memory in MiB.
-        pub memory_mb: i32,
+        pub memory_mb: i32 => with_memory_mb,
         /// State.
-        pub state: ExecutorState,
+        pub state: ExecutorState => with_state,
     }
 }
 
 record! {
+    @custom_new
     /// An exception as it crosses the wire: the class name and the message.
     pub struct ErrorDescription {
         /// Class (or kind) of the error, such as `java.io.IOException`.
-        pub class_name: String,
+        pub class_name: String => with_class_name,
         /// Message text.
-        pub message: String,
+        pub message: String => with_message,
     }
 }
 
@@ -284,11 +286,19 @@ impl std::fmt::Display for ErrorDescription {
 }
 
 /// Why an executor went away (Spark's `ExecutorLossReason` and its subclasses).
+///
+/// Both the enum and each of its variants are `#[non_exhaustive]`: a new version may add a
+/// reason, and a revision may add optional fields to one. Outside sparkwire, build a reason with the
+/// constructor named after its variant ([`ExecutorLossReason::executor_exited`], …), which
+/// takes every field the variant has today (one a revision adds is optional and starts `None`), and match it
+/// with `..` in each variant and a wildcard arm.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all_fields = "camelCase")]
+#[non_exhaustive]
 pub enum ExecutorLossReason {
     /// The process exited.
+    #[non_exhaustive]
     ExecutorExited {
         /// Exit code.
         exit_code: i32,
@@ -298,10 +308,13 @@ pub enum ExecutorLossReason {
         reason: String,
     },
     /// Killed on request.
+    #[non_exhaustive]
     ExecutorKilled {},
     /// The reason is not known yet.
+    #[non_exhaustive]
     LossReasonPending {},
     /// The process was lost.
+    #[non_exhaustive]
     ExecutorProcessLost {
         /// Reason text.
         reason: String,
@@ -311,6 +324,7 @@ pub enum ExecutorLossReason {
         caused_by_app: bool,
     },
     /// Decommissioned.
+    #[non_exhaustive]
     ExecutorDecommission {
         /// Host of the decommissioned worker, when the whole worker goes.
         worker_host: Option<String>,
@@ -318,21 +332,69 @@ pub enum ExecutorLossReason {
         reason: String,
     },
     /// Any other reason, as text.
+    #[non_exhaustive]
     Other {
         /// Reason text.
         message: String,
     },
 }
 
+impl ExecutorLossReason {
+    /// The process exited with `exit_code`.
+    pub fn executor_exited(exit_code: i32, exit_caused_by_app: bool, reason: String) -> Self {
+        ExecutorLossReason::ExecutorExited {
+            exit_code,
+            exit_caused_by_app,
+            reason,
+        }
+    }
+
+    /// Killed on request.
+    pub fn executor_killed() -> Self {
+        ExecutorLossReason::ExecutorKilled {}
+    }
+
+    /// The reason is not known yet.
+    pub fn loss_reason_pending() -> Self {
+        ExecutorLossReason::LossReasonPending {}
+    }
+
+    /// The process was lost (with its whole worker on `worker_host`, when that is set).
+    pub fn executor_process_lost(
+        reason: String,
+        worker_host: Option<String>,
+        caused_by_app: bool,
+    ) -> Self {
+        ExecutorLossReason::ExecutorProcessLost {
+            reason,
+            worker_host,
+            caused_by_app,
+        }
+    }
+
+    /// Decommissioned (with its whole worker on `worker_host`, when that is set).
+    pub fn executor_decommission(worker_host: Option<String>, reason: String) -> Self {
+        ExecutorLossReason::ExecutorDecommission {
+            worker_host,
+            reason,
+        }
+    }
+
+    /// Any other reason, as text.
+    pub fn other(message: String) -> Self {
+        ExecutorLossReason::Other { message }
+    }
+}
+
 record! {
     /// A miscellaneous process (Spark's `MiscellaneousProcessDetails`).
     pub struct MiscellaneousProcessDetails {
         /// host:port of the process.
-        pub host_port: String,
+        pub host_port: String => with_host_port,
         /// Cores it uses.
-        pub cores: i32,
+        pub cores: i32 => with_cores,
         /// Log URLs by name.
-        pub log_url_info: BTreeMap<String, String>,
+        pub log_url_info: BTreeMap<String, String> => with_log_url_info,
     }
 }
 
@@ -340,13 +402,13 @@ record! {
     /// A stack trace of a task's thread (the answer to `TaskThreadDump`).
     pub struct ThreadStackTrace {
         /// Thread id.
-        pub thread_id: i64,
+        pub thread_id: i64 => with_thread_id,
         /// Thread name.
-        pub thread_name: String,
+        pub thread_name: String => with_thread_name,
         /// Thread state.
-        pub thread_state: String,
+        pub thread_state: String => with_thread_state,
         /// The trace, one frame per element.
-        pub stack_trace: Vec<String>,
+        pub stack_trace: Vec<String> => with_stack_trace,
     }
 }
 
@@ -354,27 +416,27 @@ record! {
     /// A worker as the master records it (its state page).
     pub struct WorkerInfo {
         /// Worker id.
-        pub id: String,
+        pub id: String => with_id,
         /// Host.
-        pub host: String,
+        pub host: String => with_host,
         /// Port.
-        pub port: i32,
+        pub port: i32 => with_port,
         /// Cores registered.
-        pub cores: i32,
+        pub cores: i32 => with_cores,
         /// Memory registered, MiB.
-        pub memory: i32,
+        pub memory: i32 => with_memory,
         /// Cores in use.
-        pub cores_used: i32,
+        pub cores_used: i32 => with_cores_used,
         /// Memory in use, MiB.
-        pub memory_used: i32,
+        pub memory_used: i32 => with_memory_used,
         /// State.
-        pub state: WorkerState,
+        pub state: WorkerState => with_state,
         /// Time of the last heartbeat, milliseconds since the epoch.
-        pub last_heartbeat: i64,
+        pub last_heartbeat: i64 => with_last_heartbeat,
         /// Web UI URL.
-        pub web_ui_address: String,
+        pub web_ui_address: String => with_web_ui_address,
         /// Resources registered.
-        pub resources: Resources,
+        pub resources: Resources => with_resources,
     }
 }
 
@@ -382,17 +444,17 @@ record! {
     /// An application as the master records it (its state page).
     pub struct ApplicationInfo {
         /// Application id.
-        pub id: String,
+        pub id: String => with_id,
         /// Registration time, milliseconds since the epoch.
-        pub start_time: i64,
+        pub start_time: i64 => with_start_time,
         /// The description it registered with.
-        pub desc: ApplicationDescription,
+        pub desc: ApplicationDescription => with_desc,
         /// State.
-        pub state: ApplicationState,
+        pub state: ApplicationState => with_state,
         /// Cores granted now.
-        pub cores_granted: i32,
+        pub cores_granted: i32 => with_cores_granted,
         /// End time, milliseconds since the epoch; -1 while running.
-        pub end_time: i64,
+        pub end_time: i64 => with_end_time,
     }
 }
 
@@ -400,17 +462,17 @@ record! {
     /// A driver as the master records it (its state page).
     pub struct DriverInfo {
         /// Driver id.
-        pub id: String,
+        pub id: String => with_id,
         /// Submission time, milliseconds since the epoch.
-        pub start_time: i64,
+        pub start_time: i64 => with_start_time,
         /// The description it was submitted with.
-        pub desc: DriverDescription,
+        pub desc: DriverDescription => with_desc,
         /// State.
-        pub state: DriverState,
+        pub state: DriverState => with_state,
         /// Worker running it, if any.
-        pub worker_id: Option<String>,
+        pub worker_id: Option<String> => with_worker_id,
         /// The error that ended it, if any.
-        pub exception: Option<ErrorDescription>,
+        pub exception: Option<ErrorDescription> => with_exception,
     }
 }
 
@@ -418,12 +480,12 @@ record! {
     /// A driver as a worker reports it on its state page.
     pub struct DriverRunnerInfo {
         /// Driver id.
-        pub driver_id: String,
+        pub driver_id: String => with_driver_id,
         /// Cores.
-        pub cores: i32,
+        pub cores: i32 => with_cores,
         /// Memory, MiB.
-        pub memory: i32,
+        pub memory: i32 => with_memory,
         /// State.
-        pub state: DriverState,
+        pub state: DriverState => with_state,
     }
 }

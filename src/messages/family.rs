@@ -99,6 +99,7 @@ macro_rules! message_family {
         #[derive(Debug, Clone, PartialEq)]
         #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
         #[allow(clippy::large_enum_variant)]
+        #[non_exhaustive]
         pub enum $family {
             $(
                 #[doc = concat!("See [`", stringify!($name), "`].")]

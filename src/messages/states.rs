@@ -1,4 +1,8 @@
 //! Spark's enumerations, each sent on the wire as its Spark name (a MessagePack `str`).
+//!
+//! Every one is `#[non_exhaustive]`: a new protocol version may add a value (SPEC §7), as Spark
+//! added `DECOMMISSIONED`. A `match` outside sparkwire needs a wildcard arm; [`ExecutorState::ALL`]
+//! and its siblings list the values this release knows.
 
 use std::fmt;
 
@@ -10,6 +14,7 @@ macro_rules! spark_enum {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+        #[non_exhaustive]
         pub enum $name {
             $($(#[$vmeta])* $variant),+
         }

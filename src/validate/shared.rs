@@ -16,9 +16,9 @@
 //! // The driver's side of an accepted connection: the peer dialled.
 //! let view = shared.connection(7, driver, executor, false, Version::V2, || 0);
 //! assert!(view.opened().is_empty());
-//! let early = Envelope::Send(CoarseMessage::LaunchedExecutor(LaunchedExecutor {
-//!     executor_id: "1".into(),
-//! }));
+//! let early = Envelope::Send(CoarseMessage::LaunchedExecutor(LaunchedExecutor::new(
+//!     "1".into(),
+//! )));
 //! // An inspector would turn the error into its refusal text.
 //! let refusal = view.inbound(&early).map_err(|v| {
 //!     v.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")

@@ -35,10 +35,10 @@ use crate::wire::{Envelope, Reply};
 /// let worker = Endpoint::new(Role::Worker, "worker-1");
 /// let master = Endpoint::new(Role::Master, "master");
 /// assert!(v.open(0, 1, &worker, &master, Version::V2).is_empty());
-/// let beat = Envelope::Send(DeployMessage::Heartbeat(Heartbeat {
-///     worker_id: "worker-1".into(),
-///     worker: EndpointRef::client("Worker"),
-/// }));
+/// let beat = Envelope::Send(DeployMessage::Heartbeat(Heartbeat::new(
+///     "worker-1".into(),
+///     EndpointRef::client("Worker"),
+/// )));
 /// let verdicts = v.message(10, 1, &worker, &master, Version::V2, &beat);
 /// assert_eq!(verdicts[0].rule, Rule::WorkerRegisterFirst);
 /// ```

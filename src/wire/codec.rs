@@ -179,7 +179,7 @@ impl Encoder<&[u8]> for RawFrameCodec {
 /// use tokio_util::codec::Decoder;
 ///
 /// let mut codec = FrameCodec::<DeployMessage>::new(Version::V2, FrameLimit::DEFAULT);
-/// let sent = Envelope::Send(DeployMessage::from(KillDriver { driver_id: "driver-1".into() }));
+/// let sent = Envelope::Send(DeployMessage::from(KillDriver::new("driver-1".into())));
 /// let mut buf = BytesMut::from(&codec.encode_to_bytes(&sent)?[..]);
 /// // Half a frame decodes to nothing yet; the whole frame to the envelope.
 /// let mut half = buf.split_to(buf.len() / 2);

@@ -133,30 +133,26 @@ pub fn app_desc(
     cores_per_executor: Option<i32>,
     memory: i32,
 ) -> ApplicationDescription {
-    ApplicationDescription {
-        name: name.into(),
-        max_cores: None,
-        command: Command {
-            main_class: SH.into(),
-            arguments: vec![
+    ApplicationDescription::new(
+        name.into(),
+        Command::new(
+            SH.into(),
+            vec![
                 "-c".into(),
                 script.into(),
                 "executor".into(),
                 "{{EXECUTOR_ID}}".into(),
                 "{{APP_ID}}".into(),
             ],
-            environment: Default::default(),
-            class_path_entries: vec![],
-            library_path_entries: vec![],
-            java_opts: vec![],
-        },
-        app_ui_url: String::new(),
-        default_profile: ResourceProfile::default_with(cores_per_executor, memory),
-        event_log_dir: None,
-        event_log_codec: None,
-        initial_executor_limit: None,
-        user: "test".into(),
-    }
+            Default::default(),
+            vec![],
+            vec![],
+            vec![],
+        ),
+        String::new(),
+        ResourceProfile::default_with(cores_per_executor, memory),
+        "test".into(),
+    )
 }
 
 /// Polls `cond` until it holds or [`PATIENCE`] runs out.
@@ -226,7 +222,7 @@ pub async fn ask(
 /// The master's state page.
 pub async fn master_state(master: &Addr) -> sparkwire::messages::deploy::MasterStateResponse {
     let c = ui(master).await;
-    let reply = ask(&c, sparkwire::messages::deploy::RequestMasterState {}).await;
+    let reply = ask(&c, sparkwire::messages::deploy::RequestMasterState::new()).await;
     c.close().await;
     match reply {
         Reply::Message(DeployMessage::MasterStateResponse(s)) => s,
@@ -293,7 +289,7 @@ fn pump(
                     if let Some(id) = s.app_id.clone() {
                         let h = conn.handle();
                         tokio::spawn(async move {
-                            let _ = h.send(MasterChangeAcknowledged { app_id: id }.into()).await;
+                            let _ = h.send(MasterChangeAcknowledged::new(id).into()).await;
                         });
                     }
                 }
@@ -339,11 +335,8 @@ impl TestApp {
             .await
             .expect("handshake");
             conn.send(
-                RegisterApplication {
-                    app_description: desc.clone(),
-                    driver: EndpointRef::at(addr.clone(), "AppClient"),
-                }
-                .into(),
+                RegisterApplication::new(desc.clone(), EndpointRef::at(addr.clone(), "AppClient"))
+                    .into(),
             )
             .await
             .expect("sent");
@@ -424,7 +417,7 @@ impl TestApp {
     /// UnregisterApplication, then closes.
     pub async fn unregister(self) {
         let id = self.app_id().await;
-        self.send(UnregisterApplication { app_id: id }).await;
+        self.send(UnregisterApplication::new(id)).await;
         self.close().await;
     }
 
@@ -497,17 +490,17 @@ impl FakeWorker {
 
     /// RegisterWorker with `cores` and `memory`.
     pub async fn register(&self, master: &Addr, cores: i32, memory: i32) {
-        self.send(sparkwire::messages::deploy::RegisterWorker {
-            id: self.id.clone(),
-            host: self.addr.host.clone(),
-            port: self.addr.port,
-            worker: EndpointRef::at(self.addr.clone(), "Worker"),
+        self.send(sparkwire::messages::deploy::RegisterWorker::new(
+            self.id.clone(),
+            self.addr.host.clone(),
+            self.addr.port,
+            EndpointRef::at(self.addr.clone(), "Worker"),
             cores,
             memory,
-            worker_web_ui_url: String::new(),
-            master_address: master.clone(),
-            resources: Default::default(),
-        })
+            String::new(),
+            master.clone(),
+            Default::default(),
+        ))
         .await;
     }
 

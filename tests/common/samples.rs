@@ -32,57 +32,47 @@ pub fn register_worker() -> RegisterWorker {
     let mut resources = BTreeMap::new();
     resources.insert(
         "gpu".to_string(),
-        ResourceInformation {
-            name: "gpu".to_string(),
-            addresses: vec!["0".to_string(), "1".to_string()],
-        },
+        ResourceInformation::new("gpu".to_string(), vec!["0".to_string(), "1".to_string()]),
     );
-    RegisterWorker {
-        id: WORKER_ID.to_string(),
-        host: "127.0.0.1".to_string(),
-        port: 35001,
-        worker: worker_ref(),
-        cores: 2,
-        memory: 23040,
-        worker_web_ui_url: "http://127.0.0.1:8081".to_string(),
-        master_address: Addr::new("127.0.0.1", 7077),
+    RegisterWorker::new(
+        WORKER_ID.to_string(),
+        "127.0.0.1".to_string(),
+        35001,
+        worker_ref(),
+        2,
+        23040,
+        "http://127.0.0.1:8081".to_string(),
+        Addr::new("127.0.0.1", 7077),
         resources,
-    }
+    )
 }
 
 pub fn registered_worker() -> RegisteredWorker {
-    RegisteredWorker {
-        master: master_ref(),
-        master_web_ui_url: "http://127.0.0.1:8080".to_string(),
-        master_address: Addr::new("127.0.0.1", 7077),
-        duplicate: false,
-    }
+    RegisteredWorker::new(
+        master_ref(),
+        "http://127.0.0.1:8080".to_string(),
+        Addr::new("127.0.0.1", 7077),
+        false,
+    )
 }
 
 pub fn heartbeat() -> Heartbeat {
-    Heartbeat {
-        worker_id: WORKER_ID.to_string(),
-        worker: worker_ref(),
-    }
+    Heartbeat::new(WORKER_ID.to_string(), worker_ref())
 }
 
 pub fn executor_state_changed() -> ExecutorStateChanged {
-    ExecutorStateChanged {
-        app_id: APP_ID.to_string(),
-        exec_id: 0,
-        state: ExecutorState::Exited,
-        message: Some("Command exited with code 137".to_string()),
-        exit_status: Some(137),
-    }
+    ExecutorStateChanged::new(APP_ID.to_string(), 0, ExecutorState::Exited)
+        .with_message(Some("Command exited with code 137".to_string()))
+        .with_exit_status(Some(137))
 }
 
 pub fn executor_command() -> Command {
     let mut environment = BTreeMap::new();
     environment.insert("SPARK_USER".to_string(), "spark".to_string());
     environment.insert("SPARK_EXECUTOR_MEMORY".to_string(), "1024m".to_string());
-    Command {
-        main_class: "org.apache.spark.executor.CoarseGrainedExecutorBackend".to_string(),
-        arguments: [
+    Command::new(
+        "org.apache.spark.executor.CoarseGrainedExecutorBackend".to_string(),
+        [
             "--driver-url",
             "spark://CoarseGrainedScheduler@127.0.0.1:40123",
             "--executor-id",
@@ -102,9 +92,9 @@ pub fn executor_command() -> Command {
         .map(|s| s.to_string())
         .collect(),
         environment,
-        class_path_entries: vec!["/opt/spark/jars/*".to_string()],
-        library_path_entries: vec![],
-        java_opts: [
+        vec!["/opt/spark/jars/*".to_string()],
+        vec![],
+        [
             "-Dspark.driver.port=40123",
             "-Djava.net.preferIPv6Addresses=false",
             "-XX:+IgnoreUnrecognizedVMOptions",
@@ -116,86 +106,72 @@ pub fn executor_command() -> Command {
         .iter()
         .map(|s| s.to_string())
         .collect(),
-    }
+    )
 }
 
 pub fn app_description() -> ApplicationDescription {
-    ApplicationDescription {
-        name: "sparkwire-sample".to_string(),
-        max_cores: None,
-        command: executor_command(),
-        app_ui_url: "http://127.0.0.1:4040".to_string(),
-        default_profile: ResourceProfile::default_with(Some(1), 1024),
-        event_log_dir: None,
-        event_log_codec: None,
-        initial_executor_limit: None,
-        user: "spark".to_string(),
-    }
+    ApplicationDescription::new(
+        "sparkwire-sample".to_string(),
+        executor_command(),
+        "http://127.0.0.1:4040".to_string(),
+        ResourceProfile::default_with(Some(1), 1024),
+        "spark".to_string(),
+    )
 }
 
 pub fn launch_executor() -> LaunchExecutor {
-    LaunchExecutor {
-        master_url: "spark://127.0.0.1:7077".to_string(),
-        app_id: APP_ID.to_string(),
-        exec_id: 0,
-        rp_id: 0,
-        app_desc: app_description(),
-        cores: 1,
-        memory: 1024,
-        resources: BTreeMap::new(),
-    }
+    LaunchExecutor::new(
+        "spark://127.0.0.1:7077".to_string(),
+        APP_ID.to_string(),
+        0,
+        0,
+        app_description(),
+        1,
+        1024,
+        BTreeMap::new(),
+    )
 }
 
 pub fn request_submit_driver() -> RequestSubmitDriver {
-    RequestSubmitDriver {
-        driver_description: DriverDescription {
-            jar_url: "file:///opt/app.jar".to_string(),
-            mem: 1024,
-            cores: 1,
-            supervise: false,
-            command: executor_command(),
-            resource_reqs: vec![],
-        },
-    }
+    RequestSubmitDriver::new(DriverDescription::new(
+        "file:///opt/app.jar".to_string(),
+        1024,
+        1,
+        false,
+        executor_command(),
+        vec![],
+    ))
 }
 
 pub fn submit_driver_response() -> SubmitDriverResponse {
-    SubmitDriverResponse {
-        master: master_ref(),
-        success: true,
-        driver_id: Some("driver-20250101120000-0000".to_string()),
-        message: "Driver successfully submitted as driver-20250101120000-0000".to_string(),
-    }
+    SubmitDriverResponse::new(
+        master_ref(),
+        true,
+        "Driver successfully submitted as driver-20250101120000-0000".to_string(),
+    )
+    .with_driver_id(Some("driver-20250101120000-0000".to_string()))
 }
 
 pub fn worker_decommissioning() -> WorkerDecommissioning {
-    WorkerDecommissioning {
-        id: WORKER_ID.to_string(),
-        worker_ref: worker_ref(),
-    }
+    WorkerDecommissioning::new(WORKER_ID.to_string(), worker_ref())
 }
 
 pub fn decommission_worker() -> DecommissionWorker {
-    DecommissionWorker {}
+    DecommissionWorker::new()
 }
 
 pub fn retrieve_spark_app_config() -> RetrieveSparkAppConfig {
-    RetrieveSparkAppConfig {
-        resource_profile_id: 0,
-    }
+    RetrieveSparkAppConfig::new(0)
 }
 
 pub fn spark_app_config() -> SparkAppConfig {
-    SparkAppConfig {
-        spark_properties: vec![
+    SparkAppConfig::new(
+        vec![
             ("spark.app.id".to_string(), APP_ID.to_string()),
             ("spark.driver.port".to_string(), "40123".to_string()),
         ],
-        io_encryption_key: None,
-        hadoop_delegation_creds: None,
-        resource_profile: ResourceProfile::default_with(Some(1), 1024),
-        log_level: None,
-    }
+        ResourceProfile::default_with(Some(1), 1024),
+    )
 }
 
 pub fn register_executor() -> RegisterExecutor {
@@ -205,52 +181,41 @@ pub fn register_executor() -> RegisterExecutor {
         "http://127.0.0.1:8081/logPage/?appId=app-20250101120005-0000&executorId=0&logType=stdout"
             .to_string(),
     );
-    RegisterExecutor {
-        executor_id: "0".to_string(),
-        executor_ref: EndpointRef::client("Executor"),
-        hostname: "127.0.0.1".to_string(),
-        cores: 1,
+    RegisterExecutor::new(
+        "0".to_string(),
+        EndpointRef::client("Executor"),
+        "127.0.0.1".to_string(),
+        1,
         log_urls,
-        attributes: BTreeMap::new(),
-        resources: BTreeMap::new(),
-        resource_profile_id: 0,
-    }
+        BTreeMap::new(),
+        BTreeMap::new(),
+        0,
+    )
 }
 
 pub fn launched_executor() -> LaunchedExecutor {
-    LaunchedExecutor {
-        executor_id: "0".to_string(),
-    }
+    LaunchedExecutor::new("0".to_string())
 }
 
 pub fn status_update(data_len: usize) -> StatusUpdate {
-    StatusUpdate {
-        executor_id: "0".to_string(),
-        task_id: 42,
-        state: TaskState::Finished,
-        data: Payload::from(vec![0x5a; data_len]),
-        task_cpus: 1,
-        resources: BTreeMap::new(),
-    }
+    StatusUpdate::new(
+        "0".to_string(),
+        42,
+        TaskState::Finished,
+        Payload::from(vec![0x5a; data_len]),
+        1,
+        BTreeMap::new(),
+    )
 }
 
 pub fn launch_task(data_len: usize) -> LaunchTask {
-    LaunchTask {
-        data: Payload::from(vec![0xa5; data_len]),
-    }
+    LaunchTask::new(Payload::from(vec![0xa5; data_len]))
 }
 
 pub fn kill_task() -> KillTask {
-    KillTask {
-        task_id: 42,
-        executor: "0".to_string(),
-        interrupt_thread: true,
-        reason: "Stage cancelled".to_string(),
-    }
+    KillTask::new(42, "0".to_string(), true, "Stage cancelled".to_string())
 }
 
 pub fn executor_decommissioning() -> ExecutorDecommissioning {
-    ExecutorDecommissioning {
-        executor_id: "0".to_string(),
-    }
+    ExecutorDecommissioning::new("0".to_string())
 }

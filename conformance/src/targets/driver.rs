@@ -120,13 +120,13 @@ pub async fn registered(ctx: &Ctx, job: Job) -> Result<Registered, Failure> {
     );
     let given = run.given;
     app.send(&Envelope::Send(D::RegisteredApplication(
-        RegisteredApplication {
-            app_id: app_id.clone(),
-            master: EndpointRef::at(
+        RegisteredApplication::new(
+            app_id.clone(),
+            EndpointRef::at(
                 Addr::new(given.ip().to_string(), i32::from(given.port())),
                 "Master",
             ),
-        },
+        ),
     )))
     .await?;
     let url = driver_url(&reg).ok_or_else(|| {
@@ -160,16 +160,16 @@ pub struct FakeExecutor {
 }
 
 fn register_msg(id: &str, cores: i32) -> C {
-    C::RegisterExecutor(RegisterExecutor {
-        executor_id: id.into(),
-        executor_ref: EndpointRef::client("Executor"),
-        hostname: "127.0.0.1".into(),
+    C::RegisterExecutor(RegisterExecutor::new(
+        id.into(),
+        EndpointRef::client("Executor"),
+        "127.0.0.1".into(),
         cores,
-        log_urls: BTreeMap::new(),
-        attributes: BTreeMap::new(),
-        resources: BTreeMap::new(),
-        resource_profile_id: 0,
-    })
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+        0,
+    ))
 }
 
 /// Connects as executor `id` and registers (answer true expected); no LaunchedExecutor yet.
@@ -228,9 +228,9 @@ impl FakeExecutor {
     /// Sends LaunchedExecutor.
     pub async fn launched(&mut self) -> Result<(), Failure> {
         self.conn
-            .send(&Envelope::Send(C::LaunchedExecutor(LaunchedExecutor {
-                executor_id: self.id.clone(),
-            })))
+            .send(&Envelope::Send(C::LaunchedExecutor(LaunchedExecutor::new(
+                self.id.clone(),
+            ))))
             .await
     }
 
@@ -255,14 +255,14 @@ impl FakeExecutor {
         data: Vec<u8>,
     ) -> Result<(), Failure> {
         self.conn
-            .send(&Envelope::Send(C::StatusUpdate(StatusUpdate {
-                executor_id: self.id.clone(),
-                task_id: task.task_id,
+            .send(&Envelope::Send(C::StatusUpdate(StatusUpdate::new(
+                self.id.clone(),
+                task.task_id,
                 state,
-                data: data.into(),
-                task_cpus: task.cpus,
-                resources: BTreeMap::new(),
-            })))
+                data.into(),
+                task.cpus,
+                BTreeMap::new(),
+            ))))
             .await
     }
 
@@ -436,7 +436,7 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let d = registered(&ctx, Job { max_message_size: 64, ..SMALL }).await?;
             let mut c = Conn::open(d.driver_addr, "executor", Role::Executor, "1", &[Version::V2], &ctx.log, wait(&ctx)).await?;
-            c.send(&Envelope::Ask { id: 2, message: C::RetrieveSparkAppConfig(RetrieveSparkAppConfig { resource_profile_id: 0 }) }).await?;
+            c.send(&Envelope::Ask { id: 2, message: C::RetrieveSparkAppConfig(RetrieveSparkAppConfig::new(0)) }).await?;
             let cfg = c.expect::<C, SparkAppConfig>(wait(&ctx), "SparkAppConfig", |e| match e {
                 Envelope::Reply { id: 2, reply: Reply::Message(C::SparkAppConfig(s)) } => Some(s.clone()),
                 _ => None,
@@ -586,7 +586,7 @@ fn flows(cs: &mut Cases) {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             for (id, want) in [("1", true), ("77", false)] {
-                e.conn.send(&Envelope::Ask { id: 90, message: C::IsExecutorAlive(IsExecutorAlive { executor_id: id.into() }) }).await?;
+                e.conn.send(&Envelope::Ask { id: 90, message: C::IsExecutorAlive(IsExecutorAlive::new(id.into())) }).await?;
                 let b = e.conn.expect::<C, bool>(wait(&ctx), "a bool reply", |x| match x {
                     Envelope::Reply { id: 90, reply: Reply::Bool(b) } => Some(*b),
                     _ => None,
@@ -614,9 +614,7 @@ fn flows(cs: &mut Cases) {
             e.conn
                 .send(&Envelope::Ask {
                     id: 91,
-                    message: C::ExecutorDecommissioning(ExecutorDecommissioning {
-                        executor_id: "1".into(),
-                    }),
+                    message: C::ExecutorDecommissioning(ExecutorDecommissioning::new("1".into())),
                 })
                 .await?;
             e.conn

@@ -71,17 +71,14 @@ async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
 }
 
 fn app_config(max_mib: u32) -> SparkAppConfig {
-    SparkAppConfig {
-        spark_properties: vec![
+    SparkAppConfig::new(
+        vec![
             ("spark.app.id".into(), APP_ID.into()),
             ("spark.rpc.message.maxSize".into(), max_mib.to_string()),
             ("spark.task.cpus".into(), "1".into()),
         ],
-        io_encryption_key: None,
-        hadoop_delegation_creds: None,
-        resource_profile: ResourceProfile::default_with(Some(CORES), 1024),
-        log_level: None,
-    }
+        ResourceProfile::default_with(Some(CORES), 1024),
+    )
 }
 
 /// Serves one connection of the executor until RegisterExecutor: answers RetrieveSparkAppConfig;
@@ -181,32 +178,30 @@ pub async fn registered(
 pub fn task(id: i64, runner: &str, input: &[u64], cpus: i32) -> TaskDescription {
     let mut properties = BTreeMap::new();
     properties.insert("sparkwire.runner".to_string(), runner.to_string());
-    TaskDescription {
-        task_id: id,
-        attempt_number: 0,
-        executor_id: EXECUTOR_ID.into(),
-        name: format!("task {id}.0 in stage 0.0 (TID {id})"),
-        index: id as i32,
-        partition_id: id as i32,
-        stage_id: 0,
-        stage_attempt_id: 0,
+    TaskDescription::new(
+        id,
+        0,
+        EXECUTOR_ID.into(),
+        format!("task {id}.0 in stage 0.0 (TID {id})"),
+        id as i32,
+        id as i32,
+        0,
+        0,
         properties,
         cpus,
-        resources: BTreeMap::new(),
-        serialized_task: input
+        BTreeMap::new(),
+        input
             .iter()
             .flat_map(|v| v.to_be_bytes())
             .collect::<Vec<u8>>()
             .into(),
-    }
+    )
 }
 
 async fn launch(e: &mut Registered, t: &TaskDescription) -> Result<(), Failure> {
     let data = encode_task(t).map_err(|er| fail("a task the suite can encode", er.to_string()))?;
     e.conn
-        .send(&Envelope::Send(C::LaunchTask(LaunchTask {
-            data: data.into(),
-        })))
+        .send(&Envelope::Send(C::LaunchTask(LaunchTask::new(data.into()))))
         .await
 }
 
@@ -332,12 +327,12 @@ fn flows(cs: &mut Cases) {
             })
             .await?;
             e.conn
-                .send(&Envelope::Send(C::KillTask(KillTask {
-                    task_id: 2,
-                    executor: EXECUTOR_ID.into(),
-                    interrupt_thread: true,
-                    reason: "killed by the conformance suite".into(),
-                })))
+                .send(&Envelope::Send(C::KillTask(KillTask::new(
+                    2,
+                    EXECUTOR_ID.into(),
+                    true,
+                    "killed by the conformance suite".into(),
+                ))))
                 .await?;
             let done = update(&ctx, &mut e, 2, "a finished StatusUpdate", |s| {
                 s.state.is_finished()
@@ -413,7 +408,7 @@ fn flows(cs: &mut Cases) {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
             e.conn
-                .send(&Envelope::Send(C::StopExecutor(StopExecutor {})))
+                .send(&Envelope::Send(C::StopExecutor(StopExecutor::new())))
                 .await?;
             e.conn
                 .expect_closed(wait(&ctx), "the connection closed")
@@ -463,7 +458,7 @@ fn flows(cs: &mut Cases) {
             e.conn
                 .send(&Envelope::Ask {
                     id: 12,
-                    message: C::TaskThreadDump(TaskThreadDump { task_id: 99 }),
+                    message: C::TaskThreadDump(TaskThreadDump::new(99)),
                 })
                 .await?;
             e.conn
@@ -498,7 +493,7 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
-            e.conn.send(&Envelope::Send(C::LaunchTask(LaunchTask { data: vec![0xc1, 0x00, 0x01].into() }))).await?;
+            e.conn.send(&Envelope::Send(C::LaunchTask(LaunchTask::new(vec![0xc1, 0x00, 0x01].into())))).await?;
             launch(&mut e, &task(9, "sum-squares", &[0, 10], 1)).await?;
             update(&ctx, &mut e, 9, "StatusUpdate FINISHED", |s| s.state == TaskState::Finished).await.map(|_| ())
         });

@@ -67,17 +67,17 @@ fn worker_ref(host: &str, port: i32) -> EndpointRef {
 
 /// The RegisterWorker of worker `id`.
 pub fn register_worker_msg(id: &str, host: &str, port: i32, cores: i32, memory: i32) -> D {
-    D::RegisterWorker(RegisterWorker {
-        id: id.into(),
-        host: host.into(),
+    D::RegisterWorker(RegisterWorker::new(
+        id.into(),
+        host.into(),
         port,
-        worker: worker_ref(host, port),
+        worker_ref(host, port),
         cores,
         memory,
-        worker_web_ui_url: format!("http://{host}:8081"),
-        master_address: Addr::new("127.0.0.1", 7077),
-        resources: BTreeMap::new(),
-    })
+        format!("http://{host}:8081"),
+        Addr::new("127.0.0.1", 7077),
+        BTreeMap::new(),
+    ))
 }
 
 /// Connects and registers a worker; the answer must be RegisteredWorker.
@@ -117,24 +117,21 @@ pub fn app_desc(
     memory: i32,
     max_cores: Option<i32>,
 ) -> ApplicationDescription {
-    ApplicationDescription {
-        name: "sparkwire-conformance".into(),
-        max_cores,
-        command: Command {
-            main_class: "/bin/true".into(),
-            arguments: vec![],
-            environment: BTreeMap::new(),
-            class_path_entries: vec![],
-            library_path_entries: vec![],
-            java_opts: vec![],
-        },
-        app_ui_url: String::new(),
-        default_profile: ResourceProfile::default_with(cores_per_executor, memory),
-        event_log_dir: None,
-        event_log_codec: None,
-        initial_executor_limit: None,
-        user: "conformance".into(),
-    }
+    ApplicationDescription::new(
+        "sparkwire-conformance".into(),
+        Command::new(
+            "/bin/true".into(),
+            vec![],
+            BTreeMap::new(),
+            vec![],
+            vec![],
+            vec![],
+        ),
+        String::new(),
+        ResourceProfile::default_with(cores_per_executor, memory),
+        "conformance".into(),
+    )
+    .with_max_cores(max_cores)
 }
 
 /// Connects and registers an application; returns the connection and the app id.
@@ -146,10 +143,10 @@ pub async fn app(
 ) -> Result<(Conn, String), Failure> {
     let mut conn = open(ctx, Role::AppClient, label, "", version).await?;
     conn.send(&Envelope::Send(D::RegisterApplication(
-        RegisterApplication {
-            app_description: desc,
-            driver: EndpointRef::at(Addr::new("127.0.0.1", 40000), "AppClient"),
-        },
+        RegisterApplication::new(
+            desc,
+            EndpointRef::at(Addr::new("127.0.0.1", 40000), "AppClient"),
+        ),
     )))
     .await?;
     let id = conn
@@ -166,7 +163,7 @@ pub async fn state(ctx: &Ctx) -> Result<MasterStateResponse, Failure> {
     let mut ui = open(ctx, Role::Ui, "ui", "", Version::V2).await?;
     ui.send(&Envelope::Ask {
         id: 1,
-        message: D::RequestMasterState(RequestMasterState {}),
+        message: D::RequestMasterState(RequestMasterState::new()),
     })
     .await?;
     ui.expect::<D, MasterStateResponse>(wait(ctx), "MasterStateResponse", |e| match e {
@@ -215,13 +212,9 @@ async fn report(
     exit: Option<i32>,
     ask_id: u64,
 ) -> Outcome {
-    let m = D::ExecutorStateChanged(ExecutorStateChanged {
-        app_id: app_id.into(),
-        exec_id,
-        state,
-        message: None,
-        exit_status: exit,
-    });
+    let m = D::ExecutorStateChanged(
+        ExecutorStateChanged::new(app_id.into(), exec_id, state).with_exit_status(exit),
+    );
     if w.conn.v() == Version::V1 {
         w.conn.send(&Envelope::Send(m)).await
     } else {
@@ -311,14 +304,14 @@ fn routes(cs: &mut Cases) {
         "the master refuses a send-kind message (Heartbeat) sent as an ask by a registered worker: a failure or a close",
         |ctx: Ctx| async move {
             let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
-            let hb = D::Heartbeat(Heartbeat { worker_id: w.id.clone(), worker: worker_ref(&w.host, 1) });
+            let hb = D::Heartbeat(Heartbeat::new(w.id.clone(), worker_ref(&w.host, 1)));
             expect_refused(&mut w.conn, Envelope::Ask { id: 31, message: hb }, wait(&ctx)).await
         });
     cs.add("rules/M3/ask-as-send", Level::Must,
         "the master refuses an ask-kind message (RequestMasterState) sent one-way: it closes the connection",
         |ctx: Ctx| async move {
             let mut c = open(&ctx, Role::Ui, "ui", "", Version::V2).await?;
-            expect_refused(&mut c, Envelope::Send(D::RequestMasterState(RequestMasterState {})), wait(&ctx)).await
+            expect_refused(&mut c, Envelope::Send(D::RequestMasterState(RequestMasterState::new())), wait(&ctx)).await
         });
     cs.add(
         "rules/W1/register-first",
@@ -326,10 +319,10 @@ fn routes(cs: &mut Cases) {
         "the master refuses a worker's Heartbeat sent before its RegisterWorker on that connection",
         |ctx: Ctx| async move {
             let mut c = open(&ctx, Role::Worker, "worker", "worker-x", Version::V2).await?;
-            let hb = D::Heartbeat(Heartbeat {
-                worker_id: format!("worker-20250101120000-127.0.0.1-{}", unique()),
-                worker: worker_ref("127.0.0.1", 1),
-            });
+            let hb = D::Heartbeat(Heartbeat::new(
+                format!("worker-20250101120000-127.0.0.1-{}", unique()),
+                worker_ref("127.0.0.1", 1),
+            ));
             let out = expect_refused(&mut c, Envelope::Send(hb), wait(&ctx)).await;
             match out {
                 Ok(()) => Ok(()),
@@ -353,21 +346,21 @@ fn routes(cs: &mut Cases) {
         "the master refuses an application client's UnregisterApplication sent before its RegisterApplication on that connection: it closes the connection",
         |ctx: Ctx| async move {
             let mut c = open(&ctx, Role::AppClient, "app", "", Version::V2).await?;
-            let m = D::UnregisterApplication(UnregisterApplication { app_id: "app-20250101120000-9999".into() });
+            let m = D::UnregisterApplication(UnregisterApplication::new("app-20250101120000-9999".into()));
             expect_refused(&mut c, Envelope::Send(m), wait(&ctx)).await
         });
     cs.add("rules/W2/worker-id", Level::Must,
         "the master refuses a Heartbeat that carries another worker id than the one registered on the connection",
         |ctx: Ctx| async move {
             let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
-            let hb = D::Heartbeat(Heartbeat { worker_id: format!("{}-other", w.id), worker: worker_ref(&w.host, 1) });
+            let hb = D::Heartbeat(Heartbeat::new(format!("{}-other", w.id), worker_ref(&w.host, 1)));
             expect_refused(&mut w.conn, Envelope::Send(hb), wait(&ctx)).await
         });
     cs.add("rules/P2/app-id", Level::Must,
         "the master refuses a RequestExecutors that carries another app id than the one registered on the connection: a failure or a close",
         |ctx: Ctx| async move {
             let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
-            let m = D::RequestExecutors(RequestExecutors { app_id: format!("{id}-other"), resource_profile_to_total_execs: vec![] });
+            let m = D::RequestExecutors(RequestExecutors::new(format!("{id}-other"), vec![]));
             expect_refused(&mut c, Envelope::Ask { id: 5, message: m }, wait(&ctx)).await
         });
 }
@@ -469,7 +462,7 @@ fn flows(cs: &mut Cases) {
         "after UnregisterApplication the application is no longer active in the master's state (rule P5)",
         |ctx: Ctx| async move {
             let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
-            c.send(&Envelope::Send(D::UnregisterApplication(UnregisterApplication { app_id: id.clone() }))).await?;
+            c.send(&Envelope::Send(D::UnregisterApplication(UnregisterApplication::new(id.clone())))).await?;
             settle(&ctx, || async { Ok(!state(&ctx).await?.active_apps.iter().any(|a| a.id == id)) }, "the application no longer active").await
         });
     cs.add("flow/master/app/closed-connection-finishes", Level::Must,
@@ -487,7 +480,7 @@ fn flows(cs: &mut Cases) {
             let mut ui = open(&ctx, Role::Ui, "ui", "", Version::V2).await?;
             ui.send(&Envelope::Ask {
                 id: 2,
-                message: D::RequestReadyz(RequestReadyz {}),
+                message: D::RequestReadyz(RequestReadyz::new()),
             })
             .await?;
             let b = ui
@@ -511,7 +504,7 @@ fn flows(cs: &mut Cases) {
             ui.send(&Envelope::Ask {
                 id: 2,
                 message: D::RequestClearCompletedDriversAndApps(
-                    RequestClearCompletedDriversAndApps {},
+                    RequestClearCompletedDriversAndApps::new(),
                 ),
             })
             .await?;
@@ -540,7 +533,7 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let (mut c, r) = submit(&ctx).await?;
             let id = r.driver_id.clone().unwrap_or_default();
-            c.send(&Envelope::Ask { id: 8, message: D::RequestDriverStatus(RequestDriverStatus { driver_id: id.clone() }) }).await?;
+            c.send(&Envelope::Ask { id: 8, message: D::RequestDriverStatus(RequestDriverStatus::new(id.clone())) }).await?;
             let s = c.expect::<D, DriverStatusResponse>(wait(&ctx), "DriverStatusResponse", |e| match e {
                 Envelope::Reply { id: 8, reply: Reply::Message(D::DriverStatusResponse(s)) } => Some(s.clone()),
                 _ => None,
@@ -552,7 +545,7 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let (mut c, r) = submit(&ctx).await?;
             let id = r.driver_id.clone().unwrap_or_default();
-            c.send(&Envelope::Ask { id: 9, message: D::RequestKillDriver(RequestKillDriver { driver_id: id.clone() }) }).await?;
+            c.send(&Envelope::Ask { id: 9, message: D::RequestKillDriver(RequestKillDriver::new(id.clone())) }).await?;
             let k = c.expect::<D, KillDriverResponse>(wait(&ctx), "KillDriverResponse", |e| match e {
                 Envelope::Reply { id: 9, reply: Reply::Message(D::KillDriverResponse(k)) } => Some(k.clone()),
                 _ => None,
@@ -567,9 +560,9 @@ fn flows(cs: &mut Cases) {
             let mut c = open(&ctx, Role::DriverClient, "client", "", Version::V2).await?;
             c.send(&Envelope::Ask {
                 id: 8,
-                message: D::RequestDriverStatus(RequestDriverStatus {
-                    driver_id: "driver-20000101000000-9999".into(),
-                }),
+                message: D::RequestDriverStatus(RequestDriverStatus::new(
+                    "driver-20000101000000-9999".into(),
+                )),
             })
             .await?;
             let s = c
@@ -734,7 +727,7 @@ fn flows(cs: &mut Cases) {
             let l = launch(&ctx, &mut w).await?;
             report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 45).await?;
             updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Running).await?;
-            app_conn.send(&Envelope::Ask { id: 46, message: D::KillExecutors(KillExecutors { app_id: id.clone(), executor_ids: vec![l.exec_id.to_string()] }) }).await?;
+            app_conn.send(&Envelope::Ask { id: 46, message: D::KillExecutors(KillExecutors::new(id.clone(), vec![l.exec_id.to_string()])) }).await?;
             app_conn.expect::<D, ()>(wait(&ctx), "a bool reply true", |e| matches!(e, Envelope::Reply { id: 46, reply: Reply::Bool(true) }).then_some(())).await?;
             w.conn.expect::<D, ()>(wait(&ctx), "KillExecutor for that executor", |e| match e {
                 Envelope::Send(D::KillExecutor(k)) if k.exec_id == l.exec_id && k.app_id == id => Some(()),
@@ -750,10 +743,10 @@ fn flows(cs: &mut Cases) {
             let (mut app_conn, id) = app(&ctx, "app", desc.clone(), Version::V2).await?;
             let none = launches(&ctx, &mut w).await;
             check(none.is_empty(), "no executor while the limit is 0", format!("{}", none.len()))?;
-            let req = D::RequestExecutors(RequestExecutors {
-                app_id: id.clone(),
-                resource_profile_to_total_execs: vec![ProfileExecutors { profile: desc.default_profile.clone(), total: 1 }],
-            });
+            let req = D::RequestExecutors(RequestExecutors::new(
+                id.clone(),
+                vec![ProfileExecutors::new(desc.default_profile.clone(), 1)],
+            ));
             app_conn.send(&Envelope::Ask { id: 47, message: req }).await?;
             app_conn.expect::<D, ()>(wait(&ctx), "a bool reply true", |e| matches!(e, Envelope::Reply { id: 47, reply: Reply::Bool(true) }).then_some(())).await?;
             let ls = launches(&ctx, &mut w).await;
@@ -767,7 +760,7 @@ fn flows(cs: &mut Cases) {
             let l = launch(&ctx, &mut w).await?;
             report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 48).await?;
             updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Running).await?;
-            app_conn.send(&Envelope::Send(D::UnregisterApplication(UnregisterApplication { app_id: id.clone() }))).await?;
+            app_conn.send(&Envelope::Send(D::UnregisterApplication(UnregisterApplication::new(id.clone())))).await?;
             w.conn.expect::<D, ()>(wait(&ctx), "KillExecutor", |e| matches!(e, Envelope::Send(D::KillExecutor(k)) if k.exec_id == l.exec_id).then_some(())).await?;
             w.conn.expect::<D, ()>(wait(&ctx), "ApplicationFinished", |e| matches!(e, Envelope::Send(D::ApplicationFinished(a)) if a.id == id).then_some(())).await
         });
@@ -778,7 +771,7 @@ fn flows(cs: &mut Cases) {
             let (mut c, r) = submit(&ctx).await?;
             let id = r.driver_id.clone().unwrap_or_default();
             w.conn.expect::<D, ()>(wait(&ctx), "LaunchDriver", |e| matches!(e, Envelope::Send(D::LaunchDriver(l)) if l.driver_id == id).then_some(())).await?;
-            c.send(&Envelope::Ask { id: 8, message: D::RequestDriverStatus(RequestDriverStatus { driver_id: id.clone() }) }).await?;
+            c.send(&Envelope::Ask { id: 8, message: D::RequestDriverStatus(RequestDriverStatus::new(id.clone())) }).await?;
             let s = c.expect::<D, DriverStatusResponse>(wait(&ctx), "DriverStatusResponse", |e| match e {
                 Envelope::Reply { id: 8, reply: Reply::Message(D::DriverStatusResponse(s)) } => Some(s.clone()),
                 _ => None,
@@ -802,9 +795,7 @@ fn flows(cs: &mut Cases) {
                 .await?;
             c.send(&Envelope::Ask {
                 id: 9,
-                message: D::RequestKillDriver(RequestKillDriver {
-                    driver_id: id.clone(),
-                }),
+                message: D::RequestKillDriver(RequestKillDriver::new(id.clone())),
             })
             .await?;
             w.conn
@@ -821,9 +812,9 @@ fn flows(cs: &mut Cases) {
             let (mut c, r) = submit(&ctx).await?;
             let id = r.driver_id.clone().unwrap_or_default();
             w.conn.expect::<D, ()>(wait(&ctx), "LaunchDriver", |e| matches!(e, Envelope::Send(D::LaunchDriver(l)) if l.driver_id == id).then_some(())).await?;
-            w.conn.send(&Envelope::Send(D::DriverStateChanged(DriverStateChanged { driver_id: id.clone(), state: DriverState::Finished, exception: None }))).await?;
+            w.conn.send(&Envelope::Send(D::DriverStateChanged(DriverStateChanged::new(id.clone(), DriverState::Finished)))).await?;
             tokio::time::sleep(Duration::from_millis(100)).await;
-            c.send(&Envelope::Ask { id: 8, message: D::RequestDriverStatus(RequestDriverStatus { driver_id: id.clone() }) }).await?;
+            c.send(&Envelope::Ask { id: 8, message: D::RequestDriverStatus(RequestDriverStatus::new(id.clone())) }).await?;
             let s = c.expect::<D, DriverStatusResponse>(wait(&ctx), "DriverStatusResponse", |e| match e {
                 Envelope::Reply { id: 8, reply: Reply::Message(D::DriverStatusResponse(s)) } => Some(s.clone()),
                 _ => None,
@@ -834,7 +825,7 @@ fn flows(cs: &mut Cases) {
         "the master sends a registered worker no MasterChanged or other unasked registration answer while it stays the active master (rules W3, F1)",
         |ctx: Ctx| async move {
             let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
-            w.conn.send(&Envelope::Send(D::Heartbeat(Heartbeat { worker_id: w.id.clone(), worker: worker_ref(&w.host, 1) }))).await?;
+            w.conn.send(&Envelope::Send(D::Heartbeat(Heartbeat::new(w.id.clone(), worker_ref(&w.host, 1))))).await?;
             w.conn.expect_none::<D>(ctx.settings.quiet, "no MasterChanged, ReconnectWorker or RegisteredWorker", |e| matches!(e,
                 Envelope::Send(D::MasterChanged(_) | D::ReconnectWorker(_) | D::RegisteredWorker(_)))).await?;
             check(state(&ctx).await?.workers.iter().any(|i| i.id == w.id && i.state == WorkerState::Alive), "the worker still ALIVE", "not ALIVE")
@@ -864,10 +855,10 @@ fn flows(cs: &mut Cases) {
             let end = tokio::time::Instant::now() + t * 2 + Duration::from_millis(500);
             while tokio::time::Instant::now() < end {
                 w.conn
-                    .send(&Envelope::Send(D::Heartbeat(Heartbeat {
-                        worker_id: w.id.clone(),
-                        worker: worker_ref(&w.host, 1),
-                    })))
+                    .send(&Envelope::Send(D::Heartbeat(Heartbeat::new(
+                        w.id.clone(),
+                        worker_ref(&w.host, 1),
+                    ))))
                     .await?;
                 tokio::time::sleep(t / 4).await;
             }
@@ -923,19 +914,17 @@ async fn updated(
 
 async fn submit(ctx: &Ctx) -> Result<(Conn, SubmitDriverResponse), Failure> {
     let mut c = open(ctx, Role::DriverClient, "client", "", Version::V2).await?;
-    let desc = DriverDescription {
-        jar_url: "file:/tmp/app.jar".into(),
-        mem: 256,
-        cores: 1,
-        supervise: false,
-        command: app_desc(None, 0, None).command,
-        resource_reqs: vec![],
-    };
+    let desc = DriverDescription::new(
+        "file:/tmp/app.jar".into(),
+        256,
+        1,
+        false,
+        app_desc(None, 0, None).command,
+        vec![],
+    );
     c.send(&Envelope::Ask {
         id: 7,
-        message: D::RequestSubmitDriver(RequestSubmitDriver {
-            driver_description: desc,
-        }),
+        message: D::RequestSubmitDriver(RequestSubmitDriver::new(desc)),
     })
     .await?;
     let r = c

@@ -98,12 +98,12 @@ pub async fn registered(ctx: &Ctx, versions: &[Version]) -> Result<Registered, F
         Addr::new(given.ip().to_string(), i32::from(given.port())),
         "Master",
     );
-    conn.send(&Envelope::Send(D::RegisteredWorker(RegisteredWorker {
+    conn.send(&Envelope::Send(D::RegisteredWorker(RegisteredWorker::new(
         master,
-        master_web_ui_url: "http://127.0.0.1:8080".into(),
-        master_address: Addr::new(given.ip().to_string(), i32::from(given.port())),
-        duplicate: false,
-    })))
+        "http://127.0.0.1:8080".into(),
+        Addr::new(given.ip().to_string(), i32::from(given.port())),
+        false,
+    ))))
     .await?;
     Ok(Registered {
         run,
@@ -114,30 +114,30 @@ pub async fn registered(ctx: &Ctx, versions: &[Version]) -> Result<Registered, F
 }
 
 fn command(program: &str, args: &[&str]) -> Command {
-    Command {
-        main_class: program.into(),
-        arguments: args.iter().map(|a| a.to_string()).collect(),
-        environment: BTreeMap::new(),
-        class_path_entries: vec![],
-        library_path_entries: vec![],
-        java_opts: vec![],
-    }
+    Command::new(
+        program.into(),
+        args.iter().map(|a| a.to_string()).collect(),
+        BTreeMap::new(),
+        vec![],
+        vec![],
+        vec![],
+    )
 }
 
 /// A LaunchExecutor running `program args`.
 pub fn launch_msg(w: &Registered, app: &str, exec_id: i32, program: &str, args: &[&str]) -> D {
     let mut desc = crate::targets::master::app_desc(Some(1), 64, None);
     desc.command = command(program, args);
-    D::LaunchExecutor(LaunchExecutor {
-        master_url: w.master_url.clone(),
-        app_id: app.into(),
+    D::LaunchExecutor(LaunchExecutor::new(
+        w.master_url.clone(),
+        app.into(),
         exec_id,
-        rp_id: 0,
-        app_desc: desc,
-        cores: 1,
-        memory: 64,
-        resources: BTreeMap::new(),
-    })
+        0,
+        desc,
+        1,
+        64,
+        BTreeMap::new(),
+    ))
 }
 
 /// Waits for ExecutorStateChanged of `exec_id`, answering it when it is an ask.
@@ -343,9 +343,7 @@ fn flows(cs: &mut Cases) {
             })
             .await?;
             conn.send(&Envelope::Send(D::RegisterWorkerFailed(
-                RegisterWorkerFailed {
-                    message: "refused by the conformance suite".into(),
-                },
+                RegisterWorkerFailed::new("refused by the conformance suite".into()),
             )))
             .await?;
             match run.exit_within(wait(&ctx)).await? {
@@ -362,9 +360,9 @@ fn flows(cs: &mut Cases) {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
             w.conn
-                .send(&Envelope::Send(D::ReconnectWorker(ReconnectWorker {
-                    master_url: w.master_url.clone(),
-                })))
+                .send(&Envelope::Send(D::ReconnectWorker(ReconnectWorker::new(
+                    w.master_url.clone(),
+                ))))
                 .await?;
             let again = w
                 .conn
@@ -401,10 +399,10 @@ fn flows(cs: &mut Cases) {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
             let given = w.run.given;
-            w.conn.send(&Envelope::Send(D::MasterChanged(MasterChanged {
-                master: EndpointRef::at(Addr::new(given.ip().to_string(), i32::from(given.port())), "Master"),
-                master_web_ui_url: "http://127.0.0.1:8080".into(),
-            }))).await?;
+            w.conn.send(&Envelope::Send(D::MasterChanged(MasterChanged::new(
+                EndpointRef::at(Addr::new(given.ip().to_string(), i32::from(given.port())), "Master"),
+                "http://127.0.0.1:8080".into(),
+            )))).await?;
             let r = w.conn.expect::<D, WorkerSchedulerStateResponse>(wait(&ctx), "WorkerSchedulerStateResponse", |e| match e {
                 Envelope::Send(D::WorkerSchedulerStateResponse(r)) => Some(r.clone()),
                 _ => None,
@@ -500,11 +498,11 @@ fn flows(cs: &mut Cases) {
                 .await?;
             state_change(&ctx, &mut w, 3).await?;
             w.conn
-                .send(&Envelope::Send(D::KillExecutor(KillExecutor {
-                    master_url: w.master_url.clone(),
-                    app_id: app.into(),
-                    exec_id: 3,
-                })))
+                .send(&Envelope::Send(D::KillExecutor(KillExecutor::new(
+                    w.master_url.clone(),
+                    app.into(),
+                    3,
+                ))))
                 .await?;
             let s = state_change(&ctx, &mut w, 3).await?;
             check(
@@ -558,7 +556,7 @@ fn flows(cs: &mut Cases) {
             state_change(&ctx, &mut w, 5).await?;
             let addr = ui_addr(&ctx, &mut w).await?;
             let mut ui = Conn::open(addr, "ui", Role::Ui, "", &[Version::V2], &ctx.log, wait(&ctx)).await?;
-            ui.send(&Envelope::Ask { id: 3, message: D::RequestWorkerState(RequestWorkerState {}) }).await?;
+            ui.send(&Envelope::Ask { id: 3, message: D::RequestWorkerState(RequestWorkerState::new()) }).await?;
             let s = ui.expect::<D, WorkerStateResponse>(wait(&ctx), "WorkerStateResponse", |e| match e {
                 Envelope::Reply { id: 3, reply: Reply::Message(D::WorkerStateResponse(s)) } => Some(s.clone()),
                 _ => None,
@@ -573,10 +571,10 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = "driver-20250101120000-0001";
-            let desc = DriverDescription { jar_url: "file:/tmp/x.jar".into(), mem: 64, cores: 1, supervise: false, command: command(&allowed_exec(), &["20"]), resource_reqs: vec![] };
-            w.conn.send(&Envelope::Send(D::LaunchDriver(LaunchDriver { driver_id: id.into(), driver_desc: desc, resources: BTreeMap::new() }))).await?;
+            let desc = DriverDescription::new("file:/tmp/x.jar".into(), 64, 1, false, command(&allowed_exec(), &["20"]), vec![]);
+            w.conn.send(&Envelope::Send(D::LaunchDriver(LaunchDriver::new(id.into(), desc, BTreeMap::new())))).await?;
             tokio::time::sleep(Duration::from_millis(200)).await;
-            w.conn.send(&Envelope::Send(D::KillDriver(KillDriver { driver_id: id.into() }))).await?;
+            w.conn.send(&Envelope::Send(D::KillDriver(KillDriver::new(id.into())))).await?;
             let s = w.conn.expect::<D, DriverStateChanged>(wait(&ctx), "DriverStateChanged", |e| match e {
                 Envelope::Send(D::DriverStateChanged(s)) if s.driver_id == id => Some(s.clone()),
                 _ => None,
@@ -588,7 +586,7 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V2]).await?;
             let id = w.reg.id.clone();
-            w.conn.send(&Envelope::Send(D::DecommissionWorker(DecommissionWorker {}))).await?;
+            w.conn.send(&Envelope::Send(D::DecommissionWorker(DecommissionWorker::new()))).await?;
             w.conn.expect::<D, ()>(wait(&ctx), "WorkerDecommissioning with its id", |e| match e {
                 Envelope::Send(D::WorkerDecommissioning(d)) if d.id == id => Some(()),
                 _ => None,

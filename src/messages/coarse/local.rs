@@ -7,7 +7,7 @@ record! {
     /// Executor → itself: exit with this code.
     pub struct Shutdown {
         /// Exit code.
-        pub exit_code: i32,
+        pub exit_code: i32 => with_exit_code,
     }
 }
 
@@ -35,9 +35,9 @@ record! {
     /// Driver → itself (local ask → Bool): forget an executor.
     pub struct RemoveExecutor {
         /// Executor id.
-        pub executor_id: String,
+        pub executor_id: String => with_executor_id,
         /// Why it went away.
-        pub reason: ExecutorLossReason,
+        pub reason: ExecutorLossReason => with_reason,
     }
 }
 
@@ -45,11 +45,11 @@ record! {
     /// Driver → itself: forget a worker.
     pub struct RemoveWorker {
         /// Worker id.
-        pub worker_id: String,
+        pub worker_id: String => with_worker_id,
         /// Host.
-        pub host: String,
+        pub host: String => with_host,
         /// Why.
-        pub message: String,
+        pub message: String => with_message,
     }
 }
 
@@ -57,7 +57,7 @@ record! {
     /// Driver → itself: kill the executors on a host.
     pub struct KillExecutorsOnHost {
         /// Host.
-        pub host: String,
+        pub host: String => with_host,
     }
 }
 
@@ -65,7 +65,7 @@ record! {
     /// Driver → itself: decommission the executors on a host.
     pub struct DecommissionExecutorsOnHost {
         /// Host.
-        pub host: String,
+        pub host: String => with_host,
     }
 }
 
@@ -73,7 +73,7 @@ record! {
     /// Driver → itself: change every executor's log level.
     pub struct UpdateExecutorsLogLevel {
         /// Log level.
-        pub log_level: String,
+        pub log_level: String => with_log_level,
     }
 }
 
@@ -81,6 +81,6 @@ record! {
     /// Cluster manager → itself: the driver's endpoint.
     pub struct SetupDriver {
         /// The driver's endpoint.
-        pub driver: EndpointRef,
+        pub driver: EndpointRef => with_driver,
     }
 }

@@ -7,7 +7,7 @@ record! {
     /// DriverClient → Master (ask → SubmitDriverResponse): submit a driver.
     pub struct RequestSubmitDriver {
         /// The driver.
-        pub driver_description: DriverDescription,
+        pub driver_description: DriverDescription => with_driver_description,
     }
 }
 
@@ -15,13 +15,13 @@ record! {
     /// Master → DriverClient: the answer to RequestSubmitDriver.
     pub struct SubmitDriverResponse {
         /// The master's endpoint.
-        pub master: EndpointRef,
+        pub master: EndpointRef => with_master,
         /// Whether the driver was accepted.
-        pub success: bool,
+        pub success: bool => with_success,
         /// The driver's id, when accepted.
-        pub driver_id: Option<String>,
+        pub driver_id: Option<String> => with_driver_id,
         /// Text for the user.
-        pub message: String,
+        pub message: String => with_message,
     }
 }
 
@@ -29,7 +29,7 @@ record! {
     /// DriverClient → Master (ask → KillDriverResponse): kill a driver.
     pub struct RequestKillDriver {
         /// Driver id.
-        pub driver_id: String,
+        pub driver_id: String => with_driver_id,
     }
 }
 
@@ -37,13 +37,13 @@ record! {
     /// Master → DriverClient: the answer to RequestKillDriver.
     pub struct KillDriverResponse {
         /// The master's endpoint.
-        pub master: EndpointRef,
+        pub master: EndpointRef => with_master,
         /// Driver id.
-        pub driver_id: String,
+        pub driver_id: String => with_driver_id,
         /// Whether a kill was requested.
-        pub success: bool,
+        pub success: bool => with_success,
         /// Text for the user.
-        pub message: String,
+        pub message: String => with_message,
     }
 }
 
@@ -51,7 +51,7 @@ record! {
     /// DriverClient → Master (ask → DriverStatusResponse): a driver's status.
     pub struct RequestDriverStatus {
         /// Driver id.
-        pub driver_id: String,
+        pub driver_id: String => with_driver_id,
     }
 }
 
@@ -59,15 +59,15 @@ record! {
     /// Master → DriverClient: the answer to RequestDriverStatus.
     pub struct DriverStatusResponse {
         /// Whether the master knows the driver.
-        pub found: bool,
+        pub found: bool => with_found,
         /// Its state.
-        pub state: Option<DriverState>,
+        pub state: Option<DriverState> => with_state,
         /// The worker running it.
-        pub worker_id: Option<String>,
+        pub worker_id: Option<String> => with_worker_id,
         /// host:port of that worker.
-        pub worker_host_port: Option<String>,
+        pub worker_host_port: Option<String> => with_worker_host_port,
         /// The error that ended it.
-        pub exception: Option<ErrorDescription>,
+        pub exception: Option<ErrorDescription> => with_exception,
     }
 }
 
@@ -80,10 +80,10 @@ record! {
     /// Master → DriverClient: the answer to RequestKillAllDrivers.
     pub struct KillAllDriversResponse {
         /// The master's endpoint.
-        pub master: EndpointRef,
+        pub master: EndpointRef => with_master,
         /// Whether kills were requested.
-        pub success: bool,
+        pub success: bool => with_success,
         /// Text for the user.
-        pub message: String,
+        pub message: String => with_message,
     }
 }

@@ -5,7 +5,7 @@ record! {
     /// Master → itself: decommission the workers with these ids.
     pub struct DecommissionWorkers {
         /// Worker ids.
-        pub ids: Vec<String>,
+        pub ids: Vec<String> => with_ids,
     }
 }
 

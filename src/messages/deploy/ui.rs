@@ -24,23 +24,23 @@ record! {
     /// Master → UI: the master's state.
     pub struct MasterStateResponse {
         /// Host.
-        pub host: String,
+        pub host: String => with_host,
         /// Port.
-        pub port: i32,
+        pub port: i32 => with_port,
         /// REST server port, if it runs.
-        pub rest_port: Option<i32>,
+        pub rest_port: Option<i32> => with_rest_port,
         /// Workers.
-        pub workers: Vec<WorkerInfo>,
+        pub workers: Vec<WorkerInfo> => with_workers,
         /// Applications not finished.
-        pub active_apps: Vec<ApplicationInfo>,
+        pub active_apps: Vec<ApplicationInfo> => with_active_apps,
         /// Applications finished.
-        pub completed_apps: Vec<ApplicationInfo>,
+        pub completed_apps: Vec<ApplicationInfo> => with_completed_apps,
         /// Drivers not finished.
-        pub active_drivers: Vec<DriverInfo>,
+        pub active_drivers: Vec<DriverInfo> => with_active_drivers,
         /// Drivers finished.
-        pub completed_drivers: Vec<DriverInfo>,
+        pub completed_drivers: Vec<DriverInfo> => with_completed_drivers,
         /// Recovery state.
-        pub status: RecoveryState,
+        pub status: RecoveryState => with_status,
     }
 }
 
@@ -48,7 +48,7 @@ record! {
     /// UI → Master (ask → Int): decommission the workers on these hosts; answers how many.
     pub struct DecommissionWorkersOnHosts {
         /// Host names.
-        pub hostnames: Vec<String>,
+        pub hostnames: Vec<String> => with_hostnames,
     }
 }
 
@@ -61,34 +61,34 @@ record! {
     /// Worker → UI: the worker's state.
     pub struct WorkerStateResponse {
         /// Host.
-        pub host: String,
+        pub host: String => with_host,
         /// Port.
-        pub port: i32,
+        pub port: i32 => with_port,
         /// Worker id.
-        pub worker_id: String,
+        pub worker_id: String => with_worker_id,
         /// Executors running.
-        pub executors: Vec<ExecutorDescription>,
+        pub executors: Vec<ExecutorDescription> => with_executors,
         /// Executors finished.
-        pub finished_executors: Vec<ExecutorDescription>,
+        pub finished_executors: Vec<ExecutorDescription> => with_finished_executors,
         /// Drivers running.
-        pub drivers: Vec<DriverRunnerInfo>,
+        pub drivers: Vec<DriverRunnerInfo> => with_drivers,
         /// Drivers finished.
-        pub finished_drivers: Vec<DriverRunnerInfo>,
+        pub finished_drivers: Vec<DriverRunnerInfo> => with_finished_drivers,
         /// The active master's URL.
-        pub master_url: String,
+        pub master_url: String => with_master_url,
         /// Cores.
-        pub cores: i32,
+        pub cores: i32 => with_cores,
         /// Memory, MiB.
-        pub memory: i32,
+        pub memory: i32 => with_memory,
         /// Cores in use.
-        pub cores_used: i32,
+        pub cores_used: i32 => with_cores_used,
         /// Memory in use, MiB.
-        pub memory_used: i32,
+        pub memory_used: i32 => with_memory_used,
         /// The active master's web UI URL.
-        pub master_web_ui_url: String,
+        pub master_web_ui_url: String => with_master_web_ui_url,
         /// Resources.
-        pub resources: Resources,
+        pub resources: Resources => with_resources,
         /// Resources in use.
-        pub resources_used: Resources,
+        pub resources_used: Resources => with_resources_used,
     }
 }

@@ -11,23 +11,23 @@ record! {
     /// RegisterWorkerFailed or MasterInStandby.
     pub struct RegisterWorker {
         /// Worker id, such as `worker-20250101120000-127.0.0.1-35001`.
-        pub id: String,
+        pub id: String => with_id,
         /// Host the worker runs on.
-        pub host: String,
+        pub host: String => with_host,
         /// Port the worker listens on.
-        pub port: i32,
+        pub port: i32 => with_port,
         /// The worker's endpoint.
-        pub worker: EndpointRef,
+        pub worker: EndpointRef => with_worker,
         /// Cores offered.
-        pub cores: i32,
+        pub cores: i32 => with_cores,
         /// Memory offered, MiB.
-        pub memory: i32,
+        pub memory: i32 => with_memory,
         /// Web UI URL.
-        pub worker_web_ui_url: String,
+        pub worker_web_ui_url: String => with_worker_web_ui_url,
         /// The master address the worker dialled.
-        pub master_address: Addr,
+        pub master_address: Addr => with_master_address,
         /// Resources offered, by name.
-        pub resources: Resources,
+        pub resources: Resources => with_resources,
     }
 }
 
@@ -35,13 +35,13 @@ record! {
     /// Master → Worker: the registration is accepted.
     pub struct RegisteredWorker {
         /// The master's endpoint.
-        pub master: EndpointRef,
+        pub master: EndpointRef => with_master,
         /// Master web UI URL.
-        pub master_web_ui_url: String,
+        pub master_web_ui_url: String => with_master_web_ui_url,
         /// The master address, echoing RegisterWorker's `master_address`.
-        pub master_address: Addr,
+        pub master_address: Addr => with_master_address,
         /// True when the worker was already registered (a duplicate registration after a reconnect).
-        pub duplicate: bool,
+        pub duplicate: bool => with_duplicate,
     }
 }
 
@@ -49,7 +49,7 @@ record! {
     /// Master → Worker: the registration is refused.
     pub struct RegisterWorkerFailed {
         /// Why, such as `Duplicate worker ID`.
-        pub message: String,
+        pub message: String => with_message,
     }
 }
 
@@ -62,9 +62,9 @@ record! {
     /// Worker → Master: the worker is alive.
     pub struct Heartbeat {
         /// Worker id.
-        pub worker_id: String,
+        pub worker_id: String => with_worker_id,
         /// The worker's endpoint.
-        pub worker: EndpointRef,
+        pub worker: EndpointRef => with_worker,
     }
 }
 
@@ -72,11 +72,11 @@ record! {
     /// Worker → Master: what the worker runs, sent after registering.
     pub struct WorkerLatestState {
         /// Worker id.
-        pub id: String,
+        pub id: String => with_id,
         /// Executors it runs.
-        pub executors: Vec<ExecutorDescription>,
+        pub executors: Vec<ExecutorDescription> => with_executors,
         /// Drivers it runs.
-        pub driver_ids: Vec<String>,
+        pub driver_ids: Vec<String> => with_driver_ids,
     }
 }
 
@@ -84,15 +84,15 @@ record! {
     /// Worker → Master (ask → Bool): an executor changed state.
     pub struct ExecutorStateChanged {
         /// Application id.
-        pub app_id: String,
+        pub app_id: String => with_app_id,
         /// Executor id.
-        pub exec_id: i32,
+        pub exec_id: i32 => with_exec_id,
         /// New state.
-        pub state: ExecutorState,
+        pub state: ExecutorState => with_state,
         /// Message, such as `Command exited with code 137`.
-        pub message: Option<String>,
+        pub message: Option<String> => with_message,
         /// Exit status, when the process exited.
-        pub exit_status: Option<i32>,
+        pub exit_status: Option<i32> => with_exit_status,
     }
 }
 
@@ -100,11 +100,11 @@ record! {
     /// Worker → Master: a driver changed state.
     pub struct DriverStateChanged {
         /// Driver id.
-        pub driver_id: String,
+        pub driver_id: String => with_driver_id,
         /// New state.
-        pub state: DriverState,
+        pub state: DriverState => with_state,
         /// The error, for ERROR or FAILED.
-        pub exception: Option<ErrorDescription>,
+        pub exception: Option<ErrorDescription> => with_exception,
     }
 }
 
@@ -112,9 +112,9 @@ record! {
     /// Worker → Master: the worker is decommissioning itself.
     pub struct WorkerDecommissioning {
         /// Worker id.
-        pub id: String,
+        pub id: String => with_id,
         /// The worker's endpoint.
-        pub worker_ref: EndpointRef,
+        pub worker_ref: EndpointRef => with_worker_ref,
     }
 }
 
@@ -122,9 +122,9 @@ record! {
     /// An executor in WorkerSchedulerStateResponse.
     pub struct WorkerExecutorStateResponse {
         /// The executor.
-        pub desc: ExecutorDescription,
+        pub desc: ExecutorDescription => with_desc,
         /// Resources assigned to it.
-        pub resources: Resources,
+        pub resources: Resources => with_resources,
     }
 }
 
@@ -132,9 +132,9 @@ record! {
     /// A driver in WorkerSchedulerStateResponse.
     pub struct WorkerDriverStateResponse {
         /// Driver id.
-        pub driver_id: String,
+        pub driver_id: String => with_driver_id,
         /// Resources assigned to it.
-        pub resources: Resources,
+        pub resources: Resources => with_resources,
     }
 }
 
@@ -142,11 +142,11 @@ record! {
     /// Worker → Master: the answer to MasterChanged, listing what the worker runs.
     pub struct WorkerSchedulerStateResponse {
         /// Worker id.
-        pub id: String,
+        pub id: String => with_id,
         /// Executors it runs.
-        pub exec_responses: Vec<WorkerExecutorStateResponse>,
+        pub exec_responses: Vec<WorkerExecutorStateResponse> => with_exec_responses,
         /// Drivers it runs.
-        pub driver_responses: Vec<WorkerDriverStateResponse>,
+        pub driver_responses: Vec<WorkerDriverStateResponse> => with_driver_responses,
     }
 }
 
@@ -154,7 +154,7 @@ record! {
     /// Master → Worker: the master does not know this worker; register again.
     pub struct ReconnectWorker {
         /// The master's URL.
-        pub master_url: String,
+        pub master_url: String => with_master_url,
     }
 }
 
@@ -162,21 +162,21 @@ record! {
     /// Master → Worker: start an executor for an application.
     pub struct LaunchExecutor {
         /// The master's URL.
-        pub master_url: String,
+        pub master_url: String => with_master_url,
         /// Application id.
-        pub app_id: String,
+        pub app_id: String => with_app_id,
         /// Executor id.
-        pub exec_id: i32,
+        pub exec_id: i32 => with_exec_id,
         /// Resource profile id.
-        pub rp_id: i32,
+        pub rp_id: i32 => with_rp_id,
         /// The application's description, with the command to run.
-        pub app_desc: ApplicationDescription,
+        pub app_desc: ApplicationDescription => with_app_desc,
         /// Cores given to the executor.
-        pub cores: i32,
+        pub cores: i32 => with_cores,
         /// Memory given to the executor, MiB.
-        pub memory: i32,
+        pub memory: i32 => with_memory,
         /// Resources given to the executor.
-        pub resources: Resources,
+        pub resources: Resources => with_resources,
     }
 }
 
@@ -184,11 +184,11 @@ record! {
     /// Master → Worker: kill an executor.
     pub struct KillExecutor {
         /// The master's URL.
-        pub master_url: String,
+        pub master_url: String => with_master_url,
         /// Application id.
-        pub app_id: String,
+        pub app_id: String => with_app_id,
         /// Executor id.
-        pub exec_id: i32,
+        pub exec_id: i32 => with_exec_id,
     }
 }
 
@@ -196,11 +196,11 @@ record! {
     /// Master → Worker: start a driver.
     pub struct LaunchDriver {
         /// Driver id.
-        pub driver_id: String,
+        pub driver_id: String => with_driver_id,
         /// The driver's description.
-        pub driver_desc: DriverDescription,
+        pub driver_desc: DriverDescription => with_driver_desc,
         /// Resources given to the driver.
-        pub resources: Resources,
+        pub resources: Resources => with_resources,
     }
 }
 
@@ -208,7 +208,7 @@ record! {
     /// Master → Worker: kill a driver.
     pub struct KillDriver {
         /// Driver id.
-        pub driver_id: String,
+        pub driver_id: String => with_driver_id,
     }
 }
 
@@ -216,7 +216,7 @@ record! {
     /// Master → Worker: an application finished; clean up after it.
     pub struct ApplicationFinished {
         /// Application id.
-        pub id: String,
+        pub id: String => with_id,
     }
 }
 
@@ -229,8 +229,8 @@ record! {
     /// Master → Worker and Master → AppClient: a new master took over.
     pub struct MasterChanged {
         /// The new master's endpoint.
-        pub master: EndpointRef,
+        pub master: EndpointRef => with_master,
         /// The new master's web UI URL.
-        pub master_web_ui_url: String,
+        pub master_web_ui_url: String => with_master_web_ui_url,
     }
 }

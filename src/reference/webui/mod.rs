@@ -12,17 +12,16 @@
 //! use sparkwire::messages::RecoveryState;
 //! use sparkwire::reference::webui::master_json;
 //!
-//! let state = MasterStateResponse {
-//!     host: "127.0.0.1".into(),
-//!     port: 7077,
-//!     rest_port: None,
-//!     workers: vec![],
-//!     active_apps: vec![],
-//!     completed_apps: vec![],
-//!     active_drivers: vec![],
-//!     completed_drivers: vec![],
-//!     status: RecoveryState::Alive,
-//! };
+//! let state = MasterStateResponse::new(
+//!     "127.0.0.1".into(),
+//!     7077,
+//!     vec![],
+//!     vec![],
+//!     vec![],
+//!     vec![],
+//!     vec![],
+//!     RecoveryState::Alive,
+//! );
 //! let json = master_json(&state);
 //! assert_eq!(json["url"], "sparkwire://127.0.0.1:7077");
 //! assert_eq!(json["aliveworkers"], 0);

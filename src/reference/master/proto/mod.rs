@@ -38,17 +38,17 @@
 //! let worker = Addr::new("127.0.0.1", 40000);
 //! core.handle(start, Input::Message {
 //!     conn: 1,
-//!     message: RegisterWorker {
-//!         id: "worker-1".into(),
-//!         host: "127.0.0.1".into(),
-//!         port: 40000,
-//!         worker: EndpointRef::at(worker, "Worker"),
-//!         cores: 4,
-//!         memory: 1024,
-//!         worker_web_ui_url: String::new(),
-//!         master_address: Addr::new("127.0.0.1", 7077),
-//!         resources: Resources::new(),
-//!     }
+//!     message: RegisterWorker::new(
+//!         "worker-1".into(),
+//!         "127.0.0.1".into(),
+//!         40000,
+//!         EndpointRef::at(worker, "Worker"),
+//!         4,
+//!         1024,
+//!         String::new(),
+//!         Addr::new("127.0.0.1", 7077),
+//!         Resources::new(),
+//!     )
 //!     .into(),
 //! });
 //! assert!(matches!(
