@@ -412,7 +412,11 @@ mod tests {
             let path = entry.expect("an entry").path();
             if path.extension().is_some_and(|e| e == "jsonl") {
                 let text = std::fs::read_to_string(&path).expect("a trace");
-                out.extend(text.lines().filter(|l| !l.trim().is_empty()).map(String::from));
+                out.extend(
+                    text.lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .map(String::from),
+                );
             }
         }
         out
@@ -428,8 +432,14 @@ mod tests {
         let driver = Endpoint::new(Role::Driver, "app-1");
         let e = s.executor(&driver, "0", 2);
         s.down(&e, msg::launch_task(7, 1));
-        s.up(&e, msg::status_update("0", 7, crate::messages::TaskState::Running, 1));
-        s.up(&e, msg::status_update("0", 7, crate::messages::TaskState::Finished, 1));
+        s.up(
+            &e,
+            msg::status_update("0", 7, crate::messages::TaskState::Running, 1),
+        );
+        s.up(
+            &e,
+            msg::status_update("0", 7, crate::messages::TaskState::Finished, 1),
+        );
         s.up(&w, msg::heartbeat("worker-1"));
         let text = to_text(&s.into_events()).expect("the scenario writes");
         text.lines().map(String::from).collect()
@@ -455,7 +465,11 @@ mod tests {
                 ),
             }
         }
-        assert!(fast >= written_lines().len(), "{fast} of {} lines", lines.len());
+        assert!(
+            fast >= written_lines().len(),
+            "{fast} of {} lines",
+            lines.len()
+        );
     }
 
     #[test]
@@ -466,8 +480,11 @@ mod tests {
             let value: serde_json::Value = serde_json::from_str(line).expect("JSON");
             let obj = value.as_object().expect("an object");
             // Keys reversed: the message now precedes what says how to read it.
-            let reversed: serde_json::Map<_, _> =
-                obj.iter().rev().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let reversed: serde_json::Map<_, _> = obj
+                .iter()
+                .rev()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             variants.push(serde_json::Value::Object(reversed).to_string());
             // A key twice (the full reader keeps the last).
             variants.push(line.replacen("{\"time\":", "{\"time\":1,\"time\":", 1));
