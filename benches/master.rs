@@ -13,9 +13,7 @@ use sparkwire::connection::{Connection, ConnectionConfig, Incoming};
 use sparkwire::messages::deploy::RegisterWorker;
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef};
 use sparkwire::reference::master::round::{schedule_round, Grant, RoundWorker};
-use sparkwire::reference::master::schedule::{
-    executors_for, schedule_executors_on_workers, ExecutorDemand, WorkerSlot,
-};
+use sparkwire::reference::master::schedule::{schedule_round_sorting, ExecutorDemand, WorkerSlot};
 use sparkwire::reference::master::{Master, MasterConfig};
 use sparkwire::wire::handshake::{client_handshake, server_handshake, Identity, Role, Secret};
 use tokio::net::{TcpListener, TcpStream};
@@ -65,45 +63,6 @@ fn bench_round(spread_out: bool) -> (Duration, Vec<Grant>) {
     (median(times), grants)
 }
 
-/// The round as first written (the baseline): for every application, filter and sort every
-/// worker, then schedule over all the usable ones.
-fn sorting_round(
-    workers: &mut [RoundWorker],
-    apps: &[ExecutorDemand],
-    spread_out: bool,
-) -> Vec<Grant> {
-    let mut grants = Vec::new();
-    for (a, demand) in apps.iter().enumerate() {
-        if demand.cores_left < demand.min_cores() {
-            continue;
-        }
-        let mut usable: Vec<usize> = (0..workers.len())
-            .filter(|&w| workers[w].alive && demand.fits(&workers[w].free))
-            .collect();
-        usable.sort_by(|x, y| {
-            workers[*y]
-                .free
-                .cores_free
-                .cmp(&workers[*x].free.cores_free)
-        });
-        let slots: Vec<WorkerSlot> = usable.iter().map(|&w| workers[w].free.clone()).collect();
-        let assigned = schedule_executors_on_workers(demand, &slots, spread_out);
-        for (pos, &cores) in assigned.iter().enumerate() {
-            let w = usable[pos];
-            for size in executors_for(cores, demand.cores_per_executor) {
-                workers[w].free.cores_free -= size;
-                workers[w].free.memory_free -= demand.memory_per_executor;
-                grants.push(Grant {
-                    app: a,
-                    worker: w,
-                    cores: size,
-                });
-            }
-        }
-    }
-    grants
-}
-
 fn bench_sorting_round(spread_out: bool) -> (Duration, Vec<Grant>) {
     let demands = apps();
     let mut times = Vec::new();
@@ -111,7 +70,7 @@ fn bench_sorting_round(spread_out: bool) -> (Duration, Vec<Grant>) {
     for _ in 0..3 {
         let mut ws = workers();
         let start = Instant::now();
-        grants = sorting_round(&mut ws, &demands, spread_out);
+        grants = schedule_round_sorting(&mut ws, &demands, spread_out);
         times.push(start.elapsed());
     }
     (median(times), grants)

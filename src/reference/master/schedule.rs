@@ -239,22 +239,67 @@ pub fn schedule_round_indexed(
             }
             let w = usable[pos];
             let before = workers[w].free.cores_free;
-            for size in executors_for(cores, demand.cores_per_executor) {
-                let free = &mut workers[w].free;
-                free.cores_free -= size;
-                free.memory_free -= demand.memory_per_executor;
-                for (name, need) in &demand.resources_per_executor {
-                    if let Some(have) = free.resources_free.get_mut(name) {
-                        *have -= need;
-                    }
-                }
-                grants.push(Grant {
-                    app: a,
-                    worker: w,
-                    cores: size,
-                });
-            }
+            grant(workers, a, demand, w, cores, &mut grants);
             index.moved(w, before, workers[w].free.cores_free);
+        }
+    }
+    grants
+}
+
+/// Turns the `cores` assigned to worker `w` into executors of application `a`: their grants, and
+/// what they take off the worker's free resources.
+fn grant(
+    workers: &mut [RoundWorker],
+    a: usize,
+    demand: &ExecutorDemand,
+    w: usize,
+    cores: i32,
+    grants: &mut Vec<Grant>,
+) {
+    for size in executors_for(cores, demand.cores_per_executor) {
+        let free = &mut workers[w].free;
+        free.cores_free -= size;
+        free.memory_free -= demand.memory_per_executor;
+        for (name, need) in &demand.resources_per_executor {
+            if let Some(have) = free.resources_free.get_mut(name) {
+                *have -= need;
+            }
+        }
+        grants.push(Grant {
+            app: a,
+            worker: w,
+            cores: size,
+        });
+    }
+}
+
+/// The same round without the index, as Spark writes it: for every application, filter and sort
+/// all the workers (most free cores first, ties in worker order) and schedule over all the usable
+/// ones. [`schedule_round_indexed`] decides exactly as this does, faster; this one is kept as the
+/// reference the tests and `cargo bench --bench master` compare it with.
+pub fn schedule_round_sorting(
+    workers: &mut [RoundWorker],
+    apps: &[ExecutorDemand],
+    spread_out: bool,
+) -> Vec<Grant> {
+    let mut grants = Vec::new();
+    for (a, demand) in apps.iter().enumerate() {
+        if demand.cores_left < demand.min_cores() {
+            continue;
+        }
+        let mut usable: Vec<usize> = (0..workers.len())
+            .filter(|&w| workers[w].alive && demand.fits(&workers[w].free))
+            .collect();
+        usable.sort_by(|x, y| {
+            workers[*y]
+                .free
+                .cores_free
+                .cmp(&workers[*x].free.cores_free)
+        });
+        let slots: Vec<WorkerSlot> = usable.iter().map(|&w| workers[w].free.clone()).collect();
+        let assigned = schedule_executors_on_workers(demand, &slots, spread_out);
+        for (pos, &cores) in assigned.iter().enumerate() {
+            grant(workers, a, demand, usable[pos], cores, &mut grants);
         }
     }
     grants
@@ -539,51 +584,6 @@ mod tests {
         }
     }
 
-    /// The round as first written: for every application, filter and sort all the workers and
-    /// schedule over all the usable ones. The indexed round must decide exactly as this does.
-    fn straightforward_round(
-        workers: &mut [RoundWorker],
-        apps: &[ExecutorDemand],
-        spread_out: bool,
-    ) -> Vec<Grant> {
-        let mut grants = Vec::new();
-        for (a, demand) in apps.iter().enumerate() {
-            if demand.cores_left < demand.min_cores() {
-                continue;
-            }
-            let mut usable: Vec<usize> = (0..workers.len())
-                .filter(|&w| workers[w].alive && demand.fits(&workers[w].free))
-                .collect();
-            usable.sort_by(|x, y| {
-                workers[*y]
-                    .free
-                    .cores_free
-                    .cmp(&workers[*x].free.cores_free)
-            });
-            let slots: Vec<WorkerSlot> = usable.iter().map(|&w| workers[w].free.clone()).collect();
-            let assigned = schedule_executors_on_workers(demand, &slots, spread_out);
-            for (pos, &cores) in assigned.iter().enumerate() {
-                let w = usable[pos];
-                for size in executors_for(cores, demand.cores_per_executor) {
-                    let free = &mut workers[w].free;
-                    free.cores_free -= size;
-                    free.memory_free -= demand.memory_per_executor;
-                    for (name, need) in &demand.resources_per_executor {
-                        if let Some(have) = free.resources_free.get_mut(name) {
-                            *have -= need;
-                        }
-                    }
-                    grants.push(Grant {
-                        app: a,
-                        worker: w,
-                        cores: size,
-                    });
-                }
-            }
-        }
-        grants
-    }
-
     struct Rng(u64);
 
     impl Rng {
@@ -647,7 +647,7 @@ mod tests {
             for spread in [true, false] {
                 let mut old = workers.clone();
                 let mut new = workers.clone();
-                let want = straightforward_round(&mut old, &apps, spread);
+                let want = schedule_round_sorting(&mut old, &apps, spread);
                 let got = schedule_round_indexed(&mut new, &apps, spread);
                 assert_eq!(got, want, "case {case}, spread out {spread}");
                 assert_eq!(
