@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use sparkwire::connection::{Connection, ConnectionConfig, Incoming};
 use sparkwire::messages::deploy::RegisterWorker;
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef};
-use sparkwire::reference::master::round::{schedule_round, RoundWorker};
-use sparkwire::reference::master::schedule::{ExecutorDemand, WorkerSlot};
+use sparkwire::reference::master::round::{schedule_round, Grant, RoundWorker};
+use sparkwire::reference::master::schedule::{schedule_round_sorting, ExecutorDemand, WorkerSlot};
 use sparkwire::reference::master::{Master, MasterConfig};
 use sparkwire::wire::handshake::{client_handshake, server_handshake, Identity, Role, Secret};
 use tokio::net::{TcpListener, TcpStream};
@@ -50,19 +50,38 @@ fn apps() -> Vec<ExecutorDemand> {
         .collect()
 }
 
-fn bench_round(spread_out: bool) -> (Duration, usize) {
+fn bench_round(spread_out: bool) -> (Duration, Vec<Grant>) {
     let demands = apps();
     let mut times = Vec::new();
-    let mut grants = 0;
+    let mut grants = Vec::new();
     for _ in 0..SAMPLES {
         let mut ws = workers();
         let start = Instant::now();
-        let g = schedule_round(&mut ws, &demands, spread_out);
+        grants = black_box(schedule_round(&mut ws, &demands, spread_out));
         times.push(start.elapsed());
-        grants = g.len();
-        black_box(g);
     }
     (median(times), grants)
+}
+
+fn bench_sorting_round(spread_out: bool) -> (Duration, Vec<Grant>) {
+    let demands = apps();
+    let mut times = Vec::new();
+    let mut grants = Vec::new();
+    for _ in 0..3 {
+        let mut ws = workers();
+        let start = Instant::now();
+        grants = schedule_round_sorting(&mut ws, &demands, spread_out);
+        times.push(start.elapsed());
+    }
+    (median(times), grants)
+}
+
+/// The load average over the last minute, as /proc/loadavg gives it ("?" where there is none).
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
 }
 
 fn bench_sorts() -> Duration {
@@ -177,8 +196,13 @@ async fn bench_handshakes(secret: Option<Secret>) -> Duration {
 }
 
 fn main() {
+    let load_before = load();
     let (spread, spread_grants) = bench_round(true);
     let (packed, packed_grants) = bench_round(false);
+    let (old_spread, old_spread_grants) = bench_sorting_round(true);
+    let (old_packed, old_packed_grants) = bench_sorting_round(false);
+    let same = spread_grants == old_spread_grants && packed_grants == old_packed_grants;
+    let (spread_grants, packed_grants) = (spread_grants.len(), packed_grants.len());
     let sorts = bench_sorts();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -195,6 +219,11 @@ fn main() {
     }
     let (reg, shake, authed) = (median(regs), median(shakes), median(authed));
     let per_sec = |d: Duration| CONNECTING as f64 / d.as_secs_f64();
+    println!(
+        "load average (1 min): {load_before} at the start, {} at the end",
+        load()
+    );
+    println!();
     println!("| measurement | time | note |");
     println!("|---|---|---|");
     println!(
@@ -204,6 +233,16 @@ fn main() {
     println!(
         "| scheduling round, consolidate | {:.1} ms | {packed_grants} executors granted |",
         packed.as_secs_f64() * 1e3
+    );
+    println!(
+        "| baseline: the round sorting every worker per application, spread out | {:.1} ms | indexed / sorting {:.4}x; same grants: {same} |",
+        old_spread.as_secs_f64() * 1e3,
+        spread.as_secs_f64() / old_spread.as_secs_f64()
+    );
+    println!(
+        "| baseline: the round sorting every worker per application, consolidate | {:.1} ms | indexed / sorting {:.4}x |",
+        old_packed.as_secs_f64() * 1e3,
+        packed.as_secs_f64() / old_packed.as_secs_f64()
     );
     println!(
         "| baseline: sorting the workers {APPS} times | {:.1} ms | round / sorts: spread {:.2}x, consolidate {:.2}x |",

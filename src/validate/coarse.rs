@@ -47,8 +47,8 @@ struct Backend {
     executors: HashMap<String, Executor>,
     /// With a decoder: task ids seen, running or finished, for uniqueness.
     finished_tasks: History<i64>,
-    /// Task id → executor, for running tasks.
-    task_owner: HashMap<i64, String>,
+    /// Ids of the running tasks (of every executor).
+    task_owner: HashMap<i64, ()>,
 }
 
 /// Every driver's backend, by the driver's endpoint id.
@@ -115,20 +115,32 @@ impl Backends {
         config: &Config,
         sink: &mut Sink<'_>,
     ) {
-        let from = conn.ends[side].role;
-        let Some(driver) = conn.end(Role::Driver).map(|e| e.id.clone()) else {
+        let Conn {
+            ends,
+            version,
+            pending,
+            conversation,
+            ..
+        } = conn;
+        let from = ends[side].role;
+        // Borrowed, not cloned: this runs for every task's messages.
+        let Some(driver) = ends
+            .iter()
+            .find(|e| e.role == Role::Driver)
+            .map(|e| e.id.as_str())
+        else {
             return;
         };
-        let version = conn.version;
-        match &mut conn.conversation {
+        let version = *version;
+        match conversation {
             Conversation::Executor(x) => {
                 let mut detail = None;
                 match env {
                     Envelope::Send(m) | Envelope::Ask { message: m, .. } => {
                         if from == Role::Executor {
-                            detail = self.executor_sent(x, &driver, m, version, config, sink);
+                            detail = self.executor_sent(x, driver, m, version, config, sink);
                         } else {
-                            self.driver_sent(x, &driver, m, config, sink);
+                            self.driver_sent(x, driver, m, config, sink);
                         }
                     }
                     Envelope::Reply { reply, .. } => {
@@ -144,7 +156,7 @@ impl Backends {
                         {
                             if matches!(reply, Reply::Bool(true)) {
                                 self.registered(
-                                    x, conn_id, &driver, id, cores, duplicate, config, sink,
+                                    x, conn_id, driver, id, cores, duplicate, config, sink,
                                 );
                             }
                         }
@@ -152,7 +164,7 @@ impl Backends {
                     Envelope::Failure { .. } => {}
                 }
                 if let (Envelope::Ask { id, .. }, Some(d)) = (env, detail) {
-                    if let Some(p) = conn.pending[side].get_mut(id) {
+                    if let Some(p) = pending[side].get_mut(id) {
                         p.detail = d;
                     }
                 }
@@ -212,7 +224,7 @@ impl Backends {
             | CoarseMessage::RetrieveLastAllocatedExecutorId(_) => return None,
             _ => {}
         }
-        let Some(exec) = x.exec.clone() else {
+        let Some(exec) = x.exec.as_deref() else {
             sink.flag(
                 Rule::ExecutorRegisterFirst,
                 format!(
@@ -230,27 +242,27 @@ impl Backends {
             _ => None,
         };
         if let Some(carried) = carried {
-            if carried != &exec {
+            if carried != exec {
                 sink.flag(
                     Rule::ExecutorId,
                     format!("executor id {exec}, registered on this connection; found {carried}"),
                     Some(Entity::Executor {
                         driver: driver.to_string(),
-                        exec: exec.clone(),
+                        exec: exec.to_string(),
                     }),
                 );
                 return None;
             }
         }
         let now = sink.time;
-        let b = self.backend(driver);
-        let e = b.executors.get_mut(&exec)?;
+        let b = self.drivers.get_mut(driver)?;
+        let e = b.executors.get_mut(exec)?;
         match m {
             CoarseMessage::LaunchedExecutor(_) => e.launched = true,
             CoarseMessage::ExecutorDecommissioning(_) => {
                 e.stopping.get_or_insert((now, true));
             }
-            CoarseMessage::StatusUpdate(s) => status_update(b, &exec, s, version, config, sink),
+            CoarseMessage::StatusUpdate(s) => status_update(b, exec, s, version, config, sink),
             _ => {}
         }
         None
@@ -320,12 +332,12 @@ impl Backends {
         if !command {
             return;
         }
-        let registered = x.exec.as_ref().filter(|id| {
+        let registered = x.exec.as_deref().filter(|id| {
             self.drivers
                 .get(driver)
                 .is_some_and(|b| b.executors.contains_key(*id))
         });
-        let Some(exec) = registered.cloned() else {
+        let Some(exec) = registered else {
             sink.flag(
                 Rule::ExecutorDriverTargets,
                 format!(
@@ -337,15 +349,17 @@ impl Backends {
             return;
         };
         let now = sink.time;
-        let b = self.backend(driver);
-        let Some(e) = b.executors.get_mut(&exec) else {
+        let Some(b) = self.drivers.get_mut(driver) else {
+            return;
+        };
+        let Some(e) = b.executors.get_mut(exec) else {
             return;
         };
         match m {
             CoarseMessage::StopExecutor(_) | CoarseMessage::DecommissionExecutor(_) => {
                 e.stopping.get_or_insert((now, false));
             }
-            CoarseMessage::LaunchTask(l) => launch_task(b, &exec, driver, l, config, sink),
+            CoarseMessage::LaunchTask(l) => launch_task(b, exec, driver, l, config, sink),
             _ => {}
         }
     }
@@ -442,7 +456,7 @@ fn launch_task(
                 },
             );
             e.used += u64::from(info.cpus);
-            b.task_owner.insert(info.task_id, exec.to_string());
+            b.task_owner.insert(info.task_id, ());
         }
         None => {
             e.running += 1;

@@ -57,7 +57,10 @@ impl Obligations {
 
     /// Reports every obligation whose deadline `now` has passed, and forgets it.
     pub(crate) fn overdue(&mut self, now: u64, config: &Config, sink: &mut Sink<'_>) {
-        if let Some(bound) = config.executor_state_within_ms {
+        if let Some(bound) = config
+            .executor_state_within_ms
+            .filter(|_| !self.launches.is_empty())
+        {
             let mut conns: Vec<ConnId> = self.launches.keys().copied().collect();
             conns.sort_unstable();
             for conn in conns {
@@ -84,7 +87,10 @@ impl Obligations {
             }
             self.launches.retain(|_, l| !l.is_empty());
         }
-        if let Some(bound) = config.app_registration_within_ms {
+        if let Some(bound) = config
+            .app_registration_within_ms
+            .filter(|_| !self.registrations.is_empty())
+        {
             let mut late: Vec<(ConnId, u64)> = self
                 .registrations
                 .iter()

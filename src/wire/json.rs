@@ -28,3 +28,21 @@ pub fn plain_from_json<T: serde::de::DeserializeOwned>(
 ) -> Result<T, serde_json::Error> {
     T::deserialize(super::strict::Strict(value.clone()))
 }
+
+/// Deserializes the fields of the message `name` of family `F` from a readable (JSON)
+/// deserializer under the layout rules of [`value_from_json`] (a struct written as an array is
+/// refused), without building a `serde_json::Value` first; `None` when `F` has no such message.
+pub fn fields_from_readable<'de, F: Family, D: serde::Deserializer<'de>>(
+    name: &str,
+    version: Version,
+    d: D,
+) -> Option<Result<F, D::Error>> {
+    F::deserialize_fields(name, version, super::strict::Strict(d))
+}
+
+/// Deserializes a plain value as [`plain_from_json`] does, from any readable deserializer.
+pub fn plain_from_readable<'de, T: serde::Deserialize<'de>, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<T, D::Error> {
+    T::deserialize(super::strict::Strict(d))
+}

@@ -43,7 +43,7 @@ pub use error::Error;
 pub use frame::{decode_frame, encode_frame, FRAME_HEADER_LEN};
 pub use frame_error::FrameError;
 #[cfg(feature = "trace")]
-pub use json::{plain_from_json, value_from_json};
+pub use json::{fields_from_readable, plain_from_json, plain_from_readable, value_from_json};
 pub use limits::{
     FrameLimit, LimitSetting, DEFAULT_MAX_FRAME_SIZE, HANDSHAKE_FRAME_LIMIT, MAX_FRAME_SIZE_FIELD,
     READ_CHUNK, SPARK_MAX_SIZE_KEY,

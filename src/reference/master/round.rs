@@ -1,10 +1,10 @@
 //! One scheduling round over every waiting application (Spark's `startExecutorsOnWorkers`), as a
 //! pure function of the workers' free resources: FIFO over the applications; for each, the usable
 //! workers (alive, with the memory, cores and resources of one executor free) sorted by free cores,
-//! most first; the cores [`schedule_executors_on_workers`] assigns each become executors of the
+//! most first; the cores [`super::schedule::schedule_executors_on_workers`] assigns each become executors of the
 //! application's size, and what they take is no longer free for the next application.
 
-use super::schedule::{executors_for, schedule_executors_on_workers, ExecutorDemand, WorkerSlot};
+use super::schedule::{ExecutorDemand, WorkerSlot};
 
 /// A worker as the round sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,56 +27,14 @@ pub struct Grant {
 }
 
 /// Runs one round: the executors to launch, in order. `workers`' free resources are reduced by
-/// what the grants take.
+/// what the grants take. The workers are kept in an index by free cores
+/// ([`super::schedule::WorkerIndex`]) rather than sorted for each application.
 pub fn schedule_round(
     workers: &mut [RoundWorker],
     apps: &[ExecutorDemand],
     spread_out: bool,
 ) -> Vec<Grant> {
-    let mut grants = Vec::new();
-    let mut usable: Vec<usize> = Vec::with_capacity(workers.len());
-    let mut slots: Vec<WorkerSlot> = Vec::with_capacity(workers.len());
-    for (a, demand) in apps.iter().enumerate() {
-        if demand.cores_left < demand.min_cores() {
-            continue;
-        }
-        usable.clear();
-        usable.extend(
-            (0..workers.len()).filter(|&w| workers[w].alive && demand.fits(&workers[w].free)),
-        );
-        // Most free cores first; a stable sort keeps ties in worker order.
-        usable.sort_by(|x, y| {
-            workers[*y]
-                .free
-                .cores_free
-                .cmp(&workers[*x].free.cores_free)
-        });
-        slots.clear();
-        slots.extend(usable.iter().map(|&w| workers[w].free.clone()));
-        let assigned = schedule_executors_on_workers(demand, &slots, spread_out);
-        for (pos, &cores) in assigned.iter().enumerate() {
-            if cores <= 0 {
-                continue;
-            }
-            let w = usable[pos];
-            for size in executors_for(cores, demand.cores_per_executor) {
-                let free = &mut workers[w].free;
-                free.cores_free -= size;
-                free.memory_free -= demand.memory_per_executor;
-                for (name, need) in &demand.resources_per_executor {
-                    if let Some(have) = free.resources_free.get_mut(name) {
-                        *have -= need;
-                    }
-                }
-                grants.push(Grant {
-                    app: a,
-                    worker: w,
-                    cores: size,
-                });
-            }
-        }
-    }
-    grants
+    super::schedule::schedule_round_indexed(workers, apps, spread_out)
 }
 
 #[cfg(test)]

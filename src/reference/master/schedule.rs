@@ -8,7 +8,10 @@
 //! memory (and other resources) of one executor free on the worker and the application under its
 //! executor limit.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::round::{Grant, RoundWorker};
 
 /// A worker's free resources, as the scheduler sees them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,6 +150,159 @@ pub fn executors_for(assigned: i32, cores_per_executor: Option<i32>) -> Vec<i32>
         Some(c) if c > 0 => vec![c; (assigned / c) as usize],
         _ => vec![assigned],
     }
+}
+
+/// The alive workers ordered as the round prefers them: most free cores first, ties in worker
+/// order. Kept up to date as the round hands cores out, so no application pays for sorting every
+/// worker: each takes the first usable workers it needs and stops when no worker left has the
+/// cores of one executor.
+#[derive(Debug, Clone, Default)]
+pub struct WorkerIndex {
+    by_cores: BTreeSet<(Reverse<i32>, usize)>,
+}
+
+impl WorkerIndex {
+    /// Indexes `workers`' alive ones by free cores.
+    pub fn new(workers: &[RoundWorker]) -> Self {
+        WorkerIndex {
+            by_cores: workers
+                .iter()
+                .enumerate()
+                .filter(|(_, w)| w.alive)
+                .map(|(i, w)| (Reverse(w.free.cores_free), i))
+                .collect(),
+        }
+    }
+
+    /// Worker `index`'s free cores went from `before` to `after`.
+    pub fn moved(&mut self, index: usize, before: i32, after: i32) {
+        if self.by_cores.remove(&(Reverse(before), index)) {
+            self.by_cores.insert((Reverse(after), index));
+        }
+    }
+
+    /// The workers `demand` may use (those where one of its executors fits), in preference order,
+    /// at most `limit` of them. Stops at the first worker without the cores of one executor.
+    pub fn usable(
+        &self,
+        workers: &[RoundWorker],
+        demand: &ExecutorDemand,
+        limit: usize,
+    ) -> Vec<usize> {
+        let min = demand.min_cores();
+        self.by_cores
+            .iter()
+            .take_while(|(Reverse(cores), _)| *cores >= min)
+            .map(|&(_, i)| i)
+            .filter(|&i| workers.get(i).is_some_and(|w| demand.fits(&w.free)))
+            .take(limit)
+            .collect()
+    }
+}
+
+/// How many of the usable workers (in preference order) [`schedule_executors_on_workers`] needs
+/// to see to decide exactly as it would over all of them. Every worker it gives cores to is among
+/// the first `ceil(cores_left / step)` usable ones (each such worker receives at least one step in
+/// the first pass, and the first pass stops when the cores left are below one step), and that many
+/// usable workers hold at least `cores_left` free cores, so the cores it hands out are the same.
+pub fn workers_needed(demand: &ExecutorDemand) -> usize {
+    let step = i64::from(demand.min_cores());
+    let left = i64::from(demand.cores_left.max(0));
+    usize::try_from((left + step - 1) / step).unwrap_or(usize::MAX)
+}
+
+/// One scheduling round over `apps` (FIFO) with an index of the workers by free cores instead of
+/// a sort per application: the decisions of filtering and sorting every worker for each
+/// application, in less time. `workers`' free resources are reduced by what the grants take.
+pub fn schedule_round_indexed(
+    workers: &mut [RoundWorker],
+    apps: &[ExecutorDemand],
+    spread_out: bool,
+) -> Vec<Grant> {
+    let mut grants = Vec::new();
+    let mut index = WorkerIndex::new(workers);
+    let mut slots: Vec<WorkerSlot> = Vec::new();
+    for (a, demand) in apps.iter().enumerate() {
+        if demand.cores_left < demand.min_cores() {
+            continue;
+        }
+        let usable = index.usable(workers, demand, workers_needed(demand));
+        if usable.is_empty() {
+            continue;
+        }
+        slots.clear();
+        slots.extend(usable.iter().map(|&w| workers[w].free.clone()));
+        let assigned = schedule_executors_on_workers(demand, &slots, spread_out);
+        for (pos, &cores) in assigned.iter().enumerate() {
+            if cores <= 0 {
+                continue;
+            }
+            let w = usable[pos];
+            let before = workers[w].free.cores_free;
+            grant(workers, a, demand, w, cores, &mut grants);
+            index.moved(w, before, workers[w].free.cores_free);
+        }
+    }
+    grants
+}
+
+/// Turns the `cores` assigned to worker `w` into executors of application `a`: their grants, and
+/// what they take off the worker's free resources.
+fn grant(
+    workers: &mut [RoundWorker],
+    a: usize,
+    demand: &ExecutorDemand,
+    w: usize,
+    cores: i32,
+    grants: &mut Vec<Grant>,
+) {
+    for size in executors_for(cores, demand.cores_per_executor) {
+        let free = &mut workers[w].free;
+        free.cores_free -= size;
+        free.memory_free -= demand.memory_per_executor;
+        for (name, need) in &demand.resources_per_executor {
+            if let Some(have) = free.resources_free.get_mut(name) {
+                *have -= need;
+            }
+        }
+        grants.push(Grant {
+            app: a,
+            worker: w,
+            cores: size,
+        });
+    }
+}
+
+/// The same round without the index, as Spark writes it: for every application, filter and sort
+/// all the workers (most free cores first, ties in worker order) and schedule over all the usable
+/// ones. [`schedule_round_indexed`] decides exactly as this does, faster; this one is kept as the
+/// reference the tests and `cargo bench --bench master` compare it with.
+pub fn schedule_round_sorting(
+    workers: &mut [RoundWorker],
+    apps: &[ExecutorDemand],
+    spread_out: bool,
+) -> Vec<Grant> {
+    let mut grants = Vec::new();
+    for (a, demand) in apps.iter().enumerate() {
+        if demand.cores_left < demand.min_cores() {
+            continue;
+        }
+        let mut usable: Vec<usize> = (0..workers.len())
+            .filter(|&w| workers[w].alive && demand.fits(&workers[w].free))
+            .collect();
+        usable.sort_by(|x, y| {
+            workers[*y]
+                .free
+                .cores_free
+                .cmp(&workers[*x].free.cores_free)
+        });
+        let slots: Vec<WorkerSlot> = usable.iter().map(|&w| workers[w].free.clone()).collect();
+        let assigned = schedule_executors_on_workers(demand, &slots, spread_out);
+        for (pos, &cores) in assigned.iter().enumerate() {
+            grant(workers, a, demand, usable[pos], cores, &mut grants);
+        }
+    }
+    grants
 }
 
 #[cfg(test)]
@@ -426,5 +582,103 @@ mod tests {
                 assert!(total <= d.executor_limit, "seed {seed}");
             }
         }
+    }
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, m: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % m
+        }
+    }
+
+    fn random_round(rng: &mut Rng) -> (Vec<RoundWorker>, Vec<ExecutorDemand>) {
+        let workers = (0..rng.below(40))
+            .map(|_| {
+                let mut free = WorkerSlot::new(rng.below(13) as i32, 256 * rng.below(33) as i32);
+                if rng.below(3) == 0 {
+                    free.resources_free
+                        .insert("gpu".into(), rng.below(5) as i64);
+                }
+                RoundWorker {
+                    alive: rng.below(8) != 0,
+                    free,
+                }
+            })
+            .collect();
+        let apps = (0..1 + rng.below(12))
+            .map(|_| {
+                let mut resources = BTreeMap::new();
+                if rng.below(4) == 0 {
+                    resources.insert("gpu".to_string(), 1 + rng.below(2) as i64);
+                }
+                ExecutorDemand {
+                    cores_per_executor: match rng.below(3) {
+                        0 => None,
+                        _ => Some(1 + rng.below(4) as i32),
+                    },
+                    memory_per_executor: 256 * (1 + rng.below(8) as i32),
+                    resources_per_executor: resources,
+                    cores_left: match rng.below(4) {
+                        0 => i32::MAX,
+                        1 => rng.below(3) as i32,
+                        _ => rng.below(60) as i32,
+                    },
+                    executors_now: rng.below(3) as usize,
+                    executor_limit: match rng.below(3) {
+                        0 => usize::MAX,
+                        _ => rng.below(12) as usize,
+                    },
+                }
+            })
+            .collect();
+        (workers, apps)
+    }
+
+    #[test]
+    fn indexed_round_decides_as_sorting_every_worker_for_every_application() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut granted = 0;
+        for case in 0..3000 {
+            let (workers, apps) = random_round(&mut rng);
+            for spread in [true, false] {
+                let mut old = workers.clone();
+                let mut new = workers.clone();
+                let want = schedule_round_sorting(&mut old, &apps, spread);
+                let got = schedule_round_indexed(&mut new, &apps, spread);
+                assert_eq!(got, want, "case {case}, spread out {spread}");
+                assert_eq!(
+                    new, old,
+                    "case {case}, spread out {spread}: free resources after"
+                );
+                granted += got.len();
+            }
+        }
+        // The inputs are not all trivial: many executors were placed.
+        assert!(granted > 10_000, "only {granted} grants");
+    }
+
+    #[test]
+    fn index_keeps_most_free_cores_first_and_ties_in_worker_order() {
+        let mut workers: Vec<RoundWorker> = [3, 8, 3, 0, 8]
+            .iter()
+            .map(|&c| RoundWorker {
+                alive: true,
+                free: WorkerSlot::new(c, 4096),
+            })
+            .collect();
+        workers[4].alive = false;
+        let mut index = WorkerIndex::new(&workers);
+        let d = demand(1024, Some(2), None, None);
+        assert_eq!(index.usable(&workers, &d, usize::MAX), vec![1, 0, 2]);
+        assert_eq!(index.usable(&workers, &d, 2), vec![1, 0]);
+        workers[1].free.cores_free = 1;
+        index.moved(1, 8, 1);
+        assert_eq!(index.usable(&workers, &d, usize::MAX), vec![0, 2]);
+        assert_eq!(workers_needed(&demand(1, Some(3), Some(7), None)), 3);
+        assert_eq!(workers_needed(&demand(1, None, Some(0), None)), 0);
     }
 }

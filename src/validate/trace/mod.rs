@@ -3,6 +3,7 @@
 //! [`TraceReader`] reads them with typed errors naming the line (it never panics on bad input);
 //! [`TraceWriter`] writes them. [`event_to_json`] and [`event_from_json`] convert one event.
 
+mod fast;
 mod json;
 mod reader;
 mod writer;

@@ -95,9 +95,14 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                     if text.is_empty() {
                         continue;
                     }
-                    let parsed = serde_json::from_slice::<serde_json::Value>(text)
-                        .map_err(|e| TraceErrorKind::Json(e.to_string()))
-                        .and_then(|v| event_from_json(&v));
+                    // Most lines read in one pass; the rest (and every bad line, for its
+                    // error) through a JSON tree.
+                    let parsed = match super::fast::event_from_line(text) {
+                        Some(event) => Ok(event),
+                        None => serde_json::from_slice::<serde_json::Value>(text)
+                            .map_err(|e| TraceErrorKind::Json(e.to_string()))
+                            .and_then(|v| event_from_json(&v)),
+                    };
                     return Some(parsed.map_err(|kind| TraceError {
                         line: self.line,
                         kind,
