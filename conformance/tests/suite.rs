@@ -36,7 +36,9 @@ struct Master {
 }
 
 impl Master {
-    fn start(extra: &[&str]) -> Master {
+    fn start(extra: &[String]) -> Master {
+        // --strict: the rules/ cases expect a master that enforces protocol/rules.md; the
+        // reference does in strict mode (routes it enforces always).
         let mut child = Command::new(sparkwire())
             .args(["master", "--port", "0", "--webui-port", "0", "--strict"])
             .args(extra)
@@ -116,27 +118,71 @@ fn rand_suffix() -> usize {
     N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
+/// A shared secret in a file only its owner reads (as `--secret-file` wants), removed when
+/// the process ends.
+fn secret_file() -> PathBuf {
+    static FILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!(
+            "sparkwire-conformance-secret-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        let path = dir.join("secret");
+        std::fs::write(&path, "conformance-test-secret\n").expect("the secret file");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("mode 0600");
+        path
+    })
+    .clone()
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
 /// The runs that together cover a target: (extra arguments, needs a master with these flags).
-fn configurations(target: Target) -> Vec<(Vec<String>, Vec<&'static str>)> {
+fn configurations(target: Target) -> Vec<(Vec<String>, Vec<String>)> {
     match target {
-        Target::Master => vec![
-            (vec![], vec![]),
-            (
-                vec![
-                    "--spread-out".into(),
-                    "false".into(),
-                    "--worker-timeout".into(),
-                    "2".into(),
-                    "--cases".into(),
-                    "flow/master/scheduling".into(),
-                    "--cases".into(),
-                    "flow/master/heartbeat".into(),
-                ],
-                vec!["--spread-out", "false", "--worker-timeout", "2"],
-            ),
-        ],
+        Target::Master => {
+            let secret = secret_file().display().to_string();
+            vec![
+                (vec![], vec![]),
+                (
+                    strings(&[
+                        "--spread-out",
+                        "false",
+                        "--worker-timeout",
+                        "2",
+                        "--cases",
+                        "flow/master/scheduling",
+                        "--cases",
+                        "flow/master/heartbeat",
+                    ]),
+                    strings(&["--spread-out", "false", "--worker-timeout", "2"]),
+                ),
+                // The authentication cases, against a master holding a secret.
+                (
+                    strings(&[
+                        "--secret-file",
+                        &secret,
+                        "--cases",
+                        "handshake/10",
+                        "--cases",
+                        "spec/13",
+                    ]),
+                    strings(&["--secret-file", &secret]),
+                ),
+            ]
+        }
         t => vec![(vec!["--spawn".into(), template(t)], vec![])],
     }
+}
+
+/// The two tests that run whole targets take a machine's cores: they run one after the other.
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn run_target(
@@ -167,11 +213,20 @@ fn run_target(
     results
 }
 
+/// Patience for the runs that must pass: long, because a correct endpoint answers as soon as it
+/// can, so that only a broken one ever makes a case wait for it (a loaded machine then never
+/// fails a correct endpoint, and a passing run is no slower).
+const PASS_PATIENCE: &str = "30";
+
+/// Patience under faults: a broken endpoint often makes a case wait the whole patience.
+const FAULT_PATIENCE: &str = "2";
+
 #[test]
 fn every_target_passes_against_the_reference_endpoints() {
+    let _heavy = heavy();
     let handles: Vec<_> = Target::ALL
         .into_iter()
-        .map(|t| std::thread::spawn(move || (t, run_target(t, None, "5"))))
+        .map(|t| std::thread::spawn(move || (t, run_target(t, None, PASS_PATIENCE))))
         .collect();
     for h in handles {
         let (t, results) = h.join().expect("a target's run");
@@ -195,6 +250,9 @@ fn every_target_passes_against_the_reference_endpoints() {
         }
         // Every case passes in some configuration (a case skipped in one runs in the other).
         for c in cases(t) {
+            // The reference clients offer both versions: an unoffered known version does not
+            // exist for them, so this case applies only to single-version clients (it fails
+            // under the lowest-version fault, where the client seems to offer one).
             let skip_ok = c.id == "handshake/6/unoffered-version-chosen";
             assert!(
                 passed.contains(&c.id) || skip_ok,
@@ -207,12 +265,17 @@ fn every_target_passes_against_the_reference_endpoints() {
 
 #[test]
 fn every_case_fails_against_some_broken_endpoint() {
+    let _heavy = heavy();
     let mut failed: BTreeMap<Target, BTreeSet<String>> = BTreeMap::new();
     for batch in Fault::ALL.chunks(4) {
         let handles: Vec<_> = batch
             .iter()
             .flat_map(|f| Target::ALL.into_iter().map(move |t| (t, *f)))
-            .map(|(t, f)| std::thread::spawn(move || (t, run_target(t, Some(f), "1"))))
+            // The authentication faults stand in for a master holding a secret.
+            .filter(|(t, f)| {
+                *t == Target::Master || !matches!(f, Fault::AuthBypass | Fault::AnyProof)
+            })
+            .map(|(t, f)| std::thread::spawn(move || (t, run_target(t, Some(f), FAULT_PATIENCE))))
             .collect();
         for h in handles {
             let (t, results) = h.join().expect("a faulty run");
