@@ -30,9 +30,13 @@ mkdir -p "$out"
 
 scratch="$(mktemp -d)"
 pids=()
+# Each process starts in a process group of its own (setsid), so that stopping the group stops
+# what it started too: the workers, drivers and executors a suite spawns die with it.
 cleanup() {
   local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
+  sleep 0.2
+  for p in "${pids[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$scratch"
 }
@@ -47,7 +51,7 @@ trap 'exit 143' TERM HUP
 start_master() {
   local name="$1"; shift
   local log="$scratch/$name.log"
-  "$bin" master --host 127.0.0.1 --port 0 --webui-port 0 --strict "$@" >"$log" 2>&1 &
+  setsid "$bin" master --host 127.0.0.1 --port 0 --webui-port 0 --strict "$@" >"$log" 2>&1 &
   pids+=($!)
   local pid=$! line="" i
   for i in $(seq 1 300); do
@@ -65,7 +69,7 @@ status=0
 # it too) with its reports under $out/NAME.{json,xml}; records the worst exit status.
 run() {
   local name="$1"; shift
-  "$suite" "$@" --json "$out/$name.json" --junit "$out/$name.xml" &
+  setsid "$suite" "$@" --json "$out/$name.json" --junit "$out/$name.xml" &
   pids+=($!)
   local code=0
   wait "$!" || code=$?
