@@ -150,8 +150,11 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-/// The runs that together cover a target: (extra arguments, needs a master with these flags).
-fn configurations(target: Target) -> Vec<(Vec<String>, Vec<String>)> {
+/// One way to run a target: the suite's extra arguments, and the flags of the master it needs.
+type Configuration = (Vec<String>, Vec<String>);
+
+/// The runs that together cover a target.
+fn configurations(target: Target) -> Vec<Configuration> {
     match target {
         Target::Master => {
             let secret = secret_file().display().to_string();
@@ -200,7 +203,7 @@ fn run_config(
     target: Target,
     fault: Option<Fault>,
     patience: &str,
-    (extra, master_flags): &(Vec<String>, Vec<String>),
+    (extra, master_flags): &Configuration,
 ) -> (i32, BTreeMap<String, String>) {
     let master = (target == Target::Master).then(|| Master::start(master_flags));
     let mut args: Vec<String> = vec![
@@ -292,7 +295,7 @@ fn every_case_fails_against_some_broken_endpoint() {
     // Every (target, fault, configuration), run by a few threads that each take the next when
     // done; the master's runs first, as they take longest (its cases that run alone wait for a
     // broken endpoint one after the other).
-    let mut runs: Vec<(Target, Fault, (Vec<String>, Vec<String>))> = Vec::new();
+    let mut runs: Vec<(Target, Fault, Configuration)> = Vec::new();
     for t in Target::ALL {
         for f in Fault::ALL {
             // The authentication faults stand in for a master holding a secret.
