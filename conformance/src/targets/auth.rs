@@ -134,14 +134,7 @@ async fn expect_refused(ctx: &Ctx, c: &mut Conn, reasons: &[RefusalReason]) -> O
     let want = if reasons.is_empty() {
         "a refusal or a close, and nothing accepted".to_string()
     } else {
-        format!(
-            "a refusal ({}) and then the connection closed",
-            reasons
-                .iter()
-                .map(|r| r.name())
-                .collect::<Vec<_>>()
-                .join(" or ")
-        )
+        crate::targets::server::refusal_wanted(reasons)
     };
     match c.next(patience(ctx)).await {
         Some(Event::Closed(_)) if reasons.is_empty() => return Ok(()),
@@ -181,6 +174,19 @@ fn register_body(id: &str) -> Result<Vec<u8>, Failure> {
     )
     .map_err(|e| fail("an envelope the suite can encode", e.to_string()))?;
     Ok(body)
+}
+
+/// Sends a hello without `auth` and, in the same write, the envelope `body`: the master must
+/// refuse with authRequired, close, and answer nothing.
+async fn unauthenticated_then(ctx: &Ctx, role: Role, id: &str, body: &[u8], what: &str) -> Outcome {
+    let mut c = Conn::connect(addr(ctx)?, "suite", role, &ctx.log).await?;
+    let mut hello = Vec::new();
+    encode_hello(&Hello::new(&[Version::V2], role, id), &mut hello);
+    let mut bytes = frame_bytes(&hello);
+    bytes.extend_from_slice(&frame_bytes(body));
+    c.send_raw(&bytes, &format!("a hello without auth, then {what}"))
+        .await?;
+    expect_refused(ctx, &mut c, &[RefusalReason::AuthRequired]).await
 }
 
 fn worker_id() -> String {
@@ -289,13 +295,8 @@ pub fn add(cs: &mut Cases) {
         |ctx: Ctx| async move {
             secret(&ctx)?;
             let id = worker_id();
-            let mut c = Conn::connect(addr(&ctx)?, "suite", Role::Worker, &ctx.log).await?;
-            let mut hello = Vec::new();
-            encode_hello(&Hello::new(&[Version::V2], Role::Worker, &id), &mut hello);
-            let mut bytes = frame_bytes(&hello);
-            bytes.extend_from_slice(&frame_bytes(&register_body(&id)?));
-            c.send_raw(&bytes, "a hello without auth, then RegisterWorker").await?;
-            expect_refused(&ctx, &mut c, &[RefusalReason::AuthRequired]).await?;
+            unauthenticated_then(&ctx, Role::Worker, &id, &register_body(&id)?, "RegisterWorker")
+                .await?;
             not_registered(&ctx, &id).await
         },
     );
@@ -305,23 +306,19 @@ pub fn add(cs: &mut Cases) {
         "a master holding a shared secret takes no state-changing ask from an unauthenticated ui peer: RequestKillAllDrivers behind a hello without auth gets no reply, only a refusal and a close",
         |ctx: Ctx| async move {
             secret(&ctx)?;
-            let mut c = Conn::connect(addr(&ctx)?, "suite", Role::Ui, &ctx.log).await?;
-            let mut hello = Vec::new();
-            encode_hello(&Hello::new(&[Version::V2], Role::Ui, ""), &mut hello);
             let mut ask = Vec::new();
             encode_envelope(
                 &Envelope::Ask {
                     id: 1,
-                    message: D::RequestKillAllDrivers(sparkwire::messages::deploy::RequestKillAllDrivers {}),
+                    message: D::RequestKillAllDrivers(
+                        sparkwire::messages::deploy::RequestKillAllDrivers {},
+                    ),
                 },
                 Version::V2,
                 &mut ask,
             )
             .map_err(|e| fail("an envelope the suite can encode", e.to_string()))?;
-            let mut bytes = frame_bytes(&hello);
-            bytes.extend_from_slice(&frame_bytes(&ask));
-            c.send_raw(&bytes, "a hello without auth, then RequestKillAllDrivers").await?;
-            expect_refused(&ctx, &mut c, &[RefusalReason::AuthRequired]).await
+            unauthenticated_then(&ctx, Role::Ui, "", &ask, "RequestKillAllDrivers").await
         },
     );
 }
