@@ -8,14 +8,15 @@
 #   CARGO_ARGS='--features …'           extra flags for both builds
 #
 # Every process this script starts (masters, the suite, and through the suite the workers,
-# drivers and executors it spawns) is stopped when it exits, however it exits. Every endpoint
-# listens on a port the system picks (port 0): nothing here depends on a free well-known port.
+# drivers and executors it spawns) is stopped when it exits or is interrupted (INT, TERM, HUP;
+# nothing can trap a KILL). Every endpoint listens on a port the system picks (port 0): nothing
+# here depends on a free well-known port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${PROFILE:-release}"
 case "$profile" in
   release) dir=release ;;
-  dev | debug) dir=debug ;;
+  dev | debug) profile=dev dir=debug ;;
   *) echo "PROFILE must be release or dev" >&2; exit 2 ;;
 esac
 # shellcheck disable=SC2086 # CARGO_ARGS is a list of flags
