@@ -1,43 +1,102 @@
 #!/usr/bin/env bash
-# Runs the conformance suite against the four reference endpoints (release builds) and keeps the
-# reports in target/conformance/ (JUnit XML and JSON per target). Exit status: the suite's worst.
+# Runs the conformance suite against the four reference endpoints and keeps the reports in
+# target/conformance/ (JUnit XML and JSON per run). Exit status: the worst of the suite's runs
+# (0 every MUST passed, 1 a case failed, 2 the suite could not run).
+#
+#   bash conformance/ci.sh              release builds (what a user runs)
+#   PROFILE=dev bash conformance/ci.sh  debug builds (.ci/run, after `cargo run` built sparkwire)
+#   CARGO_ARGS='--features …'           extra flags for both builds
+#
+# Every process this script starts (masters, the suite, and through the suite the workers,
+# drivers and executors it spawns) is stopped when it exits or is interrupted (INT, TERM, HUP;
+# nothing can trap a KILL). Every endpoint listens on a port the system picks (port 0): nothing
+# here depends on a free well-known port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q --bin sparkwire -p sparkwire
-cargo build --release -q -p sparkwire-conformance
-bin="$PWD/target/release/sparkwire"
-suite="$PWD/target/release/sparkwire-conformance"
+profile="${PROFILE:-release}"
+case "$profile" in
+  release) dir=release ;;
+  dev | debug) profile=dev dir=debug ;;
+  *) echo "PROFILE must be release or dev" >&2; exit 2 ;;
+esac
+# shellcheck disable=SC2086 # CARGO_ARGS is a list of flags
+cargo build -q --profile "$profile" ${CARGO_ARGS:-} --bin sparkwire -p sparkwire
+# shellcheck disable=SC2086
+cargo build -q --profile "$profile" ${CARGO_ARGS:-} --bin sparkwire-conformance -p sparkwire-conformance
+bin="$PWD/target/$dir/sparkwire"
+suite="$PWD/target/$dir/sparkwire-conformance"
 out="target/conformance"
 mkdir -p "$out"
 "$suite" --check-cases-md conformance/CASES.md
 
-master_pids=()
-start_master() { # prints the master's address
-  local fifo
-  fifo="$(mktemp -u)"; mkfifo "$fifo"
-  "$bin" master --port 0 --webui-port 0 --strict "$@" >"$fifo" 2>/dev/null &
-  master_pids+=($!)
-  local line; read -r line <"$fifo"; rm -f "$fifo"
-  echo "${line##*sparkwire://}"
+scratch="$(mktemp -d)"
+pids=()
+# Each process starts in a process group of its own (setsid), so that stopping the group stops
+# what it started too: the workers, drivers and executors a suite spawns die with it.
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
+  sleep 0.2
+  for p in "${pids[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$scratch"
 }
-cleanup() { for p in "${master_pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+# start_master NAME FLAGS...: starts a reference master on a free port in this shell (so that its
+# pid is known to cleanup) and sets $addr to its HOST:PORT. --strict: the rules/ cases expect a
+# master that enforces protocol/rules.md, which the reference does in strict mode (it enforces
+# the routes of definition.json, the route/ cases, in any mode).
+start_master() {
+  local name="$1"; shift
+  local log="$scratch/$name.log"
+  setsid "$bin" master --host 127.0.0.1 --port 0 --webui-port 0 --strict "$@" >"$log" 2>&1 &
+  pids+=($!)
+  local pid=$! line="" i
+  for i in $(seq 1 300); do
+    line="$(grep -m1 -o 'sparkwire://[^ ]*' "$log" || true)"
+    [ -n "$line" ] && break
+    kill -0 "$pid" 2>/dev/null || { echo "the master ($name) exited:" >&2; cat "$log" >&2; exit 2; }
+    sleep 0.1
+  done
+  [ -n "$line" ] || { echo "the master ($name) printed no address in 30 s" >&2; exit 2; }
+  addr="${line#sparkwire://}"
+}
 
 status=0
-start=$(date +%s.%N)
-# The reference master needs --strict today to refuse misrouted messages (route/…, rules/…).
-addr="$(start_master)"
-"$suite" --target master --addr "$addr" --json "$out/master.json" --junit "$out/master.xml" || status=$?
-addr2="$(start_master --spread-out false --worker-timeout 2)"
-"$suite" --target master --addr "$addr2" --spread-out false --worker-timeout 2 \
-  --cases flow/master/scheduling --cases flow/master/heartbeat \
-  --json "$out/master-consolidate.json" --junit "$out/master-consolidate.xml" || status=$?
-"$suite" --target worker --json "$out/worker.json" --junit "$out/worker.xml" \
-  --spawn "$bin worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --register-retry 1 --work-dir {work_dir} --allow-exec-any {allowed_exec} --webui-port 0 --exit-with-stdin" || status=$?
-"$suite" --target driver --json "$out/driver.json" --junit "$out/driver.xml" \
-  --spawn "$bin driver --master {master_url} --job {job} --partitions {partitions} --param {param} --max-message-size {max_message_size} --executor-cores {cores}" || status=$?
-"$suite" --target executor --json "$out/executor.json" --junit "$out/executor.xml" \
-  --spawn "$bin executor --driver-url {driver_url} --executor-id {executor_id} --cores {cores} --app-id {app_id} --worker-url {worker_url}" || status=$?
-end=$(date +%s.%N)
-echo "conformance: all targets in $(echo "$end - $start" | bc) s; reports in $out/"
+# run NAME ARGS...: one run of the suite, in the background of this shell (so that cleanup stops
+# it too) with its reports under $out/NAME.{json,xml}; records the worst exit status.
+run() {
+  local name="$1"; shift
+  setsid "$suite" "$@" --json "$out/$name.json" --junit "$out/$name.xml" &
+  pids+=($!)
+  local code=0
+  wait "$!" || code=$?
+  [ "$code" -gt "$status" ] && status=$code
+  return 0
+}
+
+secret="$scratch/secret"
+printf 'conformance-shared-secret\n' >"$secret"
+chmod 600 "$secret"
+
+start=$(date +%s%N)
+start_master master
+run master --target master --addr "$addr"
+start_master master-consolidate --spread-out false --worker-timeout 2
+run master-consolidate --target master --addr "$addr" --spread-out false --worker-timeout 2 \
+  --cases flow/master/scheduling --cases flow/master/heartbeat
+start_master master-auth --secret-file "$secret"
+run master-auth --target master --addr "$addr" --secret-file "$secret" \
+  --cases handshake/10 --cases spec/13
+run worker --target worker \
+  --spawn "$bin worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --register-retry 1 --work-dir {work_dir} --allow-exec-any {allowed_exec} --webui-port 0 --exit-with-stdin"
+run driver --target driver \
+  --spawn "$bin driver --master {master_url} --job {job} --partitions {partitions} --param {param} --max-message-size {max_message_size} --executor-cores {cores}"
+run executor --target executor \
+  --spawn "$bin executor --driver-url {driver_url} --executor-id {executor_id} --cores {cores} --app-id {app_id} --worker-url {worker_url}"
+end=$(date +%s%N)
+echo "conformance: every target in $(( (end - start) / 1000000 )) ms (load average: $(cut -d' ' -f1-3 /proc/loadavg)); reports in $out/"
 exit "$status"

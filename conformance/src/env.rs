@@ -37,6 +37,9 @@ pub struct Settings {
     pub max_executor_retries: u32,
     /// A fault to inject between the suite and the endpoint (the suite's own tests use it).
     pub fault: Option<crate::fault::Fault>,
+    /// The endpoint's shared secret (protocol/handshake.md §10), when it is configured with one:
+    /// the suite then authenticates its connections and runs the authentication cases.
+    pub secret: Option<sparkwire::wire::handshake::Secret>,
 }
 
 /// The wire log of one case: every frame both ways, decoded, with times.

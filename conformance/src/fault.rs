@@ -9,8 +9,9 @@ use std::sync::Arc;
 use bytes::{Buf, Bytes, BytesMut};
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{
-    decode_answer, decode_hello, encode_answer, encode_hello, Accepted, Answer, Hello, Refusal,
-    RefusalReason, Role,
+    client_proof, decode_answer, decode_hello, decode_proof, encode_answer, encode_hello,
+    encode_proof, frame_bytes, fresh_nonce, read_server_frame, Accepted, Answer, ClientNext, Hello,
+    Identity, Proof, Refusal, RefusalReason, Role, Secret,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -39,11 +40,18 @@ pub enum Fault {
     Mute,
     /// After the handshake the endpoint sends every frame twice.
     Duplicate,
+    /// The endpoint holds a secret but authenticates nobody: it accepts every hello at once,
+    /// without a challenge, and takes whatever follows (the proxy proves the secret to the real
+    /// endpoint on the suite's behalf). Only a master behind the proxy, with `--secret-file`.
+    AuthBypass,
+    /// The endpoint challenges, but takes any client proof, right or wrong (the proxy replaces
+    /// the suite's proof with the right one). Only a master, with `--secret-file`.
+    AnyProof,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 8] = [
+    pub const ALL: [Fault; 10] = [
         Fault::AcceptAnyHello,
         Fault::LowestVersion,
         Fault::RefuseSingleVersion,
@@ -52,6 +60,8 @@ impl Fault {
         Fault::KeepOpen,
         Fault::Mute,
         Fault::Duplicate,
+        Fault::AuthBypass,
+        Fault::AnyProof,
     ];
 
     /// The fault's name.
@@ -65,6 +75,8 @@ impl Fault {
             Fault::KeepOpen => "keep-open",
             Fault::Mute => "mute",
             Fault::Duplicate => "duplicate",
+            Fault::AuthBypass => "auth-bypass",
+            Fault::AnyProof => "any-proof",
         }
     }
 
@@ -108,14 +120,21 @@ pub enum Side {
     EndpointConnects,
 }
 
-/// Starts a proxy on 127.0.0.1 in front of `upstream`.
-pub async fn start(fault: Fault, upstream: SocketAddr, side: Side) -> Result<Proxy, String> {
+/// Starts a proxy on 127.0.0.1 in front of `upstream`. `secret` is the endpoint's shared
+/// secret, which the authentication faults use to stand in for the suite.
+pub async fn start(
+    fault: Fault,
+    upstream: SocketAddr,
+    side: Side,
+    secret: Option<Secret>,
+) -> Result<Proxy, String> {
     let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .await
         .map_err(|e| format!("fault proxy: cannot listen: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let task = tokio::spawn(async move {
         while let Ok((inbound, _)) = listener.accept().await {
+            let secret = secret.clone();
             tokio::spawn(async move {
                 if let Ok(outbound) = TcpStream::connect(upstream).await {
                     let _ = inbound.set_nodelay(true);
@@ -124,7 +143,14 @@ pub async fn start(fault: Fault, upstream: SocketAddr, side: Side) -> Result<Pro
                         Side::SuiteConnects { .. } => (inbound, outbound),
                         Side::EndpointConnects => (outbound, inbound),
                     };
-                    pipe(fault, side, suite, endpoint).await;
+                    match (fault, side, secret) {
+                        (
+                            Fault::AuthBypass | Fault::AnyProof,
+                            Side::SuiteConnects { server_role, .. },
+                            Some(secret),
+                        ) => auth_fault(fault, server_role, &secret, suite, endpoint).await,
+                        _ => pipe(fault, side, suite, endpoint).await,
+                    }
                 }
             });
         }
@@ -517,4 +543,95 @@ async fn refuse(back: &Writer, reason: RefusalReason) {
     )
     .await;
     close(back).await;
+}
+
+/// Reads one frame body of at most the pre-handshake limit.
+async fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix).await.ok()?;
+    let n = u32::from_be_bytes(prefix) as usize;
+    if n > 65536 {
+        return None;
+    }
+    let mut body = vec![0u8; n];
+    stream.read_exact(&mut body).await.ok()?;
+    Some(body)
+}
+
+/// The authentication faults: the proxy authenticates to the endpoint itself and lets the suite
+/// through unauthenticated ([`Fault::AuthBypass`]) or with any proof ([`Fault::AnyProof`]).
+async fn auth_fault(
+    fault: Fault,
+    server_role: Role,
+    secret: &Secret,
+    mut suite: TcpStream,
+    mut endpoint: TcpStream,
+) {
+    let Some(hello_body) = read_frame(&mut suite).await else {
+        return;
+    };
+    let Ok(hello) = decode_hello(&hello_body) else {
+        return;
+    };
+    if fault == Fault::AnyProof {
+        // Hello and challenge pass as they are; the suite's proof becomes the right one.
+        let _ = endpoint.write_all(&frame_bytes(&hello_body)).await;
+        let Some(challenge) = read_frame(&mut endpoint).await else {
+            return;
+        };
+        let _ = suite.write_all(&frame_bytes(&challenge)).await;
+        let Some(next) = read_frame(&mut suite).await else {
+            return;
+        };
+        let forwarded = if decode_proof(&next).is_ok() {
+            let proof = Proof {
+                proof: client_proof(secret, &frame_bytes(&hello_body), &frame_bytes(&challenge)),
+                admin: None,
+            };
+            let mut out = Vec::new();
+            encode_proof(&proof, &mut out);
+            out
+        } else {
+            next
+        };
+        let _ = endpoint.write_all(&frame_bytes(&forwarded)).await;
+    } else {
+        // The suite is accepted at once; the proxy's own authenticated hello goes upstream.
+        let version = if hello.versions.contains(&2) || !hello.versions.contains(&1) {
+            Version::V2
+        } else {
+            Version::V1
+        };
+        let accepted = Answer::Accepted(Accepted {
+            version,
+            versions: vec![1, 2],
+            role: server_role,
+            id: String::new(),
+        });
+        let _ = suite.write_all(&answer_bytes(&accepted)).await;
+        let Ok(nonce) = fresh_nonce() else {
+            return;
+        };
+        let own = Hello::new(&[version], hello.role, hello.id.clone()).with_auth(nonce);
+        let mut own_body = Vec::new();
+        encode_hello(&own, &mut own_body);
+        let _ = endpoint.write_all(&frame_bytes(&own_body)).await;
+        let Some(challenge) = read_frame(&mut endpoint).await else {
+            return;
+        };
+        let local = Identity::new(hello.role, hello.id.clone())
+            .with_versions(&[version])
+            .with_secret(Some(secret.clone()));
+        let Ok(ClientNext::SendProof(proof)) =
+            read_server_frame(&challenge, &own, &own_body, &local)
+        else {
+            return;
+        };
+        let _ = endpoint.write_all(&frame_bytes(&proof)).await;
+        // The endpoint's answer is the proxy's, not the suite's.
+        if read_frame(&mut endpoint).await.is_none() {
+            return;
+        }
+    }
+    let _ = tokio::io::copy_bidirectional(&mut suite, &mut endpoint).await;
 }

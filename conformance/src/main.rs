@@ -55,7 +55,7 @@ struct Args {
     #[arg(long)]
     jobs: Option<usize>,
     /// Seconds to wait for something that must happen (an answer, a close).
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 10.0)]
     patience: f64,
     /// Seconds to watch for something that must not happen (a second answer).
     #[arg(long, default_value_t = 0.3)]
@@ -69,6 +69,12 @@ struct Args {
     /// The master's spark.deploy.maxExecutorRetries.
     #[arg(long, default_value_t = 10)]
     max_executor_retries: u32,
+    /// The endpoint's shared secret, when it is configured with one (protocol/handshake.md §10):
+    /// the suite authenticates every connection it opens with it and runs the authentication
+    /// cases (handshake/10/…, spec/13/…), which are skipped without it. Only the master target
+    /// uses it today.
+    #[arg(long, value_name = "PATH")]
+    secret_file: Option<std::path::PathBuf>,
     /// Prints the wire log of skipped and unimplemented cases too.
     #[arg(long)]
     verbose: bool,
@@ -193,6 +199,12 @@ fn run(args: Args) -> Result<ExitCode, String> {
             .transpose()?,
         max_executor_retries: args.max_executor_retries,
         fault,
+        secret: args
+            .secret_file
+            .as_deref()
+            .map(sparkwire::connection::read_secret_file)
+            .transpose()
+            .map_err(|e| format!("--secret-file: {e}"))?,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

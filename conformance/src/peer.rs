@@ -7,8 +7,9 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
 use sparkwire::wire::handshake::{
-    decode_answer, decode_hello, encode_answer, encode_hello, negotiate, Accepted, Answer, Hello,
-    Refusal, RefusalReason, Role,
+    decode_answer, decode_hello, encode_answer, encode_hello, fresh_nonce, negotiate,
+    read_server_frame, Accepted, Answer, ClientNext, Hello, Identity, Refusal, RefusalReason, Role,
+    Secret,
 };
 use sparkwire::wire::{decode_envelope, encode_envelope, Envelope};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -298,6 +299,30 @@ impl Conn {
         }
     }
 
+    /// Expects the endpoint to close the connection within `wait` without sending a frame first:
+    /// a frame before the close means it took what it had to refuse.
+    pub async fn expect_closed_silently(
+        &mut self,
+        wait: Duration,
+        expected: &str,
+    ) -> Result<(), Failure> {
+        match self.next(wait).await {
+            Some(Event::Closed(_)) => Ok(()),
+            Some(Event::TooLarge(_)) => Err(fail(
+                expected,
+                "a frame over the suite's limit instead of a close",
+            )),
+            Some(Event::Frame(_)) => Err(fail(
+                expected,
+                "a frame before any close: the endpoint went on as if it had been accepted",
+            )),
+            None => Err(fail(
+                expected,
+                format!("the connection still open after {} ms", wait.as_millis()),
+            )),
+        }
+    }
+
     /// True when the endpoint closed the connection within `wait` (frames before that are read).
     pub async fn closes_within(&mut self, wait: Duration) -> bool {
         self.expect_closed(wait, "").await.is_ok()
@@ -406,6 +431,51 @@ impl Conn {
             }
             Answer::Refused(r) => Err(fail(
                 format!("the hello of a {} accepted", role.name()),
+                format!("refused: {} ({})", r.reason, r.message),
+            )),
+        }
+    }
+
+    /// Connects to `addr` and completes an authenticated handshake (protocol/handshake.md §10)
+    /// with `secret`: the hello asks to authenticate, the server's challenge must prove the
+    /// secret, the suite proves it back, and the answer must accept.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn open_authenticated(
+        addr: SocketAddr,
+        label: &str,
+        role: Role,
+        id: &str,
+        versions: &[Version],
+        secret: &Secret,
+        log: &Log,
+        wait: Duration,
+    ) -> Result<Conn, Failure> {
+        let expected = format!("the authenticated hello of a {} accepted", role.name());
+        let mut c = Conn::connect(addr, label, role, log).await?;
+        let nonce = fresh_nonce()
+            .map_err(|e| fail("a nonce from the system's random source", e.to_string()))?;
+        let hello = Hello::new(versions, role, id).with_auth(nonce);
+        let mut body = Vec::new();
+        encode_hello(&hello, &mut body);
+        c.send_frame(&body).await?;
+        let first = c.frame_body(wait, "the server's challenge").await?;
+        let local = Identity::new(role, id)
+            .with_versions(versions)
+            .with_secret(Some(secret.clone()));
+        match read_server_frame(&first, &hello, &body, &local) {
+            Ok(ClientNext::SendProof(proof)) => c.send_frame(&proof).await?,
+            Ok(ClientNext::Done(_)) => {
+                return Err(fail(expected, "an acceptance without a challenge"))
+            }
+            Err(e) => return Err(fail(expected, e.to_string())),
+        }
+        match c.read_answer(wait).await? {
+            Answer::Accepted(a) => {
+                c.version = Some(a.version);
+                Ok(c)
+            }
+            Answer::Refused(r) => Err(fail(
+                expected,
                 format!("refused: {} ({})", r.reason, r.message),
             )),
         }

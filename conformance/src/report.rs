@@ -159,6 +159,7 @@ pub fn junit(target: &str, results: &[CaseResult], wall: Duration) -> Result<Str
         let mut case = TestCase::new(r.id.clone(), status);
         case.set_classname(format!("{target}.{}", r.level));
         case.set_time(Duration::from_millis(r.millis));
+        case.set_system_out(format!("{} {}", r.level, r.requirement));
         suite.add_test_case(case);
     }
     suite.set_time(wall);

@@ -45,12 +45,15 @@ async fn run_one(settings: Arc<Settings>, case: Case) -> CaseResult {
         settings,
         log: log.clone(),
     };
+    // A case waits for the endpoint at most a few times the patience: its own timeout stretches
+    // with it, so that a long --patience on a loaded machine never times a correct case out.
+    let limit = case.timeout + ctx.settings.patience * 4;
     let start = Instant::now();
     let body = Arc::clone(&case.body);
     // The body runs in its own task, so that a panic in it is a failed case, not a dead suite.
     let handle = tokio::spawn(async move { body(ctx).await });
     let abort = handle.abort_handle();
-    let outcome = match tokio::time::timeout(case.timeout, handle).await {
+    let outcome = match tokio::time::timeout(limit, handle).await {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(e)) => Err(Failure::Fail {
             expected: "the case to run to its end".into(),
@@ -59,7 +62,7 @@ async fn run_one(settings: Arc<Settings>, case: Case) -> CaseResult {
         Err(_) => {
             abort.abort();
             Err(Failure::Fail {
-                expected: format!("the case to finish within {} s", case.timeout.as_secs_f64()),
+                expected: format!("the case to finish within {} s", limit.as_secs_f64()),
                 seen: "the case timed out".into(),
             })
         }

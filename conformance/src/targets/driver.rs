@@ -13,8 +13,8 @@ use sparkwire::messages::{
 use sparkwire::reference::task::{
     encode_failure, BuiltinRunner, CancelFlag, TaskFailure, TaskRunner,
 };
-use sparkwire::wire::handshake::Role;
 use sparkwire::wire::decode_task;
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Target};

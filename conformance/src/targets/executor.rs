@@ -7,8 +7,8 @@ use std::time::Duration;
 use sparkwire::messages::coarse::*;
 use sparkwire::messages::{CoarseMessage, ResourceProfile, TaskDescription, TaskState, Version};
 use sparkwire::reference::task::{decode_failure, BuiltinRunner, CancelFlag, TaskRunner};
-use sparkwire::wire::handshake::Role;
 use sparkwire::wire::encode_task;
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Target};

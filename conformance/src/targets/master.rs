@@ -44,7 +44,22 @@ pub async fn open(
     id: &str,
     version: Version,
 ) -> Result<Conn, Failure> {
-    Conn::open(addr(ctx)?, label, role, id, &[version], &ctx.log, wait(ctx)).await
+    match &ctx.settings.secret {
+        None => Conn::open(addr(ctx)?, label, role, id, &[version], &ctx.log, wait(ctx)).await,
+        Some(secret) => {
+            Conn::open_authenticated(
+                addr(ctx)?,
+                label,
+                role,
+                id,
+                &[version],
+                secret,
+                &ctx.log,
+                wait(ctx),
+            )
+            .await
+        }
+    }
 }
 
 /// A worker the suite plays.
@@ -262,6 +277,7 @@ pub fn cases() -> Vec<crate::case::Case> {
     server::add(&mut cs, master_server());
     routes(&mut cs);
     flows(&mut cs);
+    crate::targets::auth::add(&mut cs);
     cs.list
 }
 
@@ -602,6 +618,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/scheduling/one-executor-per-worker", Level::Must,
         "an application that sets no cores per executor gets one executor per worker holding all its free cores",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut ws = Vec::new();
             for i in 0..2 { ws.push(worker(&ctx, &format!("worker{i}"), 3, 4096, Version::V2).await?); }
             let (_app, _id) = app(&ctx, "app", app_desc(None, 256, None), Version::V2).await?;
@@ -614,6 +631,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/scheduling/memory-bound", Level::Must,
         "the master launches no more executors on a worker than its memory holds (rule W8): 1024 MiB, 512 MiB executors, 4 cores give 2 executors",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 4, 1024, Version::V2).await?;
             let (_app, _id) = app(&ctx, "app", app_desc(Some(1), 512, None), Version::V2).await?;
             let ls = launches(&ctx, &mut w).await;
@@ -622,6 +640,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/scheduling/cores-bound", Level::Must,
         "the master never gives a worker more cores than it registered (rule W8): 3 cores and 2-core executors give 1 executor",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 3, 4096, Version::V2).await?;
             let (_app, _id) = app(&ctx, "app", app_desc(Some(2), 64, None), Version::V2).await?;
             let ls = launches(&ctx, &mut w).await;
@@ -630,6 +649,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/scheduling/max-cores", Level::Must,
         "the master grants an application no more cores than its cores.max (maxCores 3 on a 8-core worker, 1-core executors: 3 executors)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 8, 8192, Version::V2).await?;
             let (_app, _id) = app(&ctx, "app", app_desc(Some(1), 64, Some(3)), Version::V2).await?;
             let ls = launches(&ctx, &mut w).await;
@@ -638,6 +658,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/executor/launch-fields", Level::Must,
         "LaunchExecutor names the application, a fresh executor id, the cores and memory the application asked, and the master's URL (rule E1)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 2, 4096, Version::V2).await?;
             let (_app, id) = app(&ctx, "app", app_desc(Some(1), 300, None), Version::V2).await?;
             let ls = launches(&ctx, &mut w).await;
@@ -941,6 +962,17 @@ async fn submit(ctx: &Ctx) -> Result<(Conn, SubmitDriverResponse), Failure> {
 
 /// Registers `n` workers of `cores` cores and one application; returns how many executors each
 /// worker was given.
+/// Waits until no application of an earlier case is still active: an application waiting for
+/// cores takes them on the next worker that registers, before the case's own application.
+async fn no_apps_left(ctx: &Ctx) -> Outcome {
+    settle(
+        ctx,
+        || async { Ok(state(ctx).await?.active_apps.is_empty()) },
+        "no application of an earlier case still active",
+    )
+    .await
+}
+
 async fn allocation(
     ctx: &Ctx,
     n: usize,
@@ -948,6 +980,7 @@ async fn allocation(
     per_executor: Option<i32>,
     max_cores: Option<i32>,
 ) -> Result<Vec<usize>, Failure> {
+    no_apps_left(ctx).await?;
     let mut ws = Vec::new();
     for i in 0..n {
         ws.push(worker(ctx, &format!("worker{i}"), cores, 8192, Version::V2).await?);

@@ -1,5 +1,6 @@
 //! The cases of each target.
 
+pub mod auth;
 pub mod client;
 pub mod common;
 pub mod driver;
@@ -44,6 +45,7 @@ pub async fn prepare(
                         client_role: sparkwire::wire::handshake::Role::Ui,
                         server_role: sparkwire::wire::handshake::Role::Master,
                     },
+                    settings.secret.clone(),
                 )
                 .await?;
                 settings.endpoint = Endpoint::Addr(proxy.addr());

@@ -74,19 +74,24 @@ async fn raw(ctx: &Ctx, at: &Listening, role: Role) -> Result<Conn, Failure> {
     Conn::connect(at.addr, "suite", role, &ctx.log).await
 }
 
-/// Sends a hello body and expects a refusal for `reason` and then a close.
-async fn refused(ctx: Ctx, s: Server, body: Vec<u8>, reasons: &[RefusalReason]) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
-    let mut c = raw(&ctx, &at, s.good_role).await?;
-    c.send_frame(&body).await?;
-    let want = format!(
+/// What a case that wants a refusal for one of `reasons` and then a close expects.
+pub fn refusal_wanted(reasons: &[RefusalReason]) -> String {
+    format!(
         "a refusal ({}) and then the connection closed",
         reasons
             .iter()
             .map(|r| r.name())
             .collect::<Vec<_>>()
             .join(" or ")
-    );
+    )
+}
+
+/// Sends a hello body and expects a refusal for `reason` and then a close.
+async fn refused(ctx: Ctx, s: Server, body: Vec<u8>, reasons: &[RefusalReason]) -> Outcome {
+    let at = (s.open)(ctx.clone()).await?;
+    let mut c = raw(&ctx, &at, s.good_role).await?;
+    c.send_frame(&body).await?;
+    let want = refusal_wanted(reasons);
     match c.read_answer(patience(&ctx)).await? {
         Answer::Refused(r) if reasons.contains(&r.reason) => {}
         other => return Err(fail(want, format!("{other:?}"))),

@@ -52,7 +52,7 @@ pub async fn listen(
     let addr = listener.addr();
     match ctx.settings.fault {
         Some(f) => {
-            let p = fault::start(f, addr, Side::EndpointConnects)
+            let p = fault::start(f, addr, Side::EndpointConnects, ctx.settings.secret.clone())
                 .await
                 .map_err(|e| fail("the fault proxy", e))?;
             Ok((listener, p.addr(), Some(p)))
@@ -127,6 +127,7 @@ impl Run {
                         client_role,
                         server_role,
                     },
+                    ctx.settings.secret.clone(),
                 )
                 .await
                 .map_err(|e| fail("the fault proxy", e))?;
