@@ -67,6 +67,8 @@ pub struct WorkerArgs {
     exit_with_stdin: bool,
     #[command(flatten)]
     security: super::security::SecurityArgs,
+    #[command(flatten)]
+    limits: super::limits::LimitArgs,
 }
 
 /// Runs the command.
@@ -94,6 +96,7 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         .transpose()
         .map_err(|e| format!("--tls-ca: {e}"))?;
     let mut config = WorkerConfig {
+        limits: super::limits::limits(&args.limits)?,
         security,
         launch_tls_ca,
         masters: url.masters,

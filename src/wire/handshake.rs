@@ -37,7 +37,9 @@ pub use decide::{
     ServerAuth, ServerHello,
 };
 pub use error::HandshakeError;
-pub use exchange::{client_handshake, fresh_nonce, server_handshake, Established};
+pub use exchange::{
+    client_handshake, fresh_nonce, refuse_handshake, server_handshake, Established,
+};
 pub use hello::{decode_hello, encode_hello, Hello};
 pub use map::MAGIC;
 pub use role::Role;

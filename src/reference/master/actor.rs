@@ -20,7 +20,7 @@ use crate::connection::Incoming;
 use crate::messages::{
     Addr, ApplicationInfo, DeployMessage, DriverInfo, EndpointRef, Family, RecoveryState,
 };
-use crate::reference::outbox::{ConnId, Out, Outbox, Peer};
+use crate::reference::outbox::{ConnId, Credit, Out, Outbox, Peer};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 
@@ -29,8 +29,8 @@ use crate::wire::Reply;
 pub(crate) enum Event {
     /// A connection is up (accepted, or dialled for a target).
     Opened(Opened, Option<DialTarget>),
-    /// A message or ask arrived on a connection.
-    Incoming(ConnId, Incoming<DeployMessage>),
+    /// A message or ask arrived on a connection (its credit is dropped once handled).
+    Incoming(ConnId, Incoming<DeployMessage>, Credit),
     /// A connection closed.
     Closed(ConnId),
     /// The leader election decided.
@@ -107,6 +107,7 @@ impl MasterActor {
             next_conn: Arc::new(AtomicU64::new(1)),
             versions: config.versions.clone(),
             security: config.security.clone(),
+            admission: crate::connection::Admission::new(config.limits),
         };
         let outbox = Outbox::spawn(config.send_timeout);
         MasterActor {
@@ -218,8 +219,10 @@ impl MasterActor {
     fn handle(&mut self, event: Event) {
         match event {
             Event::Opened(opened, target) => self.opened(opened, target),
-            Event::Incoming(conn, Incoming::Message(m)) => self.on_send(conn, m),
-            Event::Incoming(conn, Incoming::Ask { id, message }) => self.on_ask(conn, id, message),
+            Event::Incoming(conn, Incoming::Message(m), _credit) => self.on_send(conn, m),
+            Event::Incoming(conn, Incoming::Ask { id, message }, _credit) => {
+                self.on_ask(conn, id, message)
+            }
             Event::Closed(conn) => self.closed(conn),
             Event::Leader(LeaderEvent::Elected) => self.elected(),
             Event::Leader(LeaderEvent::Lost) => {}

@@ -9,10 +9,12 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use super::actor::Event;
-use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
+use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::messages::{Addr, DeployMessage, Version};
 use crate::reference::observe::{ObservedClose, Observer};
-use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, ConnId, Peer};
+use crate::reference::outbox::{
+    dial as dial_tcp, forward_events, spawn_reader, ConnId, Delivery, Peer,
+};
 use crate::validate::{Endpoint, Role as VRole};
 use crate::wire::handshake::{HandshakeError, Identity, Role};
 
@@ -29,6 +31,8 @@ pub(crate) struct ConnSettings {
     pub(crate) versions: Vec<Version>,
     /// Secret, admin secret and TLS of every connection.
     pub(crate) security: crate::connection::Security,
+    /// The limits on accepted connections.
+    pub(crate) admission: crate::connection::Admission,
 }
 
 impl ConnSettings {
@@ -81,13 +85,23 @@ pub(crate) async fn listen(
     settings: ConnSettings,
     events: mpsc::UnboundedSender<Event>,
 ) {
+    let local = Identity {
+        versions: settings.versions.clone(),
+        ..Identity::new(Role::Master, settings.id.clone())
+    };
     loop {
         match listener.accept().await {
             Ok((stream, from)) => {
+                let Some((stream, slot)) =
+                    settings.admission.admit(stream, &local, &settings.security)
+                else {
+                    tracing::debug!(%from, "connection refused: too many connections");
+                    continue;
+                };
                 let settings = settings.clone();
                 let events = events.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = accept(stream, &settings, &events).await {
+                    if let Err(e) = accept(stream, slot, &settings, &events).await {
                         tracing::debug!(%from, error = %e, "connection refused");
                     }
                 });
@@ -103,6 +117,7 @@ pub(crate) async fn listen(
 
 async fn accept(
     stream: TcpStream,
+    slot: crate::connection::Slot,
     settings: &ConnSettings,
     events: &mpsc::UnboundedSender<Event>,
 ) -> Result<(), ConnectionError> {
@@ -133,6 +148,9 @@ async fn accept(
         false,
         negotiated.version,
     );
+    let config = settings
+        .admission
+        .configure(config, slot, negotiated.peer_role);
     let conn = Connection::establish(established, config)?;
     register(conn, &negotiated, settings, events, close, None);
     Ok(())
@@ -147,7 +165,7 @@ fn register(
     target: Option<DialTarget>,
 ) {
     let conn_id = settings.next_id();
-    let (tx, rx) = mpsc::unbounded_channel::<(ConnId, Option<Incoming<DeployMessage>>)>();
+    let (tx, rx) = mpsc::unbounded_channel::<Delivery>();
     let peer = spawn_reader(conn, conn_id, tx, close);
     let opened = Opened {
         conn: conn_id,

@@ -27,7 +27,7 @@ use crate::messages::{
 };
 use crate::reference::authz::{self, Refusal};
 use crate::reference::clock::{now_ms, stamp};
-use crate::reference::outbox::{ConnId, Out, Outbox, Peer};
+use crate::reference::outbox::{ConnId, Credit, Out, Outbox, Peer};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 
@@ -42,7 +42,7 @@ pub(crate) enum WEvent {
         purpose: Purpose,
     },
     /// A message or ask arrived.
-    Incoming(ConnId, Incoming<DeployMessage>),
+    Incoming(ConnId, Incoming<DeployMessage>, Credit),
     /// A connection closed.
     Closed(ConnId),
     /// A process ended.
@@ -129,6 +129,7 @@ impl WorkerActor {
             next_conn: Arc::new(AtomicU64::new(1)),
             stopping: stopping_rx,
             security: config.security.clone(),
+            admission: crate::connection::Admission::new(config.limits),
         };
         let me = Addr::new(host.clone(), port);
         WorkerActor {
@@ -262,8 +263,10 @@ impl WorkerActor {
                     }
                 }
             }
-            WEvent::Incoming(conn, Incoming::Message(m)) => self.on_message(conn, m),
-            WEvent::Incoming(conn, Incoming::Ask { id, message }) => self.on_ask(conn, id, message),
+            WEvent::Incoming(conn, Incoming::Message(m), _credit) => self.on_message(conn, m),
+            WEvent::Incoming(conn, Incoming::Ask { id, message }, _credit) => {
+                self.on_ask(conn, id, message)
+            }
             WEvent::Closed(conn) => self.closed(conn),
             WEvent::Ended(key, ended) => self.process_ended(key, ended),
             WEvent::Snapshot(reply) => {
