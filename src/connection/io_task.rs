@@ -26,8 +26,9 @@ use super::Incoming;
 use crate::messages::Family;
 use crate::wire::FrameCodec;
 
-/// Bytes the writer gathers before writing to the stream.
-const WRITE_BUFFER: usize = 64 * 1024;
+/// Bytes the writer gathers before writing to the stream. Small: every connection holds one, idle
+/// or not, and a frame larger than this is written straight through.
+pub(crate) const WRITE_BUFFER: usize = 16 * 1024;
 
 /// The longest time between two checks of the frame and idle timeouts.
 const MAX_CHECK_EVERY: Duration = Duration::from_millis(500);

@@ -5,6 +5,56 @@
 //! Each connection runs two tasks on the current tokio runtime (one reads, one writes). A failure
 //! closes only its own connection, with a typed [`ConnectionError`] that the owner sees from
 //! [`Connection::recv`], from pending asks and from every later operation.
+//!
+//! # Isolation: what one peer can cost, and the owner's contract
+//!
+//! **Outbound.** Each connection has its own write queue, bounded in bytes
+//! ([`ConnectionConfig::max_outgoing_bytes`], default 4 MiB) and in frames for waiting senders
+//! ([`ConnectionConfig::outgoing_queue`]), written by the connection's own task. An owner that
+//! serves many peers never waits on one of them: [`post`](ConnectionHandle::post),
+//! [`post_reply`](ConnectionHandle::post_reply), [`post_failure`](ConnectionHandle::post_failure)
+//! and [`post_ask`](ConnectionHandle::post_ask) queue at once, and when the peer lets its queue
+//! fill (it does not read) they close the connection with [`ConnectionError::SlowConsumer`].
+//! [`send`](ConnectionHandle::send), [`ask`](ConnectionHandle::ask) and
+//! [`reply`](ConnectionHandle::reply) wait for room instead: right for a client with one peer.
+//!
+//! **Inbound.** Messages and asks wait for [`recv`](Connection::recv) in a queue of
+//! [`ConnectionConfig::incoming_queue`] (default 32). While it is full the connection reads no
+//! further frame: the peer's TCP window closes and the peer alone is held back. Replies to this
+//! side's asks never go through that queue. The contract that keeps an owner from deadlocking on
+//! its own connection:
+//!
+//! - An owner may await an ask on a connection whose `recv` it is not calling (the reply may be
+//!   behind messages it has not taken): while an ask of this side awaits its reply, the reader
+//!   reads on, keeping up to `incoming_queue` more messages aside, in order. A peer that sends
+//!   more than that before its reply is closed with [`ConnectionError::InboundOverflow`], so the
+//!   ask ends (with that error) rather than hangs; the ask timeout bounds it in any case.
+//! - An owner that stops calling `recv` holds back only this peer; nothing is lost, everything
+//!   arrives in order when it calls `recv` again.
+//! - The peer's asks awaiting this side's answer are bounded too
+//!   ([`ConnectionConfig::max_peer_asks`], default 256, [`ConnectionError::TooManyAsks`]); this
+//!   side's own asks are bounded by the caller (each ends by its timeout at the latest).
+//!
+//! **Time.** A frame must be complete within [`ConnectionConfig::frame_read_timeout`] (default
+//! 60 s) of its first byte ([`ConnectionError::FrameTimedOut`]: a peer that trickles bytes), and
+//! an idle timeout ([`ConnectionConfig::idle_timeout`], [`ConnectionHandle::set_idle_timeout`])
+//! closes a peer that sends nothing while the owner has nothing of it unprocessed
+//! ([`ConnectionError::Idle`]).
+//!
+//! **Servers.** An [`Admission`] per listener applies [`Limits`]: at most
+//! [`Limits::max_connections`] connections at once (default 512), one more refused in the
+//! handshake with `tooManyConnections` (protocol/handshake.md §5); and the idle timeout for peers
+//! that have not registered and for `ui` peers between requests (default 60 s).
+//!
+//! **Memory, worst case.** One connection holds at most: its write queue
+//! (`max_outgoing_bytes`, plus one frame when a single frame is larger) and the write buffer
+//! (16 KiB); the frame being read (`max_frame_size`); `2 × incoming_queue` decoded messages
+//! (queue and aside); and the ids of `max_peer_asks` open asks and of 4,096 settled asks (a few
+//! tens of KiB). With a server's limits, overall: `max_connections ×` that. In numbers, for
+//! frames of at most `S` bytes: `4 MiB + 16 KiB + S + 64 × S` per connection with the defaults;
+//! a master whose peers send small control messages (`S` of a few KiB) stays within about 5 MiB
+//! per connection, 2.5 GiB for 512 connections in the very worst case where each of them has its
+//! queue full at once, and the slow-consumer rule empties a full queue by closing it.
 
 mod config;
 mod counters;
@@ -238,7 +288,8 @@ impl<F: Family> ConnectionHandle<F> {
         self.shared.max_frame_size
     }
 
-    /// Bytes queued for writing and not yet written.
+    /// Bytes queued for writing and not yet written, each frame counted with 64 bytes more for
+    /// its place in the queue (what [`ConnectionConfig::max_outgoing_bytes`] bounds).
     pub fn queued_bytes(&self) -> usize {
         self.shared.queued_bytes.load(Ordering::Acquire)
     }

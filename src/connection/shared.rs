@@ -30,6 +30,20 @@ pub(crate) enum Outgoing {
     Close,
 }
 
+/// What a queued frame is counted as beyond its bytes: its place in the queue and the
+/// allocator's bookkeeping, so that the byte limit bounds the memory a queue really takes.
+pub(crate) const FRAME_OVERHEAD: usize = 64;
+
+/// The frame of `env`, encoded into an allocation of its own size (the encoder reserves more
+/// than most control messages need; a queue of them would hold many times its count).
+fn encode<F: Family>(codec: &FrameCodec<F>, env: &Envelope<F>) -> Result<Bytes, ConnectionError> {
+    let mut frame = codec
+        .encode_to_vec(env)
+        .map_err(ConnectionError::Outbound)?;
+    frame.shrink_to_fit();
+    Ok(Bytes::from(frame))
+}
+
 /// How an envelope is queued when the write queue is over its byte limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Admit {
@@ -166,17 +180,14 @@ impl<F: Family> Shared<F> {
         admit: Admit,
     ) -> Result<(), ConnectionError> {
         self.check_open()?;
-        let bytes = self
-            .codec
-            .encode_to_bytes(env)
-            .map_err(ConnectionError::Outbound)?;
+        let mut bytes = Some(encode(&self.codec, env)?);
         let label = envelope_label(env);
         let mut settles = Some(settles);
         loop {
             let room = self.room.notified();
             tokio::pin!(room);
             room.as_mut().enable();
-            match self.try_queue(env, &bytes, label, &mut settles, admit) {
+            match self.try_queue(env, &mut bytes, label, &mut settles, admit) {
                 Some(result) => return result,
                 None => room.await,
             }
@@ -190,13 +201,10 @@ impl<F: Family> Shared<F> {
         settles: Settles<F>,
     ) -> Result<(), ConnectionError> {
         self.check_open()?;
-        let bytes = self
-            .codec
-            .encode_to_bytes(env)
-            .map_err(ConnectionError::Outbound)?;
+        let mut bytes = Some(encode(&self.codec, env)?);
         let label = envelope_label(env);
         let mut settles = Some(settles);
-        self.try_queue(env, &bytes, label, &mut settles, Admit::CloseWhenFull)
+        self.try_queue(env, &mut bytes, label, &mut settles, Admit::CloseWhenFull)
             .unwrap_or(Err(ConnectionError::Closed))
     }
 
@@ -204,7 +212,7 @@ impl<F: Family> Shared<F> {
     fn try_queue(
         &self,
         env: &Envelope<F>,
-        bytes: &Bytes,
+        bytes: &mut Option<Bytes>,
         label: &'static str,
         settles: &mut Option<Settles<F>>,
         admit: Admit,
@@ -213,7 +221,8 @@ impl<F: Family> Shared<F> {
         if let Err(e) = self.check_open() {
             return Some(Err(e));
         }
-        if !self.fits(bytes.len(), admit) {
+        let cost = bytes.as_ref().map_or(0, |b| b.len() + FRAME_OVERHEAD);
+        if !self.fits(cost, admit) {
             if admit == Admit::Wait {
                 return None;
             }
@@ -221,7 +230,7 @@ impl<F: Family> Shared<F> {
                 queued: self
                     .queued_bytes
                     .load(Ordering::Acquire)
-                    .saturating_add(bytes.len()),
+                    .saturating_add(cost),
                 limit: self.max_outgoing_bytes,
             };
             drop(state);
@@ -229,6 +238,7 @@ impl<F: Family> Shared<F> {
             return Some(Err(error));
         }
         let settles = settles.take()?;
+        let bytes = bytes.take()?;
         if let Settles::Answer(id) = settles {
             if let Err(e) = state.incoming_asks.take(id) {
                 return Some(Err(e));
@@ -251,12 +261,9 @@ impl<F: Family> Shared<F> {
             state.asks.insert(id, waiter);
         }
         self.queued_frames.fetch_add(1, Ordering::AcqRel);
-        self.queued_bytes.fetch_add(bytes.len(), Ordering::AcqRel);
+        self.queued_bytes.fetch_add(cost, Ordering::AcqRel);
         // The writer holds the receiver until the connection closes, which was checked above.
-        let _ = self.outgoing.send(Outgoing::Frame {
-            bytes: bytes.clone(),
-            label,
-        });
+        let _ = self.outgoing.send(Outgoing::Frame { bytes, label });
         drop(state);
         if asked {
             self.ask_started.notify_one();
@@ -267,7 +274,8 @@ impl<F: Family> Shared<F> {
     /// Counts a frame written and frees its room in the queue.
     pub(crate) fn written(&self, label: &'static str, bytes: usize) {
         self.queued_frames.fetch_sub(1, Ordering::AcqRel);
-        self.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+        self.queued_bytes
+            .fetch_sub(bytes + FRAME_OVERHEAD, Ordering::AcqRel);
         self.lock().counters.record_sent(label, bytes);
         self.room.notify_waiters();
     }

@@ -41,9 +41,6 @@ const TASK_SIZE_TO_WARN_KIB: usize = 1000;
 /// How often Spark warns that tasks wait for resources.
 const STARVATION_WARNING: Duration = Duration::from_secs(15);
 
-/// How long the driver waits to queue a frame for an executor that does not read.
-const SEND_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// How long stopping waits for executors to close their connections after StopExecutor.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
@@ -456,7 +453,7 @@ impl Backend {
             tracing::warn!("driver: refused from {peer} (connection {key}): {refusal}");
             match ask {
                 Some(id) => {
-                    if let Err(e) = handle.fail(id, refusal.failure()).await {
+                    if let Err(e) = handle.post_failure(id, refusal.failure()) {
                         tracing::warn!("driver: cannot answer ask {id} on connection {key}: {e}");
                     }
                 }
@@ -473,8 +470,8 @@ impl Backend {
             Incoming::Ask { id, message } => {
                 let answer = self.answer(key, message);
                 let sent = match answer {
-                    Ok(reply) => handle.reply(id, reply).await,
-                    Err(error) => handle.fail(id, error).await,
+                    Ok(reply) => handle.post_reply(id, reply),
+                    Err(error) => handle.post_failure(id, error),
                 };
                 if let Err(e) = sent {
                     tracing::warn!("driver: cannot answer ask {id} on connection {key}: {e}");
@@ -867,22 +864,9 @@ impl Backend {
             task_id: l.task_id,
             index,
         };
-        let sent =
-            tokio::time::timeout(SEND_TIMEOUT, handle.launch_task(task, LaunchTask { data })).await;
-        let Ok(sent) = sent else {
-            // The executor stopped reading and its queue is full: it is treated as lost.
-            tracing::warn!(
-                "driver: executor {} takes no frames for {SEND_TIMEOUT:?}; closing its connection",
-                l.executor
-            );
-            self.scheduler.launch_failed(l.task_id);
-            if let Some(e) = self.executors.get(&l.executor) {
-                if let Some(conn) = self.conns.get(&e.key) {
-                    conn.abort.notify_one();
-                }
-            }
-            return;
-        };
+        // Never waits: an executor that does not read is closed as a slow consumer, its reader
+        // reports the loss and its tasks run elsewhere.
+        let sent = handle.post_launch_task(task, LaunchTask { data });
         match sent {
             Ok(()) => {
                 self.scheduler.mark_sent(l.task_id);
@@ -956,7 +940,7 @@ impl Backend {
                         interrupt_thread: true,
                         reason,
                     });
-                    if let Err(err) = e.handle.send(kill).await {
+                    if let Err(err) = e.handle.post(kill) {
                         tracing::warn!("driver: KillTask {task_id} to executor {executor}: {err}");
                     }
                 }
@@ -1039,11 +1023,7 @@ impl Backend {
             self.handle_events(events).await;
         }
         for (id, e) in &self.executors {
-            if let Err(err) = e
-                .handle
-                .send(CoarseMessage::StopExecutor(StopExecutor {}))
-                .await
-            {
+            if let Err(err) = e.handle.post(CoarseMessage::StopExecutor(StopExecutor {})) {
                 tracing::debug!("driver: StopExecutor to {id}: {err}");
             }
         }
