@@ -26,8 +26,9 @@ use super::Incoming;
 use crate::messages::Family;
 use crate::wire::FrameCodec;
 
-/// Bytes the writer gathers before writing to the stream. Small: every connection holds one, idle
-/// or not, and a frame larger than this is written straight through.
+/// Bytes the writer gathers before writing to the stream, in a buffer that lives only while a batch
+/// is written (an idle connection holds none); a frame larger than this is written straight
+/// through.
 pub(crate) const WRITE_BUFFER: usize = 16 * 1024;
 
 /// The longest time between two checks of the frame and idle timeouts.
@@ -226,7 +227,7 @@ fn timed_out<R, F: Family>(
 
 /// Writes queued frames, flushing whenever the queue runs empty, until the connection closes.
 pub(crate) async fn write_loop<W, F>(
-    writer: W,
+    mut writer: W,
     mut queue: mpsc::UnboundedReceiver<Outgoing>,
     shared: Arc<Shared<F>>,
 ) where
@@ -234,7 +235,6 @@ pub(crate) async fn write_loop<W, F>(
     F: Family,
 {
     let mut closed = shared.closed.subscribe();
-    let mut out = BufWriter::with_capacity(WRITE_BUFFER, writer);
     loop {
         let first = tokio::select! {
             biased;
@@ -249,7 +249,7 @@ pub(crate) async fn write_loop<W, F>(
         let written = tokio::select! {
             biased;
             _ = wait_closed(&mut closed) => return,
-            written = write_batch(&mut out, first, &mut queue, &shared) => written,
+            written = write_batch(&mut writer, first, &mut queue, &shared) => written,
         };
         match written {
             Ok(true) => {}
@@ -268,7 +268,7 @@ pub(crate) async fn write_loop<W, F>(
 /// Writes `first` and whatever else is queued, then flushes. Returns false after a close request
 /// (the stream is then shut down).
 async fn write_batch<W, F>(
-    out: &mut BufWriter<W>,
+    writer: &mut W,
     first: Outgoing,
     queue: &mut mpsc::UnboundedReceiver<Outgoing>,
     shared: &Shared<F>,
@@ -277,6 +277,7 @@ where
     W: AsyncWrite + Unpin,
     F: Family,
 {
+    let mut out = BufWriter::with_capacity(WRITE_BUFFER, writer);
     let mut item = first;
     loop {
         match item {

@@ -47,9 +47,9 @@
 //! that have not registered and for `ui` peers between requests (default 60 s).
 //!
 //! **Memory, worst case.** One connection holds at most: its write queue
-//! (`max_outgoing_bytes`, plus one frame when a single frame is larger) and the write buffer
-//! (16 KiB); the frame being read (`max_frame_size`); `2 × incoming_queue` decoded messages
-//! (queue and aside); and the ids of `max_peer_asks` open asks and of 4,096 settled asks (a few
+//! (`max_outgoing_bytes`, each frame counted with 64 bytes of overhead, plus one frame when a
+//! single frame is larger) and the write buffer (16 KiB, while it writes); the frame being read
+//! (`max_frame_size`); `2 × incoming_queue` decoded messages (queue and aside); and the ids of `max_peer_asks` open asks and of 4,096 settled asks (a few
 //! tens of KiB). With a server's limits, overall: `max_connections ×` that. In numbers, for
 //! frames of at most `S` bytes: `4 MiB + 16 KiB + S + 64 × S` per connection with the defaults;
 //! a master whose peers send small control messages (`S` of a few KiB) stays within about 5 MiB
