@@ -7,43 +7,26 @@
 
 mod cluster;
 mod common;
+mod isolation_support;
 
 use std::time::Duration;
 
 use cluster::*;
-use common::{envelope_frame, frame, listener, read_raw_frame, tcp_pair};
+use common::{listener, tcp_pair};
+use isolation_support::{ask_state_frame, flood, raw_peer};
 use sparkwire::connection::{
     Admission, Connection, ConnectionConfig, ConnectionError, Incoming, Limits, Security,
 };
-use sparkwire::messages::deploy::{
-    MasterStateResponse, RequestMasterState, RequestReadyz, RequestWorkerState,
-};
-use sparkwire::messages::{Addr, DeployMessage, Version};
-use sparkwire::wire::handshake::{
-    check_answer, encode_hello, HandshakeError, Hello, Identity, RefusalReason, Role,
-};
-use sparkwire::wire::{Envelope, Reply};
+use sparkwire::messages::deploy::{MasterStateResponse, RequestReadyz, RequestWorkerState};
+use sparkwire::messages::{Addr, DeployMessage};
+use sparkwire::wire::handshake::{HandshakeError, Identity, RefusalReason, Role};
+use sparkwire::wire::Reply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Polls `cond` until it holds, failing after [`PATIENCE`].
 async fn until(what: &str, mut cond: impl FnMut() -> bool) {
     eventually(what, &mut cond).await
-}
-
-/// A raw TCP stream to `addr` that completed a plain handshake as `role`, or the handshake error.
-async fn raw_peer(addr: &Addr, role: Role, id: &str) -> Result<TcpStream, HandshakeError> {
-    let mut stream = TcpStream::connect((addr.host.as_str(), addr.port as u16))
-        .await
-        .expect("connect");
-    let hello = Hello::new(&[Version::V1, Version::V2], role, id);
-    let mut body = Vec::new();
-    encode_hello(&hello, &mut body);
-    stream.write_all(&frame(&body)).await.expect("hello");
-    match read_raw_frame(&mut stream).await {
-        Some(answer) => check_answer(&answer, &hello).map(|_| stream),
-        None => Err(HandshakeError::PeerClosed),
-    }
 }
 
 /// Waits until the peer at the other end of `stream` closed it (reads the end of the stream, or
@@ -62,14 +45,22 @@ async fn closed_by_peer(what: &str, stream: &mut TcpStream) {
     assert!(outcome.is_ok(), "timed out waiting for {what}");
 }
 
-fn ask_state_frame(id: u64) -> Vec<u8> {
-    envelope_frame(
-        &Envelope::Ask {
-            id,
-            message: DeployMessage::from(RequestMasterState {}),
-        },
-        Version::V2,
+/// A client of `client_role` with default settings and a master-side connection with `server`'s,
+/// over loopback TCP.
+async fn pair(
+    l: &tokio::net::TcpListener,
+    client_role: Role,
+    server: ConnectionConfig<DeployMessage>,
+) -> (Connection<DeployMessage>, Connection<DeployMessage>) {
+    let (client, server) = tcp_pair(
+        l,
+        client_role,
+        ConnectionConfig::default(),
+        Role::Master,
+        server,
     )
+    .await;
+    (client.expect("client"), server.expect("server"))
 }
 
 // ---- The connection layer ----
@@ -77,18 +68,14 @@ fn ask_state_frame(id: u64) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_that_does_not_read_is_closed_as_a_slow_consumer_and_posting_never_waits() {
     let l = listener().await;
-    let (client, server) = tcp_pair::<DeployMessage>(
+    // The client never calls recv and its reader stops after a few messages: the server's queue
+    // fills once the socket buffers are full.
+    let (client, server) = pair(
         &l,
         Role::Ui,
-        ConnectionConfig::default(),
-        Role::Master,
         ConnectionConfig::default().with_max_outgoing_bytes(64 * 1024),
     )
     .await;
-    // The client never calls recv and its reader stops after a few messages: the server's queue
-    // fills once the socket buffers are full.
-    let client = client.expect("client");
-    let server = server.expect("server");
     let big = DeployMessage::from(RequestWorkerState {});
     let mut posted = 0u64;
     let error = loop {
@@ -116,15 +103,7 @@ async fn a_peer_that_does_not_read_is_closed_as_a_slow_consumer_and_posting_neve
         Err(ConnectionError::SlowConsumer { .. })
     ));
     // Another connection of the same process is untouched.
-    let (other_client, other_server) = tcp_pair::<DeployMessage>(
-        &l,
-        Role::Ui,
-        ConnectionConfig::default(),
-        Role::Master,
-        ConnectionConfig::default(),
-    )
-    .await;
-    let (other_client, mut other_server) = (other_client.expect("c"), other_server.expect("s"));
+    let (other_client, mut other_server) = pair(&l, Role::Ui, ConnectionConfig::default()).await;
     let answer = tokio::spawn(async move {
         if let Ok(Incoming::Ask { id, .. }) = other_server.recv().await {
             other_server
@@ -146,15 +125,12 @@ async fn a_connection_stops_reading_while_its_owner_is_behind_and_loses_nothing(
     const QUEUE: usize = 8;
     const MESSAGES: usize = 1000;
     let l = listener().await;
-    let (client, server) = tcp_pair::<DeployMessage>(
+    let (client, mut server) = pair(
         &l,
         Role::Worker,
-        ConnectionConfig::default(),
-        Role::Master,
         ConnectionConfig::default().with_incoming_queue(QUEUE),
     )
     .await;
-    let (client, mut server) = (client.expect("client"), server.expect("server"));
     let sender = client.handle();
     let sending = tokio::spawn(async move {
         for n in 0..MESSAGES {
@@ -197,15 +173,12 @@ async fn a_connection_stops_reading_while_its_owner_is_behind_and_loses_nothing(
 /// The peer sends `before` messages, then answers the server's ask.
 async fn ask_behind_messages(before: usize) -> Result<Reply<DeployMessage>, ConnectionError> {
     let l = listener().await;
-    let (client, server) = tcp_pair::<DeployMessage>(
+    let (mut client, server) = pair(
         &l,
         Role::Worker,
-        ConnectionConfig::default(),
-        Role::Master,
         ConnectionConfig::default().with_incoming_queue(8),
     )
     .await;
-    let (mut client, server) = (client.expect("client"), server.expect("server"));
     let peer = tokio::spawn(async move {
         if let Ok(Incoming::Ask { id, .. }) = client.recv().await {
             for _ in 0..before {
@@ -244,15 +217,12 @@ async fn a_peer_flooding_while_a_reply_is_awaited_is_closed_and_the_ask_fails() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_with_too_many_unanswered_asks_is_closed() {
     let l = listener().await;
-    let (client, server) = tcp_pair::<DeployMessage>(
+    let (client, mut server) = pair(
         &l,
         Role::Ui,
-        ConnectionConfig::default(),
-        Role::Master,
         ConnectionConfig::default().with_max_peer_asks(4),
     )
     .await;
-    let (client, mut server) = (client.expect("client"), server.expect("server"));
     for _ in 0..5 {
         let c = client.handle();
         tokio::spawn(async move {
@@ -368,6 +338,18 @@ async fn a_listener_at_its_limit_refuses_with_too_many_connections_and_frees_slo
 
 // ---- The reference master ----
 
+/// A fake worker `id` (advertising `port`) that registered with `m`.
+async fn registered_worker(m: &Addr, id: &str, port: i32) -> FakeWorker {
+    let w = FakeWorker::connect(m, id, Addr::new("127.0.0.1", port)).await;
+    w.register(m, 1, 512).await;
+    w.wait("RegisteredWorker", |l| {
+        l.iter()
+            .any(|m| matches!(m, DeployMessage::RegisteredWorker(_)))
+    })
+    .await;
+    w
+}
+
 /// A master with these limits and no validator (the floods break its rules on purpose).
 async fn limited_master(limits: Limits) -> MasterHandle {
     let obs = observer(WORKER_TIMEOUT);
@@ -390,27 +372,9 @@ async fn a_ui_flooding_asks_without_reading_is_cut_off_while_a_worker_registers(
     .await;
     let m = addr_of(&master);
     let mut flooder = raw_peer(&m, Role::Ui, "flooder").await.expect("handshake");
-    let flood = tokio::spawn(async move {
-        let mut id = 1u64;
-        loop {
-            let mut batch = Vec::new();
-            for _ in 0..512 {
-                batch.extend(ask_state_frame(id));
-                id += 1;
-            }
-            if flooder.write_all(&batch).await.is_err() {
-                return id;
-            }
-        }
-    });
+    let flood = tokio::spawn(async move { flood(&mut flooder, None).await.0 });
     // Meanwhile a worker registers and a well-behaved UI is answered.
-    let w = FakeWorker::connect(&m, "worker-1", Addr::new("127.0.0.1", 52001)).await;
-    w.register(&m, 2, 1024).await;
-    w.wait("RegisteredWorker", |l| {
-        l.iter()
-            .any(|m| matches!(m, DeployMessage::RegisteredWorker(_)))
-    })
-    .await;
+    let w = registered_worker(&m, "worker-1", 52001).await;
     let state: MasterStateResponse = master_state(&m).await;
     assert_eq!(state.workers.len(), 1);
     // The flooder is disconnected: its writes fail.
@@ -435,14 +399,7 @@ async fn a_master_full_of_idle_peers_refuses_more_and_a_fresh_worker_registers_a
     .await;
     let m = addr_of(&master);
     // A registered worker: never cut off by the idle timeout, though it says nothing more.
-    let registered = FakeWorker::connect(&m, "worker-old", Addr::new("127.0.0.1", 52002)).await;
-    registered.register(&m, 1, 512).await;
-    registered
-        .wait("RegisteredWorker", |l| {
-            l.iter()
-                .any(|m| matches!(m, DeployMessage::RegisteredWorker(_)))
-        })
-        .await;
+    let registered = registered_worker(&m, "worker-old", 52002).await;
     let mut idle = Vec::new();
     let mut refused = 0;
     for n in 0..(MAX + 8) {
@@ -463,14 +420,7 @@ async fn a_master_full_of_idle_peers_refuses_more_and_a_fresh_worker_registers_a
     }
     // The registered worker is still connected, and a fresh one registers.
     assert_eq!(registered.conn.close_reason(), None);
-    let fresh = FakeWorker::connect(&m, "worker-new", Addr::new("127.0.0.1", 52003)).await;
-    fresh.register(&m, 1, 512).await;
-    fresh
-        .wait("RegisteredWorker", |l| {
-            l.iter()
-                .any(|m| matches!(m, DeployMessage::RegisteredWorker(_)))
-        })
-        .await;
+    let fresh = registered_worker(&m, "worker-new", 52003).await;
     assert_eq!(registered.conn.close_reason(), None);
     fresh.close().await;
     registered.close().await;

@@ -1,13 +1,14 @@
 //! A driver never waits on one executor (issue 13): an executor that stops reading is closed as a
 //! slow consumer, its tasks run on the others, and the job completes. Over real TCP.
 
+mod common;
 mod support;
 
 use std::sync::Arc;
 
 use sparkwire::connection::{Connection, ConnectionConfig};
 use sparkwire::messages::coarse::{LaunchedExecutor, RegisterExecutor};
-use sparkwire::messages::{CoarseMessage, EndpointRef};
+use sparkwire::messages::CoarseMessage;
 use sparkwire::reference::driver::{Driver, DriverConfig};
 use sparkwire::reference::task::BigTaskJob;
 use sparkwire::wire::handshake::Role;
@@ -36,13 +37,8 @@ async fn an_executor_that_stops_reading_is_dropped_and_its_tasks_run_on_the_othe
     let registered = stuck
         .ask(CoarseMessage::RegisterExecutor(RegisterExecutor {
             executor_id: "stuck".into(),
-            executor_ref: EndpointRef::client("Executor"),
-            hostname: "127.0.0.1".into(),
             cores: 64,
-            log_urls: Default::default(),
-            attributes: Default::default(),
-            resources: Default::default(),
-            resource_profile_id: 0,
+            ..common::samples::register_executor()
         }))
         .await
         .expect("answered");

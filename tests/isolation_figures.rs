@@ -4,21 +4,17 @@
 //! registered), never a duration.
 
 mod cluster;
-mod common;
+mod isolation_support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cluster::PATIENCE;
-use common::{envelope_frame, frame, read_raw_frame};
+use isolation_support::{flood, raw_peer};
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
-use sparkwire::messages::deploy::{RegisterWorker, RequestMasterState};
-use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
-use sparkwire::wire::handshake::{
-    check_answer, encode_hello, HandshakeError, Hello, RefusalReason, Role,
-};
-use sparkwire::wire::Envelope;
-use tokio::io::AsyncWriteExt;
+use sparkwire::messages::deploy::RegisterWorker;
+use sparkwire::messages::{Addr, DeployMessage, EndpointRef};
+use sparkwire::wire::handshake::{HandshakeError, RefusalReason, Role};
 use tokio::net::TcpStream;
 
 /// A `sparkwire master` process on a free port, with `args` and at most `fds` file descriptors.
@@ -88,33 +84,6 @@ impl Drop for MasterProcess {
     }
 }
 
-async fn raw_ui(m: &Addr, id: &str) -> Result<TcpStream, HandshakeError> {
-    let mut stream = TcpStream::connect((m.host.as_str(), m.port as u16))
-        .await
-        .map_err(|_| HandshakeError::PeerClosed)?;
-    let hello = Hello::new(&[Version::V2], Role::Ui, id);
-    let mut body = Vec::new();
-    encode_hello(&hello, &mut body);
-    stream
-        .write_all(&frame(&body))
-        .await
-        .map_err(|_| HandshakeError::PeerClosed)?;
-    let answer = read_raw_frame(&mut stream)
-        .await
-        .ok_or(HandshakeError::PeerClosed)?;
-    check_answer(&answer, &hello).map(|_| stream)
-}
-
-fn ask_state_frame(id: u64) -> Vec<u8> {
-    envelope_frame(
-        &Envelope::Ask {
-            id,
-            message: DeployMessage::from(RequestMasterState {}),
-        },
-        Version::V2,
-    )
-}
-
 /// Connects as worker `id` and registers; returns how long it took from the connect to
 /// RegisteredWorker, retrying a `tooManyConnections` refusal every 100 ms.
 async fn register_worker(m: &Addr, id: &str, port: i32) -> Duration {
@@ -176,25 +145,14 @@ async fn figure_flood_60_s_master_rss_and_worker_registration_latency() {
     let until = Instant::now() + Duration::from_secs(secs);
     // The flooder: asks without ever reading; when cut off, it comes back at once.
     let flood_addr = m.clone();
-    let flood = tokio::spawn(async move {
+    let flooding = tokio::spawn(async move {
         let (mut sessions, mut asks) = (0u64, 0u64);
         while Instant::now() < until {
-            let Ok(mut s) = raw_ui(&flood_addr, "flooder").await else {
+            let Ok(mut s) = raw_peer(&flood_addr, Role::Ui, "flooder").await else {
                 continue;
             };
             sessions += 1;
-            let mut id = 1u64;
-            while Instant::now() < until {
-                let mut batch = Vec::new();
-                for _ in 0..512 {
-                    batch.extend(ask_state_frame(id));
-                    id += 1;
-                }
-                if s.write_all(&batch).await.is_err() {
-                    break;
-                }
-                asks += 512;
-            }
+            asks += flood(&mut s, Some(until)).await.0;
         }
         (sessions, asks)
     });
@@ -209,7 +167,7 @@ async fn figure_flood_60_s_master_rss_and_worker_registration_latency() {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
-    let (sessions, asks) = flood.await.expect("joined");
+    let (sessions, asks) = flooding.await.expect("joined");
     max_rss = max_rss.max(master.rss_kib());
     let worst = latencies.iter().max().copied().unwrap_or_default();
     println!(
@@ -243,7 +201,7 @@ async fn figure_1124_idle_peers_at_1024_descriptors_then_a_fresh_worker() {
     let mut refused = 0;
     let mut failed = 0;
     for n in 0..1124 {
-        match raw_ui(&m, &format!("idle-{n}")).await {
+        match raw_peer(&m, Role::Ui, &format!("idle-{n}")).await {
             Ok(s) => held.push(s),
             Err(HandshakeError::Refused {
                 reason: RefusalReason::TooManyConnections,
@@ -277,7 +235,7 @@ async fn figure_rss_over_10_cycles_of_2000_connections() {
         let mut open = Vec::with_capacity(2000);
         for n in 0..2000 {
             open.push(
-                raw_ui(&m, &format!("c{cycle}-{n}"))
+                raw_peer(&m, Role::Ui, &format!("c{cycle}-{n}"))
                     .await
                     .expect("accepted"),
             );

@@ -2,83 +2,30 @@
 //! connections that come and go leave nothing behind: measured with a counting global allocator,
 //! alone in this test binary (one test function, so no other test allocates meanwhile).
 //!
-//! Implementing `GlobalAlloc` needs `unsafe`; it only forwards to the system allocator and counts.
-//! The library itself forbids unsafe code.
 
 mod cluster;
-mod common;
+mod counting;
+mod isolation_support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use cluster::*;
-use common::{envelope_frame, frame, read_raw_frame};
+use counting::{current, reset, Counting, PEAK};
+use isolation_support::{flood, raw_peer};
 use sparkwire::connection::{Limits, DEFAULT_MAX_OUTGOING_BYTES};
-use sparkwire::messages::deploy::RequestMasterState;
-use sparkwire::messages::{Addr, DeployMessage, Version};
-use sparkwire::wire::handshake::{check_answer, encode_hello, Hello, Role};
-use sparkwire::wire::Envelope;
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
-
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwards the caller's layout to the system allocator unchanged.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
-            PEAK.fetch_max(now, Ordering::SeqCst);
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by `alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::SeqCst);
-    }
-}
+use sparkwire::wire::handshake::Role;
+use std::sync::atomic::Ordering;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOCATOR: Counting = Counting;
 
 const MIB: usize = 1024 * 1024;
-
-/// A raw stream to the master that completed a `ui` handshake.
-async fn raw_ui(m: &Addr, id: &str) -> TcpStream {
-    let mut stream = TcpStream::connect((m.host.as_str(), m.port as u16))
-        .await
-        .expect("connect");
-    let hello = Hello::new(&[Version::V2], Role::Ui, id);
-    let mut body = Vec::new();
-    encode_hello(&hello, &mut body);
-    stream.write_all(&frame(&body)).await.expect("hello");
-    let answer = read_raw_frame(&mut stream).await.expect("answer");
-    check_answer(&answer, &hello).expect("accepted");
-    stream
-}
-
-fn ask_state_frame(id: u64) -> Vec<u8> {
-    envelope_frame(
-        &Envelope::Ask {
-            id,
-            message: DeployMessage::from(RequestMasterState {}),
-        },
-        Version::V2,
-    )
-}
 
 /// Waits until the live heap is at most `bound` bytes, failing after [`PATIENCE`].
 async fn heap_settles_under(what: &str, bound: usize) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
-        let now = CURRENT.load(Ordering::SeqCst);
+        let now = current();
         if now <= bound {
             return;
         }
@@ -103,24 +50,11 @@ async fn a_flood_stays_bounded_and_connection_cycles_leave_nothing_behind() {
     let m = addr_of(&master);
     // Warm up: one state answer, so that lazily built tables exist before the baseline.
     let _ = master_state(&m).await;
-    let baseline = CURRENT.load(Ordering::SeqCst);
-    PEAK.store(baseline, Ordering::SeqCst);
+    let baseline = reset();
 
     // 1. A `ui` peer floods RequestMasterState asks and never reads, until the master drops it.
-    let mut flooder = raw_ui(&m, "flooder").await;
-    let flood = tokio::spawn(async move {
-        let mut id = 1u64;
-        loop {
-            let mut batch = Vec::new();
-            for _ in 0..512 {
-                batch.extend(ask_state_frame(id));
-                id += 1;
-            }
-            if flooder.write_all(&batch).await.is_err() {
-                return id;
-            }
-        }
-    });
+    let mut flooder = raw_peer(&m, Role::Ui, "flooder").await.expect("handshake");
+    let flood = tokio::spawn(async move { flood(&mut flooder, None).await.0 });
     let asks = tokio::time::timeout(PATIENCE, flood)
         .await
         .expect("the flooder is disconnected")
@@ -144,20 +78,24 @@ async fn a_flood_stays_bounded_and_connection_cycles_leave_nothing_behind() {
     for cycle in 0..10 {
         let mut open = Vec::with_capacity(PER_CYCLE);
         for n in 0..PER_CYCLE {
-            open.push(raw_ui(&m, &format!("cycle-{cycle}-{n}")).await);
+            open.push(
+                raw_peer(&m, Role::Ui, &format!("cycle-{cycle}-{n}"))
+                    .await
+                    .expect("handshake"),
+            );
         }
         drop(open);
         if cycle == 0 {
             heap_settles_under("after the first cycle", baseline + 2 * MIB).await;
             // Let the last closes land before taking the level.
             tokio::time::sleep(Duration::from_millis(500)).await;
-            after_first = CURRENT.load(Ordering::SeqCst);
+            after_first = current();
         } else {
             // 9 cycles of 200 connections: a leak of 150 bytes each would be 270 KiB.
             heap_settles_under(&format!("after cycle {cycle}"), after_first + 128 * 1024).await;
         }
     }
-    let after = CURRENT.load(Ordering::SeqCst);
+    let after = current();
     println!(
         "heap: baseline {} KiB, flood peak +{} KiB ({asks} asks), after the first cycle of \
          {PER_CYCLE} connections {} KiB, after the tenth {} KiB",
