@@ -59,6 +59,27 @@ pub(crate) struct Credit {
     _permit: OwnedSemaphorePermit,
 }
 
+/// One connection's [`INFLIGHT`] budget of events not yet handled by the owner.
+#[derive(Clone)]
+pub(crate) struct Credits(Arc<Semaphore>);
+
+impl Credits {
+    /// A full budget.
+    pub(crate) fn new() -> Self {
+        Credits(Arc::new(Semaphore::new(INFLIGHT)))
+    }
+
+    /// Waits until the owner has handled enough of this connection's events, then takes a
+    /// credit for the next one.
+    pub(crate) async fn take(&self) -> Credit {
+        match Arc::clone(&self.0).acquire_owned().await {
+            Ok(permit) => Credit { _permit: permit },
+            // The semaphore is never closed; should it be, nothing waits any more.
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
 /// Something to write.
 pub(crate) enum Out {
     /// A one-way message.
@@ -231,15 +252,12 @@ pub(crate) fn spawn_reader(
         conn: conn_id,
         kill: Arc::clone(&kill),
     };
-    let credits = Arc::new(Semaphore::new(INFLIGHT));
+    let credits = Credits::new();
     tokio::spawn(async move {
         let reason = loop {
             // Wait until the owner has handled enough of this connection's events.
             let credit = tokio::select! {
-                credit = Arc::clone(&credits).acquire_owned() => match credit {
-                    Ok(permit) => Credit { _permit: permit },
-                    Err(_) => break ConnectionError::Closed,
-                },
+                credit = credits.take() => credit,
                 _ = kill.notified() => break ConnectionError::Closed,
             };
             tokio::select! {

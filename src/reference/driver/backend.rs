@@ -53,10 +53,11 @@ pub(super) enum Msg {
         peer: String,
         abort: Arc<tokio::sync::Notify>,
     },
-    /// Something an executor connection received.
+    /// Something an executor connection received (its credit is dropped once handled).
     FromExecutor {
         key: u64,
         incoming: Incoming<CoarseMessage>,
+        credit: crate::reference::outbox::Credit,
     },
     /// An executor connection ended.
     Disconnected { key: u64, reason: ConnectionError },
@@ -302,7 +303,11 @@ impl Backend {
                     },
                 );
             }
-            Msg::FromExecutor { key, incoming } => self.executor_message(key, incoming).await,
+            Msg::FromExecutor {
+                key,
+                incoming,
+                credit: _credit,
+            } => self.executor_message(key, incoming).await,
             Msg::Disconnected { key, reason } => self.disconnected(key, &reason).await,
             Msg::Master(event) => self.master_event(event).await,
 

@@ -113,7 +113,17 @@ async fn serve(
         }
         return;
     }
+    // At most INFLIGHT of this executor's messages wait in the backend's queue.
+    let credits = crate::reference::outbox::Credits::new();
     let reason = loop {
+        let credit = tokio::select! {
+            credit = credits.take() => credit,
+            _ = backend.closed() => {
+                conn.close().await;
+                break crate::connection::ConnectionError::Closed;
+            }
+            _ = abort.notified() => break crate::connection::ConnectionError::Closed,
+        };
         let got = tokio::select! {
             got = conn.recv() => got,
             // The driver is gone: so is this connection.
@@ -126,7 +136,14 @@ async fn serve(
         };
         match got {
             Ok(incoming) => {
-                if backend.send(Msg::FromExecutor { key, incoming }).is_err() {
+                if backend
+                    .send(Msg::FromExecutor {
+                        key,
+                        incoming,
+                        credit,
+                    })
+                    .is_err()
+                {
                     conn.close().await;
                     break crate::connection::ConnectionError::Closed;
                 }
