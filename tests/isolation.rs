@@ -465,3 +465,46 @@ async fn a_peer_trickling_a_frame_is_closed_by_the_frame_read_timeout() {
     trickle.abort();
     master.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_master_binary_takes_the_limit_flags() {
+    let (mut child, line) = spawn_sparkwire(
+        &[
+            "master",
+            "--port",
+            "0",
+            "--webui-port",
+            "0",
+            "--exit-with-stdin",
+            "--max-connections",
+            "1",
+            "--idle-timeout",
+            "600",
+            "--frame-read-timeout",
+            "600",
+            "--max-queued-bytes",
+            "65536",
+        ],
+        &[],
+    );
+    let hostport = line.rsplit("sparkwire://").next().expect("an address");
+    let (host, port) = hostport.rsplit_once(':').expect("host:port");
+    let m = Addr::new(host, port.parse::<i32>().expect("port"));
+    let held = raw_peer(&m, Role::Ui, "first")
+        .await
+        .expect("the first is held");
+    let refused = raw_peer(&m, Role::Ui, "second").await;
+    assert!(
+        matches!(
+            refused,
+            Err(HandshakeError::Refused {
+                reason: RefusalReason::TooManyConnections,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    drop(held);
+    let _ = child.kill();
+    let _ = child.wait();
+}

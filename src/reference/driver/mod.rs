@@ -90,6 +90,9 @@ pub struct DriverConfig {
     pub observer: Option<Observer>,
     /// The shared secret and TLS of its connections: to masters, and from executors and masters.
     pub security: crate::connection::Security,
+    /// The limits on the executors' connections it accepts (`--max-connections`,
+    /// `--frame-read-timeout`, `--max-queued-bytes`; executors are never idle-timed).
+    pub limits: crate::connection::Limits,
 }
 
 impl DriverConfig {
@@ -116,6 +119,7 @@ impl DriverConfig {
             registration_retry: Duration::from_secs(20),
             observer: None,
             security: crate::connection::Security::default(),
+            limits: crate::connection::Limits::default(),
         }
     }
 
