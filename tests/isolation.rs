@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use cluster::*;
 use common::{listener, tcp_pair};
-use isolation_support::{ask_state_frame, flood, raw_peer};
+use isolation_support::{announced_addr, ask_state_frame, flood, raw_peer, MASTER_ARGS};
 use sparkwire::connection::{
     Admission, Connection, ConnectionConfig, ConnectionError, Incoming, Limits, Security,
 };
@@ -249,26 +249,10 @@ async fn a_silent_peer_is_closed_after_the_idle_timeout_unless_disarmed() {
     const IDLE: Duration = Duration::from_secs(2);
     let l = listener().await;
     let config = || ConnectionConfig::default().with_idle_timeout(Some(IDLE));
-    let (kept_client, kept) = tcp_pair::<DeployMessage>(
-        &l,
-        Role::Ui,
-        ConnectionConfig::default(),
-        Role::Master,
-        config(),
-    )
-    .await;
-    let kept = kept.expect("server");
+    let (kept_client, kept) = pair(&l, Role::Ui, config()).await;
     // The owner disarms this one at once (as a master does once a peer registered).
     kept.set_idle_timeout(None);
-    let (_client, server) = tcp_pair::<DeployMessage>(
-        &l,
-        Role::Ui,
-        ConnectionConfig::default(),
-        Role::Master,
-        config(),
-    )
-    .await;
-    let mut server = server.expect("server");
+    let (_client, mut server) = pair(&l, Role::Ui, config()).await;
     let reason = tokio::time::timeout(PATIENCE, server.recv())
         .await
         .expect("in time");
@@ -470,26 +454,22 @@ async fn a_peer_trickling_a_frame_is_closed_by_the_frame_read_timeout() {
 async fn the_master_binary_takes_the_limit_flags() {
     let (mut child, line) = spawn_sparkwire(
         &[
-            "master",
-            "--port",
-            "0",
-            "--webui-port",
-            "0",
-            "--exit-with-stdin",
-            "--max-connections",
-            "1",
-            "--idle-timeout",
-            "600",
-            "--frame-read-timeout",
-            "600",
-            "--max-queued-bytes",
-            "65536",
-        ],
+            &MASTER_ARGS[..],
+            &[
+                "--max-connections",
+                "1",
+                "--idle-timeout",
+                "600",
+                "--frame-read-timeout",
+                "600",
+                "--max-queued-bytes",
+                "65536",
+            ],
+        ]
+        .concat(),
         &[],
     );
-    let hostport = line.rsplit("sparkwire://").next().expect("an address");
-    let (host, port) = hostport.rsplit_once(':').expect("host:port");
-    let m = Addr::new(host, port.parse::<i32>().expect("port"));
+    let m = announced_addr(&line);
     let held = raw_peer(&m, Role::Ui, "first")
         .await
         .expect("the first is held");

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cluster::PATIENCE;
-use isolation_support::{flood, raw_peer};
+use isolation_support::{announced_addr, flood, raw_peer, MASTER_ARGS};
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use sparkwire::messages::deploy::RegisterWorker;
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef};
@@ -32,14 +32,7 @@ impl MasterProcess {
             .arg("-c")
             .arg(format!("{limit}exec \"$0\" \"$@\""))
             .arg(bin)
-            .args([
-                "master",
-                "--port",
-                "0",
-                "--webui-port",
-                "0",
-                "--exit-with-stdin",
-            ])
+            .args(MASTER_ARGS)
             .args(args)
             .env("RUST_LOG", "error")
             .stdin(Stdio::piped())
@@ -52,16 +45,9 @@ impl MasterProcess {
         std::io::BufReader::new(stdout)
             .read_line(&mut line)
             .expect("first line");
-        let hostport = line
-            .trim()
-            .rsplit("sparkwire://")
-            .next()
-            .expect("an address")
-            .to_string();
-        let (host, port) = hostport.rsplit_once(':').expect("host:port");
         MasterProcess {
             child,
-            addr: Addr::new(host, port.parse::<i32>().expect("port")),
+            addr: announced_addr(&line),
         }
     }
 
