@@ -144,7 +144,7 @@ struct Shell {
     jobs: HashMap<JobId, JobIo>,
     closed_counters: Counters,
     client: Option<AppClient>,
-    /// Where writer tasks report failed sends.
+    /// Where failed sends and stalled connections are reported to the loop.
     reports: mpsc::UnboundedSender<Msg>,
     send_timeout: Duration,
 }
