@@ -67,6 +67,9 @@ async fn an_executor_that_stops_reading_does_not_stall_the_other_and_its_tasks_r
     let (mut config, observer) = strict_config("slow-executor");
     // Long enough for the other executor to show it runs tasks meanwhile, short for the test.
     config.send_timeout = Duration::from_secs(10);
+    // A queue that holds every frame for the stuck executor, so that it is dropped for making no
+    // progress over the send timeout, not as a slow consumer (tests/isolation_driver.rs).
+    config.limits.max_outgoing_bytes = 64 << 20;
     let driver = Driver::start(config).await.expect("driver");
     let (freeze, frozen) = watch::channel(false);
     let proxy = freezing_proxy(driver.address(), frozen).await;

@@ -1,15 +1,12 @@
 //! The receiver's memory stays bounded when a peer declares a huge frame: measured with a counting
-//! global allocator, alone in this test binary so that no other test allocates meanwhile.
-//!
-//! Implementing `GlobalAlloc` needs `unsafe`; it only forwards to the system allocator and counts.
-//! The library itself forbids unsafe code.
+//! global allocator (tests/counting), alone in this test binary so that no other test allocates
+//! meanwhile.
 
 mod common;
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod counting;
 
 use common::{raw_client_and_server, samples};
+use counting::{growth_since, reset, Counting};
 use sparkwire::connection::{ConnectionConfig, ConnectionError, Incoming};
 use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
@@ -17,42 +14,8 @@ use sparkwire::wire::LimitSetting;
 use sparkwire::wire::{Envelope, FrameError};
 use tokio::io::AsyncWriteExt;
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwards the caller's layout to the system allocator unchanged.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
-            PEAK.fetch_max(now, Ordering::SeqCst);
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by `alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::SeqCst);
-    }
-}
-
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-/// Bytes allocated at the peak since the last reset, above what was allocated at the reset.
-fn growth_since(baseline: usize) -> usize {
-    PEAK.load(Ordering::SeqCst).saturating_sub(baseline)
-}
-
-fn reset() -> usize {
-    let now = CURRENT.load(Ordering::SeqCst);
-    PEAK.store(now, Ordering::SeqCst);
-    now
-}
 
 #[tokio::test]
 async fn a_declared_4_gib_frame_grows_the_receivers_memory_by_a_few_kib_at_most() {

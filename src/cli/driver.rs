@@ -42,6 +42,8 @@ pub struct DriverArgs {
     /// Seconds the masters have to register the application.
     #[arg(long, default_value_t = 60)]
     registration_timeout: u64,
+    #[command(flatten)]
+    limits: super::limits::LimitArgs,
 }
 
 /// Runs the command: exit 0 when the job succeeded (its result on standard output), 1 when it
@@ -60,6 +62,7 @@ pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
     config.executor_memory_mb = args.executor_memory;
     config.max_cores = args.max_cores;
     config.max_message_size_mib = args.max_message_size;
+    config.limits = super::limits::limits(&args.limits, None)?;
     config.max_task_failures = args.max_task_failures.max(1);
     config.registration_timeout = Duration::from_secs(args.registration_timeout.max(1));
     super::runtime()?.block_on(async move {

@@ -63,6 +63,10 @@ pub struct MasterArgs {
     admin_secret_file: Option<PathBuf>,
     #[command(flatten)]
     security: super::security::SecurityArgs,
+    #[command(flatten)]
+    limits: super::limits::LimitArgs,
+    #[command(flatten)]
+    idle: super::limits::IdleArgs,
     /// Values whose keys (or themselves) match this pattern are hidden in the state answer
     /// (spark.redaction.regex).
     #[arg(long, value_name = "REGEX", default_value = DEFAULT_REDACTION_REGEX)]
@@ -96,6 +100,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         return Err("--admin-secret-file must hold another secret than --secret-file".into());
     }
     let mut config = MasterConfig {
+        limits: super::limits::limits(&args.limits, Some(&args.idle))?,
         security,
         host: args.host,
         port: args.port,

@@ -4,6 +4,7 @@ mod client;
 mod driver;
 mod executor;
 mod job;
+mod limits;
 mod local_cluster;
 mod master;
 mod security;

@@ -67,6 +67,10 @@ pub struct WorkerArgs {
     exit_with_stdin: bool,
     #[command(flatten)]
     security: super::security::SecurityArgs,
+    #[command(flatten)]
+    limits: super::limits::LimitArgs,
+    #[command(flatten)]
+    idle: super::limits::IdleArgs,
 }
 
 /// Runs the command.
@@ -94,6 +98,7 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         .transpose()
         .map_err(|e| format!("--tls-ca: {e}"))?;
     let mut config = WorkerConfig {
+        limits: super::limits::limits(&args.limits, Some(&args.idle))?,
         security,
         launch_tls_ca,
         masters: url.masters,

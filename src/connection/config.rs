@@ -18,6 +18,20 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default number of frames queued for writing before senders wait.
 pub const DEFAULT_OUTGOING_QUEUE: usize = 256;
 
+/// The default limit of bytes queued for writing on one connection: 4 MiB. A peer that lets more
+/// pile up does not read ([`ConnectionError::SlowConsumer`](super::ConnectionError::SlowConsumer)).
+pub const DEFAULT_MAX_OUTGOING_BYTES: usize = 4 * 1024 * 1024;
+
+/// The default number of messages and asks received and not yet taken by the owner before the
+/// connection stops reading: 32.
+pub const DEFAULT_INCOMING_QUEUE: usize = 32;
+
+/// The default number of the peer's asks that may await this side's answer at once: 256.
+pub const DEFAULT_MAX_PEER_ASKS: usize = 256;
+
+/// The default time a frame may take to arrive once its first byte did: 60 seconds.
+pub const DEFAULT_FRAME_READ_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Whether a frame arrives or leaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
@@ -62,8 +76,33 @@ pub struct ConnectionConfig<F> {
     pub ask_timeout: Duration,
     /// How long the handshake may take. Default 30 s.
     pub handshake_timeout: Duration,
-    /// Frames queued for writing before senders wait. Default 256.
+    /// Frames queued for writing before [`send`](super::ConnectionHandle::send) and the other
+    /// waiting senders wait. Default 256.
     pub outgoing_queue: usize,
+    /// Bytes queued for writing (frames encoded, not yet written to the stream) beyond which the
+    /// waiting senders wait and the non-blocking ones ([`post`](super::ConnectionHandle::post))
+    /// close the connection as a slow consumer. One frame larger than this is still queued when
+    /// nothing else is. Default [`DEFAULT_MAX_OUTGOING_BYTES`] (4 MiB).
+    pub max_outgoing_bytes: usize,
+    /// Messages and asks received and not yet taken by [`recv`](super::Connection::recv) beyond
+    /// which the connection stops reading from the peer (see the module docs for the contract).
+    /// Default [`DEFAULT_INCOMING_QUEUE`] (32).
+    pub incoming_queue: usize,
+    /// The peer's asks that may await this side's answer at once; one more closes the connection
+    /// with [`ConnectionError::TooManyAsks`](super::ConnectionError::TooManyAsks). Default
+    /// [`DEFAULT_MAX_PEER_ASKS`] (256).
+    pub max_peer_asks: usize,
+    /// How long a frame may take to arrive once its first byte has: a peer that trickles a frame
+    /// is closed with [`ConnectionError::FrameTimedOut`](super::ConnectionError::FrameTimedOut).
+    /// Default [`DEFAULT_FRAME_READ_TIMEOUT`] (60 s).
+    pub frame_read_timeout: Duration,
+    /// Closes the connection with [`ConnectionError::Idle`](super::ConnectionError::Idle) when
+    /// nothing arrives for this long while the owner has nothing unprocessed; the owner can change
+    /// it at any time with [`ConnectionHandle::set_idle_timeout`](super::ConnectionHandle::set_idle_timeout)
+    /// (a server disarms it once a peer registered). Default `None`: never.
+    pub idle_timeout: Option<Duration>,
+    /// A slot of a listener's connection limit, released when the connection closes.
+    pub slot: Option<super::listener::Slot>,
     /// The inspector, if any (strict mode).
     pub inspector: Option<Box<dyn Inspector<F>>>,
     /// The shared secret, admin secret and TLS settings used by [`Connection::connect`] and
@@ -81,6 +120,12 @@ impl<F> Default for ConnectionConfig<F> {
             ask_timeout: DEFAULT_ASK_TIMEOUT,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             outgoing_queue: DEFAULT_OUTGOING_QUEUE,
+            max_outgoing_bytes: DEFAULT_MAX_OUTGOING_BYTES,
+            incoming_queue: DEFAULT_INCOMING_QUEUE,
+            max_peer_asks: DEFAULT_MAX_PEER_ASKS,
+            frame_read_timeout: DEFAULT_FRAME_READ_TIMEOUT,
+            idle_timeout: None,
+            slot: None,
             inspector: None,
             security: Security::default(),
         }
@@ -112,6 +157,42 @@ impl<F> ConnectionConfig<F> {
         self
     }
 
+    /// Limits the bytes queued for writing to `max_outgoing_bytes`.
+    pub fn with_max_outgoing_bytes(mut self, max_outgoing_bytes: usize) -> Self {
+        self.max_outgoing_bytes = max_outgoing_bytes;
+        self
+    }
+
+    /// Stops reading while `incoming_queue` messages and asks await the owner.
+    pub fn with_incoming_queue(mut self, incoming_queue: usize) -> Self {
+        self.incoming_queue = incoming_queue;
+        self
+    }
+
+    /// Allows at most `max_peer_asks` of the peer's asks awaiting an answer.
+    pub fn with_max_peer_asks(mut self, max_peer_asks: usize) -> Self {
+        self.max_peer_asks = max_peer_asks;
+        self
+    }
+
+    /// Allows a frame `frame_read_timeout` to arrive once its first byte has.
+    pub fn with_frame_read_timeout(mut self, frame_read_timeout: Duration) -> Self {
+        self.frame_read_timeout = frame_read_timeout;
+        self
+    }
+
+    /// Closes the connection when idle for `idle_timeout` (`None`: never).
+    pub fn with_idle_timeout(mut self, idle_timeout: Option<Duration>) -> Self {
+        self.idle_timeout = idle_timeout;
+        self
+    }
+
+    /// Holds `slot` of a listener's connection limit until the connection closes.
+    pub fn with_slot(mut self, slot: super::listener::Slot) -> Self {
+        self.slot = Some(slot);
+        self
+    }
+
     /// Authenticates with the shared secret `secret` (protocol/handshake.md §10): the handshake
     /// then completes only with a peer that proves the same secret.
     pub fn with_secret(mut self, secret: Secret) -> Self {
@@ -140,6 +221,12 @@ impl<F> fmt::Debug for ConnectionConfig<F> {
             .field("ask_timeout", &self.ask_timeout)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("outgoing_queue", &self.outgoing_queue)
+            .field("max_outgoing_bytes", &self.max_outgoing_bytes)
+            .field("incoming_queue", &self.incoming_queue)
+            .field("max_peer_asks", &self.max_peer_asks)
+            .field("frame_read_timeout", &self.frame_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("slot", &self.slot.is_some())
             .field("inspector", &self.inspector.as_ref().map(|_| "set"))
             .field("security", &self.security)
             .finish()

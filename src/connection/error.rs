@@ -128,6 +128,47 @@ pub enum ConnectionError {
         message: String,
     },
 
+    /// The peer does not read: more than `limit` bytes are queued for it (a slow consumer). Closes.
+    #[error("slow consumer: the peer does not read ({queued} bytes queued for it, the limit is {limit})")]
+    SlowConsumer {
+        /// Bytes that would be queued with the frame refused.
+        queued: usize,
+        /// The connection's limit (`ConnectionConfig::max_outgoing_bytes`).
+        limit: usize,
+    },
+
+    /// While this side awaited a reply, the peer sent more than `limit` messages that the owner
+    /// had not taken. Closes.
+    #[error(
+        "the peer sent over {limit} messages the owner has not taken while a reply was awaited"
+    )]
+    InboundOverflow {
+        /// The bound (twice `ConnectionConfig::incoming_queue`).
+        limit: usize,
+    },
+
+    /// The peer has more than `limit` asks awaiting this side's answer. Closes.
+    #[error("the peer has over {limit} asks awaiting an answer")]
+    TooManyAsks {
+        /// The bound (`ConnectionConfig::max_peer_asks`).
+        limit: usize,
+    },
+
+    /// A frame had begun to arrive and was not complete `after` its first byte (a peer that
+    /// trickles its frames). Closes.
+    #[error("a frame from the peer did not complete within {after:?} of its first byte")]
+    FrameTimedOut {
+        /// `ConnectionConfig::frame_read_timeout`.
+        after: Duration,
+    },
+
+    /// Nothing arrived from the peer for `after` (the idle timeout). Closes.
+    #[error("the peer sent nothing for {after:?} (idle timeout)")]
+    Idle {
+        /// The idle timeout.
+        after: Duration,
+    },
+
     /// The peer closed the connection (at a frame boundary).
     #[error("the peer closed the connection")]
     PeerClosed,

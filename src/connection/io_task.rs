@@ -3,12 +3,21 @@
 //! Reading and writing run apart so that two peers writing large frames to each other at once
 //! cannot block each other. Either task closes the connection on an error, and both stop as soon
 //! as it is closed; the stream is dropped when both have stopped.
+//!
+//! The reader hands messages and asks to the owner through a bounded queue and stops reading
+//! while it is full, so that a peer that sends faster than the owner works is held back by TCP,
+//! alone. While this side awaits a reply it reads on regardless (the reply may be behind the
+//! messages), keeping up to as many messages again aside; a peer that sends more than that
+//! meanwhile is closed ([`ConnectionError::InboundOverflow`]).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
 use super::error::ConnectionError;
@@ -17,53 +26,215 @@ use super::Incoming;
 use crate::messages::Family;
 use crate::wire::FrameCodec;
 
-/// Bytes the writer gathers before writing to the stream.
-const WRITE_BUFFER: usize = 64 * 1024;
+/// Bytes the writer gathers before writing to the stream, in a buffer that lives only while a batch
+/// is written (an idle connection holds none); a frame larger than this is written straight
+/// through.
+pub(crate) const WRITE_BUFFER: usize = 16 * 1024;
+
+/// The longest time between two checks of the frame and idle timeouts.
+const MAX_CHECK_EVERY: Duration = Duration::from_millis(500);
+
+/// The shortest time between two checks of the frame and idle timeouts.
+const MIN_CHECK_EVERY: Duration = Duration::from_millis(10);
 
 async fn wait_closed(closed: &mut watch::Receiver<Option<ConnectionError>>) {
     // The sender lives in the shared state, which this task holds: the wait ends only on a close.
     let _ = closed.wait_for(Option::is_some).await;
 }
 
-/// Reads frames until the peer closes, a frame is bad, or the connection closes.
+/// How often the reader looks at its timeouts: a quarter of the shortest, within bounds.
+fn check_every(frame_timeout: Duration, idle: Option<Duration>) -> Duration {
+    let shortest = idle.map_or(frame_timeout, |idle| idle.min(frame_timeout));
+    (shortest / 4).clamp(MIN_CHECK_EVERY, MAX_CHECK_EVERY)
+}
+
+/// A frame begun and not complete: how many frames had been read when it was first seen, and when.
+#[derive(Debug, Clone, Copy)]
+struct Partial {
+    frames_read: u64,
+    since: Instant,
+}
+
+/// Reads frames until the peer closes, a frame is bad, a limit is crossed, or the connection
+/// closes.
 pub(crate) async fn read_loop<R, F>(
     mut reader: FramedRead<R, FrameCodec<F>>,
     shared: Arc<Shared<F>>,
-    deliver: mpsc::UnboundedSender<Incoming<F>>,
+    deliver: mpsc::Sender<Incoming<F>>,
+    incoming_queue: usize,
+    frame_timeout: Duration,
 ) where
     R: AsyncRead + Unpin,
     F: Family,
 {
     let mut closed = shared.closed.subscribe();
+    let mut aside: VecDeque<Incoming<F>> = VecDeque::new();
+    let aside_limit = incoming_queue.max(1);
+    let mut frames_read: u64 = 0;
+    let mut partial: Option<Partial> = None;
+    let mut last_frame = Instant::now();
+    let mut check = tokio::time::interval(check_every(frame_timeout, shared.idle_timeout()));
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        // Hand over what was kept aside first, in order.
+        while let Some(first) = aside.pop_front() {
+            match deliver.try_send(first) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(first)) => {
+                    aside.push_front(first);
+                    break;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    shared.close_with(ConnectionError::Closed);
+                    return;
+                }
+            }
+        }
+        let owner_has_room = aside.is_empty() && deliver.capacity() > 0;
+        let reading = owner_has_room || shared.awaits_reply();
+        if !reading {
+            // Not the peer's fault: the owner is behind.
+            partial = None;
+            last_frame = Instant::now();
+        }
         let next = tokio::select! {
             biased;
             _ = wait_closed(&mut closed) => return,
-            next = reader.next() => next,
+            room = deliver.reserve(), if !aside.is_empty() => {
+                match (room, aside.pop_front()) {
+                    (Ok(room), Some(first)) => room.send(first),
+                    (Err(_), _) => {
+                        shared.close_with(ConnectionError::Closed);
+                        return;
+                    }
+                    (Ok(_), None) => {}
+                }
+                continue;
+            }
+            room = deliver.reserve(), if aside.is_empty() && !owner_has_room => {
+                // The owner took something: read on.
+                drop(room);
+                continue;
+            }
+            _ = shared.ask_started.notified(), if !reading => continue,
+            next = reader.next(), if reading => next,
+            _ = check.tick() => {
+                let owner_idle = aside.is_empty() && deliver.capacity() == deliver.max_capacity();
+                let clock = Clock { last_frame, now: Instant::now(), frame_timeout };
+                if let Some(reason) = timed_out(&reader, &shared, reading && owner_idle, reading, frames_read, &mut partial, clock) {
+                    shared.close_with(reason);
+                    return;
+                }
+                continue;
+            }
         };
         let result = match next {
             None => Err(ConnectionError::PeerClosed),
             Some(Err(e)) => Err(ConnectionError::Inbound(e)),
-            Some(Ok(env)) => shared.receive(env, reader.decoder().last_frame_len(), &deliver),
+            Some(Ok(env)) => {
+                frames_read += 1;
+                partial = None;
+                last_frame = Instant::now();
+                shared.receive(env, reader.decoder().last_frame_len())
+            }
         };
-        if let Err(reason) = result {
-            shared.close_with(reason);
-            return;
+        match result {
+            Ok(None) => {}
+            Ok(Some(incoming)) => {
+                if aside.is_empty() {
+                    match deliver.try_send(incoming) {
+                        Ok(()) => {}
+                        Err(mpsc::error::TrySendError::Full(incoming)) => aside.push_back(incoming),
+                        Err(mpsc::error::TrySendError::Closed(_)) => {
+                            shared.close_with(ConnectionError::Closed);
+                            return;
+                        }
+                    }
+                } else {
+                    aside.push_back(incoming);
+                }
+                if aside.len() > aside_limit {
+                    shared.close_with(ConnectionError::InboundOverflow {
+                        limit: aside_limit + incoming_queue,
+                    });
+                    return;
+                }
+            }
+            Err(reason) => {
+                shared.close_with(reason);
+                return;
+            }
         }
     }
 }
 
+/// The times the reader's timeouts are measured with.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    last_frame: Instant,
+    now: Instant,
+    frame_timeout: Duration,
+}
+
+/// The frame or idle timeout that ran out, if one did. `idle_counts`: the owner has nothing
+/// unprocessed, so silence from the peer counts as idleness.
+fn timed_out<R, F: Family>(
+    reader: &FramedRead<R, FrameCodec<F>>,
+    shared: &Shared<F>,
+    idle_counts: bool,
+    reading: bool,
+    frames_read: u64,
+    partial: &mut Option<Partial>,
+    clock: Clock,
+) -> Option<ConnectionError> {
+    let Clock {
+        last_frame,
+        now,
+        frame_timeout,
+    } = clock;
+    if !reading {
+        return None;
+    }
+    if reader.read_buffer().is_empty() {
+        *partial = None;
+    } else {
+        match *partial {
+            Some(p) if p.frames_read == frames_read => {
+                if now.duration_since(p.since) >= frame_timeout {
+                    return Some(ConnectionError::FrameTimedOut {
+                        after: frame_timeout,
+                    });
+                }
+            }
+            _ => {
+                *partial = Some(Partial {
+                    frames_read,
+                    since: now,
+                })
+            }
+        }
+    }
+    let idle = shared.idle_timeout()?;
+    if idle_counts
+        && partial.is_none()
+        && now.duration_since(last_frame) >= idle
+        && !shared.awaits_reply()
+    {
+        return Some(ConnectionError::Idle { after: idle });
+    }
+    None
+}
+
 /// Writes queued frames, flushing whenever the queue runs empty, until the connection closes.
 pub(crate) async fn write_loop<W, F>(
-    writer: W,
-    mut queue: mpsc::Receiver<Outgoing>,
+    mut writer: W,
+    mut queue: mpsc::UnboundedReceiver<Outgoing>,
     shared: Arc<Shared<F>>,
 ) where
     W: AsyncWrite + Unpin,
     F: Family,
 {
     let mut closed = shared.closed.subscribe();
-    let mut out = BufWriter::with_capacity(WRITE_BUFFER, writer);
     loop {
         let first = tokio::select! {
             biased;
@@ -78,7 +249,7 @@ pub(crate) async fn write_loop<W, F>(
         let written = tokio::select! {
             biased;
             _ = wait_closed(&mut closed) => return,
-            written = write_batch(&mut out, first, &mut queue, &shared) => written,
+            written = write_batch(&mut writer, first, &mut queue, &shared) => written,
         };
         match written {
             Ok(true) => {}
@@ -97,21 +268,22 @@ pub(crate) async fn write_loop<W, F>(
 /// Writes `first` and whatever else is queued, then flushes. Returns false after a close request
 /// (the stream is then shut down).
 async fn write_batch<W, F>(
-    out: &mut BufWriter<W>,
+    writer: &mut W,
     first: Outgoing,
-    queue: &mut mpsc::Receiver<Outgoing>,
+    queue: &mut mpsc::UnboundedReceiver<Outgoing>,
     shared: &Shared<F>,
 ) -> std::io::Result<bool>
 where
     W: AsyncWrite + Unpin,
     F: Family,
 {
+    let mut out = BufWriter::with_capacity(WRITE_BUFFER, writer);
     let mut item = first;
     loop {
         match item {
             Outgoing::Frame { bytes, label } => {
                 out.write_all(&bytes).await?;
-                shared.record_sent(label, bytes.len());
+                shared.written(label, bytes.len());
             }
             Outgoing::Close => {
                 out.flush().await?;

@@ -23,4 +23,16 @@ impl ConnectionHandle<CoarseMessage> {
         check_task_size(task, launch.data.len(), self.max_task_size())?;
         self.send(CoarseMessage::LaunchTask(launch)).await
     }
+
+    /// [`launch_task`](Self::launch_task) without ever waiting: an executor that does not read
+    /// (its queue is full) is closed with [`ConnectionError::SlowConsumer`], so that a driver
+    /// never stalls its other executors for it.
+    pub fn post_launch_task(
+        &self,
+        task: TaskRef,
+        launch: LaunchTask,
+    ) -> Result<(), ConnectionError> {
+        check_task_size(task, launch.data.len(), self.max_task_size())?;
+        self.post(CoarseMessage::LaunchTask(launch))
+    }
 }

@@ -5,12 +5,63 @@
 //! Each connection runs two tasks on the current tokio runtime (one reads, one writes). A failure
 //! closes only its own connection, with a typed [`ConnectionError`] that the owner sees from
 //! [`Connection::recv`], from pending asks and from every later operation.
+//!
+//! # Isolation: what one peer can cost, and the owner's contract
+//!
+//! **Outbound.** Each connection has its own write queue, bounded in bytes
+//! ([`ConnectionConfig::max_outgoing_bytes`], default 4 MiB) and in frames for waiting senders
+//! ([`ConnectionConfig::outgoing_queue`]), written by the connection's own task. An owner that
+//! serves many peers never waits on one of them: [`post`](ConnectionHandle::post),
+//! [`post_reply`](ConnectionHandle::post_reply), [`post_failure`](ConnectionHandle::post_failure)
+//! and [`post_ask`](ConnectionHandle::post_ask) queue at once, and when the peer lets its queue
+//! fill (it does not read) they close the connection with [`ConnectionError::SlowConsumer`].
+//! [`send`](ConnectionHandle::send), [`ask`](ConnectionHandle::ask) and
+//! [`reply`](ConnectionHandle::reply) wait for room instead: right for a client with one peer.
+//!
+//! **Inbound.** Messages and asks wait for [`recv`](Connection::recv) in a queue of
+//! [`ConnectionConfig::incoming_queue`] (default 32). While it is full the connection reads no
+//! further frame: the peer's TCP window closes and the peer alone is held back. Replies to this
+//! side's asks never go through that queue. The contract that keeps an owner from deadlocking on
+//! its own connection:
+//!
+//! - An owner may await an ask on a connection whose `recv` it is not calling (the reply may be
+//!   behind messages it has not taken): while an ask of this side awaits its reply, the reader
+//!   reads on, keeping up to `incoming_queue` more messages aside, in order. A peer that sends
+//!   more than that before its reply is closed with [`ConnectionError::InboundOverflow`], so the
+//!   ask ends (with that error) rather than hangs; the ask timeout bounds it in any case.
+//! - An owner that stops calling `recv` holds back only this peer; nothing is lost, everything
+//!   arrives in order when it calls `recv` again.
+//! - The peer's asks awaiting this side's answer are bounded too
+//!   ([`ConnectionConfig::max_peer_asks`], default 256, [`ConnectionError::TooManyAsks`]); this
+//!   side's own asks are bounded by the caller (each ends by its timeout at the latest).
+//!
+//! **Time.** A frame must be complete within [`ConnectionConfig::frame_read_timeout`] (default
+//! 60 s) of its first byte ([`ConnectionError::FrameTimedOut`]: a peer that trickles bytes), and
+//! an idle timeout ([`ConnectionConfig::idle_timeout`], [`ConnectionHandle::set_idle_timeout`])
+//! closes a peer that sends nothing while the owner has nothing of it unprocessed
+//! ([`ConnectionError::Idle`]).
+//!
+//! **Servers.** An [`Admission`] per listener applies [`Limits`]: at most
+//! [`Limits::max_connections`] connections at once (default 512), one more refused in the
+//! handshake with `tooManyConnections` (protocol/handshake.md §5); and the idle timeout for peers
+//! that have not registered and for `ui` peers between requests (default 60 s).
+//!
+//! **Memory, worst case.** One connection holds at most: its write queue
+//! (`max_outgoing_bytes`, each frame counted with 64 bytes of overhead, plus one frame when a
+//! single frame is larger) and the write buffer (16 KiB, while it writes); the frame being read
+//! (`max_frame_size`); `2 × incoming_queue` decoded messages (queue and aside); and the ids of `max_peer_asks` open asks and of 4,096 settled asks (a few
+//! tens of KiB). With a server's limits, overall: `max_connections ×` that. In numbers, for
+//! frames of at most `S` bytes: `4 MiB + 16 KiB + S + 64 × S` per connection with the defaults;
+//! a master whose peers send small control messages (`S` of a few KiB) stays within about 5 MiB
+//! per connection, 2.5 GiB for 512 connections in the very worst case where each of them has its
+//! queue full at once, and the slow-consumer rule empties a full queue by closing it.
 
 mod config;
 mod counters;
 mod error;
 mod io_task;
 mod launch_task;
+mod listener;
 mod pending;
 mod security;
 mod shared;
@@ -18,11 +69,13 @@ mod shared;
 mod tls;
 
 pub use config::{
-    ConnectionConfig, Direction, Inspector, DEFAULT_ASK_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_OUTGOING_QUEUE,
+    ConnectionConfig, Direction, Inspector, DEFAULT_ASK_TIMEOUT, DEFAULT_FRAME_READ_TIMEOUT,
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_INCOMING_QUEUE, DEFAULT_MAX_OUTGOING_BYTES,
+    DEFAULT_MAX_PEER_ASKS, DEFAULT_OUTGOING_QUEUE,
 };
 pub use counters::{Counters, Traffic};
 pub use error::{describe_io, ConnectionError};
+pub use listener::{Admission, Limits, Slot, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use security::{
     generate_secret, read_secret_file, write_secret_file, SecretFileError, Security, Stream,
     MAX_SECRET_FILE,
@@ -42,7 +95,7 @@ use crate::messages::{ErrorDescription, Family, Version};
 use crate::wire::handshake::{Established, HandshakeError, Identity, Negotiated, Role};
 use crate::wire::FrameLimit;
 use crate::wire::{Envelope, FrameCodec, Reply};
-use shared::{new_shared, Outgoing, Settles, Shared};
+use shared::{idle_ms, new_shared, Admit, Outgoing, Settles, Shared, SharedLimits};
 
 /// What the peer sent that needs this side's attention.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,10 +139,56 @@ impl<F: Family> ConnectionHandle<F> {
     /// Fails with [`ConnectionError::Outbound`] when the message is local, absent from the
     /// negotiated version or its frame is over the limit; nothing is sent then and the connection
     /// stays open.
+    /// Waits while the write queue is full (over [`ConnectionConfig::outgoing_queue`] frames or
+    /// [`ConnectionConfig::max_outgoing_bytes`] bytes). An owner that serves many peers uses
+    /// [`post`](ConnectionHandle::post) instead, which never waits.
     pub async fn send(&self, message: F) -> Result<(), ConnectionError> {
         self.shared
-            .enqueue(&Envelope::Send(message), Settles::Nothing)
+            .enqueue(&Envelope::Send(message), Settles::Nothing, Admit::Wait)
             .await
+    }
+
+    /// Queues a one-way message without ever waiting.
+    ///
+    /// When the bytes queued for this peer would go over [`ConnectionConfig::max_outgoing_bytes`],
+    /// the peer does not read: the connection closes with [`ConnectionError::SlowConsumer`] and
+    /// that error is returned. Every other error is [`send`](ConnectionHandle::send)'s.
+    pub fn post(&self, message: F) -> Result<(), ConnectionError> {
+        self.shared
+            .enqueue_now(&Envelope::Send(message), Settles::Nothing)
+    }
+
+    /// Answers the peer's ask `id` without ever waiting; a full queue closes the connection as
+    /// [`post`](ConnectionHandle::post) does.
+    pub fn post_reply(&self, id: u64, reply: Reply<F>) -> Result<(), ConnectionError> {
+        self.shared
+            .enqueue_now(&Envelope::Reply { id, reply }, Settles::Answer(id))
+    }
+
+    /// Fails the peer's ask `id` without ever waiting; a full queue closes the connection as
+    /// [`post`](ConnectionHandle::post) does.
+    pub fn post_failure(&self, id: u64, error: ErrorDescription) -> Result<(), ConnectionError> {
+        self.shared
+            .enqueue_now(&Envelope::Failure { id, error }, Settles::Answer(id))
+    }
+
+    /// Queues an ask without waiting (a full queue closes the connection as
+    /// [`post`](ConnectionHandle::post) does) and returns its reply to await, at most the
+    /// configured ask timeout. The ask is on the wire in the order it was posted, whenever the
+    /// reply is awaited.
+    pub fn post_ask(
+        &self,
+        message: F,
+    ) -> Result<impl std::future::Future<Output = Result<Reply<F>, ConnectionError>>, ConnectionError>
+    {
+        let name = message.name();
+        let id = self.shared.next_id();
+        let (waiter, answer) = oneshot::channel();
+        self.shared
+            .enqueue_now(&Envelope::Ask { id, message }, Settles::Ask(id, waiter))?;
+        let handle = self.clone();
+        let timeout = self.shared.ask_timeout;
+        Ok(async move { handle.await_reply(id, name, answer, timeout).await })
     }
 
     /// Asks and waits for the reply, at most the configured ask timeout.
@@ -109,10 +208,24 @@ impl<F: Family> ConnectionHandle<F> {
     ) -> Result<Reply<F>, ConnectionError> {
         let name = message.name();
         let id = self.shared.next_id();
-        let (waiter, mut answer) = oneshot::channel();
+        let (waiter, answer) = oneshot::channel();
         self.shared
-            .enqueue(&Envelope::Ask { id, message }, Settles::Ask(id, waiter))
+            .enqueue(
+                &Envelope::Ask { id, message },
+                Settles::Ask(id, waiter),
+                Admit::Wait,
+            )
             .await?;
+        self.await_reply(id, name, answer, timeout).await
+    }
+
+    async fn await_reply(
+        &self,
+        id: u64,
+        name: &'static str,
+        mut answer: oneshot::Receiver<Result<Reply<F>, ConnectionError>>,
+        timeout: Duration,
+    ) -> Result<Reply<F>, ConnectionError> {
         // Stops waiting for the reply however this call ends, even when it is cancelled.
         let _forget = ForgetAsk {
             shared: &self.shared,
@@ -141,14 +254,22 @@ impl<F: Family> ConnectionHandle<F> {
     /// an answer (never received, or answered already).
     pub async fn reply(&self, id: u64, reply: Reply<F>) -> Result<(), ConnectionError> {
         self.shared
-            .enqueue(&Envelope::Reply { id, reply }, Settles::Answer(id))
+            .enqueue(
+                &Envelope::Reply { id, reply },
+                Settles::Answer(id),
+                Admit::Wait,
+            )
             .await
     }
 
     /// Fails the peer's ask `id`, as Spark's `RpcCallContext.sendFailure` does.
     pub async fn fail(&self, id: u64, error: ErrorDescription) -> Result<(), ConnectionError> {
         self.shared
-            .enqueue(&Envelope::Failure { id, error }, Settles::Answer(id))
+            .enqueue(
+                &Envelope::Failure { id, error },
+                Settles::Answer(id),
+                Admit::Wait,
+            )
             .await
     }
 
@@ -165,6 +286,49 @@ impl<F: Family> ConnectionHandle<F> {
     /// The frame limit in force after the handshake, in bytes.
     pub fn max_frame_size(&self) -> usize {
         self.shared.max_frame_size
+    }
+
+    /// Bytes queued for writing and not yet written, each frame counted with 64 bytes more for
+    /// its place in the queue (what [`ConnectionConfig::max_outgoing_bytes`] bounds).
+    pub fn queued_bytes(&self) -> usize {
+        self.shared.queued_bytes.load(Ordering::Acquire)
+    }
+
+    /// Sets the idle timeout (`None`: never idle): the connection closes with
+    /// [`ConnectionError::Idle`] when nothing arrives for that long while the owner has nothing
+    /// unprocessed and awaits no reply. A server disarms it once a peer registered.
+    pub fn set_idle_timeout(&self, timeout: Option<Duration>) {
+        self.shared
+            .idle_timeout_ms
+            .store(idle_ms(timeout), Ordering::Release);
+    }
+
+    /// Waits until everything queued so far was written (or the connection closed).
+    pub async fn flushed(&self) {
+        let mut closed = self.shared.closed.subscribe();
+        loop {
+            let room = self.shared.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            if self.shared.drained() || closed.borrow().is_some() {
+                return;
+            }
+            tokio::select! {
+                _ = room => {}
+                _ = closed.changed() => {}
+            }
+        }
+    }
+
+    /// Starts a graceful close without waiting: frames queued before are written, then the write
+    /// side is shut down and the connection closes with [`ConnectionError::Closed`].
+    pub fn close_soon(&self) {
+        if self.shared.closing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if self.shared.outgoing.send(Outgoing::Close).is_err() {
+            self.shared.close_with(ConnectionError::Closed);
+        }
     }
 
     /// The traffic so far.
@@ -190,18 +354,7 @@ impl<F: Family> ConnectionHandle<F> {
     /// Closes the connection gracefully: frames queued before are written, the write side is shut
     /// down, then the connection closes with [`ConnectionError::Closed`]. Later sends fail.
     pub async fn close(&self) {
-        if self.shared.closing.swap(true, Ordering::AcqRel) {
-            self.closed().await;
-            return;
-        }
-        let queued = tokio::select! {
-            queued = self.shared.outgoing.send(Outgoing::Close) => queued.is_ok(),
-            // Closed meanwhile (by an error): nothing left to close gracefully.
-            _ = self.closed() => true,
-        };
-        if !queued {
-            self.shared.close_with(ConnectionError::Closed);
-        }
+        self.close_soon();
         self.closed().await;
     }
 }
@@ -251,12 +404,12 @@ impl<F: Family> Drop for ForgetAsk<'_, F> {
 ///
 /// Dropping the `Connection` closes it: its handles then fail with [`ConnectionError::Closed`].
 /// Connections are made inside a tokio runtime (with the `rt` feature's `spawn`): each runs a
-/// reading task and a writing task on it. What the peer sends is queued, without bound, until
-/// [`recv`](Connection::recv) takes it: the reader never waits for the owner, so replies to this
-/// side's asks are never stuck behind unread messages.
+/// reading task and a writing task on it. What the peer sends is queued, up to
+/// [`ConnectionConfig::incoming_queue`], until [`recv`](Connection::recv) takes it (see the
+/// module docs for what happens beyond, and why an owner awaiting an ask cannot deadlock).
 pub struct Connection<F> {
     handle: ConnectionHandle<F>,
-    incoming: mpsc::UnboundedReceiver<Incoming<F>>,
+    incoming: mpsc::Receiver<Incoming<F>>,
 }
 
 impl<F> Deref for Connection<F> {
@@ -278,6 +431,8 @@ impl<F> Drop for Connection<F> {
                 false
             }
         });
+        self.handle.shared.release_slot();
+        self.handle.shared.room.notify_waiters();
         let waiters = match self.handle.shared.state.lock() {
             Ok(mut state) => state.asks.drain(),
             Err(poisoned) => poisoned.into_inner().asks.drain(),
@@ -354,17 +509,31 @@ impl<F: Family + Send + 'static> Connection<F> {
         let mut counters = Counters::default();
         counters.record_sent("handshake", sent);
         counters.record_received("handshake", received);
+        let limits = SharedLimits {
+            ask_timeout: config.ask_timeout,
+            max_frame_size: config.max_frame_size,
+            max_outgoing_frames: config.outgoing_queue,
+            max_outgoing_bytes: config.max_outgoing_bytes,
+            max_peer_asks: config.max_peer_asks,
+            idle_timeout: config.idle_timeout,
+        };
         let (shared, queue) = new_shared(
             FrameCodec::new(version, limit),
             negotiated,
-            config.ask_timeout,
-            config.max_frame_size,
-            config.outgoing_queue,
+            limits,
             config.inspector,
             counters,
+            config.slot,
         );
-        let (deliver, incoming) = mpsc::unbounded_channel();
-        tokio::spawn(io_task::read_loop(reader, Arc::clone(&shared), deliver));
+        let incoming_queue = config.incoming_queue.max(1);
+        let (deliver, incoming) = mpsc::channel(incoming_queue);
+        tokio::spawn(io_task::read_loop(
+            reader,
+            Arc::clone(&shared),
+            deliver,
+            incoming_queue,
+            config.frame_read_timeout,
+        ));
         tokio::spawn(io_task::write_loop(writer, queue, Arc::clone(&shared)));
         Ok(Connection {
             handle: ConnectionHandle { shared },

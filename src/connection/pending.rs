@@ -80,6 +80,11 @@ impl<F> PendingAsks<F> {
         }
     }
 
+    /// How many asks await their reply.
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
     /// Takes every waiter, to fail them all when the connection closes.
     pub(crate) fn drain(&mut self) -> Vec<oneshot::Sender<Outcome<F>>> {
         self.waiting.drain().map(|(_, waiter)| waiter).collect()
@@ -111,6 +116,11 @@ impl IncomingAsks {
         } else {
             Err(ConnectionError::DuplicateAsk { id })
         }
+    }
+
+    /// How many of the peer's asks await an answer.
+    pub(crate) fn len(&self) -> usize {
+        self.open.len()
     }
 
     /// Takes ask `id` to answer it; [`ConnectionError::NoSuchAsk`] if it is not open.

@@ -1,11 +1,11 @@
 //! The state a connection's handles and its IO tasks share.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use super::config::{Direction, Inspector};
 use super::counters::Counters;
@@ -28,6 +28,29 @@ pub(crate) enum Outgoing {
     },
     /// Flush, shut the write side down and close: everything queued before was written.
     Close,
+}
+
+/// What a queued frame is counted as beyond its bytes: its place in the queue and the
+/// allocator's bookkeeping, so that the byte limit bounds the memory a queue really takes.
+pub(crate) const FRAME_OVERHEAD: usize = 64;
+
+/// The frame of `env`, encoded into an allocation of its own size (the encoder reserves more
+/// than most control messages need; a queue of them would hold many times its count).
+fn encode<F: Family>(codec: &FrameCodec<F>, env: &Envelope<F>) -> Result<Bytes, ConnectionError> {
+    let mut frame = codec
+        .encode_to_vec(env)
+        .map_err(ConnectionError::Outbound)?;
+    frame.shrink_to_fit();
+    Ok(Bytes::from(frame))
+}
+
+/// How an envelope is queued when the write queue is over its byte limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// Wait until the writer has made room.
+    Wait,
+    /// Never wait: close the connection as a slow consumer.
+    CloseWhenFull,
 }
 
 /// The mutable part, behind one lock so that inspection and queueing happen in one order.
@@ -57,7 +80,33 @@ pub(crate) struct Shared<F> {
     pub(crate) closing: AtomicBool,
     pub(crate) state: Mutex<State<F>>,
     pub(crate) closed: watch::Sender<Option<ConnectionError>>,
-    pub(crate) outgoing: mpsc::Sender<Outgoing>,
+    pub(crate) outgoing: mpsc::UnboundedSender<Outgoing>,
+    /// Frames queued and not yet written.
+    pub(crate) queued_frames: AtomicUsize,
+    /// Bytes queued and not yet written.
+    pub(crate) queued_bytes: AtomicUsize,
+    pub(crate) max_outgoing_frames: usize,
+    pub(crate) max_outgoing_bytes: usize,
+    /// Woken when the writer has written what was queued.
+    pub(crate) room: Notify,
+    /// Woken when this side starts an ask (a reader that paused resumes to read its reply).
+    pub(crate) ask_started: Notify,
+    /// The idle timeout in milliseconds; 0 for none.
+    pub(crate) idle_timeout_ms: AtomicU64,
+    pub(crate) max_peer_asks: usize,
+    /// The listener slot, released at the close.
+    pub(crate) slot: Mutex<Option<super::listener::Slot>>,
+}
+
+impl<F> Shared<F> {
+    /// Frees the listener slot, if the connection holds one.
+    pub(crate) fn release_slot(&self) {
+        let slot = match self.slot.lock() {
+            Ok(mut slot) => slot.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        drop(slot);
+    }
 }
 
 impl<F: Family> Shared<F> {
@@ -99,6 +148,8 @@ impl<F: Family> Shared<F> {
             }
         });
         if first {
+            self.release_slot();
+            self.room.notify_waiters();
             let waiters = self.lock().asks.drain();
             for waiter in waiters {
                 let _ = waiter.send(Err(reason.clone()));
@@ -107,56 +158,154 @@ impl<F: Family> Shared<F> {
         first
     }
 
-    /// Encodes, inspects and queues `env`. Nothing is queued when any step fails.
+    /// Whether a frame of `len` bytes fits in the write queue now. One frame always fits in an
+    /// empty queue, however large.
+    /// The frame count limit applies to waiting senders only: a burst of small frames is no sign
+    /// of a peer that does not read.
+    fn fits(&self, len: usize, admit: Admit) -> bool {
+        let frames = self.queued_frames.load(Ordering::Acquire);
+        let bytes = self.queued_bytes.load(Ordering::Acquire);
+        frames == 0
+            || ((admit == Admit::CloseWhenFull || frames < self.max_outgoing_frames)
+                && bytes.saturating_add(len) <= self.max_outgoing_bytes)
+    }
+
+    /// Encodes, inspects and queues `env`. Nothing is queued when any step fails. With
+    /// [`Admit::Wait`] it waits while the queue is full; with [`Admit::CloseWhenFull`] a full queue
+    /// closes the connection with [`ConnectionError::SlowConsumer`].
     pub(crate) async fn enqueue(
+        &self,
+        env: &Envelope<F>,
+        settles: Settles<F>,
+        admit: Admit,
+    ) -> Result<(), ConnectionError> {
+        self.check_open()?;
+        let mut bytes = Some(encode(&self.codec, env)?);
+        let label = envelope_label(env);
+        let mut settles = Some(settles);
+        loop {
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            match self.try_queue(env, &mut bytes, label, &mut settles, admit) {
+                Some(result) => return result,
+                None => room.await,
+            }
+        }
+    }
+
+    /// [`enqueue`](Shared::enqueue) without waiting: with [`Admit::CloseWhenFull`], never waits.
+    pub(crate) fn enqueue_now(
         &self,
         env: &Envelope<F>,
         settles: Settles<F>,
     ) -> Result<(), ConnectionError> {
         self.check_open()?;
-        let bytes = self
-            .codec
-            .encode_to_bytes(env)
-            .map_err(ConnectionError::Outbound)?;
+        let mut bytes = Some(encode(&self.codec, env)?);
         let label = envelope_label(env);
-        let permit = self
-            .outgoing
-            .reserve()
-            .await
-            .map_err(|_| self.closed_error())?;
+        let mut settles = Some(settles);
+        self.try_queue(env, &mut bytes, label, &mut settles, Admit::CloseWhenFull)
+            .unwrap_or(Err(ConnectionError::Closed))
+    }
+
+    /// Queues the frame if it fits; `None` when it does not and the caller waits.
+    fn try_queue(
+        &self,
+        env: &Envelope<F>,
+        bytes: &mut Option<Bytes>,
+        label: &'static str,
+        settles: &mut Option<Settles<F>>,
+        admit: Admit,
+    ) -> Option<Result<(), ConnectionError>> {
         let mut state = self.lock();
-        self.check_open()?;
+        if let Err(e) = self.check_open() {
+            return Some(Err(e));
+        }
+        let cost = bytes.as_ref().map_or(0, |b| b.len() + FRAME_OVERHEAD);
+        if !self.fits(cost, admit) {
+            if admit == Admit::Wait {
+                return None;
+            }
+            let error = ConnectionError::SlowConsumer {
+                queued: self
+                    .queued_bytes
+                    .load(Ordering::Acquire)
+                    .saturating_add(cost),
+                limit: self.max_outgoing_bytes,
+            };
+            drop(state);
+            self.close_with(error.clone());
+            return Some(Err(error));
+        }
+        let settles = settles.take()?;
+        let bytes = bytes.take()?;
         if let Settles::Answer(id) = settles {
-            state.incoming_asks.take(id)?;
+            if let Err(e) = state.incoming_asks.take(id) {
+                return Some(Err(e));
+            }
         }
         if let Some(inspector) = state.inspector.as_mut() {
             if let Err(reason) = inspector.outbound(env) {
                 if let Settles::Answer(id) = settles {
                     state.incoming_asks.restore(id);
                 }
-                return Err(ConnectionError::Rejected {
+                return Some(Err(ConnectionError::Rejected {
                     direction: Direction::Outbound,
                     name: label,
                     reason,
-                });
+                }));
             }
         }
+        let asked = matches!(settles, Settles::Ask(..));
         if let Settles::Ask(id, waiter) = settles {
             state.asks.insert(id, waiter);
         }
-        permit.send(Outgoing::Frame { bytes, label });
-        Ok(())
+        self.queued_frames.fetch_add(1, Ordering::AcqRel);
+        self.queued_bytes.fetch_add(cost, Ordering::AcqRel);
+        // The writer holds the receiver until the connection closes, which was checked above.
+        let _ = self.outgoing.send(Outgoing::Frame { bytes, label });
+        drop(state);
+        if asked {
+            self.ask_started.notify_one();
+        }
+        Some(Ok(()))
+    }
+
+    /// Counts a frame written and frees its room in the queue.
+    pub(crate) fn written(&self, label: &'static str, bytes: usize) {
+        self.queued_frames.fetch_sub(1, Ordering::AcqRel);
+        self.queued_bytes
+            .fetch_sub(bytes + FRAME_OVERHEAD, Ordering::AcqRel);
+        self.lock().counters.record_sent(label, bytes);
+        self.room.notify_waiters();
+    }
+
+    /// Whether every frame queued was written.
+    pub(crate) fn drained(&self) -> bool {
+        self.queued_frames.load(Ordering::Acquire) == 0
+    }
+
+    /// Whether this side awaits a reply to one of its asks.
+    pub(crate) fn awaits_reply(&self) -> bool {
+        self.lock().asks.waiting() > 0
+    }
+
+    /// The idle timeout now in force.
+    pub(crate) fn idle_timeout(&self) -> Option<Duration> {
+        match self.idle_timeout_ms.load(Ordering::Acquire) {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
     }
 
     /// Handles an envelope received in a frame of `frame_len` bytes: counts and inspects it, then
-    /// delivers a message or ask to the owner, or a reply to its waiter. An error closes the
+    /// returns a message or ask for the owner, or hands a reply to its waiter. An error closes the
     /// connection.
     pub(crate) fn receive(
         &self,
         env: Envelope<F>,
         frame_len: usize,
-        deliver: &mpsc::UnboundedSender<Incoming<F>>,
-    ) -> Result<(), ConnectionError> {
+    ) -> Result<Option<Incoming<F>>, ConnectionError> {
         let label = envelope_label(&env);
         let mut state = self.lock();
         state.counters.record_received(label, frame_len);
@@ -170,18 +319,15 @@ impl<F: Family> Shared<F> {
                 })?;
         }
         let (id, outcome) = match env {
-            Envelope::Send(message) => {
-                drop(state);
-                return deliver
-                    .send(Incoming::Message(message))
-                    .map_err(|_| ConnectionError::Closed);
-            }
+            Envelope::Send(message) => return Ok(Some(Incoming::Message(message))),
             Envelope::Ask { id, message } => {
+                if state.incoming_asks.len() >= self.max_peer_asks {
+                    return Err(ConnectionError::TooManyAsks {
+                        limit: self.max_peer_asks,
+                    });
+                }
                 state.incoming_asks.open(id)?;
-                drop(state);
-                return deliver
-                    .send(Incoming::Ask { id, message })
-                    .map_err(|_| ConnectionError::Closed);
+                return Ok(Some(Incoming::Ask { id, message }));
             }
             Envelope::Reply { id, reply } => (id, Ok(reply)),
             Envelope::Failure { id, error } => (id, Err(ConnectionError::Remote { id, error })),
@@ -194,12 +340,7 @@ impl<F: Family> Shared<F> {
             }
             Matched::Late => state.counters.late_replies += 1,
         }
-        Ok(())
-    }
-
-    /// Counts a frame written.
-    pub(crate) fn record_sent(&self, label: &'static str, bytes: usize) {
-        self.lock().counters.record_sent(label, bytes);
+        Ok(None)
     }
 
     /// A fresh ask id.
@@ -208,23 +349,32 @@ impl<F: Family> Shared<F> {
     }
 }
 
+/// The limits a connection's shared state enforces.
+pub(crate) struct SharedLimits {
+    pub(crate) ask_timeout: Duration,
+    pub(crate) max_frame_size: usize,
+    pub(crate) max_outgoing_frames: usize,
+    pub(crate) max_outgoing_bytes: usize,
+    pub(crate) max_peer_asks: usize,
+    pub(crate) idle_timeout: Option<Duration>,
+}
+
 /// Creates the shared state and the receiving end of the write queue.
 pub(crate) fn new_shared<F: Family>(
     codec: FrameCodec<F>,
     negotiated: Negotiated,
-    ask_timeout: Duration,
-    max_frame_size: usize,
-    queue: usize,
+    limits: SharedLimits,
     inspector: Option<Box<dyn Inspector<F>>>,
     counters: Counters,
-) -> (Arc<Shared<F>>, mpsc::Receiver<Outgoing>) {
-    let (outgoing, queue_rx) = mpsc::channel(queue.max(1));
+    slot: Option<super::listener::Slot>,
+) -> (Arc<Shared<F>>, mpsc::UnboundedReceiver<Outgoing>) {
+    let (outgoing, queue_rx) = mpsc::unbounded_channel();
     let (closed, _) = watch::channel(None);
     let shared = Shared {
         codec,
         negotiated,
-        ask_timeout,
-        max_frame_size,
+        ask_timeout: limits.ask_timeout,
+        max_frame_size: limits.max_frame_size,
         next_ask_id: AtomicU64::new(1),
         closing: AtomicBool::new(false),
         state: Mutex::new(State {
@@ -235,6 +385,23 @@ pub(crate) fn new_shared<F: Family>(
         }),
         closed,
         outgoing,
+        queued_frames: AtomicUsize::new(0),
+        queued_bytes: AtomicUsize::new(0),
+        max_outgoing_frames: limits.max_outgoing_frames.max(1),
+        max_outgoing_bytes: limits.max_outgoing_bytes.max(1),
+        room: Notify::new(),
+        ask_started: Notify::new(),
+        idle_timeout_ms: AtomicU64::new(idle_ms(limits.idle_timeout)),
+        max_peer_asks: limits.max_peer_asks.max(1),
+        slot: Mutex::new(slot),
     };
     (Arc::new(shared), queue_rx)
+}
+
+/// An idle timeout as stored: milliseconds, at least 1; 0 for none.
+pub(crate) fn idle_ms(timeout: Option<Duration>) -> u64 {
+    match timeout {
+        None => 0,
+        Some(t) => u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1),
+    }
 }

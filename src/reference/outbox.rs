@@ -1,18 +1,25 @@
 //! What the master and the worker share to talk over connections: a [`Peer`] (a connection's
-//! handle and its kill switch), an [`Outbox`] that sends in the order the owner decided, and the
-//! reading task of each connection.
+//! handle and its kill switch), an [`Outbox`] that queues what the owner sends on each
+//! connection's own queue, and the reading task of each connection.
 //!
-//! The owner of a process's state (an actor task) never waits on a socket: it queues what it
-//! sends in its outbox, whose task writes it in order. Order matters across connections too
-//! (LaunchExecutor to a worker before ExecutorAdded to its application), so one task serves all of
-//! a process's connections. A peer that does not read is not allowed to stall it: a send that
-//! waits longer than the send timeout kills that connection.
+//! The owner of a process's state (an actor task) never waits on a socket: each connection has
+//! its own write queue, bounded in bytes and written by its own task, and the outbox queues on it
+//! without waiting ([`ConnectionHandle::post`]). A peer that does not read is closed as a slow
+//! consumer as soon as its queue is full; no other connection notices. What the owner queues for
+//! one connection is written in that order; across connections nothing waits for anything.
+//!
+//! Inbound, each connection's reader hands at most [`INFLIGHT`] messages to the owner's event
+//! queue that the owner has not taken yet, each with a [`Credit`] the owner drops once it has
+//! handled the event: a peer that sends faster than the owner works is held back on its own
+//! connection (its reader stops, then TCP stops it), and the owner's queue holds at most
+//! `INFLIGHT` events per connection.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::observe::ObservedClose;
 use crate::connection::{
@@ -24,10 +31,15 @@ use crate::validate::ConnId;
 use crate::wire::handshake::{Established, HandshakeError, Identity};
 use crate::wire::Reply;
 
+/// Events of one connection that may wait in the owner's queue, not yet handled.
+pub(crate) const INFLIGHT: usize = 16;
+
 /// A connection as the owner holds it: a handle to send on it, and a switch that closes it.
 #[derive(Clone)]
 pub(crate) struct Peer {
     pub(crate) handle: ConnectionHandle<DeployMessage>,
+    /// The connection's id in its process.
+    pub(crate) conn: ConnId,
     kill: Arc<Notify>,
 }
 
@@ -38,45 +50,129 @@ impl Peer {
     }
 }
 
+/// One event's share of its connection's [`INFLIGHT`] budget: the connection reads on once the
+/// owner drops it (having handled the event).
+#[derive(Debug)]
+pub(crate) struct Credit {
+    _permit: OwnedSemaphorePermit,
+}
+
+/// One connection's [`INFLIGHT`] budget of events not yet handled by the owner.
+#[derive(Clone)]
+pub(crate) struct Credits(Arc<Semaphore>);
+
+impl Credits {
+    /// A full budget.
+    pub(crate) fn new() -> Self {
+        Credits(Arc::new(Semaphore::new(INFLIGHT)))
+    }
+
+    /// Waits until the owner has handled enough of this connection's events, then takes a
+    /// credit for the next one.
+    pub(crate) async fn take(&self) -> Credit {
+        match Arc::clone(&self.0).acquire_owned().await {
+            Ok(permit) => Credit { _permit: permit },
+            // The semaphore is never closed; should it be, nothing waits any more.
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
 /// Something to write.
 pub(crate) enum Out {
     /// A one-way message.
     Send(Peer, DeployMessage),
     /// The answer to the peer's ask.
     Reply(Peer, u64, Reply<DeployMessage>),
-    /// An ask whose answer only matters as a log line; later items wait for it (bounded by the
-    /// ask timeout), so that asks and sends stay in order. Sent one-way on a connection whose
+    /// An ask whose answer only matters as a log line. Sent one-way on a connection whose
     /// version has the message as a send.
     Ask(Peer, DeployMessage),
     /// Fails the peer's ask.
     Fail(Peer, u64, ErrorDescription),
     /// Close gracefully once everything before is written.
     Close(Peer),
-    /// Signals once everything before is written.
+    /// Signals once every connection closed with [`Out::Close`] before has closed (each given at
+    /// most the send timeout).
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
-/// The sending side of a process's outbox.
+/// A process's outbox: queues each item on its connection's own queue, at once.
 #[derive(Clone)]
 pub(crate) struct Outbox {
-    tx: mpsc::UnboundedSender<Out>,
+    send_timeout: Duration,
+    /// Connections closing gracefully, by id, until they have closed.
+    closing: Arc<Mutex<HashMap<ConnId, ConnectionHandle<DeployMessage>>>>,
 }
 
 impl Outbox {
-    /// Starts the outbox task.
+    /// An outbox whose graceful closes take at most `send_timeout` before the connection is
+    /// killed.
     pub(crate) fn spawn(send_timeout: Duration) -> Outbox {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
-        tokio::spawn(async move {
-            while let Some(out) = rx.recv().await {
-                write(out, send_timeout).await;
-            }
-        });
-        Outbox { tx }
+        Outbox {
+            send_timeout,
+            closing: Arc::default(),
+        }
     }
 
-    /// Queues `out`; dropped silently when the task ended (the process is stopping).
+    /// Queues `out` on its connection without waiting. A peer whose queue is full is closed as a
+    /// slow consumer.
     pub(crate) fn push(&self, out: Out) {
-        let _ = self.tx.send(out);
+        let (peer, name, result) = match out {
+            Out::Send(peer, m) => {
+                let name = m.name();
+                if matches!(name, "RegisteredWorker" | "RegisteredApplication") {
+                    // A registered peer is never cut off for being silent.
+                    peer.handle.set_idle_timeout(None);
+                }
+                let r = peer.handle.post(m);
+                (peer, name, r)
+            }
+            Out::Reply(peer, id, reply) => {
+                let r = peer.handle.post_reply(id, reply);
+                (peer, "reply", r)
+            }
+            Out::Ask(peer, m) if one_way_in(&peer, &m) => {
+                let name = m.name();
+                let r = peer.handle.post(m);
+                (peer, name, r)
+            }
+            Out::Ask(peer, m) => {
+                let name = m.name();
+                let r = peer.handle.post_ask(m).map(|reply| {
+                    tokio::spawn(async move {
+                        if let Err(e) = reply.await {
+                            tracing::debug!(message = name, error = %e, "ask not answered");
+                        }
+                    });
+                });
+                (peer, name, r)
+            }
+            Out::Fail(peer, id, error) => {
+                let r = peer.handle.post_failure(id, error);
+                (peer, "failure", r)
+            }
+            Out::Flush(done) => {
+                self.flush(done);
+                return;
+            }
+            Out::Close(peer) => {
+                self.close(peer);
+                return;
+            }
+        };
+        match result {
+            Ok(()) => {}
+            Err(e @ ConnectionError::SlowConsumer { .. }) => tracing::warn!(
+                peer = %peer.handle.negotiated().peer_id,
+                conn = peer.conn,
+                message = name,
+                "closing the connection: {e}"
+            ),
+            Err(e) if e.closes_connection() => {
+                tracing::debug!(message = name, error = %e, "not sent: the connection is closed");
+            }
+            Err(e) => tracing::warn!(message = name, error = %e, "not sent"),
+        }
     }
 
     /// Queues a one-way message to `peer`.
@@ -88,6 +184,42 @@ impl Outbox {
     pub(crate) fn reply(&self, peer: &Peer, id: u64, reply: Reply<DeployMessage>) {
         self.push(Out::Reply(peer.clone(), id, reply));
     }
+
+    fn close(&self, peer: Peer) {
+        peer.handle.close_soon();
+        let closing = Arc::clone(&self.closing);
+        lock(&closing).insert(peer.conn, peer.handle.clone());
+        let send_timeout = self.send_timeout;
+        tokio::spawn(async move {
+            if tokio::time::timeout(send_timeout, peer.handle.closed())
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    peer = %peer.handle.negotiated().peer_id,
+                    "a graceful close waited over {send_timeout:?}: killing that connection"
+                );
+                peer.kill();
+                peer.handle.closed().await;
+            }
+            lock(&closing).remove(&peer.conn);
+        });
+    }
+
+    fn flush(&self, done: tokio::sync::oneshot::Sender<()>) {
+        let handles: Vec<_> = lock(&self.closing).values().cloned().collect();
+        let send_timeout = self.send_timeout;
+        tokio::spawn(async move {
+            for handle in handles {
+                let _ = tokio::time::timeout(send_timeout, handle.closed()).await;
+            }
+            let _ = done.send(());
+        });
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Whether the connection's version makes `m` a one-way message though newer versions ask it
@@ -99,82 +231,37 @@ fn one_way_in(peer: &Peer, m: &DeployMessage) -> bool {
         .is_some_and(|d| d.kind_in(version) == MessageKind::Send)
 }
 
-async fn write(out: Out, send_timeout: Duration) {
-    let (peer, result) = match out {
-        Out::Send(peer, m) => {
-            let name = m.name();
-            let r = tokio::time::timeout(send_timeout, peer.handle.send(m)).await;
-            (peer, r.map(|r| r.map_err(|e| (name, e))))
-        }
-        Out::Reply(peer, id, reply) => {
-            let r = tokio::time::timeout(send_timeout, peer.handle.reply(id, reply)).await;
-            (peer, r.map(|r| r.map_err(|e| ("reply", e))))
-        }
-        Out::Ask(peer, m) if one_way_in(&peer, &m) => {
-            let name = m.name();
-            let r = tokio::time::timeout(send_timeout, peer.handle.send(m)).await;
-            (peer, r.map(|r| r.map_err(|e| (name, e))))
-        }
-        Out::Ask(peer, m) => {
-            let name = m.name();
-            let r = tokio::time::timeout(send_timeout, peer.handle.ask(m)).await;
-            let r = r.map(|r| r.map(|_| ()).map_err(|e| (name, e)));
-            (peer, r)
-        }
-        Out::Fail(peer, id, error) => {
-            let r = tokio::time::timeout(send_timeout, peer.handle.fail(id, error)).await;
-            (peer, r.map(|r| r.map_err(|e| ("failure", e))))
-        }
-        Out::Flush(done) => {
-            let _ = done.send(());
-            return;
-        }
-        Out::Close(peer) => {
-            if tokio::time::timeout(send_timeout, peer.handle.close())
-                .await
-                .is_err()
-            {
-                peer.kill();
-            }
-            return;
-        }
-    };
-    match result {
-        Ok(Ok(())) => {}
-        Ok(Err((name, e))) if e.closes_connection() => {
-            tracing::debug!(message = name, error = %e, "not sent: the connection is closed");
-        }
-        Ok(Err((name, e))) => tracing::warn!(message = name, error = %e, "not sent"),
-        Err(_) => {
-            tracing::warn!(
-                peer = %peer.handle.negotiated().peer_id,
-                "a send waited over {send_timeout:?}: closing that connection"
-            );
-            peer.kill();
-        }
-    }
-}
+/// What a connection's reader hands on: a message or ask with its credit, or the close.
+pub(crate) type Delivery = (ConnId, Option<(Incoming<DeployMessage>, Credit)>);
 
-/// Starts reading `conn`: every message and ask goes to `deliver` as `(conn_id, Some(incoming))`,
-/// and the close as `(conn_id, None)`, after which the observer (if any) hears of it. Returns the
-/// [`Peer`] to send on it.
+/// Starts reading `conn`: every message and ask goes to `deliver` as `(conn_id, Some((incoming,
+/// credit)))`, at most [`INFLIGHT`] of them with their credit not yet dropped, and the close as
+/// `(conn_id, None)`, after which the observer (if any) hears of it. Returns the [`Peer`] to send
+/// on it.
 pub(crate) fn spawn_reader(
     mut conn: Connection<DeployMessage>,
     conn_id: ConnId,
-    deliver: mpsc::UnboundedSender<(ConnId, Option<Incoming<DeployMessage>>)>,
+    deliver: mpsc::UnboundedSender<Delivery>,
     observed: Option<ObservedClose>,
 ) -> Peer {
     let kill = Arc::new(Notify::new());
     let peer = Peer {
         handle: conn.handle(),
+        conn: conn_id,
         kill: Arc::clone(&kill),
     };
+    let credits = Credits::new();
     tokio::spawn(async move {
         let reason = loop {
+            // Wait until the owner has handled enough of this connection's events.
+            let credit = tokio::select! {
+                credit = credits.take() => credit,
+                _ = kill.notified() => break ConnectionError::Closed,
+            };
             tokio::select! {
                 got = conn.recv() => match got {
                     Ok(incoming) => {
-                        if deliver.send((conn_id, Some(incoming))).is_err() {
+                        if deliver.send((conn_id, Some((incoming, credit)))).is_err() {
                             break ConnectionError::Closed;
                         }
                     }
@@ -194,19 +281,19 @@ pub(crate) fn spawn_reader(
 }
 
 /// Hands what [`spawn_reader`] delivers on `from` to an owner's event queue, as
-/// `incoming(conn, message)` and, at the close, `closed(conn)`; stops when the owner is gone.
-/// The owner announces the connection on `events` before calling this, so it sees the opening
-/// before any traffic.
+/// `incoming(conn, message, credit)` and, at the close, `closed(conn)`; stops when the owner is
+/// gone. The owner drops the credit once it has handled the event. The owner announces the
+/// connection on `events` before calling this, so it sees the opening before any traffic.
 pub(crate) fn forward_events<E: Send + 'static>(
-    mut from: mpsc::UnboundedReceiver<(ConnId, Option<Incoming<DeployMessage>>)>,
+    mut from: mpsc::UnboundedReceiver<Delivery>,
     events: mpsc::UnboundedSender<E>,
-    incoming: fn(ConnId, Incoming<DeployMessage>) -> E,
+    incoming: fn(ConnId, Incoming<DeployMessage>, Credit) -> E,
     closed: fn(ConnId) -> E,
 ) {
     tokio::spawn(async move {
         while let Some((conn, got)) = from.recv().await {
             let event = match got {
-                Some(i) => incoming(conn, i),
+                Some((i, credit)) => incoming(conn, i, credit),
                 None => closed(conn),
             };
             if events.send(event).is_err() {

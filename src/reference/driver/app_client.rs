@@ -111,7 +111,8 @@ pub(super) fn spawn(
     let (tx, cmds) = mpsc::unbounded_channel();
     tokio::spawn(accept_masters(listener, Arc::clone(&config), tx.clone()));
     let handles = Arc::new(Mutex::new(Vec::new()));
-    let (in_tx, in_rx) = mpsc::unbounded_channel();
+    // Bounded: masters that send faster than the client works are held back (TCP).
+    let (in_tx, in_rx) = mpsc::channel(RECEIVED_QUEUE);
     let client = Client {
         conns: vec![None; masters.len()],
         labels: config.masters.clone(),
@@ -133,12 +134,15 @@ pub(super) fn spawn(
 
 type Received = (usize, Result<Incoming<DeployMessage>, ConnectionError>);
 
+/// Messages from the masters' connections waiting for the client.
+const RECEIVED_QUEUE: usize = 64;
+
 struct Client {
     masters: Vec<SparkUrl>,
     /// Names of the masters' connections, by index (dialled ones first, then adopted ones).
     labels: Vec<String>,
     dialled: usize,
-    in_tx: mpsc::UnboundedSender<Received>,
+    in_tx: mpsc::Sender<Received>,
     config: Arc<DriverConfig>,
     backend: mpsc::UnboundedSender<Msg>,
     handles: Arc<Mutex<Vec<ConnectionHandle<DeployMessage>>>>,
@@ -157,7 +161,7 @@ impl Client {
         desc: ApplicationDescription,
         driver: EndpointRef,
         mut cmds: mpsc::UnboundedReceiver<Cmd>,
-        mut in_rx: mpsc::UnboundedReceiver<Received>,
+        mut in_rx: mpsc::Receiver<Received>,
     ) {
         let (conn_tx, mut conn_rx) = mpsc::unbounded_channel();
         let register = RegisterApplication {
@@ -435,7 +439,7 @@ async fn connect_and_read(
     register: RegisterApplication,
     config: Arc<DriverConfig>,
     made: mpsc::UnboundedSender<(usize, Result<ConnectionHandle<DeployMessage>, String>)>,
-    received: mpsc::UnboundedSender<Received>,
+    received: mpsc::Sender<Received>,
 ) {
     let conn = match open(&url, &config).await {
         Ok(c) => c,
@@ -506,12 +510,12 @@ async fn accept_masters(
 async fn read_into(
     i: usize,
     mut conn: Connection<DeployMessage>,
-    received: mpsc::UnboundedSender<Received>,
+    received: mpsc::Sender<Received>,
 ) {
     loop {
         let got = conn.recv().await;
         let end = got.is_err();
-        if received.send((i, got)).is_err() || end {
+        if received.send((i, got)).await.is_err() || end {
             break;
         }
     }

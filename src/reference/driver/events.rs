@@ -46,6 +46,8 @@ pub(crate) enum Msg {
     FromExecutor {
         key: u64,
         incoming: Incoming<CoarseMessage>,
+        /// Dropped once the backend handled it, which lets that connection read on.
+        credit: crate::reference::outbox::Credit,
     },
     /// An executor connection ended.
     Disconnected { key: u64, reason: ConnectionError },

@@ -21,6 +21,8 @@ pub(super) async fn accept_loop(
     backend: mpsc::UnboundedSender<Msg>,
 ) {
     let keys = Arc::new(AtomicU64::new(1));
+    let admission = crate::connection::Admission::new(config.limits);
+    let local = Identity::new(Role::Driver, config.id.clone());
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -38,9 +40,20 @@ pub(super) async fn accept_loop(
         if backend.is_closed() {
             return;
         }
+        let Some((stream, slot)) = admission.admit(stream, &local, &config.security) else {
+            tracing::debug!("driver: connection from {peer} refused: too many connections");
+            continue;
+        };
         let key = keys.fetch_add(1, Ordering::Relaxed);
         tracing::debug!("driver: connection {key} from {peer}");
-        tokio::spawn(serve(stream, key, Arc::clone(&config), backend.clone()));
+        let admitted = (admission.clone(), slot);
+        tokio::spawn(serve(
+            stream,
+            key,
+            Arc::clone(&config),
+            backend.clone(),
+            admitted,
+        ));
     }
 }
 
@@ -50,6 +63,7 @@ async fn serve(
     key: u64,
     config: Arc<DriverConfig>,
     backend: mpsc::UnboundedSender<Msg>,
+    (admission, slot): (crate::connection::Admission, crate::connection::Slot),
 ) {
     let _ = stream.set_nodelay(true);
     let local = Identity::new(Role::Driver, config.id.clone());
@@ -81,8 +95,9 @@ async fn serve(
             version,
         )
     });
-    let mut settings =
+    let settings =
         ConnectionConfig::<CoarseMessage>::default().with_max_frame_size(config.max_frame_size());
+    let mut settings = admission.configure(settings, slot, Role::Executor);
     if let Some(tap) = &tap {
         tap.opened();
         settings = settings.with_inspector(tap.clone());
@@ -113,7 +128,17 @@ async fn serve(
         }
         return;
     }
+    // At most INFLIGHT of this executor's messages wait in the backend's queue.
+    let credits = crate::reference::outbox::Credits::new();
     let reason = loop {
+        let credit = tokio::select! {
+            credit = credits.take() => credit,
+            _ = backend.closed() => {
+                conn.close().await;
+                break crate::connection::ConnectionError::Closed;
+            }
+            _ = abort.notified() => break crate::connection::ConnectionError::Closed,
+        };
         let got = tokio::select! {
             got = conn.recv() => got,
             // The driver is gone: so is this connection.
@@ -126,7 +151,14 @@ async fn serve(
         };
         match got {
             Ok(incoming) => {
-                if backend.send(Msg::FromExecutor { key, incoming }).is_err() {
+                if backend
+                    .send(Msg::FromExecutor {
+                        key,
+                        incoming,
+                        credit,
+                    })
+                    .is_err()
+                {
                     conn.close().await;
                     break crate::connection::ConnectionError::Closed;
                 }

@@ -91,10 +91,15 @@ pub struct DriverConfig {
     pub observer: Option<TraceObserver>,
     /// The shared secret and TLS of its connections: to masters, and from executors and masters.
     pub security: crate::connection::Security,
-    /// How long a frame for an executor may wait on its connection (the executor does not read)
-    /// before that connection is dropped and the executor lost, its tasks run elsewhere. The
-    /// driver's other executors are never held up meanwhile. Default 30 s.
+    /// How long frames for an executor may wait on its connection with none written (the
+    /// executor does not read, though its queue of `limits.max_outgoing_bytes` is not full yet)
+    /// before that connection is dropped and the executor lost, its tasks run elsewhere; also how
+    /// long a graceful close may wait. The driver's other executors are never held up meanwhile.
+    /// Default 30 s.
     pub send_timeout: Duration,
+    /// The limits on the executors' connections it accepts (`--max-connections`,
+    /// `--frame-read-timeout`, `--max-queued-bytes`; executors are never idle-timed).
+    pub limits: crate::connection::Limits,
 }
 
 impl DriverConfig {
@@ -122,6 +127,7 @@ impl DriverConfig {
             observer: None,
             security: crate::connection::Security::default(),
             send_timeout: scheduler_backend::SEND_TIMEOUT,
+            limits: crate::connection::Limits::default(),
         }
     }
 

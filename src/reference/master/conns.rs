@@ -11,10 +11,10 @@ use tokio::sync::mpsc;
 
 use super::events::{Event, Opened};
 use super::proto::DialTarget;
-use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
+use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::messages::{Addr, DeployMessage, Version};
 use crate::reference::observe::{ObservedClose, StrictObserver};
-use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader};
+use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, Delivery};
 use crate::validate::Endpoint;
 use crate::wire::handshake::{HandshakeError, Identity, Role};
 
@@ -31,6 +31,8 @@ pub(crate) struct ConnSettings {
     pub(crate) versions: Vec<Version>,
     /// Secret, admin secret and TLS of every connection.
     pub(crate) security: crate::connection::Security,
+    /// The limits on accepted connections.
+    pub(crate) admission: crate::connection::Admission,
 }
 
 impl ConnSettings {
@@ -64,13 +66,23 @@ pub(crate) async fn listen(
     settings: ConnSettings,
     events: mpsc::UnboundedSender<Event>,
 ) {
+    let local = Identity {
+        versions: settings.versions.clone(),
+        ..Identity::new(Role::Master, settings.id.clone())
+    };
     loop {
         match listener.accept().await {
             Ok((stream, from)) => {
+                let Some((stream, slot)) =
+                    settings.admission.admit(stream, &local, &settings.security)
+                else {
+                    tracing::debug!(%from, "connection refused: too many connections");
+                    continue;
+                };
                 let settings = settings.clone();
                 let events = events.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = accept(stream, &settings, &events).await {
+                    if let Err(e) = accept(stream, slot, &settings, &events).await {
                         tracing::debug!(%from, error = %e, "connection refused");
                     }
                 });
@@ -86,6 +98,7 @@ pub(crate) async fn listen(
 
 async fn accept(
     stream: TcpStream,
+    slot: crate::connection::Slot,
     settings: &ConnSettings,
     events: &mpsc::UnboundedSender<Event>,
 ) -> Result<(), ConnectionError> {
@@ -116,6 +129,9 @@ async fn accept(
         false,
         negotiated.version,
     );
+    let config = settings
+        .admission
+        .configure(config, slot, negotiated.peer_role);
     let conn = Connection::establish(established, config)?;
     register(conn, &negotiated, settings, events, close, None);
     Ok(())
@@ -130,7 +146,7 @@ fn register(
     target: Option<DialTarget>,
 ) {
     let conn_id = settings.next_id();
-    let (tx, rx) = mpsc::unbounded_channel::<(ConnId, Option<Incoming<DeployMessage>>)>();
+    let (tx, rx) = mpsc::unbounded_channel::<Delivery>();
     let peer = spawn_reader(conn, conn_id, tx, close);
     let opened = Opened {
         conn: conn_id,

@@ -9,7 +9,7 @@ use super::ha::LeaderEvent;
 use super::proto::DialTarget;
 use crate::connection::Incoming;
 use crate::messages::DeployMessage;
-use crate::reference::outbox::Peer;
+use crate::reference::outbox::{Credit, Peer};
 use crate::reference::webui::MasterSnapshot;
 use crate::wire::handshake::Role;
 
@@ -18,8 +18,9 @@ use crate::wire::handshake::Role;
 pub(crate) enum Event {
     /// A connection is up (accepted, or dialled for a target).
     Opened(Opened, Option<DialTarget>),
-    /// A message or ask arrived on a connection.
-    Incoming(ConnId, Incoming<DeployMessage>),
+    /// A message or ask arrived on a connection (its credit is dropped once the core handled it,
+    /// which lets that connection read on).
+    Incoming(ConnId, Incoming<DeployMessage>, Credit),
     /// A connection closed.
     Closed(ConnId),
     /// The leader election decided.

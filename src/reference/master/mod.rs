@@ -65,8 +65,13 @@ pub struct MasterConfig {
     pub lease: Duration,
     /// Largest frame accepted or sent, bytes (`spark.rpc.message.maxSize`). Default 128 MiB.
     pub max_frame_size: usize,
-    /// How long one send may wait for a peer that does not read before its connection is closed.
+    /// How long a graceful close may wait for a peer that does not read before its connection
+    /// is killed.
     pub send_timeout: Duration,
+    /// The limits on accepted connections: how many at once (`--max-connections`), the idle
+    /// timeout of peers that have not registered and of `ui` peers (`--idle-timeout`), the frame
+    /// read timeout (`--frame-read-timeout`) and the bytes queued per peer (`--max-queued-bytes`).
+    pub limits: crate::connection::Limits,
     /// Completed applications kept for the state page (`spark.deploy.retainedApplications`).
     pub retained_applications: usize,
     /// Completed drivers kept for the state page (`spark.deploy.retainedDrivers`).
@@ -101,6 +106,7 @@ impl Default for MasterConfig {
             lease: Duration::from_secs(3),
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             send_timeout: Duration::from_secs(30),
+            limits: crate::connection::Limits::default(),
             retained_applications: 200,
             retained_drivers: 200,
             observer: None,

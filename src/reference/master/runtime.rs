@@ -58,6 +58,7 @@ impl Runtime {
             next_conn: Arc::new(AtomicU64::new(1)),
             versions: config.versions.clone(),
             security: config.security.clone(),
+            admission: crate::connection::Admission::new(config.limits),
         };
         let outbox = Outbox::spawn(config.send_timeout);
         Runtime {
@@ -147,6 +148,8 @@ impl Runtime {
 
     /// Feeds one event to the core (or answers it, for the web UI's snapshot).
     fn on_event(&mut self, event: Event) {
+        // The credit of an incoming message, released once the core has handled it.
+        let mut _credit = None;
         let input = match event {
             Event::Opened(opened, dialled) => {
                 let Opened {
@@ -165,9 +168,12 @@ impl Runtime {
                     dialled,
                 }
             }
-            Event::Incoming(conn, Incoming::Message(message)) => Input::Message { conn, message },
-            Event::Incoming(conn, Incoming::Ask { id, message }) => {
-                Input::Ask { conn, id, message }
+            Event::Incoming(conn, incoming, credit) => {
+                _credit = Some(credit);
+                match incoming {
+                    Incoming::Message(message) => Input::Message { conn, message },
+                    Incoming::Ask { id, message } => Input::Ask { conn, id, message },
+                }
             }
             Event::Closed(conn) => {
                 if let Some(peer) = self.peers.remove(&conn) {
@@ -210,8 +216,9 @@ impl Runtime {
         snap
     }
 
-    /// Does what the core decided, in its order: writes go to the outbox (one task, in order),
-    /// records to the recovery directory before anything after them is queued.
+    /// Does what the core decided, in its order: writes go to each connection's own queue at once
+    /// (never waiting; a peer whose queue is full is closed as a slow consumer), records to the
+    /// recovery directory before anything after them is queued.
     fn execute(&mut self) {
         while let Some(out) = self.core.poll() {
             match out {

@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 
 use crate::connection::{ConnectionError, Incoming};
 use crate::messages::{Addr, DeployMessage};
-use crate::reference::outbox::Peer;
+use crate::reference::outbox::{Credit, Peer};
 use crate::wire::handshake::Role;
 
 /// Why a connection to or from a master exists.
@@ -62,8 +62,9 @@ pub(crate) enum WEvent {
         role: Role,
         purpose: Purpose,
     },
-    /// A message or ask arrived.
-    Incoming(ConnId, Incoming<DeployMessage>),
+    /// A message or ask arrived (its credit is dropped once the core handled it, which lets
+    /// that connection read on).
+    Incoming(ConnId, Incoming<DeployMessage>, Credit),
     /// A connection closed.
     Closed(ConnId),
     /// A process ended.

@@ -59,6 +59,7 @@ impl WorkerLoop {
             next_conn: Arc::new(AtomicU64::new(1)),
             stopping: stopping_rx,
             security: config.security.clone(),
+            admission: crate::connection::Admission::new(config.limits),
         };
         let me = Identity {
             id,
@@ -139,6 +140,8 @@ impl WorkerLoop {
 
     fn event(&mut self, event: WEvent) {
         let now = Instant::now();
+        // The credit of an incoming message, released once the core has handled it.
+        let mut _credit = None;
         let input = match event {
             WEvent::Opened {
                 conn,
@@ -153,9 +156,12 @@ impl WorkerLoop {
                     purpose,
                 }
             }
-            WEvent::Incoming(conn, Incoming::Message(message)) => Input::Message { conn, message },
-            WEvent::Incoming(conn, Incoming::Ask { id, message }) => {
-                Input::Ask { conn, id, message }
+            WEvent::Incoming(conn, incoming, credit) => {
+                _credit = Some(credit);
+                match incoming {
+                    Incoming::Message(message) => Input::Message { conn, message },
+                    Incoming::Ask { id, message } => Input::Ask { conn, id, message },
+                }
             }
             WEvent::Closed(conn) => {
                 if let Some(p) = self.peers.remove(&conn) {

@@ -9,11 +9,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use super::events::{Purpose, WEvent};
-use crate::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
+use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::messages::{Addr, CoarseMessage, DeployMessage};
 use crate::reference::observe::{ObservedClose, StrictObserver};
-use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader};
-use crate::validate::ConnId;
+use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, Delivery};
 use crate::validate::Endpoint;
 use crate::wire::handshake::{HandshakeError, Identity, Role};
 
@@ -29,6 +28,8 @@ pub(crate) struct ConnSettings {
     pub(crate) stopping: tokio::sync::watch::Receiver<bool>,
     /// Secret and TLS of every connection.
     pub(crate) security: crate::connection::Security,
+    /// The limits on accepted connections.
+    pub(crate) admission: crate::connection::Admission,
 }
 
 impl ConnSettings {
@@ -43,13 +44,20 @@ pub(crate) async fn listen(
     settings: ConnSettings,
     events: mpsc::UnboundedSender<WEvent>,
 ) {
+    let local = Identity::new(Role::Worker, settings.id.clone());
     loop {
         match listener.accept().await {
             Ok((stream, from)) => {
+                let Some((stream, slot)) =
+                    settings.admission.admit(stream, &local, &settings.security)
+                else {
+                    tracing::debug!(%from, "connection refused: too many connections");
+                    continue;
+                };
                 let settings = settings.clone();
                 let events = events.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = accept(stream, settings, events).await {
+                    if let Err(e) = accept(stream, slot, settings, events).await {
                         tracing::debug!(%from, error = %e, "connection refused");
                     }
                 });
@@ -64,6 +72,7 @@ pub(crate) async fn listen(
 
 async fn accept(
     stream: TcpStream,
+    slot: crate::connection::Slot,
     settings: ConnSettings,
     events: mpsc::UnboundedSender<WEvent>,
 ) -> Result<(), ConnectionError> {
@@ -86,6 +95,7 @@ async fn accept(
         // other going away by the socket closing.
         let config = ConnectionConfig::<CoarseMessage>::default()
             .with_max_frame_size(settings.max_frame_size);
+        let config = settings.admission.configure(config, slot, Role::Executor);
         let mut conn = Connection::establish(established, config)?;
         let mut stopping = settings.stopping.clone();
         tracing::debug!(executor = %negotiated.peer_id, "executor watch connection");
@@ -119,6 +129,9 @@ async fn accept(
         }
         _ => (settings.config(), None),
     };
+    let config = settings
+        .admission
+        .configure(config, slot, negotiated.peer_role);
     let conn = Connection::establish(established, config)?;
     register(
         conn,
@@ -140,7 +153,7 @@ fn register(
     close: Option<ObservedClose>,
 ) {
     let conn_id = settings.next_conn.fetch_add(1, Ordering::Relaxed);
-    let (tx, rx) = mpsc::unbounded_channel::<(ConnId, Option<Incoming<DeployMessage>>)>();
+    let (tx, rx) = mpsc::unbounded_channel::<Delivery>();
     let peer = spawn_reader(conn, conn_id, tx, close);
     if events
         .send(WEvent::Opened {

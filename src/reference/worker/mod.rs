@@ -90,8 +90,12 @@ pub struct WorkerConfig {
     pub register_retry: Duration,
     /// Largest frame accepted or sent, bytes. Default 128 MiB.
     pub max_frame_size: usize,
-    /// How long one send may wait for a peer that does not read before its connection closes.
+    /// How long a graceful close may wait for a peer that does not read before its connection
+    /// is killed.
     pub send_timeout: Duration,
+    /// The limits on accepted connections (`--max-connections`, `--idle-timeout` for `ui` and
+    /// `driverClient` peers, `--frame-read-timeout`, `--max-queued-bytes`).
+    pub limits: crate::connection::Limits,
     /// Strict mode: connections UIs open to the worker feed this observer's validator.
     pub observer: Option<StrictObserver>,
     /// The shared secret and TLS of every connection (protocol/handshake.md §10). The worker
@@ -127,6 +131,7 @@ impl Default for WorkerConfig {
             register_retry: Duration::from_secs(10),
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             send_timeout: Duration::from_secs(30),
+            limits: crate::connection::Limits::default(),
             observer: None,
             security: crate::connection::Security::default(),
             launch_tls_ca: None,

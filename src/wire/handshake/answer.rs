@@ -28,6 +28,9 @@ pub enum RefusalReason {
     AuthFailed,
     /// `authNotConfigured`: the hello asked to authenticate and the server has no secret.
     AuthNotConfigured,
+    /// `tooManyConnections`: the server holds as many connections as it takes; the client may
+    /// try again later.
+    TooManyConnections,
     /// A reason this side does not know, as received (a newer server may add reasons).
     Other(String),
 }
@@ -44,6 +47,7 @@ impl RefusalReason {
             RefusalReason::AuthRequired => "authRequired",
             RefusalReason::AuthFailed => "authFailed",
             RefusalReason::AuthNotConfigured => "authNotConfigured",
+            RefusalReason::TooManyConnections => "tooManyConnections",
             RefusalReason::Other(name) => name,
         }
     }
@@ -59,6 +63,7 @@ impl RefusalReason {
             "authRequired" => RefusalReason::AuthRequired,
             "authFailed" => RefusalReason::AuthFailed,
             "authNotConfigured" => RefusalReason::AuthNotConfigured,
+            "tooManyConnections" => RefusalReason::TooManyConnections,
             other => RefusalReason::Other(other.to_string()),
         }
     }
@@ -268,6 +273,7 @@ mod tests {
             "authRequired",
             "authFailed",
             "authNotConfigured",
+            "tooManyConnections",
         ] {
             assert_eq!(RefusalReason::from_name(known).name(), known);
             assert!(!matches!(

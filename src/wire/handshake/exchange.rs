@@ -215,3 +215,37 @@ where
         }
     }
 }
+
+/// Refuses a client before any other check, with `reason` (such as
+/// [`RefusalReason::TooManyConnections`]) and `message`: reads its hello frame (so that the
+/// refusal is not lost to a reset), answers with the refusal and shuts the stream down. Wrap it in
+/// a short `tokio::time::timeout`: a client that sends nothing is simply dropped.
+///
+/// Returns the refusal as the error a server reports (protocol/handshake.md §5, step 0).
+pub async fn refuse_handshake<IO>(
+    io: IO,
+    local: &Identity,
+    reason: RefusalReason,
+    message: &str,
+) -> HandshakeError
+where
+    IO: AsyncRead + AsyncWrite,
+{
+    let (read_half, mut writer) = split(io);
+    let mut reader = FramedRead::new(read_half, RawFrameCodec::new(FrameLimit::HANDSHAKE));
+    // Whatever the hello holds, the answer is the same; a hello over the limit is not read.
+    let _ = read_frame(&mut reader).await;
+    let refusal = Answer::Refused(Refusal {
+        reason: reason.clone(),
+        message: message.to_string(),
+        versions: local.version_numbers(),
+    });
+    let mut body = Vec::new();
+    encode_answer(&refusal, &mut body);
+    let _ = write_frame(&mut writer, &body).await;
+    let _ = writer.shutdown().await;
+    HandshakeError::Refused {
+        reason,
+        message: message.to_string(),
+    }
+}

@@ -41,7 +41,7 @@ pub use decide::{
 };
 pub use error::HandshakeError;
 #[cfg(feature = "tokio")]
-pub use exchange::{client_handshake, server_handshake, Established};
+pub use exchange::{client_handshake, refuse_handshake, server_handshake, Established};
 pub use hello::{decode_hello, encode_hello, Hello};
 pub use map::MAGIC;
 pub use role::Role;

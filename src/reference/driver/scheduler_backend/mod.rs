@@ -3,10 +3,13 @@
 //! loop here that feeds it what executors send, what the application client says, the revive
 //! timer and callers' requests, and carries out what it decides.
 //!
-//! The loop never waits on a peer's socket: each executor connection has its own writer task
-//! with its own queue, so an executor that stops reading holds up only its own frames. A send
-//! that fails or waits longer than [`DriverConfig::send_timeout`] gives that connection up, and the core
-//! treats its executor as lost (its tasks run again elsewhere).
+//! The loop never waits on a peer's socket: what the core outputs goes straight onto each executor
+//! connection's own write queue, bounded in bytes ([`ConnectionHandle::post`], written by the
+//! connection's own task), so an executor that stops reading holds up only its own frames. An
+//! executor whose queue is full is closed as a slow consumer
+//! ([`ConnectionError::SlowConsumer`](crate::connection::ConnectionError::SlowConsumer)); one
+//! whose queue makes no progress for [`DriverConfig::send_timeout`] is given up as well. Either
+//! way the core treats its executor as lost (its tasks run again elsewhere).
 
 mod core;
 #[cfg(test)]
@@ -30,8 +33,8 @@ use crate::messages::{CoarseMessage, ErrorDescription, ExecutorState, Family};
 use crate::reference::url::SparkUrl;
 use crate::wire::Reply;
 
-/// How long one frame may wait to be queued on an executor connection that does not read before
-/// that connection is given up, by default ([`DriverConfig::send_timeout`]).
+/// How long frames may wait on an executor connection that writes none of them (the executor
+/// does not read) before that connection is given up, by default ([`DriverConfig::send_timeout`]).
 pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long stopping waits for executors to close their connections after StopExecutor.
@@ -108,7 +111,7 @@ impl DriverStatus {
     }
 }
 
-/// What a connection's writer task writes, in order.
+/// What the loop queues on an executor connection.
 enum Write {
     Send(CoarseMessage),
     Launch(i64, LaunchTask),
@@ -117,11 +120,15 @@ enum Write {
     Close,
 }
 
+/// How often the loop looks for executor connections whose queue makes no progress.
+const STALL_CHECK: Duration = Duration::from_secs(1);
+
 /// An executor connection as the loop holds it.
 struct ConnIo {
     handle: ConnectionHandle<CoarseMessage>,
     abort: Arc<Notify>,
-    writer: mpsc::UnboundedSender<Write>,
+    /// Bytes written to it when its queue was last seen to make progress, and when.
+    progress: (u64, tokio::time::Instant),
 }
 
 /// A submitted job's sending ends.
@@ -137,7 +144,7 @@ struct Shell {
     jobs: HashMap<JobId, JobIo>,
     closed_counters: Counters,
     client: Option<AppClient>,
-    /// Where writer tasks report failed sends.
+    /// Where failed sends and stalled connections are reported to the loop.
     reports: mpsc::UnboundedSender<Msg>,
     send_timeout: Duration,
 }
@@ -152,6 +159,8 @@ pub(super) async fn run(
 ) {
     let (reports, mut reported) = mpsc::unbounded_channel();
     let send_timeout = config.send_timeout;
+    let mut stall_check = tokio::time::interval(STALL_CHECK);
+    stall_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut shell = Shell {
         core: BackendCore::new(config, url, Instant::now()),
         conns: HashMap::new(),
@@ -171,6 +180,7 @@ pub(super) async fn run(
             },
             Some(msg) = reported.recv() => shell.handle(msg),
             _ = crate::reference::clock::sleep_until(wake) => shell.core.handle_timeout(Instant::now()),
+            _ = stall_check.tick() => shell.check_stalls(),
         }
         shell.drain();
     };
@@ -191,17 +201,6 @@ impl Shell {
                 peer,
                 abort,
             } => {
-                let (writer, queue) = mpsc::unbounded_channel();
-                tokio::spawn(write_loop(
-                    Writer {
-                        key,
-                        handle: handle.clone(),
-                        abort: Arc::clone(&abort),
-                        reports: self.reports.clone(),
-                        timeout: self.send_timeout,
-                    },
-                    queue,
-                ));
                 let input = Input::Connected {
                     conn: key,
                     peer,
@@ -211,14 +210,18 @@ impl Shell {
                 self.conns.insert(
                     key,
                     ConnIo {
+                        progress: (handle.counters().sent.bytes, tokio::time::Instant::now()),
                         handle,
                         abort,
-                        writer,
                     },
                 );
                 self.core.handle(now, input);
             }
-            Msg::FromExecutor { key, incoming } => {
+            Msg::FromExecutor {
+                key,
+                incoming,
+                credit,
+            } => {
                 let input = match incoming {
                     Incoming::Message(message) => Input::Message { conn: key, message },
                     Incoming::Ask { id, message } => Input::Ask {
@@ -228,6 +231,8 @@ impl Shell {
                     },
                 };
                 self.core.handle(now, input);
+                // Handled: that connection may read on.
+                drop(credit);
             }
             Msg::Disconnected { key, reason } => {
                 if let Some(c) = self.conns.remove(&key) {
@@ -326,11 +331,78 @@ impl Shell {
         }
     }
 
-    /// Queues `w` on `conn`'s writer; nothing when the connection is gone (its close is
-    /// reported by its reader).
+    /// Queues `w` on `conn`'s own write queue without waiting; nothing when the connection is
+    /// gone (its close is reported by its reader). A connection the write closes (a slow
+    /// consumer: its queue is full) is reported lost; a LaunchTask refused without closing it
+    /// fails its task.
     fn write(&self, conn: ConnId, w: Write) {
-        if let Some(c) = self.conns.get(&conn) {
-            let _ = c.writer.send(w);
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        let handle = &c.handle;
+        let (what, task, sent) = match w {
+            Write::Send(m) => {
+                let name = m.name();
+                (name, None, handle.post(m))
+            }
+            Write::Launch(task_id, launch) => (
+                "LaunchTask",
+                Some(task_id),
+                handle.post(CoarseMessage::LaunchTask(launch)),
+            ),
+            Write::Reply(id, reply) => ("reply", None, handle.post_reply(id, reply)),
+            Write::Fail(id, error) => ("failure", None, handle.post_failure(id, error)),
+            Write::Close => {
+                handle.close_soon();
+                let (handle, abort, timeout) =
+                    (handle.clone(), Arc::clone(&c.abort), self.send_timeout);
+                tokio::spawn(async move {
+                    if tokio::time::timeout(timeout, handle.closed())
+                        .await
+                        .is_err()
+                    {
+                        abort.notify_one();
+                    }
+                });
+                return;
+            }
+        };
+        match sent {
+            Ok(()) => {}
+            Err(e) if !e.closes_connection() => match task {
+                Some(task_id) => {
+                    let error = e.to_string();
+                    let _ = self.reports.send(Msg::LaunchNotSent { task_id, error });
+                }
+                None => tracing::warn!("driver: {what} on connection {conn} not sent: {e}"),
+            },
+            Err(e) => {
+                tracing::warn!("driver: {what} on connection {conn} failed: {e}");
+                let reason = e.to_string();
+                let _ = self.reports.send(Msg::SendFailed { key: conn, reason });
+            }
+        }
+    }
+
+    /// Gives up the executor connections whose queued frames have waited over the send timeout
+    /// with nothing written (the executor does not read, though its queue is not full yet).
+    fn check_stalls(&mut self) {
+        let now = tokio::time::Instant::now();
+        for (&key, c) in &mut self.conns {
+            let written = c.handle.counters().sent.bytes;
+            if written != c.progress.0 || c.handle.queued_bytes() == 0 {
+                c.progress = (written, now);
+            } else if now.duration_since(c.progress.1) >= self.send_timeout {
+                let timeout = self.send_timeout;
+                tracing::warn!(
+                    "driver: connection {key} takes no frames for {timeout:?}; closing it"
+                );
+                c.abort.notify_one();
+                // Reported once: the reader reports the close next.
+                c.progress = (written, now + Duration::from_secs(3600));
+                let reason = format!("frames waited over {timeout:?}: the executor does not read");
+                let _ = self.reports.send(Msg::SendFailed { key, reason });
+            }
         }
     }
 
@@ -404,84 +476,5 @@ impl Shell {
                 Ok(None) | Err(_) => break,
             }
         }
-    }
-}
-
-/// One executor connection's writing end.
-struct Writer {
-    key: ConnId,
-    handle: ConnectionHandle<CoarseMessage>,
-    abort: Arc<Notify>,
-    reports: mpsc::UnboundedSender<Msg>,
-    timeout: Duration,
-}
-
-/// Writes what the loop queued for one executor connection, in order. A send that fails because
-/// the connection is closed, or that waits over the send timeout (the peer does not read), gives
-/// the connection up: the loop hears [`Msg::SendFailed`].
-async fn write_loop(writer: Writer, mut queue: mpsc::UnboundedReceiver<Write>) {
-    let Writer {
-        key,
-        handle,
-        abort,
-        reports,
-        timeout,
-    } = writer;
-    while let Some(w) = queue.recv().await {
-        let (what, task, sent) = match w {
-            Write::Send(m) => {
-                let name = m.name();
-                (
-                    name,
-                    None,
-                    tokio::time::timeout(timeout, handle.send(m)).await,
-                )
-            }
-            Write::Launch(task_id, launch) => {
-                let m = CoarseMessage::LaunchTask(launch);
-                let sent = tokio::time::timeout(timeout, handle.send(m)).await;
-                ("LaunchTask", Some(task_id), sent)
-            }
-            Write::Reply(id, reply) => {
-                let sent = tokio::time::timeout(timeout, handle.reply(id, reply)).await;
-                ("reply", None, sent)
-            }
-            Write::Fail(id, error) => {
-                let sent = tokio::time::timeout(timeout, handle.fail(id, error)).await;
-                ("failure", None, sent)
-            }
-            Write::Close => {
-                if tokio::time::timeout(timeout, handle.close()).await.is_err() {
-                    abort.notify_one();
-                }
-                return;
-            }
-        };
-        let reason = match sent {
-            Ok(Ok(())) => continue,
-            Ok(Err(e)) if !e.closes_connection() => {
-                match task {
-                    Some(task_id) => {
-                        let error = e.to_string();
-                        let _ = reports.send(Msg::LaunchNotSent { task_id, error });
-                    }
-                    None => tracing::warn!("driver: {what} on connection {key} not sent: {e}"),
-                }
-                continue;
-            }
-            Ok(Err(e)) => {
-                tracing::warn!("driver: {what} on connection {key} failed: {e}");
-                e.to_string()
-            }
-            Err(_) => {
-                tracing::warn!(
-                    "driver: connection {key} takes no frames for {timeout:?}; closing it"
-                );
-                abort.notify_one();
-                format!("{what} waited over {timeout:?}: the executor does not read")
-            }
-        };
-        let _ = reports.send(Msg::SendFailed { key, reason });
-        return;
     }
 }

@@ -1,0 +1,85 @@
+//! A driver never waits on one executor (issue 13): an executor that stops reading is closed as a
+//! slow consumer, its tasks run on the others, and the job completes. Over real TCP.
+
+mod common;
+mod support;
+
+use std::sync::Arc;
+
+use sparkwire::connection::{Connection, ConnectionConfig};
+use sparkwire::messages::coarse::{LaunchedExecutor, RegisterExecutor};
+use sparkwire::messages::CoarseMessage;
+use sparkwire::reference::driver::{Driver, DriverConfig};
+use sparkwire::reference::task::BigTaskJob;
+use sparkwire::wire::handshake::Role;
+use sparkwire::wire::Reply;
+use support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_that_stops_reading_is_dropped_and_its_tasks_run_on_the_others() {
+    // No validator: the stuck executor never reports on the tasks it was sent.
+    let mut config = DriverConfig::new("stuck");
+    config.revive_interval = std::time::Duration::from_millis(50);
+    let driver = Driver::start(config).await.expect("driver");
+    // The stuck executor registers with many cores, then reads nothing more: its connection holds
+    // one message for an owner that never takes it, then stops reading.
+    let stream = tokio::net::TcpStream::connect(driver.address())
+        .await
+        .expect("tcp");
+    let stuck: Connection<CoarseMessage> = Connection::connect(
+        stream,
+        Role::Executor,
+        "stuck",
+        ConnectionConfig::default().with_incoming_queue(1),
+    )
+    .await
+    .expect("handshake");
+    let registered = stuck
+        .ask(CoarseMessage::RegisterExecutor(RegisterExecutor {
+            executor_id: "stuck".into(),
+            cores: 64,
+            ..common::samples::register_executor()
+        }))
+        .await
+        .expect("answered");
+    assert_eq!(registered, Reply::Bool(true));
+    stuck
+        .send(CoarseMessage::LaunchedExecutor(LaunchedExecutor {
+            executor_id: "stuck".into(),
+        }))
+        .await
+        .expect("sent");
+    wait_status(&driver, "the stuck executor ready", |s| {
+        s.ready_executors() == 1
+    })
+    .await;
+    // Then a healthy one.
+    let _healthy = executor(&driver, "1", 1);
+    wait_status(&driver, "two executors", |s| s.ready_executors() == 2).await;
+    // 48 tasks of 1 MiB: most are offered to the stuck executor, whose queue fills.
+    let done = patiently(
+        "the job",
+        driver.run(Arc::new(BigTaskJob {
+            partitions: 48,
+            size: 1 << 20,
+        })),
+    )
+    .await
+    .expect("driver")
+    .expect("the job succeeds on the healthy executor");
+    assert_eq!(done.output, "48 tasks read 50331648 input bytes");
+    let status = wait_status(&driver, "the stuck executor dropped", |s| {
+        s.executors.len() == 1
+    })
+    .await;
+    assert_eq!(status.executors[0].id, "1");
+    assert!(
+        matches!(
+            stuck.close_reason(),
+            Some(sparkwire::connection::ConnectionError::PeerClosed)
+        ),
+        "{:?}",
+        stuck.close_reason()
+    );
+    driver.stop().await;
+}
