@@ -76,7 +76,7 @@ async fn a_peer_that_does_not_read_is_closed_as_a_slow_consumer_and_posting_neve
         ConnectionConfig::default().with_max_outgoing_bytes(64 * 1024),
     )
     .await;
-    let big = DeployMessage::from(RequestWorkerState {});
+    let big = DeployMessage::from(RequestWorkerState::new());
     let mut posted = 0u64;
     let error = loop {
         match server.post(big.clone()) {
@@ -113,7 +113,7 @@ async fn a_peer_that_does_not_read_is_closed_as_a_slow_consumer_and_posting_neve
         other_server
     });
     let ready = other_client
-        .ask_with_timeout(RequestReadyz {}.into(), PATIENCE)
+        .ask_with_timeout(RequestReadyz::new().into(), PATIENCE)
         .await;
     assert_eq!(ready, Ok(Reply::Bool(true)));
     drop(answer.await.expect("joined"));
@@ -134,9 +134,10 @@ async fn a_connection_stops_reading_while_its_owner_is_behind_and_loses_nothing(
     let sender = client.handle();
     let sending = tokio::spawn(async move {
         for n in 0..MESSAGES {
-            let m = sparkwire::messages::deploy::RegisterWorkerFailed {
-                message: format!("{n:06}{}", "x".repeat(64 * 1024)),
-            };
+            let m = sparkwire::messages::deploy::RegisterWorkerFailed::new(format!(
+                "{n:06}{}",
+                "x".repeat(64 * 1024)
+            ));
             if sender.send(m.into()).await.is_err() {
                 return n;
             }
@@ -183,7 +184,7 @@ async fn ask_behind_messages(before: usize) -> Result<Reply<DeployMessage>, Conn
         if let Ok(Incoming::Ask { id, .. }) = client.recv().await {
             for _ in 0..before {
                 let _ = client
-                    .send(sparkwire::messages::deploy::RequestWorkerState {}.into())
+                    .send(sparkwire::messages::deploy::RequestWorkerState::new().into())
                     .await;
             }
             let _ = client.reply(id, Reply::Bool(true)).await;
@@ -192,7 +193,7 @@ async fn ask_behind_messages(before: usize) -> Result<Reply<DeployMessage>, Conn
     });
     // The owner awaits its ask without calling recv: the reply is behind the messages.
     let outcome = server
-        .ask_with_timeout(RequestReadyz {}.into(), PATIENCE)
+        .ask_with_timeout(RequestReadyz::new().into(), PATIENCE)
         .await;
     drop(peer.await.expect("joined"));
     drop(server);
@@ -226,7 +227,9 @@ async fn a_peer_with_too_many_unanswered_asks_is_closed() {
     for _ in 0..5 {
         let c = client.handle();
         tokio::spawn(async move {
-            let _ = c.ask_with_timeout(RequestReadyz {}.into(), PATIENCE).await;
+            let _ = c
+                .ask_with_timeout(RequestReadyz::new().into(), PATIENCE)
+                .await;
         });
     }
     let mut taken = 0;

@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 
 use sparkwire::connection::{Connection, ConnectionConfig};
-use sparkwire::messages::coarse::{LaunchedExecutor, RegisterExecutor};
+use sparkwire::messages::coarse::LaunchedExecutor;
 use sparkwire::messages::CoarseMessage;
 use sparkwire::reference::driver::{Driver, DriverConfig};
 use sparkwire::reference::task::BigTaskJob;
@@ -35,18 +35,18 @@ async fn an_executor_that_stops_reading_is_dropped_and_its_tasks_run_on_the_othe
     .await
     .expect("handshake");
     let registered = stuck
-        .ask(CoarseMessage::RegisterExecutor(RegisterExecutor {
-            executor_id: "stuck".into(),
-            cores: 64,
-            ..common::samples::register_executor()
-        }))
+        .ask(CoarseMessage::RegisterExecutor(
+            common::samples::register_executor()
+                .with_executor_id("stuck".into())
+                .with_cores(64),
+        ))
         .await
         .expect("answered");
     assert_eq!(registered, Reply::Bool(true));
     stuck
-        .send(CoarseMessage::LaunchedExecutor(LaunchedExecutor {
-            executor_id: "stuck".into(),
-        }))
+        .send(CoarseMessage::LaunchedExecutor(LaunchedExecutor::new(
+            "stuck".into(),
+        )))
         .await
         .expect("sent");
     wait_status(&driver, "the stuck executor ready", |s| {

@@ -90,17 +90,17 @@ async fn register_worker(m: &Addr, id: &str, port: i32) -> Duration {
     };
     let me = Addr::new("127.0.0.1", port);
     conn.send(
-        RegisterWorker {
-            id: id.to_string(),
-            host: me.host.clone(),
+        RegisterWorker::new(
+            id.to_string(),
+            me.host.clone(),
             port,
-            worker: EndpointRef::at(me, "Worker"),
-            cores: 1,
-            memory: 512,
-            worker_web_ui_url: String::new(),
-            master_address: m.clone(),
-            resources: Default::default(),
-        }
+            EndpointRef::at(me, "Worker"),
+            1,
+            512,
+            String::new(),
+            m.clone(),
+            Default::default(),
+        )
         .into(),
     )
     .await

@@ -65,7 +65,7 @@ pub fn announced_addr(line: &str) -> Addr {
 pub fn ask_state_frame(id: u64) -> Vec<u8> {
     let ask = Envelope::Ask {
         id,
-        message: DeployMessage::from(RequestMasterState {}),
+        message: DeployMessage::from(RequestMasterState::new()),
     };
     encode_frame(&ask, Version::V2).expect("encodable")
 }
