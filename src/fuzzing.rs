@@ -367,7 +367,7 @@ fn handshake_seeds() -> Vec<Vec<u8>> {
             .into_iter()
             .flatten()
             {
-                if let Some(frame) = crate::messages::payload::from_hex(&hex) {
+                if let Some(frame) = crate::messages::from_hex(&hex) {
                     out.push(frame.get(4..).unwrap_or_default().to_vec());
                 }
             }
@@ -380,7 +380,7 @@ fn handshake_seeds() -> Vec<Vec<u8>> {
 /// `protocol/vectors/` hold): written by `sparkwire spec fuzz-seeds`.
 pub fn seeds(name: &str) -> Vec<Vec<u8>> {
     use crate::definition::Definition;
-    use crate::messages::payload::from_hex;
+    use crate::messages::from_hex;
     use crate::wire::vectors::{envelope_vectors, message_vectors, task_vectors};
     let def = Definition::builtin();
     let mut out = Vec::new();

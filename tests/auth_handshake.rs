@@ -8,7 +8,7 @@ use std::path::Path;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError};
-use sparkwire::messages::payload::from_hex;
+use sparkwire::messages::from_hex;
 use sparkwire::messages::DeployMessage;
 use sparkwire::wire::handshake::{
     decode_answer, decode_hello, decode_proof, Answer, HandshakeError, RefusalReason, Role, Secret,

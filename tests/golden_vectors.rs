@@ -7,7 +7,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 use sparkwire::definition::Definition;
-use sparkwire::messages::payload::from_hex;
+use sparkwire::messages::from_hex;
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
 use sparkwire::wire::check::{check_message, Strictness};
 use sparkwire::wire::value_from_json;

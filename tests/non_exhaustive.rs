@@ -8,7 +8,7 @@ use std::process::Command;
 
 use bytes::Bytes;
 use sparkwire::messages::deploy::{ExecutorStateChanged, RegisterWorker, RequestMasterState};
-use sparkwire::messages::payload::to_hex;
+use sparkwire::messages::to_hex;
 use sparkwire::messages::{
     Addr, DeployMessage, EndpointRef, ExecutorLossReason, ExecutorState, Family,
     ResourceInformation, Resources, Version,
@@ -42,7 +42,7 @@ fn assert_is_vector(msg: DeployMessage, name: &str, case: &str) {
         to_hex(&ours).ends_with(&body),
         "{name} ({case}) built with constructors encodes to another body than the vector's"
     );
-    let bytes = sparkwire::messages::payload::from_hex(&frame).expect("frame hex");
+    let bytes = sparkwire::messages::from_hex(&frame).expect("frame hex");
     let decoded: Envelope<DeployMessage> =
         decode_frame(&Bytes::from(bytes), Version::V2).expect("vector decodes");
     let message = match decoded {

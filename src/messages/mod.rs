@@ -167,22 +167,26 @@ pub(crate) const fn is_setter_of(setter: &str, field: &str) -> bool {
     true
 }
 
+// Each type has one public path. The files that implement the shared types are private and their
+// items are re-exported here; `deploy`, `coarse` and `legacy` are public namespaces (both families
+// have a `KillExecutors` and a `RequestExecutors`) whose items are not re-exported here, and the
+// family enums are defined in private modules of theirs and re-exported here only.
 #[macro_use]
 mod family;
 pub mod coarse;
-pub mod common;
+mod common;
 pub mod deploy;
 pub mod legacy;
-pub mod payload;
+mod payload;
 mod set;
-pub mod states;
-pub mod task;
+mod states;
+mod task;
 
-pub use coarse::CoarseMessage;
+pub use coarse::family::CoarseMessage;
 pub use common::*;
-pub use deploy::DeployMessage;
+pub use deploy::family::DeployMessage;
 pub use family::{Family, MessageBody, Versioned};
-pub use payload::Payload;
+pub use payload::{from_hex, to_hex, with_source_frame, Payload};
 pub use states::*;
 pub use task::TaskDescription;
 

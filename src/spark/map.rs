@@ -15,13 +15,14 @@ use super::java::{
     long_field, module_of, obj, option, serializable_buffer, str_field, string, JavaError,
 };
 use crate::definition::Definition;
-use crate::messages::coarse::{self, CoarseMessage};
-use crate::messages::deploy::{self, DeployMessage};
+use crate::messages::coarse;
+use crate::messages::deploy;
 use crate::messages::{
     Addr, ApplicationDescription, Command, DriverState, EndpointRef, ErrorDescription,
     ExecutorDescription, ExecutorResourceRequest, ExecutorState, Payload, ResourceInformation,
     ResourceProfile, Resources, TaskResourceRequest, TaskState,
 };
+use crate::messages::{CoarseMessage, DeployMessage};
 
 /// Package and outer class of the deploy family's messages.
 pub const DEPLOY_PREFIX: &str = "org.apache.spark.deploy.DeployMessages$";

@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use super::error::Error;
 use super::msgpack::Cursor;
-use crate::messages::payload::with_source_frame;
+use crate::messages::with_source_frame;
 use crate::messages::{Family, Version, Versioned};
 
 /// Refuses a message that cannot cross a connection in `version`.

@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::body::{decode_message, encode_message, shape};
 use super::error::Error;
 use super::msgpack::{value_len, Cursor};
-use crate::messages::payload::with_source_frame;
+use crate::messages::with_source_frame;
 use crate::messages::{
     ErrorDescription, ExecutorLossReason, Family, Payload, ThreadStackTrace, Version,
 };

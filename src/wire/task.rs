@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::error::Error;
 use super::msgpack::value_len;
-use crate::messages::payload::with_source_frame;
+use crate::messages::with_source_frame;
 use crate::messages::TaskDescription;
 
 /// Encodes a task description.

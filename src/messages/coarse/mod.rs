@@ -11,18 +11,23 @@ pub use local::*;
 
 use crate::messages::legacy::coarse as v1;
 
-message_family! {
-    /// Every message of the coarse-grained family.
-    CoarseMessage, "coarse" {
-        RetrieveSparkAppConfig, SparkAppConfig, RegisterExecutor, LaunchedExecutor, StatusUpdate,
-        LaunchTask, KillTask, StopExecutor, DecommissionExecutor, ExecutorDecommissioning,
-        UpdateDelegationTokens, UpdateExecutorLogLevel, TaskThreadDump, ShufflePushCompletion,
-        MiscellaneousProcessAdded, IsExecutorAlive, RetrieveLastAllocatedExecutorId,
-        RegisterClusterManager, AddWebUIFilter, RetrieveDelegationTokens, RequestExecutors,
-        KillExecutors, GetExecutorLossReason,
-        Shutdown, ExecutorDecommissionSigReceived, ReviveOffers, StopDriver, StopExecutors,
-        RemoveExecutor, RemoveWorker, KillExecutorsOnHost, DecommissionExecutorsOnHost,
-        UpdateExecutorsLogLevel, SetupDriver,
+/// The family enum, re-exported as [`crate::messages::CoarseMessage`] only (its one public path).
+pub(in crate::messages) mod family {
+    use super::*;
+
+    message_family! {
+        /// Every message of the coarse-grained family.
+        CoarseMessage, "coarse" {
+            RetrieveSparkAppConfig, SparkAppConfig, RegisterExecutor, LaunchedExecutor, StatusUpdate,
+            LaunchTask, KillTask, StopExecutor, DecommissionExecutor, ExecutorDecommissioning,
+            UpdateDelegationTokens, UpdateExecutorLogLevel, TaskThreadDump, ShufflePushCompletion,
+            MiscellaneousProcessAdded, IsExecutorAlive, RetrieveLastAllocatedExecutorId,
+            RegisterClusterManager, AddWebUIFilter, RetrieveDelegationTokens, RequestExecutors,
+            KillExecutors, GetExecutorLossReason,
+            Shutdown, ExecutorDecommissionSigReceived, ReviveOffers, StopDriver, StopExecutors,
+            RemoveExecutor, RemoveWorker, KillExecutorsOnHost, DecommissionExecutorsOnHost,
+            UpdateExecutorsLogLevel, SetupDriver,
+        }
     }
 }
 

@@ -15,22 +15,27 @@ pub use worker::*;
 
 use crate::messages::legacy::deploy as v1;
 
-message_family! {
-    /// Every message of the deploy family.
-    DeployMessage, "deploy" {
-        RegisterWorker, RegisteredWorker, RegisterWorkerFailed, MasterInStandby, Heartbeat,
-        WorkerLatestState, ExecutorStateChanged, DriverStateChanged, WorkerDecommissioning,
-        WorkerSchedulerStateResponse, ReconnectWorker, LaunchExecutor, KillExecutor, LaunchDriver,
-        KillDriver, ApplicationFinished, DecommissionWorker, MasterChanged,
-        RegisterApplication, RegisteredApplication, UnregisterApplication, MasterChangeAcknowledged,
-        RequestExecutors, KillExecutors, ExecutorAdded, ExecutorUpdated, ApplicationRemoved,
-        WorkerRemoved,
-        RequestSubmitDriver, SubmitDriverResponse, RequestKillDriver, KillDriverResponse,
-        RequestDriverStatus, DriverStatusResponse, RequestKillAllDrivers, KillAllDriversResponse,
-        RequestClearCompletedDriversAndApps, RequestReadyz, RequestMasterState, MasterStateResponse,
-        DecommissionWorkersOnHosts, RequestWorkerState, WorkerStateResponse,
-        DecommissionWorkers, WorkDirCleanup, ReregisterWithMaster, SendHeartbeat,
-        WorkerDecommissionSigReceived, StopAppClient,
+/// The family enum, re-exported as [`crate::messages::DeployMessage`] only (its one public path).
+pub(in crate::messages) mod family {
+    use super::*;
+
+    message_family! {
+        /// Every message of the deploy family.
+        DeployMessage, "deploy" {
+            RegisterWorker, RegisteredWorker, RegisterWorkerFailed, MasterInStandby, Heartbeat,
+            WorkerLatestState, ExecutorStateChanged, DriverStateChanged, WorkerDecommissioning,
+            WorkerSchedulerStateResponse, ReconnectWorker, LaunchExecutor, KillExecutor, LaunchDriver,
+            KillDriver, ApplicationFinished, DecommissionWorker, MasterChanged,
+            RegisterApplication, RegisteredApplication, UnregisterApplication, MasterChangeAcknowledged,
+            RequestExecutors, KillExecutors, ExecutorAdded, ExecutorUpdated, ApplicationRemoved,
+            WorkerRemoved,
+            RequestSubmitDriver, SubmitDriverResponse, RequestKillDriver, KillDriverResponse,
+            RequestDriverStatus, DriverStatusResponse, RequestKillAllDrivers, KillAllDriversResponse,
+            RequestClearCompletedDriversAndApps, RequestReadyz, RequestMasterState, MasterStateResponse,
+            DecommissionWorkersOnHosts, RequestWorkerState, WorkerStateResponse,
+            DecommissionWorkers, WorkDirCleanup, ReregisterWithMaster, SendHeartbeat,
+            WorkerDecommissionSigReceived, StopAppClient,
+        }
     }
 }
 

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
 
 use super::job::{JobFailed, JobProgress, JobResult};
-use super::scheduler::JobId;
 use super::scheduler_backend::DriverStatus;
 use super::DriverError;
+use super::JobId;
 use crate::connection::{ConnectionError, ConnectionHandle, Incoming};
 use crate::messages::deploy::{ExecutorAdded, ExecutorUpdated, WorkerRemoved};
 use crate::messages::CoarseMessage;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::events::Msg;
-use super::scheduler::JobId;
+use super::JobId;
 
 /// A job that ran to the end.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -45,8 +45,10 @@ use crate::reference::task::Job;
 use crate::reference::url::{SparkUrl, UrlError};
 
 pub use job::{JobFailed, JobHandle, JobProgress, JobResult};
-pub use scheduler::JobId;
 pub use scheduler_backend::{DriverStatus, ExecutorEnd, ExecutorSummary};
+
+/// A job's id; its one stage has the same id.
+pub type JobId = u64;
 
 /// The endpoint name executors address: `spark://CoarseGrainedScheduler@host:port`.
 pub const ENDPOINT_NAME: &str = "CoarseGrainedScheduler";

@@ -13,8 +13,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use crate::messages::{Payload, TaskState};
 use crate::reference::task::decode_failure;
 
-/// A job's id; its one stage has the same id.
-pub type JobId = u64;
+use super::JobId;
 
 /// Free cores on one executor, offered to the task sets.
 #[derive(Debug, Clone, PartialEq, Eq)]

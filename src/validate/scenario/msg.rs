@@ -2,12 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::messages::coarse::{self, CoarseMessage};
-use crate::messages::deploy::{self, DeployMessage};
+use crate::messages::coarse;
+use crate::messages::deploy;
 use crate::messages::{
     Addr, ApplicationDescription, Command, DriverDescription, DriverState, EndpointRef,
     ExecutorDescription, ExecutorState, Payload, ProfileExecutors, ResourceProfile, TaskState,
 };
+use crate::messages::{CoarseMessage, DeployMessage};
 
 fn master_ref() -> EndpointRef {
     EndpointRef::at(Addr::new("10.0.0.100", 7077), "Master")

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::messages::payload::to_hex;
+use crate::messages::to_hex;
 use crate::messages::Version;
 use crate::wire::handshake::{
     encode_answer, encode_hello, frame_bytes, read_hello, read_server_frame, Answer, ClientNext,

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::{error_name, sample_message, Case};
 use crate::definition::Definition;
-use crate::messages::payload::to_hex;
+use crate::messages::to_hex;
 use crate::messages::{CoarseMessage, DeployMessage, Family, Version, Versioned};
 use crate::wire::Error;
 use crate::wire::{decode_envelope, decode_frame, encode_frame, value_from_json};
@@ -775,7 +775,7 @@ pub fn check_decoder_vector(v: &DecoderVector) -> Result<(), String> {
 fn check_as<F: Family>(v: &DecoderVector) -> Result<(), String> {
     let version = Version::from_number(u64::from(v.version))
         .ok_or_else(|| format!("unknown version {}", v.version))?;
-    let frame = crate::messages::payload::from_hex(&v.frame_hex).ok_or("frame_hex is not hex")?;
+    let frame = crate::messages::from_hex(&v.frame_hex).ok_or("frame_hex is not hex")?;
     let got = decode_frame::<F>(&Bytes::from(frame), version);
     match (&v.error, got) {
         (Some(want), Err(e)) if error_name(&e) == want => Ok(()),

@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::definition::{Definition, FieldDef, MessageDef, MessageKind, TypeExpr, TypeKind};
-use crate::messages::payload::to_hex;
+use crate::messages::to_hex;
 use crate::messages::{
     CoarseMessage, DeployMessage, ErrorDescription, ExecutorLossReason, Family, Payload,
     ThreadStackTrace, Version, Versioned,

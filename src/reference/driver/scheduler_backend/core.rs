@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use super::super::events::MasterEvent;
 use super::super::job::{JobFailed, JobProgress, JobResult};
-use super::super::scheduler::{JobId, Offer, SchedulerEvent, TaskLaunch, TaskScheduler};
+use super::super::scheduler::{Offer, SchedulerEvent, TaskLaunch, TaskScheduler};
+use super::super::JobId;
 use super::super::{DriverConfig, DriverError};
 use super::{DriverStatus, ExecutorEnd, ExecutorSummary};
 use crate::messages::coarse::{

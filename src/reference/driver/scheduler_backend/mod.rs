@@ -25,11 +25,11 @@ use self::core::{BackendCore, ConnId, Input, Output};
 use super::app_client::AppClient;
 use super::events::{Msg, Submitted};
 use super::job::{JobFailed, JobProgress, JobResult};
-use super::scheduler::JobId;
 use super::{add_counters, DriverConfig, DriverError};
 use crate::connection::{ConnectionHandle, Counters, Incoming};
 use crate::messages::coarse::LaunchTask;
 use crate::messages::{CoarseMessage, ErrorDescription, ExecutorState, Family};
+use crate::reference::driver::JobId;
 use crate::reference::url::SparkUrl;
 use crate::wire::Reply;
 
