@@ -121,16 +121,11 @@ impl Backends {
     pub(crate) fn on_message(
         &mut self,
         conn: &mut Conn,
-        delivery: Delivery<'_, CoarseMessage>,
+        env: &Envelope<CoarseMessage>,
+        delivery: Delivery<'_>,
         sink: &mut Sink<'_>,
     ) {
-        let Delivery {
-            conn_id,
-            side,
-            env,
-            answered,
-            config,
-        } = delivery;
+        let side = delivery.side;
         let Conn {
             ends,
             version,
@@ -148,10 +143,10 @@ impl Backends {
             return;
         };
         let ctx = Ctx {
-            conn: conn_id,
+            conn: delivery.conn_id,
             driver,
             version: *version,
-            config,
+            config: delivery.config,
         };
         match conversation {
             Conversation::Executor(x) => {
@@ -168,7 +163,7 @@ impl Backends {
                         if let Some(PendingAsk {
                             detail: AskDetail::RegisterExecutor(registration),
                             ..
-                        }) = answered
+                        }) = delivery.answered
                         {
                             if matches!(reply, Reply::Bool(true)) {
                                 self.registered(x, ctx, registration, sink);

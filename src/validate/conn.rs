@@ -8,7 +8,6 @@ use super::event::{ConnId, Endpoint};
 use super::spec::ReplyType;
 use crate::messages::Version;
 use crate::wire::handshake::Role;
-use crate::wire::Envelope;
 
 /// The kinds of connection Spark's standalone cluster has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,14 +137,13 @@ pub(crate) enum Conversation {
     Plain,
 }
 
-/// One envelope handed to the state of its family, with what its handlers share.
+/// How an envelope reached the state of its family: what its handlers share.
 #[derive(Debug)]
-pub(crate) struct Delivery<'a, F> {
+pub(crate) struct Delivery<'a> {
     /// The connection it travelled on.
     pub(crate) conn_id: ConnId,
     /// The index in the connection's `ends` of the end that sent it.
     pub(crate) side: usize,
-    pub(crate) env: &'a Envelope<F>,
     /// The ask a reply or failure answered, taken off the other end's pending asks.
     pub(crate) answered: Option<PendingAsk>,
     pub(crate) config: &'a Config,

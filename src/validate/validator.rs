@@ -405,30 +405,15 @@ impl Validator {
                 }
             }
         }
-        let config = &self.config;
+        let delivery = Delivery {
+            conn_id,
+            side,
+            answered,
+            config: &self.config,
+        };
         match view {
-            EnvelopeRef::Deploy(env) => self.cluster.on_message(
-                conn,
-                Delivery {
-                    conn_id,
-                    side,
-                    env,
-                    answered,
-                    config,
-                },
-                &mut sink,
-            ),
-            EnvelopeRef::Coarse(env) => self.backends.on_message(
-                conn,
-                Delivery {
-                    conn_id,
-                    side,
-                    env,
-                    answered,
-                    config,
-                },
-                &mut sink,
-            ),
+            EnvelopeRef::Deploy(e) => self.cluster.on_message(conn, e, delivery, &mut sink),
+            EnvelopeRef::Coarse(e) => self.backends.on_message(conn, e, delivery, &mut sink),
         }
         self.end(sink)
     }

@@ -162,20 +162,15 @@ impl Cluster {
             })
     }
 
-    /// Handles one deploy-family envelope sent by `conn.ends[side]`.
+    /// Handles one deploy-family envelope sent by `conn.ends[delivery.side]`.
     pub(crate) fn on_message(
         &mut self,
         conn: &mut Conn,
-        delivery: Delivery<'_, DeployMessage>,
+        env: &Envelope<DeployMessage>,
+        delivery: Delivery<'_>,
         sink: &mut Sink<'_>,
     ) {
-        let Delivery {
-            conn_id,
-            side,
-            env,
-            answered,
-            config,
-        } = delivery;
+        let side = delivery.side;
         let from = conn.ends[side].role;
         match env {
             Envelope::Send(m) | Envelope::Ask { message: m, .. } => {
@@ -199,9 +194,9 @@ impl Cluster {
                     .find(|e| e.role == Role::Master)
                     .map_or("", |e| e.id.as_str());
                 let ctx = Ctx {
-                    conn: conn_id,
+                    conn: delivery.conn_id,
                     master,
-                    config,
+                    config: delivery.config,
                 };
                 match &mut conn.conversation {
                     Conversation::Worker(w) if from == Role::Worker => {
@@ -219,8 +214,8 @@ impl Cluster {
                 reply: Reply::Message(m),
                 ..
             } => {
-                if let Some(ask) = answered {
-                    self.driver_reply(m, &ask.detail, config, sink);
+                if let Some(ask) = delivery.answered {
+                    self.driver_reply(m, &ask.detail, delivery.config, sink);
                 }
             }
             Envelope::Reply { .. } | Envelope::Failure { .. } => {}
