@@ -32,8 +32,8 @@ fn generate(target: usize) -> Vec<Event> {
         let app = s.app(&app_id);
         let driver = Endpoint::new(Role::Driver, app_id.clone());
         for e in 0..4 {
-            let (wid, w) = &workers[(a * 4 + e) % workers.len()];
-            s.launch_executor(&app, &app_id, w, wid, e as i32, 4, 4096);
+            let (_, w) = &workers[(a * 4 + e) % workers.len()];
+            s.launch_executor(&app, w, e as i32, 4, 4096);
             let exec_id = e.to_string();
             let link = s.executor(&driver, &exec_id, 4);
             execs.push((link, exec_id));

@@ -48,8 +48,8 @@ fn application_executors_and_tasks_flow_is_accepted() {
     let app = s.app("app-1");
     let ask = s.ask_up(&app, msg::request_executors("app-1", 2));
     s.reply_down(&app, ask, Reply::<DeployMessage>::Bool(true));
-    s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
-    s.launch_executor(&app, "app-1", &w, "worker-1", 1, 2, 1024);
+    s.launch_executor(&app, &w, 0, 2, 1024);
+    s.launch_executor(&app, &w, 1, 2, 1024);
     let e0 = s.executor(&driver(), "0", 2);
     let e1 = s.executor(&driver(), "1", 2);
     for t in 0..6 {
@@ -87,7 +87,7 @@ fn executor_lost_and_replaced_is_accepted() {
     let mut s = Scenario::new();
     let w = s.worker("worker-1", "10.0.0.1", 2, 2048);
     let app = s.app("app-1");
-    s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 2048);
+    s.launch_executor(&app, &w, 0, 2, 2048);
     let e0 = s.executor(&driver(), "0", 2);
     s.down(&e0, msg::launch_task(1, 1));
     // The executor process is killed: its connection drops, its worker reports EXITED.
@@ -99,7 +99,7 @@ fn executor_lost_and_replaced_is_accepted() {
     s.reply_down(&w, ask, Reply::<DeployMessage>::Bool(true));
     s.down(&app, msg::executor_updated(0, ExecutorState::Exited, None));
     // The freed cores go to a replacement at once.
-    s.launch_executor(&app, "app-1", &w, "worker-1", 1, 2, 2048);
+    s.launch_executor(&app, &w, 1, 2, 2048);
     let e1 = s.executor(&driver(), "1", 2);
     s.run_task(&e1, "1", 2, 1);
     clean(s.events());
@@ -111,8 +111,8 @@ fn worker_lost_flow_is_accepted() {
     let w1 = s.worker("worker-1", "10.0.0.1", 2, 2048);
     let w2 = s.worker("worker-2", "10.0.0.2", 2, 2048);
     let app = s.app("app-1");
-    s.launch_executor(&app, "app-1", &w1, "worker-1", 0, 1, 1024);
-    s.launch_executor(&app, "app-1", &w1, "worker-1", 1, 1, 1024);
+    s.launch_executor(&app, &w1, 0, 1, 1024);
+    s.launch_executor(&app, &w1, 1, 1, 1024);
     s.close(&w1);
     s.down(
         &app,
@@ -123,7 +123,7 @@ fn worker_lost_flow_is_accepted() {
         msg::executor_updated(1, ExecutorState::Lost, Some("10.0.0.1")),
     );
     s.down(&app, msg::worker_removed("worker-1", "10.0.0.1"));
-    s.launch_executor(&app, "app-1", &w2, "worker-2", 2, 2, 2048);
+    s.launch_executor(&app, &w2, 2, 2, 2048);
     clean(s.events());
 }
 
@@ -132,7 +132,7 @@ fn worker_timed_out_then_reregistered_is_accepted() {
     let mut s = Scenario::new();
     let w = s.worker("worker-1", "10.0.0.1", 2, 2048);
     let app = s.app("app-1");
-    s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 2048);
+    s.launch_executor(&app, &w, 0, 2, 2048);
     s.advance(61_000);
     s.down(
         &app,
@@ -144,7 +144,7 @@ fn worker_timed_out_then_reregistered_is_accepted() {
     s.up(&w, msg::register_worker("worker-1", "10.0.0.1", 2, 2048));
     s.down(&w, msg::registered_worker(false));
     // Spark may launch before WorkerLatestState arrives: the order of the two is not fixed.
-    s.launch_executor(&app, "app-1", &w, "worker-1", 1, 2, 2048);
+    s.launch_executor(&app, &w, 1, 2, 2048);
     s.up(
         &w,
         msg::worker_latest_state("worker-1", &[("app-1", 0, 2, 2048)]),
@@ -166,7 +166,7 @@ fn master_failover_is_accepted() {
     let mut s = Scenario::new();
     let w = s.worker("worker-1", "10.0.0.1", 4, 4096);
     let app = s.app("app-1");
-    s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+    s.launch_executor(&app, &w, 0, 2, 1024);
     // master-1 dies: both its connections drop.
     s.close(&w);
     s.close(&app);
@@ -187,7 +187,7 @@ fn master_failover_is_accepted() {
     );
     s.reply_down(&w2, ask, Reply::<DeployMessage>::Bool(true));
     s.down(&app2, msg::executor_updated(0, ExecutorState::Exited, None));
-    s.launch_executor(&app2, "app-1", &w2, "worker-1", 1, 2, 1024);
+    s.launch_executor(&app2, &w2, 1, 2, 1024);
     clean(s.events());
 }
 
@@ -246,7 +246,7 @@ fn decommissioning_flow_is_accepted_and_later_launches_are_caught() {
     let w = s.worker("worker-1", "10.0.0.1", 4, 4096);
     let w2 = s.worker("worker-2", "10.0.0.2", 4, 4096);
     let app = s.app("app-1");
-    s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+    s.launch_executor(&app, &w, 0, 2, 1024);
     let e0 = s.executor(&driver(), "0", 2);
     s.up(&w, msg::worker_decommissioning("worker-1"));
     s.down(
@@ -256,7 +256,7 @@ fn decommissioning_flow_is_accepted_and_later_launches_are_caught() {
     s.down(&e0, msg::decommission_executor());
     let ask = s.ask_up(&e0, msg::executor_decommissioning("0"));
     s.reply_down(&e0, ask, Reply::<CoarseMessage>::Bool(true));
-    s.launch_executor(&app, "app-1", &w2, "worker-2", 1, 2, 1024);
+    s.launch_executor(&app, &w2, 1, 2, 1024);
     clean(s.events());
 
     s.advance(5_000);
@@ -288,7 +288,7 @@ fn version_1_flow_is_accepted() {
     let mut s = Scenario::with_version(sparkwire::messages::Version::V1);
     let w = s.worker("worker-1", "10.0.0.1", 2, 2048);
     let app = s.app("app-1");
-    s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+    s.launch_executor(&app, &w, 0, 2, 1024);
     let e0 = s.executor(&driver(), "0", 2);
     s.run_task(&e0, "0", 1, 1);
     s.close(&w);

@@ -59,7 +59,7 @@ fn cluster(s: &mut Scenario) -> (Link, Link) {
 /// The cluster with executor app-1/0 (2 cores) running and registered with its driver as "0".
 fn running(s: &mut Scenario) -> (Link, Link, Link) {
     let (w, app) = cluster(s);
-    s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+    s.launch_executor(&app, &w, 0, 2, 1024);
     let e = s.executor(&driver(), "0", 2);
     (w, app, e)
 }
@@ -395,13 +395,13 @@ fn cases() -> Vec<Case> {
             Rule::WorkerCapacity,
             |s| {
                 let (w, app) = cluster(s);
-                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 2048);
-                s.launch_executor(&app, "app-1", &w, "worker-1", 1, 2, 2048);
+                s.launch_executor(&app, &w, 0, 2, 2048);
+                s.launch_executor(&app, &w, 1, 2, 2048);
             },
             |s| {
                 let (w, app) = cluster(s);
-                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 2048);
-                s.launch_executor(&app, "app-1", &w, "worker-1", 1, 3, 1024);
+                s.launch_executor(&app, &w, 0, 2, 2048);
+                s.launch_executor(&app, &w, 1, 3, 1024);
             },
         ),
         case(
@@ -472,7 +472,7 @@ fn cases() -> Vec<Case> {
             Rule::AppAfterFinish,
             |s| {
                 let (w, app) = cluster(s);
-                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 1, 512);
+                s.launch_executor(&app, &w, 0, 1, 512);
                 esc(s, &w, 0, ExecutorState::Exited);
                 s.up(&app, msg::unregister_application("app-1"));
                 // Sent before the master handled the unregistration: crossed on the wire.
@@ -480,7 +480,7 @@ fn cases() -> Vec<Case> {
             },
             |s| {
                 let (w, app) = cluster(s);
-                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 1, 512);
+                s.launch_executor(&app, &w, 0, 1, 512);
                 esc(s, &w, 0, ExecutorState::Exited);
                 s.up(&app, msg::unregister_application("app-1"));
                 s.advance(5_000);
@@ -539,13 +539,13 @@ fn cases() -> Vec<Case> {
             Rule::ExecutorTransition,
             |s| {
                 let (w, app) = cluster(s);
-                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 1, 512);
+                s.launch_executor(&app, &w, 0, 1, 512);
                 esc(s, &w, 0, ExecutorState::Exited);
                 s.down(&app, msg::executor_updated(0, ExecutorState::Exited, None));
             },
             |s| {
                 let (w, app) = cluster(s);
-                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 1, 512);
+                s.launch_executor(&app, &w, 0, 1, 512);
                 esc(s, &w, 0, ExecutorState::Exited);
                 s.down(&app, msg::executor_updated(0, ExecutorState::Exited, None));
                 esc(s, &w, 0, ExecutorState::Running);
@@ -568,7 +568,7 @@ fn cases() -> Vec<Case> {
             Rule::ExecutorUpdatedMatches,
             |s| {
                 let (w, app) = cluster(s);
-                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 1, 512);
+                s.launch_executor(&app, &w, 0, 1, 512);
             },
             |s| {
                 let (w, app) = cluster(s);
@@ -908,7 +908,7 @@ fn cases() -> Vec<Case> {
             Rule::TimedExecutorState,
             |s| {
                 let (w, app) = cluster(s);
-                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+                s.launch_executor(&app, &w, 0, 2, 1024);
                 s.advance(30_000);
                 s.up(&w, msg::heartbeat("worker-1"));
                 s.advance(31_000);
@@ -944,7 +944,7 @@ fn cases() -> Vec<Case> {
             },
             |s| {
                 let (w, app) = cluster(s);
-                s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+                s.launch_executor(&app, &w, 0, 2, 1024);
                 s.executor(&driver(), "1", 2);
             },
         ),
@@ -1228,7 +1228,7 @@ fn executor_ids_are_linked_only_when_both_sides_are_in_the_trace() {
     // An id that is not the decimal text of the master's execId ("00" for 0) is not linked.
     let mut s = Scenario::new();
     let (w, app) = cluster(&mut s);
-    s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+    s.launch_executor(&app, &w, 0, 2, 1024);
     s.executor(&driver(), "00", 2);
     assert_eq!(
         rules_of(&s, Config::default(), true),

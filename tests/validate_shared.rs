@@ -63,7 +63,7 @@ fn illegal_events() -> Vec<sparkwire::validate::Event> {
     let w = s.worker("worker-1", "10.0.0.1", 2, 2048);
     let app = s.app("app-1");
     for e in 0..4 {
-        s.launch_executor(&app, "app-1", &w, "worker-1", e, 1, 512);
+        s.launch_executor(&app, &w, e, 1, 512);
     }
     s.up(&w, msg::heartbeat("worker-9"));
     s.close(&w);

@@ -77,7 +77,7 @@ fn repeated_state(state: ExecutorState, finish_app: bool) -> Vec<Event> {
     let mut s = Scenario::new();
     let worker = s.worker("worker-1", "10.0.0.1", 4, 4096);
     let app = s.app("app-1");
-    s.launch_executor(&app, "app-1", &worker, "worker-1", 1, 1, 512);
+    s.launch_executor(&app, &worker, 1, 1, 512);
     let ask = s.ask_up(
         &worker,
         msg::executor_state_changed("app-1", 1, ExecutorState::Exited),

@@ -28,8 +28,8 @@ fn legal_flow() -> Scenario {
     let w1 = s.worker("worker-1", "10.0.0.1", 4, 8192);
     let w2 = s.worker("worker-2", "10.0.0.2", 4, 8192);
     let app = s.app("app-1");
-    s.launch_executor(&app, "app-1", &w1, "worker-1", 0, 2, 2048);
-    s.launch_executor(&app, "app-1", &w2, "worker-2", 1, 2, 2048);
+    s.launch_executor(&app, &w1, 0, 2, 2048);
+    s.launch_executor(&app, &w2, 1, 2, 2048);
     let e0 = s.executor(&driver(), "0", 2);
     let e1 = s.executor(&driver(), "1", 2);
     for t in 0..4 {
@@ -47,7 +47,7 @@ fn legal_flow() -> Scenario {
     );
     s.reply_down(&w2, ask, Reply::<DeployMessage>::Bool(true));
     s.down(&app, msg::executor_updated(1, ExecutorState::Exited, None));
-    s.launch_executor(&app, "app-1", &w2, "worker-2", 2, 2, 2048);
+    s.launch_executor(&app, &w2, 2, 2, 2048);
     let e2 = s.executor(&driver(), "2", 2);
     s.run_task(&e2, "2", 100, 1);
     // worker-1 is lost with executor 0.

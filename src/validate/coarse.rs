@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 
 use super::config::Config;
-use super::conn::{AskDetail, Conn, Conversation, ExecConn, PendingAsk};
+use super::conn::{
+    AskDetail, Conn, Conversation, Delivery, ExecConn, ExecutorRegistration, PendingAsk,
+};
 use super::event::ConnId;
 use super::history::History;
 use super::rules::Rule;
@@ -66,6 +68,18 @@ fn task_rank(s: TaskState) -> u8 {
     }
 }
 
+/// What the handlers of one message on an executor's connection share.
+#[derive(Debug, Clone, Copy)]
+struct Ctx<'a> {
+    /// The connection it travelled on.
+    conn: ConnId,
+    /// The driver's id: the connection's driver end.
+    driver: &'a str,
+    /// The connection's protocol version.
+    version: Version,
+    config: &'a Config,
+}
+
 impl Backends {
     pub(crate) fn new(cap: usize) -> Self {
         Backends {
@@ -103,18 +117,15 @@ impl Backends {
         }
     }
 
-    /// Handles one coarse-family envelope sent by `conn.ends[side]`.
-    #[allow(clippy::too_many_arguments)]
+    /// Handles one coarse-family envelope sent by `conn.ends[delivery.side]`.
     pub(crate) fn on_message(
         &mut self,
         conn: &mut Conn,
-        conn_id: ConnId,
-        side: usize,
         env: &Envelope<CoarseMessage>,
-        answered: Option<PendingAsk>,
-        config: &Config,
+        delivery: Delivery<'_>,
         sink: &mut Sink<'_>,
     ) {
+        let side = delivery.side;
         let Conn {
             ends,
             version,
@@ -131,33 +142,31 @@ impl Backends {
         else {
             return;
         };
-        let version = *version;
+        let ctx = Ctx {
+            conn: delivery.conn_id,
+            driver,
+            version: *version,
+            config: delivery.config,
+        };
         match conversation {
             Conversation::Executor(x) => {
                 let mut detail = None;
                 match env {
                     Envelope::Send(m) | Envelope::Ask { message: m, .. } => {
                         if from == Role::Executor {
-                            detail = self.executor_sent(x, driver, m, version, config, sink);
+                            detail = self.executor_sent(x, ctx, m, sink);
                         } else {
-                            self.driver_sent(x, driver, m, config, sink);
+                            self.driver_sent(x, ctx, m, sink);
                         }
                     }
                     Envelope::Reply { reply, .. } => {
                         if let Some(PendingAsk {
-                            detail:
-                                AskDetail::RegisterExecutor {
-                                    id,
-                                    cores,
-                                    duplicate,
-                                },
+                            detail: AskDetail::RegisterExecutor(registration),
                             ..
-                        }) = answered
+                        }) = delivery.answered
                         {
                             if matches!(reply, Reply::Bool(true)) {
-                                self.registered(
-                                    x, conn_id, driver, id, cores, duplicate, config, sink,
-                                );
+                                self.registered(x, ctx, registration, sink);
                             }
                         }
                     }
@@ -201,23 +210,22 @@ impl Backends {
     fn executor_sent(
         &mut self,
         x: &mut ExecConn,
-        driver: &str,
+        ctx: Ctx<'_>,
         m: &CoarseMessage,
-        version: Version,
-        config: &Config,
         sink: &mut Sink<'_>,
     ) -> Option<AskDetail> {
+        let driver = ctx.driver;
         match m {
             CoarseMessage::RegisterExecutor(r) => {
                 let duplicate = self
                     .drivers
                     .get(driver)
                     .is_some_and(|b| b.executors.contains_key(&r.executor_id));
-                return Some(AskDetail::RegisterExecutor {
+                return Some(AskDetail::RegisterExecutor(ExecutorRegistration {
                     id: r.executor_id.clone(),
                     cores: r.cores,
                     duplicate,
-                });
+                }));
             }
             CoarseMessage::RetrieveSparkAppConfig(_)
             | CoarseMessage::IsExecutorAlive(_)
@@ -262,25 +270,26 @@ impl Backends {
             CoarseMessage::ExecutorDecommissioning(_) => {
                 e.stopping.get_or_insert((now, true));
             }
-            CoarseMessage::StatusUpdate(s) => status_update(b, exec, s, version, config, sink),
+            CoarseMessage::StatusUpdate(s) => b.status_update(exec, ctx, s, sink),
             _ => {}
         }
         None
     }
 
     /// The driver accepted a RegisterExecutor.
-    #[allow(clippy::too_many_arguments)]
     fn registered(
         &mut self,
         x: &mut ExecConn,
-        conn: ConnId,
-        driver: &str,
-        id: String,
-        cores: i32,
-        duplicate: bool,
-        config: &Config,
+        ctx: Ctx<'_>,
+        registration: ExecutorRegistration,
         sink: &mut Sink<'_>,
     ) {
+        let ExecutorRegistration {
+            id,
+            cores,
+            duplicate,
+        } = registration;
+        let driver = ctx.driver;
         if duplicate {
             sink.flag(
                 Rule::ExecutorDuplicateId,
@@ -297,11 +306,11 @@ impl Backends {
         self.backend(driver).executors.insert(
             id.clone(),
             Executor {
-                conn,
+                conn: ctx.conn,
                 cores: i64::from(cores),
                 launched: false,
                 stopping: None,
-                task_cpus: config.default_task_cpus,
+                task_cpus: ctx.config.default_task_cpus,
                 running: 0,
                 tasks: HashMap::new(),
                 used: 0,
@@ -314,11 +323,11 @@ impl Backends {
     fn driver_sent(
         &mut self,
         x: &mut ExecConn,
-        driver: &str,
+        ctx: Ctx<'_>,
         m: &CoarseMessage,
-        config: &Config,
         sink: &mut Sink<'_>,
     ) {
+        let driver = ctx.driver;
         let command = matches!(
             m,
             CoarseMessage::LaunchTask(_)
@@ -359,193 +368,189 @@ impl Backends {
             CoarseMessage::StopExecutor(_) | CoarseMessage::DecommissionExecutor(_) => {
                 e.stopping.get_or_insert((now, false));
             }
-            CoarseMessage::LaunchTask(l) => launch_task(b, exec, driver, l, config, sink),
+            CoarseMessage::LaunchTask(l) => b.launch_task(exec, ctx, l, sink),
             _ => {}
         }
     }
 }
 
-/// LaunchTask to registered executor `exec`.
-fn launch_task(
-    b: &mut Backend,
-    exec: &str,
-    driver: &str,
-    l: &LaunchTask,
-    config: &Config,
-    sink: &mut Sink<'_>,
-) {
-    let now = sink.time;
-    let exec_entity = || {
-        Some(Entity::Executor {
-            driver: driver.to_string(),
-            exec: exec.to_string(),
-        })
-    };
-    let Some(e) = b.executors.get_mut(exec) else {
-        return;
-    };
-    if !e.launched {
-        sink.flag(
-            Rule::ExecutorDriverTargets,
-            format!("LaunchTask only after executor {exec}'s LaunchedExecutor"),
-            exec_entity(),
-        );
-    }
-    if let Some((at, by_executor)) = e.stopping {
-        if !(by_executor && config.crossed(at, now)) {
+impl Backend {
+    /// LaunchTask to registered executor `exec`.
+    fn launch_task(&mut self, exec: &str, ctx: Ctx<'_>, l: &LaunchTask, sink: &mut Sink<'_>) {
+        let Ctx { driver, config, .. } = ctx;
+        let now = sink.time;
+        let exec_entity = || {
+            Some(Entity::Executor {
+                driver: driver.to_string(),
+                exec: exec.to_string(),
+            })
+        };
+        let Some(e) = self.executors.get_mut(exec) else {
+            return;
+        };
+        if !e.launched {
             sink.flag(
-                Rule::ExecutorNoTasksAfterStop,
-                format!("no LaunchTask: executor {exec} was stopped or decommissioned at {at} ms"),
+                Rule::ExecutorDriverTargets,
+                format!("LaunchTask only after executor {exec}'s LaunchedExecutor"),
                 exec_entity(),
             );
         }
-    }
-    let info = match &config.task_decoder {
-        Some(decoder) => match decoder.task_info(l.data.as_slice()) {
-            Some(info) => Some(info),
-            None => {
+        if let Some((at, by_executor)) = e.stopping {
+            if !(by_executor && config.crossed(at, now)) {
                 sink.flag(
-                    Rule::TaskDecodable,
+                    Rule::ExecutorNoTasksAfterStop,
                     format!(
-                        "a task description the task decoder reads ({} bytes)",
-                        l.data.len()
+                        "no LaunchTask: executor {exec} was stopped or decommissioned at {at} ms"
                     ),
-                    Some(Entity::Task {
-                        exec: exec.to_string(),
-                        task: None,
-                    }),
+                    exec_entity(),
                 );
-                return;
             }
-        },
-        None => None,
-    };
-    let cpus = info.map_or(e.task_cpus, |i| i.cpus);
-    if e.used + u64::from(cpus) > e.cores.max(0) as u64 {
-        sink.flag(
-            Rule::TaskSlots,
-            format!(
-                "at most {} cores in use on executor {exec}; {} in use, the task needs {cpus}",
-                e.cores, e.used
-            ),
+        }
+        let info = match &config.task_decoder {
+            Some(decoder) => match decoder.task_info(l.data.as_slice()) {
+                Some(info) => Some(info),
+                None => {
+                    sink.flag(
+                        Rule::TaskDecodable,
+                        format!(
+                            "a task description the task decoder reads ({} bytes)",
+                            l.data.len()
+                        ),
+                        Some(Entity::Task {
+                            exec: exec.to_string(),
+                            task: None,
+                        }),
+                    );
+                    return;
+                }
+            },
+            None => None,
+        };
+        let cpus = info.map_or(e.task_cpus, |i| i.cpus);
+        if e.used + u64::from(cpus) > e.cores.max(0) as u64 {
+            sink.flag(
+                Rule::TaskSlots,
+                format!(
+                    "at most {} cores in use on executor {exec}; {} in use, the task needs {cpus}",
+                    e.cores, e.used
+                ),
+                Some(Entity::Task {
+                    exec: exec.to_string(),
+                    task: info.map(|i| i.task_id),
+                }),
+            );
+        }
+        match info {
+            Some(info) => {
+                if self.task_owner.contains_key(&info.task_id)
+                    || self.finished_tasks.contains(&info.task_id)
+                {
+                    sink.flag(
+                        Rule::TaskIdUnique,
+                        format!("a new task id; {} was launched before", info.task_id),
+                        Some(Entity::Task {
+                            exec: exec.to_string(),
+                            task: Some(info.task_id),
+                        }),
+                    );
+                    return;
+                }
+                e.tasks.insert(
+                    info.task_id,
+                    Task {
+                        state: TaskState::Launching,
+                        cpus: info.cpus,
+                    },
+                );
+                e.used += u64::from(info.cpus);
+                self.task_owner.insert(info.task_id, ());
+            }
+            None => {
+                e.running += 1;
+                e.used += u64::from(cpus);
+            }
+        }
+    }
+
+    /// StatusUpdate from registered executor `exec`.
+    fn status_update(&mut self, exec: &str, ctx: Ctx<'_>, s: &StatusUpdate, sink: &mut Sink<'_>) {
+        let Ctx {
+            version, config, ..
+        } = ctx;
+        let entity = || {
             Some(Entity::Task {
                 exec: exec.to_string(),
-                task: info.map(|i| i.task_id),
-            }),
-        );
-    }
-    match info {
-        Some(info) => {
-            if b.task_owner.contains_key(&info.task_id) || b.finished_tasks.contains(&info.task_id)
-            {
+                task: Some(s.task_id),
+            })
+        };
+        let Some(e) = self.executors.get_mut(exec) else {
+            return;
+        };
+        let reported_cpus =
+            (version >= Version::V2 && s.task_cpus > 0).then_some(s.task_cpus as u32);
+        if config.task_decoder.is_none() {
+            if let Some(c) = reported_cpus {
+                e.task_cpus = c;
+            }
+            if e.running == 0 {
                 sink.flag(
-                    Rule::TaskIdUnique,
-                    format!("a new task id; {} was launched before", info.task_id),
-                    Some(Entity::Task {
-                        exec: exec.to_string(),
-                        task: Some(info.task_id),
-                    }),
+                    Rule::TaskKnown,
+                    format!(
+                        "StatusUpdate only while a task launched on executor {exec} runs; none does"
+                    ),
+                    entity(),
                 );
                 return;
             }
-            e.tasks.insert(
-                info.task_id,
-                Task {
-                    state: TaskState::Launching,
-                    cpus: info.cpus,
-                },
-            );
-            e.used += u64::from(info.cpus);
-            b.task_owner.insert(info.task_id, ());
+            if s.state.is_finished() {
+                e.running -= 1;
+                e.used = e.running * u64::from(e.task_cpus);
+            }
+            return;
         }
-        None => {
-            e.running += 1;
-            e.used += u64::from(cpus);
-        }
-    }
-}
-
-/// StatusUpdate from registered executor `exec`.
-fn status_update(
-    b: &mut Backend,
-    exec: &str,
-    s: &StatusUpdate,
-    version: Version,
-    config: &Config,
-    sink: &mut Sink<'_>,
-) {
-    let entity = || {
-        Some(Entity::Task {
-            exec: exec.to_string(),
-            task: Some(s.task_id),
-        })
-    };
-    let Some(e) = b.executors.get_mut(exec) else {
-        return;
-    };
-    let reported_cpus = (version >= Version::V2 && s.task_cpus > 0).then_some(s.task_cpus as u32);
-    if config.task_decoder.is_none() {
+        let Some(t) = e.tasks.get_mut(&s.task_id) else {
+            if self.finished_tasks.contains(&s.task_id) {
+                sink.flag(
+                    Rule::TaskTransition,
+                    format!("nothing after task {} finished", s.task_id),
+                    entity(),
+                );
+            } else {
+                sink.flag(
+                    Rule::TaskKnown,
+                    format!(
+                        "StatusUpdate only for a task launched on executor {exec}; {} was not",
+                        s.task_id
+                    ),
+                    entity(),
+                );
+            }
+            return;
+        };
         if let Some(c) = reported_cpus {
-            e.task_cpus = c;
+            if c != t.cpus {
+                sink.flag(
+                    Rule::TaskCpus,
+                    format!("taskCpus {}, as launched; found {c}", t.cpus),
+                    entity(),
+                );
+            }
         }
-        if e.running == 0 {
+        if task_rank(s.state) <= task_rank(t.state) {
             sink.flag(
-                Rule::TaskKnown,
-                format!(
-                    "StatusUpdate only while a task launched on executor {exec} runs; none does"
-                ),
+                Rule::TaskTransition,
+                format!("a state after {}, found {}", t.state, s.state),
                 entity(),
             );
             return;
         }
+        t.state = s.state;
         if s.state.is_finished() {
-            e.running -= 1;
-            e.used = e.running * u64::from(e.task_cpus);
+            let cpus = t.cpus;
+            e.tasks.remove(&s.task_id);
+            e.used = e.used.saturating_sub(u64::from(cpus));
+            self.task_owner.remove(&s.task_id);
+            self.finished_tasks.insert(s.task_id, ());
         }
-        return;
-    }
-    let Some(t) = e.tasks.get_mut(&s.task_id) else {
-        if b.finished_tasks.contains(&s.task_id) {
-            sink.flag(
-                Rule::TaskTransition,
-                format!("nothing after task {} finished", s.task_id),
-                entity(),
-            );
-        } else {
-            sink.flag(
-                Rule::TaskKnown,
-                format!(
-                    "StatusUpdate only for a task launched on executor {exec}; {} was not",
-                    s.task_id
-                ),
-                entity(),
-            );
-        }
-        return;
-    };
-    if let Some(c) = reported_cpus {
-        if c != t.cpus {
-            sink.flag(
-                Rule::TaskCpus,
-                format!("taskCpus {}, as launched; found {c}", t.cpus),
-                entity(),
-            );
-        }
-    }
-    if task_rank(s.state) <= task_rank(t.state) {
-        sink.flag(
-            Rule::TaskTransition,
-            format!("a state after {}, found {}", t.state, s.state),
-            entity(),
-        );
-        return;
-    }
-    t.state = s.state;
-    if s.state.is_finished() {
-        let cpus = t.cpus;
-        e.tasks.remove(&s.task_id);
-        e.used = e.used.saturating_sub(u64::from(cpus));
-        b.task_owner.remove(&s.task_id);
-        b.finished_tasks.insert(s.task_id, ());
     }
 }

@@ -3,7 +3,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::event::Endpoint;
+use super::config::Config;
+use super::event::{ConnId, Endpoint};
 use super::spec::ReplyType;
 use crate::messages::Version;
 use crate::wire::handshake::Role;
@@ -55,14 +56,18 @@ impl ConnKind {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum AskDetail {
     None,
-    /// RegisterExecutor: the id, its cores, and whether the id was already registered.
-    RegisterExecutor {
-        id: String,
-        cores: i32,
-        duplicate: bool,
-    },
+    /// RegisterExecutor: the executor it registers.
+    RegisterExecutor(ExecutorRegistration),
     /// RequestKillDriver or RequestDriverStatus: the driver asked about.
     Driver(String),
+}
+
+/// A RegisterExecutor's executor: the id, its cores, and whether the id was already registered.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ExecutorRegistration {
+    pub(crate) id: String,
+    pub(crate) cores: i32,
+    pub(crate) duplicate: bool,
 }
 
 /// An ask waiting for its reply.
@@ -130,6 +135,18 @@ pub(crate) enum Conversation {
     ClusterManager(bool),
     /// Driver clients and UIs: asks and replies only.
     Plain,
+}
+
+/// How an envelope reached the state of its family: what its handlers share.
+#[derive(Debug)]
+pub(crate) struct Delivery<'a> {
+    /// The connection it travelled on.
+    pub(crate) conn_id: ConnId,
+    /// The index in the connection's `ends` of the end that sent it.
+    pub(crate) side: usize,
+    /// The ask a reply or failure answered, taken off the other end's pending asks.
+    pub(crate) answered: Option<PendingAsk>,
+    pub(crate) config: &'a Config,
 }
 
 /// One open connection.

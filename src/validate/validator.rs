@@ -9,7 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::coarse::Backends;
 use super::config::Config;
-use super::conn::{AskDetail, Conn, ConnKind, Conversation, PendingAsk, MAX_PENDING_ASKS};
+use super::conn::{
+    AskDetail, Conn, ConnKind, Conversation, Delivery, PendingAsk, MAX_PENDING_ASKS,
+};
 use super::deploy::Cluster;
 use super::event::{ConnId, Endpoint, EnvelopeRef, Event, EventBody, ValidatedFamily};
 use super::history::History;
@@ -316,7 +318,13 @@ impl Validator {
             return self.end(sink);
         }
         if let Some(m) = env.message() {
-            if !route_ok(self.specs, m, env, from, to, version, conn_id, &mut sink) {
+            let hop = Hop {
+                from,
+                to,
+                version,
+                conn: conn_id,
+            };
+            if !route_ok(self.specs, &hop, m, env, &mut sink) {
                 return self.end(sink);
             }
         }
@@ -397,14 +405,15 @@ impl Validator {
                 }
             }
         }
-        let config = &self.config;
+        let delivery = Delivery {
+            conn_id,
+            side,
+            answered,
+            config: &self.config,
+        };
         match view {
-            EnvelopeRef::Deploy(e) => self
-                .cluster
-                .on_message(conn, conn_id, side, e, answered, config, &mut sink),
-            EnvelopeRef::Coarse(e) => self
-                .backends
-                .on_message(conn, conn_id, side, e, answered, config, &mut sink),
+            EnvelopeRef::Deploy(e) => self.cluster.on_message(conn, e, delivery, &mut sink),
+            EnvelopeRef::Coarse(e) => self.backends.on_message(conn, e, delivery, &mut sink),
         }
         self.end(sink)
     }
@@ -462,18 +471,28 @@ fn describe_reply<F: Family>(reply: &Reply<F>) -> String {
     }
 }
 
-/// Checks a message against the definition: version, locality, route and kind.
-#[allow(clippy::too_many_arguments)]
-fn route_ok<F: Family>(
-    specs: &Specs,
-    m: &F,
-    env: &Envelope<F>,
-    from: &Endpoint,
-    to: &Endpoint,
+/// Where a message went: from one end of connection `conn` to the other, encoded in `version`.
+struct Hop<'a> {
+    from: &'a Endpoint,
+    to: &'a Endpoint,
     version: Version,
     conn: ConnId,
+}
+
+/// Checks a message against the definition: version, locality, route and kind.
+fn route_ok<F: Family>(
+    specs: &Specs,
+    hop: &Hop<'_>,
+    m: &F,
+    env: &Envelope<F>,
     sink: &mut Sink<'_>,
 ) -> bool {
+    let Hop {
+        from,
+        to,
+        version,
+        conn,
+    } = *hop;
     let entity = || Some(Entity::Connection(conn));
     if m.is_local() {
         sink.flag(

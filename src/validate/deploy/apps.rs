@@ -2,14 +2,13 @@
 
 use std::collections::VecDeque;
 
-use super::{exec_rank, hold, owe, App, Cluster, Exec, FinishedApp, MAX_EARLY_ADDED};
+use super::{exec_rank, hold, owe, App, Cluster, Ctx, Exec, FinishedApp, MAX_EARLY_ADDED};
 use crate::messages::deploy::{
     ExecutorAdded, ExecutorStateChanged, ExecutorUpdated, LaunchExecutor, WorkerRemoved,
 };
 use crate::messages::{DeployMessage, ExecutorState, Family};
 use crate::validate::config::Config;
 use crate::validate::conn::AppConn;
-use crate::validate::event::ConnId;
 use crate::validate::rules::Rule;
 use crate::validate::sink::Sink;
 use crate::validate::violation::Entity;
@@ -19,11 +18,15 @@ impl Cluster {
     pub(super) fn client_sent(
         &mut self,
         a: &mut AppConn,
-        conn_id: ConnId,
+        ctx: Ctx<'_>,
         m: &DeployMessage,
-        config: &Config,
         sink: &mut Sink<'_>,
     ) {
+        let Ctx {
+            conn: conn_id,
+            config,
+            ..
+        } = ctx;
         let now = sink.time;
         match m {
             DeployMessage::RegisterApplication(_) => {
@@ -92,7 +95,7 @@ impl Cluster {
                 return;
             }
         }
-        if !self.app_open_for(&app, false, now, config, sink) {
+        if !self.app_open_for(&app, false, config, sink) {
             return;
         }
         if let DeployMessage::UnregisterApplication(_) = m {
@@ -100,15 +103,16 @@ impl Cluster {
         }
     }
 
-    /// Whether messages about `app` may still flow (rule P5). `from_master` says who sends.
+    /// Whether messages about `app` may still flow at the event's time (rule P5). `from_master`
+    /// says who sends.
     fn app_open_for(
         &self,
         app: &str,
         from_master: bool,
-        now: u64,
         config: &Config,
         sink: &mut Sink<'_>,
     ) -> bool {
+        let now = sink.time;
         let Some(f) = self.finished_apps.get(app) else {
             return true;
         };
@@ -131,11 +135,15 @@ impl Cluster {
     pub(super) fn master_sent_client(
         &mut self,
         a: &mut AppConn,
-        conn_id: ConnId,
+        ctx: Ctx<'_>,
         m: &DeployMessage,
-        config: &Config,
         sink: &mut Sink<'_>,
     ) {
+        let Ctx {
+            conn: conn_id,
+            config,
+            ..
+        } = ctx;
         let now = sink.time;
         match m {
             DeployMessage::RegisteredApplication(r) => {
@@ -182,7 +190,7 @@ impl Cluster {
                 if let DeployMessage::WorkerRemoved(r) = other {
                     self.worker_removed(r, config, sink);
                 }
-                if !self.app_open_for(&app, true, now, config, sink) {
+                if !self.app_open_for(&app, true, config, sink) {
                     return;
                 }
                 if !self.apps.contains_key(&app) {

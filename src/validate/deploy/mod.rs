@@ -9,7 +9,7 @@ mod workers;
 use std::collections::{HashMap, VecDeque};
 
 use super::config::Config;
-use super::conn::{AskDetail, Conn, Conversation, PendingAsk};
+use super::conn::{AskDetail, Conn, Conversation, Delivery};
 use super::event::ConnId;
 use super::history::{History, Recent};
 use super::sink::Sink;
@@ -127,6 +127,16 @@ pub(crate) struct Cluster {
 /// Most ExecutorAdded messages held while their LaunchExecutor has not been seen.
 pub(crate) const MAX_EARLY_ADDED: usize = 1024;
 
+/// What the handlers of one message on a worker's or an application's connection share.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ctx<'a> {
+    /// The connection it travelled on.
+    pub(super) conn: ConnId,
+    /// The id of the connection's master end (empty when it has none).
+    pub(super) master: &'a str,
+    pub(super) config: &'a Config,
+}
+
 impl Cluster {
     pub(crate) fn new(cap: usize) -> Self {
         Cluster {
@@ -152,18 +162,15 @@ impl Cluster {
             })
     }
 
-    /// Handles one deploy-family envelope sent by `conn.ends[side]`.
-    #[allow(clippy::too_many_arguments)]
+    /// Handles one deploy-family envelope sent by `conn.ends[delivery.side]`.
     pub(crate) fn on_message(
         &mut self,
         conn: &mut Conn,
-        conn_id: ConnId,
-        side: usize,
         env: &Envelope<DeployMessage>,
-        answered: Option<PendingAsk>,
-        config: &Config,
+        delivery: Delivery<'_>,
         sink: &mut Sink<'_>,
     ) {
+        let side = delivery.side;
         let from = conn.ends[side].role;
         match env {
             Envelope::Send(m) | Envelope::Ask { message: m, .. } => {
@@ -186,15 +193,20 @@ impl Cluster {
                     .iter()
                     .find(|e| e.role == Role::Master)
                     .map_or("", |e| e.id.as_str());
+                let ctx = Ctx {
+                    conn: delivery.conn_id,
+                    master,
+                    config: delivery.config,
+                };
                 match &mut conn.conversation {
                     Conversation::Worker(w) if from == Role::Worker => {
-                        self.worker_sent(w, conn_id, master, m, sink)
+                        self.worker_sent(w, ctx, m, sink)
                     }
-                    Conversation::Worker(w) => self.master_sent_worker(w, master, m, config, sink),
+                    Conversation::Worker(w) => self.master_sent_worker(w, ctx, m, sink),
                     Conversation::App(a) if from == Role::AppClient => {
-                        self.client_sent(a, conn_id, m, config, sink)
+                        self.client_sent(a, ctx, m, sink)
                     }
-                    Conversation::App(a) => self.master_sent_client(a, conn_id, m, config, sink),
+                    Conversation::App(a) => self.master_sent_client(a, ctx, m, sink),
                     _ => {}
                 }
             }
@@ -202,8 +214,8 @@ impl Cluster {
                 reply: Reply::Message(m),
                 ..
             } => {
-                if let Some(ask) = answered {
-                    self.driver_reply(m, &ask.detail, config, sink);
+                if let Some(ask) = delivery.answered {
+                    self.driver_reply(m, &ask.detail, delivery.config, sink);
                 }
             }
             Envelope::Reply { .. } | Envelope::Failure { .. } => {}

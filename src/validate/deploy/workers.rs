@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use super::{hold, owe, Cluster, Exec, Worker, WorkerLife};
+use super::{hold, owe, Cluster, Ctx, Exec, Worker, WorkerLife};
 use crate::messages::deploy::{RegisteredWorker, WorkerSchedulerStateResponse};
 use crate::messages::{DeployMessage, DriverState, ExecutorState};
 use crate::validate::config::Config;
@@ -18,11 +18,15 @@ impl Cluster {
     pub(super) fn worker_sent(
         &mut self,
         w: &mut WorkerConn,
-        conn_id: ConnId,
-        master: &str,
+        ctx: Ctx<'_>,
         m: &DeployMessage,
         sink: &mut Sink<'_>,
     ) {
+        let Ctx {
+            conn: conn_id,
+            master,
+            ..
+        } = ctx;
         let now = sink.time;
         match m {
             DeployMessage::RegisterWorker(r) => {
@@ -107,11 +111,11 @@ impl Cluster {
     pub(super) fn master_sent_worker(
         &mut self,
         w: &mut WorkerConn,
-        master: &str,
+        ctx: Ctx<'_>,
         m: &DeployMessage,
-        config: &Config,
         sink: &mut Sink<'_>,
     ) {
+        let Ctx { master, config, .. } = ctx;
         let now = sink.time;
         match m {
             DeployMessage::RegisteredWorker(r) => self.registered(w, master, r, sink),

@@ -9,7 +9,7 @@
 //! let mut s = Scenario::new();
 //! let worker = s.worker("worker-1", "10.0.0.1", 4, 8192);
 //! let app = s.app("app-1");
-//! s.launch_executor(&app, "app-1", &worker, "worker-1", 0, 2, 1024);
+//! s.launch_executor(&app, &worker, 0, 2, 1024);
 //! let mut v = Validator::default();
 //! let verdicts: Vec<_> = s.events().iter().flat_map(|e| v.observe(e)).collect();
 //! assert!(verdicts.is_empty(), "{verdicts:?}");
@@ -196,18 +196,18 @@ impl Scenario {
 
     /// The master launches an executor and it starts: LaunchExecutor, ExecutorAdded,
     /// ExecutorStateChanged RUNNING (an ask answered true; a send in version 1), ExecutorUpdated
-    /// RUNNING.
-    #[allow(clippy::too_many_arguments)]
+    /// RUNNING. The application's and worker's ids are those of the links' clients (the ids given
+    /// to [`Scenario::app`] and [`Scenario::worker`]).
     pub fn launch_executor(
         &mut self,
         app: &Link,
-        app_id: &str,
         worker: &Link,
-        worker_id: &str,
         exec_id: i32,
         cores: i32,
         memory: i32,
     ) {
+        let app_id = app.client.id.as_str();
+        let worker_id = worker.client.id.as_str();
         self.down(worker, msg::launch_executor(app_id, exec_id, cores, memory));
         self.down(app, msg::executor_added(exec_id, worker_id, cores, memory));
         let changed = msg::executor_state_changed(app_id, exec_id, ExecutorState::Running);

@@ -429,7 +429,7 @@ mod tests {
         let mut s = Scenario::new();
         let w = s.worker("worker-1", "10.0.0.1", 4, 4096);
         let app = s.app("app-1");
-        s.launch_executor(&app, "app-1", &w, "worker-1", 0, 2, 1024);
+        s.launch_executor(&app, &w, 0, 2, 1024);
         let driver = Endpoint::new(Role::Driver, "app-1");
         let e = s.executor(&driver, "0", 2);
         s.down(&e, msg::launch_task(7, 1));
