@@ -19,13 +19,22 @@ from the cluster's start to the first executor registered; CPU seconds of every 
 system, from /proc) per 1,000 tasks (Spark: during the timed job; sparkwire: the whole run, start
 and stop included, so its figure is an upper bound); peak RSS (VmHWM) of the master, the worker,
 the driver and one executor. One Markdown table of both systems and the ratios is printed (medians
-of the runs, ranges in brackets), then every run with its load.
+of the runs, ranges in brackets) with a column saying whether issue 16's goals (30x the
+throughput, 1/30 of the CPU, in 2x1) are met, then every run with its load.
+
+Options: `--runs N` (default 3), `--layouts 2x1,4x1` (a subset), `--tasks N` (default 20,000; a
+smaller job to try the script out). Every completed run is saved at once in
+`$TMPDIR/sparkwire-side-by-side/results.json`; a run that fails is recorded as failed and the
+others go on; Ctrl-C or SIGTERM prints the table of the runs completed so far;
+`--report results.json` prints a saved file's table again without running anything.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -37,6 +46,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYOUTS = [("2x1", 2, 1), ("4x1", 4, 1), ("2x2", 2, 2)]
 TASKS = 20000
+# One run of either system that takes longer than this is killed and recorded as failed.
+RUN_TIMEOUT = 600
+# Issue 16's goal: sparkwire at least this many times Spark's throughput, and this many times less CPU.
+GOAL = 30.0
 CLK = os.sysconf("SC_CLK_TCK")
 
 # The Spark figures of issue 16 (same machine, interleaved runs), for runs without --with-spark.
@@ -78,6 +91,15 @@ def tree(root):
         out.append(p)
         todo.extend(kids.get(p, []))
     return out
+
+
+def kill_tree(root):
+    """Kills root and every process under it (a driver's JVM, an executor the worker started)."""
+    for pid in reversed(tree(root)):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def proc_cpu(pid):
@@ -137,7 +159,7 @@ class Sampler(threading.Thread):
         return max(vals) / 1024 if vals else None
 
 
-def sparkwire_run(binary, execs, cores):
+def sparkwire_run(binary, execs, cores, tasks):
     def classify(pid, root, cmd):
         if pid == root:
             return "driver"
@@ -146,15 +168,24 @@ def sparkwire_run(binary, execs, cores):
                 return k
         return "other"
 
-    args = [binary, "local-cluster", "--job", "pi", "--partitions", str(TASKS), "--param", "1",
+    args = [binary, "local-cluster", "--job", "pi", "--partitions", str(tasks), "--param", "1",
             "--workers", str(execs), "--cores", str(cores)]
     la = load()
     before = os.times()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     sampler = Sampler([proc.pid], classify)
     sampler.start()
-    out, _ = proc.communicate()
-    sampler.stop.set()
+    try:
+        out, _ = proc.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        kill_tree(proc.pid)
+        proc.communicate()
+        raise RuntimeError(f"local-cluster did not end within {RUN_TIMEOUT} s")
+    except BaseException:
+        kill_tree(proc.pid)
+        raise
+    finally:
+        sampler.stop.set()
     sampler.join()
     after = os.times()
     if proc.returncode != 0:
@@ -224,7 +255,7 @@ def spark_setup(workdir):
     return py, home
 
 
-def spark_run(py, home, workdir, execs, cores):
+def spark_run(py, home, workdir, execs, cores, tasks):
     env = dict(os.environ, SPARK_HOME=home, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=py,
                SPARK_LOG_DIR=workdir, SPARK_WORKER_DIR=os.path.join(workdir, "work"))
     spark_class = os.path.join(home, "bin", "spark-class")
@@ -242,7 +273,7 @@ def spark_run(py, home, workdir, execs, cores):
     script = os.path.join(workdir, "driver.py")
     with open(script, "w") as f:
         f.write(SPARK_DRIVER)
-    driver = subprocess.Popen([py, script, url, str(execs), str(cores), str(TASKS)], env=env,
+    driver = subprocess.Popen([py, script, url, str(execs), str(cores), str(tasks)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     roots = {master.pid: "master", worker.pid: "worker", driver.pid: "driver"}
 
@@ -256,10 +287,16 @@ def spark_run(py, home, workdir, execs, cores):
     sampler = Sampler(list(roots), classify)
     sampler.start()
     try:
-        out, _ = driver.communicate(timeout=900)
+        out, _ = driver.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        kill_tree(driver.pid)
+        driver.communicate()
+        raise RuntimeError(f"the Spark driver did not end within {RUN_TIMEOUT} s")
     finally:
         sampler.stop.set()
         sampler.join()
+        if driver.poll() is None:
+            kill_tree(driver.pid)
         for p in (worker, master):
             p.terminate()
             try:
@@ -273,15 +310,15 @@ def spark_run(py, home, workdir, execs, cores):
     t0, t1 = float(job.group(1)), float(job.group(2))
     return {
         "load": la,
-        "tps": TASKS / (t1 - t0),
+        "tps": tasks / (t1 - t0),
         "first_executor_s": float(first.group(1)) - start,
-        "cpu_per_1000": sampler.cpu_between(t0, t1) / TASKS * 1000,
+        "cpu_per_1000": sampler.cpu_between(t0, t1) / tasks * 1000,
         "rss": {k: sampler.peak_mib(k) for k in ("master", "worker", "driver", "executor")},
     }
 
 
 def med(runs, key, sub=None):
-    vals = [(r[key][sub] if sub else r[key]) for r in runs]
+    vals = [(r[key][sub] if sub else r[key]) for r in runs if "error" not in r]
     vals = [v for v in vals if v is not None]
     return (statistics.median(vals), min(vals), max(vals)) if vals else None
 
@@ -297,13 +334,86 @@ def ratio(a, b, digits=1, suffix=""):
     return f"{a / b:,.{digits}f}×{suffix}" if a and b else "—"
 
 
+def goal(a, b):
+    """Whether a / b meets issue 16's goal, as a table cell."""
+    if not a or not b:
+        return "—"
+    return f"met (≥ {GOAL:.0f}×)" if a / b >= GOAL else f"NOT met (< {GOAL:.0f}×)"
+
+
+def report(runs, with_spark, planned, out=sys.stdout):
+    """Prints the table of both systems (medians, ranges), then every run with its load."""
+    def p(line=""):
+        print(line, file=out)
+
+    done = {k: len([r for r in v if "error" not in r]) for k, v in runs.items()}
+    spark_src = "measured in this run, interleaved" if with_spark else "issue 16's figures (not run here)"
+    p(f"Spark: {spark_src}; medians of the runs (range); {planned} runs planned per layout and "
+      f"system; loads are 1-minute load averages on {os.cpu_count()} cores.")
+    counts = ", ".join(f"{sys_} {lay} {n}" for (sys_, lay), n in sorted(done.items()) if with_spark or sys_ == "sparkwire")
+    p(f"Completed runs: {counts}.\n")
+    p("| figure | layout | Spark 4.0.1 | sparkwire | ratio | goal |")
+    p("|---|---|---|---|---|---|")
+    for name, _, _ in LAYOUTS:
+        sw = med(runs[("sparkwire", name)], "tps")
+        sp = med(runs[("spark", name)], "tps") if with_spark else (
+            (ISSUE_SPARK["tps"][name],) * 3 if name in ISSUE_SPARK["tps"] else None)
+        g = goal(sw and sw[0], sp and sp[0]) if name == "2x1" else ""
+        p(f"| tiny tasks per second | {name} | {fmt(sp)} | {fmt(sw)} | {ratio(sw and sw[0], sp and sp[0])} | {g} |")
+    for name, _, _ in LAYOUTS:
+        sw = med(runs[("sparkwire", name)], "cpu_per_1000")
+        sp = med(runs[("spark", name)], "cpu_per_1000") if with_spark else (
+            (ISSUE_SPARK["cpu_per_1000"],) * 3 if name == "2x1" else None)
+        g = goal(sp and sp[0], sw and sw[0]) if name == "2x1" else ""
+        p(f"| CPU s of all processes per 1,000 tasks (sparkwire: whole run) | {name} | {fmt(sp, 3)} | "
+          f"{fmt(sw, 3)} | {ratio(sp and sp[0], sw and sw[0], 1, ' less')} | {g} |")
+    sw = med(runs[("sparkwire", "2x1")], "first_executor_s")
+    if with_spark:
+        sp = med(runs[("spark", "2x1")], "first_executor_s")
+        sp_text = fmt(sp, 2, " s")
+    else:
+        lo, hi = ISSUE_SPARK["first_executor_s"]
+        # The ratio is against the middle of the issue's range.
+        sp, sp_text = ((lo + hi) / 2, lo, hi), f"{lo}–{hi} s (ratio to {(lo + hi) / 2:.2f} s)"
+    p(f"| start to first executor registered | 2x1 | {sp_text} | {fmt(sw, 3, ' s')} | "
+      f"{ratio(sp and sp[0], sw and sw[0], 0, ' sooner')} | |")
+    for kind in ("master", "worker", "driver", "executor"):
+        sw = med(runs[("sparkwire", "2x1")], "rss", kind)
+        sp = med(runs[("spark", "2x1")], "rss", kind) if with_spark else None
+        p(f"| peak RSS, {kind} (MiB) | 2x1 | {fmt(sp, 1)} | {fmt(sw, 1)} | "
+          f"{ratio(sp and sp[0], sw and sw[0], 1, ' less')} | |")
+    p("\nEvery run in the order run (tasks/s, CPU s per 1,000 tasks, 1-minute load at its start):\n")
+    for r in sorted((r for rs in runs.values() for r in rs), key=lambda r: r["seq"]):
+        if "error" in r:
+            p(f"- {r['seq']}. {r['system']} {r['layout']}: FAILED (load {r['load']}): {r['error']}")
+        else:
+            p(f"- {r['seq']}. {r['system']} {r['layout']}: {r['tps']:,.0f} tasks/s, "
+              f"{r['cpu_per_1000']:.3f} CPU s / 1,000, load {r['load']}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--with-spark", action="store_true", help="also run real Spark 4.0.1 (pyspark in a venv)")
     ap.add_argument("--runs", type=int, default=3, help="runs per layout and system (default 3)")
+    ap.add_argument("--tasks", type=int, default=TASKS, help=f"tasks per job (default {TASKS})")
+    ap.add_argument("--layouts", default=",".join(l[0] for l in LAYOUTS),
+                    help="comma-separated layouts to run (default all: 2x1,4x1,2x2)")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "sparkwire"))
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "sparkwire-side-by-side"))
+    ap.add_argument("--report", metavar="RESULTS_JSON",
+                    help="print the table of a results file an earlier run wrote, and run nothing")
     a = ap.parse_args()
+    if a.report:
+        with open(a.report) as f:
+            saved = json.load(f)
+        runs = {(k.split(" ")[0], k.split(" ")[1]): v for k, v in saved["runs"].items()}
+        report(runs, saved["with_spark"], saved["planned"])
+        return
+    chosen = a.layouts.split(",")
+    unknown = [l for l in chosen if l not in {l[0] for l in LAYOUTS}]
+    if unknown:
+        sys.exit(f"unknown layout(s) {', '.join(unknown)}: choose from 2x1, 4x1, 2x2")
+    layouts = [l for l in LAYOUTS if l[0] in chosen]
     if not os.path.exists(a.binary):
         sys.exit(f"{a.binary} is missing: run `cargo build --release` first")
     os.makedirs(a.workdir, exist_ok=True)
@@ -311,53 +421,48 @@ def main():
         if not shutil.which("java"):
             sys.exit("--with-spark needs java (17) on PATH")
         py, home = spark_setup(a.workdir)
-    runs = {("spark", l[0]): [] for l in LAYOUTS}
-    runs.update({("sparkwire", l[0]): [] for l in LAYOUTS})
-    for i in range(a.runs):
-        for name, e, c in LAYOUTS:
-            if a.with_spark:
-                r = spark_run(py, home, a.workdir, e, c)
-                runs[("spark", name)].append(r)
-                print(f"run {i + 1} {name} Spark: {r['tps']:.0f} tasks/s, load {r['load']}", file=sys.stderr)
-            r = sparkwire_run(a.binary, e, c)
-            runs[("sparkwire", name)].append(r)
-            print(f"run {i + 1} {name} sparkwire: {r['tps']:.0f} tasks/s, load {r['load']}", file=sys.stderr)
+    runs = {(system, l[0]): [] for l in LAYOUTS for system in ("spark", "sparkwire")}
+    results = os.path.join(a.workdir, "results.json")
 
-    spark_src = "measured in this run" if a.with_spark else "issue 16's figures (not run here)"
-    print(f"Spark: {spark_src}; medians of {a.runs} runs (range); loads are 1-minute load averages on "
-          f"{os.cpu_count()} cores.\n")
-    print("| figure | layout | Spark 4.0.1 | sparkwire | ratio |")
-    print("|---|---|---|---|---|")
-    for name, _, _ in LAYOUTS:
-        sw = med(runs[("sparkwire", name)], "tps")
-        sp = med(runs[("spark", name)], "tps") if a.with_spark else (
-            (ISSUE_SPARK["tps"][name],) * 3 if name in ISSUE_SPARK["tps"] else None)
-        print(f"| tiny tasks per second | {name} | {fmt(sp)} | {fmt(sw)} | {ratio(sw and sw[0], sp and sp[0])} |")
-    for name, _, _ in LAYOUTS:
-        sw = med(runs[("sparkwire", name)], "cpu_per_1000")
-        sp = med(runs[("spark", name)], "cpu_per_1000") if a.with_spark else (
-            (ISSUE_SPARK["cpu_per_1000"],) * 3 if name == "2x1" else None)
-        print(f"| CPU s of all processes per 1,000 tasks (sparkwire: whole run) | {name} | {fmt(sp, 3)} | "
-              f"{fmt(sw, 3)} | {ratio(sp and sp[0], sw and sw[0], 1, ' less')} |")
-    sw = med(runs[("sparkwire", "2x1")], "first_executor_s")
-    if a.with_spark:
-        sp = med(runs[("spark", "2x1")], "first_executor_s")
-        sp_text = fmt(sp, 2, " s")
-    else:
-        lo, hi = ISSUE_SPARK["first_executor_s"]
-        # The ratio is against the middle of the issue's range.
-        sp, sp_text = ((lo + hi) / 2, lo, hi), f"{lo}–{hi} s (ratio to {(lo + hi) / 2:.2f} s)"
-    print(f"| start to first executor registered | 2x1 | {sp_text} | {fmt(sw, 3, ' s')} | "
-          f"{ratio(sp and sp[0], sw and sw[0], 0, ' sooner')} |")
-    for kind in ("master", "worker", "driver", "executor"):
-        sw = med(runs[("sparkwire", "2x1")], "rss", kind)
-        sp = med(runs[("spark", "2x1")], "rss", kind) if a.with_spark else None
-        print(f"| peak RSS, {kind} (MiB) | 2x1 | {fmt(sp, 1)} | {fmt(sw, 1)} | "
-              f"{ratio(sp and sp[0], sw and sw[0], 1, ' less')} |")
-    print("\nEvery run (tasks/s, load at its start):\n")
-    for (system, name), rs in sorted(runs.items()):
-        if rs:
-            print(f"- {system} {name}: " + ", ".join(f"{r['tps']:.0f} (load {r['load']})" for r in rs))
+    def save():
+        with open(results, "w") as f:
+            json.dump({"with_spark": a.with_spark, "planned": a.runs,
+                       "runs": {f"{k[0]} {k[1]}": v for k, v in runs.items()}}, f, indent=1)
+
+    # A run cut short (Ctrl-C, SIGTERM, a time limit) still prints the table of what completed.
+    def stop(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+    seq = 0
+
+    def one(system, name, e, c):
+        nonlocal seq
+        seq += 1
+        la = load()
+        try:
+            if system == "spark":
+                r = spark_run(py, home, a.workdir, e, c, a.tasks)
+            else:
+                r = sparkwire_run(a.binary, e, c, a.tasks)
+        except RuntimeError as err:
+            r = {"load": la, "error": str(err).splitlines()[0][:300]}
+        r.update(system=system, layout=name, seq=seq)
+        runs[(system, name)].append(r)
+        save()
+        what = f"FAILED: {r['error']}" if "error" in r else f"{r['tps']:,.0f} tasks/s"
+        print(f"run {seq}: {system} {name}: {what}, load {r['load']}", file=sys.stderr, flush=True)
+
+    try:
+        for _ in range(a.runs):
+            for name, e, c in layouts:
+                if a.with_spark:
+                    one("spark", name, e, c)
+                one("sparkwire", name, e, c)
+    except KeyboardInterrupt as why:
+        print(f"\ncut short ({why or 'interrupted'}): the table covers the completed runs\n", file=sys.stderr)
+    print(f"(results saved in {results}; `--report {results}` prints this table again)\n", file=sys.stderr)
+    report(runs, a.with_spark, a.runs)
 
 
 if __name__ == "__main__":
