@@ -65,7 +65,7 @@ pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
     config.limits = super::limits::limits(&args.limits, None)?;
     config.max_task_failures = args.max_task_failures.max(1);
     config.registration_timeout = Duration::from_secs(args.registration_timeout.max(1));
-    super::runtime()?.block_on(async move {
+    super::single_thread_runtime()?.block_on(async move {
         let driver = Driver::start(config).await.map_err(|e| e.to_string())?;
         println!("sparkwire driver listening on {}", driver.url());
         super::flush_stdout();

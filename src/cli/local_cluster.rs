@@ -120,7 +120,7 @@ pub fn run(args: LocalClusterArgs) -> Result<ExitCode, String> {
         return Err("--max-message-size must be 1 to 2047 (MiB)".into());
     }
     let program = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
-    let runtime = super::runtime()?;
+    let runtime = super::single_thread_runtime()?;
     let code = runtime.block_on(async move {
         let mut cluster: Option<LocalCluster> = None;
         let outcome = tokio::select! {

@@ -109,6 +109,18 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
+/// A tokio runtime on the calling thread alone, for the driver's process (`driver`,
+/// `local-cluster`): its work is a chain of short steps per frame (read, validate, schedule,
+/// write), each of which would otherwise wake another runtime thread with a futex and a context
+/// switch; on one thread they follow each other with neither. Blocking work still goes to
+/// tokio's blocking pool.
+fn single_thread_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
 /// A positive, finite number of seconds as a duration.
 fn seconds(secs: f64) -> Result<std::time::Duration, String> {
     if !(secs.is_finite() && secs > 0.0) {

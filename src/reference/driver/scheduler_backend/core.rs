@@ -195,6 +195,9 @@ pub(crate) struct BackendCore {
     master_changes: u32,
     executor_ends: VecDeque<ExecutorEnd>,
     offers: Offers,
+    /// Inputs are being handled as one batch ([`BackendCore::begin_batch`]): the offers they call
+    /// for wait for [`BackendCore::end_batch`].
+    batching: bool,
     next_revive: Instant,
     revive_interval: Duration,
     out: VecDeque<Output>,
@@ -230,6 +233,7 @@ impl BackendCore {
             master_changes: 0,
             executor_ends: VecDeque::new(),
             offers: Offers::None,
+            batching: false,
             next_revive: now + revive_interval,
             revive_interval,
             out: VecDeque::new(),
@@ -342,13 +346,31 @@ impl BackendCore {
         self.settle();
     }
 
-    /// Acts on what the scheduler decided, and makes the offers the input called for, until
-    /// nothing is left: the one place scheduler events become outputs.
+    /// Starts a batch of inputs that arrived together (the StatusUpdates of several executors,
+    /// say): each is handled at once, but the offers they call for are made once, at
+    /// [`end_batch`](Self::end_batch), as Spark's `makeOffers` would find the same free cores had
+    /// the updates come one by one.
+    pub(crate) fn begin_batch(&mut self) {
+        self.batching = true;
+    }
+
+    /// Ends the batch begun by [`begin_batch`](Self::begin_batch): makes the offers its inputs
+    /// called for.
+    pub(crate) fn end_batch(&mut self) {
+        self.batching = false;
+        self.settle();
+    }
+
+    /// Acts on what the scheduler decided, and makes the offers the input called for (unless a
+    /// batch is open), until nothing is left: the one place scheduler events become outputs.
     fn settle(&mut self) {
         loop {
             if let Some(event) = self.scheduler.poll_event() {
                 self.scheduler_event(event);
                 continue;
+            }
+            if self.batching {
+                break;
             }
             match std::mem::replace(&mut self.offers, Offers::None) {
                 Offers::None => break,

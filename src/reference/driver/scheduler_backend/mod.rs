@@ -175,7 +175,11 @@ pub(super) async fn run(
         tokio::select! {
             msg = rx.recv() => match msg {
                 Some(Msg::Stop(reply)) => break Some(reply),
-                Some(msg) => shell.handle(msg),
+                Some(msg) => {
+                    if let Some(reply) = shell.handle_batch(msg, &mut rx) {
+                        break Some(reply);
+                    }
+                }
                 None => break None,
             },
             Some(msg) = reported.recv() => shell.handle(msg),
@@ -191,7 +195,36 @@ pub(super) async fn run(
     }
 }
 
+/// Most messages the loop takes in one batch: what the executors sent meanwhile is handled
+/// together, its offers made once and its frames written together, without starving the timers.
+const BATCH: usize = 64;
+
 impl Shell {
+    /// Handles `first` and whatever else is already waiting in `rx` (at most [`BATCH`] in all) as
+    /// one batch of the core. Returns the reply channel of a Stop found in it, which ends the loop
+    /// once the messages before it are handled.
+    fn handle_batch(
+        &mut self,
+        first: Msg,
+        rx: &mut mpsc::UnboundedReceiver<Msg>,
+    ) -> Option<oneshot::Sender<DriverStatus>> {
+        self.core.begin_batch();
+        self.handle(first);
+        let mut stop = None;
+        for _ in 1..BATCH {
+            match rx.try_recv() {
+                Ok(Msg::Stop(reply)) => {
+                    stop = Some(reply);
+                    break;
+                }
+                Ok(msg) => self.handle(msg),
+                Err(_) => break,
+            }
+        }
+        self.core.end_batch();
+        stop
+    }
+
     fn handle(&mut self, msg: Msg) {
         let now = Instant::now();
         match msg {

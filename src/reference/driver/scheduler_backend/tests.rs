@@ -83,6 +83,15 @@ impl Harness {
         });
     }
 
+    /// Executors "0" (on connection 1) and "1" (on 2) of one core each, and a SparkPi job of
+    /// `partitions` tasks: the LaunchTasks its first offers sent.
+    fn two_executors_running_pi(&mut self, partitions: usize) -> Vec<(ConnId, TaskDescription)> {
+        self.executor(1, "0", 1);
+        self.executor(2, "1", 1);
+        self.submit(pi(partitions)).expect("submitted");
+        launches(&self.take())
+    }
+
     fn connect(&mut self, conn: ConnId, max_frame_size: usize) {
         self.input(Input::Connected {
             conn,
@@ -236,6 +245,35 @@ fn status_updates_free_cores_launch_the_next_task_and_end_the_job() {
 }
 
 #[test]
+fn a_batch_of_status_updates_makes_its_offers_once_at_its_end() {
+    let mut h = Harness::new();
+    let first = h.two_executors_running_pi(4);
+    assert_eq!(first.len(), 2, "one task per executor");
+    h.core.begin_batch();
+    for (conn, desc) in &first {
+        h.finish(*conn, &desc.executor_id, desc.task_id, 3);
+    }
+    assert!(
+        launches(&h.take()).is_empty(),
+        "no offer while the batch is open"
+    );
+    let status = h.core.status(h.now);
+    assert!(
+        status.executors.iter().all(|e| e.free_cores == 1),
+        "the updates were handled at once: both cores are free"
+    );
+    h.core.end_batch();
+    h.collect();
+    let next = launches(&h.take());
+    let mut targets: Vec<ConnId> = next.iter().map(|(conn, _)| *conn).collect();
+    targets.sort_unstable();
+    assert_eq!(targets, [1, 2], "each freed core takes one task at the end");
+    let mut indices: Vec<i32> = next.iter().map(|(_, d)| d.index).collect();
+    indices.sort_unstable();
+    assert_eq!(indices, [2, 3]);
+}
+
+#[test]
 fn a_lost_connection_loses_its_executor_and_its_task_runs_again_elsewhere() {
     let mut h = Harness::new();
     h.executor(1, "0", 1);
@@ -357,10 +395,7 @@ fn a_task_too_large_for_the_connection_fails_its_job_with_sparks_text() {
 #[test]
 fn an_executor_speaks_only_for_itself() {
     let mut h = Harness::new();
-    h.executor(1, "0", 1);
-    h.executor(2, "1", 1);
-    h.submit(pi(2)).expect("submitted");
-    let sent = launches(&h.take());
+    let sent = h.two_executors_running_pi(2);
     let on_0 = sent
         .iter()
         .find(|(c, _)| *c == 1)
