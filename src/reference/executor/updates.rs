@@ -135,3 +135,77 @@ impl Updates {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connection::{Connection, ConnectionConfig, Incoming};
+    use crate::wire::handshake::Role;
+    use std::time::Duration;
+
+    async fn pair() -> (Connection<CoarseMessage>, Connection<CoarseMessage>) {
+        // A small pipe: a large frame stays in the executor's queue until the driver reads.
+        let (a, b) = tokio::io::duplex(16 * 1024);
+        let driver = tokio::spawn(Connection::accept(
+            b,
+            Role::Driver,
+            "driver",
+            ConnectionConfig::default(),
+        ));
+        let executor = Connection::connect(a, Role::Executor, "app/0", ConnectionConfig::default())
+            .await
+            .expect("connects");
+        let driver = driver.await.expect("joins").expect("accepts");
+        (executor, driver)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn updates_behind_a_large_one_wait_in_order_and_never_close_the_connection() {
+        let (executor, mut driver) = pair().await;
+        let updates = Updates::new(executor.handle(), "0".into());
+        let lane = tokio::spawn(Arc::clone(&updates).slow_lane());
+        // More than the queue's byte limit: it waits for room in the slow lane.
+        let big = Payload::from(vec![7u8; DEFAULT_MAX_OUTGOING_BYTES + 1024]);
+        updates.push(1, TaskState::Finished, big, 1);
+        // Small updates from task threads while it is queued: they may not be posted past it.
+        let from_threads = Arc::clone(&updates);
+        std::thread::spawn(move || {
+            for task in 2..200 {
+                from_threads.push(task, TaskState::Running, Payload::default(), 1);
+            }
+        })
+        .join()
+        .expect("pushes");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(executor.handle().close_reason().is_none(), "still open");
+        let mut seen = Vec::new();
+        while seen.len() < 199 {
+            let incoming = tokio::time::timeout(Duration::from_secs(60), driver.recv())
+                .await
+                .expect("in time")
+                .expect("received");
+            match incoming {
+                Incoming::Message(CoarseMessage::StatusUpdate(s)) => {
+                    assert_eq!(s.executor_id, "0");
+                    seen.push((s.task_id, s.data.len()));
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(seen[0], (1, DEFAULT_MAX_OUTGOING_BYTES + 1024));
+        let order: Vec<i64> = seen.iter().map(|(id, _)| *id).collect();
+        assert_eq!(order, (1..200).collect::<Vec<_>>());
+        // With the lane empty again, small updates are posted at once and still in order.
+        updates.push(200, TaskState::Running, Payload::default(), 1);
+        updates.push(200, TaskState::Finished, Payload::from(vec![1u8; 8]), 1);
+        for state in [TaskState::Running, TaskState::Finished] {
+            match driver.recv().await.expect("received") {
+                Incoming::Message(CoarseMessage::StatusUpdate(s)) => {
+                    assert_eq!((s.task_id, s.state), (200, state));
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        lane.abort();
+    }
+}
