@@ -76,10 +76,16 @@ pub fn run(args: ExecutorArgs) -> Result<ExitCode, String> {
         connect_timeout: Duration::from_secs(30),
         security,
     };
-    let runtime = super::runtime()?;
+    // Tasks run on threads of the executor's own; what is left (the connections and the loop
+    // that hands tasks over) is light: one runtime thread does it, so that a frame read, a task
+    // handed over and its updates queued wake no other runtime thread.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let id = config.executor_id.clone();
     let outcome = runtime.block_on(run_executor(config, Arc::new(BuiltinRunner)));
-    // Tasks still running on blocking threads were cancelled; do not wait for them long.
+    // Tasks still running were cancelled; their threads are not waited for.
     runtime.shutdown_timeout(Duration::from_millis(200));
     let code = match outcome {
         Ok(exit) => {

@@ -8,8 +8,14 @@
 //! back), and a watch connection to its worker that carries no message and serves to notice the
 //! worker dying. It never listens.
 //!
-//! Tasks run on blocking threads through a [`TaskRunner`]; each reports StatusUpdate RUNNING, then
-//! FINISHED with its result, FAILED with its error or KILLED after a KillTask. A result too big
+//! Tasks run through a [`TaskRunner`] on task threads of the executor's own, which wait for the
+//! next task rather than being started for each (and a new one is started when a task arrives
+//! while all are busy, so every task launched runs at once, as in Spark's executor); the loop that
+//! reads the driver's messages never runs a task, so a KillTask is handled while tasks run. Each
+//! task's thread reports StatusUpdate RUNNING as it starts, then FINISHED with its result, FAILED
+//! with its error or KILLED after a KillTask; it queues them on the connection itself, so a task
+//! that ends before RUNNING was written goes out in the same write. The executor needs no more
+//! than a current-thread tokio runtime, which is what `sparkwire executor` runs it on. A result too big
 //! for a frame is reported FAILED with a message saying so, and the connection stays up. The
 //! executor ends on StopExecutor ([`ExecutorExit::Stopped`]), when its driver goes away or when
 //! its worker does.
@@ -28,6 +34,8 @@
 
 mod connect;
 mod task_loop;
+mod threads;
+mod updates;
 
 use std::fmt;
 use std::sync::Arc;

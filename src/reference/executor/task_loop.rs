@@ -2,14 +2,14 @@
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
-
-use tokio::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::connect::Started;
+use super::threads::TaskThreads;
+use super::updates::Updates;
 use super::{ExecutorConfig, ExecutorExit};
-use crate::connection::{ConnectionError, ConnectionHandle, Incoming};
-use crate::messages::coarse::{KillTask, LaunchTask, StatusUpdate};
+use crate::connection::{ConnectionHandle, Incoming};
+use crate::messages::coarse::{KillTask, LaunchTask};
 use crate::messages::{
     CoarseMessage, ErrorDescription, Family, Payload, TaskDescription, TaskState,
 };
@@ -18,13 +18,6 @@ use crate::wire::decode_task;
 use crate::wire::task_size_limit;
 use crate::wire::Reply;
 use crate::wire::SPARK_MAX_SIZE_KEY;
-
-/// A task that ended on its thread.
-struct Done {
-    task_id: i64,
-    cpus: i32,
-    result: Result<Payload, TaskFailure>,
-}
 
 /// The text of a FAILED task whose result is too big to send: it names the task, the size, the
 /// limit and the setting, as Spark's oversized-task text does.
@@ -36,12 +29,52 @@ pub fn result_too_large_message(task_id: i64, size: usize, max_allowed: usize) -
     )
 }
 
+/// What the task threads share: the runner, the updates, the tasks running.
+struct Tasks {
+    runner: Arc<dyn TaskRunner>,
+    updates: Arc<Updates>,
+    running: Mutex<HashMap<i64, CancelFlag>>,
+    /// The largest result sent; a larger one fails its task.
+    max_result: usize,
+}
+
+impl Tasks {
+    fn running(&self) -> MutexGuard<'_, HashMap<i64, CancelFlag>> {
+        // Nothing panics while holding it (runners run outside): a poisoned map is in order.
+        self.running
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs a task on its thread: RUNNING as it starts (as Spark's task runner reports it), then
+    /// its end.
+    fn run(&self, task: &TaskDescription, cancel: &CancelFlag) {
+        let (task_id, cpus) = (task.task_id, task.cpus);
+        self.updates
+            .push(task_id, TaskState::Running, Payload::default(), cpus);
+        let result = run_caught(self.runner.as_ref(), task, cancel);
+        self.running().remove(&task_id);
+        let (state, data) = match result {
+            Ok(result) if result.len() >= self.max_result => (
+                TaskState::Failed,
+                encode_failure(&TaskFailure::new(
+                    "org.apache.spark.SparkException",
+                    result_too_large_message(task_id, result.len(), self.max_result),
+                )),
+            ),
+            Ok(result) => (TaskState::Finished, result),
+            Err(f) if f.is_kill() => (TaskState::Killed, encode_failure(&f)),
+            Err(f) => (TaskState::Failed, encode_failure(&f)),
+        };
+        self.updates.push(task_id, state, data, cpus);
+    }
+}
+
 struct Backend<'a> {
     config: &'a ExecutorConfig,
     driver: ConnectionHandle<CoarseMessage>,
-    runner: Arc<dyn TaskRunner>,
-    running: HashMap<i64, CancelFlag>,
-    done: mpsc::UnboundedSender<Done>,
+    tasks: Arc<Tasks>,
+    threads: TaskThreads,
 }
 
 /// Serves the driver until StopExecutor, or until the driver or the worker goes away.
@@ -64,13 +97,21 @@ pub(super) async fn serve(
         "executor {}: registered with the driver of {app_name}",
         config.executor_id
     );
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+    let driver = conn.handle();
+    let updates = Updates::new(driver.clone(), config.executor_id.clone());
+    let slow_lane = tokio::spawn(Arc::clone(&updates).slow_lane());
+    let tasks = Arc::new(Tasks {
+        runner,
+        updates,
+        running: Mutex::new(HashMap::new()),
+        max_result: task_size_limit(driver.max_frame_size()),
+    });
+    let keep = usize::try_from(config.cores).unwrap_or(1);
     let mut backend = Backend {
         config,
-        driver: conn.handle(),
-        runner,
-        running: HashMap::new(),
-        done: done_tx,
+        driver,
+        tasks,
+        threads: TaskThreads::new(keep, format!("executor-{}-task", config.executor_id)),
     };
     let worker_gone = async {
         match &mut worker {
@@ -89,20 +130,17 @@ pub(super) async fn serve(
                 }
                 Err(e) => break ExecutorExit::DriverLost(e.to_string()),
             },
-            Some(done) = done_rx.recv() => {
-                if let Err(e) = backend.finished(done).await {
-                    break ExecutorExit::DriverLost(e.to_string());
-                }
-            }
             why = &mut worker_gone => break ExecutorExit::WorkerLost(why),
         }
     };
-    for cancel in backend.running.values() {
+    for cancel in backend.tasks.running().values() {
         cancel.cancel();
     }
+    backend.threads.close();
     if exit == ExecutorExit::Stopped {
         conn.close().await;
     }
+    slow_lane.abort();
     tracing::info!("executor {}: {exit}", config.executor_id);
     exit
 }
@@ -111,7 +149,7 @@ impl Backend<'_> {
     /// Handles what the driver sent; `Some` ends the executor.
     async fn handle(&mut self, incoming: Incoming<CoarseMessage>) -> Option<ExecutorExit> {
         match incoming {
-            Incoming::Message(CoarseMessage::LaunchTask(launch)) => self.launch(launch).await,
+            Incoming::Message(CoarseMessage::LaunchTask(launch)) => self.launch(&launch),
             Incoming::Message(CoarseMessage::KillTask(kill)) => self.kill(&kill),
             Incoming::Message(CoarseMessage::StopExecutor(_)) => {
                 return Some(ExecutorExit::Stopped)
@@ -127,7 +165,7 @@ impl Backend<'_> {
                 id,
                 message: CoarseMessage::TaskThreadDump(_),
             } => {
-                // A blocking thread's stack is not ours to read: answer that there is none.
+                // A task thread's stack is not ours to read: answer that there is none.
                 if let Err(e) = self.driver.reply(id, Reply::ThreadDump(None)).await {
                     return Some(ExecutorExit::DriverLost(e.to_string()));
                 }
@@ -148,7 +186,8 @@ impl Backend<'_> {
         None
     }
 
-    async fn launch(&mut self, launch: LaunchTask) {
+    /// Hands a task to a task thread, which reports it.
+    fn launch(&mut self, launch: &LaunchTask) {
         let task = match decode_task(&launch.data.0) {
             Ok(task) => task,
             Err(e) => {
@@ -161,35 +200,37 @@ impl Backend<'_> {
                 return;
             }
         };
-        let task_id = task.task_id;
-        let cpus = task.cpus;
-        if self.running.contains_key(&task_id) {
-            tracing::error!(
-                "executor {}: task {task_id} is already running",
-                self.config.executor_id
-            );
-            return;
-        }
+        let (task_id, cpus) = (task.task_id, task.cpus);
         let cancel = CancelFlag::new();
-        self.running.insert(task_id, cancel.clone());
-        // RUNNING goes out before the task can finish, so the driver always sees it first.
-        let _ = self
-            .status(task_id, TaskState::Running, Payload::default(), cpus)
-            .await;
-        let runner = Arc::clone(&self.runner);
-        let done = self.done.clone();
-        tokio::task::spawn_blocking(move || {
-            let result = run_caught(runner.as_ref(), &task, &cancel);
-            let _ = done.send(Done {
-                task_id,
-                cpus,
-                result,
-            });
-        });
+        {
+            let mut running = self.tasks.running();
+            if running.contains_key(&task_id) {
+                tracing::error!(
+                    "executor {}: task {task_id} is already running",
+                    self.config.executor_id
+                );
+                return;
+            }
+            running.insert(task_id, cancel.clone());
+        }
+        let tasks = Arc::clone(&self.tasks);
+        if let Err(e) = self
+            .threads
+            .run(Box::new(move || tasks.run(&task, &cancel)))
+        {
+            self.tasks.running().remove(&task_id);
+            let updates = &self.tasks.updates;
+            updates.push(task_id, TaskState::Running, Payload::default(), cpus);
+            let failure = TaskFailure::new(
+                "java.util.concurrent.RejectedExecutionException",
+                format!("no thread to run task {task_id} on: {e}"),
+            );
+            updates.push(task_id, TaskState::Failed, encode_failure(&failure), cpus);
+        }
     }
 
     fn kill(&mut self, kill: &KillTask) {
-        match self.running.get(&kill.task_id) {
+        match self.tasks.running().get(&kill.task_id) {
             Some(cancel) => {
                 tracing::info!(
                     "executor {}: killing task {} ({})",
@@ -205,60 +246,6 @@ impl Backend<'_> {
                 kill.task_id
             ),
         }
-    }
-
-    /// Reports a task that ended. Fails only when the driver connection is gone.
-    async fn finished(&mut self, done: Done) -> Result<(), ConnectionError> {
-        self.running.remove(&done.task_id);
-        let limit = task_size_limit(self.driver.max_frame_size());
-        let (state, data) = match done.result {
-            Ok(result) if result.len() >= limit => (
-                TaskState::Failed,
-                encode_failure(&TaskFailure::new(
-                    "org.apache.spark.SparkException",
-                    result_too_large_message(done.task_id, result.len(), limit),
-                )),
-            ),
-            Ok(result) => (TaskState::Finished, result),
-            Err(f) if f.is_kill() => (TaskState::Killed, encode_failure(&f)),
-            Err(f) => (TaskState::Failed, encode_failure(&f)),
-        };
-        match self.status(done.task_id, state, data, done.cpus).await {
-            Err(ConnectionError::Outbound(e)) => {
-                // The update did not fit a frame after all: report that instead.
-                let failure = TaskFailure::new(
-                    "org.apache.spark.SparkException",
-                    format!("the task's status update could not be sent: {e}"),
-                );
-                self.status(
-                    done.task_id,
-                    TaskState::Failed,
-                    encode_failure(&failure),
-                    done.cpus,
-                )
-                .await
-            }
-            other => other,
-        }
-    }
-
-    async fn status(
-        &self,
-        task_id: i64,
-        state: TaskState,
-        data: Payload,
-        task_cpus: i32,
-    ) -> Result<(), ConnectionError> {
-        self.driver
-            .send(CoarseMessage::StatusUpdate(StatusUpdate {
-                executor_id: self.config.executor_id.clone(),
-                task_id,
-                state,
-                data,
-                task_cpus,
-                resources: Default::default(),
-            }))
-            .await
     }
 }
 
