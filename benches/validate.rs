@@ -204,7 +204,7 @@ fn main() {
             timed(|| {
                 let mut v = Validator::new(decoding());
                 let mut violations = 0usize;
-                let read = read_pipelined(input, |e| violations += v.observe(&e).len())
+                let read = read_pipelined(input, |e| violations += v.observe(e).len())
                     .expect("the generated trace reads");
                 assert_eq!(read as usize, n);
                 assert_eq!(violations + v.finish().len(), 0);

@@ -67,7 +67,7 @@ pub fn check(path: &Path, config: Config, allow_pending: bool) -> Result<Outcome
     let input = open(path)?;
     let mut validator = Validator::new(config);
     let mut violations = Vec::new();
-    read_pipelined(input, |event| violations.extend(validator.observe(&event)))
+    read_pipelined(input, |event| violations.extend(validator.observe(event)))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if !allow_pending {
         violations.extend(validator.finish());

@@ -80,8 +80,9 @@ const PIPELINE_DEPTH: usize = 4;
 
 /// Reads the trace `input` (either form, as [`AnyTraceReader`]) on a second thread and hands
 /// each event to `each` on this one, in order, so reading and what `each` does (validating)
-/// overlap on two cores. Stops at the first unreadable line or record and returns its error,
-/// after `each` has had every event before it; else returns the number of events read.
+/// overlap on two cores. Events are dropped on the reading thread, where they were allocated.
+/// Stops at the first unreadable line or record and returns its error, after `each` has had
+/// every event before it; else returns the number of events read.
 ///
 /// ```
 /// use sparkwire::validate::trace::read_pipelined;
@@ -91,27 +92,35 @@ const PIPELINE_DEPTH: usize = 4;
 /// let file = std::io::BufReader::new(std::fs::File::open(path).expect("the trace"));
 /// let mut validator = Validator::new(Config::sparkwire());
 /// let mut violations = Vec::new();
-/// let events = read_pipelined(file, |e| violations.extend(validator.observe(&e))).expect("reads");
+/// let events = read_pipelined(file, |e| violations.extend(validator.observe(e))).expect("reads");
 /// violations.extend(validator.finish());
 /// assert_eq!(events, validator.events());
 /// assert!(violations.is_empty(), "{violations:?}");
 /// ```
 pub fn read_pipelined<R: BufRead + Send>(
     input: R,
-    mut each: impl FnMut(Event),
+    mut each: impl FnMut(&Event),
 ) -> Result<u64, AnyTraceError> {
     let (tx, rx) = mpsc::sync_channel::<Result<Vec<Event>, AnyTraceError>>(PIPELINE_DEPTH);
+    // Batches handed back once seen, to be dropped (and their space reused) by the reader.
+    let (back_tx, back_rx) = mpsc::channel::<Vec<Event>>();
     std::thread::scope(|scope| {
         scope.spawn(move || {
-            let mut batch = Vec::with_capacity(PIPELINE_BATCH);
+            let fresh = |back: &mpsc::Receiver<Vec<Event>>| match back.try_recv() {
+                Ok(mut used) => {
+                    used.clear();
+                    used
+                }
+                Err(_) => Vec::with_capacity(PIPELINE_BATCH),
+            };
+            let mut batch = fresh(&back_rx);
             for event in AnyTraceReader::new(input) {
                 match event {
                     Ok(e) => {
                         batch.push(e);
                         if batch.len() == PIPELINE_BATCH {
-                            let full =
-                                std::mem::replace(&mut batch, Vec::with_capacity(PIPELINE_BATCH));
-                            if tx.send(Ok(full)).is_err() {
+                            let next = fresh(&back_rx);
+                            if tx.send(Ok(std::mem::replace(&mut batch, next))).is_err() {
                                 return;
                             }
                         }
@@ -131,10 +140,13 @@ pub fn read_pipelined<R: BufRead + Send>(
         });
         let mut n = 0u64;
         for batch in rx {
-            for e in batch? {
-                n += 1;
+            let batch = batch?;
+            for e in &batch {
                 each(e);
             }
+            n += batch.len() as u64;
+            // The reader may have finished: then the batch is dropped here.
+            let _ = back_tx.send(batch);
         }
         Ok(n)
     })
