@@ -121,32 +121,7 @@ fn illegal_flow() -> Scenario {
 
 #[test]
 fn traces_round_trip_every_kind_of_event() {
-    let mut s = legal_flow();
-    let e = s.executor(&Endpoint::new(Role::Driver, "app-9"), "7", 1);
-    let ask = s.ask_down(&e, msg::kill_task(1, "7"));
-    s.reply_up(&e, ask, Reply::<CoarseMessage>::Int(3));
-    let thread = ThreadStackTrace::new(
-        42,
-        "Executor task launch worker-0".into(),
-        "RUNNABLE".into(),
-        vec!["Task.run".into()],
-    );
-    s.reply_up(
-        &e,
-        ask + 1,
-        Reply::<CoarseMessage>::ThreadDump(Some(thread)),
-    );
-    s.reply_up(&e, ask + 2, Reply::<CoarseMessage>::ThreadDump(None));
-    s.reply_up(
-        &e,
-        ask + 3,
-        Reply::<CoarseMessage>::Bytes(Payload::copy_from(&[0, 1, 255])),
-    );
-    let reason =
-        ExecutorLossReason::executor_exited(137, false, "Command exited with code 137".into());
-    s.reply_up(&e, ask + 4, Reply::<CoarseMessage>::LossReason(reason));
-    s.fail_down::<CoarseMessage>(&e, ask + 5, "Duplicate executor ID: 7");
-    let events = s.into_events();
+    let events = every_kind_of_event();
     let text = to_text(&events).expect("traces write");
     assert_eq!(text.lines().count(), events.len());
     let back = read_events(&text).expect("traces read back");
@@ -172,7 +147,10 @@ fn every_kind_of_event() -> Vec<Event> {
         ask + 3,
         Reply::<CoarseMessage>::Bytes(Payload::copy_from(&[0, 1, 255])),
     );
-    s.fail_down::<CoarseMessage>(&e, ask + 4, "Duplicate executor ID: 7");
+    let reason =
+        ExecutorLossReason::executor_exited(137, false, "Command exited with code 137".into());
+    s.reply_up(&e, ask + 4, Reply::<CoarseMessage>::LossReason(reason));
+    s.fail_down::<CoarseMessage>(&e, ask + 5, "Duplicate executor ID: 7");
     let (from, to) = (
         Endpoint::new(Role::Executor, "7"),
         Endpoint::new(Role::Driver, "app-9"),
