@@ -1,8 +1,11 @@
 //! Validator throughput: validated events per second on a long generated trace, against two
-//! baselines measured in the same run (cloning the events; decoding the trace's JSON lines).
+//! baselines measured in the same run (cloning the events; decoding the trace's JSON lines), and
+//! reading the trace in both forms (JSON Lines and binary), alone and with validation, on one
+//! thread and pipelined on two (as `sparkwire validate` does).
 //!
 //! Run: `cargo bench --bench validate` (optionally `-- EVENTS` for the trace length, default 1M;
-//! `-- --write-trace PATH` also writes the trace there, for timing `sparkwire validate PATH`).
+//! `-- --write-trace PATH` also writes the trace there, for timing `sparkwire validate PATH`: in
+//! the binary form when PATH ends in `.swtrace`, else JSON Lines; it may be given twice).
 //! Rates are per second of wall time and per second of this process's CPU time (the machine is
 //! shared; the load average is printed at the start and the end).
 
@@ -11,7 +14,10 @@ use std::time::Instant;
 
 use sparkwire::validate::scenario::{msg, Scenario};
 use sparkwire::validate::sparkwire_task_decoder;
-use sparkwire::validate::trace::{event_from_json, to_text, TraceReader};
+use sparkwire::validate::trace::{
+    event_from_json, read_pipelined, to_text, write_binary, BinaryTraceReader, TraceFormat,
+    TraceReader,
+};
 use sparkwire::validate::{Config, Endpoint, Event, Validator};
 use sparkwire::wire::handshake::Role;
 
@@ -109,20 +115,28 @@ fn main() {
         .iter()
         .find_map(|a| a.parse::<usize>().ok())
         .unwrap_or(1_000_000);
-    let write_to = args
+    let write_to: Vec<&String> = args
         .iter()
-        .position(|a| a == "--write-trace")
-        .and_then(|i| args.get(i + 1));
+        .enumerate()
+        .filter(|(_, a)| *a == "--write-trace")
+        .filter_map(|(i, _)| args.get(i + 1))
+        .collect();
     let load_before = load();
     let events = generate(target);
     let n = events.len();
     let text = to_text(&events).expect("the generated trace writes");
+    let binary = write_binary(&events).expect("the generated trace writes");
     println!(
-        "trace: {n} events, {:.1} MiB of JSON lines",
-        text.len() as f64 / (1 << 20) as f64
+        "trace: {n} events, {:.1} MiB of JSON lines, {:.1} MiB binary",
+        text.len() as f64 / (1 << 20) as f64,
+        binary.len() as f64 / (1 << 20) as f64
     );
-    if let Some(path) = write_to {
-        std::fs::write(path, &text).expect("the trace file writes");
+    for path in write_to {
+        let bytes = match TraceFormat::for_path(path.as_ref()) {
+            TraceFormat::Binary => binary.as_slice(),
+            _ => text.as_bytes(),
+        };
+        std::fs::write(path, bytes).expect("the trace file writes");
         println!("trace written to {path}");
     }
 
@@ -159,6 +173,44 @@ fn main() {
             assert_eq!(decoded, n);
         }),
     ));
+    passes.push((
+        "read trace (binary)",
+        timed(|| {
+            let mut decoded = 0usize;
+            for e in BinaryTraceReader::new(binary.as_slice()) {
+                decoded += usize::from(black_box(e.expect("the generated trace reads")).conn > 0);
+            }
+            assert_eq!(decoded, n);
+        }),
+    ));
+    let decoding = || Config::with_task_decoder(sparkwire_task_decoder);
+    passes.push((
+        "read+validate JSON, 1 thread",
+        timed(|| {
+            let mut v = Validator::new(decoding());
+            let mut violations = 0usize;
+            for e in TraceReader::new(text.as_bytes()) {
+                violations += v.observe(&e.expect("the generated trace reads")).len();
+            }
+            assert_eq!(violations + v.finish().len(), 0);
+        }),
+    ));
+    for (name, input) in [
+        ("read+validate JSON, 2 threads", text.as_bytes()),
+        ("read+validate binary, 2 thr.", binary.as_slice()),
+    ] {
+        passes.push((
+            name,
+            timed(|| {
+                let mut v = Validator::new(decoding());
+                let mut violations = 0usize;
+                let read = read_pipelined(input, |e| violations += v.observe(e).len())
+                    .expect("the generated trace reads");
+                assert_eq!(read as usize, n);
+                assert_eq!(violations + v.finish().len(), 0);
+            }),
+        ));
+    }
     for (name, config) in [
         ("validate (task counting)", Config::default()),
         (

@@ -24,6 +24,7 @@ pub const TARGETS: &[&str] = &[
     "task_description",
     "validator",
     "trace_reader",
+    "binary_trace_reader",
     "spark_stream",
 ];
 
@@ -34,6 +35,7 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         "handshake" => handshake(data),
         "validator" => validator(data),
         "trace_reader" => trace_reader(data),
+        "binary_trace_reader" => binary_trace_reader(data),
         "message_body" => message_body(data),
         "envelope" => envelope(data),
         "roundtrip" => roundtrip(data),
@@ -461,6 +463,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
                 }
             }
         }
+        "binary_trace_reader" => out.extend(binary_trace_seeds()),
         "roundtrip" => {
             for i in 0..64u8 {
                 out.push(
@@ -561,6 +564,67 @@ pub fn trace_reader(data: &[u8]) {
         },
         Err(e) => panic!("events read from a trace cannot be written: {e}"),
     }
+}
+
+/// The bytes, after a binary trace's header, are read as the records of a binary trace
+/// (protocol/trace.md, "Binary form"): nothing panics, reading stops at the first bad record, the
+/// events before it written back read back the same, and the detecting reader reads the whole
+/// input exactly as the binary reader does.
+pub fn binary_trace_reader(data: &[u8]) {
+    use crate::validate::trace::{binary_header, write_binary, AnyTraceReader, BinaryTraceReader};
+    let mut input = binary_header().to_vec();
+    input.extend_from_slice(data);
+    let mut events = Vec::new();
+    let mut failed = None;
+    for e in BinaryTraceReader::new(input.as_slice()) {
+        match e {
+            Ok(e) => events.push(e),
+            Err(e) => {
+                assert!(failed.is_none(), "reading goes on after an error");
+                assert!(
+                    e.offset as usize <= input.len(),
+                    "{e}: offset beyond the input"
+                );
+                failed = Some(e);
+            }
+        }
+    }
+    let detected: Vec<_> = AnyTraceReader::new(input.as_slice()).collect();
+    assert_eq!(detected.len(), events.len() + usize::from(failed.is_some()));
+    match write_binary(&events) {
+        Ok(again) => {
+            let back: Result<Vec<_>, _> = BinaryTraceReader::new(again.as_slice()).collect();
+            match back {
+                Ok(back) => assert_eq!(back, events, "a written trace reads back differently"),
+                Err(e) => panic!("a written binary trace does not read back: {e}"),
+            }
+        }
+        Err(e) => panic!("events read from a binary trace cannot be written: {e}"),
+    }
+}
+
+/// The sample traces in the binary form (without the header the target adds), whole and one
+/// record at a time.
+fn binary_trace_seeds() -> Vec<Vec<u8>> {
+    use crate::validate::trace::{read_events, write_binary, HEADER_LEN};
+    let mut out = Vec::new();
+    for text in [
+        include_str!("../protocol/traces/legal-flow.jsonl"),
+        include_str!("../protocol/traces/illegal-flow.jsonl"),
+    ] {
+        let Ok(events) = read_events(text) else {
+            continue;
+        };
+        if let Ok(all) = write_binary(&events) {
+            out.push(all[HEADER_LEN..].to_vec());
+        }
+        for e in events.iter().take(100) {
+            if let Ok(one) = write_binary(std::slice::from_ref(e)) {
+                out.push(one[HEADER_LEN..].to_vec());
+            }
+        }
+    }
+    out
 }
 
 /// Spark's wire, raw: the first byte says where the bytes split between the client's and the

@@ -9,8 +9,13 @@ use sparkwire::messages::{
     TaskState, ThreadStackTrace,
 };
 use sparkwire::validate::scenario::{msg, Scenario};
-use sparkwire::validate::trace::{read_events, to_text, TraceErrorKind, TraceReader};
-use sparkwire::validate::{Endpoint, Event, Rule, Validator};
+use sparkwire::validate::trace::{
+    read_events, to_text, write_binary, AnyTraceError, AnyTraceReader, BinaryTraceReader,
+    TraceErrorKind, TraceReader,
+};
+use sparkwire::validate::{
+    Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, Rule, Validator,
+};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
@@ -116,16 +121,21 @@ fn illegal_flow() -> Scenario {
 
 #[test]
 fn traces_round_trip_every_kind_of_event() {
+    let events = every_kind_of_event();
+    let text = to_text(&events).expect("traces write");
+    assert_eq!(text.lines().count(), events.len());
+    let back = read_events(&text).expect("traces read back");
+    assert_eq!(back, events);
+}
+
+/// Every kind of event, the replies of every kind and `outside` frames with and without their
+/// optional keys included.
+fn every_kind_of_event() -> Vec<Event> {
     let mut s = legal_flow();
     let e = s.executor(&Endpoint::new(Role::Driver, "app-9"), "7", 1);
     let ask = s.ask_down(&e, msg::kill_task(1, "7"));
-    s.reply_up(&e, ask, Reply::<CoarseMessage>::Int(3));
-    let thread = ThreadStackTrace::new(
-        42,
-        "Executor task launch worker-0".into(),
-        "RUNNABLE".into(),
-        vec!["Task.run".into()],
-    );
+    s.reply_up(&e, ask, Reply::<CoarseMessage>::Int(-3));
+    let thread = ThreadStackTrace::new(7, "t".into(), "BLOCKED".into(), vec!["a".into()]);
     s.reply_up(
         &e,
         ask + 1,
@@ -141,11 +151,77 @@ fn traces_round_trip_every_kind_of_event() {
         ExecutorLossReason::executor_exited(137, false, "Command exited with code 137".into());
     s.reply_up(&e, ask + 4, Reply::<CoarseMessage>::LossReason(reason));
     s.fail_down::<CoarseMessage>(&e, ask + 5, "Duplicate executor ID: 7");
-    let events = s.into_events();
-    let text = to_text(&events).expect("traces write");
-    assert_eq!(text.lines().count(), events.len());
-    let back = read_events(&text).expect("traces read back");
-    assert_eq!(back, events);
+    let (from, to) = (
+        Endpoint::new(Role::Executor, "7"),
+        Endpoint::new(Role::Driver, "app-9"),
+    );
+    for (id, detail) in [(Some(u64::MAX), Some("bad frame: 3 bytes")), (None, None)] {
+        let frame = OutsideFrame {
+            transport: "RpcRequest".into(),
+            id,
+            endpoint: detail.map(|_| "endpoint-verifier".to_string()),
+            class: detail.map(|_| {
+                "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence".to_string()
+            }),
+            status: if detail.is_some() {
+                OutsideStatus::Undecoded
+            } else {
+                OutsideStatus::Outside
+            },
+            detail: detail.map(str::to_string),
+            bytes: 191,
+        };
+        s.push(Event {
+            time: s.now(),
+            conn: e.conn,
+            body: EventBody::Outside {
+                from: from.clone(),
+                to: to.clone(),
+                frame,
+            },
+        });
+    }
+    s.into_events()
+}
+
+#[test]
+fn binary_traces_round_trip_every_kind_of_event_and_convert_back_to_the_same_lines() {
+    let events = every_kind_of_event();
+    let bytes = write_binary(&events).expect("the binary form writes");
+    let back: Result<Vec<_>, _> = BinaryTraceReader::new(bytes.as_slice()).collect();
+    assert_eq!(back.as_ref(), Ok(&events));
+    // JSON Lines → events → binary → events → JSON Lines gives the same text.
+    let text = to_text(&events).expect("writes");
+    let again = to_text(&back.expect("reads")).expect("writes");
+    assert_eq!(again, text);
+    // Either form is read by the reader that tells them apart.
+    for input in [text.as_bytes(), bytes.as_slice()] {
+        let read: Result<Vec<_>, _> = AnyTraceReader::new(input).collect();
+        assert_eq!(read, Ok(events.clone()));
+    }
+    // The binary form carries the envelopes' wire bytes: it is smaller than the JSON.
+    assert!(
+        bytes.len() < text.len(),
+        "{} vs {}",
+        bytes.len(),
+        text.len()
+    );
+}
+
+#[test]
+fn json_lines_read_through_the_detecting_reader_keep_their_line_errors() {
+    let text = "\n{\"time\":0,\"conn\":1,\"event\":\"close\"}\n{\"time\":0}\n";
+    let mut it = AnyTraceReader::new(text.as_bytes());
+    assert!(!it.is_binary());
+    assert!(matches!(it.next(), Some(Ok(_))));
+    match it.next() {
+        Some(Err(AnyTraceError::Lines(e))) => {
+            assert_eq!(e.line, 3);
+            assert_eq!(e.kind, TraceErrorKind::Missing("conn"));
+            assert_eq!(e.to_string(), "line 3: missing field \"conn\"");
+        }
+        other => panic!("expected line 3's error, got {other:?}"),
+    }
 }
 
 fn first_error(text: &str) -> (usize, TraceErrorKind) {
@@ -414,5 +490,97 @@ fn validate_command_exits_2_on_unreadable_input() {
         dir.join("absent.jsonl").to_str().expect("utf-8 path"),
     ]);
     assert_eq!(code, 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sparkwire-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn utf8(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+#[test]
+fn trace_convert_writes_binary_that_validates_alike_and_converts_back_to_the_same_text() {
+    let dir = temp_dir("convert");
+    let samples = root().join("protocol/traces");
+    for (name, want_code) in [("legal-flow", 0), ("illegal-flow", 1)] {
+        let json = samples.join(format!("{name}.jsonl"));
+        let binary = dir.join(format!("{name}.swtrace"));
+        let back = dir.join(format!("{name}.jsonl"));
+        let (code, text) = sparkwire(&["trace", "convert", utf8(&json), utf8(&binary)]);
+        assert_eq!(code, 0, "{text}");
+        let bytes = std::fs::read(&binary).expect("written");
+        assert_eq!(
+            &bytes[..8],
+            b"\xc1SWTRACE",
+            "the extension selects the binary form"
+        );
+        let (code, text) = sparkwire(&["trace", "convert", utf8(&binary), utf8(&back)]);
+        assert_eq!(code, 0, "{text}");
+        assert_eq!(
+            std::fs::read_to_string(&back).expect("written"),
+            std::fs::read_to_string(&json).expect("the sample"),
+        );
+        // --format overrides the extension.
+        let forced = dir.join(format!("{name}.bin"));
+        let (code, text) = sparkwire(&[
+            "trace",
+            "convert",
+            "--format",
+            "binary",
+            utf8(&json),
+            utf8(&forced),
+        ]);
+        assert_eq!(code, 0, "{text}");
+        assert_eq!(std::fs::read(&forced).expect("written"), bytes);
+        // `validate` reads the binary form and says exactly what it says of the JSON.
+        let (json_code, json_out) = sparkwire(&["validate", utf8(&json)]);
+        let (bin_code, bin_out) = sparkwire(&["validate", utf8(&binary)]);
+        assert_eq!((json_code, bin_code), (want_code, want_code), "{bin_out}");
+        assert_eq!(bin_out, json_out);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn validate_command_names_the_record_and_offset_of_a_bad_binary_trace() {
+    let dir = temp_dir("bad-binary");
+    let events = read_events(
+        &std::fs::read_to_string(root().join("protocol/traces/legal-flow.jsonl")).expect("sample"),
+    )
+    .expect("reads");
+    let whole = write_binary(&events[..3]).expect("writes");
+    let two = write_binary(&events[..2]).expect("writes").len();
+    let cut = dir.join("cut.swtrace");
+    std::fs::write(&cut, &whole[..whole.len() - 1]).expect("written");
+    let (code, text) = sparkwire(&["validate", utf8(&cut)]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(&format!("record 3 at byte {two}: truncated")),
+        "{text}"
+    );
+    // A huge length is refused at once; an unknown format version is named.
+    let mut huge = whole[..two].to_vec();
+    huge.extend_from_slice(&[0xff; 4]);
+    std::fs::write(&cut, &huge).expect("written");
+    let (code, text) = sparkwire(&["validate", utf8(&cut)]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("record 3") && text.contains("longer than the limit"),
+        "{text}"
+    );
+    let mut future = whole.clone();
+    future[11] = 9;
+    std::fs::write(&cut, &future).expect("written");
+    let (code, text) = sparkwire(&["validate", utf8(&cut)]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("record 0 at byte 0: bad header") && text.contains("version 9"),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

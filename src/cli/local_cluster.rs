@@ -12,6 +12,7 @@ use sparkwire::reference::diagram::mermaid;
 use sparkwire::reference::driver::{Driver, DriverConfig};
 use sparkwire::reference::local_cluster::{ClusterConfig, LocalCluster};
 use sparkwire::reference::tap::{strict_validator, TraceObserver};
+use sparkwire::validate::trace::TraceFormat;
 use sparkwire::wire::handshake::Secret;
 
 use super::job::{run_and_report, JobArgs};
@@ -30,7 +31,8 @@ pub struct LocalClusterArgs {
     memory: u32,
     #[command(flatten)]
     job: JobArgs,
-    /// Write the driver's trace of every connection here (JSON Lines, protocol/trace.md).
+    /// Write the driver's trace of every connection here (protocol/trace.md): binary when the
+    /// name ends in .swtrace, else JSON Lines.
     #[arg(long)]
     trace: Option<PathBuf>,
     /// Write a Mermaid sequence diagram of the registrations and the first tasks here.
@@ -191,7 +193,11 @@ async fn run_cluster(
     } else {
         0
     };
-    let observer = TraceObserver::new(Some(strict_validator()), trace, keep);
+    let format = args
+        .trace
+        .as_deref()
+        .map_or(TraceFormat::JsonLines, TraceFormat::for_path);
+    let observer = TraceObserver::with_trace_format(Some(strict_validator()), trace, format, keep);
 
     let mut config = ClusterConfig::new(program.clone(), args.workers, args.cores, args.memory);
     config.master_args = vec![

@@ -15,6 +15,7 @@ mod spark_proxy;
 mod spec;
 mod status;
 mod submit;
+mod trace;
 mod validate;
 mod worker;
 
@@ -35,8 +36,12 @@ enum Command {
     /// Read the protocol definition: list messages, write or check the golden vectors.
     #[command(subcommand)]
     Spec(spec::SpecCommand),
-    /// Check a trace (JSON Lines) against the protocol's state machine; exit 1 on violations.
+    /// Check a trace (JSON Lines or binary) against the protocol's state machine; exit 1 on
+    /// violations.
     Validate(validate::ValidateArgs),
+    /// Work with trace files: convert between JSON Lines and the binary form.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
     /// Run the reference executor (what a worker launches): register with a driver, run tasks.
     Executor(executor::ExecutorArgs),
     /// Run the reference driver: register an application with the master(s), run one job, exit.
@@ -64,6 +69,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Spec(cmd) => spec::run(cmd),
         Command::Validate(args) => validate::run(args),
+        Command::Trace(cmd) => trace::run(cmd),
         Command::Executor(args) => executor::run(args),
         Command::Driver(args) => driver::run(args),
         Command::LocalCluster(args) => local_cluster::run(args),

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use sparkwire::messages::Version;
 use sparkwire::spark::decode::decode_capture;
 use sparkwire::spark::tracer::Summary;
-use sparkwire::validate::trace::TraceWriter;
+use sparkwire::validate::trace::{TraceFormat, TraceWriter};
 use sparkwire::validate::{Config, Validator};
 
 #[derive(Debug, Subcommand)]
@@ -26,7 +26,8 @@ pub enum SparkCommand {
 pub struct DecodeArgs {
     /// The capture (pcap or pcapng).
     capture: PathBuf,
-    /// Write the trace (JSON Lines, protocol/trace.md) here.
+    /// Write the trace (protocol/trace.md) here: binary when the name ends in .swtrace, else JSON
+    /// Lines.
     #[arg(long)]
     trace: Option<PathBuf>,
     /// Server ports of Spark's connections (comma-separated); default: every TCP connection that
@@ -120,7 +121,7 @@ fn decode(args: DecodeArgs) -> Result<ExitCode, String> {
     if let Some(path) = &args.trace {
         let file =
             File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-        let mut w = TraceWriter::new(BufWriter::new(file));
+        let mut w = TraceWriter::with_format(BufWriter::new(file), TraceFormat::for_path(path));
         for e in &decoded.events {
             w.write(e)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;

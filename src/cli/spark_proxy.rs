@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use sparkwire::messages::Version;
 use sparkwire::spark::proxy::{start, ProxyOptions};
+use sparkwire::validate::trace::TraceFormat;
 
 use super::spark::{print_summary, spark_config};
 
@@ -20,7 +21,8 @@ pub struct ProxyArgs {
     /// The Spark process to forward to, such as 127.0.0.1:17077.
     #[arg(long)]
     upstream: String,
-    /// Write the trace (JSON Lines, protocol/trace.md) here, flushed as it goes.
+    /// Write the trace (protocol/trace.md) here, flushed as it goes: binary when the name ends in
+    /// .swtrace, else JSON Lines.
     #[arg(long)]
     trace: Option<PathBuf>,
     /// The Spark release's protocol version: 2 for Spark 4.0, 1 for Spark 3.0.
@@ -28,13 +30,14 @@ pub struct ProxyArgs {
     protocol_version: u64,
 }
 
-/// A file written through at each line, so a killed proxy leaves a whole trace.
-struct LineFlushed(BufWriter<File>);
+/// A file written through at each line (binary: at each write, which the trace writer makes one
+/// per record), so a killed proxy leaves a whole trace.
+struct LineFlushed(BufWriter<File>, TraceFormat);
 
 impl Write for LineFlushed {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.0.write(buf)?;
-        if buf.ends_with(b"\n") {
+        if self.1 == TraceFormat::Binary || buf.ends_with(b"\n") {
             self.0.flush()?;
         }
         Ok(n)
@@ -52,11 +55,15 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
         )
     })?;
     super::init_logging_at("warn");
+    let trace_format = args
+        .trace
+        .as_deref()
+        .map_or(TraceFormat::JsonLines, TraceFormat::for_path);
     let trace: Option<Box<dyn Write + Send>> = match &args.trace {
         Some(path) => {
             let f =
                 File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-            Some(Box::new(LineFlushed(BufWriter::new(f))))
+            Some(Box::new(LineFlushed(BufWriter::new(f), trace_format)))
         }
         None => None,
     };
@@ -69,6 +76,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
             version,
             config: spark_config(),
             trace,
+            trace_format,
             on_violation: Some(Box::new(|v| {
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "violation: {v}");

@@ -1,17 +1,18 @@
 //! `sparkwire validate TRACE`: checks a trace against the protocol's state machine.
 
 use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use sparkwire::validate::trace::TraceReader;
+use sparkwire::validate::trace::read_pipelined;
 use sparkwire::validate::{Config, Validator, Violation};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// The trace: JSON Lines as protocol/trace.md describes (`-` for standard input).
+    /// The trace: JSON Lines or the binary form, as protocol/trace.md describes, told apart by
+    /// the first byte (`-` for standard input).
     trace: PathBuf,
     /// Strict order: times never decrease and no message is taken as having crossed another on
     /// the wire.
@@ -48,20 +49,26 @@ pub struct Outcome {
     pub violations: Vec<Violation>,
 }
 
-/// Validates the trace at `path`; `Err` when it cannot be read.
+/// Opens the trace at `path` (`-`: standard input).
+pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>, String> {
+    if path == Path::new("-") {
+        return Ok(Box::new(BufReader::with_capacity(
+            1 << 16,
+            std::io::stdin(),
+        )));
+    }
+    let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    Ok(Box::new(BufReader::with_capacity(1 << 16, file)))
+}
+
+/// Validates the trace at `path`, read on a second thread while this one validates; `Err` when
+/// it cannot be read.
 pub fn check(path: &Path, config: Config, allow_pending: bool) -> Result<Outcome, String> {
-    let input: Box<dyn std::io::BufRead> = if path == Path::new("-") {
-        Box::new(std::io::stdin().lock())
-    } else {
-        let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        Box::new(BufReader::new(file))
-    };
+    let input = open(path)?;
     let mut validator = Validator::new(config);
     let mut violations = Vec::new();
-    for event in TraceReader::new(input) {
-        let event = event.map_err(|e| format!("{}: {e}", path.display()))?;
-        violations.extend(validator.observe(&event));
-    }
+    read_pipelined(input, |event| violations.extend(validator.observe(event)))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     if !allow_pending {
         violations.extend(validator.finish());
     }

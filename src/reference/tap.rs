@@ -15,7 +15,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::connection::Inspector;
 use crate::messages::Version;
-use crate::validate::trace::event_to_json;
+use crate::validate::trace::{TraceFormat, TraceWriter};
 use crate::validate::{
     Config, ConnId, ConnectionView, Endpoint, Event, Rule, SharedValidator, TaskInfo,
     ValidatedFamily, Violation,
@@ -43,7 +43,7 @@ struct Inner {
 }
 
 struct Recorder {
-    writer: Option<Box<dyn Write + Send>>,
+    writer: Option<TraceWriter<Box<dyn Write + Send>>>,
     head: Vec<Event>,
     keep: usize,
     events: u64,
@@ -68,6 +68,16 @@ impl TraceObserver {
         trace: Option<Box<dyn Write + Send>>,
         keep: usize,
     ) -> Self {
+        TraceObserver::with_trace_format(validator, trace, TraceFormat::JsonLines, keep)
+    }
+
+    /// As [`new`](Self::new), writing the trace in `format` (protocol/trace.md).
+    pub fn with_trace_format(
+        validator: Option<SharedValidator>,
+        trace: Option<Box<dyn Write + Send>>,
+        format: TraceFormat,
+        keep: usize,
+    ) -> Self {
         let epoch_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -77,7 +87,7 @@ impl TraceObserver {
             inner: Arc::new(Inner {
                 validator,
                 recorder: Mutex::new(Recorder {
-                    writer: trace,
+                    writer: trace.map(|out| TraceWriter::with_format(out, format)),
                     head: Vec::new(),
                     keep,
                     events: 0,
@@ -226,7 +236,7 @@ impl Recorder {
         let event = event();
         self.events += 1;
         if let Some(w) = self.writer.as_mut().filter(|_| to_file) {
-            if let Err(e) = write_event(w, &event) {
+            if let Err(e) = w.write(&event) {
                 self.write_error.get_or_insert(e.to_string());
                 self.writer = None;
             }
@@ -258,13 +268,6 @@ pub fn task_decoder(data: &[u8]) -> Option<TaskInfo> {
 /// A validator with the default settings and sparkwire's [`task_decoder`], for strict mode.
 pub fn strict_validator() -> SharedValidator {
     SharedValidator::with_config(Config::with_task_decoder(task_decoder))
-}
-
-/// Writes one event as one line of JSON.
-fn write_event(out: &mut dyn Write, event: &Event) -> std::io::Result<()> {
-    let value = event_to_json(event).map_err(std::io::Error::other)?;
-    serde_json::to_writer(&mut *out, &value).map_err(std::io::Error::other)?;
-    out.write_all(b"\n")
 }
 
 /// What an observer concluded.

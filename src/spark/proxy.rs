@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::tracer::{Summary, Tracer};
 use crate::messages::Version;
-use crate::validate::trace::TraceWriter;
+use crate::validate::trace::{TraceFormat, TraceWriter};
 use crate::validate::{Config, ConnId, Event, Validator, Violation};
 
 /// Bytes of one connection read but not yet decoded beyond which its tracing stops.
@@ -40,6 +40,8 @@ pub struct ProxyOptions {
     pub config: Config,
     /// Where to write the trace, if anywhere.
     pub trace: Option<Box<dyn Write + Send>>,
+    /// The trace's form (JSON Lines by default).
+    pub trace_format: TraceFormat,
     /// Called with each violation as it is found.
     pub on_violation: Option<OnViolation>,
     /// Called with each event as it is traced.
@@ -52,6 +54,7 @@ impl Default for ProxyOptions {
             version: Version::V2,
             config: Config::default(),
             trace: None,
+            trace_format: TraceFormat::JsonLines,
             on_violation: None,
             on_event: None,
         }
@@ -264,7 +267,11 @@ async fn trace_task(
 ) {
     let mut tracer = Tracer::new(options.version);
     let mut validator = Validator::new(options.config.clone());
-    let mut writer = options.trace.take().map(TraceWriter::new);
+    let format = options.trace_format;
+    let mut writer = options
+        .trace
+        .take()
+        .map(|out| TraceWriter::with_format(out, format));
     let mut violations = Vec::new();
     let mut trace_error = None;
     let mut events = 0u64;

@@ -1,16 +1,27 @@
-//! Traces: one event per line, in JSON (JSON Lines), as `protocol/trace.md` specifies.
+//! Traces, as `protocol/trace.md` specifies: one event per line in JSON (JSON Lines), or the
+//! binary form (length-prefixed MessagePack records carrying each envelope's wire bytes).
 //!
-//! [`TraceReader`] reads them with typed errors naming the line (it never panics on bad input);
-//! [`TraceWriter`] writes them. [`event_to_json`] and [`event_from_json`] convert one event.
+//! [`TraceReader`] reads JSON Lines with typed errors naming the line, [`BinaryTraceReader`] the
+//! binary form with typed errors naming the record and its byte offset (neither panics on bad
+//! input); [`AnyTraceReader`] tells the two apart by the first byte, and [`read_pipelined`] reads
+//! on a second thread while the caller validates. [`TraceWriter`] writes either form
+//! ([`TraceFormat`]). [`event_to_json`] and [`event_from_json`] convert one event.
 
+mod any;
+mod binary;
 mod fast;
 mod json;
 mod reader;
 mod writer;
 
+pub use any::{read_pipelined, AnyTraceError, AnyTraceReader, PIPELINE_BATCH};
+pub use binary::{
+    header as binary_header, write_binary, write_record, BinaryTraceError, BinaryTraceReader,
+    FORMAT_VERSION, HEADER_LEN, MAGIC, MAX_RECORD_BYTES,
+};
 pub use json::{event_from_json, event_to_json};
 pub use reader::{read_events, TraceReader, MAX_LINE_BYTES};
-pub use writer::{to_text, TraceWriter};
+pub use writer::{to_text, TraceFormat, TraceWriter};
 
 /// What is wrong with one line of a trace.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -37,6 +48,25 @@ pub enum TraceErrorKind {
         field: &'static str,
         /// What is wrong.
         problem: String,
+    },
+    /// A binary trace's header is not one this reader reads (magic or format version).
+    #[error("bad header: {0}")]
+    Header(String),
+    /// A binary record declares a length over [`MAX_RECORD_BYTES`].
+    #[error("record of {len} bytes declared, longer than the limit of {limit}")]
+    RecordTooLong {
+        /// The declared length.
+        len: u64,
+        /// The limit.
+        limit: usize,
+    },
+    /// A binary trace ends inside a header or record.
+    #[error("truncated: {needed} bytes needed, {available} left in the input")]
+    Truncated {
+        /// Bytes the header or record (its length prefix included) needs.
+        needed: u64,
+        /// Bytes the input still held.
+        available: u64,
     },
     /// The message (or reply) does not decode.
     #[error("bad message: {0}")]
