@@ -13,6 +13,7 @@
 //! [`Deserializer::is_human_readable`] is true) keep no key order, so only MessagePack is held to
 //! it; the struct-as-array check applies to both.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{
@@ -269,14 +270,15 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
     }
 }
 
-/// A map key as far as its order goes.
+/// A map key as far as its order goes. A string key borrowed from the input (MessagePack read
+/// from a slice) is kept as a borrow, so that checking the order allocates nothing.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Key {
+enum Key<'de> {
     Int(i128),
-    Str(Vec<u8>),
+    Str(Cow<'de, [u8]>),
 }
 
-impl fmt::Display for Key {
+impl fmt::Display for Key<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Key::Int(i) => write!(f, "{i}"),
@@ -286,12 +288,12 @@ impl fmt::Display for Key {
 }
 
 /// A `map<K,V>` whose keys must come distinct and ascending.
-struct Canonical<A> {
+struct Canonical<'de, A> {
     map: Map<A>,
-    last: Option<Key>,
+    last: Option<Key<'de>>,
 }
 
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for Canonical<A> {
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Canonical<'de, A> {
     type Error = A::Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
@@ -332,12 +334,12 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Canonical<A> {
 }
 
 /// Deserializes a map key through [`Strict`], noting its value in `seen`.
-struct KeySeed<'s, S> {
+struct KeySeed<'s, 'de, S> {
     seed: S,
-    seen: &'s mut Option<Key>,
+    seen: &'s mut Option<Key<'de>>,
 }
 
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for KeySeed<'_, S> {
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for KeySeed<'_, 'de, S> {
     type Value = S::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
@@ -348,9 +350,9 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for KeySeed<'_, S> {
     }
 }
 
-struct KeyDe<'s, D> {
+struct KeyDe<'s, 'de, D> {
     de: D,
-    seen: &'s mut Option<Key>,
+    seen: &'s mut Option<Key<'de>>,
 }
 
 macro_rules! forward_key {
@@ -361,7 +363,7 @@ macro_rules! forward_key {
     )*};
 }
 
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for KeyDe<'_, D> {
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for KeyDe<'_, 'de, D> {
     type Error = D::Error;
 
     forward_key! {
@@ -431,9 +433,9 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for KeyDe<'_, D> {
 
 /// Notes a string or integer key as it is visited, then hands it on (keys of other kinds are
 /// refused by the default methods, which name what the key's type expects).
-struct KeyVisitor<'s, V> {
+struct KeyVisitor<'s, 'de, V> {
     inner: V,
-    seen: &'s mut Option<Key>,
+    seen: &'s mut Option<Key<'de>>,
 }
 
 macro_rules! note_int {
@@ -445,7 +447,7 @@ macro_rules! note_int {
     )*};
 }
 
-impl<'de, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'_, V> {
+impl<'de, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'_, 'de, V> {
     type Value = V::Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -458,17 +460,17 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'_, V> {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        *self.seen = Some(Key::Str(v.as_bytes().to_vec()));
+        *self.seen = Some(Key::Str(Cow::Owned(v.as_bytes().to_vec())));
         self.inner.visit_str(v)
     }
 
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        *self.seen = Some(Key::Str(v.as_bytes().to_vec()));
+        *self.seen = Some(Key::Str(Cow::Borrowed(v.as_bytes())));
         self.inner.visit_borrowed_str(v)
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        *self.seen = Some(Key::Str(v.as_bytes().to_vec()));
+        *self.seen = Some(Key::Str(Cow::Owned(v.as_bytes().to_vec())));
         self.inner.visit_string(v)
     }
 
