@@ -138,8 +138,7 @@ pub(crate) fn decode_measured<F: Family>(
     // end of `body`.
     let fields = c.rest();
     with_source_frame(frame, || {
-        let mut de = rmp_serde::Deserializer::from_read_ref(fields);
-        fields_from(name, version, super::strict::Strict(&mut de))
+        fields_from(name, version, &mut super::de::MsgPack::new(fields))
     })
 }
 

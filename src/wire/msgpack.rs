@@ -111,6 +111,16 @@ impl<'a> Cursor<'a> {
     /// Reads a UTF-8 string.
     pub fn str(&mut self) -> Result<&'a str, Error> {
         let at = self.pos;
+        let raw = self.str_bytes()?;
+        std::str::from_utf8(raw).map_err(|e| {
+            Error::InvalidMessagePack(format!("string at offset {at} is not UTF-8: {e}"))
+        })
+    }
+
+    /// Reads a string's bytes, without checking that they are UTF-8.
+    #[inline]
+    pub(crate) fn str_bytes(&mut self) -> Result<&'a [u8], Error> {
+        let at = self.pos;
         let len = match self.byte()? {
             m @ 0xa0..=0xbf => u64::from(m & 0x1f),
             0xd9 => self.be(1)?,
@@ -118,10 +128,7 @@ impl<'a> Cursor<'a> {
             0xdb => self.be(4)?,
             m => return Err(unexpected(at, m, "a string")),
         };
-        let raw = self.take(usize::try_from(len).unwrap_or(usize::MAX))?;
-        std::str::from_utf8(raw).map_err(|e| {
-            Error::InvalidMessagePack(format!("string at offset {at} is not UTF-8: {e}"))
-        })
+        self.take(usize::try_from(len).unwrap_or(usize::MAX))
     }
 
     /// The next marker byte, without consuming it.
