@@ -299,7 +299,10 @@ impl<'de> Deserializer<'de> for &mut MsgPack<'de> {
     ) -> Result<V::Value, DecodeError> {
         let m = self.peek()?;
         if is_str(m) {
-            return visitor.visit_enum(UnitVariant(self));
+            return visitor.visit_enum(Union {
+                de: self,
+                with_value: false,
+            });
         }
         if !is_map(m) {
             return Err(de::Error::invalid_type(
@@ -314,7 +317,10 @@ impl<'de> Deserializer<'de> for &mut MsgPack<'de> {
             )));
         }
         self.enter()?;
-        let value = visitor.visit_enum(Variant(&mut *self))?;
+        let value = visitor.visit_enum(Union {
+            de: &mut *self,
+            with_value: true,
+        })?;
         self.depth -= 1;
         Ok(value)
     }
@@ -457,10 +463,14 @@ impl<'de> MapAccess<'de> for Map<'_, 'de> {
     }
 }
 
-/// A union value written as its variant's name alone.
-struct UnitVariant<'a, 'de>(&'a mut MsgPack<'de>);
+/// A union value: its variant's name alone (`with_value` false), or a map of one entry from the
+/// name to the variant's fields or value.
+struct Union<'a, 'de> {
+    de: &'a mut MsgPack<'de>,
+    with_value: bool,
+}
 
-impl<'de> EnumAccess<'de> for UnitVariant<'_, 'de> {
+impl<'de> EnumAccess<'de> for Union<'_, 'de> {
     type Error = DecodeError;
     type Variant = Self;
 
@@ -468,72 +478,27 @@ impl<'de> EnumAccess<'de> for UnitVariant<'_, 'de> {
         self,
         seed: T,
     ) -> Result<(T::Value, Self), DecodeError> {
-        let variant = seed.deserialize(&mut *self.0)?;
+        let variant = seed.deserialize(&mut *self.de)?;
         Ok((variant, self))
     }
 }
 
-impl<'de> VariantAccess<'de> for UnitVariant<'_, 'de> {
-    type Error = DecodeError;
-
-    fn unit_variant(self) -> Result<(), DecodeError> {
-        Ok(())
-    }
-
-    fn newtype_variant_seed<T: DeserializeSeed<'de>>(
-        self,
-        _seed: T,
-    ) -> Result<T::Value, DecodeError> {
-        Err(de::Error::invalid_type(
-            Unexpected::UnitVariant,
-            &"a map of one entry (a variant with a value)",
-        ))
-    }
-
-    fn tuple_variant<V: Visitor<'de>>(
-        self,
-        _len: usize,
-        _visitor: V,
-    ) -> Result<V::Value, DecodeError> {
-        Err(de::Error::invalid_type(
-            Unexpected::UnitVariant,
-            &"a map of one entry (a variant with values)",
-        ))
-    }
-
-    fn struct_variant<V: Visitor<'de>>(
-        self,
-        _fields: &'static [&'static str],
-        _visitor: V,
-    ) -> Result<V::Value, DecodeError> {
-        Err(de::Error::invalid_type(
-            Unexpected::UnitVariant,
-            &"a map of one entry (a variant with fields)",
-        ))
+impl Union<'_, '_> {
+    /// The error of a variant that has a value but was written as its name alone.
+    fn name_alone(&self, what: &'static str) -> Result<(), DecodeError> {
+        if self.with_value {
+            Ok(())
+        } else {
+            Err(de::Error::invalid_type(Unexpected::UnitVariant, &what))
+        }
     }
 }
 
-/// A union value written as a map of one entry: the variant's name, then its fields.
-struct Variant<'a, 'de>(&'a mut MsgPack<'de>);
-
-impl<'de> EnumAccess<'de> for Variant<'_, 'de> {
-    type Error = DecodeError;
-    type Variant = Self;
-
-    fn variant_seed<T: DeserializeSeed<'de>>(
-        self,
-        seed: T,
-    ) -> Result<(T::Value, Self), DecodeError> {
-        let variant = seed.deserialize(&mut *self.0)?;
-        Ok((variant, self))
-    }
-}
-
-impl<'de> VariantAccess<'de> for Variant<'_, 'de> {
+impl<'de> VariantAccess<'de> for Union<'_, 'de> {
     type Error = DecodeError;
 
     fn unit_variant(self) -> Result<(), DecodeError> {
-        if self.0.c.nil() {
+        if !self.with_value || self.de.c.nil() {
             Ok(())
         } else {
             Err(DecodeError(
@@ -546,7 +511,8 @@ impl<'de> VariantAccess<'de> for Variant<'_, 'de> {
         self,
         seed: T,
     ) -> Result<T::Value, DecodeError> {
-        seed.deserialize(self.0)
+        self.name_alone("a map of one entry (a variant with a value)")?;
+        seed.deserialize(self.de)
     }
 
     fn tuple_variant<V: Visitor<'de>>(
@@ -554,7 +520,8 @@ impl<'de> VariantAccess<'de> for Variant<'_, 'de> {
         _len: usize,
         visitor: V,
     ) -> Result<V::Value, DecodeError> {
-        self.0.deserialize_seq(visitor)
+        self.name_alone("a map of one entry (a variant with values)")?;
+        self.de.deserialize_seq(visitor)
     }
 
     fn struct_variant<V: Visitor<'de>>(
@@ -562,7 +529,8 @@ impl<'de> VariantAccess<'de> for Variant<'_, 'de> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DecodeError> {
-        self.0
+        self.name_alone("a map of one entry (a variant with fields)")?;
+        self.de
             .deserialize_struct("a union variant", fields, visitor)
     }
 }
