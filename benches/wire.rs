@@ -2,13 +2,24 @@
 //! of the same bytes measured in the same run.
 //!
 //! Run with `cargo bench --bench wire`. Prints a Markdown table: for each message, the encoded
-//! frame size and field count, then the median time per frame of encode, decode and memcpy, and
-//! encode and decode as multiples of memcpy.
+//! frame size and field count, then the median time per frame of encode, decode and memcpy,
+//! encode and decode as multiples of memcpy, and the heap allocations (and bytes allocated) of
+//! one decode.
+//!
+//! Allocations are counted by a global allocator of this bench binary only (the library has no
+//! unsafe code); it counts only while a count is being taken, outside the timed samples, so the
+//! timings do not pay for it beyond one relaxed load per allocation. Each decode here splits its
+//! frame off a read buffer of its own, which the `bytes` crate then turns into a shared buffer:
+//! one allocation of 40 bytes per decode that a connection's reader, splitting many frames off one
+//! buffer, pays once per buffer. The rest are the decoded message's own (its strings, lists and
+//! maps).
 
 #[path = "../tests/common/samples.rs"]
 mod samples;
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -24,6 +35,73 @@ const SAMPLES: usize = 41;
 const BYTES_PER_SAMPLE: usize = 8 * 1024 * 1024;
 /// Most frames in one sample.
 const MAX_BATCH: usize = 20_000;
+
+/// The system allocator, counting allocations and their bytes while [`COUNTING`] is set.
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static ALLOCATED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+fn note(size: usize) {
+    if COUNTING.load(Ordering::Relaxed) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATED_BYTES.fetch_add(size as u64, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call is forwarded to `System` with the same arguments; the counters are atomics.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: the caller's contract for `alloc` is passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // A reallocation counts as one allocation of the new size.
+        note(new_size);
+        // SAFETY: as for `alloc`; `ptr` and `layout` come from this allocator.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was allocated by `System` with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Allocations and bytes allocated per call of `op`, over `calls` calls on inputs from `setup`
+/// (built and dropped while not counting).
+fn allocations<I, O>(
+    calls: usize,
+    setup: impl FnOnce() -> Vec<I>,
+    mut op: impl FnMut(&mut I) -> O,
+) -> (f64, f64) {
+    let mut inputs = setup();
+    let mut outputs = Vec::with_capacity(calls);
+    ALLOCATIONS.store(0, Ordering::Relaxed);
+    ALLOCATED_BYTES.store(0, Ordering::Relaxed);
+    COUNTING.store(true, Ordering::SeqCst);
+    for input in inputs.iter_mut() {
+        outputs.push(op(black_box(input)));
+    }
+    COUNTING.store(false, Ordering::SeqCst);
+    let count = ALLOCATIONS.load(Ordering::Relaxed) as f64 / calls as f64;
+    let bytes = ALLOCATED_BYTES.load(Ordering::Relaxed) as f64 / calls as f64;
+    drop(outputs);
+    drop(inputs);
+    (count, bytes)
+}
 
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
@@ -62,12 +140,17 @@ struct Row {
     encode: Duration,
     decode: Duration,
     memcpy: Duration,
+    /// Heap allocations of one decode, and their bytes.
+    decode_allocs: (f64, f64),
 }
 
 fn bench<F: Family>(name: &str, fields: usize, message: F) -> Row {
+    bench_envelope(name, fields, Envelope::Send(message))
+}
+
+fn bench_envelope<F: Family>(name: &str, fields: usize, env: Envelope<F>) -> Row {
     let limit = FrameLimit::message(256 * 1024 * 1024);
     let codec = FrameCodec::<F>::new(Version::V2, limit);
-    let env = Envelope::Send(message);
     let frame = codec
         .encode_to_bytes(&env)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -81,14 +164,18 @@ fn bench<F: Family>(name: &str, fields: usize, message: F) -> Row {
     );
 
     let mut decoder = FrameCodec::<F>::new(Version::V2, limit);
-    let decode = measure(
-        batch,
-        || (0..batch).map(|_| BytesMut::from(&frame[..])).collect(),
-        |buf: &mut BytesMut| match decoder.decode(buf) {
-            Ok(Some(decoded)) => decoded,
-            other => panic!("{name}: decoding gave {other:?}"),
-        },
-    );
+    let mut decode_one = |buf: &mut BytesMut| match decoder.decode(buf) {
+        Ok(Some(decoded)) => decoded,
+        other => panic!("{name}: decoding gave {other:?}"),
+    };
+    let inputs = |n: usize| {
+        (0..n)
+            .map(|_| BytesMut::from(&frame[..]))
+            .collect::<Vec<_>>()
+    };
+    let decode = measure(batch, || inputs(batch), &mut decode_one);
+    let counted = batch.min(1000);
+    let decode_allocs = allocations(counted, || inputs(counted), &mut decode_one);
 
     let mut target = vec![0u8; frame_len];
     let memcpy = measure(
@@ -107,6 +194,7 @@ fn bench<F: Family>(name: &str, fields: usize, message: F) -> Row {
         encode,
         decode,
         memcpy,
+        decode_allocs,
     }
 }
 
@@ -271,12 +359,50 @@ fn main() {
             1,
             samples::launch_task(MIB).into(),
         ),
+        // The small messages of a running cluster's hot paths: a tiny task's launch and its two
+        // status updates (8 bytes of result), the answer to an ask, a worker's heartbeat and an
+        // executor's state change and registration.
+        bench::<CoarseMessage>(
+            "LaunchTask (200-byte task)",
+            1,
+            samples::launch_task(200).into(),
+        ),
+        bench::<CoarseMessage>(
+            "StatusUpdate (8 bytes data)",
+            6,
+            samples::status_update(8).into(),
+        ),
+        bench_envelope::<CoarseMessage>(
+            "a Boolean reply",
+            1,
+            Envelope::Reply {
+                id: 7,
+                reply: sparkwire::wire::Reply::Bool(true),
+            },
+        ),
+        bench::<DeployMessage>("Heartbeat", 2, samples::heartbeat().into()),
+        bench_envelope::<DeployMessage>(
+            "ExecutorStateChanged (ask)",
+            5,
+            Envelope::Ask {
+                id: 7,
+                message: samples::executor_state_changed().into(),
+            },
+        ),
+        bench_envelope::<CoarseMessage>(
+            "RegisterExecutor (ask)",
+            8,
+            Envelope::Ask {
+                id: 7,
+                message: samples::register_executor().into(),
+            },
+        ),
     ];
-    println!("| message | fields | frame bytes | encode µs | decode µs | memcpy µs | encode MB/s | decode MB/s | encode ÷ memcpy | decode ÷ memcpy |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| message | fields | frame bytes | encode µs | decode µs | memcpy µs | encode MB/s | decode MB/s | encode ÷ memcpy | decode ÷ memcpy | allocations per decode | bytes allocated per decode |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} |",
             r.name,
             r.fields,
             r.frame_len,
@@ -287,6 +413,8 @@ fn main() {
             throughput(r.frame_len, r.decode),
             ratio(r.encode, r.memcpy),
             ratio(r.decode, r.memcpy),
+            r.decode_allocs.0,
+            r.decode_allocs.1,
         );
     }
     print_sizes();

@@ -81,13 +81,25 @@ fn decode_message_with<F: Family>(
     version: Version,
     check: bool,
 ) -> Result<F, Error> {
-    // Unreadable bytes and nesting first (a frame's whole value was scanned already).
+    // Unreadable bytes and nesting first.
     let len = super::msgpack::value_len(body)?;
     if len < body.len() {
         return Err(Error::TrailingBytes {
             extra: body.len() - len,
         });
     }
+    decode_measured(frame, body, version, check)
+}
+
+/// Decodes a body already known to hold exactly one well-formed MessagePack value, nested no
+/// deeper than the limit: a frame measured whole by `value_len`, of which `body` is the last
+/// element. It is not measured again.
+pub(crate) fn decode_measured<F: Family>(
+    frame: &Bytes,
+    body: &[u8],
+    version: Version,
+    check: bool,
+) -> Result<F, Error> {
     let mut c = Cursor::new(body);
     let entries = c.map_len().map_err(shape)?;
     if entries != 1 {
@@ -102,8 +114,7 @@ fn decode_message_with<F: Family>(
             name: name.to_string(),
         });
     };
-    let local = F::is_local_name(name).unwrap_or(false);
-    if check && local {
+    if check && F::is_local_name(name).unwrap_or(false) {
         let known = F::NAMES
             .iter()
             .find(|n| **n == name)
@@ -123,15 +134,11 @@ fn decode_message_with<F: Family>(
             since,
         });
     }
-    let fields = c.value()?;
-    if !c.rest().is_empty() {
-        return Err(Error::TrailingBytes {
-            extra: c.rest().len(),
-        });
-    }
+    // `body` is one value, a map of one entry: what follows its key is that entry's value, to the
+    // end of `body`.
+    let fields = c.rest();
     with_source_frame(frame, || {
-        let mut de = rmp_serde::Deserializer::from_read_ref(fields);
-        fields_from(name, version, super::strict::Strict(&mut de))
+        fields_from(name, version, &mut super::de::MsgPack::new(fields))
     })
 }
 

@@ -11,7 +11,7 @@
 use bytes::Bytes;
 use serde::Serialize;
 
-use super::body::{decode_message, encode_message, shape};
+use super::body::{decode_measured, encode_message, shape};
 use super::error::Error;
 use super::msgpack::{value_len, Cursor};
 use crate::messages::with_source_frame;
@@ -201,15 +201,22 @@ pub fn decode_envelope<F: Family>(frame: &Bytes, version: Version) -> Result<Env
             "envelope tag {tag} takes an array of {expected} elements, found {items}"
         )));
     }
+    // The frame was measured whole: its last element, the message or reply, is one well-formed
+    // value that ends where the frame ends.
     if tag == SEND {
-        return Ok(Envelope::Send(decode_message(frame, c.rest(), version)?));
+        return Ok(Envelope::Send(decode_measured(
+            frame,
+            c.rest(),
+            version,
+            true,
+        )?));
     }
     let id = c.uint().map_err(shape)?;
     let rest = c.rest();
     match tag {
         ASK => Ok(Envelope::Ask {
             id,
-            message: decode_message(frame, rest, version)?,
+            message: decode_measured(frame, rest, version, true)?,
         }),
         FAILURE => Ok(Envelope::Failure {
             id,
@@ -257,7 +264,7 @@ fn decode_reply<F: Family>(
         "bytes" => Reply::Bytes(read_plain("bytes reply", rest, frame, version)?),
         "threadDump" => Reply::ThreadDump(read_plain("thread dump reply", rest, frame, version)?),
         "lossReason" => Reply::LossReason(read_plain("loss reason reply", rest, frame, version)?),
-        "message" => Reply::Message(decode_message(frame, rest, version)?),
+        "message" => Reply::Message(decode_measured(frame, rest, version, true)?),
         other => {
             return Err(Error::BadEnvelope(format!(
                 "unknown reply kind {other:?}; expected bool, int, bytes, threadDump, lossReason or message"

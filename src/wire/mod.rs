@@ -18,6 +18,7 @@ mod body;
 pub mod check;
 #[cfg(feature = "tokio")]
 mod codec;
+mod de;
 mod envelope;
 mod error;
 mod frame;

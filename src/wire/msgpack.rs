@@ -30,6 +30,7 @@ impl<'a> Cursor<'a> {
         &self.buf[self.pos..]
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
         let end = self.pos.checked_add(n).filter(|end| *end <= self.buf.len());
         match end {
@@ -38,19 +39,22 @@ impl<'a> Cursor<'a> {
                 self.pos = end;
                 Ok(out)
             }
-            None => Err(Error::InvalidMessagePack(format!(
-                "value at offset {} needs {} more bytes but only {} remain",
-                self.pos,
-                n,
-                self.buf.len() - self.pos
-            ))),
+            None => Err(short(self.pos, n, self.buf.len() - self.pos)),
         }
     }
 
+    #[inline]
     fn byte(&mut self) -> Result<u8, Error> {
-        Ok(self.take(1)?[0])
+        match self.buf.get(self.pos) {
+            Some(b) => {
+                self.pos += 1;
+                Ok(*b)
+            }
+            None => Err(short(self.pos, 1, 0)),
+        }
     }
 
+    #[inline]
     fn be(&mut self, n: usize) -> Result<u64, Error> {
         Ok(self
             .take(n)?
@@ -107,6 +111,16 @@ impl<'a> Cursor<'a> {
     /// Reads a UTF-8 string.
     pub fn str(&mut self) -> Result<&'a str, Error> {
         let at = self.pos;
+        let raw = self.str_bytes()?;
+        std::str::from_utf8(raw).map_err(|e| {
+            Error::InvalidMessagePack(format!("string at offset {at} is not UTF-8: {e}"))
+        })
+    }
+
+    /// Reads a string's bytes, without checking that they are UTF-8.
+    #[inline]
+    pub(crate) fn str_bytes(&mut self) -> Result<&'a [u8], Error> {
+        let at = self.pos;
         let len = match self.byte()? {
             m @ 0xa0..=0xbf => u64::from(m & 0x1f),
             0xd9 => self.be(1)?,
@@ -114,10 +128,7 @@ impl<'a> Cursor<'a> {
             0xdb => self.be(4)?,
             m => return Err(unexpected(at, m, "a string")),
         };
-        let raw = self.take(usize::try_from(len).unwrap_or(usize::MAX))?;
-        std::str::from_utf8(raw).map_err(|e| {
-            Error::InvalidMessagePack(format!("string at offset {at} is not UTF-8: {e}"))
-        })
+        self.take(usize::try_from(len).unwrap_or(usize::MAX))
     }
 
     /// The next marker byte, without consuming it.
@@ -196,6 +207,17 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The error of a value cut short: `needed` bytes at `at`, of which only `remain` are there.
+#[cold]
+#[inline(never)]
+fn short(at: usize, needed: usize, remain: usize) -> Error {
+    Error::InvalidMessagePack(format!(
+        "value at offset {at} needs {needed} more bytes but only {remain} remain"
+    ))
+}
+
+#[cold]
+#[inline(never)]
 fn unexpected(at: usize, marker: u8, wanted: &str) -> Error {
     Error::InvalidMessagePack(format!(
         "expected {wanted} at offset {at}, found marker 0x{marker:02x}"
@@ -206,24 +228,29 @@ fn unexpected(at: usize, marker: u8, wanted: &str) -> Error {
 ///
 /// Reads only headers: string and binary bodies are skipped, not examined, so the cost does not
 /// depend on payload sizes. Fails on a truncated value, on a reserved marker, on extension types
-/// (which sparkwire does not use) and on nesting deeper than [`MAX_DEPTH`]. Never allocates for a
-/// declared length: a container that declares more elements than bytes remain is refused at once.
+/// (which sparkwire does not use) and on nesting deeper than [`MAX_DEPTH`]. Never allocates: a
+/// container that declares more elements than bytes remain is refused at once, and the open
+/// containers are counted in a fixed array of [`MAX_DEPTH`] + 1 entries.
 pub fn value_len(buf: &[u8]) -> Result<usize, Error> {
     let mut c = Cursor::new(buf);
-    // Elements still to read in each open container, innermost last; the bottom entry is the
+    // Elements still to read in each open container, innermost at `open[depth]`; `open[0]` is the
     // top-level value itself.
-    let mut open: Vec<u64> = Vec::with_capacity(8);
-    open.push(1);
-    while let Some(left) = open.last_mut() {
-        if *left == 0 {
-            open.pop();
+    let mut open = [0u64; MAX_DEPTH + 1];
+    open[0] = 1;
+    let mut depth = 0usize;
+    loop {
+        if open[depth] == 0 {
+            if depth == 0 {
+                return Ok(c.pos);
+            }
+            depth -= 1;
             continue;
         }
-        *left -= 1;
+        open[depth] -= 1;
         let at = c.pos;
         let marker = c.byte()?;
         let (skip, children): (u64, u64) = match marker {
-            0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => (0, 0),
+            0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => continue,
             0x80..=0x8f => (0, 2 * u64::from(marker & 0x0f)),
             0x90..=0x9f => (0, u64::from(marker & 0x0f)),
             0xa0..=0xbf => (u64::from(marker & 0x1f), 0),
@@ -260,13 +287,13 @@ pub fn value_len(buf: &[u8]) -> Result<usize, Error> {
                     "container at offset {at} declares {children} elements but only {remaining} bytes remain"
                 )));
             }
-            if open.len() > MAX_DEPTH {
+            if depth >= MAX_DEPTH {
                 return Err(Error::TooDeep { limit: MAX_DEPTH });
             }
-            open.push(children);
+            depth += 1;
+            open[depth] = children;
         }
     }
-    Ok(c.pos)
 }
 
 #[cfg(test)]

@@ -1,17 +1,15 @@
-//! Struct layouts as SPEC §4.1 has them: a struct (a message's fields, a record, a union's
-//! variant) is a map of its fields, never an array.
+//! Struct layouts as SPEC §4.1 has them, for the readable forms (the JSON of the golden vectors
+//! and of traces): a struct (a message's fields, a record, a union's variant) is an object of its
+//! fields, never an array.
 //!
-//! rmp-serde on its own also takes an array of the field values in declaration order (its
-//! "compact" form). [`Strict`] wraps a deserializer, and with it every deserializer it hands to
-//! nested values, so that a struct met as an array is refused with a typed error naming what was
-//! expected. Everything else passes straight through, borrowed bytes included, so payloads stay
-//! zero-copy.
-//!
-//! It also holds MessagePack maps (`map<K,V>`) to their canonical form, as SPEC §4.1 has it:
-//! keys distinct and ascending (strings by their UTF-8 bytes, integers by value). A map with a
-//! key twice or out of order is refused. Readable forms (JSON vectors and traces, where
-//! [`Deserializer::is_human_readable`] is true) keep no key order, so only MessagePack is held to
-//! it; the struct-as-array check applies to both.
+//! serde_json on its own also takes an array of the field values in declaration order. [`Strict`]
+//! wraps a deserializer, and with it every deserializer it hands to nested values, so that a struct
+//! met as an array is refused with a typed error naming what was expected. Everything else passes
+//! straight through. Readable forms keep no key order, so maps are not held to the canonical order
+//! here; MessagePack is read by [`super::de`], which holds it to every rule of §4.1.
+
+// Without the feature `trace` nothing reads the readable forms: only `from_slice` is used.
+#![cfg_attr(not(feature = "trace"), allow(dead_code))]
 
 use std::fmt;
 
@@ -20,14 +18,8 @@ use serde::de::{
     VariantAccess, Visitor,
 };
 
-/// Deserializes a `T` from one MessagePack value, refusing structs laid out as arrays. Whatever
-/// follows the value is left unread (callers check for trailing bytes themselves).
-pub(crate) fn from_slice<'de, T: de::Deserialize<'de>>(
-    bytes: &'de [u8],
-) -> Result<T, rmp_serde::decode::Error> {
-    let mut de = rmp_serde::Deserializer::from_read_ref(bytes);
-    T::deserialize(Strict(&mut de))
-}
+pub(crate) use super::de::from_slice;
+use super::de::StructAsMap;
 
 /// A deserializer that refuses structs written as arrays (see the module documentation).
 pub(crate) struct Strict<D>(pub(crate) D);
@@ -37,15 +29,12 @@ pub(crate) struct Strict<D>(pub(crate) D);
 struct Wrap<V> {
     inner: V,
     fields_of: Option<&'static str>,
-    /// A `map<K,V>` read from MessagePack: keys must be distinct and ascending.
-    canonical_map: bool,
 }
 
 fn plain<V>(inner: V) -> Wrap<V> {
     Wrap {
         inner,
         fields_of: None,
-        canonical_map: false,
     }
 }
 
@@ -53,7 +42,6 @@ fn fields_of<V>(name: &'static str, inner: V) -> Wrap<V> {
     Wrap {
         inner,
         fields_of: Some(name),
-        canonical_map: false,
     }
 }
 
@@ -73,17 +61,8 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
         deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
         deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
         deserialize_str deserialize_string deserialize_bytes deserialize_byte_buf
-        deserialize_option deserialize_unit deserialize_seq
+        deserialize_option deserialize_unit deserialize_seq deserialize_map
         deserialize_identifier
-    }
-
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        let canonical_map = !self.0.is_human_readable();
-        self.0.deserialize_map(Wrap {
-            inner: visitor,
-            fields_of: None,
-            canonical_map,
-        })
     }
 
     /// What is skipped (an unknown field's value) is not examined: it only has to be one
@@ -196,27 +175,11 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        if self.canonical_map {
-            self.inner.visit_map(Canonical {
-                map: Map(map),
-                last: None,
-            })
-        } else {
-            self.inner.visit_map(Map(map))
-        }
+        self.inner.visit_map(Map(map))
     }
 
     fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
         self.inner.visit_enum(Enum(data))
-    }
-}
-
-/// What a struct must be, for the error text.
-struct StructAsMap(&'static str);
-
-impl de::Expected for StructAsMap {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a map of the fields of {} (never an array)", self.0)
     }
 }
 
@@ -267,213 +230,6 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
     fn size_hint(&self) -> Option<usize> {
         self.0.size_hint()
     }
-}
-
-/// A map key as far as its order goes.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Key {
-    Int(i128),
-    Str(Vec<u8>),
-}
-
-impl fmt::Display for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Key::Int(i) => write!(f, "{i}"),
-            Key::Str(s) => write!(f, "{:?}", String::from_utf8_lossy(s)),
-        }
-    }
-}
-
-/// A `map<K,V>` whose keys must come distinct and ascending.
-struct Canonical<A> {
-    map: Map<A>,
-    last: Option<Key>,
-}
-
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for Canonical<A> {
-    type Error = A::Error;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, A::Error> {
-        let mut seen = None;
-        let key = self.map.0.next_key_seed(KeySeed {
-            seed,
-            seen: &mut seen,
-        })?;
-        if let Some(now) = seen {
-            if let Some(last) = &self.last {
-                if &now == last {
-                    return Err(de::Error::custom(format!(
-                        "map key {now} given twice (keys are distinct and ascending)"
-                    )));
-                }
-                // Keys of different kinds are refused by the key's own type.
-                if std::mem::discriminant(&now) == std::mem::discriminant(last) && &now < last {
-                    return Err(de::Error::custom(format!(
-                        "map key {now} after {last}: keys are distinct and ascending"
-                    )));
-                }
-            }
-            self.last = Some(now);
-        }
-        Ok(key)
-    }
-
-    fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
-        self.map.next_value_seed(seed)
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        self.map.size_hint()
-    }
-}
-
-/// Deserializes a map key through [`Strict`], noting its value in `seen`.
-struct KeySeed<'s, S> {
-    seed: S,
-    seen: &'s mut Option<Key>,
-}
-
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for KeySeed<'_, S> {
-    type Value = S::Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
-        self.seed.deserialize(KeyDe {
-            de: Strict(d),
-            seen: self.seen,
-        })
-    }
-}
-
-struct KeyDe<'s, D> {
-    de: D,
-    seen: &'s mut Option<Key>,
-}
-
-macro_rules! forward_key {
-    ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-            self.de.$method(KeyVisitor { inner: visitor, seen: self.seen })
-        }
-    )*};
-}
-
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for KeyDe<'_, D> {
-    type Error = D::Error;
-
-    forward_key! {
-        deserialize_any deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
-        deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
-        deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
-        deserialize_str deserialize_string deserialize_bytes deserialize_byte_buf
-        deserialize_option deserialize_unit deserialize_seq deserialize_map
-        deserialize_identifier deserialize_ignored_any
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.de.deserialize_unit_struct(name, visitor)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.de.deserialize_newtype_struct(name, visitor)
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.de.deserialize_tuple(len, visitor)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.de.deserialize_tuple_struct(name, len, visitor)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.de.deserialize_struct(name, fields, visitor)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.de.deserialize_enum(name, variants, visitor)
-    }
-
-    fn is_human_readable(&self) -> bool {
-        self.de.is_human_readable()
-    }
-}
-
-/// Notes a string or integer key as it is visited, then hands it on (keys of other kinds are
-/// refused by the default methods, which name what the key's type expects).
-struct KeyVisitor<'s, V> {
-    inner: V,
-    seen: &'s mut Option<Key>,
-}
-
-macro_rules! note_int {
-    ($($method:ident($ty:ty))*) => {$(
-        fn $method<E: de::Error>(self, v: $ty) -> Result<Self::Value, E> {
-            *self.seen = Some(Key::Int(i128::from(v)));
-            self.inner.$method(v)
-        }
-    )*};
-}
-
-impl<'de, V: Visitor<'de>> Visitor<'de> for KeyVisitor<'_, V> {
-    type Value = V::Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.inner.expecting(f)
-    }
-
-    note_int! {
-        visit_i8(i8) visit_i16(i16) visit_i32(i32) visit_i64(i64) visit_u8(u8) visit_u16(u16)
-        visit_u32(u32) visit_u64(u64)
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        *self.seen = Some(Key::Str(v.as_bytes().to_vec()));
-        self.inner.visit_str(v)
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        *self.seen = Some(Key::Str(v.as_bytes().to_vec()));
-        self.inner.visit_borrowed_str(v)
-    }
-
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        *self.seen = Some(Key::Str(v.as_bytes().to_vec()));
-        self.inner.visit_string(v)
-    }
-
-    // Map keys of the protocol are strings and integers; any other value is refused, with the
-    // key type's own expectation in the message.
 }
 
 struct Enum<A>(A);

@@ -1,0 +1,626 @@
+//! The serde deserializer of sparkwire's MessagePack: values read straight from the frame's bytes
+//! and held to SPEC §4.1 as they are read.
+//!
+//! * A struct (a message's fields, a record, a union's variant) is a map of its fields; an array
+//!   is refused with a typed error naming the struct.
+//! * A `map<K,V>` is canonical: keys distinct and ascending (strings by their UTF-8 bytes,
+//!   integers by value). Keys are compared where they lie in the frame, without copying them.
+//! * A union is its variant's name (a variant without fields) or a map of one entry, variant to
+//!   fields.
+//! * Strings and binary data are borrowed from the input, so that payloads stay zero-copy
+//!   ([`crate::messages::with_source_frame`]) and a `String` field costs one allocation, its own.
+//!   Field and variant names are matched on their bytes: a name that is not UTF-8 matches none, and
+//!   an unknown field is skipped without being examined, as any unknown field is.
+//!
+//! Nesting is bounded by [`MAX_DEPTH`] even on input that was not measured first.
+
+use std::fmt;
+
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Unexpected,
+    VariantAccess, Visitor,
+};
+
+use super::msgpack::{Cursor, MAX_DEPTH};
+
+/// Why a value could not be deserialized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DecodeError(String);
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+impl de::Error for DecodeError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        DecodeError(msg.to_string())
+    }
+}
+
+impl From<super::Error> for DecodeError {
+    fn from(e: super::Error) -> Self {
+        DecodeError(e.to_string())
+    }
+}
+
+/// What a struct must be, for the error text.
+pub(crate) struct StructAsMap(pub(crate) &'static str);
+
+impl de::Expected for StructAsMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a map of the fields of {} (never an array)", self.0)
+    }
+}
+
+/// Deserializes a `T` from the one MessagePack value at the start of `bytes`. Whatever follows the
+/// value is left unread (callers check for trailing bytes themselves).
+pub(crate) fn from_slice<'de, T: de::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, DecodeError> {
+    T::deserialize(&mut MsgPack::new(bytes))
+}
+
+/// A MessagePack deserializer over a byte slice (see the module documentation).
+pub(crate) struct MsgPack<'de> {
+    c: Cursor<'de>,
+    depth: usize,
+}
+
+fn is_str(m: u8) -> bool {
+    matches!(m, 0xa0..=0xbf | 0xd9..=0xdb)
+}
+
+fn is_map(m: u8) -> bool {
+    matches!(m, 0x80..=0x8f | 0xde | 0xdf)
+}
+
+fn is_array(m: u8) -> bool {
+    matches!(m, 0x90..=0x9f | 0xdc | 0xdd)
+}
+
+fn is_int(m: u8) -> bool {
+    matches!(m, 0x00..=0x7f | 0xcc..=0xd3 | 0xe0..=0xff)
+}
+
+/// What the marker `m` starts, for errors.
+fn unexpected(m: u8) -> Unexpected<'static> {
+    match m {
+        0xc0 => Unexpected::Unit,
+        0xc2 | 0xc3 => Unexpected::Other("a Boolean"),
+        0xca | 0xcb => Unexpected::Other("a float"),
+        0xc4..=0xc6 => Unexpected::Other("binary data"),
+        m if is_int(m) => Unexpected::Other("an integer"),
+        m if is_str(m) => Unexpected::Other("a string"),
+        m if is_array(m) => Unexpected::Seq,
+        m if is_map(m) => Unexpected::Map,
+        _ => Unexpected::Other("an extension type"),
+    }
+}
+
+impl<'de> MsgPack<'de> {
+    /// A deserializer at the start of `input`.
+    pub(crate) fn new(input: &'de [u8]) -> Self {
+        MsgPack {
+            c: Cursor::new(input),
+            depth: 0,
+        }
+    }
+
+    fn peek(&self) -> Result<u8, DecodeError> {
+        self.c.peek().ok_or_else(|| {
+            DecodeError(format!(
+                "a value was expected at offset {}, the input ends there",
+                self.c.position()
+            ))
+        })
+    }
+
+    fn enter(&mut self) -> Result<(), DecodeError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(super::Error::TooDeep { limit: MAX_DEPTH }.into());
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn seq<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, DecodeError> {
+        let len = self.c.array_len()?;
+        self.enter()?;
+        let mut access = Seq {
+            de: self,
+            left: len,
+        };
+        let value = visitor.visit_seq(&mut access)?;
+        let left = access.left;
+        if left != 0 {
+            return Err(DecodeError(format!(
+                "an array of {len} elements where {} were expected",
+                len - left
+            )));
+        }
+        self.depth -= 1;
+        Ok(value)
+    }
+
+    fn map<V: Visitor<'de>>(
+        &mut self,
+        visitor: V,
+        canonical: bool,
+    ) -> Result<V::Value, DecodeError> {
+        let len = self.c.map_len()?;
+        self.enter()?;
+        let mut access = Map {
+            de: self,
+            left: len,
+            canonical,
+            last: None,
+        };
+        let value = visitor.visit_map(&mut access)?;
+        let left = access.left;
+        if left != 0 {
+            return Err(DecodeError(format!(
+                "a map of {len} entries where {} were expected",
+                len - left
+            )));
+        }
+        self.depth -= 1;
+        Ok(value)
+    }
+}
+
+impl<'de> Deserializer<'de> for &mut MsgPack<'de> {
+    type Error = DecodeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        let m = self.peek()?;
+        match m {
+            0xc0 => {
+                self.c.nil();
+                visitor.visit_unit()
+            }
+            0xc2 | 0xc3 => visitor.visit_bool(self.c.bool()?),
+            0x00..=0x7f | 0xcc..=0xcf => {
+                // An unsigned integer: at most u64::MAX.
+                let v = self.c.int()?;
+                visitor.visit_u64(u64::try_from(v).map_err(<DecodeError as de::Error>::custom)?)
+            }
+            0xd0..=0xd3 | 0xe0..=0xff => {
+                let v = self.c.int()?;
+                visitor.visit_i64(i64::try_from(v).map_err(<DecodeError as de::Error>::custom)?)
+            }
+            // A 32-bit float widens to f64 exactly, so narrowing it back is exact too.
+            0xca => visitor.visit_f32(self.c.float()? as f32),
+            0xcb => visitor.visit_f64(self.c.float()?),
+            m if is_str(m) => visitor.visit_borrowed_str(self.c.str()?),
+            0xc4..=0xc6 => visitor.visit_borrowed_bytes(self.c.bin()?),
+            m if is_array(m) => self.seq(visitor),
+            m if is_map(m) => self.map(visitor, false),
+            m => Err(DecodeError(format!(
+                "marker 0x{m:02x} at offset {}: not a value sparkwire uses",
+                self.c.position()
+            ))),
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        if self.c.nil() {
+            visitor.visit_none()
+        } else {
+            visitor.visit_some(self)
+        }
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        // `nil`, or an empty array as rmp-serde writes a unit struct.
+        if self.c.nil() {
+            return visitor.visit_unit();
+        }
+        if self.c.peek() == Some(0x90) {
+            self.c.array_len()?;
+            return visitor.visit_unit();
+        }
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        let m = self.peek()?;
+        if matches!(m, 0xc4..=0xc6) {
+            // Binary data read as a list of bytes.
+            let bytes = self.c.bin()?;
+            return visitor.visit_seq(de::value::SeqDeserializer::new(bytes.iter().copied()));
+        }
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        if is_map(self.peek()?) {
+            self.map(visitor, true)
+        } else {
+            self.deserialize_any(visitor)
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        let m = self.peek()?;
+        if is_map(m) {
+            self.map(visitor, false)
+        } else if is_array(m) {
+            Err(de::Error::invalid_type(Unexpected::Seq, &StructAsMap(name)))
+        } else {
+            self.deserialize_any(visitor)
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        let m = self.peek()?;
+        if is_str(m) {
+            return visitor.visit_enum(Union {
+                de: self,
+                with_value: false,
+            });
+        }
+        if !is_map(m) {
+            return Err(de::Error::invalid_type(
+                unexpected(m),
+                &"a variant name, or a map of one entry from the variant name to its fields",
+            ));
+        }
+        let entries = self.c.map_len()?;
+        if entries != 1 {
+            return Err(DecodeError(format!(
+                "a union value is a map of exactly one entry (its variant), found {entries} entries"
+            )));
+        }
+        self.enter()?;
+        let value = visitor.visit_enum(Union {
+            de: &mut *self,
+            with_value: true,
+        })?;
+        self.depth -= 1;
+        Ok(value)
+    }
+
+    /// A field or variant name: a string, matched on its bytes.
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        let m = self.peek()?;
+        if is_str(m) {
+            visitor.visit_borrowed_bytes(self.c.str_bytes()?)
+        } else {
+            Err(de::Error::invalid_type(
+                unexpected(m),
+                &"a field or variant name (a string)",
+            ))
+        }
+    }
+
+    /// What is skipped (an unknown field's value) is not examined: it only has to be one
+    /// well-formed value.
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+        self.c.value()?;
+        visitor.visit_unit()
+    }
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+}
+
+struct Seq<'a, 'de> {
+    de: &'a mut MsgPack<'de>,
+    left: u64,
+}
+
+impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
+    type Error = DecodeError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, DecodeError> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        seed.deserialize(&mut *self.de).map(Some)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        // Every element takes at least a byte: a declaration past the input reserves nothing more.
+        usize::try_from(self.left)
+            .ok()
+            .map(|n| n.min(self.de.c.rest().len()))
+    }
+}
+
+/// A map key as far as its order goes, borrowed from the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Key<'de> {
+    Int(i128),
+    Str(&'de [u8]),
+}
+
+impl fmt::Display for Key<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Key::Int(i) => write!(f, "{i}"),
+            Key::Str(s) => write!(f, "{:?}", String::from_utf8_lossy(s)),
+        }
+    }
+}
+
+struct Map<'a, 'de> {
+    de: &'a mut MsgPack<'de>,
+    left: u64,
+    /// A `map<K,V>`: keys must come distinct and ascending.
+    canonical: bool,
+    last: Option<Key<'de>>,
+}
+
+impl<'de> Map<'_, 'de> {
+    /// The key at the cursor, if it is a string or an integer (keys of other kinds are refused by
+    /// the key's own type).
+    fn peek_key(&self) -> Option<Key<'de>> {
+        let mut at = self.de.c;
+        match at.peek()? {
+            m if is_str(m) => at.str_bytes().ok().map(Key::Str),
+            m if is_int(m) => at.int().ok().map(Key::Int),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> MapAccess<'de> for Map<'_, 'de> {
+    type Error = DecodeError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DecodeError> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        if !self.canonical {
+            return seed.deserialize(&mut *self.de).map(Some);
+        }
+        let now = self.peek_key();
+        let key = seed.deserialize(&mut *self.de)?;
+        if let Some(now) = now {
+            if let Some(last) = self.last {
+                if now == last {
+                    return Err(DecodeError(format!(
+                        "map key {now} given twice (keys are distinct and ascending)"
+                    )));
+                }
+                // Keys of different kinds are refused by the key's own type.
+                if std::mem::discriminant(&now) == std::mem::discriminant(&last) && now < last {
+                    return Err(DecodeError(format!(
+                        "map key {now} after {last}: keys are distinct and ascending"
+                    )));
+                }
+            }
+            self.last = Some(now);
+        }
+        Ok(Some(key))
+    }
+
+    fn next_value_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<T::Value, DecodeError> {
+        seed.deserialize(&mut *self.de)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        usize::try_from(self.left)
+            .ok()
+            .map(|n| n.min(self.de.c.rest().len() / 2))
+    }
+}
+
+/// A union value: its variant's name alone (`with_value` false), or a map of one entry from the
+/// name to the variant's fields or value.
+struct Union<'a, 'de> {
+    de: &'a mut MsgPack<'de>,
+    with_value: bool,
+}
+
+impl<'de> EnumAccess<'de> for Union<'_, 'de> {
+    type Error = DecodeError;
+    type Variant = Self;
+
+    fn variant_seed<T: DeserializeSeed<'de>>(
+        self,
+        seed: T,
+    ) -> Result<(T::Value, Self), DecodeError> {
+        let variant = seed.deserialize(&mut *self.de)?;
+        Ok((variant, self))
+    }
+}
+
+impl Union<'_, '_> {
+    /// The error of a variant that has a value but was written as its name alone.
+    fn name_alone(&self, what: &'static str) -> Result<(), DecodeError> {
+        if self.with_value {
+            Ok(())
+        } else {
+            Err(de::Error::invalid_type(Unexpected::UnitVariant, &what))
+        }
+    }
+}
+
+impl<'de> VariantAccess<'de> for Union<'_, 'de> {
+    type Error = DecodeError;
+
+    fn unit_variant(self) -> Result<(), DecodeError> {
+        if !self.with_value || self.de.c.nil() {
+            Ok(())
+        } else {
+            Err(DecodeError(
+                "a variant without fields written as a map takes nil as its value".to_string(),
+            ))
+        }
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(
+        self,
+        seed: T,
+    ) -> Result<T::Value, DecodeError> {
+        self.name_alone("a map of one entry (a variant with a value)")?;
+        seed.deserialize(self.de)
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        self.name_alone("a map of one entry (a variant with values)")?;
+        self.de.deserialize_seq(visitor)
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        self.name_alone("a map of one entry (a variant with fields)")?;
+        self.de
+            .deserialize_struct("a union variant", fields, visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    enum Loss {
+        Exited { code: i32 },
+        Unknown,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    struct Rec {
+        app_id: String,
+        exit: Option<i32>,
+    }
+
+    fn mp<T: serde::Serialize>(v: &T) -> Vec<u8> {
+        rmp_serde::to_vec_named(v).expect("encodes")
+    }
+
+    #[test]
+    fn a_union_is_a_name_or_a_one_entry_map_never_an_array_or_an_index() {
+        let as_array = mp(&serde_json::json!(["Exited", {"code": 1}]));
+        assert!(from_slice::<Loss>(&as_array).is_err());
+        assert!(
+            from_slice::<Loss>(&mp(&1u8)).is_err(),
+            "a variant index is refused"
+        );
+        let two = mp(&serde_json::json!({"Exited": {"code": 1}, "Unknown": null}));
+        let e = from_slice::<Loss>(&two).expect_err("two entries");
+        assert!(e.to_string().contains("exactly one entry"), "{e}");
+        assert_eq!(
+            from_slice::<Loss>(&mp(&serde_json::json!({"Unknown": null}))).ok(),
+            Some(Loss::Unknown)
+        );
+        assert!(from_slice::<Loss>(&mp(&"Exited")).is_err(), "fields needed");
+    }
+
+    #[test]
+    fn fields_are_named_by_strings_and_unknown_ones_are_skipped() {
+        let known = mp(&serde_json::json!({"exit": 3, "later": [1, {"x": "y"}], "appId": "a"}));
+        assert_eq!(
+            from_slice::<Rec>(&known).ok(),
+            Some(Rec {
+                app_id: "a".into(),
+                exit: Some(3)
+            })
+        );
+        // {0: "a"}: a field index instead of a name, which serde's derive would take.
+        let by_index = [0x81, 0x00, 0xa1, b'a'];
+        let e = from_slice::<Rec>(&by_index).expect_err("refused");
+        assert!(e.to_string().contains("field or variant name"), "{e}");
+        let missing = mp(&serde_json::json!({"exit": null}));
+        assert!(from_slice::<Rec>(&missing).is_err(), "appId is required");
+    }
+
+    #[test]
+    fn strings_are_utf8_and_payload_bytes_are_borrowed() {
+        let bad = [0xa2, 0xff, 0xfe];
+        assert!(from_slice::<String>(&bad).is_err());
+        let bin = [0xc4, 0x03, 1, 2, 3];
+        let borrowed: &[u8] = from_slice(&bin).expect("bin");
+        assert_eq!(borrowed.as_ptr(), bin[2..].as_ptr());
+        // A str where binary data is expected is refused by the payload type.
+        assert!(from_slice::<crate::messages::Payload>(&[0xa1, b'x']).is_err());
+    }
+
+    #[test]
+    fn nesting_is_bounded_without_measuring_first() {
+        let deep = vec![0x91u8; 10_000];
+        let e = from_slice::<serde::de::IgnoredAny>(&deep).expect_err("too deep");
+        assert!(e.to_string().contains("deeper"), "{e}");
+        let lists = from_slice::<Vec<Vec<Vec<u8>>>>(&deep);
+        assert!(lists.is_err());
+    }
+
+    #[test]
+    fn truncated_input_and_extra_tuple_elements_are_errors() {
+        assert!(from_slice::<String>(&[0xa5, b'a']).is_err());
+        assert!(from_slice::<Rec>(&[0x82, 0xa5]).is_err());
+        assert!(from_slice::<BTreeMap<String, i32>>(&[]).is_err());
+        let three = mp(&(1, 2, 3));
+        assert!(from_slice::<(i32, i32)>(&three).is_err());
+        assert_eq!(from_slice::<(i32, i32)>(&mp(&(1, 2))).ok(), Some((1, 2)));
+    }
+}
