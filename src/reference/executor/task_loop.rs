@@ -213,6 +213,11 @@ impl Backend<'_> {
             }
             running.insert(task_id, cancel.clone());
         }
+        if self.tasks.runner.runs_briefly(&task) {
+            // Over before anything else could be read: its RUNNING and its end leave together.
+            self.tasks.run(&task, &cancel);
+            return;
+        }
         let tasks = Arc::clone(&self.tasks);
         if let Err(e) = self
             .threads

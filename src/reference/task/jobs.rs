@@ -377,6 +377,42 @@ mod tests {
     }
 
     #[test]
+    fn only_tasks_bounded_well_under_the_brief_budget_run_on_the_event_loop() {
+        let pi = |samples| PiJob {
+            partitions: 1,
+            samples,
+            seed: 7,
+        };
+        let squares = |n| SumSquaresJob { partitions: 1, n };
+        let brief = |job: &dyn Job| BuiltinRunner.runs_briefly(&task_of(job, 0, 0));
+        assert!(brief(&pi(1)));
+        assert!(brief(&pi(2_000)));
+        assert!(!brief(&pi(2_001)));
+        assert!(!brief(&pi(100_000)));
+        assert!(brief(&squares(2_000)));
+        assert!(!brief(&squares(1_000_000)));
+        assert!(brief(&FlakyJob {
+            partitions: 1,
+            failures: 1
+        }));
+        // A sleep, a large result, a bad input or an unknown runner goes to a task thread.
+        assert!(!brief(&SleepJob {
+            partitions: 1,
+            millis: 0
+        }));
+        assert!(!brief(&BigResultJob {
+            partitions: 1,
+            size: 10
+        }));
+        let mut bad = task_of(&pi(1), 0, 0);
+        bad.serialized_task = Payload::copy_from(&[1, 2, 3]);
+        assert!(!BuiltinRunner.runs_briefly(&bad));
+        bad.properties
+            .insert(TaskDescription::RUNNER_PROPERTY.into(), "nope".into());
+        assert!(!BuiltinRunner.runs_briefly(&bad));
+    }
+
+    #[test]
     fn cancelled_tasks_report_a_kill() {
         let job = SleepJob {
             partitions: 1,

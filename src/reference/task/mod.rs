@@ -46,7 +46,21 @@ pub trait TaskRunner: Send + Sync + 'static {
     /// Runs `task`; returns the result bytes, or why it failed. Returns [`TaskFailure::killed`]
     /// when `cancel` was set before it finished.
     fn run(&self, task: &TaskDescription, cancel: &CancelFlag) -> Result<Payload, TaskFailure>;
+
+    /// Whether `task` is certain to end within [`BRIEF_TASK`] on this machine, so that the
+    /// executor may run it on its own event loop rather than hand it to a task thread (which
+    /// costs two thread wake-ups per task, most of a tiny task's round trip). While such a task
+    /// runs the executor reads nothing, so a runner that answers `true` for a longer task delays
+    /// the executor's heartbeats and KillTask handling by as long. The default is `false`: every
+    /// task runs on a task thread, as Spark's executors run theirs.
+    fn runs_briefly(&self, task: &TaskDescription) -> bool {
+        let _ = task;
+        false
+    }
 }
+
+/// The longest a task that [`TaskRunner::runs_briefly`] answers `true` for may run: 100 µs.
+pub const BRIEF_TASK: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// Reads `N` big-endian u64 values from a task input.
 pub(crate) fn read_u64s<const N: usize>(data: &[u8], what: &str) -> Result<[u64; N], TaskFailure> {
