@@ -119,6 +119,12 @@ fn register(i: usize, port: u16) -> DeployMessage {
 async fn bench_registrations() -> Duration {
     let master = Master::start(MasterConfig {
         port: 0,
+        // Every worker connects at once: above the default cap on connections (512), which
+        // would refuse the rest with `tooManyConnections`.
+        limits: sparkwire::connection::Limits {
+            max_connections: 2 * CONNECTING,
+            ..sparkwire::connection::Limits::default()
+        },
         ..MasterConfig::default()
     })
     .await
