@@ -102,6 +102,21 @@ def kill_tree(root):
             pass
 
 
+def finish(proc, what):
+    """The output of proc once it ends; it and its children are killed if it takes longer than
+    RUN_TIMEOUT or the wait is interrupted."""
+    try:
+        out, _ = proc.communicate(timeout=RUN_TIMEOUT)
+        return out
+    except subprocess.TimeoutExpired:
+        kill_tree(proc.pid)
+        proc.communicate()
+        raise RuntimeError(f"{what} did not end within {RUN_TIMEOUT} s")
+    except BaseException:
+        kill_tree(proc.pid)
+        raise
+
+
 def proc_cpu(pid):
     with open(f"/proc/{pid}/stat") as f:
         stat = f.read()
@@ -176,14 +191,7 @@ def sparkwire_run(binary, execs, cores, tasks):
     sampler = Sampler([proc.pid], classify)
     sampler.start()
     try:
-        out, _ = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        kill_tree(proc.pid)
-        proc.communicate()
-        raise RuntimeError(f"local-cluster did not end within {RUN_TIMEOUT} s")
-    except BaseException:
-        kill_tree(proc.pid)
-        raise
+        out = finish(proc, "local-cluster")
     finally:
         sampler.stop.set()
     sampler.join()
@@ -287,11 +295,7 @@ def spark_run(py, home, workdir, execs, cores, tasks):
     sampler = Sampler(list(roots), classify)
     sampler.start()
     try:
-        out, _ = driver.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        kill_tree(driver.pid)
-        driver.communicate()
-        raise RuntimeError(f"the Spark driver did not end within {RUN_TIMEOUT} s")
+        out = finish(driver, "the Spark driver")
     finally:
         sampler.stop.set()
         sampler.join()
