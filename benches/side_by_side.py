@@ -117,6 +117,18 @@ def finish(proc, what):
         raise
 
 
+def finish_sampled(proc, what, roots, classify):
+    """finish(proc, what) while a Sampler watches the processes under roots; returns the output
+    and the stopped sampler."""
+    sampler = Sampler(roots, classify)
+    sampler.start()
+    try:
+        return finish(proc, what), sampler
+    finally:
+        sampler.stop.set()
+        sampler.join()
+
+
 def proc_cpu(pid):
     with open(f"/proc/{pid}/stat") as f:
         stat = f.read()
@@ -188,13 +200,7 @@ def sparkwire_run(binary, execs, cores, tasks):
     la = load()
     before = os.times()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    sampler = Sampler([proc.pid], classify)
-    sampler.start()
-    try:
-        out = finish(proc, "local-cluster")
-    finally:
-        sampler.stop.set()
-    sampler.join()
+    out, sampler = finish_sampled(proc, "local-cluster", [proc.pid], classify)
     after = os.times()
     if proc.returncode != 0:
         raise RuntimeError(f"local-cluster failed ({proc.returncode}):\n{out}")
@@ -292,13 +298,9 @@ def spark_run(py, home, workdir, execs, cores, tasks):
             return roots[root]
         return "other"
 
-    sampler = Sampler(list(roots), classify)
-    sampler.start()
     try:
-        out = finish(driver, "the Spark driver")
+        out, sampler = finish_sampled(driver, "the Spark driver", list(roots), classify)
     finally:
-        sampler.stop.set()
-        sampler.join()
         if driver.poll() is None:
             kill_tree(driver.pid)
         for p in (worker, master):

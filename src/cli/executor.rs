@@ -79,10 +79,7 @@ pub fn run(args: ExecutorArgs) -> Result<ExitCode, String> {
     // Tasks run on threads of the executor's own; what is left (the connections and the loop
     // that hands tasks over) is light: one runtime thread does it, so that a frame read, a task
     // handed over and its updates queued wake no other runtime thread.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let runtime = super::single_thread_runtime()?;
     let id = config.executor_id.clone();
     let outcome = runtime.block_on(run_executor(config, Arc::new(BuiltinRunner)));
     // Tasks still running were cancelled; their threads are not waited for.

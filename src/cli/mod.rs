@@ -116,10 +116,11 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 /// A tokio runtime on the calling thread alone, for the driver's process (`driver`,
-/// `local-cluster`): its work is a chain of short steps per frame (read, validate, schedule,
-/// write), each of which would otherwise wake another runtime thread with a futex and a context
-/// switch; on one thread they follow each other with neither. Blocking work still goes to
-/// tokio's blocking pool.
+/// `local-cluster`) and the executor's: their work is a chain of short steps per frame (read,
+/// validate, schedule or hand a task over, write), each of which would otherwise wake another
+/// runtime thread with a futex and a context switch; on one thread they follow each other with
+/// neither. Blocking work still goes to tokio's blocking pool (the executor's tasks run on its
+/// own task threads).
 fn single_thread_runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
