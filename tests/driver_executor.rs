@@ -5,6 +5,7 @@
 mod support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use sparkwire::reference::driver::Driver;
 use sparkwire::reference::executor::{ExecutorError, ExecutorExit};
@@ -47,6 +48,46 @@ async fn a_job_runs_on_two_executors_with_every_connection_valid() {
     let verdict = observer.verdict(true);
     assert!(verdict.is_clean(), "{verdict}: {:?}", verdict.examples);
     assert!(verdict.events > 40, "{verdict}");
+}
+
+/// `sparkwire driver` and `local-cluster` busy-poll on one thread: the poller must leave the
+/// executors' connections, the timers and the jobs their turns.
+#[tokio::test(flavor = "current_thread")]
+async fn a_busy_polling_driver_on_one_thread_runs_jobs_with_every_connection_valid() {
+    let (mut config, observer) = strict_config("busy");
+    config.busy_poll = Duration::from_micros(50);
+    let driver = Driver::start(config).await.expect("driver");
+    let e1 = executor(&driver, "1", 1);
+    let e2 = executor(&driver, "2", 1);
+    wait_status(&driver, "two executors", |s| s.ready_executors() == 2).await;
+    for round in 0..2 {
+        let job = PiJob {
+            partitions: 300,
+            samples: 10,
+            seed: round,
+        };
+        let result = patiently("the job", driver.run(Arc::new(job)))
+            .await
+            .expect("driver")
+            .expect("job succeeds");
+        assert_eq!(result.tasks, 300, "round {round}");
+        assert!(
+            result.output.starts_with("Pi is roughly 3."),
+            "{}",
+            result.output
+        );
+    }
+    // Between jobs nothing is out and the driver still answers (the poller is idle).
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let status = driver.stop().await.expect("status");
+    assert_eq!(status.tasks_finished, 600);
+    assert_eq!(sent(&status, "LaunchTask"), 600);
+    for e in [e1, e2] {
+        let exit = patiently("the executor", e).await.expect("task");
+        assert_eq!(exit, Ok(ExecutorExit::Stopped));
+    }
+    let verdict = observer.verdict(true);
+    assert!(verdict.is_clean(), "{verdict}: {:?}", verdict.examples);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,6 +42,10 @@ pub struct DriverArgs {
     /// Seconds the masters have to register the application.
     #[arg(long, default_value_t = 60)]
     registration_timeout: u64,
+    /// After handling executors' messages while tasks are out, keep polling for this many
+    /// microseconds before sleeping, so that quick results are read without a wake-up; 0: never.
+    #[arg(long, default_value_t = super::DEFAULT_BUSY_POLL_US)]
+    busy_poll_us: u64,
     #[command(flatten)]
     limits: super::limits::LimitArgs,
 }
@@ -65,6 +69,7 @@ pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
     config.limits = super::limits::limits(&args.limits, None)?;
     config.max_task_failures = args.max_task_failures.max(1);
     config.registration_timeout = Duration::from_secs(args.registration_timeout.max(1));
+    config.busy_poll = super::busy_poll(args.busy_poll_us)?;
     super::single_thread_runtime()?.block_on(async move {
         let driver = Driver::start(config).await.map_err(|e| e.to_string())?;
         println!("sparkwire driver listening on {}", driver.url());

@@ -128,6 +128,25 @@ fn single_thread_runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
+/// The driver's busy-poll window of `sparkwire driver` and `local-cluster`, µs
+/// ([`DriverConfig::busy_poll`](sparkwire::reference::driver::DriverConfig::busy_poll)): on this
+/// 2-vCPU machine 50 µs took 2×1 tiny-task throughput from about 21,000 to 51,000 tasks per
+/// second on less CPU (BENCHMARKS.md).
+const DEFAULT_BUSY_POLL_US: u64 = 50;
+
+/// The most `--busy-poll-us` takes: a window longer than this is spinning, not polling.
+const MAX_BUSY_POLL_US: u64 = 10_000;
+
+/// `--busy-poll-us` as a window.
+fn busy_poll(micros: u64) -> Result<std::time::Duration, String> {
+    if micros > MAX_BUSY_POLL_US {
+        return Err(format!(
+            "--busy-poll-us {micros} is over the most it takes, {MAX_BUSY_POLL_US} µs"
+        ));
+    }
+    Ok(std::time::Duration::from_micros(micros))
+}
+
 /// A positive, finite number of seconds as a duration.
 fn seconds(secs: f64) -> Result<std::time::Duration, String> {
     if !(secs.is_finite() && secs > 0.0) {

@@ -11,6 +11,7 @@
 //! workers as processes (`sparkwire local-cluster`), and [`diagram`] draws traces.
 
 pub mod authz;
+pub(crate) mod busy_poll;
 pub mod clock;
 pub mod diagram;
 pub mod driver;

@@ -199,6 +199,11 @@ impl TaskScheduler {
         self.running.get(&task_id)
     }
 
+    /// Whether any task attempt is assigned or running, on any executor.
+    pub fn has_running(&self) -> bool {
+        !self.running.is_empty()
+    }
+
     /// Tasks assigned or running on `executor`.
     pub fn running_on(&self, executor: &str) -> usize {
         self.running

@@ -263,6 +263,11 @@ impl BackendCore {
         self.warn_if_starved();
     }
 
+    /// Whether task attempts are assigned or running (their executors may report at any time).
+    pub(crate) fn tasks_out(&self) -> bool {
+        self.scheduler.has_running()
+    }
+
     /// Whether connections are still open.
     pub(crate) fn has_connections(&self) -> bool {
         !self.conns.is_empty()

@@ -159,6 +159,7 @@ pub(super) async fn run(
 ) {
     let (reports, mut reported) = mpsc::unbounded_channel();
     let send_timeout = config.send_timeout;
+    let busy_poll = crate::reference::busy_poll::BusyPoll::start(config.busy_poll);
     let mut stall_check = tokio::time::interval(STALL_CHECK);
     stall_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut shell = Shell {
@@ -187,6 +188,12 @@ pub(super) async fn run(
             _ = stall_check.tick() => shell.check_stalls(),
         }
         shell.drain();
+        if let Some(poll) = &busy_poll {
+            if shell.core.tasks_out() {
+                // A result may be on its way: read it awake.
+                poll.activity();
+            }
+        }
     };
     shell.stop(&mut rx, &mut reported).await;
     accept.abort();

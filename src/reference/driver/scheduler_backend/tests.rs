@@ -281,6 +281,7 @@ fn a_lost_connection_loses_its_executor_and_its_task_runs_again_elsewhere() {
     let job = h.submit(pi(2)).expect("submitted");
     let sent = launches(&h.take());
     assert_eq!(sent.len(), 2);
+    assert!(h.core.tasks_out(), "two tasks are out");
     let on_lost = sent
         .iter()
         .find(|(c, _)| *c == 1)
@@ -315,6 +316,8 @@ fn a_lost_connection_loses_its_executor_and_its_task_runs_again_elsewhere() {
     assert_eq!(again[0].1.attempt_number, 1);
     h.finish(2, "1", again[0].1.task_id, 5);
     assert!(matches!(job_outcome(&h.take(), job), Some(Ok(_))));
+    // The lost attempt counts as ended: nothing is out, so the loop's busy polling stops.
+    assert!(!h.core.tasks_out(), "no task is out once the job is done");
     // The reader's close afterwards changes nothing more.
     h.input(Input::Closed {
         conn: 1,
