@@ -233,6 +233,74 @@ async fn local_cluster_with_no_options_estimates_pi_validly_and_leaves_no_proces
     let _ = std::fs::remove_file(&diagram);
 }
 
+/// A trace file named `.swtrace` is written in the binary form (protocol/trace.md §"Binary
+/// form"), which `sparkwire validate` reads and `trace convert` turns into the JSON lines form,
+/// event for event; busy polling off gives the same job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_cluster_writes_a_binary_trace_that_validates_and_converts_to_json_lines() {
+    let dir = std::env::temp_dir().join(format!("sparkwire-lc-bin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let trace = dir.join("run.swtrace");
+    let (code, stdout, _) = local_cluster_output(&[
+        "--partitions",
+        "30",
+        "--busy-poll-us",
+        "0",
+        "--trace",
+        trace.to_str().expect("utf-8"),
+    ])
+    .await;
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains(", 0 violations"), "{stdout}");
+    let bytes = std::fs::read(&trace).expect("trace");
+    assert!(
+        bytes.starts_with(b"\xC1SWTRACE"),
+        "{:?}",
+        &bytes[..bytes.len().min(16)]
+    );
+    let check = std::process::Command::new(BIN)
+        .arg("validate")
+        .arg(&trace)
+        .output()
+        .expect("validate runs");
+    assert!(check.status.success(), "{check:?}");
+    let verdict = String::from_utf8_lossy(&check.stdout).into_owned();
+    let events: usize = verdict
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("an event count: {verdict}"));
+    assert!(verdict.contains("no violations"), "{verdict}");
+    let json = dir.join("run.jsonl");
+    let convert = std::process::Command::new(BIN)
+        .args(["trace", "convert"])
+        .arg(&trace)
+        .arg(&json)
+        .output()
+        .expect("convert runs");
+    assert!(convert.status.success(), "{convert:?}");
+    let text = std::fs::read_to_string(&json).expect("json lines");
+    assert_eq!(text.lines().count(), events, "one line per event");
+    let launches = text
+        .lines()
+        .filter(|l| l.contains("\"LaunchTask\""))
+        .count();
+    assert_eq!(launches, 30, "one LaunchTask per task");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A busy-poll window over the most is refused before anything starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_cluster_refuses_a_busy_poll_window_over_the_most_before_starting_anything() {
+    let (code, stdout, stderr) = local_cluster_output(&["--busy-poll-us", "10001"]).await;
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("--busy-poll-us 10001 is over the most it takes, 10000 µs"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("local-cluster: master"), "{stdout}");
+}
+
 /// Starts a long `local-cluster` job, sends `signal` to `local-cluster` itself once its first
 /// executor registered, and returns what it printed after it exited unsuccessfully.
 async fn local_cluster_signalled_mid_job(signal: &str) -> String {

@@ -126,6 +126,8 @@ pub fn run(args: LocalClusterArgs) -> Result<ExitCode, String> {
     if !(1..=2047).contains(&args.max_message_size) {
         return Err("--max-message-size must be 1 to 2047 (MiB)".into());
     }
+    // Refused before any process starts (the driver's configuration is made later).
+    super::busy_poll(args.busy_poll_us)?;
     let program = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
     let runtime = super::single_thread_runtime()?;
     let code = runtime.block_on(async move {
