@@ -160,6 +160,15 @@ async fn local_cluster_output(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// `sparkwire validate TRACE`, run to its end.
+fn validate(trace: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(BIN)
+        .arg("validate")
+        .arg(trace)
+        .output()
+        .expect("validate runs")
+}
+
 /// The word after `prefix` in `text`.
 fn word_after<'a>(text: &'a str, prefix: &str) -> &'a str {
     text.split(prefix)
@@ -217,11 +226,7 @@ async fn local_cluster_with_no_options_estimates_pi_validly_and_leaves_no_proces
     assert!(stdout.contains(", 0 violations"), "{stdout}");
     no_orphans(&stdout).await;
     // The trace passes `sparkwire validate`, and the diagram shows the first task.
-    let check = std::process::Command::new(BIN)
-        .arg("validate")
-        .arg(&trace)
-        .output()
-        .expect("validate runs");
+    let check = validate(&trace);
     assert!(check.status.success(), "{check:?}");
     let text = std::fs::read_to_string(&diagram).expect("diagram");
     assert!(text.starts_with("```mermaid\nsequenceDiagram\n"), "{text}");
@@ -258,11 +263,7 @@ async fn local_cluster_writes_a_binary_trace_that_validates_and_converts_to_json
         "{:?}",
         &bytes[..bytes.len().min(16)]
     );
-    let check = std::process::Command::new(BIN)
-        .arg("validate")
-        .arg(&trace)
-        .output()
-        .expect("validate runs");
+    let check = validate(&trace);
     assert!(check.status.success(), "{check:?}");
     let verdict = String::from_utf8_lossy(&check.stdout).into_owned();
     let events: usize = verdict
