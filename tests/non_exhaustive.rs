@@ -1,7 +1,8 @@
 //! Messages can grow without breaking users (SPEC §7): outside sparkwire, every message and every
 //! struct a message carries is built through its public `new`, setters or `Default`, struct
 //! patterns end in `..`, and a `match` over the families, the versions and Spark's states needs a
-//! wildcard arm. This file is an outside crate, so it can only do what a user can.
+//! wildcard arm; so does one over the validator's rules and the handshake's refusals, which grow
+//! with the protocol. This file is an outside crate, so it can only do what a user can.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -283,6 +284,28 @@ fn outside_the_crate_literals_full_patterns_and_exhaustive_matches_do_not_compil
             .map(|s| format!("ExecutorState::{s:?} => 0,"))
             .collect(),
     );
+    let rules = arms(
+        sparkwire::validate::Rule::ALL
+            .iter()
+            .map(|r| format!("sparkwire::validate::Rule::{r:?} => 0,"))
+            .collect(),
+    );
+    // Every reason this release knows, `Other` included: a newer one may still add named ones.
+    let refusals = [
+        "BadMagic",
+        "NoCommonVersion",
+        "RoleNotAccepted",
+        "MalformedHello",
+        "FrameTooLarge",
+        "AuthRequired",
+        "AuthFailed",
+        "AuthNotConfigured",
+        "TooManyConnections",
+    ]
+    .iter()
+    .map(|r| format!("R::{r} => 0,"))
+    .collect::<String>()
+        + "R::Other(_) => 1,";
     let refused = [
         (
             "a struct literal",
@@ -303,6 +326,19 @@ fn outside_the_crate_literals_full_patterns_and_exhaustive_matches_do_not_compil
         (
             "a match naming every executor state without a wildcard",
             format!("pub fn f(s: ExecutorState) -> u8 {{ match s {{ {states} }} }}"),
+            "E0004",
+        ),
+        (
+            "a match naming every validator rule without a wildcard",
+            format!("pub fn f(r: sparkwire::validate::Rule) -> u8 {{ match r {{ {rules} }} }}"),
+            "E0004",
+        ),
+        (
+            "a match naming every handshake refusal without a wildcard",
+            format!(
+                "pub fn f(r: sparkwire::wire::handshake::RefusalReason) -> u8 {{ \
+                 use sparkwire::wire::handshake::RefusalReason as R; match r {{ {refusals} }} }}"
+            ),
             "E0004",
         ),
         (

@@ -196,6 +196,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Stream<IO> {
 
 /// Why a secret file cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SecretFileError {
     /// It cannot be read.
     #[error("cannot read the secret file {path}: {message}")]

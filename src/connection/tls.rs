@@ -18,6 +18,7 @@ use crate::wire::handshake::HandshakeError;
 
 /// Why TLS settings cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TlsError {
     /// A file cannot be read.
     #[error("cannot read {path}: {message}")]

@@ -8,6 +8,7 @@ macro_rules! rules {
     ($($(#[$meta:meta])* $variant:ident = ($id:literal, $slug:literal, $text:literal)),+ $(,)?) => {
         /// A rule of the protocol's state machine. Ids and slugs are stable: tools may match on them.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[non_exhaustive]
         pub enum Rule {
             $($(#[$meta])* $variant),+
         }

@@ -36,6 +36,7 @@ impl fmt::Display for EventRef {
 
 /// The entity a verdict is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Entity {
     /// A connection.
     Connection(ConnId),

@@ -26,6 +26,7 @@ pub const READ_CHUNK: usize = 64 * 1024;
 /// Which setting controls a limit: told in every oversized-frame error so that a person knows what
 /// to raise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LimitSetting {
     /// The limit after the handshake: `spark.rpc.message.maxSize`, sparkwire's
     /// [`MAX_FRAME_SIZE_FIELD`].

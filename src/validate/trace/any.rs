@@ -11,6 +11,7 @@ use crate::validate::event::Event;
 
 /// A trace that could not be read, in either form.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AnyTraceError {
     /// A line of a JSON Lines trace.
     #[error(transparent)]

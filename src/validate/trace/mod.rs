@@ -25,6 +25,7 @@ pub use writer::{to_text, TraceFormat, TraceWriter};
 
 /// What is wrong with one line of a trace.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TraceErrorKind {
     /// The line could not be read.
     #[error("cannot read: {0}")]

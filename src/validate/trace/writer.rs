@@ -9,6 +9,7 @@ use crate::validate::event::Event;
 
 /// The two forms of a trace (`protocol/trace.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum TraceFormat {
     /// JSON Lines: one JSON object per line.
     #[default]

@@ -9,6 +9,7 @@ use crate::messages::Version;
 
 /// Why a server refused a hello. Each has a fixed name on the wire.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RefusalReason {
     /// `badMagic`: the hello is not a sparkwire hello.
     BadMagic,
