@@ -1,0 +1,427 @@
+//! The client commands on a secured cluster: a `sparkwire master` and `sparkwire worker` started
+//! with `--secret-file`, and `sparkwire submit` (both deploy modes), `sparkwire driver` and
+//! `sparkwire status` given the same secret with `--secret-file`. With it they run jobs (the
+//! executors the worker starts authenticate to the driver with the secret the worker hands
+//! them); without it, or with another secret, they fail with words that say so and name the
+//! flag, exit non-zero, and the master registers nothing.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use sparkwire::connection::{write_secret_file, Connection, ConnectionConfig};
+use sparkwire::messages::deploy::{MasterStateResponse, RequestMasterState};
+use sparkwire::messages::{Addr, DeployMessage, DriverState};
+use sparkwire::reference::url::MasterUrl;
+use sparkwire::wire::handshake::{Role, Secret};
+use sparkwire::wire::Reply;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
+/// How long a wait may last before the test fails (the machine is shared and loaded).
+const PATIENCE: Duration = Duration::from_secs(120);
+const SECRET: &str = "the-cluster-secret-for-the-client-commands";
+
+/// `sparkwire ARGS` with neither of the variables a worker hands over set, so that only the
+/// flags given count.
+fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .env("RUST_LOG", "warn")
+        .env_remove("SPARKWIRE_SECRET_FILE")
+        .env_remove("SPARKWIRE_TLS_CA")
+        .stdin(Stdio::null());
+    c
+}
+
+/// A child process, killed by its own pid when dropped; its standard output read by a thread.
+struct Proc {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Proc {
+    fn start(args: &[&str]) -> Proc {
+        let mut child = command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn sparkwire");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Proc { child, lines }
+    }
+
+    fn line(&self) -> String {
+        self.lines
+            .recv_timeout(PATIENCE)
+            .expect("a line from the child")
+    }
+}
+
+/// Runs `sparkwire ARGS` to its end.
+fn run(args: &[&str]) -> Output {
+    command(args).output().expect("run sparkwire")
+}
+
+/// Standard output, then standard error.
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A fresh directory of its own for a test.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("sparkwire-cli-auth-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// A private (0600) file holding `text`.
+fn secret_file(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    let secret = Secret::new(text.as_bytes().to_vec()).expect("a secret");
+    write_secret_file(&path, &secret).expect("written");
+    path.display().to_string()
+}
+
+/// A master and a worker of `cores` cores, both with the secret file `secret`; the worker runs
+/// only the sparkwire binary (as executors, and as drivers in cluster deploy mode).
+struct Cluster {
+    url: String,
+    master: Addr,
+    _procs: Vec<Proc>,
+}
+
+impl Cluster {
+    fn start(dir: &Path, secret: &str, cores: u32) -> Cluster {
+        let master = Proc::start(&[
+            "master",
+            "--port",
+            "0",
+            "--webui-port",
+            "0",
+            "--secret-file",
+            secret,
+        ]);
+        let line = master.line();
+        let url = line
+            .strip_prefix("sparkwire master listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        let addr = MasterUrl::parse(&url).expect("a master URL").masters[0].clone();
+        let work = dir.join("work");
+        let worker = Proc::start(&[
+            "worker",
+            &url,
+            "--port",
+            "0",
+            "--webui-port",
+            "0",
+            "--cores",
+            &cores.to_string(),
+            "--memory",
+            "4096",
+            "--allow-exec-any",
+            BIN,
+            "--work-dir",
+            work.to_str().expect("utf-8"),
+            "--secret-file",
+            secret,
+        ]);
+        let cluster = Cluster {
+            url,
+            master: addr,
+            _procs: vec![master, worker],
+        };
+        cluster.wait_state("the worker registered", |s| s.workers.len() == 1);
+        cluster
+    }
+
+    /// The master's state, asked over a connection that proves the secret (not through the
+    /// commands under test).
+    fn state(&self) -> MasterStateResponse {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let stream = tokio::net::TcpStream::connect((
+                self.master.host.as_str(),
+                self.master.port as u16,
+            ))
+            .await
+            .expect("connect to the master");
+            let mut config = ConnectionConfig::default();
+            config.security.secret = Secret::new(SECRET.as_bytes().to_vec());
+            let ui =
+                Connection::<DeployMessage>::connect(stream, Role::Ui, "cli-auth-test", config)
+                    .await
+                    .expect("the secret is accepted");
+            let reply = ui
+                .ask_with_timeout(RequestMasterState::new().into(), PATIENCE)
+                .await
+                .expect("the master answers");
+            ui.close().await;
+            match reply {
+                Reply::Message(DeployMessage::MasterStateResponse(s)) => s,
+                other => panic!("expected MasterStateResponse, got {other:?}"),
+            }
+        })
+    }
+
+    fn wait_state(
+        &self,
+        what: &str,
+        ok: impl Fn(&MasterStateResponse) -> bool,
+    ) -> MasterStateResponse {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let s = self.state();
+            if ok(&s) {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "never {what}: {s:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn applications(s: &MasterStateResponse) -> usize {
+    s.active_apps.len() + s.completed_apps.len()
+}
+
+fn drivers(s: &MasterStateResponse) -> usize {
+    s.active_drivers.len() + s.completed_drivers.len()
+}
+
+#[test]
+fn with_the_secret_submit_in_both_deploy_modes_and_driver_run_jobs_on_a_secured_cluster() {
+    let dir = temp_dir("runs");
+    let secret = secret_file(&dir, "secret", SECRET);
+    // Two cores: in cluster deploy mode the driver takes one, its executor the other.
+    let cluster = Cluster::start(&dir, &secret, 2);
+    let url = cluster.url.as_str();
+
+    // Client deploy mode: the driver here dials the master with the secret, and accepts only
+    // executors that prove it (the worker hands them its own, SPARKWIRE_SECRET_FILE).
+    let out = run(&[
+        "submit",
+        "--master",
+        url,
+        "--secret-file",
+        &secret,
+        "--job",
+        "pi",
+    ]);
+    let printed = text(&out);
+    assert!(out.status.success(), "{printed}");
+    assert!(printed.contains("job pi: Pi is roughly 3.1"), "{printed}");
+    assert!(
+        printed.contains("validator (driver side, strict): valid"),
+        "{printed}"
+    );
+
+    // `sparkwire driver`.
+    let out = run(&[
+        "driver",
+        "--master",
+        url,
+        "--secret-file",
+        &secret,
+        "--job",
+        "pi",
+        "--executor-cores",
+        "1",
+    ]);
+    let printed = text(&out);
+    assert!(out.status.success(), "{printed}");
+    assert!(printed.contains("result: Pi is roughly 3.1"), "{printed}");
+
+    // Cluster deploy mode: the driver client proves the secret to submit the driver; the
+    // driver, run by the worker, gets the worker's secret from SPARKWIRE_SECRET_FILE.
+    let out = run(&[
+        "submit",
+        "--master",
+        url,
+        "--secret-file",
+        &secret,
+        "--job",
+        "pi",
+        "--deploy-mode",
+        "cluster",
+        "--driver-memory",
+        "512m",
+        "--executor-cores",
+        "1",
+    ]);
+    let printed = text(&out);
+    assert!(out.status.success(), "{printed}");
+    assert!(
+        printed.contains("Driver successfully submitted as driver-"),
+        "{printed}"
+    );
+    assert!(printed.contains(": FINISHED"), "{printed}");
+
+    let state = cluster.wait_state("three applications ended", |s| {
+        s.completed_apps.len() == 3 && s.active_apps.is_empty()
+    });
+    assert_eq!(state.completed_drivers.len(), 1, "{state:?}");
+    assert_eq!(
+        state.completed_drivers[0].state,
+        DriverState::Finished,
+        "{state:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn without_the_secret_or_with_another_the_client_commands_fail_clearly_and_change_nothing() {
+    let dir = temp_dir("refused");
+    let secret = secret_file(&dir, "secret", SECRET);
+    let wrong = secret_file(&dir, "wrong", "not-the-cluster-secret-at-all");
+    let cluster = Cluster::start(&dir, &secret, 1);
+    let url = cluster.url.as_str();
+    let missing = "refused the handshake: authentication required";
+    let other = "failed: it did not prove the secret given";
+
+    // `submit` in client deploy mode, without a secret and with the wrong one.
+    for (flags, expected) in [
+        (vec![], missing),
+        (vec!["--secret-file", wrong.as_str()], other),
+    ] {
+        let mut args = vec!["submit", "--master", url, "--job", "pi"];
+        args.extend(&flags);
+        let out = run(&args);
+        let printed = text(&out);
+        assert!(!out.status.success(), "{printed}");
+        assert!(printed.contains(expected), "{flags:?}: {printed}");
+        assert!(
+            printed.contains("Give --secret-file with the cluster's secret"),
+            "{printed}"
+        );
+        assert!(!printed.contains("application app-"), "{printed}");
+    }
+
+    // `submit` in cluster deploy mode: no driver is submitted.
+    for (flags, expected) in [
+        (vec![], missing),
+        (vec!["--secret-file", wrong.as_str()], other),
+    ] {
+        let mut args = vec!["submit", "--master", url, "--deploy-mode", "cluster"];
+        args.extend(&flags);
+        let out = run(&args);
+        let printed = text(&out);
+        assert!(!out.status.success(), "{printed}");
+        assert!(printed.contains("no master took the driver"), "{printed}");
+        assert!(printed.contains(expected), "{flags:?}: {printed}");
+    }
+
+    // `driver`: the job fails (exit 1), and why is said in words.
+    for (flags, expected) in [
+        (vec![], missing),
+        (vec!["--secret-file", wrong.as_str()], other),
+    ] {
+        let mut args = vec!["driver", "--master", url, "--registration-timeout", "30"];
+        args.extend(&flags);
+        let out = run(&args);
+        let printed = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{printed}");
+        assert!(
+            printed.contains(&format!("the master at 127.0.0.1:{}", cluster.master.port)),
+            "{printed}"
+        );
+        assert!(printed.contains(expected), "{flags:?}: {printed}");
+    }
+
+    // `status`: refused without the secret (exit 2), shown with it.
+    let out = run(&["status", url]);
+    let printed = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{printed}");
+    assert!(printed.contains(missing), "{printed}");
+    assert!(!printed.contains("WORKERS"), "{printed}");
+    let out = run(&["status", url, "--secret-file", &wrong]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains(other), "{}", text(&out));
+    let out = run(&["status", url, "--secret-file", &secret]);
+    let printed = text(&out);
+    assert!(out.status.success(), "{printed}");
+    assert!(printed.contains("workers: 1 alive"), "{printed}");
+    assert!(printed.contains("RUNNING APPLICATIONS (0)"), "{printed}");
+    assert!(printed.contains("COMPLETED APPLICATIONS (0)"), "{printed}");
+
+    // The master registered no application and no driver for any of them.
+    let state = cluster.state();
+    assert_eq!(applications(&state), 0, "{state:?}");
+    assert_eq!(drivers(&state), 0, "{state:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn the_client_commands_refuse_a_secret_file_others_may_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("open-file");
+    let path = dir.join("secret");
+    std::fs::write(&path, SECRET).expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let p = path.display().to_string();
+    // No master is needed: the file is refused before anything is dialled.
+    for args in [
+        vec!["status", "sparkwire://127.0.0.1:1", "--secret-file", &p],
+        vec![
+            "submit",
+            "--master",
+            "sparkwire://127.0.0.1:1",
+            "--secret-file",
+            &p,
+        ],
+        vec![
+            "driver",
+            "--master",
+            "sparkwire://127.0.0.1:1",
+            "--secret-file",
+            &p,
+        ],
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("is accessible to other users"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    // And the variable a worker sets is read by the same rules.
+    let out = command(&["status", "sparkwire://127.0.0.1:1"])
+        .env("SPARKWIRE_SECRET_FILE", &path)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("is accessible to other users"),
+        "{}",
+        text(&out)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
