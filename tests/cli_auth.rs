@@ -11,7 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use sparkwire::connection::{write_secret_file, Connection, ConnectionConfig};
+use sparkwire::connection::{write_secret_file, Connection, ConnectionConfig, Security};
 use sparkwire::messages::deploy::{MasterStateResponse, RequestMasterState};
 use sparkwire::messages::{Addr, DeployMessage, DriverState};
 use sparkwire::reference::url::MasterUrl;
@@ -110,12 +110,17 @@ fn secret_file(dir: &Path, name: &str, text: &str) -> String {
 struct Cluster {
     url: String,
     master: Addr,
+    security: Security,
     _procs: Vec<Proc>,
 }
 
 impl Cluster {
-    fn start(dir: &Path, secret: &str, cores: u32) -> Cluster {
-        let master = Proc::start(&[
+    /// `tls`: the flags `--tls-cert`, `--tls-key`, `--tls-ca` of both, and the settings the
+    /// test's own connections use.
+    fn start(dir: &Path, secret: &str, cores: u32, tls: Option<(&[&str], Security)>) -> Cluster {
+        let (tls_args, mut security) = tls.unwrap_or_default();
+        security.secret = Secret::new(SECRET.as_bytes().to_vec());
+        let mut args = vec![
             "master",
             "--port",
             "0",
@@ -123,7 +128,9 @@ impl Cluster {
             "0",
             "--secret-file",
             secret,
-        ]);
+        ];
+        args.extend(tls_args);
+        let master = Proc::start(&args);
         let line = master.line();
         let url = line
             .strip_prefix("sparkwire master listening on ")
@@ -131,7 +138,8 @@ impl Cluster {
             .to_string();
         let addr = MasterUrl::parse(&url).expect("a master URL").masters[0].clone();
         let work = dir.join("work");
-        let worker = Proc::start(&[
+        let cores = cores.to_string();
+        let mut args = vec![
             "worker",
             &url,
             "--port",
@@ -139,7 +147,7 @@ impl Cluster {
             "--webui-port",
             "0",
             "--cores",
-            &cores.to_string(),
+            &cores,
             "--memory",
             "4096",
             "--allow-exec-any",
@@ -148,10 +156,13 @@ impl Cluster {
             work.to_str().expect("utf-8"),
             "--secret-file",
             secret,
-        ]);
+        ];
+        args.extend(tls_args);
+        let worker = Proc::start(&args);
         let cluster = Cluster {
             url,
             master: addr,
+            security,
             _procs: vec![master, worker],
         };
         cluster.wait_state("the worker registered", |s| s.workers.len() == 1);
@@ -173,7 +184,7 @@ impl Cluster {
             .await
             .expect("connect to the master");
             let mut config = ConnectionConfig::default();
-            config.security.secret = Secret::new(SECRET.as_bytes().to_vec());
+            config.security = self.security.clone();
             let ui =
                 Connection::<DeployMessage>::connect(stream, Role::Ui, "cli-auth-test", config)
                     .await
@@ -220,7 +231,7 @@ fn with_the_secret_submit_in_both_deploy_modes_and_driver_run_jobs_on_a_secured_
     let dir = temp_dir("runs");
     let secret = secret_file(&dir, "secret", SECRET);
     // Two cores: in cluster deploy mode the driver takes one, its executor the other.
-    let cluster = Cluster::start(&dir, &secret, 2);
+    let cluster = Cluster::start(&dir, &secret, 2, None);
     let url = cluster.url.as_str();
 
     // Client deploy mode: the driver here dials the master with the secret, and accepts only
@@ -300,7 +311,7 @@ fn without_the_secret_or_with_another_the_client_commands_fail_clearly_and_chang
     let dir = temp_dir("refused");
     let secret = secret_file(&dir, "secret", SECRET);
     let wrong = secret_file(&dir, "wrong", "not-the-cluster-secret-at-all");
-    let cluster = Cluster::start(&dir, &secret, 1);
+    let cluster = Cluster::start(&dir, &secret, 1, None);
     let url = cluster.url.as_str();
     let missing = "refused the handshake: authentication required";
     let other = "failed: it did not prove the secret given";
@@ -423,5 +434,123 @@ fn the_client_commands_refuse_a_secret_file_others_may_read() {
         "{}",
         text(&out)
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn with_tls_the_client_commands_need_the_authorities_and_the_driver_a_certificate() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    use sparkwire::connection::TlsSettings;
+
+    let dir = temp_dir("tls");
+    let secret = secret_file(&dir, "secret", SECRET);
+    // An authority, and a certificate for 127.0.0.1 it signed, shared by every process.
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
+    let key_pair = KeyPair::generate().expect("key");
+    let cert_pem = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .expect("params")
+        .signed_by(&key_pair, &ca_cert, &ca_key)
+        .expect("certificate")
+        .pem();
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        path.display().to_string()
+    };
+    let ca = write("ca.pem", ca_cert.pem());
+    let cert = write("cert.pem", cert_pem);
+    let key = write("key.pem", key_pair.serialize_pem());
+    let mut tls = TlsSettings::from_files(None, None, Some(Path::new(&ca))).expect("TLS");
+    tls.server_name = Some("127.0.0.1".into());
+    let security = Security {
+        tls: Some(tls),
+        ..Security::default()
+    };
+    let flags = [
+        "--tls-cert",
+        cert.as_str(),
+        "--tls-key",
+        key.as_str(),
+        "--tls-ca",
+        ca.as_str(),
+    ];
+    let cluster = Cluster::start(&dir, &secret, 2, Some((&flags, security)));
+    let url = cluster.url.as_str();
+
+    // `status`: with the secret and the authorities it is shown; without the authorities the
+    // TLS master is not understood, and the error names the flag.
+    let out = run(&["status", url, "--secret-file", &secret, "--tls-ca", &ca]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("workers: 1 alive"), "{}", text(&out));
+    let out = run(&["status", url, "--secret-file", &secret]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("the handshake with the master at"),
+        "{}",
+        text(&out)
+    );
+
+    // A driver with TLS but no certificate could not take its executors' connections: refused
+    // before it starts.
+    let out = run(&[
+        "submit",
+        "--master",
+        url,
+        "--secret-file",
+        &secret,
+        "--tls-ca",
+        &ca,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("give --tls-cert and --tls-key too"),
+        "{}",
+        text(&out)
+    );
+
+    // Client deploy mode, every connection TLS and authenticated: the job runs.
+    let mut args = vec![
+        "submit",
+        "--master",
+        url,
+        "--secret-file",
+        &secret,
+        "--job",
+        "pi",
+    ];
+    args.extend(flags);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("job pi: Pi is roughly 3.1"),
+        "{}",
+        text(&out)
+    );
+
+    // Cluster deploy mode: the worker hands the driver its secret and authorities; the
+    // certificate goes by its paths.
+    let mut args = vec![
+        "submit",
+        "--master",
+        url,
+        "--secret-file",
+        &secret,
+        "--deploy-mode",
+        "cluster",
+        "--driver-memory",
+        "512m",
+        "--executor-cores",
+        "1",
+    ];
+    args.extend(flags);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains(": FINISHED"), "{}", text(&out));
+    let state = cluster.wait_state("two applications ended", |s| s.completed_apps.len() == 2);
+    assert_eq!(state.completed_drivers.len(), 1, "{state:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
