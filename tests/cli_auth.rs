@@ -489,7 +489,7 @@ fn with_tls_the_client_commands_need_the_authorities_and_the_driver_a_certificat
     let out = run(&["status", url, "--secret-file", &secret]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
-        text(&out).contains("the handshake with the master at"),
+        text(&out).contains("the handshake with the master at") && text(&out).contains("--tls-ca"),
         "{}",
         text(&out)
     );

@@ -73,7 +73,13 @@ impl MasterClient {
                 the_master(master)
             ))
         })?
-        .map_err(|e| ConnectError::Handshake(handshake_failure(&the_master(master), &e)))?;
+        .map_err(|e| {
+            ConnectError::Handshake(handshake_failure(
+                &the_master(master),
+                &e,
+                security.encrypts(),
+            ))
+        })?;
         let conn = Connection::establish(established, ConnectionConfig::default())
             .map_err(|e| ConnectError::Handshake(format!("{}: {e}", the_master(master))))?;
         Ok(MasterClient {

@@ -155,8 +155,8 @@ impl DriverSecurityArgs {
 }
 
 /// What an operator reads when the handshake with `peer` ("the master at HOST:PORT") failed:
-/// what went wrong, in words, and which flag mends it.
-pub fn handshake_failure(peer: &str, error: &HandshakeError) -> String {
+/// what went wrong, in words, and which flag mends it. `encrypts`: this side spoke TLS.
+pub fn handshake_failure(peer: &str, error: &HandshakeError, encrypts: bool) -> String {
     match error {
         HandshakeError::Refused { reason, message } => match reason {
             RefusalReason::AuthRequired => format!(
@@ -193,6 +193,12 @@ pub fn handshake_failure(peer: &str, error: &HandshakeError) -> String {
         HandshakeError::Tls(why) => format!(
             "TLS with {peer} failed: {why}. A master with TLS needs --tls-ca naming the \
              authorities that signed its certificate; one without TLS needs no --tls-ca"
+        ),
+        // A TLS server answers a plain hello with a TLS record, read here as a frame too large
+        // or not a sparkwire answer, or just closes.
+        other if !encrypts => format!(
+            "the handshake with {peer} failed: {other}. If the master uses TLS, give --tls-ca \
+             naming the authorities that signed its certificate"
         ),
         other => format!("the handshake with {peer} failed: {other}"),
     }
@@ -263,6 +269,73 @@ pub fn listening(args: &SecurityArgs, host: &str, what: &str) -> Result<Security
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refused_handshakes_are_told_in_words_that_name_the_flag_that_mends_them() {
+        let peer = "the master at 10.0.0.1:7077";
+        let refused = |reason| HandshakeError::Refused {
+            reason,
+            message: "m".into(),
+        };
+        let required = handshake_failure(peer, &refused(RefusalReason::AuthRequired), false);
+        assert!(
+            required.starts_with(
+                "the master at 10.0.0.1:7077 refused the handshake: authentication required"
+            ),
+            "{required}"
+        );
+        let failed = handshake_failure(peer, &refused(RefusalReason::AuthFailed), false);
+        assert!(failed.contains("authentication failed"), "{failed}");
+        let proof = handshake_failure(peer, &HandshakeError::AuthFailed("x".into()), false);
+        assert!(proof.contains("authentication with the master"), "{proof}");
+        for text in [&required, &failed, &proof] {
+            assert!(
+                text.contains("Give --secret-file with the cluster's secret"),
+                "{text}"
+            );
+            assert!(!text.contains("authRequired") && !text.contains("authFailed"));
+        }
+        let extra = handshake_failure(peer, &refused(RefusalReason::AuthNotConfigured), false);
+        assert!(extra.contains("has no shared secret"), "{extra}");
+        let downgrade = handshake_failure(peer, &HandshakeError::Unauthenticated, false);
+        assert!(downgrade.contains("without authenticating"), "{downgrade}");
+        let tls = handshake_failure(peer, &HandshakeError::Tls("bad".into()), true);
+        assert!(tls.starts_with("TLS with the master") && tls.contains("--tls-ca"));
+        // A plain hello to a TLS master: the hint, only when this side did not speak TLS.
+        let plain = handshake_failure(peer, &HandshakeError::PeerClosed, false);
+        assert!(
+            plain.contains("If the master uses TLS, give --tls-ca"),
+            "{plain}"
+        );
+        let closed = handshake_failure(peer, &HandshakeError::PeerClosed, true);
+        assert!(!closed.contains("give --tls-ca"), "{closed}");
+    }
+
+    #[test]
+    fn a_driver_takes_tls_on_both_sides_or_not_at_all() {
+        let driver = |ca: Option<&str>, cert: Option<&str>| DriverSecurityArgs {
+            client: ClientSecurityArgs {
+                secret_file: None,
+                tls_ca: ca.map(PathBuf::from),
+            },
+            tls_cert: cert.map(PathBuf::from),
+            tls_key: cert.map(PathBuf::from),
+        };
+        let no_cert = driver(Some("/nonexistent/ca.pem"), None).security();
+        assert!(
+            no_cert
+                .as_ref()
+                .is_err_and(|e| e.contains("--tls-cert and --tls-key")),
+            "{no_cert:?}"
+        );
+        if std::env::var_os(TLS_CA_ENV).is_none() {
+            let no_ca = driver(None, Some("/nonexistent/cert.pem")).security();
+            assert!(
+                no_ca.as_ref().is_err_and(|e| e.contains("needs --tls-ca")),
+                "{no_ca:?}"
+            );
+        }
+    }
 
     #[test]
     fn loopback_hosts_are_told_apart_from_the_others() {
