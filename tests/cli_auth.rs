@@ -183,8 +183,10 @@ impl Cluster {
             ))
             .await
             .expect("connect to the master");
-            let mut config = ConnectionConfig::default();
-            config.security = self.security.clone();
+            let config = ConnectionConfig {
+                security: self.security.clone(),
+                ..ConnectionConfig::default()
+            };
             let ui =
                 Connection::<DeployMessage>::connect(stream, Role::Ui, "cli-auth-test", config)
                     .await
