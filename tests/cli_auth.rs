@@ -228,73 +228,64 @@ fn drivers(s: &MasterStateResponse) -> usize {
     s.active_drivers.len() + s.completed_drivers.len()
 }
 
+/// Runs `sparkwire ARGS…` (the slices joined); fails the test unless it exits with `code` and
+/// prints each of `needles` (on standard output or error). Returns what it printed.
+fn expect(args: &[&[&str]], code: i32, needles: &[&str]) -> String {
+    let args = args.concat();
+    let out = run(&args);
+    let printed = text(&out);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {printed}");
+    for needle in needles {
+        assert!(
+            printed.contains(needle),
+            "{args:?}: no {needle:?} in {printed}"
+        );
+    }
+    printed
+}
+
 #[test]
 fn with_the_secret_submit_in_both_deploy_modes_and_driver_run_jobs_on_a_secured_cluster() {
     let dir = temp_dir("runs");
     let secret = secret_file(&dir, "secret", SECRET);
     // Two cores: in cluster deploy mode the driver takes one, its executor the other.
     let cluster = Cluster::start(&dir, &secret, 2, None);
-    let url = cluster.url.as_str();
+    let with_secret = ["--master", cluster.url.as_str(), "--secret-file", &secret];
 
     // Client deploy mode: the driver here dials the master with the secret, and accepts only
-    // executors that prove it (the worker hands them its own, SPARKWIRE_SECRET_FILE).
-    let out = run(&[
-        "submit",
-        "--master",
-        url,
-        "--secret-file",
-        &secret,
-        "--job",
-        "pi",
-    ]);
-    let printed = text(&out);
-    assert!(out.status.success(), "{printed}");
-    assert!(printed.contains("job pi: Pi is roughly 3.1"), "{printed}");
-    assert!(
-        printed.contains("validator (driver side, strict): valid"),
-        "{printed}"
+    // executors that prove it: a job runs only if the executors the worker starts got the
+    // worker's secret (SPARKWIRE_SECRET_FILE) and proved it to the driver.
+    expect(
+        &[&["submit"], &with_secret, &["--job", "pi"]],
+        0,
+        &[
+            "job pi: Pi is roughly 3.1",
+            "validator (driver side, strict): valid",
+        ],
     );
-
-    // `sparkwire driver`.
-    let out = run(&[
-        "driver",
-        "--master",
-        url,
-        "--secret-file",
-        &secret,
-        "--job",
-        "pi",
-        "--executor-cores",
-        "1",
-    ]);
-    let printed = text(&out);
-    assert!(out.status.success(), "{printed}");
-    assert!(printed.contains("result: Pi is roughly 3.1"), "{printed}");
-
+    // `sparkwire driver`, the same way.
+    expect(
+        &[
+            &["driver"],
+            &with_secret,
+            &["--job", "pi", "--executor-cores", "1"],
+        ],
+        0,
+        &["result: Pi is roughly 3.1"],
+    );
     // Cluster deploy mode: the driver client proves the secret to submit the driver; the
     // driver, run by the worker, gets the worker's secret from SPARKWIRE_SECRET_FILE.
-    let out = run(&[
-        "submit",
-        "--master",
-        url,
-        "--secret-file",
-        &secret,
-        "--job",
-        "pi",
-        "--deploy-mode",
-        "cluster",
-        "--driver-memory",
-        "512m",
-        "--executor-cores",
-        "1",
-    ]);
-    let printed = text(&out);
-    assert!(out.status.success(), "{printed}");
-    assert!(
-        printed.contains("Driver successfully submitted as driver-"),
-        "{printed}"
+    let cluster_mode = ["--deploy-mode", "cluster", "--driver-memory", "512m"];
+    expect(
+        &[
+            &["submit"],
+            &with_secret,
+            &cluster_mode,
+            &["--executor-cores", "1"],
+        ],
+        0,
+        &["Driver successfully submitted as driver-", ": FINISHED"],
     );
-    assert!(printed.contains(": FINISHED"), "{printed}");
 
     let state = cluster.wait_state("three applications ended", |s| {
         s.completed_apps.len() == 3 && s.active_apps.is_empty()
@@ -315,74 +306,51 @@ fn without_the_secret_or_with_another_the_client_commands_fail_clearly_and_chang
     let wrong = secret_file(&dir, "wrong", "not-the-cluster-secret-at-all");
     let cluster = Cluster::start(&dir, &secret, 1, None);
     let url = cluster.url.as_str();
-    let missing = "refused the handshake: authentication required";
-    let other = "failed: it did not prove the secret given";
-
-    // `submit` in client deploy mode, without a secret and with the wrong one.
-    for (flags, expected) in [
-        (vec![], missing),
-        (vec!["--secret-file", wrong.as_str()], other),
-    ] {
-        let mut args = vec!["submit", "--master", url, "--job", "pi"];
-        args.extend(&flags);
-        let out = run(&args);
-        let printed = text(&out);
-        assert!(!out.status.success(), "{printed}");
-        assert!(printed.contains(expected), "{flags:?}: {printed}");
-        assert!(
-            printed.contains("Give --secret-file with the cluster's secret"),
-            "{printed}"
+    let master = format!("the master at 127.0.0.1:{}", cluster.master.port);
+    let mend = "Give --secret-file with the cluster's secret";
+    let cases: [(&[&str], &str); 2] = [
+        (&[], "refused the handshake: authentication required"),
+        (
+            &["--secret-file", &wrong],
+            "failed: it did not prove the secret given",
+        ),
+    ];
+    for (flags, why) in cases {
+        // `submit` in client deploy mode, in cluster deploy mode (no driver is submitted), and
+        // `driver` (its job fails: exit 1): each says why, and how to mend it.
+        let printed = expect(
+            &[&["submit", "--master", url], flags],
+            2,
+            &[&master, why, mend],
         );
         assert!(!printed.contains("application app-"), "{printed}");
-    }
-
-    // `submit` in cluster deploy mode: no driver is submitted.
-    for (flags, expected) in [
-        (vec![], missing),
-        (vec!["--secret-file", wrong.as_str()], other),
-    ] {
-        let mut args = vec!["submit", "--master", url, "--deploy-mode", "cluster"];
-        args.extend(&flags);
-        let out = run(&args);
-        let printed = text(&out);
-        assert!(!out.status.success(), "{printed}");
-        assert!(printed.contains("no master took the driver"), "{printed}");
-        assert!(printed.contains(expected), "{flags:?}: {printed}");
-    }
-
-    // `driver`: the job fails (exit 1), and why is said in words.
-    for (flags, expected) in [
-        (vec![], missing),
-        (vec!["--secret-file", wrong.as_str()], other),
-    ] {
-        let mut args = vec!["driver", "--master", url, "--registration-timeout", "30"];
-        args.extend(&flags);
-        let out = run(&args);
-        let printed = text(&out);
-        assert_eq!(out.status.code(), Some(1), "{printed}");
-        assert!(
-            printed.contains(&format!("the master at 127.0.0.1:{}", cluster.master.port)),
-            "{printed}"
+        expect(
+            &[
+                &["submit", "--master", url, "--deploy-mode", "cluster"],
+                flags,
+            ],
+            2,
+            &["no master took the driver", &master, why, mend],
         );
-        assert!(printed.contains(expected), "{flags:?}: {printed}");
+        expect(
+            &[&["driver", "--master", url], flags],
+            1,
+            &[&master, why, mend],
+        );
+        // `status` is refused (exit 2) and shows nothing.
+        let printed = expect(&[&["status", url], flags], 2, &[&master, why, mend]);
+        assert!(!printed.contains("WORKERS"), "{printed}");
     }
-
-    // `status`: refused without the secret (exit 2), shown with it.
-    let out = run(&["status", url]);
-    let printed = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{printed}");
-    assert!(printed.contains(missing), "{printed}");
-    assert!(!printed.contains("WORKERS"), "{printed}");
-    let out = run(&["status", url, "--secret-file", &wrong]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains(other), "{}", text(&out));
-    let out = run(&["status", url, "--secret-file", &secret]);
-    let printed = text(&out);
-    assert!(out.status.success(), "{printed}");
-    assert!(printed.contains("workers: 1 alive"), "{printed}");
-    assert!(printed.contains("RUNNING APPLICATIONS (0)"), "{printed}");
-    assert!(printed.contains("COMPLETED APPLICATIONS (0)"), "{printed}");
-
+    // With the secret, `status` shows the master, which has no application.
+    expect(
+        &[&["status", url, "--secret-file", &secret]],
+        0,
+        &[
+            "workers: 1 alive",
+            "RUNNING APPLICATIONS (0)",
+            "COMPLETED APPLICATIONS (0)",
+        ],
+    );
     // The master registered no application and no driver for any of them.
     let state = cluster.state();
     assert_eq!(applications(&state), 0, "{state:?}");
@@ -399,43 +367,24 @@ fn the_client_commands_refuse_a_secret_file_others_may_read() {
     std::fs::write(&path, SECRET).expect("write");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let p = path.display().to_string();
+    let nowhere = "sparkwire://127.0.0.1:1";
+    let refused = ["is accessible to other users", "chmod 600"];
     // No master is needed: the file is refused before anything is dialled.
-    for args in [
-        vec!["status", "sparkwire://127.0.0.1:1", "--secret-file", &p],
-        vec![
-            "submit",
-            "--master",
-            "sparkwire://127.0.0.1:1",
-            "--secret-file",
-            &p,
-        ],
-        vec![
-            "driver",
-            "--master",
-            "sparkwire://127.0.0.1:1",
-            "--secret-file",
-            &p,
-        ],
-    ] {
-        let out = run(&args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
-        assert!(
-            text(&out).contains("is accessible to other users"),
-            "{args:?}: {}",
-            text(&out)
+    expect(&[&["status", nowhere, "--secret-file", &p]], 2, &refused);
+    for command in ["submit", "driver"] {
+        expect(
+            &[&[command, "--master", nowhere, "--secret-file", &p]],
+            2,
+            &refused,
         );
     }
     // And the variable a worker sets is read by the same rules.
-    let out = command(&["status", "sparkwire://127.0.0.1:1"])
+    let out = command(&["status", nowhere])
         .env("SPARKWIRE_SECRET_FILE", &path)
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        text(&out).contains("is accessible to other users"),
-        "{}",
-        text(&out)
-    );
+    assert!(text(&out).contains(refused[0]), "{}", text(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -472,87 +421,58 @@ fn with_tls_the_client_commands_need_the_authorities_and_the_driver_a_certificat
         tls: Some(tls),
         ..Security::default()
     };
-    let flags = [
-        "--tls-cert",
-        cert.as_str(),
-        "--tls-key",
-        key.as_str(),
-        "--tls-ca",
-        ca.as_str(),
-    ];
+    let certificate = ["--tls-cert", cert.as_str(), "--tls-key", key.as_str()];
+    let authorities = ["--tls-ca", ca.as_str()];
+    let flags = [&certificate[..], &authorities[..]].concat();
     let cluster = Cluster::start(&dir, &secret, 2, Some((&flags, security)));
     let url = cluster.url.as_str();
+    let with_secret = ["--master", url, "--secret-file", &secret];
 
     // `status`: with the secret and the authorities it is shown; without the authorities the
     // TLS master is not understood, and the error names the flag.
-    let out = run(&["status", url, "--secret-file", &secret, "--tls-ca", &ca]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("workers: 1 alive"), "{}", text(&out));
-    let out = run(&["status", url, "--secret-file", &secret]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        text(&out).contains("the handshake with the master at") && text(&out).contains("--tls-ca"),
-        "{}",
-        text(&out)
+    expect(
+        &[&["status", url, "--secret-file", &secret], &authorities],
+        0,
+        &["workers: 1 alive"],
     );
-
+    expect(
+        &[&["status", url, "--secret-file", &secret]],
+        2,
+        &["the handshake with the master at", "give --tls-ca"],
+    );
     // A driver with TLS but no certificate could not take its executors' connections: refused
     // before it starts.
-    let out = run(&[
-        "submit",
-        "--master",
-        url,
-        "--secret-file",
-        &secret,
-        "--tls-ca",
-        &ca,
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        text(&out).contains("give --tls-cert and --tls-key too"),
-        "{}",
-        text(&out)
+    expect(
+        &[&["submit"], &with_secret, &authorities],
+        2,
+        &["give --tls-cert and --tls-key too"],
     );
-
     // Client deploy mode, every connection TLS and authenticated: the job runs.
-    let mut args = vec![
-        "submit",
-        "--master",
-        url,
-        "--secret-file",
-        &secret,
-        "--job",
-        "pi",
-    ];
-    args.extend(flags);
-    let out = run(&args);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("job pi: Pi is roughly 3.1"),
-        "{}",
-        text(&out)
+    expect(
+        &[&["submit"], &with_secret, &flags, &["--job", "pi"]],
+        0,
+        &["job pi: Pi is roughly 3.1"],
     );
-
-    // Cluster deploy mode: the worker hands the driver its secret and authorities; the
-    // certificate goes by its paths.
-    let mut args = vec![
-        "submit",
-        "--master",
-        url,
-        "--secret-file",
-        &secret,
-        "--deploy-mode",
-        "cluster",
-        "--driver-memory",
-        "512m",
-        "--executor-cores",
-        "1",
-    ];
-    args.extend(flags);
-    let out = run(&args);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains(": FINISHED"), "{}", text(&out));
+    // Cluster deploy mode: submit checks the master with --tls-ca; the worker hands the driver
+    // it runs its secret and authorities, and the certificate goes to that driver by its paths.
+    let cluster_mode = ["--deploy-mode", "cluster", "--driver-memory", "512m"];
+    expect(
+        &[
+            &["submit"],
+            &with_secret,
+            &cluster_mode,
+            &["--executor-cores", "1"],
+            &flags,
+        ],
+        0,
+        &[": FINISHED"],
+    );
     let state = cluster.wait_state("two applications ended", |s| s.completed_apps.len() == 2);
     assert_eq!(state.completed_drivers.len(), 1, "{state:?}");
+    assert_eq!(
+        state.completed_drivers[0].state,
+        DriverState::Finished,
+        "{state:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -124,33 +124,33 @@ impl ClientSecurityArgs {
 }
 
 impl DriverSecurityArgs {
-    /// The driver's security: refuses TLS on one side only (it dials masters and accepts
-    /// executors over the same settings, so TLS needs the authorities and a certificate).
+    /// The driver's security: refuses TLS on one side only (see [`check`](Self::check)).
     pub fn security(&self) -> Result<Security, String> {
-        let ca = self.client.tls_ca();
-        match (&ca, &self.tls_cert) {
-            (Some(_), None) => {
-                return Err(format!(
-                    "TLS is on ({}) but the driver has no certificate for its executors' \
-                     connections: give --tls-cert and --tls-key too",
-                    if self.client.tls_ca.is_some() {
-                        "--tls-ca".to_string()
-                    } else {
-                        TLS_CA_ENV.to_string()
-                    }
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(
-                    "--tls-cert needs --tls-ca too: the driver dials the masters over \
-                            TLS, checking their certificates with those authorities"
-                        .into(),
-                )
-            }
-            _ => {}
-        }
+        self.check()?;
         self.client
             .with_certificate(self.tls_cert.as_deref(), self.tls_key.as_deref())
+    }
+
+    /// Refuses TLS on one side only: a driver dials masters and accepts executors over the same
+    /// settings, so with TLS it needs both the authorities and a certificate.
+    pub fn check(&self) -> Result<(), String> {
+        let ca = self.client.tls_ca();
+        match (&ca, &self.tls_cert) {
+            (Some(_), None) => Err(format!(
+                "TLS is on ({}) but the driver has no certificate for its executors' \
+                 connections: give --tls-cert and --tls-key too",
+                if self.client.tls_ca.is_some() {
+                    "--tls-ca"
+                } else {
+                    TLS_CA_ENV
+                }
+            )),
+            (None, Some(_)) => Err("--tls-cert needs --tls-ca too: the driver dials the \
+                                    masters over TLS, checking their certificates with those \
+                                    authorities"
+                .into()),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -96,10 +96,14 @@ pub fn run(args: SubmitArgs) -> Result<ExitCode, String> {
     let program = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
     let program = program.to_string_lossy().into_owned();
     // In cluster deploy mode this process is only the masters' client: the driver, on a worker,
-    // gets the worker's secret and authorities from it (and --tls-cert/--tls-key, as paths).
+    // gets the worker's secret and authorities from it, and --tls-cert/--tls-key as paths on the
+    // worker's host (read there, not here), under the same rule.
     let security = match args.deploy_mode {
         DeployMode::Client => args.security.security()?,
-        DeployMode::Cluster => args.security.client.security()?,
+        DeployMode::Cluster => {
+            args.security.check()?;
+            args.security.client.security()?
+        }
     };
     let runtime = super::runtime()?;
     let outcome = runtime.block_on(async {
