@@ -351,6 +351,20 @@ fn without_the_secret_or_with_another_the_client_commands_fail_clearly_and_chang
             "COMPLETED APPLICATIONS (0)",
         ],
     );
+    // SPARKWIRE_SECRET_FILE, as a worker sets it, stands for --secret-file; the flag wins.
+    for (variable, flags) in [(&secret, vec![]), (&wrong, vec!["--secret-file", &secret])] {
+        let out = command(&[&["status", url][..], &flags].concat())
+            .env("SPARKWIRE_SECRET_FILE", variable)
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "{flags:?}: {}", text(&out));
+        assert!(text(&out).contains("workers: 1 alive"), "{}", text(&out));
+    }
+    let out = command(&["status", url])
+        .env("SPARKWIRE_SECRET_FILE", &wrong)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     // The master registered no application and no driver for any of them.
     let state = cluster.state();
     assert_eq!(applications(&state), 0, "{state:?}");
