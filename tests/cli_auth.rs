@@ -244,6 +244,27 @@ fn expect(args: &[&[&str]], code: i32, needles: &[&str]) -> String {
     printed
 }
 
+/// `submit` in cluster deploy mode, with a driver and an executor that fit one worker of two
+/// cores.
+const CLUSTER_MODE: [&str; 6] = [
+    "--deploy-mode",
+    "cluster",
+    "--driver-memory",
+    "512m",
+    "--executor-cores",
+    "1",
+];
+
+/// The master ran one driver, and it FINISHED.
+fn one_driver_finished(state: &MasterStateResponse) {
+    assert_eq!(state.completed_drivers.len(), 1, "{state:?}");
+    assert_eq!(
+        state.completed_drivers[0].state,
+        DriverState::Finished,
+        "{state:?}"
+    );
+}
+
 #[test]
 fn with_the_secret_submit_in_both_deploy_modes_and_driver_run_jobs_on_a_secured_cluster() {
     let dir = temp_dir("runs");
@@ -275,14 +296,8 @@ fn with_the_secret_submit_in_both_deploy_modes_and_driver_run_jobs_on_a_secured_
     );
     // Cluster deploy mode: the driver client proves the secret to submit the driver; the
     // driver, run by the worker, gets the worker's secret from SPARKWIRE_SECRET_FILE.
-    let cluster_mode = ["--deploy-mode", "cluster", "--driver-memory", "512m"];
     expect(
-        &[
-            &["submit"],
-            &with_secret,
-            &cluster_mode,
-            &["--executor-cores", "1"],
-        ],
+        &[&["submit"], &with_secret, &CLUSTER_MODE],
         0,
         &["Driver successfully submitted as driver-", ": FINISHED"],
     );
@@ -290,12 +305,7 @@ fn with_the_secret_submit_in_both_deploy_modes_and_driver_run_jobs_on_a_secured_
     let state = cluster.wait_state("three applications ended", |s| {
         s.completed_apps.len() == 3 && s.active_apps.is_empty()
     });
-    assert_eq!(state.completed_drivers.len(), 1, "{state:?}");
-    assert_eq!(
-        state.completed_drivers[0].state,
-        DriverState::Finished,
-        "{state:?}"
-    );
+    one_driver_finished(&state);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -469,24 +479,12 @@ fn with_tls_the_client_commands_need_the_authorities_and_the_driver_a_certificat
     );
     // Cluster deploy mode: submit checks the master with --tls-ca; the worker hands the driver
     // it runs its secret and authorities, and the certificate goes to that driver by its paths.
-    let cluster_mode = ["--deploy-mode", "cluster", "--driver-memory", "512m"];
     expect(
-        &[
-            &["submit"],
-            &with_secret,
-            &cluster_mode,
-            &["--executor-cores", "1"],
-            &flags,
-        ],
+        &[&["submit"], &with_secret, &CLUSTER_MODE, &flags],
         0,
         &[": FINISHED"],
     );
     let state = cluster.wait_state("two applications ended", |s| s.completed_apps.len() == 2);
-    assert_eq!(state.completed_drivers.len(), 1, "{state:?}");
-    assert_eq!(
-        state.completed_drivers[0].state,
-        DriverState::Finished,
-        "{state:?}"
-    );
+    one_driver_finished(&state);
     let _ = std::fs::remove_dir_all(&dir);
 }
