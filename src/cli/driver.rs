@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use sparkwire::reference::driver::{Driver, DriverConfig};
 use sparkwire::reference::task::job_by_name;
+use sparkwire::reference::url::MasterUrl;
 
 /// Options of `sparkwire driver`.
 #[derive(Debug, Args)]
@@ -48,6 +49,8 @@ pub struct DriverArgs {
     busy_poll_us: u64,
     #[command(flatten)]
     limits: super::limits::LimitArgs,
+    #[command(flatten)]
+    security: super::security::DriverSecurityArgs,
 }
 
 /// Runs the command: exit 0 when the job succeeded (its result on standard output), 1 when it
@@ -70,6 +73,15 @@ pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
     config.max_task_failures = args.max_task_failures.max(1);
     config.registration_timeout = Duration::from_secs(args.registration_timeout.max(1));
     config.busy_poll = super::busy_poll(args.busy_poll_us)?;
+    config.security = args.security.security()?;
+    // The masters as addresses, to tell why a registration failed (the driver checks each URL).
+    let masters: Vec<_> = config
+        .masters
+        .iter()
+        .filter_map(|m| MasterUrl::parse(m).ok())
+        .flat_map(|u| u.masters)
+        .collect();
+    let security = config.security.clone();
     super::single_thread_runtime()?.block_on(async move {
         let driver = Driver::start(config).await.map_err(|e| e.to_string())?;
         println!("sparkwire driver listening on {}", driver.url());
@@ -82,14 +94,19 @@ pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
             outcome = handle.result() => Some(outcome),
             _ = super::terminated() => None,
         };
-        driver.stop().await;
+        let status = driver.stop().await.unwrap_or_default();
         Ok(match outcome {
             Some(Ok(r)) => {
                 println!("result: {}", r.output);
                 ExitCode::SUCCESS
             }
             Some(Err(e)) => {
-                eprintln!("sparkwire driver: {}", e.message);
+                let message = if status.app_id.is_none() {
+                    super::client::explain_unregistered(e.message, &masters, &security).await
+                } else {
+                    e.message
+                };
+                eprintln!("sparkwire driver: {message}");
                 ExitCode::from(1)
             }
             None => ExitCode::from(1),

@@ -1,15 +1,12 @@
 //! `sparkwire executor`: the reference executor, as a worker launches it.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use sparkwire::connection::Security;
 use sparkwire::reference::executor::{run_executor, ExecutorConfig};
 use sparkwire::reference::task::BuiltinRunner;
-use sparkwire::reference::worker::{SECRET_FILE_ENV, TLS_CA_ENV};
 
 /// Arguments of `sparkwire executor`, named as Spark's CoarseGrainedExecutorBackend names them.
 #[derive(Debug, Args)]
@@ -35,36 +32,15 @@ pub struct ExecutorArgs {
     /// The resource profile (0, the default).
     #[arg(long = "resourceProfileId", default_value_t = 0)]
     resource_profile_id: i32,
-    /// A file holding the shared secret to prove to the driver and the worker. Default: the
-    /// file `SPARKWIRE_SECRET_FILE` names, as the worker that launched this executor sets it.
-    #[arg(long, value_name = "PATH")]
-    secret_file: Option<PathBuf>,
-    /// The certificate authorities (PEM) to check the driver's and the worker's TLS
-    /// certificates with; TLS is on when given. Default: the file `SPARKWIRE_TLS_CA` names.
-    #[arg(long, value_name = "PATH")]
-    tls_ca: Option<PathBuf>,
+    // The secret proved to the driver and the worker, the authorities checking their TLS.
+    #[command(flatten)]
+    security: super::security::ClientSecurityArgs,
 }
 
 /// Runs the executor until stopped; exit code 0 after StopExecutor, 1 otherwise.
 pub fn run(args: ExecutorArgs) -> Result<ExitCode, String> {
     super::init_logging_at("warn");
-    let from_env = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let secret_file = args.secret_file.or_else(|| from_env(SECRET_FILE_ENV));
-    let tls_ca = args.tls_ca.or_else(|| from_env(TLS_CA_ENV));
-    let mut security = Security {
-        secret: super::security::secret(secret_file.as_deref())?,
-        ..Security::default()
-    };
-    let tls = super::security::TlsArgs {
-        tls_cert: None,
-        tls_key: None,
-        tls_ca,
-    };
-    super::security::tls(&tls, &mut security)?;
+    let security = args.security.security()?;
     let config = ExecutorConfig {
         driver_url: args.driver_url,
         executor_id: args.executor_id,

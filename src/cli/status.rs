@@ -23,15 +23,18 @@ pub struct StatusArgs {
     /// Print the state as JSON (the web UI's /json, with Spark's field names).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    security: super::security::ClientSecurityArgs,
 }
 
 /// Runs the command: exit 0 when a master answered.
 pub fn run(args: StatusArgs) -> Result<ExitCode, String> {
     super::init_logging_at("warn");
     let url = MasterUrl::parse(&args.master_url).map_err(|e| e.to_string())?;
+    let security = args.security.security()?;
     let runtime = super::runtime()?;
     let state = runtime.block_on(async {
-        let client = MasterClient::connect_any(&url, Role::Ui).await?;
+        let client = MasterClient::connect_any(&url, Role::Ui, &security).await?;
         let state = client.master_state().await;
         client.conn.close().await;
         state

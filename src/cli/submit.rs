@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
+use sparkwire::connection::Security;
 use sparkwire::messages::deploy::{
     DriverStatusResponse, RequestDriverStatus, RequestSubmitDriver, SubmitDriverResponse,
 };
@@ -69,6 +70,8 @@ pub struct SubmitArgs {
     /// How long to wait for those executors, seconds.
     #[arg(long, default_value_t = 60)]
     executor_timeout: u64,
+    #[command(flatten)]
+    security: super::security::DriverSecurityArgs,
 }
 
 /// Runs the command: exit 0 when the job succeeded.
@@ -92,14 +95,27 @@ pub fn run(args: SubmitArgs) -> Result<ExitCode, String> {
     }
     let program = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
     let program = program.to_string_lossy().into_owned();
+    // In cluster deploy mode this process is only the masters' client: the driver, on a worker,
+    // gets the worker's secret and authorities from it, and --tls-cert/--tls-key as paths on the
+    // worker's host (read there, not here), under the same rule.
+    let security = match args.deploy_mode {
+        DeployMode::Client => args.security.security()?,
+        DeployMode::Cluster => {
+            args.security.check()?;
+            args.security.client.security()?
+        }
+    };
     let runtime = super::runtime()?;
     let outcome = runtime.block_on(async {
         tokio::select! {
             ok = async {
                 match args.deploy_mode {
-                    DeployMode::Client => client_mode(&args, &url, program, executor_memory).await,
+                    DeployMode::Client => {
+                        client_mode(&args, &url, program, executor_memory, security).await
+                    }
                     DeployMode::Cluster => {
-                        cluster_mode(&args, &url, program, executor_memory, driver_memory).await
+                        cluster_mode(&args, &url, program, executor_memory, driver_memory, &security)
+                            .await
                     }
                 }
             } => ok,
@@ -120,6 +136,7 @@ async fn client_mode(
     url: &MasterUrl,
     program: String,
     executor_memory: u32,
+    security: Security,
 ) -> Result<bool, String> {
     let start = Instant::now();
     let name = args
@@ -133,12 +150,13 @@ async fn client_mode(
     config.executor_memory_mb = executor_memory;
     config.max_cores = args.total_executor_cores;
     config.advertise_host = args.driver_host.clone();
+    config.security = security.clone();
     let observer = TraceObserver::new(Some(strict_validator()), None, 0);
     config.observer = Some(observer.clone());
     println!("submit: driver in this process, masters {url}");
     let driver_started = start.elapsed();
     let driver = Driver::start(config).await.map_err(|e| e.to_string())?;
-    run_and_report(
+    let outcome = run_and_report(
         driver,
         &args.job,
         args.executors,
@@ -147,7 +165,11 @@ async fn client_mode(
         driver_started,
         &observer,
     )
-    .await
+    .await;
+    match outcome {
+        Err(e) => Err(super::client::explain_unregistered(e, &url.masters, &security).await),
+        ok => ok,
+    }
 }
 
 /// The driver a worker runs in cluster deploy mode: this program's `submit` in client deploy
@@ -184,6 +206,14 @@ fn driver_description(
     if let Some(c) = args.total_executor_cores {
         arguments.extend(["--total-executor-cores".into(), c.to_string()]);
     }
+    // The secret and the authorities come from the worker (SPARKWIRE_SECRET_FILE,
+    // SPARKWIRE_TLS_CA), never on a command line; the certificate is named by its paths.
+    let sec = &args.security;
+    for (flag, path) in [("--tls-cert", &sec.tls_cert), ("--tls-key", &sec.tls_key)] {
+        if let Some(p) = path {
+            arguments.extend([flag.to_string(), p.to_string_lossy().into_owned()]);
+        }
+    }
     DriverDescription::new(
         format!("file://{program}"),
         i32::try_from(driver_memory).unwrap_or(i32::MAX),
@@ -209,14 +239,15 @@ async fn cluster_mode(
     program: String,
     executor_memory: u32,
     driver_memory: u32,
+    security: &Security,
 ) -> Result<bool, String> {
     let desc = driver_description(args, url, program, executor_memory, driver_memory);
     let mut refusals = Vec::new();
     for m in &url.masters {
-        let client = match MasterClient::connect(m, Role::DriverClient).await {
+        let client = match MasterClient::connect(m, Role::DriverClient, security).await {
             Ok(c) => c,
             Err(e) => {
-                refusals.push(e);
+                refusals.push(e.to_string());
                 continue;
             }
         };
@@ -239,7 +270,7 @@ async fn cluster_mode(
                 super::flush_stdout();
                 let (finished, worker) = follow_driver(&client, &id).await?;
                 if let Some(worker) = worker {
-                    show_driver_output(&client, &id, &worker).await;
+                    show_driver_output(&client, &id, &worker, security).await;
                 }
                 return Ok(finished);
             }
@@ -257,11 +288,11 @@ const POLL: Duration = Duration::from_millis(500);
 
 /// Prints what the driver wrote on its standard output, read from its worker's web UI
 /// (`/logPage/`); says so when it cannot.
-async fn show_driver_output(client: &MasterClient, id: &str, worker: &str) {
+async fn show_driver_output(client: &MasterClient, id: &str, worker: &str, security: &Security) {
     // The state is a `ui` ask (SPEC §14.1): a driver client's connection may not send it.
-    let state = match MasterClient::connect(&client.addr, Role::Ui).await {
+    let state = match MasterClient::connect(&client.addr, Role::Ui, security).await {
         Ok(ui) => ui.master_state().await,
-        Err(e) => Err(e),
+        Err(e) => Err(e.to_string()),
     };
     let web_ui = match state {
         Ok(state) => state
