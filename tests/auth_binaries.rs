@@ -17,7 +17,7 @@ use cluster::{app_desc, temp_dir, PATIENCE, SH};
 use sparkwire::connection::{read_secret_file, Connection, ConnectionConfig, ConnectionError};
 use sparkwire::messages::deploy::{
     DecommissionWorkersOnHosts, MasterStateResponse, RegisterApplication,
-    RequestClearCompletedDriversAndApps, RequestKillAllDrivers, RequestMasterState,
+    RequestClearCompletedDriversAndApps, RequestKillAllDrivers,
 };
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef, ExecutorState, WorkerState};
 use sparkwire::reference::url::MasterUrl;
@@ -78,18 +78,11 @@ async fn open(
 }
 
 async fn state(master: &Addr, secret: &str) -> MasterStateResponse {
-    let ui = open(master, Role::Ui, Some(secret), None)
-        .await
-        .expect("an authenticated ui is accepted");
-    let reply = ui
-        .ask_with_timeout(RequestMasterState::new().into(), PATIENCE)
-        .await
-        .expect("answered");
-    ui.close().await;
-    match reply {
-        Reply::Message(DeployMessage::MasterStateResponse(s)) => s,
-        other => panic!("expected MasterStateResponse, got {other:?}"),
-    }
+    let security = sparkwire::connection::Security {
+        secret: Secret::new(secret.as_bytes().to_vec()),
+        ..Default::default()
+    };
+    cluster::master_state_with(master, &security).await
 }
 
 async fn wait_state(

@@ -5,18 +5,19 @@
 //! them); without it, or with another secret, they fail with words that say so and name the
 //! flag, exit non-zero, and the master registers nothing.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use sparkwire::connection::{write_secret_file, Connection, ConnectionConfig, Security};
-use sparkwire::messages::deploy::{MasterStateResponse, RequestMasterState};
-use sparkwire::messages::{Addr, DeployMessage, DriverState};
+mod cluster;
+
+use cluster::Proc;
+
+use sparkwire::connection::{write_secret_file, Security};
+use sparkwire::messages::deploy::MasterStateResponse;
+use sparkwire::messages::{Addr, DriverState};
 use sparkwire::reference::url::MasterUrl;
-use sparkwire::wire::handshake::{Role, Secret};
-use sparkwire::wire::Reply;
+use sparkwire::wire::handshake::Secret;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 /// How long a wait may last before the test fails (the machine is shared and loaded).
@@ -35,43 +36,11 @@ fn command(args: &[&str]) -> Command {
     c
 }
 
-/// A child process, killed by its own pid when dropped; its standard output read by a thread.
-struct Proc {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Proc {
-    fn start(args: &[&str]) -> Proc {
-        let mut child = command(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn sparkwire");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Proc { child, lines }
-    }
-
-    fn line(&self) -> String {
-        self.lines
-            .recv_timeout(PATIENCE)
-            .expect("a line from the child")
-    }
+/// `sparkwire ARGS` started, its output read line by line.
+fn start(args: &[&str]) -> Proc {
+    let mut c = command(args);
+    c.stderr(Stdio::null());
+    Proc::spawn(c)
 }
 
 /// Runs `sparkwire ARGS` to its end.
@@ -130,8 +99,8 @@ impl Cluster {
             secret,
         ];
         args.extend(tls_args);
-        let master = Proc::start(&args);
-        let line = master.line();
+        let master = start(&args);
+        let line = master.line_within(PATIENCE);
         let url = line
             .strip_prefix("sparkwire master listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
@@ -158,7 +127,7 @@ impl Cluster {
             secret,
         ];
         args.extend(tls_args);
-        let worker = Proc::start(&args);
+        let worker = start(&args);
         let cluster = Cluster {
             url,
             master: addr,
@@ -172,35 +141,11 @@ impl Cluster {
     /// The master's state, asked over a connection that proves the secret (not through the
     /// commands under test).
     fn state(&self) -> MasterStateResponse {
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .expect("runtime");
-        runtime.block_on(async {
-            let stream = tokio::net::TcpStream::connect((
-                self.master.host.as_str(),
-                self.master.port as u16,
-            ))
-            .await
-            .expect("connect to the master");
-            let config = ConnectionConfig {
-                security: self.security.clone(),
-                ..ConnectionConfig::default()
-            };
-            let ui =
-                Connection::<DeployMessage>::connect(stream, Role::Ui, "cli-auth-test", config)
-                    .await
-                    .expect("the secret is accepted");
-            let reply = ui
-                .ask_with_timeout(RequestMasterState::new().into(), PATIENCE)
-                .await
-                .expect("the master answers");
-            ui.close().await;
-            match reply {
-                Reply::Message(DeployMessage::MasterStateResponse(s)) => s,
-                other => panic!("expected MasterStateResponse, got {other:?}"),
-            }
-        })
+            .expect("runtime")
+            .block_on(cluster::master_state_with(&self.master, &self.security))
     }
 
     fn wait_state(

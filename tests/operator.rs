@@ -8,51 +8,25 @@
 
 #![cfg(feature = "webui")]
 
-use std::io::{BufRead, BufReader};
+mod cluster;
+
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use cluster::Proc;
 use sparkwire::reference::webui::fetch;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// A child process, killed (by its own pid) when dropped; its standard output is read by a
-/// thread, so it never blocks on a full pipe.
-struct Proc {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Proc {
-    fn start(args: &[&str]) -> Proc {
-        let mut child = spawn_quiet(args);
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Proc { child, lines }
-    }
-
-    /// The next line it prints.
-    fn line(&self) -> String {
-        self.lines
-            .recv_timeout(PATIENCE)
-            .expect("a line from the child")
-    }
+/// `sparkwire ARGS` started, logging warnings only (to nowhere), its output read line by line.
+fn start(args: &[&str]) -> Proc {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+    Proc::spawn(c)
 }
 
 /// `sparkwire ARGS`, its standard output piped, logging warnings only (to nowhere).
@@ -211,16 +185,16 @@ fn browser_dom(url: &str) -> String {
 async fn an_operator_submits_to_a_cluster_started_by_hand_and_watches_it() {
     let work = std::env::temp_dir().join(format!("sparkwire-operator-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
-    let master = Proc::start(&["master", "--port", "0", "--webui-port", "0"]);
-    let url = last_word(&master.line());
-    let ui = last_word(&master.line());
+    let master = start(&["master", "--port", "0", "--webui-port", "0"]);
+    let url = last_word(&master.line_within(PATIENCE));
+    let ui = last_word(&master.line_within(PATIENCE));
     assert!(url.starts_with("sparkwire://127.0.0.1:"), "{url}");
     assert!(ui.starts_with("http://127.0.0.1:"), "{ui}");
     let mut workers = Vec::new();
     let mut worker_uis = Vec::new();
     for i in 0..2 {
         let dir = work.join(format!("w{i}"));
-        let w = Proc::start(&[
+        let w = start(&[
             "worker",
             &url,
             "--cores",
@@ -236,8 +210,8 @@ async fn an_operator_submits_to_a_cluster_started_by_hand_and_watches_it() {
             "--work-dir",
             dir.to_str().expect("utf-8"),
         ]);
-        let _ = w.line();
-        worker_uis.push(last_word(&w.line()));
+        let _ = w.line_within(PATIENCE);
+        worker_uis.push(last_word(&w.line_within(PATIENCE)));
         workers.push(w);
     }
     let json_url = format!("{ui}/json");
@@ -429,17 +403,17 @@ fn status_names_a_master_it_cannot_reach() {
 #[test]
 fn a_launch_the_worker_refuses_reaches_the_driver_with_its_reason() {
     let work = std::env::temp_dir().join(format!("sparkwire-refused-{}", std::process::id()));
-    let master = Proc::start(&["master", "--port", "0", "--no-webui"]);
-    let url = last_word(&master.line());
+    let master = start(&["master", "--port", "0", "--no-webui"]);
+    let url = last_word(&master.line_within(PATIENCE));
     // No --allow-exec: this worker runs nothing.
-    let worker = Proc::start(&[
+    let worker = start(&[
         "worker",
         &url,
         "--no-webui",
         "--work-dir",
         work.to_str().expect("utf-8"),
     ]);
-    let _ = worker.line();
+    let _ = worker.line_within(PATIENCE);
     let out = sparkwire(&[
         "submit",
         "--master",

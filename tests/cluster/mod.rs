@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sparkwire::connection::{Connection, ConnectionConfig, ConnectionHandle, Incoming};
+use sparkwire::connection::{Connection, ConnectionConfig, ConnectionHandle, Incoming, Security};
 use sparkwire::messages::deploy::{
     MasterChangeAcknowledged, RegisterApplication, UnregisterApplication,
 };
@@ -178,10 +178,23 @@ pub async fn ui(endpoint: &Addr) -> Connection<DeployMessage> {
 }
 
 async fn connect_as(endpoint: &Addr, role: Role, id: &str) -> Connection<DeployMessage> {
+    connect_secured(endpoint, role, id, &Security::default()).await
+}
+
+async fn connect_secured(
+    endpoint: &Addr,
+    role: Role,
+    id: &str,
+    security: &Security,
+) -> Connection<DeployMessage> {
     let stream = TcpStream::connect((endpoint.host.as_str(), endpoint.port as u16))
         .await
         .expect("connect");
-    Connection::connect(stream, role, id, ConnectionConfig::default())
+    let config = ConnectionConfig {
+        security: security.clone(),
+        ..ConnectionConfig::default()
+    };
+    Connection::connect(stream, role, id, config)
         .await
         .expect("handshake")
 }
@@ -209,6 +222,51 @@ pub fn spawn_sparkwire(args: &[&str], env: &[(&str, &str)]) -> (std::process::Ch
     (child, line.trim().to_string())
 }
 
+/// A child process started from `command`, killed (by its own pid) when dropped; its standard
+/// output is read by a thread, line by line, so that it never blocks on a full pipe.
+pub struct Proc {
+    pub child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Proc {
+    /// Spawns `command` with its standard output piped.
+    pub fn spawn(mut command: std::process::Command) -> Proc {
+        use std::io::BufRead;
+        let mut child = command
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn sparkwire");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Proc { child, lines }
+    }
+
+    /// The next line it prints, waited for at most `patience`.
+    pub fn line_within(&self, patience: Duration) -> String {
+        self.lines
+            .recv_timeout(patience)
+            .expect("a line from the child")
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Asks and expects a reply.
 pub async fn ask(
     conn: &Connection<DeployMessage>,
@@ -221,7 +279,16 @@ pub async fn ask(
 
 /// The master's state page.
 pub async fn master_state(master: &Addr) -> sparkwire::messages::deploy::MasterStateResponse {
-    let c = ui(master).await;
+    master_state_with(master, &Security::default()).await
+}
+
+/// The master's state page, asked as a UI proving `security`'s secret (the handshake must be
+/// accepted).
+pub async fn master_state_with(
+    master: &Addr,
+    security: &Security,
+) -> sparkwire::messages::deploy::MasterStateResponse {
+    let c = connect_secured(master, Role::Ui, "test-ui", security).await;
     let reply = ask(&c, sparkwire::messages::deploy::RequestMasterState::new()).await;
     c.close().await;
     match reply {
