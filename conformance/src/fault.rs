@@ -159,9 +159,11 @@ pub async fn start(
                             Side::SuiteConnects { server_role, .. },
                             Some(secret),
                         ) => auth_fault(fault, server_role, &secret, suite, endpoint).await,
-                        (Fault::AuthBypass | Fault::AnyProof, Side::EndpointConnects, Some(secret)) => {
-                            client_auth_fault(fault, &secret, suite, endpoint).await
-                        }
+                        (
+                            Fault::AuthBypass | Fault::AnyProof,
+                            Side::EndpointConnects,
+                            Some(secret),
+                        ) => client_auth_fault(fault, &secret, suite, endpoint).await,
                         _ => pipe(fault, side, suite, endpoint).await,
                     }
                 }

@@ -14,9 +14,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use sparkwire::messages::{DeployMessage as D, Version};
 use sparkwire::wire::handshake::{
-    client_proof, encode_answer, encode_challenge, encode_hello, encode_proof,
-    frame_bytes, fresh_nonce, read_server_frame, server_proof, Accepted, Answer, Challenge,
-    ClientNext, Hello, Identity, Proof, RefusalReason, Role, Secret, NONCE_LEN,
+    client_proof, encode_answer, encode_challenge, encode_hello, encode_proof, frame_bytes,
+    fresh_nonce, read_server_frame, server_proof, Accepted, Answer, Challenge, ClientNext, Hello,
+    Identity, Proof, RefusalReason, Role, Secret, NONCE_LEN,
 };
 use sparkwire::wire::{encode_envelope, Envelope};
 
@@ -177,7 +177,6 @@ async fn unauthenticated_then(
 fn worker_id() -> String {
     format!("worker-20250101120000-127.0.0.1-7-auth{}", unique())
 }
-
 
 /// Whether the change a [`Guarded`] endpoint was sent shows in its state (asked over an
 /// authenticated connection).

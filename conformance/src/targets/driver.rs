@@ -107,8 +107,7 @@ fn parse_addr(url: &str) -> Option<SocketAddr> {
 pub async fn registered(ctx: &Ctx, job: Job) -> Result<Registered, Failure> {
     let (mut run, mut app) = start(ctx.clone(), job).await?;
     let hello = app.read_hello(spawned::startup(ctx)).await?;
-    spawned::accept(ctx, &mut app, &hello, &[Version::V1, Version::V2], "master")
-        .await?;
+    spawned::accept(ctx, &mut app, &hello, &[Version::V1, Version::V2], "master").await?;
     let reg = app
         .expect::<D, RegisterApplication>(wait(ctx), "RegisterApplication", |e| match e {
             Envelope::Send(D::RegisterApplication(r)) => Some(r.clone()),
@@ -443,7 +442,11 @@ fn driver_secured() -> SecuredServer {
                         )
                         .await?;
                         let ask = C::IsExecutorAlive(IsExecutorAlive::new(id));
-                        c.send(&Envelope::Ask { id: 2, message: ask }).await?;
+                        c.send(&Envelope::Ask {
+                            id: 2,
+                            message: ask,
+                        })
+                        .await?;
                         c.expect::<C, bool>(wait(&ctx), "a bool reply to IsExecutorAlive", |x| {
                             match x {
                                 Envelope::Reply {

@@ -272,7 +272,11 @@ fn worker_secured() -> SecuredServer {
                         )
                         .await?;
                         let ask = D::RequestWorkerState(RequestWorkerState::new());
-                        ui.send(&Envelope::Ask { id: 3, message: ask }).await?;
+                        ui.send(&Envelope::Ask {
+                            id: 3,
+                            message: ask,
+                        })
+                        .await?;
                         let s = ui
                             .expect::<D, WorkerStateResponse>(
                                 wait(&ctx),
