@@ -364,3 +364,141 @@ fn at_least_150_cases_with_unique_ids() {
         assert!(!c.requirement.is_empty());
     }
 }
+
+// ---- the authentication cases of the worker, driver and executor targets ----
+
+/// The verdicts of the authentication cases (handshake/10…, spec/13…) of one run.
+fn auth_run(args: &[String], fault: Option<&str>) -> BTreeMap<String, String> {
+    let secret = secret_file().display().to_string();
+    let mut all = strings(&[
+        "--patience",
+        if fault.is_some() { FAULT_PATIENCE } else { PASS_PATIENCE },
+        "--secret-file",
+        &secret,
+    ]);
+    all.extend(args.iter().cloned());
+    if !args.iter().any(|a| a == "--cases") {
+        all.extend(strings(&["--cases", "handshake/10", "--cases", "spec/13"]));
+    }
+    if let Some(f) = fault {
+        all.extend(strings(&["--fault", f]));
+    }
+    run(&all).1
+}
+
+/// The ids of the authentication cases of `target`.
+fn auth_ids(target: Target) -> Vec<String> {
+    cases(target)
+        .into_iter()
+        .map(|c| c.id)
+        .filter(|id| id.starts_with("handshake/10") || id.starts_with("spec/13"))
+        .collect()
+}
+
+/// Asserts that `verdicts` give `want` for every id of `ids`.
+fn expect_all(what: &str, verdicts: &BTreeMap<String, String>, ids: &[String], want: &str) {
+    for id in ids {
+        assert_eq!(
+            verdicts.get(id).map(String::as_str),
+            Some(want),
+            "{what}: {id} (all: {verdicts:?})"
+        );
+    }
+}
+
+/// The cases that only a server checking the client's proof passes.
+const SERVER_PROOF_CASES: [&str; 2] = [
+    "handshake/10.1/wrong-proof-refused",
+    "handshake/10.1/replayed-proof-refused",
+];
+
+/// The cases that only a client checking the server's proof passes.
+const CLIENT_CHECK_CASES: [&str; 3] = [
+    "handshake/10.1/wrong-server-proof",
+    "handshake/10.1/replayed-server-proof",
+    "handshake/10.2/unauthenticated-server",
+];
+
+#[test]
+fn worker_auth_cases_pass_secured_and_fail_broken() {
+    let ids = auth_ids(Target::Worker);
+    assert_eq!(ids.len(), 8, "{ids:?}");
+    let secured = format!("{} --secret-file {{secret_file}}", template(Target::Worker));
+    let spawn = vec!["--target".into(), "worker".into(), "--spawn".into(), secured];
+    expect_all(
+        "a worker holding the secret",
+        &auth_run(&spawn, None),
+        &ids,
+        "pass",
+    );
+    // A worker port that authenticates nobody fails every case.
+    expect_all(
+        "a worker that authenticates nobody",
+        &auth_run(&spawn, Some("auth-bypass")),
+        &ids,
+        "fail",
+    );
+    // One that challenges but takes any proof fails the cases that send a wrong one.
+    let any = auth_run(&spawn, Some("any-proof"));
+    expect_all(
+        "a worker that takes any proof",
+        &any,
+        &SERVER_PROOF_CASES.map(String::from),
+        "fail",
+    );
+    // Without --secret-file the cases are skipped, never passed.
+    let (_, plain) = run(&strings(&[
+        "--target",
+        "worker",
+        "--spawn",
+        &template(Target::Worker),
+        "--cases",
+        "handshake/10",
+    ]));
+    assert!(plain.values().all(|v| v == "skipped"), "{plain:?}");
+}
+
+#[test]
+fn executor_auth_cases_pass_secured_and_fail_broken() {
+    let ids = auth_ids(Target::Executor);
+    assert_eq!(ids.len(), 5, "{ids:?}");
+    // The executor finds the secret in SPARKWIRE_SECRET_FILE, as from the worker launching it.
+    let spawn = vec![
+        "--target".into(),
+        "executor".into(),
+        "--spawn".into(),
+        template(Target::Executor),
+    ];
+    expect_all(
+        "an executor holding the secret",
+        &auth_run(&spawn, None),
+        &ids,
+        "pass",
+    );
+    // An executor that ignores the secret it is given fails every case.
+    let ignoring = vec![
+        "--target".into(),
+        "executor".into(),
+        "--spawn".into(),
+        format!("env -u SPARKWIRE_SECRET_FILE {}", template(Target::Executor)),
+    ];
+    expect_all(
+        "an executor that ignores its secret",
+        &auth_run(&ignoring, None),
+        &ids,
+        "fail",
+    );
+    expect_all(
+        "an executor that does not authenticate",
+        &auth_run(&spawn, Some("auth-bypass")),
+        &ids,
+        "fail",
+    );
+    // One that takes any server proof, or none, goes on where it must close.
+    expect_all(
+        "an executor that takes any server proof",
+        &auth_run(&spawn, Some("any-proof")),
+        &CLIENT_CHECK_CASES.map(String::from),
+        "fail",
+    );
+}
