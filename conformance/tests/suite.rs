@@ -279,7 +279,8 @@ fn every_target_passes_against_the_reference_endpoints() {
             // The reference clients offer both versions: an unoffered known version does not
             // exist for them, so this case applies only to single-version clients (it fails
             // under the lowest-version fault, where the client seems to offer one).
-            let skip_ok = c.id == "handshake/6/unoffered-version-chosen";
+            let skip_ok =
+                c.id == "handshake/6/unoffered-version-chosen" || covered_by_auth_tests(t, &c.id);
             assert!(
                 passed.contains(&c.id) || skip_ok,
                 "target {t}: {} never passed",
@@ -328,6 +329,9 @@ fn every_case_fails_against_some_broken_endpoint() {
     let mut never = Vec::new();
     for t in Target::ALL {
         for c in cases(t) {
+            if covered_by_auth_tests(t, &c.id) {
+                continue;
+            }
             if !failed.get(&t).is_some_and(|s| s.contains(&c.id)) {
                 never.push(format!("{t} {}", c.id));
             }
@@ -372,7 +376,11 @@ fn auth_run(args: &[String], fault: Option<&str>) -> BTreeMap<String, String> {
     let secret = secret_file().display().to_string();
     let mut all = strings(&[
         "--patience",
-        if fault.is_some() { FAULT_PATIENCE } else { PASS_PATIENCE },
+        if fault.is_some() {
+            FAULT_PATIENCE
+        } else {
+            PASS_PATIENCE
+        },
         "--secret-file",
         &secret,
     ]);
@@ -386,12 +394,18 @@ fn auth_run(args: &[String], fault: Option<&str>) -> BTreeMap<String, String> {
     run(&all).1
 }
 
+/// True for the authentication cases of the worker, driver and executor: they need the secret
+/// on both sides, and the `*_auth_cases_pass_secured_and_fail_broken` tests check them.
+fn covered_by_auth_tests(target: Target, id: &str) -> bool {
+    target != Target::Master && (id.starts_with("handshake/10") || id.starts_with("spec/13"))
+}
+
 /// The ids of the authentication cases of `target`.
 fn auth_ids(target: Target) -> Vec<String> {
     cases(target)
         .into_iter()
         .map(|c| c.id)
-        .filter(|id| id.starts_with("handshake/10") || id.starts_with("spec/13"))
+        .filter(|id| covered_by_auth_tests(target, id))
         .collect()
 }
 
@@ -424,7 +438,12 @@ fn worker_auth_cases_pass_secured_and_fail_broken() {
     let ids = auth_ids(Target::Worker);
     assert_eq!(ids.len(), 8, "{ids:?}");
     let secured = format!("{} --secret-file {{secret_file}}", template(Target::Worker));
-    let spawn = vec!["--target".into(), "worker".into(), "--spawn".into(), secured];
+    let spawn = vec![
+        "--target".into(),
+        "worker".into(),
+        "--spawn".into(),
+        secured,
+    ];
     expect_all(
         "a worker holding the secret",
         &auth_run(&spawn, None),
@@ -480,7 +499,10 @@ fn executor_auth_cases_pass_secured_and_fail_broken() {
         "--target".into(),
         "executor".into(),
         "--spawn".into(),
-        format!("env -u SPARKWIRE_SECRET_FILE {}", template(Target::Executor)),
+        format!(
+            "env -u SPARKWIRE_SECRET_FILE {}",
+            template(Target::Executor)
+        ),
     ];
     expect_all(
         "an executor that ignores its secret",
@@ -501,4 +523,76 @@ fn executor_auth_cases_pass_secured_and_fail_broken() {
         &CLIENT_CHECK_CASES.map(String::from),
         "fail",
     );
+}
+
+/// A free port on 127.0.0.1 (closed again: the suite listens there next).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The verdict of the driver case `id`, against a reference driver holding the secret, run in
+/// this process (its command, `sparkwire driver`, takes no secret): the suite listens and the
+/// driver registers with it, once, as its one case runs.
+fn secured_driver_case(id: &str, fault: Option<&str>) -> String {
+    use sparkwire::connection::{read_secret_file, Security};
+    use sparkwire::reference::driver::{Driver, DriverConfig};
+    let port = free_port();
+    let secret = read_secret_file(&secret_file()).expect("the secret file");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let driver = runtime.spawn(async move {
+        let mut config = DriverConfig::new("sparkwire sum-squares");
+        config.masters = vec![format!("sparkwire://127.0.0.1:{port}")];
+        config.security = Security::with_secret(secret);
+        config.registration_timeout = std::time::Duration::from_secs(120);
+        config.executor_cores = Some(2);
+        let driver = Driver::start(config).await.expect("the driver starts");
+        let job = sparkwire::reference::task::job_by_name("sum-squares", 4, Some(1000))
+            .expect("the sum-squares job");
+        let _handle = driver.submit(std::sync::Arc::from(job)).await;
+        std::future::pending::<()>().await;
+    });
+    let listen = format!("127.0.0.1:{port}");
+    let verdicts = auth_run(
+        &strings(&["--target", "driver", "--listen", &listen, "--cases", id]),
+        fault,
+    );
+    driver.abort();
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    verdicts.get(id).cloned().unwrap_or_default()
+}
+
+#[test]
+fn driver_auth_cases_pass_secured_and_fail_broken() {
+    let ids = auth_ids(Target::Driver);
+    assert_eq!(ids.len(), 8, "{ids:?}");
+    // Each id picks only its own case (no id is the prefix of another).
+    for id in &ids {
+        assert_eq!(ids.iter().filter(|o| o.starts_with(id.as_str())).count(), 1);
+    }
+    for id in &ids {
+        assert_eq!(
+            secured_driver_case(id, None),
+            "pass",
+            "a driver holding the secret: {id}"
+        );
+        assert_eq!(
+            secured_driver_case(id, Some("auth-bypass")),
+            "fail",
+            "a driver that authenticates nobody: {id}"
+        );
+    }
+    for id in SERVER_PROOF_CASES {
+        assert_eq!(
+            secured_driver_case(id, Some("any-proof")),
+            "fail",
+            "a driver that takes any proof: {id}"
+        );
+    }
 }

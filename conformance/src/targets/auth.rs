@@ -192,8 +192,6 @@ pub struct Guarded {
     /// The envelope (frame body) that changes its state when a peer of `role` that proved the
     /// secret sends it.
     pub change: Vec<u8>,
-    /// The change's name in the log (`RegisterWorker`, …).
-    pub what: &'static str,
     /// Whether the change happened.
     pub seen: Seen,
 }
@@ -210,24 +208,26 @@ pub struct SecuredServer {
     pub open: OpenGuarded,
     /// What it is, in requirement texts (`a master`).
     pub name: &'static str,
+    /// The name of the message [`Guarded::change`] holds (`RegisterWorker`, …).
+    pub what: &'static str,
     /// The last part of the id of the case that sends the change unauthenticated
     /// (`spec/13/unauthenticated-NAME`).
     pub change_case: &'static str,
 }
 
-/// Fails when the change shows.
-async fn unchanged(g: &Guarded) -> Outcome {
+/// Fails when the change, a `what`, shows.
+async fn unchanged(g: &Guarded, what: &str) -> Outcome {
     let seen = (g.seen)().await?;
     check(
         !seen,
-        format!("nothing changed by the {} sent", g.what),
-        format!("the {} took effect", g.what),
+        format!("nothing changed by the {what} sent"),
+        format!("the {what} took effect"),
     )
 }
 
 /// The authentication cases of a server, added to `cs`.
 pub fn add_server(cs: &mut Cases, s: SecuredServer) {
-    let name = s.name;
+    let (name, what) = (s.name, s.what);
     macro_rules! case {
         ($id:expr, $req:expr, |$ctx:ident, $k:ident, $g:ident| $body:expr) => {{
             let server = s.clone();
@@ -276,7 +276,7 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "handshake/10.1/authenticated",
-        format!("{name} holding a shared secret accepts a peer that proves it, and then takes the state-changing message it sends (the change shows in its state)"),
+        format!("{name} holding a shared secret accepts a peer that proves it, and then takes the {what} it sends (the change shows in its state)"),
         |ctx, k, g| {
             let mut c = Conn::open_authenticated(g.at.addr, "suite", g.role, "authenticated", &[Version::V2], &k, &ctx.log, patience(&ctx)).await?;
             c.send_frame(&g.change).await?;
@@ -286,7 +286,7 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
                     return Ok(());
                 }
                 if tokio::time::Instant::now() >= deadline {
-                    return Err(fail(format!("the {} of an authenticated peer taken", g.what), "no change in the endpoint's state"));
+                    return Err(fail(format!("the {} of an authenticated peer taken", what), "no change in the endpoint's state"));
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -294,45 +294,45 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "handshake/10.1/wrong-proof-refused",
-        format!("{name} refuses a client proof made with another secret (a wrong MAC) with authFailed, closes the connection, and takes nothing sent after it"),
+        format!("{name} refuses a client proof made with another secret (a wrong MAC) with authFailed, closes the connection, and takes nothing sent after it (a {what})"),
         |ctx, k, g| {
             let mut c = challenged(&ctx, g.at.addr, g.role, "wrong-proof", &k).await?;
             let mut bytes = frame_bytes(&c.proof(&wrong_secret(&k)?));
             bytes.extend_from_slice(&frame_bytes(&g.change));
-            c.conn.send_raw(&bytes, &format!("a proof made with another secret, then {}", g.what)).await?;
+            c.conn.send_raw(&bytes, &format!("a proof made with another secret, then {}", what)).await?;
             expect_refused(&ctx, &mut c.conn, &[RefusalReason::AuthFailed]).await?;
-            unchanged(&g).await
+            unchanged(&g, what).await
         }
     );
     case!(
         "handshake/10.1/replayed-proof-refused",
-        format!("{name} refuses with authFailed a proof made for another exchange (one recorded from an earlier connection, under the right secret, so over other nonces), and takes nothing sent after it"),
+        format!("{name} refuses with authFailed a proof made for another exchange (one recorded from an earlier connection, under the right secret, so over other nonces), and takes nothing sent after it (a {what})"),
         |ctx, k, g| {
             let first = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
             let mut second = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
             let mut bytes = frame_bytes(&first.proof(&k));
             bytes.extend_from_slice(&frame_bytes(&g.change));
-            second.conn.send_raw(&bytes, &format!("the first exchange's proof, then {}", g.what)).await?;
+            second.conn.send_raw(&bytes, &format!("the first exchange's proof, then {}", what)).await?;
             expect_refused(&ctx, &mut second.conn, &[RefusalReason::AuthFailed]).await?;
-            unchanged(&g).await
+            unchanged(&g, what).await
         }
     );
     case!(
         "spec/13/nothing-before-proof",
-        format!("{name} holding a shared secret takes no envelope before the peer's proof: a state-changing message sent in place of the proof changes nothing and the connection is refused or closed"),
+        format!("{name} holding a shared secret takes no envelope before the peer's proof: a {what} sent in place of the proof changes nothing and the connection is refused or closed"),
         |ctx, k, g| {
             let mut c = challenged(&ctx, g.at.addr, g.role, "no-proof", &k).await?;
             c.conn.send_frame(&g.change).await?;
             expect_refused(&ctx, &mut c.conn, &[]).await?;
-            unchanged(&g).await
+            unchanged(&g, what).await
         }
     );
     case!(
         format!("spec/13/unauthenticated-{}", s.change_case),
-        format!("{name} holding a shared secret takes nothing from a peer that does not authenticate: a state-changing message right behind a hello without auth is refused (authRequired) and changes nothing"),
+        format!("{name} holding a shared secret takes nothing from a peer that does not authenticate: a {what} right behind a hello without auth is refused (authRequired) and changes nothing"),
         |ctx, _k, g| {
-            unauthenticated_then(&ctx, g.at.addr, g.role, "no-auth", &g.change, g.what).await?;
-            unchanged(&g).await
+            unauthenticated_then(&ctx, g.at.addr, g.role, "no-auth", &g.change, what).await?;
+            unchanged(&g, what).await
         }
     );
 }
@@ -360,12 +360,12 @@ pub fn add(cs: &mut Cases) {
                         },
                         role: Role::Worker,
                         change,
-                        what: "RegisterWorker",
                         seen,
                     })
                 })
             }),
             name: "a master",
+            what: "RegisterWorker",
             change_case: "register",
         },
     );

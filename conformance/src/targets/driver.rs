@@ -466,12 +466,12 @@ fn driver_secured() -> SecuredServer {
                     },
                     role: Role::Executor,
                     change,
-                    what: "RegisterExecutor",
                     seen,
                 })
             })
         }),
         name: "a driver (on its executor port)",
+        what: "RegisterExecutor",
         change_case: "register",
     }
 }

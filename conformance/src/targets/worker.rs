@@ -300,12 +300,12 @@ fn worker_secured() -> SecuredServer {
                     },
                     role: Role::Master,
                     change,
-                    what: "MasterChanged",
                     seen,
                 })
             })
         }),
         name: "a worker (on its port)",
+        what: "MasterChanged",
         change_case: "master-changed",
     }
 }
