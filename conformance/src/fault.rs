@@ -573,6 +573,13 @@ async fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
     Some(body)
 }
 
+/// Reads a client's hello: its frame body and what it says.
+async fn read_hello_frame(stream: &mut TcpStream) -> Option<(Vec<u8>, Hello)> {
+    let body = read_frame(stream).await?;
+    let hello = decode_hello(&body).ok()?;
+    Some((body, hello))
+}
+
 /// The authentication faults: the proxy authenticates to the endpoint itself and lets the suite
 /// through unauthenticated ([`Fault::AuthBypass`]) or with any proof ([`Fault::AnyProof`]).
 async fn auth_fault(
@@ -582,10 +589,7 @@ async fn auth_fault(
     mut suite: TcpStream,
     mut endpoint: TcpStream,
 ) {
-    let Some(hello_body) = read_frame(&mut suite).await else {
-        return;
-    };
-    let Ok(hello) = decode_hello(&hello_body) else {
+    let Some((hello_body, hello)) = read_hello_frame(&mut suite).await else {
         return;
     };
     if fault == Fault::AnyProof {
@@ -671,10 +675,7 @@ async fn client_auth_fault(
     mut suite: TcpStream,
     mut endpoint: TcpStream,
 ) {
-    let Some(hello_body) = read_frame(&mut endpoint).await else {
-        return;
-    };
-    let Ok(hello) = decode_hello(&hello_body) else {
+    let Some((hello_body, hello)) = read_hello_frame(&mut endpoint).await else {
         return;
     };
     let hello_frame = frame_bytes(&hello_body);

@@ -433,38 +433,31 @@ const CLIENT_CHECK_CASES: [&str; 3] = [
     "handshake/10.2/unauthenticated-server",
 ];
 
+/// The authentication cases `ids` of the endpoint `spawn` starts all pass when it holds the
+/// secret; they all fail behind a proxy that authenticates nobody, and the `unchecked` ones fail
+/// behind one that checks no proof.
+fn secured_and_broken(name: &str, spawn: &[String], ids: &[String], unchecked: &[&str]) {
+    let holding = format!("{name} holding the secret");
+    expect_all(&holding, &auth_run(spawn, None), ids, "pass");
+    let bypass = format!("{name} that does not authenticate");
+    expect_all(&bypass, &auth_run(spawn, Some("auth-bypass")), ids, "fail");
+    let unchecked: Vec<String> = unchecked.iter().map(|s| s.to_string()).collect();
+    let any = format!("{name} that checks no proof");
+    expect_all(
+        &any,
+        &auth_run(spawn, Some("any-proof")),
+        &unchecked,
+        "fail",
+    );
+}
+
 #[test]
 fn worker_auth_cases_pass_secured_and_fail_broken() {
     let ids = auth_ids(Target::Worker);
     assert_eq!(ids.len(), 8, "{ids:?}");
     let secured = format!("{} --secret-file {{secret_file}}", template(Target::Worker));
-    let spawn = vec![
-        "--target".into(),
-        "worker".into(),
-        "--spawn".into(),
-        secured,
-    ];
-    expect_all(
-        "a worker holding the secret",
-        &auth_run(&spawn, None),
-        &ids,
-        "pass",
-    );
-    // A worker port that authenticates nobody fails every case.
-    expect_all(
-        "a worker that authenticates nobody",
-        &auth_run(&spawn, Some("auth-bypass")),
-        &ids,
-        "fail",
-    );
-    // One that challenges but takes any proof fails the cases that send a wrong one.
-    let any = auth_run(&spawn, Some("any-proof"));
-    expect_all(
-        "a worker that takes any proof",
-        &any,
-        &SERVER_PROOF_CASES.map(String::from),
-        "fail",
-    );
+    let spawn = strings(&["--target", "worker", "--spawn", &secured]);
+    secured_and_broken("a worker", &spawn, &ids, &SERVER_PROOF_CASES);
     // Without --secret-file the cases are skipped, never passed.
     let (_, plain) = run(&strings(&[
         "--target",
@@ -482,45 +475,23 @@ fn executor_auth_cases_pass_secured_and_fail_broken() {
     let ids = auth_ids(Target::Executor);
     assert_eq!(ids.len(), 5, "{ids:?}");
     // The executor finds the secret in SPARKWIRE_SECRET_FILE, as from the worker launching it.
-    let spawn = vec![
-        "--target".into(),
-        "executor".into(),
-        "--spawn".into(),
-        template(Target::Executor),
-    ];
-    expect_all(
-        "an executor holding the secret",
-        &auth_run(&spawn, None),
-        &ids,
-        "pass",
-    );
+    let spawn = strings(&[
+        "--target",
+        "executor",
+        "--spawn",
+        &template(Target::Executor),
+    ]);
+    secured_and_broken("an executor", &spawn, &ids, &CLIENT_CHECK_CASES);
     // An executor that ignores the secret it is given fails every case.
-    let ignoring = vec![
-        "--target".into(),
-        "executor".into(),
-        "--spawn".into(),
-        format!(
-            "env -u SPARKWIRE_SECRET_FILE {}",
-            template(Target::Executor)
-        ),
-    ];
+    let ignoring = format!(
+        "env -u SPARKWIRE_SECRET_FILE {}",
+        template(Target::Executor)
+    );
+    let ignoring = strings(&["--target", "executor", "--spawn", &ignoring]);
     expect_all(
         "an executor that ignores its secret",
         &auth_run(&ignoring, None),
         &ids,
-        "fail",
-    );
-    expect_all(
-        "an executor that does not authenticate",
-        &auth_run(&spawn, Some("auth-bypass")),
-        &ids,
-        "fail",
-    );
-    // One that takes any server proof, or none, goes on where it must close.
-    expect_all(
-        "an executor that takes any server proof",
-        &auth_run(&spawn, Some("any-proof")),
-        &CLIENT_CHECK_CASES.map(String::from),
         "fail",
     );
 }

@@ -215,6 +215,28 @@ pub struct SecuredServer {
     pub change_case: &'static str,
 }
 
+/// A connection to `addr` as `role`, authenticated with the endpoint's secret, at version 2: how
+/// a [`Seen`] asks the endpoint its state.
+pub async fn open_secured(
+    ctx: &Ctx,
+    addr: SocketAddr,
+    role: Role,
+    id: &str,
+) -> Result<Conn, Failure> {
+    let k = secret(ctx)?;
+    Conn::open_authenticated(
+        addr,
+        "probe",
+        role,
+        id,
+        &[Version::V2],
+        &k,
+        &ctx.log,
+        patience(ctx),
+    )
+    .await
+}
+
 /// Fails when the change, a `what`, shows.
 async fn unchanged(g: &Guarded, what: &str) -> Outcome {
     let seen = (g.seen)().await?;

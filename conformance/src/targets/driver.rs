@@ -429,18 +429,7 @@ fn driver_secured() -> SecuredServer {
                 let seen: Seen = Arc::new(move || {
                     let (ctx, id) = (ctx.clone(), id.clone());
                     Box::pin(async move {
-                        let k = auth::secret(&ctx)?;
-                        let mut c = Conn::open_authenticated(
-                            addr,
-                            "probe",
-                            Role::Executor,
-                            "probe",
-                            &[Version::V2],
-                            &k,
-                            &ctx.log,
-                            wait(&ctx),
-                        )
-                        .await?;
+                        let mut c = auth::open_secured(&ctx, addr, Role::Executor, "probe").await?;
                         let ask = C::IsExecutorAlive(IsExecutorAlive::new(id));
                         c.send(&Envelope::Ask {
                             id: 2,

@@ -187,6 +187,24 @@ async fn ui_addr(ctx: &Ctx, w: &mut Registered) -> Result<SocketAddr, Failure> {
         .await
 }
 
+/// The worker's answer to RequestWorkerState asked on the UI connection `ui`.
+async fn worker_state(ctx: &Ctx, ui: &mut Conn) -> Result<WorkerStateResponse, Failure> {
+    let ask = D::RequestWorkerState(RequestWorkerState::new());
+    ui.send(&Envelope::Ask {
+        id: 3,
+        message: ask,
+    })
+    .await?;
+    ui.expect::<D, WorkerStateResponse>(wait(ctx), "WorkerStateResponse", |e| match e {
+        Envelope::Reply {
+            id: 3,
+            reply: Reply::Message(D::WorkerStateResponse(s)),
+        } => Some(s.clone()),
+        _ => None,
+    })
+    .await
+}
+
 fn worker_server() -> Server {
     fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
         vec![]
@@ -246,6 +264,23 @@ fn worker_secured() -> SecuredServer {
             Box::pin(async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let addr = ui_addr(&ctx, &mut w).await?;
+                // The worker must have taken its registration (RegisteredWorker) first: a
+                // MasterChanged read before it would be overtaken by it.
+                let deadline = tokio::time::Instant::now() + wait(&ctx);
+                loop {
+                    let mut ui = auth::open_secured(&ctx, addr, Role::Ui, "").await?;
+                    let s = worker_state(&ctx, &mut ui).await?;
+                    if s.master_url == w.master_url {
+                        break;
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(fail(
+                            format!("the worker registered with {}", w.master_url),
+                            format!("its master URL {:?}", s.master_url),
+                        ));
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
                 // A master address no worker of the suite's registers with.
                 let port = 20_000 + (crate::targets::common::unique() % 20_000) as i32;
                 let new_master = format!("sparkwire://127.0.0.9:{port}");
@@ -259,37 +294,8 @@ fn worker_secured() -> SecuredServer {
                 let seen: Seen = Arc::new(move || {
                     let (ctx, new_master) = (ctx.clone(), new_master.clone());
                     Box::pin(async move {
-                        let k = auth::secret(&ctx)?;
-                        let mut ui = Conn::open_authenticated(
-                            addr,
-                            "ui",
-                            Role::Ui,
-                            "",
-                            &[Version::V2],
-                            &k,
-                            &ctx.log,
-                            wait(&ctx),
-                        )
-                        .await?;
-                        let ask = D::RequestWorkerState(RequestWorkerState::new());
-                        ui.send(&Envelope::Ask {
-                            id: 3,
-                            message: ask,
-                        })
-                        .await?;
-                        let s = ui
-                            .expect::<D, WorkerStateResponse>(
-                                wait(&ctx),
-                                "WorkerStateResponse",
-                                |e| match e {
-                                    Envelope::Reply {
-                                        id: 3,
-                                        reply: Reply::Message(D::WorkerStateResponse(s)),
-                                    } => Some(s.clone()),
-                                    _ => None,
-                                },
-                            )
-                            .await?;
+                        let mut ui = auth::open_secured(&ctx, addr, Role::Ui, "").await?;
+                        let s = worker_state(&ctx, &mut ui).await?;
                         Ok(s.master_url == new_master)
                     })
                 });
@@ -631,11 +637,7 @@ fn flows(cs: &mut Cases) {
             state_change(&ctx, &mut w, 5).await?;
             let addr = ui_addr(&ctx, &mut w).await?;
             let mut ui = Conn::open(addr, "ui", Role::Ui, "", &[Version::V2], &ctx.log, wait(&ctx)).await?;
-            ui.send(&Envelope::Ask { id: 3, message: D::RequestWorkerState(RequestWorkerState::new()) }).await?;
-            let s = ui.expect::<D, WorkerStateResponse>(wait(&ctx), "WorkerStateResponse", |e| match e {
-                Envelope::Reply { id: 3, reply: Reply::Message(D::WorkerStateResponse(s)) } => Some(s.clone()),
-                _ => None,
-            }).await?;
+            let s = worker_state(&ctx, &mut ui).await?;
             let out = check(s.worker_id == w.reg.id && s.cores == CORES && s.memory == MEMORY && s.executors.iter().any(|e| e.exec_id == 5),
                 "its id, cores, memory and executor 5", format!("{} {} cores {} MiB executors {:?}", s.worker_id, s.cores, s.memory, s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
             w.run.stop(Duration::from_secs(2)).await;
