@@ -51,17 +51,24 @@ pub enum Fault {
     /// takes any server proof, or none (the proxy shows the real client a right one, and proves
     /// the secret to the suite for it). Needs `--secret-file`.
     AnyProof,
+    /// The endpoint's own proof does not verify: as a server its challenge carries a wrong
+    /// server proof, as a client it sends a wrong client proof (the proxy flips a bit of the
+    /// right one). Needs `--secret-file`.
+    BadOwnProof,
 }
 
 impl Fault {
     /// True for the faults that break authentication ([`Fault::AuthBypass`],
-    /// [`Fault::AnyProof`]).
+    /// [`Fault::AnyProof`], [`Fault::BadOwnProof`]).
     pub fn breaks_auth(self) -> bool {
-        matches!(self, Fault::AuthBypass | Fault::AnyProof)
+        matches!(
+            self,
+            Fault::AuthBypass | Fault::AnyProof | Fault::BadOwnProof
+        )
     }
 
     /// Every fault.
-    pub const ALL: [Fault; 10] = [
+    pub const ALL: [Fault; 11] = [
         Fault::AcceptAnyHello,
         Fault::LowestVersion,
         Fault::RefuseSingleVersion,
@@ -72,6 +79,7 @@ impl Fault {
         Fault::Duplicate,
         Fault::AuthBypass,
         Fault::AnyProof,
+        Fault::BadOwnProof,
     ];
 
     /// The fault's name.
@@ -87,6 +95,7 @@ impl Fault {
             Fault::Duplicate => "duplicate",
             Fault::AuthBypass => "auth-bypass",
             Fault::AnyProof => "any-proof",
+            Fault::BadOwnProof => "bad-own-proof",
         }
     }
 
@@ -155,12 +164,12 @@ pub async fn start(
                     };
                     match (fault, side, secret) {
                         (
-                            Fault::AuthBypass | Fault::AnyProof,
+                            Fault::AuthBypass | Fault::AnyProof | Fault::BadOwnProof,
                             Side::SuiteConnects { server_role, .. },
                             Some(secret),
                         ) => auth_fault(fault, server_role, &secret, suite, endpoint).await,
                         (
-                            Fault::AuthBypass | Fault::AnyProof,
+                            Fault::AuthBypass | Fault::AnyProof | Fault::BadOwnProof,
                             Side::EndpointConnects,
                             Some(secret),
                         ) => client_auth_fault(fault, &secret, suite, endpoint).await,
@@ -592,7 +601,28 @@ async fn auth_fault(
     let Some((hello_body, hello)) = read_hello_frame(&mut suite).await else {
         return;
     };
-    if fault == Fault::AnyProof {
+    if fault == Fault::BadOwnProof {
+        // The hello passes as it is; the endpoint's challenge reaches the suite with a wrong
+        // server proof.
+        let hello_frame = frame_bytes(&hello_body);
+        let _ = endpoint.write_all(&hello_frame).await;
+        let Some(challenge) = read_frame(&mut endpoint).await else {
+            return;
+        };
+        let nonce = crate::mp::challenge_nonce(&challenge)
+            .and_then(|n| <Nonce>::try_from(n.as_slice()).ok());
+        let shown = match nonce {
+            Some(nonce) => {
+                let mut proof = server_proof(secret, &hello_frame, &nonce);
+                proof[0] ^= 1;
+                let mut out = Vec::new();
+                encode_challenge(&Challenge { nonce, proof }, &mut out);
+                out
+            }
+            None => challenge,
+        };
+        let _ = suite.write_all(&frame_bytes(&shown)).await;
+    } else if fault == Fault::AnyProof {
         // Hello and challenge pass as they are; the suite's proof becomes the right one.
         let _ = endpoint.write_all(&frame_bytes(&hello_body)).await;
         let Some(challenge) = read_frame(&mut endpoint).await else {
@@ -682,6 +712,26 @@ async fn client_auth_fault(
     if hello.auth.is_none() {
         // A client that does not authenticate anyway: nothing to break.
         let _ = suite.write_all(&hello_frame).await;
+    } else if fault == Fault::BadOwnProof {
+        // Hello and challenge pass as they are; the endpoint's proof reaches the suite wrong.
+        let _ = suite.write_all(&hello_frame).await;
+        let Some(first) = read_frame(&mut suite).await else {
+            return;
+        };
+        let _ = endpoint.write_all(&frame_bytes(&first)).await;
+        let Some(next) = read_frame(&mut endpoint).await else {
+            return;
+        };
+        let sent = match decode_proof(&next) {
+            Ok(mut proof) => {
+                proof.proof[0] ^= 1;
+                let mut out = Vec::new();
+                encode_proof(&proof, &mut out);
+                out
+            }
+            Err(_) => next,
+        };
+        let _ = suite.write_all(&frame_bytes(&sent)).await;
     } else if fault == Fault::AuthBypass {
         // The proxy is the endpoint's server: it challenges it and takes its proof ...
         let local = Identity::new(Role::Driver, "proxy").with_secret(Some(secret.clone()));

@@ -300,7 +300,7 @@ fn every_case_fails_against_some_broken_endpoint() {
     for t in Target::ALL {
         for f in Fault::ALL {
             // The authentication faults stand in for a master holding a secret.
-            if t != Target::Master && matches!(f, Fault::AuthBypass | Fault::AnyProof) {
+            if t != Target::Master && f.breaks_auth() {
                 continue;
             }
             for c in configurations(t) {
@@ -434,9 +434,10 @@ const CLIENT_CHECK_CASES: [&str; 3] = [
 ];
 
 /// The authentication cases `ids` of the endpoint `spawn` starts all pass when it holds the
-/// secret; they all fail behind a proxy that authenticates nobody, and the `unchecked` ones fail
-/// behind one that checks no proof.
-fn secured_and_broken(name: &str, spawn: &[String], ids: &[String], unchecked: &[&str]) {
+/// secret; they all fail behind a proxy that authenticates nobody, the `unchecked` ones fail
+/// behind one that checks no proof, and `own` fails behind one that spoils the endpoint's own
+/// proof.
+fn secured_and_broken(name: &str, spawn: &[String], ids: &[String], unchecked: &[&str], own: &str) {
     let holding = format!("{name} holding the secret");
     expect_all(&holding, &auth_run(spawn, None), ids, "pass");
     let bypass = format!("{name} that does not authenticate");
@@ -449,6 +450,9 @@ fn secured_and_broken(name: &str, spawn: &[String], ids: &[String], unchecked: &
         &unchecked,
         "fail",
     );
+    let bad = format!("{name} whose own proof is wrong");
+    let own = [own.to_string()];
+    expect_all(&bad, &auth_run(spawn, Some("bad-own-proof")), &own, "fail");
 }
 
 #[test]
@@ -457,7 +461,13 @@ fn worker_auth_cases_pass_secured_and_fail_broken() {
     assert_eq!(ids.len(), 8, "{ids:?}");
     let secured = format!("{} --secret-file {{secret_file}}", template(Target::Worker));
     let spawn = strings(&["--target", "worker", "--spawn", &secured]);
-    secured_and_broken("a worker", &spawn, &ids, &SERVER_PROOF_CASES);
+    secured_and_broken(
+        "a worker",
+        &spawn,
+        &ids,
+        &SERVER_PROOF_CASES,
+        "handshake/10.1/challenge",
+    );
     // Without --secret-file the cases are skipped, never passed.
     let (_, plain) = run(&strings(&[
         "--target",
@@ -481,7 +491,13 @@ fn executor_auth_cases_pass_secured_and_fail_broken() {
         "--spawn",
         &template(Target::Executor),
     ]);
-    secured_and_broken("an executor", &spawn, &ids, &CLIENT_CHECK_CASES);
+    secured_and_broken(
+        "an executor",
+        &spawn,
+        &ids,
+        &CLIENT_CHECK_CASES,
+        "handshake/10.1/client-proof",
+    );
     // An executor that ignores the secret it is given fails every case.
     let ignoring = format!(
         "env -u SPARKWIRE_SECRET_FILE {}",
@@ -566,4 +582,10 @@ fn driver_auth_cases_pass_secured_and_fail_broken() {
             "a driver that takes any proof: {id}"
         );
     }
+    let id = "handshake/10.1/challenge";
+    assert_eq!(
+        secured_driver_case(id, Some("bad-own-proof")),
+        "fail",
+        "a driver whose server proof is wrong: {id}"
+    );
 }
