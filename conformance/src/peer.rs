@@ -7,9 +7,9 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
 use sparkwire::wire::handshake::{
-    decode_answer, decode_hello, encode_answer, encode_hello, fresh_nonce, negotiate, read_hello,
-    read_server_frame, Accepted, Answer, ClientNext, Hello, Identity, Refusal, RefusalReason, Role,
-    Secret, ServerHello,
+    decode_answer, decode_hello, decode_proof, encode_answer, encode_hello, fresh_nonce, negotiate,
+    read_hello, read_server_frame, Accepted, Answer, ClientNext, Hello, Identity, Refusal,
+    RefusalReason, Role, Secret, ServerHello,
 };
 use sparkwire::wire::{decode_envelope, encode_envelope, Envelope};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -96,6 +96,17 @@ pub fn describe(family: &str, body: &Bytes, version: Version) -> String {
 fn describe_handshake(body: &[u8]) -> String {
     if let Ok(h) = decode_hello(body) {
         return format!("hello {h:?}");
+    }
+    if let Some(nonce) = crate::mp::challenge_nonce(body) {
+        return format!("challenge (nonce {})", hex(&nonce, 8));
+    }
+    if let Ok(p) = decode_proof(body) {
+        let admin = if p.admin.is_some() {
+            " and an admin proof"
+        } else {
+            ""
+        };
+        return format!("proof {}{admin}", hex(&p.proof, 8));
     }
     match decode_answer(body) {
         Ok(a) => format!("answer {a:?}"),
