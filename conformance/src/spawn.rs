@@ -80,6 +80,9 @@ pub fn substitute(template: &str, vars: &[(&str, String)]) -> Result<String, Str
             }
             match vars.iter().find(|(n, _)| *n == name) {
                 Some((_, v)) => out.push_str(v),
+                None if name == "secret_file" => {
+                    return Err("placeholder {secret_file} has no value: give --secret-file".into())
+                }
                 None => {
                     return Err(format!(
                         "placeholder {{{name}}} has no value for this target"
