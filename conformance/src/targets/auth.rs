@@ -2,8 +2,10 @@
 //! an endpoint configured with a secret must do, as a server (a master; a worker on its port; a
 //! driver on its executor port) and as a client (an executor, to its driver). The cases run when
 //! the suite is given the same secret (`--secret-file`) and are skipped otherwise; with a secret
-//! the suite authenticates every other connection it opens or accepts, so an endpoint's state
-//! can be checked after a refusal.
+//! the suite authenticates the other connections these cases need (as the endpoint's master when
+//! it registers, to ask its state, as an executor's worker), so an endpoint's state can be
+//! checked after a refusal. The other cases of a target expect an endpoint without a secret:
+//! run the authentication cases on their own (`--cases handshake/10 --cases spec/13`).
 
 use std::future::Future;
 use std::net::SocketAddr;
