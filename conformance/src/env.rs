@@ -40,6 +40,9 @@ pub struct Settings {
     /// The endpoint's shared secret (protocol/handshake.md §10), when it is configured with one:
     /// the suite then authenticates its connections and runs the authentication cases.
     pub secret: Option<sparkwire::wire::handshake::Secret>,
+    /// The file the secret was read from: an endpoint the suite starts gets its path as
+    /// `{secret_file}` and in `SPARKWIRE_SECRET_FILE`, as a worker hands it to what it launches.
+    pub secret_file: Option<std::path::PathBuf>,
 }
 
 /// The wire log of one case: every frame both ways, decoded, with times.

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use bytes::{Buf, Bytes, BytesMut};
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{
-    client_proof, decode_answer, decode_hello, decode_proof, encode_answer, encode_hello,
-    encode_proof, frame_bytes, fresh_nonce, read_server_frame, Accepted, Answer, ClientNext, Hello,
-    Identity, Proof, Refusal, RefusalReason, Role, Secret,
+    client_proof, decode_answer, decode_hello, decode_proof, encode_answer, encode_challenge,
+    encode_hello, encode_proof, frame_bytes, fresh_nonce, read_hello, read_server_frame,
+    server_proof, Accepted, Answer, Challenge, ClientNext, Hello, Identity, Nonce, Proof, Refusal,
+    RefusalReason, Role, Secret, ServerHello,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -40,18 +41,34 @@ pub enum Fault {
     Mute,
     /// After the handshake the endpoint sends every frame twice.
     Duplicate,
-    /// The endpoint holds a secret but authenticates nobody: it accepts every hello at once,
-    /// without a challenge, and takes whatever follows (the proxy proves the secret to the real
-    /// endpoint on the suite's behalf). Only a master behind the proxy, with `--secret-file`.
+    /// The endpoint holds a secret but authenticates nobody: as a server it accepts every hello
+    /// at once, without a challenge, and takes whatever follows (the proxy proves the secret to
+    /// the real endpoint on the suite's behalf); as a client it says hello without asking to
+    /// authenticate (the proxy authenticates with the real client). Needs `--secret-file`.
     AuthBypass,
-    /// The endpoint challenges, but takes any client proof, right or wrong (the proxy replaces
-    /// the suite's proof with the right one). Only a master, with `--secret-file`.
+    /// The endpoint checks no proof: as a server it challenges, but takes any client proof,
+    /// right or wrong (the proxy replaces the suite's proof with the right one); as a client it
+    /// takes any server proof, or none (the proxy shows the real client a right one, and proves
+    /// the secret to the suite for it). Needs `--secret-file`.
     AnyProof,
+    /// The endpoint's own proof does not verify: as a server its challenge carries a wrong
+    /// server proof, as a client it sends a wrong client proof (the proxy flips a bit of the
+    /// right one). Needs `--secret-file`.
+    BadOwnProof,
 }
 
 impl Fault {
+    /// True for the faults that break authentication ([`Fault::AuthBypass`],
+    /// [`Fault::AnyProof`], [`Fault::BadOwnProof`]).
+    pub fn breaks_auth(self) -> bool {
+        matches!(
+            self,
+            Fault::AuthBypass | Fault::AnyProof | Fault::BadOwnProof
+        )
+    }
+
     /// Every fault.
-    pub const ALL: [Fault; 10] = [
+    pub const ALL: [Fault; 11] = [
         Fault::AcceptAnyHello,
         Fault::LowestVersion,
         Fault::RefuseSingleVersion,
@@ -62,6 +79,7 @@ impl Fault {
         Fault::Duplicate,
         Fault::AuthBypass,
         Fault::AnyProof,
+        Fault::BadOwnProof,
     ];
 
     /// The fault's name.
@@ -77,6 +95,7 @@ impl Fault {
             Fault::Duplicate => "duplicate",
             Fault::AuthBypass => "auth-bypass",
             Fault::AnyProof => "any-proof",
+            Fault::BadOwnProof => "bad-own-proof",
         }
     }
 
@@ -145,10 +164,15 @@ pub async fn start(
                     };
                     match (fault, side, secret) {
                         (
-                            Fault::AuthBypass | Fault::AnyProof,
+                            Fault::AuthBypass | Fault::AnyProof | Fault::BadOwnProof,
                             Side::SuiteConnects { server_role, .. },
                             Some(secret),
                         ) => auth_fault(fault, server_role, &secret, suite, endpoint).await,
+                        (
+                            Fault::AuthBypass | Fault::AnyProof | Fault::BadOwnProof,
+                            Side::EndpointConnects,
+                            Some(secret),
+                        ) => client_auth_fault(fault, &secret, suite, endpoint).await,
                         _ => pipe(fault, side, suite, endpoint).await,
                     }
                 }
@@ -558,6 +582,13 @@ async fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
     Some(body)
 }
 
+/// Reads a client's hello: its frame body and what it says.
+async fn read_hello_frame(stream: &mut TcpStream) -> Option<(Vec<u8>, Hello)> {
+    let body = read_frame(stream).await?;
+    let hello = decode_hello(&body).ok()?;
+    Some((body, hello))
+}
+
 /// The authentication faults: the proxy authenticates to the endpoint itself and lets the suite
 /// through unauthenticated ([`Fault::AuthBypass`]) or with any proof ([`Fault::AnyProof`]).
 async fn auth_fault(
@@ -567,13 +598,31 @@ async fn auth_fault(
     mut suite: TcpStream,
     mut endpoint: TcpStream,
 ) {
-    let Some(hello_body) = read_frame(&mut suite).await else {
+    let Some((hello_body, hello)) = read_hello_frame(&mut suite).await else {
         return;
     };
-    let Ok(hello) = decode_hello(&hello_body) else {
-        return;
-    };
-    if fault == Fault::AnyProof {
+    if fault == Fault::BadOwnProof {
+        // The hello passes as it is; the endpoint's challenge reaches the suite with a wrong
+        // server proof.
+        let hello_frame = frame_bytes(&hello_body);
+        let _ = endpoint.write_all(&hello_frame).await;
+        let Some(challenge) = read_frame(&mut endpoint).await else {
+            return;
+        };
+        let nonce = crate::mp::challenge_nonce(&challenge)
+            .and_then(|n| <Nonce>::try_from(n.as_slice()).ok());
+        let shown = match nonce {
+            Some(nonce) => {
+                let mut proof = server_proof(secret, &hello_frame, &nonce);
+                proof[0] ^= 1;
+                let mut out = Vec::new();
+                encode_challenge(&Challenge { nonce, proof }, &mut out);
+                out
+            }
+            None => challenge,
+        };
+        let _ = suite.write_all(&frame_bytes(&shown)).await;
+    } else if fault == Fault::AnyProof {
         // Hello and challenge pass as they are; the suite's proof becomes the right one.
         let _ = endpoint.write_all(&frame_bytes(&hello_body)).await;
         let Some(challenge) = read_frame(&mut endpoint).await else {
@@ -631,6 +680,111 @@ async fn auth_fault(
         // The endpoint's answer is the proxy's, not the suite's.
         if read_frame(&mut endpoint).await.is_none() {
             return;
+        }
+    }
+    let _ = tokio::io::copy_bidirectional(&mut suite, &mut endpoint).await;
+}
+
+/// A challenge body that proves `secret` for the hello frame `hello_frame` with `nonce`.
+fn right_challenge(secret: &Secret, hello_frame: &[u8], nonce: Nonce) -> Vec<u8> {
+    let mut out = Vec::new();
+    let challenge = Challenge {
+        nonce,
+        proof: server_proof(secret, hello_frame, &nonce),
+    };
+    encode_challenge(&challenge, &mut out);
+    out
+}
+
+/// The authentication faults of a client (the endpoint connects to the suite): the proxy does
+/// the endpoint's authentication for it, so that the suite sees a client that does not
+/// authenticate ([`Fault::AuthBypass`]) or one that takes any server proof ([`Fault::AnyProof`]).
+async fn client_auth_fault(
+    fault: Fault,
+    secret: &Secret,
+    mut suite: TcpStream,
+    mut endpoint: TcpStream,
+) {
+    let Some((hello_body, hello)) = read_hello_frame(&mut endpoint).await else {
+        return;
+    };
+    let hello_frame = frame_bytes(&hello_body);
+    if hello.auth.is_none() {
+        // A client that does not authenticate anyway: nothing to break.
+        let _ = suite.write_all(&hello_frame).await;
+    } else if fault == Fault::BadOwnProof {
+        // Hello and challenge pass as they are; the endpoint's proof reaches the suite wrong.
+        let _ = suite.write_all(&hello_frame).await;
+        let Some(first) = read_frame(&mut suite).await else {
+            return;
+        };
+        let _ = endpoint.write_all(&frame_bytes(&first)).await;
+        let Some(next) = read_frame(&mut endpoint).await else {
+            return;
+        };
+        let sent = match decode_proof(&next) {
+            Ok(mut proof) => {
+                proof.proof[0] ^= 1;
+                let mut out = Vec::new();
+                encode_proof(&proof, &mut out);
+                out
+            }
+            Err(_) => next,
+        };
+        let _ = suite.write_all(&frame_bytes(&sent)).await;
+    } else if fault == Fault::AuthBypass {
+        // The proxy is the endpoint's server: it challenges it and takes its proof ...
+        let local = Identity::new(Role::Driver, "proxy").with_secret(Some(secret.clone()));
+        let ServerHello::Challenge(auth) = read_hello(&hello_body, &local, |_| true, fresh_nonce)
+        else {
+            return;
+        };
+        let _ = endpoint
+            .write_all(&frame_bytes(auth.challenge_body()))
+            .await;
+        if read_frame(&mut endpoint).await.is_none() {
+            return;
+        }
+        // ... and says hello to the suite without asking to authenticate; the suite's answer
+        // goes to the endpoint as the answer to its proof.
+        let mut plain = hello.clone();
+        plain.auth = None;
+        let _ = suite.write_all(&hello_bytes(&plain)).await;
+    } else {
+        // Any proof: the hello passes as it is; the endpoint is shown a right proof whatever
+        // the suite sends, and the suite gets the endpoint's proof made right.
+        let _ = suite.write_all(&hello_frame).await;
+        let Some(first) = read_frame(&mut suite).await else {
+            return;
+        };
+        let nonce = match crate::mp::challenge_nonce(&first)
+            .and_then(|n| <Nonce>::try_from(n.as_slice()).ok())
+        {
+            Some(n) => Some(n),
+            None if decode_answer(&first).is_ok() => fresh_nonce().ok(),
+            None => None,
+        };
+        let Some(nonce) = nonce else {
+            let _ = endpoint.write_all(&frame_bytes(&first)).await;
+            let _ = tokio::io::copy_bidirectional(&mut suite, &mut endpoint).await;
+            return;
+        };
+        let shown = right_challenge(secret, &hello_frame, nonce);
+        let _ = endpoint.write_all(&frame_bytes(&shown)).await;
+        if read_frame(&mut endpoint).await.is_none() {
+            return;
+        }
+        if crate::mp::challenge_nonce(&first).is_some() {
+            let proof = Proof {
+                proof: client_proof(secret, &hello_frame, &frame_bytes(&first)),
+                admin: None,
+            };
+            let mut out = Vec::new();
+            encode_proof(&proof, &mut out);
+            let _ = suite.write_all(&frame_bytes(&out)).await;
+        } else {
+            // The suite accepted without a challenge: that acceptance is the endpoint's answer.
+            let _ = endpoint.write_all(&frame_bytes(&first)).await;
         }
     }
     let _ = tokio::io::copy_bidirectional(&mut suite, &mut endpoint).await;

@@ -33,7 +33,8 @@ struct Args {
     /// Starts the endpoint under test for each case from this command template (worker, driver,
     /// executor targets); placeholders such as {master_url}, {driver_url}, {worker_url},
     /// {executor_id}, {app_id}, {cores}, {memory}, {worker_timeout}, {work_dir},
-    /// {allowed_exec}, {job}, {partitions}, {param}, {max_message_size} are filled in.
+    /// {allowed_exec}, {job}, {partitions}, {param}, {max_message_size}, {secret_file} are
+    /// filled in.
     #[arg(long, value_name = "CMD", conflicts_with = "listen")]
     spawn: Option<String>,
     /// Listens here and waits for an endpoint started by hand, once per case, one case at a time.
@@ -71,8 +72,8 @@ struct Args {
     max_executor_retries: u32,
     /// The endpoint's shared secret, when it is configured with one (protocol/handshake.md §10):
     /// the suite authenticates every connection it opens with it and runs the authentication
-    /// cases (handshake/10/…, spec/13/…), which are skipped without it. Only the master target
-    /// uses it today.
+    /// cases (handshake/10/…, spec/13/…), which are skipped without it. An endpoint the suite
+    /// starts gets the path as {secret_file} and in SPARKWIRE_SECRET_FILE.
     #[arg(long, value_name = "PATH")]
     secret_file: Option<std::path::PathBuf>,
     /// Prints the wire log of skipped and unimplemented cases too.
@@ -205,6 +206,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
             .map(sparkwire::connection::read_secret_file)
             .transpose()
             .map_err(|e| format!("--secret-file: {e}"))?,
+        secret_file: args.secret_file.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

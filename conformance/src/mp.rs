@@ -56,3 +56,26 @@ pub fn nested(depth: usize) -> Vec<u8> {
     out.push(0xc0);
     out
 }
+
+/// The `nonce` of a challenge body (a map of strings and binaries), if it has one.
+pub fn challenge_nonce(body: &[u8]) -> Option<Vec<u8>> {
+    let mut cur = body;
+    let n = rmp::decode::read_map_len(&mut cur).ok()?;
+    for _ in 0..n {
+        let klen = rmp::decode::read_str_len(&mut cur).ok()? as usize;
+        let key = cur.get(..klen)?.to_vec();
+        cur = &cur[klen..];
+        let marker = *cur.first()?;
+        let len = match marker {
+            0xa0..=0xbf | 0xd9 | 0xda | 0xdb => rmp::decode::read_str_len(&mut cur).ok()? as usize,
+            0xc4..=0xc6 => rmp::decode::read_bin_len(&mut cur).ok()? as usize,
+            _ => return None,
+        };
+        let value = cur.get(..len)?.to_vec();
+        cur = &cur[len..];
+        if key == b"nonce" {
+            return Some(value);
+        }
+    }
+    None
+}

@@ -7,9 +7,9 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
 use sparkwire::wire::handshake::{
-    decode_answer, decode_hello, encode_answer, encode_hello, fresh_nonce, negotiate,
-    read_server_frame, Accepted, Answer, ClientNext, Hello, Identity, Refusal, RefusalReason, Role,
-    Secret,
+    decode_answer, decode_hello, decode_proof, encode_answer, encode_hello, fresh_nonce, negotiate,
+    read_hello, read_server_frame, Accepted, Answer, ClientNext, Hello, Identity, Refusal,
+    RefusalReason, Role, Secret, ServerHello,
 };
 use sparkwire::wire::{decode_envelope, encode_envelope, Envelope};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -49,6 +49,8 @@ pub struct Conn {
     pub family: &'static str,
     /// The role the suite plays on it.
     pub role: Role,
+    /// The body of the hello [`Conn::read_hello`] read last (the suite as a server).
+    hello_body: Option<Bytes>,
 }
 
 /// A frame with its prefix.
@@ -95,6 +97,17 @@ fn describe_handshake(body: &[u8]) -> String {
     if let Ok(h) = decode_hello(body) {
         return format!("hello {h:?}");
     }
+    if let Some(nonce) = crate::mp::challenge_nonce(body) {
+        return format!("challenge (nonce {})", hex(&nonce, 8));
+    }
+    if let Ok(p) = decode_proof(body) {
+        let admin = if p.admin.is_some() {
+            " and an admin proof"
+        } else {
+            ""
+        };
+        return format!("proof {}{admin}", hex(&p.proof, 8));
+    }
     match decode_answer(body) {
         Ok(a) => format!("answer {a:?}"),
         Err(e) => format!("handshake frame, undecodable ({e}): {}", hex(body, 48)),
@@ -113,6 +126,7 @@ impl Conn {
             version: None,
             family: role.family(),
             role,
+            hello_body: None,
         }
     }
 
@@ -486,7 +500,54 @@ impl Conn {
     /// Reads the client's hello; anything else fails the case.
     pub async fn read_hello(&mut self, wait: Duration) -> Result<Hello, Failure> {
         let body = self.frame_body(wait, "the endpoint's hello").await?;
-        decode_hello(&body).map_err(|e| fail("a well-formed hello", e.to_string()))
+        let hello = decode_hello(&body).map_err(|e| fail("a well-formed hello", e.to_string()))?;
+        self.hello_body = Some(body);
+        Ok(hello)
+    }
+
+    /// The hello [`Conn::read_hello`] read last, as it crossed the wire (prefix included).
+    pub fn hello_frame(&self) -> Vec<u8> {
+        frame(self.hello_body.as_deref().unwrap_or_default())
+    }
+
+    /// Accepts `hello` (the one [`Conn::read_hello`] read) as [`Conn::accept_hello`] does; with
+    /// `secret`, first as a server holding it (protocol/handshake.md §10.1): the hello must ask
+    /// to authenticate, the suite challenges, and the endpoint's proof must verify.
+    pub async fn accept_hello_with(
+        &mut self,
+        hello: &Hello,
+        versions: &[Version],
+        id: &str,
+        secret: Option<&Secret>,
+        wait: Duration,
+    ) -> Result<Version, Failure> {
+        let Some(secret) = secret else {
+            return self.accept_hello(hello, versions, id).await;
+        };
+        let want = "an authenticated hello (auth, nonce) and then a client proof that verifies";
+        let body = self.hello_body.clone().unwrap_or_default();
+        let local = Identity::new(self.role, id)
+            .with_versions(versions)
+            .with_secret(Some(secret.clone()));
+        let auth = match read_hello(&body, &local, |_| true, fresh_nonce) {
+            ServerHello::Challenge(auth) => auth,
+            ServerHello::Answer(answer, outcome) => {
+                self.send_answer(&answer).await?;
+                let why = outcome.err().map(|e| e.to_string()).unwrap_or_default();
+                return Err(fail(want, format!("{hello:?}: {why}")));
+            }
+        };
+        self.send_frame(auth.challenge_body()).await?;
+        let proof = self.frame_body(wait, want).await?;
+        let (answer, outcome) = auth.finish(&proof, &local, |_| true);
+        self.send_answer(&answer).await?;
+        match outcome {
+            Ok(n) => {
+                self.version = Some(n.version);
+                Ok(n.version)
+            }
+            Err(e) => Err(fail(want, e.to_string())),
+        }
     }
 
     /// Sends `answer`.

@@ -15,6 +15,11 @@
 //! | `{work_dir}` | a fresh directory for the endpoint's files |
 //! | `{allowed_exec}` | a program the suite may ask a worker to run (`sleep`'s path) |
 //! | `{job}`, `{partitions}`, `{param}`, `{max_message_size}` | what a driver runs: its job, partitions, parameter, and `spark.rpc.message.maxSize` in MiB |
+//! | `{secret_file}` | the suite's `--secret-file` (only when it is given): the endpoint's shared secret |
+//!
+//! With `--secret-file`, the endpoint also finds that path in its environment as
+//! `SPARKWIRE_SECRET_FILE`, the way a worker hands the secret to the executors and drivers it
+//! launches (protocol/SPEC.md §13).
 //!
 //! The endpoint's standard input is a pipe the suite closes when the case ends (an endpoint may
 //! stop on that, as `sparkwire master|worker --exit-with-stdin` do); it is killed soon after.
@@ -47,7 +52,11 @@ pub const PLACEHOLDERS: &[&str] = &[
     "partitions",
     "param",
     "max_message_size",
+    "secret_file",
 ];
+
+/// The variable naming the secret file of a process a worker launches (protocol/SPEC.md §13).
+pub const SECRET_FILE_ENV: &str = "SPARKWIRE_SECRET_FILE";
 
 /// Replaces `{name}` for each of `vars`; fails on a placeholder that is unknown or has no value.
 pub fn substitute(template: &str, vars: &[(&str, String)]) -> Result<String, String> {
@@ -71,6 +80,9 @@ pub fn substitute(template: &str, vars: &[(&str, String)]) -> Result<String, Str
             }
             match vars.iter().find(|(n, _)| *n == name) {
                 Some((_, v)) => out.push_str(v),
+                None if name == "secret_file" => {
+                    return Err("placeholder {secret_file} has no value: give --secret-file".into())
+                }
                 None => {
                     return Err(format!(
                         "placeholder {{{name}}} has no value for this target"
@@ -98,14 +110,21 @@ pub struct Spawned {
     pub command: String,
 }
 
-/// Starts `template` with `vars`, logging its output into `log`.
-pub fn spawn(template: &str, vars: &[(&str, String)], log: &Log) -> Result<Spawned, Failure> {
+/// Starts `template` with `vars`, and `env` added to its environment, logging its output into
+/// `log`.
+pub fn spawn(
+    template: &str,
+    vars: &[(&str, String)],
+    env: &[(&str, String)],
+    log: &Log,
+) -> Result<Spawned, Failure> {
     let command =
         substitute(template, vars).map_err(|e| fail("a command template the suite can fill", e))?;
     log.push(format!("[spawn] {command}"));
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(format!("exec {command}"))
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

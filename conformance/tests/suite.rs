@@ -279,7 +279,8 @@ fn every_target_passes_against_the_reference_endpoints() {
             // The reference clients offer both versions: an unoffered known version does not
             // exist for them, so this case applies only to single-version clients (it fails
             // under the lowest-version fault, where the client seems to offer one).
-            let skip_ok = c.id == "handshake/6/unoffered-version-chosen";
+            let skip_ok =
+                c.id == "handshake/6/unoffered-version-chosen" || covered_by_auth_tests(t, &c.id);
             assert!(
                 passed.contains(&c.id) || skip_ok,
                 "target {t}: {} never passed",
@@ -299,7 +300,7 @@ fn every_case_fails_against_some_broken_endpoint() {
     for t in Target::ALL {
         for f in Fault::ALL {
             // The authentication faults stand in for a master holding a secret.
-            if t != Target::Master && matches!(f, Fault::AuthBypass | Fault::AnyProof) {
+            if t != Target::Master && f.breaks_auth() {
                 continue;
             }
             for c in configurations(t) {
@@ -328,6 +329,9 @@ fn every_case_fails_against_some_broken_endpoint() {
     let mut never = Vec::new();
     for t in Target::ALL {
         for c in cases(t) {
+            if covered_by_auth_tests(t, &c.id) {
+                continue;
+            }
             if !failed.get(&t).is_some_and(|s| s.contains(&c.id)) {
                 never.push(format!("{t} {}", c.id));
             }
@@ -363,4 +367,225 @@ fn at_least_150_cases_with_unique_ids() {
         );
         assert!(!c.requirement.is_empty());
     }
+}
+
+// ---- the authentication cases of the worker, driver and executor targets ----
+
+/// The verdicts of the authentication cases (handshake/10…, spec/13…) of one run.
+fn auth_run(args: &[String], fault: Option<&str>) -> BTreeMap<String, String> {
+    let secret = secret_file().display().to_string();
+    let mut all = strings(&[
+        "--patience",
+        if fault.is_some() {
+            FAULT_PATIENCE
+        } else {
+            PASS_PATIENCE
+        },
+        "--secret-file",
+        &secret,
+    ]);
+    all.extend(args.iter().cloned());
+    if !args.iter().any(|a| a == "--cases") {
+        all.extend(strings(&["--cases", "handshake/10", "--cases", "spec/13"]));
+    }
+    if let Some(f) = fault {
+        all.extend(strings(&["--fault", f]));
+    }
+    run(&all).1
+}
+
+/// True for the authentication cases of the worker, driver and executor: they need the secret
+/// on both sides, and the `*_auth_cases_pass_secured_and_fail_broken` tests check them.
+fn covered_by_auth_tests(target: Target, id: &str) -> bool {
+    target != Target::Master && (id.starts_with("handshake/10") || id.starts_with("spec/13"))
+}
+
+/// The ids of the authentication cases of `target`.
+fn auth_ids(target: Target) -> Vec<String> {
+    cases(target)
+        .into_iter()
+        .map(|c| c.id)
+        .filter(|id| covered_by_auth_tests(target, id))
+        .collect()
+}
+
+/// Asserts that `verdicts` give `want` for every id of `ids`.
+fn expect_all(what: &str, verdicts: &BTreeMap<String, String>, ids: &[String], want: &str) {
+    for id in ids {
+        assert_eq!(
+            verdicts.get(id).map(String::as_str),
+            Some(want),
+            "{what}: {id} (all: {verdicts:?})"
+        );
+    }
+}
+
+/// The cases that only a server checking the client's proof passes.
+const SERVER_PROOF_CASES: [&str; 2] = [
+    "handshake/10.1/wrong-proof-refused",
+    "handshake/10.1/replayed-proof-refused",
+];
+
+/// The cases that only a client checking the server's proof passes.
+const CLIENT_CHECK_CASES: [&str; 3] = [
+    "handshake/10.1/wrong-server-proof",
+    "handshake/10.1/replayed-server-proof",
+    "handshake/10.2/unauthenticated-server",
+];
+
+/// The authentication cases `ids` of the endpoint `spawn` starts all pass when it holds the
+/// secret; they all fail behind a proxy that authenticates nobody, the `unchecked` ones fail
+/// behind one that checks no proof, and `own` fails behind one that spoils the endpoint's own
+/// proof.
+fn secured_and_broken(name: &str, spawn: &[String], ids: &[String], unchecked: &[&str], own: &str) {
+    let holding = format!("{name} holding the secret");
+    expect_all(&holding, &auth_run(spawn, None), ids, "pass");
+    let bypass = format!("{name} that does not authenticate");
+    expect_all(&bypass, &auth_run(spawn, Some("auth-bypass")), ids, "fail");
+    let unchecked: Vec<String> = unchecked.iter().map(|s| s.to_string()).collect();
+    let any = format!("{name} that checks no proof");
+    expect_all(
+        &any,
+        &auth_run(spawn, Some("any-proof")),
+        &unchecked,
+        "fail",
+    );
+    let bad = format!("{name} whose own proof is wrong");
+    let own = [own.to_string()];
+    expect_all(&bad, &auth_run(spawn, Some("bad-own-proof")), &own, "fail");
+}
+
+#[test]
+fn worker_auth_cases_pass_secured_and_fail_broken() {
+    let ids = auth_ids(Target::Worker);
+    assert_eq!(ids.len(), 8, "{ids:?}");
+    let secured = format!("{} --secret-file {{secret_file}}", template(Target::Worker));
+    let spawn = strings(&["--target", "worker", "--spawn", &secured]);
+    secured_and_broken(
+        "a worker",
+        &spawn,
+        &ids,
+        &SERVER_PROOF_CASES,
+        "handshake/10.1/challenge",
+    );
+    // Without --secret-file the cases are skipped, never passed.
+    let (_, plain) = run(&strings(&[
+        "--target",
+        "worker",
+        "--spawn",
+        &template(Target::Worker),
+        "--cases",
+        "handshake/10",
+    ]));
+    assert!(plain.values().all(|v| v == "skipped"), "{plain:?}");
+}
+
+#[test]
+fn executor_auth_cases_pass_secured_and_fail_broken() {
+    let ids = auth_ids(Target::Executor);
+    assert_eq!(ids.len(), 5, "{ids:?}");
+    // The executor finds the secret in SPARKWIRE_SECRET_FILE, as from the worker launching it.
+    let spawn = strings(&[
+        "--target",
+        "executor",
+        "--spawn",
+        &template(Target::Executor),
+    ]);
+    secured_and_broken(
+        "an executor",
+        &spawn,
+        &ids,
+        &CLIENT_CHECK_CASES,
+        "handshake/10.1/client-proof",
+    );
+    // An executor that ignores the secret it is given fails every case.
+    let ignoring = format!(
+        "env -u SPARKWIRE_SECRET_FILE {}",
+        template(Target::Executor)
+    );
+    let ignoring = strings(&["--target", "executor", "--spawn", &ignoring]);
+    expect_all(
+        "an executor that ignores its secret",
+        &auth_run(&ignoring, None),
+        &ids,
+        "fail",
+    );
+}
+
+/// A free port on 127.0.0.1 (closed again: the suite listens there next).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The verdict of the driver case `id`, against a reference driver holding the secret, run in
+/// this process (its command, `sparkwire driver`, takes no secret): the suite listens and the
+/// driver registers with it, once, as its one case runs.
+fn secured_driver_case(id: &str, fault: Option<&str>) -> String {
+    use sparkwire::connection::{read_secret_file, Security};
+    use sparkwire::reference::driver::{Driver, DriverConfig};
+    let port = free_port();
+    let secret = read_secret_file(&secret_file()).expect("the secret file");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let driver = runtime.spawn(async move {
+        let mut config = DriverConfig::new("sparkwire sum-squares");
+        config.masters = vec![format!("sparkwire://127.0.0.1:{port}")];
+        config.security = Security::with_secret(secret);
+        config.registration_timeout = std::time::Duration::from_secs(120);
+        config.executor_cores = Some(2);
+        let driver = Driver::start(config).await.expect("the driver starts");
+        let job = sparkwire::reference::task::job_by_name("sum-squares", 4, Some(1000))
+            .expect("the sum-squares job");
+        let _handle = driver.submit(std::sync::Arc::from(job)).await;
+        std::future::pending::<()>().await;
+    });
+    let listen = format!("127.0.0.1:{port}");
+    let verdicts = auth_run(
+        &strings(&["--target", "driver", "--listen", &listen, "--cases", id]),
+        fault,
+    );
+    driver.abort();
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    verdicts.get(id).cloned().unwrap_or_default()
+}
+
+#[test]
+fn driver_auth_cases_pass_secured_and_fail_broken() {
+    let ids = auth_ids(Target::Driver);
+    assert_eq!(ids.len(), 8, "{ids:?}");
+    // Each id picks only its own case (no id is the prefix of another).
+    for id in &ids {
+        assert_eq!(ids.iter().filter(|o| o.starts_with(id.as_str())).count(), 1);
+    }
+    for id in &ids {
+        assert_eq!(
+            secured_driver_case(id, None),
+            "pass",
+            "a driver holding the secret: {id}"
+        );
+        assert_eq!(
+            secured_driver_case(id, Some("auth-bypass")),
+            "fail",
+            "a driver that authenticates nobody: {id}"
+        );
+    }
+    for id in SERVER_PROOF_CASES {
+        assert_eq!(
+            secured_driver_case(id, Some("any-proof")),
+            "fail",
+            "a driver that takes any proof: {id}"
+        );
+    }
+    let id = "handshake/10.1/challenge";
+    assert_eq!(
+        secured_driver_case(id, Some("bad-own-proof")),
+        "fail",
+        "a driver whose server proof is wrong: {id}"
+    );
 }

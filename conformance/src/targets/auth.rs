@@ -1,25 +1,37 @@
-//! Authentication with a shared secret (protocol/handshake.md §10, protocol/SPEC.md §13): what a
-//! master configured with a secret must do. The cases run when the suite is given the same
-//! secret (`--secret-file`) and are skipped otherwise; with a secret the suite authenticates
-//! every other connection it opens, so a master's state can be checked after a refusal.
+//! Authentication with a shared secret (protocol/handshake.md §10, protocol/SPEC.md §13): what
+//! an endpoint configured with a secret must do, as a server (a master; a worker on its port; a
+//! driver on its executor port) and as a client (an executor, to its driver). The cases run when
+//! the suite is given the same secret (`--secret-file`) and are skipped otherwise; with a secret
+//! the suite authenticates the other connections these cases need (as the endpoint's master when
+//! it registers, to ask its state, as an executor's worker), so an endpoint's state can be
+//! checked after a refusal. The other cases of a target expect an endpoint without a secret:
+//! run the authentication cases on their own (`--cases handshake/10 --cases spec/13`).
 
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use sparkwire::messages::{DeployMessage as D, Version};
 use sparkwire::wire::handshake::{
-    client_proof, encode_hello, encode_proof, frame_bytes, fresh_nonce, read_server_frame, Answer,
-    ClientNext, Hello, Identity, Proof, RefusalReason, Role, Secret, NONCE_LEN,
+    client_proof, encode_answer, encode_challenge, encode_hello, encode_proof, frame_bytes,
+    fresh_nonce, read_server_frame, server_proof, Accepted, Answer, Challenge, ClientNext, Hello,
+    Identity, Proof, RefusalReason, Role, Secret, NONCE_LEN,
 };
 use sparkwire::wire::{encode_envelope, Envelope};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::{Ctx, Endpoint};
 use crate::peer::{Conn, Event};
+use crate::targets::client::Start;
 use crate::targets::common::unique;
-use crate::targets::master::{register_worker_msg, state, worker};
+use crate::targets::master::{register_worker_msg, state};
+use crate::targets::server::Listening;
 
-fn secret(ctx: &Ctx) -> Result<Secret, Failure> {
+/// The endpoint's secret, or `Skipped` when the suite was not given it.
+pub fn secret(ctx: &Ctx) -> Result<Secret, Failure> {
     ctx.settings.secret.clone().ok_or_else(|| {
         Failure::Skipped(
             "the suite does not know the endpoint's shared secret: give --secret-file PATH (the \
@@ -29,7 +41,7 @@ fn secret(ctx: &Ctx) -> Result<Secret, Failure> {
     })
 }
 
-fn addr(ctx: &Ctx) -> Result<std::net::SocketAddr, Failure> {
+fn master_addr(ctx: &Ctx) -> Result<SocketAddr, Failure> {
     match &ctx.settings.endpoint {
         Endpoint::Addr(a) => Ok(*a),
         _ => Err(Failure::Skipped("the master target needs --addr".into())),
@@ -72,15 +84,16 @@ impl Challenged {
     }
 }
 
-/// Connects as `role`, sends a hello that asks to authenticate and reads the server's first
-/// frame, which must be a challenge whose proof verifies with `secret`.
+/// Connects to `addr` as `role`, sends a hello that asks to authenticate and reads the server's
+/// first frame, which must be a challenge whose proof verifies with `secret`.
 async fn challenged(
     ctx: &Ctx,
+    addr: SocketAddr,
     role: Role,
     id: &str,
     secret: &Secret,
 ) -> Result<Challenged, Failure> {
-    let mut conn = Conn::connect(addr(ctx)?, "suite", role, &ctx.log).await?;
+    let mut conn = Conn::connect(addr, "suite", role, &ctx.log).await?;
     let nonce = fresh_nonce()
         .map_err(|e| fail("a nonce from the system's random source", e.to_string()))?;
     let hello = Hello::new(&[Version::V2], role, id).with_auth(nonce);
@@ -103,29 +116,6 @@ async fn challenged(
         Ok(ClientNext::Done(_)) => Err(fail(want, "an acceptance without a challenge")),
         Err(e) => Err(fail(want, e.to_string())),
     }
-}
-
-/// The `nonce` of a challenge body (a map of strings and binaries), if it has one.
-fn challenge_nonce(body: &[u8]) -> Option<Vec<u8>> {
-    let mut cur = body;
-    let n = rmp::decode::read_map_len(&mut cur).ok()?;
-    for _ in 0..n {
-        let klen = rmp::decode::read_str_len(&mut cur).ok()? as usize;
-        let key = cur.get(..klen)?.to_vec();
-        cur = &cur[klen..];
-        let marker = *cur.first()?;
-        let len = match marker {
-            0xa0..=0xbf | 0xd9 | 0xda | 0xdb => rmp::decode::read_str_len(&mut cur).ok()? as usize,
-            0xc4..=0xc6 => rmp::decode::read_bin_len(&mut cur).ok()? as usize,
-            _ => return None,
-        };
-        let value = cur.get(..len)?.to_vec();
-        cur = &cur[len..];
-        if key == b"nonce" {
-            return Some(value);
-        }
-    }
-    None
 }
 
 /// Expects a refusal for one of `reasons` (or, when `reasons` is empty, any refusal or a close
@@ -155,16 +145,6 @@ async fn expect_refused(ctx: &Ctx, c: &mut Conn, reasons: &[RefusalReason]) -> O
     c.expect_closed_silently(patience(ctx), &want).await
 }
 
-/// The worker `id` is not registered with the master (asked over an authenticated connection).
-async fn not_registered(ctx: &Ctx, id: &str) -> Outcome {
-    let s = state(ctx).await?;
-    check(
-        !s.workers.iter().any(|w| w.id == id),
-        format!("no worker {id} registered"),
-        format!("worker {id} registered"),
-    )
-}
-
 fn register_body(id: &str) -> Result<Vec<u8>, Failure> {
     let mut body = Vec::new();
     encode_envelope(
@@ -176,10 +156,17 @@ fn register_body(id: &str) -> Result<Vec<u8>, Failure> {
     Ok(body)
 }
 
-/// Sends a hello without `auth` and, in the same write, the envelope `body`: the master must
-/// refuse with authRequired, close, and answer nothing.
-async fn unauthenticated_then(ctx: &Ctx, role: Role, id: &str, body: &[u8], what: &str) -> Outcome {
-    let mut c = Conn::connect(addr(ctx)?, "suite", role, &ctx.log).await?;
+/// Sends `addr` a hello without `auth` and, in the same write, the envelope `body`: the server
+/// must refuse with authRequired, close, and answer nothing.
+async fn unauthenticated_then(
+    ctx: &Ctx,
+    addr: SocketAddr,
+    role: Role,
+    id: &str,
+    body: &[u8],
+    what: &str,
+) -> Outcome {
+    let mut c = Conn::connect(addr, "suite", role, &ctx.log).await?;
     let mut hello = Vec::new();
     encode_hello(&Hello::new(&[Version::V2], role, id), &mut hello);
     let mut bytes = frame_bytes(&hello);
@@ -193,111 +180,217 @@ fn worker_id() -> String {
     format!("worker-20250101120000-127.0.0.1-7-auth{}", unique())
 }
 
-/// The authentication cases of the master target.
-pub fn add(cs: &mut Cases) {
-    cs.add(
+/// Whether the change a [`Guarded`] endpoint was sent shows in its state (asked over an
+/// authenticated connection).
+pub type Seen =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<bool, Failure>> + Send>> + Send + Sync>;
+
+/// An endpoint holding the secret, listening for the suite, and a change of its state to try.
+pub struct Guarded {
+    /// Where it listens, and what keeps it running.
+    pub at: Listening,
+    /// A client role it takes the change from.
+    pub role: Role,
+    /// The envelope (frame body) that changes its state when a peer of `role` that proved the
+    /// secret sends it.
+    pub change: Vec<u8>,
+    /// Whether the change happened.
+    pub seen: Seen,
+}
+
+/// Opens a fresh [`Guarded`] endpoint for a case (with a change unique to it).
+pub type OpenGuarded = Arc<
+    dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<Guarded, Failure>> + Send>> + Send + Sync,
+>;
+
+/// A server the authentication cases check.
+#[derive(Clone)]
+pub struct SecuredServer {
+    /// How to open it.
+    pub open: OpenGuarded,
+    /// What it is, in requirement texts (`a master`).
+    pub name: &'static str,
+    /// The name of the message [`Guarded::change`] holds (`RegisterWorker`, …).
+    pub what: &'static str,
+    /// The last part of the id of the case that sends the change unauthenticated
+    /// (`spec/13/unauthenticated-NAME`).
+    pub change_case: &'static str,
+}
+
+/// A connection to `addr` as `role`, authenticated with the endpoint's secret, at version 2: how
+/// a [`Seen`] asks the endpoint its state.
+pub async fn open_secured(
+    ctx: &Ctx,
+    addr: SocketAddr,
+    role: Role,
+    id: &str,
+) -> Result<Conn, Failure> {
+    let k = secret(ctx)?;
+    Conn::open_authenticated(
+        addr,
+        "probe",
+        role,
+        id,
+        &[Version::V2],
+        &k,
+        &ctx.log,
+        patience(ctx),
+    )
+    .await
+}
+
+/// Fails when the change, a `what`, shows.
+async fn unchanged(g: &Guarded, what: &str) -> Outcome {
+    let seen = (g.seen)().await?;
+    check(
+        !seen,
+        format!("nothing changed by the {what} sent"),
+        format!("the {what} took effect"),
+    )
+}
+
+/// The authentication cases of a server, added to `cs`.
+pub fn add_server(cs: &mut Cases, s: SecuredServer) {
+    let (name, what) = (s.name, s.what);
+    macro_rules! case {
+        ($id:expr, $req:expr, |$ctx:ident, $k:ident, $g:ident| $body:expr) => {{
+            let server = s.clone();
+            cs.add($id, Level::Must, $req, move |$ctx: Ctx| {
+                let server = server.clone();
+                async move {
+                    let $k = secret(&$ctx)?;
+                    let $g = (server.open)($ctx.clone()).await?;
+                    $body
+                }
+            });
+        }};
+    }
+    case!(
         "handshake/10.2/no-auth-refused",
-        Level::Must,
-        "a master holding a shared secret refuses a hello that does not ask to authenticate with authRequired, and closes the connection",
-        |ctx: Ctx| async move {
-            secret(&ctx)?;
-            let mut c = Conn::connect(addr(&ctx)?, "suite", Role::Worker, &ctx.log).await?;
-            c.send_hello(&Hello::new(&[Version::V2], Role::Worker, "w-no-auth")).await?;
+        format!("{name} holding a shared secret refuses a hello that does not ask to authenticate with authRequired, and closes the connection"),
+        |ctx, _k, g| {
+            let mut c = Conn::connect(g.at.addr, "suite", g.role, &ctx.log).await?;
+            c.send_hello(&Hello::new(&[Version::V2], g.role, "no-auth")).await?;
             expect_refused(&ctx, &mut c, &[RefusalReason::AuthRequired]).await
-        },
+        }
     );
-    cs.add(
+    case!(
         "handshake/10.1/challenge",
-        Level::Must,
-        "a master holding a shared secret answers a hello that asks to authenticate with a challenge: mechanism hmac-sha256, a 32-byte nonce and a proof that verifies with the secret over the hello frame",
-        |ctx: Ctx| async move {
-            let k = secret(&ctx)?;
-            let c = challenged(&ctx, Role::Worker, "w-challenge", &k).await?;
-            let nonce = challenge_nonce(&c.challenge);
+        format!("{name} holding a shared secret answers a hello that asks to authenticate with a challenge: mechanism hmac-sha256, a 32-byte nonce and a server proof that verifies with the secret over the hello frame"),
+        |ctx, k, g| {
+            let c = challenged(&ctx, g.at.addr, g.role, "challenge", &k).await?;
+            let nonce = crate::mp::challenge_nonce(&c.challenge);
             check(
                 nonce.as_ref().is_some_and(|n| n.len() == NONCE_LEN)
                     && nonce.as_deref() != c.hello.auth.as_ref().map(|n| &n[..]),
                 "a nonce of 32 bytes, not the client's",
                 format!("{nonce:?}"),
             )
-        },
+        }
     );
-    cs.add(
+    case!(
         "handshake/10.1/fresh-nonce",
-        Level::Must,
-        "a master draws a new nonce for every handshake: two challenges never carry the same nonce",
-        |ctx: Ctx| async move {
-            let k = secret(&ctx)?;
-            let a = challenged(&ctx, Role::Worker, "w-nonce", &k).await?;
-            let b = challenged(&ctx, Role::Worker, "w-nonce", &k).await?;
-            let (na, nb) = (challenge_nonce(&a.challenge), challenge_nonce(&b.challenge));
-            check(
-                na.is_some() && na != nb,
-                "two different nonces",
-                format!("{na:?} and {nb:?}"),
-            )
-        },
+        format!("{name} draws a new nonce for every handshake: two challenges never carry the same nonce"),
+        |ctx, k, g| {
+            let a = challenged(&ctx, g.at.addr, g.role, "nonce", &k).await?;
+            let b = challenged(&ctx, g.at.addr, g.role, "nonce", &k).await?;
+            let (na, nb) = (crate::mp::challenge_nonce(&a.challenge), crate::mp::challenge_nonce(&b.challenge));
+            check(na.is_some() && na != nb, "two different nonces", format!("{na:?} and {nb:?}"))
+        }
     );
-    cs.add(
+    case!(
         "handshake/10.1/authenticated",
-        Level::Must,
-        "a master holding a shared secret accepts a peer that proves it, and then takes its registration (RegisteredWorker)",
-        |ctx: Ctx| async move {
-            secret(&ctx)?;
-            worker(&ctx, "worker", 1, 512, Version::V2).await.map(|_| ())
-        },
+        format!("{name} holding a shared secret accepts a peer that proves it, and then takes the {what} it sends (the change shows in its state)"),
+        |ctx, k, g| {
+            let mut c = Conn::open_authenticated(g.at.addr, "suite", g.role, "authenticated", &[Version::V2], &k, &ctx.log, patience(&ctx)).await?;
+            c.send_frame(&g.change).await?;
+            let deadline = tokio::time::Instant::now() + patience(&ctx);
+            loop {
+                if (g.seen)().await? {
+                    return Ok(());
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(fail(format!("the {} of an authenticated peer taken", what), "no change in the endpoint's state"));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
     );
-    cs.add(
+    case!(
         "handshake/10.1/wrong-proof-refused",
-        Level::Must,
-        "a master refuses a client proof made with another secret (a wrong MAC) with authFailed, closes the connection, and takes nothing sent after it",
-        |ctx: Ctx| async move {
-            let k = secret(&ctx)?;
-            let id = worker_id();
-            let mut c = challenged(&ctx, Role::Worker, &id, &k).await?;
+        format!("{name} refuses a client proof made with another secret (a wrong MAC) with authFailed, closes the connection, and takes nothing sent after it (a {what})"),
+        |ctx, k, g| {
+            let mut c = challenged(&ctx, g.at.addr, g.role, "wrong-proof", &k).await?;
             let mut bytes = frame_bytes(&c.proof(&wrong_secret(&k)?));
-            bytes.extend_from_slice(&frame_bytes(&register_body(&id)?));
-            c.conn.send_raw(&bytes, "a proof made with another secret, then RegisterWorker").await?;
+            bytes.extend_from_slice(&frame_bytes(&g.change));
+            c.conn.send_raw(&bytes, &format!("a proof made with another secret, then {}", what)).await?;
             expect_refused(&ctx, &mut c.conn, &[RefusalReason::AuthFailed]).await?;
-            not_registered(&ctx, &id).await
-        },
+            unchanged(&g, what).await
+        }
     );
-    cs.add(
+    case!(
         "handshake/10.1/replayed-proof-refused",
-        Level::Must,
-        "a master refuses with authFailed a proof made for another exchange (one recorded from an earlier connection, under the right secret)",
-        |ctx: Ctx| async move {
-            let k = secret(&ctx)?;
-            let first = challenged(&ctx, Role::Worker, "w-replay", &k).await?;
-            let mut second = challenged(&ctx, Role::Worker, "w-replay", &k).await?;
-            let replayed = first.proof(&k);
-            second.conn.send_frame(&replayed).await?;
-            expect_refused(&ctx, &mut second.conn, &[RefusalReason::AuthFailed]).await
-        },
+        format!("{name} refuses with authFailed a proof made for another exchange (one recorded from an earlier connection, under the right secret, so over other nonces), and takes nothing sent after it (a {what})"),
+        |ctx, k, g| {
+            let first = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
+            let mut second = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
+            let mut bytes = frame_bytes(&first.proof(&k));
+            bytes.extend_from_slice(&frame_bytes(&g.change));
+            second.conn.send_raw(&bytes, &format!("the first exchange's proof, then {}", what)).await?;
+            expect_refused(&ctx, &mut second.conn, &[RefusalReason::AuthFailed]).await?;
+            unchanged(&g, what).await
+        }
     );
-    cs.add(
+    case!(
         "spec/13/nothing-before-proof",
-        Level::Must,
-        "a master holding a shared secret takes no envelope before the peer's proof: a RegisterWorker sent in place of the proof registers nothing and the connection is refused or closed",
-        |ctx: Ctx| async move {
-            let k = secret(&ctx)?;
-            let id = worker_id();
-            let mut c = challenged(&ctx, Role::Worker, &id, &k).await?;
-            c.conn.send_frame(&register_body(&id)?).await?;
+        format!("{name} holding a shared secret takes no envelope before the peer's proof: a {what} sent in place of the proof changes nothing and the connection is refused or closed"),
+        |ctx, k, g| {
+            let mut c = challenged(&ctx, g.at.addr, g.role, "no-proof", &k).await?;
+            c.conn.send_frame(&g.change).await?;
             expect_refused(&ctx, &mut c.conn, &[]).await?;
-            not_registered(&ctx, &id).await
-        },
+            unchanged(&g, what).await
+        }
     );
-    cs.add(
-        "spec/13/unauthenticated-register",
-        Level::Must,
-        "a master holding a shared secret takes nothing from a peer that does not authenticate: a RegisterWorker right behind a hello without auth is refused (authRequired) and registers nothing",
-        |ctx: Ctx| async move {
-            secret(&ctx)?;
-            let id = worker_id();
-            unauthenticated_then(&ctx, Role::Worker, &id, &register_body(&id)?, "RegisterWorker")
-                .await?;
-            not_registered(&ctx, &id).await
+    case!(
+        format!("spec/13/unauthenticated-{}", s.change_case),
+        format!("{name} holding a shared secret takes nothing from a peer that does not authenticate: a {what} right behind a hello without auth is refused (authRequired) and changes nothing"),
+        |ctx, _k, g| {
+            unauthenticated_then(&ctx, g.at.addr, g.role, "no-auth", &g.change, what).await?;
+            unchanged(&g, what).await
+        }
+    );
+}
+
+/// The authentication cases of the master target.
+pub fn add(cs: &mut Cases) {
+    add_server(
+        cs,
+        SecuredServer {
+            open: Arc::new(|ctx: Ctx| {
+                Box::pin(async move {
+                    let addr = master_addr(&ctx)?;
+                    let id = worker_id();
+                    let change = register_body(&id)?;
+                    let seen: Seen = Arc::new(move || {
+                        let (ctx, id) = (ctx.clone(), id.clone());
+                        Box::pin(async move {
+                            Ok(state(&ctx).await?.workers.iter().any(|w| w.id == id))
+                        })
+                    });
+                    Ok(Guarded {
+                        at: Listening {
+                            addr,
+                            guard: Box::new(()),
+                        },
+                        role: Role::Worker,
+                        change,
+                        seen,
+                    })
+                })
+            }),
+            name: "a master",
+            what: "RegisterWorker",
+            change_case: "register",
         },
     );
     cs.add(
@@ -318,7 +411,146 @@ pub fn add(cs: &mut Cases) {
                 &mut ask,
             )
             .map_err(|e| fail("an envelope the suite can encode", e.to_string()))?;
-            unauthenticated_then(&ctx, Role::Ui, "", &ask, "RequestKillAllDrivers").await
+            unauthenticated_then(&ctx, master_addr(&ctx)?, Role::Ui, "", &ask, "RequestKillAllDrivers").await
+        },
+    );
+}
+
+// ---- a client holding the secret (the suite is its server) ----
+
+/// Reads the client's hello, which must ask to authenticate; returns it and its frame.
+async fn authenticating_hello(ctx: &Ctx, c: &mut Conn) -> Result<(Hello, Vec<u8>), Failure> {
+    let hello = c.read_hello(patience(ctx) * 3).await?;
+    check(
+        hello.auth.is_some(),
+        "a hello that asks to authenticate (auth = hmac-sha256, a 32-byte nonce)",
+        "a hello without auth: the endpoint does not prove its secret",
+    )?;
+    Ok((hello, c.hello_frame()))
+}
+
+/// A challenge with a fresh nonce whose proof is made with `secret` over `hello_frame`.
+fn challenge_body(secret: &Secret, hello_frame: &[u8]) -> Result<Vec<u8>, Failure> {
+    let nonce = fresh_nonce()
+        .map_err(|e| fail("a nonce from the system's random source", e.to_string()))?;
+    let mut out = Vec::new();
+    encode_challenge(
+        &Challenge {
+            nonce,
+            proof: server_proof(secret, hello_frame, &nonce),
+        },
+        &mut out,
+    );
+    Ok(out)
+}
+
+/// Starts the client, reads its hello, answers with `answer` (given the secret and the hello's
+/// frame) and expects the client to close the connection without sending anything.
+async fn client_closes(
+    ctx: Ctx,
+    start: Start,
+    answer: impl FnOnce(&Secret, &Hello, &[u8]) -> Result<Vec<u8>, Failure>,
+    what: &str,
+) -> Outcome {
+    let k = secret(&ctx)?;
+    let (_run, mut c) = start(ctx.clone()).await?;
+    let (hello, frame) = authenticating_hello(&ctx, &mut c).await?;
+    let body = answer(&k, &hello, &frame)?;
+    c.send_frame(&body).await?;
+    c.expect_closed_silently(
+        patience(&ctx),
+        &format!("the endpoint closes the connection after {what}, sending nothing more"),
+    )
+    .await
+}
+
+/// The authentication cases of a client, started by `start`, whose server plays `server_role`.
+pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role: Role) {
+    let st = start.clone();
+    cs.add(
+        "handshake/10.1/client-hello",
+        Level::Must,
+        format!("{name} holding a shared secret asks to authenticate in its hello: auth hmac-sha256 and a 32-byte nonce"),
+        move |ctx: Ctx| {
+            let st = st.clone();
+            async move {
+                secret(&ctx)?;
+                let (_run, mut c) = st(ctx.clone()).await?;
+                authenticating_hello(&ctx, &mut c).await.map(|_| ())
+            }
+        },
+    );
+    let st = start.clone();
+    cs.add(
+        "handshake/10.1/client-proof",
+        Level::Must,
+        format!("{name} answers the server's challenge with a client proof that verifies with the secret over the hello and challenge frames, and once accepted goes on with an envelope"),
+        move |ctx: Ctx| {
+            let st = st.clone();
+            async move {
+                let k = secret(&ctx)?;
+                let (_run, mut c) = st(ctx.clone()).await?;
+                let (hello, _) = authenticating_hello(&ctx, &mut c).await?;
+                let v = c
+                    .accept_hello_with(&hello, &[Version::V1, Version::V2], "suite", Some(&k), patience(&ctx))
+                    .await?;
+                let body = c.frame_body(patience(&ctx), "the endpoint's first envelope").await?;
+                let ok = if c.family == "coarse" {
+                    sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(&body, v).is_ok()
+                } else {
+                    sparkwire::wire::decode_envelope::<D>(&body, v).is_ok()
+                };
+                check(ok, format!("an envelope decoding at version {}", v.number()), crate::peer::describe(c.family, &body, v))
+            }
+        },
+    );
+    let st = start.clone();
+    cs.add(
+        "handshake/10.1/wrong-server-proof",
+        Level::Must,
+        format!("{name} closes the connection without sending anything more (no proof, no envelope) when the server's challenge carries a proof made with another secret"),
+        move |ctx: Ctx| {
+            client_closes(ctx, st.clone(), |k, _, frame| challenge_body(&wrong_secret(k)?, frame), "a server proof made with another secret")
+        },
+    );
+    let st = start.clone();
+    cs.add(
+        "handshake/10.1/replayed-server-proof",
+        Level::Must,
+        format!("{name} closes the connection without sending anything more when the server's proof is made with the right secret but for another exchange (over a hello with another nonce)"),
+        move |ctx: Ctx| {
+            client_closes(
+                ctx,
+                st.clone(),
+                |k, hello, _| {
+                    let nonce = fresh_nonce().map_err(|e| fail("a nonce from the system's random source", e.to_string()))?;
+                    let mut other = Vec::new();
+                    encode_hello(&hello.clone().with_auth(nonce), &mut other);
+                    challenge_body(k, &frame_bytes(&other))
+                },
+                "a server proof for another exchange",
+            )
+        },
+    );
+    cs.add(
+        "handshake/10.2/unauthenticated-server",
+        Level::Must,
+        format!("{name} holding a shared secret closes the connection at once, sending nothing, when the server accepts its hello without a challenge (a server that does not prove the secret)"),
+        move |ctx: Ctx| {
+            client_closes(
+                ctx,
+                start.clone(),
+                move |_, hello, _| {
+                    let version = if hello.versions.contains(&2) { Version::V2 } else { Version::V1 };
+                    let mut out = Vec::new();
+                    encode_answer(
+                        &Answer::Accepted(Accepted { version, versions: vec![1, 2], role: server_role, id: "suite".into() }),
+                        &mut out,
+                    );
+                    Ok(out)
+                },
+                "an acceptance without a challenge",
+            )
         },
     );
 }

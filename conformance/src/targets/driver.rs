@@ -15,12 +15,13 @@ use sparkwire::reference::task::{
 };
 use sparkwire::wire::decode_task;
 use sparkwire::wire::handshake::Role;
-use sparkwire::wire::{Envelope, Reply};
+use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Target};
 use crate::env::Ctx;
 use crate::mp;
 use crate::peer::Conn;
+use crate::targets::auth::{self, Guarded, SecuredServer, Seen};
 use crate::targets::client::{self, Client};
 use crate::targets::common::{crossing, expect_refused, sample};
 use crate::targets::server::{self, Listening, Server};
@@ -55,7 +56,7 @@ pub const SMALL: Job = Job {
 };
 
 async fn start(ctx: Ctx, job: Job) -> Result<(Run, Conn), Failure> {
-    let run = spawned::start(&ctx, move |given, dir| {
+    let run = spawned::start(&ctx, Role::Master, move |given, dir| {
         vec![
             ("master_url", format!("sparkwire://{given}")),
             ("master_host", given.ip().to_string()),
@@ -106,8 +107,7 @@ fn parse_addr(url: &str) -> Option<SocketAddr> {
 pub async fn registered(ctx: &Ctx, job: Job) -> Result<Registered, Failure> {
     let (mut run, mut app) = start(ctx.clone(), job).await?;
     let hello = app.read_hello(spawned::startup(ctx)).await?;
-    app.accept_hello(&hello, &[Version::V1, Version::V2], "master")
-        .await?;
+    spawned::accept(ctx, &mut app, &hello, &[Version::V1, Version::V2], "master").await?;
     let reg = app
         .expect::<D, RegisterApplication>(wait(ctx), "RegisterApplication", |e| match e {
             Envelope::Send(D::RegisterApplication(r)) => Some(r.clone()),
@@ -405,7 +405,64 @@ pub fn cases() -> Vec<crate::case::Case> {
         );
     }
     flows(&mut cs);
+    crate::targets::auth::add_server(&mut cs, driver_secured());
     cs.list
+}
+
+/// The driver as the authentication cases see it: registered with the suite's master, it holds
+/// the secret on its executor port, and an executor's RegisterExecutor there changes its state
+/// (IsExecutorAlive answers true for it).
+fn driver_secured() -> SecuredServer {
+    SecuredServer {
+        open: Arc::new(|ctx: Ctx| {
+            Box::pin(async move {
+                let d = registered(&ctx, SMALL).await?;
+                let addr = d.driver_addr;
+                let id = format!("auth{}", crate::targets::common::unique() % 100_000);
+                let mut change = Vec::new();
+                let register = Envelope::Ask {
+                    id: 1,
+                    message: register_msg(&id, 1),
+                };
+                encode_envelope(&register, Version::V2, &mut change)
+                    .map_err(|e| fail("an envelope the suite can encode", e.to_string()))?;
+                let seen: Seen = Arc::new(move || {
+                    let (ctx, id) = (ctx.clone(), id.clone());
+                    Box::pin(async move {
+                        let mut c = auth::open_secured(&ctx, addr, Role::Executor, "probe").await?;
+                        let ask = C::IsExecutorAlive(IsExecutorAlive::new(id));
+                        c.send(&Envelope::Ask {
+                            id: 2,
+                            message: ask,
+                        })
+                        .await?;
+                        c.expect::<C, bool>(wait(&ctx), "a bool reply to IsExecutorAlive", |x| {
+                            match x {
+                                Envelope::Reply {
+                                    id: 2,
+                                    reply: Reply::Bool(b),
+                                } => Some(*b),
+                                _ => None,
+                            }
+                        })
+                        .await
+                    })
+                });
+                Ok(Guarded {
+                    at: Listening {
+                        addr,
+                        guard: Box::new(Arc::new(std::sync::Mutex::new(d))),
+                    },
+                    role: Role::Executor,
+                    change,
+                    seen,
+                })
+            })
+        }),
+        name: "a driver (on its executor port)",
+        what: "RegisterExecutor",
+        change_case: "register",
+    }
 }
 
 fn flows(cs: &mut Cases) {

@@ -33,8 +33,8 @@ fn wait(ctx: &Ctx) -> Duration {
 
 async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
     // The worker the executor watches: a listener that takes its handshake and holds it.
-    let (worker, worker_given, worker_proxy) = spawned::listen(&ctx, None).await?;
-    let mut run = spawned::start(&ctx, move |given, dir| {
+    let (worker, worker_given, worker_proxy) = spawned::listen(&ctx, None, Role::Worker).await?;
+    let mut run = spawned::start(&ctx, Role::Driver, move |given, dir| {
         vec![
             (
                 "driver_url",
@@ -48,8 +48,8 @@ async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
         ]
     })
     .await?;
-    let log = ctx.log.clone();
     let startup = spawned::startup(&ctx);
+    let held_ctx = ctx.clone();
     run.hold(tokio::spawn(async move {
         let _proxy = worker_proxy;
         let mut held = Vec::new();
@@ -58,13 +58,11 @@ async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
             .await
         {
             if let Ok(h) = c.read_hello(startup).await {
-                let _ = c
-                    .accept_hello(&h, &[Version::V1, Version::V2], "worker")
-                    .await;
+                let versions = [Version::V1, Version::V2];
+                let _ = spawned::accept(&held_ctx, &mut c, &h, &versions, "worker").await;
             }
             held.push(c);
         }
-        let _ = log;
     }));
     let conn = run.accept(&ctx, "driver", Role::Driver).await?;
     Ok((run, conn))
@@ -160,7 +158,7 @@ pub async fn registered(
                 hello.versions
             )));
         }
-        conn.accept_hello(&hello, versions, "driver").await?;
+        spawned::accept(ctx, &mut conn, &hello, versions, "driver").await?;
         if let Some((id, reg)) = serve_until_register(ctx, &mut conn, max_mib).await? {
             conn.send(&Envelope::<C>::Reply {
                 id,
@@ -274,6 +272,12 @@ pub fn cases() -> Vec<crate::case::Case> {
         );
     }
     flows(&mut cs);
+    crate::targets::auth::add_client(
+        &mut cs,
+        Arc::new(|ctx| Box::pin(start(ctx))),
+        "an executor",
+        Role::Driver,
+    );
     cs.list
 }
 

@@ -35,22 +35,49 @@ impl Drop for Run {
     }
 }
 
+/// Accepts `hello` (just read on `c`) at `versions` as `id`, proving the endpoint's secret and
+/// checking its proof first when the suite holds it (protocol/handshake.md §10.1).
+pub async fn accept(
+    ctx: &Ctx,
+    c: &mut Conn,
+    hello: &sparkwire::wire::handshake::Hello,
+    versions: &[sparkwire::messages::Version],
+    id: &str,
+) -> Result<sparkwire::messages::Version, Failure> {
+    c.accept_hello_with(
+        hello,
+        versions,
+        id,
+        ctx.settings.secret.as_ref(),
+        ctx.settings.patience,
+    )
+    .await
+}
+
 /// How long an endpoint may take to start and connect.
 pub fn startup(ctx: &Ctx) -> Duration {
     ctx.settings.patience * 3
 }
 
-/// Binds a listener, the fault proxy in front of it if any, and returns the address to give.
+/// Binds a listener for the suite playing `suite_role`, the fault proxy in front of it if any,
+/// and returns the address to give. The authentication faults break only the client whose
+/// authentication the cases check, an executor connecting to its driver: elsewhere the proxy
+/// passes a client's authentication on untouched.
 pub async fn listen(
     ctx: &Ctx,
     fixed: Option<SocketAddr>,
+    suite_role: Role,
 ) -> Result<(Listener, SocketAddr, Option<Proxy>), Failure> {
     let at = fixed.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
     let listener = Listener::bind(at, &ctx.log)
         .await
         .map_err(|e| fail("a listening socket", e))?;
     let addr = listener.addr();
-    match ctx.settings.fault {
+    let fault = ctx
+        .settings
+        .fault
+        .filter(|f| !f.breaks_auth() || suite_role == Role::Driver);
+    match fault {
         Some(f) => {
             let p = fault::start(f, addr, Side::EndpointConnects, ctx.settings.secret.clone())
                 .await
@@ -61,24 +88,32 @@ pub async fn listen(
     }
 }
 
-/// Starts the endpoint: `vars` fill the template, given the address it must connect to.
+/// Starts the endpoint, which connects to the suite playing `suite_role`: `vars` fill the
+/// template, given the address it must connect to.
 pub async fn start(
     ctx: &Ctx,
+    suite_role: Role,
     vars: impl FnOnce(SocketAddr, &std::path::Path) -> Vec<(&'static str, String)>,
 ) -> Result<Run, Failure> {
     let fixed = match &ctx.settings.endpoint {
         Endpoint::Listen(a) => Some(*a),
         _ => None,
     };
-    let (listener, given, proxy) = listen(ctx, fixed).await?;
+    let (listener, given, proxy) = listen(ctx, fixed, suite_role).await?;
     let work_dir = std::env::temp_dir().join(format!(
         "sparkwire-conformance-{}",
         crate::targets::common::unique()
     ));
     let _ = std::fs::create_dir_all(&work_dir);
-    let vars = vars(given, &work_dir);
+    let mut vars = vars(given, &work_dir);
+    let mut env = Vec::new();
+    if let Some(path) = &ctx.settings.secret_file {
+        let path = path.display().to_string();
+        vars.push(("secret_file", path.clone()));
+        env.push((crate::spawn::SECRET_FILE_ENV, path));
+    }
     let process = match &ctx.settings.endpoint {
-        Endpoint::Spawn(template) => Some(spawn(template, &vars, &ctx.log)?),
+        Endpoint::Spawn(template) => Some(spawn(template, &vars, &env, &ctx.log)?),
         _ => {
             ctx.log.push(format!(
                 "[suite] waiting for the endpoint to connect to {given}"

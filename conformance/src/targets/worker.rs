@@ -11,12 +11,13 @@ use sparkwire::messages::{
     Version,
 };
 use sparkwire::wire::handshake::Role;
-use sparkwire::wire::{Envelope, Reply};
+use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Target};
 use crate::env::Ctx;
 use crate::mp;
 use crate::peer::Conn;
+use crate::targets::auth::{self, Guarded, SecuredServer, Seen};
 use crate::targets::client::{self, Client};
 use crate::targets::common::{expect_refused, spark_id};
 use crate::targets::server::{self, Listening, Server};
@@ -44,7 +45,7 @@ pub fn allowed_exec() -> String {
 }
 
 async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
-    let run = spawned::start(&ctx, |given, dir| {
+    let run = spawned::start(&ctx, Role::Master, |given, dir| {
         vec![
             ("master_url", format!("sparkwire://{given}")),
             ("master_host", given.ip().to_string()),
@@ -86,7 +87,7 @@ pub async fn registered(ctx: &Ctx, versions: &[Version]) -> Result<Registered, F
             hello.versions
         )));
     }
-    conn.accept_hello(&hello, versions, "master").await?;
+    spawned::accept(ctx, &mut conn, &hello, versions, "master").await?;
     let reg = conn
         .expect::<D, RegisterWorker>(wait(ctx), "RegisterWorker", |e| match e {
             Envelope::Send(D::RegisterWorker(r)) => Some(r.clone()),
@@ -186,6 +187,24 @@ async fn ui_addr(ctx: &Ctx, w: &mut Registered) -> Result<SocketAddr, Failure> {
         .await
 }
 
+/// The worker's answer to RequestWorkerState asked on the UI connection `ui`.
+async fn worker_state(ctx: &Ctx, ui: &mut Conn) -> Result<WorkerStateResponse, Failure> {
+    let ask = D::RequestWorkerState(RequestWorkerState::new());
+    ui.send(&Envelope::Ask {
+        id: 3,
+        message: ask,
+    })
+    .await?;
+    ui.expect::<D, WorkerStateResponse>(wait(ctx), "WorkerStateResponse", |e| match e {
+        Envelope::Reply {
+            id: 3,
+            reply: Reply::Message(D::WorkerStateResponse(s)),
+        } => Some(s.clone()),
+        _ => None,
+    })
+    .await
+}
+
 fn worker_server() -> Server {
     fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
         vec![]
@@ -232,7 +251,69 @@ pub fn cases() -> Vec<crate::case::Case> {
     server::add(&mut cs, worker_server());
     ui_routes(&mut cs);
     flows(&mut cs);
+    crate::targets::auth::add_server(&mut cs, worker_secured());
     cs.list
+}
+
+/// The worker as the authentication cases see it: registered with the suite's master, it holds
+/// the secret on its port, and a master-role peer's MasterChanged there changes its state (it
+/// takes that peer as its master: a UI's RequestWorkerState shows the new master URL).
+fn worker_secured() -> SecuredServer {
+    SecuredServer {
+        open: Arc::new(|ctx: Ctx| {
+            Box::pin(async move {
+                let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+                let addr = ui_addr(&ctx, &mut w).await?;
+                // The worker must have taken its registration (RegisteredWorker) first: a
+                // MasterChanged read before it would be overtaken by it.
+                let deadline = tokio::time::Instant::now() + wait(&ctx);
+                loop {
+                    let mut ui = auth::open_secured(&ctx, addr, Role::Ui, "").await?;
+                    let s = worker_state(&ctx, &mut ui).await?;
+                    if s.master_url == w.master_url {
+                        break;
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(fail(
+                            format!("the worker registered with {}", w.master_url),
+                            format!("its master URL {:?}", s.master_url),
+                        ));
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                // A master address no worker of the suite's registers with.
+                let port = 20_000 + (crate::targets::common::unique() % 20_000) as i32;
+                let new_master = format!("sparkwire://127.0.0.9:{port}");
+                let mut change = Vec::new();
+                let changed = D::MasterChanged(MasterChanged::new(
+                    EndpointRef::at(Addr::new("127.0.0.9".to_string(), port), "Master"),
+                    "http://127.0.0.9:8080".into(),
+                ));
+                encode_envelope(&Envelope::Send(changed), Version::V2, &mut change)
+                    .map_err(|e| fail("an envelope the suite can encode", e.to_string()))?;
+                let seen: Seen = Arc::new(move || {
+                    let (ctx, new_master) = (ctx.clone(), new_master.clone());
+                    Box::pin(async move {
+                        let mut ui = auth::open_secured(&ctx, addr, Role::Ui, "").await?;
+                        let s = worker_state(&ctx, &mut ui).await?;
+                        Ok(s.master_url == new_master)
+                    })
+                });
+                Ok(Guarded {
+                    at: Listening {
+                        addr,
+                        guard: Box::new(Arc::new(std::sync::Mutex::new(w))),
+                    },
+                    role: Role::Master,
+                    change,
+                    seen,
+                })
+            })
+        }),
+        name: "a worker (on its port)",
+        what: "MasterChanged",
+        change_case: "master-changed",
+    }
 }
 
 fn ui_routes(cs: &mut Cases) {
@@ -556,11 +637,7 @@ fn flows(cs: &mut Cases) {
             state_change(&ctx, &mut w, 5).await?;
             let addr = ui_addr(&ctx, &mut w).await?;
             let mut ui = Conn::open(addr, "ui", Role::Ui, "", &[Version::V2], &ctx.log, wait(&ctx)).await?;
-            ui.send(&Envelope::Ask { id: 3, message: D::RequestWorkerState(RequestWorkerState::new()) }).await?;
-            let s = ui.expect::<D, WorkerStateResponse>(wait(&ctx), "WorkerStateResponse", |e| match e {
-                Envelope::Reply { id: 3, reply: Reply::Message(D::WorkerStateResponse(s)) } => Some(s.clone()),
-                _ => None,
-            }).await?;
+            let s = worker_state(&ctx, &mut ui).await?;
             let out = check(s.worker_id == w.reg.id && s.cores == CORES && s.memory == MEMORY && s.executors.iter().any(|e| e.exec_id == 5),
                 "its id, cores, memory and executor 5", format!("{} {} cores {} MiB executors {:?}", s.worker_id, s.cores, s.memory, s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
             w.run.stop(Duration::from_secs(2)).await;
