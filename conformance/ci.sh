@@ -104,14 +104,8 @@ run worker-auth --target worker "${auth_cases[@]}" \
   --spawn "$bin worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --register-retry 1 --work-dir {work_dir} --allow-exec-any {allowed_exec} --webui-port 0 --exit-with-stdin --secret-file {secret_file}"
 run executor-auth --target executor "${auth_cases[@]}" \
   --spawn "$bin executor --driver-url {driver_url} --executor-id {executor_id} --cores {cores} --app-id {app_id} --worker-url {worker_url}"
-if "$bin" driver --help 2>/dev/null | grep -q -- '--secret-file'; then
-  run driver-auth --target driver "${auth_cases[@]}" \
-    --spawn "$bin driver --master {master_url} --job {job} --partitions {partitions} --param {param} --max-message-size {max_message_size} --executor-cores {cores} --secret-file {secret_file}"
-else
-  # The suite's own tests run these cases against a reference driver holding the secret, in
-  # their process (conformance/tests/suite.rs).
-  echo "conformance: driver-auth not run here: \`sparkwire driver\` takes no --secret-file"
-fi
+run driver-auth --target driver "${auth_cases[@]}" \
+  --spawn "$bin driver --master {master_url} --job {job} --partitions {partitions} --param {param} --max-message-size {max_message_size} --executor-cores {cores} --secret-file {secret_file}"
 end=$(date +%s%N)
 echo "conformance: every target in $(( (end - start) / 1000000 )) ms (load average: $(cut -d' ' -f1-3 /proc/loadavg)); reports in $out/"
 exit "$status"
