@@ -50,7 +50,7 @@ async fn a_job_runs_on_two_executors_with_every_connection_valid() {
     assert!(verdict.events > 40, "{verdict}");
 }
 
-/// `sparkwire driver` and `local-cluster` busy-poll on one thread: the poller must leave the
+/// `sparkwire driver`, `submit` and `local-cluster` busy-poll on one thread: the poller must leave the
 /// executors' connections, the timers and the jobs their turns.
 #[tokio::test(flavor = "current_thread")]
 async fn a_busy_polling_driver_on_one_thread_runs_jobs_with_every_connection_valid() {

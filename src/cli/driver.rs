@@ -43,10 +43,8 @@ pub struct DriverArgs {
     /// Seconds the masters have to register the application.
     #[arg(long, default_value_t = 60)]
     registration_timeout: u64,
-    /// After handling executors' messages while tasks are out, keep polling for this many
-    /// microseconds before sleeping, so that quick results are read without a wake-up; 0: never.
-    #[arg(long, default_value_t = super::DEFAULT_BUSY_POLL_US)]
-    busy_poll_us: u64,
+    #[command(flatten)]
+    busy_poll: super::busy_poll::BusyPollArgs,
     #[command(flatten)]
     limits: super::limits::LimitArgs,
     #[command(flatten)]
@@ -72,7 +70,7 @@ pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
     config.limits = super::limits::limits(&args.limits, None)?;
     config.max_task_failures = args.max_task_failures.max(1);
     config.registration_timeout = Duration::from_secs(args.registration_timeout.max(1));
-    config.busy_poll = super::busy_poll(args.busy_poll_us)?;
+    config.busy_poll = args.busy_poll.window()?;
     config.security = args.security.security()?;
     // The masters as addresses, to tell why a registration failed (the driver checks each URL).
     let masters: Vec<_> = config

@@ -48,11 +48,8 @@ pub struct LocalClusterArgs {
     /// master, the workers, the driver and the executors all prove it in every handshake.
     #[arg(long)]
     no_auth: bool,
-    /// After handling executors' messages while tasks are out, the driver keeps polling for this
-    /// many microseconds before sleeping, so that quick results are read without a wake-up; 0:
-    /// never.
-    #[arg(long, default_value_t = super::DEFAULT_BUSY_POLL_US)]
-    busy_poll_us: u64,
+    #[command(flatten)]
+    busy_poll: super::busy_poll::BusyPollArgs,
 }
 
 /// This run's shared secret, in a file only this user may read, in a directory only this user
@@ -127,7 +124,7 @@ pub fn run(args: LocalClusterArgs) -> Result<ExitCode, String> {
         return Err("--max-message-size must be 1 to 2047 (MiB)".into());
     }
     // Refused before any process starts (the driver's configuration is made later).
-    super::busy_poll(args.busy_poll_us)?;
+    args.busy_poll.window()?;
     let program = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
     let runtime = super::single_thread_runtime()?;
     let code = runtime.block_on(async move {
@@ -244,7 +241,7 @@ async fn run_cluster(
     driver_config.executor_memory_mb = args.memory.min(1024);
     driver_config.max_message_size_mib = args.max_message_size;
     driver_config.observer = Some(observer.clone());
-    driver_config.busy_poll = super::busy_poll(args.busy_poll_us)?;
+    driver_config.busy_poll = args.busy_poll.window()?;
     if let Some(s) = &secret {
         driver_config.security = Security::with_secret(s.clone());
     }

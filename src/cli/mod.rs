@@ -1,5 +1,6 @@
 //! Layer 6: the commands of the `sparkwire` binary, built on the public API of the library.
 
+mod busy_poll;
 mod client;
 mod driver;
 mod executor;
@@ -115,7 +116,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
-/// A tokio runtime on the calling thread alone, for the driver's process (`driver`,
+/// A tokio runtime on the calling thread alone, for the driver's process (`driver`, `submit`,
 /// `local-cluster`) and the executor's: their work is a chain of short steps per frame (read,
 /// validate, schedule or hand a task over, write), each of which would otherwise wake another
 /// runtime thread with a futex and a context switch; on one thread they follow each other with
@@ -126,25 +127,6 @@ fn single_thread_runtime() -> Result<tokio::runtime::Runtime, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))
-}
-
-/// The driver's busy-poll window of `sparkwire driver` and `local-cluster`, µs
-/// ([`DriverConfig::busy_poll`](sparkwire::reference::driver::DriverConfig::busy_poll)): on this
-/// 2-vCPU machine 50 µs took 2×1 tiny-task throughput from about 21,000 to 51,000 tasks per
-/// second on less CPU (BENCHMARKS.md).
-const DEFAULT_BUSY_POLL_US: u64 = 50;
-
-/// The most `--busy-poll-us` takes: a window longer than this is spinning, not polling.
-const MAX_BUSY_POLL_US: u64 = 10_000;
-
-/// `--busy-poll-us` as a window.
-fn busy_poll(micros: u64) -> Result<std::time::Duration, String> {
-    if micros > MAX_BUSY_POLL_US {
-        return Err(format!(
-            "--busy-poll-us {micros} is over the most it takes, {MAX_BUSY_POLL_US} µs"
-        ));
-    }
-    Ok(std::time::Duration::from_micros(micros))
 }
 
 /// A positive, finite number of seconds as a duration.

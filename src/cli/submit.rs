@@ -72,6 +72,8 @@ pub struct SubmitArgs {
     executor_timeout: u64,
     #[command(flatten)]
     security: super::security::DriverSecurityArgs,
+    #[command(flatten)]
+    busy_poll: super::busy_poll::BusyPollArgs,
 }
 
 /// Runs the command: exit 0 when the job succeeded.
@@ -105,13 +107,16 @@ pub fn run(args: SubmitArgs) -> Result<ExitCode, String> {
             args.security.client.security()?
         }
     };
-    let runtime = super::runtime()?;
+    let busy_poll = args.busy_poll.window()?;
+    // One thread, as `driver` and `local-cluster`: in client mode the driver runs here.
+    let runtime = super::single_thread_runtime()?;
     let outcome = runtime.block_on(async {
         tokio::select! {
             ok = async {
                 match args.deploy_mode {
                     DeployMode::Client => {
-                        client_mode(&args, &url, program, executor_memory, security).await
+                        client_mode(&args, &url, program, executor_memory, security, busy_poll)
+                            .await
                     }
                     DeployMode::Cluster => {
                         cluster_mode(&args, &url, program, executor_memory, driver_memory, &security)
@@ -137,6 +142,7 @@ async fn client_mode(
     program: String,
     executor_memory: u32,
     security: Security,
+    busy_poll: Duration,
 ) -> Result<bool, String> {
     let start = Instant::now();
     let name = args
@@ -151,6 +157,7 @@ async fn client_mode(
     config.max_cores = args.total_executor_cores;
     config.advertise_host = args.driver_host.clone();
     config.security = security.clone();
+    config.busy_poll = busy_poll;
     let observer = TraceObserver::new(Some(strict_validator()), None, 0);
     config.observer = Some(observer.clone());
     println!("submit: driver in this process, masters {url}");
@@ -197,6 +204,7 @@ fn driver_description(
         args.executor_timeout.to_string(),
     ];
     arguments.extend(args.job.to_args());
+    arguments.extend(args.busy_poll.to_args());
     if let Some(name) = &args.name {
         arguments.extend(["--name".into(), name.clone()]);
     }
@@ -421,6 +429,36 @@ pub(crate) fn parse_mib(flag: &str, text: &str) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `sparkwire submit ARGS…` parsed as the command line would be.
+    fn parse(args: &[&str]) -> SubmitArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Line {
+            #[command(flatten)]
+            submit: SubmitArgs,
+        }
+        let line = Line::try_parse_from(std::iter::once("submit").chain(args.iter().copied()))
+            .expect("parses");
+        line.submit
+    }
+
+    #[test]
+    fn the_driver_a_worker_runs_in_cluster_mode_gets_the_busy_poll_window() {
+        let url = MasterUrl::parse("sparkwire://127.0.0.1:7077").expect("url");
+        for (given, passed) in [(&[][..], "50"), (&["--busy-poll-us", "0"][..], "0")] {
+            let mut line = vec!["--master", "sparkwire://127.0.0.1:7077"];
+            line.extend_from_slice(given);
+            let args = parse(&line);
+            let desc = driver_description(&args, &url, "/bin/sparkwire".into(), 512, 512);
+            let arguments = &desc.command.arguments;
+            let at = arguments
+                .iter()
+                .position(|a| a == "--busy-poll-us")
+                .unwrap_or_else(|| panic!("no --busy-poll-us in {arguments:?}"));
+            assert_eq!(arguments[at + 1], passed, "{arguments:?}");
+        }
+    }
 
     #[test]
     fn sizes_take_spark_units_and_refuse_nonsense() {

@@ -107,8 +107,8 @@ pub struct DriverConfig {
     /// comes back within it is read without waking the driver, which on a virtual machine is most
     /// of a tiny task's round trip. Costs at most this much CPU after each batch, none once no
     /// tasks are out. Zero (the default here): never. Meant for a current-thread runtime, as
-    /// `sparkwire driver` and `local-cluster` use (they default to 50 µs, `--busy-poll-us`); on a
-    /// multi-thread runtime it holds one worker thread while it polls.
+    /// `sparkwire driver`, `submit` and `local-cluster` use (they default to 50 µs,
+    /// `--busy-poll-us`); on a multi-thread runtime it holds one worker thread while it polls.
     pub busy_poll: Duration,
 }
 
