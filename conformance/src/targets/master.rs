@@ -44,22 +44,17 @@ pub async fn open(
     id: &str,
     version: Version,
 ) -> Result<Conn, Failure> {
-    match &ctx.settings.secret {
-        None => Conn::open(addr(ctx)?, label, role, id, &[version], &ctx.log, wait(ctx)).await,
-        Some(secret) => {
-            Conn::open_authenticated(
-                addr(ctx)?,
-                label,
-                role,
-                id,
-                &[version],
-                secret,
-                &ctx.log,
-                wait(ctx),
-            )
-            .await
-        }
-    }
+    Conn::open(
+        addr(ctx)?,
+        label,
+        role,
+        id,
+        &[version],
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        wait(ctx),
+    )
+    .await
 }
 
 /// A worker the suite plays.
