@@ -4,8 +4,8 @@
 //! the suite is given the same secret (`--secret-file`) and are skipped otherwise; with a secret
 //! the suite authenticates the other connections these cases need (as the endpoint's master when
 //! it registers, to ask its state, as an executor's worker), so an endpoint's state can be
-//! checked after a refusal. The other cases of a target expect an endpoint without a secret:
-//! run the authentication cases on their own (`--cases handshake/10 --cases spec/13`).
+//! checked after a refusal. The other cases of a target run against the same secured endpoint:
+//! with the secret, every connection they open or accept authenticates first (`crate::peer`).
 
 use std::future::Future;
 use std::net::SocketAddr;
