@@ -595,49 +595,27 @@ fn driver_auth_cases_pass_secured_and_fail_broken() {
 fn secured_configurations(target: Target) -> Vec<Configuration> {
     let secret = secret_file().display().to_string();
     let given = strings(&["--secret-file", &secret]);
-    match target {
-        Target::Master => vec![
-            (given.clone(), given.clone()),
-            (
-                [
-                    given.clone(),
-                    strings(&[
-                        "--spread-out",
-                        "false",
-                        "--worker-timeout",
-                        "2",
-                        "--cases",
-                        "flow/master/scheduling",
-                        "--cases",
-                        "flow/master/heartbeat",
-                    ]),
-                ]
-                .concat(),
-                [
-                    given,
-                    strings(&["--spread-out", "false", "--worker-timeout", "2"]),
-                ]
-                .concat(),
-            ),
-        ],
-        // The executor finds the secret in SPARKWIRE_SECRET_FILE, set by the suite as a worker
-        // sets it for what it launches; the worker and the driver take it on their command line.
-        Target::Executor => vec![(
-            [given, vec!["--spawn".into(), template(target)]].concat(),
-            vec![],
-        )],
-        t => vec![(
-            [
-                given,
-                vec![
-                    "--spawn".into(),
-                    format!("{} --secret-file {{secret_file}}", template(t)),
-                ],
-            ]
-            .concat(),
-            vec![],
-        )],
-    }
+    configurations(target)
+        .into_iter()
+        // The master's run of the authentication cases alone: the whole secured run has them.
+        .filter(|(extra, _)| !extra.contains(&given[0]))
+        .map(|(mut extra, mut master_flags)| {
+            match target {
+                Target::Master => master_flags.extend(given.clone()),
+                // The executor finds the secret in SPARKWIRE_SECRET_FILE, set by the suite as a
+                // worker sets it for what it launches.
+                Target::Executor => {}
+                // The worker and the driver take it on their command line (the template's last).
+                _ => {
+                    if let Some(template) = extra.last_mut() {
+                        template.push_str(" --secret-file {secret_file}");
+                    }
+                }
+            }
+            extra.extend(given.clone());
+            (extra, master_flags)
+        })
+        .collect()
 }
 
 #[test]

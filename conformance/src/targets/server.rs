@@ -135,6 +135,12 @@ fn signed(
     Ok(entries)
 }
 
+/// Sends the suite's hello offering `versions` and expects an acceptance at version 2.
+async fn accepts(ctx: Ctx, s: Server, versions: &[u64]) -> Outcome {
+    let body = mp::map(&hello(&ctx, &s, versions)?);
+    accepted(ctx, s, body, Version::V2).await
+}
+
 fn hello(ctx: &Ctx, s: &Server, versions: &[u64]) -> Result<Vec<(&'static str, Vec<u8>)>, Failure> {
     signed(
         ctx,
@@ -240,40 +246,22 @@ pub fn add(cases: &mut Cases, s: Server) {
         format!(
             "{name} chooses the highest version both sides speak: offered [1, 2], it chooses 2"
         ),
-        |ctx, s| accepted(
-            ctx.clone(),
-            s.clone(),
-            mp::map(&hello(&ctx, &s, &[1, 2])?),
-            Version::V2
-        )
-        .await
+        |ctx, s| accepts(ctx, s, &[1, 2]).await
     );
     case!(
         "handshake/3/versions-any-order",
         Level::Must,
         format!("{name} reads the offered versions in any order: offered [2, 1], it chooses 2"),
-        |ctx, s| accepted(
-            ctx.clone(),
-            s.clone(),
-            mp::map(&hello(&ctx, &s, &[2, 1])?),
-            Version::V2
-        )
-        .await
+        |ctx, s| accepts(ctx, s, &[2, 1]).await
     );
     case!("handshake/6/unknown-versions-ignored", Level::Must,
         format!("{name} ignores version numbers it does not know: offered [7, 2, 4294967296], it chooses 2"),
-        |ctx, s| accepted(ctx.clone(), s.clone(), mp::map(&hello(&ctx, &s, &[7, 2, 4_294_967_296])?), Version::V2).await);
+        |ctx, s| accepts(ctx, s, &[7, 2, 4_294_967_296]).await);
     case!(
         "handshake/6/duplicate-versions-ignored",
         Level::Must,
         format!("{name} ignores duplicate version numbers: offered [2, 2, 1, 1], it chooses 2"),
-        |ctx, s| accepted(
-            ctx.clone(),
-            s.clone(),
-            mp::map(&hello(&ctx, &s, &[2, 2, 1, 1])?),
-            Version::V2
-        )
-        .await
+        |ctx, s| accepts(ctx, s, &[2, 2, 1, 1]).await
     );
     case!("handshake/6/v1-only-peer", Level::Must,
         format!("{name} accepts a version-1-only peer at version 1, or refuses it with noCommonVersion listing versions without 1"),
