@@ -665,6 +665,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/executor/added", Level::Must,
         "the master tells the application of each executor it launches with ExecutorAdded, with the worker, cores and memory of its LaunchExecutor (rule E4)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
             let (mut app_conn, _id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
             let l = launch(&ctx, &mut w).await?;
@@ -678,6 +679,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/executor/state-ask-v2", Level::Must,
         "in version 2 the master answers a worker's ExecutorStateChanged ask with bool true and tells the application (ExecutorUpdated RUNNING, rule E5)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
             let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
             let l = launch(&ctx, &mut w).await?;
@@ -688,6 +690,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/executor/state-send-v1", Level::Must,
         "in version 1 the master takes a worker's ExecutorStateChanged as a send (Spark 3.0) and tells the application (ExecutorUpdated RUNNING)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 1, 4096, Version::V1).await?;
             let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V1).await?;
             let l = launch(&ctx, &mut w).await?;
@@ -697,6 +700,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/executor/failed-relaunched", Level::Must,
         "when an executor fails the master tells the application (ExecutorUpdated FAILED) and launches a replacement with a new executor id (spark.deploy.maxExecutorRetries)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
             let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
             let l = launch(&ctx, &mut w).await?;
@@ -709,6 +713,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/executor/retries-exhausted", Level::Must,
         "an application whose executors fail maxExecutorRetries times in a row, none running, is removed (ApplicationRemoved)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
             let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
             let retries = ctx.settings.max_executor_retries;
@@ -721,6 +726,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/executor/worker-lost", Level::Must,
         "when a worker's connection closes the master tells the application: ExecutorUpdated LOST with the worker's host, and WorkerRemoved (rule W7)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
             let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
             let l = launch(&ctx, &mut w).await?;
@@ -738,6 +744,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/executor/kill-executors", Level::Must,
         "the master answers an application's KillExecutors with true and sends the worker KillExecutor for that executor",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
             let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
             let l = launch(&ctx, &mut w).await?;
@@ -753,6 +760,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/executor/request-executors", Level::Must,
         "the master answers RequestExecutors with true and launches no more than the total requested (a limit of 1 on a worker with room for 4)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 4, 4096, Version::V2).await?;
             let mut desc = app_desc(Some(1), 128, None);
             desc.initial_executor_limit = Some(0);
@@ -771,6 +779,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/app/finished-kills-and-notifies", Level::Must,
         "when an application unregisters the master kills its executors (KillExecutor) and tells the worker ApplicationFinished (rule P6)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
             let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
             let l = launch(&ctx, &mut w).await?;
@@ -783,6 +792,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/drivers/launch", Level::Must,
         "the master launches a submitted driver on a worker with room for it (LaunchDriver), and reports it RUNNING there when asked (rules D2, D6)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 2, 4096, Version::V2).await?;
             let (mut c, r) = submit(&ctx).await?;
             let id = r.driver_id.clone().unwrap_or_default();
@@ -800,6 +810,7 @@ fn flows(cs: &mut Cases) {
         Level::Must,
         "killing a running driver sends KillDriver to the worker running it (rule D3)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 2, 4096, Version::V2).await?;
             let (mut c, r) = submit(&ctx).await?;
             let id = r.driver_id.clone().unwrap_or_default();
@@ -824,6 +835,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/drivers/finished", Level::Must,
         "after the worker reports a driver FINISHED the master no longer counts it active: RequestDriverStatus says FINISHED or not found (rule D5)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 2, 4096, Version::V2).await?;
             let (mut c, r) = submit(&ctx).await?;
             let id = r.driver_id.clone().unwrap_or_default();
@@ -840,6 +852,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/failover/none-unasked", Level::Must,
         "the master sends a registered worker no MasterChanged or other unasked registration answer while it stays the active master (rules W3, F1)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
             w.conn.send(&Envelope::Send(D::Heartbeat(Heartbeat::new(w.id.clone(), worker_ref(&w.host, 1))))).await?;
             w.conn.expect_none::<D>(ctx.settings.quiet, "no MasterChanged, ReconnectWorker or RegisteredWorker", |e| matches!(e,
@@ -849,6 +862,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/heartbeat/timeout", Level::Must,
         "a worker that sends no heartbeat for the worker timeout is lost: the master marks it DEAD or drops it (spark.worker.timeout)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let Some(t) = ctx.settings.worker_timeout else {
                 return Err(Failure::Skipped("pass --worker-timeout SECS (the master's) to check heartbeat timeouts".into()));
             };
@@ -862,6 +876,7 @@ fn flows(cs: &mut Cases) {
         Level::Must,
         "a worker that heartbeats more often than the worker timeout stays ALIVE past it",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let Some(t) = ctx.settings.worker_timeout else {
                 return Err(Failure::Skipped(
                     "pass --worker-timeout SECS (the master's) to check heartbeat timeouts".into(),
