@@ -652,7 +652,7 @@ impl Conn {
 }
 
 /// A fresh nonce from the system's random source.
-fn nonce() -> Result<[u8; NONCE_LEN], Failure> {
+pub fn nonce() -> Result<[u8; NONCE_LEN], Failure> {
     fresh_nonce().map_err(|e| fail("a nonce from the system's random source", e.to_string()))
 }
 
