@@ -88,24 +88,24 @@ run master --target master --addr "$addr"
 start_master master-consolidate --spread-out false --worker-timeout 2
 run master-consolidate --target master --addr "$addr" --spread-out false --worker-timeout 2 \
   --cases flow/master/scheduling --cases flow/master/heartbeat
-start_master master-auth --secret-file "$secret"
-run master-auth --target master --addr "$addr" --secret-file "$secret" \
-  --cases handshake/10 --cases spec/13
 run worker --target worker \
   --spawn "$bin worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --register-retry 1 --work-dir {work_dir} --allow-exec-any {allowed_exec} --webui-port 0 --exit-with-stdin"
 run driver --target driver \
   --spawn "$bin driver --master {master_url} --job {job} --partitions {partitions} --param {param} --max-message-size {max_message_size} --executor-cores {cores}"
 run executor --target executor \
   --spawn "$bin executor --driver-url {driver_url} --executor-id {executor_id} --cores {cores} --app-id {app_id} --worker-url {worker_url}"
-# The authentication cases of the other targets: each endpoint holds the secret the suite is
-# given (the executor reads it from SPARKWIRE_SECRET_FILE, which the suite sets as a worker does).
-auth_cases=(--secret-file "$secret" --cases handshake/10 --cases spec/13)
-run worker-auth --target worker "${auth_cases[@]}" \
+# Each target once more, the whole suite against an endpoint holding a shared secret that the
+# suite is given (--secret-file): every connection the suite opens or accepts then authenticates
+# (protocol/handshake.md §10) before its case's own bytes, and the authentication cases run too.
+# The executor reads the secret from SPARKWIRE_SECRET_FILE, which the suite sets as a worker does.
+start_master master-secured --secret-file "$secret"
+run master-secured --target master --addr "$addr" --secret-file "$secret"
+run worker-secured --target worker --secret-file "$secret" \
   --spawn "$bin worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --register-retry 1 --work-dir {work_dir} --allow-exec-any {allowed_exec} --webui-port 0 --exit-with-stdin --secret-file {secret_file}"
-run executor-auth --target executor "${auth_cases[@]}" \
-  --spawn "$bin executor --driver-url {driver_url} --executor-id {executor_id} --cores {cores} --app-id {app_id} --worker-url {worker_url}"
-run driver-auth --target driver "${auth_cases[@]}" \
+run driver-secured --target driver --secret-file "$secret" \
   --spawn "$bin driver --master {master_url} --job {job} --partitions {partitions} --param {param} --max-message-size {max_message_size} --executor-cores {cores} --secret-file {secret_file}"
+run executor-secured --target executor --secret-file "$secret" \
+  --spawn "$bin executor --driver-url {driver_url} --executor-id {executor_id} --cores {cores} --app-id {app_id} --worker-url {worker_url}"
 end=$(date +%s%N)
 echo "conformance: every target in $(( (end - start) / 1000000 )) ms (load average: $(cut -d' ' -f1-3 /proc/loadavg)); reports in $out/"
 exit "$status"

@@ -71,7 +71,8 @@ struct Args {
     #[arg(long, default_value_t = 10)]
     max_executor_retries: u32,
     /// The endpoint's shared secret, when it is configured with one (protocol/handshake.md §10):
-    /// the suite authenticates every connection it opens with it and runs the authentication
+    /// the suite authenticates every connection it opens or accepts with it (so the whole suite
+    /// runs against a secured endpoint) and runs the authentication
     /// cases (handshake/10/…, spec/13/…), which are skipped without it. An endpoint the suite
     /// starts gets the path as {secret_file} and in SPARKWIRE_SECRET_FILE.
     #[arg(long, value_name = "PATH")]

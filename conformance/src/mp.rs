@@ -14,6 +14,13 @@ pub fn u(n: u64) -> Vec<u8> {
     out
 }
 
+/// A binary.
+pub fn bin(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let _ = rmp::encode::write_bin(&mut out, bytes);
+    out
+}
+
 /// An array of already-encoded values.
 pub fn arr(items: &[Vec<u8>]) -> Vec<u8> {
     let mut out = Vec::new();

@@ -9,7 +9,7 @@ use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
 use sparkwire::wire::handshake::{
     decode_answer, decode_hello, decode_proof, encode_answer, encode_hello, fresh_nonce, negotiate,
     read_hello, read_server_frame, Accepted, Answer, ClientNext, Hello, Identity, Refusal,
-    RefusalReason, Role, Secret, ServerHello,
+    RefusalReason, Role, Secret, ServerHello, AUTH_MECHANISM, NONCE_LEN,
 };
 use sparkwire::wire::{decode_envelope, encode_envelope, Envelope};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -426,33 +426,92 @@ impl Conn {
         decode_answer(&body).map_err(|e| fail("a well-formed handshake answer", e.to_string()))
     }
 
-    /// Connects, says hello as `role`/`id` offering `versions`, and expects an acceptance.
+    /// Reads the server's answer to the hello whose frame body was `hello_body` (any bytes a case
+    /// wrote). With `secret` (the endpoint's, which the suite knows) a challenge is answered as a
+    /// client holding it (protocol/handshake.md §10.1): its proof must verify, the suite proves
+    /// the secret back, and the answer after that is the one returned. A refusal before any
+    /// challenge is returned as it is; an acceptance without one fails, since the endpoint holds
+    /// the secret and must prove it.
+    pub async fn read_answer_to(
+        &mut self,
+        hello_body: &[u8],
+        secret: Option<&Secret>,
+        wait: Duration,
+    ) -> Result<Answer, Failure> {
+        let Some(secret) = secret else {
+            return self.read_answer(wait).await;
+        };
+        let want = "a challenge whose proof verifies with the endpoint's secret, then an answer";
+        let first = self
+            .frame_body(wait, "the server's challenge or handshake answer")
+            .await?;
+        if crate::mp::challenge_nonce(&first).is_none() {
+            return match decode_answer(&first) {
+                Ok(Answer::Accepted(a)) => Err(fail(
+                    want,
+                    format!("an acceptance without a challenge ({a:?}): the endpoint did not prove the secret"),
+                )),
+                Ok(refused) => Ok(refused),
+                Err(e) => Err(fail("a well-formed handshake answer", e.to_string())),
+            };
+        }
+        let hello = decode_hello(hello_body).map_err(|e| {
+            fail(
+                want,
+                format!("a challenge to a hello the suite cannot read back: {e}"),
+            )
+        })?;
+        let local = Identity::new(self.role, &hello.id)
+            .with_versions(&[Version::V1, Version::V2])
+            .with_secret(Some(secret.clone()));
+        match read_server_frame(&first, &hello, hello_body, &local) {
+            Ok(ClientNext::SendProof(proof)) => self.send_frame(&proof).await?,
+            Ok(ClientNext::Done(_)) => return Err(fail(want, "an acceptance without a challenge")),
+            Err(e) => return Err(fail(want, e.to_string())),
+        }
+        self.read_answer(wait).await
+    }
+
+    /// Connects, says hello as `role`/`id` offering `versions`, and expects an acceptance. With
+    /// `secret` (the endpoint's) the hello asks to authenticate and the proofs are exchanged
+    /// first (protocol/handshake.md §10.1): the one way the suite opens a session with an
+    /// endpoint, secured or not.
+    #[allow(clippy::too_many_arguments)]
     pub async fn open(
         addr: SocketAddr,
         label: &str,
         role: Role,
         id: &str,
         versions: &[Version],
+        secret: Option<&Secret>,
         log: &Log,
         wait: Duration,
     ) -> Result<Conn, Failure> {
+        let expected = match secret {
+            None => format!("the hello of a {} accepted", role.name()),
+            Some(_) => format!("the authenticated hello of a {} accepted", role.name()),
+        };
         let mut c = Conn::connect(addr, label, role, log).await?;
-        c.send_hello(&Hello::new(versions, role, id)).await?;
-        match c.read_answer(wait).await? {
+        let mut hello = Hello::new(versions, role, id);
+        if secret.is_some() {
+            hello = hello.with_auth(nonce()?);
+        }
+        let mut body = Vec::new();
+        encode_hello(&hello, &mut body);
+        c.send_frame(&body).await?;
+        match c.read_answer_to(&body, secret, wait).await? {
             Answer::Accepted(a) => {
                 c.version = Some(a.version);
                 Ok(c)
             }
             Answer::Refused(r) => Err(fail(
-                format!("the hello of a {} accepted", role.name()),
+                expected,
                 format!("refused: {} ({})", r.reason, r.message),
             )),
         }
     }
 
-    /// Connects to `addr` and completes an authenticated handshake (protocol/handshake.md §10)
-    /// with `secret`: the hello asks to authenticate, the server's challenge must prove the
-    /// secret, the suite proves it back, and the answer must accept.
+    /// [`Conn::open`] with `secret`: an authenticated handshake (protocol/handshake.md §10).
     #[allow(clippy::too_many_arguments)]
     pub async fn open_authenticated(
         addr: SocketAddr,
@@ -464,35 +523,7 @@ impl Conn {
         log: &Log,
         wait: Duration,
     ) -> Result<Conn, Failure> {
-        let expected = format!("the authenticated hello of a {} accepted", role.name());
-        let mut c = Conn::connect(addr, label, role, log).await?;
-        let nonce = fresh_nonce()
-            .map_err(|e| fail("a nonce from the system's random source", e.to_string()))?;
-        let hello = Hello::new(versions, role, id).with_auth(nonce);
-        let mut body = Vec::new();
-        encode_hello(&hello, &mut body);
-        c.send_frame(&body).await?;
-        let first = c.frame_body(wait, "the server's challenge").await?;
-        let local = Identity::new(role, id)
-            .with_versions(versions)
-            .with_secret(Some(secret.clone()));
-        match read_server_frame(&first, &hello, &body, &local) {
-            Ok(ClientNext::SendProof(proof)) => c.send_frame(&proof).await?,
-            Ok(ClientNext::Done(_)) => {
-                return Err(fail(expected, "an acceptance without a challenge"))
-            }
-            Err(e) => return Err(fail(expected, e.to_string())),
-        }
-        match c.read_answer(wait).await? {
-            Answer::Accepted(a) => {
-                c.version = Some(a.version);
-                Ok(c)
-            }
-            Answer::Refused(r) => Err(fail(
-                expected,
-                format!("refused: {} ({})", r.reason, r.message),
-            )),
-        }
+        Conn::open(addr, label, role, id, versions, Some(secret), log, wait).await
     }
 
     // ---- the server's side of the handshake ----
@@ -510,9 +541,52 @@ impl Conn {
         frame(self.hello_body.as_deref().unwrap_or_default())
     }
 
+    /// The body of the hello [`Conn::read_hello`] read last.
+    pub fn hello_body(&self) -> &[u8] {
+        self.hello_body.as_deref().unwrap_or_default()
+    }
+
+    /// As a server holding `secret` (protocol/handshake.md §10.1), authenticates the client whose
+    /// hello [`Conn::read_hello`] read: the hello must ask to authenticate, the suite challenges,
+    /// and the client's proof must verify. Returns the answer the suite would send next (an
+    /// acceptance at the highest version of `versions` both speak, as `id`), not sent yet, so
+    /// that a case can send another answer in its place; a failed check sends the refusal and
+    /// fails.
+    pub async fn authenticate_client(
+        &mut self,
+        versions: &[Version],
+        id: &str,
+        secret: &Secret,
+        wait: Duration,
+    ) -> Result<Answer, Failure> {
+        let want = "an authenticated hello (auth, nonce) and then a client proof that verifies";
+        let body = self.hello_body.clone().unwrap_or_default();
+        let local = Identity::new(self.role, id)
+            .with_versions(versions)
+            .with_secret(Some(secret.clone()));
+        let auth = match read_hello(&body, &local, |_| true, fresh_nonce) {
+            ServerHello::Challenge(auth) => auth,
+            ServerHello::Answer(answer, outcome) => {
+                self.send_answer(&answer).await?;
+                let why = outcome.err().map(|e| e.to_string()).unwrap_or_default();
+                let hello = describe_handshake(&body);
+                return Err(fail(want, format!("{hello}: {why}")));
+            }
+        };
+        self.send_frame(auth.challenge_body()).await?;
+        let proof = self.frame_body(wait, want).await?;
+        let (answer, outcome) = auth.finish(&proof, &local, |_| true);
+        match outcome {
+            Ok(_) => Ok(answer),
+            Err(e) => {
+                self.send_answer(&answer).await?;
+                Err(fail(want, e.to_string()))
+            }
+        }
+    }
+
     /// Accepts `hello` (the one [`Conn::read_hello`] read) as [`Conn::accept_hello`] does; with
-    /// `secret`, first as a server holding it (protocol/handshake.md §10.1): the hello must ask
-    /// to authenticate, the suite challenges, and the endpoint's proof must verify.
+    /// `secret`, first as a server holding it ([`Conn::authenticate_client`]).
     pub async fn accept_hello_with(
         &mut self,
         hello: &Hello,
@@ -524,29 +598,17 @@ impl Conn {
         let Some(secret) = secret else {
             return self.accept_hello(hello, versions, id).await;
         };
-        let want = "an authenticated hello (auth, nonce) and then a client proof that verifies";
-        let body = self.hello_body.clone().unwrap_or_default();
-        let local = Identity::new(self.role, id)
-            .with_versions(versions)
-            .with_secret(Some(secret.clone()));
-        let auth = match read_hello(&body, &local, |_| true, fresh_nonce) {
-            ServerHello::Challenge(auth) => auth,
-            ServerHello::Answer(answer, outcome) => {
-                self.send_answer(&answer).await?;
-                let why = outcome.err().map(|e| e.to_string()).unwrap_or_default();
-                return Err(fail(want, format!("{hello:?}: {why}")));
-            }
-        };
-        self.send_frame(auth.challenge_body()).await?;
-        let proof = self.frame_body(wait, want).await?;
-        let (answer, outcome) = auth.finish(&proof, &local, |_| true);
+        let answer = self.authenticate_client(versions, id, secret, wait).await?;
         self.send_answer(&answer).await?;
-        match outcome {
-            Ok(n) => {
-                self.version = Some(n.version);
-                Ok(n.version)
+        match answer {
+            Answer::Accepted(a) => {
+                self.version = Some(a.version);
+                Ok(a.version)
             }
-            Err(e) => Err(fail(want, e.to_string())),
+            Answer::Refused(r) => Err(fail(
+                format!("a hello offering one of {versions:?}"),
+                format!("{hello:?}: refused {}", r.reason),
+            )),
         }
     }
 
@@ -587,6 +649,24 @@ impl Conn {
         self.version = Some(v);
         Ok(v)
     }
+}
+
+/// A fresh nonce from the system's random source.
+pub fn nonce() -> Result<[u8; NONCE_LEN], Failure> {
+    fresh_nonce().map_err(|e| fail("a nonce from the system's random source", e.to_string()))
+}
+
+/// The entries a hello written by hand gets so that it asks to authenticate
+/// (protocol/handshake.md §10.1: `auth` and a fresh `nonce`), when the suite knows the endpoint's
+/// `secret`; none without one.
+pub fn auth_entries(secret: Option<&Secret>) -> Result<Vec<(&'static str, Vec<u8>)>, Failure> {
+    if secret.is_none() {
+        return Ok(Vec::new());
+    }
+    Ok(vec![
+        ("auth", crate::mp::s(AUTH_MECHANISM)),
+        ("nonce", crate::mp::bin(&nonce()?)),
+    ])
 }
 
 /// A short label for an envelope: its form and message name.

@@ -589,3 +589,135 @@ fn driver_auth_cases_pass_secured_and_fail_broken() {
         "a driver whose server proof is wrong: {id}"
     );
 }
+
+/// The runs that together cover `target` against an endpoint holding the secret, with the whole
+/// suite given it (`--secret-file`): the same runs as [`configurations`], each secured.
+fn secured_configurations(target: Target) -> Vec<Configuration> {
+    let secret = secret_file().display().to_string();
+    let given = strings(&["--secret-file", &secret]);
+    configurations(target)
+        .into_iter()
+        // The master's run of the authentication cases alone: the whole secured run has them.
+        .filter(|(extra, _)| !extra.contains(&given[0]))
+        .map(|(mut extra, mut master_flags)| {
+            match target {
+                Target::Master => master_flags.extend(given.clone()),
+                // The executor finds the secret in SPARKWIRE_SECRET_FILE, set by the suite as a
+                // worker sets it for what it launches.
+                Target::Executor => {}
+                // The worker and the driver take it on their command line (the template's last).
+                _ => {
+                    if let Some(template) = extra.last_mut() {
+                        template.push_str(" --secret-file {secret_file}");
+                    }
+                }
+            }
+            extra.extend(given.clone());
+            (extra, master_flags)
+        })
+        .collect()
+}
+
+#[test]
+fn the_whole_suite_passes_against_secured_reference_endpoints() {
+    let _heavy = heavy();
+    let handles: Vec<_> = Target::ALL
+        .into_iter()
+        .map(|t| {
+            std::thread::spawn(move || {
+                let runs: Vec<_> = secured_configurations(t)
+                    .iter()
+                    .map(|c| run_config(t, None, PASS_PATIENCE, c))
+                    .collect();
+                (t, runs)
+            })
+        })
+        .collect();
+    for h in handles {
+        let (t, results) = h.join().expect("a target's secured run");
+        let mut passed = BTreeSet::new();
+        for (code, verdicts) in &results {
+            let bad: Vec<_> = verdicts
+                .iter()
+                .filter(|(_, v)| *v != "pass" && *v != "skipped")
+                .collect();
+            assert!(
+                *code == 0 && bad.is_empty(),
+                "target {t} holding the secret: status {code}, cases not passed: {bad:?}"
+            );
+            passed.extend(
+                verdicts
+                    .iter()
+                    .filter(|(_, v)| *v == "pass")
+                    .map(|(id, _)| id.clone()),
+            );
+        }
+        // Every case runs and passes, the authentication cases included: none is skipped
+        // because the endpoint is secured (the one exception needs a single-version client).
+        for c in cases(t) {
+            assert!(
+                passed.contains(&c.id) || c.id == "handshake/6/unoffered-version-chosen",
+                "target {t} holding the secret: {} never passed",
+                c.id
+            );
+        }
+    }
+}
+
+/// The verdict of case `id` of `target` under `fault`, secured (the first of
+/// [`secured_configurations`]) or not (the first of [`configurations`]).
+fn verdict_under(target: Target, fault: Fault, secured: bool, id: &str) -> String {
+    let (mut extra, master) = if secured {
+        secured_configurations(target).remove(0)
+    } else {
+        configurations(target).remove(0)
+    };
+    extra.extend(strings(&["--cases", id]));
+    let (_, verdicts) = run_config(target, Some(fault), FAULT_PATIENCE, &(extra, master));
+    verdicts.get(id).cloned().unwrap_or_default()
+}
+
+#[test]
+fn non_auth_cases_fail_against_broken_secured_endpoints_as_unsecured() {
+    // Authenticating the suite's connections must hide no breakage: a representative case of
+    // each kind (a version choice, framing after the handshake, a client's reading of the
+    // answer, a flow) fails against a secured endpoint broken behind the fault proxy exactly as
+    // it fails against the same endpoint unsecured.
+    let checks = [
+        (
+            Target::Master,
+            Fault::LowestVersion,
+            "handshake/6/highest-version",
+        ),
+        (Target::Master, Fault::Duplicate, "spec/3/reply-once"),
+        (Target::Worker, Fault::Mute, "rules/W1/register-first"),
+        (
+            Target::Driver,
+            Fault::Duplicate,
+            "flow/driver/job/completes",
+        ),
+        (
+            Target::Executor,
+            Fault::Duplicate,
+            "handshake/4/unknown-keys-ignored",
+        ),
+        (Target::Executor, Fault::Mute, "spec/10/task-finished"),
+    ];
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = checks
+            .iter()
+            .map(|&(t, f, id)| {
+                scope.spawn(move || {
+                    let plain = verdict_under(t, f, false, id);
+                    let secured = verdict_under(t, f, true, id);
+                    (t, f, id, plain, secured)
+                })
+            })
+            .collect();
+        for h in handles {
+            let (t, f, id, plain, secured) = h.join().expect("a fault run");
+            assert_eq!(plain, "fail", "{t} {id} under {}, unsecured", f.name());
+            assert_eq!(secured, "fail", "{t} {id} under {}, secured", f.name());
+        }
+    });
+}

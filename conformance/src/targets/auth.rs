@@ -4,8 +4,8 @@
 //! the suite is given the same secret (`--secret-file`) and are skipped otherwise; with a secret
 //! the suite authenticates the other connections these cases need (as the endpoint's master when
 //! it registers, to ask its state, as an executor's worker), so an endpoint's state can be
-//! checked after a refusal. The other cases of a target expect an endpoint without a secret:
-//! run the authentication cases on their own (`--cases handshake/10 --cases spec/13`).
+//! checked after a refusal. The other cases of a target run against the same secured endpoint:
+//! with the secret, every connection they open or accept authenticates first (`crate::peer`).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -17,8 +17,8 @@ use bytes::Bytes;
 use sparkwire::messages::{DeployMessage as D, Version};
 use sparkwire::wire::handshake::{
     client_proof, encode_answer, encode_challenge, encode_hello, encode_proof, frame_bytes,
-    fresh_nonce, read_server_frame, server_proof, Accepted, Answer, Challenge, ClientNext, Hello,
-    Identity, Proof, RefusalReason, Role, Secret, NONCE_LEN,
+    read_server_frame, server_proof, Accepted, Answer, Challenge, ClientNext, Hello, Identity,
+    Proof, RefusalReason, Role, Secret, NONCE_LEN,
 };
 use sparkwire::wire::{encode_envelope, Envelope};
 
@@ -94,8 +94,7 @@ async fn challenged(
     secret: &Secret,
 ) -> Result<Challenged, Failure> {
     let mut conn = Conn::connect(addr, "suite", role, &ctx.log).await?;
-    let nonce = fresh_nonce()
-        .map_err(|e| fail("a nonce from the system's random source", e.to_string()))?;
+    let nonce = crate::peer::nonce()?;
     let hello = Hello::new(&[Version::V2], role, id).with_auth(nonce);
     let mut hello_body = Vec::new();
     encode_hello(&hello, &mut hello_body);
@@ -431,8 +430,7 @@ async fn authenticating_hello(ctx: &Ctx, c: &mut Conn) -> Result<(Hello, Vec<u8>
 
 /// A challenge with a fresh nonce whose proof is made with `secret` over `hello_frame`.
 fn challenge_body(secret: &Secret, hello_frame: &[u8]) -> Result<Vec<u8>, Failure> {
-    let nonce = fresh_nonce()
-        .map_err(|e| fail("a nonce from the system's random source", e.to_string()))?;
+    let nonce = crate::peer::nonce()?;
     let mut out = Vec::new();
     encode_challenge(
         &Challenge {
@@ -523,7 +521,7 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
                 ctx,
                 st.clone(),
                 |k, hello, _| {
-                    let nonce = fresh_nonce().map_err(|e| fail("a nonce from the system's random source", e.to_string()))?;
+                    let nonce = crate::peer::nonce()?;
                     let mut other = Vec::new();
                     encode_hello(&hello.clone().with_auth(nonce), &mut other);
                     challenge_body(k, &frame_bytes(&other))

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sparkwire::messages::Version;
-use sparkwire::wire::handshake::{decode_hello, Answer, Hello, Refusal, RefusalReason, Role};
+use sparkwire::wire::handshake::{Answer, Hello, Refusal, RefusalReason, Role};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
@@ -40,12 +40,18 @@ fn patience(ctx: &Ctx) -> Duration {
     ctx.settings.patience
 }
 
+/// Reads the endpoint's hello and its frame body. When the suite knows the endpoint's secret, it
+/// then plays a server holding it (protocol/handshake.md §10.1): the hello must ask to
+/// authenticate, the suite challenges and checks the endpoint's proof, so that what a case sends
+/// next stands where the answer does on a secured connection.
 async fn hello(ctx: &Ctx, c: &mut Conn) -> Result<(Hello, Vec<u8>), Failure> {
-    let body = c
-        .frame_body(patience(ctx) * 3, "the endpoint's hello")
-        .await?;
-    let h = decode_hello(&body).map_err(|e| fail("a well-formed hello", e.to_string()))?;
-    Ok((h, body.to_vec()))
+    let h = c.read_hello(patience(ctx) * 3).await?;
+    let body = c.hello_body().to_vec();
+    if let Some(secret) = &ctx.settings.secret {
+        c.authenticate_client(&[Version::V1, Version::V2], "suite", secret, patience(ctx))
+            .await?;
+    }
+    Ok((h, body))
 }
 
 fn accepted_entries(version: u64, role: &str) -> Vec<(&'static str, Vec<u8>)> {

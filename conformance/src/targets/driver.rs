@@ -186,6 +186,7 @@ pub async fn executor(
         Role::Executor,
         id,
         &[version],
+        ctx.settings.secret.as_ref(),
         &ctx.log,
         wait(ctx),
     )
@@ -396,6 +397,7 @@ pub fn cases() -> Vec<crate::case::Case> {
                     Role::Executor,
                     "9",
                     &[Version::V2],
+                    ctx.settings.secret.as_ref(),
                     &ctx.log,
                     wait(&ctx),
                 )
@@ -471,7 +473,7 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let (_run, mut app) = start(ctx.clone(), SMALL).await?;
             let hello = app.read_hello(spawned::startup(&ctx)).await?;
-            app.accept_hello(&hello, &[Version::V1, Version::V2], "master").await?;
+            spawned::accept(&ctx, &mut app, &hello, &[Version::V1, Version::V2], "master").await?;
             let first = app.recv::<D>(wait(&ctx), "RegisterApplication").await?;
             check(matches!(first, Envelope::Send(D::RegisterApplication(_))), "a send of RegisterApplication", crate::peer::envelope_label(&first))?;
             app.expect_none::<D>(ctx.settings.quiet, "nothing before RegisteredApplication", |e| !matches!(e, Envelope::Send(D::RegisterApplication(_)))).await
@@ -492,7 +494,7 @@ fn flows(cs: &mut Cases) {
         "the driver answers RetrieveSparkAppConfig with SparkAppConfig carrying spark.rpc.message.maxSize, the limit the executor must apply",
         |ctx: Ctx| async move {
             let d = registered(&ctx, Job { max_message_size: 64, ..SMALL }).await?;
-            let mut c = Conn::open(d.driver_addr, "executor", Role::Executor, "1", &[Version::V2], &ctx.log, wait(&ctx)).await?;
+            let mut c = Conn::open(d.driver_addr, "executor", Role::Executor, "1", &[Version::V2], ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
             c.send(&Envelope::Ask { id: 2, message: C::RetrieveSparkAppConfig(RetrieveSparkAppConfig::new(0)) }).await?;
             let cfg = c.expect::<C, SparkAppConfig>(wait(&ctx), "SparkAppConfig", |e| match e {
                 Envelope::Reply { id: 2, reply: Reply::Message(C::SparkAppConfig(s)) } => Some(s.clone()),
@@ -515,7 +517,7 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let _one = executor(&ctx, &d, "1", 2, Version::V2).await?;
-            let mut c = Conn::open(d.driver_addr, "again", Role::Executor, "1", &[Version::V2], &ctx.log, wait(&ctx)).await?;
+            let mut c = Conn::open(d.driver_addr, "again", Role::Executor, "1", &[Version::V2], ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
             c.send(&Envelope::Ask { id: 1, message: register_msg("1", 2) }).await?;
             let got = c.expect::<C, Result<String, String>>(wait(&ctx), "a failure", |e| match e {
                 Envelope::Failure { id: 1, error } => Some(Ok(error.message.clone())),

@@ -429,7 +429,7 @@ fn flows(cs: &mut Cases) {
             let (mut run, mut conn) = start(ctx.clone()).await?;
             loop {
                 let hello = conn.read_hello(spawned::startup(&ctx)).await?;
-                conn.accept_hello(&hello, &[Version::V1, Version::V2], "driver").await?;
+                spawned::accept(&ctx, &mut conn, &hello, &[Version::V1, Version::V2], "driver").await?;
                 if let Some((id, _)) = serve_until_register(&ctx, &mut conn, 128).await? {
                     conn.send(&Envelope::<C>::Failure { id, error: sparkwire::messages::ErrorDescription::new("org.apache.spark.SparkException", format!("Duplicate executor ID: {EXECUTOR_ID}")) }).await?;
                     break;

@@ -44,22 +44,17 @@ pub async fn open(
     id: &str,
     version: Version,
 ) -> Result<Conn, Failure> {
-    match &ctx.settings.secret {
-        None => Conn::open(addr(ctx)?, label, role, id, &[version], &ctx.log, wait(ctx)).await,
-        Some(secret) => {
-            Conn::open_authenticated(
-                addr(ctx)?,
-                label,
-                role,
-                id,
-                &[version],
-                secret,
-                &ctx.log,
-                wait(ctx),
-            )
-            .await
-        }
-    }
+    Conn::open(
+        addr(ctx)?,
+        label,
+        role,
+        id,
+        &[version],
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        wait(ctx),
+    )
+    .await
 }
 
 /// A worker the suite plays.
@@ -857,6 +852,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/failover/none-unasked", Level::Must,
         "the master sends a registered worker no MasterChanged or other unasked registration answer while it stays the active master (rules W3, F1)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
             w.conn.send(&Envelope::Send(D::Heartbeat(Heartbeat::new(w.id.clone(), worker_ref(&w.host, 1))))).await?;
             w.conn.expect_none::<D>(ctx.settings.quiet, "no MasterChanged, ReconnectWorker or RegisteredWorker", |e| matches!(e,
@@ -866,6 +862,7 @@ fn flows(cs: &mut Cases) {
     cs.add("flow/master/heartbeat/timeout", Level::Must,
         "a worker that sends no heartbeat for the worker timeout is lost: the master marks it DEAD or drops it (spark.worker.timeout)",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let Some(t) = ctx.settings.worker_timeout else {
                 return Err(Failure::Skipped("pass --worker-timeout SECS (the master's) to check heartbeat timeouts".into()));
             };
@@ -879,6 +876,7 @@ fn flows(cs: &mut Cases) {
         Level::Must,
         "a worker that heartbeats more often than the worker timeout stays ALIVE past it",
         |ctx: Ctx| async move {
+            no_apps_left(&ctx).await?;
             let Some(t) = ctx.settings.worker_timeout else {
                 return Err(Failure::Skipped(
                     "pass --worker-timeout SECS (the master's) to check heartbeat timeouts".into(),

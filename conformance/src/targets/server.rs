@@ -15,7 +15,7 @@ use sparkwire::wire::handshake::{Answer, RefusalReason, Role};
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
 use crate::mp;
-use crate::peer::{frame, Conn, Event, HANDSHAKE_LIMIT};
+use crate::peer::{auth_entries, frame, Conn, Event, HANDSHAKE_LIMIT};
 
 /// An endpoint listening for the suite, and what keeps it alive.
 pub struct Listening {
@@ -92,7 +92,7 @@ async fn refused(ctx: Ctx, s: Server, body: Vec<u8>, reasons: &[RefusalReason]) 
     let mut c = raw(&ctx, &at, s.good_role).await?;
     c.send_frame(&body).await?;
     let want = refusal_wanted(reasons);
-    match c.read_answer(patience(&ctx)).await? {
+    match answer(&ctx, &mut c, &body).await? {
         Answer::Refused(r) if reasons.contains(&r.reason) => {}
         other => return Err(fail(want, format!("{other:?}"))),
     }
@@ -104,7 +104,7 @@ async fn accepted(ctx: Ctx, s: Server, body: Vec<u8>, version: Version) -> Outco
     let at = (s.open)(ctx.clone()).await?;
     let mut c = raw(&ctx, &at, s.good_role).await?;
     c.send_frame(&body).await?;
-    match c.read_answer(patience(&ctx)).await? {
+    match answer(&ctx, &mut c, &body).await? {
         Answer::Accepted(a) => check(
             a.version == version,
             format!("accepted at version {}", version.number()),
@@ -117,8 +117,35 @@ async fn accepted(ctx: Ctx, s: Server, body: Vec<u8>, version: Version) -> Outco
     }
 }
 
-fn hello(s: &Server, versions: &[u64]) -> Vec<(&'static str, Vec<u8>)> {
-    mp::hello_entries(versions, s.good_role.name(), "suite")
+/// The server's answer to the hello `body` the suite sent on `c`, through the proof exchange when
+/// the suite knows the endpoint's secret ([`Conn::read_answer_to`]).
+async fn answer(ctx: &Ctx, c: &mut Conn, body: &[u8]) -> Result<Answer, Failure> {
+    c.read_answer_to(body, ctx.settings.secret.as_ref(), patience(ctx))
+        .await
+}
+
+/// A hello's entries as the suite writes them by hand: `entries`, and when the suite knows the
+/// endpoint's secret, the two that ask to authenticate (protocol/handshake.md §10.1) after them,
+/// so that a case about the hello's other keys tests them on a secured endpoint too.
+fn signed(
+    ctx: &Ctx,
+    mut entries: Vec<(&'static str, Vec<u8>)>,
+) -> Result<Vec<(&'static str, Vec<u8>)>, Failure> {
+    entries.extend(auth_entries(ctx.settings.secret.as_ref())?);
+    Ok(entries)
+}
+
+/// Sends the suite's hello offering `versions` and expects an acceptance at version 2.
+async fn accepts(ctx: Ctx, s: Server, versions: &[u64]) -> Outcome {
+    let body = mp::map(&hello(&ctx, &s, versions)?);
+    accepted(ctx, s, body, Version::V2).await
+}
+
+fn hello(ctx: &Ctx, s: &Server, versions: &[u64]) -> Result<Vec<(&'static str, Vec<u8>)>, Failure> {
+    signed(
+        ctx,
+        mp::hello_entries(versions, s.good_role.name(), "suite"),
+    )
 }
 
 /// Opens an accepted connection of `good_role` at `version`.
@@ -135,6 +162,7 @@ async fn session(
         s.good_role,
         "suite",
         &[version],
+        ctx.settings.secret.as_ref(),
         &ctx.log,
         patience(ctx),
     )
@@ -201,8 +229,9 @@ pub fn add(cases: &mut Cases, s: Server) {
         |ctx, s| {
             let at = (s.open)(ctx.clone()).await?;
             let mut c = raw(&ctx, &at, s.good_role).await?;
-            c.send_frame(&mp::map(&hello(&s, &[1, 2]))).await?;
-            match c.read_answer(patience(&ctx)).await? {
+            let body = mp::map(&hello(&ctx, &s, &[1, 2])?);
+            c.send_frame(&body).await?;
+            match answer(&ctx, &mut c, &body).await? {
                 Answer::Accepted(a) => {
                     check(a.versions.contains(&u64::from(a.version.number())),
                         "the chosen version among the versions the server lists", format!("{a:?}"))?;
@@ -217,36 +246,31 @@ pub fn add(cases: &mut Cases, s: Server) {
         format!(
             "{name} chooses the highest version both sides speak: offered [1, 2], it chooses 2"
         ),
-        |ctx, s| accepted(ctx, s.clone(), mp::map(&hello(&s, &[1, 2])), Version::V2).await
+        |ctx, s| accepts(ctx, s, &[1, 2]).await
     );
     case!(
         "handshake/3/versions-any-order",
         Level::Must,
         format!("{name} reads the offered versions in any order: offered [2, 1], it chooses 2"),
-        |ctx, s| accepted(ctx, s.clone(), mp::map(&hello(&s, &[2, 1])), Version::V2).await
+        |ctx, s| accepts(ctx, s, &[2, 1]).await
     );
     case!("handshake/6/unknown-versions-ignored", Level::Must,
         format!("{name} ignores version numbers it does not know: offered [7, 2, 4294967296], it chooses 2"),
-        |ctx, s| accepted(ctx, s.clone(), mp::map(&hello(&s, &[7, 2, 4_294_967_296])), Version::V2).await);
+        |ctx, s| accepts(ctx, s, &[7, 2, 4_294_967_296]).await);
     case!(
         "handshake/6/duplicate-versions-ignored",
         Level::Must,
         format!("{name} ignores duplicate version numbers: offered [2, 2, 1, 1], it chooses 2"),
-        |ctx, s| accepted(
-            ctx,
-            s.clone(),
-            mp::map(&hello(&s, &[2, 2, 1, 1])),
-            Version::V2
-        )
-        .await
+        |ctx, s| accepts(ctx, s, &[2, 2, 1, 1]).await
     );
     case!("handshake/6/v1-only-peer", Level::Must,
         format!("{name} accepts a version-1-only peer at version 1, or refuses it with noCommonVersion listing versions without 1"),
         |ctx, s| {
             let at = (s.open)(ctx.clone()).await?;
             let mut c = raw(&ctx, &at, s.good_role).await?;
-            c.send_frame(&mp::map(&hello(&s, &[1]))).await?;
-            match c.read_answer(patience(&ctx)).await? {
+            let body = mp::map(&hello(&ctx, &s, &[1])?);
+            c.send_frame(&body).await?;
+            match answer(&ctx, &mut c, &body).await? {
                 Answer::Accepted(a) => check(a.version == Version::V1, "version 1", format!("version {}", a.version.number())),
                 Answer::Refused(r) => check(r.reason == RefusalReason::NoCommonVersion && !r.versions.contains(&1),
                     "noCommonVersion with versions that lack 1", format!("{r:?}")),
@@ -257,8 +281,9 @@ pub fn add(cases: &mut Cases, s: Server) {
         |ctx, s| {
             let at = (s.open)(ctx.clone()).await?;
             let mut c = raw(&ctx, &at, s.good_role).await?;
-            c.send_frame(&mp::map(&hello(&s, &[2]))).await?;
-            match c.read_answer(patience(&ctx)).await? {
+            let body = mp::map(&hello(&ctx, &s, &[2])?);
+            c.send_frame(&body).await?;
+            match answer(&ctx, &mut c, &body).await? {
                 Answer::Accepted(a) => check(a.version == Version::V2, "version 2", format!("version {}", a.version.number())),
                 Answer::Refused(r) => check(r.reason == RefusalReason::NoCommonVersion && !r.versions.contains(&2),
                     "noCommonVersion with versions that lack 2", format!("{r:?}")),
@@ -269,9 +294,9 @@ pub fn add(cases: &mut Cases, s: Server) {
         Level::Must,
         format!("{name} accepts the hello's keys in any order (id, role, versions, magic)"),
         |ctx, s| {
-            let mut e = hello(&s, &[1, 2]);
+            let mut e = hello(&ctx, &s, &[1, 2])?;
             e.reverse();
-            accepted(ctx, s, mp::map(&e), Version::V2).await
+            accepted(ctx.clone(), s, mp::map(&e), Version::V2).await
         }
     );
     case!(
@@ -279,9 +304,9 @@ pub fn add(cases: &mut Cases, s: Server) {
         Level::Must,
         format!("{name} ignores hello keys it does not know"),
         |ctx, s| {
-            let mut e = hello(&s, &[1, 2]);
+            let mut e = hello(&ctx, &s, &[1, 2])?;
             e.push(("zzzLaterRevisionKey", mp::arr(&[mp::s("x"), mp::u(1)])));
-            accepted(ctx, s, mp::map(&e), Version::V2).await
+            accepted(ctx.clone(), s, mp::map(&e), Version::V2).await
         }
     );
     case!(
@@ -289,9 +314,12 @@ pub fn add(cases: &mut Cases, s: Server) {
         Level::Must,
         format!("{name} accepts a hello whose id is empty"),
         |ctx, s| accepted(
-            ctx,
+            ctx.clone(),
             s.clone(),
-            mp::map(&mp::hello_entries(&[1, 2], s.good_role.name(), "")),
+            mp::map(&signed(
+                &ctx,
+                mp::hello_entries(&[1, 2], s.good_role.name(), "")
+            )?),
             Version::V2
         )
         .await
@@ -303,14 +331,15 @@ pub fn add(cases: &mut Cases, s: Server) {
         |ctx, s| {
             let at = (s.open)(ctx.clone()).await?;
             let mut c = raw(&ctx, &at, s.good_role).await?;
-            let bytes = frame(&mp::map(&hello(&s, &[1, 2])));
+            let body = mp::map(&hello(&ctx, &s, &[1, 2])?);
+            let bytes = frame(&body);
             c.send_raw(&bytes[..2], "the first 2 bytes of a hello")
                 .await?;
             tokio::time::sleep(Duration::from_millis(60)).await;
             c.send_raw(&bytes[2..9], "7 more").await?;
             tokio::time::sleep(Duration::from_millis(60)).await;
             c.send_raw(&bytes[9..], "the rest").await?;
-            match c.read_answer(patience(&ctx)).await? {
+            match answer(&ctx, &mut c, &body).await? {
                 Answer::Accepted(_) => Ok(()),
                 Answer::Refused(r) => Err(fail("an acceptance", format!("refused: {}", r.reason))),
             }
@@ -321,13 +350,13 @@ pub fn add(cases: &mut Cases, s: Server) {
         Level::Must,
         format!("{name} accepts a hello of exactly 65536 bytes, the pre-handshake limit"),
         |ctx, s| {
-            let base = mp::map(&mp::hello_entries(&[1, 2], s.good_role.name(), "")).len();
+            let mut e = signed(&ctx, mp::hello_entries(&[1, 2], s.good_role.name(), ""))?;
+            let base = mp::map(&e).len();
             // An id string of n bytes (str32 header: 5 bytes) makes the body exactly 65536.
             let n = 65536 - (base - 1) - 5;
             let mut id = vec![0xdb];
             id.extend_from_slice(&(n as u32).to_be_bytes());
             id.extend(std::iter::repeat_n(b'x', n));
-            let mut e = mp::hello_entries(&[1, 2], s.good_role.name(), "");
             e[3].1 = id;
             let body = mp::map(&e);
             check(
@@ -335,7 +364,7 @@ pub fn add(cases: &mut Cases, s: Server) {
                 "a 65536-byte hello",
                 format!("{} bytes", body.len()),
             )?;
-            accepted(ctx, s, body, Version::V2).await
+            accepted(ctx.clone(), s, body, Version::V2).await
         }
     );
 
@@ -374,9 +403,9 @@ pub fn add(cases: &mut Cases, s: Server) {
             "{name} refuses a hello whose magic is not \"sparkwire\" with badMagic, then closes"
         ),
         |ctx, s| {
-            let mut e = hello(&s, &[1, 2]);
+            let mut e = hello(&ctx, &s, &[1, 2])?;
             e[0].1 = mp::s("sparkwirf");
-            refused(ctx, s, mp::map(&e), &[RefusalReason::BadMagic]).await
+            refused(ctx.clone(), s, mp::map(&e), &[RefusalReason::BadMagic]).await
         }
     );
     case!(
@@ -384,26 +413,26 @@ pub fn add(cases: &mut Cases, s: Server) {
         Level::Must,
         format!("{name} refuses a hello map without magic with badMagic, then closes"),
         |ctx, s| {
-            let e = hello(&s, &[1, 2]);
-            refused(ctx, s, mp::map(&e[1..]), &[RefusalReason::BadMagic]).await
+            let e = hello(&ctx, &s, &[1, 2])?;
+            refused(ctx.clone(), s, mp::map(&e[1..]), &[RefusalReason::BadMagic]).await
         }
     );
     case!("handshake/5/2/not-a-map", Level::Must,
         format!("{name} refuses a first frame that is a MessagePack array, not a map, with badMagic, then closes"),
-        |ctx, s| refused(ctx, s, mp::arr(&[mp::s("magic"), mp::s("sparkwire")]), &[RefusalReason::BadMagic]).await);
+        |ctx, s| refused(ctx.clone(), s, mp::arr(&[mp::s("magic"), mp::s("sparkwire")]), &[RefusalReason::BadMagic]).await);
     case!("handshake/5/2/not-msgpack", Level::Must,
         format!("{name} refuses a first frame that is not MessagePack (the reserved byte 0xc1) with badMagic, then closes"),
-        |ctx, s| refused(ctx, s, vec![0xc1, 0xc1, 0xc1], &[RefusalReason::BadMagic]).await);
+        |ctx, s| refused(ctx.clone(), s, vec![0xc1, 0xc1, 0xc1], &[RefusalReason::BadMagic]).await);
     case!(
         "handshake/5/2/non-string-key",
         Level::Must,
         format!("{name} refuses a hello map with an integer key with badMagic, then closes"),
         |ctx, s| {
-            let mut body = mp::map(&hello(&s, &[1, 2]));
+            let mut body = mp::map(&hello(&ctx, &s, &[1, 2])?);
             body[0] += 1;
             body.extend_from_slice(&mp::u(7));
             body.extend_from_slice(&mp::u(1));
-            refused(ctx, s, body, &[RefusalReason::BadMagic]).await
+            refused(ctx.clone(), s, body, &[RefusalReason::BadMagic]).await
         }
     );
     for (key, idx) in [("versions", 1usize), ("role", 2), ("id", 3)] {
@@ -412,9 +441,15 @@ pub fn add(cases: &mut Cases, s: Server) {
             Level::Must,
             format!("{name} refuses a hello without `{key}` with malformedHello, then closes"),
             |ctx, s| {
-                let mut e = hello(&s, &[1, 2]);
+                let mut e = hello(&ctx, &s, &[1, 2])?;
                 e.remove(idx);
-                refused(ctx, s, mp::map(&e), &[RefusalReason::MalformedHello]).await
+                refused(
+                    ctx.clone(),
+                    s,
+                    mp::map(&e),
+                    &[RefusalReason::MalformedHello],
+                )
+                .await
             }
         );
     }
@@ -425,9 +460,15 @@ pub fn add(cases: &mut Cases, s: Server) {
             "{name} refuses a hello whose `versions` is a string with malformedHello, then closes"
         ),
         |ctx, s| {
-            let mut e = hello(&s, &[1, 2]);
+            let mut e = hello(&ctx, &s, &[1, 2])?;
             e[1].1 = mp::s("1,2");
-            refused(ctx, s, mp::map(&e), &[RefusalReason::MalformedHello]).await
+            refused(
+                ctx.clone(),
+                s,
+                mp::map(&e),
+                &[RefusalReason::MalformedHello],
+            )
+            .await
         }
     );
     case!(
@@ -437,9 +478,15 @@ pub fn add(cases: &mut Cases, s: Server) {
             "{name} refuses a hello whose `role` is an integer with malformedHello, then closes"
         ),
         |ctx, s| {
-            let mut e = hello(&s, &[1, 2]);
+            let mut e = hello(&ctx, &s, &[1, 2])?;
             e[2].1 = mp::u(3);
-            refused(ctx, s, mp::map(&e), &[RefusalReason::MalformedHello]).await
+            refused(
+                ctx.clone(),
+                s,
+                mp::map(&e),
+                &[RefusalReason::MalformedHello],
+            )
+            .await
         }
     );
     case!(
@@ -449,9 +496,15 @@ pub fn add(cases: &mut Cases, s: Server) {
             "{name} refuses a hello in which a key appears twice with malformedHello, then closes"
         ),
         |ctx, s| {
-            let mut e = hello(&s, &[1, 2]);
+            let mut e = hello(&ctx, &s, &[1, 2])?;
             e.push(("role", mp::s(s.good_role.name())));
-            refused(ctx, s, mp::map(&e), &[RefusalReason::MalformedHello]).await
+            refused(
+                ctx.clone(),
+                s,
+                mp::map(&e),
+                &[RefusalReason::MalformedHello],
+            )
+            .await
         }
     );
     case!(
@@ -459,23 +512,27 @@ pub fn add(cases: &mut Cases, s: Server) {
         Level::Must,
         format!("{name} refuses a role it does not know with roleNotAccepted, then closes"),
         |ctx, s| refused(
-            ctx,
+            ctx.clone(),
             s,
-            mp::map(&mp::hello_entries(&[1, 2], "spark-history-server", "x")),
+            mp::map(&signed(
+                &ctx,
+                mp::hello_entries(&[1, 2], "spark-history-server", "x")
+            )?),
             &[RefusalReason::RoleNotAccepted]
         )
         .await
     );
     case!("handshake/7/other-family-role", Level::Must,
         format!("{name} refuses a role whose family it does not serve on this connection with roleNotAccepted, then closes"),
-        |ctx, s| refused(ctx, s.clone(), mp::map(&mp::hello_entries(&[1, 2], s.other_family_role.name(), "x")), &[RefusalReason::RoleNotAccepted]).await);
+        |ctx, s| refused(ctx.clone(), s.clone(), mp::map(&signed(&ctx, mp::hello_entries(&[1, 2], s.other_family_role.name(), "x"))?), &[RefusalReason::RoleNotAccepted]).await);
     case!("handshake/5/5/no-common-version", Level::Must,
         format!("{name} refuses a hello offering only versions it does not speak with noCommonVersion listing the versions it speaks, then closes"),
         |ctx, s| {
             let at = (s.open)(ctx.clone()).await?;
             let mut c = raw(&ctx, &at, s.good_role).await?;
-            c.send_frame(&mp::map(&hello(&s, &[9, 10]))).await?;
-            match c.read_answer(patience(&ctx)).await? {
+            let body = mp::map(&hello(&ctx, &s, &[9, 10])?);
+            c.send_frame(&body).await?;
+            match answer(&ctx, &mut c, &body).await? {
                 Answer::Refused(r) if r.reason == RefusalReason::NoCommonVersion => {
                     check(!r.versions.is_empty() && !r.versions.iter().any(|v| *v == 9 || *v == 10),
                         "the versions the server speaks", format!("{:?}", r.versions))?;
@@ -487,12 +544,13 @@ pub fn add(cases: &mut Cases, s: Server) {
     case!("handshake/5/order/malformed-before-role", Level::Must,
         format!("{name} checks in order: a hello with an unknown role and no `id` is malformedHello (check 3 before 4)"),
         |ctx, s| {
-            let e = mp::hello_entries(&[1, 2], "spark-history-server", "x");
-            refused(ctx, s, mp::map(&e[..3]), &[RefusalReason::MalformedHello]).await
+            let mut e = signed(&ctx, mp::hello_entries(&[1, 2], "spark-history-server", "x"))?;
+            e.remove(3);
+            refused(ctx.clone(), s, mp::map(&e), &[RefusalReason::MalformedHello]).await
         });
     case!("handshake/5/order/role-before-version", Level::Must,
         format!("{name} checks in order: a hello with an unknown role and no common version is roleNotAccepted (check 4 before 5)"),
-        |ctx, s| refused(ctx, s, mp::map(&mp::hello_entries(&[9], "spark-history-server", "x")), &[RefusalReason::RoleNotAccepted]).await);
+        |ctx, s| refused(ctx.clone(), s, mp::map(&signed(&ctx, mp::hello_entries(&[9], "spark-history-server", "x"))?), &[RefusalReason::RoleNotAccepted]).await);
     case!(
         "handshake/1/trailing-bytes",
         Level::Must,
@@ -500,7 +558,7 @@ pub fn add(cases: &mut Cases, s: Server) {
             "{name} refuses a hello frame with bytes after its one MessagePack value, then closes"
         ),
         |ctx, s| {
-            let mut body = mp::map(&hello(&s, &[1, 2]));
+            let mut body = mp::map(&hello(&ctx, &s, &[1, 2])?);
             body.push(0xc0);
             refused(
                 ctx,
@@ -518,7 +576,7 @@ pub fn add(cases: &mut Cases, s: Server) {
         |ctx, s| {
             let at = (s.open)(ctx.clone()).await?;
             let mut c = raw(&ctx, &at, s.good_role).await?;
-            let bytes = frame(&mp::map(&hello(&s, &[1, 2])));
+            let bytes = frame(&mp::map(&hello(&ctx, &s, &[1, 2])?));
             c.send_raw(
                 &bytes[..bytes.len() - 3],
                 "a hello missing its last 3 bytes",

@@ -342,6 +342,7 @@ fn ui_routes(cs: &mut Cases) {
                     Role::Ui,
                     "",
                     &[Version::V2],
+                    ctx.settings.secret.as_ref(),
                     &ctx.log,
                     wait(&ctx),
                 )
@@ -358,7 +359,7 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let (_run, mut conn) = start(ctx.clone()).await?;
             let hello = conn.read_hello(spawned::startup(&ctx)).await?;
-            conn.accept_hello(&hello, &[Version::V1, Version::V2], "master").await?;
+            spawned::accept(&ctx, &mut conn, &hello, &[Version::V1, Version::V2], "master").await?;
             let first = conn.recv::<D>(wait(&ctx), "RegisterWorker").await?;
             check(matches!(first, Envelope::Send(D::RegisterWorker(_))), "a send of RegisterWorker", crate::peer::envelope_label(&first))?;
             conn.expect_none::<D>(ctx.settings.quiet, "nothing before RegisteredWorker", |e| !matches!(e, Envelope::Send(D::RegisterWorker(_)))).await
@@ -417,8 +418,14 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let (mut run, mut conn) = start(ctx.clone()).await?;
             let hello = conn.read_hello(spawned::startup(&ctx)).await?;
-            conn.accept_hello(&hello, &[Version::V1, Version::V2], "master")
-                .await?;
+            spawned::accept(
+                &ctx,
+                &mut conn,
+                &hello,
+                &[Version::V1, Version::V2],
+                "master",
+            )
+            .await?;
             conn.expect::<D, ()>(wait(&ctx), "RegisterWorker", |e| {
                 matches!(e, Envelope::Send(D::RegisterWorker(_))).then_some(())
             })
@@ -458,7 +465,7 @@ fn flows(cs: &mut Cases) {
                     // A worker may register again on a new connection.
                     let mut c = w.run.accept(&ctx, "master2", Role::Master).await?;
                     let h = c.read_hello(wait(&ctx)).await?;
-                    c.accept_hello(&h, &[Version::V1, Version::V2], "master")
+                    spawned::accept(&ctx, &mut c, &h, &[Version::V1, Version::V2], "master")
                         .await?;
                     c.expect::<D, RegisterWorker>(
                         wait(&ctx),
@@ -636,7 +643,7 @@ fn flows(cs: &mut Cases) {
             w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0008", 5, &allowed_exec(), &["20"]))).await?;
             state_change(&ctx, &mut w, 5).await?;
             let addr = ui_addr(&ctx, &mut w).await?;
-            let mut ui = Conn::open(addr, "ui", Role::Ui, "", &[Version::V2], &ctx.log, wait(&ctx)).await?;
+            let mut ui = Conn::open(addr, "ui", Role::Ui, "", &[Version::V2], ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
             let s = worker_state(&ctx, &mut ui).await?;
             let out = check(s.worker_id == w.reg.id && s.cores == CORES && s.memory == MEMORY && s.executors.iter().any(|e| e.exec_id == 5),
                 "its id, cores, memory and executor 5", format!("{} {} cores {} MiB executors {:?}", s.worker_id, s.cores, s.memory, s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
