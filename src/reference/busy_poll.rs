@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-/// Keeps the current runtime polling for a window after each [`BusyPoll::activity`]. Dropping
-/// every clone stops the poller.
-#[derive(Clone, Debug)]
+/// Keeps the current runtime polling for a window after each [`BusyPoll::activity`]. Dropping it
+/// stops the poller.
+#[derive(Debug)]
 pub(crate) struct BusyPoll {
     inner: Arc<Inner>,
 }
@@ -75,7 +75,7 @@ impl BusyPoll {
 impl Drop for BusyPoll {
     fn drop(&mut self) {
         // The poller holds the state while it waits for a kick: wake it, so that it lets go and,
-        // finding the last handle gone, ends (with handles left, it finds no window and waits).
+        // finding the handle gone, ends.
         self.inner.kick.notify_one();
     }
 }
