@@ -8,11 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use jaded::{ObjectData, Value};
+use super::serial::Node;
 
 use super::java::{
-    bool_field, class_of, describe, double, elements, entries, field, int, int_field, long,
-    long_field, module_of, obj, option, serializable_buffer, str_field, string, JavaError,
+    bool_field, double, elements, entries, field, int, int_field, long, long_field, obj, option,
+    serializable_buffer, str_field, string, JavaError,
 };
 use crate::definition::Definition;
 use crate::messages::coarse;
@@ -114,9 +114,9 @@ pub fn is_outside(class: &str) -> bool {
 }
 
 /// Classifies the message object `v`.
-pub fn classify(v: &Value) -> Classified {
-    let Some(class) = class_of(v) else {
-        return Classified::Unknown(describe(v));
+pub fn classify(v: Node<'_>) -> Classified {
+    let Some(class) = v.class() else {
+        return Classified::Unknown(v.describe());
     };
     match catalogue_name(class) {
         Some((family, name)) => {
@@ -141,17 +141,19 @@ fn unmapped(name: &str) -> JavaError {
     ))
 }
 
-fn addr(v: &Value) -> Result<Addr, JavaError> {
+fn addr(v: Node<'_>) -> Result<Addr, JavaError> {
     let o = obj(v, "RpcAddress")?;
     Ok(Addr::new(str_field(o, "host")?, int_field(o, "port")?))
 }
 
-fn endpoint_ref(v: &Value) -> Result<EndpointRef, JavaError> {
+fn endpoint_ref(v: Node<'_>) -> Result<EndpointRef, JavaError> {
     let o = obj(v, "endpoint reference")?;
     let a = obj(field(o, "endpointAddress")?, "endpointAddress")?;
-    let address = match field(a, "rpcAddress")? {
-        Value::Null => None,
-        other => Some(addr(other)?),
+    let rpc_address = field(a, "rpcAddress")?;
+    let address = if rpc_address.is_null() {
+        None
+    } else {
+        Some(addr(rpc_address)?)
     };
     Ok(EndpointRef {
         address,
@@ -159,48 +161,45 @@ fn endpoint_ref(v: &Value) -> Result<EndpointRef, JavaError> {
     })
 }
 
-fn opt_string(o: &ObjectData, name: &str) -> Result<Option<String>, JavaError> {
+fn opt_string(o: Node<'_>, name: &str) -> Result<Option<String>, JavaError> {
     option(field(o, name)?, name)?
-        .map(|v| match v {
+        .map(|v| {
             // java.net.URI keeps its text in `string`.
-            Value::Object(u) if u.class_name() == "java.net.URI" => str_field(u, "string"),
-            other => string(other, name),
+            if v.class_name() == Some("java.net.URI") {
+                str_field(v, "string")
+            } else {
+                string(v, name)
+            }
         })
         .transpose()
 }
 
-fn opt_int(o: &ObjectData, name: &str) -> Result<Option<i32>, JavaError> {
+fn opt_int(o: Node<'_>, name: &str) -> Result<Option<i32>, JavaError> {
     option(field(o, name)?, name)?
         .map(|v| int(v, name))
         .transpose()
 }
 
-fn strings(v: &Value, what: &str) -> Result<Vec<String>, JavaError> {
+fn strings(v: Node<'_>, what: &str) -> Result<Vec<String>, JavaError> {
     elements(v, what)?
         .into_iter()
         .map(|e| string(e, what))
         .collect()
 }
 
-fn string_map(v: &Value, what: &str) -> Result<BTreeMap<String, String>, JavaError> {
+fn string_map(v: Node<'_>, what: &str) -> Result<BTreeMap<String, String>, JavaError> {
     entries(v, what)?
         .into_iter()
         .map(|(k, v)| Ok((string(k, what)?, string(v, what)?)))
         .collect()
 }
 
-fn resources(v: &Value) -> Result<Resources, JavaError> {
+fn resources(v: Node<'_>) -> Result<Resources, JavaError> {
     entries(v, "resources")?
         .into_iter()
         .map(|(k, v)| {
             let o = obj(v, "ResourceInformation")?;
-            let addresses = match field(o, "addresses")? {
-                Value::Array(items) => items
-                    .iter()
-                    .map(|a| string(a, "addresses"))
-                    .collect::<Result<_, _>>()?,
-                other => strings(other, "addresses")?,
-            };
+            let addresses = strings(field(o, "addresses")?, "addresses")?;
             Ok((
                 string(k, "resources")?,
                 ResourceInformation {
@@ -213,38 +212,41 @@ fn resources(v: &Value) -> Result<Resources, JavaError> {
 }
 
 /// The value of a Spark enumeration (`all` in declaration order) by its ordinal.
-fn spark_enum<T: Copy>(v: &Value, name: &str, all: &[T]) -> Result<T, JavaError> {
+fn spark_enum<T: Copy>(v: Node<'_>, name: &str, all: &[T]) -> Result<T, JavaError> {
     let i = enum_ordinal(v, name)?;
     all.get(i)
         .copied()
         .ok_or_else(|| JavaError::Shape(format!("{name} ordinal {i}")))
 }
 
-fn executor_state(v: &Value) -> Result<ExecutorState, JavaError> {
+fn executor_state(v: Node<'_>) -> Result<ExecutorState, JavaError> {
     spark_enum(v, "ExecutorState", ExecutorState::ALL)
 }
 
-fn task_state(v: &Value) -> Result<TaskState, JavaError> {
+fn task_state(v: Node<'_>) -> Result<TaskState, JavaError> {
     spark_enum(v, "TaskState", TaskState::ALL)
 }
 
-fn driver_state(v: &Value) -> Result<DriverState, JavaError> {
+fn driver_state(v: Node<'_>) -> Result<DriverState, JavaError> {
     spark_enum(v, "DriverState", DriverState::ALL)
 }
 
 /// A `scala.Enumeration` value's ordinal (Spark serializes the name as null when it was never
 /// asked for), checking the enumeration's object when the stream names it.
-fn enum_ordinal(v: &Value, enumeration_name: &str) -> Result<usize, JavaError> {
+fn enum_ordinal(v: Node<'_>, enumeration_name: &str) -> Result<usize, JavaError> {
     let o = obj(v, enumeration_name)?;
-    if !o.class_name().starts_with("scala.Enumeration$") {
+    if !o
+        .class_name()
+        .is_some_and(|c| c.starts_with("scala.Enumeration$"))
+    {
         return Err(JavaError::Shape(format!(
             "{enumeration_name}: an Enumeration value, found {}",
-            describe(v)
+            v.describe()
         )));
     }
     let owner = o
-        .get_field("scala$Enumeration$$outerEnum")
-        .and_then(class_of)
+        .field("scala$Enumeration$$outerEnum")
+        .and_then(|n| n.class())
         .unwrap_or_default();
     if !owner.is_empty() && !owner.ends_with(&format!(".{enumeration_name}$")) {
         return Err(JavaError::Shape(format!(
@@ -255,7 +257,7 @@ fn enum_ordinal(v: &Value, enumeration_name: &str) -> Result<usize, JavaError> {
     usize::try_from(i).map_err(|_| JavaError::Shape(format!("{enumeration_name} ordinal {i}")))
 }
 
-fn command(v: &Value) -> Result<Command, JavaError> {
+fn command(v: Node<'_>) -> Result<Command, JavaError> {
     let o = obj(v, "Command")?;
     Ok(Command {
         main_class: str_field(o, "mainClass")?,
@@ -267,7 +269,7 @@ fn command(v: &Value) -> Result<Command, JavaError> {
     })
 }
 
-fn resource_profile(v: &Value) -> Result<ResourceProfile, JavaError> {
+fn resource_profile(v: Node<'_>) -> Result<ResourceProfile, JavaError> {
     let o = obj(v, "ResourceProfile")?;
     let mut executor_resources = BTreeMap::new();
     for (k, v) in entries(field(o, "executorResources")?, "executorResources")? {
@@ -304,7 +306,7 @@ fn resource_profile(v: &Value) -> Result<ResourceProfile, JavaError> {
     })
 }
 
-fn app_description(v: &Value) -> Result<ApplicationDescription, JavaError> {
+fn app_description(v: Node<'_>) -> Result<ApplicationDescription, JavaError> {
     let o = obj(v, "ApplicationDescription")?;
     Ok(ApplicationDescription {
         name: str_field(o, "name")?,
@@ -319,7 +321,7 @@ fn app_description(v: &Value) -> Result<ApplicationDescription, JavaError> {
     })
 }
 
-fn executor_description(v: &Value) -> Result<ExecutorDescription, JavaError> {
+fn executor_description(v: Node<'_>) -> Result<ExecutorDescription, JavaError> {
     let o = obj(v, "ExecutorDescription")?;
     Ok(ExecutorDescription {
         app_id: str_field(o, "appId")?,
@@ -331,20 +333,23 @@ fn executor_description(v: &Value) -> Result<ExecutorDescription, JavaError> {
     })
 }
 
-fn error_description(v: &Value) -> Result<ErrorDescription, JavaError> {
+fn error_description(v: Node<'_>) -> Result<ErrorDescription, JavaError> {
     // A Java exception: its class and detail message.
     let o = obj(v, "exception")?;
-    let message = match o.get_field("detailMessage") {
-        Some(Value::JavaString(s)) => s.clone(),
-        _ => String::new(),
-    };
-    Ok(ErrorDescription::new(o.class_name(), message))
+    let message = o
+        .field("detailMessage")
+        .and_then(|m| m.as_str())
+        .unwrap_or_default();
+    Ok(ErrorDescription::new(
+        o.class().unwrap_or_default(),
+        message,
+    ))
 }
 
-fn deploy_message(name: &str, v: &Value) -> Result<DeployMessage, JavaError> {
+fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
     use DeployMessage as D;
-    if let Value::Object(o) = v {
-        if module_of(o).is_some() {
+    {
+        if v.class().is_some_and(|c| c.ends_with('$')) {
             return Ok(match name {
                 "MasterInStandby" => D::MasterInStandby(deploy::MasterInStandby {}),
                 "DecommissionWorker" => D::DecommissionWorker(deploy::DecommissionWorker {}),
@@ -492,10 +497,10 @@ fn deploy_message(name: &str, v: &Value) -> Result<DeployMessage, JavaError> {
     })
 }
 
-fn coarse_message(name: &str, v: &Value) -> Result<CoarseMessage, JavaError> {
+fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
     use CoarseMessage as C;
-    if let Value::Object(o) = v {
-        if module_of(o).is_some() {
+    {
+        if v.class().is_some_and(|c| c.ends_with('$')) {
             return Ok(match name {
                 "StopExecutor" => C::StopExecutor(coarse::StopExecutor {}),
                 "DecommissionExecutor" => C::DecommissionExecutor(coarse::DecommissionExecutor {}),
@@ -602,26 +607,15 @@ fn coarse_message(name: &str, v: &Value) -> Result<CoarseMessage, JavaError> {
 }
 
 /// A `byte[]` value.
-fn bytes_of(v: &Value) -> Result<Payload, JavaError> {
-    match v {
-        Value::PrimitiveArray(items) => items
-            .iter()
-            .map(|p| match p {
-                jaded::PrimitiveType::Byte(b) => Ok(*b),
-                other => Err(JavaError::Shape(format!("a byte array, found {other:?}"))),
-            })
-            .collect::<Result<Vec<u8>, _>>()
-            .map(Payload::from),
-        other => Err(JavaError::Shape(format!(
-            "a byte array, found {}",
-            describe(other)
-        ))),
-    }
+fn bytes_of(v: Node<'_>) -> Result<Payload, JavaError> {
+    v.as_bytes()
+        .map(|b| Payload::from(b.to_vec()))
+        .ok_or_else(|| JavaError::Shape(format!("a byte array, found {}", v.describe())))
 }
 
 /// What a reply's Java object is, to the ask `asked` (a catalogued message).
-pub fn reply_value(v: &Value) -> Result<ReplyValue, JavaError> {
-    match class_of(v) {
+pub fn reply_value(v: Node<'_>) -> Result<ReplyValue, JavaError> {
+    match v.class() {
         Some("java.lang.Boolean") => Ok(ReplyValue::Bool(super::java::boolean(v, "reply")?)),
         Some("java.lang.Integer") => Ok(ReplyValue::Int(int(v, "reply")?)),
         Some(_) => match classify(v) {
@@ -631,7 +625,7 @@ pub fn reply_value(v: &Value) -> Result<ReplyValue, JavaError> {
         },
         None => Err(JavaError::Shape(format!(
             "a reply object, found {}",
-            describe(v)
+            v.describe()
         ))),
     }
 }

@@ -4,7 +4,7 @@
 
 use bytes::{Buf, Bytes};
 
-use super::java::MAGIC;
+use super::serial::MAGIC;
 
 /// A request or one-way body.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,6 +14,7 @@ use super::frame::{Frame, FrameDecoder, FrameError, FrameType, DEFAULT_MAX_FRAME
 use super::java;
 use super::map::{classify, reply_value, Classified, ReplyValue, Typed};
 use super::rpc::{address_text, block_transfer_class, RequestMessage};
+use super::serial::MAGIC;
 use crate::definition::Definition;
 use crate::messages::{CoarseMessage, DeployMessage, ErrorDescription, Version};
 use crate::validate::{ConnId, Endpoint, Event, EventBody, OutsideFrame, OutsideStatus};
@@ -370,10 +371,10 @@ impl Tracer {
                 if asked == Some(AskKind::Catalogued) {
                     self.reply(conn, time, from_client, bytes, request_id, &body);
                 } else {
-                    let class = if body.starts_with(&java::MAGIC) {
+                    let class = if body.starts_with(&MAGIC) {
                         java::parse(&body)
                             .ok()
-                            .and_then(|v| java::class_of(&v).map(str::to_string))
+                            .and_then(|g| g.root_node().class().map(str::to_string))
                     } else {
                         block_transfer_class(&body).map(str::to_string)
                     };
@@ -473,8 +474,8 @@ impl Tracer {
             }
         }
         frame.endpoint = Some(rm.endpoint.clone());
-        let value = match java::parse(&rm.stream) {
-            Ok(v) => v,
+        let graph = match java::parse(&rm.stream) {
+            Ok(g) => g,
             Err(e) => {
                 ask_kind(c, AskKind::Outside);
                 frame.status = OutsideStatus::Undecoded;
@@ -485,8 +486,9 @@ impl Tracer {
                 return;
             }
         };
-        let class = java::class_of(&value).unwrap_or_default().to_string();
-        match classify(&value) {
+        let value = graph.root_node();
+        let class = value.class().unwrap_or_default().to_string();
+        match classify(value) {
             Classified::Message(m) => {
                 ask_kind(c, AskKind::Catalogued);
                 self.count_message(&class, &m);
@@ -498,9 +500,7 @@ impl Tracer {
             }
             Classified::Outside(cl) => {
                 if cl == CHECK_EXISTENCE && from_client {
-                    if let Ok(o) = java::obj(&value, "CheckExistence") {
-                        c.hints.checked = java::str_field(o, "name").ok();
-                    }
+                    c.hints.checked = java::str_field(value, "name").ok();
                 }
                 ask_kind(c, AskKind::Outside);
                 frame.class = Some(cl.clone());
@@ -542,9 +542,10 @@ impl Tracer {
         request_id: i64,
         body: &Bytes,
     ) {
-        let parsed = java::parse(body).and_then(|v| {
-            let class = java::class_of(&v).unwrap_or_default().to_string();
-            reply_value(&v).map(|r| (class, r))
+        let parsed = java::parse(body).and_then(|g| {
+            let v = g.root_node();
+            let class = v.class().unwrap_or_default().to_string();
+            reply_value(v).map(|r| (class, r))
         });
         match parsed {
             Ok((class, r)) => {
