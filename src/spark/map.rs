@@ -269,7 +269,8 @@ fn command(v: Node<'_>) -> Result<Command, JavaError> {
     })
 }
 
-fn resource_profile(v: Node<'_>) -> Result<ResourceProfile, JavaError> {
+/// The typed form of a `ResourceProfile` object.
+pub(crate) fn resource_profile_of(v: Node<'_>) -> Result<ResourceProfile, JavaError> {
     let o = obj(v, "ResourceProfile")?;
     let mut executor_resources = BTreeMap::new();
     for (k, v) in entries(field(o, "executorResources")?, "executorResources")? {
@@ -306,14 +307,15 @@ fn resource_profile(v: Node<'_>) -> Result<ResourceProfile, JavaError> {
     })
 }
 
-fn app_description(v: Node<'_>) -> Result<ApplicationDescription, JavaError> {
+/// The typed form of an `ApplicationDescription` object.
+pub(crate) fn app_description_of(v: Node<'_>) -> Result<ApplicationDescription, JavaError> {
     let o = obj(v, "ApplicationDescription")?;
     Ok(ApplicationDescription {
         name: str_field(o, "name")?,
         max_cores: opt_int(o, "maxCores")?,
         command: command(field(o, "command")?)?,
         app_ui_url: str_field(o, "appUiUrl")?,
-        default_profile: resource_profile(field(o, "defaultProfile")?)?,
+        default_profile: resource_profile_of(field(o, "defaultProfile")?)?,
         event_log_dir: opt_string(o, "eventLogDir")?,
         event_log_codec: opt_string(o, "eventLogCodec")?,
         initial_executor_limit: opt_int(o, "initialExecutorLimit")?,
@@ -425,7 +427,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
             app_id: str_field(o, "appId")?,
             exec_id: int_field(o, "execId")?,
             rp_id: int_field(o, "rpId")?,
-            app_desc: app_description(field(o, "appDesc")?)?,
+            app_desc: app_description_of(field(o, "appDesc")?)?,
             cores: int_field(o, "cores")?,
             memory: int_field(o, "memory")?,
             resources: resources(field(o, "resources")?)?,
@@ -446,7 +448,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
             master_web_ui_url: str_field(o, "masterWebUiUrl")?,
         }),
         "RegisterApplication" => D::RegisterApplication(deploy::RegisterApplication {
-            app_description: app_description(field(o, "appDescription")?)?,
+            app_description: app_description_of(field(o, "appDescription")?)?,
             driver: endpoint_ref(field(o, "driver")?)?,
         }),
         "RegisteredApplication" => D::RegisteredApplication(deploy::RegisteredApplication {
@@ -533,7 +535,7 @@ fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
             )?
             .map(bytes_of)
             .transpose()?,
-            resource_profile: resource_profile(field(o, "resourceProfile")?)?,
+            resource_profile: resource_profile_of(field(o, "resourceProfile")?)?,
             log_level: opt_string(o, "logLevel")?,
         }),
         "RegisterExecutor" => C::RegisterExecutor(coarse::RegisterExecutor {

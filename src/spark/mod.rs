@@ -4,7 +4,10 @@
 //! bytes into trace events ([`tracer`]), TCP reassembly of captures ([`pcap`]), and a transparent
 //! proxy that traces and validates live traffic ([`proxy`]).
 
+pub mod build;
+pub mod classes;
 pub mod decode;
+pub mod encode;
 pub mod frame;
 pub mod java;
 pub mod map;

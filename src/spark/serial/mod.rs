@@ -8,11 +8,13 @@
 //! (Scala 2.12's enumerations do) is one entry and a handle, and the memory a graph takes is
 //! bounded by the stream's length. Nesting is bounded by [`Limits::max_depth`] on both sides.
 
-mod mutf8;
+mod dump;
+pub(crate) mod mutf8;
 mod node;
 mod read;
 mod write;
 
+pub use dump::dump;
 pub use node::{Cursor, Node};
 pub use read::read;
 pub use write::write;

@@ -1,0 +1,1244 @@
+//! sparkwire's typed messages to Spark's Java objects: the graph a Spark 4.0.1 process would
+//! serialize for the same message, written to the same bytes.
+//!
+//! Where a typed value does not hold all of Spark's object (an `ApplicationDescription`'s
+//! resource profile carries values Spark computes lazily, a `Command`'s environment is a hash map
+//! whose order the typed map does not keep), the object decoded from the original stream can be
+//! given: if it maps to the same typed value, it is written as it came.
+
+use std::collections::BTreeMap;
+
+use super::build::{BuildError, Builder};
+use super::classes::ClassTable;
+use super::map::{app_description_of, resource_profile_of, Typed};
+use super::serial::{self, Graph, Item, Node, SerialError, Value};
+use crate::messages::{
+    Addr, ApplicationDescription, CoarseMessage, Command, DeployMessage, DriverDescription,
+    DriverState, EndpointRef, ErrorDescription, ExecutorDescription, ExecutorState, Payload,
+    ProfileExecutors, ResourceProfile, Resources, TaskState, Version,
+};
+
+/// What cannot be encoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The message cannot be built in Spark's form.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// The graph cannot be written.
+    #[error(transparent)]
+    Serial(#[from] SerialError),
+}
+
+const DEPLOY: &str = "org.apache.spark.deploy.DeployMessages$";
+const COARSE: &str = "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages$";
+const EXECUTOR_STATE: &str = "org.apache.spark.deploy.ExecutorState$";
+const DRIVER_STATE: &str = "org.apache.spark.deploy.master.DriverState$";
+const TASK_STATE: &str = "org.apache.spark.TaskState$";
+
+/// The Java stream of message `m` as Spark of protocol `version` writes it. `original`, the
+/// stream's graph as decoded, supplies what the typed value does not hold.
+pub fn message_stream(
+    m: &Typed,
+    version: Version,
+    original: Option<&Graph>,
+) -> Result<Vec<u8>, EncodeError> {
+    let g = message_graph(m, version, original)?;
+    Ok(serial::write(&g, &super::java::limits())?)
+}
+
+/// The graph of message `m` (see [`message_stream`]).
+pub fn message_graph(
+    m: &Typed,
+    version: Version,
+    original: Option<&Graph>,
+) -> Result<Graph, EncodeError> {
+    let table = table(version)?;
+    let mut s = Scala::new(table, original);
+    let root = match m {
+        Typed::Deploy(d) => s.deploy(d)?,
+        Typed::Coarse(c) => s.coarse(c)?,
+    };
+    Ok(s.b.finish(root))
+}
+
+/// A `java.lang.Boolean` reply's stream.
+pub fn bool_stream(b: bool, version: Version) -> Result<Vec<u8>, EncodeError> {
+    let mut s = Scala::new(table(version)?, None);
+    let v = s.b.boxed_bool(b)?;
+    Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
+}
+
+/// A `java.lang.Integer` reply's stream.
+pub fn int_stream(i: i32, version: Version) -> Result<Vec<u8>, EncodeError> {
+    let mut s = Scala::new(table(version)?, None);
+    let v = s.b.boxed_int(i)?;
+    Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
+}
+
+/// `RpcEndpointVerifier.CheckExistence(name)`'s stream: the ask a Spark peer sends before it
+/// registers, to learn that an endpoint exists.
+pub fn check_existence_stream(name: &str, version: Version) -> Result<Vec<u8>, EncodeError> {
+    let mut s = Scala::new(table(version)?, None);
+    let n = s.b.string(name);
+    let v = s.b.object(
+        "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence",
+        &[("name", n)],
+    )?;
+    Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
+}
+
+fn table(version: Version) -> Result<&'static ClassTable, BuildError> {
+    ClassTable::of(version).ok_or_else(|| {
+        BuildError::Unsupported(format!(
+            "writing Spark's wire in the form of protocol version {} (Spark 3.0.3) is not supported: \
+             sparkwire writes Spark 4.0.1's form (protocol version 2)",
+            version.number()
+        ))
+    })
+}
+
+/// Builds Scala 2.13's forms on a [`Builder`].
+struct Scala<'t, 'o> {
+    b: Builder<'t>,
+    original: Option<&'o Graph>,
+    enum_values: BTreeMap<(&'static str, usize), Value>,
+    nil: Option<Value>,
+}
+
+type R = Result<Value, BuildError>;
+
+impl<'t, 'o> Scala<'t, 'o> {
+    fn new(table: &'t ClassTable, original: Option<&'o Graph>) -> Self {
+        Scala {
+            b: Builder::new(table),
+            original,
+            enum_values: BTreeMap::new(),
+            nil: None,
+        }
+    }
+
+    /// A string built at run time; the empty string is Java's interned `""`, which the JDK's
+    /// string operations return for every empty result.
+    fn s(&mut self, s: &str) -> Value {
+        if s.is_empty() {
+            self.b.interned(s)
+        } else {
+            self.b.string(s)
+        }
+    }
+
+    fn obj(&mut self, class: &str, fields: &[(&str, Value)]) -> R {
+        self.b.object(class, fields)
+    }
+
+    fn msg(&mut self, name: &str, fields: &[(&str, Value)]) -> R {
+        self.b.object(&format!("{DEPLOY}{name}"), fields)
+    }
+
+    fn cmsg(&mut self, name: &str, fields: &[(&str, Value)]) -> R {
+        self.b.object(&format!("{COARSE}{name}"), fields)
+    }
+
+    fn none(&mut self) -> R {
+        self.b.module("scala.None$")
+    }
+
+    fn some(&mut self, v: Value) -> R {
+        self.obj("scala.Some", &[("value", v)])
+    }
+
+    fn opt_string(&mut self, v: Option<&str>) -> R {
+        match v {
+            None => self.none(),
+            Some(s) => {
+                let s = self.s(s);
+                self.some(s)
+            }
+        }
+    }
+
+    fn opt_int(&mut self, v: Option<i32>) -> R {
+        match v {
+            None => self.none(),
+            Some(i) => {
+                let b = self.b.boxed_int(i)?;
+                self.some(b)
+            }
+        }
+    }
+
+    /// An immutable `List` (Scala 2.13 writes it through `DefaultSerializationProxy`; `Nil` is
+    /// one object).
+    fn list(&mut self, items: Vec<Value>) -> R {
+        if items.is_empty() {
+            if let Some(nil) = self.nil {
+                return Ok(nil);
+            }
+        }
+        let list = self.b.module("scala.collection.immutable.List$")?;
+        let factory = self.obj(
+            "scala.collection.IterableFactory$ToFactory",
+            &[("factory", list)],
+        )?;
+        let empty = items.is_empty();
+        let mut annotation = vec![Item::Data(
+            if empty { 0i32 } else { -1i32 }.to_be_bytes().to_vec(),
+        )];
+        annotation.extend(items.into_iter().map(Item::Value));
+        if !empty {
+            let end = self.b.module("scala.collection.generic.SerializeEnd$")?;
+            annotation.push(Item::Value(end));
+        }
+        let v = self.b.object_with(
+            "scala.collection.generic.DefaultSerializationProxy",
+            &[("factory", factory)],
+            annotation,
+        )?;
+        if empty {
+            self.nil = Some(v);
+        }
+        Ok(v)
+    }
+
+    fn string_list(&mut self, items: &[String]) -> R {
+        let v = items.iter().map(|s| self.s(s)).collect();
+        self.list(v)
+    }
+
+    /// An `ArraySeq` of objects.
+    fn array_seq(&mut self, items: Vec<Value>) -> R {
+        let arr = self.b.array("[Ljava.lang.Object;", items)?;
+        self.obj(
+            "scala.collection.immutable.ArraySeq$ofRef",
+            &[("unsafeArray", arr)],
+        )
+    }
+
+    /// An immutable `Map` of up to four entries (`EmptyMap`, `Map1`–`Map4`), in the order given;
+    /// larger maps as a `HashMap` through `DefaultSerializationProxy`.
+    fn map(&mut self, entries: Vec<(Value, Value)>) -> R {
+        let n = entries.len();
+        match n {
+            0 => self.b.module("scala.collection.immutable.Map$EmptyMap$"),
+            1..=4 => {
+                let class = format!("scala.collection.immutable.Map$Map{n}");
+                let names: Vec<(String, String)> = (1..=n)
+                    .map(|i| {
+                        if n == 1 {
+                            (format!("key{i}"), format!("value{i}"))
+                        } else {
+                            (
+                                format!("scala$collection$immutable$Map$Map{n}$$key{i}"),
+                                format!("scala$collection$immutable$Map$Map{n}$$value{i}"),
+                            )
+                        }
+                    })
+                    .collect();
+                let mut fields: Vec<(&str, Value)> = Vec::with_capacity(2 * n);
+                for ((k, v), (kn, vn)) in entries.iter().zip(&names) {
+                    fields.push((kn.as_str(), *k));
+                    fields.push((vn.as_str(), *v));
+                }
+                self.obj(&class, &fields)
+            }
+            _ => {
+                let hm = self.b.module("scala.collection.immutable.HashMap$")?;
+                let factory =
+                    self.obj("scala.collection.MapFactory$ToFactory", &[("factory", hm)])?;
+                let mut annotation = vec![Item::Data((n as i32).to_be_bytes().to_vec())];
+                for (k, v) in entries {
+                    let t = self.obj("scala.Tuple2", &[("_1", k), ("_2", v)])?;
+                    annotation.push(Item::Value(t));
+                }
+                self.b.object_with(
+                    "scala.collection.generic.DefaultSerializationProxy",
+                    &[("factory", factory)],
+                    annotation,
+                )
+            }
+        }
+    }
+
+    /// An immutable `HashMap` (through `DefaultSerializationProxy`), its entries in the order of
+    /// Scala 2.13's CHAMP trie: by the improved hash of each key, five bits a level, a node's
+    /// own entries before its sub-nodes'.
+    fn hash_map(&mut self, entries: Vec<(i32, Value, Value)>) -> R {
+        let n = entries.len();
+        let hm = self.b.module("scala.collection.immutable.HashMap$")?;
+        let factory = self.obj("scala.collection.MapFactory$ToFactory", &[("factory", hm)])?;
+        let keyed = entries
+            .into_iter()
+            .map(|(hash, k, v)| (scala_improve(hash), (k, v)))
+            .collect();
+        let mut annotation = vec![Item::Data((n as i32).to_be_bytes().to_vec())];
+        for (k, v) in champ_order(keyed, 0) {
+            let t = self.obj("scala.Tuple2", &[("_1", k), ("_2", v)])?;
+            annotation.push(Item::Value(t));
+        }
+        self.b.object_with(
+            "scala.collection.generic.DefaultSerializationProxy",
+            &[("factory", factory)],
+            annotation,
+        )
+    }
+
+    fn string_hash_map(&mut self, m: &BTreeMap<String, String>) -> R {
+        let entries = m
+            .iter()
+            .map(|(k, v)| (java_string_hash(k), self.s(k), self.s(v)))
+            .collect();
+        self.hash_map(entries)
+    }
+
+    #[allow(dead_code)]
+    fn string_map(&mut self, m: &BTreeMap<String, String>) -> R {
+        let entries = m
+            .iter()
+            .map(|(k, v)| (self.s(k), self.s(v)))
+            .collect::<Vec<_>>();
+        self.map(entries)
+    }
+
+    /// A `scala.collection.mutable.HashMap[String, String]`, in the order Scala 2.13's hash
+    /// table iterates it.
+    fn mutable_string_map(&mut self, m: &BTreeMap<String, String>) -> R {
+        let mut len: usize = 16;
+        for k in 0..m.len() {
+            if k + 1 >= (len as f64 * 0.75) as usize {
+                len *= 2;
+            }
+        }
+        let mut keyed: Vec<(usize, i32, &String, &String)> = m
+            .iter()
+            .map(|(k, v)| {
+                let h = java_string_hash(k);
+                let improved = h ^ ((h as u32) >> 16) as i32;
+                ((improved as u32 as usize) & (len - 1), improved, k, v)
+            })
+            .collect();
+        keyed.sort_by_key(|(index, hash, _, _)| (*index, *hash));
+        let lf = Value::Double(0.75f64.to_bits());
+        let factory = self.obj(
+            "scala.collection.mutable.HashMap$DeserializationFactory",
+            &[("loadFactor", lf), ("tableLength", Value::Int(len as i32))],
+        )?;
+        let mut annotation = vec![Item::Data((m.len() as i32).to_be_bytes().to_vec())];
+        for (_, _, k, v) in keyed {
+            let (k, v) = (self.s(k), self.s(v));
+            let t = self.obj("scala.Tuple2", &[("_1", k), ("_2", v)])?;
+            annotation.push(Item::Value(t));
+        }
+        self.b.object_with(
+            "scala.collection.generic.DefaultSerializationProxy",
+            &[("factory", factory)],
+            annotation,
+        )
+    }
+
+    /// A value of a Scala `Enumeration` (`object` class `enumeration`): one object per value.
+    fn enumeration(&mut self, enumeration: &'static str, ordinal: usize) -> R {
+        if let Some(v) = self.enum_values.get(&(enumeration, ordinal)) {
+            return Ok(*v);
+        }
+        let outer = self.b.module(enumeration)?;
+        let i = i32::try_from(ordinal).map_err(|_| BuildError::Value("an ordinal".into()))?;
+        let v = self.obj(
+            "scala.Enumeration$Val",
+            &[
+                ("$outer", outer),
+                ("scala$Enumeration$$outerEnum", outer),
+                ("i", Value::Int(i)),
+                ("name", Value::Null),
+            ],
+        )?;
+        self.enum_values.insert((enumeration, ordinal), v);
+        Ok(v)
+    }
+
+    fn executor_state(&mut self, s: ExecutorState) -> R {
+        let i = ExecutorState::ALL.iter().position(|x| *x == s).unwrap_or(0);
+        self.enumeration(EXECUTOR_STATE, i)
+    }
+
+    fn driver_state(&mut self, s: DriverState) -> R {
+        let i = DriverState::ALL.iter().position(|x| *x == s).unwrap_or(0);
+        self.enumeration(DRIVER_STATE, i)
+    }
+
+    fn task_state(&mut self, s: TaskState) -> R {
+        let i = TaskState::ALL.iter().position(|x| *x == s).unwrap_or(0);
+        self.enumeration(TASK_STATE, i)
+    }
+
+    fn rpc_address(&mut self, host: Value, port: i32) -> R {
+        self.obj(
+            "org.apache.spark.rpc.RpcAddress",
+            &[("host", host), ("port", Value::Int(port))],
+        )
+    }
+
+    fn addr(&mut self, a: &Addr) -> R {
+        let host = self.s(&a.host);
+        self.rpc_address(host, a.port)
+    }
+
+    /// A `NettyRpcEndpointRef` with Spark's default ask timeout; `host`, if given, is the host
+    /// string object its address shares with another field.
+    fn endpoint_ref_sharing(&mut self, r: &EndpointRef, host: Option<Value>) -> R {
+        let seconds = self
+            .b
+            .enum_constant("java.util.concurrent.TimeUnit", "SECONDS")?;
+        let duration = self.obj(
+            "scala.concurrent.duration.FiniteDuration",
+            &[("length", Value::Long(120)), ("unit", seconds)],
+        )?;
+        let prop = self.b.interned("spark.rpc.askTimeout");
+        let timeout = self.obj(
+            "org.apache.spark.rpc.RpcTimeout",
+            &[("duration", duration), ("timeoutProp", prop)],
+        )?;
+        let name = self.b.interned(&r.name);
+        let (rpc_address, text) = match &r.address {
+            Some(a) => {
+                let h = match host {
+                    Some(h) => h,
+                    None => self.s(&a.host),
+                };
+                (
+                    self.rpc_address(h, a.port)?,
+                    format!("spark://{}@{}:{}", r.name, a.host, a.port),
+                )
+            }
+            None => (Value::Null, format!("spark-client://{}", r.name)),
+        };
+        let text = self.s(&text);
+        let address = self.obj(
+            "org.apache.spark.rpc.RpcEndpointAddress",
+            &[
+                ("name", name),
+                ("rpcAddress", rpc_address),
+                ("toString", text),
+            ],
+        )?;
+        self.obj(
+            "org.apache.spark.rpc.netty.NettyRpcEndpointRef",
+            &[("defaultAskTimeout", timeout), ("endpointAddress", address)],
+        )
+    }
+
+    fn endpoint_ref(&mut self, r: &EndpointRef) -> R {
+        self.endpoint_ref_sharing(r, None)
+    }
+
+    fn resources(&mut self, r: &Resources) -> R {
+        let mut entries = Vec::with_capacity(r.len());
+        for (k, info) in r {
+            let key = self.s(k);
+            let name = self.s(&info.name);
+            let addresses: Vec<Value> = info.addresses.iter().map(|a| self.s(a)).collect();
+            let arr = self.b.array("[Ljava.lang.String;", addresses)?;
+            let v = self.obj(
+                "org.apache.spark.resource.ResourceInformation",
+                &[("name", name), ("addresses", arr)],
+            )?;
+            entries.push((key, v));
+        }
+        self.map(entries)
+    }
+
+    fn resource_profile(&mut self, p: &ResourceProfile) -> R {
+        let mut exec = Vec::new();
+        for (k, r) in &p.executor_resources {
+            let key = self.b.interned(k);
+            let name = self.b.interned(&r.resource_name);
+            let script = self.b.interned(&r.discovery_script);
+            let vendor = self.b.interned(&r.vendor);
+            let v = self.obj(
+                "org.apache.spark.resource.ExecutorResourceRequest",
+                &[
+                    ("amount", Value::Long(r.amount)),
+                    ("discoveryScript", script),
+                    ("resourceName", name),
+                    ("vendor", vendor),
+                ],
+            )?;
+            exec.push((key, v));
+        }
+        let mut task = Vec::new();
+        for (k, r) in &p.task_resources {
+            let key = self.b.interned(k);
+            let name = self.b.interned(&r.resource_name);
+            let v = self.obj(
+                "org.apache.spark.resource.TaskResourceRequest",
+                &[
+                    ("amount", Value::Double(r.amount.to_bits())),
+                    ("resourceName", name),
+                ],
+            )?;
+            task.push((key, v));
+        }
+        let exec = self.map(exec)?;
+        let task = self.map(task)?;
+        let none = self.none()?;
+        // The values Spark computes lazily are left uncomputed, as in a new profile.
+        self.obj(
+            "org.apache.spark.resource.ResourceProfile",
+            &[
+                ("_coresLimitKnown", Value::Bool(false)),
+                ("_id", Value::Int(p.id)),
+                ("_executorResourceSlotsPerAddr", none),
+                ("_limitingResource", none),
+                ("_maxTasksPerExecutor", none),
+                ("executorResources", exec),
+                ("taskResources", task),
+            ],
+        )
+    }
+
+    fn command(&mut self, c: &Command) -> R {
+        let arguments = self.string_list(&c.arguments)?;
+        let class_path = self.string_list(&c.class_path_entries)?;
+        let environment = self.mutable_string_map(&c.environment)?;
+        let opts: Vec<Value> = c.java_opts.iter().map(|s| self.s(s)).collect();
+        let java_opts = self.array_seq(opts)?;
+        let library_path = self.string_list(&c.library_path_entries)?;
+        let main = self.s(&c.main_class);
+        self.obj(
+            "org.apache.spark.deploy.Command",
+            &[
+                ("arguments", arguments),
+                ("classPathEntries", class_path),
+                ("environment", environment),
+                ("javaOpts", java_opts),
+                ("libraryPathEntries", library_path),
+                ("mainClass", main),
+            ],
+        )
+    }
+
+    /// Field `name` of the original stream's object.
+    fn original_field(&self, name: &str) -> Option<Node<'o>> {
+        self.original?.root_node().field(name)
+    }
+
+    /// The original stream's `ApplicationDescription`, if it maps to `d`.
+    fn original_app(&self, d: &ApplicationDescription) -> Option<(&'o Graph, Value)> {
+        let g = self.original?;
+        let root = g.root_node();
+        ["appDescription", "appDesc"].iter().find_map(|name| {
+            let f = root.field(name)?;
+            (app_description_of(f).ok().as_ref() == Some(d)).then(|| (g, f.value()))
+        })
+    }
+
+    fn app_description(&mut self, d: &ApplicationDescription) -> R {
+        if let Some((g, v)) = self.original_app(d) {
+            return self.b.graft(g, v);
+        }
+        let app_ui = self.s(&d.app_ui_url);
+        let command = self.command(&d.command)?;
+        let profile = self.resource_profile(&d.default_profile)?;
+        let codec = self.opt_string(d.event_log_codec.as_deref())?;
+        let dir = self.opt_string(d.event_log_dir.as_deref())?;
+        let limit = self.opt_int(d.initial_executor_limit)?;
+        let max = self.opt_int(d.max_cores)?;
+        let name = self.s(&d.name);
+        let user = self.s(&d.user);
+        self.obj(
+            "org.apache.spark.deploy.ApplicationDescription",
+            &[
+                ("appUiUrl", app_ui),
+                ("command", command),
+                ("defaultProfile", profile),
+                ("eventLogCodec", codec),
+                ("eventLogDir", dir),
+                ("initialExecutorLimit", limit),
+                ("maxCores", max),
+                ("name", name),
+                ("user", user),
+            ],
+        )
+    }
+
+    fn driver_description(&mut self, d: &DriverDescription) -> R {
+        let command = self.command(&d.command)?;
+        let jar = self.s(&d.jar_url);
+        let mut reqs = Vec::with_capacity(d.resource_reqs.len());
+        for r in &d.resource_reqs {
+            let name = self.s(&r.resource_name);
+            reqs.push(self.obj(
+                "org.apache.spark.resource.ResourceRequirement",
+                &[
+                    ("amount", Value::Int(r.amount)),
+                    ("numParts", Value::Int(r.num_parts)),
+                    ("resourceName", name),
+                ],
+            )?);
+        }
+        let reqs = self.list(reqs)?;
+        self.obj(
+            "org.apache.spark.deploy.DriverDescription",
+            &[
+                ("cores", Value::Int(d.cores)),
+                ("mem", Value::Int(d.mem)),
+                ("supervise", Value::Bool(d.supervise)),
+                ("command", command),
+                ("jarUrl", jar),
+                ("resourceReqs", reqs),
+            ],
+        )
+    }
+
+    fn executor_description(&mut self, e: &ExecutorDescription) -> R {
+        let app = self.s(&e.app_id);
+        let state = self.executor_state(e.state)?;
+        self.obj(
+            "org.apache.spark.deploy.ExecutorDescription",
+            &[
+                ("appId", app),
+                ("execId", Value::Int(e.exec_id)),
+                ("rpId", Value::Int(e.rp_id)),
+                ("cores", Value::Int(e.cores)),
+                ("memoryMb", Value::Int(e.memory_mb)),
+                ("state", state),
+            ],
+        )
+    }
+
+    /// A Java exception of the named class with its message and no stack trace.
+    fn exception(&mut self, e: &ErrorDescription) -> R {
+        let message = self.s(&e.message);
+        let trace = self.b.array("[Ljava.lang.StackTraceElement;", Vec::new())?;
+        // `Throwable`'s sentinel for "no suppressed exceptions": `Collections.emptyList()`.
+        let suppressed = self.b.object("java.util.Collections$EmptyList", &[])?;
+        // `cause` is the exception itself when it has none: built, then pointed at itself.
+        let v = self.b.object(
+            &e.class_name,
+            &[
+                ("cause", Value::Null),
+                ("detailMessage", message),
+                ("stackTrace", trace),
+                ("suppressedExceptions", suppressed),
+            ],
+        )?;
+        self.b.set_field(v, "cause", v)?;
+        Ok(v)
+    }
+
+    fn opt_exception(&mut self, e: Option<&ErrorDescription>) -> R {
+        match e {
+            None => self.none(),
+            Some(e) => {
+                let v = self.exception(e)?;
+                self.some(v)
+            }
+        }
+    }
+
+    fn payload_buffer(&mut self, p: &Payload) -> R {
+        let mut data = (p.len() as i32).to_be_bytes().to_vec();
+        data.extend_from_slice(p.as_slice());
+        self.b.object_with(
+            "org.apache.spark.util.SerializableBuffer",
+            &[],
+            vec![Item::Data(data)],
+        )
+    }
+
+    fn profile_totals(&mut self, totals: &[ProfileExecutors]) -> R {
+        let mut entries = Vec::with_capacity(totals.len());
+        for t in totals {
+            let p = self.resource_profile(&t.profile)?;
+            let n = self.b.boxed_int(t.total)?;
+            entries.push((p, n));
+        }
+        self.map(entries)
+    }
+
+    fn deploy(&mut self, m: &DeployMessage) -> R {
+        use DeployMessage as D;
+        match m {
+            D::RegisterWorker(r) => {
+                let host = self.s(&r.host);
+                let id = self.s(&r.id);
+                let master = self.addr(&r.master_address)?;
+                let resources = self.resources(&r.resources)?;
+                let shared = r
+                    .worker
+                    .address
+                    .as_ref()
+                    .filter(|a| a.host == r.host)
+                    .map(|_| host);
+                let worker = self.endpoint_ref_sharing(&r.worker, shared)?;
+                let url = self.s(&r.worker_web_ui_url);
+                self.msg(
+                    "RegisterWorker",
+                    &[
+                        ("cores", Value::Int(r.cores)),
+                        ("memory", Value::Int(r.memory)),
+                        ("port", Value::Int(r.port)),
+                        ("host", host),
+                        ("id", id),
+                        ("masterAddress", master),
+                        ("resources", resources),
+                        ("worker", worker),
+                        ("workerWebUiUrl", url),
+                    ],
+                )
+            }
+            D::RegisteredWorker(r) => {
+                let master = self.endpoint_ref(&r.master)?;
+                let address = self.addr(&r.master_address)?;
+                let url = self.s(&r.master_web_ui_url);
+                self.msg(
+                    "RegisteredWorker",
+                    &[
+                        ("duplicate", Value::Bool(r.duplicate)),
+                        ("master", master),
+                        ("masterAddress", address),
+                        ("masterWebUiUrl", url),
+                    ],
+                )
+            }
+            D::RegisterWorkerFailed(r) => {
+                let m = self.s(&r.message);
+                self.msg("RegisterWorkerFailed", &[("message", m)])
+            }
+            D::MasterInStandby(_) => self.b.module(&format!("{DEPLOY}MasterInStandby$")),
+            D::Heartbeat(h) => {
+                let worker = self.endpoint_ref(&h.worker)?;
+                let id = self.s(&h.worker_id);
+                self.msg("Heartbeat", &[("worker", worker), ("workerId", id)])
+            }
+            D::WorkerLatestState(w) => {
+                let mut execs = Vec::with_capacity(w.executors.len());
+                for e in &w.executors {
+                    execs.push(self.executor_description(e)?);
+                }
+                let drivers = self.string_list(&w.driver_ids)?;
+                let execs = self.list(execs)?;
+                let id = self.s(&w.id);
+                self.msg(
+                    "WorkerLatestState",
+                    &[("driverIds", drivers), ("executors", execs), ("id", id)],
+                )
+            }
+            D::ExecutorStateChanged(e) => {
+                let app = self.s(&e.app_id);
+                let exit = self.opt_int(e.exit_status)?;
+                let message = self.opt_string(e.message.as_deref())?;
+                let state = self.executor_state(e.state)?;
+                self.msg(
+                    "ExecutorStateChanged",
+                    &[
+                        ("execId", Value::Int(e.exec_id)),
+                        ("appId", app),
+                        ("exitStatus", exit),
+                        ("message", message),
+                        ("state", state),
+                    ],
+                )
+            }
+            D::DriverStateChanged(d) => {
+                let id = self.s(&d.driver_id);
+                let exception = self.opt_exception(d.exception.as_ref())?;
+                let state = self.driver_state(d.state)?;
+                self.msg(
+                    "DriverStateChanged",
+                    &[("driverId", id), ("exception", exception), ("state", state)],
+                )
+            }
+            D::WorkerDecommissioning(w) => {
+                let id = self.s(&w.id);
+                let r = self.endpoint_ref(&w.worker_ref)?;
+                self.msg("WorkerDecommissioning", &[("id", id), ("workerRef", r)])
+            }
+            D::WorkerSchedulerStateResponse(w) => {
+                let mut drivers = Vec::new();
+                for d in &w.driver_responses {
+                    let id = self.s(&d.driver_id);
+                    let res = self.resources(&d.resources)?;
+                    drivers.push(self.msg(
+                        "WorkerDriverStateResponse",
+                        &[("driverId", id), ("resources", res)],
+                    )?);
+                }
+                let mut execs = Vec::new();
+                for e in &w.exec_responses {
+                    let desc = self.executor_description(&e.desc)?;
+                    let res = self.resources(&e.resources)?;
+                    execs.push(self.msg(
+                        "WorkerExecutorStateResponse",
+                        &[("desc", desc), ("resources", res)],
+                    )?);
+                }
+                let drivers = self.list(drivers)?;
+                let execs = self.list(execs)?;
+                let id = self.s(&w.id);
+                self.msg(
+                    "WorkerSchedulerStateResponse",
+                    &[
+                        ("driverResponses", drivers),
+                        ("execResponses", execs),
+                        ("id", id),
+                    ],
+                )
+            }
+            D::ReconnectWorker(r) => {
+                let url = self.s(&r.master_url);
+                self.msg("ReconnectWorker", &[("masterUrl", url)])
+            }
+            D::LaunchExecutor(l) => {
+                let desc = self.app_description(&l.app_desc)?;
+                let app = self.s(&l.app_id);
+                let url = self.s(&l.master_url);
+                let res = self.resources(&l.resources)?;
+                self.msg(
+                    "LaunchExecutor",
+                    &[
+                        ("cores", Value::Int(l.cores)),
+                        ("execId", Value::Int(l.exec_id)),
+                        ("memory", Value::Int(l.memory)),
+                        ("rpId", Value::Int(l.rp_id)),
+                        ("appDesc", desc),
+                        ("appId", app),
+                        ("masterUrl", url),
+                        ("resources", res),
+                    ],
+                )
+            }
+            D::KillExecutor(k) => {
+                let app = self.s(&k.app_id);
+                let url = self.s(&k.master_url);
+                self.msg(
+                    "KillExecutor",
+                    &[
+                        ("execId", Value::Int(k.exec_id)),
+                        ("appId", app),
+                        ("masterUrl", url),
+                    ],
+                )
+            }
+            D::LaunchDriver(l) => {
+                let desc = self.driver_description(&l.driver_desc)?;
+                let id = self.s(&l.driver_id);
+                let res = self.resources(&l.resources)?;
+                self.msg(
+                    "LaunchDriver",
+                    &[("driverDesc", desc), ("driverId", id), ("resources", res)],
+                )
+            }
+            D::KillDriver(k) => {
+                let id = self.s(&k.driver_id);
+                self.msg("KillDriver", &[("driverId", id)])
+            }
+            D::ApplicationFinished(a) => {
+                let id = self.s(&a.id);
+                self.msg("ApplicationFinished", &[("id", id)])
+            }
+            D::DecommissionWorker(_) => self.b.module(&format!("{DEPLOY}DecommissionWorker$")),
+            D::MasterChanged(m) => {
+                let master = self.endpoint_ref(&m.master)?;
+                let url = self.s(&m.master_web_ui_url);
+                self.msg(
+                    "MasterChanged",
+                    &[("master", master), ("masterWebUiUrl", url)],
+                )
+            }
+            D::RegisterApplication(r) => {
+                let desc = self.app_description(&r.app_description)?;
+                let driver = self.endpoint_ref(&r.driver)?;
+                self.msg(
+                    "RegisterApplication",
+                    &[("appDescription", desc), ("driver", driver)],
+                )
+            }
+            D::RegisteredApplication(r) => {
+                let id = self.s(&r.app_id);
+                let master = self.endpoint_ref(&r.master)?;
+                self.msg(
+                    "RegisteredApplication",
+                    &[("appId", id), ("master", master)],
+                )
+            }
+            D::UnregisterApplication(u) => {
+                let id = self.s(&u.app_id);
+                self.msg("UnregisterApplication", &[("appId", id)])
+            }
+            D::MasterChangeAcknowledged(a) => {
+                let id = self.s(&a.app_id);
+                self.msg("MasterChangeAcknowledged", &[("appId", id)])
+            }
+            D::RequestExecutors(r) => {
+                let id = self.s(&r.app_id);
+                let totals = self.profile_totals(&r.resource_profile_to_total_execs)?;
+                self.msg(
+                    "RequestExecutors",
+                    &[("appId", id), ("resourceProfileToTotalExecs", totals)],
+                )
+            }
+            D::KillExecutors(k) => {
+                let id = self.s(&k.app_id);
+                let ids = self.string_list(&k.executor_ids)?;
+                self.msg("KillExecutors", &[("appId", id), ("executorIds", ids)])
+            }
+            D::ExecutorAdded(e) => {
+                let host_port = self.s(&e.host_port);
+                let worker = self.s(&e.worker_id);
+                self.msg(
+                    "ExecutorAdded",
+                    &[
+                        ("cores", Value::Int(e.cores)),
+                        ("id", Value::Int(e.id)),
+                        ("memory", Value::Int(e.memory)),
+                        ("hostPort", host_port),
+                        ("workerId", worker),
+                    ],
+                )
+            }
+            D::ExecutorUpdated(e) => {
+                let exit = self.opt_int(e.exit_status)?;
+                let message = self.opt_string(e.message.as_deref())?;
+                let state = self.executor_state(e.state)?;
+                let host = self.opt_string(e.worker_host.as_deref())?;
+                self.msg(
+                    "ExecutorUpdated",
+                    &[
+                        ("id", Value::Int(e.id)),
+                        ("exitStatus", exit),
+                        ("message", message),
+                        ("state", state),
+                        ("workerHost", host),
+                    ],
+                )
+            }
+            D::ApplicationRemoved(a) => {
+                let m = self.s(&a.message);
+                self.msg("ApplicationRemoved", &[("message", m)])
+            }
+            D::WorkerRemoved(w) => {
+                let host = self.s(&w.host);
+                let id = self.s(&w.id);
+                let m = self.s(&w.message);
+                self.msg(
+                    "WorkerRemoved",
+                    &[("host", host), ("id", id), ("message", m)],
+                )
+            }
+            D::RequestSubmitDriver(r) => {
+                let d = self.driver_description(&r.driver_description)?;
+                self.msg("RequestSubmitDriver", &[("driverDescription", d)])
+            }
+            D::SubmitDriverResponse(r) => {
+                let id = self.opt_string(r.driver_id.as_deref())?;
+                let master = self.endpoint_ref(&r.master)?;
+                let m = self.s(&r.message);
+                self.msg(
+                    "SubmitDriverResponse",
+                    &[
+                        ("success", Value::Bool(r.success)),
+                        ("driverId", id),
+                        ("master", master),
+                        ("message", m),
+                    ],
+                )
+            }
+            D::RequestKillDriver(r) => {
+                let id = self.s(&r.driver_id);
+                self.msg("RequestKillDriver", &[("driverId", id)])
+            }
+            D::KillDriverResponse(r) => {
+                let id = self.s(&r.driver_id);
+                let master = self.endpoint_ref(&r.master)?;
+                let m = self.s(&r.message);
+                self.msg(
+                    "KillDriverResponse",
+                    &[
+                        ("success", Value::Bool(r.success)),
+                        ("driverId", id),
+                        ("master", master),
+                        ("message", m),
+                    ],
+                )
+            }
+            D::RequestDriverStatus(r) => {
+                let id = self.s(&r.driver_id);
+                self.msg("RequestDriverStatus", &[("driverId", id)])
+            }
+            D::DriverStatusResponse(r) => {
+                let exception = self.opt_exception(r.exception.as_ref())?;
+                let state = match r.state {
+                    None => self.none()?,
+                    Some(s) => {
+                        let v = self.driver_state(s)?;
+                        self.some(v)?
+                    }
+                };
+                let host_port = self.opt_string(r.worker_host_port.as_deref())?;
+                let worker = self.opt_string(r.worker_id.as_deref())?;
+                self.msg(
+                    "DriverStatusResponse",
+                    &[
+                        ("found", Value::Bool(r.found)),
+                        ("exception", exception),
+                        ("state", state),
+                        ("workerHostPort", host_port),
+                        ("workerId", worker),
+                    ],
+                )
+            }
+            D::RequestKillAllDrivers(_) => {
+                self.b.module(&format!("{DEPLOY}RequestKillAllDrivers$"))
+            }
+            D::KillAllDriversResponse(r) => {
+                let master = self.endpoint_ref(&r.master)?;
+                let m = self.s(&r.message);
+                self.msg(
+                    "KillAllDriversResponse",
+                    &[
+                        ("success", Value::Bool(r.success)),
+                        ("master", master),
+                        ("message", m),
+                    ],
+                )
+            }
+            D::RequestClearCompletedDriversAndApps(_) => self
+                .b
+                .module(&format!("{DEPLOY}RequestClearCompletedDriversAndApps$")),
+            D::RequestReadyz(_) => self.b.module(&format!("{DEPLOY}RequestReadyz$")),
+            D::RequestMasterState(_) => self.b.module(&format!("{DEPLOY}RequestMasterState$")),
+            D::DecommissionWorkersOnHosts(d) => {
+                let hosts = self.string_list(&d.hostnames)?;
+                self.msg("DecommissionWorkersOnHosts", &[("hostnames", hosts)])
+            }
+            D::RequestWorkerState(_) => self.b.module(&format!("{DEPLOY}RequestWorkerState$")),
+            other => Err(BuildError::Unsupported(format!(
+                "{} does not cross Spark's wire in a form sparkwire writes (a local message, \
+                 or a state answer whose Spark objects sparkwire does not model)",
+                crate::messages::Family::name(other)
+            ))),
+        }
+    }
+
+    fn coarse(&mut self, m: &CoarseMessage) -> R {
+        use CoarseMessage as C;
+        match m {
+            C::RetrieveSparkAppConfig(r) => self.cmsg(
+                "RetrieveSparkAppConfig",
+                &[("resourceProfileId", Value::Int(r.resource_profile_id))],
+            ),
+            C::SparkAppConfig(c) => {
+                let props: Vec<Value> = c
+                    .spark_properties
+                    .iter()
+                    .map(|(k, v)| {
+                        let (k, v) = (self.s(k), self.s(v));
+                        self.obj("scala.Tuple2", &[("_1", k), ("_2", v)])
+                    })
+                    .collect::<Result<_, _>>()?;
+                let props = self.array_seq_typed("[Lscala.Tuple2;", props)?;
+                let key = self.opt_bytes(c.io_encryption_key.as_ref())?;
+                let creds = self.opt_bytes(c.hadoop_delegation_creds.as_ref())?;
+                let profile = match self.original_field("resourceProfile") {
+                    Some(o)
+                        if resource_profile_of(o).ok().as_ref() == Some(&c.resource_profile) =>
+                    {
+                        self.b.graft(o.graph(), o.value())?
+                    }
+                    _ => self.resource_profile(&c.resource_profile)?,
+                };
+                let level = self.opt_string(c.log_level.as_deref())?;
+                self.cmsg(
+                    "SparkAppConfig",
+                    &[
+                        ("hadoopDelegationCreds", creds),
+                        ("ioEncryptionKey", key),
+                        ("logLevel", level),
+                        ("resourceProfile", profile),
+                        ("sparkProperties", props),
+                    ],
+                )
+            }
+            C::RegisterExecutor(r) => {
+                let attributes = self.string_hash_map(&r.attributes)?;
+                let id = self.s(&r.executor_id);
+                let executor = self.endpoint_ref(&r.executor_ref)?;
+                let hostname = self.s(&r.hostname);
+                let logs = self.string_hash_map(&r.log_urls)?;
+                let res = self.resources(&r.resources)?;
+                self.cmsg(
+                    "RegisterExecutor",
+                    &[
+                        ("cores", Value::Int(r.cores)),
+                        ("resourceProfileId", Value::Int(r.resource_profile_id)),
+                        ("attributes", attributes),
+                        ("executorId", id),
+                        ("executorRef", executor),
+                        ("hostname", hostname),
+                        ("logUrls", logs),
+                        ("resources", res),
+                    ],
+                )
+            }
+            C::LaunchedExecutor(l) => {
+                let id = self.s(&l.executor_id);
+                self.cmsg("LaunchedExecutor", &[("executorId", id)])
+            }
+            C::StatusUpdate(u) => {
+                let data = self.payload_buffer(&u.data)?;
+                let id = self.s(&u.executor_id);
+                let mut res = Vec::new();
+                for (k, inner) in &u.resources {
+                    let mut entries = Vec::new();
+                    for (a, n) in inner {
+                        let a = self.s(a);
+                        let n = self.b.boxed_long(*n)?;
+                        entries.push((a, n));
+                    }
+                    let k = self.s(k);
+                    let m = self.map(entries)?;
+                    res.push((k, m));
+                }
+                let res = self.map(res)?;
+                let state = self.task_state(u.state)?;
+                self.cmsg(
+                    "StatusUpdate",
+                    &[
+                        ("taskCpus", Value::Int(u.task_cpus)),
+                        ("taskId", Value::Long(u.task_id)),
+                        ("data", data),
+                        ("executorId", id),
+                        ("resources", res),
+                        ("state", state),
+                    ],
+                )
+            }
+            C::LaunchTask(l) => {
+                let data = self.payload_buffer(&l.data)?;
+                self.cmsg("LaunchTask", &[("data", data)])
+            }
+            C::KillTask(k) => {
+                let executor = self.s(&k.executor);
+                let reason = self.s(&k.reason);
+                self.cmsg(
+                    "KillTask",
+                    &[
+                        ("interruptThread", Value::Bool(k.interrupt_thread)),
+                        ("taskId", Value::Long(k.task_id)),
+                        ("executor", executor),
+                        ("reason", reason),
+                    ],
+                )
+            }
+            C::StopExecutor(_) => self.b.module(&format!("{COARSE}StopExecutor$")),
+            C::DecommissionExecutor(_) => self.b.module(&format!("{COARSE}DecommissionExecutor$")),
+            C::ExecutorDecommissioning(e) => {
+                let id = self.s(&e.executor_id);
+                self.cmsg("ExecutorDecommissioning", &[("executorId", id)])
+            }
+            C::UpdateExecutorLogLevel(u) => {
+                let level = self.s(&u.log_level);
+                self.cmsg("UpdateExecutorLogLevel", &[("logLevel", level)])
+            }
+            C::TaskThreadDump(t) => {
+                self.cmsg("TaskThreadDump", &[("taskId", Value::Long(t.task_id))])
+            }
+            C::ShufflePushCompletion(s) => self.cmsg(
+                "ShufflePushCompletion",
+                &[
+                    ("mapIndex", Value::Int(s.map_index)),
+                    ("shuffleId", Value::Int(s.shuffle_id)),
+                    ("shuffleMergeId", Value::Int(s.shuffle_merge_id)),
+                ],
+            ),
+            C::IsExecutorAlive(i) => {
+                let id = self.s(&i.executor_id);
+                self.cmsg("IsExecutorAlive", &[("executorId", id)])
+            }
+            C::RetrieveLastAllocatedExecutorId(_) => self
+                .b
+                .module(&format!("{COARSE}RetrieveLastAllocatedExecutorId$")),
+            C::RegisterClusterManager(r) => {
+                let am = self.endpoint_ref(&r.am)?;
+                self.cmsg("RegisterClusterManager", &[("am", am)])
+            }
+            C::RetrieveDelegationTokens(_) => {
+                self.b.module(&format!("{COARSE}RetrieveDelegationTokens$"))
+            }
+            C::KillExecutors(k) => {
+                let ids = self.string_list(&k.executor_ids)?;
+                self.cmsg("KillExecutors", &[("executorIds", ids)])
+            }
+            C::GetExecutorLossReason(g) => {
+                let id = self.s(&g.executor_id);
+                self.cmsg("GetExecutorLossReason", &[("executorId", id)])
+            }
+            other => Err(BuildError::Unsupported(format!(
+                "{} does not cross Spark's wire in a form sparkwire writes (a local message, \
+                 or one whose Spark objects sparkwire does not model)",
+                crate::messages::Family::name(other)
+            ))),
+        }
+    }
+
+    fn array_seq_typed(&mut self, array_class: &str, items: Vec<Value>) -> R {
+        let arr = self.b.array(array_class, items)?;
+        self.obj(
+            "scala.collection.immutable.ArraySeq$ofRef",
+            &[("unsafeArray", arr)],
+        )
+    }
+
+    fn opt_bytes(&mut self, p: Option<&Payload>) -> R {
+        match p {
+            None => self.none(),
+            Some(p) => {
+                let b = self.b.byte_array(p.as_slice())?;
+                self.some(b)
+            }
+        }
+    }
+}
+
+/// Scala 2.13's `Hashing.improve`, which immutable hash maps spread keys' hashes with.
+fn scala_improve(hcode: i32) -> i32 {
+    let mut h = hcode.wrapping_add(!(hcode.wrapping_shl(9)));
+    h ^= ((h as u32) >> 14) as i32;
+    h = h.wrapping_add(h.wrapping_shl(4));
+    h ^ ((h as u32) >> 10) as i32
+}
+
+/// The order a CHAMP trie iterates entries with these (improved) hashes in, from level `shift`.
+fn champ_order<T>(entries: Vec<(i32, T)>, shift: u32) -> Vec<T> {
+    if shift >= 32 {
+        // A collision node keeps its entries as they came.
+        return entries.into_iter().map(|(_, t)| t).collect();
+    }
+    let mut slots: BTreeMap<u32, Vec<(i32, T)>> = BTreeMap::new();
+    for (h, t) in entries {
+        slots
+            .entry(((h as u32) >> shift) & 31)
+            .or_default()
+            .push((h, t));
+    }
+    let mut own = Vec::new();
+    let mut below = Vec::new();
+    for (_, mut group) in slots {
+        if group.len() == 1 {
+            if let Some((_, t)) = group.pop() {
+                own.push(t);
+            }
+        } else {
+            below.extend(champ_order(group, shift + 5));
+        }
+    }
+    own.extend(below);
+    own
+}
+
+/// Java's `String.hashCode`.
+fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
