@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use sparkwire::messages::Version;
-use sparkwire::spark::decode::decode_capture;
+use sparkwire::spark::decode::decode_capture_with;
 use sparkwire::spark::tracer::Summary;
 use sparkwire::validate::trace::{TraceFormat, TraceWriter};
 use sparkwire::validate::{Config, Validator};
@@ -37,6 +37,10 @@ pub struct DecodeArgs {
     /// The Spark release's protocol version: 2 for Spark 4.0, 1 for Spark 3.0.
     #[arg(long, default_value_t = 2)]
     protocol_version: u64,
+    /// Encode every decoded catalogued frame (and endpoint check) again from its typed value and
+    /// compare it with the bytes on the wire; exit 1 when any differs.
+    #[arg(long)]
+    check_roundtrip: bool,
 }
 
 pub use super::spark_proxy::ProxyArgs;
@@ -110,14 +114,32 @@ pub fn print_summary(out: &mut impl Write, s: &Summary) {
     if s.more_failures > 0 {
         let _ = writeln!(out, "  … and {} more", s.more_failures);
     }
+    if let Some(rt) = &s.roundtrip {
+        let _ = writeln!(
+            out,
+            "round trip: {} re-encoded byte for byte, {} differ",
+            rt.same, rt.differ
+        );
+        for (what, (same, differ)) in &rt.by_message {
+            let _ = writeln!(out, "  {what}: {same} same, {differ} differ");
+        }
+        for d in &rt.differences {
+            let _ = writeln!(out, "  {d}");
+        }
+    }
 }
 
 fn decode(args: DecodeArgs) -> Result<ExitCode, String> {
     let version = version_of(args.protocol_version)?;
     let file = File::open(&args.capture)
         .map_err(|e| format!("cannot open {}: {e}", args.capture.display()))?;
-    let decoded = decode_capture(BufReader::new(file), args.ports, version)
-        .map_err(|e| format!("{}: {e}", args.capture.display()))?;
+    let decoded = decode_capture_with(
+        BufReader::new(file),
+        args.ports,
+        version,
+        args.check_roundtrip,
+    )
+    .map_err(|e| format!("{}: {e}", args.capture.display()))?;
     if let Some(path) = &args.trace {
         let file =
             File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
@@ -149,7 +171,12 @@ fn decode(args: DecodeArgs) -> Result<ExitCode, String> {
         let _ = writeln!(out, "{v}");
     }
     let _ = writeln!(out, "violations: {}", violations.len());
-    let failed = !decoded.summary.failures.is_empty()
+    let failed = decoded
+        .summary
+        .roundtrip
+        .as_ref()
+        .is_some_and(|r| r.differ > 0)
+        || !decoded.summary.failures.is_empty()
         || decoded.summary.more_failures > 0
         || !decoded.summary.unknown.is_empty()
         || !violations.is_empty();

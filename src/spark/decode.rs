@@ -26,8 +26,22 @@ pub fn decode_capture<R: Read>(
     ports: Vec<u16>,
     version: Version,
 ) -> Result<Decoded, CaptureError> {
+    decode_capture_with(input, ports, version, false)
+}
+
+/// As [`decode_capture`]; with `check_roundtrip`, every decoded catalogued frame is also encoded
+/// again from its typed value and compared with its bytes ([`Summary::roundtrip`]).
+pub fn decode_capture_with<R: Read>(
+    input: R,
+    ports: Vec<u16>,
+    version: Version,
+    check_roundtrip: bool,
+) -> Result<Decoded, CaptureError> {
     let (tcp, reassembler) = read_capture(input, ports)?;
     let mut tracer = Tracer::new(version);
+    if check_roundtrip {
+        tracer = tracer.check_roundtrip();
+    }
     let mut events = Vec::new();
     for t in tcp {
         let time = u64::try_from(t.time.as_millis()).unwrap_or(u64::MAX);

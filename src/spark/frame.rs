@@ -171,6 +171,71 @@ pub enum FrameError {
     },
 }
 
+/// What cannot be written as a transport frame.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameEncodeError {
+    /// A body or text longer than Spark's `int32` lengths hold.
+    #[error("{what} of {len} bytes is longer than an int32 length holds")]
+    TooLong {
+        /// What.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+    },
+    /// A frame sparkwire only reads (chunk, stream and merged-block frames are summarised).
+    #[error("{0} frames are read, not written, by sparkwire")]
+    NotWritable(FrameType),
+}
+
+fn len_i32(what: &'static str, len: usize) -> Result<i32, FrameEncodeError> {
+    i32::try_from(len).map_err(|_| FrameEncodeError::TooLong { what, len })
+}
+
+impl Frame {
+    /// The frame as Spark's `MessageEncoder` writes it: its `int64` length (counting itself),
+    /// its type byte, its header and its body.
+    ///
+    /// ```
+    /// use sparkwire::spark::frame::{Frame, FrameDecoder};
+    /// let frame = Frame::RpcResponse { request_id: 7, body: vec![1, 2, 3].into() };
+    /// let bytes = frame.encode()?;
+    /// assert_eq!(bytes.len(), 8 + 1 + 8 + 4 + 3);
+    /// let mut dec = FrameDecoder::default();
+    /// dec.push(&bytes);
+    /// assert_eq!(dec.next_item().map(|i| i.frame), Some(Ok(frame)));
+    /// # Ok::<(), sparkwire::spark::frame::FrameEncodeError>(())
+    /// ```
+    pub fn encode(&self) -> Result<Vec<u8>, FrameEncodeError> {
+        let mut header = Vec::with_capacity(16);
+        let body: &[u8] = match self {
+            Frame::RpcRequest { request_id, body } | Frame::RpcResponse { request_id, body } => {
+                header.extend_from_slice(&request_id.to_be_bytes());
+                header.extend_from_slice(&len_i32("a body", body.len())?.to_be_bytes());
+                body
+            }
+            Frame::RpcFailure { request_id, error } => {
+                header.extend_from_slice(&request_id.to_be_bytes());
+                header.extend_from_slice(&len_i32("an error text", error.len())?.to_be_bytes());
+                header.extend_from_slice(error.as_bytes());
+                &[]
+            }
+            Frame::OneWay { body } => {
+                header.extend_from_slice(&len_i32("a body", body.len())?.to_be_bytes());
+                body
+            }
+            Frame::Transfer { kind, .. } => return Err(FrameEncodeError::NotWritable(*kind)),
+        };
+        let total = 8 + 1 + header.len() + body.len();
+        let mut out = Vec::with_capacity(total);
+        out.extend_from_slice(&(total as u64).to_be_bytes());
+        out.push(self.kind() as u8);
+        out.extend_from_slice(&header);
+        out.extend_from_slice(body);
+        Ok(out)
+    }
+}
+
 impl FrameError {
     /// Whether the stream can go on after this error (the frame's own length was sound).
     pub fn recoverable(&self) -> bool {
@@ -185,6 +250,8 @@ pub struct Item {
     pub bytes: u64,
     /// The frame, or the error in it.
     pub frame: Result<Frame, FrameError>,
+    /// The frame's bytes, whole, for a frame read in full (empty for one skipped or lost).
+    pub raw: Bytes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,6 +351,7 @@ impl FrameDecoder {
             return Some(Item {
                 bytes: 8,
                 frame: Err(FrameError::BadLength(len)),
+                raw: Bytes::new(),
             });
         }
         if len > self.max_frame {
@@ -300,12 +368,14 @@ impl FrameDecoder {
                     len,
                     limit: self.max_frame,
                 }),
+                raw: Bytes::new(),
             });
         }
         if (self.buf.len() as u64) < len {
             return None;
         }
-        let mut frame = self.buf.split_to(len as usize).freeze();
+        let raw = self.buf.split_to(len as usize).freeze();
+        let mut frame = raw.clone();
         frame.advance(8);
         let ty = frame.get_u8();
         let parsed = match FrameType::from_byte(ty) {
@@ -327,6 +397,7 @@ impl FrameDecoder {
         Some(Item {
             bytes: len,
             frame: parsed,
+            raw,
         })
     }
 }

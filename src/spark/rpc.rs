@@ -4,7 +4,8 @@
 
 use bytes::{Buf, Bytes};
 
-use super::serial::MAGIC;
+use super::frame::FrameEncodeError;
+use super::serial::{mutf8, MAGIC};
 
 /// A request or one-way body.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,7 +25,7 @@ pub fn address_text(a: &(String, i32)) -> String {
     format!("{}:{}", a.0, a.1)
 }
 
-/// Java's `DataInput.readUTF`: a `u16` length and modified UTF-8 (read leniently).
+/// Java's `DataInput.readUTF`: a `u16` length and modified UTF-8.
 fn read_utf(b: &mut Bytes) -> Option<String> {
     if b.len() < 2 {
         return None;
@@ -34,7 +35,28 @@ fn read_utf(b: &mut Bytes) -> Option<String> {
         return None;
     }
     let raw = b.split_to(len);
-    Some(String::from_utf8_lossy(&raw).into_owned())
+    mutf8::decode(&raw)
+}
+
+/// Java's `DataOutput.writeUTF`.
+fn write_utf(out: &mut Vec<u8>, s: &str, what: &'static str) -> Result<(), FrameEncodeError> {
+    let b = mutf8::encode(s);
+    let n = u16::try_from(b.len()).map_err(|_| FrameEncodeError::TooLong { what, len: b.len() })?;
+    out.extend_from_slice(&n.to_be_bytes());
+    out.extend_from_slice(&b);
+    Ok(())
+}
+
+fn write_address(out: &mut Vec<u8>, a: &Option<(String, i32)>) -> Result<(), FrameEncodeError> {
+    match a {
+        None => out.push(0),
+        Some((host, port)) => {
+            out.push(1);
+            write_utf(out, host, "a host name")?;
+            out.extend_from_slice(&port.to_be_bytes());
+        }
+    }
+    Ok(())
 }
 
 fn read_address(b: &mut Bytes) -> Option<Option<(String, i32)>> {
@@ -55,6 +77,18 @@ fn read_address(b: &mut Bytes) -> Option<Option<(String, i32)>> {
 }
 
 impl RequestMessage {
+    /// The body as `NettyRpcEnv`'s `RequestMessage.serialize` writes it: the sender's and the
+    /// receiver's addresses (each a presence flag, `writeUTF` host and `int32` port), the
+    /// endpoint's name, then the Java stream.
+    pub fn encode(&self) -> Result<Vec<u8>, FrameEncodeError> {
+        let mut out = Vec::with_capacity(self.stream.len() + 64);
+        write_address(&mut out, &self.sender)?;
+        write_address(&mut out, &self.receiver)?;
+        write_utf(&mut out, &self.endpoint, "an endpoint name")?;
+        out.extend_from_slice(&self.stream);
+        Ok(out)
+    }
+
     /// Reads a body as a `RequestMessage`; `None` when it is not one (its Java stream must start
     /// right after the endpoint name).
     pub fn parse(body: &Bytes) -> Option<RequestMessage> {

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 
+use super::encode;
 use super::frame::{Frame, FrameDecoder, FrameError, FrameType, DEFAULT_MAX_FRAME};
 use super::java;
 use super::map::{classify, reply_value, Classified, ReplyValue, Typed};
@@ -71,6 +72,60 @@ pub struct Summary {
     pub more_failures: u64,
     /// Every frame by transport type and class (the frame type for frames without a class).
     pub by_class: BTreeMap<(String, String), u64>,
+    /// What re-encoding the decoded frames gave, when [`Tracer::check_roundtrip`] asked for it.
+    pub roundtrip: Option<RoundTrip>,
+}
+
+/// Frames re-encoded from what was decoded of them: each catalogued message (and each endpoint
+/// check and its answer) written again from its typed value, in its RPC header and transport
+/// frame, and compared with the bytes that crossed the wire.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RoundTrip {
+    /// Frames whose bytes came back exactly.
+    pub same: u64,
+    /// Frames whose bytes did not (or that could not be encoded).
+    pub differ: u64,
+    /// By message (`deploy.RegisterWorker`, `reply.bool`, `CheckExistence`): same, differ.
+    pub by_message: BTreeMap<String, (u64, u64)>,
+    /// The first [`MAX_FAILURES`] frames that differed: connection, direction, message and how.
+    pub differences: Vec<String>,
+}
+
+impl RoundTrip {
+    fn record(&mut self, what: &str, outcome: Result<(), String>, place: impl FnOnce() -> String) {
+        let e = self.by_message.entry(what.to_string()).or_insert((0, 0));
+        match outcome {
+            Ok(()) => {
+                self.same += 1;
+                e.0 += 1;
+            }
+            Err(why) => {
+                self.differ += 1;
+                e.1 += 1;
+                if self.differences.len() < MAX_FAILURES {
+                    self.differences.push(format!("{} {what}: {why}", place()));
+                }
+            }
+        }
+    }
+}
+
+/// Compares re-encoded frame bytes with the original's.
+fn compare(ours: Result<Vec<u8>, String>, theirs: &[u8]) -> Result<(), String> {
+    let ours = ours?;
+    if ours == theirs {
+        return Ok(());
+    }
+    let at = ours
+        .iter()
+        .zip(theirs)
+        .position(|(a, b)| a != b)
+        .unwrap_or(ours.len().min(theirs.len()));
+    Err(format!(
+        "{} bytes re-encoded for {} on the wire, first difference at byte {at}",
+        ours.len(),
+        theirs.len()
+    ))
 }
 
 /// Most connections a summary describes; beyond, they are only counted.
@@ -114,6 +169,8 @@ impl Summary {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum AskKind {
     Catalogued,
+    /// An endpoint check (`RpcEndpointVerifier.CheckExistence`), answered with a Boolean.
+    Check,
     Outside,
 }
 
@@ -153,6 +210,8 @@ pub struct Tracer {
     workers: HashMap<String, String>,
     summary: Summary,
     out: Vec<Event>,
+    /// The bytes of the frame being handled (for the round-trip check).
+    raw: Bytes,
 }
 
 impl Default for Tracer {
@@ -180,7 +239,31 @@ impl Tracer {
             workers: HashMap::new(),
             summary: Summary::default(),
             out: Vec::new(),
+            raw: Bytes::new(),
         }
+    }
+
+    /// Re-encode every decoded catalogued frame (and endpoint check) from its typed value and
+    /// compare it with the original bytes; the outcome is [`Summary::roundtrip`].
+    pub fn check_roundtrip(mut self) -> Self {
+        self.summary.roundtrip = Some(RoundTrip::default());
+        self
+    }
+
+    fn roundtrip(
+        &mut self,
+        conn: ConnId,
+        from_client: bool,
+        what: &str,
+        encode: impl FnOnce() -> Result<Vec<u8>, String>,
+    ) {
+        let Some(rt) = self.summary.roundtrip.as_mut() else {
+            return;
+        };
+        let outcome = compare(encode(), &self.raw);
+        rt.record(what, outcome, || {
+            format!("conn {conn} {}", if from_client { "c→s" } else { "s→c" })
+        });
     }
 
     /// What was found so far.
@@ -241,6 +324,7 @@ impl Tracer {
             .get_mut(&conn)
             .and_then(|c| c.decoders[dir].next_item())
         {
+            self.raw = item.raw;
             match item.frame {
                 Ok(frame) => self.frame(conn, time, from_client, item.bytes, frame),
                 Err(e) => self.frame_error(conn, time, from_client, item.bytes, e),
@@ -371,6 +455,18 @@ impl Tracer {
                 if asked == Some(AskKind::Catalogued) {
                     self.reply(conn, time, from_client, bytes, request_id, &body);
                 } else {
+                    if asked == Some(AskKind::Check) {
+                        let version = self.version;
+                        let answer = java::parse(&body)
+                            .ok()
+                            .and_then(|g| java::boolean(g.root_node(), "reply").ok());
+                        self.roundtrip(conn, from_client, "reply.bool", || {
+                            let b = answer.ok_or("the answer is not a Boolean")?;
+                            let stream =
+                                encode::bool_stream(b, version).map_err(|e| e.to_string())?;
+                            response_frame(request_id, stream)
+                        });
+                    }
                     let class = if body.starts_with(&MAGIC) {
                         java::parse(&body)
                             .ok()
@@ -492,6 +588,17 @@ impl Tracer {
             Classified::Message(m) => {
                 ask_kind(c, AskKind::Catalogued);
                 self.count_message(&class, &m);
+                let version = self.version;
+                self.roundtrip(
+                    conn,
+                    from_client,
+                    &format!("{}.{}", m.family(), m.name()),
+                    || {
+                        let stream = encode::message_stream(&m, version, Some(&graph))
+                            .map_err(|e| e.to_string())?;
+                        request_frame(&rm, stream, request_id)
+                    },
+                );
                 let env = match request_id {
                     Some(id) => EnvelopeOf::Ask(id, m),
                     None => EnvelopeOf::Send(m),
@@ -499,10 +606,23 @@ impl Tracer {
                 self.envelope(conn, time, from_client, env, &class);
             }
             Classified::Outside(cl) => {
-                if cl == CHECK_EXISTENCE && from_client {
-                    c.hints.checked = java::str_field(value, "name").ok();
+                if cl == CHECK_EXISTENCE {
+                    let name = java::str_field(value, "name").ok();
+                    if from_client {
+                        c.hints.checked = name.clone();
+                    }
+                    ask_kind(c, AskKind::Check);
+                    if let Some(name) = name {
+                        let version = self.version;
+                        self.roundtrip(conn, from_client, "CheckExistence", || {
+                            let stream = encode::check_existence_stream(&name, version)
+                                .map_err(|e| e.to_string())?;
+                            request_frame(&rm, stream, request_id)
+                        });
+                    }
+                } else {
+                    ask_kind(c, AskKind::Outside);
                 }
-                ask_kind(c, AskKind::Outside);
                 frame.class = Some(cl.clone());
                 self.outside(conn, time, from_client, frame);
             }
@@ -542,11 +662,37 @@ impl Tracer {
         request_id: i64,
         body: &Bytes,
     ) {
+        let version = self.version;
         let parsed = java::parse(body).and_then(|g| {
             let v = g.root_node();
             let class = v.class().unwrap_or_default().to_string();
-            reply_value(v).map(|r| (class, r))
+            let r = reply_value(v)?;
+            let what = match &r {
+                ReplyValue::Bool(_) => "reply.bool".to_string(),
+                ReplyValue::Int(_) => "reply.i32".to_string(),
+                ReplyValue::Message(m) => format!("{}.{}", m.family(), m.name()),
+                ReplyValue::Other(c) => c.clone(),
+            };
+            let again = match &r {
+                ReplyValue::Bool(b) => encode::bool_stream(*b, version),
+                ReplyValue::Int(i) => encode::int_stream(*i, version),
+                ReplyValue::Message(m) => encode::message_stream(m, version, Some(&g)),
+                ReplyValue::Other(_) => Ok(Vec::new()),
+            }
+            .map_err(|e| e.to_string());
+            Ok((class, r, what, again))
         });
+        let parsed = match parsed {
+            Ok((class, r, what, again)) => {
+                if !matches!(r, ReplyValue::Other(_)) {
+                    self.roundtrip(conn, from_client, &what, || {
+                        response_frame(request_id, again?)
+                    });
+                }
+                Ok((class, r))
+            }
+            Err(e) => Err(e),
+        };
         match parsed {
             Ok((class, r)) => {
                 let reply = match r {
@@ -908,6 +1054,34 @@ impl EnvelopeOf {
             other => Err(other.name().to_string()),
         })
     }
+}
+
+/// A request's frame again: the same RPC header around a new stream.
+fn request_frame(
+    rm: &RequestMessage,
+    stream: Vec<u8>,
+    request_id: Option<i64>,
+) -> Result<Vec<u8>, String> {
+    let again = RequestMessage {
+        stream: stream.into(),
+        ..rm.clone()
+    };
+    let body: Bytes = again.encode().map_err(|e| e.to_string())?.into();
+    let frame = match request_id {
+        Some(request_id) => Frame::RpcRequest { request_id, body },
+        None => Frame::OneWay { body },
+    };
+    frame.encode().map_err(|e| e.to_string())
+}
+
+/// A response's frame again.
+fn response_frame(request_id: i64, stream: Vec<u8>) -> Result<Vec<u8>, String> {
+    Frame::RpcResponse {
+        request_id,
+        body: stream.into(),
+    }
+    .encode()
+    .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

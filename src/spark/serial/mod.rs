@@ -9,7 +9,7 @@
 //! bounded by the stream's length. Nesting is bounded by [`Limits::max_depth`] on both sides.
 
 mod dump;
-pub(crate) mod mutf8;
+pub mod mutf8;
 mod node;
 mod read;
 mod write;
