@@ -554,3 +554,169 @@ fn children(entry: &Entry) -> Vec<Handle> {
         Entry::Class(d) => vec![*d],
     }
 }
+
+/// Where a value sits in a graph.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Root,
+    Field(Handle, usize, usize),
+    Annotation(Handle, usize, usize),
+    Element(Handle, usize),
+}
+
+fn slot_value(g: &Graph, slot: Slot) -> Option<Value> {
+    match slot {
+        Slot::Root => g.root().map(Value::Ref),
+        Slot::Field(h, level, i) => match g.get(h)? {
+            Entry::Object(o) => o.data.get(level)?.values.get(i).copied(),
+            _ => None,
+        },
+        Slot::Annotation(h, level, i) => match g.get(h)? {
+            Entry::Object(o) => match o.data.get(level)?.annotation.as_ref()?.get(i)? {
+                Item::Value(v) => Some(*v),
+                Item::Data(_) => None,
+            },
+            _ => None,
+        },
+        Slot::Element(h, i) => match g.get(h)? {
+            Entry::Array(Array {
+                elements: Elements::Values(vs),
+                ..
+            }) => vs.get(i).copied(),
+            _ => None,
+        },
+    }
+}
+
+fn set_slot(g: &mut Graph, slot: Slot, v: Value) {
+    match slot {
+        Slot::Root => {}
+        Slot::Field(h, level, i) => {
+            if let Some(Entry::Object(o)) = g.get_mut(h) {
+                if let Some(x) = o.data.get_mut(level).and_then(|d| d.values.get_mut(i)) {
+                    *x = v;
+                }
+            }
+        }
+        Slot::Annotation(h, level, i) => {
+            if let Some(Entry::Object(o)) = g.get_mut(h) {
+                if let Some(Item::Value(x)) = o
+                    .data
+                    .get_mut(level)
+                    .and_then(|d| d.annotation.as_mut())
+                    .and_then(|a| a.get_mut(i))
+                {
+                    *x = v;
+                }
+            }
+        }
+        Slot::Element(h, i) => {
+            if let Some(Entry::Array(Array {
+                elements: Elements::Values(vs),
+                ..
+            })) = g.get_mut(h)
+            {
+                if let Some(x) = vs.get_mut(i) {
+                    *x = v;
+                }
+            }
+        }
+    }
+}
+
+/// The value slots of an entry, in the order a stream writes them.
+fn slots_of(g: &Graph, h: Handle) -> Vec<Slot> {
+    match g.get(h) {
+        Some(Entry::Object(o)) => {
+            let mut out = Vec::new();
+            for (level, d) in o.data.iter().enumerate() {
+                out.extend((0..d.values.len()).map(|i| Slot::Field(h, level, i)));
+                if let Some(a) = &d.annotation {
+                    for (i, item) in a.iter().enumerate() {
+                        if matches!(item, Item::Value(_)) {
+                            out.push(Slot::Annotation(h, level, i));
+                        }
+                    }
+                }
+            }
+            out
+        }
+        Some(Entry::Array(Array {
+            elements: Elements::Values(vs),
+            ..
+        })) => (0..vs.len()).map(|i| Slot::Element(h, i)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Makes equal strings of `ours` one object exactly where they are one object in `theirs`, a
+/// graph of the same shape (the stream the typed value was decoded from): which equal strings
+/// share a Java object is not part of a typed value. Returns whether the shapes matched (if
+/// not, `ours` is left as it was).
+pub fn align_strings(ours: &mut Graph, theirs: &Graph) -> bool {
+    let before = ours.clone();
+    if align(ours, theirs).is_none() {
+        *ours = before;
+        return false;
+    }
+    true
+}
+
+fn align(ours: &mut Graph, theirs: &Graph) -> Option<()> {
+    let mut their_string: HashMap<Handle, Handle> = HashMap::new();
+    let mut our_used: HashMap<Handle, ()> = HashMap::new();
+    let mut visited: HashMap<Handle, ()> = HashMap::new();
+    // Pairs of slots, ours and theirs, in stream order (a stack, children pushed reversed).
+    let mut stack = vec![(Slot::Root, Slot::Root)];
+    let mut steps = 0usize;
+    while let Some((mine, other)) = stack.pop() {
+        steps += 1;
+        if steps > 4 * (ours.entries().len() + theirs.entries().len()) + 16 {
+            return None;
+        }
+        let (a, b) = (slot_value(ours, mine), slot_value(theirs, other));
+        let (Some(Value::Ref(ha)), Some(Value::Ref(hb))) = (a, b) else {
+            if a.map(|v| v.code()) != b.map(|v| v.code()) {
+                return None;
+            }
+            continue;
+        };
+        match (ours.get(ha)?, theirs.get(hb)?) {
+            (Entry::String(sa), Entry::String(sb)) => {
+                if sa != sb {
+                    return None;
+                }
+                let target = match their_string.get(&hb) {
+                    // Theirs refers back to an earlier string here: so does ours.
+                    Some(earlier) => *earlier,
+                    // A new string in theirs: ours must be a string not written before.
+                    None if our_used.contains_key(&ha) => {
+                        let copy = sa.clone();
+                        ours.add(Entry::String(copy))
+                    }
+                    None => ha,
+                };
+                their_string.insert(hb, target);
+                our_used.insert(target, ());
+                if target != ha {
+                    set_slot(ours, mine, Value::Ref(target));
+                }
+            }
+            (Entry::Object(_), Entry::Object(_)) | (Entry::Array(_), Entry::Array(_)) => {
+                if visited.insert(ha, ()).is_some() {
+                    continue;
+                }
+                let (sa, sb) = (slots_of(ours, ha), slots_of(theirs, hb));
+                if sa.len() != sb.len() {
+                    return None;
+                }
+                for pair in sa.into_iter().zip(sb).rev() {
+                    stack.push(pair);
+                }
+            }
+            (x, y) if std::mem::discriminant(x) == std::mem::discriminant(y) => {}
+            _ => return None,
+        }
+    }
+    Some(())
+}

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use super::build::{BuildError, Builder};
 use super::classes::ClassTable;
-use super::map::{app_description_of, resource_profile_of, Typed};
+use super::map::{app_description_of, endpoint_ref_of, resource_profile_of, Typed};
 use super::serial::{self, Graph, Item, Node, SerialError, Value};
 use crate::messages::{
     Addr, ApplicationDescription, CoarseMessage, Command, DeployMessage, DriverDescription,
@@ -59,7 +59,11 @@ pub fn message_graph(
         Typed::Deploy(d) => s.deploy(d)?,
         Typed::Coarse(c) => s.coarse(c)?,
     };
-    Ok(s.b.finish(root))
+    let mut g = s.b.finish(root);
+    if let Some(o) = original {
+        super::build::align_strings(&mut g, o);
+    }
+    Ok(g)
 }
 
 /// A `java.lang.Boolean` reply's stream.
@@ -386,18 +390,23 @@ impl<'t, 'o> Scala<'t, 'o> {
     /// A `NettyRpcEndpointRef` with Spark's default ask timeout; `host`, if given, is the host
     /// string object its address shares with another field.
     fn endpoint_ref_sharing(&mut self, r: &EndpointRef, host: Option<Value>) -> R {
-        let seconds = self
-            .b
-            .enum_constant("java.util.concurrent.TimeUnit", "SECONDS")?;
-        let duration = self.obj(
-            "scala.concurrent.duration.FiniteDuration",
-            &[("length", Value::Long(120)), ("unit", seconds)],
-        )?;
-        let prop = self.b.interned("spark.rpc.askTimeout");
-        let timeout = self.obj(
-            "org.apache.spark.rpc.RpcTimeout",
-            &[("duration", duration), ("timeoutProp", prop)],
-        )?;
+        let timeout = match self.original_timeout(r) {
+            Some(node) => self.b.graft(node.graph(), node.value())?,
+            None => {
+                let seconds = self
+                    .b
+                    .enum_constant("java.util.concurrent.TimeUnit", "SECONDS")?;
+                let duration = self.obj(
+                    "scala.concurrent.duration.FiniteDuration",
+                    &[("length", Value::Long(120)), ("unit", seconds)],
+                )?;
+                let prop = self.b.interned("spark.rpc.askTimeout");
+                self.obj(
+                    "org.apache.spark.rpc.RpcTimeout",
+                    &[("duration", duration), ("timeoutProp", prop)],
+                )?
+            }
+        };
         let name = self.b.interned(&r.name);
         let (rpc_address, text) = match &r.address {
             Some(a) => {
@@ -515,6 +524,25 @@ impl<'t, 'o> Scala<'t, 'o> {
                 ("mainClass", main),
             ],
         )
+    }
+
+    /// The ask timeout of the original stream's reference to the same endpoint (the typed
+    /// reference does not hold it; Spark's default is 120 s of `spark.rpc.askTimeout`).
+    fn original_timeout(&self, r: &EndpointRef) -> Option<Node<'o>> {
+        let g = self.original?;
+        g.entries().iter().enumerate().find_map(|(i, e)| {
+            let serial::Entry::Object(_) = e else {
+                return None;
+            };
+            let n = Node::new(g, Value::Ref(serial::Handle(i as u32)));
+            if n.class_name()? != "org.apache.spark.rpc.netty.NettyRpcEndpointRef" {
+                return None;
+            }
+            if endpoint_ref_of(n).ok().as_ref() != Some(r) {
+                return None;
+            }
+            n.field("defaultAskTimeout")
+        })
     }
 
     /// Field `name` of the original stream's object.

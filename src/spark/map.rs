@@ -146,7 +146,8 @@ fn addr(v: Node<'_>) -> Result<Addr, JavaError> {
     Ok(Addr::new(str_field(o, "host")?, int_field(o, "port")?))
 }
 
-fn endpoint_ref(v: Node<'_>) -> Result<EndpointRef, JavaError> {
+/// The typed form of an `RpcEndpointRef` object.
+pub(crate) fn endpoint_ref_of(v: Node<'_>) -> Result<EndpointRef, JavaError> {
     let o = obj(v, "endpoint reference")?;
     let a = obj(field(o, "endpointAddress")?, "endpointAddress")?;
     let rpc_address = field(a, "rpcAddress")?;
@@ -373,7 +374,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
             id: str_field(o, "id")?,
             host: str_field(o, "host")?,
             port: int_field(o, "port")?,
-            worker: endpoint_ref(field(o, "worker")?)?,
+            worker: endpoint_ref_of(field(o, "worker")?)?,
             cores: int_field(o, "cores")?,
             memory: int_field(o, "memory")?,
             worker_web_ui_url: str_field(o, "workerWebUiUrl")?,
@@ -381,7 +382,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
             resources: resources(field(o, "resources")?)?,
         }),
         "RegisteredWorker" => D::RegisteredWorker(deploy::RegisteredWorker {
-            master: endpoint_ref(field(o, "master")?)?,
+            master: endpoint_ref_of(field(o, "master")?)?,
             master_web_ui_url: str_field(o, "masterWebUiUrl")?,
             master_address: addr(field(o, "masterAddress")?)?,
             duplicate: bool_field(o, "duplicate")?,
@@ -391,7 +392,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
         }),
         "Heartbeat" => D::Heartbeat(deploy::Heartbeat {
             worker_id: str_field(o, "workerId")?,
-            worker: endpoint_ref(field(o, "worker")?)?,
+            worker: endpoint_ref_of(field(o, "worker")?)?,
         }),
         "WorkerLatestState" => D::WorkerLatestState(deploy::WorkerLatestState {
             id: str_field(o, "id")?,
@@ -417,7 +418,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
         }),
         "WorkerDecommissioning" => D::WorkerDecommissioning(deploy::WorkerDecommissioning {
             id: str_field(o, "id")?,
-            worker_ref: endpoint_ref(field(o, "workerRef")?)?,
+            worker_ref: endpoint_ref_of(field(o, "workerRef")?)?,
         }),
         "ReconnectWorker" => D::ReconnectWorker(deploy::ReconnectWorker {
             master_url: str_field(o, "masterUrl")?,
@@ -444,16 +445,16 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
             id: str_field(o, "id")?,
         }),
         "MasterChanged" => D::MasterChanged(deploy::MasterChanged {
-            master: endpoint_ref(field(o, "master")?)?,
+            master: endpoint_ref_of(field(o, "master")?)?,
             master_web_ui_url: str_field(o, "masterWebUiUrl")?,
         }),
         "RegisterApplication" => D::RegisterApplication(deploy::RegisterApplication {
             app_description: app_description_of(field(o, "appDescription")?)?,
-            driver: endpoint_ref(field(o, "driver")?)?,
+            driver: endpoint_ref_of(field(o, "driver")?)?,
         }),
         "RegisteredApplication" => D::RegisteredApplication(deploy::RegisteredApplication {
             app_id: str_field(o, "appId")?,
-            master: endpoint_ref(field(o, "master")?)?,
+            master: endpoint_ref_of(field(o, "master")?)?,
         }),
         "UnregisterApplication" => D::UnregisterApplication(deploy::UnregisterApplication {
             app_id: str_field(o, "appId")?,
@@ -540,7 +541,7 @@ fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
         }),
         "RegisterExecutor" => C::RegisterExecutor(coarse::RegisterExecutor {
             executor_id: str_field(o, "executorId")?,
-            executor_ref: endpoint_ref(field(o, "executorRef")?)?,
+            executor_ref: endpoint_ref_of(field(o, "executorRef")?)?,
             hostname: str_field(o, "hostname")?,
             cores: int_field(o, "cores")?,
             log_urls: string_map(field(o, "logUrls")?, "logUrls")?,
@@ -602,7 +603,7 @@ fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
             executor_ids: strings(field(o, "executorIds")?, "executorIds")?,
         }),
         "RegisterClusterManager" => C::RegisterClusterManager(coarse::RegisterClusterManager {
-            am: endpoint_ref(field(o, "am")?)?,
+            am: endpoint_ref_of(field(o, "am")?)?,
         }),
         _ => return Err(unmapped(name)),
     })
