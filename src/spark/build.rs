@@ -135,6 +135,59 @@ impl<'t> Builder<'t> {
         super_desc.ok_or_else(|| self.no_class(name))
     }
 
+    /// The descriptor of class `name`: the table's, or, for a class the table does not have,
+    /// a copy of the one at `h` in `from` (a stream the JVM wrote), with its superclasses.
+    fn desc_like(&mut self, from: &Graph, h: Handle, name: &str) -> Result<Handle, BuildError> {
+        if let Some(existing) = self.descs.get(name) {
+            return Ok(*existing);
+        }
+        if self.table.get(name).is_some() {
+            return self.desc(name);
+        }
+        let d = from
+            .class_desc(h)
+            .ok_or_else(|| BuildError::Value("a graft of a broken graph".into()))?
+            .clone();
+        let super_desc = match d.super_desc {
+            Some(sh) => {
+                let sname = from
+                    .class_desc(sh)
+                    .map(|s| s.name.clone())
+                    .ok_or_else(|| BuildError::Value("a graft of a broken graph".into()))?;
+                if sname == name {
+                    return Err(BuildError::Value(format!("{name}: its own superclass")));
+                }
+                Some(self.desc_like(from, sh, &sname)?)
+            }
+            None => None,
+        };
+        let fields = d
+            .fields
+            .iter()
+            .map(|f| {
+                let signature = f
+                    .signature
+                    .and_then(|s| from.string(s))
+                    .map(|sig| self.signature(sig));
+                FieldDesc {
+                    code: f.code,
+                    name: f.name.clone(),
+                    signature,
+                }
+            })
+            .collect();
+        let here = self.graph.add(Entry::ClassDesc(ClassDesc {
+            name: d.name.clone(),
+            suid: d.suid,
+            flags: d.flags,
+            fields,
+            annotation: Vec::new(),
+            super_desc,
+        }));
+        self.descs.insert(name.to_string(), here);
+        Ok(here)
+    }
+
     /// A field type's signature string: the JVM interns them, so equal ones are one string.
     fn signature(&mut self, sig: &str) -> Handle {
         if let Some(h) = self.signatures.get(sig) {
@@ -408,7 +461,7 @@ impl<'t> Builder<'t> {
                 continue;
             }
             let here = match entry {
-                Entry::ClassDesc(d) => self.desc(&d.name)?,
+                Entry::ClassDesc(d) => self.desc_like(from, h, &d.name)?,
                 _ => {
                     let placeholder = self.graph.add(Entry::String(String::new()));
                     todo.push((h, placeholder));
@@ -477,43 +530,26 @@ impl<'t> Builder<'t> {
 }
 
 impl Builder<'_> {
-    /// The one object this graph has for entry `h` of `from`, if the JVM keeps one such object:
-    /// a Scala `object`, a class, an enum constant, a cached box, the empty string.
+    /// The one object this graph has for entry `h` of `from`, if the JVM keeps one such object
+    /// however it came to be (a Scala `object`, a class, an enum constant). Boxes and strings
+    /// are not: a deserialized `Integer` or `String` is a new object.
     fn canonical(&mut self, from: &Graph, h: Handle) -> Result<Option<Value>, BuildError> {
         let node = super::serial::Node::new(from, Value::Ref(h));
         Ok(match from.get(h) {
-            Some(Entry::String(s)) if s.is_empty() => Some(self.interned("")),
             Some(Entry::Class(_)) => match node.class_object() {
-                Some(name) => Some(self.class_object(name)?),
-                None => None,
-            },
-            Some(Entry::Enum { .. }) => match (node.class_name(), node.enum_name()) {
-                (Some(c), Some(n)) => Some(self.enum_constant(c, n)?),
+                Some(name) if self.table.get(name).is_some() => Some(self.class_object(name)?),
                 _ => None,
             },
-            Some(Entry::Object(_)) => {
-                if let Some(module) = node.module() {
-                    Some(self.module(module)?)
-                } else {
-                    let value = node.field("value");
-                    match (node.class_name(), value.map(|v| v.value())) {
-                        (Some("java.lang.Boolean"), Some(Value::Bool(b))) => {
-                            Some(self.boxed_bool(b)?)
-                        }
-                        (Some("java.lang.Integer"), Some(Value::Int(i)))
-                            if (-128..=127).contains(&i) =>
-                        {
-                            Some(self.boxed_int(i)?)
-                        }
-                        (Some("java.lang.Long"), Some(Value::Long(l)))
-                            if (-128..=127).contains(&l) =>
-                        {
-                            Some(self.boxed_long(l)?)
-                        }
-                        _ => None,
-                    }
+            Some(Entry::Enum { .. }) => match (node.class_name(), node.enum_name()) {
+                (Some(c), Some(n)) if self.table.get(c).is_some() => {
+                    Some(self.enum_constant(c, n)?)
                 }
-            }
+                _ => None,
+            },
+            Some(Entry::Object(_)) => match node.module().filter(|m| self.table.get(m).is_some()) {
+                Some(module) => Some(self.module(module)?),
+                None => None,
+            },
             _ => None,
         })
     }
@@ -553,6 +589,43 @@ fn children(entry: &Entry) -> Vec<Handle> {
         Entry::Enum { class, name } => vec![*class, *name],
         Entry::Class(d) => vec![*d],
     }
+}
+
+/// Whether entry `h` is a boxed primitive (`Integer`, `Long`, `Boolean`, `Double`, …): a
+/// value whose identity, like a string's, a typed value does not hold.
+fn is_box(g: &Graph, h: Handle) -> bool {
+    let Some(Entry::Object(o)) = g.get(h) else {
+        return false;
+    };
+    g.class_desc(o.class).is_some_and(|d| {
+        matches!(
+            d.name.as_str(),
+            "java.lang.Integer"
+                | "java.lang.Long"
+                | "java.lang.Boolean"
+                | "java.lang.Double"
+                | "java.lang.Short"
+                | "java.lang.Byte"
+                | "java.lang.Float"
+                | "java.lang.Character"
+        )
+    })
+}
+
+/// `theirs`' box at `hb` as an entry of `ours` (its class descriptor `ours`' one at `ha`), to
+/// compare values.
+fn theirs_as_ours(ours: &Graph, ha: Handle, theirs: &Graph, hb: Handle) -> Option<Entry> {
+    let (Some(Entry::Object(a)), Some(Entry::Object(b))) = (ours.get(ha), theirs.get(hb)) else {
+        return None;
+    };
+    let same_class =
+        ours.class_desc(a.class).map(|d| &d.name) == theirs.class_desc(b.class).map(|d| &d.name);
+    same_class.then(|| {
+        Entry::Object(Object {
+            class: a.class,
+            data: b.data.clone(),
+        })
+    })
 }
 
 /// Where a value sits in a graph.
@@ -693,6 +766,24 @@ fn align(ours: &mut Graph, theirs: &Graph) -> Option<()> {
                     None if our_used.contains_key(&ha) => {
                         let copy = sa.clone();
                         ours.add(Entry::String(copy))
+                    }
+                    None => ha,
+                };
+                their_string.insert(hb, target);
+                our_used.insert(target, ());
+                if target != ha {
+                    set_slot(ours, mine, Value::Ref(target));
+                }
+            }
+            (Entry::Object(_), Entry::Object(_)) if is_box(ours, ha) && is_box(theirs, hb) => {
+                if ours.get(ha) != theirs_as_ours(ours, ha, theirs, hb).as_ref() {
+                    return None;
+                }
+                let target = match their_string.get(&hb) {
+                    Some(earlier) => *earlier,
+                    None if our_used.contains_key(&ha) => {
+                        let copy = ours.get(ha)?.clone();
+                        ours.add(copy)
                     }
                     None => ha,
                 };

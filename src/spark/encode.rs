@@ -10,12 +10,15 @@ use std::collections::BTreeMap;
 
 use super::build::{BuildError, Builder};
 use super::classes::ClassTable;
-use super::map::{app_description_of, endpoint_ref_of, resource_profile_of, Typed};
+use super::map::{
+    app_description_of, classify, driver_description_of, endpoint_ref_of, error_description_of,
+    resource_profile_of, Classified, Typed,
+};
 use super::serial::{self, Graph, Item, Node, SerialError, Value};
 use crate::messages::{
     Addr, ApplicationDescription, CoarseMessage, Command, DeployMessage, DriverDescription,
-    DriverState, EndpointRef, ErrorDescription, ExecutorDescription, ExecutorState, Payload,
-    ProfileExecutors, ResourceProfile, Resources, TaskState, Version,
+    DriverState, EndpointRef, ErrorDescription, ExecutorDescription, ExecutorLossReason,
+    ExecutorState, Payload, ProfileExecutors, ResourceProfile, Resources, TaskState, Version,
 };
 
 /// What cannot be encoded.
@@ -457,6 +460,14 @@ impl<'t, 'o> Scala<'t, 'o> {
     }
 
     fn resource_profile(&mut self, p: &ResourceProfile) -> R {
+        // Spark fills in some of a profile's fields lazily; the original has them as sent.
+        if let Some(o) = self.original_object(
+            "org.apache.spark.resource.ResourceProfile",
+            resource_profile_of,
+            p,
+        ) {
+            return self.b.graft(o.graph(), o.value());
+        }
         let mut exec = Vec::new();
         for (k, r) in &p.executor_resources {
             let key = self.b.interned(k);
@@ -545,24 +556,31 @@ impl<'t, 'o> Scala<'t, 'o> {
         })
     }
 
-    /// Field `name` of the original stream's object.
-    fn original_field(&self, name: &str) -> Option<Node<'o>> {
-        self.original?.root_node().field(name)
-    }
-
-    /// The original stream's `ApplicationDescription`, if it maps to `d`.
-    fn original_app(&self, d: &ApplicationDescription) -> Option<(&'o Graph, Value)> {
+    /// An object of class `class` in the original stream that maps to `want`: what the typed
+    /// value came from, with what it does not hold.
+    fn original_object<T: PartialEq>(
+        &self,
+        class: &str,
+        map: fn(Node<'_>) -> Result<T, super::java::JavaError>,
+        want: &T,
+    ) -> Option<Node<'o>> {
         let g = self.original?;
-        let root = g.root_node();
-        ["appDescription", "appDesc"].iter().find_map(|name| {
-            let f = root.field(name)?;
-            (app_description_of(f).ok().as_ref() == Some(d)).then(|| (g, f.value()))
+        g.entries().iter().enumerate().find_map(|(i, e)| {
+            let serial::Entry::Object(_) = e else {
+                return None;
+            };
+            let n = Node::new(g, Value::Ref(serial::Handle(i as u32)));
+            (n.class_name()? == class && map(n).ok().as_ref() == Some(want)).then_some(n)
         })
     }
 
     fn app_description(&mut self, d: &ApplicationDescription) -> R {
-        if let Some((g, v)) = self.original_app(d) {
-            return self.b.graft(g, v);
+        if let Some(o) = self.original_object(
+            "org.apache.spark.deploy.ApplicationDescription",
+            app_description_of,
+            d,
+        ) {
+            return self.b.graft(o.graph(), o.value());
         }
         let app_ui = self.s(&d.app_ui_url);
         let command = self.command(&d.command)?;
@@ -590,6 +608,15 @@ impl<'t, 'o> Scala<'t, 'o> {
     }
 
     fn driver_description(&mut self, d: &DriverDescription) -> R {
+        // A submitted driver's environment is Spark's `sys.env`, a map with a default function:
+        // only the original stream has it as it was.
+        if let Some(f) = self.original_object(
+            "org.apache.spark.deploy.DriverDescription",
+            driver_description_of,
+            d,
+        ) {
+            return self.b.graft(f.graph(), f.value());
+        }
         let command = self.command(&d.command)?;
         let jar = self.s(&d.jar_url);
         let mut reqs = Vec::with_capacity(d.resource_reqs.len());
@@ -636,6 +663,23 @@ impl<'t, 'o> Scala<'t, 'o> {
 
     /// A Java exception of the named class with its message and no stack trace.
     fn exception(&mut self, e: &ErrorDescription) -> R {
+        // The original exception, with its stack trace and cause, if the stream had it.
+        let g = self.original;
+        let original = g.and_then(|g| {
+            g.entries().iter().enumerate().find_map(|(i, entry)| {
+                let serial::Entry::Object(_) = entry else {
+                    return None;
+                };
+                let n = Node::new(g, Value::Ref(serial::Handle(i as u32)));
+                n.field("stackTrace")?;
+                (n.class_name()? == e.class_name
+                    && error_description_of(n).ok().as_ref() == Some(e))
+                .then_some(n)
+            })
+        });
+        if let Some(n) = original {
+            return self.b.graft(n.graph(), n.value());
+        }
         let message = self.s(&e.message);
         let trace = self.b.array("[Ljava.lang.StackTraceElement;", Vec::new())?;
         // `Throwable`'s sentinel for "no suppressed exceptions": `Collections.emptyList()`.
@@ -1041,6 +1085,26 @@ impl<'t, 'o> Scala<'t, 'o> {
                 self.msg("DecommissionWorkersOnHosts", &[("hostnames", hosts)])
             }
             D::RequestWorkerState(_) => self.b.module(&format!("{DEPLOY}RequestWorkerState$")),
+            D::MasterStateResponse(_) => {
+                // A master's WorkerInfo, ApplicationInfo and DriverInfo objects hold what the
+                // typed answer does not (the drivers' references, submission dates, retry
+                // counts): only the original answer is written.
+                let same = self.original.is_some_and(|g| {
+                    matches!(classify(g.root_node()), Classified::Message(Typed::Deploy(o)) if &o == m)
+                });
+                match self.original {
+                    Some(g) if same => {
+                        let root = g.root().map(Value::Ref).unwrap_or(Value::Null);
+                        self.b.graft(g, root)
+                    }
+                    _ => Err(BuildError::Unsupported(
+                        "MasterStateResponse is written only as the master's own objects \
+                         decoded from Spark: its WorkerInfo, ApplicationInfo and DriverInfo hold \
+                         state a typed answer does not"
+                            .into(),
+                    )),
+                }
+            }
             other => Err(BuildError::Unsupported(format!(
                 "{} does not cross Spark's wire in a form sparkwire writes (a local message, \
                  or a state answer whose Spark objects sparkwire does not model)",
@@ -1068,14 +1132,7 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let props = self.array_seq_typed("[Lscala.Tuple2;", props)?;
                 let key = self.opt_bytes(c.io_encryption_key.as_ref())?;
                 let creds = self.opt_bytes(c.hadoop_delegation_creds.as_ref())?;
-                let profile = match self.original_field("resourceProfile") {
-                    Some(o)
-                        if resource_profile_of(o).ok().as_ref() == Some(&c.resource_profile) =>
-                    {
-                        self.b.graft(o.graph(), o.value())?
-                    }
-                    _ => self.resource_profile(&c.resource_profile)?,
-                };
+                let profile = self.resource_profile(&c.resource_profile)?;
                 let level = self.opt_string(c.log_level.as_deref())?;
                 self.cmsg(
                     "SparkAppConfig",
@@ -1187,6 +1244,11 @@ impl<'t, 'o> Scala<'t, 'o> {
             C::RetrieveLastAllocatedExecutorId(_) => self
                 .b
                 .module(&format!("{COARSE}RetrieveLastAllocatedExecutorId$")),
+            C::RemoveExecutor(r) => {
+                let id = self.s(&r.executor_id);
+                let reason = self.loss_reason(&r.reason)?;
+                self.cmsg("RemoveExecutor", &[("executorId", id), ("reason", reason)])
+            }
             C::RegisterClusterManager(r) => {
                 let am = self.endpoint_ref(&r.am)?;
                 self.cmsg("RegisterClusterManager", &[("am", am)])
@@ -1207,6 +1269,66 @@ impl<'t, 'o> Scala<'t, 'o> {
                  or one whose Spark objects sparkwire does not model)",
                 crate::messages::Family::name(other)
             ))),
+        }
+    }
+
+    fn loss_reason(&mut self, r: &ExecutorLossReason) -> R {
+        const PKG: &str = "org.apache.spark.scheduler.";
+        match r {
+            ExecutorLossReason::ExecutorKilled {} => {
+                self.b.module(&format!("{PKG}ExecutorKilled$"))
+            }
+            ExecutorLossReason::LossReasonPending {} => {
+                self.b.module(&format!("{PKG}LossReasonPending$"))
+            }
+            ExecutorLossReason::ExecutorExited {
+                exit_code,
+                exit_caused_by_app,
+                reason,
+            } => {
+                let m = self.s(reason);
+                self.obj(
+                    &format!("{PKG}ExecutorExited"),
+                    &[
+                        ("message", m),
+                        ("exitCausedByApp", Value::Bool(*exit_caused_by_app)),
+                        ("exitCode", Value::Int(*exit_code)),
+                    ],
+                )
+            }
+            ExecutorLossReason::ExecutorProcessLost {
+                reason,
+                worker_host,
+                caused_by_app,
+            } => {
+                let m = self.s(reason);
+                let host = self.opt_string(worker_host.as_deref())?;
+                self.obj(
+                    &format!("{PKG}ExecutorProcessLost"),
+                    &[
+                        ("message", m),
+                        ("causedByApp", Value::Bool(*caused_by_app)),
+                        ("workerHost", host),
+                    ],
+                )
+            }
+            ExecutorLossReason::ExecutorDecommission {
+                worker_host,
+                reason,
+            } => {
+                // Spark's message for it: "Executor decommission: " and the reason.
+                let m = self.s(&format!("Executor decommission: {reason}"));
+                let r = self.s(reason);
+                let host = self.opt_string(worker_host.as_deref())?;
+                self.obj(
+                    &format!("{PKG}ExecutorDecommission"),
+                    &[("message", m), ("reason", r), ("workerHost", host)],
+                )
+            }
+            ExecutorLossReason::Other { message } => {
+                let m = self.s(message);
+                self.obj(&format!("{PKG}ExecutorLossReason"), &[("message", m)])
+            }
         }
     }
 

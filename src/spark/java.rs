@@ -245,6 +245,10 @@ pub fn entries<'g>(v: Node<'g>, what: &str) -> Result<Vec<(Node<'g>, Node<'g>)>,
             .filter_map(|i| Some((get(format!("key{i}"))?, get(format!("value{i}"))?)))
             .collect());
     }
+    if class.ends_with("Map$WithDefault") {
+        // `withDefault` (Spark's `sys.env` copies): the entries are the underlying map's.
+        return entries(field(v, "underlying")?, what);
+    }
     if class == "scala.collection.immutable.HashMap$SerializationProxy" {
         let mut it = v
             .annotation()

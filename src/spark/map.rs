@@ -18,9 +18,11 @@ use crate::definition::Definition;
 use crate::messages::coarse;
 use crate::messages::deploy;
 use crate::messages::{
-    Addr, ApplicationDescription, Command, DriverState, EndpointRef, ErrorDescription,
-    ExecutorDescription, ExecutorResourceRequest, ExecutorState, Payload, ResourceInformation,
-    ResourceProfile, Resources, TaskResourceRequest, TaskState,
+    Addr, ApplicationDescription, ApplicationInfo, ApplicationState, Command, DriverDescription,
+    DriverInfo, DriverState, EndpointRef, ErrorDescription, ExecutorDescription,
+    ExecutorLossReason, ExecutorResourceRequest, ExecutorState, Payload, ProfileExecutors,
+    RecoveryState, ResourceInformation, ResourceProfile, ResourceRequirement, Resources,
+    TaskResourceRequest, TaskState, WorkerInfo, WorkerState,
 };
 use crate::messages::{CoarseMessage, DeployMessage};
 
@@ -324,6 +326,111 @@ pub(crate) fn app_description_of(v: Node<'_>) -> Result<ApplicationDescription, 
     })
 }
 
+/// The typed form of a `DriverDescription` object.
+pub(crate) fn driver_description_of(v: Node<'_>) -> Result<DriverDescription, JavaError> {
+    let o = obj(v, "DriverDescription")?;
+    Ok(DriverDescription {
+        jar_url: str_field(o, "jarUrl")?,
+        mem: int_field(o, "mem")?,
+        cores: int_field(o, "cores")?,
+        supervise: bool_field(o, "supervise")?,
+        command: command(field(o, "command")?)?,
+        resource_reqs: elements(field(o, "resourceReqs")?, "resourceReqs")?
+            .into_iter()
+            .map(|r| {
+                let r = obj(r, "ResourceRequirement")?;
+                Ok(ResourceRequirement {
+                    resource_name: str_field(r, "resourceName")?,
+                    amount: int_field(r, "amount")?,
+                    num_parts: int_field(r, "numParts")?,
+                })
+            })
+            .collect::<Result<_, JavaError>>()?,
+    })
+}
+
+/// The typed form of a master's `WorkerInfo`. Its state, used cores and memory and last
+/// heartbeat are `@transient`: they take the values Spark's `readObject` gives them (ALIVE, 0,
+/// 0; the heartbeat, which Spark sets to the reading clock, 0).
+fn worker_info(v: Node<'_>) -> Result<WorkerInfo, JavaError> {
+    let o = obj(v, "WorkerInfo")?;
+    Ok(WorkerInfo {
+        id: str_field(o, "id")?,
+        host: str_field(o, "host")?,
+        port: int_field(o, "port")?,
+        cores: int_field(o, "cores")?,
+        memory: int_field(o, "memory")?,
+        cores_used: 0,
+        memory_used: 0,
+        state: WorkerState::Alive,
+        last_heartbeat: 0,
+        web_ui_address: str_field(o, "webUiAddress")?,
+        resources: resources(field(o, "resources")?)?,
+    })
+}
+
+/// The typed form of a master's `ApplicationInfo` (its transient state as Spark's `readObject`
+/// leaves it: WAITING, no cores granted, no end time).
+fn application_info(v: Node<'_>) -> Result<ApplicationInfo, JavaError> {
+    let o = obj(v, "ApplicationInfo")?;
+    Ok(ApplicationInfo {
+        id: str_field(o, "id")?,
+        start_time: long_field(o, "startTime")?,
+        desc: app_description_of(field(o, "desc")?)?,
+        state: ApplicationState::Waiting,
+        cores_granted: 0,
+        end_time: -1,
+    })
+}
+
+/// The typed form of a master's `DriverInfo` (its transient state as Spark's `readObject`
+/// leaves it: SUBMITTED, on no worker, no exception).
+fn driver_info(v: Node<'_>) -> Result<DriverInfo, JavaError> {
+    let o = obj(v, "DriverInfo")?;
+    Ok(DriverInfo {
+        id: str_field(o, "id")?,
+        start_time: long_field(o, "startTime")?,
+        desc: driver_description_of(field(o, "desc")?)?,
+        state: DriverState::Submitted,
+        worker_id: None,
+        exception: None,
+    })
+}
+
+/// A `scheduler.ExecutorLossReason` (its subclasses and objects).
+fn loss_reason(v: Node<'_>) -> Result<ExecutorLossReason, JavaError> {
+    let class = v.class().unwrap_or_default();
+    let short = class.rsplit('.').next().unwrap_or(class);
+    let message = || str_field(v, "message");
+    Ok(match short {
+        "ExecutorKilled$" => ExecutorLossReason::ExecutorKilled {},
+        "LossReasonPending$" => ExecutorLossReason::LossReasonPending {},
+        "ExecutorExited" => ExecutorLossReason::ExecutorExited {
+            exit_code: int_field(v, "exitCode")?,
+            exit_caused_by_app: bool_field(v, "exitCausedByApp")?,
+            reason: message()?,
+        },
+        "ExecutorProcessLost" => ExecutorLossReason::ExecutorProcessLost {
+            reason: message()?,
+            worker_host: opt_string(v, "workerHost")?,
+            caused_by_app: bool_field(v, "causedByApp")?,
+        },
+        "ExecutorDecommission" => ExecutorLossReason::ExecutorDecommission {
+            worker_host: opt_string(v, "workerHost")?,
+            reason: str_field(v, "reason")?,
+        },
+        _ if class.starts_with("org.apache.spark.scheduler.") => ExecutorLossReason::Other {
+            message: message()?,
+        },
+        _ => {
+            return Err(JavaError::Shape(format!(
+                "an ExecutorLossReason, found {}",
+                v.describe()
+            )))
+        }
+    })
+}
+
 fn executor_description(v: Node<'_>) -> Result<ExecutorDescription, JavaError> {
     let o = obj(v, "ExecutorDescription")?;
     Ok(ExecutorDescription {
@@ -336,7 +443,8 @@ fn executor_description(v: Node<'_>) -> Result<ExecutorDescription, JavaError> {
     })
 }
 
-fn error_description(v: Node<'_>) -> Result<ErrorDescription, JavaError> {
+/// The typed form of a Java exception: its class and detail message.
+pub(crate) fn error_description_of(v: Node<'_>) -> Result<ErrorDescription, JavaError> {
     // A Java exception: its class and detail message.
     let o = obj(v, "exception")?;
     let message = o
@@ -413,7 +521,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
             driver_id: str_field(o, "driverId")?,
             state: driver_state(field(o, "state")?)?,
             exception: option(field(o, "exception")?, "exception")?
-                .map(error_description)
+                .map(error_description_of)
                 .transpose()?,
         }),
         "WorkerDecommissioning" => D::WorkerDecommissioning(deploy::WorkerDecommissioning {
@@ -495,6 +603,111 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
         }),
         "RequestDriverStatus" => D::RequestDriverStatus(deploy::RequestDriverStatus {
             driver_id: str_field(o, "driverId")?,
+        }),
+        "RequestSubmitDriver" => D::RequestSubmitDriver(deploy::RequestSubmitDriver {
+            driver_description: driver_description_of(field(o, "driverDescription")?)?,
+        }),
+        "LaunchDriver" => D::LaunchDriver(deploy::LaunchDriver {
+            driver_id: str_field(o, "driverId")?,
+            driver_desc: driver_description_of(field(o, "driverDesc")?)?,
+            resources: resources(field(o, "resources")?)?,
+        }),
+        "SubmitDriverResponse" => D::SubmitDriverResponse(deploy::SubmitDriverResponse {
+            master: endpoint_ref_of(field(o, "master")?)?,
+            success: bool_field(o, "success")?,
+            driver_id: opt_string(o, "driverId")?,
+            message: str_field(o, "message")?,
+        }),
+        "KillDriverResponse" => D::KillDriverResponse(deploy::KillDriverResponse {
+            master: endpoint_ref_of(field(o, "master")?)?,
+            driver_id: str_field(o, "driverId")?,
+            success: bool_field(o, "success")?,
+            message: str_field(o, "message")?,
+        }),
+        "DriverStatusResponse" => D::DriverStatusResponse(deploy::DriverStatusResponse {
+            found: bool_field(o, "found")?,
+            state: option(field(o, "state")?, "state")?
+                .map(driver_state)
+                .transpose()?,
+            worker_id: opt_string(o, "workerId")?,
+            worker_host_port: opt_string(o, "workerHostPort")?,
+            exception: option(field(o, "exception")?, "exception")?
+                .map(error_description_of)
+                .transpose()?,
+        }),
+        "KillAllDriversResponse" => D::KillAllDriversResponse(deploy::KillAllDriversResponse {
+            master: endpoint_ref_of(field(o, "master")?)?,
+            success: bool_field(o, "success")?,
+            message: str_field(o, "message")?,
+        }),
+        "RequestExecutors" => D::RequestExecutors(deploy::RequestExecutors {
+            app_id: str_field(o, "appId")?,
+            resource_profile_to_total_execs: entries(
+                field(o, "resourceProfileToTotalExecs")?,
+                "resourceProfileToTotalExecs",
+            )?
+            .into_iter()
+            .map(|(p, n)| {
+                Ok(ProfileExecutors {
+                    profile: resource_profile_of(p)?,
+                    total: int(n, "resourceProfileToTotalExecs")?,
+                })
+            })
+            .collect::<Result<_, JavaError>>()?,
+        }),
+        "WorkerSchedulerStateResponse" => {
+            D::WorkerSchedulerStateResponse(deploy::WorkerSchedulerStateResponse {
+                id: str_field(o, "id")?,
+                exec_responses: elements(field(o, "execResponses")?, "execResponses")?
+                    .into_iter()
+                    .map(|e| {
+                        Ok(deploy::WorkerExecutorStateResponse {
+                            desc: executor_description(field(e, "desc")?)?,
+                            resources: resources(field(e, "resources")?)?,
+                        })
+                    })
+                    .collect::<Result<_, JavaError>>()?,
+                driver_responses: elements(field(o, "driverResponses")?, "driverResponses")?
+                    .into_iter()
+                    .map(|d| {
+                        Ok(deploy::WorkerDriverStateResponse {
+                            driver_id: str_field(d, "driverId")?,
+                            resources: resources(field(d, "resources")?)?,
+                        })
+                    })
+                    .collect::<Result<_, JavaError>>()?,
+            })
+        }
+        "DecommissionWorkersOnHosts" => {
+            D::DecommissionWorkersOnHosts(deploy::DecommissionWorkersOnHosts {
+                hostnames: strings(field(o, "hostnames")?, "hostnames")?,
+            })
+        }
+        "MasterStateResponse" => D::MasterStateResponse(deploy::MasterStateResponse {
+            host: str_field(o, "host")?,
+            port: int_field(o, "port")?,
+            rest_port: opt_int(o, "restPort")?,
+            workers: elements(field(o, "workers")?, "workers")?
+                .into_iter()
+                .map(worker_info)
+                .collect::<Result<_, _>>()?,
+            active_apps: elements(field(o, "activeApps")?, "activeApps")?
+                .into_iter()
+                .map(application_info)
+                .collect::<Result<_, _>>()?,
+            completed_apps: elements(field(o, "completedApps")?, "completedApps")?
+                .into_iter()
+                .map(application_info)
+                .collect::<Result<_, _>>()?,
+            active_drivers: elements(field(o, "activeDrivers")?, "activeDrivers")?
+                .into_iter()
+                .map(driver_info)
+                .collect::<Result<_, _>>()?,
+            completed_drivers: elements(field(o, "completedDrivers")?, "completedDrivers")?
+                .into_iter()
+                .map(driver_info)
+                .collect::<Result<_, _>>()?,
+            status: spark_enum(field(o, "status")?, "RecoveryState", RecoveryState::ALL)?,
         }),
         _ => return Err(unmapped(name)),
     })
@@ -601,6 +814,10 @@ fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
         }),
         "KillExecutors" => C::KillExecutors(coarse::KillExecutors {
             executor_ids: strings(field(o, "executorIds")?, "executorIds")?,
+        }),
+        "RemoveExecutor" => C::RemoveExecutor(coarse::RemoveExecutor {
+            executor_id: str_field(o, "executorId")?,
+            reason: loss_reason(field(o, "reason")?)?,
         }),
         "RegisterClusterManager" => C::RegisterClusterManager(coarse::RegisterClusterManager {
             am: endpoint_ref_of(field(o, "am")?)?,
