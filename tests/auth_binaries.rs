@@ -266,7 +266,7 @@ async fn with_a_secret_no_peer_without_it_gets_a_handshake_and_only_admins_chang
         admin
             .ask_with_timeout(RequestClearCompletedDriversAndApps::new().into(), PATIENCE)
             .await,
-        Ok(Reply::Int(0))
+        Ok(Reply::Bool(true))
     ));
     admin.close().await;
 

@@ -488,3 +488,69 @@ fn every_message_of_the_real_captures_is_encoded_from_its_typed_value_byte_for_b
     eprintln!("{same} re-encoded byte for byte, {} differ", differ.len());
     assert!(differ.is_empty(), "{}", differ.join("\n\n"));
 }
+
+/// The captures kept in the repository (`tests/data/spark/`, made by `scripts/spark/capture.sh`).
+fn repository_captures(version: &str) -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/spark")
+        .join(version);
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    out.retain(|p| p.extension().is_some_and(|e| e == "pcap"));
+    out.sort();
+    out
+}
+
+#[test]
+fn every_spark_4_capture_decodes_re_encodes_byte_for_byte_and_validates() {
+    let captures = repository_captures("4.0.1");
+    assert!(captures.len() >= 7, "the 4.0.1 captures: {captures:?}");
+    let mut messages = std::collections::BTreeSet::new();
+    for path in captures {
+        let name = path.display();
+        let f = File::open(&path).expect("capture opens");
+        let d = sparkwire::spark::decode::decode_capture_with(f, Vec::new(), Version::V2, true)
+            .expect("capture decodes");
+        let s = &d.summary;
+        assert!(
+            s.failures.is_empty(),
+            "{name}: not decoded: {:#?}",
+            s.failures
+        );
+        assert!(
+            s.unknown.is_empty(),
+            "{name}: unknown classes: {:?}",
+            s.unknown
+        );
+        let rt = s.roundtrip.as_ref().expect("checked");
+        assert_eq!(rt.differ, 0, "{name}: {:#?}", rt.differences);
+        let mut v = Validator::new(Config::default());
+        let mut violations = Vec::new();
+        for e in &d.events {
+            violations.extend(v.observe(e));
+        }
+        violations.extend(v.finish());
+        assert!(violations.is_empty(), "{name}: {violations:#?}");
+        messages.extend(rt.by_message.keys().cloned());
+    }
+    // Together they put these on the wire, each re-encoded byte for byte.
+    for m in [
+        "deploy.RequestSubmitDriver",
+        "deploy.LaunchDriver",
+        "deploy.SubmitDriverResponse",
+        "deploy.DriverStatusResponse",
+        "deploy.KillDriverResponse",
+        "deploy.RequestExecutors",
+        "deploy.KillExecutors",
+        "deploy.MasterChanged",
+        "deploy.WorkerSchedulerStateResponse",
+        "deploy.MasterStateResponse",
+        "deploy.MasterInStandby",
+        "deploy.WorkerDecommissioning",
+        "deploy.DecommissionWorkersOnHosts",
+        "coarse.RemoveExecutor",
+    ] {
+        assert!(messages.contains(m), "{m} in no capture: {messages:?}");
+    }
+}

@@ -896,13 +896,18 @@ impl Tracer {
     }
 
     /// The roles a catalogued message implies: its sender's and receiver's, as a pair that talks.
-    fn roles_for(m: &Typed, from_client: bool) -> Option<(Role, Role)> {
+    /// The roles a connection has if `m` crossed it (from its client when `from_client`);
+    /// where several pairs fit (a master that dialled a worker or an application after a
+    /// restart sends MasterChanged to either), the endpoint the client checked for decides.
+    fn roles_for(m: &Typed, from_client: bool, checked: Option<&str>) -> Option<(Role, Role)> {
         let def = Definition::builtin().message(m.family(), m.name())?;
         let roles = |names: &[String]| -> Vec<Role> {
             names.iter().filter_map(|n| Role::from_name(n)).collect()
         };
         let (from, to) = (roles(&def.from), roles(&def.to));
-        const PAIRS: [(Role, Role); 8] = [
+        // Connections a master opens come last: a master dials only when it has no connection
+        // from the peer (a restarted master recovering its workers and applications).
+        const PAIRS: [(Role, Role); 10] = [
             (Role::Worker, Role::Master),
             (Role::AppClient, Role::Master),
             (Role::DriverClient, Role::Master),
@@ -911,14 +916,28 @@ impl Tracer {
             (Role::Executor, Role::Driver),
             (Role::ClusterManager, Role::Driver),
             (Role::Executor, Role::Worker),
+            (Role::Master, Role::Worker),
+            (Role::Master, Role::AppClient),
         ];
-        PAIRS.into_iter().find(|(client, server)| {
+        let fits = PAIRS.into_iter().filter(|(client, server)| {
             if from_client {
                 from.contains(client) && to.contains(server)
             } else {
                 from.contains(server) && to.contains(client)
             }
-        })
+        });
+        let named = match checked {
+            Some("Master") => Some(Role::Master),
+            Some("Worker") => Some(Role::Worker),
+            Some("AppClient") => Some(Role::AppClient),
+            Some("CoarseGrainedScheduler") => Some(Role::Driver),
+            _ => None,
+        };
+        let all: Vec<(Role, Role)> = fits.collect();
+        all.iter()
+            .find(|(_, server)| Some(*server) == named)
+            .or_else(|| all.first())
+            .copied()
     }
 
     fn envelope(
@@ -938,9 +957,21 @@ impl Tracer {
         self.seen(transport.as_str(), class);
         let needs_ends = self.conns.get(&conn).is_some_and(|c| c.ends.is_none());
         if needs_ends {
+            // The endpoint the client named: its endpoint check, else its request's receiver.
+            let checked = self.conns.get(&conn).and_then(|c| {
+                c.hints
+                    .checked
+                    .clone()
+                    .or_else(|| c.hints.server_endpoints.last().cloned())
+            });
+            let checked = checked.as_deref();
             let roles = match &env {
-                EnvelopeOf::Send(m) | EnvelopeOf::Ask(_, m) => Self::roles_for(m, from_client),
-                EnvelopeOf::Reply(_, ReplyOf::Message(m)) => Self::roles_for(m, from_client),
+                EnvelopeOf::Send(m) | EnvelopeOf::Ask(_, m) => {
+                    Self::roles_for(m, from_client, checked)
+                }
+                EnvelopeOf::Reply(_, ReplyOf::Message(m)) => {
+                    Self::roles_for(m, from_client, checked)
+                }
                 _ => None,
             };
             match roles {

@@ -58,10 +58,10 @@ pub enum Envelope<F> {
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Reply<F> {
-    /// A Boolean (most asks: `ExecutorStateChanged`, `RegisterExecutor`, `RequestExecutors`, …).
+    /// A Boolean (most asks: `ExecutorStateChanged`, `RegisterExecutor`, `RequestExecutors`,
+    /// `RequestClearCompletedDriversAndApps`, …).
     Bool(bool),
-    /// An integer (`DecommissionWorkersOnHosts`, `RequestClearCompletedDriversAndApps`,
-    /// `RetrieveLastAllocatedExecutorId`).
+    /// An integer (`DecommissionWorkersOnHosts`, `RetrieveLastAllocatedExecutorId`).
     Int(i32),
     /// Bytes (`RetrieveDelegationTokens`).
     Bytes(Payload),

@@ -509,7 +509,7 @@ fn flows(cs: &mut Cases) {
     cs.add(
         "flow/master/ui/clear-completed",
         Level::Must,
-        "the master answers RequestClearCompletedDriversAndApps with an int reply",
+        "the master answers RequestClearCompletedDriversAndApps with a bool reply (definition.json: reply bool, as Spark 4.0.1's master)",
         |ctx: Ctx| async move {
             let mut ui = open(&ctx, Role::Ui, "ui", "", Version::V2).await?;
             ui.send(&Envelope::Ask {
@@ -519,12 +519,12 @@ fn flows(cs: &mut Cases) {
                 ),
             })
             .await?;
-            ui.expect::<D, ()>(wait(&ctx), "an int reply", |e| {
+            ui.expect::<D, ()>(wait(&ctx), "a bool reply", |e| {
                 matches!(
                     e,
                     Envelope::Reply {
                         id: 2,
-                        reply: Reply::Int(_)
+                        reply: Reply::Bool(_)
                     }
                 )
                 .then_some(())

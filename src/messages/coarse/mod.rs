@@ -34,15 +34,14 @@ pub(in crate::messages) mod family {
 same_layout!(V1, false:
     RetrieveSparkAppConfig, RegisterExecutor, LaunchedExecutor, LaunchTask, KillTask, StopExecutor,
     UpdateDelegationTokens, RetrieveLastAllocatedExecutorId, RegisterClusterManager, AddWebUIFilter,
-    RetrieveDelegationTokens, KillExecutors, GetExecutorLossReason,
+    RetrieveDelegationTokens, KillExecutors, GetExecutorLossReason, RemoveExecutor,
 );
 same_layout!(V2, false:
     DecommissionExecutor, ExecutorDecommissioning, UpdateExecutorLogLevel, TaskThreadDump,
     ShufflePushCompletion, MiscellaneousProcessAdded, IsExecutorAlive,
 );
 same_layout!(V1, true:
-    ReviveOffers, StopDriver, StopExecutors, RemoveExecutor, RemoveWorker, KillExecutorsOnHost,
-    SetupDriver,
+    ReviveOffers, StopDriver, StopExecutors, RemoveWorker, KillExecutorsOnHost, SetupDriver,
 );
 same_layout!(V2, true: ExecutorDecommissionSigReceived, DecommissionExecutorsOnHost, UpdateExecutorsLogLevel);
 legacy_layout!(false:

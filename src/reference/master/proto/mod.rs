@@ -473,13 +473,13 @@ impl MasterCore {
                 }
                 return;
             }
-            M::RequestDriverStatus(r) if client_side => {
+            M::RequestDriverStatus(r) if ui_side => {
                 Reply::Message(self.driver_status(&r.driver_id).into())
             }
             M::RequestMasterState(_) if ui_side => Reply::Message(self.master_state().into()),
             M::RequestReadyz(_) if ui_side => Reply::Bool(self.ha.state != RecoveryState::Standby),
             M::RequestClearCompletedDriversAndApps(_) if ui_side => {
-                Reply::Int(self.clear_completed())
+                Reply::Bool(self.clear_completed())
             }
             M::DecommissionWorkersOnHosts(d) if ui_side => {
                 Reply::Int(self.decommission_workers_on_hosts(&d.hostnames))

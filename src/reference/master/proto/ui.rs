@@ -37,9 +37,8 @@ impl MasterCore {
     }
 
     /// RequestClearCompletedDriversAndApps: forgets completed drivers and applications and
-    /// answers how many (Spark 4.0.1 answers `true`; the protocol's reply is the count).
-    pub(crate) fn clear_completed(&mut self) -> i32 {
-        let n = self.drivers.completed.len() + self.apps.completed.len();
+    /// answers `true`, as Spark 4.0.1's master does.
+    pub(crate) fn clear_completed(&mut self) -> bool {
         tracing::info!(
             "Asked to clear {} completed drivers and {} completed apps.",
             self.drivers.completed.len(),
@@ -47,7 +46,7 @@ impl MasterCore {
         );
         self.drivers.completed.clear();
         self.apps.completed.clear();
-        i32::try_from(n).unwrap_or(i32::MAX)
+        true
     }
 
     /// What the web UI shows now: the state as `RequestMasterState` answers it (so that the
