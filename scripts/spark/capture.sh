@@ -453,10 +453,10 @@ scenario_refused() {
   note "Client kill: KillDriverResponse(success = false); stopped"
   if [ "$version" = 4.0.1 ]; then
     probe status:driver-00000000000000-0000 state readyz
-    note "probe: RequestDriverStatus (answer carries a SparkException), RequestMasterState, RequestReadyz"
+    note "probe: RequestDriverStatus (the answer carries an exception), RequestMasterState, RequestReadyz"
   else
     probe status:driver-00000000000000-0000 state
-    note "probe: RequestDriverStatus (answer carries a SparkException), RequestMasterState"
+    note "probe: RequestDriverStatus (the answer carries an exception), RequestMasterState"
   fi
   stop_all_in_order
 }
