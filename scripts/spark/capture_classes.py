@@ -203,6 +203,11 @@ def messages(path):
                 label += " (unparsed body)"
             counts[label] = counts.get(label, 0) + 1
             i += length
+            if kind == 7 and len(frame) >= 13:
+                # StreamResponse: streamId, byteCount; the stream's bytes follow the frame (a file the
+                # driver serves, such as the application jar an executor fetches)
+                n = struct.unpack(">i", frame[9:13])[0]
+                i += struct.unpack(">q", frame[13 + n : 21 + n])[0]
         unparsed += len(buf) - i
     return counts, unparsed
 
