@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Prints the markdown table of tests/data/spark/README.md: per capture its size, packets, frames and
-the Spark messages in it (short class names, with counts).
+"""Prints the markdown tables of tests/data/spark/README.md.
 
     python3 scripts/spark/capture_table.py tests/data/spark/*/*.pcap
+        per capture: its size, packets, frames and the Spark messages in it (short names, counts)
+    python3 scripts/spark/capture_table.py --coverage tests/data/spark/*/*.pcap
+        per catalogued message that crosses Spark's wire: the captures of each version that hold it
 """
 import os
 import struct
@@ -31,6 +33,58 @@ def short(label):
         name = name.replace(prefix, "")
     return name + ("" if kind.startswith("RpcRequest") or kind.startswith("OneWay") else " (reply)" if kind.startswith("RpcResponse") else "")
 
+
+RECEIVES = """RegisterWorker Heartbeat WorkerLatestState ExecutorStateChanged DriverStateChanged
+WorkerDecommissioning WorkerSchedulerStateResponse RegisterApplication UnregisterApplication
+MasterChangeAcknowledged RequestExecutors KillExecutors RequestSubmitDriver RequestKillDriver
+RequestDriverStatus RequestKillAllDrivers RequestClearCompletedDriversAndApps RequestReadyz
+RequestMasterState DecommissionWorkersOnHosts""".split()
+SENDS = """RegisteredWorker RegisterWorkerFailed MasterInStandby ReconnectWorker LaunchExecutor KillExecutor
+LaunchDriver KillDriver ApplicationFinished DecommissionWorker MasterChanged RegisteredApplication
+ExecutorAdded ExecutorUpdated ApplicationRemoved WorkerRemoved SubmitDriverResponse KillDriverResponse
+DriverStatusResponse KillAllDriversResponse MasterStateResponse""".split()
+OTHERS = """CheckExistence Boolean Integer RetrieveSparkAppConfig SparkAppConfig RegisterExecutor
+LaunchedExecutor StatusUpdate LaunchTask KillTask StopExecutor DecommissionExecutor
+ExecutorDecommissioning UpdateDelegationTokens UpdateExecutorLogLevel TaskThreadDump
+ShufflePushCompletion MiscellaneousProcessAdded IsExecutorAlive RetrieveLastAllocatedExecutorId
+RemoveExecutor""".split()
+NOT_IN_303 = set("""WorkerDecommissioning RequestKillAllDrivers RequestClearCompletedDriversAndApps RequestReadyz
+DecommissionWorkersOnHosts DecommissionWorker KillAllDriversResponse DecommissionExecutor
+ExecutorDecommissioning UpdateExecutorLogLevel TaskThreadDump ShufflePushCompletion
+MiscellaneousProcessAdded IsExecutorAlive""".split())
+
+
+def coverage(paths):
+    found = {}
+    for path in paths:
+        version = os.path.basename(os.path.dirname(path))
+        scenario = os.path.basename(path)[: -len(".pcap")]
+        counts, _ = messages(path)
+        for label in counts:
+            name = short(label).replace(" (reply)", "").rstrip("$")
+            found.setdefault((name, version), set()).add(scenario)
+    print("| message | 4.0.1 | 3.0.3 |")
+    print("|---|---|---|")
+    groups = (("a master receives", RECEIVES), ("a master sends", SENDS),
+              ("replies, endpoint verifier, driver and executors", OTHERS))
+    for group, names in groups:
+        print(f"| *{group}* | | |")
+        for name in names:
+            cells = []
+            for version in ("4.0.1", "3.0.3"):
+                hit = sorted(found.get((name, version), ()))
+                if hit:
+                    cells.append(", ".join(f"`{h}`" for h in hit))
+                elif version == "3.0.3" and name in NOT_IN_303:
+                    cells.append("not in 3.0.3")
+                else:
+                    cells.append("**none**")
+            print(f"| {name} | {cells[0]} | {cells[1]} |")
+
+
+if sys.argv[1:2] == ["--coverage"]:
+    coverage(sys.argv[2:])
+    sys.exit(0)
 
 print("| version | scenario | bytes | packets | frames | messages on the wire (count) |")
 print("|---|---|---:|---:|---:|---|")
