@@ -9,7 +9,11 @@
 //   CaptureApps$Probe HOST PORT REQ... asks the master at HOST:PORT over Spark's own RPC client, with
 //                                      Spark's own message classes, and prints each reply. REQ:
 //                                      state | status:DRIVER_ID | kill:DRIVER_ID | killall | clear |
-//                                      readyz | decommission-hosts:HOST
+//                                      readyz | decommission-hosts:HOST | same-address:PORT
+//                                      (same-address sends a RegisterWorker with a new worker id whose
+//                                      worker ref is spark://Worker@HOST:PORT, the address of a worker
+//                                      that is registered and alive: the master refuses it with
+//                                      RegisterWorkerFailed, which it sends to that address.)
 //                                      (Spark's web UI and REST server send these to the master
 //                                      locally; this puts them and their replies on the wire.)
 //   CaptureApps$StandbyFactory         spark.deploy.recoveryMode=CUSTOM factory whose leader election
@@ -61,6 +65,13 @@ public final class CaptureApps {
       try {
         RpcEndpointRef master = env.setupEndpointRef(new RpcAddress(args[0], Integer.parseInt(args[1])), "Master");
         for (int i = 2; i < args.length; i++) {
+          if (args[i].startsWith("same-address:")) {
+            int port = Integer.parseInt(args[i].substring("same-address:".length()));
+            master.send(sameAddressRegistration(env, args[0], port, new RpcAddress(args[0], Integer.parseInt(args[1]))));
+            System.out.println(args[i] + " -> sent RegisterWorker(worker-probe-same-address, " + args[0] + ":" + port + ")");
+            Thread.sleep(2000);
+            continue;
+          }
           Object msg = message(args[i]);
           Object reply = master.askSync(msg, scala.reflect.ClassTag$.MODULE$.apply(Object.class));
           String text = String.valueOf(reply);
@@ -88,6 +99,21 @@ public final class CaptureApps {
               scala.collection.JavaConverters.asScalaBufferConverter(Arrays.asList(arg.split(","))).asScala().toList());
         default: throw new IllegalArgumentException("unknown request " + req);
       }
+    }
+
+    /** RegisterWorker(id, host, port, worker, cores, memory, workerWebUiUrl, masterAddress, resources). */
+    static Object sameAddressRegistration(RpcEnv env, String host, int port, RpcAddress masterAddress) throws Exception {
+      Object ref = new org.apache.spark.rpc.netty.NettyRpcEndpointRef(new SparkConf(),
+          new org.apache.spark.rpc.RpcEndpointAddress(new RpcAddress(host, port), "Worker"),
+          (org.apache.spark.rpc.netty.NettyRpcEnv) env);
+      Constructor<?>[] cs = Class.forName("org.apache.spark.deploy.DeployMessages$RegisterWorker").getConstructors();
+      Class<?>[] types = cs[0].getParameterTypes();
+      if (cs.length != 1 || types.length != 9 || types[0] != String.class || types[2] != Integer.TYPE
+          || types[4] != Integer.TYPE || types[7] != RpcAddress.class) {
+        throw new IllegalStateException("unexpected RegisterWorker constructor: " + Arrays.toString(types));
+      }
+      return cs[0].newInstance("worker-probe-same-address", host, port, ref, 1, 512,
+          "http://" + host + ":1", masterAddress, scala.collection.immutable.Map$.MODULE$.empty());
     }
 
     static Object module(String name) throws Exception {

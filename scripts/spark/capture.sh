@@ -3,7 +3,8 @@
 #
 #   bash scripts/spark/capture.sh 4.0.1|3.0.3 [SCENARIO...]   (default: every scenario of that version)
 #
-# Scenarios: app dynalloc cluster worker-lost failover decommission(4.0.1 only) refused
+# Scenarios: app dynalloc cluster worker-lost failover decommission(4.0.1 only) refused app-removed
+# reconnect
 # (tests/data/spark/README.md says what each one does and which messages it puts on the wire).
 # Each run starts a master, workers and applications of that Spark version (scripts/spark/env.sh) on
 # free loopback ports, captures only the RPC ports (master, workers, drivers) with tcpdump, runs the
@@ -14,8 +15,8 @@ set -euo pipefail
 
 version=${1:-}
 case "$version" in
-  4.0.1) all=(app dynalloc cluster worker-lost failover decommission refused) ;;
-  3.0.3) all=(app dynalloc cluster worker-lost failover refused) ;;
+  4.0.1) all=(app dynalloc cluster worker-lost failover decommission refused app-removed reconnect) ;;
+  3.0.3) all=(app dynalloc cluster worker-lost failover refused app-removed reconnect) ;;
   *) echo "usage: $0 4.0.1|3.0.3 [SCENARIO...]" >&2; exit 2 ;;
 esac
 shift
@@ -201,6 +202,25 @@ if mode == "dynalloc":
             break
         time.sleep(0.2)
     print("EXECUTORS GONE", sc._jsc.sc().getExecutorIds().size() == 0, flush=True)
+elif mode == "cancel":
+    # a job whose tasks run long, cancelled while they run (KillTask); the log level pushed to the
+    # executors (UpdateExecutorLogLevel, Spark 4 with spark.executor.syncLogLevel.enabled)
+    import threading
+    sc.setLogLevel("WARN")
+    def long_job():
+        try:
+            sc.parallelize(range(2), 2).map(lambda x: time.sleep(60)).count()
+        except Exception as e:
+            print("LONG JOB", type(e).__name__, flush=True)
+    t = threading.Thread(target=long_job)
+    t.start()
+    time.sleep(6)
+    sc.cancelAllJobs()
+    t.join()
+    print("WAITING", flush=True)
+    while not os.path.exists(go) and not sc._jsc.sc().isStopped():
+        time.sleep(0.2)
+    print("CONTEXT STOPPED", sc._jsc.sc().isStopped(), flush=True)
 elif mode == "wait":
     print("WAITING", flush=True)
     while not os.path.exists(go):
@@ -358,23 +378,24 @@ scenario_worker_lost() {
   start_app wait spark.cores.max=1 spark.executor.cores=1
   wait_log "$work/$scenario/app.log" "WAITING" 120
   note "PySpark app ran a job on an executor of worker 1"
-  start_worker 2 1
-  wait_log "$work/$scenario/worker2.log" "Successfully registered with master" 60
-  note "worker 2 registered (1 core, idle: spark.cores.max=1)"
   local execs
   execs=$(descendants "${worker_pid[1]}")
   kill -KILL "${worker_pid[1]}"
   wait "${worker_pid[1]}" 2>/dev/null || true
+  unset 'worker_pid[1]'
   note "worker 1 killed with SIGKILL"
   wait_log "$master_log" "Removing worker" 60
-  wait_log "$work/$scenario/worker2.log" "Asked to launch executor" 60
-  note "the master removed worker 1 and launched a new executor on worker 2"
+  note "the master removed worker 1 and told the app (executor lost, worker removed)"
   for p in $execs; do stop_pid "$p"; done
+  # Spark 3.0.3's master does not schedule when it removes a worker; a registration does.
+  start_worker 2 1
+  wait_log "$work/$scenario/worker2.log" "Successfully registered with master" 60
+  wait_log "$work/$scenario/worker2.log" "Asked to launch executor" 60
+  note "worker 2 registered; the master launched the app's new executor on it"
   touch "$work/$scenario/go"
   wait_pid "$app_pid" 120
   grep -q STOPPED "$work/$scenario/app.log" || { cat "$work/$scenario/app.log" >&2; exit 1; }
   note "the app ran a second job on worker 2's executor and stopped"
-  unset 'worker_pid[1]'
   stop_all_in_order
 }
 
@@ -453,11 +474,65 @@ scenario_refused() {
   note "Client kill: KillDriverResponse(success = false); stopped"
   if [ "$version" = 4.0.1 ]; then
     probe status:driver-00000000000000-0000 state readyz
-    note "probe: RequestDriverStatus (answer carries a SparkException), RequestMasterState, RequestReadyz"
+    note "probe: RequestDriverStatus (the answer carries an exception), RequestMasterState, RequestReadyz"
   else
     probe status:driver-00000000000000-0000 state
-    note "probe: RequestDriverStatus (answer carries a SparkException), RequestMasterState"
+    note "probe: RequestDriverStatus (the answer carries an exception), RequestMasterState"
   fi
+  note "worker 1 stopped (SIGTERM)"
+  stop_pid "${worker_pid[1]}"
+  unset 'worker_pid[1]'
+  note "standby master stopped (SIGTERM)"
+  stop_pid "$master_pid"
+  start_master
+  wait_log "$master_log" "I have been elected leader" 60
+  note "a normal master started on the same port"
+  start_worker 2 1
+  wait_log "$work/$scenario/worker2.log" "Successfully registered with master" 60
+  note "worker 2 registered"
+  probe "same-address:$((BASE + 2))"
+  note "probe: RegisterWorker with a new id and worker 2's address; the master refused it (RegisterWorkerFailed to worker 2's address)"
+  wait_log "$master_log" "Attempted to re-register worker at same address" 30
+  stop_all_in_order
+}
+
+scenario_app_removed() {
+  start_master -Dspark.deploy.maxExecutorRetries=0
+  wait_log "$master_log" "I have been elected leader" 60
+  start_worker 1 1
+  wait_log "$work/$scenario/worker1.log" "Successfully registered with master" 60
+  note "master (spark.deploy.maxExecutorRetries=0) up, worker 1 registered (1 core)"
+  start_app cancel spark.cores.max=1 spark.executor.cores=1 spark.executor.syncLogLevel.enabled=true
+  wait_log "$work/$scenario/app.log" "WAITING" 120
+  note "PySpark app ran a job, set its log level (pushed to executors in 4.0.1), started a long job and cancelled it (KillTask)"
+  local execs
+  execs=$(pgrep -P "${worker_pid[1]}" || true)
+  [ -n "$execs" ] || { echo "no executor process under worker 1" >&2; exit 1; }
+  kill -KILL $execs
+  note "the app's only executor killed with SIGKILL"
+  wait_log "$master_log" "Removing app" 60
+  wait_log "$work/$scenario/app.log" "CONTEXT STOPPED" 60
+  note "the master removed the application (no executor left, no retries allowed: ApplicationRemoved); its SparkContext stopped"
+  wait_pid "$app_pid" 60
+  stop_all_in_order
+}
+
+scenario_reconnect() {
+  # The worker heartbeats every 15 s (its spark.worker.timeout is the default 60 s); the master's
+  # timeout of 4 s makes it drop the worker between two heartbeats, and the next heartbeat, from a
+  # worker it no longer knows, gets ReconnectWorker.
+  start_master -Dspark.worker.timeout=4
+  wait_log "$master_log" "I have been elected leader" 60
+  start_worker 1 1
+  wait_log "$work/$scenario/worker1.log" "Successfully registered with master" 60
+  note "master (spark.worker.timeout=4) up, worker 1 registered"
+  wait_log "$master_log" "Removing worker" 60
+  note "the master timed the worker out"
+  wait_log "$master_log" "Asking it to re-register" 60
+  note "the worker's next heartbeat got ReconnectWorker"
+  wait_log "$work/$scenario/worker1.log" "Successfully registered with master.*" 60
+  sleep 3
+  note "the worker registered again"
   stop_all_in_order
 }
 

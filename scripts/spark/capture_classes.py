@@ -4,6 +4,12 @@
     python3 scripts/spark/capture_classes.py FILE.pcap...   ->  one line per distinct descriptor:
     NAME <TAB> SUID (decimal) <TAB> FLAGS (decimal) <TAB> FIELDS ("I cores,L host Ljava/lang/String;,...")
 
+    python3 scripts/spark/capture_classes.py --messages FILE.pcap...  ->  per file, how many Spark
+    transport frames of each kind it holds: the class of the top-level object of every RpcRequest,
+    OneWayMessage and RpcResponse body (a Scala 2.13 `object` written as ModuleSerializationProxy is
+    named by its module class), "RpcFailure", or the frame type; and the bytes that did not parse
+    as frames (0 when every connection was captured whole).
+
 Standard library only. Each TCP direction of each connection is reassembled by sequence number, and
 every TC_CLASSDESC (0x72) in it whose name, serialVersionUID, flags byte and field list parse is
 reported; this finds the descriptors of every Java serialization stream on the wire, including the
@@ -133,7 +139,87 @@ def descriptors(buf):
             yield name.decode(), suid, flags, ",".join(fields)
 
 
+FRAME_TYPES = {0: "ChunkFetchRequest", 1: "ChunkFetchSuccess", 2: "ChunkFetchFailure", 3: "RpcRequest",
+               4: "RpcResponse", 5: "RpcFailure", 6: "StreamRequest", 7: "StreamResponse", 8: "StreamFailure",
+               9: "OneWayMessage", 10: "UploadStream"}
+
+
+def top_class(body):
+    """The class name of the one object a Java serialization stream holds."""
+    if body[:4] != b"\xac\xed\x00\x05" or len(body) < 7:
+        return "not Java serialization"
+    tag = body[4]
+    if tag in (0x73, 0x7E) and body[5] == 0x72:  # TC_OBJECT / TC_ENUM, TC_CLASSDESC
+        name, j = utf(body, 6)
+        if name is None:
+            return "unparsed"
+        name = name.decode("utf-8", "replace")
+        if name == "scala.runtime.ModuleSerializationProxy":
+            k = body.find(b"\x76\x72", j)  # TC_CLASS, TC_CLASSDESC: the module class
+            if k >= 0:
+                inner, _ = utf(body, k + 2)
+                if inner:
+                    return inner.decode("utf-8", "replace")
+        return name
+    if tag == 0x74:
+        return "java.lang.String"
+    return f"tag 0x{tag:02x}"
+
+
+def request_body(frame, off):
+    """Skips a RequestMessage header (sender, receiver, endpoint name); returns the endpoint and the body."""
+    for _ in range(2):
+        if frame[off]:
+            _, off = utf(frame, off + 1)
+            off += 4
+        else:
+            off += 1
+    name, off = utf(frame, off)
+    return (name or b"?").decode("utf-8", "replace"), frame[off:]
+
+
+def messages(path):
+    counts = {}
+    unparsed = 0
+    for buf in streams(path):
+        i = 0
+        while i + 9 <= len(buf):
+            length = struct.unpack(">q", buf[i : i + 8])[0]
+            if length < 9 or i + length > len(buf):
+                break
+            frame = buf[i : i + length]
+            kind = frame[8]
+            label = FRAME_TYPES.get(kind, f"frame type {kind}")
+            try:
+                if kind == 3:
+                    _, body = request_body(frame, 9 + 8 + 4)
+                    label = f"{top_class(body)} (RpcRequest)"
+                elif kind == 9:
+                    _, body = request_body(frame, 9 + 4)
+                    label = f"{top_class(body)} (OneWayMessage)"
+                elif kind == 4:
+                    label = f"{top_class(frame[9 + 8 + 4:])} (RpcResponse)"
+            except (IndexError, TypeError):
+                label += " (unparsed body)"
+            counts[label] = counts.get(label, 0) + 1
+            i += length
+            if kind == 7 and len(frame) >= 13:
+                # StreamResponse: streamId, byteCount; the stream's bytes follow the frame (a file the
+                # driver serves, such as the application jar an executor fetches)
+                n = struct.unpack(">i", frame[9:13])[0]
+                i += struct.unpack(">q", frame[13 + n : 21 + n])[0]
+        unparsed += len(buf) - i
+    return counts, unparsed
+
+
 def main():
+    if sys.argv[1:2] == ["--messages"]:
+        for path in sys.argv[2:]:
+            counts, unparsed = messages(path)
+            print(f"{path}: {sum(counts.values())} frames, {unparsed} bytes not parsed as frames")
+            for label in sorted(counts):
+                print(f"  {counts[label]:4d}  {label}")
+        return
     seen = {}
     for path in sys.argv[1:]:
         for buf in streams(path):

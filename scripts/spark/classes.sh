@@ -26,8 +26,20 @@ build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 "$javac_home/bin/javac" --release 11 -Xlint:all -Werror -d "$build" "$here/DumpClasses.java"
 
+# The classes found in the captures of this version: captured-classes-VERSION.txt keeps their union
+# (so that a class of ../shared/spark-captures stays in when that directory is not there).
+captures=()
+for f in "$root/tests/data/spark/$version"/*.pcap; do [ -f "$f" ] && captures+=("$f"); done
+if [ "$version" = 4.0.1 ] && [ -d /work/shared/spark-captures ]; then
+  for f in /work/shared/spark-captures/*.pcap; do [ -f "$f" ] && captures+=("$f"); done
+fi
+list=$here/captured-classes-$version.txt
+if [ ${#captures[@]} -gt 0 ]; then
+  { [ -f "$list" ] && cat "$list"; python3 "$here/capture_classes.py" "${captures[@]}" | cut -f1; } | LC_ALL=C sort -u >"$list.tmp"
+  mv "$list.tmp" "$list"
+fi
 names=()
-[ -f "$here/captured-classes-$version.txt" ] && names+=("$here/captured-classes-$version.txt")
+[ -f "$list" ] && names+=("$list")
 mkdir -p "$(dirname "$out")"
 "$JAVA_HOME/bin/java" -cp "$build:$SPARK_HOME/jars/*" DumpClasses "$version" \
   "bash scripts/spark/classes.sh $version" "$here/classes.txt" "${names[@]}" >"$out.tmp" 2>"$build/log" || {
@@ -39,11 +51,6 @@ mv "$out.tmp" "$out"
 grep "^DumpClasses" "$build/log" >&2
 
 # Every descriptor a capture of this version carries must be in the table, equal.
-captures=()
-for f in "$root/tests/data/spark/$version"/*.pcap; do [ -f "$f" ] && captures+=("$f"); done
-if [ "$version" = 4.0.1 ] && [ -d /work/shared/spark-captures ]; then
-  for f in /work/shared/spark-captures/*.pcap; do [ -f "$f" ] && captures+=("$f"); done
-fi
 if [ ${#captures[@]} -gt 0 ]; then
   python3 "$here/capture_classes.py" "${captures[@]}" | python3 -c '
 import json, sys

