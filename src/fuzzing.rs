@@ -26,6 +26,7 @@ pub const TARGETS: &[&str] = &[
     "trace_reader",
     "binary_trace_reader",
     "spark_stream",
+    "java_roundtrip",
 ];
 
 /// Runs the target `name` on `data`; `false` when there is no such target.
@@ -41,6 +42,7 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         "roundtrip" => roundtrip(data),
         "task_description" => task_description(data),
         "spark_stream" => spark_stream(data),
+        "java_roundtrip" => java_roundtrip(data),
         _ => return false,
     }
     true
@@ -444,6 +446,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         }
         "handshake" => out.extend(handshake_seeds()),
         "spark_stream" => out.extend(spark_seeds()),
+        "java_roundtrip" => out.extend(java_seeds()),
         "trace_reader" | "validator" => {
             let legal = include_str!("../protocol/traces/legal-flow.jsonl");
             let illegal = include_str!("../protocol/traces/illegal-flow.jsonl");
@@ -687,6 +690,238 @@ pub fn spark_stream(data: &[u8]) {
 /// Without the `spark` feature there is no Spark decoder.
 #[cfg(not(feature = "spark"))]
 pub fn spark_stream(_data: &[u8]) {}
+
+/// The limits the Java round-trip target reads and writes within: small, so that their refusals
+/// are exercised.
+#[cfg(feature = "spark")]
+fn java_limits() -> crate::spark::serial::Limits {
+    crate::spark::serial::Limits {
+        max_bytes: 1 << 20,
+        max_depth: 48,
+        max_handles: 1 << 14,
+    }
+}
+
+/// Java serialization both ways. With the first byte even, the rest is a stream: if it reads,
+/// its graph writes, the bytes written read back to the same graph, and writing that gives the
+/// same bytes again. With it odd, the rest is a program that builds a graph (objects whose
+/// fields refer to any entry, themselves and later ones included, so cycles and
+/// self-references; block data; arrays; strings): writing it either fails with a typed error or
+/// gives bytes that read back to a graph that writes the same bytes. Nothing panics, and
+/// nothing grows past the limits.
+#[cfg(feature = "spark")]
+pub fn java_roundtrip(data: &[u8]) {
+    use crate::spark::serial::{read, write};
+    let limits = java_limits();
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    if mode & 1 == 0 {
+        let Ok(g) = read(rest, &limits) else {
+            return;
+        };
+        let bytes = match write(&g, &limits) {
+            Ok(b) => b,
+            Err(e) => panic!("a graph read from a stream does not write: {e}"),
+        };
+        let back = match read(&bytes, &limits) {
+            Ok(g) => g,
+            Err(e) => panic!("what the writer wrote does not read: {e}"),
+        };
+        assert_eq!(back, g, "the written stream reads back to another graph");
+        assert_eq!(
+            write(&back, &limits).ok().as_deref(),
+            Some(bytes.as_slice()),
+            "writing is not stable"
+        );
+    } else {
+        let g = java_program(rest);
+        let Ok(bytes) = write(&g, &limits) else {
+            return;
+        };
+        let back = match read(&bytes, &limits) {
+            Ok(g) => g,
+            Err(e) => panic!("what the writer wrote does not read: {e}"),
+        };
+        assert_eq!(
+            write(&back, &limits).ok().as_deref(),
+            Some(bytes.as_slice()),
+            "a written graph does not come back"
+        );
+    }
+}
+
+#[cfg(not(feature = "spark"))]
+pub fn java_roundtrip(_data: &[u8]) {}
+
+/// A graph built by `program`: each byte picks an operation, the next ones its arguments.
+#[cfg(feature = "spark")]
+fn java_program(program: &[u8]) -> crate::spark::serial::Graph {
+    use crate::spark::serial::{
+        Array, ClassData, ClassDesc, Elements, Entry, FieldDesc, Graph, Handle, Item, Object,
+        Value, SC_SERIALIZABLE, SC_WRITE_METHOD,
+    };
+    let mut g = Graph::new();
+    let object_sig = g.add(Entry::String("Ljava/lang/Object;".into()));
+    let node = g.add(Entry::ClassDesc(ClassDesc {
+        name: "fuzz.Node".into(),
+        suid: 1,
+        flags: SC_SERIALIZABLE,
+        fields: vec![
+            FieldDesc {
+                code: b'I',
+                name: "x".into(),
+                signature: None,
+            },
+            FieldDesc {
+                code: b'L',
+                name: "next".into(),
+                signature: Some(object_sig),
+            },
+            FieldDesc {
+                code: b'L',
+                name: "other".into(),
+                signature: Some(object_sig),
+            },
+        ],
+        annotation: Vec::new(),
+        super_desc: None,
+    }));
+    let custom = g.add(Entry::ClassDesc(ClassDesc {
+        name: "fuzz.Custom".into(),
+        suid: 2,
+        flags: SC_SERIALIZABLE | SC_WRITE_METHOD,
+        fields: Vec::new(),
+        annotation: Vec::new(),
+        super_desc: Some(node),
+    }));
+    let array = g.add(Entry::ClassDesc(ClassDesc {
+        name: "[Ljava.lang.Object;".into(),
+        suid: 3,
+        flags: SC_SERIALIZABLE,
+        fields: Vec::new(),
+        annotation: Vec::new(),
+        super_desc: None,
+    }));
+    let mut bytes = program.iter().copied();
+    let pick = |g: &Graph, b: Option<u8>| -> Value {
+        match b {
+            None | Some(0) => Value::Null,
+            // Up to a few entries past the last: a reference to nothing, which must be refused.
+            Some(b) => Value::Ref(Handle(u32::from(b) % (g.entries().len() as u32 + 3))),
+        }
+    };
+    let mut root = None;
+    let mut steps = 0;
+    while let Some(op) = bytes.next() {
+        steps += 1;
+        if steps > 4096 {
+            break;
+        }
+        match op % 6 {
+            0 => {
+                let n = usize::from(bytes.next().unwrap_or(0) % 12);
+                let s: String = (0..n)
+                    .map(|_| char::from(b'a' + bytes.next().unwrap_or(0) % 26))
+                    .collect();
+                g.add(Entry::String(s));
+            }
+            1 | 2 => {
+                let x = i32::from(bytes.next().unwrap_or(0));
+                let next = pick(&g, bytes.next());
+                // The object's own handle: a self-reference.
+                let own = Value::Ref(Handle(g.entries().len() as u32));
+                let other = if op % 6 == 2 {
+                    own
+                } else {
+                    pick(&g, bytes.next())
+                };
+                let h = g.add(Entry::Object(Object {
+                    class: node,
+                    data: vec![ClassData {
+                        values: vec![Value::Int(x), next, other],
+                        annotation: None,
+                    }],
+                }));
+                root.get_or_insert(h);
+            }
+            3 => {
+                let n = usize::from(bytes.next().unwrap_or(0) % 40);
+                let data: Vec<u8> = (0..n * 37).map(|i| i as u8).collect();
+                let v = pick(&g, bytes.next());
+                let h = g.add(Entry::Object(Object {
+                    class: custom,
+                    data: vec![
+                        ClassData {
+                            values: vec![Value::Int(1), Value::Null, Value::Null],
+                            annotation: None,
+                        },
+                        ClassData {
+                            values: Vec::new(),
+                            annotation: Some(vec![Item::Data(data), Item::Value(v)]),
+                        },
+                    ],
+                }));
+                root.get_or_insert(h);
+            }
+            4 => {
+                let n = usize::from(bytes.next().unwrap_or(0) % 8);
+                let values = (0..n).map(|_| pick(&g, bytes.next())).collect();
+                g.add(Entry::Array(Array {
+                    class: array,
+                    elements: Elements::Values(values),
+                }));
+            }
+            _ => {
+                if let Value::Ref(h) = pick(&g, bytes.next()) {
+                    root = Some(h);
+                }
+            }
+        }
+    }
+    g.set_root(root);
+    g
+}
+
+/// Seeds for `java_roundtrip`: every Java stream of the Spark 4.0.1 and 3.0.3 captures kept in
+/// the repository (`tests/data/spark/`), and small graph programs with cycles.
+fn java_seeds() -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = vec![
+        vec![1, 1, 5, 1, 2],
+        vec![1, 2, 7, 3, 1, 9, 4, 5, 0],
+        vec![1, 0, 3, 1, 2, 3, 1, 3, 4, 3, 5, 4, 3, 1, 2, 3],
+        vec![1, 3, 20, 1, 1, 0, 4, 2, 1, 2, 5, 4],
+    ];
+    #[cfg(feature = "spark")]
+    {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/spark");
+        let mut seen = std::collections::HashSet::new();
+        for version in ["4.0.1", "3.0.3"] {
+            let Ok(entries) = std::fs::read_dir(dir.join(version)) else {
+                continue;
+            };
+            let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            paths.sort();
+            for path in paths
+                .iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "pcap"))
+            {
+                let Ok(file) = std::fs::File::open(path) else {
+                    continue;
+                };
+                for stream in crate::spark::decode::java_streams(file).unwrap_or_default() {
+                    // One of each distinct stream, and none of the large task bodies.
+                    if stream.len() <= 16 * 1024 && seen.insert(stream.clone()) {
+                        let mut seed = vec![0];
+                        seed.extend_from_slice(&stream);
+                        out.push(seed);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
 
 /// Seeds for `spark_stream`: small Spark frames of each transport type.
 fn spark_seeds() -> Vec<Vec<u8>> {

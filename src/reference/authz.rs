@@ -160,6 +160,14 @@ mod tests {
             "RequestMasterState",
             true
         )
+        .is_ok());
+        assert!(route(
+            Role::Worker,
+            Role::Master,
+            "deploy",
+            "RequestMasterState",
+            true
+        )
         .is_err());
         assert!(route(
             Role::Master,

@@ -72,3 +72,36 @@ pub fn decode_capture_with<R: Read>(
         packets: (reassembler.packets, reassembler.skipped_packets),
     })
 }
+
+/// Every Java serialization stream a capture's Spark connections carry, in the order seen: the
+/// messages of RPC requests and one-way messages (after their RPC header) and the bodies of
+/// responses. For tools that look at Spark's objects themselves (`serial::read`, `dump`), and
+/// for the round-trip fuzz target's seeds.
+pub fn java_streams<R: Read>(input: R) -> Result<Vec<bytes::Bytes>, CaptureError> {
+    use super::frame::{Frame, FrameDecoder};
+    use super::rpc::RequestMessage;
+    use super::serial::MAGIC;
+    let (tcp, _) = read_capture(input, Vec::new())?;
+    let mut decoders: std::collections::HashMap<(u64, bool), FrameDecoder> =
+        std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for t in tcp {
+        let TcpEvent::Data { from_client, bytes } = t.event else {
+            continue;
+        };
+        let d = decoders.entry((t.conn, from_client)).or_default();
+        d.push(&bytes);
+        while let Some(item) = d.next_item() {
+            match item.frame {
+                Ok(Frame::RpcRequest { body, .. } | Frame::OneWay { body }) => {
+                    if let Some(rm) = RequestMessage::parse(&body) {
+                        out.push(rm.stream);
+                    }
+                }
+                Ok(Frame::RpcResponse { body, .. }) if body.starts_with(&MAGIC) => out.push(body),
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
+}
