@@ -554,3 +554,104 @@ fn every_spark_4_capture_decodes_re_encodes_byte_for_byte_and_validates() {
         assert!(messages.contains(m), "{m} in no capture: {messages:?}");
     }
 }
+
+/// Every class descriptor in the repository's captures of `version`, with its superclass's name.
+fn captured_descriptors(version: &str) -> BTreeMap<String, (String, Option<String>)> {
+    let mut out = BTreeMap::new();
+    for path in repository_captures(version) {
+        let streams = sparkwire::spark::decode::java_streams(File::open(&path).expect("opens"))
+            .expect("reads");
+        for stream in streams {
+            let g = read(&stream, &Limits::default()).expect("a stream reads");
+            for e in g.entries() {
+                if let sparkwire::spark::serial::Entry::ClassDesc(d) = e {
+                    let fields: Vec<String> = d
+                        .fields
+                        .iter()
+                        .map(|f| {
+                            let sig = f.signature.and_then(|s| g.string(s)).unwrap_or_default();
+                            format!("{}{} {sig}", f.code as char, f.name)
+                        })
+                        .collect();
+                    let key = format!("suid={} flags={} fields={fields:?}", d.suid, d.flags);
+                    let sup = d
+                        .super_desc
+                        .and_then(|h| g.class_desc(h))
+                        .map(|s| s.name.clone());
+                    out.insert(d.name.clone(), (key, sup));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_class_tables_agree_with_every_descriptor_in_the_captures() {
+    use sparkwire::spark::classes::ClassTable;
+    for (version, protocol) in [("4.0.1", Version::V2), ("3.0.3", Version::V1)] {
+        let Some(table) = ClassTable::of(protocol) else {
+            // A version whose table sparkwire does not load is not written; it is still read.
+            assert_eq!(version, "3.0.3", "the 4.0.1 table loads");
+            continue;
+        };
+        let captured = captured_descriptors(version);
+        assert!(
+            captured.len() > 100,
+            "{version}: {} descriptors",
+            captured.len()
+        );
+        for (name, (key, sup)) in &captured {
+            let Some(c) = table.get(name) else {
+                // A class that is not serializable appears only as a Class object (a lambda's
+                // capturing class): the JVM describes it with no UID, flags or fields.
+                assert_eq!(
+                    (key.as_str(), sup),
+                    ("suid=0 flags=0 fields=[]", &None),
+                    "{version}: {name} is in a capture, not in the table"
+                );
+                continue;
+            };
+            let fields: Vec<String> = c
+                .fields
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{}{} {}",
+                        f.code,
+                        f.name,
+                        f.class.clone().unwrap_or_default()
+                    )
+                })
+                .collect();
+            let want = format!("suid={} flags={} fields={fields:?}", c.suid, c.flags);
+            assert_eq!(&want, key, "{version}: {name}");
+            assert_eq!(&c.super_class, sup, "{version}: {name}'s superclass");
+        }
+    }
+}
+
+#[test]
+fn spark_golden_vectors_decode_to_their_values_and_encode_to_their_streams() {
+    use sparkwire::spark::vectors::{check, SparkVectors};
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("protocol/vectors/spark/4.0.1.json");
+    let text = std::fs::read_to_string(&path).expect("the Spark 4.0.1 vectors");
+    let v: SparkVectors = serde_json::from_str(&text).expect("they parse");
+    let n = check(&v).unwrap_or_else(|e| panic!("{e}"));
+    let from_captures = v
+        .vectors
+        .iter()
+        .filter(|x| x.source.starts_with("capture"))
+        .count();
+    // Every message the master sends or receives is among them, most from real traffic.
+    assert!(n >= 60, "{n} vectors");
+    assert!(from_captures >= 45, "{from_captures} from captures");
+    for m in [
+        "deploy.RegisterWorker",
+        "deploy.LaunchExecutor",
+        "deploy.MasterStateResponse",
+    ] {
+        let x = v.vectors.iter().find(|x| x.message == m).expect(m);
+        assert!(x.source.starts_with("capture"), "{m}: {}", x.source);
+    }
+}

@@ -139,11 +139,12 @@ fn vectors(def: &Definition, out: &Path, check: bool) -> Result<ExitCode, String
     if check {
         must_exist(out)?;
     }
-    let files: Vec<(PathBuf, String)> = render_files(def)
+    let mut files: Vec<(PathBuf, String)> = render_files(def)
         .map_err(|e| e.to_string())?
         .into_iter()
         .map(|(rel, text)| (out.join(rel), text))
         .collect();
+    files.extend(spark_vector_files(out)?);
     let mut stale = 0usize;
     for (path, text) in &files {
         let current = std::fs::read_to_string(path).ok();
@@ -172,4 +173,36 @@ fn vectors(def: &Definition, out: &Path, check: bool) -> Result<ExitCode, String
         println!("{} vector files are up to date", files.len());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Spark's own streams as golden vectors (`spark/4.0.1.json`, SPEC "Spark's wire"), from the
+/// captures in `tests/data/spark/` of the working directory (the repository's root); a checkout
+/// without them writes and checks none, and says so.
+#[cfg(feature = "spark")]
+fn spark_vector_files(out: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+    use sparkwire::messages::Version;
+    use sparkwire::spark::vectors::{render, spark_release, to_text};
+    let mut files = Vec::new();
+    for version in [Version::V2] {
+        let release = spark_release(version);
+        let captures = Path::new("tests/data/spark").join(release);
+        if !captures.is_dir() {
+            eprintln!(
+                "no {}: the Spark {release} vectors are neither written nor checked",
+                captures.display()
+            );
+            continue;
+        }
+        let v = render(version, &captures)?;
+        files.push((
+            out.join("spark").join(format!("{release}.json")),
+            to_text(&v)?,
+        ));
+    }
+    Ok(files)
+}
+
+#[cfg(not(feature = "spark"))]
+fn spark_vector_files(_out: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+    Ok(Vec::new())
 }

@@ -298,7 +298,6 @@ impl<'t, 'o> Scala<'t, 'o> {
         self.hash_map(entries)
     }
 
-    #[allow(dead_code)]
     fn string_map(&mut self, m: &BTreeMap<String, String>) -> R {
         let entries = m
             .iter()
@@ -1105,9 +1104,13 @@ impl<'t, 'o> Scala<'t, 'o> {
                     )),
                 }
             }
+            D::WorkerStateResponse(_) => Err(BuildError::Unsupported(
+                "WorkerStateResponse never crosses Spark's wire: Spark's worker asks it of \
+                 itself for its web UI"
+                    .into(),
+            )),
             other => Err(BuildError::Unsupported(format!(
-                "{} does not cross Spark's wire in a form sparkwire writes (a local message, \
-                 or a state answer whose Spark objects sparkwire does not model)",
+                "{} is local to one process: it never crosses Spark's wire",
                 crate::messages::Family::name(other)
             ))),
         }
@@ -1260,13 +1263,56 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let ids = self.string_list(&k.executor_ids)?;
                 self.cmsg("KillExecutors", &[("executorIds", ids)])
             }
+            C::UpdateDelegationTokens(u) => {
+                let tokens = self.b.byte_array(u.tokens.as_slice())?;
+                self.cmsg("UpdateDelegationTokens", &[("tokens", tokens)])
+            }
+            C::AddWebUIFilter(a) => {
+                let name = self.s(&a.filter_name);
+                let params = self.string_map(&a.filter_params)?;
+                let base = self.s(&a.proxy_base);
+                self.cmsg(
+                    "AddWebUIFilter",
+                    &[
+                        ("filterName", name),
+                        ("filterParams", params),
+                        ("proxyBase", base),
+                    ],
+                )
+            }
+            C::MiscellaneousProcessAdded(m) => {
+                let host_port = self.s(&m.info.host_port);
+                let logs = self.string_map(&m.info.log_url_info)?;
+                let info = self.obj(
+                    "org.apache.spark.scheduler.MiscellaneousProcessDetails",
+                    &[
+                        ("cores", Value::Int(m.info.cores)),
+                        ("hostPort", host_port),
+                        ("logUrlInfo", logs),
+                    ],
+                )?;
+                let id = self.s(&m.process_id);
+                self.cmsg(
+                    "MiscellaneousProcessAdded",
+                    &[
+                        ("time", Value::Long(m.time)),
+                        ("info", info),
+                        ("processId", id),
+                    ],
+                )
+            }
             C::GetExecutorLossReason(g) => {
                 let id = self.s(&g.executor_id);
                 self.cmsg("GetExecutorLossReason", &[("executorId", id)])
             }
+            C::RequestExecutors(_) => Err(BuildError::Unsupported(
+                "the driver's RequestExecutors to a cluster manager (YARN, Kubernetes; never \
+                 on a standalone cluster) is not written: its Spark object keys a map by \
+                 ResourceProfile and holds sets sparkwire does not build"
+                    .into(),
+            )),
             other => Err(BuildError::Unsupported(format!(
-                "{} does not cross Spark's wire in a form sparkwire writes (a local message, \
-                 or one whose Spark objects sparkwire does not model)",
+                "{} is local to one process: it never crosses Spark's wire",
                 crate::messages::Family::name(other)
             ))),
         }

@@ -469,6 +469,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
                     D::RequestKillAllDrivers(deploy::RequestKillAllDrivers {})
                 }
                 "RequestReadyz" => D::RequestReadyz(deploy::RequestReadyz {}),
+                "RequestWorkerState" => D::RequestWorkerState(deploy::RequestWorkerState {}),
                 "RequestClearCompletedDriversAndApps" => D::RequestClearCompletedDriversAndApps(
                     deploy::RequestClearCompletedDriversAndApps {},
                 ),
@@ -819,6 +820,26 @@ fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
             executor_id: str_field(o, "executorId")?,
             reason: loss_reason(field(o, "reason")?)?,
         }),
+        "UpdateDelegationTokens" => C::UpdateDelegationTokens(coarse::UpdateDelegationTokens {
+            tokens: bytes_of(field(o, "tokens")?)?,
+        }),
+        "AddWebUIFilter" => C::AddWebUIFilter(coarse::AddWebUIFilter {
+            filter_name: str_field(o, "filterName")?,
+            filter_params: string_map(field(o, "filterParams")?, "filterParams")?,
+            proxy_base: str_field(o, "proxyBase")?,
+        }),
+        "MiscellaneousProcessAdded" => {
+            let info = obj(field(o, "info")?, "MiscellaneousProcessDetails")?;
+            C::MiscellaneousProcessAdded(coarse::MiscellaneousProcessAdded {
+                time: long_field(o, "time")?,
+                process_id: str_field(o, "processId")?,
+                info: crate::messages::MiscellaneousProcessDetails {
+                    host_port: str_field(info, "hostPort")?,
+                    cores: int_field(info, "cores")?,
+                    log_url_info: string_map(field(info, "logUrlInfo")?, "logUrlInfo")?,
+                },
+            })
+        }
         "RegisterClusterManager" => C::RegisterClusterManager(coarse::RegisterClusterManager {
             am: endpoint_ref_of(field(o, "am")?)?,
         }),

@@ -16,3 +16,5 @@ pub mod proxy;
 pub mod rpc;
 pub mod serial;
 pub mod tracer;
+#[cfg(feature = "testing")]
+pub mod vectors;

@@ -380,3 +380,238 @@ impl Graph {
         Some(chain)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream of `depth` objects of a one-field class, each the field of the one before.
+    fn nested(depth: usize) -> Vec<u8> {
+        let mut s = MAGIC.to_vec();
+        // The first object declares the class; the others refer back to its descriptor.
+        s.push(TC_OBJECT);
+        s.push(TC_CLASSDESC);
+        s.extend_from_slice(&[0, 1, b'N']);
+        s.extend_from_slice(&1i64.to_be_bytes());
+        s.push(SC_SERIALIZABLE);
+        s.extend_from_slice(&[0, 1, b'L', 0, 1, b'n', TC_STRING, 0, 1, b'N']);
+        s.extend_from_slice(&[TC_ENDBLOCKDATA, TC_NULL]);
+        for _ in 1..depth {
+            s.push(TC_OBJECT);
+            s.push(TC_REFERENCE);
+            s.extend_from_slice(&BASE_HANDLE.to_be_bytes());
+        }
+        s.push(TC_NULL);
+        s
+    }
+
+    #[test]
+    fn a_stream_nested_past_the_limit_is_refused_without_exhausting_a_small_stack() {
+        // 100,000 levels in 0.7 MB, read on a thread with 256 KiB of stack: the depth bound
+        // stops it long before the stack runs out.
+        let deep = nested(100_000);
+        let outcome = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || read(&deep, &Limits::default()).map(|_| ()))
+            .expect("a thread")
+            .join()
+            .expect("no stack overflow");
+        assert!(
+            matches!(&outcome, Err(SerialError::Limit(m)) if m.contains("nested deeper than 128")),
+            "{outcome:?}"
+        );
+        // At the limit it reads, and writes back to the same bytes.
+        let ok = nested(60);
+        let g = read(&ok, &Limits::default()).expect("60 levels read");
+        assert_eq!(write(&g, &Limits::default()).expect("and write"), ok);
+    }
+
+    #[test]
+    fn an_object_that_refers_to_itself_reads_and_writes_as_one_entry() {
+        let mut g = Graph::new();
+        let sig = g.add(Entry::String("Ljava/lang/Object;".into()));
+        let class = g.add(Entry::ClassDesc(ClassDesc {
+            name: "Self".into(),
+            suid: 7,
+            flags: SC_SERIALIZABLE,
+            fields: vec![FieldDesc {
+                code: b'L',
+                name: "me".into(),
+                signature: Some(sig),
+            }],
+            annotation: Vec::new(),
+            super_desc: None,
+        }));
+        let me = Handle(g.entries().len() as u32);
+        g.add(Entry::Object(Object {
+            class,
+            data: vec![ClassData {
+                values: vec![Value::Ref(me)],
+                annotation: None,
+            }],
+        }));
+        g.set_root(Some(me));
+        let bytes = write(&g, &Limits::default()).expect("writes");
+        // The field is a back-reference to the object's own handle (0x7e0002: descriptor,
+        // signature, object).
+        assert!(bytes.ends_with(&[TC_REFERENCE, 0x00, 0x7E, 0x00, 0x02]));
+        let back = read(&bytes, &Limits::default()).expect("reads");
+        let root = back.root_node();
+        assert_eq!(root.field("me").map(|n| n.value()), Some(root.value()));
+        assert_eq!(
+            write(&back, &Limits::default()).expect("writes again"),
+            bytes
+        );
+    }
+
+    #[test]
+    fn lengths_larger_than_the_stream_are_refused_before_allocating() {
+        // An object array claiming 2^31 - 1 elements, in a 40-byte stream.
+        let mut s = MAGIC.to_vec();
+        s.extend_from_slice(&[TC_ARRAY, TC_CLASSDESC, 0, 2, b'[', b'L']);
+        s.extend_from_slice(&1i64.to_be_bytes());
+        s.extend_from_slice(&[SC_SERIALIZABLE, 0, 0, TC_ENDBLOCKDATA, TC_NULL]);
+        s.extend_from_slice(&i32::MAX.to_be_bytes());
+        assert!(matches!(
+            read(&s, &Limits::default()),
+            Err(SerialError::Truncated { .. })
+        ));
+        // A long string of 2^62 bytes.
+        let mut s = MAGIC.to_vec();
+        s.push(TC_LONGSTRING);
+        s.extend_from_slice(&(1i64 << 62).to_be_bytes());
+        assert!(matches!(
+            read(&s, &Limits::default()),
+            Err(SerialError::Truncated { .. })
+        ));
+    }
+
+    #[test]
+    fn more_handles_than_the_limit_are_refused() {
+        // An object array of 5,000 strings, with room for 1,000 handles.
+        let mut s = MAGIC.to_vec();
+        s.extend_from_slice(&[TC_ARRAY, TC_CLASSDESC, 0, 2, b'[', b'L']);
+        s.extend_from_slice(&1i64.to_be_bytes());
+        s.extend_from_slice(&[SC_SERIALIZABLE, 0, 0, TC_ENDBLOCKDATA, TC_NULL]);
+        s.extend_from_slice(&5000i32.to_be_bytes());
+        for _ in 0..5000 {
+            s.extend_from_slice(&[TC_STRING, 0, 1, b'x']);
+        }
+        let small = Limits {
+            max_handles: 1000,
+            ..Limits::default()
+        };
+        assert!(
+            matches!(read(&s, &small), Err(SerialError::Limit(m)) if m.contains("1000 handles"))
+        );
+        assert!(read(&s, &Limits::default()).is_ok());
+    }
+
+    #[test]
+    fn forms_this_reader_does_not_take_are_typed_errors() {
+        for (tag, what) in [
+            (TC_RESET, "a reset"),
+            (TC_EXCEPTION, "an exception"),
+            (TC_PROXYCLASSDESC, "proxy class"),
+        ] {
+            let mut s = MAGIC.to_vec();
+            s.push(tag);
+            let e = read(&s, &Limits::default()).expect_err("refused");
+            assert!(e.to_string().contains(what), "{e}");
+        }
+        let mut s = MAGIC.to_vec();
+        s.extend_from_slice(&[TC_REFERENCE, 0x00, 0x7E, 0x00, 0x05]);
+        assert!(matches!(
+            read(&s, &Limits::default()),
+            Err(SerialError::BadReference { .. })
+        ));
+        assert_eq!(
+            read(&[0xAC, 0xED, 0, 4], &Limits::default()),
+            Err(SerialError::NoMagic)
+        );
+    }
+
+    #[test]
+    fn the_writer_refuses_what_it_cannot_represent() {
+        let mut g = Graph::new();
+        let class = g.add(Entry::ClassDesc(ClassDesc {
+            name: "P".into(),
+            suid: 1,
+            flags: SC_SERIALIZABLE,
+            fields: vec![FieldDesc {
+                code: b'I',
+                name: "i".into(),
+                signature: None,
+            }],
+            annotation: Vec::new(),
+            super_desc: None,
+        }));
+        // A string where an int belongs.
+        let s = g.add(Entry::String("x".into()));
+        let o = g.add(Entry::Object(Object {
+            class,
+            data: vec![ClassData {
+                values: vec![Value::Ref(s)],
+                annotation: None,
+            }],
+        }));
+        g.set_root(Some(o));
+        let e = write(&g, &Limits::default()).expect_err("refused");
+        assert!(
+            matches!(&e, SerialError::Unwritable(m) if m.contains("P.i")),
+            "{e}"
+        );
+        // A reference to no entry.
+        g.set_root(Some(Handle(99)));
+        assert!(matches!(
+            write(&g, &Limits::default()),
+            Err(SerialError::Unwritable(_))
+        ));
+        // A class name longer than writeUTF holds.
+        let mut g = Graph::new();
+        let long = g.add(Entry::ClassDesc(ClassDesc {
+            name: "x".repeat(70_000),
+            suid: 1,
+            flags: SC_SERIALIZABLE,
+            fields: Vec::new(),
+            annotation: Vec::new(),
+            super_desc: None,
+        }));
+        g.set_root(Some(long));
+        assert!(matches!(
+            write(&g, &Limits::default()),
+            Err(SerialError::Unwritable(m)) if m.contains("65535")
+        ));
+    }
+
+    #[test]
+    fn block_data_is_written_in_blocks_of_1024_bytes_as_the_jvm_does() {
+        let mut g = Graph::new();
+        let class = g.add(Entry::ClassDesc(ClassDesc {
+            name: "B".into(),
+            suid: 1,
+            flags: SC_SERIALIZABLE | SC_WRITE_METHOD,
+            fields: Vec::new(),
+            annotation: Vec::new(),
+            super_desc: None,
+        }));
+        let o = g.add(Entry::Object(Object {
+            class,
+            data: vec![ClassData {
+                values: Vec::new(),
+                annotation: Some(vec![Item::Data(vec![7; 2500])]),
+            }],
+        }));
+        g.set_root(Some(o));
+        let bytes = write(&g, &Limits::default()).expect("writes");
+        // 1024 + 1024 as long blocks, 452 as a long block too (over 255), then the end marker.
+        let blocks: Vec<usize> = bytes
+            .windows(5)
+            .filter(|w| w[0] == TC_BLOCKDATALONG)
+            .map(|w| i32::from_be_bytes([w[1], w[2], w[3], w[4]]) as usize)
+            .collect();
+        assert_eq!(blocks, [1024, 1024, 452]);
+        assert_eq!(bytes.last(), Some(&TC_ENDBLOCKDATA));
+        assert_eq!(read(&bytes, &Limits::default()).expect("reads"), g);
+    }
+}
