@@ -16,7 +16,8 @@ use super::*;
 ///     0x70, 0x01,
 /// ];
 /// let text = dump(&read(&stream, &Limits::default())?);
-/// assert_eq!(text, "#1 java.lang.Boolean\n  value: true\n");
+/// // Handle 1 is the class descriptor, 2 the object.
+/// assert_eq!(text, "#2 java.lang.Boolean\n  value: true\n");
 /// # Ok::<(), sparkwire::spark::serial::SerialError>(())
 /// ```
 pub fn dump(graph: &Graph) -> String {

@@ -407,11 +407,12 @@ mod tests {
 
     #[test]
     fn a_stream_nested_past_the_limit_is_refused_without_exhausting_a_small_stack() {
-        // 100,000 levels in 0.7 MB, read on a thread with 256 KiB of stack: the depth bound
+        // 100,000 levels in 0.7 MB, read on a thread with 1 MiB of stack (half a tokio worker
+        // thread's; this holds in debug builds, whose frames are the largest): the depth bound
         // stops it long before the stack runs out.
         let deep = nested(100_000);
         let outcome = std::thread::Builder::new()
-            .stack_size(256 * 1024)
+            .stack_size(1024 * 1024)
             .spawn(move || read(&deep, &Limits::default()).map(|_| ()))
             .expect("a thread")
             .join()
