@@ -545,6 +545,7 @@ async fn accept_any(st: &Arc<Mutex<State>>, back: &Writer, to: &Writer, side: Si
             versions: vec![1, 2],
             role: server_role,
             id: String::new(),
+            features: Vec::new(),
         })),
     )
     .await;
@@ -656,6 +657,7 @@ async fn auth_fault(
             versions: vec![1, 2],
             role: server_role,
             id: String::new(),
+            features: Vec::new(),
         });
         let _ = suite.write_all(&answer_bytes(&accepted)).await;
         let Ok(nonce) = fresh_nonce() else {

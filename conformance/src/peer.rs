@@ -644,6 +644,7 @@ impl Conn {
             versions: numbers,
             role: self.role,
             id: id.to_string(),
+            features: Vec::new(),
         }))
         .await?;
         self.version = Some(v);
@@ -681,6 +682,7 @@ pub fn envelope_label<F: Family>(env: &Envelope<F>) -> String {
         Envelope::Failure { id, error } => {
             format!("failure {}: {} (id {id})", error.class_name, error.message)
         }
+        Envelope::Close(reason) => format!("close {reason}"),
     }
 }
 

@@ -29,7 +29,7 @@ use crate::definition::{Definition, MessageKind};
 use crate::messages::{Addr, DeployMessage, ErrorDescription, Family};
 use crate::validate::ConnId;
 use crate::wire::handshake::{Established, HandshakeError, Identity};
-use crate::wire::Reply;
+use crate::wire::{CloseReason, Reply};
 
 /// Events of one connection that may wait in the owner's queue, not yet handled.
 pub(crate) const INFLIGHT: usize = 16;
@@ -89,8 +89,9 @@ pub(crate) enum Out {
     Ask(Peer, DeployMessage),
     /// Fails the peer's ask.
     Fail(Peer, u64, ErrorDescription),
-    /// Close gracefully once everything before is written.
-    Close(Peer),
+    /// Close gracefully once everything before is written, telling the peer why in a close
+    /// envelope when there is a reason (and the handshake agreed on it).
+    Close(Peer, Option<CloseReason>),
     /// Signals once every connection closed with [`Out::Close`] before has closed (each given at
     /// most the send timeout).
     Flush(tokio::sync::oneshot::Sender<()>),
@@ -155,8 +156,8 @@ impl Outbox {
                 self.flush(done);
                 return;
             }
-            Out::Close(peer) => {
-                self.close(peer);
+            Out::Close(peer, reason) => {
+                self.close(peer, reason);
                 return;
             }
         };
@@ -185,8 +186,11 @@ impl Outbox {
         self.push(Out::Reply(peer.clone(), id, reply));
     }
 
-    fn close(&self, peer: Peer) {
-        peer.handle.close_soon();
+    fn close(&self, peer: Peer, reason: Option<CloseReason>) {
+        match reason {
+            Some(reason) => peer.handle.close_soon_because(reason),
+            None => peer.handle.close_soon(),
+        }
         let closing = Arc::clone(&self.closing);
         lock(&closing).insert(peer.conn, peer.handle.clone());
         let send_timeout = self.send_timeout;

@@ -232,7 +232,7 @@ impl Sim {
                         c.answers.insert(id, Err(error));
                     }
                 }
-                Output::Close { conn } => self.close(conn),
+                Output::Close { conn, .. } => self.close(conn),
                 Output::Dial { addr, target } => match self.listeners.get(&addr.to_string()) {
                     Some(l) => {
                         let (role, peer_id) = (l.role, l.peer_id.clone());

@@ -131,7 +131,7 @@ impl Runtime {
         match how {
             Stop::Graceful => {
                 for peer in self.peers.values() {
-                    self.outbox.push(Out::Close(peer.clone()));
+                    self.outbox.push(Out::Close(peer.clone(), None));
                 }
                 let (done, flushed) = oneshot::channel();
                 self.outbox.push(Out::Flush(done));
@@ -237,9 +237,9 @@ impl Runtime {
                         self.outbox.push(Out::Fail(peer.clone(), id, error));
                     }
                 }
-                Output::Close { conn } => {
+                Output::Close { conn, reason } => {
                     if let Some(peer) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Close(peer.clone()));
+                        self.outbox.push(Out::Close(peer.clone(), reason));
                     }
                 }
                 Output::Dial { addr, target } => {

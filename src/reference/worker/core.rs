@@ -113,7 +113,11 @@ pub(crate) enum Output {
         error: ErrorDescription,
     },
     /// Close the connection once what was queued on it is written.
-    Close { conn: ConnId },
+    Close {
+        conn: ConnId,
+        /// What the peer is told in a close envelope (SPEC §8.1), if anything.
+        reason: Option<crate::wire::CloseReason>,
+    },
     /// Dial this master to register; the loop reports [`Input::Opened`] or
     /// [`Input::DialFailed`].
     Dial(Addr),
@@ -291,7 +295,7 @@ impl WorkerCore {
                 );
                 if let Some(a) = master_addr {
                     if self.registered {
-                        self.out.push_back(Output::Close { conn });
+                        self.out.push_back(Output::Close { conn, reason: None });
                     } else {
                         self.send_register(conn, a);
                     }
@@ -329,7 +333,7 @@ impl WorkerCore {
             .collect();
         stale.sort_unstable();
         for conn in stale {
-            self.out.push_back(Output::Close { conn });
+            self.out.push_back(Output::Close { conn, reason: None });
         }
         for m in self.config.masters.clone() {
             tracing::info!("Connecting to master {m}...");
@@ -456,7 +460,10 @@ impl WorkerCore {
             .collect();
         others.sort_unstable();
         for other in others {
-            self.out.push_back(Output::Close { conn: other });
+            self.out.push_back(Output::Close {
+                conn: other,
+                reason: None,
+            });
         }
     }
 
@@ -517,7 +524,10 @@ impl WorkerCore {
             }),
             None => {
                 c.refused = true;
-                self.out.push_back(Output::Close { conn });
+                self.out.push_back(Output::Close {
+                    conn,
+                    reason: Some(refusal.close_reason()),
+                });
             }
         }
     }
@@ -556,7 +566,7 @@ impl WorkerCore {
             }
             M::MasterInStandby(_) => {
                 if Some(conn) != self.master {
-                    self.out.push_back(Output::Close { conn });
+                    self.out.push_back(Output::Close { conn, reason: None });
                 }
             }
             M::ReconnectWorker(r) => {

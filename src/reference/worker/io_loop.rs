@@ -215,9 +215,9 @@ impl WorkerLoop {
                         self.outbox.push(Out::Fail(p.clone(), id, error));
                     }
                 }
-                Output::Close { conn } => {
+                Output::Close { conn, reason } => {
                     if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Close(p.clone()));
+                        self.outbox.push(Out::Close(p.clone(), reason));
                     }
                 }
                 Output::Dial(master) => {

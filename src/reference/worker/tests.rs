@@ -184,7 +184,7 @@ fn names(out: &[Output]) -> Vec<String> {
             Output::Ask { conn, message } => format!("ask {} on {conn}", message.name()),
             Output::Reply { conn, .. } => format!("reply on {conn}"),
             Output::Fail { conn, .. } => format!("fail on {conn}"),
-            Output::Close { conn } => format!("close {conn}"),
+            Output::Close { conn, .. } => format!("close {conn}"),
             Output::Dial(a) => format!("dial {a}"),
             Output::Start(l) => format!("start {}", l.key),
             Output::Kill(k) => format!("kill {k}"),

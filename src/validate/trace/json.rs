@@ -9,7 +9,7 @@ use crate::validate::event::{
     AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus,
 };
 use crate::wire::handshake::Role;
-use crate::wire::{plain_from_json, value_from_json, Envelope, Reply};
+use crate::wire::{plain_from_json, value_from_json, CloseReason, Envelope, Reply};
 
 fn endpoint_json(e: &Endpoint) -> Value {
     json!({"role": e.role.name(), "id": e.id})
@@ -57,6 +57,10 @@ fn envelope_fields<F: Family>(
             out.insert("event".into(), json!("failure"));
             out.insert("id".into(), json!(id));
             out.insert("error".into(), serde_json::to_value(error)?);
+        }
+        Envelope::Close(reason) => {
+            out.insert("event".into(), json!("closing"));
+            out.insert("reason".into(), serde_json::to_value(reason)?);
         }
     }
     Ok(())
@@ -193,6 +197,7 @@ fn envelope_from<F: Family>(
             id: u64_field(obj, "id")?,
             reply: reply_from(field(obj, "reply")?, version)?,
         },
+        "closing" => Envelope::Close(plain::<CloseReason>(field(obj, "reason")?, "reason")?),
         _ => Envelope::Failure {
             id: u64_field(obj, "id")?,
             error: plain::<ErrorDescription>(field(obj, "error")?, "error")?,
@@ -217,7 +222,7 @@ pub fn event_from_json(value: &Value) -> Result<Event, TraceErrorKind> {
             version: version(obj)?,
         },
         "close" => EventBody::Close,
-        "send" | "ask" | "reply" | "failure" => {
+        "send" | "ask" | "reply" | "failure" | "closing" => {
             let from = endpoint(obj, "from")?;
             let to = endpoint(obj, "to")?;
             let version = version(obj)?;

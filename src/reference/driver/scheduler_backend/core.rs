@@ -120,7 +120,11 @@ pub(crate) enum Output {
         error: ErrorDescription,
     },
     /// Close the connection once what was queued on it is written.
-    Close { conn: ConnId },
+    Close {
+        conn: ConnId,
+        /// What the peer is told in a close envelope (SPEC §8.1), if anything.
+        reason: Option<crate::wire::CloseReason>,
+    },
     /// Drop the connection now (its peer does not read).
     Abort { conn: ConnId },
     /// A job progressed.
@@ -536,7 +540,10 @@ impl BackendCore {
                     if let Some(c) = self.conns.get_mut(&conn) {
                         c.refused = true;
                     }
-                    self.out.push_back(Output::Close { conn });
+                    self.out.push_back(Output::Close {
+                        conn,
+                        reason: Some(refusal.close_reason()),
+                    });
                 }
             }
             return;
@@ -746,7 +753,10 @@ impl BackendCore {
         };
         if let Some(c) = self.conns.get_mut(&exec.conn) {
             c.executor = None;
-            self.out.push_back(Output::Close { conn: exec.conn });
+            self.out.push_back(Output::Close {
+                conn: exec.conn,
+                reason: None,
+            });
         }
         if self.stopping {
             return;

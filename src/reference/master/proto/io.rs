@@ -97,6 +97,8 @@ pub enum Output {
     },
     /// Close a connection once what was queued before is written; an [`Input::Closed`] follows.
     Close {
+        /// What the peer is told in a close envelope (SPEC §8.1), if anything.
+        reason: Option<crate::wire::CloseReason>,
         /// Which connection.
         conn: ConnId,
     },

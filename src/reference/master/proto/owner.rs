@@ -139,7 +139,10 @@ impl MasterCore {
             }),
             None => {
                 c.refused = true;
-                self.out.push(Output::Close { conn });
+                self.out.push(Output::Close {
+                    conn,
+                    reason: Some(refusal.close_reason()),
+                });
             }
         }
     }
