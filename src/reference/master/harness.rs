@@ -271,6 +271,7 @@ impl Sim {
             conn,
             role,
             peer_id: peer_id.to_string(),
+            addr: format!("127.0.0.1:{}", 40_000 + conn),
             admin,
             dialled,
         });

@@ -43,6 +43,9 @@ pub(crate) enum Input {
         conn: ConnId,
         role: Role,
         purpose: Purpose,
+        /// The peer's address and the id of its hello, for logs.
+        addr: String,
+        peer_id: String,
     },
     /// A one-way message arrived.
     Message {
@@ -130,6 +133,9 @@ pub(crate) enum Output {
 struct ConnRec {
     role: Role,
     purpose: Purpose,
+    /// The peer's address and the id of its hello, for logs.
+    addr: String,
+    peer_id: String,
     /// A one-way message was refused: the connection is closing and nothing more is taken.
     refused: bool,
 }
@@ -280,6 +286,8 @@ impl WorkerCore {
                 conn,
                 role,
                 purpose,
+                addr,
+                peer_id,
             } => {
                 let master_addr = match &purpose {
                     Purpose::Registration(a) => Some(a.clone()),
@@ -290,6 +298,8 @@ impl WorkerCore {
                     ConnRec {
                         role,
                         purpose,
+                        addr,
+                        peer_id,
                         refused: false,
                     },
                 );
@@ -511,11 +521,24 @@ impl WorkerCore {
     }
 
     /// Refuses a message: a failure answers an ask, a one-way message closes the connection.
+    /// The peer of connection `conn` as a log line names it: its address, its role, the id of its
+    /// hello.
+    pub(crate) fn peer_of(&self, conn: ConnId) -> Option<(String, Role, String)> {
+        let c = self.conns.get(&conn)?;
+        Some((c.addr.clone(), c.role, c.peer_id.clone()))
+    }
+
     fn refuse(&mut self, conn: ConnId, ask: Option<u64>, refusal: &Refusal) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        tracing::warn!(conn, role = %c.role, "refused: {refusal}");
+        let peer = crate::reference::violations::Peer {
+            addr: &c.addr,
+            role: c.role,
+            id: &c.peer_id,
+            conn,
+        };
+        crate::reference::violations::warn(peer, "refused", refusal.kind(), refusal);
         match ask {
             Some(id) => self.out.push_back(Output::Fail {
                 conn,

@@ -240,11 +240,13 @@ impl Shell {
                 key,
                 handle,
                 peer,
+                addr,
                 abort,
             } => {
                 let input = Input::Connected {
                     conn: key,
                     peer,
+                    addr,
                     role: handle.negotiated().peer_role,
                     max_frame_size: handle.max_frame_size(),
                 };

@@ -96,6 +96,7 @@ impl Harness {
         self.input(Input::Connected {
             conn,
             peer: format!("executor-on-{conn}"),
+            addr: format!("127.0.0.1:{}", 40_000 + conn),
             role: Role::Executor,
             max_frame_size,
         });

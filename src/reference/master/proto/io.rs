@@ -32,6 +32,8 @@ pub enum Input {
         role: Role,
         /// The peer's id from the handshake.
         peer_id: String,
+        /// The peer's address (`host:port`), for logs.
+        addr: String,
         /// The peer proved the admin secret.
         admin: bool,
         /// Why the master dialled it (after an [`Output::Dial`]); `None` when accepted.
@@ -53,7 +55,8 @@ pub enum Input {
         /// The message.
         message: DeployMessage,
     },
-    /// A connection closed (for any reason, including an [`Output::Close`]).
+    /// A connection closed (for any reason, including an [`Output::Close`]). The driver logs a
+    /// close for a protocol error with [`MasterCore::peer_of`](super::MasterCore::peer_of).
     Closed {
         /// Which.
         conn: ConnId,
