@@ -316,3 +316,35 @@ fn outside_from(obj: &Map<String, Value>) -> Result<EventBody, TraceErrorKind> {
 }
 
 // --- end of traffic outside the catalogue ---
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closing_line_reads_back_as_the_close_envelope_it_was_written_from() {
+        let line = json!({
+            "time": 5, "conn": 2, "event": "closing",
+            "from": {"role": "master", "id": "m"}, "to": {"role": "app-client", "id": "a"},
+            "version": 2,
+            "reason": {"kind": "InvalidFields", "message": "bad", "path": "appDescription", "offset": 40}
+        });
+        let event = event_from_json(&line).expect("a closing line");
+        let EventBody::Message {
+            envelope: AnyEnvelope::Deploy(Envelope::Close(reason)),
+            ..
+        } = &event.body
+        else {
+            panic!("a close envelope: {event:?}");
+        };
+        assert_eq!(reason.path.as_deref(), Some("appDescription"));
+        assert_eq!(event_to_json(&event).expect("json"), line);
+        // `path` and `offset` may be left out.
+        let short = json!({
+            "time": 5, "conn": 2, "event": "closing",
+            "from": {"role": "driver", "id": "d"}, "to": {"role": "executor", "id": "1"},
+            "version": 2, "reason": {"kind": "Idle", "message": "quiet"}
+        });
+        assert!(event_from_json(&short).is_ok());
+    }
+}
