@@ -33,6 +33,32 @@ fn reply_json<F: Family>(r: &Reply<F>, version: Version) -> Result<Value, serde_
     Ok(Value::Object(map))
 }
 
+/// The JSON form of an envelope as a trace line carries it (protocol/trace.md, "Envelope
+/// events"): `event` (`send`, `ask`, `reply`, `failure` or `closing`) and the keys of that event
+/// (`id`, `message`, `reply`, `error`, `reason`), fields by their wire names, laid out for
+/// `version`. Without the line's `time`, `conn`, `from`, `to` and `version`.
+///
+/// ```
+/// use sparkwire::messages::{deploy::KillDriver, DeployMessage, Version};
+/// use sparkwire::validate::trace::envelope_to_json;
+/// use sparkwire::wire::Envelope;
+///
+/// let kill = Envelope::Send(DeployMessage::from(KillDriver::new("driver-1".into())));
+/// let json = envelope_to_json(&kill, Version::V2).unwrap();
+/// assert_eq!(
+///     json.to_string(),
+///     r#"{"event":"send","message":{"KillDriver":{"driverId":"driver-1"}}}"#
+/// );
+/// ```
+pub fn envelope_to_json<F: Family>(
+    env: &Envelope<F>,
+    version: Version,
+) -> Result<Value, serde_json::Error> {
+    let mut out = Map::new();
+    envelope_fields(env, version, &mut out)?;
+    Ok(Value::Object(out))
+}
+
 fn envelope_fields<F: Family>(
     env: &Envelope<F>,
     version: Version,
