@@ -191,3 +191,62 @@ async fn a_message_off_its_route_is_told_and_logged_once() {
         assert!(lines[0].contains(part), "{part:?} in {}", lines[0]);
     }
 }
+
+/// A fake master that takes closeReason, reads one frame after the handshake and closes with
+/// `reason`; returns its address.
+async fn refusing_master(reason: CloseReason) -> std::net::SocketAddr {
+    use sparkwire::wire::handshake::{decode_hello, encode_answer, Accepted, Answer};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.expect("accept");
+        let hello = decode_hello(&read_raw_frame(&mut s).await.expect("hello")).expect("a hello");
+        assert!(hello.offers(CLOSE_REASON), "sparkwire offers closeReason");
+        let mut answer = Vec::new();
+        encode_answer(
+            &Answer::Accepted(Accepted {
+                version: Version::V2,
+                versions: vec![2],
+                role: Role::Master,
+                id: "fake".into(),
+                features: vec![CLOSE_REASON.into()],
+            }),
+            &mut answer,
+        );
+        s.write_all(&common::frame(&answer)).await.expect("answer");
+        let _ask = read_raw_frame(&mut s).await.expect("the ask");
+        let close: Envelope<DeployMessage> = Envelope::Close(reason);
+        s.write_all(&sparkwire::wire::encode_frame(&close, Version::V2).expect("encodes"))
+            .await
+            .expect("close");
+        let _ = s.shutdown().await;
+        // Read until the client goes, so that nothing resets the close envelope away.
+        let _ = read_raw_frame(&mut s).await;
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_command_prints_the_reason_the_master_closed_with() {
+    let reason = CloseReason::new("NotOnRoute", "a ui may not ask RequestMasterState today");
+    let addr = refusing_master(reason).await;
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_sparkwire"))
+            .args(["status", &format!("sparkwire://{addr}")])
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run sparkwire status")
+    })
+    .await
+    .expect("joined");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "the peer closed the connection: NotOnRoute: a ui may not ask RequestMasterState today"
+        ),
+        "{err}"
+    );
+}
