@@ -163,7 +163,8 @@ impl Outbox {
         };
         match result {
             Ok(()) => {}
-            Err(e @ ConnectionError::SlowConsumer { .. }) => tracing::warn!(
+            // The close is logged, with the peer and the kind, when the connection ends.
+            Err(e @ ConnectionError::SlowConsumer { .. }) => tracing::debug!(
                 peer = %peer.handle.negotiated().peer_id,
                 conn = peer.conn,
                 message = name,

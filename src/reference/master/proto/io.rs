@@ -55,8 +55,8 @@ pub enum Input {
         /// The message.
         message: DeployMessage,
     },
-    /// A connection closed (for any reason, including an [`Output::Close`]). The driver logs a
-    /// close for a protocol error with [`MasterCore::peer_of`](super::MasterCore::peer_of).
+    /// A connection closed (for any reason, including an [`Output::Close`]). The driver of the
+    /// core logs a close for a protocol error, naming the peer as the core knows it.
     Closed {
         /// Which.
         conn: ConnId,
