@@ -35,6 +35,10 @@ impl Drop for Master {
 }
 
 fn master() -> Master {
+    master_with(&[])
+}
+
+fn master_with(extra: &[&str]) -> Master {
     let log = std::env::temp_dir().join(format!(
         "sparkwire-close-reason-{}-{}.log",
         std::process::id(),
@@ -46,6 +50,7 @@ fn master() -> Master {
     let err = std::fs::File::create(&log).expect("log file");
     let mut child = Command::new(env!("CARGO_BIN_EXE_sparkwire"))
         .args(["master", "--host", "127.0.0.1", "--port", "0", "--no-webui"])
+        .args(extra)
         // The default level: what an operator sees without setting RUST_LOG.
         .env_remove("RUST_LOG")
         .env("NO_COLOR", "1")
@@ -249,4 +254,35 @@ async fn the_status_command_prints_the_reason_the_master_closed_with() {
         ),
         "{err}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strict_master_logs_each_violation_as_it_happens_with_its_connection() {
+    let master = master_with(&["--strict"]);
+    for _ in 0..2 {
+        let mut app = app_client(&master).await;
+        let me = app.local_addr().expect("local address").to_string();
+        let heartbeat = sparkwire::messages::deploy::Heartbeat::new(
+            "worker-1".into(),
+            sparkwire::messages::EndpointRef::at(
+                sparkwire::messages::Addr::new("127.0.0.1", 9),
+                "Worker",
+            ),
+        );
+        let env: Envelope<DeployMessage> = Envelope::Send(heartbeat.into());
+        app.write_all(&sparkwire::wire::encode_frame(&env, Version::V2).expect("encodes"))
+            .await
+            .expect("write");
+        // The validator refuses it before the route check: the rule it breaks is the reason.
+        let reason = reason_read(&mut app).await;
+        assert_eq!(reason.kind, "RuleViolation");
+        assert!(reason.message.contains("M1"), "{reason}");
+        // One line for it, while the master runs (not only a count at exit), naming the
+        // connection: this peer's address, its role, the rule.
+        let lines = warn_lines(&master, &me).await;
+        assert_eq!(lines.len(), 1, "{lines:#?}");
+        for part in ["app-client", "RuleViolation", "M1 route.defined", "conn="] {
+            assert!(lines[0].contains(part), "{part:?} in {}", lines[0]);
+        }
+    }
 }

@@ -67,7 +67,8 @@ struct Partial {
 }
 
 /// Reads frames until the peer closes, a frame is bad, a limit is crossed, or the connection
-/// closes.
+/// closes; after a close for which this side made a close envelope (SPEC §8.1), reads on and
+/// drops what arrives for a moment ([`linger`]), so that the envelope is not reset away.
 pub(crate) async fn read_loop<R, F>(
     mut reader: FramedRead<R, FrameCodec<F>>,
     shared: Arc<Shared<F>>,
@@ -110,7 +111,8 @@ pub(crate) async fn read_loop<R, F>(
         }
         let next = tokio::select! {
             biased;
-            _ = wait_closed(&mut closed) => return,
+            // Closed by this side (an owner's close, a limit): done reading, but for the linger.
+            _ = wait_closed(&mut closed) => break,
             room = deliver.reserve(), if !aside.is_empty() => {
                 match (room, aside.pop_front()) {
                     (Ok(room), Some(first)) => room.send(first),
@@ -134,7 +136,7 @@ pub(crate) async fn read_loop<R, F>(
                 let clock = Clock { last_frame, now: Instant::now(), frame_timeout };
                 if let Some(reason) = timed_out(&reader, &shared, reading && owner_idle, reading, frames_read, &mut partial, clock) {
                     shared.close_with(reason);
-                    return;
+                    break;
                 }
                 continue;
             }
@@ -168,18 +170,17 @@ pub(crate) async fn read_loop<R, F>(
                     shared.close_with(ConnectionError::InboundOverflow {
                         limit: aside_limit + incoming_queue,
                     });
-                    return;
+                    break;
                 }
             }
             Err(reason) => {
-                let told = shared.negotiated.close_reason && reason.reason_for_peer().is_some();
                 shared.close_with(reason);
-                if told {
-                    linger(reader.into_inner()).await;
-                }
-                return;
+                break;
             }
         }
+    }
+    if shared.told() {
+        linger(reader.into_inner()).await;
     }
 }
 

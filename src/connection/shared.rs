@@ -101,6 +101,8 @@ pub(crate) struct Shared<F> {
     /// The close envelope's frame that the writer sends before it stops, when an error closed
     /// the connection and the handshake agreed on the `closeReason` feature (SPEC §8.1).
     pub(crate) farewell: Mutex<Option<Bytes>>,
+    /// A close envelope was made for the peer (by an error or by the owner's reason).
+    pub(crate) told: AtomicBool,
 }
 
 impl<F> Shared<F> {
@@ -175,7 +177,15 @@ impl<F: Family> Shared<F> {
         if !self.negotiated.close_reason {
             return None;
         }
-        encode(&self.codec, &Envelope::Close(reason?)).ok()
+        let frame = encode(&self.codec, &Envelope::Close(reason?)).ok()?;
+        self.told.store(true, Ordering::Release);
+        Some(frame)
+    }
+
+    /// Whether this side made a close envelope for the peer: the reader then lingers at the
+    /// close, so that the socket does not reset it away.
+    pub(crate) fn told(&self) -> bool {
+        self.told.load(Ordering::Acquire)
     }
 
     /// Takes the close envelope's frame an error left for the writer, if any.
@@ -430,6 +440,7 @@ pub(crate) fn new_shared<F: Family>(
         max_peer_asks: limits.max_peer_asks.max(1),
         slot: Mutex::new(slot),
         farewell: Mutex::new(None),
+        told: AtomicBool::new(false),
     };
     (Arc::new(shared), queue_rx)
 }
