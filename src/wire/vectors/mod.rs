@@ -283,7 +283,8 @@ fn with_prefix(body: &[u8]) -> String {
     to_hex(&out)
 }
 
-/// Vectors of replies of every kind, a failure, and frames every decoder must refuse.
+/// Vectors of replies of every kind, a failure, close envelopes (SPEC §8.1), and frames every
+/// decoder must refuse.
 pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
     let v2 = Version::V2;
     let valid: Vec<(&str, Envelope<CoarseMessage>, Value)> = vec![
