@@ -286,3 +286,51 @@ async fn a_strict_master_logs_each_violation_as_it_happens_with_its_connection()
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_bad_frames_cannot_flood_the_log() {
+    let master = master();
+    let bad = from_hex(&decoder_vector("map keys out of order").frame_hex).expect("hex");
+    let start = std::time::Instant::now();
+    let flood = 60;
+    for _ in 0..flood {
+        let mut app = app_client(&master).await;
+        app.write_all(&bad).await.expect("write");
+        assert_eq!(reason_read(&mut app).await.kind, "InvalidFields");
+    }
+    // Each peer was told; the log holds at most the burst and what the time since refilled.
+    let spent = start.elapsed().as_secs() + 1;
+    let refill_wait = Duration::from_millis(1500);
+    tokio::time::sleep(refill_wait).await;
+    // One more after a pause: written, after the count of those dropped.
+    let mut app = app_client(&master).await;
+    app.write_all(&bad).await.expect("write");
+    reason_read(&mut app).await;
+    let me = app.local_addr().expect("local address").to_string();
+    assert_eq!(
+        warn_lines(&master, &me).await.len(),
+        1,
+        "the last one is written"
+    );
+    let text = std::fs::read_to_string(&master.log).expect("log");
+    let written = text.lines().filter(|l| l.contains("kind=")).count() as u64;
+    let allowed = u64::from(sparkwire::reference::violations::BURST)
+        + u64::from(sparkwire::reference::violations::PER_SECOND) * (spent + 2);
+    assert!(
+        written <= allowed && written < flood + 1,
+        "{written} lines for {} errors (at most {allowed})",
+        flood + 1
+    );
+    let suppressed: u64 = text
+        .lines()
+        .filter_map(|l| {
+            let at = l.find(" more refusals or protocol errors suppressed")?;
+            l[..at].rsplit(' ').next()?.parse::<u64>().ok()
+        })
+        .sum();
+    assert_eq!(
+        written + suppressed,
+        flood + 1,
+        "every error written or counted"
+    );
+}
