@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use common::{
     bystander, connected, envelope_frame, frame, raw_client_and_server,
-    raw_client_offering_and_server, raw_server_handshake, read_raw_frame, samples,
-    send_frame_named, still_works, PIPE,
+    raw_client_offering_and_server, raw_server_handshake, raw_server_handshake_taking,
+    read_raw_frame, samples, send_frame_named, still_works, PIPE,
 };
 use sparkwire::connection::{
     Connection, ConnectionConfig, ConnectionError, Direction, Incoming, Inspector,
@@ -1039,4 +1039,28 @@ async fn a_close_envelope_is_the_typed_error_on_the_other_side_and_fails_its_ask
         ConnectionError::ClosedByPeer(reason).to_string(),
         "the peer closed the connection: NotOnRoute: a worker may not send RequestMasterState to a master"
     );
+}
+
+#[tokio::test]
+async fn a_client_tells_the_server_why_it_closes_too() {
+    let (io, mut raw) = duplex(PIPE);
+    let connect =
+        Connection::<DeployMessage>::connect(io, Role::Worker, "w", ConnectionConfig::default());
+    let (worker, hello) = tokio::join!(
+        connect,
+        raw_server_handshake_taking(&mut raw, Version::V2, Role::Master, &[CLOSE_REASON])
+    );
+    assert!(
+        hello.offers(CLOSE_REASON),
+        "a Connection offers closeReason"
+    );
+    let mut worker = worker.expect("connects to the raw master");
+    assert!(worker.tells_close_reason());
+    // The master sends a message of the other family.
+    raw.write_all(&send_frame_named("LaunchTask"))
+        .await
+        .expect("raw write");
+    assert!(worker.recv().await.is_err());
+    let reason = told(&mut raw).await;
+    assert_eq!(reason.kind, "UnknownMessage");
 }

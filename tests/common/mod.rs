@@ -122,6 +122,16 @@ pub async fn raw_server_handshake<S: AsyncRead + AsyncWrite + Unpin>(
     version: Version,
     role: Role,
 ) -> Hello {
+    raw_server_handshake_taking(io, version, role, &[]).await
+}
+
+/// [`raw_server_handshake`], the answer taking `features` (protocol/handshake.md §12).
+pub async fn raw_server_handshake_taking<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut S,
+    version: Version,
+    role: Role,
+    features: &[&str],
+) -> Hello {
     let body = read_raw_frame(io).await.expect("a hello");
     let hello = decode_hello(&body).expect("a valid hello");
     let answer = Answer::Accepted(Accepted {
@@ -129,7 +139,7 @@ pub async fn raw_server_handshake<S: AsyncRead + AsyncWrite + Unpin>(
         versions: vec![u64::from(version.number())],
         role,
         id: "raw-server".to_string(),
-        features: vec![],
+        features: features.iter().map(|f| f.to_string()).collect(),
     });
     let mut out = Vec::new();
     encode_answer(&answer, &mut out);
