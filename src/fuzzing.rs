@@ -153,6 +153,7 @@ pub fn handshake(data: &[u8]) {
         versions: Version::ALL.to_vec(),
         secret: None,
         admin_secret: None,
+        close_reason: true,
     };
     let (answer, outcome) = answer_hello(data, &server, |r| r.carries::<DeployMessage>());
     match (&answer, &outcome) {
@@ -167,11 +168,22 @@ pub fn handshake(data: &[u8]) {
                 role: n.peer_role,
                 id: n.peer_id.clone(),
                 auth: None,
+                features: if n.close_reason {
+                    vec![crate::wire::handshake::CLOSE_REASON.to_string()]
+                } else {
+                    Vec::new()
+                },
             };
             let mut body = Vec::new();
             encode_answer(&answer, &mut body);
             match check_answer(&body, &hello) {
-                Ok(c) => assert_eq!(c.version, n.version),
+                Ok(c) => {
+                    assert_eq!(c.version, n.version);
+                    assert_eq!(
+                        c.close_reason, n.close_reason,
+                        "the two sides disagree on closeReason"
+                    );
+                }
                 Err(e) => panic!("the client refuses the server's own acceptance: {e}"),
             }
         }
@@ -347,6 +359,7 @@ fn handshake_seeds() -> Vec<Vec<u8>> {
         versions: Version::ALL.to_vec(),
         secret: None,
         admin_secret: None,
+        close_reason: true,
     };
     for role in Role::ALL {
         for versions in [&Version::ALL[..], &[Version::V1][..], &[Version::V2][..]] {

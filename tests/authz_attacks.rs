@@ -30,6 +30,18 @@ use sparkwire::wire::Reply;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 
+/// The connection closed with a close envelope of `kind` (SPEC §8.1, §14.3): the refused peer
+/// reads why.
+fn assert_refused_with(closed: &ConnectionError, kind: &str) {
+    match closed {
+        ConnectionError::ClosedByPeer(reason) => {
+            assert_eq!(reason.kind, kind, "{reason}");
+            assert!(!reason.message.is_empty());
+        }
+        other => panic!("a close envelope of kind {kind}, got {other:?}"),
+    }
+}
+
 /// A `sparkwire worker` process, killed (by its own pid) when dropped; it also exits when its
 /// standard input (a pipe held here) closes.
 struct WorkerProcess {
@@ -269,7 +281,7 @@ async fn attack_4_another_applications_kill_executors_and_unregister_are_refused
     let closed = tokio::time::timeout(PATIENCE, conn.closed())
         .await
         .expect("the attacker's connection closes");
-    assert_eq!(closed, ConnectionError::PeerClosed);
+    assert_refused_with(&closed, "NotOwner");
 
     let state = master_state(&m).await;
     let victim_app = state
@@ -338,7 +350,7 @@ async fn attack_4_a_fake_workers_decommissioning_and_status_updates_for_a_real_w
     let closed = tokio::time::timeout(PATIENCE, fake.conn.closed())
         .await
         .expect("the fake's connection closes");
-    assert_eq!(closed, ConnectionError::PeerClosed);
+    assert_refused_with(&closed, "NotOwner");
 
     let state = master_state(&m).await;
     let w = state
@@ -380,7 +392,7 @@ async fn attack_4_a_heartbeat_for_another_workers_id_closes_the_connection() {
     let closed = tokio::time::timeout(PATIENCE, fake.conn.closed())
         .await
         .expect("closed");
-    assert_eq!(closed, ConnectionError::PeerClosed);
+    assert_refused_with(&closed, "NotOwner");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -418,7 +430,7 @@ async fn attack_6_a_worker_sending_register_application_is_refused_and_loses_its
     let closed = tokio::time::timeout(PATIENCE, fake.conn.closed())
         .await
         .expect("closed");
-    assert_eq!(closed, ConnectionError::PeerClosed);
+    assert_refused_with(&closed, "NotOnRoute");
     assert!(!fake
         .log()
         .iter()
@@ -574,7 +586,7 @@ async fn a_fake_master_dialling_a_worker_cannot_make_it_launch() {
     let closed = tokio::time::timeout(PATIENCE, fake.handle().closed())
         .await
         .expect("the fake master's connection closes");
-    assert_eq!(closed, ConnectionError::PeerClosed);
+    assert_refused_with(&closed, "NotOwner");
     assert!(!work.join("app-fake").exists());
     assert!(!marker.exists());
 }
@@ -629,7 +641,7 @@ async fn an_executor_reporting_for_another_executor_loses_its_connection() {
     let closed = tokio::time::timeout(PATIENCE, conns[1].handle().closed())
         .await
         .expect("executor 2's connection closes");
-    assert_eq!(closed, ConnectionError::PeerClosed);
+    assert_refused_with(&closed, "NotOwner");
     // Executor 1 is still registered; executor 2 is gone with its connection.
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {

@@ -586,6 +586,7 @@ async fn an_envelope_arriving_in_the_same_read_as_the_answer_is_not_lost() {
                 versions: vec![2],
                 role: Role::Master,
                 id: "m".to_string(),
+                features: vec![],
             }),
             &mut answer,
         );

@@ -271,3 +271,27 @@ fn conversion_vectors_follow_the_definition_s_expressions() {
         );
     }
 }
+
+#[test]
+fn close_envelopes_carry_the_definition_s_close_reason() {
+    use sparkwire::wire::check::check_value;
+    use sparkwire::wire::{encode_frame, CloseReason, Envelope};
+    let def = Definition::builtin();
+    let ty = TypeExpr::Named("CloseReason".into());
+    let located = CloseReason {
+        kind: "InvalidFields".into(),
+        message: "bad".into(),
+        path: Some("appDescription.command".into()),
+        offset: Some(40),
+    };
+    for reason in [located, CloseReason::new("NotOwner", "not yours")] {
+        let env: Envelope<sparkwire::messages::DeployMessage> = Envelope::Close(reason);
+        let frame = encode_frame(&env, Version::V2).expect("encodes");
+        // [4, reason]: the reason is what follows the 4-byte prefix, the array and the tag.
+        assert_eq!(&frame[4..6], &[0x92, 0x04]);
+        for v in Version::ALL {
+            check_value(def, &ty, v, &frame[6..], Strictness::Exact)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}

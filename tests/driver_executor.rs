@@ -398,7 +398,14 @@ async fn a_misbehaving_executor_connection_is_closed_and_the_driver_goes_on() {
         }
     })
     .await;
-    assert_eq!(closed, sparkwire::connection::ConnectionError::PeerClosed);
+    // … and told why (SPEC §8.1): the rule it broke.
+    match &closed {
+        sparkwire::connection::ConnectionError::ClosedByPeer(reason) => {
+            assert_eq!(reason.kind, "RuleViolation");
+            assert!(reason.message.contains("X1"), "{reason}");
+        }
+        other => panic!("a close envelope, got {other:?}"),
+    }
     // Garbage after a handshake, and a connection that never says hello, close only themselves.
     let mut raw = tokio::net::TcpStream::connect(driver.address())
         .await

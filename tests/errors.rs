@@ -11,7 +11,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use common::{
-    bystander, connected, envelope_frame, frame, raw_client_and_server, raw_server_handshake,
+    bystander, connected, envelope_frame, frame, raw_client_and_server,
+    raw_client_offering_and_server, raw_server_handshake, raw_server_handshake_taking,
     read_raw_frame, samples, send_frame_named, still_works, PIPE,
 };
 use sparkwire::connection::{
@@ -19,9 +20,11 @@ use sparkwire::connection::{
 };
 use sparkwire::messages::deploy::SendHeartbeat;
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
-use sparkwire::wire::handshake::{decode_answer, Answer, HandshakeError, RefusalReason, Role};
+use sparkwire::wire::handshake::{
+    decode_answer, Answer, HandshakeError, RefusalReason, Role, CLOSE_REASON,
+};
 use sparkwire::wire::LimitSetting;
-use sparkwire::wire::{decode_envelope, Envelope, Error, FrameError, Reply};
+use sparkwire::wire::{decode_envelope, CloseReason, Envelope, Error, FrameError, Reply};
 use tokio::io::{duplex, AsyncRead, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -587,7 +590,14 @@ async fn the_inspector_refusing_inbound_closes_and_refusing_outbound_only_fails_
     };
     assert_eq!(master.recv().await, Err(rejected.clone()));
     assert!(rejected.closes_connection());
-    assert_eq!(worker.closed().await, ConnectionError::PeerClosed);
+    // Both sides offered closeReason: the worker reads why (SPEC §8.1).
+    assert_eq!(
+        worker.closed().await,
+        ConnectionError::ClosedByPeer(CloseReason::new(
+            "RuleViolation",
+            "inbound Heartbeat rejected by the inspector: Heartbeat before RegisteredWorker"
+        ))
+    );
     let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
     assert_eq!(
         seen,
@@ -851,4 +861,206 @@ async fn over_tcp_bad_frames_close_only_their_own_connection() {
         assert!(reason.as_ref().is_some_and(expected), "{reason:?}");
         still_works(&client, &mut server).await;
     }
+}
+
+// ---- the close reason (SPEC §8.1): what the peer reads before the stream ends ----
+
+/// A raw worker whose hello offered `closeReason`, and the master's side of its connection.
+async fn raw_worker_agreeing(
+    config: ConnectionConfig<DeployMessage>,
+) -> (DuplexStream, Connection<DeployMessage>) {
+    raw_client_offering_and_server(
+        &Version::ALL,
+        Role::Worker,
+        Role::Master,
+        config,
+        &[CLOSE_REASON],
+    )
+    .await
+}
+
+/// The close envelope the raw peer reads as the server's last frame; the stream ends after it.
+async fn told(raw: &mut DuplexStream) -> CloseReason {
+    let body = read_raw_frame(raw)
+        .await
+        .expect("a close envelope before the end");
+    let env = decode_envelope::<DeployMessage>(&bytes::Bytes::from(body), Version::V2)
+        .expect("a decodable close envelope");
+    let Envelope::Close(reason) = env else {
+        panic!("a close envelope, not {env:?}");
+    };
+    assert_eq!(
+        read_raw_frame(raw).await,
+        None,
+        "nothing after the close envelope"
+    );
+    reason
+}
+
+#[tokio::test]
+async fn a_field_of_the_wrong_type_is_told_with_its_kind_path_and_offset() {
+    let (client, mut server) = bystander().await;
+    let (mut raw, mut victim) = raw_worker_agreeing(master_config()).await;
+    // [0, {"Heartbeat": {"workerId": 5}}]: workerId is a string.
+    let mut body = Vec::new();
+    rmp::encode::write_array_len(&mut body, 2).expect("vec write");
+    rmp::encode::write_uint(&mut body, 0).expect("vec write");
+    rmp::encode::write_map_len(&mut body, 1).expect("vec write");
+    rmp::encode::write_str(&mut body, "Heartbeat").expect("vec write");
+    rmp::encode::write_map_len(&mut body, 1).expect("vec write");
+    rmp::encode::write_str(&mut body, "workerId").expect("vec write");
+    let value_at = body.len() as u64;
+    rmp::encode::write_uint(&mut body, 5).expect("vec write");
+    raw.write_all(&frame(&body)).await.expect("raw write");
+    let error = victim
+        .recv()
+        .await
+        .expect_err("the frame closes the connection");
+    let reason = told(&mut raw).await;
+    assert_eq!(reason.kind, "InvalidFields");
+    assert_eq!(reason.path.as_deref(), Some("workerId"));
+    // The decoder stops right after the value it could not take.
+    assert_eq!(reason.offset, Some(value_at + 1));
+    assert!(reason.message.contains("Heartbeat"), "{reason}");
+    assert_eq!(Some(reason), error.reason_for_peer());
+    still_works(&client, &mut server).await;
+}
+
+#[tokio::test]
+async fn an_unknown_message_is_told_as_unknown_message() {
+    let (mut raw, mut victim) = raw_worker_agreeing(master_config()).await;
+    raw.write_all(&send_frame_named("RegisterWorkerV9"))
+        .await
+        .expect("raw write");
+    assert!(victim.recv().await.is_err());
+    let reason = told(&mut raw).await;
+    assert_eq!(reason.kind, "UnknownMessage");
+    assert!(reason.message.contains("RegisterWorkerV9"), "{reason}");
+    assert_eq!((reason.path, reason.offset), (None, None));
+}
+
+#[tokio::test]
+async fn an_oversized_frame_is_told_as_frame_too_large() {
+    let (mut raw, mut victim) = raw_worker_agreeing(master_config()).await;
+    raw.write_all(&[0xff, 0xff, 0xff, 0xff])
+        .await
+        .expect("raw write");
+    assert!(victim.recv().await.is_err());
+    assert_eq!(told(&mut raw).await.kind, "FrameTooLarge");
+}
+
+#[tokio::test]
+async fn a_reply_to_an_ask_never_made_is_told_as_unknown_ask() {
+    let (mut raw, mut victim) = raw_worker_agreeing(master_config()).await;
+    let reply: Envelope<DeployMessage> = Envelope::Reply {
+        id: 77,
+        reply: Reply::Bool(true),
+    };
+    raw.write_all(&envelope_frame(&reply, Version::V2))
+        .await
+        .expect("raw write");
+    assert_eq!(
+        victim.recv().await,
+        Err(ConnectionError::UnknownAsk { id: 77 })
+    );
+    assert_eq!(told(&mut raw).await.kind, "UnknownAsk");
+}
+
+#[tokio::test]
+async fn an_idle_peer_is_told_idle() {
+    let config = master_config().with_idle_timeout(Some(Duration::from_millis(100)));
+    let (mut raw, victim) = raw_worker_agreeing(config).await;
+    let reason = told(&mut raw).await;
+    assert_eq!(reason.kind, "Idle");
+    assert!(matches!(
+        victim.close_reason(),
+        Some(ConnectionError::Idle { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_peer_that_did_not_offer_close_reason_is_told_nothing() {
+    let (mut raw, mut victim) = raw_client_offering_and_server(
+        &Version::ALL,
+        Role::Worker,
+        Role::Master,
+        master_config(),
+        &[],
+    )
+    .await;
+    assert!(!victim.tells_close_reason());
+    raw.write_all(&send_frame_named("RegisterWorkerV9"))
+        .await
+        .expect("raw write");
+    assert!(victim.recv().await.is_err());
+    assert_eq!(
+        read_raw_frame(&mut raw).await,
+        None,
+        "the stream ends, no frame"
+    );
+}
+
+#[tokio::test]
+async fn a_close_envelope_is_the_typed_error_on_the_other_side_and_fails_its_asks() {
+    let (client, mut server) = connected::<DeployMessage>(
+        Role::Worker,
+        ConnectionConfig::default(),
+        Role::Master,
+        master_config(),
+    )
+    .await;
+    assert!(client.tells_close_reason() && server.tells_close_reason());
+    let reason = CloseReason::new(
+        "NotOnRoute",
+        "a worker may not send RequestMasterState to a master",
+    );
+    let pending = client
+        .post_ask(samples::heartbeat().into())
+        .expect("queued");
+    // The ask arrives; the server refuses the connection instead of answering it.
+    let Ok(Incoming::Ask { .. }) = server.recv().await else {
+        panic!("the ask");
+    };
+    server.handle().close_soon_because(reason.clone());
+    assert_eq!(
+        pending.await,
+        Err(ConnectionError::ClosedByPeer(reason.clone()))
+    );
+    let mut client = client;
+    assert_eq!(
+        client.recv().await,
+        Err(ConnectionError::ClosedByPeer(reason.clone()))
+    );
+    assert_eq!(
+        client.close_reason(),
+        Some(ConnectionError::ClosedByPeer(reason.clone()))
+    );
+    assert_eq!(
+        ConnectionError::ClosedByPeer(reason).to_string(),
+        "the peer closed the connection: NotOnRoute: a worker may not send RequestMasterState to a master"
+    );
+}
+
+#[tokio::test]
+async fn a_client_tells_the_server_why_it_closes_too() {
+    let (io, mut raw) = duplex(PIPE);
+    let connect =
+        Connection::<DeployMessage>::connect(io, Role::Worker, "w", ConnectionConfig::default());
+    let (worker, hello) = tokio::join!(
+        connect,
+        raw_server_handshake_taking(&mut raw, Version::V2, Role::Master, &[CLOSE_REASON])
+    );
+    assert!(
+        hello.offers(CLOSE_REASON),
+        "a Connection offers closeReason"
+    );
+    let mut worker = worker.expect("connects to the raw master");
+    assert!(worker.tells_close_reason());
+    // The master sends a message of the other family.
+    raw.write_all(&send_frame_named("LaunchTask"))
+        .await
+        .expect("raw write");
+    assert!(worker.recv().await.is_err());
+    let reason = told(&mut raw).await;
+    assert_eq!(reason.kind, "UnknownMessage");
 }

@@ -11,11 +11,9 @@ use sparkwire::messages::from_hex;
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
 use sparkwire::wire::check::{check_message, Strictness};
 use sparkwire::wire::value_from_json;
-use sparkwire::wire::vectors::{
-    error_name, render_files, value_from_body, EnvelopeVector, MessageVectors,
-};
+use sparkwire::wire::vectors::{render_files, value_from_body, EnvelopeVector, MessageVectors};
 use sparkwire::wire::write_message;
-use sparkwire::wire::{decode_frame, encode_frame, Envelope};
+use sparkwire::wire::{decode_frame, encode_frame, error_kind, Envelope};
 
 fn vectors_dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/protocol/vectors"))
@@ -109,7 +107,7 @@ fn check_family_vector<F: Family>(mv: &MessageVectors) {
                     mv.message
                 );
                 let e = encode_frame(&Envelope::Send(from_json), version).expect_err("local");
-                assert_eq!(error_name(&e), "LocalMessage");
+                assert_eq!(error_kind(&e), "LocalMessage");
             }
         }
     }
@@ -139,10 +137,33 @@ fn envelope_vectors_decode_or_fail_with_the_named_error() {
                 "{}",
                 v.name
             ),
-            (Some(want), Err(e)) => assert_eq!(error_name(&e), want, "{}: {e}", v.name),
+            (Some(want), Err(e)) => assert_eq!(error_kind(&e), want, "{}: {e}", v.name),
             (want, got) => panic!("{}: wanted error {want:?}, got {got:?}", v.name),
         }
     }
+}
+
+#[test]
+fn close_envelope_vectors_carry_their_readable_reason() {
+    let env: Vec<EnvelopeVector> = read_json(&vectors_dir().join("envelope.json"));
+    let mut closes = 0;
+    for v in env.iter().filter(|v| v.error.is_none()) {
+        let frame = Bytes::from(from_hex(&v.frame_hex).expect("hex"));
+        if let Ok(Envelope::Close(reason)) = decode_frame::<DeployMessage>(&frame, Version::V2) {
+            closes += 1;
+            let readable = v.envelope.as_ref().and_then(|e| e.get("close"));
+            assert_eq!(
+                Some(&serde_json::to_value(&reason).expect("json")),
+                readable,
+                "{}",
+                v.name
+            );
+            // Either family reads a close the same way.
+            let coarse = decode_frame::<CoarseMessage>(&frame, Version::V1).expect("decodes");
+            assert_eq!(coarse, Envelope::Close(reason));
+        }
+    }
+    assert!(closes >= 2, "envelope.json holds close vectors ({closes})");
 }
 
 #[test]

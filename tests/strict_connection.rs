@@ -16,6 +16,7 @@ fn identity(role: Role, id: &str) -> Identity {
         versions: vec![Version::V1, Version::V2],
         secret: None,
         admin_secret: None,
+        close_reason: true,
     }
 }
 

@@ -43,13 +43,19 @@ pub struct Settings {
     /// The file the secret was read from: an endpoint the suite starts gets its path as
     /// `{secret_file}` and in `SPARKWIRE_SECRET_FILE`, as a worker hands it to what it launches.
     pub secret_file: Option<std::path::PathBuf>,
+    /// Whether each case's wire log holds every frame's bytes, in hex (`--hex`).
+    pub hex: bool,
 }
 
-/// The wire log of one case: every frame both ways, decoded, with times.
+/// The wire log of one case: every frame both ways, with times, in the wire's own words: each
+/// envelope in the JSON form of protocol/trace.md (fields by their names in
+/// protocol/messages.md), each handshake frame by the keys of protocol/handshake.md, and with
+/// `--hex` ([`Log::with_hex`]) every frame's bytes too.
 #[derive(Debug, Clone)]
 pub struct Log {
     start: Instant,
     lines: Arc<Mutex<Vec<String>>>,
+    hex: bool,
 }
 
 impl Log {
@@ -58,7 +64,18 @@ impl Log {
         Log {
             start: Instant::now(),
             lines: Arc::new(Mutex::new(Vec::new())),
+            hex: false,
         }
+    }
+
+    /// An empty log that also holds every frame's bytes, in hex (`--hex`).
+    pub fn with_hex(hex: bool) -> Self {
+        Log { hex, ..Log::new() }
+    }
+
+    /// Whether the log holds every frame's bytes.
+    pub fn hex(&self) -> bool {
+        self.hex
     }
 
     /// Adds a line.

@@ -55,6 +55,9 @@ pub enum Fault {
     /// server proof, as a client it sends a wrong client proof (the proxy flips a bit of the
     /// right one). Needs `--secret-file`.
     BadOwnProof,
+    /// The endpoint takes `closeReason` in the handshake but closes connections without the
+    /// close envelope it agreed to send (SPEC §8.1): the proxy drops every close envelope.
+    SilentClose,
 }
 
 impl Fault {
@@ -68,7 +71,7 @@ impl Fault {
     }
 
     /// Every fault.
-    pub const ALL: [Fault; 11] = [
+    pub const ALL: [Fault; 12] = [
         Fault::AcceptAnyHello,
         Fault::LowestVersion,
         Fault::RefuseSingleVersion,
@@ -80,6 +83,7 @@ impl Fault {
         Fault::AuthBypass,
         Fault::AnyProof,
         Fault::BadOwnProof,
+        Fault::SilentClose,
     ];
 
     /// The fault's name.
@@ -96,6 +100,7 @@ impl Fault {
             Fault::AuthBypass => "auth-bypass",
             Fault::AnyProof => "any-proof",
             Fault::BadOwnProof => "bad-own-proof",
+            Fault::SilentClose => "silent-close",
         }
     }
 
@@ -224,6 +229,11 @@ impl Reader {
             }
         }
     }
+}
+
+/// Whether a frame body after the handshake is a close envelope, `[4, …]` (SPEC §8.1).
+fn is_close_envelope(body: &[u8]) -> bool {
+    body.len() >= 2 && body[0] == 0x92 && body[1] == 0x04
 }
 
 fn framed(body: &[u8]) -> Vec<u8> {
@@ -451,6 +461,12 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                         if !suite_is_client && fault == Fault::Mute {
                             continue;
                         }
+                        if !suite_is_client
+                            && fault == Fault::SilentClose
+                            && is_close_envelope(&body)
+                        {
+                            continue;
+                        }
                         write(&to, &framed(&body)).await;
                         if !suite_is_client && fault == Fault::Duplicate {
                             write(&to, &framed(&body)).await;
@@ -507,6 +523,12 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                         if endpoint_to_suite && fault == Fault::Mute {
                             continue;
                         }
+                        if endpoint_to_suite
+                            && fault == Fault::SilentClose
+                            && is_close_envelope(&body)
+                        {
+                            continue;
+                        }
                         write(&to, &framed(&body)).await;
                         if endpoint_to_suite && fault == Fault::Duplicate {
                             write(&to, &framed(&body)).await;
@@ -545,6 +567,7 @@ async fn accept_any(st: &Arc<Mutex<State>>, back: &Writer, to: &Writer, side: Si
             versions: vec![1, 2],
             role: server_role,
             id: String::new(),
+            features: Vec::new(),
         })),
     )
     .await;
@@ -656,6 +679,7 @@ async fn auth_fault(
             versions: vec![1, 2],
             role: server_role,
             id: String::new(),
+            features: Vec::new(),
         });
         let _ = suite.write_all(&answer_bytes(&accepted)).await;
         let Ok(nonce) = fresh_nonce() else {

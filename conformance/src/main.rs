@@ -80,6 +80,9 @@ struct Args {
     /// Prints the wire log of skipped and unimplemented cases too.
     #[arg(long)]
     verbose: bool,
+    /// The wire logs show every frame's bytes, in hex, beside its JSON form.
+    #[arg(long)]
+    hex: bool,
     /// Writes conformance/CASES.md (every case) to FILE and exits.
     #[arg(long, value_name = "FILE")]
     write_cases_md: Option<std::path::PathBuf>,
@@ -208,6 +211,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
             .transpose()
             .map_err(|e| format!("--secret-file: {e}"))?,
         secret_file: args.secret_file.clone(),
+        hex: args.hex,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -86,3 +86,63 @@ pub fn challenge_nonce(body: &[u8]) -> Option<Vec<u8>> {
     }
     None
 }
+
+/// A whole MessagePack value (a handshake frame's map, say) as JSON, as the wire has it: maps
+/// keep their keys and order, binaries are lowercase hex; `None` when the bytes are not one
+/// well-formed value of the kinds handshakes use.
+pub fn to_json(bytes: &[u8]) -> Option<serde_json::Value> {
+    let mut c = sparkwire::wire::msgpack::Cursor::new(bytes);
+    let v = value_json(&mut c, 0)?;
+    (c.rest().is_empty()).then_some(v)
+}
+
+fn value_json(
+    c: &mut sparkwire::wire::msgpack::Cursor<'_>,
+    depth: usize,
+) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    if depth > sparkwire::wire::msgpack::MAX_DEPTH {
+        return None;
+    }
+    let m = c.peek()?;
+    Some(match m {
+        0xc0 => {
+            c.nil();
+            Value::Null
+        }
+        0xc2 | 0xc3 => Value::Bool(c.bool().ok()?),
+        0x00..=0x7f | 0xcc..=0xd3 | 0xe0..=0xff => {
+            let i = c.int().ok()?;
+            match (i64::try_from(i), u64::try_from(i)) {
+                (Ok(n), _) => Value::from(n),
+                (_, Ok(n)) => Value::from(n),
+                _ => return None,
+            }
+        }
+        0xca | 0xcb => Value::from(c.float().ok()?),
+        0xa0..=0xbf | 0xd9..=0xdb => Value::String(c.str().ok()?.to_string()),
+        0xc4..=0xc6 => Value::String(c.bin().ok()?.iter().map(|b| format!("{b:02x}")).collect()),
+        0x90..=0x9f | 0xdc | 0xdd => {
+            let n = c.array_len().ok()?;
+            let mut items = Vec::new();
+            for _ in 0..n {
+                items.push(value_json(c, depth + 1)?);
+            }
+            Value::Array(items)
+        }
+        0x80..=0x8f | 0xde | 0xdf => {
+            let n = c.map_len().ok()?;
+            let mut map = serde_json::Map::new();
+            for _ in 0..n {
+                let key = match value_json(c, depth + 1)? {
+                    Value::String(k) => k,
+                    other => other.to_string(),
+                };
+                let value = value_json(c, depth + 1)?;
+                map.insert(key, value);
+            }
+            Value::Object(map)
+        }
+        _ => return None,
+    })
+}

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
+use sparkwire::validate::trace::envelope_to_json;
 use sparkwire::wire::handshake::{
     decode_answer, decode_hello, decode_proof, encode_answer, encode_hello, fresh_nonce, negotiate,
     read_hello, read_server_frame, Accepted, Answer, ClientNext, Hello, Identity, Refusal,
@@ -80,37 +81,52 @@ fn short(text: String, max: usize) -> String {
     format!("{}… ({} chars)", &text[..end], text.len())
 }
 
-/// A decoded description of an envelope of `family` for logs.
+/// The longest description of one frame a log line holds.
+const DESCRIPTION_MAX: usize = 4000;
+
+/// The most bytes of one frame `--hex` shows.
+const HEX_MAX: usize = 64 * 1024;
+
+/// An envelope of `family` (a frame's body) in the wire's own words, for logs and failures: the
+/// JSON form of protocol/trace.md, fields by their names in protocol/messages.md
+/// (`{"event":"send","message":{"Heartbeat":{"workerId":"worker-1",…}}}`); an undecodable one
+/// by its error and its first bytes.
 pub fn describe(family: &str, body: &Bytes, version: Version) -> String {
+    fn json<F: Family>(body: &Bytes, version: Version) -> Result<String, String> {
+        let env = decode_envelope::<F>(body, version).map_err(|e| e.to_string())?;
+        envelope_to_json(&env, version)
+            .map(|v| v.to_string())
+            .map_err(|e| e.to_string())
+    }
     let text = if family == "coarse" {
-        decode_envelope::<CoarseMessage>(body, version).map(|e| format!("{e:?}"))
+        json::<CoarseMessage>(body, version)
     } else {
-        decode_envelope::<DeployMessage>(body, version).map(|e| format!("{e:?}"))
+        json::<DeployMessage>(body, version)
     };
     match text {
-        Ok(t) => short(t, 600),
+        Ok(t) => short(t, DESCRIPTION_MAX),
         Err(e) => format!("undecodable ({e}): {}", hex(body, 48)),
     }
 }
 
-fn describe_handshake(body: &[u8]) -> String {
-    if let Ok(h) = decode_hello(body) {
-        return format!("hello {h:?}");
-    }
-    if let Some(nonce) = crate::mp::challenge_nonce(body) {
-        return format!("challenge (nonce {})", hex(&nonce, 8));
-    }
-    if let Ok(p) = decode_proof(body) {
-        let admin = if p.admin.is_some() {
-            " and an admin proof"
-        } else {
-            ""
-        };
-        return format!("proof {}{admin}", hex(&p.proof, 8));
-    }
-    match decode_answer(body) {
-        Ok(a) => format!("answer {a:?}"),
-        Err(e) => format!("handshake frame, undecodable ({e}): {}", hex(body, 48)),
+/// A handshake frame (protocol/handshake.md) in the wire's own words: what it is (`hello`,
+/// `challenge`, `proof`, `answer`) and its map as JSON, keys as sent, binaries in hex.
+pub fn describe_handshake(body: &[u8]) -> String {
+    // An answer has the hello's keys and more: it is told apart first.
+    let what = if decode_answer(body).is_ok() {
+        "answer"
+    } else if crate::mp::challenge_nonce(body).is_some() {
+        "challenge"
+    } else if decode_proof(body).is_ok() {
+        "proof"
+    } else if decode_hello(body).is_ok() {
+        "hello"
+    } else {
+        "handshake frame"
+    };
+    match crate::mp::to_json(body) {
+        Some(v) => format!("{what} {}", short(v.to_string(), DESCRIPTION_MAX)),
+        None => format!("{what}, not one MessagePack map: {}", hex(body, 48)),
     }
 }
 
@@ -157,11 +173,12 @@ impl Conn {
 
     /// Writes bytes as they are; `what` describes them in the log.
     pub async fn send_raw(&mut self, bytes: &[u8], what: &str) -> Result<(), Failure> {
+        let shown = if self.log.hex() { HEX_MAX } else { 40 };
         self.log.push(format!(
             "[{}] → {} bytes: {what}: {}",
             self.label,
             bytes.len(),
-            hex(bytes, 40)
+            hex(bytes, shown)
         ));
         match self.stream.write_all(bytes).await {
             Ok(()) => Ok(()),
@@ -169,6 +186,17 @@ impl Conn {
                 self.log.push(format!("[{}] write failed: {e}", self.label));
                 Ok(())
             }
+        }
+    }
+
+    /// With `--hex`, logs a frame's bytes (prefix included) under its description.
+    fn log_bytes(&self, arrow: &str, bytes: &[u8]) {
+        if self.log.hex() {
+            self.log.push(format!(
+                "[{}] {arrow} bytes: {}",
+                self.label,
+                hex(bytes, HEX_MAX)
+            ));
         }
     }
 
@@ -181,6 +209,7 @@ impl Conn {
         let bytes = frame(body);
         self.log
             .push(format!("[{}] → frame {} B: {what}", self.label, body.len()));
+        self.log_bytes("→", &bytes);
         if let Err(e) = self.stream.write_all(&bytes).await {
             self.log.push(format!("[{}] write failed: {e}", self.label));
         }
@@ -238,6 +267,8 @@ impl Conn {
                         };
                         self.log
                             .push(format!("[{}] ← frame {} B: {what}", self.label, body.len()));
+                        let body = body.clone();
+                        self.log_bytes("←", &frame(&body));
                     }
                     Event::TooLarge(n) => {
                         self.log
@@ -487,12 +518,29 @@ impl Conn {
         log: &Log,
         wait: Duration,
     ) -> Result<Conn, Failure> {
+        let hello = Hello::new(versions, role, id);
+        Conn::open_with(addr, label, hello, secret, log, wait)
+            .await
+            .map(|(c, _)| c)
+    }
+
+    /// [`Conn::open`] with the hello given (offering features, say); returns the connection and
+    /// the features the endpoint's answer took (protocol/handshake.md §12).
+    pub async fn open_with(
+        addr: SocketAddr,
+        label: &str,
+        hello: Hello,
+        secret: Option<&Secret>,
+        log: &Log,
+        wait: Duration,
+    ) -> Result<(Conn, Vec<String>), Failure> {
+        let role = hello.role;
         let expected = match secret {
             None => format!("the hello of a {} accepted", role.name()),
             Some(_) => format!("the authenticated hello of a {} accepted", role.name()),
         };
         let mut c = Conn::connect(addr, label, role, log).await?;
-        let mut hello = Hello::new(versions, role, id);
+        let mut hello = hello;
         if secret.is_some() {
             hello = hello.with_auth(nonce()?);
         }
@@ -502,7 +550,7 @@ impl Conn {
         match c.read_answer_to(&body, secret, wait).await? {
             Answer::Accepted(a) => {
                 c.version = Some(a.version);
-                Ok(c)
+                Ok((c, a.features))
             }
             Answer::Refused(r) => Err(fail(
                 expected,
@@ -644,6 +692,7 @@ impl Conn {
             versions: numbers,
             role: self.role,
             id: id.to_string(),
+            features: Vec::new(),
         }))
         .await?;
         self.version = Some(v);
@@ -681,6 +730,7 @@ pub fn envelope_label<F: Family>(env: &Envelope<F>) -> String {
         Envelope::Failure { id, error } => {
             format!("failure {}: {} (id {id})", error.class_name, error.message)
         }
+        Envelope::Close(reason) => format!("close {reason}"),
     }
 }
 
@@ -729,6 +779,127 @@ impl Listener {
                 expected,
                 format!("no connection within {} ms", wait.as_millis()),
             )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sparkwire::messages::deploy::Heartbeat;
+    use sparkwire::messages::{Addr, EndpointRef};
+
+    fn heartbeat_body() -> Bytes {
+        let hb = Heartbeat::new(
+            "worker-1".into(),
+            EndpointRef::at(Addr::new("127.0.0.1", 7078), "Worker"),
+        );
+        let mut body = Vec::new();
+        encode_envelope(
+            &Envelope::Send(DeployMessage::from(hb)),
+            Version::V2,
+            &mut body,
+        )
+        .expect("encodes");
+        Bytes::from(body)
+    }
+
+    #[test]
+    fn envelopes_are_logged_in_the_json_form_of_trace_md_with_wire_field_names() {
+        let text = describe("deploy", &heartbeat_body(), Version::V2);
+        let json: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(json["event"], "send");
+        assert_eq!(json["message"]["Heartbeat"]["workerId"], "worker-1");
+        assert_eq!(
+            json["message"]["Heartbeat"]["worker"]["address"]["port"],
+            7078
+        );
+        for rust in ["worker_id", "Some(", "Addr {", "Heartbeat {"] {
+            assert!(!text.contains(rust), "{rust} in {text}");
+        }
+        // A close envelope reads as trace.md's `closing` event.
+        let mut body = Vec::new();
+        encode_envelope::<DeployMessage>(
+            &Envelope::Close(sparkwire::wire::CloseReason::new("Idle", "quiet")),
+            Version::V2,
+            &mut body,
+        )
+        .expect("encodes");
+        let text = describe("deploy", &Bytes::from(body), Version::V2);
+        assert!(
+            text.starts_with(r#"{"event":"closing","reason":{"kind":"Idle""#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn handshake_frames_are_logged_by_their_keys() {
+        let mut body = Vec::new();
+        encode_hello(
+            &Hello::new(&[Version::V1, Version::V2], Role::Worker, "w-1")
+                .with_features(&["closeReason"]),
+            &mut body,
+        );
+        assert_eq!(
+            describe_handshake(&body),
+            r#"hello {"magic":"sparkwire","versions":[1,2],"role":"worker","id":"w-1","features":["closeReason"]}"#
+        );
+        let mut answer = Vec::new();
+        encode_answer(
+            &Answer::Refused(Refusal {
+                reason: RefusalReason::NoCommonVersion,
+                message: "no common version".into(),
+                versions: vec![2],
+            }),
+            &mut answer,
+        );
+        assert_eq!(
+            describe_handshake(&answer),
+            r#"answer {"magic":"sparkwire","refused":"noCommonVersion","message":"no common version","versions":[2]}"#
+        );
+        let mut accepted = Vec::new();
+        encode_answer(
+            &Answer::Accepted(Accepted {
+                version: Version::V2,
+                versions: vec![1, 2],
+                role: Role::Master,
+                id: "m".into(),
+                features: vec!["closeReason".into()],
+            }),
+            &mut accepted,
+        );
+        assert!(
+            describe_handshake(&accepted).starts_with(r#"answer {"magic":"sparkwire","version":2"#)
+        );
+        assert!(describe_handshake(&[0xc1]).contains("not one MessagePack map"));
+    }
+
+    #[tokio::test]
+    async fn with_hex_the_log_holds_every_frame_s_bytes_and_without_it_does_not() {
+        for with_hex in [true, false] {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = listener.local_addr().expect("addr");
+            let log = crate::env::Log::with_hex(with_hex);
+            let mut c = Conn::connect(addr, "suite", Role::Worker, &log)
+                .await
+                .expect("connect");
+            c.version = Some(Version::V2);
+            let (mut peer, _) = listener.accept().await.expect("accept");
+            let body = heartbeat_body();
+            c.send_frame(&body).await.expect("sent");
+            peer.write_all(&frame(&body)).await.expect("echo");
+            assert!(matches!(
+                c.next(Duration::from_secs(5)).await,
+                Some(Event::Frame(_))
+            ));
+            let lines = log.lines();
+            let full = hex(&frame(&body), usize::MAX);
+            let shown = lines
+                .iter()
+                .filter(|l| l.contains(&format!("bytes: {full}")))
+                .count();
+            assert_eq!(shown, if with_hex { 2 } else { 0 }, "{lines:#?}");
+            assert!(lines.iter().any(|l| l.contains(r#""workerId":"worker-1""#)));
         }
     }
 }

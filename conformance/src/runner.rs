@@ -40,7 +40,7 @@ pub struct CaseResult {
 }
 
 async fn run_one(settings: Arc<Settings>, case: Case) -> CaseResult {
-    let log = Log::new();
+    let log = Log::with_hex(settings.hex);
     let ctx = Ctx {
         settings,
         log: log.clone(),

@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::config::Direction;
 use crate::messages::ErrorDescription;
 use crate::wire::handshake::{HandshakeError, Role};
-use crate::wire::FrameError;
 use crate::wire::TaskTooLarge;
+use crate::wire::{CloseReason, FrameError};
 
 /// A connection that failed, or one operation on it that failed.
 ///
@@ -173,6 +173,11 @@ pub enum ConnectionError {
     #[error("the peer closed the connection")]
     PeerClosed,
 
+    /// The peer closed the connection and said why in its last frame, a close envelope (SPEC
+    /// §8.1): the error kind, its message and, for a decoding error, where in the frame.
+    #[error("the peer closed the connection: {0}")]
+    ClosedByPeer(CloseReason),
+
     /// This side closed the connection.
     #[error("the connection was closed by this side")]
     Closed,
@@ -194,6 +199,30 @@ impl ConnectionError {
 }
 
 impl ConnectionError {
+    /// What this side tells the peer in a close envelope when this error closes the connection
+    /// (SPEC §8.1): the decoding errors, an oversized frame, the ask errors, a message the
+    /// inspector refused, and the limits. `None` for the others: the peer or the stream has
+    /// gone, or this side closed for its own reasons.
+    pub fn reason_for_peer(&self) -> Option<CloseReason> {
+        let kind = match self {
+            ConnectionError::Inbound(e) => return CloseReason::frame(e),
+            ConnectionError::UnknownAsk { .. } => "UnknownAsk",
+            ConnectionError::DuplicateReply { .. } => "DuplicateReply",
+            ConnectionError::DuplicateAsk { .. } => "DuplicateAsk",
+            ConnectionError::Rejected {
+                direction: Direction::Inbound,
+                ..
+            } => "RuleViolation",
+            ConnectionError::SlowConsumer { .. } => "SlowConsumer",
+            ConnectionError::InboundOverflow { .. } => "InboundOverflow",
+            ConnectionError::TooManyAsks { .. } => "TooManyAsks",
+            ConnectionError::FrameTimedOut { .. } => "FrameTimedOut",
+            ConnectionError::Idle { .. } => "Idle",
+            _ => return None,
+        };
+        Some(CloseReason::new(kind, self.to_string()))
+    }
+
     /// A failed connection attempt to `address`, named as such: `cannot connect to HOST:PORT:
     /// connection refused`.
     pub fn connect(address: impl Into<String>, error: &io::Error) -> Self {

@@ -37,6 +37,17 @@ const MAX_CHECK_EVERY: Duration = Duration::from_millis(500);
 /// The shortest time between two checks of the frame and idle timeouts.
 const MIN_CHECK_EVERY: Duration = Duration::from_millis(10);
 
+/// How long the writer may take, once an error closed the connection, to finish the frames it
+/// was writing and write the close envelope (SPEC §8.1); a peer that does not read by then does
+/// not get it.
+const FAREWELL_WRITE: Duration = Duration::from_secs(2);
+
+/// How long, and for how many bytes, the reader goes on reading (and dropping) what the peer
+/// sends after an error closed the connection, so that the socket is not closed with unread
+/// bytes (which would reset it, and could lose the close envelope on its way to the peer).
+const FAREWELL_LINGER: Duration = Duration::from_secs(2);
+const FAREWELL_LINGER_BYTES: usize = 4 * 1024 * 1024;
+
 async fn wait_closed(closed: &mut watch::Receiver<Option<ConnectionError>>) {
     // The sender lives in the shared state, which this task holds: the wait ends only on a close.
     let _ = closed.wait_for(Option::is_some).await;
@@ -56,7 +67,8 @@ struct Partial {
 }
 
 /// Reads frames until the peer closes, a frame is bad, a limit is crossed, or the connection
-/// closes.
+/// closes; after a close for which this side made a close envelope (SPEC §8.1), reads on and
+/// drops what arrives for a moment ([`linger`]), so that the envelope is not reset away.
 pub(crate) async fn read_loop<R, F>(
     mut reader: FramedRead<R, FrameCodec<F>>,
     shared: Arc<Shared<F>>,
@@ -99,7 +111,8 @@ pub(crate) async fn read_loop<R, F>(
         }
         let next = tokio::select! {
             biased;
-            _ = wait_closed(&mut closed) => return,
+            // Closed by this side (an owner's close, a limit): done reading, but for the linger.
+            _ = wait_closed(&mut closed) => break,
             room = deliver.reserve(), if !aside.is_empty() => {
                 match (room, aside.pop_front()) {
                     (Ok(room), Some(first)) => room.send(first),
@@ -123,7 +136,7 @@ pub(crate) async fn read_loop<R, F>(
                 let clock = Clock { last_frame, now: Instant::now(), frame_timeout };
                 if let Some(reason) = timed_out(&reader, &shared, reading && owner_idle, reading, frames_read, &mut partial, clock) {
                     shared.close_with(reason);
-                    return;
+                    break;
                 }
                 continue;
             }
@@ -157,13 +170,31 @@ pub(crate) async fn read_loop<R, F>(
                     shared.close_with(ConnectionError::InboundOverflow {
                         limit: aside_limit + incoming_queue,
                     });
-                    return;
+                    break;
                 }
             }
             Err(reason) => {
                 shared.close_with(reason);
-                return;
+                break;
             }
+        }
+    }
+    if shared.told() {
+        linger(reader.into_inner()).await;
+    }
+}
+
+/// Reads and drops what the peer sends, until it closes, [`FAREWELL_LINGER`] has passed or
+/// [`FAREWELL_LINGER_BYTES`] were read.
+async fn linger<R: AsyncRead + Unpin>(mut reader: R) {
+    use tokio::io::AsyncReadExt;
+    let deadline = Instant::now() + FAREWELL_LINGER;
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut read = 0usize;
+    while read < FAREWELL_LINGER_BYTES {
+        match tokio::time::timeout_at(deadline, reader.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => read += n,
+            _ => return,
         }
     }
 }
@@ -238,7 +269,10 @@ pub(crate) async fn write_loop<W, F>(
     loop {
         let first = tokio::select! {
             biased;
-            _ = wait_closed(&mut closed) => return,
+            _ = wait_closed(&mut closed) => {
+                farewell(&mut writer, &shared).await;
+                return;
+            }
             item = queue.recv() => item,
         };
         let Some(first) = first else {
@@ -246,10 +280,32 @@ pub(crate) async fn write_loop<W, F>(
             shared.close_with(ConnectionError::Closed);
             return;
         };
-        let written = tokio::select! {
-            biased;
-            _ = wait_closed(&mut closed) => return,
-            written = write_batch(&mut writer, first, &mut queue, &shared) => written,
+        let written = {
+            let batch = write_batch(&mut writer, first, &mut queue, &shared);
+            tokio::pin!(batch);
+            tokio::select! {
+                biased;
+                _ = wait_closed(&mut closed) => {
+                    // Frames are written whole: with a close envelope to send, the batch under
+                    // way ends first (within a bound), so that the envelope starts a frame.
+                    let finished = shared.has_farewell()
+                        && matches!(
+                            tokio::time::timeout(FAREWELL_WRITE, &mut batch).await,
+                            Ok(Ok(true))
+                        );
+                    Batch::Closed { finished }
+                }
+                written = &mut batch => Batch::Written(written),
+            }
+        };
+        let written = match written {
+            Batch::Closed { finished } => {
+                if finished {
+                    farewell(&mut writer, &shared).await;
+                }
+                return;
+            }
+            Batch::Written(written) => written,
         };
         match written {
             Ok(true) => {}
@@ -262,6 +318,31 @@ pub(crate) async fn write_loop<W, F>(
                 return;
             }
         }
+    }
+}
+
+/// How a batch of frames ended.
+enum Batch {
+    /// It was written (or failed): `Ok(false)` after a close request.
+    Written(std::io::Result<bool>),
+    /// The connection closed while it was written; `finished`: the batch was written whole
+    /// after all, and a close envelope may follow.
+    Closed { finished: bool },
+}
+
+/// Writes the close envelope an error left, if any, then shuts the write side down, all
+/// within [`FAREWELL_WRITE`].
+async fn farewell<W: AsyncWrite + Unpin, F: Family>(writer: &mut W, shared: &Shared<F>) {
+    let Some(frame) = shared.take_farewell() else {
+        return;
+    };
+    let write = async {
+        writer.write_all(&frame).await?;
+        writer.flush().await?;
+        writer.shutdown().await
+    };
+    if let Ok(Ok(())) = tokio::time::timeout(FAREWELL_WRITE, write).await {
+        shared.lock().counters.record_sent("close", frame.len());
     }
 }
 
@@ -285,7 +366,11 @@ where
                 out.write_all(&bytes).await?;
                 shared.written(label, bytes.len());
             }
-            Outgoing::Close => {
+            Outgoing::Close(farewell) => {
+                if let Some(frame) = farewell {
+                    out.write_all(&frame).await?;
+                    shared.lock().counters.record_sent("close", frame.len());
+                }
                 out.flush().await?;
                 out.shutdown().await?;
                 return Ok(false);

@@ -94,7 +94,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::messages::{ErrorDescription, Family, Version};
 use crate::wire::handshake::{Established, HandshakeError, Identity, Negotiated, Role};
 use crate::wire::FrameLimit;
-use crate::wire::{Envelope, FrameCodec, Reply};
+use crate::wire::{CloseReason, Envelope, FrameCodec, Reply};
 use shared::{idle_ms, new_shared, Admit, Outgoing, Settles, Shared, SharedLimits};
 
 /// What the peer sent that needs this side's attention.
@@ -323,12 +323,37 @@ impl<F: Family> ConnectionHandle<F> {
     /// Starts a graceful close without waiting: frames queued before are written, then the write
     /// side is shut down and the connection closes with [`ConnectionError::Closed`].
     pub fn close_soon(&self) {
+        self.close_soon_with(None);
+    }
+
+    /// [`close_soon`](ConnectionHandle::close_soon), telling the peer why: when the handshake
+    /// agreed on the `closeReason` feature, a close envelope carrying `reason` is written after
+    /// the frames queued before, as the connection's last frame (SPEC §8.1). An endpoint that
+    /// refuses a peer's one-way message closes with the refusal's reason (SPEC §14.3).
+    pub fn close_soon_because(&self, reason: CloseReason) {
+        self.close_soon_with(Some(reason));
+    }
+
+    fn close_soon_with(&self, reason: Option<CloseReason>) {
         if self.shared.closing.swap(true, Ordering::AcqRel) {
             return;
         }
-        if self.shared.outgoing.send(Outgoing::Close).is_err() {
+        let farewell = self.shared.farewell_frame(reason);
+        if self
+            .shared
+            .outgoing
+            .send(Outgoing::Close(farewell))
+            .is_err()
+        {
             self.shared.close_with(ConnectionError::Closed);
         }
+    }
+
+    /// Whether the handshake agreed on the `closeReason` feature: a close by this side for an
+    /// error, or [`close_soon_because`](ConnectionHandle::close_soon_because), tells the peer
+    /// why in a last frame.
+    pub fn tells_close_reason(&self) -> bool {
+        self.shared.negotiated.close_reason
     }
 
     /// The traffic so far.

@@ -26,8 +26,10 @@ pub(crate) enum Outgoing {
         /// What it carries.
         label: &'static str,
     },
-    /// Flush, shut the write side down and close: everything queued before was written.
-    Close,
+    /// Flush, shut the write side down and close: everything queued before was written, then
+    /// the close envelope's frame, when there is one (the owner's reason, and the handshake
+    /// agreed on the `closeReason` feature).
+    Close(Option<Bytes>),
 }
 
 /// What a queued frame is counted as beyond its bytes: its place in the queue and the
@@ -96,6 +98,11 @@ pub(crate) struct Shared<F> {
     pub(crate) max_peer_asks: usize,
     /// The listener slot, released at the close.
     pub(crate) slot: Mutex<Option<super::listener::Slot>>,
+    /// The close envelope's frame that the writer sends before it stops, when an error closed
+    /// the connection and the handshake agreed on the `closeReason` feature (SPEC §8.1).
+    pub(crate) farewell: Mutex<Option<Bytes>>,
+    /// A close envelope was made for the peer (by an error or by the owner's reason).
+    pub(crate) told: AtomicBool,
 }
 
 impl<F> Shared<F> {
@@ -139,6 +146,12 @@ impl<F: Family> Shared<F> {
     /// Closes the connection with `reason` unless it is closed already, and fails every ask
     /// waiting for a reply. Returns whether this call closed it.
     pub(crate) fn close_with(&self, reason: ConnectionError) -> bool {
+        // The frame is ready before anyone sees the close: the writer takes it when it does.
+        if self.closed.borrow().is_none() && !self.closing.load(Ordering::Acquire) {
+            if let Some(frame) = self.farewell_frame(reason.reason_for_peer()) {
+                *lock_farewell(&self.farewell) = Some(frame);
+            }
+        }
         let first = self.closed.send_if_modified(|slot| {
             if slot.is_none() {
                 *slot = Some(reason.clone());
@@ -156,6 +169,33 @@ impl<F: Family> Shared<F> {
             }
         }
         first
+    }
+
+    /// The frame of a close envelope carrying `reason`, when there is one and the handshake
+    /// agreed on the `closeReason` feature.
+    pub(crate) fn farewell_frame(&self, reason: Option<crate::wire::CloseReason>) -> Option<Bytes> {
+        if !self.negotiated.close_reason {
+            return None;
+        }
+        let frame = encode(&self.codec, &Envelope::Close(reason?)).ok()?;
+        self.told.store(true, Ordering::Release);
+        Some(frame)
+    }
+
+    /// Whether this side made a close envelope for the peer: the reader then lingers at the
+    /// close, so that the socket does not reset it away.
+    pub(crate) fn told(&self) -> bool {
+        self.told.load(Ordering::Acquire)
+    }
+
+    /// Takes the close envelope's frame an error left for the writer, if any.
+    pub(crate) fn take_farewell(&self) -> Option<Bytes> {
+        lock_farewell(&self.farewell).take()
+    }
+
+    /// Whether an error left a close envelope's frame for the writer.
+    pub(crate) fn has_farewell(&self) -> bool {
+        lock_farewell(&self.farewell).is_some()
     }
 
     /// Whether a frame of `len` bytes fits in the write queue now. One frame always fits in an
@@ -309,15 +349,19 @@ impl<F: Family> Shared<F> {
         let label = envelope_label(&env);
         let mut state = self.lock();
         state.counters.record_received(label, frame_len);
-        if let Some(inspector) = state.inspector.as_mut() {
-            inspector
-                .inbound(&env)
-                .map_err(|reason| ConnectionError::Rejected {
-                    direction: Direction::Inbound,
-                    name: label,
-                    reason,
-                })?;
+        let inspected = match state.inspector.as_mut() {
+            Some(inspector) => inspector.inbound(&env),
+            None => Ok(()),
+        };
+        if let Envelope::Close(reason) = env {
+            // The peer's last frame: its reason wins over anything the inspector made of it.
+            return Err(ConnectionError::ClosedByPeer(reason));
         }
+        inspected.map_err(|reason| ConnectionError::Rejected {
+            direction: Direction::Inbound,
+            name: label,
+            reason,
+        })?;
         let (id, outcome) = match env {
             Envelope::Send(message) => return Ok(Some(Incoming::Message(message))),
             Envelope::Ask { id, message } => {
@@ -331,6 +375,7 @@ impl<F: Family> Shared<F> {
             }
             Envelope::Reply { id, reply } => (id, Ok(reply)),
             Envelope::Failure { id, error } => (id, Err(ConnectionError::Remote { id, error })),
+            Envelope::Close(reason) => return Err(ConnectionError::ClosedByPeer(reason)),
         };
         match state.asks.complete(id)? {
             Matched::Waiter(waiter) => {
@@ -394,6 +439,8 @@ pub(crate) fn new_shared<F: Family>(
         idle_timeout_ms: AtomicU64::new(idle_ms(limits.idle_timeout)),
         max_peer_asks: limits.max_peer_asks.max(1),
         slot: Mutex::new(slot),
+        farewell: Mutex::new(None),
+        told: AtomicBool::new(false),
     };
     (Arc::new(shared), queue_rx)
 }
@@ -404,4 +451,8 @@ pub(crate) fn idle_ms(timeout: Option<Duration>) -> u64 {
         None => 0,
         Some(t) => u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1),
     }
+}
+
+fn lock_farewell(m: &Mutex<Option<Bytes>>) -> MutexGuard<'_, Option<Bytes>> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -11,7 +11,8 @@
 //!    checks what it binds; a refusal is a [`Refusal::NotOwner`].
 //!
 //! A refused ask is answered with a failure ([`Refusal::failure`]); a refused one-way message
-//! closes its connection, the refusal logged as the reason. Nothing the refused message asked
+//! closes its connection, the refusal logged as the reason and sent to the peer in a close
+//! envelope ([`Refusal::close_reason`]) when the handshake agreed on it. Nothing the refused message asked
 //! for happens.
 //!
 //! ```
@@ -82,6 +83,21 @@ impl Refusal {
             Refusal::NotOwner { .. } | Refusal::WrongPeer { .. } => "java.lang.SecurityException",
         };
         ErrorDescription::new(class, self.to_string())
+    }
+
+    /// The error kind of SPEC §14.3 this refusal has in a close envelope and in logs: `NotOnRoute`
+    /// for a message off the protocol's routes (§14.1), `NotOwner` for a foreign id (§14.2).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Refusal::Route { .. } | Refusal::Kind { .. } => "NotOnRoute",
+            Refusal::NotOwner { .. } | Refusal::WrongPeer { .. } => "NotOwner",
+        }
+    }
+
+    /// What a refused one-way message closes its connection with: a close envelope of the
+    /// refusal's kind and text (SPEC §8.1, §14.3).
+    pub fn close_reason(&self) -> crate::wire::CloseReason {
+        crate::wire::CloseReason::new(self.kind(), self.to_string())
     }
 
     /// A [`Refusal::NotOwner`].

@@ -92,6 +92,14 @@ fn envelope_label<F: Family>(
                 error.message.replace([':', ';', '#'], " ")
             ),
         ),
+        Envelope::Close(reason) => (
+            "--x",
+            format!(
+                "close: {} {}",
+                reason.kind,
+                reason.message.replace([':', ';', '#'], " ")
+            ),
+        ),
     }
 }
 

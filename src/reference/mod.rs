@@ -25,5 +25,6 @@ pub mod redact;
 pub mod tap;
 pub mod task;
 pub mod url;
+pub mod violations;
 pub mod webui;
 pub mod worker;

@@ -29,7 +29,7 @@ use crate::definition::{Definition, MessageKind};
 use crate::messages::{Addr, DeployMessage, ErrorDescription, Family};
 use crate::validate::ConnId;
 use crate::wire::handshake::{Established, HandshakeError, Identity};
-use crate::wire::Reply;
+use crate::wire::{CloseReason, Reply};
 
 /// Events of one connection that may wait in the owner's queue, not yet handled.
 pub(crate) const INFLIGHT: usize = 16;
@@ -89,8 +89,9 @@ pub(crate) enum Out {
     Ask(Peer, DeployMessage),
     /// Fails the peer's ask.
     Fail(Peer, u64, ErrorDescription),
-    /// Close gracefully once everything before is written.
-    Close(Peer),
+    /// Close gracefully once everything before is written, telling the peer why in a close
+    /// envelope when there is a reason (and the handshake agreed on it).
+    Close(Peer, Option<CloseReason>),
     /// Signals once every connection closed with [`Out::Close`] before has closed (each given at
     /// most the send timeout).
     Flush(tokio::sync::oneshot::Sender<()>),
@@ -155,14 +156,15 @@ impl Outbox {
                 self.flush(done);
                 return;
             }
-            Out::Close(peer) => {
-                self.close(peer);
+            Out::Close(peer, reason) => {
+                self.close(peer, reason);
                 return;
             }
         };
         match result {
             Ok(()) => {}
-            Err(e @ ConnectionError::SlowConsumer { .. }) => tracing::warn!(
+            // The close is logged, with the peer and the kind, when the connection ends.
+            Err(e @ ConnectionError::SlowConsumer { .. }) => tracing::debug!(
                 peer = %peer.handle.negotiated().peer_id,
                 conn = peer.conn,
                 message = name,
@@ -185,8 +187,11 @@ impl Outbox {
         self.push(Out::Reply(peer.clone(), id, reply));
     }
 
-    fn close(&self, peer: Peer) {
-        peer.handle.close_soon();
+    fn close(&self, peer: Peer, reason: Option<CloseReason>) {
+        match reason {
+            Some(reason) => peer.handle.close_soon_because(reason),
+            None => peer.handle.close_soon(),
+        }
         let closing = Arc::clone(&self.closing);
         lock(&closing).insert(peer.conn, peer.handle.clone());
         let send_timeout = self.send_timeout;
@@ -231,13 +236,16 @@ fn one_way_in(peer: &Peer, m: &DeployMessage) -> bool {
         .is_some_and(|d| d.kind_in(version) == MessageKind::Send)
 }
 
-/// What a connection's reader hands on: a message or ask with its credit, or the close.
-pub(crate) type Delivery = (ConnId, Option<(Incoming<DeployMessage>, Credit)>);
+/// What a connection's reader hands on: a message or ask with its credit, or the close and why.
+pub(crate) type Delivery = (
+    ConnId,
+    Result<(Incoming<DeployMessage>, Credit), ConnectionError>,
+);
 
-/// Starts reading `conn`: every message and ask goes to `deliver` as `(conn_id, Some((incoming,
+/// Starts reading `conn`: every message and ask goes to `deliver` as `(conn_id, Ok((incoming,
 /// credit)))`, at most [`INFLIGHT`] of them with their credit not yet dropped, and the close as
-/// `(conn_id, None)`, after which the observer (if any) hears of it. Returns the [`Peer`] to send
-/// on it.
+/// `(conn_id, Err(why))`, after which the observer (if any) hears of it. Returns the [`Peer`] to
+/// send on it.
 pub(crate) fn spawn_reader(
     mut conn: Connection<DeployMessage>,
     conn_id: ConnId,
@@ -261,7 +269,7 @@ pub(crate) fn spawn_reader(
             tokio::select! {
                 got = conn.recv() => match got {
                     Ok(incoming) => {
-                        if deliver.send((conn_id, Some((incoming, credit)))).is_err() {
+                        if deliver.send((conn_id, Ok((incoming, credit)))).is_err() {
                             break ConnectionError::Closed;
                         }
                     }
@@ -270,31 +278,30 @@ pub(crate) fn spawn_reader(
                 _ = kill.notified() => break ConnectionError::Closed,
             }
         };
-        tracing::debug!(conn = conn_id, reason = %reason, "connection ended");
         drop(conn);
         if let Some(observed) = observed {
             observed.closed();
         }
-        let _ = deliver.send((conn_id, None));
+        let _ = deliver.send((conn_id, Err(reason)));
     });
     peer
 }
 
 /// Hands what [`spawn_reader`] delivers on `from` to an owner's event queue, as
-/// `incoming(conn, message, credit)` and, at the close, `closed(conn)`; stops when the owner is
-/// gone. The owner drops the credit once it has handled the event. The owner announces the
+/// `incoming(conn, message, credit)` and, at the close, `closed(conn, why)`; stops when the
+/// owner is gone. The owner drops the credit once it has handled the event. The owner announces the
 /// connection on `events` before calling this, so it sees the opening before any traffic.
 pub(crate) fn forward_events<E: Send + 'static>(
     mut from: mpsc::UnboundedReceiver<Delivery>,
     events: mpsc::UnboundedSender<E>,
     incoming: fn(ConnId, Incoming<DeployMessage>, Credit) -> E,
-    closed: fn(ConnId) -> E,
+    closed: fn(ConnId, ConnectionError) -> E,
 ) {
     tokio::spawn(async move {
         while let Some((conn, got)) = from.recv().await {
             let event = match got {
-                Some((i, credit)) => incoming(conn, i, credit),
-                None => closed(conn),
+                Ok((i, credit)) => incoming(conn, i, credit),
+                Err(why) => closed(conn, why),
             };
             if events.send(event).is_err() {
                 break;

@@ -170,7 +170,7 @@ impl Backends {
                             }
                         }
                     }
-                    Envelope::Failure { .. } => {}
+                    Envelope::Failure { .. } | Envelope::Close(_) => {}
                 }
                 if let (Envelope::Ask { id, .. }, Some(d)) = (env, detail) {
                     if let Some(p) = pending[side].get_mut(id) {

@@ -114,6 +114,7 @@ impl EnvelopeRef<'_> {
                 } => format!("reply #{id} {}", m.name()),
                 Envelope::Reply { id, reply } => format!("reply #{id} ({})", reply.tag()),
                 Envelope::Failure { id, .. } => format!("failure #{id}"),
+                Envelope::Close(reason) => format!("close ({})", reason.kind),
             }
         }
         match self {

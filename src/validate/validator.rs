@@ -391,7 +391,7 @@ impl Validator {
                 }
                 Some(ask)
             }
-            Envelope::Send(_) => None,
+            Envelope::Send(_) | Envelope::Close(_) => None,
         };
         match view {
             EnvelopeRef::Deploy(e) => {

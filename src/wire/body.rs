@@ -138,7 +138,21 @@ pub(crate) fn decode_measured<F: Family>(
     // end of `body`.
     let fields = c.rest();
     with_source_frame(frame, || {
-        fields_from(name, version, &mut super::de::MsgPack::new(fields))
+        let mut d = super::de::MsgPack::new(fields);
+        fields_from(name, version, &mut d).map_err(|e| match e {
+            Error::InvalidFields {
+                name,
+                version,
+                detail,
+                at: None,
+            } => Error::InvalidFields {
+                name,
+                version,
+                detail,
+                at: Some(d.location(super::de::offset_in(frame, fields))),
+            },
+            other => other,
+        })
     })
 }
 
@@ -158,6 +172,7 @@ where
             name: name.to_string(),
             version,
             detail: e.to_string(),
+            at: None,
         }),
         None => Err(Error::UnknownMessage {
             family: F::FAMILY,

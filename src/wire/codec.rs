@@ -22,7 +22,7 @@ use super::FRAME_HEADER_LEN;
 use crate::messages::{Family, Version};
 
 /// What an envelope carries, for errors and counters: the message name, or `reply` / `failure`
-/// for replies and failures that carry no message.
+/// / `close` for replies, failures and closes that carry no message.
 pub fn envelope_label<F: Family>(env: &Envelope<F>) -> &'static str {
     match env {
         Envelope::Send(m) | Envelope::Ask { message: m, .. } => m.name(),
@@ -32,6 +32,7 @@ pub fn envelope_label<F: Family>(env: &Envelope<F>) -> &'static str {
         } => m.name(),
         Envelope::Reply { .. } => "reply",
         Envelope::Failure { .. } => "failure",
+        Envelope::Close(_) => "close",
     }
 }
 

@@ -62,10 +62,45 @@ pub(crate) fn from_slice<'de, T: de::Deserialize<'de>>(bytes: &'de [u8]) -> Resu
     T::deserialize(&mut MsgPack::new(bytes))
 }
 
+/// [`from_slice`], and where the error arose: `bytes` lie at `base` in their frame's body.
+pub(crate) fn from_slice_at<'de, T: de::Deserialize<'de>>(
+    bytes: &'de [u8],
+    base: usize,
+) -> Result<T, (DecodeError, super::Location)> {
+    let mut d = MsgPack::new(bytes);
+    T::deserialize(&mut d).map_err(|e| (e, d.location(base)))
+}
+
+/// The offset of `part` in `whole` when it lies inside it, else 0 (offsets are then counted
+/// from the start of `part`).
+pub(crate) fn offset_in(whole: &[u8], part: &[u8]) -> usize {
+    let start = whole.as_ptr() as usize;
+    let at = part.as_ptr() as usize;
+    if at >= start && at.saturating_add(part.len()) <= start.saturating_add(whole.len()) {
+        at - start
+    } else {
+        0
+    }
+}
+
 /// A MessagePack deserializer over a byte slice (see the module documentation).
 pub(crate) struct MsgPack<'de> {
     c: Cursor<'de>,
     depth: usize,
+    /// The way from the value deserialized first to the value being deserialized: a step is
+    /// pushed before a field's, a map entry's or an element's value is read, and popped once it
+    /// was read. An error leaves it as it was where the error arose ([`MsgPack::path`]).
+    path: Vec<Step<'de>>,
+    /// The key of the map entry whose value comes next.
+    key: Option<Step<'de>>,
+}
+
+/// One step of a path into a value: a struct's field, a map's key, an array's element.
+#[derive(Debug, Clone, Copy)]
+enum Step<'de> {
+    Field(&'de [u8]),
+    Key(Key<'de>),
+    Index(u64),
 }
 
 fn is_str(m: u8) -> bool {
@@ -105,7 +140,38 @@ impl<'de> MsgPack<'de> {
         MsgPack {
             c: Cursor::new(input),
             depth: 0,
+            path: Vec::new(),
+            key: None,
         }
+    }
+
+    /// Where the deserializer is, its input lying at `base` in the frame's body: after an error,
+    /// where the error arose.
+    pub(crate) fn location(&self, base: usize) -> super::Location {
+        super::Location {
+            path: self.path(),
+            offset: u64::try_from(base.saturating_add(self.c.position())).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// The path to the value being read (after an error, the value that was wrong, or the map
+    /// or struct that was): fields joined by `.`, map keys and array indexes in brackets, as
+    /// `appDesc.command.environment["PATH"]` or `resourceProfileToTotalExecs[0]`. Empty at the top.
+    pub(crate) fn path(&self) -> String {
+        let mut out = String::new();
+        for step in &self.path {
+            match step {
+                Step::Field(name) => {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(&String::from_utf8_lossy(name));
+                }
+                Step::Key(key) => out.push_str(&format!("[{key}]")),
+                Step::Index(i) => out.push_str(&format!("[{i}]")),
+            }
+        }
+        out
     }
 
     fn peek(&self) -> Result<u8, DecodeError> {
@@ -131,6 +197,7 @@ impl<'de> MsgPack<'de> {
         let mut access = Seq {
             de: self,
             left: len,
+            index: 0,
         };
         let value = visitor.visit_seq(&mut access)?;
         let left = access.left;
@@ -353,6 +420,8 @@ impl<'de> Deserializer<'de> for &mut MsgPack<'de> {
 struct Seq<'a, 'de> {
     de: &'a mut MsgPack<'de>,
     left: u64,
+    /// The index of the next element.
+    index: u64,
 }
 
 impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
@@ -366,7 +435,11 @@ impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
             return Ok(None);
         }
         self.left -= 1;
-        seed.deserialize(&mut *self.de).map(Some)
+        self.de.path.push(Step::Index(self.index));
+        self.index += 1;
+        let value = seed.deserialize(&mut *self.de)?;
+        self.de.path.pop();
+        Ok(Some(value))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -425,10 +498,15 @@ impl<'de> MapAccess<'de> for Map<'_, 'de> {
             return Ok(None);
         }
         self.left -= 1;
+        let now = self.peek_key();
         if !self.canonical {
+            self.de.key = match now {
+                Some(Key::Str(name)) => Some(Step::Field(name)),
+                other => other.map(Step::Key),
+            };
             return seed.deserialize(&mut *self.de).map(Some);
         }
-        let now = self.peek_key();
+        self.de.key = now.map(Step::Key);
         let key = seed.deserialize(&mut *self.de)?;
         if let Some(now) = now {
             if let Some(last) = self.last {
@@ -453,7 +531,15 @@ impl<'de> MapAccess<'de> for Map<'_, 'de> {
         &mut self,
         seed: T,
     ) -> Result<T::Value, DecodeError> {
-        seed.deserialize(&mut *self.de)
+        let step = self.de.key.take();
+        if let Some(step) = step {
+            self.de.path.push(step);
+        }
+        let value = seed.deserialize(&mut *self.de)?;
+        if step.is_some() {
+            self.de.path.pop();
+        }
+        Ok(value)
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -556,6 +642,49 @@ mod tests {
 
     fn mp<T: serde::Serialize>(v: &T) -> Vec<u8> {
         rmp_serde::to_vec_named(v).expect("encodes")
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    struct Outer {
+        inner: Rec,
+        per_key: BTreeMap<String, Vec<i32>>,
+    }
+
+    #[test]
+    fn an_error_is_located_by_the_path_to_its_value_and_an_offset() {
+        let at = |json: serde_json::Value| {
+            let bytes = mp(&json);
+            let (_, at) = from_slice_at::<Outer>(&bytes, 10).expect_err("refused");
+            (at.path, at.offset, bytes.len() as u64)
+        };
+        // A field of a field.
+        let (path, _, _) = at(serde_json::json!({"inner": {"appId": 5}, "perKey": {}}));
+        assert_eq!(path, "inner.appId");
+        // A map's key and an array's element.
+        let (path, offset, len) =
+            at(serde_json::json!({"inner": {"appId": "a"}, "perKey": {"a": [1, "x"]}}));
+        assert_eq!(path, "perKey[\"a\"][1]");
+        // The bad value is the last one: the offset, from `base`, is just past it.
+        assert_eq!(offset, 10 + len);
+        // A map key out of order is placed at the map (written by hand: JSON objects may sort
+        // their keys); a missing field at its struct.
+        let mut bytes = Vec::new();
+        let _ = rmp::encode::write_map_len(&mut bytes, 2);
+        let _ = rmp::encode::write_str(&mut bytes, "inner");
+        bytes.extend(mp(&serde_json::json!({"appId": "a"})));
+        let _ = rmp::encode::write_str(&mut bytes, "perKey");
+        let _ = rmp::encode::write_map_len(&mut bytes, 2);
+        for key in ["b", "a"] {
+            let _ = rmp::encode::write_str(&mut bytes, key);
+            let _ = rmp::encode::write_array_len(&mut bytes, 0);
+        }
+        let (_, located) = from_slice_at::<Outer>(&bytes, 0).expect_err("out of order");
+        assert_eq!(located.path, "perKey");
+        let (path, _, _) = at(serde_json::json!({"inner": {}, "perKey": {}}));
+        assert_eq!(path, "inner");
+        let (path, _, _) = at(serde_json::json!({"perKey": {}}));
+        assert_eq!(path, "");
     }
 
     #[test]

@@ -7,11 +7,16 @@
 //! | ask     | `[1, id, message]`       |
 //! | reply   | `[2, id, reply]`         |
 //! | failure | `[3, id, {className, message}]` |
+//! | close   | `[4, {kind, message, path, offset}]` |
+//!
+//! A close is sent only on a connection whose handshake agreed on the `closeReason` feature
+//! (SPEC §8.1); a decoder reads it whatever was agreed.
 
 use bytes::Bytes;
 use serde::Serialize;
 
 use super::body::{decode_measured, encode_message, shape};
+use super::close::CloseReason;
 use super::error::Error;
 use super::msgpack::{value_len, Cursor};
 use crate::messages::with_source_frame;
@@ -24,6 +29,7 @@ const SEND: u64 = 0;
 const ASK: u64 = 1;
 const REPLY: u64 = 2;
 const FAILURE: u64 = 3;
+const CLOSE: u64 = 4;
 
 /// One frame's content.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +58,8 @@ pub enum Envelope<F> {
         /// Why, as Spark would throw it.
         error: ErrorDescription,
     },
+    /// The sender's last frame: it closes the connection, for this reason (SPEC §8.1).
+    Close(CloseReason),
 }
 
 /// The value of a reply: a message, or one of the plain values Spark's asks answer with.
@@ -171,6 +179,10 @@ fn encode_into<F: Family>(
             write_header(out, 3, FAILURE, Some(*id));
             write_plain("failure", error, out)
         }
+        Envelope::Close(reason) => {
+            write_header(out, 2, CLOSE, None);
+            write_plain("close", reason, out)
+        }
     }
 }
 
@@ -188,11 +200,11 @@ pub fn decode_envelope<F: Family>(frame: &Bytes, version: Version) -> Result<Env
     let items = c.array_len().map_err(shape)?;
     let tag = c.uint().map_err(shape)?;
     let expected = match tag {
-        SEND => 2,
+        SEND | CLOSE => 2,
         ASK | REPLY | FAILURE => 3,
         other => {
             return Err(Error::BadEnvelope(format!(
-                "unknown envelope tag {other}; expected 0 (send), 1 (ask), 2 (reply) or 3 (failure)"
+                "unknown envelope tag {other}; expected 0 (send), 1 (ask), 2 (reply), 3 (failure) or 4 (close)"
             )))
         }
     };
@@ -209,6 +221,14 @@ pub fn decode_envelope<F: Family>(frame: &Bytes, version: Version) -> Result<Env
             c.rest(),
             version,
             true,
+        )?));
+    }
+    if tag == CLOSE {
+        return Ok(Envelope::Close(read_plain(
+            "close",
+            c.rest(),
+            frame,
+            version,
         )?));
     }
     let id = c.uint().map_err(shape)?;
@@ -236,10 +256,12 @@ fn read_plain<T: serde::de::DeserializeOwned>(
     version: Version,
 ) -> Result<T, Error> {
     with_source_frame(frame, || {
-        super::strict::from_slice(body).map_err(|e| Error::InvalidFields {
+        let base = super::de::offset_in(frame, body);
+        super::de::from_slice_at(body, base).map_err(|(e, at)| Error::InvalidFields {
             name: name.to_string(),
             version,
             detail: e.to_string(),
+            at: Some(at),
         })
     })
 }

@@ -59,7 +59,7 @@ pub enum Error {
     },
 
     /// The message's fields do not match its definition.
-    #[error("invalid {name} in protocol {version}: {detail}")]
+    #[error("invalid {name} in protocol {version}{}: {detail}", located(at.as_ref()))]
     InvalidFields {
         /// Message (or reply) name.
         name: String,
@@ -67,6 +67,8 @@ pub enum Error {
         version: Version,
         /// What is wrong, from the field decoder.
         detail: String,
+        /// Where in the frame, when the bytes were MessagePack (not for the readable JSON forms).
+        at: Option<Location>,
     },
 
     /// A message could not be serialized.
@@ -77,4 +79,34 @@ pub enum Error {
         /// What went wrong.
         detail: String,
     },
+}
+
+/// Where in a frame a decoder found a field wrong (SPEC §8.1): the path to the value inside the
+/// message's (or reply's) fields, and a byte offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// Field names joined by `.`, map keys and array indexes in brackets
+    /// (`appDescription.command.environment["PATH"]`, `resourceProfileToTotalExecs[0]`); empty for
+    /// the fields' map itself (a required field missing at the top, say).
+    pub path: String,
+    /// The offset, in the frame's body (counted from the first byte after the 4-byte length
+    /// prefix), of the byte after the last one the decoder read: the fault lies just before it.
+    pub offset: u64,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "byte {}", self.offset)
+        } else {
+            write!(f, "{} (byte {})", self.path, self.offset)
+        }
+    }
+}
+
+fn located(at: Option<&Location>) -> String {
+    match at {
+        Some(at) => format!(" at {at}"),
+        None => String::new(),
+    }
 }

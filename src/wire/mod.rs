@@ -16,6 +16,7 @@
 mod body;
 #[cfg(feature = "testing")]
 pub mod check;
+mod close;
 #[cfg(feature = "tokio")]
 mod codec;
 mod de;
@@ -37,10 +38,11 @@ pub mod vectors;
 pub use body::{
     check_sendable, decode_message, encode_message, fields_from, read_message, write_message,
 };
+pub use close::{error_kind, CloseReason};
 #[cfg(feature = "tokio")]
 pub use codec::{envelope_label, FrameCodec, RawFrameCodec};
 pub use envelope::{decode_envelope, encode_envelope, Envelope, Reply};
-pub use error::Error;
+pub use error::{Error, Location};
 pub use frame::{decode_frame, encode_frame, FRAME_HEADER_LEN};
 pub use frame_error::FrameError;
 #[cfg(feature = "trace")]

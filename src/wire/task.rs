@@ -33,6 +33,7 @@ pub fn decode_task(data: &Bytes) -> Result<TaskDescription, Error> {
             name: "TaskDescription".into(),
             version: crate::messages::Version::LATEST,
             detail: e.to_string(),
+            at: None,
         })
     })
 }
@@ -111,6 +112,7 @@ fn peek_general(data: &[u8]) -> Result<TaskHeader, Error> {
             name: "TaskDescription".into(),
             version: crate::messages::Version::LATEST,
             detail: e.to_string(),
+            at: None,
         })
 }
 

@@ -98,7 +98,17 @@ pub async fn raw_client_handshake<S: AsyncRead + AsyncWrite + Unpin>(
     versions: &[Version],
     role: Role,
 ) -> Negotiated {
-    let hello = Hello::new(versions, role, "raw-client");
+    raw_client_handshake_offering(io, versions, role, &[]).await
+}
+
+/// [`raw_client_handshake`], the hello offering `features` (protocol/handshake.md §12).
+pub async fn raw_client_handshake_offering<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut S,
+    versions: &[Version],
+    role: Role,
+    features: &[&str],
+) -> Negotiated {
+    let hello = Hello::new(versions, role, "raw-client").with_features(features);
     let mut body = Vec::new();
     encode_hello(&hello, &mut body);
     io.write_all(&frame(&body)).await.expect("write hello");
@@ -112,6 +122,16 @@ pub async fn raw_server_handshake<S: AsyncRead + AsyncWrite + Unpin>(
     version: Version,
     role: Role,
 ) -> Hello {
+    raw_server_handshake_taking(io, version, role, &[]).await
+}
+
+/// [`raw_server_handshake`], the answer taking `features` (protocol/handshake.md §12).
+pub async fn raw_server_handshake_taking<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut S,
+    version: Version,
+    role: Role,
+    features: &[&str],
+) -> Hello {
     let body = read_raw_frame(io).await.expect("a hello");
     let hello = decode_hello(&body).expect("a valid hello");
     let answer = Answer::Accepted(Accepted {
@@ -119,6 +139,7 @@ pub async fn raw_server_handshake<S: AsyncRead + AsyncWrite + Unpin>(
         versions: vec![u64::from(version.number())],
         role,
         id: "raw-server".to_string(),
+        features: features.iter().map(|f| f.to_string()).collect(),
     });
     let mut out = Vec::new();
     encode_answer(&answer, &mut out);
@@ -134,12 +155,25 @@ pub async fn raw_client_and_server<F: Family + Send + 'static>(
     server_role: Role,
     server: ConnectionConfig<F>,
 ) -> (DuplexStream, Connection<F>) {
+    raw_client_offering_and_server(versions, role, server_role, server, &[]).await
+}
+
+/// [`raw_client_and_server`], the raw client's hello offering `features`.
+pub async fn raw_client_offering_and_server<F: Family + Send + 'static>(
+    versions: &[Version],
+    role: Role,
+    server_role: Role,
+    server: ConnectionConfig<F>,
+    features: &[&str],
+) -> (DuplexStream, Connection<F>) {
     let (mut raw, io) = duplex(PIPE);
-    let (_, accepted) = tokio::join!(
-        raw_client_handshake(&mut raw, versions, role),
+    let (negotiated, accepted) = tokio::join!(
+        raw_client_handshake_offering(&mut raw, versions, role, features),
         Connection::accept(io, server_role, "server-id", server),
     );
-    (raw, accepted.expect("server accepts the raw client"))
+    let accepted = accepted.expect("server accepts the raw client");
+    assert_eq!(negotiated.close_reason, accepted.tells_close_reason());
+    (raw, accepted)
 }
 
 /// The frame of a one-way message named `name` with no fields, built by hand (for names the

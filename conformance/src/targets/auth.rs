@@ -542,7 +542,7 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
                     let version = if hello.versions.contains(&2) { Version::V2 } else { Version::V1 };
                     let mut out = Vec::new();
                     encode_answer(
-                        &Answer::Accepted(Accepted { version, versions: vec![1, 2], role: server_role, id: "suite".into() }),
+                        &Answer::Accepted(Accepted { version, versions: vec![1, 2], role: server_role, id: "suite".into(), features: Vec::new() }),
                         &mut out,
                     );
                     Ok(out)

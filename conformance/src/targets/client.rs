@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sparkwire::messages::Version;
-use sparkwire::wire::handshake::{Answer, Hello, Refusal, RefusalReason, Role};
+use sparkwire::wire::handshake::{Answer, Hello, Refusal, RefusalReason, Role, CLOSE_REASON};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
@@ -130,6 +130,25 @@ pub fn add(cases: &mut Cases, s: Client) {
             });
         }};
     }
+    case!("spec/8.1/client-close-reason", Level::Must,
+        format!("{name}, having offered closeReason in its hello and the suite taken it, sends a close envelope of kind UnknownMessage as its last frame before it closes the connection on a message its family does not have"),
+        |ctx, s| {
+            let (_run, mut c) = (s.start)(ctx.clone()).await?;
+            let (h, _) = hello(&ctx, &mut c).await?;
+            if !h.offers(CLOSE_REASON) {
+                return Err(Failure::Skipped("the endpoint does not offer closeReason".into()));
+            }
+            let v = best(&h);
+            let mut answer = accepted_entries(v, s.server_role.name());
+            answer.push(("features", mp::arr(&[mp::s(CLOSE_REASON)])));
+            c.send_raw(&frame(&mp::map(&answer)), "the suite's answer, taking closeReason").await?;
+            c.version = Version::from_number(v);
+            let m = mp::map(&[("RegisterBlockManager", mp::map(&[]))]);
+            c.send_frame(&mp::arr(&[mp::u(0), m])).await?;
+            let want = "a close envelope of kind UnknownMessage, then the close";
+            let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
+            check(reason.kind == "UnknownMessage", want, format!("{reason:?}"))
+        });
     case!("handshake/3/hello", Level::Must,
         format!("{name}'s first frame is a hello: magic \"sparkwire\", the versions it speaks (at least one this protocol defines), its role ({}), an id", s.role.name()),
         |ctx, s| {

@@ -337,6 +337,10 @@ fn driver_server() -> Server {
     fn bad() -> Vec<(&'static str, Vec<u8>)> {
         vec![("executorId", mp::u(5))]
     }
+    // The driver's own StopExecutor: an executor may not send it.
+    fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
+        vec![]
+    }
     Server {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
@@ -356,6 +360,7 @@ fn driver_server() -> Server {
         v2_only: ("IsExecutorAlive", v2),
         local: "ReviveOffers",
         bad_fields: ("IsExecutorAlive", bad),
+        off_route: ("StopExecutor", no_fields),
     }
 }
 

@@ -244,6 +244,16 @@ fn master_server() -> Server {
     fn bad() -> Vec<(&'static str, Vec<u8>)> {
         vec![("driverId", mp::u(5))]
     }
+    // A worker's Heartbeat: a UI may not send it.
+    fn heartbeat() -> Vec<(&'static str, Vec<u8>)> {
+        vec![
+            ("workerId", mp::s("worker-suite")),
+            (
+                "worker",
+                mp::map(&[("address", vec![0xc0]), ("name", mp::s("Worker"))]),
+            ),
+        ]
+    }
     Server {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
@@ -261,6 +271,7 @@ fn master_server() -> Server {
         v2_only: ("RequestReadyz", no_fields),
         local: "WorkDirCleanup",
         bad_fields: ("KillDriver", bad),
+        off_route: ("Heartbeat", heartbeat),
     }
 }
 

@@ -9,8 +9,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use sparkwire::messages::Version;
-use sparkwire::wire::handshake::{Answer, RefusalReason, Role};
+use sparkwire::wire::handshake::{Answer, RefusalReason, Role, CLOSE_REASON};
+use sparkwire::wire::CloseReason;
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
@@ -52,8 +54,12 @@ pub struct Server {
     pub v2_only: RawMessage,
     /// A local message of its family.
     pub local: &'static str,
-    /// A message of its family with a field of the wrong type (name, fields).
+    /// A message of its family with a field of the wrong type (name, fields); the field so
+    /// mistyped comes first.
     pub bad_fields: RawMessage,
+    /// A one-way message of its family, well-formed, that `good_role` may not send it (off its
+    /// route, SPEC §14.1): name and fields.
+    pub off_route: RawMessage,
 }
 
 impl Server {
@@ -190,6 +196,73 @@ async fn expect_reply(ctx: &Ctx, c: &mut Conn, id: u64, want: &str) -> Outcome {
         && rmp::decode::read_int::<u64, _>(&mut cur).ok() == Some(2)
         && rmp::decode::read_int::<u64, _>(&mut cur).ok() == Some(id);
     check(ok, want, crate::peer::describe(c.family, &body, c.v()))
+}
+
+/// Opens a connection of `good_role` at version 2 whose hello offers `closeReason`; `None` when
+/// the endpoint did not take it (the feature is optional: the case then does not apply).
+async fn session_offering_close_reason(
+    ctx: &Ctx,
+    s: &Server,
+    at: &Listening,
+) -> Result<Option<Conn>, Failure> {
+    let hello = sparkwire::wire::handshake::Hello::new(&[Version::V2], s.good_role, "suite")
+        .with_features(&[CLOSE_REASON]);
+    let (c, taken) = Conn::open_with(
+        at.addr,
+        "suite",
+        hello,
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        patience(ctx),
+    )
+    .await?;
+    Ok(taken.iter().any(|f| f == CLOSE_REASON).then_some(c))
+}
+
+/// Reads until the endpoint closes the connection and returns the close envelope that must be
+/// its last frame (SPEC §8.1); fails when the last frame is anything else, or there is none.
+pub async fn close_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Result<CloseReason, Failure> {
+    let deadline = tokio::time::Instant::now() + patience(ctx);
+    let mut last: Option<Bytes> = None;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next(left).await {
+            Some(Event::Frame(body)) => last = Some(body),
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a frame declaring {n} bytes")))
+            }
+            Some(Event::Closed(how)) => {
+                let Some(body) = last else {
+                    return Err(fail(
+                        want,
+                        format!("the connection closed ({how}) with no frame before"),
+                    ));
+                };
+                return match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
+                    &body,
+                    Version::V2,
+                ) {
+                    Ok(sparkwire::wire::Envelope::Close(reason)) => Ok(reason),
+                    _ => Err(fail(
+                        want,
+                        format!(
+                            "the connection closed ({how}) after {}, not a close envelope",
+                            crate::peer::describe(c.family, &body, c.v())
+                        ),
+                    )),
+                };
+            }
+            None => {
+                return Err(fail(
+                    want,
+                    format!(
+                        "the connection still open after {} ms",
+                        patience(ctx).as_millis()
+                    ),
+                ))
+            }
+        }
+    }
 }
 
 /// Sends `body` as one frame after an accepted handshake and expects the connection closed.
@@ -716,6 +789,44 @@ pub fn add(cases: &mut Cases, s: Server) {
         |ctx, s| {
             let m = mp::map(&[(s.bad_fields.0, mp::map(&(s.bad_fields.1)()))]);
             closes_after(ctx, s, Version::V2, frame(&mp::arr(&[mp::u(0), m])), "a send with a mistyped field").await
+        });
+    case!("spec/8.1/close-reason-decoding", Level::Must,
+        format!("{name}, having taken closeReason in the handshake, sends a close envelope of kind InvalidFields, with the mistyped field's path and an offset, as its last frame before it closes a connection for a message with a field of the wrong type"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let Some(mut c) = session_offering_close_reason(&ctx, &s, &at).await? else {
+                return Err(Failure::Skipped("the endpoint does not take closeReason".into()));
+            };
+            let fields = (s.bad_fields.1)();
+            let field = fields.first().map_or("", |(name, _)| *name);
+            let m = mp::map(&[(s.bad_fields.0, mp::map(&fields))]);
+            c.send_frame(&mp::arr(&[mp::u(0), m])).await?;
+            let want = format!("a close envelope of kind InvalidFields at {field}, then the close");
+            let reason = close_envelope(&ctx, &mut c, &want).await?;
+            check(
+                reason.kind == "InvalidFields"
+                    && reason.path.as_deref().is_some_and(|p| p.contains(field))
+                    && reason.offset.is_some(),
+                want,
+                format!("{reason:?}"),
+            )
+        });
+    case!("spec/8.1/close-reason-refusal", Level::Must,
+        format!("{name}, having taken closeReason in the handshake, sends a close envelope of kind NotOnRoute (or, validating rules.md, RuleViolation) as its last frame before it closes a connection for a one-way message off its route (SPEC §14.3)"),
+        |ctx, s| {
+            let at = (s.open)(ctx.clone()).await?;
+            let Some(mut c) = session_offering_close_reason(&ctx, &s, &at).await? else {
+                return Err(Failure::Skipped("the endpoint does not take closeReason".into()));
+            };
+            let m = mp::map(&[(s.off_route.0, mp::map(&(s.off_route.1)()))]);
+            c.send_frame(&mp::arr(&[mp::u(0), m])).await?;
+            let want = format!("a close envelope of kind NotOnRoute or RuleViolation after a {} from a {}", s.off_route.0, s.good_role.name());
+            let reason = close_envelope(&ctx, &mut c, &want).await?;
+            check(
+                matches!(reason.kind.as_str(), "NotOnRoute" | "RuleViolation") && !reason.message.is_empty(),
+                want,
+                format!("{reason:?}"),
+            )
         });
     case!("spec/4.1/fields-as-array", Level::Must,
         format!("{name} refuses a message whose fields are written as an array instead of a map (InvalidFields) and closes the connection"),

@@ -212,6 +212,10 @@ fn worker_server() -> Server {
     fn bad() -> Vec<(&'static str, Vec<u8>)> {
         vec![("driverId", mp::u(5))]
     }
+    // The master's KillDriver, well-formed: a UI may not send it.
+    fn kill_driver() -> Vec<(&'static str, Vec<u8>)> {
+        vec![("driverId", mp::s("driver-suite"))]
+    }
     Server {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
@@ -231,6 +235,7 @@ fn worker_server() -> Server {
         v2_only: ("RequestReadyz", no_fields),
         local: "SendHeartbeat",
         bad_fields: ("KillDriver", bad),
+        off_route: ("KillDriver", kill_driver),
     }
 }
 

@@ -302,6 +302,12 @@ impl Client {
                          reconnect",
                         self.labels[i]
                     );
+                } else if let crate::connection::ConnectionError::ClosedByPeer(reason) = &e {
+                    // Refused before it registered: the master said why (SPEC §8.1).
+                    tracing::warn!(
+                        "driver: master {} closed the connection: {reason}",
+                        self.labels[i]
+                    );
                 }
                 return;
             }

@@ -40,6 +40,8 @@ pub(crate) enum Msg {
         key: u64,
         handle: ConnectionHandle<CoarseMessage>,
         peer: String,
+        /// The peer's address (`host:port`).
+        addr: String,
         abort: Arc<tokio::sync::Notify>,
     },
     /// Something an executor connection received.

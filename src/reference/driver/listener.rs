@@ -66,6 +66,9 @@ async fn serve(
     (admission, slot): (crate::connection::Admission, crate::connection::Slot),
 ) {
     let _ = stream.set_nodelay(true);
+    let addr = stream
+        .peer_addr()
+        .map_or_else(|_| "?".to_string(), |a| a.to_string());
     let local = Identity::new(Role::Driver, config.id.clone());
     let established = tokio::time::timeout(
         DEFAULT_HANDSHAKE_TIMEOUT,
@@ -118,6 +121,7 @@ async fn serve(
             key,
             handle: conn.handle(),
             peer: peer.clone(),
+            addr: addr.clone(),
             abort: Arc::clone(&abort),
         })
         .is_err()
@@ -170,6 +174,12 @@ async fn serve(
     if let Some(tap) = &tap {
         tap.closed();
     }
-    tracing::debug!("driver: connection {key} from {peer} ended: {reason}");
+    let who = crate::reference::violations::Peer {
+        addr: &addr,
+        role: Role::Executor,
+        id: &peer,
+        conn: key,
+    };
+    crate::reference::violations::connection_ended(who, &reason);
     let _ = backend.send(Msg::Disconnected { key, reason });
 }

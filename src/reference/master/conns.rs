@@ -103,6 +103,9 @@ async fn accept(
     events: &mpsc::UnboundedSender<Event>,
 ) -> Result<(), ConnectionError> {
     let _ = stream.set_nodelay(true);
+    let addr = stream
+        .peer_addr()
+        .map_or_else(|_| "?".to_string(), |a| a.to_string());
     let local = Identity {
         versions: settings.versions.clone(),
         ..Identity::new(Role::Master, settings.id.clone())
@@ -133,13 +136,14 @@ async fn accept(
         .admission
         .configure(config, slot, negotiated.peer_role);
     let conn = Connection::establish(established, config)?;
-    register(conn, &negotiated, settings, events, close, None);
+    register(conn, &negotiated, addr, settings, events, close, None);
     Ok(())
 }
 
 fn register(
     conn: Connection<DeployMessage>,
     negotiated: &crate::wire::handshake::Negotiated,
+    addr: String,
     settings: &ConnSettings,
     events: &mpsc::UnboundedSender<Event>,
     close: Option<ObservedClose>,
@@ -153,6 +157,7 @@ fn register(
         peer,
         role: negotiated.peer_role,
         peer_id: negotiated.peer_id.clone(),
+        addr,
         admin: negotiated.admin,
     };
     if events.send(Event::Opened(opened, target)).is_err() {
@@ -194,7 +199,16 @@ pub(crate) fn dial(
         .await;
         match result {
             Ok((conn, negotiated, close)) => {
-                register(conn, &negotiated, &settings, &events, close, Some(target))
+                let at = format!("{}:{}", addr.host, addr.port);
+                register(
+                    conn,
+                    &negotiated,
+                    at,
+                    &settings,
+                    &events,
+                    close,
+                    Some(target),
+                )
             }
             Err(e) => {
                 let whom = match &target {

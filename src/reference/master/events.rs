@@ -21,8 +21,8 @@ pub(crate) enum Event {
     /// A message or ask arrived on a connection (its credit is dropped once the core handled it,
     /// which lets that connection read on).
     Incoming(ConnId, Incoming<DeployMessage>, Credit),
-    /// A connection closed.
-    Closed(ConnId),
+    /// A connection closed, and why.
+    Closed(ConnId, crate::connection::ConnectionError),
     /// The leader election decided.
     Leader(LeaderEvent),
     /// The web UI asks for a snapshot.
@@ -42,6 +42,8 @@ pub(crate) struct Opened {
     pub(crate) peer: Peer,
     pub(crate) role: Role,
     pub(crate) peer_id: String,
+    /// The peer's address (`host:port`).
+    pub(crate) addr: String,
     /// The peer proved the admin secret.
     pub(crate) admin: bool,
 }

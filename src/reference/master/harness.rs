@@ -232,7 +232,7 @@ impl Sim {
                         c.answers.insert(id, Err(error));
                     }
                 }
-                Output::Close { conn } => self.close(conn),
+                Output::Close { conn, .. } => self.close(conn),
                 Output::Dial { addr, target } => match self.listeners.get(&addr.to_string()) {
                     Some(l) => {
                         let (role, peer_id) = (l.role, l.peer_id.clone());
@@ -271,6 +271,7 @@ impl Sim {
             conn,
             role,
             peer_id: peer_id.to_string(),
+            addr: format!("127.0.0.1:{}", 40_000 + conn),
             admin,
             dialled,
         });

@@ -131,7 +131,7 @@ impl Runtime {
         match how {
             Stop::Graceful => {
                 for peer in self.peers.values() {
-                    self.outbox.push(Out::Close(peer.clone()));
+                    self.outbox.push(Out::Close(peer.clone(), None));
                 }
                 let (done, flushed) = oneshot::channel();
                 self.outbox.push(Out::Flush(done));
@@ -157,6 +157,7 @@ impl Runtime {
                     peer,
                     role,
                     peer_id,
+                    addr,
                     admin,
                 } = opened;
                 self.peers.insert(conn, peer);
@@ -164,6 +165,7 @@ impl Runtime {
                     conn,
                     role,
                     peer_id,
+                    addr,
                     admin,
                     dialled,
                 }
@@ -175,7 +177,16 @@ impl Runtime {
                     Incoming::Ask { id, message } => Input::Ask { conn, id, message },
                 }
             }
-            Event::Closed(conn) => {
+            Event::Closed(conn, why) => {
+                if let Some((addr, role, id)) = self.core.peer_of(conn) {
+                    let peer = crate::reference::violations::Peer {
+                        addr: &addr,
+                        role,
+                        id: &id,
+                        conn,
+                    };
+                    crate::reference::violations::connection_ended(peer, &why);
+                }
                 if let Some(peer) = self.peers.remove(&conn) {
                     add_counters(&mut self.closed_traffic, &peer.handle.counters());
                 }
@@ -237,9 +248,9 @@ impl Runtime {
                         self.outbox.push(Out::Fail(peer.clone(), id, error));
                     }
                 }
-                Output::Close { conn } => {
+                Output::Close { conn, reason } => {
                     if let Some(peer) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Close(peer.clone()));
+                        self.outbox.push(Out::Close(peer.clone(), reason));
                     }
                 }
                 Output::Dial { addr, target } => {

@@ -43,6 +43,9 @@ pub(crate) enum Input {
         conn: ConnId,
         role: Role,
         purpose: Purpose,
+        /// The peer's address and the id of its hello, for logs.
+        addr: String,
+        peer_id: String,
     },
     /// A one-way message arrived.
     Message {
@@ -113,7 +116,11 @@ pub(crate) enum Output {
         error: ErrorDescription,
     },
     /// Close the connection once what was queued on it is written.
-    Close { conn: ConnId },
+    Close {
+        conn: ConnId,
+        /// What the peer is told in a close envelope (SPEC §8.1), if anything.
+        reason: Option<crate::wire::CloseReason>,
+    },
     /// Dial this master to register; the loop reports [`Input::Opened`] or
     /// [`Input::DialFailed`].
     Dial(Addr),
@@ -126,6 +133,9 @@ pub(crate) enum Output {
 struct ConnRec {
     role: Role,
     purpose: Purpose,
+    /// The peer's address and the id of its hello, for logs.
+    addr: String,
+    peer_id: String,
     /// A one-way message was refused: the connection is closing and nothing more is taken.
     refused: bool,
 }
@@ -276,6 +286,8 @@ impl WorkerCore {
                 conn,
                 role,
                 purpose,
+                addr,
+                peer_id,
             } => {
                 let master_addr = match &purpose {
                     Purpose::Registration(a) => Some(a.clone()),
@@ -286,12 +298,14 @@ impl WorkerCore {
                     ConnRec {
                         role,
                         purpose,
+                        addr,
+                        peer_id,
                         refused: false,
                     },
                 );
                 if let Some(a) = master_addr {
                     if self.registered {
-                        self.out.push_back(Output::Close { conn });
+                        self.out.push_back(Output::Close { conn, reason: None });
                     } else {
                         self.send_register(conn, a);
                     }
@@ -329,7 +343,7 @@ impl WorkerCore {
             .collect();
         stale.sort_unstable();
         for conn in stale {
-            self.out.push_back(Output::Close { conn });
+            self.out.push_back(Output::Close { conn, reason: None });
         }
         for m in self.config.masters.clone() {
             tracing::info!("Connecting to master {m}...");
@@ -456,7 +470,10 @@ impl WorkerCore {
             .collect();
         others.sort_unstable();
         for other in others {
-            self.out.push_back(Output::Close { conn: other });
+            self.out.push_back(Output::Close {
+                conn: other,
+                reason: None,
+            });
         }
     }
 
@@ -504,11 +521,24 @@ impl WorkerCore {
     }
 
     /// Refuses a message: a failure answers an ask, a one-way message closes the connection.
+    /// The peer of connection `conn` as a log line names it: its address, its role, the id of its
+    /// hello.
+    pub(crate) fn peer_of(&self, conn: ConnId) -> Option<(String, Role, String)> {
+        let c = self.conns.get(&conn)?;
+        Some((c.addr.clone(), c.role, c.peer_id.clone()))
+    }
+
     fn refuse(&mut self, conn: ConnId, ask: Option<u64>, refusal: &Refusal) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        tracing::warn!(conn, role = %c.role, "refused: {refusal}");
+        let peer = crate::reference::violations::Peer {
+            addr: &c.addr,
+            role: c.role,
+            id: &c.peer_id,
+            conn,
+        };
+        crate::reference::violations::warn(peer, "refused", refusal.kind(), refusal);
         match ask {
             Some(id) => self.out.push_back(Output::Fail {
                 conn,
@@ -517,7 +547,10 @@ impl WorkerCore {
             }),
             None => {
                 c.refused = true;
-                self.out.push_back(Output::Close { conn });
+                self.out.push_back(Output::Close {
+                    conn,
+                    reason: Some(refusal.close_reason()),
+                });
             }
         }
     }
@@ -556,7 +589,7 @@ impl WorkerCore {
             }
             M::MasterInStandby(_) => {
                 if Some(conn) != self.master {
-                    self.out.push_back(Output::Close { conn });
+                    self.out.push_back(Output::Close { conn, reason: None });
                 }
             }
             M::ReconnectWorker(r) => {

@@ -61,12 +61,15 @@ pub(crate) enum WEvent {
         peer: Peer,
         role: Role,
         purpose: Purpose,
+        /// The peer's address and the id of its hello.
+        addr: String,
+        peer_id: String,
     },
     /// A message or ask arrived (its credit is dropped once the core handled it, which lets
     /// that connection read on).
     Incoming(ConnId, Incoming<DeployMessage>, Credit),
-    /// A connection closed.
-    Closed(ConnId),
+    /// A connection closed, and why.
+    Closed(ConnId, crate::connection::ConnectionError),
     /// A process ended.
     Ended(RunKey, Ended),
     /// The web UI asks for a snapshot.

@@ -148,12 +148,16 @@ impl WorkerLoop {
                 peer,
                 role,
                 purpose,
+                addr,
+                peer_id,
             } => {
                 self.peers.insert(conn, peer);
                 Input::Opened {
                     conn,
                     role,
                     purpose,
+                    addr,
+                    peer_id,
                 }
             }
             WEvent::Incoming(conn, incoming, credit) => {
@@ -163,7 +167,16 @@ impl WorkerLoop {
                     Incoming::Ask { id, message } => Input::Ask { conn, id, message },
                 }
             }
-            WEvent::Closed(conn) => {
+            WEvent::Closed(conn, why) => {
+                if let Some((addr, role, id)) = self.core.peer_of(conn) {
+                    let peer = crate::reference::violations::Peer {
+                        addr: &addr,
+                        role,
+                        id: &id,
+                        conn,
+                    };
+                    crate::reference::violations::connection_ended(peer, &why);
+                }
                 if let Some(p) = self.peers.remove(&conn) {
                     crate::reference::driver::add_counters(
                         &mut self.closed_traffic,
@@ -215,9 +228,9 @@ impl WorkerLoop {
                         self.outbox.push(Out::Fail(p.clone(), id, error));
                     }
                 }
-                Output::Close { conn } => {
+                Output::Close { conn, reason } => {
                     if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Close(p.clone()));
+                        self.outbox.push(Out::Close(p.clone(), reason));
                     }
                 }
                 Output::Dial(master) => {

@@ -77,6 +77,9 @@ async fn accept(
     events: mpsc::UnboundedSender<WEvent>,
 ) -> Result<(), ConnectionError> {
     let _ = stream.set_nodelay(true);
+    let from = stream
+        .peer_addr()
+        .map_or_else(|_| "?".to_string(), |a| a.to_string());
     let local = Identity::new(Role::Worker, settings.id.clone());
     let hs = settings.security.server_handshake(stream, &local, |role| {
         matches!(
@@ -99,19 +102,44 @@ async fn accept(
         let mut conn = Connection::establish(established, config)?;
         let mut stopping = settings.stopping.clone();
         tracing::debug!(executor = %negotiated.peer_id, "executor watch connection");
-        tokio::select! {
-            got = conn.recv() => {
-                if let Ok(m) = got {
+        let got = tokio::select! {
+            got = conn.recv() => Some(got),
+            _ = stopping.wait_for(|s| *s) => None,
+        };
+        if let Some(got) = got {
+            match got {
+                Ok(m) => {
                     // The protocol routes nothing from an executor to a worker.
                     let refusal = crate::reference::authz::Refusal::Route {
                         from: Role::Executor,
                         to: Role::Worker,
                         message: crate::messages::Family::name(m.message()).to_string(),
                     };
-                    tracing::warn!(executor = %negotiated.peer_id, "refused: {refusal}; closing the watch connection");
+                    let peer = crate::reference::violations::Peer {
+                        addr: &from,
+                        role: Role::Executor,
+                        id: &negotiated.peer_id,
+                        conn: 0,
+                    };
+                    crate::reference::violations::warn(
+                        peer,
+                        "refused (closing the watch connection)",
+                        refusal.kind(),
+                        &refusal,
+                    );
+                    conn.close_soon_because(refusal.close_reason());
+                    let _ = tokio::time::timeout(Duration::from_secs(2), conn.closed()).await;
+                }
+                Err(e) => {
+                    let peer = crate::reference::violations::Peer {
+                        addr: &from,
+                        role: Role::Executor,
+                        id: &negotiated.peer_id,
+                        conn: 0,
+                    };
+                    crate::reference::violations::connection_ended(peer, &e);
                 }
             }
-            _ = stopping.wait_for(|s| *s) => {}
         }
         return Ok(());
     }
@@ -135,7 +163,7 @@ async fn accept(
     let conn = Connection::establish(established, config)?;
     register(
         conn,
-        negotiated.peer_role,
+        (negotiated.peer_role, negotiated.peer_id.clone(), from),
         Purpose::Inbound,
         &settings,
         &events,
@@ -146,7 +174,7 @@ async fn accept(
 
 fn register(
     conn: Connection<DeployMessage>,
-    role: Role,
+    (role, peer_id, addr): (Role, String, String),
     purpose: Purpose,
     settings: &ConnSettings,
     events: &mpsc::UnboundedSender<WEvent>,
@@ -161,6 +189,8 @@ fn register(
             peer,
             role,
             purpose,
+            addr,
+            peer_id,
         })
         .is_err()
     {
@@ -186,15 +216,19 @@ pub(crate) fn dial_master(
                 settings.handshake_timeout,
             )
             .await?;
-            let role = established.negotiated().peer_role;
+            let negotiated = established.negotiated().clone();
             let conn = Connection::establish(established, settings.config())?;
-            Ok::<_, ConnectionError>((conn, role))
+            Ok::<_, ConnectionError>((conn, negotiated))
         }
         .await;
         match result {
-            Ok((conn, role)) => register(
+            Ok((conn, negotiated)) => register(
                 conn,
-                role,
+                (
+                    negotiated.peer_role,
+                    negotiated.peer_id,
+                    format!("{}:{}", addr.host, addr.port),
+                ),
                 Purpose::Registration(addr),
                 &settings,
                 &events,

@@ -118,6 +118,8 @@ impl Harness {
             conn: 1,
             role: Role::Master,
             purpose: Purpose::Registration(master()),
+            addr: "127.0.0.1:40001".into(),
+            peer_id: "peer-1".into(),
         });
         h.message(1, registered_worker());
         h.take();
@@ -184,7 +186,7 @@ fn names(out: &[Output]) -> Vec<String> {
             Output::Ask { conn, message } => format!("ask {} on {conn}", message.name()),
             Output::Reply { conn, .. } => format!("reply on {conn}"),
             Output::Fail { conn, .. } => format!("fail on {conn}"),
-            Output::Close { conn } => format!("close {conn}"),
+            Output::Close { conn, .. } => format!("close {conn}"),
             Output::Dial(a) => format!("dial {a}"),
             Output::Start(l) => format!("start {}", l.key),
             Output::Kill(k) => format!("kill {k}"),
@@ -212,6 +214,8 @@ fn registers_with_its_master_then_heartbeats_every_quarter_of_the_timeout() {
         conn: 1,
         role: Role::Master,
         purpose: Purpose::Registration(master()),
+        addr: "127.0.0.1:40001".into(),
+        peer_id: "peer-1".into(),
     });
     let out = h.take();
     match out.as_slice() {
@@ -285,6 +289,8 @@ fn a_lost_master_connection_makes_it_register_again_and_reconnect_worker_resends
         conn: 2,
         role: Role::Master,
         purpose: Purpose::Registration(master()),
+        addr: "127.0.0.1:40002".into(),
+        peer_id: "peer-2".into(),
     });
     assert_eq!(names(&h.take()), ["send RegisterWorker on 2"]);
     h.message(2, registered_worker());
@@ -513,6 +519,8 @@ fn commands_are_taken_only_from_the_registered_master_over_its_connection() {
         conn: 9,
         role: Role::Ui,
         purpose: Purpose::Inbound,
+        addr: "127.0.0.1:40009".into(),
+        peer_id: "peer-9".into(),
     });
     h.input(Input::Message {
         conn: 9,
@@ -534,6 +542,8 @@ fn commands_are_taken_only_from_the_registered_master_over_its_connection() {
         conn: 10,
         role: Role::Master,
         purpose: Purpose::Inbound,
+        addr: "127.0.0.1:40010".into(),
+        peer_id: "peer-10".into(),
     });
     h.message(
         10,

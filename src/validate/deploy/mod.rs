@@ -218,7 +218,7 @@ impl Cluster {
                     self.driver_reply(m, &ask.detail, delivery.config, sink);
                 }
             }
-            Envelope::Reply { .. } | Envelope::Failure { .. } => {}
+            Envelope::Reply { .. } | Envelope::Failure { .. } | Envelope::Close(_) => {}
         }
     }
 

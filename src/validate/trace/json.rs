@@ -9,7 +9,7 @@ use crate::validate::event::{
     AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus,
 };
 use crate::wire::handshake::Role;
-use crate::wire::{plain_from_json, value_from_json, Envelope, Reply};
+use crate::wire::{plain_from_json, value_from_json, CloseReason, Envelope, Reply};
 
 fn endpoint_json(e: &Endpoint) -> Value {
     json!({"role": e.role.name(), "id": e.id})
@@ -31,6 +31,32 @@ fn reply_json<F: Family>(r: &Reply<F>, version: Version) -> Result<Value, serde_
     let mut map = Map::new();
     map.insert(r.tag().to_string(), value);
     Ok(Value::Object(map))
+}
+
+/// The JSON form of an envelope as a trace line carries it (protocol/trace.md, "Envelope
+/// events"): `event` (`send`, `ask`, `reply`, `failure` or `closing`) and the keys of that event
+/// (`id`, `message`, `reply`, `error`, `reason`), fields by their wire names, laid out for
+/// `version`. Without the line's `time`, `conn`, `from`, `to` and `version`.
+///
+/// ```
+/// use sparkwire::messages::{deploy::KillDriver, DeployMessage, Version};
+/// use sparkwire::validate::trace::envelope_to_json;
+/// use sparkwire::wire::Envelope;
+///
+/// let kill = Envelope::Send(DeployMessage::from(KillDriver::new("driver-1".into())));
+/// let json = envelope_to_json(&kill, Version::V2).unwrap();
+/// assert_eq!(
+///     json.to_string(),
+///     r#"{"event":"send","message":{"KillDriver":{"driverId":"driver-1"}}}"#
+/// );
+/// ```
+pub fn envelope_to_json<F: Family>(
+    env: &Envelope<F>,
+    version: Version,
+) -> Result<Value, serde_json::Error> {
+    let mut out = Map::new();
+    envelope_fields(env, version, &mut out)?;
+    Ok(Value::Object(out))
 }
 
 fn envelope_fields<F: Family>(
@@ -57,6 +83,10 @@ fn envelope_fields<F: Family>(
             out.insert("event".into(), json!("failure"));
             out.insert("id".into(), json!(id));
             out.insert("error".into(), serde_json::to_value(error)?);
+        }
+        Envelope::Close(reason) => {
+            out.insert("event".into(), json!("closing"));
+            out.insert("reason".into(), serde_json::to_value(reason)?);
         }
     }
     Ok(())
@@ -193,6 +223,7 @@ fn envelope_from<F: Family>(
             id: u64_field(obj, "id")?,
             reply: reply_from(field(obj, "reply")?, version)?,
         },
+        "closing" => Envelope::Close(plain::<CloseReason>(field(obj, "reason")?, "reason")?),
         _ => Envelope::Failure {
             id: u64_field(obj, "id")?,
             error: plain::<ErrorDescription>(field(obj, "error")?, "error")?,
@@ -217,7 +248,7 @@ pub fn event_from_json(value: &Value) -> Result<Event, TraceErrorKind> {
             version: version(obj)?,
         },
         "close" => EventBody::Close,
-        "send" | "ask" | "reply" | "failure" => {
+        "send" | "ask" | "reply" | "failure" | "closing" => {
             let from = endpoint(obj, "from")?;
             let to = endpoint(obj, "to")?;
             let version = version(obj)?;
@@ -311,3 +342,35 @@ fn outside_from(obj: &Map<String, Value>) -> Result<EventBody, TraceErrorKind> {
 }
 
 // --- end of traffic outside the catalogue ---
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closing_line_reads_back_as_the_close_envelope_it_was_written_from() {
+        let line = json!({
+            "time": 5, "conn": 2, "event": "closing",
+            "from": {"role": "master", "id": "m"}, "to": {"role": "app-client", "id": "a"},
+            "version": 2,
+            "reason": {"kind": "InvalidFields", "message": "bad", "path": "appDescription", "offset": 40}
+        });
+        let event = event_from_json(&line).expect("a closing line");
+        let EventBody::Message {
+            envelope: AnyEnvelope::Deploy(Envelope::Close(reason)),
+            ..
+        } = &event.body
+        else {
+            panic!("a close envelope: {event:?}");
+        };
+        assert_eq!(reason.path.as_deref(), Some("appDescription"));
+        assert_eq!(event_to_json(&event).expect("json"), line);
+        // `path` and `offset` may be left out.
+        let short = json!({
+            "time": 5, "conn": 2, "event": "closing",
+            "from": {"role": "driver", "id": "d"}, "to": {"role": "executor", "id": "1"},
+            "version": 2, "reason": {"kind": "Idle", "message": "quiet"}
+        });
+        assert!(event_from_json(&short).is_ok());
+    }
+}

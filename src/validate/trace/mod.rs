@@ -19,7 +19,7 @@ pub use binary::{
     header as binary_header, write_binary, write_record, BinaryTraceError, BinaryTraceReader,
     FORMAT_VERSION, HEADER_LEN, MAGIC, MAX_RECORD_BYTES,
 };
-pub use json::{event_from_json, event_to_json};
+pub use json::{envelope_to_json, event_from_json, event_to_json};
 pub use reader::{read_events, TraceReader, MAX_LINE_BYTES};
 pub use writer::{to_text, TraceFormat, TraceWriter};
 

@@ -3,7 +3,10 @@
 use std::fmt;
 
 use super::error::HandshakeError;
-use super::map::{write_map, write_str_entry, write_uint_entry, write_uints_entry, Entries, MAGIC};
+use super::map::{
+    write_map, write_str_entry, write_strs_entry, write_uint_entry, write_uints_entry, Entries,
+    MAGIC,
+};
 use super::role::Role;
 use crate::messages::Version;
 
@@ -87,6 +90,9 @@ pub struct Accepted {
     pub role: Role,
     /// The server's id.
     pub id: String,
+    /// The features of the hello's that the server takes (the `features` key,
+    /// protocol/handshake.md §12); not written when empty.
+    pub features: Vec<String>,
 }
 
 /// A hello the server refused; it closes the connection after sending this.
@@ -113,12 +119,15 @@ pub enum Answer {
 pub fn encode_answer(answer: &Answer, out: &mut Vec<u8>) {
     match answer {
         Answer::Accepted(a) => {
-            write_map(out, 5);
+            write_map(out, 5 + u32::from(!a.features.is_empty()));
             write_str_entry(out, "magic", MAGIC);
             write_uint_entry(out, "version", u64::from(a.version.number()));
             write_uints_entry(out, "versions", &a.versions);
             write_str_entry(out, "role", a.role.name());
             write_str_entry(out, "id", &a.id);
+            if !a.features.is_empty() {
+                write_strs_entry(out, "features", &a.features);
+            }
         }
         Answer::Refused(r) => {
             write_map(out, 4);
@@ -155,6 +164,7 @@ pub fn decode_answer(body: &[u8]) -> Result<Answer, HandshakeError> {
                 versions: entries.uints("versions")?,
                 role,
                 id: entries.str("id")?.to_string(),
+                features: entries.strs("features")?,
             }))
         }
         (false, true) => Ok(Answer::Refused(Refusal {
@@ -201,6 +211,7 @@ mod tests {
             versions: vec![1, 2],
             role: Role::Master,
             id: "master-1".to_string(),
+            features: vec![],
         });
         let refused = Answer::Refused(Refusal {
             reason: RefusalReason::NoCommonVersion,
@@ -227,6 +238,7 @@ mod tests {
             versions: vec![1, 2],
             role: Role::Master,
             id: "master".to_string(),
+            features: vec![],
         });
         let mut out = Vec::new();
         encode_answer(&accepted, &mut out);

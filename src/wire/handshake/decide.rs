@@ -28,6 +28,9 @@ pub struct Identity {
     /// The admin secret. A client proves it in the handshake to be allowed state-changing UI
     /// actions; a server verifies it. Only used together with `secret`.
     pub admin_secret: Option<Secret>,
+    /// Whether this side offers (as a client) or takes (as a server) the `closeReason` feature:
+    /// a last frame saying why a connection closes (protocol/handshake.md §12, SPEC §8.1).
+    pub close_reason: bool,
 }
 
 impl Identity {
@@ -39,6 +42,22 @@ impl Identity {
             versions: Version::ALL.to_vec(),
             secret: None,
             admin_secret: None,
+            close_reason: true,
+        }
+    }
+
+    /// The same identity, offering or taking the `closeReason` feature or not.
+    pub fn with_close_reason(mut self, close_reason: bool) -> Self {
+        self.close_reason = close_reason;
+        self
+    }
+
+    /// The features this identity offers as a client.
+    fn features(&self) -> &'static [&'static str] {
+        if self.close_reason {
+            &[CLOSE_REASON]
+        } else {
+            &[]
         }
     }
 
@@ -70,7 +89,7 @@ impl Identity {
 
     /// The hello this identity sends as a client, without authentication.
     pub fn hello(&self) -> Hello {
-        Hello::new(&self.versions, self.role, self.id.clone())
+        Hello::new(&self.versions, self.role, self.id.clone()).with_features(self.features())
     }
 
     /// The hello this identity sends as a client: asking to authenticate with `nonce` when it
@@ -100,7 +119,14 @@ pub struct Negotiated {
     pub authenticated: bool,
     /// (Server side) the client also proved the admin secret.
     pub admin: bool,
+    /// Both sides agreed on the `closeReason` feature: each may send a close envelope, its last
+    /// frame, saying why it closes the connection (SPEC §8.1).
+    pub close_reason: bool,
 }
+
+/// The name of the feature by which both sides agree to send a close envelope before closing
+/// a connection for an error (protocol/handshake.md §12, SPEC §8.1).
+pub const CLOSE_REASON: &str = "closeReason";
 
 /// What a server does once it has read the hello.
 #[derive(Debug)]
@@ -156,11 +182,17 @@ fn settle(
         };
         return refusal(local, RefusalReason::NoCommonVersion, error);
     };
+    let close_reason = local.close_reason && hello.offers(CLOSE_REASON);
     let answer = Answer::Accepted(Accepted {
         version,
         versions,
         role: local.role,
         id: local.id.clone(),
+        features: if close_reason {
+            vec![CLOSE_REASON.to_string()]
+        } else {
+            Vec::new()
+        },
     });
     let negotiated = Negotiated {
         version,
@@ -169,6 +201,7 @@ fn settle(
         peer_versions: hello.versions,
         authenticated,
         admin,
+        close_reason,
     };
     (answer, Ok(negotiated))
 }
@@ -403,6 +436,10 @@ pub fn check_answer(body: &[u8], hello: &Hello) -> Result<Negotiated, HandshakeE
                     a.version, hello.versions
                 )));
             }
+            // A feature is on when the hello offered it and the answer takes it; a feature the
+            // answer names that the hello did not offer is ignored.
+            let close_reason =
+                hello.offers(CLOSE_REASON) && a.features.iter().any(|f| f == CLOSE_REASON);
             Ok(Negotiated {
                 version: a.version,
                 peer_role: a.role,
@@ -410,6 +447,7 @@ pub fn check_answer(body: &[u8], hello: &Hello) -> Result<Negotiated, HandshakeE
                 peer_versions: a.versions,
                 authenticated: hello.auth.is_some(),
                 admin: false,
+                close_reason,
             })
         }
         Answer::Refused(r) if r.reason == RefusalReason::NoCommonVersion => {
@@ -434,6 +472,60 @@ mod tests {
         let mut out = Vec::new();
         encode_hello(hello, &mut out);
         out
+    }
+
+    /// Whether a client and a server, each offering or taking `closeReason` or not, agree on it,
+    /// as each side sees it; and the answer's bytes.
+    fn close_reason_agreed(client: bool, server: bool) -> (bool, bool, Vec<u8>) {
+        let server = Identity::new(Role::Master, "m").with_close_reason(server);
+        let hello = Identity::new(Role::Worker, "w")
+            .with_close_reason(client)
+            .hello();
+        let (answer, outcome) = answer_hello(&body(&hello), &server, |_| true);
+        let mut answer_body = Vec::new();
+        encode_answer(&answer, &mut answer_body);
+        let client_side = check_answer(&answer_body, &hello).expect("accepted");
+        let server_side = outcome.expect("accepted");
+        (
+            client_side.close_reason,
+            server_side.close_reason,
+            answer_body,
+        )
+    }
+
+    #[test]
+    fn close_reason_is_on_only_when_the_hello_offers_it_and_the_server_takes_it() {
+        let (client, server, answer) = close_reason_agreed(true, true);
+        assert!(client && server);
+        assert!(
+            answer.windows(11).any(|w| w == b"closeReason"),
+            "the answer names the feature"
+        );
+        for (offers, takes) in [(false, true), (true, false), (false, false)] {
+            let (client, server, answer) = close_reason_agreed(offers, takes);
+            assert!(!client && !server, "offered {offers}, taken {takes}");
+            // No `features` key at all: the answer is what an older server sends.
+            assert_eq!(answer[0], 0x85, "five entries");
+            assert!(!answer.windows(8).any(|w| w == b"features"));
+        }
+    }
+
+    #[test]
+    fn a_feature_the_answer_takes_that_the_hello_did_not_offer_is_not_on() {
+        let hello = Identity::new(Role::Worker, "w")
+            .with_close_reason(false)
+            .hello();
+        let answer = Answer::Accepted(Accepted {
+            version: Version::V2,
+            versions: vec![2],
+            role: Role::Master,
+            id: String::new(),
+            features: vec![CLOSE_REASON.to_string(), "compression".to_string()],
+        });
+        let mut answer_body = Vec::new();
+        encode_answer(&answer, &mut answer_body);
+        let client_side = check_answer(&answer_body, &hello).expect("accepted");
+        assert!(!client_side.close_reason);
     }
 
     #[test]
@@ -513,6 +605,7 @@ mod tests {
             versions: vec![2],
             role: Role::Master,
             id: String::new(),
+            features: vec![],
         });
         let mut answer_body = Vec::new();
         encode_answer(&answer, &mut answer_body);
@@ -680,6 +773,7 @@ mod tests {
             versions: vec![1, 2],
             role: Role::Master,
             id: "old".into(),
+            features: vec![],
         });
         let mut accepted_body = Vec::new();
         encode_answer(&accepted, &mut accepted_body);

@@ -2,7 +2,10 @@
 
 use super::auth::{Nonce, AUTH_MECHANISM};
 use super::error::HandshakeError;
-use super::map::{write_bin_entry, write_map, write_str_entry, write_uints_entry, Entries, MAGIC};
+use super::map::{
+    write_bin_entry, write_map, write_str_entry, write_strs_entry, write_uints_entry, Entries,
+    MAGIC,
+};
 use super::role::Role;
 use crate::messages::Version;
 
@@ -19,6 +22,9 @@ pub struct Hello {
     /// The client's nonce when it asks to authenticate with a shared secret (the `auth` and
     /// `nonce` keys, protocol/handshake.md §10); `None` for a client without a secret.
     pub auth: Option<Nonce>,
+    /// The optional features the client offers (the `features` key, protocol/handshake.md §12),
+    /// as sent: names this side does not know are kept, and ignored. Not written when empty.
+    pub features: Vec<String>,
 }
 
 impl Hello {
@@ -29,7 +35,19 @@ impl Hello {
             role,
             id: id.into(),
             auth: None,
+            features: Vec::new(),
         }
+    }
+
+    /// The same hello, offering `features`.
+    pub fn with_features(mut self, features: &[&str]) -> Self {
+        self.features = features.iter().map(|f| f.to_string()).collect();
+        self
+    }
+
+    /// Whether the hello offers the feature `name`.
+    pub fn offers(&self, name: &str) -> bool {
+        self.features.iter().any(|f| f == name)
     }
 
     /// The same hello, asking to authenticate with `nonce`.
@@ -41,7 +59,9 @@ impl Hello {
 
 /// Appends the hello's frame body (the map, without the length prefix) to `out`.
 pub fn encode_hello(hello: &Hello, out: &mut Vec<u8>) {
-    write_map(out, if hello.auth.is_some() { 6 } else { 4 });
+    let auth = if hello.auth.is_some() { 2 } else { 0 };
+    let features = u32::from(!hello.features.is_empty());
+    write_map(out, 4 + auth + features);
     write_str_entry(out, "magic", MAGIC);
     write_uints_entry(out, "versions", &hello.versions);
     write_str_entry(out, "role", hello.role.name());
@@ -49,6 +69,9 @@ pub fn encode_hello(hello: &Hello, out: &mut Vec<u8>) {
     if let Some(nonce) = &hello.auth {
         write_str_entry(out, "auth", AUTH_MECHANISM);
         write_bin_entry(out, "nonce", nonce);
+    }
+    if !hello.features.is_empty() {
+        write_strs_entry(out, "features", &hello.features);
     }
 }
 
@@ -83,11 +106,13 @@ pub fn decode_hello(body: &[u8]) -> Result<Hello, HandshakeError> {
         role: role_name.to_string(),
         family: None,
     })?;
+    let features = entries.strs("features")?;
     Ok(Hello {
         versions,
         role,
         id,
         auth,
+        features,
     })
 }
 
@@ -145,6 +170,52 @@ mod tests {
     }
 
     #[test]
+    fn a_hello_offering_close_reason_is_the_one_protocol_handshake_md_shows() {
+        let hello = Hello::new(&[Version::V2], Role::AppClient, "app")
+            .with_features(&[crate::wire::handshake::CLOSE_REASON]);
+        let mut out = Vec::new();
+        encode_hello(&hello, &mut out);
+        let expected: Vec<u8> = [
+            &[0x85][..],
+            &[0xa5],
+            b"magic",
+            &[0xa9],
+            b"sparkwire",
+            &[0xa8],
+            b"versions",
+            &[0x91, 0x02],
+            &[0xa4],
+            b"role",
+            &[0xaa],
+            b"app-client",
+            &[0xa2],
+            b"id",
+            &[0xa3],
+            b"app",
+            &[0xa8],
+            b"features",
+            &[0x91, 0xab],
+            b"closeReason",
+        ]
+        .concat();
+        assert_eq!(out, expected);
+        assert_eq!(out.len(), 0x49);
+        assert_eq!(decode_hello(&out), Ok(hello));
+        // Features it does not know are kept, and a malformed list is refused.
+        let mut odd = Vec::new();
+        write_map(&mut odd, 5);
+        write_str_entry(&mut odd, "magic", MAGIC);
+        write_uints_entry(&mut odd, "versions", &[2]);
+        write_str_entry(&mut odd, "role", "worker");
+        write_str_entry(&mut odd, "id", "");
+        write_uints_entry(&mut odd, "features", &[1]);
+        assert!(matches!(
+            decode_hello(&odd),
+            Err(HandshakeError::Malformed(_))
+        ));
+    }
+
+    #[test]
     fn hello_ignores_unknown_keys_and_keeps_unknown_versions() {
         let mut out = Vec::new();
         write_map(&mut out, 5);
@@ -161,6 +232,7 @@ mod tests {
                 role: Role::Executor,
                 id: "exec-7".to_string(),
                 auth: None,
+                features: vec![],
             })
         );
     }

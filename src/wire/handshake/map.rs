@@ -101,6 +101,25 @@ impl<'a> Entries<'a> {
         Ok(out)
     }
 
+    /// The array of strings of the optional key `key`; empty when the key is absent.
+    pub(crate) fn strs(&self, key: &str) -> Result<Vec<String>, HandshakeError> {
+        let Some(raw) = self.get(key) else {
+            return Ok(Vec::new());
+        };
+        let bad = || HandshakeError::Malformed(format!("{key:?} must be an array of strings"));
+        let mut c = Cursor::new(raw);
+        let count = c.array_len().map_err(|_| bad())?;
+        // Each string takes at least a byte: a count past the input is refused before any room.
+        if count > raw.len() as u64 {
+            return Err(bad());
+        }
+        let mut out = Vec::new();
+        for _ in 0..count {
+            out.push(c.str().map_err(|_| bad())?.to_string());
+        }
+        Ok(out)
+    }
+
     /// The binary value of the required key `key`, exactly `N` bytes long.
     pub(crate) fn bin_array<const N: usize>(&self, key: &str) -> Result<[u8; N], HandshakeError> {
         let raw = self.required(key)?;
@@ -140,6 +159,15 @@ pub(crate) fn write_uints_entry(out: &mut Vec<u8>, key: &str, values: &[u64]) {
     let _ = rmp::encode::write_array_len(out, values.len() as u32);
     for v in values {
         let _ = rmp::encode::write_uint(out, *v);
+    }
+}
+
+/// Appends an entry holding an array of strings.
+pub(crate) fn write_strs_entry(out: &mut Vec<u8>, key: &str, values: &[String]) {
+    let _ = rmp::encode::write_str(out, key);
+    let _ = rmp::encode::write_array_len(out, values.len() as u32);
+    for v in values {
+        let _ = rmp::encode::write_str(out, v);
     }
 }
 

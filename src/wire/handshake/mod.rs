@@ -37,7 +37,7 @@ pub use auth::{
 };
 pub use decide::{
     answer_hello, check_answer, read_hello, read_server_frame, ClientNext, Identity, Negotiated,
-    ServerAuth, ServerHello,
+    ServerAuth, ServerHello, CLOSE_REASON,
 };
 pub use error::HandshakeError;
 #[cfg(feature = "tokio")]

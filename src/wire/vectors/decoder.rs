@@ -10,10 +10,11 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{error_name, sample_message, Case};
+use super::{sample_message, Case};
 use crate::definition::Definition;
 use crate::messages::to_hex;
 use crate::messages::{CoarseMessage, DeployMessage, Family, Version, Versioned};
+use crate::wire::error_kind;
 use crate::wire::Error;
 use crate::wire::{decode_envelope, decode_frame, encode_frame, value_from_json};
 
@@ -206,7 +207,7 @@ type Outcome = (Option<String>, Option<Value>, Option<String>);
 fn outcome<F: Family>(frame: &[u8], version: Version) -> Result<Outcome, Error> {
     let bytes = Bytes::copy_from_slice(&frame[4..]);
     match decode_envelope::<F>(&bytes, version) {
-        Err(e) => Ok((Some(error_name(&e).to_string()), None, None)),
+        Err(e) => Ok((Some(error_kind(&e).to_string()), None, None)),
         Ok(env) => {
             let message = env
                 .message()
@@ -778,7 +779,7 @@ fn check_as<F: Family>(v: &DecoderVector) -> Result<(), String> {
     let frame = crate::messages::from_hex(&v.frame_hex).ok_or("frame_hex is not hex")?;
     let got = decode_frame::<F>(&Bytes::from(frame), version);
     match (&v.error, got) {
-        (Some(want), Err(e)) if error_name(&e) == want => Ok(()),
+        (Some(want), Err(e)) if error_kind(&e) == want => Ok(()),
         (None, Ok(env)) => {
             let want = v
                 .message

@@ -24,7 +24,7 @@ use crate::messages::{
     CoarseMessage, DeployMessage, ErrorDescription, ExecutorLossReason, Family, Payload,
     ThreadStackTrace, Version, Versioned,
 };
-use crate::wire::{encode_frame, read_message, write_message, Envelope, Error, Reply};
+use crate::wire::{encode_frame, read_message, write_message, CloseReason, Envelope, Error, Reply};
 
 /// The two sample cases every message has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,6 +158,7 @@ pub fn sample_message<F: Family>(
             name: msg.name.clone(),
             version: Version::LATEST,
             detail: format!("the definition's sample does not fit the Rust type: {e}"),
+            at: None,
         }),
         None => Err(Error::UnknownMessage {
             family: F::FAMILY,
@@ -282,7 +283,8 @@ fn with_prefix(body: &[u8]) -> String {
     to_hex(&out)
 }
 
-/// Vectors of replies of every kind, a failure, and frames every decoder must refuse.
+/// Vectors of replies of every kind, a failure, close envelopes (SPEC §8.1), and frames every
+/// decoder must refuse.
 pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
     let v2 = Version::V2;
     let valid: Vec<(&str, Envelope<CoarseMessage>, Value)> = vec![
@@ -354,6 +356,24 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
             },
             json!({"failure": 13, "className": "java.lang.IllegalStateException", "message": "Duplicate executor ID: 1"}),
         ),
+        (
+            "close after a decoding error, with its location",
+            Envelope::Close(CloseReason {
+                kind: "InvalidFields".into(),
+                message: "invalid RegisterApplication in protocol 2 at appDescription.command.environment (byte 120): map key \"A\" after \"B\": keys are distinct and ascending".into(),
+                path: Some("appDescription.command.environment".into()),
+                offset: Some(120),
+            }),
+            json!({"close": {"kind": "InvalidFields", "message": "invalid RegisterApplication in protocol 2 at appDescription.command.environment (byte 120): map key \"A\" after \"B\": keys are distinct and ascending", "path": "appDescription.command.environment", "offset": 120}}),
+        ),
+        (
+            "close after a refusal, without a location",
+            Envelope::Close(CloseReason::new(
+                "NotOnRoute",
+                "a worker may not send RegisterApplication to a master",
+            )),
+            json!({"close": {"kind": "NotOnRoute", "message": "a worker may not send RegisterApplication to a master", "path": null, "offset": null}}),
+        ),
     ];
     let mut out = Vec::new();
     for (name, env, readable) in valid {
@@ -395,6 +415,22 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
                 b'a', b'g', b'e', 0x80,
             ]),
             "UnknownMessage",
+        ),
+        // [4, {"kind": "Idle"}]: a close needs its message
+        (
+            "a close without its message",
+            2,
+            with_prefix(&[
+                0x92, 0x04, 0x81, 0xa4, b'k', b'i', b'n', b'd', 0xa4, b'I', b'd', b'l', b'e',
+            ]),
+            "InvalidFields",
+        ),
+        // [4]: a close is an array of two
+        (
+            "a close without its reason",
+            2,
+            with_prefix(&[0x91, 0x04]),
+            "BadEnvelope",
         ),
         // [5, ...]: no such envelope tag
         (
@@ -454,21 +490,6 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
     Ok(out)
 }
 
-/// The `wire::Error` variant name of `e`, as envelope vectors name it.
-pub fn error_name(e: &Error) -> &'static str {
-    match e {
-        Error::InvalidMessagePack(_) => "InvalidMessagePack",
-        Error::TooDeep { .. } => "TooDeep",
-        Error::TrailingBytes { .. } => "TrailingBytes",
-        Error::BadEnvelope(_) => "BadEnvelope",
-        Error::UnknownMessage { .. } => "UnknownMessage",
-        Error::NotInVersion { .. } => "NotInVersion",
-        Error::LocalMessage { .. } => "LocalMessage",
-        Error::InvalidFields { .. } => "InvalidFields",
-        Error::Encode { .. } => "Encode",
-    }
-}
-
 /// One task description vector: `LaunchTask.data` in readable form and as bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct TaskVector {
@@ -494,6 +515,7 @@ pub fn task_vectors(def: &Definition) -> Result<Vec<TaskVector>, Error> {
                 name: "TaskDescription".into(),
                 version: Version::LATEST,
                 detail: format!("the definition's sample does not fit the Rust type: {e}"),
+                at: None,
             })?;
         let bytes = crate::wire::encode_task(&task)?;
         let readable = serde_json::to_value(&task).map_err(|e| Error::Encode {

@@ -58,6 +58,8 @@ pub(crate) enum Input {
         conn: ConnId,
         /// The peer's id from the handshake, for log lines.
         peer: String,
+        /// The peer's address (`host:port`), for log lines.
+        addr: String,
         /// The peer's role from the handshake.
         role: Role,
         /// The connection's frame limit (a task must fit in it).
@@ -120,7 +122,11 @@ pub(crate) enum Output {
         error: ErrorDescription,
     },
     /// Close the connection once what was queued on it is written.
-    Close { conn: ConnId },
+    Close {
+        conn: ConnId,
+        /// What the peer is told in a close envelope (SPEC §8.1), if anything.
+        reason: Option<crate::wire::CloseReason>,
+    },
     /// Drop the connection now (its peer does not read).
     Abort { conn: ConnId },
     /// A job progressed.
@@ -144,6 +150,7 @@ struct ExecutorData {
 struct ConnState {
     executor: Option<String>,
     peer: String,
+    addr: String,
     role: Role,
     max_task_size: usize,
     /// A one-way message was refused, or a send failed: nothing more is taken from it.
@@ -313,6 +320,7 @@ impl BackendCore {
             Input::Connected {
                 conn,
                 peer,
+                addr,
                 role,
                 max_frame_size,
             } => {
@@ -321,6 +329,7 @@ impl BackendCore {
                     ConnState {
                         executor: None,
                         peer,
+                        addr,
                         role,
                         max_task_size: task_size_limit(max_frame_size),
                         refused: false,
@@ -520,12 +529,15 @@ impl BackendCore {
             return;
         }
         if let Err(refusal) = self.authorize(conn, &message, ask.is_some()) {
-            let peer = self
-                .conns
-                .get(&conn)
-                .map(|c| c.peer.clone())
-                .unwrap_or_default();
-            tracing::warn!("driver: refused from {peer} (connection {conn}): {refusal}");
+            if let Some(c) = self.conns.get(&conn) {
+                let peer = crate::reference::violations::Peer {
+                    addr: &c.addr,
+                    role: c.role,
+                    id: c.executor.as_deref().unwrap_or(&c.peer),
+                    conn,
+                };
+                crate::reference::violations::warn(peer, "refused", refusal.kind(), &refusal);
+            }
             match ask {
                 Some(id) => self.out.push_back(Output::Fail {
                     conn,
@@ -536,7 +548,10 @@ impl BackendCore {
                     if let Some(c) = self.conns.get_mut(&conn) {
                         c.refused = true;
                     }
-                    self.out.push_back(Output::Close { conn });
+                    self.out.push_back(Output::Close {
+                        conn,
+                        reason: Some(refusal.close_reason()),
+                    });
                 }
             }
             return;
@@ -746,7 +761,10 @@ impl BackendCore {
         };
         if let Some(c) = self.conns.get_mut(&exec.conn) {
             c.executor = None;
-            self.out.push_back(Output::Close { conn: exec.conn });
+            self.out.push_back(Output::Close {
+                conn: exec.conn,
+                reason: None,
+            });
         }
         if self.stopping {
             return;

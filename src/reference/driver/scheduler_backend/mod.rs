@@ -117,7 +117,8 @@ enum Write {
     Launch(i64, LaunchTask),
     Reply(u64, Reply<CoarseMessage>),
     Fail(u64, ErrorDescription),
-    Close,
+    /// Close once what was queued is written, telling the peer why when there is a reason.
+    Close(Option<crate::wire::CloseReason>),
 }
 
 /// How often the loop looks for executor connections whose queue makes no progress.
@@ -239,11 +240,13 @@ impl Shell {
                 key,
                 handle,
                 peer,
+                addr,
                 abort,
             } => {
                 let input = Input::Connected {
                     conn: key,
                     peer,
+                    addr,
                     role: handle.negotiated().peer_role,
                     max_frame_size: handle.max_frame_size(),
                 };
@@ -351,7 +354,7 @@ impl Shell {
                 } => self.write(conn, Write::Launch(task_id, launch)),
                 Output::Reply { conn, id, reply } => self.write(conn, Write::Reply(id, reply)),
                 Output::Fail { conn, id, error } => self.write(conn, Write::Fail(id, error)),
-                Output::Close { conn } => self.write(conn, Write::Close),
+                Output::Close { conn, reason } => self.write(conn, Write::Close(reason)),
                 Output::Abort { conn } => {
                     if let Some(c) = self.conns.get(&conn) {
                         c.abort.notify_one();
@@ -392,8 +395,11 @@ impl Shell {
             ),
             Write::Reply(id, reply) => ("reply", None, handle.post_reply(id, reply)),
             Write::Fail(id, error) => ("failure", None, handle.post_failure(id, error)),
-            Write::Close => {
-                handle.close_soon();
+            Write::Close(reason) => {
+                match reason {
+                    Some(reason) => handle.close_soon_because(reason),
+                    None => handle.close_soon(),
+                }
                 let (handle, abort, timeout) =
                     (handle.clone(), Arc::clone(&c.abort), self.send_timeout);
                 tokio::spawn(async move {

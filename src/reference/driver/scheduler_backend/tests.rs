@@ -96,6 +96,7 @@ impl Harness {
         self.input(Input::Connected {
             conn,
             peer: format!("executor-on-{conn}"),
+            addr: format!("127.0.0.1:{}", 40_000 + conn),
             role: Role::Executor,
             max_frame_size,
         });
@@ -415,7 +416,12 @@ fn an_executor_speaks_only_for_itself() {
             Payload::default(),
         )),
     });
-    assert_eq!(h.take(), [Output::Close { conn: 2 }]);
+    // … and told why: a foreign id is NotOwner (SPEC §14.3).
+    let out = h.take();
+    assert!(
+        matches!(&out[..], [Output::Close { conn: 2, reason: Some(r) }] if r.kind == "NotOwner" && r.message.contains("executor 0")),
+        "{out:?}"
+    );
     assert_eq!(h.core.status(h.now).tasks_finished, 0);
     // A second registration of the same id is refused with Spark's text.
     h.connect(3, DEFAULT_MAX_FRAME_SIZE);

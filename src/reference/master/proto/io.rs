@@ -32,6 +32,8 @@ pub enum Input {
         role: Role,
         /// The peer's id from the handshake.
         peer_id: String,
+        /// The peer's address (`host:port`), for logs.
+        addr: String,
         /// The peer proved the admin secret.
         admin: bool,
         /// Why the master dialled it (after an [`Output::Dial`]); `None` when accepted.
@@ -53,7 +55,8 @@ pub enum Input {
         /// The message.
         message: DeployMessage,
     },
-    /// A connection closed (for any reason, including an [`Output::Close`]).
+    /// A connection closed (for any reason, including an [`Output::Close`]). The driver of the
+    /// core logs a close for a protocol error, naming the peer as the core knows it.
     Closed {
         /// Which.
         conn: ConnId,
@@ -97,6 +100,8 @@ pub enum Output {
     },
     /// Close a connection once what was queued before is written; an [`Input::Closed`] follows.
     Close {
+        /// What the peer is told in a close envelope (SPEC §8.1), if anything.
+        reason: Option<crate::wire::CloseReason>,
         /// Which connection.
         conn: ConnId,
     },

@@ -32,6 +32,7 @@
 //!     conn: 1,
 //!     role: Role::Worker,
 //!     peer_id: "worker-1".into(),
+//!     addr: "127.0.0.1:40000".into(),
 //!     admin: false,
 //!     dialled: None,
 //! });
@@ -95,6 +96,8 @@ use workers::Workers;
 pub(crate) struct ConnRec {
     pub(crate) role: Role,
     pub(crate) peer_id: String,
+    /// The peer's address, for logs.
+    pub(crate) addr: String,
     /// The peer proved the admin secret in the handshake.
     pub(crate) admin: bool,
     /// A one-way message was refused: the connection is closing and nothing more is taken.
@@ -225,14 +228,28 @@ impl MasterCore {
                 conn,
                 role,
                 peer_id,
+                addr,
                 admin,
                 dialled,
-            } => self.opened(conn, role, peer_id, admin, dialled),
+            } => self.opened(conn, role, (peer_id, addr), admin, dialled),
             Input::Message { conn, message } => self.on_send(conn, message),
             Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
             Input::Closed { conn } => self.closed(conn),
             Input::Elected { stored } => self.elected(stored),
         }
+    }
+
+    /// The peer of connection `conn` as a log line names it: its address, its role, and the id it
+    /// registered (a worker's or an application's) or, before that, the id of its hello.
+    pub(crate) fn peer_of(&self, conn: ConnId) -> Option<(String, Role, String)> {
+        let rec = self.conns.all.get(&conn)?;
+        let id = self
+            .workers
+            .by_conn
+            .get(&conn)
+            .or_else(|| self.apps.by_conn.get(&conn))
+            .unwrap_or(&rec.peer_id);
+        Some((rec.addr.clone(), rec.role, id.clone()))
     }
 
     /// When [`MasterCore::handle_timeout`] is next due.
@@ -270,16 +287,17 @@ impl MasterCore {
         &mut self,
         conn: ConnId,
         role: Role,
-        peer_id: String,
+        (peer_id, addr): (String, String),
         admin: bool,
         dialled: Option<DialTarget>,
     ) {
-        tracing::debug!(conn, %role, peer = %peer_id, "connection opened");
+        tracing::debug!(conn, %role, peer = %peer_id, %addr, "connection opened");
         self.conns.all.insert(
             conn,
             ConnRec {
                 role,
                 peer_id,
+                addr,
                 admin,
                 refused: false,
             },
@@ -425,11 +443,20 @@ impl MasterCore {
         // The protocol's routes (checked above) say which roles send each UI ask.
         let ui_side = self.conn_is(conn, &[Role::Ui, Role::DriverClient]);
         if let Some(denied) = self.admin_refusal(conn, &m) {
-            tracing::warn!(
-                conn,
-                message = m.name(),
-                "refusing a state-changing ask from a peer that is not an admin"
-            );
+            if let Some((addr, role, peer_id)) = self.peer_of(conn) {
+                let peer = crate::reference::violations::Peer {
+                    addr: &addr,
+                    role,
+                    id: &peer_id,
+                    conn,
+                };
+                crate::reference::violations::warn(
+                    peer,
+                    "refused a state-changing ask from a peer that is not an admin",
+                    "PermissionDenied",
+                    &denied.message,
+                );
+            }
             self.fail_on(conn, id, denied);
             return;
         }

@@ -122,15 +122,19 @@ impl MasterCore {
     /// Refuses `m` on `conn`: a failure answers an ask; a one-way message closes the
     /// connection, and nothing more is taken from it.
     pub(crate) fn refuse(&mut self, conn: ConnId, ask: Option<u64>, refusal: &Refusal) {
+        let Some((addr, role, id)) = self.peer_of(conn) else {
+            return;
+        };
+        let peer = crate::reference::violations::Peer {
+            addr: &addr,
+            role,
+            id: &id,
+            conn,
+        };
+        crate::reference::violations::warn(peer, "refused", refusal.kind(), refusal);
         let Some(c) = self.conns.all.get_mut(&conn) else {
             return;
         };
-        tracing::warn!(
-            conn,
-            role = %c.role,
-            peer = %c.peer_id,
-            "refused: {refusal}"
-        );
         match ask {
             Some(id) => self.out.push(Output::Fail {
                 conn,
@@ -139,7 +143,10 @@ impl MasterCore {
             }),
             None => {
                 c.refused = true;
-                self.out.push(Output::Close { conn });
+                self.out.push(Output::Close {
+                    conn,
+                    reason: Some(refusal.close_reason()),
+                });
             }
         }
     }

@@ -234,7 +234,7 @@ impl MasterCore {
 
     fn close_conn(&mut self, conn: ConnId) {
         if self.conns.all.contains_key(&conn) {
-            self.out.push(Output::Close { conn });
+            self.out.push(Output::Close { conn, reason: None });
         }
     }
 
