@@ -21,6 +21,10 @@ pub struct WorkerArgs {
     /// Port to listen on; 0 picks a free one.
     #[arg(long, default_value_t = 0)]
     port: u16,
+    /// When the port (or the web UI's) is taken, try the next one up, at most this many times
+    /// (spark.port.maxRetries); the port taken is printed and logged.
+    #[arg(long, value_name = "N", default_value_t = sparkwire::reference::ports::DEFAULT_PORT_RETRIES)]
+    port_retries: u16,
     /// Cores to offer (default: the machine's).
     #[arg(long)]
     cores: Option<i32>,
@@ -104,6 +108,7 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         masters: url.masters,
         host: args.host,
         port: args.port,
+        port_retries: args.port_retries,
         memory: args.memory,
         allow_exec: args.allow_exec,
         allow_exec_any: args.allow_exec_any,
