@@ -13,6 +13,10 @@ use sparkwire::reference::task::{job_by_name, JOB_NAMES};
 /// Most partitions a job may have.
 pub(crate) const MAX_PARTITIONS: usize = 1_000_000;
 
+/// Most bytes of a `big-task` input or a `big-result` result: 2047 MiB, the largest message
+/// Spark allows (`spark.rpc.message.maxSize` at most 2047 MB); larger ones could never be sent.
+pub(crate) const MAX_JOB_BYTES: u64 = sparkwire::reference::task::MAX_TASK_BYTES;
+
 /// The job to run.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct JobArgs {
@@ -23,13 +27,14 @@ pub(crate) struct JobArgs {
     #[arg(long, default_value_t = 10)]
     pub(crate) partitions: usize,
     /// The job's size parameter: samples per partition (pi), n (sum-squares), milliseconds
-    /// (sleep), failing attempts (flaky), bytes (big-result, big-task).
+    /// (sleep), failing attempts (flaky), bytes (big-result, big-task: at most 2047 MiB).
     #[arg(long)]
     pub(crate) param: Option<u64>,
 }
 
 impl JobArgs {
-    /// Refuses an unknown job or a number of partitions out of range.
+    /// Refuses an unknown job, a number of partitions out of range, or a size parameter that
+    /// could never be sent (before anything is allocated for it).
     pub(crate) fn check(&self) -> Result<(), String> {
         if !JOB_NAMES.contains(&self.job.as_str()) {
             return Err(format!(
@@ -43,6 +48,15 @@ impl JobArgs {
                 "--partitions must be 1 to {MAX_PARTITIONS}, not {}",
                 self.partitions
             ));
+        }
+        if let (Some(p), "big-task" | "big-result") = (self.param, self.job.as_str()) {
+            if p > MAX_JOB_BYTES {
+                return Err(format!(
+                    "--param for {} is bytes per task, at most {MAX_JOB_BYTES} (2047 MiB, the \
+                     largest message Spark allows), not {p}",
+                    self.job
+                ));
+            }
         }
         Ok(())
     }

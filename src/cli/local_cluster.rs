@@ -108,6 +108,7 @@ const DIAGRAM_ARROWS: usize = 60;
 pub fn run(args: LocalClusterArgs) -> Result<ExitCode, String> {
     super::init_logging_at("warn");
     args.job.check()?;
+    super::whole_seconds("--executor-timeout", args.executor_timeout)?;
     if !(1..=MAX_WORKERS).contains(&args.workers) {
         return Err(format!(
             "--workers must be 1 to {MAX_WORKERS} (each is a process on this machine), not {}",
@@ -262,7 +263,7 @@ async fn run_cluster(
         driver,
         &args.job,
         args.workers,
-        Duration::from_secs(args.executor_timeout),
+        super::whole_seconds("--executor-timeout", args.executor_timeout)?,
         start,
         driver_started,
         &observer,

@@ -110,7 +110,8 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         port: args.port,
         port_retries: args.port_retries,
         spread_out: args.spread_out,
-        worker_timeout: seconds(args.worker_timeout)?,
+        worker_timeout: seconds(args.worker_timeout)
+            .map_err(|e| format!("--worker-timeout: {e}"))?,
         max_executor_retries: args.max_executor_retries,
         recovery_dir: args.recovery_dir,
         versions,
@@ -118,7 +119,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         web_ui_port: (!args.no_webui).then_some(args.webui_port),
         ..MasterConfig::default()
     };
-    if let Some(max) = args.max_frame_bytes {
+    if let Some(max) = super::limits::max_frame_bytes(args.max_frame_bytes)? {
         config.max_frame_size = max;
     }
     let observer = args.strict.then(|| {

@@ -114,8 +114,10 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         allow_exec_any: args.allow_exec_any,
         allow_env: args.allow_env,
         pass_env: args.pass_env,
-        worker_timeout: seconds(args.worker_timeout)?,
-        register_retry: seconds(args.register_retry)?,
+        worker_timeout: seconds(args.worker_timeout)
+            .map_err(|e| format!("--worker-timeout: {e}"))?,
+        register_retry: seconds(args.register_retry)
+            .map_err(|e| format!("--register-retry: {e}"))?,
         web_ui_port: (!args.no_webui).then_some(args.webui_port),
         ..WorkerConfig::default()
     };
@@ -125,7 +127,7 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
     if let Some(dir) = args.work_dir {
         config.work_dir = dir;
     }
-    if let Some(max) = args.max_frame_bytes {
+    if let Some(max) = super::limits::max_frame_bytes(args.max_frame_bytes)? {
         config.max_frame_size = max;
     }
     super::runtime()?.block_on(async move {
