@@ -183,6 +183,27 @@ fn every_size_and_count_flag_is_bounded_before_anything_is_allocated() {
     }
 }
 
+/// An allow-list entry that cannot run is an error at start, not a warning; an empty one (what
+/// `"$(command -v sparkwire)"` gives without sparkwire on PATH) says where it came from.
+#[test]
+fn a_worker_refuses_an_allow_list_entry_that_cannot_run_and_explains_an_empty_one() {
+    let master = "sparkwire://127.0.0.1:9";
+    for flag in ["--allow-exec", "--allow-exec-any"] {
+        refused(
+            &["worker", master, flag, ""],
+            "If it came from \"$(command -v sparkwire)\", no sparkwire is on PATH",
+        );
+        refused(
+            &["worker", master, flag, "/no/such/program"],
+            "no such program to allow",
+        );
+    }
+    refused(
+        &["worker", master, "--allow-exec", "/"],
+        "not a file: a worker runs only programs",
+    );
+}
+
 #[test]
 fn master_urls_take_sparkwire_and_spark_schemes_and_say_so() {
     refused(

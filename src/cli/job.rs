@@ -100,10 +100,9 @@ pub(crate) async fn run_and_report(
     }
     if let Some(first) = ready.first_executor_after {
         println!(
-            "first executor registered {:.3} s after start; {} of {} ready after {:.3} s",
+            "first executor registered {:.3} s after start; {} after {:.3} s",
             (driver_started + first).as_secs_f64(),
-            ready.ready_executors(),
-            executors,
+            ready_line(ready.ready_executors(), executors),
             since.elapsed().as_secs_f64()
         );
     }
@@ -159,10 +158,10 @@ fn report(
             println!("job {name}: {}", r.output);
             let secs = r.elapsed.as_secs_f64().max(1e-9);
             println!(
-                "{} tasks in {:.3} s: {:.0} tasks/s; wall time {:.3} s",
+                "{} tasks in {:.3} s: {} tasks/s; wall time {:.3} s",
                 r.tasks,
                 secs,
-                r.tasks as f64 / secs,
+                rate(r.tasks as f64 / secs),
                 wall.as_secs_f64()
             );
             per_task(&status.counters, r.tasks);
@@ -175,7 +174,7 @@ fn report(
         }
     };
     println!(
-        "executors: {} lost; tasks: {} launched, {} finished, {} failed or killed",
+        "executors: {} lost; tasks: {} launched, {} finished, {} failed, killed or lost",
         status.executors_lost, status.tasks_launched, status.tasks_finished, status.tasks_failed
     );
     println!("messages (the driver's connections, both directions):");
@@ -214,6 +213,28 @@ fn report(
     job_ok && verdict.is_clean()
 }
 
+/// How many executors are ready, against how many were waited for: "2 ready (1 awaited)" when
+/// more came than were waited for, "1 of 2 ready" when fewer.
+fn ready_line(ready: usize, awaited: usize) -> String {
+    if ready > awaited {
+        format!("{ready} ready ({awaited} awaited)")
+    } else {
+        format!("{ready} of {awaited} ready")
+    }
+}
+
+/// A rate with three significant figures at least, whole above 100: a slow job's 0.25 tasks/s
+/// is not rounded to 0.
+fn rate(per_second: f64) -> String {
+    if per_second >= 100.0 {
+        format!("{per_second:.0}")
+    } else if per_second >= 1.0 {
+        format!("{per_second:.2}")
+    } else {
+        format!("{per_second:.3}")
+    }
+}
+
 /// Frames and bytes per task: LaunchTask and StatusUpdate.
 fn per_task(counters: &Counters, tasks: usize) {
     if tasks == 0 {
@@ -238,4 +259,19 @@ fn per_task(counters: &Counters, tasks: usize) {
         frames as f64 / tasks as f64,
         bytes as f64 / tasks as f64
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_jobs_rate_is_not_rounded_to_zero_and_more_executors_than_awaited_read_so() {
+        assert_eq!(rate(10.0 / 24.0), "0.417");
+        assert_eq!(rate(2.5), "2.50");
+        assert_eq!(rate(1234.4), "1234");
+        assert_eq!(ready_line(2, 1), "2 ready (1 awaited)");
+        assert_eq!(ready_line(1, 2), "1 of 2 ready");
+        assert_eq!(ready_line(2, 2), "2 of 2 ready");
+    }
 }

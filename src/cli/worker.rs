@@ -36,11 +36,11 @@ pub struct WorkerArgs {
     work_dir: Option<PathBuf>,
     /// An executable the worker may run as sparkwire's `executor` subcommand with its flags, for
     /// executors (repeatable); any other command is refused.
-    #[arg(long = "allow-exec", value_name = "PATH")]
+    #[arg(long = "allow-exec", value_name = "PATH", value_parser = allowed_program)]
     allow_exec: Vec<PathBuf>,
     /// An executable the worker may run with any arguments, for executors and drivers
     /// (repeatable): only for programs trusted with whatever an application asks.
-    #[arg(long = "allow-exec-any", value_name = "PATH")]
+    #[arg(long = "allow-exec-any", value_name = "PATH", value_parser = allowed_program)]
     allow_exec_any: Vec<PathBuf>,
     /// Application environment variables passed to executors and drivers: a name, or a prefix
     /// ending in `*` (repeatable; replaces the default). LD_*, DYLD_* and the like never pass.
@@ -75,6 +75,33 @@ pub struct WorkerArgs {
     limits: super::limits::LimitArgs,
     #[command(flatten)]
     idle: super::limits::IdleArgs,
+}
+
+/// An `--allow-exec` or `--allow-exec-any` program: a file that exists and may be executed. An
+/// empty value is explained: it is what `"$(command -v sparkwire)"` gives when `sparkwire` is not
+/// on PATH (as when it is run with `cargo run --`).
+fn allowed_program(value: &str) -> Result<PathBuf, String> {
+    if value.is_empty() {
+        return Err(
+            "an empty path. If it came from \"$(command -v sparkwire)\", no sparkwire is \
+                    on PATH (as when running with `cargo run --`): give the binary's path, such \
+                    as target/release/sparkwire, or `cargo install --path .` first"
+                .into(),
+        );
+    }
+    let path = PathBuf::from(value);
+    let meta = std::fs::metadata(&path).map_err(|e| format!("{e}: no such program to allow"))?;
+    if !meta.is_file() {
+        return Err("not a file: a worker runs only programs".into());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Err("not executable (chmod +x it first)".into());
+        }
+    }
+    Ok(path)
 }
 
 /// Runs the command.
