@@ -401,6 +401,24 @@ fn status_names_a_master_it_cannot_reach() {
 }
 
 #[test]
+fn status_pointed_at_a_web_ui_says_it_is_an_http_server() {
+    let master = start(&["master", "--port", "0", "--webui-port", "0"]);
+    let _ = master.line_within(PATIENCE);
+    let ui = last_word(&master.line_within(PATIENCE));
+    let at = ui.strip_prefix("http://").expect("an http URL");
+    let out = sparkwire(&["status", &format!("sparkwire://{at}")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "the master at {at} is an HTTP server (a web UI?), not a sparkwire endpoint"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("1213486160"), "{err}");
+}
+
+#[test]
 fn a_launch_the_worker_refuses_reaches_the_driver_with_its_reason() {
     let work = std::env::temp_dir().join(format!("sparkwire-refused-{}", std::process::id()));
     let master = start(&["master", "--port", "0", "--no-webui"]);
