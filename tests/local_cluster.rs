@@ -321,6 +321,11 @@ async fn local_cluster_refuses_a_busy_poll_window_over_the_most_before_starting_
 /// Starts a long `local-cluster` job, sends `signal` to `local-cluster` itself once its first
 /// executor registered, and returns what it printed after it exited unsuccessfully.
 async fn local_cluster_signalled_mid_job(signal: &str) -> String {
+    local_cluster_signalled_mid_job_with_stderr(signal).await.0
+}
+
+/// As `local_cluster_signalled_mid_job`, with what it (and its children) wrote on standard error.
+async fn local_cluster_signalled_mid_job_with_stderr(signal: &str) -> (String, String) {
     use tokio::io::{AsyncBufReadExt, BufReader};
 
     let mut child = tokio::process::Command::new(BIN)
@@ -335,10 +340,18 @@ async fn local_cluster_signalled_mid_job(signal: &str) -> String {
         ])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .env_remove("RUST_LOG")
         .kill_on_drop(true)
         .spawn()
         .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let stderr = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ =
+            tokio::io::AsyncReadExt::read_to_string(&mut BufReader::new(stderr), &mut text).await;
+        text
+    });
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();
     let mut seen = String::new();
@@ -367,13 +380,30 @@ async fn local_cluster_signalled_mid_job(signal: &str) -> String {
         .await
         .expect("wait");
     assert!(!status.success(), "{seen}");
-    seen
+    let stderr = patiently("local-cluster's standard error", stderr)
+        .await
+        .expect("read");
+    (seen, stderr)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_cluster_interrupted_mid_job_stops_every_process() {
-    let seen = local_cluster_signalled_mid_job("-INT").await;
+    let (seen, stderr) = local_cluster_signalled_mid_job_with_stderr("-INT").await;
     no_orphans(&seen).await;
+    // The driver stops first, then the cluster: once the cluster goes, the driver neither warns
+    // nor shows progress.
+    let driver = stderr
+        .find("interrupted; stopping the driver")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let cluster = stderr
+        .find("local-cluster: interrupted; stopping the cluster")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(driver < cluster, "{stderr}");
+    let after = &stderr[cluster..];
+    assert!(
+        !after.contains("tasks done") && !after.contains("reference::driver"),
+        "{stderr}"
+    );
 }
 
 /// SIGKILL gives `local-cluster` no chance to stop anything: the master and workers notice their

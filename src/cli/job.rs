@@ -82,6 +82,10 @@ impl JobArgs {
 /// messages by type and the driver-side validator's verdict. `since` is when the command
 /// started and `driver_started` how long after it the driver was started. `Ok(true)` when the
 /// job succeeded and every connection was valid.
+///
+/// With `interrupt`, once it turns true the driver is stopped (before whatever the caller stops
+/// next, such as the cluster) and the result is `Err("interrupted")`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_and_report(
     driver: Driver,
     job: &JobArgs,
@@ -90,11 +94,16 @@ pub(crate) async fn run_and_report(
     since: Instant,
     driver_started: Duration,
     observer: &TraceObserver,
+    mut interrupt: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> Result<bool, String> {
-    let ready = driver
-        .wait_for_executors(executors, timeout)
-        .await
-        .map_err(|e| e.to_string())?;
+    let waited = tokio::select! {
+        ready = driver.wait_for_executors(executors, timeout) => Some(ready),
+        _ = interrupted(&mut interrupt) => None,
+    };
+    let Some(ready) = waited else {
+        return Err(stop_interrupted(driver).await);
+    };
+    let ready = ready.map_err(|e| e.to_string())?;
     if let Some(app_id) = &ready.app_id {
         println!("application {app_id} registered");
     }
@@ -116,12 +125,36 @@ pub(crate) async fn run_and_report(
         .await
         .map_err(|e| e.to_string())?;
     let progress = tokio::spawn(show_progress(handle.watch_progress()));
-    let outcome = handle.result().await;
+    let outcome = tokio::select! {
+        outcome = handle.result() => Some(outcome),
+        _ = interrupted(&mut interrupt) => None,
+    };
     progress.abort();
+    let Some(outcome) = outcome else {
+        return Err(stop_interrupted(driver).await);
+    };
     let status = driver.stop().await.unwrap_or_default();
     let wall = since.elapsed();
     let verdict = observer.verdict(true);
     Ok(report(&name, &outcome, &status, wall, &verdict))
+}
+
+/// Resolves once `interrupt` turns true; never without one (or once its sender is gone).
+async fn interrupted(interrupt: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    if let Some(rx) = interrupt {
+        if rx.wait_for(|v| *v).await.is_ok() {
+            return;
+        }
+    }
+    std::future::pending::<()>().await
+}
+
+/// Stops the driver after an interruption (its jobs fail, its executors get StopExecutor, the
+/// master UnregisterApplication), saying so; returns the error to report.
+async fn stop_interrupted(driver: Driver) -> String {
+    eprintln!("interrupted; stopping the driver");
+    let _ = driver.stop().await;
+    "interrupted".into()
 }
 
 /// Shows progress on stderr every second once a job runs longer than a second.

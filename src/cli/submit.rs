@@ -172,6 +172,7 @@ async fn client_mode(
         start,
         driver_started,
         &observer,
+        None,
     )
     .await;
     match outcome {
