@@ -418,6 +418,43 @@ fn status_pointed_at_a_web_ui_says_it_is_an_http_server() {
     assert!(!err.contains("1213486160"), "{err}");
 }
 
+/// `submit` to a master without workers does not wait in silence: after 15 s it warns as Spark
+/// does, and again every 15 s.
+#[test]
+fn submit_to_a_master_without_workers_warns_as_spark_does() {
+    use std::io::{BufRead, BufReader};
+    let master = start(&["master", "--port", "0", "--no-webui"]);
+    let url = last_word(&master.line_within(PATIENCE));
+    let mut submit = Command::new(BIN)
+        .args(["submit", "--master", &url, "--job", "pi"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn submit");
+    let stderr = submit.stderr.take().expect("stderr");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let warned = loop {
+        match lines.recv_timeout(PATIENCE) {
+            Ok(line) if line.contains("Initial job has not accepted any resources; check your cluster UI to ensure that workers are registered and have sufficient resources") => break true,
+            Ok(line) => seen.push(line),
+            Err(_) => break false,
+        }
+    };
+    let _ = submit.kill();
+    let _ = submit.wait();
+    assert!(warned, "{seen:#?}");
+}
+
 #[test]
 fn a_launch_the_worker_refuses_reaches_the_driver_with_its_reason() {
     let work = std::env::temp_dir().join(format!("sparkwire-refused-{}", std::process::id()));
