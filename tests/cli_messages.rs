@@ -313,3 +313,26 @@ fn a_worker_names_an_unreachable_master_and_its_retries_and_warns_without_an_all
     assert!(!text.contains('\u{1b}'), "colour codes in a pipe: {text}");
     assert!(!text.contains("Some("), "a Debug form: {text}");
 }
+
+/// The reference driver's Spark failure ("All masters are unresponsive!") carries the typed
+/// connection error it met, not only Spark's generic words.
+#[test]
+fn a_driver_that_reaches_no_master_names_the_connection_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("sparkwire://127.0.0.1:{port}");
+    let out = run_in(
+        None,
+        &["driver", "--master", &url, "--registration-timeout", "1"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "All masters are unresponsive! Giving up. ({url}: cannot connect to 127.0.0.1:{port}: connection refused)"
+        )),
+        "{err}"
+    );
+}
