@@ -89,6 +89,8 @@ async fn an_executor_killed_with_sigkill_mid_job_is_replaced_and_the_job_finishe
     .await;
     assert!(status.executors.iter().all(|e| e.id != "0"));
     assert_eq!(status.executors_lost, 1);
+    // The attempt lost with it counts with the failed and killed ones, as the progress does.
+    assert!(status.tasks_failed >= 1, "{status:?}");
     let status = driver.stop().await.expect("status");
     assert!(received(&status, "ExecutorUpdated") >= 1);
     let verdict = observer.verdict(true);
