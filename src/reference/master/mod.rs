@@ -50,7 +50,7 @@ pub struct MasterConfig {
     /// Port to listen on; 0 picks a free one. Default 7077.
     pub port: u16,
     /// How many ports up from `port` (and from `web_ui_port`) are tried when it is taken
-    /// (`spark.port.maxRetries`, default 16); see [`ports`](crate::reference::ports).
+    /// (`spark.port.maxRetries`, default 16); see [`ports`].
     pub port_retries: u16,
     /// Spread each application's executors over as many workers as possible
     /// (`spark.deploy.spreadOut`, default true), or fill workers one by one.

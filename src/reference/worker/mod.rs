@@ -65,7 +65,7 @@ pub struct WorkerConfig {
     /// Port to listen on; 0 picks a free one. Default 0.
     pub port: u16,
     /// How many ports up from `port` (and from `web_ui_port`) are tried when it is taken
-    /// (`spark.port.maxRetries`, default 16); see [`ports`](crate::reference::ports).
+    /// (`spark.port.maxRetries`, default 16); see [`ports`](super::ports).
     pub port_retries: u16,
     /// Cores offered. Default: the machine's.
     pub cores: i32,
