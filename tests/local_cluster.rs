@@ -501,6 +501,23 @@ async fn the_application_follows_a_master_failover_and_acknowledges_master_chang
         recovery,
     ];
     let (mut a, a_url, _) = announced(&master).await;
+    // A master announces its address before it wins the election: `a` is the leader before `b`
+    // starts, or `b` could win (and the test would kill the standby).
+    patiently("the first master elected", async {
+        loop {
+            let out = tokio::process::Command::new(BIN)
+                .args(["status", &a_url, "--json"])
+                .output()
+                .await
+                .expect("status");
+            let state: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            if state["status"] == "ALIVE" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
     let (mut b, b_url, b_out) = announced(&[&master[..], &["--strict"]].concat()).await;
     let both = format!("{},{}", a_url, b_url.trim_start_matches("sparkwire://"));
     let (mut worker, _, _) = announced(&[

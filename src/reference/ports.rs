@@ -47,14 +47,13 @@ fn exhausted(port: u16, retries: u16, attempts: u32) -> String {
 }
 
 /// The `offset`-th port from `base`: upward, wrapping from 65535 to 1024 (Spark's `userPort`).
-/// Port 0 stays 0.
+/// Port 0 stays 0, and so does a privileged port (below 1024), which is only ever tried itself.
 pub fn port_at(base: u16, offset: u32) -> u16 {
-    if base == 0 {
-        return 0;
+    if u32::from(base) < FIRST_USER_PORT {
+        return base;
     }
     let span = 65536 - FIRST_USER_PORT;
-    let from = u32::from(base).max(FIRST_USER_PORT) - FIRST_USER_PORT;
-    // Below 1024 only the port itself is tried (see `listen`).
+    let from = u32::from(base) - FIRST_USER_PORT;
     let port = (from + offset) % span + FIRST_USER_PORT;
     u16::try_from(port).unwrap_or(base)
 }
@@ -136,6 +135,8 @@ mod tests {
         assert_eq!(port_at(65535, 1), 1024);
         assert_eq!(port_at(65534, 3), 1025);
         assert_eq!(port_at(0, 5), 0);
+        assert_eq!(port_at(80, 0), 80);
+        assert_eq!(port_at(1024, 0), 1024);
     }
 
     #[tokio::test]
