@@ -113,8 +113,9 @@ pub(super) fn spawn(
     let handles = Arc::new(Mutex::new(Vec::new()));
     // Bounded: masters that send faster than the client works are held back (TCP).
     let (in_tx, in_rx) = mpsc::channel(RECEIVED_QUEUE);
+    let dials = masters.len();
     let client = Client {
-        conns: vec![None; masters.len()],
+        conns: vec![None; dials],
         labels: config.masters.clone(),
         dialled: masters.len(),
         in_tx,
@@ -125,6 +126,7 @@ pub(super) fn spawn(
         active: None,
         app_id: None,
         failed: 0,
+        dialling: dials,
         why: Vec::new(),
         dead: false,
         lost_at: None,
@@ -151,6 +153,8 @@ struct Client {
     active: Option<usize>,
     app_id: Option<String>,
     failed: usize,
+    /// Dials of the masters not yet ended (connected or failed).
+    dialling: usize,
     /// What went wrong with each master that could not be reached or was lost before it
     /// registered the application: said when the client gives up.
     why: Vec<String>,
@@ -218,7 +222,11 @@ impl Client {
                         }
                     }
                 }
-                _ = tokio::time::sleep_until(deadline), if self.app_id.is_none() && !self.dead => {
+                // Not while a master is still being dialled: its dial ends within the same time
+                // (then `connected` gives up, naming why), and giving up first would lose that.
+                _ = tokio::time::sleep_until(deadline),
+                    if self.app_id.is_none() && !self.dead && self.dialling == 0 =>
+                {
                     self.give_up(self.unresponsive());
                 }
                 _ = sleep_until_some(self.lost_at.map(|t| t + self.config.registration_timeout)),
@@ -248,6 +256,7 @@ impl Client {
     }
 
     fn connected(&mut self, i: usize, made: Result<ConnectionHandle<DeployMessage>, String>) {
+        self.dialling = self.dialling.saturating_sub(1);
         match made {
             Ok(handle) => {
                 self.handles
