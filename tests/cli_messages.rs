@@ -65,6 +65,145 @@ fn sizes_out_of_range_are_refused_with_their_limits() {
     );
 }
 
+/// Every flag whose number turns into memory (or into a time added to a clock) is bounded before
+/// anything is allocated or started: a one-line error and exit status 2, never an abort, a panic
+/// or a backtrace, whatever the number.
+#[test]
+fn every_size_and_count_flag_is_bounded_before_anything_is_allocated() {
+    const HUGE: &str = "18446744073709551615";
+    // Nothing listens here, and nothing is dialled: every refusal comes first.
+    let master = "sparkwire://127.0.0.1:9";
+    let bytes = "at most 2146435072 (2047 MiB, the largest message Spark allows), not";
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        // --param of the jobs that allocate it (the abort).
+        (
+            vec!["local-cluster", "--job", "big-task", "--param", "999999999999"],
+            format!("--param for big-task is bytes per task, {bytes} 999999999999"),
+        ),
+        (
+            vec!["local-cluster", "--job", "big-result", "--param", HUGE],
+            format!("--param for big-result is bytes per task, {bytes} {HUGE}"),
+        ),
+        (
+            vec!["submit", "--master", master, "--job", "big-task", "--param", HUGE],
+            format!("--param for big-task is bytes per task, {bytes} {HUGE}"),
+        ),
+        (
+            vec!["driver", "--master", master, "--job", "big-result", "--param", HUGE],
+            format!("--param for big-result is bytes per task, {bytes} {HUGE}"),
+        ),
+        // --partitions, in all three commands that run a job.
+        (
+            vec!["local-cluster", "--partitions", HUGE],
+            format!("--partitions must be 1 to 1000000, not {HUGE}"),
+        ),
+        (
+            vec!["submit", "--master", master, "--partitions", HUGE],
+            format!("--partitions must be 1 to 1000000, not {HUGE}"),
+        ),
+        (
+            vec!["driver", "--master", master, "--partitions", HUGE],
+            format!("--partitions must be 1 to 1000000, not {HUGE}"),
+        ),
+        // Message and frame sizes.
+        (
+            vec!["driver", "--master", master, "--max-message-size", "4000000000"],
+            "--max-message-size must be 1 to 2047 (MiB)".into(),
+        ),
+        (
+            vec!["local-cluster", "--max-message-size", "4000000000"],
+            "--max-message-size must be 1 to 2047 (MiB)".into(),
+        ),
+        (
+            vec!["master", "--port", "0", "--no-webui", "--max-frame-bytes", HUGE],
+            format!("--max-frame-bytes must be 1 to 2146435072 (2047 MiB, as spark.rpc.message.maxSize), not {HUGE}"),
+        ),
+        (
+            vec!["worker", master, "--no-webui", "--max-frame-bytes", "0"],
+            "--max-frame-bytes must be 1 to 2146435072".into(),
+        ),
+        // Connections held at once.
+        (
+            vec!["master", "--port", "0", "--no-webui", "--max-connections", HUGE],
+            format!("--max-connections must be 1 to 1048576, not {HUGE}"),
+        ),
+        (
+            vec!["worker", master, "--no-webui", "--max-connections", HUGE],
+            format!("--max-connections must be 1 to 1048576, not {HUGE}"),
+        ),
+        (
+            vec!["driver", "--master", master, "--max-connections", HUGE],
+            format!("--max-connections must be 1 to 1048576, not {HUGE}"),
+        ),
+        // Times that are added to a clock's reading.
+        (
+            vec!["local-cluster", "--executor-timeout", HUGE],
+            format!("--executor-timeout {HUGE} is over the most it takes, 315360000 seconds"),
+        ),
+        (
+            vec!["submit", "--master", master, "--executor-timeout", HUGE],
+            format!("--executor-timeout {HUGE} is over the most it takes, 315360000 seconds"),
+        ),
+        (
+            vec!["driver", "--master", master, "--registration-timeout", HUGE],
+            format!("--registration-timeout {HUGE} is over the most it takes"),
+        ),
+        (
+            vec!["master", "--port", "0", "--no-webui", "--worker-timeout", "1e18"],
+            "--worker-timeout: 1000000000000000000 seconds is over the most any flag takes".into(),
+        ),
+        (
+            vec!["worker", master, "--no-webui", "--register-retry", "1e18"],
+            "--register-retry: 1000000000000000000 seconds is over the most".into(),
+        ),
+        (
+            vec!["master", "--port", "0", "--no-webui", "--idle-timeout", "1e300"],
+            "--idle-timeout: ".into(),
+        ),
+        // Sizes with units.
+        (
+            vec!["submit", "--master", master, "--executor-memory", "99999999999g"],
+            "--executor-memory \"99999999999g\": too large".into(),
+        ),
+    ];
+    for (args, expected) in &cases {
+        let out = run_in(None, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expected.as_str()), "{args:?}: {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: one line: {err}"
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("backtrace"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// An allow-list entry that cannot run is an error at start, not a warning; an empty one (what
+/// `"$(command -v sparkwire)"` gives without sparkwire on PATH) says where it came from.
+#[test]
+fn a_worker_refuses_an_allow_list_entry_that_cannot_run_and_explains_an_empty_one() {
+    let master = "sparkwire://127.0.0.1:9";
+    for flag in ["--allow-exec", "--allow-exec-any"] {
+        refused(
+            &["worker", master, flag, ""],
+            "If it came from \"$(command -v sparkwire)\", no sparkwire is on PATH",
+        );
+        refused(
+            &["worker", master, flag, "/no/such/program"],
+            "no such program to allow",
+        );
+    }
+    refused(
+        &["worker", master, "--allow-exec", "/"],
+        "not a file: a worker runs only programs",
+    );
+}
+
 #[test]
 fn master_urls_take_sparkwire_and_spark_schemes_and_say_so() {
     refused(
@@ -173,4 +312,29 @@ fn a_worker_names_an_unreachable_master_and_its_retries_and_warns_without_an_all
     );
     assert!(!text.contains('\u{1b}'), "colour codes in a pipe: {text}");
     assert!(!text.contains("Some("), "a Debug form: {text}");
+}
+
+/// The reference driver's Spark failure ("All masters are unresponsive!") carries the typed
+/// connection error it met, not only Spark's generic words.
+#[test]
+fn a_driver_that_reaches_no_master_names_the_connection_error() {
+    // A port held (bound) but not listening: refused for as long as the test runs, and taken by
+    // nothing else on the machine meanwhile.
+    let held = tokio::net::TcpSocket::new_v4().expect("a socket");
+    held.bind("127.0.0.1:0".parse().expect("address"))
+        .expect("bind");
+    let port = held.local_addr().expect("address").port();
+    let url = format!("sparkwire://127.0.0.1:{port}");
+    let out = run_in(
+        None,
+        &["driver", "--master", &url, "--registration-timeout", "1"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "All masters are unresponsive! Giving up. ({url}: cannot connect to 127.0.0.1:{port}: connection refused"
+        )),
+        "{err}"
+    );
 }

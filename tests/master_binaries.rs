@@ -160,3 +160,69 @@ async fn strict_master_kills_a_driver_a_worker_reports_and_stays_clean() {
         "the strict master exits 0: its KillDriver to the reporting worker breaks no rule"
     );
 }
+
+/// Spark's "Telling app of lost worker" is logged only when there is an application to tell: a
+/// worker lost from a master without applications leaves "Removing worker" alone in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_worker_is_told_to_no_application_when_there_is_none() {
+    use std::io::{BufRead, BufReader};
+    let mut master = Command::new(env!("CARGO_BIN_EXE_sparkwire"))
+        .args(["master", "--port", "0", "--no-webui"])
+        .env("RUST_LOG", "info")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the master");
+    let mut first = String::new();
+    BufReader::new(master.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("first line");
+    let url = first
+        .trim()
+        .strip_prefix("sparkwire master listening on ")
+        .unwrap_or_else(|| panic!("{first:?}"))
+        .to_string();
+    let (tx, log) = std::sync::mpsc::channel();
+    let stderr = master.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let master = Guard(Some(master));
+    let work = temp_dir("lost-worker-log");
+    let (worker, _) = spawn(&[
+        "worker",
+        &url,
+        "--no-webui",
+        "--cores",
+        "1",
+        "--work-dir",
+        &work.display().to_string(),
+    ]);
+    let m = MasterUrl::parse(&url).expect("a master URL").masters[0].clone();
+    wait_master_state(&m, "the worker registered", |s| s.workers.len() == 1).await;
+    drop(worker);
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !seen.iter().any(|l: &String| l.contains("Removing worker")) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match log.recv_timeout(left) {
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no 'Removing worker' line: {seen:#?}"),
+        }
+    }
+    // Every line the master writes until it exits.
+    assert!(terminate(master).success());
+    seen.extend(log.iter());
+    assert!(
+        !seen
+            .iter()
+            .any(|l| l.contains("Telling app of lost worker")),
+        "{seen:#?}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -401,6 +401,61 @@ fn status_names_a_master_it_cannot_reach() {
 }
 
 #[test]
+fn status_pointed_at_a_web_ui_says_it_is_an_http_server() {
+    let master = start(&["master", "--port", "0", "--webui-port", "0"]);
+    let _ = master.line_within(PATIENCE);
+    let ui = last_word(&master.line_within(PATIENCE));
+    let at = ui.strip_prefix("http://").expect("an http URL");
+    let out = sparkwire(&["status", &format!("sparkwire://{at}")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "the master at {at} is an HTTP server (a web UI?), not a sparkwire endpoint"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("1213486160"), "{err}");
+}
+
+/// `submit` to a master without workers does not wait in silence: after 15 s it warns as Spark
+/// does, and again every 15 s.
+#[test]
+fn submit_to_a_master_without_workers_warns_as_spark_does() {
+    use std::io::{BufRead, BufReader};
+    let master = start(&["master", "--port", "0", "--no-webui"]);
+    let url = last_word(&master.line_within(PATIENCE));
+    let mut submit = Command::new(BIN)
+        .args(["submit", "--master", &url, "--job", "pi"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn submit");
+    let stderr = submit.stderr.take().expect("stderr");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let warned = loop {
+        match lines.recv_timeout(PATIENCE) {
+            Ok(line) if line.contains("Initial job has not accepted any resources; check your cluster UI to ensure that workers are registered and have sufficient resources") => break true,
+            Ok(line) => seen.push(line),
+            Err(_) => break false,
+        }
+    };
+    let _ = submit.kill();
+    let _ = submit.wait();
+    assert!(warned, "{seen:#?}");
+}
+
+#[test]
 fn a_launch_the_worker_refuses_reaches_the_driver_with_its_reason() {
     let work = std::env::temp_dir().join(format!("sparkwire-refused-{}", std::process::id()));
     let master = start(&["master", "--port", "0", "--no-webui"]);
@@ -435,5 +490,115 @@ fn a_launch_the_worker_refuses_reaches_the_driver_with_its_reason() {
     );
     drop(worker);
     drop(master);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// A port the system gives as free now, with the `n` ports above it free too (as far as a bind
+/// tells): the test's own base port, never a fixed number.
+fn free_base(n: u16) -> u16 {
+    for _ in 0..50 {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let base = probe.local_addr().expect("addr").port();
+        drop(probe);
+        if base.checked_add(n).is_none() {
+            continue;
+        }
+        if (0..=n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
+            return base;
+        }
+    }
+    panic!("no run of {n} free ports on 127.0.0.1");
+}
+
+/// Spark's `spark.port.maxRetries`: two workers given the same ports (as two started with the
+/// defaults on one host are) both start, the second on the next ports up, both register and both
+/// web UIs serve; so do two masters. The port taken is what each prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_started_twice_on_one_port_take_the_next_ports_up_as_spark_does() {
+    let base = free_base(3);
+    let (p, ui) = (base.to_string(), (base + 2).to_string());
+    let first = start(&["master", "--port", &p, "--webui-port", &ui]);
+    let second = start(&["master", "--port", &p, "--webui-port", &ui]);
+    let announced = |m: &Proc| {
+        (
+            last_word(&m.line_within(PATIENCE)),
+            last_word(&m.line_within(PATIENCE)),
+        )
+    };
+    let (url, master_ui) = announced(&first);
+    let (url2, master_ui2) = announced(&second);
+    // Both started at once: which one won each port is not fixed, only that they differ and
+    // lie within the retries (both are tried upward from the same base).
+    let mut ports = [&url, &url2].map(|u| u.rsplit(':').next().unwrap_or("").to_string());
+    ports.sort();
+    assert_eq!(
+        ports,
+        [base.to_string(), (base + 1).to_string()],
+        "{url} {url2}"
+    );
+    let mut uis = [&master_ui, &master_ui2].map(|u| u.rsplit(':').next().unwrap_or("").to_string());
+    uis.sort();
+    // Each master binds its own port before its web UI's: base and base + 1 are the masters'.
+    assert_eq!(
+        uis,
+        [(base + 2).to_string(), (base + 3).to_string()],
+        "{master_ui} {master_ui2}"
+    );
+    drop(second);
+
+    // Two workers, as started with the same default-style ports.
+    let worker_base = free_base(3);
+    let (wp, wui) = (worker_base.to_string(), (worker_base + 2).to_string());
+    let work = std::env::temp_dir().join(format!("sparkwire-ports-{}", std::process::id()));
+    let mut workers = Vec::new();
+    let mut worker_uis = Vec::new();
+    let mut worker_ports = Vec::new();
+    for i in 0..2 {
+        let dir = work.join(format!("w{i}"));
+        let w = start(&[
+            "worker",
+            &url,
+            "--port",
+            &wp,
+            "--webui-port",
+            &wui,
+            "--cores",
+            "1",
+            "--work-dir",
+            dir.to_str().expect("utf-8"),
+        ]);
+        let line = w.line_within(PATIENCE);
+        worker_ports.push(
+            last_word(&line)
+                .rsplit(':')
+                .next()
+                .unwrap_or("")
+                .to_string(),
+        );
+        worker_uis.push(last_word(&w.line_within(PATIENCE)));
+        workers.push(w);
+    }
+    // Started one after the other: the first took the ports asked for, the second the next up.
+    assert_eq!(
+        worker_ports,
+        [worker_base.to_string(), (worker_base + 1).to_string()]
+    );
+    assert_eq!(
+        worker_uis,
+        [
+            format!("http://127.0.0.1:{}", worker_base + 2),
+            format!("http://127.0.0.1:{}", worker_base + 3)
+        ]
+    );
+    wait_json(&format!("{master_ui}/json"), "two workers ALIVE", |v| {
+        v["aliveworkers"] == 2
+    })
+    .await;
+    for ui in &worker_uis {
+        let page = get(&format!("{ui}/json")).await;
+        assert!(page.contains("\"id\""), "{ui}: {page}");
+    }
+    drop(workers);
+    drop(first);
     let _ = std::fs::remove_dir_all(&work);
 }

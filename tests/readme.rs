@@ -1,6 +1,9 @@
 //! The README's driver example runs as written: from a program that links the crate (this test),
-//! with `sparkwire` on `PATH` as `cargo install` puts it, against `sparkwire master` on its
-//! default port and a `sparkwire worker` that allows only that `sparkwire`.
+//! with `sparkwire` on `PATH` as `cargo install` puts it, against a `sparkwire master` and a
+//! `sparkwire worker` that allows only that `sparkwire`. The master listens on a port the system
+//! picks, not the README's 7077 (the example's one difference, checked below): tests never
+//! depend on a fixed port, and the README's own hand-started cluster may be running beside them,
+//! which the second test proves changes nothing.
 
 use std::process::{Child, Command, Stdio};
 
@@ -33,9 +36,9 @@ use std::sync::Arc;
 use sparkwire::reference::driver::{Driver, DriverConfig};
 use sparkwire::reference::task::SumSquaresJob;
 
-pub async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+pub async fn demo(master: &str) -> Result<(), Box<dyn std::error::Error>> {
 let mut config = DriverConfig::new("sum");
-config.masters = vec!["sparkwire://127.0.0.1:7077".into()];
+config.masters = vec![master.into()];
 let driver = Driver::start(config).await?;
 let result = driver.run(Arc::new(SumSquaresJob { partitions: 8, n: 1_000_000 })).await??;
 println!("{}", result.output);
@@ -52,20 +55,25 @@ impl Drop for Kill {
     }
 }
 
-fn first_line(child: &mut Child) -> String {
+/// The first `n` lines `child` prints; a thread reads the rest so that the child never blocks
+/// on a full pipe.
+fn first_lines(child: &mut Child, n: usize) -> Vec<String> {
     use std::io::BufRead;
-    let mut line = String::new();
     let out = child.stdout.take().expect("stdout");
     let mut reader = std::io::BufReader::new(out);
-    let _ = reader.read_line(&mut line);
-    // Keep reading so the child never blocks on a full pipe.
+    let mut lines = Vec::new();
+    for _ in 0..n {
+        let mut line = String::new();
+        let _ = reader.read_line(&mut line);
+        lines.push(line);
+    }
     std::thread::spawn(move || {
         let mut sink = String::new();
         while reader.read_line(&mut sink).is_ok_and(|n| n > 0) {
             sink.clear();
         }
     });
-    line
+    lines
 }
 
 #[test]
@@ -76,10 +84,17 @@ fn the_readme_driver_example_runs_as_written() {
         .nth(1)
         .and_then(|m| m.split("\n}\n").next())
         .expect("the example module");
-    let here: Vec<&str> = module
+    // The README's master URL and the function without arguments are the only differences.
+    let here: Vec<String> = module
         .lines()
         .map(|l| l.strip_prefix("pub ").unwrap_or(l))
         .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            l.replace("demo(master: &str)", "demo()").replace(
+                "vec![master.into()]",
+                "vec![\"sparkwire://127.0.0.1:7077\".into()]",
+            )
+        })
         .collect();
     assert_eq!(
         readme_example(),
@@ -87,32 +102,53 @@ fn the_readme_driver_example_runs_as_written() {
         "README.md and tests/readme.rs differ"
     );
 
-    // `sparkwire` on PATH, as after `cargo install sparkwire` (set before any thread starts).
-    let bin_dir = std::path::Path::new(BIN).parent().expect("a directory");
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs = vec![bin_dir.to_path_buf()];
-    dirs.extend(std::env::split_paths(&path));
-    std::env::set_var("PATH", std::env::join_paths(dirs).expect("PATH"));
+    let _one_at_a_time = sparkwire_on_path();
+    run_the_example_on_a_cluster_of_its_own();
+}
 
-    let mut master = Command::new(BIN)
-        .args(["master", "--no-webui"])
+/// Puts `sparkwire` on PATH, as after `cargo install sparkwire`, and holds the tests of this file
+/// one after the other: PATH is set while no other of them runs.
+fn sparkwire_on_path() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    static PATH_SET: std::sync::Once = std::sync::Once::new();
+    let guard = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    PATH_SET.call_once(|| {
+        let bin_dir = std::path::Path::new(BIN).parent().expect("a directory");
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![bin_dir.to_path_buf()];
+        dirs.extend(std::env::split_paths(&path));
+        std::env::set_var("PATH", std::env::join_paths(dirs).expect("PATH"));
+    });
+    guard
+}
+
+/// Starts `sparkwire ARGS` (logging warnings only, standard output piped); returns it and the
+/// lines it printed first (`lines` of them).
+fn start(args: &[&str], lines: usize) -> (Kill, Vec<String>) {
+    let mut child = Command::new(BIN)
+        .args(args)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
-        .expect("sparkwire master");
-    let line = first_line(&mut master);
-    let _master = Kill(master);
-    assert_eq!(
-        line.trim(),
-        "sparkwire master listening on sparkwire://127.0.0.1:7077",
-        "the master did not start on its default port 7077 (is another master running?)"
-    );
+        .expect("sparkwire");
+    let printed = first_lines(&mut child, lines);
+    (Kill(child), printed)
+}
+
+/// The README's example against a master and a worker on ports the system picks.
+fn run_the_example_on_a_cluster_of_its_own() {
+    let (_master, line) = start(&["master", "--port", "0", "--no-webui"], 1);
+    let url = line[0]
+        .trim()
+        .strip_prefix("sparkwire master listening on ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_string();
     let work = std::env::temp_dir().join(format!("sparkwire-readme-{}", std::process::id()));
-    let mut worker = Command::new(BIN)
-        .args([
+    let (_worker, _) = start(
+        &[
             "worker",
-            "sparkwire://127.0.0.1:7077",
+            &url,
             "--no-webui",
             "--cores",
             "2",
@@ -120,27 +156,106 @@ fn the_readme_driver_example_runs_as_written() {
             BIN,
             "--work-dir",
             work.to_str().expect("utf-8"),
-        ])
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("sparkwire worker");
-    let _ = first_line(&mut worker);
-    let _worker = Kill(worker);
-
+        ],
+        1,
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
     let outcome = runtime.block_on(async {
-        tokio::time::timeout(std::time::Duration::from_secs(60), example::demo()).await
+        tokio::time::timeout(std::time::Duration::from_secs(60), example::demo(&url)).await
     });
     match outcome {
         Ok(Ok(())) => {}
         Ok(Err(e)) => panic!("the README example failed: {e}"),
         Err(_) => panic!("the README example did not finish within 60 s"),
     }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The README's hand-started cluster (`sparkwire master` and a worker, with their default ports:
+/// 7077, 8080 and 8081 when free, the next ports up when not) running beside what the tests do
+/// changes nothing: the README example on a cluster of its own and `sparkwire local-cluster`
+/// still succeed, and the hand-started master sees nothing of them (no application, no worker
+/// but its own). A test that dialled the README's port would register with it and fail this.
+#[cfg(feature = "webui")]
+#[test]
+fn the_readmes_hand_started_cluster_beside_the_tests_changes_nothing() {
+    let _one_at_a_time = sparkwire_on_path();
+    let (_master, lines) = start(&["master"], 2);
+    let url = lines[0]
+        .trim()
+        .strip_prefix("sparkwire master listening on ")
+        .unwrap_or_else(|| panic!("{lines:?}"))
+        .to_string();
+    let ui = lines[1]
+        .trim()
+        .strip_prefix("sparkwire master web UI at ")
+        .unwrap_or_else(|| panic!("{lines:?}"))
+        .to_string();
+    let work = std::env::temp_dir().join(format!("sparkwire-readme-hand-{}", std::process::id()));
+    let (_worker, _) = start(
+        &[
+            "worker",
+            &url,
+            "--cores",
+            "1",
+            "--allow-exec",
+            BIN,
+            "--work-dir",
+            work.to_str().expect("utf-8"),
+        ],
+        2,
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let state = || -> serde_json::Value {
+        let (status, body) = runtime
+            .block_on(sparkwire::reference::webui::fetch(
+                &format!("{ui}/json"),
+                std::time::Duration::from_secs(30),
+            ))
+            .expect("the hand-started master's web UI answers");
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).expect("JSON")
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while state()["aliveworkers"] != 1 {
+        assert!(std::time::Instant::now() < deadline, "{:#}", state());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // What the tests do, beside it.
+    run_the_example_on_a_cluster_of_its_own();
+    let out = Command::new(BIN)
+        .args(["local-cluster", "--job", "pi", "--partitions", "4"])
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .expect("local-cluster");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = state();
+    assert_eq!(
+        state["workers"].as_array().map(Vec::len),
+        Some(1),
+        "{state:#}"
+    );
+    assert_eq!(
+        state["activeapps"].as_array().map(Vec::len),
+        Some(0),
+        "{state:#}"
+    );
+    assert_eq!(
+        state["completedapps"].as_array().map(Vec::len),
+        Some(0),
+        "{state:#}"
+    );
     let _ = std::fs::remove_dir_all(&work);
 }

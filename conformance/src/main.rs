@@ -179,6 +179,21 @@ fn run(args: Args) -> Result<ExitCode, String> {
             ))
         }
     };
+    // The arguments are checked before any case runs: a template the suite cannot fill or whose
+    // program does not exist, or an address the suite cannot listen on, would fail every case.
+    match &endpoint {
+        Endpoint::Spawn(template) => {
+            sparkwire_conformance::spawn::preflight(template, target, args.secret_file.is_some())?
+        }
+        Endpoint::Listen(addr) => {
+            std::net::TcpListener::bind(addr)
+                .map_err(|e| format!("--listen {addr}: cannot listen there: {e}"))?;
+        }
+        Endpoint::Addr(_) => {}
+    }
+    if args.jobs == Some(0) {
+        return Err("--jobs must be at least 1".into());
+    }
     let fault = match &args.fault {
         Some(f) => Some(Fault::from_name(f).ok_or_else(|| format!("unknown fault {f}"))?),
         None => None,

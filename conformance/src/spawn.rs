@@ -55,6 +55,115 @@ pub const PLACEHOLDERS: &[&str] = &[
     "secret_file",
 ];
 
+/// The placeholders each target's template is given (besides `{secret_file}`, given with
+/// `--secret-file`): what [`preflight`] accepts before any case runs.
+pub fn given(target: crate::case::Target) -> &'static [&'static str] {
+    use crate::case::Target;
+    match target {
+        Target::Master => &[],
+        Target::Worker => &[
+            "master_url",
+            "master_host",
+            "master_port",
+            "cores",
+            "memory",
+            "worker_timeout",
+            "work_dir",
+            "allowed_exec",
+        ],
+        Target::Driver => &[
+            "master_url",
+            "master_host",
+            "master_port",
+            "work_dir",
+            "job",
+            "partitions",
+            "param",
+            "max_message_size",
+            "cores",
+        ],
+        Target::Executor => &[
+            "driver_url",
+            "worker_url",
+            "executor_id",
+            "app_id",
+            "cores",
+            "work_dir",
+        ],
+    }
+}
+
+/// Checks a `--spawn` template before any case runs: every placeholder is known and has a value
+/// for `target` (`{secret_file}` only with `--secret-file`), and the program it starts exists
+/// (on PATH, or at the path given) and may be run. The reason is the error.
+pub fn preflight(
+    template: &str,
+    target: crate::case::Target,
+    secret_file: bool,
+) -> Result<(), String> {
+    let mut vars: Vec<(&str, String)> = given(target)
+        .iter()
+        .map(|n| (*n, String::from("x")))
+        .collect();
+    if secret_file {
+        vars.push(("secret_file", "x".into()));
+    }
+    substitute(template, &vars).map_err(|e| format!("--spawn: {e}"))?;
+    let Some(program) = program_of(template) else {
+        return Ok(());
+    };
+    // As the suite runs it: `sh -c 'exec …'` finds the program as `command -v` does.
+    let found = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("command -v -- \"$1\" >/dev/null 2>&1 && { case \"$1\" in */*) [ -f \"$1\" ] && [ -x \"$1\" ];; esac; }")
+        .arg("sh")
+        .arg(&program)
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| format!("--spawn: cannot run sh to look for {program}: {e}"))?;
+    if !found.success() {
+        return Err(format!(
+            "--spawn: the program {program} {}",
+            if program.contains('/') {
+                "does not exist or is not executable"
+            } else {
+                "is not on PATH"
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// The program a template starts: its first word after any `NAME=value` assignments, unquoted;
+/// `None` when it is written with shell syntax the suite does not read (a placeholder, an
+/// expansion, a subshell).
+fn program_of(template: &str) -> Option<String> {
+    let word = template.split_whitespace().find(|w| !is_assignment(w))?;
+    let word = match word.as_bytes().first() {
+        Some(b'\'') | Some(b'"') => {
+            let q = &word[..1];
+            word.strip_prefix(q)?.strip_suffix(q)?
+        }
+        _ => word,
+    };
+    if word.is_empty() || word.contains(['{', '$', '`', '(', ')', ';', '&', '|', '<', '>']) {
+        return None;
+    }
+    Some(word.to_string())
+}
+
+/// Whether a word is a shell variable assignment (`NAME=value`).
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
 /// The variable naming the secret file of a process a worker launches (protocol/SPEC.md §13).
 pub const SECRET_FILE_ENV: &str = "SPARKWIRE_SECRET_FILE";
 
@@ -190,5 +299,52 @@ impl Spawned {
             let _ = self.child.start_kill();
             let _ = self.child.wait().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Target;
+
+    #[test]
+    fn the_program_is_the_first_word_after_assignments_unquoted() {
+        assert_eq!(
+            program_of("sparkwire worker {master_url}").as_deref(),
+            Some("sparkwire")
+        );
+        assert_eq!(
+            program_of("RUST_LOG=debug /usr/bin/env x").as_deref(),
+            Some("/usr/bin/env")
+        );
+        assert_eq!(program_of("'/opt/my prog' --x").as_deref(), None);
+        assert_eq!(program_of("'/opt/prog' --x").as_deref(), Some("/opt/prog"));
+        assert_eq!(program_of("$HOME/bin/w {master_url}"), None);
+        assert_eq!(program_of("{allowed_exec} 1"), None);
+    }
+
+    #[test]
+    fn preflight_names_an_unknown_placeholder_one_without_a_value_and_a_missing_program() {
+        let e = preflight("sh -c true {master}", Target::Worker, false).unwrap_err();
+        assert!(e.contains("unknown placeholder {master}"), "{e}");
+        let e = preflight("sh {driver_url}", Target::Worker, false).unwrap_err();
+        assert!(
+            e.contains("{driver_url} has no value for this target"),
+            "{e}"
+        );
+        let e = preflight("sh {secret_file}", Target::Worker, false).unwrap_err();
+        assert!(e.contains("give --secret-file"), "{e}");
+        assert_eq!(preflight("sh {secret_file}", Target::Worker, true), Ok(()));
+        let e = preflight("/no/such/program {master_url}", Target::Worker, false).unwrap_err();
+        assert!(
+            e.contains("/no/such/program does not exist or is not executable"),
+            "{e}"
+        );
+        let e = preflight("no-such-program-here {master_url}", Target::Worker, false).unwrap_err();
+        assert!(e.contains("no-such-program-here is not on PATH"), "{e}");
+        assert_eq!(
+            preflight("sh -c 'exit 0' {master_url}", Target::Worker, false),
+            Ok(())
+        );
     }
 }

@@ -721,3 +721,73 @@ fn non_auth_cases_fail_against_broken_secured_endpoints_as_unsecured() {
         }
     });
 }
+
+/// Runs the suite with arguments it must refuse before any case runs: exit status 2, the reason
+/// on standard error, and no report (no case ran).
+fn refused_before_any_case(args: &[&str]) -> String {
+    let dir = std::env::temp_dir().join(format!(
+        "sparkwire-conformance-refused-{}-{}",
+        std::process::id(),
+        run_number()
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let json = dir.join("r.json");
+    let out = Command::new(suite())
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the suite");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(
+        !json.exists(),
+        "{args:?}: a report was written, so cases ran"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("PASS"),
+        "{args:?}: cases ran"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    stderr
+}
+
+#[test]
+fn arguments_that_would_fail_every_case_stop_the_suite_before_any_case_with_status_2() {
+    let spawn =
+        |template: &str| refused_before_any_case(&["--target", "worker", "--spawn", template]);
+    let bin = sparkwire();
+    let bin = bin.display();
+    let e = spawn(&format!("{bin} worker {{master}} --webui-port 0"));
+    assert!(e.contains("unknown placeholder {master}"), "{e}");
+    let e = spawn(&format!("{bin} worker {{master_url}} --job {{job}}"));
+    assert!(
+        e.contains("placeholder {job} has no value for this target"),
+        "{e}"
+    );
+    let e = spawn(&format!(
+        "{bin} worker {{master_url}} --secret-file {{secret_file}}"
+    ));
+    assert!(e.contains("give --secret-file"), "{e}");
+    let e = spawn("/no/such/program {master_url}");
+    assert!(
+        e.contains("the program /no/such/program does not exist or is not executable"),
+        "{e}"
+    );
+    let e = spawn("no-such-sparkwire-program {master_url}");
+    assert!(
+        e.contains("no-such-sparkwire-program is not on PATH"),
+        "{e}"
+    );
+    // A master nothing listens on: a port that was free a moment ago.
+    let e = refused_before_any_case(&[
+        "--target",
+        "master",
+        "--addr",
+        &format!("127.0.0.1:{}", free_port()),
+    ]);
+    assert!(e.contains("cannot connect to 127.0.0.1:"), "{e}");
+    let e = refused_before_any_case(&["--target", "worker", "--spawn", "sh", "--jobs", "0"]);
+    assert!(e.contains("--jobs must be at least 1"), "{e}");
+}

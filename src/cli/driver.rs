@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Args;
 use sparkwire::reference::driver::{Driver, DriverConfig};
@@ -16,15 +15,8 @@ pub struct DriverArgs {
     /// The master(s): sparkwire://host:port[,host:port…].
     #[arg(long)]
     master: String,
-    /// The job: pi, sum-squares, sleep, flaky, big-result or big-task.
-    #[arg(long, default_value = "pi")]
-    job: String,
-    /// Partitions (tasks) of the job.
-    #[arg(long, default_value_t = 10)]
-    partitions: usize,
-    /// The job's size parameter (see `local-cluster --help`).
-    #[arg(long)]
-    param: Option<u64>,
+    #[command(flatten)]
+    job: super::job::JobArgs,
     /// Cores per executor (spark.executor.cores); all of a worker's when absent.
     #[arg(long)]
     executor_cores: Option<u32>,
@@ -55,9 +47,13 @@ pub struct DriverArgs {
 /// failed (Spark's error on standard error).
 pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
     super::init_logging_at("warn");
-    let job = job_by_name(&args.job, args.partitions, args.param)
-        .ok_or_else(|| format!("unknown job {:?}", args.job))?;
-    let mut config = DriverConfig::new(format!("sparkwire {}", args.job));
+    args.job.check()?;
+    if !(1..=2047).contains(&args.max_message_size) {
+        return Err("--max-message-size must be 1 to 2047 (MiB)".into());
+    }
+    let job = job_by_name(&args.job.job, args.job.partitions, args.job.param)
+        .ok_or_else(|| format!("unknown job {:?}", args.job.job))?;
+    let mut config = DriverConfig::new(format!("sparkwire {}", args.job.job));
     config.masters = args
         .master
         .split(',')
@@ -69,7 +65,8 @@ pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
     config.max_message_size_mib = args.max_message_size;
     config.limits = super::limits::limits(&args.limits, None)?;
     config.max_task_failures = args.max_task_failures.max(1);
-    config.registration_timeout = Duration::from_secs(args.registration_timeout.max(1));
+    config.registration_timeout =
+        super::whole_seconds("--registration-timeout", args.registration_timeout.max(1))?;
     config.busy_poll = args.busy_poll.window()?;
     config.security = args.security.security()?;
     // The masters as addresses, to tell why a registration failed (the driver checks each URL).

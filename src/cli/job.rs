@@ -13,6 +13,10 @@ use sparkwire::reference::task::{job_by_name, JOB_NAMES};
 /// Most partitions a job may have.
 pub(crate) const MAX_PARTITIONS: usize = 1_000_000;
 
+/// Most bytes of a `big-task` input or a `big-result` result: 2047 MiB, the largest message
+/// Spark allows (`spark.rpc.message.maxSize` at most 2047 MB); larger ones could never be sent.
+pub(crate) const MAX_JOB_BYTES: u64 = sparkwire::reference::task::MAX_TASK_BYTES;
+
 /// The job to run.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct JobArgs {
@@ -23,13 +27,14 @@ pub(crate) struct JobArgs {
     #[arg(long, default_value_t = 10)]
     pub(crate) partitions: usize,
     /// The job's size parameter: samples per partition (pi), n (sum-squares), milliseconds
-    /// (sleep), failing attempts (flaky), bytes (big-result, big-task).
+    /// (sleep), failing attempts (flaky), bytes (big-result, big-task: at most 2047 MiB).
     #[arg(long)]
     pub(crate) param: Option<u64>,
 }
 
 impl JobArgs {
-    /// Refuses an unknown job or a number of partitions out of range.
+    /// Refuses an unknown job, a number of partitions out of range, or a size parameter that
+    /// could never be sent (before anything is allocated for it).
     pub(crate) fn check(&self) -> Result<(), String> {
         if !JOB_NAMES.contains(&self.job.as_str()) {
             return Err(format!(
@@ -43,6 +48,15 @@ impl JobArgs {
                 "--partitions must be 1 to {MAX_PARTITIONS}, not {}",
                 self.partitions
             ));
+        }
+        if let (Some(p), "big-task" | "big-result") = (self.param, self.job.as_str()) {
+            if p > MAX_JOB_BYTES {
+                return Err(format!(
+                    "--param for {} is bytes per task, at most {MAX_JOB_BYTES} (2047 MiB, the \
+                     largest message Spark allows), not {p}",
+                    self.job
+                ));
+            }
         }
         Ok(())
     }
@@ -68,6 +82,10 @@ impl JobArgs {
 /// messages by type and the driver-side validator's verdict. `since` is when the command
 /// started and `driver_started` how long after it the driver was started. `Ok(true)` when the
 /// job succeeded and every connection was valid.
+///
+/// With `interrupt`, once it turns true the driver is stopped (before whatever the caller stops
+/// next, such as the cluster) and the result is `Err("interrupted")`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_and_report(
     driver: Driver,
     job: &JobArgs,
@@ -76,20 +94,24 @@ pub(crate) async fn run_and_report(
     since: Instant,
     driver_started: Duration,
     observer: &TraceObserver,
+    mut interrupt: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> Result<bool, String> {
-    let ready = driver
-        .wait_for_executors(executors, timeout)
-        .await
-        .map_err(|e| e.to_string())?;
+    let waited = tokio::select! {
+        ready = driver.wait_for_executors(executors, timeout) => Some(ready),
+        _ = interrupted(&mut interrupt) => None,
+    };
+    let Some(ready) = waited else {
+        return Err(stop_interrupted(driver).await);
+    };
+    let ready = ready.map_err(|e| e.to_string())?;
     if let Some(app_id) = &ready.app_id {
         println!("application {app_id} registered");
     }
     if let Some(first) = ready.first_executor_after {
         println!(
-            "first executor registered {:.3} s after start; {} of {} ready after {:.3} s",
+            "first executor registered {:.3} s after start; {} after {:.3} s",
             (driver_started + first).as_secs_f64(),
-            ready.ready_executors(),
-            executors,
+            ready_line(ready.ready_executors(), executors),
             since.elapsed().as_secs_f64()
         );
     }
@@ -103,12 +125,36 @@ pub(crate) async fn run_and_report(
         .await
         .map_err(|e| e.to_string())?;
     let progress = tokio::spawn(show_progress(handle.watch_progress()));
-    let outcome = handle.result().await;
+    let outcome = tokio::select! {
+        outcome = handle.result() => Some(outcome),
+        _ = interrupted(&mut interrupt) => None,
+    };
     progress.abort();
+    let Some(outcome) = outcome else {
+        return Err(stop_interrupted(driver).await);
+    };
     let status = driver.stop().await.unwrap_or_default();
     let wall = since.elapsed();
     let verdict = observer.verdict(true);
     Ok(report(&name, &outcome, &status, wall, &verdict))
+}
+
+/// Resolves once `interrupt` turns true; never without one (or once its sender is gone).
+async fn interrupted(interrupt: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    if let Some(rx) = interrupt {
+        if rx.wait_for(|v| *v).await.is_ok() {
+            return;
+        }
+    }
+    std::future::pending::<()>().await
+}
+
+/// Stops the driver after an interruption (its jobs fail, its executors get StopExecutor, the
+/// master UnregisterApplication), saying so; returns the error to report.
+async fn stop_interrupted(driver: Driver) -> String {
+    eprintln!("interrupted; stopping the driver");
+    let _ = driver.stop().await;
+    "interrupted".into()
 }
 
 /// Shows progress on stderr every second once a job runs longer than a second.
@@ -145,10 +191,10 @@ fn report(
             println!("job {name}: {}", r.output);
             let secs = r.elapsed.as_secs_f64().max(1e-9);
             println!(
-                "{} tasks in {:.3} s: {:.0} tasks/s; wall time {:.3} s",
+                "{} tasks in {:.3} s: {} tasks/s; wall time {:.3} s",
                 r.tasks,
                 secs,
-                r.tasks as f64 / secs,
+                rate(r.tasks as f64 / secs),
                 wall.as_secs_f64()
             );
             per_task(&status.counters, r.tasks);
@@ -161,7 +207,7 @@ fn report(
         }
     };
     println!(
-        "executors: {} lost; tasks: {} launched, {} finished, {} failed or killed",
+        "executors: {} lost; tasks: {} launched, {} finished, {} failed, killed or lost",
         status.executors_lost, status.tasks_launched, status.tasks_finished, status.tasks_failed
     );
     println!("messages (the driver's connections, both directions):");
@@ -200,6 +246,28 @@ fn report(
     job_ok && verdict.is_clean()
 }
 
+/// How many executors are ready, against how many were waited for: "2 ready (1 awaited)" when
+/// more came than were waited for, "1 of 2 ready" when fewer.
+fn ready_line(ready: usize, awaited: usize) -> String {
+    if ready > awaited {
+        format!("{ready} ready ({awaited} awaited)")
+    } else {
+        format!("{ready} of {awaited} ready")
+    }
+}
+
+/// A rate with three significant figures at least, whole above 100: a slow job's 0.25 tasks/s
+/// is not rounded to 0.
+fn rate(per_second: f64) -> String {
+    if per_second >= 100.0 {
+        format!("{per_second:.0}")
+    } else if per_second >= 1.0 {
+        format!("{per_second:.2}")
+    } else {
+        format!("{per_second:.3}")
+    }
+}
+
 /// Frames and bytes per task: LaunchTask and StatusUpdate.
 fn per_task(counters: &Counters, tasks: usize) {
     if tasks == 0 {
@@ -224,4 +292,19 @@ fn per_task(counters: &Counters, tasks: usize) {
         frames as f64 / tasks as f64,
         bytes as f64 / tasks as f64
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_jobs_rate_is_not_rounded_to_zero_and_more_executors_than_awaited_read_so() {
+        assert_eq!(rate(10.0 / 24.0), "0.417");
+        assert_eq!(rate(2.5), "2.50");
+        assert_eq!(rate(1234.4), "1234");
+        assert_eq!(ready_line(2, 1), "2 ready (1 awaited)");
+        assert_eq!(ready_line(1, 2), "1 of 2 ready");
+        assert_eq!(ready_line(2, 2), "2 of 2 ready");
+    }
 }

@@ -7,6 +7,25 @@ use sparkwire::connection::{
     DEFAULT_MAX_OUTGOING_BYTES,
 };
 
+/// Most connections a listener may hold at once: far above any file descriptor limit, and low
+/// enough for the semaphore that counts them.
+const MAX_CONNECTIONS: usize = 1 << 20;
+
+/// The largest frame `--max-frame-bytes` takes: 2047 MiB, as Spark's `spark.rpc.message.maxSize`
+/// ("should not be greater than 2047 MB").
+pub const MAX_FRAME_BYTES: usize = 2047 * 1024 * 1024;
+
+/// `--max-frame-bytes`, checked: 1 to [`MAX_FRAME_BYTES`].
+pub fn max_frame_bytes(value: Option<usize>) -> Result<Option<usize>, String> {
+    match value {
+        Some(v) if !(1..=MAX_FRAME_BYTES).contains(&v) => Err(format!(
+            "--max-frame-bytes must be 1 to {MAX_FRAME_BYTES} (2047 MiB, as \
+             spark.rpc.message.maxSize), not {v}"
+        )),
+        v => Ok(v),
+    }
+}
+
 /// Limits on the connections a listener accepts.
 #[derive(Debug, Args)]
 pub struct LimitArgs {
@@ -35,8 +54,11 @@ pub struct IdleArgs {
 /// The limits the arguments give; without `idle`, the default idle timeout (which applies to no
 /// peer of a driver: executors are never idle-timed).
 pub fn limits(args: &LimitArgs, idle: Option<&IdleArgs>) -> Result<Limits, String> {
-    if args.max_connections == 0 {
-        return Err("--max-connections must be at least 1".into());
+    if !(1..=MAX_CONNECTIONS).contains(&args.max_connections) {
+        return Err(format!(
+            "--max-connections must be 1 to {MAX_CONNECTIONS}, not {}",
+            args.max_connections
+        ));
     }
     if args.max_queued_bytes == 0 {
         return Err("--max-queued-bytes must be at least 1".into());

@@ -108,6 +108,7 @@ const DIAGRAM_ARROWS: usize = 60;
 pub fn run(args: LocalClusterArgs) -> Result<ExitCode, String> {
     super::init_logging_at("warn");
     args.job.check()?;
+    super::whole_seconds("--executor-timeout", args.executor_timeout)?;
     if !(1..=MAX_WORKERS).contains(&args.workers) {
         return Err(format!(
             "--workers must be 1 to {MAX_WORKERS} (each is a process on this machine), not {}",
@@ -129,15 +130,22 @@ pub fn run(args: LocalClusterArgs) -> Result<ExitCode, String> {
     let runtime = super::single_thread_runtime()?;
     let code = runtime.block_on(async move {
         let mut cluster: Option<LocalCluster> = None;
-        let outcome = tokio::select! {
-            outcome = run_cluster(&args, program, &mut cluster) => outcome,
-            _ = super::terminated() => {
-                eprintln!("local-cluster: interrupted; stopping the cluster");
-                Err("interrupted".to_string())
-            }
-        };
+        // Ctrl-C or SIGTERM: the driver stops first (its executors and application go in order),
+        // then the cluster.
+        let (interrupt, interrupted) = tokio::sync::watch::channel(false);
+        let watcher = tokio::spawn(async move {
+            super::terminated().await;
+            let _ = interrupt.send(true);
+        });
+        let outcome = run_cluster(&args, program, &mut cluster, interrupted).await;
+        watcher.abort();
         let master_output = match cluster.take() {
-            Some(cluster) => cluster.shutdown(Duration::from_secs(5)).await,
+            Some(cluster) => {
+                if outcome.as_ref().is_err_and(|e| e == "interrupted") {
+                    eprintln!("local-cluster: interrupted; stopping the cluster");
+                }
+                cluster.shutdown(Duration::from_secs(5)).await
+            }
             None => Vec::new(),
         };
         let job_ok = outcome?;
@@ -183,6 +191,7 @@ async fn run_cluster(
     args: &LocalClusterArgs,
     program: PathBuf,
     slot: &mut Option<LocalCluster>,
+    mut interrupted: tokio::sync::watch::Receiver<bool>,
 ) -> Result<bool, String> {
     let start = Instant::now();
     let trace: Option<Box<dyn Write + Send>> = match &args.trace {
@@ -223,7 +232,11 @@ async fn run_cluster(
         }
         Some(run_secret)
     };
-    let started = LocalCluster::start(&config).await;
+    // Interrupted while starting: the children started so far die with the dropped future.
+    let started = tokio::select! {
+        started = LocalCluster::start(&config) => started,
+        Ok(_) = interrupted.wait_for(|v| *v) => return Err("interrupted".into()),
+    };
     // The master and the workers read the file before announcing their addresses: remove it now
     // (even if the start failed), keeping the secret in memory for the driver only.
     let secret: Option<Secret> = secret.map(|run| run.secret.clone());
@@ -262,10 +275,11 @@ async fn run_cluster(
         driver,
         &args.job,
         args.workers,
-        Duration::from_secs(args.executor_timeout),
+        super::whole_seconds("--executor-timeout", args.executor_timeout)?,
         start,
         driver_started,
         &observer,
+        Some(interrupted),
     )
     .await?;
     if let (Some(path), true) = (&args.diagram, keep > 0) {

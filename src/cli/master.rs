@@ -23,6 +23,10 @@ pub struct MasterArgs {
     /// Port to listen on; 0 picks a free one.
     #[arg(long, default_value_t = 7077)]
     port: u16,
+    /// When the port (or the web UI's) is taken, try the next one up, at most this many times
+    /// (spark.port.maxRetries); the port taken is printed and logged.
+    #[arg(long, value_name = "N", default_value_t = sparkwire::reference::ports::DEFAULT_PORT_RETRIES)]
+    port_retries: u16,
     /// Spread applications over as many workers as possible (spark.deploy.spreadOut).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     spread_out: bool,
@@ -104,8 +108,10 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         security,
         host: args.host,
         port: args.port,
+        port_retries: args.port_retries,
         spread_out: args.spread_out,
-        worker_timeout: seconds(args.worker_timeout)?,
+        worker_timeout: seconds(args.worker_timeout)
+            .map_err(|e| format!("--worker-timeout: {e}"))?,
         max_executor_retries: args.max_executor_retries,
         recovery_dir: args.recovery_dir,
         versions,
@@ -113,7 +119,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         web_ui_port: (!args.no_webui).then_some(args.webui_port),
         ..MasterConfig::default()
     };
-    if let Some(max) = args.max_frame_bytes {
+    if let Some(max) = super::limits::max_frame_bytes(args.max_frame_bytes)? {
         config.max_frame_size = max;
     }
     let observer = args.strict.then(|| {

@@ -129,12 +129,31 @@ fn single_thread_runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
-/// A positive, finite number of seconds as a duration.
+/// The longest time any flag takes: ten years, in seconds. Longer ones could not be added to a
+/// clock's reading (and mean "never" anyway).
+const MAX_SECONDS: u64 = 10 * 365 * 24 * 3600;
+
+/// A positive, finite number of seconds, at most ten years, as a duration.
 fn seconds(secs: f64) -> Result<std::time::Duration, String> {
     if !(secs.is_finite() && secs > 0.0) {
         return Err(format!("{secs} is not a positive number of seconds"));
     }
+    if secs > MAX_SECONDS as f64 {
+        return Err(format!(
+            "{secs} seconds is over the most any flag takes, {MAX_SECONDS} (ten years)"
+        ));
+    }
     std::time::Duration::try_from_secs_f64(secs).map_err(|e| format!("{secs} seconds: {e}"))
+}
+
+/// A whole number of seconds given to `flag`, at most ten years, as a duration.
+fn whole_seconds(flag: &str, secs: u64) -> Result<std::time::Duration, String> {
+    if secs > MAX_SECONDS {
+        return Err(format!(
+            "{flag} {secs} is over the most it takes, {MAX_SECONDS} seconds (ten years)"
+        ));
+    }
+    Ok(std::time::Duration::from_secs(secs))
 }
 
 fn flush_stdout() {

@@ -190,6 +190,16 @@ pub fn handshake_failure(peer: &str, error: &HandshakeError, encrypts: bool) -> 
              shared secret: it will not go on unauthenticated. Is the master running without \
              --secret-file?"
         ),
+        HandshakeError::Frame(sparkwire::wire::FrameError::DeclaredTooLarge {
+            declared, ..
+        }) if sparkwire::wire::prefix_is_http(*declared) => {
+            format!(
+                "{peer} is an HTTP server (a web UI?), not a sparkwire endpoint: it answered the \
+                 handshake with \"HTTP\". Give the master's sparkwire:// address, the one \
+                 `sparkwire master` prints first (`sparkwire master listening on \
+                 sparkwire://HOST:PORT`), not its web UI's"
+            )
+        }
         HandshakeError::Tls(why) => format!(
             "TLS with {peer} failed: {why}. A master with TLS needs --tls-ca naming the \
              authorities that signed its certificate; one without TLS needs no --tls-ca"

@@ -80,6 +80,7 @@ pub struct SubmitArgs {
 pub fn run(args: SubmitArgs) -> Result<ExitCode, String> {
     super::init_logging_at("warn");
     args.job.check()?;
+    super::whole_seconds("--executor-timeout", args.executor_timeout)?;
     let url = MasterUrl::parse(&args.master).map_err(|e| e.to_string())?;
     let executor_memory = parse_mib("--executor-memory", &args.executor_memory)?;
     let driver_memory = parse_mib("--driver-memory", &args.driver_memory)?;
@@ -167,10 +168,11 @@ async fn client_mode(
         driver,
         &args.job,
         args.executors,
-        Duration::from_secs(args.executor_timeout),
+        super::whole_seconds("--executor-timeout", args.executor_timeout)?,
         start,
         driver_started,
         &observer,
+        None,
     )
     .await;
     match outcome {

@@ -21,6 +21,10 @@ pub struct WorkerArgs {
     /// Port to listen on; 0 picks a free one.
     #[arg(long, default_value_t = 0)]
     port: u16,
+    /// When the port (or the web UI's) is taken, try the next one up, at most this many times
+    /// (spark.port.maxRetries); the port taken is printed and logged.
+    #[arg(long, value_name = "N", default_value_t = sparkwire::reference::ports::DEFAULT_PORT_RETRIES)]
+    port_retries: u16,
     /// Cores to offer (default: the machine's).
     #[arg(long)]
     cores: Option<i32>,
@@ -32,11 +36,11 @@ pub struct WorkerArgs {
     work_dir: Option<PathBuf>,
     /// An executable the worker may run as sparkwire's `executor` subcommand with its flags, for
     /// executors (repeatable); any other command is refused.
-    #[arg(long = "allow-exec", value_name = "PATH")]
+    #[arg(long = "allow-exec", value_name = "PATH", value_parser = allowed_program)]
     allow_exec: Vec<PathBuf>,
     /// An executable the worker may run with any arguments, for executors and drivers
     /// (repeatable): only for programs trusted with whatever an application asks.
-    #[arg(long = "allow-exec-any", value_name = "PATH")]
+    #[arg(long = "allow-exec-any", value_name = "PATH", value_parser = allowed_program)]
     allow_exec_any: Vec<PathBuf>,
     /// Application environment variables passed to executors and drivers: a name, or a prefix
     /// ending in `*` (repeatable; replaces the default). LD_*, DYLD_* and the like never pass.
@@ -73,6 +77,33 @@ pub struct WorkerArgs {
     idle: super::limits::IdleArgs,
 }
 
+/// An `--allow-exec` or `--allow-exec-any` program: a file that exists and may be executed. An
+/// empty value is explained: it is what `"$(command -v sparkwire)"` gives when `sparkwire` is not
+/// on PATH (as when it is run with `cargo run --`).
+fn allowed_program(value: &str) -> Result<PathBuf, String> {
+    if value.is_empty() {
+        return Err(
+            "an empty path. If it came from \"$(command -v sparkwire)\", no sparkwire is \
+                    on PATH (as when running with `cargo run --`): give the binary's path, such \
+                    as target/release/sparkwire, or `cargo install --path .` first"
+                .into(),
+        );
+    }
+    let path = PathBuf::from(value);
+    let meta = std::fs::metadata(&path).map_err(|e| format!("{e}: no such program to allow"))?;
+    if !meta.is_file() {
+        return Err("not a file: a worker runs only programs".into());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Err("not executable (chmod +x it first)".into());
+        }
+    }
+    Ok(path)
+}
+
 /// Runs the command.
 pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
     super::init_logging();
@@ -104,13 +135,16 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         masters: url.masters,
         host: args.host,
         port: args.port,
+        port_retries: args.port_retries,
         memory: args.memory,
         allow_exec: args.allow_exec,
         allow_exec_any: args.allow_exec_any,
         allow_env: args.allow_env,
         pass_env: args.pass_env,
-        worker_timeout: seconds(args.worker_timeout)?,
-        register_retry: seconds(args.register_retry)?,
+        worker_timeout: seconds(args.worker_timeout)
+            .map_err(|e| format!("--worker-timeout: {e}"))?,
+        register_retry: seconds(args.register_retry)
+            .map_err(|e| format!("--register-retry: {e}"))?,
         web_ui_port: (!args.no_webui).then_some(args.webui_port),
         ..WorkerConfig::default()
     };
@@ -120,7 +154,7 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
     if let Some(dir) = args.work_dir {
         config.work_dir = dir;
     }
-    if let Some(max) = args.max_frame_bytes {
+    if let Some(max) = super::limits::max_frame_bytes(args.max_frame_bytes)? {
         config.max_frame_size = max;
     }
     super::runtime()?.block_on(async move {

@@ -1,7 +1,8 @@
 //! Layer 5: reference Master, Worker, driver and executor, built only on the public API of the
 //! layers before it, as an outside implementation would be.
 //!
-//! [`master`] and [`worker`] run Spark's standalone Master and Worker on tokio; [`url`] parses
+//! [`master`] and [`worker`] run Spark's standalone Master and Worker on tokio; [`ports`]
+//! listens on a port or the next free one up as Spark's services do, [`url`] parses
 //! `sparkwire://` master URLs and `spark://` endpoint addresses, [`observe`] plugs a shared
 //! validator into every connection they make (strict mode), and [`clock`] formats Spark-style ids.
 //!
@@ -21,6 +22,7 @@ pub mod local_cluster;
 pub mod master;
 pub mod observe;
 pub(crate) mod outbox;
+pub mod ports;
 pub mod redact;
 pub mod tap;
 pub mod task;

@@ -173,6 +173,8 @@ pub(crate) async fn tcp_connect(url: &SparkUrl, within: Duration) -> Result<TcpS
     let deadline = tokio::time::Instant::now() + within;
     let address = url.socket_address();
     let mut warned = false;
+    // The last attempt's failure, named when the time runs out during the next one.
+    let mut last: Option<String> = None;
     loop {
         let attempt = tokio::time::timeout_at(deadline, TcpStream::connect(&address)).await;
         match attempt {
@@ -194,6 +196,7 @@ pub(crate) async fn tcp_connect(url: &SparkUrl, within: Duration) -> Result<TcpS
                         within.as_secs_f64()
                     );
                 }
+                last = Some(crate::connection::describe_io(&e));
                 tokio::time::sleep(RETRY).await;
             }
             Ok(Err(e)) => {
@@ -203,10 +206,16 @@ pub(crate) async fn tcp_connect(url: &SparkUrl, within: Duration) -> Result<TcpS
                 ))
             }
             Err(_) => {
-                return Err(format!(
-                    "cannot connect to {address}: no connection within {} s",
-                    within.as_secs_f64()
-                ))
+                return Err(match last {
+                    Some(why) => format!(
+                        "cannot connect to {address}: {why} (retried for {} s)",
+                        within.as_secs_f64()
+                    ),
+                    None => format!(
+                        "cannot connect to {address}: no connection within {} s",
+                        within.as_secs_f64()
+                    ),
+                })
             }
         }
     }

@@ -7,6 +7,20 @@ use super::error::Error;
 use super::limits::LimitSetting;
 use super::FRAME_HEADER_LEN;
 
+/// Whether a length prefix is the ASCII text `HTTP`: the peer is an HTTP server answering (a web
+/// UI, say), not a sparkwire endpoint.
+pub fn prefix_is_http(declared: u64) -> bool {
+    u32::try_from(declared).is_ok_and(|d| &d.to_be_bytes() == b"HTTP")
+}
+
+fn http_hint(declared: u64) -> &'static str {
+    if prefix_is_http(declared) {
+        " (its 4 bytes read \"HTTP\": the peer is an HTTP server, not a sparkwire endpoint)"
+    } else {
+        ""
+    }
+}
+
 /// A frame that could not be read from or written to a byte stream.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -15,7 +29,8 @@ pub enum FrameError {
     /// prefix arrived: none of the body was read or buffered.
     #[error(
         "the peer declared a frame of {declared} bytes, over the limit of {limit} bytes set by \
-         {setting}; it was refused before any of its body was read"
+         {setting}; it was refused before any of its body was read{}",
+        http_hint(*declared)
     )]
     DeclaredTooLarge {
         /// The length the prefix declares.
@@ -85,5 +100,23 @@ impl From<io::Error> for FrameError {
             kind: e.kind(),
             message: e.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod http_tests {
+    use super::*;
+
+    #[test]
+    fn a_length_prefix_reading_http_is_named_as_an_http_server() {
+        let declared = u64::from(u32::from_be_bytes(*b"HTTP"));
+        assert!(prefix_is_http(declared));
+        assert!(!prefix_is_http(declared + 1));
+        let e = FrameError::DeclaredTooLarge {
+            declared,
+            limit: 65536,
+            setting: LimitSetting::Handshake,
+        };
+        assert!(e.to_string().contains("the peer is an HTTP server"), "{e}");
     }
 }

@@ -44,7 +44,7 @@ pub use codec::{envelope_label, FrameCodec, RawFrameCodec};
 pub use envelope::{decode_envelope, encode_envelope, Envelope, Reply};
 pub use error::{Error, Location};
 pub use frame::{decode_frame, encode_frame, FRAME_HEADER_LEN};
-pub use frame_error::FrameError;
+pub use frame_error::{prefix_is_http, FrameError};
 #[cfg(feature = "trace")]
 pub use json::{fields_from_readable, plain_from_json, plain_from_readable, value_from_json};
 pub use limits::{

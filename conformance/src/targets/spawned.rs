@@ -106,6 +106,10 @@ pub async fn start(
     ));
     let _ = std::fs::create_dir_all(&work_dir);
     let mut vars = vars(given, &work_dir);
+    // What `preflight` accepted must be what the target gives.
+    debug_assert!(vars
+        .iter()
+        .all(|(n, _)| crate::spawn::given(ctx.settings.target).contains(n)));
     let mut env = Vec::new();
     if let Some(path) = &ctx.settings.secret_file {
         let path = path.display().to_string();

@@ -113,8 +113,9 @@ pub(super) fn spawn(
     let handles = Arc::new(Mutex::new(Vec::new()));
     // Bounded: masters that send faster than the client works are held back (TCP).
     let (in_tx, in_rx) = mpsc::channel(RECEIVED_QUEUE);
+    let dials = masters.len();
     let client = Client {
-        conns: vec![None; masters.len()],
+        conns: vec![None; dials],
         labels: config.masters.clone(),
         dialled: masters.len(),
         in_tx,
@@ -125,6 +126,8 @@ pub(super) fn spawn(
         active: None,
         app_id: None,
         failed: 0,
+        dialling: dials,
+        why: Vec::new(),
         dead: false,
         lost_at: None,
     };
@@ -150,6 +153,11 @@ struct Client {
     active: Option<usize>,
     app_id: Option<String>,
     failed: usize,
+    /// Dials of the masters not yet ended (connected or failed).
+    dialling: usize,
+    /// What went wrong with each master that could not be reached or was lost before it
+    /// registered the application: said when the client gives up.
+    why: Vec<String>,
     dead: bool,
     /// When the connection to the active master was lost, while no master has taken over.
     lost_at: Option<tokio::time::Instant>,
@@ -214,8 +222,12 @@ impl Client {
                         }
                     }
                 }
-                _ = tokio::time::sleep_until(deadline), if self.app_id.is_none() && !self.dead => {
-                    self.give_up(ALL_MASTERS_UNRESPONSIVE.to_string());
+                // Not while a master is still being dialled: its dial ends within the same time
+                // (then `connected` gives up, naming why), and giving up first would lose that.
+                _ = tokio::time::sleep_until(deadline),
+                    if self.app_id.is_none() && !self.dead && self.dialling == 0 =>
+                {
+                    self.give_up(self.unresponsive());
                 }
                 _ = sleep_until_some(self.lost_at.map(|t| t + self.config.registration_timeout)),
                     if self.lost_at.is_some() && !self.dead =>
@@ -244,6 +256,7 @@ impl Client {
     }
 
     fn connected(&mut self, i: usize, made: Result<ConnectionHandle<DeployMessage>, String>) {
+        self.dialling = self.dialling.saturating_sub(1);
         match made {
             Ok(handle) => {
                 self.handles
@@ -258,10 +271,22 @@ impl Client {
                     self.labels[i]
                 );
                 self.failed += 1;
+                self.why.push(format!("{}: {e}", self.labels[i]));
                 if self.failed == self.dialled && self.app_id.is_none() {
-                    self.give_up(ALL_MASTERS_UNRESPONSIVE.to_string());
+                    self.give_up(self.unresponsive());
                 }
             }
+        }
+    }
+
+    /// Spark's "All masters are unresponsive! Giving up.", followed by what this client knows
+    /// went wrong with each master (a refused connection, a refused handshake, a lost
+    /// connection), so that the typed error is not lost behind the generic one.
+    fn unresponsive(&self) -> String {
+        if self.why.is_empty() {
+            ALL_MASTERS_UNRESPONSIVE.to_string()
+        } else {
+            format!("{ALL_MASTERS_UNRESPONSIVE} ({})", self.why.join("; "))
         }
     }
 
@@ -294,6 +319,9 @@ impl Client {
             }
             Err(e) => {
                 self.conns[i] = None;
+                if self.app_id.is_none() {
+                    self.why.push(format!("{}: {e}", self.labels[i]));
+                }
                 if self.active == Some(i) {
                     self.active = None;
                     self.lost_at = Some(tokio::time::Instant::now());

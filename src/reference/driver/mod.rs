@@ -373,20 +373,29 @@ impl Driver {
     }
 
     /// Waits until at least `n` executors are registered and ready, at most `timeout`; returns
-    /// the status then, or the last status seen when the time ran out.
+    /// the status then, or the last status seen when the time ran out. While none is ready it
+    /// logs Spark's "Initial job has not accepted any resources…" every 15 s.
     pub async fn wait_for_executors(
         &self,
         n: usize,
         timeout: Duration,
     ) -> Result<DriverStatus, DriverError> {
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut warn_at = tokio::time::Instant::now() + scheduler_backend::STARVATION_WARNING;
         loop {
             let status = self.status().await?;
             if let Some(why) = &status.dead {
                 return Err(DriverError::Dead(why.clone()));
             }
-            if status.ready_executors() >= n || tokio::time::Instant::now() >= deadline {
+            let now = tokio::time::Instant::now();
+            if status.ready_executors() >= n || now >= deadline {
                 return Ok(status);
+            }
+            // No executor at all yet: Spark's warning, every 15 s (a cluster without workers, or
+            // without room for this application, would otherwise just wait).
+            if status.ready_executors() == 0 && now >= warn_at {
+                tracing::warn!("{}", scheduler_backend::STARVATION_TEXT);
+                warn_at = now + scheduler_backend::STARVATION_WARNING;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -49,8 +49,9 @@ pub enum SchedulerEvent {
     /// A task attempt was assigned to an executor: send it (or report why it could not be, with
     /// [`TaskScheduler::launch_refused`] or [`TaskScheduler::launch_failed`]).
     Launch(TaskLaunch),
-    /// A StatusUpdate ended a task attempt: its cores on the executor are free again. Comes
-    /// before what the end causes (a result, a retry, a failed job).
+    /// A StatusUpdate ended a task attempt (its cores on the executor are free again), or its
+    /// executor was lost with it (state LOST). Comes before what the end causes (a result, a
+    /// retry, a failed job).
     TaskEnded {
         /// Task id.
         task_id: i64,
@@ -396,6 +397,11 @@ impl TaskScheduler {
                 set.running = set.running.saturating_sub(1);
             }
             if task.sent {
+                self.events.push_back(SchedulerEvent::TaskEnded {
+                    task_id: id,
+                    task: task.clone(),
+                    state: TaskState::Lost,
+                });
                 self.failed(id, &task, &text, caused_by_app);
             } else if let Some(set) = self.sets.get_mut(&task.job) {
                 set.attempts[task.index] = set.attempts[task.index].saturating_sub(1);
@@ -706,8 +712,18 @@ mod tests {
         assert!(matches!(e[..], [SchedulerEvent::TaskFailed { .. }]));
         s.executor_lost(&l[1].executor, "gone", false);
         let e = drain(&mut s);
+        // The lost attempt ends (LOST: counted with the failed and killed ones), then fails.
         assert!(
-            matches!(e[..], [SchedulerEvent::TaskFailed { .. }]),
+            matches!(
+                e[..],
+                [
+                    SchedulerEvent::TaskEnded {
+                        state: TaskState::Lost,
+                        ..
+                    },
+                    SchedulerEvent::TaskFailed { .. }
+                ]
+            ),
             "{e:?}"
         );
         assert_eq!(s.running_on(&l[1].executor), 0);

@@ -37,6 +37,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
 use super::observe::StrictObserver;
+use super::ports;
 use super::redact::Redactor;
 use crate::messages::Version;
 use crate::wire::DEFAULT_MAX_FRAME_SIZE;
@@ -48,6 +49,9 @@ pub struct MasterConfig {
     pub host: String,
     /// Port to listen on; 0 picks a free one. Default 7077.
     pub port: u16,
+    /// How many ports up from `port` (and from `web_ui_port`) are tried when it is taken
+    /// (`spark.port.maxRetries`, default 16); see [`ports`].
+    pub port_retries: u16,
     /// Spread each application's executors over as many workers as possible
     /// (`spark.deploy.spreadOut`, default true), or fill workers one by one.
     pub spread_out: bool,
@@ -99,6 +103,7 @@ impl Default for MasterConfig {
         MasterConfig {
             host: "127.0.0.1".into(),
             port: 7077,
+            port_retries: crate::reference::ports::DEFAULT_PORT_RETRIES,
             spread_out: true,
             worker_timeout: Duration::from_secs(60),
             max_executor_retries: 10,
@@ -121,7 +126,10 @@ impl Default for MasterConfig {
 /// The master could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum MasterError {
-    /// The listener could not be bound.
+    /// No port could be listened on (every port tried was taken, or another failure).
+    #[error(transparent)]
+    Listen(#[from] crate::reference::ports::ListenError),
+    /// The bound listener has no address.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         /// The address.
@@ -137,17 +145,6 @@ pub enum MasterError {
 /// The reference master.
 #[derive(Debug)]
 pub struct Master;
-
-/// Binds the web UI's listener.
-async fn bind_web_ui(host: &str, port: u16) -> Result<TcpListener, MasterError> {
-    let bind = format!("{host}:{port}");
-    TcpListener::bind(&bind)
-        .await
-        .map_err(|source| MasterError::Bind {
-            addr: format!("{bind} (web UI)"),
-            source,
-        })
-}
 
 #[cfg(feature = "webui")]
 async fn serve_web_ui(listener: TcpListener, events: mpsc::UnboundedSender<events::Event>) {
@@ -202,15 +199,15 @@ impl Master {
     /// # }).unwrap();
     /// ```
     pub async fn start(config: MasterConfig) -> Result<MasterHandle, MasterError> {
-        let bind = format!("{}:{}", config.host, config.port);
-        let listener = TcpListener::bind(&bind)
-            .await
-            .map_err(|source| MasterError::Bind {
-                addr: bind.clone(),
-                source,
-            })?;
+        let listener = ports::listen(
+            &config.host,
+            config.port,
+            config.port_retries,
+            "sparkMaster",
+        )
+        .await?;
         let addr = listener.local_addr().map_err(|source| MasterError::Bind {
-            addr: bind.clone(),
+            addr: format!("{}:{}", config.host, config.port),
             source,
         })?;
         let persistence = match &config.recovery_dir {
@@ -218,7 +215,9 @@ impl Master {
             None => None,
         };
         let web_ui = match config.web_ui_port {
-            Some(port) if cfg!(feature = "webui") => Some(bind_web_ui(&config.host, port).await?),
+            Some(port) if cfg!(feature = "webui") => {
+                Some(ports::listen(&config.host, port, config.port_retries, "MasterUI").await?)
+            }
             Some(_) => {
                 tracing::warn!("this build has no web UI (the webui feature); none is served");
                 None

@@ -98,12 +98,13 @@ impl TaskRunner for BuiltinRunner {
             }
             Some("sleep") => {
                 let [millis] = read_u64s::<1>(input, "sleep")?;
-                let until = Instant::now() + Duration::from_millis(millis);
-                while Instant::now() < until {
+                // A sleep too long for the clock lasts until the task is killed.
+                let until = Instant::now().checked_add(Duration::from_millis(millis));
+                while until.is_none_or(|u| Instant::now() < u) {
                     if cancel.is_cancelled() {
                         return Err(killed());
                     }
-                    let left = until.saturating_duration_since(Instant::now());
+                    let left = until.map_or(Duration::MAX, |u| u.saturating_duration_since(Instant::now()));
                     std::thread::sleep(left.min(Duration::from_millis(10)));
                 }
                 Ok(Payload::default())
@@ -121,8 +122,21 @@ impl TaskRunner for BuiltinRunner {
             }
             Some("big-result") => {
                 let [size] = read_u64s::<1>(input, "big-result")?;
-                let size = usize::try_from(size).map_err(|_| TaskFailure::new("java.lang.OutOfMemoryError", "result too big"))?;
-                Ok(Payload::from((0..size).map(|i| (i % 251) as u8).collect::<Vec<u8>>()))
+                // Bounded before anything is allocated, and allocated without aborting.
+                let too_big = || {
+                    TaskFailure::new(
+                        "java.lang.OutOfMemoryError",
+                        format!("a result of {size} bytes: at most {} can be sent", super::MAX_TASK_BYTES),
+                    )
+                };
+                if size > super::MAX_TASK_BYTES {
+                    return Err(too_big());
+                }
+                let size = usize::try_from(size).map_err(|_| too_big())?;
+                let mut result = Vec::new();
+                result.try_reserve_exact(size).map_err(|_| too_big())?;
+                result.extend((0..size).map(|i| (i % 251) as u8));
+                Ok(Payload::from(result))
             }
             Some("big-task") => Ok(super::write_u64s(&[input.len() as u64])),
             Some(other) => Err(TaskFailure::new(

@@ -296,7 +296,7 @@ pub fn job_by_name(name: &str, partitions: usize, param: Option<u64>) -> Option<
 
 #[cfg(test)]
 mod tests {
-    use super::super::{BuiltinRunner, CancelFlag, TaskRunner};
+    use super::super::{BuiltinRunner, CancelFlag, TaskFailure, TaskRunner};
     use super::*;
     use crate::messages::TaskDescription;
 
@@ -410,6 +410,50 @@ mod tests {
         bad.properties
             .insert(TaskDescription::RUNNER_PROPERTY.into(), "nope".into());
         assert!(!BuiltinRunner.runs_briefly(&bad));
+    }
+
+    #[test]
+    fn a_result_larger_than_any_message_fails_the_task_without_being_allocated() {
+        let job = BigResultJob {
+            partitions: 1,
+            size: u64::MAX,
+        };
+        let failure = BuiltinRunner
+            .run(&task_of(&job, 0, 0), &CancelFlag::new())
+            .expect_err("too big");
+        assert_eq!(failure.class_name, "java.lang.OutOfMemoryError");
+        assert!(
+            failure.message.contains("at most 2146435072"),
+            "{failure:?}"
+        );
+        let small = BigResultJob {
+            partitions: 1,
+            size: 10,
+        };
+        let r = BuiltinRunner.run(&task_of(&small, 0, 0), &CancelFlag::new());
+        assert_eq!(r.map(|p| p.len()), Ok(10));
+    }
+
+    #[test]
+    fn a_sleep_too_long_for_the_clock_lasts_until_the_task_is_killed() {
+        let job = SleepJob {
+            partitions: 1,
+            millis: u64::MAX,
+        };
+        let cancel = CancelFlag::new();
+        let task = task_of(&job, 0, 0);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let flag = cancel.clone();
+        let t = std::thread::spawn(move || {
+            let _ = done_tx.send(BuiltinRunner.run(&task, &flag));
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        cancel.cancel();
+        let r = done_rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the task ends once killed");
+        assert!(r.is_err_and(|f| f.class_name == TaskFailure::KILLED));
+        t.join().expect("no panic");
     }
 
     #[test]

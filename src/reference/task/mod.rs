@@ -59,6 +59,12 @@ pub trait TaskRunner: Send + Sync + 'static {
     }
 }
 
+/// Most bytes a `big-task` input or a `big-result` result may have: 2047 MiB, the largest
+/// message Spark allows (`spark.rpc.message.maxSize` is at most 2047 MB). The driver refuses a
+/// larger job before building its tasks; an executor fails a task asking for a larger result
+/// (`java.lang.OutOfMemoryError`) rather than allocating it.
+pub const MAX_TASK_BYTES: u64 = 2047 * 1024 * 1024;
+
 /// The longest a task that [`TaskRunner::runs_briefly`] answers `true` for may run: 100 µs.
 pub const BRIEF_TASK: std::time::Duration = std::time::Duration::from_micros(100);
 

@@ -64,6 +64,9 @@ pub struct WorkerConfig {
     pub host: String,
     /// Port to listen on; 0 picks a free one. Default 0.
     pub port: u16,
+    /// How many ports up from `port` (and from `web_ui_port`) are tried when it is taken
+    /// (`spark.port.maxRetries`, default 16); see [`ports`](super::ports).
+    pub port_retries: u16,
     /// Cores offered. Default: the machine's.
     pub cores: i32,
     /// Memory offered, MiB. Default 1024.
@@ -117,6 +120,7 @@ impl Default for WorkerConfig {
             masters: Vec::new(),
             host: "127.0.0.1".into(),
             port: 0,
+            port_retries: crate::reference::ports::DEFAULT_PORT_RETRIES,
             cores: std::thread::available_parallelism()
                 .map(|n| i32::try_from(n.get()).unwrap_or(1))
                 .unwrap_or(1),
@@ -143,7 +147,10 @@ impl Default for WorkerConfig {
 /// The worker could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
-    /// The listener could not be bound.
+    /// No port could be listened on (every port tried was taken, or another failure).
+    #[error(transparent)]
+    Listen(#[from] crate::reference::ports::ListenError),
+    /// The bound listener has no address.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         /// The address.
@@ -230,29 +237,21 @@ impl Worker {
             dir: config.work_dir.clone(),
             source,
         })?;
-        let bind = format!("{}:{}", config.host, config.port);
-        let listener = TcpListener::bind(&bind)
-            .await
-            .map_err(|source| WorkerError::Bind {
-                addr: bind.clone(),
-                source,
-            })?;
+        let listener = super::ports::listen(
+            &config.host,
+            config.port,
+            config.port_retries,
+            "sparkWorker",
+        )
+        .await?;
         let addr = listener.local_addr().map_err(|source| WorkerError::Bind {
-            addr: bind.clone(),
+            addr: format!("{}:{}", config.host, config.port),
             source,
         })?;
         let web_ui = match config.web_ui_port {
-            Some(port) if cfg!(feature = "webui") => {
-                let bind = format!("{}:{port}", config.host);
-                Some(
-                    TcpListener::bind(&bind)
-                        .await
-                        .map_err(|source| WorkerError::Bind {
-                            addr: format!("{bind} (web UI)"),
-                            source,
-                        })?,
-                )
-            }
+            Some(port) if cfg!(feature = "webui") => Some(
+                super::ports::listen(&config.host, port, config.port_retries, "WorkerUI").await?,
+            ),
             Some(_) => {
                 tracing::warn!("this build has no web UI (the webui feature); none is served");
                 None

@@ -45,7 +45,11 @@ pub(crate) const DISASSOCIATED: &str = "Remote RPC client disassociated. Likely 
 const TASK_SIZE_TO_WARN_KIB: usize = 1000;
 
 /// How often Spark warns that tasks wait for resources.
-const STARVATION_WARNING: Duration = Duration::from_secs(15);
+pub(crate) const STARVATION_WARNING: Duration = Duration::from_secs(15);
+
+/// Spark's warning (TaskSchedulerImpl) when no resource was granted in that time.
+pub(crate) const STARVATION_TEXT: &str = "Initial job has not accepted any resources; check your \
+     cluster UI to ensure that workers are registered and have sufficient resources";
 
 /// Executor ends kept in [`DriverStatus::executor_ends`].
 const RETAINED_EXECUTOR_ENDS: usize = 100;
@@ -488,10 +492,7 @@ impl BackendCore {
         }
         let since = *self.starved_since.get_or_insert(self.now);
         if self.now.saturating_duration_since(since) >= STARVATION_WARNING {
-            tracing::warn!(
-                "Initial job has not accepted any resources; check your cluster UI to ensure \
-                 that workers are registered and have sufficient resources"
-            );
+            tracing::warn!("{STARVATION_TEXT}");
             self.starved_since = Some(self.now);
         }
     }

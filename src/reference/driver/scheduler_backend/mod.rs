@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use self::core::{BackendCore, ConnId, Input, Output};
+pub(crate) use self::core::{STARVATION_TEXT, STARVATION_WARNING};
 use super::app_client::AppClient;
 use super::events::{Msg, Submitted};
 use super::job::{JobFailed, JobProgress, JobResult};

@@ -315,7 +315,6 @@ impl MasterCore {
                 self.remove_driver(&driver_id, DriverState::Error, None);
             }
         }
-        tracing::info!("Telling app of lost worker: {id}");
         let notices: Vec<Option<ConnId>> = self
             .apps
             .waiting
@@ -323,6 +322,10 @@ impl MasterCore {
             .filter_map(|a| self.apps.all.get(a))
             .map(|a| a.conn)
             .collect();
+        // Spark's line, only when there is an application to tell.
+        if !notices.is_empty() {
+            tracing::info!("Telling app of lost worker: {id}");
+        }
         for conn in notices {
             self.send_on(
                 conn,
