@@ -86,9 +86,15 @@ fn dissector(dir: &Path) -> PathBuf {
     path
 }
 
-/// Runs `tshark -2 -X lua_script:LUA -T json -r CAPTURE` and returns its packets.
+/// Runs `tshark -2 -X lua_script:LUA -T json -r CAPTURE` and returns its packets. tshark runs
+/// with a home of its own, so that a user's preferences or an installed copy of the dissector
+/// (`~/.local/lib/wireshark/plugins/`) play no part.
 fn dissect(tshark: &Path, lua: &Path, capture: &Path) -> Vec<Value> {
+    let home = capture.with_extension("home");
+    std::fs::create_dir_all(&home).expect("tshark's home");
     let out = Command::new(tshark)
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
         .arg("-2")
         .arg("-X")
         .arg(format!("lua_script:{}", lua.display()))
@@ -1020,10 +1026,16 @@ async fn tshark_shows_every_frame_as_the_crate_decodes_it() {
     let json = dissect(&tshark, &lua, &capture);
     let mut figures = Figures::default();
     compare(&json, &conns, &mut figures);
+    let segments = packets(&json).iter().filter(|p| p.reassembled_in).count();
+    assert!(
+        segments > 0,
+        "frames crossed TCP segments and were reassembled"
+    );
     let challenges = check_challenges(&conns);
     eprintln!(
-        "{} connections, {} packets, {} frames dissected: {} handshake frames, {} envelopes compared \
-         ({} distinct messages by version), errors by kind {:?}; {} challenges verified; {sent} frames written",
+        "{} connections, {} packets ({segments} segments of reassembled frames), {} frames dissected: \
+         {} handshake frames, {} envelopes compared ({} distinct messages by version), errors by \
+         kind {:?}; {} challenges verified; {sent} frames written",
         conns.len(),
         figures.packets,
         figures.frames,
@@ -1079,6 +1091,7 @@ async fn tshark_shows_every_frame_as_the_crate_decodes_it() {
         })
         .count();
     assert!(refusals >= 2, "refused handshakes were compared");
+    std::fs::remove_dir_all(&dir).expect("remove the scratch directory");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1269,6 +1282,40 @@ fn tshark_shows_every_spark_rpc_frame_of_the_real_captures() {
         }
         eprintln!("{name}: {} packets, {frames} Spark frames ({rpc} RPC frames) shown as the crate decodes them", packets.len());
     }
+    std::fs::remove_dir_all(&dir).expect("remove the scratch directory");
+}
+
+#[test]
+fn spec_wireshark_writes_the_dissector_and_check_finds_a_stale_one() {
+    let dir = scratch("cli");
+    let out = dir.join("nested").join("sparkwire.lua");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sparkwire"))
+            .args(["spec", "wireshark", "--out"])
+            .arg(&out)
+            .args(args)
+            .output()
+            .expect("sparkwire runs")
+    };
+    assert!(run(&[]).status.success(), "spec wireshark writes the file");
+    let written = std::fs::read_to_string(&out).expect("written");
+    assert_eq!(
+        written,
+        wireshark::render(Definition::builtin()).expect("renders")
+    );
+    assert!(
+        run(&["--check"]).status.success(),
+        "a current file passes --check"
+    );
+    std::fs::write(
+        &out,
+        written.replace("MESSAGES[\"deploy\"]", "MESSAGES[\"depl0y\"]"),
+    )
+    .expect("edit");
+    let stale = run(&["--check"]);
+    assert_eq!(stale.status.code(), Some(1), "a stale file fails --check");
+    assert!(String::from_utf8_lossy(&stale.stderr).contains("spec wireshark"));
+    std::fs::remove_dir_all(&dir).expect("remove the scratch directory");
 }
 
 #[test]

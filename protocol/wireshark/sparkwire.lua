@@ -548,7 +548,7 @@ MESSAGES["coarse"]["SetupDriver"] = {since = 1, kind = "local", fields = {
 }}
 
 -- The dissector's engine: everything but the definition's tables, which `render` puts above it.
--- Wireshark 3.6 or later, Lua 5.2+. Protocols: `sparkwire` (sparkwire's own wire: frames, the
+-- Tested with Wireshark 4.0 (Lua 5.2). Protocols: `sparkwire` (sparkwire's own wire: frames, the
 -- handshake, envelopes, every message of the definition) and `sparkrpc` (Spark's transport frames
 -- and NettyRpcEnv's RequestMessage). Both are found by heuristics on any TCP port.
 
