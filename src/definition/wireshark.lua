@@ -148,11 +148,6 @@ local function json_str(s)
   end) .. '"'
 end
 
--- A string for a tree label: quoted, shortened.
-local function show_str(s)
-  if #s > 120 then s = s:sub(1, 117) .. "..." end
-  return '"' .. s:gsub("%c", "?") .. '"'
-end
 
 local function valid_utf8(s)
   local i, n = 1, #s
@@ -179,6 +174,21 @@ local function valid_utf8(s)
     i = i + extra + 1
   end
   return true
+end
+
+-- Text that is safe to show: control characters as `?`, and the bytes of text that is not UTF-8
+-- as `\xNN` (Wireshark's JSON and PDML output need valid UTF-8).
+local function safe(s)
+  if not valid_utf8(s) then
+    s = s:gsub("[\128-\255]", function(c) return string.format("\\x%02x", c:byte()) end)
+  end
+  return (s:gsub("%c", "?"))
+end
+
+-- A string for a tree label: quoted, shortened.
+local function show_str(s)
+  if #s > 120 then s = s:sub(1, 117) .. "..." end
+  return '"' .. safe(s) .. '"'
 end
 
 -- Byte order of two strings (Lua's `<` follows the locale).
@@ -346,7 +356,7 @@ local function decode_fields(fields, node, version, tree, tvb, path)
     end
     if def == nil then
       if tree then
-        tree:add(F.skipped, tvb(e.k.off, e.v.off + e.v.len - e.k.off), name)
+        tree:add(F.skipped, tvb(e.k.off, e.v.off + e.v.len - e.k.off), safe(name))
           :set_text("Unknown key " .. show_str(name) .. ": skipped, not examined")
       end
     else
@@ -449,6 +459,7 @@ decode_value = function(ty, node, version, item, tvb, path, label)
       local key
       if ty.a.k == "string" then
         if e.k.t ~= "str" then bad("a map key that is not a string (" .. describe(e.k) .. ")") end
+        if not valid_utf8(e.k.s) then bad("a map key that is not UTF-8") end
         key = e.k.s
       else
         if e.k.t ~= "int" then bad("a map key that is not an integer (" .. describe(e.k) .. ")") end
@@ -462,7 +473,7 @@ decode_value = function(ty, node, version, item, tvb, path, label)
         if c == 0 then bad("map key " .. key .. " given twice") end
         if c > 0 then bad("map keys out of order at " .. key) end
       end
-      local sub = item and item:add(F.field, tvb(e.k.off, e.v.off + e.v.len - e.k.off), key)
+      local sub = item and item:add(F.field, tvb(e.k.off, e.v.off + e.v.len - e.k.off), safe(key))
       parts[i] = json_str(key) .. ":" .. decode_value(ty.b, e.v, version, sub, tvb,
         path .. "[" .. key .. "]", "[" .. show_str(key) .. "]")
     end
@@ -487,7 +498,7 @@ decode_value = function(ty, node, version, item, tvb, path, label)
       end
       show(ty.n .. "." .. e.k.s)
       local sub = item and item:add(F.field, tvb(e.k.off, e.v.off + e.v.len - e.k.off), e.k.s)
-      if sub then sub:set_text(e.k.s) end
+      if sub then sub:set_text(safe(e.k.s)) end
       local fields = decode_fields(t.by_name[e.k.s].fields, e.v, version, sub, tvb, path .. "." .. e.k.s)
       return "{" .. json_str(e.k.s) .. ":" .. fields .. "}"
     end
@@ -514,9 +525,10 @@ local function decode_message(node, family, version, tree, tvb, out)
   end
   local e = node.entries[1]
   if e.k.t ~= "str" then fail("BadEnvelope", "a message name that is not a string (" .. describe(e.k) .. ")") end
+  if not valid_utf8(e.k.s) then fail("BadEnvelope", "a message name that is not UTF-8") end
   local name = e.k.s
-  local item = tree:add(F.message, range(tvb, node), name)
-  out.message = name
+  local item = tree:add(F.message, range(tvb, node), safe(name))
+  out.message = safe(name)
   local m, fam = lookup_message(family, name)
   if not m then fail("UnknownMessage", "unknown " .. (family or "") .. " message " .. show_str(name)) end
   item:append_text(" (" .. fam .. ", " .. m.kind .. ")")
@@ -583,7 +595,7 @@ local function decode_envelope(tvb, off, stop, family, version, tree, out)
     if e.k.t ~= "str" then fail("BadEnvelope", "a reply kind that is not a string") end
     local kind = e.k.s
     out.reply = kind
-    tree:add(F.reply, range(tvb, e.k), kind)
+    tree:add(F.reply, range(tvb, e.k), safe(kind))
     if kind == "message" then
       out.json = decode_message(e.v, family, version, tree, tvb, out)
     elseif REPLY_TYPES[kind] then
@@ -678,7 +690,8 @@ end
 local function dissect_handshake(tvb, off, stop, tree, pinfo, st, dir)
   local ok, root = pcall(read_value, tvb, off, stop, 0)
   if not ok then
-    local detail = type(root) == "table" and root.detail or tostring(root)
+    if type(root) ~= "table" then error(root, 0) end
+    local detail = root.detail
     tree:add_proto_expert_info(E.bad_handshake, "not a sparkwire handshake frame (badMagic): " .. detail)
     add_info(pinfo, "Handshake frame that is not MessagePack")
     return
@@ -718,7 +731,7 @@ local function dissect_handshake(tvb, off, stop, tree, pinfo, st, dir)
     local name = e.k.t == "str" and e.k.s or nil
     local r = tvb(e.k.off, e.v.off + e.v.len - e.k.off)
     if name and known[name] and e.v.t == "str" then
-      hs:add(known[name], r, e.v.s)
+      hs:add(known[name], r, safe(e.v.s))
     elseif name == "versions" and versions_text(e.v) then
       hs:add(F.hs_versions, r, versions_text(e.v))
     elseif name == "version" and e.v.t == "int" and e.v.num and e.v.num >= 0 and e.v.num < 4294967296 then
@@ -727,7 +740,7 @@ local function dissect_handshake(tvb, off, stop, tree, pinfo, st, dir)
       local f = name == "nonce" and F.hs_nonce or (name == "proof" and F.hs_proof or F.hs_admin)
       hs:add(f, tvb(e.v.soff, e.v.slen))
     else
-      hs:add(F.hs_key, r, name or describe(e.k)):set_text("Key " .. (name and show_str(name) or describe(e.k)) .. ": " .. describe(e.v))
+      hs:add(F.hs_key, r, name and safe(name) or describe(e.k)):set_text("Key " .. (name and show_str(name) or describe(e.k)) .. ": " .. describe(e.v))
     end
   end
   if dup then
@@ -811,13 +824,15 @@ local function dissect_sw_frame(tvb, off, total, tree, pinfo, st, dir, first, no
   local text = (out.form or "frame") .. (out.id and (" #" .. out.id) or "")
   if out.message then text = text .. " " .. out.message
   elseif out.reply then text = text .. " " .. out.reply end
+  if not ok and type(err) ~= "table" then
+    error(err, 0) -- a fault of the dissector itself: Wireshark shows it as a Lua error
+  end
   if ok then
     sub:add(F.json, out.json):set_generated()
     sub:append_text(", " .. text)
     add_info(pinfo, text)
   else
-    local kind = type(err) == "table" and err.kind or "InvalidMessagePack"
-    local detail = type(err) == "table" and err.detail or tostring(err)
+    local kind, detail = err.kind, err.detail
     sub:add(F.error, kind):set_generated()
     sub:add(F.error_detail, detail):set_generated()
     sub:add_proto_expert_info(E[kind], kind .. ": " .. detail)
@@ -908,7 +923,7 @@ local function java_class(tvb, pos, stop)
     if r.u8() ~= 0x76 or r.u8() ~= 0x72 then return first, first end  -- TC_CLASS, TC_CLASSDESC
     return r.utf(), first
   end)
-  if ok then return name, desc end
+  if ok and name then return safe(name), desc and safe(desc) end
   return nil
 end
 
@@ -918,7 +933,7 @@ local function address(r)
   if has ~= 1 then error({short = true}, 0) end
   local host = r.utf()
   local port = r.i32()
-  return host .. ":" .. port
+  return safe(host) .. ":" .. port
 end
 
 -- A RequestMessage: sender, receiver, endpoint name, then a Java stream; nil when not one.
@@ -929,7 +944,7 @@ local function request_message(tvb, pos, stop)
     m.sender = address(r)
     m.receiver = address(r)
     m.endpoint_off = r.pos
-    m.endpoint = r.utf()
+    m.endpoint = safe(r.utf())
     m.stream = r.pos
     if stop - r.pos < 4 or tvb:raw(r.pos, 4) ~= JAVA_MAGIC then return nil end
     return m
@@ -999,10 +1014,11 @@ local function dissect_spark_frame(tvb, off, total, tree, pinfo, st, dir, first,
       local info = {}
       if ty == 5 then
         local n = r.i32()
-        local msg = r.raw(n)
-        sub:add(SF.error, tvb(off + 21, n), msg)
-        sub:add_proto_expert_info(SE.failure, msg:match("^[^\n]*"))
-        text = text .. " " .. (msg:match("^[^\n:]*") or "")
+        local raw = r.raw(n)
+        local first_line = safe(raw:match("^[^\n]*"))
+        sub:add(SF.error, tvb(off + 21, n), safe(raw))
+        sub:add_proto_expert_info(SE.failure, first_line)
+        text = text .. " " .. (first_line:match("^[^:]*") or "")
       else
         local declared = r.i32()
         sub:add(SF.body_length, tvb(off + 17, 4))
@@ -1053,18 +1069,18 @@ local function dissect_spark_frame(tvb, off, total, tree, pinfo, st, dir, first,
       text = text .. string.format(" stream %s chunk %d", tostring(stream), chunk)
       if ty == 2 then
         local n = r.i32()
-        sub:add(SF.error, tvb(r.pos, n), r.raw(n))
+        sub:add(SF.error, tvb(r.pos, n), safe(r.raw(n)))
       elseif stop > r.pos then
         sub:add(SF.body, tvb(r.pos, stop - r.pos))
       end
     elseif ty == 6 or ty == 7 or ty == 8 then
       local n = r.i32()
-      local stream = r.raw(n)
+      local stream = safe(r.raw(n))
       sub:add(SF.stream, tvb(off + 13, n), stream)
       text = text .. " " .. stream
       if ty == 8 then
         local m = r.i32()
-        sub:add(SF.error, tvb(r.pos, m), r.raw(m))
+        sub:add(SF.error, tvb(r.pos, m), safe(r.raw(m)))
       elseif ty == 7 then
         local count = r.i64()
         sub:add(SF.stream_data, tvb(r.pos - 8, 8))
