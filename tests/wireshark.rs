@@ -31,6 +31,8 @@ use pcap_file::DataLink;
 use serde_json::{json, Value};
 use sparkwire::connection::{Connection, ConnectionConfig, Security};
 use sparkwire::definition::{wireshark, Definition};
+use sparkwire::messages::coarse::LaunchTask;
+use sparkwire::messages::Payload;
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version, Versioned};
 use sparkwire::reference::master::{Master, MasterConfig};
 use sparkwire::spark::frame::{Frame, FrameDecoder};
@@ -41,7 +43,7 @@ use sparkwire::wire::handshake::{
     decode_answer, decode_hello, decode_proof, encode_hello, verify_server_proof, Answer, Hello,
     Role, Secret,
 };
-use sparkwire::wire::{decode_frame, Envelope, Error, Reply};
+use sparkwire::wire::{decode_frame, decode_task, encode_frame, Envelope, Error, Reply};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -375,6 +377,8 @@ enum Seen {
         message: Option<String>,
         reply: Option<String>,
         json: Value,
+        /// `LaunchTask.data` read as a `TaskDescription` (SPEC §10), when it is one.
+        task: Option<Value>,
     },
     Error {
         kind: String,
@@ -418,6 +422,11 @@ fn envelope<F: Family>(frame: &[u8], version: Version) -> Seen {
         }
     };
     let message = |m: &F| serde_json::to_value(Versioned(m, version)).expect("readable JSON");
+    let task = |json: &Value| {
+        let data = json["LaunchTask"]["data"].as_str()?;
+        let task = decode_task(&Bytes::from(unhex(data))).ok()?;
+        Some(serde_json::to_value(&task).expect("readable JSON"))
+    };
     let (form, id, name, reply, json) = match &env {
         Envelope::Send(m) => ("send", None, Some(m.name()), None, message(m)),
         Envelope::Ask { id, message: m } => ("ask", Some(*id), Some(m.name()), None, message(m)),
@@ -451,6 +460,7 @@ fn envelope<F: Family>(frame: &[u8], version: Version) -> Seen {
         id,
         message: name.map(str::to_string),
         reply,
+        task: task(&json),
         json,
     }
 }
@@ -634,6 +644,8 @@ fn dissected(layer: &Value) -> Seen {
         message: text(layer.get("sparkwire.message")),
         reply: text(layer.get("sparkwire.reply")),
         json: serde_json::from_str(&json).expect("the dissector's JSON parses"),
+        task: text(layer.get("sparkwire.task"))
+            .map(|t| serde_json::from_str(&t).expect("the dissector's task JSON parses")),
     }
 }
 
@@ -675,6 +687,7 @@ fn same_seen(a: &Seen, b: &Seen) -> bool {
                 message: m1,
                 reply: r1,
                 json: j1,
+                task: t1,
             },
             Seen::Envelope {
                 form: f2,
@@ -682,8 +695,15 @@ fn same_seen(a: &Seen, b: &Seen) -> bool {
                 message: m2,
                 reply: r2,
                 json: j2,
+                task: t2,
             },
-        ) => f1 == f2 && i1 == i2 && m1 == m2 && r1 == r2 && same(j1, j2),
+        ) => {
+            let tasks = match (t1, t2) {
+                (Some(a), Some(b)) => same(a, b),
+                (a, b) => a == b,
+            };
+            f1 == f2 && i1 == i2 && m1 == m2 && r1 == r2 && same(j1, j2) && tasks
+        }
         _ => a == b,
     }
 }
@@ -698,6 +718,7 @@ struct Figures {
     errors: BTreeMap<String, usize>,
     message_names: BTreeSet<(u64, String)>,
     mismatches: Vec<String>,
+    tasks: usize,
 }
 
 /// Compares, connection by connection and direction by direction, what the dissector shows with
@@ -759,8 +780,14 @@ fn compare(json: &[Value], conns: &[Recorded], figures: &mut Figures) {
                 }
                 figures.frames += 1;
                 match want {
-                    Seen::Envelope { message, json, .. } => {
+                    Seen::Envelope {
+                        message,
+                        json,
+                        task,
+                        ..
+                    } => {
                         figures.messages += 1;
+                        figures.tasks += usize::from(task.is_some());
                         if let Some(name) = message {
                             let fields = json[name].as_object().expect("a field map");
                             let tree = tree_fields(layer);
@@ -879,6 +906,23 @@ fn mutated_frames(family: &str, version: u64, seed: u64) -> Vec<Vec<u8>> {
             f
         })
         .collect()
+}
+
+/// `LaunchTask` frames whose data is each task description vector (SPEC §10), whole and cut
+/// short.
+fn task_frames(version: Version) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for v in read_json(&vectors_dir().join("task-description.json"))
+        .as_array()
+        .expect("cases")
+    {
+        let data = unhex(v["hex"].as_str().expect("hex"));
+        for len in [data.len(), data.len() / 2] {
+            let message = CoarseMessage::from(LaunchTask::new(Payload::from(data[..len].to_vec())));
+            out.push(encode_frame(&Envelope::Send(message), version).expect("encodes"));
+        }
+    }
+    out
 }
 
 /// A raw peer behind the tap: the server side of the handshake at `version`, then reads to the
@@ -1056,6 +1100,9 @@ async fn tshark_shows_every_frame_as_the_crate_decodes_it() {
             let segment = (family == "coarse" && version == Version::V2).then_some(61);
             sent += raw_exchange(&tap, role, version, message_frames(family, n), segment).await;
             sent += raw_exchange(&tap, role, version, decoder_frames(family, n), None).await;
+            if family == "coarse" {
+                sent += raw_exchange(&tap, role, version, task_frames(version), None).await;
+            }
             for seed in 1..=8 {
                 let frames = mutated_frames(family, n, seed * 10 + n);
                 sent += raw_exchange(&tap, role, version, frames, None).await;
@@ -1078,7 +1125,7 @@ async fn tshark_shows_every_frame_as_the_crate_decodes_it() {
     eprintln!(
         "{} connections, {} packets ({segments} segments of reassembled frames), {} frames dissected: \
          {} handshake frames, {} envelopes compared ({} distinct messages by version), errors by \
-         kind {:?}; {} challenges verified; {sent} frames written",
+         kind {:?}; {} task descriptions, {} challenges verified; {sent} frames written",
         conns.len(),
         figures.packets,
         figures.frames,
@@ -1086,6 +1133,7 @@ async fn tshark_shows_every_frame_as_the_crate_decodes_it() {
         figures.messages,
         figures.message_names.len(),
         figures.errors,
+        figures.tasks,
         challenges
     );
 

@@ -50,6 +50,7 @@ local F = {
   field = ProtoField.string("sparkwire.field", "Field"),
   skipped = ProtoField.string("sparkwire.skipped", "Unknown key, skipped"),
   json = ProtoField.string("sparkwire.json", "Value (JSON)"),
+  task = ProtoField.string("sparkwire.task", "Task description (JSON)"),
   error = ProtoField.string("sparkwire.error", "Decode error"),
   error_detail = ProtoField.string("sparkwire.error.detail", "Error detail"),
   response_to = ProtoField.framenum("sparkwire.response_to", "Answers the ask in frame", base.NONE, frametype.RESPONSE),
@@ -72,8 +73,9 @@ E.too_large = ProtoExpert.new("sparkwire.frame_too_large", "Frame over the limit
 E.bad_handshake = ProtoExpert.new("sparkwire.bad_handshake", "Malformed handshake frame", expert.group.MALFORMED, expert.severity.ERROR)
 E.refused = ProtoExpert.new("sparkwire.refused", "Handshake refused", expert.group.RESPONSE_CODE, expert.severity.WARN)
 E.after_refusal = ProtoExpert.new("sparkwire.after_refusal", "Frame after a refused handshake", expert.group.PROTOCOL, expert.severity.WARN)
+E.task = ProtoExpert.new("sparkwire.task_description", "LaunchTask.data is not a TaskDescription", expert.group.MALFORMED, expert.severity.WARN)
 E.no_handshake = ProtoExpert.new("sparkwire.no_handshake", "Handshake not captured: version and family guessed", expert.group.UNDECODED, expert.severity.NOTE)
-for _, k in ipairs({"too_large", "bad_handshake", "refused", "after_refusal", "no_handshake"}) do
+for _, k in ipairs({"too_large", "bad_handshake", "refused", "after_refusal", "no_handshake", "task"}) do
   table.insert(experts, E[k])
 end
 p_sw.experts = experts
@@ -336,8 +338,33 @@ local function range(tvb, node)
 end
 
 local decode_value
+local decode_fields
 
-local function decode_fields(fields, node, version, tree, tvb, path)
+-- Bytes fields whose content the protocol defines (SPEC §10): shown decoded beneath them. Not
+-- part of the frame's validity: a frame decoder leaves them to the executor.
+local EMBEDDED = {["LaunchTask.data"] = "TaskDescription"}
+-- Where the frame being decoded keeps what it found (its `out` table).
+local current_out = nil
+
+local function decode_embedded(type_name, node, version, item, tvb)
+  local stop = node.soff + node.slen
+  local ok, err = pcall(function()
+    local root = read_value(tvb, node.soff, stop, 0)
+    if root.off + root.len < stop then
+      fail("TrailingBytes", string.format("%d byte(s) follow the value", stop - root.off - root.len))
+    end
+    local sub = item:add(F.field, tvb(node.soff, node.slen), type_name)
+    sub:set_text(type_name .. " (SPEC §10)")
+    local json = decode_fields(TYPES[type_name].fields, root, version, sub, tvb, type_name)
+    if current_out then current_out.embedded = json end
+  end)
+  if not ok then
+    if type(err) ~= "table" then error(err, 0) end
+    item:add_proto_expert_info(E.task, "not a " .. type_name .. ": " .. err.kind .. ": " .. err.detail)
+  end
+end
+
+decode_fields = function(fields, node, version, tree, tvb, path)
   if node.t == "array" then
     fail("InvalidFields", path .. ": fields written as an array of values instead of a map")
   end
@@ -365,6 +392,10 @@ local function decode_fields(fields, node, version, tree, tvb, path)
       local item = tree and tree:add(F.field, tvb(e.k.off, e.v.off + e.v.len - e.k.off), name)
       values[name] = decode_value(def.ty, e.v, version, item, tvb, path .. "." .. name,
         name .. " (" .. def.tys .. ")")
+      local embedded = EMBEDDED[path .. "." .. name]
+      if item and embedded and e.v.t == "bin" and e.v.slen > 0 then
+        decode_embedded(embedded, e.v, version, item, tvb)
+      end
     end
   end
   local parts = {}
@@ -804,7 +835,9 @@ local function dissect_sw_frame(tvb, off, total, tree, pinfo, st, dir, first, no
   sub:add(F.version, version):set_generated()
   if st.family then sub:add(F.family, st.family):set_generated() end
   local out = {}
+  current_out = out
   local ok, err = pcall(decode_envelope, tvb, body_off, stop, st.family, version, sub, out)
+  current_out = nil
   -- Asks and replies are paired by id, per direction (either end may ask).
   local note = pdu_notes[note_key]
   if first then
@@ -829,6 +862,7 @@ local function dissect_sw_frame(tvb, off, total, tree, pinfo, st, dir, first, no
   end
   if ok then
     sub:add(F.json, out.json):set_generated()
+    if out.embedded then sub:add(F.task, out.embedded):set_generated() end
     sub:append_text(", " .. text)
     add_info(pinfo, text)
   else
