@@ -43,7 +43,9 @@ use sparkwire::wire::handshake::{
     decode_answer, decode_hello, decode_proof, encode_hello, verify_server_proof, Answer, Hello,
     Role, Secret,
 };
-use sparkwire::wire::{decode_frame, decode_task, encode_frame, Envelope, Error, Reply};
+use sparkwire::wire::{
+    decode_frame, decode_task, encode_frame, Envelope, Error, Reply, DEFAULT_MAX_FRAME_SIZE,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -383,6 +385,10 @@ enum Seen {
     Error {
         kind: String,
     },
+    /// A prefix declaring more than the frame limit: nothing after it is read.
+    TooLarge {
+        declared: u32,
+    },
 }
 
 /// The error kind of SPEC §8, as the vectors name it.
@@ -465,12 +471,18 @@ fn envelope<F: Family>(frame: &[u8], version: Version) -> Seen {
     }
 }
 
-/// Splits one direction's bytes into whole frames (prefix included).
-fn frames_of(bytes: &[u8]) -> Vec<Vec<u8>> {
+/// Splits one direction's bytes into whole frames (prefix included), up to a prefix declaring
+/// more than the crate's frame limit (`DEFAULT_MAX_FRAME_SIZE`): the stream can be read no
+/// further, and that length is returned too.
+fn frames_of(bytes: &[u8]) -> (Vec<Vec<u8>>, Option<u32>) {
     let mut out = Vec::new();
     let mut rest = bytes;
     while rest.len() >= 4 {
-        let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        let declared = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let len = declared as usize;
+        if len > DEFAULT_MAX_FRAME_SIZE {
+            return (out, Some(declared));
+        }
         if rest.len() < 4 + len {
             break;
         }
@@ -478,7 +490,7 @@ fn frames_of(bytes: &[u8]) -> Vec<Vec<u8>> {
         rest = &rest[4 + len..];
     }
     assert!(rest.is_empty(), "a direction ends in the middle of a frame");
-    out
+    (out, None)
 }
 
 /// What the crate reads in each direction of a recorded connection: the handshake frames, then
@@ -491,7 +503,7 @@ fn crate_reading(c: &Recorded) -> [Vec<Seen>; 2] {
             .flat_map(|(_, b)| b.clone())
             .collect()
     };
-    let (up, down) = (frames_of(&stream(true)), frames_of(&stream(false)));
+    let ((up, up_over), (down, down_over)) = (frames_of(&stream(true)), frames_of(&stream(false)));
     let mut client = Vec::new();
     let mut server = Vec::new();
     let Some(hello_frame) = up.first() else {
@@ -553,6 +565,9 @@ fn crate_reading(c: &Recorded) -> [Vec<Seen>; 2] {
     };
     client.extend(up_rest.map(read));
     server.extend(down_rest.map(read));
+    let over = |declared: u32| Seen::TooLarge { declared };
+    client.extend(up_over.map(over));
+    server.extend(down_over.map(over));
     [client, server]
 }
 
@@ -637,6 +652,11 @@ fn dissected(layer: &Value) -> Seen {
     if let Some(kind) = text(layer.get("sparkwire.error")) {
         return Seen::Error { kind };
     }
+    if let Some(declared) = text(layer.get("sparkwire.too_large")) {
+        return Seen::TooLarge {
+            declared: declared.parse().expect("a length"),
+        };
+    }
     let json = text(layer.get("sparkwire.json")).expect("a decoded frame shows its value");
     Seen::Envelope {
         form: text(layer.get("sparkwire.envelope")).expect("the envelope form"),
@@ -719,6 +739,8 @@ struct Figures {
     message_names: BTreeSet<(u64, String)>,
     mismatches: Vec<String>,
     tasks: usize,
+    too_large: usize,
+    lost_bytes: usize,
 }
 
 /// Compares, connection by connection and direction by direction, what the dissector shows with
@@ -811,6 +833,7 @@ fn compare(json: &[Value], conns: &[Recorded], figures: &mut Figures) {
                         }
                     }
                     Seen::Error { kind } => *figures.errors.entry(kind.clone()).or_insert(0) += 1,
+                    Seen::TooLarge { .. } => figures.too_large += 1,
                     _ => figures.handshake += 1,
                 }
             }
@@ -1069,7 +1092,7 @@ fn check_challenges(conns: &[Recorded]) -> usize {
                 .filter(|(fc, _)| *fc)
                 .flat_map(|(_, b)| b.clone())
                 .collect();
-            let hello_frame = &frames_of(&up)[0];
+            let hello_frame = &frames_of(&up).0[0];
             let nonce: [u8; 32] = nonce.as_slice().try_into().expect("a 32-byte nonce");
             let proof: [u8; 32] = proof.as_slice().try_into().expect("a 32-byte proof");
             assert!(
@@ -1101,7 +1124,12 @@ async fn tshark_shows_every_frame_as_the_crate_decodes_it() {
             sent += raw_exchange(&tap, role, version, message_frames(family, n), segment).await;
             sent += raw_exchange(&tap, role, version, decoder_frames(family, n), None).await;
             if family == "coarse" {
-                sent += raw_exchange(&tap, role, version, task_frames(version), None).await;
+                // Task descriptions, then a prefix declaring 200 MiB and bytes that follow it.
+                let mut frames = task_frames(version);
+                let mut over = (200u32 << 20).to_be_bytes().to_vec();
+                over.extend_from_slice(b"bytes a decoder never reads as a frame");
+                frames.push(over);
+                sent += raw_exchange(&tap, role, version, frames, None).await;
             }
             for seed in 1..=8 {
                 let frames = mutated_frames(family, n, seed * 10 + n);
@@ -1125,7 +1153,8 @@ async fn tshark_shows_every_frame_as_the_crate_decodes_it() {
     eprintln!(
         "{} connections, {} packets ({segments} segments of reassembled frames), {} frames dissected: \
          {} handshake frames, {} envelopes compared ({} distinct messages by version), errors by \
-         kind {:?}; {} task descriptions, {} challenges verified; {sent} frames written",
+         kind {:?}; {} frames over the limit ({} bytes after them); {} task descriptions, {} \
+         challenges verified; {sent} frames written",
         conns.len(),
         figures.packets,
         figures.frames,
@@ -1133,6 +1162,8 @@ async fn tshark_shows_every_frame_as_the_crate_decodes_it() {
         figures.messages,
         figures.message_names.len(),
         figures.errors,
+        figures.too_large,
+        figures.lost_bytes,
         figures.tasks,
         challenges
     );

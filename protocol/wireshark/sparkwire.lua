@@ -576,6 +576,8 @@ local p_spark = Proto("sparkrpc", "Spark RPC (Netty transport)")
 
 local F = {
   length = ProtoField.uint32("sparkwire.length", "Length", base.DEC),
+  too_large = ProtoField.uint32("sparkwire.too_large", "Frame over the limit, declared length", base.DEC),
+  lost = ProtoField.uint32("sparkwire.lost", "Bytes after the framing was lost", base.DEC),
   handshake = ProtoField.string("sparkwire.handshake", "Handshake frame"),
   hs_magic = ProtoField.string("sparkwire.handshake.magic", "Magic"),
   hs_versions = ProtoField.string("sparkwire.handshake.versions", "Versions"),
@@ -1433,7 +1435,9 @@ function p_sw.dissector(tvb, pinfo, tree)
   local off = 0
   while off < len do
     if st.lost[dir] then
-      tree:add(p_sw, tvb(off)):append_text(", framing lost: bytes not dissected")
+      local sub = tree:add(p_sw, tvb(off))
+      sub:append_text(", framing lost: bytes not dissected")
+      sub:add(F.lost, tvb(off), len - off)
       return len
     end
     if len - off < 4 then
@@ -1446,6 +1450,7 @@ function p_sw.dissector(tvb, pinfo, tree)
     if body > limit then
       local sub = tree:add(p_sw, tvb(off))
       sub:add(F.length, tvb(off, 4))
+      sub:add(F.too_large, tvb(off, 4))
       sub:add_proto_expert_info(E.too_large, string.format("frame of %d bytes declared; the limit is %d", body, limit))
       add_info(pinfo, string.format("Frame over the limit (%d bytes declared)", body))
       st.lost[dir] = true
@@ -1743,7 +1748,8 @@ local function heur_sparkwire(tvb, pinfo, tree)
   local n = tvb:len()
   if n < 16 then return false end
   local body = tvb(0, 4):uint()
-  if body < 12 or body > HANDSHAKE_LIMIT then return false end
+  -- A hello over the handshake limit is still recognised (and shown as over the limit).
+  if body < 12 or body > FRAME_LIMIT then return false end
   local m = tvb(4, 1):uint()
   if not ((m >= 0x80 and m <= 0x8f) or m == 0xde or m == 0xdf) then return false end
   local head = tvb:raw(4, math.min(n - 4, body, 96))
