@@ -1407,6 +1407,114 @@ fn tshark_shows_every_spark_rpc_frame_of_the_real_captures() {
     std::fs::remove_dir_all(&dir).expect("remove the scratch directory");
 }
 
+/// `java.lang.Boolean.TRUE` as `ObjectOutputStream` writes it (an RpcResponse of capture A).
+const JAVA_TRUE: &str = "aced0005737200116a6176612e6c616e672e426f6f6c65616ecd207280d59cfaee0200015a000576616c7565787001";
+
+/// A Spark transport frame: its length (counting itself), type and the rest.
+fn spark_frame(kind: u8, rest: &[u8]) -> Vec<u8> {
+    let mut out = (9 + rest.len() as u64).to_be_bytes().to_vec();
+    out.push(kind);
+    out.extend_from_slice(rest);
+    out
+}
+
+/// A `RequestMessage` body: optional sender, receiver, endpoint name, then the Java stream.
+fn request_message(sender: Option<(&str, i32)>, endpoint: &str, stream: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for address in [sender, Some(("127.0.0.1", 7077))] {
+        match address {
+            None => out.push(0),
+            Some((host, port)) => {
+                out.push(1);
+                out.extend_from_slice(&(host.len() as u16).to_be_bytes());
+                out.extend_from_slice(host.as_bytes());
+                out.extend_from_slice(&port.to_be_bytes());
+            }
+        }
+    }
+    out.extend_from_slice(&(endpoint.len() as u16).to_be_bytes());
+    out.extend_from_slice(endpoint.as_bytes());
+    out.extend_from_slice(stream);
+    out
+}
+
+fn with_id_and_body(id: i64, body: &[u8]) -> Vec<u8> {
+    let mut out = id.to_be_bytes().to_vec();
+    out.extend_from_slice(&(body.len() as i32).to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// Spark frames the captures do not have: an ask that fails (`RpcFailure`) and one that is
+/// answered, a one-way message from a client-mode RpcEnv (no sender), in 9-byte segments: the
+/// first holds no more than a frame's header.
+#[test]
+fn tshark_pairs_spark_failures_and_responses_with_their_requests() {
+    let Some(tshark) = tshark() else {
+        return;
+    };
+    let dir = scratch("spark-failure");
+    let lua = dissector(&dir);
+    let java_true = unhex(JAVA_TRUE);
+    let ask = request_message(Some(("127.0.0.1", 35001)), "Master", &java_true);
+    let mut failure = 42i64.to_be_bytes().to_vec();
+    let error = "org.apache.spark.SparkException: Unsupported message\n\tat Master.receive";
+    failure.extend_from_slice(&(error.len() as i32).to_be_bytes());
+    failure.extend_from_slice(error.as_bytes());
+    let reads = vec![
+        (true, spark_frame(3, &with_id_and_body(42, &ask))),
+        (false, spark_frame(5, &failure)),
+        (true, spark_frame(3, &with_id_and_body(43, &ask))),
+        (false, spark_frame(4, &with_id_and_body(43, &java_true))),
+        (true, {
+            let body = request_message(None, "Worker", &java_true);
+            let mut rest = (body.len() as i32).to_be_bytes().to_vec();
+            rest.extend_from_slice(&body);
+            spark_frame(9, &rest)
+        }),
+    ];
+    let conn = Recorded {
+        client: Some("127.0.0.1:41001".parse().expect("address")),
+        server: Some("127.0.0.1:17077".parse().expect("address")),
+        reads,
+        segment: Some(9),
+    };
+    let capture = dir.join("failure.pcap");
+    write_pcap(&capture, &[conn]);
+    let want = crate_spark(&capture);
+    let json = dissect(&tshark, &lua, &capture);
+    let packets = packets(&json);
+    assert_eq!(undissected(&packets), Vec::<u64>::new());
+    let mut got: HashMap<(u16, u16, bool), Vec<SparkSeen>> = HashMap::new();
+    let mut errors = Vec::new();
+    for p in &packets {
+        for layer in each(p.layers.get("sparkrpc")) {
+            let kind: u8 = text(layer.get("sparkrpc.type"))
+                .expect("a frame type")
+                .parse()
+                .expect("a type byte");
+            errors.extend(text(layer.get("sparkrpc.error")));
+            let key = if p.src_port == 41001 {
+                (41001, 17077, true)
+            } else {
+                (41001, 17077, false)
+            };
+            got.entry(key).or_default().push(SparkSeen {
+                kind,
+                endpoint: text(layer.get("sparkrpc.endpoint")),
+                class: text(layer.get("sparkrpc.class")),
+                answers: matches!(kind, 4 | 5).then(|| text(layer.get("sparkrpc.request_class"))),
+            });
+        }
+    }
+    assert_eq!(got, want);
+    let failed = &want[&(41001, 17077, false)][0];
+    assert_eq!(failed.kind, 5);
+    assert_eq!(failed.answers, Some(Some("java.lang.Boolean".to_string())));
+    assert_eq!(errors, vec![error.replace(['\n', '\t'], "?")]);
+    std::fs::remove_dir_all(&dir).expect("remove the scratch directory");
+}
+
 #[test]
 fn spec_wireshark_writes_the_dissector_and_check_finds_a_stale_one() {
     let dir = scratch("cli");

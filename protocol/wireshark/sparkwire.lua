@@ -1760,17 +1760,21 @@ local function heur_sparkwire(tvb, pinfo, tree)
   return true
 end
 
+-- Spark's first frame on a connection is an RpcRequest or a OneWayMessage (a ChunkFetchRequest on
+-- a block-transfer connection): an 8-byte length below 2 GiB, a type byte, and body lengths that
+-- agree with it when the segment holds them. A first segment holding less than the header is not
+-- taken (its connection is left to other dissectors).
 local function heur_spark(tvb, pinfo, tree)
   local n = tvb:len()
-  if n < 13 then return false end
+  if n < 9 then return false end
   if tvb(0, 4):uint() ~= 0 then return false end
   local total = tvb(4, 4):uint()
   local ty = tvb(8, 1):uint()
   if total < 13 or total > 0x7fffffff then return false end
   if ty == 9 then
-    if tvb(9, 4):int() ~= total - 13 then return false end
+    if n >= 13 and tvb(9, 4):int() ~= total - 13 then return false end
   elseif ty == 3 or ty == 4 then
-    if total < 21 or n < 21 or tvb(17, 4):int() ~= total - 21 then return false end
+    if total < 21 or (n >= 21 and tvb(17, 4):int() ~= total - 21) then return false end
   elseif ty == 0 then
     if total ~= 21 then return false end
   else
