@@ -1199,6 +1199,13 @@ local conversations = {}   -- stream key -> live state (first pass)
 local snapshots = {}       -- protocol .. packet number -> state at the packet's start
 local pdu_notes = {}       -- protocol .. packet number .. ":" .. offset -> what the first pass learned
 
+-- A new capture (or a reload) starts from nothing: Wireshark calls `init` before dissecting one.
+local function reset()
+  conversations, snapshots, pdu_notes = {}, {}, {}
+end
+p_sw.init = reset
+p_spark.init = reset
+
 local function copy(t)
   local c = {}
   for k, v in pairs(t) do
