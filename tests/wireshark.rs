@@ -10,7 +10,9 @@
 //! secret) and a raw peer that takes every golden vector's frame in both families and versions
 //! (`protocol/vectors/`), with the malformed frames of `envelope.json` and `decoder.json` and
 //! the message frames with random bytes replaced or cut short (seeded, so failures reproduce).
-//! One connection's bytes are cut into 61-byte segments, so that frames cross TCP segments.
+//! One connection's bytes are cut into 61-byte segments, so that frames cross TCP segments, and
+//! one ends with a prefix declaring more than the frame limit. Spark frames the captures lack
+//! (an `RpcFailure`, a one-way message from a client-mode RpcEnv) are written by hand.
 //!
 //! Without `tshark` the test says it is skipped, except under CI (`CI=true`), where it fails.
 #![cfg(all(feature = "cli", feature = "spark"))]
