@@ -820,6 +820,14 @@ local function dissect_handshake(tvb, off, stop, tree, pinfo, st, dir)
   end
 end
 
+-- Whether a frame body reads as a handshake map: a map whose first bytes hold the key `magic`.
+local function looks_like_handshake(tvb, off, stop)
+  if stop - off < 7 then return false end
+  local m = tvb(off, 1):uint()
+  if not ((m >= 0x80 and m <= 0x8f) or m == 0xde or m == 0xdf) then return false end
+  return tvb:raw(off, math.min(stop - off, 96)):find("\165magic", 1, true) ~= nil
+end
+
 local function sw_fresh()
   return {phase = "handshake", lost = {}, asks = {}}
 end
@@ -829,9 +837,14 @@ local function dissect_sw_frame(tvb, off, total, tree, pinfo, st, dir, first, no
   sub:add(F.length, tvb(off, 4))
   local body_off, stop = off + 4, off + total
   if st.phase == "handshake" then
-    sub:append_text(", handshake")
-    dissect_handshake(tvb, body_off, stop, sub, pinfo, st, dir)
-    return
+    -- A connection whose handshake was not captured (Decode As): its first frame has no magic.
+    if st.handshake_seen or looks_like_handshake(tvb, body_off, stop) then
+      st.handshake_seen = true
+      sub:append_text(", handshake")
+      dissect_handshake(tvb, body_off, stop, sub, pinfo, st, dir)
+      return
+    end
+    st.phase = "envelope"
   end
   if st.phase == "refused" then
     sub:add_proto_expert_info(E.after_refusal, "the server refused the handshake; nothing follows it")
