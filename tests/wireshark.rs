@@ -97,11 +97,17 @@ fn dissector(dir: &Path) -> PathBuf {
 /// with a home of its own, so that a user's preferences or an installed copy of the dissector
 /// (`~/.local/lib/wireshark/plugins/`) play no part.
 fn dissect(tshark: &Path, lua: &Path, capture: &Path) -> Vec<Value> {
+    dissect_with(tshark, lua, capture, &[])
+}
+
+/// [`dissect`] with more of tshark's options (`-d` for Decode As).
+fn dissect_with(tshark: &Path, lua: &Path, capture: &Path, options: &[&str]) -> Vec<Value> {
     let home = capture.with_extension("home");
     std::fs::create_dir_all(&home).expect("tshark's home");
     let out = Command::new(tshark)
         .env("HOME", &home)
         .env("XDG_CONFIG_HOME", home.join("config"))
+        .args(options)
         .arg("-2")
         .arg("-X")
         .arg(format!("lua_script:{}", lua.display()))
@@ -1514,6 +1520,58 @@ fn tshark_pairs_spark_failures_and_responses_with_their_requests() {
     assert_eq!(failed.kind, 5);
     assert_eq!(failed.answers, Some(Some("java.lang.Boolean".to_string())));
     assert_eq!(errors, vec![error.replace(['\n', '\t'], "?")]);
+    std::fs::remove_dir_all(&dir).expect("remove the scratch directory");
+}
+
+/// A capture that starts after the handshake: with *Decode As* sparkwire, frames are read as
+/// envelopes in the preference's version (2), each message's family guessed from its name, and
+/// flagged as read without a handshake.
+#[test]
+fn decode_as_reads_a_connection_whose_handshake_was_not_captured() {
+    let Some(tshark) = tshark() else {
+        return;
+    };
+    let dir = scratch("decode-as");
+    let lua = dissector(&dir);
+    let frames: Vec<Vec<u8>> = ["deploy", "coarse"]
+        .iter()
+        .flat_map(|family| message_frames(family, 2))
+        .collect();
+    let conn = Recorded {
+        client: Some("127.0.0.1:41002".parse().expect("address")),
+        server: Some("127.0.0.1:17077".parse().expect("address")),
+        reads: vec![(true, frames.concat())],
+        segment: Some(1000),
+    };
+    let capture = dir.join("no-handshake.pcap");
+    write_pcap(&capture, &[conn]);
+    let json = dissect_with(
+        &tshark,
+        &lua,
+        &capture,
+        &["-d", "tcp.port==17077,sparkwire"],
+    );
+    let packets = packets(&json);
+    assert_eq!(undissected(&packets), Vec::<u64>::new());
+    let layers: Vec<&Value> = packets
+        .iter()
+        .flat_map(|p| each(p.layers.get("sparkwire")))
+        .collect();
+    assert_eq!(layers.len(), frames.len(), "every frame is shown");
+    for (layer, frame) in layers.iter().zip(&frames) {
+        let deploy = envelope::<DeployMessage>(frame, Version::V2);
+        let want = if matches!(deploy, Seen::Envelope { .. }) {
+            deploy
+        } else {
+            envelope::<CoarseMessage>(frame, Version::V2)
+        };
+        let seen = dissected(layer);
+        assert!(same_seen(&seen, &want), "{seen:?}\n{want:?}");
+        assert!(
+            layer.to_string().contains("sparkwire.no_handshake"),
+            "flagged as read without a handshake"
+        );
+    }
     std::fs::remove_dir_all(&dir).expect("remove the scratch directory");
 }
 

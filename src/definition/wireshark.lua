@@ -543,12 +543,21 @@ end
 -- Envelopes and messages (SPEC §3, §4, §8, §11.2)
 ------------------------------------------------------------------------------------------------
 
-local function lookup_message(family, name)
+-- The message `name` of `family`; without a family (no handshake captured), of the family that
+-- has it, and when both do (`KillExecutors`), of the first whose fields `fields` fit.
+local function lookup_message(family, name, fields, version, tvb)
   if family then return MESSAGES[family] and MESSAGES[family][name], family end
+  local first, first_family
   for _, fam in ipairs({"deploy", "coarse"}) do
-    if MESSAGES[fam][name] then return MESSAGES[fam][name], fam end
+    local m = MESSAGES[fam][name]
+    if m then
+      if first == nil then first, first_family = m, fam end
+      local ok, err = pcall(decode_fields, m.fields, fields, version, nil, tvb, name)
+      if not ok and type(err) ~= "table" then error(err, 0) end
+      if ok then return m, fam end
+    end
   end
-  return nil, nil
+  return first, first_family
 end
 
 local function decode_message(node, family, version, tree, tvb, out)
@@ -562,7 +571,7 @@ local function decode_message(node, family, version, tree, tvb, out)
   local name = e.k.s
   local item = tree:add(F.message, range(tvb, node), safe(name))
   out.message = safe(name)
-  local m, fam = lookup_message(family, name)
+  local m, fam = lookup_message(family, name, e.v, version, tvb)
   if not m then fail("UnknownMessage", "unknown " .. (family or "") .. " message " .. show_str(name)) end
   item:append_text(" (" .. fam .. ", " .. m.kind .. ")")
   if m.kind == "local" then
