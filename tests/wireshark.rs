@@ -779,6 +779,11 @@ fn compare(json: &[Value], conns: &[Recorded], figures: &mut Figures) {
             (p.dst_port, p.src_port, false)
         };
         for layer in each(p.layers.get("sparkwire")) {
+            // Bytes after a frame over the limit are not frames: shown as such, not compared.
+            if let Some(lost) = text(layer.get("sparkwire.lost")) {
+                figures.lost_bytes += lost.parse::<usize>().expect("a byte count");
+                continue;
+            }
             shown
                 .entry(key)
                 .or_default()
@@ -1211,6 +1216,12 @@ async fn tshark_shows_every_frame_as_the_crate_decodes_it() {
     assert!(
         challenges >= 2,
         "the authentication exchanges were compared"
+    );
+    assert!(figures.tasks >= 4, "task descriptions were compared");
+    assert_eq!(figures.too_large, 2, "frames over the limit were compared");
+    assert!(
+        figures.lost_bytes > 0,
+        "the bytes after them were shown as such"
     );
     let refusals = conns
         .iter()

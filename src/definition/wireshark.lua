@@ -928,21 +928,23 @@ function p_sw.dissector(tvb, pinfo, tree)
     local body = tvb(off, 4):uint()
     local limit = st.phase == "handshake" and HANDSHAKE_LIMIT or FRAME_LIMIT
     if body > limit then
-      local sub = tree:add(p_sw, tvb(off))
+      local sub = tree:add(p_sw, tvb(off, 4))
       sub:add(F.length, tvb(off, 4))
       sub:add(F.too_large, tvb(off, 4))
       sub:add_proto_expert_info(E.too_large, string.format("frame of %d bytes declared; the limit is %d", body, limit))
       add_info(pinfo, string.format("Frame over the limit (%d bytes declared)", body))
+      -- Nothing after the prefix is framed any more: the loop shows the rest as lost.
       st.lost[dir] = true
-      return len
+      off = off + 4
+    else
+      if len - off < 4 + body then
+        pinfo.desegment_offset = off
+        pinfo.desegment_len = 4 + body - (len - off)
+        return len
+      end
+      dissect_sw_frame(tvb, off, 4 + body, tree, pinfo, st, dir, first, call .. ":" .. off)
+      off = off + 4 + body
     end
-    if len - off < 4 + body then
-      pinfo.desegment_offset = off
-      pinfo.desegment_len = 4 + body - (len - off)
-      return len
-    end
-    dissect_sw_frame(tvb, off, 4 + body, tree, pinfo, st, dir, first, call .. ":" .. off)
-    off = off + 4 + body
   end
   return len
 end
