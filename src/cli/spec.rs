@@ -1,4 +1,5 @@
-//! `sparkwire spec …`: the definition as text or JSON, and the golden vectors.
+//! `sparkwire spec …`: the definition as text or JSON, the golden vectors, messages.md and the
+//! Wireshark dissector.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +27,15 @@ pub enum SpecCommand {
     Docs {
         /// File to write.
         #[arg(long, default_value = "protocol/messages.md")]
+        out: PathBuf,
+        /// Write nothing; exit 1 if the file differs from what would be written.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Write the Wireshark dissector (Lua) for sparkwire's wire and Spark's RPC framing.
+    Wireshark {
+        /// File to write.
+        #[arg(long, default_value = "protocol/wireshark/sparkwire.lua")]
         out: PathBuf,
         /// Write nothing; exit 1 if the file differs from what would be written.
         #[arg(long)]
@@ -99,24 +109,40 @@ pub fn run(cmd: SpecCommand) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         SpecCommand::Docs { out, check } => {
-            if check {
-                must_exist(&out)?;
-            }
             let text = sparkwire::definition::markdown::render(def);
-            let current = std::fs::read_to_string(&out).ok();
-            if current.as_deref() == Some(text.as_str()) {
-                println!("{} is up to date", out.display());
-            } else if check {
-                eprintln!("{} is stale; run `cargo run -- spec docs`", out.display());
-                return Ok(ExitCode::from(1));
-            } else {
-                std::fs::write(&out, text)
-                    .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-                println!("wrote {}", out.display());
-            }
-            Ok(ExitCode::SUCCESS)
+            generated_file(&out, &text, check, "docs")
+        }
+        SpecCommand::Wireshark { out, check } => {
+            let text = sparkwire::definition::wireshark::render(def)?;
+            generated_file(&out, &text, check, "wireshark")
         }
     }
+}
+
+/// Writes `text` to `out` (its directory created), or with `check` only says whether `out`
+/// holds it already: exit 1 when it does not. `command` is the `spec` subcommand that writes it.
+fn generated_file(out: &Path, text: &str, check: bool, command: &str) -> Result<ExitCode, String> {
+    if check {
+        must_exist(out)?;
+    }
+    let current = std::fs::read_to_string(out).ok();
+    if current.as_deref() == Some(text) {
+        println!("{} is up to date", out.display());
+    } else if check {
+        eprintln!(
+            "{} is stale; run `cargo run -- spec {command}`",
+            out.display()
+        );
+        return Ok(ExitCode::from(1));
+    } else {
+        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+        println!("wrote {}", out.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Refuses to check `path` when it does not exist: most likely the command was not run at the

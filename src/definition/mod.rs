@@ -10,6 +10,8 @@ pub mod convert;
 #[cfg(feature = "testing")]
 pub mod markdown;
 mod types;
+#[cfg(feature = "testing")]
+pub mod wireshark;
 
 use std::sync::OnceLock;
 
