@@ -211,3 +211,105 @@ async fn proxy_forwards_bytes_that_are_not_spark_and_reports_them_only_as_not_sp
     assert!(outcome.summary.connections.values().all(|c| c.not_spark));
     assert_eq!(outcome.forwarded, [garbage.len() as u64, 16]);
 }
+
+/// A one-way RPC frame to `endpoint` holding `stream`.
+fn one_way(endpoint: &str, stream: &[u8]) -> Vec<u8> {
+    use sparkwire::spark::frame::Frame;
+    use sparkwire::spark::rpc::RequestMessage;
+    let body = RequestMessage {
+        sender: Some(("127.0.0.1".into(), 7078)),
+        receiver: Some(("127.0.0.1".into(), 7077)),
+        endpoint: endpoint.into(),
+        stream: stream.to_vec().into(),
+    }
+    .encode()
+    .expect("a body");
+    Frame::OneWay { body: body.into() }
+        .encode()
+        .expect("a frame")
+}
+
+/// A Java stream nesting `depth` objects of a one-field class.
+fn nested_stream(depth: usize) -> Vec<u8> {
+    let mut s = vec![0xAC, 0xED, 0x00, 0x05, 0x73, 0x72, 0, 1, b'N'];
+    s.extend_from_slice(&1i64.to_be_bytes());
+    s.extend_from_slice(&[0x02, 0, 1, b'L', 0, 1, b'n', 0x74, 0, 1, b'N', 0x78, 0x70]);
+    for _ in 1..depth {
+        s.extend_from_slice(&[0x73, 0x71, 0x00, 0x7E, 0x00, 0x00]);
+    }
+    s.push(0x70);
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_java_streams_fail_their_frame_alone_and_the_proxy_serves_the_other_connections() {
+    // An upstream that echoes nothing and reads everything.
+    let upstream = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+    let upstream_addr = upstream.local_addr().expect("address");
+    let received = Arc::new(Mutex::new(HashMap::<u16, usize>::new()));
+    let seen = received.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, peer)) = upstream.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = s.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    *seen.lock().expect("lock").entry(peer.port()).or_insert(0) += n;
+                }
+            });
+        }
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+    let proxy =
+        start(listener, upstream_addr.to_string(), ProxyOptions::default()).expect("proxy starts");
+    let addr = proxy.local_addr();
+    // Hostile: 200,000 levels of nesting; an array claiming 2^31 - 1 elements; a reference to
+    // a handle that was never assigned. Then a frame of Spark's own (an endpoint check).
+    let mut lying_array = vec![0xAC, 0xED, 0x00, 0x05, 0x75, 0x72, 0, 2, b'[', b'L'];
+    lying_array.extend_from_slice(&1i64.to_be_bytes());
+    lying_array.extend_from_slice(&[0x02, 0, 0, 0x78, 0x70]);
+    lying_array.extend_from_slice(&i32::MAX.to_be_bytes());
+    let dangling = vec![0xAC, 0xED, 0x00, 0x05, 0x71, 0x00, 0x7E, 0x00, 0x09];
+    let check =
+        sparkwire::spark::encode::check_existence_stream("Master", Version::V2).expect("a check");
+    let mut hostile = one_way("Master", &nested_stream(200_000));
+    hostile.extend(one_way("Master", &lying_array));
+    hostile.extend(one_way("Master", &dangling));
+    hostile.extend(one_way("endpoint-verifier", &check));
+    let good = one_way("endpoint-verifier", &check);
+    let mut bad_conn = TcpStream::connect(addr).await.expect("connects");
+    bad_conn.write_all(&hostile).await.expect("writes");
+    // Another connection, served meanwhile.
+    let mut good_conn = TcpStream::connect(addr).await.expect("connects");
+    good_conn.write_all(&good).await.expect("writes");
+    let total = hostile.len() + good.len();
+    for _ in 0..200 {
+        if received.lock().expect("lock").values().sum::<usize>() >= total {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(bad_conn);
+    drop(good_conn);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let outcome = proxy.stop().await;
+    // Every byte went through, both connections'.
+    assert_eq!(outcome.forwarded[0], total as u64);
+    // Each hostile stream failed its own frame, with a typed reason; the frames after it on the
+    // same connection still decoded (the check is outside the catalogue: counted, not failed).
+    let failures = outcome.summary.failures.join("\n");
+    assert_eq!(outcome.summary.failures.len(), 3, "{failures}");
+    assert!(failures.contains("nested deeper than 128"), "{failures}");
+    assert!(failures.contains("ends early"), "{failures}");
+    assert!(failures.contains("bad reference"), "{failures}");
+    assert_eq!(
+        outcome
+            .summary
+            .outside
+            .get("org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence"),
+        Some(&2)
+    );
+}

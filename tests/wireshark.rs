@@ -451,6 +451,13 @@ fn envelope<F: Family>(frame: &[u8], version: Version) -> Seen {
             None,
             serde_json::to_value(error).expect("JSON"),
         ),
+        Envelope::Close(reason) => (
+            "close",
+            None,
+            None,
+            None,
+            serde_json::to_value(reason).expect("JSON"),
+        ),
         Envelope::Reply { id, reply } => {
             let (name, json) = match reply {
                 Reply::Message(m) => (Some(m.name()), message(m)),
@@ -1061,6 +1068,7 @@ async fn reference_master(tap: &Tap) {
             role: Role::Worker,
             id: "worker-from-the-future".into(),
             auth: None,
+            features: Vec::new(),
         };
         let mut body = Vec::new();
         encode_hello(&hello, &mut body);
@@ -1266,10 +1274,10 @@ struct SparkSeen {
 }
 
 fn class_of_body(body: &[u8]) -> Option<String> {
-    if body.starts_with(&java::MAGIC) {
+    if body.starts_with(&sparkwire::spark::serial::MAGIC) {
         java::parse(body)
             .ok()
-            .and_then(|v| java::class_of(&v).map(str::to_string))
+            .and_then(|g| g.root_node().class().map(str::to_string))
     } else {
         block_transfer_class(body).map(str::to_string)
     }

@@ -96,6 +96,12 @@ local TYPES = {
     {name = "className", tys = "string", ty = {k = "string"}},
     {name = "message", tys = "string", ty = {k = "string"}},
   }},
+  ["CloseReason"] = {kind = "struct", fields = {
+    {name = "kind", tys = "string", ty = {k = "string"}},
+    {name = "message", tys = "string", ty = {k = "string"}},
+    {name = "path", tys = "option<string>", ty = {k = "option", t = {k = "string"}}},
+    {name = "offset", tys = "option<i64>", ty = {k = "option", t = {k = "i64"}}},
+  }},
   ["MiscellaneousProcessDetails"] = {kind = "struct", fields = {
     {name = "hostPort", tys = "string", ty = {k = "string"}},
     {name = "cores", tys = "i32", ty = {k = "i32"}},
@@ -365,7 +371,7 @@ MESSAGES["deploy"]["KillAllDriversResponse"] = {since = 2, kind = "reply", field
   {name = "success", tys = "bool", ty = {k = "bool"}},
   {name = "message", tys = "string", ty = {k = "string"}},
 }}
-MESSAGES["deploy"]["RequestClearCompletedDriversAndApps"] = {since = 2, kind = "ask", reply = "i32", fields = {
+MESSAGES["deploy"]["RequestClearCompletedDriversAndApps"] = {since = 2, kind = "ask", reply = "bool", fields = {
 }}
 MESSAGES["deploy"]["RequestReadyz"] = {since = 2, kind = "ask", reply = "bool", fields = {
 }}
@@ -526,7 +532,7 @@ MESSAGES["coarse"]["StopDriver"] = {since = 1, kind = "local", fields = {
 }}
 MESSAGES["coarse"]["StopExecutors"] = {since = 1, kind = "local", reply = "bool", fields = {
 }}
-MESSAGES["coarse"]["RemoveExecutor"] = {since = 1, kind = "local", reply = "bool", fields = {
+MESSAGES["coarse"]["RemoveExecutor"] = {since = 1, kind = "send", fields = {
   {name = "executorId", tys = "string", ty = {k = "string"}},
   {name = "reason", tys = "ExecutorLossReason", ty = {k = "named", n = "ExecutorLossReason"}},
 }}
@@ -1141,7 +1147,7 @@ local REPLY_TYPES = {
   threadDump = {k = "option", t = {k = "named", n = "ThreadStackTrace"}},
   lossReason = {k = "named", n = "ExecutorLossReason"},
 }
-local FORMS = {[0] = "send", [1] = "ask", [2] = "reply", [3] = "failure"}
+local FORMS = {[0] = "send", [1] = "ask", [2] = "reply", [3] = "failure", [4] = "close"}
 
 local function nonneg_int(node)
   return node ~= nil and node.t == "int" and node.text:sub(1, 1) ~= "-"
@@ -1158,7 +1164,7 @@ local function decode_envelope(tvb, off, stop, family, version, tree, out)
   if not nonneg_int(tag) then fail("BadEnvelope", "the envelope's tag is not a non-negative integer") end
   local form = #tag.text == 1 and FORMS[tonumber(tag.text)] or nil
   if form == nil then fail("BadEnvelope", "unknown envelope tag " .. tag.text) end
-  local expected = form == "send" and 2 or 3
+  local expected = (form == "send" or form == "close") and 2 or 3
   if #root.items ~= expected then
     fail("BadEnvelope", string.format("envelope tag %s takes %d elements, found %d", tag.text, expected, #root.items))
   end
@@ -1166,6 +1172,14 @@ local function decode_envelope(tvb, off, stop, family, version, tree, out)
   tree:add(F.envelope, range(tvb, tag), form)
   if form == "send" then
     out.json = decode_message(root.items[2], family, version, tree, tvb, out)
+    return
+  end
+  if form == "close" then
+    -- SPEC §8.1: why the sender closes the connection.
+    local body = root.items[2]
+    local item = tree:add(F.field, range(tvb, body), "reason")
+    item:set_text("Close reason (CloseReason)")
+    out.json = decode_fields(TYPES.CloseReason.fields, body, version, item, tvb, "close")
     return
   end
   local id = root.items[2]

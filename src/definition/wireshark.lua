@@ -591,7 +591,7 @@ local REPLY_TYPES = {
   threadDump = {k = "option", t = {k = "named", n = "ThreadStackTrace"}},
   lossReason = {k = "named", n = "ExecutorLossReason"},
 }
-local FORMS = {[0] = "send", [1] = "ask", [2] = "reply", [3] = "failure"}
+local FORMS = {[0] = "send", [1] = "ask", [2] = "reply", [3] = "failure", [4] = "close"}
 
 local function nonneg_int(node)
   return node ~= nil and node.t == "int" and node.text:sub(1, 1) ~= "-"
@@ -608,7 +608,7 @@ local function decode_envelope(tvb, off, stop, family, version, tree, out)
   if not nonneg_int(tag) then fail("BadEnvelope", "the envelope's tag is not a non-negative integer") end
   local form = #tag.text == 1 and FORMS[tonumber(tag.text)] or nil
   if form == nil then fail("BadEnvelope", "unknown envelope tag " .. tag.text) end
-  local expected = form == "send" and 2 or 3
+  local expected = (form == "send" or form == "close") and 2 or 3
   if #root.items ~= expected then
     fail("BadEnvelope", string.format("envelope tag %s takes %d elements, found %d", tag.text, expected, #root.items))
   end
@@ -616,6 +616,14 @@ local function decode_envelope(tvb, off, stop, family, version, tree, out)
   tree:add(F.envelope, range(tvb, tag), form)
   if form == "send" then
     out.json = decode_message(root.items[2], family, version, tree, tvb, out)
+    return
+  end
+  if form == "close" then
+    -- SPEC §8.1: why the sender closes the connection.
+    local body = root.items[2]
+    local item = tree:add(F.field, range(tvb, body), "reason")
+    item:set_text("Close reason (CloseReason)")
+    out.json = decode_fields(TYPES.CloseReason.fields, body, version, item, tvb, "close")
     return
   end
   local id = root.items[2]
