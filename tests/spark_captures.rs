@@ -464,7 +464,7 @@ fn every_message_of_the_real_captures_is_encoded_from_its_typed_value_byte_for_b
     for name in ["A.pcap", "B.pcap"] {
         for (label, stream) in capture_streams(&dir.join(name)) {
             let g = read(&stream, &Limits::default()).expect("reads");
-            let Classified::Message(m) = classify(g.root_node()) else {
+            let Classified::Message(m) = classify(g.root_node(), Version::V2) else {
                 continue;
             };
             match message_stream(&m, Version::V2, Some(&g)) {

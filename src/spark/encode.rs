@@ -57,7 +57,7 @@ pub fn message_graph(
     original: Option<&Graph>,
 ) -> Result<Graph, EncodeError> {
     let table = table(version)?;
-    let mut s = Scala::new(table, original);
+    let mut s = Scala::new(table, original, version);
     let root = match m {
         Typed::Deploy(d) => s.deploy(d)?,
         Typed::Coarse(c) => s.coarse(c)?,
@@ -71,14 +71,14 @@ pub fn message_graph(
 
 /// A `java.lang.Boolean` reply's stream.
 pub fn bool_stream(b: bool, version: Version) -> Result<Vec<u8>, EncodeError> {
-    let mut s = Scala::new(table(version)?, None);
+    let mut s = Scala::new(table(version)?, None, version);
     let v = s.b.boxed_bool(b)?;
     Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
 }
 
 /// A `java.lang.Integer` reply's stream.
 pub fn int_stream(i: i32, version: Version) -> Result<Vec<u8>, EncodeError> {
-    let mut s = Scala::new(table(version)?, None);
+    let mut s = Scala::new(table(version)?, None, version);
     let v = s.b.boxed_int(i)?;
     Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
 }
@@ -86,7 +86,7 @@ pub fn int_stream(i: i32, version: Version) -> Result<Vec<u8>, EncodeError> {
 /// `RpcEndpointVerifier.CheckExistence(name)`'s stream: the ask a Spark peer sends before it
 /// registers, to learn that an endpoint exists.
 pub fn check_existence_stream(name: &str, version: Version) -> Result<Vec<u8>, EncodeError> {
-    let mut s = Scala::new(table(version)?, None);
+    let mut s = Scala::new(table(version)?, None, version);
     let n = s.b.string(name);
     let v = s.b.object(
         "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence",
@@ -111,17 +111,19 @@ struct Scala<'t, 'o> {
     original: Option<&'o Graph>,
     enum_values: BTreeMap<(&'static str, usize), Value>,
     nil: Option<Value>,
+    version: Version,
 }
 
 type R = Result<Value, BuildError>;
 
 impl<'t, 'o> Scala<'t, 'o> {
-    fn new(table: &'t ClassTable, original: Option<&'o Graph>) -> Self {
+    fn new(table: &'t ClassTable, original: Option<&'o Graph>, version: Version) -> Self {
         Scala {
             b: Builder::new(table),
             original,
             enum_values: BTreeMap::new(),
             nil: None,
+            version,
         }
     }
 
@@ -561,7 +563,7 @@ impl<'t, 'o> Scala<'t, 'o> {
     fn original_object<T: PartialEq>(
         &self,
         class: &str,
-        map: fn(Node<'_>) -> Result<T, super::java::JavaError>,
+        map: impl Fn(Node<'_>) -> Result<T, super::java::JavaError>,
         want: &T,
     ) -> Option<Node<'o>> {
         let g = self.original?;
@@ -577,7 +579,7 @@ impl<'t, 'o> Scala<'t, 'o> {
     fn app_description(&mut self, d: &ApplicationDescription) -> R {
         if let Some(o) = self.original_object(
             "org.apache.spark.deploy.ApplicationDescription",
-            app_description_of,
+            |n| app_description_of(n, self.version),
             d,
         ) {
             return self.b.graft(o.graph(), o.value());
@@ -1090,7 +1092,7 @@ impl<'t, 'o> Scala<'t, 'o> {
                 // typed answer does not (the drivers' references, submission dates, retry
                 // counts): only the original answer is written.
                 let same = self.original.is_some_and(|g| {
-                    matches!(classify(g.root_node()), Classified::Message(Typed::Deploy(o)) if &o == m)
+                    matches!(classify(g.root_node(), self.version), Classified::Message(Typed::Deploy(o)) if &o == m)
                 });
                 match self.original {
                     Some(g) if same => {
