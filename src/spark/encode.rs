@@ -15,6 +15,7 @@ use super::map::{
     resource_profile_of, Classified, Typed,
 };
 use super::serial::{self, Graph, Item, Node, SerialError, Value};
+use crate::messages::legacy;
 use crate::messages::{
     Addr, ApplicationDescription, CoarseMessage, Command, DeployMessage, DriverDescription,
     DriverState, EndpointRef, ErrorDescription, ExecutorDescription, ExecutorLossReason,
@@ -110,6 +111,8 @@ struct Scala<'t, 'o> {
     b: Builder<'t>,
     original: Option<&'o Graph>,
     enum_values: BTreeMap<(&'static str, usize), Value>,
+    /// Scala 2.12's enumeration objects, copied whole from the original stream.
+    enum_objects: BTreeMap<&'static str, Value>,
     nil: Option<Value>,
     version: Version,
 }
@@ -122,6 +125,7 @@ impl<'t, 'o> Scala<'t, 'o> {
             b: Builder::new(table),
             original,
             enum_values: BTreeMap::new(),
+            enum_objects: BTreeMap::new(),
             nil: None,
             version,
         }
@@ -185,6 +189,24 @@ impl<'t, 'o> Scala<'t, 'o> {
                 return Ok(nil);
             }
         }
+        if self.scala_212() {
+            // Scala 2.12: `List$SerializationProxy` writes the elements and `ListSerializeEnd`.
+            let empty = items.is_empty();
+            let mut annotation: Vec<Item> = items.into_iter().map(Item::Value).collect();
+            let end = self
+                .b
+                .module("scala.collection.immutable.ListSerializeEnd$")?;
+            annotation.push(Item::Value(end));
+            let v = self.b.object_with(
+                "scala.collection.immutable.List$SerializationProxy",
+                &[],
+                annotation,
+            )?;
+            if empty {
+                self.nil = Some(v);
+            }
+            return Ok(v);
+        }
         let list = self.b.module("scala.collection.immutable.List$")?;
         let factory = self.obj(
             "scala.collection.IterableFactory$ToFactory",
@@ -215,8 +237,16 @@ impl<'t, 'o> Scala<'t, 'o> {
         self.list(v)
     }
 
-    /// An `ArraySeq` of objects.
+    /// An `ArraySeq` of objects (Scala 2.12: a mutable `ArraySeq`, its length and its array).
     fn array_seq(&mut self, items: Vec<Value>) -> R {
+        if self.scala_212() {
+            let n = i32::try_from(items.len()).map_err(|_| BuildError::Value("a length".into()))?;
+            let arr = self.b.array("[Ljava.lang.Object;", items)?;
+            return self.obj(
+                "scala.collection.mutable.ArraySeq",
+                &[("length", Value::Int(n)), ("array", arr)],
+            );
+        }
         let arr = self.b.array("[Ljava.lang.Object;", items)?;
         self.obj(
             "scala.collection.immutable.ArraySeq$ofRef",
@@ -228,13 +258,17 @@ impl<'t, 'o> Scala<'t, 'o> {
     /// larger maps as a `HashMap` through `DefaultSerializationProxy`.
     fn map(&mut self, entries: Vec<(Value, Value)>) -> R {
         let n = entries.len();
+        let scala_212 = self.scala_212();
         match n {
             0 => self.b.module("scala.collection.immutable.Map$EmptyMap$"),
+            5.. if scala_212 => Err(BuildError::Unsupported(format!(
+                "a Scala 2.12 immutable map of {n} entries, whose order is its keys' hashes'"
+            ))),
             1..=4 => {
                 let class = format!("scala.collection.immutable.Map$Map{n}");
                 let names: Vec<(String, String)> = (1..=n)
                     .map(|i| {
-                        if n == 1 {
+                        if n == 1 || scala_212 {
                             (format!("key{i}"), format!("value{i}"))
                         } else {
                             (
@@ -274,6 +308,26 @@ impl<'t, 'o> Scala<'t, 'o> {
     /// own entries before its sub-nodes'.
     fn hash_map(&mut self, entries: Vec<(i32, Value, Value)>) -> R {
         let n = entries.len();
+        if self.scala_212() {
+            // Scala 2.12: `HashMap$SerializationProxy` writes the count, then each key and value
+            // in the order of the hash trie (five bits of the improved hash a level, low bits
+            // first).
+            let mut keyed: Vec<(u64, Value, Value)> = entries
+                .into_iter()
+                .map(|(hash, k, v)| (trie_212_order(scala_improve(hash)), k, v))
+                .collect();
+            keyed.sort_by_key(|(order, _, _)| *order);
+            let mut annotation = vec![Item::Data((n as i32).to_be_bytes().to_vec())];
+            for (_, k, v) in keyed {
+                annotation.push(Item::Value(k));
+                annotation.push(Item::Value(v));
+            }
+            return self.b.object_with(
+                "scala.collection.immutable.HashMap$SerializationProxy",
+                &[],
+                annotation,
+            );
+        }
         let hm = self.b.module("scala.collection.immutable.HashMap$")?;
         let factory = self.obj("scala.collection.MapFactory$ToFactory", &[("factory", hm)])?;
         let keyed = entries
@@ -293,6 +347,21 @@ impl<'t, 'o> Scala<'t, 'o> {
     }
 
     fn string_hash_map(&mut self, m: &BTreeMap<String, String>) -> R {
+        if self.scala_212() && m.len() <= 4 {
+            // Scala 2.12's `Map(...)` keeps up to four entries in the order they were added,
+            // which the typed map does not hold: the original stream's order, when it has them.
+            let order = self
+                .original_key_order(m)
+                .unwrap_or_else(|| m.keys().cloned().collect());
+            let entries = order
+                .iter()
+                .filter_map(|k| Some((k.clone(), m.get(k)?.clone())))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|(k, v)| (self.s(&k), self.s(&v)))
+                .collect();
+            return self.map(entries);
+        }
         let entries = m
             .iter()
             .map(|(k, v)| (java_string_hash(k), self.s(k), self.s(v)))
@@ -309,9 +378,209 @@ impl<'t, 'o> Scala<'t, 'o> {
         self.map(entries)
     }
 
+    /// Whether this is Spark 3's form (Scala 2.12, protocol version 1).
+    fn scala_212(&self) -> bool {
+        self.version == Version::V1
+    }
+
+    /// The keys of the original stream's small immutable map (`Map1`–`Map4`) holding exactly
+    /// `m`, in its order.
+    fn original_key_order(&self, m: &BTreeMap<String, String>) -> Option<Vec<String>> {
+        let g = self.original?;
+        let class = format!("scala.collection.immutable.Map$Map{}", m.len());
+        g.entries().iter().enumerate().find_map(|(i, e)| {
+            let serial::Entry::Object(_) = e else {
+                return None;
+            };
+            let n = Node::new(g, Value::Ref(serial::Handle(i as u32)));
+            if n.class_name()? != class {
+                return None;
+            }
+            let entries = super::java::entries(n, "map").ok()?;
+            let mut keys = Vec::with_capacity(entries.len());
+            for (k, v) in entries {
+                let (k, v) = (k.as_str()?, v.as_str()?);
+                if m.get(k).map(String::as_str) != Some(v) {
+                    return None;
+                }
+                keys.push(k.to_string());
+            }
+            (keys.len() == m.len()).then_some(keys)
+        })
+    }
+
+    /// A Scala 2.12 `ArrayBuffer` grown from empty by one append of `items`: an array of
+    /// 16 slots, doubled until they fit.
+    fn array_buffer(&mut self, items: Vec<Value>) -> R {
+        let n = items.len();
+        let mut slots: usize = 16;
+        while slots < n {
+            slots = slots.saturating_mul(2);
+        }
+        let size = i32::try_from(n).map_err(|_| BuildError::Value("a length".into()))?;
+        let mut array = items;
+        array.resize(slots, Value::Null);
+        let arr = self.b.array("[Ljava.lang.Object;", array)?;
+        self.obj(
+            "scala.collection.mutable.ArrayBuffer",
+            &[
+                ("initialSize", Value::Int(16)),
+                ("size0", Value::Int(size)),
+                ("array", arr),
+            ],
+        )
+    }
+
+    /// Scala 2.12's `mutable.HashMap[String, String]`: its `writeObject` writes the load
+    /// factor (750 per mille), the size, the seed and whether a size map is kept, then each
+    /// key and value from the last bucket of the table to the first. The table is rebuilt by
+    /// adding the entries in key order (16 buckets, doubled at three quarters full), which
+    /// gives the JVM's order wherever no two keys share a bucket.
+    fn mutable_string_map_212(&mut self, m: &BTreeMap<String, String>) -> R {
+        let mut len: usize = 16;
+        let seed = (len as u32 - 1).count_ones();
+        let index = |hash: i32, len: usize| -> usize {
+            let ones = (len - 1) as u32;
+            let i = byteswap32(hash);
+            let rotation = seed % 32;
+            let rotated = i.rotate_right(rotation);
+            ((rotated >> ones.leading_zeros()) & ones) as usize
+        };
+        let mut table: Vec<Vec<(&String, &String)>> = vec![Vec::new(); len];
+        let mut size = 0usize;
+        for (k, v) in m {
+            let h = index(java_string_hash(k), len);
+            table[h].insert(0, (k, v));
+            size += 1;
+            if size >= len * 750 / 1000 {
+                let old = std::mem::take(&mut table);
+                len *= 2;
+                table = vec![Vec::new(); len];
+                for bucket in old.into_iter().rev() {
+                    for (k, v) in bucket {
+                        let h = index(java_string_hash(k), len);
+                        table[h].insert(0, (k, v));
+                    }
+                }
+            }
+        }
+        let mut header = Vec::with_capacity(13);
+        header.extend_from_slice(&750i32.to_be_bytes());
+        header.extend_from_slice(&(size as i32).to_be_bytes());
+        header.extend_from_slice(&(seed as i32).to_be_bytes());
+        header.push(0);
+        let mut annotation = vec![Item::Data(header)];
+        for bucket in table.iter().rev() {
+            for (k, v) in bucket {
+                let (k, v) = (self.s(k), self.s(v));
+                annotation.push(Item::Value(k));
+                annotation.push(Item::Value(v));
+            }
+        }
+        self.b
+            .object_with("scala.collection.mutable.HashMap", &[], annotation)
+    }
+
+    /// A Scala 2.12 `Enumeration` value: Scala 2.12 writes the whole enumeration object with
+    /// it (its maps of every value and name, which refer back to the values), which only an
+    /// original stream holding that enumeration gives; its value of `ordinal` is taken from
+    /// the copy.
+    fn enumeration_212(&mut self, enumeration: &'static str, ordinal: usize) -> R {
+        let outer = match self.enum_objects.get(enumeration) {
+            Some(v) => *v,
+            None => {
+                let original = self.original.and_then(|g| {
+                    g.entries().iter().enumerate().find_map(|(i, e)| {
+                        let serial::Entry::Object(_) = e else {
+                            return None;
+                        };
+                        let n = Node::new(g, Value::Ref(serial::Handle(i as u32)));
+                        (n.class_name()? == enumeration).then_some(n)
+                    })
+                });
+                let Some(n) = original else {
+                    return Err(BuildError::Unsupported(format!(
+                        "Spark 3.0.3 (Scala 2.12) writes a value of {enumeration} with the whole \
+                         enumeration object, its state included: sparkwire writes it only from \
+                         an original stream that holds {enumeration}"
+                    )));
+                };
+                let v = self.b.graft(n.graph(), n.value())?;
+                self.enum_objects.insert(enumeration, v);
+                v
+            }
+        };
+        let copy = Node::new(self.b.graph(), outer);
+        let values = copy
+            .field("scala$Enumeration$$vmap")
+            .and_then(|m| super::java::entries(m, "vmap").ok())
+            .unwrap_or_default();
+        values
+            .into_iter()
+            .find(|(k, _)| {
+                super::java::int(*k, "ordinal")
+                    .ok()
+                    .and_then(|i| usize::try_from(i).ok())
+                    == Some(ordinal)
+            })
+            .map(|(_, v)| v.value())
+            .ok_or_else(|| {
+                BuildError::Value(format!(
+                    "{enumeration} of the original stream has no value {ordinal}"
+                ))
+            })
+    }
+
+    /// Spark 3.0.3's `ApplicationDescription` (its executors' size and resources instead of a
+    /// resource profile), from the typed value's version-1 form.
+    fn app_description_212(&mut self, d: &ApplicationDescription) -> R {
+        let v1 = legacy::common::ApplicationDescription::from(d);
+        let app_ui = self.s(&v1.app_ui_url);
+        let command = self.command(&v1.command)?;
+        let cores = self.opt_int(v1.cores_per_executor)?;
+        let codec = self.opt_string(v1.event_log_codec.as_deref())?;
+        let dir = self.opt_string(v1.event_log_dir.as_deref())?;
+        let limit = self.opt_int(v1.initial_executor_limit)?;
+        let max = self.opt_int(v1.max_cores)?;
+        let name = self.s(&v1.name);
+        let mut reqs = Vec::with_capacity(v1.resource_reqs_per_executor.len());
+        for r in &v1.resource_reqs_per_executor {
+            let name = self.s(&r.resource_name);
+            reqs.push(self.obj(
+                "org.apache.spark.resource.ResourceRequirement",
+                &[
+                    ("amount", Value::Int(r.amount)),
+                    ("numParts", Value::Int(r.num_parts)),
+                    ("resourceName", name),
+                ],
+            )?);
+        }
+        let reqs = self.array_seq(reqs)?;
+        let user = self.s(&v1.user);
+        self.obj(
+            "org.apache.spark.deploy.ApplicationDescription",
+            &[
+                ("memoryPerExecutorMB", Value::Int(v1.memory_per_executor_mb)),
+                ("appUiUrl", app_ui),
+                ("command", command),
+                ("coresPerExecutor", cores),
+                ("eventLogCodec", codec),
+                ("eventLogDir", dir),
+                ("initialExecutorLimit", limit),
+                ("maxCores", max),
+                ("name", name),
+                ("resourceReqsPerExecutor", reqs),
+                ("user", user),
+            ],
+        )
+    }
+
     /// A `scala.collection.mutable.HashMap[String, String]`, in the order Scala 2.13's hash
-    /// table iterates it.
+    /// table iterates it (Scala 2.12: see [`Scala::mutable_string_map_212`]).
     fn mutable_string_map(&mut self, m: &BTreeMap<String, String>) -> R {
+        if self.scala_212() {
+            return self.mutable_string_map_212(m);
+        }
         let mut len: usize = 16;
         for k in 0..m.len() {
             if k + 1 >= (len as f64 * 0.75) as usize {
@@ -349,6 +618,11 @@ impl<'t, 'o> Scala<'t, 'o> {
     fn enumeration(&mut self, enumeration: &'static str, ordinal: usize) -> R {
         if let Some(v) = self.enum_values.get(&(enumeration, ordinal)) {
             return Ok(*v);
+        }
+        if self.scala_212() {
+            let v = self.enumeration_212(enumeration, ordinal)?;
+            self.enum_values.insert((enumeration, ordinal), v);
+            return Ok(v);
         }
         let outer = self.b.module(enumeration)?;
         let i = i32::try_from(ordinal).map_err(|_| BuildError::Value("an ordinal".into()))?;
@@ -435,6 +709,28 @@ impl<'t, 'o> Scala<'t, 'o> {
                 ("toString", text),
             ],
         )?;
+        if self.scala_212() {
+            // Spark 3's `RpcEndpointRef` keeps its retry settings (`spark.rpc.numRetries`, 3;
+            // `spark.rpc.retry.wait`, 3 s): the original reference's when there is one.
+            let original = self.original_ref(r);
+            let retries = original
+                .and_then(|n| n.field("maxRetries"))
+                .and_then(|n| n.as_int())
+                .unwrap_or(3);
+            let wait = original
+                .and_then(|n| n.field("retryWaitMs"))
+                .and_then(|n| n.as_long())
+                .unwrap_or(3000);
+            return self.obj(
+                "org.apache.spark.rpc.netty.NettyRpcEndpointRef",
+                &[
+                    ("maxRetries", Value::Int(retries)),
+                    ("retryWaitMs", Value::Long(wait)),
+                    ("defaultAskTimeout", timeout),
+                    ("endpointAddress", address),
+                ],
+            );
+        }
         self.obj(
             "org.apache.spark.rpc.netty.NettyRpcEndpointRef",
             &[("defaultAskTimeout", timeout), ("endpointAddress", address)],
@@ -502,6 +798,16 @@ impl<'t, 'o> Scala<'t, 'o> {
         }
         let exec = self.map(exec)?;
         let task = self.map(task)?;
+        if self.scala_212() {
+            return self.obj(
+                "org.apache.spark.resource.ResourceProfile",
+                &[
+                    ("_id", Value::Int(p.id)),
+                    ("executorResources", exec),
+                    ("taskResources", task),
+                ],
+            );
+        }
         let none = self.none()?;
         // The values Spark computes lazily are left uncomputed, as in a new profile.
         self.obj(
@@ -542,6 +848,11 @@ impl<'t, 'o> Scala<'t, 'o> {
     /// The ask timeout of the original stream's reference to the same endpoint (the typed
     /// reference does not hold it; Spark's default is 120 s of `spark.rpc.askTimeout`).
     fn original_timeout(&self, r: &EndpointRef) -> Option<Node<'o>> {
+        self.original_ref(r)?.field("defaultAskTimeout")
+    }
+
+    /// The original stream's reference to the same endpoint.
+    fn original_ref(&self, r: &EndpointRef) -> Option<Node<'o>> {
         let g = self.original?;
         g.entries().iter().enumerate().find_map(|(i, e)| {
             let serial::Entry::Object(_) = e else {
@@ -551,10 +862,7 @@ impl<'t, 'o> Scala<'t, 'o> {
             if n.class_name()? != "org.apache.spark.rpc.netty.NettyRpcEndpointRef" {
                 return None;
             }
-            if endpoint_ref_of(n).ok().as_ref() != Some(r) {
-                return None;
-            }
-            n.field("defaultAskTimeout")
+            (endpoint_ref_of(n).ok().as_ref() == Some(r)).then_some(n)
         })
     }
 
@@ -583,6 +891,9 @@ impl<'t, 'o> Scala<'t, 'o> {
             d,
         ) {
             return self.b.graft(o.graph(), o.value());
+        }
+        if self.scala_212() {
+            return self.app_description_212(d);
         }
         let app_ui = self.s(&d.app_ui_url);
         let command = self.command(&d.command)?;
@@ -650,6 +961,19 @@ impl<'t, 'o> Scala<'t, 'o> {
     fn executor_description(&mut self, e: &ExecutorDescription) -> R {
         let app = self.s(&e.app_id);
         let state = self.executor_state(e.state)?;
+        if self.scala_212() {
+            // Spark 3.0.3's has no resource profile id and no memory.
+            let v1 = legacy::common::ExecutorDescription::from(e);
+            return self.obj(
+                "org.apache.spark.deploy.ExecutorDescription",
+                &[
+                    ("appId", app),
+                    ("execId", Value::Int(v1.exec_id)),
+                    ("cores", Value::Int(v1.cores)),
+                    ("state", state),
+                ],
+            );
+        }
         self.obj(
             "org.apache.spark.deploy.ExecutorDescription",
             &[
@@ -868,6 +1192,21 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let app = self.s(&l.app_id);
                 let url = self.s(&l.master_url);
                 let res = self.resources(&l.resources)?;
+                if self.scala_212() {
+                    // Spark 3.0.3's has no resource profile id.
+                    return self.msg(
+                        "LaunchExecutor",
+                        &[
+                            ("cores", Value::Int(l.cores)),
+                            ("execId", Value::Int(l.exec_id)),
+                            ("memory", Value::Int(l.memory)),
+                            ("appDesc", desc),
+                            ("appId", app),
+                            ("masterUrl", url),
+                            ("resources", res),
+                        ],
+                    );
+                }
                 self.msg(
                     "LaunchExecutor",
                     &[
@@ -944,6 +1283,17 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let id = self.s(&a.app_id);
                 self.msg("MasterChangeAcknowledged", &[("appId", id)])
             }
+            D::RequestExecutors(r) if self.scala_212() => {
+                let v1 = legacy::deploy::RequestExecutors::from(r);
+                let id = self.s(&v1.app_id);
+                self.msg(
+                    "RequestExecutors",
+                    &[
+                        ("appId", id),
+                        ("requestedTotal", Value::Int(v1.requested_total)),
+                    ],
+                )
+            }
             D::RequestExecutors(r) => {
                 let id = self.s(&r.app_id);
                 let totals = self.profile_totals(&r.resource_profile_to_total_execs)?;
@@ -954,7 +1304,13 @@ impl<'t, 'o> Scala<'t, 'o> {
             }
             D::KillExecutors(k) => {
                 let id = self.s(&k.app_id);
-                let ids = self.string_list(&k.executor_ids)?;
+                let ids = if self.scala_212() {
+                    // Spark 3.0.3 sends the ids as the `ArrayBuffer` it collected them in.
+                    let items = k.executor_ids.iter().map(|s| self.s(s)).collect();
+                    self.array_buffer(items)?
+                } else {
+                    self.string_list(&k.executor_ids)?
+                };
                 self.msg("KillExecutors", &[("appId", id), ("executorIds", ids)])
             }
             D::ExecutorAdded(e) => {
@@ -975,6 +1331,19 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let exit = self.opt_int(e.exit_status)?;
                 let message = self.opt_string(e.message.as_deref())?;
                 let state = self.executor_state(e.state)?;
+                if self.scala_212() {
+                    let v1 = legacy::deploy::ExecutorUpdated::from(e);
+                    return self.msg(
+                        "ExecutorUpdated",
+                        &[
+                            ("id", Value::Int(e.id)),
+                            ("workerLost", Value::Bool(v1.worker_lost)),
+                            ("exitStatus", exit),
+                            ("message", message),
+                            ("state", state),
+                        ],
+                    );
+                }
                 let host = self.opt_string(e.worker_host.as_deref())?;
                 self.msg(
                     "ExecutorUpdated",
@@ -1135,6 +1504,18 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let key = self.opt_bytes(c.io_encryption_key.as_ref())?;
                 let creds = self.opt_bytes(c.hadoop_delegation_creds.as_ref())?;
                 let profile = self.resource_profile(&c.resource_profile)?;
+                if self.scala_212() {
+                    // Spark 3.0.3's has no log level.
+                    return self.cmsg(
+                        "SparkAppConfig",
+                        &[
+                            ("hadoopDelegationCreds", creds),
+                            ("ioEncryptionKey", key),
+                            ("resourceProfile", profile),
+                            ("sparkProperties", props),
+                        ],
+                    );
+                }
                 let level = self.opt_string(c.log_level.as_deref())?;
                 self.cmsg(
                     "SparkAppConfig",
@@ -1171,6 +1552,24 @@ impl<'t, 'o> Scala<'t, 'o> {
             C::LaunchedExecutor(l) => {
                 let id = self.s(&l.executor_id);
                 self.cmsg("LaunchedExecutor", &[("executorId", id)])
+            }
+            C::StatusUpdate(u) if self.scala_212() => {
+                // Spark 3.0.3's has no task cpus, and its resources are ResourceInformation.
+                let v1 = legacy::coarse::StatusUpdate::from(u);
+                let data = self.payload_buffer(&u.data)?;
+                let id = self.s(&u.executor_id);
+                let res = self.resources(&v1.resources)?;
+                let state = self.task_state(u.state)?;
+                self.cmsg(
+                    "StatusUpdate",
+                    &[
+                        ("taskId", Value::Long(u.task_id)),
+                        ("data", data),
+                        ("executorId", id),
+                        ("resources", res),
+                        ("state", state),
+                    ],
+                )
             }
             C::StatusUpdate(u) => {
                 let data = self.payload_buffer(&u.data)?;
@@ -1336,6 +1735,18 @@ impl<'t, 'o> Scala<'t, 'o> {
 
     fn array_seq_typed(&mut self, array_class: &str, items: Vec<Value>) -> R {
         let arr = self.b.array(array_class, items)?;
+        if self.scala_212() {
+            // Scala 2.12 wraps an array as `WrappedArray$ofRef`; its class tag is computed
+            // lazily (never, on Spark's path: `bitmap$0` false, null).
+            return self.obj(
+                "scala.collection.mutable.WrappedArray$ofRef",
+                &[
+                    ("bitmap$0", Value::Bool(false)),
+                    ("array", arr),
+                    ("elemTag", Value::Null),
+                ],
+            );
+        }
         self.obj(
             "scala.collection.immutable.ArraySeq$ofRef",
             &[("unsafeArray", arr)],
@@ -1353,7 +1764,23 @@ impl<'t, 'o> Scala<'t, 'o> {
     }
 }
 
-/// Scala 2.13's `Hashing.improve`, which immutable hash maps spread keys' hashes with.
+/// The position of an improved hash in a Scala 2.12 hash trie's iteration: its five-bit
+/// groups, lowest first, as the most significant digits.
+fn trie_212_order(improved: i32) -> u64 {
+    let h = improved as u32;
+    (0..7).fold(0u64, |acc, level| {
+        (acc << 5) | u64::from((h >> (5 * level)) & 31)
+    })
+}
+
+/// Scala 2.12's `hashing.byteswap32`, which mutable hash tables spread keys' hashes with.
+fn byteswap32(v: i32) -> u32 {
+    let hc = v.wrapping_mul(0x9e37_75cd_u32 as i32);
+    hc.swap_bytes().wrapping_mul(0x9e37_75cd_u32 as i32) as u32
+}
+
+/// Scala 2.13's `Hashing.improve` (and Scala 2.12's `HashMap.improve`), which immutable hash
+/// maps spread keys' hashes with.
 fn scala_improve(hcode: i32) -> i32 {
     let mut h = hcode.wrapping_add(!(hcode.wrapping_shl(9)));
     h ^= ((h as u32) >> 14) as i32;
