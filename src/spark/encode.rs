@@ -114,6 +114,8 @@ struct Scala<'t, 'o> {
     /// Scala 2.12's enumeration objects, copied whole from the original stream.
     enum_objects: BTreeMap<&'static str, Value>,
     nil: Option<Value>,
+    /// Scala 2.12's empty `Vector` (one object).
+    empty_vector: Option<Value>,
     version: Version,
 }
 
@@ -127,6 +129,7 @@ impl<'t, 'o> Scala<'t, 'o> {
             enum_values: BTreeMap::new(),
             enum_objects: BTreeMap::new(),
             nil: None,
+            empty_vector: None,
             version,
         }
     }
@@ -407,6 +410,50 @@ impl<'t, 'o> Scala<'t, 'o> {
             }
             (keys.len() == m.len()).then_some(keys)
         })
+    }
+
+    /// A Scala 2.12 `Vector` as its builder leaves it: the empty vector (one object, no
+    /// levels), or up to 32 elements in one leaf of 32 slots. A larger vector's levels depend
+    /// on how it was built and are refused.
+    fn vector_212(&mut self, items: Vec<Value>) -> R {
+        let n = items.len();
+        if n > 32 {
+            return Err(BuildError::Unsupported(format!(
+                "a Scala 2.12 Vector of {n} elements (more than one leaf of 32)"
+            )));
+        }
+        if n == 0 {
+            if let Some(v) = self.empty_vector {
+                return Ok(v);
+            }
+        }
+        let (depth, leaf) = if n == 0 {
+            (0, Value::Null)
+        } else {
+            let mut slots = items;
+            slots.resize(32, Value::Null);
+            (1, self.b.array("[Ljava.lang.Object;", slots)?)
+        };
+        let v = self.obj(
+            "scala.collection.immutable.Vector",
+            &[
+                ("depth", Value::Int(depth)),
+                ("dirty", Value::Bool(false)),
+                ("endIndex", Value::Int(n as i32)),
+                ("focus", Value::Int(0)),
+                ("startIndex", Value::Int(0)),
+                ("display0", leaf),
+                ("display1", Value::Null),
+                ("display2", Value::Null),
+                ("display3", Value::Null),
+                ("display4", Value::Null),
+                ("display5", Value::Null),
+            ],
+        )?;
+        if n == 0 {
+            self.empty_vector = Some(v);
+        }
+        Ok(v)
     }
 
     /// A Scala 2.12 `ArrayBuffer` grown from empty by one append of `items`: an array of
@@ -1114,7 +1161,13 @@ impl<'t, 'o> Scala<'t, 'o> {
                 for e in &w.executors {
                     execs.push(self.executor_description(e)?);
                 }
-                let drivers = self.string_list(&w.driver_ids)?;
+                // Spark 3.0.3 collects the driver ids into a Vector.
+                let drivers = if self.scala_212() {
+                    let ids = w.driver_ids.iter().map(|s| self.s(s)).collect();
+                    self.vector_212(ids)?
+                } else {
+                    self.string_list(&w.driver_ids)?
+                };
                 let execs = self.list(execs)?;
                 let id = self.s(&w.id);
                 self.msg(
@@ -1171,7 +1224,12 @@ impl<'t, 'o> Scala<'t, 'o> {
                         &[("desc", desc), ("resources", res)],
                     )?);
                 }
-                let drivers = self.list(drivers)?;
+                // Spark 3.0.3 collects the drivers into a Vector.
+                let drivers = if self.scala_212() {
+                    self.vector_212(drivers)?
+                } else {
+                    self.list(drivers)?
+                };
                 let execs = self.list(execs)?;
                 let id = self.s(&w.id);
                 self.msg(
