@@ -484,54 +484,131 @@ impl<'t, 'o> Scala<'t, 'o> {
     /// adding the entries in key order (16 buckets, doubled at three quarters full), which
     /// gives the JVM's order wherever no two keys share a bucket.
     fn mutable_string_map_212(&mut self, m: &BTreeMap<String, String>) -> R {
-        let mut len: usize = 16;
-        let seed = (len as u32 - 1).count_ones();
-        let index = |hash: i32, len: usize| -> usize {
-            let ones = (len - 1) as u32;
-            let i = byteswap32(hash);
-            let rotation = seed % 32;
-            let rotated = i.rotate_right(rotation);
-            ((rotated >> ones.leading_zeros()) & ones) as usize
-        };
-        let mut table: Vec<Vec<(&String, &String)>> = vec![Vec::new(); len];
-        let mut size = 0usize;
-        for (k, v) in m {
-            let h = index(java_string_hash(k), len);
-            table[h].insert(0, (k, v));
-            size += 1;
-            if size >= len * 750 / 1000 {
-                let old = std::mem::take(&mut table);
-                len *= 2;
-                table = vec![Vec::new(); len];
-                for bucket in old.into_iter().rev() {
-                    for (k, v) in bucket {
-                        let h = index(java_string_hash(k), len);
-                        table[h].insert(0, (k, v));
-                    }
-                }
-            }
+        let keyed = m
+            .iter()
+            .map(|(k, v)| (java_string_hash(k), (k, v)))
+            .collect();
+        let mut entries = Vec::with_capacity(m.len());
+        for (k, v) in hash_table_212_order(keyed) {
+            entries.push((self.s(k), self.s(v)));
         }
+        self.mutable_hash_map_212(entries)
+    }
+
+    /// A Scala 2.12 `mutable.HashMap` of `entries`, in its table's order.
+    fn mutable_hash_map_212(&mut self, entries: Vec<(Value, Value)>) -> R {
+        let size = i32::try_from(entries.len()).map_err(|_| BuildError::Value("a size".into()))?;
         let mut header = Vec::with_capacity(13);
         header.extend_from_slice(&750i32.to_be_bytes());
-        header.extend_from_slice(&(size as i32).to_be_bytes());
-        header.extend_from_slice(&(seed as i32).to_be_bytes());
+        header.extend_from_slice(&size.to_be_bytes());
+        header.extend_from_slice(&(HASH_TABLE_212_SEED as i32).to_be_bytes());
         header.push(0);
         let mut annotation = vec![Item::Data(header)];
-        for bucket in table.iter().rev() {
-            for (k, v) in bucket {
-                let (k, v) = (self.s(k), self.s(v));
-                annotation.push(Item::Value(k));
-                annotation.push(Item::Value(v));
-            }
+        for (k, v) in entries {
+            annotation.push(Item::Value(k));
+            annotation.push(Item::Value(v));
         }
         self.b
             .object_with("scala.collection.mutable.HashMap", &[], annotation)
     }
 
+    /// A Scala 2.12 enumeration object of Spark's as a fresh JVM holds it: its values (`Val`s
+    /// with no name, in declaration order), `vmap` from ordinal to value, an empty `nmap` (no
+    /// value's name asked for yet), and the object's fields naming its values.
+    fn enumeration_object_212(&mut self, enumeration: &'static str) -> R {
+        let names: &[&str] = match enumeration {
+            EXECUTOR_STATE => &["LAUNCHING", "RUNNING", "KILLED", "FAILED", "LOST", "EXITED"],
+            TASK_STATE => &[
+                "LAUNCHING",
+                "RUNNING",
+                "FINISHED",
+                "FAILED",
+                "KILLED",
+                "LOST",
+            ],
+            DRIVER_STATE => &[
+                "SUBMITTED",
+                "RUNNING",
+                "FINISHED",
+                "RELAUNCHING",
+                "UNKNOWN",
+                "KILLED",
+                "FAILED",
+                "ERROR",
+            ],
+            _ => {
+                return Err(BuildError::Unsupported(format!(
+                    "Spark 3.0.3 (Scala 2.12) writes a value of {enumeration} with the whole \
+                     enumeration object: sparkwire writes it only from an original stream that \
+                     holds it"
+                )))
+            }
+        };
+        let n = names.len() as i32;
+        let mut fields: Vec<(&str, Value)> = vec![
+            ("nextId", Value::Int(n)),
+            ("scala$Enumeration$$bottomId", Value::Int(0)),
+            ("scala$Enumeration$$topId", Value::Int(n)),
+            ("ValueOrdering$module", Value::Null),
+            ("ValueSet$module", Value::Null),
+            ("nextName", Value::Null),
+            ("nmap", Value::Null),
+            ("scala$Enumeration$$vmap", Value::Null),
+        ];
+        fields.extend(names.iter().map(|name| (*name, Value::Null)));
+        if enumeration == TASK_STATE {
+            fields.push(("FINISHED_STATES", Value::Null));
+        }
+        let outer = self.obj(enumeration, &fields)?;
+        let mut values = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            let v = self.obj(
+                "scala.Enumeration$Val",
+                &[
+                    ("$outer", outer),
+                    ("scala$Enumeration$$outerEnum", outer),
+                    ("i", Value::Int(i as i32)),
+                    ("name", Value::Null),
+                ],
+            )?;
+            self.b.set_field(outer, name, v)?;
+            values.push(v);
+        }
+        let mut vmap = Vec::with_capacity(values.len());
+        for (i, v) in hash_table_212_order(
+            values
+                .iter()
+                .copied()
+                .enumerate()
+                .map(|(i, v)| (i as i32, (i as i32, v)))
+                .collect(),
+        ) {
+            vmap.push((self.b.boxed_int(i)?, v));
+        }
+        let vmap = self.mutable_hash_map_212(vmap)?;
+        self.b.set_field(outer, "scala$Enumeration$$vmap", vmap)?;
+        let nmap = self.mutable_hash_map_212(Vec::new())?;
+        self.b.set_field(outer, "nmap", nmap)?;
+        if enumeration == TASK_STATE {
+            // `Set(FINISHED, FAILED, KILLED, LOST)`.
+            let set = self.obj(
+                "scala.collection.immutable.Set$Set4",
+                &[
+                    ("elem1", values[2]),
+                    ("elem2", values[3]),
+                    ("elem3", values[4]),
+                    ("elem4", values[5]),
+                ],
+            )?;
+            self.b.set_field(outer, "FINISHED_STATES", set)?;
+        }
+        Ok(outer)
+    }
+
     /// A Scala 2.12 `Enumeration` value: Scala 2.12 writes the whole enumeration object with
-    /// it (its maps of every value and name, which refer back to the values), which only an
-    /// original stream holding that enumeration gives; its value of `ordinal` is taken from
-    /// the copy.
+    /// it (its maps of every value and name, which refer back to the values). The original
+    /// stream's copy is taken when it has one (it holds the process's state: names asked for),
+    /// else the object as a fresh JVM holds it; the value of `ordinal` is taken from it.
     fn enumeration_212(&mut self, enumeration: &'static str, ordinal: usize) -> R {
         let outer = match self.enum_objects.get(enumeration) {
             Some(v) => *v,
@@ -545,14 +622,10 @@ impl<'t, 'o> Scala<'t, 'o> {
                         (n.class_name()? == enumeration).then_some(n)
                     })
                 });
-                let Some(n) = original else {
-                    return Err(BuildError::Unsupported(format!(
-                        "Spark 3.0.3 (Scala 2.12) writes a value of {enumeration} with the whole \
-                         enumeration object, its state included: sparkwire writes it only from \
-                         an original stream that holds {enumeration}"
-                    )));
+                let v = match original {
+                    Some(n) => self.b.graft(n.graph(), n.value())?,
+                    None => self.enumeration_object_212(enumeration)?,
                 };
-                let v = self.b.graft(n.graph(), n.value())?;
                 self.enum_objects.insert(enumeration, v);
                 v
             }
@@ -1820,6 +1893,38 @@ impl<'t, 'o> Scala<'t, 'o> {
             }
         }
     }
+}
+
+/// The seed of a Scala 2.12 hash table (`tableSizeSeed` of its first table, 16 buckets).
+const HASH_TABLE_212_SEED: u32 = 4;
+
+/// The order a Scala 2.12 `mutable.HashMap` (`HashTable`) serializes `entries` (by their
+/// keys' `##`) in, added in the order given: 16 buckets, doubled when three quarters full,
+/// an entry put at the head of its bucket; written from the last bucket to the first.
+fn hash_table_212_order<T>(entries: Vec<(i32, T)>) -> Vec<T> {
+    let index = |hash: i32, len: usize| -> usize {
+        let ones = (len - 1) as u32;
+        let rotated = byteswap32(hash).rotate_right(HASH_TABLE_212_SEED % 32);
+        ((rotated >> ones.leading_zeros()) & ones) as usize
+    };
+    let mut len: usize = 16;
+    let mut table: Vec<Vec<(i32, T)>> = (0..len).map(|_| Vec::new()).collect();
+    let mut size = 0usize;
+    for (hash, t) in entries {
+        table[index(hash, len)].insert(0, (hash, t));
+        size += 1;
+        if size >= len * 750 / 1000 {
+            let old = std::mem::take(&mut table);
+            len *= 2;
+            table = (0..len).map(|_| Vec::new()).collect();
+            for bucket in old.into_iter().rev() {
+                for (hash, t) in bucket {
+                    table[index(hash, len)].insert(0, (hash, t));
+                }
+            }
+        }
+    }
+    table.into_iter().rev().flatten().map(|(_, t)| t).collect()
 }
 
 /// The position of an improved hash in a Scala 2.12 hash trie's iteration: its five-bit
