@@ -554,3 +554,66 @@ fn every_spark_4_capture_decodes_re_encodes_byte_for_byte_and_validates() {
         assert!(messages.contains(m), "{m} in no capture: {messages:?}");
     }
 }
+
+// ---- Spark 3.0.3 (protocol version 1) ----
+
+#[test]
+fn every_spark_3_capture_decodes_re_encodes_byte_for_byte_and_validates() {
+    let captures = repository_captures("3.0.3");
+    assert!(captures.len() >= 8, "the 3.0.3 captures: {captures:?}");
+    let mut messages = std::collections::BTreeSet::new();
+    let mut same = 0;
+    for path in captures {
+        let name = path.display();
+        let f = File::open(&path).expect("capture opens");
+        let d = sparkwire::spark::decode::decode_capture_with(f, Vec::new(), Version::V1, true)
+            .expect("capture decodes");
+        let s = &d.summary;
+        assert!(
+            s.failures.is_empty(),
+            "{name}: not decoded: {:#?}",
+            s.failures
+        );
+        assert!(
+            s.unknown.is_empty(),
+            "{name}: unknown classes: {:?}",
+            s.unknown
+        );
+        let rt = s.roundtrip.as_ref().expect("checked");
+        assert_eq!(rt.differ, 0, "{name}: {:#?}", rt.differences);
+        same += rt.same;
+        let mut v = Validator::new(Config::default());
+        let mut violations = Vec::new();
+        for e in &d.events {
+            violations.extend(v.observe(e));
+        }
+        violations.extend(v.finish());
+        assert!(violations.is_empty(), "{name}: {violations:#?}");
+        messages.extend(rt.by_message.keys().cloned());
+    }
+    assert!(same > 500, "{same} frames re-encoded byte for byte");
+    // Together they put these on the wire in Spark 3.0.3's own forms (Scala 2.12 collections,
+    // whole enumerations, 3.0.3's older fields), each re-encoded byte for byte.
+    for m in [
+        "deploy.RegisterApplication",
+        "deploy.LaunchExecutor",
+        "deploy.ExecutorUpdated",
+        "deploy.WorkerLatestState",
+        "deploy.RequestSubmitDriver",
+        "deploy.LaunchDriver",
+        "deploy.SubmitDriverResponse",
+        "deploy.DriverStatusResponse",
+        "deploy.KillDriverResponse",
+        "deploy.RequestExecutors",
+        "deploy.KillExecutors",
+        "deploy.MasterChanged",
+        "deploy.WorkerSchedulerStateResponse",
+        "deploy.MasterStateResponse",
+        "deploy.RegisterWorkerFailed",
+        "coarse.SparkAppConfig",
+        "coarse.StatusUpdate",
+        "coarse.RegisterExecutor",
+    ] {
+        assert!(messages.contains(m), "{m} in no capture: {messages:?}");
+    }
+}

@@ -1,5 +1,15 @@
-//! sparkwire's typed messages to Spark's Java objects: the graph a Spark 4.0.1 process would
-//! serialize for the same message, written to the same bytes.
+//! sparkwire's typed messages to Spark's Java objects: the graph a Spark 4.0.1 process
+//! (protocol version 2, Scala 2.13) or a Spark 3.0.3 process (protocol version 1, Scala 2.12)
+//! would serialize for the same message, written to the same bytes.
+//!
+//! Spark 3.0.3's forms: Scala objects written as themselves (`None$`, `Nil` through
+//! `List$SerializationProxy` and `ListSerializeEnd$`), `Map1`–`Map4` with plain field names and
+//! `HashMap$SerializationProxy`, `mutable.HashMap`'s own `writeObject` (Scala 2.12's hash table
+//! order), `mutable.ArraySeq`, `ArrayBuffer`, `Vector` and `WrappedArray$ofRef`; 3.0.3's older
+//! fields through the version-1 forms of `crate::messages::legacy`. A Scala 2.12 enumeration
+//! value carries its whole enumeration object: the original stream's when given (it holds the
+//! process's state, such as the names asked for), else the object as a fresh JVM holds it
+//! (`ExecutorState`, `TaskState`, `DriverState`; any other is refused with a reason).
 //!
 //! Where a typed value does not hold all of Spark's object (an `ApplicationDescription`'s
 //! resource profile carries values Spark computes lazily, a `Command`'s environment is a hash map
@@ -99,14 +109,13 @@ pub fn check_existence_stream(name: &str, version: Version) -> Result<Vec<u8>, E
 fn table(version: Version) -> Result<&'static ClassTable, BuildError> {
     ClassTable::of(version).ok_or_else(|| {
         BuildError::Unsupported(format!(
-            "writing Spark's wire in the form of protocol version {} (Spark 3.0.3) is not supported: \
-             sparkwire writes Spark 4.0.1's form (protocol version 2)",
+            "no class table for writing Spark's wire in the form of protocol version {}",
             version.number()
         ))
     })
 }
 
-/// Builds Scala 2.13's forms on a [`Builder`].
+/// Builds Scala 2.13's forms (Spark 4) or Scala 2.12's (Spark 3) on a [`Builder`].
 struct Scala<'t, 'o> {
     b: Builder<'t>,
     original: Option<&'o Graph>,
@@ -656,7 +665,7 @@ impl<'t, 'o> Scala<'t, 'o> {
     fn app_description_212(&mut self, d: &ApplicationDescription) -> R {
         let v1 = legacy::common::ApplicationDescription::from(d);
         let app_ui = self.s(&v1.app_ui_url);
-        let command = self.command(&v1.command)?;
+        let command = self.command(&v1.command, false)?;
         let cores = self.opt_int(v1.cores_per_executor)?;
         let codec = self.opt_string(v1.event_log_codec.as_deref())?;
         let dir = self.opt_string(v1.event_log_dir.as_deref())?;
@@ -944,10 +953,16 @@ impl<'t, 'o> Scala<'t, 'o> {
         )
     }
 
-    fn command(&mut self, c: &Command) -> R {
+    /// A `Command`. Its environment is a mutable hash map, except in a Spark 3.0.3 driver's
+    /// (`immutable_env`: an immutable one, made from `sys.env`).
+    fn command(&mut self, c: &Command, immutable_env: bool) -> R {
         let arguments = self.string_list(&c.arguments)?;
         let class_path = self.string_list(&c.class_path_entries)?;
-        let environment = self.mutable_string_map(&c.environment)?;
+        let environment = if immutable_env {
+            self.string_hash_map(&c.environment)?
+        } else {
+            self.mutable_string_map(&c.environment)?
+        };
         let opts: Vec<Value> = c.java_opts.iter().map(|s| self.s(s)).collect();
         let java_opts = self.array_seq(opts)?;
         let library_path = self.string_list(&c.library_path_entries)?;
@@ -1016,7 +1031,7 @@ impl<'t, 'o> Scala<'t, 'o> {
             return self.app_description_212(d);
         }
         let app_ui = self.s(&d.app_ui_url);
-        let command = self.command(&d.command)?;
+        let command = self.command(&d.command, false)?;
         let profile = self.resource_profile(&d.default_profile)?;
         let codec = self.opt_string(d.event_log_codec.as_deref())?;
         let dir = self.opt_string(d.event_log_dir.as_deref())?;
@@ -1050,7 +1065,7 @@ impl<'t, 'o> Scala<'t, 'o> {
         ) {
             return self.b.graft(f.graph(), f.value());
         }
-        let command = self.command(&d.command)?;
+        let command = self.command(&d.command, self.scala_212())?;
         let jar = self.s(&d.jar_url);
         let mut reqs = Vec::with_capacity(d.resource_reqs.len());
         for r in &d.resource_reqs {
@@ -1064,7 +1079,12 @@ impl<'t, 'o> Scala<'t, 'o> {
                 ],
             )?);
         }
-        let reqs = self.list(reqs)?;
+        // Spark 3.0.3 collects them into a mutable ArraySeq.
+        let reqs = if self.scala_212() {
+            self.array_seq(reqs)?
+        } else {
+            self.list(reqs)?
+        };
         self.obj(
             "org.apache.spark.deploy.DriverDescription",
             &[
@@ -1623,11 +1643,14 @@ impl<'t, 'o> Scala<'t, 'o> {
                 &[("resourceProfileId", Value::Int(r.resource_profile_id))],
             ),
             C::SparkAppConfig(c) => {
+                // Spark 3.0.3 (JDK 11) reads its properties into new strings, an empty one too.
+                let fresh = self.scala_212();
                 let props: Vec<Value> = c
                     .spark_properties
                     .iter()
                     .map(|(k, v)| {
-                        let (k, v) = (self.s(k), self.s(v));
+                        let v = if fresh { self.b.string(v) } else { self.s(v) };
+                        let (k, v) = (self.s(k), v);
                         self.obj("scala.Tuple2", &[("_1", k), ("_2", v)])
                     })
                     .collect::<Result<_, _>>()?;
