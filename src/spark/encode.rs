@@ -2007,3 +2007,38 @@ fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16()
         .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scala_212_hash_table_order_is_the_order_spark_3_writes_an_enumeration_map_in() {
+        // Real Spark 3.0.3 streams write TaskState's `vmap` (ordinals 0..6 added in order) as
+        // 2, 5, 4, 1, 3, 0.
+        let order = hash_table_212_order((0..6).map(|i| (i, i)).collect());
+        assert_eq!(order, vec![2, 5, 4, 1, 3, 0]);
+    }
+
+    #[test]
+    fn a_scala_212_object_with_fields_is_refused_without_an_original() {
+        let table = ClassTable::of(Version::V1).expect("the 3.0.3 table");
+        let mut b = Builder::new(table);
+        assert!(b.module("scala.None$").is_ok());
+        let e = b
+            .module("org.apache.spark.deploy.master.RecoveryState$")
+            .expect_err("an enumeration object has fields");
+        assert!(matches!(e, BuildError::Unsupported(_)), "{e}");
+    }
+
+    #[test]
+    fn a_spark_3_enumeration_without_a_known_declaration_is_refused_with_a_reason() {
+        let table = ClassTable::of(Version::V1).expect("the 3.0.3 table");
+        let mut s = Scala::new(table, None, Version::V1);
+        let e = s
+            .enumeration("org.apache.spark.deploy.master.RecoveryState$", 0)
+            .expect_err("no original, no declaration");
+        assert!(e.to_string().contains("whole"), "{e}");
+        assert!(s.enumeration(TASK_STATE, 2).is_ok());
+    }
+}
