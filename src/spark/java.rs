@@ -234,6 +234,26 @@ fn vector_212<'g>(v: Node<'g>, what: &str) -> Result<Vec<Node<'g>>, JavaError> {
     if depth == 0 {
         return Ok(Vec::new());
     }
+    // Leaves may be shared: a count over the graph's array slots (which the stream's length
+    // bounds) is refused rather than walked.
+    let slots: usize = v
+        .graph()
+        .entries()
+        .iter()
+        .map(|e| match e {
+            serial::Entry::Array(serial::Array {
+                elements: serial::Elements::Values(vs),
+                ..
+            }) => vs.len(),
+            _ => 0,
+        })
+        .sum();
+    if usize::try_from(end - start).unwrap_or(usize::MAX) > slots {
+        return Err(bad(&format!(
+            "of {} elements, more than the stream's {slots} array slots",
+            end - start
+        )));
+    }
     let top = v
         .field(&format!("display{}", depth - 1))
         .ok_or_else(|| bad("without its top level"))?;
@@ -376,6 +396,42 @@ pub fn serializable_buffer(v: Node<'_>, what: &str) -> Result<Vec<u8>, JavaError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scala_212_vector_claiming_more_elements_than_the_stream_holds_is_refused() {
+        use crate::messages::Version;
+        use crate::spark::build::Builder;
+        use crate::spark::classes::ClassTable;
+        use serial::Value;
+        let table = ClassTable::of(Version::V1).expect("the 3.0.3 table");
+        let vector = |end: i32| {
+            let mut b = Builder::new(table);
+            let s = b.string("x");
+            let leaf = b.array("[Ljava.lang.Object;", vec![s; 32]).expect("array");
+            let mut fields = vec![
+                ("depth", Value::Int(1)),
+                ("dirty", Value::Bool(false)),
+                ("endIndex", Value::Int(end)),
+                ("focus", Value::Int(0)),
+                ("startIndex", Value::Int(0)),
+                ("display0", leaf),
+            ];
+            for name in ["display1", "display2", "display3", "display4", "display5"] {
+                fields.push((name, Value::Null));
+            }
+            let v = b
+                .object("scala.collection.immutable.Vector", &fields)
+                .expect("vector");
+            b.finish(v)
+        };
+        let small = vector(3);
+        assert_eq!(elements(small.root_node(), "v").map(|e| e.len()), Ok(3));
+        let hostile = vector(i32::MAX);
+        assert!(matches!(
+            elements(hostile.root_node(), "v"),
+            Err(JavaError::Shape(_))
+        ));
+    }
 
     #[test]
     fn a_stream_over_the_size_limit_is_refused_before_reading() {
