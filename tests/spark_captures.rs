@@ -464,7 +464,7 @@ fn every_message_of_the_real_captures_is_encoded_from_its_typed_value_byte_for_b
     for name in ["A.pcap", "B.pcap"] {
         for (label, stream) in capture_streams(&dir.join(name)) {
             let g = read(&stream, &Limits::default()).expect("reads");
-            let Classified::Message(m) = classify(g.root_node()) else {
+            let Classified::Message(m) = classify(g.root_node(), Version::V2) else {
                 continue;
             };
             match message_stream(&m, Version::V2, Some(&g)) {
@@ -654,4 +654,146 @@ fn spark_golden_vectors_decode_to_their_values_and_encode_to_their_streams() {
         let x = v.vectors.iter().find(|x| x.message == m).expect(m);
         assert!(x.source.starts_with("capture"), "{m}: {}", x.source);
     }
+}
+
+// ---- Spark 3.0.3 (protocol version 1) ----
+
+#[test]
+fn every_spark_3_capture_decodes_re_encodes_byte_for_byte_and_validates() {
+    let captures = repository_captures("3.0.3");
+    assert!(captures.len() >= 8, "the 3.0.3 captures: {captures:?}");
+    let mut messages = std::collections::BTreeSet::new();
+    let mut same = 0;
+    for path in captures {
+        let name = path.display();
+        let f = File::open(&path).expect("capture opens");
+        let d = sparkwire::spark::decode::decode_capture_with(f, Vec::new(), Version::V1, true)
+            .expect("capture decodes");
+        let s = &d.summary;
+        assert!(
+            s.failures.is_empty(),
+            "{name}: not decoded: {:#?}",
+            s.failures
+        );
+        assert!(
+            s.unknown.is_empty(),
+            "{name}: unknown classes: {:?}",
+            s.unknown
+        );
+        let rt = s.roundtrip.as_ref().expect("checked");
+        assert_eq!(rt.differ, 0, "{name}: {:#?}", rt.differences);
+        same += rt.same;
+        let mut v = Validator::new(Config::default());
+        let mut violations = Vec::new();
+        for e in &d.events {
+            violations.extend(v.observe(e));
+        }
+        violations.extend(v.finish());
+        assert!(violations.is_empty(), "{name}: {violations:#?}");
+        messages.extend(rt.by_message.keys().cloned());
+    }
+    assert!(same > 500, "{same} frames re-encoded byte for byte");
+    // Together they put these on the wire in Spark 3.0.3's own forms (Scala 2.12 collections,
+    // whole enumerations, 3.0.3's older fields), each re-encoded byte for byte.
+    for m in [
+        "deploy.RegisterApplication",
+        "deploy.LaunchExecutor",
+        "deploy.ExecutorUpdated",
+        "deploy.WorkerLatestState",
+        "deploy.RequestSubmitDriver",
+        "deploy.LaunchDriver",
+        "deploy.SubmitDriverResponse",
+        "deploy.DriverStatusResponse",
+        "deploy.KillDriverResponse",
+        "deploy.RequestExecutors",
+        "deploy.KillExecutors",
+        "deploy.MasterChanged",
+        "deploy.WorkerSchedulerStateResponse",
+        "deploy.MasterStateResponse",
+        "deploy.RegisterWorkerFailed",
+        "coarse.SparkAppConfig",
+        "coarse.StatusUpdate",
+        "coarse.RegisterExecutor",
+    ] {
+        assert!(messages.contains(m), "{m} in no capture: {messages:?}");
+    }
+}
+
+/// Spark 3.0.3's messages written from the typed value alone (no original stream to take what
+/// it does not hold), per message: (byte for byte, different, refused). What differs is what
+/// the typed value cannot hold: a process's ask timeout (RegisterApplication: 10 s configured),
+/// the order of a small map built from `sys.env` (RegisterExecutor's log URLs), an exception's
+/// stack trace (DriverStatusResponse), the names an enumeration object has been asked for
+/// (ExecutorStateChanged: its `nmap`), a host string shared by two fields (one RegisterWorker);
+/// MasterStateResponse is refused (the master's own objects).
+#[test]
+fn spark_3_messages_from_the_typed_value_alone_are_exactly_these() {
+    use sparkwire::spark::encode::message_stream;
+    use sparkwire::spark::map::{classify, Classified};
+    let mut got: BTreeMap<String, (u32, u32, u32)> = BTreeMap::new();
+    for path in repository_captures("3.0.3") {
+        for (label, stream) in capture_streams(&path) {
+            let g = read(&stream, &Limits::default()).expect("reads");
+            let Classified::Message(m) = classify(g.root_node(), Version::V1) else {
+                continue;
+            };
+            let e = got.entry(m.name().to_string()).or_default();
+            match message_stream(&m, Version::V1, None) {
+                Ok(bytes) if bytes == stream => e.0 += 1,
+                Ok(_) => e.1 += 1,
+                Err(err) => {
+                    e.2 += 1;
+                    assert_eq!(m.name(), "MasterStateResponse", "{label}: {err}");
+                }
+            }
+        }
+    }
+    let expected: BTreeMap<String, (u32, u32, u32)> = [
+        ("ApplicationFinished", 7, 0, 0),
+        ("ApplicationRemoved", 1, 0, 0),
+        ("DriverStateChanged", 2, 0, 0),
+        ("DriverStatusResponse", 5, 1, 0),
+        ("ExecutorAdded", 10, 0, 0),
+        ("ExecutorStateChanged", 15, 5, 0),
+        ("ExecutorUpdated", 12, 0, 0),
+        ("Heartbeat", 25, 0, 0),
+        ("KillDriver", 1, 0, 0),
+        ("KillDriverResponse", 2, 0, 0),
+        ("KillExecutor", 8, 0, 0),
+        ("KillExecutors", 2, 0, 0),
+        ("KillTask", 1, 0, 0),
+        ("LaunchDriver", 2, 0, 0),
+        ("LaunchExecutor", 10, 0, 0),
+        ("LaunchTask", 33, 0, 0),
+        ("LaunchedExecutor", 10, 0, 0),
+        ("MasterChangeAcknowledged", 1, 0, 0),
+        ("MasterChanged", 2, 0, 0),
+        ("MasterInStandby", 2, 0, 0),
+        ("MasterStateResponse", 0, 0, 3),
+        ("ReconnectWorker", 1, 0, 0),
+        ("RegisterApplication", 5, 2, 0),
+        ("RegisterExecutor", 0, 10, 0),
+        ("RegisterWorker", 12, 1, 0),
+        ("RegisterWorkerFailed", 1, 0, 0),
+        ("RegisteredApplication", 7, 0, 0),
+        ("RegisteredWorker", 10, 0, 0),
+        ("RequestDriverStatus", 6, 0, 0),
+        ("RequestExecutors", 7, 0, 0),
+        ("RequestKillDriver", 2, 0, 0),
+        ("RequestMasterState", 3, 0, 0),
+        ("RequestSubmitDriver", 3, 0, 0),
+        ("RetrieveSparkAppConfig", 10, 0, 0),
+        ("SparkAppConfig", 10, 0, 0),
+        ("StatusUpdate", 65, 0, 0),
+        ("StopExecutor", 7, 0, 0),
+        ("SubmitDriverResponse", 3, 0, 0),
+        ("UnregisterApplication", 7, 0, 0),
+        ("WorkerLatestState", 10, 0, 0),
+        ("WorkerRemoved", 1, 0, 0),
+        ("WorkerSchedulerStateResponse", 1, 0, 0),
+    ]
+    .into_iter()
+    .map(|(m, s, d, r)| (m.to_string(), (s, d, r)))
+    .collect();
+    assert_eq!(got, expected);
 }

@@ -351,11 +351,28 @@ impl<'t> Builder<'t> {
         Ok(Value::Ref(h))
     }
 
-    /// A Scala 2.13 `object` (`scala.None$`): its `ModuleSerializationProxy`, written once and
-    /// referred to after, as the JVM's replacement table does.
+    /// A Scala `object` (`scala.None$`), written once and referred to after: in Scala 2.13 its
+    /// `ModuleSerializationProxy` (as the JVM's replacement table does), in Scala 2.12 the object
+    /// itself. A 2.12 object with fields (an `Enumeration`'s) cannot be built from its class: it
+    /// is refused, and only a graft of an original stream's copy gives it.
     pub fn module(&mut self, class: &str) -> Result<Value, BuildError> {
         if let Some(h) = self.modules.get(class) {
             return Ok(Value::Ref(*h));
+        }
+        if self.table.writes_modules_whole() {
+            if !self.fieldless(class)? {
+                return Err(BuildError::Unsupported(format!(
+                    "Spark {} writes the Scala object {class} with its fields (a whole \
+                     Enumeration, for one): sparkwire writes it only from an original stream \
+                     that holds it",
+                    self.table.spark()
+                )));
+            }
+            let v = self.object(class, &[])?;
+            if let Value::Ref(h) = v {
+                self.modules.insert(class.to_string(), h);
+            }
+            return Ok(v);
         }
         let c = self.class_object(class)?;
         let v = self.object(
@@ -366,6 +383,21 @@ impl<'t> Builder<'t> {
             self.modules.insert(class.to_string(), h);
         }
         Ok(v)
+    }
+
+    /// Whether `class` and its superclasses have no serializable fields and no `writeObject`.
+    fn fieldless(&self, class: &str) -> Result<bool, BuildError> {
+        let mut next = Some(class.to_string());
+        let mut steps = 0;
+        while let Some(n) = next {
+            steps += 1;
+            let entry = self.table.get(&n).ok_or_else(|| self.no_class(&n))?;
+            if steps > 64 || !entry.fields.is_empty() || entry.flags & SC_WRITE_METHOD != 0 {
+                return Ok(false);
+            }
+            next = entry.super_class.clone();
+        }
+        Ok(true)
     }
 
     /// A constant of a Java `enum` (one object per constant).
@@ -546,6 +578,15 @@ impl Builder<'_> {
                 }
                 _ => None,
             },
+            Some(Entry::Object(_)) if self.table.writes_modules_whole() => {
+                // Scala 2.12: a singleton object written as itself (`scala.None$`).
+                match node.class_name() {
+                    Some(c) if c.ends_with('$') && self.fieldless(c).unwrap_or(false) => {
+                        Some(self.module(c)?)
+                    }
+                    _ => None,
+                }
+            }
             Some(Entry::Object(_)) => match node.module().filter(|m| self.table.get(m).is_some()) {
                 Some(module) => Some(self.module(module)?),
                 None => None,

@@ -1,5 +1,15 @@
-//! sparkwire's typed messages to Spark's Java objects: the graph a Spark 4.0.1 process would
-//! serialize for the same message, written to the same bytes.
+//! sparkwire's typed messages to Spark's Java objects: the graph a Spark 4.0.1 process
+//! (protocol version 2, Scala 2.13) or a Spark 3.0.3 process (protocol version 1, Scala 2.12)
+//! would serialize for the same message, written to the same bytes.
+//!
+//! Spark 3.0.3's forms: Scala objects written as themselves (`None$`, `Nil` through
+//! `List$SerializationProxy` and `ListSerializeEnd$`), `Map1`–`Map4` with plain field names and
+//! `HashMap$SerializationProxy`, `mutable.HashMap`'s own `writeObject` (Scala 2.12's hash table
+//! order), `mutable.ArraySeq`, `ArrayBuffer`, `Vector` and `WrappedArray$ofRef`; 3.0.3's older
+//! fields through the version-1 forms of `crate::messages::legacy`. A Scala 2.12 enumeration
+//! value carries its whole enumeration object: the original stream's when given (it holds the
+//! process's state, such as the names asked for), else the object as a fresh JVM holds it
+//! (`ExecutorState`, `TaskState`, `DriverState`; any other is refused with a reason).
 //!
 //! Where a typed value does not hold all of Spark's object (an `ApplicationDescription`'s
 //! resource profile carries values Spark computes lazily, a `Command`'s environment is a hash map
@@ -15,6 +25,7 @@ use super::map::{
     resource_profile_of, Classified, Typed,
 };
 use super::serial::{self, Graph, Item, Node, SerialError, Value};
+use crate::messages::legacy;
 use crate::messages::{
     Addr, ApplicationDescription, CoarseMessage, Command, DeployMessage, DriverDescription,
     DriverState, EndpointRef, ErrorDescription, ExecutorDescription, ExecutorLossReason,
@@ -57,7 +68,7 @@ pub fn message_graph(
     original: Option<&Graph>,
 ) -> Result<Graph, EncodeError> {
     let table = table(version)?;
-    let mut s = Scala::new(table, original);
+    let mut s = Scala::new(table, original, version);
     let root = match m {
         Typed::Deploy(d) => s.deploy(d)?,
         Typed::Coarse(c) => s.coarse(c)?,
@@ -71,14 +82,14 @@ pub fn message_graph(
 
 /// A `java.lang.Boolean` reply's stream.
 pub fn bool_stream(b: bool, version: Version) -> Result<Vec<u8>, EncodeError> {
-    let mut s = Scala::new(table(version)?, None);
+    let mut s = Scala::new(table(version)?, None, version);
     let v = s.b.boxed_bool(b)?;
     Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
 }
 
 /// A `java.lang.Integer` reply's stream.
 pub fn int_stream(i: i32, version: Version) -> Result<Vec<u8>, EncodeError> {
-    let mut s = Scala::new(table(version)?, None);
+    let mut s = Scala::new(table(version)?, None, version);
     let v = s.b.boxed_int(i)?;
     Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
 }
@@ -86,7 +97,7 @@ pub fn int_stream(i: i32, version: Version) -> Result<Vec<u8>, EncodeError> {
 /// `RpcEndpointVerifier.CheckExistence(name)`'s stream: the ask a Spark peer sends before it
 /// registers, to learn that an endpoint exists.
 pub fn check_existence_stream(name: &str, version: Version) -> Result<Vec<u8>, EncodeError> {
-    let mut s = Scala::new(table(version)?, None);
+    let mut s = Scala::new(table(version)?, None, version);
     let n = s.b.string(name);
     let v = s.b.object(
         "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence",
@@ -98,30 +109,37 @@ pub fn check_existence_stream(name: &str, version: Version) -> Result<Vec<u8>, E
 fn table(version: Version) -> Result<&'static ClassTable, BuildError> {
     ClassTable::of(version).ok_or_else(|| {
         BuildError::Unsupported(format!(
-            "writing Spark's wire in the form of protocol version {} (Spark 3.0.3) is not supported: \
-             sparkwire writes Spark 4.0.1's form (protocol version 2)",
+            "no class table for writing Spark's wire in the form of protocol version {}",
             version.number()
         ))
     })
 }
 
-/// Builds Scala 2.13's forms on a [`Builder`].
+/// Builds Scala 2.13's forms (Spark 4) or Scala 2.12's (Spark 3) on a [`Builder`].
 struct Scala<'t, 'o> {
     b: Builder<'t>,
     original: Option<&'o Graph>,
     enum_values: BTreeMap<(&'static str, usize), Value>,
+    /// Scala 2.12's enumeration objects, copied whole from the original stream.
+    enum_objects: BTreeMap<&'static str, Value>,
     nil: Option<Value>,
+    /// Scala 2.12's empty `Vector` (one object).
+    empty_vector: Option<Value>,
+    version: Version,
 }
 
 type R = Result<Value, BuildError>;
 
 impl<'t, 'o> Scala<'t, 'o> {
-    fn new(table: &'t ClassTable, original: Option<&'o Graph>) -> Self {
+    fn new(table: &'t ClassTable, original: Option<&'o Graph>, version: Version) -> Self {
         Scala {
             b: Builder::new(table),
             original,
             enum_values: BTreeMap::new(),
+            enum_objects: BTreeMap::new(),
             nil: None,
+            empty_vector: None,
+            version,
         }
     }
 
@@ -183,6 +201,24 @@ impl<'t, 'o> Scala<'t, 'o> {
                 return Ok(nil);
             }
         }
+        if self.scala_212() {
+            // Scala 2.12: `List$SerializationProxy` writes the elements and `ListSerializeEnd`.
+            let empty = items.is_empty();
+            let mut annotation: Vec<Item> = items.into_iter().map(Item::Value).collect();
+            let end = self
+                .b
+                .module("scala.collection.immutable.ListSerializeEnd$")?;
+            annotation.push(Item::Value(end));
+            let v = self.b.object_with(
+                "scala.collection.immutable.List$SerializationProxy",
+                &[],
+                annotation,
+            )?;
+            if empty {
+                self.nil = Some(v);
+            }
+            return Ok(v);
+        }
         let list = self.b.module("scala.collection.immutable.List$")?;
         let factory = self.obj(
             "scala.collection.IterableFactory$ToFactory",
@@ -213,8 +249,16 @@ impl<'t, 'o> Scala<'t, 'o> {
         self.list(v)
     }
 
-    /// An `ArraySeq` of objects.
+    /// An `ArraySeq` of objects (Scala 2.12: a mutable `ArraySeq`, its length and its array).
     fn array_seq(&mut self, items: Vec<Value>) -> R {
+        if self.scala_212() {
+            let n = i32::try_from(items.len()).map_err(|_| BuildError::Value("a length".into()))?;
+            let arr = self.b.array("[Ljava.lang.Object;", items)?;
+            return self.obj(
+                "scala.collection.mutable.ArraySeq",
+                &[("length", Value::Int(n)), ("array", arr)],
+            );
+        }
         let arr = self.b.array("[Ljava.lang.Object;", items)?;
         self.obj(
             "scala.collection.immutable.ArraySeq$ofRef",
@@ -226,13 +270,17 @@ impl<'t, 'o> Scala<'t, 'o> {
     /// larger maps as a `HashMap` through `DefaultSerializationProxy`.
     fn map(&mut self, entries: Vec<(Value, Value)>) -> R {
         let n = entries.len();
+        let scala_212 = self.scala_212();
         match n {
             0 => self.b.module("scala.collection.immutable.Map$EmptyMap$"),
+            5.. if scala_212 => Err(BuildError::Unsupported(format!(
+                "a Scala 2.12 immutable map of {n} entries, whose order is its keys' hashes'"
+            ))),
             1..=4 => {
                 let class = format!("scala.collection.immutable.Map$Map{n}");
                 let names: Vec<(String, String)> = (1..=n)
                     .map(|i| {
-                        if n == 1 {
+                        if n == 1 || scala_212 {
                             (format!("key{i}"), format!("value{i}"))
                         } else {
                             (
@@ -272,6 +320,26 @@ impl<'t, 'o> Scala<'t, 'o> {
     /// own entries before its sub-nodes'.
     fn hash_map(&mut self, entries: Vec<(i32, Value, Value)>) -> R {
         let n = entries.len();
+        if self.scala_212() {
+            // Scala 2.12: `HashMap$SerializationProxy` writes the count, then each key and value
+            // in the order of the hash trie (five bits of the improved hash a level, low bits
+            // first).
+            let mut keyed: Vec<(u64, Value, Value)> = entries
+                .into_iter()
+                .map(|(hash, k, v)| (trie_212_order(scala_improve(hash)), k, v))
+                .collect();
+            keyed.sort_by_key(|(order, _, _)| *order);
+            let mut annotation = vec![Item::Data((n as i32).to_be_bytes().to_vec())];
+            for (_, k, v) in keyed {
+                annotation.push(Item::Value(k));
+                annotation.push(Item::Value(v));
+            }
+            return self.b.object_with(
+                "scala.collection.immutable.HashMap$SerializationProxy",
+                &[],
+                annotation,
+            );
+        }
         let hm = self.b.module("scala.collection.immutable.HashMap$")?;
         let factory = self.obj("scala.collection.MapFactory$ToFactory", &[("factory", hm)])?;
         let keyed = entries
@@ -291,6 +359,21 @@ impl<'t, 'o> Scala<'t, 'o> {
     }
 
     fn string_hash_map(&mut self, m: &BTreeMap<String, String>) -> R {
+        if self.scala_212() && m.len() <= 4 {
+            // Scala 2.12's `Map(...)` keeps up to four entries in the order they were added,
+            // which the typed map does not hold: the original stream's order, when it has them.
+            let order = self
+                .original_key_order(m)
+                .unwrap_or_else(|| m.keys().cloned().collect());
+            let entries = order
+                .iter()
+                .filter_map(|k| Some((k.clone(), m.get(k)?.clone())))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|(k, v)| (self.s(&k), self.s(&v)))
+                .collect();
+            return self.map(entries);
+        }
         let entries = m
             .iter()
             .map(|(k, v)| (java_string_hash(k), self.s(k), self.s(v)))
@@ -306,9 +389,326 @@ impl<'t, 'o> Scala<'t, 'o> {
         self.map(entries)
     }
 
+    /// Whether this is Spark 3's form (Scala 2.12, protocol version 1).
+    fn scala_212(&self) -> bool {
+        self.version == Version::V1
+    }
+
+    /// The keys of the original stream's small immutable map (`Map1`–`Map4`) holding exactly
+    /// `m`, in its order.
+    fn original_key_order(&self, m: &BTreeMap<String, String>) -> Option<Vec<String>> {
+        let g = self.original?;
+        let class = format!("scala.collection.immutable.Map$Map{}", m.len());
+        g.entries().iter().enumerate().find_map(|(i, e)| {
+            let serial::Entry::Object(_) = e else {
+                return None;
+            };
+            let n = Node::new(g, Value::Ref(serial::Handle(i as u32)));
+            if n.class_name()? != class {
+                return None;
+            }
+            let entries = super::java::entries(n, "map").ok()?;
+            let mut keys = Vec::with_capacity(entries.len());
+            for (k, v) in entries {
+                let (k, v) = (k.as_str()?, v.as_str()?);
+                if m.get(k).map(String::as_str) != Some(v) {
+                    return None;
+                }
+                keys.push(k.to_string());
+            }
+            (keys.len() == m.len()).then_some(keys)
+        })
+    }
+
+    /// A Scala 2.12 `Vector` as its builder leaves it: the empty vector (one object, no
+    /// levels), or up to 32 elements in one leaf of 32 slots. A larger vector's levels depend
+    /// on how it was built and are refused.
+    fn vector_212(&mut self, items: Vec<Value>) -> R {
+        let n = items.len();
+        if n > 32 {
+            return Err(BuildError::Unsupported(format!(
+                "a Scala 2.12 Vector of {n} elements (more than one leaf of 32)"
+            )));
+        }
+        if n == 0 {
+            if let Some(v) = self.empty_vector {
+                return Ok(v);
+            }
+        }
+        let (depth, leaf) = if n == 0 {
+            (0, Value::Null)
+        } else {
+            let mut slots = items;
+            slots.resize(32, Value::Null);
+            (1, self.b.array("[Ljava.lang.Object;", slots)?)
+        };
+        let v = self.obj(
+            "scala.collection.immutable.Vector",
+            &[
+                ("depth", Value::Int(depth)),
+                ("dirty", Value::Bool(false)),
+                ("endIndex", Value::Int(n as i32)),
+                ("focus", Value::Int(0)),
+                ("startIndex", Value::Int(0)),
+                ("display0", leaf),
+                ("display1", Value::Null),
+                ("display2", Value::Null),
+                ("display3", Value::Null),
+                ("display4", Value::Null),
+                ("display5", Value::Null),
+            ],
+        )?;
+        if n == 0 {
+            self.empty_vector = Some(v);
+        }
+        Ok(v)
+    }
+
+    /// A Scala 2.12 `ArrayBuffer` grown from empty by one append of `items`: an array of
+    /// 16 slots, doubled until they fit.
+    fn array_buffer(&mut self, items: Vec<Value>) -> R {
+        let n = items.len();
+        let mut slots: usize = 16;
+        while slots < n {
+            slots = slots.saturating_mul(2);
+        }
+        let size = i32::try_from(n).map_err(|_| BuildError::Value("a length".into()))?;
+        let mut array = items;
+        array.resize(slots, Value::Null);
+        let arr = self.b.array("[Ljava.lang.Object;", array)?;
+        self.obj(
+            "scala.collection.mutable.ArrayBuffer",
+            &[
+                ("initialSize", Value::Int(16)),
+                ("size0", Value::Int(size)),
+                ("array", arr),
+            ],
+        )
+    }
+
+    /// Scala 2.12's `mutable.HashMap[String, String]`: its `writeObject` writes the load
+    /// factor (750 per mille), the size, the seed and whether a size map is kept, then each
+    /// key and value from the last bucket of the table to the first. The table is rebuilt by
+    /// adding the entries in key order (16 buckets, doubled at three quarters full), which
+    /// gives the JVM's order wherever no two keys share a bucket.
+    fn mutable_string_map_212(&mut self, m: &BTreeMap<String, String>) -> R {
+        let keyed = m
+            .iter()
+            .map(|(k, v)| (java_string_hash(k), (k, v)))
+            .collect();
+        let mut entries = Vec::with_capacity(m.len());
+        for (k, v) in hash_table_212_order(keyed) {
+            entries.push((self.s(k), self.s(v)));
+        }
+        self.mutable_hash_map_212(entries)
+    }
+
+    /// A Scala 2.12 `mutable.HashMap` of `entries`, in its table's order.
+    fn mutable_hash_map_212(&mut self, entries: Vec<(Value, Value)>) -> R {
+        let size = i32::try_from(entries.len()).map_err(|_| BuildError::Value("a size".into()))?;
+        let mut header = Vec::with_capacity(13);
+        header.extend_from_slice(&750i32.to_be_bytes());
+        header.extend_from_slice(&size.to_be_bytes());
+        header.extend_from_slice(&(HASH_TABLE_212_SEED as i32).to_be_bytes());
+        header.push(0);
+        let mut annotation = vec![Item::Data(header)];
+        for (k, v) in entries {
+            annotation.push(Item::Value(k));
+            annotation.push(Item::Value(v));
+        }
+        self.b
+            .object_with("scala.collection.mutable.HashMap", &[], annotation)
+    }
+
+    /// A Scala 2.12 enumeration object of Spark's as a fresh JVM holds it: its values (`Val`s
+    /// with no name, in declaration order), `vmap` from ordinal to value, an empty `nmap` (no
+    /// value's name asked for yet), and the object's fields naming its values.
+    fn enumeration_object_212(&mut self, enumeration: &'static str) -> R {
+        let names: &[&str] = match enumeration {
+            EXECUTOR_STATE => &["LAUNCHING", "RUNNING", "KILLED", "FAILED", "LOST", "EXITED"],
+            TASK_STATE => &[
+                "LAUNCHING",
+                "RUNNING",
+                "FINISHED",
+                "FAILED",
+                "KILLED",
+                "LOST",
+            ],
+            DRIVER_STATE => &[
+                "SUBMITTED",
+                "RUNNING",
+                "FINISHED",
+                "RELAUNCHING",
+                "UNKNOWN",
+                "KILLED",
+                "FAILED",
+                "ERROR",
+            ],
+            _ => {
+                return Err(BuildError::Unsupported(format!(
+                    "Spark 3.0.3 (Scala 2.12) writes a value of {enumeration} with the whole \
+                     enumeration object: sparkwire writes it only from an original stream that \
+                     holds it"
+                )))
+            }
+        };
+        let n = names.len() as i32;
+        let mut fields: Vec<(&str, Value)> = vec![
+            ("nextId", Value::Int(n)),
+            ("scala$Enumeration$$bottomId", Value::Int(0)),
+            ("scala$Enumeration$$topId", Value::Int(n)),
+            ("ValueOrdering$module", Value::Null),
+            ("ValueSet$module", Value::Null),
+            ("nextName", Value::Null),
+            ("nmap", Value::Null),
+            ("scala$Enumeration$$vmap", Value::Null),
+        ];
+        fields.extend(names.iter().map(|name| (*name, Value::Null)));
+        if enumeration == TASK_STATE {
+            fields.push(("FINISHED_STATES", Value::Null));
+        }
+        let outer = self.obj(enumeration, &fields)?;
+        let mut values = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            let v = self.obj(
+                "scala.Enumeration$Val",
+                &[
+                    ("$outer", outer),
+                    ("scala$Enumeration$$outerEnum", outer),
+                    ("i", Value::Int(i as i32)),
+                    ("name", Value::Null),
+                ],
+            )?;
+            self.b.set_field(outer, name, v)?;
+            values.push(v);
+        }
+        let mut vmap = Vec::with_capacity(values.len());
+        for (i, v) in hash_table_212_order(
+            values
+                .iter()
+                .copied()
+                .enumerate()
+                .map(|(i, v)| (i as i32, (i as i32, v)))
+                .collect(),
+        ) {
+            vmap.push((self.b.boxed_int(i)?, v));
+        }
+        let vmap = self.mutable_hash_map_212(vmap)?;
+        self.b.set_field(outer, "scala$Enumeration$$vmap", vmap)?;
+        let nmap = self.mutable_hash_map_212(Vec::new())?;
+        self.b.set_field(outer, "nmap", nmap)?;
+        if enumeration == TASK_STATE {
+            // `Set(FINISHED, FAILED, KILLED, LOST)`.
+            let set = self.obj(
+                "scala.collection.immutable.Set$Set4",
+                &[
+                    ("elem1", values[2]),
+                    ("elem2", values[3]),
+                    ("elem3", values[4]),
+                    ("elem4", values[5]),
+                ],
+            )?;
+            self.b.set_field(outer, "FINISHED_STATES", set)?;
+        }
+        Ok(outer)
+    }
+
+    /// A Scala 2.12 `Enumeration` value: Scala 2.12 writes the whole enumeration object with
+    /// it (its maps of every value and name, which refer back to the values). The original
+    /// stream's copy is taken when it has one (it holds the process's state: names asked for),
+    /// else the object as a fresh JVM holds it; the value of `ordinal` is taken from it.
+    fn enumeration_212(&mut self, enumeration: &'static str, ordinal: usize) -> R {
+        let outer = match self.enum_objects.get(enumeration) {
+            Some(v) => *v,
+            None => {
+                let original = self.original.and_then(|g| {
+                    g.entries().iter().enumerate().find_map(|(i, e)| {
+                        let serial::Entry::Object(_) = e else {
+                            return None;
+                        };
+                        let n = Node::new(g, Value::Ref(serial::Handle(i as u32)));
+                        (n.class_name()? == enumeration).then_some(n)
+                    })
+                });
+                let v = match original {
+                    Some(n) => self.b.graft(n.graph(), n.value())?,
+                    None => self.enumeration_object_212(enumeration)?,
+                };
+                self.enum_objects.insert(enumeration, v);
+                v
+            }
+        };
+        let copy = Node::new(self.b.graph(), outer);
+        let values = copy
+            .field("scala$Enumeration$$vmap")
+            .and_then(|m| super::java::entries(m, "vmap").ok())
+            .unwrap_or_default();
+        values
+            .into_iter()
+            .find(|(k, _)| {
+                super::java::int(*k, "ordinal")
+                    .ok()
+                    .and_then(|i| usize::try_from(i).ok())
+                    == Some(ordinal)
+            })
+            .map(|(_, v)| v.value())
+            .ok_or_else(|| {
+                BuildError::Value(format!(
+                    "{enumeration} of the original stream has no value {ordinal}"
+                ))
+            })
+    }
+
+    /// Spark 3.0.3's `ApplicationDescription` (its executors' size and resources instead of a
+    /// resource profile), from the typed value's version-1 form.
+    fn app_description_212(&mut self, d: &ApplicationDescription) -> R {
+        let v1 = legacy::common::ApplicationDescription::from(d);
+        let app_ui = self.s(&v1.app_ui_url);
+        let command = self.command(&v1.command, false)?;
+        let cores = self.opt_int(v1.cores_per_executor)?;
+        let codec = self.opt_string(v1.event_log_codec.as_deref())?;
+        let dir = self.opt_string(v1.event_log_dir.as_deref())?;
+        let limit = self.opt_int(v1.initial_executor_limit)?;
+        let max = self.opt_int(v1.max_cores)?;
+        let name = self.s(&v1.name);
+        let mut reqs = Vec::with_capacity(v1.resource_reqs_per_executor.len());
+        for r in &v1.resource_reqs_per_executor {
+            let name = self.s(&r.resource_name);
+            reqs.push(self.obj(
+                "org.apache.spark.resource.ResourceRequirement",
+                &[
+                    ("amount", Value::Int(r.amount)),
+                    ("numParts", Value::Int(r.num_parts)),
+                    ("resourceName", name),
+                ],
+            )?);
+        }
+        let reqs = self.array_seq(reqs)?;
+        let user = self.s(&v1.user);
+        self.obj(
+            "org.apache.spark.deploy.ApplicationDescription",
+            &[
+                ("memoryPerExecutorMB", Value::Int(v1.memory_per_executor_mb)),
+                ("appUiUrl", app_ui),
+                ("command", command),
+                ("coresPerExecutor", cores),
+                ("eventLogCodec", codec),
+                ("eventLogDir", dir),
+                ("initialExecutorLimit", limit),
+                ("maxCores", max),
+                ("name", name),
+                ("resourceReqsPerExecutor", reqs),
+                ("user", user),
+            ],
+        )
+    }
+
     /// A `scala.collection.mutable.HashMap[String, String]`, in the order Scala 2.13's hash
-    /// table iterates it.
+    /// table iterates it (Scala 2.12: see [`Scala::mutable_string_map_212`]).
     fn mutable_string_map(&mut self, m: &BTreeMap<String, String>) -> R {
+        if self.scala_212() {
+            return self.mutable_string_map_212(m);
+        }
         let mut len: usize = 16;
         for k in 0..m.len() {
             if k + 1 >= (len as f64 * 0.75) as usize {
@@ -346,6 +746,11 @@ impl<'t, 'o> Scala<'t, 'o> {
     fn enumeration(&mut self, enumeration: &'static str, ordinal: usize) -> R {
         if let Some(v) = self.enum_values.get(&(enumeration, ordinal)) {
             return Ok(*v);
+        }
+        if self.scala_212() {
+            let v = self.enumeration_212(enumeration, ordinal)?;
+            self.enum_values.insert((enumeration, ordinal), v);
+            return Ok(v);
         }
         let outer = self.b.module(enumeration)?;
         let i = i32::try_from(ordinal).map_err(|_| BuildError::Value("an ordinal".into()))?;
@@ -432,6 +837,28 @@ impl<'t, 'o> Scala<'t, 'o> {
                 ("toString", text),
             ],
         )?;
+        if self.scala_212() {
+            // Spark 3's `RpcEndpointRef` keeps its retry settings (`spark.rpc.numRetries`, 3;
+            // `spark.rpc.retry.wait`, 3 s): the original reference's when there is one.
+            let original = self.original_ref(r);
+            let retries = original
+                .and_then(|n| n.field("maxRetries"))
+                .and_then(|n| n.as_int())
+                .unwrap_or(3);
+            let wait = original
+                .and_then(|n| n.field("retryWaitMs"))
+                .and_then(|n| n.as_long())
+                .unwrap_or(3000);
+            return self.obj(
+                "org.apache.spark.rpc.netty.NettyRpcEndpointRef",
+                &[
+                    ("maxRetries", Value::Int(retries)),
+                    ("retryWaitMs", Value::Long(wait)),
+                    ("defaultAskTimeout", timeout),
+                    ("endpointAddress", address),
+                ],
+            );
+        }
         self.obj(
             "org.apache.spark.rpc.netty.NettyRpcEndpointRef",
             &[("defaultAskTimeout", timeout), ("endpointAddress", address)],
@@ -499,6 +926,16 @@ impl<'t, 'o> Scala<'t, 'o> {
         }
         let exec = self.map(exec)?;
         let task = self.map(task)?;
+        if self.scala_212() {
+            return self.obj(
+                "org.apache.spark.resource.ResourceProfile",
+                &[
+                    ("_id", Value::Int(p.id)),
+                    ("executorResources", exec),
+                    ("taskResources", task),
+                ],
+            );
+        }
         let none = self.none()?;
         // The values Spark computes lazily are left uncomputed, as in a new profile.
         self.obj(
@@ -515,10 +952,16 @@ impl<'t, 'o> Scala<'t, 'o> {
         )
     }
 
-    fn command(&mut self, c: &Command) -> R {
+    /// A `Command`. Its environment is a mutable hash map, except in a Spark 3.0.3 driver's
+    /// (`immutable_env`: an immutable one, made from `sys.env`).
+    fn command(&mut self, c: &Command, immutable_env: bool) -> R {
         let arguments = self.string_list(&c.arguments)?;
         let class_path = self.string_list(&c.class_path_entries)?;
-        let environment = self.mutable_string_map(&c.environment)?;
+        let environment = if immutable_env {
+            self.string_hash_map(&c.environment)?
+        } else {
+            self.mutable_string_map(&c.environment)?
+        };
         let opts: Vec<Value> = c.java_opts.iter().map(|s| self.s(s)).collect();
         let java_opts = self.array_seq(opts)?;
         let library_path = self.string_list(&c.library_path_entries)?;
@@ -539,6 +982,11 @@ impl<'t, 'o> Scala<'t, 'o> {
     /// The ask timeout of the original stream's reference to the same endpoint (the typed
     /// reference does not hold it; Spark's default is 120 s of `spark.rpc.askTimeout`).
     fn original_timeout(&self, r: &EndpointRef) -> Option<Node<'o>> {
+        self.original_ref(r)?.field("defaultAskTimeout")
+    }
+
+    /// The original stream's reference to the same endpoint.
+    fn original_ref(&self, r: &EndpointRef) -> Option<Node<'o>> {
         let g = self.original?;
         g.entries().iter().enumerate().find_map(|(i, e)| {
             let serial::Entry::Object(_) = e else {
@@ -548,10 +996,7 @@ impl<'t, 'o> Scala<'t, 'o> {
             if n.class_name()? != "org.apache.spark.rpc.netty.NettyRpcEndpointRef" {
                 return None;
             }
-            if endpoint_ref_of(n).ok().as_ref() != Some(r) {
-                return None;
-            }
-            n.field("defaultAskTimeout")
+            (endpoint_ref_of(n).ok().as_ref() == Some(r)).then_some(n)
         })
     }
 
@@ -560,7 +1005,7 @@ impl<'t, 'o> Scala<'t, 'o> {
     fn original_object<T: PartialEq>(
         &self,
         class: &str,
-        map: fn(Node<'_>) -> Result<T, super::java::JavaError>,
+        map: impl Fn(Node<'_>) -> Result<T, super::java::JavaError>,
         want: &T,
     ) -> Option<Node<'o>> {
         let g = self.original?;
@@ -576,13 +1021,16 @@ impl<'t, 'o> Scala<'t, 'o> {
     fn app_description(&mut self, d: &ApplicationDescription) -> R {
         if let Some(o) = self.original_object(
             "org.apache.spark.deploy.ApplicationDescription",
-            app_description_of,
+            |n| app_description_of(n, self.version),
             d,
         ) {
             return self.b.graft(o.graph(), o.value());
         }
+        if self.scala_212() {
+            return self.app_description_212(d);
+        }
         let app_ui = self.s(&d.app_ui_url);
-        let command = self.command(&d.command)?;
+        let command = self.command(&d.command, false)?;
         let profile = self.resource_profile(&d.default_profile)?;
         let codec = self.opt_string(d.event_log_codec.as_deref())?;
         let dir = self.opt_string(d.event_log_dir.as_deref())?;
@@ -616,7 +1064,7 @@ impl<'t, 'o> Scala<'t, 'o> {
         ) {
             return self.b.graft(f.graph(), f.value());
         }
-        let command = self.command(&d.command)?;
+        let command = self.command(&d.command, self.scala_212())?;
         let jar = self.s(&d.jar_url);
         let mut reqs = Vec::with_capacity(d.resource_reqs.len());
         for r in &d.resource_reqs {
@@ -630,7 +1078,12 @@ impl<'t, 'o> Scala<'t, 'o> {
                 ],
             )?);
         }
-        let reqs = self.list(reqs)?;
+        // Spark 3.0.3 collects them into a mutable ArraySeq.
+        let reqs = if self.scala_212() {
+            self.array_seq(reqs)?
+        } else {
+            self.list(reqs)?
+        };
         self.obj(
             "org.apache.spark.deploy.DriverDescription",
             &[
@@ -647,6 +1100,19 @@ impl<'t, 'o> Scala<'t, 'o> {
     fn executor_description(&mut self, e: &ExecutorDescription) -> R {
         let app = self.s(&e.app_id);
         let state = self.executor_state(e.state)?;
+        if self.scala_212() {
+            // Spark 3.0.3's has no resource profile id and no memory.
+            let v1 = legacy::common::ExecutorDescription::from(e);
+            return self.obj(
+                "org.apache.spark.deploy.ExecutorDescription",
+                &[
+                    ("appId", app),
+                    ("execId", Value::Int(v1.exec_id)),
+                    ("cores", Value::Int(v1.cores)),
+                    ("state", state),
+                ],
+            );
+        }
         self.obj(
             "org.apache.spark.deploy.ExecutorDescription",
             &[
@@ -787,7 +1253,13 @@ impl<'t, 'o> Scala<'t, 'o> {
                 for e in &w.executors {
                     execs.push(self.executor_description(e)?);
                 }
-                let drivers = self.string_list(&w.driver_ids)?;
+                // Spark 3.0.3 collects the driver ids into a Vector.
+                let drivers = if self.scala_212() {
+                    let ids = w.driver_ids.iter().map(|s| self.s(s)).collect();
+                    self.vector_212(ids)?
+                } else {
+                    self.string_list(&w.driver_ids)?
+                };
                 let execs = self.list(execs)?;
                 let id = self.s(&w.id);
                 self.msg(
@@ -844,7 +1316,12 @@ impl<'t, 'o> Scala<'t, 'o> {
                         &[("desc", desc), ("resources", res)],
                     )?);
                 }
-                let drivers = self.list(drivers)?;
+                // Spark 3.0.3 collects the drivers into a Vector.
+                let drivers = if self.scala_212() {
+                    self.vector_212(drivers)?
+                } else {
+                    self.list(drivers)?
+                };
                 let execs = self.list(execs)?;
                 let id = self.s(&w.id);
                 self.msg(
@@ -865,6 +1342,21 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let app = self.s(&l.app_id);
                 let url = self.s(&l.master_url);
                 let res = self.resources(&l.resources)?;
+                if self.scala_212() {
+                    // Spark 3.0.3's has no resource profile id.
+                    return self.msg(
+                        "LaunchExecutor",
+                        &[
+                            ("cores", Value::Int(l.cores)),
+                            ("execId", Value::Int(l.exec_id)),
+                            ("memory", Value::Int(l.memory)),
+                            ("appDesc", desc),
+                            ("appId", app),
+                            ("masterUrl", url),
+                            ("resources", res),
+                        ],
+                    );
+                }
                 self.msg(
                     "LaunchExecutor",
                     &[
@@ -941,6 +1433,17 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let id = self.s(&a.app_id);
                 self.msg("MasterChangeAcknowledged", &[("appId", id)])
             }
+            D::RequestExecutors(r) if self.scala_212() => {
+                let v1 = legacy::deploy::RequestExecutors::from(r);
+                let id = self.s(&v1.app_id);
+                self.msg(
+                    "RequestExecutors",
+                    &[
+                        ("appId", id),
+                        ("requestedTotal", Value::Int(v1.requested_total)),
+                    ],
+                )
+            }
             D::RequestExecutors(r) => {
                 let id = self.s(&r.app_id);
                 let totals = self.profile_totals(&r.resource_profile_to_total_execs)?;
@@ -951,7 +1454,13 @@ impl<'t, 'o> Scala<'t, 'o> {
             }
             D::KillExecutors(k) => {
                 let id = self.s(&k.app_id);
-                let ids = self.string_list(&k.executor_ids)?;
+                let ids = if self.scala_212() {
+                    // Spark 3.0.3 sends the ids as the `ArrayBuffer` it collected them in.
+                    let items = k.executor_ids.iter().map(|s| self.s(s)).collect();
+                    self.array_buffer(items)?
+                } else {
+                    self.string_list(&k.executor_ids)?
+                };
                 self.msg("KillExecutors", &[("appId", id), ("executorIds", ids)])
             }
             D::ExecutorAdded(e) => {
@@ -972,6 +1481,19 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let exit = self.opt_int(e.exit_status)?;
                 let message = self.opt_string(e.message.as_deref())?;
                 let state = self.executor_state(e.state)?;
+                if self.scala_212() {
+                    let v1 = legacy::deploy::ExecutorUpdated::from(e);
+                    return self.msg(
+                        "ExecutorUpdated",
+                        &[
+                            ("id", Value::Int(e.id)),
+                            ("workerLost", Value::Bool(v1.worker_lost)),
+                            ("exitStatus", exit),
+                            ("message", message),
+                            ("state", state),
+                        ],
+                    );
+                }
                 let host = self.opt_string(e.worker_host.as_deref())?;
                 self.msg(
                     "ExecutorUpdated",
@@ -1089,7 +1611,7 @@ impl<'t, 'o> Scala<'t, 'o> {
                 // typed answer does not (the drivers' references, submission dates, retry
                 // counts): only the original answer is written.
                 let same = self.original.is_some_and(|g| {
-                    matches!(classify(g.root_node()), Classified::Message(Typed::Deploy(o)) if &o == m)
+                    matches!(classify(g.root_node(), self.version), Classified::Message(Typed::Deploy(o)) if &o == m)
                 });
                 match self.original {
                     Some(g) if same => {
@@ -1124,11 +1646,14 @@ impl<'t, 'o> Scala<'t, 'o> {
                 &[("resourceProfileId", Value::Int(r.resource_profile_id))],
             ),
             C::SparkAppConfig(c) => {
+                // Spark 3.0.3 (JDK 11) reads its properties into new strings, an empty one too.
+                let fresh = self.scala_212();
                 let props: Vec<Value> = c
                     .spark_properties
                     .iter()
                     .map(|(k, v)| {
-                        let (k, v) = (self.s(k), self.s(v));
+                        let v = if fresh { self.b.string(v) } else { self.s(v) };
+                        let (k, v) = (self.s(k), v);
                         self.obj("scala.Tuple2", &[("_1", k), ("_2", v)])
                     })
                     .collect::<Result<_, _>>()?;
@@ -1136,6 +1661,18 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let key = self.opt_bytes(c.io_encryption_key.as_ref())?;
                 let creds = self.opt_bytes(c.hadoop_delegation_creds.as_ref())?;
                 let profile = self.resource_profile(&c.resource_profile)?;
+                if self.scala_212() {
+                    // Spark 3.0.3's has no log level.
+                    return self.cmsg(
+                        "SparkAppConfig",
+                        &[
+                            ("hadoopDelegationCreds", creds),
+                            ("ioEncryptionKey", key),
+                            ("resourceProfile", profile),
+                            ("sparkProperties", props),
+                        ],
+                    );
+                }
                 let level = self.opt_string(c.log_level.as_deref())?;
                 self.cmsg(
                     "SparkAppConfig",
@@ -1172,6 +1709,24 @@ impl<'t, 'o> Scala<'t, 'o> {
             C::LaunchedExecutor(l) => {
                 let id = self.s(&l.executor_id);
                 self.cmsg("LaunchedExecutor", &[("executorId", id)])
+            }
+            C::StatusUpdate(u) if self.scala_212() => {
+                // Spark 3.0.3's has no task cpus, and its resources are ResourceInformation.
+                let v1 = legacy::coarse::StatusUpdate::from(u);
+                let data = self.payload_buffer(&u.data)?;
+                let id = self.s(&u.executor_id);
+                let res = self.resources(&v1.resources)?;
+                let state = self.task_state(u.state)?;
+                self.cmsg(
+                    "StatusUpdate",
+                    &[
+                        ("taskId", Value::Long(u.task_id)),
+                        ("data", data),
+                        ("executorId", id),
+                        ("resources", res),
+                        ("state", state),
+                    ],
+                )
             }
             C::StatusUpdate(u) => {
                 let data = self.payload_buffer(&u.data)?;
@@ -1380,6 +1935,18 @@ impl<'t, 'o> Scala<'t, 'o> {
 
     fn array_seq_typed(&mut self, array_class: &str, items: Vec<Value>) -> R {
         let arr = self.b.array(array_class, items)?;
+        if self.scala_212() {
+            // Scala 2.12 wraps an array as `WrappedArray$ofRef`; its class tag is computed
+            // lazily (never, on Spark's path: `bitmap$0` false, null).
+            return self.obj(
+                "scala.collection.mutable.WrappedArray$ofRef",
+                &[
+                    ("bitmap$0", Value::Bool(false)),
+                    ("array", arr),
+                    ("elemTag", Value::Null),
+                ],
+            );
+        }
         self.obj(
             "scala.collection.immutable.ArraySeq$ofRef",
             &[("unsafeArray", arr)],
@@ -1397,7 +1964,55 @@ impl<'t, 'o> Scala<'t, 'o> {
     }
 }
 
-/// Scala 2.13's `Hashing.improve`, which immutable hash maps spread keys' hashes with.
+/// The seed of a Scala 2.12 hash table (`tableSizeSeed` of its first table, 16 buckets).
+const HASH_TABLE_212_SEED: u32 = 4;
+
+/// The order a Scala 2.12 `mutable.HashMap` (`HashTable`) serializes `entries` (by their
+/// keys' `##`) in, added in the order given: 16 buckets, doubled when three quarters full,
+/// an entry put at the head of its bucket; written from the last bucket to the first.
+fn hash_table_212_order<T>(entries: Vec<(i32, T)>) -> Vec<T> {
+    let index = |hash: i32, len: usize| -> usize {
+        let ones = (len - 1) as u32;
+        let rotated = byteswap32(hash).rotate_right(HASH_TABLE_212_SEED % 32);
+        ((rotated >> ones.leading_zeros()) & ones) as usize
+    };
+    let mut len: usize = 16;
+    let mut table: Vec<Vec<(i32, T)>> = (0..len).map(|_| Vec::new()).collect();
+    let mut size = 0usize;
+    for (hash, t) in entries {
+        table[index(hash, len)].insert(0, (hash, t));
+        size += 1;
+        if size >= len * 750 / 1000 {
+            let old = std::mem::take(&mut table);
+            len *= 2;
+            table = (0..len).map(|_| Vec::new()).collect();
+            for bucket in old.into_iter().rev() {
+                for (hash, t) in bucket {
+                    table[index(hash, len)].insert(0, (hash, t));
+                }
+            }
+        }
+    }
+    table.into_iter().rev().flatten().map(|(_, t)| t).collect()
+}
+
+/// The position of an improved hash in a Scala 2.12 hash trie's iteration: its five-bit
+/// groups, lowest first, as the most significant digits.
+fn trie_212_order(improved: i32) -> u64 {
+    let h = improved as u32;
+    (0..7).fold(0u64, |acc, level| {
+        (acc << 5) | u64::from((h >> (5 * level)) & 31)
+    })
+}
+
+/// Scala 2.12's `hashing.byteswap32`, which mutable hash tables spread keys' hashes with.
+fn byteswap32(v: i32) -> u32 {
+    let hc = v.wrapping_mul(0x9e37_75cd_u32 as i32);
+    hc.swap_bytes().wrapping_mul(0x9e37_75cd_u32 as i32) as u32
+}
+
+/// Scala 2.13's `Hashing.improve` (and Scala 2.12's `HashMap.improve`), which immutable hash
+/// maps spread keys' hashes with.
 fn scala_improve(hcode: i32) -> i32 {
     let mut h = hcode.wrapping_add(!(hcode.wrapping_shl(9)));
     h ^= ((h as u32) >> 14) as i32;
@@ -1437,4 +2052,39 @@ fn champ_order<T>(entries: Vec<(i32, T)>, shift: u32) -> Vec<T> {
 fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16()
         .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scala_212_hash_table_order_is_the_order_spark_3_writes_an_enumeration_map_in() {
+        // Real Spark 3.0.3 streams write TaskState's `vmap` (ordinals 0..6 added in order) as
+        // 2, 5, 4, 1, 3, 0.
+        let order = hash_table_212_order((0..6).map(|i| (i, i)).collect());
+        assert_eq!(order, vec![2, 5, 4, 1, 3, 0]);
+    }
+
+    #[test]
+    fn a_scala_212_object_with_fields_is_refused_without_an_original() {
+        let table = ClassTable::of(Version::V1).expect("the 3.0.3 table");
+        let mut b = Builder::new(table);
+        assert!(b.module("scala.None$").is_ok());
+        let e = b
+            .module("org.apache.spark.deploy.master.RecoveryState$")
+            .expect_err("an enumeration object has fields");
+        assert!(matches!(e, BuildError::Unsupported(_)), "{e}");
+    }
+
+    #[test]
+    fn a_spark_3_enumeration_without_a_known_declaration_is_refused_with_a_reason() {
+        let table = ClassTable::of(Version::V1).expect("the 3.0.3 table");
+        let mut s = Scala::new(table, None, Version::V1);
+        let e = s
+            .enumeration("org.apache.spark.deploy.master.RecoveryState$", 0)
+            .expect_err("no original, no declaration");
+        assert!(e.to_string().contains("whole"), "{e}");
+        assert!(s.enumeration(TASK_STATE, 2).is_ok());
+    }
 }

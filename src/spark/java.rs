@@ -190,11 +190,86 @@ pub fn elements<'g>(v: Node<'g>, what: &str) -> Result<Vec<Node<'g>>, JavaError>
                 .and_then(|a| a.array_values())
                 .ok_or_else(bad)
         }
+        // Scala 2.12's mutable sequences: an array with room to spare and the length used.
+        "scala.collection.mutable.ArraySeq" | "scala.collection.mutable.ArrayBuffer" => {
+            let len = v
+                .field("length")
+                .or_else(|| v.field("size0"))
+                .and_then(|n| n.as_int())
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(bad)?;
+            let mut items = field(v, "array")?.array_values().ok_or_else(bad)?;
+            if len > items.len() {
+                return Err(shape(format!(
+                    "{what}: length {len} over an array of {}",
+                    items.len()
+                )));
+            }
+            items.truncate(len);
+            Ok(items)
+        }
+        "scala.collection.immutable.Vector" => vector_212(v, what),
         c if c.starts_with("scala.collection.immutable.Set$Set") => Ok((1..=4)
             .filter_map(|i| v.field(&format!("elem{i}")))
             .collect()),
         _ => Err(bad()),
     }
+}
+
+/// Scala 2.12's `Vector`: a radix-32 tree of `depth` levels (`display0` the leaves) holding
+/// the elements from `startIndex` to `endIndex`.
+fn vector_212<'g>(v: Node<'g>, what: &str) -> Result<Vec<Node<'g>>, JavaError> {
+    let bad = |why: &str| shape(format!("{what}: a Vector {why}"));
+    let int = |name: &str| v.field(name).and_then(|n| n.as_int());
+    let (Some(depth), Some(start), Some(end)) = (int("depth"), int("startIndex"), int("endIndex"))
+    else {
+        return Err(bad("without its bounds"));
+    };
+    if v.field("dirty").and_then(|d| d.as_bool()) == Some(true) {
+        return Err(bad("written while being built (dirty)"));
+    }
+    if start < 0 || end < start || !(0..=6).contains(&depth) {
+        return Err(bad(&format!("of depth {depth} from {start} to {end}")));
+    }
+    if depth == 0 {
+        return Ok(Vec::new());
+    }
+    // Leaves may be shared: a count over the graph's array slots (which the stream's length
+    // bounds) is refused rather than walked.
+    let slots: usize = v
+        .graph()
+        .entries()
+        .iter()
+        .map(|e| match e {
+            serial::Entry::Array(serial::Array {
+                elements: serial::Elements::Values(vs),
+                ..
+            }) => vs.len(),
+            _ => 0,
+        })
+        .sum();
+    if usize::try_from(end - start).unwrap_or(usize::MAX) > slots {
+        return Err(bad(&format!(
+            "of {} elements, more than the stream's {slots} array slots",
+            end - start
+        )));
+    }
+    let top = v
+        .field(&format!("display{}", depth - 1))
+        .ok_or_else(|| bad("without its top level"))?;
+    let mut out = Vec::new();
+    for i in start..end {
+        let mut node = top;
+        for level in (0..depth).rev() {
+            let slot = usize::try_from((i >> (5 * level)) & 31).unwrap_or(0);
+            node = node
+                .array_values()
+                .and_then(|a| a.get(slot).copied())
+                .ok_or_else(|| bad(&format!("without element {i}")))?;
+        }
+        out.push(node);
+    }
+    Ok(out)
 }
 
 /// The objects a `writeObject` wrote after an element count (all of them up to the
@@ -267,6 +342,25 @@ pub fn entries<'g>(v: Node<'g>, what: &str) -> Result<Vec<(Node<'g>, Node<'g>)>,
         }
         return Ok(out);
     }
+    if class == "scala.collection.mutable.HashMap" {
+        // Scala 2.12's `HashTable.serializeTo`: load factor, entry count, seed, whether a size map
+        // is kept, then each entry's key and value.
+        if let Some(mut it) = v.annotation() {
+            let count = it
+                .read_i32()
+                .and_then(|_load_factor| it.read_i32())
+                .filter(|_| it.read_i32().is_some() && it.read_bytes(1).is_some())
+                .ok_or_else(|| shape(format!("{what}: a hash map without its header")))?;
+            let mut out = Vec::new();
+            for _ in 0..count.max(0) {
+                match (it.read_value(), it.read_value()) {
+                    (Some(k), Some(val)) => out.push((k, val)),
+                    _ => return Err(shape(format!("{what}: fewer entries than {count}"))),
+                }
+            }
+            return Ok(out);
+        }
+    }
     elements(v, what)?
         .into_iter()
         .map(|e| {
@@ -302,6 +396,42 @@ pub fn serializable_buffer(v: Node<'_>, what: &str) -> Result<Vec<u8>, JavaError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scala_212_vector_claiming_more_elements_than_the_stream_holds_is_refused() {
+        use crate::messages::Version;
+        use crate::spark::build::Builder;
+        use crate::spark::classes::ClassTable;
+        use serial::Value;
+        let table = ClassTable::of(Version::V1).expect("the 3.0.3 table");
+        let vector = |end: i32| {
+            let mut b = Builder::new(table);
+            let s = b.string("x");
+            let leaf = b.array("[Ljava.lang.Object;", vec![s; 32]).expect("array");
+            let mut fields = vec![
+                ("depth", Value::Int(1)),
+                ("dirty", Value::Bool(false)),
+                ("endIndex", Value::Int(end)),
+                ("focus", Value::Int(0)),
+                ("startIndex", Value::Int(0)),
+                ("display0", leaf),
+            ];
+            for name in ["display1", "display2", "display3", "display4", "display5"] {
+                fields.push((name, Value::Null));
+            }
+            let v = b
+                .object("scala.collection.immutable.Vector", &fields)
+                .expect("vector");
+            b.finish(v)
+        };
+        let small = vector(3);
+        assert_eq!(elements(small.root_node(), "v").map(|e| e.len()), Ok(3));
+        let hostile = vector(i32::MAX);
+        assert!(matches!(
+            elements(hostile.root_node(), "v"),
+            Err(JavaError::Shape(_))
+        ));
+    }
 
     #[test]
     fn a_stream_over_the_size_limit_is_refused_before_reading() {

@@ -17,6 +17,7 @@ use super::java::{
 use crate::definition::Definition;
 use crate::messages::coarse;
 use crate::messages::deploy;
+use crate::messages::legacy;
 use crate::messages::{
     Addr, ApplicationDescription, ApplicationInfo, ApplicationState, Command, DriverDescription,
     DriverInfo, DriverState, EndpointRef, ErrorDescription, ExecutorDescription,
@@ -24,7 +25,7 @@ use crate::messages::{
     RecoveryState, ResourceInformation, ResourceProfile, ResourceRequirement, Resources,
     TaskResourceRequest, TaskState, WorkerInfo, WorkerState,
 };
-use crate::messages::{CoarseMessage, DeployMessage};
+use crate::messages::{CoarseMessage, DeployMessage, Version};
 
 /// Package and outer class of the deploy family's messages.
 pub const DEPLOY_PREFIX: &str = "org.apache.spark.deploy.DeployMessages$";
@@ -115,17 +116,18 @@ pub fn is_outside(class: &str) -> bool {
     OUTSIDE_PREFIXES.iter().any(|p| class.starts_with(p))
 }
 
-/// Classifies the message object `v`.
-pub fn classify(v: Node<'_>) -> Classified {
+/// Classifies the message object `v`, sent by a Spark of protocol `version` (Spark 3.0.3's
+/// classes for version 1, Spark 4.0.1's for version 2).
+pub fn classify(v: Node<'_>, version: Version) -> Classified {
     let Some(class) = v.class() else {
         return Classified::Unknown(v.describe());
     };
     match catalogue_name(class) {
         Some((family, name)) => {
             let r = if family == "deploy" {
-                deploy_message(name, v).map(Typed::Deploy)
+                deploy_message(name, v, version).map(Typed::Deploy)
             } else {
-                coarse_message(name, v).map(Typed::Coarse)
+                coarse_message(name, v, version).map(Typed::Coarse)
             };
             match r {
                 Ok(m) => Classified::Message(m),
@@ -311,8 +313,30 @@ pub(crate) fn resource_profile_of(v: Node<'_>) -> Result<ResourceProfile, JavaEr
 }
 
 /// The typed form of an `ApplicationDescription` object.
-pub(crate) fn app_description_of(v: Node<'_>) -> Result<ApplicationDescription, JavaError> {
+pub(crate) fn app_description_of(
+    v: Node<'_>,
+    version: Version,
+) -> Result<ApplicationDescription, JavaError> {
     let o = obj(v, "ApplicationDescription")?;
+    if version == Version::V1 {
+        return Ok(legacy::common::ApplicationDescription {
+            name: str_field(o, "name")?,
+            max_cores: opt_int(o, "maxCores")?,
+            memory_per_executor_mb: int_field(o, "memoryPerExecutorMB")?,
+            command: command(field(o, "command")?)?,
+            app_ui_url: str_field(o, "appUiUrl")?,
+            event_log_dir: opt_string(o, "eventLogDir")?,
+            event_log_codec: opt_string(o, "eventLogCodec")?,
+            cores_per_executor: opt_int(o, "coresPerExecutor")?,
+            initial_executor_limit: opt_int(o, "initialExecutorLimit")?,
+            user: str_field(o, "user")?,
+            resource_reqs_per_executor: resource_requirements(
+                field(o, "resourceReqsPerExecutor")?,
+                "resourceReqsPerExecutor",
+            )?,
+        }
+        .into());
+    }
     Ok(ApplicationDescription {
         name: str_field(o, "name")?,
         max_cores: opt_int(o, "maxCores")?,
@@ -335,18 +359,23 @@ pub(crate) fn driver_description_of(v: Node<'_>) -> Result<DriverDescription, Ja
         cores: int_field(o, "cores")?,
         supervise: bool_field(o, "supervise")?,
         command: command(field(o, "command")?)?,
-        resource_reqs: elements(field(o, "resourceReqs")?, "resourceReqs")?
-            .into_iter()
-            .map(|r| {
-                let r = obj(r, "ResourceRequirement")?;
-                Ok(ResourceRequirement {
-                    resource_name: str_field(r, "resourceName")?,
-                    amount: int_field(r, "amount")?,
-                    num_parts: int_field(r, "numParts")?,
-                })
-            })
-            .collect::<Result<_, JavaError>>()?,
+        resource_reqs: resource_requirements(field(o, "resourceReqs")?, "resourceReqs")?,
     })
+}
+
+/// A sequence of `ResourceRequirement`s.
+fn resource_requirements(v: Node<'_>, what: &str) -> Result<Vec<ResourceRequirement>, JavaError> {
+    elements(v, what)?
+        .into_iter()
+        .map(|r| {
+            let r = obj(r, "ResourceRequirement")?;
+            Ok(ResourceRequirement {
+                resource_name: str_field(r, "resourceName")?,
+                amount: int_field(r, "amount")?,
+                num_parts: int_field(r, "numParts")?,
+            })
+        })
+        .collect()
 }
 
 /// The typed form of a master's `WorkerInfo`. Its state, used cores and memory and last
@@ -371,12 +400,12 @@ fn worker_info(v: Node<'_>) -> Result<WorkerInfo, JavaError> {
 
 /// The typed form of a master's `ApplicationInfo` (its transient state as Spark's `readObject`
 /// leaves it: WAITING, no cores granted, no end time).
-fn application_info(v: Node<'_>) -> Result<ApplicationInfo, JavaError> {
+fn application_info(v: Node<'_>, version: Version) -> Result<ApplicationInfo, JavaError> {
     let o = obj(v, "ApplicationInfo")?;
     Ok(ApplicationInfo {
         id: str_field(o, "id")?,
         start_time: long_field(o, "startTime")?,
-        desc: app_description_of(field(o, "desc")?)?,
+        desc: app_description_of(field(o, "desc")?, version)?,
         state: ApplicationState::Waiting,
         cores_granted: 0,
         end_time: -1,
@@ -431,8 +460,17 @@ fn loss_reason(v: Node<'_>) -> Result<ExecutorLossReason, JavaError> {
     })
 }
 
-fn executor_description(v: Node<'_>) -> Result<ExecutorDescription, JavaError> {
+fn executor_description(v: Node<'_>, version: Version) -> Result<ExecutorDescription, JavaError> {
     let o = obj(v, "ExecutorDescription")?;
+    if version == Version::V1 {
+        return Ok(legacy::common::ExecutorDescription {
+            app_id: str_field(o, "appId")?,
+            exec_id: int_field(o, "execId")?,
+            cores: int_field(o, "cores")?,
+            state: executor_state(field(o, "state")?)?,
+        }
+        .into());
+    }
     Ok(ExecutorDescription {
         app_id: str_field(o, "appId")?,
         exec_id: int_field(o, "execId")?,
@@ -457,7 +495,7 @@ pub(crate) fn error_description_of(v: Node<'_>) -> Result<ErrorDescription, Java
     ))
 }
 
-fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
+fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMessage, JavaError> {
     use DeployMessage as D;
     {
         if v.class().is_some_and(|c| c.ends_with('$')) {
@@ -507,7 +545,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
             id: str_field(o, "id")?,
             executors: elements(field(o, "executors")?, "executors")?
                 .into_iter()
-                .map(executor_description)
+                .map(|e| executor_description(e, version))
                 .collect::<Result<_, _>>()?,
             driver_ids: strings(field(o, "driverIds")?, "driverIds")?,
         }),
@@ -532,12 +570,27 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
         "ReconnectWorker" => D::ReconnectWorker(deploy::ReconnectWorker {
             master_url: str_field(o, "masterUrl")?,
         }),
+        "LaunchExecutor" if version == Version::V1 => D::LaunchExecutor(
+            legacy::deploy::LaunchExecutor {
+                master_url: str_field(o, "masterUrl")?,
+                app_id: str_field(o, "appId")?,
+                exec_id: int_field(o, "execId")?,
+                app_desc: legacy::common::ApplicationDescription::from(&app_description_of(
+                    field(o, "appDesc")?,
+                    version,
+                )?),
+                cores: int_field(o, "cores")?,
+                memory: int_field(o, "memory")?,
+                resources: resources(field(o, "resources")?)?,
+            }
+            .into(),
+        ),
         "LaunchExecutor" => D::LaunchExecutor(deploy::LaunchExecutor {
             master_url: str_field(o, "masterUrl")?,
             app_id: str_field(o, "appId")?,
             exec_id: int_field(o, "execId")?,
             rp_id: int_field(o, "rpId")?,
-            app_desc: app_description_of(field(o, "appDesc")?)?,
+            app_desc: app_description_of(field(o, "appDesc")?, version)?,
             cores: int_field(o, "cores")?,
             memory: int_field(o, "memory")?,
             resources: resources(field(o, "resources")?)?,
@@ -558,7 +611,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
             master_web_ui_url: str_field(o, "masterWebUiUrl")?,
         }),
         "RegisterApplication" => D::RegisterApplication(deploy::RegisterApplication {
-            app_description: app_description_of(field(o, "appDescription")?)?,
+            app_description: app_description_of(field(o, "appDescription")?, version)?,
             driver: endpoint_ref_of(field(o, "driver")?)?,
         }),
         "RegisteredApplication" => D::RegisteredApplication(deploy::RegisteredApplication {
@@ -584,6 +637,16 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
             cores: int_field(o, "cores")?,
             memory: int_field(o, "memory")?,
         }),
+        "ExecutorUpdated" if version == Version::V1 => D::ExecutorUpdated(
+            legacy::deploy::ExecutorUpdated {
+                id: int_field(o, "id")?,
+                state: executor_state(field(o, "state")?)?,
+                message: opt_string(o, "message")?,
+                exit_status: opt_int(o, "exitStatus")?,
+                worker_lost: bool_field(o, "workerLost")?,
+            }
+            .into(),
+        ),
         "ExecutorUpdated" => D::ExecutorUpdated(deploy::ExecutorUpdated {
             id: int_field(o, "id")?,
             state: executor_state(field(o, "state")?)?,
@@ -641,6 +704,13 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
             success: bool_field(o, "success")?,
             message: str_field(o, "message")?,
         }),
+        "RequestExecutors" if version == Version::V1 => D::RequestExecutors(
+            legacy::deploy::RequestExecutors {
+                app_id: str_field(o, "appId")?,
+                requested_total: int_field(o, "requestedTotal")?,
+            }
+            .into(),
+        ),
         "RequestExecutors" => D::RequestExecutors(deploy::RequestExecutors {
             app_id: str_field(o, "appId")?,
             resource_profile_to_total_execs: entries(
@@ -663,7 +733,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
                     .into_iter()
                     .map(|e| {
                         Ok(deploy::WorkerExecutorStateResponse {
-                            desc: executor_description(field(e, "desc")?)?,
+                            desc: executor_description(field(e, "desc")?, version)?,
                             resources: resources(field(e, "resources")?)?,
                         })
                     })
@@ -694,11 +764,11 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
                 .collect::<Result<_, _>>()?,
             active_apps: elements(field(o, "activeApps")?, "activeApps")?
                 .into_iter()
-                .map(application_info)
+                .map(|a| application_info(a, version))
                 .collect::<Result<_, _>>()?,
             completed_apps: elements(field(o, "completedApps")?, "completedApps")?
                 .into_iter()
-                .map(application_info)
+                .map(|a| application_info(a, version))
                 .collect::<Result<_, _>>()?,
             active_drivers: elements(field(o, "activeDrivers")?, "activeDrivers")?
                 .into_iter()
@@ -714,7 +784,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
     })
 }
 
-fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
+fn coarse_message(name: &str, v: Node<'_>, version: Version) -> Result<CoarseMessage, JavaError> {
     use CoarseMessage as C;
     {
         if v.class().is_some_and(|c| c.ends_with('$')) {
@@ -736,23 +806,31 @@ fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
         "RetrieveSparkAppConfig" => C::RetrieveSparkAppConfig(coarse::RetrieveSparkAppConfig {
             resource_profile_id: int_field(o, "resourceProfileId")?,
         }),
-        "SparkAppConfig" => C::SparkAppConfig(coarse::SparkAppConfig {
-            spark_properties: entries(field(o, "sparkProperties")?, "sparkProperties")?
-                .into_iter()
-                .map(|(k, v)| Ok((string(k, "sparkProperties")?, string(v, "sparkProperties")?)))
-                .collect::<Result<_, JavaError>>()?,
-            io_encryption_key: option(field(o, "ioEncryptionKey")?, "ioEncryptionKey")?
+        "SparkAppConfig" => {
+            let v1 = legacy::coarse::SparkAppConfig {
+                spark_properties: entries(field(o, "sparkProperties")?, "sparkProperties")?
+                    .into_iter()
+                    .map(|(k, v)| {
+                        Ok((string(k, "sparkProperties")?, string(v, "sparkProperties")?))
+                    })
+                    .collect::<Result<_, JavaError>>()?,
+                io_encryption_key: option(field(o, "ioEncryptionKey")?, "ioEncryptionKey")?
+                    .map(bytes_of)
+                    .transpose()?,
+                hadoop_delegation_creds: option(
+                    field(o, "hadoopDelegationCreds")?,
+                    "hadoopDelegationCreds",
+                )?
                 .map(bytes_of)
                 .transpose()?,
-            hadoop_delegation_creds: option(
-                field(o, "hadoopDelegationCreds")?,
-                "hadoopDelegationCreds",
-            )?
-            .map(bytes_of)
-            .transpose()?,
-            resource_profile: resource_profile_of(field(o, "resourceProfile")?)?,
-            log_level: opt_string(o, "logLevel")?,
-        }),
+                resource_profile: resource_profile_of(field(o, "resourceProfile")?)?,
+            };
+            let mut m = coarse::SparkAppConfig::from(v1);
+            if version != Version::V1 {
+                m.log_level = opt_string(o, "logLevel")?;
+            }
+            C::SparkAppConfig(m)
+        }
         "RegisterExecutor" => C::RegisterExecutor(coarse::RegisterExecutor {
             executor_id: str_field(o, "executorId")?,
             executor_ref: endpoint_ref_of(field(o, "executorRef")?)?,
@@ -766,6 +844,16 @@ fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
         "LaunchedExecutor" => C::LaunchedExecutor(coarse::LaunchedExecutor {
             executor_id: str_field(o, "executorId")?,
         }),
+        "StatusUpdate" if version == Version::V1 => C::StatusUpdate(
+            legacy::coarse::StatusUpdate {
+                executor_id: str_field(o, "executorId")?,
+                task_id: long_field(o, "taskId")?,
+                state: task_state(field(o, "state")?)?,
+                data: Payload::from(serializable_buffer(field(o, "data")?, "data")?),
+                resources: resources(field(o, "resources")?)?,
+            }
+            .into(),
+        ),
         "StatusUpdate" => {
             let mut res = BTreeMap::new();
             for (k, v) in entries(field(o, "resources")?, "resources")? {
@@ -855,11 +943,11 @@ fn bytes_of(v: Node<'_>) -> Result<Payload, JavaError> {
 }
 
 /// What a reply's Java object is, to the ask `asked` (a catalogued message).
-pub fn reply_value(v: Node<'_>) -> Result<ReplyValue, JavaError> {
+pub fn reply_value(v: Node<'_>, version: Version) -> Result<ReplyValue, JavaError> {
     match v.class() {
         Some("java.lang.Boolean") => Ok(ReplyValue::Bool(super::java::boolean(v, "reply")?)),
         Some("java.lang.Integer") => Ok(ReplyValue::Int(int(v, "reply")?)),
-        Some(_) => match classify(v) {
+        Some(_) => match classify(v, version) {
             Classified::Message(m) => Ok(ReplyValue::Message(m)),
             Classified::Failed(c, e) => Err(JavaError::Shape(format!("{c}: {e}"))),
             Classified::Outside(c) | Classified::Unknown(c) => Ok(ReplyValue::Other(c)),

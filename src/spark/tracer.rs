@@ -584,7 +584,7 @@ impl Tracer {
         };
         let value = graph.root_node();
         let class = value.class().unwrap_or_default().to_string();
-        match classify(value) {
+        match classify(value, self.version) {
             Classified::Message(m) => {
                 ask_kind(c, AskKind::Catalogued);
                 self.count_message(&class, &m);
@@ -666,7 +666,7 @@ impl Tracer {
         let parsed = java::parse(body).and_then(|g| {
             let v = g.root_node();
             let class = v.class().unwrap_or_default().to_string();
-            let r = reply_value(v)?;
+            let r = reply_value(v, version)?;
             let what = match &r {
                 ReplyValue::Bool(_) => "reply.bool".to_string(),
                 ReplyValue::Int(_) => "reply.i32".to_string(),

@@ -12,10 +12,10 @@ use crate::messages::states::TaskState;
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SparkAppConfig {
-    spark_properties: Vec<(String, String)>,
-    io_encryption_key: Option<Payload>,
-    hadoop_delegation_creds: Option<Payload>,
-    resource_profile: ResourceProfile,
+    pub(crate) spark_properties: Vec<(String, String)>,
+    pub(crate) io_encryption_key: Option<Payload>,
+    pub(crate) hadoop_delegation_creds: Option<Payload>,
+    pub(crate) resource_profile: ResourceProfile,
 }
 
 impl From<&new::SparkAppConfig> for SparkAppConfig {
@@ -44,11 +44,11 @@ impl From<SparkAppConfig> for new::SparkAppConfig {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct StatusUpdate {
-    executor_id: String,
-    task_id: i64,
-    state: TaskState,
-    data: Payload,
-    resources: Resources,
+    pub(crate) executor_id: String,
+    pub(crate) task_id: i64,
+    pub(crate) state: TaskState,
+    pub(crate) data: Payload,
+    pub(crate) resources: Resources,
 }
 
 impl From<&new::StatusUpdate> for StatusUpdate {
@@ -102,11 +102,11 @@ impl From<StatusUpdate> for new::StatusUpdate {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RequestExecutors {
-    requested_total: i32,
-    locality_aware_tasks: i32,
-    host_to_local_task_count: BTreeMap<String, i32>,
+    pub(crate) requested_total: i32,
+    pub(crate) locality_aware_tasks: i32,
+    pub(crate) host_to_local_task_count: BTreeMap<String, i32>,
     #[serde(deserialize_with = "crate::messages::set::ascending")]
-    node_blacklist: BTreeSet<String>,
+    pub(crate) node_blacklist: BTreeSet<String>,
 }
 
 impl From<&new::RequestExecutors> for RequestExecutors {

@@ -17,10 +17,10 @@ const DEFAULT_EXECUTOR_MEMORY_MB: i32 = 1024;
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ExecutorDescription {
-    app_id: String,
-    exec_id: i32,
-    cores: i32,
-    state: ExecutorState,
+    pub(crate) app_id: String,
+    pub(crate) exec_id: i32,
+    pub(crate) cores: i32,
+    pub(crate) state: ExecutorState,
 }
 
 impl From<&new::ExecutorDescription> for ExecutorDescription {
@@ -58,18 +58,18 @@ pub(crate) fn executors_up(list: Vec<ExecutorDescription>) -> Vec<new::ExecutorD
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ApplicationDescription {
-    name: String,
-    max_cores: Option<i32>,
+    pub(crate) name: String,
+    pub(crate) max_cores: Option<i32>,
     #[serde(rename = "memoryPerExecutorMB")]
-    memory_per_executor_mb: i32,
-    command: Command,
-    app_ui_url: String,
-    event_log_dir: Option<String>,
-    event_log_codec: Option<String>,
-    cores_per_executor: Option<i32>,
-    initial_executor_limit: Option<i32>,
-    user: String,
-    resource_reqs_per_executor: Vec<ResourceRequirement>,
+    pub(crate) memory_per_executor_mb: i32,
+    pub(crate) command: Command,
+    pub(crate) app_ui_url: String,
+    pub(crate) event_log_dir: Option<String>,
+    pub(crate) event_log_codec: Option<String>,
+    pub(crate) cores_per_executor: Option<i32>,
+    pub(crate) initial_executor_limit: Option<i32>,
+    pub(crate) user: String,
+    pub(crate) resource_reqs_per_executor: Vec<ResourceRequirement>,
 }
 
 impl From<&new::ApplicationDescription> for ApplicationDescription {
@@ -141,12 +141,12 @@ impl From<ApplicationDescription> for new::ApplicationDescription {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ApplicationInfo {
-    id: String,
-    start_time: i64,
-    desc: ApplicationDescription,
-    state: crate::messages::states::ApplicationState,
-    cores_granted: i32,
-    end_time: i64,
+    pub(crate) id: String,
+    pub(crate) start_time: i64,
+    pub(crate) desc: ApplicationDescription,
+    pub(crate) state: crate::messages::states::ApplicationState,
+    pub(crate) cores_granted: i32,
+    pub(crate) end_time: i64,
 }
 
 impl From<&new::ApplicationInfo> for ApplicationInfo {

@@ -13,9 +13,9 @@ use crate::messages::states::{ExecutorState, RecoveryState};
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct WorkerLatestState {
-    id: String,
-    executors: Vec<ExecutorDescription>,
-    driver_ids: Vec<String>,
+    pub(crate) id: String,
+    pub(crate) executors: Vec<ExecutorDescription>,
+    pub(crate) driver_ids: Vec<String>,
 }
 
 impl From<&new::WorkerLatestState> for WorkerLatestState {
@@ -41,16 +41,16 @@ impl From<WorkerLatestState> for new::WorkerLatestState {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct WorkerExecutorStateResponse {
-    desc: ExecutorDescription,
-    resources: Resources,
+    pub(crate) desc: ExecutorDescription,
+    pub(crate) resources: Resources,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct WorkerSchedulerStateResponse {
-    id: String,
-    exec_responses: Vec<WorkerExecutorStateResponse>,
-    driver_responses: Vec<new::WorkerDriverStateResponse>,
+    pub(crate) id: String,
+    pub(crate) exec_responses: Vec<WorkerExecutorStateResponse>,
+    pub(crate) driver_responses: Vec<new::WorkerDriverStateResponse>,
 }
 
 impl From<&new::WorkerSchedulerStateResponse> for WorkerSchedulerStateResponse {
@@ -90,13 +90,13 @@ impl From<WorkerSchedulerStateResponse> for new::WorkerSchedulerStateResponse {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct LaunchExecutor {
-    master_url: String,
-    app_id: String,
-    exec_id: i32,
-    app_desc: ApplicationDescription,
-    cores: i32,
-    memory: i32,
-    resources: Resources,
+    pub(crate) master_url: String,
+    pub(crate) app_id: String,
+    pub(crate) exec_id: i32,
+    pub(crate) app_desc: ApplicationDescription,
+    pub(crate) cores: i32,
+    pub(crate) memory: i32,
+    pub(crate) resources: Resources,
 }
 
 impl From<&new::LaunchExecutor> for LaunchExecutor {
@@ -131,8 +131,8 @@ impl From<LaunchExecutor> for new::LaunchExecutor {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RegisterApplication {
-    app_description: ApplicationDescription,
-    driver: EndpointRef,
+    pub(crate) app_description: ApplicationDescription,
+    pub(crate) driver: EndpointRef,
 }
 
 impl From<&new::RegisterApplication> for RegisterApplication {
@@ -156,8 +156,8 @@ impl From<RegisterApplication> for new::RegisterApplication {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RequestExecutors {
-    app_id: String,
-    requested_total: i32,
+    pub(crate) app_id: String,
+    pub(crate) requested_total: i32,
 }
 
 /// The sum of the totals of every profile, saturating.
@@ -194,11 +194,11 @@ impl From<RequestExecutors> for new::RequestExecutors {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ExecutorUpdated {
-    id: i32,
-    state: ExecutorState,
-    message: Option<String>,
-    exit_status: Option<i32>,
-    worker_lost: bool,
+    pub(crate) id: i32,
+    pub(crate) state: ExecutorState,
+    pub(crate) message: Option<String>,
+    pub(crate) exit_status: Option<i32>,
+    pub(crate) worker_lost: bool,
 }
 
 impl From<&new::ExecutorUpdated> for ExecutorUpdated {
@@ -228,15 +228,15 @@ impl From<ExecutorUpdated> for new::ExecutorUpdated {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct MasterStateResponse {
-    host: String,
-    port: i32,
-    rest_port: Option<i32>,
-    workers: Vec<WorkerInfo>,
-    active_apps: Vec<ApplicationInfo>,
-    completed_apps: Vec<ApplicationInfo>,
-    active_drivers: Vec<DriverInfo>,
-    completed_drivers: Vec<DriverInfo>,
-    status: RecoveryState,
+    pub(crate) host: String,
+    pub(crate) port: i32,
+    pub(crate) rest_port: Option<i32>,
+    pub(crate) workers: Vec<WorkerInfo>,
+    pub(crate) active_apps: Vec<ApplicationInfo>,
+    pub(crate) completed_apps: Vec<ApplicationInfo>,
+    pub(crate) active_drivers: Vec<DriverInfo>,
+    pub(crate) completed_drivers: Vec<DriverInfo>,
+    pub(crate) status: RecoveryState,
 }
 
 impl From<&new::MasterStateResponse> for MasterStateResponse {
@@ -274,21 +274,21 @@ impl From<MasterStateResponse> for new::MasterStateResponse {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct WorkerStateResponse {
-    host: String,
-    port: i32,
-    worker_id: String,
-    executors: Vec<ExecutorDescription>,
-    finished_executors: Vec<ExecutorDescription>,
-    drivers: Vec<DriverRunnerInfo>,
-    finished_drivers: Vec<DriverRunnerInfo>,
-    master_url: String,
-    cores: i32,
-    memory: i32,
-    cores_used: i32,
-    memory_used: i32,
-    master_web_ui_url: String,
-    resources: Resources,
-    resources_used: Resources,
+    pub(crate) host: String,
+    pub(crate) port: i32,
+    pub(crate) worker_id: String,
+    pub(crate) executors: Vec<ExecutorDescription>,
+    pub(crate) finished_executors: Vec<ExecutorDescription>,
+    pub(crate) drivers: Vec<DriverRunnerInfo>,
+    pub(crate) finished_drivers: Vec<DriverRunnerInfo>,
+    pub(crate) master_url: String,
+    pub(crate) cores: i32,
+    pub(crate) memory: i32,
+    pub(crate) cores_used: i32,
+    pub(crate) memory_used: i32,
+    pub(crate) master_web_ui_url: String,
+    pub(crate) resources: Resources,
+    pub(crate) resources_used: Resources,
 }
 
 impl From<&new::WorkerStateResponse> for WorkerStateResponse {

@@ -4,7 +4,7 @@
 //! `protocol/SPEC.md` documents. Every rule here is listed there under "Version 1 layouts".
 
 pub(crate) mod coarse;
-mod common;
+pub(crate) mod common;
 pub(crate) mod deploy;
 
 /// An `i64` narrowed to `i32`, saturating.

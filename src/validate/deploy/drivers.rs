@@ -64,6 +64,7 @@ impl Cluster {
             mem: 0,
             supervise: false,
             prev: None,
+            answered: false,
         });
         d.prev = Some((d.state, now));
         d.state = DriverState::Running;
@@ -114,6 +115,7 @@ impl Cluster {
             mem,
             supervise: l.driver_desc.supervise,
             prev: None,
+            answered: false,
         });
         d.cores = cores;
         d.mem = mem;
@@ -222,6 +224,12 @@ impl Cluster {
         match (m, detail) {
             (DeployMessage::SubmitDriverResponse(r), _) => match (&r.driver_id, r.success) {
                 (Some(id), true) => {
+                    // The master launches a new driver before it answers, and the two go out on
+                    // different connections: a LaunchDriver may come first (Spark 3.0.3 does).
+                    if let Some(d) = self.drivers.get_mut(id).filter(|d| !d.answered) {
+                        d.answered = true;
+                        return;
+                    }
                     if self.drivers.contains_key(id) || self.finished_drivers.contains(id) {
                         sink.flag(
                             Rule::DriverSubmitAnswer,
@@ -239,6 +247,7 @@ impl Cluster {
                             mem: 0,
                             supervise: false,
                             prev: None,
+                            answered: true,
                         },
                     );
                 }

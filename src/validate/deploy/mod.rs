@@ -99,6 +99,8 @@ pub(crate) struct Driver {
     pub(crate) supervise: bool,
     /// The state before the last change and when it changed.
     pub(crate) prev: Option<(DriverState, u64)>,
+    /// A SubmitDriverResponse announced it.
+    pub(crate) answered: bool,
 }
 
 /// How a driver finished.
