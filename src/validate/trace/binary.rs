@@ -12,7 +12,7 @@ use bytes::{Bytes, BytesMut};
 use super::TraceErrorKind;
 use crate::messages::{CoarseMessage, DeployMessage, Family, Version};
 use crate::validate::event::{
-    AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus,
+    AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus, TaskPayloads,
 };
 use crate::wire::handshake::Role;
 use crate::wire::msgpack::Cursor;
@@ -116,14 +116,20 @@ fn encode_body(event: &Event, out: &mut Vec<u8>, scratch: &mut Vec<u8>) -> io::R
             client,
             server,
             version,
+            tasks,
         } => {
-            let _ = write_array_len(out, 8);
+            // The task payloads only when they are not sparkwire's: 8 elements as before, else 9.
+            let marked = *tasks != TaskPayloads::Sparkwire;
+            let _ = write_array_len(out, if marked { 9 } else { 8 });
             let _ = write_uint(out, OPEN);
             let _ = write_uint(out, event.time);
             let _ = write_uint(out, event.conn);
             let _ = write_uint(out, u64::from(version.number()));
             write_endpoint(out, client);
             write_endpoint(out, server);
+            if marked {
+                let _ = write_str(out, tasks.as_str());
+            }
         }
         EventBody::Close => {
             let _ = write_array_len(out, 3);
@@ -405,11 +411,11 @@ pub(super) fn event_from_record(record: &Bytes) -> Result<Event, TraceErrorKind>
     let mut c = Cursor::new(record);
     let items = c.array_len().map_err(bad("record"))?;
     let tag = uint(&mut c, "record")?;
-    let expected = match tag {
-        OPEN => 8,
-        CLOSE => 3,
-        ENVELOPE => 9,
-        OUTSIDE => 14,
+    let expected: &[u64] = match tag {
+        OPEN => &[8, 9],
+        CLOSE => &[3],
+        ENVELOPE => &[9],
+        OUTSIDE => &[14],
         other => {
             return Err(invalid(
                 "record",
@@ -417,10 +423,15 @@ pub(super) fn event_from_record(record: &Bytes) -> Result<Event, TraceErrorKind>
             ))
         }
     };
-    if items != expected {
+    if !expected.contains(&items) {
+        let lengths = expected
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(" or ");
         return Err(invalid(
             "record",
-            format!("record tag {tag} takes an array of {expected} elements, found {items}"),
+            format!("record tag {tag} takes an array of {lengths} elements, found {items}"),
         ));
     }
     let time = uint(&mut c, "time")?;
@@ -428,10 +439,24 @@ pub(super) fn event_from_record(record: &Bytes) -> Result<Event, TraceErrorKind>
     let body = match tag {
         OPEN => {
             let version = version(&mut c)?;
+            let client = endpoint(&mut c, "client")?;
+            let server = endpoint(&mut c, "server")?;
+            let tasks = if items == 9 {
+                let name = c.str().map_err(bad("tasks"))?;
+                TaskPayloads::from_name(name).ok_or_else(|| {
+                    invalid(
+                        "tasks",
+                        format!("unknown task payloads {name:?}; expected spark or sparkwire"),
+                    )
+                })?
+            } else {
+                TaskPayloads::Sparkwire
+            };
             EventBody::Open {
-                client: endpoint(&mut c, "client")?,
-                server: endpoint(&mut c, "server")?,
+                client,
+                server,
                 version,
+                tasks,
             }
         }
         CLOSE => EventBody::Close,

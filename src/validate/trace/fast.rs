@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use crate::messages::{CoarseMessage, DeployMessage, ErrorDescription, Family, Version};
-use crate::validate::event::{AnyEnvelope, Endpoint, Event, EventBody};
+use crate::validate::event::{AnyEnvelope, Endpoint, Event, EventBody, TaskPayloads};
 use crate::wire::handshake::Role;
 use crate::wire::{fields_from_readable, plain_from_readable};
 use crate::wire::{Envelope, Reply};
@@ -102,6 +102,7 @@ impl<'de> Visitor<'de> for LineVisitor {
         let mut client = None;
         let mut server = None;
         let mut version: Option<Version> = None;
+        let mut tasks = None;
         let mut content = None;
         let mut seen_message = false;
         let mut seen_reply = false;
@@ -122,6 +123,15 @@ impl<'de> Visitor<'de> for LineVisitor {
                 "version" => {
                     let n = map.next_value::<u64>()?;
                     once(&mut version, Version::from_number(n).ok_or_else(give_up)?)?;
+                }
+                // An open's task payloads. Any other value is left to the full reader, which
+                // refuses it on an open and ignores it elsewhere.
+                "tasks" => {
+                    let name = map.next_value::<&str>()?;
+                    once(
+                        &mut tasks,
+                        TaskPayloads::from_name(name).ok_or_else(give_up)?,
+                    )?;
                 }
                 "message" | "reply" | "error" => {
                     let seen = match key {
@@ -192,6 +202,7 @@ impl<'de> Visitor<'de> for LineVisitor {
                     client,
                     server,
                     version,
+                    tasks: tasks.unwrap_or_default(),
                 },
                 _ => return Err(give_up()),
             },
