@@ -14,7 +14,7 @@ use sparkwire::validate::trace::{
     TraceErrorKind, TraceReader,
 };
 use sparkwire::validate::{
-    Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, Rule, Validator,
+    Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, Rule, TaskPayloads, Validator,
 };
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
@@ -128,10 +128,61 @@ fn traces_round_trip_every_kind_of_event() {
     assert_eq!(back, events);
 }
 
+/// The open events of `events` whose task payloads are Spark's.
+fn spark_marked(events: &[Event]) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.body,
+                EventBody::Open {
+                    tasks: TaskPayloads::Spark,
+                    ..
+                }
+            )
+        })
+        .map(|e| e.conn)
+        .collect()
+}
+
+#[test]
+fn an_opens_task_payloads_are_written_only_when_spark_and_read_back() {
+    let events = every_kind_of_event();
+    let marked = spark_marked(&events);
+    assert_eq!(marked.len(), 1, "the sample marks one connection");
+    let text = to_text(&events).expect("writes");
+    // The key is on the marked open alone, after `version`; every other line is as before.
+    let with_key: Vec<&str> = text.lines().filter(|l| l.contains("\"tasks\"")).collect();
+    assert_eq!(with_key.len(), 1, "{text}");
+    assert!(
+        with_key[0].starts_with("{\"time\":")
+            && with_key[0].contains(&format!("\"conn\":{},\"event\":\"open\"", marked[0]))
+            && with_key[0].ends_with(",\"version\":2,\"tasks\":\"spark\"}"),
+        "{}",
+        with_key[0]
+    );
+    assert_eq!(spark_marked(&read_events(&text).expect("reads")), marked);
+    // The binary form: both opens read back as written, through either reader.
+    let bytes = write_binary(&events).expect("writes");
+    let back: Vec<Event> = BinaryTraceReader::new(bytes.as_slice())
+        .collect::<Result<_, _>>()
+        .expect("reads");
+    assert_eq!(spark_marked(&back), marked);
+    // An explicit "sparkwire" reads as the key's absence.
+    let unmarked = with_key[0].replace("\"spark\"", "\"sparkwire\"");
+    assert_eq!(
+        read_events(&unmarked).expect("reads"),
+        read_events(&with_key[0].replace(",\"tasks\":\"spark\"", "")).expect("reads")
+    );
+}
+
 /// Every kind of event, the replies of every kind and `outside` frames with and without their
 /// optional keys included.
 fn every_kind_of_event() -> Vec<Event> {
     let mut s = legal_flow();
+    // An executor connection whose task payloads are Spark's own (its open carries the marker).
+    let spark = s.executor(&Endpoint::new(Role::Driver, "app-8"), "3", 1);
+    s.set_tasks(&spark, TaskPayloads::Spark);
     let e = s.executor(&Endpoint::new(Role::Driver, "app-9"), "7", 1);
     let ask = s.ask_down(&e, msg::kill_task(1, "7"));
     s.reply_up(&e, ask, Reply::<CoarseMessage>::Int(-3));
@@ -272,6 +323,18 @@ fn reading_errors_name_the_line_and_the_problem() {
                     }
                 )
             },
+        ),
+        // An open's task payloads are spark's or sparkwire's, named by a string.
+        (
+            r#"{"time":1,"conn":2,"event":"open","client":{"role":"executor","id":"0"},"server":{"role":"driver","id":"d"},"version":2,"tasks":"scala"}"#,
+            |k| {
+                matches!(k, TraceErrorKind::Invalid { field: "tasks", problem }
+                    if problem.contains("\"scala\"") && problem.contains("expected spark or sparkwire"))
+            },
+        ),
+        (
+            r#"{"time":1,"conn":2,"event":"open","client":{"role":"executor","id":"0"},"server":{"role":"driver","id":"d"},"version":2,"tasks":1}"#,
+            |k| matches!(k, TraceErrorKind::Invalid { field: "tasks", .. }),
         ),
         (
             r#"{"time":1,"conn":1,"event":"send","from":{"role":"worker","id":"w"},"to":{"role":"master","id":"m"},"version":2,"message":{"NoSuchMessage":{}}}"#,
