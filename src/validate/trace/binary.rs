@@ -590,6 +590,58 @@ mod tests {
         assert_eq!(out, [0, 0, 0, 6, 0x93, 0x01, 0xcd, 0x23, 0x28, 0x01]);
     }
 
+    /// The record of an open at time 0 of connection 1, version 2, executor `e` → driver `d`,
+    /// with `tail` appended as its last elements.
+    fn open_record(tail: &[&str]) -> Vec<u8> {
+        let mut body = vec![0x90 | (8 + tail.len() as u8), 0x00, 0x00, 0x01, 0x02];
+        for s in ["executor", "e", "driver", "d"].iter().chain(tail) {
+            body.push(0xa0 | s.len() as u8);
+            body.extend_from_slice(s.as_bytes());
+        }
+        let mut bytes = header().to_vec();
+        bytes.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        bytes.extend_from_slice(&body);
+        bytes
+    }
+
+    #[test]
+    fn an_opens_task_payloads_are_a_ninth_element_only_when_spark() {
+        let open = Event::open(
+            0,
+            1,
+            Endpoint::new(Role::Executor, "e"),
+            Endpoint::new(Role::Driver, "d"),
+            Version::V2,
+        );
+        let spark = open.clone().with_tasks(TaskPayloads::Spark);
+        // Written: 8 elements for sparkwire's payloads (as every trace before), 9 for Spark's.
+        assert_eq!(
+            write_binary(&[open.clone()]).expect("writes"),
+            open_record(&[])
+        );
+        assert_eq!(
+            write_binary(&[spark.clone()]).expect("writes"),
+            open_record(&["spark"])
+        );
+        // Read: both, and an explicit "sparkwire" as the element's absence.
+        assert_eq!(read(&open_record(&[])), Ok(vec![open.clone()]));
+        assert_eq!(read(&open_record(&["spark"])), Ok(vec![spark]));
+        assert_eq!(read(&open_record(&["sparkwire"])), Ok(vec![open]));
+        // Refused: an unknown name, a 10th element.
+        let err = read(&open_record(&["scala"])).expect_err("unknown");
+        assert!(
+            matches!(&err.kind, TraceErrorKind::Invalid { field: "tasks", problem }
+                if problem.contains("\"scala\"")),
+            "{err}"
+        );
+        let err = read(&open_record(&["spark", "x"])).expect_err("10 elements");
+        assert!(
+            matches!(&err.kind, TraceErrorKind::Invalid { field: "record", problem }
+                if problem.contains("8 or 9 elements, found 10")),
+            "{err}"
+        );
+    }
+
     #[test]
     fn a_header_alone_is_an_empty_trace() {
         assert_eq!(read(&header()), Ok(vec![]));
