@@ -609,6 +609,50 @@ fn trace_convert_writes_binary_that_validates_alike_and_converts_back_to_the_sam
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An executor running a task launched as a real Spark driver launches it, its connection
+/// marked (or not) as carrying Spark's task payloads.
+fn spark_task_trace(tasks: TaskPayloads) -> String {
+    let mut s = Scenario::new();
+    let e = s.executor(&Endpoint::new(Role::Driver, "10.0.0.1:7078"), "0", 2);
+    s.set_tasks(&e, tasks);
+    s.down(&e, msg::spark_launch_task(0, "0"));
+    s.up(&e, msg::status_update("0", 0, TaskState::Running, 1));
+    s.up(&e, msg::status_update("0", 0, TaskState::Finished, 1));
+    to_text(s.events()).expect("writes")
+}
+
+#[test]
+fn validate_needs_no_flag_for_a_trace_marked_spark_and_convert_keeps_the_mark() {
+    let dir = temp_dir("spark-tasks");
+    let marked = dir.join("marked.jsonl");
+    std::fs::write(&marked, spark_task_trace(TaskPayloads::Spark)).expect("written");
+    let unmarked = dir.join("unmarked.jsonl");
+    std::fs::write(&unmarked, spark_task_trace(TaskPayloads::Sparkwire)).expect("written");
+    let (code, text) = sparkwire(&["validate", utf8(&marked)]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("no violations"), "{text}");
+    // The same events unmarked need the flag, as before.
+    let (code, text) = sparkwire(&["validate", utf8(&unmarked)]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains(&Rule::TaskDecodable.to_string()), "{text}");
+    let (code, text) = sparkwire(&["validate", "--opaque-tasks", utf8(&unmarked)]);
+    assert_eq!(code, 0, "{text}");
+    // Converted to the binary form and back, the mark stays: the binary trace validates alike
+    // and the text comes back the same.
+    let binary = dir.join("marked.swtrace");
+    let back = dir.join("back.jsonl");
+    let (code, text) = sparkwire(&["trace", "convert", utf8(&marked), utf8(&binary)]);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = sparkwire(&["validate", utf8(&binary)]);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = sparkwire(&["trace", "convert", utf8(&binary), utf8(&back)]);
+    assert_eq!(code, 0, "{text}");
+    let again = std::fs::read_to_string(&back).expect("written");
+    assert!(again.contains("\"tasks\":\"spark\""), "{again}");
+    assert_eq!(again, std::fs::read_to_string(&marked).expect("written"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn validate_command_names_the_record_and_offset_of_a_bad_binary_trace() {
     let dir = temp_dir("bad-binary");
