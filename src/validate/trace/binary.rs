@@ -616,11 +616,11 @@ mod tests {
         let spark = open.clone().with_tasks(TaskPayloads::Spark);
         // Written: 8 elements for sparkwire's payloads (as every trace before), 9 for Spark's.
         assert_eq!(
-            write_binary(&[open.clone()]).expect("writes"),
+            write_binary(std::slice::from_ref(&open)).expect("writes"),
             open_record(&[])
         );
         assert_eq!(
-            write_binary(&[spark.clone()]).expect("writes"),
+            write_binary(std::slice::from_ref(&spark)).expect("writes"),
             open_record(&["spark"])
         );
         // Read: both, and an explicit "sparkwire" as the element's absence.
