@@ -1,12 +1,13 @@
 //! The validator accepts what real Spark does (issue 15): ExecutorAdded seen before the matching
 //! LaunchExecutor (they leave the master on different connections), a worker repeating the final
 //! state of an executor that already finished, executors' WorkerWatcher connections to their
-//! worker, and frames outside the catalogue; and it still refuses what stays wrong.
+//! worker, frames outside the catalogue, and (issue 24) Spark's own task payloads on connections
+//! marked so, with no flag; and it still refuses what stays wrong.
 
-use sparkwire::messages::{DeployMessage, ExecutorState};
+use sparkwire::messages::{DeployMessage, ExecutorState, TaskState};
 use sparkwire::validate::scenario::{msg, Scenario};
 use sparkwire::validate::{
-    Config, Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, Rule, Validator,
+    Config, Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, Rule, TaskPayloads, Validator,
 };
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
@@ -190,4 +191,91 @@ fn an_outside_event_reads_back_from_its_trace_line() {
     assert_eq!(back, vec![e]);
     let bad = text.replace("\"status\":\"outside\"", "\"status\":\"guessed\"");
     assert!(sparkwire::validate::trace::read_events(&bad).is_err());
+}
+
+/// An executor of 2 cores running two tasks at once as a real Spark driver launches them
+/// (LaunchTask data in Spark's own TaskDescription encoding), its connection opened with `tasks`.
+fn spark_tasks(tasks: TaskPayloads) -> Vec<Event> {
+    let mut s = Scenario::new();
+    let driver = Endpoint::new(Role::Driver, "10.0.0.1:7078");
+    let e = s.executor(&driver, "0", 2);
+    s.set_tasks(&e, tasks);
+    for task in [0, 1] {
+        s.down(&e, msg::spark_launch_task(task, "0"));
+    }
+    for state in [TaskState::Running, TaskState::Finished] {
+        for task in [0, 1] {
+            s.up(&e, msg::status_update("0", task, state, 1));
+        }
+    }
+    s.into_events()
+}
+
+#[test]
+fn spark_task_payloads_on_a_connection_marked_spark_need_no_flag() {
+    assert_eq!(
+        verdicts(&spark_tasks(TaskPayloads::Spark), Config::sparkwire()),
+        vec![]
+    );
+}
+
+#[test]
+fn spark_task_payloads_on_an_unmarked_connection_are_still_undecodable() {
+    // The default marker is sparkwire's: the configured decoder reads each LaunchTask, fails,
+    // and the task it did not record is then unknown to each StatusUpdate.
+    assert_eq!(
+        verdicts(&spark_tasks(TaskPayloads::default()), Config::sparkwire()),
+        [vec![Rule::TaskDecodable; 2], vec![Rule::TaskKnown; 4]].concat()
+    );
+    // Without a decoder configured (--opaque-tasks) they were, and are, accepted.
+    assert_eq!(
+        verdicts(&spark_tasks(TaskPayloads::Sparkwire), Config::default()),
+        vec![]
+    );
+}
+
+#[test]
+fn the_marker_is_per_connection() {
+    // Two executors of one driver: the one whose connection is marked is counted, the other is
+    // still read with the configured decoder.
+    let mut s = Scenario::new();
+    let driver = Endpoint::new(Role::Driver, "10.0.0.1:7078");
+    let spark = s.executor(&driver, "0", 2);
+    s.set_tasks(&spark, TaskPayloads::Spark);
+    let ours = s.executor(&driver, "1", 2);
+    s.down(&spark, msg::spark_launch_task(0, "0"));
+    s.down(&ours, msg::spark_launch_task(1, "1"));
+    s.down(&ours, msg::launch_task(2, 1));
+    s.up(&spark, msg::status_update("0", 0, TaskState::Finished, 1));
+    s.up(&ours, msg::status_update("1", 2, TaskState::Finished, 1));
+    assert_eq!(
+        verdicts(&s.into_events(), Config::sparkwire()),
+        vec![Rule::TaskDecodable]
+    );
+}
+
+#[test]
+fn a_spark_marked_connection_counts_tasks_with_the_cpus_status_updates_report() {
+    // Cores are still accounted: once a StatusUpdate says tasks take 2 cpus, a second task on
+    // the 2-core executor while the first runs exceeds its cores.
+    let mut s = Scenario::new();
+    let driver = Endpoint::new(Role::Driver, "10.0.0.1:7078");
+    let e = s.executor(&driver, "0", 2);
+    s.set_tasks(&e, TaskPayloads::Spark);
+    s.down(&e, msg::spark_launch_task(0, "0"));
+    s.up(&e, msg::status_update("0", 0, TaskState::Running, 2));
+    s.down(&e, msg::spark_launch_task(1, "0"));
+    assert_eq!(
+        verdicts(s.events(), Config::sparkwire()),
+        vec![Rule::TaskSlots]
+    );
+    // And a StatusUpdate with no task running is still refused.
+    let mut s = Scenario::new();
+    let e = s.executor(&driver, "0", 2);
+    s.set_tasks(&e, TaskPayloads::Spark);
+    s.up(&e, msg::status_update("0", 0, TaskState::Running, 1));
+    assert_eq!(
+        verdicts(s.events(), Config::sparkwire()),
+        vec![Rule::TaskKnown]
+    );
 }

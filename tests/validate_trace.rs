@@ -14,7 +14,7 @@ use sparkwire::validate::trace::{
     TraceErrorKind, TraceReader,
 };
 use sparkwire::validate::{
-    Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, Rule, Validator,
+    Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, Rule, TaskPayloads, Validator,
 };
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
@@ -128,10 +128,61 @@ fn traces_round_trip_every_kind_of_event() {
     assert_eq!(back, events);
 }
 
+/// The open events of `events` whose task payloads are Spark's.
+fn spark_marked(events: &[Event]) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.body,
+                EventBody::Open {
+                    tasks: TaskPayloads::Spark,
+                    ..
+                }
+            )
+        })
+        .map(|e| e.conn)
+        .collect()
+}
+
+#[test]
+fn an_opens_task_payloads_are_written_only_when_spark_and_read_back() {
+    let events = every_kind_of_event();
+    let marked = spark_marked(&events);
+    assert_eq!(marked.len(), 1, "the sample marks one connection");
+    let text = to_text(&events).expect("writes");
+    // The key is on the marked open alone, after `version`; every other line is as before.
+    let with_key: Vec<&str> = text.lines().filter(|l| l.contains("\"tasks\"")).collect();
+    assert_eq!(with_key.len(), 1, "{text}");
+    assert!(
+        with_key[0].starts_with("{\"time\":")
+            && with_key[0].contains(&format!("\"conn\":{},\"event\":\"open\"", marked[0]))
+            && with_key[0].ends_with(",\"version\":2,\"tasks\":\"spark\"}"),
+        "{}",
+        with_key[0]
+    );
+    assert_eq!(spark_marked(&read_events(&text).expect("reads")), marked);
+    // The binary form: both opens read back as written, through either reader.
+    let bytes = write_binary(&events).expect("writes");
+    let back: Vec<Event> = BinaryTraceReader::new(bytes.as_slice())
+        .collect::<Result<_, _>>()
+        .expect("reads");
+    assert_eq!(spark_marked(&back), marked);
+    // An explicit "sparkwire" reads as the key's absence.
+    let unmarked = with_key[0].replace("\"spark\"", "\"sparkwire\"");
+    assert_eq!(
+        read_events(&unmarked).expect("reads"),
+        read_events(&with_key[0].replace(",\"tasks\":\"spark\"", "")).expect("reads")
+    );
+}
+
 /// Every kind of event, the replies of every kind and `outside` frames with and without their
 /// optional keys included.
 fn every_kind_of_event() -> Vec<Event> {
     let mut s = legal_flow();
+    // An executor connection whose task payloads are Spark's own (its open carries the marker).
+    let spark = s.executor(&Endpoint::new(Role::Driver, "app-8"), "3", 1);
+    s.set_tasks(&spark, TaskPayloads::Spark);
     let e = s.executor(&Endpoint::new(Role::Driver, "app-9"), "7", 1);
     let ask = s.ask_down(&e, msg::kill_task(1, "7"));
     s.reply_up(&e, ask, Reply::<CoarseMessage>::Int(-3));
@@ -272,6 +323,18 @@ fn reading_errors_name_the_line_and_the_problem() {
                     }
                 )
             },
+        ),
+        // An open's task payloads are spark's or sparkwire's, named by a string.
+        (
+            r#"{"time":1,"conn":2,"event":"open","client":{"role":"executor","id":"0"},"server":{"role":"driver","id":"d"},"version":2,"tasks":"scala"}"#,
+            |k| {
+                matches!(k, TraceErrorKind::Invalid { field: "tasks", problem }
+                    if problem.contains("\"scala\"") && problem.contains("expected spark or sparkwire"))
+            },
+        ),
+        (
+            r#"{"time":1,"conn":2,"event":"open","client":{"role":"executor","id":"0"},"server":{"role":"driver","id":"d"},"version":2,"tasks":1}"#,
+            |k| matches!(k, TraceErrorKind::Invalid { field: "tasks", .. }),
         ),
         (
             r#"{"time":1,"conn":1,"event":"send","from":{"role":"worker","id":"w"},"to":{"role":"master","id":"m"},"version":2,"message":{"NoSuchMessage":{}}}"#,
@@ -543,6 +606,50 @@ fn trace_convert_writes_binary_that_validates_alike_and_converts_back_to_the_sam
         assert_eq!((json_code, bin_code), (want_code, want_code), "{bin_out}");
         assert_eq!(bin_out, json_out);
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An executor running a task launched as a real Spark driver launches it, its connection
+/// marked (or not) as carrying Spark's task payloads.
+fn spark_task_trace(tasks: TaskPayloads) -> String {
+    let mut s = Scenario::new();
+    let e = s.executor(&Endpoint::new(Role::Driver, "10.0.0.1:7078"), "0", 2);
+    s.set_tasks(&e, tasks);
+    s.down(&e, msg::spark_launch_task(0, "0"));
+    s.up(&e, msg::status_update("0", 0, TaskState::Running, 1));
+    s.up(&e, msg::status_update("0", 0, TaskState::Finished, 1));
+    to_text(s.events()).expect("writes")
+}
+
+#[test]
+fn validate_needs_no_flag_for_a_trace_marked_spark_and_convert_keeps_the_mark() {
+    let dir = temp_dir("spark-tasks");
+    let marked = dir.join("marked.jsonl");
+    std::fs::write(&marked, spark_task_trace(TaskPayloads::Spark)).expect("written");
+    let unmarked = dir.join("unmarked.jsonl");
+    std::fs::write(&unmarked, spark_task_trace(TaskPayloads::Sparkwire)).expect("written");
+    let (code, text) = sparkwire(&["validate", utf8(&marked)]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("no violations"), "{text}");
+    // The same events unmarked need the flag, as before.
+    let (code, text) = sparkwire(&["validate", utf8(&unmarked)]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains(&Rule::TaskDecodable.to_string()), "{text}");
+    let (code, text) = sparkwire(&["validate", "--opaque-tasks", utf8(&unmarked)]);
+    assert_eq!(code, 0, "{text}");
+    // Converted to the binary form and back, the mark stays: the binary trace validates alike
+    // and the text comes back the same.
+    let binary = dir.join("marked.swtrace");
+    let back = dir.join("back.jsonl");
+    let (code, text) = sparkwire(&["trace", "convert", utf8(&marked), utf8(&binary)]);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = sparkwire(&["validate", utf8(&binary)]);
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = sparkwire(&["trace", "convert", utf8(&binary), utf8(&back)]);
+    assert_eq!(code, 0, "{text}");
+    let again = std::fs::read_to_string(&back).expect("written");
+    assert!(again.contains("\"tasks\":\"spark\""), "{again}");
+    assert_eq!(again, std::fs::read_to_string(&marked).expect("written"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

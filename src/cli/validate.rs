@@ -35,7 +35,9 @@ pub struct ValidateArgs {
     #[arg(long, default_value_t = 60)]
     app_registration_within: u64,
     /// LaunchTask payloads are not sparkwire task descriptions (protocol/SPEC.md §10): count tasks
-    /// per executor instead of reading their ids.
+    /// per executor instead of reading their ids. Not needed for traces from `sparkwire spark
+    /// decode|proxy`: their executor connections' opens say `"tasks":"spark"`, which does the same
+    /// for those connections (protocol/trace.md).
     #[arg(long)]
     opaque_tasks: bool,
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::config::Config;
+use super::config::{Config, TaskDecoder};
 use super::conn::{
     AskDetail, Conn, Conversation, Delivery, ExecConn, ExecutorRegistration, PendingAsk,
 };
@@ -18,7 +18,7 @@ use crate::messages::{CoarseMessage, Family, TaskState, Version};
 use crate::wire::handshake::Role;
 use crate::wire::{Envelope, Reply};
 
-/// A task running on an executor (known by id when a task decoder is configured).
+/// A task running on an executor (known by id when its connection has a task decoder).
 #[derive(Debug, Clone, Copy)]
 struct Task {
     state: TaskState,
@@ -69,7 +69,7 @@ fn task_rank(s: TaskState) -> u8 {
 }
 
 /// What the handlers of one message on an executor's connection share.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 struct Ctx<'a> {
     /// The connection it travelled on.
     conn: ConnId,
@@ -78,6 +78,9 @@ struct Ctx<'a> {
     /// The connection's protocol version.
     version: Version,
     config: &'a Config,
+    /// The decoder of the connection's LaunchTask payloads: the configured one, or none when
+    /// they are Spark's own ([`Conn::task_decoder`]).
+    decoder: Option<&'a dyn TaskDecoder>,
 }
 
 impl Backends {
@@ -126,6 +129,7 @@ impl Backends {
         sink: &mut Sink<'_>,
     ) {
         let side = delivery.side;
+        let decoder = conn.task_decoder(delivery.config);
         let Conn {
             ends,
             version,
@@ -147,6 +151,7 @@ impl Backends {
             driver,
             version: *version,
             config: delivery.config,
+            decoder,
         };
         match conversation {
             Conversation::Executor(x) => {
@@ -377,7 +382,12 @@ impl Backends {
 impl Backend {
     /// LaunchTask to registered executor `exec`.
     fn launch_task(&mut self, exec: &str, ctx: Ctx<'_>, l: &LaunchTask, sink: &mut Sink<'_>) {
-        let Ctx { driver, config, .. } = ctx;
+        let Ctx {
+            driver,
+            config,
+            decoder,
+            ..
+        } = ctx;
         let now = sink.time;
         let exec_entity = || {
             Some(Entity::Executor {
@@ -406,7 +416,7 @@ impl Backend {
                 );
             }
         }
-        let info = match &config.task_decoder {
+        let info = match decoder {
             Some(decoder) => match decoder.task_info(l.data.as_slice()) {
                 Some(info) => Some(info),
                 None => {
@@ -475,7 +485,7 @@ impl Backend {
     /// StatusUpdate from registered executor `exec`.
     fn status_update(&mut self, exec: &str, ctx: Ctx<'_>, s: &StatusUpdate, sink: &mut Sink<'_>) {
         let Ctx {
-            version, config, ..
+            version, decoder, ..
         } = ctx;
         let entity = || {
             Some(Entity::Task {
@@ -488,7 +498,7 @@ impl Backend {
         };
         let reported_cpus =
             (version >= Version::V2 && s.task_cpus > 0).then_some(s.task_cpus as u32);
-        if config.task_decoder.is_none() {
+        if decoder.is_none() {
             if let Some(c) = reported_cpus {
                 e.task_cpus = c;
             }

@@ -42,6 +42,8 @@ pub fn sparkwire_task_decoder(data: &[u8]) -> Option<TaskInfo> {
 pub struct Config {
     /// Reads task ids out of LaunchTask. Without one, tasks are counted per executor: LaunchTask
     /// adds one, a finished StatusUpdate removes one, and StatusUpdate task ids are not checked.
+    /// Connections opened with [`TaskPayloads::Spark`](super::TaskPayloads::Spark) are counted so
+    /// whatever this holds.
     pub task_decoder: Option<Arc<dyn TaskDecoder>>,
     /// Cpus per task when neither the decoder nor a version 2 StatusUpdate says (Spark's
     /// `spark.task.cpus`, default 1).

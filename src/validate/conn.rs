@@ -3,8 +3,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::config::Config;
-use super::event::{ConnId, Endpoint};
+use super::config::{Config, TaskDecoder};
+use super::event::{ConnId, Endpoint, TaskPayloads};
 use super::spec::ReplyType;
 use crate::messages::Version;
 use crate::wire::handshake::Role;
@@ -155,6 +155,8 @@ pub(crate) struct Conn {
     /// The client (dialled) and the server.
     pub(crate) ends: [Endpoint; 2],
     pub(crate) version: Version,
+    /// Whose task descriptions its LaunchTask and StatusUpdate payloads are.
+    pub(crate) tasks: TaskPayloads,
     pub(crate) kind: ConnKind,
     /// Asks sent by `ends[i]`, pending, by id.
     pub(crate) pending: [HashMap<u64, PendingAsk>; 2],
@@ -162,7 +164,12 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub(crate) fn new(client: Endpoint, server: Endpoint, version: Version) -> Conn {
+    pub(crate) fn new(
+        client: Endpoint,
+        server: Endpoint,
+        version: Version,
+        tasks: TaskPayloads,
+    ) -> Conn {
         let kind = ConnKind::of(client.role, server.role);
         let conversation = match kind {
             ConnKind::WorkerMaster => Conversation::Worker(WorkerConn::default()),
@@ -174,6 +181,7 @@ impl Conn {
         Conn {
             ends: [client, server],
             version,
+            tasks,
             kind,
             pending: [HashMap::new(), HashMap::new()],
             conversation,
@@ -188,6 +196,15 @@ impl Conn {
             Some(1)
         } else {
             None
+        }
+    }
+
+    /// The task decoder that reads this connection's LaunchTask payloads: the configured one,
+    /// or none when they are Spark's own.
+    pub(crate) fn task_decoder<'c>(&self, config: &'c Config) -> Option<&'c dyn TaskDecoder> {
+        match self.tasks {
+            TaskPayloads::Spark => None,
+            TaskPayloads::Sparkwire => config.task_decoder.as_deref(),
         }
     }
 

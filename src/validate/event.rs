@@ -147,6 +147,8 @@ pub enum EventBody {
         server: Endpoint,
         /// The protocol version the two agreed on.
         version: Version,
+        /// Whose task descriptions the connection's LaunchTask and StatusUpdate payloads are.
+        tasks: TaskPayloads,
     },
     /// The connection closed (either end, for any reason).
     Close,
@@ -172,6 +174,43 @@ pub enum EventBody {
         /// What the frame was.
         frame: OutsideFrame,
     },
+}
+
+/// Whose task descriptions a connection's LaunchTask and StatusUpdate payloads are
+/// (`protocol/trace.md`, "Connection events").
+///
+/// With [`Sparkwire`](Self::Sparkwire) the validator reads each LaunchTask with its configured
+/// task decoder ([`Config::task_decoder`](super::Config::task_decoder)); with
+/// [`Spark`](Self::Spark) it reads none, whatever the configuration: tasks are counted per
+/// executor and StatusUpdate's `taskCpus` gives their cpus. Only executor–driver connections carry
+/// tasks; on others it changes nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskPayloads {
+    /// sparkwire's own task descriptions (protocol/SPEC.md §10), or whatever the configured
+    /// decoder reads.
+    #[default]
+    Sparkwire,
+    /// Spark's own bytes (its serialized `TaskDescription` and task results), as on a real Spark
+    /// cluster's wire.
+    Spark,
+}
+
+impl TaskPayloads {
+    /// The name in traces: `sparkwire` or `spark`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskPayloads::Sparkwire => "sparkwire",
+            TaskPayloads::Spark => "spark",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [TaskPayloads::Sparkwire, TaskPayloads::Spark]
+            .into_iter()
+            .find(|t| t.as_str() == name)
+    }
 }
 
 // --- Traffic outside the catalogue (Spark's own wire; see protocol/trace.md) ---
@@ -232,7 +271,8 @@ pub struct OutsideFrame {
 // --- end of traffic outside the catalogue ---
 
 impl Event {
-    /// An open event.
+    /// An open event, its task payloads sparkwire's ([`TaskPayloads::Sparkwire`]; see
+    /// [`with_tasks`](Self::with_tasks)).
     pub fn open(
         time: u64,
         conn: ConnId,
@@ -247,8 +287,31 @@ impl Event {
                 client,
                 server,
                 version,
+                tasks: TaskPayloads::Sparkwire,
             },
         }
+    }
+
+    /// The event with its connection's task payloads set to `tasks`, when it is an open event;
+    /// any other event is returned unchanged.
+    ///
+    /// ```
+    /// use sparkwire::messages::Version;
+    /// use sparkwire::validate::{Endpoint, Event, EventBody, TaskPayloads};
+    /// use sparkwire::wire::handshake::Role;
+    ///
+    /// let executor = Endpoint::new(Role::Executor, "0");
+    /// let driver = Endpoint::new(Role::Driver, "10.0.0.1:7078");
+    /// let open = Event::open(0, 1, executor, driver, Version::V2).with_tasks(TaskPayloads::Spark);
+    /// assert!(matches!(open.body, EventBody::Open { tasks: TaskPayloads::Spark, .. }));
+    /// assert_eq!(Event::close(1, 1).with_tasks(TaskPayloads::Spark), Event::close(1, 1));
+    /// ```
+    #[must_use]
+    pub fn with_tasks(mut self, tasks: TaskPayloads) -> Self {
+        if let EventBody::Open { tasks: t, .. } = &mut self.body {
+            *t = tasks;
+        }
+        self
     }
 
     /// A close event.

@@ -37,7 +37,7 @@ mod violation;
 pub use config::{sparkwire_task_decoder, Config, TaskDecoder, TaskInfo};
 pub use event::{
     AnyEnvelope, ConnId, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus,
-    ValidatedFamily,
+    TaskPayloads, ValidatedFamily,
 };
 pub use rules::Rule;
 pub use shared::{ConnectionView, SharedValidator};

@@ -13,7 +13,9 @@ use super::conn::{
     AskDetail, Conn, ConnKind, Conversation, Delivery, PendingAsk, MAX_PENDING_ASKS,
 };
 use super::deploy::Cluster;
-use super::event::{ConnId, Endpoint, EnvelopeRef, Event, EventBody, ValidatedFamily};
+use super::event::{
+    ConnId, Endpoint, EnvelopeRef, Event, EventBody, TaskPayloads, ValidatedFamily,
+};
 use super::history::History;
 use super::obligations::Obligations;
 use super::rules::Rule;
@@ -109,7 +111,8 @@ impl Validator {
                 client,
                 server,
                 version,
-            } => self.open(event.time, event.conn, client, server, *version),
+                tasks,
+            } => self.open_conn(event.time, event.conn, client, server, *version, *tasks),
             EventBody::Close => self.close(event.time, event.conn),
             EventBody::Message {
                 from,
@@ -185,6 +188,8 @@ impl Validator {
     }
 
     /// Feeds a connection-opened event: `client` dialled `server` and they agreed on `version`.
+    /// Its task payloads are sparkwire's ([`TaskPayloads::Sparkwire`]); [`observe`](Self::observe)
+    /// an [`Event::open`] marked [`with_tasks`](Event::with_tasks) for others.
     pub fn open(
         &mut self,
         time: u64,
@@ -192,6 +197,19 @@ impl Validator {
         client: &Endpoint,
         server: &Endpoint,
         version: Version,
+    ) -> Vec<Violation> {
+        self.open_conn(time, conn, client, server, version, TaskPayloads::Sparkwire)
+    }
+
+    /// Opens connection `conn`, whose task payloads are `tasks`'s.
+    fn open_conn(
+        &mut self,
+        time: u64,
+        conn: ConnId,
+        client: &Endpoint,
+        server: &Endpoint,
+        version: Version,
+        tasks: TaskPayloads,
     ) -> Vec<Violation> {
         let mut sink = self.begin(time, Some(conn), What::Text("open"));
         if self.conns.contains_key(&conn) || self.closed.contains(&conn) {
@@ -201,7 +219,7 @@ impl Validator {
                 Some(Entity::Connection(conn)),
             );
         }
-        let new = Conn::new(client.clone(), server.clone(), version);
+        let new = Conn::new(client.clone(), server.clone(), version, tasks);
         if new.kind == ConnKind::Other {
             sink.flag(
                 Rule::ConnKind,

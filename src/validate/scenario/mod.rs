@@ -15,7 +15,7 @@
 //! assert!(verdicts.is_empty(), "{verdicts:?}");
 //! ```
 
-use super::event::{ConnId, Endpoint, Event, ValidatedFamily};
+use super::event::{ConnId, Endpoint, Event, EventBody, TaskPayloads, ValidatedFamily};
 use crate::messages::{
     DeployMessage, ErrorDescription, ExecutorState, Payload, TaskState, Version,
 };
@@ -116,6 +116,16 @@ impl Scenario {
             conn,
             client,
             server,
+        }
+    }
+
+    /// Says whose task descriptions the payloads of `link`'s connection are: sets `tasks` on its
+    /// open event.
+    pub fn set_tasks(&mut self, link: &Link, tasks: TaskPayloads) {
+        for e in self.events.iter_mut().filter(|e| e.conn == link.conn) {
+            if let EventBody::Open { tasks: t, .. } = &mut e.body {
+                *t = tasks;
+            }
         }
     }
 

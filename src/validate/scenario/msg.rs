@@ -447,6 +447,31 @@ pub fn launch_task(task: i64, cpus: u32) -> CoarseMessage {
     })
 }
 
+/// LaunchTask of task `task` for executor `exec` as a real Spark driver sends it: its data is
+/// Spark's own `TaskDescription` encoding (Java's `DataOutputStream`: `taskId`, `attemptNumber`,
+/// `executorId`, `name`, `index`, `partitionId`; the files, properties, resources and serialized
+/// task that follow are left out). No sparkwire task decoder reads it: a connection carrying it is
+/// opened with [`TaskPayloads::Spark`](crate::validate::TaskPayloads::Spark).
+pub fn spark_launch_task(task: i64, exec: &str) -> CoarseMessage {
+    fn utf(out: &mut Vec<u8>, s: &str) {
+        // Modified UTF-8 is UTF-8 for strings without NUL or supplementary characters; its
+        // length is a u16.
+        let bytes = &s.as_bytes()[..s.len().min(usize::from(u16::MAX))];
+        out.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+        out.extend_from_slice(bytes);
+    }
+    let mut data = Vec::new();
+    data.extend_from_slice(&task.to_be_bytes());
+    data.extend_from_slice(&0i32.to_be_bytes());
+    utf(&mut data, exec);
+    utf(&mut data, &format!("task 0.0 in stage 0.0 (TID {task})"));
+    data.extend_from_slice(&0i32.to_be_bytes());
+    data.extend_from_slice(&0i32.to_be_bytes());
+    CoarseMessage::LaunchTask(coarse::LaunchTask {
+        data: Payload::from(data),
+    })
+}
+
 /// KillTask of task `task` on executor `exec`.
 pub fn kill_task(task: i64, exec: &str) -> CoarseMessage {
     CoarseMessage::KillTask(coarse::KillTask {

@@ -12,7 +12,7 @@ use bytes::{Bytes, BytesMut};
 use super::TraceErrorKind;
 use crate::messages::{CoarseMessage, DeployMessage, Family, Version};
 use crate::validate::event::{
-    AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus,
+    AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus, TaskPayloads,
 };
 use crate::wire::handshake::Role;
 use crate::wire::msgpack::Cursor;
@@ -116,14 +116,20 @@ fn encode_body(event: &Event, out: &mut Vec<u8>, scratch: &mut Vec<u8>) -> io::R
             client,
             server,
             version,
+            tasks,
         } => {
-            let _ = write_array_len(out, 8);
+            // The task payloads only when they are not sparkwire's: 8 elements as before, else 9.
+            let marked = *tasks != TaskPayloads::Sparkwire;
+            let _ = write_array_len(out, if marked { 9 } else { 8 });
             let _ = write_uint(out, OPEN);
             let _ = write_uint(out, event.time);
             let _ = write_uint(out, event.conn);
             let _ = write_uint(out, u64::from(version.number()));
             write_endpoint(out, client);
             write_endpoint(out, server);
+            if marked {
+                let _ = write_str(out, tasks.as_str());
+            }
         }
         EventBody::Close => {
             let _ = write_array_len(out, 3);
@@ -405,11 +411,11 @@ pub(super) fn event_from_record(record: &Bytes) -> Result<Event, TraceErrorKind>
     let mut c = Cursor::new(record);
     let items = c.array_len().map_err(bad("record"))?;
     let tag = uint(&mut c, "record")?;
-    let expected = match tag {
-        OPEN => 8,
-        CLOSE => 3,
-        ENVELOPE => 9,
-        OUTSIDE => 14,
+    let expected: &[u64] = match tag {
+        OPEN => &[8, 9],
+        CLOSE => &[3],
+        ENVELOPE => &[9],
+        OUTSIDE => &[14],
         other => {
             return Err(invalid(
                 "record",
@@ -417,10 +423,15 @@ pub(super) fn event_from_record(record: &Bytes) -> Result<Event, TraceErrorKind>
             ))
         }
     };
-    if items != expected {
+    if !expected.contains(&items) {
+        let lengths = expected
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(" or ");
         return Err(invalid(
             "record",
-            format!("record tag {tag} takes an array of {expected} elements, found {items}"),
+            format!("record tag {tag} takes an array of {lengths} elements, found {items}"),
         ));
     }
     let time = uint(&mut c, "time")?;
@@ -428,10 +439,24 @@ pub(super) fn event_from_record(record: &Bytes) -> Result<Event, TraceErrorKind>
     let body = match tag {
         OPEN => {
             let version = version(&mut c)?;
+            let client = endpoint(&mut c, "client")?;
+            let server = endpoint(&mut c, "server")?;
+            let tasks = if items == 9 {
+                let name = c.str().map_err(bad("tasks"))?;
+                TaskPayloads::from_name(name).ok_or_else(|| {
+                    invalid(
+                        "tasks",
+                        format!("unknown task payloads {name:?}; expected spark or sparkwire"),
+                    )
+                })?
+            } else {
+                TaskPayloads::Sparkwire
+            };
             EventBody::Open {
-                client: endpoint(&mut c, "client")?,
-                server: endpoint(&mut c, "server")?,
+                client,
+                server,
                 version,
+                tasks,
             }
         }
         CLOSE => EventBody::Close,
@@ -563,6 +588,58 @@ mod tests {
         let mut out = Vec::new();
         write_record(&Event::close(9000, 1), &mut out, &mut Vec::new()).expect("writes");
         assert_eq!(out, [0, 0, 0, 6, 0x93, 0x01, 0xcd, 0x23, 0x28, 0x01]);
+    }
+
+    /// The record of an open at time 0 of connection 1, version 2, executor `e` → driver `d`,
+    /// with `tail` appended as its last elements.
+    fn open_record(tail: &[&str]) -> Vec<u8> {
+        let mut body = vec![0x90 | (8 + tail.len() as u8), 0x00, 0x00, 0x01, 0x02];
+        for s in ["executor", "e", "driver", "d"].iter().chain(tail) {
+            body.push(0xa0 | s.len() as u8);
+            body.extend_from_slice(s.as_bytes());
+        }
+        let mut bytes = header().to_vec();
+        bytes.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        bytes.extend_from_slice(&body);
+        bytes
+    }
+
+    #[test]
+    fn an_opens_task_payloads_are_a_ninth_element_only_when_spark() {
+        let open = Event::open(
+            0,
+            1,
+            Endpoint::new(Role::Executor, "e"),
+            Endpoint::new(Role::Driver, "d"),
+            Version::V2,
+        );
+        let spark = open.clone().with_tasks(TaskPayloads::Spark);
+        // Written: 8 elements for sparkwire's payloads (as every trace before), 9 for Spark's.
+        assert_eq!(
+            write_binary(std::slice::from_ref(&open)).expect("writes"),
+            open_record(&[])
+        );
+        assert_eq!(
+            write_binary(std::slice::from_ref(&spark)).expect("writes"),
+            open_record(&["spark"])
+        );
+        // Read: both, and an explicit "sparkwire" as the element's absence.
+        assert_eq!(read(&open_record(&[])), Ok(vec![open.clone()]));
+        assert_eq!(read(&open_record(&["spark"])), Ok(vec![spark]));
+        assert_eq!(read(&open_record(&["sparkwire"])), Ok(vec![open]));
+        // Refused: an unknown name, a 10th element.
+        let err = read(&open_record(&["scala"])).expect_err("unknown");
+        assert!(
+            matches!(&err.kind, TraceErrorKind::Invalid { field: "tasks", problem }
+                if problem.contains("\"scala\"")),
+            "{err}"
+        );
+        let err = read(&open_record(&["spark", "x"])).expect_err("10 elements");
+        assert!(
+            matches!(&err.kind, TraceErrorKind::Invalid { field: "record", problem }
+                if problem.contains("8 or 9 elements, found 10")),
+            "{err}"
+        );
     }
 
     #[test]

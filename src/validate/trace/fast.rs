@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use crate::messages::{CoarseMessage, DeployMessage, ErrorDescription, Family, Version};
-use crate::validate::event::{AnyEnvelope, Endpoint, Event, EventBody};
+use crate::validate::event::{AnyEnvelope, Endpoint, Event, EventBody, TaskPayloads};
 use crate::wire::handshake::Role;
 use crate::wire::{fields_from_readable, plain_from_readable};
 use crate::wire::{Envelope, Reply};
@@ -102,6 +102,7 @@ impl<'de> Visitor<'de> for LineVisitor {
         let mut client = None;
         let mut server = None;
         let mut version: Option<Version> = None;
+        let mut tasks = None;
         let mut content = None;
         let mut seen_message = false;
         let mut seen_reply = false;
@@ -122,6 +123,15 @@ impl<'de> Visitor<'de> for LineVisitor {
                 "version" => {
                     let n = map.next_value::<u64>()?;
                     once(&mut version, Version::from_number(n).ok_or_else(give_up)?)?;
+                }
+                // An open's task payloads. Any other value is left to the full reader, which
+                // refuses it on an open and ignores it elsewhere.
+                "tasks" => {
+                    let name = map.next_value::<&str>()?;
+                    once(
+                        &mut tasks,
+                        TaskPayloads::from_name(name).ok_or_else(give_up)?,
+                    )?;
                 }
                 "message" | "reply" | "error" => {
                     let seen = match key {
@@ -192,6 +202,7 @@ impl<'de> Visitor<'de> for LineVisitor {
                     client,
                     server,
                     version,
+                    tasks: tasks.unwrap_or_default(),
                 },
                 _ => return Err(give_up()),
             },
@@ -400,6 +411,7 @@ impl<'de, F: Family> Visitor<'de> for ReplySeed<F> {
 mod tests {
     use super::*;
     use crate::validate::trace::{event_from_json, to_text};
+    use crate::validate::TaskPayloads;
 
     fn full(line: &str) -> Option<Event> {
         let value: serde_json::Value = serde_json::from_str(line).ok()?;
@@ -442,6 +454,9 @@ mod tests {
             msg::status_update("0", 7, crate::messages::TaskState::Finished, 1),
         );
         s.up(&w, msg::heartbeat("worker-1"));
+        let spark = s.executor(&driver, "1", 2);
+        s.set_tasks(&spark, TaskPayloads::Spark);
+        s.down(&spark, msg::spark_launch_task(8, "1"));
         let text = to_text(&s.into_events()).expect("the scenario writes");
         text.lines().map(String::from).collect()
     }
@@ -496,11 +511,44 @@ mod tests {
             variants.push(format!("{line} x"));
             variants.push(line.replacen("\"version\":2", "\"version\":7", 1));
             variants.push(line.replacen("\"role\":\"", "\"role\":\"x", 1));
+            // Task payloads: unknown, of the wrong type, twice, on an event that is no open.
+            variants.push(line.replacen("\"spark\"", "\"scala\"", 1));
+            variants.push(line.replacen("\"spark\"", "1", 1));
+            variants.push(line.replacen("\"tasks\":", "\"tasks\":\"spark\",\"tasks\":", 1));
+            variants.push(line.replacen("{", "{\"tasks\":\"sparkwire\",", 1));
         }
         for line in &variants {
             if let Some(got) = event_from_line(line.as_bytes()) {
                 assert_eq!(Some(got), full(line), "{line}");
             }
         }
+    }
+
+    #[test]
+    fn an_opens_task_payloads_are_read_in_one_pass_and_bad_ones_left_to_the_full_reader() {
+        let open = written_lines()
+            .into_iter()
+            .find(|l| l.contains("\"tasks\":\"spark\""))
+            .expect("the written lines mark a connection");
+        let got = event_from_line(open.as_bytes()).expect("read in one pass");
+        assert!(
+            matches!(
+                got.body,
+                EventBody::Open {
+                    tasks: TaskPayloads::Spark,
+                    ..
+                }
+            ),
+            "{got:?}"
+        );
+        let explicit = open.replace("\"spark\"", "\"sparkwire\"");
+        let unmarked = open.replace(",\"tasks\":\"spark\"", "");
+        assert_eq!(
+            event_from_line(explicit.as_bytes()),
+            event_from_line(unmarked.as_bytes())
+        );
+        let unknown = open.replace("\"spark\"", "\"scala\"");
+        assert_eq!(event_from_line(unknown.as_bytes()), None);
+        assert_eq!(full(&unknown), None, "the full reader refuses it");
     }
 }

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::TraceErrorKind;
 use crate::messages::{CoarseMessage, DeployMessage, ErrorDescription, Family, Version, Versioned};
 use crate::validate::event::{
-    AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus,
+    AnyEnvelope, Endpoint, EnvelopeRef, Event, EventBody, OutsideFrame, OutsideStatus, TaskPayloads,
 };
 use crate::wire::handshake::Role;
 use crate::wire::{plain_from_json, value_from_json, CloseReason, Envelope, Reply};
@@ -102,11 +102,16 @@ pub fn event_to_json(e: &Event) -> Result<Value, serde_json::Error> {
             client,
             server,
             version,
+            tasks,
         } => {
             out.insert("event".into(), json!("open"));
             out.insert("client".into(), endpoint_json(client));
             out.insert("server".into(), endpoint_json(server));
             out.insert("version".into(), json!(version.number()));
+            // Absent means sparkwire's: traces of sparkwire's own connections stay as they were.
+            if *tasks != TaskPayloads::Sparkwire {
+                out.insert("tasks".into(), json!(tasks.as_str()));
+            }
         }
         EventBody::Close => {
             out.insert("event".into(), json!("close"));
@@ -178,6 +183,21 @@ fn version(obj: &Map<String, Value>) -> Result<Version, TraceErrorKind> {
         .ok_or_else(|| invalid("version", format!("unknown protocol version {n}")))
 }
 
+/// An open event's `tasks`: absent (or null) means sparkwire's.
+fn tasks(obj: &Map<String, Value>) -> Result<TaskPayloads, TraceErrorKind> {
+    let name = match obj.get("tasks") {
+        None | Some(Value::Null) => return Ok(TaskPayloads::Sparkwire),
+        Some(Value::String(s)) => s,
+        Some(_) => return Err(invalid("tasks", "expected a string")),
+    };
+    TaskPayloads::from_name(name).ok_or_else(|| {
+        invalid(
+            "tasks",
+            format!("unknown task payloads {name:?}; expected spark or sparkwire"),
+        )
+    })
+}
+
 fn plain<T: DeserializeOwned>(value: &Value, what: &'static str) -> Result<T, TraceErrorKind> {
     plain_from_json(value).map_err(|e| invalid(what, e.to_string()))
 }
@@ -246,6 +266,7 @@ pub fn event_from_json(value: &Value) -> Result<Event, TraceErrorKind> {
             client: endpoint(obj, "client")?,
             server: endpoint(obj, "server")?,
             version: version(obj)?,
+            tasks: tasks(obj)?,
         },
         "close" => EventBody::Close,
         "send" | "ask" | "reply" | "failure" | "closing" => {
