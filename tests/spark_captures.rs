@@ -525,7 +525,8 @@ fn every_spark_4_capture_decodes_re_encodes_byte_for_byte_and_validates() {
         );
         let rt = s.roundtrip.as_ref().expect("checked");
         assert_eq!(rt.differ, 0, "{name}: {:#?}", rt.differences);
-        let mut v = Validator::new(Config::default());
+        // As `sparkwire validate` does with no flag: the trace marks Spark's task payloads.
+        let mut v = Validator::new(Config::sparkwire());
         let mut violations = Vec::new();
         for e in &d.events {
             violations.extend(v.observe(e));
@@ -683,7 +684,8 @@ fn every_spark_3_capture_decodes_re_encodes_byte_for_byte_and_validates() {
         let rt = s.roundtrip.as_ref().expect("checked");
         assert_eq!(rt.differ, 0, "{name}: {:#?}", rt.differences);
         same += rt.same;
-        let mut v = Validator::new(Config::default());
+        // As `sparkwire validate` does with no flag: the trace marks Spark's task payloads.
+        let mut v = Validator::new(Config::sparkwire());
         let mut violations = Vec::new();
         for e in &d.events {
             violations.extend(v.observe(e));

@@ -18,7 +18,9 @@ use super::rpc::{address_text, block_transfer_class, RequestMessage};
 use super::serial::MAGIC;
 use crate::definition::Definition;
 use crate::messages::{CoarseMessage, DeployMessage, ErrorDescription, Version};
-use crate::validate::{ConnId, Endpoint, Event, EventBody, OutsideFrame, OutsideStatus};
+use crate::validate::{
+    ConnId, Endpoint, Event, EventBody, OutsideFrame, OutsideStatus, TaskPayloads,
+};
 use crate::wire::handshake::Role;
 use crate::wire::{Envelope, Reply};
 
@@ -883,13 +885,12 @@ impl Tracer {
         };
         c.ends = Some((client.clone(), server.clone()));
         let held = std::mem::take(&mut c.held);
-        self.out.push(Event::open(
-            opened,
-            conn,
-            client.clone(),
-            server.clone(),
-            version,
-        ));
+        // Every task a Spark connection carries is Spark's own (its TaskDescription and task
+        // results): the trace says so, and validators count tasks instead of reading them.
+        self.out.push(
+            Event::open(opened, conn, client.clone(), server.clone(), version)
+                .with_tasks(TaskPayloads::Spark),
+        );
         for (time, from_client, frame) in held {
             self.place(conn, time, from_client, frame);
         }
