@@ -359,6 +359,10 @@ impl Reader<'_> {
                 }
             };
             let bytes = self.take(n)?;
+            // An empty block holds nothing (the JVM never writes one): it is not an item.
+            if bytes.is_empty() {
+                continue;
+            }
             match items.last_mut() {
                 Some(Item::Data(d)) => d.extend_from_slice(bytes),
                 _ => items.push(Item::Data(bytes.to_vec())),
