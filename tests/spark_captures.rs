@@ -635,25 +635,38 @@ fn the_class_tables_agree_with_every_descriptor_in_the_captures() {
 #[test]
 fn spark_golden_vectors_decode_to_their_values_and_encode_to_their_streams() {
     use sparkwire::spark::vectors::{check, SparkVectors};
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("protocol/vectors/spark/4.0.1.json");
-    let text = std::fs::read_to_string(&path).expect("the Spark 4.0.1 vectors");
-    let v: SparkVectors = serde_json::from_str(&text).expect("they parse");
-    let n = check(&v).unwrap_or_else(|e| panic!("{e}"));
-    let from_captures = v
-        .vectors
-        .iter()
-        .filter(|x| x.source.starts_with("capture"))
-        .count();
-    // Every message the master sends or receives is among them, most from real traffic.
-    assert!(n >= 60, "{n} vectors");
-    assert!(from_captures >= 45, "{from_captures} from captures");
-    for m in [
-        "deploy.RegisterWorker",
-        "deploy.LaunchExecutor",
-        "deploy.MasterStateResponse",
-    ] {
-        let x = v.vectors.iter().find(|x| x.message == m).expect(m);
-        assert!(x.source.starts_with("capture"), "{m}: {}", x.source);
+    // Spark release, vectors at least, from captures at least.
+    for (release, at_least, from_real) in [("4.0.1", 60, 45), ("3.0.3", 50, 40)] {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("protocol/vectors/spark")
+            .join(format!("{release}.json"));
+        let text = std::fs::read_to_string(&path).expect("the Spark vectors");
+        let v: SparkVectors = serde_json::from_str(&text).expect("they parse");
+        assert_eq!(v.spark, release);
+        let n = check(&v).unwrap_or_else(|e| panic!("{release}: {e}"));
+        let from_captures = v
+            .vectors
+            .iter()
+            .filter(|x| x.source.starts_with("capture"))
+            .count();
+        // Every message the master sends or receives is among them, most from real traffic.
+        assert!(n >= at_least, "{release}: {n} vectors");
+        assert!(
+            from_captures >= from_real,
+            "{release}: {from_captures} from captures"
+        );
+        for m in [
+            "deploy.RegisterWorker",
+            "deploy.LaunchExecutor",
+            "deploy.MasterStateResponse",
+        ] {
+            let x = v.vectors.iter().find(|x| x.message == m).expect(m);
+            assert!(
+                x.source.starts_with("capture"),
+                "{release} {m}: {}",
+                x.source
+            );
+        }
     }
 }
 

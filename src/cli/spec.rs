@@ -201,7 +201,7 @@ fn vectors(def: &Definition, out: &Path, check: bool) -> Result<ExitCode, String
     Ok(ExitCode::SUCCESS)
 }
 
-/// Spark's own streams as golden vectors (`spark/4.0.1.json`, SPEC "Spark's wire"), from the
+/// Spark's own streams as golden vectors (`spark/4.0.1.json`, `spark/3.0.3.json`), from the
 /// captures in `tests/data/spark/` of the working directory (the repository's root); a checkout
 /// without them writes and checks none, and says so.
 #[cfg(feature = "spark")]
@@ -209,7 +209,7 @@ fn spark_vector_files(out: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     use sparkwire::messages::Version;
     use sparkwire::spark::vectors::{render, spark_release, to_text};
     let mut files = Vec::new();
-    for version in [Version::V2] {
+    for version in [Version::V2, Version::V1] {
         let release = spark_release(version);
         let captures = Path::new("tests/data/spark").join(release);
         if !captures.is_dir() {
