@@ -502,37 +502,48 @@ fn repository_captures(version: &str) -> Vec<PathBuf> {
     out
 }
 
+/// Decodes a capture of protocol `version` with the round trip checked: nothing undecoded or
+/// unknown, every frame re-encoded byte for byte, and no violation where `sparkwire validate`
+/// (with no flag) looks; the round trip's counts.
+fn decodes_re_encodes_and_validates(
+    path: &Path,
+    version: Version,
+) -> sparkwire::spark::tracer::RoundTrip {
+    let name = path.display();
+    let f = File::open(path).expect("capture opens");
+    let d = sparkwire::spark::decode::decode_capture_with(f, Vec::new(), version, true)
+        .expect("capture decodes");
+    let s = &d.summary;
+    assert!(
+        s.failures.is_empty(),
+        "{name}: not decoded: {:#?}",
+        s.failures
+    );
+    assert!(
+        s.unknown.is_empty(),
+        "{name}: unknown classes: {:?}",
+        s.unknown
+    );
+    let rt = s.roundtrip.clone().expect("checked");
+    assert_eq!(rt.differ, 0, "{name}: {:#?}", rt.differences);
+    // As `sparkwire validate` does with no flag: the trace marks Spark's task payloads.
+    let mut v = Validator::new(Config::sparkwire());
+    let mut violations = Vec::new();
+    for e in &d.events {
+        violations.extend(v.observe(e));
+    }
+    violations.extend(v.finish());
+    assert!(violations.is_empty(), "{name}: {violations:#?}");
+    rt
+}
+
 #[test]
 fn every_spark_4_capture_decodes_re_encodes_byte_for_byte_and_validates() {
     let captures = repository_captures("4.0.1");
     assert!(captures.len() >= 7, "the 4.0.1 captures: {captures:?}");
     let mut messages = std::collections::BTreeSet::new();
     for path in captures {
-        let name = path.display();
-        let f = File::open(&path).expect("capture opens");
-        let d = sparkwire::spark::decode::decode_capture_with(f, Vec::new(), Version::V2, true)
-            .expect("capture decodes");
-        let s = &d.summary;
-        assert!(
-            s.failures.is_empty(),
-            "{name}: not decoded: {:#?}",
-            s.failures
-        );
-        assert!(
-            s.unknown.is_empty(),
-            "{name}: unknown classes: {:?}",
-            s.unknown
-        );
-        let rt = s.roundtrip.as_ref().expect("checked");
-        assert_eq!(rt.differ, 0, "{name}: {:#?}", rt.differences);
-        // As `sparkwire validate` does with no flag: the trace marks Spark's task payloads.
-        let mut v = Validator::new(Config::sparkwire());
-        let mut violations = Vec::new();
-        for e in &d.events {
-            violations.extend(v.observe(e));
-        }
-        violations.extend(v.finish());
-        assert!(violations.is_empty(), "{name}: {violations:#?}");
+        let rt = decodes_re_encodes_and_validates(&path, Version::V2);
         messages.extend(rt.by_message.keys().cloned());
     }
     // Together they put these on the wire, each re-encoded byte for byte.
@@ -679,32 +690,8 @@ fn every_spark_3_capture_decodes_re_encodes_byte_for_byte_and_validates() {
     let mut messages = std::collections::BTreeSet::new();
     let mut same = 0;
     for path in captures {
-        let name = path.display();
-        let f = File::open(&path).expect("capture opens");
-        let d = sparkwire::spark::decode::decode_capture_with(f, Vec::new(), Version::V1, true)
-            .expect("capture decodes");
-        let s = &d.summary;
-        assert!(
-            s.failures.is_empty(),
-            "{name}: not decoded: {:#?}",
-            s.failures
-        );
-        assert!(
-            s.unknown.is_empty(),
-            "{name}: unknown classes: {:?}",
-            s.unknown
-        );
-        let rt = s.roundtrip.as_ref().expect("checked");
-        assert_eq!(rt.differ, 0, "{name}: {:#?}", rt.differences);
+        let rt = decodes_re_encodes_and_validates(&path, Version::V1);
         same += rt.same;
-        // As `sparkwire validate` does with no flag: the trace marks Spark's task payloads.
-        let mut v = Validator::new(Config::sparkwire());
-        let mut violations = Vec::new();
-        for e in &d.events {
-            violations.extend(v.observe(e));
-        }
-        violations.extend(v.finish());
-        assert!(violations.is_empty(), "{name}: {violations:#?}");
         messages.extend(rt.by_message.keys().cloned());
     }
     assert!(same > 500, "{same} frames re-encoded byte for byte");
