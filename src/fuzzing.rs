@@ -764,6 +764,7 @@ pub fn java_roundtrip(data: &[u8]) {
     }
 }
 
+/// Without the `spark` feature there is no Java serialization.
 #[cfg(not(feature = "spark"))]
 pub fn java_roundtrip(_data: &[u8]) {}
 
@@ -898,6 +899,7 @@ fn java_program(program: &[u8]) -> crate::spark::serial::Graph {
 
 /// Seeds for `java_roundtrip`: every Java stream of the Spark 4.0.1 and 3.0.3 captures kept in
 /// the repository (`tests/data/spark/`), and small graph programs with cycles.
+#[cfg_attr(not(feature = "spark"), allow(unused_mut))]
 fn java_seeds() -> Vec<Vec<u8>> {
     let mut out: Vec<Vec<u8>> = vec![
         vec![1, 1, 5, 1, 2],
