@@ -987,17 +987,11 @@ impl<'t, 'o> Scala<'t, 'o> {
 
     /// The original stream's reference to the same endpoint.
     fn original_ref(&self, r: &EndpointRef) -> Option<Node<'o>> {
-        let g = self.original?;
-        g.entries().iter().enumerate().find_map(|(i, e)| {
-            let serial::Entry::Object(_) = e else {
-                return None;
-            };
-            let n = Node::new(g, Value::Ref(serial::Handle(i as u32)));
-            if n.class_name()? != "org.apache.spark.rpc.netty.NettyRpcEndpointRef" {
-                return None;
-            }
-            (endpoint_ref_of(n).ok().as_ref() == Some(r)).then_some(n)
-        })
+        self.original_object(
+            "org.apache.spark.rpc.netty.NettyRpcEndpointRef",
+            endpoint_ref_of,
+            r,
+        )
     }
 
     /// An object of class `class` in the original stream that maps to `want`: what the typed
@@ -1129,19 +1123,14 @@ impl<'t, 'o> Scala<'t, 'o> {
     /// A Java exception of the named class with its message and no stack trace.
     fn exception(&mut self, e: &ErrorDescription) -> R {
         // The original exception, with its stack trace and cause, if the stream had it.
-        let g = self.original;
-        let original = g.and_then(|g| {
-            g.entries().iter().enumerate().find_map(|(i, entry)| {
-                let serial::Entry::Object(_) = entry else {
-                    return None;
-                };
-                let n = Node::new(g, Value::Ref(serial::Handle(i as u32)));
-                n.field("stackTrace")?;
-                (n.class_name()? == e.class_name
-                    && error_description_of(n).ok().as_ref() == Some(e))
-                .then_some(n)
-            })
-        });
+        let original = self.original_object(
+            &e.class_name,
+            |n| {
+                super::java::field(n, "stackTrace")?;
+                error_description_of(n)
+            },
+            e,
+        );
         if let Some(n) = original {
             return self.b.graft(n.graph(), n.value());
         }
