@@ -8,8 +8,10 @@
 //! 3. [`connection`]: the async side of the wire (tokio): connections over any byte stream with
 //!    sends, asks and replies, limits and counters.
 //! 4. [`validate`]: a sans-IO state-machine validator of conversations and traces.
-//! 5. [`reference`](mod@reference): reference Master, Worker, driver and executor.
-//! 6. the `sparkwire` binary (`src/cli/`).
+//! 5. [`node`]: the protocol cores of every role, with no runtime, fed events and time.
+//! 6. [`reference`](mod@reference): reference Master, Worker, driver and executor: tokio drivers
+//!    of the cores, owning sockets, processes, files and clocks.
+//! 7. the `sparkwire` binary (`src/cli/`).
 //!
 //! [`fuzzing`] holds the fuzz targets' bodies, shared by `fuzz/` and the regression tests.
 //!
@@ -23,7 +25,8 @@
 //! |---|---|
 //! | `tokio` | the tokio-util codecs ([`wire::FrameCodec`]), the handshake over a byte stream, [`connection`] |
 //! | `trace` | traces ([`validate::trace`], JSON Lines) and messages from their readable JSON ([`wire::value_from_json`]) |
-//! | `reference` | the reference implementations, [`reference`](mod@reference) (implies `tokio`, `trace`) |
+//! | `node` | the protocol cores of every role, [`node`], with no runtime |
+//! | `reference` | the reference implementations, [`reference`](mod@reference) (implies `node`, `tokio`, `trace`) |
 //! | `testing` | test-only API: [`fuzzing`], [`wire::vectors`], [`wire::check`], [`definition::convert`], [`definition::markdown`], [`validate::scenario`], `reference::local_cluster` (implies `tokio`, `trace`) |
 //! | `cli` | the `sparkwire` binary's dependencies (clap, tracing-subscriber; implies `reference`, `testing`) |
 //! | `tls` | TLS on connections (rustls; implies `tokio`) |
@@ -54,6 +57,8 @@ pub mod definition;
 #[cfg(feature = "testing")]
 pub mod fuzzing;
 pub mod messages;
+#[cfg(feature = "node")]
+pub mod node;
 #[cfg(feature = "reference")]
 pub mod reference;
 #[cfg(feature = "spark")]
