@@ -280,16 +280,21 @@ pub fn value_len(buf: &[u8]) -> Result<usize, Error> {
         if skip > 0 {
             c.take(usize::try_from(skip).unwrap_or(usize::MAX))?;
         }
+        if !matches!(marker, 0x80..=0x9f | 0xdc..=0xdf) {
+            continue;
+        }
+        let remaining = (buf.len() - c.pos) as u64;
+        if children > remaining {
+            return Err(Error::InvalidMessagePack(format!(
+                "container at offset {at} declares {children} elements but only {remaining} bytes remain"
+            )));
+        }
+        // Every array and map is a level, an empty one too (SPEC §2, §11.1): the deserializer
+        // counts them so, and the scan must refuse what it would.
+        if depth >= MAX_DEPTH {
+            return Err(Error::TooDeep { limit: MAX_DEPTH });
+        }
         if children > 0 {
-            let remaining = (buf.len() - c.pos) as u64;
-            if children > remaining {
-                return Err(Error::InvalidMessagePack(format!(
-                    "container at offset {at} declares {children} elements but only {remaining} bytes remain"
-                )));
-            }
-            if depth >= MAX_DEPTH {
-                return Err(Error::TooDeep { limit: MAX_DEPTH });
-            }
             depth += 1;
             open[depth] = children;
         }
@@ -357,6 +362,31 @@ mod tests {
         in_map.extend(vec![0x91u8; MAX_DEPTH]);
         in_map.push(0x00);
         assert!(matches!(value_len(&in_map), Err(Error::TooDeep { .. })));
+    }
+
+    #[test]
+    fn an_empty_array_or_map_is_a_level_too() {
+        // 63 arrays around an empty array or map: 64 levels, accepted; 64 around one: refused.
+        for empty in [0x90u8, 0x80, 0xdc, 0xde] {
+            let tail: &[u8] = if empty >= 0xdc {
+                &[empty, 0, 0]
+            } else {
+                &[empty]
+            };
+            let mut at_limit = vec![0x91u8; MAX_DEPTH - 1];
+            at_limit.extend_from_slice(tail);
+            assert_eq!(
+                value_len(&at_limit).ok(),
+                Some(at_limit.len()),
+                "{empty:#x}"
+            );
+            let mut past = vec![0x91u8; MAX_DEPTH];
+            past.extend_from_slice(tail);
+            assert!(
+                matches!(value_len(&past), Err(Error::TooDeep { .. })),
+                "{empty:#x}"
+            );
+        }
     }
 
     #[test]

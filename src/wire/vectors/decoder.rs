@@ -160,7 +160,12 @@ fn ask(message: Mp) -> Mp {
 /// `[0, {"StopExecutor": {"x": v}}]` where `v` is `arrays` arrays nested around a 0: the frame
 /// holds `arrays + 3` nested containers, the envelope counted.
 fn nested(arrays: usize) -> Mp {
-    let mut v = Mp::Int(0);
+    nested_around(arrays, Mp::Int(0))
+}
+
+/// `[0, {"StopExecutor": {"x": v}}]` where `v` is `arrays` arrays nested around `inner`.
+fn nested_around(arrays: usize, inner: Mp) -> Mp {
+    let mut v = inner;
     for _ in 0..arrays {
         v = Mp::Arr(vec![v]);
     }
@@ -448,6 +453,30 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             family: "coarse",
             version: V2,
             frame: nested(62),
+            want: Some("TooDeep"),
+        },
+        Case1 {
+            name: "64 nested containers, the innermost an empty array: accepted",
+            spec: deep,
+            family: "coarse",
+            version: V2,
+            frame: nested_around(60, Mp::Arr(Vec::new())),
+            want: None,
+        },
+        Case1 {
+            name: "65 nested containers, the innermost an empty array: refused (an empty container is a level)",
+            spec: deep,
+            family: "coarse",
+            version: V2,
+            frame: nested_around(61, Mp::Arr(Vec::new())),
+            want: Some("TooDeep"),
+        },
+        Case1 {
+            name: "65 nested containers, the innermost an empty map: refused",
+            spec: deep,
+            family: "coarse",
+            version: V2,
+            frame: nested_around(61, Mp::Map(Vec::new())),
             want: Some("TooDeep"),
         },
         Case1 {

@@ -1,0 +1,245 @@
+//! Every decoder vector (`protocol/vectors/decoder.json`) and every invalid envelope vector
+//! (`envelope.json`) gives the same decision on a live connection as in `wire::decode_frame`:
+//! one decoding path (issue 30, item 2). Each vector's frame is written by a hand-driven peer,
+//! after a real handshake, to a [`Connection`] of the vector's family and version; a valid frame
+//! is delivered as the vector's message and the connection stays open, an invalid one closes it
+//! with the vector's error kind, and the peer is told that kind in the close envelope
+//! (SPEC §8.1).
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{
+    envelope_frame, raw_client_offering_and_server, read_raw_frame, samples, send_frame_named,
+};
+use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
+use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
+use sparkwire::wire::handshake::{Role, CLOSE_REASON};
+use sparkwire::wire::vectors::{DecoderVector, EnvelopeVector};
+use sparkwire::wire::{
+    decode_envelope, decode_frame, error_kind, value_from_json, Envelope, FrameError,
+};
+use tokio::io::{AsyncWriteExt, DuplexStream};
+
+/// Long enough for a loaded machine; the decisions themselves are immediate.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn vectors<T: serde::de::DeserializeOwned>(file: &str) -> Vec<T> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("protocol/vectors")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn version_of(number: u8) -> Version {
+    Version::from_number(u64::from(number)).expect("a known version")
+}
+
+/// The roles of a connection that carries `F`: the hand-driven client's and the server's.
+fn roles<F: Family>() -> (Role, Role) {
+    if F::FAMILY == DeployMessage::FAMILY {
+        (Role::Worker, Role::Master)
+    } else {
+        (Role::Executor, Role::Driver)
+    }
+}
+
+/// A live server connection of family `F` speaking only `version`, and the raw stream of a
+/// hand-driven client that completed the handshake with it, offering `closeReason`.
+async fn live<F: Family + Send + 'static>(version: Version) -> (DuplexStream, Connection<F>) {
+    let (client, server) = roles::<F>();
+    let config = ConnectionConfig::<F> {
+        versions: vec![version],
+        ..ConnectionConfig::default()
+    };
+    raw_client_offering_and_server(&[version], client, server, config, &[CLOSE_REASON]).await
+}
+
+/// What a live connection did with one frame.
+#[derive(Debug)]
+enum Decision<F> {
+    /// It delivered this envelope's message (a send or an ask) and kept the connection open.
+    Delivered(F),
+    /// It closed the connection: the decoding error's kind, and the kind its close envelope told
+    /// the peer.
+    Refused { kind: String, told: Option<String> },
+    /// It did something else (closed for another reason, hung).
+    Other(String),
+}
+
+/// The kind a close envelope names, read with the library's envelope decoder.
+fn told_kind<F: Family>(body: &[u8], version: Version) -> Option<String> {
+    match decode_envelope::<F>(&Bytes::copy_from_slice(body), version) {
+        Ok(Envelope::Close(reason)) => Some(reason.kind.clone()),
+        _ => None,
+    }
+}
+
+/// A valid one-way message of family `F` in `version`, sent after the vector's frame: a
+/// connection that kept reading delivers it.
+fn marker<F: Family>(version: Version) -> Vec<u8> {
+    if F::FAMILY == DeployMessage::FAMILY {
+        envelope_frame(
+            &Envelope::Send(DeployMessage::Heartbeat(samples::heartbeat())),
+            version,
+        )
+    } else {
+        send_frame_named("StopExecutor")
+    }
+}
+
+/// Writes `frame`, then [`marker`], to a fresh live connection of family `F` and `version`,
+/// shuts the peer's writing side and reports what the connection did with the frame.
+async fn replay<F: Family + Send + 'static>(frame: &[u8], version: Version) -> Decision<F> {
+    let (mut raw, mut conn) = live::<F>(version).await;
+    let mut bytes = frame.to_vec();
+    bytes.extend_from_slice(&marker::<F>(version));
+    raw.write_all(&bytes).await.expect("write the frames");
+    // The peer's end of input lets a refusing connection stop reading at once.
+    raw.shutdown().await.expect("shut the peer's writing side");
+    match tokio::time::timeout(PATIENCE, conn.recv()).await {
+        Err(_) => Decision::Other("no decision within the patience".into()),
+        Ok(Ok(incoming)) => {
+            let message = match incoming {
+                Incoming::Message(m) | Incoming::Ask { message: m, .. } => m,
+            };
+            // Still reading: the marker that followed arrives too.
+            match tokio::time::timeout(PATIENCE, conn.recv()).await {
+                Ok(Ok(Incoming::Message(_))) => Decision::Delivered(message),
+                other => Decision::Other(format!(
+                    "delivered {message:?}, then not the next frame: {other:?}"
+                )),
+            }
+        }
+        Ok(Err(ConnectionError::Inbound(FrameError::Envelope(e)))) => {
+            let told = match tokio::time::timeout(PATIENCE, read_raw_frame(&mut raw)).await {
+                Ok(Some(body)) => told_kind::<F>(&body, version),
+                _ => None,
+            };
+            Decision::Refused {
+                kind: error_kind(&e).to_string(),
+                told,
+            }
+        }
+        Ok(Err(other)) => Decision::Other(format!("closed with {other}")),
+    }
+}
+
+/// Checks one frame's decision on a live connection against `decode_frame`'s and the vector's.
+async fn agrees<F: Family + Send + 'static>(
+    name: &str,
+    frame_hex: &str,
+    version: Version,
+    error: Option<&str>,
+    message: Option<&serde_json::Value>,
+) -> Result<(), String> {
+    let frame = sparkwire::messages::from_hex(frame_hex).ok_or("frame_hex is not hex")?;
+    let offline = decode_frame::<F>(&Bytes::from(frame.clone()), version);
+    let live = replay::<F>(&frame, version).await;
+    match (error, &offline, &live) {
+        (Some(want), Err(e), Decision::Refused { kind, told })
+            if error_kind(e) == want && kind == want =>
+        {
+            if told.as_deref() == Some(want) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{name}: refused with {want}, but the peer was told {told:?}"
+                ))
+            }
+        }
+        (None, Ok(env), Decision::Delivered(got)) => {
+            let want: Option<F> = match message {
+                Some(m) => Some(value_from_json(m, version).map_err(|e| e.to_string())?),
+                None => None,
+            };
+            if env.message() != Some(got) || want.as_ref().is_some_and(|w| w != got) {
+                return Err(format!(
+                    "{name}: decode_frame gives {:?}, the live connection delivered {got:?}, the vector says {want:?}",
+                    env.message()
+                ));
+            }
+            Ok(())
+        }
+        (_, _, Decision::Other(why)) => Err(format!(
+            "{name}: the vector says {:?}, the live connection: {why}",
+            error.unwrap_or("valid")
+        )),
+        _ => Err(format!(
+            "{name}: the vector says {:?}, decode_frame says {:?}, the live connection {live:?}",
+            error.unwrap_or("valid"),
+            offline.as_ref().map_err(error_kind).map(|_| "valid"),
+        )),
+    }
+}
+
+#[tokio::test]
+async fn every_decoder_vector_is_decided_on_a_live_connection_as_decode_frame_decides() {
+    let all: Vec<DecoderVector> = vectors("decoder.json");
+    assert!(all.len() >= 40, "{} decoder vectors", all.len());
+    let mut wrong = Vec::new();
+    for v in &all {
+        let version = version_of(v.version);
+        let outcome = match v.family.as_str() {
+            "deploy" => {
+                agrees::<DeployMessage>(
+                    &v.name,
+                    &v.frame_hex,
+                    version,
+                    v.error.as_deref(),
+                    v.message.as_ref(),
+                )
+                .await
+            }
+            "coarse" => {
+                agrees::<CoarseMessage>(
+                    &v.name,
+                    &v.frame_hex,
+                    version,
+                    v.error.as_deref(),
+                    v.message.as_ref(),
+                )
+                .await
+            }
+            other => Err(format!("{}: unknown family {other}", v.name)),
+        };
+        if let Err(e) = outcome {
+            wrong.push(e);
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[tokio::test]
+async fn every_invalid_envelope_vector_closes_a_live_connection_with_its_error() {
+    let all: Vec<EnvelopeVector> = vectors("envelope.json");
+    let invalid: Vec<&EnvelopeVector> = all.iter().filter(|v| v.error.is_some()).collect();
+    assert!(
+        invalid.len() >= 5,
+        "{} invalid envelope vectors",
+        invalid.len()
+    );
+    let mut wrong = Vec::new();
+    for v in invalid {
+        let version = version_of(v.version);
+        let outcome = match v.family.as_str() {
+            "deploy" => {
+                agrees::<DeployMessage>(&v.name, &v.frame_hex, version, v.error.as_deref(), None)
+                    .await
+            }
+            "coarse" => {
+                agrees::<CoarseMessage>(&v.name, &v.frame_hex, version, v.error.as_deref(), None)
+                    .await
+            }
+            other => Err(format!("{}: unknown family {other}", v.name)),
+        };
+        if let Err(e) = outcome {
+            wrong.push(e);
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
