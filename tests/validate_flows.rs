@@ -266,9 +266,16 @@ fn decommissioning_flow_is_accepted_and_later_launches_are_caught() {
         .iter()
         .map(|v| v.rule)
         .collect();
+    // And the trace ends owing what those launches call for: the worker's ExecutorStateChanged
+    // and the task's end (rules N4, N2).
     assert_eq!(
         rules,
-        [Rule::WorkerLaunchAlive, Rule::ExecutorNoTasksAfterStop]
+        [
+            Rule::WorkerLaunchAlive,
+            Rule::ExecutorNoTasksAfterStop,
+            Rule::EndExecutorState,
+            Rule::EndTaskEnded
+        ]
     );
 }
 

@@ -265,9 +265,10 @@ fn a_spark_marked_connection_counts_tasks_with_the_cpus_status_updates_report() 
     s.down(&e, msg::spark_launch_task(0, "0"));
     s.up(&e, msg::status_update("0", 0, TaskState::Running, 2));
     s.down(&e, msg::spark_launch_task(1, "0"));
+    // The trace then ends with both tasks running on a live executor (rule N2).
     assert_eq!(
         verdicts(s.events(), Config::sparkwire()),
-        vec![Rule::TaskSlots]
+        vec![Rule::TaskSlots, Rule::EndTaskEnded]
     );
     // And a StatusUpdate with no task running is still refused.
     let mut s = Scenario::new();

@@ -34,6 +34,8 @@ struct Executor {
     launched: bool,
     /// When it stopped taking tasks, and whether the executor itself said so.
     stopping: Option<(u64, bool)>,
+    /// The driver sent it StopExecutor: it exits, and its running tasks end unreported (rule N2).
+    stopped: bool,
     /// Cpus per task, from version 2 StatusUpdates (or the configured default).
     task_cpus: u32,
     /// Without a decoder: tasks launched and not finished.
@@ -117,6 +119,52 @@ impl Backends {
         }
         if b.executors.is_empty() && b.task_owner.is_empty() && b.finished_tasks.len() == 0 {
             self.drivers.remove(driver);
+        }
+    }
+
+    /// The end of the trace: every task still running on an executor that is registered (its
+    /// connection open) and was not stopped breaks rule N2, by task id when they are known, else
+    /// once per executor with their count.
+    pub(crate) fn finish(&mut self, sink: &mut Sink<'_>) {
+        let mut drivers: Vec<&String> = self.drivers.keys().collect();
+        drivers.sort_unstable();
+        for driver in drivers {
+            let Some(b) = self.drivers.get(driver) else {
+                continue;
+            };
+            let mut execs: Vec<(&String, &Executor)> =
+                b.executors.iter().filter(|(_, e)| !e.stopped).collect();
+            execs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            for (exec, e) in execs {
+                let mut tasks: Vec<(&i64, &Task)> = e.tasks.iter().collect();
+                tasks.sort_unstable_by_key(|(id, _)| **id);
+                for (id, t) in tasks {
+                    sink.flag(
+                        Rule::EndTaskEnded,
+                        format!(
+                            "a final StatusUpdate for task {id} (last {}) before the end, or the loss of executor {exec} of driver {driver}",
+                            t.state
+                        ),
+                        Some(Entity::Task {
+                            exec: exec.clone(),
+                            task: Some(*id),
+                        }),
+                    );
+                }
+                if e.running > 0 {
+                    sink.flag(
+                        Rule::EndTaskEnded,
+                        format!(
+                            "a final StatusUpdate for each task launched on executor {exec} of driver {driver} before the end, or its loss; {} still running",
+                            e.running
+                        ),
+                        Some(Entity::Task {
+                            exec: exec.clone(),
+                            task: None,
+                        }),
+                    );
+                }
+            }
         }
     }
 
@@ -315,6 +363,7 @@ impl Backends {
                 cores: i64::from(cores),
                 launched: false,
                 stopping: None,
+                stopped: false,
                 task_cpus: ctx.config.default_task_cpus,
                 running: 0,
                 tasks: HashMap::new(),
@@ -372,6 +421,9 @@ impl Backends {
         match m {
             CoarseMessage::StopExecutor(_) | CoarseMessage::DecommissionExecutor(_) => {
                 e.stopping.get_or_insert((now, false));
+                if matches!(m, CoarseMessage::StopExecutor(_)) {
+                    e.stopped = true;
+                }
             }
             CoarseMessage::LaunchTask(l) => b.launch_task(exec, ctx, l, sink),
             _ => {}

@@ -1,10 +1,12 @@
-//! Timed obligations (rules L1, L2) and the link between the master's and the driver's view of an
-//! executor (rule J1).
+//! Timed obligations (rules L1, L2), the same answers owed at the end of the trace (rules N3,
+//! N4), and the link between the master's and the driver's view of an executor (rule J1).
 //!
 //! An obligation is opened by a message and discharged by its answer; if the trace's clock passes
 //! its deadline first, the next event (or the end of the trace) reports it, once. The bounds come
-//! from [`Config`]; `None` switches an obligation off. Memory stays bounded: obligations are kept
-//! per connection and capped, the executors launched are a bounded history.
+//! from [`Config`]; `None` switches the timed rule off. What is still owed on an open connection
+//! when the trace ends is reported by [`Obligations::finish`], whatever the bounds. Memory stays
+//! bounded: obligations are kept per connection and capped, the executors launched are a bounded
+//! history.
 
 use std::collections::{HashMap, HashSet};
 
@@ -38,6 +40,9 @@ pub(crate) struct Obligations {
     /// Masters (endpoint ids) that said they are in standby; Spark's standby master ignores
     /// RegisterApplication.
     standby: HashSet<String>,
+    /// Application client connections on which an application is registered: a second
+    /// RegisterApplication there is ignored (SPEC §14.2 Z1) and owed no answer.
+    registered: HashSet<ConnId>,
     /// The application each application-client endpoint registered (endpoint id → app id).
     app_of_client: Recent<String, String>,
     /// Executors the master launched, as (app id, executor id).
@@ -50,6 +55,7 @@ impl Obligations {
             launches: HashMap::new(),
             registrations: HashMap::new(),
             standby: HashSet::new(),
+            registered: HashSet::new(),
             app_of_client: Recent::new(cap),
             launched: History::new(cap),
         }
@@ -139,13 +145,16 @@ impl Obligations {
                 }
                 self.launches.retain(|_, l| !l.is_empty());
             }
-            DeployMessage::RegisterApplication(_) if !self.standby.contains(&to.id) => {
+            DeployMessage::RegisterApplication(_)
+                if !self.standby.contains(&to.id) && !self.registered.contains(&conn) =>
+            {
                 self.registrations
                     .entry(conn)
                     .or_insert_with(|| (now, to.id.clone()));
             }
             DeployMessage::RegisteredApplication(r) => {
                 self.registrations.remove(&conn);
+                self.registered.insert(conn);
                 self.standby.remove(&from.id);
                 if to.role == Role::AppClient {
                     self.app_of_client.insert(to.id.clone(), r.app_id.clone());
@@ -208,5 +217,44 @@ impl Obligations {
     pub(crate) fn closed(&mut self, conn: ConnId) {
         self.launches.remove(&conn);
         self.registrations.remove(&conn);
+        self.registered.remove(&conn);
+    }
+
+    /// The end of the trace: every answer still owed on a connection that is open (closed ones
+    /// forgot theirs) breaks rule N3 (RegisterApplication) or N4 (LaunchExecutor). Call after
+    /// [`overdue`](Self::overdue), which reports and forgets those already late.
+    pub(crate) fn finish(&mut self, sink: &mut Sink<'_>) {
+        let mut registrations: Vec<(ConnId, u64)> = self
+            .registrations
+            .drain()
+            .map(|(conn, (at, _))| (conn, at))
+            .collect();
+        registrations.sort_unstable();
+        for (conn, at) in registrations {
+            sink.flag(
+                Rule::EndAppRegistered,
+                format!(
+                    "RegisteredApplication in answer to the RegisterApplication at {at} ms on connection {conn} before the end"
+                ),
+                Some(Entity::Connection(conn)),
+            );
+        }
+        let mut conns: Vec<ConnId> = self.launches.keys().copied().collect();
+        conns.sort_unstable();
+        for conn in conns {
+            for l in self.launches.remove(&conn).unwrap_or_default() {
+                sink.flag(
+                    Rule::EndExecutorState,
+                    format!(
+                        "an ExecutorStateChanged for {}/{} in answer to its LaunchExecutor at {} ms (connection {conn}) before the end",
+                        l.app, l.exec, l.at
+                    ),
+                    Some(Entity::AppExecutor {
+                        app: l.app,
+                        exec: l.exec,
+                    }),
+                );
+            }
+        }
     }
 }

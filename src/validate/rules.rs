@@ -204,6 +204,18 @@ rules! {
     /// J1: the driver's executor ids are the master's.
     LinkExecutorIds = ("J1", "link.executor-ids",
         "When the trace holds both sides of an application (its application client and its driver have the same endpoint id), every executor that registers with the driver has the decimal text of an executor id the master launched for that application."),
+    /// N1: by the end, every ExecutorAdded has its LaunchExecutor.
+    EndExecutorAddedLaunched = ("N1", "end.executor-added-launched",
+        "When the trace holds a master's worker connections, every ExecutorAdded that master sent has its LaunchExecutor in the trace by the end: an application is never told of an executor that was not launched, however far rule E4 relaxes the order of the two connections."),
+    /// N2: by the end, every task has ended or its executor is gone.
+    EndTaskEnded = ("N2", "end.task-ended",
+        "Every task launched on an executor has its final StatusUpdate (FINISHED, FAILED, KILLED or LOST) by the end of the trace, unless the executor was lost first: its connection closed or the driver sent it StopExecutor. A LaunchTask whose data the task decoder cannot read (rule T5) owes nothing."),
+    /// N3: by the end, every RegisterApplication is answered.
+    EndAppRegistered = ("N3", "end.app-registered",
+        "Every RegisterApplication on a connection still open at the end of the trace has been answered with RegisteredApplication, unless the master said it is in standby (MasterInStandby) or an application was already registered on that connection (a second registration is ignored)."),
+    /// N4: by the end, every LaunchExecutor is answered.
+    EndExecutorState = ("N4", "end.executor-state",
+        "Every LaunchExecutor on a worker connection still open at the end of the trace has been answered with an ExecutorStateChanged for that executor."),
 }
 
 impl fmt::Display for Rule {

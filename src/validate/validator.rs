@@ -173,10 +173,15 @@ impl Validator {
             );
         }
         self.last_time = self.last_time.max(time);
-        // Timed obligations whose deadline the trace's clock has passed (rules L1, L2) are
-        // reported at the first event after it.
+        // Timed obligations whose deadline the trace's clock has passed (rules L1, L2), and
+        // ExecutorAdded messages whose LaunchExecutor did not come within the crossing window
+        // (rule E4), are reported at the first event after it.
         self.obligations
             .overdue(self.last_time, &self.config, &mut sink);
+        if !self.cluster.early_order.is_empty() {
+            self.cluster
+                .overdue_adds(self.last_time, &self.config, &mut sink);
+        }
         sink
     }
 
@@ -220,6 +225,11 @@ impl Validator {
             );
         }
         let new = Conn::new(client.clone(), server.clone(), version, tasks);
+        if new.kind == ConnKind::WorkerMaster {
+            if let Some(master) = new.end(crate::wire::handshake::Role::Master) {
+                self.cluster.worker_side_seen(&master.id);
+            }
+        }
         if new.kind == ConnKind::Other {
             sink.flag(
                 Rule::ConnKind,
@@ -436,14 +446,23 @@ impl Validator {
         self.end(sink)
     }
 
-    /// Ends the trace: reports the asks and worker registrations still unanswered on connections
-    /// that are still open (rules A4 and W3), and the timed obligations whose deadline the last
-    /// event's time passed (rules L1 and L2). Asks on closed connections fail on the asker's side
-    /// and are not reported.
+    /// Ends the trace: reports what a finished conversation still owes (`protocol/rules.md`, End
+    /// of the trace): the asks and worker registrations unanswered on connections that are still
+    /// open (rules A4 and W3), the timed obligations whose deadline the last event's time passed
+    /// (rules L1 and L2) and, whatever their deadline, the RegisterApplication and LaunchExecutor
+    /// messages unanswered on open connections (rules N3 and N4), the ExecutorAdded messages
+    /// whose LaunchExecutor never came (rule E4 past the crossing window, N1 within it), and the
+    /// tasks neither ended nor lost with their executor (rule N2). Asks on closed connections
+    /// fail on the asker's side and are not reported.
+    ///
+    /// Call it once, after the last event, for a trace that holds whole conversations; a trace cut
+    /// short (`sparkwire validate --allow-pending`) skips it.
     pub fn finish(&mut self) -> Vec<Violation> {
         let mut sink = Sink::new(None, self.last_time, None, What::Text("end of trace"));
         self.obligations
             .overdue(self.last_time, &self.config, &mut sink);
+        self.cluster
+            .overdue_adds(self.last_time, &self.config, &mut sink);
         let mut ids: Vec<ConnId> = self.conns.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
@@ -478,6 +497,10 @@ impl Validator {
                 }
             }
         }
+        sink.conn = None;
+        self.obligations.finish(&mut sink);
+        self.cluster.finish(&mut sink);
+        self.backends.finish(&mut sink);
         self.end(sink)
     }
 }

@@ -2,7 +2,9 @@
 
 use std::collections::VecDeque;
 
-use super::{exec_rank, hold, owe, App, Cluster, Ctx, Exec, FinishedApp, MAX_EARLY_ADDED};
+use super::{
+    exec_rank, hold, owe, App, Cluster, Ctx, EarlyAdd, Exec, FinishedApp, MAX_EARLY_ADDED,
+};
 use crate::messages::deploy::{
     ExecutorAdded, ExecutorStateChanged, ExecutorUpdated, LaunchExecutor, WorkerRemoved,
 };
@@ -199,7 +201,9 @@ impl Cluster {
                     return;
                 }
                 match other {
-                    DeployMessage::ExecutorAdded(e) => self.executor_added(&app, e, config, sink),
+                    DeployMessage::ExecutorAdded(e) => {
+                        self.executor_added(&app, e, ctx.master, config, sink)
+                    }
                     DeployMessage::ExecutorUpdated(e) => {
                         self.executor_updated(&app, e, config, sink)
                     }
@@ -333,7 +337,9 @@ impl Cluster {
         config: &Config,
         sink: &mut Sink<'_>,
     ) {
-        let Some((e, at)) = self.early_added.remove(&(l.app_id.clone(), l.exec_id)) else {
+        let Some(EarlyAdd { added: e, at, .. }) =
+            self.early_added.remove(&(l.app_id.clone(), l.exec_id))
+        else {
             return;
         };
         let entity = Some(Entity::AppExecutor {
@@ -483,11 +489,12 @@ impl Cluster {
         self.forget_execs_of_finished(&e.app_id);
     }
 
-    /// ExecutorAdded to application `app`.
+    /// ExecutorAdded to application `app` from the master `master`.
     fn executor_added(
         &mut self,
         app: &str,
         e: &ExecutorAdded,
+        master: &str,
         config: &Config,
         sink: &mut Sink<'_>,
     ) {
@@ -505,8 +512,16 @@ impl Cluster {
                 .get(app)
                 .is_some_and(|x| x.finished.contains(&e.id));
             if !config.strict_order && !launched && self.early_added.len() < MAX_EARLY_ADDED {
-                self.early_added
-                    .insert((app.to_string(), e.id), (e.clone(), sink.time));
+                self.early_added.insert(
+                    (app.to_string(), e.id),
+                    EarlyAdd {
+                        added: e.clone(),
+                        at: sink.time,
+                        master: master.to_string(),
+                    },
+                );
+                self.early_order
+                    .push_back((sink.time, app.to_string(), e.id));
                 return;
             }
             sink.flag(
@@ -653,6 +668,72 @@ impl Cluster {
                     entity(),
                 );
             }
+        }
+    }
+}
+
+impl Cluster {
+    /// The trace holds a connection between a worker and `master`: that master's LaunchExecutors
+    /// are in view.
+    pub(crate) fn worker_side_seen(&mut self, master: &str) {
+        if !self.worker_side.contains(master) {
+            self.worker_side.insert(master.to_string());
+        }
+    }
+
+    /// Rule E4 once the trace's clock `now` has passed the crossing window of an ExecutorAdded
+    /// still waiting for its LaunchExecutor: reported (when its master's worker side is in view)
+    /// and forgotten.
+    pub(crate) fn overdue_adds(&mut self, now: u64, config: &Config, sink: &mut Sink<'_>) {
+        while let Some((at, _, _)) = self.early_order.front() {
+            if config.crossed(*at, now) {
+                return;
+            }
+            let Some((at, app, exec)) = self.early_order.pop_front() else {
+                return;
+            };
+            let key = (app, exec);
+            // Matched by its launch since, or replaced by a later add of the same executor.
+            match self.early_added.get(&key) {
+                Some(e) if e.at == at => {}
+                _ => continue,
+            }
+            let Some(early) = self.early_added.remove(&key) else {
+                continue;
+            };
+            let (app, exec) = key;
+            if self.worker_side.contains(&early.master) {
+                sink.flag(
+                    Rule::ExecutorAddedMatches,
+                    format!(
+                        "the LaunchExecutor of {app}/{exec} at most {} ms after its ExecutorAdded at {at} ms; none by {now} ms",
+                        config.crossing_window_ms
+                    ),
+                    Some(Entity::AppExecutor { app, exec }),
+                );
+            }
+        }
+    }
+
+    /// The end of the trace: every ExecutorAdded still waiting for its LaunchExecutor, from a
+    /// master whose worker side the trace holds, breaks rule N1. Call after
+    /// [`overdue_adds`](Self::overdue_adds).
+    pub(crate) fn finish(&mut self, sink: &mut Sink<'_>) {
+        let mut left: Vec<((String, i32), EarlyAdd)> = self.early_added.drain().collect();
+        self.early_order.clear();
+        left.sort_unstable_by(|a, b| (a.1.at, &a.0).cmp(&(b.1.at, &b.0)));
+        for ((app, exec), early) in left {
+            if !self.worker_side.contains(&early.master) {
+                continue;
+            }
+            sink.flag(
+                Rule::EndExecutorAddedLaunched,
+                format!(
+                    "the LaunchExecutor of {app}/{exec} (told to the application at {} ms, on worker {}) in the trace",
+                    early.at, early.added.worker_id
+                ),
+                Some(Entity::AppExecutor { app, exec }),
+            );
         }
     }
 }

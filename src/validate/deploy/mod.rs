@@ -6,7 +6,7 @@ mod apps;
 mod drivers;
 mod workers;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::config::Config;
 use super::conn::{AskDetail, Conn, Conversation, Delivery};
@@ -120,10 +120,26 @@ pub(crate) struct Cluster {
     pub(crate) execs: HashMap<String, AppExecs>,
     pub(crate) drivers: HashMap<String, Driver>,
     pub(crate) finished_drivers: Recent<String, FinishedDriver>,
-    /// E4: ExecutorAdded seen before its LaunchExecutor, by application and executor id, with
-    /// when (at most MAX_EARLY_ADDED).
-    pub(crate) early_added: HashMap<(String, i32), (ExecutorAdded, u64)>,
+    /// E4: ExecutorAdded seen before its LaunchExecutor, by application and executor id (at most
+    /// MAX_EARLY_ADDED).
+    pub(crate) early_added: HashMap<(String, i32), EarlyAdd>,
+    /// The same, oldest first, as (when, app, executor); entries whose add was matched since are
+    /// skipped when they come up.
+    pub(crate) early_order: VecDeque<(u64, String, i32)>,
+    /// Masters (endpoint ids) whose worker connections the trace holds: their LaunchExecutors are
+    /// in view, so an ExecutorAdded without one is caught (rules E4, N1).
+    pub(crate) worker_side: HashSet<String>,
     cap: usize,
+}
+
+/// An ExecutorAdded seen before its LaunchExecutor (rule E4).
+#[derive(Debug, Clone)]
+pub(crate) struct EarlyAdd {
+    pub(crate) added: ExecutorAdded,
+    /// When it was seen.
+    pub(crate) at: u64,
+    /// The master that sent it (its endpoint id).
+    pub(crate) master: String,
 }
 
 /// Most ExecutorAdded messages held while their LaunchExecutor has not been seen.
@@ -149,6 +165,8 @@ impl Cluster {
             drivers: HashMap::new(),
             finished_drivers: Recent::new(cap),
             early_added: HashMap::new(),
+            early_order: VecDeque::new(),
+            worker_side: HashSet::new(),
             cap,
         }
     }
