@@ -24,7 +24,9 @@ pub struct ValidateArgs {
     /// Spark's spark.worker.timeout, in seconds.
     #[arg(long, default_value_t = 60)]
     worker_timeout: u64,
-    /// The trace may end mid-conversation: do not report unanswered asks and registrations.
+    /// The trace may end mid-conversation: do not check what a finished conversation owes at its
+    /// end (unanswered asks, registrations and launches, ExecutorAdded without its
+    /// LaunchExecutor, tasks still running: rules A4, W3, N1-N4).
     #[arg(long)]
     allow_pending: bool,
     /// Rule L1: seconds within which a worker answers LaunchExecutor with an
