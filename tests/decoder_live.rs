@@ -4,7 +4,8 @@
 //! after a real handshake, to a [`Connection`] of the vector's family and version; a valid frame
 //! is delivered as the vector's message and the connection stays open, an invalid one closes it
 //! with the vector's error kind, and the peer is told that kind in the close envelope
-//! (SPEC §8.1).
+//! (SPEC §8.1). The handshake vectors (`handshake-auth.json`) are decided alike by live
+//! connections holding the vectors' secrets.
 
 mod common;
 
@@ -15,10 +16,12 @@ use bytes::Bytes;
 use common::{
     envelope_frame, raw_client_offering_and_server, read_raw_frame, samples, send_frame_named,
 };
-use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
+use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming, Security};
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
-use sparkwire::wire::handshake::{Role, CLOSE_REASON};
-use sparkwire::wire::vectors::{DecoderVector, EnvelopeVector};
+use sparkwire::wire::handshake::{
+    decode_answer, Answer, HandshakeError, Role, Secret, CLOSE_REASON,
+};
+use sparkwire::wire::vectors::{AuthVector, DecoderVector, EnvelopeVector};
 use sparkwire::wire::{
     decode_envelope, decode_frame, error_kind, value_from_json, Envelope, FrameError,
 };
@@ -242,4 +245,124 @@ async fn every_invalid_envelope_vector_closes_a_live_connection_with_its_error()
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The security settings a side of a handshake vector holds: `secret` and `admin` as text.
+fn security(secret: Option<&str>, admin: Option<&str>) -> Security {
+    let of = |s: &str| Secret::new(s.as_bytes().to_vec()).expect("a secret");
+    Security {
+        secret: secret.map(of),
+        admin_secret: admin.map(of),
+        ..Security::default()
+    }
+}
+
+/// The admin secret a vector's server holds (`AuthVector::server_secret`): the vectors' admin
+/// secret, unless the server has a secret of its own.
+const ADMIN: &str = "admin: tr0ub4dor&3";
+
+/// What a live handshake between the vector's client and server decided: `accepted`, the
+/// refusal reason's name, or `clientCloses` when the client found the server's proof wrong.
+async fn live_handshake(v: &AuthVector) -> String {
+    let role = Role::from_name(&v.role).expect("a known role");
+    let server = match v.server_secret.as_deref() {
+        None => security(v.secret.as_deref(), Some(ADMIN)),
+        Some("") => security(None, None),
+        Some(other) => security(Some(other), None),
+    };
+    let client = security(v.secret.as_deref(), v.admin_secret.as_deref());
+    let versions: Vec<Version> = v
+        .versions
+        .iter()
+        .filter_map(|n| Version::from_number(*n))
+        .collect();
+    let (a, b) = tokio::io::duplex(common::PIPE);
+    let client_config = ConnectionConfig::<DeployMessage> {
+        versions: versions.clone(),
+        ..ConnectionConfig::default()
+    }
+    .with_security(client);
+    let server_config = ConnectionConfig::<DeployMessage>::default().with_security(server);
+    let (client, server) = tokio::join!(
+        Connection::connect(a, role, v.id.clone(), client_config),
+        Connection::accept(b, Role::Master, "master", server_config),
+    );
+    match (client, server) {
+        (Ok(_), Ok(_)) => "accepted".to_string(),
+        (Err(ConnectionError::Handshake(HandshakeError::Refused { reason, .. })), _) => {
+            reason.name().to_string()
+        }
+        (Err(ConnectionError::Handshake(HandshakeError::AuthFailed(_))), _) => {
+            "clientCloses".to_string()
+        }
+        (c, s) => format!("client {:?}, server {:?}", c.err(), s.err()),
+    }
+}
+
+#[tokio::test]
+async fn every_handshake_vector_is_decided_alike_by_live_connections() {
+    let all: Vec<AuthVector> = vectors("handshake-auth.json");
+    assert!(all.len() >= 5, "{} handshake vectors", all.len());
+    let mut wrong = Vec::new();
+    for v in &all {
+        let got = live_handshake(v).await;
+        if got != v.outcome {
+            wrong.push(format!(
+                "{}: the vector says {}, live: {got}",
+                v.name, v.outcome
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[tokio::test]
+async fn a_refused_hello_of_a_vector_gets_the_vectors_refusal_from_a_live_server() {
+    // The vectors whose hello needs no proof from the client: its exact bytes, written to a live
+    // server holding the vector's server secret, are answered with the vector's refusal.
+    let all: Vec<AuthVector> = vectors("handshake-auth.json");
+    let mut replayed = 0;
+    for v in all
+        .iter()
+        .filter(|v| v.challenge_hex.is_none() && v.answer_hex.is_some())
+    {
+        let server = match v.server_secret.as_deref() {
+            None => security(v.secret.as_deref(), Some(ADMIN)),
+            Some("") => security(None, None),
+            Some(other) => security(Some(other), None),
+        };
+        let (mut raw, io) = tokio::io::duplex(common::PIPE);
+        let accept = tokio::spawn(Connection::<DeployMessage>::accept(
+            io,
+            Role::Master,
+            "master",
+            ConnectionConfig::default().with_security(server),
+        ));
+        let hello = sparkwire::messages::from_hex(&v.hello_hex).expect("hex");
+        raw.write_all(&hello).await.expect("write the hello");
+        let answer = tokio::time::timeout(PATIENCE, read_raw_frame(&mut raw))
+            .await
+            .expect("an answer in time")
+            .expect("an answer");
+        let want = sparkwire::messages::from_hex(v.answer_hex.as_deref().unwrap_or_default())
+            .expect("hex");
+        let reason = |body: &[u8]| match decode_answer(body) {
+            Ok(Answer::Refused(r)) => Some(r.reason.name().to_string()),
+            _ => None,
+        };
+        assert_eq!(reason(&answer), reason(&want[4..]), "{}", v.name);
+        assert_eq!(
+            reason(&answer).as_deref(),
+            Some(v.outcome.as_str()),
+            "{}",
+            v.name
+        );
+        assert!(
+            accept.await.expect("the server task").is_err(),
+            "{}: the server closes",
+            v.name
+        );
+        replayed += 1;
+    }
+    assert!(replayed >= 2, "{replayed} refused hellos replayed");
 }
