@@ -366,3 +366,32 @@ async fn a_refused_hello_of_a_vector_gets_the_vectors_refusal_from_a_live_server
     }
     assert!(replayed >= 2, "{replayed} refused hellos replayed");
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_owner_learns_of_a_refused_frame_at_once_not_after_the_farewell_linger() {
+    // After a refusal the connection reads on and drops what the peer sends for a moment (SPEC
+    // §8.1: up to 2 s), so that its close envelope is not reset away; the owner must not wait
+    // for that. On the paused clock, a peer that stays connected and silent lets the linger run
+    // its whole course: the owner's `recv` must end before it, at the instant of the refusal.
+    let (mut raw, mut conn) = live::<CoarseMessage>(Version::V2).await;
+    let start = tokio::time::Instant::now();
+    raw.write_all(&send_frame_named("NoSuchMessage"))
+        .await
+        .expect("write the frame");
+    let got = conn.recv().await;
+    assert!(
+        matches!(got, Err(ConnectionError::Inbound(FrameError::Envelope(_)))),
+        "{got:?}"
+    );
+    assert_eq!(
+        tokio::time::Instant::now(),
+        start,
+        "the refusal reached the owner only after the linger"
+    );
+    // The peer is still told why.
+    let body = read_raw_frame(&mut raw).await.expect("the close envelope");
+    assert_eq!(
+        told_kind::<CoarseMessage>(&body, Version::V2).as_deref(),
+        Some("UnknownMessage")
+    );
+}

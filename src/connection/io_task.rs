@@ -179,6 +179,9 @@ pub(crate) async fn read_loop<R, F>(
             }
         }
     }
+    // The owner learns of the close now (what it was handed before stays readable), not once
+    // the linger below is over.
+    drop(deliver);
     if shared.told() {
         linger(reader.into_inner()).await;
     }
