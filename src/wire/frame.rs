@@ -27,6 +27,11 @@ pub fn encode_frame<F: Family>(env: &Envelope<F>, version: Version) -> Result<Ve
 }
 
 /// Decodes one whole frame, length prefix included; the prefix must match the bytes that follow.
+///
+/// After the prefix this is [`decode_envelope`], the one decoding path: `FrameCodec` (and so
+/// every connection of `sparkwire::connection`) decodes each frame body with it too, which is
+/// why `tests/decoder_live.rs` finds every vector of `protocol/vectors/decoder.json` decided alike
+/// here and on a live connection.
 pub fn decode_frame<F: Family>(frame: &Bytes, version: Version) -> Result<Envelope<F>, Error> {
     if frame.len() < FRAME_HEADER_LEN {
         return Err(Error::InvalidMessagePack(format!(
