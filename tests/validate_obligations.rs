@@ -407,3 +407,30 @@ fn every_spark_4_capture_read_through_the_tracer_meets_every_obligation() {
 fn every_spark_3_capture_read_through_the_tracer_meets_every_obligation() {
     captures_validate_to_their_end("3.0.3", "1");
 }
+
+#[test]
+fn a_client_registered_by_one_master_of_a_group_owes_nothing_to_the_silent_standby() {
+    // Spark's application client registers with every master of a group; the standby ones
+    // ignore it. A driver's trace holds no worker connection, so no MasterInStandby shows it.
+    let active = Endpoint::new(Role::Master, "master-a");
+    let standby = Endpoint::new(Role::Master, "master-b");
+    let client = Endpoint::new(Role::AppClient, "app-1");
+    let mut s = Scenario::new();
+    let to_active = s.open(client.clone(), active);
+    let to_standby = s.open(client, standby);
+    s.up(&to_active, msg::register_application("app-1"));
+    s.up(&to_standby, msg::register_application("app-1"));
+    s.down(&to_active, msg::registered_application("app-1"));
+    assert_eq!(rules(Config::default(), s.events()), Vec::<Rule>::new());
+    // Neither answering: both are owed.
+    let mut s = Scenario::new();
+    let client = Endpoint::new(Role::AppClient, "app-1");
+    let a = s.open(client.clone(), Endpoint::new(Role::Master, "master-a"));
+    let b = s.open(client, Endpoint::new(Role::Master, "master-b"));
+    s.up(&a, msg::register_application("app-1"));
+    s.up(&b, msg::register_application("app-1"));
+    assert_eq!(
+        rules(Config::default(), s.events()),
+        vec![Rule::EndAppRegistered; 2]
+    );
+}

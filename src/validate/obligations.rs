@@ -22,6 +22,17 @@ use crate::wire::handshake::Role;
 /// Most open obligations kept per connection; older ones are dropped.
 const MAX_PER_CONN: usize = 1024;
 
+/// A RegisterApplication waiting for its RegisteredApplication.
+#[derive(Debug, Clone)]
+struct Registration {
+    /// When it was sent.
+    at: u64,
+    /// The master it went to (endpoint id).
+    master: String,
+    /// The application client that sent it (endpoint id).
+    client: String,
+}
+
 /// A LaunchExecutor waiting for its worker's first ExecutorStateChanged.
 #[derive(Debug, Clone)]
 struct Launch {
@@ -34,9 +45,8 @@ struct Launch {
 pub(crate) struct Obligations {
     /// Per worker connection: the launches not yet answered.
     launches: HashMap<ConnId, Vec<Launch>>,
-    /// Per application client connection: when its first unanswered RegisterApplication was sent,
-    /// and to which master (endpoint id).
-    registrations: HashMap<ConnId, (u64, String)>,
+    /// Per application client connection: its first unanswered RegisterApplication.
+    registrations: HashMap<ConnId, Registration>,
     /// Masters (endpoint ids) that said they are in standby; Spark's standby master ignores
     /// RegisterApplication.
     standby: HashSet<String>,
@@ -100,8 +110,8 @@ impl Obligations {
             let mut late: Vec<(ConnId, u64)> = self
                 .registrations
                 .iter()
-                .filter(|(_, (at, _))| now.saturating_sub(*at) > bound)
-                .map(|(c, (at, _))| (*c, *at))
+                .filter(|(_, r)| now.saturating_sub(r.at) > bound)
+                .map(|(c, r)| (*c, r.at))
                 .collect();
             late.sort_unstable();
             for (conn, at) in late {
@@ -150,7 +160,11 @@ impl Obligations {
             {
                 self.registrations
                     .entry(conn)
-                    .or_insert_with(|| (now, to.id.clone()));
+                    .or_insert_with(|| Registration {
+                        at: now,
+                        master: to.id.clone(),
+                        client: from.id.clone(),
+                    });
             }
             DeployMessage::RegisteredApplication(r) => {
                 self.registrations.remove(&conn);
@@ -163,8 +177,7 @@ impl Obligations {
             DeployMessage::MasterInStandby(_) => {
                 // A standby master ignores RegisterApplication, also what it got before.
                 self.standby.insert(from.id.clone());
-                self.registrations
-                    .retain(|_, (_, master)| *master != from.id);
+                self.registrations.retain(|_, r| r.master != from.id);
             }
             DeployMessage::MasterChanged(_) | DeployMessage::RegisteredWorker(_) => {
                 self.standby.remove(&from.id);
@@ -224,10 +237,14 @@ impl Obligations {
     /// forgot theirs) breaks rule N3 (RegisterApplication) or N4 (LaunchExecutor). Call after
     /// [`overdue`](Self::overdue), which reports and forgets those already late.
     pub(crate) fn finish(&mut self, sink: &mut Sink<'_>) {
+        // An application client that another master registered owes nothing to the masters that
+        // did not answer: only one master is active, and a standby one ignores RegisterApplication
+        // (Spark's client registers with every master of a group).
         let mut registrations: Vec<(ConnId, u64)> = self
             .registrations
             .drain()
-            .map(|(conn, (at, _))| (conn, at))
+            .filter(|(_, r)| self.app_of_client.get(&r.client).is_none())
+            .map(|(conn, r)| (conn, r.at))
             .collect();
         registrations.sort_unstable();
         for (conn, at) in registrations {

@@ -212,7 +212,7 @@ rules! {
         "Every task launched on an executor has its final StatusUpdate (FINISHED, FAILED, KILLED or LOST) by the end of the trace, unless the executor was lost first: its connection closed or the driver sent it StopExecutor. A LaunchTask whose data the task decoder cannot read (rule T5) owes nothing."),
     /// N3: by the end, every RegisterApplication is answered.
     EndAppRegistered = ("N3", "end.app-registered",
-        "Every RegisterApplication on a connection still open at the end of the trace has been answered with RegisteredApplication, unless the master said it is in standby (MasterInStandby) or an application was already registered on that connection (a second registration is ignored)."),
+        "Every RegisterApplication on a connection still open at the end of the trace has been answered with RegisteredApplication, unless the master said it is in standby (MasterInStandby), another master registered that application client (a standby master ignores RegisterApplication), or an application was already registered on that connection (a second registration is ignored)."),
     /// N4: by the end, every LaunchExecutor is answered.
     EndExecutorState = ("N4", "end.executor-state",
         "Every LaunchExecutor on a worker connection still open at the end of the trace has been answered with an ExecutorStateChanged for that executor."),
