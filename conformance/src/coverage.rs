@@ -25,6 +25,7 @@
 //!   §8's decoding errors (`InvalidMessagePack` … `InvalidFields`) or handshake.md §5's refusal
 //!   reasons (`tooManyConnections` … `noCommonVersion`).
 //!
+//! A sentence repeated word for word in its section (a row shared by two tables) counts once.
 //! Each sentence belongs to the section of the nearest heading above it: the heading's number
 //! (`2`, `4.1`, `14.2`), or its text when it has none (`Worker ↔ master` in `rules.md`), or
 //! `intro` before the first `##` heading.
@@ -264,8 +265,14 @@ fn rule_row(cells: &[String]) -> Option<(String, String, String)> {
 
 /// The normative sentences of one document (`doc` is its short name), in document order.
 pub fn extract(doc: &str, text: &str) -> Vec<Sentence> {
-    // Units: (section, text, rule).
-    let mut units: Vec<(String, String, Option<(String, String)>)> = Vec::new();
+    // Units: a paragraph, list item or table row, whole (split into sentences below).
+    let mut units: Vec<Sentence> = Vec::new();
+    let unit = |section: &str, text: &str, rule: Option<(String, String)>| Sentence {
+        doc: doc.to_string(),
+        section: section.to_string(),
+        text: text.to_string(),
+        rule,
+    };
     let mut section = "intro".to_string();
     let mut fence = false;
     let mut open_paragraph = false;
@@ -301,11 +308,11 @@ pub fn extract(doc: &str, text: &str) -> Vec<Sentence> {
             let cs = cells(t);
             if doc == "rules" {
                 if let Some((id, slug, rule)) = rule_row(&cs) {
-                    units.push((section.clone(), rule, Some((id, slug))));
+                    units.push(unit(&section, &rule, Some((id, slug))));
                     continue;
                 }
             }
-            units.push((section.clone(), cs.join(" | "), None));
+            units.push(unit(&section, &cs.join(" | "), None));
             continue;
         }
         let item = t.starts_with("- ")
@@ -313,8 +320,8 @@ pub fn extract(doc: &str, text: &str) -> Vec<Sentence> {
                 .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
         if open_paragraph && !item {
             if let Some(last) = units.last_mut() {
-                last.1.push(' ');
-                last.1.push_str(t);
+                last.text.push(' ');
+                last.text.push_str(t);
             }
         } else {
             // A list item's marker (`- `, `1. `) is not part of its text.
@@ -323,7 +330,7 @@ pub fn extract(doc: &str, text: &str) -> Vec<Sentence> {
             } else {
                 t
             };
-            units.push((section.clone(), text.to_string(), None));
+            units.push(unit(&section, text, None));
             open_paragraph = true;
         }
     }
@@ -333,26 +340,27 @@ pub fn extract(doc: &str, text: &str) -> Vec<Sentence> {
             .any(|(d, sec, _)| *d == doc && *sec == s)
     };
     let mut out = Vec::new();
-    for (section, text, rule) in units {
-        if skipped(&section) {
+    for u in units {
+        if skipped(&u.section) {
             continue;
         }
-        if rule.is_some() {
+        if u.rule.is_some() {
             out.push(Sentence {
-                doc: doc.to_string(),
-                section,
-                text: collapse(&text),
-                rule,
+                text: collapse(&u.text),
+                ..u
             });
             continue;
         }
-        for s in sentences(&collapse(&text)) {
-            if is_normative(&s) {
+        for s in sentences(&collapse(&u.text)) {
+            // A sentence repeated word for word in its section (the same table row in two
+            // tables) is one requirement, traced once.
+            let repeated = out
+                .iter()
+                .any(|o: &Sentence| o.rule.is_none() && o.section == u.section && o.text == s);
+            if is_normative(&s) && !repeated {
                 out.push(Sentence {
-                    doc: doc.to_string(),
-                    section: section.clone(),
                     text: s,
-                    rule: None,
+                    ..u.clone()
                 });
             }
         }
@@ -738,7 +746,8 @@ impl Matrix {
             w,
             "- **Units.** Paragraphs, list items and table rows (cells joined with ` | `), split into \
              sentences at `.`, `!` or `?` followed by a space and a capital letter, a backtick, `*`, \
-             `\"` or `(` (never inside a code span). Every rule of `rules.md` (a table row with an id \
+             `\"` or `(` (never inside a code span); a sentence repeated word for word in its section counts \
+             once. Every rule of `rules.md` (a table row with an id \
              and a slug) is one unit, whatever its words: every rule id is traced."
         );
         let _ = writeln!(
@@ -955,4 +964,356 @@ pub fn run(path: &std::path::Path, write: bool) -> Result<std::process::ExitCode
         path.display()
     );
     Ok(ExitCode::from(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = "\
+# Title
+
+The key words MUST, MUST NOT, SHOULD and MAY are used as in RFC 2119.
+
+## 2. Frames
+
+A receiver MUST refuse a frame over the limit. It is a nice protocol. A sender SHOULD NOT
+write one: it reports the error.
+
+```
+A MUST inside a code block is not a sentence.
+```
+
+- The value is read whole.
+- A decoder skips keys it does not
+  know, and reads on.
+
+A peer MAY close the connection. The answer has the key `refused`.
+Example: a frame that MUST be refused.
+Bytes after the value are `TrailingBytes`.
+
+| key | what |
+|---|---|
+| `magic` | exactly `sparkwire` |
+| `magic` | exactly `sparkwire` |
+| `id` | the peer's id |
+
+### 2.1 Sizes
+
+An encoder uses the shortest form. Nothing here is normative.
+
+## 12. Checklist
+
+- [ ] Refuse bytes after the value: a decoder MUST do so.
+";
+
+    fn texts(doc: &str, text: &str) -> Vec<(String, String)> {
+        extract(doc, text)
+            .into_iter()
+            .map(|s| (s.section, s.text))
+            .collect()
+    }
+
+    #[test]
+    fn the_extractor_keeps_must_should_and_duty_sentences_of_prose_lists_and_tables() {
+        let got = texts("SPEC", DOC);
+        let want: Vec<(String, String)> = [
+            ("2", "A receiver MUST refuse a frame over the limit."),
+            ("2", "A sender SHOULD NOT write one: it reports the error."),
+            ("2", "A decoder skips keys it does not know, and reads on."),
+            ("2", "Bytes after the value are `TrailingBytes`."),
+            ("2", "`magic` | exactly `sparkwire`"),
+        ]
+        .iter()
+        .map(|(s, t)| (s.to_string(), t.to_string()))
+        .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_extractor_ignores_code_blocks_the_rfc_sentence_may_examples_and_code_spans() {
+        let all: Vec<String> = texts("SPEC", DOC).into_iter().map(|(_, t)| t).collect();
+        let joined = all.join("\n");
+        assert!(!joined.contains("inside a code block"), "{joined}");
+        assert!(!joined.contains("RFC 2119"), "{joined}");
+        assert!(
+            !joined.contains("MAY close"),
+            "a MAY grants a choice: {joined}"
+        );
+        assert!(
+            !joined.contains("Example"),
+            "examples are not requirements: {joined}"
+        );
+        assert!(
+            !joined.contains("the key `refused`"),
+            "a key word inside a code span is a name, not a duty: {joined}"
+        );
+        assert!(!joined.contains("nice protocol"), "{joined}");
+        assert!(
+            !joined.contains("shortest form"),
+            "a sentence without a key word is not normative: {joined}"
+        );
+        assert!(
+            !joined.contains("Refuse bytes"),
+            "SPEC §12, the checklist, is skipped: {joined}"
+        );
+        // The same text in another document is not skipped: only SPEC's §12 is.
+        assert!(texts("handshake", DOC)
+            .iter()
+            .any(|(s, t)| s == "12" && t.contains("a decoder MUST do so")));
+    }
+
+    #[test]
+    fn the_extractor_takes_every_rule_row_of_rules_md_whatever_its_words() {
+        let rules = "\
+# Validator rules
+
+## Workers
+
+| id | slug | rule |
+|---|---|---|
+| W1 | `worker.register-first` | A worker sends RegisterWorker first. |
+| W2 | `worker.id` | Heartbeats carry the id \\| registered. |
+
+Legal orders are never flagged. The validator is fast.
+";
+        let got = extract("rules", rules);
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(
+            got[0].rule,
+            Some(("W1".to_string(), "worker.register-first".to_string()))
+        );
+        assert_eq!(got[0].text, "A worker sends RegisterWorker first.");
+        assert_eq!(got[1].text, "Heartbeats carry the id | registered.");
+        assert_eq!(got[2].place(), "rules §Workers");
+        assert_eq!(got[2].text, "Legal orders are never flagged.");
+    }
+
+    #[test]
+    fn sentences_end_at_a_stop_before_a_capital_but_never_inside_a_code_span() {
+        assert_eq!(
+            sentences("One `a. B` two. Three (four). `Five` six? Seven"),
+            vec!["One `a. B` two.", "Three (four).", "`Five` six?", "Seven"]
+        );
+        assert_eq!(
+            sentences("e.g. the value 0.5. done"),
+            vec!["e.g. the value 0.5. done"]
+        );
+    }
+
+    fn ids(list: &[&str]) -> BTreeMap<String, BTreeSet<Target>> {
+        list.iter()
+            .map(|id| (id.to_string(), BTreeSet::from([Target::Master])))
+            .collect()
+    }
+
+    fn map(json: &str) -> Mapping {
+        Mapping::parse(json).expect("a well-formed map")
+    }
+
+    fn sample() -> Vec<Sentence> {
+        extract("SPEC", DOC)
+    }
+
+    const FULL: &str = r#"{"entries": [
+        {"key": "SPEC §2: A receiver MUST refuse a frame", "cases": ["spec/2/size-limit"]},
+        {"key": "SPEC §2: A sender SHOULD NOT", "unobservable": "the sender's own caller"},
+        {"key": "SPEC §2: A decoder skips keys", "cases": ["spec/4/skip"], "unchecked": "a key of another version"},
+        {"key": "SPEC §2: Bytes after the value", "unchecked": "trailing bytes after an ask"},
+        {"key": "SPEC §2: `magic` | exactly", "cases": ["handshake/5/2/bad-magic"], "note": "both tables"}
+    ]}"#;
+
+    #[test]
+    fn a_complete_map_passes_and_counts_each_status() {
+        let m = check(
+            &sample(),
+            &map(FULL),
+            &ids(&[
+                "spec/2/size-limit",
+                "spec/4/skip",
+                "handshake/5/2/bad-magic",
+            ]),
+        )
+        .expect("complete");
+        assert_eq!(m.rows.len(), 5);
+        assert_eq!(m.count(Status::Checked), 2);
+        assert_eq!(m.count(Status::Partly), 1);
+        assert_eq!(m.count(Status::Unchecked), 1);
+        assert_eq!(m.count(Status::Unobservable), 1);
+        let md = m.render();
+        let not_yet = &md[md.find("## Not yet checked").expect("section")
+            ..md.find("## Cannot be observed").expect("section")];
+        assert!(not_yet.contains("trailing bytes after an ask"), "{not_yet}");
+        assert!(not_yet.contains("a key of another version"), "{not_yet}");
+        assert!(!not_yet.contains("A receiver MUST refuse"), "{not_yet}");
+        assert!(md.contains("| all | 5 | 2 | 1 | 1 | 1 |"), "{md}");
+    }
+
+    #[test]
+    fn an_unmapped_sentence_fails_with_a_key_that_names_it() {
+        let mut json: serde_json::Value = serde_json::from_str(FULL).expect("json");
+        json["entries"].as_array_mut().expect("entries").remove(0);
+        let mapping: Mapping = serde_json::from_value(json).expect("map");
+        let all = sample();
+        let problems = check(
+            &all,
+            &mapping,
+            &ids(&[
+                "spec/2/size-limit",
+                "spec/4/skip",
+                "handshake/5/2/bad-magic",
+            ]),
+        )
+        .expect_err("a sentence is unmapped");
+        let [Problem::Unmapped {
+            sentence,
+            suggested_key,
+        }] = problems.as_slice()
+        else {
+            panic!("{problems:?}")
+        };
+        assert_eq!(
+            sentence.text,
+            "A receiver MUST refuse a frame over the limit."
+        );
+        assert_eq!(suggested_key, "SPEC §2: A receiver MUST refuse a frame");
+        // The suggested key names that sentence and no other.
+        let key = parse_key(suggested_key).expect("a key");
+        assert_eq!(all.iter().filter(|s| matches(&key, s)).count(), 1);
+    }
+
+    #[test]
+    fn a_case_id_that_does_not_exist_fails() {
+        let problems = check(
+            &sample(),
+            &map(FULL),
+            &ids(&["spec/2/size-limit", "handshake/5/2/bad-magic"]),
+        )
+        .expect_err("spec/4/skip does not exist");
+        assert_eq!(
+            problems,
+            vec![Problem::UnknownCase {
+                key: "SPEC §2: A decoder skips keys".into(),
+                case: "spec/4/skip".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_mapping_whose_sentence_changed_or_went_fails_as_stale() {
+        // The document's sentence now says "a frame larger than" where the quote has
+        // "a frame over": the entry no longer names it, and the sentence is unmapped.
+        let edited = DOC.replace(
+            "A receiver MUST refuse a frame over the limit.",
+            "A receiver MUST refuse any frame larger than the limit.",
+        );
+        let problems = check(
+            &extract("SPEC", &edited),
+            &map(FULL),
+            &ids(&[
+                "spec/2/size-limit",
+                "spec/4/skip",
+                "handshake/5/2/bad-magic",
+            ]),
+        )
+        .expect_err("stale");
+        assert!(
+            problems.contains(&Problem::Stale {
+                key: "SPEC §2: A receiver MUST refuse a frame".into()
+            }),
+            "{problems:?}"
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| matches!(p, Problem::Unmapped { sentence, .. } if sentence.text.contains("any frame larger"))),
+            "{problems:?}"
+        );
+        // A sentence that went leaves its entry stale too, and so does a section renumbered.
+        let renumbered = DOC.replace("## 2. Frames", "## 3. Frames");
+        let problems = check(
+            &extract("SPEC", &renumbered),
+            &map(FULL),
+            &ids(&[
+                "spec/2/size-limit",
+                "spec/4/skip",
+                "handshake/5/2/bad-magic",
+            ]),
+        )
+        .expect_err("stale");
+        assert_eq!(
+            problems
+                .iter()
+                .filter(|p| matches!(p, Problem::Stale { .. }))
+                .count(),
+            5,
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn ambiguous_keys_sentences_named_twice_and_entries_without_a_verdict_fail() {
+        let json = r#"{"entries": [
+            {"key": "SPEC §2: A", "cases": ["x"]},
+            {"key": "SPEC §2: A receiver MUST", "cases": ["x"]},
+            {"key": "SPEC §2: A receiver MUST refuse", "unchecked": "y"},
+            {"key": "SPEC §2: Bytes after the value", "note": "no verdict"},
+            {"key": "SPEC §2: `magic` | exactly", "cases": ["x"], "unobservable": "z"},
+            {"key": "no section here", "cases": ["x"]}
+        ]}"#;
+        let problems = check(&sample(), &map(json), &ids(&["x"])).expect_err("faults");
+        let has = |f: &dyn Fn(&Problem) -> bool| problems.iter().any(f);
+        assert!(
+            has(&|p| matches!(p, Problem::Ambiguous { key, .. } if key == "SPEC §2: A")),
+            "{problems:?}"
+        );
+        assert!(
+            has(&|p| matches!(p, Problem::NamedTwice { keys, .. } if keys.len() == 2)),
+            "{problems:?}"
+        );
+        assert!(
+            has(
+                &|p| matches!(p, Problem::BadEntry { key, .. } if key == "SPEC §2: Bytes after the value")
+            ),
+            "{problems:?}"
+        );
+        assert!(
+            has(
+                &|p| matches!(p, Problem::BadEntry { key, .. } if key == "SPEC §2: `magic` | exactly")
+            ),
+            "{problems:?}"
+        );
+        assert!(
+            has(&|p| matches!(p, Problem::BadEntry { key, .. } if key == "no section here")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn a_map_with_an_unknown_field_is_refused() {
+        assert!(Mapping::parse(r#"{"entries": [{"key": "SPEC §2: A", "case": ["x"]}]}"#).is_err());
+    }
+
+    #[test]
+    fn the_protocol_documents_are_mapped_completely_to_cases_that_exist() {
+        let m = matrix().unwrap_or_else(|problems| {
+            panic!(
+                "conformance/coverage.json does not map protocol/*.md (run sparkwire-conformance \
+                 --write-coverage-md conformance/COVERAGE.md):\n{}",
+                problems
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        });
+        // Every rule id of rules.md is in the matrix.
+        let rules = extract("rules", DOCUMENTS[2].2);
+        let rule_ids = rules.iter().filter(|s| s.rule.is_some()).count();
+        assert!(rule_ids >= 50, "{rule_ids} rules");
+        assert_eq!(
+            m.rows.iter().filter(|(s, _)| s.rule.is_some()).count(),
+            rule_ids
+        );
+    }
 }
