@@ -20,8 +20,9 @@
 //!   which grants a choice rather than asking for something), or one of the words that the
 //!   documents use for an endpoint's observable duty in the present tense: `refuse`, `refuses`,
 //!   `refused`, `answers`, `answered`, `closes`, `accepts`, `ignores`, `ignored`, `skips`,
-//!   `never`, `exactly`, `replaced`, `reported`, or `take`/`takes`/`taken` together with `only`
-//!   ("is taken only over its connection"); or it names, as a code span, a verdict: one of SPEC
+//!   `never`, `exactly`, `replaced`, `reported`, `reports`, `chooses`, `unique`, `goes on`, or
+//!   `take`/`takes`/`taken` together with `only` ("is taken only over its connection"); or it
+//!   names, as a code span, a verdict: one of SPEC
 //!   §8's decoding errors (`InvalidMessagePack` … `InvalidFields`) or handshake.md §5's refusal
 //!   reasons (`tooManyConnections` … `noCommonVersion`).
 //!
@@ -94,9 +95,9 @@ pub const SKIPPED_SECTIONS: [(&str, &str, &str); 1] = [(
 )];
 
 const KEY_WORDS: [&str; 4] = ["MUST", "SHOULD", "REQUIRED", "SHALL"];
-const DUTY_WORDS: [&str; 14] = [
+const DUTY_WORDS: [&str; 17] = [
     "refuse", "refuses", "refused", "answers", "answered", "closes", "accepts", "ignores",
-    "ignored", "skips", "never", "exactly", "replaced", "reported",
+    "ignored", "skips", "never", "exactly", "replaced", "reported", "reports", "chooses", "unique",
 ];
 /// Verdicts: SPEC §8's decoding errors and handshake.md §5's refusal reasons.
 const VERDICTS: [&str; 17] = [
@@ -181,6 +182,7 @@ pub fn is_normative(sentence: &str) -> bool {
         || KEY_WORDS.iter().any(|k| has(k))
         || DUTY_WORDS.iter().any(|k| has(k))
         || (has("only") && (has("take") || has("takes") || has("taken")))
+        || text.contains("goes on")
 }
 
 /// Splits a unit into sentences (module documentation).
@@ -764,7 +766,7 @@ impl Matrix {
             w,
             "- **Normative.** A sentence with, outside its code spans, an RFC 2119 key word in capitals \
              ({}; not MAY, which grants a choice), or one of the words the documents use for an \
-             endpoint's duty: {}, or take/takes/taken with only; or that names a verdict as a code \
+             endpoint's duty: {}, goes on, or take/takes/taken with only; or that names a verdict as a code \
              span (SPEC §8's decoding errors, handshake.md §5's refusals: {}).",
             KEY_WORDS.join(", "),
             DUTY_WORDS.join(", "),
@@ -906,6 +908,32 @@ impl Matrix {
                     self.cases_cell(e),
                     cell(&note)
                 );
+            }
+            let _ = writeln!(w);
+        }
+        let named: BTreeSet<&String> = self.rows.iter().flat_map(|(_, e)| e.cases.iter()).collect();
+        let unnamed: Vec<(&String, &BTreeSet<Target>)> = self
+            .cases
+            .iter()
+            .filter(|(id, _)| !named.contains(id))
+            .collect();
+        if !unnamed.is_empty() {
+            let _ = writeln!(
+                w,
+                "## Cases no traced sentence names
+"
+            );
+            let _ = writeln!(
+                w,
+                "They check something no extracted sentence states (Spark's semantics, a \
+                 definition.json field, a sentence without a key word), or a sentence they do not \
+                 fail for. {} of {}:\n",
+                unnamed.len(),
+                self.cases.len()
+            );
+            for (id, targets) in unnamed {
+                let ts: Vec<&str> = targets.iter().map(|t| t.name()).collect();
+                let _ = writeln!(w, "- `{id}` ({})", ts.join(", "));
             }
             let _ = writeln!(w);
         }
