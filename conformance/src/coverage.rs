@@ -843,28 +843,32 @@ impl Matrix {
             }
             by
         };
+        let rule = |s: &Sentence| {
+            s.rule
+                .as_ref()
+                .map_or(String::new(), |(id, _)| format!("**{id}** "))
+        };
         let _ = writeln!(w, "## Not yet checked\n");
         let _ = writeln!(
             w,
-            "Observable over the wire, but no case fails when an endpoint breaks it (or, marked \
-             *in part*, the cases check only part of it): the next cases to write.\n"
+            "Observable over the wire, but no case fails when an endpoint breaks it (or, checked \
+             in part, the cases check only part of it): the next cases to write.\n"
         );
         for (place, rows) in group(&[Status::Unchecked, Status::Partly]) {
             let _ = writeln!(w, "### {place}\n");
             let _ = writeln!(
                 w,
-                "| sentence | what is left | checked in part by |\n|---|---|---|"
+                "| sentence | what is left | checked in part by | note |\n|---|---|---|---|"
             );
             for (s, e) in rows {
                 let _ = writeln!(
                     w,
-                    "| {}{} | {} | {} |",
-                    s.rule
-                        .as_ref()
-                        .map_or(String::new(), |(id, _)| format!("**{id}** ")),
+                    "| {}{} | {} | {} | {} |",
+                    rule(s),
                     cell(&s.text),
                     cell(e.unchecked.as_deref().unwrap_or("")),
-                    self.cases_cell(e)
+                    self.cases_cell(e),
+                    cell(e.note.as_deref().unwrap_or(""))
                 );
             }
             let _ = writeln!(w);
@@ -872,16 +876,15 @@ impl Matrix {
         let _ = writeln!(w, "## Cannot be observed over the wire\n");
         for (place, rows) in group(&[Status::Unobservable]) {
             let _ = writeln!(w, "### {place}\n");
-            let _ = writeln!(w, "| sentence | why |\n|---|---|");
+            let _ = writeln!(w, "| sentence | why | note |\n|---|---|---|");
             for (s, e) in rows {
                 let _ = writeln!(
                     w,
-                    "| {}{} | {} |",
-                    s.rule
-                        .as_ref()
-                        .map_or(String::new(), |(id, _)| format!("**{id}** ")),
+                    "| {}{} | {} | {} |",
+                    rule(s),
                     cell(&s.text),
-                    cell(e.unobservable.as_deref().unwrap_or(""))
+                    cell(e.unobservable.as_deref().unwrap_or("")),
+                    cell(e.note.as_deref().unwrap_or(""))
                 );
             }
             let _ = writeln!(w);
@@ -901,9 +904,7 @@ impl Matrix {
                 let _ = writeln!(
                     w,
                     "| {}{} | {} | {} |",
-                    s.rule
-                        .as_ref()
-                        .map_or(String::new(), |(id, _)| format!("**{id}** ")),
+                    rule(s),
                     cell(&s.text),
                     self.cases_cell(e),
                     cell(&note)
@@ -917,43 +918,18 @@ impl Matrix {
             .iter()
             .filter(|(id, _)| !named.contains(id))
             .collect();
-        if !unnamed.is_empty() {
-            let _ = writeln!(
-                w,
-                "## Cases no traced sentence names
-"
-            );
-            let _ = writeln!(
-                w,
-                "They check something no extracted sentence states (Spark's semantics, a \
-                 definition.json field, a sentence without a key word), or a sentence they do not \
-                 fail for. {} of {}:\n",
-                unnamed.len(),
-                self.cases.len()
-            );
-            for (id, targets) in unnamed {
-                let ts: Vec<&str> = targets.iter().map(|t| t.name()).collect();
-                let _ = writeln!(w, "- `{id}` ({})", ts.join(", "));
-            }
-            let _ = writeln!(w);
-        }
-        // Notes on sentences that are not checked by cases (ambiguities and the like).
-        let notes: Vec<_> = self
-            .rows
-            .iter()
-            .filter(|(_, e)| e.cases.is_empty() && e.note.is_some())
-            .collect();
-        if !notes.is_empty() {
-            let _ = writeln!(w, "## Notes on unchecked and unobservable sentences\n");
-            for (s, e) in notes {
-                let _ = writeln!(
-                    w,
-                    "- {}: {}",
-                    s.place(),
-                    e.note.as_deref().unwrap_or_default()
-                );
-            }
-            let _ = writeln!(w);
+        let _ = writeln!(w, "## Cases no traced sentence names\n");
+        let _ = writeln!(
+            w,
+            "They check something no traced sentence states (Spark's semantics, a field of \
+             definition.json, a sentence without a key word), or a sentence they cannot fail \
+             for. {} of {}:\n",
+            unnamed.len(),
+            self.cases.len()
+        );
+        for (id, targets) in unnamed {
+            let ts: Vec<&str> = targets.iter().map(|t| t.name()).collect();
+            let _ = writeln!(w, "- `{id}` ({})", ts.join(", "));
         }
         out.trim_end().to_string() + "\n"
     }
