@@ -48,7 +48,11 @@
 //! - `"unchecked": "what a case would do"`: observable but no case checks it yet; with `cases`
 //!   too, the cases check part of it and `unchecked` says which part is left;
 //! - `"note"`: optional, anything a reader should know (an ambiguity, a case that checks less
-//!   than its id says).
+//!   than its id says);
+//! - `"extra": true`: the key names a sentence the extraction rule does not keep (a row of a
+//!   layout table that states a requirement without a key word); such entries add sentences to
+//!   the matrix, are checked for staleness like the others, and are refused once the rule keeps
+//!   the sentence itself.
 //!
 //! [`check`] refuses a normative sentence no entry names, an entry that names no sentence (its
 //! sentence changed or went: the map cannot rot), a key matching several sentences, a sentence
@@ -131,6 +135,9 @@ pub struct Sentence {
     pub text: String,
     /// For a rule row of `rules.md`: its id and slug.
     pub rule: Option<(String, String)>,
+    /// Whether the extraction rule keeps it (every rule row, every normative sentence); the
+    /// others can only be traced by an `extra` entry of the map.
+    pub normative: bool,
 }
 
 impl Sentence {
@@ -267,12 +274,22 @@ fn rule_row(cells: &[String]) -> Option<(String, String, String)> {
 
 /// The normative sentences of one document (`doc` is its short name), in document order.
 pub fn extract(doc: &str, text: &str) -> Vec<Sentence> {
+    extract_all(doc, text)
+        .into_iter()
+        .filter(|s| s.normative)
+        .collect()
+}
+
+/// Every sentence of one document outside the skipped parts, in document order, each marked
+/// [`Sentence::normative`] or not.
+pub fn extract_all(doc: &str, text: &str) -> Vec<Sentence> {
     // Units: a paragraph, list item or table row, whole (split into sentences below).
     let mut units: Vec<Sentence> = Vec::new();
     let unit = |section: &str, text: &str, rule: Option<(String, String)>| Sentence {
         doc: doc.to_string(),
         section: section.to_string(),
         text: text.to_string(),
+        normative: rule.is_some(),
         rule,
     };
     let mut section = "intro".to_string();
@@ -359,8 +376,9 @@ pub fn extract(doc: &str, text: &str) -> Vec<Sentence> {
             let repeated = out
                 .iter()
                 .any(|o: &Sentence| o.rule.is_none() && o.section == u.section && o.text == s);
-            if is_normative(&s) && !repeated {
+            if !repeated {
                 out.push(Sentence {
+                    normative: is_normative(&s),
                     text: s,
                     ..u.clone()
                 });
@@ -370,11 +388,11 @@ pub fn extract(doc: &str, text: &str) -> Vec<Sentence> {
     out
 }
 
-/// The normative sentences of every traced document.
+/// Every sentence of every traced document, normative or not (see [`extract_all`]).
 pub fn all_sentences() -> Vec<Sentence> {
     DOCUMENTS
         .iter()
-        .flat_map(|(doc, _, text)| extract(doc, text))
+        .flat_map(|(doc, _, text)| extract_all(doc, text))
         .collect()
 }
 
@@ -401,6 +419,9 @@ pub struct Entry {
     pub unchecked: Option<String>,
     /// Anything a reader should know.
     pub note: Option<String>,
+    /// The sentence is one the extraction rule does not keep, traced by hand.
+    #[serde(default)]
+    pub extra: bool,
 }
 
 impl Mapping {
@@ -588,9 +609,12 @@ pub fn suggest_key(s: &Sentence, all: &[Sentence]) -> String {
         let quote = words[..n].join(" ");
         let key = format!("{}: {quote}", s.place());
         let parsed = parse_key(&key);
-        let unique = parsed
-            .as_ref()
-            .is_some_and(|k| all.iter().filter(|o| matches(k, o)).count() == 1);
+        let unique = parsed.as_ref().is_some_and(|k| {
+            all.iter()
+                .filter(|o| o.normative == s.normative && matches(k, o))
+                .count()
+                == 1
+        });
         if unique || n >= words.len() {
             return key;
         }
@@ -639,9 +663,15 @@ pub fn check(
             }
         }
         let hits: Vec<usize> = (0..sentences.len())
-            .filter(|&i| matches(&key, &sentences[i]))
+            .filter(|&i| matches(&key, &sentences[i]) && sentences[i].normative != entry.extra)
             .collect();
+        let traced = entry.extra && sentences.iter().any(|s| s.normative && matches(&key, s));
         match hits.len() {
+            0 if traced => problems.push(Problem::BadEntry {
+                key: entry.key.clone(),
+                why: "`extra` names a sentence the extraction rule already keeps: drop `extra`"
+                    .into(),
+            }),
             0 => problems.push(Problem::Stale {
                 key: entry.key.clone(),
             }),
@@ -655,6 +685,7 @@ pub fn check(
     let mut rows = Vec::new();
     for (i, s) in sentences.iter().enumerate() {
         match owner[i].as_slice() {
+            [] if !s.normative => {}
             [] => problems.push(Problem::Unmapped {
                 sentence: s.clone(),
                 suggested_key: suggest_key(s, sentences),
@@ -774,7 +805,9 @@ impl Matrix {
         );
         let _ = writeln!(
             w,
-            "- **Mapped** to the cases that fail when an endpoint breaks the sentence, or to why no \
+            "- **Added by hand.** A sentence the rule misses but that states a requirement (a row \
+             of a layout table, say) is traced by an entry marked `extra`, shown *(added)*.\n\
+             - **Mapped** to the cases that fail when an endpoint breaks the sentence, or to why no \
              case can observe it over the wire, or marked not yet checked (with what a case would \
              do). A sentence checked in part is listed under both.\n"
         );
@@ -818,9 +851,17 @@ impl Matrix {
                 n(Status::Unobservable)
             );
         }
+        let added = self.rows.iter().filter(|(s, _)| !s.normative).count();
         let _ = writeln!(
             w,
-            "\n{} distinct case ids exist; {} of them are named here.\n",
+            "\n{} sentences found by the rule ({} of them rule ids), {added} added by hand \
+             (`extra`, marked *(added)*).",
+            self.rows.len() - added,
+            self.rows.iter().filter(|(s, _)| s.rule.is_some()).count()
+        );
+        let _ = writeln!(
+            w,
+            "{} distinct case ids exist; {} of them are named here.\n",
             self.cases.len(),
             self.rows
                 .iter()
@@ -843,10 +884,10 @@ impl Matrix {
             }
             by
         };
-        let rule = |s: &Sentence| {
-            s.rule
-                .as_ref()
-                .map_or(String::new(), |(id, _)| format!("**{id}** "))
+        let rule = |s: &Sentence| match &s.rule {
+            Some((id, _)) => format!("**{id}** "),
+            None if !s.normative => "*(added)* ".to_string(),
+            None => String::new(),
         };
         let _ = writeln!(w, "## Not yet checked\n");
         let _ = writeln!(
@@ -1289,6 +1330,53 @@ Legal orders are never flagged. The validator is fast.
         );
         assert!(
             has(&|p| matches!(p, Problem::BadEntry { key, .. } if key == "no section here")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn an_extra_entry_traces_a_sentence_the_rule_misses_and_only_such_a_sentence() {
+        let all = extract_all("SPEC", DOC);
+        let shortest = all
+            .iter()
+            .find(|s| s.text.contains("shortest form"))
+            .expect("the sentence is extracted");
+        assert!(!shortest.normative);
+        let mut json: serde_json::Value = serde_json::from_str(FULL).expect("json");
+        let entries = json["entries"].as_array_mut().expect("entries");
+        entries.push(serde_json::json!({
+            "key": "SPEC §2.1: An encoder uses the shortest form",
+            "extra": true,
+            "cases": ["spec/2/size-limit"]
+        }));
+        let mapping: Mapping = serde_json::from_value(json.clone()).expect("map");
+        let known = ids(&[
+            "spec/2/size-limit",
+            "spec/4/skip",
+            "handshake/5/2/bad-magic",
+        ]);
+        let m = check(&all, &mapping, &known).expect("complete");
+        assert_eq!(m.rows.len(), 6);
+        assert!(m
+            .render()
+            .contains("*(added)* An encoder uses the shortest form."));
+        // Without `extra`, the key names no normative sentence: stale.
+        json["entries"][5]["extra"] = serde_json::Value::Bool(false);
+        let mapping: Mapping = serde_json::from_value(json.clone()).expect("map");
+        let problems = check(&all, &mapping, &known).expect_err("stale");
+        assert!(
+            matches!(problems.as_slice(), [Problem::Stale { .. }]),
+            "{problems:?}"
+        );
+        // `extra` on a sentence the rule keeps is refused.
+        json["entries"][5]["key"] = serde_json::Value::from("SPEC §2: Bytes after the value are");
+        json["entries"][5]["extra"] = serde_json::Value::Bool(true);
+        let mapping: Mapping = serde_json::from_value(json).expect("map");
+        let problems = check(&all, &mapping, &known).expect_err("not extra");
+        assert!(
+            problems.iter().any(
+                |p| matches!(p, Problem::BadEntry { why, .. } if why.contains("already keeps"))
+            ),
             "{problems:?}"
         );
     }
