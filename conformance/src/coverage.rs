@@ -1407,5 +1407,10 @@ Legal orders are never flagged. The validator is fast.
             m.rows.iter().filter(|(s, _)| s.rule.is_some()).count(),
             rule_ids
         );
+        assert!(
+            include_str!("../COVERAGE.md") == m.render(),
+            "conformance/COVERAGE.md is stale: run `cargo run -p sparkwire-conformance -- \
+             --write-coverage-md conformance/COVERAGE.md`"
+        );
     }
 }
