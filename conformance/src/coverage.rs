@@ -995,6 +995,16 @@ pub fn run(path: &std::path::Path, write: bool) -> Result<std::process::ExitCode
         }
     };
     let text = matrix.render();
+    // The gaps are allowed, but counted and shown (in CI's log too).
+    println!(
+        "coverage: {} sentences: {} checked by cases, {} in part, {} not yet checked, {} cannot \
+         be observed over the wire",
+        matrix.rows.len(),
+        matrix.count(Status::Checked),
+        matrix.count(Status::Partly),
+        matrix.count(Status::Unchecked),
+        matrix.count(Status::Unobservable)
+    );
     if write {
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         return Ok(ExitCode::SUCCESS);
