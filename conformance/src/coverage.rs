@@ -15,7 +15,8 @@
 //!   sentence that says how the RFC 2119 key words are used, sentences that begin with `Example`,
 //!   and SPEC.md §12 (the implementer's checklist: an index of requirements stated in the other
 //!   sections, each with the vector or test that checks it).
-//! - **Normative.** A sentence is kept when, outside its code spans, it has an RFC 2119 key word
+//! - **Normative.** A sentence is kept when, outside its code spans and its quotations (text
+//!   between straight double quotes: a vector's name, a sentence cited from elsewhere), it has an RFC 2119 key word
 //!   in capitals (`MUST`, `MUST NOT`, `SHOULD`, `SHOULD NOT`, `REQUIRED`, `SHALL`; not `MAY`,
 //!   which grants a choice rather than asking for something), or one of the words that the
 //!   documents use for an endpoint's observable duty in the present tense: `refuse`, `refuses`,
@@ -169,8 +170,31 @@ fn prose(s: &str) -> String {
     out
 }
 
+/// The sentence without its quotations: text between straight double quotes outside code spans
+/// (a vector's name, a sentence cited from elsewhere) is someone else's words.
+fn unquoted(s: &str) -> String {
+    let mut out = String::new();
+    let (mut code, mut quote) = (false, false);
+    for c in s.chars() {
+        match c {
+            '`' if !quote => {
+                code = !code;
+                out.push(c);
+            }
+            '"' if !code => {
+                quote = !quote;
+                out.push(' ');
+            }
+            _ if quote => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// Whether `sentence` is normative by the extraction rule (module documentation).
 pub fn is_normative(sentence: &str) -> bool {
+    let sentence = &unquoted(sentence);
     let text = prose(sentence);
     if text.contains("RFC 2119") || sentence.trim_start().starts_with("Example") {
         return false;
@@ -795,7 +819,8 @@ impl Matrix {
         );
         let _ = writeln!(
             w,
-            "- **Normative.** A sentence with, outside its code spans, an RFC 2119 key word in capitals \
+            "- **Normative.** A sentence with, outside its code spans and quotations (text between \
+             straight double quotes: a vector's name, a cited sentence), an RFC 2119 key word in capitals \
              ({}; not MAY, which grants a choice), or one of the words the documents use for an \
              endpoint's duty: {}, goes on, or take/takes/taken with only; or that names a verdict as a code \
              span (SPEC §8's decoding errors, handshake.md §5's refusals: {}).",
@@ -1142,6 +1167,25 @@ Legal orders are never flagged. The validator is fast.
         assert_eq!(got[1].text, "Heartbeats carry the id | registered.");
         assert_eq!(got[2].place(), "rules §Workers");
         assert_eq!(got[2].text, "Legal orders are never flagged.");
+    }
+
+    #[test]
+    fn words_in_quotations_are_someone_else_s_and_do_not_make_a_sentence_normative() {
+        assert!(!is_normative(
+            r#"Vectors: "64 nested containers: accepted", "65 nested containers: refused"."#
+        ));
+        assert!(!is_normative(
+            r#"A4: SPEC.md §3, "an ask MUST be answered", and §8, "it answers"."#
+        ));
+        assert!(!is_normative(
+            r#"N1: SPEC.md §8, "a frame that is `TooDeep` is refused"."#
+        ));
+        assert!(is_normative(
+            r#"A decoder refuses the frame "65 nested containers"."#
+        ));
+        assert!(is_normative(
+            r#"Bytes after "the value" are `TrailingBytes`."#
+        ));
     }
 
     #[test]
