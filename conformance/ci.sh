@@ -28,6 +28,9 @@ suite="$PWD/target/$dir/sparkwire-conformance"
 out="target/conformance"
 mkdir -p "$out"
 "$suite" --check-cases-md conformance/CASES.md
+# COVERAGE.md: every normative sentence of protocol/*.md mapped (conformance/coverage.json), to
+# case ids that exist, and the file as generated.
+"$suite" --check-coverage-md conformance/COVERAGE.md
 
 scratch="$(mktemp -d)"
 pids=()

@@ -11,6 +11,7 @@
 
 pub mod case;
 pub mod cases_md;
+pub mod coverage;
 pub mod env;
 pub mod fault;
 pub mod mp;

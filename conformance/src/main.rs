@@ -12,7 +12,7 @@ use clap::Parser;
 use sparkwire_conformance::case::Target;
 use sparkwire_conformance::env::{Endpoint, Settings};
 use sparkwire_conformance::fault::Fault;
-use sparkwire_conformance::{cases_md, report, runner, targets};
+use sparkwire_conformance::{cases_md, coverage, report, runner, targets};
 
 /// Checks a running sparkwire endpoint (master, worker, driver or executor) against the protocol,
 /// case by case, playing the other side of each conversation over TCP.
@@ -89,6 +89,13 @@ struct Args {
     /// Checks that FILE is CASES.md as the code generates it; exits 1 when stale.
     #[arg(long, value_name = "FILE")]
     check_cases_md: Option<std::path::PathBuf>,
+    /// Writes conformance/COVERAGE.md (protocol sentences → cases) to FILE and exits; exits 1,
+    /// naming each fault, when conformance/coverage.json does not map every sentence.
+    #[arg(long, value_name = "FILE")]
+    write_coverage_md: Option<std::path::PathBuf>,
+    /// Checks that the map is complete and FILE is COVERAGE.md as generated; exits 1 otherwise.
+    #[arg(long, value_name = "FILE")]
+    check_coverage_md: Option<std::path::PathBuf>,
     /// Injects a fault between the suite and the endpoint (for the suite's own tests).
     #[arg(long, hide = true)]
     fault: Option<String>,
@@ -130,6 +137,13 @@ fn run(args: Args) -> Result<ExitCode, String> {
             path.display()
         );
         return Ok(ExitCode::from(1));
+    }
+    if let Some(path) = args
+        .write_coverage_md
+        .as_ref()
+        .or(args.check_coverage_md.as_ref())
+    {
+        return coverage::run(path, args.write_coverage_md.is_some());
     }
     let target =
         match &args.target {
