@@ -48,6 +48,8 @@
 //! assert_eq!(echo.poll(), None);
 //! ```
 
+pub mod authz;
+
 use std::time::Instant;
 
 use crate::messages::ErrorDescription;
