@@ -49,6 +49,7 @@
 //! ```
 
 pub mod authz;
+pub mod driver;
 
 use std::time::Instant;
 

@@ -13,11 +13,12 @@ use crate::messages::coarse::{KillTask, LaunchTask};
 use crate::messages::{
     CoarseMessage, ErrorDescription, Family, Payload, TaskDescription, TaskState,
 };
-use crate::reference::task::{encode_failure, CancelFlag, TaskFailure, TaskRunner};
+use crate::reference::task::{CancelFlag, TaskRunner};
 use crate::wire::decode_task;
 use crate::wire::task_size_limit;
 use crate::wire::Reply;
 use crate::wire::SPARK_MAX_SIZE_KEY;
+use crate::wire::{encode_failure, TaskFailure};
 
 /// The text of a FAILED task whose result is too big to send: it names the task, the size, the
 /// limit and the setting, as Spark's oversized-task text does.

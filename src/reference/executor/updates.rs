@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use crate::connection::{ConnectionError, ConnectionHandle, DEFAULT_MAX_OUTGOING_BYTES};
 use crate::messages::coarse::StatusUpdate;
 use crate::messages::{CoarseMessage, Payload, TaskState};
-use crate::reference::task::{encode_failure, TaskFailure};
+use crate::wire::{encode_failure, TaskFailure};
 
 /// The largest task data queued at once; larger updates go through the slow lane.
 const POST_DATA: usize = 64 * 1024;

@@ -7,18 +7,17 @@
 
 mod builtin;
 mod jobs;
-mod outcome;
 
 pub use builtin::BuiltinRunner;
 pub use jobs::{
-    job_by_name, BigResultJob, BigTaskJob, FlakyJob, Job, PiJob, SleepJob, SumSquaresJob, JOB_NAMES,
+    job_by_name, BigResultJob, BigTaskJob, FlakyJob, PiJob, SleepJob, SumSquaresJob, JOB_NAMES,
 };
-pub use outcome::{decode_failure, encode_failure, TaskFailure};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::messages::{Payload, TaskDescription};
+use crate::wire::TaskFailure;
 
 /// Set when the driver asks to kill a task; runners check it between units of work.
 #[derive(Debug, Clone, Default)]
