@@ -7,8 +7,9 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sparkwire::node::executor::ExecutorExit;
 use sparkwire::reference::driver::Driver;
-use sparkwire::reference::executor::{ExecutorError, ExecutorExit};
+use sparkwire::reference::executor::ExecutorError;
 use sparkwire::reference::task::{
     BigResultJob, BigTaskJob, FlakyJob, PiJob, SleepJob, SumSquaresJob,
 };

@@ -50,6 +50,7 @@
 
 pub mod authz;
 pub mod driver;
+pub mod executor;
 
 use std::time::Instant;
 
