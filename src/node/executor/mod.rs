@@ -1,6 +1,6 @@
 //! The executor's protocol core, as Spark's `CoarseGrainedExecutorBackend`, with no runtime.
 //!
-//! Its life is a [`Phase`]: a bootstrap connection to the driver (RetrieveSparkAppConfig →
+//! Its life is one phase after another: a bootstrap connection to the driver (RetrieveSparkAppConfig →
 //! SparkAppConfig, then closed), a watch of its worker when it has one, the main connection
 //! (RegisterExecutor ask → `true`, then LaunchedExecutor), then serving: LaunchTask, KillTask and
 //! StopExecutor from the driver, StatusUpdate back. It ends on StopExecutor, when the driver's

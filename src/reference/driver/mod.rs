@@ -1,7 +1,8 @@
-//! The reference driver: an application's side of the cluster, as Spark's
-//! `StandaloneAppClient` (registration with the masters), `CoarseGrainedSchedulerBackend` (its
-//! `DriverEndpoint`, which executors register with and get tasks from) and a small task scheduler
-//! (FIFO task sets, offers, retries).
+//! The reference driver: the tokio shells of the driver's cores in [`crate::node::driver`], the
+//! application client (Spark's `StandaloneAppClient`: registration with the masters) and the
+//! scheduler backend (`CoarseGrainedSchedulerBackend`'s `DriverEndpoint`, which executors register
+//! with and get tasks from, with a small task scheduler: FIFO task sets, offers, retries). The
+//! shells own the sockets, the timers and the callers' handles; the cores decide.
 //!
 //! [`Driver::start`] listens for executors at the URL it advertises ([`Driver::url`]) and, when
 //! given masters, registers the application with each of them; the application's command starts

@@ -2,7 +2,7 @@
 //!
 //! An executor runs each task through a [`TaskRunner`]; the reference ships [`BuiltinRunner`] with
 //! the jobs of `sparkwire local-cluster` (`pi`, `sum-squares`, `sleep`, `flaky`, `big-result`,
-//! `big-task`), and library users implement their own. On the driver side a [`Job`] says how many
+//! `big-task`), and library users implement their own. On the driver side a [`Job`](crate::node::driver::Job) says how many
 //! partitions there are, what each task's input is, and how the results combine.
 
 mod builtin;
