@@ -116,12 +116,17 @@ impl Sim {
 
     /// Starts executor `id` with `cores` (it dials the driver at once); its index.
     fn executor(&mut self, id: &str, cores: u32) -> usize {
+        self.start(id, cores, false)
+    }
+
+    /// Starts executor `id`, watching its worker when `on_worker`.
+    fn start(&mut self, id: &str, cores: u32, on_worker: bool) -> usize {
         let core = ExecutorCore::new(ExecutorIdentity {
             executor_id: id.into(),
             hostname: "host.sim".into(),
             cores,
             resource_profile_id: 0,
-            watch_worker: false,
+            watch_worker: on_worker,
         });
         self.executors.push(Exec { core, exit: None });
         self.settle();
@@ -591,6 +596,42 @@ fn a_second_executor_with_a_registered_id_is_refused_with_sparks_text() {
         seed: 1,
     });
     assert!(r.is_ok(), "{r:?}");
+}
+
+#[test]
+fn an_executor_whose_worker_goes_away_exits_and_the_driver_loses_it() {
+    let mut sim = Sim::new(128);
+    let e = sim.start("1", 1, true);
+    sim.executor("2", 1);
+    assert_eq!(sim.ready(), 2, "registered after its worker's watch was up");
+    let job = sim.submit(PiJob {
+        partitions: 4,
+        samples: 1000,
+        seed: 2,
+    });
+    sim.events.push_back(Event::Executor(
+        e,
+        ExecutorInput::WorkerLost {
+            reason: "the worker closed the connection".into(),
+        },
+    ));
+    sim.settle();
+    assert_eq!(
+        sim.executors[e].exit,
+        Some(Ok(ExecutorExit::WorkerLost(
+            "the worker closed the connection".into()
+        )))
+    );
+    assert_eq!(
+        sim.executors[e]
+            .exit
+            .as_ref()
+            .map(|x| x.as_ref().map(|x| x.code())),
+        Some(Ok(1))
+    );
+    sim.run_until("the job", |s| s.outcomes.contains_key(&job));
+    assert!(sim.outcomes[&job].is_ok(), "{:?}", sim.outcomes[&job]);
+    assert_eq!(sim.driver.status(sim.now).executors_lost, 1);
 }
 
 /// The application client with two masters, the test playing them.
