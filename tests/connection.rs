@@ -8,7 +8,6 @@ use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incom
 use sparkwire::messages::{CoarseMessage, DeployMessage, ErrorDescription, Family, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::LimitSetting;
-use sparkwire::wire::TaskRef;
 use sparkwire::wire::{Error, FrameError, Reply};
 
 const MIB: usize = 1024 * 1024;
@@ -412,85 +411,6 @@ async fn a_129_mib_launch_task_is_refused_by_default_and_crosses_when_both_limit
     let (sent, received) = tokio::join!(driver.send(big.clone()), executor.recv());
     assert_eq!(sent, Ok(()));
     assert_eq!(received, Ok(Incoming::Message(big)));
-}
-
-#[tokio::test]
-async fn an_oversized_task_is_refused_with_sparks_text_and_nothing_is_sent() {
-    let limit = MIB;
-    let (driver, mut executor) = connected::<CoarseMessage>(
-        Role::Driver,
-        config(&Version::ALL).with_max_frame_size(limit),
-        Role::Executor,
-        config(&Version::ALL).with_max_frame_size(limit),
-    )
-    .await;
-    let max = driver.max_task_size();
-    assert_eq!(max, limit - 200 * 1024);
-    let task = TaskRef {
-        task_id: 0,
-        index: 0,
-    };
-    let refused = driver.launch_task(task, samples::launch_task(max)).await;
-    let Err(ConnectionError::TaskTooLarge(error)) = &refused else {
-        panic!("expected TaskTooLarge, got {refused:?}");
-    };
-    assert_eq!(
-        error.to_string(),
-        format!(
-            "Serialized task 0:0 was {max} bytes, which exceeds max allowed: \
-             spark.rpc.message.maxSize ({max} bytes). Consider increasing \
-             spark.rpc.message.maxSize or using broadcast variables for large values."
-        )
-    );
-    assert_eq!(driver.close_reason(), None);
-    assert_eq!(driver.counters().sent_by_name.get("LaunchTask"), None);
-
-    let fits = samples::launch_task(max - 1);
-    assert_eq!(driver.launch_task(task, fits.clone()).await, Ok(()));
-    assert_eq!(
-        executor.recv().await,
-        Ok(Incoming::Message(CoarseMessage::from(fits)))
-    );
-    assert_eq!(
-        executor
-            .counters()
-            .received_by_name
-            .get("LaunchTask")
-            .map(|t| t.frames),
-        Some(1)
-    );
-}
-
-#[tokio::test]
-async fn a_connection_allowing_1_mib_tasks_refuses_sparks_200_mb_task_with_sparks_exact_text() {
-    let frame_limit = MIB + 200 * 1024;
-    let (driver, mut executor) = connected::<CoarseMessage>(
-        Role::Driver,
-        config(&Version::ALL).with_max_frame_size(frame_limit),
-        Role::Executor,
-        config(&Version::ALL).with_max_frame_size(frame_limit),
-    )
-    .await;
-    assert_eq!(driver.max_task_size(), 1_048_576);
-    let task = TaskRef {
-        task_id: 0,
-        index: 0,
-    };
-    let refused = driver
-        .launch_task(task, samples::launch_task(209_725_157))
-        .await;
-    assert_eq!(
-        refused.map_err(|e| e.to_string()),
-        Err(
-            "Serialized task 0:0 was 209725157 bytes, which exceeds max allowed: \
-             spark.rpc.message.maxSize (1048576 bytes). Consider increasing \
-             spark.rpc.message.maxSize or using broadcast variables for large values."
-                .to_string()
-        )
-    );
-    let next = CoarseMessage::from(samples::kill_task());
-    assert_eq!(driver.send(next.clone()).await, Ok(()));
-    assert_eq!(executor.recv().await, Ok(Incoming::Message(next)));
 }
 
 #[tokio::test]

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use sparkwire::connection::Counters;
-use sparkwire::reference::driver::{Driver, DriverStatus, JobFailed, JobProgress, JobResult};
+use sparkwire::node::driver::{JobFailed, JobProgress, JobResult};
+use sparkwire::reference::driver::{Driver, DriverStatus};
 use sparkwire::reference::tap::{TraceObserver, Verdict};
 use sparkwire::reference::task::{job_by_name, JOB_NAMES};
 

@@ -6,7 +6,6 @@ use std::time::Duration;
 use super::config::Direction;
 use crate::messages::ErrorDescription;
 use crate::wire::handshake::{HandshakeError, Role};
-use crate::wire::TaskTooLarge;
 use crate::wire::{CloseReason, FrameError};
 
 /// A connection that failed, or one operation on it that failed.
@@ -104,11 +103,6 @@ pub enum ConnectionError {
         reason: String,
     },
 
-    /// A serialized task too large for the connection. No LaunchTask was sent; the connection
-    /// stays open.
-    #[error("{0}")]
-    TaskTooLarge(#[from] TaskTooLarge),
-
     /// No connection could be made: the address refused it, did not resolve, or did not answer
     /// in time. Nothing was sent.
     #[error("cannot connect to {address}: {reason}")]
@@ -190,8 +184,7 @@ impl ConnectionError {
             ConnectionError::Outbound(_)
             | ConnectionError::NoSuchAsk { .. }
             | ConnectionError::AskTimedOut { .. }
-            | ConnectionError::Remote { .. }
-            | ConnectionError::TaskTooLarge(_) => false,
+            | ConnectionError::Remote { .. } => false,
             ConnectionError::Rejected { direction, .. } => *direction == Direction::Inbound,
             _ => true,
         }

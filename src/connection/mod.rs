@@ -60,7 +60,6 @@ mod config;
 mod counters;
 mod error;
 mod io_task;
-mod launch_task;
 mod listener;
 mod pending;
 mod security;

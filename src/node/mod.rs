@@ -48,6 +48,10 @@
 //! assert_eq!(echo.poll(), None);
 //! ```
 
+pub mod authz;
+pub mod driver;
+pub mod executor;
+
 use std::time::Instant;
 
 use crate::messages::ErrorDescription;

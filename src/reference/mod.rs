@@ -11,7 +11,8 @@
 //! [`tap`] validates and traces a driver's connections, [`local_cluster`] starts a master and
 //! workers as processes (`sparkwire local-cluster`), and [`diagram`] draws traces.
 
-pub mod authz;
+/// Moved to [`crate::node::authz`]; kept here for the master and worker until they move to `node`.
+pub use crate::node::authz;
 pub(crate) mod busy_poll;
 pub mod clock;
 pub mod diagram;

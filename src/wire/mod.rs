@@ -31,6 +31,7 @@ mod limits;
 pub mod msgpack;
 mod strict;
 mod task;
+mod task_failure;
 mod task_size;
 #[cfg(feature = "testing")]
 pub mod vectors;
@@ -52,6 +53,7 @@ pub use limits::{
     READ_CHUNK, SPARK_MAX_SIZE_KEY,
 };
 pub use task::{decode_task, encode_task, peek_task, TaskHeader};
+pub use task_failure::{decode_failure, encode_failure, TaskFailure};
 pub use task_size::{
     check_task_size, task_size_limit, TaskRef, TaskTooLarge, TASK_ENVELOPE_RESERVE,
 };

@@ -8,8 +8,9 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sparkwire::node::executor::ExecutorExit;
 use sparkwire::reference::driver::{Driver, DriverConfig, DriverStatus};
-use sparkwire::reference::executor::{run_executor, ExecutorConfig, ExecutorError, ExecutorExit};
+use sparkwire::reference::executor::{run_executor, ExecutorConfig, ExecutorError};
 use sparkwire::reference::tap::{strict_validator, TraceObserver};
 use sparkwire::reference::task::BuiltinRunner;
 use tokio::task::JoinHandle;

@@ -10,12 +10,11 @@ use sparkwire::messages::deploy::{RegisterApplication, RegisteredApplication};
 use sparkwire::messages::{
     Addr, CoarseMessage, DeployMessage, EndpointRef, TaskDescription, TaskState, Version,
 };
-use sparkwire::reference::task::{
-    encode_failure, BuiltinRunner, CancelFlag, TaskFailure, TaskRunner,
-};
+use sparkwire::reference::task::{BuiltinRunner, CancelFlag, TaskRunner};
 use sparkwire::wire::decode_task;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
+use sparkwire::wire::{encode_failure, TaskFailure};
 
 use crate::case::{check, fail, Cases, Failure, Level, Target};
 use crate::env::Ctx;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use sparkwire::messages::coarse::*;
 use sparkwire::messages::{CoarseMessage, ResourceProfile, TaskDescription, TaskState, Version};
-use sparkwire::reference::task::{decode_failure, BuiltinRunner, CancelFlag, TaskRunner};
+use sparkwire::reference::task::{BuiltinRunner, CancelFlag, TaskRunner};
+use sparkwire::wire::decode_failure;
 use sparkwire::wire::encode_task;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};

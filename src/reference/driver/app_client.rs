@@ -1,33 +1,32 @@
-//! The application's client of the masters, as Spark's `StandaloneAppClient`: registers the
-//! application with every master it is given, follows what the active master says about the
-//! application's executors and workers, answers MasterChanged, asks for and kills executors on
-//! request, and unregisters on stop.
+//! The application client's tokio shell: it feeds [`AppClientCore`] (in `node::driver`, which
+//! registers the application with the masters, retries, gives up, follows MasterChanged and
+//! forwards what the masters say to the scheduler backend) the masters' connections and
+//! messages, the callers' requests and its timer, and carries out what it decides.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::events::{MasterEvent, Msg};
+use super::events::Msg;
 use super::{add_counters, DriverConfig, DriverError};
 use crate::connection::{
     Connection, ConnectionConfig, ConnectionError, ConnectionHandle, Counters, Incoming,
     DEFAULT_HANDSHAKE_TIMEOUT,
 };
-use crate::messages::deploy::{
-    KillExecutors, MasterChangeAcknowledged, RegisterApplication, RequestExecutors,
-    UnregisterApplication,
-};
-use crate::messages::{
-    ApplicationDescription, DeployMessage, EndpointRef, ErrorDescription, Family, ProfileExecutors,
-};
+use crate::messages::deploy::RegisterApplication;
+use crate::messages::{ApplicationDescription, DeployMessage, EndpointRef, Family};
+use crate::node::driver::{AppClientCore, ClientConfig, ClientEffect, ClientInput, RequestFailed};
+use crate::node::{ConnId, ConnOutput, Core, Output};
 use crate::reference::url::{tcp_connect, SparkUrl};
 use crate::validate::Endpoint;
 use crate::wire::handshake::{Identity, Role};
 use crate::wire::Reply;
 use tokio::net::TcpListener;
 
-/// Spark's text when no master registered the application in time.
-pub(super) const ALL_MASTERS_UNRESPONSIVE: &str = "All masters are unresponsive! Giving up.";
+/// How long stopping waits for the masters' connections to close.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 enum Cmd {
     Request {
@@ -41,6 +40,19 @@ enum Cmd {
     Stop(oneshot::Sender<()>),
     /// A connection a master opened to the application (after a failover).
     Adopt(Connection<DeployMessage>, String),
+}
+
+/// What the shell's own tasks report: dials ended, answers to the client's asks.
+enum Report {
+    Dialled {
+        master: usize,
+        made: Result<Connection<DeployMessage>, String>,
+    },
+    Answer {
+        conn: ConnId,
+        id: u64,
+        answer: Box<Result<Reply<DeployMessage>, String>>,
+    },
 }
 
 /// The backend's handle on the client.
@@ -113,95 +125,78 @@ pub(super) fn spawn(
     let handles = Arc::new(Mutex::new(Vec::new()));
     // Bounded: masters that send faster than the client works are held back (TCP).
     let (in_tx, in_rx) = mpsc::channel(RECEIVED_QUEUE);
-    let dials = masters.len();
-    let client = Client {
-        conns: vec![None; dials],
-        labels: config.masters.clone(),
-        dialled: masters.len(),
-        in_tx,
+    let (reports, reported) = mpsc::unbounded_channel();
+    let rules = ClientConfig {
+        masters: config.masters.clone(),
+        register: RegisterApplication {
+            app_description: desc,
+            driver,
+        },
+        registration_timeout: config.registration_timeout,
+        registration_retry: config.registration_retry,
+    };
+    let shell = Shell {
+        core: AppClientCore::new(rules, Instant::now()),
         masters,
         config,
         backend,
         handles: Arc::clone(&handles),
-        active: None,
-        app_id: None,
-        failed: 0,
-        dialling: dials,
-        why: Vec::new(),
-        dead: false,
-        lost_at: None,
+        conns: HashMap::new(),
+        next_conn: 0,
+        requests: HashMap::new(),
+        next_request: 0,
+        in_tx,
+        reports,
     };
-    tokio::spawn(client.run(desc, driver, cmds, in_rx));
+    tokio::spawn(shell.run(cmds, in_rx, reported));
     AppClient { tx, handles }
 }
 
-type Received = (usize, Result<Incoming<DeployMessage>, ConnectionError>);
+type Received = (ConnId, Result<Incoming<DeployMessage>, ConnectionError>);
 
 /// Messages from the masters' connections waiting for the client.
 const RECEIVED_QUEUE: usize = 64;
 
-struct Client {
+struct Shell {
+    core: AppClientCore,
     masters: Vec<SparkUrl>,
-    /// Names of the masters' connections, by index (dialled ones first, then adopted ones).
-    labels: Vec<String>,
-    dialled: usize,
-    in_tx: mpsc::Sender<Received>,
     config: Arc<DriverConfig>,
     backend: mpsc::UnboundedSender<Msg>,
     handles: Arc<Mutex<Vec<ConnectionHandle<DeployMessage>>>>,
-    conns: Vec<Option<ConnectionHandle<DeployMessage>>>,
-    active: Option<usize>,
-    app_id: Option<String>,
-    failed: usize,
-    /// Dials of the masters not yet ended (connected or failed).
-    dialling: usize,
-    /// What went wrong with each master that could not be reached or was lost before it
-    /// registered the application: said when the client gives up.
-    why: Vec<String>,
-    dead: bool,
-    /// When the connection to the active master was lost, while no master has taken over.
-    lost_at: Option<tokio::time::Instant>,
+    conns: HashMap<ConnId, ConnectionHandle<DeployMessage>>,
+    next_conn: ConnId,
+    requests: HashMap<u64, oneshot::Sender<Result<bool, DriverError>>>,
+    next_request: u64,
+    in_tx: mpsc::Sender<Received>,
+    reports: mpsc::UnboundedSender<Report>,
 }
 
-impl Client {
+impl Shell {
     async fn run(
         mut self,
-        desc: ApplicationDescription,
-        driver: EndpointRef,
         mut cmds: mpsc::UnboundedReceiver<Cmd>,
         mut in_rx: mpsc::Receiver<Received>,
+        mut reported: mpsc::UnboundedReceiver<Report>,
     ) {
-        let (conn_tx, mut conn_rx) = mpsc::unbounded_channel();
-        let register = RegisterApplication {
-            app_description: desc,
-            driver,
-        };
-        for (i, url) in self.masters.iter().enumerate() {
-            tokio::spawn(connect_and_read(
-                i,
-                url.clone(),
-                register.clone(),
-                Arc::clone(&self.config),
-                conn_tx.clone(),
-                self.in_tx.clone(),
-            ));
-        }
-        drop(conn_tx);
-        let deadline = tokio::time::Instant::now() + self.config.registration_timeout;
-        let retry_every = self
-            .config
-            .registration_retry
-            .max(std::time::Duration::from_millis(10));
-        let mut retry =
-            tokio::time::interval_at(tokio::time::Instant::now() + retry_every, retry_every);
+        self.drain();
         loop {
+            let wake = self.core.poll_timeout();
             tokio::select! {
-                Some((i, made)) = conn_rx.recv() => self.connected(i, made),
-                Some((i, got)) = in_rx.recv() => self.received(i, got).await,
+                Some(report) = reported.recv() => self.report(report),
+                Some((conn, got)) = in_rx.recv() => self.received(conn, got),
                 cmd = cmds.recv() => match cmd {
-                    Some(Cmd::Request { total, reply }) => self.request(total, reply),
-                    Some(Cmd::Kill { ids, reply }) => self.kill(ids, reply),
-                    Some(Cmd::Adopt(conn, label)) => self.adopt(conn, label),
+                    Some(Cmd::Request { total, reply }) => {
+                        let request = self.request(reply);
+                        self.handle(ClientInput::RequestExecutors { request, total });
+                    }
+                    Some(Cmd::Kill { ids, reply }) => {
+                        let request = self.request(reply);
+                        self.handle(ClientInput::KillExecutors { request, ids });
+                    }
+                    Some(Cmd::Adopt(conn, label)) => {
+                        let conn = self.open(conn);
+                        self.handle(ClientInput::Adopted { conn, label });
+                    }
                     Some(Cmd::Stop(done)) => {
                         self.stop().await;
                         let _ = done.send(());
@@ -212,284 +207,164 @@ impl Client {
                         return;
                     }
                 },
-                _ = retry.tick(), if self.app_id.is_none() && !self.dead => {
-                    // As Spark's tryRegisterAllMasters: a master that was standby (or busy
-                    // recovering) ignored the registration; ask again.
-                    for h in self.conns.iter().flatten() {
-                        let again = DeployMessage::RegisterApplication(register.clone());
-                        if let Err(e) = h.send(again).await {
-                            tracing::debug!("driver: RegisterApplication not sent again: {e}");
-                        }
-                    }
-                }
-                // Not while a master is still being dialled: its dial ends within the same time
-                // (then `connected` gives up, naming why), and giving up first would lose that.
-                _ = tokio::time::sleep_until(deadline),
-                    if self.app_id.is_none() && !self.dead && self.dialling == 0 =>
-                {
-                    self.give_up(self.unresponsive());
-                }
-                _ = sleep_until_some(self.lost_at.map(|t| t + self.config.registration_timeout)),
-                    if self.lost_at.is_some() && !self.dead =>
-                {
-                    // Spark waits for a master to come back; here no master can reach the client
-                    // but over a connection it opened, so waiting longer cannot help.
-                    self.give_up(format!(
-                        "Disconnected from the master and no master took over within {:?}",
-                        self.config.registration_timeout
-                    ));
+                _ = crate::reference::clock::sleep_until(wake) => {
+                    self.core.handle_timeout(Instant::now());
                 }
             }
+            self.drain();
         }
     }
 
-    fn adopt(&mut self, conn: Connection<DeployMessage>, label: String) {
-        let i = self.conns.len();
-        tracing::info!("driver: master {label} connected to the application");
-        self.conns.push(Some(conn.handle()));
-        self.labels.push(label);
+    fn handle(&mut self, input: ClientInput) {
+        self.core.handle(Instant::now(), input);
+    }
+
+    fn request(&mut self, reply: oneshot::Sender<Result<bool, DriverError>>) -> u64 {
+        let request = self.next_request;
+        self.next_request += 1;
+        self.requests.insert(request, reply);
+        request
+    }
+
+    /// Takes a master's connection: its handle kept, what it receives read into the client.
+    fn open(&mut self, conn: Connection<DeployMessage>) -> ConnId {
+        let id = self.next_conn;
+        self.next_conn += 1;
         self.handles
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .push(conn.handle());
-        tokio::spawn(read_into(i, conn, self.in_tx.clone()));
+        self.conns.insert(id, conn.handle());
+        tokio::spawn(read_into(id, conn, self.in_tx.clone()));
+        id
     }
 
-    fn connected(&mut self, i: usize, made: Result<ConnectionHandle<DeployMessage>, String>) {
-        self.dialling = self.dialling.saturating_sub(1);
-        match made {
-            Ok(handle) => {
-                self.handles
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .push(handle.clone());
-                self.conns[i] = Some(handle);
+    fn report(&mut self, report: Report) {
+        match report {
+            Report::Dialled { master, made } => match made {
+                Ok(conn) => {
+                    let conn = self.open(conn);
+                    self.handle(ClientInput::Dialled { master, conn });
+                }
+                Err(error) => self.handle(ClientInput::DialFailed { master, error }),
+            },
+            Report::Answer { conn, id, answer } => {
+                let answer = *answer;
+                self.handle(ClientInput::Answer { conn, id, answer });
             }
+        }
+    }
+
+    fn received(&mut self, conn: ConnId, got: Result<Incoming<DeployMessage>, ConnectionError>) {
+        let input = match got {
+            Ok(Incoming::Message(message)) => ClientInput::Message { conn, message },
+            Ok(Incoming::Ask { id, message }) => ClientInput::Ask { conn, id, message },
             Err(e) => {
-                tracing::warn!(
-                    "driver: failed to connect to master {}: {e}",
-                    self.labels[i]
-                );
-                self.failed += 1;
-                self.why.push(format!("{}: {e}", self.labels[i]));
-                if self.failed == self.dialled && self.app_id.is_none() {
-                    self.give_up(self.unresponsive());
+                self.conns.remove(&conn);
+                ClientInput::Closed {
+                    conn,
+                    reason: e.to_string(),
                 }
-            }
-        }
-    }
-
-    /// Spark's "All masters are unresponsive! Giving up.", followed by what this client knows
-    /// went wrong with each master (a refused connection, a refused handshake, a lost
-    /// connection), so that the typed error is not lost behind the generic one.
-    fn unresponsive(&self) -> String {
-        if self.why.is_empty() {
-            ALL_MASTERS_UNRESPONSIVE.to_string()
-        } else {
-            format!("{ALL_MASTERS_UNRESPONSIVE} ({})", self.why.join("; "))
-        }
-    }
-
-    fn give_up(&mut self, why: String) {
-        if !self.dead {
-            self.dead = true;
-            let _ = self.backend.send(Msg::Master(MasterEvent::Dead(why)));
-        }
-    }
-
-    fn forward(&self, event: MasterEvent) {
-        let _ = self.backend.send(Msg::Master(event));
-    }
-
-    async fn received(&mut self, i: usize, got: Result<Incoming<DeployMessage>, ConnectionError>) {
-        let message = match got {
-            Ok(Incoming::Message(m)) => m,
-            Ok(Incoming::Ask { id, message }) => {
-                if let Some(h) = &self.conns[i] {
-                    let error = ErrorDescription::new(
-                        "org.apache.spark.SparkException",
-                        format!(
-                            "Unsupported message {} received by the app client",
-                            message.name()
-                        ),
-                    );
-                    let _ = h.fail(id, error).await;
-                }
-                return;
-            }
-            Err(e) => {
-                self.conns[i] = None;
-                if self.app_id.is_none() {
-                    self.why.push(format!("{}: {e}", self.labels[i]));
-                }
-                if self.active == Some(i) {
-                    self.active = None;
-                    self.lost_at = Some(tokio::time::Instant::now());
-                    tracing::warn!(
-                        "driver: connection to master {} lost ({e}); waiting for a master to \
-                         reconnect",
-                        self.labels[i]
-                    );
-                } else if let crate::connection::ConnectionError::ClosedByPeer(reason) = &e {
-                    // Refused before it registered: the master said why (SPEC §8.1).
-                    tracing::warn!(
-                        "driver: master {} closed the connection: {reason}",
-                        self.labels[i]
-                    );
-                }
-                return;
             }
         };
-        match message {
-            DeployMessage::RegisteredApplication(r) => {
-                if self.app_id.is_none() {
-                    self.app_id = Some(r.app_id.clone());
-                    self.active = Some(i);
-                    self.forward(MasterEvent::Registered {
-                        app_id: r.app_id,
-                        master: self.labels[i].clone(),
-                    });
-                } else {
-                    tracing::warn!(
-                        "driver: master {} registered the application again as {}",
-                        self.labels[i],
-                        r.app_id
-                    );
-                }
+        self.handle(input);
+    }
+
+    /// Carries out what the core decided, in order: the one place its outputs are drained.
+    fn drain(&mut self) {
+        while let Some(out) = self.core.poll() {
+            match out {
+                Output::Conn(out) => self.carry(out),
+                Output::Effect(effect) => self.effect(effect),
             }
-            DeployMessage::ExecutorAdded(e) => self.forward(MasterEvent::ExecutorAdded(e)),
-            DeployMessage::ExecutorUpdated(e) => self.forward(MasterEvent::ExecutorUpdated(e)),
-            DeployMessage::WorkerRemoved(w) => self.forward(MasterEvent::WorkerRemoved(w)),
-            DeployMessage::ApplicationRemoved(r) => {
-                self.give_up(format!("Master removed our application: {}", r.message));
-            }
-            DeployMessage::MasterChanged(_) => {
-                tracing::info!(
-                    "driver: master has changed, new master is {}",
-                    self.labels[i]
-                );
-                self.active = Some(i);
-                self.lost_at = None;
-                self.forward(MasterEvent::MasterChanged {
-                    master: self.labels[i].clone(),
-                });
-                if let (Some(app_id), Some(h)) = (&self.app_id, &self.conns[i]) {
-                    let ack = DeployMessage::MasterChangeAcknowledged(MasterChangeAcknowledged {
-                        app_id: app_id.clone(),
-                    });
-                    if let Err(e) = h.send(ack).await {
-                        tracing::warn!("driver: MasterChangeAcknowledged not sent: {e}");
+        }
+    }
+
+    /// Writes on (or closes) a master's connection, without waiting.
+    fn carry(&self, out: ConnOutput<DeployMessage>) {
+        let conn = out.conn();
+        let Some(h) = self.conns.get(&conn) else {
+            return;
+        };
+        let (what, sent) = match out {
+            ConnOutput::Send { message, .. } => (message.name(), h.post(message)),
+            ConnOutput::Ask { id, message, .. } => {
+                let what = message.name();
+                match h.post_ask(message) {
+                    Ok(answer) => {
+                        let reports = self.reports.clone();
+                        tokio::spawn(async move {
+                            let answer = Box::new(answer.await.map_err(|e| e.to_string()));
+                            let _ = reports.send(Report::Answer { conn, id, answer });
+                        });
+                        (what, Ok(()))
+                    }
+                    Err(e) => {
+                        let answer = Box::new(Err(e.to_string()));
+                        let _ = self.reports.send(Report::Answer { conn, id, answer });
+                        (what, Err(e))
                     }
                 }
             }
-            other => tracing::debug!("driver: ignoring {} from the master", other.name()),
-        }
-    }
-
-    /// The active master's connection and the app id, or why there are none.
-    fn target(&self) -> Result<(ConnectionHandle<DeployMessage>, String), DriverError> {
-        match (
-            self.active.and_then(|i| self.conns[i].clone()),
-            &self.app_id,
-        ) {
-            (Some(h), Some(id)) => Ok((h, id.clone())),
-            _ => Err(DriverError::NotRegistered),
-        }
-    }
-
-    fn request(&self, total: u32, reply: oneshot::Sender<Result<bool, DriverError>>) {
-        let (h, app_id) = match self.target() {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = reply.send(Err(e));
+            ConnOutput::Reply { id, reply, .. } => ("reply", h.post_reply(id, reply)),
+            ConnOutput::Fail { id, error, .. } => ("failure", h.post_failure(id, error)),
+            ConnOutput::Close { reason, .. } => {
+                match reason {
+                    Some(reason) => h.close_soon_because(reason),
+                    None => h.close_soon(),
+                }
+                return;
+            }
+            ConnOutput::Abort { .. } => {
+                // A master's connection has no abort of its own: closing it drops what is queued.
+                let h = h.clone();
+                tokio::spawn(async move { h.close().await });
                 return;
             }
         };
-        let profile = self.config.app_description("").default_profile;
-        let ask = DeployMessage::RequestExecutors(RequestExecutors {
-            app_id,
-            resource_profile_to_total_execs: vec![ProfileExecutors {
-                profile,
-                total: i32::try_from(total).unwrap_or(i32::MAX),
-            }],
-        });
-        tokio::spawn(async move {
-            let _ = reply.send(bool_answer(h.ask(ask).await));
-        });
+        if let Err(e) = sent {
+            tracing::warn!("driver: {what} to a master not sent: {e}");
+        }
     }
 
-    fn kill(&self, ids: Vec<String>, reply: oneshot::Sender<Result<bool, DriverError>>) {
-        let (h, app_id) = match self.target() {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = reply.send(Err(e));
-                return;
+    fn effect(&mut self, effect: ClientEffect) {
+        match effect {
+            ClientEffect::Dial { master } => {
+                let Some(url) = self.masters.get(master).cloned() else {
+                    return;
+                };
+                let (config, reports) = (Arc::clone(&self.config), self.reports.clone());
+                tokio::spawn(async move {
+                    let made = open(&url, &config).await;
+                    let _ = reports.send(Report::Dialled { master, made });
+                });
             }
-        };
-        let ask = DeployMessage::KillExecutors(KillExecutors {
-            app_id,
-            executor_ids: ids,
-        });
-        tokio::spawn(async move {
-            let _ = reply.send(bool_answer(h.ask(ask).await));
-        });
+            ClientEffect::Master(event) => {
+                let _ = self.backend.send(Msg::Master(event));
+            }
+            ClientEffect::Answered { request, result } => {
+                if let Some(reply) = self.requests.remove(&request) {
+                    let _ = reply.send(result.map_err(|e| match e {
+                        RequestFailed::NotRegistered => DriverError::NotRegistered,
+                        RequestFailed::Master(why) => DriverError::Master(why),
+                    }));
+                }
+            }
+        }
     }
 
+    /// Unregisters, then waits a little for the masters' connections to close.
     async fn stop(&mut self) {
-        if let Ok((h, app_id)) = self.target() {
-            let bye = DeployMessage::UnregisterApplication(UnregisterApplication { app_id });
-            if let Err(e) = h.send(bye).await {
-                tracing::warn!("driver: UnregisterApplication not sent: {e}");
+        self.handle(ClientInput::Stop);
+        self.drain();
+        let open: Vec<_> = self.conns.values().cloned().collect();
+        let _ = tokio::time::timeout(CLOSE_GRACE, async {
+            for h in &open {
+                h.closed().await;
             }
-        }
-        for h in self.conns.iter().flatten() {
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), h.close()).await;
-        }
+        })
+        .await;
     }
-}
-
-async fn sleep_until_some(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
-fn bool_answer(answer: Result<Reply<DeployMessage>, ConnectionError>) -> Result<bool, DriverError> {
-    match answer {
-        Ok(Reply::Bool(b)) => Ok(b),
-        Ok(other) => Err(DriverError::Master(format!(
-            "unexpected answer: a {} reply",
-            other.tag()
-        ))),
-        Err(e) => Err(DriverError::Master(e.to_string())),
-    }
-}
-
-/// Connects to one master, registers the application, then hands over everything received.
-async fn connect_and_read(
-    i: usize,
-    url: SparkUrl,
-    register: RegisterApplication,
-    config: Arc<DriverConfig>,
-    made: mpsc::UnboundedSender<(usize, Result<ConnectionHandle<DeployMessage>, String>)>,
-    received: mpsc::Sender<Received>,
-) {
-    let conn = match open(&url, &config).await {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = made.send((i, Err(e)));
-            return;
-        }
-    };
-    let _ = made.send((i, Ok(conn.handle())));
-    if let Err(e) = conn
-        .send(DeployMessage::RegisterApplication(register))
-        .await
-    {
-        tracing::warn!("driver: RegisterApplication to {url} not sent: {e}");
-    }
-    read_into(i, conn, received).await;
 }
 
 /// Accepts masters that dial the application (a master that took over after a failover and
@@ -542,7 +417,7 @@ async fn accept_masters(
 
 /// Hands everything connection `i` receives to the client, its end included.
 async fn read_into(
-    i: usize,
+    i: ConnId,
     mut conn: Connection<DeployMessage>,
     received: mpsc::Sender<Received>,
 ) {

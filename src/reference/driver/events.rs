@@ -1,37 +1,16 @@
-//! What the driver's parts tell each other, in a module of its own so that none of them depends
-//! on another's internals: the scheduler backend's inbox ([`Msg`], filled by the executors'
-//! listener, the application client and the callers' handles) and the application client's news
-//! of the cluster ([`MasterEvent`]).
+//! The scheduler backend's inbox ([`Msg`]), in a module of its own so that none of the driver's
+//! parts depends on another's internals: filled by the executors' listener, the application
+//! client's loop and the callers' handles.
 
 use std::sync::Arc;
 
 use tokio::sync::{oneshot, watch};
 
-use super::job::{JobFailed, JobProgress, JobResult};
 use super::scheduler_backend::DriverStatus;
 use super::DriverError;
-use super::JobId;
 use crate::connection::{ConnectionError, ConnectionHandle, Incoming};
-use crate::messages::deploy::{ExecutorAdded, ExecutorUpdated, WorkerRemoved};
 use crate::messages::CoarseMessage;
-use crate::reference::task::Job;
-
-/// What the application client tells the scheduler backend.
-#[derive(Debug, Clone)]
-pub(crate) enum MasterEvent {
-    /// RegisteredApplication, from the master named.
-    Registered { app_id: String, master: String },
-    /// MasterChanged: the master named is now the active one.
-    MasterChanged { master: String },
-    /// An executor was granted.
-    ExecutorAdded(ExecutorAdded),
-    /// An executor changed state.
-    ExecutorUpdated(ExecutorUpdated),
-    /// A worker with executors of the application was removed.
-    WorkerRemoved(WorkerRemoved),
-    /// The application is dead: removed by the master, or never registered.
-    Dead(String),
-}
+use crate::node::driver::{Job, JobFailed, JobId, JobProgress, JobResult, MasterEvent};
 
 /// What the scheduler backend's loop takes in.
 pub(crate) enum Msg {
@@ -55,9 +34,12 @@ pub(crate) enum Msg {
     Disconnected { key: u64, reason: ConnectionError },
     /// A send to an executor failed or waited too long: its connection is given up.
     SendFailed { key: u64, reason: String },
-    /// A LaunchTask was refused by its connection without closing it (the frame could not be
-    /// encoded, say): the task's job fails with this text.
-    LaunchNotSent { task_id: i64, error: String },
+    /// A message its connection refused without closing (the frame could not be encoded, say).
+    NotSent {
+        key: u64,
+        message: CoarseMessage,
+        error: String,
+    },
     /// News from the application client.
     Master(MasterEvent),
 

@@ -1,46 +1,9 @@
 //! What a caller holds for a submitted job: its progress, its outcome, a way to cancel it.
 
-use std::time::Duration;
-
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::events::Msg;
-use super::JobId;
-
-/// A job that ran to the end.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobResult {
-    /// The job's id.
-    pub job_id: JobId,
-    /// What the job's `combine` made of the results.
-    pub output: String,
-    /// Tasks (partitions) of the job.
-    pub tasks: usize,
-    /// From submission to the last result.
-    pub elapsed: Duration,
-}
-
-/// A job that failed, with Spark's text (`Job aborted due to stage failure: …`,
-/// `Job 0 cancelled`, …).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct JobFailed {
-    /// The job's id.
-    pub job_id: JobId,
-    /// Why it failed.
-    pub message: String,
-}
-
-/// How far a job has come.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct JobProgress {
-    /// Partitions with their result.
-    pub finished: usize,
-    /// Partitions in all.
-    pub total: usize,
-    /// Task attempts that failed so far (retried or not).
-    pub failed_attempts: usize,
-}
+use crate::node::driver::{JobFailed, JobId, JobProgress, JobResult};
 
 /// A submitted job: its progress, its outcome, and a way to cancel it.
 #[derive(Debug)]

@@ -1,7 +1,8 @@
-//! The reference driver: an application's side of the cluster, as Spark's
-//! `StandaloneAppClient` (registration with the masters), `CoarseGrainedSchedulerBackend` (its
-//! `DriverEndpoint`, which executors register with and get tasks from) and a small task scheduler
-//! (FIFO task sets, offers, retries).
+//! The reference driver: the tokio shells of the driver's cores in [`crate::node::driver`], the
+//! application client (Spark's `StandaloneAppClient`: registration with the masters) and the
+//! scheduler backend (`CoarseGrainedSchedulerBackend`'s `DriverEndpoint`, which executors register
+//! with and get tasks from, with a small task scheduler: FIFO task sets, offers, retries). The
+//! shells own the sockets, the timers and the callers' handles; the cores decide.
 //!
 //! [`Driver::start`] listens for executors at the URL it advertises ([`Driver::url`]) and, when
 //! given masters, registers the application with each of them; the application's command starts
@@ -28,7 +29,6 @@ mod app_client;
 mod events;
 mod job;
 mod listener;
-pub mod scheduler;
 mod scheduler_backend;
 
 use std::net::SocketAddr;
@@ -40,15 +40,12 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::connection::Counters;
 use crate::messages::{Addr, ApplicationDescription, Command, EndpointRef, ResourceProfile};
+use crate::node::driver::{BackendConfig, Job, JobFailed, JobResult, SubmitRefused};
 use crate::reference::tap::TraceObserver;
-use crate::reference::task::Job;
 use crate::reference::url::{SparkUrl, UrlError};
 
-pub use job::{JobFailed, JobHandle, JobProgress, JobResult};
-pub use scheduler_backend::{DriverStatus, ExecutorEnd, ExecutorSummary};
-
-/// A job's id; its one stage has the same id.
-pub type JobId = u64;
+pub use job::JobHandle;
+pub use scheduler_backend::DriverStatus;
 
 /// The endpoint name executors address: `spark://CoarseGrainedScheduler@host:port`.
 pub const ENDPOINT_NAME: &str = "CoarseGrainedScheduler";
@@ -139,6 +136,21 @@ impl DriverConfig {
             send_timeout: scheduler_backend::SEND_TIMEOUT,
             busy_poll: Duration::ZERO,
             limits: crate::connection::Limits::default(),
+        }
+    }
+
+    /// The scheduler backend's rules, telling executors the driver is at `url`.
+    fn backend_config(&self, url: &SparkUrl) -> BackendConfig {
+        BackendConfig {
+            app_name: self.app_name.clone(),
+            driver_host: url.host.clone(),
+            driver_port: url.port,
+            task_cpus: self.task_cpus,
+            max_task_failures: self.max_task_failures,
+            revive_interval: self.revive_interval,
+            max_message_size_mib: self.max_message_size_mib,
+            executor_cores: self.executor_cores,
+            executor_memory_mb: self.executor_memory_mb,
         }
     }
 
@@ -237,6 +249,15 @@ pub enum DriverError {
     /// A request to the master failed.
     #[error("the master did not grant the request: {0}")]
     Master(String),
+}
+
+impl From<SubmitRefused> for DriverError {
+    fn from(refused: SubmitRefused) -> Self {
+        match refused {
+            SubmitRefused::Dead(why) => DriverError::Dead(why),
+            SubmitRefused::Stopped => DriverError::Stopped,
+        }
+    }
 }
 
 /// A running driver. See the module documentation.
@@ -381,7 +402,7 @@ impl Driver {
         timeout: Duration,
     ) -> Result<DriverStatus, DriverError> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut warn_at = tokio::time::Instant::now() + scheduler_backend::STARVATION_WARNING;
+        let mut warn_at = tokio::time::Instant::now() + crate::node::driver::STARVATION_WARNING;
         loop {
             let status = self.status().await?;
             if let Some(why) = &status.dead {
@@ -394,8 +415,8 @@ impl Driver {
             // No executor at all yet: Spark's warning, every 15 s (a cluster without workers, or
             // without room for this application, would otherwise just wait).
             if status.ready_executors() == 0 && now >= warn_at {
-                tracing::warn!("{}", scheduler_backend::STARVATION_TEXT);
-                warn_at = now + scheduler_backend::STARVATION_WARNING;
+                tracing::warn!("{}", crate::node::driver::STARVATION_TEXT);
+                warn_at = now + crate::node::driver::STARVATION_WARNING;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -1,6 +1,6 @@
-//! The reference executor, as Spark's `CoarseGrainedExecutorBackend`: what a worker launches with
-//! `sparkwire executor --driver-url … --executor-id … --hostname … --cores … --app-id …
-//! --worker-url …`.
+//! The reference executor's tokio shell, around the protocol core of `node::executor` (Spark's
+//! `CoarseGrainedExecutorBackend`): what a worker launches with `sparkwire executor --driver-url …
+//! --executor-id … --hostname … --cores … --app-id … --worker-url …`.
 //!
 //! Like Spark's, it opens a short bootstrap connection to the driver (RetrieveSparkAppConfig →
 //! SparkAppConfig, then closes it), then its main connection (RegisterExecutor ask → `true`,
@@ -33,20 +33,18 @@
 //! ```
 
 mod connect;
-mod task_loop;
+mod shell;
 mod threads;
 mod updates;
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::connection::ConnectionError;
 use crate::messages::ResourceProfile;
+use crate::node::executor::ExecutorExit;
 use crate::reference::task::TaskRunner;
 use crate::reference::url::UrlError;
-
-pub use task_loop::result_too_large_message;
 
 /// How an executor is started: the arguments a worker passes to `sparkwire executor`.
 #[derive(Debug, Clone)]
@@ -91,41 +89,6 @@ impl ExecutorConfig {
     /// The id the executor gives in its handshakes: `app-id/executor-id`.
     pub fn handshake_id(&self) -> String {
         format!("{}/{}", self.app_id, self.executor_id)
-    }
-}
-
-/// Why a running executor ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExecutorExit {
-    /// The driver sent StopExecutor.
-    Stopped,
-    /// The connection to the driver ended.
-    DriverLost(String),
-    /// The worker's watch connection ended: the worker is gone.
-    WorkerLost(String),
-}
-
-impl ExecutorExit {
-    /// The process exit code: 0 when stopped, 1 otherwise (as Spark's `exitExecutor(1, …)`).
-    pub fn code(&self) -> i32 {
-        match self {
-            ExecutorExit::Stopped => 0,
-            ExecutorExit::DriverLost(_) | ExecutorExit::WorkerLost(_) => 1,
-        }
-    }
-}
-
-impl fmt::Display for ExecutorExit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExecutorExit::Stopped => f.write_str("Driver commanded a shutdown"),
-            ExecutorExit::DriverLost(why) => {
-                write!(f, "Driver disassociated! Shutting down. ({why})")
-            }
-            ExecutorExit::WorkerLost(why) => {
-                write!(f, "Lost connection to worker. Exiting. ({why})")
-            }
-        }
     }
 }
 
@@ -185,6 +148,5 @@ pub async fn run_executor(
     config: ExecutorConfig,
     runner: Arc<dyn TaskRunner>,
 ) -> Result<ExecutorExit, ExecutorError> {
-    let started = connect::start(&config).await?;
-    Ok(task_loop::serve(started, &config, runner).await)
+    shell::run(&config, runner).await
 }

@@ -1,7 +1,8 @@
-//! The executor's StatusUpdates to its driver, queued from the task threads themselves.
+//! How the executor's shell writes the StatusUpdates its core decides, from the task threads
+//! themselves.
 //!
-//! A task thread queues its task's RUNNING as it starts and its end as it ends, without waking
-//! the executor's loop: the connection's writer takes both from its queue, so that a task that
+//! A task thread reports its task's start and end to the core and queues the StatusUpdate that
+//! follows without waking the executor's loop: the connection's writer takes both from its queue, so that a task that
 //! ends before RUNNING was written goes out in the same write (both frames stay, RUNNING first,
 //! as Spark's executor sends both). A small update is queued at once
 //! ([`ConnectionHandle::post`]) while the connection's write queue is far from full; a large one,
@@ -17,8 +18,8 @@ use tokio::sync::Notify;
 
 use crate::connection::{ConnectionError, ConnectionHandle, DEFAULT_MAX_OUTGOING_BYTES};
 use crate::messages::coarse::StatusUpdate;
-use crate::messages::{CoarseMessage, Payload, TaskState};
-use crate::reference::task::{encode_failure, TaskFailure};
+use crate::messages::{CoarseMessage, TaskState};
+use crate::wire::{encode_failure, TaskFailure};
 
 /// The largest task data queued at once; larger updates go through the slow lane.
 const POST_DATA: usize = 64 * 1024;
@@ -38,27 +39,32 @@ struct Lane {
 /// The executor's updates to its driver.
 pub(super) struct Updates {
     driver: ConnectionHandle<CoarseMessage>,
-    executor_id: String,
     lane: Mutex<Lane>,
     /// Woken when the slow lane has something.
     slow: Notify,
 }
 
-/// What the driver is told when an update cannot be sent as it is.
-fn unsendable(e: &dyn std::fmt::Display) -> Payload {
-    encode_failure(&TaskFailure::new(
+/// What the driver is told when an update cannot be sent as it is: the task FAILED, saying why.
+fn failed(executor_id: String, task_id: i64, cpus: i32, e: &dyn std::fmt::Display) -> StatusUpdate {
+    let why = TaskFailure::new(
         "org.apache.spark.SparkException",
         format!("the task's status update could not be sent: {e}"),
-    ))
+    );
+    StatusUpdate {
+        executor_id,
+        task_id,
+        state: TaskState::Failed,
+        data: encode_failure(&why),
+        task_cpus: cpus,
+        resources: Default::default(),
+    }
 }
 
 impl Updates {
-    /// Updates of executor `executor_id` on `driver`. [`Updates::slow_lane`] must run for the
-    /// updates that wait for room.
-    pub(super) fn new(driver: ConnectionHandle<CoarseMessage>, executor_id: String) -> Arc<Self> {
+    /// Updates on `driver`. [`Updates::slow_lane`] must run for the updates that wait for room.
+    pub(super) fn new(driver: ConnectionHandle<CoarseMessage>) -> Arc<Self> {
         Arc::new(Updates {
             driver,
-            executor_id,
             lane: Mutex::new(Lane::default()),
             slow: Notify::new(),
         })
@@ -71,26 +77,14 @@ impl Updates {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn update(&self, task_id: i64, state: TaskState, data: Payload, cpus: i32) -> StatusUpdate {
-        StatusUpdate {
-            executor_id: self.executor_id.clone(),
-            task_id,
-            state,
-            data,
-            task_cpus: cpus,
-            resources: Default::default(),
-        }
-    }
-
-    /// Queues task `task_id`'s update, from any thread, without waiting. Once the connection is
-    /// closed updates are dropped: the executor's loop sees the close and ends.
-    pub(super) fn push(&self, task_id: i64, state: TaskState, data: Payload, cpus: i32) {
+    /// Queues `update`, from any thread, without waiting. Once the connection is closed updates
+    /// are dropped: the executor's loop sees the close and ends.
+    pub(super) fn push(&self, update: StatusUpdate) {
         let mut lane = self.lock();
         let post = lane.waiting.is_empty()
             && !lane.busy
-            && data.len() <= POST_DATA
+            && update.data.len() <= POST_DATA
             && self.driver.queued_bytes() <= POST_QUEUED;
-        let update = self.update(task_id, state, data, cpus);
         if !post {
             lane.waiting.push_back(update);
             drop(lane);
@@ -98,12 +92,14 @@ impl Updates {
             return;
         }
         // Posted with the lane held, so that nothing of the slow lane is queued meanwhile.
+        let (executor_id, task_id, cpus) =
+            (update.executor_id.clone(), update.task_id, update.task_cpus);
         if let Err(ConnectionError::Outbound(e)) =
             self.driver.post(CoarseMessage::StatusUpdate(update))
         {
             // The update does not fit a frame after all (or the version lacks something of it):
             // report that instead, as small as an update gets.
-            let failed = self.update(task_id, TaskState::Failed, unsendable(&e), cpus);
+            let failed = failed(executor_id, task_id, cpus, &e);
             let _ = self.driver.post(CoarseMessage::StatusUpdate(failed));
         }
     }
@@ -121,10 +117,11 @@ impl Updates {
                 self.slow.notified().await;
                 continue;
             };
-            let (task_id, cpus) = (update.task_id, update.task_cpus);
+            let (executor_id, task_id, cpus) =
+                (update.executor_id.clone(), update.task_id, update.task_cpus);
             let sent = match self.driver.send(CoarseMessage::StatusUpdate(update)).await {
                 Err(ConnectionError::Outbound(e)) => {
-                    let failed = self.update(task_id, TaskState::Failed, unsendable(&e), cpus);
+                    let failed = failed(executor_id, task_id, cpus, &e);
                     self.driver.send(CoarseMessage::StatusUpdate(failed)).await
                 }
                 other => other,
@@ -140,6 +137,7 @@ impl Updates {
 mod tests {
     use super::*;
     use crate::connection::{Connection, ConnectionConfig, Incoming};
+    use crate::messages::Payload;
     use crate::wire::handshake::Role;
     use std::time::Duration;
 
@@ -162,16 +160,24 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn updates_behind_a_large_one_wait_in_order_and_never_close_the_connection() {
         let (executor, mut driver) = pair().await;
-        let updates = Updates::new(executor.handle(), "0".into());
+        let updates = Updates::new(executor.handle());
+        let update = |task_id, state, data| StatusUpdate {
+            executor_id: "0".into(),
+            task_id,
+            state,
+            data,
+            task_cpus: 1,
+            resources: Default::default(),
+        };
         let lane = tokio::spawn(Arc::clone(&updates).slow_lane());
         // More than the queue's byte limit: it waits for room in the slow lane.
         let big = Payload::from(vec![7u8; DEFAULT_MAX_OUTGOING_BYTES + 1024]);
-        updates.push(1, TaskState::Finished, big, 1);
+        updates.push(update(1, TaskState::Finished, big));
         // Small updates from task threads while it is queued: they may not be posted past it.
         let from_threads = Arc::clone(&updates);
         std::thread::spawn(move || {
             for task in 2..200 {
-                from_threads.push(task, TaskState::Running, Payload::default(), 1);
+                from_threads.push(update(task, TaskState::Running, Payload::default()));
             }
         })
         .join()
@@ -196,8 +202,12 @@ mod tests {
         let order: Vec<i64> = seen.iter().map(|(id, _)| *id).collect();
         assert_eq!(order, (1..200).collect::<Vec<_>>());
         // With the lane empty again, small updates are posted at once and still in order.
-        updates.push(200, TaskState::Running, Payload::default(), 1);
-        updates.push(200, TaskState::Finished, Payload::from(vec![1u8; 8]), 1);
+        updates.push(update(200, TaskState::Running, Payload::default()));
+        updates.push(update(
+            200,
+            TaskState::Finished,
+            Payload::from(vec![1u8; 8]),
+        ));
         for state in [TaskState::Running, TaskState::Finished] {
             match driver.recv().await.expect("received") {
                 Incoming::Message(CoarseMessage::StatusUpdate(s)) => {

@@ -2,8 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::{read_u64s, CancelFlag, TaskFailure, TaskRunner};
+use super::{read_u64s, CancelFlag, TaskRunner};
 use crate::messages::{Payload, TaskDescription};
+use crate::wire::TaskFailure;
 
 /// Runs the built-in jobs: `pi`, `sum-squares`, `sleep`, `flaky`, `big-result`, `big-task`.
 #[derive(Debug, Clone, Copy, Default)]

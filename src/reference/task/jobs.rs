@@ -2,20 +2,7 @@
 
 use super::{read_u64s, write_u64s};
 use crate::messages::Payload;
-
-/// A job the reference driver can run.
-pub trait Job: Send + Sync {
-    /// Display name.
-    fn name(&self) -> String;
-    /// The runner executors use (the task's `sparkwire.runner` property).
-    fn runner(&self) -> &'static str;
-    /// Number of partitions, one task each.
-    fn partitions(&self) -> usize;
-    /// The input of partition `p` (the task's `serializedTask`).
-    fn input(&self, p: usize) -> Payload;
-    /// The job's result from every partition's result, in partition order.
-    fn combine(&self, results: &[Payload]) -> Result<String, String>;
-}
+use crate::node::driver::Job;
 
 /// Names of the built-in jobs.
 pub const JOB_NAMES: [&str; 6] = [
@@ -296,9 +283,10 @@ pub fn job_by_name(name: &str, partitions: usize, param: Option<u64>) -> Option<
 
 #[cfg(test)]
 mod tests {
-    use super::super::{BuiltinRunner, CancelFlag, TaskFailure, TaskRunner};
+    use super::super::{BuiltinRunner, CancelFlag, TaskRunner};
     use super::*;
     use crate::messages::TaskDescription;
+    use crate::wire::TaskFailure;
 
     fn task_of(job: &dyn Job, p: usize, attempt: i32) -> TaskDescription {
         TaskDescription {

@@ -2,23 +2,22 @@
 //!
 //! An executor runs each task through a [`TaskRunner`]; the reference ships [`BuiltinRunner`] with
 //! the jobs of `sparkwire local-cluster` (`pi`, `sum-squares`, `sleep`, `flaky`, `big-result`,
-//! `big-task`), and library users implement their own. On the driver side a [`Job`] says how many
+//! `big-task`), and library users implement their own. On the driver side a [`Job`](crate::node::driver::Job) says how many
 //! partitions there are, what each task's input is, and how the results combine.
 
 mod builtin;
 mod jobs;
-mod outcome;
 
 pub use builtin::BuiltinRunner;
 pub use jobs::{
-    job_by_name, BigResultJob, BigTaskJob, FlakyJob, Job, PiJob, SleepJob, SumSquaresJob, JOB_NAMES,
+    job_by_name, BigResultJob, BigTaskJob, FlakyJob, PiJob, SleepJob, SumSquaresJob, JOB_NAMES,
 };
-pub use outcome::{decode_failure, encode_failure, TaskFailure};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::messages::{Payload, TaskDescription};
+use crate::wire::TaskFailure;
 
 /// Set when the driver asks to kill a task; runners check it between units of work.
 #[derive(Debug, Clone, Default)]

@@ -1,7 +1,6 @@
-//! The driver's scheduler backend (Spark's `CoarseGrainedSchedulerBackend.DriverEndpoint`): the
-//! IO-free [`core`] that owns the executors, the jobs and the task scheduler, and the thin tokio
-//! loop here that feeds it what executors send, what the application client says, the revive
-//! timer and callers' requests, and carries out what it decides.
+//! The scheduler backend's tokio shell: it feeds [`BackendCore`] (in `node::driver`, which owns
+//! the executors, the jobs and the task scheduler) what executors send, what the application
+//! client says, the revive timer and callers' requests, and carries out what it decides.
 //!
 //! The loop never waits on a peer's socket: what the core outputs goes straight onto each executor
 //! connection's own write queue, bounded in bytes ([`ConnectionHandle::post`], written by the
@@ -11,28 +10,23 @@
 //! whose queue makes no progress for [`DriverConfig::send_timeout`] is given up as well. Either
 //! way the core treats its executor as lost (its tasks run again elsewhere).
 
-mod core;
-#[cfg(test)]
-mod tests;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
-use self::core::{BackendCore, ConnId, Input, Output};
-pub(crate) use self::core::{STARVATION_TEXT, STARVATION_WARNING};
 use super::app_client::AppClient;
 use super::events::{Msg, Submitted};
-use super::job::{JobFailed, JobProgress, JobResult};
 use super::{add_counters, DriverConfig, DriverError};
 use crate::connection::{ConnectionHandle, Counters, Incoming};
-use crate::messages::coarse::LaunchTask;
-use crate::messages::{CoarseMessage, ErrorDescription, ExecutorState, Family};
-use crate::reference::driver::JobId;
+use crate::messages::{CoarseMessage, Family};
+use crate::node::driver::{
+    BackendCore, BackendEffect, BackendInput, BackendStatus, JobFailed, JobId, JobProgress,
+    JobResult,
+};
+use crate::node::{ConnId, ConnOutput, Core, Output};
 use crate::reference::url::SparkUrl;
-use crate::wire::Reply;
 
 /// How long frames may wait on an executor connection that writes none of them (the executor
 /// does not read) before that connection is given up, by default ([`DriverConfig::send_timeout`]).
@@ -41,85 +35,22 @@ pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long stopping waits for executors to close their connections after StopExecutor.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
-/// An executor as the driver knows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecutorSummary {
-    /// Executor id.
-    pub id: String,
-    /// Its host, as it registered.
-    pub host: String,
-    /// Cores it registered with.
-    pub cores: u32,
-    /// Cores not held by tasks.
-    pub free_cores: u32,
-    /// Whether it sent LaunchedExecutor (it gets tasks only then).
-    pub ready: bool,
-    /// The worker running it, when the master said (ExecutorAdded).
-    pub worker_id: Option<String>,
-}
-
-/// An executor the master reported ended (ExecutorUpdated), and why: a worker that refused to
-/// launch it says so here (SPEC §14.5).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecutorEnd {
-    /// Executor id.
-    pub id: String,
-    /// The state it ended in (FAILED for a launch the worker refused).
-    pub state: ExecutorState,
-    /// The worker's message: why it failed or exited.
-    pub message: Option<String>,
-    /// Its exit code, if it ran.
-    pub exit_status: Option<i32>,
-}
-
-/// The driver's state, as [`Driver::status`](super::Driver::status) reports it.
+/// The driver's state, as [`Driver::status`](super::Driver::status) reports it: the scheduler
+/// backend's (read through it: `status.executors`) and the traffic of its connections.
 #[derive(Debug, Clone, Default)]
 pub struct DriverStatus {
-    /// The application id the master gave, once registered.
-    pub app_id: Option<String>,
-    /// Registered executors.
-    pub executors: Vec<ExecutorSummary>,
-    /// From the driver's start to the first executor registered.
-    pub first_executor_after: Option<Duration>,
+    /// The scheduler backend's state.
+    pub backend: BackendStatus,
     /// Traffic of every connection the driver had, open or closed (executors' and masters').
     pub counters: Counters,
-    /// Connections the driver had with executors.
-    pub executor_connections: usize,
-    /// LaunchTask messages sent.
-    pub tasks_launched: u64,
-    /// Task attempts that ended FINISHED.
-    pub tasks_finished: u64,
-    /// Task attempts that failed, were killed or were lost.
-    pub tasks_failed: u64,
-    /// Executors removed (lost or exited) while the driver ran.
-    pub executors_lost: u64,
-    /// Why the application is dead, if it is.
-    pub dead: Option<String>,
-    /// The active master: its URL, or its id when it dialled the application after a failover.
-    pub master: Option<String>,
-    /// MasterChanged messages acknowledged (failovers followed).
-    pub master_changes: u32,
-    /// Since the driver started.
-    pub uptime: Duration,
-    /// The last executors the master reported ended, oldest first (at most 100).
-    pub executor_ends: Vec<ExecutorEnd>,
 }
 
-impl DriverStatus {
-    /// Executors registered and ready for tasks.
-    pub fn ready_executors(&self) -> usize {
-        self.executors.iter().filter(|e| e.ready).count()
+impl std::ops::Deref for DriverStatus {
+    type Target = BackendStatus;
+
+    fn deref(&self) -> &BackendStatus {
+        &self.backend
     }
-}
-
-/// What the loop queues on an executor connection.
-enum Write {
-    Send(CoarseMessage),
-    Launch(i64, LaunchTask),
-    Reply(u64, Reply<CoarseMessage>),
-    Fail(u64, ErrorDescription),
-    /// Close once what was queued is written, telling the peer why when there is a reason.
-    Close(Option<crate::wire::CloseReason>),
 }
 
 /// How often the loop looks for executor connections whose queue makes no progress.
@@ -165,7 +96,7 @@ pub(super) async fn run(
     let mut stall_check = tokio::time::interval(STALL_CHECK);
     stall_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut shell = Shell {
-        core: BackendCore::new(config, url, Instant::now()),
+        core: BackendCore::new(config.backend_config(&url), Instant::now()),
         conns: HashMap::new(),
         jobs: HashMap::new(),
         closed_counters: Counters::default(),
@@ -244,7 +175,7 @@ impl Shell {
                 addr,
                 abort,
             } => {
-                let input = Input::Connected {
+                let input = BackendInput::Connected {
                     conn: key,
                     peer,
                     addr,
@@ -267,8 +198,8 @@ impl Shell {
                 credit,
             } => {
                 let input = match incoming {
-                    Incoming::Message(message) => Input::Message { conn: key, message },
-                    Incoming::Ask { id, message } => Input::Ask {
+                    Incoming::Message(message) => BackendInput::Message { conn: key, message },
+                    Incoming::Ask { id, message } => BackendInput::Ask {
                         conn: key,
                         id,
                         message,
@@ -283,41 +214,55 @@ impl Shell {
                     add_counters(&mut self.closed_counters, &c.handle.counters());
                 }
                 let reason = reason.to_string();
-                self.core.handle(now, Input::Closed { conn: key, reason });
+                self.core
+                    .handle(now, BackendInput::Closed { conn: key, reason });
             }
             Msg::SendFailed { key, reason } => {
-                self.core.handle(now, Input::Lost { conn: key, reason });
-            }
-            Msg::LaunchNotSent { task_id, error } => {
                 self.core
-                    .handle(now, Input::LaunchNotSent { task_id, error });
+                    .handle(now, BackendInput::Lost { conn: key, reason });
             }
-            Msg::Master(event) => self.core.handle(now, Input::Master(event)),
+            Msg::NotSent {
+                key,
+                message,
+                error,
+            } => {
+                let input = BackendInput::NotSent {
+                    conn: key,
+                    message,
+                    error,
+                };
+                self.core.handle(now, input);
+            }
+            Msg::Master(event) => self.core.handle(now, BackendInput::Master(event)),
             Msg::Submit { job, reply } => {
                 let total = job.partitions();
-                let submitted = self.core.submit(now, job).map(|id| {
-                    let (outcome_tx, outcome) = oneshot::channel();
-                    let (progress_tx, progress) = watch::channel(JobProgress {
-                        finished: 0,
-                        total,
-                        failed_attempts: 0,
+                let submitted = self
+                    .core
+                    .submit(now, job)
+                    .map_err(DriverError::from)
+                    .map(|id| {
+                        let (outcome_tx, outcome) = oneshot::channel();
+                        let (progress_tx, progress) = watch::channel(JobProgress {
+                            finished: 0,
+                            total,
+                            failed_attempts: 0,
+                        });
+                        self.jobs.insert(
+                            id,
+                            JobIo {
+                                outcome: outcome_tx,
+                                progress: progress_tx,
+                            },
+                        );
+                        Submitted {
+                            id,
+                            outcome,
+                            progress,
+                        }
                     });
-                    self.jobs.insert(
-                        id,
-                        JobIo {
-                            outcome: outcome_tx,
-                            progress: progress_tx,
-                        },
-                    );
-                    Submitted {
-                        id,
-                        outcome,
-                        progress,
-                    }
-                });
                 let _ = reply.send(submitted);
             }
-            Msg::Cancel { job } => self.core.handle(now, Input::Cancel(job)),
+            Msg::Cancel { job } => self.core.handle(now, BackendInput::Cancel(job)),
             Msg::Status(reply) => {
                 let _ = reply.send(self.status());
             }
@@ -328,7 +273,8 @@ impl Shell {
                 }
             },
             Msg::KillExecutors { ids, reply } => {
-                self.core.handle(now, Input::KillExecutors(ids.clone()));
+                self.core
+                    .handle(now, BackendInput::KillExecutors(ids.clone()));
                 match &self.client {
                     Some(client) => client.kill_executors(ids, reply),
                     None => {
@@ -347,56 +293,52 @@ impl Shell {
     fn drain(&mut self) {
         while let Some(out) = self.core.poll() {
             match out {
-                Output::Send { conn, message } => self.write(conn, Write::Send(message)),
-                Output::Launch {
-                    conn,
-                    task_id,
-                    launch,
-                } => self.write(conn, Write::Launch(task_id, launch)),
-                Output::Reply { conn, id, reply } => self.write(conn, Write::Reply(id, reply)),
-                Output::Fail { conn, id, error } => self.write(conn, Write::Fail(id, error)),
-                Output::Close { conn, reason } => self.write(conn, Write::Close(reason)),
-                Output::Abort { conn } => {
-                    if let Some(c) = self.conns.get(&conn) {
-                        c.abort.notify_one();
-                    }
-                }
-                Output::Progress { job, progress } => {
-                    if let Some(j) = self.jobs.get(&job) {
-                        j.progress.send_replace(progress);
-                    }
-                }
-                Output::JobEnded { job, outcome } => {
-                    if let Some(j) = self.jobs.remove(&job) {
-                        let _ = j.outcome.send(outcome);
-                    }
-                }
+                Output::Conn(out) => self.carry(out),
+                Output::Effect(effect) => self.effect(effect),
             }
         }
     }
 
-    /// Queues `w` on `conn`'s own write queue without waiting; nothing when the connection is
-    /// gone (its close is reported by its reader). A connection the write closes (a slow
-    /// consumer: its queue is full) is reported lost; a LaunchTask refused without closing it
-    /// fails its task.
-    fn write(&self, conn: ConnId, w: Write) {
+    /// Queues `out` on its connection's own write queue without waiting; nothing when the
+    /// connection is gone (its close is reported by its reader). A connection the write closes (a
+    /// slow consumer: its queue is full) is reported lost; a LaunchTask refused without closing
+    /// it is reported back, and its task fails.
+    fn carry(&self, out: ConnOutput<CoarseMessage>) {
+        let conn = out.conn();
         let Some(c) = self.conns.get(&conn) else {
             return;
         };
         let handle = &c.handle;
-        let (what, task, sent) = match w {
-            Write::Send(m) => {
-                let name = m.name();
-                (name, None, handle.post(m))
+        let (what, sent) = match out {
+            ConnOutput::Send { message, .. } => {
+                let name = message.name();
+                // Kept (its payload is shared, not copied) to be reported if it is refused.
+                let launch =
+                    matches!(message, CoarseMessage::LaunchTask(_)).then(|| message.clone());
+                match (handle.post(message), launch) {
+                    (Err(e), Some(message)) if !e.closes_connection() => {
+                        let error = e.to_string();
+                        let _ = self.reports.send(Msg::NotSent {
+                            key: conn,
+                            message,
+                            error,
+                        });
+                        return;
+                    }
+                    (sent, _) => (name, sent),
+                }
             }
-            Write::Launch(task_id, launch) => (
-                "LaunchTask",
-                Some(task_id),
-                handle.post(CoarseMessage::LaunchTask(launch)),
-            ),
-            Write::Reply(id, reply) => ("reply", None, handle.post_reply(id, reply)),
-            Write::Fail(id, error) => ("failure", None, handle.post_failure(id, error)),
-            Write::Close(reason) => {
+            ConnOutput::Ask { message, .. } => {
+                // The scheduler backend asks its executors nothing.
+                tracing::error!(
+                    "driver: {} not asked: the driver takes no answers",
+                    message.name()
+                );
+                return;
+            }
+            ConnOutput::Reply { id, reply, .. } => ("reply", handle.post_reply(id, reply)),
+            ConnOutput::Fail { id, error, .. } => ("failure", handle.post_failure(id, error)),
+            ConnOutput::Close { reason, .. } => {
                 match reason {
                     Some(reason) => handle.close_soon_because(reason),
                     None => handle.close_soon(),
@@ -413,20 +355,52 @@ impl Shell {
                 });
                 return;
             }
+            ConnOutput::Abort { .. } => {
+                c.abort.notify_one();
+                return;
+            }
         };
         match sent {
             Ok(()) => {}
-            Err(e) if !e.closes_connection() => match task {
-                Some(task_id) => {
-                    let error = e.to_string();
-                    let _ = self.reports.send(Msg::LaunchNotSent { task_id, error });
-                }
-                None => tracing::warn!("driver: {what} on connection {conn} not sent: {e}"),
-            },
+            Err(e) if !e.closes_connection() => {
+                tracing::warn!("driver: {what} on connection {conn} not sent: {e}")
+            }
             Err(e) => {
                 tracing::warn!("driver: {what} on connection {conn} failed: {e}");
                 let reason = e.to_string();
                 let _ = self.reports.send(Msg::SendFailed { key: conn, reason });
+            }
+        }
+    }
+
+    /// Carries out one of the core's own effects.
+    fn effect(&mut self, effect: BackendEffect) {
+        match effect {
+            BackendEffect::Progress { job, progress } => {
+                if let Some(j) = self.jobs.get(&job) {
+                    j.progress.send_replace(progress);
+                }
+            }
+            BackendEffect::JobEnded { job, outcome } => {
+                if let Some(j) = self.jobs.remove(&job) {
+                    let _ = j.outcome.send(outcome);
+                }
+            }
+            BackendEffect::Refused {
+                conn,
+                addr,
+                role,
+                id,
+                kind,
+                reason,
+            } => {
+                let peer = crate::reference::violations::Peer {
+                    addr: &addr,
+                    role,
+                    id: &id,
+                    conn,
+                };
+                crate::reference::violations::warn(peer, "refused", kind, &reason);
             }
         }
     }
@@ -454,7 +428,7 @@ impl Shell {
     }
 
     fn status(&self) -> DriverStatus {
-        let mut status = self.core.status(Instant::now());
+        let backend = self.core.status(Instant::now());
         let mut counters = self.closed_counters.clone();
         for conn in self.conns.values() {
             add_counters(&mut counters, &conn.handle.counters());
@@ -462,8 +436,7 @@ impl Shell {
         if let Some(client) = &self.client {
             add_counters(&mut counters, &client.counters());
         }
-        status.counters = counters;
-        status
+        DriverStatus { backend, counters }
     }
 
     /// Spark's stop: jobs fail, StopExecutor to every executor, UnregisterApplication to the
@@ -473,7 +446,7 @@ impl Shell {
         rx: &mut mpsc::UnboundedReceiver<Msg>,
         reported: &mut mpsc::UnboundedReceiver<Msg>,
     ) {
-        self.core.handle(Instant::now(), Input::Stop);
+        self.core.handle(Instant::now(), BackendInput::Stop);
         self.drain();
         if let Some(client) = &self.client {
             client.stop().await;

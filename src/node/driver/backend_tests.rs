@@ -1,21 +1,38 @@
-//! The scheduler backend's core driven in memory with simulated time: no socket, no timer, no
+//! The scheduler backend's core alone, driven in memory with simulated time: no socket, no timer, no
 //! task; every frame it would send is read back from its output queue.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::core::{BackendCore, ConnId, Input, Output};
+use super::{BackendConfig, BackendCore, BackendEffect, BackendInput as Input, JobProgress};
+use super::{Job, JobId, SubmitRefused};
 use crate::messages::coarse::{
     ExecutorDecommissioning, LaunchedExecutor, RegisterExecutor, StatusUpdate,
 };
 use crate::messages::{CoarseMessage, EndpointRef, Payload, TaskDescription, TaskState};
-use crate::reference::driver::{DriverConfig, DriverError, JobId};
-use crate::reference::task::{BigTaskJob, Job, PiJob};
-use crate::reference::url::SparkUrl;
+use crate::node::{ConnId, ConnOutput, Core};
+use crate::reference::task::{BigTaskJob, PiJob};
 use crate::wire::decode_task;
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 use crate::wire::DEFAULT_MAX_FRAME_SIZE;
+
+type Output = crate::node::Output<CoarseMessage, BackendEffect>;
+
+/// Spark's defaults, as `DriverConfig::new` has them.
+fn config() -> BackendConfig {
+    BackendConfig {
+        app_name: "test".into(),
+        driver_host: "127.0.0.1".into(),
+        driver_port: 7078,
+        task_cpus: 1,
+        max_task_failures: 4,
+        revive_interval: std::time::Duration::from_secs(1),
+        max_message_size_mib: 128,
+        executor_cores: None,
+        executor_memory_mb: 1024,
+    }
+}
 
 /// A core and the simulated clock it is fed.
 struct Harness {
@@ -26,11 +43,9 @@ struct Harness {
 
 impl Harness {
     fn new() -> Harness {
-        let config = DriverConfig::new("test");
-        let url = SparkUrl::endpoint("CoarseGrainedScheduler", "127.0.0.1".to_string(), 7078);
         let now = Instant::now();
         Harness {
-            core: BackendCore::new(Arc::new(config), url, now),
+            core: BackendCore::new(config(), now),
             now,
             out: Vec::new(),
         }
@@ -52,7 +67,7 @@ impl Harness {
         std::mem::take(&mut self.out)
     }
 
-    fn submit(&mut self, job: impl Job + 'static) -> Result<JobId, DriverError> {
+    fn submit(&mut self, job: impl Job + 'static) -> Result<JobId, SubmitRefused> {
         let id = self.core.submit(self.now, Arc::new(job));
         self.collect();
         id
@@ -69,11 +84,11 @@ impl Harness {
         let answer = self.take();
         assert_eq!(
             answer,
-            [Output::Reply {
+            [Output::Conn(ConnOutput::Reply {
                 conn,
                 id: 1,
                 reply: Reply::Bool(true)
-            }]
+            })]
         );
         self.input(Input::Message {
             conn,
@@ -151,13 +166,11 @@ fn pi(partitions: usize) -> PiJob {
 fn launches(out: &[Output]) -> Vec<(ConnId, TaskDescription)> {
     out.iter()
         .filter_map(|o| match o {
-            Output::Launch {
+            Output::Conn(ConnOutput::Send {
                 conn,
-                task_id,
-                launch,
-            } => {
+                message: CoarseMessage::LaunchTask(launch),
+            }) => {
                 let desc = decode_task(&launch.data.0).expect("a task the core encoded");
-                assert_eq!(desc.task_id, *task_id);
                 Some((*conn, desc))
             }
             _ => None,
@@ -167,7 +180,7 @@ fn launches(out: &[Output]) -> Vec<(ConnId, TaskDescription)> {
 
 fn job_outcome(out: &[Output], job: JobId) -> Option<Result<String, String>> {
     out.iter().find_map(|o| match o {
-        Output::JobEnded { job: j, outcome } if *j == job => Some(
+        Output::Effect(BackendEffect::JobEnded { job: j, outcome }) if *j == job => Some(
             outcome
                 .as_ref()
                 .map(|r| r.output.clone())
@@ -222,14 +235,14 @@ fn status_updates_free_cores_launch_the_next_task_and_end_the_job() {
     assert_eq!(first.len(), 1);
     h.finish(1, "0", first[0].1.task_id, 7);
     let out = h.take();
-    assert!(out.contains(&Output::Progress {
+    assert!(out.contains(&Output::Effect(BackendEffect::Progress {
         job,
-        progress: crate::reference::driver::JobProgress {
+        progress: JobProgress {
             finished: 1,
             total: 2,
             failed_attempts: 0
         }
-    }));
+    })));
     let second = launches(&out);
     assert_eq!(second.len(), 1, "the freed core takes the next task");
     assert_eq!(second[0].1.index, 1);
@@ -301,7 +314,10 @@ fn a_lost_connection_loses_its_executor_and_its_task_runs_again_elsewhere() {
         reason: "LaunchTask waited over 30s".into(),
     });
     let out = h.take();
-    assert!(out.contains(&Output::Abort { conn: 1 }), "{out:?}");
+    assert!(
+        out.contains(&Output::Conn(ConnOutput::Abort { conn: 1 })),
+        "{out:?}"
+    );
     assert!(launches(&out).is_empty(), "executor 1 has no free core yet");
     assert_eq!(h.core.status(h.now).executors_lost, 1);
     assert!(h.core.status(h.now).executors.iter().all(|e| e.id != "0"));
@@ -325,7 +341,7 @@ fn a_lost_connection_loses_its_executor_and_its_task_runs_again_elsewhere() {
         reason: "closed".into(),
     });
     assert_eq!(h.core.status(h.now).executors_lost, 1);
-    assert!(!h.take().iter().any(|o| matches!(o, Output::Launch { .. })));
+    assert!(launches(&h.take()).is_empty());
 }
 
 #[test]
@@ -339,14 +355,14 @@ fn a_disconnected_executor_fails_its_attempts_with_sparks_reason() {
         reason: "connection reset".into(),
     });
     let out = h.take();
-    assert!(out.contains(&Output::Progress {
+    assert!(out.contains(&Output::Effect(BackendEffect::Progress {
         job,
-        progress: crate::reference::driver::JobProgress {
+        progress: JobProgress {
             finished: 0,
             total: 1,
             failed_attempts: 1
         }
-    }));
+    })));
     h.executor(2, "1", 1);
     let again = launches(&h.take());
     assert_eq!(again.len(), 1);
@@ -419,7 +435,7 @@ fn an_executor_speaks_only_for_itself() {
     // … and told why: a foreign id is NotOwner (SPEC §14.3).
     let out = h.take();
     assert!(
-        matches!(&out[..], [Output::Close { conn: 2, reason: Some(r) }] if r.kind == "NotOwner" && r.message.contains("executor 0")),
+        matches!(&out[..], [Output::Effect(BackendEffect::Refused { conn: 2, kind: "NotOwner", .. }), Output::Conn(ConnOutput::Close { conn: 2, reason: Some(r) })] if r.kind == "NotOwner" && r.message.contains("executor 0")),
         "{out:?}"
     );
     assert_eq!(h.core.status(h.now).tasks_finished, 0);
@@ -431,11 +447,11 @@ fn an_executor_speaks_only_for_itself() {
         message: CoarseMessage::RegisterExecutor(register("0", 1)),
     });
     match h.take().as_slice() {
-        [Output::Fail {
+        [Output::Conn(ConnOutput::Fail {
             conn: 3,
             id: 4,
             error,
-        }] => {
+        })] => {
             assert_eq!(error.message, "Duplicate executor ID: 0")
         }
         other => panic!("{other:?}"),
@@ -455,11 +471,11 @@ fn a_decommissioning_executor_gets_no_more_tasks() {
     });
     assert_eq!(
         h.take(),
-        [Output::Reply {
+        [Output::Conn(ConnOutput::Reply {
             conn: 1,
             id: 2,
             reply: Reply::Bool(true)
-        }]
+        })]
     );
     h.submit(pi(1)).expect("submitted");
     assert!(launches(&h.take()).is_empty());
@@ -480,10 +496,10 @@ fn cancelling_kills_sent_tasks_and_fails_the_job() {
     let kills: Vec<i64> = out
         .iter()
         .filter_map(|o| match o {
-            Output::Send {
+            Output::Conn(ConnOutput::Send {
                 conn: 1,
                 message: CoarseMessage::KillTask(k),
-            } => Some(k.task_id),
+            }) => Some(k.task_id),
             _ => None,
         })
         .collect();
@@ -494,7 +510,7 @@ fn cancelling_kills_sent_tasks_and_fails_the_job() {
 fn the_revive_timer_offers_cores_at_its_interval() {
     let mut h = Harness::new();
     let start = h.now;
-    let interval = DriverConfig::new("x").revive_interval;
+    let interval = config().revive_interval;
     assert_eq!(h.core.poll_timeout(), Some(start + interval));
     h.executor(1, "0", 1);
     h.input(Input::KillExecutors(vec!["0".into()]));
@@ -529,10 +545,10 @@ fn stopping_fails_jobs_stops_executors_and_takes_no_more_work() {
     let stopped: Vec<ConnId> = out
         .iter()
         .filter_map(|o| match o {
-            Output::Send {
+            Output::Conn(ConnOutput::Send {
                 conn,
                 message: CoarseMessage::StopExecutor(_),
-            } => Some(*conn),
+            }) => Some(*conn),
             _ => None,
         })
         .collect();
@@ -540,14 +556,14 @@ fn stopping_fails_jobs_stops_executors_and_takes_no_more_work() {
     assert!(
         !out.iter().any(|o| matches!(
             o,
-            Output::Send {
+            Output::Conn(ConnOutput::Send {
                 message: CoarseMessage::KillTask(_),
                 ..
-            }
+            })
         )),
         "no KillTask while stopping"
     );
-    assert!(matches!(h.submit(pi(1)), Err(DriverError::Stopped)));
+    assert!(matches!(h.submit(pi(1)), Err(SubmitRefused::Stopped)));
     assert_eq!(h.core.poll_timeout(), None);
     // Executors leaving now are the orderly end, not losses.
     h.input(Input::Closed {

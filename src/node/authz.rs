@@ -1,4 +1,4 @@
-//! Authorization of what a peer sends, shared by the reference endpoints (SPEC §14).
+//! Authorization of what a peer sends, shared by every role's core (SPEC §14).
 //!
 //! Two checks run on every message an endpoint receives, in the default mode as in `--strict`:
 //!
@@ -16,7 +16,7 @@
 //! for happens.
 //!
 //! ```
-//! use sparkwire::reference::authz::{route, Refusal};
+//! use sparkwire::node::authz::{route, Refusal};
 //! use sparkwire::wire::handshake::Role;
 //!
 //! // A worker may send Heartbeat to the master, one-way …

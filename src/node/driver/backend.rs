@@ -1,23 +1,22 @@
-//! The scheduler backend's state, without IO (Spark's `CoarseGrainedSchedulerBackend.DriverEndpoint`
-//! with its task scheduler): fed [`Input`]s with the time, it queues [`Output`]s (frames
-//! addressed by connection id, job progress and outcomes) that its loop drains in one place with
-//! [`BackendCore::poll`], and names the next time it must be woken ([`BackendCore::poll_timeout`]).
+//! The scheduler backend's core (Spark's `CoarseGrainedSchedulerBackend.DriverEndpoint` with its
+//! task scheduler): a [`Core`] fed [`BackendInput`]s with the time, whose outputs are frames on the
+//! executors' connections ([`ConnOutput`]) and job progress and outcomes ([`BackendEffect`]).
 //!
 //! It owns the executors, the jobs and the [`TaskScheduler`]; what the scheduler decides comes out
 //! of [`TaskScheduler::poll_event`] and is acted on in [`BackendCore::settle`], the one place that
-//! turns scheduler events into outputs. A connection whose send failed is an executor lost
-//! ([`Input::Lost`]): its tasks run again elsewhere, as Spark does for a disassociated executor.
+//! turns scheduler events into outputs. It holds the one task-size rule: a LaunchTask whose
+//! serialized task does not fit the executor's connection is never written, and its job fails with
+//! Spark's text. A connection whose send failed is an executor lost ([`BackendInput::Lost`]): its
+//! tasks run again elsewhere, as Spark does for a disassociated executor.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::super::events::MasterEvent;
-use super::super::job::{JobFailed, JobProgress, JobResult};
-use super::super::scheduler::{Offer, SchedulerEvent, TaskLaunch, TaskScheduler};
-use super::super::JobId;
-use super::super::{DriverConfig, DriverError};
-use super::{DriverStatus, ExecutorEnd, ExecutorSummary};
+use super::job::{Job, JobFailed, JobId, JobProgress, JobResult};
+use super::scheduler::{Offer, SchedulerEvent, TaskLaunch, TaskScheduler};
+use super::status::{BackendStatus, ExecutorEnd, ExecutorSummary};
+use super::{BackendConfig, MasterEvent, SubmitRefused};
 use crate::messages::coarse::{
     KillTask, LaunchTask, RegisterExecutor, SparkAppConfig, StatusUpdate, StopExecutor,
 };
@@ -25,40 +24,38 @@ use crate::messages::{
     CoarseMessage, ErrorDescription, ExecutorState, Family, Payload, ResourceProfile,
     TaskDescription, TaskState,
 };
-use crate::reference::authz::{self, Refusal};
-use crate::reference::task::Job;
-use crate::reference::url::SparkUrl;
+use crate::node::authz::{self, Refusal};
+use crate::node::{ConnId, ConnOutput, Core, Output};
 use crate::wire::encode_task;
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 use crate::wire::SPARK_MAX_SIZE_KEY;
 use crate::wire::{check_task_size, task_size_limit, TaskRef};
 
-pub(crate) use crate::validate::ConnId;
-
 /// Spark's reason for an executor whose connection dropped.
-pub(crate) const DISASSOCIATED: &str = "Remote RPC client disassociated. Likely due to containers \
-                                        exceeding thresholds, or network issues. Check driver \
-                                        logs for WARN messages.";
+pub const DISASSOCIATED: &str = "Remote RPC client disassociated. Likely due to containers \
+                                 exceeding thresholds, or network issues. Check driver logs \
+                                 for WARN messages.";
 
 /// Spark warns about serialized tasks larger than this (`TaskSetManager.TASK_SIZE_TO_WARN_KIB`).
 const TASK_SIZE_TO_WARN_KIB: usize = 1000;
 
 /// How often Spark warns that tasks wait for resources.
-pub(crate) const STARVATION_WARNING: Duration = Duration::from_secs(15);
+pub const STARVATION_WARNING: Duration = Duration::from_secs(15);
 
 /// Spark's warning (TaskSchedulerImpl) when no resource was granted in that time.
-pub(crate) const STARVATION_TEXT: &str = "Initial job has not accepted any resources; check your \
+pub const STARVATION_TEXT: &str = "Initial job has not accepted any resources; check your \
      cluster UI to ensure that workers are registered and have sufficient resources";
 
-/// Executor ends kept in [`DriverStatus::executor_ends`].
+/// Executor ends kept in [`BackendStatus::executor_ends`].
 const RETAINED_EXECUTOR_ENDS: usize = 100;
 
-/// What the core is told.
+/// What the scheduler backend is told.
 #[derive(Debug)]
-pub(crate) enum Input {
+pub enum BackendInput {
     /// An executor connection completed its handshake.
     Connected {
+        /// Its id.
         conn: ConnId,
         /// The peer's id from the handshake, for log lines.
         peer: String,
@@ -71,23 +68,46 @@ pub(crate) enum Input {
     },
     /// A one-way message arrived.
     Message {
+        /// On which connection.
         conn: ConnId,
+        /// The message.
         message: CoarseMessage,
     },
-    /// An ask arrived; it is answered with [`Output::Reply`] or [`Output::Fail`].
+    /// An ask arrived; it is answered with [`ConnOutput::Reply`] or [`ConnOutput::Fail`].
     Ask {
+        /// On which connection.
         conn: ConnId,
+        /// The ask's id.
         id: u64,
+        /// The message.
         message: CoarseMessage,
     },
     /// A send on the connection failed or waited too long: the executor on it is lost now, its
     /// tasks run elsewhere; the connection is aborted.
-    Lost { conn: ConnId, reason: String },
+    Lost {
+        /// Which connection.
+        conn: ConnId,
+        /// Why, for the log.
+        reason: String,
+    },
     /// The connection ended.
-    Closed { conn: ConnId, reason: String },
-    /// A LaunchTask its connection refused without closing (it could not be encoded): the job
-    /// fails with this text, as for a task too large.
-    LaunchNotSent { task_id: i64, error: String },
+    Closed {
+        /// Which connection.
+        conn: ConnId,
+        /// Why, for the log.
+        reason: String,
+    },
+    /// A message the connection refused to write without closing (it could not be encoded, or
+    /// the connection's inspector refused it): a LaunchTask's task fails with this text, as a
+    /// task too large does.
+    NotSent {
+        /// Which connection.
+        conn: ConnId,
+        /// The message, as the core wrote it.
+        message: CoarseMessage,
+        /// Why.
+        error: String,
+    },
     /// News from the application client.
     Master(MasterEvent),
     /// Cancel a job.
@@ -98,49 +118,42 @@ pub(crate) enum Input {
     Stop,
 }
 
-/// What the core asks its loop to do, in order.
+/// What the scheduler backend wants done besides writing on its connections.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Output {
-    /// A one-way message.
-    Send {
-        conn: ConnId,
-        message: CoarseMessage,
-    },
-    /// A LaunchTask (its size already checked); if the connection refuses it without closing,
-    /// the loop reports [`Input::LaunchNotSent`].
-    Launch {
-        conn: ConnId,
-        task_id: i64,
-        launch: LaunchTask,
-    },
-    /// The answer to an ask.
-    Reply {
-        conn: ConnId,
-        id: u64,
-        reply: Reply<CoarseMessage>,
-    },
-    /// An ask refused.
-    Fail {
-        conn: ConnId,
-        id: u64,
-        error: ErrorDescription,
-    },
-    /// Close the connection once what was queued on it is written.
-    Close {
-        conn: ConnId,
-        /// What the peer is told in a close envelope (SPEC §8.1), if anything.
-        reason: Option<crate::wire::CloseReason>,
-    },
-    /// Drop the connection now (its peer does not read).
-    Abort { conn: ConnId },
+pub enum BackendEffect {
     /// A job progressed.
-    Progress { job: JobId, progress: JobProgress },
+    Progress {
+        /// The job.
+        job: JobId,
+        /// How far it is.
+        progress: JobProgress,
+    },
     /// A job ended.
     JobEnded {
+        /// The job.
         job: JobId,
+        /// Its result, or why it failed.
         outcome: Result<JobResult, JobFailed>,
     },
+    /// A message from a peer was refused (SPEC §14.3): the runtime logs it, within its limit of
+    /// such lines; the connection's answer or close is among the core's outputs.
+    Refused {
+        /// Which connection.
+        conn: ConnId,
+        /// The peer's address.
+        addr: String,
+        /// The peer's role.
+        role: Role,
+        /// The executor registered on it, or the id of its hello.
+        id: String,
+        /// The error kind (`NotOnRoute`, `NotOwner`, …).
+        kind: &'static str,
+        /// The reason.
+        reason: String,
+    },
 }
+
+type Out = Output<CoarseMessage, BackendEffect>;
 
 struct ExecutorData {
     conn: ConnId,
@@ -177,10 +190,9 @@ enum Offers {
     All,
 }
 
-/// The scheduler backend's state. See the module documentation.
-pub(crate) struct BackendCore {
-    config: Arc<DriverConfig>,
-    url: SparkUrl,
+/// The scheduler backend's core. See the module documentation.
+pub struct BackendCore {
+    config: BackendConfig,
     scheduler: TaskScheduler,
     executors: BTreeMap<String, ExecutorData>,
     conns: HashMap<ConnId, ConnState>,
@@ -211,17 +223,120 @@ pub(crate) struct BackendCore {
     batching: bool,
     next_revive: Instant,
     revive_interval: Duration,
-    out: VecDeque<Output>,
+    out: VecDeque<Out>,
+}
+
+impl Core for BackendCore {
+    type Message = CoarseMessage;
+    type Input = BackendInput;
+    type Effect = BackendEffect;
+
+    fn handle(&mut self, now: Instant, input: BackendInput) {
+        self.now = now;
+        match input {
+            BackendInput::Connected {
+                conn,
+                peer,
+                addr,
+                role,
+                max_frame_size,
+            } => {
+                self.conns.insert(
+                    conn,
+                    ConnState {
+                        executor: None,
+                        peer,
+                        addr,
+                        role,
+                        max_task_size: task_size_limit(max_frame_size),
+                        refused: false,
+                    },
+                );
+            }
+            BackendInput::Message { conn, message } => self.executor_message(conn, None, message),
+            BackendInput::Ask { conn, id, message } => {
+                self.executor_message(conn, Some(id), message)
+            }
+            BackendInput::Lost { conn, reason } => self.lost(conn, &reason),
+            BackendInput::Closed { conn, reason } => self.closed(conn, &reason),
+            BackendInput::NotSent {
+                conn,
+                message,
+                error,
+            } => self.not_sent(conn, &message, &error),
+            BackendInput::Master(event) => self.master_event(event),
+            BackendInput::Cancel(job) => self.scheduler.cancel(job, format!("Job {job} cancelled")),
+            BackendInput::KillExecutors(ids) => {
+                for id in &ids {
+                    if let Some(e) = self.executors.get_mut(id) {
+                        e.pending_removal = true;
+                    }
+                }
+            }
+            BackendInput::Stop => self.stop(),
+        }
+        self.settle();
+    }
+
+    /// The revive timer: offers every executor's free cores (Spark's ReviveOffers), and warns
+    /// when tasks starve.
+    fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        if now < self.next_revive {
+            return;
+        }
+        self.next_revive = now + self.revive_interval;
+        self.want_offers(None);
+        self.settle();
+        self.warn_if_starved();
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        (!self.stopping).then_some(self.next_revive)
+    }
+
+    fn poll(&mut self) -> Option<Out> {
+        self.out.pop_front()
+    }
 }
 
 impl BackendCore {
-    /// A backend for `config`, advertising `url`, started at `now`.
-    pub(crate) fn new(config: Arc<DriverConfig>, url: SparkUrl, now: Instant) -> Self {
+    fn conn_out(&mut self, out: ConnOutput<CoarseMessage>) {
+        self.out.push_back(Output::Conn(out));
+    }
+
+    fn effect(&mut self, effect: BackendEffect) {
+        self.out.push_back(Output::Effect(effect));
+    }
+
+    /// A message its connection refused without closing: a LaunchTask's task fails with why,
+    /// its cores given back; anything else is only logged (the connection's end, if it comes,
+    /// is reported on its own).
+    fn not_sent(&mut self, conn: ConnId, message: &CoarseMessage, error: &str) {
+        let CoarseMessage::LaunchTask(launch) = message else {
+            tracing::warn!(
+                "driver: {} on connection {conn} not sent: {error}",
+                message.name()
+            );
+            return;
+        };
+        let Ok(task) = crate::wire::peek_task(&launch.data.0) else {
+            tracing::error!("driver: a LaunchTask the core did not encode was not sent: {error}");
+            return;
+        };
+        let task_id = task.task_id;
+        tracing::error!("driver: LaunchTask for task {task_id} not sent: {error}");
+        self.return_cores(task_id);
+        let text = format!("LaunchTask for task {task_id} could not be sent: {error}");
+        self.scheduler.launch_refused(task_id, &text);
+    }
+
+    /// A backend for `config`, started at `now`.
+    pub fn new(config: BackendConfig, now: Instant) -> Self {
         let revive_interval = config.revive_interval.max(Duration::from_millis(1));
         BackendCore {
             scheduler: TaskScheduler::new(config.task_cpus, config.max_task_failures),
             config,
-            url,
             executors: BTreeMap::new(),
             conns: HashMap::new(),
             closed_conns: 0,
@@ -251,47 +366,24 @@ impl BackendCore {
         }
     }
 
-    /// The next output, oldest first.
-    pub(crate) fn poll(&mut self) -> Option<Output> {
-        self.out.pop_front()
-    }
-
-    /// When [`handle_timeout`](Self::handle_timeout) must be called next.
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        (!self.stopping).then_some(self.next_revive)
-    }
-
-    /// The revive timer: offers every executor's free cores (Spark's ReviveOffers), and warns
-    /// when tasks starve.
-    pub(crate) fn handle_timeout(&mut self, now: Instant) {
-        self.now = now;
-        if now < self.next_revive {
-            return;
-        }
-        self.next_revive = now + self.revive_interval;
-        self.want_offers(None);
-        self.settle();
-        self.warn_if_starved();
-    }
-
     /// Whether task attempts are assigned or running (their executors may report at any time).
-    pub(crate) fn tasks_out(&self) -> bool {
+    pub fn tasks_out(&self) -> bool {
         self.scheduler.has_running()
     }
 
     /// Whether connections are still open.
-    pub(crate) fn has_connections(&self) -> bool {
+    pub fn has_connections(&self) -> bool {
         !self.conns.is_empty()
     }
 
     /// Submits a job: its id, or why the driver takes no job.
-    pub(crate) fn submit(&mut self, now: Instant, job: Arc<dyn Job>) -> Result<JobId, DriverError> {
+    pub fn submit(&mut self, now: Instant, job: Arc<dyn Job>) -> Result<JobId, SubmitRefused> {
         self.now = now;
         if let Some(why) = &self.dead {
-            return Err(DriverError::Dead(why.clone()));
+            return Err(SubmitRefused::Dead(why.clone()));
         }
         if self.stopping {
-            return Err(DriverError::Stopped);
+            return Err(SubmitRefused::Stopped);
         }
         let id = self.next_job;
         self.next_job += 1;
@@ -317,64 +409,17 @@ impl BackendCore {
         Ok(id)
     }
 
-    /// Handles one input.
-    pub(crate) fn handle(&mut self, now: Instant, input: Input) {
-        self.now = now;
-        match input {
-            Input::Connected {
-                conn,
-                peer,
-                addr,
-                role,
-                max_frame_size,
-            } => {
-                self.conns.insert(
-                    conn,
-                    ConnState {
-                        executor: None,
-                        peer,
-                        addr,
-                        role,
-                        max_task_size: task_size_limit(max_frame_size),
-                        refused: false,
-                    },
-                );
-            }
-            Input::Message { conn, message } => self.executor_message(conn, None, message),
-            Input::Ask { conn, id, message } => self.executor_message(conn, Some(id), message),
-            Input::Lost { conn, reason } => self.lost(conn, &reason),
-            Input::Closed { conn, reason } => self.closed(conn, &reason),
-            Input::LaunchNotSent { task_id, error } => {
-                tracing::error!("driver: LaunchTask for task {task_id} not sent: {error}");
-                self.return_cores(task_id);
-                let text = format!("LaunchTask for task {task_id} could not be sent: {error}");
-                self.scheduler.launch_refused(task_id, &text);
-            }
-            Input::Master(event) => self.master_event(event),
-            Input::Cancel(job) => self.scheduler.cancel(job, format!("Job {job} cancelled")),
-            Input::KillExecutors(ids) => {
-                for id in &ids {
-                    if let Some(e) = self.executors.get_mut(id) {
-                        e.pending_removal = true;
-                    }
-                }
-            }
-            Input::Stop => self.stop(),
-        }
-        self.settle();
-    }
-
     /// Starts a batch of inputs that arrived together (the StatusUpdates of several executors,
     /// say): each is handled at once, but the offers they call for are made once, at
     /// [`end_batch`](Self::end_batch), as Spark's `makeOffers` would find the same free cores had
     /// the updates come one by one.
-    pub(crate) fn begin_batch(&mut self) {
+    pub fn begin_batch(&mut self) {
         self.batching = true;
     }
 
     /// Ends the batch begun by [`begin_batch`](Self::begin_batch): makes the offers its inputs
     /// called for.
-    pub(crate) fn end_batch(&mut self) {
+    pub fn end_batch(&mut self) {
         self.batching = false;
         self.settle();
     }
@@ -430,7 +475,7 @@ impl BackendCore {
                     }
                     j.progress.finished += 1;
                     let progress = j.progress;
-                    self.out.push_back(Output::Progress { job, progress });
+                    self.effect(BackendEffect::Progress { job, progress });
                 }
             }
             SchedulerEvent::JobSucceeded { job } => self.job_succeeded(job),
@@ -439,13 +484,13 @@ impl BackendCore {
                 if let Some(j) = self.jobs.get_mut(&job) {
                     j.progress.failed_attempts += 1;
                     let progress = j.progress;
-                    self.out.push_back(Output::Progress { job, progress });
+                    self.effect(BackendEffect::Progress { job, progress });
                 }
             }
             SchedulerEvent::JobFailed { job, message } => {
                 tracing::warn!("driver: job {job} failed: {message}");
                 if self.jobs.remove(&job).is_some() {
-                    self.out.push_back(Output::JobEnded {
+                    self.effect(BackendEffect::JobEnded {
                         job,
                         outcome: Err(JobFailed {
                             job_id: job,
@@ -471,7 +516,7 @@ impl BackendCore {
                     interrupt_thread: true,
                     reason,
                 });
-                self.out.push_back(Output::Send {
+                self.conn_out(ConnOutput::Send {
                     conn: e.conn,
                     message,
                 });
@@ -531,16 +576,18 @@ impl BackendCore {
         }
         if let Err(refusal) = self.authorize(conn, &message, ask.is_some()) {
             if let Some(c) = self.conns.get(&conn) {
-                let peer = crate::reference::violations::Peer {
-                    addr: &c.addr,
-                    role: c.role,
-                    id: c.executor.as_deref().unwrap_or(&c.peer),
+                let refused = BackendEffect::Refused {
                     conn,
+                    addr: c.addr.clone(),
+                    role: c.role,
+                    id: c.executor.clone().unwrap_or_else(|| c.peer.clone()),
+                    kind: refusal.kind(),
+                    reason: refusal.to_string(),
                 };
-                crate::reference::violations::warn(peer, "refused", refusal.kind(), &refusal);
+                self.effect(refused);
             }
             match ask {
-                Some(id) => self.out.push_back(Output::Fail {
+                Some(id) => self.conn_out(ConnOutput::Fail {
                     conn,
                     id,
                     error: refusal.failure(),
@@ -549,7 +596,7 @@ impl BackendCore {
                     if let Some(c) = self.conns.get_mut(&conn) {
                         c.refused = true;
                     }
-                    self.out.push_back(Output::Close {
+                    self.conn_out(ConnOutput::Close {
                         conn,
                         reason: Some(refusal.close_reason()),
                     });
@@ -559,10 +606,10 @@ impl BackendCore {
         }
         if let Some(id) = ask {
             let out = match self.answer(conn, message) {
-                Ok(reply) => Output::Reply { conn, id, reply },
-                Err(error) => Output::Fail { conn, id, error },
+                Ok(reply) => ConnOutput::Reply { conn, id, reply },
+                Err(error) => ConnOutput::Fail { conn, id, error },
             };
-            self.out.push_back(out);
+            self.conn_out(out);
             return;
         }
         match message {
@@ -631,8 +678,8 @@ impl BackendCore {
         let c = &self.config;
         let mut props = vec![
             ("spark.app.name".to_string(), c.app_name.clone()),
-            ("spark.driver.host".to_string(), self.url.host.clone()),
-            ("spark.driver.port".to_string(), self.url.port.to_string()),
+            ("spark.driver.host".to_string(), c.driver_host.clone()),
+            ("spark.driver.port".to_string(), c.driver_port.to_string()),
             ("spark.task.cpus".to_string(), c.task_cpus.to_string()),
             (
                 "spark.task.maxFailures".to_string(),
@@ -725,7 +772,7 @@ impl BackendCore {
         c.refused = true;
         let exec = c.executor.clone();
         let peer = c.peer.clone();
-        self.out.push_back(Output::Abort { conn });
+        self.conn_out(ConnOutput::Abort { conn });
         if let Some(exec) = exec {
             if self.executors.get(&exec).is_some_and(|e| e.conn == conn) {
                 tracing::warn!("driver: executor {exec} ({peer}) is not reachable: {reason}");
@@ -762,7 +809,7 @@ impl BackendCore {
         };
         if let Some(c) = self.conns.get_mut(&exec.conn) {
             c.executor = None;
-            self.out.push_back(Output::Close {
+            self.conn_out(ConnOutput::Close {
                 conn: exec.conn,
                 reason: None,
             });
@@ -965,10 +1012,9 @@ impl BackendCore {
         if let Some(e) = self.executors.get_mut(&l.executor) {
             e.free_cores = e.free_cores.saturating_sub(l.cpus);
         }
-        self.out.push_back(Output::Launch {
+        self.conn_out(ConnOutput::Send {
             conn,
-            task_id: l.task_id,
-            launch: LaunchTask { data },
+            message: CoarseMessage::LaunchTask(LaunchTask { data }),
         });
     }
 
@@ -991,12 +1037,12 @@ impl BackendCore {
             }),
         };
         tracing::info!("driver: job {job} finished");
-        self.out.push_back(Output::JobEnded { job, outcome });
+        self.effect(BackendEffect::JobEnded { job, outcome });
     }
 
-    /// The state now; the loop adds the connections' traffic.
-    pub(crate) fn status(&self, now: Instant) -> DriverStatus {
-        DriverStatus {
+    /// The state now (the runtime adds the connections' traffic).
+    pub fn status(&self, now: Instant) -> BackendStatus {
+        BackendStatus {
             app_id: self.app_id.clone(),
             executors: self
                 .executors
@@ -1011,7 +1057,6 @@ impl BackendCore {
                 })
                 .collect(),
             first_executor_after: self.first_executor_after,
-            counters: Default::default(),
             executor_connections: self.closed_conns + self.conns.len(),
             tasks_launched: self.tasks_launched,
             tasks_finished: self.tasks_finished,
@@ -1043,10 +1088,10 @@ impl BackendCore {
             }
         }
         for e in self.executors.values() {
-            self.out.push_back(Output::Send {
+            self.out.push_back(Output::Conn(ConnOutput::Send {
                 conn: e.conn,
                 message: CoarseMessage::StopExecutor(StopExecutor {}),
-            });
+            }));
         }
     }
 }

@@ -1,4 +1,5 @@
-//! How a task's failure travels in `StatusUpdate.data`: an `ErrorDescription` as MessagePack.
+//! How a task's failure travels in `StatusUpdate.data` (FAILED or KILLED): an
+//! `ErrorDescription` as MessagePack.
 
 use crate::messages::{ErrorDescription, Payload};
 

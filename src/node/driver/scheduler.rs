@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::messages::{Payload, TaskState};
-use crate::reference::task::decode_failure;
+use crate::wire::decode_failure;
 
 use super::JobId;
 
@@ -539,7 +539,7 @@ impl TaskScheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reference::task::{encode_failure, TaskFailure};
+    use crate::wire::{encode_failure, TaskFailure};
 
     fn offers(n: usize, cores: u32) -> Vec<Offer> {
         (0..n)
