@@ -947,6 +947,10 @@ pub fn reply_value(v: Node<'_>, version: Version) -> Result<ReplyValue, JavaErro
     match v.class() {
         Some("java.lang.Boolean") => Ok(ReplyValue::Bool(super::java::boolean(v, "reply")?)),
         Some("java.lang.Integer") => Ok(ReplyValue::Int(int(v, "reply")?)),
+        Some(RPC_FAILURE) => Ok(ReplyValue::Failure(error_description_of(field(
+            obj(v, "RpcFailure")?,
+            "e",
+        )?)?)),
         Some(_) => match classify(v, version) {
             Classified::Message(m) => Ok(ReplyValue::Message(m)),
             Classified::Failed(c, e) => Err(JavaError::Shape(format!("{c}: {e}"))),
@@ -959,6 +963,10 @@ pub fn reply_value(v: Node<'_>, version: Version) -> Result<ReplyValue, JavaErro
     }
 }
 
+/// The class of the object a Spark endpoint replies with when it fails an ask (its
+/// `RpcCallContext.sendFailure`): the exception, serialized whole, inside an `RpcResponse`.
+pub const RPC_FAILURE: &str = "org.apache.spark.rpc.netty.RpcFailure";
+
 /// A reply, as far as sparkwire's replies go.
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)] // one per frame, consumed at once
@@ -969,6 +977,8 @@ pub enum ReplyValue {
     Int(i32),
     /// A catalogued message.
     Message(Typed),
+    /// The endpoint failed the ask: the exception of an `RpcFailure` object ([`RPC_FAILURE`]).
+    Failure(ErrorDescription),
     /// Anything else, by class.
     Other(String),
 }

@@ -57,7 +57,7 @@ mod vectors;
 pub use decode::{decode_capture, decode_capture_with, java_streams, Decoded};
 pub use pcap::{read_capture, CaptureError, Endpoints, TcpEvent, Timed};
 // The tracer.
-pub use tracer::{ConnSummary, RoundTrip, Summary, Tracer};
+pub use tracer::{error_of, ConnSummary, RoundTrip, Summary, Tracer};
 // The proxy.
 #[cfg(feature = "spark-proxy")]
 pub use proxy::{
@@ -72,7 +72,7 @@ pub use frame::{
     Frame, FrameDecoder, FrameEncodeError, FrameError, FrameItem, FrameType, DEFAULT_MAX_FRAME,
 };
 pub use java::{limits as java_limits, parse as parse_stream, JavaError, MAX_STREAM};
-pub use map::{catalogue_name, classify, reply_value, Classified, ReplyValue, Typed};
+pub use map::{catalogue_name, classify, reply_value, Classified, ReplyValue, Typed, RPC_FAILURE};
 pub use rpc::{address_text, block_transfer_class, RequestMessage};
 // Java serialization, read and written.
 pub use serial::{

@@ -16,7 +16,7 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing, Target};
-use crate::env::{Ctx, Endpoint};
+use crate::env::{Ctx, Endpoint, Wire};
 use crate::mp;
 use crate::peer::Conn;
 use crate::targets::common::{crossing, envelope_of, expect_refused, sample, spark_id, unique};
@@ -152,10 +152,13 @@ pub async fn app(
     version: Version,
 ) -> Result<(Conn, String), Failure> {
     let mut conn = open(ctx, Role::AppClient, label, "", version).await?;
+    // Each application at an address of its own: Spark's master keys applications by their
+    // driver's address and ignores a second registration from one (SPEC §14.2, Z1).
+    let port = 40000 + (unique() % 20000) as i32;
     conn.send(&Envelope::Send(D::RegisterApplication(
         RegisterApplication::new(
             desc,
-            EndpointRef::at(Addr::new("127.0.0.1", 40000), "AppClient"),
+            EndpointRef::at(Addr::new("127.0.0.1", port), "AppClient"),
         ),
     )))
     .await?;
@@ -986,12 +989,47 @@ async fn submit(ctx: &Ctx) -> Result<(Conn, SubmitDriverResponse), Failure> {
 /// Waits until no application of an earlier case is still active: an application waiting for
 /// cores takes them on the next worker that registers, before the case's own application.
 async fn no_apps_left(ctx: &Ctx) -> Outcome {
+    if ctx.log.wire() != Wire::Sparkwire {
+        clear_leftovers(ctx).await?;
+    }
     settle(
         ctx,
         || async { Ok(state(ctx).await?.active_apps.is_empty()) },
         "no application of an earlier case still active",
     )
     .await
+}
+
+/// On Spark's wire, ends what earlier cases left behind. Spark binds no application or driver to
+/// the connection that made it (SPEC §15.4): an application registered with a driver reference
+/// without an address, or a driver whose client went away, stays until someone ends it, and would
+/// take the cores of the next case's workers. The suite ends them as any Spark client may:
+/// UnregisterApplication, and RequestKillDriver for each driver.
+async fn clear_leftovers(ctx: &Ctx) -> Outcome {
+    let s = state(ctx).await?;
+    if s.active_apps.is_empty() && s.active_drivers.is_empty() {
+        return Ok(());
+    }
+    let mut c = open(ctx, Role::Ui, "cleanup", "", Version::V2).await?;
+    for a in &s.active_apps {
+        c.send(&Envelope::Send(D::UnregisterApplication(
+            UnregisterApplication::new(a.id.clone()),
+        )))
+        .await?;
+    }
+    for (i, d) in s.active_drivers.iter().enumerate() {
+        let id = 900 + i as u64;
+        c.send(&Envelope::Ask {
+            id,
+            message: D::RequestKillDriver(RequestKillDriver::new(d.id.clone())),
+        })
+        .await?;
+        c.expect::<D, ()>(wait(ctx), "KillDriverResponse", |e| {
+            matches!(e, Envelope::Reply { id: rid, .. } if *rid == id).then_some(())
+        })
+        .await?;
+    }
+    Ok(())
 }
 
 async fn allocation(
