@@ -28,6 +28,8 @@ suite="$PWD/target/$dir/sparkwire-conformance"
 out="target/conformance"
 mkdir -p "$out"
 "$suite" --check-cases-md conformance/CASES.md
+# The verdict on real Spark, from the stored runs (scripts/spark/conformance.sh makes them).
+"$suite" --check-spark-md conformance/SPARK.md --spark-results conformance/spark
 
 scratch="$(mktemp -d)"
 pids=()

@@ -98,6 +98,17 @@ struct Args {
     /// With `--wire spark`: the Spark release spoken, 4.0.1 (protocol version 2) or 3.0.3 (1).
     #[arg(long, default_value = "4.0.1", value_parser = ["4.0.1", "3.0.3"])]
     spark_release: String,
+    /// Writes conformance/SPARK.md (the verdict on real Spark) to FILE from the stored runs in
+    /// --spark-results, and exits.
+    #[arg(long, value_name = "FILE")]
+    write_spark_md: Option<std::path::PathBuf>,
+    /// Checks that FILE is SPARK.md as the stored runs in --spark-results give it; exits 1 when
+    /// stale.
+    #[arg(long, value_name = "FILE")]
+    check_spark_md: Option<std::path::PathBuf>,
+    /// The stored runs on real Spark (RELEASE-TARGET.json, the --json reports).
+    #[arg(long, value_name = "DIR", default_value = "conformance/spark")]
+    spark_results: std::path::PathBuf,
     /// Injects a fault between the suite and the endpoint (for the suite's own tests).
     #[arg(long, hide = true)]
     fault: Option<String>,
@@ -139,6 +150,27 @@ fn run(args: Args) -> Result<ExitCode, String> {
             path.display()
         );
         return Ok(ExitCode::from(1));
+    }
+    if args.write_spark_md.is_some() || args.check_spark_md.is_some() {
+        use sparkwire_conformance::spark_md;
+        let text = spark_md::render(&spark_md::load(&args.spark_results)?)?;
+        if let Some(path) = &args.write_spark_md {
+            std::fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        if let Some(path) = &args.check_spark_md {
+            let on_disk =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if on_disk != text {
+                eprintln!(
+                    "{} is stale: run sparkwire-conformance --write-spark-md {} --spark-results {}",
+                    path.display(),
+                    path.display(),
+                    args.spark_results.display()
+                );
+                return Ok(ExitCode::from(1));
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let target =
         match &args.target {

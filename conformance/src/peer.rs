@@ -757,6 +757,24 @@ impl Conn {
         Ok(c)
     }
 
+    /// On Spark's wire, a connection to `addr` ready for Spark frames, with nothing sent yet (no
+    /// CheckExistence): for the cases that write Spark's frames themselves.
+    pub async fn connect_spark(
+        addr: SocketAddr,
+        label: &str,
+        role: Role,
+        log: &Log,
+    ) -> Result<Conn, Failure> {
+        let Wire::Spark(v) = log.wire() else {
+            return Err(Failure::Skipped(
+                "only on Spark's wire (--wire spark)".into(),
+            ));
+        };
+        let mut c = Conn::connect(addr, label, role, log).await?;
+        c.version = Some(v);
+        Ok(c)
+    }
+
     /// [`Conn::open`] with `secret`: an authenticated handshake (protocol/handshake.md §10).
     #[allow(clippy::too_many_arguments)]
     pub async fn open_authenticated(

@@ -122,6 +122,12 @@ impl SparkSide {
         &self.checked
     }
 
+    /// The endpoint's RPC address as its first request's header gave it (`None` for a
+    /// client-mode RpcEnv, or before it sent anything), or the address dialled.
+    pub fn peer_address(&self) -> Option<&(String, i32)> {
+        self.peer.0.as_ref()
+    }
+
     /// How many requests and one-way messages the endpoint sent (CheckExistence included).
     pub fn requests(&self) -> usize {
         self.requests

@@ -4,8 +4,10 @@
 # keeps each run's JSON report in conformance/spark/VERSION-TARGET.json and regenerates
 # conformance/SPARK.md from them.
 #
-#   bash scripts/spark/conformance.sh [VERSION...] [-- TARGET...]
+#   bash scripts/spark/conformance.sh [--check] [VERSION...] [-- TARGET...]
 #       VERSION: 4.0.1, 3.0.3 (default both); TARGET: master, worker (default both)
+#       --check: keep the stored runs; fail when a case's verdict differs from the stored one
+#                (what .ci/run does with the 4.0.1 master)
 #   SPARKWIRE_CONFORMANCE=path/to/sparkwire-conformance  (default: built here, release profile)
 #   SPARKWIRE_CONFORMANCE_ARGS='--cases flow/'             (more arguments for every run)
 #
@@ -22,8 +24,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 versions=()
 targets=()
+check=false
 while [ $# -gt 0 ]; do
   case "$1" in
+    --check) check=true ;;
     4.0.1 | 3.0.3) versions+=("$1") ;;
     --) shift; targets=("$@"); break ;;
     *) echo "usage: $0 [4.0.1] [3.0.3] [-- master|worker ...]" >&2; exit 2 ;;
@@ -45,9 +49,10 @@ extra=()
 if [ -n "${SPARKWIRE_CONFORMANCE_ARGS:-}" ]; then
   read -r -a extra <<<"$SPARKWIRE_CONFORMANCE_ARGS"
 fi
-out=$root/conformance/spark
-mkdir -p "$out"
+stored=$root/conformance/spark
 work=$(mktemp -d /tmp/sparkwire-spark-conformance.XXXXXX)
+if $check; then out=$work/results; else out=$stored; fi
+mkdir -p "$out"
 echo "spark conformance: logs in $work" >&2
 
 master_pid=
@@ -82,8 +87,18 @@ run_suite() { # VERSION TARGET ARGS...
   shift 2
   start=$(date +%s.%N)
   "$suite" --wire spark --spark-release "$version" --target "$target" \
-    --json "$out/$version-$target.json" "$@" "${extra[@]}" >"$work/$version-$target.txt" 2>&1 || status=$?
+    --json "$work/$version-$target.json" "$@" "${extra[@]}" >"$work/$version-$target.txt" 2>&1 || status=$?
   end=$(date +%s.%N)
+  # The stored result: the report without its wire logs (they stay in $work).
+  [ ! -s "$work/$version-$target.json" ] || python3 - "$work/$version-$target.json" "$out/$version-$target.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+for case in report["cases"]:
+    case.pop("wire_log", None)
+with open(sys.argv[2], "w") as f:
+    json.dump(report, f, indent=1)
+    f.write("\n")
+PY
   tail -n 1 "$work/$version-$target.txt" >&2
   printf 'spark %s %s: %.0f s (exit %d; report %s)\n' "$version" "$target" "$(echo "$end - $start" | bc)" "$status" "$work/$version-$target.txt" >&2
   # 0: every MUST passed; 1: some failed (a verdict); 2: the suite could not run.
@@ -108,18 +123,39 @@ for version in "${versions[@]}"; do
           sleep 0.2
         done
         grep -q "I have been elected leader" "$log" || { echo "the $version master did not start" >&2; tail -n 30 "$log" >&2; exit 1; }
-        run_suite "$version" master --addr "127.0.0.1:$port" --worker-timeout 4 --jobs 4
+        run_suite "$version" master --addr "127.0.0.1:$port" --worker-timeout 4 --jobs 4 --patience 3
         stop_master
         ;;
       worker)
         # SPARK_* for the worker the suite starts: the same environment as the master's.
         (spark_env
           run_suite "$version" worker --jobs 1 --patience 20 --spawn \
-            "SPARK_WORKER_OPTS=-Dspark.worker.timeout={worker_timeout} $SPARK_HOME/bin/spark-class org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 --webui-port 0 --cores {cores} --memory {memory}M --work-dir {work_dir} spark://{master_host}:{master_port}")
+            "env SPARK_WORKER_OPTS=-Dspark.worker.timeout={worker_timeout} $SPARK_HOME/bin/spark-class org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 --webui-port 0 --cores {cores} --memory {memory}M --work-dir {work_dir} spark://{master_host}:{master_port}")
         ;;
     esac
   done
 done
 
-(cd "$root" && "$suite" --write-spark-md conformance/SPARK.md --spark-results conformance/spark)
-echo "spark conformance: wrote conformance/SPARK.md" >&2
+if $check; then
+  # Verdicts only: the times differ from run to run.
+  python3 - "$out" "$stored" <<'PY'
+import json, os, sys
+new, old = sys.argv[1], sys.argv[2]
+differ = []
+for name in sorted(os.listdir(new)):
+    ours = {c["id"]: c["verdict"] for c in json.load(open(os.path.join(new, name)))["cases"]}
+    path = os.path.join(old, name)
+    theirs = {c["id"]: c["verdict"] for c in json.load(open(path))["cases"]} if os.path.exists(path) else {}
+    for case in sorted(set(ours) | set(theirs)):
+        if ours.get(case) != theirs.get(case):
+            differ.append(f"{name}: {case}: stored {theirs.get(case)}, now {ours.get(case)}")
+if differ:
+    print("real Spark's verdicts differ from conformance/spark/ (rerun scripts/spark/conformance.sh and resolve):", file=sys.stderr)
+    print("\n".join(differ), file=sys.stderr)
+    sys.exit(1)
+print("real Spark's verdicts are the stored ones", file=sys.stderr)
+PY
+else
+  (cd "$root" && "$suite" --write-spark-md conformance/SPARK.md --spark-results conformance/spark)
+  echo "spark conformance: wrote conformance/SPARK.md" >&2
+fi

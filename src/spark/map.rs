@@ -780,8 +780,41 @@ fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMes
                 .collect::<Result<_, _>>()?,
             status: spark_enum(field(o, "status")?, "RecoveryState", RecoveryState::ALL)?,
         }),
+        "WorkerStateResponse" => D::WorkerStateResponse(deploy::WorkerStateResponse {
+            host: str_field(o, "host")?,
+            port: int_field(o, "port")?,
+            worker_id: str_field(o, "workerId")?,
+            executors: no_runners(o, "executors")?,
+            finished_executors: no_runners(o, "finishedExecutors")?,
+            drivers: no_runners(o, "drivers")?,
+            finished_drivers: no_runners(o, "finishedDrivers")?,
+            master_url: str_field(o, "masterUrl")?,
+            cores: int_field(o, "cores")?,
+            memory: int_field(o, "memory")?,
+            cores_used: int_field(o, "coresUsed")?,
+            memory_used: int_field(o, "memoryUsed")?,
+            master_web_ui_url: str_field(o, "masterWebUiUrl")?,
+            resources: resources(field(o, "resources")?)?,
+            resources_used: resources(field(o, "resourcesUsed")?)?,
+        }),
         _ => return Err(unmapped(name)),
     })
+}
+
+/// A list of a Spark worker's `ExecutorRunner`s or `DriverRunner`s in its `WorkerStateResponse`.
+/// Those classes are not `Serializable`: a Spark worker can put the answer on the wire only while
+/// the lists are empty (with a runner in one, serializing fails and the ask is failed), so an
+/// empty list is all Spark's wire carries.
+fn no_runners<T>(o: Node<'_>, name: &str) -> Result<Vec<T>, JavaError> {
+    let list = elements(field(o, name)?, name)?;
+    if list.is_empty() {
+        Ok(Vec::new())
+    } else {
+        Err(JavaError::Shape(format!(
+            "{name}: {} runners, which Spark's worker never serializes",
+            list.len()
+        )))
+    }
 }
 
 fn coarse_message(name: &str, v: Node<'_>, version: Version) -> Result<CoarseMessage, JavaError> {

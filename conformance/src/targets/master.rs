@@ -287,6 +287,22 @@ pub fn cases() -> Vec<crate::case::Case> {
     routes(&mut cs);
     flows(&mut cs);
     crate::targets::auth::add(&mut cs);
+    crate::targets::spark::add_server(
+        &mut cs,
+        crate::targets::spark::SparkServer {
+            server: master_server(),
+            probe: (
+                || D::RequestMasterState(RequestMasterState::new()),
+                |r| matches!(r, Reply::Message(D::MasterStateResponse(_))),
+            ),
+            not_asked: || {
+                D::Heartbeat(Heartbeat::new(
+                    "worker-suite".into(),
+                    worker_ref("127.0.0.1", 1),
+                ))
+            },
+        },
+    );
     cs.list
 }
 
@@ -880,6 +896,17 @@ fn flows(cs: &mut Cases) {
             let Some(t) = ctx.settings.worker_timeout else {
                 return Err(Failure::Skipped("pass --worker-timeout SECS (the master's) to check heartbeat timeouts".into()));
             };
+            if ctx.log.wire() != Wire::Sparkwire {
+                // Spark's WorkerInfo.state is @transient: MasterStateResponse reads ALIVE for
+                // every worker on Spark's wire (SPEC §15.4). What an application is told shows it.
+                let (mut app_conn, _id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+                let w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+                let id = w.id.clone();
+                return app_conn.expect::<D, ()>(t * 2 + Duration::from_millis(500), "WorkerRemoved for the silent worker", |e| match e {
+                    Envelope::Send(D::WorkerRemoved(r)) if r.id == id => Some(()),
+                    _ => None,
+                }).await;
+            }
             let w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
             tokio::time::sleep(t * 2 + Duration::from_millis(500)).await;
             let s = state(&ctx).await?;
@@ -896,6 +923,17 @@ fn flows(cs: &mut Cases) {
                     "pass --worker-timeout SECS (the master's) to check heartbeat timeouts".into(),
                 ));
             };
+            // On Spark's wire the state reads ALIVE for any worker (SPEC §15.4): an application
+            // listens for the WorkerRemoved it would be told.
+            let mut watcher = if ctx.log.wire() != Wire::Sparkwire {
+                Some(
+                    app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2)
+                        .await?
+                        .0,
+                )
+            } else {
+                None
+            };
             let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
             let end = tokio::time::Instant::now() + t * 2 + Duration::from_millis(500);
             while tokio::time::Instant::now() < end {
@@ -906,6 +944,16 @@ fn flows(cs: &mut Cases) {
                     ))))
                     .await?;
                 tokio::time::sleep(t / 4).await;
+            }
+            if let Some(watcher) = &mut watcher {
+                let id = w.id.clone();
+                watcher
+                    .expect_none::<D>(
+                        Duration::from_millis(300),
+                        "no WorkerRemoved for the heartbeating worker",
+                        |e| matches!(e, Envelope::Send(D::WorkerRemoved(r)) if r.id == id),
+                    )
+                    .await?;
             }
             let s = state(&ctx).await?;
             check(

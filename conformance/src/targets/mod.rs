@@ -7,6 +7,7 @@ pub mod driver;
 pub mod executor;
 pub mod master;
 pub mod server;
+pub mod spark;
 pub mod spawned;
 pub mod worker;
 

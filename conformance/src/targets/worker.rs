@@ -110,7 +110,12 @@ pub async fn registered(ctx: &Ctx, versions: &[Version]) -> Result<Registered, F
         run,
         conn,
         reg,
-        master_url: format!("sparkwire://{given}"),
+        // The URL a master of the wire spoken gives: Spark's worker takes commands only from the
+        // master URL it registered with (`Worker.receive`, "Invalid Master … attempted to launch").
+        master_url: match ctx.log.wire() {
+            crate::env::Wire::Sparkwire => format!("sparkwire://{given}"),
+            crate::env::Wire::Spark(_) => format!("spark://{given}"),
+        },
     })
 }
 
@@ -257,6 +262,20 @@ pub fn cases() -> Vec<crate::case::Case> {
     ui_routes(&mut cs);
     flows(&mut cs);
     crate::targets::auth::add_server(&mut cs, worker_secured());
+    crate::targets::spark::add_server(
+        &mut cs,
+        crate::targets::spark::SparkServer {
+            server: worker_server(),
+            probe: (
+                || D::RequestWorkerState(RequestWorkerState::new()),
+                |r| matches!(r, Reply::Message(D::WorkerStateResponse(_))),
+            ),
+            not_asked: || {
+                D::ApplicationFinished(ApplicationFinished::new("app-20000101000000-9999".into()))
+            },
+        },
+    );
+    crate::targets::spark::add_worker(&mut cs);
     cs.list
 }
 
@@ -660,7 +679,7 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = "driver-20250101120000-0001";
-            let desc = DriverDescription::new("file:/tmp/x.jar".into(), 64, 1, false, command(&allowed_exec(), &["20"]), vec![]);
+            let desc = DriverDescription::new(format!("file:{}", allowed_exec()), 64, 1, false, command(&allowed_exec(), &["20"]), vec![]);
             w.conn.send(&Envelope::Send(D::LaunchDriver(LaunchDriver::new(id.into(), desc, BTreeMap::new())))).await?;
             tokio::time::sleep(Duration::from_millis(200)).await;
             w.conn.send(&Envelope::Send(D::KillDriver(KillDriver::new(id.into())))).await?;
