@@ -100,6 +100,8 @@ pub fn resolution(id: &str) -> Option<&'static str> {
         ("rules/P1/", "S2"),
         ("rules/W2/", "S2"),
         ("rules/P2/", "S2"),
+        ("flow/worker/executor/not-allowed", "S4"),
+        ("flow/worker/ui/state", "S5"),
     ];
     RESOLVED
         .iter()

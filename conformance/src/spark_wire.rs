@@ -441,3 +441,128 @@ fn typed_in(family: &str, m: Typed, version: Version, form: Form) -> Incoming {
 pub fn failure_text(error: &ErrorDescription) -> String {
     format!("{}: {}", error.class_name, error.message)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sparkwire::messages::deploy::{Heartbeat, KillDriver, RequestMasterState};
+    use sparkwire::messages::{Addr, EndpointRef};
+
+    fn body(env: &Envelope<DeployMessage>) -> Vec<u8> {
+        let mut b = Vec::new();
+        encode_envelope(env, Version::V2, &mut b).expect("encodes");
+        b
+    }
+
+    fn side(played: &str) -> SparkSide {
+        SparkSide::new(
+            Version::V2,
+            (Some(("127.0.0.1".into(), 7077)), "Master".into()),
+            played,
+        )
+    }
+
+    #[test]
+    fn an_envelope_crosses_spark_s_wire_and_comes_back_the_same() {
+        let hb = DeployMessage::from(Heartbeat::new(
+            "worker-1".into(),
+            EndpointRef::at(Addr::new("127.0.0.1", 7078), "Worker"),
+        ));
+        let ask = DeployMessage::from(RequestMasterState::new());
+        let mut client = side("Worker");
+        let mut server = side("Master");
+        for env in [
+            Envelope::Send(hb),
+            Envelope::Ask {
+                id: 42,
+                message: ask,
+            },
+            Envelope::Reply {
+                id: 42,
+                reply: Reply::Bool(true),
+            },
+            Envelope::Failure {
+                id: 7,
+                error: ErrorDescription::new("org.apache.spark.SparkException", "no"),
+            },
+        ] {
+            let wire = client
+                .outgoing("deploy", &body(&env))
+                .expect("a Spark frame");
+            // Cut anywhere: the frame is read whole.
+            let (first, answers) = server.incoming("deploy", &wire[..5]);
+            assert!(first.is_empty() && answers.is_empty());
+            let (items, answers) = server.incoming("deploy", &wire[5..]);
+            assert!(answers.is_empty());
+            assert_eq!(
+                items,
+                vec![Incoming::Envelope(body(&env).into())],
+                "{env:?}"
+            );
+        }
+        // A message names the suite's own reference: it is the sender from then on.
+        let reg = DeployMessage::from(KillDriver::new("driver-1".into()));
+        let wire = client
+            .outgoing("deploy", &body(&Envelope::Send(reg)))
+            .expect("frame");
+        let mut d = FrameDecoder::default();
+        d.push(&wire);
+        let Some(Ok(Frame::OneWay { body })) = d.next_item().map(|i| i.frame) else {
+            panic!("a one-way frame");
+        };
+        let header = RequestMessage::parse(&body).expect("a header");
+        assert_eq!(header.sender, None, "no own reference registered yet");
+        assert_eq!(header.endpoint, "Master");
+        assert_eq!(header.receiver, Some(("127.0.0.1".into(), 7077)));
+    }
+
+    #[test]
+    fn check_existence_is_answered_for_the_endpoint_played_only() {
+        let asker = side("Worker");
+        let mut master = side("Master");
+        for (name, exists) in [("Master", true), ("Worker", false)] {
+            let ask = asker.check_existence(9, name).expect("a request");
+            let (items, answers) = master.incoming("deploy", &ask);
+            assert!(matches!(&items[..], [Incoming::Ignored(_)]), "{items:?}");
+            let mut back = side("Worker");
+            let (replies, _) = back.incoming("deploy", &answers[0]);
+            assert_eq!(
+                replies,
+                vec![Incoming::Envelope(
+                    body(&Envelope::Reply {
+                        id: 9,
+                        reply: Reply::Bool(exists)
+                    })
+                    .into()
+                )]
+            );
+        }
+        assert_eq!(master.checked(), ["Master", "Worker"]);
+    }
+
+    #[test]
+    fn what_has_no_spark_form_is_refused_and_what_sparkwire_cannot_read_is_foreign() {
+        let mut s = side("Worker");
+        let close =
+            Envelope::<DeployMessage>::Close(sparkwire::wire::CloseReason::new("Idle", "x"));
+        assert!(s.outgoing("deploy", &body(&close)).is_err());
+        assert!(s
+            .outgoing(
+                "deploy",
+                &body(&Envelope::Ask {
+                    id: u64::MAX,
+                    message: DeployMessage::from(RequestMasterState::new()),
+                })
+            )
+            .is_err());
+        assert!(s.outgoing("deploy", &[0xc1]).is_err());
+        let garbage = Frame::RpcResponse {
+            request_id: 3,
+            body: Bytes::from_static(&[0xAC, 0xED, 0x00, 0x05, 0x70]),
+        }
+        .encode()
+        .expect("frame");
+        let (items, _) = s.incoming("deploy", &garbage);
+        assert!(matches!(&items[..], [Incoming::Foreign(_)]), "{items:?}");
+    }
+}

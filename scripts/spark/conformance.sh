@@ -130,7 +130,7 @@ for version in "${versions[@]}"; do
         # SPARK_* for the worker the suite starts: the same environment as the master's.
         (spark_env
           run_suite "$version" worker --jobs 1 --patience 20 --spawn \
-            "env SPARK_WORKER_OPTS=-Dspark.worker.timeout={worker_timeout} $SPARK_HOME/bin/spark-class org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 --webui-port 0 --cores {cores} --memory {memory}M --work-dir {work_dir} spark://{master_host}:{master_port}")
+            "env SPARK_WORKER_OPTS='-Dspark.worker.timeout={worker_timeout} -Dspark.decommission.enabled=true' $SPARK_HOME/bin/spark-class org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 --webui-port 0 --cores {cores} --memory {memory}M --work-dir {work_dir} spark://{master_host}:{master_port}")
         ;;
     esac
   done
