@@ -307,8 +307,11 @@ impl Conn {
     /// Sends an envelope in the negotiated version.
     pub async fn send<F: Family>(&mut self, env: &Envelope<F>) -> Result<(), Failure> {
         let mut body = Vec::new();
-        encode_envelope(env, self.v(), &mut body)
-            .map_err(|e| fail("an envelope the suite can encode", e.to_string()))?;
+        encode_envelope(env, self.v(), &mut body).map_err(|e| match self.spark {
+            // A message the Spark release spoken does not have (SPEC §15.3).
+            Some(_) => not_on_spark_wire(format!("in Spark {}: {e}", release(self.v()))),
+            None => fail("an envelope the suite can encode", e.to_string()),
+        })?;
         self.send_frame(&body).await
     }
 

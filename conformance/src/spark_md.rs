@@ -148,7 +148,8 @@ pub fn render(runs: &[Run]) -> Result<String, String> {
         out,
         "Each run is `sparkwire-conformance --wire spark --spark-release RELEASE --target TARGET`: the suite \
          speaks Spark's own RPC (SPEC §15) to a real Spark master (started by the script, `spark.worker.timeout=4`, \
-         `--worker-timeout 4`) or plays the master to real Spark workers it starts itself (one per case). Cases about \
+         `--worker-timeout 4`) or plays the master to real Spark workers it starts itself (one per case, \
+         `spark.worker.timeout=2`, `spark.decommission.enabled=true` so that DecommissionWorker is taken). Cases about \
          sparkwire's own framing, handshake and authentication are skipped with \"not on Spark's wire\"; a failure is \
          resolved by a deviation of SPEC §15.4, named in the last column.\n"
     );

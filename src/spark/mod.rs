@@ -57,7 +57,10 @@ mod vectors;
 pub use decode::{decode_capture, decode_capture_with, java_streams, Decoded};
 pub use pcap::{read_capture, CaptureError, Endpoints, TcpEvent, Timed};
 // The tracer.
-pub use tracer::{error_of, ConnSummary, RoundTrip, Summary, Tracer};
+pub use tracer::{
+    error_of, ConnSummary, RoundTrip, Summary, Tracer, MAX_CLASSES, MAX_CONNECTIONS, MAX_FAILURES,
+    MORE_CLASSES,
+};
 // The proxy.
 #[cfg(feature = "spark-proxy")]
 pub use proxy::{

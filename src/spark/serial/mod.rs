@@ -363,7 +363,7 @@ impl Graph {
     }
 
     /// The descriptors of a class's hierarchy, topmost superclass first (the order of an
-    /// object's [`ClassData`]); `None` if a descriptor is missing or the chain loops.
+    /// object's `ClassData`); `None` if a descriptor is missing or the chain loops.
     pub fn hierarchy(&self, class: Handle) -> Option<Vec<Handle>> {
         let mut chain = Vec::new();
         let mut next = Some(class);
