@@ -303,6 +303,7 @@ pub fn cases() -> Vec<crate::case::Case> {
             },
         },
     );
+    crate::targets::spark::add_master(&mut cs);
     cs.list
 }
 

@@ -430,3 +430,31 @@ pub fn add_worker(cs: &mut Cases) {
         },
     );
 }
+
+/// The Spark-wire cases of the master target: where a master sends what it sends.
+pub fn add_master(cs: &mut Cases) {
+    cs.add(
+        "spark/15.2/master-answers-on-connection",
+        Level::Must,
+        "the master answers RegisterWorker over the connection the worker opened, and does not dial the address of the worker's reference (where the suite listens)",
+        |ctx: Ctx| async move {
+            spark_version(&ctx)?;
+            let listener = crate::peer::Listener::bind(([127, 0, 0, 1], 0).into(), &ctx.log)
+                .await
+                .map_err(|e| fail("a listening socket", e))?;
+            let port = i32::from(listener.addr().port());
+            let id = format!("worker-20250101120000-127.0.0.1-{port}");
+            let mut c = crate::targets::master::open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
+            c.send(&Envelope::Send(crate::targets::master::register_worker_msg(&id, "127.0.0.1", port, 0, 0)))
+                .await?;
+            c.expect::<D, ()>(wait(&ctx), "RegisteredWorker on the worker's connection", |e| {
+                matches!(e, Envelope::Send(D::RegisteredWorker(_))).then_some(())
+            })
+            .await?;
+            match listener.accept(ctx.settings.quiet, "dialled", Role::Master, "").await {
+                Ok(_) => Err(fail("no connection to the reference's address", "the master dialled it")),
+                Err(_) => Ok(()),
+            }
+        },
+    );
+}
