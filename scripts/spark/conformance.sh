@@ -17,7 +17,8 @@
 # when its run ends; the worker target has the suite start one worker per case (--spawn, one case
 # at a time), which the suite stops. Every process started is stopped by PID, also on failure or
 # Ctrl-C. A run's report is kept even when cases fail (that is the verdict); the script fails only
-# when a run could not happen.
+# when a run could not happen. Logs and full reports stay in a temporary directory, printed at the
+# start, removed on success unless SPARKWIRE_KEEP_LOGS=1.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,7 +54,7 @@ stored=$root/conformance/spark
 work=$(mktemp -d /tmp/sparkwire-spark-conformance.XXXXXX)
 if $check; then out=$work/results; else out=$stored; fi
 mkdir -p "$out"
-echo "spark conformance: logs in $work" >&2
+echo "spark conformance: logs in $work (removed at the end unless it fails or SPARKWIRE_KEEP_LOGS=1)" >&2
 
 master_pid=
 stop_master() {
@@ -66,7 +67,13 @@ stop_master() {
   wait "$master_pid" 2>/dev/null || true
   master_pid=
 }
-trap stop_master EXIT
+finish() {
+  local status=$?
+  stop_master
+  # The logs and full reports (with wire logs) go when all went well, unless asked to keep them.
+  if [ "$status" = 0 ] && [ "${SPARKWIRE_KEEP_LOGS:-0}" != 1 ]; then rm -rf "$work"; fi
+}
+trap finish EXIT
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
