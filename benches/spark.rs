@@ -24,11 +24,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use sparkwire::messages::Version;
-use sparkwire::spark::frame::{Frame, FrameDecoder};
-use sparkwire::spark::map::{classify, Classified, Typed};
-use sparkwire::spark::pcap::{read_capture, TcpEvent};
-use sparkwire::spark::rpc::RequestMessage;
-use sparkwire::spark::{encode, java, serial};
+use sparkwire::spark::RequestMessage;
+use sparkwire::spark::{classify, Classified, Typed};
+use sparkwire::spark::{message_stream, parse_stream, Graph};
+use sparkwire::spark::{read_capture, TcpEvent};
+use sparkwire::spark::{Frame, FrameDecoder};
 use sparkwire::wire::{decode_frame, encode_frame, Envelope};
 
 const SAMPLES: usize = 31;
@@ -91,7 +91,7 @@ fn samples() -> Vec<Sample> {
                     },
                     _ => continue,
                 };
-                let Ok(g) = java::parse(&stream) else {
+                let Ok(g) = parse_stream(&stream) else {
                     continue;
                 };
                 let Classified::Message(typed) = classify(g.root_node(), Version::V2) else {
@@ -131,15 +131,15 @@ fn spark_decode(raw: &Bytes) -> Typed {
         _ => panic!("a request"),
     };
     let rm = RequestMessage::parse(&body).expect("a request message");
-    let g = java::parse(&rm.stream).expect("a stream");
+    let g = parse_stream(&rm.stream).expect("a stream");
     match classify(g.root_node(), Version::V2) {
         Classified::Message(m) => m,
         other => panic!("not a message: {other:?}"),
     }
 }
 
-fn spark_encode(s: &Sample, original: &serial::Graph) -> Vec<u8> {
-    let stream = encode::message_stream(&s.typed, Version::V2, Some(original)).expect("encodes");
+fn spark_encode(s: &Sample, original: &Graph) -> Vec<u8> {
+    let stream = message_stream(&s.typed, Version::V2, Some(original)).expect("encodes");
     let header = s.header.as_ref().expect("a header");
     let body: Bytes = RequestMessage {
         stream: stream.into(),
@@ -184,7 +184,7 @@ fn main() {
     for s in samples() {
         // Encoding must give the frame back, or the figures measure something else.
         let header = s.header.as_ref().expect("a header");
-        let original = java::parse(&header.stream).expect("the stream");
+        let original = parse_stream(&header.stream).expect("the stream");
         assert_eq!(
             spark_encode(&s, &original),
             s.raw.to_vec(),
@@ -268,10 +268,10 @@ fn proxy_latency() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binds");
-        let proxy = sparkwire::spark::proxy::start(
+        let proxy = sparkwire::spark::start_proxy(
             listener,
             up_addr.to_string(),
-            sparkwire::spark::proxy::ProxyOptions::default(),
+            sparkwire::spark::ProxyOptions::default(),
         )
         .expect("the proxy starts");
         let frame = samples()

@@ -31,6 +31,8 @@ mkdir -p "$out"
 # COVERAGE.md: every normative sentence of protocol/*.md mapped (conformance/coverage.json), to
 # case ids that exist, and the file as generated.
 "$suite" --check-coverage-md conformance/COVERAGE.md
+# The verdict on real Spark, from the stored runs (scripts/spark/conformance.sh makes them).
+"$suite" --check-spark-md conformance/SPARK.md --spark-results conformance/spark
 
 scratch="$(mktemp -d)"
 pids=()

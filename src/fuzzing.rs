@@ -650,7 +650,7 @@ fn binary_trace_seeds() -> Vec<Vec<u8>> {
 /// were cut.
 #[cfg(feature = "spark")]
 pub fn spark_stream(data: &[u8]) {
-    use crate::spark::tracer::Tracer;
+    use crate::spark::Tracer;
     use crate::validate::trace::{read_events, to_text};
     use crate::validate::{Config, Validator};
     let (Some(&split), Some(&cut)) = (data.first(), data.get(1)) else {
@@ -924,7 +924,7 @@ fn java_seeds() -> Vec<Vec<u8>> {
                 let Ok(file) = std::fs::File::open(path) else {
                     continue;
                 };
-                for stream in crate::spark::decode::java_streams(file).unwrap_or_default() {
+                for stream in crate::spark::java_streams(file).unwrap_or_default() {
                     // One of each distinct stream, and none of the large task bodies.
                     if stream.len() <= 16 * 1024 && seen.insert(stream.clone()) {
                         let mut seed = vec![0];

@@ -31,10 +31,11 @@
 //! | `cli` | the `sparkwire` binary's dependencies (clap, tracing-subscriber; implies `reference`, `testing`) |
 //! | `tls` | TLS on connections (rustls; implies `tokio`) |
 //! | `webui` | the master's and worker's web UIs (implies `reference`) |
-//! | `spark` | reading Spark's own wire, [`spark`] (implies `tokio`, `trace`) |
+//! | `spark` | Spark's own wire, both ways, [`spark`]: frames, Java serialization, captures, the tracer (implies `trace`; no tokio) |
+//! | `spark-proxy` | the tracing proxy before a Spark process, `spark::start_proxy` (implies `spark`, `tokio`) |
 //! | `arbitrary` | `arbitrary::Arbitrary` for the messages (structured fuzzing) |
 //!
-//! The default features are `cli`, `tls`, `webui` and `spark`. A codec-only user writes
+//! The default features are `cli`, `tls`, `webui`, `spark` and `spark-proxy`. A codec-only user writes
 //! `sparkwire = { version = "0.1", default-features = false }`.
 //!
 //! ```

@@ -18,6 +18,8 @@ const CHECKED: &[&str] = &[
     "src/definition/mod.rs",
     "src/connection/mod.rs",
     "src/reference/driver/mod.rs",
+    "src/spark/mod.rs",
+    "src/spark/serial/mod.rs",
 ];
 
 /// A module's top-level declarations: its child modules (name → declared `pub`) and the paths its

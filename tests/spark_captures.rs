@@ -9,11 +9,11 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use sparkwire::messages::Version;
-use sparkwire::spark::decode::{decode_capture, Decoded};
-use sparkwire::spark::frame::{Frame, FrameDecoder};
-use sparkwire::spark::pcap::{read_capture, TcpEvent};
-use sparkwire::spark::rpc::RequestMessage;
-use sparkwire::spark::serial::{read, write, Limits, MAGIC};
+use sparkwire::spark::RequestMessage;
+use sparkwire::spark::{decode_capture, Decoded};
+use sparkwire::spark::{read_capture, TcpEvent};
+use sparkwire::spark::{read_stream, write_stream, Limits, MAGIC};
+use sparkwire::spark::{Frame, FrameDecoder};
 use sparkwire::validate::trace::{to_text, TraceReader};
 use sparkwire::validate::{Config, EventBody, OutsideStatus, Validator};
 use sparkwire::wire::handshake::Role;
@@ -340,8 +340,8 @@ fn ports_select_the_connections_decoded() {
 
 #[test]
 fn corrupted_bytes_of_real_streams_are_reported_never_a_panic() {
-    use sparkwire::spark::pcap::{read_capture, TcpEvent};
-    use sparkwire::spark::tracer::Tracer;
+    use sparkwire::spark::Tracer;
+    use sparkwire::spark::{read_capture, TcpEvent};
     let Some(dir) = captures() else {
         return;
     };
@@ -381,7 +381,7 @@ fn every_frame_of_the_real_captures_is_re_encoded_from_its_typed_value_byte_for_
     let Some(dir) = captures() else { return };
     for name in ["A.pcap", "B.pcap"] {
         let f = File::open(dir.join(name)).expect("capture opens");
-        let d = sparkwire::spark::decode::decode_capture_with(f, Vec::new(), Version::V2, true)
+        let d = sparkwire::spark::decode_capture_with(f, Vec::new(), Version::V2, true)
             .expect("capture decodes");
         let rt = d.summary.roundtrip.expect("the round trip was checked");
         assert_eq!(rt.differ, 0, "{name}: {:#?}", rt.differences);
@@ -436,10 +436,10 @@ fn every_stream_of_the_real_captures_is_written_back_byte_for_byte() {
     let mut total = 0;
     for name in ["A.pcap", "B.pcap"] {
         for (label, stream) in capture_streams(&dir.join(name)) {
-            let g =
-                read(&stream, &Limits::default()).unwrap_or_else(|e| panic!("{name} {label}: {e}"));
-            let back =
-                write(&g, &Limits::default()).unwrap_or_else(|e| panic!("{name} {label}: {e}"));
+            let g = read_stream(&stream, &Limits::default())
+                .unwrap_or_else(|e| panic!("{name} {label}: {e}"));
+            let back = write_stream(&g, &Limits::default())
+                .unwrap_or_else(|e| panic!("{name} {label}: {e}"));
             assert!(
                 back == stream,
                 "{name} {label}: {} bytes back for {}",
@@ -456,28 +456,28 @@ fn every_stream_of_the_real_captures_is_written_back_byte_for_byte() {
 #[test]
 fn every_message_of_the_real_captures_is_encoded_from_its_typed_value_byte_for_byte() {
     use sparkwire::messages::Version;
-    use sparkwire::spark::encode::message_stream;
-    use sparkwire::spark::map::{classify, Classified};
+    use sparkwire::spark::message_stream;
+    use sparkwire::spark::{classify, Classified};
     let Some(dir) = captures() else { return };
     let mut same = 0;
     let mut differ = Vec::new();
     for name in ["A.pcap", "B.pcap"] {
         for (label, stream) in capture_streams(&dir.join(name)) {
-            let g = read(&stream, &Limits::default()).expect("reads");
+            let g = read_stream(&stream, &Limits::default()).expect("reads");
             let Classified::Message(m) = classify(g.root_node(), Version::V2) else {
                 continue;
             };
             match message_stream(&m, Version::V2, Some(&g)) {
                 Ok(bytes) if bytes == stream => same += 1,
                 Ok(bytes) => {
-                    let back = read(&bytes, &Limits::default())
-                        .map(|g| sparkwire::spark::serial::dump(&g));
+                    let back = read_stream(&bytes, &Limits::default())
+                        .map(|g| sparkwire::spark::dump_stream(&g));
                     differ.push(format!(
                         "{name} {label} {}: {} bytes for {}\n--- real\n{}\n--- ours\n{}",
                         m.name(),
                         bytes.len(),
                         stream.len(),
-                        sparkwire::spark::serial::dump(&g),
+                        sparkwire::spark::dump_stream(&g),
                         back.unwrap_or_else(|e| e.to_string())
                     ));
                 }
@@ -505,13 +505,10 @@ fn repository_captures(version: &str) -> Vec<PathBuf> {
 /// Decodes a capture of protocol `version` with the round trip checked: nothing undecoded or
 /// unknown, every frame re-encoded byte for byte, and no violation where `sparkwire validate`
 /// (with no flag) looks; the round trip's counts.
-fn decodes_re_encodes_and_validates(
-    path: &Path,
-    version: Version,
-) -> sparkwire::spark::tracer::RoundTrip {
+fn decodes_re_encodes_and_validates(path: &Path, version: Version) -> sparkwire::spark::RoundTrip {
     let name = path.display();
     let f = File::open(path).expect("capture opens");
-    let d = sparkwire::spark::decode::decode_capture_with(f, Vec::new(), version, true)
+    let d = sparkwire::spark::decode_capture_with(f, Vec::new(), version, true)
         .expect("capture decodes");
     let s = &d.summary;
     assert!(
@@ -571,12 +568,12 @@ fn every_spark_4_capture_decodes_re_encodes_byte_for_byte_and_validates() {
 fn captured_descriptors(version: &str) -> BTreeMap<String, (String, Option<String>)> {
     let mut out = BTreeMap::new();
     for path in repository_captures(version) {
-        let streams = sparkwire::spark::decode::java_streams(File::open(&path).expect("opens"))
-            .expect("reads");
+        let streams =
+            sparkwire::spark::java_streams(File::open(&path).expect("opens")).expect("reads");
         for stream in streams {
-            let g = read(&stream, &Limits::default()).expect("a stream reads");
+            let g = read_stream(&stream, &Limits::default()).expect("a stream reads");
             for e in g.entries() {
-                if let sparkwire::spark::serial::Entry::ClassDesc(d) = e {
+                if let sparkwire::spark::Entry::ClassDesc(d) = e {
                     let fields: Vec<String> = d
                         .fields
                         .iter()
@@ -600,7 +597,7 @@ fn captured_descriptors(version: &str) -> BTreeMap<String, (String, Option<Strin
 
 #[test]
 fn the_class_tables_agree_with_every_descriptor_in_the_captures() {
-    use sparkwire::spark::classes::ClassTable;
+    use sparkwire::spark::ClassTable;
     for (version, protocol) in [("4.0.1", Version::V2), ("3.0.3", Version::V1)] {
         let Some(table) = ClassTable::of(protocol) else {
             // A version whose table sparkwire does not load is not written; it is still read.
@@ -645,7 +642,7 @@ fn the_class_tables_agree_with_every_descriptor_in_the_captures() {
 
 #[test]
 fn spark_golden_vectors_decode_to_their_values_and_encode_to_their_streams() {
-    use sparkwire::spark::vectors::{check, SparkVectors};
+    use sparkwire::spark::{check_vectors, SparkVectors};
     // Spark release, vectors at least, from captures at least.
     for (release, at_least, from_real) in [("4.0.1", 60, 45), ("3.0.3", 50, 40)] {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -654,7 +651,7 @@ fn spark_golden_vectors_decode_to_their_values_and_encode_to_their_streams() {
         let text = std::fs::read_to_string(&path).expect("the Spark vectors");
         let v: SparkVectors = serde_json::from_str(&text).expect("they parse");
         assert_eq!(v.spark, release);
-        let n = check(&v).unwrap_or_else(|e| panic!("{release}: {e}"));
+        let n = check_vectors(&v).unwrap_or_else(|e| panic!("{release}: {e}"));
         let from_captures = v
             .vectors
             .iter()
@@ -730,12 +727,12 @@ fn every_spark_3_capture_decodes_re_encodes_byte_for_byte_and_validates() {
 /// MasterStateResponse is refused (the master's own objects).
 #[test]
 fn spark_3_messages_from_the_typed_value_alone_are_exactly_these() {
-    use sparkwire::spark::encode::message_stream;
-    use sparkwire::spark::map::{classify, Classified};
+    use sparkwire::spark::message_stream;
+    use sparkwire::spark::{classify, Classified};
     let mut got: BTreeMap<String, (u32, u32, u32)> = BTreeMap::new();
     for path in repository_captures("3.0.3") {
         for (label, stream) in capture_streams(&path) {
-            let g = read(&stream, &Limits::default()).expect("reads");
+            let g = read_stream(&stream, &Limits::default()).expect("reads");
             let Classified::Message(m) = classify(g.root_node(), Version::V1) else {
                 continue;
             };

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sparkwire::messages::Version;
-use sparkwire::spark::decode::decode_capture;
-use sparkwire::spark::pcap::{read_capture, TcpEvent};
-use sparkwire::spark::proxy::{start, ProxyOptions};
+use sparkwire::spark::decode_capture;
+use sparkwire::spark::{read_capture, TcpEvent};
+use sparkwire::spark::{start_proxy, ProxyOptions};
 use sparkwire::validate::{Event, EventBody};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -97,7 +97,8 @@ async fn proxy_forwards_capture_a_unchanged_and_traces_the_same_messages() {
         })),
         ..ProxyOptions::default()
     };
-    let proxy = start(proxy_listener, upstream_addr.to_string(), options).expect("proxy starts");
+    let proxy =
+        start_proxy(proxy_listener, upstream_addr.to_string(), options).expect("proxy starts");
     let proxy_addr = proxy.local_addr();
 
     // Replay in capture order: each chunk must arrive before the next is sent.
@@ -186,7 +187,7 @@ async fn proxy_forwards_bytes_that_are_not_spark_and_reports_them_only_as_not_sp
         })),
         ..ProxyOptions::default()
     };
-    let proxy = start(proxy_listener, upstream_addr.to_string(), options).expect("starts");
+    let proxy = start_proxy(proxy_listener, upstream_addr.to_string(), options).expect("starts");
     let mut client = TcpStream::connect(proxy.local_addr())
         .await
         .expect("connects");
@@ -214,8 +215,8 @@ async fn proxy_forwards_bytes_that_are_not_spark_and_reports_them_only_as_not_sp
 
 /// A one-way RPC frame to `endpoint` holding `stream`.
 fn one_way(endpoint: &str, stream: &[u8]) -> Vec<u8> {
-    use sparkwire::spark::frame::Frame;
-    use sparkwire::spark::rpc::RequestMessage;
+    use sparkwire::spark::Frame;
+    use sparkwire::spark::RequestMessage;
     let body = RequestMessage {
         sender: Some(("127.0.0.1".into(), 7078)),
         receiver: Some(("127.0.0.1".into(), 7077)),
@@ -263,8 +264,8 @@ async fn hostile_java_streams_fail_their_frame_alone_and_the_proxy_serves_the_ot
         }
     });
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
-    let proxy =
-        start(listener, upstream_addr.to_string(), ProxyOptions::default()).expect("proxy starts");
+    let proxy = start_proxy(listener, upstream_addr.to_string(), ProxyOptions::default())
+        .expect("proxy starts");
     let addr = proxy.local_addr();
     // Hostile: 200,000 levels of nesting; an array claiming 2^31 - 1 elements; a reference to
     // a handle that was never assigned. Then a frame of Spark's own (an endpoint check).
@@ -273,8 +274,7 @@ async fn hostile_java_streams_fail_their_frame_alone_and_the_proxy_serves_the_ot
     lying_array.extend_from_slice(&[0x02, 0, 0, 0x78, 0x70]);
     lying_array.extend_from_slice(&i32::MAX.to_be_bytes());
     let dangling = vec![0xAC, 0xED, 0x00, 0x05, 0x71, 0x00, 0x7E, 0x00, 0x09];
-    let check =
-        sparkwire::spark::encode::check_existence_stream("Master", Version::V2).expect("a check");
+    let check = sparkwire::spark::check_existence_stream("Master", Version::V2).expect("a check");
     let mut hostile = one_way("Master", &nested_stream(200_000));
     hostile.extend(one_way("Master", &lying_array));
     hostile.extend(one_way("Master", &dangling));

@@ -37,10 +37,9 @@ use sparkwire::messages::coarse::LaunchTask;
 use sparkwire::messages::Payload;
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version, Versioned};
 use sparkwire::reference::master::{Master, MasterConfig};
-use sparkwire::spark::frame::{Frame, FrameDecoder};
-use sparkwire::spark::java;
-use sparkwire::spark::pcap::{read_capture, TcpEvent};
-use sparkwire::spark::rpc::{block_transfer_class, RequestMessage};
+use sparkwire::spark::{block_transfer_class, parse_stream, RequestMessage};
+use sparkwire::spark::{read_capture, TcpEvent};
+use sparkwire::spark::{Frame, FrameDecoder};
 use sparkwire::wire::handshake::{
     decode_answer, decode_hello, decode_proof, encode_hello, verify_server_proof, Answer, Hello,
     Role, Secret,
@@ -1274,8 +1273,8 @@ struct SparkSeen {
 }
 
 fn class_of_body(body: &[u8]) -> Option<String> {
-    if body.starts_with(&sparkwire::spark::serial::MAGIC) {
-        java::parse(body)
+    if body.starts_with(&sparkwire::spark::MAGIC) {
+        parse_stream(body)
             .ok()
             .and_then(|g| g.root_node().class().map(str::to_string))
     } else {

@@ -6,6 +6,29 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::case::Target;
+use sparkwire::messages::Version;
+
+/// The wire the suite's connections speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// sparkwire's own: the handshake, then MessagePack envelopes in length-prefixed frames.
+    Sparkwire,
+    /// Spark's own RPC (SPEC §15): Netty transport frames, `RequestMessage` headers, Java
+    /// serialization, as the Spark release of this protocol version writes it (2: Spark 4.0.1,
+    /// 1: Spark 3.0.3).
+    Spark(Version),
+}
+
+impl Wire {
+    /// The Spark release a Spark wire speaks, or `None` for sparkwire's wire.
+    pub fn spark_release(self) -> Option<&'static str> {
+        match self {
+            Wire::Sparkwire => None,
+            Wire::Spark(Version::V1) => Some("3.0.3"),
+            Wire::Spark(_) => Some("4.0.1"),
+        }
+    }
+}
 
 /// How the suite reaches the endpoint under test.
 #[derive(Debug, Clone)]
@@ -45,17 +68,24 @@ pub struct Settings {
     pub secret_file: Option<std::path::PathBuf>,
     /// Whether each case's wire log holds every frame's bytes, in hex (`--hex`).
     pub hex: bool,
+    /// The wire the suite speaks (`--wire`).
+    pub wire: Wire,
 }
 
 /// The wire log of one case: every frame both ways, with times, in the wire's own words: each
 /// envelope in the JSON form of protocol/trace.md (fields by their names in
 /// protocol/messages.md), each handshake frame by the keys of protocol/handshake.md, and with
 /// `--hex` ([`Log::with_hex`]) every frame's bytes too.
+///
+/// Every connection of a case is made with its log, so the log also carries what the case's
+/// connections need to know of the run: the wire they speak and the endpoint under test.
 #[derive(Debug, Clone)]
 pub struct Log {
     start: Instant,
     lines: Arc<Mutex<Vec<String>>>,
     hex: bool,
+    wire: Wire,
+    target: Target,
 }
 
 impl Log {
@@ -65,7 +95,29 @@ impl Log {
             start: Instant::now(),
             lines: Arc::new(Mutex::new(Vec::new())),
             hex: false,
+            wire: Wire::Sparkwire,
+            target: Target::Master,
         }
+    }
+
+    /// The log of a case of a run against `target` over `wire`.
+    pub fn for_run(hex: bool, wire: Wire, target: Target) -> Self {
+        Log {
+            hex,
+            wire,
+            target,
+            ..Log::new()
+        }
+    }
+
+    /// The wire the case's connections speak.
+    pub fn wire(&self) -> Wire {
+        self.wire
+    }
+
+    /// The kind of endpoint under test.
+    pub fn target(&self) -> Target {
+        self.target
     }
 
     /// An empty log that also holds every frame's bytes, in hex (`--hex`).

@@ -18,6 +18,8 @@ pub mod mp;
 pub mod peer;
 pub mod report;
 pub mod runner;
+pub mod spark_md;
+pub mod spark_wire;
 pub mod spawn;
 pub mod targets;
 

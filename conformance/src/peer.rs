@@ -1,6 +1,7 @@
 //! A connection as the suite holds it: raw frames over TCP, each one logged decoded, with the
 //! handshake done by hand so that cases can send anything, and typed envelopes after it.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -17,7 +18,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::case::{fail, Failure};
-use crate::env::Log;
+use crate::env::{Log, Wire};
+use crate::spark_wire::{endpoint_of, endpoint_played, release, Incoming, SparkSide};
 
 /// The largest frame the suite reads: more is reported, never buffered.
 pub const SUITE_MAX_FRAME: u64 = 256 * 1024 * 1024;
@@ -52,6 +54,26 @@ pub struct Conn {
     pub role: Role,
     /// The body of the hello [`Conn::read_hello`] read last (the suite as a server).
     hello_body: Option<Bytes>,
+    /// On Spark's wire (`--wire spark`), the translation of every envelope to and from Spark's
+    /// frames ([`crate::spark_wire`]).
+    spark: Option<SparkSide>,
+    /// Envelopes translated from Spark's frames, not read yet.
+    pending: VecDeque<Event>,
+}
+
+/// Why a case cannot run on Spark's wire: a [`Failure::Skipped`] saying so.
+pub fn not_on_spark_wire(what: impl std::fmt::Display) -> Failure {
+    Failure::Skipped(format!("not on Spark's wire: {what}"))
+}
+
+/// The role the endpoint under test plays, as a hello of it would declare it.
+fn target_role(target: crate::case::Target) -> Role {
+    match target {
+        crate::case::Target::Master => Role::Master,
+        crate::case::Target::Worker => Role::Worker,
+        crate::case::Target::Driver => Role::Driver,
+        crate::case::Target::Executor => Role::Executor,
+    }
 }
 
 /// A frame with its prefix.
@@ -131,9 +153,27 @@ pub fn describe_handshake(body: &[u8]) -> String {
 }
 
 impl Conn {
-    fn new(stream: TcpStream, label: String, log: Log, role: Role) -> Self {
+    fn new(stream: TcpStream, label: String, log: Log, role: Role, accepted: bool) -> Self {
         let _ = stream.set_nodelay(true);
+        let spark = match log.wire() {
+            Wire::Sparkwire => None,
+            Wire::Spark(version) => {
+                let peer_name = endpoint_of(log.target()).to_string();
+                let played = endpoint_played(role);
+                let address = |a: std::io::Result<SocketAddr>| {
+                    a.ok().map(|a| (a.ip().to_string(), i32::from(a.port())))
+                };
+                Some(if accepted {
+                    SparkSide::new(version, (None, peer_name), played)
+                        .with_local(address(stream.local_addr()))
+                } else {
+                    SparkSide::new(version, (address(stream.peer_addr()), peer_name), played)
+                })
+            }
+        };
         Conn {
+            spark,
+            pending: VecDeque::new(),
             label,
             stream,
             buf: BytesMut::with_capacity(8192),
@@ -158,7 +198,13 @@ impl Conn {
             .map_err(|_| fail(format!("a TCP connection to {addr}"), "connect timed out"))?
             .map_err(|e| fail(format!("a TCP connection to {addr}"), e.to_string()))?;
         log.push(format!("[{label}] connected to {addr}"));
-        Ok(Conn::new(stream, label.to_string(), log.clone(), role))
+        Ok(Conn::new(
+            stream,
+            label.to_string(),
+            log.clone(),
+            role,
+            false,
+        ))
     }
 
     /// The connection's label in the log.
@@ -171,8 +217,29 @@ impl Conn {
         self.version.unwrap_or(Version::V2)
     }
 
-    /// Writes bytes as they are; `what` describes them in the log.
+    /// Writes bytes as they are; `what` describes them in the log. On Spark's wire, bytes of
+    /// sparkwire's written by hand have no meaning: the case is skipped.
     pub async fn send_raw(&mut self, bytes: &[u8], what: &str) -> Result<(), Failure> {
+        if self.spark.is_some() {
+            return Err(not_on_spark_wire(format!(
+                "sparkwire bytes written by hand ({what})"
+            )));
+        }
+        self.write_logged(bytes, what).await
+    }
+
+    /// The connection's Spark side, on Spark's wire.
+    pub fn spark(&self) -> Option<&SparkSide> {
+        self.spark.as_ref()
+    }
+
+    /// Writes bytes of Spark's wire (frames a case built with [`Conn::spark`]); `what`
+    /// describes them in the log.
+    pub async fn send_spark(&mut self, bytes: &[u8], what: &str) -> Result<(), Failure> {
+        self.write_logged(bytes, what).await
+    }
+
+    async fn write_logged(&mut self, bytes: &[u8], what: &str) -> Result<(), Failure> {
         let shown = if self.log.hex() { HEX_MAX } else { 40 };
         self.log.push(format!(
             "[{}] → {} bytes: {what}: {}",
@@ -200,8 +267,29 @@ impl Conn {
         }
     }
 
-    /// Writes a frame holding `body`.
+    /// Writes a frame holding `body`. On Spark's wire `body` must be an envelope, which goes
+    /// out as the Spark frame that carries the same message; anything else skips the case.
     pub async fn send_frame(&mut self, body: &[u8]) -> Result<(), Failure> {
+        if let Some(spark) = &mut self.spark {
+            let Some(v) = self.version else {
+                return Err(not_on_spark_wire("sparkwire's handshake (Spark has none)"));
+            };
+            let what = describe(self.family, &Bytes::copy_from_slice(body), v);
+            let bytes = spark
+                .outgoing(self.family, body)
+                .map_err(not_on_spark_wire)?;
+            self.log.push(format!(
+                "[{}] → Spark {} frame {} B: {what}",
+                self.label,
+                release(v),
+                bytes.len()
+            ));
+            self.log_bytes("→", &bytes);
+            if let Err(e) = self.stream.write_all(&bytes).await {
+                self.log.push(format!("[{}] write failed: {e}", self.label));
+            }
+            return Ok(());
+        }
         let what = match self.version {
             None => describe_handshake(body),
             Some(v) => describe(self.family, &Bytes::copy_from_slice(body), v),
@@ -219,8 +307,11 @@ impl Conn {
     /// Sends an envelope in the negotiated version.
     pub async fn send<F: Family>(&mut self, env: &Envelope<F>) -> Result<(), Failure> {
         let mut body = Vec::new();
-        encode_envelope(env, self.v(), &mut body)
-            .map_err(|e| fail("an envelope the suite can encode", e.to_string()))?;
+        encode_envelope(env, self.v(), &mut body).map_err(|e| match self.spark {
+            // A message the Spark release spoken does not have (SPEC §15.3).
+            Some(_) => not_on_spark_wire(format!("in Spark {}: {e}", release(self.v()))),
+            None => fail("an envelope the suite can encode", e.to_string()),
+        })?;
         self.send_frame(&body).await
     }
 
@@ -233,7 +324,49 @@ impl Conn {
         let _ = self.stream.shutdown().await;
     }
 
+    /// On Spark's wire, turns the bytes read into envelopes and writes the answers the suite
+    /// gives at once (CheckExistence).
+    async fn translate(&mut self) {
+        let Some(spark) = &mut self.spark else {
+            return;
+        };
+        if self.buf.is_empty() {
+            return;
+        }
+        let bytes = self.buf.split().freeze();
+        let (items, answers) = spark.incoming(self.family, &bytes);
+        for item in items {
+            match item {
+                Incoming::Envelope(body) => self.pending.push_back(Event::Frame(body)),
+                Incoming::Foreign(what) => {
+                    self.log
+                        .push(format!("[{}] ← Spark frame: {what}", self.label));
+                    // Never an envelope: a case waiting for one fails on it, saying so.
+                    self.pending
+                        .push_back(Event::Frame(Bytes::from_static(&[0xc1])));
+                }
+                Incoming::Ignored(what) => {
+                    self.log
+                        .push(format!("[{}] ← Spark frame: {what}", self.label));
+                }
+            }
+        }
+        for answer in answers {
+            self.log.push(format!(
+                "[{}] → Spark RpcResponse {} B: true/false to CheckExistence",
+                self.label,
+                answer.len()
+            ));
+            if let Err(e) = self.stream.write_all(&answer).await {
+                self.log.push(format!("[{}] write failed: {e}", self.label));
+            }
+        }
+    }
+
     fn parse(&mut self) -> Option<Event> {
+        if self.spark.is_some() {
+            return self.pending.pop_front();
+        }
         if self.buf.len() < 4 {
             return None;
         }
@@ -283,6 +416,7 @@ impl Conn {
             }
             match tokio::time::timeout_at(deadline, self.stream.read_buf(&mut self.buf)).await {
                 Err(_) => return None,
+                Ok(Ok(n)) if n > 0 && self.spark.is_some() => self.translate().await,
                 Ok(Ok(0)) => {
                     let how = if self.buf.is_empty() {
                         "end of stream".to_string()
@@ -451,6 +585,9 @@ impl Conn {
 
     /// Reads the server's answer.
     pub async fn read_answer(&mut self, wait: Duration) -> Result<Answer, Failure> {
+        if self.spark.is_some() {
+            return Err(not_on_spark_wire("sparkwire's handshake (Spark has none)"));
+        }
         let body = self
             .frame_body(wait, "the server's handshake answer")
             .await?;
@@ -534,6 +671,11 @@ impl Conn {
         log: &Log,
         wait: Duration,
     ) -> Result<(Conn, Vec<String>), Failure> {
+        if let Wire::Spark(v) = log.wire() {
+            return Conn::open_spark(addr, label, hello, secret, log, wait, v)
+                .await
+                .map(|c| (c, Vec::new()));
+        }
         let role = hello.role;
         let expected = match secret {
             None => format!("the hello of a {} accepted", role.name()),
@@ -559,6 +701,83 @@ impl Conn {
         }
     }
 
+    /// [`Conn::open_with`] on Spark's wire (SPEC §15.2): connects and, as a Spark peer does
+    /// before it sends an endpoint anything, asks the endpoint verifier whether the endpoint
+    /// under test exists (`CheckExistence`), which must be answered `true`. The release's
+    /// version stands in for the handshake's: a case that asks for another is skipped, except
+    /// that against Spark 3.0.3 the version-2 cases run at version 1.
+    #[allow(clippy::too_many_arguments)]
+    async fn open_spark(
+        addr: SocketAddr,
+        label: &str,
+        hello: Hello,
+        secret: Option<&Secret>,
+        log: &Log,
+        wait: Duration,
+        v: Version,
+    ) -> Result<Conn, Failure> {
+        if secret.is_some() {
+            return Err(not_on_spark_wire(
+                "sparkwire's shared-secret authentication (Spark's own is a SASL bootstrap)",
+            ));
+        }
+        let number = u64::from(v.number());
+        if !hello.versions.contains(&number) && v == Version::V2 {
+            return Err(not_on_spark_wire(format!(
+                "Spark {} speaks only its own classes (version {number}), not {:?}",
+                release(v),
+                hello.versions
+            )));
+        }
+        let mut c = Conn::connect(addr, label, hello.role, log).await?;
+        c.version = Some(v);
+        let name = endpoint_of(log.target());
+        let id = i64::try_from(crate::targets::common::unique() | (1 << 61)).unwrap_or(i64::MAX);
+        let ask = c
+            .spark
+            .as_ref()
+            .ok_or_else(|| fail("a Spark connection", "none"))?
+            .check_existence(id, name)
+            .map_err(|e| fail("a CheckExistence the suite can write", e))?;
+        c.send_spark(
+            &ask,
+            &format!("RpcRequest {id}: CheckExistence({name}) to endpoint-verifier"),
+        )
+        .await?;
+        let want = format!("true to CheckExistence({name}) (RpcResponse {id})");
+        let exists = c
+            .expect::<DeployMessage, bool>(wait, &want, |e| match e {
+                Envelope::Reply {
+                    id: rid,
+                    reply: sparkwire::wire::Reply::Bool(b),
+                } if *rid == id as u64 => Some(*b),
+                _ => None,
+            })
+            .await?;
+        if !exists {
+            return Err(fail(want, "false"));
+        }
+        Ok(c)
+    }
+
+    /// On Spark's wire, a connection to `addr` ready for Spark frames, with nothing sent yet (no
+    /// CheckExistence): for the cases that write Spark's frames themselves.
+    pub async fn connect_spark(
+        addr: SocketAddr,
+        label: &str,
+        role: Role,
+        log: &Log,
+    ) -> Result<Conn, Failure> {
+        let Wire::Spark(v) = log.wire() else {
+            return Err(Failure::Skipped(
+                "only on Spark's wire (--wire spark)".into(),
+            ));
+        };
+        let mut c = Conn::connect(addr, label, role, log).await?;
+        c.version = Some(v);
+        Ok(c)
+    }
+
     /// [`Conn::open`] with `secret`: an authenticated handshake (protocol/handshake.md §10).
     #[allow(clippy::too_many_arguments)]
     pub async fn open_authenticated(
@@ -576,8 +795,14 @@ impl Conn {
 
     // ---- the server's side of the handshake ----
 
-    /// Reads the client's hello; anything else fails the case.
+    /// Reads the client's hello; anything else fails the case. On Spark's wire, which has no
+    /// handshake, it is the hello the endpoint's release would send: its version, its role.
     pub async fn read_hello(&mut self, wait: Duration) -> Result<Hello, Failure> {
+        if let Some(spark) = &self.spark {
+            let v = spark.version();
+            self.version = Some(v);
+            return Ok(Hello::new(&[v], target_role(self.log.target()), ""));
+        }
         let body = self.frame_body(wait, "the endpoint's hello").await?;
         let hello = decode_hello(&body).map_err(|e| fail("a well-formed hello", e.to_string()))?;
         self.hello_body = Some(body);
@@ -607,6 +832,11 @@ impl Conn {
         secret: &Secret,
         wait: Duration,
     ) -> Result<Answer, Failure> {
+        if self.spark.is_some() {
+            return Err(not_on_spark_wire(
+                "sparkwire's shared-secret authentication",
+            ));
+        }
         let want = "an authenticated hello (auth, nonce) and then a client proof that verifies";
         let body = self.hello_body.clone().unwrap_or_default();
         let local = Identity::new(self.role, id)
@@ -643,7 +873,7 @@ impl Conn {
         secret: Option<&Secret>,
         wait: Duration,
     ) -> Result<Version, Failure> {
-        let Some(secret) = secret else {
+        let Some(secret) = secret.filter(|_| self.spark.is_none()) else {
             return self.accept_hello(hello, versions, id).await;
         };
         let answer = self.authenticate_client(versions, id, secret, wait).await?;
@@ -674,6 +904,11 @@ impl Conn {
         versions: &[Version],
         id: &str,
     ) -> Result<Version, Failure> {
+        if let Some(spark) = &self.spark {
+            let v = spark.version();
+            self.version = Some(v);
+            return Ok(v);
+        }
         let numbers: Vec<u64> = versions.iter().map(|v| u64::from(v.number())).collect();
         let Some(v) = negotiate(&hello.versions, versions) else {
             self.send_answer(&Answer::Refused(Refusal {
@@ -772,7 +1007,13 @@ impl Listener {
             Ok(Ok((stream, peer))) => {
                 self.log
                     .push(format!("[{label}] accepted a connection from {peer}"));
-                Ok(Conn::new(stream, label.to_string(), self.log.clone(), role))
+                Ok(Conn::new(
+                    stream,
+                    label.to_string(),
+                    self.log.clone(),
+                    role,
+                    true,
+                ))
             }
             Ok(Err(e)) => Err(fail(expected, format!("accept failed: {e}"))),
             Err(_) => Err(fail(

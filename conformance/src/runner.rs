@@ -8,7 +8,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::case::{Case, Failure, Level, Sharing, Target, Verdict};
-use crate::env::{Ctx, Log, Settings};
+use crate::env::{Ctx, Log, Settings, Wire};
 
 /// What one case gave.
 #[derive(Debug, Clone, Serialize)]
@@ -40,7 +40,23 @@ pub struct CaseResult {
 }
 
 async fn run_one(settings: Arc<Settings>, case: Case) -> CaseResult {
-    let log = Log::with_hex(settings.hex);
+    let log = Log::for_run(settings.hex, settings.wire, settings.target);
+    if settings.wire != Wire::Sparkwire {
+        if let Some(why) = crate::targets::sparkwire_only(&case.id) {
+            return CaseResult {
+                id: case.id,
+                requirement: case.requirement,
+                level: case.level,
+                target: case.target,
+                verdict: Verdict::Skipped,
+                expected: None,
+                seen: None,
+                reason: Some(format!("not on Spark's wire: {why}")),
+                millis: 0,
+                wire_log: Vec::new(),
+            };
+        }
+    }
     let ctx = Ctx {
         settings,
         log: log.clone(),

@@ -11,7 +11,7 @@ mod master;
 mod security;
 #[cfg(feature = "spark")]
 mod spark;
-#[cfg(feature = "spark")]
+#[cfg(feature = "spark-proxy")]
 mod spark_proxy;
 mod spec;
 mod status;

@@ -7,8 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use sparkwire::messages::Version;
-use sparkwire::spark::decode::decode_capture_with;
-use sparkwire::spark::tracer::Summary;
+use sparkwire::spark::{decode_capture_with, Summary};
 use sparkwire::validate::trace::{TraceFormat, TraceWriter};
 use sparkwire::validate::{Config, Validator};
 
@@ -19,6 +18,7 @@ pub enum SparkCommand {
     Decode(DecodeArgs),
     /// Put a transparent TCP proxy in front of a Spark process: forward every byte unchanged,
     /// decode both directions, validate, write a trace and print violations as they happen.
+    #[cfg(feature = "spark-proxy")]
     Proxy(ProxyArgs),
 }
 
@@ -43,6 +43,7 @@ pub struct DecodeArgs {
     check_roundtrip: bool,
 }
 
+#[cfg(feature = "spark-proxy")]
 pub use super::spark_proxy::ProxyArgs;
 
 /// The validator settings for Spark's traffic: LaunchTask payloads are Spark's task descriptions,
@@ -54,6 +55,7 @@ pub fn spark_config() -> Config {
 pub fn run(cmd: SparkCommand) -> Result<ExitCode, String> {
     match cmd {
         SparkCommand::Decode(args) => decode(args),
+        #[cfg(feature = "spark-proxy")]
         SparkCommand::Proxy(args) => super::spark_proxy::run(args),
     }
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use sparkwire::messages::Version;
-use sparkwire::spark::proxy::{start, ProxyOptions};
+use sparkwire::spark::{start_proxy, ProxyOptions};
 use sparkwire::validate::trace::TraceFormat;
 
 use super::spark::{print_summary, spark_config};
@@ -84,7 +84,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
             })),
             on_event: None,
         };
-        let handle = start(listener, args.upstream.clone(), options)
+        let handle = start_proxy(listener, args.upstream.clone(), options)
             .map_err(|e| format!("cannot start the proxy: {e}"))?;
         {
             let mut out = std::io::stdout().lock();

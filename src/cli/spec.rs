@@ -207,7 +207,7 @@ fn vectors(def: &Definition, out: &Path, check: bool) -> Result<ExitCode, String
 #[cfg(feature = "spark")]
 fn spark_vector_files(out: &Path) -> Result<Vec<(PathBuf, String)>, String> {
     use sparkwire::messages::Version;
-    use sparkwire::spark::vectors::{render, spark_release, to_text};
+    use sparkwire::spark::{render_vectors, spark_release, vectors_text};
     let mut files = Vec::new();
     for version in [Version::V2, Version::V1] {
         let release = spark_release(version);
@@ -219,10 +219,10 @@ fn spark_vector_files(out: &Path) -> Result<Vec<(PathBuf, String)>, String> {
             );
             continue;
         }
-        let v = render(version, &captures)?;
+        let v = render_vectors(version, &captures)?;
         files.push((
             out.join("spark").join(format!("{release}.json")),
-            to_text(&v)?,
+            vectors_text(&v)?,
         ));
     }
     Ok(files)

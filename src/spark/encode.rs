@@ -2056,6 +2056,29 @@ mod tests {
     }
 
     #[test]
+    fn an_rpc_failure_reply_object_reads_back_as_the_failure_it_carries() {
+        // What a Spark endpoint answers an ask it fails with: `RpcFailure(e)` in an RpcResponse.
+        for version in [Version::V2, Version::V1] {
+            let table = ClassTable::of(version).expect("a table");
+            let mut s = Scala::new(table, None, version);
+            // (Spark's endpoints fail with a SparkException, whose extra fields this writer does
+            // not build; the reader takes any Throwable's class and detail message alike.)
+            let error = ErrorDescription::new("java.lang.Exception", "Unsupported message");
+            let e = s.exception(&error).expect("an exception");
+            let v =
+                s.b.object(super::super::map::RPC_FAILURE, &[("e", e)])
+                    .expect("RpcFailure");
+            let stream =
+                serial::write(&s.b.finish(v), &super::super::java::limits()).expect("writes");
+            let g = super::super::java::parse(&stream).expect("reads");
+            assert_eq!(
+                super::super::map::reply_value(g.root_node(), version).expect("a reply"),
+                super::super::map::ReplyValue::Failure(error)
+            );
+        }
+    }
+
+    #[test]
     fn a_scala_212_object_with_fields_is_refused_without_an_original() {
         let table = ClassTable::of(Version::V1).expect("the 3.0.3 table");
         let mut b = Builder::new(table);

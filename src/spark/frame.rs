@@ -197,14 +197,14 @@ impl Frame {
     /// its type byte, its header and its body.
     ///
     /// ```
-    /// use sparkwire::spark::frame::{Frame, FrameDecoder};
+    /// use sparkwire::spark::{Frame, FrameDecoder};
     /// let frame = Frame::RpcResponse { request_id: 7, body: vec![1, 2, 3].into() };
     /// let bytes = frame.encode()?;
     /// assert_eq!(bytes.len(), 8 + 1 + 8 + 4 + 3);
     /// let mut dec = FrameDecoder::default();
     /// dec.push(&bytes);
     /// assert_eq!(dec.next_item().map(|i| i.frame), Some(Ok(frame)));
-    /// # Ok::<(), sparkwire::spark::frame::FrameEncodeError>(())
+    /// # Ok::<(), sparkwire::spark::FrameEncodeError>(())
     /// ```
     pub fn encode(&self) -> Result<Vec<u8>, FrameEncodeError> {
         let mut header = Vec::with_capacity(16);
@@ -245,7 +245,7 @@ impl FrameError {
 
 /// One item read from a direction of a stream.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Item {
+pub struct FrameItem {
     /// Bytes of the stream it took (frame length, or stream data).
     pub bytes: u64,
     /// The frame, or the error in it.
@@ -269,7 +269,7 @@ enum State {
 /// Reads frames from the bytes of one direction of a connection, fed in any pieces.
 ///
 /// ```
-/// use sparkwire::spark::frame::{Frame, FrameDecoder};
+/// use sparkwire::spark::{Frame, FrameDecoder};
 ///
 /// // A OneWayMessage of a 2-byte body: length 8 + 1 + 4 + 2 = 15.
 /// let mut wire = vec![0, 0, 0, 0, 0, 0, 0, 15, 9, 0, 0, 0, 2, 0xAB, 0xCD];
@@ -340,7 +340,7 @@ impl FrameDecoder {
     }
 
     /// The next whole item, if its bytes have all arrived.
-    pub fn next_item(&mut self) -> Option<Item> {
+    pub fn next_item(&mut self) -> Option<FrameItem> {
         if self.state != State::Frames || self.buf.len() < 8 {
             return None;
         }
@@ -348,7 +348,7 @@ impl FrameDecoder {
         if len < 9 {
             self.state = State::Lost;
             self.buf.clear();
-            return Some(Item {
+            return Some(FrameItem {
                 bytes: 8,
                 frame: Err(FrameError::BadLength(len)),
                 raw: Bytes::new(),
@@ -362,7 +362,7 @@ impl FrameDecoder {
                 self.buf.clear();
                 self.state = State::Skip(len - have);
             }
-            return Some(Item {
+            return Some(FrameItem {
                 bytes: len,
                 frame: Err(FrameError::TooLong {
                     len,
@@ -394,7 +394,7 @@ impl FrameDecoder {
                 self.push(&rest);
             }
         }
-        Some(Item {
+        Some(FrameItem {
             bytes: len,
             frame: parsed,
             raw,

@@ -780,8 +780,41 @@ fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMes
                 .collect::<Result<_, _>>()?,
             status: spark_enum(field(o, "status")?, "RecoveryState", RecoveryState::ALL)?,
         }),
+        "WorkerStateResponse" => D::WorkerStateResponse(deploy::WorkerStateResponse {
+            host: str_field(o, "host")?,
+            port: int_field(o, "port")?,
+            worker_id: str_field(o, "workerId")?,
+            executors: no_runners(o, "executors")?,
+            finished_executors: no_runners(o, "finishedExecutors")?,
+            drivers: no_runners(o, "drivers")?,
+            finished_drivers: no_runners(o, "finishedDrivers")?,
+            master_url: str_field(o, "masterUrl")?,
+            cores: int_field(o, "cores")?,
+            memory: int_field(o, "memory")?,
+            cores_used: int_field(o, "coresUsed")?,
+            memory_used: int_field(o, "memoryUsed")?,
+            master_web_ui_url: str_field(o, "masterWebUiUrl")?,
+            resources: resources(field(o, "resources")?)?,
+            resources_used: resources(field(o, "resourcesUsed")?)?,
+        }),
         _ => return Err(unmapped(name)),
     })
+}
+
+/// A list of a Spark worker's `ExecutorRunner`s or `DriverRunner`s in its `WorkerStateResponse`.
+/// Those classes are not `Serializable`: a Spark worker can put the answer on the wire only while
+/// the lists are empty (with a runner in one, serializing fails and the ask is failed), so an
+/// empty list is all Spark's wire carries.
+fn no_runners<T>(o: Node<'_>, name: &str) -> Result<Vec<T>, JavaError> {
+    let list = elements(field(o, name)?, name)?;
+    if list.is_empty() {
+        Ok(Vec::new())
+    } else {
+        Err(JavaError::Shape(format!(
+            "{name}: {} runners, which Spark's worker never serializes",
+            list.len()
+        )))
+    }
 }
 
 fn coarse_message(name: &str, v: Node<'_>, version: Version) -> Result<CoarseMessage, JavaError> {
@@ -947,6 +980,10 @@ pub fn reply_value(v: Node<'_>, version: Version) -> Result<ReplyValue, JavaErro
     match v.class() {
         Some("java.lang.Boolean") => Ok(ReplyValue::Bool(super::java::boolean(v, "reply")?)),
         Some("java.lang.Integer") => Ok(ReplyValue::Int(int(v, "reply")?)),
+        Some(RPC_FAILURE) => Ok(ReplyValue::Failure(error_description_of(field(
+            obj(v, "RpcFailure")?,
+            "e",
+        )?)?)),
         Some(_) => match classify(v, version) {
             Classified::Message(m) => Ok(ReplyValue::Message(m)),
             Classified::Failed(c, e) => Err(JavaError::Shape(format!("{c}: {e}"))),
@@ -959,6 +996,10 @@ pub fn reply_value(v: Node<'_>, version: Version) -> Result<ReplyValue, JavaErro
     }
 }
 
+/// The class of the object a Spark endpoint replies with when it fails an ask (its
+/// `RpcCallContext.sendFailure`): the exception, serialized whole, inside an `RpcResponse`.
+pub const RPC_FAILURE: &str = "org.apache.spark.rpc.netty.RpcFailure";
+
 /// A reply, as far as sparkwire's replies go.
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)] // one per frame, consumed at once
@@ -969,6 +1010,8 @@ pub enum ReplyValue {
     Int(i32),
     /// A catalogued message.
     Message(Typed),
+    /// The endpoint failed the ask: the exception of an `RpcFailure` object ([`RPC_FAILURE`]).
+    Failure(ErrorDescription),
     /// Anything else, by class.
     Other(String),
 }

@@ -147,7 +147,7 @@ impl ProxyHandle {
 }
 
 /// Starts a proxy on `listener` to `upstream` (host:port).
-pub fn start(
+pub fn start_proxy(
     listener: TcpListener,
     upstream: String,
     options: ProxyOptions,

@@ -673,20 +673,21 @@ impl Tracer {
                 ReplyValue::Bool(_) => "reply.bool".to_string(),
                 ReplyValue::Int(_) => "reply.i32".to_string(),
                 ReplyValue::Message(m) => format!("{}.{}", m.family(), m.name()),
-                ReplyValue::Other(c) => c.clone(),
+                ReplyValue::Failure(_) | ReplyValue::Other(_) => class.clone(),
             };
             let again = match &r {
                 ReplyValue::Bool(b) => encode::bool_stream(*b, version),
                 ReplyValue::Int(i) => encode::int_stream(*i, version),
                 ReplyValue::Message(m) => encode::message_stream(m, version, Some(&g)),
-                ReplyValue::Other(_) => Ok(Vec::new()),
+                ReplyValue::Failure(_) | ReplyValue::Other(_) => Ok(Vec::new()),
             }
             .map_err(|e| e.to_string());
             Ok((class, r, what, again))
         });
         let parsed = match parsed {
             Ok((class, r, what, again)) => {
-                if !matches!(r, ReplyValue::Other(_)) {
+                // An exception's graph (its stack trace) is not written again: not compared.
+                if !matches!(r, ReplyValue::Failure(_) | ReplyValue::Other(_)) {
                     self.roundtrip(conn, from_client, &what, || {
                         response_frame(request_id, again?)
                     });
@@ -698,6 +699,16 @@ impl Tracer {
         match parsed {
             Ok((class, r)) => {
                 let reply = match r {
+                    ReplyValue::Failure(error) => {
+                        self.envelope(
+                            conn,
+                            time,
+                            from_client,
+                            EnvelopeOf::Failure(request_id, error),
+                            &class,
+                        );
+                        return;
+                    }
                     ReplyValue::Bool(b) => ReplyOf::Bool(b),
                     ReplyValue::Int(i) => ReplyOf::Int(i),
                     ReplyValue::Message(m) => {

@@ -127,7 +127,7 @@ fn describe(stream: &[u8], version: Version) -> Result<Option<Described>, String
 }
 
 /// The vectors of protocol `version` from the captures in `captures` (a directory of `*.pcap`).
-pub fn render(version: Version, captures: &Path) -> Result<SparkVectors, String> {
+pub fn render_vectors(version: Version, captures: &Path) -> Result<SparkVectors, String> {
     let mut paths: Vec<_> = std::fs::read_dir(captures)
         .map_err(|e| format!("cannot read {}: {e}", captures.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -234,7 +234,7 @@ pub fn render(version: Version, captures: &Path) -> Result<SparkVectors, String>
 /// Checks every vector of `v` both ways: its stream decodes to its value, and its value (with
 /// the stream's own objects, or alone when `fromValueAlone`) encodes to its stream. Returns how
 /// many were checked.
-pub fn check(v: &SparkVectors) -> Result<usize, String> {
+pub fn check_vectors(v: &SparkVectors) -> Result<usize, String> {
     let version = Version::from_number(u64::from(v.protocol_version))
         .ok_or_else(|| format!("protocol version {}", v.protocol_version))?;
     for vector in &v.vectors {
@@ -261,7 +261,7 @@ pub fn check(v: &SparkVectors) -> Result<usize, String> {
 }
 
 /// The text of a vectors file.
-pub fn to_text(v: &SparkVectors) -> Result<String, String> {
+pub fn vectors_text(v: &SparkVectors) -> Result<String, String> {
     serde_json::to_string_pretty(v)
         .map(|mut s| {
             s.push('\n');

@@ -16,7 +16,7 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing, Target};
-use crate::env::{Ctx, Endpoint};
+use crate::env::{Ctx, Endpoint, Wire};
 use crate::mp;
 use crate::peer::Conn;
 use crate::targets::common::{crossing, envelope_of, expect_refused, sample, spark_id, unique};
@@ -152,10 +152,13 @@ pub async fn app(
     version: Version,
 ) -> Result<(Conn, String), Failure> {
     let mut conn = open(ctx, Role::AppClient, label, "", version).await?;
+    // Each application at an address of its own: Spark's master keys applications by their
+    // driver's address and ignores a second registration from one (SPEC §14.2, Z1).
+    let port = 40000 + (unique() % 20000) as i32;
     conn.send(&Envelope::Send(D::RegisterApplication(
         RegisterApplication::new(
             desc,
-            EndpointRef::at(Addr::new("127.0.0.1", 40000), "AppClient"),
+            EndpointRef::at(Addr::new("127.0.0.1", port), "AppClient"),
         ),
     )))
     .await?;
@@ -284,6 +287,23 @@ pub fn cases() -> Vec<crate::case::Case> {
     routes(&mut cs);
     flows(&mut cs);
     crate::targets::auth::add(&mut cs);
+    crate::targets::spark::add_server(
+        &mut cs,
+        crate::targets::spark::SparkServer {
+            server: master_server(),
+            probe: (
+                || D::RequestMasterState(RequestMasterState::new()),
+                |r| matches!(r, Reply::Message(D::MasterStateResponse(_))),
+            ),
+            not_asked: || {
+                D::Heartbeat(Heartbeat::new(
+                    "worker-suite".into(),
+                    worker_ref("127.0.0.1", 1),
+                ))
+            },
+        },
+    );
+    crate::targets::spark::add_master(&mut cs);
     cs.list
 }
 
@@ -692,6 +712,10 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
+            if w.conn.v() != Version::V2 {
+                // Spark 3.0.3 on its own wire: version 1 is all it speaks (SPEC §15.3).
+                return Err(Failure::Skipped("a version 2 case, and the master speaks version 1".into()));
+            }
             let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
             let l = launch(&ctx, &mut w).await?;
             report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 41).await?;
@@ -746,7 +770,10 @@ fn flows(cs: &mut Cases) {
             let wid = w.id.clone();
             drop(w);
             let u = updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Lost).await?;
-            check(u.worker_host.as_deref() == Some(host.as_str()), format!("workerHost {host}"), format!("{:?}", u.worker_host))?;
+            // Version 1 (Spark 3.0) says only that the worker was lost (`workerLost`), which reads
+            // as a host of "" (SPEC §5.1).
+            let host_ok = if app_conn.v() == Version::V1 { u.worker_host.is_some() } else { u.worker_host.as_deref() == Some(host.as_str()) };
+            check(host_ok, format!("workerHost {host}"), format!("{:?}", u.worker_host))?;
             app_conn.expect::<D, ()>(wait(&ctx), "WorkerRemoved", |e| match e {
                 Envelope::Send(D::WorkerRemoved(r)) if r.id == wid => Some(()),
                 _ => None,
@@ -877,6 +904,17 @@ fn flows(cs: &mut Cases) {
             let Some(t) = ctx.settings.worker_timeout else {
                 return Err(Failure::Skipped("pass --worker-timeout SECS (the master's) to check heartbeat timeouts".into()));
             };
+            if ctx.log.wire() != Wire::Sparkwire {
+                // Spark's WorkerInfo.state is @transient: MasterStateResponse reads ALIVE for
+                // every worker on Spark's wire (SPEC §15.4). What an application is told shows it.
+                let (mut app_conn, _id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+                let w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+                let id = w.id.clone();
+                return app_conn.expect::<D, ()>(t * 2 + Duration::from_millis(500), "WorkerRemoved for the silent worker", |e| match e {
+                    Envelope::Send(D::WorkerRemoved(r)) if r.id == id => Some(()),
+                    _ => None,
+                }).await;
+            }
             let w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
             tokio::time::sleep(t * 2 + Duration::from_millis(500)).await;
             let s = state(&ctx).await?;
@@ -893,6 +931,17 @@ fn flows(cs: &mut Cases) {
                     "pass --worker-timeout SECS (the master's) to check heartbeat timeouts".into(),
                 ));
             };
+            // On Spark's wire the state reads ALIVE for any worker (SPEC §15.4): an application
+            // listens for the WorkerRemoved it would be told.
+            let mut watcher = if ctx.log.wire() != Wire::Sparkwire {
+                Some(
+                    app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2)
+                        .await?
+                        .0,
+                )
+            } else {
+                None
+            };
             let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
             let end = tokio::time::Instant::now() + t * 2 + Duration::from_millis(500);
             while tokio::time::Instant::now() < end {
@@ -903,6 +952,16 @@ fn flows(cs: &mut Cases) {
                     ))))
                     .await?;
                 tokio::time::sleep(t / 4).await;
+            }
+            if let Some(watcher) = &mut watcher {
+                let id = w.id.clone();
+                watcher
+                    .expect_none::<D>(
+                        Duration::from_millis(300),
+                        "no WorkerRemoved for the heartbeating worker",
+                        |e| matches!(e, Envelope::Send(D::WorkerRemoved(r)) if r.id == id),
+                    )
+                    .await?;
             }
             let s = state(&ctx).await?;
             check(
@@ -986,12 +1045,47 @@ async fn submit(ctx: &Ctx) -> Result<(Conn, SubmitDriverResponse), Failure> {
 /// Waits until no application of an earlier case is still active: an application waiting for
 /// cores takes them on the next worker that registers, before the case's own application.
 async fn no_apps_left(ctx: &Ctx) -> Outcome {
+    if ctx.log.wire() != Wire::Sparkwire {
+        clear_leftovers(ctx).await?;
+    }
     settle(
         ctx,
         || async { Ok(state(ctx).await?.active_apps.is_empty()) },
         "no application of an earlier case still active",
     )
     .await
+}
+
+/// On Spark's wire, ends what earlier cases left behind. Spark binds no application or driver to
+/// the connection that made it (SPEC §15.4): an application registered with a driver reference
+/// without an address, or a driver whose client went away, stays until someone ends it, and would
+/// take the cores of the next case's workers. The suite ends them as any Spark client may:
+/// UnregisterApplication, and RequestKillDriver for each driver.
+async fn clear_leftovers(ctx: &Ctx) -> Outcome {
+    let s = state(ctx).await?;
+    if s.active_apps.is_empty() && s.active_drivers.is_empty() {
+        return Ok(());
+    }
+    let mut c = open(ctx, Role::Ui, "cleanup", "", Version::V2).await?;
+    for a in &s.active_apps {
+        c.send(&Envelope::Send(D::UnregisterApplication(
+            UnregisterApplication::new(a.id.clone()),
+        )))
+        .await?;
+    }
+    for (i, d) in s.active_drivers.iter().enumerate() {
+        let id = 900 + i as u64;
+        c.send(&Envelope::Ask {
+            id,
+            message: D::RequestKillDriver(RequestKillDriver::new(d.id.clone())),
+        })
+        .await?;
+        c.expect::<D, ()>(wait(ctx), "KillDriverResponse", |e| {
+            matches!(e, Envelope::Reply { id: rid, .. } if *rid == id).then_some(())
+        })
+        .await?;
+    }
+    Ok(())
 }
 
 async fn allocation(

@@ -7,10 +7,39 @@ pub mod driver;
 pub mod executor;
 pub mod master;
 pub mod server;
+pub mod spark;
 pub mod spawned;
 pub mod worker;
 
 use crate::case::{Case, Target};
+
+/// Why the case `id` checks something only sparkwire's own wire has, so that it is skipped on
+/// Spark's wire (`--wire spark`); `None` for a case about behaviour, which runs on either wire.
+/// The sections so skipped: the handshake and its authentication (`handshake.md`, SPEC §13),
+/// frames and the envelope's MessagePack (SPEC §2, §3's tags, §4's field maps), close envelopes
+/// (§8.1), and decoding errors as sparkwire's decoder names them (§4, §6, §8). Each has a
+/// counterpart on Spark's wire, checked by the `spark/…` cases (SPEC §15).
+pub fn sparkwire_only(id: &str) -> Option<&'static str> {
+    const SECTIONS: &[(&str, &str)] = &[
+        ("handshake/10", "sparkwire's shared-secret authentication (handshake.md §10)"),
+        ("handshake/", "sparkwire's handshake (Spark's wire has none)"),
+        ("spec/13/", "sparkwire's shared-secret authentication (SPEC §13)"),
+        ("spec/2/", "sparkwire's frames (SPEC §2); Spark's are checked by spark/15.1/…"),
+        ("spec/3/bad-envelope", "sparkwire's envelope tags (SPEC §3)"),
+        ("spec/3/envelope-not-array", "sparkwire's envelope as MessagePack (SPEC §3)"),
+        ("spec/3/message-not-one-entry-map", "sparkwire's message as MessagePack (SPEC §3)"),
+        ("spec/3/ask-id-u64", "ask ids past 2^63 - 1 (Spark's request ids are signed 64-bit)"),
+        ("spec/4/", "sparkwire's message names and field maps (SPEC §4); a Java stream Spark cannot read is spark/15.1/…"),
+        ("spec/4.1/", "sparkwire's field maps (SPEC §4.1)"),
+        ("spec/6/", "sparkwire's decoder naming local messages (SPEC §6)"),
+        ("spec/8.1/", "sparkwire's close envelopes (SPEC §8.1: Spark has none)"),
+        ("spec/8/", "sparkwire's decoding errors (SPEC §8); a stream Spark cannot read is spark/15.1/…"),
+    ];
+    SECTIONS
+        .iter()
+        .find(|(prefix, _)| id.starts_with(prefix))
+        .map(|(_, why)| *why)
+}
 
 /// Every case of `target`, in report order.
 pub fn cases(target: Target) -> Vec<Case> {

@@ -8,17 +8,17 @@ use super::*;
 /// The graph as an indented tree in stream order.
 ///
 /// ```
-/// use sparkwire::spark::serial::{dump, read, Limits};
+/// use sparkwire::spark::{dump_stream, read_stream, Limits};
 /// let stream = [
 ///     0xAC, 0xED, 0x00, 0x05, 0x73, 0x72, 0x00, 0x11, b'j', b'a', b'v', b'a', b'.', b'l', b'a',
 ///     b'n', b'g', b'.', b'B', b'o', b'o', b'l', b'e', b'a', b'n', 0xCD, 0x20, 0x72, 0x80, 0xD5,
 ///     0x9C, 0xFA, 0xEE, 0x02, 0x00, 0x01, b'Z', 0x00, 0x05, b'v', b'a', b'l', b'u', b'e', 0x78,
 ///     0x70, 0x01,
 /// ];
-/// let text = dump(&read(&stream, &Limits::default())?);
+/// let text = dump_stream(&read_stream(&stream, &Limits::default())?);
 /// // Handle 1 is the class descriptor, 2 the object.
 /// assert_eq!(text, "#2 java.lang.Boolean\n  value: true\n");
-/// # Ok::<(), sparkwire::spark::serial::SerialError>(())
+/// # Ok::<(), sparkwire::spark::SerialError>(())
 /// ```
 pub fn dump(graph: &Graph) -> String {
     let mut d = Dump {

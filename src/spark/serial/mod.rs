@@ -49,8 +49,6 @@ pub const SC_SERIALIZABLE: u8 = 0x02;
 pub const SC_EXTERNALIZABLE: u8 = 0x04;
 /// An `Externalizable` class's data is written in block data mode (protocol 2).
 pub const SC_BLOCK_DATA: u8 = 0x08;
-/// The class is an `enum`.
-pub const SC_ENUM: u8 = 0x10;
 
 /// Most bytes of block data `ObjectOutputStream` puts in one block (`MAX_BLOCK_SIZE`).
 pub const MAX_BLOCK: usize = 1024;
@@ -365,7 +363,7 @@ impl Graph {
     }
 
     /// The descriptors of a class's hierarchy, topmost superclass first (the order of an
-    /// object's [`ClassData`]); `None` if a descriptor is missing or the chain loops.
+    /// object's `ClassData`); `None` if a descriptor is missing or the chain loops.
     pub fn hierarchy(&self, class: Handle) -> Option<Vec<Handle>> {
         let mut chain = Vec::new();
         let mut next = Some(class);

@@ -6,7 +6,7 @@ use super::*;
 /// Reads the stream's one object into a graph, within `limits`.
 ///
 /// ```
-/// use sparkwire::spark::serial::{read, write, Limits};
+/// use sparkwire::spark::{read_stream, write_stream, Limits};
 /// // `Boolean.TRUE` as ObjectOutputStream writes it.
 /// let stream = [
 ///     0xAC, 0xED, 0x00, 0x05, 0x73, 0x72, 0x00, 0x11, b'j', b'a', b'v', b'a', b'.', b'l', b'a',
@@ -14,12 +14,12 @@ use super::*;
 ///     0x9C, 0xFA, 0xEE, 0x02, 0x00, 0x01, b'Z', 0x00, 0x05, b'v', b'a', b'l', b'u', b'e', 0x78,
 ///     0x70, 0x01,
 /// ];
-/// let graph = read(&stream, &Limits::default())?;
+/// let graph = read_stream(&stream, &Limits::default())?;
 /// let root = graph.root_node();
 /// assert_eq!(root.class(), Some("java.lang.Boolean"));
 /// assert_eq!(root.field("value").and_then(|v| v.as_bool()), Some(true));
-/// assert_eq!(write(&graph, &Limits::default())?, stream);
-/// # Ok::<(), sparkwire::spark::serial::SerialError>(())
+/// assert_eq!(write_stream(&graph, &Limits::default())?, stream);
+/// # Ok::<(), sparkwire::spark::SerialError>(())
 /// ```
 pub fn read(data: &[u8], limits: &Limits) -> Result<Graph, SerialError> {
     if data.len() > limits.max_bytes {
