@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use sparkwire::messages::deploy::{DecommissionWorkersOnHosts, WorkerDecommissioning};
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef, ExecutorState, WorkerState};
+use sparkwire::node::master::Config;
 use sparkwire::reference::master::harness::{app_desc, Sim};
-use sparkwire::reference::master::MasterConfig;
-use sparkwire::wire::handshake::{Role, Secret};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
 fn decommission(hosts: &[&str]) -> DecommissionWorkersOnHosts {
@@ -24,9 +24,9 @@ fn count(log: &[DeployMessage], f: impl Fn(&DeployMessage) -> bool) -> usize {
 
 #[test]
 fn decommissioned_workers_get_no_new_executors() {
-    let mut sim = Sim::new(MasterConfig {
+    let mut sim = Sim::new(Config {
         worker_timeout: Duration::from_secs(60),
-        ..MasterConfig::default()
+        ..Config::default()
     });
     let w = sim.worker("worker-0", 55000, 2, 2048);
     sim.keep_alive(w, "worker-0");
@@ -94,8 +94,10 @@ fn decommissioned_workers_get_no_new_executors() {
 
 #[test]
 fn with_an_admin_secret_only_an_admin_ui_may_decommission() {
-    let mut config = MasterConfig::default();
-    config.security.admin_secret = Secret::new(b"admin".to_vec());
+    let config = Config {
+        admins_only: true,
+        ..Config::default()
+    };
     let mut sim = Sim::new(config);
     sim.worker("worker-0", 55000, 2, 2048);
     let plain = sim.connect(Role::Ui, "ui");

@@ -10,8 +10,8 @@ use sparkwire::messages::deploy::{
     RequestKillAllDrivers, RequestKillDriver, RequestSubmitDriver,
 };
 use sparkwire::messages::{DeployMessage, DriverDescription, DriverState};
+use sparkwire::node::master::Config;
 use sparkwire::reference::master::harness::{driver_desc, picked, Sim};
-use sparkwire::reference::master::MasterConfig;
 use sparkwire::validate::ConnId;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
@@ -56,7 +56,7 @@ fn ended(sim: &mut Sim, w: ConnId, id: &str, state: DriverState) {
 
 #[test]
 fn drivers_are_submitted_placed_killed_and_end_in_their_states() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     let w = sim.worker("worker-0", 54000, 2, 2048);
     let c = sim.connect(Role::DriverClient, "client");
 
@@ -129,7 +129,7 @@ fn drivers_are_submitted_placed_killed_and_end_in_their_states() {
 
 #[test]
 fn a_supervised_driver_is_relaunched_under_a_new_id_when_its_worker_is_lost() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     let a = sim.worker("worker-a", 54001, 1, 1024);
     let c = sim.connect(Role::DriverClient, "client");
     let supervised = submit(&mut sim, c, driver_desc(1, 256, true));
@@ -164,7 +164,7 @@ fn a_supervised_driver_is_relaunched_under_a_new_id_when_its_worker_is_lost() {
 
 #[test]
 fn only_the_client_that_submitted_a_driver_may_kill_it_and_a_standby_refuses_submissions() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     sim.worker("worker-0", 54000, 2, 2048);
     let owner = sim.connect(Role::DriverClient, "owner");
     let other = sim.connect(Role::DriverClient, "other");
@@ -179,7 +179,7 @@ fn only_the_client_that_submitted_a_driver_may_kill_it_and_a_standby_refuses_sub
     assert!(status(&mut sim, other, &id).found);
     assert!(kill(&mut sim, owner, &id).expect("answered").success);
 
-    let mut standby = Sim::standby(MasterConfig::default());
+    let mut standby = Sim::standby(Config::default());
     let c = standby.connect(Role::DriverClient, "client");
     match standby.ask(c, RequestSubmitDriver::new(driver_desc(1, 256, false))) {
         Some(Ok(Reply::Message(DeployMessage::SubmitDriverResponse(r)))) => {

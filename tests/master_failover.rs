@@ -16,17 +16,17 @@ use sparkwire::messages::{
     ApplicationState, DeployMessage, ExecutorDescription, ExecutorState, RecoveryState, Resources,
     WorkerState,
 };
+use sparkwire::node::master::Config;
+use sparkwire::node::master::{DialTarget, Effect, Input, Output};
 use sparkwire::reference::master::harness::{app_desc, Sim};
-use sparkwire::reference::master::proto::{DialTarget, Input, Output};
-use sparkwire::reference::master::MasterConfig;
 use sparkwire::wire::handshake::Role;
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-fn config() -> MasterConfig {
-    MasterConfig {
+fn config() -> Config {
+    Config {
         worker_timeout: TIMEOUT,
-        ..MasterConfig::default()
+        ..Config::default()
     }
 }
 
@@ -155,5 +155,5 @@ fn a_standby_master_answers_standby_and_is_not_ready() {
     assert!(sim
         .outputs()
         .iter()
-        .all(|o| !matches!(o, Output::Persist(_))));
+        .all(|o| !matches!(o, Output::Effect(Effect::Persist(_)))));
 }

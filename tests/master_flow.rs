@@ -250,7 +250,7 @@ async fn the_real_worker_stops_when_its_registration_is_refused() {
         .expect("the worker stops");
     assert_eq!(
         exit,
-        sparkwire::reference::worker::WorkerExit::RegistrationFailed(format!(
+        sparkwire::node::worker::WorkerExit::RegistrationFailed(format!(
             "Attempted to re-register worker at same address: 127.0.0.1:{port}"
         ))
     );
@@ -264,7 +264,7 @@ async fn the_real_worker_stops_when_its_registration_is_refused() {
 async fn a_program_off_the_allow_list_is_refused_with_failed() {
     let obs = observer(WORKER_TIMEOUT);
     let work = temp_dir("allow");
-    let master = start_master(&obs, |c| c.max_executor_retries = 1).await;
+    let master = start_master(&obs, |c| c.core.max_executor_retries = 1).await;
     let m = addr_of(&master);
     let worker = start_worker(&obs, vec![m.clone()], 1, 1024, &work).await;
     let mut desc = app_desc("evil", "true", None, 256);

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use sparkwire::messages::deploy::{ExecutorUpdated, WorkerRemoved};
 use sparkwire::messages::{DeployMessage, ExecutorState, WorkerState};
+use sparkwire::node::master::Config;
 use sparkwire::reference::master::harness::{app_desc, picked, Sim};
-use sparkwire::reference::master::MasterConfig;
 use sparkwire::wire::Reply;
 
 const TIMEOUT: Duration = Duration::from_millis(1500);
@@ -38,9 +38,9 @@ fn added(log: &[DeployMessage]) -> Vec<(i32, String)> {
 
 #[test]
 fn a_worker_that_goes_away_loses_its_executors_which_are_started_elsewhere() {
-    let mut sim = Sim::new(MasterConfig {
+    let mut sim = Sim::new(Config {
         worker_timeout: TIMEOUT,
-        ..MasterConfig::default()
+        ..Config::default()
     });
     let a = sim.worker("worker-a", 50020, 2, 2048);
     let b = sim.worker("worker-b", 50021, 2, 2048);
@@ -88,9 +88,9 @@ fn a_worker_that_goes_away_loses_its_executors_which_are_started_elsewhere() {
 
 #[test]
 fn a_worker_silent_for_the_timeout_is_dead_and_its_executors_lost() {
-    let mut sim = Sim::new(MasterConfig {
+    let mut sim = Sim::new(Config {
         worker_timeout: TIMEOUT,
-        ..MasterConfig::default()
+        ..Config::default()
     });
     let w = sim.worker("worker-silent", 50010, 2, 2048);
     let (app, app_id) = sim.app(60001, app_desc("silent", None, 512));

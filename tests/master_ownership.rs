@@ -9,14 +9,14 @@ use sparkwire::messages::deploy::{
     Heartbeat, RegisterApplication, RequestWorkerState, UnregisterApplication,
 };
 use sparkwire::messages::{Addr, EndpointRef, ExecutorState, WorkerState};
+use sparkwire::node::master::Config;
 use sparkwire::reference::master::harness::{app_desc, Sim};
-use sparkwire::reference::master::MasterConfig;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
 #[test]
 fn a_misdirected_one_way_message_closes_only_its_connection() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     let w = sim.worker("worker-odd", 52000, 1, 512);
     let bystander = sim.worker("worker-fine", 52001, 1, 512);
     sim.send(
@@ -42,7 +42,7 @@ fn a_misdirected_one_way_message_closes_only_its_connection() {
 
 #[test]
 fn an_ask_the_master_does_not_serve_fails_and_the_connection_stays() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     let c = sim.connect(Role::DriverClient, "client");
     match sim.ask(c, RequestWorkerState::new()) {
         Some(Err(e)) => assert!(e.message.contains("RequestWorkerState"), "{}", e.message),
@@ -54,7 +54,7 @@ fn an_ask_the_master_does_not_serve_fails_and_the_connection_stays() {
 
 #[test]
 fn a_worker_cannot_speak_for_another_worker_or_its_executors() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     let a = sim.worker("worker-a", 52010, 1, 1024);
     let b = sim.worker("worker-b", 52011, 1, 1024);
     let mut desc = app_desc("owned", None, 256);
@@ -90,7 +90,7 @@ fn a_worker_cannot_speak_for_another_worker_or_its_executors() {
 
 #[test]
 fn an_application_cannot_unregister_another() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     let (first, first_id) = sim.app(60000, app_desc("first", None, 256));
     let (second, _) = sim.app(60001, app_desc("second", None, 256));
     sim.send(
@@ -116,7 +116,7 @@ fn an_application_cannot_unregister_another() {
 
 #[test]
 fn secrets_in_an_application_command_are_redacted_in_the_state_answer() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     let mut desc = app_desc("secretive", None, 256);
     desc.command
         .environment

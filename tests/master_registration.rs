@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use sparkwire::messages::deploy::{RegisterWorkerFailed, RegisteredWorker};
 use sparkwire::messages::{DeployMessage, WorkerState};
+use sparkwire::node::master::Config;
 use sparkwire::reference::master::harness::{picked, Sim};
-use sparkwire::reference::master::MasterConfig;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 fn sim() -> Sim {
-    Sim::new(MasterConfig {
+    Sim::new(Config {
         worker_timeout: TIMEOUT,
-        ..MasterConfig::default()
+        ..Config::default()
     })
 }
 

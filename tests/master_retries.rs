@@ -8,8 +8,8 @@
 
 use sparkwire::messages::deploy::ApplicationRemoved;
 use sparkwire::messages::{ApplicationState, DeployMessage, ExecutorState};
+use sparkwire::node::master::Config;
 use sparkwire::reference::master::harness::{app_desc, picked, Sim};
-use sparkwire::reference::master::MasterConfig;
 use sparkwire::wire::Reply;
 
 fn updates(log: &[DeployMessage], state: ExecutorState) -> usize {
@@ -27,9 +27,9 @@ fn app_removed(log: &[DeployMessage]) -> Vec<ApplicationRemoved> {
 
 #[test]
 fn an_application_whose_executors_cannot_start_is_removed_after_the_retry_limit() {
-    let mut sim = Sim::new(MasterConfig {
+    let mut sim = Sim::new(Config {
         max_executor_retries: 3,
-        ..MasterConfig::default()
+        ..Config::default()
     });
     let w = sim.worker("worker-0", 52000, 1, 1024);
     let (app, app_id) = sim.app(60000, app_desc("failing", None, 256));
@@ -70,9 +70,9 @@ fn an_application_whose_executors_cannot_start_is_removed_after_the_retry_limit(
 
 #[test]
 fn executors_that_crash_after_running_are_replaced_without_limit_as_in_spark() {
-    let mut sim = Sim::new(MasterConfig {
+    let mut sim = Sim::new(Config {
         max_executor_retries: 2,
-        ..MasterConfig::default()
+        ..Config::default()
     });
     let w = sim.worker("worker-0", 52000, 1, 1024);
     let (app, app_id) = sim.app(60000, app_desc("crashing", None, 256));
@@ -90,9 +90,9 @@ fn executors_that_crash_after_running_are_replaced_without_limit_as_in_spark() {
 
 #[test]
 fn normal_exits_do_not_count_and_a_negative_limit_never_removes() {
-    let mut sim = Sim::new(MasterConfig {
+    let mut sim = Sim::new(Config {
         max_executor_retries: 1,
-        ..MasterConfig::default()
+        ..Config::default()
     });
     let w = sim.worker("worker-0", 52000, 1, 1024);
     let (app, app_id) = sim.app(60000, app_desc("clean", None, 256));
@@ -103,9 +103,9 @@ fn normal_exits_do_not_count_and_a_negative_limit_never_removes() {
     }
     assert!(app_removed(sim.received(app)).is_empty());
 
-    let mut sim = Sim::new(MasterConfig {
+    let mut sim = Sim::new(Config {
         max_executor_retries: -1,
-        ..MasterConfig::default()
+        ..Config::default()
     });
     let w = sim.worker("worker-0", 52000, 1, 1024);
     let (app, app_id) = sim.app(60000, app_desc("unlimited", None, 256));
@@ -120,9 +120,9 @@ fn normal_exits_do_not_count_and_a_negative_limit_never_removes() {
 
 #[test]
 fn completed_applications_are_retained_up_to_the_limit_dropping_the_oldest_tenth() {
-    let mut sim = Sim::new(MasterConfig {
+    let mut sim = Sim::new(Config {
         retained_applications: 20,
-        ..MasterConfig::default()
+        ..Config::default()
     });
     let mut ids = Vec::new();
     for n in 0..21 {

@@ -6,8 +6,8 @@
 
 use sparkwire::messages::deploy::{KillExecutors, RequestExecutors};
 use sparkwire::messages::{DeployMessage, ProfileExecutors, ResourceProfile};
+use sparkwire::node::master::Config;
 use sparkwire::reference::master::harness::{app_desc, Sim};
-use sparkwire::reference::master::MasterConfig;
 use sparkwire::validate::ConnId;
 use sparkwire::wire::Reply;
 
@@ -26,9 +26,9 @@ fn workers(sim: &mut Sim, n: usize, cores: i32, memory: i32) -> Vec<ConnId> {
 }
 
 fn placement(spread_out: bool) -> Vec<usize> {
-    let mut sim = Sim::new(MasterConfig {
+    let mut sim = Sim::new(Config {
         spread_out,
-        ..MasterConfig::default()
+        ..Config::default()
     });
     let ws = workers(&mut sim, 3, 4, 4096);
     let mut desc = app_desc("place", Some(1), 256);
@@ -56,14 +56,14 @@ fn consolidate_mode_fills_one_worker_first() {
 
 #[test]
 fn launch_executor_goes_to_the_worker_before_executor_added_to_the_application() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     let w = sim.worker("worker-0", 51000, 2, 2048);
     let (app, _) = sim.app(60000, app_desc("order", None, 512));
     let order: Vec<(ConnId, &'static str)> = sim
         .outputs()
         .iter()
         .filter_map(|o| match o {
-            sparkwire::reference::master::proto::Output::Send { conn, message }
+            sparkwire::node::Output::Conn(sparkwire::node::ConnOutput::Send { conn, message })
                 if matches!(
                     message,
                     DeployMessage::LaunchExecutor(_) | DeployMessage::ExecutorAdded(_)
@@ -79,7 +79,7 @@ fn launch_executor_goes_to_the_worker_before_executor_added_to_the_application()
 
 #[test]
 fn the_executor_limit_follows_requests_and_killed_executors_are_not_replaced() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     let ws = workers(&mut sim, 1, 8, 8192);
     let mut desc = app_desc("limit", Some(2), 512);
     desc.initial_executor_limit = Some(1);
@@ -118,7 +118,7 @@ fn the_executor_limit_follows_requests_and_killed_executors_are_not_replaced() {
 
 #[test]
 fn workers_without_the_memory_of_one_executor_get_none() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     let small = sim.worker("worker-small", 51100, 8, 256);
     let big = sim.worker("worker-big", 51101, 2, 4096);
     let (app, _) = sim.app(60000, app_desc("mem", None, 1024));
@@ -134,7 +134,7 @@ fn workers_without_the_memory_of_one_executor_get_none() {
 
 #[test]
 fn the_web_ui_snapshot_lists_executors_and_connections_as_the_core_knows_them() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let mut sim = Sim::new(Config::default());
     let w = sim.worker("worker-0", 51000, 2, 2048);
     let (_, app_id) = sim.app(60000, app_desc("ui", Some(1), 300));
     let app_id = app_id.expect("registered");
@@ -145,7 +145,7 @@ fn the_web_ui_snapshot_lists_executors_and_connections_as_the_core_knows_them() 
         sparkwire::messages::ExecutorState::Running,
         None,
     );
-    let snap = sim.core.snapshot();
+    let snap = sim.core.status();
     let rows: Vec<_> = snap
         .executors
         .iter()

@@ -48,6 +48,14 @@
 //! assert_eq!(echo.poll(), None);
 //! ```
 
+pub mod authz;
+pub mod clock;
+pub mod master;
+pub mod redact;
+pub mod url;
+pub mod violations;
+pub mod worker;
+
 use std::time::Instant;
 
 use crate::messages::ErrorDescription;

@@ -8,11 +8,11 @@
 //! use std::time::Duration;
 //! use sparkwire::messages::{DeployMessage, WorkerState};
 //! use sparkwire::reference::master::harness::Sim;
-//! use sparkwire::reference::master::MasterConfig;
+//! use sparkwire::node::master::Config;
 //!
-//! let mut sim = Sim::new(MasterConfig {
+//! let mut sim = Sim::new(Config {
 //!     worker_timeout: Duration::from_secs(60),
-//!     ..MasterConfig::default()
+//!     ..Config::default()
 //! });
 //! let w = sim.worker("worker-1", 40001, 4, 4096);
 //! assert!(matches!(sim.received(w)[0], DeployMessage::RegisteredWorker(_)));
@@ -25,8 +25,6 @@ use crate::validate::ConnId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use super::proto::{DialTarget, Input, MasterCore, Output, Stored};
-use super::MasterConfig;
 use crate::messages::deploy::{
     ExecutorStateChanged, Heartbeat, LaunchExecutor, MasterStateResponse, RegisterApplication,
     RegisterWorker, RequestMasterState,
@@ -35,6 +33,9 @@ use crate::messages::{
     Addr, ApplicationDescription, Command, DeployMessage, DriverDescription, EndpointRef,
     ErrorDescription, ExecutorState, ResourceProfile, Resources,
 };
+use crate::node::master::Config;
+use crate::node::master::{DialTarget, Effect, Input, MasterCore, Output, Stored};
+use crate::node::{ConnOutput, Core};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 
@@ -120,7 +121,7 @@ struct Listener {
 pub struct Sim {
     /// The master under test.
     pub core: MasterCore,
-    config: MasterConfig,
+    config: Config,
     addr: Addr,
     now: Instant,
     start: Instant,
@@ -138,17 +139,16 @@ pub struct Sim {
 }
 
 impl Sim {
-    /// An elected (ALIVE) master at `127.0.0.1:7077` with `config`. It always persists: with
-    /// no `recovery_dir`, one is named for it (never touched: the harness keeps the records in
-    /// memory, [`Sim::store`]).
-    pub fn new(config: MasterConfig) -> Sim {
+    /// An elected (ALIVE) master at `127.0.0.1:7077` with `config`. It always persists (the
+    /// harness keeps the records in memory, [`Sim::store`]).
+    pub fn new(config: Config) -> Sim {
         Sim::with_store(config, Stored::default())
     }
 
     /// A master elected on a recovery directory holding `store` (RECOVERING when it holds
     /// anything). The records it persists from then on are kept by the harness
     /// ([`Sim::store`]).
-    pub fn with_store(config: MasterConfig, store: Stored) -> Sim {
+    pub fn with_store(config: Config, store: Stored) -> Sim {
         let mut sim = Sim::standby(config);
         sim.store = store.clone();
         sim.input(Input::Elected { stored: store });
@@ -157,10 +157,8 @@ impl Sim {
 
     /// A master in STANDBY (not elected yet): elect it with [`Input::Elected`] through
     /// [`Sim::input`].
-    pub fn standby(mut config: MasterConfig) -> Sim {
-        if config.recovery_dir.is_none() {
-            config.recovery_dir = Some("<in memory>".into());
-        }
+    pub fn standby(mut config: Config) -> Sim {
+        config.persistent = true;
         let start = Instant::now();
         let addr = Addr::new("127.0.0.1", 7077);
         let core = MasterCore::new(config.clone(), addr.clone(), start, START_WALL_MS);
@@ -217,31 +215,36 @@ impl Sim {
         while let Some(out) = self.core.poll() {
             self.every_output.push(out.clone());
             match out {
-                Output::Send { conn, message } => {
+                Output::Conn(ConnOutput::Send { conn, message }) => {
                     if let Some(c) = self.conns.get_mut(&conn).filter(|c| !c.closed) {
                         c.received.push(message);
                     }
                 }
-                Output::Reply { conn, id, reply } => {
+                Output::Conn(ConnOutput::Reply { conn, id, reply }) => {
                     if let Some(c) = self.conns.get_mut(&conn) {
                         c.answers.insert(id, Ok(reply));
                     }
                 }
-                Output::Fail { conn, id, error } => {
+                Output::Conn(ConnOutput::Fail { conn, id, error }) => {
                     if let Some(c) = self.conns.get_mut(&conn) {
                         c.answers.insert(id, Err(error));
                     }
                 }
-                Output::Close { conn, .. } => self.close(conn),
-                Output::Dial { addr, target } => match self.listeners.get(&addr.to_string()) {
-                    Some(l) => {
-                        let (role, peer_id) = (l.role, l.peer_id.clone());
-                        self.open(role, &peer_id, false, Some(target));
+                Output::Conn(ConnOutput::Close { conn, .. } | ConnOutput::Abort { conn }) => {
+                    self.close(conn)
+                }
+                Output::Conn(ConnOutput::Ask { .. }) => {}
+                Output::Effect(Effect::Dial { addr, target }) => {
+                    match self.listeners.get(&addr.to_string()) {
+                        Some(l) => {
+                            let (role, peer_id) = (l.role, l.peer_id.clone());
+                            self.open(role, &peer_id, false, Some(target));
+                        }
+                        None => self.unreachable.push((addr, target)),
                     }
-                    None => self.unreachable.push((addr, target)),
-                },
-                Output::Persist(record) => self.store.apply(record),
-                Output::Unpersist { kind, id } => self.store.remove(kind, &id),
+                }
+                Output::Effect(Effect::Persist(record)) => self.store.apply(record),
+                Output::Effect(Effect::Unpersist { kind, id }) => self.store.remove(kind, &id),
             }
         }
     }

@@ -15,9 +15,11 @@ use super::conns::{self, ConnSettings};
 use super::events::{Event, Opened};
 use super::ha::{Election, LeaderEvent};
 use super::persist::Persistence;
-use super::proto::{Input, MasterCore, Output, Stored};
+use super::MasterConfig;
 use super::Stop;
 use crate::connection::{Counters, Incoming};
+use crate::node::master::{Effect, Input, MasterCore, Stored};
+use crate::node::{ConnOutput, Core, Output};
 use crate::reference::clock::now_ms;
 use crate::reference::driver::add_counters;
 use crate::reference::outbox::{Out, Outbox, Peer};
@@ -36,6 +38,8 @@ pub(crate) struct Runtime {
     outbox: Outbox,
     events: mpsc::UnboundedSender<Event>,
     settings: ConnSettings,
+    /// How long the leader lock's lease lasts.
+    lease: Duration,
     persistence: Option<Persistence>,
     /// Traffic of the connections that closed, for the web UI's metrics.
     closed_traffic: Counters,
@@ -45,11 +49,11 @@ impl Runtime {
     /// A loop for `core`; `id` is the master's id in handshakes.
     pub(crate) fn new(
         core: MasterCore,
+        config: &MasterConfig,
         id: String,
         persistence: Option<Persistence>,
         events: mpsc::UnboundedSender<Event>,
     ) -> Runtime {
-        let config = &core.config;
         let settings = ConnSettings {
             id,
             max_frame_size: config.max_frame_size,
@@ -67,6 +71,7 @@ impl Runtime {
             outbox,
             events,
             settings,
+            lease: config.lease,
             persistence,
             closed_traffic: Counters::default(),
         }
@@ -88,7 +93,7 @@ impl Runtime {
             Some(p) => Some(Election::spawn(
                 p.dir().to_path_buf(),
                 self.settings.id.clone(),
-                self.core.config.lease,
+                self.lease,
                 self.events.clone(),
             )),
             None => {
@@ -217,14 +222,13 @@ impl Runtime {
 
     /// The core's snapshot, with the traffic of every connection and the time now.
     fn snapshot(&self) -> MasterSnapshot {
-        let mut snap = self.core.snapshot();
+        let mut status = self.core.status();
+        status.now_ms = now_ms();
         let mut traffic = self.closed_traffic.clone();
         for peer in self.peers.values() {
             add_counters(&mut traffic, &peer.handle.counters());
         }
-        snap.traffic = traffic;
-        snap.now_ms = now_ms();
-        snap
+        MasterSnapshot { status, traffic }
     }
 
     /// Does what the core decided, in its order: writes go to each connection's own queue at once
@@ -233,30 +237,41 @@ impl Runtime {
     fn execute(&mut self) {
         while let Some(out) = self.core.poll() {
             match out {
-                Output::Send { conn, message } => {
+                Output::Conn(ConnOutput::Send { conn, message }) => {
                     if let Some(peer) = self.peers.get(&conn) {
                         self.outbox.send(peer, message);
                     }
                 }
-                Output::Reply { conn, id, reply } => {
+                Output::Conn(ConnOutput::Reply { conn, id, reply }) => {
                     if let Some(peer) = self.peers.get(&conn) {
                         self.outbox.reply(peer, id, reply);
                     }
                 }
-                Output::Fail { conn, id, error } => {
+                Output::Conn(ConnOutput::Fail { conn, id, error }) => {
                     if let Some(peer) = self.peers.get(&conn) {
                         self.outbox.push(Out::Fail(peer.clone(), id, error));
                     }
                 }
-                Output::Close { conn, reason } => {
+                Output::Conn(ConnOutput::Close { conn, reason }) => {
                     if let Some(peer) = self.peers.get(&conn) {
                         self.outbox.push(Out::Close(peer.clone(), reason));
                     }
                 }
-                Output::Dial { addr, target } => {
+                // The master asks nothing whose answer it takes; an ask's answer is only logged.
+                Output::Conn(ConnOutput::Ask { conn, message, .. }) => {
+                    if let Some(peer) = self.peers.get(&conn) {
+                        self.outbox.push(Out::Ask(peer.clone(), message));
+                    }
+                }
+                Output::Conn(ConnOutput::Abort { conn }) => {
+                    if let Some(peer) = self.peers.get(&conn) {
+                        peer.kill();
+                    }
+                }
+                Output::Effect(Effect::Dial { addr, target }) => {
                     conns::dial(addr, target, self.settings.clone(), self.events.clone())
                 }
-                Output::Persist(record) => {
+                Output::Effect(Effect::Persist(record)) => {
                     if let Some(p) = &self.persistence {
                         if let Err(e) = p.store(&record) {
                             tracing::error!(
@@ -268,7 +283,7 @@ impl Runtime {
                         }
                     }
                 }
-                Output::Unpersist { kind, id } => {
+                Output::Effect(Effect::Unpersist { kind, id }) => {
                     if let Some(p) = &self.persistence {
                         if let Err(e) = p.forget(kind, &id) {
                             tracing::error!(

@@ -1,5 +1,5 @@
 //! The worker's loop: it owns the listener, the connections (written through the outbox), the
-//! processes and the clock, feeds the [core](super::core) what happens, and carries out what the
+//! processes and the clock, feeds the [core](crate::node::worker::WorkerCore) what happens, and carries out what the
 //! core decides. It decides nothing itself.
 
 use crate::validate::ConnId;
@@ -12,15 +12,16 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::core::{Identity, Input, Output, WorkerCore};
-use super::events::{RunKey, WEvent};
+use super::events::WEvent;
 use super::listen::{self, ConnSettings};
-use super::policy::Policy;
 use super::runner::{self, Running};
-use super::{WorkerConfig, WorkerExit};
+use super::WorkerConfig;
 use crate::connection::{ConnectionError, Counters, Incoming, Security};
 use crate::messages::Addr;
-use crate::reference::clock::{now_ms, stamp};
+use crate::node::clock::stamp;
+use crate::node::worker::{Effect, Identity, Input, RunKey, WorkerCore, WorkerExit};
+use crate::node::{ConnOutput, Core, Output};
+use crate::reference::clock::now_ms;
 use crate::reference::outbox::{Out, Outbox, Peer};
 
 /// The worker's loop and what it owns. See the module documentation.
@@ -67,13 +68,13 @@ impl WorkerLoop {
             web_ui_url,
             seed: now_ms() as u64 ^ u64::from(std::process::id()) ^ 0x2545_f491_4f6c_dd1d,
         };
-        let policy = Policy::new(&config);
+        let policy = config.launch_policy();
         WorkerLoop {
             config_summary: (host, port, config.cores, config.memory),
             warn_no_program: config.allow_exec.is_empty() && config.allow_exec_any.is_empty(),
             security: config.security.clone(),
             outbox: Outbox::spawn(config.send_timeout),
-            core: WorkerCore::new(config, policy, me, Instant::now()),
+            core: WorkerCore::new(config.rules(), policy, me, Instant::now()),
             peers: HashMap::new(),
             running: HashMap::new(),
             events,
@@ -151,11 +152,13 @@ impl WorkerLoop {
                 addr,
                 peer_id,
             } => {
+                let version = peer.handle.negotiated().version;
                 self.peers.insert(conn, peer);
                 Input::Opened {
                     conn,
                     role,
                     purpose,
+                    version,
                     addr,
                     peer_id,
                 }
@@ -208,35 +211,40 @@ impl WorkerLoop {
     fn drain(&mut self) {
         while let Some(out) = self.core.poll() {
             match out {
-                Output::Send { conn, message } => {
+                Output::Conn(ConnOutput::Send { conn, message }) => {
                     if let Some(p) = self.peers.get(&conn) {
                         self.outbox.send(p, message);
                     }
                 }
-                Output::Ask { conn, message } => {
+                Output::Conn(ConnOutput::Ask { conn, message, .. }) => {
                     if let Some(p) = self.peers.get(&conn) {
                         self.outbox.push(Out::Ask(p.clone(), message));
                     }
                 }
-                Output::Reply { conn, id, reply } => {
+                Output::Conn(ConnOutput::Reply { conn, id, reply }) => {
                     if let Some(p) = self.peers.get(&conn) {
                         self.outbox.reply(p, id, reply);
                     }
                 }
-                Output::Fail { conn, id, error } => {
+                Output::Conn(ConnOutput::Fail { conn, id, error }) => {
                     if let Some(p) = self.peers.get(&conn) {
                         self.outbox.push(Out::Fail(p.clone(), id, error));
                     }
                 }
-                Output::Close { conn, reason } => {
+                Output::Conn(ConnOutput::Close { conn, reason }) => {
                     if let Some(p) = self.peers.get(&conn) {
                         self.outbox.push(Out::Close(p.clone(), reason));
                     }
                 }
-                Output::Dial(master) => {
+                Output::Conn(ConnOutput::Abort { conn }) => {
+                    if let Some(p) = self.peers.get(&conn) {
+                        p.kill();
+                    }
+                }
+                Output::Effect(Effect::Dial(master)) => {
                     listen::dial_master(master, self.settings.clone(), self.events.clone())
                 }
-                Output::Start(launch) => {
+                Output::Effect(Effect::Start(launch)) => {
                     let key = launch.key.clone();
                     let input = match runner::start(launch, &self.security, self.events.clone()) {
                         Ok(running) => {
@@ -247,7 +255,7 @@ impl WorkerLoop {
                     };
                     self.core.handle(Instant::now(), input);
                 }
-                Output::Kill(key) => {
+                Output::Effect(Effect::Kill(key)) => {
                     if let Some(r) = self.running.get_mut(&key) {
                         r.kill();
                     }

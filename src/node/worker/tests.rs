@@ -4,17 +4,20 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::core::{Identity, Input, Launch, Output, WorkerCore};
-use super::events::{Ended, Purpose, RunKey};
 use super::policy::Policy;
-use super::{WorkerConfig, WorkerExit, REGISTRATION_RETRIES};
+use super::{
+    Config, Effect, Ended, Identity, Input, Launch, Output, Purpose, RunKey, WorkerCore,
+    WorkerExit, REGISTRATION_RETRIES,
+};
 use crate::messages::deploy::{
     KillExecutor, LaunchDriver, LaunchExecutor, ReconnectWorker, RegisteredWorker,
 };
+use crate::messages::Version;
 use crate::messages::{
     Addr, ApplicationDescription, DeployMessage, DriverDescription, DriverState, EndpointRef,
     ExecutorState, Family, Resources,
 };
+use crate::node::{ConnOutput, Core};
 use crate::wire::handshake::Role;
 
 const MASTER_URL: &str = "sparkwire://10.0.0.1:7077";
@@ -37,7 +40,7 @@ struct Harness {
     core: WorkerCore,
     now: Instant,
     out: Vec<Output>,
-    config: WorkerConfig,
+    config: Config,
 }
 
 fn master() -> Addr {
@@ -45,21 +48,24 @@ fn master() -> Addr {
 }
 
 impl Harness {
-    fn new(config: impl FnOnce(&mut WorkerConfig)) -> Harness {
-        let mut c = WorkerConfig {
+    fn new(config: impl FnOnce(&mut Config, &mut Vec<String>)) -> Harness {
+        let mut c = Config {
             masters: vec![master()],
             cores: 8,
             memory: 4096,
+            resources: Resources::new(),
             work_dir: PathBuf::from("/work"),
             worker_timeout: Duration::from_secs(60),
             register_retry: Duration::from_secs(10),
-            ..WorkerConfig::default()
+            hands_secret: false,
+            launch_tls_ca: None,
         };
-        config(&mut c);
+        let mut allow_env = vec!["SPARK_*".to_string()];
+        config(&mut c, &mut allow_env);
         let policy = Policy::from_parts(
             vec![PathBuf::from("/opt/sparkwire")],
             vec![PathBuf::from("/opt/any")],
-            c.allow_env.clone(),
+            allow_env,
             vec![("PATH".into(), "/usr/bin:/bin".into())],
             resolve,
         );
@@ -111,13 +117,14 @@ impl Harness {
     }
 
     /// Registered with the master over connection 1.
-    fn registered(config: impl FnOnce(&mut WorkerConfig)) -> Harness {
+    fn registered(config: impl FnOnce(&mut Config, &mut Vec<String>)) -> Harness {
         let mut h = Harness::new(config);
         h.take();
         h.input(Input::Opened {
             conn: 1,
             role: Role::Master,
             purpose: Purpose::Registration(master()),
+            version: Version::V2,
             addr: "127.0.0.1:40001".into(),
             peer_id: "peer-1".into(),
         });
@@ -182,14 +189,19 @@ fn executor_args() -> Vec<String> {
 fn names(out: &[Output]) -> Vec<String> {
     out.iter()
         .map(|o| match o {
-            Output::Send { conn, message } => format!("send {} on {conn}", message.name()),
-            Output::Ask { conn, message } => format!("ask {} on {conn}", message.name()),
-            Output::Reply { conn, .. } => format!("reply on {conn}"),
-            Output::Fail { conn, .. } => format!("fail on {conn}"),
-            Output::Close { conn, .. } => format!("close {conn}"),
-            Output::Dial(a) => format!("dial {a}"),
-            Output::Start(l) => format!("start {}", l.key),
-            Output::Kill(k) => format!("kill {k}"),
+            Output::Conn(ConnOutput::Send { conn, message }) => {
+                format!("send {} on {conn}", message.name())
+            }
+            Output::Conn(ConnOutput::Ask { conn, message, .. }) => {
+                format!("ask {} on {conn}", message.name())
+            }
+            Output::Conn(ConnOutput::Reply { conn, .. }) => format!("reply on {conn}"),
+            Output::Conn(ConnOutput::Fail { conn, .. }) => format!("fail on {conn}"),
+            Output::Conn(ConnOutput::Close { conn, .. }) => format!("close {conn}"),
+            Output::Conn(ConnOutput::Abort { conn }) => format!("abort {conn}"),
+            Output::Effect(Effect::Dial(a)) => format!("dial {a}"),
+            Output::Effect(Effect::Start(l)) => format!("start {}", l.key),
+            Output::Effect(Effect::Kill(k)) => format!("kill {k}"),
         })
         .collect()
 }
@@ -197,10 +209,10 @@ fn names(out: &[Output]) -> Vec<String> {
 fn state_changes(out: &[Output]) -> Vec<(ExecutorState, Option<String>, Option<i32>)> {
     out.iter()
         .filter_map(|o| match o {
-            Output::Ask {
+            Output::Conn(ConnOutput::Ask {
                 message: DeployMessage::ExecutorStateChanged(c),
                 ..
-            } => Some((c.state, c.message.clone(), c.exit_status)),
+            }) => Some((c.state, c.message.clone(), c.exit_status)),
             _ => None,
         })
         .collect()
@@ -208,21 +220,22 @@ fn state_changes(out: &[Output]) -> Vec<(ExecutorState, Option<String>, Option<i
 
 #[test]
 fn registers_with_its_master_then_heartbeats_every_quarter_of_the_timeout() {
-    let mut h = Harness::new(|_| {});
+    let mut h = Harness::new(|_, _| {});
     assert_eq!(names(&h.take()), ["dial 10.0.0.1:7077"]);
     h.input(Input::Opened {
         conn: 1,
         role: Role::Master,
         purpose: Purpose::Registration(master()),
+        version: Version::V2,
         addr: "127.0.0.1:40001".into(),
         peer_id: "peer-1".into(),
     });
     let out = h.take();
     match out.as_slice() {
-        [Output::Send {
+        [Output::Conn(ConnOutput::Send {
             conn: 1,
             message: DeployMessage::RegisterWorker(r),
-        }] => {
+        })] => {
             assert_eq!(r.id, "worker-20260101000000-127.0.0.1-4000");
             assert_eq!((r.host.as_str(), r.port), ("127.0.0.1", 4000));
             assert_eq!((r.cores, r.memory), (8, 4096));
@@ -250,7 +263,7 @@ fn registers_with_its_master_then_heartbeats_every_quarter_of_the_timeout() {
 
 #[test]
 fn retries_the_registration_then_gives_up_as_spark_does() {
-    let mut h = Harness::new(|_| {});
+    let mut h = Harness::new(|_, _| {});
     h.take();
     let start = h.now;
     let mut dials = 1;
@@ -278,7 +291,7 @@ fn retries_the_registration_then_gives_up_as_spark_does() {
 
 #[test]
 fn a_lost_master_connection_makes_it_register_again_and_reconnect_worker_resends() {
-    let mut h = Harness::registered(|_| {});
+    let mut h = Harness::registered(|_, _| {});
     h.input(Input::Closed { conn: 1 });
     assert_eq!(names(&h.take()), ["dial 10.0.0.1:7077"]);
     // Unregistered: no heartbeat.
@@ -289,6 +302,7 @@ fn a_lost_master_connection_makes_it_register_again_and_reconnect_worker_resends
         conn: 2,
         role: Role::Master,
         purpose: Purpose::Registration(master()),
+        version: Version::V2,
         addr: "127.0.0.1:40002".into(),
         peer_id: "peer-2".into(),
     });
@@ -306,7 +320,7 @@ fn a_lost_master_connection_makes_it_register_again_and_reconnect_worker_resends
 
 #[test]
 fn a_launched_executor_is_reported_running_then_exited() {
-    let mut h = Harness::registered(|_| {});
+    let mut h = Harness::registered(|_, _| {});
     let args = executor_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = h.launch(
@@ -316,7 +330,7 @@ fn a_launched_executor_is_reported_running_then_exited() {
         &[("SPARK_X", "{{APP_ID}}"), ("OTHER", "1")],
     );
     let launch: Launch = match out.as_slice() {
-        [Output::Start(l)] => l.clone(),
+        [Output::Effect(Effect::Start(l))] => l.clone(),
         other => panic!("{other:?}"),
     };
     assert_eq!(launch.key, RunKey::Executor("app-1".into(), 3));
@@ -375,7 +389,7 @@ fn a_launched_executor_is_reported_running_then_exited() {
 
 #[test]
 fn a_killed_executor_ends_killed_and_only_the_active_master_may_kill() {
-    let mut h = Harness::registered(|_| {});
+    let mut h = Harness::registered(|_, _| {});
     let args = executor_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     h.launch(0, "/opt/sparkwire", &args, &[]);
@@ -407,12 +421,13 @@ fn a_killed_executor_ends_killed_and_only_the_active_master_may_kill() {
 
 #[test]
 fn the_launch_policy_refuses_with_executor_state_changed_failed() {
-    let mut h = Harness::registered(|_| {});
+    let mut h = Harness::registered(|_, _| {});
     let args = executor_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let failure = |out: &[Output]| -> String {
         assert!(
-            !out.iter().any(|o| matches!(o, Output::Start(_))),
+            !out.iter()
+                .any(|o| matches!(o, Output::Effect(Effect::Start(_)))),
             "nothing starts"
         );
         match state_changes(out).as_slice() {
@@ -464,10 +479,10 @@ fn the_launch_policy_refuses_with_executor_state_changed_failed() {
         },
     );
     match h.take().as_slice() {
-        [Output::Send {
+        [Output::Conn(ConnOutput::Send {
             message: DeployMessage::DriverStateChanged(c),
             ..
-        }] => {
+        })] => {
             assert_eq!(c.state, DriverState::Error);
             let text = &c.exception.as_ref().expect("why").message;
             assert!(text.contains("as a driver"), "{text}");
@@ -478,14 +493,10 @@ fn the_launch_policy_refuses_with_executor_state_changed_failed() {
 
 #[test]
 fn a_launch_that_fails_to_start_is_reported_failed() {
-    let mut h = Harness::registered(|c| {
-        c.security = crate::connection::Security::with_secret(
-            crate::wire::handshake::Secret::new(b"0123456789abcdef".to_vec()).expect("secret"),
-        );
-    });
+    let mut h = Harness::registered(|c, _| c.hands_secret = true);
     let out = h.launch(0, "/opt/any", &[], &[]);
     let launch = match out.as_slice() {
-        [Output::Start(l)] => l.clone(),
+        [Output::Effect(Effect::Start(l))] => l.clone(),
         other => panic!("{other:?}"),
     };
     // The secret is handed over in a private file in the executor's directory, named by a
@@ -513,12 +524,13 @@ fn a_launch_that_fails_to_start_is_reported_failed() {
 
 #[test]
 fn commands_are_taken_only_from_the_registered_master_over_its_connection() {
-    let mut h = Harness::registered(|_| {});
+    let mut h = Harness::registered(|_, _| {});
     // A UI connected to the worker cannot launch anything.
     h.input(Input::Opened {
         conn: 9,
         role: Role::Ui,
         purpose: Purpose::Inbound,
+        version: Version::V2,
         addr: "127.0.0.1:40009".into(),
         peer_id: "peer-9".into(),
     });
@@ -542,6 +554,7 @@ fn commands_are_taken_only_from_the_registered_master_over_its_connection() {
         conn: 10,
         role: Role::Master,
         purpose: Purpose::Inbound,
+        version: Version::V2,
         addr: "127.0.0.1:40010".into(),
         peer_id: "peer-10".into(),
     });

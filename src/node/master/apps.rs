@@ -3,8 +3,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::super::round::{schedule_round, RoundWorker};
-use super::super::schedule::{ExecutorDemand, WorkerSlot};
+use super::round::{schedule_round, RoundWorker};
+use super::schedule::{ExecutorDemand, WorkerSlot};
 use super::state::{retire, AppRec, ExecRec};
 use super::MasterCore;
 use crate::messages::deploy::{
@@ -16,7 +16,7 @@ use crate::messages::{
     ApplicationInfo, ApplicationState, ExecutorState, RecoveryState, ResourceInformation,
     Resources, WorkerState,
 };
-use crate::reference::clock::stamp;
+use crate::node::clock::stamp;
 use crate::validate::ConnId;
 
 /// The applications (Spark's `apps`, `idToApp`, `waitingApps`, `completedApps`).

@@ -1,20 +1,29 @@
-//! The worker's state, without IO (Spark's `Worker` endpoint): registration with its masters
+//! The worker's core, without IO (Spark's `Worker` endpoint): registration with its masters
 //! (with retries), heartbeats, master changes, and the executors and drivers it runs.
 //!
-//! Fed [`Input`]s with the time ([`WorkerCore::handle`], [`WorkerCore::handle_timeout`]), it
-//! queues [`Output`]s that its loop drains in one place ([`WorkerCore::poll`]): messages
-//! addressed by connection id, masters to dial, connections to close, processes to start (the
-//! launch policy already applied: program, arguments, minimal environment, directory, the secret
-//! file to write) and to kill. It names the next time it must be woken
-//! ([`WorkerCore::poll_timeout`]) and why it stopped ([`WorkerCore::exit`]).
+//! A [`Core`] fed [`Input`]s with the time, it queues
+//! [`Output`](crate::node::Output)s that its runtime drains in one place: messages addressed by
+//! connection id, and its [`Effect`]s: masters to dial, processes to start (the launch
+//! [`policy`] already applied: program, arguments, minimal environment, directory, the secret
+//! file to write) and to kill. It names the next time it must be woken and why it stopped
+//! ([`WorkerCore::exit`]).
+
+mod io;
+pub mod policy;
+#[cfg(test)]
+mod tests;
+
+pub use io::{
+    Config, Effect, Ended, Input, Launch, Purpose, RunKey, WorkerExit,
+    INITIAL_REGISTRATION_RETRIES, REGISTRATION_RETRIES, SECRET_FILE_ENV, SECRET_FILE_NAME,
+    TLS_CA_ENV,
+};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::events::{Ended, Purpose, RunKey};
-use super::policy::{dir_under, substitute, LaunchKind, Policy};
-use super::{WorkerConfig, WorkerExit, INITIAL_REGISTRATION_RETRIES, REGISTRATION_RETRIES};
+use crate::definition::{Definition, MessageKind};
 use crate::messages::deploy::{
     DriverStateChanged, ExecutorStateChanged, Heartbeat, LaunchDriver, LaunchExecutor,
     RegisterWorker, WorkerDecommissioning, WorkerDriverStateResponse, WorkerExecutorStateResponse,
@@ -22,117 +31,25 @@ use crate::messages::deploy::{
 };
 use crate::messages::{
     Addr, Command, DeployMessage, DriverRunnerInfo, DriverState, EndpointRef, ErrorDescription,
-    ExecutorDescription, ExecutorState, Family, Resources,
+    ExecutorDescription, ExecutorState, Family, Resources, Version,
 };
-use crate::reference::authz::{self, Refusal};
+use crate::node::authz::{self, Refusal};
+use crate::node::{ConnId, ConnOutput, Core};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
+use policy::{dir_under, substitute, LaunchKind, Policy};
 
-/// A connection's id within the worker.
-pub(crate) type ConnId = u64;
+/// What the worker core hands out.
+pub type Output = crate::node::Output<DeployMessage, Effect>;
 
 /// Most finished executors and drivers kept for the state page.
 const RETAINED_FINISHED: usize = 1000;
 
-/// What the core is told.
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
-pub(crate) enum Input {
-    /// A connection is up.
-    Opened {
-        conn: ConnId,
-        role: Role,
-        purpose: Purpose,
-        /// The peer's address and the id of its hello, for logs.
-        addr: String,
-        peer_id: String,
-    },
-    /// A one-way message arrived.
-    Message {
-        conn: ConnId,
-        message: DeployMessage,
-    },
-    /// An ask arrived; it is answered with [`Output::Reply`] or [`Output::Fail`].
-    Ask {
-        conn: ConnId,
-        id: u64,
-        message: DeployMessage,
-    },
-    /// A connection closed.
-    Closed { conn: ConnId },
-    /// A master could not be reached, and why (a sentence naming it).
-    DialFailed { reason: String },
-    /// A process of [`Output::Start`] runs.
-    Started { key: RunKey },
-    /// A process of [`Output::Start`] could not be started, and why.
-    StartFailed { key: RunKey, reason: String },
-    /// A process ended.
-    Ended { key: RunKey, ended: Ended },
-}
-
-/// A process to start: everything decided, the policy applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Launch {
-    /// What it runs for.
-    pub(crate) key: RunKey,
-    /// The program, canonical and allowed.
-    pub(crate) program: PathBuf,
-    /// Its arguments, placeholders filled in.
-    pub(crate) args: Vec<String>,
-    /// Its whole environment.
-    pub(crate) env: BTreeMap<String, String>,
-    /// Its working directory (created, with `stdout` and `stderr` files, before it starts).
-    pub(crate) dir: PathBuf,
-    /// The worker's secret goes into a private file in `dir` first (its path is in `env`).
-    pub(crate) write_secret: bool,
-    /// Started again when it fails (a supervised driver).
-    pub(crate) supervise: bool,
-}
-
-/// What the core asks its loop to do, in order.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Output {
-    /// A one-way message.
-    Send {
-        conn: ConnId,
-        message: DeployMessage,
-    },
-    /// An ask whose answer only matters as a log line (sent one-way on a connection whose
-    /// version has the message as a send).
-    Ask {
-        conn: ConnId,
-        message: DeployMessage,
-    },
-    /// The answer to an ask.
-    Reply {
-        conn: ConnId,
-        id: u64,
-        reply: Reply<DeployMessage>,
-    },
-    /// An ask refused.
-    Fail {
-        conn: ConnId,
-        id: u64,
-        error: ErrorDescription,
-    },
-    /// Close the connection once what was queued on it is written.
-    Close {
-        conn: ConnId,
-        /// What the peer is told in a close envelope (SPEC §8.1), if anything.
-        reason: Option<crate::wire::CloseReason>,
-    },
-    /// Dial this master to register; the loop reports [`Input::Opened`] or
-    /// [`Input::DialFailed`].
-    Dial(Addr),
-    /// Start a process; the loop reports [`Input::Started`] or [`Input::StartFailed`] at once.
-    Start(Launch),
-    /// Kill a process; its end is reported as [`Input::Ended`].
-    Kill(RunKey),
-}
-
 struct ConnRec {
     role: Role,
     purpose: Purpose,
+    /// The protocol version its handshake agreed on.
+    version: Version,
     /// The peer's address and the id of its hello, for logs.
     addr: String,
     peer_id: String,
@@ -152,23 +69,23 @@ enum Starting {
     Driver(DriverRunnerInfo),
 }
 
-/// The worker's identity and the time, fixed by its loop.
+/// The worker's identity, fixed by its runtime.
 #[derive(Debug, Clone)]
-pub(crate) struct Identity {
+pub struct Identity {
     /// `worker-yyyyMMddHHmmss-host-port`.
-    pub(crate) id: String,
+    pub id: String,
     /// The address it listens on and advertises.
-    pub(crate) addr: Addr,
+    pub addr: Addr,
     /// Its web UI's URL (empty: none).
-    pub(crate) web_ui_url: String,
+    pub web_ui_url: String,
     /// Seed of the registration retries' jitter.
-    pub(crate) seed: u64,
+    pub seed: u64,
 }
 
 /// The worker's state. See the module documentation.
-pub(crate) struct WorkerCore {
+pub struct WorkerCore {
     id: String,
-    config: WorkerConfig,
+    config: Config,
     addr: Addr,
     self_ref: EndpointRef,
     worker_url: String,
@@ -194,13 +111,15 @@ pub(crate) struct WorkerCore {
     memory_used: i32,
     exit: Option<WorkerExit>,
     seed: u64,
+    /// The id of the next ask the worker makes (its answers are only logged).
+    next_ask: u64,
     now: Instant,
     out: VecDeque<Output>,
 }
 
 impl WorkerCore {
     /// A worker of `config` with `policy`, at `now`; [`start`](Self::start) sets it going.
-    pub(crate) fn new(config: WorkerConfig, policy: Policy, me: Identity, now: Instant) -> Self {
+    pub fn new(config: Config, policy: Policy, me: Identity, now: Instant) -> Self {
         let beat_every = (config.worker_timeout / 4).max(Duration::from_millis(10));
         WorkerCore {
             self_ref: EndpointRef::at(me.addr.clone(), "Worker"),
@@ -229,6 +148,7 @@ impl WorkerCore {
             memory_used: 0,
             exit: None,
             seed: me.seed,
+            next_ask: 1,
             now,
             out: VecDeque::new(),
         }
@@ -236,89 +156,20 @@ impl WorkerCore {
 
     /// Starts at `now`: registers with every master at once (Spark's tryRegisterAllMasters);
     /// heartbeats go every quarter of the worker timeout from then.
-    pub(crate) fn start(&mut self, now: Instant) {
+    pub fn start(&mut self, now: Instant) {
         self.now = now;
         self.next_beat = now + self.beat_every;
         self.register_with_all_masters();
     }
 
     /// The worker's id.
-    pub(crate) fn id(&self) -> &str {
+    pub fn id(&self) -> &str {
         &self.id
     }
 
-    /// The next output, oldest first.
-    pub(crate) fn poll(&mut self) -> Option<Output> {
-        self.out.pop_front()
-    }
-
     /// Why the worker stops by itself, once it does.
-    pub(crate) fn exit(&self) -> Option<&WorkerExit> {
+    pub fn exit(&self) -> Option<&WorkerExit> {
         self.exit.as_ref()
-    }
-
-    /// When [`handle_timeout`](Self::handle_timeout) must be called next: the next heartbeat
-    /// or registration attempt.
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        Some(match self.next_retry {
-            Some(retry) => retry.min(self.next_beat),
-            None => self.next_beat,
-        })
-    }
-
-    /// Timers: a heartbeat to the master when one is due, a registration attempt when one is.
-    pub(crate) fn handle_timeout(&mut self, now: Instant) {
-        self.now = now;
-        if now >= self.next_beat {
-            self.next_beat = now + self.beat_every;
-            self.send_heartbeat();
-        }
-        if self.next_retry.is_some_and(|at| now >= at) {
-            self.retry_registration();
-        }
-    }
-
-    /// Handles one input.
-    pub(crate) fn handle(&mut self, now: Instant, input: Input) {
-        self.now = now;
-        match input {
-            Input::Opened {
-                conn,
-                role,
-                purpose,
-                addr,
-                peer_id,
-            } => {
-                let master_addr = match &purpose {
-                    Purpose::Registration(a) => Some(a.clone()),
-                    Purpose::Inbound => None,
-                };
-                self.conns.insert(
-                    conn,
-                    ConnRec {
-                        role,
-                        purpose,
-                        addr,
-                        peer_id,
-                        refused: false,
-                    },
-                );
-                if let Some(a) = master_addr {
-                    if self.registered {
-                        self.out.push_back(Output::Close { conn, reason: None });
-                    } else {
-                        self.send_register(conn, a);
-                    }
-                }
-            }
-            Input::Message { conn, message } => self.on_message(conn, message),
-            Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
-            Input::Closed { conn } => self.closed(conn),
-            Input::DialFailed { reason } => self.dial_failed(&reason),
-            Input::Started { key } => self.started(key),
-            Input::StartFailed { key, reason } => self.start_failed(key, reason),
-            Input::Ended { key, ended } => self.process_ended(key, ended),
-        }
     }
 
     fn fuzzed(&mut self, base: Duration) -> Duration {
@@ -343,11 +194,12 @@ impl WorkerCore {
             .collect();
         stale.sort_unstable();
         for conn in stale {
-            self.out.push_back(Output::Close { conn, reason: None });
+            self.out
+                .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
         }
         for m in self.config.masters.clone() {
             tracing::info!("Connecting to master {m}...");
-            self.out.push_back(Output::Dial(m));
+            self.out.push_back(Output::Effect(Effect::Dial(m)));
         }
         self.schedule_retry();
     }
@@ -411,10 +263,10 @@ impl WorkerCore {
             master_address,
             resources: self.config.resources.clone(),
         };
-        self.out.push_back(Output::Send {
+        self.out.push_back(Output::Conn(ConnOutput::Send {
             conn,
             message: message.into(),
-        });
+        }));
     }
 
     fn send_heartbeat(&mut self) {
@@ -430,20 +282,31 @@ impl WorkerCore {
 
     fn send_to_master(&mut self, m: impl Into<DeployMessage>) {
         if let Some(conn) = self.master.filter(|c| self.conns.contains_key(c)) {
-            self.out.push_back(Output::Send {
+            self.out.push_back(Output::Conn(ConnOutput::Send {
                 conn,
                 message: m.into(),
-            });
+            }));
         }
     }
 
+    /// Asks the master `m`, whose answer is only logged; sent one-way on a connection whose
+    /// version has `m` as a send (ExecutorStateChanged in version 1).
     fn ask_master(&mut self, m: impl Into<DeployMessage>) {
-        if let Some(conn) = self.master.filter(|c| self.conns.contains_key(c)) {
-            self.out.push_back(Output::Ask {
-                conn,
-                message: m.into(),
-            });
-        }
+        let Some((conn, c)) = self.master.and_then(|c| Some((c, self.conns.get(&c)?))) else {
+            return;
+        };
+        let message = m.into();
+        let one_way = Definition::builtin()
+            .message(DeployMessage::FAMILY, message.name())
+            .is_some_and(|d| d.kind_in(c.version) == MessageKind::Send);
+        let out = if one_way {
+            ConnOutput::Send { conn, message }
+        } else {
+            let id = self.next_ask;
+            self.next_ask += 1;
+            ConnOutput::Ask { conn, id, message }
+        };
+        self.out.push_back(Output::Conn(out));
     }
 
     /// Takes `conn` as the connection to the active master (Spark's changeMaster), closing the
@@ -470,10 +333,10 @@ impl WorkerCore {
             .collect();
         others.sort_unstable();
         for other in others {
-            self.out.push_back(Output::Close {
+            self.out.push_back(Output::Conn(ConnOutput::Close {
                 conn: other,
                 reason: None,
-            });
+            }));
         }
     }
 
@@ -523,7 +386,7 @@ impl WorkerCore {
     /// Refuses a message: a failure answers an ask, a one-way message closes the connection.
     /// The peer of connection `conn` as a log line names it: its address, its role, the id of its
     /// hello.
-    pub(crate) fn peer_of(&self, conn: ConnId) -> Option<(String, Role, String)> {
+    pub fn peer_of(&self, conn: ConnId) -> Option<(String, Role, String)> {
         let c = self.conns.get(&conn)?;
         Some((c.addr.clone(), c.role, c.peer_id.clone()))
     }
@@ -532,25 +395,25 @@ impl WorkerCore {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let peer = crate::reference::violations::Peer {
+        let peer = crate::node::violations::Peer {
             addr: &c.addr,
             role: c.role,
             id: &c.peer_id,
             conn,
         };
-        crate::reference::violations::warn(peer, "refused", refusal.kind(), refusal);
+        crate::node::violations::warn(peer, "refused", refusal.kind(), refusal);
         match ask {
-            Some(id) => self.out.push_back(Output::Fail {
+            Some(id) => self.out.push_back(Output::Conn(ConnOutput::Fail {
                 conn,
                 id,
                 error: refusal.failure(),
-            }),
+            })),
             None => {
                 c.refused = true;
-                self.out.push_back(Output::Close {
+                self.out.push_back(Output::Conn(ConnOutput::Close {
                     conn,
                     reason: Some(refusal.close_reason()),
-                });
+                }));
             }
         }
     }
@@ -589,7 +452,8 @@ impl WorkerCore {
             }
             M::MasterInStandby(_) => {
                 if Some(conn) != self.master {
-                    self.out.push_back(Output::Close { conn, reason: None });
+                    self.out
+                        .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
                 }
             }
             M::ReconnectWorker(r) => {
@@ -604,7 +468,7 @@ impl WorkerCore {
                         Purpose::Inbound => None,
                     };
                     let master_address = addr.unwrap_or_else(|| {
-                        crate::reference::url::MasterUrl::parse(&r.master_url)
+                        crate::node::url::MasterUrl::parse(&r.master_url)
                             .ok()
                             .and_then(|u| u.masters.into_iter().next())
                             .unwrap_or_else(|| Addr::new("", 0))
@@ -655,7 +519,9 @@ impl WorkerCore {
                         tracing::info!("Asked to kill executor {}/{}", k.app_id, k.exec_id);
                         run.killed = true;
                         self.out
-                            .push_back(Output::Kill(RunKey::Executor(k.app_id, k.exec_id)));
+                            .push_back(Output::Effect(Effect::Kill(RunKey::Executor(
+                                k.app_id, k.exec_id,
+                            ))));
                     }
                     None => {
                         tracing::info!("Asked to kill unknown executor {}/{}", k.app_id, k.exec_id)
@@ -667,7 +533,7 @@ impl WorkerCore {
                 if self.drivers.contains_key(&k.driver_id) {
                     tracing::info!("Asked to kill driver {}", k.driver_id);
                     self.out
-                        .push_back(Output::Kill(RunKey::Driver(k.driver_id)));
+                        .push_back(Output::Effect(Effect::Kill(RunKey::Driver(k.driver_id))));
                 } else {
                     tracing::info!("Asked to kill unknown driver {}", k.driver_id);
                 }
@@ -705,12 +571,12 @@ impl WorkerCore {
             return;
         }
         let out = match m {
-            DeployMessage::RequestWorkerState(_) => Output::Reply {
+            DeployMessage::RequestWorkerState(_) => ConnOutput::Reply {
                 conn,
                 id,
                 reply: Reply::Message(self.state_response().into()),
             },
-            other => Output::Fail {
+            other => ConnOutput::Fail {
                 conn,
                 id,
                 error: ErrorDescription::new(
@@ -719,11 +585,11 @@ impl WorkerCore {
                 ),
             },
         };
-        self.out.push_back(out);
+        self.out.push_back(Output::Conn(out));
     }
 
     /// Open connections by the peer's role name, for the web UI.
-    pub(crate) fn connection_roles(&self) -> BTreeMap<&'static str, u64> {
+    pub fn connection_roles(&self) -> BTreeMap<&'static str, u64> {
         let mut roles = BTreeMap::new();
         for c in self.conns.values() {
             *roles.entry(c.role.name()).or_insert(0) += 1;
@@ -732,7 +598,7 @@ impl WorkerCore {
     }
 
     /// What RequestWorkerState answers (and the web UI shows).
-    pub(crate) fn state_response(&self) -> WorkerStateResponse {
+    pub fn state_response(&self) -> WorkerStateResponse {
         WorkerStateResponse {
             host: self.addr.host.clone(),
             port: self.addr.port,
@@ -826,7 +692,7 @@ impl WorkerCore {
         };
         self.starting.insert(key.clone(), Starting::Executor(run));
         match launch {
-            Ok(launch) => self.out.push_back(Output::Start(launch)),
+            Ok(launch) => self.out.push_back(Output::Effect(Effect::Start(launch))),
             Err(reason) => self.start_failed(key, reason),
         }
     }
@@ -847,8 +713,8 @@ impl WorkerCore {
         let mut env = self.policy.environment(&command.environment, vars)?;
         let dir = dir_under(&self.config.work_dir, dir_parts)?;
         // Last, so that no application variable of the same name survives.
-        let write_secret = self.config.security.secret.is_some();
-        env.extend(super::credentials::launch_variables(
+        let write_secret = self.config.hands_secret;
+        env.extend(launch_variables(
             write_secret,
             self.config.launch_tls_ca.as_deref(),
             &dir,
@@ -896,7 +762,7 @@ impl WorkerCore {
         };
         self.starting.insert(key.clone(), Starting::Driver(info));
         match launch {
-            Ok(launch) => self.out.push_back(Output::Start(launch)),
+            Ok(launch) => self.out.push_back(Output::Effect(Effect::Start(launch))),
             Err(reason) => self.start_failed(key, reason),
         }
     }
@@ -1043,4 +909,103 @@ fn addr_text(e: &EndpointRef) -> String {
         Some(a) => a.to_string(),
         None => e.name.clone(),
     }
+}
+
+impl Core for WorkerCore {
+    type Message = DeployMessage;
+    type Input = Input;
+    type Effect = Effect;
+
+    /// The next output, oldest first.
+    fn poll(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must be called next: the next heartbeat
+    /// or registration attempt.
+    fn poll_timeout(&self) -> Option<Instant> {
+        Some(match self.next_retry {
+            Some(retry) => retry.min(self.next_beat),
+            None => self.next_beat,
+        })
+    }
+
+    /// Timers: a heartbeat to the master when one is due, a registration attempt when one is.
+    fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        if now >= self.next_beat {
+            self.next_beat = now + self.beat_every;
+            self.send_heartbeat();
+        }
+        if self.next_retry.is_some_and(|at| now >= at) {
+            self.retry_registration();
+        }
+    }
+
+    /// Handles one input.
+    fn handle(&mut self, now: Instant, input: Input) {
+        self.now = now;
+        match input {
+            Input::Opened {
+                conn,
+                role,
+                purpose,
+                version,
+                addr,
+                peer_id,
+            } => {
+                let master_addr = match &purpose {
+                    Purpose::Registration(a) => Some(a.clone()),
+                    Purpose::Inbound => None,
+                };
+                self.conns.insert(
+                    conn,
+                    ConnRec {
+                        role,
+                        purpose,
+                        version,
+                        addr,
+                        peer_id,
+                        refused: false,
+                    },
+                );
+                if let Some(a) = master_addr {
+                    if self.registered {
+                        self.out
+                            .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
+                    } else {
+                        self.send_register(conn, a);
+                    }
+                }
+            }
+            Input::Message { conn, message } => self.on_message(conn, message),
+            Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
+            Input::Closed { conn } => self.closed(conn),
+            Input::DialFailed { reason } => self.dial_failed(&reason),
+            Input::Started { key } => self.started(key),
+            Input::StartFailed { key, reason } => self.start_failed(key, reason),
+            Input::Ended { key, ended } => self.process_ended(key, ended),
+        }
+    }
+}
+
+/// The variables to add to the environment of a process about to run in `dir`:
+/// [`SECRET_FILE_ENV`] when the worker hands it a secret (`with_secret`; the runtime writes the
+/// file), [`TLS_CA_ENV`] when it has `tls_ca`. Nothing when it has neither.
+pub(crate) fn launch_variables(
+    with_secret: bool,
+    tls_ca: Option<&Path>,
+    dir: &Path,
+) -> Vec<(String, String)> {
+    let mut vars = Vec::new();
+    if with_secret {
+        vars.push((
+            SECRET_FILE_ENV.to_string(),
+            dir.join(SECRET_FILE_NAME).to_string_lossy().into_owned(),
+        ));
+    }
+    if let Some(ca) = tls_ca {
+        vars.push((TLS_CA_ENV.to_string(), ca.to_string_lossy().into_owned()));
+    }
+    vars
 }

@@ -12,7 +12,7 @@ use crate::messages::deploy::{
 use crate::messages::{
     DriverDescription, DriverInfo, DriverState, ErrorDescription, RecoveryState, Resources,
 };
-use crate::reference::clock::stamp;
+use crate::node::clock::stamp;
 use crate::validate::ConnId;
 
 /// Spark's `Utils.BACKUP_STANDALONE_MASTER_PREFIX`.

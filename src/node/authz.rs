@@ -16,7 +16,7 @@
 //! for happens.
 //!
 //! ```
-//! use sparkwire::reference::authz::{route, Refusal};
+//! use sparkwire::node::authz::{route, Refusal};
 //! use sparkwire::wire::handshake::Role;
 //!
 //! // A worker may send Heartbeat to the master, one-way …

@@ -1,16 +1,18 @@
 //! Recovery (Spark's FILESYSTEM recovery mode), the core's side: what is persisted as it changes (as
-//! [`Output::Persist`](super::Output::Persist) records), and the path of a master elected on a
+//! [`Effect::Persist`] records), and the path of a master elected on a
 //! directory that holds state: RECOVERING (MasterChanged to every known worker and application,
 //! at the addresses they advertised), then COMPLETING_RECOVERY once all answered or the worker
 //! timeout passed (the silent ones dropped), then ALIVE.
 
 use super::io::{
-    ConnId, DialTarget, Output, Record, RecordKind, Stored, StoredApp, StoredDriver, StoredWorker,
+    DialTarget, Effect, Record, RecordKind, Stored, StoredApp, StoredDriver, StoredWorker,
 };
 use super::state::{AppRec, DriverRec, ExecRec, WorkerRec};
 use super::MasterCore;
+use super::Output;
 use crate::messages::deploy::{MasterChanged, WorkerSchedulerStateResponse};
 use crate::messages::{ApplicationState, DriverState, RecoveryState, WorkerState};
+use crate::node::{ConnId, ConnOutput};
 
 /// Leadership and recovery: the master's recovery state, the end of a recovery's wait, and
 /// whether it persists what it learns.
@@ -43,17 +45,17 @@ impl MasterCore {
     /// Queues the write of `record`, when the master persists.
     fn persist(&mut self, record: Record) {
         if self.ha.persistent {
-            self.out.push(Output::Persist(record));
+            self.out.push(Output::Effect(Effect::Persist(record)));
         }
     }
 
     /// Queues the removal of a record, when the master persists.
     fn unpersist(&mut self, kind: RecordKind, id: &str) {
         if self.ha.persistent {
-            self.out.push(Output::Unpersist {
+            self.out.push(Output::Effect(Effect::Unpersist {
                 kind,
                 id: id.to_string(),
-            });
+            }));
         }
     }
 
@@ -120,10 +122,10 @@ impl MasterCore {
             self.apps.all.insert(a.id.clone(), app);
             self.apps.waiting.push(a.id.clone());
             match a.driver.address {
-                Some(addr) => self.out.push(Output::Dial {
+                Some(addr) => self.out.push(Output::Effect(Effect::Dial {
                     addr,
                     target: DialTarget::App(a.id),
-                }),
+                })),
                 None => tracing::info!("App {} had exception on reconnect: no address", a.id),
             }
         }
@@ -165,10 +167,10 @@ impl MasterCore {
             };
             if self.add_worker(rec) {
                 match w.endpoint.address {
-                    Some(addr) => self.out.push(Output::Dial {
+                    Some(addr) => self.out.push(Output::Effect(Effect::Dial {
                         addr,
                         target: DialTarget::Worker(w.id),
-                    }),
+                    })),
                     None => {
                         tracing::info!("Worker {} had exception on reconnect: no address", w.id)
                     }
@@ -234,7 +236,8 @@ impl MasterCore {
 
     fn close_conn(&mut self, conn: ConnId) {
         if self.conns.all.contains_key(&conn) {
-            self.out.push(Output::Close { conn, reason: None });
+            self.out
+                .push(Output::Conn(ConnOutput::Close { conn, reason: None }));
         }
     }
 
