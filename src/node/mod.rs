@@ -52,6 +52,7 @@ pub mod authz;
 pub mod clock;
 pub mod master;
 pub mod redact;
+pub mod sim;
 pub mod url;
 pub mod violations;
 pub mod worker;

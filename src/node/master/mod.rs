@@ -260,6 +260,11 @@ impl MasterCore {
         self.shuffle_seed = seed | 1;
     }
 
+    /// Its protocol rules.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The master's URL, `sparkwire://host:port`.
     pub fn url(&self) -> &str {
         &self.master_url
