@@ -1,4 +1,4 @@
-//! Layer 5: the tokio runtime of the reference Master, Worker, driver and executor: sockets,
+//! Layer 6: the tokio runtime of the reference Master, Worker, driver and executor: sockets,
 //! processes, files, timers and web UIs around the protocol cores of [`node`](crate::node).
 //!
 //! [`master`] and [`worker`] run Spark's standalone Master and Worker on tokio; [`ports`]

@@ -1,4 +1,4 @@
-//! The reference Master: Spark's standalone Master on tokio.
+//! The reference Master: Spark's standalone Master, the tokio runtime around [`node::master`](crate::node::master).
 //!
 //! [`Master::start`] binds a listener and runs the master until [`MasterHandle::shutdown`].
 //! The protocol is [`node::master`](crate::node::master)'s [`MasterCore`]; one tokio task (the

@@ -1,4 +1,4 @@
-//! The reference Worker: Spark's standalone Worker on tokio.
+//! The reference Worker: Spark's standalone Worker, the tokio runtime around [`node::worker`](crate::node::worker).
 //!
 //! [`Worker::start`] listens on the address the worker advertises (a new master dials it there
 //! after a failover; executors open their watch connection there), registers with every master
