@@ -152,6 +152,8 @@ pub struct Sent {
     pub to: NodeId,
     /// The message's name (`reply` and `failure` for answers).
     pub name: String,
+    /// It was an ask.
+    pub asked: bool,
 }
 
 /// N cores wired in memory on one simulated clock. See the [module docs](self).
@@ -240,6 +242,18 @@ impl Cluster {
             .collect();
         let node = WorkerNode::new(id, addr, cores, memory, addrs, timeout, self.now);
         self.add(Box::new(node))
+    }
+
+    /// Adds a master at `addr` in STANDBY, until [`Cluster::elect`].
+    pub fn add_standby_master(&mut self, config: master::Config, addr: Addr) -> NodeId {
+        let node = MasterNode::standby(config, addr, self.now);
+        self.add(Box::new(node))
+    }
+
+    /// Elects master `id` now on `stored` (what the recovery store it shares holds).
+    pub fn elect(&mut self, id: NodeId, stored: master::Stored) {
+        let now = self.now;
+        self.node_mut::<MasterNode>(id).elect(now, stored);
     }
 
     /// Adds a probe: a peer of `role` the test writes on itself.
@@ -569,6 +583,7 @@ impl Cluster {
                 from,
                 to: to_node,
                 name: name.clone(),
+                asked: matches!(f, Frame::Ask(..)),
             });
             if l.cut {
                 return;

@@ -53,6 +53,28 @@ impl MasterNode {
         }
     }
 
+    /// A master at `addr` in STANDBY from `now`, until [`MasterNode::elect`].
+    pub fn standby(config: master::Config, addr: Addr, now: Instant) -> Self {
+        let config = master::Config {
+            persistent: true,
+            ..config
+        };
+        let mut core = MasterCore::new(config, addr.clone(), now, 1_767_225_600_000);
+        core.set_seed(7);
+        MasterNode {
+            core,
+            addr,
+            store: Stored::default(),
+            dialling: HashMap::new(),
+        }
+    }
+
+    /// Elects it at `now` on `stored`, what the recovery store it shares holds.
+    pub fn elect(&mut self, now: Instant, stored: Stored) {
+        self.store = stored.clone();
+        self.core.handle(now, master::Input::Elected { stored });
+    }
+
     /// A master at `addr`, elected on an empty store (ALIVE) at `now`.
     pub fn elected(config: master::Config, addr: Addr, now: Instant) -> Self {
         MasterNode::elected_on(config, addr, now, Stored::default())
