@@ -65,6 +65,7 @@ impl MasterCore {
         self.apps.all.insert(id.clone(), app);
         self.apps.waiting.push(id.clone());
         self.persist_app(&id);
+        self.registered_on(conn);
         self.send_on(
             Some(conn),
             RegisteredApplication {

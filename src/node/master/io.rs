@@ -79,6 +79,12 @@ pub enum Effect {
         /// For whom.
         target: DialTarget,
     },
+    /// The peer on `conn` registered (as a worker or an application): it is never cut off for
+    /// being silent from now on (the runtime turns the connection's idle timeout off).
+    Registered {
+        /// Which connection.
+        conn: ConnId,
+    },
     /// Write a record to the recovery directory, durably, before anything after it is sent.
     Persist(Record),
     /// Remove a record from the recovery directory.

@@ -23,7 +23,7 @@
 //! use std::time::{Duration, Instant};
 //! use sparkwire::messages::deploy::{RegisterWorker, RegisteredWorker};
 //! use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Resources};
-//! use sparkwire::node::master::{Config, Input, MasterCore, Stored};
+//! use sparkwire::node::master::{Config, Effect, Input, MasterCore, Stored};
 //! use sparkwire::node::{ConnOutput, Core, Output};
 //! use sparkwire::wire::handshake::Role;
 //!
@@ -54,6 +54,8 @@
 //!     )
 //!     .into(),
 //! });
+//! // The runtime stops cutting the worker off for silence, then the worker hears it registered.
+//! assert_eq!(core.poll(), Some(Output::Effect(Effect::Registered { conn: 1 })));
 //! assert!(matches!(
 //!     core.poll(),
 //!     Some(Output::Conn(ConnOutput::Send { conn: 1, message: DeployMessage::RegisteredWorker(RegisteredWorker { duplicate: false, .. }) }))
@@ -380,6 +382,13 @@ impl MasterCore {
                 conn,
                 message: m.into(),
             }));
+        }
+    }
+
+    /// Tells the runtime that the peer on `conn` registered, before the answer that says so.
+    pub(crate) fn registered_on(&mut self, conn: ConnId) {
+        if self.conns.all.contains_key(&conn) {
+            self.out.push(Output::Effect(Effect::Registered { conn }));
         }
     }
 

@@ -75,6 +75,7 @@ impl MasterCore {
                     w.conn = Some(conn);
                     self.workers.by_conn.insert(conn, r.id.clone());
                 }
+                self.registered_on(conn);
                 self.send_on(Some(conn), registered);
                 if self.ha.state == RecoveryState::Recovering && self.can_complete_recovery() {
                     self.complete_recovery();
@@ -118,6 +119,7 @@ impl MasterCore {
             return;
         }
         self.persist_worker(&r.id);
+        self.registered_on(conn);
         self.send_on(
             Some(conn),
             RegisteredWorker {

@@ -172,6 +172,8 @@ impl Node for MasterNode {
                         .push_back(target);
                     return Some(Step::Dial(addr));
                 }
+                // No idle timeout in memory.
+                Output::Effect(MasterEffect::Registered { .. }) => {}
                 Output::Effect(MasterEffect::Persist(record)) => self.store.apply(record),
                 Output::Effect(MasterEffect::Unpersist { kind, id }) => {
                     self.store.remove(kind, &id)

@@ -243,6 +243,7 @@ impl Sim {
                         None => self.unreachable.push((addr, target)),
                     }
                 }
+                Output::Effect(Effect::Registered { .. }) => {}
                 Output::Effect(Effect::Persist(record)) => self.store.apply(record),
                 Output::Effect(Effect::Unpersist { kind, id }) => self.store.remove(kind, &id),
             }

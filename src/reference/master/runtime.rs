@@ -268,6 +268,11 @@ impl Runtime {
                         peer.kill();
                     }
                 }
+                Output::Effect(Effect::Registered { conn }) => {
+                    if let Some(peer) = self.peers.get(&conn) {
+                        peer.handle.set_idle_timeout(None);
+                    }
+                }
                 Output::Effect(Effect::Dial { addr, target }) => {
                     conns::dial(addr, target, self.settings.clone(), self.events.clone())
                 }
