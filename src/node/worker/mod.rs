@@ -69,6 +69,24 @@ enum Starting {
     Driver(DriverRunnerInfo),
 }
 
+/// Where the worker is with its masters (Spark's `registered`, `connectionAttemptCount` and
+/// `registrationRetryTimer`, as one state).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Registration {
+    /// Registering with every master: `attempts` rounds made so far, the next due at
+    /// `next_retry`; `master` is the connection of the master it was registered with, which it
+    /// still reports to until another answers (after a ReconnectWorker).
+    Registering {
+        attempts: u32,
+        next_retry: Option<Instant>,
+        master: Option<ConnId>,
+    },
+    /// Registered with the master on connection `master`.
+    Registered { master: ConnId },
+    /// Stopped by itself, for good.
+    Stopped(WorkerExit),
+}
+
 /// The worker's identity, fixed by its runtime.
 #[derive(Debug, Clone)]
 pub struct Identity {
@@ -92,13 +110,10 @@ pub struct WorkerCore {
     web_ui_url: String,
     policy: Policy,
     conns: HashMap<ConnId, ConnRec>,
-    /// The connection to the active master, once registered.
-    master: Option<ConnId>,
-    registered: bool,
+    /// Where it is with its masters.
+    registration: Registration,
     active_master_url: String,
     master_web_ui_url: String,
-    attempts: u32,
-    next_retry: Option<Instant>,
     next_beat: Instant,
     beat_every: Duration,
     decommissioned: bool,
@@ -109,7 +124,6 @@ pub struct WorkerCore {
     starting: BTreeMap<RunKey, Starting>,
     cores_used: i32,
     memory_used: i32,
-    exit: Option<WorkerExit>,
     seed: u64,
     /// The id of the next ask the worker makes (its answers are only logged).
     next_ask: u64,
@@ -130,12 +144,13 @@ impl WorkerCore {
             policy,
             config,
             conns: HashMap::new(),
-            master: None,
-            registered: false,
+            registration: Registration::Registering {
+                attempts: 0,
+                next_retry: None,
+                master: None,
+            },
             active_master_url: String::new(),
             master_web_ui_url: String::new(),
-            attempts: 0,
-            next_retry: None,
             next_beat: now + beat_every,
             beat_every,
             decommissioned: false,
@@ -146,7 +161,6 @@ impl WorkerCore {
             starting: BTreeMap::new(),
             cores_used: 0,
             memory_used: 0,
-            exit: None,
             seed: me.seed,
             next_ask: 1,
             now,
@@ -169,7 +183,32 @@ impl WorkerCore {
 
     /// Why the worker stops by itself, once it does.
     pub fn exit(&self) -> Option<&WorkerExit> {
-        self.exit.as_ref()
+        match &self.registration {
+            Registration::Stopped(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// The connection of the master it reports to: the one it is registered with, or while it
+    /// registers again, the one it was registered with (until another answers).
+    fn master(&self) -> Option<ConnId> {
+        match self.registration {
+            Registration::Registered { master } => Some(master),
+            Registration::Registering { master, .. } => master,
+            Registration::Stopped(_) => None,
+        }
+    }
+
+    fn is_registered(&self) -> bool {
+        matches!(self.registration, Registration::Registered { .. })
+    }
+
+    /// When the next registration round is due, if one is.
+    fn next_retry(&self) -> Option<Instant> {
+        match self.registration {
+            Registration::Registering { next_retry, .. } => next_retry,
+            _ => None,
+        }
     }
 
     fn fuzzed(&mut self, base: Duration) -> Duration {
@@ -188,7 +227,7 @@ impl WorkerCore {
             .conns
             .iter()
             .filter(|(id, c)| {
-                matches!(c.purpose, Purpose::Registration(_)) && Some(**id) != self.master
+                matches!(c.purpose, Purpose::Registration(_)) && Some(**id) != self.master()
             })
             .map(|(id, _)| *id)
             .collect();
@@ -205,24 +244,33 @@ impl WorkerCore {
     }
 
     fn schedule_retry(&mut self) {
-        let base = if self.attempts < INITIAL_REGISTRATION_RETRIES {
+        let Registration::Registering { attempts, .. } = self.registration else {
+            return;
+        };
+        let base = if attempts < INITIAL_REGISTRATION_RETRIES {
             self.config.register_retry
         } else {
             self.config.register_retry.saturating_mul(6)
         };
         let wait = self.fuzzed(base);
-        self.next_retry = self.now.checked_add(wait);
+        let at = self.now.checked_add(wait);
+        if let Registration::Registering { next_retry, .. } = &mut self.registration {
+            *next_retry = at;
+        }
     }
 
     /// A master could not be reached: says so at WARN, with when the next attempt comes.
     fn dial_failed(&self, reason: &str) {
-        if self.registered {
+        let Registration::Registering {
+            attempts,
+            next_retry,
+            ..
+        } = self.registration
+        else {
             return;
-        }
-        let next = self
-            .next_retry
-            .map(|at| at.saturating_duration_since(self.now).as_secs_f64());
-        let left = REGISTRATION_RETRIES.saturating_sub(self.attempts + 1);
+        };
+        let next = next_retry.map(|at| at.saturating_duration_since(self.now).as_secs_f64());
+        let left = REGISTRATION_RETRIES.saturating_sub(attempts + 1);
         match next {
             Some(secs) if left > 0 => tracing::warn!(
                 "{reason}; retrying in {secs:.1} s ({left} attempts left, every ~{:.1} s, then ~{:.1} s)",
@@ -234,20 +282,23 @@ impl WorkerCore {
     }
 
     fn retry_registration(&mut self) {
-        self.next_retry = None;
-        if self.registered {
+        let Registration::Registering {
+            attempts,
+            next_retry,
+            ..
+        } = &mut self.registration
+        else {
             return;
-        }
-        self.attempts += 1;
-        if self.attempts >= REGISTRATION_RETRIES {
+        };
+        *next_retry = None;
+        *attempts += 1;
+        let attempt = *attempts;
+        if attempt >= REGISTRATION_RETRIES {
             tracing::error!("All masters are unresponsive! Giving up.");
-            self.exit = Some(WorkerExit::GaveUp);
+            self.registration = Registration::Stopped(WorkerExit::GaveUp);
             return;
         }
-        tracing::info!(
-            "Retrying connection to master (attempt # {})",
-            self.attempts
-        );
+        tracing::info!("Retrying connection to master (attempt # {attempt})");
         self.register_with_all_masters();
     }
 
@@ -270,7 +321,7 @@ impl WorkerCore {
     }
 
     fn send_heartbeat(&mut self) {
-        if !self.registered {
+        if !self.is_registered() {
             return;
         }
         let beat = Heartbeat {
@@ -281,7 +332,7 @@ impl WorkerCore {
     }
 
     fn send_to_master(&mut self, m: impl Into<DeployMessage>) {
-        if let Some(conn) = self.master.filter(|c| self.conns.contains_key(c)) {
+        if let Some(conn) = self.master().filter(|c| self.conns.contains_key(c)) {
             self.out.push_back(Output::Conn(ConnOutput::Send {
                 conn,
                 message: m.into(),
@@ -292,7 +343,7 @@ impl WorkerCore {
     /// Asks the master `m`, whose answer is only logged; sent one-way on a connection whose
     /// version has `m` as a send (ExecutorStateChanged in version 1).
     fn ask_master(&mut self, m: impl Into<DeployMessage>) {
-        let Some((conn, c)) = self.master.and_then(|c| Some((c, self.conns.get(&c)?))) else {
+        let Some((conn, c)) = self.master().and_then(|c| Some((c, self.conns.get(&c)?))) else {
             return;
         };
         let message = m.into();
@@ -312,10 +363,7 @@ impl WorkerCore {
     /// Takes `conn` as the connection to the active master (Spark's changeMaster), closing the
     /// other connections made to register.
     fn change_master(&mut self, conn: ConnId, master: &EndpointRef, web_ui: &str) {
-        self.registered = true;
-        self.next_retry = None;
-        self.attempts = 0;
-        self.master = Some(conn);
+        self.registration = Registration::Registered { master: conn };
         self.active_master_url = match &master.address {
             Some(a) => format!("sparkwire://{}:{}", a.host, a.port),
             None => String::new(),
@@ -353,7 +401,7 @@ impl WorkerCore {
         };
         authz::route(c.role, Role::Worker, "deploy", m.name(), asked)?;
         let registration = matches!(c.purpose, Purpose::Registration(_));
-        let active = self.registered && self.master == Some(conn);
+        let active = self.registration == Registration::Registered { master: conn };
         let taken = match m {
             M::RegisteredWorker(_) | M::RegisterWorkerFailed(_) | M::MasterInStandby(_) => {
                 registration
@@ -445,13 +493,14 @@ impl WorkerCore {
                 self.send_to_master(latest);
             }
             M::RegisterWorkerFailed(f) => {
-                if !self.registered {
+                if let Registration::Registering { .. } = self.registration {
                     tracing::error!("Worker registration failed: {}", f.message);
-                    self.exit = Some(WorkerExit::RegistrationFailed(f.message));
+                    self.registration =
+                        Registration::Stopped(WorkerExit::RegistrationFailed(f.message));
                 }
             }
             M::MasterInStandby(_) => {
-                if Some(conn) != self.master {
+                if Some(conn) != self.master() {
                     self.out
                         .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
                 }
@@ -461,7 +510,13 @@ impl WorkerCore {
                     "Master with url {} requested this worker to reconnect.",
                     r.master_url
                 );
-                self.registered = false;
+                if let Registration::Registered { master } = self.registration {
+                    self.registration = Registration::Registering {
+                        attempts: 0,
+                        next_retry: None,
+                        master: Some(master),
+                    };
+                }
                 if let Some(c) = self.conns.get(&conn) {
                     let addr = match &c.purpose {
                         Purpose::Registration(a) => Some(a.clone()),
@@ -620,14 +675,18 @@ impl WorkerCore {
 
     fn closed(&mut self, conn: ConnId) {
         self.conns.remove(&conn);
-        if self.master == Some(conn) {
-            self.master = None;
-            if self.registered {
+        match &mut self.registration {
+            Registration::Registered { master } if *master == conn => {
                 tracing::error!("Connection to master failed! Waiting for master to reconnect...");
-                self.registered = false;
-                self.attempts = 0;
+                self.registration = Registration::Registering {
+                    attempts: 0,
+                    next_retry: None,
+                    master: None,
+                };
                 self.register_with_all_masters();
             }
+            Registration::Registering { master, .. } if *master == Some(conn) => *master = None,
+            _ => {}
         }
     }
 
@@ -924,7 +983,7 @@ impl Core for WorkerCore {
     /// When [`handle_timeout`](Self::handle_timeout) must be called next: the next heartbeat
     /// or registration attempt.
     fn poll_timeout(&self) -> Option<Instant> {
-        Some(match self.next_retry {
+        Some(match self.next_retry() {
             Some(retry) => retry.min(self.next_beat),
             None => self.next_beat,
         })
@@ -937,7 +996,7 @@ impl Core for WorkerCore {
             self.next_beat = now + self.beat_every;
             self.send_heartbeat();
         }
-        if self.next_retry.is_some_and(|at| now >= at) {
+        if self.next_retry().is_some_and(|at| now >= at) {
             self.retry_registration();
         }
     }
@@ -970,7 +1029,7 @@ impl Core for WorkerCore {
                     },
                 );
                 if let Some(a) = master_addr {
-                    if self.registered {
+                    if self.is_registered() {
                         self.out
                             .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
                     } else {
