@@ -46,24 +46,31 @@ fn added(c: &Cluster, app: NodeId) -> Vec<(i32, String, i32, i32)> {
         .collect()
 }
 
-#[test]
-fn an_application_gets_an_executor_that_the_worker_kills_when_it_unregisters() {
+/// A master and one worker of `cores` cores and 4 GiB, registered; an application of `desc`
+/// registered then, and settled: the cluster, the worker, the application's probe, its
+/// connection and id.
+fn one_worker_and_app(
+    cores: i32,
+    desc: sparkwire::messages::ApplicationDescription,
+) -> (Cluster, NodeId, NodeId, NodeId, u64, String) {
     let mut c = Cluster::new();
     let m = c.add_master(config(), Addr::new("127.0.0.1", 7077));
-    let w = c.add_worker("worker-flow", Addr::new("127.0.0.1", 50000), 4, 4096, &[m]);
+    let w = c.add_worker("worker-1", Addr::new("127.0.0.1", 50000), cores, 4096, &[m]);
     c.settle();
-    let (app, conn, app_id) = c.app(
-        m,
-        Addr::new("127.0.0.1", 60000),
-        app_description("flow", None, 512),
-    );
-    let app_id = app_id.expect("registered");
+    let (app, conn, app_id) = c.app(m, Addr::new("127.0.0.1", 60000), desc);
+    c.settle();
+    (c, m, w, app, conn, app_id.expect("registered"))
+}
+
+#[test]
+fn an_application_gets_an_executor_that_the_worker_kills_when_it_unregisters() {
+    let (mut c, m, w, app, conn, app_id) =
+        one_worker_and_app(4, app_description("flow", None, 512));
     assert!(
         app_id.starts_with("app-") && app_id.ends_with("-0000"),
         "{app_id}"
     );
-    c.settle();
-    assert_eq!(added(&c, app), [(0, "worker-flow".to_string(), 4, 512)]);
+    assert_eq!(added(&c, app), [(0, "worker-1".to_string(), 4, 512)]);
     assert!(updates(&c, app).contains(&(0, ExecutorState::Running, None, None)));
     let launch = &c.node::<WorkerNode>(w).running()[&RunKey::Executor(app_id.clone(), 0)];
     assert_eq!(
@@ -97,17 +104,8 @@ fn an_application_gets_an_executor_that_the_worker_kills_when_it_unregisters() {
 
 #[test]
 fn an_executor_that_exits_is_reported_exited_with_its_code_and_replaced() {
-    let mut c = Cluster::new();
-    let m = c.add_master(config(), Addr::new("127.0.0.1", 7077));
-    let w = c.add_worker("worker-exit", Addr::new("127.0.0.1", 50001), 2, 2048, &[m]);
-    c.settle();
-    let (app, _, app_id) = c.app(
-        m,
-        Addr::new("127.0.0.1", 60000),
-        app_description("exit", Some(1), 256),
-    );
-    let app_id = app_id.expect("registered");
-    c.settle();
+    let (mut c, _, w, app, _, app_id) =
+        one_worker_and_app(2, app_description("exit", Some(1), 256));
     assert_eq!(c.node::<WorkerNode>(w).running().len(), 2);
     c.node_mut::<WorkerNode>(w)
         .end(&RunKey::Executor(app_id, 0), 0);

@@ -89,6 +89,18 @@ impl MasterNode {
     pub fn store(&self) -> &Stored {
         &self.store
     }
+
+    fn opened(&mut self, now: Instant, conn: ConnId, peer: &Hello, dialled: Option<DialTarget>) {
+        let input = master::Input::Opened {
+            conn,
+            role: peer.role,
+            peer_id: peer.id.clone(),
+            addr: addr_text(peer),
+            admin: peer.admin,
+            dialled,
+        };
+        self.core.handle(now, input);
+    }
 }
 
 impl Node for MasterNode {
@@ -102,17 +114,7 @@ impl Node for MasterNode {
     }
 
     fn accepted(&mut self, now: Instant, conn: ConnId, peer: &Hello, _version: Version) {
-        self.core.handle(
-            now,
-            master::Input::Opened {
-                conn,
-                role: peer.role,
-                peer_id: peer.id.clone(),
-                addr: addr_text(peer),
-                admin: peer.admin,
-                dialled: None,
-            },
-        );
+        self.opened(now, conn, peer, None);
     }
 
     fn dialled(&mut self, now: Instant, conn: ConnId, addr: &Addr, peer: &Hello, _v: Version) {
@@ -120,17 +122,7 @@ impl Node for MasterNode {
             .dialling
             .get_mut(&addr.to_string())
             .and_then(VecDeque::pop_front);
-        self.core.handle(
-            now,
-            master::Input::Opened {
-                conn,
-                role: peer.role,
-                peer_id: peer.id.clone(),
-                addr: addr_text(peer),
-                admin: peer.admin,
-                dialled: target,
-            },
-        );
+        self.opened(now, conn, peer, target);
     }
 
     fn dial_failed(&mut self, _now: Instant, addr: &Addr) {
@@ -269,6 +261,18 @@ impl WorkerNode {
         &self.running
     }
 
+    fn opened(&mut self, now: Instant, conn: ConnId, peer: &Hello, purpose: Purpose, v: Version) {
+        let input = Input::Opened {
+            conn,
+            role: peer.role,
+            purpose,
+            version: v,
+            addr: addr_text(peer),
+            peer_id: peer.id.clone(),
+        };
+        self.core.handle(now, input);
+    }
+
     /// Process `key` exits with `code` (handled at the next step).
     pub fn end(&mut self, key: &RunKey, code: i32) {
         if self.running.remove(key).is_some() {
@@ -294,31 +298,12 @@ impl Node for WorkerNode {
     }
 
     fn accepted(&mut self, now: Instant, conn: ConnId, peer: &Hello, version: Version) {
-        self.core.handle(
-            now,
-            Input::Opened {
-                conn,
-                role: peer.role,
-                purpose: Purpose::Inbound,
-                version,
-                addr: addr_text(peer),
-                peer_id: peer.id.clone(),
-            },
-        );
+        self.opened(now, conn, peer, Purpose::Inbound, version);
     }
 
     fn dialled(&mut self, now: Instant, conn: ConnId, addr: &Addr, peer: &Hello, version: Version) {
-        self.core.handle(
-            now,
-            Input::Opened {
-                conn,
-                role: peer.role,
-                purpose: Purpose::Registration(addr.clone()),
-                version,
-                addr: addr_text(peer),
-                peer_id: peer.id.clone(),
-            },
-        );
+        let purpose = Purpose::Registration(addr.clone());
+        self.opened(now, conn, peer, purpose, version);
     }
 
     fn dial_failed(&mut self, now: Instant, addr: &Addr) {
