@@ -428,6 +428,57 @@ impl Cluster {
         (probe, conn, app_id)
     }
 
+    /// A probe that registers with master `master` as worker `id` at `addr` offering `cores` and
+    /// `memory` MiB, then writes only what the test makes it write (no heartbeat): the probe and
+    /// its connection.
+    pub fn add_worker_probe(
+        &mut self,
+        master: NodeId,
+        id: &str,
+        addr: Addr,
+        cores: i32,
+        memory: i32,
+    ) -> (NodeId, ConnId) {
+        let probe = self.add(Box::new(Probe::listening(Role::Worker, id, addr.clone())));
+        let conn = self.connect(probe, master).unwrap_or_default();
+        let master_address = self.slots[master]
+            .node
+            .hello()
+            .addr
+            .unwrap_or_else(|| addr.clone());
+        let register = crate::messages::deploy::RegisterWorker {
+            id: id.to_string(),
+            host: addr.host.clone(),
+            port: addr.port,
+            worker: crate::messages::EndpointRef::at(addr, "Worker"),
+            cores,
+            memory,
+            worker_web_ui_url: String::new(),
+            master_address,
+            resources: crate::messages::Resources::new(),
+        };
+        self.send(probe, conn, register);
+        (probe, conn)
+    }
+
+    /// Master `master`'s state as a `ui` peer asks it over a fresh connection (through the
+    /// master's routing and authorization), which then closes.
+    pub fn ask_state(
+        &mut self,
+        master: NodeId,
+    ) -> Option<crate::messages::deploy::MasterStateResponse> {
+        let ui = self.add_probe(Role::Ui, "sim-ui");
+        let conn = self.connect(ui, master)?;
+        let answer = self.ask(ui, conn, crate::messages::deploy::RequestMasterState {});
+        for link in self.links_between(ui, master) {
+            self.close(link);
+        }
+        match answer {
+            Some(Ok(Reply::Message(DeployMessage::MasterStateResponse(s)))) => Some(s),
+            _ => None,
+        }
+    }
+
     /// Runs until the deliveries already written have arrived (a few link delays), and no
     /// later.
     pub fn settle(&mut self) {
