@@ -37,7 +37,10 @@
 
 mod nodes;
 
-pub use nodes::{app_description, MasterNode, Probe, WorkerNode, EXECUTOR_PROGRAM};
+pub use nodes::{
+    app_description, driver_description, MasterNode, Probe, WorkerNode, DRIVER_PROGRAM,
+    EXECUTOR_PROGRAM,
+};
 
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap};

@@ -17,8 +17,12 @@ use crate::node::{ConnId, Core, Output};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 
-/// The program every simulated worker allows as an executor (and nothing else).
+/// The program every simulated worker allows as an executor (only as sparkwire's `executor`
+/// subcommand).
 pub const EXECUTOR_PROGRAM: &str = "/opt/sparkwire";
+
+/// The program every simulated worker allows with any arguments, as drivers.
+pub const DRIVER_PROGRAM: &str = "/opt/driver";
 
 /// A master core; what it persists is kept in memory ([`MasterNode::store`]).
 pub struct MasterNode {
@@ -194,7 +198,7 @@ pub struct WorkerNode {
 
 /// Resolves the programs a simulated machine has: only [`EXECUTOR_PROGRAM`].
 fn resolve(p: &str) -> std::io::Result<PathBuf> {
-    if p == EXECUTOR_PROGRAM {
+    if p == EXECUTOR_PROGRAM || p == DRIVER_PROGRAM {
         Ok(PathBuf::from(p))
     } else {
         Err(std::io::Error::new(
@@ -207,7 +211,7 @@ fn resolve(p: &str) -> std::io::Result<PathBuf> {
 impl WorkerNode {
     /// A worker `id` at `addr` offering `cores` and `memory` MiB, registering with `masters`
     /// from `now`, heartbeating every quarter of `worker_timeout`; it runs
-    /// [`EXECUTOR_PROGRAM`] as executors.
+    /// [`EXECUTOR_PROGRAM`] as executors and [`DRIVER_PROGRAM`] as drivers.
     pub fn new(
         id: &str,
         addr: Addr,
@@ -230,7 +234,7 @@ impl WorkerNode {
         };
         let policy = Policy::from_parts(
             vec![PathBuf::from(EXECUTOR_PROGRAM)],
-            Vec::new(),
+            vec![PathBuf::from(DRIVER_PROGRAM)],
             vec!["SPARK_*".into()],
             vec![("PATH".into(), "/usr/bin:/bin".into())],
             resolve,
@@ -538,5 +542,28 @@ pub fn app_description(
         event_log_codec: None,
         initial_executor_limit: None,
         user: "sim".into(),
+    }
+}
+
+/// A driver running [`DRIVER_PROGRAM`] with `cores` cores and `mem` MiB, `supervise`d or not.
+pub fn driver_description(
+    cores: i32,
+    mem: i32,
+    supervise: bool,
+) -> crate::messages::DriverDescription {
+    crate::messages::DriverDescription {
+        jar_url: "file:///app.jar".into(),
+        mem,
+        cores,
+        supervise,
+        command: crate::messages::Command {
+            main_class: DRIVER_PROGRAM.into(),
+            arguments: Vec::new(),
+            environment: BTreeMap::new(),
+            class_path_entries: Vec::new(),
+            library_path_entries: Vec::new(),
+            java_opts: Vec::new(),
+        },
+        resource_reqs: Vec::new(),
     }
 }
