@@ -88,12 +88,9 @@ fn worker(c: &mut Cluster, m: NodeId, id: &str, port: i32, cores: i32) -> NodeId
     w
 }
 
-/// Worker `w`'s process dies: it stops and its connections close.
-fn lose(c: &mut Cluster, w: NodeId, m: NodeId) {
-    c.pause(w);
-    for link in c.links_between(w, m) {
-        c.close(link);
-    }
+/// Worker `w`'s process dies.
+fn lose(c: &mut Cluster, w: NodeId) {
+    c.kill(w);
     c.settle();
 }
 
@@ -175,7 +172,7 @@ fn a_supervised_driver_is_relaunched_under_a_new_id_when_its_worker_is_lost() {
     let b = worker(&mut c, m, "worker-b", 54002, 1);
     let plain = submit(&mut c, cl, driver_desc(1, 256, false));
     assert_eq!(running(&c, b), vec![plain.clone()], "a is full");
-    lose(&mut c, b, m);
+    lose(&mut c, b);
     assert_eq!(
         status(&mut c, cl, &plain).state,
         Some(DriverState::Error),
@@ -183,7 +180,7 @@ fn a_supervised_driver_is_relaunched_under_a_new_id_when_its_worker_is_lost() {
     );
     assert_eq!(running(&c, a), vec![supervised.clone()]);
     let fresh = worker(&mut c, m, "worker-c", 54003, 1);
-    lose(&mut c, a, m);
+    lose(&mut c, a);
     assert_eq!(
         status(&mut c, cl, &supervised).state,
         Some(DriverState::Relaunching)

@@ -3,9 +3,9 @@
 //! the worker runs it as a process and reports its states, and the application's end kills it;
 //! the worker's allow-list against the file system. The same protocol without sockets or
 //! processes, and a worker's loss, an executor's exit and a refused registration, run on real
-//! cores in the in-memory cluster (`master_cluster.rs`, `master_loss.rs`); the master's
-//! behaviour in detail on the in-memory harness (`master_registration.rs`,
-//! `master_scheduling.rs`, `master_retries.rs`, `master_failover.rs`).
+//! cores in the in-memory cluster (`master_cluster.rs`, `master_loss.rs`), as does the master's
+//! behaviour in detail (`master_registration.rs`, `master_scheduling.rs`, `master_retries.rs`,
+//! `master_failover.rs`, `master_drivers.rs`, `master_ownership.rs`, `master_decommission.rs`).
 
 mod cluster;
 

@@ -85,10 +85,7 @@ fn a_worker_that_goes_away_loses_its_executors_which_are_started_elsewhere() {
     ));
 
     // Its process dies: it stops, and its connection closes.
-    c.pause(doomed);
-    for link in c.links_between(doomed, m) {
-        c.close(link);
-    }
+    c.kill(doomed);
     c.settle();
     let update = &lost(&c, app)[0];
     assert_eq!(update.id, 0);

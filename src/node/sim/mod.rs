@@ -344,6 +344,24 @@ impl Cluster {
         self.slots[id].paused = false;
     }
 
+    /// Node `id`'s process dies: it stops, and every connection it has closes (its peers see
+    /// them closed; what was on its way is lost).
+    pub fn kill(&mut self, id: NodeId) {
+        self.pause(id);
+        for link in self.links_of(id) {
+            self.close(link);
+        }
+    }
+
+    /// The links open to or from `node`, oldest first.
+    pub fn links_of(&self, node: NodeId) -> Vec<LinkId> {
+        self.links
+            .iter()
+            .filter(|(_, l)| l.ends[0].0 == node || l.ends[1].0 == node)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     /// The links open between `a` and `b`, oldest first.
     pub fn links_between(&self, a: NodeId, b: NodeId) -> Vec<LinkId> {
         self.links

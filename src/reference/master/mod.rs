@@ -9,14 +9,12 @@
 //! Spark; the master dials only after a failover, to send MasterChanged to the addresses workers
 //! and applications advertised.
 //!
-//! - [`ha`]: leader election among masters sharing a recovery directory;
-//! - [`harness`] (feature `testing`): the core, simulated workers and applications in memory.
+//! [`ha`] is the leader election among masters sharing a recovery directory; the in-memory
+//! counterpart of this runtime, for tests, is [`node::sim::Cluster`](crate::node::sim::Cluster).
 
 mod conns;
 mod events;
 pub mod ha;
-#[cfg(feature = "testing")]
-pub mod harness;
 mod persist;
 mod runtime;
 mod webui;
