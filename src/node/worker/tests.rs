@@ -1,14 +1,13 @@
-//! The worker's core driven in memory with simulated time: no socket, no process, no file, no
-//! clock. Programs resolve through a table, not the file system.
+//! The worker core's unit tests: one core fed inputs by hand with simulated time, its outputs
+//! read one by one (what it dials, sends, starts and kills, and the launch policy's decisions in
+//! detail). Programs resolve through a table, not the file system. The worker with a real master
+//! core is in the in-memory cluster (`tests/worker_cluster.rs` and the `master_*` tests).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::policy::Policy;
-use super::{
-    Config, Effect, Ended, Identity, Input, Launch, Output, Purpose, RunKey, WorkerCore,
-    WorkerExit, REGISTRATION_RETRIES,
-};
+use super::{Config, Effect, Ended, Identity, Input, Launch, Output, Purpose, RunKey, WorkerCore};
 use crate::messages::deploy::{
     KillExecutor, LaunchDriver, LaunchExecutor, ReconnectWorker, RegisteredWorker,
 };
@@ -40,7 +39,6 @@ struct Harness {
     core: WorkerCore,
     now: Instant,
     out: Vec<Output>,
-    config: Config,
 }
 
 fn master() -> Addr {
@@ -82,7 +80,6 @@ impl Harness {
             core,
             now,
             out: Vec::new(),
-            config: c,
         };
         h.collect();
         h
@@ -259,34 +256,6 @@ fn registers_with_its_master_then_heartbeats_every_quarter_of_the_timeout() {
     assert!(h.take().is_empty(), "not before the next quarter");
     h.at(next + Duration::from_secs(15));
     assert_eq!(names(&h.take()), ["send Heartbeat on 1"]);
-}
-
-#[test]
-fn retries_the_registration_then_gives_up_as_spark_does() {
-    let mut h = Harness::new(|_, _| {});
-    h.take();
-    let start = h.now;
-    let mut dials = 1;
-    let mut timers = 0;
-    while h.core.exit().is_none() {
-        let at = h.core.poll_timeout().expect("a timer");
-        h.at(at);
-        dials += names(&h.take())
-            .iter()
-            .filter(|n| n.starts_with("dial"))
-            .count();
-        timers += 1;
-        assert!(timers < 500, "never gave up");
-    }
-    assert_eq!(h.core.exit(), Some(&WorkerExit::GaveUp));
-    assert_eq!(dials as u32, REGISTRATION_RETRIES, "one dial per attempt");
-    // Six waits fuzzed ±50 % around 10 s, then ten around 60 s: 330 s to 990 s in all.
-    let took = h.now - start;
-    assert!(
-        took >= Duration::from_secs(330) && took <= Duration::from_secs(990),
-        "{took:?}"
-    );
-    assert_eq!(h.config.register_retry, Duration::from_secs(10));
 }
 
 #[test]
@@ -520,51 +489,4 @@ fn a_launch_that_fails_to_start_is_reported_failed() {
         )]
     );
     assert!(h.core.state_response().executors.is_empty());
-}
-
-#[test]
-fn commands_are_taken_only_from_the_registered_master_over_its_connection() {
-    let mut h = Harness::registered(|_, _| {});
-    // A UI connected to the worker cannot launch anything.
-    h.input(Input::Opened {
-        conn: 9,
-        role: Role::Ui,
-        purpose: Purpose::Inbound,
-        version: Version::V2,
-        addr: "127.0.0.1:40009".into(),
-        peer_id: "peer-9".into(),
-    });
-    h.input(Input::Message {
-        conn: 9,
-        message: LaunchExecutor {
-            master_url: MASTER_URL.into(),
-            app_id: "app-1".into(),
-            exec_id: 0,
-            rp_id: 0,
-            app_desc: app_description(),
-            cores: 1,
-            memory: 1,
-            resources: Resources::new(),
-        }
-        .into(),
-    });
-    assert_eq!(names(&h.take()), ["close 9"]);
-    // Nor can a master over a connection it opened (not the registered one).
-    h.input(Input::Opened {
-        conn: 10,
-        role: Role::Master,
-        purpose: Purpose::Inbound,
-        version: Version::V2,
-        addr: "127.0.0.1:40010".into(),
-        peer_id: "peer-10".into(),
-    });
-    h.message(
-        10,
-        KillExecutor {
-            master_url: MASTER_URL.into(),
-            app_id: "app-1".into(),
-            exec_id: 0,
-        },
-    );
-    assert_eq!(names(&h.take()), ["close 10"]);
 }
