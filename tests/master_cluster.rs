@@ -25,25 +25,19 @@ fn config() -> Config {
 }
 
 fn updates(c: &Cluster, app: NodeId) -> Vec<(i32, ExecutorState, Option<String>, Option<i32>)> {
-    c.probe(app)
-        .received()
-        .filter_map(|m| match m {
-            DeployMessage::ExecutorUpdated(u) => {
-                Some((u.id, u.state, u.message.clone(), u.exit_status))
-            }
-            _ => None,
-        })
-        .collect()
+    c.probe(app).picked(|m| match m {
+        DeployMessage::ExecutorUpdated(u) => {
+            Some((u.id, u.state, u.message.clone(), u.exit_status))
+        }
+        _ => None,
+    })
 }
 
 fn added(c: &Cluster, app: NodeId) -> Vec<(i32, String, i32, i32)> {
-    c.probe(app)
-        .received()
-        .filter_map(|m| match m {
-            DeployMessage::ExecutorAdded(e) => Some((e.id, e.worker_id.clone(), e.cores, e.memory)),
-            _ => None,
-        })
-        .collect()
+    c.probe(app).picked(|m| match m {
+        DeployMessage::ExecutorAdded(e) => Some((e.id, e.worker_id.clone(), e.cores, e.memory)),
+        _ => None,
+    })
 }
 
 /// A master and one worker of `cores` cores and 4 GiB, registered; an application of `desc`

@@ -14,33 +14,24 @@ use sparkwire::node::sim::{app_description, Cluster, NodeId};
 const TIMEOUT: Duration = Duration::from_millis(1500);
 
 fn lost(c: &Cluster, app: NodeId) -> Vec<ExecutorUpdated> {
-    c.probe(app)
-        .received()
-        .filter_map(|m| match m {
-            DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Lost => Some(u.clone()),
-            _ => None,
-        })
-        .collect()
+    c.probe(app).picked(|m| match m {
+        DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Lost => Some(u.clone()),
+        _ => None,
+    })
 }
 
 fn removed(c: &Cluster, app: NodeId) -> Vec<WorkerRemoved> {
-    c.probe(app)
-        .received()
-        .filter_map(|m| match m {
-            DeployMessage::WorkerRemoved(r) => Some(r.clone()),
-            _ => None,
-        })
-        .collect()
+    c.probe(app).picked(|m| match m {
+        DeployMessage::WorkerRemoved(r) => Some(r.clone()),
+        _ => None,
+    })
 }
 
 fn added(c: &Cluster, app: NodeId) -> Vec<(i32, String)> {
-    c.probe(app)
-        .received()
-        .filter_map(|m| match m {
-            DeployMessage::ExecutorAdded(e) => Some((e.id, e.worker_id.clone())),
-            _ => None,
-        })
-        .collect()
+    c.probe(app).picked(|m| match m {
+        DeployMessage::ExecutorAdded(e) => Some((e.id, e.worker_id.clone())),
+        _ => None,
+    })
 }
 
 /// A master with the tests' worker timeout.

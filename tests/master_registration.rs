@@ -44,13 +44,10 @@ fn register(id: &str, port: i32, cores: i32) -> RegisterWorker {
 }
 
 fn registered(c: &Cluster, probe: NodeId) -> Vec<RegisteredWorker> {
-    c.probe(probe)
-        .received()
-        .filter_map(|m| match m {
-            DeployMessage::RegisteredWorker(r) => Some(r.clone()),
-            _ => None,
-        })
-        .collect()
+    c.probe(probe).picked(|m| match m {
+        DeployMessage::RegisteredWorker(r) => Some(r.clone()),
+        _ => None,
+    })
 }
 
 #[test]

@@ -24,13 +24,10 @@ fn updates(c: &Cluster, app: NodeId, state: ExecutorState) -> usize {
 }
 
 fn app_removed(c: &Cluster, app: NodeId) -> Vec<ApplicationRemoved> {
-    c.probe(app)
-        .received()
-        .filter_map(|m| match m {
-            DeployMessage::ApplicationRemoved(r) => Some(r.clone()),
-            _ => None,
-        })
-        .collect()
+    c.probe(app).picked(|m| match m {
+        DeployMessage::ApplicationRemoved(r) => Some(r.clone()),
+        _ => None,
+    })
 }
 
 /// A master with `config`, a worker of one core, and an application of `desc` registered.

@@ -447,6 +447,11 @@ impl Probe {
         self.received.iter().map(|(_, m)| m)
     }
 
+    /// What `pick` takes from each message received, in order (every RegisteredWorker, say).
+    pub fn picked<T>(&self, pick: impl FnMut(&DeployMessage) -> Option<T>) -> Vec<T> {
+        self.received().filter_map(pick).collect()
+    }
+
     /// The answer to ask `id` on `conn`, once it came.
     pub fn answer(
         &self,
