@@ -172,13 +172,12 @@ fn registered_worker() -> RegisteredWorker {
     }
 }
 
-/// The application the reference driver registers.
+/// An application whose executors run sparkwire's `executor` subcommand.
 fn app_description() -> ApplicationDescription {
-    crate::reference::driver::DriverConfig::new("t")
-        .app_description("spark://CoarseGrainedScheduler@127.0.0.1:4040")
+    crate::node::sim::app_description("t", None, 1024)
 }
 
-/// The executor command the reference driver registers.
+/// Its executor command's arguments.
 fn executor_args() -> Vec<String> {
     app_description().command.arguments
 }
