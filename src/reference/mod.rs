@@ -21,6 +21,7 @@ pub mod master;
 pub mod observe;
 pub(crate) mod outbox;
 pub mod ports;
+mod runtime;
 pub mod tap;
 pub mod task;
 pub(crate) mod url;

@@ -2,8 +2,6 @@
 //! leader election, the clock and the timers; feeds the sans-IO [`MasterCore`] what happens and
 //! does what it outputs. It decides nothing about the protocol.
 
-use crate::validate::ConnId;
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,12 +15,11 @@ use super::ha::{Election, LeaderEvent};
 use super::persist::Persistence;
 use super::MasterConfig;
 use super::Stop;
-use crate::connection::{Counters, Incoming};
+use crate::connection::Incoming;
 use crate::node::master::{Effect, Input, MasterCore, Stored};
-use crate::node::{ConnOutput, Core, Output};
+use crate::node::{Core, Output};
 use crate::reference::clock::now_ms;
-use crate::reference::driver::add_counters;
-use crate::reference::outbox::{Out, Outbox, Peer};
+use crate::reference::runtime::Peers;
 use crate::reference::webui::MasterSnapshot;
 
 /// The loop's clock, as the core takes it (tokio's, so that a paused test clock applies).
@@ -34,15 +31,12 @@ fn now() -> std::time::Instant {
 pub(crate) struct Runtime {
     core: MasterCore,
     /// The connections the core names, by id.
-    peers: HashMap<ConnId, Peer>,
-    outbox: Outbox,
+    peers: Peers,
     events: mpsc::UnboundedSender<Event>,
     settings: ConnSettings,
     /// How long the leader lock's lease lasts.
     lease: Duration,
     persistence: Option<Persistence>,
-    /// Traffic of the connections that closed, for the web UI's metrics.
-    closed_traffic: Counters,
 }
 
 impl Runtime {
@@ -64,16 +58,13 @@ impl Runtime {
             security: config.security.clone(),
             admission: crate::connection::Admission::new(config.limits),
         };
-        let outbox = Outbox::spawn(config.send_timeout);
         Runtime {
             core,
-            peers: HashMap::new(),
-            outbox,
+            peers: Peers::new(config.send_timeout),
             events,
             settings,
             lease: config.lease,
             persistence,
-            closed_traffic: Counters::default(),
         }
     }
 
@@ -134,19 +125,8 @@ impl Runtime {
             e.stop(how == Stop::Graceful).await;
         }
         match how {
-            Stop::Graceful => {
-                for peer in self.peers.values() {
-                    self.outbox.push(Out::Close(peer.clone(), None));
-                }
-                let (done, flushed) = oneshot::channel();
-                self.outbox.push(Out::Flush(done));
-                let _ = tokio::time::timeout(Duration::from_secs(5), flushed).await;
-            }
-            Stop::Crash => {
-                for peer in self.peers.values() {
-                    peer.kill();
-                }
-            }
+            Stop::Graceful => self.peers.close_all(Duration::from_secs(5)).await,
+            Stop::Crash => self.peers.kill_all(),
         }
         tracing::info!(master = %self.core.url(), "master stopped");
     }
@@ -165,7 +145,7 @@ impl Runtime {
                     addr,
                     admin,
                 } = opened;
-                self.peers.insert(conn, peer);
+                self.peers.opened(conn, peer);
                 Input::Opened {
                     conn,
                     role,
@@ -192,9 +172,7 @@ impl Runtime {
                     };
                     crate::reference::violations::connection_ended(peer, &why);
                 }
-                if let Some(peer) = self.peers.remove(&conn) {
-                    add_counters(&mut self.closed_traffic, &peer.handle.counters());
-                }
+                self.peers.closed(conn);
                 Input::Closed { conn }
             }
             Event::Leader(LeaderEvent::Elected) => Input::Elected {
@@ -224,11 +202,10 @@ impl Runtime {
     fn snapshot(&self) -> MasterSnapshot {
         let mut status = self.core.status();
         status.now_ms = now_ms();
-        let mut traffic = self.closed_traffic.clone();
-        for peer in self.peers.values() {
-            add_counters(&mut traffic, &peer.handle.counters());
+        MasterSnapshot {
+            status,
+            traffic: self.peers.traffic(),
         }
-        MasterSnapshot { status, traffic }
     }
 
     /// Does what the core decided, in its order: writes go to each connection's own queue at once
@@ -237,39 +214,9 @@ impl Runtime {
     fn execute(&mut self) {
         while let Some(out) = self.core.poll() {
             match out {
-                Output::Conn(ConnOutput::Send { conn, message }) => {
-                    if let Some(peer) = self.peers.get(&conn) {
-                        self.outbox.send(peer, message);
-                    }
-                }
-                Output::Conn(ConnOutput::Reply { conn, id, reply }) => {
-                    if let Some(peer) = self.peers.get(&conn) {
-                        self.outbox.reply(peer, id, reply);
-                    }
-                }
-                Output::Conn(ConnOutput::Fail { conn, id, error }) => {
-                    if let Some(peer) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Fail(peer.clone(), id, error));
-                    }
-                }
-                Output::Conn(ConnOutput::Close { conn, reason }) => {
-                    if let Some(peer) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Close(peer.clone(), reason));
-                    }
-                }
-                // The master asks nothing whose answer it takes; an ask's answer is only logged.
-                Output::Conn(ConnOutput::Ask { conn, message, .. }) => {
-                    if let Some(peer) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Ask(peer.clone(), message));
-                    }
-                }
-                Output::Conn(ConnOutput::Abort { conn }) => {
-                    if let Some(peer) = self.peers.get(&conn) {
-                        peer.kill();
-                    }
-                }
+                Output::Conn(out) => self.peers.write(out),
                 Output::Effect(Effect::Registered { conn }) => {
-                    if let Some(peer) = self.peers.get(&conn) {
+                    if let Some(peer) = self.peers.get(conn) {
                         peer.handle.set_idle_timeout(None);
                     }
                 }

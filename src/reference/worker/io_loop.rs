@@ -1,8 +1,7 @@
-//! The worker's loop: it owns the listener, the connections (written through the outbox), the
-//! processes and the clock, feeds the [core](crate::node::worker::WorkerCore) what happens, and carries out what the
-//! core decides. It decides nothing itself.
+//! The worker's loop: it owns the listener, the connections (the shared `Peers` table), the
+//! processes and the clock, feeds the [core](crate::node::worker::WorkerCore) what happens, and
+//! carries out what the core decides. It decides nothing itself.
 
-use crate::validate::ConnId;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
@@ -16,13 +15,13 @@ use super::events::WEvent;
 use super::listen::{self, ConnSettings};
 use super::runner::{self, Running};
 use super::WorkerConfig;
-use crate::connection::{ConnectionError, Counters, Incoming, Security};
+use crate::connection::{ConnectionError, Incoming, Security};
 use crate::messages::Addr;
 use crate::node::clock::stamp;
 use crate::node::worker::{Effect, Identity, Input, RunKey, WorkerCore, WorkerExit};
-use crate::node::{ConnOutput, Core, Output};
+use crate::node::{Core, Output};
 use crate::reference::clock::now_ms;
-use crate::reference::outbox::{Out, Outbox, Peer};
+use crate::reference::runtime::Peers;
 
 /// The worker's loop and what it owns. See the module documentation.
 pub(crate) struct WorkerLoop {
@@ -30,14 +29,11 @@ pub(crate) struct WorkerLoop {
     config_summary: (String, i32, i32, i32),
     warn_no_program: bool,
     security: Security,
-    peers: HashMap<ConnId, Peer>,
+    peers: Peers,
     running: HashMap<RunKey, Running>,
-    outbox: Outbox,
     events: mpsc::UnboundedSender<WEvent>,
     settings: ConnSettings,
     stopping: watch::Sender<bool>,
-    /// Traffic of the connections that closed, for the web UI's metrics.
-    closed_traffic: Counters,
 }
 
 impl WorkerLoop {
@@ -73,14 +69,12 @@ impl WorkerLoop {
             config_summary: (host, port, config.cores, config.memory),
             warn_no_program: config.allow_exec.is_empty() && config.allow_exec_any.is_empty(),
             security: config.security.clone(),
-            outbox: Outbox::spawn(config.send_timeout),
+            peers: Peers::new(config.send_timeout),
             core: WorkerCore::new(config.rules(), policy, me, Instant::now()),
-            peers: HashMap::new(),
             running: HashMap::new(),
             events,
             settings,
             stopping,
-            closed_traffic: Counters::default(),
         }
     }
 
@@ -132,9 +126,7 @@ impl WorkerLoop {
         for r in self.running.values_mut() {
             r.kill();
         }
-        for p in self.peers.values() {
-            p.kill();
-        }
+        self.peers.kill_all();
         tracing::info!(worker = %self.core.id(), "worker stopped: {exit}");
         exit
     }
@@ -153,7 +145,7 @@ impl WorkerLoop {
                 peer_id,
             } => {
                 let version = peer.handle.negotiated().version;
-                self.peers.insert(conn, peer);
+                self.peers.opened(conn, peer);
                 Input::Opened {
                     conn,
                     role,
@@ -180,12 +172,7 @@ impl WorkerLoop {
                     };
                     crate::reference::violations::connection_ended(peer, &why);
                 }
-                if let Some(p) = self.peers.remove(&conn) {
-                    crate::reference::driver::add_counters(
-                        &mut self.closed_traffic,
-                        &p.handle.counters(),
-                    );
-                }
+                self.peers.closed(conn);
                 Input::Closed { conn }
             }
             WEvent::Ended(key, ended) => {
@@ -211,36 +198,7 @@ impl WorkerLoop {
     fn drain(&mut self) {
         while let Some(out) = self.core.poll() {
             match out {
-                Output::Conn(ConnOutput::Send { conn, message }) => {
-                    if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.send(p, message);
-                    }
-                }
-                Output::Conn(ConnOutput::Ask { conn, message, .. }) => {
-                    if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Ask(p.clone(), message));
-                    }
-                }
-                Output::Conn(ConnOutput::Reply { conn, id, reply }) => {
-                    if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.reply(p, id, reply);
-                    }
-                }
-                Output::Conn(ConnOutput::Fail { conn, id, error }) => {
-                    if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Fail(p.clone(), id, error));
-                    }
-                }
-                Output::Conn(ConnOutput::Close { conn, reason }) => {
-                    if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Close(p.clone(), reason));
-                    }
-                }
-                Output::Conn(ConnOutput::Abort { conn }) => {
-                    if let Some(p) = self.peers.get(&conn) {
-                        p.kill();
-                    }
-                }
+                Output::Conn(out) => self.peers.write(out),
                 Output::Effect(Effect::Dial(master)) => {
                     listen::dial_master(master, self.settings.clone(), self.events.clone())
                 }
@@ -266,14 +224,10 @@ impl WorkerLoop {
 
     /// What the web UI shows now.
     fn snapshot(&self) -> crate::reference::webui::WorkerSnapshot {
-        let mut traffic = self.closed_traffic.clone();
-        for p in self.peers.values() {
-            crate::reference::driver::add_counters(&mut traffic, &p.handle.counters());
-        }
         crate::reference::webui::WorkerSnapshot {
             state: self.core.state_response(),
             connections: self.core.connection_roles(),
-            traffic,
+            traffic: self.peers.traffic(),
         }
     }
 }
