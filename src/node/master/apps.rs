@@ -38,7 +38,7 @@ impl MasterCore {
     /// RegisterApplication: a standby master stays silent; the active one gives an id, answers
     /// RegisteredApplication and schedules.
     pub(crate) fn register_application(&mut self, conn: ConnId, r: RegisterApplication) {
-        if self.ha.state == RecoveryState::Standby {
+        if self.ha.state() == RecoveryState::Standby {
             return;
         }
         // As Spark refuses a second registration from an application's address: a connection
@@ -145,7 +145,7 @@ impl MasterCore {
 
     /// Drivers first, then executors: Spark's schedule().
     pub(crate) fn schedule(&mut self) {
-        if self.ha.state != RecoveryState::Alive {
+        if self.ha.state() != RecoveryState::Alive {
             return;
         }
         self.schedule_drivers();
@@ -526,7 +526,7 @@ impl MasterCore {
             }
             None => tracing::warn!("Master change ack from unknown app: {app_id}"),
         }
-        if self.ha.state == RecoveryState::Recovering && self.can_complete_recovery() {
+        if self.ha.state() == RecoveryState::Recovering && self.can_complete_recovery() {
             self.complete_recovery();
         }
     }

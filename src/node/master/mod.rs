@@ -274,7 +274,7 @@ impl MasterCore {
 
     /// Its recovery state (STANDBY until elected).
     pub fn state(&self) -> RecoveryState {
-        self.ha.state
+        self.ha.state()
     }
 
     /// The peer of connection `conn` as a log line names it: its address, its role, and the id it
@@ -362,7 +362,7 @@ impl MasterCore {
                 self.finish_application(&id);
             }
         }
-        if self.ha.state == RecoveryState::Recovering && self.can_complete_recovery() {
+        if self.ha.state() == RecoveryState::Recovering && self.can_complete_recovery() {
             self.complete_recovery();
         }
     }
@@ -524,7 +524,9 @@ impl MasterCore {
                 Reply::Message(self.driver_status(&r.driver_id).into())
             }
             M::RequestMasterState(_) if ui_side => Reply::Message(self.master_state().into()),
-            M::RequestReadyz(_) if ui_side => Reply::Bool(self.ha.state != RecoveryState::Standby),
+            M::RequestReadyz(_) if ui_side => {
+                Reply::Bool(self.ha.state() != RecoveryState::Standby)
+            }
             M::RequestClearCompletedDriversAndApps(_) if ui_side => {
                 Reply::Bool(self.clear_completed())
             }
@@ -554,11 +556,11 @@ impl MasterCore {
     /// Becomes the active master: ALIVE, or RECOVERING when the recovery directory holds state.
     fn elected(&mut self, stored: Stored) {
         if stored.is_empty() {
-            self.ha.state = RecoveryState::Alive;
+            self.ha.alive();
             tracing::info!("I have been elected leader! New state: ALIVE");
             self.schedule();
         } else {
-            self.ha.state = RecoveryState::Recovering;
+            self.ha.recovering();
             tracing::info!("I have been elected leader! New state: RECOVERING");
             self.begin_recovery(stored);
         }
@@ -601,7 +603,7 @@ impl Core for MasterCore {
 
     /// When [`MasterCore::handle_timeout`] is next due.
     fn poll_timeout(&self) -> Option<Instant> {
-        Some(match self.ha.deadline {
+        Some(match self.ha.deadline() {
             Some(d) => d.min(self.next_check),
             None => self.next_check,
         })
@@ -611,8 +613,7 @@ impl Core for MasterCore {
     /// workers silent longer than the worker timeout.
     fn handle_timeout(&mut self, now: Instant) {
         self.clock.set(now);
-        if self.ha.deadline.is_some_and(|d| d <= self.clock.now) {
-            self.ha.deadline = None;
+        if self.ha.deadline().is_some_and(|d| d <= self.clock.now) {
             self.complete_recovery();
         }
         if self.next_check <= self.clock.now {

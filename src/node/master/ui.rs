@@ -61,7 +61,7 @@ impl MasterCore {
             completed_apps: self.apps.completed.iter().cloned().collect(),
             active_drivers,
             completed_drivers: self.drivers.completed.iter().cloned().collect(),
-            status: self.ha.state,
+            status: self.ha.state(),
         };
         self.config.redaction.master_state(&mut state);
         state
