@@ -20,8 +20,8 @@ use sparkwire::messages::deploy::{
     RequestClearCompletedDriversAndApps, RequestKillAllDrivers,
 };
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef, ExecutorState, WorkerState};
-use sparkwire::reference::url::MasterUrl;
-use sparkwire::reference::worker::{SECRET_FILE_ENV, SECRET_FILE_NAME};
+use sparkwire::node::url::MasterUrl;
+use sparkwire::node::worker::{SECRET_FILE_ENV, SECRET_FILE_NAME};
 use sparkwire::wire::handshake::{HandshakeError, RefusalReason, Role, Secret};
 use sparkwire::wire::Reply;
 use tokio::net::TcpStream;

@@ -8,7 +8,7 @@ mod support;
 
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError};
 use sparkwire::messages::DeployMessage;
-use sparkwire::reference::url::MasterUrl;
+use sparkwire::node::url::MasterUrl;
 use sparkwire::wire::handshake::{HandshakeError, RefusalReason, Role};
 use support::*;
 use tokio::io::{AsyncBufReadExt, BufReader};

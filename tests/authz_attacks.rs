@@ -24,8 +24,8 @@ use sparkwire::messages::deploy::{
 use sparkwire::messages::{
     ApplicationState, DeployMessage, EndpointRef, ExecutorState, WorkerState,
 };
+use sparkwire::node::redact::REDACTED;
 use sparkwire::reference::master::MasterHandle;
-use sparkwire::reference::redact::REDACTED;
 use sparkwire::wire::Reply;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");

@@ -16,7 +16,7 @@ use cluster::Proc;
 use sparkwire::connection::{write_secret_file, Security};
 use sparkwire::messages::deploy::MasterStateResponse;
 use sparkwire::messages::{Addr, DriverState};
-use sparkwire::reference::url::MasterUrl;
+use sparkwire::node::url::MasterUrl;
 use sparkwire::wire::handshake::Secret;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");

@@ -314,8 +314,8 @@ async fn a_flood_of_bad_frames_cannot_flood_the_log() {
     );
     let text = std::fs::read_to_string(&master.log).expect("log");
     let written = text.lines().filter(|l| l.contains("kind=")).count() as u64;
-    let allowed = u64::from(sparkwire::reference::violations::BURST)
-        + u64::from(sparkwire::reference::violations::PER_SECOND) * (spent + 2);
+    let allowed = u64::from(sparkwire::node::violations::BURST)
+        + u64::from(sparkwire::node::violations::PER_SECOND) * (spent + 2);
     assert!(
         written <= allowed && written < flood + 1,
         "{written} lines for {} errors (at most {allowed})",

@@ -343,7 +343,7 @@ async fn limited_master(limits: Limits) -> MasterHandle {
     start_master(&obs, |c| {
         c.observer = None;
         c.limits = limits;
-        c.worker_timeout = Duration::from_secs(120);
+        c.core.worker_timeout = Duration::from_secs(120);
     })
     .await
 }

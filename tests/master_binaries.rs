@@ -9,7 +9,7 @@ use std::process::{Child, Command};
 
 use cluster::*;
 use sparkwire::messages::{DeployMessage, ExecutorState};
-use sparkwire::reference::url::MasterUrl;
+use sparkwire::node::url::MasterUrl;
 
 /// A child process killed (by its own pid) if the test fails before stopping it.
 struct Guard(Option<Child>);

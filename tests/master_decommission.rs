@@ -1,55 +1,58 @@
-//! Decommissioning, on the in-memory harness: DecommissionWorkersOnHosts answers how many
-//! workers it decommissions and tells each (DecommissionWorker); their executors are
-//! DECOMMISSIONED for their applications, the worker's own WorkerDecommissioning changes nothing
-//! more, and no new executor goes there. With an admin secret, only an admin `ui` peer may ask.
-
-#![cfg(feature = "testing")]
+//! Decommissioning: DecommissionWorkersOnHosts answers how many workers it decommissions and
+//! tells each (DecommissionWorker), which confirms with WorkerDecommissioning; their executors
+//! are DECOMMISSIONED for their applications, and no new executor goes there. With an admin
+//! secret, only an admin `ui` peer may ask. Real master and worker cores in the in-memory
+//! cluster (`node::sim::Cluster`), UIs and the application's client as probes.
 
 use std::time::Duration;
 
-use sparkwire::messages::deploy::{DecommissionWorkersOnHosts, WorkerDecommissioning};
-use sparkwire::messages::{Addr, DeployMessage, EndpointRef, ExecutorState, WorkerState};
-use sparkwire::reference::master::harness::{app_desc, Sim};
-use sparkwire::reference::master::MasterConfig;
-use sparkwire::wire::handshake::{Role, Secret};
+use sparkwire::messages::deploy::DecommissionWorkersOnHosts;
+use sparkwire::messages::{Addr, DeployMessage, ExecutorState, WorkerState};
+use sparkwire::node::master::Config;
+use sparkwire::node::sim::{app_description, Cluster, NodeId, Probe, WorkerNode};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
 fn decommission(hosts: &[&str]) -> DecommissionWorkersOnHosts {
     DecommissionWorkersOnHosts::new(hosts.iter().map(|h| h.to_string()).collect())
 }
 
-fn count(log: &[DeployMessage], f: impl Fn(&DeployMessage) -> bool) -> usize {
-    log.iter().filter(|m| f(m)).count()
+/// A master with `config` and one worker of two cores at 127.0.0.1, registered.
+fn cluster(config: Config) -> (Cluster, NodeId, NodeId) {
+    let mut c = Cluster::new();
+    let m = c.add_master(config, Addr::new("127.0.0.1", 7077));
+    let w = c.add_worker("worker-0", Addr::new("127.0.0.1", 55000), 2, 2048, &[m]);
+    c.settle();
+    (c, m, w)
 }
 
 #[test]
 fn decommissioned_workers_get_no_new_executors() {
-    let mut sim = Sim::new(MasterConfig {
-        worker_timeout: Duration::from_secs(60),
-        ..MasterConfig::default()
-    });
-    let w = sim.worker("worker-0", 55000, 2, 2048);
-    sim.keep_alive(w, "worker-0");
-    let (app, app_id) = sim.app(60000, app_desc("decom", Some(1), 256));
-    let app_id = app_id.expect("registered");
-    assert_eq!(sim.launches(w).len(), 2);
+    let (mut c, m, w) = cluster(Config::default());
+    let (app, _, _) = c.app(
+        m,
+        Addr::new("127.0.0.1", 60000),
+        app_description("decom", Some(1), 256),
+    );
+    c.settle();
+    assert_eq!(c.node::<WorkerNode>(w).running().len(), 2);
 
-    let ui = sim.connect(Role::Ui, "ui");
+    let ui = c.add_probe(Role::Ui, "ui");
+    let conn = c.connect(ui, m).expect("connected");
     assert_eq!(
-        sim.ask(ui, decommission(&["elsewhere"])),
+        c.ask(ui, conn, decommission(&["elsewhere"])),
         Some(Ok(Reply::Int(0)))
     );
     assert_eq!(
-        sim.ask(ui, decommission(&["127.0.0.1"])),
+        c.ask(ui, conn, decommission(&["127.0.0.1"])),
         Some(Ok(Reply::Int(1)))
     );
-    assert!(sim
-        .received(w)
-        .iter()
-        .any(|m| matches!(m, DeployMessage::DecommissionWorker(_))));
-    let decommissioned: Vec<_> = sim
-        .received(app)
-        .iter()
+    assert_eq!(c.count(m, w, "DecommissionWorker"), 1);
+    // The real worker confirms.
+    assert_eq!(c.count(w, m, "WorkerDecommissioning"), 1);
+    let decommissioned: Vec<_> = c
+        .probe(app)
+        .received()
         .filter_map(|m| match m {
             DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Decommissioned => {
                 Some(u.clone())
@@ -62,31 +65,25 @@ fn decommissioned_workers_get_no_new_executors() {
         u.worker_host.as_deref() == Some("127.0.0.1")
             && u.message.as_deref() == Some("worker decommissioned")
     }));
-    let s = sim.state();
+    let s = c.master(m).master_state();
     assert_eq!(s.workers[0].state, WorkerState::Decommissioned);
     assert_eq!(s.active_apps[0].cores_granted, 0);
 
-    // The worker confirms, and its executors end: the application wants executors again, but
-    // the only worker is decommissioned, however long one waits.
-    sim.send(
-        w,
-        WorkerDecommissioning::new(
-            "worker-0".into(),
-            EndpointRef::at(Addr::new("127.0.0.1", 55000), "Worker"),
-        ),
-    );
-    for exec in 0..2 {
-        sim.executor_state(w, &app_id, exec, ExecutorState::Killed, None);
+    // Its executors end: the application wants executors again, but the only worker is
+    // decommissioned, however long one waits.
+    let keys: Vec<_> = c.node::<WorkerNode>(w).running().keys().cloned().collect();
+    for key in &keys {
+        c.node_mut::<WorkerNode>(w).end(key, 0);
     }
-    sim.advance(Duration::from_secs(600));
-    assert_eq!(
-        count(sim.received(app), |m| matches!(
-            m,
-            DeployMessage::ExecutorAdded(_)
-        )),
-        2
-    );
-    let s = sim.state();
+    c.run_for(Duration::from_secs(600));
+    let added = c
+        .probe(app)
+        .received()
+        .filter(|m| matches!(m, DeployMessage::ExecutorAdded(_)))
+        .count();
+    assert_eq!(added, 2);
+    assert_eq!(c.count(m, w, "LaunchExecutor"), 2);
+    let s = c.master(m).master_state();
     assert_eq!(s.workers[0].state, WorkerState::Decommissioned);
     assert_eq!(s.workers[0].cores_used, 0, "the ended executors freed it");
     assert!(!s.active_apps.is_empty(), "the application is not removed");
@@ -94,23 +91,31 @@ fn decommissioned_workers_get_no_new_executors() {
 
 #[test]
 fn with_an_admin_secret_only_an_admin_ui_may_decommission() {
-    let mut config = MasterConfig::default();
-    config.security.admin_secret = Secret::new(b"admin".to_vec());
-    let mut sim = Sim::new(config);
-    sim.worker("worker-0", 55000, 2, 2048);
-    let plain = sim.connect(Role::Ui, "ui");
-    match sim.ask(plain, decommission(&["127.0.0.1"])) {
+    let (mut c, m, _) = cluster(Config {
+        admins_only: true,
+        ..Config::default()
+    });
+    let plain = c.add_probe(Role::Ui, "ui");
+    let conn = c.connect(plain, m).expect("connected");
+    match c.ask(plain, conn, decommission(&["127.0.0.1"])) {
         Some(Err(e)) => {
             assert_eq!(e.class_name, "java.lang.SecurityException");
             assert!(e.message.contains("admin secret"), "{}", e.message);
         }
         other => panic!("expected a failure, got {other:?}"),
     }
-    assert_eq!(sim.state().workers[0].state, WorkerState::Alive);
-    let admin = sim.connect_admin("admin-ui");
     assert_eq!(
-        sim.ask(admin, decommission(&["127.0.0.1"])),
+        c.master(m).master_state().workers[0].state,
+        WorkerState::Alive
+    );
+    let admin = c.add(Box::new(Probe::new(Role::Ui, "admin-ui").admin()));
+    let conn = c.connect(admin, m).expect("connected");
+    assert_eq!(
+        c.ask(admin, conn, decommission(&["127.0.0.1"])),
         Some(Ok(Reply::Int(1)))
     );
-    assert_eq!(sim.state().workers[0].state, WorkerState::Decommissioned);
+    assert_eq!(
+        c.master(m).master_state().workers[0].state,
+        WorkerState::Decommissioned
+    );
 }

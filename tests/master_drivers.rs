@@ -1,187 +1,228 @@
-//! Drivers in cluster deploy mode as the master handles them, on the in-memory harness:
-//! submission, placement on a worker, status, kills (running, waiting, all), their end states,
-//! the relaunch of a supervised driver whose worker is lost, and who may kill a driver. Workers
-//! running driver processes over TCP are in `master_driver_processes.rs`.
-
-#![cfg(feature = "testing")]
+//! Drivers in cluster deploy mode: submission, placement on a worker, status, kills (running,
+//! waiting, all), their end states, the relaunch of a supervised driver whose worker is lost,
+//! and who may kill a driver. Real master and worker cores in the in-memory cluster
+//! (`node::sim::Cluster`), the driver clients as probes; workers running driver processes over
+//! TCP are in `master_driver_processes.rs`.
 
 use sparkwire::messages::deploy::{
-    DriverStateChanged, DriverStatusResponse, KillDriverResponse, RequestDriverStatus,
-    RequestKillAllDrivers, RequestKillDriver, RequestSubmitDriver,
+    DriverStatusResponse, KillDriverResponse, RequestDriverStatus, RequestKillAllDrivers,
+    RequestKillDriver, RequestSubmitDriver,
 };
-use sparkwire::messages::{DeployMessage, DriverDescription, DriverState};
-use sparkwire::reference::master::harness::{driver_desc, picked, Sim};
-use sparkwire::reference::master::MasterConfig;
-use sparkwire::validate::ConnId;
+use sparkwire::messages::{Addr, DeployMessage, DriverDescription, DriverState};
+use sparkwire::node::master::Config;
+use sparkwire::node::sim::{
+    driver_description as driver_desc, Cluster, MasterNode, NodeId, WorkerNode,
+};
+use sparkwire::node::worker::RunKey;
+use sparkwire::node::ConnId;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
-fn submit(sim: &mut Sim, c: ConnId, d: DriverDescription) -> String {
-    match sim.ask(c, RequestSubmitDriver::new(d)) {
+/// A driver client's probe and its connection.
+type Client = (NodeId, ConnId);
+
+fn client(c: &mut Cluster, m: NodeId, id: &str) -> Client {
+    let p = c.add_probe(Role::DriverClient, id);
+    (p, c.connect(p, m).expect("connected"))
+}
+
+fn submit(c: &mut Cluster, (p, conn): Client, d: DriverDescription) -> String {
+    match c.ask(p, conn, RequestSubmitDriver::new(d)) {
         Some(Ok(Reply::Message(DeployMessage::SubmitDriverResponse(r)))) => {
             assert!(r.success, "{}", r.message);
             let id = r.driver_id.expect("an id");
             assert_eq!(r.message, format!("Driver successfully submitted as {id}"));
+            c.settle();
             id
         }
         other => panic!("expected SubmitDriverResponse, got {other:?}"),
     }
 }
 
-fn status(sim: &mut Sim, c: ConnId, id: &str) -> DriverStatusResponse {
-    match sim.ask(c, RequestDriverStatus::new(id.into())) {
+fn status(c: &mut Cluster, (p, conn): Client, id: &str) -> DriverStatusResponse {
+    match c.ask(p, conn, RequestDriverStatus::new(id.into())) {
         Some(Ok(Reply::Message(DeployMessage::DriverStatusResponse(r)))) => r,
         other => panic!("expected DriverStatusResponse, got {other:?}"),
     }
 }
 
-fn kill(sim: &mut Sim, c: ConnId, id: &str) -> Result<KillDriverResponse, String> {
-    match sim.ask(c, RequestKillDriver::new(id.into())) {
+fn kill(c: &mut Cluster, (p, conn): Client, id: &str) -> Result<KillDriverResponse, String> {
+    let answer = c.ask(p, conn, RequestKillDriver::new(id.into()));
+    c.settle();
+    match answer {
         Some(Ok(Reply::Message(DeployMessage::KillDriverResponse(r)))) => Ok(r),
         Some(Err(e)) => Err(e.message),
         other => panic!("expected KillDriverResponse, got {other:?}"),
     }
 }
 
-fn launched(sim: &Sim, w: ConnId) -> Vec<String> {
-    picked(sim.received(w), |m| match m {
-        DeployMessage::LaunchDriver(l) => Some(l.driver_id.clone()),
-        _ => None,
-    })
+/// The drivers worker `w` runs.
+fn running(c: &Cluster, w: NodeId) -> Vec<String> {
+    c.node::<WorkerNode>(w)
+        .running()
+        .keys()
+        .filter_map(|k| match k {
+            RunKey::Driver(id) => Some(id.clone()),
+            RunKey::Executor(..) => None,
+        })
+        .collect()
 }
 
-fn ended(sim: &mut Sim, w: ConnId, id: &str, state: DriverState) {
-    sim.send(w, DriverStateChanged::new(id.into(), state));
+/// Driver `id` on worker `w` exits with `code`.
+fn ends(c: &mut Cluster, w: NodeId, id: &str, code: i32) {
+    c.node_mut::<WorkerNode>(w)
+        .end(&RunKey::Driver(id.into()), code);
+    c.settle();
+}
+
+fn cluster() -> (Cluster, NodeId) {
+    let mut c = Cluster::new();
+    let m = c.add_master(Config::default(), Addr::new("127.0.0.1", 7077));
+    (c, m)
+}
+
+/// Worker `id` at 127.0.0.1:`port` with `cores` cores and 2 GiB, registered.
+fn worker(c: &mut Cluster, m: NodeId, id: &str, port: i32, cores: i32) -> NodeId {
+    let w = c.add_worker(id, Addr::new("127.0.0.1", port), cores, 2048, &[m]);
+    c.settle();
+    w
+}
+
+/// Worker `w`'s process dies.
+fn lose(c: &mut Cluster, w: NodeId) {
+    c.kill(w);
+    c.settle();
 }
 
 #[test]
 fn drivers_are_submitted_placed_killed_and_end_in_their_states() {
-    let mut sim = Sim::new(MasterConfig::default());
-    let w = sim.worker("worker-0", 54000, 2, 2048);
-    let c = sim.connect(Role::DriverClient, "client");
+    let (mut c, m) = cluster();
+    let w = worker(&mut c, m, "worker-0", 54000, 2);
+    let cl = client(&mut c, m, "client");
 
-    let long = submit(&mut sim, c, driver_desc(1, 256, false));
-    assert_eq!(launched(&sim, w), vec![long.clone()]);
-    let s = status(&mut sim, c, &long);
+    let long = submit(&mut c, cl, driver_desc(1, 256, false));
+    assert_eq!(running(&c, w), vec![long.clone()]);
+    let s = status(&mut c, cl, &long);
     assert!(s.found);
     assert_eq!(s.state, Some(DriverState::Running));
     assert_eq!(s.worker_id.as_deref(), Some("worker-0"));
     assert_eq!(s.worker_host_port.as_deref(), Some("127.0.0.1:54000"));
-    assert_eq!(sim.state().workers[0].cores_used, 1);
-    let k = kill(&mut sim, c, &long).expect("answered");
+    assert_eq!(c.master(m).master_state().workers[0].cores_used, 1);
+    let k = kill(&mut c, cl, &long).expect("answered");
     assert!(k.success);
     assert_eq!(k.message, format!("Kill request for {long} submitted"));
-    assert!(sim
-        .received(w)
-        .iter()
-        .any(|m| matches!(m, DeployMessage::KillDriver(k) if k.driver_id == long)));
-    // Running until its worker says it ended.
-    assert_eq!(status(&mut sim, c, &long).state, Some(DriverState::Running));
-    ended(&mut sim, w, &long, DriverState::Killed);
-    assert_eq!(status(&mut sim, c, &long).state, Some(DriverState::Killed));
+    // The worker killed it and said so.
+    assert_eq!(c.count(m, w, "KillDriver"), 1);
+    assert!(running(&c, w).is_empty());
+    assert_eq!(status(&mut c, cl, &long).state, Some(DriverState::Killed));
 
-    let ok = submit(&mut sim, c, driver_desc(1, 256, false));
-    ended(&mut sim, w, &ok, DriverState::Finished);
-    let bad = submit(&mut sim, c, driver_desc(1, 256, false));
-    ended(&mut sim, w, &bad, DriverState::Failed);
-    assert_eq!(status(&mut sim, c, &ok).state, Some(DriverState::Finished));
-    assert_eq!(status(&mut sim, c, &bad).state, Some(DriverState::Failed));
+    let ok = submit(&mut c, cl, driver_desc(1, 256, false));
+    ends(&mut c, w, &ok, 0);
+    let bad = submit(&mut c, cl, driver_desc(1, 256, false));
+    ends(&mut c, w, &bad, 1);
+    assert_eq!(status(&mut c, cl, &ok).state, Some(DriverState::Finished));
+    assert_eq!(status(&mut c, cl, &bad).state, Some(DriverState::Failed));
 
     // Too big for any worker: it waits, and a kill ends it at once.
-    let waiting = submit(&mut sim, c, driver_desc(16, 256, false));
+    let waiting = submit(&mut c, cl, driver_desc(16, 256, false));
     assert_eq!(
-        status(&mut sim, c, &waiting).state,
+        status(&mut c, cl, &waiting).state,
         Some(DriverState::Submitted)
     );
-    assert!(kill(&mut sim, c, &waiting).expect("answered").success);
+    assert!(kill(&mut c, cl, &waiting).expect("answered").success);
     assert_eq!(
-        status(&mut sim, c, &waiting).state,
+        status(&mut c, cl, &waiting).state,
         Some(DriverState::Killed)
     );
 
-    let none = kill(&mut sim, c, "driver-none").expect("answered");
+    let none = kill(&mut c, cl, "driver-none").expect("answered");
     assert!(!none.success);
     assert_eq!(
         none.message,
         "Driver driver-none has already finished or does not exist"
     );
-    let unknown = status(&mut sim, c, "driver-none");
+    let unknown = status(&mut c, cl, "driver-none");
     assert!(!unknown.found && unknown.state.is_none());
 
-    let a = submit(&mut sim, c, driver_desc(1, 256, false));
-    match sim.ask(c, RequestKillAllDrivers::new()) {
+    submit(&mut c, cl, driver_desc(1, 256, false));
+    match c.ask(cl.0, cl.1, RequestKillAllDrivers::new()) {
         Some(Ok(Reply::Message(DeployMessage::KillAllDriversResponse(r)))) => {
             assert!(r.success);
             assert_eq!(r.message, "Kill request for all drivers submitted");
         }
         other => panic!("expected KillAllDriversResponse, got {other:?}"),
     }
-    ended(&mut sim, w, &a, DriverState::Killed);
-    let s = sim.state();
+    c.settle();
+    let s = c.master(m).master_state();
     assert!(s.active_drivers.is_empty());
     assert_eq!(s.completed_drivers.len(), 5);
     assert_eq!(s.workers[0].cores_used, 0);
     assert!(
-        sim.store().drivers.is_empty(),
+        c.node::<MasterNode>(m).store().drivers.is_empty(),
         "ended drivers are unpersisted"
     );
 }
 
 #[test]
 fn a_supervised_driver_is_relaunched_under_a_new_id_when_its_worker_is_lost() {
-    let mut sim = Sim::new(MasterConfig::default());
-    let a = sim.worker("worker-a", 54001, 1, 1024);
-    let c = sim.connect(Role::DriverClient, "client");
-    let supervised = submit(&mut sim, c, driver_desc(1, 256, true));
-    let plain = {
-        let b = sim.worker("worker-b", 54002, 1, 1024);
-        let id = submit(&mut sim, c, driver_desc(1, 256, false));
-        assert_eq!(launched(&sim, b), vec![id.clone()], "a is full");
-        sim.close(b);
-        id
-    };
+    let (mut c, m) = cluster();
+    let a = worker(&mut c, m, "worker-a", 54001, 1);
+    let cl = client(&mut c, m, "client");
+    let supervised = submit(&mut c, cl, driver_desc(1, 256, true));
+    let b = worker(&mut c, m, "worker-b", 54002, 1);
+    let plain = submit(&mut c, cl, driver_desc(1, 256, false));
+    assert_eq!(running(&c, b), vec![plain.clone()], "a is full");
+    lose(&mut c, b);
     assert_eq!(
-        status(&mut sim, c, &plain).state,
+        status(&mut c, cl, &plain).state,
         Some(DriverState::Error),
         "an unsupervised driver of a lost worker ends in ERROR"
     );
-    assert_eq!(launched(&sim, a), vec![supervised.clone()]);
-    let fresh = sim.worker("worker-c", 54003, 1, 1024);
-    sim.close(a);
+    assert_eq!(running(&c, a), vec![supervised.clone()]);
+    let fresh = worker(&mut c, m, "worker-c", 54003, 1);
+    lose(&mut c, a);
     assert_eq!(
-        status(&mut sim, c, &supervised).state,
+        status(&mut c, cl, &supervised).state,
         Some(DriverState::Relaunching)
     );
-    let relaunched = launched(&sim, fresh);
+    let relaunched = running(&c, fresh);
     assert_eq!(relaunched.len(), 1);
     assert_ne!(relaunched[0], supervised);
     assert_eq!(
-        status(&mut sim, c, &relaunched[0]).state,
+        status(&mut c, cl, &relaunched[0]).state,
         Some(DriverState::Running)
     );
-    assert_eq!(sim.store().drivers.len(), 1, "the new id is persisted");
+    assert_eq!(
+        c.node::<MasterNode>(m).store().drivers.len(),
+        1,
+        "the new id is persisted"
+    );
 }
 
 #[test]
 fn only_the_client_that_submitted_a_driver_may_kill_it_and_a_standby_refuses_submissions() {
-    let mut sim = Sim::new(MasterConfig::default());
-    sim.worker("worker-0", 54000, 2, 2048);
-    let owner = sim.connect(Role::DriverClient, "owner");
-    let other = sim.connect(Role::DriverClient, "other");
-    let id = submit(&mut sim, owner, driver_desc(1, 256, false));
-    let refused = kill(&mut sim, other, &id).expect_err("refused");
+    let (mut c, m) = cluster();
+    worker(&mut c, m, "worker-0", 54000, 2);
+    let owner = client(&mut c, m, "owner");
+    let other = client(&mut c, m, "other");
+    let id = submit(&mut c, owner, driver_desc(1, 256, false));
+    let refused = kill(&mut c, other, &id).expect_err("refused");
     assert!(refused.contains(&id), "{refused}");
     assert!(
-        !sim.is_closed(other),
+        !c.probe(other.0).is_closed(other.1),
         "a refused ask leaves the connection open"
     );
     // Its status is anyone's to read.
-    assert!(status(&mut sim, other, &id).found);
-    assert!(kill(&mut sim, owner, &id).expect("answered").success);
+    assert!(status(&mut c, other, &id).found);
+    assert!(kill(&mut c, owner, &id).expect("answered").success);
 
-    let mut standby = Sim::standby(MasterConfig::default());
-    let c = standby.connect(Role::DriverClient, "client");
-    match standby.ask(c, RequestSubmitDriver::new(driver_desc(1, 256, false))) {
+    let standby = c.add_standby_master(Config::default(), Addr::new("127.0.0.1", 7078));
+    let cl = client(&mut c, standby, "client");
+    match c.ask(
+        cl.0,
+        cl.1,
+        RequestSubmitDriver::new(driver_desc(1, 256, false)),
+    ) {
         Some(Ok(Reply::Message(DeployMessage::SubmitDriverResponse(r)))) => {
             assert!(!r.success);
             assert_eq!(

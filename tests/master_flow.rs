@@ -1,15 +1,17 @@
 //! The master with real workers over loopback TCP, every connection checked by the validator in
 //! strict mode: a worker registers and heartbeats, an application registers and gets an executor,
-//! the worker runs it as a process and reports its states, and the application's end kills it; a
-//! real worker's loss, refusal and allow-list. The master's protocol behaviour in detail is tested
-//! on the in-memory harness (`master_registration.rs`, `master_loss.rs`, `master_scheduling.rs`,
-//! `master_retries.rs`, `master_failover.rs`).
+//! the worker runs it as a process and reports its states, and the application's end kills it;
+//! the worker's allow-list against the file system. The same protocol without sockets or
+//! processes, and a worker's loss, an executor's exit and a refused registration, run on real
+//! cores in the in-memory cluster (`master_cluster.rs`, `master_loss.rs`), as does the master's
+//! behaviour in detail (`master_registration.rs`, `master_scheduling.rs`, `master_retries.rs`,
+//! `master_failover.rs`, `master_drivers.rs`, `master_ownership.rs`, `master_decommission.rs`).
 
 mod cluster;
 
 use cluster::*;
 use sparkwire::messages::deploy::RequestWorkerState;
-use sparkwire::messages::{Addr, DeployMessage, ExecutorState, WorkerState};
+use sparkwire::messages::{DeployMessage, ExecutorState, WorkerState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn application_gets_a_running_executor_that_is_killed_when_it_unregisters() {
@@ -93,178 +95,10 @@ async fn application_gets_a_running_executor_that_is_killed_when_it_unregisters(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_executor_that_exits_is_reported_exited_with_its_code_and_replaced() {
-    let obs = observer(WORKER_TIMEOUT);
-    let work = temp_dir("exit");
-    let master = start_master(&obs, |_| {}).await;
-    let m = addr_of(&master);
-    let worker = start_worker(&obs, vec![m.clone()], 2, 2048, &work).await;
-    // First executor exits with 0 after a moment; the replacement sleeps.
-    let script = "if [ \"$1\" = 0 ]; then sleep 0.2; exit 0; fi; exec sleep 60";
-    let app = TestApp::register(
-        std::slice::from_ref(&m),
-        app_desc("exit", script, Some(1), 256),
-    )
-    .await;
-    let log = app
-        .wait("executor 0 exited", |log| {
-            log.iter().any(|m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.id == 0 && u.state == ExecutorState::Exited))
-        })
-        .await;
-    let exited = log
-        .iter()
-        .find_map(|m| match m {
-            DeployMessage::ExecutorUpdated(u) if u.id == 0 && u.state == ExecutorState::Exited => {
-                Some(u.clone())
-            }
-            _ => None,
-        })
-        .expect("exited");
-    assert_eq!(
-        exited.message.as_deref(),
-        Some("Command exited with code 0")
-    );
-    assert_eq!(exited.exit_status, Some(0));
-    // Two 1-core executors fill the worker; the exited one is replaced by executor 2.
-    app.wait("a replacement executor", |log| {
-        log.iter()
-            .any(|m| matches!(m, DeployMessage::ExecutorAdded(a) if a.id == 2))
-    })
-    .await;
-    assert_clean(&obs);
-    app.unregister().await;
-    worker.shutdown().await;
-    master.shutdown().await;
-    let _ = std::fs::remove_dir_all(&work);
-}
-
-fn lost(log: &[DeployMessage]) -> Option<sparkwire::messages::deploy::ExecutorUpdated> {
-    find(log, |m| match m {
-        DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Lost => Some(u.clone()),
-        _ => None,
-    })
-}
-
-fn removed(log: &[DeployMessage]) -> Option<sparkwire::messages::deploy::WorkerRemoved> {
-    find(log, |m| match m {
-        DeployMessage::WorkerRemoved(r) => Some(r.clone()),
-        _ => None,
-    })
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_real_worker_that_goes_away_loses_its_executor_which_is_started_on_another() {
-    let obs = observer(WORKER_TIMEOUT);
-    let work = temp_dir("loss");
-    let master = start_master(&obs, |_| {}).await;
-    let m = addr_of(&master);
-    let a = start_worker(&obs, vec![m.clone()], 2, 2048, &work).await;
-    let b = start_worker(&obs, vec![m.clone()], 2, 2048, &work).await;
-    wait_master_state(&m, "two workers", |s| s.workers.len() == 2).await;
-    let mut desc = app_desc("loss", "exec sleep 60", None, 256);
-    desc.max_cores = Some(2);
-    let app = TestApp::register(std::slice::from_ref(&m), desc).await;
-    let log = app
-        .wait("an executor running", |l| {
-            l.iter().any(|m| matches!(m, DeployMessage::ExecutorUpdated(u) if u.state == ExecutorState::Running))
-        })
-        .await;
-    let first = find(&log, |m| match m {
-        DeployMessage::ExecutorAdded(e) => Some(e.clone()),
-        _ => None,
-    })
-    .expect("ExecutorAdded");
-    let (doomed, survivor) = if first.worker_id == a.id() {
-        (a, b)
-    } else {
-        (b, a)
-    };
-    let doomed_id = doomed.id().to_string();
-    let doomed_port = doomed.addr().port();
-    doomed.shutdown().await;
-
-    let log = app
-        .wait("the executor lost and a new one on the other worker", |l| {
-            lost(l).is_some()
-                && removed(l).is_some()
-                && l.iter()
-                    .any(|m| matches!(m, DeployMessage::ExecutorAdded(e) if e.id == 1))
-        })
-        .await;
-    let update = lost(&log).expect("LOST");
-    assert_eq!(update.id, 0);
-    assert_eq!(update.message.as_deref(), Some("worker lost"));
-    assert_eq!(update.worker_host.as_deref(), Some("127.0.0.1"));
-    let gone = removed(&log).expect("WorkerRemoved");
-    assert_eq!(gone.id, doomed_id);
-    assert_eq!(gone.host, "127.0.0.1");
-    assert_eq!(
-        gone.message,
-        format!("127.0.0.1:{doomed_port} got disassociated")
-    );
-    let second = find(&log, |m| match m {
-        DeployMessage::ExecutorAdded(e) if e.id == 1 => Some(e.clone()),
-        _ => None,
-    })
-    .expect("second executor");
-    assert_eq!(second.worker_id, survivor.id());
-    let s = master_state(&m).await;
-    assert!(s
-        .workers
-        .iter()
-        .any(|w| w.id == doomed_id && w.state == WorkerState::Dead));
-    assert_clean(&obs);
-    app.unregister().await;
-    survivor.shutdown().await;
-    master.shutdown().await;
-    let _ = std::fs::remove_dir_all(&work);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_real_worker_stops_when_its_registration_is_refused() {
-    let obs = observer(WORKER_TIMEOUT);
-    let work = temp_dir("refused");
-    let master = start_master(&obs, |_| {}).await;
-    let m = addr_of(&master);
-    // A port the real worker will listen on, already claimed at the master by another id.
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("probe");
-        probe.local_addr().expect("addr").port()
-    };
-    let squatter = FakeWorker::connect(
-        &m,
-        "worker-squatter",
-        Addr::new("127.0.0.1", i32::from(port)),
-    )
-    .await;
-    squatter.register(&m, 1, 512).await;
-    squatter
-        .wait("registered", |l| {
-            count(l, |m| matches!(m, DeployMessage::RegisteredWorker(_))) == 1
-        })
-        .await;
-    let mut worker =
-        start_worker_with(&obs, vec![m.clone()], 1, 512, &work, |c| c.port = port).await;
-    let exit = tokio::time::timeout(PATIENCE, worker.stopped())
-        .await
-        .expect("the worker stops");
-    assert_eq!(
-        exit,
-        sparkwire::reference::worker::WorkerExit::RegistrationFailed(format!(
-            "Attempted to re-register worker at same address: 127.0.0.1:{port}"
-        ))
-    );
-    assert_clean(&obs);
-    squatter.close().await;
-    master.shutdown().await;
-    let _ = std::fs::remove_dir_all(&work);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_off_the_allow_list_is_refused_with_failed() {
     let obs = observer(WORKER_TIMEOUT);
     let work = temp_dir("allow");
-    let master = start_master(&obs, |c| c.max_executor_retries = 1).await;
+    let master = start_master(&obs, |c| c.core.max_executor_retries = 1).await;
     let m = addr_of(&master);
     let worker = start_worker(&obs, vec![m.clone()], 1, 1024, &work).await;
     let mut desc = app_desc("evil", "true", None, 256);

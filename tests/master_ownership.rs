@@ -1,31 +1,66 @@
-//! Authorization on the in-memory harness (SPEC §14): messages the protocol does not route from
-//! a peer's role are refused (an ask fails, a one-way message closes that connection and nothing
-//! more is taken from it), ids are bound to the connection that registered them, and secrets are
-//! redacted in the state answer. Every refusal leaves the other peers served.
-
-#![cfg(feature = "testing")]
+//! Authorization (SPEC §14): messages the protocol does not route from a peer's role are
+//! refused (an ask fails, a one-way message closes that connection and nothing more is taken
+//! from it), ids are bound to the connection that registered them, and secrets are redacted in
+//! the state answer. Every refusal leaves the other peers served. The master core in the
+//! in-memory cluster (`node::sim::Cluster`), the peers that misbehave as probes.
 
 use sparkwire::messages::deploy::{
-    Heartbeat, RegisterApplication, RequestWorkerState, UnregisterApplication,
+    ExecutorStateChanged, Heartbeat, RegisterApplication, RequestWorkerState, UnregisterApplication,
 };
-use sparkwire::messages::{Addr, EndpointRef, ExecutorState, WorkerState};
-use sparkwire::reference::master::harness::{app_desc, Sim};
-use sparkwire::reference::master::MasterConfig;
+use sparkwire::messages::{
+    Addr, DeployMessage, EndpointRef, ErrorDescription, ExecutorState, WorkerState,
+};
+use sparkwire::node::master::Config;
+use sparkwire::node::sim::{app_description as app_desc, Cluster, NodeId};
+use sparkwire::node::ConnId;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
+/// A master, and the cluster it is in.
+fn cluster() -> (Cluster, NodeId) {
+    let mut c = Cluster::new();
+    let m = c.add_master(Config::default(), Addr::new("127.0.0.1", 7077));
+    (c, m)
+}
+
+/// A scripted worker at 127.0.0.1:`port`, registered.
+fn worker(c: &mut Cluster, m: NodeId, id: &str, port: i32) -> (NodeId, ConnId) {
+    c.add_worker_probe(m, id, Addr::new("127.0.0.1", port), 1, 1024)
+}
+
+/// The scripted worker `(w, conn)` reports executor `exec_id` of `app_id` in `state`.
+fn executor_state(
+    c: &mut Cluster,
+    (w, conn): (NodeId, ConnId),
+    app_id: &str,
+    exec_id: i32,
+    state: ExecutorState,
+) -> Option<Result<Reply<DeployMessage>, ErrorDescription>> {
+    c.ask(
+        w,
+        conn,
+        ExecutorStateChanged::new(app_id.into(), exec_id, state),
+    )
+}
+
+/// Whether the probe's connection closed.
+fn closed(c: &Cluster, (p, conn): (NodeId, ConnId)) -> bool {
+    c.probe(p).is_closed(conn)
+}
+
 #[test]
 fn a_misdirected_one_way_message_closes_only_its_connection() {
-    let mut sim = Sim::new(MasterConfig::default());
-    let w = sim.worker("worker-odd", 52000, 1, 512);
-    let bystander = sim.worker("worker-fine", 52001, 1, 512);
-    sim.send(
-        w,
+    let (mut c, m) = cluster();
+    let w = worker(&mut c, m, "worker-odd", 52000);
+    let bystander = worker(&mut c, m, "worker-fine", 52001);
+    c.send(
+        w.0,
+        w.1,
         RegisterApplication::new(app_desc("odd", None, 128), EndpointRef::client("odd")),
     );
-    assert!(sim.is_closed(w), "a worker may not register an application");
-    assert!(!sim.is_closed(bystander));
-    let s = sim.state();
+    assert!(closed(&c, w), "a worker may not register an application");
+    assert!(!closed(&c, bystander));
+    let s = c.master(m).master_state();
     assert!(s.active_apps.is_empty());
     // Its close is a disassociation: the worker is DEAD; the other is not.
     assert_eq!(
@@ -42,64 +77,75 @@ fn a_misdirected_one_way_message_closes_only_its_connection() {
 
 #[test]
 fn an_ask_the_master_does_not_serve_fails_and_the_connection_stays() {
-    let mut sim = Sim::new(MasterConfig::default());
-    let c = sim.connect(Role::DriverClient, "client");
-    match sim.ask(c, RequestWorkerState::new()) {
+    let (mut c, m) = cluster();
+    let client = c.add_probe(Role::DriverClient, "client");
+    let conn = c.connect(client, m).expect("connected");
+    match c.ask(client, conn, RequestWorkerState::new()) {
         Some(Err(e)) => assert!(e.message.contains("RequestWorkerState"), "{}", e.message),
         other => panic!("expected a failure, got {other:?}"),
     }
-    assert!(!sim.is_closed(c));
-    assert!(sim.ask_state().is_some(), "the master still serves");
+    assert!(!closed(&c, (client, conn)));
+    assert!(c.ask_state(m).is_some(), "the master still serves");
 }
 
 #[test]
 fn a_worker_cannot_speak_for_another_worker_or_its_executors() {
-    let mut sim = Sim::new(MasterConfig::default());
-    let a = sim.worker("worker-a", 52010, 1, 1024);
-    let b = sim.worker("worker-b", 52011, 1, 1024);
+    let (mut c, m) = cluster();
+    let a = worker(&mut c, m, "worker-a", 52010);
+    let b = worker(&mut c, m, "worker-b", 52011);
     let mut desc = app_desc("owned", None, 256);
     desc.max_cores = Some(1);
-    let (_, app_id) = sim.app(60000, desc);
+    let (_, _, app_id) = c.app(m, Addr::new("127.0.0.1", 60000), desc);
     let app_id = app_id.expect("registered");
-    let (on, other) = if sim.launches(a).is_empty() {
+    let (on, other) = if c.count(m, a.0, "LaunchExecutor") == 0 {
         (b, a)
     } else {
         (a, b)
     };
     // The worker not running the executor reports it: refused, the executor is untouched.
-    match sim.executor_state(other, &app_id, 0, ExecutorState::Failed, None) {
+    match executor_state(&mut c, other, &app_id, 0, ExecutorState::Failed) {
         Some(Err(e)) => assert!(e.message.contains("executor"), "{}", e.message),
         other => panic!("expected a refusal, got {other:?}"),
     }
-    assert_eq!(sim.state().active_apps[0].cores_granted, 1);
+    assert_eq!(c.master(m).master_state().active_apps[0].cores_granted, 1);
     assert_eq!(
-        sim.executor_state(on, &app_id, 0, ExecutorState::Running, None),
+        executor_state(&mut c, on, &app_id, 0, ExecutorState::Running),
         Some(Ok(Reply::Bool(true)))
     );
     // A heartbeat naming another registered worker closes the sender's connection.
-    sim.send(
-        other,
+    c.send(
+        other.0,
+        other.1,
         Heartbeat::new(
             if other == a { "worker-b" } else { "worker-a" }.into(),
             EndpointRef::at(Addr::new("127.0.0.1", 52010), "Worker"),
         ),
     );
-    assert!(sim.is_closed(other));
-    assert!(!sim.is_closed(on));
+    assert!(closed(&c, other));
+    assert!(!closed(&c, on));
 }
 
 #[test]
 fn an_application_cannot_unregister_another() {
-    let mut sim = Sim::new(MasterConfig::default());
-    let (first, first_id) = sim.app(60000, app_desc("first", None, 256));
-    let (second, _) = sim.app(60001, app_desc("second", None, 256));
-    sim.send(
-        second,
+    let (mut c, m) = cluster();
+    let (p1, c1, first_id) = c.app(
+        m,
+        Addr::new("127.0.0.1", 60000),
+        app_desc("first", None, 256),
+    );
+    let (p2, c2, _) = c.app(
+        m,
+        Addr::new("127.0.0.1", 60001),
+        app_desc("second", None, 256),
+    );
+    c.send(
+        p2,
+        c2,
         UnregisterApplication::new(first_id.clone().expect("registered")),
     );
-    assert!(sim.is_closed(second));
-    assert!(!sim.is_closed(first));
-    let s = sim.state();
+    assert!(closed(&c, (p2, c2)));
+    assert!(!closed(&c, (p1, c1)));
+    let s = c.master(m).master_state();
     assert_eq!(
         s.active_apps.len(),
         1,
@@ -107,16 +153,17 @@ fn an_application_cannot_unregister_another() {
     );
     assert_eq!(Some(s.active_apps[0].id.clone()), first_id);
     // Nothing more is taken from a refused connection.
-    sim.send(
-        second,
+    c.send(
+        p2,
+        c2,
         UnregisterApplication::new(first_id.expect("registered")),
     );
-    assert_eq!(sim.state().active_apps.len(), 1);
+    assert_eq!(c.master(m).master_state().active_apps.len(), 1);
 }
 
 #[test]
 fn secrets_in_an_application_command_are_redacted_in_the_state_answer() {
-    let mut sim = Sim::new(MasterConfig::default());
+    let (mut c, m) = cluster();
     let mut desc = app_desc("secretive", None, 256);
     desc.command
         .environment
@@ -127,8 +174,8 @@ fn secrets_in_an_application_command_are_redacted_in_the_state_answer() {
     desc.command
         .java_opts
         .push("-Dspark.app.name=visible".into());
-    sim.app(60000, desc);
-    let s = sim.ask_state().expect("the state answer");
+    c.app(m, Addr::new("127.0.0.1", 60000), desc);
+    let s = c.ask_state(m).expect("the state answer");
     let command = &s.active_apps[0].desc.command;
     assert_ne!(command.environment["SPARK_AUTH_SECRET"], "hunter2");
     assert!(!command.java_opts.iter().any(|o| o.contains("hunter2")));

@@ -1,45 +1,75 @@
 //! Scheduling: executors spread over workers or packed on few, the executor limit from
 //! initialExecutorLimit and RequestExecutors, KillExecutors, and workers without the memory of
-//! one executor left out. On the in-memory harness: workers are simulated, time does not pass.
-
-#![cfg(feature = "testing")]
+//! one executor left out. Real master and worker cores in the in-memory cluster
+//! (`node::sim::Cluster`); the application's client is a probe.
 
 use sparkwire::messages::deploy::{KillExecutors, RequestExecutors};
-use sparkwire::messages::{DeployMessage, ProfileExecutors, ResourceProfile};
-use sparkwire::reference::master::harness::{app_desc, Sim};
-use sparkwire::reference::master::MasterConfig;
-use sparkwire::validate::ConnId;
+use sparkwire::messages::{
+    Addr, ApplicationDescription, DeployMessage, ExecutorState, ProfileExecutors, ResourceProfile,
+};
+use sparkwire::node::master::Config;
+use sparkwire::node::sim::{app_description as app_desc, Cluster, NodeId};
+use sparkwire::node::ConnId;
 use sparkwire::wire::Reply;
 
-fn count(log: &[DeployMessage], f: impl Fn(&DeployMessage) -> bool) -> usize {
-    log.iter().filter(|m| f(m)).count()
+fn executors_added(c: &Cluster, app: NodeId) -> usize {
+    c.probe(app)
+        .received()
+        .filter(|m| matches!(m, DeployMessage::ExecutorAdded(_)))
+        .count()
 }
 
-fn executors_added(log: &[DeployMessage]) -> usize {
-    count(log, |m| matches!(m, DeployMessage::ExecutorAdded(_)))
-}
-
-fn workers(sim: &mut Sim, n: usize, cores: i32, memory: i32) -> Vec<ConnId> {
-    (0..n)
-        .map(|i| sim.worker(&format!("worker-{i}"), 51000 + i as i32, cores, memory))
+/// The (cores, memory) of each executor worker `w` runs.
+fn running(c: &Cluster, w: NodeId) -> Vec<(i32, i32)> {
+    c.worker(w)
+        .state_response()
+        .executors
+        .iter()
+        .map(|e| (e.cores, e.memory_mb))
         .collect()
 }
 
+fn cluster(config: Config) -> (Cluster, NodeId) {
+    let mut c = Cluster::new();
+    let m = c.add_master(config, Addr::new("127.0.0.1", 7077));
+    (c, m)
+}
+
+/// `n` workers of `cores` cores and `memory` MiB, registered.
+fn workers(c: &mut Cluster, m: NodeId, n: usize, cores: i32, memory: i32) -> Vec<NodeId> {
+    let ws = (0..n)
+        .map(|i| {
+            let at = Addr::new("127.0.0.1", 51000 + i as i32);
+            c.add_worker(&format!("worker-{i}"), at, cores, memory, &[m])
+        })
+        .collect();
+    c.settle();
+    ws
+}
+
+/// An application of `desc` registered, and its executors started: its probe, its connection
+/// and its id.
+fn app(c: &mut Cluster, m: NodeId, desc: ApplicationDescription) -> (NodeId, ConnId, String) {
+    let (app, conn, id) = c.app(m, Addr::new("127.0.0.1", 60000), desc);
+    c.settle();
+    (app, conn, id.expect("registered"))
+}
+
 fn placement(spread_out: bool) -> Vec<usize> {
-    let mut sim = Sim::new(MasterConfig {
+    let (mut c, m) = cluster(Config {
         spread_out,
-        ..MasterConfig::default()
+        ..Config::default()
     });
-    let ws = workers(&mut sim, 3, 4, 4096);
+    let ws = workers(&mut c, m, 3, 4, 4096);
     let mut desc = app_desc("place", Some(1), 256);
     desc.max_cores = Some(3);
-    let (app, _) = sim.app(60000, desc);
-    assert_eq!(executors_added(sim.received(app)), 3);
+    let (app, _, _) = app(&mut c, m, desc);
+    assert_eq!(executors_added(&c, app), 3);
     assert!(ws
         .iter()
-        .flat_map(|w| sim.launches(*w))
-        .all(|l| l.cores == 1 && l.memory == 256));
-    ws.iter().map(|w| sim.launches(*w).len()).collect()
+        .flat_map(|w| running(&c, *w))
+        .all(|e| e == (1, 256)));
+    ws.iter().map(|w| running(&c, *w).len()).collect()
 }
 
 #[test]
@@ -56,97 +86,88 @@ fn consolidate_mode_fills_one_worker_first() {
 
 #[test]
 fn launch_executor_goes_to_the_worker_before_executor_added_to_the_application() {
-    let mut sim = Sim::new(MasterConfig::default());
-    let w = sim.worker("worker-0", 51000, 2, 2048);
-    let (app, _) = sim.app(60000, app_desc("order", None, 512));
-    let order: Vec<(ConnId, &'static str)> = sim
-        .outputs()
+    let (mut c, m) = cluster(Config::default());
+    let w = workers(&mut c, m, 1, 2, 2048)[0];
+    let (app, _, _) = app(&mut c, m, app_desc("order", None, 512));
+    let order: Vec<(NodeId, &str)> = c
+        .sent()
         .iter()
-        .filter_map(|o| match o {
-            sparkwire::reference::master::proto::Output::Send { conn, message }
-                if matches!(
-                    message,
-                    DeployMessage::LaunchExecutor(_) | DeployMessage::ExecutorAdded(_)
-                ) =>
-            {
-                Some((*conn, sparkwire::messages::Family::name(message)))
-            }
-            _ => None,
-        })
+        .filter(|s| s.from == m && matches!(s.name.as_str(), "LaunchExecutor" | "ExecutorAdded"))
+        .map(|s| (s.to, s.name.as_str()))
         .collect();
     assert_eq!(order, vec![(w, "LaunchExecutor"), (app, "ExecutorAdded")]);
 }
 
 #[test]
 fn the_executor_limit_follows_requests_and_killed_executors_are_not_replaced() {
-    let mut sim = Sim::new(MasterConfig::default());
-    let ws = workers(&mut sim, 1, 8, 8192);
+    let (mut c, m) = cluster(Config::default());
+    let w = workers(&mut c, m, 1, 8, 8192)[0];
     let mut desc = app_desc("limit", Some(2), 512);
     desc.initial_executor_limit = Some(1);
-    let (app, app_id) = sim.app(60000, desc);
-    let app_id = app_id.expect("registered");
-    assert_eq!(executors_added(sim.received(app)), 1);
+    let (app, conn, app_id) = app(&mut c, m, desc);
+    assert_eq!(executors_added(&c, app), 1);
 
     let profile = ResourceProfile::default_with(Some(2), 512);
-    let reply = sim.ask(
+    let reply = c.ask(
         app,
+        conn,
         RequestExecutors::new(app_id.clone(), vec![ProfileExecutors::new(profile, 3)]),
     );
     assert_eq!(reply, Some(Ok(Reply::Bool(true))));
-    assert_eq!(executors_added(sim.received(app)), 3);
+    c.settle();
+    assert_eq!(executors_added(&c, app), 3);
+    assert_eq!(running(&c, w).len(), 3);
 
     let profile = ResourceProfile::default_with(Some(2), 512);
-    let reply = sim.ask(
+    let reply = c.ask(
         app,
+        conn,
         RequestExecutors::new(app_id.clone(), vec![ProfileExecutors::new(profile, 2)]),
     );
     assert_eq!(reply, Some(Ok(Reply::Bool(true))));
-    let reply = sim.ask(
+    let reply = c.ask(
         app,
+        conn,
         KillExecutors::new(app_id.clone(), vec!["1".into(), "not-a-number".into()]),
     );
     assert_eq!(reply, Some(Ok(Reply::Bool(true))));
-    assert!(sim.received(ws[0]).iter().any(
-        |m| matches!(m, DeployMessage::KillExecutor(k) if k.exec_id == 1 && k.app_id == app_id)
-    ));
-    // Two executors remain, matching the limit of 2: none is added.
-    let s = sim.state();
+    c.settle();
+    // The worker killed executor 1; two remain, matching the limit of 2: none is added.
+    assert_eq!(c.count(m, w, "KillExecutor"), 1);
+    let ws = c.worker(w).state_response();
+    assert!(ws
+        .finished_executors
+        .iter()
+        .any(|e| e.exec_id == 1 && e.app_id == app_id && e.state == ExecutorState::Killed));
+    let s = c.master(m).master_state();
     assert_eq!(s.workers[0].cores_used, 4);
     assert_eq!(s.active_apps[0].cores_granted, 4);
-    assert_eq!(executors_added(sim.received(app)), 3);
+    assert_eq!(executors_added(&c, app), 3);
 }
 
 #[test]
 fn workers_without_the_memory_of_one_executor_get_none() {
-    let mut sim = Sim::new(MasterConfig::default());
-    let small = sim.worker("worker-small", 51100, 8, 256);
-    let big = sim.worker("worker-big", 51101, 2, 4096);
-    let (app, _) = sim.app(60000, app_desc("mem", None, 1024));
-    assert_eq!(executors_added(sim.received(app)), 1);
-    assert_eq!(sim.launches(big).len(), 1);
+    let (mut c, m) = cluster(Config::default());
+    let small = c.add_worker("worker-small", Addr::new("127.0.0.1", 51100), 8, 256, &[m]);
+    let big = c.add_worker("worker-big", Addr::new("127.0.0.1", 51101), 2, 4096, &[m]);
+    c.settle();
+    let (app, _, _) = app(&mut c, m, app_desc("mem", None, 1024));
+    assert_eq!(executors_added(&c, app), 1);
     assert_eq!(
-        sim.launches(big)[0].cores,
-        2,
+        running(&c, big),
+        [(2, 1024)],
         "one executor takes every core of the worker"
     );
-    assert!(sim.launches(small).is_empty());
+    assert!(running(&c, small).is_empty());
 }
 
 #[test]
-fn the_web_ui_snapshot_lists_executors_and_connections_as_the_core_knows_them() {
-    let mut sim = Sim::new(MasterConfig::default());
-    let w = sim.worker("worker-0", 51000, 2, 2048);
-    let (_, app_id) = sim.app(60000, app_desc("ui", Some(1), 300));
-    let app_id = app_id.expect("registered");
-    sim.executor_state(
-        w,
-        &app_id,
-        1,
-        sparkwire::messages::ExecutorState::Running,
-        None,
-    );
-    let snap = sim.core.snapshot();
-    let rows: Vec<_> = snap
+fn the_web_ui_status_lists_executors_and_connections_as_the_core_knows_them() {
+    let (mut c, m) = cluster(Config::default());
+    workers(&mut c, m, 1, 2, 2048);
+    let (_, _, app_id) = app(&mut c, m, app_desc("ui", Some(1), 300));
+    let status = c.master(m).status();
+    let rows: Vec<_> = status
         .executors
         .iter()
         .map(|e| {
@@ -160,19 +181,32 @@ fn the_web_ui_snapshot_lists_executors_and_connections_as_the_core_knows_them() 
             )
         })
         .collect();
-    use sparkwire::messages::ExecutorState::{Launching, Running};
     assert_eq!(
         rows,
         vec![
-            (app_id.as_str(), 0, "worker-0", 1, 300, Launching),
-            (app_id.as_str(), 1, "worker-0", 1, 300, Running),
+            (
+                app_id.as_str(),
+                0,
+                "worker-0",
+                1,
+                300,
+                ExecutorState::Running
+            ),
+            (
+                app_id.as_str(),
+                1,
+                "worker-0",
+                1,
+                300,
+                ExecutorState::Running
+            ),
         ]
     );
-    assert_eq!(snap.connections.get("worker"), Some(&1));
-    assert_eq!(snap.connections.get("app-client"), Some(&1));
+    assert_eq!(status.connections.get("worker"), Some(&1));
+    assert_eq!(status.connections.get("app-client"), Some(&1));
     assert_eq!(
-        snap.state,
-        sim.state(),
+        Some(status.state),
+        c.ask_state(m),
         "the pages show what the state answer shows"
     );
 }

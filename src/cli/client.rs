@@ -7,7 +7,7 @@ use std::time::Duration;
 use sparkwire::connection::{connect_tcp, Connection, ConnectionConfig, Security};
 use sparkwire::messages::deploy::{MasterStateResponse, RequestMasterState};
 use sparkwire::messages::{Addr, DeployMessage, Family};
-use sparkwire::reference::url::MasterUrl;
+use sparkwire::node::url::MasterUrl;
 use sparkwire::wire::handshake::{Identity, Role};
 use sparkwire::wire::Reply;
 

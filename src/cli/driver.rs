@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
+use sparkwire::node::url::MasterUrl;
 use sparkwire::reference::driver::{Driver, DriverConfig};
 use sparkwire::reference::task::job_by_name;
-use sparkwire::reference::url::MasterUrl;
 
 /// Options of `sparkwire driver`.
 #[derive(Debug, Args)]

@@ -9,9 +9,9 @@ use clap::Args;
 use super::seconds;
 
 use sparkwire::messages::Version;
+use sparkwire::node::redact::{Redactor, DEFAULT_REDACTION_REGEX};
 use sparkwire::reference::master::{Master, MasterConfig};
 use sparkwire::reference::observe::StrictObserver;
-use sparkwire::reference::redact::{Redactor, DEFAULT_REDACTION_REGEX};
 use sparkwire::validate::SharedValidator;
 
 /// Options of `sparkwire master`.
@@ -109,13 +109,16 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         host: args.host,
         port: args.port,
         port_retries: args.port_retries,
-        spread_out: args.spread_out,
-        worker_timeout: seconds(args.worker_timeout)
-            .map_err(|e| format!("--worker-timeout: {e}"))?,
-        max_executor_retries: args.max_executor_retries,
+        core: sparkwire::node::master::Config {
+            spread_out: args.spread_out,
+            worker_timeout: seconds(args.worker_timeout)
+                .map_err(|e| format!("--worker-timeout: {e}"))?,
+            max_executor_retries: args.max_executor_retries,
+            redaction: Redactor::new(&args.redaction_regex).map_err(|e| e.to_string())?,
+            ..sparkwire::node::master::Config::default()
+        },
         recovery_dir: args.recovery_dir,
         versions,
-        redaction: Redactor::new(&args.redaction_regex).map_err(|e| e.to_string())?,
         web_ui_port: (!args.no_webui).then_some(args.webui_port),
         ..MasterConfig::default()
     };
@@ -124,7 +127,8 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     }
     let observer = args.strict.then(|| {
         let rules = sparkwire::validate::Config {
-            worker_timeout_ms: u64::try_from(config.worker_timeout.as_millis()).unwrap_or(u64::MAX),
+            worker_timeout_ms: u64::try_from(config.core.worker_timeout.as_millis())
+                .unwrap_or(u64::MAX),
             ..sparkwire::validate::Config::default()
         };
         StrictObserver::new(SharedValidator::with_config(rules))

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use sparkwire::connection::{read_secret_file, Security};
-use sparkwire::reference::worker::{SECRET_FILE_ENV, TLS_CA_ENV};
+use sparkwire::node::worker::{SECRET_FILE_ENV, TLS_CA_ENV};
 use sparkwire::wire::handshake::{HandshakeError, RefusalReason};
 
 /// Security flags of `sparkwire master` and `sparkwire worker`.

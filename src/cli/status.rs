@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use clap::Args;
 use sparkwire::messages::deploy::MasterStateResponse;
 use sparkwire::messages::{ApplicationInfo, DriverInfo};
+use sparkwire::node::url::MasterUrl;
 use sparkwire::reference::clock::now_ms;
-use sparkwire::reference::url::MasterUrl;
 use sparkwire::reference::webui::{
     application_row, driver_row, master_json, APPLICATION_COLUMNS, DRIVER_COLUMNS,
 };

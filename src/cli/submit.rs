@@ -12,9 +12,9 @@ use sparkwire::messages::deploy::{
     DriverStatusResponse, RequestDriverStatus, RequestSubmitDriver, SubmitDriverResponse,
 };
 use sparkwire::messages::{Command, DeployMessage, DriverDescription, DriverState, Family};
+use sparkwire::node::url::MasterUrl;
 use sparkwire::reference::driver::{Driver, DriverConfig};
 use sparkwire::reference::tap::{strict_validator, TraceObserver};
-use sparkwire::reference::url::MasterUrl;
 use sparkwire::wire::handshake::Role;
 
 use super::client::MasterClient;

@@ -7,8 +7,9 @@ use clap::Args;
 
 use super::seconds;
 
-use sparkwire::reference::url::MasterUrl;
-use sparkwire::reference::worker::{Worker, WorkerConfig, WorkerExit};
+use sparkwire::node::url::MasterUrl;
+use sparkwire::node::worker::WorkerExit;
+use sparkwire::reference::worker::{Worker, WorkerConfig};
 
 /// Options of `sparkwire worker`.
 #[derive(Debug, Args)]

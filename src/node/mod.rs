@@ -2,8 +2,8 @@
 //!
 //! A core is a state machine fed [`Core::handle`] with what happened and the time it happened,
 //! and drained with [`Core::poll`] of what it wants done, in the order it decided it. It reads no
-//! clock, opens no socket and starts no process: whoever drives it (the tokio runtime in
-//! `reference`, or an in-memory simulation) owns all of that and reports back as inputs. A core
+//! clock, opens no socket and starts no process: whoever drives it (the async runtime in
+//! `reference`, or the in-memory [`sim::Cluster`]) owns all of that and reports back as inputs. A core
 //! asks to be woken with [`Core::poll_timeout`] and is woken with [`Core::handle_timeout`].
 //!
 //! Every core speaks to its peers through one type, [`ConnOutput`]: send, ask, reply, fail or
@@ -49,8 +49,15 @@
 //! ```
 
 pub mod authz;
+pub mod clock;
 pub mod driver;
 pub mod executor;
+pub mod master;
+pub mod redact;
+pub mod sim;
+pub mod url;
+pub mod violations;
+pub mod worker;
 
 use std::time::Instant;
 

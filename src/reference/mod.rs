@@ -1,18 +1,15 @@
-//! Layer 5: reference Master, Worker, driver and executor, built only on the public API of the
-//! layers before it, as an outside implementation would be.
+//! Layer 6: the tokio runtime of the reference Master, Worker, driver and executor: sockets,
+//! processes, files, timers and web UIs around the protocol cores of [`node`](crate::node).
 //!
 //! [`master`] and [`worker`] run Spark's standalone Master and Worker on tokio; [`ports`]
-//! listens on a port or the next free one up as Spark's services do, [`url`] parses
-//! `sparkwire://` master URLs and `spark://` endpoint addresses, [`observe`] plugs a shared
-//! validator into every connection they make (strict mode), and [`clock`] formats Spark-style ids.
+//! listens on a port or the next free one up as Spark's services do, [`observe`] plugs a shared
+//! validator into every connection they make (strict mode), and [`clock`] reads the wall clock.
 //!
 //! [`driver`] and [`executor`] are an application's side: Spark's StandaloneAppClient and
 //! CoarseGrainedSchedulerBackend, and CoarseGrainedExecutorBackend; [`task`] holds what they run.
 //! [`tap`] validates and traces a driver's connections, [`local_cluster`] starts a master and
 //! workers as processes (`sparkwire local-cluster`), and [`diagram`] draws traces.
 
-/// Moved to [`crate::node::authz`]; kept here for the master and worker until they move to `node`.
-pub use crate::node::authz;
 pub(crate) mod busy_poll;
 pub mod clock;
 pub mod diagram;
@@ -24,10 +21,12 @@ pub mod master;
 pub mod observe;
 pub(crate) mod outbox;
 pub mod ports;
-pub mod redact;
+mod runtime;
 pub mod tap;
 pub mod task;
-pub mod url;
-pub mod violations;
+pub(crate) mod url;
+pub(crate) mod violations;
 pub mod webui;
 pub mod worker;
+
+// The driver's files still name authorization here until they move to `node` (issue 23).

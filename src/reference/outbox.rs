@@ -25,7 +25,6 @@ use super::observe::ObservedClose;
 use crate::connection::{
     Connection, ConnectionError, ConnectionHandle, Incoming, Security, Stream,
 };
-use crate::definition::{Definition, MessageKind};
 use crate::messages::{Addr, DeployMessage, ErrorDescription, Family};
 use crate::validate::ConnId;
 use crate::wire::handshake::{Established, HandshakeError, Identity};
@@ -84,8 +83,8 @@ pub(crate) enum Out {
     Send(Peer, DeployMessage),
     /// The answer to the peer's ask.
     Reply(Peer, u64, Reply<DeployMessage>),
-    /// An ask whose answer only matters as a log line. Sent one-way on a connection whose
-    /// version has the message as a send.
+    /// An ask whose answer only matters as a log line (the core decided it is an ask in the
+    /// connection's version).
     Ask(Peer, DeployMessage),
     /// Fails the peer's ask.
     Fail(Peer, u64, ErrorDescription),
@@ -121,21 +120,12 @@ impl Outbox {
         let (peer, name, result) = match out {
             Out::Send(peer, m) => {
                 let name = m.name();
-                if matches!(name, "RegisteredWorker" | "RegisteredApplication") {
-                    // A registered peer is never cut off for being silent.
-                    peer.handle.set_idle_timeout(None);
-                }
                 let r = peer.handle.post(m);
                 (peer, name, r)
             }
             Out::Reply(peer, id, reply) => {
                 let r = peer.handle.post_reply(id, reply);
                 (peer, "reply", r)
-            }
-            Out::Ask(peer, m) if one_way_in(&peer, &m) => {
-                let name = m.name();
-                let r = peer.handle.post(m);
-                (peer, name, r)
             }
             Out::Ask(peer, m) => {
                 let name = m.name();
@@ -225,15 +215,6 @@ impl Outbox {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Whether the connection's version makes `m` a one-way message though newer versions ask it
-/// (ExecutorStateChanged in version 1).
-fn one_way_in(peer: &Peer, m: &DeployMessage) -> bool {
-    let version = peer.handle.negotiated().version;
-    Definition::builtin()
-        .message(DeployMessage::FAMILY, m.name())
-        .is_some_and(|d| d.kind_in(version) == MessageKind::Send)
 }
 
 /// What a connection's reader hands on: a message or ask with its credit, or the close and why.

@@ -71,7 +71,10 @@ pub async fn start_master(
 ) -> MasterHandle {
     let mut config = MasterConfig {
         port: 0,
-        worker_timeout: WORKER_TIMEOUT,
+        core: sparkwire::node::master::Config {
+            worker_timeout: WORKER_TIMEOUT,
+            ..Default::default()
+        },
         observer: Some(observer.clone()),
         ..MasterConfig::default()
     };

@@ -10,9 +10,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use super::events::{Event, Opened};
-use super::proto::DialTarget;
 use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::messages::{Addr, DeployMessage, Version};
+use crate::node::master::DialTarget;
 use crate::reference::observe::{ObservedClose, StrictObserver};
 use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, Delivery};
 use crate::validate::Endpoint;

@@ -6,9 +6,9 @@ use crate::validate::ConnId;
 use tokio::sync::oneshot;
 
 use super::ha::LeaderEvent;
-use super::proto::DialTarget;
 use crate::connection::Incoming;
 use crate::messages::DeployMessage;
+use crate::node::master::DialTarget;
 use crate::reference::outbox::{Credit, Peer};
 use crate::reference::webui::MasterSnapshot;
 use crate::wire::handshake::Role;

@@ -1,7 +1,7 @@
-//! The reference Master: Spark's standalone Master on tokio.
+//! The reference Master: Spark's standalone Master, the tokio runtime around [`node::master`](crate::node::master).
 //!
 //! [`Master::start`] binds a listener and runs the master until [`MasterHandle::shutdown`].
-//! The protocol is [`proto`]'s sans-IO [`MasterCore`](proto::MasterCore); one tokio task (the
+//! The protocol is [`node::master`](crate::node::master)'s [`MasterCore`]; one tokio task (the
 //! `runtime` loop) owns the listener, connections, recovery directory, leader election, clock and
 //! timers, feeds the core and does what it outputs. Every connection has a reading task that
 //! hands the loop what arrives, and an outbox task writes what it sends, in order. All traffic
@@ -9,25 +9,17 @@
 //! Spark; the master dials only after a failover, to send MasterChanged to the addresses workers
 //! and applications advertised.
 //!
-//! - [`proto`]: the core (registration, heartbeats, scheduling, drivers, recovery, authorization);
-//! - [`schedule`] is the allocation itself, [`round`] the round over every waiting application;
-//! - [`ha`]: leader election among masters sharing a recovery directory;
-//! - [`harness`] (feature `testing`): the core, simulated workers and applications in memory.
+//! [`ha`] is the leader election among masters sharing a recovery directory; the in-memory
+//! counterpart of this runtime, for tests, is [`node::sim::Cluster`](crate::node::sim::Cluster).
 
 mod conns;
 mod events;
 pub mod ha;
-#[cfg(feature = "testing")]
-pub mod harness;
 mod persist;
-pub mod proto;
-pub mod round;
 mod runtime;
-pub mod schedule;
 mod webui;
 
 pub use persist::{PersistError, Persistence};
-pub use proto::{StoredApp, StoredDriver, StoredWorker};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -38,8 +30,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::observe::StrictObserver;
 use super::ports;
-use super::redact::Redactor;
 use crate::messages::Version;
+use crate::node::master::MasterCore;
 use crate::wire::DEFAULT_MAX_FRAME_SIZE;
 
 /// The master's settings; [`Default`] gives Spark's defaults.
@@ -52,15 +44,10 @@ pub struct MasterConfig {
     /// How many ports up from `port` (and from `web_ui_port`) are tried when it is taken
     /// (`spark.port.maxRetries`, default 16); see [`ports`].
     pub port_retries: u16,
-    /// Spread each application's executors over as many workers as possible
-    /// (`spark.deploy.spreadOut`, default true), or fill workers one by one.
-    pub spread_out: bool,
-    /// A worker silent this long is DEAD (`spark.worker.timeout`, default 60 s). Also the time
-    /// a recovering master waits for workers and applications to answer.
-    pub worker_timeout: Duration,
-    /// Abnormal executor ends with no executor running before an application is removed
-    /// (`spark.deploy.maxExecutorRetries`, default 10; negative disables).
-    pub max_executor_retries: i32,
+    /// The protocol's rules (`spread_out`, `worker_timeout`, retries, retention, redaction).
+    /// Its `persistent` and `admins_only` are set from `recovery_dir` and `security` when the
+    /// master starts.
+    pub core: crate::node::master::Config,
     /// Where applications, workers and drivers are persisted (Spark's FILESYSTEM recovery mode);
     /// masters sharing it elect the active one with a lock file there.
     pub recovery_dir: Option<PathBuf>,
@@ -76,10 +63,6 @@ pub struct MasterConfig {
     /// timeout of peers that have not registered and of `ui` peers (`--idle-timeout`), the frame
     /// read timeout (`--frame-read-timeout`) and the bytes queued per peer (`--max-queued-bytes`).
     pub limits: crate::connection::Limits,
-    /// Completed applications kept for the state page (`spark.deploy.retainedApplications`).
-    pub retained_applications: usize,
-    /// Completed drivers kept for the state page (`spark.deploy.retainedDrivers`).
-    pub retained_drivers: usize,
     /// Strict mode: every connection feeds this observer's validator.
     pub observer: Option<StrictObserver>,
     /// Protocol versions spoken, in handshakes both ways. Default: every version this crate
@@ -90,8 +73,6 @@ pub struct MasterConfig {
     /// only `ui` peers that also prove it may kill all drivers, decommission workers or clear
     /// completed drivers and applications (protocol/SPEC.md, "Authentication and permissions").
     pub security: crate::connection::Security,
-    /// Hides secrets in the state answer (Spark's `spark.redaction.regex`).
-    pub redaction: Redactor,
     /// Serve the web UI (HTML page, `/json`, `/metrics`; the `webui` feature) on this port of
     /// `host` (0: any free port; see [`MasterHandle::web_ui_addr`]), and advertise its URL to
     /// workers. `None` (the default): no web UI, and an empty URL is advertised.
@@ -104,20 +85,15 @@ impl Default for MasterConfig {
             host: "127.0.0.1".into(),
             port: 7077,
             port_retries: crate::reference::ports::DEFAULT_PORT_RETRIES,
-            spread_out: true,
-            worker_timeout: Duration::from_secs(60),
-            max_executor_retries: 10,
+            core: crate::node::master::Config::default(),
             recovery_dir: None,
             lease: Duration::from_secs(3),
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             send_timeout: Duration::from_secs(30),
             limits: crate::connection::Limits::default(),
-            retained_applications: 200,
-            retained_drivers: 200,
             observer: None,
             versions: Version::ALL.to_vec(),
             security: crate::connection::Security::default(),
-            redaction: Redactor::default(),
             web_ui_port: None,
         }
     }
@@ -232,8 +208,13 @@ impl Master {
         let started_ms = crate::reference::clock::now_ms();
         // One id per incarnation: a master restarted on the same address is another endpoint.
         let id = format!("master-{host}:{}-{started_ms}", addr.port());
-        let mut core = proto::MasterCore::new(
-            config,
+        let rules = crate::node::master::Config {
+            persistent: config.recovery_dir.is_some(),
+            admins_only: config.security.admin_secret.is_some(),
+            ..config.core.clone()
+        };
+        let mut core = MasterCore::new(
+            rules,
             at,
             tokio::time::Instant::now().into_std(),
             started_ms,
@@ -242,7 +223,7 @@ impl Master {
         core.set_web_ui_url(web_ui_addr.map_or_else(String::new, |a| {
             crate::reference::webui::web_ui_url(&host, a.port())
         }));
-        let runtime = runtime::Runtime::new(core, id, persistence, events_tx.clone());
+        let runtime = runtime::Runtime::new(core, &config, id, persistence, events_tx.clone());
         let done = tokio::spawn(async move {
             let ui = web_ui.map(|listener| tokio::spawn(serve_web_ui(listener, events_tx)));
             runtime.run(listener, events_rx, stop_rx).await;

@@ -1,5 +1,5 @@
 //! The recovery directory (Spark's FILESYSTEM recovery mode), the IO side: the records the core
-//! asks to persist ([`Output::Persist`](super::proto::Output::Persist)), one JSON file each
+//! asks to persist ([`Effect::Persist`](crate::node::master::Effect::Persist)), one JSON file each
 //! (`app_<id>.json`, `worker_<id>.json`, `driver_<id>.json`, ids percent-encoded), written to a
 //! temporary file, synced, renamed over the old one, and the directory synced: a crash at any
 //! point leaves either the old record or the new one, never a torn one. Files that cannot be
@@ -9,7 +9,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::proto::{Record, RecordKind, Stored};
+use crate::node::master::{Record, RecordKind, Stored};
 
 /// The recovery directory could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -117,7 +117,7 @@ impl Persistence {
         }
     }
 
-    /// Writes `record` atomically (an [`Output::Persist`](super::proto::Output::Persist)).
+    /// Writes `record` atomically (an [`Effect::Persist`](crate::node::master::Effect::Persist)).
     pub fn store(&self, record: &Record) -> Result<(), PersistError> {
         let (kind, id) = (record.kind().as_str(), record.id());
         match record {
@@ -128,7 +128,7 @@ impl Persistence {
     }
 
     /// Removes the record of `kind` and `id` (an
-    /// [`Output::Unpersist`](super::proto::Output::Unpersist)).
+    /// [`Effect::Unpersist`](crate::node::master::Effect::Unpersist)).
     pub fn forget(&self, kind: RecordKind, id: &str) -> Result<(), PersistError> {
         self.remove(kind.as_str(), id)
     }

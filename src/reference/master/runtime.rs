@@ -2,8 +2,6 @@
 //! leader election, the clock and the timers; feeds the sans-IO [`MasterCore`] what happens and
 //! does what it outputs. It decides nothing about the protocol.
 
-use crate::validate::ConnId;
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,12 +13,13 @@ use super::conns::{self, ConnSettings};
 use super::events::{Event, Opened};
 use super::ha::{Election, LeaderEvent};
 use super::persist::Persistence;
-use super::proto::{Input, MasterCore, Output, Stored};
+use super::MasterConfig;
 use super::Stop;
-use crate::connection::{Counters, Incoming};
+use crate::connection::Incoming;
+use crate::node::master::{Effect, Input, MasterCore, Stored};
+use crate::node::{Core, Output};
 use crate::reference::clock::now_ms;
-use crate::reference::driver::add_counters;
-use crate::reference::outbox::{Out, Outbox, Peer};
+use crate::reference::runtime::Peers;
 use crate::reference::webui::MasterSnapshot;
 
 /// The loop's clock, as the core takes it (tokio's, so that a paused test clock applies).
@@ -32,24 +31,23 @@ fn now() -> std::time::Instant {
 pub(crate) struct Runtime {
     core: MasterCore,
     /// The connections the core names, by id.
-    peers: HashMap<ConnId, Peer>,
-    outbox: Outbox,
+    peers: Peers,
     events: mpsc::UnboundedSender<Event>,
     settings: ConnSettings,
+    /// How long the leader lock's lease lasts.
+    lease: Duration,
     persistence: Option<Persistence>,
-    /// Traffic of the connections that closed, for the web UI's metrics.
-    closed_traffic: Counters,
 }
 
 impl Runtime {
     /// A loop for `core`; `id` is the master's id in handshakes.
     pub(crate) fn new(
         core: MasterCore,
+        config: &MasterConfig,
         id: String,
         persistence: Option<Persistence>,
         events: mpsc::UnboundedSender<Event>,
     ) -> Runtime {
-        let config = &core.config;
         let settings = ConnSettings {
             id,
             max_frame_size: config.max_frame_size,
@@ -60,15 +58,13 @@ impl Runtime {
             security: config.security.clone(),
             admission: crate::connection::Admission::new(config.limits),
         };
-        let outbox = Outbox::spawn(config.send_timeout);
         Runtime {
             core,
-            peers: HashMap::new(),
-            outbox,
+            peers: Peers::new(config.send_timeout),
             events,
             settings,
+            lease: config.lease,
             persistence,
-            closed_traffic: Counters::default(),
         }
     }
 
@@ -88,7 +84,7 @@ impl Runtime {
             Some(p) => Some(Election::spawn(
                 p.dir().to_path_buf(),
                 self.settings.id.clone(),
-                self.core.config.lease,
+                self.lease,
                 self.events.clone(),
             )),
             None => {
@@ -129,19 +125,8 @@ impl Runtime {
             e.stop(how == Stop::Graceful).await;
         }
         match how {
-            Stop::Graceful => {
-                for peer in self.peers.values() {
-                    self.outbox.push(Out::Close(peer.clone(), None));
-                }
-                let (done, flushed) = oneshot::channel();
-                self.outbox.push(Out::Flush(done));
-                let _ = tokio::time::timeout(Duration::from_secs(5), flushed).await;
-            }
-            Stop::Crash => {
-                for peer in self.peers.values() {
-                    peer.kill();
-                }
-            }
+            Stop::Graceful => self.peers.close_all(Duration::from_secs(5)).await,
+            Stop::Crash => self.peers.kill_all(),
         }
         tracing::info!(master = %self.core.url(), "master stopped");
     }
@@ -160,7 +145,7 @@ impl Runtime {
                     addr,
                     admin,
                 } = opened;
-                self.peers.insert(conn, peer);
+                self.peers.opened(conn, peer);
                 Input::Opened {
                     conn,
                     role,
@@ -187,9 +172,7 @@ impl Runtime {
                     };
                     crate::reference::violations::connection_ended(peer, &why);
                 }
-                if let Some(peer) = self.peers.remove(&conn) {
-                    add_counters(&mut self.closed_traffic, &peer.handle.counters());
-                }
+                self.peers.closed(conn);
                 Input::Closed { conn }
             }
             Event::Leader(LeaderEvent::Elected) => Input::Elected {
@@ -217,14 +200,12 @@ impl Runtime {
 
     /// The core's snapshot, with the traffic of every connection and the time now.
     fn snapshot(&self) -> MasterSnapshot {
-        let mut snap = self.core.snapshot();
-        let mut traffic = self.closed_traffic.clone();
-        for peer in self.peers.values() {
-            add_counters(&mut traffic, &peer.handle.counters());
+        let mut status = self.core.status();
+        status.now_ms = now_ms();
+        MasterSnapshot {
+            status,
+            traffic: self.peers.traffic(),
         }
-        snap.traffic = traffic;
-        snap.now_ms = now_ms();
-        snap
     }
 
     /// Does what the core decided, in its order: writes go to each connection's own queue at once
@@ -233,30 +214,16 @@ impl Runtime {
     fn execute(&mut self) {
         while let Some(out) = self.core.poll() {
             match out {
-                Output::Send { conn, message } => {
-                    if let Some(peer) = self.peers.get(&conn) {
-                        self.outbox.send(peer, message);
+                Output::Conn(out) => self.peers.write(out),
+                Output::Effect(Effect::Registered { conn }) => {
+                    if let Some(peer) = self.peers.get(conn) {
+                        peer.handle.set_idle_timeout(None);
                     }
                 }
-                Output::Reply { conn, id, reply } => {
-                    if let Some(peer) = self.peers.get(&conn) {
-                        self.outbox.reply(peer, id, reply);
-                    }
-                }
-                Output::Fail { conn, id, error } => {
-                    if let Some(peer) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Fail(peer.clone(), id, error));
-                    }
-                }
-                Output::Close { conn, reason } => {
-                    if let Some(peer) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Close(peer.clone(), reason));
-                    }
-                }
-                Output::Dial { addr, target } => {
+                Output::Effect(Effect::Dial { addr, target }) => {
                     conns::dial(addr, target, self.settings.clone(), self.events.clone())
                 }
-                Output::Persist(record) => {
+                Output::Effect(Effect::Persist(record)) => {
                     if let Some(p) = &self.persistence {
                         if let Err(e) = p.store(&record) {
                             tracing::error!(
@@ -268,7 +235,7 @@ impl Runtime {
                         }
                     }
                 }
-                Output::Unpersist { kind, id } => {
+                Output::Effect(Effect::Unpersist { kind, id }) => {
                     if let Some(p) = &self.persistence {
                         if let Err(e) = p.forget(kind, &id) {
                             tracing::error!(

@@ -23,7 +23,7 @@ pub(crate) async fn serve(
             };
             match path.trim_end_matches('/') {
                 "" | "/index.html" => Page::html(master_html(&snap)),
-                "/json" => Page::json(&master_json(&snap.state)),
+                "/json" => Page::json(&master_json(&snap.status.state)),
                 "/metrics" => Page::metrics(master_metrics(&snap)),
                 _ => Page::error(404, format!("no page {path}")),
             }

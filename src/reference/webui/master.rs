@@ -8,49 +8,24 @@ use super::html::{duration, esc, mib, page, summary, table};
 use super::metrics::Metrics;
 use crate::connection::Counters;
 use crate::messages::deploy::MasterStateResponse;
-use crate::messages::{
-    ApplicationInfo, DriverInfo, ExecutorState, Resources, WorkerInfo, WorkerState,
-};
-use crate::reference::clock::utc_date;
+use crate::messages::{ApplicationInfo, DriverInfo, Resources, WorkerInfo, WorkerState};
+use crate::node::clock::utc_date;
+use crate::node::master::{ExecutorRow, MasterStatus};
 
 /// Spark's default executor memory, MiB, when a profile names none.
 const DEFAULT_EXECUTOR_MEMORY_MB: i64 = 1024;
 
-/// An executor the master launched, for the page.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecutorRow {
-    /// Its application.
-    pub app_id: String,
-    /// Its id in the application.
-    pub exec_id: i32,
-    /// The worker it runs on.
-    pub worker_id: String,
-    /// Cores it holds.
-    pub cores: i32,
-    /// Memory it holds, MiB.
-    pub memory_mb: i32,
-    /// Its state.
-    pub state: ExecutorState,
-}
-
-/// What the master's web UI shows: its state (as `RequestMasterState` answers it), the executors
-/// of its applications, its connections and their traffic.
+/// What the master's web UI shows: the core's status and the traffic of its connections.
 #[derive(Debug, Clone)]
 pub struct MasterSnapshot {
-    /// The state, as the master answers `RequestMasterState`.
-    pub state: MasterStateResponse,
-    /// Executors of the active applications.
-    pub executors: Vec<ExecutorRow>,
-    /// Open connections by the peer's role.
-    pub connections: BTreeMap<&'static str, u64>,
+    /// The core's status.
+    pub status: MasterStatus,
     /// Frames and bytes of every connection since the master started.
     pub traffic: Counters,
-    /// When the snapshot was taken, ms since the epoch.
-    pub now_ms: i64,
 }
 
 fn master_url(s: &MasterStateResponse) -> String {
-    crate::reference::url::MasterUrl::single(&crate::messages::Addr::new(s.host.clone(), s.port))
+    crate::node::url::MasterUrl::single(&crate::messages::Addr::new(s.host.clone(), s.port))
 }
 
 fn resources_json(r: &Resources) -> Value {
@@ -242,9 +217,9 @@ fn driver_rows(drivers: &[DriverInfo]) -> Vec<Vec<String>> {
 /// running applications and their executors, the drivers, the completed applications and
 /// drivers. It refreshes itself.
 pub fn master_html(snap: &MasterSnapshot) -> String {
-    let s = &snap.state;
+    let s = &snap.status.state;
     let url = master_url(s);
-    let json = master_json_at(s, snap.now_ms);
+    let json = master_json_at(s, snap.status.now_ms);
     let num = |k: &str| json[k].as_i64().unwrap_or(0);
     let mut body = summary(&[
         ("URL", esc(&url)),
@@ -314,9 +289,10 @@ pub fn master_html(snap: &MasterSnapshot) -> String {
         "running-apps",
         "Running Applications",
         &app_headers,
-        &app_rows(&s.active_apps, snap.now_ms, &snap.executors),
+        &app_rows(&s.active_apps, snap.status.now_ms, &snap.status.executors),
     ));
     let executors: Vec<Vec<String>> = snap
+        .status
         .executors
         .iter()
         .map(|e| {
@@ -354,7 +330,7 @@ pub fn master_html(snap: &MasterSnapshot) -> String {
         "completed-apps",
         "Completed Applications",
         &app_headers,
-        &app_rows(&s.completed_apps, snap.now_ms, &[]),
+        &app_rows(&s.completed_apps, snap.status.now_ms, &[]),
     ));
     body.push_str(&table(
         "completed-drivers",
@@ -369,7 +345,7 @@ pub fn master_html(snap: &MasterSnapshot) -> String {
 /// the alive workers, applications, executors and drivers, open connections by role, frames
 /// and bytes by message type.
 pub fn master_metrics(snap: &MasterSnapshot) -> String {
-    let s = &snap.state;
+    let s = &snap.status.state;
     let mut m = Metrics::default();
     let alive: Vec<&WorkerInfo> = s
         .workers
@@ -441,14 +417,14 @@ pub fn master_metrics(snap: &MasterSnapshot) -> String {
     m.gauge(
         "sparkwire_master_executors",
         "Executors of the active applications.",
-        snap.executors.len() as u64,
+        snap.status.executors.len() as u64,
     );
     m.family(
         "sparkwire_master_connections",
         "gauge",
         "Open connections, by the peer's role.",
     );
-    for (role, n) in &snap.connections {
+    for (role, n) in &snap.status.connections {
         m.sample("sparkwire_master_connections", &[("role", role)], *n);
     }
     m.traffic("sparkwire_master", &snap.traffic);

@@ -39,8 +39,8 @@ pub use server::fetch;
 mod worker;
 
 pub use master::{
-    application_row, driver_row, master_html, master_json, master_metrics, ExecutorRow,
-    MasterSnapshot, APPLICATION_COLUMNS, DRIVER_COLUMNS,
+    application_row, driver_row, master_html, master_json, master_metrics, MasterSnapshot,
+    APPLICATION_COLUMNS, DRIVER_COLUMNS,
 };
 pub use worker::{worker_html, worker_json, worker_metrics, WorkerSnapshot};
 

@@ -12,40 +12,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::connection::{write_secret_file, Security};
-
-/// The variable that names the launched process's secret file.
-pub const SECRET_FILE_ENV: &str = "SPARKWIRE_SECRET_FILE";
-
-/// The variable that names the TLS certificate authorities' file a launched process trusts.
-pub const TLS_CA_ENV: &str = "SPARKWIRE_TLS_CA";
-
-/// The secret file's name in the launched process's work directory.
-pub const SECRET_FILE_NAME: &str = ".sparkwire-secret";
-
-/// The variables to add to the environment of a process about to run in `dir`:
-/// `SPARKWIRE_SECRET_FILE` when the worker has a secret (`with_secret`; the file is written by
-/// [`write_launch_secret`]), `SPARKWIRE_TLS_CA` when it has `tls_ca`. Nothing when it has
-/// neither.
-pub(crate) fn launch_variables(
-    with_secret: bool,
-    tls_ca: Option<&Path>,
-    dir: &Path,
-) -> Vec<(String, String)> {
-    let mut vars = Vec::new();
-    if with_secret {
-        vars.push((
-            SECRET_FILE_ENV.to_string(),
-            dir.join(SECRET_FILE_NAME).to_string_lossy().into_owned(),
-        ));
-    }
-    if let Some(ca) = tls_ca {
-        vars.push((TLS_CA_ENV.to_string(), ca.to_string_lossy().into_owned()));
-    }
-    vars
-}
+use crate::node::worker::SECRET_FILE_NAME;
 
 /// Writes the worker's secret, if it has one, for a process about to run in `dir`: the file
-/// [`launch_variables`] names, created afresh with mode 0600.
+/// the core names in its environment, created afresh with mode 0600.
 pub(crate) fn write_launch_secret(security: &Security, dir: &Path) -> Result<(), String> {
     let Some(secret) = &security.secret else {
         return Ok(());
@@ -67,6 +37,7 @@ pub(crate) fn write_launch_secret(security: &Security, dir: &Path) -> Result<(),
 mod tests {
     use super::*;
     use crate::connection::read_secret_file;
+    use crate::node::worker::{launch_variables, SECRET_FILE_ENV, TLS_CA_ENV};
     use crate::wire::handshake::Secret;
 
     #[test]

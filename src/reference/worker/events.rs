@@ -1,56 +1,15 @@
 //! What the worker's parts tell each other, in a module of its own so that none depends on
 //! another's internals: the loop's inbox ([`WEvent`], filled by the listener, the dialer, the
-//! process runner and the web UI) and the plain facts the core is told about ([`Purpose`],
-//! [`RunKey`], [`Ended`]).
+//! process runner and the web UI).
 
 use crate::validate::ConnId;
 use tokio::sync::oneshot;
 
 use crate::connection::{ConnectionError, Incoming};
 use crate::messages::{Addr, DeployMessage};
+use crate::node::worker::{Ended, Purpose, RunKey};
 use crate::reference::outbox::{Credit, Peer};
 use crate::wire::handshake::Role;
-
-/// Why a connection to or from a master exists.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Purpose {
-    /// The worker dialled this master to register.
-    Registration(Addr),
-    /// A master or a UI dialled the worker.
-    Inbound,
-}
-
-/// What a process runs for.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum RunKey {
-    /// An application's executor.
-    Executor(String, i32),
-    /// A driver.
-    Driver(String),
-}
-
-impl std::fmt::Display for RunKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunKey::Executor(app, id) => write!(f, "executor {app}/{id}"),
-            RunKey::Driver(id) => write!(f, "driver {id}"),
-        }
-    }
-}
-
-/// How a process ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Ended {
-    /// It exited (or was killed) with this status.
-    Exited {
-        /// Exit code; 128 + the signal for a process ended by a signal, as the JVM reports it.
-        code: i32,
-        /// Killed on the worker's request.
-        killed: bool,
-    },
-    /// It could not be started (again).
-    Failed(String),
-}
 
 /// What the worker's loop takes in.
 #[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message

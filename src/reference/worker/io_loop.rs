@@ -1,8 +1,7 @@
-//! The worker's loop: it owns the listener, the connections (written through the outbox), the
-//! processes and the clock, feeds the [core](super::core) what happens, and carries out what the
-//! core decides. It decides nothing itself.
+//! The worker's loop: it owns the listener, the connections (the shared `Peers` table), the
+//! processes and the clock, feeds the [core](crate::node::worker::WorkerCore) what happens, and
+//! carries out what the core decides. It decides nothing itself.
 
-use crate::validate::ConnId;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
@@ -12,16 +11,17 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::core::{Identity, Input, Output, WorkerCore};
-use super::events::{RunKey, WEvent};
+use super::events::WEvent;
 use super::listen::{self, ConnSettings};
-use super::policy::Policy;
 use super::runner::{self, Running};
-use super::{WorkerConfig, WorkerExit};
-use crate::connection::{ConnectionError, Counters, Incoming, Security};
+use super::WorkerConfig;
+use crate::connection::{ConnectionError, Incoming, Security};
 use crate::messages::Addr;
-use crate::reference::clock::{now_ms, stamp};
-use crate::reference::outbox::{Out, Outbox, Peer};
+use crate::node::clock::stamp;
+use crate::node::worker::{Effect, Identity, Input, RunKey, WorkerCore, WorkerExit};
+use crate::node::{Core, Output};
+use crate::reference::clock::now_ms;
+use crate::reference::runtime::Peers;
 
 /// The worker's loop and what it owns. See the module documentation.
 pub(crate) struct WorkerLoop {
@@ -29,14 +29,11 @@ pub(crate) struct WorkerLoop {
     config_summary: (String, i32, i32, i32),
     warn_no_program: bool,
     security: Security,
-    peers: HashMap<ConnId, Peer>,
+    peers: Peers,
     running: HashMap<RunKey, Running>,
-    outbox: Outbox,
     events: mpsc::UnboundedSender<WEvent>,
     settings: ConnSettings,
     stopping: watch::Sender<bool>,
-    /// Traffic of the connections that closed, for the web UI's metrics.
-    closed_traffic: Counters,
 }
 
 impl WorkerLoop {
@@ -67,19 +64,17 @@ impl WorkerLoop {
             web_ui_url,
             seed: now_ms() as u64 ^ u64::from(std::process::id()) ^ 0x2545_f491_4f6c_dd1d,
         };
-        let policy = Policy::new(&config);
+        let policy = config.launch_policy();
         WorkerLoop {
             config_summary: (host, port, config.cores, config.memory),
             warn_no_program: config.allow_exec.is_empty() && config.allow_exec_any.is_empty(),
             security: config.security.clone(),
-            outbox: Outbox::spawn(config.send_timeout),
-            core: WorkerCore::new(config, policy, me, Instant::now()),
-            peers: HashMap::new(),
+            peers: Peers::new(config.send_timeout),
+            core: WorkerCore::new(config.rules(), policy, me, Instant::now()),
             running: HashMap::new(),
             events,
             settings,
             stopping,
-            closed_traffic: Counters::default(),
         }
     }
 
@@ -131,9 +126,7 @@ impl WorkerLoop {
         for r in self.running.values_mut() {
             r.kill();
         }
-        for p in self.peers.values() {
-            p.kill();
-        }
+        self.peers.kill_all();
         tracing::info!(worker = %self.core.id(), "worker stopped: {exit}");
         exit
     }
@@ -151,11 +144,13 @@ impl WorkerLoop {
                 addr,
                 peer_id,
             } => {
-                self.peers.insert(conn, peer);
+                let version = peer.handle.negotiated().version;
+                self.peers.opened(conn, peer);
                 Input::Opened {
                     conn,
                     role,
                     purpose,
+                    version,
                     addr,
                     peer_id,
                 }
@@ -177,12 +172,7 @@ impl WorkerLoop {
                     };
                     crate::reference::violations::connection_ended(peer, &why);
                 }
-                if let Some(p) = self.peers.remove(&conn) {
-                    crate::reference::driver::add_counters(
-                        &mut self.closed_traffic,
-                        &p.handle.counters(),
-                    );
-                }
+                self.peers.closed(conn);
                 Input::Closed { conn }
             }
             WEvent::Ended(key, ended) => {
@@ -208,35 +198,11 @@ impl WorkerLoop {
     fn drain(&mut self) {
         while let Some(out) = self.core.poll() {
             match out {
-                Output::Send { conn, message } => {
-                    if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.send(p, message);
-                    }
-                }
-                Output::Ask { conn, message } => {
-                    if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Ask(p.clone(), message));
-                    }
-                }
-                Output::Reply { conn, id, reply } => {
-                    if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.reply(p, id, reply);
-                    }
-                }
-                Output::Fail { conn, id, error } => {
-                    if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Fail(p.clone(), id, error));
-                    }
-                }
-                Output::Close { conn, reason } => {
-                    if let Some(p) = self.peers.get(&conn) {
-                        self.outbox.push(Out::Close(p.clone(), reason));
-                    }
-                }
-                Output::Dial(master) => {
+                Output::Conn(out) => self.peers.write(out),
+                Output::Effect(Effect::Dial(master)) => {
                     listen::dial_master(master, self.settings.clone(), self.events.clone())
                 }
-                Output::Start(launch) => {
+                Output::Effect(Effect::Start(launch)) => {
                     let key = launch.key.clone();
                     let input = match runner::start(launch, &self.security, self.events.clone()) {
                         Ok(running) => {
@@ -247,7 +213,7 @@ impl WorkerLoop {
                     };
                     self.core.handle(Instant::now(), input);
                 }
-                Output::Kill(key) => {
+                Output::Effect(Effect::Kill(key)) => {
                     if let Some(r) = self.running.get_mut(&key) {
                         r.kill();
                     }
@@ -258,14 +224,10 @@ impl WorkerLoop {
 
     /// What the web UI shows now.
     fn snapshot(&self) -> crate::reference::webui::WorkerSnapshot {
-        let mut traffic = self.closed_traffic.clone();
-        for p in self.peers.values() {
-            crate::reference::driver::add_counters(&mut traffic, &p.handle.counters());
-        }
         crate::reference::webui::WorkerSnapshot {
             state: self.core.state_response(),
             connections: self.core.connection_roles(),
-            traffic,
+            traffic: self.peers.traffic(),
         }
     }
 }

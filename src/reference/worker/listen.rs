@@ -8,9 +8,10 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use super::events::{Purpose, WEvent};
+use super::events::WEvent;
 use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::messages::{Addr, CoarseMessage, DeployMessage};
+use crate::node::worker::Purpose;
 use crate::reference::observe::{ObservedClose, StrictObserver};
 use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, Delivery};
 use crate::validate::Endpoint;
@@ -110,7 +111,7 @@ async fn accept(
             match got {
                 Ok(m) => {
                     // The protocol routes nothing from an executor to a worker.
-                    let refusal = crate::reference::authz::Refusal::Route {
+                    let refusal = crate::node::authz::Refusal::Route {
                         from: Role::Executor,
                         to: Role::Worker,
                         message: crate::messages::Family::name(m.message()).to_string(),

@@ -1,4 +1,4 @@
-//! The reference Worker: Spark's standalone Worker on tokio.
+//! The reference Worker: Spark's standalone Worker, the tokio runtime around [`node::worker`](crate::node::worker).
 //!
 //! [`Worker::start`] listens on the address the worker advertises (a new master dials it there
 //! after a failover; executors open their watch connection there), registers with every master
@@ -7,7 +7,7 @@
 //!
 //! **Security.** A worker that runs whatever command a master sends is a remote-code-execution
 //! hole (real Spark clusters have been attacked exactly so). This worker runs only what its
-//! operator allowed, command and all ([`policy`], SPEC §14.5): a program on
+//! operator allowed, command and all ([`policy`](crate::node::worker::policy), SPEC §14.5): a program on
 //! [`WorkerConfig::allow_exec`] only as sparkwire's `executor` subcommand with its flags, one on
 //! [`WorkerConfig::allow_exec_any`] with any arguments (comparing canonical paths); the
 //! application's environment only as far as [`WorkerConfig::allow_env`] allows, never the
@@ -16,26 +16,21 @@
 //! why, which the master forwards to the application as ExecutorUpdated. The worker takes
 //! commands only from the master it registered with, over that connection.
 //!
-//! - `core`: the worker's state without IO (registration with retries, heartbeats, master
-//!   changes, what the master asks, the launch policy applied), fed inputs with the time;
+//! The protocol is [`node::worker`](crate::node::worker)'s [`WorkerCore`](crate::node::worker::WorkerCore)
+//! (registration with retries, heartbeats, master changes, what the master asks, the launch
+//! policy applied); here:
 //! - `io_loop`: the thin tokio loop that owns sockets, processes, files and clocks for it;
 //! - `events`: what the parts tell each other;
 //! - `runner`: executor and driver processes;
 //! - `listen`: the listener and the connections to masters.
 
-mod core;
 mod credentials;
 mod events;
 mod io_loop;
 mod listen;
-pub mod policy;
 mod runner;
-#[cfg(test)]
-mod tests;
 #[cfg(feature = "webui")]
 mod webui;
-
-pub use credentials::{SECRET_FILE_ENV, SECRET_FILE_NAME, TLS_CA_ENV};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -46,14 +41,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::observe::StrictObserver;
 use crate::messages::{Addr, Resources};
+use crate::node::worker::policy::Policy;
+use crate::node::worker::WorkerExit;
 use crate::wire::DEFAULT_MAX_FRAME_SIZE;
-
-/// Spark's registration attempts before a worker gives up (6 at the initial interval, 10 at the
-/// prolonged one).
-pub const REGISTRATION_RETRIES: u32 = 16;
-
-/// Attempts made at the initial interval before the prolonged one.
-pub const INITIAL_REGISTRATION_RETRIES: u32 = 6;
 
 /// The worker's settings.
 #[derive(Debug, Clone)]
@@ -76,13 +66,13 @@ pub struct WorkerConfig {
     /// Where executors and drivers run: `<work_dir>/<app-id>/<exec-id>/`, `<work_dir>/<driver-id>/`.
     pub work_dir: PathBuf,
     /// Executables the worker runs only as sparkwire's `executor` subcommand with its flags
-    /// ([`policy::executor_arguments`]), for executors (compared after canonicalization).
+    /// ([`executor_arguments`](crate::node::worker::policy::executor_arguments)), for executors (compared after canonicalization).
     pub allow_exec: Vec<PathBuf>,
     /// Executables the worker runs with any arguments, for executors and drivers: the operator
     /// trusts them with whatever an application asks.
     pub allow_exec_any: Vec<PathBuf>,
     /// The application environment variables passed to what the worker launches: names, or
-    /// prefixes ending in `*`. Default `SPARK_*`. [`policy::forbidden_env`] variables never pass.
+    /// prefixes ending in `*`. Default `SPARK_*`. [`forbidden_env`](crate::node::worker::policy::forbidden_env) variables never pass.
     pub allow_env: Vec<String>,
     /// The worker's own variables a launched process gets, besides PATH and HOME.
     pub pass_env: Vec<String>,
@@ -169,27 +159,6 @@ pub enum WorkerError {
     /// No master to register with.
     #[error("no master address given")]
     NoMaster,
-}
-
-/// Why a worker stopped by itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WorkerExit {
-    /// Stopped on request.
-    Stopped,
-    /// A master refused the registration (Spark's worker exits then).
-    RegistrationFailed(String),
-    /// No master answered after every attempt.
-    GaveUp,
-}
-
-impl std::fmt::Display for WorkerExit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WorkerExit::Stopped => f.write_str("stopped on request"),
-            WorkerExit::RegistrationFailed(m) => write!(f, "registration failed: {m}"),
-            WorkerExit::GaveUp => f.write_str("all masters are unresponsive; gave up"),
-        }
-    }
 }
 
 /// The reference worker.
@@ -325,4 +294,56 @@ impl Drop for WorkerHandle {
             let _ = stop.send(());
         }
     }
+}
+
+impl WorkerConfig {
+    /// The core's part of the settings.
+    pub(crate) fn rules(&self) -> crate::node::worker::Config {
+        crate::node::worker::Config {
+            masters: self.masters.clone(),
+            cores: self.cores,
+            memory: self.memory,
+            resources: self.resources.clone(),
+            worker_timeout: self.worker_timeout,
+            register_retry: self.register_retry,
+            work_dir: self.work_dir.clone(),
+            hands_secret: self.security.secret.is_some(),
+            launch_tls_ca: self.launch_tls_ca.clone(),
+        }
+    }
+
+    /// The launch policy: the allow-lists' canonical paths, and the worker's own variables a
+    /// launched process inherits (PATH, HOME and `pass_env`), read once now.
+    pub(crate) fn launch_policy(&self) -> Policy {
+        let inherited = ["PATH", "HOME"]
+            .into_iter()
+            .chain(self.pass_env.iter().map(String::as_str))
+            .filter_map(|name| {
+                std::env::var_os(name)
+                    .and_then(|v| v.into_string().ok())
+                    .map(|v| (name.to_string(), v))
+            })
+            .collect();
+        Policy::from_parts(
+            canonical_allow_list(&self.allow_exec),
+            canonical_allow_list(&self.allow_exec_any),
+            self.allow_env.clone(),
+            inherited,
+            |p| std::fs::canonicalize(p),
+        )
+    }
+}
+
+/// The canonical allow-list: paths that cannot be canonicalized are left out with a warning.
+fn canonical_allow_list(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths
+        .iter()
+    .filter_map(|p| match std::fs::canonicalize(p) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!(path = %p.display(), error = %e, "allow-list entry not found; ignored");
+            None
+        }
+    })
+    .collect()
 }

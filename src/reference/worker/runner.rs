@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
 
-use super::core::Launch;
-use super::events::{Ended, WEvent};
+use super::events::WEvent;
+use crate::node::worker::{Ended, Launch};
 
 /// A running process: dropping it (or [`kill`](Running::kill)) kills it.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::WEvent;
-use super::policy::dir_under;
+use crate::node::worker::policy::dir_under;
 use crate::reference::webui::server::{serve as serve_http, Handler};
 use crate::reference::webui::{worker_html, worker_json, worker_metrics, Page};
 

@@ -3,8 +3,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::super::round::{schedule_round, RoundWorker};
-use super::super::schedule::{ExecutorDemand, WorkerSlot};
+use super::round::{schedule_round, RoundWorker};
+use super::schedule::{ExecutorDemand, WorkerSlot};
 use super::state::{retire, AppRec, ExecRec};
 use super::MasterCore;
 use crate::messages::deploy::{
@@ -16,7 +16,7 @@ use crate::messages::{
     ApplicationInfo, ApplicationState, ExecutorState, RecoveryState, ResourceInformation,
     Resources, WorkerState,
 };
-use crate::reference::clock::stamp;
+use crate::node::clock::stamp;
 use crate::validate::ConnId;
 
 /// The applications (Spark's `apps`, `idToApp`, `waitingApps`, `completedApps`).
@@ -38,7 +38,7 @@ impl MasterCore {
     /// RegisterApplication: a standby master stays silent; the active one gives an id, answers
     /// RegisteredApplication and schedules.
     pub(crate) fn register_application(&mut self, conn: ConnId, r: RegisterApplication) {
-        if self.ha.state == RecoveryState::Standby {
+        if self.ha.state() == RecoveryState::Standby {
             return;
         }
         // As Spark refuses a second registration from an application's address: a connection
@@ -65,6 +65,7 @@ impl MasterCore {
         self.apps.all.insert(id.clone(), app);
         self.apps.waiting.push(id.clone());
         self.persist_app(&id);
+        self.registered_on(conn);
         self.send_on(
             Some(conn),
             RegisteredApplication {
@@ -144,7 +145,7 @@ impl MasterCore {
 
     /// Drivers first, then executors: Spark's schedule().
     pub(crate) fn schedule(&mut self) {
-        if self.ha.state != RecoveryState::Alive {
+        if self.ha.state() != RecoveryState::Alive {
             return;
         }
         self.schedule_drivers();
@@ -525,7 +526,7 @@ impl MasterCore {
             }
             None => tracing::warn!("Master change ack from unknown app: {app_id}"),
         }
-        if self.ha.state == RecoveryState::Recovering && self.can_complete_recovery() {
+        if self.ha.state() == RecoveryState::Recovering && self.can_complete_recovery() {
             self.complete_recovery();
         }
     }

@@ -9,7 +9,7 @@
 
 use super::MasterCore;
 use crate::messages::{DeployMessage, ErrorDescription, Family};
-use crate::validate::ConnId;
+use crate::node::ConnId;
 
 /// True for the UI asks that change the master's state.
 pub(crate) fn changes_state(m: &DeployMessage) -> bool {
@@ -28,7 +28,7 @@ impl MasterCore {
         conn: ConnId,
         m: &DeployMessage,
     ) -> Option<ErrorDescription> {
-        if !changes_state(m) || self.config.security.admin_secret.is_none() {
+        if !changes_state(m) || !self.config.admins_only {
             return None;
         }
         if self.conns.all.get(&conn).is_some_and(|c| c.admin) {

@@ -53,7 +53,7 @@ impl MasterCore {
             r.cores,
             r.memory
         );
-        if self.ha.state == RecoveryState::Standby {
+        if self.ha.state() == RecoveryState::Standby {
             self.send_on(Some(conn), MasterInStandby {});
             return;
         }
@@ -75,8 +75,9 @@ impl MasterCore {
                     w.conn = Some(conn);
                     self.workers.by_conn.insert(conn, r.id.clone());
                 }
+                self.registered_on(conn);
                 self.send_on(Some(conn), registered);
-                if self.ha.state == RecoveryState::Recovering && self.can_complete_recovery() {
+                if self.ha.state() == RecoveryState::Recovering && self.can_complete_recovery() {
                     self.complete_recovery();
                 }
                 return;
@@ -118,6 +119,7 @@ impl MasterCore {
             return;
         }
         self.persist_worker(&r.id);
+        self.registered_on(conn);
         self.send_on(
             Some(conn),
             RegisteredWorker {
@@ -201,7 +203,7 @@ impl MasterCore {
             tracing::warn!("Worker state from unknown worker: {}", s.id);
             return;
         };
-        if self.ha.state != RecoveryState::Alive {
+        if self.ha.state() != RecoveryState::Alive {
             return;
         }
         let conn = w.conn;
@@ -342,7 +344,7 @@ impl MasterCore {
 
     /// WorkerDecommissioning from the worker itself.
     pub(crate) fn worker_decommissioning(&mut self, id: &str) {
-        if self.ha.state == RecoveryState::Standby {
+        if self.ha.state() == RecoveryState::Standby {
             return;
         }
         if self.workers.all.contains_key(id) {
@@ -353,7 +355,7 @@ impl MasterCore {
     /// DecommissionWorkersOnHosts: decommissions every worker on those hosts and tells it so;
     /// answers how many.
     pub(crate) fn decommission_workers_on_hosts(&mut self, hostnames: &[String]) -> i32 {
-        if self.ha.state == RecoveryState::Standby {
+        if self.ha.state() == RecoveryState::Standby {
             return 0;
         }
         let hosts: BTreeSet<String> = hostnames.iter().map(|h| h.to_lowercase()).collect();

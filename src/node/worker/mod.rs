@@ -1,20 +1,29 @@
-//! The worker's state, without IO (Spark's `Worker` endpoint): registration with its masters
+//! The worker's core, without IO (Spark's `Worker` endpoint): registration with its masters
 //! (with retries), heartbeats, master changes, and the executors and drivers it runs.
 //!
-//! Fed [`Input`]s with the time ([`WorkerCore::handle`], [`WorkerCore::handle_timeout`]), it
-//! queues [`Output`]s that its loop drains in one place ([`WorkerCore::poll`]): messages
-//! addressed by connection id, masters to dial, connections to close, processes to start (the
-//! launch policy already applied: program, arguments, minimal environment, directory, the secret
-//! file to write) and to kill. It names the next time it must be woken
-//! ([`WorkerCore::poll_timeout`]) and why it stopped ([`WorkerCore::exit`]).
+//! A [`Core`] fed [`Input`]s with the time, it queues
+//! [`Output`](crate::node::Output)s that its runtime drains in one place: messages addressed by
+//! connection id, and its [`Effect`]s: masters to dial, processes to start (the launch
+//! [`policy`] already applied: program, arguments, minimal environment, directory, the secret
+//! file to write) and to kill. It names the next time it must be woken and why it stopped
+//! ([`WorkerCore::exit`]).
+
+mod io;
+pub mod policy;
+#[cfg(test)]
+mod tests;
+
+pub use io::{
+    Config, Effect, Ended, Input, Launch, Purpose, RunKey, WorkerExit,
+    INITIAL_REGISTRATION_RETRIES, REGISTRATION_RETRIES, SECRET_FILE_ENV, SECRET_FILE_NAME,
+    TLS_CA_ENV,
+};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::events::{Ended, Purpose, RunKey};
-use super::policy::{dir_under, substitute, LaunchKind, Policy};
-use super::{WorkerConfig, WorkerExit, INITIAL_REGISTRATION_RETRIES, REGISTRATION_RETRIES};
+use crate::definition::{Definition, MessageKind};
 use crate::messages::deploy::{
     DriverStateChanged, ExecutorStateChanged, Heartbeat, LaunchDriver, LaunchExecutor,
     RegisterWorker, WorkerDecommissioning, WorkerDriverStateResponse, WorkerExecutorStateResponse,
@@ -22,117 +31,25 @@ use crate::messages::deploy::{
 };
 use crate::messages::{
     Addr, Command, DeployMessage, DriverRunnerInfo, DriverState, EndpointRef, ErrorDescription,
-    ExecutorDescription, ExecutorState, Family, Resources,
+    ExecutorDescription, ExecutorState, Family, Resources, Version,
 };
-use crate::reference::authz::{self, Refusal};
+use crate::node::authz::{self, Refusal};
+use crate::node::{ConnId, ConnOutput, Core};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
+use policy::{dir_under, substitute, LaunchKind, Policy};
 
-/// A connection's id within the worker.
-pub(crate) type ConnId = u64;
+/// What the worker core hands out.
+pub type Output = crate::node::Output<DeployMessage, Effect>;
 
 /// Most finished executors and drivers kept for the state page.
 const RETAINED_FINISHED: usize = 1000;
 
-/// What the core is told.
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
-pub(crate) enum Input {
-    /// A connection is up.
-    Opened {
-        conn: ConnId,
-        role: Role,
-        purpose: Purpose,
-        /// The peer's address and the id of its hello, for logs.
-        addr: String,
-        peer_id: String,
-    },
-    /// A one-way message arrived.
-    Message {
-        conn: ConnId,
-        message: DeployMessage,
-    },
-    /// An ask arrived; it is answered with [`Output::Reply`] or [`Output::Fail`].
-    Ask {
-        conn: ConnId,
-        id: u64,
-        message: DeployMessage,
-    },
-    /// A connection closed.
-    Closed { conn: ConnId },
-    /// A master could not be reached, and why (a sentence naming it).
-    DialFailed { reason: String },
-    /// A process of [`Output::Start`] runs.
-    Started { key: RunKey },
-    /// A process of [`Output::Start`] could not be started, and why.
-    StartFailed { key: RunKey, reason: String },
-    /// A process ended.
-    Ended { key: RunKey, ended: Ended },
-}
-
-/// A process to start: everything decided, the policy applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Launch {
-    /// What it runs for.
-    pub(crate) key: RunKey,
-    /// The program, canonical and allowed.
-    pub(crate) program: PathBuf,
-    /// Its arguments, placeholders filled in.
-    pub(crate) args: Vec<String>,
-    /// Its whole environment.
-    pub(crate) env: BTreeMap<String, String>,
-    /// Its working directory (created, with `stdout` and `stderr` files, before it starts).
-    pub(crate) dir: PathBuf,
-    /// The worker's secret goes into a private file in `dir` first (its path is in `env`).
-    pub(crate) write_secret: bool,
-    /// Started again when it fails (a supervised driver).
-    pub(crate) supervise: bool,
-}
-
-/// What the core asks its loop to do, in order.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Output {
-    /// A one-way message.
-    Send {
-        conn: ConnId,
-        message: DeployMessage,
-    },
-    /// An ask whose answer only matters as a log line (sent one-way on a connection whose
-    /// version has the message as a send).
-    Ask {
-        conn: ConnId,
-        message: DeployMessage,
-    },
-    /// The answer to an ask.
-    Reply {
-        conn: ConnId,
-        id: u64,
-        reply: Reply<DeployMessage>,
-    },
-    /// An ask refused.
-    Fail {
-        conn: ConnId,
-        id: u64,
-        error: ErrorDescription,
-    },
-    /// Close the connection once what was queued on it is written.
-    Close {
-        conn: ConnId,
-        /// What the peer is told in a close envelope (SPEC §8.1), if anything.
-        reason: Option<crate::wire::CloseReason>,
-    },
-    /// Dial this master to register; the loop reports [`Input::Opened`] or
-    /// [`Input::DialFailed`].
-    Dial(Addr),
-    /// Start a process; the loop reports [`Input::Started`] or [`Input::StartFailed`] at once.
-    Start(Launch),
-    /// Kill a process; its end is reported as [`Input::Ended`].
-    Kill(RunKey),
-}
-
 struct ConnRec {
     role: Role,
     purpose: Purpose,
+    /// The protocol version its handshake agreed on.
+    version: Version,
     /// The peer's address and the id of its hello, for logs.
     addr: String,
     peer_id: String,
@@ -152,36 +69,51 @@ enum Starting {
     Driver(DriverRunnerInfo),
 }
 
-/// The worker's identity and the time, fixed by its loop.
+/// Where the worker is with its masters (Spark's `registered`, `connectionAttemptCount` and
+/// `registrationRetryTimer`, as one state).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Registration {
+    /// Registering with every master: `attempts` rounds made so far, the next due at
+    /// `next_retry`; `master` is the connection of the master it was registered with, which it
+    /// still reports to until another answers (after a ReconnectWorker).
+    Registering {
+        attempts: u32,
+        next_retry: Option<Instant>,
+        master: Option<ConnId>,
+    },
+    /// Registered with the master on connection `master`.
+    Registered { master: ConnId },
+    /// Stopped by itself, for good.
+    Stopped(WorkerExit),
+}
+
+/// The worker's identity, fixed by its runtime.
 #[derive(Debug, Clone)]
-pub(crate) struct Identity {
+pub struct Identity {
     /// `worker-yyyyMMddHHmmss-host-port`.
-    pub(crate) id: String,
+    pub id: String,
     /// The address it listens on and advertises.
-    pub(crate) addr: Addr,
+    pub addr: Addr,
     /// Its web UI's URL (empty: none).
-    pub(crate) web_ui_url: String,
+    pub web_ui_url: String,
     /// Seed of the registration retries' jitter.
-    pub(crate) seed: u64,
+    pub seed: u64,
 }
 
 /// The worker's state. See the module documentation.
-pub(crate) struct WorkerCore {
+pub struct WorkerCore {
     id: String,
-    config: WorkerConfig,
+    config: Config,
     addr: Addr,
     self_ref: EndpointRef,
     worker_url: String,
     web_ui_url: String,
     policy: Policy,
     conns: HashMap<ConnId, ConnRec>,
-    /// The connection to the active master, once registered.
-    master: Option<ConnId>,
-    registered: bool,
+    /// Where it is with its masters.
+    registration: Registration,
     active_master_url: String,
     master_web_ui_url: String,
-    attempts: u32,
-    next_retry: Option<Instant>,
     next_beat: Instant,
     beat_every: Duration,
     decommissioned: bool,
@@ -192,15 +124,16 @@ pub(crate) struct WorkerCore {
     starting: BTreeMap<RunKey, Starting>,
     cores_used: i32,
     memory_used: i32,
-    exit: Option<WorkerExit>,
     seed: u64,
+    /// The id of the next ask the worker makes (its answers are only logged).
+    next_ask: u64,
     now: Instant,
     out: VecDeque<Output>,
 }
 
 impl WorkerCore {
     /// A worker of `config` with `policy`, at `now`; [`start`](Self::start) sets it going.
-    pub(crate) fn new(config: WorkerConfig, policy: Policy, me: Identity, now: Instant) -> Self {
+    pub fn new(config: Config, policy: Policy, me: Identity, now: Instant) -> Self {
         let beat_every = (config.worker_timeout / 4).max(Duration::from_millis(10));
         WorkerCore {
             self_ref: EndpointRef::at(me.addr.clone(), "Worker"),
@@ -211,12 +144,13 @@ impl WorkerCore {
             policy,
             config,
             conns: HashMap::new(),
-            master: None,
-            registered: false,
+            registration: Registration::Registering {
+                attempts: 0,
+                next_retry: None,
+                master: None,
+            },
             active_master_url: String::new(),
             master_web_ui_url: String::new(),
-            attempts: 0,
-            next_retry: None,
             next_beat: now + beat_every,
             beat_every,
             decommissioned: false,
@@ -227,8 +161,8 @@ impl WorkerCore {
             starting: BTreeMap::new(),
             cores_used: 0,
             memory_used: 0,
-            exit: None,
             seed: me.seed,
+            next_ask: 1,
             now,
             out: VecDeque::new(),
         }
@@ -236,88 +170,44 @@ impl WorkerCore {
 
     /// Starts at `now`: registers with every master at once (Spark's tryRegisterAllMasters);
     /// heartbeats go every quarter of the worker timeout from then.
-    pub(crate) fn start(&mut self, now: Instant) {
+    pub fn start(&mut self, now: Instant) {
         self.now = now;
         self.next_beat = now + self.beat_every;
         self.register_with_all_masters();
     }
 
     /// The worker's id.
-    pub(crate) fn id(&self) -> &str {
+    pub fn id(&self) -> &str {
         &self.id
     }
 
-    /// The next output, oldest first.
-    pub(crate) fn poll(&mut self) -> Option<Output> {
-        self.out.pop_front()
-    }
-
     /// Why the worker stops by itself, once it does.
-    pub(crate) fn exit(&self) -> Option<&WorkerExit> {
-        self.exit.as_ref()
-    }
-
-    /// When [`handle_timeout`](Self::handle_timeout) must be called next: the next heartbeat
-    /// or registration attempt.
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        Some(match self.next_retry {
-            Some(retry) => retry.min(self.next_beat),
-            None => self.next_beat,
-        })
-    }
-
-    /// Timers: a heartbeat to the master when one is due, a registration attempt when one is.
-    pub(crate) fn handle_timeout(&mut self, now: Instant) {
-        self.now = now;
-        if now >= self.next_beat {
-            self.next_beat = now + self.beat_every;
-            self.send_heartbeat();
-        }
-        if self.next_retry.is_some_and(|at| now >= at) {
-            self.retry_registration();
+    pub fn exit(&self) -> Option<&WorkerExit> {
+        match &self.registration {
+            Registration::Stopped(why) => Some(why),
+            _ => None,
         }
     }
 
-    /// Handles one input.
-    pub(crate) fn handle(&mut self, now: Instant, input: Input) {
-        self.now = now;
-        match input {
-            Input::Opened {
-                conn,
-                role,
-                purpose,
-                addr,
-                peer_id,
-            } => {
-                let master_addr = match &purpose {
-                    Purpose::Registration(a) => Some(a.clone()),
-                    Purpose::Inbound => None,
-                };
-                self.conns.insert(
-                    conn,
-                    ConnRec {
-                        role,
-                        purpose,
-                        addr,
-                        peer_id,
-                        refused: false,
-                    },
-                );
-                if let Some(a) = master_addr {
-                    if self.registered {
-                        self.out.push_back(Output::Close { conn, reason: None });
-                    } else {
-                        self.send_register(conn, a);
-                    }
-                }
-            }
-            Input::Message { conn, message } => self.on_message(conn, message),
-            Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
-            Input::Closed { conn } => self.closed(conn),
-            Input::DialFailed { reason } => self.dial_failed(&reason),
-            Input::Started { key } => self.started(key),
-            Input::StartFailed { key, reason } => self.start_failed(key, reason),
-            Input::Ended { key, ended } => self.process_ended(key, ended),
+    /// The connection of the master it reports to: the one it is registered with, or while it
+    /// registers again, the one it was registered with (until another answers).
+    fn master(&self) -> Option<ConnId> {
+        match self.registration {
+            Registration::Registered { master } => Some(master),
+            Registration::Registering { master, .. } => master,
+            Registration::Stopped(_) => None,
+        }
+    }
+
+    fn is_registered(&self) -> bool {
+        matches!(self.registration, Registration::Registered { .. })
+    }
+
+    /// When the next registration round is due, if one is.
+    fn next_retry(&self) -> Option<Instant> {
+        match self.registration {
+            Registration::Registering { next_retry, .. } => next_retry,
+            _ => None,
         }
     }
 
@@ -337,40 +227,50 @@ impl WorkerCore {
             .conns
             .iter()
             .filter(|(id, c)| {
-                matches!(c.purpose, Purpose::Registration(_)) && Some(**id) != self.master
+                matches!(c.purpose, Purpose::Registration(_)) && Some(**id) != self.master()
             })
             .map(|(id, _)| *id)
             .collect();
         stale.sort_unstable();
         for conn in stale {
-            self.out.push_back(Output::Close { conn, reason: None });
+            self.out
+                .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
         }
         for m in self.config.masters.clone() {
             tracing::info!("Connecting to master {m}...");
-            self.out.push_back(Output::Dial(m));
+            self.out.push_back(Output::Effect(Effect::Dial(m)));
         }
         self.schedule_retry();
     }
 
     fn schedule_retry(&mut self) {
-        let base = if self.attempts < INITIAL_REGISTRATION_RETRIES {
+        let Registration::Registering { attempts, .. } = self.registration else {
+            return;
+        };
+        let base = if attempts < INITIAL_REGISTRATION_RETRIES {
             self.config.register_retry
         } else {
             self.config.register_retry.saturating_mul(6)
         };
         let wait = self.fuzzed(base);
-        self.next_retry = self.now.checked_add(wait);
+        let at = self.now.checked_add(wait);
+        if let Registration::Registering { next_retry, .. } = &mut self.registration {
+            *next_retry = at;
+        }
     }
 
     /// A master could not be reached: says so at WARN, with when the next attempt comes.
     fn dial_failed(&self, reason: &str) {
-        if self.registered {
+        let Registration::Registering {
+            attempts,
+            next_retry,
+            ..
+        } = self.registration
+        else {
             return;
-        }
-        let next = self
-            .next_retry
-            .map(|at| at.saturating_duration_since(self.now).as_secs_f64());
-        let left = REGISTRATION_RETRIES.saturating_sub(self.attempts + 1);
+        };
+        let next = next_retry.map(|at| at.saturating_duration_since(self.now).as_secs_f64());
+        let left = REGISTRATION_RETRIES.saturating_sub(attempts + 1);
         match next {
             Some(secs) if left > 0 => tracing::warn!(
                 "{reason}; retrying in {secs:.1} s ({left} attempts left, every ~{:.1} s, then ~{:.1} s)",
@@ -382,20 +282,23 @@ impl WorkerCore {
     }
 
     fn retry_registration(&mut self) {
-        self.next_retry = None;
-        if self.registered {
+        let Registration::Registering {
+            attempts,
+            next_retry,
+            ..
+        } = &mut self.registration
+        else {
             return;
-        }
-        self.attempts += 1;
-        if self.attempts >= REGISTRATION_RETRIES {
+        };
+        *next_retry = None;
+        *attempts += 1;
+        let attempt = *attempts;
+        if attempt >= REGISTRATION_RETRIES {
             tracing::error!("All masters are unresponsive! Giving up.");
-            self.exit = Some(WorkerExit::GaveUp);
+            self.registration = Registration::Stopped(WorkerExit::GaveUp);
             return;
         }
-        tracing::info!(
-            "Retrying connection to master (attempt # {})",
-            self.attempts
-        );
+        tracing::info!("Retrying connection to master (attempt # {attempt})");
         self.register_with_all_masters();
     }
 
@@ -411,14 +314,14 @@ impl WorkerCore {
             master_address,
             resources: self.config.resources.clone(),
         };
-        self.out.push_back(Output::Send {
+        self.out.push_back(Output::Conn(ConnOutput::Send {
             conn,
             message: message.into(),
-        });
+        }));
     }
 
     fn send_heartbeat(&mut self) {
-        if !self.registered {
+        if !self.is_registered() {
             return;
         }
         let beat = Heartbeat {
@@ -429,30 +332,38 @@ impl WorkerCore {
     }
 
     fn send_to_master(&mut self, m: impl Into<DeployMessage>) {
-        if let Some(conn) = self.master.filter(|c| self.conns.contains_key(c)) {
-            self.out.push_back(Output::Send {
+        if let Some(conn) = self.master().filter(|c| self.conns.contains_key(c)) {
+            self.out.push_back(Output::Conn(ConnOutput::Send {
                 conn,
                 message: m.into(),
-            });
+            }));
         }
     }
 
+    /// Asks the master `m`, whose answer is only logged; sent one-way on a connection whose
+    /// version has `m` as a send (ExecutorStateChanged in version 1).
     fn ask_master(&mut self, m: impl Into<DeployMessage>) {
-        if let Some(conn) = self.master.filter(|c| self.conns.contains_key(c)) {
-            self.out.push_back(Output::Ask {
-                conn,
-                message: m.into(),
-            });
-        }
+        let Some((conn, c)) = self.master().and_then(|c| Some((c, self.conns.get(&c)?))) else {
+            return;
+        };
+        let message = m.into();
+        let one_way = Definition::builtin()
+            .message(DeployMessage::FAMILY, message.name())
+            .is_some_and(|d| d.kind_in(c.version) == MessageKind::Send);
+        let out = if one_way {
+            ConnOutput::Send { conn, message }
+        } else {
+            let id = self.next_ask;
+            self.next_ask += 1;
+            ConnOutput::Ask { conn, id, message }
+        };
+        self.out.push_back(Output::Conn(out));
     }
 
     /// Takes `conn` as the connection to the active master (Spark's changeMaster), closing the
     /// other connections made to register.
     fn change_master(&mut self, conn: ConnId, master: &EndpointRef, web_ui: &str) {
-        self.registered = true;
-        self.next_retry = None;
-        self.attempts = 0;
-        self.master = Some(conn);
+        self.registration = Registration::Registered { master: conn };
         self.active_master_url = match &master.address {
             Some(a) => format!("sparkwire://{}:{}", a.host, a.port),
             None => String::new(),
@@ -470,10 +381,10 @@ impl WorkerCore {
             .collect();
         others.sort_unstable();
         for other in others {
-            self.out.push_back(Output::Close {
+            self.out.push_back(Output::Conn(ConnOutput::Close {
                 conn: other,
                 reason: None,
-            });
+            }));
         }
     }
 
@@ -490,7 +401,7 @@ impl WorkerCore {
         };
         authz::route(c.role, Role::Worker, "deploy", m.name(), asked)?;
         let registration = matches!(c.purpose, Purpose::Registration(_));
-        let active = self.registered && self.master == Some(conn);
+        let active = self.registration == Registration::Registered { master: conn };
         let taken = match m {
             M::RegisteredWorker(_) | M::RegisterWorkerFailed(_) | M::MasterInStandby(_) => {
                 registration
@@ -523,7 +434,7 @@ impl WorkerCore {
     /// Refuses a message: a failure answers an ask, a one-way message closes the connection.
     /// The peer of connection `conn` as a log line names it: its address, its role, the id of its
     /// hello.
-    pub(crate) fn peer_of(&self, conn: ConnId) -> Option<(String, Role, String)> {
+    pub fn peer_of(&self, conn: ConnId) -> Option<(String, Role, String)> {
         let c = self.conns.get(&conn)?;
         Some((c.addr.clone(), c.role, c.peer_id.clone()))
     }
@@ -532,25 +443,25 @@ impl WorkerCore {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let peer = crate::reference::violations::Peer {
+        let peer = crate::node::violations::Peer {
             addr: &c.addr,
             role: c.role,
             id: &c.peer_id,
             conn,
         };
-        crate::reference::violations::warn(peer, "refused", refusal.kind(), refusal);
+        crate::node::violations::warn(peer, "refused", refusal.kind(), refusal);
         match ask {
-            Some(id) => self.out.push_back(Output::Fail {
+            Some(id) => self.out.push_back(Output::Conn(ConnOutput::Fail {
                 conn,
                 id,
                 error: refusal.failure(),
-            }),
+            })),
             None => {
                 c.refused = true;
-                self.out.push_back(Output::Close {
+                self.out.push_back(Output::Conn(ConnOutput::Close {
                     conn,
                     reason: Some(refusal.close_reason()),
-                });
+                }));
             }
         }
     }
@@ -582,14 +493,16 @@ impl WorkerCore {
                 self.send_to_master(latest);
             }
             M::RegisterWorkerFailed(f) => {
-                if !self.registered {
+                if let Registration::Registering { .. } = self.registration {
                     tracing::error!("Worker registration failed: {}", f.message);
-                    self.exit = Some(WorkerExit::RegistrationFailed(f.message));
+                    self.registration =
+                        Registration::Stopped(WorkerExit::RegistrationFailed(f.message));
                 }
             }
             M::MasterInStandby(_) => {
-                if Some(conn) != self.master {
-                    self.out.push_back(Output::Close { conn, reason: None });
+                if Some(conn) != self.master() {
+                    self.out
+                        .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
                 }
             }
             M::ReconnectWorker(r) => {
@@ -597,14 +510,20 @@ impl WorkerCore {
                     "Master with url {} requested this worker to reconnect.",
                     r.master_url
                 );
-                self.registered = false;
+                if let Registration::Registered { master } = self.registration {
+                    self.registration = Registration::Registering {
+                        attempts: 0,
+                        next_retry: None,
+                        master: Some(master),
+                    };
+                }
                 if let Some(c) = self.conns.get(&conn) {
                     let addr = match &c.purpose {
                         Purpose::Registration(a) => Some(a.clone()),
                         Purpose::Inbound => None,
                     };
                     let master_address = addr.unwrap_or_else(|| {
-                        crate::reference::url::MasterUrl::parse(&r.master_url)
+                        crate::node::url::MasterUrl::parse(&r.master_url)
                             .ok()
                             .and_then(|u| u.masters.into_iter().next())
                             .unwrap_or_else(|| Addr::new("", 0))
@@ -655,7 +574,9 @@ impl WorkerCore {
                         tracing::info!("Asked to kill executor {}/{}", k.app_id, k.exec_id);
                         run.killed = true;
                         self.out
-                            .push_back(Output::Kill(RunKey::Executor(k.app_id, k.exec_id)));
+                            .push_back(Output::Effect(Effect::Kill(RunKey::Executor(
+                                k.app_id, k.exec_id,
+                            ))));
                     }
                     None => {
                         tracing::info!("Asked to kill unknown executor {}/{}", k.app_id, k.exec_id)
@@ -667,7 +588,7 @@ impl WorkerCore {
                 if self.drivers.contains_key(&k.driver_id) {
                     tracing::info!("Asked to kill driver {}", k.driver_id);
                     self.out
-                        .push_back(Output::Kill(RunKey::Driver(k.driver_id)));
+                        .push_back(Output::Effect(Effect::Kill(RunKey::Driver(k.driver_id))));
                 } else {
                     tracing::info!("Asked to kill unknown driver {}", k.driver_id);
                 }
@@ -705,12 +626,12 @@ impl WorkerCore {
             return;
         }
         let out = match m {
-            DeployMessage::RequestWorkerState(_) => Output::Reply {
+            DeployMessage::RequestWorkerState(_) => ConnOutput::Reply {
                 conn,
                 id,
                 reply: Reply::Message(self.state_response().into()),
             },
-            other => Output::Fail {
+            other => ConnOutput::Fail {
                 conn,
                 id,
                 error: ErrorDescription::new(
@@ -719,11 +640,11 @@ impl WorkerCore {
                 ),
             },
         };
-        self.out.push_back(out);
+        self.out.push_back(Output::Conn(out));
     }
 
     /// Open connections by the peer's role name, for the web UI.
-    pub(crate) fn connection_roles(&self) -> BTreeMap<&'static str, u64> {
+    pub fn connection_roles(&self) -> BTreeMap<&'static str, u64> {
         let mut roles = BTreeMap::new();
         for c in self.conns.values() {
             *roles.entry(c.role.name()).or_insert(0) += 1;
@@ -732,7 +653,7 @@ impl WorkerCore {
     }
 
     /// What RequestWorkerState answers (and the web UI shows).
-    pub(crate) fn state_response(&self) -> WorkerStateResponse {
+    pub fn state_response(&self) -> WorkerStateResponse {
         WorkerStateResponse {
             host: self.addr.host.clone(),
             port: self.addr.port,
@@ -754,14 +675,18 @@ impl WorkerCore {
 
     fn closed(&mut self, conn: ConnId) {
         self.conns.remove(&conn);
-        if self.master == Some(conn) {
-            self.master = None;
-            if self.registered {
+        match &mut self.registration {
+            Registration::Registered { master } if *master == conn => {
                 tracing::error!("Connection to master failed! Waiting for master to reconnect...");
-                self.registered = false;
-                self.attempts = 0;
+                self.registration = Registration::Registering {
+                    attempts: 0,
+                    next_retry: None,
+                    master: None,
+                };
                 self.register_with_all_masters();
             }
+            Registration::Registering { master, .. } if *master == Some(conn) => *master = None,
+            _ => {}
         }
     }
 
@@ -826,7 +751,7 @@ impl WorkerCore {
         };
         self.starting.insert(key.clone(), Starting::Executor(run));
         match launch {
-            Ok(launch) => self.out.push_back(Output::Start(launch)),
+            Ok(launch) => self.out.push_back(Output::Effect(Effect::Start(launch))),
             Err(reason) => self.start_failed(key, reason),
         }
     }
@@ -847,8 +772,8 @@ impl WorkerCore {
         let mut env = self.policy.environment(&command.environment, vars)?;
         let dir = dir_under(&self.config.work_dir, dir_parts)?;
         // Last, so that no application variable of the same name survives.
-        let write_secret = self.config.security.secret.is_some();
-        env.extend(super::credentials::launch_variables(
+        let write_secret = self.config.hands_secret;
+        env.extend(launch_variables(
             write_secret,
             self.config.launch_tls_ca.as_deref(),
             &dir,
@@ -896,7 +821,7 @@ impl WorkerCore {
         };
         self.starting.insert(key.clone(), Starting::Driver(info));
         match launch {
-            Ok(launch) => self.out.push_back(Output::Start(launch)),
+            Ok(launch) => self.out.push_back(Output::Effect(Effect::Start(launch))),
             Err(reason) => self.start_failed(key, reason),
         }
     }
@@ -1043,4 +968,103 @@ fn addr_text(e: &EndpointRef) -> String {
         Some(a) => a.to_string(),
         None => e.name.clone(),
     }
+}
+
+impl Core for WorkerCore {
+    type Message = DeployMessage;
+    type Input = Input;
+    type Effect = Effect;
+
+    /// The next output, oldest first.
+    fn poll(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must be called next: the next heartbeat
+    /// or registration attempt.
+    fn poll_timeout(&self) -> Option<Instant> {
+        Some(match self.next_retry() {
+            Some(retry) => retry.min(self.next_beat),
+            None => self.next_beat,
+        })
+    }
+
+    /// Timers: a heartbeat to the master when one is due, a registration attempt when one is.
+    fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        if now >= self.next_beat {
+            self.next_beat = now + self.beat_every;
+            self.send_heartbeat();
+        }
+        if self.next_retry().is_some_and(|at| now >= at) {
+            self.retry_registration();
+        }
+    }
+
+    /// Handles one input.
+    fn handle(&mut self, now: Instant, input: Input) {
+        self.now = now;
+        match input {
+            Input::Opened {
+                conn,
+                role,
+                purpose,
+                version,
+                addr,
+                peer_id,
+            } => {
+                let master_addr = match &purpose {
+                    Purpose::Registration(a) => Some(a.clone()),
+                    Purpose::Inbound => None,
+                };
+                self.conns.insert(
+                    conn,
+                    ConnRec {
+                        role,
+                        purpose,
+                        version,
+                        addr,
+                        peer_id,
+                        refused: false,
+                    },
+                );
+                if let Some(a) = master_addr {
+                    if self.is_registered() {
+                        self.out
+                            .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
+                    } else {
+                        self.send_register(conn, a);
+                    }
+                }
+            }
+            Input::Message { conn, message } => self.on_message(conn, message),
+            Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
+            Input::Closed { conn } => self.closed(conn),
+            Input::DialFailed { reason } => self.dial_failed(&reason),
+            Input::Started { key } => self.started(key),
+            Input::StartFailed { key, reason } => self.start_failed(key, reason),
+            Input::Ended { key, ended } => self.process_ended(key, ended),
+        }
+    }
+}
+
+/// The variables to add to the environment of a process about to run in `dir`:
+/// [`SECRET_FILE_ENV`] when the worker hands it a secret (`with_secret`; the runtime writes the
+/// file), [`TLS_CA_ENV`] when it has `tls_ca`. Nothing when it has neither.
+pub(crate) fn launch_variables(
+    with_secret: bool,
+    tls_ca: Option<&Path>,
+    dir: &Path,
+) -> Vec<(String, String)> {
+    let mut vars = Vec::new();
+    if with_secret {
+        vars.push((
+            SECRET_FILE_ENV.to_string(),
+            dir.join(SECRET_FILE_NAME).to_string_lossy().into_owned(),
+        ));
+    }
+    if let Some(ca) = tls_ca {
+        vars.push((TLS_CA_ENV.to_string(), ca.to_string_lossy().into_owned()));
+    }
+    vars
 }

@@ -1,11 +1,42 @@
-//! What the master answers UIs and REST clients: its state page, and clearing completed drivers
-//! and applications.
+//! What the master answers UIs and REST clients: its state page, its status for a web UI
+//! ([`MasterStatus`]), and clearing completed drivers and applications.
 
 use std::collections::BTreeMap;
 
 use super::MasterCore;
 use crate::messages::deploy::MasterStateResponse;
-use crate::reference::webui::{ExecutorRow, MasterSnapshot};
+
+/// An executor the master launched, for the page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutorRow {
+    /// Its application.
+    pub app_id: String,
+    /// Its id in the application.
+    pub exec_id: i32,
+    /// The worker it runs on.
+    pub worker_id: String,
+    /// Cores it holds.
+    pub cores: i32,
+    /// Memory it holds, MiB.
+    pub memory_mb: i32,
+    /// Its state.
+    pub state: crate::messages::ExecutorState,
+}
+
+/// What a web UI shows of the master: its state (as `RequestMasterState` answers it, so that
+/// the pages hide what that answer hides), the executors of its applications, and its
+/// connections.
+#[derive(Debug, Clone)]
+pub struct MasterStatus {
+    /// The state, as the master answers `RequestMasterState`.
+    pub state: MasterStateResponse,
+    /// Executors of the active applications.
+    pub executors: Vec<ExecutorRow>,
+    /// Open connections by the peer's role.
+    pub connections: BTreeMap<&'static str, u64>,
+    /// The time of the status, ms since the epoch (the core's wall clock).
+    pub now_ms: i64,
+}
 
 impl MasterCore {
     /// RequestMasterState, with secrets redacted (SPEC §14.4).
@@ -30,7 +61,7 @@ impl MasterCore {
             completed_apps: self.apps.completed.iter().cloned().collect(),
             active_drivers,
             completed_drivers: self.drivers.completed.iter().cloned().collect(),
-            status: self.ha.state,
+            status: self.ha.state(),
         };
         self.config.redaction.master_state(&mut state);
         state
@@ -49,9 +80,8 @@ impl MasterCore {
         true
     }
 
-    /// What the web UI shows now: the state as `RequestMasterState` answers it (so that the
-    /// pages hide what that answer hides), executors, and connections by role (the traffic counters are the IO side's to fill).
-    pub fn snapshot(&self) -> MasterSnapshot {
+    /// What a web UI shows now.
+    pub fn status(&self) -> MasterStatus {
         let state = self.master_state();
         let executors = self
             .apps
@@ -74,11 +104,10 @@ impl MasterCore {
         for c in self.conns.all.values() {
             *connections.entry(c.role.name()).or_insert(0) += 1;
         }
-        MasterSnapshot {
+        MasterStatus {
             state,
             executors,
             connections,
-            traffic: Default::default(),
             now_ms: self.clock.wall_ms,
         }
     }

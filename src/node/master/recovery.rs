@@ -1,36 +1,96 @@
 //! Recovery (Spark's FILESYSTEM recovery mode), the core's side: what is persisted as it changes (as
-//! [`Output::Persist`](super::Output::Persist) records), and the path of a master elected on a
+//! [`Effect::Persist`] records), and the path of a master elected on a
 //! directory that holds state: RECOVERING (MasterChanged to every known worker and application,
 //! at the addresses they advertised), then COMPLETING_RECOVERY once all answered or the worker
 //! timeout passed (the silent ones dropped), then ALIVE.
 
+use std::time::Instant;
+
 use super::io::{
-    ConnId, DialTarget, Output, Record, RecordKind, Stored, StoredApp, StoredDriver, StoredWorker,
+    DialTarget, Effect, Record, RecordKind, Stored, StoredApp, StoredDriver, StoredWorker,
 };
 use super::state::{AppRec, DriverRec, ExecRec, WorkerRec};
 use super::MasterCore;
+use super::Output;
 use crate::messages::deploy::{MasterChanged, WorkerSchedulerStateResponse};
 use crate::messages::{ApplicationState, DriverState, RecoveryState, WorkerState};
+use crate::node::{ConnId, ConnOutput};
+
+/// Where the master is in its leadership: one state, the recovery's deadline only while it
+/// recovers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leadership {
+    /// Not elected.
+    Standby,
+    /// Elected on stored records, waiting for the recovered peers to answer until `deadline`
+    /// (none while the master is still telling them).
+    Recovering { deadline: Option<Instant> },
+    /// Dropping the peers that did not answer.
+    CompletingRecovery,
+    /// The active master.
+    Alive,
+}
 
 /// Leadership and recovery: the master's recovery state, the end of a recovery's wait, and
 /// whether it persists what it learns.
 #[derive(Debug)]
 pub(crate) struct Ha {
-    /// STANDBY until elected, then RECOVERING, COMPLETING_RECOVERY, ALIVE.
-    pub(crate) state: RecoveryState,
-    /// When a recovery stops waiting for silent workers and applications.
-    pub(crate) deadline: Option<std::time::Instant>,
-    /// A recovery directory is configured: records are persisted as they change.
-    pub(crate) persistent: bool,
+    leadership: Leadership,
+    /// A recovery store is configured: records are persisted as they change.
+    persistent: bool,
 }
 
 impl Ha {
     pub(crate) fn new(persistent: bool) -> Ha {
         Ha {
-            state: RecoveryState::Standby,
-            deadline: None,
+            leadership: Leadership::Standby,
             persistent,
         }
+    }
+
+    /// Spark's RecoveryState of the leadership.
+    pub(crate) fn state(&self) -> RecoveryState {
+        match self.leadership {
+            Leadership::Standby => RecoveryState::Standby,
+            Leadership::Recovering { .. } => RecoveryState::Recovering,
+            Leadership::CompletingRecovery => RecoveryState::CompletingRecovery,
+            Leadership::Alive => RecoveryState::Alive,
+        }
+    }
+
+    /// Records are persisted.
+    pub(crate) fn persistent(&self) -> bool {
+        self.persistent
+    }
+
+    /// When the recovery stops waiting, if it waits.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        match self.leadership {
+            Leadership::Recovering { deadline } => deadline,
+            _ => None,
+        }
+    }
+
+    /// Elected with nothing to recover.
+    pub(crate) fn alive(&mut self) {
+        self.leadership = Leadership::Alive;
+    }
+
+    /// Elected on stored records: recovering, not waiting yet.
+    pub(crate) fn recovering(&mut self) {
+        self.leadership = Leadership::Recovering { deadline: None };
+    }
+
+    /// The recovery waits for its peers until `deadline`.
+    pub(crate) fn wait_until(&mut self, deadline: Option<Instant>) {
+        if let Leadership::Recovering { .. } = self.leadership {
+            self.leadership = Leadership::Recovering { deadline };
+        }
+    }
+
+    /// The recovery stops waiting and drops the silent peers.
+    pub(crate) fn completing(&mut self) {
+        self.leadership = Leadership::CompletingRecovery;
     }
 }
 
@@ -42,18 +102,18 @@ fn serial(id: &str) -> Option<u32> {
 impl MasterCore {
     /// Queues the write of `record`, when the master persists.
     fn persist(&mut self, record: Record) {
-        if self.ha.persistent {
-            self.out.push(Output::Persist(record));
+        if self.ha.persistent() {
+            self.out.push(Output::Effect(Effect::Persist(record)));
         }
     }
 
     /// Queues the removal of a record, when the master persists.
     fn unpersist(&mut self, kind: RecordKind, id: &str) {
-        if self.ha.persistent {
-            self.out.push(Output::Unpersist {
+        if self.ha.persistent() {
+            self.out.push(Output::Effect(Effect::Unpersist {
                 kind,
                 id: id.to_string(),
-            });
+            }));
         }
     }
 
@@ -120,10 +180,10 @@ impl MasterCore {
             self.apps.all.insert(a.id.clone(), app);
             self.apps.waiting.push(a.id.clone());
             match a.driver.address {
-                Some(addr) => self.out.push(Output::Dial {
+                Some(addr) => self.out.push(Output::Effect(Effect::Dial {
                     addr,
                     target: DialTarget::App(a.id),
-                }),
+                })),
                 None => tracing::info!("App {} had exception on reconnect: no address", a.id),
             }
         }
@@ -165,10 +225,10 @@ impl MasterCore {
             };
             if self.add_worker(rec) {
                 match w.endpoint.address {
-                    Some(addr) => self.out.push(Output::Dial {
+                    Some(addr) => self.out.push(Output::Effect(Effect::Dial {
                         addr,
                         target: DialTarget::Worker(w.id),
-                    }),
+                    })),
                     None => {
                         tracing::info!("Worker {} had exception on reconnect: no address", w.id)
                     }
@@ -178,7 +238,8 @@ impl MasterCore {
         if self.can_complete_recovery() {
             self.complete_recovery();
         } else {
-            self.ha.deadline = self.clock.now.checked_add(self.config.worker_timeout);
+            let deadline = self.clock.now.checked_add(self.config.worker_timeout);
+            self.ha.wait_until(deadline);
         }
     }
 
@@ -191,7 +252,7 @@ impl MasterCore {
         // While recovering, MasterChanged goes even to a worker that registered again meanwhile:
         // its answer tells the master what it runs.
         let wanted = w.state == WorkerState::Unknown
-            || (self.ha.state == RecoveryState::Recovering && w.state == WorkerState::Alive);
+            || (self.ha.state() == RecoveryState::Recovering && w.state == WorkerState::Alive);
         if !wanted {
             self.close_conn(conn);
             return;
@@ -234,7 +295,8 @@ impl MasterCore {
 
     fn close_conn(&mut self, conn: ConnId) {
         if self.conns.all.contains_key(&conn) {
-            self.out.push(Output::Close { conn, reason: None });
+            self.out
+                .push(Output::Conn(ConnOutput::Close { conn, reason: None }));
         }
     }
 
@@ -294,7 +356,7 @@ impl MasterCore {
                 w.add_driver(&d.driver_id, cores, mem);
             }
         }
-        if self.ha.state == RecoveryState::Recovering && self.can_complete_recovery() {
+        if self.ha.state() == RecoveryState::Recovering && self.can_complete_recovery() {
             self.complete_recovery();
         }
     }
@@ -315,11 +377,10 @@ impl MasterCore {
 
     /// Spark's completeRecovery: drops the silent, relaunches or ends unclaimed drivers, ALIVE.
     pub(crate) fn complete_recovery(&mut self) {
-        if self.ha.state != RecoveryState::Recovering {
+        if self.ha.state() != RecoveryState::Recovering {
             return;
         }
-        self.ha.state = RecoveryState::CompletingRecovery;
-        self.ha.deadline = None;
+        self.ha.completing();
         let silent_workers: Vec<String> = self
             .workers
             .all
@@ -364,7 +425,7 @@ impl MasterCore {
                 tracing::warn!("Did not re-launch {id} because it was not supervised");
             }
         }
-        self.ha.state = RecoveryState::Alive;
+        self.ha.alive();
         self.schedule();
         tracing::info!("Recovery complete - resuming operations!");
     }

@@ -1,16 +1,12 @@
 //! What the master core takes in and gives out: a leaf module, imported by the core's
-//! sub-states and by whatever drives the core (the tokio loop, the in-memory harness), and
+//! sub-states and by whatever drives the core (the async runtime, the in-memory cluster), and
 //! importing none of them.
 
 use crate::messages::{
-    Addr, ApplicationDescription, DeployMessage, DriverDescription, EndpointRef, ErrorDescription,
-    Resources,
+    Addr, ApplicationDescription, DeployMessage, DriverDescription, EndpointRef, Resources,
 };
+use crate::node::ConnId;
 use crate::wire::handshake::Role;
-use crate::wire::Reply;
-
-/// A connection's id, chosen by whoever drives the core; unique for the life of the core.
-pub(crate) use crate::validate::ConnId;
 
 /// Whom the master dialled, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +32,7 @@ pub enum Input {
         addr: String,
         /// The peer proved the admin secret.
         admin: bool,
-        /// Why the master dialled it (after an [`Output::Dial`]); `None` when accepted.
+        /// Why the master dialled it (after an [`Effect::Dial`]); `None` when accepted.
         dialled: Option<DialTarget>,
     },
     /// A one-way message arrived.
@@ -46,7 +42,7 @@ pub enum Input {
         /// The message.
         message: DeployMessage,
     },
-    /// An ask arrived; the core answers it with [`Output::Reply`] or [`Output::Fail`].
+    /// An ask arrived; the core answers it with a reply or a failure ([`ConnOutput::Reply`](crate::node::ConnOutput::Reply), [`ConnOutput::Fail`](crate::node::ConnOutput::Fail)).
     Ask {
         /// On which connection.
         conn: ConnId,
@@ -55,7 +51,7 @@ pub enum Input {
         /// The message.
         message: DeployMessage,
     },
-    /// A connection closed (for any reason, including an [`Output::Close`]). The driver of the
+    /// A connection closed (for any reason, including a [`ConnOutput::Close`](crate::node::ConnOutput::Close)). The driver of the
     /// core logs a close for a protocol error, naming the peer as the core knows it.
     Closed {
         /// Which.
@@ -69,42 +65,12 @@ pub enum Input {
     },
 }
 
-/// Something the core wants done; drained with [`MasterCore::poll`](super::MasterCore::poll),
-/// in the order the core decided it.
+/// What the master core wants done besides writing on its connections (its
+/// [`Core::Effect`](crate::node::Core::Effect)), in the order it decided it among its
+/// [`Output`](crate::node::Output)s.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Output {
-    /// Send a one-way message on a connection.
-    Send {
-        /// Which connection.
-        conn: ConnId,
-        /// The message.
-        message: DeployMessage,
-    },
-    /// Answer the peer's ask.
-    Reply {
-        /// Which connection.
-        conn: ConnId,
-        /// The ask's id.
-        id: u64,
-        /// The answer.
-        reply: Reply<DeployMessage>,
-    },
-    /// Fail the peer's ask.
-    Fail {
-        /// Which connection.
-        conn: ConnId,
-        /// The ask's id.
-        id: u64,
-        /// Why.
-        error: ErrorDescription,
-    },
-    /// Close a connection once what was queued before is written; an [`Input::Closed`] follows.
-    Close {
-        /// What the peer is told in a close envelope (SPEC §8.1), if anything.
-        reason: Option<crate::wire::CloseReason>,
-        /// Which connection.
-        conn: ConnId,
-    },
+#[allow(clippy::large_enum_variant)] // as the output it replaces: boxing would cost an allocation per record
+pub enum Effect {
     /// Connect to `addr` as the master and report it with [`Input::Opened`] naming `target`
     /// (a failed dial is only logged: the core's recovery deadline deals with silence).
     Dial {
@@ -112,6 +78,12 @@ pub enum Output {
         addr: Addr,
         /// For whom.
         target: DialTarget,
+    },
+    /// The peer on `conn` registered (as a worker or an application): it is never cut off for
+    /// being silent from now on (the runtime turns the connection's idle timeout off).
+    Registered {
+        /// Which connection.
+        conn: ConnId,
     },
     /// Write a record to the recovery directory, durably, before anything after it is sent.
     Persist(Record),

@@ -1,20 +1,19 @@
 //! What a worker runs, command and all (SPEC §14.5): the program, the shape of its arguments,
 //! and the environment it gets.
 //!
-//! - A program on [`WorkerConfig::allow_exec`] runs only as sparkwire's `executor` subcommand
-//!   with its flags ([`executor_arguments`]), for executors; one on
-//!   [`WorkerConfig::allow_exec_any`] runs with any arguments, for executors and drivers.
-//! - The launched process's environment is built in one place (the worker's
-//!   `Policy::environment`): PATH and HOME of the worker, the worker's variables the operator lists
-//!   ([`WorkerConfig::pass_env`]), and the application's variables the operator allows
-//!   ([`WorkerConfig::allow_env`], default `SPARK_*`). Variables that change how programs are
+//! - A program on the executor allow-list (the reference worker's `--allow-exec`) runs only as
+//!   sparkwire's `executor` subcommand with its flags ([`executor_arguments`]), for executors;
+//!   one on the other list (`--allow-exec-any`) runs with any arguments, for executors and
+//!   drivers.
+//! - The launched process's environment is built in one place ([`Policy`]'s `environment`):
+//!   PATH and HOME of the worker, the worker's variables the operator lists (`--pass-env`), and
+//!   the application's variables the operator allows (`--allow-env`, default `SPARK_*`). Variables that change how programs are
 //!   loaded or interpreted ([`FORBIDDEN_ENV`], [`FORBIDDEN_ENV_PREFIXES`]) never pass: a
 //!   command naming one is refused.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::WorkerConfig;
 use crate::messages::Command;
 
 /// Prefixes of variables no launched process gets from an application: the dynamic loaders'
@@ -84,13 +83,13 @@ pub(crate) enum LaunchKind {
 
 /// How a program named in a launch is resolved to its canonical path (the worker's loop gives
 /// [`std::fs::canonicalize`]; tests give a table).
-pub(crate) type Resolve = fn(&str) -> std::io::Result<PathBuf>;
+pub type Resolve = fn(&str) -> std::io::Result<PathBuf>;
 
 /// A worker's launch policy, with canonical program paths and the worker's own variables a
 /// launched process inherits, both read once when the worker starts: deciding a launch reads
 /// nothing but the resolver.
 #[derive(Debug, Clone)]
-pub(crate) struct Policy {
+pub struct Policy {
     executor_programs: Vec<PathBuf>,
     any_programs: Vec<PathBuf>,
     allow_env: Vec<String>,
@@ -192,30 +191,11 @@ pub fn forbidden_env(name: &str) -> bool {
 }
 
 impl Policy {
-    /// The policy of `config`; programs that cannot be resolved are left out with a warning.
-    /// Reads the file system (the allow-lists' canonical paths) and the worker's environment.
-    pub(crate) fn new(config: &WorkerConfig) -> Policy {
-        let inherited = ["PATH", "HOME"]
-            .into_iter()
-            .chain(config.pass_env.iter().map(String::as_str))
-            .filter_map(|name| {
-                std::env::var_os(name)
-                    .and_then(|v| v.into_string().ok())
-                    .map(|v| (name.to_string(), v))
-            })
-            .collect();
-        Policy {
-            executor_programs: canonical_allow_list(&config.allow_exec),
-            any_programs: canonical_allow_list(&config.allow_exec_any),
-            allow_env: config.allow_env.clone(),
-            inherited,
-            resolve: |p| std::fs::canonicalize(p),
-        }
-    }
-
-    /// A policy from its parts, resolving programs with `resolve` (for tests of the worker's core).
-    #[cfg(test)]
-    pub(crate) fn from_parts(
+    /// A policy from its parts: the canonical paths of the programs allowed as executors only
+    /// and with any arguments, the application variables allowed (names, or prefixes ending in
+    /// `*`), the worker's own variables a launched process inherits, and how a program named in
+    /// a launch is resolved to its canonical path (a runtime gives [`std::fs::canonicalize`]).
+    pub fn from_parts(
         executor_programs: Vec<PathBuf>,
         any_programs: Vec<PathBuf>,
         allow_env: Vec<String>,
@@ -309,20 +289,6 @@ impl Policy {
     }
 }
 
-/// The canonical allow-list: paths that cannot be canonicalized are left out with a warning.
-pub(crate) fn canonical_allow_list(paths: &[PathBuf]) -> Vec<PathBuf> {
-    paths
-    .iter()
-    .filter_map(|p| match std::fs::canonicalize(p) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            tracing::warn!(path = %p.display(), error = %e, "allow-list entry not found; ignored");
-            None
-        }
-    })
-    .collect()
-}
-
 /// The program to run for `program` when it is on `allowed` (canonical paths), or why not;
 /// `resolve` gives its canonical path.
 pub(crate) fn check_allowed(
@@ -383,6 +349,7 @@ mod tests {
     }
 
     /// The executor command the reference driver registers (placeholders unfilled).
+    #[cfg(feature = "reference")]
     fn executor_command() -> Vec<String> {
         crate::reference::driver::DriverConfig::new("t")
             .app_description("spark://CoarseGrainedScheduler@127.0.0.1:4040")
@@ -391,6 +358,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "reference")]
     fn the_executor_subcommand_with_its_flags_is_the_only_shape() {
         assert_eq!(executor_arguments(&executor_command()), Ok(()));
         let mut with_profile = executor_command();
@@ -439,13 +407,16 @@ mod tests {
         assert!(!why.contains("hunter2"), "{why}");
     }
 
+    /// A policy inheriting PATH, HOME and `pass_env` from this process, as a runtime builds it.
     fn policy(allow_env: &[&str], pass_env: &[&str]) -> Policy {
-        let config = WorkerConfig {
-            allow_env: strings(allow_env),
-            pass_env: strings(pass_env),
-            ..WorkerConfig::default()
-        };
-        Policy::new(&config)
+        let inherited = ["PATH", "HOME"]
+            .iter()
+            .chain(pass_env)
+            .filter_map(|n| Some((n.to_string(), std::env::var(n).ok()?)))
+            .collect();
+        Policy::from_parts(Vec::new(), Vec::new(), strings(allow_env), inherited, |p| {
+            std::fs::canonicalize(p)
+        })
     }
 
     #[test]
@@ -509,7 +480,7 @@ mod tests {
 
     #[test]
     fn refuses_programs_off_the_allow_list() {
-        let allowed = canonical_allow_list(&[PathBuf::from("/bin/true")]);
+        let allowed = vec![std::fs::canonicalize("/bin/true").expect("/bin/true")];
         let resolve: Resolve = |p| std::fs::canonicalize(p);
         assert!(check_allowed("/bin/true", &allowed, resolve).is_ok());
         let err = check_allowed("/bin/false", &allowed, resolve).unwrap_err();

@@ -1,20 +1,22 @@
-//! The worker's core driven in memory with simulated time: no socket, no process, no file, no
-//! clock. Programs resolve through a table, not the file system.
+//! The worker core's unit tests: one core fed inputs by hand with simulated time, its outputs
+//! read one by one (what it dials, sends, starts and kills, and the launch policy's decisions in
+//! detail). Programs resolve through a table, not the file system. The worker with a real master
+//! core is in the in-memory cluster (`tests/worker_cluster.rs` and the `master_*` tests).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::core::{Identity, Input, Launch, Output, WorkerCore};
-use super::events::{Ended, Purpose, RunKey};
 use super::policy::Policy;
-use super::{WorkerConfig, WorkerExit, REGISTRATION_RETRIES};
+use super::{Config, Effect, Ended, Identity, Input, Launch, Output, Purpose, RunKey, WorkerCore};
 use crate::messages::deploy::{
     KillExecutor, LaunchDriver, LaunchExecutor, ReconnectWorker, RegisteredWorker,
 };
+use crate::messages::Version;
 use crate::messages::{
     Addr, ApplicationDescription, DeployMessage, DriverDescription, DriverState, EndpointRef,
     ExecutorState, Family, Resources,
 };
+use crate::node::{ConnOutput, Core};
 use crate::wire::handshake::Role;
 
 const MASTER_URL: &str = "sparkwire://10.0.0.1:7077";
@@ -37,7 +39,6 @@ struct Harness {
     core: WorkerCore,
     now: Instant,
     out: Vec<Output>,
-    config: WorkerConfig,
 }
 
 fn master() -> Addr {
@@ -45,21 +46,24 @@ fn master() -> Addr {
 }
 
 impl Harness {
-    fn new(config: impl FnOnce(&mut WorkerConfig)) -> Harness {
-        let mut c = WorkerConfig {
+    fn new(config: impl FnOnce(&mut Config, &mut Vec<String>)) -> Harness {
+        let mut c = Config {
             masters: vec![master()],
             cores: 8,
             memory: 4096,
+            resources: Resources::new(),
             work_dir: PathBuf::from("/work"),
             worker_timeout: Duration::from_secs(60),
             register_retry: Duration::from_secs(10),
-            ..WorkerConfig::default()
+            hands_secret: false,
+            launch_tls_ca: None,
         };
-        config(&mut c);
+        let mut allow_env = vec!["SPARK_*".to_string()];
+        config(&mut c, &mut allow_env);
         let policy = Policy::from_parts(
             vec![PathBuf::from("/opt/sparkwire")],
             vec![PathBuf::from("/opt/any")],
-            c.allow_env.clone(),
+            allow_env,
             vec![("PATH".into(), "/usr/bin:/bin".into())],
             resolve,
         );
@@ -76,7 +80,6 @@ impl Harness {
             core,
             now,
             out: Vec::new(),
-            config: c,
         };
         h.collect();
         h
@@ -111,13 +114,14 @@ impl Harness {
     }
 
     /// Registered with the master over connection 1.
-    fn registered(config: impl FnOnce(&mut WorkerConfig)) -> Harness {
+    fn registered(config: impl FnOnce(&mut Config, &mut Vec<String>)) -> Harness {
         let mut h = Harness::new(config);
         h.take();
         h.input(Input::Opened {
             conn: 1,
             role: Role::Master,
             purpose: Purpose::Registration(master()),
+            version: Version::V2,
             addr: "127.0.0.1:40001".into(),
             peer_id: "peer-1".into(),
         });
@@ -168,13 +172,12 @@ fn registered_worker() -> RegisteredWorker {
     }
 }
 
-/// The application the reference driver registers.
+/// An application whose executors run sparkwire's `executor` subcommand.
 fn app_description() -> ApplicationDescription {
-    crate::reference::driver::DriverConfig::new("t")
-        .app_description("spark://CoarseGrainedScheduler@127.0.0.1:4040")
+    crate::node::sim::app_description("t", None, 1024)
 }
 
-/// The executor command the reference driver registers.
+/// Its executor command's arguments.
 fn executor_args() -> Vec<String> {
     app_description().command.arguments
 }
@@ -182,14 +185,19 @@ fn executor_args() -> Vec<String> {
 fn names(out: &[Output]) -> Vec<String> {
     out.iter()
         .map(|o| match o {
-            Output::Send { conn, message } => format!("send {} on {conn}", message.name()),
-            Output::Ask { conn, message } => format!("ask {} on {conn}", message.name()),
-            Output::Reply { conn, .. } => format!("reply on {conn}"),
-            Output::Fail { conn, .. } => format!("fail on {conn}"),
-            Output::Close { conn, .. } => format!("close {conn}"),
-            Output::Dial(a) => format!("dial {a}"),
-            Output::Start(l) => format!("start {}", l.key),
-            Output::Kill(k) => format!("kill {k}"),
+            Output::Conn(ConnOutput::Send { conn, message }) => {
+                format!("send {} on {conn}", message.name())
+            }
+            Output::Conn(ConnOutput::Ask { conn, message, .. }) => {
+                format!("ask {} on {conn}", message.name())
+            }
+            Output::Conn(ConnOutput::Reply { conn, .. }) => format!("reply on {conn}"),
+            Output::Conn(ConnOutput::Fail { conn, .. }) => format!("fail on {conn}"),
+            Output::Conn(ConnOutput::Close { conn, .. }) => format!("close {conn}"),
+            Output::Conn(ConnOutput::Abort { conn }) => format!("abort {conn}"),
+            Output::Effect(Effect::Dial(a)) => format!("dial {a}"),
+            Output::Effect(Effect::Start(l)) => format!("start {}", l.key),
+            Output::Effect(Effect::Kill(k)) => format!("kill {k}"),
         })
         .collect()
 }
@@ -197,10 +205,10 @@ fn names(out: &[Output]) -> Vec<String> {
 fn state_changes(out: &[Output]) -> Vec<(ExecutorState, Option<String>, Option<i32>)> {
     out.iter()
         .filter_map(|o| match o {
-            Output::Ask {
+            Output::Conn(ConnOutput::Ask {
                 message: DeployMessage::ExecutorStateChanged(c),
                 ..
-            } => Some((c.state, c.message.clone(), c.exit_status)),
+            }) => Some((c.state, c.message.clone(), c.exit_status)),
             _ => None,
         })
         .collect()
@@ -208,21 +216,22 @@ fn state_changes(out: &[Output]) -> Vec<(ExecutorState, Option<String>, Option<i
 
 #[test]
 fn registers_with_its_master_then_heartbeats_every_quarter_of_the_timeout() {
-    let mut h = Harness::new(|_| {});
+    let mut h = Harness::new(|_, _| {});
     assert_eq!(names(&h.take()), ["dial 10.0.0.1:7077"]);
     h.input(Input::Opened {
         conn: 1,
         role: Role::Master,
         purpose: Purpose::Registration(master()),
+        version: Version::V2,
         addr: "127.0.0.1:40001".into(),
         peer_id: "peer-1".into(),
     });
     let out = h.take();
     match out.as_slice() {
-        [Output::Send {
+        [Output::Conn(ConnOutput::Send {
             conn: 1,
             message: DeployMessage::RegisterWorker(r),
-        }] => {
+        })] => {
             assert_eq!(r.id, "worker-20260101000000-127.0.0.1-4000");
             assert_eq!((r.host.as_str(), r.port), ("127.0.0.1", 4000));
             assert_eq!((r.cores, r.memory), (8, 4096));
@@ -249,36 +258,8 @@ fn registers_with_its_master_then_heartbeats_every_quarter_of_the_timeout() {
 }
 
 #[test]
-fn retries_the_registration_then_gives_up_as_spark_does() {
-    let mut h = Harness::new(|_| {});
-    h.take();
-    let start = h.now;
-    let mut dials = 1;
-    let mut timers = 0;
-    while h.core.exit().is_none() {
-        let at = h.core.poll_timeout().expect("a timer");
-        h.at(at);
-        dials += names(&h.take())
-            .iter()
-            .filter(|n| n.starts_with("dial"))
-            .count();
-        timers += 1;
-        assert!(timers < 500, "never gave up");
-    }
-    assert_eq!(h.core.exit(), Some(&WorkerExit::GaveUp));
-    assert_eq!(dials as u32, REGISTRATION_RETRIES, "one dial per attempt");
-    // Six waits fuzzed ±50 % around 10 s, then ten around 60 s: 330 s to 990 s in all.
-    let took = h.now - start;
-    assert!(
-        took >= Duration::from_secs(330) && took <= Duration::from_secs(990),
-        "{took:?}"
-    );
-    assert_eq!(h.config.register_retry, Duration::from_secs(10));
-}
-
-#[test]
 fn a_lost_master_connection_makes_it_register_again_and_reconnect_worker_resends() {
-    let mut h = Harness::registered(|_| {});
+    let mut h = Harness::registered(|_, _| {});
     h.input(Input::Closed { conn: 1 });
     assert_eq!(names(&h.take()), ["dial 10.0.0.1:7077"]);
     // Unregistered: no heartbeat.
@@ -289,6 +270,7 @@ fn a_lost_master_connection_makes_it_register_again_and_reconnect_worker_resends
         conn: 2,
         role: Role::Master,
         purpose: Purpose::Registration(master()),
+        version: Version::V2,
         addr: "127.0.0.1:40002".into(),
         peer_id: "peer-2".into(),
     });
@@ -306,7 +288,7 @@ fn a_lost_master_connection_makes_it_register_again_and_reconnect_worker_resends
 
 #[test]
 fn a_launched_executor_is_reported_running_then_exited() {
-    let mut h = Harness::registered(|_| {});
+    let mut h = Harness::registered(|_, _| {});
     let args = executor_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = h.launch(
@@ -316,7 +298,7 @@ fn a_launched_executor_is_reported_running_then_exited() {
         &[("SPARK_X", "{{APP_ID}}"), ("OTHER", "1")],
     );
     let launch: Launch = match out.as_slice() {
-        [Output::Start(l)] => l.clone(),
+        [Output::Effect(Effect::Start(l))] => l.clone(),
         other => panic!("{other:?}"),
     };
     assert_eq!(launch.key, RunKey::Executor("app-1".into(), 3));
@@ -375,7 +357,7 @@ fn a_launched_executor_is_reported_running_then_exited() {
 
 #[test]
 fn a_killed_executor_ends_killed_and_only_the_active_master_may_kill() {
-    let mut h = Harness::registered(|_| {});
+    let mut h = Harness::registered(|_, _| {});
     let args = executor_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     h.launch(0, "/opt/sparkwire", &args, &[]);
@@ -407,12 +389,13 @@ fn a_killed_executor_ends_killed_and_only_the_active_master_may_kill() {
 
 #[test]
 fn the_launch_policy_refuses_with_executor_state_changed_failed() {
-    let mut h = Harness::registered(|_| {});
+    let mut h = Harness::registered(|_, _| {});
     let args = executor_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let failure = |out: &[Output]| -> String {
         assert!(
-            !out.iter().any(|o| matches!(o, Output::Start(_))),
+            !out.iter()
+                .any(|o| matches!(o, Output::Effect(Effect::Start(_)))),
             "nothing starts"
         );
         match state_changes(out).as_slice() {
@@ -464,10 +447,10 @@ fn the_launch_policy_refuses_with_executor_state_changed_failed() {
         },
     );
     match h.take().as_slice() {
-        [Output::Send {
+        [Output::Conn(ConnOutput::Send {
             message: DeployMessage::DriverStateChanged(c),
             ..
-        }] => {
+        })] => {
             assert_eq!(c.state, DriverState::Error);
             let text = &c.exception.as_ref().expect("why").message;
             assert!(text.contains("as a driver"), "{text}");
@@ -478,14 +461,10 @@ fn the_launch_policy_refuses_with_executor_state_changed_failed() {
 
 #[test]
 fn a_launch_that_fails_to_start_is_reported_failed() {
-    let mut h = Harness::registered(|c| {
-        c.security = crate::connection::Security::with_secret(
-            crate::wire::handshake::Secret::new(b"0123456789abcdef".to_vec()).expect("secret"),
-        );
-    });
+    let mut h = Harness::registered(|c, _| c.hands_secret = true);
     let out = h.launch(0, "/opt/any", &[], &[]);
     let launch = match out.as_slice() {
-        [Output::Start(l)] => l.clone(),
+        [Output::Effect(Effect::Start(l))] => l.clone(),
         other => panic!("{other:?}"),
     };
     // The secret is handed over in a private file in the executor's directory, named by a
@@ -509,49 +488,4 @@ fn a_launch_that_fails_to_start_is_reported_failed() {
         )]
     );
     assert!(h.core.state_response().executors.is_empty());
-}
-
-#[test]
-fn commands_are_taken_only_from_the_registered_master_over_its_connection() {
-    let mut h = Harness::registered(|_| {});
-    // A UI connected to the worker cannot launch anything.
-    h.input(Input::Opened {
-        conn: 9,
-        role: Role::Ui,
-        purpose: Purpose::Inbound,
-        addr: "127.0.0.1:40009".into(),
-        peer_id: "peer-9".into(),
-    });
-    h.input(Input::Message {
-        conn: 9,
-        message: LaunchExecutor {
-            master_url: MASTER_URL.into(),
-            app_id: "app-1".into(),
-            exec_id: 0,
-            rp_id: 0,
-            app_desc: app_description(),
-            cores: 1,
-            memory: 1,
-            resources: Resources::new(),
-        }
-        .into(),
-    });
-    assert_eq!(names(&h.take()), ["close 9"]);
-    // Nor can a master over a connection it opened (not the registered one).
-    h.input(Input::Opened {
-        conn: 10,
-        role: Role::Master,
-        purpose: Purpose::Inbound,
-        addr: "127.0.0.1:40010".into(),
-        peer_id: "peer-10".into(),
-    });
-    h.message(
-        10,
-        KillExecutor {
-            master_url: MASTER_URL.into(),
-            app_id: "app-1".into(),
-            exec_id: 0,
-        },
-    );
-    assert_eq!(names(&h.take()), ["close 10"]);
 }

@@ -6,7 +6,7 @@
 //! itself matches the pattern ([`DEFAULT_REDACTION_REGEX`] by default).
 //!
 //! ```
-//! use sparkwire::reference::redact::{Redactor, REDACTED};
+//! use sparkwire::node::redact::{Redactor, REDACTED};
 //!
 //! let r = Redactor::default();
 //! assert_eq!(r.value("AWS_SECRET_ACCESS_KEY", "abc"), REDACTED);

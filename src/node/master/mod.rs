@@ -1,9 +1,11 @@
-//! The master's sans-IO core: Spark's Master endpoint as a state machine, fed [`Input`]s with
-//! the time, handing out [`Output`]s in one queue, in the style of quinn-proto.
+//! The master's core: Spark's standalone Master endpoint as a state machine, a
+//! [`Core`] fed [`Input`]s with the time, handing out
+//! [`Output`](crate::node::Output)s (writes on its connections, and its [`Effect`]s) in one queue,
+//! in the style of quinn-proto.
 //!
-//! [`MasterCore`] owns no socket, file, clock, task or channel. Whoever drives it (the tokio loop
-//! of [`Master::start`](super::Master::start), or the in-memory harness of the `testing`
-//! feature) tells it what happened and when ([`MasterCore::handle`],
+//! [`MasterCore`] owns no socket, file, clock, task or channel. Whoever drives it (the async
+//! runtime of `reference::master`, or the in-memory `sim::Cluster`)
+//! tells it what happened and when ([`MasterCore::handle`],
 //! [`MasterCore::handle_timeout`] at [`MasterCore::poll_timeout`]), then drains
 //! [`MasterCore::poll`] and does what it says: send, answer or fail asks, close connections, dial
 //! recovered peers, persist records. Connections are named by the driver's [`ConnId`]s.
@@ -11,7 +13,7 @@
 //! The state is split by what it is about, each sub-state owning its fields:
 //! - `workers`: registration, heartbeats and timeouts, loss, decommissioning;
 //! - `apps`: applications, their executors and the scheduling round (the allocation itself
-//!   is [`schedule`](super::schedule) and [`round`](super::round));
+//!   is [`schedule`] and [`round`]);
 //! - `drivers`: drivers submitted in cluster deploy mode;
 //! - `recovery`: leadership and the RECOVERING → ALIVE path, and what is persisted;
 //! - `owner` and `admin`: which connection may act on which id, and who may change state;
@@ -21,12 +23,12 @@
 //! use std::time::{Duration, Instant};
 //! use sparkwire::messages::deploy::{RegisterWorker, RegisteredWorker};
 //! use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Resources};
-//! use sparkwire::reference::master::proto::{Input, MasterCore, Output, Stored};
-//! use sparkwire::reference::master::MasterConfig;
+//! use sparkwire::node::master::{Config, Effect, Input, MasterCore, Stored};
+//! use sparkwire::node::{ConnOutput, Core, Output};
 //! use sparkwire::wire::handshake::Role;
 //!
 //! let start = Instant::now(); // the driver's clock, not the core's
-//! let mut core = MasterCore::new(MasterConfig::default(), Addr::new("127.0.0.1", 7077), start, 0);
+//! let mut core = MasterCore::new(Config::default(), Addr::new("127.0.0.1", 7077), start, 0);
 //! core.handle(start, Input::Elected { stored: Stored::default() });
 //! core.handle(start, Input::Opened {
 //!     conn: 1,
@@ -52,9 +54,11 @@
 //!     )
 //!     .into(),
 //! });
+//! // The runtime stops cutting the worker off for silence, then the worker hears it registered.
+//! assert_eq!(core.poll(), Some(Output::Effect(Effect::Registered { conn: 1 })));
 //! assert!(matches!(
 //!     core.poll(),
-//!     Some(Output::Send { conn: 1, message: DeployMessage::RegisteredWorker(RegisteredWorker { duplicate: false, .. }) })
+//!     Some(Output::Conn(ConnOutput::Send { conn: 1, message: DeployMessage::RegisteredWorker(RegisteredWorker { duplicate: false, .. }) }))
 //! ));
 //! // No heartbeat: after the worker timeout the worker is DEAD.
 //! let later = start + Duration::from_secs(75);
@@ -69,22 +73,70 @@ mod drivers;
 mod io;
 mod owner;
 mod recovery;
+pub mod round;
+pub mod schedule;
 mod state;
 mod ui;
 mod workers;
 
-use crate::validate::ConnId;
 pub use io::{
-    DialTarget, Input, Output, Record, RecordKind, Stored, StoredApp, StoredDriver, StoredWorker,
+    DialTarget, Effect, Input, Record, RecordKind, Stored, StoredApp, StoredDriver, StoredWorker,
 };
+pub use ui::{ExecutorRow, MasterStatus};
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use super::MasterConfig;
 use crate::messages::{Addr, DeployMessage, EndpointRef, ErrorDescription, Family, RecoveryState};
+use crate::node::redact::Redactor;
+use crate::node::{ConnId, ConnOutput, Core};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
+
+/// What the master core hands out.
+pub type Output = crate::node::Output<DeployMessage, Effect>;
+
+/// The master's protocol rules; [`Default`] gives Spark's defaults. Where it listens, its
+/// limits, security, recovery storage and web UI are its runtime's (`reference::master`).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Spread each application's executors over as many workers as possible
+    /// (`spark.deploy.spreadOut`, default true), or fill workers one by one.
+    pub spread_out: bool,
+    /// A worker silent this long is DEAD (`spark.worker.timeout`, default 60 s). Also the time
+    /// a recovering master waits for workers and applications to answer.
+    pub worker_timeout: Duration,
+    /// Abnormal executor ends with no executor running before an application is removed
+    /// (`spark.deploy.maxExecutorRetries`, default 10; negative disables).
+    pub max_executor_retries: i32,
+    /// Completed applications kept for the state page (`spark.deploy.retainedApplications`).
+    pub retained_applications: usize,
+    /// Completed drivers kept for the state page (`spark.deploy.retainedDrivers`).
+    pub retained_drivers: usize,
+    /// Hides secrets in the state answer (Spark's `spark.redaction.regex`).
+    pub redaction: Redactor,
+    /// Records are persisted ([`Effect::Persist`]) for a recovery after a failover: the master
+    /// has a recovery store, and waits for an [`Input::Elected`]. Default false.
+    pub persistent: bool,
+    /// Only peers that proved the admin secret may change the master's state from a UI
+    /// (protocol/SPEC.md, "Authentication and permissions"). Default false.
+    pub admins_only: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            spread_out: true,
+            worker_timeout: Duration::from_secs(60),
+            max_executor_retries: 10,
+            retained_applications: 200,
+            retained_drivers: 200,
+            redaction: Redactor::default(),
+            persistent: false,
+            admins_only: false,
+        }
+    }
+}
 
 use apps::Apps;
 use drivers::Drivers;
@@ -148,7 +200,7 @@ impl Outputs {
 /// Spark's standalone Master as a state machine; see the [module docs](self).
 #[derive(Debug)]
 pub struct MasterCore {
-    pub(crate) config: MasterConfig,
+    pub(crate) config: Config,
     pub(crate) addr: Addr,
     pub(crate) self_ref: EndpointRef,
     pub(crate) master_url: String,
@@ -170,10 +222,10 @@ impl MasterCore {
     /// A master at `addr` (the address it is reached at and advertises), in STANDBY until an
     /// [`Input::Elected`]. `now` is the driver's clock at the start and `wall_ms` the wall
     /// clock then (ms since the epoch); the core reads neither clock itself.
-    pub fn new(config: MasterConfig, addr: Addr, now: Instant, wall_ms: i64) -> MasterCore {
+    pub fn new(config: Config, addr: Addr, now: Instant, wall_ms: i64) -> MasterCore {
         let master_url = format!("sparkwire://{}:{}", addr.host, addr.port);
         let web_ui_url = format!("http://{}:8080", addr.host);
-        let persistent = config.recovery_dir.is_some();
+        let persistent = config.persistent;
         let mut core = MasterCore {
             self_ref: EndpointRef::at(addr.clone(), "Master"),
             master_url,
@@ -210,6 +262,11 @@ impl MasterCore {
         self.shuffle_seed = seed | 1;
     }
 
+    /// Its protocol rules.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The master's URL, `sparkwire://host:port`.
     pub fn url(&self) -> &str {
         &self.master_url
@@ -217,31 +274,12 @@ impl MasterCore {
 
     /// Its recovery state (STANDBY until elected).
     pub fn state(&self) -> RecoveryState {
-        self.ha.state
-    }
-
-    /// Handles `input`, which happened at `now`.
-    pub fn handle(&mut self, now: Instant, input: Input) {
-        self.clock.set(now);
-        match input {
-            Input::Opened {
-                conn,
-                role,
-                peer_id,
-                addr,
-                admin,
-                dialled,
-            } => self.opened(conn, role, (peer_id, addr), admin, dialled),
-            Input::Message { conn, message } => self.on_send(conn, message),
-            Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
-            Input::Closed { conn } => self.closed(conn),
-            Input::Elected { stored } => self.elected(stored),
-        }
+        self.ha.state()
     }
 
     /// The peer of connection `conn` as a log line names it: its address, its role, and the id it
     /// registered (a worker's or an application's) or, before that, the id of its hello.
-    pub(crate) fn peer_of(&self, conn: ConnId) -> Option<(String, Role, String)> {
+    pub fn peer_of(&self, conn: ConnId) -> Option<(String, Role, String)> {
         let rec = self.conns.all.get(&conn)?;
         let id = self
             .workers
@@ -250,33 +288,6 @@ impl MasterCore {
             .or_else(|| self.apps.by_conn.get(&conn))
             .unwrap_or(&rec.peer_id);
         Some((rec.addr.clone(), rec.role, id.clone()))
-    }
-
-    /// When [`MasterCore::handle_timeout`] is next due.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        Some(match self.ha.deadline {
-            Some(d) => d.min(self.next_check),
-            None => self.next_check,
-        })
-    }
-
-    /// Handles the timers due at `now`: the end of a recovery's wait, and the periodic check for
-    /// workers silent longer than the worker timeout.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.clock.set(now);
-        if self.ha.deadline.is_some_and(|d| d <= self.clock.now) {
-            self.ha.deadline = None;
-            self.complete_recovery();
-        }
-        if self.next_check <= self.clock.now {
-            self.time_out_dead_workers();
-            self.next_check = self.clock.now + self.check_every();
-        }
-    }
-
-    /// The next thing to do, in the order the core decided; `None` when there is nothing left.
-    pub fn poll(&mut self) -> Option<Output> {
-        self.out.queue.pop_front()
     }
 
     fn check_every(&self) -> Duration {
@@ -351,7 +362,7 @@ impl MasterCore {
                 self.finish_application(&id);
             }
         }
-        if self.ha.state == RecoveryState::Recovering && self.can_complete_recovery() {
+        if self.ha.state() == RecoveryState::Recovering && self.can_complete_recovery() {
             self.complete_recovery();
         }
     }
@@ -367,24 +378,33 @@ impl MasterCore {
     /// Sends `m` on `conn`, if it is open.
     pub(crate) fn send_on(&mut self, conn: Option<ConnId>, m: impl Into<DeployMessage>) {
         if let Some(conn) = conn.filter(|c| self.conns.all.contains_key(c)) {
-            self.out.push(Output::Send {
+            self.out.push(Output::Conn(ConnOutput::Send {
                 conn,
                 message: m.into(),
-            });
+            }));
+        }
+    }
+
+    /// Tells the runtime that the peer on `conn` registered, before the answer that says so.
+    pub(crate) fn registered_on(&mut self, conn: ConnId) {
+        if self.conns.all.contains_key(&conn) {
+            self.out.push(Output::Effect(Effect::Registered { conn }));
         }
     }
 
     /// Answers ask `id` on `conn`.
     pub(crate) fn reply_on(&mut self, conn: ConnId, id: u64, reply: Reply<DeployMessage>) {
         if self.conns.all.contains_key(&conn) {
-            self.out.push(Output::Reply { conn, id, reply });
+            self.out
+                .push(Output::Conn(ConnOutput::Reply { conn, id, reply }));
         }
     }
 
     /// Fails ask `id` on `conn`.
     pub(crate) fn fail_on(&mut self, conn: ConnId, id: u64, error: ErrorDescription) {
         if self.conns.all.contains_key(&conn) {
-            self.out.push(Output::Fail { conn, id, error });
+            self.out
+                .push(Output::Conn(ConnOutput::Fail { conn, id, error }));
         }
     }
 
@@ -444,13 +464,13 @@ impl MasterCore {
         let ui_side = self.conn_is(conn, &[Role::Ui, Role::DriverClient]);
         if let Some(denied) = self.admin_refusal(conn, &m) {
             if let Some((addr, role, peer_id)) = self.peer_of(conn) {
-                let peer = crate::reference::violations::Peer {
+                let peer = crate::node::violations::Peer {
                     addr: &addr,
                     role,
                     id: &peer_id,
                     conn,
                 };
-                crate::reference::violations::warn(
+                crate::node::violations::warn(
                     peer,
                     "refused a state-changing ask from a peer that is not an admin",
                     "PermissionDenied",
@@ -504,7 +524,9 @@ impl MasterCore {
                 Reply::Message(self.driver_status(&r.driver_id).into())
             }
             M::RequestMasterState(_) if ui_side => Reply::Message(self.master_state().into()),
-            M::RequestReadyz(_) if ui_side => Reply::Bool(self.ha.state != RecoveryState::Standby),
+            M::RequestReadyz(_) if ui_side => {
+                Reply::Bool(self.ha.state() != RecoveryState::Standby)
+            }
             M::RequestClearCompletedDriversAndApps(_) if ui_side => {
                 Reply::Bool(self.clear_completed())
             }
@@ -523,7 +545,7 @@ impl MasterCore {
     /// as it came).
     fn refuse_route(&mut self, conn: ConnId, ask: Option<u64>, m: &DeployMessage) {
         let from = self.conns.all.get(&conn).map_or(Role::Ui, |c| c.role);
-        let refusal = crate::reference::authz::Refusal::Route {
+        let refusal = crate::node::authz::Refusal::Route {
             from,
             to: Role::Master,
             message: m.name().to_string(),
@@ -534,11 +556,11 @@ impl MasterCore {
     /// Becomes the active master: ALIVE, or RECOVERING when the recovery directory holds state.
     fn elected(&mut self, stored: Stored) {
         if stored.is_empty() {
-            self.ha.state = RecoveryState::Alive;
+            self.ha.alive();
             tracing::info!("I have been elected leader! New state: ALIVE");
             self.schedule();
         } else {
-            self.ha.state = RecoveryState::Recovering;
+            self.ha.recovering();
             tracing::info!("I have been elected leader! New state: RECOVERING");
             self.begin_recovery(stored);
         }
@@ -552,5 +574,56 @@ impl MasterCore {
         x ^= x << 17;
         self.shuffle_seed = x;
         x
+    }
+}
+
+impl Core for MasterCore {
+    type Message = DeployMessage;
+    type Input = Input;
+    type Effect = Effect;
+
+    /// Handles `input`, which happened at `now`.
+    fn handle(&mut self, now: Instant, input: Input) {
+        self.clock.set(now);
+        match input {
+            Input::Opened {
+                conn,
+                role,
+                peer_id,
+                addr,
+                admin,
+                dialled,
+            } => self.opened(conn, role, (peer_id, addr), admin, dialled),
+            Input::Message { conn, message } => self.on_send(conn, message),
+            Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
+            Input::Closed { conn } => self.closed(conn),
+            Input::Elected { stored } => self.elected(stored),
+        }
+    }
+
+    /// When [`MasterCore::handle_timeout`] is next due.
+    fn poll_timeout(&self) -> Option<Instant> {
+        Some(match self.ha.deadline() {
+            Some(d) => d.min(self.next_check),
+            None => self.next_check,
+        })
+    }
+
+    /// Handles the timers due at `now`: the end of a recovery's wait, and the periodic check for
+    /// workers silent longer than the worker timeout.
+    fn handle_timeout(&mut self, now: Instant) {
+        self.clock.set(now);
+        if self.ha.deadline().is_some_and(|d| d <= self.clock.now) {
+            self.complete_recovery();
+        }
+        if self.next_check <= self.clock.now {
+            self.time_out_dead_workers();
+            self.next_check = self.clock.now + self.check_every();
+        }
+    }
+
+    /// The next thing to do, in the order the core decided; `None` when there is nothing left.
+    fn poll(&mut self) -> Option<Output> {
+        self.out.queue.pop_front()
     }
 }

@@ -8,10 +8,11 @@
 //!   as `spark-submit --status` reads it from a new process;
 //! - an executor or a driver to the worker the master placed it on, for status updates.
 
-use super::io::{ConnId, Output};
 use super::MasterCore;
+use super::Output;
 use crate::messages::{DeployMessage, Family};
-use crate::reference::authz::{self, Refusal};
+use crate::node::authz::{self, Refusal};
+use crate::node::{ConnId, ConnOutput};
 use crate::wire::handshake::Role;
 
 impl MasterCore {
@@ -125,28 +126,28 @@ impl MasterCore {
         let Some((addr, role, id)) = self.peer_of(conn) else {
             return;
         };
-        let peer = crate::reference::violations::Peer {
+        let peer = crate::node::violations::Peer {
             addr: &addr,
             role,
             id: &id,
             conn,
         };
-        crate::reference::violations::warn(peer, "refused", refusal.kind(), refusal);
+        crate::node::violations::warn(peer, "refused", refusal.kind(), refusal);
         let Some(c) = self.conns.all.get_mut(&conn) else {
             return;
         };
         match ask {
-            Some(id) => self.out.push(Output::Fail {
+            Some(id) => self.out.push(Output::Conn(ConnOutput::Fail {
                 conn,
                 id,
                 error: refusal.failure(),
-            }),
+            })),
             None => {
                 c.refused = true;
-                self.out.push(Output::Close {
+                self.out.push(Output::Conn(ConnOutput::Close {
                     conn,
                     reason: Some(refusal.close_reason()),
-                });
+                }));
             }
         }
     }

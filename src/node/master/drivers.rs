@@ -12,7 +12,7 @@ use crate::messages::deploy::{
 use crate::messages::{
     DriverDescription, DriverInfo, DriverState, ErrorDescription, RecoveryState, Resources,
 };
-use crate::reference::clock::stamp;
+use crate::node::clock::stamp;
 use crate::validate::ConnId;
 
 /// Spark's `Utils.BACKUP_STANDALONE_MASTER_PREFIX`.
@@ -55,10 +55,10 @@ impl MasterCore {
         &mut self,
         desc: DriverDescription,
     ) -> (SubmitDriverResponse, bool) {
-        if self.ha.state != RecoveryState::Alive {
+        if self.ha.state() != RecoveryState::Alive {
             let message = format!(
                 "{NOT_ALIVE}: {}. Can only accept driver submissions in ALIVE state.",
-                self.ha.state
+                self.ha.state()
             );
             return (
                 SubmitDriverResponse {
@@ -97,10 +97,10 @@ impl MasterCore {
             success,
             message,
         };
-        if self.ha.state != RecoveryState::Alive {
+        if self.ha.state() != RecoveryState::Alive {
             let msg = format!(
                 "{NOT_ALIVE}: {}. Can only kill drivers in ALIVE state.",
-                self.ha.state
+                self.ha.state()
             );
             return (response(false, msg), None);
         }
@@ -141,10 +141,10 @@ impl MasterCore {
 
     /// RequestKillAllDrivers: the answer, and the waiting drivers to end KILLED.
     pub(crate) fn kill_all_drivers(&mut self) -> (KillAllDriversResponse, Vec<String>) {
-        if self.ha.state != RecoveryState::Alive {
+        if self.ha.state() != RecoveryState::Alive {
             let message = format!(
                 "{NOT_ALIVE}: {}. Can only kill drivers in ALIVE state.",
-                self.ha.state
+                self.ha.state()
             );
             return (
                 KillAllDriversResponse {
@@ -174,10 +174,10 @@ impl MasterCore {
 
     /// RequestDriverStatus.
     pub(crate) fn driver_status(&self, id: &str) -> DriverStatusResponse {
-        if self.ha.state != RecoveryState::Alive {
+        if self.ha.state() != RecoveryState::Alive {
             let msg = format!(
                 "{NOT_ALIVE}: {}. Can only request driver status in ALIVE state.",
-                self.ha.state
+                self.ha.state()
             );
             return DriverStatusResponse {
                 found: false,

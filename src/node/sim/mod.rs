@@ -1,0 +1,721 @@
+//! An in-memory cluster of real protocol cores on one simulated clock, in the manner of
+//! quinn-proto's test `Pair`: no socket, no process, no file, no sleep.
+//!
+//! A [`Cluster`] holds nodes: each a [`Node`], a core and a small adapter that turns what the
+//! cluster does (a connection accepted or dialled, a frame delivered, a connection closed) into
+//! the core's input, and the core's [`ConnOutput`]s and dials into [`Step`]s the cluster routes.
+//! [`MasterNode`] and [`WorkerNode`] wrap the real [`MasterCore`] and [`WorkerCore`] (a worker's
+//! processes start and end in memory); a [`Probe`] is a connection the test holds and writes on
+//! itself, as an application client or a UI. Any other core (a driver's, an executor's) joins
+//! by implementing [`Node`].
+//!
+//! Time moves only when [`Cluster::step`] has nothing left to do at the current instant: it then
+//! jumps to the earliest of the next delivery and every running node's
+//! [`Core::poll_timeout`](crate::node::Core::poll_timeout). Knobs: a link's delay
+//! ([`Cluster::set_delay`]), dropping the next messages of a name ([`Cluster::drop_next`]),
+//! cutting a link silently ([`Cluster::cut`], a partition) or closing it
+//! ([`Cluster::close`], a reset), and pausing a node ([`Cluster::pause`], a stopped process:
+//! it handles nothing and its timers wait until [`Cluster::resume`]).
+//!
+//! ```
+//! use std::time::Duration;
+//! use sparkwire::messages::{Addr, WorkerState};
+//! use sparkwire::node::master;
+//! use sparkwire::node::sim::Cluster;
+//!
+//! let mut cluster = Cluster::new();
+//! let config = master::Config { worker_timeout: Duration::from_secs(4), ..Default::default() };
+//! let m = cluster.add_master(config, Addr::new("10.0.0.1", 7077));
+//! let w = cluster.add_worker("worker-1", Addr::new("10.0.0.2", 4000), 2, 2048, &[m]);
+//! cluster.run_for(Duration::from_secs(1));
+//! assert_eq!(cluster.master(m).master_state().workers[0].state, WorkerState::Alive);
+//! // The worker stops (a long pause): after the timeout the master has it DEAD.
+//! cluster.pause(w);
+//! cluster.run_for(Duration::from_secs(10));
+//! assert_eq!(cluster.master(m).master_state().workers[0].state, WorkerState::Dead);
+//! ```
+
+mod nodes;
+
+pub use nodes::{
+    app_description, driver_description, MasterNode, Probe, WorkerNode, DRIVER_PROGRAM,
+    EXECUTOR_PROGRAM,
+};
+
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use crate::messages::{Addr, DeployMessage, ErrorDescription, Family, Version};
+use crate::node::master::{self, MasterCore};
+use crate::node::worker::WorkerCore;
+use crate::node::{ConnId, ConnOutput};
+use crate::wire::handshake::Role;
+use crate::wire::Reply;
+
+/// A node's index in its cluster.
+pub type NodeId = usize;
+
+/// A connection between two nodes, by the cluster's own count.
+pub type LinkId = u64;
+
+/// Who a node is in a handshake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    /// Its role.
+    pub role: Role,
+    /// Its id.
+    pub id: String,
+    /// Where it listens (and is dialled), if it does.
+    pub addr: Option<Addr>,
+    /// It proved the admin secret.
+    pub admin: bool,
+}
+
+/// What arrives on a connection.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
+pub enum Frame {
+    /// A one-way message.
+    Message(DeployMessage),
+    /// An ask.
+    Ask(u64, DeployMessage),
+    /// The answer to this side's ask.
+    Answer(u64, Result<Reply<DeployMessage>, ErrorDescription>),
+}
+
+/// What a node asks of the cluster.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
+pub enum Step {
+    /// Write on (or close) one of its connections.
+    Conn(ConnOutput<DeployMessage>),
+    /// Connect to the node listening at this address; reported with [`Node::dialled`] or
+    /// [`Node::dial_failed`].
+    Dial(Addr),
+}
+
+/// A core with its adapter: what the cluster drives.
+pub trait Node: Any {
+    /// Who it is in handshakes.
+    fn hello(&self) -> Hello;
+    /// A peer dialled it: connection `conn` is up, agreed on `version`.
+    fn accepted(&mut self, now: Instant, conn: ConnId, peer: &Hello, version: Version);
+    /// Its dial of `addr` succeeded: connection `conn` is up, agreed on `version`.
+    fn dialled(&mut self, now: Instant, conn: ConnId, addr: &Addr, peer: &Hello, version: Version);
+    /// Its dial of `addr` failed: nothing listens there.
+    fn dial_failed(&mut self, now: Instant, addr: &Addr);
+    /// A frame arrived on `conn`.
+    fn frame(&mut self, now: Instant, conn: ConnId, frame: Frame);
+    /// Connection `conn` closed.
+    fn closed(&mut self, now: Instant, conn: ConnId);
+    /// Its timeout is due.
+    fn handle_timeout(&mut self, now: Instant);
+    /// When it next wants [`Node::handle_timeout`].
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// What it wants done next.
+    fn poll(&mut self, now: Instant) -> Option<Step>;
+    /// Itself, to be looked at by its type.
+    fn as_any(&self) -> &dyn Any;
+    /// Itself, to be changed by its type.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+struct Slot {
+    node: Box<dyn Node>,
+    paused: bool,
+    version: Version,
+    next_conn: ConnId,
+}
+
+struct Link {
+    ends: [(NodeId, ConnId); 2],
+    /// Silently dropping everything (a partition).
+    cut: bool,
+    delay: Duration,
+}
+
+/// A frame (or a close) on its way.
+struct Delivery {
+    link: LinkId,
+    /// The receiving end (0 or 1).
+    to: usize,
+    /// `None`: the close of the connection.
+    frame: Option<Frame>,
+}
+
+/// One message as it went over a link, for assertions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sent {
+    /// When it was written.
+    pub at: Instant,
+    /// Who wrote it.
+    pub from: NodeId,
+    /// Who it was for.
+    pub to: NodeId,
+    /// The message's name (`reply` and `failure` for answers).
+    pub name: String,
+    /// It was an ask.
+    pub asked: bool,
+}
+
+/// N cores wired in memory on one simulated clock. See the [module docs](self).
+pub struct Cluster {
+    start: Instant,
+    now: Instant,
+    slots: Vec<Slot>,
+    links: BTreeMap<LinkId, Link>,
+    by_end: HashMap<(NodeId, ConnId), (LinkId, usize)>,
+    next_link: LinkId,
+    inflight: BTreeMap<(Instant, u64), Delivery>,
+    seq: u64,
+    delay: Duration,
+    drops: Vec<(String, usize)>,
+    log: Vec<Sent>,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Cluster::new()
+    }
+}
+
+impl Cluster {
+    /// An empty cluster; every link delivers after 1 ms.
+    pub fn new() -> Cluster {
+        let start = Instant::now();
+        Cluster {
+            start,
+            now: start,
+            slots: Vec::new(),
+            links: BTreeMap::new(),
+            by_end: HashMap::new(),
+            next_link: 1,
+            inflight: BTreeMap::new(),
+            seq: 0,
+            delay: Duration::from_millis(1),
+            drops: Vec::new(),
+            log: Vec::new(),
+        }
+    }
+
+    /// The simulated time now.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// How long the cluster has run.
+    pub fn elapsed(&self) -> Duration {
+        self.now - self.start
+    }
+
+    /// Adds `node`; it speaks protocol version 2 unless [`Cluster::set_version`] says otherwise.
+    pub fn add(&mut self, node: Box<dyn Node>) -> NodeId {
+        self.slots.push(Slot {
+            node,
+            paused: false,
+            version: Version::V2,
+            next_conn: 1,
+        });
+        self.slots.len() - 1
+    }
+
+    /// Adds an elected master at `addr` (it persists to memory, [`MasterNode::store`]).
+    pub fn add_master(&mut self, config: master::Config, addr: Addr) -> NodeId {
+        let node = MasterNode::elected(config, addr, self.now);
+        self.add(Box::new(node))
+    }
+
+    /// Adds a worker offering `cores` and `memory` MiB that registers with `masters` at once,
+    /// heartbeating every quarter of the masters' worker timeout (taken from the first).
+    pub fn add_worker(
+        &mut self,
+        id: &str,
+        addr: Addr,
+        cores: i32,
+        memory: i32,
+        masters: &[NodeId],
+    ) -> NodeId {
+        let timeout = masters.first().map_or(Duration::from_secs(60), |m| {
+            self.master(*m).config().worker_timeout
+        });
+        let addrs = masters
+            .iter()
+            .filter_map(|m| self.slots[*m].node.hello().addr)
+            .collect();
+        let node = WorkerNode::new(id, addr, cores, memory, addrs, timeout, self.now);
+        self.add(Box::new(node))
+    }
+
+    /// Adds a master at `addr` in STANDBY, until [`Cluster::elect`].
+    pub fn add_standby_master(&mut self, config: master::Config, addr: Addr) -> NodeId {
+        let node = MasterNode::standby(config, addr, self.now);
+        self.add(Box::new(node))
+    }
+
+    /// Elects master `id` now on `stored` (what the recovery store it shares holds).
+    pub fn elect(&mut self, id: NodeId, stored: master::Stored) {
+        let now = self.now;
+        self.node_mut::<MasterNode>(id).elect(now, stored);
+    }
+
+    /// Adds a probe: a peer of `role` the test writes on itself.
+    pub fn add_probe(&mut self, role: Role, id: &str) -> NodeId {
+        self.add(Box::new(Probe::new(role, id)))
+    }
+
+    /// The node `id` as its type. Panics (in tests) when it is of another type.
+    pub fn node<T: Node>(&self, id: NodeId) -> &T {
+        self.slots[id]
+            .node
+            .as_any()
+            .downcast_ref()
+            .expect("a node of that type")
+    }
+
+    /// The node `id` as its type, to change. Panics (in tests) when it is of another type.
+    pub fn node_mut<T: Node>(&mut self, id: NodeId) -> &mut T {
+        self.slots[id]
+            .node
+            .as_any_mut()
+            .downcast_mut()
+            .expect("a node of that type")
+    }
+
+    /// The master core of node `id`.
+    pub fn master(&self, id: NodeId) -> &MasterCore {
+        self.node::<MasterNode>(id).core()
+    }
+
+    /// The worker core of node `id`.
+    pub fn worker(&self, id: NodeId) -> &WorkerCore {
+        self.node::<WorkerNode>(id).core()
+    }
+
+    /// The probe of node `id`.
+    pub fn probe(&self, id: NodeId) -> &Probe {
+        self.node::<Probe>(id)
+    }
+
+    /// Node `id` speaks `version` (a link agrees on the lower of its ends').
+    pub fn set_version(&mut self, id: NodeId, version: Version) {
+        self.slots[id].version = version;
+    }
+
+    /// Every link made from now on delivers after `delay`; with `link`, only that one.
+    pub fn set_delay(&mut self, link: Option<LinkId>, delay: Duration) {
+        match link {
+            Some(l) => {
+                if let Some(l) = self.links.get_mut(&l) {
+                    l.delay = delay;
+                }
+            }
+            None => self.delay = delay,
+        }
+    }
+
+    /// Drops the next `count` messages named `name`, on any link.
+    pub fn drop_next(&mut self, name: &str, count: usize) {
+        self.drops.push((name.to_string(), count));
+    }
+
+    /// Partitions `link`: what is on it and what is written on it from now on is lost; neither
+    /// end notices.
+    pub fn cut(&mut self, link: LinkId) {
+        if let Some(l) = self.links.get_mut(&link) {
+            l.cut = true;
+        }
+        self.inflight.retain(|_, d| d.link != link);
+    }
+
+    /// Resets `link`: what is on it is lost and both ends see it closed.
+    pub fn close(&mut self, link: LinkId) {
+        self.inflight.retain(|_, d| d.link != link);
+        self.drop_link(link);
+    }
+
+    /// Stops node `id`: it handles nothing, its timers wait, what is sent to it waits.
+    pub fn pause(&mut self, id: NodeId) {
+        self.slots[id].paused = true;
+    }
+
+    /// Lets node `id` run again.
+    pub fn resume(&mut self, id: NodeId) {
+        self.slots[id].paused = false;
+    }
+
+    /// Node `id`'s process dies: it stops, and every connection it has closes (its peers see
+    /// them closed; what was on its way is lost).
+    pub fn kill(&mut self, id: NodeId) {
+        self.pause(id);
+        for link in self.links_of(id) {
+            self.close(link);
+        }
+    }
+
+    /// The links open to or from `node`, oldest first.
+    pub fn links_of(&self, node: NodeId) -> Vec<LinkId> {
+        self.links
+            .iter()
+            .filter(|(_, l)| l.ends[0].0 == node || l.ends[1].0 == node)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// The links open between `a` and `b`, oldest first.
+    pub fn links_between(&self, a: NodeId, b: NodeId) -> Vec<LinkId> {
+        self.links
+            .iter()
+            .filter(|(_, l)| {
+                let (x, y) = (l.ends[0].0, l.ends[1].0);
+                (x, y) == (a, b) || (x, y) == (b, a)
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Every message written so far.
+    pub fn sent(&self) -> &[Sent] {
+        &self.log
+    }
+
+    /// The messages named `name` written so far from `from` to `to`.
+    pub fn count(&self, from: NodeId, to: NodeId, name: &str) -> usize {
+        self.log
+            .iter()
+            .filter(|s| s.from == from && s.to == to && s.name == name)
+            .count()
+    }
+
+    /// Probe `probe` dials node `to`; returns the probe's connection id once it is up.
+    pub fn connect(&mut self, probe: NodeId, to: NodeId) -> Option<ConnId> {
+        let addr = self.slots[to].node.hello().addr?;
+        self.node_mut::<Probe>(probe).queue(Step::Dial(addr));
+        self.settle();
+        self.node::<Probe>(probe).last_opened()
+    }
+
+    /// Probe `probe` writes `message` one-way on its connection `conn`; the cluster runs until
+    /// nothing is left to do at this instant or the next.
+    pub fn send(&mut self, probe: NodeId, conn: ConnId, message: impl Into<DeployMessage>) {
+        let message = message.into();
+        self.node_mut::<Probe>(probe)
+            .queue(Step::Conn(ConnOutput::Send { conn, message }));
+        self.settle();
+    }
+
+    /// Probe `probe` asks `message` on its connection `conn`; the answer, once the cluster
+    /// settled.
+    pub fn ask(
+        &mut self,
+        probe: NodeId,
+        conn: ConnId,
+        message: impl Into<DeployMessage>,
+    ) -> Option<Result<Reply<DeployMessage>, ErrorDescription>> {
+        let id = self.node_mut::<Probe>(probe).next_ask();
+        let message = message.into();
+        self.node_mut::<Probe>(probe)
+            .queue(Step::Conn(ConnOutput::Ask { conn, id, message }));
+        self.settle();
+        self.node::<Probe>(probe).answer(conn, id)
+    }
+
+    /// An application client (a probe listening at `addr`) registers `desc` with master
+    /// `master`: the probe, its connection, and the id the master gave (`None` if it gave none).
+    pub fn app(
+        &mut self,
+        master: NodeId,
+        addr: Addr,
+        desc: crate::messages::ApplicationDescription,
+    ) -> (NodeId, ConnId, Option<String>) {
+        let id = format!("app-client-{}", addr.port);
+        let probe = self.add(Box::new(Probe::listening(
+            Role::AppClient,
+            &id,
+            addr.clone(),
+        )));
+        let Some(conn) = self.connect(probe, master) else {
+            return (probe, 0, None);
+        };
+        let register = crate::messages::deploy::RegisterApplication {
+            app_description: desc,
+            driver: crate::messages::EndpointRef::at(addr, "AppClient"),
+        };
+        self.send(probe, conn, register);
+        let app_id = self.probe(probe).received().find_map(|m| match m {
+            DeployMessage::RegisteredApplication(r) => Some(r.app_id.clone()),
+            _ => None,
+        });
+        (probe, conn, app_id)
+    }
+
+    /// A probe that registers with master `master` as worker `id` at `addr` offering `cores` and
+    /// `memory` MiB, then writes only what the test makes it write (no heartbeat): the probe and
+    /// its connection.
+    pub fn add_worker_probe(
+        &mut self,
+        master: NodeId,
+        id: &str,
+        addr: Addr,
+        cores: i32,
+        memory: i32,
+    ) -> (NodeId, ConnId) {
+        let probe = self.add(Box::new(Probe::listening(Role::Worker, id, addr.clone())));
+        let conn = self.connect(probe, master).unwrap_or_default();
+        let master_address = self.slots[master]
+            .node
+            .hello()
+            .addr
+            .unwrap_or_else(|| addr.clone());
+        let register = crate::messages::deploy::RegisterWorker {
+            id: id.to_string(),
+            host: addr.host.clone(),
+            port: addr.port,
+            worker: crate::messages::EndpointRef::at(addr, "Worker"),
+            cores,
+            memory,
+            worker_web_ui_url: String::new(),
+            master_address,
+            resources: crate::messages::Resources::new(),
+        };
+        self.send(probe, conn, register);
+        (probe, conn)
+    }
+
+    /// Master `master`'s state as a `ui` peer asks it over a fresh connection (through the
+    /// master's routing and authorization), which then closes.
+    pub fn ask_state(
+        &mut self,
+        master: NodeId,
+    ) -> Option<crate::messages::deploy::MasterStateResponse> {
+        let ui = self.add_probe(Role::Ui, "sim-ui");
+        let conn = self.connect(ui, master)?;
+        let answer = self.ask(ui, conn, crate::messages::deploy::RequestMasterState {});
+        for link in self.links_between(ui, master) {
+            self.close(link);
+        }
+        match answer {
+            Some(Ok(Reply::Message(DeployMessage::MasterStateResponse(s)))) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Runs until the deliveries already written have arrived (a few link delays), and no
+    /// later.
+    pub fn settle(&mut self) {
+        let until = self.now + self.delay.max(Duration::from_millis(1)) * 8;
+        while self.step(until) {}
+    }
+
+    /// Runs for `d` of simulated time.
+    pub fn run_for(&mut self, d: Duration) {
+        let until = self.now + d;
+        while self.step(until) {}
+        self.now = self.now.max(until);
+    }
+
+    /// Runs until `done` holds (checked after every step), or `limit` of simulated time has
+    /// passed; whether it held.
+    pub fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Cluster) -> bool) -> bool {
+        let until = self.now + limit;
+        loop {
+            if done(self) {
+                return true;
+            }
+            if !self.step(until) {
+                return done(self);
+            }
+        }
+    }
+
+    /// One step: everything due now is done; then the clock moves to the next event, if it
+    /// comes by `until`, and that event is handled. False when nothing comes by `until`.
+    pub fn step(&mut self, until: Instant) -> bool {
+        self.drain();
+        let next_delivery = self
+            .inflight
+            .iter()
+            .find(|(_, d)| !self.slots[self.end(d).0].paused)
+            .map(|((at, _), _)| *at);
+        let next_timeout = self
+            .slots
+            .iter()
+            .filter(|s| !s.paused)
+            .filter_map(|s| s.node.poll_timeout())
+            .min();
+        let Some(next) = [next_delivery, next_timeout].into_iter().flatten().min() else {
+            return false;
+        };
+        if next > until {
+            return false;
+        }
+        self.now = self.now.max(next);
+        let due: Vec<(Instant, u64)> = self
+            .inflight
+            .iter()
+            .filter(|((at, _), d)| *at <= self.now && !self.slots[self.end(d).0].paused)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in due {
+            if let Some(d) = self.inflight.remove(&key) {
+                self.deliver(d);
+            }
+        }
+        let now = self.now;
+        for slot in self.slots.iter_mut().filter(|s| !s.paused) {
+            if slot.node.poll_timeout().is_some_and(|t| t <= now) {
+                slot.node.handle_timeout(now);
+            }
+        }
+        self.drain();
+        true
+    }
+
+    fn end(&self, d: &Delivery) -> (NodeId, ConnId) {
+        self.links.get(&d.link).map_or((0, 0), |l| l.ends[d.to])
+    }
+
+    fn deliver(&mut self, d: Delivery) {
+        let Some(link) = self.links.get(&d.link) else {
+            return;
+        };
+        let (node, conn) = link.ends[d.to];
+        match d.frame {
+            Some(frame) => self.slots[node].node.frame(self.now, conn, frame),
+            None => self.drop_link(d.link),
+        }
+    }
+
+    /// Both ends see the link closed.
+    fn drop_link(&mut self, link: LinkId) {
+        let Some(l) = self.links.remove(&link) else {
+            return;
+        };
+        for (node, conn) in l.ends {
+            self.by_end.remove(&(node, conn));
+            self.slots[node].node.closed(self.now, conn);
+        }
+    }
+
+    /// Routes what every running node wants done now, until none wants anything.
+    fn drain(&mut self) {
+        loop {
+            let mut any = false;
+            for id in 0..self.slots.len() {
+                if self.slots[id].paused {
+                    continue;
+                }
+                while let Some(step) = self.slots[id].node.poll(self.now) {
+                    any = true;
+                    self.route(id, step);
+                }
+            }
+            if !any {
+                return;
+            }
+        }
+    }
+
+    fn route(&mut self, from: NodeId, step: Step) {
+        match step {
+            Step::Dial(addr) => self.dial(from, &addr),
+            Step::Conn(out) => {
+                let Some(&(link, side)) = self.by_end.get(&(from, out.conn())) else {
+                    return;
+                };
+                let frame = match out {
+                    ConnOutput::Send { message, .. } => Some(Frame::Message(message)),
+                    ConnOutput::Ask { id, message, .. } => Some(Frame::Ask(id, message)),
+                    ConnOutput::Reply { id, reply, .. } => Some(Frame::Answer(id, Ok(reply))),
+                    ConnOutput::Fail { id, error, .. } => Some(Frame::Answer(id, Err(error))),
+                    ConnOutput::Close { .. } => None,
+                    ConnOutput::Abort { .. } => {
+                        self.close(link);
+                        return;
+                    }
+                };
+                self.write(link, 1 - side, frame);
+            }
+        }
+    }
+
+    fn write(&mut self, link: LinkId, to: usize, frame: Option<Frame>) {
+        let Some(l) = self.links.get(&link) else {
+            return;
+        };
+        let (from, to_node) = (l.ends[1 - to].0, l.ends[to].0);
+        if let Some(f) = &frame {
+            let name = match f {
+                Frame::Message(m) | Frame::Ask(_, m) => m.name().to_string(),
+                Frame::Answer(_, Ok(_)) => "reply".to_string(),
+                Frame::Answer(_, Err(_)) => "failure".to_string(),
+            };
+            self.log.push(Sent {
+                at: self.now,
+                from,
+                to: to_node,
+                name: name.clone(),
+                asked: matches!(f, Frame::Ask(..)),
+            });
+            if l.cut {
+                return;
+            }
+            if let Some(rule) = self.drops.iter_mut().find(|(n, c)| *n == name && *c > 0) {
+                rule.1 -= 1;
+                return;
+            }
+        } else if l.cut {
+            return;
+        }
+        let at = self.now + l.delay;
+        self.seq += 1;
+        self.inflight
+            .insert((at, self.seq), Delivery { link, to, frame });
+    }
+
+    fn dial(&mut self, from: NodeId, addr: &Addr) {
+        let target = self
+            .slots
+            .iter()
+            .position(|s| s.node.hello().addr.as_ref() == Some(addr) && !s.paused);
+        let Some(to) = target else {
+            self.slots[from].node.dial_failed(self.now, addr);
+            return;
+        };
+        let version = self.slots[from].version.min(self.slots[to].version);
+        let (a, b) = (self.fresh_conn(from), self.fresh_conn(to));
+        let link = self.next_link;
+        self.next_link += 1;
+        self.links.insert(
+            link,
+            Link {
+                ends: [(from, a), (to, b)],
+                cut: false,
+                delay: self.delay,
+            },
+        );
+        self.by_end.insert((from, a), (link, 0));
+        self.by_end.insert((to, b), (link, 1));
+        let (hello_from, hello_to) = (self.slots[from].node.hello(), self.slots[to].node.hello());
+        self.slots[to]
+            .node
+            .accepted(self.now, b, &hello_from, version);
+        self.slots[from]
+            .node
+            .dialled(self.now, a, addr, &hello_to, version);
+    }
+
+    fn fresh_conn(&mut self, node: NodeId) -> ConnId {
+        let slot = &mut self.slots[node];
+        let c = slot.next_conn;
+        slot.next_conn += 1;
+        c
+    }
+}
+
+/// `host:port` of a hello, for a core's logs.
+fn addr_text(h: &Hello) -> String {
+    h.addr
+        .as_ref()
+        .map_or_else(|| "-".to_string(), |a| a.to_string())
+}
