@@ -29,4 +29,3 @@ pub(crate) mod violations;
 pub mod webui;
 pub mod worker;
 
-// The driver's files still name authorization here until they move to `node` (issue 23).
