@@ -143,6 +143,11 @@ impl Outputs {
     pub(crate) fn push(&mut self, out: Output) {
         self.queue.push_back(out);
     }
+
+    /// Keeps only the queued outputs `keep` accepts (changing them as it likes).
+    pub(crate) fn retain(&mut self, keep: impl FnMut(&mut Output) -> bool) {
+        self.queue.retain_mut(keep);
+    }
 }
 
 /// Spark's standalone Master as a state machine; see the [module docs](self).
@@ -236,6 +241,7 @@ impl MasterCore {
             Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
             Input::Closed { conn } => self.closed(conn),
             Input::Elected { stored } => self.elected(stored),
+            Input::PersistFailed { kind, id, reason } => self.persist_failed(kind, &id, &reason),
         }
     }
 

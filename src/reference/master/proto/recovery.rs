@@ -9,8 +9,13 @@ use super::io::{
 };
 use super::state::{AppRec, DriverRec, ExecRec, WorkerRec};
 use super::MasterCore;
-use crate::messages::deploy::{MasterChanged, WorkerSchedulerStateResponse};
-use crate::messages::{ApplicationState, DriverState, RecoveryState, WorkerState};
+use crate::messages::deploy::{
+    ApplicationRemoved, MasterChanged, RegisterWorkerFailed, WorkerSchedulerStateResponse,
+};
+use crate::messages::{
+    ApplicationState, DeployMessage, DriverState, ErrorDescription, RecoveryState, WorkerState,
+};
+use crate::wire::Reply;
 
 /// Leadership and recovery: the master's recovery state, the end of a recovery's wait, and
 /// whether it persists what it learns.
@@ -106,6 +111,62 @@ impl MasterCore {
 
     pub(crate) fn unpersist_driver(&mut self, id: &str) {
         self.unpersist(RecordKind::Driver, id);
+    }
+
+    /// A record's write failed ([`Input::PersistFailed`](super::Input::PersistFailed)): the
+    /// registration it was for fails.
+    pub(crate) fn persist_failed(&mut self, kind: RecordKind, id: &str, reason: &str) {
+        let message = format!("cannot persist {} {id}: {reason}", kind.as_str());
+        tracing::error!("{message}; the registration fails");
+        match kind {
+            RecordKind::Worker => {
+                let Some(conn) = self.workers.all.get(id).and_then(|w| w.conn) else {
+                    return;
+                };
+                // Nothing queued for the worker goes out: it never was registered.
+                self.out
+                    .retain(|o| !matches!(o, Output::Send { conn: c, .. } if *c == conn));
+                self.send_on(Some(conn), RegisterWorkerFailed { message });
+                self.remove_worker(id, "its registration could not be persisted");
+            }
+            RecordKind::App => {
+                let Some(conn) = self.apps.all.get(id).and_then(|a| a.conn) else {
+                    return;
+                };
+                self.out
+                    .retain(|o| !matches!(o, Output::Send { conn: c, .. } if *c == conn));
+                self.send_on(Some(conn), ApplicationRemoved { message });
+                if let Some(a) = self.apps.all.get_mut(id) {
+                    a.conn = None;
+                }
+                self.apps.by_conn.remove(&conn);
+                self.remove_application(id, ApplicationState::Failed);
+            }
+            RecordKind::Driver => {
+                let mut submission = false;
+                self.out.retain(|o| match o {
+                    Output::Reply {
+                        reply: Reply::Message(DeployMessage::SubmitDriverResponse(r)),
+                        ..
+                    } if r.driver_id.as_deref() == Some(id) => {
+                        r.success = false;
+                        r.driver_id = None;
+                        r.message = message.clone();
+                        submission = true;
+                        true
+                    }
+                    Output::Send {
+                        message: DeployMessage::LaunchDriver(l),
+                        ..
+                    } => l.driver_id != id,
+                    _ => true,
+                });
+                if submission {
+                    let error = ErrorDescription::new("java.io.IOException", message);
+                    self.remove_driver(id, DriverState::Error, Some(error));
+                }
+            }
+        }
     }
 
     /// Spark's beginRecovery: every stored application and worker UNKNOWN and told MasterChanged.
