@@ -21,6 +21,7 @@ pub mod ha;
 pub mod harness;
 mod persist;
 pub mod proto;
+pub mod recovery;
 pub mod round;
 mod runtime;
 pub mod schedule;
@@ -64,6 +65,13 @@ pub struct MasterConfig {
     /// Where applications, workers and drivers are persisted (Spark's FILESYSTEM recovery mode);
     /// masters sharing it elect the active one with a lock file there.
     pub recovery_dir: Option<PathBuf>,
+    /// Elect the active master and keep the records in ZooKeeper (Spark's ZOOKEEPER recovery
+    /// mode) instead of a directory; see [`recovery::zookeeper`]. Needs the `zookeeper` feature.
+    pub zookeeper: Option<recovery::ZooKeeperConfig>,
+    /// How long a recovering master waits for the recovered workers and applications to answer
+    /// before it drops the silent ones and is ALIVE (`spark.deploy.recoveryTimeout`); `None`:
+    /// the worker timeout, as in Spark.
+    pub recovery_timeout: Option<Duration>,
     /// How long the leader lock's lease lasts without renewal (the holder renews it every third
     /// of it). Default 3 s.
     pub lease: Duration,
@@ -108,6 +116,8 @@ impl Default for MasterConfig {
             worker_timeout: Duration::from_secs(60),
             max_executor_retries: 10,
             recovery_dir: None,
+            zookeeper: None,
+            recovery_timeout: None,
             lease: Duration::from_secs(3),
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             send_timeout: Duration::from_secs(30),
@@ -140,6 +150,9 @@ pub enum MasterError {
     /// The recovery directory could not be used.
     #[error("recovery directory: {0}")]
     Recovery(#[from] PersistError),
+    /// The recovery store could not be set up.
+    #[error("recovery: {0}")]
+    Store(#[from] recovery::RecoveryError),
 }
 
 /// The reference master.
@@ -210,10 +223,6 @@ impl Master {
             addr: format!("{}:{}", config.host, config.port),
             source,
         })?;
-        let persistence = match &config.recovery_dir {
-            Some(dir) => Some(Persistence::open(dir)?),
-            None => None,
-        };
         let web_ui = match config.web_ui_port {
             Some(port) if cfg!(feature = "webui") => {
                 Some(ports::listen(&config.host, port, config.port_retries, "MasterUI").await?)
@@ -232,6 +241,7 @@ impl Master {
         let started_ms = crate::reference::clock::now_ms();
         // One id per incarnation: a master restarted on the same address is another endpoint.
         let id = format!("master-{host}:{}-{started_ms}", addr.port());
+        let store = recovery::open(&config, &id)?;
         let mut core = proto::MasterCore::new(
             config,
             at,
@@ -242,7 +252,7 @@ impl Master {
         core.set_web_ui_url(web_ui_addr.map_or_else(String::new, |a| {
             crate::reference::webui::web_ui_url(&host, a.port())
         }));
-        let runtime = runtime::Runtime::new(core, id, persistence, events_tx.clone());
+        let runtime = runtime::Runtime::new(core, id, store, events_tx.clone());
         let done = tokio::spawn(async move {
             let ui = web_ui.map(|listener| tokio::spawn(serve_web_ui(listener, events_tx)));
             runtime.run(listener, events_rx, stop_rx).await;

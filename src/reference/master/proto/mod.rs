@@ -178,7 +178,7 @@ impl MasterCore {
     pub fn new(config: MasterConfig, addr: Addr, now: Instant, wall_ms: i64) -> MasterCore {
         let master_url = format!("sparkwire://{}:{}", addr.host, addr.port);
         let web_ui_url = format!("http://{}:8080", addr.host);
-        let persistent = config.recovery_dir.is_some();
+        let persistent = config.recovery_dir.is_some() || config.zookeeper.is_some();
         let mut core = MasterCore {
             self_ref: EndpointRef::at(addr.clone(), "Master"),
             master_url,

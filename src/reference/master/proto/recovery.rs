@@ -239,7 +239,11 @@ impl MasterCore {
         if self.can_complete_recovery() {
             self.complete_recovery();
         } else {
-            self.ha.deadline = self.clock.now.checked_add(self.config.worker_timeout);
+            let wait = self
+                .config
+                .recovery_timeout
+                .unwrap_or(self.config.worker_timeout);
+            self.ha.deadline = self.clock.now.checked_add(wait);
         }
     }
 
