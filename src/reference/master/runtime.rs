@@ -133,10 +133,7 @@ impl Runtime {
                         break Stop::Crash;
                     }
                     Some(Event::Leader(LeaderEvent::Elected)) => match self.read_stored().await {
-                        Ok(stored) => {
-                            tracing::info!("I have been elected leader! New state: RECOVERING");
-                            self.core.handle(now(), Input::Elected { stored });
-                        }
+                        Ok(stored) => self.core.handle(now(), Input::Elected { stored }),
                         Err(e) => {
                             tracing::error!("cannot read what the recovery store holds: {e}; stepping down");
                             break Stop::Crash;
@@ -294,6 +291,7 @@ impl Runtime {
                         continue;
                     };
                     let (kind, id) = (record.kind(), record.id().to_string());
+                    tracing::debug!("writing record: {} {id}", kind.as_str());
                     match store.write(&record).await {
                         Ok(()) => tracing::debug!("record written: {} {id}", kind.as_str()),
                         Err(e) => {
@@ -316,6 +314,7 @@ impl Runtime {
                     let Some(store) = self.store.as_mut() else {
                         continue;
                     };
+                    tracing::debug!("removing record: {} {id}", kind.as_str());
                     match store.remove(kind, &id).await {
                         Ok(()) => tracing::debug!("record removed: {} {id}", kind.as_str()),
                         Err(e) => {
