@@ -240,14 +240,29 @@ async fn stand(client: &zk::Client, election: &str, node: &str) -> Result<bool, 
     }
 }
 
-/// Follows the session of a master that leads until it may no longer: expired, closed, or
-/// disconnected for a whole session timeout. Returns why.
-async fn hold(client: &zk::Client, session_timeout: Duration) -> String {
+/// Follows the session and the election node of a master that leads until it may no longer:
+/// its node deleted, the session expired or closed, or the connection down for a whole session
+/// timeout. Returns why.
+async fn hold(client: &zk::Client, node: &str, session_timeout: Duration) -> String {
     let mut states = client.state_watcher();
     loop {
         match states.peek_state() {
             zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
-                states.changed().await;
+                match client.check_and_watch_stat(node).await {
+                    Ok((None, _)) => return format!("this master's election node {node} is gone"),
+                    Ok((Some(_), watcher)) => {
+                        tokio::select! {
+                            event = watcher.changed() => {
+                                if event.event_type == zk::EventType::NodeDeleted {
+                                    return format!("this master's election node {node} was deleted");
+                                }
+                            }
+                            _ = states.changed() => {}
+                        }
+                    }
+                    // The state says what happened; look again.
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
             }
             zk::SessionState::Disconnected => {
                 tracing::warn!(
@@ -322,7 +337,7 @@ impl RecoveryStore for ZooKeeperStore {
                             }
                             tracing::info!("elected leader in ZooKeeper as {node}");
                             events(LeaderEvent::Elected);
-                            let why = hold(&c, config.session_timeout).await;
+                            let why = hold(&c, &node, config.session_timeout).await;
                             ZooKeeperStore::lose(&held);
                             tracing::error!("{why}: this master no longer leads");
                             events(LeaderEvent::Lost);

@@ -1,0 +1,471 @@
+//! A real ZooKeeper for the tests (Debian's `zookeeper` package, 3.8, on the machine's Java):
+//! one standalone server or a 3-node ensemble on loopback, on ports the system picks, in a
+//! temporary directory, every server stopped by its own process id (also when the test fails);
+//! and the masters of a high-availability group as `sparkwire master` processes whose logs are
+//! kept, with the checker that no master ever wrote while another one that was elected after it
+//! led.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where Debian's package puts the server's jar.
+pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+/// A log4j configuration of the package, on the class path (the server logs nothing without).
+const LOG_CONF: &str = "/etc/zookeeper/conf_example";
+
+/// The sparkwire binary.
+pub const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
+
+pub use crate::cluster::temp_dir;
+
+/// How long a server may take to serve, a master to take over, a job to finish (a JVM on a
+/// loaded machine: generous, never asserted as a duration).
+pub const PATIENCE: Duration = Duration::from_secs(90);
+
+/// A port free now (the system picks it; taken again by the server a moment later).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// One ZooKeeper server process.
+struct Server {
+    child: Option<Child>,
+    client_port: u16,
+    config: PathBuf,
+    dir: PathBuf,
+}
+
+/// A ZooKeeper standalone server or ensemble, stopped (by process id) when dropped.
+pub struct ZooKeeper {
+    servers: Vec<Server>,
+}
+
+/// A four-letter-word command's answer from the server at `port` (empty if none).
+pub fn four_letters(port: u16, word: &str) -> String {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(word.as_bytes()).is_err() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+impl ZooKeeper {
+    /// One standalone server, serving.
+    pub fn standalone() -> ZooKeeper {
+        ZooKeeper::start(1)
+    }
+
+    /// A three-node ensemble on loopback, serving (a leader elected).
+    pub fn ensemble() -> ZooKeeper {
+        ZooKeeper::start(3)
+    }
+
+    fn start(n: usize) -> ZooKeeper {
+        assert!(
+            Path::new(ZOOKEEPER_JAR).exists(),
+            "ZooKeeper is not installed: apt-get install zookeeper (.ci/run does)"
+        );
+        let root = temp_dir("zookeeper");
+        let ports: Vec<(u16, u16, u16)> = (0..n)
+            .map(|_| (free_port(), free_port(), free_port()))
+            .collect();
+        let mut servers = Vec::new();
+        for (i, (client, peer, election)) in ports.iter().enumerate() {
+            let dir = root.join(format!("zk{}", i + 1));
+            std::fs::create_dir_all(dir.join("data")).expect("data dir");
+            // Short ticks: sessions may be as short as 2 ticks (1 s) and the ensemble elects fast.
+            let mut cfg = format!(
+                "tickTime=500\ninitLimit=10\nsyncLimit=4\ndataDir={}\nclientPort={client}\n\
+                 clientPortAddress=127.0.0.1\nadmin.enableServer=false\n\
+                 4lw.commands.whitelist=ruok,srvr,mntr\nmaxClientCnxns=0\n",
+                dir.join("data").display()
+            );
+            if n > 1 {
+                std::fs::write(dir.join("data").join("myid"), format!("{}\n", i + 1))
+                    .expect("myid");
+                for (j, (_, p, e)) in ports.iter().enumerate() {
+                    cfg.push_str(&format!("server.{}=127.0.0.1:{p}:{e}\n", j + 1));
+                }
+            }
+            let _ = peer;
+            let _ = election;
+            let config = dir.join("zoo.cfg");
+            std::fs::write(&config, cfg).expect("zoo.cfg");
+            servers.push(Server {
+                child: None,
+                client_port: *client,
+                config,
+                dir,
+            });
+        }
+        let mut zk = ZooKeeper { servers };
+        for i in 0..n {
+            zk.start_server(i);
+        }
+        zk.wait_serving();
+        zk
+    }
+
+    /// Starts server `i` again (after [`ZooKeeper::kill`]) on its ports and data.
+    pub fn start_server(&mut self, i: usize) {
+        let s = &mut self.servers[i];
+        assert!(s.child.is_none(), "server {i} runs");
+        let log = std::fs::File::create(s.dir.join("server.log")).expect("log");
+        let child = Command::new("java")
+            .args([
+                "-Xmx96m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-Dzookeeper.admin.enableServer=false",
+                "-cp",
+                &format!("{ZOOKEEPER_JAR}:{LOG_CONF}"),
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            ])
+            .arg(&s.config)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("java runs ZooKeeper");
+        s.child = Some(child);
+    }
+
+    /// Kills server `i` with SIGKILL, by its process id, and waits for it.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.servers[i].child.take() {
+            let _ = Command::new("kill")
+                .args(["-9", &c.id().to_string()])
+                .status();
+            let _ = c.wait();
+        }
+    }
+
+    /// The connection string of every server, `127.0.0.1:P1,127.0.0.1:P2,…`.
+    pub fn url(&self) -> String {
+        self.servers
+            .iter()
+            .map(|s| format!("127.0.0.1:{}", s.client_port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Server `i`'s mode (`standalone`, `leader`, `follower`) if it serves.
+    pub fn mode(&self, i: usize) -> Option<String> {
+        if self.servers[i].child.is_none() {
+            return None;
+        }
+        four_letters(self.servers[i].client_port, "srvr")
+            .lines()
+            .find_map(|l| l.strip_prefix("Mode: ").map(str::to_string))
+    }
+
+    /// The index of the ensemble's leader, once there is one.
+    pub fn leader(&self) -> usize {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            for i in 0..self.servers.len() {
+                if matches!(self.mode(i).as_deref(), Some("leader" | "standalone")) {
+                    return i;
+                }
+            }
+            assert!(Instant::now() < deadline, "no ZooKeeper leader");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until every running server serves.
+    pub fn wait_serving(&self) {
+        let deadline = Instant::now() + PATIENCE;
+        for i in 0..self.servers.len() {
+            if self.servers[i].child.is_none() {
+                continue;
+            }
+            while self.mode(i).is_none() {
+                assert!(
+                    Instant::now() < deadline,
+                    "ZooKeeper server {i} does not serve; its log: {}",
+                    std::fs::read_to_string(self.servers[i].dir.join("server.log"))
+                        .unwrap_or_default()
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+impl Drop for ZooKeeper {
+    fn drop(&mut self) {
+        for i in 0..self.servers.len() {
+            self.kill(i);
+        }
+    }
+}
+
+/// A `sparkwire` process whose standard error is kept in a file, killed (by its own pid) when
+/// dropped.
+pub struct Process {
+    pub child: Option<Child>,
+    /// Its first line of standard output.
+    pub first_line: String,
+    /// Where its standard error goes.
+    pub log: PathBuf,
+    /// Its standard output after the first line, as read so far.
+    pub output: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Process {
+    /// Runs `sparkwire ARGS`, its log at `RUST_LOG=info` (the master's record writes at debug)
+    /// in `log`; returns once it printed its first line.
+    pub fn spawn(args: &[&str], log: PathBuf) -> Process {
+        let err = std::fs::File::create(&log).expect("log file");
+        let mut child = Command::new(BIN)
+            .args(args)
+            .env(
+                "RUST_LOG",
+                "info,sparkwire::reference::master::runtime=debug",
+            )
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .spawn()
+            .expect("spawn sparkwire");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut reader = std::io::BufReader::new(stdout);
+        let mut first_line = String::new();
+        let _ = reader.read_line(&mut first_line);
+        // Keep reading, so that the child never blocks on a full pipe.
+        let output = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = output.clone();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if let Ok(mut k) = kept.lock() {
+                    k.push(line.trim_end().to_string());
+                }
+                line.clear();
+            }
+        });
+        Process {
+            child: Some(child),
+            first_line: first_line.trim().to_string(),
+            log,
+            output,
+        }
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Sends `signal` (`KILL`, `STOP`, `CONT`, `TERM`) to it.
+    pub fn signal(&self, signal: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &self.pid().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{signal} {}", self.pid());
+    }
+
+    /// Waits (at most `patience`) until it exits; its status.
+    pub fn wait_exit(&mut self, patience: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + patience;
+        let child = self.child.as_mut()?;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Its standard output after the first line, so far.
+    pub fn output(&self) -> Vec<String> {
+        self.output.lock().map(|o| o.clone()).unwrap_or_default()
+    }
+
+    /// Its log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-CONT", &c.id().to_string()])
+                .status();
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A master of a ZooKeeper high-availability group: `sparkwire master --recovery-mode
+/// zookeeper` on a free port, no web UI, sessions of `session` seconds.
+pub fn zk_master(zk: &str, dir: &str, session: f64, log: PathBuf, extra: &[&str]) -> Process {
+    let session = session.to_string();
+    let mut args = vec![
+        "master",
+        "--port",
+        "0",
+        "--no-webui",
+        "--recovery-mode",
+        "zookeeper",
+        "--zookeeper-url",
+        zk,
+        "--zookeeper-dir",
+        dir,
+        "--zookeeper-session-timeout",
+        &session,
+    ];
+    args.extend_from_slice(extra);
+    Process::spawn(&args, log)
+}
+
+/// The `host:port` a master printed as its first line.
+pub fn master_address(first_line: &str) -> String {
+    first_line
+        .rsplit("sparkwire://")
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// What a master's log says it did, with the time of each line (µs since the epoch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogEvent {
+    /// Elected leader.
+    Elected(i64),
+    /// Started a record write or removal.
+    WriteStart(i64),
+    /// The write (or removal) succeeded.
+    Written(i64),
+}
+
+/// Microseconds since the epoch of a log line's RFC 3339 UTC time stamp
+/// (`2026-01-01T10:00:00.123456Z`).
+fn stamp_us(line: &str) -> Option<i64> {
+    let ts = line.split_whitespace().next()?;
+    let (date, time) = ts.trim_end_matches('Z').split_once('T')?;
+    let mut d = date.split('-').map(|x| x.parse::<i64>());
+    let (y, m, day) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
+    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let mut t = hms.split(':').map(|x| x.parse::<i64>());
+    let (h, mi, s) = (t.next()?.ok()?, t.next()?.ok()?, t.next()?.ok()?);
+    let frac: String = frac.chars().chain("000000".chars()).take(6).collect();
+    let us: i64 = frac.parse().ok()?;
+    // Days from the civil date (proleptic Gregorian).
+    let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * m2 + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 86_400 + h * 3600 + mi * 60 + s) * 1_000_000) + us)
+}
+
+/// The events of one master's log, in order.
+pub fn log_events(log: &str) -> Vec<LogEvent> {
+    let mut events = Vec::new();
+    for line in log.lines() {
+        let Some(t) = stamp_us(line) else { continue };
+        if line.contains("I have been elected leader!") {
+            events.push(LogEvent::Elected(t));
+        } else if line.contains("writing record:") || line.contains("removing record:") {
+            events.push(LogEvent::WriteStart(t));
+        } else if line.contains("record written:") || line.contains("record removed:") {
+            events.push(LogEvent::Written(t));
+        }
+    }
+    events
+}
+
+/// The checker: fails (with what it found) if a master made a write that it started after
+/// another master, elected after it, was elected (and so after its own election node was gone,
+/// or its lease run out): two masters ALIVE and writing at once. Takes each master's log.
+pub fn check_no_overlap(logs: &[String]) -> Result<usize, String> {
+    let per: Vec<Vec<LogEvent>> = logs.iter().map(|l| log_events(l)).collect();
+    let mut successful = 0;
+    for (a, events) in per.iter().enumerate() {
+        let Some(elected_a) = events.iter().find_map(|e| match e {
+            LogEvent::Elected(t) => Some(*t),
+            _ => None,
+        }) else {
+            if events.iter().any(|e| matches!(e, LogEvent::Written(_))) {
+                return Err(format!("master {a} wrote without being elected"));
+            }
+            continue;
+        };
+        // Masters elected after a: the first of those elections ends a's term.
+        let term_end = per
+            .iter()
+            .enumerate()
+            .filter(|(b, _)| *b != a)
+            .flat_map(|(_, ev)| ev.iter())
+            .filter_map(|e| match e {
+                LogEvent::Elected(t) if *t > elected_a => Some(*t),
+                _ => None,
+            })
+            .min();
+        let mut started = None;
+        for e in events {
+            match e {
+                LogEvent::WriteStart(t) => started = Some(*t),
+                LogEvent::Written(_) => {
+                    successful += 1;
+                    if let (Some(s), Some(end)) = (started, term_end) {
+                        if s > end {
+                            return Err(format!(
+                                "master {a} started a write at {s} µs that succeeded, after another master was elected at {end} µs"
+                            ));
+                        }
+                    }
+                }
+                LogEvent::Elected(_) => {}
+            }
+        }
+    }
+    Ok(successful)
+}
+
+#[test]
+fn the_checker_finds_a_write_after_another_master_was_elected() {
+    let a =
+        "2026-01-01T10:00:00.000001Z  INFO x: I have been elected leader! New state: RECOVERING\n\
+             2026-01-01T10:00:01.000000Z DEBUG x: writing record: worker w1\n\
+             2026-01-01T10:00:01.100000Z DEBUG x: record written: worker w1\n\
+             2026-01-01T10:00:09.000000Z DEBUG x: writing record: worker w2\n\
+             2026-01-01T10:00:09.100000Z DEBUG x: record written: worker w2\n";
+    let b =
+        "2026-01-01T10:00:05.000000Z  INFO x: I have been elected leader! New state: RECOVERING\n";
+    assert!(check_no_overlap(&[a.to_string(), b.to_string()]).is_err());
+    let fenced = a.replace(
+        "2026-01-01T10:00:09.100000Z DEBUG x: record written: worker w2",
+        "2026-01-01T10:00:09.100000Z ERROR x: cannot persist worker w2",
+    );
+    assert_eq!(check_no_overlap(&[fenced, b.to_string()]), Ok(1));
+    assert_eq!(
+        stamp_us("1970-01-02T00:00:01.5Z x"),
+        Some((86_400 + 1) * 1_000_000 + 500_000)
+    );
+}
