@@ -164,9 +164,7 @@ impl ZooKeeper {
 
     /// Server `i`'s mode (`standalone`, `leader`, `follower`) if it serves.
     pub fn mode(&self, i: usize) -> Option<String> {
-        if self.servers[i].child.is_none() {
-            return None;
-        }
+        self.servers[i].child.as_ref()?;
         four_letters(self.servers[i].client_port, "srvr")
             .lines()
             .find_map(|l| l.strip_prefix("Mode: ").map(str::to_string))
