@@ -300,3 +300,151 @@ async fn kill_9_of_the_active_master_during_a_job_a_standby_takes_over_and_the_j
     let written = check_no_overlap(&logs(&[&m1, &m2])).expect("no two masters wrote at once");
     assert!(written >= 4, "both masters wrote records ({written})");
 }
+
+/// Pause/resume cycles of the active master (`SPARKWIRE_PAUSE_CYCLES`, default 2; the closing
+/// note's figure is from 20): each time the leader is stopped (SIGSTOP) past its session
+/// timeout, the standby takes over, a new worker registers with both (the paused one finds it
+/// waiting when it resumes), then the old leader resumes (SIGCONT): it must write nothing and
+/// stop leading, and the checker finds no two masters writing at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_writes_nothing_after_its_session_expired_and_stops_leading() {
+    let cycles: usize = std::env::var("SPARKWIRE_PAUSE_CYCLES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(2);
+    let server = ZooKeeper::standalone();
+    let dir = temp_dir("zk-pause");
+    let mut masters = vec![zk_master(
+        &server.url(),
+        "/pause",
+        2.0,
+        dir.join("m0.log"),
+        &[],
+    )];
+    wait_for(&master_address(&masters[0].first_line), "m0 ALIVE", |s| {
+        s.status == RecoveryState::Alive
+    })
+    .await;
+    let mut workers = Vec::new();
+    for cycle in 0..cycles {
+        let standby = zk_master(
+            &server.url(),
+            "/pause",
+            2.0,
+            dir.join(format!("m{}.log", cycle + 1)),
+            &[],
+        );
+        let (leader, next) = (masters.len() - 1, masters.len());
+        let old = master_address(&masters[leader].first_line);
+        let new = master_address(&standby.first_line);
+        masters.push(standby);
+        wait_for(&new, "the new master STANDBY", |s| {
+            s.status == RecoveryState::Standby
+        })
+        .await;
+        masters[leader].signal("STOP");
+        wait_for(&new, "the standby ALIVE", |s| {
+            s.status == RecoveryState::Alive
+        })
+        .await;
+        let group = format!("sparkwire://{old},{new}");
+        workers.push(worker(&group, &dir, &format!("w{cycle}")));
+        wait_for(&new, "the worker registered", |s| s.workers.len() == 1).await;
+        masters[leader].signal("CONT");
+        let exit = masters[leader].wait_exit(PATIENCE);
+        assert!(
+            exit.is_some(),
+            "cycle {cycle}: the old leader still runs after it resumed: {}",
+            masters[leader].log_text()
+        );
+        let log = masters[leader].log_text();
+        assert!(
+            log.contains("Leadership has been revoked"),
+            "cycle {cycle}: {log}"
+        );
+        let _ = next;
+    }
+    let logs: Vec<String> = masters.iter().map(Process::log_text).collect();
+    let written = check_no_overlap(&logs).expect("no two masters wrote at once");
+    assert!(
+        written >= cycles,
+        "each new leader wrote its worker ({written})"
+    );
+}
+
+/// The ZooKeeper leader of a 3-node ensemble is killed under a running group of masters: the
+/// active master's session moves to another server and lives on (it pauses at most), it stays
+/// the leader, and it goes on writing its records; the killed server comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ensembles_leader_killed_under_running_masters_the_active_one_leads_on() {
+    let mut ensemble = ZooKeeper::ensemble();
+    let dir = temp_dir("zk-ensemble");
+    let m1 = zk_master(&ensemble.url(), "/ensemble", 8.0, dir.join("m1.log"), &[]);
+    let a1 = master_address(&m1.first_line);
+    wait_for(&a1, "m1 ALIVE", |s| s.status == RecoveryState::Alive).await;
+    let m2 = zk_master(&ensemble.url(), "/ensemble", 8.0, dir.join("m2.log"), &[]);
+    let a2 = master_address(&m2.first_line);
+    wait_for(&a2, "m2 STANDBY", |s| s.status == RecoveryState::Standby).await;
+    let group = format!("sparkwire://{a1},{a2}");
+    let _w1 = worker(&group, &dir, "w1");
+    wait_for(&a1, "w1", |s| s.workers.len() == 1).await;
+    let leader = ensemble.leader();
+    ensemble.kill(leader);
+    let _w2 = worker(&group, &dir, "w2");
+    wait_for(&a1, "w2 registered with the same master", |s| {
+        s.status == RecoveryState::Alive
+            && s.workers
+                .iter()
+                .filter(|w| w.state == WorkerState::Alive)
+                .count()
+                == 2
+    })
+    .await;
+    let s2 = state(&a2).await.expect("m2 answers");
+    assert_eq!(s2.status, RecoveryState::Standby, "no takeover happened");
+    ensemble.start_server(leader);
+    ensemble.wait_serving();
+    // Both workers' records are in ZooKeeper.
+    let look = zkc::Client::connect(&ensemble.url()).await.expect("client");
+    let records = look
+        .list_children(&format!("/ensemble/{MASTER_STATUS}"))
+        .await
+        .expect("records");
+    assert_eq!(
+        records.iter().filter(|r| r.starts_with("worker_")).count(),
+        2,
+        "{records:?}"
+    );
+    check_no_overlap(&logs(&[&m1, &m2])).expect("no two masters wrote at once");
+}
+
+/// ZooKeeper (standalone) killed and started again under a running master, within the session
+/// timeout: the master pauses (a registration's record write waits) rather than exits, and
+/// carries on as the leader once the server is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_restarted_under_a_running_master_pauses_it_and_it_carries_on() {
+    let mut server = ZooKeeper::standalone();
+    let dir = temp_dir("zk-restart");
+    let m1 = zk_master(&server.url(), "/restart", 15.0, dir.join("m1.log"), &[]);
+    let a1 = master_address(&m1.first_line);
+    wait_for(&a1, "m1 ALIVE", |s| s.status == RecoveryState::Alive).await;
+    let group = format!("sparkwire://{a1}");
+    let _w1 = worker(&group, &dir, "w1");
+    wait_for(&a1, "w1", |s| s.workers.len() == 1).await;
+    server.kill(0);
+    let _w2 = worker(&group, &dir, "w2");
+    server.start_server(0);
+    server.wait_serving();
+    wait_for(&a1, "w2 registered once ZooKeeper is back", |s| {
+        s.status == RecoveryState::Alive
+            && s.workers
+                .iter()
+                .filter(|w| w.state == WorkerState::Alive)
+                .count()
+                == 2
+    })
+    .await;
+    let log = m1.log_text();
+    assert!(!log.contains("Leadership has been revoked"), "{log}");
+    assert!(!log.contains("cannot persist"), "{log}");
+}
