@@ -8,10 +8,11 @@
 //! the checker over the masters' logs: no master wrote after another one was elected after it.
 
 mod cluster;
-mod zk;
+mod ha;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use ha::*;
 use sparkwire::messages::{Addr, RecoveryState, WorkerState};
 use sparkwire::reference::master::proto::{Record, RecordKind, StoredWorker};
 use sparkwire::reference::master::recovery::zookeeper::{
@@ -20,7 +21,6 @@ use sparkwire::reference::master::recovery::zookeeper::{
 use sparkwire::reference::master::recovery::{
     LeaderEvent, LeaderSink, RecoveryError, RecoveryStore, ZooKeeperConfig,
 };
-use zk::*;
 use zookeeper_client as zkc;
 
 fn worker_record(id: &str) -> Record {
@@ -144,232 +144,21 @@ async fn every_record_write_is_fenced_by_the_writers_election_node() {
     assert!(left.is_empty(), "{left:?}");
 }
 
-/// The `Addr` of a master's `host:port`.
-fn addr(host_port: &str) -> Addr {
-    let (h, p) = host_port.rsplit_once(':').expect("host:port");
-    Addr::new(h, p.parse::<i32>().expect("port"))
-}
-
-async fn state(m: &str) -> Option<sparkwire::messages::deploy::MasterStateResponse> {
-    let a = addr(m);
-    tokio::time::timeout(Duration::from_secs(5), cluster::master_state(&a))
-        .await
-        .ok()
-}
-
-/// Waits until the master at `m` answers a state satisfying `ok`.
-async fn wait_for(
-    m: &str,
-    what: &str,
-    ok: impl Fn(&sparkwire::messages::deploy::MasterStateResponse) -> bool,
-) -> sparkwire::messages::deploy::MasterStateResponse {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(s) = tokio::spawn({
-            let m = m.to_string();
-            async move { state(&m).await }
-        })
-        .await
-        .ok()
-        .flatten()
-        {
-            if ok(&s) {
-                return s;
-            }
-        }
-        assert!(Instant::now() < deadline, "gave up waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn worker(masters: &str, dir: &std::path::Path, name: &str) -> Process {
-    let work = dir.join(name);
-    let work = work.to_str().expect("path").to_string();
-    Process::spawn(
-        &[
-            "worker",
-            masters,
-            "--port",
-            "0",
-            "--no-webui",
-            "--cores",
-            "1",
-            "--memory",
-            "1024",
-            "--work-dir",
-            &work,
-            "--allow-exec",
-            BIN,
-        ],
-        dir.join(format!("{name}.log")),
-    )
-}
-
-fn logs(masters: &[&Process]) -> Vec<String> {
-    masters.iter().map(|m| m.log_text()).collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_the_active_master_during_a_job_a_standby_takes_over_and_the_job_finishes() {
     let server = ZooKeeper::standalone();
-    let dir = temp_dir("zk-kill");
-    let m1 = zk_master(&server.url(), "/kill", 3.0, dir.join("m1.log"), &[]);
-    let a1 = master_address(&m1.first_line);
-    wait_for(&a1, "m1 ALIVE", |s| s.status == RecoveryState::Alive).await;
-    let m2 = zk_master(&server.url(), "/kill", 3.0, dir.join("m2.log"), &[]);
-    let a2 = master_address(&m2.first_line);
-    wait_for(&a2, "m2 STANDBY", |s| s.status == RecoveryState::Standby).await;
-    let masters = format!("sparkwire://{a1},{a2}");
-    let _w1 = worker(&masters, &dir, "w1");
-    let _w2 = worker(&masters, &dir, "w2");
-    wait_for(&a1, "two workers", |s| s.workers.len() == 2).await;
-    let mut job = Process::spawn(
-        &[
-            "submit",
-            "--master",
-            &masters,
-            "--job",
-            "sleep",
-            "--partitions",
-            "24",
-            "--param",
-            "400",
-            "--executor-memory",
-            "512m",
-        ],
-        dir.join("job.log"),
-    );
-    wait_for(&a1, "the application running", |s| {
-        s.active_apps.len() == 1 && s.workers.iter().map(|w| w.cores_used).sum::<i32>() == 2
-    })
-    .await;
-    m1.signal("KILL");
-    let killed = Instant::now();
-    let s = wait_for(&a2, "m2 ALIVE with both workers and the application", |s| {
-        s.status == RecoveryState::Alive
-            && s.workers
-                .iter()
-                .filter(|w| w.state == WorkerState::Alive)
-                .count()
-                == 2
-            && s.active_apps.len() == 1
-    })
-    .await;
-    eprintln!(
-        "takeover (kill -9 to the standby ALIVE, workers and application re-registered): {:?}",
-        killed.elapsed()
-    );
-    assert_eq!(s.active_apps.len(), 1);
-    assert!(
-        job.wait_exit(PATIENCE).is_some_and(|s| s.success()),
-        "the job failed: {:?}",
-        job.output()
-    );
-    let out = job.output();
-    assert!(
-        out.iter()
-            .any(|l| l == "job sleep: 24 tasks slept 400 ms each"),
-        "{out:?}"
-    );
-    // The new master schedules: a job through the group after the takeover, checked exactly.
-    let mut sum = Process::spawn(
-        &[
-            "submit",
-            "--master",
-            &masters,
-            "--job",
-            "sum-squares",
-            "--partitions",
-            "4",
-            "--param",
-            "1000",
-            "--executor-memory",
-            "512m",
-        ],
-        dir.join("sum.log"),
-    );
-    assert!(sum.wait_exit(PATIENCE).is_some_and(|s| s.success()));
-    let expected = (0..1000u128).map(|i| i * i).sum::<u128>();
-    assert!(
-        sum.output()
-            .iter()
-            .any(|l| l.contains(&expected.to_string())),
-        "{:?}",
-        sum.output()
-    );
-    let written = check_no_overlap(&logs(&[&m1, &m2])).expect("no two masters wrote at once");
-    assert!(written >= 4, "both masters wrote records ({written})");
+    let url = server.url();
+    let took = kill_9_during_a_job("zk-kill", |log| zk_master(&url, "/kill", 3.0, log, &[])).await;
+    eprintln!("takeover (zookeeper, session timeout 3 s): {took:?}");
 }
 
-/// Pause/resume cycles of the active master (`SPARKWIRE_PAUSE_CYCLES`, default 2; the closing
-/// note's figure is from 20): each time the leader is stopped (SIGSTOP) past its session
-/// timeout, the standby takes over, a new worker registers with both (the paused one finds it
-/// waiting when it resumes), then the old leader resumes (SIGCONT): it must write nothing and
-/// stop leading, and the checker finds no two masters writing at once.
+/// Pause/resume cycles of the active master (`SPARKWIRE_PAUSE_CYCLES`, default 2): see
+/// [`ha::pause_cycles`].
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_leader_writes_nothing_after_its_session_expired_and_stops_leading() {
-    let cycles: usize = std::env::var("SPARKWIRE_PAUSE_CYCLES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(2);
     let server = ZooKeeper::standalone();
-    let dir = temp_dir("zk-pause");
-    let mut masters = vec![zk_master(
-        &server.url(),
-        "/pause",
-        2.0,
-        dir.join("m0.log"),
-        &[],
-    )];
-    wait_for(&master_address(&masters[0].first_line), "m0 ALIVE", |s| {
-        s.status == RecoveryState::Alive
-    })
-    .await;
-    let mut workers = Vec::new();
-    for cycle in 0..cycles {
-        let standby = zk_master(
-            &server.url(),
-            "/pause",
-            2.0,
-            dir.join(format!("m{}.log", cycle + 1)),
-            &[],
-        );
-        let (leader, next) = (masters.len() - 1, masters.len());
-        let old = master_address(&masters[leader].first_line);
-        let new = master_address(&standby.first_line);
-        masters.push(standby);
-        wait_for(&new, "the new master STANDBY", |s| {
-            s.status == RecoveryState::Standby
-        })
-        .await;
-        masters[leader].signal("STOP");
-        wait_for(&new, "the standby ALIVE", |s| {
-            s.status == RecoveryState::Alive
-        })
-        .await;
-        let group = format!("sparkwire://{old},{new}");
-        workers.push(worker(&group, &dir, &format!("w{cycle}")));
-        wait_for(&new, "the worker registered", |s| s.workers.len() == 1).await;
-        masters[leader].signal("CONT");
-        let exit = masters[leader].wait_exit(PATIENCE);
-        assert!(
-            exit.is_some(),
-            "cycle {cycle}: the old leader still runs after it resumed: {}",
-            masters[leader].log_text()
-        );
-        let log = masters[leader].log_text();
-        assert!(
-            log.contains("Leadership has been revoked"),
-            "cycle {cycle}: {log}"
-        );
-        let _ = next;
-    }
-    let logs: Vec<String> = masters.iter().map(Process::log_text).collect();
-    let written = check_no_overlap(&logs).expect("no two masters wrote at once");
-    assert!(
-        written >= cycles,
-        "each new leader wrote its worker ({written})"
-    );
+    let url = server.url();
+    pause_cycles("zk-pause", |log| zk_master(&url, "/pause", 2.0, log, &[])).await;
 }
 
 /// The ZooKeeper leader of a 3-node ensemble is killed under a running group of masters: the
