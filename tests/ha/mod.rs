@@ -45,9 +45,15 @@ struct Server {
     dir: PathBuf,
 }
 
+/// One ZooKeeper (standalone or ensemble) at a time in a test binary: JVMs are heavy on a small
+/// machine shared with other builds.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A ZooKeeper standalone server or ensemble, stopped (by process id) when dropped.
 pub struct ZooKeeper {
     servers: Vec<Server>,
+    /// Held while it lives (declared last: dropped after the servers are stopped).
+    _turn: std::sync::MutexGuard<'static, ()>,
 }
 
 /// A four-letter-word command's answer from the server at `port` (empty if none).
@@ -80,6 +86,8 @@ impl ZooKeeper {
             Path::new(ZOOKEEPER_JAR).exists(),
             "ZooKeeper is not installed: apt-get install zookeeper (.ci/run does)"
         );
+        // A test that failed while holding its turn poisoned the lock; the turn is still good.
+        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let root = temp_dir("zookeeper");
         let ports: Vec<(u16, u16, u16)> = (0..n)
             .map(|_| (free_port(), free_port(), free_port()))
@@ -113,7 +121,10 @@ impl ZooKeeper {
                 dir,
             });
         }
-        let mut zk = ZooKeeper { servers };
+        let mut zk = ZooKeeper {
+            servers,
+            _turn: turn,
+        };
         for i in 0..n {
             zk.start_server(i);
         }
