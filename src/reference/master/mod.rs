@@ -299,9 +299,14 @@ impl MasterHandle {
     }
 
     /// Waits until the master stops by itself (it lost its leadership) or is stopped.
+    ///
+    /// Cancel-safe: a `stopped()` given up (a `select!` that took another branch) leaves the
+    /// handle in place, so that a later [`shutdown`](Self::shutdown) still waits for the master
+    /// to finish stopping (its connections closed, its leadership given up).
     pub async fn stopped(&mut self) {
-        if let Some(done) = self.done.take() {
+        if let Some(done) = self.done.as_mut() {
             let _ = done.await;
+            self.done = None;
         }
     }
 
