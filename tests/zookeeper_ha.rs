@@ -237,3 +237,68 @@ async fn zookeeper_restarted_under_a_running_master_pauses_it_and_it_carries_on(
     assert!(!log.contains("Leadership has been revoked"), "{log}");
     assert!(!log.contains("cannot persist"), "{log}");
 }
+
+/// Two masters started at the same moment: exactly one is elected, the other stands by; the
+/// leader stopped with SIGTERM closes its session, so its election node is gone as it exits (no
+/// session timeout to wait for, here 20 s) and the other takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_masters_started_at_once_elect_one_and_sigterm_hands_over_at_once() {
+    let server = ZooKeeper::standalone();
+    let dir = temp_dir("zk-together");
+    let url = server.url();
+    let (m1, m2) = std::thread::scope(|s| {
+        let a = s.spawn(|| zk_master(&url, "/together", 20.0, dir.join("m1.log"), &[]));
+        let b = s.spawn(|| zk_master(&url, "/together", 20.0, dir.join("m2.log"), &[]));
+        (a.join().expect("m1"), b.join().expect("m2"))
+    });
+    let (a1, a2) = (
+        master_address(&m1.first_line),
+        master_address(&m2.first_line),
+    );
+    // Until one leads, then both once more: one ALIVE, the other STANDBY.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let alive = |m: &str| {
+            let m = m.to_string();
+            async move { state(&m).await.map(|s| s.status) == Some(RecoveryState::Alive) }
+        };
+        if alive(&a1).await || alive(&a2).await {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no master was elected"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let s1 = state(&a1).await.expect("m1 answers").status;
+    let s2 = state(&a2).await.expect("m2 answers").status;
+    let mut statuses = [s1, s2];
+    statuses.sort_by_key(|s| format!("{s:?}"));
+    assert_eq!(statuses, [RecoveryState::Alive, RecoveryState::Standby]);
+    let (mut leader, other, other_addr) = if s1 == RecoveryState::Alive {
+        (m1, m2, a2)
+    } else {
+        (m2, m1, a1)
+    };
+    leader.signal("TERM");
+    assert!(leader
+        .wait_exit(PATIENCE)
+        .is_some_and(|status| status.success()));
+    let look = zkc::Client::connect(&url).await.expect("client");
+    let latches = look
+        .list_children(&format!("/together/{LEADER_ELECTION}"))
+        .await
+        .expect("election nodes");
+    assert_eq!(
+        latches.len(),
+        1,
+        "the stopped master's node is gone: {latches:?}"
+    );
+    wait_for(&other_addr, "the other master ALIVE", |s| {
+        s.status == RecoveryState::Alive
+    })
+    .await;
+    assert!(leader.log_text().contains("ZooKeeper session closed"));
+    check_no_overlap(&logs(&[&leader, &other])).expect("no two masters wrote at once");
+}
