@@ -652,7 +652,15 @@ pub async fn pause_cycles(name: &str, start: impl Fn(PathBuf) -> Process) {
         .await;
         let group = format!("sparkwire://{old},{new}");
         workers.push(worker(&group, &dir, &format!("w{cycle}")));
-        wait_for(&new, "the worker registered", |s| s.workers.len() == 1).await;
+        // Every worker so far: the earlier ones recovered, the new one registered.
+        wait_for(&new, "the workers registered", |s| {
+            s.workers
+                .iter()
+                .filter(|w| w.state == WorkerState::Alive)
+                .count()
+                == cycle + 1
+        })
+        .await;
         masters[leader].signal("CONT");
         let exit = masters[leader].wait_exit(PATIENCE);
         assert!(
