@@ -3,7 +3,7 @@
 //! [`Output::Unpersist`](super::proto::Output::Unpersist), behind one small trait,
 //! [`RecoveryStore`], with two implementations:
 //!
-//! - [`file`]: Spark's FILESYSTEM mode, a directory of JSON records and a leader lock file
+//! - [`file`](mod@file): Spark's FILESYSTEM mode, a directory of JSON records and a leader lock file
 //!   ([`ha`](super::ha)), for masters on one machine or one NFS server;
 //! - [`zookeeper`] (feature `zookeeper`): Spark's ZOOKEEPER mode, ephemeral sequential nodes under
 //!   `<dir>/leader_election` and records under `<dir>/master_status`, every record write fenced
