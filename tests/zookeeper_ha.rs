@@ -15,12 +15,13 @@ use std::time::Duration;
 
 use ha::*;
 use sparkwire::messages::{Addr, RecoveryState, WorkerState};
+use sparkwire::reference::master::ha::LeaderEvent;
 use sparkwire::reference::master::proto::{Record, RecordKind, StoredWorker};
 use sparkwire::reference::master::recovery::zookeeper::{
     ZooKeeperStore, LEADER_ELECTION, MASTER_STATUS,
 };
 use sparkwire::reference::master::recovery::{
-    LeaderEvent, LeaderSink, RecoveryError, RecoveryStore, ZooKeeperConfig,
+    LeaderSink, RecoveryError, RecoveryStore, ZooKeeperConfig,
 };
 use zookeeper_client as zkc;
 

@@ -31,7 +31,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use super::ha::LeaderEvent;
+use super::ha::LeaderEvent;
 use super::proto::{Record, RecordKind, Stored};
 
 /// Where masters meet in ZooKeeper (`--recovery-mode zookeeper`; the client needs the
