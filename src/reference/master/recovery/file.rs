@@ -78,7 +78,7 @@ impl RecoveryStore for FileStore {
         Box::pin(async move {
             tokio::task::spawn_blocking(move || p.read_all())
                 .await
-                .map_err(|e| RecoveryError::Fenced(format!("reading was cancelled: {e}")))?
+                .map_err(|e| RecoveryError::Cancelled(e.to_string()))?
                 .map_err(RecoveryError::from)
         })
     }
@@ -90,7 +90,7 @@ impl RecoveryStore for FileStore {
             let record = record.clone();
             tokio::task::spawn_blocking(move || p.store(&record))
                 .await
-                .map_err(|e| RecoveryError::Fenced(format!("the write was cancelled: {e}")))?
+                .map_err(|e| RecoveryError::Cancelled(e.to_string()))?
                 .map_err(RecoveryError::from)
         })
     }
@@ -106,7 +106,7 @@ impl RecoveryStore for FileStore {
             let id = id.to_string();
             tokio::task::spawn_blocking(move || p.forget(kind, &id))
                 .await
-                .map_err(|e| RecoveryError::Fenced(format!("the removal was cancelled: {e}")))?
+                .map_err(|e| RecoveryError::Cancelled(e.to_string()))?
                 .map_err(RecoveryError::from)
         })
     }

@@ -84,6 +84,9 @@ pub enum RecoveryError {
     /// A record could not be encoded.
     #[error("cannot encode a record: {0}")]
     Encode(#[from] serde_json::Error),
+    /// The file operation's task was cancelled (the runtime is shutting down).
+    #[error("cancelled: {0}")]
+    Cancelled(String),
     /// The recovery settings do not make sense.
     #[error("{0}")]
     Config(String),
@@ -110,8 +113,10 @@ pub trait RecoveryStore: Send {
     ) -> BoxFuture<'a, Result<(), RecoveryError>>;
 
     /// Stops standing for election. `clean` (a graceful shutdown): gives the leadership up at
-    /// once (the lock released, the ZooKeeper session closed) so a standby takes over without
-    /// waiting for a timeout; otherwise as a crash: left to expire.
+    /// once (the lock released, the ZooKeeper session closed and its closing waited for) so a
+    /// standby takes over without waiting for a timeout. Otherwise the lock file is left to go
+    /// stale; the ZooKeeper client is dropped, which still closes the session if the process
+    /// lives on (only a process that dies leaves its session to expire).
     fn step_down(&mut self, clean: bool) -> BoxFuture<'_, ()>;
 
     /// The store's name for logs (`filesystem DIR`, `zookeeper HOSTS/DIR`).
