@@ -52,6 +52,8 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// A ZooKeeper standalone server or ensemble, stopped (by process id) when dropped.
 pub struct ZooKeeper {
     servers: Vec<Server>,
+    /// The servers' directories (configuration, data, logs), removed when dropped.
+    root: PathBuf,
     /// Held while it lives (declared last: dropped after the servers are stopped).
     _turn: std::sync::MutexGuard<'static, ()>,
 }
@@ -123,6 +125,7 @@ impl ZooKeeper {
         }
         let mut zk = ZooKeeper {
             servers,
+            root,
             _turn: turn,
         };
         for i in 0..n {
@@ -221,6 +224,10 @@ impl Drop for ZooKeeper {
     fn drop(&mut self) {
         for i in 0..self.servers.len() {
             self.kill(i);
+        }
+        // Kept when the test failed, for its server logs.
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.root);
         }
     }
 }

@@ -198,6 +198,8 @@ async fn stand(client: &zk::Client, election: &str, node: &str) -> Result<bool, 
             Err(zk::Error::ConnectionLoss) => {
                 let mut states = client.state_watcher();
                 if !matches!(states.peek_state(), zk::SessionState::Disconnected) {
+                    // The state has not caught up with the loss yet: look again shortly.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
                 match states.changed().await {
