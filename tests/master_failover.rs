@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use sparkwire::messages::deploy::{MasterChangeAcknowledged, RequestReadyz};
 use sparkwire::messages::{Addr, ApplicationState, DeployMessage, RecoveryState, WorkerState};
-use sparkwire::node::master::Config;
+use sparkwire::node::master::{Config, Effect, Input, MasterCore, Record, RecordKind, Stored};
 use sparkwire::node::sim::{app_description as app_desc, Cluster, MasterNode, NodeId, WorkerNode};
+use sparkwire::node::{ConnOutput, Core, Output};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
@@ -162,5 +163,172 @@ fn a_standby_master_answers_standby_and_is_not_ready() {
     assert!(
         c.node::<MasterNode>(m).store().is_empty(),
         "nothing persisted"
+    );
+}
+
+/// The master core elected (ALIVE) on an empty store, persisting.
+fn persisting_core() -> (MasterCore, std::time::Instant) {
+    let config = Config {
+        persistent: true,
+        ..config()
+    };
+    let t0 = std::time::Instant::now();
+    let mut core = MasterCore::new(config, master_addr(), t0, 1_700_000_000_000);
+    core.handle(
+        t0,
+        Input::Elected {
+            stored: Stored::default(),
+        },
+    );
+    while core.poll().is_some() {}
+    (core, t0)
+}
+
+/// Opens connection `conn` of `role` on `core`.
+fn open(core: &mut MasterCore, t0: std::time::Instant, conn: u64, role: Role) {
+    core.handle(
+        t0,
+        Input::Opened {
+            conn,
+            role,
+            peer_id: format!("peer-{conn}"),
+            addr: format!("127.0.0.1:{}", 40000 + conn),
+            admin: false,
+            dialled: None,
+        },
+    );
+}
+
+/// Drains `core` up to its first Persist (returned), as the runtime does before it writes.
+fn until_persist(core: &mut MasterCore) -> Record {
+    loop {
+        match core.poll() {
+            Some(Output::Effect(Effect::Persist(r))) => return r,
+            Some(_) => {}
+            None => panic!("no record to persist"),
+        }
+    }
+}
+
+#[test]
+fn an_application_whose_record_cannot_be_persisted_is_not_registered() {
+    let (mut core, t0) = persisting_core();
+    open(&mut core, t0, 1, Role::AppClient);
+    core.handle(
+        t0,
+        Input::Message {
+            conn: 1,
+            message: sparkwire::messages::deploy::RegisterApplication::new(
+                app_desc("unpersisted", None, 256),
+                sparkwire::messages::EndpointRef::at(
+                    sparkwire::messages::Addr::new("127.0.0.1", 60000),
+                    "AppClient",
+                ),
+            )
+            .into(),
+        },
+    );
+    let record = until_persist(&mut core);
+    assert_eq!(record.kind(), RecordKind::App);
+    core.handle(
+        t0,
+        Input::PersistFailed {
+            kind: RecordKind::App,
+            id: record.id().to_string(),
+            reason: "disk full".into(),
+        },
+    );
+    let after: Vec<Output<DeployMessage, Effect>> = std::iter::from_fn(|| core.poll()).collect();
+    assert!(
+        !after.iter().any(|o| matches!(
+            o,
+            Output::Conn(ConnOutput::Send {
+                message: DeployMessage::RegisteredApplication(_),
+                ..
+            })
+        )),
+        "{after:?}"
+    );
+    assert!(after.iter().any(|o| matches!(
+        o,
+        Output::Conn(ConnOutput::Send { conn: 1, message: DeployMessage::ApplicationRemoved(r) })
+            if r.message.starts_with("cannot persist app ") && r.message.ends_with("disk full")
+    )));
+    let s = core.master_state();
+    assert!(s.active_apps.is_empty());
+    assert_eq!(s.completed_apps[0].state, ApplicationState::Failed);
+}
+
+#[test]
+fn a_driver_submission_whose_record_cannot_be_persisted_is_answered_unsuccessful() {
+    let (mut core, t0) = persisting_core();
+    open(&mut core, t0, 1, Role::DriverClient);
+    core.handle(
+        t0,
+        Input::Ask {
+            conn: 1,
+            id: 1,
+            message: sparkwire::messages::deploy::RequestSubmitDriver::new(
+                sparkwire::node::sim::driver_description(1, 512, false),
+            )
+            .into(),
+        },
+    );
+    let record = until_persist(&mut core);
+    assert_eq!(record.kind(), RecordKind::Driver);
+    core.handle(
+        t0,
+        Input::PersistFailed {
+            kind: RecordKind::Driver,
+            id: record.id().to_string(),
+            reason: "disk full".into(),
+        },
+    );
+    let after: Vec<Output<DeployMessage, Effect>> = std::iter::from_fn(|| core.poll()).collect();
+    let answer = after.iter().find_map(|o| match o {
+        Output::Conn(ConnOutput::Reply {
+            conn: 1,
+            id: 1,
+            reply: Reply::Message(DeployMessage::SubmitDriverResponse(r)),
+        }) => Some(r.clone()),
+        _ => None,
+    });
+    let answer = answer.expect("the submission is answered");
+    assert!(!answer.success);
+    assert_eq!(answer.driver_id, None);
+    assert!(
+        answer.message.starts_with("cannot persist driver "),
+        "{}",
+        answer.message
+    );
+    let s = core.master_state();
+    assert!(s.active_drivers.is_empty());
+}
+
+#[test]
+fn the_recovery_timeout_bounds_the_wait_for_silent_peers_instead_of_the_worker_timeout() {
+    let (mut c, old, w, app, _) = running();
+    c.pause(w);
+    c.pause(app);
+    let store = c.node::<MasterNode>(old).store().clone();
+    c.kill(old);
+    let bounded = Config {
+        recovery_timeout: Some(Duration::from_secs(1)),
+        ..config()
+    };
+    let m = c.add(Box::new(MasterNode::elected_on(
+        bounded,
+        master_addr(),
+        c.now(),
+        store,
+    )));
+    assert_eq!(state(&c, m), RecoveryState::Recovering);
+    c.run_for(Duration::from_millis(900));
+    assert_eq!(state(&c, m), RecoveryState::Recovering);
+    c.run_for(Duration::from_millis(200));
+    assert_eq!(
+        state(&c, m),
+        RecoveryState::Alive,
+        "after the recovery timeout (1 s), well before the worker timeout ({TIMEOUT:?})"
     );
 }

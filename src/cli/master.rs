@@ -36,9 +36,32 @@ pub struct MasterArgs {
     /// Abnormal executor ends before an application is removed (spark.deploy.maxExecutorRetries).
     #[arg(long, default_value_t = 10)]
     max_executor_retries: i32,
-    /// Persist state here and recover from it; masters sharing it elect the active one.
+    /// How masters elect the active one and keep what they recover from
+    /// (spark.deploy.recoveryMode): `filesystem` (a directory, --recovery-dir), `zookeeper` (an
+    /// ensemble, --zookeeper-url), or `none`. Default: `filesystem` when --recovery-dir is
+    /// given, else `none`.
+    #[arg(long, value_enum)]
+    recovery_mode: Option<RecoveryMode>,
+    /// Persist state here and recover from it; masters sharing it elect the active one with a
+    /// lock file there (spark.deploy.recoveryDirectory; the filesystem mode).
     #[arg(long)]
     recovery_dir: Option<PathBuf>,
+    /// The ZooKeeper ensemble, HOST:PORT[,HOST:PORT…] (spark.deploy.zookeeper.url; the zookeeper
+    /// mode).
+    #[arg(long, value_name = "HOST:PORT[,HOST:PORT…]")]
+    zookeeper_url: Option<String>,
+    /// The ZooKeeper directory of the election (`DIR/leader_election`) and the records
+    /// (`DIR/master_status`) (spark.deploy.zookeeper.dir).
+    #[arg(long, value_name = "DIR", default_value = "/spark")]
+    zookeeper_dir: String,
+    /// Seconds of ZooKeeper session timeout: a dead or isolated active master's election node
+    /// goes this long after its last contact, and a standby takes over.
+    #[arg(long, value_name = "SECS", default_value_t = 6.0)]
+    zookeeper_session_timeout: f64,
+    /// Seconds a recovering master waits for the recovered workers and applications to answer
+    /// before dropping the silent ones (spark.deploy.recoveryTimeout). Default: --worker-timeout.
+    #[arg(long, value_name = "SECS")]
+    recovery_timeout: Option<f64>,
     /// Largest frame accepted or sent, bytes (spark.rpc.message.maxSize).
     #[arg(long)]
     max_frame_bytes: Option<usize>,
@@ -77,6 +100,69 @@ pub struct MasterArgs {
     redaction_regex: String,
 }
 
+/// `--recovery-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RecoveryMode {
+    /// No recovery: the master leads at once, alone, and forgets everything when it stops.
+    None,
+    /// A directory of records and a lock file (--recovery-dir).
+    Filesystem,
+    /// A ZooKeeper ensemble (--zookeeper-url, --zookeeper-dir).
+    Zookeeper,
+}
+
+/// The recovery directory and ZooKeeper settings the flags ask for.
+type Recovery = (
+    Option<PathBuf>,
+    Option<sparkwire::reference::master::recovery::ZooKeeperConfig>,
+);
+
+fn recovery(args: &MasterArgs) -> Result<Recovery, String> {
+    let mode = args
+        .recovery_mode
+        .unwrap_or(if args.recovery_dir.is_some() {
+            RecoveryMode::Filesystem
+        } else {
+            RecoveryMode::None
+        });
+    match mode {
+        RecoveryMode::None => {
+            if args.recovery_dir.is_some() || args.zookeeper_url.is_some() {
+                return Err(
+                    "--recovery-mode none takes neither --recovery-dir nor --zookeeper-url".into(),
+                );
+            }
+            Ok((None, None))
+        }
+        RecoveryMode::Filesystem => {
+            if args.zookeeper_url.is_some() {
+                return Err("--zookeeper-url needs --recovery-mode zookeeper".into());
+            }
+            match &args.recovery_dir {
+                Some(dir) => Ok((Some(dir.clone()), None)),
+                None => Err("--recovery-mode filesystem needs --recovery-dir".into()),
+            }
+        }
+        RecoveryMode::Zookeeper => {
+            if args.recovery_dir.is_some() {
+                return Err("--recovery-dir is the filesystem mode's; --recovery-mode zookeeper keeps its records in ZooKeeper".into());
+            }
+            let Some(url) = &args.zookeeper_url else {
+                return Err(
+                    "--recovery-mode zookeeper needs --zookeeper-url HOST:PORT[,HOST:PORT…]".into(),
+                );
+            };
+            let mut zk = sparkwire::reference::master::recovery::ZooKeeperConfig::new(
+                url,
+                &args.zookeeper_dir,
+            );
+            zk.session_timeout = seconds(args.zookeeper_session_timeout)
+                .map_err(|e| format!("--zookeeper-session-timeout: {e}"))?;
+            Ok((None, Some(zk)))
+        }
+    }
+}
+
 /// Runs the command.
 pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     super::init_logging();
@@ -103,6 +189,11 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     if security.admin_secret.is_some() && security.admin_secret == security.secret {
         return Err("--admin-secret-file must hold another secret than --secret-file".into());
     }
+    let (recovery_dir, zookeeper) = recovery(&args)?;
+    let recovery_timeout = match args.recovery_timeout {
+        Some(t) => Some(seconds(t).map_err(|e| format!("--recovery-timeout: {e}"))?),
+        None => None,
+    };
     let mut config = MasterConfig {
         limits: super::limits::limits(&args.limits, Some(&args.idle))?,
         security,
@@ -115,9 +206,11 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
                 .map_err(|e| format!("--worker-timeout: {e}"))?,
             max_executor_retries: args.max_executor_retries,
             redaction: Redactor::new(&args.redaction_regex).map_err(|e| e.to_string())?,
+            recovery_timeout,
             ..sparkwire::node::master::Config::default()
         },
-        recovery_dir: args.recovery_dir,
+        recovery_dir,
+        zookeeper,
         versions,
         web_ui_port: (!args.no_webui).then_some(args.webui_port),
         ..MasterConfig::default()

@@ -28,4 +28,3 @@ pub(crate) mod url;
 pub(crate) mod violations;
 pub mod webui;
 pub mod worker;
-

@@ -63,6 +63,19 @@ pub enum Input {
         /// The persisted records.
         stored: Stored,
     },
+    /// The [`Output::Persist`] of this record failed; fed at once, before the outputs queued
+    /// after it are drained. As Spark fails a registration whose record cannot be persisted,
+    /// the core takes back what it queued for the registration and fails it: a worker gets
+    /// RegisterWorkerFailed, an application client ApplicationRemoved, a driver submission an
+    /// unsuccessful answer; the worker, application or driver is removed.
+    PersistFailed {
+        /// The record's kind.
+        kind: RecordKind,
+        /// The record's id.
+        id: String,
+        /// Why the write failed, for the peer and the log.
+        reason: String,
+    },
 }
 
 /// What the master core wants done besides writing on its connections (its

@@ -118,6 +118,10 @@ pub struct Config {
     /// Records are persisted ([`Effect::Persist`]) for a recovery after a failover: the master
     /// has a recovery store, and waits for an [`Input::Elected`]. Default false.
     pub persistent: bool,
+    /// How long a recovering master waits for the recovered workers and applications to answer
+    /// before it drops the silent ones and is ALIVE (`spark.deploy.recoveryTimeout`); `None`:
+    /// the worker timeout, as in Spark.
+    pub recovery_timeout: Option<Duration>,
     /// Only peers that proved the admin secret may change the master's state from a UI
     /// (protocol/SPEC.md, "Authentication and permissions"). Default false.
     pub admins_only: bool,
@@ -133,6 +137,7 @@ impl Default for Config {
             retained_drivers: 200,
             redaction: Redactor::default(),
             persistent: false,
+            recovery_timeout: None,
             admins_only: false,
         }
     }
@@ -194,6 +199,11 @@ pub(crate) struct Outputs {
 impl Outputs {
     pub(crate) fn push(&mut self, out: Output) {
         self.queue.push_back(out);
+    }
+
+    /// Keeps only the queued outputs `keep` accepts (changing them as it likes).
+    pub(crate) fn retain(&mut self, keep: impl FnMut(&mut Output) -> bool) {
+        self.queue.retain_mut(keep);
     }
 }
 
@@ -598,6 +608,7 @@ impl Core for MasterCore {
             Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
             Input::Closed { conn } => self.closed(conn),
             Input::Elected { stored } => self.elected(stored),
+            Input::PersistFailed { kind, id, reason } => self.persist_failed(kind, &id, &reason),
         }
     }
 

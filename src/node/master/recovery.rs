@@ -12,9 +12,14 @@ use super::io::{
 use super::state::{AppRec, DriverRec, ExecRec, WorkerRec};
 use super::MasterCore;
 use super::Output;
-use crate::messages::deploy::{MasterChanged, WorkerSchedulerStateResponse};
-use crate::messages::{ApplicationState, DriverState, RecoveryState, WorkerState};
+use crate::messages::deploy::{
+    ApplicationRemoved, MasterChanged, RegisterWorkerFailed, WorkerSchedulerStateResponse,
+};
+use crate::messages::{
+    ApplicationState, DeployMessage, DriverState, ErrorDescription, RecoveryState, WorkerState,
+};
 use crate::node::{ConnId, ConnOutput};
+use crate::wire::Reply;
 
 /// Where the master is in its leadership: one state, the recovery's deadline only while it
 /// recovers.
@@ -168,6 +173,64 @@ impl MasterCore {
         self.unpersist(RecordKind::Driver, id);
     }
 
+    /// A record's write failed ([`Input::PersistFailed`](super::Input::PersistFailed)): the
+    /// registration it was for fails.
+    pub(crate) fn persist_failed(&mut self, kind: RecordKind, id: &str, reason: &str) {
+        let message = format!("cannot persist {} {id}: {reason}", kind.as_str());
+        tracing::error!("{message}; the registration fails");
+        match kind {
+            RecordKind::Worker => {
+                let Some(conn) = self.workers.all.get(id).and_then(|w| w.conn) else {
+                    return;
+                };
+                // Nothing queued for the worker goes out: it never was registered.
+                self.out.retain(
+                    |o| !matches!(o, Output::Conn(ConnOutput::Send { conn: c, .. }) if *c == conn),
+                );
+                self.send_on(Some(conn), RegisterWorkerFailed { message });
+                self.remove_worker(id, "its registration could not be persisted");
+            }
+            RecordKind::App => {
+                let Some(conn) = self.apps.all.get(id).and_then(|a| a.conn) else {
+                    return;
+                };
+                self.out.retain(
+                    |o| !matches!(o, Output::Conn(ConnOutput::Send { conn: c, .. }) if *c == conn),
+                );
+                self.send_on(Some(conn), ApplicationRemoved { message });
+                if let Some(a) = self.apps.all.get_mut(id) {
+                    a.conn = None;
+                }
+                self.apps.by_conn.remove(&conn);
+                self.remove_application(id, ApplicationState::Failed);
+            }
+            RecordKind::Driver => {
+                let mut submission = false;
+                self.out.retain(|o| match o {
+                    Output::Conn(ConnOutput::Reply {
+                        reply: Reply::Message(DeployMessage::SubmitDriverResponse(r)),
+                        ..
+                    }) if r.driver_id.as_deref() == Some(id) => {
+                        r.success = false;
+                        r.driver_id = None;
+                        r.message = message.clone();
+                        submission = true;
+                        true
+                    }
+                    Output::Conn(ConnOutput::Send {
+                        message: DeployMessage::LaunchDriver(l),
+                        ..
+                    }) => l.driver_id != id,
+                    _ => true,
+                });
+                if submission {
+                    let error = ErrorDescription::new("java.io.IOException", message);
+                    self.remove_driver(id, DriverState::Error, Some(error));
+                }
+            }
+        }
+    }
+
     /// Spark's beginRecovery: every stored application and worker UNKNOWN and told MasterChanged.
     pub(crate) fn begin_recovery(&mut self, stored: Stored) {
         for a in stored.apps {
@@ -238,7 +301,11 @@ impl MasterCore {
         if self.can_complete_recovery() {
             self.complete_recovery();
         } else {
-            let deadline = self.clock.now.checked_add(self.config.worker_timeout);
+            let wait = self
+                .config
+                .recovery_timeout
+                .unwrap_or(self.config.worker_timeout);
+            let deadline = self.clock.now.checked_add(wait);
             self.ha.wait_until(deadline);
         }
     }

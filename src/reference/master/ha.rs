@@ -15,21 +15,21 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use tokio::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::reference::clock::now_ms;
 
 /// The lock file's name in the recovery directory.
 pub const LOCK_FILE: &str = "master.lock";
 
-/// What the election tells the master.
+/// What the election tells the master (both recovery modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaderEvent {
     /// This master holds the lock: it is the active one.
     Elected,
-    /// Another master took the lock: this one must stop.
+    /// This master may no longer lead (another took the lock, a renewal failed, the ZooKeeper
+    /// session expired): it must stop.
     Lost,
 }
 
@@ -199,6 +199,11 @@ impl LeaderLock {
         Ok(true)
     }
 
+    /// Whether the lock file names this holding now.
+    pub fn holds(&self) -> bool {
+        matches!(Self::read(&self.path()), Some((_, Some(l))) if l.nonce == self.mine.nonce)
+    }
+
     /// Gives the lock up, if this master holds it.
     pub fn release(&self) {
         let path = self.path();
@@ -210,21 +215,72 @@ impl LeaderLock {
     }
 }
 
-/// The election task of a master.
-pub(crate) struct Election {
-    task: tokio::task::JoinHandle<()>,
-    lock: LeaderLock,
+/// What the election task needs of a lock: [`LeaderLock`], or a stand-in in tests.
+pub trait Lock: Clone + Send + 'static {
+    /// Tries once to take the lock.
+    fn try_acquire(&mut self) -> std::io::Result<Attempt>;
+    /// Renews the lock; `Ok(false)` when another master holds it now.
+    fn renew(&mut self) -> std::io::Result<bool>;
+    /// Gives the lock up, if this master holds it.
+    fn release(&self);
 }
 
-impl Election {
-    /// Starts trying to take the lock; tells `events` when elected and when the lock is lost.
-    pub(crate) fn spawn<E: From<LeaderEvent> + Send + 'static>(
-        dir: PathBuf,
-        holder: String,
+impl Lock for LeaderLock {
+    fn try_acquire(&mut self) -> std::io::Result<Attempt> {
+        LeaderLock::try_acquire(self)
+    }
+    fn renew(&mut self) -> std::io::Result<bool> {
+        LeaderLock::renew(self)
+    }
+    fn release(&self) {
+        LeaderLock::release(self)
+    }
+}
+
+/// Whether this master leads, as its election last learned: set when elected, cleared for good
+/// when the lock is lost, a renewal fails, or a renewal is late (the lease may have run out).
+#[derive(Debug, Clone, Default)]
+pub struct Leading(Arc<Mutex<Option<Instant>>>);
+
+impl Leading {
+    /// Leading, and the lease (as this master last renewed it) has not run out.
+    pub fn now(&self) -> bool {
+        self.0
+            .lock()
+            .map(|until| until.is_some_and(|u| Instant::now() < u))
+            .unwrap_or(false)
+    }
+
+    fn renewed(&self, lease: Duration) {
+        if let Ok(mut until) = self.0.lock() {
+            *until = Some(Instant::now() + lease);
+        }
+    }
+
+    fn lost(&self) {
+        if let Ok(mut until) = self.0.lock() {
+            *until = None;
+        }
+    }
+}
+
+/// The election task of a master.
+pub(crate) struct Election<L: Lock = LeaderLock> {
+    task: tokio::task::JoinHandle<()>,
+    lock: L,
+}
+
+impl<L: Lock> Election<L> {
+    /// Starts trying to take `lock`; tells `events` when elected and when the lock is lost. A
+    /// renewal that fails (the file system refused the write) or comes later than a third of
+    /// the lease after it was due counts as lost: the master steps down rather than lead on a
+    /// lease that may have run out for the others. `leading` follows it.
+    pub(crate) fn spawn(
+        lock: L,
         lease: Duration,
-        events: mpsc::UnboundedSender<E>,
-    ) -> Election {
-        let lock = LeaderLock::new(&dir, &holder, lease);
+        leading: Leading,
+        events: impl Fn(LeaderEvent) + Send + Sync + 'static,
+    ) -> Election<L> {
         let mut working = lock.clone();
         let every = (lease / 3).max(Duration::from_millis(10));
         let task = tokio::spawn(async move {
@@ -245,11 +301,12 @@ impl Election {
                 }
                 tokio::time::sleep(every).await;
             }
-            if events.send(LeaderEvent::Elected.into()).is_err() {
-                return;
-            }
+            // The lease counts from before the write that took the lock.
+            leading.renewed(lease - every);
+            events(LeaderEvent::Elected);
             loop {
                 tokio::time::sleep(every).await;
+                let started = Instant::now();
                 let Ok((back, renewed)) = tokio::task::spawn_blocking(move || {
                     let r = working.renew();
                     (working, r)
@@ -259,14 +316,22 @@ impl Election {
                     return;
                 };
                 working = back;
-                match renewed {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        let _ = events.send(LeaderEvent::Lost.into());
-                        return;
+                let why = match renewed {
+                    Ok(true) if started.elapsed() < every => {
+                        leading.renewed(lease.saturating_sub(started.elapsed()));
+                        continue;
                     }
-                    Err(e) => tracing::warn!(error = %e, "cannot renew the leader lock"),
-                }
+                    Ok(true) => format!(
+                        "renewing the leader lock took {:?}, over a third of the lease",
+                        started.elapsed()
+                    ),
+                    Ok(false) => "another master holds the leader lock".to_string(),
+                    Err(e) => format!("cannot renew the leader lock: {e}"),
+                };
+                leading.lost();
+                tracing::error!("{why}: stepping down");
+                events(LeaderEvent::Lost);
+                return;
             }
         });
         Election { task, lock }
@@ -316,6 +381,82 @@ mod tests {
         assert!(!a.renew().unwrap(), "a must see that b took over");
         b.release();
         assert_eq!(a.try_acquire().unwrap(), Attempt::Acquired);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A lock whose renewals fail after `ok` of them.
+    #[derive(Clone)]
+    struct Failing {
+        ok: Arc<Mutex<u32>>,
+    }
+
+    impl Lock for Failing {
+        fn try_acquire(&mut self) -> std::io::Result<Attempt> {
+            Ok(Attempt::Acquired)
+        }
+        fn renew(&mut self) -> std::io::Result<bool> {
+            let mut ok = self.ok.lock().unwrap();
+            if *ok == 0 {
+                return Err(std::io::Error::other("disk full"));
+            }
+            *ok -= 1;
+            Ok(true)
+        }
+        fn release(&self) {}
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_renewal_steps_the_master_down() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let leading = Leading::default();
+        let lock = Failing {
+            ok: Arc::new(Mutex::new(2)),
+        };
+        let election = Election::spawn(
+            lock,
+            Duration::from_millis(300),
+            leading.clone(),
+            move |e| {
+                let _ = tx.send(e);
+            },
+        );
+        assert_eq!(rx.recv().await, Some(LeaderEvent::Elected));
+        assert!(leading.now(), "elected: leading");
+        assert_eq!(rx.recv().await, Some(LeaderEvent::Lost));
+        assert!(!leading.now(), "a failed renewal ends the leadership");
+        assert_eq!(rx.recv().await, None, "the election stopped");
+        election.stop(false).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_deposed_holder_learns_it_at_its_next_renewal() {
+        let dir = temp_dir("deposed");
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let leading = Leading::default();
+        let lease = Duration::from_millis(600);
+        let lock = LeaderLock::new(&dir, "a", lease);
+        let election = Election::spawn(lock.clone(), lease, leading.clone(), move |e| {
+            let _ = tx.send(e);
+        });
+        assert_eq!(rx.recv().await, Some(LeaderEvent::Elected));
+        assert!(lock.holds());
+        // Another master's lease replaces a's (as a takeover of a stale lock would).
+        let other = Lease {
+            holder: "b".into(),
+            pid: 1,
+            nonce: 42,
+            renewed_ms: now_ms(),
+        };
+        fs::write(dir.join(LOCK_FILE), serde_json::to_vec(&other).unwrap()).unwrap();
+        assert!(!lock.holds());
+        assert_eq!(rx.recv().await, Some(LeaderEvent::Lost));
+        assert!(!leading.now());
+        election.stop(true).await;
+        let left: Lease = serde_json::from_slice(&fs::read(dir.join(LOCK_FILE)).unwrap()).unwrap();
+        assert_eq!(
+            left, other,
+            "a deposed master never releases the other's lock"
+        );
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -16,6 +16,7 @@ mod conns;
 mod events;
 pub mod ha;
 mod persist;
+pub mod recovery;
 mod runtime;
 mod webui;
 
@@ -51,6 +52,9 @@ pub struct MasterConfig {
     /// Where applications, workers and drivers are persisted (Spark's FILESYSTEM recovery mode);
     /// masters sharing it elect the active one with a lock file there.
     pub recovery_dir: Option<PathBuf>,
+    /// Elect the active master and keep the records in ZooKeeper (Spark's ZOOKEEPER recovery
+    /// mode) instead of a directory; see [`recovery::zookeeper`]. Needs the `zookeeper` feature.
+    pub zookeeper: Option<recovery::ZooKeeperConfig>,
     /// How long the leader lock's lease lasts without renewal (the holder renews it every third
     /// of it). Default 3 s.
     pub lease: Duration,
@@ -87,6 +91,7 @@ impl Default for MasterConfig {
             port_retries: crate::reference::ports::DEFAULT_PORT_RETRIES,
             core: crate::node::master::Config::default(),
             recovery_dir: None,
+            zookeeper: None,
             lease: Duration::from_secs(3),
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             send_timeout: Duration::from_secs(30),
@@ -116,6 +121,9 @@ pub enum MasterError {
     /// The recovery directory could not be used.
     #[error("recovery directory: {0}")]
     Recovery(#[from] PersistError),
+    /// The recovery store could not be set up.
+    #[error("recovery: {0}")]
+    Store(#[from] recovery::RecoveryError),
 }
 
 /// The reference master.
@@ -186,10 +194,6 @@ impl Master {
             addr: format!("{}:{}", config.host, config.port),
             source,
         })?;
-        let persistence = match &config.recovery_dir {
-            Some(dir) => Some(Persistence::open(dir)?),
-            None => None,
-        };
         let web_ui = match config.web_ui_port {
             Some(port) if cfg!(feature = "webui") => {
                 Some(ports::listen(&config.host, port, config.port_retries, "MasterUI").await?)
@@ -209,10 +213,11 @@ impl Master {
         // One id per incarnation: a master restarted on the same address is another endpoint.
         let id = format!("master-{host}:{}-{started_ms}", addr.port());
         let rules = crate::node::master::Config {
-            persistent: config.recovery_dir.is_some(),
+            persistent: config.recovery_dir.is_some() || config.zookeeper.is_some(),
             admins_only: config.security.admin_secret.is_some(),
             ..config.core.clone()
         };
+        let store = recovery::open(&config, &id)?;
         let mut core = MasterCore::new(
             rules,
             at,
@@ -223,7 +228,7 @@ impl Master {
         core.set_web_ui_url(web_ui_addr.map_or_else(String::new, |a| {
             crate::reference::webui::web_ui_url(&host, a.port())
         }));
-        let runtime = runtime::Runtime::new(core, &config, id, persistence, events_tx.clone());
+        let runtime = runtime::Runtime::new(core, &config, id, store, events_tx.clone());
         let done = tokio::spawn(async move {
             let ui = web_ui.map(|listener| tokio::spawn(serve_web_ui(listener, events_tx)));
             runtime.run(listener, events_rx, stop_rx).await;
@@ -270,9 +275,14 @@ impl MasterHandle {
     }
 
     /// Waits until the master stops by itself (it lost its leadership) or is stopped.
+    ///
+    /// Cancel-safe: a `stopped()` given up (a `select!` that took another branch) leaves the
+    /// handle in place, so that a later [`shutdown`](Self::shutdown) still waits for the master
+    /// to finish stopping (its connections closed, its leadership given up).
     pub async fn stopped(&mut self) {
-        if let Some(done) = self.done.take() {
+        if let Some(done) = self.done.as_mut() {
             let _ = done.await;
+            self.done = None;
         }
     }
 

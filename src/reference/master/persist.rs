@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use crate::node::master::{Record, RecordKind, Stored};
 
+use super::recovery::{decode_record, encode_record, record_name};
+
 /// The recovery directory could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PersistError {
@@ -40,21 +42,6 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> PersistError + '_ {
     }
 }
 
-/// An id made safe as part of a file name: letters, digits, `-`, `_` and inner `.` kept, every
-/// other byte as `%XX`.
-fn encode_id(id: &str) -> String {
-    let mut out = String::with_capacity(id.len());
-    for (i, b) in id.bytes().enumerate() {
-        let keep = b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || (b == b'.' && i > 0);
-        if keep {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 impl Persistence {
     /// Opens (creating) the directory.
     pub fn open(dir: &Path) -> Result<Persistence, PersistError> {
@@ -69,27 +56,21 @@ impl Persistence {
         &self.dir
     }
 
-    fn path(&self, kind: &str, id: &str) -> PathBuf {
-        self.dir.join(format!("{kind}_{}.json", encode_id(id)))
+    fn path(&self, kind: RecordKind, id: &str) -> PathBuf {
+        self.dir.join(format!("{}.json", record_name(kind, id)))
     }
 
     /// Writes one record atomically.
-    pub fn write<T: serde::Serialize>(
-        &self,
-        kind: &str,
-        id: &str,
-        value: &T,
-    ) -> Result<(), PersistError> {
+    fn write(&self, kind: RecordKind, id: &str, body: &[u8]) -> Result<(), PersistError> {
         let path = self.path(kind, id);
         let tmp = self.dir.join(format!(
-            ".tmp-{kind}_{}-{}",
-            encode_id(id),
+            ".tmp-{}-{}",
+            record_name(kind, id),
             std::process::id()
         ));
-        let body = serde_json::to_vec_pretty(value)?;
         {
             let mut f = fs::File::create(&tmp).map_err(io_err(&tmp))?;
-            f.write_all(&body).map_err(io_err(&tmp))?;
+            f.write_all(body).map_err(io_err(&tmp))?;
             f.sync_all().map_err(io_err(&tmp))?;
         }
         fs::rename(&tmp, &path).map_err(io_err(&path))?;
@@ -97,7 +78,7 @@ impl Persistence {
     }
 
     /// Removes one record (absent is fine).
-    pub fn remove(&self, kind: &str, id: &str) -> Result<(), PersistError> {
+    fn remove(&self, kind: RecordKind, id: &str) -> Result<(), PersistError> {
         let path = self.path(kind, id);
         match fs::remove_file(&path) {
             Ok(()) => self.sync_dir(),
@@ -119,18 +100,13 @@ impl Persistence {
 
     /// Writes `record` atomically (an [`Effect::Persist`](crate::node::master::Effect::Persist)).
     pub fn store(&self, record: &Record) -> Result<(), PersistError> {
-        let (kind, id) = (record.kind().as_str(), record.id());
-        match record {
-            Record::App(a) => self.write(kind, id, a),
-            Record::Worker(w) => self.write(kind, id, w),
-            Record::Driver(d) => self.write(kind, id, d),
-        }
+        self.write(record.kind(), record.id(), &encode_record(record)?)
     }
 
     /// Removes the record of `kind` and `id` (an
     /// [`Effect::Unpersist`](crate::node::master::Effect::Unpersist)).
     pub fn forget(&self, kind: RecordKind, id: &str) -> Result<(), PersistError> {
-        self.remove(kind.as_str(), id)
+        self.remove(kind, id)
     }
 
     /// Reads every record; unreadable files are skipped with a warning.
@@ -153,17 +129,9 @@ impl Persistence {
                     continue;
                 }
             };
-            let parsed = if name.starts_with("app_") {
-                serde_json::from_slice(&body).map(|a| stored.apps.push(a))
-            } else if name.starts_with("worker_") {
-                serde_json::from_slice(&body).map(|w| stored.workers.push(w))
-            } else if name.starts_with("driver_") {
-                serde_json::from_slice(&body).map(|d| stored.drivers.push(d))
-            } else {
-                continue;
-            };
-            if let Err(e) = parsed {
-                tracing::warn!(path = %path.display(), error = %e, "skipping a malformed record");
+            let record = name.trim_end_matches(".json");
+            if let Err(why) = decode_record(&mut stored, record, &body) {
+                tracing::warn!(path = %path.display(), "skipping a malformed record: {why}");
             }
         }
         Ok(stored)

@@ -11,8 +11,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::conns::{self, ConnSettings};
 use super::events::{Event, Opened};
-use super::ha::{Election, LeaderEvent};
-use super::persist::Persistence;
+use super::ha::LeaderEvent;
+use super::recovery::{RecoveryError, RecoveryStore};
 use super::MasterConfig;
 use super::Stop;
 use crate::connection::Incoming;
@@ -34,9 +34,8 @@ pub(crate) struct Runtime {
     peers: Peers,
     events: mpsc::UnboundedSender<Event>,
     settings: ConnSettings,
-    /// How long the leader lock's lease lasts.
-    lease: Duration,
-    persistence: Option<Persistence>,
+    /// Where the master is elected and keeps its records (`None`: it leads at once, alone).
+    store: Option<Box<dyn RecoveryStore>>,
 }
 
 impl Runtime {
@@ -45,7 +44,7 @@ impl Runtime {
         core: MasterCore,
         config: &MasterConfig,
         id: String,
-        persistence: Option<Persistence>,
+        store: Option<Box<dyn RecoveryStore>>,
         events: mpsc::UnboundedSender<Event>,
     ) -> Runtime {
         let settings = ConnSettings {
@@ -63,8 +62,7 @@ impl Runtime {
             peers: Peers::new(config.send_timeout),
             events,
             settings,
-            lease: config.lease,
-            persistence,
+            store,
         }
     }
 
@@ -80,13 +78,15 @@ impl Runtime {
             self.settings.clone(),
             self.events.clone(),
         ));
-        let mut election = match &self.persistence {
-            Some(p) => Some(Election::spawn(
-                p.dir().to_path_buf(),
-                self.settings.id.clone(),
-                self.lease,
-                self.events.clone(),
-            )),
+        let elected = match self.store.as_mut() {
+            Some(store) => {
+                let sink = self.events.clone();
+                let sink: super::recovery::LeaderSink = std::sync::Arc::new(move |e| {
+                    let _ = sink.send(Event::Leader(e));
+                });
+                tracing::info!("standing for election in {}", store.describe());
+                store.elect(sink).await
+            }
             None => {
                 self.core.handle(
                     now(),
@@ -94,19 +94,44 @@ impl Runtime {
                         stored: Stored::default(),
                     },
                 );
-                None
+                Ok(())
             }
         };
-        let how = loop {
-            self.execute();
+        let how = if let Err(e) = elected {
+            tracing::error!("cannot stand for election: {e}");
+            Stop::Crash
+        } else {
+            self.serve(&mut events, &mut stop).await
+        };
+        self.finish(listening, how).await;
+    }
+
+    /// The loop: feeds the core until stopped or until the master loses its leadership.
+    async fn serve(
+        &mut self,
+        events: &mut mpsc::UnboundedReceiver<Event>,
+        stop: &mut oneshot::Receiver<Stop>,
+    ) -> Stop {
+        loop {
+            if !self.execute().await {
+                tracing::error!("Leadership has been revoked -- master shutting down.");
+                break Stop::Crash;
+            }
             let deadline = self.core.poll_timeout();
             tokio::select! {
-                how = &mut stop => break how.unwrap_or(Stop::Crash),
+                how = &mut *stop => break how.unwrap_or(Stop::Crash),
                 event = events.recv() => match event {
                     Some(Event::Leader(LeaderEvent::Lost)) => {
                         tracing::error!("Leadership has been revoked -- master shutting down.");
                         break Stop::Crash;
                     }
+                    Some(Event::Leader(LeaderEvent::Elected)) => match self.read_stored().await {
+                        Ok(stored) => self.core.handle(now(), Input::Elected { stored }),
+                        Err(e) => {
+                            tracing::error!("cannot read what the recovery store holds: {e}; stepping down");
+                            break Stop::Crash;
+                        }
+                    },
                     Some(event) => self.on_event(event),
                     None => break Stop::Crash,
                 },
@@ -117,12 +142,16 @@ impl Runtime {
                     }
                 } => self.core.handle_timeout(now()),
             }
-        };
+        }
+    }
+
+    /// Stops listening, steps down, and closes (or drops) every connection.
+    async fn finish(&mut self, listening: tokio::task::JoinHandle<()>, how: Stop) {
         listening.abort();
         // Wait until the listener is dropped, so the port is free when this returns.
         let _ = listening.await;
-        if let Some(e) = election.take() {
-            e.stop(how == Stop::Graceful).await;
+        if let Some(store) = self.store.as_mut() {
+            store.step_down(how == Stop::Graceful).await;
         }
         match how {
             Stop::Graceful => self.peers.close_all(Duration::from_secs(5)).await,
@@ -175,10 +204,8 @@ impl Runtime {
                 self.peers.closed(conn);
                 Input::Closed { conn }
             }
-            Event::Leader(LeaderEvent::Elected) => Input::Elected {
-                stored: self.read_stored(),
-            },
-            Event::Leader(LeaderEvent::Lost) => return,
+            // Handled by the loop, which awaits the store.
+            Event::Leader(_) => return,
             Event::Snapshot(reply) => {
                 let _ = reply.send(self.snapshot());
                 return;
@@ -187,14 +214,11 @@ impl Runtime {
         self.core.handle(now(), input);
     }
 
-    /// What the recovery directory holds (empty, with an error logged, when it cannot be read).
-    fn read_stored(&self) -> Stored {
-        match &self.persistence {
-            Some(p) => p.read_all().unwrap_or_else(|e| {
-                tracing::error!(error = %e, "cannot read the recovery directory; starting empty");
-                Stored::default()
-            }),
-            None => Stored::default(),
+    /// What the recovery store holds.
+    async fn read_stored(&mut self) -> Result<Stored, RecoveryError> {
+        match self.store.as_mut() {
+            Some(store) => store.read_all().await,
+            None => Ok(Stored::default()),
         }
     }
 
@@ -210,8 +234,11 @@ impl Runtime {
 
     /// Does what the core decided, in its order: writes go to each connection's own queue at once
     /// (never waiting; a peer whose queue is full is closed as a slow consumer), records to the
-    /// recovery directory before anything after them is queued.
-    fn execute(&mut self) {
+    /// recovery store before anything after them is queued (the loop waits for each write: a
+    /// dropped connection to ZooKeeper pauses the master). A failed write is handed back to the
+    /// core ([`Input::PersistFailed`]), which fails the registration it was for. `false`: a
+    /// write was refused because this master no longer leads, and it must stop.
+    async fn execute(&mut self) -> bool {
         while let Some(out) = self.core.poll() {
             match out {
                 Output::Conn(out) => self.peers.write(out),
@@ -224,29 +251,49 @@ impl Runtime {
                     conns::dial(addr, target, self.settings.clone(), self.events.clone())
                 }
                 Output::Effect(Effect::Persist(record)) => {
-                    if let Some(p) = &self.persistence {
-                        if let Err(e) = p.store(&record) {
-                            tracing::error!(
-                                error = %e,
-                                "cannot persist {} {}",
-                                record.kind().as_str(),
-                                record.id()
+                    let Some(store) = self.store.as_mut() else {
+                        continue;
+                    };
+                    let (kind, id) = (record.kind(), record.id().to_string());
+                    tracing::debug!("writing record: {} {id}", kind.as_str());
+                    match store.write(&record).await {
+                        Ok(()) => tracing::debug!("record written: {} {id}", kind.as_str()),
+                        Err(e) => {
+                            tracing::error!("cannot persist {} {id}: {e}", kind.as_str());
+                            self.core.handle(
+                                now(),
+                                Input::PersistFailed {
+                                    kind,
+                                    id,
+                                    reason: e.to_string(),
+                                },
                             );
+                            if matches!(e, RecoveryError::Fenced(_)) {
+                                return false;
+                            }
                         }
                     }
                 }
                 Output::Effect(Effect::Unpersist { kind, id }) => {
-                    if let Some(p) = &self.persistence {
-                        if let Err(e) = p.forget(kind, &id) {
+                    let Some(store) = self.store.as_mut() else {
+                        continue;
+                    };
+                    tracing::debug!("removing record: {} {id}", kind.as_str());
+                    match store.remove(kind, &id).await {
+                        Ok(()) => tracing::debug!("record removed: {} {id}", kind.as_str()),
+                        Err(e) => {
                             tracing::error!(
-                                error = %e,
-                                "cannot remove persisted {} {id}",
+                                "cannot remove the record of {} {id}: {e}",
                                 kind.as_str()
                             );
+                            if matches!(e, RecoveryError::Fenced(_)) {
+                                return false;
+                            }
                         }
                     }
                 }
             }
         }
+        true
     }
 }
