@@ -1,5 +1,5 @@
 //! Decommissioning: DecommissionWorkersOnHosts answers how many workers it decommissions and
-//! tells each (DecommissionWorker), which confirms with WorkerDecommissioning; their executors
+//! tells each (DecommissionWorker), which, as Spark's worker, sends nothing back; their executors
 //! are DECOMMISSIONED for their applications, and no new executor goes there. With an admin
 //! secret, only an admin `ui` peer may ask. Real master and worker cores in the in-memory
 //! cluster (`node::sim::Cluster`), UIs and the application's client as probes.
@@ -48,8 +48,8 @@ fn decommissioned_workers_get_no_new_executors() {
         Some(Ok(Reply::Int(1)))
     );
     assert_eq!(c.count(m, w, "DecommissionWorker"), 1);
-    // The real worker confirms.
-    assert_eq!(c.count(w, m, "WorkerDecommissioning"), 1);
+    // The real worker sends nothing back (SPEC §7.1): the master already counts it decommissioned.
+    assert_eq!(c.count(w, m, "WorkerDecommissioning"), 0);
     let decommissioned: Vec<_> = c
         .probe(app)
         .received()

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use ha::*;
 use sparkwire::messages::{Addr, RecoveryState, WorkerState};
-use sparkwire::reference::master::ha::LeaderEvent;
 use sparkwire::node::master::{Record, RecordKind, StoredWorker};
+use sparkwire::reference::master::ha::LeaderEvent;
 use sparkwire::reference::master::recovery::zookeeper::{
     ZooKeeperStore, LEADER_ELECTION, MASTER_STATUS,
 };

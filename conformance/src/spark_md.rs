@@ -102,7 +102,6 @@ pub fn resolution(id: &str) -> Option<&'static str> {
         ("rules/P2/", "S2"),
         ("flow/worker/executor/not-allowed", "S4"),
         ("flow/worker/ui/state", "S5"),
-        ("flow/worker/decommission", "S6"),
     ];
     RESOLVED
         .iter()

@@ -696,15 +696,19 @@ fn flows(cs: &mut Cases) {
             check(s.state == DriverState::Killed, "KILLED", s.state.to_string())
         });
     cs.add("flow/worker/decommission", Level::Must,
-        "a worker told DecommissionWorker (version 2) tells the master it is decommissioning (WorkerDecommissioning with its id)",
+        "a worker told DecommissionWorker (version 2) launches no executor after it (no ExecutorStateChanged for a LaunchExecutor that follows) and goes on heartbeating with its id (SPEC §7.1)",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V2]).await?;
             let id = w.reg.id.clone();
             w.conn.send(&Envelope::Send(D::DecommissionWorker(DecommissionWorker::new()))).await?;
-            w.conn.expect::<D, ()>(wait(&ctx), "WorkerDecommissioning with its id", |e| match e {
-                Envelope::Send(D::WorkerDecommissioning(d)) if d.id == id => Some(()),
+            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0011", 3, &allowed_exec(), &["20"]))).await?;
+            w.conn.expect_none::<D>(ctx.settings.quiet, "no ExecutorStateChanged for a launch after DecommissionWorker", |e| matches!(e,
+                Envelope::Send(D::ExecutorStateChanged(s)) | Envelope::Ask { message: D::ExecutorStateChanged(s), .. } if s.exec_id == 3)).await?;
+            let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat after DecommissionWorker", |e| match e {
+                Envelope::Send(D::Heartbeat(h)) => Some(h.clone()),
                 _ => None,
-            }).await
+            }).await?;
+            check(hb.worker_id == id, format!("worker id {id}"), hb.worker_id)
         });
     cs.add("flow/worker/executor/spark-app-id", Level::Must,
         "ExecutorStateChanged names the application and executor of the LaunchExecutor it reports on",

@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use crate::definition::{Definition, MessageKind};
 use crate::messages::deploy::{
     DriverStateChanged, ExecutorStateChanged, Heartbeat, LaunchDriver, LaunchExecutor,
-    RegisterWorker, WorkerDecommissioning, WorkerDriverStateResponse, WorkerExecutorStateResponse,
-    WorkerLatestState, WorkerSchedulerStateResponse, WorkerStateResponse,
+    RegisterWorker, WorkerDriverStateResponse, WorkerExecutorStateResponse, WorkerLatestState,
+    WorkerSchedulerStateResponse, WorkerStateResponse,
 };
 use crate::messages::{
     Addr, Command, DeployMessage, DriverRunnerInfo, DriverState, EndpointRef, ErrorDescription,
@@ -596,15 +596,13 @@ impl WorkerCore {
             M::ApplicationFinished(a) => {
                 tracing::info!("Application {} finished", a.id);
             }
+            // As Spark's worker: the master that sent it already counts this worker
+            // DECOMMISSIONED, so nothing goes back (SPEC §7.1); only a decommission that starts on
+            // the worker's side is told to the master with WorkerDecommissioning.
             M::DecommissionWorker(_) => {
                 if !self.decommissioned {
                     tracing::info!("Decommissioning self");
                     self.decommissioned = true;
-                    let note = WorkerDecommissioning {
-                        id: self.id.clone(),
-                        worker_ref: self.self_ref.clone(),
-                    };
-                    self.send_to_master(note);
                 }
             }
             other => {
