@@ -63,7 +63,7 @@ pub enum Input {
         /// The persisted records.
         stored: Stored,
     },
-    /// The [`Output::Persist`] of this record failed; fed at once, before the outputs queued
+    /// The [`Effect::Persist`] of this record failed; fed at once, before the outputs queued
     /// after it are drained. As Spark fails a registration whose record cannot be persisted,
     /// the core takes back what it queued for the registration and fails it: a worker gets
     /// RegisterWorkerFailed, an application client ApplicationRemoved, a driver submission an

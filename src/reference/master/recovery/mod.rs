@@ -1,6 +1,6 @@
 //! Where a master is elected and keeps its records: the IO the master runtime does around the
-//! core's [`Input::Elected`](super::proto::Input::Elected), [`Output::Persist`] and
-//! [`Output::Unpersist`](super::proto::Output::Unpersist), behind one small trait,
+//! core's [`Input::Elected`](crate::node::master::Input::Elected), [`Effect::Persist`] and
+//! [`Effect::Unpersist`](crate::node::master::Effect::Unpersist), behind one small trait,
 //! [`RecoveryStore`], with two implementations:
 //!
 //! - [`file`](mod@file): Spark's FILESYSTEM mode, a directory of JSON records and a leader lock file
@@ -20,7 +20,7 @@
 //!   with it, until it can or until leadership is lost: a dropped connection pauses the master,
 //!   it does not stop it.
 //!
-//! [`Output::Persist`]: super::proto::Output::Persist
+//! [`Effect::Persist`]: crate::node::master::Effect::Persist
 
 pub mod file;
 #[cfg(feature = "zookeeper")]
