@@ -9,7 +9,7 @@
 # Prints each run (time to the standby RECOVERING, i.e. elected, and to ALIVE) with the load
 # average, then the median and the max. Spark 4.0.1's Curator client asks for a 60 s session
 # (fixed in SparkCuratorUtil, no setting); the server grants at most 20 ticks, 40 s here.
-# Usage: scripts/spark/ha-takeover.sh [RUNS]   (default 3; not in CI; about 80 s a run)
+# Usage: scripts/spark/ha-takeover.sh [RUNS]   (default 3; not in CI; about 1 min a run)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${1:-3}
