@@ -71,7 +71,8 @@ pub struct FakeWorker {
     pub memory: i32,
 }
 
-fn worker_ref(host: &str, port: i32) -> EndpointRef {
+/// The reference to a worker's endpoint at `host:port`.
+pub fn worker_ref(host: &str, port: i32) -> EndpointRef {
     EndpointRef::at(Addr::new(host, port), "Worker")
 }
 
@@ -244,6 +245,7 @@ fn master_server() -> Server {
     fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
         vec![]
     }
+    // RequestDriverStatus, which a UI may ask, with its driverId an integer.
     fn bad() -> Vec<(&'static str, Vec<u8>)> {
         vec![("driverId", mp::u(5))]
     }
@@ -273,7 +275,7 @@ fn master_server() -> Server {
         probe: ("RequestMasterState", no_fields),
         v2_only: ("RequestReadyz", no_fields),
         local: "WorkDirCleanup",
-        bad_fields: ("KillDriver", bad),
+        bad_fields: ("RequestDriverStatus", bad),
         off_route: ("Heartbeat", heartbeat),
     }
 }
@@ -285,6 +287,8 @@ pub fn cases() -> Vec<crate::case::Case> {
     let mut cs = Cases::new(Target::Master);
     server::add(&mut cs, master_server());
     routes(&mut cs);
+    crate::targets::spec14::add(&mut cs);
+    crate::targets::spec11::add_master(&mut cs);
     flows(&mut cs);
     crate::targets::auth::add(&mut cs);
     crate::targets::spark::add_server(
@@ -354,56 +358,6 @@ fn routes(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let mut c = open(&ctx, Role::Ui, "ui", "", Version::V2).await?;
             expect_refused(&mut c, Envelope::Send(D::RequestMasterState(RequestMasterState::new())), wait(&ctx)).await
-        });
-    cs.add(
-        "rules/W1/register-first",
-        Level::Must,
-        "the master refuses a worker's Heartbeat sent before its RegisterWorker on that connection",
-        |ctx: Ctx| async move {
-            let mut c = open(&ctx, Role::Worker, "worker", "worker-x", Version::V2).await?;
-            let hb = D::Heartbeat(Heartbeat::new(
-                format!("worker-20250101120000-127.0.0.1-{}", unique()),
-                worker_ref("127.0.0.1", 1),
-            ));
-            let out = expect_refused(&mut c, Envelope::Send(hb), wait(&ctx)).await;
-            match out {
-                Ok(()) => Ok(()),
-                // Spark's own answer to a heartbeat of an unknown worker is ReconnectWorker.
-                Err(e) => {
-                    if c.expect::<D, ()>(Duration::from_millis(1), "", |e| {
-                        matches!(e, Envelope::Send(D::ReconnectWorker(_))).then_some(())
-                    })
-                    .await
-                    .is_ok()
-                    {
-                        Ok(())
-                    } else {
-                        Err(e)
-                    }
-                }
-            }
-        },
-    );
-    cs.add("rules/P1/register-first", Level::Must,
-        "the master refuses an application client's UnregisterApplication sent before its RegisterApplication on that connection: it closes the connection",
-        |ctx: Ctx| async move {
-            let mut c = open(&ctx, Role::AppClient, "app", "", Version::V2).await?;
-            let m = D::UnregisterApplication(UnregisterApplication::new("app-20250101120000-9999".into()));
-            expect_refused(&mut c, Envelope::Send(m), wait(&ctx)).await
-        });
-    cs.add("rules/W2/worker-id", Level::Must,
-        "the master refuses a Heartbeat that carries another worker id than the one registered on the connection",
-        |ctx: Ctx| async move {
-            let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
-            let hb = D::Heartbeat(Heartbeat::new(format!("{}-other", w.id), worker_ref(&w.host, 1)));
-            expect_refused(&mut w.conn, Envelope::Send(hb), wait(&ctx)).await
-        });
-    cs.add("rules/P2/app-id", Level::Must,
-        "the master refuses a RequestExecutors that carries another app id than the one registered on the connection: a failure or a close",
-        |ctx: Ctx| async move {
-            let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
-            let m = D::RequestExecutors(RequestExecutors::new(format!("{id}-other"), vec![]));
-            expect_refused(&mut c, Envelope::Ask { id: 5, message: m }, wait(&ctx)).await
         });
 }
 
@@ -759,7 +713,7 @@ fn flows(cs: &mut Cases) {
             app_conn.expect::<D, ()>(wait(&ctx), "ApplicationRemoved", |e| matches!(e, Envelope::Send(D::ApplicationRemoved(_))).then_some(())).await
         });
     cs.add("flow/master/executor/worker-lost", Level::Must,
-        "when a worker's connection closes the master tells the application: ExecutorUpdated LOST with the worker's host, and WorkerRemoved (rule W7)",
+        "when a worker's connection closes the master tells the application: ExecutorUpdated LOST with the worker's host, and WorkerRemoved, the two in either order (rule W7; the spec orders neither)",
         |ctx: Ctx| async move {
             no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
@@ -769,15 +723,21 @@ fn flows(cs: &mut Cases) {
             let host = w.host.clone();
             let wid = w.id.clone();
             drop(w);
-            let u = updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Lost).await?;
+            // The spec orders neither before the other: both, in any order.
+            let mut lost = None;
+            both(&ctx, &mut app_conn, "ExecutorUpdated LOST for the executor and WorkerRemoved, in any order", |e| match e {
+                Envelope::Send(D::ExecutorUpdated(u)) if u.id == l.exec_id && u.state == ExecutorState::Lost => {
+                    lost = Some(u.clone());
+                    Some(0)
+                }
+                Envelope::Send(D::WorkerRemoved(r)) if r.id == wid => Some(1),
+                _ => None,
+            }).await?;
+            let u = lost.ok_or_else(|| fail("ExecutorUpdated LOST", "none"))?;
             // Version 1 (Spark 3.0) says only that the worker was lost (`workerLost`), which reads
             // as a host of "" (SPEC §5.1).
             let host_ok = if app_conn.v() == Version::V1 { u.worker_host.is_some() } else { u.worker_host.as_deref() == Some(host.as_str()) };
-            check(host_ok, format!("workerHost {host}"), format!("{:?}", u.worker_host))?;
-            app_conn.expect::<D, ()>(wait(&ctx), "WorkerRemoved", |e| match e {
-                Envelope::Send(D::WorkerRemoved(r)) if r.id == wid => Some(()),
-                _ => None,
-            }).await
+            check(host_ok, format!("workerHost {host}"), format!("{:?}", u.worker_host))
         });
     cs.add("flow/master/executor/kill-executors", Level::Must,
         "the master answers an application's KillExecutors with true and sends the worker KillExecutor for that executor",
@@ -815,7 +775,7 @@ fn flows(cs: &mut Cases) {
             check(ls.len() == 1, "1 executor", format!("{}", ls.len()))
         });
     cs.add("flow/master/app/finished-kills-and-notifies", Level::Must,
-        "when an application unregisters the master kills its executors (KillExecutor) and tells the worker ApplicationFinished (rule P6)",
+        "when an application unregisters the master kills its executors (KillExecutor) and tells the worker ApplicationFinished, the two in either order (rule P6; the spec orders neither)",
         |ctx: Ctx| async move {
             no_apps_left(&ctx).await?;
             let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
@@ -824,8 +784,12 @@ fn flows(cs: &mut Cases) {
             report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 48).await?;
             updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Running).await?;
             app_conn.send(&Envelope::Send(D::UnregisterApplication(UnregisterApplication::new(id.clone())))).await?;
-            w.conn.expect::<D, ()>(wait(&ctx), "KillExecutor", |e| matches!(e, Envelope::Send(D::KillExecutor(k)) if k.exec_id == l.exec_id).then_some(())).await?;
-            w.conn.expect::<D, ()>(wait(&ctx), "ApplicationFinished", |e| matches!(e, Envelope::Send(D::ApplicationFinished(a)) if a.id == id).then_some(())).await
+            // The spec orders neither before the other: both, in any order.
+            both(&ctx, &mut w.conn, "KillExecutor for the executor and ApplicationFinished, in any order", |e| match e {
+                Envelope::Send(D::KillExecutor(k)) if k.exec_id == l.exec_id => Some(0),
+                Envelope::Send(D::ApplicationFinished(a)) if a.id == id => Some(1),
+                _ => None,
+            }).await
         });
     cs.add("flow/master/drivers/launch", Level::Must,
         "the master launches a submitted driver on a worker with room for it (LaunchDriver), and reports it RUNNING there when asked (rules D2, D6)",
@@ -975,8 +939,24 @@ fn flows(cs: &mut Cases) {
     );
 }
 
+/// Waits for two envelopes on `c`, in either order: `pick` says which of the two (0 or 1) an
+/// envelope is, or `None` for one that is neither.
+async fn both(
+    ctx: &Ctx,
+    c: &mut Conn,
+    want: &str,
+    mut pick: impl FnMut(&Envelope<D>) -> Option<usize>,
+) -> Outcome {
+    let mut seen = [false, false];
+    while !(seen[0] && seen[1]) {
+        let which = c.expect::<D, usize>(wait(ctx), want, &mut pick).await?;
+        seen[which.min(1)] = true;
+    }
+    Ok(())
+}
+
 /// Waits up to the patience for `cond` to hold, polling.
-async fn settle<F, Fut>(ctx: &Ctx, cond: F, what: &str) -> Outcome
+pub async fn settle<F, Fut>(ctx: &Ctx, cond: F, what: &str) -> Outcome
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<bool, Failure>>,

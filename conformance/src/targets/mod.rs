@@ -9,6 +9,8 @@ pub mod master;
 pub mod server;
 pub mod spark;
 pub mod spawned;
+pub mod spec11;
+pub mod spec14;
 pub mod worker;
 
 use crate::case::{Case, Target};
@@ -24,6 +26,7 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
         ("handshake/10", "sparkwire's shared-secret authentication (handshake.md §10)"),
         ("handshake/", "sparkwire's handshake (Spark's wire has none)"),
         ("spec/13/", "sparkwire's shared-secret authentication (SPEC §13)"),
+        ("spec/11", "sparkwire's decoder, its vectors and its canonical maps (SPEC §11)"),
         ("spec/2/", "sparkwire's frames (SPEC §2); Spark's are checked by spark/15.1/…"),
         ("spec/3/bad-envelope", "sparkwire's envelope tags (SPEC §3)"),
         ("spec/3/envelope-not-array", "sparkwire's envelope as MessagePack (SPEC §3)"),

@@ -283,6 +283,32 @@ async fn closes_after(
     .await
 }
 
+/// The probe ask (id 5) with an unknown field holding arrays nested so that the frame's value is
+/// `levels` deep: the envelope is level 1, the message map 2, the field map 3 (SPEC §11.1).
+fn nested_probe(s: &Server, levels: usize) -> Vec<u8> {
+    let mut fields = (s.probe.1)();
+    fields.push(("zzzNested", mp::nested(levels.saturating_sub(3))));
+    mp::arr(&[
+        mp::u(1),
+        mp::u(5),
+        mp::map(&[(s.probe.0, mp::map(&fields))]),
+    ])
+}
+
+/// The envelope body of message `m` (a `{name: fields}` map) as the definition's kind of `name`
+/// says: an ask (id 5) or a send.
+fn as_its_kind(name: &str, m: Vec<u8>) -> Vec<u8> {
+    let ask = sparkwire::definition::Definition::builtin()
+        .messages
+        .iter()
+        .any(|d| d.name == name && d.kind == sparkwire::definition::MessageKind::Ask);
+    if ask {
+        mp::arr(&[mp::u(1), mp::u(5), m])
+    } else {
+        mp::arr(&[mp::u(0), m])
+    }
+}
+
 /// The shared cases, added to `cases` for the server `s`.
 pub fn add(cases: &mut Cases, s: Server) {
     let name = s.name;
@@ -581,7 +607,7 @@ pub fn add(cases: &mut Cases, s: Server) {
         }
     );
     case!(
-        "handshake/5/4/unknown-role",
+        "handshake/5/6/unknown-role",
         Level::Must,
         format!("{name} refuses a role it does not know with roleNotAccepted, then closes"),
         |ctx, s| refused(
@@ -598,7 +624,7 @@ pub fn add(cases: &mut Cases, s: Server) {
     case!("handshake/7/other-family-role", Level::Must,
         format!("{name} refuses a role whose family it does not serve on this connection with roleNotAccepted, then closes"),
         |ctx, s| refused(ctx.clone(), s.clone(), mp::map(&signed(&ctx, mp::hello_entries(&[1, 2], s.other_family_role.name(), "x"))?), &[RefusalReason::RoleNotAccepted]).await);
-    case!("handshake/5/5/no-common-version", Level::Must,
+    case!("handshake/5/7/no-common-version", Level::Must,
         format!("{name} refuses a hello offering only versions it does not speak with noCommonVersion listing the versions it speaks, then closes"),
         |ctx, s| {
             let at = (s.open)(ctx.clone()).await?;
@@ -614,15 +640,29 @@ pub fn add(cases: &mut Cases, s: Server) {
             }
             c.expect_closed(patience(&ctx), "the connection closed after the refusal").await
         });
-    case!("handshake/5/order/malformed-before-role", Level::Must,
-        format!("{name} checks in order: a hello with an unknown role and no `id` is malformedHello (check 3 before 4)"),
+    case!("handshake/5/3/malformed-and-unknown-role", Level::Must,
+        format!("{name} refuses a hello with an unknown role and no `id` at step 3, with malformedHello or roleNotAccepted (handshake.md §5: \"anything else wrong with the map is step 3 (a role name the server does not know at all is refused with `roleNotAccepted` already there)\"; the text orders neither), then closes"),
         |ctx, s| {
             let mut e = signed(&ctx, mp::hello_entries(&[1, 2], "spark-history-server", "x"))?;
             e.remove(3);
-            refused(ctx.clone(), s, mp::map(&e), &[RefusalReason::MalformedHello]).await
+            refused(ctx.clone(), s, mp::map(&e), &[RefusalReason::MalformedHello, RefusalReason::RoleNotAccepted]).await
+        });
+    case!("handshake/5/4/auth-presence", Level::Must,
+        format!("{name} checks step 4 of handshake.md §5, \"a server with a secret: the hello has `auth` and `nonce`; a server without one: it has neither\": without a secret it refuses a hello asking to authenticate with authNotConfigured (§10.2), holding one it refuses a hello that does not with authRequired; then it closes"),
+        |ctx, s| {
+            let body = if ctx.settings.secret.is_some() {
+                mp::map(&mp::hello_entries(&[1, 2], s.good_role.name(), "no-auth"))
+            } else {
+                let mut e = mp::hello_entries(&[1, 2], s.good_role.name(), "auth");
+                e.push(("auth", mp::s("hmac-sha256")));
+                e.push(("nonce", mp::bin(&[7u8; 32])));
+                mp::map(&e)
+            };
+            let reason = if ctx.settings.secret.is_some() { RefusalReason::AuthRequired } else { RefusalReason::AuthNotConfigured };
+            refused(ctx.clone(), s, body, &[reason]).await
         });
     case!("handshake/5/order/role-before-version", Level::Must,
-        format!("{name} checks in order: a hello with an unknown role and no common version is roleNotAccepted (check 4 before 5)"),
+        format!("{name} checks in order: a hello with an unknown role and no common version is roleNotAccepted (check 6 before 7)"),
         |ctx, s| refused(ctx.clone(), s, mp::map(&signed(&ctx, mp::hello_entries(&[9], "spark-history-server", "x"))?), &[RefusalReason::RoleNotAccepted]).await);
     case!(
         "handshake/1/trailing-bytes",
@@ -711,11 +751,19 @@ pub fn add(cases: &mut Cases, s: Server) {
             closes_after(ctx, s, Version::V2, frame(&body), "an ask with a trailing nil").await
         });
     case!("spec/2/nesting-depth", Level::Must,
-        format!("{name} refuses a frame nested deeper than 64 levels (TooDeep) and closes the connection"),
+        format!("{name} refuses a frame nested 65 levels deep, the envelope counted, even inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels and refuse 65 (`TooDeep`), even inside a field it skips\"), and closes the connection: an ask it answers otherwise"),
+        |ctx, s| closes_after(ctx, s.clone(), Version::V2, frame(&nested_probe(&s, 65)), "the probe ask, 65 levels deep in an unknown field").await);
+    case!("spec/2/nesting-64-accepted", Level::Must,
+        format!("{name} accepts a frame nested 64 levels deep, the envelope counted, inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels\"), and answers the ask"),
         |ctx, s| {
-            let body = mp::arr(&[mp::u(0), mp::map(&[(s.probe.0, mp::map(&[("x", mp::nested(70))]))])]);
-            closes_after(ctx, s, Version::V2, frame(&body), "a send nested 72 levels deep").await
+            let at = (s.open)(ctx.clone()).await?;
+            let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
+            c.send_frame(&nested_probe(&s, 64)).await?;
+            expect_reply(&ctx, &mut c, 5, "a reply to the probe ask (id 5), 64 levels deep").await
         });
+    case!("spec/2/nesting-1000", Level::Must,
+        format!("{name} refuses a frame nested 1,000 levels deep inside a field it skips (SPEC §2, `TooDeep`), and closes the connection"),
+        |ctx, s| closes_after(ctx, s.clone(), Version::V2, frame(&nested_probe(&s, 1000)), "the probe ask, 1000 levels deep in an unknown field").await);
     case!(
         "spec/2/extension-type",
         Level::Must,
@@ -785,10 +833,10 @@ pub fn add(cases: &mut Cases, s: Server) {
             closes_after(ctx, s.clone(), Version::V2, frame(&mp::arr(&[mp::u(0), m])), "a send of a local message").await
         });
     case!("spec/4/invalid-fields", Level::Must,
-        format!("{name} refuses a message with a field of the wrong type (InvalidFields) and closes the connection"),
+        format!("{name} refuses a message with a field of the wrong type (SPEC §4, \"refuses ... a value of the wrong type ... (`InvalidFields`)\") and closes the connection: a message the peer's role may send it, as its kind says (SPEC §14.1), so that only the field is wrong"),
         |ctx, s| {
             let m = mp::map(&[(s.bad_fields.0, mp::map(&(s.bad_fields.1)()))]);
-            closes_after(ctx, s, Version::V2, frame(&mp::arr(&[mp::u(0), m])), "a send with a mistyped field").await
+            closes_after(ctx, s.clone(), Version::V2, frame(&as_its_kind(s.bad_fields.0, m)), "a message with a mistyped field").await
         });
     case!("spec/8.1/close-reason-decoding", Level::Must,
         format!("{name}, having taken closeReason in the handshake, sends a close envelope of kind InvalidFields, with the mistyped field's path and an offset, as its last frame before it closes a connection for a message with a field of the wrong type"),
@@ -800,7 +848,7 @@ pub fn add(cases: &mut Cases, s: Server) {
             let fields = (s.bad_fields.1)();
             let field = fields.first().map_or("", |(name, _)| *name);
             let m = mp::map(&[(s.bad_fields.0, mp::map(&fields))]);
-            c.send_frame(&mp::arr(&[mp::u(0), m])).await?;
+            c.send_frame(&as_its_kind(s.bad_fields.0, m)).await?;
             let want = format!("a close envelope of kind InvalidFields at {field}, then the close");
             let reason = close_envelope(&ctx, &mut c, &want).await?;
             check(

@@ -1,0 +1,436 @@
+//! `--target master`, SPEC §11: decoding in detail, live. Every decoder decision of
+//! `protocol/vectors/decoder.json` (and every invalid envelope vector of `envelope.json`) that a
+//! master can receive is replayed on a fresh connection, in a message that is otherwise legal on
+//! its route and for the role that sends it (SPEC §14.1): a valid frame keeps the connection, an
+//! invalid one closes it (SPEC §8, "On any decoding error the receiver closes that connection
+//! only"). Then the canonical maps of §11.3 inside a registration. One function per case.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use sparkwire::definition::{Definition, MessageDef, MessageKind};
+use sparkwire::messages::deploy::RegisterApplication;
+use sparkwire::messages::{from_hex, Addr, DeployMessage, EndpointRef, Version};
+use sparkwire::wire::handshake::{Hello, Role, CLOSE_REASON};
+use sparkwire::wire::vectors::{decoder_vectors, envelope_vectors};
+use sparkwire::wire::{encode_envelope, Envelope};
+
+use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::env::Ctx;
+use crate::peer::{frame, Conn, Event};
+use crate::targets::common::unique;
+use crate::targets::master::{addr, app_desc, open, register_worker_msg};
+use crate::targets::server::close_envelope;
+
+type D = DeployMessage;
+
+fn wait(ctx: &Ctx) -> Duration {
+    ctx.settings.patience
+}
+
+/// One decision to replay: where it comes from, the frame, the error it must be refused with
+/// (`None`: it must be taken), its version, and how the master can receive it.
+#[derive(Clone)]
+struct Replay {
+    file: &'static str,
+    name: String,
+    frame: Vec<u8>,
+    error: Option<String>,
+    version: Version,
+    how: How,
+}
+
+/// Who sends a replayed frame, so that its message is legal on its route (SPEC §14.1).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// The frame is refused before its message is looked at (MessagePack, nesting, trailing
+    /// bytes, the envelope's shape, an unknown or local name): any role, here a UI.
+    AnyRole,
+    /// A worker connection that registered a worker first (Heartbeat, ExecutorStateChanged, …).
+    RegisteredWorker,
+    /// A fresh connection of this role, for a message that role sends first (RegisterWorker).
+    Fresh(Role),
+}
+
+/// The errors a decoder reports before it reads a message name (SPEC §11.2, steps 1–3).
+const BEFORE_NAME: [&str; 4] = [
+    "InvalidMessagePack",
+    "TooDeep",
+    "TrailingBytes",
+    "BadEnvelope",
+];
+
+/// The roles the suite plays towards a master.
+const CLIENTS: [Role; 4] = [Role::Worker, Role::AppClient, Role::DriverClient, Role::Ui];
+
+/// The envelope tag and message name of a frame's body, as far as they can be read.
+fn tag_and_name(body: &[u8]) -> (Option<u64>, Option<String>) {
+    let mut cur = body;
+    let Ok(len) = rmp::decode::read_array_len(&mut cur) else {
+        return (None, None);
+    };
+    let Ok(tag) = rmp::decode::read_int::<u64, _>(&mut cur) else {
+        return (None, None);
+    };
+    if (tag == 1 && len != 3) || (tag == 0 && len != 2) {
+        return (Some(tag), None);
+    }
+    if tag == 1 && rmp::decode::read_int::<u64, _>(&mut cur).is_err() {
+        return (Some(tag), None);
+    }
+    if rmp::decode::read_map_len(&mut cur).ok() != Some(1) {
+        return (Some(tag), None);
+    }
+    let mut buf = vec![0u8; 256];
+    let name = rmp::decode::read_str(&mut cur, &mut buf)
+        .ok()
+        .map(str::to_string);
+    (Some(tag), name)
+}
+
+fn deploy_message(name: &str) -> Option<&'static MessageDef> {
+    Definition::builtin()
+        .messages
+        .iter()
+        .find(|m| m.family == "deploy" && m.name == name)
+}
+
+/// How a master receives the frame `body` of `family` that must be refused with `error` (or
+/// taken), or `None` when no role may send it to a master.
+fn how(family: &str, body: &[u8], error: Option<&str>, version: Version) -> Option<How> {
+    if error.is_some_and(|e| BEFORE_NAME.contains(&e)) {
+        return Some(How::AnyRole);
+    }
+    let (tag, name) = tag_and_name(body);
+    let name = name?;
+    let def = deploy_message(&name);
+    if error == Some("UnknownMessage") {
+        // Unknown in the vector's family; on a master's connection it must be unknown too.
+        return def.is_none().then_some(How::AnyRole);
+    }
+    if family != "deploy" {
+        return None;
+    }
+    let def = def?;
+    if def.kind == MessageKind::Local {
+        return Some(How::AnyRole);
+    }
+    if !def.to.iter().any(|t| t == "master") {
+        return None;
+    }
+    let kind = if version == Version::V1 {
+        def.kind_v1.unwrap_or(def.kind)
+    } else {
+        def.kind
+    };
+    // ExecutorStateChanged is taken both ways (SPEC §14.1).
+    let kind_ok = match tag? {
+        0 => kind == MessageKind::Send || def.name == "ExecutorStateChanged",
+        1 => kind == MessageKind::Ask,
+        _ => false,
+    };
+    if !kind_ok {
+        return None;
+    }
+    let role = CLIENTS
+        .into_iter()
+        .find(|r| def.from.iter().any(|f| f == r.name()))?;
+    Some(match (role, name.as_str()) {
+        (Role::Worker, "RegisterWorker") => How::Fresh(Role::Worker),
+        (Role::Worker, _) => How::RegisteredWorker,
+        (r, _) => How::Fresh(r),
+    })
+}
+
+/// A case id's last part for a vector name: lowercase words joined by `-`.
+fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_string()
+}
+
+/// Every decision of the vectors a master can receive.
+fn replays() -> Vec<Replay> {
+    let mut out = Vec::new();
+    let def = Definition::builtin();
+    if let Ok(vs) = decoder_vectors(def) {
+        for v in vs {
+            let Some(bytes) = from_hex(&v.frame_hex) else {
+                continue;
+            };
+            let Some(version) = Version::from_number(u64::from(v.version)) else {
+                continue;
+            };
+            let body = bytes.get(4..).unwrap_or_default();
+            if let Some(how) = how(&v.family, body, v.error.as_deref(), version) {
+                out.push(Replay {
+                    file: "decoder",
+                    name: v.name,
+                    frame: bytes,
+                    error: v.error,
+                    version,
+                    how,
+                });
+            }
+        }
+    }
+    if let Ok(vs) = envelope_vectors() {
+        for v in vs.into_iter().filter(|v| v.error.is_some()) {
+            let Some(bytes) = from_hex(&v.frame_hex) else {
+                continue;
+            };
+            let Some(version) = Version::from_number(u64::from(v.version)) else {
+                continue;
+            };
+            let body = bytes.get(4..).unwrap_or_default();
+            if let Some(how) = how(&v.family, body, v.error.as_deref(), version) {
+                out.push(Replay {
+                    file: "envelope",
+                    name: v.name,
+                    frame: bytes,
+                    error: v.error,
+                    version,
+                    how,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Every case of SPEC §11 for the master, added to `cs`.
+pub fn add_master(cs: &mut Cases) {
+    cs.sharing(Sharing::Parallel)
+        .timeout(Duration::from_secs(10));
+    for r in replays() {
+        let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
+        let requirement = match &r.error {
+            Some(e) => format!(
+                "the master decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection closed, when a {} sends it",
+                r.file, r.name, who(r.how)
+            ),
+            None => format!(
+                "the master decides the {}.json vector \"{}\" as SPEC §11 does: taken, the connection kept open, when a {} sends it",
+                r.file, r.name, who(r.how)
+            ),
+        };
+        cs.add(id, Level::Must, requirement, move |ctx: Ctx| {
+            let r = r.clone();
+            async move { replay(ctx, r).await }
+        });
+    }
+    cs.add(
+        "spec/11.3/map-keys-out-of-order",
+        Level::Must,
+        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order\": a RegisterApplication whose command environment has its keys out of order is refused, the connection closed",
+        map_keys_out_of_order,
+    );
+    cs.add(
+        "spec/11.3/map-key-twice",
+        Level::Must,
+        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice\": a RegisterApplication whose command environment gives a key twice is refused, the connection closed",
+        map_key_twice,
+    );
+    cs.add(
+        "spec/11.3/map-keys-ascending-taken",
+        Level::Must,
+        "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order ... strings compare by their UTF-8 bytes (so `\\\"GPU\\\"` comes before `\\\"fpga\\\"`)\": a RegisterApplication whose environment keys ascend by their bytes (uppercase first) is answered RegisteredApplication",
+        map_keys_ascending,
+    );
+}
+
+fn who(how: How) -> &'static str {
+    match how {
+        How::AnyRole => "UI peer",
+        How::RegisteredWorker => "registered worker",
+        How::Fresh(Role::Worker) => "worker (its first message)",
+        How::Fresh(Role::AppClient) => "application client",
+        How::Fresh(Role::DriverClient) => "driver client",
+        How::Fresh(_) => "UI peer",
+    }
+}
+
+/// Opens the connection a replay is sent on, registered as it needs, offering `closeReason`;
+/// also says whether the master took it.
+async fn connection(ctx: &Ctx, r: &Replay) -> Result<(Conn, bool), Failure> {
+    let role = match r.how {
+        How::AnyRole => Role::Ui,
+        How::RegisteredWorker => Role::Worker,
+        How::Fresh(role) => role,
+    };
+    let n = unique();
+    let id = if role == Role::Worker {
+        format!("worker-20250101120000-127.0.0.1-{n}")
+    } else {
+        String::new()
+    };
+    let hello = Hello::new(&[r.version], role, id.clone()).with_features(&[CLOSE_REASON]);
+    let opened = Conn::open_with(
+        addr(ctx)?,
+        "suite",
+        hello,
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        wait(ctx),
+    )
+    .await;
+    let (mut c, close_reason) = match opened {
+        Ok((c, taken)) => (c, taken.iter().any(|f| f == CLOSE_REASON)),
+        Err(Failure::Fail { .. }) if r.version == Version::V1 => {
+            return Err(Failure::Skipped(
+                "a version 1 vector, and the master does not speak version 1".into(),
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    if r.how == How::RegisteredWorker {
+        c.send(&Envelope::Send(register_worker_msg(
+            &id,
+            "127.0.0.1",
+            20000 + (n % 40000) as i32,
+            0,
+            0,
+        )))
+        .await?;
+        c.expect::<D, ()>(wait(ctx), "RegisteredWorker", |e| {
+            matches!(e, Envelope::Send(D::RegisteredWorker(_))).then_some(())
+        })
+        .await?;
+    }
+    Ok((c, close_reason))
+}
+
+async fn replay(ctx: Ctx, r: Replay) -> Outcome {
+    let (mut c, close_reason) = connection(&ctx, &r).await?;
+    c.send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
+        .await?;
+    match &r.error {
+        // Where the handshake agreed on closeReason, the close envelope names the error kind
+        // the vector gives (SPEC §8.1: "the kind is the first that applies, §11.2").
+        Some(e) if close_reason => {
+            let want = format!("a close envelope of kind {e}, then the close");
+            let reason = close_envelope(&ctx, &mut c, &want).await?;
+            check(&reason.kind == e, want, format!("{reason:?}"))
+        }
+        Some(e) => {
+            c.expect_closed(wait(&ctx), &format!("the connection closed ({e})"))
+                .await
+        }
+        None => stays_open(&ctx, &mut c, close_reason).await,
+    }
+}
+
+/// The close kinds that refuse a message for what it says, not for how it is encoded: a strict
+/// master MAY close for them after a valid frame whose content breaks a rule (SPEC §8.1,
+/// `RuleViolation`; §14).
+const NOT_DECODING: [&str; 3] = ["RuleViolation", "NotOwner", "NotOnRoute"];
+
+/// Reads for the quiet time; fails when the connection closes, unless its close envelope says
+/// the message was refused for what it says (`NOT_DECODING`), not for its encoding.
+async fn stays_open(ctx: &Ctx, c: &mut Conn, close_reason: bool) -> Outcome {
+    let want = "the connection kept open (the frame is valid)";
+    let end = tokio::time::Instant::now() + ctx.settings.quiet;
+    let mut last = None;
+    loop {
+        let left = end.saturating_duration_since(tokio::time::Instant::now());
+        match c.next(left).await {
+            None => return Ok(()),
+            Some(Event::Frame(body)) => last = Some(body),
+            Some(Event::Closed(how)) => {
+                let kind = last.as_ref().and_then(|b| {
+                    match sparkwire::wire::decode_envelope::<D>(b, c.v()) {
+                        Ok(Envelope::Close(reason)) => Some(reason.kind),
+                        _ => None,
+                    }
+                });
+                return match kind {
+                    Some(k) if close_reason && NOT_DECODING.contains(&k.as_str()) => Ok(()),
+                    Some(k) => Err(fail(want, format!("the connection closed ({k})"))),
+                    None => Err(fail(want, format!("the connection closed ({how})"))),
+                };
+            }
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a prefix declaring {n} bytes")))
+            }
+        }
+    }
+}
+
+/// The MessagePack of a two-entry map of one-letter strings, `{k1: v1, k2: v2}`, as written.
+fn pair_map(k1: u8, v1: u8, k2: u8, v2: u8) -> [u8; 9] {
+    [0x82, 0xa1, k1, 0xa1, v1, 0xa1, k2, 0xa1, v2]
+}
+
+/// A RegisterApplication frame whose command environment is `{"A": "1", "B": "2"}`, with that
+/// map's bytes replaced by `env` (same length): maps no encoder writes, built by hand.
+fn register_with_env(env: [u8; 9]) -> Result<Vec<u8>, Failure> {
+    let mut desc = app_desc(Some(1), 64, Some(0));
+    let mut e = BTreeMap::new();
+    e.insert("A".to_string(), "1".to_string());
+    e.insert("B".to_string(), "2".to_string());
+    desc.command.environment = e;
+    let port = 40000 + (unique() % 20000) as i32;
+    let m = D::RegisterApplication(RegisterApplication::new(
+        desc,
+        EndpointRef::at(Addr::new("127.0.0.1", port), "AppClient"),
+    ));
+    let mut body = Vec::new();
+    encode_envelope(&Envelope::Send(m), Version::V2, &mut body)
+        .map_err(|e| fail("a RegisterApplication encoded", e.to_string()))?;
+    let canonical = pair_map(b'A', b'1', b'B', b'2');
+    let at = body
+        .windows(canonical.len())
+        .position(|w| w == canonical)
+        .ok_or_else(|| fail("the environment map in the encoded frame", "not found"))?;
+    body[at..at + canonical.len()].copy_from_slice(&env);
+    Ok(frame(&body))
+}
+
+async fn send_registration(ctx: &Ctx, env: [u8; 9], what: &str) -> Result<Conn, Failure> {
+    let bytes = register_with_env(env)?;
+    let mut c = open(ctx, Role::AppClient, "app", "", Version::V2).await?;
+    c.send_raw(&bytes, what).await?;
+    Ok(c)
+}
+
+async fn map_keys_out_of_order(ctx: Ctx) -> Outcome {
+    let mut c = send_registration(
+        &ctx,
+        pair_map(b'B', b'2', b'A', b'1'),
+        "a RegisterApplication whose environment is {\"B\": \"2\", \"A\": \"1\"}",
+    )
+    .await?;
+    c.expect_closed_silently(wait(&ctx), "the connection closed, nothing registered")
+        .await
+}
+
+async fn map_key_twice(ctx: Ctx) -> Outcome {
+    let mut c = send_registration(
+        &ctx,
+        pair_map(b'A', b'1', b'A', b'2'),
+        "a RegisterApplication whose environment is {\"A\": \"1\", \"A\": \"2\"}",
+    )
+    .await?;
+    c.expect_closed_silently(wait(&ctx), "the connection closed, nothing registered")
+        .await
+}
+
+async fn map_keys_ascending(ctx: Ctx) -> Outcome {
+    // "G" (0x47) before "f" (0x66): ascending by bytes, uppercase first.
+    let mut c = send_registration(
+        &ctx,
+        pair_map(b'G', b'1', b'f', b'2'),
+        "a RegisterApplication whose environment is {\"G\": \"1\", \"f\": \"2\"}",
+    )
+    .await?;
+    c.expect::<D, ()>(wait(&ctx), "RegisteredApplication", |e| {
+        matches!(e, Envelope::Send(D::RegisteredApplication(_))).then_some(())
+    })
+    .await
+}

@@ -1,0 +1,481 @@
+//! `--target master`, SPEC §14: authorization. Ids bound to connections (§14.2: Z1, Z2, and what
+//! a master does with ids bound to no connection, which Spark 4.0.1's `Master` decides), refusals
+//! (§14.3) and redaction (§14.4). One function per case; each cites the sentence it checks.
+//!
+//! A master refuses only messages naming an id bound to *another* connection; a strict master MAY
+//! also refuse what breaks rules W1, W2, P1 and P2 (SPEC §14.2, "Unknown ids, and messages before
+//! a registration"), so the cases about unknown ids accept either choice.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use sparkwire::messages::deploy::*;
+use sparkwire::messages::{
+    Addr, DeployMessage, EndpointRef, ExecutorDescription, ExecutorState, Version, WorkerState,
+};
+use sparkwire::wire::handshake::Role;
+use sparkwire::wire::{Envelope, Reply};
+
+use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::env::{Ctx, Wire};
+use crate::peer::{Conn, Event};
+use crate::targets::common::unique;
+use crate::targets::master::{app, app_desc, open, settle, state, worker, worker_ref, FakeWorker};
+
+type D = DeployMessage;
+
+fn wait(ctx: &Ctx) -> Duration {
+    ctx.settings.patience
+}
+
+/// The marker a redacted value is replaced with (SPEC §14.4).
+pub const REDACTED: &str = "*********(redacted)";
+
+/// Every case of SPEC §14 for the master, added to `cs`.
+pub fn add(cs: &mut Cases) {
+    cs.sharing(Sharing::Parallel)
+        .timeout(Duration::from_secs(10));
+    cs.add(
+        "rules/W1/register-first",
+        Level::Must,
+        "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master never registered is ignored: nothing is sent and nothing changes\" (rule W1's message, a Heartbeat before any RegisterWorker on the connection): the master sends nothing back and registers no worker; a strict master MAY close the connection instead",
+        heartbeat_before_registering,
+    );
+    cs.add(
+        "rules/W2/worker-id",
+        Level::Must,
+        "SPEC §14.2 Z2 (rule W2's message, a Heartbeat naming another worker id than the one registered on the connection, an id the master never registered): the master sends nothing back, registers no such worker, and the registered worker stays ALIVE; a strict master MAY close the connection instead",
+        heartbeat_naming_unknown_worker,
+    );
+    cs.add(
+        "rules/P1/register-first",
+        Level::Must,
+        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal\" (rule P1's message, an UnregisterApplication before any RegisterApplication on the connection): the master answers nothing and goes on serving the connection, which then registers an application; a strict master MAY close the connection instead",
+        unregister_before_registering,
+    );
+    cs.add(
+        "rules/P2/app-id",
+        Level::Must,
+        "SPEC §14.2 Z1, \"the master answers as Spark does (`false`, or nothing)\" (rule P2's message, a RequestExecutors naming an application id the master never gave out): a bool reply false, never true; a strict master MAY answer a failure or close instead",
+        request_executors_unknown_app,
+    );
+    cs.add(
+        "spec/14.2/Z1/kill-executors-other-connection",
+        Level::Must,
+        "SPEC §14.2 Z1, \"`KillExecutors` naming an active application [is] taken only over its connection\", and §14.3, \"A refused ask is answered with a failure envelope ... `java.lang.SecurityException` for a foreign id\": KillExecutors naming an application registered over another connection is answered with such a failure (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
+        kill_executors_other_connection,
+    );
+    cs.add(
+        "spec/14.2/Z1/request-executors-other-connection",
+        Level::Must,
+        "SPEC §14.2 Z1, \"`RequestExecutors` ... naming an active application [is] taken only over its connection\": RequestExecutors naming an application registered over another connection is answered with a failure (java.lang.SecurityException, §14.3; a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
+        request_executors_other_connection,
+    );
+    cs.add(
+        "spec/14.2/Z1/unregister-other-connection",
+        Level::Must,
+        "SPEC §14.2 Z1, \"`UnregisterApplication` ... naming an active application [is] taken only over its connection\", and §14.3, \"A refused send closes its connection ... Nothing a refused message asks for happens\": the sender's connection closes and the application stays active",
+        unregister_other_connection,
+    );
+    cs.add(
+        "spec/14.2/Z2/heartbeat-other-connection",
+        Level::Must,
+        "SPEC §14.2 Z2, \"`Heartbeat` ... naming a worker bound to another connection [is] refused\", and §14.3, \"A refused send closes its connection\": a registered worker's connection that sends a Heartbeat naming another registered worker is closed",
+        heartbeat_other_connection,
+    );
+    cs.add(
+        "spec/14.2/Z2/latest-state-other-connection",
+        Level::Must,
+        "SPEC §14.2 Z2, \"`WorkerLatestState` ... naming a worker bound to another connection [is] refused\": the sender's connection closes and the master sends the named worker no KillExecutor for what the message listed",
+        latest_state_other_connection,
+    );
+    cs.add(
+        "spec/14.4/redaction",
+        Level::Must,
+        "SPEC §14.4, \"every value whose key or own text matches the redaction pattern is replaced by `*********(redacted)`\": in MasterStateResponse an application's environment value under a key matching the default pattern, and the value of a `-Dkey=value` javaOpt and argument whose key matches, read `*********(redacted)`; other values are shown as sent",
+        redaction,
+    );
+    // These register workers and read the master's state, or wait for a worker to be declared
+    // DEAD: alone, as the other cases that register workers with executors.
+    cs.sharing(Sharing::Alone).timeout(Duration::from_secs(20));
+    cs.add(
+        "spec/14.2/Z2/reconnect-dead-worker",
+        Level::Must,
+        "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master declared DEAD (its connection closed ...) is answered `ReconnectWorker` over the connection it came on\": after a registered worker's connection closes, a Heartbeat naming it over a new worker connection is answered ReconnectWorker (a strict master MAY close instead, SPEC §14.2, and then it also closes a connection that sends a Heartbeat before registering)",
+        reconnect_dead_worker,
+    );
+    cs.add(
+        "spec/14.2/Z2/spark-13604",
+        Level::Must,
+        "SPEC §14.2 Z2, \"one from a registered worker over its own connection is answered with one `KillExecutor` for each executor it lists that the master does not have on that worker and one `KillDriver` for each driver ... in any order (Spark's SPARK-13604)\": a WorkerLatestState listing an executor and a driver the master never launched gets a KillExecutor and a KillDriver for them",
+        spark_13604,
+    );
+    cs.sharing(Sharing::Parallel)
+        .timeout(Duration::from_secs(10));
+}
+
+/// A fresh worker id of Spark's form, never registered.
+fn fresh_worker_id() -> String {
+    format!("worker-20250101120000-127.0.0.1-{}", unique())
+}
+
+fn heartbeat(id: &str) -> D {
+    D::Heartbeat(Heartbeat::new(id.into(), worker_ref("127.0.0.1", 1)))
+}
+
+/// What a connection got after a message the master ignores, or MAY refuse: nothing within the
+/// quiet time, or (a strict master) a close after nothing; any frame fails, with `what`.
+async fn nothing_back(ctx: &Ctx, c: &mut Conn, what: &str) -> Result<bool, Failure> {
+    match c.next(ctx.settings.quiet).await {
+        None => Ok(false),
+        Some(Event::Closed(_)) => Ok(true),
+        Some(Event::Frame(body)) => Err(fail(
+            format!("nothing sent back after {what} (or, strictly, a close)"),
+            crate::peer::describe(c.family, &body, c.v()),
+        )),
+        Some(Event::TooLarge(n)) => Err(fail(
+            format!("nothing sent back after {what}"),
+            format!("a prefix declaring {n} bytes"),
+        )),
+    }
+}
+
+async fn worker_absent(ctx: &Ctx, id: &str) -> Outcome {
+    let s = state(ctx).await?;
+    check(
+        !s.workers.iter().any(|w| w.id == id),
+        format!("no worker {id} in the master's state"),
+        "the worker registered by a Heartbeat",
+    )
+}
+
+async fn heartbeat_before_registering(ctx: Ctx) -> Outcome {
+    let id = fresh_worker_id();
+    let mut c = open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
+    c.send(&Envelope::Send(heartbeat(&id))).await?;
+    nothing_back(&ctx, &mut c, "a Heartbeat of a worker never registered").await?;
+    worker_absent(&ctx, &id).await
+}
+
+async fn heartbeat_naming_unknown_worker(ctx: Ctx) -> Outcome {
+    let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+    let other = fresh_worker_id();
+    w.conn.send(&Envelope::Send(heartbeat(&other))).await?;
+    let closed = nothing_back(
+        &ctx,
+        &mut w.conn,
+        "a Heartbeat of a worker never registered",
+    )
+    .await?;
+    worker_absent(&ctx, &other).await?;
+    if closed {
+        return Ok(());
+    }
+    let s = state(&ctx).await?;
+    check(
+        s.workers
+            .iter()
+            .any(|i| i.id == w.id && i.state == WorkerState::Alive),
+        "the registered worker still ALIVE",
+        "not ALIVE",
+    )
+}
+
+async fn unregister_before_registering(ctx: Ctx) -> Outcome {
+    let mut c = open(&ctx, Role::AppClient, "app", "", Version::V2).await?;
+    let m = D::UnregisterApplication(UnregisterApplication::new(format!(
+        "app-20250101120000-{}",
+        unique()
+    )));
+    c.send(&Envelope::Send(m)).await?;
+    if nothing_back(
+        &ctx,
+        &mut c,
+        "an UnregisterApplication of an unknown application",
+    )
+    .await?
+    {
+        return Ok(());
+    }
+    // Still serving: the connection registers an application.
+    let port = 40000 + (unique() % 20000) as i32;
+    c.send(&Envelope::Send(D::RegisterApplication(
+        RegisterApplication::new(
+            app_desc(Some(1), 64, Some(0)),
+            EndpointRef::at(Addr::new("127.0.0.1", port), "AppClient"),
+        ),
+    )))
+    .await?;
+    c.expect::<D, ()>(wait(&ctx), "RegisteredApplication", |e| {
+        matches!(e, Envelope::Send(D::RegisteredApplication(_))).then_some(())
+    })
+    .await
+}
+
+async fn request_executors_unknown_app(ctx: Ctx) -> Outcome {
+    let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+    let m = D::RequestExecutors(RequestExecutors::new(format!("{id}-other"), vec![]));
+    c.send(&Envelope::Ask { id: 5, message: m }).await?;
+    let want = "a bool reply false to ask 5 (or, strictly, a failure or a close)";
+    let got = c
+        .expect::<D, Envelope<D>>(wait(&ctx), want, |e| match e {
+            Envelope::Failure { id: 5, .. } | Envelope::Reply { id: 5, .. } => Some(e.clone()),
+            _ => None,
+        })
+        .await;
+    match got {
+        Ok(Envelope::Reply {
+            reply: Reply::Bool(false),
+            ..
+        })
+        | Ok(Envelope::Failure { .. }) => Ok(()),
+        Ok(other) => Err(fail(want, crate::peer::envelope_label(&other))),
+        Err(Failure::Fail { seen, .. }) if seen.contains("closed") => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the master refuses messages before a registration (SPEC §14.2: a strict master MAY):
+/// a Heartbeat naming a worker never registered, on a fresh worker connection, closes it.
+async fn strict_master(ctx: &Ctx) -> Result<bool, Failure> {
+    let id = fresh_worker_id();
+    let mut c = open(ctx, Role::Worker, "strictness", &id, Version::V2).await?;
+    c.send(&Envelope::Send(heartbeat(&id))).await?;
+    Ok(c.closes_within(ctx.settings.quiet).await)
+}
+
+/// Asks `m` on `c` as ask `id` and expects a failure of class `java.lang.SecurityException`; a
+/// strict master MAY close the connection instead (the message breaks rule P2 too, SPEC §8.1
+/// `RuleViolation`).
+async fn security_failure(ctx: &Ctx, c: &mut Conn, id: u64, m: D) -> Outcome {
+    c.send(&Envelope::Ask { id, message: m }).await?;
+    let want = format!("a failure for ask {id} of class java.lang.SecurityException");
+    let got = match c
+        .expect::<D, Envelope<D>>(wait(ctx), &want, |e| match e {
+            Envelope::Failure { id: fid, .. } | Envelope::Reply { id: fid, .. } if *fid == id => {
+                Some(e.clone())
+            }
+            _ => None,
+        })
+        .await
+    {
+        Ok(got) => got,
+        Err(Failure::Fail { seen, .. }) if seen.contains("closed") => {
+            return check(
+                strict_master(ctx).await?,
+                format!("{want} (a close only from a strict master)"),
+                "the connection closed, and the master takes messages before a registration: it is not strict",
+            );
+        }
+        Err(e) => return Err(e),
+    };
+    match got {
+        Envelope::Failure { error, .. } => check(
+            error.class_name == "java.lang.SecurityException" && !error.message.is_empty(),
+            want,
+            format!("a failure {}: {:?}", error.class_name, error.message),
+        ),
+        other => Err(fail(want, crate::peer::envelope_label(&other))),
+    }
+}
+
+async fn two_apps(ctx: &Ctx) -> Result<((Conn, String), (Conn, String)), Failure> {
+    let a = app(ctx, "app-a", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+    let b = app(ctx, "app-b", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+    Ok((a, b))
+}
+
+async fn kill_executors_other_connection(ctx: Ctx) -> Outcome {
+    let ((_a, a_id), (mut b, _)) = two_apps(&ctx).await?;
+    let m = D::KillExecutors(KillExecutors::new(a_id, vec!["0".into()]));
+    security_failure(&ctx, &mut b, 61, m).await
+}
+
+async fn request_executors_other_connection(ctx: Ctx) -> Outcome {
+    let ((_a, a_id), (mut b, _)) = two_apps(&ctx).await?;
+    let m = D::RequestExecutors(RequestExecutors::new(a_id, vec![]));
+    security_failure(&ctx, &mut b, 62, m).await
+}
+
+async fn unregister_other_connection(ctx: Ctx) -> Outcome {
+    let ((_a, a_id), (mut b, _)) = two_apps(&ctx).await?;
+    b.send(&Envelope::Send(D::UnregisterApplication(
+        UnregisterApplication::new(a_id.clone()),
+    )))
+    .await?;
+    b.expect_closed(
+        wait(&ctx),
+        "the connection closed (UnregisterApplication of another connection's application refused)",
+    )
+    .await?;
+    let s = state(&ctx).await?;
+    check(
+        s.active_apps.iter().any(|x| x.id == a_id),
+        format!("{a_id} still active"),
+        "unregistered by another connection",
+    )
+}
+
+async fn two_workers(ctx: &Ctx) -> Result<(FakeWorker, FakeWorker), Failure> {
+    Ok((
+        worker(ctx, "worker-a", 0, 0, Version::V2).await?,
+        worker(ctx, "worker-b", 0, 0, Version::V2).await?,
+    ))
+}
+
+async fn heartbeat_other_connection(ctx: Ctx) -> Outcome {
+    let (a, mut b) = two_workers(&ctx).await?;
+    b.conn.send(&Envelope::Send(heartbeat(&a.id))).await?;
+    b.conn
+        .expect_closed(
+            wait(&ctx),
+            "the connection closed (a Heartbeat naming another connection's worker refused)",
+        )
+        .await
+}
+
+async fn latest_state_other_connection(ctx: Ctx) -> Outcome {
+    let (mut a, mut b) = two_workers(&ctx).await?;
+    let listed = ExecutorDescription::new(
+        format!("app-20250101120000-{}", unique() % 10000),
+        7,
+        0,
+        1,
+        64,
+        ExecutorState::Running,
+    );
+    b.conn
+        .send(&Envelope::Send(D::WorkerLatestState(
+            WorkerLatestState::new(a.id.clone(), vec![listed], vec![]),
+        )))
+        .await?;
+    b.conn
+        .expect_closed(
+            wait(&ctx),
+            "the connection closed (a WorkerLatestState naming another connection's worker refused)",
+        )
+        .await?;
+    a.conn
+        .expect_none::<D>(
+            ctx.settings.quiet,
+            "no KillExecutor to the named worker (nothing a refused message asks for happens)",
+            |e| matches!(e, Envelope::Send(D::KillExecutor(_))),
+        )
+        .await
+}
+
+async fn redaction(ctx: Ctx) -> Outcome {
+    const SECRET: &str = "conformance-s3cr3t-value";
+    let mut desc = app_desc(Some(1), 64, Some(0));
+    let mut env = BTreeMap::new();
+    env.insert("SPARK_AUTH_TOKEN".to_string(), SECRET.to_string());
+    env.insert("SPARK_PLAIN".to_string(), "shown-as-sent".to_string());
+    desc.command.environment = env;
+    desc.command.java_opts = vec![
+        format!("-Dspark.ssl.keyPassword={SECRET}"),
+        "-Dspark.app.plain=shown-as-sent".into(),
+    ];
+    desc.command.arguments = vec![format!("-Dspark.my.secret.key={SECRET}")];
+    let (_c, id) = app(&ctx, "app", desc, Version::V2).await?;
+    let s = state(&ctx).await?;
+    let a = s
+        .active_apps
+        .iter()
+        .find(|a| a.id == id)
+        .ok_or_else(|| fail(format!("{id} in the master's state"), "absent"))?;
+    let cmd = &a.desc.command;
+    let want = format!(
+        "SPARK_AUTH_TOKEN, -Dspark.ssl.keyPassword and -Dspark.my.secret.key read {REDACTED}; SPARK_PLAIN and -Dspark.app.plain as sent"
+    );
+    let ok = cmd.environment.get("SPARK_AUTH_TOKEN").map(String::as_str) == Some(REDACTED)
+        && cmd.environment.get("SPARK_PLAIN").map(String::as_str) == Some("shown-as-sent")
+        && cmd
+            .java_opts
+            .contains(&format!("-Dspark.ssl.keyPassword={REDACTED}"))
+        && cmd
+            .java_opts
+            .contains(&"-Dspark.app.plain=shown-as-sent".to_string())
+        && cmd
+            .arguments
+            .contains(&format!("-Dspark.my.secret.key={REDACTED}"));
+    check(
+        ok,
+        want,
+        format!(
+            "environment {:?}, javaOpts {:?}, arguments {:?}",
+            cmd.environment, cmd.java_opts, cmd.arguments
+        ),
+    )
+}
+
+async fn reconnect_dead_worker(ctx: Ctx) -> Outcome {
+    let w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+    let id = w.id.clone();
+    drop(w);
+    if ctx.log.wire() == Wire::Sparkwire {
+        // SPEC §8: "a master marks a worker whose connection closed as lost".
+        settle(
+            &ctx,
+            || async {
+                Ok(!state(&ctx)
+                    .await?
+                    .workers
+                    .iter()
+                    .any(|i| i.id == id && i.state == WorkerState::Alive))
+            },
+            "the worker no longer ALIVE once its connection closed",
+        )
+        .await?;
+    } else {
+        // Spark's WorkerInfo.state reads ALIVE on its wire (SPEC §15.4): give it time.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let mut c = open(&ctx, Role::Worker, "again", &id, Version::V2).await?;
+    c.send(&Envelope::Send(heartbeat(&id))).await?;
+    match c
+        .expect::<D, ()>(wait(&ctx), "ReconnectWorker", |e| {
+            matches!(e, Envelope::Send(D::ReconnectWorker(_))).then_some(())
+        })
+        .await
+    {
+        Err(Failure::Fail { seen, .. }) if seen.contains("closed") => check(
+            strict_master(&ctx).await?,
+            "ReconnectWorker (a close only from a strict master, SPEC §14.2)",
+            "the connection closed, and the master takes messages before a registration: it is not strict",
+        ),
+        other => other,
+    }
+}
+
+async fn spark_13604(ctx: Ctx) -> Outcome {
+    let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+    let n = unique() % 10000;
+    let app_id = format!("app-20000101000000-{n:04}");
+    let driver_id = format!("driver-20000101000000-{n:04}");
+    let listed = ExecutorDescription::new(app_id.clone(), 3, 0, 1, 64, ExecutorState::Running);
+    w.conn
+        .send(&Envelope::Send(D::WorkerLatestState(
+            WorkerLatestState::new(w.id.clone(), vec![listed], vec![driver_id.clone()]),
+        )))
+        .await?;
+    let (mut killed_exec, mut killed_driver) = (false, false);
+    let want = format!("KillExecutor {app_id}/3 and KillDriver {driver_id}, in any order");
+    while !(killed_exec && killed_driver) {
+        let which = w
+            .conn
+            .expect::<D, bool>(wait(&ctx), &want, |e| match e {
+                Envelope::Send(D::KillExecutor(k)) if k.app_id == app_id && k.exec_id == 3 => {
+                    Some(true)
+                }
+                Envelope::Send(D::KillDriver(k)) if k.driver_id == driver_id => Some(false),
+                _ => None,
+            })
+            .await?;
+        if which {
+            killed_exec = true;
+        } else {
+            killed_driver = true;
+        }
+    }
+    Ok(())
+}
