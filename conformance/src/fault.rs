@@ -58,6 +58,34 @@ pub enum Fault {
     /// The endpoint takes `closeReason` in the handshake but closes connections without the
     /// close envelope it agreed to send (SPEC §8.1): the proxy drops every close envelope.
     SilentClose,
+    /// The master does not check whose id a message names (SPEC §14.2): the proxy rewrites the
+    /// worker or application id of a Heartbeat, WorkerLatestState, UnregisterApplication,
+    /// RequestExecutors or KillExecutors to the one registered over that connection.
+    OwnershipUnchecked,
+    /// The master redacts nothing in MasterStateResponse (SPEC §14.4): the proxy puts back the
+    /// values the suite registered.
+    NoRedaction,
+    /// The endpoint takes frames nested deeper than 64 levels (SPEC §2): the proxy drops them.
+    DeepTaken,
+    /// The endpoint refuses frames of exactly 64 levels (SPEC §2): the proxy closes on them.
+    DepthOffByOne,
+    /// The endpoint takes fields of the wrong type (SPEC §4): the proxy drops frames refused
+    /// with InvalidFields for anything but a map's or set's order.
+    WrongTypeTaken,
+    /// The endpoint takes maps and sets out of order or with a key twice (SPEC §11.3): the proxy
+    /// drops the frames refused for it.
+    UnorderedTaken,
+    /// The master does not kill what a WorkerLatestState lists and it does not know
+    /// (SPARK-13604, SPEC §14.2 Z2): the proxy drops KillExecutor and KillDriver for executors
+    /// and drivers never launched over that connection.
+    No13604,
+    /// The master never sends ReconnectWorker (SPEC §14.2 Z2): the proxy drops it.
+    NoReconnect,
+    /// A server without a secret accepts a hello asking to authenticate (handshake.md §5 step
+    /// 4): the proxy removes `auth` and `nonce` from the suite's hello.
+    AuthNotConfiguredTaken,
+    /// Failure envelopes lack their `message` (SPEC §3): the proxy removes it.
+    FailureWithoutMessage,
 }
 
 impl Fault {
@@ -71,7 +99,7 @@ impl Fault {
     }
 
     /// Every fault.
-    pub const ALL: [Fault; 12] = [
+    pub const ALL: [Fault; 22] = [
         Fault::AcceptAnyHello,
         Fault::LowestVersion,
         Fault::RefuseSingleVersion,
@@ -84,6 +112,16 @@ impl Fault {
         Fault::AnyProof,
         Fault::BadOwnProof,
         Fault::SilentClose,
+        Fault::OwnershipUnchecked,
+        Fault::NoRedaction,
+        Fault::DeepTaken,
+        Fault::DepthOffByOne,
+        Fault::WrongTypeTaken,
+        Fault::UnorderedTaken,
+        Fault::No13604,
+        Fault::NoReconnect,
+        Fault::AuthNotConfiguredTaken,
+        Fault::FailureWithoutMessage,
     ];
 
     /// The fault's name.
@@ -101,6 +139,16 @@ impl Fault {
             Fault::AnyProof => "any-proof",
             Fault::BadOwnProof => "bad-own-proof",
             Fault::SilentClose => "silent-close",
+            Fault::OwnershipUnchecked => "ownership-unchecked",
+            Fault::NoRedaction => "no-redaction",
+            Fault::DeepTaken => "deep-taken",
+            Fault::DepthOffByOne => "depth-off-by-one",
+            Fault::WrongTypeTaken => "wrong-type-taken",
+            Fault::UnorderedTaken => "unordered-taken",
+            Fault::No13604 => "no-spark-13604",
+            Fault::NoReconnect => "no-reconnect",
+            Fault::AuthNotConfiguredTaken => "auth-not-configured-taken",
+            Fault::FailureWithoutMessage => "failure-without-message",
         }
     }
 
@@ -190,6 +238,8 @@ pub async fn start(
 #[derive(Debug, Default)]
 struct State {
     version: Option<Version>,
+    /// What [`frame_fault`] remembers of the connection.
+    seen: Seen,
     offered: Vec<u64>,
     swallow_answer: bool,
     dead_suite_side: bool,
@@ -342,8 +392,18 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                             if let Ok(h) = &hello {
                                 st.lock().await.offered = h.versions.clone();
                             }
+                            if let Ok(h) = &hello {
+                                st.lock().await.seen.role = Some(h.role);
+                            }
                             if suite_is_client {
                                 match fault {
+                                    Fault::AuthNotConfiguredTaken => {
+                                        if let Ok(mut h) = hello {
+                                            h.auth = None;
+                                            write(&to, &hello_bytes(&h)).await;
+                                            continue;
+                                        }
+                                    }
                                     Fault::AcceptAnyHello => {
                                         accept_any(&st, &back, &to, side).await;
                                         continue;
@@ -461,6 +521,19 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                         if !suite_is_client && fault == Fault::Mute {
                             continue;
                         }
+                        let body = if suite_is_client {
+                            match frame_fault(fault, true, body, &st).await {
+                                Act::Forward(b) => b,
+                                Act::Drop => continue,
+                                Act::Close => {
+                                    close(&to).await;
+                                    close(&back).await;
+                                    break;
+                                }
+                            }
+                        } else {
+                            body
+                        };
                         if !suite_is_client
                             && fault == Fault::SilentClose
                             && is_close_envelope(&body)
@@ -523,6 +596,18 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                         if endpoint_to_suite && fault == Fault::Mute {
                             continue;
                         }
+                        let body = if endpoint_to_suite {
+                            match frame_fault(fault, false, body, &st).await {
+                                Act::Forward(b) => b,
+                                Act::Drop => continue,
+                                Act::Close => {
+                                    close(&to).await;
+                                    break;
+                                }
+                            }
+                        } else {
+                            body
+                        };
                         if endpoint_to_suite
                             && fault == Fault::SilentClose
                             && is_close_envelope(&body)
@@ -812,4 +897,225 @@ async fn client_auth_fault(
         }
     }
     let _ = tokio::io::copy_bidirectional(&mut suite, &mut endpoint).await;
+}
+
+// ---- faults on the frames after the handshake (the suite is the client) ----
+
+/// What the proxy remembers of one connection for [`frame_fault`].
+#[derive(Debug, Default)]
+struct Seen {
+    role: Option<Role>,
+    own_worker: Option<String>,
+    own_app: Option<String>,
+    launched_executors: std::collections::BTreeSet<(String, i32)>,
+    launched_drivers: std::collections::BTreeSet<String>,
+}
+
+/// What to do with one frame.
+enum Act {
+    Forward(Bytes),
+    Drop,
+    Close,
+}
+
+/// The values the suite registered, by their redacted form: what [`Fault::NoRedaction`] puts
+/// back (all connections of the process share it: the UI that reads is not the client that
+/// registered).
+fn unredacted() -> &'static std::sync::Mutex<std::collections::BTreeMap<String, String>> {
+    static MAP: std::sync::OnceLock<std::sync::Mutex<std::collections::BTreeMap<String, String>>> =
+        std::sync::OnceLock::new();
+    MAP.get_or_init(Default::default)
+}
+
+const REDACTED: &str = "*********(redacted)";
+
+/// The frame-level faults: `to_endpoint` says which way `body` goes (the suite is the client).
+async fn frame_fault(fault: Fault, to_endpoint: bool, body: Bytes, st: &Mutex<State>) -> Act {
+    use sparkwire::messages::DeployMessage as D;
+    use sparkwire::wire::{decode_envelope, encode_envelope, error_kind, Envelope, Error};
+    let (version, role) = {
+        let g = st.lock().await;
+        (g.version, g.seen.role)
+    };
+    let Some(version) = version else {
+        return Act::Forward(body);
+    };
+    let deploy = role.is_none_or(|r| r.family() == "deploy");
+    let encode = |env: &Envelope<D>| {
+        let mut out = Vec::new();
+        match encode_envelope(env, version, &mut out) {
+            Ok(()) => Act::Forward(Bytes::from(out)),
+            Err(_) => Act::Forward(body.clone()),
+        }
+    };
+    let decoded = if deploy {
+        decode_envelope::<D>(&body, version).map(Some)
+    } else {
+        decode_envelope::<sparkwire::messages::CoarseMessage>(&body, version).map(|_| None)
+    };
+    match (fault, to_endpoint, decoded) {
+        (Fault::DeepTaken, true, Err(Error::TooDeep { .. })) => Act::Drop,
+        (Fault::DepthOffByOne, true, Ok(_)) => {
+            // 64 levels exactly: one more array around it is too deep.
+            let mut wrapped = vec![0x91];
+            wrapped.extend_from_slice(&body);
+            match sparkwire::wire::msgpack::value_len(&wrapped) {
+                Err(Error::TooDeep { .. }) => Act::Close,
+                _ => Act::Forward(body),
+            }
+        }
+        (Fault::WrongTypeTaken | Fault::UnorderedTaken, true, Err(e))
+            if error_kind(&e) == "InvalidFields" =>
+        {
+            let order = e.to_string().contains("distinct and ascending");
+            if order == (fault == Fault::UnorderedTaken) {
+                Act::Drop
+            } else {
+                Act::Forward(body)
+            }
+        }
+        (Fault::OwnershipUnchecked, true, Ok(Some(env))) => {
+            let mut g = st.lock().await;
+            let (w, a) = (g.seen.own_worker.clone(), g.seen.own_app.clone());
+            let rewritten = match env {
+                Envelope::Send(D::RegisterWorker(r)) => {
+                    g.seen.own_worker = Some(r.id.clone());
+                    return Act::Forward(body);
+                }
+                Envelope::Send(D::Heartbeat(mut h)) if w.is_some() => {
+                    h.worker_id = w.unwrap_or_default();
+                    Envelope::Send(D::Heartbeat(h))
+                }
+                Envelope::Send(D::WorkerLatestState(mut l)) if w.is_some() => {
+                    l.id = w.unwrap_or_default();
+                    Envelope::Send(D::WorkerLatestState(l))
+                }
+                Envelope::Send(D::UnregisterApplication(mut u)) if a.is_some() => {
+                    u.app_id = a.unwrap_or_default();
+                    Envelope::Send(D::UnregisterApplication(u))
+                }
+                Envelope::Ask {
+                    id,
+                    message: D::RequestExecutors(mut r),
+                } if a.is_some() => {
+                    r.app_id = a.unwrap_or_default();
+                    Envelope::Ask {
+                        id,
+                        message: D::RequestExecutors(r),
+                    }
+                }
+                Envelope::Ask {
+                    id,
+                    message: D::KillExecutors(mut k),
+                } if a.is_some() => {
+                    k.app_id = a.unwrap_or_default();
+                    Envelope::Ask {
+                        id,
+                        message: D::KillExecutors(k),
+                    }
+                }
+                _ => return Act::Forward(body),
+            };
+            drop(g);
+            encode(&rewritten)
+        }
+        (
+            Fault::OwnershipUnchecked,
+            false,
+            Ok(Some(Envelope::Send(D::RegisteredApplication(r)))),
+        ) => {
+            st.lock().await.seen.own_app = Some(r.app_id.clone());
+            Act::Forward(body)
+        }
+        (Fault::NoRedaction, true, Ok(Some(Envelope::Send(D::RegisterApplication(r))))) => {
+            let cmd = &r.app_description.command;
+            if let Ok(mut m) = unredacted().lock() {
+                for (k, v) in &cmd.environment {
+                    m.insert(format!("env {k}"), v.clone());
+                }
+                for o in cmd.java_opts.iter().chain(&cmd.arguments) {
+                    if let Some((k, _)) = o.split_once('=') {
+                        m.insert(format!("{k}={REDACTED}"), o.clone());
+                    }
+                }
+            }
+            Act::Forward(body)
+        }
+        (
+            Fault::NoRedaction,
+            false,
+            Ok(Some(Envelope::Reply {
+                id,
+                reply: sparkwire::wire::Reply::Message(D::MasterStateResponse(mut s)),
+            })),
+        ) => {
+            let Ok(m) = unredacted().lock().map(|m| m.clone()) else {
+                return Act::Forward(body);
+            };
+            for a in s.active_apps.iter_mut().chain(s.completed_apps.iter_mut()) {
+                let cmd = &mut a.desc.command;
+                for (k, v) in cmd.environment.iter_mut() {
+                    if let Some(orig) = m.get(&format!("env {k}")) {
+                        v.clone_from(orig);
+                    }
+                }
+                for o in cmd.java_opts.iter_mut().chain(cmd.arguments.iter_mut()) {
+                    if let Some(orig) = m.get(o.as_str()) {
+                        o.clone_from(orig);
+                    }
+                }
+            }
+            encode(&Envelope::Reply {
+                id,
+                reply: sparkwire::wire::Reply::Message(D::MasterStateResponse(s)),
+            })
+        }
+        (Fault::No13604, false, Ok(Some(Envelope::Send(m)))) => {
+            let mut g = st.lock().await;
+            match m {
+                D::LaunchExecutor(l) => {
+                    g.seen.launched_executors.insert((l.app_id, l.exec_id));
+                    Act::Forward(body)
+                }
+                D::LaunchDriver(l) => {
+                    g.seen.launched_drivers.insert(l.driver_id);
+                    Act::Forward(body)
+                }
+                D::KillExecutor(k)
+                    if !g
+                        .seen
+                        .launched_executors
+                        .contains(&(k.app_id.clone(), k.exec_id)) =>
+                {
+                    Act::Drop
+                }
+                D::KillDriver(k) if !g.seen.launched_drivers.contains(&k.driver_id) => Act::Drop,
+                _ => Act::Forward(body),
+            }
+        }
+        (Fault::NoReconnect, false, Ok(Some(Envelope::Send(D::ReconnectWorker(_))))) => Act::Drop,
+        (Fault::FailureWithoutMessage, false, _) => {
+            // [3, id, {"className": …, "message": …}] → [3, id, {"className": …}], any family.
+            let failure = if deploy {
+                match decode_envelope::<D>(&body, version) {
+                    Ok(Envelope::Failure { id, error }) => Some((id, error.class_name)),
+                    _ => None,
+                }
+            } else {
+                match decode_envelope::<sparkwire::messages::CoarseMessage>(&body, version) {
+                    Ok(Envelope::Failure { id, error }) => Some((id, error.class_name)),
+                    _ => None,
+                }
+            };
+            match failure {
+                Some((id, class)) => Act::Forward(Bytes::from(crate::mp::arr(&[
+                    crate::mp::u(3),
+                    crate::mp::u(id),
+                    crate::mp::map(&[("className", crate::mp::s(&class))]),
+                ]))),
+                None => Act::Forward(body),
+            }
+        }
+        _ => Act::Forward(body),
+    }
 }

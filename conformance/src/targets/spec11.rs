@@ -216,7 +216,7 @@ pub fn add_master(cs: &mut Cases) {
                 r.file, r.name, who(r.how)
             ),
             None => format!(
-                "the master decides the {}.json vector \"{}\" as SPEC §11 does: taken, the connection kept open, when a {} sends it",
+                "the master decides the {}.json vector \"{}\" as SPEC §11 does: taken (an ask answered, a registration answered), the connection kept open, when a {} sends it",
                 r.file, r.name, who(r.how)
             ),
         };
@@ -322,7 +322,69 @@ async fn replay(ctx: Ctx, r: Replay) -> Outcome {
             c.expect_closed(wait(&ctx), &format!("the connection closed ({e})"))
                 .await
         }
-        None => stays_open(&ctx, &mut c, close_reason).await,
+        None => {
+            if taken(&ctx, &mut c, &r.frame, close_reason).await? {
+                return Ok(());
+            }
+            stays_open(&ctx, &mut c, close_reason).await
+        }
+    }
+}
+
+/// Shows a valid frame was taken, not dropped: an ask is answered (a reply or a failure for its
+/// id: refusing what it says is not refusing its encoding), a RegisterWorker gets its
+/// RegisterWorkerResponse; other sends owe nothing. True when the connection was closed for
+/// what the message says (`NOT_DECODING`) instead.
+async fn taken(ctx: &Ctx, c: &mut Conn, frame: &[u8], close_reason: bool) -> Result<bool, Failure> {
+    let body = frame.get(4..).unwrap_or_default();
+    let (tag, name) = tag_and_name(body);
+    let mut cur = body;
+    let ask_id = (tag == Some(1))
+        .then(|| {
+            let _ = rmp::decode::read_array_len(&mut cur);
+            let _ = rmp::decode::read_int::<u64, _>(&mut cur);
+            rmp::decode::read_int::<u64, _>(&mut cur).ok()
+        })
+        .flatten();
+    let want = match (ask_id, name.as_deref()) {
+        (Some(id), _) => format!("an answer to ask {id}"),
+        (None, Some("RegisterWorker")) => "a RegisterWorkerResponse".to_string(),
+        _ => return Ok(false),
+    };
+    let deadline = tokio::time::Instant::now() + wait(ctx);
+    let mut closed_for = None;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next(left).await {
+            None => return Err(fail(&want, "nothing within the time allowed")),
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(&want, format!("a prefix declaring {n} bytes")))
+            }
+            Some(Event::Closed(how)) => {
+                return match closed_for {
+                    Some(k) if close_reason && NOT_DECODING.contains(&k) => Ok(true),
+                    Some(k) => Err(fail(&want, format!("the connection closed ({k})"))),
+                    None => Err(fail(&want, format!("the connection closed ({how})"))),
+                };
+            }
+            Some(Event::Frame(b)) => match sparkwire::wire::decode_envelope::<D>(&b, c.v()) {
+                Ok(Envelope::Reply { id, .. } | Envelope::Failure { id, .. })
+                    if Some(id) == ask_id =>
+                {
+                    return Ok(false)
+                }
+                Ok(Envelope::Send(
+                    D::RegisteredWorker(_) | D::RegisterWorkerFailed(_) | D::MasterInStandby(_),
+                )) if ask_id.is_none() => return Ok(false),
+                Ok(Envelope::Close(reason)) => {
+                    closed_for = NOT_DECODING.iter().copied().find(|k| *k == reason.kind);
+                    if closed_for.is_none() {
+                        return Err(fail(&want, format!("a close envelope {}", reason.kind)));
+                    }
+                }
+                _ => {}
+            },
+        }
     }
 }
 

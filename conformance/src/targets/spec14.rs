@@ -90,6 +90,12 @@ pub fn add(cs: &mut Cases) {
         latest_state_other_connection,
     );
     cs.add(
+        "spec/14.3/failure-form",
+        Level::Must,
+        "SPEC §3, \"`error` is `{\"className\": str, \"message\": str}`\", and §14.3, \"The failure's `className` is `org.apache.spark.SparkException` for a message off its route (§14.1) ... its `message` says why\": a worker asking RequestMasterState (a UI's ask) gets a failure carrying both keys, className org.apache.spark.SparkException and a message that is not empty (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
+        failure_form,
+    );
+    cs.add(
         "spec/14.4/redaction",
         Level::Must,
         "SPEC §14.4, \"every value whose key or own text matches the redaction pattern is replaced by `*********(redacted)`\": in MasterStateResponse an application's environment value under a key matching the default pattern, and the value of a `-Dkey=value` javaOpt and argument whose key matches, read `*********(redacted)`; other values are shown as sent",
@@ -123,21 +129,52 @@ fn heartbeat(id: &str) -> D {
     D::Heartbeat(Heartbeat::new(id.into(), worker_ref("127.0.0.1", 1)))
 }
 
-/// What a connection got after a message the master ignores, or MAY refuse: nothing within the
-/// quiet time, or (a strict master) a close after nothing; any frame fails, with `what`.
-async fn nothing_back(ctx: &Ctx, c: &mut Conn, what: &str) -> Result<bool, Failure> {
-    match c.next(ctx.settings.quiet).await {
-        None => Ok(false),
-        Some(Event::Closed(_)) => Ok(true),
-        Some(Event::Frame(body)) => Err(fail(
-            format!("nothing sent back after {what} (or, strictly, a close)"),
-            crate::peer::describe(c.family, &body, c.v()),
-        )),
-        Some(Event::TooLarge(n)) => Err(fail(
-            format!("nothing sent back after {what}"),
-            format!("a prefix declaring {n} bytes"),
-        )),
+/// What a connection got after a message the master ignores, or MAY refuse: none of the
+/// answers `answer` picks within the quiet time (frames meant for every worker or application
+/// pass), or (a strict master) a close; true for the close.
+async fn nothing_back(
+    ctx: &Ctx,
+    c: &mut Conn,
+    what: &str,
+    answer: fn(&D) -> bool,
+) -> Result<bool, Failure> {
+    let want = format!("no answer to {what} (or, strictly, a close)");
+    let end = tokio::time::Instant::now() + ctx.settings.quiet;
+    loop {
+        let left = end.saturating_duration_since(tokio::time::Instant::now());
+        match c.next(left).await {
+            None => return Ok(false),
+            Some(Event::Closed(_)) => return Ok(true),
+            Some(Event::Frame(body)) => match sparkwire::wire::decode_envelope::<D>(&body, c.v()) {
+                Ok(Envelope::Send(m)) if !answer(&m) => continue,
+                Ok(Envelope::Close(_)) => continue,
+                _ => return Err(fail(want, crate::peer::describe(c.family, &body, c.v()))),
+            },
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a prefix declaring {n} bytes")))
+            }
+        }
     }
+}
+
+/// What a master could answer a worker's Heartbeat with.
+fn heartbeat_answer(m: &D) -> bool {
+    matches!(
+        m,
+        D::ReconnectWorker(_)
+            | D::RegisteredWorker(_)
+            | D::RegisterWorkerFailed(_)
+            | D::MasterInStandby(_)
+            | D::MasterChanged(_)
+    )
+}
+
+/// What a master could answer an application client's UnregisterApplication with.
+fn unregister_answer(m: &D) -> bool {
+    matches!(
+        m,
+        D::ApplicationRemoved(_) | D::RegisteredApplication(_) | D::MasterChanged(_)
+    )
 }
 
 async fn worker_absent(ctx: &Ctx, id: &str) -> Outcome {
@@ -153,7 +190,13 @@ async fn heartbeat_before_registering(ctx: Ctx) -> Outcome {
     let id = fresh_worker_id();
     let mut c = open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
     c.send(&Envelope::Send(heartbeat(&id))).await?;
-    nothing_back(&ctx, &mut c, "a Heartbeat of a worker never registered").await?;
+    nothing_back(
+        &ctx,
+        &mut c,
+        "a Heartbeat of a worker never registered",
+        heartbeat_answer,
+    )
+    .await?;
     worker_absent(&ctx, &id).await
 }
 
@@ -165,6 +208,7 @@ async fn heartbeat_naming_unknown_worker(ctx: Ctx) -> Outcome {
         &ctx,
         &mut w.conn,
         "a Heartbeat of a worker never registered",
+        heartbeat_answer,
     )
     .await?;
     worker_absent(&ctx, &other).await?;
@@ -192,6 +236,7 @@ async fn unregister_before_registering(ctx: Ctx) -> Outcome {
         &ctx,
         &mut c,
         "an UnregisterApplication of an unknown application",
+        unregister_answer,
     )
     .await?
     {
@@ -478,4 +523,56 @@ async fn spark_13604(ctx: Ctx) -> Outcome {
         }
     }
     Ok(())
+}
+
+async fn failure_form(ctx: Ctx) -> Outcome {
+    let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+    w.conn
+        .send(&Envelope::Ask {
+            id: 71,
+            message: D::RequestMasterState(RequestMasterState::new()),
+        })
+        .await?;
+    let want = "a failure for ask 71: [3, 71, {\"className\": \"org.apache.spark.SparkException\", \"message\": a text}]";
+    let deadline = tokio::time::Instant::now() + wait(&ctx);
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let body = match w.conn.frame_body(left, want).await {
+            Ok(body) => body,
+            // A strict master closes instead (the ask breaks rule M1 too, SPEC §8.1).
+            Err(Failure::Fail { seen, .. }) if seen.contains("closed") => {
+                return check(
+                    strict_master(&ctx).await?,
+                    format!("{want} (a close only from a strict master)"),
+                    "the connection closed, and the master takes messages before a registration: it is not strict",
+                );
+            }
+            Err(e) => return Err(e),
+        };
+        // Read by hand, so that a failure missing a key is seen as such.
+        let Some(value) = crate::mp::to_json(&body) else {
+            return Err(fail(want, "a frame that is not MessagePack"));
+        };
+        let Some(items) = value.as_array() else {
+            continue;
+        };
+        if items.first().and_then(|t| t.as_u64()) != Some(3)
+            || items.get(1).and_then(|t| t.as_u64()) != Some(71)
+        {
+            continue;
+        }
+        let error = items.get(2);
+        let class = error
+            .and_then(|e| e.get("className"))
+            .and_then(|c| c.as_str());
+        let message = error
+            .and_then(|e| e.get("message"))
+            .and_then(|m| m.as_str());
+        return check(
+            class == Some("org.apache.spark.SparkException")
+                && message.is_some_and(|m| !m.is_empty()),
+            want,
+            format!("{}", error.cloned().unwrap_or_default()),
+        );
+    }
 }
