@@ -98,6 +98,26 @@ impl Fault {
         )
     }
 
+    /// True for the faults that break only what a master does (ownership, redaction,
+    /// SPARK-13604, ReconnectWorker, its decoder and handshake as the master target checks
+    /// them): the other targets' cases of the same kinds fail under the generic faults
+    /// (`mute`, `keep-open`, `accept-any-hello`).
+    pub fn master_only(self) -> bool {
+        matches!(
+            self,
+            Fault::OwnershipUnchecked
+                | Fault::NoRedaction
+                | Fault::DeepTaken
+                | Fault::DepthOffByOne
+                | Fault::WrongTypeTaken
+                | Fault::UnorderedTaken
+                | Fault::No13604
+                | Fault::NoReconnect
+                | Fault::AuthNotConfiguredTaken
+                | Fault::FailureWithoutMessage
+        )
+    }
+
     /// Every fault.
     pub const ALL: [Fault; 22] = [
         Fault::AcceptAnyHello,

@@ -100,6 +100,11 @@ pub fn resolution(id: &str) -> Option<&'static str> {
         ("rules/P1/", "S2"),
         ("rules/W2/", "S2"),
         ("rules/P2/", "S2"),
+        ("spec/14.2/Z1/", "S2"),
+        ("spec/14.2/Z2/heartbeat-other-connection", "S2"),
+        ("spec/14.2/Z2/latest-state-other-connection", "S2"),
+        ("spec/14.3/failure-form", "S1"),
+        ("spec/14.4/redaction", "S6"),
         ("flow/worker/executor/not-allowed", "S4"),
         ("flow/worker/ui/state", "S5"),
     ];

@@ -221,7 +221,8 @@ async fn update(
         .await
 }
 
-async fn launched(ctx: &Ctx, e: &mut Registered) -> Result<(), Failure> {
+/// Waits for the executor's LaunchedExecutor, naming its id.
+pub async fn launched(ctx: &Ctx, e: &mut Registered) -> Result<(), Failure> {
     e.conn
         .expect::<C, ()>(wait(ctx), "LaunchedExecutor with its id", |x| match x {
             Envelope::Send(C::LaunchedExecutor(l)) if l.executor_id == EXECUTOR_ID => Some(()),
@@ -273,6 +274,7 @@ pub fn cases() -> Vec<crate::case::Case> {
         );
     }
     flows(&mut cs);
+    crate::targets::spec11::add_executor(&mut cs);
     crate::targets::auth::add_client(
         &mut cs,
         Arc::new(|ctx| Box::pin(start(ctx))),

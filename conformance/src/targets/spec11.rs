@@ -88,34 +88,60 @@ fn tag_and_name(body: &[u8]) -> (Option<u64>, Option<String>) {
     (Some(tag), name)
 }
 
-fn deploy_message(name: &str) -> Option<&'static MessageDef> {
+fn message_of(family: &str, name: &str) -> Option<&'static MessageDef> {
     Definition::builtin()
         .messages
         .iter()
-        .find(|m| m.family == "deploy" && m.name == name)
+        .find(|m| m.family == family && m.name == name)
 }
 
-/// How a master receives the frame `body` of `family` that must be refused with `error` (or
-/// taken), or `None` when no role may send it to a master.
-fn how(family: &str, body: &[u8], error: Option<&str>, version: Version) -> Option<How> {
+/// The endpoint a replay goes to: its family, its role's name in the definition, the roles the
+/// suite plays towards it.
+struct At {
+    family: &'static str,
+    role: &'static str,
+    peers: &'static [Role],
+}
+
+const MASTER: At = At {
+    family: "deploy",
+    role: "master",
+    peers: &CLIENTS,
+};
+
+const EXECUTOR: At = At {
+    family: "coarse",
+    role: "executor",
+    peers: &[Role::Driver],
+};
+
+/// How the endpoint `at` receives the frame `body` of `family` that must be refused with
+/// `error` (or taken), or `None` when no role the suite plays may send it there.
+fn how_at(
+    at: &At,
+    family: &str,
+    body: &[u8],
+    error: Option<&str>,
+    version: Version,
+) -> Option<How> {
     if error.is_some_and(|e| BEFORE_NAME.contains(&e)) {
         return Some(How::AnyRole);
     }
     let (tag, name) = tag_and_name(body);
     let name = name?;
-    let def = deploy_message(&name);
+    let def = message_of(at.family, &name);
     if error == Some("UnknownMessage") {
-        // Unknown in the vector's family; on a master's connection it must be unknown too.
+        // Unknown in the vector's family; on the endpoint's connection it must be unknown too.
         return def.is_none().then_some(How::AnyRole);
     }
-    if family != "deploy" {
+    if family != at.family {
         return None;
     }
     let def = def?;
     if def.kind == MessageKind::Local {
         return Some(How::AnyRole);
     }
-    if !def.to.iter().any(|t| t == "master") {
+    if !def.to.iter().any(|t| t == at.role) {
         return None;
     }
     let kind = if version == Version::V1 {
@@ -132,8 +158,10 @@ fn how(family: &str, body: &[u8], error: Option<&str>, version: Version) -> Opti
     if !kind_ok {
         return None;
     }
-    let role = CLIENTS
-        .into_iter()
+    let role = at
+        .peers
+        .iter()
+        .copied()
         .find(|r| def.from.iter().any(|f| f == r.name()))?;
     Some(match (role, name.as_str()) {
         (Role::Worker, "RegisterWorker") => How::Fresh(Role::Worker),
@@ -155,8 +183,8 @@ fn slug(name: &str) -> String {
     out.trim_end_matches('-').to_string()
 }
 
-/// Every decision of the vectors a master can receive.
-fn replays() -> Vec<Replay> {
+/// Every decision of the vectors the endpoint `at` can receive.
+fn replays(at: &At) -> Vec<Replay> {
     let mut out = Vec::new();
     let def = Definition::builtin();
     if let Ok(vs) = decoder_vectors(def) {
@@ -168,7 +196,7 @@ fn replays() -> Vec<Replay> {
                 continue;
             };
             let body = bytes.get(4..).unwrap_or_default();
-            if let Some(how) = how(&v.family, body, v.error.as_deref(), version) {
+            if let Some(how) = how_at(at, &v.family, body, v.error.as_deref(), version) {
                 out.push(Replay {
                     file: "decoder",
                     name: v.name,
@@ -189,7 +217,7 @@ fn replays() -> Vec<Replay> {
                 continue;
             };
             let body = bytes.get(4..).unwrap_or_default();
-            if let Some(how) = how(&v.family, body, v.error.as_deref(), version) {
+            if let Some(how) = how_at(at, &v.family, body, v.error.as_deref(), version) {
                 out.push(Replay {
                     file: "envelope",
                     name: v.name,
@@ -208,7 +236,7 @@ fn replays() -> Vec<Replay> {
 pub fn add_master(cs: &mut Cases) {
     cs.sharing(Sharing::Parallel)
         .timeout(Duration::from_secs(10));
-    for r in replays() {
+    for r in replays(&MASTER) {
         let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
             Some(e) => format!(
@@ -495,4 +523,64 @@ async fn map_keys_ascending(ctx: Ctx) -> Outcome {
         matches!(e, Envelope::Send(D::RegisteredApplication(_))).then_some(())
     })
     .await
+}
+
+/// Every case of SPEC §11 for the executor: the vectors an executor can receive from its driver,
+/// each on a freshly started and registered executor.
+pub fn add_executor(cs: &mut Cases) {
+    for r in replays(&EXECUTOR) {
+        let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
+        let stop = tag_and_name(r.frame.get(4..).unwrap_or_default())
+            .1
+            .as_deref()
+            == Some("StopExecutor");
+        let requirement = match (&r.error, stop) {
+            (Some(e), _) => format!(
+                "the executor decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its driver closed",
+                r.file, r.name
+            ),
+            (None, true) => format!(
+                "the executor decides the {}.json vector \"{}\" as SPEC §11 does: taken, as the StopExecutor it is (it closes its connection and exits with status 0, as flow/executor/stop)",
+                r.file, r.name
+            ),
+            (None, false) => format!(
+                "the executor decides the {}.json vector \"{}\" as SPEC §11 does: taken, the connection kept open",
+                r.file, r.name
+            ),
+        };
+        cs.add(id, Level::Must, requirement, move |ctx: Ctx| {
+            let r = r.clone();
+            async move { replay_to_executor(ctx, r, stop).await }
+        });
+    }
+}
+
+async fn replay_to_executor(ctx: Ctx, r: Replay, stop: bool) -> Outcome {
+    let mut e = crate::targets::executor::registered(&ctx, &[r.version], 128).await?;
+    // As a driver does, the frame comes once the executor said it is up.
+    crate::targets::executor::launched(&ctx, &mut e).await?;
+    e.conn
+        .send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
+        .await?;
+    match (&r.error, stop) {
+        (Some(err), _) => {
+            e.conn
+                .expect_closed(wait(&ctx), &format!("the connection closed ({err})"))
+                .await
+        }
+        (None, true) => {
+            e.conn
+                .expect_closed(wait(&ctx), "the connection closed (StopExecutor)")
+                .await?;
+            match e.run.exit_within(wait(&ctx)).await? {
+                Some(code) => check(
+                    code == 0,
+                    "exit status 0 (stopped, not refused)",
+                    code.to_string(),
+                ),
+                None => Err(fail("the executor to exit", "still running")),
+            }
+        }
+        (None, false) => stays_open(&ctx, &mut e.conn, false).await,
+    }
 }

@@ -556,10 +556,14 @@ async fn failure_form(ctx: Ctx) -> Outcome {
         let Some(items) = value.as_array() else {
             continue;
         };
-        if items.first().and_then(|t| t.as_u64()) != Some(3)
-            || items.get(1).and_then(|t| t.as_u64()) != Some(71)
-        {
+        if items.get(1).and_then(|t| t.as_u64()) != Some(71) {
             continue;
+        }
+        if items.first().and_then(|t| t.as_u64()) != Some(3) {
+            return Err(fail(
+                want,
+                crate::peer::describe(w.conn.family, &body, w.conn.v()),
+            ));
         }
         let error = items.get(2);
         let class = error
