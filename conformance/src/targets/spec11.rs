@@ -109,6 +109,12 @@ const MASTER: At = At {
     peers: &CLIENTS,
 };
 
+const WORKER: At = At {
+    family: "deploy",
+    role: "worker",
+    peers: &[Role::Master],
+};
+
 const EXECUTOR: At = At {
     family: "coarse",
     role: "executor",
@@ -582,5 +588,42 @@ async fn replay_to_executor(ctx: Ctx, r: Replay, stop: bool) -> Outcome {
             }
         }
         (None, false) => stays_open(&ctx, &mut e.conn, false).await,
+    }
+}
+
+/// Every case of SPEC §11 for the worker: the vectors a worker can receive from its master, each
+/// on a freshly started worker the suite registered.
+pub fn add_worker(cs: &mut Cases) {
+    for r in replays(&WORKER) {
+        let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
+        let requirement = match &r.error {
+            Some(e) => format!(
+                "the worker decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its master closed",
+                r.file, r.name
+            ),
+            None => format!(
+                "the worker decides the {}.json vector \"{}\" as SPEC §11 does: taken, the connection to its master kept open",
+                r.file, r.name
+            ),
+        };
+        cs.add(id, Level::Must, requirement, move |ctx: Ctx| {
+            let r = r.clone();
+            async move { replay_to_worker(ctx, r).await }
+        });
+    }
+}
+
+async fn replay_to_worker(ctx: Ctx, r: Replay) -> Outcome {
+    let mut w = crate::targets::worker::registered(&ctx, &[r.version]).await?;
+    w.conn
+        .send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
+        .await?;
+    match &r.error {
+        Some(err) => {
+            w.conn
+                .expect_closed(wait(&ctx), &format!("the connection closed ({err})"))
+                .await
+        }
+        None => stays_open(&ctx, &mut w.conn, false).await,
     }
 }

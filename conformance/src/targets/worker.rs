@@ -260,6 +260,7 @@ pub fn cases() -> Vec<crate::case::Case> {
     client::add(&mut cs, worker_client());
     server::add(&mut cs, worker_server());
     ui_routes(&mut cs);
+    crate::targets::spec11::add_worker(&mut cs);
     flows(&mut cs);
     crate::targets::auth::add_server(&mut cs, worker_secured());
     crate::targets::spark::add_server(
