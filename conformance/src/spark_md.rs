@@ -101,6 +101,7 @@ pub fn resolution(id: &str) -> Option<&'static str> {
         ("rules/W2/", "S2"),
         ("rules/P2/", "S2"),
         ("spec/14.2/Z1/", "S2"),
+        ("spec/14.2/Z4/kill-driver-other-connection", "S2"),
         ("spec/14.2/Z2/heartbeat-other-connection", "S2"),
         ("spec/14.2/Z2/latest-state-other-connection", "S2"),
         ("spec/14.3/failure-form", "S1"),

@@ -993,7 +993,8 @@ async fn updated(
         .await
 }
 
-async fn submit(ctx: &Ctx) -> Result<(Conn, SubmitDriverResponse), Failure> {
+/// Submits a driver on a new driver-client connection; returns it and the answer.
+pub async fn submit(ctx: &Ctx) -> Result<(Conn, SubmitDriverResponse), Failure> {
     let mut c = open(ctx, Role::DriverClient, "client", "", Version::V2).await?;
     let desc = DriverDescription::new(
         "file:/tmp/app.jar".into(),

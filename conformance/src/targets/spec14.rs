@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::{
-    Addr, DeployMessage, EndpointRef, ExecutorDescription, ExecutorState, Version, WorkerState,
+    Addr, DeployMessage, DriverState, EndpointRef, ExecutorDescription, ExecutorState, Version,
+    WorkerState,
 };
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
@@ -20,7 +21,9 @@ use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::{Ctx, Wire};
 use crate::peer::{Conn, Event};
 use crate::targets::common::unique;
-use crate::targets::master::{app, app_desc, open, settle, state, worker, worker_ref, FakeWorker};
+use crate::targets::master::{
+    app, app_desc, open, settle, state, submit, worker, worker_ref, FakeWorker,
+};
 
 type D = DeployMessage;
 
@@ -76,6 +79,24 @@ pub fn add(cs: &mut Cases) {
         Level::Must,
         "SPEC §14.2 Z1, \"`UnregisterApplication` ... naming an active application [is] taken only over its connection\", and §14.3, \"A refused send closes its connection ... Nothing a refused message asks for happens\": the sender's connection closes and the application stays active",
         unregister_other_connection,
+    );
+    cs.add(
+        "spec/14.2/Z1/second-registration-ignored",
+        Level::Must,
+        "SPEC §14.2 Z1, \"A connection bound to an active application registers no other: a second `RegisterApplication` over it is ignored\": no second RegisteredApplication, and the first application stays active",
+        second_registration_ignored,
+    );
+    cs.add(
+        "spec/14.2/Z4/kill-driver-other-connection",
+        Level::Must,
+        "SPEC §14.2 Z4, \"`RequestKillDriver` for an active driver is taken only over that connection\", and §14.3 (a failure, java.lang.SecurityException, for a foreign id): another driver client's RequestKillDriver is answered with such a failure and the driver stays active (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
+        kill_driver_other_connection,
+    );
+    cs.add(
+        "spec/14.2/Z4/status-any-client",
+        Level::Must,
+        "SPEC §14.2 Z4, \"`RequestDriverStatus` reads and changes nothing, and is answered to any `driver-client`\": a driver client that did not submit the driver asks its status and is answered found = true",
+        driver_status_any_client,
     );
     cs.add(
         "spec/14.2/Z2/heartbeat-other-connection",
@@ -579,4 +600,89 @@ async fn failure_form(ctx: Ctx) -> Outcome {
             format!("{}", error.cloned().unwrap_or_default()),
         );
     }
+}
+
+async fn second_registration_ignored(ctx: Ctx) -> Outcome {
+    let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+    let port = 40000 + (unique() % 20000) as i32;
+    c.send(&Envelope::Send(D::RegisterApplication(
+        RegisterApplication::new(
+            app_desc(Some(1), 64, Some(0)),
+            EndpointRef::at(Addr::new("127.0.0.1", port), "AppClient"),
+        ),
+    )))
+    .await?;
+    c.expect_none::<D>(
+        ctx.settings.quiet,
+        "no second RegisteredApplication on the connection",
+        |e| matches!(e, Envelope::Send(D::RegisteredApplication(_))),
+    )
+    .await?;
+    let s = state(&ctx).await?;
+    check(
+        s.active_apps.iter().any(|a| a.id == id),
+        format!("{id} still active"),
+        "no longer active",
+    )
+}
+
+async fn driver_status(
+    ctx: &Ctx,
+    c: &mut Conn,
+    ask: u64,
+    id: &str,
+) -> Result<DriverStatusResponse, Failure> {
+    c.send(&Envelope::Ask {
+        id: ask,
+        message: D::RequestDriverStatus(RequestDriverStatus::new(id.into())),
+    })
+    .await?;
+    c.expect::<D, DriverStatusResponse>(wait(ctx), "DriverStatusResponse", |e| match e {
+        Envelope::Reply {
+            id: r,
+            reply: Reply::Message(D::DriverStatusResponse(s)),
+        } if *r == ask => Some(s.clone()),
+        _ => None,
+    })
+    .await
+}
+
+async fn kill_driver_other_connection(ctx: Ctx) -> Outcome {
+    let (mut a, r) = submit(&ctx).await?;
+    let id = r.driver_id.clone().unwrap_or_default();
+    let mut b = open(&ctx, Role::DriverClient, "client-b", "", Version::V2).await?;
+    let refused = security_failure(
+        &ctx,
+        &mut b,
+        81,
+        D::RequestKillDriver(RequestKillDriver::new(id.clone())),
+    )
+    .await;
+    let s = driver_status(&ctx, &mut a, 82, &id).await?;
+    // The suite's own driver ends here, over its own connection.
+    a.send(&Envelope::Ask {
+        id: 83,
+        message: D::RequestKillDriver(RequestKillDriver::new(id.clone())),
+    })
+    .await?;
+    refused?;
+    check(
+        s.found && s.state != Some(DriverState::Killed),
+        format!("{id} still active"),
+        format!("{s:?}"),
+    )
+}
+
+async fn driver_status_any_client(ctx: Ctx) -> Outcome {
+    let (mut a, r) = submit(&ctx).await?;
+    let id = r.driver_id.clone().unwrap_or_default();
+    let mut b = open(&ctx, Role::DriverClient, "client-b", "", Version::V2).await?;
+    let s = driver_status(&ctx, &mut b, 84, &id).await;
+    a.send(&Envelope::Ask {
+        id: 85,
+        message: D::RequestKillDriver(RequestKillDriver::new(id.clone())),
+    })
+    .await?;
+    let s = s?;
+    check(s.found, "found = true", format!("{s:?}"))
 }
