@@ -661,6 +661,40 @@ pub fn add(cases: &mut Cases, s: Server) {
             let reason = if ctx.settings.secret.is_some() { RefusalReason::AuthRequired } else { RefusalReason::AuthNotConfigured };
             refused(ctx.clone(), s, body, &[reason]).await
         });
+    let malformed_auth: [(&str, &str, Vec<(&'static str, Vec<u8>)>); 3] = [
+        (
+            "auth-without-nonce",
+            "`auth` and no `nonce`",
+            vec![("auth", mp::s("hmac-sha256"))],
+        ),
+        (
+            "nonce-without-auth",
+            "`nonce` and no `auth`",
+            vec![("nonce", mp::bin(&[9u8; 32]))],
+        ),
+        (
+            "other-mechanism",
+            "the mechanism hmac-md5",
+            vec![("auth", mp::s("hmac-md5")), ("nonce", mp::bin(&[9u8; 32]))],
+        ),
+    ];
+    for (what, desc, extra) in malformed_auth {
+        let server = s.clone();
+        cases.add(
+            format!("handshake/5/3/{what}"),
+            Level::Must,
+            format!("{name} refuses a hello with {desc} with malformedHello (handshake.md §10.2, \"A hello with only one of `auth` and `nonce`, or another mechanism than `hmac-sha256`, is `malformedHello`\"; step 3 comes before step 4), then closes"),
+            move |ctx: Ctx| {
+                let s = server.clone();
+                let extra = extra.clone();
+                async move {
+                    let mut e = mp::hello_entries(&[1, 2], s.good_role.name(), "auth");
+                    e.extend(extra);
+                    refused(ctx.clone(), s, mp::map(&e), &[RefusalReason::MalformedHello]).await
+                }
+            },
+        );
+    }
     case!("handshake/5/order/role-before-version", Level::Must,
         format!("{name} checks in order: a hello with an unknown role and no common version is roleNotAccepted (check 6 before 7)"),
         |ctx, s| refused(ctx.clone(), s, mp::map(&signed(&ctx, mp::hello_entries(&[9], "spark-history-server", "x"))?), &[RefusalReason::RoleNotAccepted]).await);

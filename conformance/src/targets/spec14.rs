@@ -99,6 +99,18 @@ pub fn add(cs: &mut Cases) {
         driver_status_any_client,
     );
     cs.add(
+        "spec/14.2/Z2/latest-state-unknown-ignored",
+        Level::Must,
+        "SPEC §14.2 Z2, \"A `WorkerLatestState` naming a worker the master does not know is ignored\": no KillExecutor or KillDriver for what it lists, and no worker registered by it; a strict master MAY close the connection instead",
+        latest_state_unknown_ignored,
+    );
+    cs.add(
+        "spec/14.2/Z3/unknown-updates-not-refused",
+        Level::Must,
+        "SPEC §14.2 Z3, \"Updates for executors and drivers the master does not know change nothing and are not refused\": a registered worker's ExecutorStateChanged ask about an executor the master never placed is answered (a bool reply), and its DriverStateChanged about an unknown driver leaves the connection open; a strict master MAY close instead (rule E2, D3: SPEC §8.1 `RuleViolation`)",
+        unknown_updates_not_refused,
+    );
+    cs.add(
         "spec/14.2/Z2/heartbeat-other-connection",
         Level::Must,
         "SPEC §14.2 Z2, \"`Heartbeat` ... naming a worker bound to another connection [is] refused\", and §14.3, \"A refused send closes its connection\": a registered worker's connection that sends a Heartbeat naming another registered worker is closed",
@@ -685,4 +697,95 @@ async fn driver_status_any_client(ctx: Ctx) -> Outcome {
     .await?;
     let s = s?;
     check(s.found, "found = true", format!("{s:?}"))
+}
+
+/// What a master could answer a WorkerLatestState with.
+fn kill_answer(m: &D) -> bool {
+    matches!(m, D::KillExecutor(_) | D::KillDriver(_))
+}
+
+async fn latest_state_unknown_ignored(ctx: Ctx) -> Outcome {
+    let id = fresh_worker_id();
+    let mut c = open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
+    let listed = ExecutorDescription::new(
+        format!("app-20000101000000-{:04}", unique() % 10000),
+        4,
+        0,
+        1,
+        64,
+        ExecutorState::Running,
+    );
+    c.send(&Envelope::Send(D::WorkerLatestState(
+        WorkerLatestState::new(
+            id.clone(),
+            vec![listed],
+            vec![format!("driver-20000101000000-{:04}", unique() % 10000)],
+        ),
+    )))
+    .await?;
+    nothing_back(
+        &ctx,
+        &mut c,
+        "a WorkerLatestState of a worker the master does not know",
+        kill_answer,
+    )
+    .await?;
+    worker_absent(&ctx, &id).await
+}
+
+async fn unknown_updates_not_refused(ctx: Ctx) -> Outcome {
+    let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+    let n = unique() % 10000;
+    w.conn
+        .send(&Envelope::Ask {
+            id: 91,
+            message: D::ExecutorStateChanged(
+                ExecutorStateChanged::new(
+                    format!("app-20000101000000-{n:04}"),
+                    5,
+                    ExecutorState::Exited,
+                )
+                .with_exit_status(Some(0)),
+            ),
+        })
+        .await?;
+    let answered = w
+        .conn
+        .expect::<D, ()>(wait(&ctx), "a bool reply to ask 91", |e| {
+            matches!(
+                e,
+                Envelope::Reply {
+                    id: 91,
+                    reply: Reply::Bool(_)
+                }
+            )
+            .then_some(())
+        })
+        .await;
+    if let Err(Failure::Fail { seen, .. }) = &answered {
+        if seen.contains("closed") {
+            return check(
+                strict_master(&ctx).await?,
+                "a bool reply to ask 91 (a close only from a strict master)",
+                "the connection closed, and the master takes messages before a registration: it is not strict",
+            );
+        }
+    }
+    answered?;
+    w.conn
+        .send(&Envelope::Send(D::DriverStateChanged(
+            DriverStateChanged::new(
+                format!("driver-20000101000000-{n:04}"),
+                DriverState::Finished,
+            ),
+        )))
+        .await?;
+    if w.conn.closes_within(ctx.settings.quiet).await {
+        return check(
+            strict_master(&ctx).await?,
+            "the connection kept after a DriverStateChanged of an unknown driver (a close only from a strict master)",
+            "the connection closed, and the master is not strict",
+        );
+    }
+    Ok(())
 }
