@@ -661,7 +661,8 @@ pub fn add(cases: &mut Cases, s: Server) {
             let reason = if ctx.settings.secret.is_some() { RefusalReason::AuthRequired } else { RefusalReason::AuthNotConfigured };
             refused(ctx.clone(), s, body, &[reason]).await
         });
-    let malformed_auth: [(&str, &str, Vec<(&'static str, Vec<u8>)>); 3] = [
+    type Entries = Vec<(&'static str, Vec<u8>)>;
+    let malformed_auth: [(&str, &str, Entries); 3] = [
         (
             "auth-without-nonce",
             "`auth` and no `nonce`",
