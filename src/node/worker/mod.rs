@@ -10,6 +10,7 @@
 
 mod io;
 pub mod policy;
+pub mod spark;
 #[cfg(test)]
 mod tests;
 
