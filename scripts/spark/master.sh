@@ -10,7 +10,8 @@
 # 2. A PySpark application (`SparkSession.builder.master("spark://127.0.0.1:PORT")`) gets an
 #    executor on that worker by sparkwire's scheduling and computes the sum of squares of
 #    1..100000 (333338333350000, checked); it stops, and /json lists it FINISHED.
-# 3. kill -9 of the worker: /json shows it DEAD after the worker timeout.
+# 3. A silent worker (SIGSTOP: its connection stays open, its heartbeats stop) is DEAD after the
+#    worker timeout, not before; then it is killed with kill -9.
 # 4. A master with --secret-file: the same real worker never registers (Spark peers are refused
 #    while Spark's spark.authenticate is not spoken); /json shows no worker.
 # JVMs run one at a time; everything started is stopped by PID. SPARKWIRE_BIN names the sparkwire
@@ -96,7 +97,8 @@ start_master() { # NAME EXTRA-ARGS...: sets master_pid, spark_url, ui, sw_url
 start_worker() { # NAME: sets worker_pid
   local name=$1
   mkdir -p "$work/$name-dir"
-  "$SPARK_HOME/bin/spark-class" org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 \
+  # The worker heartbeats every quarter of its own spark.worker.timeout: the master's.
+  SPARK_WORKER_OPTS="-Dspark.worker.timeout=6" "$SPARK_HOME/bin/spark-class" org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 \
     --webui-port 0 --cores 2 --memory 1024M --work-dir "$work/$name-dir" "$spark_url" \
     >"$work/$name.log" 2>&1 </dev/null &
   worker_pid=$!
@@ -137,24 +139,38 @@ want=$((100000 * 100001 * 200001 / 6))
 got=$(sed -n 's/^RESULT //p' "$work/job.out")
 [ "$got" = "$want" ] || fail "sum of squares: got '$got', want $want"
 ok "the PySpark job computed $got on the real worker's executor"
-grep -q "Asked to launch executor" "$work/worker.log" || fail "the worker launched no executor"
+launched=$(grep -c "Asked to launch executor" "$work/worker.log" || true)
+[ "$launched" = 1 ] || fail "the worker was asked to launch $launched executors, not 1"
+cmd=$(head -n 1 "$work"/worker-dir/app-*/0/stderr)
+case "$cmd" in
+  *'"-Xmx512M"'*'"-Dspark.driver.port='*'"--driver-url"'*) ;;
+  *) fail "the executor's command is not the driver's: $cmd" ;;
+esac
 state=$(json "$ui")
 [ "$(echo "$state" | field 'len(s["activeapps"])')" = 0 ] || fail "/json: an application still active: $state"
 [ "$(echo "$state" | field '[a["state"] for a in s["completedapps"]]')" = "['FINISHED']" ] \
   || fail "/json: $state"
 ok "/json lists the application FINISHED"
 
-# 3. kill -9 of the worker: DEAD after the worker timeout.
-kill -KILL "$worker_pid"
-wait "$worker_pid" 2>/dev/null || true
+# 3. A silent worker is DEAD after the worker timeout. (A dropped connection, kill -9, is removed
+#    at once, as Spark's master does on disassociation.)
+kill -STOP "$worker_pid"
+stopped_at=$(date +%s.%N)
 dead=
 for _ in $(seq 1 60); do
   state=$(json "$ui")
   if [ "$(echo "$state" | field '[w["state"] for w in s["workers"]]')" = "['DEAD']" ]; then dead=1; break; fi
   sleep 0.5
 done
-[ -n "$dead" ] || fail "the killed worker is not DEAD: $state"
-ok "the worker killed with kill -9 is DEAD"
+elapsed=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$stopped_at")
+[ -n "$dead" ] || fail "the silent worker is not DEAD after ${elapsed} s: $state"
+# Its last heartbeat came at most 1.5 s (a quarter of 6 s) before SIGSTOP.
+python3 -c "import sys; sys.exit(float(sys.argv[1]) < 4)" "$elapsed" \
+  || fail "the worker was DEAD ${elapsed} s after it went silent, before the 6 s timeout allows"
+grep -q "because we got no heartbeat in 6 seconds" "$work/master.log" || fail "no timeout in the master's log"
+ok "the silent worker is DEAD ${elapsed} s after SIGSTOP (worker timeout 6 s)"
+kill -KILL "$worker_pid"
+wait "$worker_pid" 2>/dev/null || true
 stop "$master_pid"
 
 # 4. With a secret, a real Spark worker is refused.

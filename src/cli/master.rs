@@ -103,7 +103,12 @@ pub struct MasterArgs {
     spark_port: Option<u16>,
     /// The Spark release spoken on --spark-port: 4.0.1 or 3.0.3.
     #[cfg(feature = "spark-proxy")]
-    #[arg(long, value_name = "RELEASE", default_value = "4.0.1", requires = "spark_port")]
+    #[arg(
+        long,
+        value_name = "RELEASE",
+        default_value = "4.0.1",
+        requires = "spark_port"
+    )]
     spark_release: String,
     /// Values whose keys (or themselves) match this pattern are hidden in the state answer
     /// (spark.redaction.regex).

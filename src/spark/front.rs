@@ -379,12 +379,12 @@ impl Conn<'_> {
                     }
                 }
                 from_master = recv_bridge(&mut self.bridge) => match from_master {
-                    Ok(Incoming::Message(m)) => self.to_peer(None, m)?,
+                    Ok(Incoming::Message(m)) => self.write_to_peer(None, m)?,
                     Ok(Incoming::Ask { id, message }) => {
                         let request = self.next_request;
                         self.next_request += 1;
                         self.master_asks.insert(request, id);
-                        self.to_peer(Some(request), message)?;
+                        self.write_to_peer(Some(request), message)?;
                     }
                     Err(e) => return Err(FrontError::Master(e)),
                 },
@@ -409,7 +409,9 @@ impl Conn<'_> {
     async fn frame_in(&mut self, frame: Frame) -> Result<(), FrontError> {
         match frame {
             Frame::OneWay { body } => self.request_in(None, &body).await,
-            Frame::RpcRequest { request_id, body } => self.request_in(Some(request_id), &body).await,
+            Frame::RpcRequest { request_id, body } => {
+                self.request_in(Some(request_id), &body).await
+            }
             Frame::RpcResponse { request_id, body } => {
                 self.answer_in(request_id, Ok(body)).await;
                 Ok(())
@@ -475,7 +477,11 @@ impl Conn<'_> {
         }
     }
 
-    async fn request_in(&mut self, request_id: Option<i64>, body: &Bytes) -> Result<(), FrontError> {
+    async fn request_in(
+        &mut self,
+        request_id: Option<i64>,
+        body: &Bytes,
+    ) -> Result<(), FrontError> {
         let version = self.ctx.config.version;
         if let Some(reason) = &self.ctx.config.refuse {
             if let Some(id) = request_id {
@@ -510,8 +516,8 @@ impl Conn<'_> {
                 .unwrap_or_default();
             if let Some(request_id) = request_id {
                 let exists = name == MASTER_ENDPOINT;
-                let stream = bool_stream(exists, version)
-                    .map_err(|e| FrontError::Encode(e.to_string()))?;
+                let stream =
+                    bool_stream(exists, version).map_err(|e| FrontError::Encode(e.to_string()))?;
                 let f = Frame::RpcResponse {
                     request_id,
                     body: stream.into(),
@@ -533,7 +539,10 @@ impl Conn<'_> {
             }
         };
         let Some(role) = role_of(&m) else {
-            return self.not_taken(request_id, format!("{}, which a master does not take", m.name()));
+            return self.not_taken(
+                request_id,
+                format!("{}, which a master does not take", m.name()),
+            );
         };
         match &self.bridge {
             Some((_, r)) if *r != role => {
@@ -616,7 +625,7 @@ impl Conn<'_> {
             .with_ask_timeout(self.ctx.config.ask_timeout);
         let c = Connection::connect(stream, role, id, config).await?;
         tracing::info!(
-            "spark front: {} speaks to the master as a {role} over a sparkwire connection",
+            "spark front: {} speaks to the master in the role {role} over a sparkwire connection",
             self.peer
         );
         self.bridge = Some((c, role));
@@ -625,7 +634,11 @@ impl Conn<'_> {
 
     /// Writes what the master sent (one-way, or an ask with Spark request id `request`) to the
     /// peer's endpoint.
-    fn to_peer(&mut self, request: Option<i64>, mut m: DeployMessage) -> Result<(), FrontError> {
+    fn write_to_peer(
+        &mut self,
+        request: Option<i64>,
+        mut m: DeployMessage,
+    ) -> Result<(), FrontError> {
         let version = self.ctx.config.version;
         name_front(&mut m, &self.ctx.master_ref(), &self.ctx.master_url());
         let mut original = None;
@@ -669,7 +682,11 @@ impl Conn<'_> {
             Some(request_id) => Frame::RpcRequest { request_id, body },
             None => Frame::OneWay { body },
         };
-        self.queue(frame.encode().map_err(|e| FrontError::Encode(e.to_string()))?)
+        self.queue(
+            frame
+                .encode()
+                .map_err(|e| FrontError::Encode(e.to_string()))?,
+        )
     }
 }
 
@@ -761,7 +778,7 @@ pub fn name_front(m: &mut DeployMessage, master: &EndpointRef, url: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::deploy::{LaunchExecutor, RegisteredWorker};
+    use crate::messages::deploy::{KillExecutor, RegisteredWorker};
 
     #[test]
     fn the_master_s_references_and_urls_name_the_front() {
@@ -778,19 +795,14 @@ mod tests {
         };
         assert_eq!(r.master, front);
         assert_eq!(r.master_address, Addr::new("127.0.0.1", 7177));
-        let mut l = DeployMessage::from(LaunchExecutor::new(
+        let mut k = DeployMessage::from(KillExecutor::new(
             "spark://127.0.0.1:7077".into(),
             "app-1".into(),
             0,
-            0,
-            Default::default(),
-            1,
-            1024,
-            Default::default(),
         ));
-        name_front(&mut l, &front, "spark://127.0.0.1:7177");
-        let DeployMessage::LaunchExecutor(l) = &l else {
-            panic!("still a LaunchExecutor");
+        name_front(&mut k, &front, "spark://127.0.0.1:7177");
+        let DeployMessage::KillExecutor(l) = &k else {
+            panic!("still a KillExecutor");
         };
         assert_eq!(l.master_url, "spark://127.0.0.1:7177");
     }
