@@ -94,6 +94,22 @@ pub struct MasterArgs {
     limits: super::limits::LimitArgs,
     #[command(flatten)]
     idle: super::limits::IdleArgs,
+    /// Also serve Spark's own RPC on this port (0 picks a free one): real Spark workers,
+    /// applications and submission clients use `spark://HOST:PORT` (printed as
+    /// `sparkwire master Spark wire on spark://…`). With a secret or TLS configured, every Spark
+    /// peer is refused (Spark's `spark.authenticate` is not spoken).
+    #[cfg(feature = "spark-proxy")]
+    #[arg(long, value_name = "PORT")]
+    spark_port: Option<u16>,
+    /// The Spark release spoken on --spark-port: 4.0.1 or 3.0.3.
+    #[cfg(feature = "spark-proxy")]
+    #[arg(
+        long,
+        value_name = "RELEASE",
+        default_value = "4.0.1",
+        requires = "spark_port"
+    )]
+    spark_release: String,
     /// Values whose keys (or themselves) match this pattern are hidden in the state answer
     /// (spark.redaction.regex).
     #[arg(long, value_name = "REGEX", default_value = DEFAULT_REDACTION_REGEX)]
@@ -163,6 +179,43 @@ fn recovery(args: &MasterArgs) -> Result<Recovery, String> {
     }
 }
 
+/// The Spark-wire front `--spark-port` asks for (its master address is filled in once the
+/// master listens).
+#[cfg(feature = "spark-proxy")]
+fn spark_front(
+    port: Option<u16>,
+    release: &str,
+    config: &MasterConfig,
+) -> Result<Option<sparkwire::spark::FrontConfig>, String> {
+    let Some(port) = port else {
+        return Ok(None);
+    };
+    let unbound = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0));
+    let mut front = sparkwire::spark::FrontConfig::new(config.host.clone(), port, unbound);
+    front.version = match release {
+        "4.0.1" => Version::V2,
+        "3.0.3" => Version::V1,
+        other => return Err(format!("--spark-release: 4.0.1 or 3.0.3, not {other}")),
+    };
+    if !config.versions.contains(&front.version) {
+        return Err(format!(
+            "--spark-release {release} needs protocol version {} in --protocol-versions",
+            front.version.number()
+        ));
+    }
+    front.max_frame = config.max_frame_size as u64;
+    front.max_connections = config.limits.max_connections;
+    front.idle_timeout = config.limits.idle_timeout;
+    if config.security.authenticates() || config.security.encrypts() {
+        front.refuse = Some(
+            "this sparkwire master has a secret (or TLS) and does not speak Spark's \
+             spark.authenticate: Spark peers are refused"
+                .into(),
+        );
+    }
+    Ok(Some(front))
+}
+
 /// Runs the command.
 pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     super::init_logging();
@@ -227,6 +280,8 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         StrictObserver::new(SharedValidator::with_config(rules))
     });
     config.observer = observer.clone();
+    #[cfg(feature = "spark-proxy")]
+    let spark_front = spark_front(args.spark_port, &args.spark_release, &config)?;
     super::runtime()?.block_on(async move {
         let master = Master::start(config).await.map_err(|e| e.to_string())?;
         // One write: whoever reads only the first line may close the pipe after it.
@@ -234,6 +289,26 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         if let Some(ui) = master.web_ui_addr() {
             announce.push_str(&format!("sparkwire master web UI at http://{ui}\n"));
         }
+        #[cfg(feature = "spark-proxy")]
+        let _front = match spark_front {
+            Some(mut front) => {
+                let mut to = master.addr();
+                if to.ip().is_unspecified() {
+                    to.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+                }
+                front.master = to;
+                let handle = sparkwire::spark::start_front(front.clone())
+                    .await
+                    .map_err(|e| format!("--spark-port {}: {e}", front.port))?;
+                announce.push_str(&format!(
+                    "sparkwire master Spark wire on spark://{}:{}\n",
+                    front.host,
+                    handle.addr().port()
+                ));
+                Some(handle)
+            }
+            None => None,
+        };
         let _ = std::io::stdout().write_all(announce.as_bytes());
         super::flush_stdout();
         let mut master = master;

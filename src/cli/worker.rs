@@ -9,7 +9,7 @@ use super::seconds;
 
 use sparkwire::node::url::MasterUrl;
 use sparkwire::node::worker::WorkerExit;
-use sparkwire::reference::worker::{Worker, WorkerConfig};
+use sparkwire::reference::worker::{SparkSettings, Worker, WorkerConfig};
 
 /// Options of `sparkwire worker`.
 #[derive(Debug, Args)]
@@ -70,6 +70,38 @@ pub struct WorkerArgs {
     /// standard input (as `local-cluster` does) is then never outlived, even if it is killed.
     #[arg(long)]
     exit_with_stdin: bool,
+    /// Also run Spark's own executors (org.apache.spark.executor.CoarseGrainedExecutorBackend)
+    /// from this Spark installation, as Spark's worker builds their Java command, and answer
+    /// their WorkerWatchers on a Spark-wire port (--spark-port).
+    #[arg(long, value_name = "DIR")]
+    spark_home: Option<PathBuf>,
+    /// Port of the Spark-wire port Spark executors' WorkerWatchers connect to (their
+    /// --worker-url spark://Worker@HOST:PORT); 0 picks a free one.
+    #[arg(
+        long,
+        value_name = "PORT",
+        default_value_t = 0,
+        requires = "spark_home"
+    )]
+    spark_port: u16,
+    /// The java to run Spark's executors with (default: $JAVA_HOME/bin/java, else java on PATH).
+    #[arg(long, value_name = "PATH", requires = "spark_home")]
+    spark_java: Option<PathBuf>,
+    /// Spark's configuration directory (default: SPARK_HOME/conf).
+    #[arg(long, value_name = "DIR", requires = "spark_home")]
+    spark_conf_dir: Option<PathBuf>,
+    /// A directory an application's executor class path entries may be under (repeatable;
+    /// default: none may be given).
+    #[arg(long = "spark-class-path", value_name = "DIR", requires = "spark_home")]
+    spark_class_path: Vec<PathBuf>,
+    /// A JVM option applications may give their executors beyond the default shapes (-D…,
+    /// -XX:…, --add-opens=…, …): exact, or a prefix ending in `*` (repeatable).
+    #[arg(
+        long = "spark-java-opt",
+        value_name = "OPTION",
+        requires = "spark_home"
+    )]
+    spark_java_opt: Vec<String>,
     #[command(flatten)]
     security: super::security::SecurityArgs,
     #[command(flatten)]
@@ -147,6 +179,14 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         register_retry: seconds(args.register_retry)
             .map_err(|e| format!("--register-retry: {e}"))?,
         web_ui_port: (!args.no_webui).then_some(args.webui_port),
+        spark: args.spark_home.map(|home| SparkSettings {
+            home,
+            conf_dir: args.spark_conf_dir,
+            java: args.spark_java,
+            port: args.spark_port,
+            class_path_dirs: args.spark_class_path,
+            java_opts: args.spark_java_opt,
+        }),
         ..WorkerConfig::default()
     };
     if let Some(c) = args.cores {
@@ -168,6 +208,11 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         );
         if let Some(ui) = worker.web_ui_addr() {
             announce.push_str(&format!("sparkwire worker web UI at http://{ui}\n"));
+        }
+        if let Some(spark) = worker.spark_addr() {
+            announce.push_str(&format!(
+                "sparkwire worker runs Spark's executors; their watchers connect to spark://Worker@{spark}\n"
+            ));
         }
         let _ = std::io::Write::write_all(&mut std::io::stdout(), announce.as_bytes());
         super::flush_stdout();

@@ -7,7 +7,9 @@
 //! - **capture decoding**: [`decode_capture`] (a pcap or pcapng capture to a trace and a
 //!   [`Summary`]), [`read_capture`] (TCP reassembly only), [`java_streams`];
 //! - **the tracer**: [`Tracer`], fed the bytes of each direction of each connection;
-//! - **the proxy** (feature `spark-proxy`, the only part that needs tokio): [`start_proxy`];
+//! - **the proxy** (feature `spark-proxy`, which brings tokio): [`start_proxy`];
+//! - **the master's Spark-wire front** (feature `spark-proxy`): [`start_front`], the bridge
+//!   that lets real Spark workers and applications use a sparkwire master;
 //! - **a Spark-wire client or server**: transport frames ([`Frame`], [`FrameDecoder`]), the
 //!   `RequestMessage` header of requests and one-way messages ([`RequestMessage`]), a typed
 //!   message to the Java stream a Spark process writes ([`message_stream`], [`bool_stream`],
@@ -41,6 +43,8 @@ mod classes;
 mod decode;
 mod encode;
 mod frame;
+#[cfg(feature = "spark-proxy")]
+mod front;
 mod java;
 mod map;
 mod pcap;
@@ -65,6 +69,12 @@ pub use tracer::{
 #[cfg(feature = "spark-proxy")]
 pub use proxy::{
     start_proxy, OnEvent, OnViolation, ProxyHandle, ProxyOptions, ProxyOutcome, MAX_BACKLOG,
+};
+// The Spark-wire front of a sparkwire master.
+#[cfg(feature = "spark-proxy")]
+pub use front::{
+    name_front, role_of, start_front, FrontConfig, FrontError, FrontHandle, CHECK_EXISTENCE,
+    MASTER_ENDPOINT, VERIFIER,
 };
 // A Spark-wire peer: frames, RPC headers, messages to Java streams and back.
 pub use classes::{ClassEntry, ClassTable, FieldEntry};

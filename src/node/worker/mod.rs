@@ -10,6 +10,7 @@
 
 mod io;
 pub mod policy;
+pub mod spark;
 #[cfg(test)]
 mod tests;
 
@@ -727,14 +728,20 @@ impl WorkerCore {
             ("WORKER_URL", self.worker_url.clone()),
             ("RESOURCE_PROFILE_ID", l.rp_id.to_string()),
         ];
-        let launch = self.launch_of(
-            LaunchKind::Executor,
-            key.clone(),
-            &l.app_desc.command,
-            &vars,
-            &[&l.app_id, &l.exec_id.to_string()],
-            false,
-        );
+        let launch = match self
+            .policy
+            .spark_for(LaunchKind::Executor, &l.app_desc.command)
+        {
+            Some((spark, url)) => self.spark_launch(spark, url, key.clone(), &l, &vars),
+            None => self.launch_of(
+                LaunchKind::Executor,
+                key.clone(),
+                &l.app_desc.command,
+                &vars,
+                &[&l.app_id, &l.exec_id.to_string()],
+                false,
+            ),
+        };
         let run = ExecRun {
             desc: ExecutorDescription {
                 app_id: l.app_id.clone(),
@@ -788,6 +795,44 @@ impl WorkerCore {
             dir,
             write_secret,
             supervise,
+        })
+    }
+
+    /// A Spark executor for `l`, run from `spark` as Spark's worker runs it
+    /// ([`spark::SparkExecutors::command`]), its watcher told `worker_url`.
+    fn spark_launch(
+        &self,
+        spark: &spark::SparkExecutors,
+        worker_url: &str,
+        key: RunKey,
+        l: &LaunchExecutor,
+        vars: &[(&str, String)],
+    ) -> Result<Launch, String> {
+        let vars: Vec<(&str, String)> = vars
+            .iter()
+            .map(|(name, value)| match *name {
+                "WORKER_URL" => (*name, worker_url.to_string()),
+                _ => (*name, value.clone()),
+            })
+            .collect();
+        let java = spark.command(&l.app_desc.command, l.memory, &vars)?;
+        let mut env = self
+            .policy
+            .environment(&l.app_desc.command.environment, &vars)?;
+        let dir = dir_under(&self.config.work_dir, &[&l.app_id, &l.exec_id.to_string()])?;
+        env.extend(java.env);
+        env.insert(
+            "SPARK_EXECUTOR_DIRS".to_string(),
+            dir.to_string_lossy().into_owned(),
+        );
+        Ok(Launch {
+            key,
+            program: java.program,
+            args: java.args,
+            env,
+            dir,
+            write_secret: false,
+            supervise: false,
         })
     }
 

@@ -96,6 +96,8 @@ pub struct Policy {
     /// PATH, HOME and the `pass_env` variables of the worker, as they were when it started.
     inherited: Vec<(String, String)>,
     resolve: Resolve,
+    /// Spark's executors, and the `spark://Worker@…` URL of the worker's watcher port.
+    spark: Option<(super::spark::SparkExecutors, String)>,
 }
 
 /// A text safe to show in a refusal: at most 40 characters, printable ASCII only, and never a
@@ -208,6 +210,31 @@ impl Policy {
             allow_env,
             inherited,
             resolve,
+            spark: None,
+        }
+    }
+
+    /// Also runs Spark's own executors from `executors`, telling them `worker_url` (the
+    /// worker's Spark-wire watcher port, `spark://Worker@HOST:PORT`) as `{{WORKER_URL}}`.
+    pub fn with_spark(
+        mut self,
+        executors: super::spark::SparkExecutors,
+        worker_url: String,
+    ) -> Policy {
+        self.spark = Some((executors, worker_url));
+        self
+    }
+
+    /// The Spark installation that runs `command` as an executor, with the worker URL its
+    /// executors get, if there is one and it runs that class.
+    pub(crate) fn spark_for(
+        &self,
+        kind: LaunchKind,
+        command: &Command,
+    ) -> Option<(&super::spark::SparkExecutors, &str)> {
+        match (&self.spark, kind) {
+            (Some((s, url)), LaunchKind::Executor) if s.runs(command) => Some((s, url.as_str())),
+            _ => None,
         }
     }
 

@@ -67,7 +67,9 @@ impl WorkerLoop {
         let policy = config.launch_policy();
         WorkerLoop {
             config_summary: (host, port, config.cores, config.memory),
-            warn_no_program: config.allow_exec.is_empty() && config.allow_exec_any.is_empty(),
+            warn_no_program: config.allow_exec.is_empty()
+                && config.allow_exec_any.is_empty()
+                && config.spark.is_none(),
             security: config.security.clone(),
             peers: Peers::new(config.send_timeout),
             core: WorkerCore::new(config.rules(), policy, me, Instant::now()),

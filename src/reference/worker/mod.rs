@@ -29,6 +29,8 @@ mod events;
 mod io_loop;
 mod listen;
 mod runner;
+#[cfg(feature = "spark")]
+pub(crate) mod spark_watch;
 #[cfg(feature = "webui")]
 mod webui;
 
@@ -102,6 +104,77 @@ pub struct WorkerConfig {
     /// this port of `host` (0: any free port; see [`WorkerHandle::web_ui_addr`]) and advertise
     /// its URL to masters. `None` (the default): no web UI, and an empty URL is advertised.
     pub web_ui_port: Option<u16>,
+    /// Also run Spark's own executors (`CoarseGrainedExecutorBackend`) from a Spark
+    /// installation, and serve their `WorkerWatcher`s on a Spark-wire port (feature `spark`).
+    /// `None` (the default): only sparkwire's executor runs.
+    pub spark: Option<SparkSettings>,
+}
+
+/// How a worker runs Spark's own executors (`sparkwire worker --spark-home`).
+#[derive(Debug, Clone, Default)]
+pub struct SparkSettings {
+    /// The Spark installation (`SPARK_HOME`: `jars/`, `conf/`).
+    pub home: PathBuf,
+    /// Spark's configuration directory; default `<home>/conf`.
+    pub conf_dir: Option<PathBuf>,
+    /// The `java` to run; default `$JAVA_HOME/bin/java`, else the first `java` on PATH.
+    pub java: Option<PathBuf>,
+    /// Port of `host` for the executors' `WorkerWatcher`s (Spark's RPC, `CheckExistence` of
+    /// `Worker`); 0 picks a free one. Their `--worker-url` is `spark://Worker@HOST:PORT`.
+    pub port: u16,
+    /// Directories an application's class path entries may be under.
+    pub class_path_dirs: Vec<PathBuf>,
+    /// JVM options an application may give beyond the shapes allowed by default (exact, or a
+    /// prefix ending in `*`).
+    pub java_opts: Vec<String>,
+}
+
+impl SparkSettings {
+    /// The `java` program: the one given, or `$JAVA_HOME/bin/java`, or `java` on PATH.
+    fn java(&self) -> Result<PathBuf, String> {
+        if let Some(j) = &self.java {
+            return std::fs::canonicalize(j)
+                .map_err(|e| format!("--spark-java {}: {e}", j.display()));
+        }
+        if let Some(home) = std::env::var_os("JAVA_HOME") {
+            let j = PathBuf::from(home).join("bin/java");
+            if j.is_file() {
+                return Ok(j);
+            }
+        }
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|d| d.join("java"))
+            .find(|j| j.is_file())
+            .ok_or_else(|| {
+                "no java: set JAVA_HOME, put java on PATH, or give --spark-java".to_string()
+            })
+    }
+
+    /// The installation's executors, under this policy, once the watcher port is known.
+    fn executors(&self) -> Result<crate::node::worker::spark::SparkExecutors, String> {
+        let jars = self.home.join("jars");
+        let listing = std::fs::read_dir(&jars)
+            .map_err(|e| format!("--spark-home: cannot list {}: {e}", jars.display()))?;
+        let mut logging_jars: Vec<String> = listing
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.starts_with("slf4j-api-") && n.ends_with(".jar"))
+            .collect();
+        logging_jars.sort();
+        let mut executors = crate::node::worker::spark::SparkExecutors::new(
+            self.home.clone(),
+            self.java()?,
+            logging_jars,
+        )
+        .with_class_path_dirs(self.class_path_dirs.clone())
+        .with_java_opts(self.java_opts.clone());
+        if let Some(conf) = &self.conf_dir {
+            executors = executors.with_conf_dir(conf.clone());
+        }
+        Ok(executors)
+    }
 }
 
 impl Default for WorkerConfig {
@@ -130,6 +203,7 @@ impl Default for WorkerConfig {
             security: crate::connection::Security::default(),
             launch_tls_ca: None,
             web_ui_port: None,
+            spark: None,
         }
     }
 }
@@ -159,6 +233,9 @@ pub enum WorkerError {
     /// No master to register with.
     #[error("no master address given")]
     NoMaster,
+    /// Spark's executors cannot be run as configured.
+    #[error("cannot run Spark's executors: {0}")]
+    Spark(String),
 }
 
 /// The reference worker.
@@ -190,6 +267,7 @@ pub struct WorkerHandle {
     id: String,
     stop: Option<oneshot::Sender<()>>,
     done: Option<tokio::task::JoinHandle<WorkerExit>>,
+    spark: Option<SocketAddr>,
 }
 
 impl Worker {
@@ -228,6 +306,12 @@ impl Worker {
             None => None,
         };
         let web_ui_addr = web_ui.as_ref().and_then(|l| l.local_addr().ok());
+        let mut config = config;
+        let watchers = match config.spark.as_mut() {
+            Some(spark) => Some(Self::spark_port(&config.host, config.port_retries, spark).await?),
+            None => None,
+        };
+        let spark_addr = watchers.as_ref().and_then(|l| l.local_addr().ok());
         let work_dir = config.work_dir.clone();
         let (stop_tx, stop_rx) = oneshot::channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
@@ -238,10 +322,17 @@ impl Worker {
         let id = actor.id().to_string();
         let done = tokio::spawn(async move {
             let ui = web_ui.map(|l| tokio::spawn(serve_web_ui(l, events_tx, work_dir)));
+            let (watch_stop, watch_stopped) = tokio::sync::watch::channel(false);
+            let watch = watchers.map(|l| tokio::spawn(serve_watchers(l, watch_stopped)));
             let exit = actor.run(listener, events_rx, stop_rx).await;
             if let Some(ui) = ui {
                 ui.abort();
                 let _ = ui.await;
+            }
+            // The watcher connections close last: Spark's executors exit when they do.
+            let _ = watch_stop.send(true);
+            if let Some(w) = watch {
+                let _ = w.await;
             }
             exit
         });
@@ -251,9 +342,41 @@ impl Worker {
             id,
             stop: Some(stop_tx),
             done: Some(done),
+            spark: spark_addr,
         })
     }
+
+    /// Binds the Spark-wire port of `spark` (its `port` becomes the one bound) after checking
+    /// that the installation can run executors.
+    async fn spark_port(
+        host: &str,
+        retries: u16,
+        spark: &mut SparkSettings,
+    ) -> Result<TcpListener, WorkerError> {
+        if !cfg!(feature = "spark") {
+            return Err(WorkerError::Spark(
+                "this build has no Spark wire (the spark feature)".into(),
+            ));
+        }
+        spark.executors().map_err(WorkerError::Spark)?;
+        let listener =
+            super::ports::listen(host, spark.port, retries, "sparkWorkerWatchers").await?;
+        let addr = listener.local_addr().map_err(|source| WorkerError::Bind {
+            addr: format!("{host}:{}", spark.port),
+            source,
+        })?;
+        spark.port = addr.port();
+        Ok(listener)
+    }
 }
+
+#[cfg(feature = "spark")]
+async fn serve_watchers(listener: TcpListener, stop: tokio::sync::watch::Receiver<bool>) {
+    spark_watch::serve(listener, crate::messages::Version::V2, stop).await;
+}
+
+#[cfg(not(feature = "spark"))]
+async fn serve_watchers(_listener: TcpListener, _stop: tokio::sync::watch::Receiver<bool>) {}
 
 impl WorkerHandle {
     /// The address the worker listens on (and advertises).
@@ -264,6 +387,12 @@ impl WorkerHandle {
     /// The address its web UI listens on, if it serves one.
     pub fn web_ui_addr(&self) -> Option<SocketAddr> {
         self.web_ui
+    }
+
+    /// The address of its Spark-wire port for Spark executors' watchers, if it runs Spark's
+    /// executors ([`WorkerConfig::spark`]).
+    pub fn spark_addr(&self) -> Option<SocketAddr> {
+        self.spark
     }
 
     /// The worker's id, `worker-yyyyMMddHHmmss-host-port`.
@@ -324,13 +453,25 @@ impl WorkerConfig {
                     .map(|v| (name.to_string(), v))
             })
             .collect();
-        Policy::from_parts(
+        let policy = Policy::from_parts(
             canonical_allow_list(&self.allow_exec),
             canonical_allow_list(&self.allow_exec_any),
             self.allow_env.clone(),
             inherited,
             |p| std::fs::canonicalize(p),
-        )
+        );
+        // `Worker::start` checked the installation and bound the port first.
+        match self.spark.as_ref().map(|s| (s.executors(), s.port)) {
+            Some((Ok(executors), port)) => {
+                let url = format!("spark://Worker@{}:{port}", self.host);
+                policy.with_spark(executors, url)
+            }
+            Some((Err(why), _)) => {
+                tracing::warn!("not running Spark's executors: {why}");
+                policy
+            }
+            None => policy,
+        }
     }
 }
 

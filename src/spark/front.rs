@@ -1,0 +1,822 @@
+//! The Spark-wire front of a sparkwire master (`sparkwire master --spark-port`): real Spark
+//! workers, applications and submission clients talk to the master in Spark's own RPC.
+//!
+//! The front is a bridge, not a second master: for each Spark connection it accepts it opens
+//! one in-process sparkwire connection to the master's own listener, with the role the Spark
+//! peer's first message shows (`RegisterWorker` → worker, `RegisterApplication` → application
+//! client, `RequestSubmitDriver`, `RequestKillDriver`, `RequestDriverStatus`,
+//! `RequestKillAllDrivers` → driver client, the UI's asks → ui). Every protection the master
+//! gives its sparkwire peers (routes, ids bound to the connection, per-connection limits,
+//! redaction) then applies to the Spark peer unchanged, and the master's core knows nothing of
+//! Spark's wire. Per Spark connection:
+//!
+//! - transport frames are read with [`FrameDecoder`] bounded by the front's largest frame, and
+//!   written through a queue bounded in frames (a peer that does not read is closed);
+//! - `RpcEndpointVerifier$CheckExistence(name)` to `endpoint-verifier` is answered `true` for
+//!   `Master` only, as Spark's master does;
+//! - a one-way message is sent on to the master; an ask (`RpcRequest`) is asked of the master
+//!   and its answer written back as an `RpcResponse` (a Boolean, an Integer, a message) or an
+//!   `RpcFailure` with the same request id;
+//! - what the master sends the peer is written as a one-way message to the endpoint reference
+//!   the peer registered (the `worker` of `RegisterWorker`, the `driver` of
+//!   `RegisterApplication`), on the same connection: a Spark master never dials out in normal
+//!   operation;
+//! - the master's references and URLs in what it sends (`RegisteredWorker`,
+//!   `RegisteredApplication`, `LaunchExecutor`'s `masterUrl`, …) name the front's address, which is
+//!   the only one a Spark peer can speak to: a Spark worker ignores a `LaunchExecutor` whose
+//!   `masterUrl` is not the master it registered with;
+//! - the `ApplicationDescription` an application registered with reaches its executors' workers
+//!   inside `LaunchExecutor` as the driver wrote it (its Java object graph is kept beside the
+//!   typed value while the application is connected), so executors start with the driver's
+//!   command, environment, Java options and resource profile.
+//!
+//! With a secret (or TLS) configured on the master, the front refuses every Spark peer: Spark's
+//! own authentication (`spark.authenticate`'s SASL or AuthEngine bootstrap) is not spoken here,
+//! and nothing may reach the master unauthenticated. The refused peer's first request is
+//! answered with an `RpcFailure` saying why and its connection closed.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use super::serial::Graph;
+use super::{
+    bool_stream, classify, int_stream, message_stream, parse_stream, reply_value, Classified,
+    Frame, FrameDecoder, ReplyValue, RequestMessage, Typed,
+};
+use crate::connection::{
+    connect_tcp, Connection, ConnectionConfig, ConnectionError, ConnectionHandle, Incoming,
+};
+use crate::messages::{Addr, DeployMessage, EndpointRef, ErrorDescription, Family, Version};
+use crate::wire::handshake::Role;
+use crate::wire::Reply;
+
+/// The endpoint Spark's `RpcEndpointVerifier` is registered as.
+pub const VERIFIER: &str = "endpoint-verifier";
+
+/// The class of the ask a Spark peer sends the verifier before it registers.
+pub const CHECK_EXISTENCE: &str = "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence";
+
+/// The endpoint name of Spark's master.
+pub const MASTER_ENDPOINT: &str = "Master";
+
+/// The settings of a Spark-wire front.
+#[derive(Debug, Clone)]
+pub struct FrontConfig {
+    /// Address to listen on, and the host of the master's address as Spark peers see it.
+    pub host: String,
+    /// Port to listen on; 0 picks a free one.
+    pub port: u16,
+    /// The sparkwire listener of the master the front bridges to.
+    pub master: SocketAddr,
+    /// The Spark release spoken: [`Version::V2`] is Spark 4.0.1, [`Version::V1`] Spark 3.0.3.
+    pub version: Version,
+    /// Largest Spark transport frame accepted, bytes (`spark.rpc.message.maxSize`).
+    pub max_frame: u64,
+    /// Spark connections served at once; one more is closed at once.
+    pub max_connections: usize,
+    /// Frames queued for writing to one Spark peer; a peer that lets more pile up is closed.
+    pub write_queue: usize,
+    /// Asks of one Spark peer awaiting the master's answer at once; one more is answered with a
+    /// failure.
+    pub max_asks: usize,
+    /// How long a Spark peer may stay connected without sending a message that registers it
+    /// (or any other message the master takes).
+    pub idle_timeout: Duration,
+    /// How long an ask waits for the master's answer (`spark.rpc.askTimeout`).
+    pub ask_timeout: Duration,
+    /// When set, every Spark peer is refused with this reason (the master has a secret or TLS,
+    /// and Spark's own authentication is not spoken here).
+    pub refuse: Option<String>,
+}
+
+impl FrontConfig {
+    /// A front on `host:port` for the master listening on `master`, with the defaults: Spark
+    /// 4.0.1, frames of at most 128 MiB, 512 connections, 1,024 queued frames and 256 asks per
+    /// connection, 60 s to register, 120 s per ask.
+    pub fn new(host: impl Into<String>, port: u16, master: SocketAddr) -> Self {
+        FrontConfig {
+            host: host.into(),
+            port,
+            master,
+            version: Version::V2,
+            max_frame: super::DEFAULT_MAX_FRAME,
+            max_connections: 512,
+            write_queue: 1024,
+            max_asks: 256,
+            idle_timeout: Duration::from_secs(60),
+            ask_timeout: Duration::from_secs(120),
+            refuse: None,
+        }
+    }
+}
+
+/// A running front; dropping it stops it.
+#[derive(Debug)]
+pub struct FrontHandle {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl FrontHandle {
+    /// The address the front listens on (Spark peers use `spark://HOST:PORT` of it).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting and closes every Spark connection (each closes its bridge to the master).
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(done) = self.done.take() {
+            let _ = done.await;
+        }
+    }
+}
+
+impl Drop for FrontHandle {
+    fn drop(&mut self) {
+        if let Some(done) = self.done.take() {
+            done.abort();
+        }
+    }
+}
+
+/// Starts a front: binds `host:port` and serves Spark peers until stopped.
+pub async fn start_front(config: FrontConfig) -> std::io::Result<FrontHandle> {
+    let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
+    let addr = listener.local_addr()?;
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let ctx = Arc::new(Ctx {
+        own: Addr::new(config.host.clone(), i32::from(addr.port())),
+        apps: Mutex::new(AppGraphs::default()),
+        config,
+    });
+    let done = tokio::spawn(accept_loop(listener, ctx, stop_rx));
+    Ok(FrontHandle {
+        addr,
+        stop: Some(stop_tx),
+        done: Some(done),
+    })
+}
+
+/// What every connection of a front shares.
+struct Ctx {
+    config: FrontConfig,
+    /// The front's address as Spark peers name the master.
+    own: Addr,
+    apps: Mutex<AppGraphs>,
+}
+
+impl Ctx {
+    fn master_ref(&self) -> EndpointRef {
+        EndpointRef::at(self.own.clone(), MASTER_ENDPOINT)
+    }
+
+    fn master_url(&self) -> String {
+        format!("spark://{}:{}", self.own.host, self.own.port)
+    }
+}
+
+/// The most applications whose original `ApplicationDescription` graphs are kept at once.
+const MAX_APP_GRAPHS: usize = 1024;
+
+/// The Java graphs of the `RegisterApplication`s of connected applications, by application id,
+/// bounded: the oldest goes first.
+#[derive(Default)]
+struct AppGraphs {
+    graphs: HashMap<String, Arc<Graph>>,
+    order: VecDeque<String>,
+}
+
+impl AppGraphs {
+    fn insert(&mut self, id: String, graph: Arc<Graph>) {
+        if self.graphs.insert(id.clone(), graph).is_none() {
+            self.order.push_back(id);
+        }
+        while self.order.len() > MAX_APP_GRAPHS {
+            if let Some(old) = self.order.pop_front() {
+                self.graphs.remove(&old);
+            }
+        }
+    }
+
+    fn remove(&mut self, id: &str) {
+        self.graphs.remove(id);
+        self.order.retain(|i| i != id);
+    }
+
+    fn get(&self, id: &str) -> Option<Arc<Graph>> {
+        self.graphs.get(id).cloned()
+    }
+}
+
+async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, mut stop: oneshot::Receiver<()>) {
+    let slots = Arc::new(Semaphore::new(ctx.config.max_connections.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!("spark front: accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+                    tracing::warn!(
+                        "spark front: refused {peer}: {} Spark connections already open",
+                        ctx.config.max_connections
+                    );
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let ctx = Arc::clone(&ctx);
+                tasks.spawn(async move {
+                    match serve(stream, peer, &ctx).await {
+                        Ok(()) => tracing::info!("spark front: {peer} closed"),
+                        Err(why) => tracing::warn!("spark front: closed {peer}: {why}"),
+                    }
+                    drop(slot);
+                });
+            }
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+    tasks.shutdown().await;
+}
+
+/// Why a Spark connection was closed.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontError {
+    /// Reading or writing the socket failed.
+    #[error("socket: {0}")]
+    Io(#[from] std::io::Error),
+    /// The peer's bytes are no Spark transport frames (or a frame is over the limit).
+    #[error("a broken Spark frame: {0}")]
+    Frame(String),
+    /// The master has a secret or TLS; Spark peers are refused.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The peer registered nothing within the idle timeout.
+    #[error("sent nothing the master takes within {0:?}")]
+    Idle(Duration),
+    /// The peer let more frames pile up than the write queue holds.
+    #[error("does not read what is written to it ({0} frames queued)")]
+    SlowConsumer(usize),
+    /// The bridge to the master could not be opened or closed.
+    #[error("the master's connection: {0}")]
+    Master(#[from] ConnectionError),
+    /// A message the master sent has no Spark form.
+    #[error("cannot write {0}")]
+    Encode(String),
+}
+
+/// One Spark connection's state.
+struct Conn<'c> {
+    ctx: &'c Ctx,
+    peer: SocketAddr,
+    out: mpsc::Sender<Vec<u8>>,
+    /// The sparkwire connection to the master and the role it was opened as.
+    bridge: Option<(Connection<DeployMessage>, Role)>,
+    /// The peer's RPC address, from the first header that carried one.
+    address: Option<(String, i32)>,
+    /// The endpoint the master's messages to the peer go to (`Worker`, `AppClient`).
+    peer_ref: Option<EndpointRef>,
+    /// The registered application's original graph, until the master gives it an id.
+    app_graph: Option<Arc<Graph>>,
+    /// The id the master gave the application registered on this connection.
+    app_id: Option<String>,
+    /// Asks of the peer awaiting the master's answer.
+    asks: Arc<Semaphore>,
+    /// The master's asks awaiting the peer's answer: Spark request id → sparkwire ask id.
+    master_asks: HashMap<i64, u64>,
+    next_request: i64,
+}
+
+async fn serve(stream: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<(), FrontError> {
+    let (mut rd, mut wr) = stream.into_split();
+    let (out, mut queue) = mpsc::channel::<Vec<u8>>(ctx.config.write_queue.max(1));
+    let writer = tokio::spawn(async move {
+        while let Some(bytes) = queue.recv().await {
+            wr.write_all(&bytes).await?;
+        }
+        wr.shutdown().await
+    });
+    let mut conn = Conn {
+        ctx,
+        peer,
+        out,
+        bridge: None,
+        address: None,
+        peer_ref: None,
+        app_graph: None,
+        app_id: None,
+        asks: Arc::new(Semaphore::new(ctx.config.max_asks.max(1))),
+        master_asks: HashMap::new(),
+        next_request: 1,
+    };
+    let result = conn.run(&mut rd).await;
+    if let Some(id) = conn.app_id.take() {
+        if let Ok(mut apps) = ctx.apps.lock() {
+            apps.remove(&id);
+        }
+    }
+    if let Some((bridge, _)) = conn.bridge.take() {
+        bridge.close().await;
+    }
+    drop(conn);
+    // Whatever was queued (a refusal's failure, say) is written before the socket closes.
+    match tokio::time::timeout(Duration::from_secs(5), writer).await {
+        Ok(Ok(Err(e))) if result.is_ok() => Err(e.into()),
+        _ => result,
+    }
+}
+
+async fn recv_bridge(
+    bridge: &mut Option<(Connection<DeployMessage>, Role)>,
+) -> Result<Incoming<DeployMessage>, ConnectionError> {
+    match bridge {
+        Some((c, _)) => c.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Conn<'_> {
+    async fn run(&mut self, rd: &mut tokio::net::tcp::OwnedReadHalf) -> Result<(), FrontError> {
+        let mut decoder = FrameDecoder::new(self.ctx.config.max_frame);
+        let mut buf = vec![0u8; 64 * 1024];
+        let idle = self.ctx.config.idle_timeout;
+        let registration = tokio::time::sleep(idle);
+        tokio::pin!(registration);
+        loop {
+            tokio::select! {
+                read = rd.read(&mut buf) => {
+                    let n = read?;
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    decoder.push(&buf[..n]);
+                    while let Some(item) = decoder.next_item() {
+                        match item.frame {
+                            Ok(frame) => self.frame_in(frame).await?,
+                            Err(e) => return Err(FrontError::Frame(e.to_string())),
+                        }
+                    }
+                    if decoder.is_lost() {
+                        return Err(FrontError::Frame("the frame stream is lost".into()));
+                    }
+                }
+                from_master = recv_bridge(&mut self.bridge) => match from_master {
+                    Ok(Incoming::Message(m)) => self.write_to_peer(None, m)?,
+                    Ok(Incoming::Ask { id, message }) => {
+                        let request = self.next_request;
+                        self.next_request += 1;
+                        self.master_asks.insert(request, id);
+                        self.write_to_peer(Some(request), message)?;
+                    }
+                    Err(e) => return Err(FrontError::Master(e)),
+                },
+                () = &mut registration, if self.bridge.is_none() => {
+                    return Err(FrontError::Idle(idle));
+                }
+            }
+        }
+    }
+
+    fn queue(&self, bytes: Vec<u8>) -> Result<(), FrontError> {
+        self.out
+            .try_send(bytes)
+            .map_err(|_| FrontError::SlowConsumer(self.ctx.config.write_queue))
+    }
+
+    fn failure(&self, request_id: i64, error: String) -> Result<(), FrontError> {
+        let f = Frame::RpcFailure { request_id, error };
+        self.queue(f.encode().map_err(|e| FrontError::Encode(e.to_string()))?)
+    }
+
+    async fn frame_in(&mut self, frame: Frame) -> Result<(), FrontError> {
+        match frame {
+            Frame::OneWay { body } => self.request_in(None, &body).await,
+            Frame::RpcRequest { request_id, body } => {
+                self.request_in(Some(request_id), &body).await
+            }
+            Frame::RpcResponse { request_id, body } => {
+                self.answer_in(request_id, Ok(body)).await;
+                Ok(())
+            }
+            Frame::RpcFailure { request_id, error } => {
+                self.answer_in(request_id, Err(error)).await;
+                Ok(())
+            }
+            other => {
+                tracing::debug!(
+                    "spark front: {}: a {} frame, which a master does not serve",
+                    self.peer,
+                    other.kind().as_str()
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// The peer's answer to one of the master's asks.
+    async fn answer_in(&mut self, request_id: i64, answer: Result<Bytes, String>) {
+        let Some(id) = self.master_asks.remove(&request_id) else {
+            tracing::debug!(
+                "spark front: {}: an answer to request {request_id}, never asked",
+                self.peer
+            );
+            return;
+        };
+        let Some((bridge, _)) = &self.bridge else {
+            return;
+        };
+        let version = self.ctx.config.version;
+        let reply = match answer {
+            Err(text) => Err(super::error_of(&text)),
+            Ok(body) => match parse_stream(&body)
+                .map_err(|e| e.to_string())
+                .and_then(|g| reply_value(g.root_node(), version).map_err(|e| e.to_string()))
+            {
+                Ok(ReplyValue::Bool(b)) => Ok(Reply::Bool(b)),
+                Ok(ReplyValue::Int(i)) => Ok(Reply::Int(i)),
+                Ok(ReplyValue::Message(Typed::Deploy(m))) => Ok(Reply::Message(m)),
+                Ok(ReplyValue::Failure(e)) => Err(e),
+                Ok(ReplyValue::Message(Typed::Coarse(c))) => Err(ErrorDescription::new(
+                    "org.apache.spark.SparkException",
+                    format!("a {} answer on a deploy connection", c.name()),
+                )),
+                Ok(ReplyValue::Other(class)) => Err(ErrorDescription::new(
+                    "org.apache.spark.SparkException",
+                    format!("an answer of class {class}"),
+                )),
+                Err(e) => Err(ErrorDescription::new(
+                    "org.apache.spark.SparkException",
+                    format!("an answer that does not read: {e}"),
+                )),
+            },
+        };
+        let sent = match reply {
+            Ok(r) => bridge.reply(id, r).await,
+            Err(e) => bridge.fail(id, e).await,
+        };
+        if let Err(e) = sent {
+            tracing::debug!("spark front: {}: answer to ask {id}: {e}", self.peer);
+        }
+    }
+
+    async fn request_in(
+        &mut self,
+        request_id: Option<i64>,
+        body: &Bytes,
+    ) -> Result<(), FrontError> {
+        let version = self.ctx.config.version;
+        if let Some(reason) = &self.ctx.config.refuse {
+            if let Some(id) = request_id {
+                self.failure(id, format!("java.lang.SecurityException: {reason}"))?;
+            }
+            return Err(FrontError::Refused(reason.clone()));
+        }
+        let Some(header) = RequestMessage::parse(body) else {
+            return Err(FrontError::Frame(
+                "a request whose RequestMessage header does not read".into(),
+            ));
+        };
+        if self.address.is_none() {
+            self.address = header.sender.clone();
+        }
+        let graph = match parse_stream(&header.stream) {
+            Ok(g) => g,
+            Err(e) => {
+                let why = format!("a Java stream that does not read: {e}");
+                if let Some(id) = request_id {
+                    self.failure(id, format!("org.apache.spark.SparkException: {why}"))?;
+                    return Ok(());
+                }
+                return Err(FrontError::Frame(why));
+            }
+        };
+        let root = graph.root_node();
+        if root.class() == Some(CHECK_EXISTENCE) {
+            let name = root
+                .field("name")
+                .and_then(|n| n.as_str().map(str::to_string))
+                .unwrap_or_default();
+            if let Some(request_id) = request_id {
+                let exists = name == MASTER_ENDPOINT;
+                let stream =
+                    bool_stream(exists, version).map_err(|e| FrontError::Encode(e.to_string()))?;
+                let f = Frame::RpcResponse {
+                    request_id,
+                    body: stream.into(),
+                };
+                self.queue(f.encode().map_err(|e| FrontError::Encode(e.to_string()))?)?;
+            }
+            return Ok(());
+        }
+        let m = match classify(root, version) {
+            Classified::Message(Typed::Deploy(m)) => m,
+            Classified::Message(Typed::Coarse(c)) => {
+                return self.not_taken(request_id, format!("{} (a driver's message)", c.name()));
+            }
+            Classified::Outside(c) | Classified::Unknown(c) => {
+                return self.not_taken(request_id, format!("a {c} to {}", header.endpoint));
+            }
+            Classified::Failed(c, e) => {
+                return self.not_taken(request_id, format!("a {c} that does not map: {e}"));
+            }
+        };
+        let Some(role) = role_of(&m) else {
+            return self.not_taken(
+                request_id,
+                format!("{}, which a master does not take", m.name()),
+            );
+        };
+        match &self.bridge {
+            Some((_, r)) if *r != role => {
+                return self.not_taken(
+                    request_id,
+                    format!("{}, a {role}'s message, on a {r}'s connection", m.name()),
+                );
+            }
+            Some(_) => {}
+            None => self.open_bridge(role, &m).await?,
+        }
+        match &m {
+            DeployMessage::RegisterWorker(r) => self.peer_ref = Some(r.worker.clone()),
+            DeployMessage::RegisterApplication(r) => {
+                self.peer_ref = Some(r.driver.clone());
+                self.app_graph = Some(Arc::new(graph));
+            }
+            _ => {}
+        }
+        let Some((bridge, _)) = &self.bridge else {
+            return Ok(());
+        };
+        match request_id {
+            None => bridge.send(m).await?,
+            Some(request_id) => {
+                let Ok(permit) = Arc::clone(&self.asks).try_acquire_owned() else {
+                    return self.failure(
+                        request_id,
+                        format!(
+                            "org.apache.spark.SparkException: more than {} asks awaiting the master",
+                            self.ctx.config.max_asks
+                        ),
+                    );
+                };
+                let handle = bridge.handle();
+                let out = self.out.clone();
+                let timeout = self.ctx.config.ask_timeout;
+                let own = (self.ctx.master_ref(), self.ctx.master_url());
+                tokio::spawn(async move {
+                    let answer = answer_frame(&handle, m, timeout, request_id, version, &own).await;
+                    if let Some(bytes) = answer {
+                        // A full queue closes the connection from the writer's side soon enough.
+                        let _ = out.try_send(bytes);
+                    }
+                    drop(permit);
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A message the master does not take from this peer: an ask is answered with a failure, a
+    /// one-way message is logged and dropped (as Spark's dispatcher does with one it cannot
+    /// route).
+    fn not_taken(&self, request_id: Option<i64>, what: String) -> Result<(), FrontError> {
+        tracing::warn!("spark front: {}: not taken: {what}", self.peer);
+        match request_id {
+            Some(id) => self.failure(
+                id,
+                format!("org.apache.spark.SparkException: sparkwire master does not take {what}"),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    async fn open_bridge(&mut self, role: Role, m: &DeployMessage) -> Result<(), FrontError> {
+        let id = match m {
+            DeployMessage::RegisterWorker(r) => r.id.clone(),
+            _ => format!("spark-{}", self.peer),
+        };
+        let master = self.ctx.config.master;
+        let stream = connect_tcp(
+            &master.ip().to_string(),
+            master.port(),
+            Duration::from_secs(10),
+        )
+        .await?;
+        let config = ConnectionConfig::default()
+            .with_versions(&[self.ctx.config.version])
+            .with_ask_timeout(self.ctx.config.ask_timeout);
+        let c = Connection::connect(stream, role, id, config).await?;
+        tracing::info!(
+            "spark front: {} speaks to the master in the role {role} over a sparkwire connection",
+            self.peer
+        );
+        self.bridge = Some((c, role));
+        Ok(())
+    }
+
+    /// Writes what the master sent (one-way, or an ask with Spark request id `request`) to the
+    /// peer's endpoint.
+    fn write_to_peer(
+        &mut self,
+        request: Option<i64>,
+        mut m: DeployMessage,
+    ) -> Result<(), FrontError> {
+        let version = self.ctx.config.version;
+        name_front(&mut m, &self.ctx.master_ref(), &self.ctx.master_url());
+        let mut original = None;
+        match &m {
+            DeployMessage::RegisteredApplication(r) => {
+                if let Some(g) = self.app_graph.take() {
+                    if let Ok(mut apps) = self.ctx.apps.lock() {
+                        apps.insert(r.app_id.clone(), g);
+                    }
+                    self.app_id = Some(r.app_id.clone());
+                }
+            }
+            DeployMessage::LaunchExecutor(l) => {
+                original = self.ctx.apps.lock().ok().and_then(|a| a.get(&l.app_id));
+            }
+            _ => {}
+        }
+        let stream = message_stream(&Typed::Deploy(m), version, original.as_deref())
+            .map_err(|e| FrontError::Encode(e.to_string()))?;
+        let endpoint = self
+            .peer_ref
+            .as_ref()
+            .map_or_else(|| "AppClient".to_string(), |r| r.name.clone());
+        let receiver = self
+            .peer_ref
+            .as_ref()
+            .and_then(|r| r.address.as_ref())
+            .map(|a| (a.host.clone(), a.port))
+            .or_else(|| self.address.clone());
+        let header = RequestMessage {
+            sender: Some((self.ctx.own.host.clone(), self.ctx.own.port)),
+            receiver,
+            endpoint,
+            stream: stream.into(),
+        };
+        let body: Bytes = header
+            .encode()
+            .map_err(|e| FrontError::Encode(e.to_string()))?
+            .into();
+        let frame = match request {
+            Some(request_id) => Frame::RpcRequest { request_id, body },
+            None => Frame::OneWay { body },
+        };
+        self.queue(
+            frame
+                .encode()
+                .map_err(|e| FrontError::Encode(e.to_string()))?,
+        )
+    }
+}
+
+/// Asks the master `m` and returns the Spark frame answering request `request_id`.
+async fn answer_frame(
+    handle: &ConnectionHandle<DeployMessage>,
+    m: DeployMessage,
+    timeout: Duration,
+    request_id: i64,
+    version: Version,
+    own: &(EndpointRef, String),
+) -> Option<Vec<u8>> {
+    let name = m.name();
+    let stream = match handle.ask_with_timeout(m, timeout).await {
+        Ok(Reply::Bool(b)) => bool_stream(b, version).map_err(|e| e.to_string()),
+        Ok(Reply::Int(i)) => int_stream(i, version).map_err(|e| e.to_string()),
+        Ok(Reply::Message(mut reply)) => {
+            name_front(&mut reply, &own.0, &own.1);
+            message_stream(&Typed::Deploy(reply), version, None).map_err(|e| e.to_string())
+        }
+        Ok(other) => Err(format!("a reply of kind {}", other.tag())),
+        Err(ConnectionError::Remote { error, .. }) => {
+            Err(format!("{}: {}", error.class_name, error.message))
+        }
+        Err(e) => Err(format!("org.apache.spark.SparkException: {name}: {e}")),
+    };
+    let frame = match stream {
+        Ok(body) => Frame::RpcResponse {
+            request_id,
+            body: body.into(),
+        },
+        Err(error) => Frame::RpcFailure { request_id, error },
+    };
+    frame.encode().ok()
+}
+
+/// The sparkwire role a Spark peer that sends `m` to a master plays, or `None` when a master
+/// takes `m` from nobody.
+pub fn role_of(m: &DeployMessage) -> Option<Role> {
+    use DeployMessage as D;
+    Some(match m {
+        D::RegisterWorker(_)
+        | D::Heartbeat(_)
+        | D::WorkerLatestState(_)
+        | D::ExecutorStateChanged(_)
+        | D::DriverStateChanged(_)
+        | D::WorkerDecommissioning(_)
+        | D::WorkerSchedulerStateResponse(_) => Role::Worker,
+        D::RegisterApplication(_)
+        | D::UnregisterApplication(_)
+        | D::MasterChangeAcknowledged(_)
+        | D::RequestExecutors(_)
+        | D::KillExecutors(_) => Role::AppClient,
+        D::RequestSubmitDriver(_)
+        | D::RequestKillDriver(_)
+        | D::RequestDriverStatus(_)
+        | D::RequestKillAllDrivers(_) => Role::DriverClient,
+        D::RequestClearCompletedDriversAndApps(_)
+        | D::RequestReadyz(_)
+        | D::RequestMasterState(_)
+        | D::DecommissionWorkersOnHosts(_) => Role::Ui,
+        _ => return None,
+    })
+}
+
+/// Makes the master's references and URLs in `m` name the front (`master`, `url`): the address
+/// Spark peers reach the master at.
+pub fn name_front(m: &mut DeployMessage, master: &EndpointRef, url: &str) {
+    use DeployMessage as D;
+    match m {
+        D::RegisteredWorker(r) => {
+            r.master = master.clone();
+            if let Some(a) = &master.address {
+                r.master_address = a.clone();
+            }
+        }
+        D::RegisteredApplication(r) => r.master = master.clone(),
+        D::MasterChanged(r) => r.master = master.clone(),
+        D::SubmitDriverResponse(r) => r.master = master.clone(),
+        D::KillDriverResponse(r) => r.master = master.clone(),
+        D::KillAllDriversResponse(r) => r.master = master.clone(),
+        D::LaunchExecutor(r) => r.master_url = url.to_string(),
+        D::KillExecutor(r) => r.master_url = url.to_string(),
+        D::ReconnectWorker(r) => r.master_url = url.to_string(),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::deploy::{KillExecutor, RegisteredWorker};
+
+    #[test]
+    fn the_master_s_references_and_urls_name_the_front() {
+        let front = EndpointRef::at(Addr::new("127.0.0.1", 7177), MASTER_ENDPOINT);
+        let mut m = DeployMessage::from(RegisteredWorker::new(
+            EndpointRef::at(Addr::new("127.0.0.1", 7077), MASTER_ENDPOINT),
+            "http://127.0.0.1:8080".into(),
+            Addr::new("127.0.0.1", 7077),
+            false,
+        ));
+        name_front(&mut m, &front, "spark://127.0.0.1:7177");
+        let DeployMessage::RegisteredWorker(r) = &m else {
+            panic!("still a RegisteredWorker");
+        };
+        assert_eq!(r.master, front);
+        assert_eq!(r.master_address, Addr::new("127.0.0.1", 7177));
+        let mut k = DeployMessage::from(KillExecutor::new(
+            "spark://127.0.0.1:7077".into(),
+            "app-1".into(),
+            0,
+        ));
+        name_front(&mut k, &front, "spark://127.0.0.1:7177");
+        let DeployMessage::KillExecutor(l) = &k else {
+            panic!("still a KillExecutor");
+        };
+        assert_eq!(l.master_url, "spark://127.0.0.1:7177");
+    }
+
+    #[test]
+    fn each_message_a_master_takes_names_the_role_of_its_sender() {
+        use crate::messages::deploy::{Heartbeat, RequestKillDriver, RequestMasterState};
+        let hb = DeployMessage::from(Heartbeat::new("w".into(), EndpointRef::client("Worker")));
+        assert_eq!(role_of(&hb), Some(Role::Worker));
+        let kill = DeployMessage::from(RequestKillDriver::new("driver-1".into()));
+        assert_eq!(role_of(&kill), Some(Role::DriverClient));
+        let state = DeployMessage::from(RequestMasterState::new());
+        assert_eq!(role_of(&state), Some(Role::Ui));
+        let launch = DeployMessage::from(crate::messages::deploy::KillDriver::new("d".into()));
+        assert_eq!(role_of(&launch), None, "a master never takes KillDriver");
+    }
+}

@@ -1,0 +1,356 @@
+//! The Spark-wire front of a sparkwire master (`sparkwire::spark::start_front`, `sparkwire
+//! master --spark-port`), driven by a Spark peer written with the library's own Spark-wire door
+//! (frames, `RequestMessage`, Java streams; a real Spark 4.0.1 RegisterApplication from
+//! protocol/vectors/spark/4.0.1.json) against a real reference master in this process.
+//! `scripts/spark/master.sh` runs the same front with a real Spark worker and PySpark job.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use sparkwire::connection::{connect_tcp, Connection, ConnectionConfig};
+use sparkwire::messages::deploy::{RegisterWorker, RequestMasterState, RequestReadyz};
+use sparkwire::messages::{from_hex, Addr, DeployMessage, EndpointRef, Resources, Version};
+use sparkwire::reference::master::{Master, MasterConfig, MasterHandle};
+use sparkwire::spark::{
+    check_existence_stream, classify, message_stream, parse_stream, reply_value, start_front,
+    Classified, Frame, FrameDecoder, FrontConfig, FrontHandle, ReplyValue, RequestMessage, Typed,
+    MASTER_ENDPOINT, VERIFIER,
+};
+use sparkwire::wire::handshake::Role;
+use sparkwire::wire::Reply;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn cluster(refuse: Option<&str>) -> (MasterHandle, FrontHandle) {
+    let master = Master::start(MasterConfig {
+        port: 0,
+        ..MasterConfig::default()
+    })
+    .await
+    .expect("the master starts");
+    let mut config = FrontConfig::new("127.0.0.1", 0, master.addr());
+    config.refuse = refuse.map(str::to_string);
+    let front = start_front(config).await.expect("the front starts");
+    (master, front)
+}
+
+/// A Spark peer: an RPC address of its own (none for a client-mode RpcEnv) and a socket.
+struct Peer {
+    own: Option<(String, i32)>,
+    front: (String, i32),
+    socket: TcpStream,
+    decoder: FrameDecoder,
+}
+
+impl Peer {
+    async fn connect(front: &FrontHandle, own: Option<(String, i32)>) -> Peer {
+        let socket = TcpStream::connect(front.addr()).await.expect("connects");
+        Peer {
+            own,
+            front: ("127.0.0.1".into(), i32::from(front.addr().port())),
+            socket,
+            decoder: FrameDecoder::default(),
+        }
+    }
+
+    async fn write(&mut self, request_id: Option<i64>, endpoint: &str, stream: Vec<u8>) {
+        let header = RequestMessage {
+            sender: self.own.clone(),
+            receiver: Some(self.front.clone()),
+            endpoint: endpoint.into(),
+            stream: stream.into(),
+        };
+        let body: Bytes = header.encode().expect("a header").into();
+        let frame = match request_id {
+            Some(request_id) => Frame::RpcRequest { request_id, body },
+            None => Frame::OneWay { body },
+        };
+        let bytes = frame.encode().expect("a frame");
+        self.socket.write_all(&bytes).await.expect("writes");
+    }
+
+    async fn send(&mut self, request_id: Option<i64>, m: DeployMessage) {
+        let stream = message_stream(&Typed::Deploy(m), Version::V2, None).expect("a stream");
+        self.write(request_id, MASTER_ENDPOINT, stream).await;
+    }
+
+    /// The next frame, or `None` when the front closed the connection.
+    async fn next(&mut self) -> Option<Frame> {
+        let mut buf = [0u8; 8192];
+        loop {
+            if let Some(item) = self.decoder.next_item() {
+                return Some(item.frame.expect("a whole frame"));
+            }
+            let n = tokio::time::timeout(WAIT, self.socket.read(&mut buf))
+                .await
+                .expect("the front answers in time")
+                .unwrap_or(0);
+            if n == 0 {
+                return None;
+            }
+            self.decoder.push(&buf[..n]);
+        }
+    }
+
+    async fn check_existence(&mut self, request_id: i64, name: &str) -> Frame {
+        let stream = check_existence_stream(name, Version::V2).expect("a stream");
+        self.write(Some(request_id), VERIFIER, stream).await;
+        self.next().await.expect("an answer")
+    }
+}
+
+fn bool_answer(f: &Frame) -> (i64, bool) {
+    let Frame::RpcResponse { request_id, body } = f else {
+        panic!("an RpcResponse, not {f:?}");
+    };
+    let g = parse_stream(body).expect("a Java stream");
+    match reply_value(g.root_node(), Version::V2).expect("a reply") {
+        ReplyValue::Bool(b) => (*request_id, b),
+        other => panic!("a Boolean, not {other:?}"),
+    }
+}
+
+/// A one-way frame's header and its message.
+fn one_way(f: Frame) -> (RequestMessage, DeployMessage, Bytes) {
+    let Frame::OneWay { body } = f else {
+        panic!("a OneWayMessage, not {f:?}");
+    };
+    let header = RequestMessage::parse(&body).expect("a header");
+    let g = parse_stream(&header.stream).expect("a Java stream");
+    let Classified::Message(Typed::Deploy(m)) = classify(g.root_node(), Version::V2) else {
+        panic!("a deploy message");
+    };
+    let stream = header.stream.clone();
+    (header, m, stream)
+}
+
+fn register_worker(id: &str, port: i32) -> DeployMessage {
+    let at = Addr::new("127.0.0.1", port);
+    DeployMessage::from(RegisterWorker::new(
+        id.into(),
+        at.host.clone(),
+        port,
+        EndpointRef::at(at, "Worker"),
+        4,
+        4096,
+        String::new(),
+        Addr::new("127.0.0.1", 7077),
+        Resources::new(),
+    ))
+}
+
+async fn master_state(master: &MasterHandle) -> sparkwire::messages::deploy::MasterStateResponse {
+    let addr = master.addr();
+    let stream = connect_tcp("127.0.0.1", addr.port(), WAIT)
+        .await
+        .expect("tcp");
+    let ui: Connection<DeployMessage> =
+        Connection::connect(stream, Role::Ui, "test-ui", ConnectionConfig::default())
+            .await
+            .expect("a ui connection");
+    match ui
+        .ask(DeployMessage::from(RequestMasterState::new()))
+        .await
+        .expect("the state")
+    {
+        Reply::Message(DeployMessage::MasterStateResponse(s)) => s,
+        other => panic!("a MasterStateResponse, not {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn check_existence_is_true_for_the_master_only() {
+    let (_master, front) = cluster(None).await;
+    let mut peer = Peer::connect(&front, None).await;
+    assert_eq!(
+        bool_answer(&peer.check_existence(5, "Master").await),
+        (5, true)
+    );
+    assert_eq!(
+        bool_answer(&peer.check_existence(6, "Worker").await),
+        (6, false)
+    );
+}
+
+#[tokio::test]
+async fn a_spark_worker_registers_and_hears_back_on_its_own_connection_in_the_front_s_name() {
+    let (master, front) = cluster(None).await;
+    let mut worker = Peer::connect(&front, Some(("127.0.0.1".into(), 41001))).await;
+    assert_eq!(
+        bool_answer(&worker.check_existence(1, "Master").await),
+        (1, true)
+    );
+    worker
+        .send(None, register_worker("worker-spark-1", 41001))
+        .await;
+    let (header, m, _) = one_way(worker.next().await.expect("RegisteredWorker"));
+    let DeployMessage::RegisteredWorker(r) = m else {
+        panic!("RegisteredWorker, not {m:?}");
+    };
+    let front_addr = Addr::new("127.0.0.1", i32::from(front.addr().port()));
+    // To the endpoint the worker registered, from the front's address.
+    assert_eq!(header.endpoint, "Worker");
+    assert_eq!(header.receiver, Some(("127.0.0.1".into(), 41001)));
+    assert_eq!(header.sender, Some(("127.0.0.1".into(), front_addr.port)));
+    // The master it names is the front: the only address a Spark peer can speak to.
+    assert_eq!(r.master, EndpointRef::at(front_addr.clone(), "Master"));
+    assert_eq!(r.master_address, front_addr);
+    let state = master_state(&master).await;
+    assert_eq!(state.workers.len(), 1);
+    assert_eq!(state.workers[0].id, "worker-spark-1");
+    assert_eq!(state.workers[0].cores, 4);
+    // The Spark connection closes: the master drops the worker (disassociated).
+    drop(worker);
+    let mut removed = false;
+    for _ in 0..100 {
+        let s = master_state(&master).await;
+        if s.workers.iter().all(|w| w.state.as_str() == "DEAD") {
+            removed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(removed, "a closed Spark connection removes its worker");
+}
+
+#[tokio::test]
+async fn an_ask_is_answered_with_its_request_id_and_one_off_the_peer_s_role_fails() {
+    let (_master, front) = cluster(None).await;
+    // A UI's ask (RequestReadyz → Boolean) on its own connection.
+    let mut ui = Peer::connect(&front, None).await;
+    ui.send(Some(77), DeployMessage::from(RequestReadyz::new()))
+        .await;
+    assert_eq!(
+        bool_answer(&ui.next().await.expect("an answer")),
+        (77, true)
+    );
+    // The same ask on a worker's connection is not the worker's to make: a failure, same id.
+    let mut worker = Peer::connect(&front, Some(("127.0.0.1".into(), 41002))).await;
+    worker
+        .send(None, register_worker("worker-spark-2", 41002))
+        .await;
+    let _registered = worker.next().await.expect("RegisteredWorker");
+    worker
+        .send(Some(78), DeployMessage::from(RequestReadyz::new()))
+        .await;
+    match worker.next().await.expect("an answer") {
+        Frame::RpcFailure { request_id, error } => {
+            assert_eq!(request_id, 78);
+            assert!(error.contains("RequestReadyz"), "{error}");
+        }
+        other => panic!("an RpcFailure, not {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn with_a_secret_every_spark_peer_is_refused_and_closed() {
+    let (master, front) = cluster(Some("the master has a secret")).await;
+    let mut peer = Peer::connect(&front, Some(("127.0.0.1".into(), 41003))).await;
+    let stream = check_existence_stream("Master", Version::V2).expect("a stream");
+    peer.write(Some(3), VERIFIER, stream).await;
+    match peer.next().await.expect("an answer") {
+        Frame::RpcFailure { request_id, error } => {
+            assert_eq!(request_id, 3);
+            assert!(error.contains("the master has a secret"), "{error}");
+        }
+        other => panic!("an RpcFailure, not {other:?}"),
+    }
+    assert!(peer.next().await.is_none(), "the connection is closed");
+    // A worker's one-way registration gets nothing and registers nothing.
+    let mut worker = Peer::connect(&front, Some(("127.0.0.1".into(), 41004))).await;
+    worker
+        .send(None, register_worker("worker-spark-4", 41004))
+        .await;
+    assert!(worker.next().await.is_none(), "closed without an answer");
+    assert!(master_state(&master).await.workers.is_empty());
+}
+
+#[tokio::test]
+async fn a_broken_frame_closes_only_its_own_connection() {
+    let (_master, front) = cluster(None).await;
+    let mut bad = Peer::connect(&front, None).await;
+    // A frame that declares more than the largest frame (128 MiB) the front takes.
+    let mut huge = (1u64 << 40).to_be_bytes().to_vec();
+    huge.push(9);
+    bad.socket.write_all(&huge).await.expect("writes");
+    assert!(
+        bad.next().await.is_none(),
+        "the front closes the broken connection"
+    );
+    let mut good = Peer::connect(&front, None).await;
+    assert_eq!(
+        bool_answer(&good.check_existence(1, "Master").await),
+        (1, true)
+    );
+}
+
+/// The real Spark 4.0.1 RegisterApplication of protocol/vectors/spark/4.0.1.json.
+fn spark_register_application() -> Vec<u8> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/protocol/vectors/spark/4.0.1.json"
+    ))
+    .expect("the Spark vectors");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let hex = v["vectors"]
+        .as_array()
+        .expect("vectors")
+        .iter()
+        .find(|x| x["message"] == "deploy.RegisterApplication")
+        .and_then(|x| x["streamHex"].as_str())
+        .expect("a RegisterApplication vector");
+    from_hex(hex).expect("hex")
+}
+
+#[tokio::test]
+async fn launch_executor_carries_the_application_description_as_the_driver_wrote_it() {
+    let (_master, front) = cluster(None).await;
+    let mut worker = Peer::connect(&front, Some(("127.0.0.1".into(), 41005))).await;
+    worker
+        .send(None, register_worker("worker-spark-5", 41005))
+        .await;
+    let _registered = worker.next().await.expect("RegisteredWorker");
+    let stream = spark_register_application();
+    let original = parse_stream(&stream).expect("the captured stream");
+    let mut app = Peer::connect(&front, Some(("127.0.0.1".into(), 41006))).await;
+    app.write(None, MASTER_ENDPOINT, stream.clone()).await;
+    let (header, m, _) = one_way(app.next().await.expect("RegisteredApplication"));
+    let DeployMessage::RegisteredApplication(r) = m else {
+        panic!("RegisteredApplication, not {m:?}");
+    };
+    let Classified::Message(Typed::Deploy(DeployMessage::RegisterApplication(sent))) =
+        classify(original.root_node(), Version::V2)
+    else {
+        panic!("the vector is a RegisterApplication");
+    };
+    assert_eq!(
+        header.endpoint, sent.driver.name,
+        "to the driver's AppClient"
+    );
+    // The worker gets LaunchExecutor for that application, with the front's URL.
+    let launch = loop {
+        let (_, m, stream) = one_way(worker.next().await.expect("LaunchExecutor"));
+        if let DeployMessage::LaunchExecutor(l) = m {
+            break (l, stream);
+        }
+    };
+    let (l, written) = launch;
+    assert_eq!(l.app_id, r.app_id);
+    assert_eq!(
+        l.master_url,
+        format!("spark://127.0.0.1:{}", front.addr().port())
+    );
+    assert_eq!(l.app_desc, sent.app_description);
+    // Written with the driver's own ApplicationDescription object (what the typed value does
+    // not hold included), not rebuilt from the typed value.
+    let typed = Typed::Deploy(DeployMessage::LaunchExecutor(l));
+    let grafted = message_stream(&typed, Version::V2, Some(&original)).expect("a stream");
+    let rebuilt = message_stream(&typed, Version::V2, None).expect("a stream");
+    assert_ne!(
+        grafted, rebuilt,
+        "the vector holds more than its typed value"
+    );
+    assert_eq!(&written[..], &grafted[..]);
+}
