@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod builders;
 pub mod samples;
 
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};

@@ -124,6 +124,15 @@ impl Node for DriverNode {
         }
     }
 
+    fn hello_with(&self, peer: &Hello) -> Hello {
+        let mut hello = self.hello();
+        if peer.role == Role::Master {
+            hello.role = Role::AppClient;
+            hello.id = "app-client".to_string();
+        }
+        hello
+    }
+
     fn accepted(&mut self, now: Instant, conn: ConnId, peer: &Hello, _version: Version) {
         if peer.role == Role::Master {
             self.client_conns.insert(conn);

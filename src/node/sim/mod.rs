@@ -134,6 +134,12 @@ pub enum Step {
 pub trait Node: Any {
     /// Who it is in handshakes.
     fn hello(&self) -> Hello;
+    /// Who it is in its handshake with `peer` (a driver is an application client to a master):
+    /// [`Node::hello`] unless it says otherwise.
+    fn hello_with(&self, peer: &Hello) -> Hello {
+        let _ = peer;
+        self.hello()
+    }
     /// A peer dialled it: connection `conn` is up, agreed on `version`.
     fn accepted(&mut self, now: Instant, conn: ConnId, peer: &Hello, version: Version);
     /// Its dial of `addr` succeeded: connection `conn` is up, agreed on `version`.
@@ -671,6 +677,31 @@ impl Cluster {
         self.node::<Probe>(probe).answer(conn, id)
     }
 
+    /// Probe `probe` writes `message` of the coarse family one-way on its connection `conn`
+    /// (as an executor would); the cluster settles.
+    pub fn send_coarse(&mut self, probe: NodeId, conn: ConnId, message: impl Into<CoarseMessage>) {
+        let message = message.into();
+        self.node_mut::<Probe>(probe)
+            .queue(Step::Coarse(ConnOutput::Send { conn, message }));
+        self.settle();
+    }
+
+    /// Probe `probe` asks `message` of the coarse family on its connection `conn`; the
+    /// answer, once the cluster settled.
+    pub fn ask_coarse(
+        &mut self,
+        probe: NodeId,
+        conn: ConnId,
+        message: impl Into<CoarseMessage>,
+    ) -> Option<Result<Reply<CoarseMessage>, ErrorDescription>> {
+        let id = self.node_mut::<Probe>(probe).next_ask();
+        let message = message.into();
+        self.node_mut::<Probe>(probe)
+            .queue(Step::Coarse(ConnOutput::Ask { conn, id, message }));
+        self.settle();
+        self.node::<Probe>(probe).coarse_answer(conn, id)
+    }
+
     /// An application client (a probe listening at `addr`) registers `desc` with master
     /// `master`: the probe, its connection, and the id the master gave (`None` if it gave none).
     pub fn app(
@@ -968,7 +999,9 @@ impl Cluster {
         );
         self.by_end.insert((from, a), (link, 0));
         self.by_end.insert((to, b), (link, 1));
-        let (hello_from, hello_to) = (self.slots[from].node.hello(), self.slots[to].node.hello());
+        let (from_node, to_node) = (&self.slots[from].node, &self.slots[to].node);
+        let hello_from = from_node.hello_with(&to_node.hello());
+        let hello_to = to_node.hello_with(&hello_from);
         self.slots[to]
             .node
             .accepted(self.now, b, &hello_from, version);
