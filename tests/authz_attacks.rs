@@ -10,12 +10,16 @@
 //! - secrets in the master's state answer are redacted; a refused launch reaches the driver.
 
 mod cluster;
+mod common;
 
 use std::path::Path;
 use std::process::Child;
 use std::time::Duration;
 
 use cluster::*;
+use common::files::temp_dir;
+use common::processes::spawn_sparkwire;
+use common::processes::worker_args;
 use sparkwire::connection::ConnectionError;
 use sparkwire::messages::deploy::{
     ExecutorStateChanged, Heartbeat, KillExecutors, RegisterApplication, RequestMasterState,
@@ -66,25 +70,14 @@ fn worker_process(
 ) -> WorkerProcess {
     let work = work.display().to_string();
     let url = master.url();
-    let mut args = vec![
-        "worker",
-        url.as_str(),
-        "--port",
-        "0",
-        "--webui-port",
-        "0",
-        "--cores",
-        "2",
-        "--memory",
-        "1024",
-        "--work-dir",
-        work.as_str(),
+    let mut args = worker_args(url.as_str(), "2", "1024", work.as_str());
+    args.extend([
         "--worker-timeout",
         "2",
         "--register-retry",
         "0.3",
         "--exit-with-stdin",
-    ];
+    ]);
     args.extend_from_slice(extra);
     let (child, line) = spawn_sparkwire(&args, env);
     let id = line

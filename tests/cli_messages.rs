@@ -3,6 +3,9 @@
 //! under one rule, a worker that cannot reach its master saying so at WARN with its retry
 //! schedule, a worker without an allow-list warning at start, and no colour codes into a pipe.
 
+mod common;
+
+use common::files::temp_dir;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -23,13 +26,6 @@ fn refused(args: &[&str], expected: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(err.contains(expected), "{args:?}: {err}");
-}
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("sparkwire-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
 }
 
 #[test]

@@ -12,6 +12,7 @@ mod isolation_support;
 use std::time::Duration;
 
 use cluster::*;
+use common::processes::spawn_sparkwire;
 use common::{listener, tcp_pair};
 use isolation_support::{announced_addr, ask_state_frame, flood, raw_peer, MASTER_ARGS};
 use sparkwire::connection::{

@@ -4,6 +4,7 @@
 //! registered), never a duration.
 
 mod cluster;
+mod common;
 mod isolation_support;
 
 use std::process::{Child, Command, Stdio};

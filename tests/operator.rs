@@ -9,25 +9,16 @@
 #![cfg(feature = "webui")]
 
 mod cluster;
+mod common;
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use cluster::Proc;
+use common::processes::{command, start, Proc};
 use sparkwire::reference::webui::fetch;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 const PATIENCE: Duration = Duration::from_secs(60);
-
-/// `sparkwire ARGS` started, logging warnings only (to nowhere), its output read line by line.
-fn start(args: &[&str]) -> Proc {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null());
-    Proc::spawn(c)
-}
 
 /// `sparkwire ARGS`, its standard output piped, logging warnings only (to nowhere).
 fn spawn_quiet(args: &[&str]) -> Child {
@@ -50,12 +41,7 @@ fn last_word(line: &str) -> String {
 }
 
 fn sparkwire(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run sparkwire")
+    command(args).output().expect("run sparkwire")
 }
 
 fn text(o: &Output) -> String {
