@@ -5,9 +5,15 @@
 //! cluster does (a connection accepted or dialled, a frame delivered, a connection closed) into
 //! the core's input, and the core's [`ConnOutput`]s and dials into [`Step`]s the cluster routes.
 //! [`MasterNode`] and [`WorkerNode`] wrap the real [`MasterCore`] and [`WorkerCore`] (a worker's
-//! processes start and end in memory); a [`Probe`] is a connection the test holds and writes on
-//! itself, as an application client or a UI. Any other core (a driver's, an executor's) joins
-//! by implementing [`Node`].
+//! processes start and end in memory); [`DriverNode`] wraps a driver's two real cores, the
+//! scheduler backend and the application client ([`Cluster::add_driver`]); [`ExecutorNode`]
+//! wraps the real executor core, whose tasks run on the simulated clock through a [`TaskFn`].
+//! When a worker starts an executor of a driver in the cluster, the cluster starts an
+//! [`ExecutorNode`] that dials that driver and watches its worker, as the reference worker's
+//! process would; when the executor exits, its worker sees its process end, and when the worker
+//! kills it, its node dies. A [`Probe`] is a connection the test holds and writes on itself, of
+//! either message family (an application client, a UI, an executor without manners). Any other
+//! core joins by implementing [`Node`].
 //!
 //! Time moves only when [`Cluster::step`] has nothing left to do at the current instant: it then
 //! jumps to the earliest of the next delivery and every running node's
