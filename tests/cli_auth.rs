@@ -13,14 +13,13 @@ mod cluster;
 mod common;
 
 use common::files::temp_dir;
-use common::processes::{announced_master, worker_args, Proc};
+use common::processes::{announced_master, worker_args, Proc, BIN};
 
 use sparkwire::connection::{write_secret_file, Security};
 use sparkwire::messages::deploy::MasterStateResponse;
 use sparkwire::messages::{Addr, DriverState};
 use sparkwire::wire::handshake::Secret;
 
-const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 /// How long a wait may last before the test fails (the machine is shared and loaded).
 const PATIENCE: Duration = Duration::from_secs(120);
 const SECRET: &str = "the-cluster-secret-for-the-client-commands";

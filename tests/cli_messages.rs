@@ -5,12 +5,12 @@
 
 mod common;
 
+use common::processes::BIN;
+
 use common::files::temp_dir;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 
 fn run_in(dir: Option<&std::path::Path>, args: &[&str]) -> Output {
     let mut cmd = Command::new(BIN);

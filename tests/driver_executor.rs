@@ -4,11 +4,13 @@
 //! refused registration, a lost executor, updates for unknown tasks and unsupported asks,
 //! executors started by workers) is tested on `node::sim::Cluster` in `node_driver.rs`.
 
+mod common;
 mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::processes::kill9;
 use sparkwire::node::executor::ExecutorExit;
 use sparkwire::reference::driver::Driver;
 use sparkwire::reference::task::{PiJob, SleepJob, SumSquaresJob};

@@ -1,7 +1,10 @@
 //! The driver's two cores (the scheduler backend and the application client) and executor cores
 //! in `node::sim::Cluster`, with real masters and workers where a scenario has them: no socket,
 //! no thread, no real time. Tasks run through the built-in runner, each ending `TASK_TIME` of
-//! simulated time after it started; every link delivers after 1 ms.
+//! simulated time after it started; every link delivers after 1 ms. What needs the runtime (the
+//! strict validator on the driver's connections, busy polling, processes, a socket that stops
+//! being read) stays over TCP in `driver_executor.rs`, `driver_slow_executor.rs` and
+//! `isolation_driver.rs`.
 
 mod common;
 
@@ -396,6 +399,51 @@ fn updates_for_unknown_tasks_and_unsupported_asks_are_answered_not_fatal() {
         .status(cluster.now())
         .executors
         .is_empty());
+}
+
+#[test]
+fn an_executor_reporting_for_another_executor_loses_its_connection() {
+    let (mut cluster, d) = driver_alone(128);
+    let mut conns = Vec::new();
+    for id in ["1", "2"] {
+        let probe = cluster.add_probe(Role::Executor, id);
+        let conn = cluster.connect(probe, d).expect("connected");
+        let register = RegisterExecutor::new(
+            id.into(),
+            EndpointRef::client("Executor"),
+            "127.0.0.1".into(),
+            1,
+            Default::default(),
+            Default::default(),
+            Default::default(),
+            0,
+        );
+        let registered = cluster.ask_coarse(probe, conn, register);
+        assert_eq!(registered, Some(Ok(Reply::Bool(true))));
+        conns.push((probe, conn));
+    }
+    // Executor 2 reports on executor 1's behalf.
+    let (two, conn) = conns[1];
+    let forged = StatusUpdate::new(
+        "1".into(),
+        0,
+        TaskState::Failed,
+        Payload::default(),
+        1,
+        Default::default(),
+    );
+    cluster.send_coarse(two, conn, forged);
+    assert!(cluster.probe(two).is_closed(conn), "its connection closes");
+    let refusals = cluster.driver(d).refusals();
+    assert!(
+        refusals.len() == 1 && refusals[0].starts_with("NotOwner: "),
+        "{refusals:?}"
+    );
+    // Executor 1 is still registered; executor 2 is gone with its connection.
+    let status = cluster.backend(d).status(cluster.now());
+    let ids: Vec<&str> = status.executors.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, ["1"]);
+    assert!(!cluster.probe(conns[0].0).is_closed(conns[0].1));
 }
 
 fn master_config() -> master::Config {

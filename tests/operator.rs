@@ -14,10 +14,9 @@ mod common;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::processes::{command, start, Proc};
+use common::processes::{command, start, Proc, BIN};
 use sparkwire::reference::webui::fetch;
 
-const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// `sparkwire ARGS`, its standard output piped, logging warnings only (to nowhere).

@@ -89,6 +89,42 @@ pub fn worker_args<'a>(
     ]
 }
 
+/// Sends SIGKILL to process `pid`.
+pub fn kill9(pid: u32) {
+    let ok = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill")
+        .success();
+    assert!(ok, "kill -9 {pid}");
+}
+
+/// Process ids of the `sparkwire` processes whose arguments include `needle`.
+pub fn processes_with_arg(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let is_ours = args.first().is_some_and(|a| a.ends_with(b"sparkwire"));
+        if is_ours && args.contains(&needle.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
 /// A child process started from `command`, killed (by its own pid) when dropped; its standard
 /// output is read by a thread, line by line, so that it never blocks on a full pipe.
 pub struct Proc {
