@@ -5,11 +5,12 @@ mod common;
 
 use common::files::temp_dir;
 use common::processes::run;
+use common::scenarios::{launched_asked_about_and_killed, submitted};
 use std::path::{Path, PathBuf};
 
 use sparkwire::messages::{
-    CoarseMessage, DeployMessage, DriverState, ExecutorLossReason, ExecutorState, Payload,
-    TaskState, ThreadStackTrace,
+    CoarseMessage, DeployMessage, ExecutorLossReason, ExecutorState, Payload, TaskState,
+    ThreadStackTrace,
 };
 use sparkwire::validate::scenario::{msg, Scenario};
 use sparkwire::validate::trace::{
@@ -67,31 +68,8 @@ fn legal_flow() -> Scenario {
     );
     s.down(&app, msg::worker_removed("worker-1", "10.0.0.1"));
     // A driver in cluster mode, submitted, asked about and killed.
-    let client = s.open(
-        Endpoint::new(Role::DriverClient, "submit-1"),
-        s.master.clone(),
-    );
-    let ask = s.ask_up(&client, msg::request_submit_driver(1, 1024, false));
-    s.reply_down(
-        &client,
-        ask,
-        Reply::Message(msg::submit_driver_response(true, Some("driver-1"))),
-    );
-    s.down(&w2, msg::launch_driver("driver-1", 1, 1024, false));
-    let ask = s.ask_up(&client, msg::request_driver_status("driver-1"));
-    let status = msg::driver_status_response(true, Some(DriverState::Running), Some("worker-2"));
-    s.reply_down(&client, ask, Reply::Message(status));
-    let ask = s.ask_up(&client, msg::request_kill_driver("driver-1"));
-    s.down(&w2, msg::kill_driver("driver-1"));
-    s.reply_down(
-        &client,
-        ask,
-        Reply::Message(msg::kill_driver_response("driver-1", true)),
-    );
-    s.up(
-        &w2,
-        msg::driver_state_changed("driver-1", DriverState::Killed),
-    );
+    let client = submitted(&mut s, "driver-1");
+    launched_asked_about_and_killed(&mut s, &client, &w2, "worker-2", "driver-1");
     s.close(&client);
     // The application ends.
     s.down(&e2, msg::stop_executor());

@@ -10,6 +10,8 @@ pub mod files;
 #[cfg(feature = "cli")]
 pub mod processes;
 pub mod samples;
+#[cfg(feature = "testing")]
+pub mod scenarios;
 
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use sparkwire::messages::{Family, Version};
