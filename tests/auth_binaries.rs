@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 
 use cluster::{app_desc, PATIENCE, SH};
 use common::files::temp_dir;
-use common::processes::{announced_master, command, worker_args, Proc};
+use common::processes::{announced_master, command, master_args, worker_args, Proc};
 use sparkwire::connection::{read_secret_file, Connection, ConnectionConfig, ConnectionError};
 use sparkwire::messages::deploy::{
     DecommissionWorkersOnHosts, MasterStateResponse, RegisterApplication,
@@ -117,17 +117,12 @@ async fn with_a_secret_no_peer_without_it_gets_a_handshake_and_only_admins_chang
     let work = dir.join("work");
     let secret_path = secret_file(&dir, "secret", SECRET);
     let admin_path = secret_file(&dir, "admin", ADMIN);
-    let (_master, line) = start(&[
-        "master",
-        "--port",
-        "0",
-        "--webui-port",
-        "0",
+    let (_master, line) = start(&master_args(&[
         "--secret-file",
         &secret_path,
         "--admin-secret-file",
         &admin_path,
-    ]);
+    ]));
     let (url, master) = announced_master(&line);
     let work_dir = work.display().to_string();
     let mut args = worker_args(&url, "2", "1024", &work_dir);

@@ -13,7 +13,7 @@ mod cluster;
 mod common;
 
 use common::files::temp_dir;
-use common::processes::{announced_master, worker_args, Proc, BIN};
+use common::processes::{announced_master, master_args, text, worker_args, Proc, BIN};
 
 use sparkwire::connection::{write_secret_file, Security};
 use sparkwire::messages::deploy::MasterStateResponse;
@@ -45,15 +45,6 @@ fn run(args: &[&str]) -> Output {
     command(args).output().expect("run sparkwire")
 }
 
-/// Standard output, then standard error.
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// A private (0600) file holding `text`.
 fn secret_file(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
@@ -77,15 +68,7 @@ impl Cluster {
     fn start(dir: &Path, secret: &str, cores: u32, tls: Option<(&[&str], Security)>) -> Cluster {
         let (tls_args, mut security) = tls.unwrap_or_default();
         security.secret = Secret::new(SECRET.as_bytes().to_vec());
-        let mut args = vec![
-            "master",
-            "--port",
-            "0",
-            "--webui-port",
-            "0",
-            "--secret-file",
-            secret,
-        ];
+        let mut args = master_args(&["--secret-file", secret]);
         args.extend(tls_args);
         let master = start(&args);
         let line = master.line_within(PATIENCE);

@@ -10,7 +10,7 @@ use std::process::{Child, Command};
 
 use cluster::*;
 use common::files::temp_dir;
-use common::processes::{announced_master, spawn_sparkwire, worker_args};
+use common::processes::{announced_master, master_args, spawn_sparkwire, worker_args};
 use sparkwire::messages::{DeployMessage, ExecutorState};
 use sparkwire::node::url::MasterUrl;
 
@@ -44,16 +44,7 @@ fn terminate(mut guard: Guard) -> std::process::ExitStatus {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn master_and_worker_binaries_run_an_application_and_stop_on_sigterm() {
     let work = temp_dir("binaries");
-    let (master, line) = spawn(&[
-        "master",
-        "--port",
-        "0",
-        "--webui-port",
-        "0",
-        "--worker-timeout",
-        "2",
-        "--strict",
-    ]);
+    let (master, line) = spawn(&master_args(&["--worker-timeout", "2", "--strict"]));
     let (url, m) = announced_master(&line);
     let work_dir = work.display().to_string();
     let mut args = worker_args(&url, "2", "1024", &work_dir);
@@ -104,16 +95,7 @@ async fn master_and_worker_binaries_run_an_application_and_stop_on_sigterm() {
 /// exits 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strict_master_kills_a_driver_a_worker_reports_and_stays_clean() {
-    let (master, line) = spawn(&[
-        "master",
-        "--port",
-        "0",
-        "--webui-port",
-        "0",
-        "--worker-timeout",
-        "5",
-        "--strict",
-    ]);
+    let (master, line) = spawn(&master_args(&["--worker-timeout", "5", "--strict"]));
     let (_, m) = announced_master(&line);
     let id = "worker-20261201000000-127.0.0.1-35999";
     let worker =

@@ -14,7 +14,7 @@ mod common;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::processes::{command, start, Proc, BIN};
+use common::processes::{command, start, text, Proc, BIN};
 use sparkwire::reference::webui::fetch;
 
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -41,14 +41,6 @@ fn last_word(line: &str) -> String {
 
 fn sparkwire(args: &[&str]) -> Output {
     command(args).output().expect("run sparkwire")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 async fn get(url: &str) -> String {

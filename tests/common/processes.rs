@@ -2,7 +2,7 @@
 //! own process id when the test drops it.
 
 use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use sparkwire::messages::Addr;
@@ -22,9 +22,19 @@ pub fn command(args: &[&str]) -> Command {
 /// output followed by its standard error.
 pub fn run(args: &[&str]) -> (i32, String) {
     let out = command(args).output().expect("sparkwire runs");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
+    (out.status.code().unwrap_or(-1), text(&out))
+}
+
+/// A finished process's standard output, then its standard error.
+pub fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// The arguments of a `sparkwire master` on free ports (its web UI's too), then `extra`.
+pub fn master_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["master", "--port", "0", "--webui-port", "0"];
+    args.extend_from_slice(extra);
+    args
 }
 
 /// `sparkwire ARGS` started (its standard error to nowhere), its output read line by line.
