@@ -362,16 +362,7 @@ fn updates_for_unknown_tasks_and_unsupported_asks_are_answered_not_fatal() {
     // An executor without the executor's manners: the test writes its frames.
     let x = cluster.add_probe(Role::Executor, "x");
     let conn = cluster.connect(x, d).expect("connected");
-    let register = RegisterExecutor::new(
-        "x".into(),
-        EndpointRef::client("Executor"),
-        "h".into(),
-        1,
-        Default::default(),
-        Default::default(),
-        Default::default(),
-        0,
-    );
+    let register = registration("x", "h");
     let registered = cluster.ask_coarse(x, conn, register).expect("answered");
     assert_eq!(registered, Ok(Reply::Bool(true)));
     cluster.send_coarse(x, conn, LaunchedExecutor::new("x".into()));
@@ -408,16 +399,7 @@ fn an_executor_reporting_for_another_executor_loses_its_connection() {
     for id in ["1", "2"] {
         let probe = cluster.add_probe(Role::Executor, id);
         let conn = cluster.connect(probe, d).expect("connected");
-        let register = RegisterExecutor::new(
-            id.into(),
-            EndpointRef::client("Executor"),
-            "127.0.0.1".into(),
-            1,
-            Default::default(),
-            Default::default(),
-            Default::default(),
-            0,
-        );
+        let register = registration(id, "127.0.0.1");
         let registered = cluster.ask_coarse(probe, conn, register);
         assert_eq!(registered, Some(Ok(Reply::Bool(true))));
         conns.push((probe, conn));
@@ -444,6 +426,20 @@ fn an_executor_reporting_for_another_executor_loses_its_connection() {
     let ids: Vec<&str> = status.executors.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids, ["1"]);
     assert!(!cluster.probe(conns[0].0).is_closed(conns[0].1));
+}
+
+/// The RegisterExecutor of executor `id` on `host`, with one core.
+fn registration(id: &str, host: &str) -> RegisterExecutor {
+    RegisterExecutor::new(
+        id.into(),
+        EndpointRef::client("Executor"),
+        host.into(),
+        1,
+        Default::default(),
+        Default::default(),
+        Default::default(),
+        0,
+    )
 }
 
 fn master_config() -> master::Config {

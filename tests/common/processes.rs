@@ -150,9 +150,23 @@ impl Proc {
             .spawn()
             .expect("spawn sparkwire");
         let stdout = child.stdout.take().expect("stdout");
+        Proc::reading(child, stdout)
+    }
+
+    /// Spawns `command` with its standard error piped: its lines are the ones read.
+    pub fn spawn_reading_stderr(mut command: Command) -> Proc {
+        let mut child = command
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sparkwire");
+        let stderr = child.stderr.take().expect("stderr");
+        Proc::reading(child, stderr)
+    }
+
+    fn reading(child: Child, stream: impl std::io::Read + Send + 'static) -> Proc {
         let (tx, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
+            for line in std::io::BufReader::new(stream)
                 .lines()
                 .map_while(Result::ok)
             {
@@ -162,6 +176,11 @@ impl Proc {
             }
         });
         Proc { child, lines }
+    }
+
+    /// The next line it prints, if one comes within `patience`.
+    pub fn next_line(&self, patience: Duration) -> Option<String> {
+        self.lines.recv_timeout(patience).ok()
     }
 
     /// The next line it prints, waited for at most `patience`.

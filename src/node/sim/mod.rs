@@ -120,6 +120,37 @@ impl Frame {
     }
 }
 
+/// A message family a [`Frame`] carries.
+trait Carried: Sized {
+    fn message(m: Self) -> Frame;
+    fn ask(id: u64, m: Self) -> Frame;
+    fn answer(id: u64, a: Result<Reply<Self>, ErrorDescription>) -> Frame;
+}
+
+impl Carried for DeployMessage {
+    fn message(m: Self) -> Frame {
+        Frame::Message(m)
+    }
+    fn ask(id: u64, m: Self) -> Frame {
+        Frame::Ask(id, m)
+    }
+    fn answer(id: u64, a: Result<Reply<Self>, ErrorDescription>) -> Frame {
+        Frame::Answer(id, a)
+    }
+}
+
+impl Carried for CoarseMessage {
+    fn message(m: Self) -> Frame {
+        Frame::CoarseMessage(m)
+    }
+    fn ask(id: u64, m: Self) -> Frame {
+        Frame::CoarseAsk(id, m)
+    }
+    fn answer(id: u64, a: Result<Reply<Self>, ErrorDescription>) -> Frame {
+        Frame::CoarseAnswer(id, a)
+    }
+}
+
 /// What a node asks of the cluster.
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
@@ -912,44 +943,32 @@ impl Cluster {
         match step {
             Step::Dial(addr) => self.dial(from, &addr),
             Step::Exit(code) => self.exited(from, code),
-            Step::Conn(out) => {
-                let conn = out.conn();
-                let frame = match out {
-                    ConnOutput::Send { message, .. } => Ok(Frame::Message(message)),
-                    ConnOutput::Ask { id, message, .. } => Ok(Frame::Ask(id, message)),
-                    ConnOutput::Reply { id, reply, .. } => Ok(Frame::Answer(id, Ok(reply))),
-                    ConnOutput::Fail { id, error, .. } => Ok(Frame::Answer(id, Err(error))),
-                    ConnOutput::Close { .. } => Err(false),
-                    ConnOutput::Abort { .. } => Err(true),
-                };
-                self.carry(from, conn, frame);
-            }
-            Step::Coarse(out) => {
-                let conn = out.conn();
-                let frame = match out {
-                    ConnOutput::Send { message, .. } => Ok(Frame::CoarseMessage(message)),
-                    ConnOutput::Ask { id, message, .. } => Ok(Frame::CoarseAsk(id, message)),
-                    ConnOutput::Reply { id, reply, .. } => Ok(Frame::CoarseAnswer(id, Ok(reply))),
-                    ConnOutput::Fail { id, error, .. } => Ok(Frame::CoarseAnswer(id, Err(error))),
-                    ConnOutput::Close { .. } => Err(false),
-                    ConnOutput::Abort { .. } => Err(true),
-                };
-                self.carry(from, conn, frame);
-            }
+            Step::Conn(out) => self.carry(from, out),
+            Step::Coarse(out) => self.carry(from, out),
         }
     }
 
-    /// Writes `frame` from `from`'s connection `conn` (`Err(false)`: closes it after what is on
-    /// its way; `Err(true)`: resets it).
-    fn carry(&mut self, from: NodeId, conn: ConnId, frame: Result<Frame, bool>) {
-        let Some(&(link, side)) = self.by_end.get(&(from, conn)) else {
+    /// Carries `out` from `from`'s connection: a frame to the other end, or the connection's
+    /// end (a close after what is on its way; an abort at once).
+    fn carry<M: Carried>(&mut self, from: NodeId, out: ConnOutput<M>) {
+        let Some(&(link, side)) = self.by_end.get(&(from, out.conn())) else {
             return;
         };
-        match frame {
-            Ok(frame) => self.write(link, 1 - side, Some(frame)),
-            Err(false) => self.write(link, 1 - side, None),
-            Err(true) => self.close(link),
-        }
+        let frame = match out {
+            ConnOutput::Send { message, .. } => M::message(message),
+            ConnOutput::Ask { id, message, .. } => M::ask(id, message),
+            ConnOutput::Reply { id, reply, .. } => M::answer(id, Ok(reply)),
+            ConnOutput::Fail { id, error, .. } => M::answer(id, Err(error)),
+            ConnOutput::Close { .. } => {
+                self.write(link, 1 - side, None);
+                return;
+            }
+            ConnOutput::Abort { .. } => {
+                self.close(link);
+                return;
+            }
+        };
+        self.write(link, 1 - side, Some(frame));
     }
 
     fn write(&mut self, link: LinkId, to: usize, frame: Option<Frame>) {

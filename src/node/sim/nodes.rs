@@ -573,6 +573,8 @@ pub fn app_description_for(
         "executor",
         "--driver-url",
         &driver_url,
+        "--worker-url",
+        "{{WORKER_URL}}",
         "--executor-id",
         "{{EXECUTOR_ID}}",
         "--hostname",
@@ -581,8 +583,6 @@ pub fn app_description_for(
         "{{CORES}}",
         "--app-id",
         "{{APP_ID}}",
-        "--worker-url",
-        "{{WORKER_URL}}",
     ];
     crate::messages::ApplicationDescription {
         name: name.into(),
