@@ -65,6 +65,18 @@ fn received(cluster: &Cluster, driver: NodeId, name: &str) -> usize {
         .count()
 }
 
+/// Runs a Pi job of `partitions` tasks (1000 samples each, from `seed`) on `driver`, which must
+/// succeed.
+fn pi_succeeds(cluster: &mut Cluster, driver: NodeId, partitions: usize, seed: u64) {
+    let pi = PiJob {
+        partitions,
+        samples: 1000,
+        seed,
+    };
+    let outcome = cluster.run_job(driver, pi, PATIENCE).expect("ended");
+    assert!(outcome.is_ok(), "{outcome:?}");
+}
+
 /// Stops both of the driver's cores, as its runtime does.
 fn stop(cluster: &mut Cluster, driver: NodeId) {
     let now = cluster.now();
@@ -288,13 +300,7 @@ fn cancelling_a_job_kills_its_running_tasks_and_frees_the_executors() {
             .all(|e| e.free_cores == e.cores)
     }));
     assert_eq!(cluster.backend(d).status(cluster.now()).tasks_failed, 2);
-    let next = PiJob {
-        partitions: 2,
-        samples: 1000,
-        seed: 3,
-    };
-    let next = cluster.run_job(d, next, PATIENCE).expect("ended");
-    assert!(next.is_ok(), "{next:?}");
+    pi_succeeds(&mut cluster, d, 2, 3);
 }
 
 #[test]
@@ -309,13 +315,7 @@ fn a_second_executor_with_a_registered_id_is_refused_with_sparks_text() {
         )))
     );
     assert_eq!(ready(&cluster, d), 1);
-    let pi = PiJob {
-        partitions: 2,
-        samples: 1000,
-        seed: 1,
-    };
-    let r = cluster.run_job(d, pi, PATIENCE).expect("ended");
-    assert!(r.is_ok(), "{r:?}");
+    pi_succeeds(&mut cluster, d, 2, 1);
 }
 
 #[test]
@@ -488,13 +488,7 @@ fn executors_the_workers_start_for_the_application_join_its_driver_and_run_its_j
             "the worker closed the connection".into()
         ))]
     );
-    let pi = PiJob {
-        partitions: 4,
-        samples: 1000,
-        seed: 5,
-    };
-    let r = cluster.run_job(d, pi, PATIENCE).expect("ended");
-    assert!(r.is_ok(), "{r:?}");
+    pi_succeeds(&mut cluster, d, 4, 5);
 }
 
 #[test]
