@@ -8,49 +8,32 @@
 //! non-loopback address without a secret refuses to start.
 
 mod cluster;
+mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-use cluster::{app_desc, temp_dir, PATIENCE, SH};
+use cluster::{app_desc, PATIENCE, SH};
+use common::files::temp_dir;
+use common::processes::{announced_master, command, master_args, worker_args, Proc};
 use sparkwire::connection::{read_secret_file, Connection, ConnectionConfig, ConnectionError};
 use sparkwire::messages::deploy::{
     DecommissionWorkersOnHosts, MasterStateResponse, RegisterApplication,
     RequestClearCompletedDriversAndApps, RequestKillAllDrivers,
 };
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef, ExecutorState, WorkerState};
-use sparkwire::node::url::MasterUrl;
 use sparkwire::node::worker::{SECRET_FILE_ENV, SECRET_FILE_NAME};
 use sparkwire::wire::handshake::{HandshakeError, RefusalReason, Role, Secret};
 use sparkwire::wire::Reply;
 use tokio::net::TcpStream;
 
-/// A child process, killed by its own pid if the test ends before stopping it.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `sparkwire args…` and returns it with its first line of output.
 fn start(args: &[&str]) -> (Proc, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sparkwire"))
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sparkwire");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("first line");
-    (Proc(child), line.trim().to_string())
+    let mut c = command(args);
+    c.stderr(Stdio::null());
+    let p = Proc::spawn(c);
+    let line = p.line_within(PATIENCE);
+    (p, line)
 }
 
 /// Writes a private secret file.
@@ -134,43 +117,18 @@ async fn with_a_secret_no_peer_without_it_gets_a_handshake_and_only_admins_chang
     let work = dir.join("work");
     let secret_path = secret_file(&dir, "secret", SECRET);
     let admin_path = secret_file(&dir, "admin", ADMIN);
-    let (_master, line) = start(&[
-        "master",
-        "--port",
-        "0",
-        "--webui-port",
-        "0",
+    let (_master, line) = start(&master_args(&[
         "--secret-file",
         &secret_path,
         "--admin-secret-file",
         &admin_path,
-    ]);
-    let url = line
-        .strip_prefix("sparkwire master listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    let master = MasterUrl::parse(&url).expect("a master URL").masters[0].clone();
+    ]));
+    let (url, master) = announced_master(&line);
     let work_dir = work.display().to_string();
-    let (_worker, line) = start(&[
-        "worker",
-        &url,
-        "--port",
-        "0",
-        "--webui-port",
-        "0",
-        "--cores",
-        "2",
-        "--memory",
-        "1024",
-        "--allow-exec-any",
-        SH,
-        "--work-dir",
-        &work_dir,
-        "--register-retry",
-        "0.3",
-        "--secret-file",
-        &secret_path,
-    ]);
+    let mut args = worker_args(&url, "2", "1024", &work_dir);
+    args.extend(["--allow-exec-any", SH, "--register-retry", "0.3"]);
+    args.extend(["--secret-file", &secret_path]);
+    let (_worker, line) = start(&args);
     assert!(line.starts_with("sparkwire worker worker-"), "{line}");
     wait_state(&master, SECRET, "the real worker registered", |s| {
         s.workers.len() == 1

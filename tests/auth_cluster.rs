@@ -4,8 +4,10 @@
 //! `--tls-ca` and `--secret-file`, the driver in the test with the same, and the executors the
 //! workers launch, which get the authorities and the secret from the worker.
 
+mod common;
 mod support;
 
+use common::processes::BIN;
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError};
 use sparkwire::messages::DeployMessage;
 use sparkwire::node::url::MasterUrl;
@@ -115,6 +117,7 @@ mod tls {
     use sparkwire::wire::handshake::Secret;
 
     use super::plain_ui;
+    use crate::common::processes::BIN;
     use crate::support::*;
 
     /// A certificate authority and a certificate for 127.0.0.1 and localhost signed by it, as PEM

@@ -10,12 +10,16 @@
 //! - secrets in the master's state answer are redacted; a refused launch reaches the driver.
 
 mod cluster;
+mod common;
 
 use std::path::Path;
 use std::process::Child;
 use std::time::Duration;
 
 use cluster::*;
+use common::files::temp_dir;
+use common::processes::worker_args;
+use common::processes::{spawn_sparkwire, BIN};
 use sparkwire::connection::ConnectionError;
 use sparkwire::messages::deploy::{
     ExecutorStateChanged, Heartbeat, KillExecutors, RegisterApplication, RequestMasterState,
@@ -27,8 +31,6 @@ use sparkwire::messages::{
 use sparkwire::node::redact::REDACTED;
 use sparkwire::reference::master::MasterHandle;
 use sparkwire::wire::Reply;
-
-const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 
 /// The connection closed with a close envelope of `kind` (SPEC §8.1, §14.3): the refused peer
 /// reads why.
@@ -66,25 +68,14 @@ fn worker_process(
 ) -> WorkerProcess {
     let work = work.display().to_string();
     let url = master.url();
-    let mut args = vec![
-        "worker",
-        url.as_str(),
-        "--port",
-        "0",
-        "--webui-port",
-        "0",
-        "--cores",
-        "2",
-        "--memory",
-        "1024",
-        "--work-dir",
-        work.as_str(),
+    let mut args = worker_args(url.as_str(), "2", "1024", work.as_str());
+    args.extend([
         "--worker-timeout",
         "2",
         "--register-retry",
         "0.3",
         "--exit-with-stdin",
-    ];
+    ]);
     args.extend_from_slice(extra);
     let (child, line) = spawn_sparkwire(&args, env);
     let id = line
@@ -589,71 +580,6 @@ async fn a_fake_master_dialling_a_worker_cannot_make_it_launch() {
     assert_refused_with(&closed, "NotOwner");
     assert!(!work.join("app-fake").exists());
     assert!(!marker.exists());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_executor_reporting_for_another_executor_loses_its_connection() {
-    use sparkwire::connection::{Connection, ConnectionConfig};
-    use sparkwire::messages::coarse::{RegisterExecutor, StatusUpdate};
-    use sparkwire::messages::{CoarseMessage, Payload, TaskState};
-    use sparkwire::reference::driver::{Driver, DriverConfig};
-    use sparkwire::wire::handshake::Role;
-
-    let driver = Driver::start(DriverConfig::new("bound"))
-        .await
-        .expect("driver");
-    let mut conns = Vec::new();
-    for id in ["1", "2"] {
-        let stream = tokio::net::TcpStream::connect(driver.address())
-            .await
-            .expect("tcp");
-        let conn: Connection<CoarseMessage> =
-            Connection::connect(stream, Role::Executor, id, ConnectionConfig::default())
-                .await
-                .expect("handshake");
-        let registered = conn
-            .ask(CoarseMessage::RegisterExecutor(RegisterExecutor::new(
-                id.into(),
-                EndpointRef::client("Executor"),
-                "127.0.0.1".into(),
-                1,
-                Default::default(),
-                Default::default(),
-                Default::default(),
-                0,
-            )))
-            .await
-            .expect("answered");
-        assert_eq!(registered, Reply::Bool(true));
-        conns.push(conn);
-    }
-    conns[1]
-        .send(CoarseMessage::StatusUpdate(StatusUpdate::new(
-            "1".into(),
-            0,
-            TaskState::Failed,
-            Payload::default(),
-            1,
-            Default::default(),
-        )))
-        .await
-        .expect("sent");
-    let closed = tokio::time::timeout(PATIENCE, conns[1].handle().closed())
-        .await
-        .expect("executor 2's connection closes");
-    assert_refused_with(&closed, "NotOwner");
-    // Executor 1 is still registered; executor 2 is gone with its connection.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let s = driver.status().await.expect("status");
-        let ids: Vec<&str> = s.executors.iter().map(|e| e.id.as_str()).collect();
-        if ids == ["1"] {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{ids:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    driver.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

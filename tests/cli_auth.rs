@@ -5,21 +5,21 @@
 //! them); without it, or with another secret, they fail with words that say so and name the
 //! flag, exit non-zero, and the master registers nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod cluster;
+mod common;
 
-use cluster::Proc;
+use common::files::temp_dir;
+use common::processes::{announced_master, master_args, text, worker_args, Proc, BIN};
 
 use sparkwire::connection::{write_secret_file, Security};
 use sparkwire::messages::deploy::MasterStateResponse;
 use sparkwire::messages::{Addr, DriverState};
-use sparkwire::node::url::MasterUrl;
 use sparkwire::wire::handshake::Secret;
 
-const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 /// How long a wait may last before the test fails (the machine is shared and loaded).
 const PATIENCE: Duration = Duration::from_secs(120);
 const SECRET: &str = "the-cluster-secret-for-the-client-commands";
@@ -27,12 +27,9 @@ const SECRET: &str = "the-cluster-secret-for-the-client-commands";
 /// `sparkwire ARGS` with neither of the variables a worker hands over set, so that only the
 /// flags given count.
 fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .env("RUST_LOG", "warn")
-        .env_remove("SPARKWIRE_SECRET_FILE")
-        .env_remove("SPARKWIRE_TLS_CA")
-        .stdin(Stdio::null());
+    let mut c = common::processes::command(args);
+    c.env_remove("SPARKWIRE_SECRET_FILE")
+        .env_remove("SPARKWIRE_TLS_CA");
     c
 }
 
@@ -46,24 +43,6 @@ fn start(args: &[&str]) -> Proc {
 /// Runs `sparkwire ARGS` to its end.
 fn run(args: &[&str]) -> Output {
     command(args).output().expect("run sparkwire")
-}
-
-/// Standard output, then standard error.
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// A fresh directory of its own for a test.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("sparkwire-cli-auth-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }
 
 /// A private (0600) file holding `text`.
@@ -89,43 +68,15 @@ impl Cluster {
     fn start(dir: &Path, secret: &str, cores: u32, tls: Option<(&[&str], Security)>) -> Cluster {
         let (tls_args, mut security) = tls.unwrap_or_default();
         security.secret = Secret::new(SECRET.as_bytes().to_vec());
-        let mut args = vec![
-            "master",
-            "--port",
-            "0",
-            "--webui-port",
-            "0",
-            "--secret-file",
-            secret,
-        ];
+        let mut args = master_args(&["--secret-file", secret]);
         args.extend(tls_args);
         let master = start(&args);
         let line = master.line_within(PATIENCE);
-        let url = line
-            .strip_prefix("sparkwire master listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
-        let addr = MasterUrl::parse(&url).expect("a master URL").masters[0].clone();
+        let (url, addr) = announced_master(&line);
         let work = dir.join("work");
         let cores = cores.to_string();
-        let mut args = vec![
-            "worker",
-            &url,
-            "--port",
-            "0",
-            "--webui-port",
-            "0",
-            "--cores",
-            &cores,
-            "--memory",
-            "4096",
-            "--allow-exec-any",
-            BIN,
-            "--work-dir",
-            work.to_str().expect("utf-8"),
-            "--secret-file",
-            secret,
-        ];
+        let mut args = worker_args(&url, &cores, "4096", work.to_str().expect("utf-8"));
+        args.extend(["--allow-exec-any", BIN, "--secret-file", secret]);
         args.extend(tls_args);
         let worker = start(&args);
         let cluster = Cluster {

@@ -3,11 +3,13 @@
 //! under one rule, a worker that cannot reach its master saying so at WARN with its retry
 //! schedule, a worker without an allow-list warning at start, and no colour codes into a pipe.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
+use common::processes::{Proc, BIN};
+
+use common::files::temp_dir;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 
 fn run_in(dir: Option<&std::path::Path>, args: &[&str]) -> Output {
     let mut cmd = Command::new(BIN);
@@ -23,13 +25,6 @@ fn refused(args: &[&str], expected: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(err.contains(expected), "{args:?}: {err}");
-}
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("sparkwire-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
 }
 
 #[test]
@@ -257,7 +252,8 @@ fn a_worker_names_an_unreachable_master_and_its_retries_and_warns_without_an_all
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     drop(listener);
-    let mut child = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .args([
             "worker",
             &format!("sparkwire://127.0.0.1:{port}"),
@@ -268,24 +264,13 @@ fn a_worker_names_an_unreachable_master_and_its_retries_and_warns_without_an_all
         .env_remove("RUST_LOG")
         .env_remove("NO_COLOR")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn worker");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+        .stdout(Stdio::null());
+    let worker = Proc::spawn_reading_stderr(command);
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut seen = Vec::new();
     let mut refused_twice = 0;
     while refused_twice < 2 && Instant::now() < deadline {
-        if let Ok(line) = rx.recv_timeout(Duration::from_secs(1)) {
+        if let Some(line) = worker.next_line(Duration::from_secs(1)) {
             if line.contains(&format!(
                 "cannot connect to 127.0.0.1:{port}: connection refused"
             )) {
@@ -294,8 +279,7 @@ fn a_worker_names_an_unreachable_master_and_its_retries_and_warns_without_an_all
             seen.push(line);
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(worker);
     let text = seen.join("\n");
     assert_eq!(refused_twice, 2, "{text}");
     let refusal = seen

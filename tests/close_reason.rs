@@ -10,6 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::files::temp_dir;
+use common::processes::announced_master;
 use common::{raw_client_handshake_offering, read_raw_frame};
 use sparkwire::messages::{from_hex, DeployMessage, Version};
 use sparkwire::wire::handshake::{Role, CLOSE_REASON};
@@ -30,7 +32,9 @@ impl Drop for Master {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
+        if let Some(dir) = self.log.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -39,14 +43,7 @@ fn master() -> Master {
 }
 
 fn master_with(extra: &[&str]) -> Master {
-    let log = std::env::temp_dir().join(format!(
-        "sparkwire-close-reason-{}-{}.log",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
+    let log = temp_dir("close-reason").join("master.log");
     let err = std::fs::File::create(&log).expect("log file");
     let mut child = Command::new(env!("CARGO_BIN_EXE_sparkwire"))
         .args(["master", "--host", "127.0.0.1", "--port", "0", "--no-webui"])
@@ -63,12 +60,7 @@ fn master_with(extra: &[&str]) -> Master {
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut line)
         .expect("the master's first line");
-    let addr = line
-        .trim()
-        .rsplit("sparkwire://")
-        .next()
-        .expect("an address")
-        .to_string();
+    let addr = announced_master(line.trim()).1.to_string();
     Master { child, addr, log }
 }
 

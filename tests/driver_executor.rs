@@ -1,13 +1,16 @@
 //! The reference driver and executor over loopback, without a master: executors started by hand,
 //! in-process or as `sparkwire executor` processes, the driver's every connection validated
 //! strictly. What needs no socket or process (retries, task and result sizes, cancelling, a
-//! refused registration, a lost executor) is tested on the cores in `node_driver.rs`.
+//! refused registration, a lost executor, updates for unknown tasks and unsupported asks,
+//! executors started by workers) is tested on `node::sim::Cluster` in `node_driver.rs`.
 
+mod common;
 mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::processes::kill9;
 use sparkwire::node::executor::ExecutorExit;
 use sparkwire::reference::driver::Driver;
 use sparkwire::reference::task::{PiJob, SleepJob, SumSquaresJob};
@@ -213,63 +216,4 @@ async fn a_misbehaving_executor_connection_is_closed_and_the_driver_goes_on() {
     let verdict = observer.verdict(true);
     assert_eq!(verdict.total(), 1, "{verdict}");
     assert!(verdict.examples[0].contains("X1"), "{:?}", verdict.examples);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn updates_for_unknown_tasks_and_unsupported_asks_are_answered_not_fatal() {
-    use sparkwire::connection::ConnectionError;
-    use sparkwire::messages::coarse::{
-        LaunchedExecutor, RegisterExecutor, RetrieveDelegationTokens, StatusUpdate,
-    };
-    use sparkwire::messages::{CoarseMessage, EndpointRef, Payload, TaskState};
-    use sparkwire::wire::Reply;
-
-    // No validator: the driver's own checks are what is tested.
-    let mut config = sparkwire::reference::driver::DriverConfig::new("lenient");
-    config.revive_interval = std::time::Duration::from_millis(50);
-    let driver = Driver::start(config).await.expect("driver");
-    let conn = raw_executor(&driver, "x").await;
-    let registered = conn
-        .ask(CoarseMessage::RegisterExecutor(RegisterExecutor::new(
-            "x".into(),
-            EndpointRef::client("Executor"),
-            "h".into(),
-            1,
-            Default::default(),
-            Default::default(),
-            Default::default(),
-            0,
-        )))
-        .await
-        .expect("answered");
-    assert_eq!(registered, Reply::Bool(true));
-    conn.send(CoarseMessage::LaunchedExecutor(LaunchedExecutor::new(
-        "x".into(),
-    )))
-    .await
-    .expect("sent");
-    conn.send(CoarseMessage::StatusUpdate(StatusUpdate::new(
-        "x".into(),
-        4242,
-        TaskState::Failed,
-        Payload::copy_from(&[0xc1]),
-        1,
-        Default::default(),
-    )))
-    .await
-    .expect("sent");
-    let refused = conn
-        .ask(CoarseMessage::RetrieveDelegationTokens(
-            RetrieveDelegationTokens::new(),
-        ))
-        .await;
-    assert!(
-        matches!(&refused, Err(ConnectionError::Remote { .. })),
-        "{refused:?}"
-    );
-    let status = wait_status(&driver, "executor x ready", |s| s.ready_executors() == 1).await;
-    assert_eq!(status.executors[0].free_cores, 1);
-    drop(conn);
-    wait_status(&driver, "executor x gone", |s| s.executors.is_empty()).await;
-    driver.stop().await;
 }

@@ -2,6 +2,7 @@
 //! over real TCP, an executor behind a proxy that stops forwarding the driver's frames, and a
 //! `sparkwire executor` process beside it.
 
+mod common;
 mod support;
 
 use std::net::SocketAddr;

@@ -6,12 +6,14 @@
 //! the master down: `reference::master::ha`'s unit tests.)
 
 mod cluster;
+mod common;
 mod ha;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cluster::{start_master, FakeWorker};
+use common::files::temp_dir;
 use ha::*;
 use sparkwire::messages::{Addr, DeployMessage, RecoveryState};
 

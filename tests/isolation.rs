@@ -12,8 +12,9 @@ mod isolation_support;
 use std::time::Duration;
 
 use cluster::*;
+use common::processes::{announced_master, spawn_sparkwire};
 use common::{listener, tcp_pair};
-use isolation_support::{announced_addr, ask_state_frame, flood, raw_peer, MASTER_ARGS};
+use isolation_support::{ask_state_frame, flood, raw_peer, MASTER_ARGS};
 use sparkwire::connection::{
     Admission, Connection, ConnectionConfig, ConnectionError, Incoming, Limits, Security,
 };
@@ -472,7 +473,7 @@ async fn the_master_binary_takes_the_limit_flags() {
         .concat(),
         &[],
     );
-    let m = announced_addr(&line);
+    let m = announced_master(&line).1;
     let held = raw_peer(&m, Role::Ui, "first")
         .await
         .expect("the first is held");

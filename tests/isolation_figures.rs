@@ -4,13 +4,15 @@
 //! registered), never a duration.
 
 mod cluster;
+mod common;
 mod isolation_support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cluster::PATIENCE;
-use isolation_support::{announced_addr, flood, raw_peer, MASTER_ARGS};
+use common::processes::announced_master;
+use isolation_support::{flood, raw_peer, MASTER_ARGS};
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use sparkwire::messages::deploy::RegisterWorker;
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef};
@@ -47,7 +49,7 @@ impl MasterProcess {
             .expect("first line");
         MasterProcess {
             child,
-            addr: announced_addr(&line),
+            addr: announced_master(&line).1,
         }
     }
 

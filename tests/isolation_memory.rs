@@ -4,6 +4,7 @@
 //!
 
 mod cluster;
+mod common;
 mod counting;
 mod isolation_support;
 

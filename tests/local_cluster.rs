@@ -3,11 +3,13 @@
 //! is validated strictly: the driver's executor connections by the driver, the workers' and the
 //! application client's by the master.
 
+mod common;
 mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::processes::{kill9, processes_with_arg, BIN};
 use sparkwire::reference::driver::Driver;
 use sparkwire::reference::task::{SleepJob, SumSquaresJob};
 use support::*;

@@ -4,10 +4,13 @@
 //! so its clean exit proves the flow legal.
 
 mod cluster;
+mod common;
 
 use std::process::{Child, Command};
 
 use cluster::*;
+use common::files::temp_dir;
+use common::processes::{announced_master, master_args, spawn_sparkwire, worker_args};
 use sparkwire::messages::{DeployMessage, ExecutorState};
 use sparkwire::node::url::MasterUrl;
 
@@ -41,42 +44,19 @@ fn terminate(mut guard: Guard) -> std::process::ExitStatus {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn master_and_worker_binaries_run_an_application_and_stop_on_sigterm() {
     let work = temp_dir("binaries");
-    let (master, line) = spawn(&[
-        "master",
-        "--port",
-        "0",
-        "--webui-port",
-        "0",
-        "--worker-timeout",
-        "2",
-        "--strict",
-    ]);
-    let url = line
-        .strip_prefix("sparkwire master listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    let m = MasterUrl::parse(&url).expect("a master URL").masters[0].clone();
+    let (master, line) = spawn(&master_args(&["--worker-timeout", "2", "--strict"]));
+    let (url, m) = announced_master(&line);
     let work_dir = work.display().to_string();
-    let (worker, line) = spawn(&[
-        "worker",
-        &url,
-        "--port",
-        "0",
-        "--webui-port",
-        "0",
-        "--cores",
-        "2",
-        "--memory",
-        "1024",
+    let mut args = worker_args(&url, "2", "1024", &work_dir);
+    args.extend([
         "--allow-exec-any",
         SH,
-        "--work-dir",
-        &work_dir,
         "--worker-timeout",
         "2",
         "--register-retry",
         "0.3",
     ]);
+    let (worker, line) = spawn(&args);
     assert!(
         line.starts_with("sparkwire worker worker-")
             && line.contains(" listening on sparkwire://127.0.0.1:"),
@@ -115,21 +95,8 @@ async fn master_and_worker_binaries_run_an_application_and_stop_on_sigterm() {
 /// exits 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strict_master_kills_a_driver_a_worker_reports_and_stays_clean() {
-    let (master, line) = spawn(&[
-        "master",
-        "--port",
-        "0",
-        "--webui-port",
-        "0",
-        "--worker-timeout",
-        "5",
-        "--strict",
-    ]);
-    let url = line
-        .strip_prefix("sparkwire master listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    let m = MasterUrl::parse(&url).expect("a master URL").masters[0].clone();
+    let (master, line) = spawn(&master_args(&["--worker-timeout", "5", "--strict"]));
+    let (_, m) = announced_master(&line);
     let id = "worker-20261201000000-127.0.0.1-35999";
     let worker =
         FakeWorker::connect(&m, id, sparkwire::messages::Addr::new("127.0.0.1", 35999)).await;

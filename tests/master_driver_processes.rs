@@ -3,10 +3,12 @@
 //! placement, status and kills as the master handles them are in `master_drivers.rs` (in memory).
 
 mod cluster;
+mod common;
 
 use std::path::Path;
 
 use cluster::*;
+use common::files::temp_dir;
 use sparkwire::connection::Connection;
 use sparkwire::messages::deploy::{DriverStatusResponse, RequestDriverStatus, RequestSubmitDriver};
 use sparkwire::messages::{Command, DeployMessage, DriverDescription, DriverState};

@@ -8,8 +8,10 @@
 //! `master_failover.rs`, `master_drivers.rs`, `master_ownership.rs`, `master_decommission.rs`).
 
 mod cluster;
+mod common;
 
 use cluster::*;
+use common::files::temp_dir;
 use sparkwire::messages::deploy::RequestWorkerState;
 use sparkwire::messages::{DeployMessage, ExecutorState, WorkerState};
 

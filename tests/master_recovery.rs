@@ -5,10 +5,12 @@
 //! (`master_cluster.rs`).
 
 mod cluster;
+mod common;
 
 use std::time::Duration;
 
 use cluster::*;
+use common::files::temp_dir;
 use sparkwire::messages::deploy::RequestReadyz;
 use sparkwire::messages::{Addr, DeployMessage, ExecutorState, RecoveryState, WorkerState};
 use sparkwire::reference::master::MasterHandle;

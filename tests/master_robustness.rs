@@ -3,8 +3,10 @@
 //! directory each affect only themselves.
 
 mod cluster;
+mod common;
 
 use cluster::*;
+use common::files::temp_dir;
 use sparkwire::connection::ConnectionError;
 use sparkwire::messages::deploy::{RegisterApplication, RequestWorkerState};
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef, RecoveryState};

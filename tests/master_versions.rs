@@ -4,8 +4,10 @@
 //! judges each connection by its negotiated version, flags the other form.
 
 mod cluster;
+mod common;
 
 use cluster::*;
+use common::files::temp_dir;
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError};
 use sparkwire::messages::deploy::RequestMasterState;
 use sparkwire::messages::{DeployMessage, ExecutorState, Version, WorkerState};

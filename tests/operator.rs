@@ -9,25 +9,15 @@
 #![cfg(feature = "webui")]
 
 mod cluster;
+mod common;
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use cluster::Proc;
+use common::processes::{command, start, text, Proc, BIN};
 use sparkwire::reference::webui::fetch;
 
-const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 const PATIENCE: Duration = Duration::from_secs(60);
-
-/// `sparkwire ARGS` started, logging warnings only (to nowhere), its output read line by line.
-fn start(args: &[&str]) -> Proc {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null());
-    Proc::spawn(c)
-}
 
 /// `sparkwire ARGS`, its standard output piped, logging warnings only (to nowhere).
 fn spawn_quiet(args: &[&str]) -> Child {
@@ -50,20 +40,7 @@ fn last_word(line: &str) -> String {
 }
 
 fn sparkwire(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run sparkwire")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    command(args).output().expect("run sparkwire")
 }
 
 async fn get(url: &str) -> String {
@@ -422,36 +399,24 @@ fn status_pointed_at_a_web_ui_says_it_is_an_http_server() {
 /// does, and again every 15 s.
 #[test]
 fn submit_to_a_master_without_workers_warns_as_spark_does() {
-    use std::io::{BufRead, BufReader};
     let master = start(&["master", "--port", "0", "--no-webui"]);
     let url = last_word(&master.line_within(PATIENCE));
-    let mut submit = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .args(["submit", "--master", &url, "--job", "pi"])
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn submit");
-    let stderr = submit.stderr.take().expect("stderr");
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+        .stdout(Stdio::null());
+    let submit = Proc::spawn_reading_stderr(command);
     let mut seen = Vec::new();
     let warned = loop {
-        match lines.recv_timeout(PATIENCE) {
-            Ok(line) if line.contains("Initial job has not accepted any resources; check your cluster UI to ensure that workers are registered and have sufficient resources") => break true,
-            Ok(line) => seen.push(line),
-            Err(_) => break false,
+        match submit.next_line(PATIENCE) {
+            Some(line) if line.contains("Initial job has not accepted any resources; check your cluster UI to ensure that workers are registered and have sufficient resources") => break true,
+            Some(line) => seen.push(line),
+            None => break false,
         }
     };
-    let _ = submit.kill();
-    let _ = submit.wait();
+    drop(submit);
     assert!(warned, "{seen:#?}");
 }
 

@@ -2,6 +2,9 @@
 //! same flows with one step wrong are caught.
 
 use sparkwire::messages::{CoarseMessage, DeployMessage, DriverState, ExecutorState, TaskState};
+mod common;
+
+use common::scenarios::{launched_asked_about_and_killed, submitted};
 use sparkwire::validate::scenario::{msg, Scenario};
 use sparkwire::validate::sparkwire_task_decoder;
 use sparkwire::validate::{Config, Endpoint, Event, Rule, Validator, Violation};
@@ -195,31 +198,8 @@ fn master_failover_is_accepted() {
 fn driver_submitted_asked_about_and_killed_is_accepted() {
     let mut s = Scenario::new();
     let w = s.worker("worker-1", "10.0.0.1", 4, 4096);
-    let client = s.open(
-        Endpoint::new(Role::DriverClient, "submit-1"),
-        s.master.clone(),
-    );
-    let ask = s.ask_up(&client, msg::request_submit_driver(1, 1024, false));
-    s.reply_down(
-        &client,
-        ask,
-        Reply::Message(msg::submit_driver_response(true, Some("driver-1"))),
-    );
-    s.down(&w, msg::launch_driver("driver-1", 1, 1024, false));
-    let ask = s.ask_up(&client, msg::request_driver_status("driver-1"));
-    let status = msg::driver_status_response(true, Some(DriverState::Running), Some("worker-1"));
-    s.reply_down(&client, ask, Reply::Message(status));
-    let ask = s.ask_up(&client, msg::request_kill_driver("driver-1"));
-    s.down(&w, msg::kill_driver("driver-1"));
-    s.reply_down(
-        &client,
-        ask,
-        Reply::Message(msg::kill_driver_response("driver-1", true)),
-    );
-    s.up(
-        &w,
-        msg::driver_state_changed("driver-1", DriverState::Killed),
-    );
+    let client = submitted(&mut s, "driver-1");
+    launched_asked_about_and_killed(&mut s, &client, &w, "worker-1", "driver-1");
     let ask = s.ask_up(&client, msg::request_driver_status("driver-1"));
     let status = msg::driver_status_response(true, Some(DriverState::Killed), Some("worker-1"));
     s.reply_down(&client, ask, Reply::Message(status));

@@ -6,8 +6,11 @@
 //! real traces the repository holds (the samples of `protocol/traces/`, the Spark 4.0.1 and 3.0.3
 //! captures read through the tracer) still pass.
 
+mod common;
+
+use common::files::temp_dir;
+use common::processes::run as sparkwire;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use sparkwire::messages::{CoarseMessage, DeployMessage, ExecutorState, TaskState};
 use sparkwire::validate::scenario::{msg, Link, Scenario};
@@ -299,22 +302,6 @@ fn a_launch_unanswered_at_the_end_is_owed_unless_the_workers_connection_closed()
 }
 
 // The command and the real traces.
-
-fn sparkwire(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sparkwire"))
-        .args(args)
-        .output()
-        .expect("sparkwire runs");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sparkwire-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
 
 fn utf8(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")

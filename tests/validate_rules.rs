@@ -4,6 +4,9 @@
 use sparkwire::messages::{
     CoarseMessage, DeployMessage, DriverState, ExecutorState, TaskState, Version,
 };
+mod common;
+
+use common::scenarios::submitted;
 use sparkwire::validate::scenario::{msg, Link, Scenario};
 use sparkwire::validate::sparkwire_task_decoder;
 use sparkwire::validate::{Config, Endpoint, Event, Rule, Validator};
@@ -76,20 +79,6 @@ fn registering(s: &mut Scenario) -> Link {
 fn esc(s: &mut Scenario, w: &Link, exec: i32, state: ExecutorState) {
     let a = s.ask_up(w, msg::executor_state_changed("app-1", exec, state));
     bool_down(s, w, a);
-}
-
-fn submitted(s: &mut Scenario, id: &str) -> Link {
-    let client = s.open(
-        Endpoint::new(Role::DriverClient, "submit-1"),
-        s.master.clone(),
-    );
-    let ask = s.ask_up(&client, msg::request_submit_driver(1, 1024, false));
-    s.reply_down(
-        &client,
-        ask,
-        Reply::Message(msg::submit_driver_response(true, Some(id))),
-    );
-    client
 }
 
 fn raw<F: sparkwire::validate::ValidatedFamily>(

@@ -1,12 +1,16 @@
 //! Traces: round trips, reading errors with line numbers, the sample traces and the
 //! `sparkwire validate` command on them, and the files documenting rules and traces.
 
+mod common;
+
+use common::files::temp_dir;
+use common::processes::run;
+use common::scenarios::{launched_asked_about_and_killed, submitted};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use sparkwire::messages::{
-    CoarseMessage, DeployMessage, DriverState, ExecutorLossReason, ExecutorState, Payload,
-    TaskState, ThreadStackTrace,
+    CoarseMessage, DeployMessage, ExecutorLossReason, ExecutorState, Payload, TaskState,
+    ThreadStackTrace,
 };
 use sparkwire::validate::scenario::{msg, Scenario};
 use sparkwire::validate::trace::{
@@ -64,31 +68,8 @@ fn legal_flow() -> Scenario {
     );
     s.down(&app, msg::worker_removed("worker-1", "10.0.0.1"));
     // A driver in cluster mode, submitted, asked about and killed.
-    let client = s.open(
-        Endpoint::new(Role::DriverClient, "submit-1"),
-        s.master.clone(),
-    );
-    let ask = s.ask_up(&client, msg::request_submit_driver(1, 1024, false));
-    s.reply_down(
-        &client,
-        ask,
-        Reply::Message(msg::submit_driver_response(true, Some("driver-1"))),
-    );
-    s.down(&w2, msg::launch_driver("driver-1", 1, 1024, false));
-    let ask = s.ask_up(&client, msg::request_driver_status("driver-1"));
-    let status = msg::driver_status_response(true, Some(DriverState::Running), Some("worker-2"));
-    s.reply_down(&client, ask, Reply::Message(status));
-    let ask = s.ask_up(&client, msg::request_kill_driver("driver-1"));
-    s.down(&w2, msg::kill_driver("driver-1"));
-    s.reply_down(
-        &client,
-        ask,
-        Reply::Message(msg::kill_driver_response("driver-1", true)),
-    );
-    s.up(
-        &w2,
-        msg::driver_state_changed("driver-1", DriverState::Killed),
-    );
+    let client = submitted(&mut s, "driver-1");
+    launched_asked_about_and_killed(&mut s, &client, &w2, "worker-2", "driver-1");
     s.close(&client);
     // The application ends.
     s.down(&e2, msg::stop_executor());
@@ -498,24 +479,14 @@ fn sample_traces_are_current() {
     check_or_write(&dir.join("illegal-flow.jsonl"), illegal_flow().events());
 }
 
-fn sparkwire(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sparkwire"))
-        .args(args)
-        .output()
-        .expect("sparkwire runs");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
-}
-
 #[test]
 fn validate_command_accepts_the_legal_sample_and_rejects_the_illegal_one() {
     let dir = root().join("protocol/traces");
     let legal = dir.join("legal-flow.jsonl");
-    let (code, text) = sparkwire(&["validate", legal.to_str().expect("utf-8 path")]);
+    let (code, text) = run(&["validate", legal.to_str().expect("utf-8 path")]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("no violations"), "{text}");
-    let (code, _) = sparkwire(&[
+    let (code, _) = run(&[
         "validate",
         "--strict-order",
         legal.to_str().expect("utf-8 path"),
@@ -523,7 +494,7 @@ fn validate_command_accepts_the_legal_sample_and_rejects_the_illegal_one() {
     assert_eq!(code, 0);
 
     let illegal = dir.join("illegal-flow.jsonl");
-    let (code, text) = sparkwire(&["validate", illegal.to_str().expect("utf-8 path")]);
+    let (code, text) = run(&["validate", illegal.to_str().expect("utf-8 path")]);
     assert_eq!(code, 1, "{text}");
     for rule in [
         Rule::WorkerRegisterFirst,
@@ -545,21 +516,15 @@ fn validate_command_exits_2_on_unreadable_input() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let bad = dir.join("bad.jsonl");
     std::fs::write(&bad, "{\"time\":0}\n").expect("written");
-    let (code, text) = sparkwire(&["validate", bad.to_str().expect("utf-8 path")]);
+    let (code, text) = run(&["validate", bad.to_str().expect("utf-8 path")]);
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("line 1"), "{text}");
-    let (code, _) = sparkwire(&[
+    let (code, _) = run(&[
         "validate",
         dir.join("absent.jsonl").to_str().expect("utf-8 path"),
     ]);
     assert_eq!(code, 2);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sparkwire-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }
 
 fn utf8(p: &Path) -> &str {
@@ -574,7 +539,7 @@ fn trace_convert_writes_binary_that_validates_alike_and_converts_back_to_the_sam
         let json = samples.join(format!("{name}.jsonl"));
         let binary = dir.join(format!("{name}.swtrace"));
         let back = dir.join(format!("{name}.jsonl"));
-        let (code, text) = sparkwire(&["trace", "convert", utf8(&json), utf8(&binary)]);
+        let (code, text) = run(&["trace", "convert", utf8(&json), utf8(&binary)]);
         assert_eq!(code, 0, "{text}");
         let bytes = std::fs::read(&binary).expect("written");
         assert_eq!(
@@ -582,7 +547,7 @@ fn trace_convert_writes_binary_that_validates_alike_and_converts_back_to_the_sam
             b"\xc1SWTRACE",
             "the extension selects the binary form"
         );
-        let (code, text) = sparkwire(&["trace", "convert", utf8(&binary), utf8(&back)]);
+        let (code, text) = run(&["trace", "convert", utf8(&binary), utf8(&back)]);
         assert_eq!(code, 0, "{text}");
         assert_eq!(
             std::fs::read_to_string(&back).expect("written"),
@@ -590,7 +555,7 @@ fn trace_convert_writes_binary_that_validates_alike_and_converts_back_to_the_sam
         );
         // --format overrides the extension.
         let forced = dir.join(format!("{name}.bin"));
-        let (code, text) = sparkwire(&[
+        let (code, text) = run(&[
             "trace",
             "convert",
             "--format",
@@ -601,8 +566,8 @@ fn trace_convert_writes_binary_that_validates_alike_and_converts_back_to_the_sam
         assert_eq!(code, 0, "{text}");
         assert_eq!(std::fs::read(&forced).expect("written"), bytes);
         // `validate` reads the binary form and says exactly what it says of the JSON.
-        let (json_code, json_out) = sparkwire(&["validate", utf8(&json)]);
-        let (bin_code, bin_out) = sparkwire(&["validate", utf8(&binary)]);
+        let (json_code, json_out) = run(&["validate", utf8(&json)]);
+        let (bin_code, bin_out) = run(&["validate", utf8(&binary)]);
         assert_eq!((json_code, bin_code), (want_code, want_code), "{bin_out}");
         assert_eq!(bin_out, json_out);
     }
@@ -628,24 +593,24 @@ fn validate_needs_no_flag_for_a_trace_marked_spark_and_convert_keeps_the_mark() 
     std::fs::write(&marked, spark_task_trace(TaskPayloads::Spark)).expect("written");
     let unmarked = dir.join("unmarked.jsonl");
     std::fs::write(&unmarked, spark_task_trace(TaskPayloads::Sparkwire)).expect("written");
-    let (code, text) = sparkwire(&["validate", utf8(&marked)]);
+    let (code, text) = run(&["validate", utf8(&marked)]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("no violations"), "{text}");
     // The same events unmarked need the flag, as before.
-    let (code, text) = sparkwire(&["validate", utf8(&unmarked)]);
+    let (code, text) = run(&["validate", utf8(&unmarked)]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains(&Rule::TaskDecodable.to_string()), "{text}");
-    let (code, text) = sparkwire(&["validate", "--opaque-tasks", utf8(&unmarked)]);
+    let (code, text) = run(&["validate", "--opaque-tasks", utf8(&unmarked)]);
     assert_eq!(code, 0, "{text}");
     // Converted to the binary form and back, the mark stays: the binary trace validates alike
     // and the text comes back the same.
     let binary = dir.join("marked.swtrace");
     let back = dir.join("back.jsonl");
-    let (code, text) = sparkwire(&["trace", "convert", utf8(&marked), utf8(&binary)]);
+    let (code, text) = run(&["trace", "convert", utf8(&marked), utf8(&binary)]);
     assert_eq!(code, 0, "{text}");
-    let (code, text) = sparkwire(&["validate", utf8(&binary)]);
+    let (code, text) = run(&["validate", utf8(&binary)]);
     assert_eq!(code, 0, "{text}");
-    let (code, text) = sparkwire(&["trace", "convert", utf8(&binary), utf8(&back)]);
+    let (code, text) = run(&["trace", "convert", utf8(&binary), utf8(&back)]);
     assert_eq!(code, 0, "{text}");
     let again = std::fs::read_to_string(&back).expect("written");
     assert!(again.contains("\"tasks\":\"spark\""), "{again}");
@@ -664,7 +629,7 @@ fn validate_command_names_the_record_and_offset_of_a_bad_binary_trace() {
     let two = write_binary(&events[..2]).expect("writes").len();
     let cut = dir.join("cut.swtrace");
     std::fs::write(&cut, &whole[..whole.len() - 1]).expect("written");
-    let (code, text) = sparkwire(&["validate", utf8(&cut)]);
+    let (code, text) = run(&["validate", utf8(&cut)]);
     assert_eq!(code, 2, "{text}");
     assert!(
         text.contains(&format!("record 3 at byte {two}: truncated")),
@@ -674,7 +639,7 @@ fn validate_command_names_the_record_and_offset_of_a_bad_binary_trace() {
     let mut huge = whole[..two].to_vec();
     huge.extend_from_slice(&[0xff; 4]);
     std::fs::write(&cut, &huge).expect("written");
-    let (code, text) = sparkwire(&["validate", utf8(&cut)]);
+    let (code, text) = run(&["validate", utf8(&cut)]);
     assert_eq!(code, 2, "{text}");
     assert!(
         text.contains("record 3") && text.contains("longer than the limit"),
@@ -683,7 +648,7 @@ fn validate_command_names_the_record_and_offset_of_a_bad_binary_trace() {
     let mut future = whole.clone();
     future[11] = 9;
     std::fs::write(&cut, &future).expect("written");
-    let (code, text) = sparkwire(&["validate", utf8(&cut)]);
+    let (code, text) = run(&["validate", utf8(&cut)]);
     assert_eq!(code, 2, "{text}");
     assert!(
         text.contains("record 0 at byte 0: bad header") && text.contains("version 9"),

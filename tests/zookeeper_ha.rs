@@ -8,11 +8,13 @@
 //! the checker over the masters' logs: no master wrote after another one was elected after it.
 
 mod cluster;
+mod common;
 mod ha;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use common::files::temp_dir;
 use ha::*;
 use sparkwire::messages::{Addr, RecoveryState, WorkerState};
 use sparkwire::node::master::{Record, RecordKind, StoredWorker};

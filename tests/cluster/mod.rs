@@ -49,21 +49,6 @@ pub fn assert_clean(observer: &StrictObserver) {
     );
 }
 
-/// A fresh directory under the system's temporary directory.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "sparkwire-test-{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
 /// A master on a free loopback port, with the tests' worker timeout.
 pub async fn start_master(
     observer: &StrictObserver,
@@ -200,74 +185,6 @@ async fn connect_secured(
     Connection::connect(stream, role, id, config)
         .await
         .expect("handshake")
-}
-
-/// Starts the `sparkwire` binary with `args` and `env` added to its environment (standard input
-/// a pipe the child holds, so that `--exit-with-stdin` ends it with the test); returns it and the
-/// first line it printed.
-pub fn spawn_sparkwire(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    use std::process::Stdio;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sparkwire"))
-        .args(args)
-        .envs(env.iter().copied())
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sparkwire");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("first line");
-    (child, line.trim().to_string())
-}
-
-/// A child process started from `command`, killed (by its own pid) when dropped; its standard
-/// output is read by a thread, line by line, so that it never blocks on a full pipe.
-pub struct Proc {
-    pub child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<String>,
-}
-
-impl Proc {
-    /// Spawns `command` with its standard output piped.
-    pub fn spawn(mut command: std::process::Command) -> Proc {
-        use std::io::BufRead;
-        let mut child = command
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn sparkwire");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Proc { child, lines }
-    }
-
-    /// The next line it prints, waited for at most `patience`.
-    pub fn line_within(&self, patience: Duration) -> String {
-        self.lines
-            .recv_timeout(patience)
-            .expect("a line from the child")
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Asks and expects a reply.

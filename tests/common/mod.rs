@@ -1,9 +1,17 @@
-//! Helpers shared by the integration tests: connection pairs, hand-driven raw peers, hand-made
-//! frames.
+//! What the integration tests share, by what it fakes: connection pairs, hand-driven raw
+//! peers and hand-made frames (here), the `sparkwire` processes (`processes`), their files
+//! (`files`), the values tests start from (`builders`, `samples`).
 
 #![allow(dead_code)]
 
+#[cfg(feature = "reference")]
+pub mod builders;
+pub mod files;
+#[cfg(feature = "cli")]
+pub mod processes;
 pub mod samples;
+#[cfg(feature = "testing")]
+pub mod scenarios;
 
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use sparkwire::messages::{Family, Version};

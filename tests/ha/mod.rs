@@ -23,7 +23,7 @@ const LOG_CONF: &str = "/etc/zookeeper/conf_example";
 /// The sparkwire binary.
 pub const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 
-pub use crate::cluster::temp_dir;
+use crate::common::files::temp_dir;
 
 /// How long a server may take to serve, a master to take over, a job to finish (a JVM on a
 /// loaded machine: generous, never asserted as a duration).

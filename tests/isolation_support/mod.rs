@@ -50,17 +50,6 @@ pub const MASTER_ARGS: [&str; 6] = [
     "--exit-with-stdin",
 ];
 
-/// The address in a master's first line (`sparkwire master listening on sparkwire://HOST:PORT`).
-pub fn announced_addr(line: &str) -> Addr {
-    let hostport = line
-        .trim()
-        .rsplit("sparkwire://")
-        .next()
-        .expect("an address");
-    let (host, port) = hostport.rsplit_once(':').expect("host:port");
-    Addr::new(host, port.parse::<i32>().expect("port"))
-}
-
 /// The frame of ask `id`, RequestMasterState, in version 2.
 pub fn ask_state_frame(id: u64) -> Vec<u8> {
     let ask = Envelope::Ask {

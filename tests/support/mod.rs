@@ -15,11 +15,10 @@ use sparkwire::reference::tap::{strict_validator, TraceObserver};
 use sparkwire::reference::task::BuiltinRunner;
 use tokio::task::JoinHandle;
 
+use crate::common::processes::{processes_with_arg, BIN};
+
 /// Generous: conditions are waited for, never timed.
 pub const PATIENCE: Duration = Duration::from_secs(60);
-
-/// The sparkwire binary.
-pub const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
 
 /// A driver configuration observed by a strict validator.
 pub fn strict_config(name: &str) -> (DriverConfig, TraceObserver) {
@@ -115,16 +114,6 @@ pub fn received(status: &DriverStatus, name: &str) -> u64 {
         .map_or(0, |t| t.frames)
 }
 
-/// Sends SIGKILL to process `pid`.
-pub fn kill9(pid: u32) {
-    let ok = std::process::Command::new("kill")
-        .args(["-9", &pid.to_string()])
-        .status()
-        .expect("run kill")
-        .success();
-    assert!(ok, "kill -9 {pid}");
-}
-
 /// A local cluster of `workers` workers of `cores` cores, its master strict.
 pub async fn cluster(
     workers: usize,
@@ -150,32 +139,6 @@ pub fn master_violations(output: &[String]) -> Option<u64> {
         .next()?
         .parse()
         .ok()
-}
-
-/// Process ids of the `sparkwire` processes whose arguments include `needle`.
-pub fn processes_with_arg(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-        let is_ours = args.first().is_some_and(|a| a.ends_with(b"sparkwire"));
-        if is_ours && args.contains(&needle.as_bytes()) {
-            found.push(pid);
-        }
-    }
-    found
 }
 
 /// The process id of executor `id` of the driver at `driver_url`, if it runs.

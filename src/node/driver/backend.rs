@@ -366,6 +366,11 @@ impl BackendCore {
         }
     }
 
+    /// Its rules.
+    pub fn config(&self) -> &BackendConfig {
+        &self.config
+    }
+
     /// Whether task attempts are assigned or running (their executors may report at any time).
     pub fn tasks_out(&self) -> bool {
         self.scheduler.has_running()

@@ -314,6 +314,11 @@ impl ExecutorCore {
         core
     }
 
+    /// Who it is.
+    pub fn identity(&self) -> &ExecutorIdentity {
+        &self.me
+    }
+
     /// Whether it is over.
     pub fn ended(&self) -> bool {
         self.phase == Phase::Ended

@@ -5,9 +5,15 @@
 //! cluster does (a connection accepted or dialled, a frame delivered, a connection closed) into
 //! the core's input, and the core's [`ConnOutput`]s and dials into [`Step`]s the cluster routes.
 //! [`MasterNode`] and [`WorkerNode`] wrap the real [`MasterCore`] and [`WorkerCore`] (a worker's
-//! processes start and end in memory); a [`Probe`] is a connection the test holds and writes on
-//! itself, as an application client or a UI. Any other core (a driver's, an executor's) joins
-//! by implementing [`Node`].
+//! processes start and end in memory); [`DriverNode`] wraps a driver's two real cores, the
+//! scheduler backend and the application client ([`Cluster::add_driver`]); [`ExecutorNode`]
+//! wraps the real executor core, whose tasks run on the simulated clock through a [`TaskFn`].
+//! When a worker starts an executor of a driver in the cluster, the cluster starts an
+//! [`ExecutorNode`] that dials that driver and watches its worker, as the reference worker's
+//! process would; when the executor exits, its worker sees its process end, and when the worker
+//! kills it, its node dies. A [`Probe`] is a connection the test holds and writes on itself, of
+//! either message family (an application client, a UI, an executor without manners). Any other
+//! core joins by implementing [`Node`].
 //!
 //! Time moves only when [`Cluster::step`] has nothing left to do at the current instant: it then
 //! jumps to the earliest of the next delivery and every running node's
@@ -35,20 +41,27 @@
 //! assert_eq!(cluster.master(m).master_state().workers[0].state, WorkerState::Dead);
 //! ```
 
+mod application;
 mod nodes;
 
+pub use application::{DriverNode, ExecutorNode, TaskFn};
 pub use nodes::{
-    app_description, driver_description, MasterNode, Probe, WorkerNode, DRIVER_PROGRAM,
-    EXECUTOR_PROGRAM,
+    app_description, app_description_for, driver_description, MasterNode, Probe, WorkerNode,
+    DRIVER_PROGRAM, EXECUTOR_PROGRAM,
 };
 
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::messages::{Addr, DeployMessage, ErrorDescription, Family, Version};
+use crate::messages::{Addr, CoarseMessage, DeployMessage, ErrorDescription, Family, Version};
+use crate::node::driver::{
+    BackendConfig, BackendCore, ClientConfig, Job, JobFailed, JobId, JobResult, SubmitRefused,
+};
+use crate::node::executor::ExecutorIdentity;
 use crate::node::master::{self, MasterCore};
-use crate::node::worker::WorkerCore;
+use crate::node::worker::{Launch, RunKey, WorkerCore};
 use crate::node::{ConnId, ConnOutput};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
@@ -82,6 +95,60 @@ pub enum Frame {
     Ask(u64, DeployMessage),
     /// The answer to this side's ask.
     Answer(u64, Result<Reply<DeployMessage>, ErrorDescription>),
+    /// A one-way message of the coarse family (between a driver and its executors).
+    CoarseMessage(CoarseMessage),
+    /// An ask of the coarse family.
+    CoarseAsk(u64, CoarseMessage),
+    /// The answer to this side's ask of the coarse family.
+    CoarseAnswer(u64, Result<Reply<CoarseMessage>, ErrorDescription>),
+}
+
+impl Frame {
+    /// The message's name (`reply` and `failure` for answers).
+    pub fn name(&self) -> String {
+        match self {
+            Frame::Message(m) | Frame::Ask(_, m) => m.name().to_string(),
+            Frame::CoarseMessage(m) | Frame::CoarseAsk(_, m) => m.name().to_string(),
+            Frame::Answer(_, Ok(_)) | Frame::CoarseAnswer(_, Ok(_)) => "reply".to_string(),
+            Frame::Answer(_, Err(_)) | Frame::CoarseAnswer(_, Err(_)) => "failure".to_string(),
+        }
+    }
+
+    /// Whether it is an ask.
+    pub fn is_ask(&self) -> bool {
+        matches!(self, Frame::Ask(..) | Frame::CoarseAsk(..))
+    }
+}
+
+/// A message family a [`Frame`] carries.
+trait Carried: Sized {
+    fn message(m: Self) -> Frame;
+    fn ask(id: u64, m: Self) -> Frame;
+    fn answer(id: u64, a: Result<Reply<Self>, ErrorDescription>) -> Frame;
+}
+
+impl Carried for DeployMessage {
+    fn message(m: Self) -> Frame {
+        Frame::Message(m)
+    }
+    fn ask(id: u64, m: Self) -> Frame {
+        Frame::Ask(id, m)
+    }
+    fn answer(id: u64, a: Result<Reply<Self>, ErrorDescription>) -> Frame {
+        Frame::Answer(id, a)
+    }
+}
+
+impl Carried for CoarseMessage {
+    fn message(m: Self) -> Frame {
+        Frame::CoarseMessage(m)
+    }
+    fn ask(id: u64, m: Self) -> Frame {
+        Frame::CoarseAsk(id, m)
+    }
+    fn answer(id: u64, a: Result<Reply<Self>, ErrorDescription>) -> Frame {
+        Frame::CoarseAnswer(id, a)
+    }
 }
 
 /// What a node asks of the cluster.
@@ -90,6 +157,11 @@ pub enum Frame {
 pub enum Step {
     /// Write on (or close) one of its connections.
     Conn(ConnOutput<DeployMessage>),
+    /// Write on (or close) one of its connections of the coarse family.
+    Coarse(ConnOutput<CoarseMessage>),
+    /// Its process ends with this exit code: every connection it has closes, and the worker
+    /// that started it (if one did) sees it end.
+    Exit(i32),
     /// Connect to the node listening at this address; reported with [`Node::dialled`] or
     /// [`Node::dial_failed`].
     Dial(Addr),
@@ -99,6 +171,12 @@ pub enum Step {
 pub trait Node: Any {
     /// Who it is in handshakes.
     fn hello(&self) -> Hello;
+    /// Who it is in its handshake with `peer` (a driver is an application client to a master):
+    /// [`Node::hello`] unless it says otherwise.
+    fn hello_with(&self, peer: &Hello) -> Hello {
+        let _ = peer;
+        self.hello()
+    }
     /// A peer dialled it: connection `conn` is up, agreed on `version`.
     fn accepted(&mut self, now: Instant, conn: ConnId, peer: &Hello, version: Version);
     /// Its dial of `addr` succeeded: connection `conn` is up, agreed on `version`.
@@ -172,6 +250,11 @@ pub struct Cluster {
     delay: Duration,
     drops: Vec<(String, usize)>,
     log: Vec<Sent>,
+    /// How executors run tasks, once a driver joined.
+    run: Option<TaskFn>,
+    task_time: Duration,
+    /// The executor nodes workers started: node → (worker, process).
+    processes: HashMap<NodeId, (NodeId, RunKey)>,
 }
 
 impl Default for Cluster {
@@ -196,6 +279,9 @@ impl Cluster {
             delay: Duration::from_millis(1),
             drops: Vec::new(),
             log: Vec::new(),
+            run: None,
+            task_time: Duration::from_millis(10),
+            processes: HashMap::new(),
         }
     }
 
@@ -257,6 +343,214 @@ impl Cluster {
     pub fn elect(&mut self, id: NodeId, stored: master::Stored) {
         let now = self.now;
         self.node_mut::<MasterNode>(id).elect(now, stored);
+    }
+
+    /// Adds a driver listening at `config`'s driver host and port; with `masters`, its
+    /// application client registers an application whose executors dial it
+    /// ([`app_description_for`], asked again every 20 s, given up after 60 s, as Spark). Each of
+    /// its executors runs a task for the task time ([`Cluster::set_task_time`], 10 ms unless
+    /// set), then `run` gives the task's outcome. From now on, every executor a worker starts
+    /// for this driver is an [`ExecutorNode`] that dials it (and watches its worker).
+    pub fn add_driver(&mut self, config: BackendConfig, masters: &[NodeId], run: TaskFn) -> NodeId {
+        let addr = Addr::new(config.driver_host.clone(), i32::from(config.driver_port));
+        let master_addrs: Vec<Addr> = masters
+            .iter()
+            .filter_map(|m| self.slots[*m].node.hello().addr)
+            .collect();
+        let client = (!master_addrs.is_empty()).then(|| {
+            let cores = config.executor_cores.map(|c| c as i32);
+            let desc = app_description_for(
+                &config.app_name,
+                cores,
+                config.executor_memory_mb as i32,
+                &addr,
+            );
+            let register = crate::messages::deploy::RegisterApplication {
+                app_description: desc,
+                driver: crate::messages::EndpointRef::at(addr.clone(), "AppClient"),
+            };
+            let client = ClientConfig {
+                masters: master_addrs
+                    .iter()
+                    .map(|a| format!("sparkwire://{a}"))
+                    .collect(),
+                register,
+                registration_timeout: Duration::from_secs(60),
+                registration_retry: Duration::from_secs(20),
+            };
+            (client, master_addrs)
+        });
+        self.run = Some(run);
+        let node = DriverNode::new(config, addr, client, self.now);
+        self.add(Box::new(node))
+    }
+
+    /// Adds executor `id` offering `cores`, started by hand (not by a worker) for driver
+    /// `driver`; it watches worker `worker` when given one.
+    pub fn add_executor(
+        &mut self,
+        id: &str,
+        cores: u32,
+        driver: NodeId,
+        worker: Option<NodeId>,
+    ) -> NodeId {
+        let me = ExecutorIdentity {
+            executor_id: id.to_string(),
+            hostname: "host.sim".to_string(),
+            cores,
+            resource_profile_id: 0,
+            watch_worker: worker.is_some(),
+        };
+        let driver = self.slots[driver]
+            .node
+            .hello()
+            .addr
+            .unwrap_or_else(|| Addr::new("", 0));
+        let worker = worker.and_then(|w| self.slots[w].node.hello().addr);
+        let run = self.task_fn();
+        let node = ExecutorNode::new(me, driver, worker, run, self.task_time);
+        self.add(Box::new(node))
+    }
+
+    /// Each task runs `d` of simulated time from now on (10 ms unless set).
+    pub fn set_task_time(&mut self, d: Duration) {
+        self.task_time = d;
+    }
+
+    fn task_fn(&self) -> TaskFn {
+        self.run.clone().unwrap_or_else(|| {
+            Arc::new(|_| {
+                Err(crate::wire::TaskFailure::new(
+                    "java.lang.IllegalStateException",
+                    "no driver gave this cluster a task runner",
+                ))
+            })
+        })
+    }
+
+    /// The driver of node `id`.
+    pub fn driver(&self, id: NodeId) -> &DriverNode {
+        self.node::<DriverNode>(id)
+    }
+
+    /// The scheduler backend of driver `id`.
+    pub fn backend(&self, id: NodeId) -> &BackendCore {
+        self.driver(id).backend()
+    }
+
+    /// The executor of node `id`.
+    pub fn executor(&self, id: NodeId) -> &ExecutorNode {
+        self.node::<ExecutorNode>(id)
+    }
+
+    /// Every executor node, in the order they started.
+    pub fn executors(&self) -> Vec<NodeId> {
+        (0..self.slots.len())
+            .filter(|i| self.slots[*i].node.as_any().is::<ExecutorNode>())
+            .collect()
+    }
+
+    /// Submits `job` to driver `driver`; the cluster settles.
+    pub fn submit(
+        &mut self,
+        driver: NodeId,
+        job: impl Job + 'static,
+    ) -> Result<JobId, SubmitRefused> {
+        let now = self.now;
+        let id = self
+            .node_mut::<DriverNode>(driver)
+            .backend_mut()
+            .submit(now, Arc::new(job));
+        self.settle();
+        id
+    }
+
+    /// Submits `job` to driver `driver` and runs until it ends, for at most `limit` of
+    /// simulated time: how it ended (`None`: refused, or not ended by then).
+    pub fn run_job(
+        &mut self,
+        driver: NodeId,
+        job: impl Job + 'static,
+        limit: Duration,
+    ) -> Option<Result<JobResult, JobFailed>> {
+        let job = self.submit(driver, job).ok()?;
+        self.run_until(limit, |c| c.driver(driver).outcome(job).is_some());
+        self.driver(driver).outcome(job).cloned()
+    }
+
+    /// Starts an executor node for each executor a worker started for a driver of this
+    /// cluster, and stops the node of each one a worker killed; whether anything changed.
+    fn processes(&mut self) -> bool {
+        let mut any = false;
+        for w in 0..self.slots.len() {
+            let Some(worker) = self.slots[w].node.as_any_mut().downcast_mut::<WorkerNode>() else {
+                continue;
+            };
+            let (started, killed) = worker.take_changes();
+            for launch in started {
+                any |= self.start_executor(w, launch);
+            }
+            for key in killed {
+                let victim = self
+                    .processes
+                    .iter()
+                    .find(|(_, (wk, k))| *wk == w && *k == key)
+                    .map(|(n, _)| *n);
+                if let Some(node) = victim {
+                    self.processes.remove(&node);
+                    self.kill(node);
+                    any = true;
+                }
+            }
+        }
+        any
+    }
+
+    /// Worker `worker` started `launch`: when it is an executor of a driver here, its node.
+    fn start_executor(&mut self, worker: NodeId, launch: Launch) -> bool {
+        let RunKey::Executor(..) = &launch.key else {
+            return false;
+        };
+        let flag = |name: &str| {
+            let at = launch.args.iter().position(|a| a == name)?;
+            launch.args.get(at + 1).cloned()
+        };
+        let Some(driver) = flag("--driver-url").and_then(|u| driver_addr(&u)) else {
+            return false;
+        };
+        let is_driver = self.slots.iter().any(|s| {
+            s.node.as_any().is::<DriverNode>() && s.node.hello().addr.as_ref() == Some(&driver)
+        });
+        if !is_driver {
+            return false;
+        }
+        let me = ExecutorIdentity {
+            executor_id: flag("--executor-id").unwrap_or_default(),
+            hostname: flag("--hostname").unwrap_or_default(),
+            cores: flag("--cores").and_then(|c| c.parse().ok()).unwrap_or(1),
+            resource_profile_id: flag("--resourceProfileId")
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0),
+            watch_worker: flag("--worker-url").is_some(),
+        };
+        let watched = me
+            .watch_worker
+            .then(|| self.slots[worker].node.hello().addr)
+            .flatten();
+        let node = ExecutorNode::new(me, driver, watched, self.task_fn(), self.task_time);
+        let id = self.add(Box::new(node));
+        self.slots[id].version = self.slots[worker].version;
+        self.processes.insert(id, (worker, launch.key));
+        true
+    }
+
+    /// Node `id`'s process ended with `code`: its connections close, and its worker (if one
+    /// started it) sees it end.
+    fn exited(&mut self, id: NodeId, code: i32) {
+        self.kill(id);
+        if let Some((worker, key)) = self.processes.remove(&id) {
+            self.node_mut::<WorkerNode>(worker).end(&key, code);
+        }
     }
 
     /// Adds a probe: a peer of `role` the test writes on itself.
@@ -418,6 +712,31 @@ impl Cluster {
             .queue(Step::Conn(ConnOutput::Ask { conn, id, message }));
         self.settle();
         self.node::<Probe>(probe).answer(conn, id)
+    }
+
+    /// Probe `probe` writes `message` of the coarse family one-way on its connection `conn`
+    /// (as an executor would); the cluster settles.
+    pub fn send_coarse(&mut self, probe: NodeId, conn: ConnId, message: impl Into<CoarseMessage>) {
+        let message = message.into();
+        self.node_mut::<Probe>(probe)
+            .queue(Step::Coarse(ConnOutput::Send { conn, message }));
+        self.settle();
+    }
+
+    /// Probe `probe` asks `message` of the coarse family on its connection `conn`; the
+    /// answer, once the cluster settled.
+    pub fn ask_coarse(
+        &mut self,
+        probe: NodeId,
+        conn: ConnId,
+        message: impl Into<CoarseMessage>,
+    ) -> Option<Result<Reply<CoarseMessage>, ErrorDescription>> {
+        let id = self.node_mut::<Probe>(probe).next_ask();
+        let message = message.into();
+        self.node_mut::<Probe>(probe)
+            .queue(Step::Coarse(ConnOutput::Ask { conn, id, message }));
+        self.settle();
+        self.node::<Probe>(probe).coarse_answer(conn, id)
     }
 
     /// An application client (a probe listening at `addr`) registers `desc` with master
@@ -608,8 +927,12 @@ impl Cluster {
                 while let Some(step) = self.slots[id].node.poll(self.now) {
                     any = true;
                     self.route(id, step);
+                    if self.slots[id].paused {
+                        break;
+                    }
                 }
             }
+            any |= self.processes();
             if !any {
                 return;
             }
@@ -619,24 +942,33 @@ impl Cluster {
     fn route(&mut self, from: NodeId, step: Step) {
         match step {
             Step::Dial(addr) => self.dial(from, &addr),
-            Step::Conn(out) => {
-                let Some(&(link, side)) = self.by_end.get(&(from, out.conn())) else {
-                    return;
-                };
-                let frame = match out {
-                    ConnOutput::Send { message, .. } => Some(Frame::Message(message)),
-                    ConnOutput::Ask { id, message, .. } => Some(Frame::Ask(id, message)),
-                    ConnOutput::Reply { id, reply, .. } => Some(Frame::Answer(id, Ok(reply))),
-                    ConnOutput::Fail { id, error, .. } => Some(Frame::Answer(id, Err(error))),
-                    ConnOutput::Close { .. } => None,
-                    ConnOutput::Abort { .. } => {
-                        self.close(link);
-                        return;
-                    }
-                };
-                self.write(link, 1 - side, frame);
-            }
+            Step::Exit(code) => self.exited(from, code),
+            Step::Conn(out) => self.carry(from, out),
+            Step::Coarse(out) => self.carry(from, out),
         }
+    }
+
+    /// Carries `out` from `from`'s connection: a frame to the other end, or the connection's
+    /// end (a close after what is on its way; an abort at once).
+    fn carry<M: Carried>(&mut self, from: NodeId, out: ConnOutput<M>) {
+        let Some(&(link, side)) = self.by_end.get(&(from, out.conn())) else {
+            return;
+        };
+        let frame = match out {
+            ConnOutput::Send { message, .. } => M::message(message),
+            ConnOutput::Ask { id, message, .. } => M::ask(id, message),
+            ConnOutput::Reply { id, reply, .. } => M::answer(id, Ok(reply)),
+            ConnOutput::Fail { id, error, .. } => M::answer(id, Err(error)),
+            ConnOutput::Close { .. } => {
+                self.write(link, 1 - side, None);
+                return;
+            }
+            ConnOutput::Abort { .. } => {
+                self.close(link);
+                return;
+            }
+        };
+        self.write(link, 1 - side, Some(frame));
     }
 
     fn write(&mut self, link: LinkId, to: usize, frame: Option<Frame>) {
@@ -645,17 +977,13 @@ impl Cluster {
         };
         let (from, to_node) = (l.ends[1 - to].0, l.ends[to].0);
         if let Some(f) = &frame {
-            let name = match f {
-                Frame::Message(m) | Frame::Ask(_, m) => m.name().to_string(),
-                Frame::Answer(_, Ok(_)) => "reply".to_string(),
-                Frame::Answer(_, Err(_)) => "failure".to_string(),
-            };
+            let name = f.name();
             self.log.push(Sent {
                 at: self.now,
                 from,
                 to: to_node,
                 name: name.clone(),
-                asked: matches!(f, Frame::Ask(..)),
+                asked: f.is_ask(),
             });
             if l.cut {
                 return;
@@ -696,7 +1024,9 @@ impl Cluster {
         );
         self.by_end.insert((from, a), (link, 0));
         self.by_end.insert((to, b), (link, 1));
-        let (hello_from, hello_to) = (self.slots[from].node.hello(), self.slots[to].node.hello());
+        let (from_node, to_node) = (&self.slots[from].node, &self.slots[to].node);
+        let hello_from = from_node.hello_with(&to_node.hello());
+        let hello_to = to_node.hello_with(&hello_from);
         self.slots[to]
             .node
             .accepted(self.now, b, &hello_from, version);
@@ -711,6 +1041,14 @@ impl Cluster {
         slot.next_conn += 1;
         c
     }
+}
+
+/// The address in a driver URL (`spark://CoarseGrainedScheduler@host:port`).
+fn driver_addr(url: &str) -> Option<Addr> {
+    let rest = url.strip_prefix("spark://")?;
+    let hostport = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    let (host, port) = hostport.rsplit_once(':')?;
+    Some(Addr::new(host.to_string(), port.parse().ok()?))
 }
 
 /// `host:port` of a hello, for a core's logs.

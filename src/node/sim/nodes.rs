@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::{addr_text, Frame, Hello, Node, Step};
-use crate::messages::{Addr, DeployMessage, ErrorDescription, Resources, Version};
+use crate::messages::{Addr, CoarseMessage, DeployMessage, ErrorDescription, Resources, Version};
 use crate::node::master::{self, DialTarget, Effect as MasterEffect, MasterCore, Stored};
 use crate::node::worker::policy::Policy;
 use crate::node::worker::{
@@ -140,7 +140,8 @@ impl Node for MasterNode {
         let input = match frame {
             Frame::Message(message) => master::Input::Message { conn, message },
             Frame::Ask(id, message) => master::Input::Ask { conn, id, message },
-            Frame::Answer(..) => return,
+            // Nothing of the coarse family reaches a master.
+            _ => return,
         };
         self.core.handle(now, input);
     }
@@ -194,6 +195,9 @@ pub struct WorkerNode {
     addr: Addr,
     running: BTreeMap<RunKey, Launch>,
     inputs: VecDeque<Input>,
+    /// Processes started and killed since the cluster last looked ([`WorkerNode::take_changes`]).
+    started: Vec<Launch>,
+    killed: Vec<RunKey>,
 }
 
 /// Resolves the programs a simulated machine has: only [`EXECUTOR_PROGRAM`].
@@ -252,6 +256,8 @@ impl WorkerNode {
             addr,
             running: BTreeMap::new(),
             inputs: VecDeque::new(),
+            started: Vec::new(),
+            killed: Vec::new(),
         }
     }
 
@@ -275,6 +281,15 @@ impl WorkerNode {
             peer_id: peer.id.clone(),
         };
         self.core.handle(now, input);
+    }
+
+    /// The processes started and killed since the last call: the cluster starts an executor
+    /// node for its application's executors, and stops it when the worker kills it.
+    pub fn take_changes(&mut self) -> (Vec<Launch>, Vec<RunKey>) {
+        (
+            std::mem::take(&mut self.started),
+            std::mem::take(&mut self.killed),
+        )
     }
 
     /// Process `key` exits with `code` (handled at the next step).
@@ -319,8 +334,9 @@ impl Node for WorkerNode {
         let input = match frame {
             Frame::Message(message) => Input::Message { conn, message },
             Frame::Ask(id, message) => Input::Ask { conn, id, message },
-            // The worker's asks are answered only for its log.
-            Frame::Answer(..) => return,
+            // The worker's asks are answered only for its log; an executor's watch carries
+            // nothing.
+            _ => return,
         };
         self.core.handle(now, input);
     }
@@ -350,11 +366,13 @@ impl Node for WorkerNode {
                 Output::Effect(WorkerEffect::Dial(addr)) => return Some(Step::Dial(addr)),
                 Output::Effect(WorkerEffect::Start(launch)) => {
                     let key = launch.key.clone();
+                    self.started.push(launch.clone());
                     self.running.insert(key.clone(), launch);
                     self.core.handle(now, Input::Started { key });
                 }
                 Output::Effect(WorkerEffect::Kill(key)) => {
                     if self.running.remove(&key).is_some() {
+                        self.killed.push(key.clone());
                         // SIGTERM, as the JVM reports it.
                         let ended = Ended::Exited {
                             code: 143,
@@ -385,6 +403,8 @@ pub struct Probe {
     closed: Vec<ConnId>,
     received: Vec<(ConnId, DeployMessage)>,
     answers: HashMap<(ConnId, u64), Result<Reply<DeployMessage>, ErrorDescription>>,
+    coarse: Vec<(ConnId, CoarseMessage)>,
+    coarse_answers: HashMap<(ConnId, u64), Result<Reply<CoarseMessage>, ErrorDescription>>,
     next_ask: u64,
 }
 
@@ -403,6 +423,8 @@ impl Probe {
             closed: Vec::new(),
             received: Vec::new(),
             answers: HashMap::new(),
+            coarse: Vec::new(),
+            coarse_answers: HashMap::new(),
             next_ask: 1,
         }
     }
@@ -447,6 +469,20 @@ impl Probe {
         self.received.iter().map(|(_, m)| m)
     }
 
+    /// Every message of the coarse family received on any connection, in order.
+    pub fn received_coarse(&self) -> impl Iterator<Item = &CoarseMessage> {
+        self.coarse.iter().map(|(_, m)| m)
+    }
+
+    /// The answer to ask `id` of the coarse family on `conn`, once it came.
+    pub fn coarse_answer(
+        &self,
+        conn: ConnId,
+        id: u64,
+    ) -> Option<Result<Reply<CoarseMessage>, ErrorDescription>> {
+        self.coarse_answers.get(&(conn, id)).cloned()
+    }
+
     /// What `pick` takes from each message received, in order (every RegisteredWorker, say).
     pub fn picked<T>(&self, pick: impl FnMut(&DeployMessage) -> Option<T>) -> Vec<T> {
         self.received().filter_map(pick).collect()
@@ -483,6 +519,10 @@ impl Node for Probe {
             Frame::Answer(id, answer) => {
                 self.answers.insert((conn, id), answer);
             }
+            Frame::CoarseMessage(m) | Frame::CoarseAsk(_, m) => self.coarse.push((conn, m)),
+            Frame::CoarseAnswer(id, answer) => {
+                self.coarse_answers.insert((conn, id), answer);
+            }
         }
     }
 
@@ -517,10 +557,24 @@ pub fn app_description(
     cores_per_executor: Option<i32>,
     memory: i32,
 ) -> crate::messages::ApplicationDescription {
+    let nowhere = Addr::new("10.0.0.9", 40000);
+    app_description_for(name, cores_per_executor, memory, &nowhere)
+}
+
+/// The same, for the driver at `driver`: its executors dial it.
+pub fn app_description_for(
+    name: &str,
+    cores_per_executor: Option<i32>,
+    memory: i32,
+    driver: &Addr,
+) -> crate::messages::ApplicationDescription {
+    let driver_url = format!("spark://CoarseGrainedScheduler@{driver}");
     let arguments = [
         "executor",
         "--driver-url",
-        "spark://CoarseGrainedScheduler@10.0.0.9:40000",
+        &driver_url,
+        "--worker-url",
+        "{{WORKER_URL}}",
         "--executor-id",
         "{{EXECUTOR_ID}}",
         "--hostname",
