@@ -11,6 +11,7 @@ use sparkwire::messages::{
     Addr, DeployMessage, EndpointRef, ExecutorState, RecoveryState, Resources, Version, WorkerState,
 };
 use sparkwire::node::master::Config;
+use sparkwire::node::master::Stored;
 use sparkwire::node::sim::{app_description, Cluster, MasterNode, NodeId, WorkerNode};
 use sparkwire::node::worker::{RunKey, WorkerExit};
 use sparkwire::wire::handshake::Role;
@@ -245,4 +246,95 @@ fn a_standby_master_takes_over_when_the_active_one_dies() {
     let before = c.count(w, b, "Heartbeat");
     c.run_for(TIMEOUT);
     assert!(c.count(w, b, "Heartbeat") > before);
+}
+
+/// Masters `a` (active) and `b` (standby), a worker registered with both's addresses running
+/// one 1-core executor of an application on `a`; then `a` dies, and the cluster runs until the
+/// worker's first registration with `b` is on its way (written now, not yet delivered). The
+/// cluster, `b`, the worker, the application's probe and id, and what `a` persisted.
+fn failover_while_the_worker_registers() -> (Cluster, NodeId, NodeId, NodeId, String, Stored) {
+    let mut c = Cluster::new();
+    let a = c.add_master(config(), Addr::new("127.0.0.1", 7077));
+    let b = c.add_standby_master(config(), Addr::new("127.0.0.1", 7078));
+    let w = c.add_worker(
+        "worker-race",
+        Addr::new("127.0.0.1", 50005),
+        2,
+        2048,
+        &[a, b],
+    );
+    c.settle();
+    let mut desc = app_description("race", Some(1), 256);
+    desc.max_cores = Some(1);
+    let (app, _, app_id) = c.app(a, Addr::new("127.0.0.1", 60000), desc);
+    let app_id = app_id.expect("registered");
+    c.settle();
+    assert_eq!(c.node::<WorkerNode>(w).running().len(), 1);
+    let stored = c.node::<MasterNode>(a).store().clone();
+    c.kill(a);
+    let registering = c.run_until(TIMEOUT, |c| {
+        c.sent().last().is_some_and(|s| {
+            s.from == w && s.to == b && s.name == "RegisterWorker" && s.at == c.now()
+        })
+    });
+    assert!(registering, "the worker registers with the standby");
+    (c, b, w, app, app_id, stored)
+}
+
+/// After the failover of [`failover_while_the_worker_registers`]: the application acknowledges
+/// the master change and the cluster runs on; the worker must still be ALIVE at `b` with its one
+/// executor, never relaunched nor reported lost.
+fn assert_the_executor_survived(c: &mut Cluster, b: NodeId, w: NodeId, app: NodeId, app_id: &str) {
+    c.settle();
+    let conn = c
+        .probe(app)
+        .last_opened()
+        .expect("dialled by the new master");
+    c.send(app, conn, MasterChangeAcknowledged::new(app_id.to_string()));
+    c.run_for(TIMEOUT * 3);
+    let s = c.master(b).master_state();
+    assert_eq!(s.status, RecoveryState::Alive);
+    let worker = s.workers.iter().find(|x| x.id == "worker-race");
+    assert!(
+        worker.is_some_and(|x| x.state == WorkerState::Alive && x.cores_used == 1),
+        "{:?}",
+        s.workers
+    );
+    assert!(s
+        .active_apps
+        .iter()
+        .any(|x| x.id == app_id && x.cores_granted == 1));
+    assert_eq!(c.count(b, w, "LaunchExecutor"), 0, "no executor relaunched");
+    assert!(
+        !updates(c, app).iter().any(|u| u.1 == ExecutorState::Lost),
+        "{:?}",
+        updates(c, app)
+    );
+    assert_eq!(added(c, app).len(), 1);
+    let running: Vec<&RunKey> = c.node::<WorkerNode>(w).running().keys().collect();
+    assert_eq!(running, [&RunKey::Executor(app_id.to_string(), 0)]);
+    // The worker reports to `b` over the connection `b` bound it to: its heartbeats are taken.
+    let before = c.count(w, b, "Heartbeat");
+    c.run_for(TIMEOUT);
+    assert!(c.count(w, b, "Heartbeat") > before);
+    assert_eq!(c.links_between(w, b).len(), 1, "one connection left");
+}
+
+#[test]
+fn a_standby_elected_as_the_worker_registers_keeps_its_executor() {
+    // `b` dials the worker (MasterChanged) while the worker's RegisterWorker is on its way; the
+    // worker hears MasterChanged, then the answer to its registration on the other connection.
+    let (mut c, b, w, app, app_id, stored) = failover_while_the_worker_registers();
+    c.elect(b, stored);
+    assert_the_executor_survived(&mut c, b, w, app, &app_id);
+}
+
+#[test]
+fn a_standby_elected_as_the_worker_registers_keeps_its_executor_when_master_changed_is_late() {
+    // The same, with the connection `b` dials slower than the worker's: the worker hears the
+    // answer to its registration first, while the connection `b` bound it to is open and silent.
+    let (mut c, b, w, app, app_id, stored) = failover_while_the_worker_registers();
+    c.set_delay(None, Duration::from_millis(5));
+    c.elect(b, stored);
+    assert_the_executor_survived(&mut c, b, w, app, &app_id);
 }

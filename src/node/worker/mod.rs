@@ -53,8 +53,12 @@ struct ConnRec {
     /// The peer's address and the id of its hello, for logs.
     addr: String,
     peer_id: String,
-    /// A one-way message was refused: the connection is closing and nothing more is taken.
-    refused: bool,
+    /// The worker closes it (it refused a one-way message on it, or no longer needs it):
+    /// nothing more is taken from it.
+    closing: bool,
+    /// The master at the other end, once known: the address the worker dialled to register, or
+    /// the one the master named in RegisteredWorker or MasterChanged over it.
+    master: Option<Addr>,
 }
 
 struct ExecRun {
@@ -233,8 +237,7 @@ impl WorkerCore {
             .collect();
         stale.sort_unstable();
         for conn in stale {
-            self.out
-                .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
+            self.close(conn);
         }
         for m in self.config.masters.clone() {
             tracing::info!("Connecting to master {m}...");
@@ -360,11 +363,34 @@ impl WorkerCore {
         self.out.push_back(Output::Conn(out));
     }
 
+    /// Closes `conn` (an ordinary close, no reason): nothing more is taken from it.
+    fn close(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if !c.closing {
+                c.closing = true;
+                self.out
+                    .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
+            }
+        }
+    }
+
+    /// The address of `master`, the endpoint a master names itself by.
+    fn master_addr(master: &EndpointRef) -> Option<Addr> {
+        master.address.clone()
+    }
+
     /// Takes `conn` as the connection to the active master (Spark's changeMaster), closing the
-    /// other connections made to register.
+    /// other connections to masters: those made to register, and those a master opened and told
+    /// the worker over which master it is. A connection a master opened and has not spoken on
+    /// yet stays: a master taking over dials the worker to send MasterChanged, and the worker may
+    /// hear its answer to a registration first, over the connection it dialled.
     fn change_master(&mut self, conn: ConnId, master: &EndpointRef, web_ui: &str) {
+        let addr = Self::master_addr(master);
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.master = addr.clone().or(c.master.take());
+        }
         self.registration = Registration::Registered { master: conn };
-        self.active_master_url = match &master.address {
+        self.active_master_url = match &addr {
             Some(a) => format!("sparkwire://{}:{}", a.host, a.port),
             None => String::new(),
         };
@@ -373,19 +399,29 @@ impl WorkerCore {
             .conns
             .iter()
             .filter(|(id, c)| {
-                let to_master =
-                    matches!(c.purpose, Purpose::Registration(_)) || c.role == Role::Master;
+                let to_master = matches!(c.purpose, Purpose::Registration(_))
+                    || (c.role == Role::Master && c.master.is_some());
                 **id != conn && to_master
             })
             .map(|(id, _)| *id)
             .collect();
         others.sort_unstable();
         for other in others {
-            self.out.push_back(Output::Conn(ConnOutput::Close {
-                conn: other,
-                reason: None,
-            }));
+            self.close(other);
         }
+    }
+
+    /// The worker is registered with `master` over another open connection than `conn`, one
+    /// that master dialled and sent MasterChanged on: that is the connection the master bound
+    /// the worker to (SPEC §14.2 Z2), and an answer to a registration over `conn` does not
+    /// replace it.
+    fn registered_elsewhere_with(&self, conn: ConnId, master: &EndpointRef) -> Option<ConnId> {
+        let Registration::Registered { master: current } = self.registration else {
+            return None;
+        };
+        let c = self.conns.get(&current)?;
+        let same = Self::master_addr(master).is_some() && c.master == Self::master_addr(master);
+        (current != conn && !c.closing && c.purpose == Purpose::Inbound && same).then_some(current)
     }
 
     /// Whether the worker takes `m` on `conn` (SPEC §14): the protocol's routes, then the
@@ -457,7 +493,7 @@ impl WorkerCore {
                 error: refusal.failure(),
             })),
             None => {
-                c.refused = true;
+                c.closing = true;
                 self.out.push_back(Output::Conn(ConnOutput::Close {
                     conn,
                     reason: Some(refusal.close_reason()),
@@ -468,7 +504,7 @@ impl WorkerCore {
 
     fn on_message(&mut self, conn: ConnId, m: DeployMessage) {
         use DeployMessage as M;
-        if self.conns.get(&conn).is_none_or(|c| c.refused) {
+        if self.conns.get(&conn).is_none_or(|c| c.closing) {
             return;
         }
         if let Err(refusal) = self.authorize(conn, &m, false) {
@@ -477,6 +513,14 @@ impl WorkerCore {
         }
         match m {
             M::RegisteredWorker(r) => {
+                if let Some(bound) = self.registered_elsewhere_with(conn, &r.master) {
+                    tracing::info!(
+                        "Already registered with master {} over the connection it opened (#{bound}); closing this one",
+                        addr_text(&r.master)
+                    );
+                    self.close(conn);
+                    return;
+                }
                 if r.duplicate {
                     tracing::warn!("Duplicate registration at master {}", addr_text(&r.master));
                 }
@@ -501,8 +545,7 @@ impl WorkerCore {
             }
             M::MasterInStandby(_) => {
                 if Some(conn) != self.master() {
-                    self.out
-                        .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
+                    self.close(conn);
                 }
             }
             M::ReconnectWorker(r) => {
@@ -616,7 +659,7 @@ impl WorkerCore {
     }
 
     fn on_ask(&mut self, conn: ConnId, id: u64, m: DeployMessage) {
-        if self.conns.get(&conn).is_none_or(|c| c.refused) {
+        if self.conns.get(&conn).is_none_or(|c| c.closing) {
             return;
         }
         if let Err(refusal) = self.authorize(conn, &m, true) {
@@ -1015,6 +1058,7 @@ impl Core for WorkerCore {
                     Purpose::Registration(a) => Some(a.clone()),
                     Purpose::Inbound => None,
                 };
+                let master = master_addr.clone();
                 self.conns.insert(
                     conn,
                     ConnRec {
@@ -1023,13 +1067,13 @@ impl Core for WorkerCore {
                         version,
                         addr,
                         peer_id,
-                        refused: false,
+                        closing: false,
+                        master,
                     },
                 );
                 if let Some(a) = master_addr {
                     if self.is_registered() {
-                        self.out
-                            .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
+                        self.close(conn);
                     } else {
                         self.send_register(conn, a);
                     }
