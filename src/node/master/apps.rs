@@ -34,6 +34,24 @@ pub(crate) struct Apps {
     pub(crate) by_conn: HashMap<ConnId, String>,
 }
 
+impl Apps {
+    /// Application `id` is active and bound to a connection other than `conn`.
+    pub(crate) fn bound_elsewhere(&self, id: &str, conn: ConnId) -> bool {
+        self.all
+            .get(id)
+            .and_then(|a| a.conn)
+            .is_some_and(|c| c != conn)
+    }
+
+    /// The active application bound to `conn`, if one is.
+    pub(crate) fn on(&self, conn: ConnId) -> Option<&str> {
+        self.by_conn
+            .get(&conn)
+            .filter(|a| self.all.contains_key(*a))
+            .map(String::as_str)
+    }
+}
+
 impl MasterCore {
     /// RegisterApplication: a standby master stays silent; the active one gives an id, answers
     /// RegisteredApplication and schedules.
@@ -513,6 +531,13 @@ impl MasterCore {
 
     /// MasterChangeAcknowledged: a recovered application answered; WAITING until recovery ends.
     pub(crate) fn master_change_acknowledged(&mut self, conn: ConnId, app_id: &str) {
+        if let Some(bound) = self.apps.on(conn).filter(|b| *b != app_id) {
+            // A connection carries one application (SPEC §14.2 Z1).
+            tracing::warn!(
+                "Master change ack for {app_id} over the connection of application {bound}; ignored"
+            );
+            return;
+        }
         match self.apps.all.get_mut(app_id) {
             Some(app) => {
                 tracing::info!("Application has been re-registered: {app_id}");

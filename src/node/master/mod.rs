@@ -432,7 +432,7 @@ impl MasterCore {
         match m {
             M::RegisterWorker(r) if worker_side => self.register_worker(conn, r),
             M::Heartbeat(h) if worker_side => self.heartbeat(conn, &h.worker_id),
-            M::WorkerLatestState(s) if worker_side => self.worker_latest_state(s),
+            M::WorkerLatestState(s) if worker_side => self.worker_latest_state(conn, s),
             // A send in protocol version 1 (Spark 3.0), an ask from version 2 on.
             M::ExecutorStateChanged(e) if worker_side => self.executor_state_changed(conn, e),
             M::DriverStateChanged(d) if worker_side => {

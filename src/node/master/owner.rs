@@ -30,31 +30,16 @@ impl MasterCore {
         authz::route(rec.role, Role::Master, "deploy", m.name(), asked)?;
         let name = m.name();
         match m {
-            M::RegisterWorker(r) => match self.workers.by_conn.get(&conn) {
-                Some(bound) if *bound != r.id => {
-                    Err(Refusal::not_owner(name, "worker", r.id.clone()))
-                }
-                _ => Ok(()),
-            },
-            // A worker the master declared DEAD heartbeats over a connection no longer bound to
-            // it, and is asked to register again: only a worker bound elsewhere is refused.
-            M::Heartbeat(h) => {
-                let bound = self.workers.by_conn.get(&conn);
-                let elsewhere = self
-                    .workers
-                    .all
-                    .get(&h.worker_id)
-                    .and_then(|w| w.conn)
-                    .is_some_and(|c| c != conn);
-                if bound.is_some_and(|b| *b != h.worker_id) || (bound.is_none() && elsewhere) {
-                    Err(Refusal::not_owner(name, "worker", h.worker_id.clone()))
-                } else {
-                    Ok(())
-                }
-            }
-            M::WorkerLatestState(s) => self.own_worker(conn, name, &s.id),
-            M::WorkerDecommissioning(d) => self.own_worker(conn, name, &d.id),
-            M::WorkerSchedulerStateResponse(s) => self.own_worker(conn, name, &s.id),
+            // What names a worker is refused only when that worker is bound to another
+            // connection (SPEC §14.2 Z2). A worker unknown, or bound to none (declared DEAD, or
+            // recovered and not reached yet), is left to the handler, which does what Spark's
+            // Master does; a message before the registration, or naming another id than the
+            // one registered on the connection, breaks rules W1 and W2, which only the strict
+            // mode's validator enforces. A RegisterWorker is answered (rule W4).
+            M::Heartbeat(h) => self.not_elsewhere(conn, name, &h.worker_id),
+            M::WorkerLatestState(s) => self.not_elsewhere(conn, name, &s.id),
+            M::WorkerDecommissioning(d) => self.not_elsewhere(conn, name, &d.id),
+            M::WorkerSchedulerStateResponse(s) => self.not_elsewhere(conn, name, &s.id),
             M::ExecutorStateChanged(e) => {
                 let runs_on = self
                     .apps
@@ -98,25 +83,23 @@ impl MasterCore {
         }
     }
 
-    /// A message of worker `id`: only over the connection bound to it.
-    fn own_worker(&self, conn: ConnId, message: &'static str, id: &str) -> Result<(), Refusal> {
-        if self.workers.by_conn.get(&conn).map(String::as_str) == Some(id) {
-            Ok(())
-        } else {
+    /// A message naming worker `id`: refused when the worker is bound to another connection.
+    fn not_elsewhere(&self, conn: ConnId, message: &'static str, id: &str) -> Result<(), Refusal> {
+        if self.workers.bound_elsewhere(id, conn) {
             Err(Refusal::not_owner(message, "worker", id))
+        } else {
+            Ok(())
         }
     }
 
     /// A message about application `id`: refused when the application is active and bound to
-    /// another connection (or none); an unknown or finished one is left to the handler, which
-    /// answers as Spark does.
+    /// another connection; an unknown or finished one (and one bound to none, recovered and not
+    /// reached yet) is left to the handler, which answers as Spark does (SPEC §14.2 Z1).
     fn own_app(&self, conn: ConnId, message: &'static str, id: &str) -> Result<(), Refusal> {
-        if !self.apps.all.contains_key(id)
-            || self.apps.by_conn.get(&conn).map(String::as_str) == Some(id)
-        {
-            Ok(())
-        } else {
+        if self.apps.bound_elsewhere(id, conn) {
             Err(Refusal::not_owner(message, "application", id))
+        } else {
+            Ok(())
         }
     }
 

@@ -369,6 +369,14 @@ impl MasterCore {
 
     /// WorkerSchedulerStateResponse: a recovered worker answered with what it runs.
     pub(crate) fn worker_scheduler_state(&mut self, conn: ConnId, s: WorkerSchedulerStateResponse) {
+        if let Some(bound) = self.workers.on(conn).filter(|b| *b != s.id) {
+            // A connection carries one worker (SPEC §14.2 Z2).
+            tracing::warn!(
+                "Scheduler state of worker {} over the connection of worker {bound}; ignored",
+                s.id
+            );
+            return;
+        }
         let Some(w) = self
             .workers
             .all

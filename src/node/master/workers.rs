@@ -41,6 +41,19 @@ impl Workers {
         ids.sort();
         ids
     }
+
+    /// Worker `id` is known and bound to a connection other than `conn`.
+    pub(crate) fn bound_elsewhere(&self, id: &str, conn: ConnId) -> bool {
+        self.all
+            .get(id)
+            .and_then(|w| w.conn)
+            .is_some_and(|c| c != conn)
+    }
+
+    /// The worker bound to `conn`, if one is.
+    pub(crate) fn on(&self, conn: ConnId) -> Option<&str> {
+        self.by_conn.get(&conn).map(String::as_str)
+    }
 }
 
 impl MasterCore {
@@ -55,6 +68,17 @@ impl MasterCore {
         );
         if self.ha.state() == RecoveryState::Standby {
             self.send_on(Some(conn), MasterInStandby {});
+            return;
+        }
+        if let Some(bound) = self.workers.on(conn).filter(|b| *b != r.id) {
+            // A connection carries one worker (SPEC §14.2 Z2): the registration is answered, and
+            // changes nothing.
+            let message = format!(
+                "This connection is bound to worker {bound}; worker {} registers over its own",
+                r.id
+            );
+            tracing::warn!("Worker registration failed: {message}");
+            self.send_on(Some(conn), RegisterWorkerFailed { message });
             return;
         }
         let registered = RegisteredWorker {
@@ -166,7 +190,11 @@ impl MasterCore {
         true
     }
 
-    /// Heartbeat: keeps a worker alive; a DEAD worker is asked to register again.
+    /// Heartbeat (Spark's `case Heartbeat`): keeps a registered worker alive; a worker the
+    /// master declared DEAD (registered before, now bound to no connection) is asked to register
+    /// again, over the connection the heartbeat came on; a worker the master never registered (or
+    /// already forgot) is ignored: nothing is sent and the connection stays open. A heartbeat
+    /// naming a worker bound to another connection never gets here (refused, SPEC §14.2 Z2).
     pub(crate) fn heartbeat(&mut self, conn: ConnId, worker_id: &str) {
         match self.workers.all.get_mut(worker_id) {
             Some(w) if w.state != WorkerState::Dead => {
@@ -190,15 +218,17 @@ impl MasterCore {
         }
     }
 
-    /// WorkerLatestState: kills what the worker runs that the master does not know. While the
-    /// master recovers it does not yet know every executor (their workers have not all answered
-    /// MasterChanged), so it kills nothing then.
-    pub(crate) fn worker_latest_state(&mut self, s: WorkerLatestState) {
+    /// WorkerLatestState (Spark's `case WorkerLatestState`, SPARK-13604): KillExecutor for each
+    /// executor and KillDriver for each driver the worker runs that the master does not know for
+    /// it, over the worker's connection. A worker unknown, DEAD, or not registered over `conn` is
+    /// only logged. While the master recovers it does not yet know every executor (their workers
+    /// have not all answered MasterChanged), so it kills nothing then.
+    pub(crate) fn worker_latest_state(&mut self, conn: ConnId, s: WorkerLatestState) {
         let Some(w) = self
             .workers
             .all
             .get(&s.id)
-            .filter(|w| w.state != WorkerState::Dead)
+            .filter(|w| w.state != WorkerState::Dead && w.conn == Some(conn))
         else {
             tracing::warn!("Worker state from unknown worker: {}", s.id);
             return;
@@ -206,7 +236,6 @@ impl MasterCore {
         if self.ha.state() != RecoveryState::Alive {
             return;
         }
-        let conn = w.conn;
         let mut kills = Vec::new();
         for e in &s.executors {
             if !w.executors.contains_key(&(e.app_id.clone(), e.exec_id)) {
@@ -224,10 +253,20 @@ impl MasterCore {
             .cloned()
             .collect();
         for k in kills {
-            self.send_on(conn, k);
+            tracing::info!(
+                "Worker {} runs executor {}/{}, which the master does not know; killing it",
+                s.id,
+                k.app_id,
+                k.exec_id
+            );
+            self.send_on(Some(conn), k);
         }
         for driver_id in driver_kills {
-            self.send_on(conn, KillDriver { driver_id });
+            tracing::info!(
+                "Worker {} runs driver {driver_id}, which the master does not know; killing it",
+                s.id
+            );
+            self.send_on(Some(conn), KillDriver { driver_id });
         }
     }
 
@@ -347,7 +386,13 @@ impl MasterCore {
         if self.ha.state() == RecoveryState::Standby {
             return;
         }
-        if self.workers.all.contains_key(id) {
+        // Spark's idToWorker: a DEAD worker is not decommissioned.
+        if self
+            .workers
+            .all
+            .get(id)
+            .is_some_and(|w| w.state != WorkerState::Dead)
+        {
             self.decommission_worker(id);
         }
     }
