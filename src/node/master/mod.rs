@@ -76,6 +76,8 @@ mod recovery;
 pub mod round;
 pub mod schedule;
 mod state;
+#[cfg(test)]
+mod tests;
 mod ui;
 mod workers;
 

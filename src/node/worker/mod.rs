@@ -56,9 +56,8 @@ struct ConnRec {
     /// The worker closes it (it refused a one-way message on it, or no longer needs it):
     /// nothing more is taken from it.
     closing: bool,
-    /// The master at the other end, once known: the address the worker dialled to register, or
-    /// the one the master named in RegisteredWorker or MasterChanged over it.
-    master: Option<Addr>,
+    /// A master spoke on it as the worker's master (RegisteredWorker or MasterChanged).
+    identified: bool,
 }
 
 struct ExecRun {
@@ -374,23 +373,17 @@ impl WorkerCore {
         }
     }
 
-    /// The address of `master`, the endpoint a master names itself by.
-    fn master_addr(master: &EndpointRef) -> Option<Addr> {
-        master.address.clone()
-    }
-
     /// Takes `conn` as the connection to the active master (Spark's changeMaster), closing the
     /// other connections to masters: those made to register, and those a master opened and told
     /// the worker over which master it is. A connection a master opened and has not spoken on
     /// yet stays: a master taking over dials the worker to send MasterChanged, and the worker may
     /// hear its answer to a registration first, over the connection it dialled.
     fn change_master(&mut self, conn: ConnId, master: &EndpointRef, web_ui: &str) {
-        let addr = Self::master_addr(master);
         if let Some(c) = self.conns.get_mut(&conn) {
-            c.master = addr.clone().or(c.master.take());
+            c.identified = true;
         }
         self.registration = Registration::Registered { master: conn };
-        self.active_master_url = match &addr {
+        self.active_master_url = match &master.address {
             Some(a) => format!("sparkwire://{}:{}", a.host, a.port),
             None => String::new(),
         };
@@ -400,7 +393,7 @@ impl WorkerCore {
             .iter()
             .filter(|(id, c)| {
                 let to_master = matches!(c.purpose, Purpose::Registration(_))
-                    || (c.role == Role::Master && c.master.is_some());
+                    || (c.role == Role::Master && c.identified);
                 **id != conn && to_master
             })
             .map(|(id, _)| *id)
@@ -409,19 +402,6 @@ impl WorkerCore {
         for other in others {
             self.close(other);
         }
-    }
-
-    /// The worker is registered with `master` over another open connection than `conn`, one
-    /// that master dialled and sent MasterChanged on: that is the connection the master bound
-    /// the worker to (SPEC §14.2 Z2), and an answer to a registration over `conn` does not
-    /// replace it.
-    fn registered_elsewhere_with(&self, conn: ConnId, master: &EndpointRef) -> Option<ConnId> {
-        let Registration::Registered { master: current } = self.registration else {
-            return None;
-        };
-        let c = self.conns.get(&current)?;
-        let same = Self::master_addr(master).is_some() && c.master == Self::master_addr(master);
-        (current != conn && !c.closing && c.purpose == Purpose::Inbound && same).then_some(current)
     }
 
     /// Whether the worker takes `m` on `conn` (SPEC §14): the protocol's routes, then the
@@ -513,14 +493,6 @@ impl WorkerCore {
         }
         match m {
             M::RegisteredWorker(r) => {
-                if let Some(bound) = self.registered_elsewhere_with(conn, &r.master) {
-                    tracing::info!(
-                        "Already registered with master {} over the connection it opened (#{bound}); closing this one",
-                        addr_text(&r.master)
-                    );
-                    self.close(conn);
-                    return;
-                }
                 if r.duplicate {
                     tracing::warn!("Duplicate registration at master {}", addr_text(&r.master));
                 }
@@ -1058,7 +1030,6 @@ impl Core for WorkerCore {
                     Purpose::Registration(a) => Some(a.clone()),
                     Purpose::Inbound => None,
                 };
-                let master = master_addr.clone();
                 self.conns.insert(
                     conn,
                     ConnRec {
@@ -1068,7 +1039,7 @@ impl Core for WorkerCore {
                         addr,
                         peer_id,
                         closing: false,
-                        master,
+                        identified: false,
                     },
                 );
                 if let Some(a) = master_addr {
