@@ -295,11 +295,10 @@ impl MasterCore {
         let rec = self.conns.all.get(&conn)?;
         let id = self
             .workers
-            .by_conn
-            .get(&conn)
-            .or_else(|| self.apps.by_conn.get(&conn))
+            .on(conn)
+            .or_else(|| self.apps.on(conn))
             .unwrap_or(&rec.peer_id);
-        Some((rec.addr.clone(), rec.role, id.clone()))
+        Some((rec.addr.clone(), rec.role, id.to_string()))
     }
 
     fn check_every(&self) -> Duration {
@@ -336,43 +335,26 @@ impl MasterCore {
         let Some(rec) = self.conns.all.remove(&conn) else {
             return;
         };
-        self.drivers.submitted.remove(&conn);
-        if let Some(id) = self.workers.by_conn.remove(&conn) {
-            let bound = self
+        self.drivers.closed(conn);
+        if let Some(id) = self.workers.unbind(conn) {
+            let (address, dead) = self
                 .workers
-                .all
                 .get(&id)
-                .is_some_and(|w| w.conn == Some(conn));
-            if bound {
-                if let Some(w) = self.workers.all.get_mut(&id) {
-                    w.conn = None;
-                }
-                let address = self
-                    .workers
-                    .all
-                    .get(&id)
-                    .map(|w| w.address_key())
-                    .unwrap_or_default();
-                tracing::info!("{address} got disassociated, removing it.");
-                if self
-                    .workers
-                    .all
-                    .get(&id)
-                    .is_some_and(|w| w.state != crate::messages::WorkerState::Dead)
-                {
-                    self.remove_worker(&id, &format!("{address} got disassociated"));
-                }
+                .map(|w| {
+                    (
+                        w.address_key(),
+                        w.state == crate::messages::WorkerState::Dead,
+                    )
+                })
+                .unwrap_or_default();
+            tracing::info!("{address} got disassociated, removing it.");
+            if !dead {
+                self.remove_worker(&id, &format!("{address} got disassociated"));
             }
         }
-        if let Some(id) = self.apps.by_conn.remove(&conn) {
-            let bound = self.apps.all.get(&id).is_some_and(|a| a.conn == Some(conn));
-            if bound {
-                tracing::info!(app = %id, peer = %rec.peer_id, "application client disconnected");
-                if let Some(a) = self.apps.all.get_mut(&id) {
-                    a.conn = None;
-                }
-                self.finish_application(&id);
-            }
+        if let Some(id) = self.apps.unbind(conn) {
+            tracing::info!(app = %id, peer = %rec.peer_id, "application client disconnected");
+            self.finish_application(&id);
         }
         if self.ha.state() == RecoveryState::Recovering && self.can_complete_recovery() {
             self.complete_recovery();
@@ -447,7 +429,7 @@ impl MasterCore {
             M::RegisterApplication(r) if app_side => self.register_application(conn, r),
             M::UnregisterApplication(u) if app_side => {
                 tracing::info!("Received unregister request from application {}", u.app_id);
-                if self.apps.all.contains_key(&u.app_id) {
+                if self.apps.get(&u.app_id).is_some() {
                     self.finish_application(&u.app_id);
                 }
             }
@@ -504,11 +486,7 @@ impl MasterCore {
                 // before any LaunchDriver names it.
                 let (response, submitted) = self.submit_driver(r.driver_description);
                 if let Some(driver) = response.driver_id.clone().filter(|_| submitted) {
-                    self.drivers
-                        .submitted
-                        .entry(conn)
-                        .or_default()
-                        .insert(driver);
+                    self.drivers.submitted_on(conn, driver);
                 }
                 self.reply_on(conn, id, Reply::Message(response.into()));
                 if submitted {

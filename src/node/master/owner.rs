@@ -43,21 +43,21 @@ impl MasterCore {
             M::ExecutorStateChanged(e) => {
                 let runs_on = self
                     .apps
-                    .all
                     .get(&e.app_id)
                     .and_then(|a| a.executors.get(&e.exec_id))
-                    .map(|x| &x.worker);
+                    .map(|x| x.worker.as_str());
                 match runs_on {
-                    Some(w) if self.workers.by_conn.get(&conn) != Some(w) => Err(
-                        Refusal::not_owner(name, "executor", format!("{}/{}", e.app_id, e.exec_id)),
-                    ),
+                    Some(w) if self.workers.on(conn) != Some(w) => Err(Refusal::not_owner(
+                        name,
+                        "executor",
+                        format!("{}/{}", e.app_id, e.exec_id),
+                    )),
                     _ => Ok(()),
                 }
             }
-            M::DriverStateChanged(d) => match self.drivers.all.get(&d.driver_id) {
+            M::DriverStateChanged(d) => match self.drivers.get(&d.driver_id) {
                 Some(rec)
-                    if rec.worker.is_none()
-                        || rec.worker.as_ref() != self.workers.by_conn.get(&conn) =>
+                    if rec.worker.is_none() || rec.worker.as_deref() != self.workers.on(conn) =>
                 {
                     Err(Refusal::not_owner(name, "driver", d.driver_id.clone()))
                 }
@@ -68,15 +68,10 @@ impl MasterCore {
             M::RequestExecutors(r) => self.own_app(conn, name, &r.app_id),
             M::KillExecutors(k) => self.own_app(conn, name, &k.app_id),
             M::RequestKillDriver(k) => {
-                let submitted_here = self
-                    .drivers
-                    .submitted
-                    .get(&conn)
-                    .is_some_and(|ids| ids.contains(&k.driver_id));
-                if self.drivers.all.contains_key(&k.driver_id) && !submitted_here {
-                    Err(Refusal::not_owner(name, "driver", k.driver_id.clone()))
-                } else {
+                if self.drivers.may_kill(conn, &k.driver_id) {
                     Ok(())
+                } else {
+                    Err(Refusal::not_owner(name, "driver", k.driver_id.clone()))
                 }
             }
             _ => Ok(()),
