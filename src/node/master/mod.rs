@@ -69,6 +69,7 @@
 
 mod admin;
 mod apps;
+mod conns;
 mod drivers;
 mod io;
 mod owner;
@@ -86,7 +87,7 @@ pub use io::{
 };
 pub use ui::{ExecutorRow, MasterStatus};
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::messages::{Addr, DeployMessage, EndpointRef, ErrorDescription, Family, RecoveryState};
@@ -146,28 +147,10 @@ impl Default for Config {
 }
 
 use apps::Apps;
+use conns::Conns;
 use drivers::Drivers;
 use recovery::Ha;
 use workers::Workers;
-
-/// A connection the core knows.
-#[derive(Debug, Clone)]
-pub(crate) struct ConnRec {
-    pub(crate) role: Role,
-    pub(crate) peer_id: String,
-    /// The peer's address, for logs.
-    pub(crate) addr: String,
-    /// The peer proved the admin secret in the handshake.
-    pub(crate) admin: bool,
-    /// A one-way message was refused: the connection is closing and nothing more is taken.
-    pub(crate) refused: bool,
-}
-
-/// The open connections.
-#[derive(Debug, Default)]
-pub(crate) struct Conns {
-    pub(crate) all: HashMap<ConnId, ConnRec>,
-}
 
 /// The time of the input being handled: the driver's monotonic clock, and the wall clock derived
 /// from it (for the times Spark shows and puts in ids).
@@ -292,7 +275,7 @@ impl MasterCore {
     /// The peer of connection `conn` as a log line names it: its address, its role, and the id it
     /// registered (a worker's or an application's) or, before that, the id of its hello.
     pub fn peer_of(&self, conn: ConnId) -> Option<(String, Role, String)> {
-        let rec = self.conns.all.get(&conn)?;
+        let rec = self.conns.get(conn)?;
         let id = self
             .workers
             .on(conn)
@@ -314,16 +297,7 @@ impl MasterCore {
         dialled: Option<DialTarget>,
     ) {
         tracing::debug!(conn, %role, peer = %peer_id, %addr, "connection opened");
-        self.conns.all.insert(
-            conn,
-            ConnRec {
-                role,
-                peer_id,
-                addr,
-                admin,
-                refused: false,
-            },
-        );
+        self.conns.open(conn, role, (peer_id, addr), admin);
         match dialled {
             Some(DialTarget::Worker(id)) => self.dialled_worker(conn, &id),
             Some(DialTarget::App(id)) => self.dialled_app(conn, &id),
@@ -332,7 +306,7 @@ impl MasterCore {
     }
 
     fn closed(&mut self, conn: ConnId) {
-        let Some(rec) = self.conns.all.remove(&conn) else {
+        let Some(rec) = self.conns.close(conn) else {
             return;
         };
         self.drivers.closed(conn);
@@ -363,15 +337,12 @@ impl MasterCore {
 
     /// `true` when `conn` is open with one of `roles`.
     pub(crate) fn conn_is(&self, conn: ConnId, roles: &[Role]) -> bool {
-        self.conns
-            .all
-            .get(&conn)
-            .is_some_and(|c| roles.contains(&c.role))
+        self.conns.is(conn, roles)
     }
 
     /// Sends `m` on `conn`, if it is open.
     pub(crate) fn send_on(&mut self, conn: Option<ConnId>, m: impl Into<DeployMessage>) {
-        if let Some(conn) = conn.filter(|c| self.conns.all.contains_key(c)) {
+        if let Some(conn) = conn.filter(|c| self.conns.is_open(*c)) {
             self.out.push(Output::Conn(ConnOutput::Send {
                 conn,
                 message: m.into(),
@@ -381,14 +352,14 @@ impl MasterCore {
 
     /// Tells the runtime that the peer on `conn` registered, before the answer that says so.
     pub(crate) fn registered_on(&mut self, conn: ConnId) {
-        if self.conns.all.contains_key(&conn) {
+        if self.conns.is_open(conn) {
             self.out.push(Output::Effect(Effect::Registered { conn }));
         }
     }
 
     /// Answers ask `id` on `conn`.
     pub(crate) fn reply_on(&mut self, conn: ConnId, id: u64, reply: Reply<DeployMessage>) {
-        if self.conns.all.contains_key(&conn) {
+        if self.conns.is_open(conn) {
             self.out
                 .push(Output::Conn(ConnOutput::Reply { conn, id, reply }));
         }
@@ -396,7 +367,7 @@ impl MasterCore {
 
     /// Fails ask `id` on `conn`.
     pub(crate) fn fail_on(&mut self, conn: ConnId, id: u64, error: ErrorDescription) {
-        if self.conns.all.contains_key(&conn) {
+        if self.conns.is_open(conn) {
             self.out
                 .push(Output::Conn(ConnOutput::Fail { conn, id, error }));
         }
@@ -404,7 +375,7 @@ impl MasterCore {
 
     fn on_send(&mut self, conn: ConnId, m: DeployMessage) {
         use DeployMessage as M;
-        if self.conns.all.get(&conn).is_none_or(|c| c.refused) {
+        if !self.conns.takes(conn) {
             return;
         }
         if let Err(refusal) = self.authorize(conn, &m, false) {
@@ -444,7 +415,7 @@ impl MasterCore {
 
     fn on_ask(&mut self, conn: ConnId, id: u64, m: DeployMessage) {
         use DeployMessage as M;
-        if self.conns.all.get(&conn).is_none_or(|c| c.refused) {
+        if !self.conns.takes(conn) {
             return;
         }
         if let Err(refusal) = self.authorize(conn, &m, true) {
@@ -534,7 +505,7 @@ impl MasterCore {
     /// Refuses `m`, which the protocol does not route from `conn`'s role to the master (or not
     /// as it came).
     fn refuse_route(&mut self, conn: ConnId, ask: Option<u64>, m: &DeployMessage) {
-        let from = self.conns.all.get(&conn).map_or(Role::Ui, |c| c.role);
+        let from = self.conns.get(conn).map_or(Role::Ui, |c| c.role);
         let refusal = crate::node::authz::Refusal::Route {
             from,
             to: Role::Master,

@@ -24,7 +24,7 @@ impl MasterCore {
         asked: bool,
     ) -> Result<(), Refusal> {
         use DeployMessage as M;
-        let Some(rec) = self.conns.all.get(&conn) else {
+        let Some(rec) = self.conns.get(conn) else {
             return Err(Refusal::not_owner(m.name(), "connection", conn.to_string()));
         };
         authz::route(rec.role, Role::Master, "deploy", m.name(), asked)?;
@@ -111,9 +111,9 @@ impl MasterCore {
             conn,
         };
         crate::node::violations::warn(peer, "refused", refusal.kind(), refusal);
-        let Some(c) = self.conns.all.get_mut(&conn) else {
+        if !self.conns.is_open(conn) {
             return;
-        };
+        }
         match ask {
             Some(id) => self.out.push(Output::Conn(ConnOutput::Fail {
                 conn,
@@ -121,7 +121,7 @@ impl MasterCore {
                 error: refusal.failure(),
             })),
             None => {
-                c.refused = true;
+                self.conns.refused(conn);
                 self.out.push(Output::Conn(ConnOutput::Close {
                     conn,
                     reason: Some(refusal.close_reason()),

@@ -317,7 +317,7 @@ impl MasterCore {
     }
 
     fn close_conn(&mut self, conn: ConnId) {
-        if self.conns.all.contains_key(&conn) {
+        if self.conns.is_open(conn) {
             self.out
                 .push(Output::Conn(ConnOutput::Close { conn, reason: None }));
         }

@@ -91,10 +91,7 @@ impl MasterCore {
                 })
             })
             .collect();
-        let mut connections = BTreeMap::new();
-        for c in self.conns.all.values() {
-            *connections.entry(c.role.name()).or_insert(0) += 1;
-        }
+        let connections = self.conns.by_role();
         MasterStatus {
             state,
             executors,
