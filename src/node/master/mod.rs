@@ -10,12 +10,17 @@
 //! [`MasterCore::poll`] and does what it says: send, answer or fail asks, close connections, dial
 //! recovered peers, persist records. Connections are named by the driver's [`ConnId`]s.
 //!
-//! The state is split by what it is about, each sub-state owning its fields:
-//! - `workers`: registration, heartbeats and timeouts, loss, decommissioning;
-//! - `apps`: applications, their executors and the scheduling round (the allocation itself
-//!   is [`schedule`] and [`round`]);
-//! - `drivers`: drivers submitted in cluster deploy mode;
-//! - `recovery`: leadership and the RECOVERING → ALIVE path, and what is persisted;
+//! The state is split by what it is about, as h2's `proto/streams`: each sub-state is a type in
+//! its own file with private fields and the behaviour over them, taking its siblings as
+//! parameters where it needs them, and `MasterCore` delegates:
+//! - `workers` (`Workers`): registration, heartbeats and timeouts, loss, decommissioning, and
+//!   which connection each worker is bound to;
+//! - `apps` (`Apps`): applications, their executors and the scheduling round (the allocation
+//!   itself is [`schedule`] and [`round`]), and which connection each is bound to;
+//! - `drivers` (`Drivers`): drivers submitted in cluster deploy mode, their placement on
+//!   workers, and which connection submitted each;
+//! - `conns` (`Conns`): the open connections and whether each still takes messages;
+//! - `recovery` (`Ha`): leadership and the RECOVERING → ALIVE path, and what is persisted;
 //! - `owner` and `admin`: which connection may act on which id, and who may change state;
 //! - `ui`: the state answer and the web UI's snapshot.
 //!
