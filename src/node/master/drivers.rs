@@ -59,6 +59,13 @@ impl Drivers {
         self.all.get(id)
     }
 
+    /// The active drivers' ids, sorted.
+    fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.all.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
     /// Active driver `id` restarts when its worker is lost.
     pub(crate) fn supervised(&self, id: &str) -> bool {
         self.all.get(id).is_some_and(|d| d.desc.supervise)
@@ -356,11 +363,9 @@ impl MasterCore {
             );
         }
         tracing::info!("Asked to kill all drivers");
-        let (active, _) = self.drivers.infos();
-        let waiting = active
-            .into_iter()
-            .map(|d| d.id)
-            .collect::<Vec<_>>()
+        let waiting = self
+            .drivers
+            .ids()
             .iter()
             .filter_map(|id| self.cancel_or_kill(id))
             .collect();
