@@ -81,3 +81,58 @@ async fn unreadable_recovery_files_are_skipped() {
     master.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A heartbeat from a worker connection that registered nothing, naming a worker the master never
+/// registered: the default master ignores it, as Spark 4.0.1's does, and the connection stays;
+/// only a strict master (its validator, rule W1) refuses it and closes the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_strict_master_refuses_a_heartbeat_before_the_registration() {
+    use sparkwire::connection::ConnectionError;
+    use sparkwire::messages::deploy::Heartbeat;
+    let heartbeat = || {
+        Heartbeat::new(
+            "worker-ghost".into(),
+            EndpointRef::at(Addr::new("127.0.0.1", 9), "Worker"),
+        )
+    };
+    let obs = observer(WORKER_TIMEOUT);
+
+    let default = start_master(&obs, |c| c.observer = None).await;
+    let m = addr_of(&default);
+    let ghost = FakeWorker::connect(&m, "worker-ghost", Addr::new("127.0.0.1", 9)).await;
+    ghost.send(heartbeat()).await;
+    // Still open and served: it registers afterwards over the same connection.
+    ghost.register(&m, 1, 512).await;
+    ghost
+        .wait("registered", |l| {
+            l.iter()
+                .any(|m| matches!(m, DeployMessage::RegisteredWorker(_)))
+        })
+        .await;
+    assert_eq!(
+        ghost
+            .log()
+            .iter()
+            .map(|m| sparkwire::messages::Family::name(m))
+            .collect::<Vec<_>>(),
+        ["RegisteredWorker"],
+        "nothing answers the heartbeat"
+    );
+    ghost.close().await;
+
+    let strict = start_master(&obs, |_| {}).await;
+    let m = addr_of(&strict);
+    let ghost = FakeWorker::connect(&m, "worker-ghost", Addr::new("127.0.0.1", 9)).await;
+    ghost.send(heartbeat()).await;
+    let closed = tokio::time::timeout(PATIENCE, ghost.conn.closed())
+        .await
+        .expect("the strict master closes the connection");
+    match closed {
+        ConnectionError::ClosedByPeer(reason) => {
+            assert_eq!(reason.kind, "RuleViolation", "{reason}");
+            assert!(reason.message.contains("W1"), "{reason}");
+        }
+        other => panic!("a close envelope of kind RuleViolation, got {other:?}"),
+    }
+    assert!(obs.violation_count() >= 1);
+}

@@ -31,7 +31,7 @@ impl MasterCore {
         if !changes_state(m) || !self.config.admins_only {
             return None;
         }
-        if self.conns.all.get(&conn).is_some_and(|c| c.admin) {
+        if self.conns.get(conn).is_some_and(|c| c.admin) {
             return None;
         }
         Some(ErrorDescription::new(

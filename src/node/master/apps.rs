@@ -3,6 +3,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use super::drivers::serial;
+use super::io::StoredApp;
 use super::round::{schedule_round, RoundWorker};
 use super::schedule::{ExecutorDemand, WorkerSlot};
 use super::state::{retire, AppRec, ExecRec};
@@ -13,25 +15,192 @@ use crate::messages::deploy::{
     RequestExecutors,
 };
 use crate::messages::{
-    ApplicationInfo, ApplicationState, ExecutorState, RecoveryState, ResourceInformation,
-    Resources, WorkerState,
+    ApplicationInfo, ApplicationState, ExecutorDescription, ExecutorState, RecoveryState,
+    ResourceInformation, Resources,
 };
 use crate::node::clock::stamp;
 use crate::validate::ConnId;
 
-/// The applications (Spark's `apps`, `idToApp`, `waitingApps`, `completedApps`).
+/// The applications (Spark's `apps`, `idToApp`, `waitingApps`, `completedApps`), and the
+/// connection each is bound to (SPEC §14.2 Z1): an application's connection changes only
+/// through [`Apps::bind`] and [`Apps::unbind`].
 #[derive(Debug, Default)]
 pub(crate) struct Apps {
     /// Active applications by id.
-    pub(crate) all: HashMap<String, AppRec>,
+    all: HashMap<String, AppRec>,
     /// Active applications in registration order (Spark's `waitingApps`).
-    pub(crate) waiting: Vec<String>,
+    waiting: Vec<String>,
     /// Completed applications, oldest first, for the state page.
-    pub(crate) completed: VecDeque<ApplicationInfo>,
+    completed: VecDeque<ApplicationInfo>,
     /// The serial of the next application id.
-    pub(crate) next_number: u32,
+    next_number: u32,
     /// The connection each application's client talks over → its id.
-    pub(crate) by_conn: HashMap<ConnId, String>,
+    by_conn: HashMap<ConnId, String>,
+}
+
+impl Apps {
+    /// Active application `id`.
+    pub(crate) fn get(&self, id: &str) -> Option<&AppRec> {
+        self.all.get(id)
+    }
+
+    /// The active applications in registration order.
+    pub(crate) fn active(&self) -> impl Iterator<Item = &AppRec> {
+        self.waiting.iter().filter_map(|id| self.all.get(id))
+    }
+
+    /// The completed applications kept, oldest first.
+    pub(crate) fn completed(&self) -> impl Iterator<Item = &ApplicationInfo> {
+        self.completed.iter()
+    }
+
+    /// Forgets the completed applications.
+    pub(crate) fn clear_completed(&mut self) {
+        self.completed.clear();
+    }
+
+    /// The connections of the active applications' clients, in registration order.
+    pub(crate) fn waiting_conns(&self) -> Vec<Option<ConnId>> {
+        self.active().map(|a| a.conn).collect()
+    }
+
+    /// Application `id` is active and bound to a connection other than `conn`.
+    pub(crate) fn bound_elsewhere(&self, id: &str, conn: ConnId) -> bool {
+        self.all
+            .get(id)
+            .and_then(|a| a.conn)
+            .is_some_and(|c| c != conn)
+    }
+
+    /// Binds application `id` to `conn`, unbinding it from the one before.
+    pub(crate) fn bind(&mut self, id: &str, conn: ConnId) {
+        let Some(a) = self.all.get_mut(id) else {
+            return;
+        };
+        if let Some(old) = a.conn.replace(conn) {
+            if old != conn {
+                self.by_conn.remove(&old);
+            }
+        }
+        self.by_conn.insert(conn, id.to_string());
+    }
+
+    /// Connection `conn` closes (or is given up): the active application bound to it, now
+    /// bound to none.
+    pub(crate) fn unbind(&mut self, conn: ConnId) -> Option<String> {
+        let id = self.by_conn.remove(&conn)?;
+        let a = self.all.get_mut(&id).filter(|a| a.conn == Some(conn))?;
+        a.conn = None;
+        Some(id)
+    }
+
+    /// An application read back from the recovery store: UNKNOWN, bound to no connection.
+    pub(crate) fn recover(&mut self, a: StoredApp) {
+        if let Some(n) = serial(&a.id) {
+            self.next_number = self.next_number.max(n.saturating_add(1));
+        }
+        let mut app = AppRec::new(a.id.clone(), a.desc, a.driver, a.start_time);
+        app.state = ApplicationState::Unknown;
+        self.all.insert(a.id.clone(), app);
+        self.waiting.push(a.id);
+    }
+
+    /// What the recovery store keeps of application `id`.
+    pub(crate) fn stored(&self, id: &str) -> Option<StoredApp> {
+        self.all.get(id).map(|a| StoredApp {
+            id: a.id.clone(),
+            desc: a.desc.clone(),
+            driver: a.driver.clone(),
+            start_time: a.start_time,
+        })
+    }
+
+    /// Whether any application is UNKNOWN (recovered, not answered yet).
+    pub(crate) fn any_unknown(&self) -> bool {
+        self.all
+            .values()
+            .any(|a| a.state == ApplicationState::Unknown)
+    }
+
+    /// The ids of the UNKNOWN applications.
+    pub(crate) fn unknown(&self) -> Vec<String> {
+        self.all
+            .values()
+            .filter(|a| a.state == ApplicationState::Unknown)
+            .map(|a| a.id.clone())
+            .collect()
+    }
+
+    /// The recovered applications that answered (WAITING) are RUNNING.
+    pub(crate) fn resume(&mut self) {
+        for a in self.all.values_mut() {
+            if a.state == ApplicationState::Waiting {
+                a.state = ApplicationState::Running;
+            }
+        }
+    }
+
+    /// A recovered application answered MasterChanged: WAITING. Whether it is active.
+    fn acknowledged(&mut self, id: &str) -> bool {
+        match self.all.get_mut(id) {
+            Some(a) => {
+                a.state = ApplicationState::Waiting;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Executor `exec_id` of application `app_id` is no longer the application's (its worker
+    /// lost or decommissioned): its cores given back. The client's connection and the executor,
+    /// if the application had it.
+    pub(crate) fn drop_executor(
+        &mut self,
+        app_id: &str,
+        exec_id: i32,
+    ) -> Option<(Option<ConnId>, ExecRec)> {
+        let app = self.all.get_mut(app_id)?;
+        let exec = app.executors.remove(&exec_id)?;
+        app.cores_granted = app.cores_granted.saturating_sub(exec.cores);
+        Some((app.conn, exec))
+    }
+
+    /// A recovered worker runs executor `d` of an active application (with `resources`): the
+    /// application counts it again. Whether it does (the application is active and the
+    /// executor not finished).
+    pub(crate) fn recover_executor(
+        &mut self,
+        worker: &str,
+        d: &ExecutorDescription,
+        resources: Resources,
+    ) -> bool {
+        let Some(app) = self.all.get_mut(&d.app_id) else {
+            return false;
+        };
+        app.next_exec_id = app.next_exec_id.max(d.exec_id.saturating_add(1));
+        if d.state.is_finished() {
+            return false;
+        }
+        app.executors.insert(
+            d.exec_id,
+            ExecRec {
+                worker: worker.to_string(),
+                cores: d.cores,
+                state: d.state,
+                resources,
+            },
+        );
+        app.cores_granted = app.cores_granted.saturating_add(d.cores);
+        true
+    }
+
+    /// The active application bound to `conn`, if one is.
+    pub(crate) fn on(&self, conn: ConnId) -> Option<&str> {
+        self.by_conn
+            .get(&conn)
+            .filter(|a| self.all.contains_key(*a))
+            .map(String::as_str)
+    }
 }
 
 impl MasterCore {
@@ -43,12 +212,7 @@ impl MasterCore {
         }
         // As Spark refuses a second registration from an application's address: a connection
         // carries one application (SPEC §14.2), and a client's retry is not a new one.
-        if let Some(bound) = self
-            .apps
-            .by_conn
-            .get(&conn)
-            .filter(|a| self.apps.all.contains_key(*a))
-        {
+        if let Some(bound) = self.apps.on(conn) {
             tracing::info!(
                 "Attempted to re-register application {bound} over the connection it registered on; ignored"
             );
@@ -58,12 +222,11 @@ impl MasterCore {
         let now = self.clock.wall_ms;
         let id = format!("app-{}-{:04}", stamp(now), self.apps.next_number);
         self.apps.next_number += 1;
-        let mut app = AppRec::new(id.clone(), r.app_description, r.driver, now);
-        app.conn = Some(conn);
-        self.apps.by_conn.insert(conn, id.clone());
+        let app = AppRec::new(id.clone(), r.app_description, r.driver, now);
         tracing::info!("Registered app {} with ID {id}", app.desc.name);
         self.apps.all.insert(id.clone(), app);
         self.apps.waiting.push(id.clone());
+        self.apps.bind(&id, conn);
         self.persist_app(&id);
         self.registered_on(conn);
         self.send_on(
@@ -113,14 +276,7 @@ impl MasterCore {
         );
         self.unpersist_app(id);
         self.schedule();
-        let conns: Vec<Option<ConnId>> = self
-            .workers
-            .all
-            .values()
-            .filter(|w| w.state != WorkerState::Dead)
-            .map(|w| w.conn)
-            .collect();
-        for conn in conns {
+        for conn in self.workers.live_conns() {
             self.send_on(conn, ApplicationFinished { id: id.to_string() });
         }
     }
@@ -128,11 +284,10 @@ impl MasterCore {
     /// Frees an executor on its worker and tells the worker to kill it.
     fn kill_executor(&mut self, app_id: &str, exec_id: i32, exec: &ExecRec) {
         let key = (app_id.to_string(), exec_id);
-        let Some(w) = self.workers.all.get_mut(&exec.worker) else {
+        if self.workers.get(&exec.worker).is_none() {
             return;
-        };
-        w.remove_executor(&key);
-        let conn = w.conn;
+        }
+        let (_, conn) = self.workers.free_executor(&exec.worker, &key);
         self.send_on(
             conn,
             KillExecutor {
@@ -172,7 +327,7 @@ impl MasterCore {
         let worker_ids = self.workers.schedulable();
         let mut round: Vec<RoundWorker> = worker_ids
             .iter()
-            .filter_map(|id| self.workers.all.get(id))
+            .filter_map(|id| self.workers.get(id))
             .map(|w| RoundWorker {
                 alive: true,
                 free: WorkerSlot {
@@ -238,7 +393,7 @@ impl MasterCore {
     /// free on `worker_id`.
     fn acquire_resources(&self, app: &AppRec, worker_id: &str) -> Resources {
         let mut out = Resources::new();
-        let Some(w) = self.workers.all.get(worker_id) else {
+        let Some(w) = self.workers.get(worker_id) else {
             return out;
         };
         let needs = app.resources_per_executor();
@@ -278,15 +433,21 @@ impl MasterCore {
             return;
         };
         let resources = self.acquire_resources(app, worker_id);
+        if self.workers.get(worker_id).is_none() {
+            return;
+        }
         let Some(app) = self.apps.all.get_mut(app_id) else {
             return;
         };
-        let Some(w) = self.workers.all.get_mut(worker_id) else {
+        let exec_id = app.next_exec_id;
+        let memory = app.memory_per_executor();
+        let key = (app_id.to_string(), exec_id);
+        let Some((host_port, worker_conn)) =
+            self.workers.take_executor(worker_id, key, cores, memory)
+        else {
             return;
         };
-        let exec_id = app.next_exec_id;
         app.next_exec_id += 1;
-        let memory = app.memory_per_executor();
         app.executors.insert(
             exec_id,
             ExecRec {
@@ -298,7 +459,6 @@ impl MasterCore {
         );
         app.cores_granted = app.cores_granted.saturating_add(cores);
         app.state = ApplicationState::Running;
-        w.add_executor((app_id.to_string(), exec_id), cores, memory);
         tracing::info!("Launching executor {app_id}/{exec_id} on worker {worker_id}");
         let launch = LaunchExecutor {
             master_url: self.master_url.clone(),
@@ -313,11 +473,11 @@ impl MasterCore {
         let added = ExecutorAdded {
             id: exec_id,
             worker_id: worker_id.to_string(),
-            host_port: w.host_port(),
+            host_port,
             cores,
             memory,
         };
-        let (worker_conn, app_conn) = (w.conn, app.conn);
+        let app_conn = app.conn;
         self.send_on(worker_conn, launch);
         self.send_on(app_conn, added);
     }
@@ -327,7 +487,7 @@ impl MasterCore {
     /// none running remove the application.
     pub(crate) fn executor_state_changed(&mut self, conn: ConnId, e: ExecutorStateChanged) {
         let key = (e.app_id.clone(), e.exec_id);
-        let sender = self.workers.by_conn.get(&conn).cloned();
+        let sender = self.workers.on(conn).map(str::to_string);
         let on_sender = self
             .apps
             .all
@@ -409,9 +569,7 @@ impl MasterCore {
             if let Some(exec) = app.executors.remove(&e.exec_id) {
                 app.cores_granted = app.cores_granted.saturating_sub(exec.cores);
             }
-            if let Some(w) = self.workers.all.get_mut(&worker_id) {
-                w.remove_executor(&key);
-            }
+            self.workers.free_executor(&worker_id, &key);
             let normal_exit = e.exit_status == Some(0);
             let max = self.config.max_executor_retries;
             if !normal_exit && old != ExecutorState::Decommissioned {
@@ -442,9 +600,7 @@ impl MasterCore {
         if !state.is_finished() {
             return;
         }
-        let freed = worker
-            .and_then(|w| self.workers.all.get_mut(w))
-            .is_some_and(|w| w.remove_executor(key));
+        let freed = worker.is_some_and(|w| self.workers.free_executor(w, key).0);
         if freed {
             self.schedule();
         }
@@ -513,18 +669,18 @@ impl MasterCore {
 
     /// MasterChangeAcknowledged: a recovered application answered; WAITING until recovery ends.
     pub(crate) fn master_change_acknowledged(&mut self, conn: ConnId, app_id: &str) {
-        match self.apps.all.get_mut(app_id) {
-            Some(app) => {
-                tracing::info!("Application has been re-registered: {app_id}");
-                app.state = ApplicationState::Waiting;
-                if app.conn != Some(conn) {
-                    if let Some(old) = app.conn.replace(conn) {
-                        self.apps.by_conn.remove(&old);
-                    }
-                    self.apps.by_conn.insert(conn, app_id.to_string());
-                }
-            }
-            None => tracing::warn!("Master change ack from unknown app: {app_id}"),
+        if let Some(bound) = self.apps.on(conn).filter(|b| *b != app_id) {
+            // A connection carries one application (SPEC §14.2 Z1).
+            tracing::warn!(
+                "Master change ack for {app_id} over the connection of application {bound}; ignored"
+            );
+            return;
+        }
+        if self.apps.acknowledged(app_id) {
+            tracing::info!("Application has been re-registered: {app_id}");
+            self.apps.bind(app_id, conn);
+        } else {
+            tracing::warn!("Master change ack from unknown app: {app_id}");
         }
         if self.ha.state() == RecoveryState::Recovering && self.can_complete_recovery() {
             self.complete_recovery();

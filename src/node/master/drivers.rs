@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
+use super::io::StoredDriver;
 use super::state::{retire, DriverRec};
+use super::workers::Workers;
 use super::MasterCore;
 use crate::messages::deploy::{
     DriverStatusResponse, KillAllDriversResponse, KillDriver, KillDriverResponse, LaunchDriver,
@@ -19,36 +21,247 @@ use crate::validate::ConnId;
 const NOT_ALIVE: &str = "Current state is not alive";
 
 /// The drivers submitted in cluster deploy mode (Spark's `drivers`, `waitingDrivers`,
-/// `completedDrivers`).
+/// `completedDrivers`), and which driver-client connection submitted each.
 #[derive(Debug, Default)]
 pub(crate) struct Drivers {
     /// Active drivers by id.
-    pub(crate) all: HashMap<String, DriverRec>,
+    all: HashMap<String, DriverRec>,
     /// Drivers waiting for a worker, in submission order.
-    pub(crate) waiting: Vec<String>,
+    waiting: Vec<String>,
     /// Completed drivers, oldest first, for the state page.
-    pub(crate) completed: VecDeque<DriverInfo>,
+    completed: VecDeque<DriverInfo>,
     /// The serial of the next driver id.
-    pub(crate) next_number: u32,
+    next_number: u32,
     /// Drivers each driver-client connection submitted (the ones it may kill).
-    pub(crate) submitted: HashMap<ConnId, BTreeSet<String>>,
+    submitted: HashMap<ConnId, BTreeSet<String>>,
 }
 
-impl MasterCore {
-    fn new_driver(&mut self, desc: DriverDescription) -> DriverRec {
-        let now = self.clock.wall_ms;
-        let id = format!("driver-{}-{:04}", stamp(now), self.drivers.next_number);
-        self.drivers.next_number += 1;
-        DriverRec {
-            id,
+impl Drivers {
+    /// A new driver of `desc`, SUBMITTED at `now_ms`, waiting for a worker: its id.
+    fn add(&mut self, desc: DriverDescription, now_ms: i64) -> String {
+        let id = format!("driver-{}-{:04}", stamp(now_ms), self.next_number);
+        self.next_number += 1;
+        let driver = DriverRec {
+            id: id.clone(),
             desc,
-            start_time: now,
+            start_time: now_ms,
             state: DriverState::Submitted,
             worker: None,
             exception: None,
-        }
+        };
+        self.all.insert(id.clone(), driver);
+        self.waiting.push(id.clone());
+        id
     }
 
+    /// Active driver `id`.
+    pub(crate) fn get(&self, id: &str) -> Option<&DriverRec> {
+        self.all.get(id)
+    }
+
+    /// The active drivers' ids, sorted.
+    fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.all.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// Active driver `id` restarts when its worker is lost.
+    pub(crate) fn supervised(&self, id: &str) -> bool {
+        self.all.get(id).is_some_and(|d| d.desc.supervise)
+    }
+
+    /// Connection `conn` submitted driver `id`.
+    pub(crate) fn submitted_on(&mut self, conn: ConnId, id: String) {
+        self.submitted.entry(conn).or_default().insert(id);
+    }
+
+    /// Whether `conn` may kill driver `id` (SPEC §14.2 Z4): it submitted it, or the driver is
+    /// not active.
+    pub(crate) fn may_kill(&self, conn: ConnId, id: &str) -> bool {
+        !self.all.contains_key(id)
+            || self
+                .submitted
+                .get(&conn)
+                .is_some_and(|ids| ids.contains(id))
+    }
+
+    /// Connection `conn` closed.
+    pub(crate) fn closed(&mut self, conn: ConnId) {
+        self.submitted.remove(&conn);
+    }
+
+    /// A driver read back from the recovery store: SUBMITTED, until its worker claims it.
+    pub(crate) fn recover(&mut self, d: StoredDriver) {
+        if let Some(n) = serial(&d.id) {
+            self.next_number = self.next_number.max(n.saturating_add(1));
+        }
+        let rec = DriverRec {
+            id: d.id.clone(),
+            desc: d.desc,
+            start_time: d.start_time,
+            state: DriverState::Submitted,
+            worker: None,
+            exception: None,
+        };
+        self.all.insert(d.id, rec);
+    }
+
+    /// A recovered worker runs driver `id`: RUNNING there. Its cores and memory, if the master
+    /// knows it.
+    pub(crate) fn claim(&mut self, id: &str, worker: &str) -> Option<(i32, i32)> {
+        let d = self.all.get_mut(id)?;
+        d.worker = Some(worker.to_string());
+        d.state = DriverState::Running;
+        self.waiting.retain(|x| x != id);
+        Some((d.desc.cores, d.desc.mem))
+    }
+
+    /// The drivers no worker runs, sorted.
+    pub(crate) fn unclaimed(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .all
+            .values()
+            .filter(|d| d.worker.is_none())
+            .map(|d| d.id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// What the recovery store keeps of driver `id`.
+    pub(crate) fn stored(&self, id: &str) -> Option<StoredDriver> {
+        self.all.get(id).map(|d| StoredDriver {
+            id: d.id.clone(),
+            desc: d.desc.clone(),
+            start_time: d.start_time,
+        })
+    }
+
+    /// The active drivers (sorted by id) and the completed ones (oldest first), as the state
+    /// answer shows them.
+    pub(crate) fn infos(&self) -> (Vec<DriverInfo>, Vec<DriverInfo>) {
+        let mut active: Vec<_> = self.all.values().map(DriverRec::info).collect();
+        active.sort_by(|a, b| a.id.cmp(&b.id));
+        (active, self.completed.iter().cloned().collect())
+    }
+
+    /// The state, worker and exception of driver `id`, active or completed.
+    fn status(&self, id: &str) -> Option<(DriverState, Option<String>, Option<ErrorDescription>)> {
+        self.all
+            .get(id)
+            .map(|d| (d.state, d.worker.clone(), d.exception.clone()))
+            .or_else(|| {
+                self.completed
+                    .iter()
+                    .find(|d| d.id == id)
+                    .map(|d| (d.state, d.worker_id.clone(), d.exception.clone()))
+            })
+    }
+
+    /// Completed drivers kept.
+    pub(crate) fn completed_count(&self) -> usize {
+        self.completed.len()
+    }
+
+    /// Forgets the completed drivers.
+    pub(crate) fn clear_completed(&mut self) {
+        self.completed.clear();
+    }
+
+    /// Takes a waiting driver off the queue; whether it was waiting.
+    fn cancel(&mut self, id: &str) -> bool {
+        let waiting = self.waiting.iter().any(|d| d == id);
+        self.waiting.retain(|d| d != id);
+        waiting
+    }
+
+    /// Driver `id` no longer runs where it ran (its worker is lost): its description.
+    fn detach(&mut self, id: &str) -> Option<DriverDescription> {
+        let d = self.all.get_mut(id)?;
+        d.worker = None;
+        Some(d.desc.clone())
+    }
+
+    /// Ends driver `id` in `state` (Spark's removeDriver, its own part): completed, off the
+    /// queue, its worker freed. Whether it was active.
+    fn end(
+        &mut self,
+        id: &str,
+        (state, exception): (DriverState, Option<ErrorDescription>),
+        workers: &mut Workers,
+        retained: usize,
+    ) -> bool {
+        let Some(mut d) = self.all.remove(id) else {
+            return false;
+        };
+        self.waiting.retain(|w| w != id);
+        if let Some(w) = d.worker.as_deref() {
+            workers.free_driver(w, id, d.desc.cores, d.desc.mem);
+        }
+        d.state = state;
+        d.exception = exception;
+        retire(&mut self.completed, d.info(), retained);
+        true
+    }
+
+    /// Whether a driver waits for a worker.
+    fn any_waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// Places the waiting drivers on the `alive` workers (in that order), round robin, each on
+    /// the first with enough free cores and memory: the LaunchDrivers to send, with the
+    /// workers' connections.
+    fn place(
+        &mut self,
+        alive: &[String],
+        workers: &mut Workers,
+    ) -> Vec<(Option<ConnId>, LaunchDriver)> {
+        let n = alive.len();
+        let mut pos = 0usize;
+        let mut launches = Vec::new();
+        for driver_id in self.waiting.clone() {
+            let Some(d) = self.all.get_mut(&driver_id) else {
+                continue;
+            };
+            let mut launched = false;
+            let mut visited = 0;
+            while visited < n && !launched {
+                let worker_id = &alive[pos];
+                visited += 1;
+                if let Some(conn) = workers.take_driver(worker_id, &driver_id, &d.desc) {
+                    tracing::info!("Launching driver {driver_id} on worker {worker_id}");
+                    d.worker = Some(worker_id.clone());
+                    d.state = DriverState::Running;
+                    launches.push((
+                        conn,
+                        LaunchDriver {
+                            driver_id: driver_id.clone(),
+                            driver_desc: d.desc.clone(),
+                            resources: Resources::new(),
+                        },
+                    ));
+                    launched = true;
+                }
+                pos = (pos + 1) % n;
+            }
+            if launched {
+                self.waiting.retain(|x| *x != driver_id);
+            } else if n > 0 {
+                tracing::debug!("Driver {driver_id} waits for a worker with enough resources");
+            }
+        }
+        launches
+    }
+}
+
+/// The number at the end of a Spark-style id (`driver-…-0007` → 7).
+pub(crate) fn serial(id: &str) -> Option<u32> {
+    id.rsplit('-').next().and_then(|n| n.parse().ok())
+}
+
+impl MasterCore {
     /// RequestSubmitDriver: the answer, and whether a driver was queued (the caller schedules
     /// after answering).
     pub(crate) fn submit_driver(
@@ -71,11 +284,8 @@ impl MasterCore {
             );
         }
         tracing::info!("Driver submitted {}", desc.command.main_class);
-        let driver = self.new_driver(desc);
-        let id = driver.id.clone();
-        self.drivers.all.insert(id.clone(), driver);
+        let id = self.drivers.add(desc, self.clock.wall_ms);
         self.persist_driver(&id);
-        self.drivers.waiting.push(id.clone());
         (
             SubmitDriverResponse {
                 master: self.self_ref.clone(),
@@ -105,7 +315,7 @@ impl MasterCore {
             return (response(false, msg), None);
         }
         tracing::info!("Asked to kill driver {id}");
-        if !self.drivers.all.contains_key(id) {
+        if self.drivers.get(id).is_none() {
             let msg = format!("Driver {id} has already finished or does not exist");
             tracing::warn!("{msg}");
             return (response(false, msg), None);
@@ -119,17 +329,14 @@ impl MasterCore {
     /// Takes a waiting driver off the queue (returning its id), or tells the worker running it
     /// to kill it.
     fn cancel_or_kill(&mut self, id: &str) -> Option<String> {
-        if let Some(pos) = self.drivers.waiting.iter().position(|d| d == id) {
-            self.drivers.waiting.remove(pos);
+        if self.drivers.cancel(id) {
             return Some(id.to_string());
         }
         let conn = self
             .drivers
-            .all
             .get(id)
-            .and_then(|d| d.worker.as_ref())
-            .and_then(|w| self.workers.all.get(w))
-            .and_then(|w| w.conn);
+            .and_then(|d| d.worker.as_deref())
+            .and_then(|w| self.workers.conn_of(w));
         self.send_on(
             conn,
             KillDriver {
@@ -156,9 +363,9 @@ impl MasterCore {
             );
         }
         tracing::info!("Asked to kill all drivers");
-        let mut ids: Vec<String> = self.drivers.all.keys().cloned().collect();
-        ids.sort();
-        let waiting = ids
+        let waiting = self
+            .drivers
+            .ids()
             .iter()
             .filter_map(|id| self.cancel_or_kill(id))
             .collect();
@@ -187,25 +394,14 @@ impl MasterCore {
                 exception: Some(ErrorDescription::new("java.lang.Exception", msg)),
             };
         }
-        let found = self
-            .drivers
-            .all
-            .get(id)
-            .map(|d| (d.state, d.worker.clone(), d.exception.clone()))
-            .or_else(|| {
-                self.drivers
-                    .completed
-                    .iter()
-                    .find(|d| d.id == id)
-                    .map(|d| (d.state, d.worker_id.clone(), d.exception.clone()))
-            });
+        let found = self.drivers.status(id);
         match found {
             Some((state, worker, exception)) => DriverStatusResponse {
                 found: true,
                 state: Some(state),
                 worker_host_port: worker
-                    .as_ref()
-                    .and_then(|w| self.workers.all.get(w))
+                    .as_deref()
+                    .and_then(|w| self.workers.get(w))
                     .map(|w| w.host_port()),
                 worker_id: worker,
                 exception,
@@ -243,46 +439,31 @@ impl MasterCore {
         state: DriverState,
         exception: Option<ErrorDescription>,
     ) {
-        let Some(mut d) = self.drivers.all.remove(id) else {
+        let retained = self.config.retained_drivers;
+        let ended = (state, exception);
+        if !self.drivers.end(id, ended, &mut self.workers, retained) {
             tracing::warn!("Asked to remove unknown driver: {id}");
             return;
-        };
-        tracing::info!("Removing driver: {id}");
-        self.drivers.waiting.retain(|w| w != id);
-        if let Some(w) = d.worker.as_ref().and_then(|w| self.workers.all.get_mut(w)) {
-            w.remove_driver(id, d.desc.cores, d.desc.mem);
         }
-        d.state = state;
-        d.exception = exception;
-        retire(
-            &mut self.drivers.completed,
-            d.info(),
-            self.config.retained_drivers,
-        );
+        tracing::info!("Removing driver: {id}");
         self.unpersist_driver(id);
         self.schedule();
     }
 
     /// A supervised driver whose worker was lost starts again under a new id (SPARK-19900).
     pub(crate) fn relaunch_driver(&mut self, id: &str) {
-        let Some(desc) = self.drivers.all.get(id).map(|d| d.desc.clone()) else {
+        let Some(desc) = self.drivers.detach(id) else {
             return;
         };
-        if let Some(d) = self.drivers.all.get_mut(id) {
-            d.worker = None;
-        }
         self.remove_driver(id, DriverState::Relaunching, None);
-        let driver = self.new_driver(desc);
-        let new_id = driver.id.clone();
-        self.drivers.all.insert(new_id.clone(), driver);
+        let new_id = self.drivers.add(desc, self.clock.wall_ms);
         self.persist_driver(&new_id);
-        self.drivers.waiting.push(new_id);
         self.schedule();
     }
 
     /// Places waiting drivers on alive workers, round robin over a shuffle of them.
     pub(crate) fn schedule_drivers(&mut self) {
-        if self.drivers.waiting.is_empty() {
+        if !self.drivers.any_waiting() {
             return;
         }
         let mut alive = self.workers.schedulable();
@@ -290,51 +471,8 @@ impl MasterCore {
             let j = (self.next_random() % (i as u64 + 1)) as usize;
             alive.swap(i, j);
         }
-        let n = alive.len();
-        let mut pos = 0usize;
-        for driver_id in self.drivers.waiting.clone() {
-            let Some(desc) = self.drivers.all.get(&driver_id).map(|d| d.desc.clone()) else {
-                continue;
-            };
-            let mut launched = false;
-            let mut visited = 0;
-            while visited < n && !launched {
-                let worker_id = alive[pos].clone();
-                visited += 1;
-                let fits =
-                    self.workers.all.get(&worker_id).is_some_and(|w| {
-                        w.memory_free() >= desc.mem && w.cores_free() >= desc.cores
-                    });
-                if fits {
-                    self.launch_driver(&worker_id, &driver_id);
-                    launched = true;
-                }
-                pos = (pos + 1) % n;
-            }
-            if !launched && n > 0 {
-                tracing::debug!("Driver {driver_id} waits for a worker with enough resources");
-            }
+        for (conn, launch) in self.drivers.place(&alive, &mut self.workers) {
+            self.send_on(conn, launch);
         }
-    }
-
-    fn launch_driver(&mut self, worker_id: &str, driver_id: &str) {
-        let Some(d) = self.drivers.all.get_mut(driver_id) else {
-            return;
-        };
-        let Some(w) = self.workers.all.get_mut(worker_id) else {
-            return;
-        };
-        tracing::info!("Launching driver {driver_id} on worker {worker_id}");
-        w.add_driver(driver_id, d.desc.cores, d.desc.mem);
-        d.worker = Some(worker_id.to_string());
-        d.state = DriverState::Running;
-        let launch = LaunchDriver {
-            driver_id: driver_id.to_string(),
-            driver_desc: d.desc.clone(),
-            resources: Resources::new(),
-        };
-        let conn = w.conn;
-        self.drivers.waiting.retain(|x| x != driver_id);
-        self.send_on(conn, launch);
     }
 }

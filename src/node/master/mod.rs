@@ -10,12 +10,17 @@
 //! [`MasterCore::poll`] and does what it says: send, answer or fail asks, close connections, dial
 //! recovered peers, persist records. Connections are named by the driver's [`ConnId`]s.
 //!
-//! The state is split by what it is about, each sub-state owning its fields:
-//! - `workers`: registration, heartbeats and timeouts, loss, decommissioning;
-//! - `apps`: applications, their executors and the scheduling round (the allocation itself
-//!   is [`schedule`] and [`round`]);
-//! - `drivers`: drivers submitted in cluster deploy mode;
-//! - `recovery`: leadership and the RECOVERING → ALIVE path, and what is persisted;
+//! The state is split by what it is about, as h2's `proto/streams`: each sub-state is a type in
+//! its own file with private fields and the behaviour over them, taking its siblings as
+//! parameters where it needs them, and `MasterCore` delegates:
+//! - `workers` (`Workers`): registration, heartbeats and timeouts, loss, decommissioning, and
+//!   which connection each worker is bound to;
+//! - `apps` (`Apps`): applications, their executors and the scheduling round (the allocation
+//!   itself is [`schedule`] and [`round`]), and which connection each is bound to;
+//! - `drivers` (`Drivers`): drivers submitted in cluster deploy mode, their placement on
+//!   workers, and which connection submitted each;
+//! - `conns` (`Conns`): the open connections and whether each still takes messages;
+//! - `recovery` (`Ha`): leadership and the RECOVERING → ALIVE path, and what is persisted;
 //! - `owner` and `admin`: which connection may act on which id, and who may change state;
 //! - `ui`: the state answer and the web UI's snapshot.
 //!
@@ -69,6 +74,7 @@
 
 mod admin;
 mod apps;
+mod conns;
 mod drivers;
 mod io;
 mod owner;
@@ -76,6 +82,8 @@ mod recovery;
 pub mod round;
 pub mod schedule;
 mod state;
+#[cfg(test)]
+mod tests;
 mod ui;
 mod workers;
 
@@ -84,7 +92,7 @@ pub use io::{
 };
 pub use ui::{ExecutorRow, MasterStatus};
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::messages::{Addr, DeployMessage, EndpointRef, ErrorDescription, Family, RecoveryState};
@@ -144,28 +152,10 @@ impl Default for Config {
 }
 
 use apps::Apps;
+use conns::Conns;
 use drivers::Drivers;
 use recovery::Ha;
 use workers::Workers;
-
-/// A connection the core knows.
-#[derive(Debug, Clone)]
-pub(crate) struct ConnRec {
-    pub(crate) role: Role,
-    pub(crate) peer_id: String,
-    /// The peer's address, for logs.
-    pub(crate) addr: String,
-    /// The peer proved the admin secret in the handshake.
-    pub(crate) admin: bool,
-    /// A one-way message was refused: the connection is closing and nothing more is taken.
-    pub(crate) refused: bool,
-}
-
-/// The open connections.
-#[derive(Debug, Default)]
-pub(crate) struct Conns {
-    pub(crate) all: HashMap<ConnId, ConnRec>,
-}
 
 /// The time of the input being handled: the driver's monotonic clock, and the wall clock derived
 /// from it (for the times Spark shows and puts in ids).
@@ -290,14 +280,13 @@ impl MasterCore {
     /// The peer of connection `conn` as a log line names it: its address, its role, and the id it
     /// registered (a worker's or an application's) or, before that, the id of its hello.
     pub fn peer_of(&self, conn: ConnId) -> Option<(String, Role, String)> {
-        let rec = self.conns.all.get(&conn)?;
+        let rec = self.conns.get(conn)?;
         let id = self
             .workers
-            .by_conn
-            .get(&conn)
-            .or_else(|| self.apps.by_conn.get(&conn))
+            .on(conn)
+            .or_else(|| self.apps.on(conn))
             .unwrap_or(&rec.peer_id);
-        Some((rec.addr.clone(), rec.role, id.clone()))
+        Some((rec.addr.clone(), rec.role, id.to_string()))
     }
 
     fn check_every(&self) -> Duration {
@@ -313,16 +302,7 @@ impl MasterCore {
         dialled: Option<DialTarget>,
     ) {
         tracing::debug!(conn, %role, peer = %peer_id, %addr, "connection opened");
-        self.conns.all.insert(
-            conn,
-            ConnRec {
-                role,
-                peer_id,
-                addr,
-                admin,
-                refused: false,
-            },
-        );
+        self.conns.open(conn, role, (peer_id, addr), admin);
         match dialled {
             Some(DialTarget::Worker(id)) => self.dialled_worker(conn, &id),
             Some(DialTarget::App(id)) => self.dialled_app(conn, &id),
@@ -331,46 +311,29 @@ impl MasterCore {
     }
 
     fn closed(&mut self, conn: ConnId) {
-        let Some(rec) = self.conns.all.remove(&conn) else {
+        let Some(rec) = self.conns.close(conn) else {
             return;
         };
-        self.drivers.submitted.remove(&conn);
-        if let Some(id) = self.workers.by_conn.remove(&conn) {
-            let bound = self
+        self.drivers.closed(conn);
+        if let Some(id) = self.workers.unbind(conn) {
+            let (address, dead) = self
                 .workers
-                .all
                 .get(&id)
-                .is_some_and(|w| w.conn == Some(conn));
-            if bound {
-                if let Some(w) = self.workers.all.get_mut(&id) {
-                    w.conn = None;
-                }
-                let address = self
-                    .workers
-                    .all
-                    .get(&id)
-                    .map(|w| w.address_key())
-                    .unwrap_or_default();
-                tracing::info!("{address} got disassociated, removing it.");
-                if self
-                    .workers
-                    .all
-                    .get(&id)
-                    .is_some_and(|w| w.state != crate::messages::WorkerState::Dead)
-                {
-                    self.remove_worker(&id, &format!("{address} got disassociated"));
-                }
+                .map(|w| {
+                    (
+                        w.address_key(),
+                        w.state == crate::messages::WorkerState::Dead,
+                    )
+                })
+                .unwrap_or_default();
+            tracing::info!("{address} got disassociated, removing it.");
+            if !dead {
+                self.remove_worker(&id, &format!("{address} got disassociated"));
             }
         }
-        if let Some(id) = self.apps.by_conn.remove(&conn) {
-            let bound = self.apps.all.get(&id).is_some_and(|a| a.conn == Some(conn));
-            if bound {
-                tracing::info!(app = %id, peer = %rec.peer_id, "application client disconnected");
-                if let Some(a) = self.apps.all.get_mut(&id) {
-                    a.conn = None;
-                }
-                self.finish_application(&id);
-            }
+        if let Some(id) = self.apps.unbind(conn) {
+            tracing::info!(app = %id, peer = %rec.peer_id, "application client disconnected");
+            self.finish_application(&id);
         }
         if self.ha.state() == RecoveryState::Recovering && self.can_complete_recovery() {
             self.complete_recovery();
@@ -379,15 +342,12 @@ impl MasterCore {
 
     /// `true` when `conn` is open with one of `roles`.
     pub(crate) fn conn_is(&self, conn: ConnId, roles: &[Role]) -> bool {
-        self.conns
-            .all
-            .get(&conn)
-            .is_some_and(|c| roles.contains(&c.role))
+        self.conns.is(conn, roles)
     }
 
     /// Sends `m` on `conn`, if it is open.
     pub(crate) fn send_on(&mut self, conn: Option<ConnId>, m: impl Into<DeployMessage>) {
-        if let Some(conn) = conn.filter(|c| self.conns.all.contains_key(c)) {
+        if let Some(conn) = conn.filter(|c| self.conns.is_open(*c)) {
             self.out.push(Output::Conn(ConnOutput::Send {
                 conn,
                 message: m.into(),
@@ -397,14 +357,14 @@ impl MasterCore {
 
     /// Tells the runtime that the peer on `conn` registered, before the answer that says so.
     pub(crate) fn registered_on(&mut self, conn: ConnId) {
-        if self.conns.all.contains_key(&conn) {
+        if self.conns.is_open(conn) {
             self.out.push(Output::Effect(Effect::Registered { conn }));
         }
     }
 
     /// Answers ask `id` on `conn`.
     pub(crate) fn reply_on(&mut self, conn: ConnId, id: u64, reply: Reply<DeployMessage>) {
-        if self.conns.all.contains_key(&conn) {
+        if self.conns.is_open(conn) {
             self.out
                 .push(Output::Conn(ConnOutput::Reply { conn, id, reply }));
         }
@@ -412,7 +372,7 @@ impl MasterCore {
 
     /// Fails ask `id` on `conn`.
     pub(crate) fn fail_on(&mut self, conn: ConnId, id: u64, error: ErrorDescription) {
-        if self.conns.all.contains_key(&conn) {
+        if self.conns.is_open(conn) {
             self.out
                 .push(Output::Conn(ConnOutput::Fail { conn, id, error }));
         }
@@ -420,7 +380,7 @@ impl MasterCore {
 
     fn on_send(&mut self, conn: ConnId, m: DeployMessage) {
         use DeployMessage as M;
-        if self.conns.all.get(&conn).is_none_or(|c| c.refused) {
+        if !self.conns.takes(conn) {
             return;
         }
         if let Err(refusal) = self.authorize(conn, &m, false) {
@@ -432,7 +392,7 @@ impl MasterCore {
         match m {
             M::RegisterWorker(r) if worker_side => self.register_worker(conn, r),
             M::Heartbeat(h) if worker_side => self.heartbeat(conn, &h.worker_id),
-            M::WorkerLatestState(s) if worker_side => self.worker_latest_state(s),
+            M::WorkerLatestState(s) if worker_side => self.worker_latest_state(conn, s),
             // A send in protocol version 1 (Spark 3.0), an ask from version 2 on.
             M::ExecutorStateChanged(e) if worker_side => self.executor_state_changed(conn, e),
             M::DriverStateChanged(d) if worker_side => {
@@ -445,7 +405,7 @@ impl MasterCore {
             M::RegisterApplication(r) if app_side => self.register_application(conn, r),
             M::UnregisterApplication(u) if app_side => {
                 tracing::info!("Received unregister request from application {}", u.app_id);
-                if self.apps.all.contains_key(&u.app_id) {
+                if self.apps.get(&u.app_id).is_some() {
                     self.finish_application(&u.app_id);
                 }
             }
@@ -460,7 +420,7 @@ impl MasterCore {
 
     fn on_ask(&mut self, conn: ConnId, id: u64, m: DeployMessage) {
         use DeployMessage as M;
-        if self.conns.all.get(&conn).is_none_or(|c| c.refused) {
+        if !self.conns.takes(conn) {
             return;
         }
         if let Err(refusal) = self.authorize(conn, &m, true) {
@@ -502,11 +462,7 @@ impl MasterCore {
                 // before any LaunchDriver names it.
                 let (response, submitted) = self.submit_driver(r.driver_description);
                 if let Some(driver) = response.driver_id.clone().filter(|_| submitted) {
-                    self.drivers
-                        .submitted
-                        .entry(conn)
-                        .or_default()
-                        .insert(driver);
+                    self.drivers.submitted_on(conn, driver);
                 }
                 self.reply_on(conn, id, Reply::Message(response.into()));
                 if submitted {
@@ -554,7 +510,7 @@ impl MasterCore {
     /// Refuses `m`, which the protocol does not route from `conn`'s role to the master (or not
     /// as it came).
     fn refuse_route(&mut self, conn: ConnId, ask: Option<u64>, m: &DeployMessage) {
-        let from = self.conns.all.get(&conn).map_or(Role::Ui, |c| c.role);
+        let from = self.conns.get(conn).map_or(Role::Ui, |c| c.role);
         let refusal = crate::node::authz::Refusal::Route {
             from,
             to: Role::Master,

@@ -24,55 +24,40 @@ impl MasterCore {
         asked: bool,
     ) -> Result<(), Refusal> {
         use DeployMessage as M;
-        let Some(rec) = self.conns.all.get(&conn) else {
+        let Some(rec) = self.conns.get(conn) else {
             return Err(Refusal::not_owner(m.name(), "connection", conn.to_string()));
         };
         authz::route(rec.role, Role::Master, "deploy", m.name(), asked)?;
         let name = m.name();
         match m {
-            M::RegisterWorker(r) => match self.workers.by_conn.get(&conn) {
-                Some(bound) if *bound != r.id => {
-                    Err(Refusal::not_owner(name, "worker", r.id.clone()))
-                }
-                _ => Ok(()),
-            },
-            // A worker the master declared DEAD heartbeats over a connection no longer bound to
-            // it, and is asked to register again: only a worker bound elsewhere is refused.
-            M::Heartbeat(h) => {
-                let bound = self.workers.by_conn.get(&conn);
-                let elsewhere = self
-                    .workers
-                    .all
-                    .get(&h.worker_id)
-                    .and_then(|w| w.conn)
-                    .is_some_and(|c| c != conn);
-                if bound.is_some_and(|b| *b != h.worker_id) || (bound.is_none() && elsewhere) {
-                    Err(Refusal::not_owner(name, "worker", h.worker_id.clone()))
-                } else {
-                    Ok(())
-                }
-            }
-            M::WorkerLatestState(s) => self.own_worker(conn, name, &s.id),
-            M::WorkerDecommissioning(d) => self.own_worker(conn, name, &d.id),
-            M::WorkerSchedulerStateResponse(s) => self.own_worker(conn, name, &s.id),
+            // What names a worker is refused only when that worker is bound to another
+            // connection (SPEC §14.2 Z2). A worker unknown, or bound to none (declared DEAD, or
+            // recovered and not reached yet), is left to the handler, which does what Spark's
+            // Master does; a message before the registration, or naming another id than the
+            // one registered on the connection, breaks rules W1 and W2, which only the strict
+            // mode's validator enforces. A RegisterWorker is answered (rule W4).
+            M::Heartbeat(h) => self.not_elsewhere(conn, name, &h.worker_id),
+            M::WorkerLatestState(s) => self.not_elsewhere(conn, name, &s.id),
+            M::WorkerDecommissioning(d) => self.not_elsewhere(conn, name, &d.id),
+            M::WorkerSchedulerStateResponse(s) => self.not_elsewhere(conn, name, &s.id),
             M::ExecutorStateChanged(e) => {
                 let runs_on = self
                     .apps
-                    .all
                     .get(&e.app_id)
                     .and_then(|a| a.executors.get(&e.exec_id))
-                    .map(|x| &x.worker);
+                    .map(|x| x.worker.as_str());
                 match runs_on {
-                    Some(w) if self.workers.by_conn.get(&conn) != Some(w) => Err(
-                        Refusal::not_owner(name, "executor", format!("{}/{}", e.app_id, e.exec_id)),
-                    ),
+                    Some(w) if self.workers.on(conn) != Some(w) => Err(Refusal::not_owner(
+                        name,
+                        "executor",
+                        format!("{}/{}", e.app_id, e.exec_id),
+                    )),
                     _ => Ok(()),
                 }
             }
-            M::DriverStateChanged(d) => match self.drivers.all.get(&d.driver_id) {
+            M::DriverStateChanged(d) => match self.drivers.get(&d.driver_id) {
                 Some(rec)
-                    if rec.worker.is_none()
-                        || rec.worker.as_ref() != self.workers.by_conn.get(&conn) =>
+                    if rec.worker.is_none() || rec.worker.as_deref() != self.workers.on(conn) =>
                 {
                     Err(Refusal::not_owner(name, "driver", d.driver_id.clone()))
                 }
@@ -83,40 +68,33 @@ impl MasterCore {
             M::RequestExecutors(r) => self.own_app(conn, name, &r.app_id),
             M::KillExecutors(k) => self.own_app(conn, name, &k.app_id),
             M::RequestKillDriver(k) => {
-                let submitted_here = self
-                    .drivers
-                    .submitted
-                    .get(&conn)
-                    .is_some_and(|ids| ids.contains(&k.driver_id));
-                if self.drivers.all.contains_key(&k.driver_id) && !submitted_here {
-                    Err(Refusal::not_owner(name, "driver", k.driver_id.clone()))
-                } else {
+                if self.drivers.may_kill(conn, &k.driver_id) {
                     Ok(())
+                } else {
+                    Err(Refusal::not_owner(name, "driver", k.driver_id.clone()))
                 }
             }
             _ => Ok(()),
         }
     }
 
-    /// A message of worker `id`: only over the connection bound to it.
-    fn own_worker(&self, conn: ConnId, message: &'static str, id: &str) -> Result<(), Refusal> {
-        if self.workers.by_conn.get(&conn).map(String::as_str) == Some(id) {
-            Ok(())
-        } else {
+    /// A message naming worker `id`: refused when the worker is bound to another connection.
+    fn not_elsewhere(&self, conn: ConnId, message: &'static str, id: &str) -> Result<(), Refusal> {
+        if self.workers.bound_elsewhere(id, conn) {
             Err(Refusal::not_owner(message, "worker", id))
+        } else {
+            Ok(())
         }
     }
 
     /// A message about application `id`: refused when the application is active and bound to
-    /// another connection (or none); an unknown or finished one is left to the handler, which
-    /// answers as Spark does.
+    /// another connection; an unknown or finished one (and one bound to none, recovered and not
+    /// reached yet) is left to the handler, which answers as Spark does (SPEC §14.2 Z1).
     fn own_app(&self, conn: ConnId, message: &'static str, id: &str) -> Result<(), Refusal> {
-        if !self.apps.all.contains_key(id)
-            || self.apps.by_conn.get(&conn).map(String::as_str) == Some(id)
-        {
-            Ok(())
-        } else {
+        if self.apps.bound_elsewhere(id, conn) {
             Err(Refusal::not_owner(message, "application", id))
+        } else {
+            Ok(())
         }
     }
 
@@ -133,9 +111,9 @@ impl MasterCore {
             conn,
         };
         crate::node::violations::warn(peer, "refused", refusal.kind(), refusal);
-        let Some(c) = self.conns.all.get_mut(&conn) else {
+        if !self.conns.is_open(conn) {
             return;
-        };
+        }
         match ask {
             Some(id) => self.out.push(Output::Conn(ConnOutput::Fail {
                 conn,
@@ -143,7 +121,7 @@ impl MasterCore {
                 error: refusal.failure(),
             })),
             None => {
-                c.refused = true;
+                self.conns.refused(conn);
                 self.out.push(Output::Conn(ConnOutput::Close {
                     conn,
                     reason: Some(refusal.close_reason()),

@@ -6,10 +6,8 @@
 
 use std::time::Instant;
 
-use super::io::{
-    DialTarget, Effect, Record, RecordKind, Stored, StoredApp, StoredDriver, StoredWorker,
-};
-use super::state::{AppRec, DriverRec, ExecRec, WorkerRec};
+use super::io::{DialTarget, Effect, Record, RecordKind, Stored, StoredWorker};
+use super::state::WorkerRec;
 use super::MasterCore;
 use super::Output;
 use crate::messages::deploy::{
@@ -99,11 +97,6 @@ impl Ha {
     }
 }
 
-/// The number at the end of a Spark-style id (`app-…-0007` → 7).
-fn serial(id: &str) -> Option<u32> {
-    id.rsplit('-').next().and_then(|n| n.parse().ok())
-}
-
 impl MasterCore {
     /// Queues the write of `record`, when the master persists.
     fn persist(&mut self, record: Record) {
@@ -123,13 +116,7 @@ impl MasterCore {
     }
 
     pub(crate) fn persist_app(&mut self, id: &str) {
-        if let Some(a) = self.apps.all.get(id) {
-            let stored = StoredApp {
-                id: a.id.clone(),
-                desc: a.desc.clone(),
-                driver: a.driver.clone(),
-                start_time: a.start_time,
-            };
+        if let Some(stored) = self.apps.stored(id) {
             self.persist(Record::App(stored));
         }
     }
@@ -139,7 +126,7 @@ impl MasterCore {
     }
 
     pub(crate) fn persist_worker(&mut self, id: &str) {
-        if let Some(w) = self.workers.all.get(id) {
+        if let Some(w) = self.workers.get(id) {
             let stored = StoredWorker {
                 id: w.id.clone(),
                 host: w.host.clone(),
@@ -159,12 +146,7 @@ impl MasterCore {
     }
 
     pub(crate) fn persist_driver(&mut self, id: &str) {
-        if let Some(d) = self.drivers.all.get(id) {
-            let stored = StoredDriver {
-                id: d.id.clone(),
-                desc: d.desc.clone(),
-                start_time: d.start_time,
-            };
+        if let Some(stored) = self.drivers.stored(id) {
             self.persist(Record::Driver(stored));
         }
     }
@@ -180,7 +162,7 @@ impl MasterCore {
         tracing::error!("{message}; the registration fails");
         match kind {
             RecordKind::Worker => {
-                let Some(conn) = self.workers.all.get(id).and_then(|w| w.conn) else {
+                let Some(conn) = self.workers.conn_of(id) else {
                     return;
                 };
                 // Nothing queued for the worker goes out: it never was registered.
@@ -191,17 +173,14 @@ impl MasterCore {
                 self.remove_worker(id, "its registration could not be persisted");
             }
             RecordKind::App => {
-                let Some(conn) = self.apps.all.get(id).and_then(|a| a.conn) else {
+                let Some(conn) = self.apps.get(id).and_then(|a| a.conn) else {
                     return;
                 };
                 self.out.retain(
                     |o| !matches!(o, Output::Conn(ConnOutput::Send { conn: c, .. }) if *c == conn),
                 );
                 self.send_on(Some(conn), ApplicationRemoved { message });
-                if let Some(a) = self.apps.all.get_mut(id) {
-                    a.conn = None;
-                }
-                self.apps.by_conn.remove(&conn);
+                self.apps.unbind(conn);
                 self.remove_application(id, ApplicationState::Failed);
             }
             RecordKind::Driver => {
@@ -235,36 +214,19 @@ impl MasterCore {
     pub(crate) fn begin_recovery(&mut self, stored: Stored) {
         for a in stored.apps {
             tracing::info!("Trying to recover app: {}", a.id);
-            if let Some(n) = serial(&a.id) {
-                self.apps.next_number = self.apps.next_number.max(n.saturating_add(1));
-            }
-            let mut app = AppRec::new(a.id.clone(), a.desc, a.driver.clone(), a.start_time);
-            app.state = ApplicationState::Unknown;
-            self.apps.all.insert(a.id.clone(), app);
-            self.apps.waiting.push(a.id.clone());
-            match a.driver.address {
+            let driver = a.driver.address.clone();
+            let id = a.id.clone();
+            self.apps.recover(a);
+            match driver {
                 Some(addr) => self.out.push(Output::Effect(Effect::Dial {
                     addr,
-                    target: DialTarget::App(a.id),
+                    target: DialTarget::App(id),
                 })),
-                None => tracing::info!("App {} had exception on reconnect: no address", a.id),
+                None => tracing::info!("App {id} had exception on reconnect: no address"),
             }
         }
         for d in stored.drivers {
-            if let Some(n) = serial(&d.id) {
-                self.drivers.next_number = self.drivers.next_number.max(n.saturating_add(1));
-            }
-            self.drivers.all.insert(
-                d.id.clone(),
-                DriverRec {
-                    id: d.id,
-                    desc: d.desc,
-                    start_time: d.start_time,
-                    state: DriverState::Submitted,
-                    worker: None,
-                    exception: None,
-                },
-            );
+            self.drivers.recover(d);
         }
         for w in stored.workers {
             tracing::info!("Trying to recover worker: {}", w.id);
@@ -312,7 +274,7 @@ impl MasterCore {
 
     /// The master reached a recovered worker: MasterChanged over the new connection.
     pub(crate) fn dialled_worker(&mut self, conn: ConnId, id: &str) {
-        let Some(w) = self.workers.all.get_mut(id) else {
+        let Some(w) = self.workers.get(id) else {
             self.close_conn(conn);
             return;
         };
@@ -324,10 +286,7 @@ impl MasterCore {
             self.close_conn(conn);
             return;
         }
-        if let Some(old) = w.conn.replace(conn) {
-            self.workers.by_conn.remove(&old);
-        }
-        self.workers.by_conn.insert(conn, id.to_string());
+        self.workers.bind(id, conn);
         self.send_on(
             Some(conn),
             MasterChanged {
@@ -339,7 +298,7 @@ impl MasterCore {
 
     /// The master reached a recovered application's client: MasterChanged over it.
     pub(crate) fn dialled_app(&mut self, conn: ConnId, id: &str) {
-        let Some(a) = self.apps.all.get_mut(id) else {
+        let Some(a) = self.apps.get(id) else {
             self.close_conn(conn);
             return;
         };
@@ -347,10 +306,7 @@ impl MasterCore {
             self.close_conn(conn);
             return;
         }
-        if let Some(old) = a.conn.replace(conn) {
-            self.apps.by_conn.remove(&old);
-        }
-        self.apps.by_conn.insert(conn, id.to_string());
+        self.apps.bind(id, conn);
         self.send_on(
             Some(conn),
             MasterChanged {
@@ -361,7 +317,7 @@ impl MasterCore {
     }
 
     fn close_conn(&mut self, conn: ConnId) {
-        if self.conns.all.contains_key(&conn) {
+        if self.conns.is_open(conn) {
             self.out
                 .push(Output::Conn(ConnOutput::Close { conn, reason: None }));
         }
@@ -369,58 +325,34 @@ impl MasterCore {
 
     /// WorkerSchedulerStateResponse: a recovered worker answered with what it runs.
     pub(crate) fn worker_scheduler_state(&mut self, conn: ConnId, s: WorkerSchedulerStateResponse) {
-        let Some(w) = self
+        if let Some(bound) = self.workers.on(conn).filter(|b| *b != s.id) {
+            // A connection carries one worker (SPEC §14.2 Z2).
+            tracing::warn!(
+                "Scheduler state of worker {} over the connection of worker {bound}; ignored",
+                s.id
+            );
+            return;
+        }
+        if !self
             .workers
-            .all
-            .get_mut(&s.id)
-            .filter(|w| w.state != WorkerState::Dead)
-        else {
+            .heard(&s.id, self.clock.now, self.clock.wall_ms, true)
+        {
             tracing::warn!("Scheduler state from unknown worker: {}", s.id);
             return;
-        };
-        tracing::info!("Worker has been re-registered: {}", s.id);
-        w.state = WorkerState::Alive;
-        w.last_heartbeat = self.clock.now;
-        w.last_heartbeat_ms = self.clock.wall_ms;
-        if let Some(old) = w.conn.replace(conn) {
-            if old != conn {
-                self.workers.by_conn.remove(&old);
-            }
         }
-        self.workers.by_conn.insert(conn, s.id.clone());
+        tracing::info!("Worker has been re-registered: {}", s.id);
+        self.workers.bind(&s.id, conn);
         for e in s.exec_responses {
             let d = e.desc;
-            let Some(app) = self.apps.all.get_mut(&d.app_id) else {
-                continue;
-            };
-            app.next_exec_id = app.next_exec_id.max(d.exec_id.saturating_add(1));
-            if d.state.is_finished() {
-                continue;
-            }
-            app.executors.insert(
-                d.exec_id,
-                ExecRec {
-                    worker: s.id.clone(),
-                    cores: d.cores,
-                    state: d.state,
-                    resources: e.resources,
-                },
-            );
-            app.cores_granted = app.cores_granted.saturating_add(d.cores);
-            if let Some(w) = self.workers.all.get_mut(&s.id) {
-                w.add_executor((d.app_id.clone(), d.exec_id), d.cores, d.memory_mb);
+            if self.apps.recover_executor(&s.id, &d, e.resources) {
+                let key = (d.app_id.clone(), d.exec_id);
+                self.workers.take_executor(&s.id, key, d.cores, d.memory_mb);
             }
         }
         for d in s.driver_responses {
-            let Some(driver) = self.drivers.all.get_mut(&d.driver_id) else {
-                continue;
-            };
-            driver.worker = Some(s.id.clone());
-            driver.state = DriverState::Running;
-            let (cores, mem) = (driver.desc.cores, driver.desc.mem);
-            self.drivers.waiting.retain(|x| x != &d.driver_id);
-            if let Some(w) = self.workers.all.get_mut(&s.id) {
-                w.add_driver(&d.driver_id, cores, mem);
+            if let Some((cores, mem)) = self.drivers.claim(&d.driver_id, &s.id) {
+                self.workers
+                    .take_driver_claimed(&s.id, &d.driver_id, cores, mem);
             }
         }
         if self.ha.state() == RecoveryState::Recovering && self.can_complete_recovery() {
@@ -430,16 +362,7 @@ impl MasterCore {
 
     /// Whether every recovered worker and application answered.
     pub(crate) fn can_complete_recovery(&self) -> bool {
-        !self
-            .workers
-            .all
-            .values()
-            .any(|w| w.state == WorkerState::Unknown)
-            && !self
-                .apps
-                .all
-                .values()
-                .any(|a| a.state == ApplicationState::Unknown)
+        !self.workers.any_unknown() && !self.apps.any_unknown()
     }
 
     /// Spark's completeRecovery: drops the silent, relaunches or ends unclaimed drivers, ALIVE.
@@ -448,43 +371,16 @@ impl MasterCore {
             return;
         }
         self.ha.completing();
-        let silent_workers: Vec<String> = self
-            .workers
-            .all
-            .values()
-            .filter(|w| w.state == WorkerState::Unknown)
-            .map(|w| w.id.clone())
-            .collect();
-        for id in silent_workers {
+        for id in self.workers.unknown() {
             self.remove_worker(&id, "Not responding for recovery");
         }
-        let silent_apps: Vec<String> = self
-            .apps
-            .all
-            .values()
-            .filter(|a| a.state == ApplicationState::Unknown)
-            .map(|a| a.id.clone())
-            .collect();
-        for id in silent_apps {
+        for id in self.apps.unknown() {
             self.finish_application(&id);
         }
-        for a in self.apps.all.values_mut() {
-            if a.state == ApplicationState::Waiting {
-                a.state = ApplicationState::Running;
-            }
-        }
-        let mut unclaimed: Vec<String> = self
-            .drivers
-            .all
-            .values()
-            .filter(|d| d.worker.is_none())
-            .map(|d| d.id.clone())
-            .collect();
-        unclaimed.sort();
-        for id in unclaimed {
+        self.apps.resume();
+        for id in self.drivers.unclaimed() {
             tracing::warn!("Driver {id} was not found after master recovery");
-            let supervise = self.drivers.all.get(&id).is_some_and(|d| d.desc.supervise);
-            if supervise {
+            if self.drivers.supervised(&id) {
                 tracing::warn!("Re-launching {id}");
                 self.relaunch_driver(&id);
             } else {

@@ -41,26 +41,19 @@ pub struct MasterStatus {
 impl MasterCore {
     /// RequestMasterState, with secrets redacted (SPEC §14.4).
     pub fn master_state(&self) -> MasterStateResponse {
-        let mut workers: Vec<_> = self.workers.all.values().map(|w| w.info()).collect();
+        let mut workers: Vec<_> = self.workers.iter().map(|w| w.info()).collect();
         workers.sort_by(|a, b| a.id.cmp(&b.id));
-        let active_apps = self
-            .apps
-            .waiting
-            .iter()
-            .filter_map(|id| self.apps.all.get(id))
-            .map(|a| a.info())
-            .collect();
-        let mut active_drivers: Vec<_> = self.drivers.all.values().map(|d| d.info()).collect();
-        active_drivers.sort_by(|a, b| a.id.cmp(&b.id));
+        let active_apps = self.apps.active().map(|a| a.info()).collect();
+        let (active_drivers, completed_drivers) = self.drivers.infos();
         let mut state = MasterStateResponse {
             host: self.addr.host.clone(),
             port: self.addr.port,
             rest_port: None,
             workers,
             active_apps,
-            completed_apps: self.apps.completed.iter().cloned().collect(),
+            completed_apps: self.apps.completed().cloned().collect(),
             active_drivers,
-            completed_drivers: self.drivers.completed.iter().cloned().collect(),
+            completed_drivers,
             status: self.ha.state(),
         };
         self.config.redaction.master_state(&mut state);
@@ -72,11 +65,11 @@ impl MasterCore {
     pub(crate) fn clear_completed(&mut self) -> bool {
         tracing::info!(
             "Asked to clear {} completed drivers and {} completed apps.",
-            self.drivers.completed.len(),
-            self.apps.completed.len()
+            self.drivers.completed_count(),
+            self.apps.completed().count()
         );
-        self.drivers.completed.clear();
-        self.apps.completed.clear();
+        self.drivers.clear_completed();
+        self.apps.clear_completed();
         true
     }
 
@@ -85,9 +78,7 @@ impl MasterCore {
         let state = self.master_state();
         let executors = self
             .apps
-            .waiting
-            .iter()
-            .filter_map(|id| self.apps.all.get(id))
+            .active()
             .flat_map(|a| {
                 let memory = a.memory_per_executor();
                 a.executors.iter().map(move |(id, e)| ExecutorRow {
@@ -100,10 +91,7 @@ impl MasterCore {
                 })
             })
             .collect();
-        let mut connections = BTreeMap::new();
-        for c in self.conns.all.values() {
-            *connections.entry(c.role.name()).or_insert(0) += 1;
-        }
+        let connections = self.conns.by_role();
         MasterStatus {
             state,
             executors,

@@ -7,9 +7,14 @@
 //! [`policy`] already applied: program, arguments, minimal environment, directory, the secret
 //! file to write) and to kill. It names the next time it must be woken and why it stopped
 //! ([`WorkerCore::exit`]).
+//!
+//! Where it is with its masters is one enum (registering, with the attempts made; registered
+//! over one connection; stopped); what it runs, from the launch asked for to the process's end,
+//! is a sub-state with private fields (`runs`, `Runs`).
 
 mod io;
 pub mod policy;
+mod runs;
 pub mod spark;
 #[cfg(test)]
 mod tests;
@@ -27,8 +32,7 @@ use std::time::{Duration, Instant};
 use crate::definition::{Definition, MessageKind};
 use crate::messages::deploy::{
     DriverStateChanged, ExecutorStateChanged, Heartbeat, LaunchDriver, LaunchExecutor,
-    RegisterWorker, WorkerDriverStateResponse, WorkerExecutorStateResponse, WorkerLatestState,
-    WorkerSchedulerStateResponse, WorkerStateResponse,
+    RegisterWorker, WorkerLatestState, WorkerSchedulerStateResponse, WorkerStateResponse,
 };
 use crate::messages::{
     Addr, Command, DeployMessage, DriverRunnerInfo, DriverState, EndpointRef, ErrorDescription,
@@ -39,12 +43,10 @@ use crate::node::{ConnId, ConnOutput, Core};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 use policy::{dir_under, substitute, LaunchKind, Policy};
+use runs::{End, ExecRun, Runs, Starting};
 
 /// What the worker core hands out.
 pub type Output = crate::node::Output<DeployMessage, Effect>;
-
-/// Most finished executors and drivers kept for the state page.
-const RETAINED_FINISHED: usize = 1000;
 
 struct ConnRec {
     role: Role,
@@ -54,20 +56,11 @@ struct ConnRec {
     /// The peer's address and the id of its hello, for logs.
     addr: String,
     peer_id: String,
-    /// A one-way message was refused: the connection is closing and nothing more is taken.
-    refused: bool,
-}
-
-struct ExecRun {
-    desc: ExecutorDescription,
-    resources: Resources,
-    killed: bool,
-}
-
-/// A process asked for and not started yet.
-enum Starting {
-    Executor(ExecRun),
-    Driver(DriverRunnerInfo),
+    /// The worker closes it (it refused a one-way message on it, or no longer needs it):
+    /// nothing more is taken from it.
+    closing: bool,
+    /// A master spoke on it as the worker's master (RegisteredWorker or MasterChanged).
+    identified: bool,
 }
 
 /// Where the worker is with its masters (Spark's `registered`, `connectionAttemptCount` and
@@ -118,13 +111,8 @@ pub struct WorkerCore {
     next_beat: Instant,
     beat_every: Duration,
     decommissioned: bool,
-    executors: BTreeMap<(String, i32), ExecRun>,
-    finished_executors: Vec<ExecutorDescription>,
-    drivers: BTreeMap<String, DriverRunnerInfo>,
-    finished_drivers: Vec<DriverRunnerInfo>,
-    starting: BTreeMap<RunKey, Starting>,
-    cores_used: i32,
-    memory_used: i32,
+    /// Its executors and drivers.
+    runs: Runs,
     seed: u64,
     /// The id of the next ask the worker makes (its answers are only logged).
     next_ask: u64,
@@ -155,13 +143,7 @@ impl WorkerCore {
             next_beat: now + beat_every,
             beat_every,
             decommissioned: false,
-            executors: BTreeMap::new(),
-            finished_executors: Vec::new(),
-            drivers: BTreeMap::new(),
-            finished_drivers: Vec::new(),
-            starting: BTreeMap::new(),
-            cores_used: 0,
-            memory_used: 0,
+            runs: Runs::default(),
             seed: me.seed,
             next_ask: 1,
             now,
@@ -234,8 +216,7 @@ impl WorkerCore {
             .collect();
         stale.sort_unstable();
         for conn in stale {
-            self.out
-                .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
+            self.close(conn);
         }
         for m in self.config.masters.clone() {
             tracing::info!("Connecting to master {m}...");
@@ -361,9 +342,26 @@ impl WorkerCore {
         self.out.push_back(Output::Conn(out));
     }
 
+    /// Closes `conn` (an ordinary close, no reason): nothing more is taken from it.
+    fn close(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            if !c.closing {
+                c.closing = true;
+                self.out
+                    .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
+            }
+        }
+    }
+
     /// Takes `conn` as the connection to the active master (Spark's changeMaster), closing the
-    /// other connections made to register.
+    /// other connections to masters: those made to register, and those a master opened and told
+    /// the worker over which master it is. A connection a master opened and has not spoken on
+    /// yet stays: a master taking over dials the worker to send MasterChanged, and the worker may
+    /// hear its answer to a registration first, over the connection it dialled.
     fn change_master(&mut self, conn: ConnId, master: &EndpointRef, web_ui: &str) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.identified = true;
+        }
         self.registration = Registration::Registered { master: conn };
         self.active_master_url = match &master.address {
             Some(a) => format!("sparkwire://{}:{}", a.host, a.port),
@@ -374,18 +372,15 @@ impl WorkerCore {
             .conns
             .iter()
             .filter(|(id, c)| {
-                let to_master =
-                    matches!(c.purpose, Purpose::Registration(_)) || c.role == Role::Master;
+                let to_master = matches!(c.purpose, Purpose::Registration(_))
+                    || (c.role == Role::Master && c.identified);
                 **id != conn && to_master
             })
             .map(|(id, _)| *id)
             .collect();
         others.sort_unstable();
         for other in others {
-            self.out.push_back(Output::Conn(ConnOutput::Close {
-                conn: other,
-                reason: None,
-            }));
+            self.close(other);
         }
     }
 
@@ -458,7 +453,7 @@ impl WorkerCore {
                 error: refusal.failure(),
             })),
             None => {
-                c.refused = true;
+                c.closing = true;
                 self.out.push_back(Output::Conn(ConnOutput::Close {
                     conn,
                     reason: Some(refusal.close_reason()),
@@ -469,7 +464,7 @@ impl WorkerCore {
 
     fn on_message(&mut self, conn: ConnId, m: DeployMessage) {
         use DeployMessage as M;
-        if self.conns.get(&conn).is_none_or(|c| c.refused) {
+        if self.conns.get(&conn).is_none_or(|c| c.closing) {
             return;
         }
         if let Err(refusal) = self.authorize(conn, &m, false) {
@@ -488,8 +483,8 @@ impl WorkerCore {
                 self.change_master(conn, &r.master, &r.master_web_ui_url);
                 let latest = WorkerLatestState {
                     id: self.id.clone(),
-                    executors: self.executors.values().map(|e| e.desc.clone()).collect(),
-                    driver_ids: self.drivers.keys().cloned().collect(),
+                    executors: self.runs.executors(),
+                    driver_ids: self.runs.driver_ids(),
                 };
                 self.send_to_master(latest);
             }
@@ -502,8 +497,7 @@ impl WorkerCore {
             }
             M::MasterInStandby(_) => {
                 if Some(conn) != self.master() {
-                    self.out
-                        .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
+                    self.close(conn);
                 }
             }
             M::ReconnectWorker(r) => {
@@ -539,24 +533,11 @@ impl WorkerCore {
                     addr_text(&c.master)
                 );
                 self.change_master(conn, &c.master, &c.master_web_ui_url);
+                let (exec_responses, driver_responses) = self.runs.scheduler_state();
                 let response = WorkerSchedulerStateResponse {
                     id: self.id.clone(),
-                    exec_responses: self
-                        .executors
-                        .values()
-                        .map(|e| WorkerExecutorStateResponse {
-                            desc: e.desc.clone(),
-                            resources: e.resources.clone(),
-                        })
-                        .collect(),
-                    driver_responses: self
-                        .drivers
-                        .keys()
-                        .map(|d| WorkerDriverStateResponse {
-                            driver_id: d.clone(),
-                            resources: Resources::new(),
-                        })
-                        .collect(),
+                    exec_responses,
+                    driver_responses,
                 };
                 self.send_to_master(response);
             }
@@ -570,23 +551,17 @@ impl WorkerCore {
                     );
                     return;
                 }
-                match self.executors.get_mut(&(k.app_id.clone(), k.exec_id)) {
-                    Some(run) => {
-                        tracing::info!("Asked to kill executor {}/{}", k.app_id, k.exec_id);
-                        run.killed = true;
-                        self.out
-                            .push_back(Output::Effect(Effect::Kill(RunKey::Executor(
-                                k.app_id, k.exec_id,
-                            ))));
-                    }
-                    None => {
-                        tracing::info!("Asked to kill unknown executor {}/{}", k.app_id, k.exec_id)
-                    }
+                if self.runs.kill_executor(&k.app_id, k.exec_id) {
+                    tracing::info!("Asked to kill executor {}/{}", k.app_id, k.exec_id);
+                    let key = RunKey::Executor(k.app_id, k.exec_id);
+                    self.out.push_back(Output::Effect(Effect::Kill(key)));
+                } else {
+                    tracing::info!("Asked to kill unknown executor {}/{}", k.app_id, k.exec_id)
                 }
             }
             M::LaunchDriver(l) => self.launch_driver(l),
             M::KillDriver(k) => {
-                if self.drivers.contains_key(&k.driver_id) {
+                if self.runs.runs_driver(&k.driver_id) {
                     tracing::info!("Asked to kill driver {}", k.driver_id);
                     self.out
                         .push_back(Output::Effect(Effect::Kill(RunKey::Driver(k.driver_id))));
@@ -617,7 +592,7 @@ impl WorkerCore {
     }
 
     fn on_ask(&mut self, conn: ConnId, id: u64, m: DeployMessage) {
-        if self.conns.get(&conn).is_none_or(|c| c.refused) {
+        if self.conns.get(&conn).is_none_or(|c| c.closing) {
             return;
         }
         if let Err(refusal) = self.authorize(conn, &m, true) {
@@ -653,19 +628,21 @@ impl WorkerCore {
 
     /// What RequestWorkerState answers (and the web UI shows).
     pub fn state_response(&self) -> WorkerStateResponse {
+        let (drivers, finished_drivers) = self.runs.drivers();
+        let (cores_used, memory_used) = self.runs.used();
         WorkerStateResponse {
             host: self.addr.host.clone(),
             port: self.addr.port,
             worker_id: self.id.clone(),
-            executors: self.executors.values().map(|e| e.desc.clone()).collect(),
-            finished_executors: self.finished_executors.clone(),
-            drivers: self.drivers.values().cloned().collect(),
-            finished_drivers: self.finished_drivers.clone(),
+            executors: self.runs.executors(),
+            finished_executors: self.runs.finished_executors(),
+            drivers,
+            finished_drivers,
             master_url: self.active_master_url.clone(),
             cores: self.config.cores,
             memory: self.config.memory,
-            cores_used: self.cores_used,
-            memory_used: self.memory_used,
+            cores_used,
+            memory_used,
             master_web_ui_url: self.master_web_ui_url.clone(),
             resources: self.config.resources.clone(),
             resources_used: Resources::new(),
@@ -704,9 +681,7 @@ impl WorkerCore {
             return;
         }
         let key = RunKey::Executor(l.app_id.clone(), l.exec_id);
-        if self.executors.contains_key(&(l.app_id.clone(), l.exec_id))
-            || self.starting.contains_key(&key)
-        {
+        if self.runs.has(&key) {
             tracing::warn!(
                 "Asked to launch executor {}/{} twice; ignored",
                 l.app_id,
@@ -742,19 +717,16 @@ impl WorkerCore {
                 false,
             ),
         };
-        let run = ExecRun {
-            desc: ExecutorDescription {
-                app_id: l.app_id.clone(),
-                exec_id: l.exec_id,
-                rp_id: l.rp_id,
-                cores: l.cores,
-                memory_mb: l.memory,
-                state: ExecutorState::Running,
-            },
-            resources: l.resources,
-            killed: false,
+        let desc = ExecutorDescription {
+            app_id: l.app_id.clone(),
+            exec_id: l.exec_id,
+            rp_id: l.rp_id,
+            cores: l.cores,
+            memory_mb: l.memory,
+            state: ExecutorState::Running,
         };
-        self.starting.insert(key.clone(), Starting::Executor(run));
+        let run = ExecRun::new(desc, l.resources);
+        self.runs.start(key.clone(), Starting::Executor(run));
         match launch {
             Ok(launch) => self.out.push_back(Output::Effect(Effect::Start(launch))),
             Err(reason) => self.start_failed(key, reason),
@@ -838,7 +810,7 @@ impl WorkerCore {
 
     fn launch_driver(&mut self, l: LaunchDriver) {
         let key = RunKey::Driver(l.driver_id.clone());
-        if self.drivers.contains_key(&l.driver_id) || self.starting.contains_key(&key) {
+        if self.runs.has(&key) {
             tracing::warn!("Asked to launch driver {} twice; ignored", l.driver_id);
             return;
         }
@@ -862,7 +834,7 @@ impl WorkerCore {
             memory: l.driver_desc.mem,
             state: DriverState::Running,
         };
-        self.starting.insert(key.clone(), Starting::Driver(info));
+        self.runs.start(key.clone(), Starting::Driver(info));
         match launch {
             Ok(launch) => self.out.push_back(Output::Effect(Effect::Start(launch))),
             Err(reason) => self.start_failed(key, reason),
@@ -870,32 +842,19 @@ impl WorkerCore {
     }
 
     fn started(&mut self, key: RunKey) {
-        match self.starting.remove(&key) {
-            Some(Starting::Executor(run)) => {
-                let desc = run.desc.clone();
-                self.cores_used = self.cores_used.saturating_add(desc.cores);
-                self.memory_used = self.memory_used.saturating_add(desc.memory_mb);
-                self.executors
-                    .insert((desc.app_id.clone(), desc.exec_id), run);
-                self.ask_master(ExecutorStateChanged {
-                    app_id: desc.app_id,
-                    exec_id: desc.exec_id,
-                    state: ExecutorState::Running,
-                    message: None,
-                    exit_status: None,
-                });
-            }
-            Some(Starting::Driver(info)) => {
-                self.cores_used = self.cores_used.saturating_add(info.cores);
-                self.memory_used = self.memory_used.saturating_add(info.memory);
-                self.drivers.insert(info.driver_id.clone(), info);
-            }
-            None => {}
+        if let Some(Some(desc)) = self.runs.started(&key) {
+            self.ask_master(ExecutorStateChanged {
+                app_id: desc.app_id,
+                exec_id: desc.exec_id,
+                state: ExecutorState::Running,
+                message: None,
+                exit_status: None,
+            });
         }
     }
 
     fn start_failed(&mut self, key: RunKey, reason: String) {
-        match self.starting.remove(&key) {
+        match self.runs.start_failed(&key) {
             Some(Starting::Executor(run)) => {
                 let desc = run.desc;
                 tracing::error!(
@@ -903,11 +862,6 @@ impl WorkerCore {
                     desc.app_id,
                     desc.exec_id
                 );
-                self.finished_executors.push(ExecutorDescription {
-                    state: ExecutorState::Failed,
-                    ..desc.clone()
-                });
-                self.trim_finished();
                 self.ask_master(ExecutorStateChanged {
                     app_id: desc.app_id,
                     exec_id: desc.exec_id,
@@ -918,14 +872,8 @@ impl WorkerCore {
             }
             Some(Starting::Driver(info)) => {
                 tracing::error!("Failed to launch driver {}: {reason}", info.driver_id);
-                let driver_id = info.driver_id.clone();
-                self.finished_drivers.push(DriverRunnerInfo {
-                    state: DriverState::Error,
-                    ..info
-                });
-                self.trim_finished();
                 self.send_to_master(DriverStateChanged {
-                    driver_id,
+                    driver_id: info.driver_id,
                     state: DriverState::Error,
                     exception: Some(ErrorDescription::new("java.io.IOException", reason)),
                 });
@@ -934,40 +882,12 @@ impl WorkerCore {
         }
     }
 
-    fn trim_finished(&mut self) {
-        if self.finished_executors.len() > RETAINED_FINISHED {
-            let n = self.finished_executors.len() - RETAINED_FINISHED;
-            self.finished_executors.drain(..n);
-        }
-        if self.finished_drivers.len() > RETAINED_FINISHED {
-            let n = self.finished_drivers.len() - RETAINED_FINISHED;
-            self.finished_drivers.drain(..n);
-        }
-    }
-
     fn process_ended(&mut self, key: RunKey, ended: Ended) {
-        match key {
-            RunKey::Executor(app_id, exec_id) => {
-                let Some(mut run) = self.executors.remove(&(app_id.clone(), exec_id)) else {
-                    return;
-                };
-                self.cores_used = self.cores_used.saturating_sub(run.desc.cores);
-                self.memory_used = self.memory_used.saturating_sub(run.desc.memory_mb);
-                let (state, message, exit_status) = match ended {
-                    Ended::Exited { code, killed } if killed || run.killed => {
-                        (ExecutorState::Killed, None, Some(code))
-                    }
-                    Ended::Exited { code, .. } => (
-                        ExecutorState::Exited,
-                        Some(format!("Command exited with code {code}")),
-                        Some(code),
-                    ),
-                    Ended::Failed(reason) => (ExecutorState::Failed, Some(reason), None),
-                };
-                tracing::info!("Executor {app_id}/{exec_id} finished with state {state}");
-                run.desc.state = state;
-                self.finished_executors.push(run.desc);
-                self.trim_finished();
+        match (self.runs.ended(&key, ended), key) {
+            (
+                Some(End::Executor(state, message, exit_status)),
+                RunKey::Executor(app_id, exec_id),
+            ) => {
                 self.ask_master(ExecutorStateChanged {
                     app_id,
                     exec_id,
@@ -976,31 +896,14 @@ impl WorkerCore {
                     exit_status,
                 });
             }
-            RunKey::Driver(driver_id) => {
-                let Some(mut info) = self.drivers.remove(&driver_id) else {
-                    return;
-                };
-                self.cores_used = self.cores_used.saturating_sub(info.cores);
-                self.memory_used = self.memory_used.saturating_sub(info.memory);
-                let (state, exception) = match ended {
-                    Ended::Exited { killed: true, .. } => (DriverState::Killed, None),
-                    Ended::Exited { code: 0, .. } => (DriverState::Finished, None),
-                    Ended::Exited { .. } => (DriverState::Failed, None),
-                    Ended::Failed(reason) => (
-                        DriverState::Error,
-                        Some(ErrorDescription::new("java.io.IOException", reason)),
-                    ),
-                };
-                tracing::info!("Driver {driver_id} ended with state {state}");
-                info.state = state;
-                self.finished_drivers.push(info);
-                self.trim_finished();
+            (Some(End::Driver(state, exception)), RunKey::Driver(driver_id)) => {
                 self.send_to_master(DriverStateChanged {
                     driver_id,
                     state,
                     exception,
                 });
             }
+            _ => {}
         }
     }
 }
@@ -1068,13 +971,13 @@ impl Core for WorkerCore {
                         version,
                         addr,
                         peer_id,
-                        refused: false,
+                        closing: false,
+                        identified: false,
                     },
                 );
                 if let Some(a) = master_addr {
                     if self.is_registered() {
-                        self.out
-                            .push_back(Output::Conn(ConnOutput::Close { conn, reason: None }));
+                        self.close(conn);
                     } else {
                         self.send_register(conn, a);
                     }

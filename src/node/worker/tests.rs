@@ -489,3 +489,69 @@ fn a_launch_that_fails_to_start_is_reported_failed() {
     );
     assert!(h.core.state_response().executors.is_empty());
 }
+
+/// A registering worker (its connection to the master lost): its registration connection 2 to
+/// the master at [`master`], and connection 3 that master opened to it (taking over), silent.
+fn registering_with_a_master_dialling_in() -> Harness {
+    let mut h = Harness::registered(|_, _| {});
+    h.input(Input::Closed { conn: 1 });
+    h.input(Input::Opened {
+        conn: 2,
+        role: Role::Master,
+        purpose: Purpose::Registration(master()),
+        version: Version::V2,
+        addr: "10.0.0.1:7077".into(),
+        peer_id: "master-1".into(),
+    });
+    h.input(Input::Opened {
+        conn: 3,
+        role: Role::Master,
+        purpose: Purpose::Inbound,
+        version: Version::V2,
+        addr: "10.0.0.1:50123".into(),
+        peer_id: "master-1".into(),
+    });
+    h.take();
+    h
+}
+
+fn master_changed() -> crate::messages::deploy::MasterChanged {
+    crate::messages::deploy::MasterChanged {
+        master: EndpointRef::at(master(), "Master"),
+        master_web_ui_url: "http://10.0.0.1:8080".into(),
+    }
+}
+
+#[test]
+fn master_changed_then_the_registration_answer_keeps_the_connection_the_master_opened() {
+    let mut h = registering_with_a_master_dialling_in();
+    h.message(3, master_changed());
+    assert_eq!(
+        names(&h.take()),
+        ["close 2", "send WorkerSchedulerStateResponse on 3"]
+    );
+    // The answer to the registration, over the connection the worker closes: not taken.
+    h.message(
+        2,
+        RegisteredWorker {
+            duplicate: true,
+            ..registered_worker()
+        },
+    );
+    assert!(h.take().is_empty());
+    h.at(h.now + Duration::from_secs(15));
+    assert_eq!(names(&h.take()), ["send Heartbeat on 3"]);
+}
+
+#[test]
+fn the_registration_answer_before_master_changed_leaves_the_silent_master_connection_open() {
+    let mut h = registering_with_a_master_dialling_in();
+    h.message(2, registered_worker());
+    // Connection 3 is not closed: the master that opened it has not said who it is yet.
+    assert_eq!(names(&h.take()), ["send WorkerLatestState on 2"]);
+    h.message(3, master_changed());
+    assert_eq!(
+        names(&h.take()),
+        ["close 2", "send WorkerSchedulerStateResponse on 3"]
+    );
+}
