@@ -58,6 +58,15 @@ pub enum Fault {
     /// The endpoint takes `closeReason` in the handshake but closes connections without the
     /// close envelope it agreed to send (SPEC §8.1): the proxy drops every close envelope.
     SilentClose,
+    /// The endpoint's failure envelopes lack their `message` (SPEC §3: `error` is
+    /// `{"className": str, "message": str}`): the proxy drops the key. Only the case's judge
+    /// (strict decoding of every frame the endpoint sends) sees it.
+    FailureWithoutMessage,
+    /// The endpoint sends a message off its route (SPEC §14.1): after the first one-way message
+    /// it sends on a connection, the proxy adds one its role never sends (a master a Heartbeat, a
+    /// worker or application client a KillDriver, a driver a LaunchedExecutor, an executor a
+    /// StopExecutor). Only the case's judge (routes of every frame) sees it.
+    OffRoute,
 }
 
 impl Fault {
@@ -71,7 +80,7 @@ impl Fault {
     }
 
     /// Every fault.
-    pub const ALL: [Fault; 12] = [
+    pub const ALL: [Fault; 14] = [
         Fault::AcceptAnyHello,
         Fault::LowestVersion,
         Fault::RefuseSingleVersion,
@@ -84,6 +93,8 @@ impl Fault {
         Fault::AnyProof,
         Fault::BadOwnProof,
         Fault::SilentClose,
+        Fault::FailureWithoutMessage,
+        Fault::OffRoute,
     ];
 
     /// The fault's name.
@@ -101,6 +112,8 @@ impl Fault {
             Fault::AnyProof => "any-proof",
             Fault::BadOwnProof => "bad-own-proof",
             Fault::SilentClose => "silent-close",
+            Fault::FailureWithoutMessage => "failure-without-message",
+            Fault::OffRoute => "off-route",
         }
     }
 
@@ -190,6 +203,10 @@ pub async fn start(
 #[derive(Debug, Default)]
 struct State {
     version: Option<Version>,
+    /// The role the client's hello declared.
+    client_role: Option<Role>,
+    /// Whether the off-route message was added on this connection.
+    off_route_sent: bool,
     offered: Vec<u64>,
     swallow_answer: bool,
     dead_suite_side: bool,
@@ -229,6 +246,77 @@ impl Reader {
             }
         }
     }
+}
+
+/// A frame body the endpoint sends after the handshake, as `fault` alters it.
+fn altered(fault: Fault, body: Bytes, version: Option<Version>) -> Bytes {
+    if fault != Fault::FailureWithoutMessage
+        || !(body.len() >= 2 && body[0] == 0x93 && body[1] == 0x03)
+    {
+        return body;
+    }
+    // A failure carries no message of either family: the deploy family reads it as well.
+    let v = version.unwrap_or(Version::V2);
+    match sparkwire::wire::decode_envelope::<sparkwire::messages::DeployMessage>(&body, v) {
+        Ok(sparkwire::wire::Envelope::Failure { id, error }) => Bytes::from(crate::mp::arr(&[
+            crate::mp::u(3),
+            crate::mp::u(id),
+            crate::mp::map(&[("className", crate::mp::s(&error.class_name))]),
+        ])),
+        _ => body,
+    }
+}
+
+/// Under [`Fault::OffRoute`], the frame to add after `body`, a frame of an endpoint of `role`:
+/// after its first one-way message on the connection, one its role never sends.
+async fn off_route(
+    fault: Fault,
+    body: &[u8],
+    role: Option<Role>,
+    st: &Mutex<State>,
+) -> Option<Vec<u8>> {
+    use sparkwire::messages::{coarse, deploy, CoarseMessage, DeployMessage, EndpointRef};
+    use sparkwire::wire::{encode_envelope, Envelope};
+    if fault != Fault::OffRoute || !(body.len() >= 2 && body[0] == 0x92 && body[1] == 0x00) {
+        return None;
+    }
+    let mut st = st.lock().await;
+    if st.off_route_sent {
+        return None;
+    }
+    st.off_route_sent = true;
+    let v = st.version.unwrap_or(Version::V2);
+    let mut out = Vec::new();
+    let encoded = match role? {
+        Role::Master => encode_envelope(
+            &Envelope::Send(DeployMessage::from(deploy::Heartbeat::new(
+                "worker-off-route".into(),
+                EndpointRef::client("Worker"),
+            ))),
+            v,
+            &mut out,
+        ),
+        Role::Driver => encode_envelope(
+            &Envelope::Send(CoarseMessage::from(coarse::LaunchedExecutor::new(
+                "1".into(),
+            ))),
+            v,
+            &mut out,
+        ),
+        Role::Executor => encode_envelope(
+            &Envelope::Send(CoarseMessage::from(coarse::StopExecutor::new())),
+            v,
+            &mut out,
+        ),
+        _ => encode_envelope(
+            &Envelope::Send(DeployMessage::from(deploy::KillDriver::new(
+                "driver-off-route".into(),
+            ))),
+            v,
+            &mut out,
+        ),
+    };
+    encoded.ok().map(|()| framed(&out))
 }
 
 /// Whether a frame body after the handshake is a close envelope, `[4, …]` (SPEC §8.1).
@@ -340,7 +428,9 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                             first = false;
                             let hello = decode_hello(&body);
                             if let Ok(h) = &hello {
-                                st.lock().await.offered = h.versions.clone();
+                                let mut st = st.lock().await;
+                                st.offered = h.versions.clone();
+                                st.client_role = Some(h.role);
                             }
                             if suite_is_client {
                                 match fault {
@@ -467,7 +557,18 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                         {
                             continue;
                         }
+                        let body = if suite_is_client {
+                            body
+                        } else {
+                            altered(fault, body, st.lock().await.version)
+                        };
                         write(&to, &framed(&body)).await;
+                        if !suite_is_client {
+                            let role = st.lock().await.client_role;
+                            if let Some(extra) = off_route(fault, &body, role, &st).await {
+                                write(&to, &extra).await;
+                            }
+                        }
                         if !suite_is_client && fault == Fault::Duplicate {
                             write(&to, &framed(&body)).await;
                         }
@@ -529,7 +630,21 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                         {
                             continue;
                         }
+                        let body = if endpoint_to_suite {
+                            altered(fault, body, st.lock().await.version)
+                        } else {
+                            body
+                        };
                         write(&to, &framed(&body)).await;
+                        if let (true, Side::SuiteConnects { server_role, .. }) =
+                            (endpoint_to_suite, side)
+                        {
+                            if let Some(extra) =
+                                off_route(fault, &body, Some(server_role), &st).await
+                            {
+                                write(&to, &extra).await;
+                            }
+                        }
                         if endpoint_to_suite && fault == Fault::Duplicate {
                             write(&to, &framed(&body)).await;
                         }

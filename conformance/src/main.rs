@@ -61,6 +61,15 @@ struct Args {
     /// Seconds to watch for something that must not happen (a second answer).
     #[arg(long, default_value_t = 0.3)]
     quiet_time: f64,
+    /// Multiplies every case's own time limit (10 s for most cases, 20 s for the master's
+    /// flows); a case still running at its limit fails as timed out. Default: the patience over
+    /// 10 s, at least 1 (a longer --patience on a loaded machine stretches the limits with it).
+    #[arg(long, value_name = "FACTOR")]
+    timeout_scale: Option<f64>,
+    /// Seconds the whole run may take: a case still running then, or not started yet, fails as
+    /// timed out, and the report names it. Default: 300 times --timeout-scale.
+    #[arg(long, value_name = "SECS")]
+    deadline: Option<f64>,
     /// Whether the master under test spreads applications out (spark.deploy.spreadOut).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     spread_out: bool,
@@ -119,7 +128,14 @@ struct Args {
     /// Injects a fault between the suite and the endpoint (for the suite's own tests).
     #[arg(long, hide = true)]
     fault: Option<String>,
+    /// Turns the cases' judge off (the validator on every frame of the endpoint): the suite's
+    /// own tests use it to show what only the judge catches.
+    #[arg(long, hide = true)]
+    no_judge: bool,
 }
+
+/// The run's deadline without `--deadline`, in seconds at `--timeout-scale 1`.
+const DEFAULT_DEADLINE_SECS: f64 = 300.0;
 
 fn seconds(name: &str, v: f64) -> Result<Duration, String> {
     if v.is_finite() && v > 0.0 {
@@ -262,10 +278,23 @@ fn run(args: Args) -> Result<ExitCode, String> {
         (_, Target::Master) => 8,
         _ => 4,
     });
+    let patience = seconds("--patience", args.patience)?;
+    let timeout_scale = match args.timeout_scale {
+        Some(f) if f.is_finite() && f > 0.0 => f,
+        Some(_) => return Err("--timeout-scale must be a positive number".into()),
+        None => (patience.as_secs_f64() / 10.0).max(1.0),
+    };
+    let run_deadline = match args.deadline {
+        Some(d) => seconds("--deadline", d)?,
+        None => Duration::from_secs_f64(DEFAULT_DEADLINE_SECS * timeout_scale),
+    };
     let settings = Settings {
+        timeout_scale,
+        run_deadline,
+        judge: !args.no_judge,
         target,
         endpoint,
-        patience: seconds("--patience", args.patience)?,
+        patience,
         quiet: seconds("--quiet-time", args.quiet_time)?,
         spread_out: args.spread_out,
         worker_timeout: args
