@@ -83,6 +83,10 @@ pub struct Settings {
     /// Whether every case's frames are judged by the crate's validator ([`Judge`]); off only
     /// in the suite's own tests (`--no-judge`, hidden).
     pub judge: bool,
+    /// The protocol versions the endpoint offers, when the suite knows them (a master's
+    /// handshake answer lists them: [`crate::peer::probe_versions`]): a case for a version it
+    /// does not offer is skipped, saying so.
+    pub endpoint_versions: Option<Vec<u64>>,
 }
 
 /// The wire log of one case: every frame both ways, with times, in the wire's own words: each
@@ -100,6 +104,7 @@ pub struct Log {
     wire: Wire,
     target: Target,
     judge: Judge,
+    versions: Option<Arc<Vec<u64>>>,
 }
 
 impl Log {
@@ -112,6 +117,7 @@ impl Log {
             wire: Wire::Sparkwire,
             target: Target::Master,
             judge: Judge::off(),
+            versions: None,
         }
     }
 
@@ -128,8 +134,14 @@ impl Log {
             wire,
             target,
             judge,
+            versions: settings.endpoint_versions.clone().map(Arc::new),
             ..Log::new()
         }
+    }
+
+    /// The protocol versions the endpoint offers, when known.
+    pub fn endpoint_versions(&self) -> Option<&[u64]> {
+        self.versions.as_deref().map(Vec::as_slice)
     }
 
     /// The case's judge.

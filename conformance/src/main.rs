@@ -292,6 +292,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
         timeout_scale,
         run_deadline,
         judge: !args.no_judge,
+        endpoint_versions: None,
         target,
         endpoint,
         patience,
@@ -323,6 +324,17 @@ fn run(args: Args) -> Result<ExitCode, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let start = Instant::now();
     let results = runtime.block_on(async move {
+        let mut settings = settings;
+        // A master's profile: the versions its handshake answer says it offers (asked of the
+        // endpoint itself, before any fault proxy).
+        if let (Endpoint::Addr(addr), Wire::Sparkwire) = (&settings.endpoint, settings.wire) {
+            settings.endpoint_versions = sparkwire_conformance::peer::probe_versions(
+                *addr,
+                settings.secret.as_ref(),
+                settings.patience,
+            )
+            .await;
+        }
         let (settings, _guard) = targets::prepare(settings).await?;
         Ok::<_, String>(runner::run(Arc::new(settings), cases, jobs).await)
     })?;

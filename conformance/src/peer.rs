@@ -70,6 +70,10 @@ pub struct Conn {
     judged: Option<ConnId>,
     /// Whether the judge learnt that the connection ended.
     judged_closed: bool,
+    /// The last hello the suite sent on the connection (as a client).
+    sent_hello: Option<Vec<u8>>,
+    /// The versions the endpoint's acceptance said it speaks (as a client).
+    pub endpoint_versions: Vec<u64>,
 }
 
 /// Why a case cannot run on Spark's wire: a [`Failure::Skipped`] saying so.
@@ -190,6 +194,8 @@ impl Conn {
             endpoint_end: None,
             judged: None,
             judged_closed: false,
+            sent_hello: None,
+            endpoint_versions: Vec::new(),
             label,
             stream,
             buf: BytesMut::with_capacity(8192),
@@ -429,7 +435,12 @@ impl Conn {
             return Ok(());
         }
         let what = match self.version {
-            None => describe_handshake(body),
+            None => {
+                if decode_hello(body).is_ok() {
+                    self.sent_hello = Some(body.to_vec());
+                }
+                describe_handshake(body)
+            }
             Some(v) => describe(self.family, &Bytes::copy_from_slice(body), v),
         };
         let bytes = frame(body);
@@ -741,7 +752,37 @@ impl Conn {
         let body = self
             .frame_body(wait, "the server's handshake answer")
             .await?;
-        decode_answer(&body).map_err(|e| fail("a well-formed handshake answer", e.to_string()))
+        let answer = decode_answer(&body)
+            .map_err(|e| fail("a well-formed handshake answer", e.to_string()))?;
+        self.unoffered(&answer)?;
+        Ok(answer)
+    }
+
+    /// A refusal for want of a common version, of a hello that offered only protocol versions
+    /// the endpoint does not offer (its profile, [`Log::endpoint_versions`]), skips the case:
+    /// the case is for a version the endpoint does not speak.
+    fn unoffered(&self, answer: &Answer) -> Result<(), Failure> {
+        let (Answer::Refused(r), Some(profile)) = (answer, self.log.endpoint_versions()) else {
+            return Ok(());
+        };
+        if r.reason != RefusalReason::NoCommonVersion {
+            return Ok(());
+        }
+        let Some(hello) = self.sent_hello.as_deref().and_then(|b| decode_hello(b).ok()) else {
+            return Ok(());
+        };
+        let known: Vec<u64> = hello
+            .versions
+            .iter()
+            .copied()
+            .filter(|v| Version::from_number(*v).is_some())
+            .collect();
+        if known.is_empty() || known.iter().any(|v| profile.contains(v)) {
+            return Ok(());
+        }
+        Err(Failure::Skipped(format!(
+            "a case for protocol version {known:?}, which the endpoint does not offer (it offers {profile:?})"
+        )))
     }
 
     /// Reads the server's answer to the hello whose frame body was `hello_body` (any bytes a case
@@ -769,7 +810,10 @@ impl Conn {
                     want,
                     format!("an acceptance without a challenge ({a:?}): the endpoint did not prove the secret"),
                 )),
-                Ok(refused) => Ok(refused),
+                Ok(refused) => {
+                    self.unoffered(&refused)?;
+                    Ok(refused)
+                }
                 Err(e) => Err(fail("a well-formed handshake answer", e.to_string())),
             };
         }
@@ -844,6 +888,7 @@ impl Conn {
                 c.version = Some(a.version);
                 c.suite_id = hello.id.clone();
                 c.endpoint_end = Some((a.role, a.id.clone()));
+                c.endpoint_versions = a.versions.clone();
                 Ok((c, a.features))
             }
             Answer::Refused(r) => Err(fail(
@@ -1109,6 +1154,36 @@ impl Drop for Conn {
         }
         self.judged_closed = true;
         self.log.judge().closed(conn);
+    }
+}
+
+/// The protocol versions the server at `addr` offers, as its answer to a hello of a UI offering
+/// every known version lists them (protocol/handshake.md: an acceptance's `versions`); `None`
+/// when it does not accept one.
+pub async fn probe_versions(
+    addr: SocketAddr,
+    secret: Option<&Secret>,
+    wait: Duration,
+) -> Option<Vec<u64>> {
+    let log = Log::new();
+    let hello = Hello::new(&[Version::V1, Version::V2], Role::Ui, "sparkwire-conformance");
+    let (c, _) = Conn::open_with(addr, "probe", hello, secret, &log, wait)
+        .await
+        .ok()?;
+    Some(c.endpoint_versions.clone()).filter(|v| !v.is_empty())
+}
+
+/// Skips a case that expects the endpoint to speak `version`, when the endpoint's profile
+/// ([`Log::endpoint_versions`]) says it does not.
+pub fn require_version(log: &Log, version: Version) -> Result<(), Failure> {
+    match log.endpoint_versions() {
+        Some(profile) if !profile.contains(&u64::from(version.number())) => {
+            Err(Failure::Skipped(format!(
+                "a case for protocol version {}, which the endpoint does not offer (it offers {profile:?})",
+                version.number()
+            )))
+        }
+        _ => Ok(()),
     }
 }
 
