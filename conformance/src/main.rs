@@ -61,13 +61,15 @@ struct Args {
     /// Seconds to watch for something that must not happen (a second answer).
     #[arg(long, default_value_t = 0.3)]
     quiet_time: f64,
-    /// Multiplies every case's own time limit (10 s for most cases, 20 s for the master's
-    /// flows); a case still running at its limit fails as timed out. Default: the patience over
-    /// 10 s, at least 1 (a longer --patience on a loaded machine stretches the limits with it).
+    /// Multiplies every case's own time limit (5 s for most cases, 10 s for the master's flows
+    /// that run alone; plus three worker timeouts when --worker-timeout is given); a case still
+    /// running at its limit fails as timed out. Default: the patience over 10 s, at least 1 (a
+    /// longer --patience on a loaded machine stretches the limits with it).
     #[arg(long, value_name = "FACTOR")]
     timeout_scale: Option<f64>,
     /// Seconds the whole run may take: a case still running then, or not started yet, fails as
-    /// timed out, and the report names it. Default: 300 times --timeout-scale.
+    /// timed out, and the report names it. Default: 50 times --timeout-scale (600 times on
+    /// Spark's wire, whose JVMs are slow to start and to give up).
     #[arg(long, value_name = "SECS")]
     deadline: Option<f64>,
     /// Whether the master under test spreads applications out (spark.deploy.spreadOut).
@@ -134,8 +136,13 @@ struct Args {
     no_judge: bool,
 }
 
-/// The run's deadline without `--deadline`, in seconds at `--timeout-scale 1`.
-const DEFAULT_DEADLINE_SECS: f64 = 300.0;
+/// The run's deadline without `--deadline`, in seconds at `--timeout-scale 1`: a whole target
+/// against a correct endpoint takes a few seconds.
+const DEFAULT_DEADLINE_SECS: f64 = 50.0;
+
+/// The same on Spark's wire (`--wire spark`): a real Spark master's run takes about 50 s, a
+/// worker's (a JVM per case) minutes.
+const DEFAULT_SPARK_DEADLINE_SECS: f64 = 600.0;
 
 fn seconds(name: &str, v: f64) -> Result<Duration, String> {
     if v.is_finite() && v > 0.0 {
@@ -275,7 +282,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
     }
     let jobs = args.jobs.unwrap_or(match (&endpoint, target) {
         (Endpoint::Listen(_), _) => 1,
-        (_, Target::Master) => 8,
+        (_, Target::Master) => 16,
         _ => 4,
     });
     let patience = seconds("--patience", args.patience)?;
@@ -286,6 +293,9 @@ fn run(args: Args) -> Result<ExitCode, String> {
     };
     let run_deadline = match args.deadline {
         Some(d) => seconds("--deadline", d)?,
+        None if args.wire == "spark" => {
+            Duration::from_secs_f64(DEFAULT_SPARK_DEADLINE_SECS * timeout_scale)
+        }
         None => Duration::from_secs_f64(DEFAULT_DEADLINE_SECS * timeout_scale),
     };
     let settings = Settings {

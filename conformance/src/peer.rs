@@ -768,7 +768,11 @@ impl Conn {
         if r.reason != RefusalReason::NoCommonVersion {
             return Ok(());
         }
-        let Some(hello) = self.sent_hello.as_deref().and_then(|b| decode_hello(b).ok()) else {
+        let Some(hello) = self
+            .sent_hello
+            .as_deref()
+            .and_then(|b| decode_hello(b).ok())
+        else {
             return Ok(());
         };
         let known: Vec<u64> = hello
@@ -1166,7 +1170,11 @@ pub async fn probe_versions(
     wait: Duration,
 ) -> Option<Vec<u64>> {
     let log = Log::new();
-    let hello = Hello::new(&[Version::V1, Version::V2], Role::Ui, "sparkwire-conformance");
+    let hello = Hello::new(
+        &[Version::V1, Version::V2],
+        Role::Ui,
+        "sparkwire-conformance",
+    );
     let (c, _) = Conn::open_with(addr, "probe", hello, secret, &log, wait)
         .await
         .ok()?;

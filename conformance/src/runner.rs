@@ -1,7 +1,7 @@
 //! Runs cases, in parallel where they allow it, each with its own timeout and wire log.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::sync::Semaphore;
@@ -90,8 +90,10 @@ async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> Case
             ),
         );
     }
-    // A case's own time limit, stretched by --timeout-scale, and never past the run's deadline.
-    let own = case.timeout.mul_f64(settings.timeout_scale);
+    // A case's own time limit, stretched by --timeout-scale (and by three worker timeouts when
+    // the master's is known: the heartbeat flows wait for it), never past the run's deadline.
+    let own = case.timeout.mul_f64(settings.timeout_scale)
+        + settings.worker_timeout.map_or(Duration::ZERO, |w| w * 3);
     let limit = own.min(left);
     let judge = log.judge().clone();
     let ctx = Ctx {
