@@ -200,6 +200,10 @@ pub struct Ctx {
     pub log: Log,
 }
 
+/// How long the judge takes messages of different connections as crossing (the validator's
+/// `crossing_window_ms`): longer than a case.
+const CROSSING_WINDOW_MS: u64 = 30_000;
+
 /// The rules a frame of the endpoint is still judged by once the suite itself broke the protocol
 /// in a case: those that need no state of the conversation (the frame's route, kind and version).
 fn stateless(rule: Rule) -> bool {
@@ -267,6 +271,12 @@ impl Judge {
         // Time is the suite's to judge (each case has its own patience): no timed rule here.
         config.executor_state_within_ms = None;
         config.app_registration_within_ms = None;
+        // The suite reads a case's connections one after the other, in the order the case wants:
+        // messages of two connections reach the validator in that order, not in the order the
+        // endpoint sent them. What the endpoint sends on one connection after what it sent on
+        // another is taken as crossing for as long as a case lasts (N1 still wants every
+        // ExecutorAdded's LaunchExecutor by the end).
+        config.crossing_window_ms = CROSSING_WINDOW_MS;
         if let Some(w) = worker_timeout {
             config.worker_timeout_ms = u64::try_from(w.as_millis()).unwrap_or(u64::MAX);
         }
