@@ -237,7 +237,9 @@ fn owed_by(target: Target, rule: Rule) -> bool {
 /// written by hand) makes the conversation unknowable from then on, and the endpoint's frames
 /// are then judged only by the rules that need no state ([`stateless`]: route, kind, version) and
 /// by strict decoding. At the end of a case that passed and never broke the protocol, the
-/// end-of-trace obligations the endpoint owes (rules N1–N4) are checked.
+/// end-of-trace obligations the endpoint owes (rules N1–N4) are checked; since a case's
+/// connections are closed as the case lets go of them, N2–N4 hold there by construction and N1
+/// is the one that can fail.
 ///
 /// Off on Spark's wire (whose frames are translations) and in [`Log::new`]'s logs.
 #[derive(Debug, Clone)]

@@ -227,9 +227,10 @@ fn run_config(
         // A broken endpoint mostly makes cases wait, which costs no CPU: more at once.
         args.push("--jobs".into());
         args.push("32".into());
-        // Every case runs to its own end: none is cut (failed) by the run's deadline, so that a
-        // case counts as failing against a fault only for what it saw.
-        args.extend(strings(&["--deadline", NO_DEADLINE]));
+        // Every case runs to its own end: none is cut (failed) by the run's deadline, and the
+        // cases' judge is off (the judge's own tests are below), so that a case counts as failing
+        // against a fault only for what its own checks saw.
+        args.extend(strings(&["--deadline", NO_DEADLINE, "--no-judge"]));
     }
     run(&args)
 }
@@ -400,7 +401,13 @@ fn auth_run(args: &[String], fault: Option<&str>) -> BTreeMap<String, String> {
         all.extend(strings(&["--cases", "handshake/10", "--cases", "spec/13"]));
     }
     if let Some(f) = fault {
-        all.extend(strings(&["--fault", f, "--deadline", NO_DEADLINE]));
+        all.extend(strings(&[
+            "--fault",
+            f,
+            "--deadline",
+            NO_DEADLINE,
+            "--no-judge",
+        ]));
     }
     run(&all).1
 }
