@@ -44,15 +44,17 @@ secret="$scratch/secret"
 printf 'fault-times-secret\n' >"$secret"
 chmod 600 "$secret"
 
-# start_master FLAGS...: a reference master on a free port (its pid in $master), $addr its address.
+# start_master NAME FLAGS...: a reference master on a free port (its pid in $master, its log
+# $scratch/NAME.log), $addr its address.
 start_master() {
-  local log="$scratch/master.log"
+  local log="$scratch/$1.log"
+  shift
   setsid "$bin" master --host 127.0.0.1 --port 0 --webui-port 0 --strict "$@" >"$log" 2>&1 &
   master=$!
   pids+=("$master")
   local line="" i
   for i in $(seq 1 300); do
-    line="$(grep -m1 -o 'sparkwire://[^ ]*' "$log" || true)"
+    line="$(grep -a -m1 -o 'sparkwire://[^ ]*' "$log" 2>/dev/null || true)"
     [ -n "$line" ] && break
     kill -0 "$master" 2>/dev/null || { echo "the master exited:" >&2; cat "$log" >&2; exit 2; }
     sleep 0.1
@@ -67,7 +69,7 @@ slowest_fault=""
 for fault in $faults; do
   secured=()
   case "$fault" in auth-bypass | any-proof | bad-own-proof) secured=(--secret-file "$secret") ;; esac
-  start_master "${secured[@]}"
+  start_master "$fault" "${secured[@]}"
   start=$(date +%s%N)
   code=0
   setsid "$suite" --target master --addr "$addr" --fault "$fault" "${secured[@]}" \
