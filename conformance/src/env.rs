@@ -235,7 +235,7 @@ fn owed_by(target: Target, rule: Rule) -> bool {
 /// marks the frame. The suite's own frames are fed too, so that the validator knows the
 /// conversation; a case that breaks the protocol on purpose (a frame the validator flags, bytes
 /// written by hand) makes the conversation unknowable from then on, and the endpoint's frames
-/// are then judged only by the rules that need no state ([`stateless`]: route, kind, version) and
+/// are then judged only by the rules that need no state (route, kind, version) and
 /// by strict decoding. At the end of a case that passed and never broke the protocol, the
 /// end-of-trace obligations the endpoint owes (rules N1–N4) are checked; since a case's
 /// connections are closed as the case lets go of them, N2–N4 hold there by construction and N1
