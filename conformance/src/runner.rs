@@ -41,6 +41,11 @@ pub struct CaseResult {
     /// failed).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
+    /// When the case broke the protocol on purpose: why, and so that the endpoint's frames after
+    /// that were judged only by route, kind, version and strict decoding (none: the whole
+    /// conversation was judged, or the judge was off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged_partly: Option<String>,
 }
 
 impl CaseResult {
@@ -59,6 +64,7 @@ impl CaseResult {
             millis: 0,
             wire_log: Vec::new(),
             timed_out: failed,
+            judged_partly: None,
         }
     }
 }
@@ -134,6 +140,7 @@ async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> Case
         judge.finish();
     }
     let findings = judge.findings();
+    let judged_partly = judge.tainted();
     let millis = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     let (mut verdict, mut expected, mut seen, mut reason) = match outcome {
         Ok(()) => (Verdict::Pass, None, None, None),
@@ -184,6 +191,7 @@ async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> Case
         millis,
         wire_log,
         timed_out,
+        judged_partly,
     }
 }
 
