@@ -134,7 +134,8 @@ pub struct Case {
     pub level: Level,
     /// The endpoint kind it checks.
     pub target: Target,
-    /// How long the case may take before it fails as timed out.
+    /// How long the case may take before it fails as timed out (times `--timeout-scale`, plus
+    /// three worker timeouts when the master's is known).
     pub timeout: Duration,
     /// Whether it may run beside other cases.
     pub sharing: Sharing,
@@ -152,6 +153,10 @@ impl fmt::Debug for Case {
     }
 }
 
+/// A case's time limit unless its target says otherwise; the runner multiplies it by
+/// `--timeout-scale`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Collects the cases of one target.
 pub struct Cases {
     target: Target,
@@ -162,11 +167,13 @@ pub struct Cases {
 }
 
 impl Cases {
-    /// An empty list for `target`; cases get a 10 s timeout and run in parallel unless told.
+    /// An empty list for `target`; cases get a short time limit, [`DEFAULT_TIMEOUT`] (a
+    /// correct endpoint never makes a case wait: most take well under a second), and run in
+    /// parallel unless told.
     pub fn new(target: Target) -> Self {
         Cases {
             target,
-            timeout: Duration::from_secs(10),
+            timeout: DEFAULT_TIMEOUT,
             sharing: Sharing::Parallel,
             list: Vec::new(),
         }

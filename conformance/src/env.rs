@@ -6,7 +6,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::case::Target;
+use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
+use sparkwire::validate::{
+    ConnId, Endpoint as End, Entity, EnvelopeRef, Rule, ValidatedFamily, Validator, Violation,
+};
+use sparkwire::wire::Envelope;
 
 /// The wire the suite's connections speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +75,18 @@ pub struct Settings {
     pub hex: bool,
     /// The wire the suite speaks (`--wire`).
     pub wire: Wire,
+    /// The factor every case's own time limit is multiplied by (`--timeout-scale`).
+    pub timeout_scale: f64,
+    /// How long the whole run may take (`--deadline`): a case still running then, or not
+    /// started, fails as timed out.
+    pub run_deadline: Duration,
+    /// Whether every case's frames are judged by the crate's validator ([`Judge`]); off only
+    /// in the suite's own tests (`--no-judge`, hidden).
+    pub judge: bool,
+    /// The protocol versions the endpoint offers, when the suite knows them (a master's
+    /// handshake answer lists them: [`crate::peer::probe_versions`]): a case for a version it
+    /// does not offer is skipped, saying so.
+    pub endpoint_versions: Option<Vec<u64>>,
 }
 
 /// The wire log of one case: every frame both ways, with times, in the wire's own words: each
@@ -86,6 +103,8 @@ pub struct Log {
     hex: bool,
     wire: Wire,
     target: Target,
+    judge: Judge,
+    versions: Option<Arc<Vec<u64>>>,
 }
 
 impl Log {
@@ -97,17 +116,37 @@ impl Log {
             hex: false,
             wire: Wire::Sparkwire,
             target: Target::Master,
+            judge: Judge::off(),
+            versions: None,
         }
     }
 
-    /// The log of a case of a run against `target` over `wire`.
-    pub fn for_run(hex: bool, wire: Wire, target: Target) -> Self {
+    /// The log of a case of a run with `settings`, whose connections are judged by the crate's
+    /// validator ([`Judge`]) on sparkwire's wire.
+    pub fn for_run(settings: &Settings) -> Self {
+        let (hex, wire, target) = (settings.hex, settings.wire, settings.target);
+        let judge = match wire {
+            Wire::Sparkwire if settings.judge => Judge::new(target, settings.worker_timeout),
+            _ => Judge::off(),
+        };
         Log {
             hex,
             wire,
             target,
+            judge,
+            versions: settings.endpoint_versions.clone().map(Arc::new),
             ..Log::new()
         }
+    }
+
+    /// The protocol versions the endpoint offers, when known.
+    pub fn endpoint_versions(&self) -> Option<&[u64]> {
+        self.versions.as_deref().map(Vec::as_slice)
+    }
+
+    /// The case's judge.
+    pub fn judge(&self) -> &Judge {
+        &self.judge
     }
 
     /// The wire the case's connections speak.
@@ -159,4 +198,296 @@ pub struct Ctx {
     pub settings: Arc<Settings>,
     /// The case's wire log.
     pub log: Log,
+}
+
+/// How long the judge takes messages of different connections as crossing (the validator's
+/// `crossing_window_ms`): longer than a case.
+const CROSSING_WINDOW_MS: u64 = 30_000;
+
+/// The rules a frame of the endpoint is still judged by once the suite itself broke the protocol
+/// in a case: those that need no state of the conversation (the frame's route, kind and version).
+fn stateless(rule: Rule) -> bool {
+    matches!(
+        rule,
+        Rule::RouteDefined | Rule::RouteNoLocal | Rule::RouteKind | Rule::ConnVersion
+    )
+}
+
+/// The end-of-trace obligations (protocol/rules.md, End of the trace) the endpoint under test
+/// owes, by target: N1 and N3 the master's, N4 a worker's, N2 an executor's. The others at the
+/// end of a case are owed by the side the suite plays, or by asks a case leaves unanswered on
+/// purpose.
+fn owed_by(target: Target, rule: Rule) -> bool {
+    matches!(
+        (target, rule),
+        (
+            Target::Master,
+            Rule::EndExecutorAddedLaunched | Rule::EndAppRegistered
+        ) | (Target::Worker, Rule::EndExecutorState)
+            | (Target::Executor, Rule::EndTaskEnded)
+    )
+}
+
+/// The judge of one case (issue 30, item 1): the crate's own validator
+/// ([`sparkwire::validate::Validator`]) fed every envelope of every connection of the case, both
+/// ways, in the order the suite sees them. A rule the endpoint's frame breaks, or a frame of the
+/// endpoint that does not decode strictly, is a finding: it fails the case, and the wire log
+/// marks the frame. The suite's own frames are fed too, so that the validator knows the
+/// conversation; a case that breaks the protocol on purpose (a frame the validator flags, bytes
+/// written by hand) makes the conversation unknowable from then on, and the endpoint's frames
+/// are then judged only by the rules that need no state (route, kind, version) and
+/// by strict decoding. At the end of a case that passed and never broke the protocol, the
+/// end-of-trace obligations the endpoint owes (rules N1–N4) are checked; since a case's
+/// connections are closed as the case lets go of them, N2–N4 hold there by construction and N1
+/// is the one that can fail.
+///
+/// Off on Spark's wire (whose frames are translations) and in [`Log::new`]'s logs.
+#[derive(Debug, Clone)]
+pub struct Judge(Option<Arc<Mutex<JudgeState>>>);
+
+#[derive(Debug)]
+struct JudgeState {
+    validator: Validator,
+    target: Target,
+    start: Instant,
+    next_conn: ConnId,
+    /// Why the conversation is no longer known (the suite broke the protocol), if it is not.
+    tainted: Option<String>,
+    /// What the endpoint did wrong.
+    findings: Vec<String>,
+    /// The workers the suite registered in this case.
+    workers: std::collections::HashSet<String>,
+    /// The applications the endpoint registered in this case.
+    apps: std::collections::HashSet<String>,
+}
+
+impl Judge {
+    /// A judge that judges nothing.
+    pub fn off() -> Self {
+        Judge(None)
+    }
+
+    /// A judge for a case against `target`.
+    pub fn new(target: Target, worker_timeout: Option<Duration>) -> Self {
+        let mut config = sparkwire::validate::Config::sparkwire();
+        // Time is the suite's to judge (each case has its own patience): no timed rule here.
+        config.executor_state_within_ms = None;
+        config.app_registration_within_ms = None;
+        // The suite reads a case's connections one after the other, in the order the case wants:
+        // messages of two connections reach the validator in that order, not in the order the
+        // endpoint sent them. What the endpoint sends on one connection after what it sent on
+        // another is taken as crossing for as long as a case lasts (N1 still wants every
+        // ExecutorAdded's LaunchExecutor by the end).
+        config.crossing_window_ms = CROSSING_WINDOW_MS;
+        if let Some(w) = worker_timeout {
+            config.worker_timeout_ms = u64::try_from(w.as_millis()).unwrap_or(u64::MAX);
+        }
+        Judge(Some(Arc::new(Mutex::new(JudgeState {
+            validator: Validator::new(config),
+            target,
+            start: Instant::now(),
+            next_conn: 1,
+            tainted: None,
+            findings: Vec::new(),
+            workers: std::collections::HashSet::new(),
+            apps: std::collections::HashSet::new(),
+        }))))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut JudgeState) -> R) -> Option<R> {
+        let inner = self.0.as_ref()?;
+        let mut guard = inner.lock().unwrap_or_else(|p| p.into_inner());
+        Some(f(&mut guard))
+    }
+
+    /// Whether the judge judges anything.
+    pub fn is_on(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// A connection between the suite (`suite`) and the endpoint (`endpoint`) is open at
+    /// `version`; `suite_dialled` says who opened it. Its id in the validator, or `None` when
+    /// the judge is off.
+    pub fn open(
+        &self,
+        suite: &End,
+        endpoint: &End,
+        suite_dialled: bool,
+        version: Version,
+    ) -> Option<ConnId> {
+        self.with(|s| {
+            let id = s.next_conn;
+            s.next_conn += 1;
+            let now = s.now();
+            let (client, server) = if suite_dialled {
+                (suite, endpoint)
+            } else {
+                (endpoint, suite)
+            };
+            let v = s.validator.open(now, id, client, server, version);
+            if let Some(first) = v.first() {
+                s.taint(format!("the connection itself: {first}"));
+            }
+            id
+        })
+    }
+
+    /// The suite sent `env` on `conn`. Returns why the conversation is no longer known, when
+    /// this frame broke the protocol (the suite meant to).
+    pub fn suite_sent<F: ValidatedFamily>(
+        &self,
+        conn: ConnId,
+        suite: &End,
+        endpoint: &End,
+        version: Version,
+        env: &Envelope<F>,
+    ) -> Option<String> {
+        self.with(|s| {
+            if let EnvelopeRef::Deploy(e) = F::view(env) {
+                if let Some(DeployMessage::RegisterWorker(r)) = e.message() {
+                    s.workers.insert(r.id.clone());
+                }
+            }
+            let now = s.now();
+            let v = s
+                .validator
+                .message(now, conn, suite, endpoint, version, env);
+            let (endpoint_s, suite_s): (Vec<Violation>, Vec<Violation>) = v
+                .into_iter()
+                // An ExecutorAdded whose launch never came is reported at the next event,
+                // whoever sends it: the master's, not the suite's.
+                .partition(|v| v.rule == Rule::ExecutorAddedMatches && s.target == Target::Master);
+            for v in endpoint_s {
+                s.find(v.to_string());
+            }
+            let first = suite_s.first()?;
+            let why = format!(
+                "the suite's own frame breaks rule {}: {first}",
+                first.rule.id()
+            );
+            s.taint(why.clone());
+            Some(why)
+        })
+        .flatten()
+    }
+
+    /// The suite wrote what the validator cannot follow (bytes by hand, an envelope that does not
+    /// decode): the conversation is no longer known.
+    pub fn suite_broke(&self, what: &str) {
+        self.with(|s| s.taint(what.to_string()));
+    }
+
+    /// The endpoint sent `env` on `conn`: the rules it breaks, as findings (also kept).
+    pub fn endpoint_sent<F: ValidatedFamily>(
+        &self,
+        conn: ConnId,
+        suite: &End,
+        endpoint: &End,
+        version: Version,
+        env: &Envelope<F>,
+    ) -> Vec<String> {
+        self.with(|s| {
+            if let EnvelopeRef::Deploy(e) = F::view(env) {
+                if let Some(DeployMessage::RegisteredApplication(r)) = e.message() {
+                    s.apps.insert(r.app_id.clone());
+                }
+            }
+            let now = s.now();
+            let v = s
+                .validator
+                .message(now, conn, endpoint, suite, version, env);
+            let known = s.tainted.is_none();
+            let found: Vec<String> = v
+                .into_iter()
+                .filter(|v| known || stateless(v.rule))
+                .filter(|v| !s.foreign(v))
+                .map(|v| v.to_string())
+                .collect();
+            for f in &found {
+                s.find(f.clone());
+            }
+            found
+        })
+        .unwrap_or_default()
+    }
+
+    /// The endpoint sent a frame that does not decode strictly (SPEC §11): a finding.
+    pub fn endpoint_undecodable(&self, error: &str) -> String {
+        let finding =
+            format!("a frame of the endpoint that does not decode strictly (SPEC §11): {error}");
+        self.with(|s| s.find(finding.clone()));
+        finding
+    }
+
+    /// Connection `conn` ended.
+    pub fn closed(&self, conn: ConnId) {
+        self.with(|s| {
+            let now = s.now();
+            let _ = s.validator.close(now, conn);
+        });
+    }
+
+    /// The end-of-trace obligations (rules N1–N4) the endpoint owes, when the conversation is
+    /// known (the suite broke nothing); each is also kept as a finding.
+    pub fn finish(&self) -> Vec<String> {
+        self.with(|s| {
+            if s.tainted.is_some() {
+                return Vec::new();
+            }
+            let target = s.target;
+            let found: Vec<String> = s
+                .validator
+                .finish()
+                .into_iter()
+                .filter(|v| owed_by(target, v.rule))
+                .map(|v| v.to_string())
+                .collect();
+            for f in &found {
+                s.find(f.clone());
+            }
+            found
+        })
+        .unwrap_or_default()
+    }
+
+    /// What the endpoint did wrong so far.
+    pub fn findings(&self) -> Vec<String> {
+        self.with(|s| s.findings.clone()).unwrap_or_default()
+    }
+
+    /// Why the conversation is no longer known, if it is not.
+    pub fn tainted(&self) -> Option<String> {
+        self.with(|s| s.tainted.clone()).flatten()
+    }
+}
+
+impl JudgeState {
+    /// Whether `v` is about a worker or an application of another case: a master under test is
+    /// shared by the cases that run at once (and by the applications earlier cases left), tells
+    /// every application of every worker it loses (rule W7) and every worker of every
+    /// application that finishes (rule P6), which this case's trace cannot judge.
+    fn foreign(&self, v: &Violation) -> bool {
+        self.target == Target::Master
+            && match (v.rule, &v.entity) {
+                (Rule::WorkerRemovedWhenLost, Some(Entity::Worker(w))) => !self.workers.contains(w),
+                (Rule::AppFinishedNotice, Some(Entity::App(a))) => !self.apps.contains(a),
+                _ => false,
+            }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn taint(&mut self, why: String) {
+        if self.tainted.is_none() {
+            self.tainted = Some(why);
+        }
+    }
+
+    fn find(&mut self, finding: String) {
+        if self.findings.len() < 50 && !self.findings.contains(&finding) {
+            self.findings.push(finding);
+        }
+    }
 }

@@ -84,8 +84,15 @@ pub enum Fault {
     /// A server without a secret accepts a hello asking to authenticate (handshake.md §5 step
     /// 4): the proxy removes `auth` and `nonce` from the suite's hello.
     AuthNotConfiguredTaken,
-    /// Failure envelopes lack their `message` (SPEC §3): the proxy removes it.
+    /// The endpoint's failure envelopes lack their `message` (SPEC §3: `error` is
+    /// `{"className": str, "message": str}`): the proxy drops the key. Only the case's judge
+    /// (strict decoding of every frame the endpoint sends) sees it.
     FailureWithoutMessage,
+    /// The endpoint sends a message off its route (SPEC §14.1): after the first one-way message
+    /// it sends on a connection, the proxy adds one its role never sends (a master a Heartbeat, a
+    /// worker or application client a KillDriver, a driver a LaunchedExecutor, an executor a
+    /// StopExecutor). Only the case's judge (routes of every frame) sees it.
+    OffRoute,
 }
 
 impl Fault {
@@ -119,7 +126,7 @@ impl Fault {
     }
 
     /// Every fault.
-    pub const ALL: [Fault; 22] = [
+    pub const ALL: [Fault; 23] = [
         Fault::AcceptAnyHello,
         Fault::LowestVersion,
         Fault::RefuseSingleVersion,
@@ -142,6 +149,7 @@ impl Fault {
         Fault::NoReconnect,
         Fault::AuthNotConfiguredTaken,
         Fault::FailureWithoutMessage,
+        Fault::OffRoute,
     ];
 
     /// The fault's name.
@@ -169,6 +177,7 @@ impl Fault {
             Fault::NoReconnect => "no-reconnect",
             Fault::AuthNotConfiguredTaken => "auth-not-configured-taken",
             Fault::FailureWithoutMessage => "failure-without-message",
+            Fault::OffRoute => "off-route",
         }
     }
 
@@ -260,6 +269,10 @@ struct State {
     version: Option<Version>,
     /// What [`frame_fault`] remembers of the connection.
     seen: Seen,
+    /// The role the client's hello declared.
+    client_role: Option<Role>,
+    /// Whether the off-route message was added on this connection.
+    off_route_sent: bool,
     offered: Vec<u64>,
     swallow_answer: bool,
     dead_suite_side: bool,
@@ -299,6 +312,58 @@ impl Reader {
             }
         }
     }
+}
+
+/// Under [`Fault::OffRoute`], the frame to add after `body`, a frame of an endpoint of `role`:
+/// after its first one-way message on the connection, one its role never sends.
+async fn off_route(
+    fault: Fault,
+    body: &[u8],
+    role: Option<Role>,
+    st: &Mutex<State>,
+) -> Option<Vec<u8>> {
+    use sparkwire::messages::{coarse, deploy, CoarseMessage, DeployMessage, EndpointRef};
+    use sparkwire::wire::{encode_envelope, Envelope};
+    if fault != Fault::OffRoute || !(body.len() >= 2 && body[0] == 0x92 && body[1] == 0x00) {
+        return None;
+    }
+    let mut st = st.lock().await;
+    if st.off_route_sent {
+        return None;
+    }
+    st.off_route_sent = true;
+    let v = st.version.unwrap_or(Version::V2);
+    let mut out = Vec::new();
+    let encoded = match role? {
+        Role::Master => encode_envelope(
+            &Envelope::Send(DeployMessage::from(deploy::Heartbeat::new(
+                "worker-off-route".into(),
+                EndpointRef::client("Worker"),
+            ))),
+            v,
+            &mut out,
+        ),
+        Role::Driver => encode_envelope(
+            &Envelope::Send(CoarseMessage::from(coarse::LaunchedExecutor::new(
+                "1".into(),
+            ))),
+            v,
+            &mut out,
+        ),
+        Role::Executor => encode_envelope(
+            &Envelope::Send(CoarseMessage::from(coarse::StopExecutor::new())),
+            v,
+            &mut out,
+        ),
+        _ => encode_envelope(
+            &Envelope::Send(DeployMessage::from(deploy::KillDriver::new(
+                "driver-off-route".into(),
+            ))),
+            v,
+            &mut out,
+        ),
+    };
+    encoded.ok().map(|()| framed(&out))
 }
 
 /// Whether a frame body after the handshake is a close envelope, `[4, …]` (SPEC §8.1).
@@ -410,7 +475,9 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                             first = false;
                             let hello = decode_hello(&body);
                             if let Ok(h) = &hello {
-                                st.lock().await.offered = h.versions.clone();
+                                let mut st = st.lock().await;
+                                st.offered = h.versions.clone();
+                                st.client_role = Some(h.role);
                             }
                             if let Ok(h) = &hello {
                                 st.lock().await.seen.role = Some(h.role);
@@ -561,6 +628,12 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                             continue;
                         }
                         write(&to, &framed(&body)).await;
+                        if !suite_is_client {
+                            let role = st.lock().await.client_role;
+                            if let Some(extra) = off_route(fault, &body, role, &st).await {
+                                write(&to, &extra).await;
+                            }
+                        }
                         if !suite_is_client && fault == Fault::Duplicate {
                             write(&to, &framed(&body)).await;
                         }
@@ -635,6 +708,15 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                             continue;
                         }
                         write(&to, &framed(&body)).await;
+                        if let (true, Side::SuiteConnects { server_role, .. }) =
+                            (endpoint_to_suite, side)
+                        {
+                            if let Some(extra) =
+                                off_route(fault, &body, Some(server_role), &st).await
+                            {
+                                write(&to, &extra).await;
+                            }
+                        }
                         if endpoint_to_suite && fault == Fault::Duplicate {
                             write(&to, &framed(&body)).await;
                         }

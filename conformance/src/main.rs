@@ -61,6 +61,17 @@ struct Args {
     /// Seconds to watch for something that must not happen (a second answer).
     #[arg(long, default_value_t = 0.3)]
     quiet_time: f64,
+    /// Multiplies every case's own time limit (5 s for most cases, 10 s for the master's flows
+    /// that run alone; plus three worker timeouts when --worker-timeout is given); a case still
+    /// running at its limit fails as timed out. Default: the patience over 10 s, at least 1 (a
+    /// longer --patience on a loaded machine stretches the limits with it).
+    #[arg(long, value_name = "FACTOR")]
+    timeout_scale: Option<f64>,
+    /// Seconds the whole run may take: a case still running then, or not started yet, fails as
+    /// timed out, and the report names it. Default: 50 times --timeout-scale (600 times on
+    /// Spark's wire, whose JVMs are slow to start and to give up).
+    #[arg(long, value_name = "SECS")]
+    deadline: Option<f64>,
     /// Whether the master under test spreads applications out (spark.deploy.spreadOut).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     spread_out: bool,
@@ -119,7 +130,19 @@ struct Args {
     /// Injects a fault between the suite and the endpoint (for the suite's own tests).
     #[arg(long, hide = true)]
     fault: Option<String>,
+    /// Turns the cases' judge off (the validator on every frame of the endpoint): the suite's
+    /// own tests use it to show what only the judge catches.
+    #[arg(long, hide = true)]
+    no_judge: bool,
 }
+
+/// The run's deadline without `--deadline`, in seconds at `--timeout-scale 1`: a whole target
+/// against a correct endpoint takes a few seconds.
+const DEFAULT_DEADLINE_SECS: f64 = 50.0;
+
+/// The same on Spark's wire (`--wire spark`): a real Spark master's run takes about 50 s, a
+/// worker's (a JVM per case) minutes.
+const DEFAULT_SPARK_DEADLINE_SECS: f64 = 600.0;
 
 fn seconds(name: &str, v: f64) -> Result<Duration, String> {
     if v.is_finite() && v > 0.0 {
@@ -259,13 +282,30 @@ fn run(args: Args) -> Result<ExitCode, String> {
     }
     let jobs = args.jobs.unwrap_or(match (&endpoint, target) {
         (Endpoint::Listen(_), _) => 1,
-        (_, Target::Master) => 8,
+        (_, Target::Master) => 16,
         _ => 4,
     });
+    let patience = seconds("--patience", args.patience)?;
+    let timeout_scale = match args.timeout_scale {
+        Some(f) if f.is_finite() && f > 0.0 => f,
+        Some(_) => return Err("--timeout-scale must be a positive number".into()),
+        None => (patience.as_secs_f64() / 10.0).max(1.0),
+    };
+    let run_deadline = match args.deadline {
+        Some(d) => seconds("--deadline", d)?,
+        None if args.wire == "spark" => {
+            Duration::from_secs_f64(DEFAULT_SPARK_DEADLINE_SECS * timeout_scale)
+        }
+        None => Duration::from_secs_f64(DEFAULT_DEADLINE_SECS * timeout_scale),
+    };
     let settings = Settings {
+        timeout_scale,
+        run_deadline,
+        judge: !args.no_judge,
+        endpoint_versions: None,
         target,
         endpoint,
-        patience: seconds("--patience", args.patience)?,
+        patience,
         quiet: seconds("--quiet-time", args.quiet_time)?,
         spread_out: args.spread_out,
         worker_timeout: args
@@ -294,6 +334,17 @@ fn run(args: Args) -> Result<ExitCode, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let start = Instant::now();
     let results = runtime.block_on(async move {
+        let mut settings = settings;
+        // A master's profile: the versions its handshake answer says it offers (asked of the
+        // endpoint itself, before any fault proxy).
+        if let (Endpoint::Addr(addr), Wire::Sparkwire) = (&settings.endpoint, settings.wire) {
+            settings.endpoint_versions = sparkwire_conformance::peer::probe_versions(
+                *addr,
+                settings.secret.as_ref(),
+                settings.patience,
+            )
+            .await;
+        }
         let (settings, _guard) = targets::prepare(settings).await?;
         Ok::<_, String>(runner::run(Arc::new(settings), cases, jobs).await)
     })?;

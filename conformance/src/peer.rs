@@ -20,6 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::case::{fail, Failure};
 use crate::env::{Log, Wire};
 use crate::spark_wire::{endpoint_of, endpoint_played, release, Incoming, SparkSide};
+use sparkwire::validate::{ConnId, Endpoint as End, ValidatedFamily};
 
 /// The largest frame the suite reads: more is reported, never buffered.
 pub const SUITE_MAX_FRAME: u64 = 256 * 1024 * 1024;
@@ -59,6 +60,20 @@ pub struct Conn {
     spark: Option<SparkSide>,
     /// Envelopes translated from Spark's frames, not read yet.
     pending: VecDeque<Event>,
+    /// Whether the suite opened the connection.
+    dialled: bool,
+    /// The suite's id on the connection (its hello's or its answer's), for the judge.
+    suite_id: String,
+    /// The endpoint's role and id on the connection (its hello's or its answer's), when known.
+    endpoint_end: Option<(Role, String)>,
+    /// The connection's id in the case's judge, once it is judged (after the handshake).
+    judged: Option<ConnId>,
+    /// Whether the judge learnt that the connection ended.
+    judged_closed: bool,
+    /// The last hello the suite sent on the connection (as a client).
+    sent_hello: Option<Vec<u8>>,
+    /// The versions the endpoint's acceptance said it speaks (as a client).
+    pub endpoint_versions: Vec<u64>,
 }
 
 /// Why a case cannot run on Spark's wire: a [`Failure::Skipped`] saying so.
@@ -174,6 +189,13 @@ impl Conn {
         Conn {
             spark,
             pending: VecDeque::new(),
+            dialled: !accepted,
+            suite_id: String::new(),
+            endpoint_end: None,
+            judged: None,
+            judged_closed: false,
+            sent_hello: None,
+            endpoint_versions: Vec::new(),
             label,
             stream,
             buf: BytesMut::with_capacity(8192),
@@ -212,6 +234,125 @@ impl Conn {
         &self.label
     }
 
+    async fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes).await
+    }
+
+    /// The suite's and the endpoint's ends of the connection, as the validator names them.
+    fn ends(&self) -> (End, End) {
+        let suite = End::new(self.role, self.suite_id.clone());
+        let endpoint = match &self.endpoint_end {
+            Some((role, id)) => End::new(*role, id.clone()),
+            None => End::new(target_role(self.log.target()), ""),
+        };
+        (suite, endpoint)
+    }
+
+    /// The connection's id in the case's judge, opening it there once the handshake is done;
+    /// `None` before that, on Spark's wire, or with the judge off.
+    fn judge_conn(&mut self) -> Option<ConnId> {
+        if self.judged.is_some() {
+            return self.judged;
+        }
+        let version = self.version?;
+        if self.spark.is_some() || !self.log.judge().is_on() {
+            return None;
+        }
+        let (suite, endpoint) = self.ends();
+        let id = self
+            .log
+            .judge()
+            .open(&suite, &endpoint, self.dialled, version)?;
+        self.judged = Some(id);
+        if let Some(why) = self.log.judge().tainted() {
+            self.log.push(format!(
+                "[{}] (judge: from here on only routes, kinds and decoding: {why})",
+                self.label
+            ));
+        }
+        Some(id)
+    }
+
+    /// The suite broke the protocol on purpose: the judge no longer knows the conversation.
+    fn suite_broke(&self, what: &str) {
+        let judge = self.log.judge();
+        if judge.tainted().is_none() {
+            judge.suite_broke(what);
+            self.log.push(format!(
+                "[{}] (judge: from here on only routes, kinds and decoding: {what})",
+                self.label
+            ));
+        }
+    }
+
+    /// Feeds a frame the suite sends (after the handshake) to the case's judge.
+    fn judge_outgoing(&mut self, body: &[u8]) {
+        let Some(conn) = self.judge_conn() else {
+            return;
+        };
+        let body = Bytes::copy_from_slice(body);
+        if self.family == "coarse" {
+            self.judge_sent::<CoarseMessage>(conn, &body);
+        } else {
+            self.judge_sent::<DeployMessage>(conn, &body);
+        }
+    }
+
+    fn judge_sent<F: ValidatedFamily>(&mut self, conn: ConnId, body: &Bytes) {
+        let v = self.v();
+        match decode_envelope::<F>(body, v) {
+            Ok(env) => {
+                let (suite, endpoint) = self.ends();
+                let was = self.log.judge().tainted();
+                let why = self
+                    .log
+                    .judge()
+                    .suite_sent(conn, &suite, &endpoint, v, &env);
+                if let (None, Some(why)) = (was, why) {
+                    self.log.push(format!(
+                        "[{}] (judge: from here on only routes, kinds and decoding: {why})",
+                        self.label
+                    ));
+                }
+            }
+            Err(e) => {
+                self.suite_broke(&format!("the suite sent a frame that does not decode: {e}"))
+            }
+        }
+    }
+
+    /// Feeds a frame the endpoint sent (after the handshake) to the case's judge; what it breaks
+    /// is marked in the wire log under the frame.
+    fn judge_incoming(&mut self, body: &Bytes) {
+        let Some(conn) = self.judge_conn() else {
+            return;
+        };
+        let found = if self.family == "coarse" {
+            self.judge_received::<CoarseMessage>(conn, body)
+        } else {
+            self.judge_received::<DeployMessage>(conn, body)
+        };
+        for f in found {
+            self.log.push(format!(
+                "[{}] ✗ the frame above breaks the protocol: {f}",
+                self.label
+            ));
+        }
+    }
+
+    fn judge_received<F: ValidatedFamily>(&self, conn: ConnId, body: &Bytes) -> Vec<String> {
+        let v = self.v();
+        match decode_envelope::<F>(body, v) {
+            Ok(env) => {
+                let (suite, endpoint) = self.ends();
+                self.log
+                    .judge()
+                    .endpoint_sent(conn, &suite, &endpoint, v, &env)
+            }
+            Err(e) => vec![self.log.judge().endpoint_undecodable(&e.to_string())],
+        }
+    }
+
     /// The negotiated version (version 2 before the handshake).
     pub fn v(&self) -> Version {
         self.version.unwrap_or(Version::V2)
@@ -224,6 +365,9 @@ impl Conn {
             return Err(not_on_spark_wire(format!(
                 "sparkwire bytes written by hand ({what})"
             )));
+        }
+        if self.judge_conn().is_some() {
+            self.suite_broke(&format!("the suite wrote bytes by hand ({what})"));
         }
         self.write_logged(bytes, what).await
     }
@@ -247,7 +391,7 @@ impl Conn {
             bytes.len(),
             hex(bytes, shown)
         ));
-        match self.stream.write_all(bytes).await {
+        match self.write_all(bytes).await {
             Ok(()) => Ok(()),
             Err(e) => {
                 self.log.push(format!("[{}] write failed: {e}", self.label));
@@ -285,20 +429,26 @@ impl Conn {
                 bytes.len()
             ));
             self.log_bytes("→", &bytes);
-            if let Err(e) = self.stream.write_all(&bytes).await {
+            if let Err(e) = self.write_all(&bytes).await {
                 self.log.push(format!("[{}] write failed: {e}", self.label));
             }
             return Ok(());
         }
         let what = match self.version {
-            None => describe_handshake(body),
+            None => {
+                if decode_hello(body).is_ok() {
+                    self.sent_hello = Some(body.to_vec());
+                }
+                describe_handshake(body)
+            }
             Some(v) => describe(self.family, &Bytes::copy_from_slice(body), v),
         };
         let bytes = frame(body);
         self.log
             .push(format!("[{}] → frame {} B: {what}", self.label, body.len()));
         self.log_bytes("→", &bytes);
-        if let Err(e) = self.stream.write_all(&bytes).await {
+        self.judge_outgoing(body);
+        if let Err(e) = self.write_all(&bytes).await {
             self.log.push(format!("[{}] write failed: {e}", self.label));
         }
         Ok(())
@@ -357,7 +507,7 @@ impl Conn {
                 self.label,
                 answer.len()
             ));
-            if let Err(e) = self.stream.write_all(&answer).await {
+            if let Err(e) = self.write_all(&answer).await {
                 self.log.push(format!("[{}] write failed: {e}", self.label));
             }
         }
@@ -387,31 +537,42 @@ impl Conn {
         Some(Event::Frame(self.buf.split_to(n as usize).freeze()))
     }
 
+    /// The next frame already read (logged, and judged), if any.
+    fn parsed(&mut self) -> Option<Event> {
+        let ev = self.parse()?;
+        match &ev {
+            Event::Frame(body) => {
+                let what = match self.version {
+                    None => describe_handshake(body),
+                    Some(v) => describe(self.family, body, v),
+                };
+                self.log
+                    .push(format!("[{}] ← frame {} B: {what}", self.label, body.len()));
+                let body = body.clone();
+                self.log_bytes("←", &frame(&body));
+                self.judge_incoming(&body);
+            }
+            Event::TooLarge(n) => {
+                self.log
+                    .push(format!("[{}] ← prefix declaring {n} bytes", self.label));
+            }
+            Event::Closed(_) => {}
+        }
+        Some(ev)
+    }
+
     /// The next frame or end of stream, or `None` after `wait`.
     pub async fn next(&mut self, wait: Duration) -> Option<Event> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
-            if let Some(ev) = self.parse() {
-                match &ev {
-                    Event::Frame(body) => {
-                        let what = match self.version {
-                            None => describe_handshake(body),
-                            Some(v) => describe(self.family, body, v),
-                        };
-                        self.log
-                            .push(format!("[{}] ← frame {} B: {what}", self.label, body.len()));
-                        let body = body.clone();
-                        self.log_bytes("←", &frame(&body));
-                    }
-                    Event::TooLarge(n) => {
-                        self.log
-                            .push(format!("[{}] ← prefix declaring {n} bytes", self.label));
-                    }
-                    Event::Closed(_) => {}
-                }
+            if let Some(ev) = self.parsed() {
                 return Some(ev);
             }
             if let Some(how) = &self.ended {
+                if let (Some(conn), false) = (self.judged, self.judged_closed) {
+                    self.judged_closed = true;
+                    self.log.judge().closed(conn);
+                }
                 return Some(Event::Closed(how.clone()));
             }
             match tokio::time::timeout_at(deadline, self.stream.read_buf(&mut self.buf)).await {
@@ -591,7 +752,41 @@ impl Conn {
         let body = self
             .frame_body(wait, "the server's handshake answer")
             .await?;
-        decode_answer(&body).map_err(|e| fail("a well-formed handshake answer", e.to_string()))
+        let answer = decode_answer(&body)
+            .map_err(|e| fail("a well-formed handshake answer", e.to_string()))?;
+        self.unoffered(&answer)?;
+        Ok(answer)
+    }
+
+    /// A refusal for want of a common version, of a hello that offered only protocol versions
+    /// the endpoint does not offer (its profile, [`Log::endpoint_versions`]), skips the case:
+    /// the case is for a version the endpoint does not speak.
+    fn unoffered(&self, answer: &Answer) -> Result<(), Failure> {
+        let (Answer::Refused(r), Some(profile)) = (answer, self.log.endpoint_versions()) else {
+            return Ok(());
+        };
+        if r.reason != RefusalReason::NoCommonVersion {
+            return Ok(());
+        }
+        let Some(hello) = self
+            .sent_hello
+            .as_deref()
+            .and_then(|b| decode_hello(b).ok())
+        else {
+            return Ok(());
+        };
+        let known: Vec<u64> = hello
+            .versions
+            .iter()
+            .copied()
+            .filter(|v| Version::from_number(*v).is_some())
+            .collect();
+        if known.is_empty() || known.iter().any(|v| profile.contains(v)) {
+            return Ok(());
+        }
+        Err(Failure::Skipped(format!(
+            "a case for protocol version {known:?}, which the endpoint does not offer (it offers {profile:?})"
+        )))
     }
 
     /// Reads the server's answer to the hello whose frame body was `hello_body` (any bytes a case
@@ -619,7 +814,10 @@ impl Conn {
                     want,
                     format!("an acceptance without a challenge ({a:?}): the endpoint did not prove the secret"),
                 )),
-                Ok(refused) => Ok(refused),
+                Ok(refused) => {
+                    self.unoffered(&refused)?;
+                    Ok(refused)
+                }
                 Err(e) => Err(fail("a well-formed handshake answer", e.to_string())),
             };
         }
@@ -692,6 +890,9 @@ impl Conn {
         match c.read_answer_to(&body, secret, wait).await? {
             Answer::Accepted(a) => {
                 c.version = Some(a.version);
+                c.suite_id = hello.id.clone();
+                c.endpoint_end = Some((a.role, a.id.clone()));
+                c.endpoint_versions = a.versions.clone();
                 Ok((c, a.features))
             }
             Answer::Refused(r) => Err(fail(
@@ -806,6 +1007,7 @@ impl Conn {
         let body = self.frame_body(wait, "the endpoint's hello").await?;
         let hello = decode_hello(&body).map_err(|e| fail("a well-formed hello", e.to_string()))?;
         self.hello_body = Some(body);
+        self.endpoint_end = Some((hello.role, hello.id.clone()));
         Ok(hello)
     }
 
@@ -892,6 +1094,9 @@ impl Conn {
 
     /// Sends `answer`.
     pub async fn send_answer(&mut self, answer: &Answer) -> Result<(), Failure> {
+        if let Answer::Accepted(a) = answer {
+            self.suite_id = a.id.clone();
+        }
         let mut body = Vec::new();
         encode_answer(answer, &mut body);
         self.send_frame(&body).await
@@ -932,6 +1137,61 @@ impl Conn {
         .await?;
         self.version = Some(v);
         Ok(v)
+    }
+}
+
+/// A connection the case lets go of while it is open: the frames of the endpoint that arrived
+/// before are judged, and then the judge learns that the suite closed it.
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let Some(conn) = self.judged.filter(|_| !self.judged_closed) else {
+            return;
+        };
+        if self.ended.is_none() {
+            loop {
+                match self.stream.try_read_buf(&mut self.buf) {
+                    Ok(n) if n > 0 => continue,
+                    _ => break,
+                }
+            }
+            while let Some(Event::Frame(_)) = self.parsed() {}
+        }
+        self.judged_closed = true;
+        self.log.judge().closed(conn);
+    }
+}
+
+/// The protocol versions the server at `addr` offers, as its answer to a hello of a UI offering
+/// every known version lists them (protocol/handshake.md: an acceptance's `versions`); `None`
+/// when it does not accept one.
+pub async fn probe_versions(
+    addr: SocketAddr,
+    secret: Option<&Secret>,
+    wait: Duration,
+) -> Option<Vec<u64>> {
+    let log = Log::new();
+    let hello = Hello::new(
+        &[Version::V1, Version::V2],
+        Role::Ui,
+        "sparkwire-conformance",
+    );
+    let (c, _) = Conn::open_with(addr, "probe", hello, secret, &log, wait)
+        .await
+        .ok()?;
+    Some(c.endpoint_versions.clone()).filter(|v| !v.is_empty())
+}
+
+/// Skips a case that expects the endpoint to speak `version`, when the endpoint's profile
+/// ([`Log::endpoint_versions`]) says it does not.
+pub fn require_version(log: &Log, version: Version) -> Result<(), Failure> {
+    match log.endpoint_versions() {
+        Some(profile) if !profile.contains(&u64::from(version.number())) => {
+            Err(Failure::Skipped(format!(
+                "a case for protocol version {}, which the endpoint does not offer (it offers {profile:?})",
+                version.number()
+            )))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -89,6 +89,19 @@ pub fn human(target: &str, results: &[CaseResult], wall: Duration, verbose: bool
             }
         }
     }
+    let timed_out: Vec<&str> = results
+        .iter()
+        .filter(|r| r.timed_out)
+        .map(|r| r.id.as_str())
+        .collect();
+    if !timed_out.is_empty() {
+        let _ = writeln!(
+            out,
+            "timed out ({}): {}",
+            timed_out.len(),
+            timed_out.join(", ")
+        );
+    }
     let _ = writeln!(out, "wall time {:.1} s", wall.as_secs_f64());
     let _ = writeln!(out, "{}", Totals::of(results).line());
     out

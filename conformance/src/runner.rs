@@ -1,7 +1,7 @@
 //! Runs cases, in parallel where they allow it, each with its own timeout and wire log.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::sync::Semaphore;
@@ -37,38 +37,81 @@ pub struct CaseResult {
     /// Every frame both ways, decoded (kept for cases that did not pass).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub wire_log: Vec<String>,
+    /// Whether the case was cut short by its time limit or by the run's deadline (it then
+    /// failed).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
+    /// When the case broke the protocol on purpose: why, and so that the endpoint's frames after
+    /// that were judged only by route, kind, version and strict decoding (none: the whole
+    /// conversation was judged, or the judge was off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged_partly: Option<String>,
 }
 
-async fn run_one(settings: Arc<Settings>, case: Case) -> CaseResult {
-    let log = Log::for_run(settings.hex, settings.wire, settings.target);
-    if settings.wire != Wire::Sparkwire {
-        if let Some(why) = crate::targets::sparkwire_only(&case.id) {
-            return CaseResult {
-                id: case.id,
-                requirement: case.requirement,
-                level: case.level,
-                target: case.target,
-                verdict: Verdict::Skipped,
-                expected: None,
-                seen: None,
-                reason: Some(format!("not on Spark's wire: {why}")),
-                millis: 0,
-                wire_log: Vec::new(),
-            };
+impl CaseResult {
+    /// A result of `case` without a body run: `verdict` for `reason`.
+    fn without_run(case: Case, verdict: Verdict, reason: String) -> CaseResult {
+        let failed = verdict == Verdict::Fail;
+        CaseResult {
+            id: case.id,
+            requirement: case.requirement,
+            level: case.level,
+            target: case.target,
+            verdict,
+            expected: failed.then(|| "the case to run before the run's deadline".to_string()),
+            seen: failed.then(|| reason.clone()),
+            reason: (!failed).then_some(reason),
+            millis: 0,
+            wire_log: Vec::new(),
+            timed_out: failed,
+            judged_partly: None,
         }
     }
+}
+
+/// What every frame of the endpoint must be, when the case's judge found one that was not.
+const JUDGED: &str = "every frame the endpoint sends to keep protocol/rules.md (routes, kinds, \
+    asks, the conversation's rules, the end-of-trace obligations N1–N4) and to decode strictly \
+    (SPEC §11)";
+
+async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> CaseResult {
+    let log = Log::for_run(&settings);
+    if settings.wire != Wire::Sparkwire {
+        if let Some(why) = crate::targets::sparkwire_only(&case.id) {
+            return CaseResult::without_run(
+                case,
+                Verdict::Skipped,
+                format!("not on Spark's wire: {why}"),
+            );
+        }
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return CaseResult::without_run(
+            case,
+            Verdict::Fail,
+            format!(
+                "not run: the run's deadline ({} s, --deadline) passed first",
+                settings.run_deadline.as_secs_f64()
+            ),
+        );
+    }
+    // A case's own time limit, stretched by --timeout-scale (and by three worker timeouts when
+    // the master's is known: the heartbeat flows wait for it), never past the run's deadline.
+    let own = case.timeout.mul_f64(settings.timeout_scale)
+        + settings.worker_timeout.map_or(Duration::ZERO, |w| w * 3);
+    let limit = own.min(left);
+    let judge = log.judge().clone();
     let ctx = Ctx {
         settings,
         log: log.clone(),
     };
-    // A case waits for the endpoint at most a few times the patience: its own timeout stretches
-    // with it, so that a long --patience on a loaded machine never times a correct case out.
-    let limit = case.timeout + ctx.settings.patience * 4;
     let start = Instant::now();
     let body = Arc::clone(&case.body);
     // The body runs in its own task, so that a panic in it is a failed case, not a dead suite.
     let handle = tokio::spawn(async move { body(ctx).await });
     let abort = handle.abort_handle();
+    let mut timed_out = false;
     let outcome = match tokio::time::timeout(limit, handle).await {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(e)) => Err(Failure::Fail {
@@ -77,14 +120,29 @@ async fn run_one(settings: Arc<Settings>, case: Case) -> CaseResult {
         }),
         Err(_) => {
             abort.abort();
+            timed_out = true;
             Err(Failure::Fail {
-                expected: format!("the case to finish within {} s", limit.as_secs_f64()),
-                seen: "the case timed out".into(),
+                expected: format!("the case to finish within {:.1} s", limit.as_secs_f64()),
+                seen: if limit < own {
+                    "the case was still running at the run's deadline (--deadline)".into()
+                } else {
+                    format!(
+                        "the case timed out (its limit, {:.1} s, times --timeout-scale)",
+                        case.timeout.as_secs_f64()
+                    )
+                },
             })
         }
     };
+    // The judge's end-of-trace obligations (rules N1–N4), where the conversation finished: the
+    // case passed.
+    if outcome.is_ok() {
+        judge.finish();
+    }
+    let findings = judge.findings();
+    let judged_partly = judge.tainted();
     let millis = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let (verdict, expected, seen, reason) = match outcome {
+    let (mut verdict, mut expected, mut seen, mut reason) = match outcome {
         Ok(()) => (Verdict::Pass, None, None, None),
         Err(Failure::Fail { expected, seen }) => (
             if case.level == Level::Must {
@@ -99,6 +157,23 @@ async fn run_one(settings: Arc<Settings>, case: Case) -> CaseResult {
         Err(Failure::Unimplemented(why)) => (Verdict::Unimplemented, None, None, Some(why)),
         Err(Failure::Skipped(why)) => (Verdict::Skipped, None, None, Some(why)),
     };
+    // A frame that breaks the protocol fails the case it appears in, whatever the case's own
+    // verdict: the rules are MUSTs.
+    if !findings.is_empty() {
+        let found = findings.join("; ");
+        match (&mut expected, &mut seen) {
+            (Some(e), Some(s)) if verdict == Verdict::Fail => {
+                e.push_str(&format!("; and {JUDGED}"));
+                s.push_str(&format!("; and the validator found: {found}"));
+            }
+            _ => {
+                expected = Some(JUDGED.to_string());
+                seen = Some(found);
+                reason = None;
+            }
+        }
+        verdict = Verdict::Fail;
+    }
     let wire_log = if verdict == Verdict::Pass {
         Vec::new()
     } else {
@@ -115,16 +190,21 @@ async fn run_one(settings: Arc<Settings>, case: Case) -> CaseResult {
         reason,
         millis,
         wire_log,
+        timed_out,
+        judged_partly,
     }
 }
 
-/// Runs `cases`: those that allow it `jobs` at a time, then the others one by one. Results come
-/// back in the order of `cases`.
+/// Runs `cases`: those that allow it `jobs` at a time, then the others one by one, each within its
+/// time limit times `--timeout-scale` and all within the run's deadline (`--deadline`: a case
+/// still running then, or not started, fails as timed out). Results come back in the order of
+/// `cases`.
 pub async fn run(settings: Arc<Settings>, cases: Vec<Case>, jobs: usize) -> Vec<CaseResult> {
     let order: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
     let (parallel, alone): (Vec<Case>, Vec<Case>) = cases
         .into_iter()
         .partition(|c| c.sharing == Sharing::Parallel);
+    let deadline = Instant::now() + settings.run_deadline;
     let gate = Arc::new(Semaphore::new(jobs.max(1)));
     let mut set = JoinSet::new();
     for case in parallel {
@@ -132,7 +212,7 @@ pub async fn run(settings: Arc<Settings>, cases: Vec<Case>, jobs: usize) -> Vec<
         let settings = Arc::clone(&settings);
         set.spawn(async move {
             let _permit = gate.acquire_owned().await;
-            run_one(settings, case).await
+            run_one(settings, case, deadline).await
         });
     }
     let mut results = Vec::new();
@@ -142,7 +222,7 @@ pub async fn run(settings: Arc<Settings>, cases: Vec<Case>, jobs: usize) -> Vec<
         }
     }
     for case in alone {
-        results.push(run_one(Arc::clone(&settings), case).await);
+        results.push(run_one(Arc::clone(&settings), case, deadline).await);
     }
     results.sort_by_key(|r| {
         order

@@ -80,6 +80,19 @@ fn template(target: Target) -> String {
 
 /// Runs the suite; returns its exit code and each case's verdict.
 fn run(args: &[String]) -> (i32, BTreeMap<String, String>) {
+    let (code, report) = run_report(args);
+    let mut verdicts = BTreeMap::new();
+    for c in report["cases"].as_array().expect("cases") {
+        verdicts.insert(
+            c["id"].as_str().unwrap_or("").to_string(),
+            c["verdict"].as_str().unwrap_or("").to_string(),
+        );
+    }
+    (code, verdicts)
+}
+
+/// Runs the suite; returns its exit code and its JSON report.
+fn run_report(args: &[String]) -> (i32, serde_json::Value) {
     // A directory of this run's own: runs go on at the same time.
     let dir = std::env::temp_dir().join(format!(
         "sparkwire-conformance-test-{}-{}",
@@ -104,22 +117,13 @@ fn run(args: &[String]) -> (i32, BTreeMap<String, String>) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut verdicts = BTreeMap::new();
-    {
-        let text = std::fs::read_to_string(&json).expect("the suite's JSON report");
-        let v: serde_json::Value = serde_json::from_str(&text).expect("JSON report");
-        for c in v["cases"].as_array().expect("cases") {
-            verdicts.insert(
-                c["id"].as_str().unwrap_or("").to_string(),
-                c["verdict"].as_str().unwrap_or("").to_string(),
-            );
-        }
-    }
+    let text = std::fs::read_to_string(&json).expect("the suite's JSON report");
+    let report: serde_json::Value = serde_json::from_str(&text).expect("JSON report");
     let _ = std::fs::remove_dir_all(&dir);
     if code != 0 && args.iter().all(|a| !a.starts_with("--fault")) {
         eprintln!("{}", String::from_utf8_lossy(&out.stdout));
     }
-    (code, verdicts)
+    (code, report)
 }
 
 fn run_number() -> usize {
@@ -223,6 +227,10 @@ fn run_config(
         // A broken endpoint mostly makes cases wait, which costs no CPU: more at once.
         args.push("--jobs".into());
         args.push("32".into());
+        // Every case runs to its own end: none is cut (failed) by the run's deadline, and the
+        // cases' judge is off (the judge's own tests are below), so that a case counts as failing
+        // against a fault only for what its own checks saw.
+        args.extend(strings(&["--deadline", NO_DEADLINE, "--no-judge"]));
     }
     run(&args)
 }
@@ -246,6 +254,9 @@ const PASS_PATIENCE: &str = "30";
 
 /// Patience under faults: a broken endpoint often makes a case wait the whole patience.
 const FAULT_PATIENCE: &str = "2";
+
+/// A run's deadline that no run of these tests reaches (`--deadline`, seconds).
+const NO_DEADLINE: &str = "3600";
 
 #[test]
 fn every_target_passes_against_the_reference_endpoints() {
@@ -391,7 +402,13 @@ fn auth_run(args: &[String], fault: Option<&str>) -> BTreeMap<String, String> {
         all.extend(strings(&["--cases", "handshake/10", "--cases", "spec/13"]));
     }
     if let Some(f) = fault {
-        all.extend(strings(&["--fault", f]));
+        all.extend(strings(&[
+            "--fault",
+            f,
+            "--deadline",
+            NO_DEADLINE,
+            "--no-judge",
+        ]));
     }
     run(&all).1
 }
@@ -801,4 +818,185 @@ fn arguments_that_would_fail_every_case_stop_the_suite_before_any_case_with_stat
     assert!(e.contains("cannot connect to 127.0.0.1:"), "{e}");
     let e = refused_before_any_case(&["--target", "worker", "--spawn", "sh", "--jobs", "0"]);
     assert!(e.contains("--jobs must be at least 1"), "{e}");
+}
+
+// ---- the judge: every frame of the endpoint checked by the crate's validator ----
+
+/// The master target against a reference master behind `fault`, with the cases' judge on or off
+/// (`--no-judge`): the exit code and the JSON report.
+fn master_under(fault: Fault, judge: bool) -> (i32, serde_json::Value) {
+    let master = Master::start(&[]);
+    let mut args = strings(&[
+        "--target",
+        "master",
+        "--addr",
+        &master.addr,
+        "--patience",
+        FAULT_PATIENCE,
+        "--fault",
+        fault.name(),
+    ]);
+    if !judge {
+        args.push("--no-judge".into());
+    }
+    run_report(&args)
+}
+
+/// The cases of `report` that failed.
+fn failed_cases(report: &serde_json::Value) -> Vec<&serde_json::Value> {
+    report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| c["verdict"] == "fail")
+        .collect()
+}
+
+#[test]
+fn only_the_judge_catches_a_master_that_sends_a_message_off_its_route() {
+    // Behind the off-route fault the master adds a Heartbeat (a worker's message) after the first
+    // one-way message it sends on each connection: no case looks for it, so without the judge
+    // every case passes ...
+    let (code, report) = master_under(Fault::OffRoute, false);
+    assert_eq!(code, 0, "without the judge: {:?}", failed_cases(&report));
+    // ... and with it, the cases in which it crosses fail, naming rule M1, with the frame marked
+    // in their wire log.
+    let (code, report) = master_under(Fault::OffRoute, true);
+    assert_eq!(code, 1);
+    let failed = failed_cases(&report);
+    assert!(!failed.is_empty());
+    for c in &failed {
+        let seen = c["seen"].as_str().unwrap_or("");
+        assert!(seen.contains("[M1 route.defined]"), "{}: {seen}", c["id"]);
+        let log: Vec<&str> = c["wire_log"]
+            .as_array()
+            .expect("a wire log")
+            .iter()
+            .filter_map(|l| l.as_str())
+            .collect();
+        let marked = log
+            .iter()
+            .position(|l| l.contains("✗ the frame above breaks the protocol"))
+            .unwrap_or_else(|| panic!("{}: no frame marked in {log:#?}", c["id"]));
+        assert!(
+            marked > 0
+                && log[marked - 1].contains(r#"{"Heartbeat":{"workerId":"worker-off-route""#),
+            "{}: the line above the mark is not the Heartbeat: {log:#?}",
+            c["id"]
+        );
+    }
+}
+
+#[test]
+fn the_judge_decodes_every_frame_strictly_failure_envelopes_included() {
+    // A worker whose failure envelopes lack their `message` (SPEC §3): the cases that read a
+    // failure fail, and the judge names the strict decoding of the frame.
+    let spawn = strings(&["--target", "worker", "--spawn", &template(Target::Worker)]);
+    let mut args = spawn.clone();
+    args.extend(strings(&[
+        "--patience",
+        FAULT_PATIENCE,
+        "--fault",
+        Fault::FailureWithoutMessage.name(),
+        "--cases",
+        "route/",
+    ]));
+    let (code, report) = run_report(&args);
+    assert_eq!(code, 1);
+    let failed = failed_cases(&report);
+    assert!(!failed.is_empty());
+    for c in failed {
+        let seen = c["seen"].as_str().unwrap_or("");
+        assert!(
+            seen.contains("does not decode strictly (SPEC §11)") && seen.contains("`message`"),
+            "{}: {seen}",
+            c["id"]
+        );
+    }
+}
+
+// ---- version profiles ----
+
+#[test]
+fn single_version_masters_pass_with_the_other_version_s_cases_skipped() {
+    let _heavy = heavy();
+    for (only, other_case) in [
+        // A v1-only master: the cases that speak version 2 only are skipped ...
+        ("1", "spec/2/size-limit"),
+        // ... and a v2-only one, the cases of a version-1 worker or client.
+        ("2", "flow/master/registration/worker-v1"),
+    ] {
+        let master = Master::start(&strings(&["--protocol-versions", only]));
+        let (code, report) = run_report(&strings(&[
+            "--target",
+            "master",
+            "--addr",
+            &master.addr,
+            "--patience",
+            PASS_PATIENCE,
+        ]));
+        assert_eq!(
+            code,
+            0,
+            "--protocol-versions {only}: {:?}",
+            failed_cases(&report)
+        );
+        let case = report["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .find(|c| c["id"] == other_case)
+            .expect("the case");
+        assert_eq!(case["verdict"], "skipped", "--protocol-versions {only}");
+        let reason = case["reason"].as_str().unwrap_or("");
+        assert!(
+            reason.contains("which the endpoint does not offer")
+                && reason.contains(&format!("it offers [{only}]")),
+            "{reason}"
+        );
+        let passed = report["totals"]["passed"].as_u64().unwrap_or(0);
+        assert!(passed >= 20, "--protocol-versions {only}: {passed} passed");
+    }
+}
+
+// ---- bounded time ----
+
+#[test]
+fn a_run_against_a_mute_master_ends_at_its_deadline_naming_the_cases_that_timed_out() {
+    // Behind the mute fault the master answers the handshake and then nothing: every case waits.
+    // With a deadline of 6 s the run ends then (the cases still running are cut, those not
+    // started are not run), every case it cut is reported as timed out, and the exit status
+    // says a MUST failed.
+    let master = Master::start(&[]);
+    let start = std::time::Instant::now();
+    let (code, report) = run_report(&strings(&[
+        "--target",
+        "master",
+        "--addr",
+        &master.addr,
+        "--fault",
+        Fault::Mute.name(),
+        "--deadline",
+        "6",
+    ]));
+    let took = start.elapsed();
+    assert_eq!(code, 1);
+    let cases = report["cases"].as_array().expect("cases");
+    let timed_out: Vec<&serde_json::Value> =
+        cases.iter().filter(|c| c["timed_out"] == true).collect();
+    assert!(!timed_out.is_empty());
+    for c in &timed_out {
+        assert_eq!(c["verdict"], "fail", "{}", c["id"]);
+    }
+    // The alone cases come last: the deadline found them not started.
+    assert!(
+        timed_out.iter().any(|c| c["seen"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("not run: the run's deadline (6 s, --deadline) passed first")),
+        "{timed_out:#?}"
+    );
+    // A deadline, not a performance figure: the run ends at it, whatever the load (the slack is
+    // for starting the suite and writing the report).
+    assert!(took.as_secs() < 6 + 20, "the run took {took:?}");
 }

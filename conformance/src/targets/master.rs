@@ -579,7 +579,7 @@ fn flows(cs: &mut Cases) {
     );
 
     // ---- scheduling and executors: these register workers with capacity, so they run alone ----
-    cs.sharing(Sharing::Alone).timeout(Duration::from_secs(20));
+    cs.sharing(Sharing::Alone).timeout(Duration::from_secs(10));
     cs.add("flow/master/scheduling/spread-out", Level::Must,
         "with spreadOut (the default) the master spreads an application's executors over the workers round-robin: 3 workers of 4 cores, 1-core executors, cores.max 6 give 2 executors on each (spark.deploy.spreadOut)",
         |ctx: Ctx| async move {

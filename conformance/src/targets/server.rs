@@ -107,6 +107,7 @@ async fn refused(ctx: Ctx, s: Server, body: Vec<u8>, reasons: &[RefusalReason]) 
 
 /// Sends a hello body and expects an acceptance at `version`.
 async fn accepted(ctx: Ctx, s: Server, body: Vec<u8>, version: Version) -> Outcome {
+    crate::peer::require_version(&ctx.log, version)?;
     let at = (s.open)(ctx.clone()).await?;
     let mut c = raw(&ctx, &at, s.good_role).await?;
     c.send_frame(&body).await?;
