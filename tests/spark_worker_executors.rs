@@ -11,11 +11,13 @@
 #![cfg(all(feature = "reference", feature = "spark"))]
 
 mod cluster;
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cluster::*;
+use common::files::temp_dir;
 use sparkwire::messages::deploy::KillExecutors;
 use sparkwire::messages::{DeployMessage, ExecutorState, Version};
 use sparkwire::reference::worker::SparkSettings;
