@@ -16,14 +16,13 @@ use sparkwire::messages::{
 };
 use sparkwire::node::driver::{
     AppClientCore, BackendConfig, BackendCore, BackendEffect, BackendInput, ClientConfig,
-    ClientEffect, ClientInput, Job, JobFailed, JobId, JobResult, MasterEvent, SubmitRefused,
-    ALL_MASTERS_UNRESPONSIVE,
+    ClientEffect, ClientInput, ClientLink, Job, JobFailed, JobId, JobResult, MasterEvent,
+    SubmitRefused, ALL_MASTERS_UNRESPONSIVE,
 };
 use sparkwire::node::executor::{
-    AskFailure, ExecutorCore, ExecutorEffect, ExecutorExit, ExecutorIdentity, ExecutorInput,
-    StartFailed,
+    ExecutorCore, ExecutorEffect, ExecutorExit, ExecutorIdentity, ExecutorInput, StartFailed,
 };
-use sparkwire::node::{ConnId, ConnOutput, Core, Output};
+use sparkwire::node::{AskFailure, ConnId, ConnInput, ConnOutput, Core, Output, PeerInfo};
 use sparkwire::reference::task::{
     BigResultJob, BigTaskJob, BuiltinRunner, CancelFlag, FlakyJob, PiJob, SumSquaresJob, TaskRunner,
 };
@@ -202,9 +201,9 @@ impl Sim {
         for e in [end, other] {
             let reason = reason.to_string();
             self.events.push_back(match e {
-                End::Driver(conn) => Event::Driver(BackendInput::Closed { conn, reason }),
+                End::Driver(conn) => Event::Driver(ConnInput::Closed { conn, reason }.into()),
                 End::Executor(i, conn) => {
-                    Event::Executor(i, ExecutorInput::Closed { conn, reason })
+                    Event::Executor(i, ConnInput::Closed { conn, reason }.into())
                 }
             });
         }
@@ -241,17 +240,17 @@ impl Sim {
                 let input = match out {
                     ConnOutput::Send { message, .. } => {
                         *self.sent.entry(message.name()).or_default() += 1;
-                        ExecutorInput::Message {
+                        ConnInput::Message {
                             conn: econn,
                             message,
                         }
                     }
-                    ConnOutput::Reply { id, reply, .. } => ExecutorInput::Answer {
+                    ConnOutput::Reply { id, reply, .. } => ConnInput::Answer {
                         conn: econn,
                         id,
                         answer: Ok(reply),
                     },
-                    ConnOutput::Fail { id, error, .. } => ExecutorInput::Answer {
+                    ConnOutput::Fail { id, error, .. } => ConnInput::Answer {
                         conn: econn,
                         id,
                         answer: Err(AskFailure::Failed(error)),
@@ -267,7 +266,7 @@ impl Sim {
                         return;
                     }
                 };
-                self.events.push_back(Event::Executor(i, input));
+                self.events.push_back(Event::Executor(i, input.into()));
             }
             Output::Effect(BackendEffect::JobEnded { job, outcome }) => {
                 self.outcomes.insert(job, outcome);
@@ -286,12 +285,12 @@ impl Sim {
                 let input = match out {
                     ConnOutput::Send { message, .. } => {
                         *self.received.entry(message.name()).or_default() += 1;
-                        BackendInput::Message {
+                        ConnInput::Message {
                             conn: dconn,
                             message,
                         }
                     }
-                    ConnOutput::Ask { id, message, .. } => BackendInput::Ask {
+                    ConnOutput::Ask { id, message, .. } => ConnInput::Ask {
                         conn: dconn,
                         id,
                         message,
@@ -302,7 +301,7 @@ impl Sim {
                         return;
                     }
                 };
-                self.events.push_back(Event::Driver(input));
+                self.events.push_back(Event::Driver(input.into()));
             }
             Output::Effect(effect) => self.executor_effect(i, effect),
         }
@@ -317,18 +316,32 @@ impl Sim {
                     .insert(End::Driver(dconn), End::Executor(i, econn));
                 self.peer
                     .insert(End::Executor(i, econn), End::Driver(dconn));
-                self.events
-                    .push_back(Event::Driver(BackendInput::Connected {
-                        conn: dconn,
-                        peer: format!("app/{i}"),
-                        addr: format!("10.0.0.{i}:4{econn:04}"),
-                        role: Role::Executor,
-                        max_frame_size: self.frame,
-                    }));
-                self.events.push_back(Event::Executor(
-                    i,
-                    ExecutorInput::Dialled { link, conn: econn },
-                ));
+                let peer = PeerInfo {
+                    role: Role::Executor,
+                    id: format!("app/{i}"),
+                    addr: format!("10.0.0.{i}:4{econn:04}"),
+                    version: sparkwire::messages::Version::V2,
+                    admin: false,
+                    max_frame_size: self.frame,
+                };
+                let driver = PeerInfo {
+                    role: Role::Driver,
+                    id: "driver".into(),
+                    addr: "10.0.0.100:7078".into(),
+                    ..peer.clone()
+                };
+                let opened = ConnInput::Opened {
+                    conn: dconn,
+                    peer,
+                    origin: (),
+                };
+                self.events.push_back(Event::Driver(opened.into()));
+                let opened = ConnInput::Opened {
+                    conn: econn,
+                    peer: driver,
+                    origin: link,
+                };
+                self.events.push_back(Event::Executor(i, opened.into()));
             }
             ExecutorEffect::WatchWorker => {
                 self.events
@@ -684,8 +697,8 @@ impl Client {
         }
     }
 
-    fn input(&mut self, input: ClientInput) {
-        self.core.handle(self.now, input);
+    fn input(&mut self, input: impl Into<ClientInput>) {
+        self.core.handle(self.now, input.into());
         self.drain();
     }
 
@@ -711,11 +724,11 @@ impl Client {
 fn the_app_client_retries_its_registration_then_follows_master_changed_into_the_backend() {
     let mut client = Client::new();
     assert_eq!(client.dials, [0, 1], "every master is dialled");
-    client.input(ClientInput::DialFailed {
-        master: 0,
+    client.input(ConnInput::DialFailed {
+        origin: ClientLink::Master(0),
         error: "connection refused".into(),
     });
-    client.input(ClientInput::Dialled { master: 1, conn: 5 });
+    client.input(master(5, ClientLink::Master(1), "master-2"));
     assert_eq!(
         client.registrations(5),
         1,
@@ -726,7 +739,7 @@ fn the_app_client_retries_its_registration_then_follows_master_changed_into_the_
     assert_eq!(client.tick(), RETRY);
     assert_eq!(client.registrations(5), 3);
     assert_eq!(client.sent.len(), 3);
-    client.input(ClientInput::Message {
+    client.input(ConnInput::Message {
         conn: 5,
         message: DeployMessage::RegisteredApplication(RegisteredApplication::new(
             "app-1".into(),
@@ -735,11 +748,8 @@ fn the_app_client_retries_its_registration_then_follows_master_changed_into_the_
     });
     assert_eq!(client.core.poll_timeout(), None, "no more retries");
     // A master that took over dials the application and says so.
-    client.input(ClientInput::Adopted {
-        conn: 9,
-        label: "master-3".into(),
-    });
-    client.input(ClientInput::Message {
+    client.input(master(9, ClientLink::Adopted, "master-3"));
+    client.input(ConnInput::Message {
         conn: 9,
         message: DeployMessage::MasterChanged(MasterChanged::new(
             common::samples::master_ref(),
@@ -764,9 +774,9 @@ fn the_app_client_retries_its_registration_then_follows_master_changed_into_the_
 #[test]
 fn the_app_client_gives_up_when_no_master_answers_in_time_and_the_backend_takes_no_job() {
     let mut client = Client::new();
-    client.input(ClientInput::Dialled { master: 0, conn: 1 });
-    client.input(ClientInput::DialFailed {
-        master: 1,
+    client.input(master(1, ClientLink::Master(0), "master-1"));
+    client.input(ConnInput::DialFailed {
+        origin: ClientLink::Master(1),
         error: "connection refused".into(),
     });
     let mut waited = Duration::ZERO;
@@ -796,4 +806,21 @@ fn the_app_client_gives_up_when_no_master_answers_in_time_and_the_backend_takes_
         }),
     );
     assert_eq!(refused, Err(SubmitRefused::Dead(why.clone())));
+}
+
+/// A master's connection `conn` to the application client, up for `link`.
+fn master(conn: ConnId, link: ClientLink, id: &str) -> ConnInput<DeployMessage, ClientLink> {
+    let peer = PeerInfo {
+        role: Role::Master,
+        id: id.into(),
+        addr: "10.0.0.1:7077".into(),
+        version: sparkwire::messages::Version::V2,
+        admin: false,
+        max_frame_size: sparkwire::wire::DEFAULT_MAX_FRAME_SIZE,
+    };
+    ConnInput::Opened {
+        conn,
+        peer,
+        origin: link,
+    }
 }

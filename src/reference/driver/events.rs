@@ -18,7 +18,6 @@ pub(crate) enum Msg {
     Connected {
         key: u64,
         handle: ConnectionHandle<CoarseMessage>,
-        peer: String,
         /// The peer's address (`host:port`).
         addr: String,
         abort: Arc<tokio::sync::Notify>,

@@ -120,7 +120,6 @@ async fn serve(
         .send(Msg::Connected {
             key,
             handle: conn.handle(),
-            peer: peer.clone(),
             addr: addr.clone(),
             abort: Arc::clone(&abort),
         })

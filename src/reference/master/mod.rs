@@ -206,7 +206,6 @@ impl Master {
         };
         let web_ui_addr = web_ui.as_ref().and_then(|l| l.local_addr().ok());
         let (stop_tx, stop_rx) = oneshot::channel();
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
         let host = addr.ip().to_string();
         let at = crate::messages::Addr::new(host.clone(), i32::from(addr.port()));
         let started_ms = crate::reference::clock::now_ms();
@@ -228,10 +227,11 @@ impl Master {
         core.set_web_ui_url(web_ui_addr.map_or_else(String::new, |a| {
             crate::reference::webui::web_ui_url(&host, a.port())
         }));
-        let runtime = runtime::Runtime::new(core, &config, id, store, events_tx.clone());
+        let runtime = runtime::new(core, &config, id, store);
+        let events_tx = runtime.events();
         let done = tokio::spawn(async move {
             let ui = web_ui.map(|listener| tokio::spawn(serve_web_ui(listener, events_tx)));
-            runtime.run(listener, events_rx, stop_rx).await;
+            runtime::run(runtime, listener, stop_rx).await;
             if let Some(ui) = ui {
                 ui.abort();
                 let _ = ui.await;

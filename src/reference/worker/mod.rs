@@ -230,15 +230,15 @@ impl Worker {
         let web_ui_addr = web_ui.as_ref().and_then(|l| l.local_addr().ok());
         let work_dir = config.work_dir.clone();
         let (stop_tx, stop_rx) = oneshot::channel();
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
         let web_ui_url = web_ui_addr.map_or_else(String::new, |a| {
             crate::reference::webui::web_ui_url(&config.host, a.port())
         });
-        let actor = io_loop::WorkerLoop::new(config, addr, web_ui_url, events_tx.clone());
-        let id = actor.id().to_string();
+        let runtime = io_loop::new(config, addr, web_ui_url);
+        let id = runtime.io.core.id().to_string();
+        let events_tx = runtime.events();
         let done = tokio::spawn(async move {
             let ui = web_ui.map(|l| tokio::spawn(serve_web_ui(l, events_tx, work_dir)));
-            let exit = actor.run(listener, events_rx, stop_rx).await;
+            let exit = io_loop::run(runtime, listener, stop_rx).await;
             if let Some(ui) = ui {
                 ui.abort();
                 let _ = ui.await;

@@ -25,7 +25,8 @@ use crate::node::driver::{
     BackendCore, BackendEffect, BackendInput, BackendStatus, JobFailed, JobId, JobProgress,
     JobResult,
 };
-use crate::node::{ConnId, ConnOutput, Core, Output};
+use crate::node::{ConnId, ConnInput, ConnOutput, Core, Output};
+use crate::reference::outbox::peer_info;
 use crate::reference::url::SparkUrl;
 
 /// How long frames may wait on an executor connection that writes none of them (the executor
@@ -171,16 +172,13 @@ impl Shell {
             Msg::Connected {
                 key,
                 handle,
-                peer,
                 addr,
                 abort,
             } => {
-                let input = BackendInput::Connected {
+                let input = ConnInput::Opened {
                     conn: key,
-                    peer,
-                    addr,
-                    role: handle.negotiated().peer_role,
-                    max_frame_size: handle.max_frame_size(),
+                    peer: peer_info(&handle, addr),
+                    origin: (),
                 };
                 self.conns.insert(
                     key,
@@ -190,7 +188,7 @@ impl Shell {
                         abort,
                     },
                 );
-                self.core.handle(now, input);
+                self.core.handle(now, input.into());
             }
             Msg::FromExecutor {
                 key,
@@ -198,14 +196,14 @@ impl Shell {
                 credit,
             } => {
                 let input = match incoming {
-                    Incoming::Message(message) => BackendInput::Message { conn: key, message },
-                    Incoming::Ask { id, message } => BackendInput::Ask {
+                    Incoming::Message(message) => ConnInput::Message { conn: key, message },
+                    Incoming::Ask { id, message } => ConnInput::Ask {
                         conn: key,
                         id,
                         message,
                     },
                 };
-                self.core.handle(now, input);
+                self.core.handle(now, input.into());
                 // Handled: that connection may read on.
                 drop(credit);
             }
@@ -214,8 +212,8 @@ impl Shell {
                     add_counters(&mut self.closed_counters, &c.handle.counters());
                 }
                 let reason = reason.to_string();
-                self.core
-                    .handle(now, BackendInput::Closed { conn: key, reason });
+                let input = ConnInput::Closed { conn: key, reason };
+                self.core.handle(now, input.into());
             }
             Msg::SendFailed { key, reason } => {
                 self.core
