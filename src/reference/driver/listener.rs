@@ -173,7 +173,7 @@ async fn serve(
     if let Some(tap) = &tap {
         tap.closed();
     }
-    let who = crate::reference::violations::Peer {
+    let who = crate::node::violations::Peer {
         addr: &addr,
         role: Role::Executor,
         id: &peer,

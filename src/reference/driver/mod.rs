@@ -41,8 +41,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::connection::Counters;
 use crate::messages::{Addr, ApplicationDescription, Command, EndpointRef, ResourceProfile};
 use crate::node::driver::{BackendConfig, Job, JobFailed, JobResult, SubmitRefused};
+use crate::node::url::{SparkUrl, UrlError};
 use crate::reference::tap::TraceObserver;
-use crate::reference::url::{SparkUrl, UrlError};
 
 pub use job::JobHandle;
 pub use scheduler_backend::DriverStatus;

@@ -27,10 +27,10 @@ use crate::messages::{CoarseMessage, Family, Payload, TaskDescription};
 use crate::node::executor::{
     ExecutorCore, ExecutorEffect, ExecutorExit, ExecutorIdentity, ExecutorInput, Link, StartFailed,
 };
+use crate::node::url::SparkUrl;
 use crate::node::{AskFailure, ConnId, ConnInput, ConnOutput, Core, Output};
 use crate::reference::outbox::peer_info;
 use crate::reference::task::{CancelFlag, TaskRunner};
-use crate::reference::url::SparkUrl;
 use crate::wire::{Reply, TaskFailure};
 
 /// What the shell's own tasks report to its loop.

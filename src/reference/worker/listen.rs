@@ -116,13 +116,13 @@ async fn accept(
                         to: Role::Worker,
                         message: crate::messages::Family::name(m.message()).to_string(),
                     };
-                    let peer = crate::reference::violations::Peer {
+                    let peer = crate::node::violations::Peer {
                         addr: &from,
                         role: Role::Executor,
                         id: &negotiated.peer_id,
                         conn: 0,
                     };
-                    crate::reference::violations::warn(
+                    crate::node::violations::warn(
                         peer,
                         "refused (closing the watch connection)",
                         refusal.kind(),
@@ -132,7 +132,7 @@ async fn accept(
                     let _ = tokio::time::timeout(Duration::from_secs(2), conn.closed()).await;
                 }
                 Err(e) => {
-                    let peer = crate::reference::violations::Peer {
+                    let peer = crate::node::violations::Peer {
                         addr: &from,
                         role: Role::Executor,
                         id: &negotiated.peer_id,

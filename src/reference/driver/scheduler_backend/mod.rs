@@ -25,9 +25,9 @@ use crate::node::driver::{
     BackendCore, BackendEffect, BackendInput, BackendStatus, JobFailed, JobId, JobProgress,
     JobResult,
 };
+use crate::node::url::SparkUrl;
 use crate::node::{ConnId, ConnInput, ConnOutput, Core, Output};
 use crate::reference::outbox::peer_info;
-use crate::reference::url::SparkUrl;
 
 /// How long frames may wait on an executor connection that writes none of them (the executor
 /// does not read) before that connection is given up, by default ([`DriverConfig::send_timeout`]).
@@ -392,13 +392,13 @@ impl Shell {
                 kind,
                 reason,
             } => {
-                let peer = crate::reference::violations::Peer {
+                let peer = crate::node::violations::Peer {
                     addr: &addr,
                     role,
                     id: &id,
                     conn,
                 };
-                crate::reference::violations::warn(peer, "refused", kind, &reason);
+                crate::node::violations::warn(peer, "refused", kind, &reason);
             }
         }
     }
