@@ -95,7 +95,7 @@ pub(crate) type Answers<M> =
 /// A core's open connections, by the id the core knows them by, and the traffic of those that
 /// closed.
 pub(crate) struct Peers<M> {
-    open: HashMap<ConnId, Peer<M>>,
+    open: HashMap<ConnId, (Peer<M>, PeerInfo)>,
     /// Connections closing gracefully, by id, until they have closed.
     closing: Arc<Mutex<HashMap<ConnId, ConnectionHandle<M>>>>,
     /// How long a graceful close waits for a peer that does not read.
@@ -118,21 +118,31 @@ impl<M: Family + Send + Sync + 'static> Peers<M> {
         }
     }
 
-    /// Connection `peer.conn` is up.
-    pub(crate) fn opened(&mut self, peer: Peer<M>) {
-        self.open.insert(peer.conn, peer);
+    /// Connection `peer.conn` is up, with `info` at the other end.
+    pub(crate) fn opened(&mut self, peer: Peer<M>, info: PeerInfo) {
+        self.open.insert(peer.conn, (peer, info));
     }
 
     /// Connection `conn` closed: its traffic is kept in the total.
     pub(crate) fn closed(&mut self, conn: ConnId) {
-        if let Some(peer) = self.open.remove(&conn) {
+        if let Some((peer, _)) = self.open.remove(&conn) {
             add_counters(&mut self.closed_traffic, &peer.handle.counters());
         }
     }
 
     /// Connection `conn`, if it is open.
     pub(crate) fn get(&self, conn: ConnId) -> Option<&Peer<M>> {
-        self.open.get(&conn)
+        self.open.get(&conn).map(|(peer, _)| peer)
+    }
+
+    /// Who is at the other end of connection `conn`, if it is open.
+    pub(crate) fn info(&self, conn: ConnId) -> Option<&PeerInfo> {
+        self.open.get(&conn).map(|(_, info)| info)
+    }
+
+    /// The open connections.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Peer<M>> {
+        self.open.values().map(|(peer, _)| peer)
     }
 
     /// Does what the core decided on one of its connections (nothing when it is closed): a
@@ -140,7 +150,7 @@ impl<M: Family + Send + Sync + 'static> Peers<M> {
     /// full is closed as a slow consumer. The answer to an ask goes to the core. Returns the
     /// error of a write that was refused, with the message's name.
     pub(crate) fn write(&self, out: ConnOutput<M>) -> Result<(), (&'static str, ConnectionError)> {
-        let Some(peer) = self.open.get(&out.conn()) else {
+        let Some(peer) = self.get(out.conn()) else {
             return Ok(());
         };
         let (name, result) = match out {
@@ -221,7 +231,7 @@ impl<M: Family + Send + Sync + 'static> Peers<M> {
     /// Frames and bytes of every connection so far, open or closed.
     pub(crate) fn traffic(&self) -> Counters {
         let mut traffic = self.closed_traffic.clone();
-        for peer in self.open.values() {
+        for peer in self.iter() {
             add_counters(&mut traffic, &peer.handle.counters());
         }
         traffic
@@ -230,7 +240,7 @@ impl<M: Family + Send + Sync + 'static> Peers<M> {
     /// Closes every connection gracefully and waits until they closed (each given at most the
     /// send timeout) or `within` has passed.
     pub(crate) async fn close_all(&self, within: Duration) {
-        for peer in self.open.values() {
+        for peer in self.iter() {
             self.close(peer, None);
         }
         self.wait_closing(within).await;
@@ -251,7 +261,7 @@ impl<M: Family + Send + Sync + 'static> Peers<M> {
 
     /// Drops every connection at once, as a crash would.
     pub(crate) fn kill_all(&self) {
-        for peer in self.open.values() {
+        for peer in self.iter() {
             peer.kill();
         }
     }
@@ -301,6 +311,8 @@ pub(crate) fn open<M, O, R>(
             let credit = tokio::select! {
                 credit = credits.take() => credit,
                 _ = kill.notified() => break ConnectionError::Closed,
+                // The owner is gone: so is this connection.
+                _ = events.closed() => break ConnectionError::Closed,
             };
             tokio::select! {
                 got = conn.recv() => match got {
@@ -312,6 +324,7 @@ pub(crate) fn open<M, O, R>(
                     Err(e) => break e,
                 },
                 _ = kill.notified() => break ConnectionError::Closed,
+                _ = events.closed() => break ConnectionError::Closed,
             }
         };
         drop(conn);

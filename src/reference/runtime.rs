@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::connection::{ConnectionError, Incoming};
-use crate::node::{ConnId, ConnInput, Core, Output, PeerInfo};
+use crate::node::{ConnId, ConnInput, ConnOutput, Core, Output, PeerInfo};
 use crate::reference::outbox::{Credit, Peer, Peers};
 use crate::wire::handshake::Role as HandshakeRole;
 use crate::wire::Reply;
@@ -82,13 +82,41 @@ pub(crate) trait Role: Send + Sized + 'static {
         None
     }
 
-    /// Who the core knows at `conn` (address, role, id), for the log line of its close.
-    fn peer_of(
-        &self,
-        _core: &Self::Core,
-        _conn: ConnId,
-    ) -> Option<(String, HandshakeRole, String)> {
+    /// Who is at `conn` (address, role, id), for the log line of its close; `None` logs
+    /// nothing.
+    fn peer_of(&self, _io: &Io<Self>, _conn: ConnId) -> Option<(String, HandshakeRole, String)> {
         None
+    }
+
+    /// At most how many events the driver hands the core between two drains (between
+    /// [`Role::begin_batch`] and [`Role::end_batch`]).
+    const BATCH: usize = 1;
+
+    /// A batch of events begins.
+    fn begin_batch(&mut self, _core: &mut Self::Core) {}
+
+    /// The batch ended.
+    fn end_batch(&mut self, _core: &mut Self::Core) {}
+
+    /// The core's outputs were all carried out.
+    fn drained(&mut self, _core: &Self::Core) {}
+
+    /// What to keep of a write before it is made, to hand back to [`Role::refused`].
+    fn keep(&self, _out: &ConnOutput<Self::Message>) -> Option<Self::Message> {
+        None
+    }
+
+    /// A write on `conn` was refused (`kept`: what [`Role::keep`] kept of it).
+    fn refused(
+        &mut self,
+        _io: &mut Io<Self>,
+        _conn: ConnId,
+        _kept: Option<Self::Message>,
+        (name, error): (&'static str, ConnectionError),
+    ) {
+        if !error.closes_connection() {
+            tracing::warn!(message = name, error = %error, "not sent");
+        }
     }
 }
 
@@ -151,15 +179,56 @@ impl<R: Role> Runtime<R> {
             if let Some(exit) = self.drain().await {
                 return exit;
             }
+            self.role.drained(&self.io.core);
             let wake = self.io.core.poll_timeout();
             tokio::select! {
                 exit = &mut stop => return exit,
                 Some(event) = self.inbox.recv() => {
-                    if let Some(exit) = self.event(event).await {
+                    if let Some(exit) = self.batch(event).await {
                         return exit;
                     }
                 }
                 _ = crate::reference::clock::sleep_until(wake) => self.io.core.handle_timeout(now()),
+            }
+        }
+    }
+
+    /// Handles `first` and whatever else already waits in the inbox, at most [`Role::BATCH`]
+    /// events in all, as one batch of the core.
+    async fn batch(&mut self, first: Event<MessageOf<R>, R::Origin, R::Event>) -> Option<R::Exit> {
+        self.role.begin_batch(&mut self.io.core);
+        let mut exit = self.event(first).await;
+        for _ in 1..R::BATCH {
+            if exit.is_some() {
+                break;
+            }
+            match self.inbox.try_recv() {
+                Ok(event) => exit = self.event(event).await,
+                Err(_) => break,
+            }
+        }
+        self.role.end_batch(&mut self.io.core);
+        exit
+    }
+
+    /// Takes the events waiting in the inbox until `done` says the core is done (or `within`
+    /// has passed), draining the core after each: for a role's stop sequence.
+    pub(crate) async fn settle(&mut self, within: Duration, done: impl Fn(&R::Core) -> bool) {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let _ = self.drain().await;
+            if done(&self.io.core) {
+                return;
+            }
+            let event = tokio::select! {
+                event = self.inbox.recv() => event,
+                _ = tokio::time::sleep_until(deadline) => None,
+            };
+            match event {
+                Some(event) => {
+                    let _ = self.event(event).await;
+                }
+                None => return,
             }
         }
     }
@@ -169,7 +238,7 @@ impl<R: Role> Runtime<R> {
         let input = match event {
             Event::Opened(peer, info, origin) => {
                 let conn = peer.conn;
-                self.io.peers.opened(peer);
+                self.io.peers.opened(peer, info.clone());
                 ConnInput::Opened {
                     conn,
                     peer: info,
@@ -188,7 +257,7 @@ impl<R: Role> Runtime<R> {
                 return None;
             }
             Event::Closed(conn, why) => {
-                let peer = self.role.peer_of(&self.io.core, conn);
+                let peer = self.role.peer_of(&self.io, conn);
                 log_close(peer, conn, &why);
                 self.io.peers.closed(conn);
                 ConnInput::Closed {
@@ -210,10 +279,9 @@ impl<R: Role> Runtime<R> {
         while let Some(out) = self.io.core.poll() {
             match out {
                 Output::Conn(out) => {
-                    if let Err((name, e)) = self.io.peers.write(out) {
-                        if !e.closes_connection() {
-                            tracing::warn!(message = name, error = %e, "not sent");
-                        }
+                    let (conn, kept) = (out.conn(), self.role.keep(&out));
+                    if let Err(refused) = self.io.peers.write(out) {
+                        self.role.refused(&mut self.io, conn, kept, refused);
                     }
                 }
                 Output::Effect(effect) => {

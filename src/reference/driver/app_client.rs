@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::events::Msg;
+use super::events::{Backend, Msg};
 use super::{add_counters, DriverConfig, DriverError};
 use crate::connection::{
     Connection, ConnectionConfig, ConnectionError, ConnectionHandle, Counters,
@@ -112,7 +112,7 @@ pub(super) fn spawn(
     driver: EndpointRef,
     listener: TcpListener,
     config: Arc<DriverConfig>,
-    backend: mpsc::UnboundedSender<Msg>,
+    backend: Backend,
 ) -> AppClient {
     let handles = Arc::new(Mutex::new(Vec::new()));
     let rules = ClientConfig {
@@ -187,7 +187,7 @@ impl Conns {
 pub(super) struct ClientIo {
     masters: Vec<SparkUrl>,
     config: Arc<DriverConfig>,
-    backend: mpsc::UnboundedSender<Msg>,
+    backend: Backend,
     conns: Conns,
     requests: HashMap<u64, oneshot::Sender<Result<bool, DriverError>>>,
     next_request: u64,

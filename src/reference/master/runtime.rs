@@ -190,7 +190,7 @@ impl Role for MasterIo {
         }
     }
 
-    fn peer_of(&self, core: &MasterCore, conn: u64) -> Option<(String, PeerRole, String)> {
-        core.peer_of(conn)
+    fn peer_of(&self, io: &Io<Self>, conn: u64) -> Option<(String, PeerRole, String)> {
+        io.core.peer_of(conn)
     }
 }

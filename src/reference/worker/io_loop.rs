@@ -158,7 +158,7 @@ impl Role for WorkerIo {
         core.exit().cloned()
     }
 
-    fn peer_of(&self, core: &WorkerCore, conn: u64) -> Option<(String, PeerRole, String)> {
-        core.peer_of(conn)
+    fn peer_of(&self, io: &Io<Self>, conn: u64) -> Option<(String, PeerRole, String)> {
+        io.core.peer_of(conn)
     }
 }
