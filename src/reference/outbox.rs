@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 use super::observe::ObservedClose;
 use super::runtime::Event;
 use crate::connection::{
-    Connection, ConnectionError, ConnectionHandle, Counters, Security, Stream,
+    Admission, Connection, ConnectionError, ConnectionHandle, Counters, Security, Slot, Stream,
 };
 use crate::messages::{Addr, Family};
 use crate::node::{AskFailure, ConnId, ConnOutput, PeerInfo};
@@ -333,6 +333,41 @@ pub(crate) fn open<M, O, R>(
         }
         let _ = events.send(Event::Closed(conn_id, reason));
     });
+}
+
+/// Accepts connections on `listener` until the task is aborted: each one `admission` admits
+/// (one over its limits is refused, as the handshake says) is handed to `accept` on a task of its
+/// own, whose failure is logged at debug level.
+pub(crate) async fn accept_loop<F, Fut>(
+    listener: tokio::net::TcpListener,
+    admission: &Admission,
+    (local, security): (&Identity, &Security),
+    accept: F,
+) where
+    F: Fn(TcpStream, Slot) -> Fut,
+    Fut: std::future::Future<Output = Result<(), ConnectionError>> + Send + 'static,
+{
+    loop {
+        match listener.accept().await {
+            Ok((stream, from)) => {
+                let Some((stream, slot)) = admission.admit(stream, local, security) else {
+                    tracing::debug!(%from, "connection refused: too many connections");
+                    continue;
+                };
+                let accepted = accept(stream, slot);
+                tokio::spawn(async move {
+                    if let Err(e) = accepted.await {
+                        tracing::debug!(%from, error = %e, "connection refused");
+                    }
+                });
+            }
+            Err(e) => {
+                // Out of descriptors or a transient error: wait a little rather than spin.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
 }
 
 /// Who is at the other end of `handle`, at `addr`.

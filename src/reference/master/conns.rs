@@ -14,7 +14,7 @@ use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::messages::{Addr, DeployMessage, Version};
 use crate::node::master::DialTarget;
 use crate::reference::observe::{ObservedClose, StrictObserver};
-use crate::reference::outbox::{dial as dial_tcp, open, peer_info};
+use crate::reference::outbox::{accept_loop, dial as dial_tcp, open, peer_info};
 use crate::validate::Endpoint;
 use crate::wire::handshake::{HandshakeError, Identity, Role};
 
@@ -70,30 +70,12 @@ pub(crate) async fn listen(
         versions: settings.versions.clone(),
         ..Identity::new(Role::Master, settings.id.clone())
     };
-    loop {
-        match listener.accept().await {
-            Ok((stream, from)) => {
-                let Some((stream, slot)) =
-                    settings.admission.admit(stream, &local, &settings.security)
-                else {
-                    tracing::debug!(%from, "connection refused: too many connections");
-                    continue;
-                };
-                let settings = settings.clone();
-                let events = events.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = accept(stream, slot, &settings, &events).await {
-                        tracing::debug!(%from, error = %e, "connection refused");
-                    }
-                });
-            }
-            Err(e) => {
-                // Out of descriptors or a transient error: wait a little rather than spin.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
+    let admitted = (&local, &settings.security);
+    accept_loop(listener, &settings.admission, admitted, |stream, slot| {
+        let (settings, events) = (settings.clone(), events.clone());
+        async move { accept(stream, slot, &settings, &events).await }
+    })
+    .await;
 }
 
 async fn accept(

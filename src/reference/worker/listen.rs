@@ -13,7 +13,7 @@ use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::messages::{Addr, CoarseMessage, DeployMessage};
 use crate::node::worker::Purpose;
 use crate::reference::observe::{ObservedClose, StrictObserver};
-use crate::reference::outbox::{dial as dial_tcp, open, peer_info};
+use crate::reference::outbox::{accept_loop, dial as dial_tcp, open, peer_info};
 use crate::validate::Endpoint;
 use crate::wire::handshake::{HandshakeError, Identity, Role};
 
@@ -46,29 +46,11 @@ pub(crate) async fn listen(
     events: mpsc::UnboundedSender<WEvent>,
 ) {
     let local = Identity::new(Role::Worker, settings.id.clone());
-    loop {
-        match listener.accept().await {
-            Ok((stream, from)) => {
-                let Some((stream, slot)) =
-                    settings.admission.admit(stream, &local, &settings.security)
-                else {
-                    tracing::debug!(%from, "connection refused: too many connections");
-                    continue;
-                };
-                let settings = settings.clone();
-                let events = events.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = accept(stream, slot, settings, events).await {
-                        tracing::debug!(%from, error = %e, "connection refused");
-                    }
-                });
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
+    let admitted = (&local, &settings.security);
+    accept_loop(listener, &settings.admission, admitted, |stream, slot| {
+        accept(stream, slot, settings.clone(), events.clone())
+    })
+    .await;
 }
 
 async fn accept(

@@ -217,16 +217,13 @@ impl Worker {
             addr: format!("{}:{}", config.host, config.port),
             source,
         })?;
-        let web_ui = match config.web_ui_port {
-            Some(port) if cfg!(feature = "webui") => Some(
-                super::ports::listen(&config.host, port, config.port_retries, "WorkerUI").await?,
-            ),
-            Some(_) => {
-                tracing::warn!("this build has no web UI (the webui feature); none is served");
-                None
-            }
-            None => None,
-        };
+        let web_ui = super::ports::listen_web_ui(
+            &config.host,
+            config.web_ui_port,
+            config.port_retries,
+            "WorkerUI",
+        )
+        .await?;
         let web_ui_addr = web_ui.as_ref().and_then(|l| l.local_addr().ok());
         let work_dir = config.work_dir.clone();
         let (stop_tx, stop_rx) = oneshot::channel();
