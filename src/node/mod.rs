@@ -194,7 +194,7 @@ pub enum AskFailure {
 impl std::fmt::Display for AskFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            AskFailure::Failed(error) => write!(f, "{}", error.message),
+            AskFailure::Failed(error) => write!(f, "the ask failed on the peer: {error}"),
             AskFailure::Lost(why) => f.write_str(why),
         }
     }
