@@ -11,7 +11,7 @@ use sparkwire::messages::deploy::{MasterChangeAcknowledged, RequestReadyz};
 use sparkwire::messages::{Addr, ApplicationState, DeployMessage, RecoveryState, WorkerState};
 use sparkwire::node::master::{Config, Effect, Input, MasterCore, Record, RecordKind, Stored};
 use sparkwire::node::sim::{app_description as app_desc, Cluster, MasterNode, NodeId, WorkerNode};
-use sparkwire::node::{ConnOutput, Core, Output};
+use sparkwire::node::{ConnInput, ConnOutput, Core, Output, PeerInfo};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 
@@ -188,14 +188,19 @@ fn persisting_core() -> (MasterCore, std::time::Instant) {
 fn open(core: &mut MasterCore, t0: std::time::Instant, conn: u64, role: Role) {
     core.handle(
         t0,
-        Input::Opened {
+        ConnInput::Opened {
             conn,
-            role,
-            peer_id: format!("peer-{conn}"),
-            addr: format!("127.0.0.1:{}", 40000 + conn),
-            admin: false,
-            dialled: None,
-        },
+            peer: PeerInfo {
+                role,
+                id: format!("peer-{conn}"),
+                addr: format!("127.0.0.1:{}", 40000 + conn),
+                version: sparkwire::messages::Version::V2,
+                admin: false,
+                max_frame_size: sparkwire::wire::DEFAULT_MAX_FRAME_SIZE,
+            },
+            origin: None,
+        }
+        .into(),
     );
 }
 
@@ -216,7 +221,7 @@ fn an_application_whose_record_cannot_be_persisted_is_not_registered() {
     open(&mut core, t0, 1, Role::AppClient);
     core.handle(
         t0,
-        Input::Message {
+        ConnInput::Message {
             conn: 1,
             message: sparkwire::messages::deploy::RegisterApplication::new(
                 app_desc("unpersisted", None, 256),
@@ -226,7 +231,8 @@ fn an_application_whose_record_cannot_be_persisted_is_not_registered() {
                 ),
             )
             .into(),
-        },
+        }
+        .into(),
     );
     let record = until_persist(&mut core);
     assert_eq!(record.kind(), RecordKind::App);
@@ -265,14 +271,15 @@ fn a_driver_submission_whose_record_cannot_be_persisted_is_answered_unsuccessful
     open(&mut core, t0, 1, Role::DriverClient);
     core.handle(
         t0,
-        Input::Ask {
+        ConnInput::Ask {
             conn: 1,
             id: 1,
             message: sparkwire::messages::deploy::RequestSubmitDriver::new(
                 sparkwire::node::sim::driver_description(1, 512, false),
             )
             .into(),
-        },
+        }
+        .into(),
     );
     let record = until_persist(&mut core);
     assert_eq!(record.kind(), RecordKind::Driver);

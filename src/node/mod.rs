@@ -9,7 +9,9 @@
 //! Every core speaks to its peers through one type, [`ConnOutput`]: send, ask, reply, fail or
 //! close on a connection named by its [`ConnId`], the id its driver chose when the connection
 //! opened. Everything else a core wants done (dial, persist a record, start a process) is its
-//! role's own [`Core::Effect`].
+//! role's own [`Core::Effect`]. Every core hears of its connections through one type too,
+//! [`ConnInput`] (opened, a dial failed, a message, an ask, an ask's answer, closed), carried in
+//! its `Input` as a variant `Conn`, so that one driver can feed any core.
 //!
 //! ```
 //! use std::time::Instant;
@@ -61,8 +63,9 @@ pub mod worker;
 
 use std::time::Instant;
 
-use crate::messages::ErrorDescription;
+use crate::messages::{ErrorDescription, Version};
 pub use crate::validate::ConnId;
+use crate::wire::handshake::Role;
 use crate::wire::{CloseReason, Reply};
 
 /// A protocol core: one role's state and rules, fed events and time, drained of what to do.
@@ -160,4 +163,95 @@ impl<M> ConnOutput<M> {
             | ConnOutput::Abort { conn } => *conn,
         }
     }
+}
+
+/// Who is at the other end of a connection, as its handshake said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerInfo {
+    /// The peer's role.
+    pub role: Role,
+    /// The id of the peer's hello.
+    pub id: String,
+    /// The peer's address (`host:port`), for logs.
+    pub addr: String,
+    /// The protocol version the handshake agreed on.
+    pub version: Version,
+    /// The peer proved the admin secret (server side).
+    pub admin: bool,
+    /// The connection's frame limit.
+    pub max_frame_size: usize,
+}
+
+/// Why an ask of the core's ([`ConnOutput::Ask`]) has no reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AskFailure {
+    /// The peer failed it, saying why.
+    Failed(ErrorDescription),
+    /// The connection failed it (closed, timed out, …).
+    Lost(String),
+}
+
+impl std::fmt::Display for AskFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AskFailure::Failed(error) => write!(f, "the ask failed on the peer: {error}"),
+            AskFailure::Lost(why) => f.write_str(why),
+        }
+    }
+}
+
+/// What happens on a core's connections: the one connection input every core takes (as its
+/// `Input`'s variant `Conn`), whoever drives it. `O` is the role's reason for a connection (why it
+/// was dialled, or that it was accepted).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConnInput<M, O> {
+    /// A connection completed its handshake.
+    Opened {
+        /// The id its driver gave it.
+        conn: ConnId,
+        /// Who is at the other end.
+        peer: PeerInfo,
+        /// Why it exists (what the core dialled it for, or that it was accepted).
+        origin: O,
+    },
+    /// A connection the core asked for could not be made (or its handshake failed).
+    DialFailed {
+        /// What it was dialled for.
+        origin: O,
+        /// Why, a sentence naming the address.
+        error: String,
+    },
+    /// A one-way message arrived.
+    Message {
+        /// On which connection.
+        conn: ConnId,
+        /// The message.
+        message: M,
+    },
+    /// An ask arrived; the core answers it with [`ConnOutput::Reply`] or [`ConnOutput::Fail`].
+    Ask {
+        /// On which connection.
+        conn: ConnId,
+        /// The ask's id on that connection.
+        id: u64,
+        /// The message.
+        message: M,
+    },
+    /// The answer to the core's own ask ([`ConnOutput::Ask`]), or why there is none.
+    Answer {
+        /// On which connection.
+        conn: ConnId,
+        /// The ask's id, as the core chose it.
+        id: u64,
+        /// The reply, or why there is none.
+        answer: Result<Reply<M>, AskFailure>,
+    },
+    /// A connection closed, for any reason (a [`ConnOutput::Close`] included). Its driver logs
+    /// a close for a protocol error.
+    Closed {
+        /// Which.
+        conn: ConnId,
+        /// Why, for the log.
+        reason: String,
+    },
 }

@@ -1,5 +1,9 @@
 //! Layer 6: the tokio runtime of the reference Master, Worker, driver and executor: sockets,
 //! processes, files, timers and web UIs around the protocol cores of [`node`](crate::node).
+//! One generic driver (the private `runtime` module) runs the master's, the worker's, the
+//! application client's and the scheduler backend's cores: it owns their connections and write
+//! queues, their timer and their inbox, drains each core in one place, and hands each effect to
+//! the role (processes, files, dialling, the web UI's state, the recovery store).
 //!
 //! [`master`] and [`worker`] run Spark's standalone Master and Worker on tokio; [`ports`]
 //! listens on a port or the next free one up as Spark's services do, [`observe`] plugs a shared

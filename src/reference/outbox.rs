@@ -1,12 +1,12 @@
-//! What the master and the worker share to talk over connections: a [`Peer`] (a connection's
-//! handle and its kill switch), an [`Outbox`] that queues what the owner sends on each
-//! connection's own queue, and the reading task of each connection.
+//! A core's connections as its [driver](super::runtime) holds them: a [`Peer`] (a connection's
+//! handle and its kill switch), the table of open ones ([`Peers`]), which writes what the core
+//! decided on each connection's own queue, and the reading task of each connection ([`open`]).
 //!
-//! The owner of a process's state (an actor task) never waits on a socket: each connection has
-//! its own write queue, bounded in bytes and written by its own task, and the outbox queues on it
-//! without waiting ([`ConnectionHandle::post`]). A peer that does not read is closed as a slow
-//! consumer as soon as its queue is full; no other connection notices. What the owner queues for
-//! one connection is written in that order; across connections nothing waits for anything.
+//! The owner of a process's state (the driver's task) never waits on a socket: each connection
+//! has its own write queue, bounded in bytes and written by its own task, and [`Peers::write`]
+//! queues on it without waiting ([`ConnectionHandle::post`]). A peer that does not read is closed
+//! as a slow consumer as soon as its queue is full; no other connection notices. What the owner
+//! queues for one connection is written in that order; across connections nothing waits.
 //!
 //! Inbound, each connection's reader hands at most [`INFLIGHT`] messages to the owner's event
 //! queue that the owner has not taken yet, each with a [`Credit`] the owner drops once it has
@@ -22,27 +22,38 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::observe::ObservedClose;
+use super::runtime::Event;
 use crate::connection::{
-    Connection, ConnectionError, ConnectionHandle, Incoming, Security, Stream,
+    Admission, Connection, ConnectionError, ConnectionHandle, Counters, Security, Slot, Stream,
 };
-use crate::messages::{Addr, DeployMessage, ErrorDescription, Family};
-use crate::validate::ConnId;
+use crate::messages::{Addr, Family};
+use crate::node::{AskFailure, ConnId, ConnOutput, PeerInfo};
+use crate::reference::driver::add_counters;
 use crate::wire::handshake::{Established, HandshakeError, Identity};
-use crate::wire::{CloseReason, Reply};
+use crate::wire::Reply;
 
 /// Events of one connection that may wait in the owner's queue, not yet handled.
 pub(crate) const INFLIGHT: usize = 16;
 
 /// A connection as the owner holds it: a handle to send on it, and a switch that closes it.
-#[derive(Clone)]
-pub(crate) struct Peer {
-    pub(crate) handle: ConnectionHandle<DeployMessage>,
+pub(crate) struct Peer<M> {
+    pub(crate) handle: ConnectionHandle<M>,
     /// The connection's id in its process.
     pub(crate) conn: ConnId,
     kill: Arc<Notify>,
 }
 
-impl Peer {
+impl<M> Clone for Peer<M> {
+    fn clone(&self) -> Self {
+        Peer {
+            handle: self.handle.clone(),
+            conn: self.conn,
+            kill: Arc::clone(&self.kill),
+        }
+    }
+}
+
+impl<M> Peer<M> {
     /// Closes the connection at once (what was queued may be lost).
     pub(crate) fn kill(&self) {
         self.kill.notify_one();
@@ -77,114 +88,130 @@ impl Credits {
     }
 }
 
-/// Something to write.
-pub(crate) enum Out {
-    /// A one-way message.
-    Send(Peer, DeployMessage),
-    /// The answer to the peer's ask.
-    Reply(Peer, u64, Reply<DeployMessage>),
-    /// An ask whose answer only matters as a log line (the core decided it is an ask in the
-    /// connection's version).
-    Ask(Peer, DeployMessage),
-    /// Fails the peer's ask.
-    Fail(Peer, u64, ErrorDescription),
-    /// Close gracefully once everything before is written, telling the peer why in a close
-    /// envelope when there is a reason (and the handshake agreed on it).
-    Close(Peer, Option<CloseReason>),
-    /// Signals once every connection closed with [`Out::Close`] before has closed (each given at
-    /// most the send timeout).
-    Flush(tokio::sync::oneshot::Sender<()>),
-}
+/// Where the answer to a core's ask goes: `(connection, the core's ask id, the answer)`.
+pub(crate) type Answers<M> =
+    Arc<dyn Fn(ConnId, u64, Result<Reply<M>, AskFailure>) + Send + Sync + 'static>;
 
-/// A process's outbox: queues each item on its connection's own queue, at once.
-#[derive(Clone)]
-pub(crate) struct Outbox {
-    send_timeout: Duration,
+/// A core's open connections, by the id the core knows them by, and the traffic of those that
+/// closed.
+pub(crate) struct Peers<M> {
+    open: HashMap<ConnId, (Peer<M>, PeerInfo)>,
     /// Connections closing gracefully, by id, until they have closed.
-    closing: Arc<Mutex<HashMap<ConnId, ConnectionHandle<DeployMessage>>>>,
+    closing: Arc<Mutex<HashMap<ConnId, ConnectionHandle<M>>>>,
+    /// How long a graceful close waits for a peer that does not read.
+    send_timeout: Duration,
+    answers: Answers<M>,
+    /// Traffic of the connections that closed.
+    closed_traffic: Counters,
 }
 
-impl Outbox {
-    /// An outbox whose graceful closes take at most `send_timeout` before the connection is
-    /// killed.
-    pub(crate) fn spawn(send_timeout: Duration) -> Outbox {
-        Outbox {
-            send_timeout,
+impl<M: Family + Send + Sync + 'static> Peers<M> {
+    /// No connection yet; a graceful close waits at most `send_timeout` for a peer that does
+    /// not read; the answers to the core's asks go to `answers`.
+    pub(crate) fn new(send_timeout: Duration, answers: Answers<M>) -> Peers<M> {
+        Peers {
+            open: HashMap::new(),
             closing: Arc::default(),
+            send_timeout,
+            answers,
+            closed_traffic: Counters::default(),
         }
     }
 
-    /// Queues `out` on its connection without waiting. A peer whose queue is full is closed as a
-    /// slow consumer.
-    pub(crate) fn push(&self, out: Out) {
-        let (peer, name, result) = match out {
-            Out::Send(peer, m) => {
-                let name = m.name();
-                let r = peer.handle.post(m);
-                (peer, name, r)
+    /// Connection `peer.conn` is up, with `info` at the other end.
+    pub(crate) fn opened(&mut self, peer: Peer<M>, info: PeerInfo) {
+        self.open.insert(peer.conn, (peer, info));
+    }
+
+    /// Connection `conn` closed: its traffic is kept in the total.
+    pub(crate) fn closed(&mut self, conn: ConnId) {
+        if let Some((peer, _)) = self.open.remove(&conn) {
+            add_counters(&mut self.closed_traffic, &peer.handle.counters());
+        }
+    }
+
+    /// Connection `conn`, if it is open.
+    pub(crate) fn get(&self, conn: ConnId) -> Option<&Peer<M>> {
+        self.open.get(&conn).map(|(peer, _)| peer)
+    }
+
+    /// Who is at the other end of connection `conn`, if it is open.
+    pub(crate) fn info(&self, conn: ConnId) -> Option<&PeerInfo> {
+        self.open.get(&conn).map(|(_, info)| info)
+    }
+
+    /// The open connections.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Peer<M>> {
+        self.open.values().map(|(peer, _)| peer)
+    }
+
+    /// Does what the core decided on one of its connections (nothing when it is closed): a
+    /// write goes to the connection's own queue at once, never waiting; a peer whose queue is
+    /// full is closed as a slow consumer. The answer to an ask goes to the core. Returns the
+    /// error of a write that was refused, with the message's name.
+    pub(crate) fn write(&self, out: ConnOutput<M>) -> Result<(), (&'static str, ConnectionError)> {
+        let Some(peer) = self.get(out.conn()) else {
+            return Ok(());
+        };
+        let (name, result) = match out {
+            ConnOutput::Send { message, .. } => (message.name(), peer.handle.post(message)),
+            ConnOutput::Reply { id, reply, .. } => ("reply", peer.handle.post_reply(id, reply)),
+            ConnOutput::Fail { id, error, .. } => ("failure", peer.handle.post_failure(id, error)),
+            ConnOutput::Ask { conn, id, message } => {
+                let name = message.name();
+                let answers = Arc::clone(&self.answers);
+                match peer.handle.post_ask(message) {
+                    Ok(reply) => {
+                        tokio::spawn(async move {
+                            answers(conn, id, reply.await.map_err(ask_failure));
+                        });
+                        (name, Ok(()))
+                    }
+                    Err(e) => {
+                        answers(conn, id, Err(ask_failure(e.clone())));
+                        (name, Err(e))
+                    }
+                }
             }
-            Out::Reply(peer, id, reply) => {
-                let r = peer.handle.post_reply(id, reply);
-                (peer, "reply", r)
-            }
-            Out::Ask(peer, m) => {
-                let name = m.name();
-                let r = peer.handle.post_ask(m).map(|reply| {
-                    tokio::spawn(async move {
-                        if let Err(e) = reply.await {
-                            tracing::debug!(message = name, error = %e, "ask not answered");
-                        }
-                    });
-                });
-                (peer, name, r)
-            }
-            Out::Fail(peer, id, error) => {
-                let r = peer.handle.post_failure(id, error);
-                (peer, "failure", r)
-            }
-            Out::Flush(done) => {
-                self.flush(done);
-                return;
-            }
-            Out::Close(peer, reason) => {
+            ConnOutput::Close { reason, .. } => {
                 self.close(peer, reason);
-                return;
+                return Ok(());
+            }
+            ConnOutput::Abort { .. } => {
+                peer.kill();
+                return Ok(());
             }
         };
         match result {
-            Ok(()) => {}
+            Ok(()) => Ok(()),
             // The close is logged, with the peer and the kind, when the connection ends.
-            Err(e @ ConnectionError::SlowConsumer { .. }) => tracing::debug!(
-                peer = %peer.handle.negotiated().peer_id,
-                conn = peer.conn,
-                message = name,
-                "closing the connection: {e}"
-            ),
+            Err(e @ ConnectionError::SlowConsumer { .. }) => {
+                tracing::debug!(
+                    peer = %peer.handle.negotiated().peer_id,
+                    conn = peer.conn,
+                    message = name,
+                    "closing the connection: {e}"
+                );
+                Err((name, e))
+            }
             Err(e) if e.closes_connection() => {
                 tracing::debug!(message = name, error = %e, "not sent: the connection is closed");
+                Err((name, e))
             }
-            Err(e) => tracing::warn!(message = name, error = %e, "not sent"),
+            Err(e) => Err((name, e)),
         }
     }
 
-    /// Queues a one-way message to `peer`.
-    pub(crate) fn send(&self, peer: &Peer, message: impl Into<DeployMessage>) {
-        self.push(Out::Send(peer.clone(), message.into()));
-    }
-
-    /// Queues the answer to `peer`'s ask `id`.
-    pub(crate) fn reply(&self, peer: &Peer, id: u64, reply: Reply<DeployMessage>) {
-        self.push(Out::Reply(peer.clone(), id, reply));
-    }
-
-    fn close(&self, peer: Peer, reason: Option<CloseReason>) {
+    /// Closes `peer` once what is queued is written (with a close envelope saying why, when
+    /// there is a reason), killing it when that takes over the send timeout.
+    fn close(&self, peer: &Peer<M>, reason: Option<crate::wire::CloseReason>) {
         match reason {
             Some(reason) => peer.handle.close_soon_because(reason),
             None => peer.handle.close_soon(),
         }
         let closing = Arc::clone(&self.closing);
         lock(&closing).insert(peer.conn, peer.handle.clone());
-        let send_timeout = self.send_timeout;
+        let (peer, send_timeout) = (peer.clone(), self.send_timeout);
         tokio::spawn(async move {
             if tokio::time::timeout(send_timeout, peer.handle.closed())
                 .await
@@ -201,15 +228,50 @@ impl Outbox {
         });
     }
 
-    fn flush(&self, done: tokio::sync::oneshot::Sender<()>) {
+    /// Frames and bytes of every connection so far, open or closed.
+    pub(crate) fn traffic(&self) -> Counters {
+        let mut traffic = self.closed_traffic.clone();
+        for peer in self.iter() {
+            add_counters(&mut traffic, &peer.handle.counters());
+        }
+        traffic
+    }
+
+    /// Closes every connection gracefully and waits until they closed (each given at most the
+    /// send timeout) or `within` has passed.
+    pub(crate) async fn close_all(&self, within: Duration) {
+        for peer in self.iter() {
+            self.close(peer, None);
+        }
+        self.wait_closing(within).await;
+    }
+
+    /// Waits until the connections closing gracefully have closed (each given at most the send
+    /// timeout), or `within` has passed.
+    pub(crate) async fn wait_closing(&self, within: Duration) {
         let handles: Vec<_> = lock(&self.closing).values().cloned().collect();
         let send_timeout = self.send_timeout;
-        tokio::spawn(async move {
+        let _ = tokio::time::timeout(within, async {
             for handle in handles {
                 let _ = tokio::time::timeout(send_timeout, handle.closed()).await;
             }
-            let _ = done.send(());
-        });
+        })
+        .await;
+    }
+
+    /// Drops every connection at once, as a crash would.
+    pub(crate) fn kill_all(&self) {
+        for peer in self.iter() {
+            peer.kill();
+        }
+    }
+}
+
+/// Why an ask has no answer, as a core takes it.
+fn ask_failure(e: ConnectionError) -> AskFailure {
+    match e {
+        ConnectionError::Remote { error, .. } => AskFailure::Failed(error),
+        other => AskFailure::Lost(other.to_string()),
     }
 }
 
@@ -217,28 +279,31 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// What a connection's reader hands on: a message or ask with its credit, or the close and why.
-pub(crate) type Delivery = (
-    ConnId,
-    Result<(Incoming<DeployMessage>, Credit), ConnectionError>,
-);
-
-/// Starts reading `conn`: every message and ask goes to `deliver` as `(conn_id, Ok((incoming,
-/// credit)))`, at most [`INFLIGHT`] of them with their credit not yet dropped, and the close as
-/// `(conn_id, Err(why))`, after which the observer (if any) hears of it. Returns the [`Peer`] to
-/// send on it.
-pub(crate) fn spawn_reader(
-    mut conn: Connection<DeployMessage>,
+/// Hands connection `conn` to its owner: announces it on `events` as
+/// [`Event::Opened`] (`peer`, `origin`), then reads it: every message and ask goes to the owner
+/// as [`Event::Incoming`], at most [`INFLIGHT`] of them with their credit not yet dropped, and
+/// the close as [`Event::Closed`], after which the observer (if any) hears of it.
+pub(crate) fn open<M, O, R>(
+    mut conn: Connection<M>,
     conn_id: ConnId,
-    deliver: mpsc::UnboundedSender<Delivery>,
+    (peer, origin): (PeerInfo, O),
+    events: &mpsc::UnboundedSender<Event<M, O, R>>,
     observed: Option<ObservedClose>,
-) -> Peer {
+) where
+    M: Family + Send + 'static,
+    O: Send + 'static,
+    R: Send + 'static,
+{
     let kill = Arc::new(Notify::new());
-    let peer = Peer {
+    let handle = Peer {
         handle: conn.handle(),
         conn: conn_id,
         kill: Arc::clone(&kill),
     };
+    if events.send(Event::Opened(handle, peer, origin)).is_err() {
+        return;
+    }
+    let events = events.clone();
     let credits = Credits::new();
     tokio::spawn(async move {
         let reason = loop {
@@ -246,49 +311,76 @@ pub(crate) fn spawn_reader(
             let credit = tokio::select! {
                 credit = credits.take() => credit,
                 _ = kill.notified() => break ConnectionError::Closed,
+                // The owner is gone: so is this connection.
+                _ = events.closed() => break ConnectionError::Closed,
             };
             tokio::select! {
                 got = conn.recv() => match got {
                     Ok(incoming) => {
-                        if deliver.send((conn_id, Ok((incoming, credit)))).is_err() {
+                        if events.send(Event::Incoming(conn_id, incoming, credit)).is_err() {
                             break ConnectionError::Closed;
                         }
                     }
                     Err(e) => break e,
                 },
                 _ = kill.notified() => break ConnectionError::Closed,
+                _ = events.closed() => break ConnectionError::Closed,
             }
         };
         drop(conn);
         if let Some(observed) = observed {
             observed.closed();
         }
-        let _ = deliver.send((conn_id, Err(reason)));
+        let _ = events.send(Event::Closed(conn_id, reason));
     });
-    peer
 }
 
-/// Hands what [`spawn_reader`] delivers on `from` to an owner's event queue, as
-/// `incoming(conn, message, credit)` and, at the close, `closed(conn, why)`; stops when the
-/// owner is gone. The owner drops the credit once it has handled the event. The owner announces the
-/// connection on `events` before calling this, so it sees the opening before any traffic.
-pub(crate) fn forward_events<E: Send + 'static>(
-    mut from: mpsc::UnboundedReceiver<Delivery>,
-    events: mpsc::UnboundedSender<E>,
-    incoming: fn(ConnId, Incoming<DeployMessage>, Credit) -> E,
-    closed: fn(ConnId, ConnectionError) -> E,
-) {
-    tokio::spawn(async move {
-        while let Some((conn, got)) = from.recv().await {
-            let event = match got {
-                Ok((i, credit)) => incoming(conn, i, credit),
-                Err(why) => closed(conn, why),
-            };
-            if events.send(event).is_err() {
-                break;
+/// Accepts connections on `listener` until the task is aborted: each one `admission` admits
+/// (one over its limits is refused, as the handshake says) is handed to `accept` on a task of its
+/// own, whose failure is logged at debug level.
+pub(crate) async fn accept_loop<F, Fut>(
+    listener: tokio::net::TcpListener,
+    admission: &Admission,
+    (local, security): (&Identity, &Security),
+    accept: F,
+) where
+    F: Fn(TcpStream, Slot) -> Fut,
+    Fut: std::future::Future<Output = Result<(), ConnectionError>> + Send + 'static,
+{
+    loop {
+        match listener.accept().await {
+            Ok((stream, from)) => {
+                let Some((stream, slot)) = admission.admit(stream, local, security) else {
+                    tracing::debug!(%from, "connection refused: too many connections");
+                    continue;
+                };
+                let accepted = accept(stream, slot);
+                tokio::spawn(async move {
+                    if let Err(e) = accepted.await {
+                        tracing::debug!(%from, error = %e, "connection refused");
+                    }
+                });
+            }
+            Err(e) => {
+                // Out of descriptors or a transient error: wait a little rather than spin.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
-    });
+    }
+}
+
+/// Who is at the other end of `handle`, at `addr`.
+pub(crate) fn peer_info<M: Family>(handle: &ConnectionHandle<M>, addr: String) -> PeerInfo {
+    let negotiated = handle.negotiated();
+    PeerInfo {
+        role: negotiated.peer_role,
+        id: negotiated.peer_id.clone(),
+        addr,
+        version: negotiated.version,
+        admin: negotiated.admin,
+        max_frame_size: handle.max_frame_size(),
+    }
 }
 
 /// Connects to `addr` over TCP and does the client's handshake as `local` (with `security`'s

@@ -124,6 +124,26 @@ pub async fn listen(
     }
 }
 
+/// Listens for a web UI on `port` (as [`listen`] does) when one is asked for and this build has
+/// the `webui` feature; without it, says so and serves none.
+pub(crate) async fn listen_web_ui(
+    host: &str,
+    port: Option<u16>,
+    retries: u16,
+    service: &'static str,
+) -> Result<Option<TcpListener>, ListenError> {
+    match port {
+        Some(port) if cfg!(feature = "webui") => {
+            Ok(Some(listen(host, port, retries, service).await?))
+        }
+        Some(_) => {
+            tracing::warn!("this build has no web UI (the webui feature); none is served");
+            Ok(None)
+        }
+        None => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

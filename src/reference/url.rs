@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-// The addresses themselves are `node::url`'s; the driver's and executor's files still name them
-// here until they move to `node` (issue 23).
-pub(crate) use crate::node::url::{SparkUrl, UrlError};
+use crate::node::url::SparkUrl;
 
 /// Opens a TCP stream to `url`, retrying until `within` has passed (the peer may be starting).
 /// The first failure is logged at WARN with the retry schedule; the error names the address and

@@ -6,8 +6,7 @@
 use std::fmt;
 
 use crate::connection::ConnectionError;
-// The driver's files still name these here until they move to `node` (issue 23).
-pub(crate) use crate::node::violations::{warn, Peer};
+use crate::node::violations::{warn, Peer};
 
 /// The error kind a connection error is logged with, and whether it is one: the errors this side
 /// tells the peer about (SPEC §8.1), and the reason a peer gave for closing on this side. `None`

@@ -4,8 +4,8 @@
 //! answers MasterChanged, asks for and kills executors on request, and unregisters on stop.
 //!
 //! It dials nothing itself: it asks its runtime to ([`ClientEffect::Dial`]) and is told how the
-//! dial went ([`ClientInput::Dialled`], [`ClientInput::DialFailed`]); a master that reaches the
-//! application after a failover comes in as [`ClientInput::Adopted`].
+//! dial went ([`ConnInput::Opened`], [`ConnInput::DialFailed`] for a [`ClientLink::Master`]); a
+//! master that reaches the application after a failover comes in as a [`ClientLink::Adopted`].
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ use crate::messages::deploy::{
     UnregisterApplication,
 };
 use crate::messages::{DeployMessage, ErrorDescription, Family, ProfileExecutors};
-use crate::node::{ConnId, ConnOutput, Core, Output};
+use crate::node::{AskFailure, ConnId, ConnInput, ConnOutput, Core, Output};
 use crate::wire::Reply;
 
 /// Spark's text when no master registered the application in time.
@@ -39,62 +39,21 @@ pub struct ClientConfig {
     pub registration_retry: Duration,
 }
 
+/// Why a connection of the application client exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientLink {
+    /// The client dialled master number `n` (in [`ClientConfig::masters`]).
+    Master(usize),
+    /// A master connected to the application (one that took over after a failover).
+    Adopted,
+}
+
 /// What the application client is told.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
 pub enum ClientInput {
-    /// The connection to master number `master` (in [`ClientConfig::masters`]) is up.
-    Dialled {
-        /// The master's index.
-        master: usize,
-        /// The connection's id.
-        conn: ConnId,
-    },
-    /// Master number `master` could not be reached.
-    DialFailed {
-        /// The master's index.
-        master: usize,
-        /// Why.
-        error: String,
-    },
-    /// A master connected to the application (one that took over after a failover).
-    Adopted {
-        /// The connection's id.
-        conn: ConnId,
-        /// The master's name (its id from the handshake).
-        label: String,
-    },
-    /// A one-way message arrived.
-    Message {
-        /// On which connection.
-        conn: ConnId,
-        /// The message.
-        message: DeployMessage,
-    },
-    /// An ask arrived (the application client answers none).
-    Ask {
-        /// On which connection.
-        conn: ConnId,
-        /// The ask's id.
-        id: u64,
-        /// The message.
-        message: DeployMessage,
-    },
-    /// The answer to an ask of the client's ([`ConnOutput::Ask`]), or why there is none.
-    Answer {
-        /// On which connection.
-        conn: ConnId,
-        /// The ask's id.
-        id: u64,
-        /// The reply, or why it failed.
-        answer: Result<Reply<DeployMessage>, String>,
-    },
-    /// The connection ended.
-    Closed {
-        /// Which connection.
-        conn: ConnId,
-        /// Why.
-        reason: String,
-    },
+    /// Something happened on a master's connection (the client answers no ask).
+    Conn(ConnInput<DeployMessage, ClientLink>),
     /// Ask the active master for `total` executors in all; answered with
     /// [`ClientEffect::Answered`] naming `request`.
     RequestExecutors {
@@ -126,8 +85,8 @@ pub enum RequestFailed {
 /// What the application client wants done besides writing on its connections.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientEffect {
-    /// Dial master number `master` (then report [`ClientInput::Dialled`] or
-    /// [`ClientInput::DialFailed`]).
+    /// Dial master number `master` (then report [`ConnInput::Opened`] or
+    /// [`ConnInput::DialFailed`] for [`ClientLink::Master`]).
     Dial {
         /// The master's index in [`ClientConfig::masters`].
         master: usize,
@@ -323,6 +282,45 @@ impl AppClientCore {
         }
     }
 
+    /// Handles what happened on a master's connection.
+    fn conn_input(&mut self, input: ConnInput<DeployMessage, ClientLink>) {
+        match input {
+            ConnInput::Opened {
+                conn,
+                origin: ClientLink::Master(master),
+                ..
+            } => self.dialled(master, conn),
+            ConnInput::Opened {
+                conn,
+                origin: ClientLink::Adopted,
+                peer,
+            } => self.adopted(conn, peer.id),
+            ConnInput::DialFailed {
+                origin: ClientLink::Master(master),
+                error,
+            } => self.dial_failed(master, &error),
+            // The client dials only masters.
+            ConnInput::DialFailed {
+                origin: ClientLink::Adopted,
+                ..
+            } => {}
+            ConnInput::Message { conn, message } => self.message(conn, message),
+            ConnInput::Ask { conn, id, message } => {
+                let error = ErrorDescription::new(
+                    "org.apache.spark.SparkException",
+                    format!(
+                        "Unsupported message {} received by the app client",
+                        message.name()
+                    ),
+                );
+                self.out
+                    .push_back(Output::Conn(ConnOutput::Fail { conn, id, error }));
+            }
+            ConnInput::Answer { conn, id, answer } => self.answer(conn, id, answer),
+            ConnInput::Closed { conn, reason } => self.closed(conn, &reason),
+        }
+    }
+
     fn message(&mut self, conn: ConnId, message: DeployMessage) {
         let Some(&i) = self.index.get(&conn) else {
             return;
@@ -391,7 +389,7 @@ impl AppClientCore {
             .push_back(Output::Conn(ConnOutput::Ask { conn, id, message }));
     }
 
-    fn answer(&mut self, conn: ConnId, id: u64, answer: Result<Reply<DeployMessage>, String>) {
+    fn answer(&mut self, conn: ConnId, id: u64, answer: Result<Reply<DeployMessage>, AskFailure>) {
         let Some(request) = self.asks.remove(&(conn, id)) else {
             return;
         };
@@ -401,7 +399,7 @@ impl AppClientCore {
                 "unexpected answer: a {} reply",
                 other.tag()
             ))),
-            Err(e) => Err(RequestFailed::Master(e)),
+            Err(e) => Err(RequestFailed::Master(e.to_string())),
         };
         self.effect(ClientEffect::Answered { request, result });
     }
@@ -437,23 +435,7 @@ impl Core for AppClientCore {
     fn handle(&mut self, now: Instant, input: ClientInput) {
         self.now = now;
         match input {
-            ClientInput::Dialled { master, conn } => self.dialled(master, conn),
-            ClientInput::DialFailed { master, error } => self.dial_failed(master, &error),
-            ClientInput::Adopted { conn, label } => self.adopted(conn, label),
-            ClientInput::Message { conn, message } => self.message(conn, message),
-            ClientInput::Ask { conn, id, message } => {
-                let error = ErrorDescription::new(
-                    "org.apache.spark.SparkException",
-                    format!(
-                        "Unsupported message {} received by the app client",
-                        message.name()
-                    ),
-                );
-                self.out
-                    .push_back(Output::Conn(ConnOutput::Fail { conn, id, error }));
-            }
-            ClientInput::Answer { conn, id, answer } => self.answer(conn, id, answer),
-            ClientInput::Closed { conn, reason } => self.closed(conn, &reason),
+            ClientInput::Conn(input) => self.conn_input(input),
             ClientInput::RequestExecutors { request, total } => {
                 let profile = self.config.register.app_description.default_profile.clone();
                 self.ask_active(request, |app_id| {
@@ -535,5 +517,11 @@ impl Core for AppClientCore {
 
     fn poll(&mut self) -> Option<Output<DeployMessage, ClientEffect>> {
         self.out.pop_front()
+    }
+}
+
+impl From<ConnInput<DeployMessage, ClientLink>> for ClientInput {
+    fn from(input: ConnInput<DeployMessage, ClientLink>) -> ClientInput {
+        ClientInput::Conn(input)
     }
 }

@@ -25,7 +25,7 @@ use crate::messages::{
     TaskDescription, TaskState,
 };
 use crate::node::authz::{self, Refusal};
-use crate::node::{ConnId, ConnOutput, Core, Output};
+use crate::node::{ConnId, ConnInput, ConnOutput, Core, Output};
 use crate::wire::encode_task;
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
@@ -52,46 +52,14 @@ const RETAINED_EXECUTOR_ENDS: usize = 100;
 
 /// What the scheduler backend is told.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
 pub enum BackendInput {
-    /// An executor connection completed its handshake.
-    Connected {
-        /// Its id.
-        conn: ConnId,
-        /// The peer's id from the handshake, for log lines.
-        peer: String,
-        /// The peer's address (`host:port`), for log lines.
-        addr: String,
-        /// The peer's role from the handshake.
-        role: Role,
-        /// The connection's frame limit (a task must fit in it).
-        max_frame_size: usize,
-    },
-    /// A one-way message arrived.
-    Message {
-        /// On which connection.
-        conn: ConnId,
-        /// The message.
-        message: CoarseMessage,
-    },
-    /// An ask arrived; it is answered with [`ConnOutput::Reply`] or [`ConnOutput::Fail`].
-    Ask {
-        /// On which connection.
-        conn: ConnId,
-        /// The ask's id.
-        id: u64,
-        /// The message.
-        message: CoarseMessage,
-    },
+    /// Something happened on an executor's connection (the backend accepts them, dials none,
+    /// and asks nothing).
+    Conn(ConnInput<CoarseMessage, ()>),
     /// A send on the connection failed or waited too long: the executor on it is lost now, its
     /// tasks run elsewhere; the connection is aborted.
     Lost {
-        /// Which connection.
-        conn: ConnId,
-        /// Why, for the log.
-        reason: String,
-    },
-    /// The connection ended.
-    Closed {
         /// Which connection.
         conn: ConnId,
         /// Why, for the log.
@@ -234,31 +202,29 @@ impl Core for BackendCore {
     fn handle(&mut self, now: Instant, input: BackendInput) {
         self.now = now;
         match input {
-            BackendInput::Connected {
-                conn,
-                peer,
-                addr,
-                role,
-                max_frame_size,
-            } => {
+            BackendInput::Conn(ConnInput::Opened { conn, peer, .. }) => {
                 self.conns.insert(
                     conn,
                     ConnState {
                         executor: None,
-                        peer,
-                        addr,
-                        role,
-                        max_task_size: task_size_limit(max_frame_size),
+                        peer: peer.id,
+                        addr: peer.addr,
+                        role: peer.role,
+                        max_task_size: task_size_limit(peer.max_frame_size),
                         refused: false,
                     },
                 );
             }
-            BackendInput::Message { conn, message } => self.executor_message(conn, None, message),
-            BackendInput::Ask { conn, id, message } => {
+            BackendInput::Conn(ConnInput::Message { conn, message }) => {
+                self.executor_message(conn, None, message)
+            }
+            BackendInput::Conn(ConnInput::Ask { conn, id, message }) => {
                 self.executor_message(conn, Some(id), message)
             }
+            BackendInput::Conn(ConnInput::Closed { conn, reason }) => self.closed(conn, &reason),
+            // Nothing the backend dials or asks.
+            BackendInput::Conn(ConnInput::DialFailed { .. } | ConnInput::Answer { .. }) => {}
             BackendInput::Lost { conn, reason } => self.lost(conn, &reason),
-            BackendInput::Closed { conn, reason } => self.closed(conn, &reason),
             BackendInput::NotSent {
                 conn,
                 message,
@@ -1098,5 +1064,11 @@ impl BackendCore {
                 message: CoarseMessage::StopExecutor(StopExecutor {}),
             }));
         }
+    }
+}
+
+impl From<ConnInput<CoarseMessage, ()>> for BackendInput {
+    fn from(input: ConnInput<CoarseMessage, ()>) -> BackendInput {
+        BackendInput::Conn(input)
     }
 }

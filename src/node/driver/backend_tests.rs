@@ -10,7 +10,7 @@ use crate::messages::coarse::{
     ExecutorDecommissioning, LaunchedExecutor, RegisterExecutor, StatusUpdate,
 };
 use crate::messages::{CoarseMessage, EndpointRef, Payload, TaskDescription, TaskState};
-use crate::node::{ConnId, ConnOutput, Core};
+use crate::node::{ConnId, ConnInput, ConnOutput, Core, PeerInfo};
 use crate::reference::task::{BigTaskJob, PiJob};
 use crate::wire::decode_task;
 use crate::wire::handshake::Role;
@@ -51,8 +51,8 @@ impl Harness {
         }
     }
 
-    fn input(&mut self, input: Input) {
-        self.core.handle(self.now, input);
+    fn input(&mut self, input: impl Into<Input>) {
+        self.core.handle(self.now, input.into());
         self.collect();
     }
 
@@ -76,7 +76,7 @@ impl Harness {
     /// An executor `id` with `cores` on connection `conn`, registered and ready.
     fn executor(&mut self, conn: ConnId, id: &str, cores: i32) {
         self.connect(conn, DEFAULT_MAX_FRAME_SIZE);
-        self.input(Input::Ask {
+        self.input(ConnInput::Ask {
             conn,
             id: 1,
             message: CoarseMessage::RegisterExecutor(register(id, cores)),
@@ -90,7 +90,7 @@ impl Harness {
                 reply: Reply::Bool(true)
             })]
         );
-        self.input(Input::Message {
+        self.input(ConnInput::Message {
             conn,
             message: CoarseMessage::LaunchedExecutor(LaunchedExecutor {
                 executor_id: id.into(),
@@ -108,17 +108,23 @@ impl Harness {
     }
 
     fn connect(&mut self, conn: ConnId, max_frame_size: usize) {
-        self.input(Input::Connected {
-            conn,
-            peer: format!("executor-on-{conn}"),
-            addr: format!("127.0.0.1:{}", 40_000 + conn),
+        let peer = PeerInfo {
             role: Role::Executor,
+            id: format!("executor-on-{conn}"),
+            addr: format!("127.0.0.1:{}", 40_000 + conn),
+            version: crate::messages::Version::V2,
+            admin: false,
             max_frame_size,
+        };
+        self.input(ConnInput::Opened {
+            conn,
+            peer,
+            origin: (),
         });
     }
 
     fn finish(&mut self, conn: ConnId, exec: &str, task_id: i64, result: u64) {
-        self.input(Input::Message {
+        self.input(ConnInput::Message {
             conn,
             message: CoarseMessage::StatusUpdate(update(
                 exec,
@@ -194,7 +200,7 @@ fn job_outcome(out: &[Output], job: JobId) -> Option<Result<String, String>> {
 fn offers_of_a_ready_executor_become_launch_tasks_within_its_cores() {
     let mut h = Harness::new();
     h.connect(1, DEFAULT_MAX_FRAME_SIZE);
-    h.input(Input::Ask {
+    h.input(ConnInput::Ask {
         conn: 1,
         id: 7,
         message: CoarseMessage::RegisterExecutor(register("0", 2)),
@@ -205,7 +211,7 @@ fn offers_of_a_ready_executor_become_launch_tasks_within_its_cores() {
         launches(&h.take()).is_empty(),
         "no task before the executor says LaunchedExecutor"
     );
-    h.input(Input::Message {
+    h.input(ConnInput::Message {
         conn: 1,
         message: CoarseMessage::LaunchedExecutor(LaunchedExecutor {
             executor_id: "0".into(),
@@ -336,7 +342,7 @@ fn a_lost_connection_loses_its_executor_and_its_task_runs_again_elsewhere() {
     // The lost attempt counts as ended: nothing is out, so the loop's busy polling stops.
     assert!(!h.core.tasks_out(), "no task is out once the job is done");
     // The reader's close afterwards changes nothing more.
-    h.input(Input::Closed {
+    h.input(ConnInput::Closed {
         conn: 1,
         reason: "closed".into(),
     });
@@ -350,7 +356,7 @@ fn a_disconnected_executor_fails_its_attempts_with_sparks_reason() {
     h.executor(1, "0", 1);
     let job = h.submit(pi(1)).expect("submitted");
     h.take();
-    h.input(Input::Closed {
+    h.input(ConnInput::Closed {
         conn: 1,
         reason: "connection reset".into(),
     });
@@ -374,12 +380,12 @@ fn a_task_too_large_for_the_connection_fails_its_job_with_sparks_text() {
     let mut h = Harness::new();
     // 200 KiB of envelope reserve plus 1000 bytes: tasks of 1000 bytes or more are refused.
     h.connect(1, 200 * 1024 + 1000);
-    h.input(Input::Ask {
+    h.input(ConnInput::Ask {
         conn: 1,
         id: 1,
         message: CoarseMessage::RegisterExecutor(register("0", 1)),
     });
-    h.input(Input::Message {
+    h.input(ConnInput::Message {
         conn: 1,
         message: CoarseMessage::LaunchedExecutor(LaunchedExecutor {
             executor_id: "0".into(),
@@ -423,7 +429,7 @@ fn an_executor_speaks_only_for_itself() {
         .1
         .task_id;
     // Connection 2 reports executor 0's task: refused, and connection 2 is closed.
-    h.input(Input::Message {
+    h.input(ConnInput::Message {
         conn: 2,
         message: CoarseMessage::StatusUpdate(update(
             "0",
@@ -441,7 +447,7 @@ fn an_executor_speaks_only_for_itself() {
     assert_eq!(h.core.status(h.now).tasks_finished, 0);
     // A second registration of the same id is refused with Spark's text.
     h.connect(3, DEFAULT_MAX_FRAME_SIZE);
-    h.input(Input::Ask {
+    h.input(ConnInput::Ask {
         conn: 3,
         id: 4,
         message: CoarseMessage::RegisterExecutor(register("0", 1)),
@@ -462,7 +468,7 @@ fn an_executor_speaks_only_for_itself() {
 fn a_decommissioning_executor_gets_no_more_tasks() {
     let mut h = Harness::new();
     h.executor(1, "0", 1);
-    h.input(Input::Ask {
+    h.input(ConnInput::Ask {
         conn: 1,
         id: 2,
         message: CoarseMessage::ExecutorDecommissioning(ExecutorDecommissioning {
@@ -566,7 +572,7 @@ fn stopping_fails_jobs_stops_executors_and_takes_no_more_work() {
     assert!(matches!(h.submit(pi(1)), Err(SubmitRefused::Stopped)));
     assert_eq!(h.core.poll_timeout(), None);
     // Executors leaving now are the orderly end, not losses.
-    h.input(Input::Closed {
+    h.input(ConnInput::Closed {
         conn: 1,
         reason: "closed".into(),
     });

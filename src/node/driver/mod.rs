@@ -22,7 +22,8 @@ mod backend_tests;
 use std::time::Duration;
 
 pub use app_client::{
-    AppClientCore, ClientConfig, ClientEffect, ClientInput, RequestFailed, ALL_MASTERS_UNRESPONSIVE,
+    AppClientCore, ClientConfig, ClientEffect, ClientInput, ClientLink, RequestFailed,
+    ALL_MASTERS_UNRESPONSIVE,
 };
 pub use backend::{
     BackendCore, BackendEffect, BackendInput, DISASSOCIATED, STARVATION_TEXT, STARVATION_WARNING,

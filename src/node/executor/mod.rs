@@ -22,7 +22,7 @@ use crate::messages::coarse::{
 use crate::messages::{
     CoarseMessage, EndpointRef, ErrorDescription, Family, Payload, TaskDescription, TaskState,
 };
-use crate::node::{ConnId, ConnOutput, Core, Output};
+use crate::node::{AskFailure, ConnId, ConnInput, ConnOutput, Core, Output};
 use crate::wire::{
     decode_task, encode_failure, task_size_limit, Reply, TaskFailure, DEFAULT_MAX_FRAME_SIZE,
     SPARK_MAX_SIZE_KEY,
@@ -55,68 +55,16 @@ pub enum Link {
     },
 }
 
-/// Why an ask of the executor's got no answer.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AskFailure {
-    /// The driver failed it, saying why.
-    Failed(ErrorDescription),
-    /// The connection failed it (closed, timed out, …).
-    Lost(String),
-}
-
 /// What the executor is told.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
 pub enum ExecutorInput {
-    /// A connection to the driver is up.
-    Dialled {
-        /// Which one.
-        link: Link,
-        /// Its id.
-        conn: ConnId,
-    },
-    /// A connection to the driver could not be made (or its handshake failed).
-    DialFailed {
-        /// Which one.
-        link: Link,
-        /// Why.
-        error: String,
-    },
+    /// Something happened on a connection to the driver (the bootstrap one or the main one).
+    Conn(ConnInput<CoarseMessage, Link>),
     /// The watch of the worker is up.
     WorkerWatched,
     /// The worker's watch ended (or could not be opened): the worker is gone.
     WorkerLost {
-        /// Why.
-        reason: String,
-    },
-    /// A one-way message arrived.
-    Message {
-        /// On which connection.
-        conn: ConnId,
-        /// The message.
-        message: CoarseMessage,
-    },
-    /// An ask arrived.
-    Ask {
-        /// On which connection.
-        conn: ConnId,
-        /// The ask's id.
-        id: u64,
-        /// The message.
-        message: CoarseMessage,
-    },
-    /// The answer to the executor's ask, or why there is none.
-    Answer {
-        /// On which connection.
-        conn: ConnId,
-        /// The ask's id.
-        id: u64,
-        /// The reply.
-        answer: Result<Reply<CoarseMessage>, AskFailure>,
-    },
-    /// A connection ended.
-    Closed {
-        /// Which one.
-        conn: ConnId,
         /// Why.
         reason: String,
     },
@@ -207,8 +155,8 @@ impl fmt::Display for ExecutorExit {
 /// What the executor wants done besides writing on its connections.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExecutorEffect {
-    /// Dial the driver (then report [`ExecutorInput::Dialled`] or
-    /// [`ExecutorInput::DialFailed`]).
+    /// Dial the driver (then report [`ConnInput::Opened`] or
+    /// [`ConnInput::DialFailed`]).
     Dial(Link),
     /// Open the watch of the worker (then report [`ExecutorInput::WorkerWatched`], and
     /// [`ExecutorInput::WorkerLost`] when it ends).
@@ -652,11 +600,15 @@ impl Core for ExecutorCore {
             return;
         }
         match input {
-            ExecutorInput::Dialled { link, conn } => self.dialled(link, conn),
-            ExecutorInput::DialFailed { error, .. } => self.exit(Err(StartFailed::Unreachable {
-                what: "the driver",
-                error,
-            })),
+            ExecutorInput::Conn(ConnInput::Opened { conn, origin, .. }) => {
+                self.dialled(origin, conn)
+            }
+            ExecutorInput::Conn(ConnInput::DialFailed { error, .. }) => {
+                self.exit(Err(StartFailed::Unreachable {
+                    what: "the driver",
+                    error,
+                }))
+            }
             ExecutorInput::WorkerWatched => {
                 if let Phase::Watching {
                     app,
@@ -676,10 +628,16 @@ impl Core for ExecutorCore {
                 };
                 self.exit(exit);
             }
-            ExecutorInput::Message { conn, message } => self.message(conn, message),
-            ExecutorInput::Ask { conn, id, message } => self.ask(conn, id, message),
-            ExecutorInput::Answer { conn, id, answer } => self.answer(conn, id, answer),
-            ExecutorInput::Closed { conn, reason } => self.closed(conn, reason),
+            ExecutorInput::Conn(ConnInput::Message { conn, message }) => {
+                self.message(conn, message)
+            }
+            ExecutorInput::Conn(ConnInput::Ask { conn, id, message }) => {
+                self.ask(conn, id, message)
+            }
+            ExecutorInput::Conn(ConnInput::Answer { conn, id, answer }) => {
+                self.answer(conn, id, answer)
+            }
+            ExecutorInput::Conn(ConnInput::Closed { conn, reason }) => self.closed(conn, reason),
             ExecutorInput::TaskStarted { task_id } => {
                 if let Some(&cpus) = self.running.get(&task_id) {
                     self.update(task_id, cpus, TaskState::Running, Payload::default());
@@ -699,6 +657,12 @@ impl Core for ExecutorCore {
 
     fn poll(&mut self) -> Option<Output<CoarseMessage, ExecutorEffect>> {
         self.out.pop_front()
+    }
+}
+
+impl From<ConnInput<CoarseMessage, Link>> for ExecutorInput {
+    fn from(input: ConnInput<CoarseMessage, Link>) -> ExecutorInput {
+        ExecutorInput::Conn(input)
     }
 }
 

@@ -5,8 +5,7 @@
 use crate::messages::{
     Addr, ApplicationDescription, DeployMessage, DriverDescription, EndpointRef, Resources,
 };
-use crate::node::ConnId;
-use crate::wire::handshake::Role;
+use crate::node::{ConnId, ConnInput};
 
 /// Whom the master dialled, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,44 +18,12 @@ pub enum DialTarget {
 
 /// Something that happened, for the core to handle.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
 pub enum Input {
-    /// A connection completed its handshake: accepted, or dialled for `dialled`.
-    Opened {
-        /// Its id.
-        conn: ConnId,
-        /// The peer's role from the handshake.
-        role: Role,
-        /// The peer's id from the handshake.
-        peer_id: String,
-        /// The peer's address (`host:port`), for logs.
-        addr: String,
-        /// The peer proved the admin secret.
-        admin: bool,
-        /// Why the master dialled it (after an [`Effect::Dial`]); `None` when accepted.
-        dialled: Option<DialTarget>,
-    },
-    /// A one-way message arrived.
-    Message {
-        /// On which connection.
-        conn: ConnId,
-        /// The message.
-        message: DeployMessage,
-    },
-    /// An ask arrived; the core answers it with a reply or a failure ([`ConnOutput::Reply`](crate::node::ConnOutput::Reply), [`ConnOutput::Fail`](crate::node::ConnOutput::Fail)).
-    Ask {
-        /// On which connection.
-        conn: ConnId,
-        /// The ask's id on that connection.
-        id: u64,
-        /// The message.
-        message: DeployMessage,
-    },
-    /// A connection closed (for any reason, including a [`ConnOutput::Close`](crate::node::ConnOutput::Close)). The driver of the
-    /// core logs a close for a protocol error, naming the peer as the core knows it.
-    Closed {
-        /// Which.
-        conn: ConnId,
-    },
+    /// Something happened on a connection: accepted (origin `None`) or dialled for a
+    /// [`DialTarget`] after an [`Effect::Dial`]. On a close, the driver of the core logs a close
+    /// for a protocol error, naming the peer as the core knows it.
+    Conn(ConnInput<DeployMessage, Option<DialTarget>>),
     /// This master was elected leader; `stored` is what the recovery directory holds (empty
     /// without one).
     Elected {
@@ -84,7 +51,7 @@ pub enum Input {
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)] // as the output it replaces: boxing would cost an allocation per record
 pub enum Effect {
-    /// Connect to `addr` as the master and report it with [`Input::Opened`] naming `target`
+    /// Connect to `addr` as the master and report it with [`ConnInput::Opened`] whose origin is `target`
     /// (a failed dial is only logged: the core's recovery deadline deals with silence).
     Dial {
         /// Where.
@@ -245,5 +212,11 @@ impl Stored {
             RecordKind::Worker => self.workers.retain(|w| w.id != id),
             RecordKind::Driver => self.drivers.retain(|d| d.id != id),
         }
+    }
+}
+
+impl From<ConnInput<DeployMessage, Option<DialTarget>>> for Input {
+    fn from(input: ConnInput<DeployMessage, Option<DialTarget>>) -> Input {
+        Input::Conn(input)
     }
 }

@@ -29,22 +29,24 @@
 //! use sparkwire::messages::deploy::{RegisterWorker, RegisteredWorker};
 //! use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Resources};
 //! use sparkwire::node::master::{Config, Effect, Input, MasterCore, Stored};
-//! use sparkwire::node::{ConnOutput, Core, Output};
+//! use sparkwire::messages::Version;
+//! use sparkwire::node::{ConnInput, ConnOutput, Core, Output, PeerInfo};
 //! use sparkwire::wire::handshake::Role;
 //!
 //! let start = Instant::now(); // the driver's clock, not the core's
 //! let mut core = MasterCore::new(Config::default(), Addr::new("127.0.0.1", 7077), start, 0);
 //! core.handle(start, Input::Elected { stored: Stored::default() });
-//! core.handle(start, Input::Opened {
-//!     conn: 1,
+//! let peer = PeerInfo {
 //!     role: Role::Worker,
-//!     peer_id: "worker-1".into(),
+//!     id: "worker-1".into(),
 //!     addr: "127.0.0.1:40000".into(),
+//!     version: Version::V2,
 //!     admin: false,
-//!     dialled: None,
-//! });
+//!     max_frame_size: 1 << 20,
+//! };
+//! core.handle(start, ConnInput::Opened { conn: 1, peer, origin: None }.into());
 //! let worker = Addr::new("127.0.0.1", 40000);
-//! core.handle(start, Input::Message {
+//! core.handle(start, Input::Conn(ConnInput::Message {
 //!     conn: 1,
 //!     message: RegisterWorker::new(
 //!         "worker-1".into(),
@@ -58,7 +60,7 @@
 //!         Resources::new(),
 //!     )
 //!     .into(),
-//! });
+//! }));
 //! // The runtime stops cutting the worker off for silence, then the worker hears it registered.
 //! assert_eq!(core.poll(), Some(Output::Effect(Effect::Registered { conn: 1 })));
 //! assert!(matches!(
@@ -97,7 +99,7 @@ use std::time::{Duration, Instant};
 
 use crate::messages::{Addr, DeployMessage, EndpointRef, ErrorDescription, Family, RecoveryState};
 use crate::node::redact::Redactor;
-use crate::node::{ConnId, ConnOutput, Core};
+use crate::node::{ConnId, ConnInput, ConnOutput, Core};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 
@@ -552,17 +554,20 @@ impl Core for MasterCore {
     fn handle(&mut self, now: Instant, input: Input) {
         self.clock.set(now);
         match input {
-            Input::Opened {
-                conn,
-                role,
-                peer_id,
-                addr,
-                admin,
-                dialled,
-            } => self.opened(conn, role, (peer_id, addr), admin, dialled),
-            Input::Message { conn, message } => self.on_send(conn, message),
-            Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
-            Input::Closed { conn } => self.closed(conn),
+            Input::Conn(ConnInput::Opened { conn, peer, origin }) => {
+                self.opened(conn, peer.role, (peer.id, peer.addr), peer.admin, origin)
+            }
+            Input::Conn(ConnInput::Message { conn, message }) => self.on_send(conn, message),
+            Input::Conn(ConnInput::Ask { conn, id, message }) => self.on_ask(conn, id, message),
+            Input::Conn(ConnInput::Closed { conn, .. }) => self.closed(conn),
+            // The master's asks want no answer; a peer it could not reach after a failover
+            // reconnects itself (its driver logs the dial).
+            Input::Conn(ConnInput::Answer { answer, .. }) => {
+                if let Err(e) = answer {
+                    tracing::debug!(error = %e, "ask not answered");
+                }
+            }
+            Input::Conn(ConnInput::DialFailed { .. }) => {}
             Input::Elected { stored } => self.elected(stored),
             Input::PersistFailed { kind, id, reason } => self.persist_failed(kind, &id, &reason),
         }

@@ -13,7 +13,7 @@ use crate::node::worker::policy::Policy;
 use crate::node::worker::{
     self, Effect as WorkerEffect, Ended, Identity, Input, Launch, Purpose, RunKey, WorkerCore,
 };
-use crate::node::{ConnId, Core, Output};
+use crate::node::{ConnId, ConnInput, Core, Output, PeerInfo};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 
@@ -23,6 +23,24 @@ pub const EXECUTOR_PROGRAM: &str = "/opt/sparkwire";
 
 /// The program every simulated worker allows with any arguments, as drivers.
 pub const DRIVER_PROGRAM: &str = "/opt/driver";
+
+/// What a core learns of a simulated peer from its handshake.
+fn peer_info(peer: &Hello, version: Version) -> PeerInfo {
+    PeerInfo {
+        role: peer.role,
+        id: peer.id.clone(),
+        addr: addr_text(peer),
+        version,
+        admin: peer.admin,
+        max_frame_size: crate::wire::DEFAULT_MAX_FRAME_SIZE,
+    }
+}
+
+/// A simulated connection's close, as a core's input.
+fn closed<O, I: From<ConnInput<DeployMessage, O>>>(conn: ConnId) -> I {
+    let reason = "the connection closed".to_string();
+    ConnInput::Closed { conn, reason }.into()
+}
 
 /// A master core; what it persists is kept in memory ([`MasterNode::store`]).
 pub struct MasterNode {
@@ -94,16 +112,21 @@ impl MasterNode {
         &self.store
     }
 
-    fn opened(&mut self, now: Instant, conn: ConnId, peer: &Hello, dialled: Option<DialTarget>) {
-        let input = master::Input::Opened {
+    fn opened(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        peer: &Hello,
+        dialled: Option<DialTarget>,
+        v: Version,
+    ) {
+        let peer = peer_info(peer, v);
+        let input = ConnInput::Opened {
             conn,
-            role: peer.role,
-            peer_id: peer.id.clone(),
-            addr: addr_text(peer),
-            admin: peer.admin,
-            dialled,
+            peer,
+            origin: dialled,
         };
-        self.core.handle(now, input);
+        self.core.handle(now, input.into());
     }
 }
 
@@ -117,16 +140,16 @@ impl Node for MasterNode {
         }
     }
 
-    fn accepted(&mut self, now: Instant, conn: ConnId, peer: &Hello, _version: Version) {
-        self.opened(now, conn, peer, None);
+    fn accepted(&mut self, now: Instant, conn: ConnId, peer: &Hello, version: Version) {
+        self.opened(now, conn, peer, None, version);
     }
 
-    fn dialled(&mut self, now: Instant, conn: ConnId, addr: &Addr, peer: &Hello, _v: Version) {
+    fn dialled(&mut self, now: Instant, conn: ConnId, addr: &Addr, peer: &Hello, v: Version) {
         let target = self
             .dialling
             .get_mut(&addr.to_string())
             .and_then(VecDeque::pop_front);
-        self.opened(now, conn, peer, target);
+        self.opened(now, conn, peer, target, v);
     }
 
     fn dial_failed(&mut self, _now: Instant, addr: &Addr) {
@@ -138,16 +161,16 @@ impl Node for MasterNode {
 
     fn frame(&mut self, now: Instant, conn: ConnId, frame: Frame) {
         let input = match frame {
-            Frame::Message(message) => master::Input::Message { conn, message },
-            Frame::Ask(id, message) => master::Input::Ask { conn, id, message },
-            // Nothing of the coarse family reaches a master.
+            Frame::Message(message) => ConnInput::Message { conn, message },
+            Frame::Ask(id, message) => ConnInput::Ask { conn, id, message },
+            // Answers are not asked for; nothing of the coarse family reaches a master.
             _ => return,
         };
-        self.core.handle(now, input);
+        self.core.handle(now, input.into());
     }
 
     fn closed(&mut self, now: Instant, conn: ConnId) {
-        self.core.handle(now, master::Input::Closed { conn });
+        self.core.handle(now, closed(conn));
     }
 
     fn handle_timeout(&mut self, now: Instant) {
@@ -272,15 +295,13 @@ impl WorkerNode {
     }
 
     fn opened(&mut self, now: Instant, conn: ConnId, peer: &Hello, purpose: Purpose, v: Version) {
-        let input = Input::Opened {
+        let peer = peer_info(peer, v);
+        let input = ConnInput::Opened {
             conn,
-            role: peer.role,
-            purpose,
-            version: v,
-            addr: addr_text(peer),
-            peer_id: peer.id.clone(),
+            peer,
+            origin: purpose,
         };
-        self.core.handle(now, input);
+        self.core.handle(now, input.into());
     }
 
     /// The processes started and killed since the last call: the cluster starts an executor
@@ -326,23 +347,25 @@ impl Node for WorkerNode {
     }
 
     fn dial_failed(&mut self, now: Instant, addr: &Addr) {
-        let reason = format!("cannot connect to {addr}: connection refused");
-        self.core.handle(now, Input::DialFailed { reason });
+        let error = format!("cannot connect to {addr}: connection refused");
+        let origin = Purpose::Registration(addr.clone());
+        self.core
+            .handle(now, ConnInput::DialFailed { origin, error }.into());
     }
 
     fn frame(&mut self, now: Instant, conn: ConnId, frame: Frame) {
         let input = match frame {
-            Frame::Message(message) => Input::Message { conn, message },
-            Frame::Ask(id, message) => Input::Ask { conn, id, message },
+            Frame::Message(message) => ConnInput::Message { conn, message },
+            Frame::Ask(id, message) => ConnInput::Ask { conn, id, message },
             // The worker's asks are answered only for its log; an executor's watch carries
             // nothing.
             _ => return,
         };
-        self.core.handle(now, input);
+        self.core.handle(now, input.into());
     }
 
     fn closed(&mut self, now: Instant, conn: ConnId) {
-        self.core.handle(now, Input::Closed { conn });
+        self.core.handle(now, closed(conn));
     }
 
     fn handle_timeout(&mut self, now: Instant) {

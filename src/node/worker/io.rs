@@ -5,9 +5,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::messages::{Addr, DeployMessage, Resources, Version};
-use crate::node::ConnId;
-use crate::wire::handshake::Role;
+use crate::messages::{Addr, DeployMessage, Resources};
+use crate::node::ConnInput;
 
 /// Spark's registration attempts before a worker gives up (6 at the initial interval, 10 at the
 /// prolonged one).
@@ -117,47 +116,9 @@ pub enum Ended {
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
 pub enum Input {
-    /// A connection is up.
-    Opened {
-        /// Its id.
-        conn: ConnId,
-        /// The peer's role from the handshake.
-        role: Role,
-        /// Why it exists.
-        purpose: Purpose,
-        /// The protocol version the handshake agreed on.
-        version: Version,
-        /// The peer's address, for logs.
-        addr: String,
-        /// The id of the peer's hello, for logs.
-        peer_id: String,
-    },
-    /// A one-way message arrived.
-    Message {
-        /// On which connection.
-        conn: ConnId,
-        /// The message.
-        message: DeployMessage,
-    },
-    /// An ask arrived; it is answered with a reply or a failure.
-    Ask {
-        /// On which connection.
-        conn: ConnId,
-        /// The ask's id on that connection.
-        id: u64,
-        /// The message.
-        message: DeployMessage,
-    },
-    /// A connection closed.
-    Closed {
-        /// Which.
-        conn: ConnId,
-    },
-    /// A master could not be reached, and why (a sentence naming it).
-    DialFailed {
-        /// Why.
-        reason: String,
-    },
+    /// Something happened on a connection: a master dialled to register with
+    /// ([`Purpose::Registration`], whose dial may fail), or one that dialled the worker.
+    Conn(ConnInput<DeployMessage, Purpose>),
     /// A process of [`Effect::Start`] runs.
     Started {
         /// Which.
@@ -201,10 +162,17 @@ pub struct Launch {
 /// What the worker core wants done besides writing on its connections.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
-    /// Dial this master to register; reported as [`Input::Opened`] or [`Input::DialFailed`].
+    /// Dial this master to register; reported as [`ConnInput::Opened`] or
+    /// [`ConnInput::DialFailed`] (origin [`Purpose::Registration`]).
     Dial(Addr),
     /// Start a process; reported as [`Input::Started`] or [`Input::StartFailed`] at once.
     Start(Launch),
     /// Kill a process; its end is reported as [`Input::Ended`].
     Kill(RunKey),
+}
+
+impl From<ConnInput<DeployMessage, Purpose>> for Input {
+    fn from(input: ConnInput<DeployMessage, Purpose>) -> Input {
+        Input::Conn(input)
+    }
 }

@@ -39,7 +39,7 @@ use crate::messages::{
     ExecutorDescription, ExecutorState, Family, Resources, Version,
 };
 use crate::node::authz::{self, Refusal};
-use crate::node::{ConnId, ConnOutput, Core};
+use crate::node::{ConnId, ConnInput, ConnOutput, Core, PeerInfo};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
 use policy::{dir_under, substitute, LaunchKind, Policy};
@@ -951,14 +951,18 @@ impl Core for WorkerCore {
     fn handle(&mut self, now: Instant, input: Input) {
         self.now = now;
         match input {
-            Input::Opened {
+            Input::Conn(ConnInput::Opened {
                 conn,
-                role,
-                purpose,
-                version,
-                addr,
-                peer_id,
-            } => {
+                peer,
+                origin: purpose,
+            }) => {
+                let PeerInfo {
+                    role,
+                    version,
+                    addr,
+                    id: peer_id,
+                    ..
+                } = peer;
                 let master_addr = match &purpose {
                     Purpose::Registration(a) => Some(a.clone()),
                     Purpose::Inbound => None,
@@ -983,10 +987,16 @@ impl Core for WorkerCore {
                     }
                 }
             }
-            Input::Message { conn, message } => self.on_message(conn, message),
-            Input::Ask { conn, id, message } => self.on_ask(conn, id, message),
-            Input::Closed { conn } => self.closed(conn),
-            Input::DialFailed { reason } => self.dial_failed(&reason),
+            Input::Conn(ConnInput::Message { conn, message }) => self.on_message(conn, message),
+            Input::Conn(ConnInput::Ask { conn, id, message }) => self.on_ask(conn, id, message),
+            Input::Conn(ConnInput::Closed { conn, .. }) => self.closed(conn),
+            Input::Conn(ConnInput::DialFailed { error, .. }) => self.dial_failed(&error),
+            // The worker's asks want no answer.
+            Input::Conn(ConnInput::Answer { answer, .. }) => {
+                if let Err(e) = answer {
+                    tracing::debug!(error = %e, "ask not answered");
+                }
+            }
             Input::Started { key } => self.started(key),
             Input::StartFailed { key, reason } => self.start_failed(key, reason),
             Input::Ended { key, ended } => self.process_ended(key, ended),

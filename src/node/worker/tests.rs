@@ -16,7 +16,7 @@ use crate::messages::{
     Addr, ApplicationDescription, DeployMessage, DriverDescription, DriverState, EndpointRef,
     ExecutorState, Family, Resources,
 };
-use crate::node::{ConnOutput, Core};
+use crate::node::{ConnInput, ConnOutput, Core, PeerInfo};
 use crate::wire::handshake::Role;
 
 const MASTER_URL: &str = "sparkwire://10.0.0.1:7077";
@@ -106,25 +106,40 @@ impl Harness {
         self.collect();
     }
 
+    /// A master's connection `conn` is up, for `purpose`.
+    fn opened(&mut self, conn: u64, purpose: Purpose, addr: &str, peer_id: &str) {
+        let peer = PeerInfo {
+            role: Role::Master,
+            id: peer_id.into(),
+            addr: addr.into(),
+            version: Version::V2,
+            admin: false,
+            max_frame_size: 128 << 20,
+        };
+        self.input(Input::Conn(ConnInput::Opened {
+            conn,
+            peer,
+            origin: purpose,
+        }));
+    }
+
     fn message(&mut self, conn: u64, message: impl Into<DeployMessage>) {
-        self.input(Input::Message {
+        self.input(Input::Conn(ConnInput::Message {
             conn,
             message: message.into(),
-        });
+        }));
     }
 
     /// Registered with the master over connection 1.
     fn registered(config: impl FnOnce(&mut Config, &mut Vec<String>)) -> Harness {
         let mut h = Harness::new(config);
         h.take();
-        h.input(Input::Opened {
-            conn: 1,
-            role: Role::Master,
-            purpose: Purpose::Registration(master()),
-            version: Version::V2,
-            addr: "127.0.0.1:40001".into(),
-            peer_id: "peer-1".into(),
-        });
+        h.opened(
+            1,
+            Purpose::Registration(master()),
+            "127.0.0.1:40001",
+            "peer-1",
+        );
         h.message(1, registered_worker());
         h.take();
         h
@@ -218,14 +233,12 @@ fn state_changes(out: &[Output]) -> Vec<(ExecutorState, Option<String>, Option<i
 fn registers_with_its_master_then_heartbeats_every_quarter_of_the_timeout() {
     let mut h = Harness::new(|_, _| {});
     assert_eq!(names(&h.take()), ["dial 10.0.0.1:7077"]);
-    h.input(Input::Opened {
-        conn: 1,
-        role: Role::Master,
-        purpose: Purpose::Registration(master()),
-        version: Version::V2,
-        addr: "127.0.0.1:40001".into(),
-        peer_id: "peer-1".into(),
-    });
+    h.opened(
+        1,
+        Purpose::Registration(master()),
+        "127.0.0.1:40001",
+        "peer-1",
+    );
     let out = h.take();
     match out.as_slice() {
         [Output::Conn(ConnOutput::Send {
@@ -260,20 +273,21 @@ fn registers_with_its_master_then_heartbeats_every_quarter_of_the_timeout() {
 #[test]
 fn a_lost_master_connection_makes_it_register_again_and_reconnect_worker_resends() {
     let mut h = Harness::registered(|_, _| {});
-    h.input(Input::Closed { conn: 1 });
+    h.input(Input::Conn(ConnInput::Closed {
+        conn: 1,
+        reason: "closed".into(),
+    }));
     assert_eq!(names(&h.take()), ["dial 10.0.0.1:7077"]);
     // Unregistered: no heartbeat.
     let beat = h.now + Duration::from_secs(15);
     h.at(beat);
     assert!(!names(&h.take()).iter().any(|n| n.contains("Heartbeat")));
-    h.input(Input::Opened {
-        conn: 2,
-        role: Role::Master,
-        purpose: Purpose::Registration(master()),
-        version: Version::V2,
-        addr: "127.0.0.1:40002".into(),
-        peer_id: "peer-2".into(),
-    });
+    h.opened(
+        2,
+        Purpose::Registration(master()),
+        "127.0.0.1:40002",
+        "peer-2",
+    );
     assert_eq!(names(&h.take()), ["send RegisterWorker on 2"]);
     h.message(2, registered_worker());
     h.take();

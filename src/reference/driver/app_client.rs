@@ -1,34 +1,40 @@
-//! The application client's tokio shell: it feeds [`AppClientCore`] (in `node::driver`, which
-//! registers the application with the masters, retries, gives up, follows MasterChanged and
-//! forwards what the masters say to the scheduler backend) the masters' connections and
-//! messages, the callers' requests and its timer, and carries out what it decides.
+//! The application client's part of the [driver](crate::reference::runtime): it feeds
+//! [`AppClientCore`] (in `node::driver`, which registers the application with the masters,
+//! retries, gives up, follows MasterChanged and forwards what the masters say to the scheduler
+//! backend) the masters' connections, the callers' requests and its timer, and carries out its
+//! effects.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::events::Msg;
+use super::events::{Backend, Msg};
 use super::{add_counters, DriverConfig, DriverError};
 use crate::connection::{
-    Connection, ConnectionConfig, ConnectionError, ConnectionHandle, Counters, Incoming,
+    Connection, ConnectionConfig, ConnectionError, ConnectionHandle, Counters,
     DEFAULT_HANDSHAKE_TIMEOUT,
 };
 use crate::messages::deploy::RegisterApplication;
-use crate::messages::{ApplicationDescription, DeployMessage, EndpointRef, Family};
-use crate::node::driver::{AppClientCore, ClientConfig, ClientEffect, ClientInput, RequestFailed};
-use crate::node::{ConnId, ConnOutput, Core, Output};
-use crate::reference::url::{tcp_connect, SparkUrl};
+use crate::messages::{ApplicationDescription, DeployMessage, EndpointRef};
+use crate::node::driver::{
+    AppClientCore, ClientConfig, ClientEffect, ClientInput, ClientLink, RequestFailed,
+};
+use crate::node::url::SparkUrl;
+use crate::reference::outbox::{open as open_conn, peer_info};
+use crate::reference::runtime::{now, Event, Events, Io, Role, Runtime};
+use crate::reference::url::tcp_connect;
 use crate::validate::Endpoint;
-use crate::wire::handshake::{Identity, Role};
-use crate::wire::Reply;
+use crate::wire::handshake::{Identity, Role as PeerRole};
 use tokio::net::TcpListener;
 
 /// How long stopping waits for the masters' connections to close.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-enum Cmd {
+/// The callers' requests.
+pub(super) enum Cmd {
     Request {
         total: u32,
         reply: oneshot::Sender<Result<bool, DriverError>>,
@@ -37,27 +43,13 @@ enum Cmd {
         ids: Vec<String>,
         reply: oneshot::Sender<Result<bool, DriverError>>,
     },
-    Stop(oneshot::Sender<()>),
-    /// A connection a master opened to the application (after a failover).
-    Adopt(Connection<DeployMessage>, String),
-}
-
-/// What the shell's own tasks report: dials ended, answers to the client's asks.
-enum Report {
-    Dialled {
-        master: usize,
-        made: Result<Connection<DeployMessage>, String>,
-    },
-    Answer {
-        conn: ConnId,
-        id: u64,
-        answer: Box<Result<Reply<DeployMessage>, String>>,
-    },
 }
 
 /// The backend's handle on the client.
 pub(super) struct AppClient {
-    tx: mpsc::UnboundedSender<Cmd>,
+    events: Events<ClientIo>,
+    /// Stops the client; the sender inside is told once it stopped.
+    stop: Mutex<Option<oneshot::Sender<oneshot::Sender<()>>>>,
     handles: Arc<Mutex<Vec<ConnectionHandle<DeployMessage>>>>,
 }
 
@@ -68,11 +60,7 @@ impl AppClient {
         total: u32,
         reply: oneshot::Sender<Result<bool, DriverError>>,
     ) {
-        if let Err(mpsc::error::SendError(Cmd::Request { reply, .. })) =
-            self.tx.send(Cmd::Request { total, reply })
-        {
-            let _ = reply.send(Err(DriverError::Stopped));
-        }
+        self.command(Cmd::Request { total, reply });
     }
 
     /// Asks the active master to kill executors; the answer goes to `reply`.
@@ -81,33 +69,39 @@ impl AppClient {
         ids: Vec<String>,
         reply: oneshot::Sender<Result<bool, DriverError>>,
     ) {
-        if let Err(mpsc::error::SendError(Cmd::Kill { reply, .. })) =
-            self.tx.send(Cmd::Kill { ids, reply })
-        {
+        self.command(Cmd::Kill { ids, reply });
+    }
+
+    fn command(&self, cmd: Cmd) {
+        if let Err(mpsc::error::SendError(Event::Own(cmd))) = self.events.send(Event::Own(cmd)) {
+            let (Cmd::Request { reply, .. } | Cmd::Kill { reply, .. }) = cmd;
             let _ = reply.send(Err(DriverError::Stopped));
         }
     }
 
     /// Unregisters the application and closes the masters' connections.
     pub(super) async fn stop(&self) {
-        let (done, wait) = oneshot::channel();
-        if self.tx.send(Cmd::Stop(done)).is_ok() {
-            let _ = wait.await;
+        let stop = lock(&self.stop).take();
+        if let Some(stop) = stop {
+            let (done, wait) = oneshot::channel();
+            if stop.send(done).is_ok() {
+                let _ = wait.await;
+            }
         }
     }
 
     /// Traffic of every master connection.
     pub(super) fn counters(&self) -> Counters {
         let mut all = Counters::default();
-        let handles = self
-            .handles
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        for h in handles.iter() {
+        for h in lock(&self.handles).iter() {
             add_counters(&mut all, &h.counters());
         }
         all
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Starts the client: one connection per master, and `listener` for masters that reach the
@@ -118,14 +112,9 @@ pub(super) fn spawn(
     driver: EndpointRef,
     listener: TcpListener,
     config: Arc<DriverConfig>,
-    backend: mpsc::UnboundedSender<Msg>,
+    backend: Backend,
 ) -> AppClient {
-    let (tx, cmds) = mpsc::unbounded_channel();
-    tokio::spawn(accept_masters(listener, Arc::clone(&config), tx.clone()));
     let handles = Arc::new(Mutex::new(Vec::new()));
-    // Bounded: masters that send faster than the client works are held back (TCP).
-    let (in_tx, in_rx) = mpsc::channel(RECEIVED_QUEUE);
-    let (reports, reported) = mpsc::unbounded_channel();
     let rules = ClientConfig {
         masters: config.masters.clone(),
         register: RegisterApplication {
@@ -135,208 +124,108 @@ pub(super) fn spawn(
         registration_timeout: config.registration_timeout,
         registration_retry: config.registration_retry,
     };
-    let shell = Shell {
-        core: AppClientCore::new(rules, Instant::now()),
+    let role = ClientIo {
         masters,
-        config,
+        config: Arc::clone(&config),
         backend,
-        handles: Arc::clone(&handles),
-        conns: HashMap::new(),
-        next_conn: 0,
+        conns: Conns {
+            handles: Arc::clone(&handles),
+            next: Arc::new(AtomicU64::new(0)),
+        },
         requests: HashMap::new(),
         next_request: 0,
-        in_tx,
-        reports,
     };
-    tokio::spawn(shell.run(cmds, in_rx, reported));
-    AppClient { tx, handles }
+    let mut rt = Runtime::new(AppClientCore::new(rules, now()), role, config.send_timeout);
+    let events = rt.events();
+    tokio::spawn(accept_masters(
+        listener,
+        Arc::clone(&config),
+        rt.role.conns.clone(),
+        events.clone(),
+    ));
+    let (stop, stopped) = oneshot::channel();
+    tokio::spawn(async move {
+        let done = rt.run(async move { stopped.await.ok() }).await;
+        // Unregisters, then waits a little for the masters' connections to close.
+        rt.io.handle(ClientInput::Stop);
+        let _ = rt.drain().await;
+        rt.io.peers.wait_closing(CLOSE_GRACE).await;
+        if let Some(done) = done {
+            let _ = done.send(());
+        }
+    });
+    AppClient {
+        events,
+        stop: Mutex::new(Some(stop)),
+        handles,
+    }
 }
 
-type Received = (ConnId, Result<Incoming<DeployMessage>, ConnectionError>);
+/// How the client numbers its connections and keeps their handles for the traffic counters.
+#[derive(Clone)]
+struct Conns {
+    handles: Arc<Mutex<Vec<ConnectionHandle<DeployMessage>>>>,
+    next: Arc<AtomicU64>,
+}
 
-/// Messages from the masters' connections waiting for the client.
-const RECEIVED_QUEUE: usize = 64;
+impl Conns {
+    /// Hands a master's connection to the client, for `link`.
+    fn open(
+        &self,
+        conn: Connection<DeployMessage>,
+        (link, addr): (ClientLink, String),
+        events: &Events<ClientIo>,
+    ) {
+        lock(&self.handles).push(conn.handle());
+        let peer = peer_info(&conn.handle(), addr);
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        open_conn(conn, id, (peer, link), events, None);
+    }
+}
 
-struct Shell {
-    core: AppClientCore,
+/// The client's IO: the masters' addresses, the backend it reports to, the callers' requests.
+pub(super) struct ClientIo {
     masters: Vec<SparkUrl>,
     config: Arc<DriverConfig>,
-    backend: mpsc::UnboundedSender<Msg>,
-    handles: Arc<Mutex<Vec<ConnectionHandle<DeployMessage>>>>,
-    conns: HashMap<ConnId, ConnectionHandle<DeployMessage>>,
-    next_conn: ConnId,
+    backend: Backend,
+    conns: Conns,
     requests: HashMap<u64, oneshot::Sender<Result<bool, DriverError>>>,
     next_request: u64,
-    in_tx: mpsc::Sender<Received>,
-    reports: mpsc::UnboundedSender<Report>,
 }
 
-impl Shell {
-    async fn run(
-        mut self,
-        mut cmds: mpsc::UnboundedReceiver<Cmd>,
-        mut in_rx: mpsc::Receiver<Received>,
-        mut reported: mpsc::UnboundedReceiver<Report>,
-    ) {
-        self.drain();
-        loop {
-            let wake = self.core.poll_timeout();
-            tokio::select! {
-                Some(report) = reported.recv() => self.report(report),
-                Some((conn, got)) = in_rx.recv() => self.received(conn, got),
-                cmd = cmds.recv() => match cmd {
-                    Some(Cmd::Request { total, reply }) => {
-                        let request = self.request(reply);
-                        self.handle(ClientInput::RequestExecutors { request, total });
-                    }
-                    Some(Cmd::Kill { ids, reply }) => {
-                        let request = self.request(reply);
-                        self.handle(ClientInput::KillExecutors { request, ids });
-                    }
-                    Some(Cmd::Adopt(conn, label)) => {
-                        let conn = self.open(conn);
-                        self.handle(ClientInput::Adopted { conn, label });
-                    }
-                    Some(Cmd::Stop(done)) => {
-                        self.stop().await;
-                        let _ = done.send(());
-                        return;
-                    }
-                    None => {
-                        self.stop().await;
-                        return;
-                    }
-                },
-                _ = crate::reference::clock::sleep_until(wake) => {
-                    self.core.handle_timeout(Instant::now());
-                }
-            }
-            self.drain();
-        }
-    }
-
-    fn handle(&mut self, input: ClientInput) {
-        self.core.handle(Instant::now(), input);
-    }
-
+impl ClientIo {
     fn request(&mut self, reply: oneshot::Sender<Result<bool, DriverError>>) -> u64 {
         let request = self.next_request;
         self.next_request += 1;
         self.requests.insert(request, reply);
         request
     }
+}
 
-    /// Takes a master's connection: its handle kept, what it receives read into the client.
-    fn open(&mut self, conn: Connection<DeployMessage>) -> ConnId {
-        let id = self.next_conn;
-        self.next_conn += 1;
-        self.handles
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .push(conn.handle());
-        self.conns.insert(id, conn.handle());
-        tokio::spawn(read_into(id, conn, self.in_tx.clone()));
-        id
-    }
+impl Role for ClientIo {
+    type Message = DeployMessage;
+    type Core = AppClientCore;
+    type Origin = ClientLink;
+    type Event = Cmd;
+    type Exit = Option<oneshot::Sender<()>>;
 
-    fn report(&mut self, report: Report) {
-        match report {
-            Report::Dialled { master, made } => match made {
-                Ok(conn) => {
-                    let conn = self.open(conn);
-                    self.handle(ClientInput::Dialled { master, conn });
-                }
-                Err(error) => self.handle(ClientInput::DialFailed { master, error }),
-            },
-            Report::Answer { conn, id, answer } => {
-                let answer = *answer;
-                self.handle(ClientInput::Answer { conn, id, answer });
-            }
-        }
-    }
-
-    fn received(&mut self, conn: ConnId, got: Result<Incoming<DeployMessage>, ConnectionError>) {
-        let input = match got {
-            Ok(Incoming::Message(message)) => ClientInput::Message { conn, message },
-            Ok(Incoming::Ask { id, message }) => ClientInput::Ask { conn, id, message },
-            Err(e) => {
-                self.conns.remove(&conn);
-                ClientInput::Closed {
-                    conn,
-                    reason: e.to_string(),
-                }
-            }
-        };
-        self.handle(input);
-    }
-
-    /// Carries out what the core decided, in order: the one place its outputs are drained.
-    fn drain(&mut self) {
-        while let Some(out) = self.core.poll() {
-            match out {
-                Output::Conn(out) => self.carry(out),
-                Output::Effect(effect) => self.effect(effect),
-            }
-        }
-    }
-
-    /// Writes on (or closes) a master's connection, without waiting.
-    fn carry(&self, out: ConnOutput<DeployMessage>) {
-        let conn = out.conn();
-        let Some(h) = self.conns.get(&conn) else {
-            return;
-        };
-        let (what, sent) = match out {
-            ConnOutput::Send { message, .. } => (message.name(), h.post(message)),
-            ConnOutput::Ask { id, message, .. } => {
-                let what = message.name();
-                match h.post_ask(message) {
-                    Ok(answer) => {
-                        let reports = self.reports.clone();
-                        tokio::spawn(async move {
-                            let answer = Box::new(answer.await.map_err(|e| e.to_string()));
-                            let _ = reports.send(Report::Answer { conn, id, answer });
-                        });
-                        (what, Ok(()))
-                    }
-                    Err(e) => {
-                        let answer = Box::new(Err(e.to_string()));
-                        let _ = self.reports.send(Report::Answer { conn, id, answer });
-                        (what, Err(e))
-                    }
-                }
-            }
-            ConnOutput::Reply { id, reply, .. } => ("reply", h.post_reply(id, reply)),
-            ConnOutput::Fail { id, error, .. } => ("failure", h.post_failure(id, error)),
-            ConnOutput::Close { reason, .. } => {
-                match reason {
-                    Some(reason) => h.close_soon_because(reason),
-                    None => h.close_soon(),
-                }
-                return;
-            }
-            ConnOutput::Abort { .. } => {
-                // A master's connection has no abort of its own: closing it drops what is queued.
-                let h = h.clone();
-                tokio::spawn(async move { h.close().await });
-                return;
-            }
-        };
-        if let Err(e) = sent {
-            tracing::warn!("driver: {what} to a master not sent: {e}");
-        }
-    }
-
-    fn effect(&mut self, effect: ClientEffect) {
+    async fn effect(&mut self, io: &mut Io<Self>, effect: ClientEffect) -> Option<Self::Exit> {
         match effect {
             ClientEffect::Dial { master } => {
-                let Some(url) = self.masters.get(master).cloned() else {
-                    return;
-                };
-                let (config, reports) = (Arc::clone(&self.config), self.reports.clone());
+                let url = self.masters.get(master).cloned()?;
+                let (config, conns, events) = (
+                    Arc::clone(&self.config),
+                    self.conns.clone(),
+                    io.events.clone(),
+                );
+                let link = ClientLink::Master(master);
                 tokio::spawn(async move {
-                    let made = open(&url, &config).await;
-                    let _ = reports.send(Report::Dialled { master, made });
+                    match open(&url, &config).await {
+                        Ok(conn) => conns.open(conn, (link, url.socket_address()), &events),
+                        Err(error) => {
+                            let _ = events.send(Event::DialFailed(link, error));
+                        }
+                    }
                 });
             }
             ClientEffect::Master(event) => {
@@ -351,19 +240,22 @@ impl Shell {
                 }
             }
         }
+        None
     }
 
-    /// Unregisters, then waits a little for the masters' connections to close.
-    async fn stop(&mut self) {
-        self.handle(ClientInput::Stop);
-        self.drain();
-        let open: Vec<_> = self.conns.values().cloned().collect();
-        let _ = tokio::time::timeout(CLOSE_GRACE, async {
-            for h in &open {
-                h.closed().await;
-            }
-        })
-        .await;
+    async fn event(&mut self, io: &mut Io<Self>, cmd: Cmd) -> Option<Self::Exit> {
+        let input = match cmd {
+            Cmd::Request { total, reply } => ClientInput::RequestExecutors {
+                request: self.request(reply),
+                total,
+            },
+            Cmd::Kill { ids, reply } => ClientInput::KillExecutors {
+                request: self.request(reply),
+                ids,
+            },
+        };
+        io.handle(input);
+        None
     }
 }
 
@@ -372,15 +264,16 @@ impl Shell {
 async fn accept_masters(
     listener: TcpListener,
     config: Arc<DriverConfig>,
-    client: mpsc::UnboundedSender<Cmd>,
+    conns: Conns,
+    client: Events<ClientIo>,
 ) {
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = client.closed() => return,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, addr) = match accepted {
+            Ok((stream, from)) => (stream, from.to_string()),
             Err(e) => {
                 tracing::warn!("driver: accept failed on the application's address: {e}");
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -388,13 +281,13 @@ async fn accept_masters(
             }
         };
         let config = Arc::clone(&config);
-        let client = client.clone();
+        let (conns, client) = (conns.clone(), client.clone());
         tokio::spawn(async move {
             let _ = stream.set_nodelay(true);
-            let local = Identity::new(Role::AppClient, config.id.clone());
+            let local = Identity::new(PeerRole::AppClient, config.id.clone());
             let hs = config
                 .security
-                .server_handshake(stream, &local, |role| role == Role::Master);
+                .server_handshake(stream, &local, |role| role == PeerRole::Master);
             let established = match tokio::time::timeout(DEFAULT_HANDSHAKE_TIMEOUT, hs).await {
                 Ok(Ok(e)) => e,
                 Ok(Err(e)) => {
@@ -406,34 +299,17 @@ async fn accept_masters(
             let peer = established.negotiated().peer_id.clone();
             let version = established.negotiated().version;
             match tapped(established, &config, peer.clone(), version, false) {
-                Ok(conn) => {
-                    let _ = client.send(Cmd::Adopt(conn, peer));
-                }
+                Ok(conn) => conns.open(conn, (ClientLink::Adopted, addr), &client),
                 Err(e) => tracing::warn!("driver: connection from master {peer} failed: {e}"),
             }
         });
     }
 }
 
-/// Hands everything connection `i` receives to the client, its end included.
-async fn read_into(
-    i: ConnId,
-    mut conn: Connection<DeployMessage>,
-    received: mpsc::Sender<Received>,
-) {
-    loop {
-        let got = conn.recv().await;
-        let end = got.is_err();
-        if received.send((i, got)).await.is_err() || end {
-            break;
-        }
-    }
-}
-
 /// The handshake as an application client, with the connection tapped when observed.
 async fn open(url: &SparkUrl, config: &DriverConfig) -> Result<Connection<DeployMessage>, String> {
     let stream = tcp_connect(url, config.registration_timeout).await?;
-    let local = Identity::new(Role::AppClient, config.id.clone());
+    let local = Identity::new(PeerRole::AppClient, config.id.clone());
     let established = tokio::time::timeout(
         DEFAULT_HANDSHAKE_TIMEOUT,
         config.security.client_handshake(stream, &local, &url.host),
@@ -442,7 +318,7 @@ async fn open(url: &SparkUrl, config: &DriverConfig) -> Result<Connection<Deploy
     .map_err(|_| "handshake timed out".to_string())?
     .map_err(|e| e.to_string())?;
     let peer_role = established.negotiated().peer_role;
-    if peer_role != Role::Master {
+    if peer_role != PeerRole::Master {
         return Err(format!("the peer is a {peer_role}, not a master"));
     }
     let peer = established.negotiated().peer_id.clone();
@@ -463,8 +339,8 @@ fn tapped(
 ) -> Result<Connection<DeployMessage>, ConnectionError> {
     let tap = config.observer.as_ref().map(|o| {
         o.diagram_tap(
-            Endpoint::new(Role::AppClient, config.id.clone()),
-            Endpoint::new(Role::Master, peer),
+            Endpoint::new(PeerRole::AppClient, config.id.clone()),
+            Endpoint::new(PeerRole::Master, peer),
             local_dialled,
             version,
         )

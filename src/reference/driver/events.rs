@@ -1,48 +1,22 @@
-//! The scheduler backend's inbox ([`Msg`]), in a module of its own so that none of the driver's
-//! parts depends on another's internals: filled by the executors' listener, the application
-//! client's loop and the callers' handles.
+//! What the scheduler backend's driver hears besides its executors' connections ([`Msg`]), and
+//! the handle its callers send it on ([`Backend`]), in a module of their own so that none of the
+//! driver's parts depends on another's internals: filled by the application client and the
+//! callers' handles.
 
 use std::sync::Arc;
 
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::scheduler_backend::DriverStatus;
 use super::DriverError;
-use crate::connection::{ConnectionError, ConnectionHandle, Incoming};
 use crate::messages::CoarseMessage;
 use crate::node::driver::{Job, JobFailed, JobId, JobProgress, JobResult, MasterEvent};
+use crate::reference::runtime::Event;
 
-/// What the scheduler backend's loop takes in.
+/// The scheduler backend's own events.
 pub(crate) enum Msg {
-    /// An executor connection completed its handshake.
-    Connected {
-        key: u64,
-        handle: ConnectionHandle<CoarseMessage>,
-        peer: String,
-        /// The peer's address (`host:port`).
-        addr: String,
-        abort: Arc<tokio::sync::Notify>,
-    },
-    /// Something an executor connection received.
-    FromExecutor {
-        key: u64,
-        incoming: Incoming<CoarseMessage>,
-        /// Dropped once the backend handled it, which lets that connection read on.
-        credit: crate::reference::outbox::Credit,
-    },
-    /// An executor connection ended.
-    Disconnected { key: u64, reason: ConnectionError },
-    /// A send to an executor failed or waited too long: its connection is given up.
-    SendFailed { key: u64, reason: String },
-    /// A message its connection refused without closing (the frame could not be encoded, say).
-    NotSent {
-        key: u64,
-        message: CoarseMessage,
-        error: String,
-    },
     /// News from the application client.
     Master(MasterEvent),
-
     /// Submit a job.
     Submit {
         job: Arc<dyn Job>,
@@ -62,8 +36,35 @@ pub(crate) enum Msg {
         ids: Vec<String>,
         reply: oneshot::Sender<Result<bool, DriverError>>,
     },
+    /// Look for executor connections whose queue makes no progress.
+    StallCheck,
     /// Stop everything.
     Stop(oneshot::Sender<DriverStatus>),
+}
+
+/// The scheduler backend's inbox: its executors' connections (accepted, never dialled) and
+/// its own events.
+pub(crate) type BackendEvent = Event<CoarseMessage, (), Msg>;
+
+/// Where the backend's callers send it [`Msg`]s.
+#[derive(Clone)]
+pub(crate) struct Backend(pub(crate) mpsc::UnboundedSender<BackendEvent>);
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Backend")
+    }
+}
+
+impl Backend {
+    /// Sends `msg`; `Err` when the backend has stopped.
+    pub(crate) fn send(&self, msg: Msg) -> Result<(), Msg> {
+        self.0.send(Event::Own(msg)).map_err(|e| match e.0 {
+            Event::Own(msg) => msg,
+            // Only an own event was sent.
+            _ => Msg::StallCheck,
+        })
+    }
 }
 
 /// A submitted job's receiving ends.

@@ -1,8 +1,8 @@
 //! What a caller holds for a submitted job: its progress, its outcome, a way to cancel it.
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 
-use super::events::Msg;
+use super::events::{Backend, Msg};
 use crate::node::driver::{JobFailed, JobId, JobProgress, JobResult};
 
 /// A submitted job: its progress, its outcome, and a way to cancel it.
@@ -11,7 +11,7 @@ pub struct JobHandle {
     pub(super) id: JobId,
     pub(super) outcome: oneshot::Receiver<Result<JobResult, JobFailed>>,
     pub(super) progress: watch::Receiver<JobProgress>,
-    pub(super) backend: mpsc::UnboundedSender<Msg>,
+    pub(super) backend: Backend,
 }
 
 impl JobHandle {

@@ -1,5 +1,5 @@
-//! The driver's listening side: executors' connections, each handshaken, tapped and read by its
-//! own task, everything received handed to the backend in order.
+//! The driver's listening side: executors' connections, each handshaken, tapped and handed to
+//! the backend's [driver](crate::reference::runtime), which reads it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -7,10 +7,11 @@ use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use super::events::Msg;
+use super::events::BackendEvent;
 use super::DriverConfig;
 use crate::connection::{Connection, ConnectionConfig, DEFAULT_HANDSHAKE_TIMEOUT};
 use crate::messages::CoarseMessage;
+use crate::reference::outbox::{open, peer_info};
 use crate::validate::Endpoint;
 use crate::wire::handshake::{Identity, Role};
 
@@ -18,7 +19,7 @@ use crate::wire::handshake::{Identity, Role};
 pub(super) async fn accept_loop(
     listener: TcpListener,
     config: Arc<DriverConfig>,
-    backend: mpsc::UnboundedSender<Msg>,
+    backend: mpsc::UnboundedSender<BackendEvent>,
 ) {
     let keys = Arc::new(AtomicU64::new(1));
     let admission = crate::connection::Admission::new(config.limits);
@@ -62,7 +63,7 @@ async fn serve(
     stream: TcpStream,
     key: u64,
     config: Arc<DriverConfig>,
-    backend: mpsc::UnboundedSender<Msg>,
+    backend: mpsc::UnboundedSender<BackendEvent>,
     (admission, slot): (crate::connection::Admission, crate::connection::Slot),
 ) {
     let _ = stream.set_nodelay(true);
@@ -105,7 +106,7 @@ async fn serve(
         tap.opened();
         settings = settings.with_inspector(tap.clone());
     }
-    let mut conn = match Connection::establish(established, settings) {
+    let conn = match Connection::establish(established, settings) {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!("driver: connection from {peer} failed: {e}");
@@ -115,71 +116,13 @@ async fn serve(
             return;
         }
     };
-    let abort = Arc::new(tokio::sync::Notify::new());
-    if backend
-        .send(Msg::Connected {
-            key,
-            handle: conn.handle(),
-            peer: peer.clone(),
-            addr: addr.clone(),
-            abort: Arc::clone(&abort),
-        })
-        .is_err()
-    {
-        conn.close().await;
-        if let Some(tap) = &tap {
+    if let Some(tap) = tap {
+        let handle = conn.handle();
+        tokio::spawn(async move {
+            handle.closed().await;
             tap.closed();
-        }
-        return;
+        });
     }
-    // At most INFLIGHT of this executor's messages wait in the backend's queue.
-    let credits = crate::reference::outbox::Credits::new();
-    let reason = loop {
-        let credit = tokio::select! {
-            credit = credits.take() => credit,
-            _ = backend.closed() => {
-                conn.close().await;
-                break crate::connection::ConnectionError::Closed;
-            }
-            _ = abort.notified() => break crate::connection::ConnectionError::Closed,
-        };
-        let got = tokio::select! {
-            got = conn.recv() => got,
-            // The driver is gone: so is this connection.
-            _ = backend.closed() => {
-                conn.close().await;
-                break crate::connection::ConnectionError::Closed;
-            }
-            // The driver gave up on the executor: drop the connection without flushing.
-            _ = abort.notified() => break crate::connection::ConnectionError::Closed,
-        };
-        match got {
-            Ok(incoming) => {
-                if backend
-                    .send(Msg::FromExecutor {
-                        key,
-                        incoming,
-                        credit,
-                    })
-                    .is_err()
-                {
-                    conn.close().await;
-                    break crate::connection::ConnectionError::Closed;
-                }
-            }
-            Err(e) => break e,
-        }
-    };
-    drop(conn);
-    if let Some(tap) = &tap {
-        tap.closed();
-    }
-    let who = crate::reference::violations::Peer {
-        addr: &addr,
-        role: Role::Executor,
-        id: &peer,
-        conn: key,
-    };
-    crate::reference::violations::connection_ended(who, &reason);
-    let _ = backend.send(Msg::Disconnected { key, reason });
+    let info = peer_info(&conn.handle(), addr);
+    open(conn, key, (info, ()), &backend, None);
 }

@@ -36,13 +36,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::connection::Counters;
 use crate::messages::{Addr, ApplicationDescription, Command, EndpointRef, ResourceProfile};
 use crate::node::driver::{BackendConfig, Job, JobFailed, JobResult, SubmitRefused};
+use crate::node::url::{SparkUrl, UrlError};
 use crate::reference::tap::TraceObserver;
-use crate::reference::url::{SparkUrl, UrlError};
 
 pub use job::JobHandle;
 pub use scheduler_backend::DriverStatus;
@@ -263,7 +263,7 @@ impl From<SubmitRefused> for DriverError {
 /// A running driver. See the module documentation.
 #[derive(Debug)]
 pub struct Driver {
-    tx: mpsc::UnboundedSender<events::Msg>,
+    tx: events::Backend,
     url: SparkUrl,
     address: SocketAddr,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -299,11 +299,11 @@ impl Driver {
         })?;
         let url = SparkUrl::endpoint(ENDPOINT_NAME, config.advertise_host.clone(), address.port());
         let config = Arc::new(config);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (runtime, tx) = scheduler_backend::new(&config, &url);
         let accept = tokio::spawn(listener::accept_loop(
             listener,
             Arc::clone(&config),
-            tx.clone(),
+            runtime.events(),
         ));
         let client = if masters.is_empty() {
             None
@@ -331,13 +331,7 @@ impl Driver {
                 tx.clone(),
             ))
         };
-        let task = tokio::spawn(scheduler_backend::run(
-            config,
-            url.clone(),
-            rx,
-            client,
-            accept,
-        ));
+        let task = tokio::spawn(scheduler_backend::run(runtime, config, client, accept));
         Ok(Driver {
             tx,
             url,

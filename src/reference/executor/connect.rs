@@ -4,7 +4,8 @@
 use super::{ExecutorConfig, ExecutorError};
 use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::messages::CoarseMessage;
-use crate::reference::url::{tcp_connect, SparkUrl};
+use crate::node::url::SparkUrl;
+use crate::reference::url::tcp_connect;
 use crate::wire::handshake::{Identity, Role};
 use futures_util::StreamExt;
 

@@ -43,8 +43,8 @@ use std::time::Duration;
 use crate::connection::ConnectionError;
 use crate::messages::ResourceProfile;
 use crate::node::executor::ExecutorExit;
+use crate::node::url::UrlError;
 use crate::reference::task::TaskRunner;
-use crate::reference::url::UrlError;
 
 /// How an executor is started: the arguments a worker passes to `sparkwire executor`.
 #[derive(Debug, Clone)]

@@ -25,12 +25,12 @@ use crate::connection::{
 };
 use crate::messages::{CoarseMessage, Family, Payload, TaskDescription};
 use crate::node::executor::{
-    AskFailure, ExecutorCore, ExecutorEffect, ExecutorExit, ExecutorIdentity, ExecutorInput, Link,
-    StartFailed,
+    ExecutorCore, ExecutorEffect, ExecutorExit, ExecutorIdentity, ExecutorInput, Link, StartFailed,
 };
-use crate::node::{ConnId, ConnOutput, Core, Output};
+use crate::node::url::SparkUrl;
+use crate::node::{AskFailure, ConnId, ConnInput, ConnOutput, Core, Output};
+use crate::reference::outbox::peer_info;
 use crate::reference::task::{CancelFlag, TaskRunner};
-use crate::reference::url::SparkUrl;
 use crate::wire::{Reply, TaskFailure};
 
 /// What the shell's own tasks report to its loop.
@@ -301,6 +301,7 @@ impl Loop<'_> {
                     let id = self.next_conn;
                     self.next_conn += 1;
                     lock(&self.shared.conns).insert(id, conn.handle());
+                    let peer = peer_info(&conn.handle(), self.driver.socket_address());
                     match link {
                         Link::Bootstrap => self.boot = Some(conn),
                         Link::Main { .. } => {
@@ -310,12 +311,21 @@ impl Loop<'_> {
                             self.main = Some((id, conn));
                         }
                     }
-                    ExecutorInput::Dialled { link, conn: id }
+                    ConnInput::Opened {
+                        conn: id,
+                        peer,
+                        origin: link,
+                    }
+                    .into()
                 }
                 Err(e) => {
                     let error = e.to_string();
                     self.failure = Some(e);
-                    ExecutorInput::DialFailed { link, error }
+                    ConnInput::DialFailed {
+                        origin: link,
+                        error,
+                    }
+                    .into()
                 }
             },
             Report::Watched(Ok(watch)) => {
@@ -350,7 +360,7 @@ impl Loop<'_> {
                         Err(lost)
                     }
                 };
-                ExecutorInput::Answer { conn, id, answer }
+                ConnInput::Answer { conn, id, answer }.into()
             }
         };
         lock(&self.shared.core).handle(Instant::now(), input);
@@ -361,17 +371,17 @@ impl Loop<'_> {
         (conn, got): (ConnId, Result<Incoming<CoarseMessage>, ConnectionError>),
     ) {
         let input = match got {
-            Ok(Incoming::Message(message)) => ExecutorInput::Message { conn, message },
-            Ok(Incoming::Ask { id, message }) => ExecutorInput::Ask { conn, id, message },
+            Ok(Incoming::Message(message)) => ConnInput::Message { conn, message },
+            Ok(Incoming::Ask { id, message }) => ConnInput::Ask { conn, id, message },
             Err(e) => {
                 self.main = None;
-                ExecutorInput::Closed {
+                ConnInput::Closed {
                     conn,
                     reason: e.to_string(),
                 }
             }
         };
-        lock(&self.shared.core).handle(Instant::now(), input);
+        lock(&self.shared.core).handle(Instant::now(), input.into());
     }
 
     /// Carries out an effect only the loop can (it dials, watches and ends); `Some` ends it.

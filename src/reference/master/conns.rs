@@ -9,12 +9,12 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use super::events::{Event, Opened};
+use super::events::Event;
 use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::messages::{Addr, DeployMessage, Version};
 use crate::node::master::DialTarget;
 use crate::reference::observe::{ObservedClose, StrictObserver};
-use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, Delivery};
+use crate::reference::outbox::{accept_loop, dial as dial_tcp, open, peer_info};
 use crate::validate::Endpoint;
 use crate::wire::handshake::{HandshakeError, Identity, Role};
 
@@ -70,30 +70,12 @@ pub(crate) async fn listen(
         versions: settings.versions.clone(),
         ..Identity::new(Role::Master, settings.id.clone())
     };
-    loop {
-        match listener.accept().await {
-            Ok((stream, from)) => {
-                let Some((stream, slot)) =
-                    settings.admission.admit(stream, &local, &settings.security)
-                else {
-                    tracing::debug!(%from, "connection refused: too many connections");
-                    continue;
-                };
-                let settings = settings.clone();
-                let events = events.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = accept(stream, slot, &settings, &events).await {
-                        tracing::debug!(%from, error = %e, "connection refused");
-                    }
-                });
-            }
-            Err(e) => {
-                // Out of descriptors or a transient error: wait a little rather than spin.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
+    let admitted = (&local, &settings.security);
+    accept_loop(listener, &settings.admission, admitted, |stream, slot| {
+        let (settings, events) = (settings.clone(), events.clone());
+        async move { accept(stream, slot, &settings, &events).await }
+    })
+    .await;
 }
 
 async fn accept(
@@ -136,34 +118,20 @@ async fn accept(
         .admission
         .configure(config, slot, negotiated.peer_role);
     let conn = Connection::establish(established, config)?;
-    register(conn, &negotiated, addr, settings, events, close, None);
+    register(conn, addr, settings, events, close, None);
     Ok(())
 }
 
 fn register(
     conn: Connection<DeployMessage>,
-    negotiated: &crate::wire::handshake::Negotiated,
     addr: String,
     settings: &ConnSettings,
     events: &mpsc::UnboundedSender<Event>,
     close: Option<ObservedClose>,
     target: Option<DialTarget>,
 ) {
-    let conn_id = settings.next_id();
-    let (tx, rx) = mpsc::unbounded_channel::<Delivery>();
-    let peer = spawn_reader(conn, conn_id, tx, close);
-    let opened = Opened {
-        conn: conn_id,
-        peer,
-        role: negotiated.peer_role,
-        peer_id: negotiated.peer_id.clone(),
-        addr,
-        admin: negotiated.admin,
-    };
-    if events.send(Event::Opened(opened, target)).is_err() {
-        return;
-    }
-    forward_events(rx, events.clone(), Event::Incoming, Event::Closed);
+    let peer = peer_info(&conn.handle(), addr);
+    open(conn, settings.next_id(), (peer, target), events, close);
 }
 
 /// Dials `addr` as the master and hands the connection to the actor for `target`.
@@ -194,21 +162,13 @@ pub(crate) fn dial(
                 negotiated.version,
             );
             let conn = Connection::establish(established, config)?;
-            Ok::<_, ConnectionError>((conn, negotiated, close))
+            Ok::<_, ConnectionError>((conn, close))
         }
         .await;
         match result {
-            Ok((conn, negotiated, close)) => {
+            Ok((conn, close)) => {
                 let at = format!("{}:{}", addr.host, addr.port);
-                register(
-                    conn,
-                    &negotiated,
-                    at,
-                    &settings,
-                    &events,
-                    close,
-                    Some(target),
-                )
+                register(conn, at, &settings, &events, close, Some(target))
             }
             Err(e) => {
                 let whom = match &target {

@@ -194,19 +194,15 @@ impl Master {
             addr: format!("{}:{}", config.host, config.port),
             source,
         })?;
-        let web_ui = match config.web_ui_port {
-            Some(port) if cfg!(feature = "webui") => {
-                Some(ports::listen(&config.host, port, config.port_retries, "MasterUI").await?)
-            }
-            Some(_) => {
-                tracing::warn!("this build has no web UI (the webui feature); none is served");
-                None
-            }
-            None => None,
-        };
+        let web_ui = ports::listen_web_ui(
+            &config.host,
+            config.web_ui_port,
+            config.port_retries,
+            "MasterUI",
+        )
+        .await?;
         let web_ui_addr = web_ui.as_ref().and_then(|l| l.local_addr().ok());
         let (stop_tx, stop_rx) = oneshot::channel();
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
         let host = addr.ip().to_string();
         let at = crate::messages::Addr::new(host.clone(), i32::from(addr.port()));
         let started_ms = crate::reference::clock::now_ms();
@@ -228,10 +224,11 @@ impl Master {
         core.set_web_ui_url(web_ui_addr.map_or_else(String::new, |a| {
             crate::reference::webui::web_ui_url(&host, a.port())
         }));
-        let runtime = runtime::Runtime::new(core, &config, id, store, events_tx.clone());
+        let runtime = runtime::new(core, &config, id, store);
+        let events_tx = runtime.events();
         let done = tokio::spawn(async move {
             let ui = web_ui.map(|listener| tokio::spawn(serve_web_ui(listener, events_tx)));
-            runtime.run(listener, events_rx, stop_rx).await;
+            runtime::run(runtime, listener, stop_rx).await;
             if let Some(ui) = ui {
                 ui.abort();
                 let _ = ui.await;

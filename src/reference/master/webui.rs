@@ -15,7 +15,8 @@ pub(crate) async fn serve(
         let events = events.clone();
         Box::pin(async move {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            if events.send(super::events::Event::Snapshot(tx)).is_err() {
+            let ask = super::events::Event::Own(super::events::Own::Snapshot(tx));
+            if events.send(ask).is_err() {
                 return Page::error(503, "the master has stopped");
             }
             let Ok(snap) = rx.await else {

@@ -13,7 +13,7 @@ use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::messages::{Addr, CoarseMessage, DeployMessage};
 use crate::node::worker::Purpose;
 use crate::reference::observe::{ObservedClose, StrictObserver};
-use crate::reference::outbox::{dial as dial_tcp, forward_events, spawn_reader, Delivery};
+use crate::reference::outbox::{accept_loop, dial as dial_tcp, open, peer_info};
 use crate::validate::Endpoint;
 use crate::wire::handshake::{HandshakeError, Identity, Role};
 
@@ -46,29 +46,11 @@ pub(crate) async fn listen(
     events: mpsc::UnboundedSender<WEvent>,
 ) {
     let local = Identity::new(Role::Worker, settings.id.clone());
-    loop {
-        match listener.accept().await {
-            Ok((stream, from)) => {
-                let Some((stream, slot)) =
-                    settings.admission.admit(stream, &local, &settings.security)
-                else {
-                    tracing::debug!(%from, "connection refused: too many connections");
-                    continue;
-                };
-                let settings = settings.clone();
-                let events = events.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = accept(stream, slot, settings, events).await {
-                        tracing::debug!(%from, error = %e, "connection refused");
-                    }
-                });
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
+    let admitted = (&local, &settings.security);
+    accept_loop(listener, &settings.admission, admitted, |stream, slot| {
+        accept(stream, slot, settings.clone(), events.clone())
+    })
+    .await;
 }
 
 async fn accept(
@@ -116,13 +98,13 @@ async fn accept(
                         to: Role::Worker,
                         message: crate::messages::Family::name(m.message()).to_string(),
                     };
-                    let peer = crate::reference::violations::Peer {
+                    let peer = crate::node::violations::Peer {
                         addr: &from,
                         role: Role::Executor,
                         id: &negotiated.peer_id,
                         conn: 0,
                     };
-                    crate::reference::violations::warn(
+                    crate::node::violations::warn(
                         peer,
                         "refused (closing the watch connection)",
                         refusal.kind(),
@@ -132,7 +114,7 @@ async fn accept(
                     let _ = tokio::time::timeout(Duration::from_secs(2), conn.closed()).await;
                 }
                 Err(e) => {
-                    let peer = crate::reference::violations::Peer {
+                    let peer = crate::node::violations::Peer {
                         addr: &from,
                         role: Role::Executor,
                         id: &negotiated.peer_id,
@@ -162,42 +144,21 @@ async fn accept(
         .admission
         .configure(config, slot, negotiated.peer_role);
     let conn = Connection::establish(established, config)?;
-    register(
-        conn,
-        (negotiated.peer_role, negotiated.peer_id.clone(), from),
-        Purpose::Inbound,
-        &settings,
-        &events,
-        close,
-    );
+    register(conn, from, Purpose::Inbound, &settings, &events, close);
     Ok(())
 }
 
 fn register(
     conn: Connection<DeployMessage>,
-    (role, peer_id, addr): (Role, String, String),
+    addr: String,
     purpose: Purpose,
     settings: &ConnSettings,
     events: &mpsc::UnboundedSender<WEvent>,
     close: Option<ObservedClose>,
 ) {
     let conn_id = settings.next_conn.fetch_add(1, Ordering::Relaxed);
-    let (tx, rx) = mpsc::unbounded_channel::<Delivery>();
-    let peer = spawn_reader(conn, conn_id, tx, close);
-    if events
-        .send(WEvent::Opened {
-            conn: conn_id,
-            peer,
-            role,
-            purpose,
-            addr,
-            peer_id,
-        })
-        .is_err()
-    {
-        return;
-    }
-    forward_events(rx, events.clone(), WEvent::Incoming, WEvent::Closed);
+    let peer = peer_info(&conn.handle(), addr);
+    open(conn, conn_id, (peer, purpose), events, close);
 }
 
 /// Dials master `addr` to register; the loop hears of the connection, or of nothing when the
@@ -217,26 +178,27 @@ pub(crate) fn dial_master(
                 settings.handshake_timeout,
             )
             .await?;
-            let negotiated = established.negotiated().clone();
-            let conn = Connection::establish(established, settings.config())?;
-            Ok::<_, ConnectionError>((conn, negotiated))
+            Connection::establish(established, settings.config())
         }
         .await;
         match result {
-            Ok((conn, negotiated)) => register(
-                conn,
-                (
-                    negotiated.peer_role,
-                    negotiated.peer_id,
-                    format!("{}:{}", addr.host, addr.port),
-                ),
-                Purpose::Registration(addr),
-                &settings,
-                &events,
-                None,
-            ),
+            Ok(conn) => {
+                let at = format!("{}:{}", addr.host, addr.port);
+                register(
+                    conn,
+                    at,
+                    Purpose::Registration(addr),
+                    &settings,
+                    &events,
+                    None,
+                )
+            }
             Err(e) => {
-                let _ = events.send(WEvent::DialFailed(addr, e));
+                let reason = match e {
+                    ConnectionError::Connect { .. } => e.to_string(),
+                    other => format!("cannot register with {addr}: {other}"),
+                };
+                let _ = events.send(WEvent::DialFailed(Purpose::Registration(addr), reason));
             }
         }
     });

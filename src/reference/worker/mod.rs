@@ -295,16 +295,13 @@ impl Worker {
             addr: format!("{}:{}", config.host, config.port),
             source,
         })?;
-        let web_ui = match config.web_ui_port {
-            Some(port) if cfg!(feature = "webui") => Some(
-                super::ports::listen(&config.host, port, config.port_retries, "WorkerUI").await?,
-            ),
-            Some(_) => {
-                tracing::warn!("this build has no web UI (the webui feature); none is served");
-                None
-            }
-            None => None,
-        };
+        let web_ui = super::ports::listen_web_ui(
+            &config.host,
+            config.web_ui_port,
+            config.port_retries,
+            "WorkerUI",
+        )
+        .await?;
         let web_ui_addr = web_ui.as_ref().and_then(|l| l.local_addr().ok());
         let mut config = config;
         let watchers = match config.spark.as_mut() {
@@ -314,17 +311,17 @@ impl Worker {
         let spark_addr = watchers.as_ref().and_then(|l| l.local_addr().ok());
         let work_dir = config.work_dir.clone();
         let (stop_tx, stop_rx) = oneshot::channel();
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
         let web_ui_url = web_ui_addr.map_or_else(String::new, |a| {
             crate::reference::webui::web_ui_url(&config.host, a.port())
         });
-        let actor = io_loop::WorkerLoop::new(config, addr, web_ui_url, events_tx.clone());
-        let id = actor.id().to_string();
+        let runtime = io_loop::new(config, addr, web_ui_url);
+        let id = runtime.io.core.id().to_string();
+        let events_tx = runtime.events();
         let done = tokio::spawn(async move {
             let ui = web_ui.map(|l| tokio::spawn(serve_web_ui(l, events_tx, work_dir)));
             let (watch_stop, watch_stopped) = tokio::sync::watch::channel(false);
             let watch = watchers.map(|l| tokio::spawn(serve_watchers(l, watch_stopped)));
-            let exit = actor.run(listener, events_rx, stop_rx).await;
+            let exit = io_loop::run(runtime, listener, stop_rx).await;
             if let Some(ui) = ui {
                 ui.abort();
                 let _ = ui.await;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
 
-use super::events::WEvent;
+use super::events::{Own, WEvent};
 use crate::node::worker::{Ended, Launch};
 
 /// A running process: dropping it (or [`kill`](Running::kill)) kills it.
@@ -61,7 +61,7 @@ fn command(launch: &Launch) -> Result<Command, String> {
 }
 
 /// Creates the process's directory, writes the worker's secret there when the launch says so,
-/// and starts it; its end comes to `events` as [`WEvent::Ended`]. On failure to start, nothing
+/// and starts it; its end comes to `events` as [`Own::Ended`]. On failure to start, nothing
 /// is sent and the reason is returned.
 pub(crate) fn start(
     launch: Launch,
@@ -116,7 +116,7 @@ pub(crate) fn start(
                 Err(e) => break Ended::Failed(e),
             }
         };
-        let _ = events.send(WEvent::Ended(launch.key, ended));
+        let _ = events.send(WEvent::Own(Own::Ended(launch.key, ended)));
     });
     Ok(Running {
         kill: Some(kill_tx),

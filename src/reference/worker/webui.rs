@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::events::WEvent;
+use super::events::{Own, WEvent};
 use crate::node::worker::policy::dir_under;
 use crate::reference::webui::server::{serve as serve_http, Handler};
 use crate::reference::webui::{worker_html, worker_json, worker_metrics, Page};
@@ -31,7 +31,7 @@ pub(crate) async fn serve(
                 return log_page(&work_dir, query.as_deref().unwrap_or("")).await;
             }
             let (tx, rx) = oneshot::channel();
-            if events.send(WEvent::Snapshot(tx)).is_err() {
+            if events.send(WEvent::Own(Own::Snapshot(tx))).is_err() {
                 return Page::error(503, "the worker has stopped");
             }
             let Ok(snap) = rx.await else {
