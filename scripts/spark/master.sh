@@ -10,13 +10,17 @@
 # 2. A PySpark application (`SparkSession.builder.master("spark://127.0.0.1:PORT")`) gets an
 #    executor on that worker by sparkwire's scheduling and computes the sum of squares of
 #    1..100000 (333338333350000, checked); it stops, and /json lists it FINISHED.
-# 3. A silent worker (SIGSTOP: its connection stays open, its heartbeats stop) is DEAD after the
+# 3. `spark-submit --deploy-mode cluster` (spark.master.rest.enabled=false: Spark's RPC client)
+#    submits a JVM driver (scripts/spark/CaptureApps.java, `run`): the master launches it on the
+#    real worker, the client's status poll reads it RUNNING, the driver's own application runs a
+#    job (count = 4) and both end FINISHED in /json.
+# 4. A silent worker (SIGSTOP: its connection stays open, its heartbeats stop) is DEAD after the
 #    worker timeout, not before; then it is killed with kill -9.
-# 4. A master with --secret-file: the same real worker never registers (Spark peers are refused
+# 5. A master with --secret-file: the same real worker never registers (Spark peers are refused
 #    while Spark's spark.authenticate is not spoken); /json shows no worker.
 # JVMs run one at a time; everything started is stopped by PID. SPARKWIRE_BIN names the sparkwire
 # binary (default: target/debug/sparkwire, built when missing). Exit 0 only when every check held.
-# Measured: about 70 s on 2 shared cores with the Spark cache in place.
+# Measured: about 100 s on 2 shared cores with the Spark cache in place.
 set -euo pipefail
 
 version=${1:-4.0.1}
@@ -152,7 +156,34 @@ state=$(json "$ui")
   || fail "/json: $state"
 ok "/json lists the application FINISHED"
 
-# 3. A silent worker is DEAD after the worker timeout. (A dropped connection, kill -9, is removed
+# 3. A cluster-mode submission: a driver launched on the real worker.
+mkdir -p "$work/classes"
+"$JAVA_HOME/bin/javac" --release 11 -nowarn -cp "$SPARK_HOME/jars/*" -d "$work/classes" \
+  "$root/scripts/spark/CaptureApps.java" 2>"$work/javac.log" || fail "javac: $(cat "$work/javac.log")"
+"$JAVA_HOME/bin/jar" cf "$work/apps.jar" -C "$work/classes" .
+timeout 120 "$SPARK_HOME/bin/spark-submit" --master "$spark_url" --deploy-mode cluster \
+  --conf spark.master.rest.enabled=false --driver-memory 512m --executor-memory 512m \
+  --total-executor-cores 1 --executor-cores 1 --class 'CaptureApps$Driver' "$work/apps.jar" run \
+  >"$work/submit.log" 2>&1 || fail "spark-submit --deploy-mode cluster failed"
+driver=$(sed -n 's/.*Driver successfully submitted as //p' "$work/submit.log")
+[ -n "$driver" ] || fail "no driver id in spark-submit's output"
+grep -q "State of $driver is RUNNING" "$work/submit.log" || fail "spark-submit's status poll did not read RUNNING"
+ok "spark-submit --deploy-mode cluster submitted $driver; its status poll read RUNNING"
+finished=
+for _ in $(seq 1 120); do
+  state=$(json "$ui")
+  if [ "$(echo "$state" | field '[d["state"] for d in s["completeddrivers"] if d["id"] == "'"$driver"'"]')" = "['FINISHED']" ]; then
+    finished=1; break
+  fi
+  sleep 0.5
+done
+[ -n "$finished" ] || fail "the driver did not finish: $state"
+grep -q "CaptureApps: count = 4" "$work/worker-dir/$driver/stderr" || fail "the driver's job did not count 4"
+[ "$(echo "$state" | field 'sorted(a["state"] for a in s["completedapps"])')" = "['FINISHED', 'FINISHED']" ] \
+  || fail "/json: the driver's application is not FINISHED: $state"
+ok "the driver ran its job on the real worker (count = 4); driver and application FINISHED"
+
+# 4. A silent worker is DEAD after the worker timeout. (A dropped connection, kill -9, is removed
 #    at once, as Spark's master does on disassociation.)
 kill -STOP "$worker_pid"
 stopped_at=$(date +%s.%N)
@@ -173,7 +204,7 @@ kill -KILL "$worker_pid"
 wait "$worker_pid" 2>/dev/null || true
 stop "$master_pid"
 
-# 4. With a secret, a real Spark worker is refused.
+# 5. With a secret, a real Spark worker is refused.
 printf 'spark-master-test-secret\n' >"$work/secret"
 chmod 600 "$work/secret"
 start_master secured --secret-file "$work/secret"
