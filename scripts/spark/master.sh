@@ -18,6 +18,10 @@
 #    submits a JVM driver (scripts/spark/CaptureApps.java, `run`): the master launches it on the
 #    real worker, the client's status poll reads it RUNNING, the driver's own application runs a
 #    job (count = 4) and both end FINISHED in /json.
+# 3b. With SPARKWIRE_SPARK_DYNALLOC=1 (not in CI, for time: about 40 s more): a PySpark job with
+#    dynamic allocation (shuffle tracking, 0 to 2 executors, 2 s idle timeout): RequestExecutors
+#    gets two executors launched on the real worker, the job's result is checked, and the idle
+#    executors are released through KillExecutors.
 # 4. A silent worker (SIGSTOP: its connection stays open, its heartbeats stop) is DEAD after the
 #    worker timeout, not before; then it is killed with kill -9.
 # 5. A master with --secret-file: the same real worker never registers (Spark peers are refused
@@ -197,6 +201,39 @@ grep -q "CaptureApps: count = 4" "$work/worker-dir/$driver/stderr" || fail "the 
 [ "$(echo "$state" | field 'sorted(a["state"] for a in s["completedapps"])')" = "['FINISHED', 'FINISHED']" ] \
   || fail "/json: the driver's application is not FINISHED: $state"
 ok "the driver ran its job on the real worker (count = 4); driver and application FINISHED"
+
+# 3b. Dynamic allocation (opt-in).
+if [ "${SPARKWIRE_SPARK_DYNALLOC:-0}" = 1 ]; then
+  cat >"$work/dyn.py" <<'PY'
+import sys, time
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master(sys.argv[1]).appName("sparkwire-dynamic-allocation")
+         .config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
+         .config("spark.dynamicAllocation.enabled", "true")
+         .config("spark.dynamicAllocation.shuffleTracking.enabled", "true")
+         .config("spark.dynamicAllocation.minExecutors", "0")
+         .config("spark.dynamicAllocation.maxExecutors", "2")
+         .config("spark.dynamicAllocation.executorIdleTimeout", "2s")
+         .config("spark.dynamicAllocation.schedulerBacklogTimeout", "1s")
+         .config("spark.ui.enabled", "false").getOrCreate())
+sc = spark.sparkContext
+print("RESULT", sc.parallelize(range(1, 10001), 8).map(lambda x: x * 2).sum(), flush=True)
+for _ in range(120):
+    if sc._jsc.sc().getExecutorMemoryStatus().size() == 1:
+        print("RELEASED", flush=True)
+        break
+    time.sleep(0.5)
+spark.stop()
+PY
+  timeout 150 "$PYSPARK_PYTHON" "$work/dyn.py" "$spark_url" >"$work/dyn.out" 2>"$work/dyn.log" \
+    || fail "the dynamic-allocation job failed"
+  [ "$(sed -n 's/^RESULT //p' "$work/dyn.out")" = 100010000 ] || fail "dynamic allocation: $(cat "$work/dyn.out")"
+  grep -q "^RELEASED" "$work/dyn.out" || fail "the idle executors were not released"
+  app=$(grep "Asked to launch executor" "$work/worker.log" | grep sparkwire-dynamic-allocation | sed -n 's/.*executor \(app-[^/]*\)\/.*/\1/p' | sort -u)
+  [ "$(grep -c "Asked to launch executor $app/" "$work/worker.log")" = 2 ] || fail "not 2 executors for $app"
+  grep -q "Application $app requests to kill executors" "$work/master.log" || fail "no KillExecutors from $app"
+  ok "dynamic allocation: two executors requested and launched, the result right, the idle ones killed"
+fi
 
 # 4. A silent worker is DEAD after the worker timeout. (A dropped connection, kill -9, is removed
 #    at once, as Spark's master does on disassociation.)

@@ -578,14 +578,19 @@ impl Conn {
                 let out = self.out.clone();
                 let timeout = self.ctx.config.ask_timeout;
                 let ctx = Arc::clone(&self.ctx);
+                let peer = self.peer;
                 let submitted = matches!(m, DeployMessage::RequestSubmitDriver(_))
                     .then(|| Arc::new(std::mem::take(&mut graph)));
                 tokio::spawn(async move {
                     let answer =
                         answer_frame(&handle, m, timeout, request_id, &ctx, submitted).await;
                     if let Some(bytes) = answer {
-                        // A full queue closes the connection from the writer's side soon enough.
-                        let _ = out.try_send(bytes);
+                        if out.try_send(bytes).is_err() {
+                            tracing::warn!(
+                                "spark front: {peer}: the answer to request {request_id} is dropped: \
+                                 the peer does not read (or left)"
+                            );
+                        }
                     }
                     drop(permit);
                 });
