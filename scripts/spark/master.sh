@@ -28,7 +28,8 @@
 #    while Spark's spark.authenticate is not spoken); /json shows no worker.
 # JVMs run one at a time; everything started is stopped by PID. SPARKWIRE_BIN names the sparkwire
 # binary (default: target/debug/sparkwire, built when missing). Exit 0 only when every check held.
-# Measured: about 100 s on 2 shared cores with the Spark cache in place.
+# Measured: 90 s on 2 shared cores (load average 10) with the Spark cache in place; 3 min with
+# cargo builds running beside it.
 set -euo pipefail
 
 version=${1:-4.0.1}
