@@ -288,6 +288,11 @@ async fn a_broken_frame_closes_only_its_own_connection() {
 
 /// The real Spark 4.0.1 RegisterApplication of protocol/vectors/spark/4.0.1.json.
 fn spark_register_application() -> Vec<u8> {
+    spark_vector("deploy.RegisterApplication")
+}
+
+/// The stream of the real Spark 4.0.1 message `name` of protocol/vectors/spark/4.0.1.json.
+fn spark_vector(name: &str) -> Vec<u8> {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/protocol/vectors/spark/4.0.1.json"
@@ -298,9 +303,9 @@ fn spark_register_application() -> Vec<u8> {
         .as_array()
         .expect("vectors")
         .iter()
-        .find(|x| x["message"] == "deploy.RegisterApplication")
+        .find(|x| x["message"] == name)
         .and_then(|x| x["streamHex"].as_str())
-        .expect("a RegisterApplication vector");
+        .expect("the vector");
     from_hex(hex).expect("hex")
 }
 
@@ -346,6 +351,61 @@ async fn launch_executor_carries_the_application_description_as_the_driver_wrote
     // Written with the driver's own ApplicationDescription object (what the typed value does
     // not hold included), not rebuilt from the typed value.
     let typed = Typed::Deploy(DeployMessage::LaunchExecutor(l));
+    let grafted = message_stream(&typed, Version::V2, Some(&original)).expect("a stream");
+    let rebuilt = message_stream(&typed, Version::V2, None).expect("a stream");
+    assert_ne!(
+        grafted, rebuilt,
+        "the vector holds more than its typed value"
+    );
+    assert_eq!(&written[..], &grafted[..]);
+}
+
+#[tokio::test]
+async fn launch_driver_carries_the_driver_description_as_spark_submit_wrote_it() {
+    let (_master, front) = cluster(None).await;
+    let mut worker = Peer::connect(&front, Some(("127.0.0.1".into(), 41007))).await;
+    worker
+        .send(None, register_worker("worker-spark-7", 41007))
+        .await;
+    let _registered = worker.next().await.expect("RegisteredWorker");
+    // spark-submit's RPC client (a client-mode RpcEnv of its own) asks RequestSubmitDriver.
+    let stream = spark_vector("deploy.RequestSubmitDriver");
+    let original = parse_stream(&stream).expect("the captured stream");
+    let Classified::Message(Typed::Deploy(DeployMessage::RequestSubmitDriver(sent))) =
+        classify(original.root_node(), Version::V2)
+    else {
+        panic!("the vector is a RequestSubmitDriver");
+    };
+    let mut client = Peer::connect(&front, Some(("127.0.0.1".into(), 41008))).await;
+    client
+        .write(Some(-12), MASTER_ENDPOINT, stream.clone())
+        .await;
+    let Frame::RpcResponse { request_id, body } = client.next().await.expect("an answer") else {
+        panic!("an RpcResponse");
+    };
+    assert_eq!(
+        request_id, -12,
+        "a negative request id is answered as it came"
+    );
+    let g = parse_stream(&body).expect("a Java stream");
+    let ReplyValue::Message(Typed::Deploy(DeployMessage::SubmitDriverResponse(r))) =
+        reply_value(g.root_node(), Version::V2).expect("a reply")
+    else {
+        panic!("SubmitDriverResponse");
+    };
+    assert!(r.success, "{}", r.message);
+    let front_addr = Addr::new("127.0.0.1", i32::from(front.addr().port()));
+    assert_eq!(r.master, EndpointRef::at(front_addr, "Master"));
+    let id = r.driver_id.expect("a driver id");
+    let (l, written) = loop {
+        let (_, m, stream) = one_way(worker.next().await.expect("LaunchDriver"));
+        if let DeployMessage::LaunchDriver(l) = m {
+            break (l, stream);
+        }
+    };
+    assert_eq!(l.driver_id, id);
+    assert_eq!(l.driver_desc, sent.driver_description);
+    let typed = Typed::Deploy(DeployMessage::LaunchDriver(l));
     let grafted = message_stream(&typed, Version::V2, Some(&original)).expect("a stream");
     let rebuilt = message_stream(&typed, Version::V2, None).expect("a stream");
     assert_ne!(

@@ -28,11 +28,8 @@ use sparkwire::wire::{decode_envelope, encode_envelope, Envelope, Reply};
 
 use crate::case::Target;
 
-/// The endpoint Spark's `RpcEndpointVerifier` is registered as.
-pub const VERIFIER: &str = "endpoint-verifier";
-
-/// The class of the ask a Spark peer sends the verifier.
-pub const CHECK_EXISTENCE: &str = "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence";
+/// The verifier's endpoint name and its ask's class, as the library's Spark-wire door has them.
+pub use sparkwire::spark::{CHECK_EXISTENCE, VERIFIER};
 
 /// The name a Spark endpoint of `target` is registered under (`Master`, `Worker`,
 /// `CoarseGrainedScheduler` for a driver's scheduler backend, `Executor`).

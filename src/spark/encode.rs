@@ -99,10 +99,7 @@ pub fn int_stream(i: i32, version: Version) -> Result<Vec<u8>, EncodeError> {
 pub fn check_existence_stream(name: &str, version: Version) -> Result<Vec<u8>, EncodeError> {
     let mut s = Scala::new(table(version)?, None, version);
     let n = s.b.string(name);
-    let v = s.b.object(
-        "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence",
-        &[("name", n)],
-    )?;
+    let v = s.b.object(super::rpc::CHECK_EXISTENCE, &[("name", n)])?;
     Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
 }
 

@@ -48,7 +48,7 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use super::serial::Graph;
 use super::{
     bool_stream, classify, int_stream, message_stream, parse_stream, reply_value, Classified,
-    Frame, FrameDecoder, ReplyValue, RequestMessage, Typed,
+    Frame, FrameDecoder, ReplyValue, RequestMessage, Typed, CHECK_EXISTENCE,
 };
 use crate::connection::{
     connect_tcp, Connection, ConnectionConfig, ConnectionError, ConnectionHandle, Incoming,
@@ -56,12 +56,6 @@ use crate::connection::{
 use crate::messages::{Addr, DeployMessage, EndpointRef, ErrorDescription, Family, Version};
 use crate::wire::handshake::Role;
 use crate::wire::Reply;
-
-/// The endpoint Spark's `RpcEndpointVerifier` is registered as.
-pub const VERIFIER: &str = "endpoint-verifier";
-
-/// The class of the ask a Spark peer sends the verifier before it registers.
-pub const CHECK_EXISTENCE: &str = "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence";
 
 /// The endpoint name of Spark's master.
 pub const MASTER_ENDPOINT: &str = "Master";
@@ -157,7 +151,7 @@ pub async fn start_front(config: FrontConfig) -> std::io::Result<FrontHandle> {
     let (stop_tx, stop_rx) = oneshot::channel();
     let ctx = Arc::new(Ctx {
         own: Addr::new(config.host.clone(), i32::from(addr.port())),
-        apps: Mutex::new(AppGraphs::default()),
+        originals: Mutex::new(Originals::default()),
         config,
     });
     let done = tokio::spawn(accept_loop(listener, ctx, stop_rx));
@@ -173,7 +167,9 @@ struct Ctx {
     config: FrontConfig,
     /// The front's address as Spark peers name the master.
     own: Addr,
-    apps: Mutex<AppGraphs>,
+    /// The Java graphs of what applications and drivers were registered with, for the messages
+    /// that pass them on (`LaunchExecutor`, `LaunchDriver`).
+    originals: Mutex<Originals>,
 }
 
 impl Ctx {
@@ -186,23 +182,24 @@ impl Ctx {
     }
 }
 
-/// The most applications whose original `ApplicationDescription` graphs are kept at once.
-const MAX_APP_GRAPHS: usize = 1024;
+/// The most original graphs (applications' and drivers') kept at once.
+const MAX_ORIGINALS: usize = 1024;
 
 /// The Java graphs of the `RegisterApplication`s of connected applications, by application id,
-/// bounded: the oldest goes first.
+/// and of the `RequestSubmitDriver`s of submitted drivers, by driver id (a supervised driver may
+/// be launched again long after its client left), bounded: the oldest goes first.
 #[derive(Default)]
-struct AppGraphs {
+struct Originals {
     graphs: HashMap<String, Arc<Graph>>,
     order: VecDeque<String>,
 }
 
-impl AppGraphs {
+impl Originals {
     fn insert(&mut self, id: String, graph: Arc<Graph>) {
         if self.graphs.insert(id.clone(), graph).is_none() {
             self.order.push_back(id);
         }
-        while self.order.len() > MAX_APP_GRAPHS {
+        while self.order.len() > MAX_ORIGINALS {
             if let Some(old) = self.order.pop_front() {
                 self.graphs.remove(&old);
             }
@@ -244,7 +241,7 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, mut stop: oneshot::Re
                 let _ = stream.set_nodelay(true);
                 let ctx = Arc::clone(&ctx);
                 tasks.spawn(async move {
-                    match serve(stream, peer, &ctx).await {
+                    match serve(stream, peer, ctx).await {
                         Ok(()) => tracing::info!("spark front: {peer} closed"),
                         Err(why) => tracing::warn!("spark front: closed {peer}: {why}"),
                     }
@@ -284,8 +281,8 @@ pub enum FrontError {
 }
 
 /// One Spark connection's state.
-struct Conn<'c> {
-    ctx: &'c Ctx,
+struct Conn {
+    ctx: Arc<Ctx>,
     peer: SocketAddr,
     out: mpsc::Sender<Vec<u8>>,
     /// The sparkwire connection to the master and the role it was opened as.
@@ -305,7 +302,7 @@ struct Conn<'c> {
     next_request: i64,
 }
 
-async fn serve(stream: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<(), FrontError> {
+async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) -> Result<(), FrontError> {
     let (mut rd, mut wr) = stream.into_split();
     let (out, mut queue) = mpsc::channel::<Vec<u8>>(ctx.config.write_queue.max(1));
     let writer = tokio::spawn(async move {
@@ -315,7 +312,7 @@ async fn serve(stream: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<(), Fro
         wr.shutdown().await
     });
     let mut conn = Conn {
-        ctx,
+        ctx: Arc::clone(&ctx),
         peer,
         out,
         bridge: None,
@@ -329,8 +326,8 @@ async fn serve(stream: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<(), Fro
     };
     let result = conn.run(&mut rd).await;
     if let Some(id) = conn.app_id.take() {
-        if let Ok(mut apps) = ctx.apps.lock() {
-            apps.remove(&id);
+        if let Ok(mut originals) = ctx.originals.lock() {
+            originals.remove(&id);
         }
     }
     if let Some((bridge, _)) = conn.bridge.take() {
@@ -353,7 +350,7 @@ async fn recv_bridge(
     }
 }
 
-impl Conn<'_> {
+impl Conn {
     async fn run(&mut self, rd: &mut tokio::net::tcp::OwnedReadHalf) -> Result<(), FrontError> {
         let mut decoder = FrameDecoder::new(self.ctx.config.max_frame);
         let mut buf = vec![0u8; 64 * 1024];
@@ -497,7 +494,7 @@ impl Conn<'_> {
         if self.address.is_none() {
             self.address = header.sender.clone();
         }
-        let graph = match parse_stream(&header.stream) {
+        let mut graph = match parse_stream(&header.stream) {
             Ok(g) => g,
             Err(e) => {
                 let why = format!("a Java stream that does not read: {e}");
@@ -558,7 +555,7 @@ impl Conn<'_> {
             DeployMessage::RegisterWorker(r) => self.peer_ref = Some(r.worker.clone()),
             DeployMessage::RegisterApplication(r) => {
                 self.peer_ref = Some(r.driver.clone());
-                self.app_graph = Some(Arc::new(graph));
+                self.app_graph = Some(Arc::new(std::mem::take(&mut graph)));
             }
             _ => {}
         }
@@ -580,12 +577,20 @@ impl Conn<'_> {
                 let handle = bridge.handle();
                 let out = self.out.clone();
                 let timeout = self.ctx.config.ask_timeout;
-                let own = (self.ctx.master_ref(), self.ctx.master_url());
+                let ctx = Arc::clone(&self.ctx);
+                let peer = self.peer;
+                let submitted = matches!(m, DeployMessage::RequestSubmitDriver(_))
+                    .then(|| Arc::new(std::mem::take(&mut graph)));
                 tokio::spawn(async move {
-                    let answer = answer_frame(&handle, m, timeout, request_id, version, &own).await;
+                    let answer =
+                        answer_frame(&handle, m, timeout, request_id, &ctx, submitted).await;
                     if let Some(bytes) = answer {
-                        // A full queue closes the connection from the writer's side soon enough.
-                        let _ = out.try_send(bytes);
+                        if out.try_send(bytes).is_err() {
+                            tracing::warn!(
+                                "spark front: {peer}: the answer to request {request_id} is dropped: \
+                                 the peer does not read (or left)"
+                            );
+                        }
                     }
                     drop(permit);
                 });
@@ -645,14 +650,27 @@ impl Conn<'_> {
         match &m {
             DeployMessage::RegisteredApplication(r) => {
                 if let Some(g) = self.app_graph.take() {
-                    if let Ok(mut apps) = self.ctx.apps.lock() {
-                        apps.insert(r.app_id.clone(), g);
+                    if let Ok(mut originals) = self.ctx.originals.lock() {
+                        originals.insert(r.app_id.clone(), g);
                     }
                     self.app_id = Some(r.app_id.clone());
                 }
             }
             DeployMessage::LaunchExecutor(l) => {
-                original = self.ctx.apps.lock().ok().and_then(|a| a.get(&l.app_id));
+                original = self
+                    .ctx
+                    .originals
+                    .lock()
+                    .ok()
+                    .and_then(|a| a.get(&l.app_id));
+            }
+            DeployMessage::LaunchDriver(l) => {
+                original = self
+                    .ctx
+                    .originals
+                    .lock()
+                    .ok()
+                    .and_then(|a| a.get(&l.driver_id));
             }
             _ => {}
         }
@@ -691,20 +709,30 @@ impl Conn<'_> {
 }
 
 /// Asks the master `m` and returns the Spark frame answering request `request_id`.
+/// The graph of a `RequestSubmitDriver` (`submitted`) is kept under the driver id the master
+/// gives it, for the `LaunchDriver`s of that driver.
 async fn answer_frame(
     handle: &ConnectionHandle<DeployMessage>,
     m: DeployMessage,
     timeout: Duration,
     request_id: i64,
-    version: Version,
-    own: &(EndpointRef, String),
+    ctx: &Ctx,
+    submitted: Option<Arc<Graph>>,
 ) -> Option<Vec<u8>> {
+    let version = ctx.config.version;
     let name = m.name();
     let stream = match handle.ask_with_timeout(m, timeout).await {
         Ok(Reply::Bool(b)) => bool_stream(b, version).map_err(|e| e.to_string()),
         Ok(Reply::Int(i)) => int_stream(i, version).map_err(|e| e.to_string()),
         Ok(Reply::Message(mut reply)) => {
-            name_front(&mut reply, &own.0, &own.1);
+            if let (DeployMessage::SubmitDriverResponse(r), Some(g)) = (&reply, submitted) {
+                if let (true, Some(id)) = (r.success, &r.driver_id) {
+                    if let Ok(mut originals) = ctx.originals.lock() {
+                        originals.insert(id.clone(), g);
+                    }
+                }
+            }
+            name_front(&mut reply, &ctx.master_ref(), &ctx.master_url());
             message_stream(&Typed::Deploy(reply), version, None).map_err(|e| e.to_string())
         }
         Ok(other) => Err(format!("a reply of kind {}", other.tag())),

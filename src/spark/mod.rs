@@ -73,8 +73,7 @@ pub use proxy::{
 // The Spark-wire front of a sparkwire master.
 #[cfg(feature = "spark-proxy")]
 pub use front::{
-    name_front, role_of, start_front, FrontConfig, FrontError, FrontHandle, CHECK_EXISTENCE,
-    MASTER_ENDPOINT, VERIFIER,
+    name_front, role_of, start_front, FrontConfig, FrontError, FrontHandle, MASTER_ENDPOINT,
 };
 // A Spark-wire peer: frames, RPC headers, messages to Java streams and back.
 pub use classes::{ClassEntry, ClassTable, FieldEntry};
@@ -86,7 +85,7 @@ pub use frame::{
 };
 pub use java::{limits as java_limits, parse as parse_stream, JavaError, MAX_STREAM};
 pub use map::{catalogue_name, classify, reply_value, Classified, ReplyValue, Typed, RPC_FAILURE};
-pub use rpc::{address_text, block_transfer_class, RequestMessage};
+pub use rpc::{address_text, block_transfer_class, RequestMessage, CHECK_EXISTENCE, VERIFIER};
 // Java serialization, read and written.
 pub use serial::{
     dump as dump_stream, read as read_stream, write as write_stream, Cursor, Entry, Graph, Limits,

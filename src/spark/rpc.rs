@@ -7,6 +7,12 @@ use bytes::{Buf, Bytes};
 use super::frame::FrameEncodeError;
 use super::serial::{mutf8, MAGIC};
 
+/// The endpoint Spark's `RpcEndpointVerifier` is registered as, in every Spark process.
+pub const VERIFIER: &str = "endpoint-verifier";
+
+/// The class of the ask a Spark peer sends [`VERIFIER`] before it sends an endpoint anything.
+pub const CHECK_EXISTENCE: &str = "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence";
+
 /// A request or one-way body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestMessage {

@@ -32,7 +32,7 @@ const MAX_HELD: usize = 256;
 const MAX_ASKS: usize = 1 << 16;
 
 /// The class Spark's endpoint check has.
-const CHECK_EXISTENCE: &str = "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence";
+use super::rpc::CHECK_EXISTENCE;
 
 /// What one connection was, for the summary.
 #[derive(Debug, Clone, PartialEq, Default)]
