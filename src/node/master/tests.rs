@@ -15,7 +15,7 @@ use crate::messages::{
     Addr, DeployMessage, EndpointRef, ExecutorDescription, ExecutorState, Family, Resources,
     WorkerState,
 };
-use crate::node::{ConnId, ConnOutput, Core};
+use crate::node::{ConnId, ConnInput, ConnOutput, Core, PeerInfo};
 use crate::wire::handshake::Role;
 
 struct Harness {
@@ -50,14 +50,19 @@ impl Harness {
     fn open(&mut self, conn: ConnId, role: Role) {
         self.core.handle(
             self.now,
-            Input::Opened {
+            ConnInput::Opened {
                 conn,
-                role,
-                peer_id: format!("peer-{conn}"),
-                addr: format!("10.0.0.9:{}", 40000 + conn),
-                admin: false,
-                dialled: None,
-            },
+                peer: PeerInfo {
+                    role,
+                    id: format!("peer-{conn}"),
+                    addr: format!("10.0.0.9:{}", 40000 + conn),
+                    version: crate::messages::Version::V2,
+                    admin: false,
+                    max_frame_size: crate::wire::DEFAULT_MAX_FRAME_SIZE,
+                },
+                origin: None,
+            }
+            .into(),
         );
     }
 
@@ -65,10 +70,11 @@ impl Harness {
     fn send(&mut self, conn: ConnId, message: impl Into<DeployMessage>) -> Vec<String> {
         self.core.handle(
             self.now,
-            Input::Message {
+            ConnInput::Message {
                 conn,
                 message: message.into(),
-            },
+            }
+            .into(),
         );
         texts(&self.take())
     }
@@ -77,11 +83,12 @@ impl Harness {
     fn ask(&mut self, conn: ConnId, message: impl Into<DeployMessage>) -> Vec<String> {
         self.core.handle(
             self.now,
-            Input::Ask {
+            ConnInput::Ask {
                 conn,
                 id: 1,
                 message: message.into(),
-            },
+            }
+            .into(),
         );
         texts(&self.take())
     }
@@ -116,10 +123,11 @@ impl Harness {
         let desc = crate::node::sim::app_description("t", Some(1), 256);
         self.core.handle(
             self.now,
-            Input::Message {
+            ConnInput::Message {
                 conn,
                 message: RegisterApplication::new(desc, EndpointRef::client("t")).into(),
-            },
+            }
+            .into(),
         );
         self.take()
             .into_iter()

@@ -7,17 +7,17 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{addr_text, Frame, Hello, Node, Step};
+use super::{Frame, Hello, Node, Step};
 use crate::messages::{Addr, Payload, TaskDescription, Version};
+use crate::node::driver::ClientLink;
 use crate::node::driver::{
     AppClientCore, BackendConfig, BackendCore, BackendEffect, BackendInput, ClientConfig,
     ClientEffect, ClientInput, JobFailed, JobId, JobResult, RequestFailed,
 };
 use crate::node::executor::{
-    AskFailure, ExecutorCore, ExecutorEffect, ExecutorExit, ExecutorIdentity, ExecutorInput, Link,
-    StartFailed,
+    ExecutorCore, ExecutorEffect, ExecutorExit, ExecutorIdentity, ExecutorInput, Link, StartFailed,
 };
-use crate::node::{ConnId, Core, Output};
+use crate::node::{AskFailure, ConnId, ConnInput, Core, Output};
 use crate::wire::handshake::Role;
 use crate::wire::TaskFailure;
 
@@ -133,32 +133,40 @@ impl Node for DriverNode {
         hello
     }
 
-    fn accepted(&mut self, now: Instant, conn: ConnId, peer: &Hello, _version: Version) {
+    fn accepted(&mut self, now: Instant, conn: ConnId, peer: &Hello, version: Version) {
+        let mut info = super::nodes::peer_info(peer, version);
         if peer.role == Role::Master {
             self.client_conns.insert(conn);
-            let label = peer.id.clone();
-            self.client_input(now, ClientInput::Adopted { conn, label });
+            let input = ConnInput::Opened {
+                conn,
+                peer: info,
+                origin: ClientLink::Adopted,
+            };
+            self.client_input(now, input.into());
             return;
         }
-        let max_frame_size = self.backend.config().max_message_size_mib as usize * MIB;
-        let input = BackendInput::Connected {
+        info.max_frame_size = self.backend.config().max_message_size_mib as usize * MIB;
+        let input = ConnInput::Opened {
             conn,
-            peer: peer.id.clone(),
-            addr: addr_text(peer),
-            role: peer.role,
-            max_frame_size,
+            peer: info,
+            origin: (),
         };
-        self.backend.handle(now, input);
+        self.backend.handle(now, input.into());
     }
 
-    fn dialled(&mut self, now: Instant, conn: ConnId, addr: &Addr, _p: &Hello, _v: Version) {
+    fn dialled(&mut self, now: Instant, conn: ConnId, addr: &Addr, p: &Hello, v: Version) {
         let master = self
             .dialling
             .get_mut(&addr.to_string())
             .and_then(VecDeque::pop_front);
         if let Some(master) = master {
             self.client_conns.insert(conn);
-            self.client_input(now, ClientInput::Dialled { master, conn });
+            let input = ConnInput::Opened {
+                conn,
+                peer: super::nodes::peer_info(p, v),
+                origin: ClientLink::Master(master),
+            };
+            self.client_input(now, input.into());
         }
     }
 
@@ -169,29 +177,30 @@ impl Node for DriverNode {
             .and_then(VecDeque::pop_front);
         if let Some(master) = master {
             let error = format!("cannot connect to {addr}: connection refused");
-            self.client_input(now, ClientInput::DialFailed { master, error });
+            let origin = ClientLink::Master(master);
+            self.client_input(now, ConnInput::DialFailed { origin, error }.into());
         }
     }
 
     fn frame(&mut self, now: Instant, conn: ConnId, frame: Frame) {
         match frame {
             Frame::Message(message) => {
-                self.client_input(now, ClientInput::Message { conn, message })
+                self.client_input(now, ConnInput::Message { conn, message }.into())
             }
             Frame::Ask(id, message) => {
-                self.client_input(now, ClientInput::Ask { conn, id, message })
+                self.client_input(now, ConnInput::Ask { conn, id, message }.into())
             }
             Frame::Answer(id, answer) => {
-                let answer = answer.map_err(|e| e.message);
-                self.client_input(now, ClientInput::Answer { conn, id, answer });
+                let answer = answer.map_err(AskFailure::Failed);
+                self.client_input(now, ConnInput::Answer { conn, id, answer }.into());
             }
             Frame::CoarseMessage(message) => {
-                self.backend
-                    .handle(now, BackendInput::Message { conn, message });
+                let input: BackendInput = ConnInput::Message { conn, message }.into();
+                self.backend.handle(now, input);
             }
             Frame::CoarseAsk(id, message) => {
-                self.backend
-                    .handle(now, BackendInput::Ask { conn, id, message });
+                let input: BackendInput = ConnInput::Ask { conn, id, message }.into();
+                self.backend.handle(now, input);
             }
             // The backend asks its executors nothing.
             Frame::CoarseAnswer(..) => {}
@@ -201,10 +210,10 @@ impl Node for DriverNode {
     fn closed(&mut self, now: Instant, conn: ConnId) {
         let reason = "the connection closed".to_string();
         if self.client_conns.remove(&conn) {
-            self.client_input(now, ClientInput::Closed { conn, reason });
+            self.client_input(now, ConnInput::Closed { conn, reason }.into());
         } else {
-            self.backend
-                .handle(now, BackendInput::Closed { conn, reason });
+            let input: BackendInput = ConnInput::Closed { conn, reason }.into();
+            self.backend.handle(now, input);
         }
     }
 
@@ -234,7 +243,8 @@ impl Node for DriverNode {
                 Output::Effect(ClientEffect::Dial { master }) => {
                     let Some(addr) = self.masters.get(master).cloned() else {
                         let error = "no such master".to_string();
-                        self.client_input(now, ClientInput::DialFailed { master, error });
+                        let origin = ClientLink::Master(master);
+                        self.client_input(now, ConnInput::DialFailed { origin, error }.into());
                         continue;
                     };
                     self.dialling
@@ -360,13 +370,18 @@ impl Node for ExecutorNode {
 
     fn accepted(&mut self, _now: Instant, _conn: ConnId, _peer: &Hello, _version: Version) {}
 
-    fn dialled(&mut self, now: Instant, conn: ConnId, addr: &Addr, _p: &Hello, _v: Version) {
+    fn dialled(&mut self, now: Instant, conn: ConnId, addr: &Addr, p: &Hello, v: Version) {
         if self.watching && self.worker.as_ref() == Some(addr) {
             self.watching = false;
             self.watch = Some(conn);
             self.core.handle(now, ExecutorInput::WorkerWatched);
         } else if let Some(link) = self.dialling.pop_front() {
-            self.core.handle(now, ExecutorInput::Dialled { link, conn });
+            let input = ConnInput::Opened {
+                conn,
+                peer: super::nodes::peer_info(p, v),
+                origin: link,
+            };
+            self.core.handle(now, input.into());
         }
     }
 
@@ -377,16 +392,19 @@ impl Node for ExecutorNode {
             self.core.handle(now, ExecutorInput::WorkerLost { reason });
         } else if let Some(link) = self.dialling.pop_front() {
             let error = format!("cannot connect to {addr}: connection refused");
-            self.core
-                .handle(now, ExecutorInput::DialFailed { link, error });
+            let input = ConnInput::DialFailed {
+                origin: link,
+                error,
+            };
+            self.core.handle(now, input.into());
         }
     }
 
     fn frame(&mut self, now: Instant, conn: ConnId, frame: Frame) {
         let input = match frame {
-            Frame::CoarseMessage(message) => ExecutorInput::Message { conn, message },
-            Frame::CoarseAsk(id, message) => ExecutorInput::Ask { conn, id, message },
-            Frame::CoarseAnswer(id, answer) => ExecutorInput::Answer {
+            Frame::CoarseMessage(message) => ConnInput::Message { conn, message },
+            Frame::CoarseAsk(id, message) => ConnInput::Ask { conn, id, message },
+            Frame::CoarseAnswer(id, answer) => ConnInput::Answer {
                 conn,
                 id,
                 answer: answer.map_err(AskFailure::Failed),
@@ -394,7 +412,7 @@ impl Node for ExecutorNode {
             // The worker's watch carries nothing.
             _ => return,
         };
-        self.core.handle(now, input);
+        self.core.handle(now, input.into());
     }
 
     fn closed(&mut self, now: Instant, conn: ConnId) {
@@ -404,8 +422,8 @@ impl Node for ExecutorNode {
             self.core.handle(now, ExecutorInput::WorkerLost { reason });
         } else {
             let reason = "the connection closed".to_string();
-            self.core
-                .handle(now, ExecutorInput::Closed { conn, reason });
+            let input = ConnInput::Closed { conn, reason };
+            self.core.handle(now, input.into());
         }
     }
 

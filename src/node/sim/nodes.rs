@@ -25,7 +25,7 @@ pub const EXECUTOR_PROGRAM: &str = "/opt/sparkwire";
 pub const DRIVER_PROGRAM: &str = "/opt/driver";
 
 /// What a core learns of a simulated peer from its handshake.
-fn peer_info(peer: &Hello, version: Version) -> PeerInfo {
+pub(super) fn peer_info(peer: &Hello, version: Version) -> PeerInfo {
     PeerInfo {
         role: peer.role,
         id: peer.id.clone(),

@@ -508,23 +508,17 @@ fn a_launch_that_fails_to_start_is_reported_failed() {
 /// the master at [`master`], and connection 3 that master opened to it (taking over), silent.
 fn registering_with_a_master_dialling_in() -> Harness {
     let mut h = Harness::registered(|_, _| {});
-    h.input(Input::Closed { conn: 1 });
-    h.input(Input::Opened {
-        conn: 2,
-        role: Role::Master,
-        purpose: Purpose::Registration(master()),
-        version: Version::V2,
-        addr: "10.0.0.1:7077".into(),
-        peer_id: "master-1".into(),
-    });
-    h.input(Input::Opened {
-        conn: 3,
-        role: Role::Master,
-        purpose: Purpose::Inbound,
-        version: Version::V2,
-        addr: "10.0.0.1:50123".into(),
-        peer_id: "master-1".into(),
-    });
+    h.input(Input::Conn(ConnInput::Closed {
+        conn: 1,
+        reason: "closed".into(),
+    }));
+    h.opened(
+        2,
+        Purpose::Registration(master()),
+        "10.0.0.1:7077",
+        "master-1",
+    );
+    h.opened(3, Purpose::Inbound, "10.0.0.1:50123", "master-1");
     h.take();
     h
 }
