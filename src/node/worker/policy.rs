@@ -134,10 +134,23 @@ pub fn executor_arguments(args: &[String]) -> Result<(), String> {
         }
         None => return Err(format!("it has no arguments, and it may run {usage}")),
     }
+    check_flags(&args[1..], EXECUTOR_FLAGS, REQUIRED_EXECUTOR_FLAGS, usage)
+}
+
+/// Whether `args` are pairs of flags of `flags` and their values, each flag at most once and
+/// every one of `required` given: a flag with a placeholder must have exactly it; `--driver-url`
+/// a `spark://` URL; any other a number or `{{RESOURCE_PROFILE_ID}}`. The error says why not,
+/// without showing a value, followed by `; it may run {usage}` where the shape is wrong.
+pub(crate) fn check_flags(
+    args: &[String],
+    flags: &[(&str, Option<&str>)],
+    required: &[&str],
+    usage: &str,
+) -> Result<(), String> {
     let mut seen: Vec<&str> = Vec::new();
-    let mut rest = args[1..].iter();
+    let mut rest = args.iter();
     while let Some(flag) = rest.next() {
-        let Some((name, fixed)) = EXECUTOR_FLAGS.iter().find(|(f, _)| f == flag) else {
+        let Some((name, fixed)) = flags.iter().find(|(f, _)| f == flag) else {
             return Err(format!(
                 "`{}` is not a flag it may take; it may run {usage}",
                 shown(flag)
@@ -171,7 +184,7 @@ pub fn executor_arguments(args: &[String]) -> Result<(), String> {
             return Err(format!("the value of {name} is not {wanted}"));
         }
     }
-    for required in REQUIRED_EXECUTOR_FLAGS {
+    for required in required {
         if !seen.contains(required) {
             return Err(format!("{required} is missing; it may run {usage}"));
         }

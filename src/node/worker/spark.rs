@@ -378,46 +378,11 @@ impl SparkExecutors {
 /// `--driver-url` a `spark://` URL, `--resourceProfileId` a number or its placeholder, and the
 /// others exactly Spark's placeholders. The error says why not, without showing a value.
 pub fn check_executor_arguments(args: &[String]) -> Result<(), String> {
-    let mut seen: Vec<&str> = Vec::new();
-    let mut rest = args.iter();
-    while let Some(flag) = rest.next() {
-        let Some((name, fixed)) = SPARK_EXECUTOR_FLAGS.iter().find(|(f, _)| f == flag) else {
-            return Err(format!(
-                "`{}` is not a flag of Spark's executor it may take",
-                shown(flag)
-            ));
-        };
-        if seen.contains(name) {
-            return Err(format!("{name} is given twice"));
-        }
-        seen.push(name);
-        let Some(value) = rest.next() else {
-            return Err(format!("{name} has no value"));
-        };
-        let ok = match (fixed, *name) {
-            (Some(placeholder), _) => value == placeholder,
-            (None, "--driver-url") => {
-                value.starts_with("spark://")
-                    && !value.contains("{{")
-                    && value.chars().all(|c| c.is_ascii_graphic())
-            }
-            (None, _) => {
-                value == "{{RESOURCE_PROFILE_ID}}"
-                    || (!value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()))
-            }
-        };
-        if !ok {
-            return Err(format!(
-                "the value of {name} is not what Spark's worker gives"
-            ));
-        }
-    }
-    for required in REQUIRED_FLAGS {
-        if !seen.contains(required) {
-            return Err(format!("{required} is missing"));
-        }
-    }
-    Ok(())
+    let usage = "Spark's executor only with the flags Spark's worker fills in \
+                 (--driver-url spark://… --executor-id {{EXECUTOR_ID}} --hostname {{HOSTNAME}} \
+                 --cores {{CORES}} --app-id {{APP_ID}} [--worker-url {{WORKER_URL}}] \
+                 [--resourceProfileId N])";
+    super::policy::check_flags(args, SPARK_EXECUTOR_FLAGS, REQUIRED_FLAGS, usage)
 }
 
 #[cfg(test)]
