@@ -3,7 +3,7 @@
 # `sparkwire master --spark-port` and `sparkwire worker --spark-home`, the worker running Spark's
 # own executors (CoarseGrainedExecutorBackend) with the command line Spark's worker builds.
 #
-#   bash scripts/spark/daemons.sh [4.0.1]
+#   bash scripts/spark/daemons.sh [4.0.1|3.0.3]
 #
 # 1. `sparkwire master --spark-port 0`; `sparkwire worker --spark-home $SPARK_HOME` registers
 #    with it on sparkwire's wire (the master's /json shows one ALIVE worker).
@@ -19,8 +19,8 @@ set -euo pipefail
 
 version=${1:-4.0.1}
 case "$version" in
-  4.0.1) ;;
-  *) echo "usage: $0 [4.0.1]" >&2; exit 2 ;;
+  4.0.1 | 3.0.3) ;;
+  *) echo "usage: $0 [4.0.1|3.0.3]" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 eval "$(bash "$root/scripts/spark/env.sh" "$version")"
@@ -85,7 +85,7 @@ field() { # PY-EXPRESSION over `s` (the /json object)
 }
 
 # 1. The master, and a sparkwire worker running Spark's executors.
-"$bin" master --port 0 --webui-port 0 --spark-port 0 --worker-timeout 10 \
+"$bin" master --port 0 --webui-port 0 --spark-port 0 --spark-release "$version" --worker-timeout 10 \
   >"$work/master.out" 2>"$work/master.log" </dev/null &
 master_pid=$!
 pids+=("$master_pid")
