@@ -23,6 +23,8 @@ case "$version" in
   *) echo "usage: $0 [4.0.1|3.0.3]" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# stop, wait_for, json, field
+source "$root/scripts/spark/lib.sh"
 eval "$(bash "$root/scripts/spark/env.sh" "$version")"
 
 bin=${SPARKWIRE_BIN:-$root/target/debug/sparkwire}
@@ -33,15 +35,6 @@ fi
 work=$(mktemp -d /tmp/sparkwire-spark-daemons.XXXXXX)
 echo "spark daemons: logs in $work (removed at the end unless it fails or SPARKWIRE_KEEP_LOGS=1)" >&2
 pids=()
-stop() { # PID: TERM, then KILL after 10 s
-  local pid=$1
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
 executor_pids() { # the executor JVMs started under this run's work directory
   pgrep -f "CoarseGrainedExecutorBackend.*--app-id" 2>/dev/null | while read -r p; do
     if [ -r "/proc/$p/cwd" ] && [[ "$(readlink "/proc/$p/cwd")" == "$work"/* ]]; then echo "$p"; fi
@@ -68,21 +61,6 @@ ok() { echo "spark daemons: ok: $*"; }
 export SPARK_LOCAL_IP=127.0.0.1 SPARK_LOCAL_HOSTNAME=127.0.0.1
 unset SPARK_DIST_CLASSPATH
 
-wait_for() { # SECONDS FILE PATTERN PID: waits until FILE has PATTERN (fails when PID ended)
-  local secs=$1 file=$2 pattern=$3 pid=$4 i
-  for i in $(seq 1 $((secs * 5))); do
-    grep -q -- "$pattern" "$file" 2>/dev/null && return 0
-    kill -0 "$pid" 2>/dev/null || return 1
-    sleep 0.2
-  done
-  return 1
-}
-json() { # UI: the master's /json
-  python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://" + sys.argv[1] + "/json", timeout=5).read().decode())' "$1"
-}
-field() { # PY-EXPRESSION over `s` (the /json object)
-  python3 -c 'import json, sys; s = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"
-}
 
 # 1. The master, and a sparkwire worker running Spark's executors.
 "$bin" master --port 0 --webui-port 0 --spark-port 0 --spark-release "$version" --worker-timeout 10 \

@@ -38,6 +38,8 @@ case "$version" in
   *) echo "usage: $0 [4.0.1|3.0.3]" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# stop, wait_for, json, field
+source "$root/scripts/spark/lib.sh"
 # javac: Java 17's (the 4.0.1 environment's), whichever Spark runs.
 javac_home=$(bash "$root/scripts/spark/env.sh" 4.0.1 | sed -n 's/^export JAVA_HOME=//p')
 javac_home=$(eval echo "$javac_home")
@@ -51,15 +53,6 @@ fi
 work=$(mktemp -d /tmp/sparkwire-spark-master.XXXXXX)
 echo "spark master: logs in $work (removed at the end unless it fails or SPARKWIRE_KEEP_LOGS=1)" >&2
 pids=()
-stop() { # PID: TERM, then KILL after 10 s
-  local pid=$1
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
 finish() {
   local status=$?
   local pid
@@ -82,21 +75,6 @@ mkdir -p "$work/conf"
 printf 'log4j.rootCategory=INFO, console\nlog4j.appender.console=org.apache.log4j.ConsoleAppender\nlog4j.appender.console.target=System.err\nlog4j.appender.console.layout=org.apache.log4j.PatternLayout\nlog4j.appender.console.layout.ConversionPattern=%%d{HH:mm:ss.SSS} %%p %%c{1}: %%m%%n\n' >"$work/conf/log4j.properties"
 printf 'rootLogger.level = info\nrootLogger.appenderRef.stdout.ref = console\nappender.console.type = Console\nappender.console.name = console\nappender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\nappender.console.layout.pattern = %%d{HH:mm:ss.SSS} %%p %%c{1}: %%m%%n\n' >"$work/conf/log4j2.properties"
 
-wait_for() { # SECONDS FILE PATTERN PID: waits until FILE has PATTERN (fails when PID ended)
-  local secs=$1 file=$2 pattern=$3 pid=$4 i
-  for i in $(seq 1 $((secs * 5))); do
-    grep -q -- "$pattern" "$file" 2>/dev/null && return 0
-    kill -0 "$pid" 2>/dev/null || return 1
-    sleep 0.2
-  done
-  return 1
-}
-json() { # UI: the master's /json
-  python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://" + sys.argv[1] + "/json", timeout=5).read().decode())' "$1"
-}
-field() { # PY-EXPRESSION over `s` (the /json object)
-  python3 -c 'import json, sys; s = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"
-}
 
 start_master() { # NAME EXTRA-ARGS...: sets master_pid, spark_url, ui, sw_url
   local name=$1

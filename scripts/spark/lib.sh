@@ -1,0 +1,26 @@
+# Shell helpers shared by scripts/spark/master.sh and scripts/spark/daemons.sh; sourced, not run.
+
+stop() { # PID: TERM, then KILL after 10 s
+  local pid=$1
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+wait_for() { # SECONDS FILE PATTERN PID: waits until FILE has PATTERN (fails when PID ended)
+  local secs=$1 file=$2 pattern=$3 pid=$4 i
+  for i in $(seq 1 $((secs * 5))); do
+    grep -q -- "$pattern" "$file" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.2
+  done
+  return 1
+}
+json() { # UI: the master's /json
+  python3 -c 'import sys, urllib.request; print(urllib.request.urlopen("http://" + sys.argv[1] + "/json", timeout=5).read().decode())' "$1"
+}
+field() { # PY-EXPRESSION over `s` (the /json object)
+  python3 -c 'import json, sys; s = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"
+}
