@@ -586,8 +586,9 @@ pub async fn kill_9_during_a_job(name: &str, start: impl Fn(PathBuf) -> Process)
     assert_eq!(s.active_apps.len(), 1);
     assert!(
         job.wait_exit(PATIENCE).is_some_and(|s| s.success()),
-        "the job failed: {:?}",
-        job.output()
+        "the job failed: {:?}\n{}",
+        job.output(),
+        job.log_text()
     );
     let out = job.output();
     assert!(
@@ -612,7 +613,11 @@ pub async fn kill_9_during_a_job(name: &str, start: impl Fn(PathBuf) -> Process)
         ],
         dir.join("sum.log"),
     );
-    assert!(sum.wait_exit(PATIENCE).is_some_and(|s| s.success()));
+    assert!(
+        sum.wait_exit(PATIENCE).is_some_and(|s| s.success()),
+        "the second job failed: {}",
+        sum.log_text()
+    );
     let expected = (0..1000u128).map(|i| i * i).sum::<u128>();
     assert!(
         sum.output()
