@@ -38,8 +38,8 @@
 #    while Spark's spark.authenticate is not spoken); /json shows no worker.
 # JVMs run one at a time; everything started is stopped by PID. SPARKWIRE_BIN names the sparkwire
 # binary (default: target/debug/sparkwire, built when missing). Exit 0 only when every check held.
-# Measured: 90 s on 2 shared cores (load average 10) with the Spark cache in place; 3 min with
-# cargo builds running beside it.
+# Measured: 107 s on 2 shared cores (load average 11 falling to 6, cargo builds beside it) with the
+# Spark cache in place.
 set -euo pipefail
 
 version=${1:-4.0.1}
@@ -267,6 +267,13 @@ expected=$(printf '%s\n' "$survivor_id" "$sw_id" | sort | tr '\n' ' ')
 [ "$placed" = "$expected" ] || fail "executors of $app placed on '$placed', want one on each of '$expected'"
 grep -q "Asked to launch executor $app/" "$work/$survivor.log" || fail "the real worker launched no executor of $app"
 ls "$work"/sw-work/"$app"/*/stderr >/dev/null 2>&1 || fail "the sparkwire worker ran no Spark executor of $app"
+# Both workers head the executor's stderr with Spark's "Spark Executor Command:" line.
+for f in "$work"/sw-work/"$app"/*/stderr "$work"/$survivor-dir/"$app"/*/stderr; do
+  case "$(head -n 1 "$f")" in
+    'Spark Executor Command: "'*'org.apache.spark.executor.CoarseGrainedExecutorBackend" "--driver-url"'*) ;;
+    *) fail "$f does not start with Spark's executor command header: $(head -c 300 "$f")" ;;
+  esac
+done
 "$bin" status "$sw_url" >"$work/status2.txt" 2>&1 || fail "sparkwire status: $(cat "$work/status2.txt")"
 grep -q "$sw_id" "$work/status2.txt" && grep -q "$survivor_id" "$work/status2.txt" \
   || fail "sparkwire status does not list both workers: $(cat "$work/status2.txt")"
