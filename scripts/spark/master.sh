@@ -22,9 +22,9 @@
 #    worker running it: the master ends it RELAUNCHING and relaunches it under a new id on the
 #    other worker (RUNNING there); Spark's own RPC client (`spark-class
 #    org.apache.spark.deploy.Client kill`, a new process) kills it: KILLED in /json, and the
-#    client's status poll reads KILLED; the orphaned first launch exits. (spark-submit's --kill
-#    and --status speak Spark's REST protocol, which spark.master.rest.enabled=false turns off,
-#    on Spark's own master too.)
+#    client's status poll reads KILLED; the orphaned first launch exits. A third driver: spark-submit
+#    --status reads it RUNNING, --kill kills it and --status reads KILLED (Spark's REST protocol,
+#    served by --spark-rest-port).
 # 3d. A sparkwire worker (`--spark-home`) beside the real worker on the same master: a PySpark job
 #    with spark.cores.max=2 gets one executor on each (spread out), computes the right sum, and
 #    /json and `sparkwire status` list both workers.
@@ -82,8 +82,8 @@ export SPARK_LOCAL_IP=127.0.0.1 SPARK_LOCAL_HOSTNAME=127.0.0.1 SPARK_NO_DAEMONIZ
 export SPARK_DAEMON_MEMORY=256m SPARK_CONF_DIR=$work/conf
 unset SPARK_MASTER_OPTS SPARK_WORKER_OPTS SPARK_DIST_CLASSPATH
 mkdir -p "$work/conf"
-printf 'log4j.rootCategory=INFO, console\nlog4j.appender.console=org.apache.log4j.ConsoleAppender\nlog4j.appender.console.target=System.err\nlog4j.appender.console.layout=org.apache.log4j.PatternLayout\nlog4j.appender.console.layout.ConversionPattern=%%d{HH:mm:ss.SSS} %%p %%c{1}: %%m%%n\n' >"$work/conf/log4j.properties"
-printf 'rootLogger.level = info\nrootLogger.appenderRef.stdout.ref = console\nappender.console.type = Console\nappender.console.name = console\nappender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\nappender.console.layout.pattern = %%d{HH:mm:ss.SSS} %%p %%c{1}: %%m%%n\n' >"$work/conf/log4j2.properties"
+printf 'log4j.rootCategory=INFO, console\nlog4j.appender.console=org.apache.log4j.ConsoleAppender\nlog4j.appender.console.target=System.err\nlog4j.appender.console.layout=org.apache.log4j.PatternLayout\nlog4j.appender.console.layout.ConversionPattern=%%d{HH:mm:ss.SSS} %%p %%c{1}: %%m%%n\nlog4j.logger.org.apache.spark.deploy.rest.RestSubmissionClient=INFO\n' >"$work/conf/log4j.properties"
+printf 'rootLogger.level = info\nrootLogger.appenderRef.stdout.ref = console\nappender.console.type = Console\nappender.console.name = console\nappender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\nappender.console.layout.pattern = %%d{HH:mm:ss.SSS} %%p %%c{1}: %%m%%n\n# spark-submit logs at WARN; its REST client says what the server answered at INFO.\nlogger.rest.name = org.apache.spark.deploy.rest.RestSubmissionClient\nlogger.rest.level = info\n' >"$work/conf/log4j2.properties"
 
 
 start_master() { # NAME EXTRA-ARGS...: sets master_pid, spark_url, ui, sw_url
@@ -97,6 +97,7 @@ start_master() { # NAME EXTRA-ARGS...: sets master_pid, spark_url, ui, sw_url
   spark_url=$(sed -n 's/^sparkwire master Spark wire on //p' "$work/$name.out")
   ui=$(sed -n 's|^sparkwire master web UI at http://||p' "$work/$name.out")
   sw_url=$(sed -n 's/^sparkwire master listening on //p' "$work/$name.out")
+  rest_url=$(sed -n 's/^sparkwire master Spark REST submissions on //p' "$work/$name.out")
 }
 
 start_worker() { # NAME: sets worker_pid
@@ -111,7 +112,7 @@ start_worker() { # NAME: sets worker_pid
 }
 
 # 1. A real worker registers.
-start_master master
+start_master master --spark-rest-port 0
 ok "sparkwire master: $sw_url, Spark wire $spark_url, web UI $ui"
 start_worker worker
 wait_for 60 "$work/worker.log" "Successfully registered with master $spark_url" "$worker_pid" \
@@ -192,9 +193,9 @@ grep -q "CaptureApps: count = 4" "$work/worker-dir/$driver/stderr" || fail "the 
   || fail "/json: the driver's application is not FINISHED: $state"
 ok "the driver ran its job on the real worker (count = 4); driver and application FINISHED"
 
-# 3c. A supervised driver is relaunched when its worker is lost, then killed by Spark's own client
-#     from a new process (`spark-class org.apache.spark.deploy.Client kill`: spark-submit's --kill
-#     and --status speak Spark's REST protocol, which spark.master.rest.enabled=false turns off).
+# 3c. A supervised driver is relaunched when its worker is lost, then killed by Spark's own RPC
+#     client from a new process (`spark-class org.apache.spark.deploy.Client kill`); another is
+#     read and killed with spark-submit --status and --kill (Spark's REST protocol).
 first_pid=$worker_pid
 start_worker workerb
 wait_for 60 "$work/workerb.log" "Successfully registered with master $spark_url" "$worker_pid" \
@@ -243,6 +244,28 @@ for _ in $(seq 1 60); do
 done
 [ -n "$gone" ] || fail "the orphaned driver $d1 still runs"
 ok "deploy.Client kill from a new process: $d2 KILLED$polled, its application ended; the orphaned $d1 exited"
+# spark-submit's own --status and --kill speak Spark's REST protocol: --spark-rest-port.
+timeout 120 "$SPARK_HOME/bin/spark-submit" --master "$spark_url" --deploy-mode cluster \
+  --conf spark.master.rest.enabled=false --driver-memory 512m --executor-memory 512m \
+  --total-executor-cores 1 --executor-cores 1 --class 'CaptureApps$Driver' "$work/apps.jar" sleep 600 \
+  >"$work/submit-rest.log" 2>&1 || fail "spark-submit of the driver to kill over REST failed"
+state=$(json_until "$ui" 30 'len(s["activedrivers"]) == 1 and s["activedrivers"][0]["state"] == "RUNNING"') \
+  || fail "/json: no running driver: $state"
+d3=$(echo "$state" | field 's["activedrivers"][0]["id"]')
+rest_status() { # DRIVER STATE: spark-submit --status reads STATE
+  timeout 60 "$SPARK_HOME/bin/spark-submit" --master "$rest_url" --status "$1" >"$work/status-$2.log" 2>&1 \
+    || fail "spark-submit --status $1: $(tail -n 5 "$work/status-$2.log")"
+  grep -q '"driverState" *: *"'"$2"'"' "$work/status-$2.log" \
+    || fail "spark-submit --status $1 did not read $2: $(grep -v '^\s*at ' "$work/status-$2.log" | tail -n 12)"
+}
+rest_status "$d3" RUNNING
+timeout 60 "$SPARK_HOME/bin/spark-submit" --master "$rest_url" --kill "$d3" >"$work/rest-kill.log" 2>&1 \
+  || fail "spark-submit --kill $d3: $(tail -n 5 "$work/rest-kill.log")"
+grep -q '"success" *: *true' "$work/rest-kill.log" || fail "spark-submit --kill $d3 failed: $(grep -v '^\s*at ' "$work/rest-kill.log" | tail -n 12)"
+state=$(json_until "$ui" 30 '[d["state"] for d in s["completeddrivers"] if d["id"] == "'"$d3"'"] == ["KILLED"] and not s["activedrivers"] and not s["activeapps"]') \
+  || fail "$d3 did not end KILLED: $state"
+rest_status "$d3" KILLED
+ok "spark-submit --status (REST, --spark-rest-port) read $d3 RUNNING, --kill killed it, --status read KILLED"
 worker_pid=${pid_of[$survivor]}
 
 # 3d. One master, both wires: a sparkwire worker running Spark's executors beside the real Spark

@@ -110,6 +110,12 @@ pub struct MasterArgs {
         requires = "spark_port"
     )]
     spark_release: String,
+    /// Also serve Spark's REST submission protocol on this port (0 picks a free one): kill and
+    /// status, what `spark-submit --master spark://HOST:PORT --kill ID` (and `--status ID`)
+    /// speak. Spark's REST protocol has no authentication: refused with a secret or TLS.
+    #[cfg(feature = "spark-rest")]
+    #[arg(long, value_name = "PORT")]
+    spark_rest_port: Option<u16>,
     /// Values whose keys (or themselves) match this pattern are hidden in the state answer
     /// (spark.redaction.regex).
     #[arg(long, value_name = "REGEX", default_value = DEFAULT_REDACTION_REGEX)]
@@ -177,6 +183,41 @@ fn recovery(args: &MasterArgs) -> Result<Recovery, String> {
             Ok((None, Some(zk)))
         }
     }
+}
+
+/// The REST submission server `--spark-rest-port` asks for (its master address is filled in
+/// once the master listens).
+#[cfg(feature = "spark-rest")]
+fn spark_rest(
+    port: Option<u16>,
+    release: &str,
+    config: &MasterConfig,
+) -> Result<Option<sparkwire::spark::RestConfig>, String> {
+    let Some(port) = port else {
+        return Ok(None);
+    };
+    if config.security.authenticates() || config.security.encrypts() {
+        return Err(
+            "--spark-rest-port: Spark's REST submission protocol has no authentication, \
+                    and this master has a secret (or TLS): it is not served"
+                .into(),
+        );
+    }
+    let unbound = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0));
+    let mut rest = sparkwire::spark::RestConfig::new(config.host.clone(), port, unbound);
+    rest.version = match release {
+        "4.0.1" => Version::V2,
+        "3.0.3" => Version::V1,
+        other => return Err(format!("--spark-release: 4.0.1 or 3.0.3, not {other}")),
+    };
+    if !config.versions.contains(&rest.version) {
+        return Err(format!(
+            "--spark-release {release} needs protocol version {} in --protocol-versions",
+            rest.version.number()
+        ));
+    }
+    rest.max_connections = config.limits.max_connections.min(64);
+    Ok(Some(rest))
 }
 
 /// The Spark-wire front `--spark-port` asks for (its master address is filled in once the
@@ -282,6 +323,8 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     config.observer = observer.clone();
     #[cfg(feature = "spark-proxy")]
     let spark_front = spark_front(args.spark_port, &args.spark_release, &config)?;
+    #[cfg(feature = "spark-rest")]
+    let spark_rest = spark_rest(args.spark_rest_port, &args.spark_release, &config)?;
     super::runtime()?.block_on(async move {
         let master = Master::start(config).await.map_err(|e| e.to_string())?;
         // One write: whoever reads only the first line may close the pipe after it.
@@ -303,6 +346,26 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
                 announce.push_str(&format!(
                     "sparkwire master Spark wire on spark://{}:{}\n",
                     front.host,
+                    handle.addr().port()
+                ));
+                Some(handle)
+            }
+            None => None,
+        };
+        #[cfg(feature = "spark-rest")]
+        let _rest = match spark_rest {
+            Some(mut rest) => {
+                let mut to = master.addr();
+                if to.ip().is_unspecified() {
+                    to.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+                }
+                rest.master = to;
+                let handle = sparkwire::spark::start_rest(rest.clone())
+                    .await
+                    .map_err(|e| format!("--spark-rest-port {}: {e}", rest.port))?;
+                announce.push_str(&format!(
+                    "sparkwire master Spark REST submissions on spark://{}:{}\n",
+                    rest.host,
                     handle.addr().port()
                 ));
                 Some(handle)

@@ -50,6 +50,8 @@ mod map;
 mod pcap;
 #[cfg(feature = "spark-proxy")]
 mod proxy;
+#[cfg(feature = "spark-rest")]
+mod rest;
 mod rpc;
 // The whole data model of a Java stream, for the fuzz targets that build graphs by hand.
 pub(crate) mod serial;
@@ -85,6 +87,10 @@ pub use frame::{
 };
 pub use java::{limits as java_limits, parse as parse_stream, JavaError, MAX_STREAM};
 pub use map::{catalogue_name, classify, reply_value, Classified, ReplyValue, Typed, RPC_FAILURE};
+#[cfg(feature = "spark-rest")]
+pub use rest::{
+    start_rest, RestConfig, RestHandle, REST_PROTOCOL_VERSION, UNKNOWN_PROTOCOL_VERSION,
+};
 pub use rpc::{address_text, block_transfer_class, RequestMessage, CHECK_EXISTENCE, VERIFIER};
 // Java serialization, read and written.
 pub use serial::{
