@@ -964,9 +964,10 @@ fn single_version_masters_pass_with_the_other_version_s_cases_skipped() {
 #[test]
 fn a_run_against_a_mute_master_ends_at_its_deadline_naming_the_cases_that_timed_out() {
     // Behind the mute fault the master answers the handshake and then nothing: every case waits.
-    // With a deadline of 6 s the run ends then (the cases still running are cut, those not
-    // started are not run), every case it cut is reported as timed out, and the exit status
-    // says a MUST failed.
+    // With a deadline of 3 s, before the run can know the master is mute (its probe waits a
+    // case's limit, 5 s), the run ends then (the cases still running are cut, those not started
+    // are not run), every case it cut is reported as timed out, and the exit status says a
+    // MUST failed.
     let master = Master::start(&[]);
     let start = std::time::Instant::now();
     let (code, report) = run_report(&strings(&[
@@ -977,7 +978,7 @@ fn a_run_against_a_mute_master_ends_at_its_deadline_naming_the_cases_that_timed_
         "--fault",
         Fault::Mute.name(),
         "--deadline",
-        "6",
+        "3",
     ]));
     let took = start.elapsed();
     assert_eq!(code, 1);
@@ -993,10 +994,81 @@ fn a_run_against_a_mute_master_ends_at_its_deadline_naming_the_cases_that_timed_
         timed_out.iter().any(|c| c["seen"]
             .as_str()
             .unwrap_or("")
-            .starts_with("not run: the run's deadline (6 s, --deadline) passed first")),
+            .starts_with("not run: the run's deadline (3 s, --deadline) passed first")),
         "{timed_out:#?}"
     );
     // A deadline, not a performance figure: the run ends at it, whatever the load (the slack is
     // for starting the suite and writing the report).
-    assert!(took.as_secs() < 6 + 20, "the run took {took:?}");
+    assert!(took.as_secs() < 3 + 20, "the run took {took:?}");
+}
+
+#[test]
+fn a_mute_master_is_known_mute_and_the_cases_not_started_are_not_run() {
+    // Behind the mute fault, with the default deadline (50 s): the run's probe (a UI's
+    // RequestMasterState, unanswered for a case's limit while no case hears a frame) concludes
+    // the master is mute; the cases waiting stop then and say why, those not started are not
+    // run, and the deadline never comes into it.
+    let master = Master::start(&[]);
+    let (code, report) = run_report(&strings(&[
+        "--target",
+        "master",
+        "--addr",
+        &master.addr,
+        "--fault",
+        Fault::Mute.name(),
+    ]));
+    assert_eq!(code, 1);
+    let cases = report["cases"].as_array().expect("cases");
+    let seen = |c: &serde_json::Value| c["seen"].as_str().unwrap_or("").to_string();
+    let not_run: Vec<&serde_json::Value> = cases
+        .iter()
+        .filter(|c| seen(c).starts_with("not run: the endpoint is mute: its answer to RequestMasterState from a UI was still missing"))
+        .collect();
+    assert!(!not_run.is_empty(), "{cases:#?}");
+    for c in &not_run {
+        assert_eq!(c["verdict"], "fail", "{}", c["id"]);
+        assert_eq!(c["expected"], "an endpoint that answers", "{}", c["id"]);
+    }
+    // The alone cases, last, are among them.
+    assert!(not_run
+        .iter()
+        .any(|c| c["id"] == "flow/master/heartbeat/keeps-alive"));
+    assert!(
+        cases.iter().all(|c| !seen(c).contains("--deadline")),
+        "the run reached its deadline: {cases:#?}"
+    );
+}
+
+#[test]
+fn a_master_that_never_closes_is_known_so_and_the_waits_for_a_close_stop() {
+    // Behind the keep-open fault the master answers as it should but the suite never sees it
+    // close a connection: the run's probe (a hello with the wrong magic, still open after a
+    // case's limit while no case saw a close) concludes so, and the cases waiting for a close
+    // fail saying so instead of waiting out their limit. Cases that need no close still pass.
+    let master = Master::start(&[]);
+    let (code, report) = run_report(&strings(&[
+        "--target",
+        "master",
+        "--addr",
+        &master.addr,
+        "--fault",
+        Fault::KeepOpen.name(),
+    ]));
+    assert_eq!(code, 1);
+    let cases = report["cases"].as_array().expect("cases");
+    let known = cases
+        .iter()
+        .filter(|c| {
+            c["seen"].as_str().unwrap_or("").contains(
+                "(the suite stopped waiting: the endpoint keeps its connections open: it had not closed the connection of a hello with the wrong magic",
+            )
+        })
+        .count();
+    assert!(known > 0, "{cases:#?}");
+    assert!(cases
+        .iter()
+        .any(|c| c["id"] == "flow/master/registration/registered" && c["verdict"] == "pass"));
+    assert!(cases
+        .iter()
+        .all(|c| !c["seen"].as_str().unwrap_or("").contains("not run")));
 }

@@ -16,9 +16,10 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing, Target};
-use crate::env::{Ctx, Endpoint, Wire};
+use crate::env::{Ctx, Endpoint, Log, Settings, Wire};
+use crate::health::{Probe, Probed, Probes};
 use crate::mp;
-use crate::peer::Conn;
+use crate::peer::{Conn, Event};
 use crate::targets::common::{crossing, envelope_of, expect_refused, sample, spark_id, unique};
 use crate::targets::server::{self, Listening, Server};
 
@@ -362,6 +363,103 @@ fn routes(cs: &mut Cases) {
             let mut c = open(&ctx, Role::Ui, "ui", "", Version::V2).await?;
             expect_refused(&mut c, Envelope::Send(D::RequestMasterState(RequestMasterState::new())), wait(&ctx)).await
         });
+}
+
+/// The probes the run watches a master with ([`crate::health`]): RequestMasterState from a UI,
+/// which a master answers at once (on either wire), and, on sparkwire's wire, a hello whose
+/// magic is wrong, which it refuses and closes the connection on (protocol/handshake.md §5).
+pub fn probes(settings: &Arc<Settings>) -> Probes {
+    let ask_settings = Arc::clone(settings);
+    let ask: Probe = Arc::new(move |limit| {
+        let settings = Arc::clone(&ask_settings);
+        Box::pin(async move {
+            let ctx = Ctx {
+                log: Log::for_run(&settings),
+                settings,
+            };
+            let probe = async {
+                let Ok(addr) = addr(&ctx) else {
+                    return Probed::Inconclusive;
+                };
+                let versions = [Version::V2, Version::V1];
+                let Ok(mut c) = Conn::open(
+                    addr,
+                    "probe",
+                    Role::Ui,
+                    "",
+                    &versions,
+                    ctx.settings.secret.as_ref(),
+                    &ctx.log,
+                    limit,
+                )
+                .await
+                else {
+                    return Probed::Inconclusive;
+                };
+                let ask = Envelope::Ask {
+                    id: 1,
+                    message: D::RequestMasterState(RequestMasterState::new()),
+                };
+                if c.send(&ask).await.is_err() {
+                    return Probed::Inconclusive;
+                }
+                match c.next(limit).await {
+                    Some(Event::Frame(_)) => Probed::Yes,
+                    Some(_) => Probed::Inconclusive,
+                    None => Probed::Nothing,
+                }
+            };
+            tokio::time::timeout(limit, probe)
+                .await
+                .unwrap_or(Probed::Nothing)
+        })
+    });
+    let close_settings = Arc::clone(settings);
+    let close: Probe = Arc::new(move |limit| {
+        let settings = Arc::clone(&close_settings);
+        Box::pin(async move {
+            let log = Log::for_run(&settings);
+            let Endpoint::Addr(addr) = settings.endpoint else {
+                return Probed::Inconclusive;
+            };
+            let probe = async {
+                let Ok(mut c) = Conn::connect(addr, "probe", Role::Ui, &log).await else {
+                    return Probed::Inconclusive;
+                };
+                let mut hello = mp::hello_entries(&[1, 2], Role::Ui.name(), "probe");
+                hello[0].1 = mp::s("sparkwirf");
+                if c.send_frame(&mp::map(&hello)).await.is_err() {
+                    return Probed::Inconclusive;
+                }
+                loop {
+                    match c.next(limit).await {
+                        // Accepted: broken otherwise, and nothing to learn about closing.
+                        Some(Event::Frame(b))
+                            if matches!(
+                                sparkwire::wire::handshake::decode_answer(&b),
+                                Ok(sparkwire::wire::handshake::Answer::Accepted(_))
+                            ) =>
+                        {
+                            return Probed::Inconclusive
+                        }
+                        Some(Event::Frame(_)) => continue,
+                        Some(Event::Closed(_)) => return Probed::Yes,
+                        Some(Event::TooLarge(_)) => return Probed::Inconclusive,
+                        None => return Probed::Nothing,
+                    }
+                }
+            };
+            tokio::time::timeout(limit, probe)
+                .await
+                .unwrap_or(Probed::Nothing)
+        })
+    });
+    Probes {
+        ask_name: "RequestMasterState from a UI",
+        ask,
+        close_name: "a hello with the wrong magic (refused with badMagic, then closed)",
+        close: (settings.wire == Wire::Sparkwire).then_some(close),
+    }
 }
 
 /// The master's flows: those with one client at a time (`clients.rs`), then those across its

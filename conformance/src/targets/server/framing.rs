@@ -120,7 +120,7 @@ async fn spec_2_truncated_frame(ctx: Ctx, s: Server) -> Outcome {
     c.send_raw(&f[..f.len() - 2], "an ask missing its last 2 bytes")
         .await?;
     c.shutdown_write().await;
-    match c.next(patience(&ctx)).await {
+    match c.next_or_close(patience(&ctx)).await {
         Some(Event::Closed(_)) => Ok(()),
         Some(Event::Frame(b)) => Err(fail(
             "the connection closed, no answer",
@@ -428,7 +428,7 @@ async fn spec_3_unknown_reply(ctx: Ctx, s: Server) -> Outcome {
     .await?;
     let body = mp::arr(&[mp::u(1), mp::u(6), s.probe_body(false)]);
     c.send_frame(&body).await?;
-    match c.next(patience(&ctx)).await {
+    match c.next_or_close(patience(&ctx)).await {
         Some(Event::Closed(_)) => Ok(()),
         Some(Event::Frame(b)) => {
             let mut cur = b.as_ref();

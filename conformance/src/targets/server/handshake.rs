@@ -569,7 +569,7 @@ async fn handshake_2_truncated_hello(ctx: Ctx, s: Server) -> Outcome {
     )
     .await?;
     c.shutdown_write().await;
-    match c.next(patience(&ctx)).await {
+    match c.next_or_close(patience(&ctx)).await {
         Some(Event::Closed(_)) => Ok(()),
         Some(Event::Frame(b)) => match sparkwire::wire::handshake::decode_answer(&b) {
             Ok(Answer::Accepted(_)) => Err(fail("no acceptance", "accepted")),

@@ -227,7 +227,7 @@ pub async fn close_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Result<Close
     let mut last: Option<Bytes> = None;
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.next(left).await {
+        match c.next_or_close(left).await {
             Some(Event::Frame(body)) => last = Some(body),
             Some(Event::TooLarge(n)) => {
                 return Err(fail(want, format!("a frame declaring {n} bytes")))
