@@ -169,7 +169,7 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<ExitCode, String> {
     if args.list_faults {
-        for f in Fault::ALL {
+        for f in Fault::all() {
             println!("{}", f.name());
         }
         return Ok(ExitCode::SUCCESS);
