@@ -469,7 +469,9 @@ fn flows(cs: &mut Cases) {
     cluster::add(cs);
 }
 
-/// What a flow case needs of the master, which it shares with every other case of the run.
+/// What a flow case needs of the master, which it shares with every other case of the run: each
+/// case declares its needs, which decide whether it runs alone and are made so (or found not to
+/// hold) before its body runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Need {
     /// Only what it registers itself, which nothing of another case's can take or be taken by:
@@ -483,39 +485,63 @@ enum Need {
     /// [`clear_leftovers`]). Such a case runs alone, so that no other case registers anything
     /// meanwhile.
     NoOtherApplication,
+    /// A master whose spark.deploy.spreadOut is this, as `--spread-out` says; the case is
+    /// skipped against another.
+    SpreadsOut(bool),
 }
 
 impl Need {
     /// Whether a case with this need may run beside others.
     fn sharing(self) -> Sharing {
         match self {
-            Need::OwnRegistrations => Sharing::Parallel,
             Need::NoOtherApplication => Sharing::Alone,
+            Need::OwnRegistrations | Need::SpreadsOut(_) => Sharing::Parallel,
         }
     }
 
-    /// Makes the master what the case needs, or fails when it cannot be made so in time.
+    /// Makes the master what the case needs, or fails (or skips the case) when it is not so.
     async fn establish(self, ctx: &Ctx) -> Outcome {
         match self {
             Need::OwnRegistrations => Ok(()),
             Need::NoOtherApplication => no_apps_left(ctx).await,
+            Need::SpreadsOut(wanted) if ctx.settings.spread_out == wanted => Ok(()),
+            Need::SpreadsOut(true) => Err(Failure::Skipped(
+                "the master runs with spreadOut off (--spread-out false)".into(),
+            )),
+            Need::SpreadsOut(false) => Err(Failure::Skipped(
+                "the master spreads out (pass --spread-out false for a master started so)".into(),
+            )),
         }
     }
 }
 
-/// Adds the flow case `id`, which needs `need` of the master: it runs alone or beside others as
-/// the need says, and its body runs once the master is so.
-fn flow<F, Fut>(cs: &mut Cases, need: Need, id: &str, level: Level, requirement: &str, body: F)
-where
+/// Adds the flow case `id`, which needs `needs` of the master, in order: it runs alone when one
+/// of them says so, and its body runs once the master is so.
+fn flow<F, Fut>(
+    cs: &mut Cases,
+    needs: &'static [Need],
+    id: &str,
+    level: Level,
+    requirement: &str,
+    body: F,
+) where
     F: Fn(Ctx) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Outcome> + Send + 'static,
 {
+    let alone = needs.iter().any(|n| n.sharing() == Sharing::Alone);
+    let sharing = if alone {
+        Sharing::Alone
+    } else {
+        Sharing::Parallel
+    };
     let body = Arc::new(body);
-    cs.sharing(need.sharing())
+    cs.sharing(sharing)
         .add(id, level, requirement, move |ctx: Ctx| {
             let body = Arc::clone(&body);
             async move {
-                need.establish(&ctx).await?;
+                for need in needs {
+                    need.establish(&ctx).await?;
+                }
                 body(ctx).await
             }
         });
