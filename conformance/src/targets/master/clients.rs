@@ -239,7 +239,8 @@ async fn flow_master_ui_clear_completed(ctx: Ctx) -> Outcome {
 }
 
 async fn flow_master_drivers_submit(ctx: Ctx) -> Outcome {
-    let (_c, r) = submit(&ctx).await?;
+    let (mut c, r) = submit(&ctx).await?;
+    end_driver(&ctx, &mut c, r.driver_id.as_deref(), 10).await?;
     check(r.success, "success", format!("{r:?}"))?;
     spark_id(r.driver_id.as_deref().unwrap_or(""), "driver")
 }
@@ -260,7 +261,9 @@ async fn flow_master_drivers_status(ctx: Ctx) -> Outcome {
             } => Some(s.clone()),
             _ => None,
         })
-        .await?;
+        .await;
+    end_driver(&ctx, &mut c, Some(&id), 10).await?;
+    let s = s?;
     check(s.found, "found = true", format!("{s:?}"))
 }
 

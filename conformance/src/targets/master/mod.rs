@@ -629,6 +629,28 @@ pub async fn submit(ctx: &Ctx) -> Result<(Conn, SubmitDriverResponse), Failure> 
     Ok((c, r))
 }
 
+/// Ends the driver `id` a case submitted over `c`, its own connection (SPEC §14.2 Z4: no other
+/// driver client may, and closing the connection does not), with RequestKillDriver as ask
+/// `ask`, so that it leaves nothing behind: a driver left waiting would be launched on the
+/// workers of a later case, taking their cores and memory. The answer is awaited for the quiet
+/// time at most and not judged here: the case's requirement is elsewhere.
+async fn end_driver(ctx: &Ctx, c: &mut Conn, id: Option<&str>, ask: u64) -> Outcome {
+    let Some(id) = id else {
+        return Ok(());
+    };
+    c.send(&Envelope::Ask {
+        id: ask,
+        message: D::RequestKillDriver(RequestKillDriver::new(id.to_string())),
+    })
+    .await?;
+    let _ = c
+        .expect::<D, ()>(ctx.settings.quiet, "KillDriverResponse", |e| {
+            matches!(e, Envelope::Reply { id: r, .. } if *r == ask).then_some(())
+        })
+        .await;
+    Ok(())
+}
+
 /// Registers `n` workers of `cores` cores and one application; returns how many executors each
 /// worker was given.
 /// Waits until no application of an earlier case is still active: an application waiting for
