@@ -4,7 +4,7 @@
 //! under every fault and check that each case fails under at least one.
 //!
 //! Each fault is one entry of [`FAULTS`]: its name, what it breaks, which targets' self-test it
-//! serves, and its behaviour, a [`Behaviour`] whose hooks the proxy calls at each point of a
+//! serves, and its behaviour, a `Behaviour` whose hooks the proxy calls at each point of a
 //! connection (the hellos, the answer, every frame after the handshake, the closes). A hook a
 //! fault does not override passes things through unchanged, so a new fault is one entry and the
 //! hooks it needs.
