@@ -87,6 +87,9 @@ pub struct Settings {
     /// handshake answer lists them: [`crate::peer::probe_versions`]): a case for a version it
     /// does not offer is skipped, saying so.
     pub endpoint_versions: Option<Vec<u64>>,
+    /// What the run has learnt of the endpoint as a whole (mute, never closing), which every
+    /// case's connections feed and consult.
+    pub health: Arc<crate::health::Health>,
 }
 
 /// The wire log of one case: every frame both ways, with times, in the wire's own words: each
@@ -105,6 +108,7 @@ pub struct Log {
     target: Target,
     judge: Judge,
     versions: Option<Arc<Vec<u64>>>,
+    health: Arc<crate::health::Health>,
 }
 
 impl Log {
@@ -118,6 +122,7 @@ impl Log {
             target: Target::Master,
             judge: Judge::off(),
             versions: None,
+            health: Arc::default(),
         }
     }
 
@@ -135,6 +140,7 @@ impl Log {
             target,
             judge,
             versions: settings.endpoint_versions.clone().map(Arc::new),
+            health: Arc::clone(&settings.health),
             ..Log::new()
         }
     }
@@ -142,6 +148,11 @@ impl Log {
     /// The protocol versions the endpoint offers, when known.
     pub fn endpoint_versions(&self) -> Option<&[u64]> {
         self.versions.as_deref().map(Vec::as_slice)
+    }
+
+    /// What the run knows of the endpoint as a whole.
+    pub fn health(&self) -> &crate::health::Health {
+        &self.health
     }
 
     /// The case's judge.

@@ -2,190 +2,906 @@
 //! can fail: a man-in-the-middle proxy that breaks a correct endpoint's behaviour in one named way.
 //! `--fault NAME` (hidden from `--help`) turns one on; the suite's own tests run every target
 //! under every fault and check that each case fails under at least one.
+//!
+//! Each fault is one entry of [`FAULTS`]: its name, what it breaks, which targets' self-test it
+//! serves, and its behaviour, a `Behaviour` whose hooks the proxy calls at each point of a
+//! connection (the hellos, the answer, every frame after the handshake, the closes). A hook a
+//! fault does not override passes things through unchanged, so a new fault is one entry and the
+//! hooks it needs.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex as StdMutex};
 
 use bytes::{Buf, Bytes, BytesMut};
-use sparkwire::messages::Version;
+use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::{
     client_proof, decode_answer, decode_hello, decode_proof, encode_answer, encode_challenge,
     encode_hello, encode_proof, frame_bytes, fresh_nonce, read_hello, read_server_frame,
     server_proof, Accepted, Answer, Challenge, ClientNext, Hello, Identity, Nonce, Proof, Refusal,
     RefusalReason, Role, Secret, ServerHello,
 };
+use sparkwire::wire::{decode_envelope, encode_envelope, error_kind, Envelope, Error};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
 
-/// One way to break an endpoint.
+type D = DeployMessage;
+
+/// Which targets' self-test a fault serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// The endpoint accepts every hello, whatever it holds (at version 2).
-    AcceptAnyHello,
-    /// The endpoint chooses the lowest version offered, not the highest; as a client, it offers
-    /// only its lowest version but takes any.
-    LowestVersion,
-    /// The endpoint refuses a peer that offers a single version, claiming it speaks 1 and 2; as
-    /// a client, it offers only its highest version but takes any.
-    RefuseSingleVersion,
-    /// The endpoint declares the wrong role in its handshake frame.
-    WrongRole,
-    /// The endpoint takes only hellos encoded exactly as sparkwire encodes them, in one segment,
-    /// with an id, under 64 KiB; as a client, it writes its hello's keys in reverse order.
-    Pedantic,
-    /// The endpoint never closes a connection (it stops answering instead).
-    KeepOpen,
-    /// After the handshake the endpoint sends nothing and never closes.
-    Mute,
-    /// After the handshake the endpoint sends every frame twice.
-    Duplicate,
-    /// The endpoint holds a secret but authenticates nobody: as a server it accepts every hello
-    /// at once, without a challenge, and takes whatever follows (the proxy proves the secret to
-    /// the real endpoint on the suite's behalf); as a client it says hello without asking to
-    /// authenticate (the proxy authenticates with the real client). Needs `--secret-file`.
-    AuthBypass,
-    /// The endpoint checks no proof: as a server it challenges, but takes any client proof,
-    /// right or wrong (the proxy replaces the suite's proof with the right one); as a client it
-    /// takes any server proof, or none (the proxy shows the real client a right one, and proves
-    /// the secret to the suite for it). Needs `--secret-file`.
-    AnyProof,
-    /// The endpoint's own proof does not verify: as a server its challenge carries a wrong
-    /// server proof, as a client it sends a wrong client proof (the proxy flips a bit of the
-    /// right one). Needs `--secret-file`.
-    BadOwnProof,
-    /// The endpoint takes `closeReason` in the handshake but closes connections without the
-    /// close envelope it agreed to send (SPEC §8.1): the proxy drops every close envelope.
-    SilentClose,
-    /// The master does not check whose id a message names (SPEC §14.2): the proxy rewrites the
-    /// worker or application id of a Heartbeat, WorkerLatestState, UnregisterApplication,
-    /// RequestExecutors or KillExecutors to the one registered over that connection.
-    OwnershipUnchecked,
-    /// The master redacts nothing in MasterStateResponse (SPEC §14.4): the proxy puts back the
-    /// values the suite registered.
-    NoRedaction,
-    /// The endpoint takes frames nested deeper than 64 levels (SPEC §2): the proxy drops them.
-    DeepTaken,
-    /// The endpoint refuses frames of exactly 64 levels (SPEC §2): the proxy closes on them.
-    DepthOffByOne,
-    /// The endpoint takes fields of the wrong type (SPEC §4): the proxy drops frames refused
-    /// with InvalidFields for anything but a map's or set's order.
-    WrongTypeTaken,
-    /// The endpoint takes maps and sets out of order or with a key twice (SPEC §11.3): the proxy
-    /// drops the frames refused for it.
-    UnorderedTaken,
-    /// The master does not kill what a WorkerLatestState lists and it does not know
-    /// (SPARK-13604, SPEC §14.2 Z2): the proxy drops KillExecutor and KillDriver for executors
-    /// and drivers never launched over that connection.
-    No13604,
-    /// The master never sends ReconnectWorker (SPEC §14.2 Z2): the proxy drops it.
-    NoReconnect,
-    /// A server without a secret accepts a hello asking to authenticate (handshake.md §5 step
-    /// 4): the proxy removes `auth` and `nonce` from the suite's hello.
-    AuthNotConfiguredTaken,
-    /// The endpoint's failure envelopes lack their `message` (SPEC §3: `error` is
-    /// `{"className": str, "message": str}`): the proxy drops the key. Only the case's judge
-    /// (strict decoding of every frame the endpoint sends) sees it.
-    FailureWithoutMessage,
-    /// The endpoint sends a message off its route (SPEC §14.1): after the first one-way message
-    /// it sends on a connection, the proxy adds one its role never sends (a master a Heartbeat, a
-    /// worker or application client a KillDriver, a driver a LaunchedExecutor, an executor a
-    /// StopExecutor). Only the case's judge (routes of every frame) sees it.
-    OffRoute,
+pub enum Scope {
+    /// Any endpoint, listening or connecting.
+    Any,
+    /// An endpoint holding a shared secret (the suite is given it with `--secret-file`): the
+    /// fault breaks its authentication.
+    Auth,
+    /// A master: the fault breaks only what the master target checks (ownership, redaction,
+    /// SPARK-13604, ReconnectWorker, its decoder and handshake); the other targets' cases of the
+    /// same kinds fail under the generic faults (`mute`, `keep-open`, `accept-any-hello`).
+    Master,
+}
+
+/// One way to break an endpoint: an entry of [`FAULTS`].
+pub struct FaultSpec {
+    /// Its name (`--fault NAME`).
+    pub name: &'static str,
+    /// What it breaks, and how the proxy does it.
+    pub doc: &'static str,
+    /// Which targets' self-test it serves.
+    pub scope: Scope,
+    behaviour: &'static dyn Behaviour,
+}
+
+/// Every fault, in the order the self-test runs them.
+pub static FAULTS: [FaultSpec; 23] = [
+    FaultSpec {
+        name: "accept-any-hello",
+        doc: "The endpoint accepts every hello, whatever it holds (at version 2).",
+        scope: Scope::Any,
+        behaviour: &AcceptAnyHello,
+    },
+    FaultSpec {
+        name: "lowest-version",
+        doc: "The endpoint chooses the lowest version offered, not the highest; as a client, it \
+              offers only its lowest version but takes any.",
+        scope: Scope::Any,
+        behaviour: &LowestVersion,
+    },
+    FaultSpec {
+        name: "refuse-single-version",
+        doc: "The endpoint refuses a peer that offers a single version, claiming it speaks 1 and \
+              2; as a client, it offers only its highest version but takes any.",
+        scope: Scope::Any,
+        behaviour: &RefuseSingleVersion,
+    },
+    FaultSpec {
+        name: "wrong-role",
+        doc: "The endpoint declares the wrong role in its handshake frame.",
+        scope: Scope::Any,
+        behaviour: &WrongRole,
+    },
+    FaultSpec {
+        name: "pedantic",
+        doc: "The endpoint takes only hellos encoded exactly as sparkwire encodes them, in one \
+              segment, with an id, under 64 KiB; as a client, it writes its hello's keys in \
+              reverse order.",
+        scope: Scope::Any,
+        behaviour: &Pedantic,
+    },
+    FaultSpec {
+        name: "keep-open",
+        doc: "The endpoint never closes a connection (it stops answering instead).",
+        scope: Scope::Any,
+        behaviour: &KeepOpen,
+    },
+    FaultSpec {
+        name: "mute",
+        doc: "After the handshake the endpoint sends nothing and never closes.",
+        scope: Scope::Any,
+        behaviour: &Mute,
+    },
+    FaultSpec {
+        name: "duplicate",
+        doc: "After the handshake the endpoint sends every frame twice (as a client, its hello \
+              too, before any answer).",
+        scope: Scope::Any,
+        behaviour: &Duplicate,
+    },
+    FaultSpec {
+        name: "auth-bypass",
+        doc: "The endpoint holds a secret but authenticates nobody: as a server it accepts every \
+              hello at once, without a challenge, and takes whatever follows (the proxy proves \
+              the secret to the real endpoint on the suite's behalf); as a client it says hello \
+              without asking to authenticate (the proxy authenticates with the real client). \
+              Needs `--secret-file`.",
+        scope: Scope::Auth,
+        behaviour: &AuthFault(AuthBreak::Bypass),
+    },
+    FaultSpec {
+        name: "any-proof",
+        doc: "The endpoint checks no proof: as a server it challenges, but takes any client \
+              proof, right or wrong (the proxy replaces the suite's proof with the right one); as \
+              a client it takes any server proof, or none (the proxy shows the real client a \
+              right one, and proves the secret to the suite for it). Needs `--secret-file`.",
+        scope: Scope::Auth,
+        behaviour: &AuthFault(AuthBreak::AnyProof),
+    },
+    FaultSpec {
+        name: "bad-own-proof",
+        doc: "The endpoint's own proof does not verify: as a server its challenge carries a \
+              wrong server proof, as a client it sends a wrong client proof (the proxy flips a \
+              bit of the right one). Needs `--secret-file`.",
+        scope: Scope::Auth,
+        behaviour: &AuthFault(AuthBreak::BadOwnProof),
+    },
+    FaultSpec {
+        name: "silent-close",
+        doc: "The endpoint takes `closeReason` in the handshake but closes connections without \
+              the close envelope it agreed to send (SPEC §8.1): the proxy drops every close \
+              envelope.",
+        scope: Scope::Any,
+        behaviour: &SilentClose,
+    },
+    FaultSpec {
+        name: "ownership-unchecked",
+        doc: "The master does not check whose id a message names (SPEC §14.2): the proxy \
+              rewrites the worker or application id of a Heartbeat, WorkerLatestState, \
+              UnregisterApplication, RequestExecutors or KillExecutors to the one registered \
+              over that connection.",
+        scope: Scope::Master,
+        behaviour: &OwnershipUnchecked,
+    },
+    FaultSpec {
+        name: "no-redaction",
+        doc: "The master redacts nothing in MasterStateResponse (SPEC §14.4): the proxy puts \
+              back the values the suite registered.",
+        scope: Scope::Master,
+        behaviour: &NoRedaction,
+    },
+    FaultSpec {
+        name: "deep-taken",
+        doc: "The endpoint takes frames nested deeper than 64 levels (SPEC §2): the proxy drops \
+              them.",
+        scope: Scope::Master,
+        behaviour: &DeepTaken,
+    },
+    FaultSpec {
+        name: "depth-off-by-one",
+        doc: "The endpoint refuses frames of exactly 64 levels (SPEC §2): the proxy closes on \
+              them.",
+        scope: Scope::Master,
+        behaviour: &DepthOffByOne,
+    },
+    FaultSpec {
+        name: "wrong-type-taken",
+        doc: "The endpoint takes fields of the wrong type (SPEC §4): the proxy drops frames \
+              refused with InvalidFields for anything but a map's or set's order.",
+        scope: Scope::Master,
+        behaviour: &InvalidFieldsTaken { order: false },
+    },
+    FaultSpec {
+        name: "unordered-taken",
+        doc: "The endpoint takes maps and sets out of order or with a key twice (SPEC §11.3): \
+              the proxy drops the frames refused for it.",
+        scope: Scope::Master,
+        behaviour: &InvalidFieldsTaken { order: true },
+    },
+    FaultSpec {
+        name: "no-spark-13604",
+        doc: "The master does not kill what a WorkerLatestState lists and it does not know \
+              (SPARK-13604, SPEC §14.2 Z2): the proxy drops KillExecutor and KillDriver for \
+              executors and drivers never launched over that connection.",
+        scope: Scope::Master,
+        behaviour: &No13604,
+    },
+    FaultSpec {
+        name: "no-reconnect",
+        doc: "The master never sends ReconnectWorker (SPEC §14.2 Z2): the proxy drops it.",
+        scope: Scope::Master,
+        behaviour: &NoReconnect,
+    },
+    FaultSpec {
+        name: "auth-not-configured-taken",
+        doc: "A server without a secret accepts a hello asking to authenticate (handshake.md §5 \
+              step 4): the proxy removes `auth` and `nonce` from the suite's hello.",
+        scope: Scope::Master,
+        behaviour: &AuthNotConfiguredTaken,
+    },
+    FaultSpec {
+        name: "failure-without-message",
+        doc: "The endpoint's failure envelopes lack their `message` (SPEC §3: `error` is \
+              `{\"className\": str, \"message\": str}`): the proxy drops the key. Only the \
+              case's judge (strict decoding of every frame the endpoint sends) sees it.",
+        scope: Scope::Master,
+        behaviour: &FailureWithoutMessage,
+    },
+    FaultSpec {
+        name: "off-route",
+        doc: "The endpoint sends a message off its route (SPEC §14.1): after the first one-way \
+              message it sends on a connection, the proxy adds one its role never sends (a \
+              master a Heartbeat, a worker or application client a KillDriver, a driver a \
+              LaunchedExecutor, an executor a StopExecutor). Only the case's judge (routes of \
+              every frame) sees it.",
+        scope: Scope::Any,
+        behaviour: &OffRoute,
+    },
+];
+
+/// One way to break an endpoint: a handle on its entry of [`FAULTS`].
+#[derive(Clone, Copy)]
+pub struct Fault(&'static FaultSpec);
+
+impl PartialEq for Fault {
+    fn eq(&self, other: &Fault) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for Fault {}
+
+impl std::fmt::Debug for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name)
+    }
 }
 
 impl Fault {
-    /// True for the faults that break authentication ([`Fault::AuthBypass`],
-    /// [`Fault::AnyProof`], [`Fault::BadOwnProof`]).
-    pub fn breaks_auth(self) -> bool {
-        matches!(
-            self,
-            Fault::AuthBypass | Fault::AnyProof | Fault::BadOwnProof
-        )
-    }
-
-    /// True for the faults that break only what a master does (ownership, redaction,
-    /// SPARK-13604, ReconnectWorker, its decoder and handshake as the master target checks
-    /// them): the other targets' cases of the same kinds fail under the generic faults
-    /// (`mute`, `keep-open`, `accept-any-hello`).
-    pub fn master_only(self) -> bool {
-        matches!(
-            self,
-            Fault::OwnershipUnchecked
-                | Fault::NoRedaction
-                | Fault::DeepTaken
-                | Fault::DepthOffByOne
-                | Fault::WrongTypeTaken
-                | Fault::UnorderedTaken
-                | Fault::No13604
-                | Fault::NoReconnect
-                | Fault::AuthNotConfiguredTaken
-                | Fault::FailureWithoutMessage
-        )
-    }
-
-    /// Every fault.
-    pub const ALL: [Fault; 23] = [
-        Fault::AcceptAnyHello,
-        Fault::LowestVersion,
-        Fault::RefuseSingleVersion,
-        Fault::WrongRole,
-        Fault::Pedantic,
-        Fault::KeepOpen,
-        Fault::Mute,
-        Fault::Duplicate,
-        Fault::AuthBypass,
-        Fault::AnyProof,
-        Fault::BadOwnProof,
-        Fault::SilentClose,
-        Fault::OwnershipUnchecked,
-        Fault::NoRedaction,
-        Fault::DeepTaken,
-        Fault::DepthOffByOne,
-        Fault::WrongTypeTaken,
-        Fault::UnorderedTaken,
-        Fault::No13604,
-        Fault::NoReconnect,
-        Fault::AuthNotConfiguredTaken,
-        Fault::FailureWithoutMessage,
-        Fault::OffRoute,
-    ];
-
-    /// The fault's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Fault::AcceptAnyHello => "accept-any-hello",
-            Fault::LowestVersion => "lowest-version",
-            Fault::RefuseSingleVersion => "refuse-single-version",
-            Fault::WrongRole => "wrong-role",
-            Fault::Pedantic => "pedantic",
-            Fault::KeepOpen => "keep-open",
-            Fault::Mute => "mute",
-            Fault::Duplicate => "duplicate",
-            Fault::AuthBypass => "auth-bypass",
-            Fault::AnyProof => "any-proof",
-            Fault::BadOwnProof => "bad-own-proof",
-            Fault::SilentClose => "silent-close",
-            Fault::OwnershipUnchecked => "ownership-unchecked",
-            Fault::NoRedaction => "no-redaction",
-            Fault::DeepTaken => "deep-taken",
-            Fault::DepthOffByOne => "depth-off-by-one",
-            Fault::WrongTypeTaken => "wrong-type-taken",
-            Fault::UnorderedTaken => "unordered-taken",
-            Fault::No13604 => "no-spark-13604",
-            Fault::NoReconnect => "no-reconnect",
-            Fault::AuthNotConfiguredTaken => "auth-not-configured-taken",
-            Fault::FailureWithoutMessage => "failure-without-message",
-            Fault::OffRoute => "off-route",
-        }
+    /// Every fault, in the order of [`FAULTS`].
+    pub fn all() -> impl Iterator<Item = Fault> {
+        FAULTS.iter().map(Fault)
     }
 
     /// The fault named `name`.
     pub fn from_name(name: &str) -> Option<Fault> {
-        Fault::ALL.into_iter().find(|f| f.name() == name)
+        Fault::all().find(|f| f.name() == name)
+    }
+
+    /// The fault's name.
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+
+    /// What it breaks, and how.
+    pub fn doc(self) -> &'static str {
+        self.0.doc
+    }
+
+    /// True for the faults that break authentication ([`Scope::Auth`]).
+    pub fn breaks_auth(self) -> bool {
+        self.0.scope == Scope::Auth
+    }
+
+    /// True for the faults that break only what a master does ([`Scope::Master`]).
+    pub fn master_only(self) -> bool {
+        self.0.scope == Scope::Master
     }
 }
+
+// ---- behaviours ----
+
+/// What the proxy does instead of a client's hello.
+enum HelloAct {
+    /// Pass it on.
+    Pass,
+    /// Send these bytes (whole frames) upstream instead.
+    Send(Vec<u8>),
+    /// Accept the suite at once and say the proxy's own hello upstream ([`accept_any`]).
+    AcceptAny,
+    /// Refuse the suite for this reason and close both sides.
+    Refuse(RefusalReason),
+}
+
+/// What a fault does at each point of a proxied connection. Every hook's default passes things
+/// through unchanged; "the endpoint" is the endpoint under test, "the suite" the conformance
+/// suite, whichever of them connects.
+trait Behaviour: Sync {
+    /// The authentication the fault breaks, when the endpoint holds a secret: the proxy then
+    /// stands in for the whole handshake ([`auth_fault`], [`client_auth_fault`]).
+    fn auth(&self) -> Option<AuthBreak> {
+        None
+    }
+
+    /// The endpoint's closes never reach the suite, and the proxy holds the suite's side open a
+    /// while after both ends stopped.
+    fn keeps_open(&self) -> bool {
+        false
+    }
+
+    /// The suite's hello, when the suite connects.
+    fn suite_hello(&self, _hello: Result<&Hello, ()>, _body: &[u8], _reads: usize) -> HelloAct {
+        HelloAct::Pass
+    }
+
+    /// A first frame from the suite over the pre-handshake limit: whether the endpoint accepts
+    /// it anyway (as [`HelloAct::AcceptAny`]).
+    fn accepts_oversized_hello(&self) -> bool {
+        false
+    }
+
+    /// The endpoint's hello, when the endpoint connects: the bytes (whole frames) the suite
+    /// gets instead, if any.
+    fn endpoint_hello(&self, _hello: Hello, _body: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// The endpoint's acceptance, when the suite connects: the one the suite gets instead, if
+    /// any.
+    fn acceptance(&self, _a: &Accepted) -> Option<Accepted> {
+        None
+    }
+
+    /// A frame from the suite to the endpoint after the handshake, when the suite connects.
+    fn suite_sent(&self, body: Bytes, _st: &StdMutex<State>) -> Act {
+        Act::Forward(body)
+    }
+
+    /// A frame from the endpoint to the suite after the handshake; `endpoint_listens` says
+    /// whether the suite connected.
+    fn endpoint_sent(&self, body: Bytes, _st: &StdMutex<State>, _endpoint_listens: bool) -> Act {
+        Act::Forward(body)
+    }
+
+    /// What the suite gets after a frame of the endpoint's was passed on (whole frames), the
+    /// endpoint's role being `role`.
+    fn after_endpoint_frame(
+        &self,
+        _body: &[u8],
+        _role: Option<Role>,
+        _st: &StdMutex<State>,
+    ) -> Vec<u8> {
+        Vec::new()
+    }
+}
+
+/// The lowest (or highest) version of `versions` the crate knows.
+fn known_version(versions: &[u64], lowest: bool) -> Option<u64> {
+    let known = versions
+        .iter()
+        .copied()
+        .filter(|v| Version::from_number(*v).is_some());
+    if lowest {
+        known.min()
+    } else {
+        known.max()
+    }
+}
+
+struct AcceptAnyHello;
+
+impl Behaviour for AcceptAnyHello {
+    fn suite_hello(&self, _: Result<&Hello, ()>, _: &[u8], _: usize) -> HelloAct {
+        HelloAct::AcceptAny
+    }
+
+    fn accepts_oversized_hello(&self) -> bool {
+        true
+    }
+}
+
+struct LowestVersion;
+
+impl Behaviour for LowestVersion {
+    fn suite_hello(&self, hello: Result<&Hello, ()>, _: &[u8], _: usize) -> HelloAct {
+        let Ok(h) = hello else {
+            return HelloAct::Pass;
+        };
+        let mut h = h.clone();
+        if let Some(min) = known_version(&h.versions, true) {
+            h.versions = vec![min];
+        }
+        HelloAct::Send(hello_bytes(&h))
+    }
+
+    fn endpoint_hello(&self, mut h: Hello, _: &[u8]) -> Option<Vec<u8>> {
+        if let Some(min) = known_version(&h.versions, true) {
+            h.versions = vec![min];
+        }
+        Some(hello_bytes(&h))
+    }
+}
+
+struct RefuseSingleVersion;
+
+impl Behaviour for RefuseSingleVersion {
+    fn suite_hello(&self, hello: Result<&Hello, ()>, _: &[u8], _: usize) -> HelloAct {
+        let Ok(h) = hello else {
+            return HelloAct::Pass;
+        };
+        let mut vs = h.versions.clone();
+        vs.sort_unstable();
+        vs.dedup();
+        if vs.len() == 1 {
+            HelloAct::Refuse(RefusalReason::NoCommonVersion)
+        } else {
+            HelloAct::Pass
+        }
+    }
+
+    fn endpoint_hello(&self, mut h: Hello, _: &[u8]) -> Option<Vec<u8>> {
+        // As a client: it claims to speak only its highest version.
+        if let Some(max) = known_version(&h.versions, false) {
+            h.versions = vec![max];
+        }
+        Some(hello_bytes(&h))
+    }
+}
+
+struct WrongRole;
+
+fn other_role(r: Role) -> Role {
+    if r == Role::Worker {
+        Role::Ui
+    } else {
+        Role::Worker
+    }
+}
+
+impl Behaviour for WrongRole {
+    fn endpoint_hello(&self, mut h: Hello, _: &[u8]) -> Option<Vec<u8>> {
+        h.role = other_role(h.role);
+        Some(hello_bytes(&h))
+    }
+
+    fn acceptance(&self, a: &Accepted) -> Option<Accepted> {
+        let mut a = a.clone();
+        a.role = other_role(a.role);
+        Some(a)
+    }
+}
+
+struct Pedantic;
+
+impl Behaviour for Pedantic {
+    fn suite_hello(&self, hello: Result<&Hello, ()>, body: &[u8], reads: usize) -> HelloAct {
+        let canonical = hello.ok().map(|h| {
+            let mut b = Vec::new();
+            encode_hello(h, &mut b);
+            b
+        });
+        let ok = canonical.as_deref() == Some(body)
+            && hello.is_ok_and(|h| !h.id.is_empty())
+            && body.len() < 65536
+            && reads <= 1
+            && hello.is_ok_and(|h| {
+                h.versions
+                    .iter()
+                    .all(|v| Version::from_number(*v).is_some())
+            });
+        if ok {
+            HelloAct::Pass
+        } else {
+            HelloAct::Refuse(RefusalReason::BadMagic)
+        }
+    }
+
+    fn endpoint_hello(&self, h: Hello, _: &[u8]) -> Option<Vec<u8>> {
+        // The same hello with its keys in reverse order.
+        let mut e = crate::mp::hello_entries(&h.versions, h.role.name(), &h.id);
+        e.reverse();
+        Some(framed(&crate::mp::map(&e)))
+    }
+}
+
+struct KeepOpen;
+
+impl Behaviour for KeepOpen {
+    fn keeps_open(&self) -> bool {
+        true
+    }
+}
+
+struct Mute;
+
+impl Behaviour for Mute {
+    fn keeps_open(&self) -> bool {
+        true
+    }
+
+    fn endpoint_sent(&self, _: Bytes, _: &StdMutex<State>, _: bool) -> Act {
+        Act::Drop
+    }
+}
+
+struct Duplicate;
+
+impl Behaviour for Duplicate {
+    fn endpoint_hello(&self, _: Hello, body: &[u8]) -> Option<Vec<u8>> {
+        // An eager client: its hello twice, before any answer.
+        let mut twice = framed(body);
+        twice.extend_from_slice(&framed(body));
+        Some(twice)
+    }
+
+    fn after_endpoint_frame(&self, body: &[u8], _: Option<Role>, _: &StdMutex<State>) -> Vec<u8> {
+        framed(body)
+    }
+}
+
+/// The authentication an [`AuthFault`] breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AuthBreak {
+    /// Nobody is authenticated.
+    Bypass,
+    /// Any proof is taken.
+    AnyProof,
+    /// The endpoint's own proof does not verify.
+    BadOwnProof,
+}
+
+struct AuthFault(AuthBreak);
+
+impl Behaviour for AuthFault {
+    fn auth(&self) -> Option<AuthBreak> {
+        Some(self.0)
+    }
+}
+
+struct SilentClose;
+
+impl Behaviour for SilentClose {
+    fn endpoint_sent(&self, body: Bytes, _: &StdMutex<State>, _: bool) -> Act {
+        // A close envelope, `[4, …]` (SPEC §8.1), is dropped.
+        if body.len() >= 2 && body[0] == 0x92 && body[1] == 0x04 {
+            Act::Drop
+        } else {
+            Act::Forward(body)
+        }
+    }
+}
+
+struct AuthNotConfiguredTaken;
+
+impl Behaviour for AuthNotConfiguredTaken {
+    fn suite_hello(&self, hello: Result<&Hello, ()>, _: &[u8], _: usize) -> HelloAct {
+        match hello {
+            Ok(h) => {
+                let mut h = h.clone();
+                h.auth = None;
+                HelloAct::Send(hello_bytes(&h))
+            }
+            Err(()) => HelloAct::Pass,
+        }
+    }
+}
+
+struct OffRoute;
+
+impl Behaviour for OffRoute {
+    fn after_endpoint_frame(
+        &self,
+        body: &[u8],
+        role: Option<Role>,
+        st: &StdMutex<State>,
+    ) -> Vec<u8> {
+        off_route(body, role, st).unwrap_or_default()
+    }
+}
+
+// ---- the frame-level faults (the suite connects: the master target) ----
+
+/// A frame after the handshake, decoded in the connection's version and family.
+struct Decoded {
+    version: Version,
+    /// The connection is of the deploy family (its envelope is decoded as `D`).
+    deploy: bool,
+    /// The deploy envelope (`None` for a coarse one), or why it does not decode.
+    envelope: Result<Option<Envelope<D>>, Error>,
+}
+
+/// `body` decoded, once the connection's version is known.
+fn decoded(body: &Bytes, st: &StdMutex<State>) -> Option<Decoded> {
+    let (version, role) = {
+        let g = lock(st);
+        (g.version, g.seen.role)
+    };
+    let version = version?;
+    let deploy = role.is_none_or(|r| r.family() == "deploy");
+    let envelope = if deploy {
+        decode_envelope::<D>(body, version).map(Some)
+    } else {
+        decode_envelope::<sparkwire::messages::CoarseMessage>(body, version).map(|_| None)
+    };
+    Some(Decoded {
+        version,
+        deploy,
+        envelope,
+    })
+}
+
+/// `env` encoded in `version`, or `body` unchanged when it does not encode.
+fn reencoded(env: &Envelope<D>, version: Version, body: Bytes) -> Act {
+    let mut out = Vec::new();
+    match encode_envelope(env, version, &mut out) {
+        Ok(()) => Act::Forward(Bytes::from(out)),
+        Err(_) => Act::Forward(body),
+    }
+}
+
+fn lock(st: &StdMutex<State>) -> std::sync::MutexGuard<'_, State> {
+    st.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct DeepTaken;
+
+impl Behaviour for DeepTaken {
+    fn suite_sent(&self, body: Bytes, st: &StdMutex<State>) -> Act {
+        match decoded(&body, st).map(|d| d.envelope) {
+            Some(Err(Error::TooDeep { .. })) => Act::Drop,
+            _ => Act::Forward(body),
+        }
+    }
+}
+
+struct DepthOffByOne;
+
+impl Behaviour for DepthOffByOne {
+    fn suite_sent(&self, body: Bytes, st: &StdMutex<State>) -> Act {
+        if decoded(&body, st).is_none_or(|d| d.envelope.is_err()) {
+            return Act::Forward(body);
+        }
+        // 64 levels exactly: one more array around it is too deep.
+        let mut wrapped = vec![0x91];
+        wrapped.extend_from_slice(&body);
+        match sparkwire::wire::msgpack::value_len(&wrapped) {
+            Err(Error::TooDeep { .. }) => Act::Close,
+            _ => Act::Forward(body),
+        }
+    }
+}
+
+/// `wrong-type-taken` (`order: false`) and `unordered-taken` (`order: true`).
+struct InvalidFieldsTaken {
+    order: bool,
+}
+
+impl Behaviour for InvalidFieldsTaken {
+    fn suite_sent(&self, body: Bytes, st: &StdMutex<State>) -> Act {
+        match decoded(&body, st).map(|d| d.envelope) {
+            Some(Err(e)) if error_kind(&e) == "InvalidFields" => {
+                let order = e.to_string().contains("distinct and ascending");
+                if order == self.order {
+                    Act::Drop
+                } else {
+                    Act::Forward(body)
+                }
+            }
+            _ => Act::Forward(body),
+        }
+    }
+}
+
+struct OwnershipUnchecked;
+
+impl Behaviour for OwnershipUnchecked {
+    fn suite_sent(&self, body: Bytes, st: &StdMutex<State>) -> Act {
+        let Some(Decoded {
+            version,
+            envelope: Ok(Some(env)),
+            ..
+        }) = decoded(&body, st)
+        else {
+            return Act::Forward(body);
+        };
+        let mut g = lock(st);
+        let (w, a) = (g.seen.own_worker.clone(), g.seen.own_app.clone());
+        let rewritten = match env {
+            Envelope::Send(D::RegisterWorker(r)) => {
+                g.seen.own_worker = Some(r.id.clone());
+                return Act::Forward(body);
+            }
+            Envelope::Send(D::Heartbeat(mut h)) if w.is_some() => {
+                h.worker_id = w.unwrap_or_default();
+                Envelope::Send(D::Heartbeat(h))
+            }
+            Envelope::Send(D::WorkerLatestState(mut l)) if w.is_some() => {
+                l.id = w.unwrap_or_default();
+                Envelope::Send(D::WorkerLatestState(l))
+            }
+            Envelope::Send(D::UnregisterApplication(mut u)) if a.is_some() => {
+                u.app_id = a.unwrap_or_default();
+                Envelope::Send(D::UnregisterApplication(u))
+            }
+            Envelope::Ask {
+                id,
+                message: D::RequestExecutors(mut r),
+            } if a.is_some() => {
+                r.app_id = a.unwrap_or_default();
+                Envelope::Ask {
+                    id,
+                    message: D::RequestExecutors(r),
+                }
+            }
+            Envelope::Ask {
+                id,
+                message: D::KillExecutors(mut k),
+            } if a.is_some() => {
+                k.app_id = a.unwrap_or_default();
+                Envelope::Ask {
+                    id,
+                    message: D::KillExecutors(k),
+                }
+            }
+            _ => return Act::Forward(body),
+        };
+        drop(g);
+        reencoded(&rewritten, version, body)
+    }
+
+    fn endpoint_sent(&self, body: Bytes, st: &StdMutex<State>, endpoint_listens: bool) -> Act {
+        if endpoint_listens {
+            if let Some(Decoded {
+                envelope: Ok(Some(Envelope::Send(D::RegisteredApplication(r)))),
+                ..
+            }) = decoded(&body, st)
+            {
+                lock(st).seen.own_app = Some(r.app_id.clone());
+            }
+        }
+        Act::Forward(body)
+    }
+}
+
+/// The values the suite registered, by their redacted form: what `no-redaction` puts back (all
+/// connections of the process share it: the UI that reads is not the client that registered).
+fn unredacted() -> &'static StdMutex<std::collections::BTreeMap<String, String>> {
+    static MAP: std::sync::OnceLock<StdMutex<std::collections::BTreeMap<String, String>>> =
+        std::sync::OnceLock::new();
+    MAP.get_or_init(Default::default)
+}
+
+const REDACTED: &str = "*********(redacted)";
+
+struct NoRedaction;
+
+impl Behaviour for NoRedaction {
+    fn suite_sent(&self, body: Bytes, st: &StdMutex<State>) -> Act {
+        if let Some(Decoded {
+            envelope: Ok(Some(Envelope::Send(D::RegisterApplication(r)))),
+            ..
+        }) = decoded(&body, st)
+        {
+            let cmd = &r.app_description.command;
+            if let Ok(mut m) = unredacted().lock() {
+                for (k, v) in &cmd.environment {
+                    m.insert(format!("env {k}"), v.clone());
+                }
+                for o in cmd.java_opts.iter().chain(&cmd.arguments) {
+                    if let Some((k, _)) = o.split_once('=') {
+                        m.insert(format!("{k}={REDACTED}"), o.clone());
+                    }
+                }
+            }
+        }
+        Act::Forward(body)
+    }
+
+    fn endpoint_sent(&self, body: Bytes, st: &StdMutex<State>, endpoint_listens: bool) -> Act {
+        if !endpoint_listens {
+            return Act::Forward(body);
+        }
+        let Some(Decoded {
+            version,
+            envelope:
+                Ok(Some(Envelope::Reply {
+                    id,
+                    reply: sparkwire::wire::Reply::Message(D::MasterStateResponse(mut s)),
+                })),
+            ..
+        }) = decoded(&body, st)
+        else {
+            return Act::Forward(body);
+        };
+        let Ok(m) = unredacted().lock().map(|m| m.clone()) else {
+            return Act::Forward(body);
+        };
+        for a in s.active_apps.iter_mut().chain(s.completed_apps.iter_mut()) {
+            let cmd = &mut a.desc.command;
+            for (k, v) in cmd.environment.iter_mut() {
+                if let Some(orig) = m.get(&format!("env {k}")) {
+                    v.clone_from(orig);
+                }
+            }
+            for o in cmd.java_opts.iter_mut().chain(cmd.arguments.iter_mut()) {
+                if let Some(orig) = m.get(o.as_str()) {
+                    o.clone_from(orig);
+                }
+            }
+        }
+        let env = Envelope::Reply {
+            id,
+            reply: sparkwire::wire::Reply::Message(D::MasterStateResponse(s)),
+        };
+        reencoded(&env, version, body)
+    }
+}
+
+struct No13604;
+
+impl Behaviour for No13604 {
+    fn endpoint_sent(&self, body: Bytes, st: &StdMutex<State>, endpoint_listens: bool) -> Act {
+        if !endpoint_listens {
+            return Act::Forward(body);
+        }
+        let Some(Decoded {
+            envelope: Ok(Some(Envelope::Send(m))),
+            ..
+        }) = decoded(&body, st)
+        else {
+            return Act::Forward(body);
+        };
+        let mut g = lock(st);
+        match m {
+            D::LaunchExecutor(l) => {
+                g.seen.launched_executors.insert((l.app_id, l.exec_id));
+                Act::Forward(body)
+            }
+            D::LaunchDriver(l) => {
+                g.seen.launched_drivers.insert(l.driver_id);
+                Act::Forward(body)
+            }
+            D::KillExecutor(k)
+                if !g
+                    .seen
+                    .launched_executors
+                    .contains(&(k.app_id.clone(), k.exec_id)) =>
+            {
+                Act::Drop
+            }
+            D::KillDriver(k) if !g.seen.launched_drivers.contains(&k.driver_id) => Act::Drop,
+            _ => Act::Forward(body),
+        }
+    }
+}
+
+struct NoReconnect;
+
+impl Behaviour for NoReconnect {
+    fn endpoint_sent(&self, body: Bytes, st: &StdMutex<State>, endpoint_listens: bool) -> Act {
+        match decoded(&body, st) {
+            Some(Decoded {
+                envelope: Ok(Some(Envelope::Send(D::ReconnectWorker(_)))),
+                ..
+            }) if endpoint_listens => Act::Drop,
+            _ => Act::Forward(body),
+        }
+    }
+}
+
+struct FailureWithoutMessage;
+
+impl Behaviour for FailureWithoutMessage {
+    fn endpoint_sent(&self, body: Bytes, st: &StdMutex<State>, endpoint_listens: bool) -> Act {
+        if !endpoint_listens {
+            return Act::Forward(body);
+        }
+        let Some(d) = decoded(&body, st) else {
+            return Act::Forward(body);
+        };
+        // [3, id, {"className": …, "message": …}] → [3, id, {"className": …}], any family.
+        let failure = if d.deploy {
+            match d.envelope {
+                Ok(Some(Envelope::Failure { id, error })) => Some((id, error.class_name)),
+                _ => None,
+            }
+        } else {
+            match decode_envelope::<sparkwire::messages::CoarseMessage>(&body, d.version) {
+                Ok(Envelope::Failure { id, error }) => Some((id, error.class_name)),
+                _ => None,
+            }
+        };
+        match failure {
+            Some((id, class)) => Act::Forward(Bytes::from(crate::mp::arr(&[
+                crate::mp::u(3),
+                crate::mp::u(id),
+                crate::mp::map(&[("className", crate::mp::s(&class))]),
+            ]))),
+            None => Act::Forward(body),
+        }
+    }
+}
+
+// ---- the proxy ----
 
 /// A running proxy; dropping it stops accepting connections.
 #[derive(Debug)]
@@ -233,6 +949,7 @@ pub async fn start(
         .await
         .map_err(|e| format!("fault proxy: cannot listen: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let behaviour = fault.0.behaviour;
     let task = tokio::spawn(async move {
         while let Ok((inbound, _)) = listener.accept().await {
             let secret = secret.clone();
@@ -244,18 +961,14 @@ pub async fn start(
                         Side::SuiteConnects { .. } => (inbound, outbound),
                         Side::EndpointConnects => (outbound, inbound),
                     };
-                    match (fault, side, secret) {
-                        (
-                            Fault::AuthBypass | Fault::AnyProof | Fault::BadOwnProof,
-                            Side::SuiteConnects { server_role, .. },
-                            Some(secret),
-                        ) => auth_fault(fault, server_role, &secret, suite, endpoint).await,
-                        (
-                            Fault::AuthBypass | Fault::AnyProof | Fault::BadOwnProof,
-                            Side::EndpointConnects,
-                            Some(secret),
-                        ) => client_auth_fault(fault, &secret, suite, endpoint).await,
-                        _ => pipe(fault, side, suite, endpoint).await,
+                    match (behaviour.auth(), side, secret) {
+                        (Some(b), Side::SuiteConnects { server_role, .. }, Some(secret)) => {
+                            auth_fault(b, server_role, &secret, suite, endpoint).await
+                        }
+                        (Some(b), Side::EndpointConnects, Some(secret)) => {
+                            client_auth_fault(b, &secret, suite, endpoint).await
+                        }
+                        _ => pipe(behaviour, side, suite, endpoint).await,
                     }
                 }
             });
@@ -264,10 +977,11 @@ pub async fn start(
     Ok(Proxy { addr, task })
 }
 
+/// What the proxy knows of one connection.
 #[derive(Debug, Default)]
 struct State {
     version: Option<Version>,
-    /// What [`frame_fault`] remembers of the connection.
+    /// What the frame-level faults remember of the connection.
     seen: Seen,
     /// The role the client's hello declared.
     client_role: Option<Role>,
@@ -276,6 +990,23 @@ struct State {
     offered: Vec<u64>,
     swallow_answer: bool,
     dead_suite_side: bool,
+}
+
+/// What the frame-level faults remember of one connection.
+#[derive(Debug, Default)]
+struct Seen {
+    role: Option<Role>,
+    own_worker: Option<String>,
+    own_app: Option<String>,
+    launched_executors: std::collections::BTreeSet<(String, i32)>,
+    launched_drivers: std::collections::BTreeSet<String>,
+}
+
+/// What to do with one frame.
+enum Act {
+    Forward(Bytes),
+    Drop,
+    Close,
 }
 
 struct Reader {
@@ -314,29 +1045,25 @@ impl Reader {
     }
 }
 
-/// Under [`Fault::OffRoute`], the frame to add after `body`, a frame of an endpoint of `role`:
-/// after its first one-way message on the connection, one its role never sends.
-async fn off_route(
-    fault: Fault,
-    body: &[u8],
-    role: Option<Role>,
-    st: &Mutex<State>,
-) -> Option<Vec<u8>> {
-    use sparkwire::messages::{coarse, deploy, CoarseMessage, DeployMessage, EndpointRef};
-    use sparkwire::wire::{encode_envelope, Envelope};
-    if fault != Fault::OffRoute || !(body.len() >= 2 && body[0] == 0x92 && body[1] == 0x00) {
+/// For `off-route`, the frame to add after `body`, a frame of an endpoint of `role`: after its
+/// first one-way message on the connection, one its role never sends.
+fn off_route(body: &[u8], role: Option<Role>, st: &StdMutex<State>) -> Option<Vec<u8>> {
+    use sparkwire::messages::{coarse, deploy, CoarseMessage, EndpointRef};
+    if !(body.len() >= 2 && body[0] == 0x92 && body[1] == 0x00) {
         return None;
     }
-    let mut st = st.lock().await;
-    if st.off_route_sent {
-        return None;
-    }
-    st.off_route_sent = true;
-    let v = st.version.unwrap_or(Version::V2);
+    let v = {
+        let mut st = lock(st);
+        if st.off_route_sent {
+            return None;
+        }
+        st.off_route_sent = true;
+        st.version.unwrap_or(Version::V2)
+    };
     let mut out = Vec::new();
     let encoded = match role? {
         Role::Master => encode_envelope(
-            &Envelope::Send(DeployMessage::from(deploy::Heartbeat::new(
+            &Envelope::Send(D::from(deploy::Heartbeat::new(
                 "worker-off-route".into(),
                 EndpointRef::client("Worker"),
             ))),
@@ -356,19 +1083,12 @@ async fn off_route(
             &mut out,
         ),
         _ => encode_envelope(
-            &Envelope::Send(DeployMessage::from(deploy::KillDriver::new(
-                "driver-off-route".into(),
-            ))),
+            &Envelope::Send(D::from(deploy::KillDriver::new("driver-off-route".into()))),
             v,
             &mut out,
         ),
     };
     encoded.ok().map(|()| framed(&out))
-}
-
-/// Whether a frame body after the handshake is a close envelope, `[4, …]` (SPEC §8.1).
-fn is_close_envelope(body: &[u8]) -> bool {
-    body.len() >= 2 && body[0] == 0x92 && body[1] == 0x04
 }
 
 fn framed(body: &[u8]) -> Vec<u8> {
@@ -405,15 +1125,35 @@ async fn close(w: &Writer) {
     }
 }
 
-fn other_role(r: Role) -> Role {
-    if r == Role::Worker {
-        Role::Ui
-    } else {
-        Role::Worker
+/// A frame of the endpoint's after the handshake, to the suite: the behaviour's verdict on it,
+/// then what it adds. Returns false when the connection is to close.
+async fn endpoint_frame(
+    behaviour: &dyn Behaviour,
+    body: Bytes,
+    st: &StdMutex<State>,
+    endpoint_listens: bool,
+    role: Option<Role>,
+    to: &Writer,
+) -> bool {
+    let body = match behaviour.endpoint_sent(body, st, endpoint_listens) {
+        Act::Forward(b) => b,
+        Act::Drop => return true,
+        Act::Close => return false,
+    };
+    write(to, &framed(&body)).await;
+    let extra = behaviour.after_endpoint_frame(&body, role, st);
+    if !extra.is_empty() {
+        write(to, &extra).await;
     }
+    true
 }
 
-async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
+async fn pipe(
+    behaviour: &'static dyn Behaviour,
+    side: Side,
+    suite: TcpStream,
+    endpoint: TcpStream,
+) {
     let suite_is_client = matches!(side, Side::SuiteConnects { .. });
     let (client, server) = if suite_is_client {
         (suite, endpoint)
@@ -424,8 +1164,8 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
     let (sr, sw) = server.into_split();
     let cw: Writer = Arc::new(Mutex::new(Some(cw)));
     let sw: Writer = Arc::new(Mutex::new(Some(sw)));
-    let st = Arc::new(Mutex::new(State::default()));
-    let keep = matches!(fault, Fault::KeepOpen | Fault::Mute);
+    let st = Arc::new(StdMutex::new(State::default()));
+    let keep = behaviour.keeps_open();
 
     // The client's frames, to the server.
     let up = {
@@ -438,7 +1178,7 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
             };
             let mut first = true;
             loop {
-                let handshaking = st.lock().await.version.is_none() && first;
+                let handshaking = lock(&st).version.is_none() && first;
                 match r.next(handshaking).await {
                     Item::End => {
                         // An endpoint that is the client: under keep-open and mute its close is
@@ -449,7 +1189,7 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                         break;
                     }
                     Item::Oversized(raw) => {
-                        if first && suite_is_client && fault == Fault::AcceptAnyHello {
+                        if first && suite_is_client && behaviour.accepts_oversized_hello() {
                             accept_any(&st, &back, &to, side).await;
                             // Whatever follows is dropped: the endpoint "took" the frame.
                             loop {
@@ -475,143 +1215,41 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                             first = false;
                             let hello = decode_hello(&body);
                             if let Ok(h) = &hello {
-                                let mut st = st.lock().await;
-                                st.offered = h.versions.clone();
-                                st.client_role = Some(h.role);
-                            }
-                            if let Ok(h) = &hello {
-                                st.lock().await.seen.role = Some(h.role);
+                                let mut g = lock(&st);
+                                g.offered = h.versions.clone();
+                                g.client_role = Some(h.role);
+                                g.seen.role = Some(h.role);
                             }
                             if suite_is_client {
-                                match fault {
-                                    Fault::AuthNotConfiguredTaken => {
-                                        if let Ok(mut h) = hello {
-                                            h.auth = None;
-                                            write(&to, &hello_bytes(&h)).await;
-                                            continue;
-                                        }
+                                match behaviour.suite_hello(
+                                    hello.as_ref().map_err(|_| ()),
+                                    &body,
+                                    reads,
+                                ) {
+                                    HelloAct::Pass => write(&to, &framed(&body)).await,
+                                    HelloAct::Send(bytes) => write(&to, &bytes).await,
+                                    HelloAct::AcceptAny => accept_any(&st, &back, &to, side).await,
+                                    HelloAct::Refuse(reason) => {
+                                        refuse(&back, reason).await;
+                                        lock(&st).dead_suite_side = true;
+                                        close(&to).await;
+                                        break;
                                     }
-                                    Fault::AcceptAnyHello => {
-                                        accept_any(&st, &back, &to, side).await;
-                                        continue;
-                                    }
-                                    Fault::LowestVersion => {
-                                        if let Ok(mut h) = hello {
-                                            if let Some(min) = h
-                                                .versions
-                                                .iter()
-                                                .copied()
-                                                .filter(|v| Version::from_number(*v).is_some())
-                                                .min()
-                                            {
-                                                h.versions = vec![min];
-                                            }
-                                            write(&to, &hello_bytes(&h)).await;
-                                            continue;
-                                        }
-                                    }
-                                    Fault::RefuseSingleVersion => {
-                                        if let Ok(h) = &hello {
-                                            let mut vs = h.versions.clone();
-                                            vs.sort_unstable();
-                                            vs.dedup();
-                                            if vs.len() == 1 {
-                                                refuse(&back, RefusalReason::NoCommonVersion).await;
-                                                st.lock().await.dead_suite_side = true;
-                                                close(&to).await;
-                                                break;
-                                            }
-                                        }
-                                    }
-                                    Fault::Pedantic => {
-                                        let canonical = hello.as_ref().ok().map(|h| {
-                                            let mut b = Vec::new();
-                                            encode_hello(h, &mut b);
-                                            b
-                                        });
-                                        let ok = canonical.as_deref() == Some(&body[..])
-                                            && hello.as_ref().is_ok_and(|h| !h.id.is_empty())
-                                            && body.len() < 65536
-                                            && reads <= 1
-                                            && hello.as_ref().is_ok_and(|h| {
-                                                h.versions
-                                                    .iter()
-                                                    .all(|v| Version::from_number(*v).is_some())
-                                            });
-                                        if !ok {
-                                            refuse(&back, RefusalReason::BadMagic).await;
-                                            st.lock().await.dead_suite_side = true;
-                                            close(&to).await;
-                                            break;
-                                        }
-                                    }
-                                    _ => {}
                                 }
-                            } else if let Ok(mut h) = hello {
-                                match fault {
-                                    Fault::LowestVersion => {
-                                        if let Some(min) = h
-                                            .versions
-                                            .iter()
-                                            .copied()
-                                            .filter(|v| Version::from_number(*v).is_some())
-                                            .min()
-                                        {
-                                            h.versions = vec![min];
-                                        }
-                                        write(&to, &hello_bytes(&h)).await;
-                                        continue;
-                                    }
-                                    Fault::RefuseSingleVersion => {
-                                        // As a client: it claims to speak only its highest version.
-                                        if let Some(max) = h
-                                            .versions
-                                            .iter()
-                                            .copied()
-                                            .filter(|v| Version::from_number(*v).is_some())
-                                            .max()
-                                        {
-                                            h.versions = vec![max];
-                                        }
-                                        write(&to, &hello_bytes(&h)).await;
-                                        continue;
-                                    }
-                                    Fault::Duplicate => {
-                                        // An eager client: its hello twice, before any answer.
-                                        write(&to, &framed(&body)).await;
-                                        write(&to, &framed(&body)).await;
-                                        continue;
-                                    }
-                                    Fault::WrongRole => {
-                                        h.role = other_role(h.role);
-                                        write(&to, &hello_bytes(&h)).await;
-                                        continue;
-                                    }
-                                    Fault::Pedantic => {
-                                        // The same hello with its keys in reverse order.
-                                        let entries = crate::mp::hello_entries(
-                                            &h.versions,
-                                            h.role.name(),
-                                            &h.id,
-                                        );
-                                        let mut e = entries;
-                                        e.reverse();
-                                        write(&to, &framed(&crate::mp::map(&e))).await;
-                                        continue;
-                                    }
-                                    _ => {}
+                            } else {
+                                let instead =
+                                    hello.ok().and_then(|h| behaviour.endpoint_hello(h, &body));
+                                match instead {
+                                    Some(bytes) => write(&to, &bytes).await,
+                                    None => write(&to, &framed(&body)).await,
                                 }
                             }
-                            write(&to, &framed(&body)).await;
                             continue;
                         }
-                        if !suite_is_client && fault == Fault::Mute {
-                            continue;
-                        }
-                        let body = if suite_is_client {
-                            match frame_fault(fault, true, body, &st).await {
-                                Act::Forward(b) => b,
-                                Act::Drop => continue,
+                        if suite_is_client {
+                            match behaviour.suite_sent(body, &st) {
+                                Act::Forward(b) => write(&to, &framed(&b)).await,
+                                Act::Drop => {}
                                 Act::Close => {
                                     close(&to).await;
                                     close(&back).await;
@@ -619,23 +1257,8 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                                 }
                             }
                         } else {
-                            body
-                        };
-                        if !suite_is_client
-                            && fault == Fault::SilentClose
-                            && is_close_envelope(&body)
-                        {
-                            continue;
-                        }
-                        write(&to, &framed(&body)).await;
-                        if !suite_is_client {
-                            let role = st.lock().await.client_role;
-                            if let Some(extra) = off_route(fault, &body, role, &st).await {
-                                write(&to, &extra).await;
-                            }
-                        }
-                        if !suite_is_client && fault == Fault::Duplicate {
-                            write(&to, &framed(&body)).await;
+                            let role = lock(&st).client_role;
+                            endpoint_frame(behaviour, body, &st, false, role, &to).await;
                         }
                     }
                 }
@@ -667,58 +1290,40 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
                     Item::Frame(body, _) => {
                         if first {
                             first = false;
-                            let swallow = st.lock().await.swallow_answer;
                             let answer = decode_answer(&body);
-                            if let Ok(Answer::Accepted(a)) = &answer {
-                                st.lock().await.version = Some(a.version);
-                            }
+                            let swallow = {
+                                let mut g = lock(&st);
+                                if let Ok(Answer::Accepted(a)) = &answer {
+                                    g.version = Some(a.version);
+                                }
+                                g.swallow_answer
+                            };
                             if swallow {
                                 continue;
                             }
-                            if suite_is_client && fault == Fault::WrongRole {
-                                if let Ok(Answer::Accepted(mut a)) = answer {
-                                    a.role = other_role(a.role);
-                                    write(&to, &answer_bytes(&Answer::Accepted(a))).await;
-                                    continue;
+                            let instead = match &answer {
+                                Ok(Answer::Accepted(a)) if suite_is_client => {
+                                    behaviour.acceptance(a)
                                 }
+                                _ => None,
+                            };
+                            match instead {
+                                Some(a) => write(&to, &answer_bytes(&Answer::Accepted(a))).await,
+                                None => write(&to, &framed(&body)).await,
                             }
+                            continue;
+                        }
+                        if !suite_is_client {
                             write(&to, &framed(&body)).await;
                             continue;
                         }
-                        let endpoint_to_suite = suite_is_client;
-                        if endpoint_to_suite && fault == Fault::Mute {
-                            continue;
-                        }
-                        let body = if endpoint_to_suite {
-                            match frame_fault(fault, false, body, &st).await {
-                                Act::Forward(b) => b,
-                                Act::Drop => continue,
-                                Act::Close => {
-                                    close(&to).await;
-                                    break;
-                                }
-                            }
-                        } else {
-                            body
+                        let role = match side {
+                            Side::SuiteConnects { server_role, .. } => Some(server_role),
+                            Side::EndpointConnects => None,
                         };
-                        if endpoint_to_suite
-                            && fault == Fault::SilentClose
-                            && is_close_envelope(&body)
-                        {
-                            continue;
-                        }
-                        write(&to, &framed(&body)).await;
-                        if let (true, Side::SuiteConnects { server_role, .. }) =
-                            (endpoint_to_suite, side)
-                        {
-                            if let Some(extra) =
-                                off_route(fault, &body, Some(server_role), &st).await
-                            {
-                                write(&to, &extra).await;
-                            }
-                        }
-                        if endpoint_to_suite && fault == Fault::Duplicate {
-                            write(&to, &framed(&body)).await;
+                        if !endpoint_frame(behaviour, body, &st, true, role, &to).await {
+                            close(&to).await;
+                            break;
                         }
                     }
                 }
@@ -733,7 +1338,7 @@ async fn pipe(fault: Fault, side: Side, suite: TcpStream, endpoint: TcpStream) {
     drop((cw, sw));
 }
 
-async fn accept_any(st: &Arc<Mutex<State>>, back: &Writer, to: &Writer, side: Side) {
+async fn accept_any(st: &StdMutex<State>, back: &Writer, to: &Writer, side: Side) {
     let Side::SuiteConnects {
         client_role,
         server_role,
@@ -741,7 +1346,7 @@ async fn accept_any(st: &Arc<Mutex<State>>, back: &Writer, to: &Writer, side: Si
     else {
         return;
     };
-    let offered = st.lock().await.offered.clone();
+    let offered = lock(st).offered.clone();
     let version = if offered.contains(&2) || offered.is_empty() || !offered.contains(&1) {
         Version::V2
     } else {
@@ -758,7 +1363,7 @@ async fn accept_any(st: &Arc<Mutex<State>>, back: &Writer, to: &Writer, side: Si
         })),
     )
     .await;
-    st.lock().await.swallow_answer = true;
+    lock(st).swallow_answer = true;
     write(
         to,
         &hello_bytes(&Hello::new(&[version], client_role, "proxy")),
@@ -800,9 +1405,9 @@ async fn read_hello_frame(stream: &mut TcpStream) -> Option<(Vec<u8>, Hello)> {
 }
 
 /// The authentication faults: the proxy authenticates to the endpoint itself and lets the suite
-/// through unauthenticated ([`Fault::AuthBypass`]) or with any proof ([`Fault::AnyProof`]).
+/// through unauthenticated ([`AuthBreak::Bypass`]) or with any proof ([`AuthBreak::AnyProof`]).
 async fn auth_fault(
-    fault: Fault,
+    fault: AuthBreak,
     server_role: Role,
     secret: &Secret,
     mut suite: TcpStream,
@@ -811,7 +1416,7 @@ async fn auth_fault(
     let Some((hello_body, hello)) = read_hello_frame(&mut suite).await else {
         return;
     };
-    if fault == Fault::BadOwnProof {
+    if fault == AuthBreak::BadOwnProof {
         // The hello passes as it is; the endpoint's challenge reaches the suite with a wrong
         // server proof.
         let hello_frame = frame_bytes(&hello_body);
@@ -832,7 +1437,7 @@ async fn auth_fault(
             None => challenge,
         };
         let _ = suite.write_all(&frame_bytes(&shown)).await;
-    } else if fault == Fault::AnyProof {
+    } else if fault == AuthBreak::AnyProof {
         // Hello and challenge pass as they are; the suite's proof becomes the right one.
         let _ = endpoint.write_all(&frame_bytes(&hello_body)).await;
         let Some(challenge) = read_frame(&mut endpoint).await else {
@@ -909,9 +1514,9 @@ fn right_challenge(secret: &Secret, hello_frame: &[u8], nonce: Nonce) -> Vec<u8>
 
 /// The authentication faults of a client (the endpoint connects to the suite): the proxy does
 /// the endpoint's authentication for it, so that the suite sees a client that does not
-/// authenticate ([`Fault::AuthBypass`]) or one that takes any server proof ([`Fault::AnyProof`]).
+/// authenticate ([`AuthBreak::Bypass`]) or one that takes any server proof ([`AuthBreak::AnyProof`]).
 async fn client_auth_fault(
-    fault: Fault,
+    fault: AuthBreak,
     secret: &Secret,
     mut suite: TcpStream,
     mut endpoint: TcpStream,
@@ -923,7 +1528,7 @@ async fn client_auth_fault(
     if hello.auth.is_none() {
         // A client that does not authenticate anyway: nothing to break.
         let _ = suite.write_all(&hello_frame).await;
-    } else if fault == Fault::BadOwnProof {
+    } else if fault == AuthBreak::BadOwnProof {
         // Hello and challenge pass as they are; the endpoint's proof reaches the suite wrong.
         let _ = suite.write_all(&hello_frame).await;
         let Some(first) = read_frame(&mut suite).await else {
@@ -943,7 +1548,7 @@ async fn client_auth_fault(
             Err(_) => next,
         };
         let _ = suite.write_all(&frame_bytes(&sent)).await;
-    } else if fault == Fault::AuthBypass {
+    } else if fault == AuthBreak::Bypass {
         // The proxy is the endpoint's server: it challenges it and takes its proof ...
         let local = Identity::new(Role::Driver, "proxy").with_secret(Some(secret.clone()));
         let ServerHello::Challenge(auth) = read_hello(&hello_body, &local, |_| true, fresh_nonce)
@@ -999,225 +1604,4 @@ async fn client_auth_fault(
         }
     }
     let _ = tokio::io::copy_bidirectional(&mut suite, &mut endpoint).await;
-}
-
-// ---- faults on the frames after the handshake (the suite is the client) ----
-
-/// What the proxy remembers of one connection for [`frame_fault`].
-#[derive(Debug, Default)]
-struct Seen {
-    role: Option<Role>,
-    own_worker: Option<String>,
-    own_app: Option<String>,
-    launched_executors: std::collections::BTreeSet<(String, i32)>,
-    launched_drivers: std::collections::BTreeSet<String>,
-}
-
-/// What to do with one frame.
-enum Act {
-    Forward(Bytes),
-    Drop,
-    Close,
-}
-
-/// The values the suite registered, by their redacted form: what [`Fault::NoRedaction`] puts
-/// back (all connections of the process share it: the UI that reads is not the client that
-/// registered).
-fn unredacted() -> &'static std::sync::Mutex<std::collections::BTreeMap<String, String>> {
-    static MAP: std::sync::OnceLock<std::sync::Mutex<std::collections::BTreeMap<String, String>>> =
-        std::sync::OnceLock::new();
-    MAP.get_or_init(Default::default)
-}
-
-const REDACTED: &str = "*********(redacted)";
-
-/// The frame-level faults: `to_endpoint` says which way `body` goes (the suite is the client).
-async fn frame_fault(fault: Fault, to_endpoint: bool, body: Bytes, st: &Mutex<State>) -> Act {
-    use sparkwire::messages::DeployMessage as D;
-    use sparkwire::wire::{decode_envelope, encode_envelope, error_kind, Envelope, Error};
-    let (version, role) = {
-        let g = st.lock().await;
-        (g.version, g.seen.role)
-    };
-    let Some(version) = version else {
-        return Act::Forward(body);
-    };
-    let deploy = role.is_none_or(|r| r.family() == "deploy");
-    let encode = |env: &Envelope<D>| {
-        let mut out = Vec::new();
-        match encode_envelope(env, version, &mut out) {
-            Ok(()) => Act::Forward(Bytes::from(out)),
-            Err(_) => Act::Forward(body.clone()),
-        }
-    };
-    let decoded = if deploy {
-        decode_envelope::<D>(&body, version).map(Some)
-    } else {
-        decode_envelope::<sparkwire::messages::CoarseMessage>(&body, version).map(|_| None)
-    };
-    match (fault, to_endpoint, decoded) {
-        (Fault::DeepTaken, true, Err(Error::TooDeep { .. })) => Act::Drop,
-        (Fault::DepthOffByOne, true, Ok(_)) => {
-            // 64 levels exactly: one more array around it is too deep.
-            let mut wrapped = vec![0x91];
-            wrapped.extend_from_slice(&body);
-            match sparkwire::wire::msgpack::value_len(&wrapped) {
-                Err(Error::TooDeep { .. }) => Act::Close,
-                _ => Act::Forward(body),
-            }
-        }
-        (Fault::WrongTypeTaken | Fault::UnorderedTaken, true, Err(e))
-            if error_kind(&e) == "InvalidFields" =>
-        {
-            let order = e.to_string().contains("distinct and ascending");
-            if order == (fault == Fault::UnorderedTaken) {
-                Act::Drop
-            } else {
-                Act::Forward(body)
-            }
-        }
-        (Fault::OwnershipUnchecked, true, Ok(Some(env))) => {
-            let mut g = st.lock().await;
-            let (w, a) = (g.seen.own_worker.clone(), g.seen.own_app.clone());
-            let rewritten = match env {
-                Envelope::Send(D::RegisterWorker(r)) => {
-                    g.seen.own_worker = Some(r.id.clone());
-                    return Act::Forward(body);
-                }
-                Envelope::Send(D::Heartbeat(mut h)) if w.is_some() => {
-                    h.worker_id = w.unwrap_or_default();
-                    Envelope::Send(D::Heartbeat(h))
-                }
-                Envelope::Send(D::WorkerLatestState(mut l)) if w.is_some() => {
-                    l.id = w.unwrap_or_default();
-                    Envelope::Send(D::WorkerLatestState(l))
-                }
-                Envelope::Send(D::UnregisterApplication(mut u)) if a.is_some() => {
-                    u.app_id = a.unwrap_or_default();
-                    Envelope::Send(D::UnregisterApplication(u))
-                }
-                Envelope::Ask {
-                    id,
-                    message: D::RequestExecutors(mut r),
-                } if a.is_some() => {
-                    r.app_id = a.unwrap_or_default();
-                    Envelope::Ask {
-                        id,
-                        message: D::RequestExecutors(r),
-                    }
-                }
-                Envelope::Ask {
-                    id,
-                    message: D::KillExecutors(mut k),
-                } if a.is_some() => {
-                    k.app_id = a.unwrap_or_default();
-                    Envelope::Ask {
-                        id,
-                        message: D::KillExecutors(k),
-                    }
-                }
-                _ => return Act::Forward(body),
-            };
-            drop(g);
-            encode(&rewritten)
-        }
-        (
-            Fault::OwnershipUnchecked,
-            false,
-            Ok(Some(Envelope::Send(D::RegisteredApplication(r)))),
-        ) => {
-            st.lock().await.seen.own_app = Some(r.app_id.clone());
-            Act::Forward(body)
-        }
-        (Fault::NoRedaction, true, Ok(Some(Envelope::Send(D::RegisterApplication(r))))) => {
-            let cmd = &r.app_description.command;
-            if let Ok(mut m) = unredacted().lock() {
-                for (k, v) in &cmd.environment {
-                    m.insert(format!("env {k}"), v.clone());
-                }
-                for o in cmd.java_opts.iter().chain(&cmd.arguments) {
-                    if let Some((k, _)) = o.split_once('=') {
-                        m.insert(format!("{k}={REDACTED}"), o.clone());
-                    }
-                }
-            }
-            Act::Forward(body)
-        }
-        (
-            Fault::NoRedaction,
-            false,
-            Ok(Some(Envelope::Reply {
-                id,
-                reply: sparkwire::wire::Reply::Message(D::MasterStateResponse(mut s)),
-            })),
-        ) => {
-            let Ok(m) = unredacted().lock().map(|m| m.clone()) else {
-                return Act::Forward(body);
-            };
-            for a in s.active_apps.iter_mut().chain(s.completed_apps.iter_mut()) {
-                let cmd = &mut a.desc.command;
-                for (k, v) in cmd.environment.iter_mut() {
-                    if let Some(orig) = m.get(&format!("env {k}")) {
-                        v.clone_from(orig);
-                    }
-                }
-                for o in cmd.java_opts.iter_mut().chain(cmd.arguments.iter_mut()) {
-                    if let Some(orig) = m.get(o.as_str()) {
-                        o.clone_from(orig);
-                    }
-                }
-            }
-            encode(&Envelope::Reply {
-                id,
-                reply: sparkwire::wire::Reply::Message(D::MasterStateResponse(s)),
-            })
-        }
-        (Fault::No13604, false, Ok(Some(Envelope::Send(m)))) => {
-            let mut g = st.lock().await;
-            match m {
-                D::LaunchExecutor(l) => {
-                    g.seen.launched_executors.insert((l.app_id, l.exec_id));
-                    Act::Forward(body)
-                }
-                D::LaunchDriver(l) => {
-                    g.seen.launched_drivers.insert(l.driver_id);
-                    Act::Forward(body)
-                }
-                D::KillExecutor(k)
-                    if !g
-                        .seen
-                        .launched_executors
-                        .contains(&(k.app_id.clone(), k.exec_id)) =>
-                {
-                    Act::Drop
-                }
-                D::KillDriver(k) if !g.seen.launched_drivers.contains(&k.driver_id) => Act::Drop,
-                _ => Act::Forward(body),
-            }
-        }
-        (Fault::NoReconnect, false, Ok(Some(Envelope::Send(D::ReconnectWorker(_))))) => Act::Drop,
-        (Fault::FailureWithoutMessage, false, _) => {
-            // [3, id, {"className": …, "message": …}] → [3, id, {"className": …}], any family.
-            let failure = if deploy {
-                match decode_envelope::<D>(&body, version) {
-                    Ok(Envelope::Failure { id, error }) => Some((id, error.class_name)),
-                    _ => None,
-                }
-            } else {
-                match decode_envelope::<sparkwire::messages::CoarseMessage>(&body, version) {
-                    Ok(Envelope::Failure { id, error }) => Some((id, error.class_name)),
-                    _ => None,
-                }
-            };
-            match failure {
-                Some((id, class)) => Act::Forward(Bytes::from(crate::mp::arr(&[
-                    crate::mp::u(3),
-                    crate::mp::u(id),
-                    crate::mp::map(&[("className", crate::mp::s(&class))]),
-                ]))),
-                None => Act::Forward(body),
-            }
-        }
-        _ => Act::Forward(body),
-    }
 }

@@ -14,6 +14,7 @@ pub mod cases_md;
 pub mod coverage;
 pub mod env;
 pub mod fault;
+pub mod health;
 pub mod mp;
 pub mod peer;
 pub mod report;

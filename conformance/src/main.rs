@@ -130,6 +130,10 @@ struct Args {
     /// Injects a fault between the suite and the endpoint (for the suite's own tests).
     #[arg(long, hide = true)]
     fault: Option<String>,
+    /// Prints the name of every fault `--fault` takes, one a line, and exits (for
+    /// conformance/tests/fault-times.sh).
+    #[arg(long, hide = true)]
+    list_faults: bool,
     /// Turns the cases' judge off (the validator on every frame of the endpoint): the suite's
     /// own tests use it to show what only the judge catches.
     #[arg(long, hide = true)]
@@ -164,6 +168,12 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<ExitCode, String> {
+    if args.list_faults {
+        for f in Fault::all() {
+            println!("{}", f.name());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(path) = &args.write_cases_md {
         std::fs::write(path, cases_md::render()).map_err(|e| format!("{}: {e}", path.display()))?;
         return Ok(ExitCode::SUCCESS);
@@ -303,6 +313,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
         run_deadline,
         judge: !args.no_judge,
         endpoint_versions: None,
+        health: Default::default(),
         target,
         endpoint,
         patience,

@@ -542,6 +542,9 @@ impl Conn {
         let ev = self.parse()?;
         match &ev {
             Event::Frame(body) => {
+                if self.version.is_some() {
+                    self.log.health().heard();
+                }
                 let what = match self.version {
                     None => describe_handshake(body),
                     Some(v) => describe(self.family, body, v),
@@ -561,9 +564,26 @@ impl Conn {
         Some(ev)
     }
 
-    /// The next frame or end of stream, or `None` after `wait`.
+    /// The next frame or end of stream, or `None` after `wait`, or as soon as the run knows the
+    /// endpoint is mute ([`crate::health::Health`]).
     pub async fn next(&mut self, wait: Duration) -> Option<Event> {
+        self.next_or_known(wait, false).await
+    }
+
+    /// [`Conn::next`] for a caller that waits for a close, or a frame such as a refusal or a
+    /// failure before it: it also stops waiting once the run knows the endpoint never closes a
+    /// connection ([`crate::health::Health::never_closes`]), which only an endpoint that broke
+    /// a MUST is known to do.
+    pub async fn next_or_close(&mut self, wait: Duration) -> Option<Event> {
+        self.next_or_known(wait, true).await
+    }
+
+    /// [`Conn::next`], where `for_close` says the caller waits for a close: then it also stops
+    /// waiting once the run knows the endpoint never closes a connection.
+    async fn next_or_known(&mut self, wait: Duration, for_close: bool) -> Option<Event> {
         let deadline = tokio::time::Instant::now() + wait;
+        let log = self.log.clone();
+        let health = log.health();
         loop {
             if let Some(ev) = self.parsed() {
                 return Some(ev);
@@ -575,10 +595,15 @@ impl Conn {
                 }
                 return Some(Event::Closed(how.clone()));
             }
-            match tokio::time::timeout_at(deadline, self.stream.read_buf(&mut self.buf)).await {
+            let read = tokio::select! {
+                r = tokio::time::timeout_at(deadline, self.stream.read_buf(&mut self.buf)) => r,
+                () = health.concluded(for_close) => return None,
+            };
+            match read {
                 Err(_) => return None,
                 Ok(Ok(n)) if n > 0 && self.spark.is_some() => self.translate().await,
                 Ok(Ok(0)) => {
+                    health.closed();
                     let how = if self.buf.is_empty() {
                         "end of stream".to_string()
                     } else {
@@ -592,6 +617,7 @@ impl Conn {
                 }
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => {
+                    health.closed();
                     let how = format!("connection error: {e}");
                     self.log.push(format!("[{}] ← {how}", self.label));
                     self.ended = Some(how);
@@ -602,7 +628,26 @@ impl Conn {
 
     /// The next frame's body; anything else fails the case with `expected`.
     pub async fn frame_body(&mut self, wait: Duration, expected: &str) -> Result<Bytes, Failure> {
-        match self.next(wait).await {
+        self.frame_body_or(wait, expected, false).await
+    }
+
+    /// [`Conn::frame_body`] for a caller that takes a close instead (a strict master MAY close):
+    /// it stops waiting once the run knows the endpoint never closes ([`Conn::next_or_close`]).
+    pub async fn frame_body_or_close(
+        &mut self,
+        wait: Duration,
+        expected: &str,
+    ) -> Result<Bytes, Failure> {
+        self.frame_body_or(wait, expected, true).await
+    }
+
+    async fn frame_body_or(
+        &mut self,
+        wait: Duration,
+        expected: &str,
+        for_close: bool,
+    ) -> Result<Bytes, Failure> {
+        match self.next_or_known(wait, for_close).await {
             Some(Event::Frame(b)) => Ok(b),
             Some(Event::TooLarge(n)) => Err(fail(expected, format!("a frame declaring {n} bytes"))),
             Some(Event::Closed(how)) => {
@@ -620,7 +665,7 @@ impl Conn {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            match self.next(left).await {
+            match self.next_or_known(left, true).await {
                 Some(Event::Closed(_)) => return Ok(()),
                 Some(Event::TooLarge(_)) => {
                     return Err(fail(
@@ -646,7 +691,7 @@ impl Conn {
         wait: Duration,
         expected: &str,
     ) -> Result<(), Failure> {
-        match self.next(wait).await {
+        match self.next_or_known(wait, true).await {
             Some(Event::Closed(_)) => Ok(()),
             Some(Event::TooLarge(_)) => Err(fail(
                 expected,
@@ -674,7 +719,16 @@ impl Conn {
         wait: Duration,
         expected: &str,
     ) -> Result<Envelope<F>, Failure> {
-        let body = self.frame_body(wait, expected).await?;
+        self.recv_or(wait, expected, false).await
+    }
+
+    async fn recv_or<F: Family>(
+        &mut self,
+        wait: Duration,
+        expected: &str,
+        for_close: bool,
+    ) -> Result<Envelope<F>, Failure> {
+        let body = self.frame_body_or(wait, expected, for_close).await?;
         decode_envelope::<F>(&body, self.v())
             .map_err(|e| fail(expected, format!("an undecodable frame: {e}")))
     }
@@ -685,13 +739,34 @@ impl Conn {
         &mut self,
         wait: Duration,
         expected: &str,
+        pick: impl FnMut(&Envelope<F>) -> Option<T>,
+    ) -> Result<T, Failure> {
+        self.expect_or(wait, expected, pick, false).await
+    }
+
+    /// [`Conn::expect`] for a caller that takes a close instead (a strict master MAY close): it
+    /// stops waiting once the run knows the endpoint never closes ([`Conn::next_or_close`]).
+    pub async fn expect_or_close<F: Family, T>(
+        &mut self,
+        wait: Duration,
+        expected: &str,
+        pick: impl FnMut(&Envelope<F>) -> Option<T>,
+    ) -> Result<T, Failure> {
+        self.expect_or(wait, expected, pick, true).await
+    }
+
+    async fn expect_or<F: Family, T>(
+        &mut self,
+        wait: Duration,
+        expected: &str,
         mut pick: impl FnMut(&Envelope<F>) -> Option<T>,
+        for_close: bool,
     ) -> Result<T, Failure> {
         let deadline = tokio::time::Instant::now() + wait;
         let mut seen = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let env = match self.recv::<F>(left, expected).await {
+            let env = match self.recv_or::<F>(left, expected, for_close).await {
                 Ok(env) => env,
                 Err(Failure::Fail { expected, seen: s }) if !seen.is_empty() => {
                     return Err(fail(

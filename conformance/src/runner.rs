@@ -7,7 +7,7 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::case::{Case, Failure, Level, Sharing, Target, Verdict};
+use crate::case::{Case, Failure, Level, Sharing, Target, Verdict, DEFAULT_TIMEOUT};
 use crate::env::{Ctx, Log, Settings, Wire};
 
 /// What one case gave.
@@ -49,8 +49,15 @@ pub struct CaseResult {
 }
 
 impl CaseResult {
-    /// A result of `case` without a body run: `verdict` for `reason`.
-    fn without_run(case: Case, verdict: Verdict, reason: String) -> CaseResult {
+    /// A result of `case` without a body run: `verdict` for `reason`; a failure expected
+    /// `expected`, and `timed_out` says whether the run's deadline cut it.
+    fn without_run(
+        case: Case,
+        verdict: Verdict,
+        reason: String,
+        expected: &str,
+        timed_out: bool,
+    ) -> CaseResult {
         let failed = verdict == Verdict::Fail;
         CaseResult {
             id: case.id,
@@ -58,12 +65,12 @@ impl CaseResult {
             level: case.level,
             target: case.target,
             verdict,
-            expected: failed.then(|| "the case to run before the run's deadline".to_string()),
+            expected: failed.then(|| expected.to_string()),
             seen: failed.then(|| reason.clone()),
             reason: (!failed).then_some(reason),
             millis: 0,
             wire_log: Vec::new(),
-            timed_out: failed,
+            timed_out: failed && timed_out,
             judged_partly: None,
         }
     }
@@ -82,6 +89,8 @@ async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> Case
                 case,
                 Verdict::Skipped,
                 format!("not on Spark's wire: {why}"),
+                "",
+                false,
             );
         }
     }
@@ -94,6 +103,18 @@ async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> Case
                 "not run: the run's deadline ({} s, --deadline) passed first",
                 settings.run_deadline.as_secs_f64()
             ),
+            "the case to run before the run's deadline",
+            true,
+        );
+    }
+    // An endpoint known to be mute answers no case: those not started yet are not run.
+    if let Some(why) = settings.health.mute() {
+        return CaseResult::without_run(
+            case,
+            Verdict::Fail,
+            format!("not run: {why}"),
+            "an endpoint that answers",
+            false,
         );
     }
     // A case's own time limit, stretched by --timeout-scale (and by three worker timeouts when
@@ -102,6 +123,7 @@ async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> Case
         + settings.worker_timeout.map_or(Duration::ZERO, |w| w * 3);
     let limit = own.min(left);
     let judge = log.judge().clone();
+    let settings_health = Arc::clone(&settings.health);
     let ctx = Ctx {
         settings,
         log: log.clone(),
@@ -157,6 +179,12 @@ async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> Case
         Err(Failure::Unimplemented(why)) => (Verdict::Unimplemented, None, None, Some(why)),
         Err(Failure::Skipped(why)) => (Verdict::Skipped, None, None, Some(why)),
     };
+    // What the run had learnt of the endpoint when the case failed (it stopped waiting then).
+    if matches!(verdict, Verdict::Fail | Verdict::NonStrict) {
+        if let (Some(s), Some(why)) = (seen.as_mut(), settings_health.known()) {
+            s.push_str(&format!(" (the suite stopped waiting: {why})"));
+        }
+    }
     // A frame that breaks the protocol fails the case it appears in, whatever the case's own
     // verdict: the rules are MUSTs.
     if !findings.is_empty() {
@@ -205,6 +233,16 @@ pub async fn run(settings: Arc<Settings>, cases: Vec<Case>, jobs: usize) -> Vec<
         .into_iter()
         .partition(|c| c.sharing == Sharing::Parallel);
     let deadline = Instant::now() + settings.run_deadline;
+    // A shared endpoint is watched beside the cases: once it is known to be mute the cases not
+    // started are not run, and those waiting stop (crate::health).
+    let watcher = crate::targets::probes(&settings).map(|probes| {
+        let limit = DEFAULT_TIMEOUT.mul_f64(settings.timeout_scale);
+        tokio::spawn(crate::health::watch(
+            Arc::clone(&settings.health),
+            Arc::new(probes),
+            limit,
+        ))
+    });
     let gate = Arc::new(Semaphore::new(jobs.max(1)));
     let mut set = JoinSet::new();
     for case in parallel {
@@ -223,6 +261,9 @@ pub async fn run(settings: Arc<Settings>, cases: Vec<Case>, jobs: usize) -> Vec<
     }
     for case in alone {
         results.push(run_one(Arc::clone(&settings), case, deadline).await);
+    }
+    if let Some(w) = watcher {
+        w.abort();
     }
     results.sort_by_key(|r| {
         order

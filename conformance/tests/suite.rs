@@ -9,6 +9,11 @@ use std::process::{Child, Command, Stdio};
 use sparkwire_conformance::fault::Fault;
 use sparkwire_conformance::{cases, Target};
 
+/// The fault named `name` (one of `Fault::all()`).
+fn fault(name: &str) -> Fault {
+    Fault::from_name(name).unwrap_or_else(|| panic!("no fault named {name}"))
+}
+
 fn suite() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_sparkwire-conformance"))
 }
@@ -310,7 +315,7 @@ fn every_case_fails_against_some_broken_endpoint() {
     // broken endpoint one after the other).
     let mut runs: Vec<(Target, Fault, Configuration)> = Vec::new();
     for t in Target::ALL {
-        for f in Fault::ALL {
+        for f in Fault::all() {
             // The authentication faults stand in for a master holding a secret; the master's own
             // faults break only what the master target checks.
             if t != Target::Master && (f.breaks_auth() || f.master_only()) {
@@ -714,22 +719,22 @@ fn non_auth_cases_fail_against_broken_secured_endpoints_as_unsecured() {
     let checks = [
         (
             Target::Master,
-            Fault::LowestVersion,
+            fault("lowest-version"),
             "handshake/6/highest-version",
         ),
-        (Target::Master, Fault::Duplicate, "spec/3/reply-once"),
-        (Target::Worker, Fault::Mute, "rules/W1/register-first"),
+        (Target::Master, fault("duplicate"), "spec/3/reply-once"),
+        (Target::Worker, fault("mute"), "rules/W1/register-first"),
         (
             Target::Driver,
-            Fault::Duplicate,
+            fault("duplicate"),
             "flow/driver/job/completes",
         ),
         (
             Target::Executor,
-            Fault::Duplicate,
+            fault("duplicate"),
             "handshake/4/unknown-keys-ignored",
         ),
-        (Target::Executor, Fault::Mute, "spec/10/task-finished"),
+        (Target::Executor, fault("mute"), "spec/10/task-finished"),
     ];
     std::thread::scope(|scope| {
         let handles: Vec<_> = checks
@@ -857,11 +862,11 @@ fn only_the_judge_catches_a_master_that_sends_a_message_off_its_route() {
     // Behind the off-route fault the master adds a Heartbeat (a worker's message) after the first
     // one-way message it sends on each connection: no case looks for it, so without the judge
     // every case passes ...
-    let (code, report) = master_under(Fault::OffRoute, false);
+    let (code, report) = master_under(fault("off-route"), false);
     assert_eq!(code, 0, "without the judge: {:?}", failed_cases(&report));
     // ... and with it, the cases in which it crosses fail, naming rule M1, with the frame marked
     // in their wire log.
-    let (code, report) = master_under(Fault::OffRoute, true);
+    let (code, report) = master_under(fault("off-route"), true);
     assert_eq!(code, 1);
     let failed = failed_cases(&report);
     assert!(!failed.is_empty());
@@ -897,7 +902,7 @@ fn the_judge_decodes_every_frame_strictly_failure_envelopes_included() {
         "--patience",
         FAULT_PATIENCE,
         "--fault",
-        Fault::FailureWithoutMessage.name(),
+        fault("failure-without-message").name(),
         "--cases",
         "route/",
     ]));
@@ -964,9 +969,10 @@ fn single_version_masters_pass_with_the_other_version_s_cases_skipped() {
 #[test]
 fn a_run_against_a_mute_master_ends_at_its_deadline_naming_the_cases_that_timed_out() {
     // Behind the mute fault the master answers the handshake and then nothing: every case waits.
-    // With a deadline of 6 s the run ends then (the cases still running are cut, those not
-    // started are not run), every case it cut is reported as timed out, and the exit status
-    // says a MUST failed.
+    // With a deadline of 3 s, before the run can know the master is mute (its probe waits a
+    // case's limit, 5 s), the run ends then (the cases still running are cut, those not started
+    // are not run), every case it cut is reported as timed out, and the exit status says a
+    // MUST failed.
     let master = Master::start(&[]);
     let start = std::time::Instant::now();
     let (code, report) = run_report(&strings(&[
@@ -975,9 +981,9 @@ fn a_run_against_a_mute_master_ends_at_its_deadline_naming_the_cases_that_timed_
         "--addr",
         &master.addr,
         "--fault",
-        Fault::Mute.name(),
+        fault("mute").name(),
         "--deadline",
-        "6",
+        "3",
     ]));
     let took = start.elapsed();
     assert_eq!(code, 1);
@@ -993,10 +999,81 @@ fn a_run_against_a_mute_master_ends_at_its_deadline_naming_the_cases_that_timed_
         timed_out.iter().any(|c| c["seen"]
             .as_str()
             .unwrap_or("")
-            .starts_with("not run: the run's deadline (6 s, --deadline) passed first")),
+            .starts_with("not run: the run's deadline (3 s, --deadline) passed first")),
         "{timed_out:#?}"
     );
     // A deadline, not a performance figure: the run ends at it, whatever the load (the slack is
     // for starting the suite and writing the report).
-    assert!(took.as_secs() < 6 + 20, "the run took {took:?}");
+    assert!(took.as_secs() < 3 + 20, "the run took {took:?}");
+}
+
+#[test]
+fn a_mute_master_is_known_mute_and_the_cases_not_started_are_not_run() {
+    // Behind the mute fault, with the default deadline (50 s): the run's probe (a UI's
+    // RequestMasterState, unanswered for a case's limit while no case hears a frame) concludes
+    // the master is mute; the cases waiting stop then and say why, those not started are not
+    // run, and the deadline never comes into it.
+    let master = Master::start(&[]);
+    let (code, report) = run_report(&strings(&[
+        "--target",
+        "master",
+        "--addr",
+        &master.addr,
+        "--fault",
+        fault("mute").name(),
+    ]));
+    assert_eq!(code, 1);
+    let cases = report["cases"].as_array().expect("cases");
+    let seen = |c: &serde_json::Value| c["seen"].as_str().unwrap_or("").to_string();
+    let not_run: Vec<&serde_json::Value> = cases
+        .iter()
+        .filter(|c| seen(c).starts_with("not run: the endpoint is mute: its answer to RequestMasterState from a UI was still missing"))
+        .collect();
+    assert!(!not_run.is_empty(), "{cases:#?}");
+    for c in &not_run {
+        assert_eq!(c["verdict"], "fail", "{}", c["id"]);
+        assert_eq!(c["expected"], "an endpoint that answers", "{}", c["id"]);
+    }
+    // The alone cases, last, are among them.
+    assert!(not_run
+        .iter()
+        .any(|c| c["id"] == "flow/master/heartbeat/keeps-alive"));
+    assert!(
+        cases.iter().all(|c| !seen(c).contains("--deadline")),
+        "the run reached its deadline: {cases:#?}"
+    );
+}
+
+#[test]
+fn a_master_that_never_closes_is_known_so_and_the_waits_for_a_close_stop() {
+    // Behind the keep-open fault the master answers as it should but the suite never sees it
+    // close a connection: the run's probe (a hello with the wrong magic, still open after a
+    // case's limit while no case saw a close) concludes so, and the cases waiting for a close
+    // fail saying so instead of waiting out their limit. Cases that need no close still pass.
+    let master = Master::start(&[]);
+    let (code, report) = run_report(&strings(&[
+        "--target",
+        "master",
+        "--addr",
+        &master.addr,
+        "--fault",
+        fault("keep-open").name(),
+    ]));
+    assert_eq!(code, 1);
+    let cases = report["cases"].as_array().expect("cases");
+    let known = cases
+        .iter()
+        .filter(|c| {
+            c["seen"].as_str().unwrap_or("").contains(
+                "(the suite stopped waiting: the endpoint keeps its connections open: it had not closed the connection of a hello with the wrong magic",
+            )
+        })
+        .count();
+    assert!(known > 0, "{cases:#?}");
+    assert!(cases
+        .iter()
+        .any(|c| c["id"] == "flow/master/registration/registered" && c["verdict"] == "pass"));
+    assert!(cases
+        .iter()
+        .all(|c| !c["seen"].as_str().unwrap_or("").contains("not run")));
 }

@@ -125,7 +125,7 @@ async fn expect_refused(ctx: &Ctx, c: &mut Conn, reasons: &[RefusalReason]) -> O
     } else {
         crate::targets::server::refusal_wanted(reasons)
     };
-    match c.next(patience(ctx)).await {
+    match c.next_or_close(patience(ctx)).await {
         Some(Event::Closed(_)) if reasons.is_empty() => return Ok(()),
         Some(Event::Frame(body)) => match sparkwire::wire::handshake::decode_answer(&body) {
             Ok(Answer::Refused(r)) if reasons.is_empty() || reasons.contains(&r.reason) => {}

@@ -65,7 +65,7 @@ pub async fn expect_refused<F: Family>(
         }
         Some(id) => {
             let want = format!("a failure for ask {id}, or the connection closed");
-            match c.next(wait).await {
+            match c.next_or_close(wait).await {
                 Some(crate::peer::Event::Closed(_)) => Ok(()),
                 Some(crate::peer::Event::Frame(body)) => {
                     let got = sparkwire::wire::decode_envelope::<F>(&body, c.v());

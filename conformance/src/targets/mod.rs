@@ -54,6 +54,16 @@ pub fn cases(target: Target) -> Vec<Case> {
     }
 }
 
+/// The probes of the endpoint the run watches beside its cases ([`crate::health`]): a master
+/// at an address, which every case shares; none for the endpoints the suite starts (or waits
+/// for) once per case.
+pub fn probes(settings: &std::sync::Arc<crate::env::Settings>) -> Option<crate::health::Probes> {
+    match (settings.target, &settings.endpoint) {
+        (Target::Master, crate::env::Endpoint::Addr(_)) => Some(master::probes(settings)),
+        _ => None,
+    }
+}
+
 /// Checks that the endpoint can be reached (or started) before any case runs, and puts the
 /// fault proxy, if one is asked for, in front of it. Fails when the suite cannot run.
 pub async fn prepare(

@@ -389,7 +389,7 @@ async fn taken(ctx: &Ctx, c: &mut Conn, frame: &[u8], close_reason: bool) -> Res
     let mut closed_for = None;
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.next(left).await {
+        match c.next_or_close(left).await {
             None => return Err(fail(&want, "nothing within the time allowed")),
             Some(Event::TooLarge(n)) => {
                 return Err(fail(&want, format!("a prefix declaring {n} bytes")))

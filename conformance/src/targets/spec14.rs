@@ -302,7 +302,7 @@ async fn request_executors_unknown_app(ctx: Ctx) -> Outcome {
     c.send(&Envelope::Ask { id: 5, message: m }).await?;
     let want = "a bool reply false to ask 5 (or, strictly, a failure or a close)";
     let got = c
-        .expect::<D, Envelope<D>>(wait(&ctx), want, |e| match e {
+        .expect_or_close::<D, Envelope<D>>(wait(&ctx), want, |e| match e {
             Envelope::Failure { id: 5, .. } | Envelope::Reply { id: 5, .. } => Some(e.clone()),
             _ => None,
         })
@@ -335,7 +335,7 @@ async fn security_failure(ctx: &Ctx, c: &mut Conn, id: u64, m: D) -> Outcome {
     c.send(&Envelope::Ask { id, message: m }).await?;
     let want = format!("a failure for ask {id} of class java.lang.SecurityException");
     let got = match c
-        .expect::<D, Envelope<D>>(wait(ctx), &want, |e| match e {
+        .expect_or_close::<D, Envelope<D>>(wait(ctx), &want, |e| match e {
             Envelope::Failure { id: fid, .. } | Envelope::Reply { id: fid, .. } if *fid == id => {
                 Some(e.clone())
             }
@@ -517,7 +517,7 @@ async fn reconnect_dead_worker(ctx: Ctx) -> Outcome {
     let mut c = open(&ctx, Role::Worker, "again", &id, Version::V2).await?;
     c.send(&Envelope::Send(heartbeat(&id))).await?;
     match c
-        .expect::<D, ()>(wait(&ctx), "ReconnectWorker", |e| {
+        .expect_or_close::<D, ()>(wait(&ctx), "ReconnectWorker", |e| {
             matches!(e, Envelope::Send(D::ReconnectWorker(_))).then_some(())
         })
         .await
@@ -576,7 +576,7 @@ async fn failure_form(ctx: Ctx) -> Outcome {
     let deadline = tokio::time::Instant::now() + wait(&ctx);
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let body = match w.conn.frame_body(left, want).await {
+        let body = match w.conn.frame_body_or_close(left, want).await {
             Ok(body) => body,
             // A strict master closes instead (the ask breaks rule M1 too, SPEC §8.1).
             Err(Failure::Fail { seen, .. }) if seen.contains("closed") => {
@@ -818,7 +818,7 @@ async fn unknown_updates_not_refused(ctx: Ctx) -> Outcome {
         .await?;
     let answered = w
         .conn
-        .expect::<D, ()>(wait(&ctx), "a bool reply to ask 91", |e| {
+        .expect_or_close::<D, ()>(wait(&ctx), "a bool reply to ask 91", |e| {
             matches!(
                 e,
                 Envelope::Reply {

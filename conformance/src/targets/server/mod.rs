@@ -1,0 +1,331 @@
+//! Cases for an endpoint that listens (a master; a worker's UI port; a driver's executor port):
+//! the server's side of the handshake (protocol/handshake.md) and framing after it
+//! (protocol/SPEC.md §2–4, 6, 8).
+
+use std::any::Any;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use sparkwire::messages::Version;
+use sparkwire::wire::handshake::{Answer, RefusalReason, Role, CLOSE_REASON};
+use sparkwire::wire::CloseReason;
+
+use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::env::Ctx;
+use crate::mp;
+use crate::peer::{auth_entries, frame, Conn, Event, HANDSHAKE_LIMIT};
+
+/// An endpoint listening for the suite, and what keeps it alive.
+pub struct Listening {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Whatever keeps it running (a spawned process, a fake master); dropped at the case's end.
+    pub guard: Box<dyn Any + Send + Sync>,
+}
+
+/// Opens the endpoint a case talks to.
+pub type Open = Arc<
+    dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<Listening, Failure>> + Send>> + Send + Sync,
+>;
+
+/// A message written by hand: its name and a function giving its fields.
+pub type RawMessage = (&'static str, fn() -> Vec<(&'static str, Vec<u8>)>);
+
+/// A listening endpoint as the shared cases see it.
+#[derive(Clone)]
+pub struct Server {
+    /// How to reach it.
+    pub open: Open,
+    /// What it is, in requirement texts (`the master`).
+    pub name: &'static str,
+    /// A client role it takes.
+    pub good_role: Role,
+    /// A role of the other family, which it refuses.
+    pub other_family_role: Role,
+    /// The role it declares.
+    pub server_role: Role,
+    /// An ask it answers with a reply on a connection of `good_role`: name and fields.
+    pub probe: RawMessage,
+    /// A message of version 2 only, that `good_role` may send it: name and fields.
+    pub v2_only: RawMessage,
+    /// A local message of its family.
+    pub local: &'static str,
+    /// A message of its family with a field of the wrong type (name, fields); the field so
+    /// mistyped comes first.
+    pub bad_fields: RawMessage,
+    /// A one-way message of its family, well-formed, that `good_role` may not send it (off its
+    /// route, SPEC §14.1): name and fields.
+    pub off_route: RawMessage,
+}
+
+impl Server {
+    fn probe_body(&self, extra: bool) -> Vec<u8> {
+        let mut fields = (self.probe.1)();
+        if extra {
+            fields.push(("zzzAFieldOfALaterRevision", mp::s("ignored")));
+        }
+        mp::map(&[(self.probe.0, mp::map(&fields))])
+    }
+}
+
+fn patience(ctx: &Ctx) -> Duration {
+    ctx.settings.patience
+}
+
+async fn raw(ctx: &Ctx, at: &Listening, role: Role) -> Result<Conn, Failure> {
+    Conn::connect(at.addr, "suite", role, &ctx.log).await
+}
+
+/// What a case that wants a refusal for one of `reasons` and then a close expects.
+pub fn refusal_wanted(reasons: &[RefusalReason]) -> String {
+    format!(
+        "a refusal ({}) and then the connection closed",
+        reasons
+            .iter()
+            .map(|r| r.name())
+            .collect::<Vec<_>>()
+            .join(" or ")
+    )
+}
+
+/// Sends a hello body and expects a refusal for `reason` and then a close.
+async fn refused(ctx: Ctx, s: Server, body: Vec<u8>, reasons: &[RefusalReason]) -> Outcome {
+    let at = (s.open)(ctx.clone()).await?;
+    let mut c = raw(&ctx, &at, s.good_role).await?;
+    c.send_frame(&body).await?;
+    let want = refusal_wanted(reasons);
+    match answer(&ctx, &mut c, &body).await? {
+        Answer::Refused(r) if reasons.contains(&r.reason) => {}
+        other => return Err(fail(want, format!("{other:?}"))),
+    }
+    c.expect_closed(patience(&ctx), &want).await
+}
+
+/// Sends a hello body and expects an acceptance at `version`.
+async fn accepted(ctx: Ctx, s: Server, body: Vec<u8>, version: Version) -> Outcome {
+    crate::peer::require_version(&ctx.log, version)?;
+    let at = (s.open)(ctx.clone()).await?;
+    let mut c = raw(&ctx, &at, s.good_role).await?;
+    c.send_frame(&body).await?;
+    match answer(&ctx, &mut c, &body).await? {
+        Answer::Accepted(a) => check(
+            a.version == version,
+            format!("accepted at version {}", version.number()),
+            format!("accepted at version {}", a.version.number()),
+        ),
+        Answer::Refused(r) => Err(fail(
+            format!("accepted at version {}", version.number()),
+            format!("refused: {} ({})", r.reason, r.message),
+        )),
+    }
+}
+
+/// The server's answer to the hello `body` the suite sent on `c`, through the proof exchange when
+/// the suite knows the endpoint's secret ([`Conn::read_answer_to`]).
+async fn answer(ctx: &Ctx, c: &mut Conn, body: &[u8]) -> Result<Answer, Failure> {
+    c.read_answer_to(body, ctx.settings.secret.as_ref(), patience(ctx))
+        .await
+}
+
+/// A hello's entries as the suite writes them by hand: `entries`, and when the suite knows the
+/// endpoint's secret, the two that ask to authenticate (protocol/handshake.md §10.1) after them,
+/// so that a case about the hello's other keys tests them on a secured endpoint too.
+fn signed(
+    ctx: &Ctx,
+    mut entries: Vec<(&'static str, Vec<u8>)>,
+) -> Result<Vec<(&'static str, Vec<u8>)>, Failure> {
+    entries.extend(auth_entries(ctx.settings.secret.as_ref())?);
+    Ok(entries)
+}
+
+/// Sends the suite's hello offering `versions` and expects an acceptance at version 2.
+async fn accepts(ctx: Ctx, s: Server, versions: &[u64]) -> Outcome {
+    let body = mp::map(&hello(&ctx, &s, versions)?);
+    accepted(ctx, s, body, Version::V2).await
+}
+
+fn hello(ctx: &Ctx, s: &Server, versions: &[u64]) -> Result<Vec<(&'static str, Vec<u8>)>, Failure> {
+    signed(
+        ctx,
+        mp::hello_entries(versions, s.good_role.name(), "suite"),
+    )
+}
+
+/// Opens an accepted connection of `good_role` at `version`.
+async fn session(
+    ctx: &Ctx,
+    s: &Server,
+    at: &Listening,
+    version: Version,
+    label: &str,
+) -> Result<Conn, Failure> {
+    Conn::open(
+        at.addr,
+        label,
+        s.good_role,
+        "suite",
+        &[version],
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        patience(ctx),
+    )
+    .await
+}
+
+/// Asks the probe on `c` and expects a reply (not a failure) to that id.
+async fn probe(ctx: &Ctx, s: &Server, c: &mut Conn, id: u64) -> Outcome {
+    let body = mp::arr(&[mp::u(1), mp::u(id), s.probe_body(false)]);
+    c.send_frame(&body).await?;
+    expect_reply(
+        ctx,
+        c,
+        id,
+        &format!("a reply to {} (ask id {id})", s.probe.0),
+    )
+    .await
+}
+
+async fn expect_reply(ctx: &Ctx, c: &mut Conn, id: u64, want: &str) -> Outcome {
+    let body = c.frame_body(patience(ctx), want).await?;
+    // [2, id, …] with the same id; decoded by hand so that any family's reply counts.
+    let mut cur = body.as_ref();
+    let ok = rmp::decode::read_array_len(&mut cur).ok() == Some(3)
+        && rmp::decode::read_int::<u64, _>(&mut cur).ok() == Some(2)
+        && rmp::decode::read_int::<u64, _>(&mut cur).ok() == Some(id);
+    check(ok, want, crate::peer::describe(c.family, &body, c.v()))
+}
+
+/// Opens a connection of `good_role` at version 2 whose hello offers `closeReason`; `None` when
+/// the endpoint did not take it (the feature is optional: the case then does not apply).
+async fn session_offering_close_reason(
+    ctx: &Ctx,
+    s: &Server,
+    at: &Listening,
+) -> Result<Option<Conn>, Failure> {
+    let hello = sparkwire::wire::handshake::Hello::new(&[Version::V2], s.good_role, "suite")
+        .with_features(&[CLOSE_REASON]);
+    let (c, taken) = Conn::open_with(
+        at.addr,
+        "suite",
+        hello,
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        patience(ctx),
+    )
+    .await?;
+    Ok(taken.iter().any(|f| f == CLOSE_REASON).then_some(c))
+}
+
+/// Reads until the endpoint closes the connection and returns the close envelope that must be
+/// its last frame (SPEC §8.1); fails when the last frame is anything else, or there is none.
+pub async fn close_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Result<CloseReason, Failure> {
+    let deadline = tokio::time::Instant::now() + patience(ctx);
+    let mut last: Option<Bytes> = None;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_or_close(left).await {
+            Some(Event::Frame(body)) => last = Some(body),
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a frame declaring {n} bytes")))
+            }
+            Some(Event::Closed(how)) => {
+                let Some(body) = last else {
+                    return Err(fail(
+                        want,
+                        format!("the connection closed ({how}) with no frame before"),
+                    ));
+                };
+                return match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
+                    &body,
+                    Version::V2,
+                ) {
+                    Ok(sparkwire::wire::Envelope::Close(reason)) => Ok(reason),
+                    _ => Err(fail(
+                        want,
+                        format!(
+                            "the connection closed ({how}) after {}, not a close envelope",
+                            crate::peer::describe(c.family, &body, c.v())
+                        ),
+                    )),
+                };
+            }
+            None => {
+                return Err(fail(
+                    want,
+                    format!(
+                        "the connection still open after {} ms",
+                        patience(ctx).as_millis()
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// Sends `body` as one frame after an accepted handshake and expects the connection closed.
+async fn closes_after(
+    ctx: Ctx,
+    s: Server,
+    version: Version,
+    bytes: Vec<u8>,
+    what: &'static str,
+) -> Outcome {
+    let at = (s.open)(ctx.clone()).await?;
+    let mut c = session(&ctx, &s, &at, version, "suite").await?;
+    c.send_raw(&bytes, what).await?;
+    c.expect_closed(
+        patience(&ctx),
+        &format!("the connection closed after {what}"),
+    )
+    .await
+}
+
+/// The probe ask (id 5) with an unknown field holding arrays nested so that the frame's value is
+/// `levels` deep: the envelope is level 1, the message map 2, the field map 3 (SPEC §11.1).
+fn nested_probe(s: &Server, levels: usize) -> Vec<u8> {
+    let mut fields = (s.probe.1)();
+    fields.push(("zzzNested", mp::nested(levels.saturating_sub(3))));
+    mp::arr(&[
+        mp::u(1),
+        mp::u(5),
+        mp::map(&[(s.probe.0, mp::map(&fields))]),
+    ])
+}
+
+/// The envelope body of message `m` (a `{name: fields}` map) as the definition's kind of `name`
+/// says: an ask (id 5) or a send.
+fn as_its_kind(name: &str, m: Vec<u8>) -> Vec<u8> {
+    let ask = sparkwire::definition::Definition::builtin()
+        .messages
+        .iter()
+        .any(|d| d.name == name && d.kind == sparkwire::definition::MessageKind::Ask);
+    if ask {
+        mp::arr(&[mp::u(1), mp::u(5), m])
+    } else {
+        mp::arr(&[mp::u(0), m])
+    }
+}
+
+mod framing;
+mod handshake;
+
+/// The shared cases, added to `cs` for the server `s`: the handshake's (protocol/handshake.md,
+/// `handshake.rs`), then framing after it (SPEC §2–4, 6, 8; `framing.rs`).
+pub fn add(cs: &mut Cases, s: Server) {
+    handshake::add(cs, &s);
+    framing::add(cs, &s);
+}
+
+/// Adds the case `id` to `cs`, its body `body` run against the server `s`.
+fn on<F, Fut>(cs: &mut Cases, s: &Server, id: &str, level: Level, requirement: String, body: F)
+where
+    F: Fn(Ctx, Server) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Outcome> + Send + 'static,
+{
+    let s = s.clone();
+    cs.add(id, level, requirement, move |ctx| body(ctx, s.clone()));
+}
