@@ -13,7 +13,7 @@ use sparkwire::messages::{from_hex, Addr, DeployMessage, EndpointRef, Resources,
 use sparkwire::reference::master::{Master, MasterConfig, MasterHandle};
 use sparkwire::spark::{
     check_existence_stream, classify, message_stream, parse_stream, reply_value, start_front,
-    Classified, Frame, FrameDecoder, FrontConfig, FrontHandle, ReplyValue, RequestMessage, Typed,
+    Classified, Frame, FrameDecoder, FrontConfig, ReplyValue, RequestMessage, ServerHandle, Typed,
     MASTER_ENDPOINT, VERIFIER,
 };
 use sparkwire::wire::handshake::Role;
@@ -23,7 +23,7 @@ use tokio::net::TcpStream;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-async fn cluster(refuse: Option<&str>) -> (MasterHandle, FrontHandle) {
+async fn cluster(refuse: Option<&str>) -> (MasterHandle, ServerHandle) {
     let master = Master::start(MasterConfig {
         port: 0,
         ..MasterConfig::default()
@@ -45,7 +45,7 @@ struct Peer {
 }
 
 impl Peer {
-    async fn connect(front: &FrontHandle, own: Option<(String, i32)>) -> Peer {
+    async fn connect(front: &ServerHandle, own: Option<(String, i32)>) -> Peer {
         let socket = TcpStream::connect(front.addr()).await.expect("connects");
         Peer {
             own,

@@ -12,7 +12,7 @@ use sparkwire::connection::{connect_tcp, Connection, ConnectionConfig};
 use sparkwire::messages::deploy::{RequestSubmitDriver, SubmitDriverResponse};
 use sparkwire::messages::{Command, DeployMessage, DriverDescription};
 use sparkwire::reference::master::{Master, MasterConfig, MasterHandle};
-use sparkwire::spark::{start_rest, RestConfig, RestHandle, UNKNOWN_PROTOCOL_VERSION};
+use sparkwire::spark::{start_rest, RestConfig, ServerHandle, UNKNOWN_PROTOCOL_VERSION};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -21,7 +21,7 @@ use tokio::net::TcpStream;
 use common::files::temp_dir;
 use common::processes::run;
 
-async fn cluster() -> (MasterHandle, RestHandle) {
+async fn cluster() -> (MasterHandle, ServerHandle) {
     let master = Master::start(MasterConfig {
         port: 0,
         ..MasterConfig::default()
@@ -72,7 +72,7 @@ async fn submit(c: &Connection<DeployMessage>) -> String {
 }
 
 /// One HTTP/1.1 request: the status code and the JSON body.
-async fn http(rest: &RestHandle, method: &str, path: &str) -> (u16, Value) {
+async fn http(rest: &ServerHandle, method: &str, path: &str) -> (u16, Value) {
     let mut s = TcpStream::connect(rest.addr()).await.expect("connects");
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"

@@ -205,19 +205,36 @@ fn spark_rest(
     }
     let unbound = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0));
     let mut rest = sparkwire::spark::RestConfig::new(config.host.clone(), port, unbound);
-    rest.version = match release {
+    rest.version = spark_release(release, config)?;
+    rest.max_connections = config.limits.max_connections.min(64);
+    Ok(Some(rest))
+}
+
+/// Where the master's own bridges reach its listener: `addr`, on loopback when it listens on
+/// every address.
+#[cfg(feature = "spark-proxy")]
+fn reachable(mut addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    addr
+}
+
+/// The protocol version of `--spark-release`, which the master must speak.
+#[cfg(feature = "spark-proxy")]
+fn spark_release(release: &str, config: &MasterConfig) -> Result<Version, String> {
+    let version = match release {
         "4.0.1" => Version::V2,
         "3.0.3" => Version::V1,
         other => return Err(format!("--spark-release: 4.0.1 or 3.0.3, not {other}")),
     };
-    if !config.versions.contains(&rest.version) {
+    if !config.versions.contains(&version) {
         return Err(format!(
             "--spark-release {release} needs protocol version {} in --protocol-versions",
-            rest.version.number()
+            version.number()
         ));
     }
-    rest.max_connections = config.limits.max_connections.min(64);
-    Ok(Some(rest))
+    Ok(version)
 }
 
 /// The Spark-wire front `--spark-port` asks for (its master address is filled in once the
@@ -233,17 +250,7 @@ fn spark_front(
     };
     let unbound = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0));
     let mut front = sparkwire::spark::FrontConfig::new(config.host.clone(), port, unbound);
-    front.version = match release {
-        "4.0.1" => Version::V2,
-        "3.0.3" => Version::V1,
-        other => return Err(format!("--spark-release: 4.0.1 or 3.0.3, not {other}")),
-    };
-    if !config.versions.contains(&front.version) {
-        return Err(format!(
-            "--spark-release {release} needs protocol version {} in --protocol-versions",
-            front.version.number()
-        ));
-    }
+    front.version = spark_release(release, config)?;
     front.max_frame = config.max_frame_size as u64;
     front.max_connections = config.limits.max_connections;
     front.idle_timeout = config.limits.idle_timeout;
@@ -335,11 +342,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         #[cfg(feature = "spark-proxy")]
         let _front = match spark_front {
             Some(mut front) => {
-                let mut to = master.addr();
-                if to.ip().is_unspecified() {
-                    to.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-                }
-                front.master = to;
+                front.master = reachable(master.addr());
                 let handle = sparkwire::spark::start_front(front.clone())
                     .await
                     .map_err(|e| format!("--spark-port {}: {e}", front.port))?;
@@ -355,11 +358,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         #[cfg(feature = "spark-rest")]
         let _rest = match spark_rest {
             Some(mut rest) => {
-                let mut to = master.addr();
-                if to.ip().is_unspecified() {
-                    to.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-                }
-                rest.master = to;
+                rest.master = reachable(master.addr());
                 let handle = sparkwire::spark::start_rest(rest.clone())
                     .await
                     .map_err(|e| format!("--spark-rest-port {}: {e}", rest.port))?;

@@ -46,6 +46,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::serial::Graph;
+use super::served::ServerHandle;
 use super::{
     bool_stream, classify, int_stream, message_stream, parse_stream, reply_value, Classified,
     Frame, FrameDecoder, ReplyValue, RequestMessage, Typed, CHECK_EXISTENCE,
@@ -111,41 +112,8 @@ impl FrontConfig {
     }
 }
 
-/// A running front; dropping it stops it.
-#[derive(Debug)]
-pub struct FrontHandle {
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl FrontHandle {
-    /// The address the front listens on (Spark peers use `spark://HOST:PORT` of it).
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Stops accepting and closes every Spark connection (each closes its bridge to the master).
-    pub async fn shutdown(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(done) = self.done.take() {
-            let _ = done.await;
-        }
-    }
-}
-
-impl Drop for FrontHandle {
-    fn drop(&mut self) {
-        if let Some(done) = self.done.take() {
-            done.abort();
-        }
-    }
-}
-
 /// Starts a front: binds `host:port` and serves Spark peers until stopped.
-pub async fn start_front(config: FrontConfig) -> std::io::Result<FrontHandle> {
+pub async fn start_front(config: FrontConfig) -> std::io::Result<ServerHandle> {
     let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
     let addr = listener.local_addr()?;
     let (stop_tx, stop_rx) = oneshot::channel();
@@ -155,11 +123,7 @@ pub async fn start_front(config: FrontConfig) -> std::io::Result<FrontHandle> {
         config,
     });
     let done = tokio::spawn(accept_loop(listener, ctx, stop_rx));
-    Ok(FrontHandle {
-        addr,
-        stop: Some(stop_tx),
-        done: Some(done),
-    })
+    Ok(ServerHandle::new(addr, stop_tx, done))
 }
 
 /// What every connection of a front shares.

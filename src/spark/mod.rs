@@ -53,6 +53,8 @@ mod proxy;
 #[cfg(feature = "spark-rest")]
 mod rest;
 mod rpc;
+#[cfg(feature = "spark-proxy")]
+mod served;
 // The whole data model of a Java stream, for the fuzz targets that build graphs by hand.
 pub(crate) mod serial;
 mod tracer;
@@ -74,9 +76,7 @@ pub use proxy::{
 };
 // The Spark-wire front of a sparkwire master.
 #[cfg(feature = "spark-proxy")]
-pub use front::{
-    name_front, role_of, start_front, FrontConfig, FrontError, FrontHandle, MASTER_ENDPOINT,
-};
+pub use front::{name_front, role_of, start_front, FrontConfig, FrontError, MASTER_ENDPOINT};
 // A Spark-wire peer: frames, RPC headers, messages to Java streams and back.
 pub use classes::{ClassEntry, ClassTable, FieldEntry};
 pub use encode::{
@@ -88,10 +88,10 @@ pub use frame::{
 pub use java::{limits as java_limits, parse as parse_stream, JavaError, MAX_STREAM};
 pub use map::{catalogue_name, classify, reply_value, Classified, ReplyValue, Typed, RPC_FAILURE};
 #[cfg(feature = "spark-rest")]
-pub use rest::{
-    start_rest, RestConfig, RestHandle, REST_PROTOCOL_VERSION, UNKNOWN_PROTOCOL_VERSION,
-};
+pub use rest::{start_rest, RestConfig, REST_PROTOCOL_VERSION, UNKNOWN_PROTOCOL_VERSION};
 pub use rpc::{address_text, block_transfer_class, RequestMessage, CHECK_EXISTENCE, VERIFIER};
+#[cfg(feature = "spark-proxy")]
+pub use served::ServerHandle;
 // Java serialization, read and written.
 pub use serial::{
     dump as dump_stream, read as read_stream, write as write_stream, Cursor, Entry, Graph, Limits,

@@ -30,6 +30,7 @@ use serde_json::{json, Map, Value};
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, Semaphore};
 
+use super::served::ServerHandle;
 use crate::connection::{connect_tcp, Connection, ConnectionConfig, ConnectionError};
 use crate::messages::deploy::{RequestDriverStatus, RequestKillDriver};
 use crate::messages::{DeployMessage, Family, Version};
@@ -81,46 +82,13 @@ impl RestConfig {
     }
 }
 
-/// A running REST submission server; dropping it stops it.
-#[derive(Debug)]
-pub struct RestHandle {
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl RestHandle {
-    /// The address it listens on (`spark-submit --master spark://HOST:PORT --kill ID`).
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Stops accepting and ends every connection.
-    pub async fn shutdown(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(done) = self.done.take() {
-            let _ = done.await;
-        }
-    }
-}
-
-impl Drop for RestHandle {
-    fn drop(&mut self) {
-        if let Some(done) = self.done.take() {
-            done.abort();
-        }
-    }
-}
-
 /// How long a client has to send its request head.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one HTTP connection may stay open.
 const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 
 /// Starts a REST submission server on `host:port`.
-pub async fn start_rest(config: RestConfig) -> std::io::Result<RestHandle> {
+pub async fn start_rest(config: RestConfig) -> std::io::Result<ServerHandle> {
     let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
     let addr = listener.local_addr()?;
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
@@ -162,11 +130,7 @@ pub async fn start_rest(config: RestConfig) -> std::io::Result<RestHandle> {
             }
         }
     });
-    Ok(RestHandle {
-        addr,
-        stop: Some(stop_tx),
-        done: Some(done),
-    })
+    Ok(ServerHandle::new(addr, stop_tx, done))
 }
 
 /// One answer: an HTTP status and a JSON object.
