@@ -1,10 +1,9 @@
-//! How the executor's shell writes the StatusUpdates its core decides, from the task threads
-//! themselves.
+//! How the executor writes the StatusUpdates its core decides.
 //!
-//! A task thread reports its task's start and end to the core and queues the StatusUpdate that
-//! follows without waking the executor's loop: the connection's writer takes both from its queue, so that a task that
-//! ends before RUNNING was written goes out in the same write (both frames stay, RUNNING first,
-//! as Spark's executor sends both). A small update is queued at once
+//! The updates go out on the driver's connection in the order the core decided them, without the
+//! executor's event loop waiting: the connection's writer takes what was queued meanwhile in one
+//! write, so that a task that ends before RUNNING was written goes out in the same write (both
+//! frames stay, RUNNING first, as Spark's executor sends both). A small update is queued at once
 //! ([`ConnectionHandle::post`]) while the connection's write queue is far from full; a large one,
 //! or any update while the queue is fuller or the slow lane holds something, goes through the
 //! slow lane, a task that waits for room ([`ConnectionHandle::send`]) as every update did before,
