@@ -7,7 +7,7 @@
 //! named by `SPARKWIRE_SECRET_FILE`, never where a UI can read it; a master or worker on a
 //! non-loopback address without a secret refuses to start.
 
-mod cluster;
+use common::cluster;
 mod common;
 
 use std::path::Path;

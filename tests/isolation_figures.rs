@@ -3,16 +3,15 @@
 //! them. They assert only that the scenario ran (the flooder was connected, the worker
 //! registered), never a duration.
 
-mod cluster;
+use common::cluster;
 mod common;
-mod isolation_support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cluster::PATIENCE;
+use common::flood::{flood, raw_peer, MASTER_ARGS};
 use common::processes::announced_master;
-use isolation_support::{flood, raw_peer, MASTER_ARGS};
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use sparkwire::messages::deploy::RegisterWorker;
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef};

@@ -3,7 +3,7 @@
 //! meanwhile.
 
 mod common;
-mod counting;
+use common::counting;
 
 use common::{raw_client_and_server, samples};
 use counting::{growth_since, reset, Counting};

@@ -2,8 +2,6 @@
 //! masters and workers with short timeouts, a test application client (which listens, as a
 //! driver does, for MasterChanged after a failover) and a driver/UI client.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
