@@ -41,8 +41,9 @@ pub(super) enum Own {
     Watched(Result<WorkerWatch, ExecutorError>),
     /// The worker's watch ended.
     WorkerGone(String),
-    /// A task thread's news: its task started or ended.
-    Task(ExecutorInput),
+    /// A task thread's news (its task started or ended), or an update [`Updates`] could not
+    /// send as it was.
+    Report(ExecutorInput),
 }
 
 /// The executor's IO: the addresses it dials, its task threads and the tasks they run.
@@ -257,7 +258,7 @@ impl Role for ExecutorIo {
                 ExecutorInput::WorkerLost { reason }
             }
             Own::WorkerGone(reason) => ExecutorInput::WorkerLost { reason },
-            Own::Task(input) => {
+            Own::Report(input) => {
                 if let ExecutorInput::TaskEnded { task_id, .. } = &input {
                     self.running.remove(task_id);
                 }
@@ -287,7 +288,17 @@ impl Role for ExecutorIo {
             _ => {
                 // Its connection has closed: as any write there, it is dropped.
                 let peer = io.peers.get(conn)?;
-                let updates = Updates::new(peer.handle.clone());
+                let events = io.events.clone();
+                let not_sent: super::updates::NotSent =
+                    Box::new(move |task_id, task_cpus, error| {
+                        let input = ExecutorInput::UpdateNotSent {
+                            task_id,
+                            task_cpus,
+                            error,
+                        };
+                        let _ = events.send(Event::Own(Own::Report(input)));
+                    });
+                let updates = Updates::new(peer.handle.clone(), not_sent);
                 if let Some(lane) = self.slow_lane.take() {
                     lane.abort();
                 }
@@ -321,9 +332,9 @@ fn run_on_thread(
 ) {
     let task_id = task.task_id;
     let started = ExecutorInput::TaskStarted { task_id };
-    let _ = events.send(Event::Own(Own::Task(started)));
+    let _ = events.send(Event::Own(Own::Report(started)));
     let outcome = run_caught(runner, task, cancel);
-    let _ = events.send(Event::Own(Own::Task(ExecutorInput::TaskEnded {
+    let _ = events.send(Event::Own(Own::Report(ExecutorInput::TaskEnded {
         task_id,
         outcome,
     })));
