@@ -1,5 +1,5 @@
 //! The reference executor, the protocol core of `node::executor` (Spark's
-//! `CoarseGrainedExecutorBackend`) on the [generic driver](crate::reference::runtime): what a
+//! `CoarseGrainedExecutorBackend`) on the generic driver (`reference::runtime`): what a
 //! worker launches with `sparkwire executor --driver-url … --executor-id … --hostname … --cores …
 //! --app-id … --worker-url …`.
 //!
