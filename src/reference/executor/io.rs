@@ -2,12 +2,15 @@
 //! [`ExecutorCore`] (in `node::executor`) decides besides writing on its connections — dialling
 //! the driver, watching the worker, running and killing tasks — and feeds it what comes of them.
 //!
-//! Tasks run on the executor's own task threads ([`TaskThreads`]), or on the driver's own thread
+//! Tasks run on the executor's own task threads ([`TaskThreads`]), or on the event loop itself
 //! for a task the runner says is brief (its RUNNING and its end then leave in one write); a task
-//! thread reports its task's start and end to the driver's inbox, where they are fed to the core
+//! thread reports its task's start and end to the runtime's inbox, where they are fed to the core
 //! as any other event. The core's StatusUpdates go to [`Updates`], which queues a small one at
 //! once and lets a large one wait for room, so that a large result never makes the driver close
 //! the connection as a slow consumer; every other write goes to its connection's queue.
+//!
+//! (Here "the driver" is Spark's driver, the executor's peer; the generic driver is "the
+//! runtime".)
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -33,7 +36,7 @@ use crate::wire::TaskFailure;
 /// How long a graceful close of the driver's connection waits for a driver that does not read.
 const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// What the executor's own tasks and threads report to its driver.
+/// What the executor's own tasks and threads report to its runtime.
 pub(super) enum Own {
     /// A dial of the driver failed, with the connection's own error.
     DialFailed { link: Link, error: ExecutorError },
@@ -102,7 +105,7 @@ pub(super) async fn run(
 }
 
 impl ExecutorIo {
-    /// Dials the driver for `link`; the connection is handed to the driver's inbox when made.
+    /// Dials the driver for `link`; the connection is handed to the runtime's inbox when made.
     fn dial(&mut self, io: &Io<Self>, link: Link) {
         let conn = self.next_conn;
         self.next_conn += 1;
@@ -126,7 +129,7 @@ impl ExecutorIo {
         });
     }
 
-    /// Opens the watch of the worker; its end is reported to the driver's inbox.
+    /// Opens the watch of the worker; its end is reported to the runtime's inbox.
     fn watch_worker(&mut self, io: &Io<Self>) {
         let events = io.events.clone();
         let Some(url) = self.worker.clone() else {
@@ -141,7 +144,7 @@ impl ExecutorIo {
     }
 
     /// Runs a task: here when the runner says it is brief, else on a task thread, which reports
-    /// its start and end to the driver's inbox.
+    /// its start and end to the runtime's inbox.
     fn run_task(&mut self, io: &mut Io<Self>, task: TaskDescription) {
         let task_id = task.task_id;
         let cancel = CancelFlag::new();
