@@ -199,6 +199,31 @@ fn a_supervised_driver_is_relaunched_under_a_new_id_when_its_worker_is_lost() {
     );
 }
 
+/// SPEC §14.2 Z4: once the connection that submitted a driver has closed (the submitting
+/// `spark-submit` returned), the driver is bound to none and a new client may kill it, as
+/// `spark-class org.apache.spark.deploy.Client kill` does from a new process; while the
+/// submitter is connected, another client may not.
+#[test]
+fn a_driver_whose_submitter_left_is_killed_by_a_new_client() {
+    let (mut c, m) = cluster();
+    worker(&mut c, m, "worker-0", 54000, 2);
+    let owner = client(&mut c, m, "owner");
+    let id = submit(&mut c, owner, driver_desc(1, 256, false));
+    let early = client(&mut c, m, "early");
+    kill(&mut c, early, &id).expect_err("refused while the submitter is connected");
+    for link in c.links_between(owner.0, m) {
+        c.close(link);
+    }
+    c.settle();
+    let later = client(&mut c, m, "later");
+    let killed = kill(&mut c, later, &id).expect("answered");
+    assert!(killed.success, "{}", killed.message);
+    assert_eq!(killed.message, format!("Kill request for {id} submitted"));
+    // The worker kills it; it ends KILLED.
+    let s = status(&mut c, later, &id);
+    assert_eq!(s.state, Some(DriverState::Killed), "{s:?}");
+}
+
 #[test]
 fn only_the_client_that_submitted_a_driver_may_kill_it_and_a_standby_refuses_submissions() {
     let (mut c, m) = cluster();

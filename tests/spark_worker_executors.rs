@@ -194,6 +194,20 @@ async fn a_spark_executor_runs_with_sparks_command_line_answers_its_watcher_and_
         "0".into(),
     ];
     assert_eq!(args, expected);
+    // As Spark's ExecutorRunner, the command heads the executor's stderr.
+    let stderr = std::fs::read_to_string(dir.join("stderr")).expect("stderr");
+    let quoted: Vec<String> = std::iter::once(java.display().to_string())
+        .chain(expected.iter().cloned())
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    assert_eq!(
+        stderr,
+        format!(
+            "Spark Executor Command: {}\n{}\n\n",
+            quoted.join(" "),
+            "=".repeat(40)
+        )
+    );
     let env = std::fs::read_to_string(dir.join("env")).expect("env");
     assert!(
         env.contains(&format!("SPARK_HOME={}", home.display())),

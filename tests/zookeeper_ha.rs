@@ -418,7 +418,7 @@ async fn three_masters_on_an_ensemble_survive_kill_9s_of_whichever_leads() {
                 "--partitions",
                 "24",
                 "--param",
-                "300",
+                "1000",
             ],
             dir.join(format!("sleep-{k}.log")),
         );
@@ -449,7 +449,7 @@ async fn three_masters_on_an_ensemble_survive_kill_9s_of_whichever_leads() {
         assert!(
             job.output()
                 .iter()
-                .any(|l| l == "job sleep: 24 tasks slept 300 ms each"),
+                .any(|l| l == "job sleep: 24 tasks slept 1000 ms each"),
             "kill {k}: {:?}",
             job.output()
         );

@@ -24,3 +24,17 @@ json() { # UI: the master's /json
 field() { # PY-EXPRESSION over `s` (the /json object)
   python3 -c 'import json, sys; s = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"
 }
+json_until() { # UI SECONDS PY-EXPRESSION: waits until the expression over `s` (/json) is True;
+  # prints the last /json either way, and fails when the time ran out
+  local ui=$1 secs=$2 expr=$3 i state=
+  for i in $(seq 1 $((secs * 4))); do
+    state=$(json "$ui" 2>/dev/null || true)
+    if [ -n "$state" ] && [ "$(echo "$state" | field "$expr" 2>/dev/null)" = True ]; then
+      echo "$state"
+      return 0
+    fi
+    sleep 0.25
+  done
+  echo "$state"
+  return 1
+}

@@ -93,6 +93,12 @@ pub fn add(cs: &mut Cases) {
         kill_driver_other_connection,
     );
     cs.add(
+        "spec/14.2/Z4/kill-after-submitter-left",
+        Level::Must,
+        "SPEC §14.2 Z4, \"Once that connection has closed, the driver is bound to no connection: a `RequestKillDriver` for it from any `driver-client` is answered as its submitter's would be, and kills it\": after the submitting client closed its connection, a new driver client's RequestKillDriver is answered success = true (the master may take a moment to see the close: refusals are retried within the case's time)",
+        kill_after_submitter_left,
+    );
+    cs.add(
         "spec/14.2/Z4/status-any-client",
         Level::Must,
         "SPEC §14.2 Z4, \"`RequestDriverStatus` reads and changes nothing, and is answered to any `driver-client`\": a driver client that did not submit the driver asks its status and is answered found = true",
@@ -683,6 +689,54 @@ async fn kill_driver_other_connection(ctx: Ctx) -> Outcome {
         format!("{id} still active"),
         format!("{s:?}"),
     )
+}
+
+async fn kill_after_submitter_left(ctx: Ctx) -> Outcome {
+    let (a, r) = submit(&ctx).await?;
+    let id = r.driver_id.clone().unwrap_or_default();
+    drop(a);
+    let want = format!("KillDriverResponse success = true for {id} from a new driver client");
+    let deadline = tokio::time::Instant::now() + wait(&ctx);
+    let mut last;
+    loop {
+        // A fresh connection each time: a strict master MAY close one whose kill it refused.
+        let mut b = open(&ctx, Role::DriverClient, "client-b", "", Version::V2).await?;
+        b.send(&Envelope::Ask {
+            id: 86,
+            message: D::RequestKillDriver(RequestKillDriver::new(id.clone())),
+        })
+        .await?;
+        let got = b
+            .expect::<D, Envelope<D>>(wait(&ctx), &want, |e| match e {
+                Envelope::Failure { id: 86, .. } | Envelope::Reply { id: 86, .. } => {
+                    Some(e.clone())
+                }
+                _ => None,
+            })
+            .await;
+        match got {
+            Ok(Envelope::Reply {
+                reply: Reply::Message(D::KillDriverResponse(k)),
+                ..
+            }) => {
+                // A waiting driver ends KILLED at once; a placed one when its worker says so
+                // (a worker faked by another case may never), so only the answer is judged.
+                return check(k.success, &want, format!("{k:?}"));
+            }
+            Ok(Envelope::Failure { error, .. }) => {
+                last = format!("a failure {}: {:?}", error.class_name, error.message);
+            }
+            Ok(other) => return Err(fail(want, crate::peer::envelope_label(&other))),
+            Err(Failure::Fail { seen, .. }) if seen.contains("closed") => {
+                last = "the connection closed".into();
+            }
+            Err(e) => return Err(e),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(fail(want, last));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 async fn driver_status_any_client(ctx: Ctx) -> Outcome {

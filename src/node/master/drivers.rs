@@ -76,14 +76,17 @@ impl Drivers {
         self.submitted.entry(conn).or_default().insert(id);
     }
 
-    /// Whether `conn` may kill driver `id` (SPEC §14.2 Z4): it submitted it, or the driver is
-    /// not active.
+    /// Whether `conn` may kill driver `id` (SPEC §14.2 Z4): it submitted it, the driver is not
+    /// active, or the connection that submitted it has closed (the driver is bound to none, as
+    /// after `spark-submit --deploy-mode cluster` returned: a kill then comes from a new process).
     pub(crate) fn may_kill(&self, conn: ConnId, id: &str) -> bool {
-        !self.all.contains_key(id)
-            || self
-                .submitted
-                .get(&conn)
-                .is_some_and(|ids| ids.contains(id))
+        if !self.all.contains_key(id) {
+            return true;
+        }
+        match self.submitted.get(&conn) {
+            Some(ids) if ids.contains(id) => true,
+            _ => !self.submitted.values().any(|ids| ids.contains(id)),
+        }
     }
 
     /// Connection `conn` closed.

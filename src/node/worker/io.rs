@@ -157,6 +157,11 @@ pub struct Launch {
     pub write_secret: bool,
     /// Started again when it fails (a supervised driver).
     pub supervise: bool,
+    /// Written at the start of its `stderr` before it starts: Spark's executors get Spark's
+    /// "Spark Executor Command: …" header ([`spark::JavaCommand::stderr_header`]).
+    ///
+    /// [`spark::JavaCommand::stderr_header`]: super::spark::JavaCommand::stderr_header
+    pub stderr_header: Option<String>,
 }
 
 /// What the worker core wants done besides writing on its connections.

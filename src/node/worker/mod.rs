@@ -767,6 +767,7 @@ impl WorkerCore {
             dir,
             write_secret,
             supervise,
+            stderr_header: None,
         })
     }
 
@@ -788,6 +789,7 @@ impl WorkerCore {
             })
             .collect();
         let java = spark.command(&l.app_desc.command, l.memory, &vars)?;
+        let stderr_header = Some(java.stderr_header());
         let mut env = self
             .policy
             .environment(&l.app_desc.command.environment, &vars)?;
@@ -805,6 +807,7 @@ impl WorkerCore {
             dir,
             write_secret: false,
             supervise: false,
+            stderr_header,
         })
     }
 

@@ -163,6 +163,44 @@ pub struct JavaCommand {
     pub env: BTreeMap<String, String>,
 }
 
+impl JavaCommand {
+    /// What Spark's `ExecutorRunner` writes at the start of an executor's `stderr`: "Spark
+    /// Executor Command: " and the command, each word in double quotes, values of secret-looking
+    /// `-Dkey=value` options redacted (Spark's `spark.redaction.regex` default), a line of 40
+    /// `=`, and a blank line.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use sparkwire::node::worker::spark::JavaCommand;
+    ///
+    /// let c = JavaCommand {
+    ///     program: "/usr/bin/java".into(),
+    ///     args: vec!["-Xmx512M".into(), "-Dspark.authenticate.secret=s3".into()],
+    ///     env: BTreeMap::new(),
+    /// };
+    /// assert_eq!(
+    ///     c.stderr_header(),
+    ///     format!(
+    ///         "Spark Executor Command: \"/usr/bin/java\" \"-Xmx512M\" \
+    ///          \"-Dspark.authenticate.secret=*********(redacted)\"\n{}\n\n",
+    ///         "=".repeat(40)
+    ///     )
+    /// );
+    /// ```
+    pub fn stderr_header(&self) -> String {
+        let redactor = crate::node::redact::Redactor::default();
+        let words: Vec<String> = std::iter::once(self.program.to_string_lossy().into_owned())
+            .chain(self.args.iter().map(|a| redactor.argument(a)))
+            .map(|w| format!("\"{w}\""))
+            .collect();
+        format!(
+            "Spark Executor Command: {}\n{}\n\n",
+            words.join(" "),
+            "=".repeat(40)
+        )
+    }
+}
+
 impl SparkExecutors {
     /// The Spark installation at `home` (its `conf` directory, its `jars`), run with `java`;
     /// `logging_jars` are the names of the `slf4j-api-*.jar` files in `<home>/jars` (a runtime

@@ -47,6 +47,16 @@ fn command(launch: &Launch) -> Result<Command, String> {
         let path = launch.dir.join(name);
         std::fs::File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))
     };
+    let stderr = open("stderr")?;
+    if let Some(header) = &launch.stderr_header {
+        use std::io::Write;
+        (&stderr).write_all(header.as_bytes()).map_err(|e| {
+            format!(
+                "cannot write to {}: {e}",
+                launch.dir.join("stderr").display()
+            )
+        })?;
+    }
     let mut cmd = Command::new(&launch.program);
     // Only the environment the launch policy built: never the worker's own.
     cmd.args(&launch.args)
@@ -55,7 +65,7 @@ fn command(launch: &Launch) -> Result<Command, String> {
         .current_dir(&launch.dir)
         .stdin(Stdio::null())
         .stdout(open("stdout")?)
-        .stderr(open("stderr")?)
+        .stderr(stderr)
         .kill_on_drop(true);
     Ok(cmd)
 }
