@@ -7,7 +7,7 @@
 //! named by `SPARKWIRE_SECRET_FILE`, never where a UI can read it; a master or worker on a
 //! non-loopback address without a secret refuses to start.
 
-mod cluster;
+use common::cluster;
 mod common;
 
 use std::path::Path;
@@ -74,18 +74,7 @@ async fn wait_state(
     what: &str,
     cond: impl Fn(&MasterStateResponse) -> bool,
 ) -> MasterStateResponse {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let s = state(master, secret).await;
-        if cond(&s) {
-            return s;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    cluster::poll_until(what, || state(master, secret), cond).await
 }
 
 fn refused_for_want_of_the_secret(outcome: Result<Connection<DeployMessage>, ConnectionError>) {

@@ -5,14 +5,14 @@
 //! workers launch, which get the authorities and the secret from the worker.
 
 mod common;
-mod support;
+use common::driver;
 
 use common::processes::BIN;
+use driver::*;
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError};
 use sparkwire::messages::DeployMessage;
 use sparkwire::node::url::MasterUrl;
 use sparkwire::wire::handshake::{HandshakeError, RefusalReason, Role};
-use support::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -118,7 +118,7 @@ mod tls {
 
     use super::plain_ui;
     use crate::common::processes::BIN;
-    use crate::support::*;
+    use crate::driver::*;
 
     /// A certificate authority and a certificate for 127.0.0.1 and localhost signed by it, as PEM
     /// files in `dir`: (ca, cert, key).

@@ -14,7 +14,9 @@ use sparkwire::wire::handshake::{
     decode_answer, decode_hello, decode_proof, Answer, HandshakeError, RefusalReason, Role, Secret,
 };
 use sparkwire::wire::vectors::{auth_vectors, AuthVector};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
+
+mod common;
 
 fn on_disk() -> Vec<AuthVector> {
     let path = Path::new(concat!(
@@ -167,7 +169,7 @@ async fn pair(
     Result<Connection<DeployMessage>, ConnectionError>,
     Result<Connection<DeployMessage>, ConnectionError>,
 ) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = common::listener().await;
     let addr = listener.local_addr().expect("addr");
     let server_config = config(server);
     let accept = tokio::spawn(async move {
@@ -250,7 +252,7 @@ async fn a_wrong_or_missing_secret_on_either_side_gets_no_accepted_handshake() {
 #[tokio::test]
 async fn a_client_with_a_secret_closes_on_an_old_server_that_accepts_without_proving() {
     // An old server: reads the hello, ignores the keys it does not know, accepts.
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = common::listener().await;
     let addr = listener.local_addr().expect("addr");
     let old = tokio::spawn(async move {
         let (stream, _) = listener.accept().await.expect("accept");

@@ -9,7 +9,7 @@
 //!   one-way message);
 //! - secrets in the master's state answer are redacted; a refused launch reaches the driver.
 
-mod cluster;
+use common::cluster;
 mod common;
 
 use std::path::Path;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod cluster;
+use common::cluster;
 mod common;
 
 use common::files::temp_dir;

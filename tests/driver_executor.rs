@@ -5,16 +5,16 @@
 //! executors started by workers) is tested on `node::sim::Cluster` in `node_driver.rs`.
 
 mod common;
-mod support;
+use common::driver;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::processes::kill9;
+use driver::*;
 use sparkwire::node::executor::ExecutorExit;
 use sparkwire::reference::driver::Driver;
 use sparkwire::reference::task::{PiJob, SleepJob, SumSquaresJob};
-use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_runs_on_two_executors_with_every_connection_valid() {

@@ -3,15 +3,15 @@
 //! `sparkwire executor` process beside it.
 
 mod common;
-mod support;
+use common::driver;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use driver::*;
 use sparkwire::reference::driver::Driver;
 use sparkwire::reference::task::BigTaskJob;
-use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;

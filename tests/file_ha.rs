@@ -5,9 +5,9 @@
 //! fails the registration, as Spark's does; a deposed master stops. (A renewal that fails steps
 //! the master down: `reference::master::ha`'s unit tests.)
 
-mod cluster;
+use common::cluster;
 mod common;
-mod ha;
+use common::ha;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

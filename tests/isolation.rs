@@ -5,16 +5,15 @@
 //!
 //! Every wait is on a condition with a generous deadline; nothing asserts a duration.
 
-mod cluster;
+use common::cluster;
 mod common;
-mod isolation_support;
 
 use std::time::Duration;
 
 use cluster::*;
+use common::flood::{ask_state_frame, flood, raw_peer, MASTER_ARGS};
 use common::processes::{announced_master, spawn_sparkwire};
 use common::{listener, tcp_pair};
-use isolation_support::{ask_state_frame, flood, raw_peer, MASTER_ARGS};
 use sparkwire::connection::{
     Admission, Connection, ConnectionConfig, ConnectionError, Incoming, Limits, Security,
 };

@@ -2,10 +2,11 @@
 //! slow consumer, its tasks run on the others, and the job completes. Over real TCP.
 
 mod common;
-mod support;
+use common::driver;
 
 use std::sync::Arc;
 
+use driver::*;
 use sparkwire::connection::{Connection, ConnectionConfig};
 use sparkwire::messages::coarse::LaunchedExecutor;
 use sparkwire::messages::CoarseMessage;
@@ -13,7 +14,6 @@ use sparkwire::reference::driver::{Driver, DriverConfig};
 use sparkwire::reference::task::BigTaskJob;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
-use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_executor_that_stops_reading_is_dropped_and_its_tasks_run_on_the_others() {

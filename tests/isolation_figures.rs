@@ -3,16 +3,15 @@
 //! them. They assert only that the scenario ran (the flooder was connected, the worker
 //! registered), never a duration.
 
-mod cluster;
+use common::cluster;
 mod common;
-mod isolation_support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cluster::PATIENCE;
-use common::processes::announced_master;
-use isolation_support::{flood, raw_peer, MASTER_ARGS};
+use common::flood::{flood, raw_peer, MASTER_ARGS};
+use common::processes::{announced_master, first_line, BIN};
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use sparkwire::messages::deploy::RegisterWorker;
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef};
@@ -27,13 +26,11 @@ struct MasterProcess {
 
 impl MasterProcess {
     fn start(fds: Option<u32>, args: &[&str]) -> MasterProcess {
-        use std::io::BufRead;
-        let bin = env!("CARGO_BIN_EXE_sparkwire");
         let limit = fds.map_or(String::new(), |n| format!("ulimit -n {n} && "));
         let mut child = Command::new("/bin/sh")
             .arg("-c")
             .arg(format!("{limit}exec \"$0\" \"$@\""))
-            .arg(bin)
+            .arg(BIN)
             .args(MASTER_ARGS)
             .args(args)
             .env("RUST_LOG", "error")
@@ -42,11 +39,7 @@ impl MasterProcess {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn the master");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        std::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("first line");
+        let line = first_line(&mut child);
         MasterProcess {
             child,
             addr: announced_master(&line).1,

@@ -3,16 +3,15 @@
 //! alone in this test binary (one test function, so no other test allocates meanwhile).
 //!
 
-mod cluster;
+use common::cluster;
 mod common;
-mod counting;
-mod isolation_support;
+use common::counting;
 
 use std::time::Duration;
 
 use cluster::*;
+use common::flood::{flood, raw_peer};
 use counting::{current, reset, Counting, PEAK};
-use isolation_support::{flood, raw_peer};
 use sparkwire::connection::{Limits, DEFAULT_MAX_OUTGOING_BYTES};
 use sparkwire::wire::handshake::Role;
 use std::sync::atomic::Ordering;

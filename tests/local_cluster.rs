@@ -4,15 +4,15 @@
 //! application client's by the master.
 
 mod common;
-mod support;
+use common::driver;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::processes::{kill9, processes_with_arg, BIN};
+use driver::*;
 use sparkwire::reference::driver::Driver;
 use sparkwire::reference::task::{SleepJob, SumSquaresJob};
-use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_runs_through_master_workers_and_executor_processes_with_every_connection_valid() {

@@ -3,7 +3,7 @@
 //! `--strict` (every connection checked by the validator, exit status 1 if any rule was broken),
 //! so its clean exit proves the flow legal.
 
-mod cluster;
+use common::cluster;
 mod common;
 
 use std::process::{Child, Command};

@@ -2,7 +2,7 @@
 //! by the master when a worker is lost, and a driver off the worker's allow-list. Submission,
 //! placement, status and kills as the master handles them are in `master_drivers.rs` (in memory).
 
-mod cluster;
+use common::cluster;
 mod common;
 
 use std::path::Path;

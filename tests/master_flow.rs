@@ -7,7 +7,7 @@
 //! behaviour in detail (`master_registration.rs`, `master_scheduling.rs`, `master_retries.rs`,
 //! `master_failover.rs`, `master_drivers.rs`, `master_ownership.rs`, `master_decommission.rs`).
 
-mod cluster;
+use common::cluster;
 mod common;
 
 use cluster::*;

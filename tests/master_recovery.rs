@@ -4,7 +4,7 @@
 //! taking over from an active one that died runs on real cores in the in-memory cluster
 //! (`master_cluster.rs`).
 
-mod cluster;
+use common::cluster;
 mod common;
 
 use std::time::Duration;

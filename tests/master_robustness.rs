@@ -2,7 +2,7 @@
 //! wrong kind of peer, asks the master does not serve, and unreadable files in the recovery
 //! directory each affect only themselves.
 
-mod cluster;
+use common::cluster;
 mod common;
 
 use cluster::*;

@@ -3,7 +3,7 @@
 //! ExecutorStateChanged one-way (Spark 3.0's form) instead of asking; the strict validator, which
 //! judges each connection by its negotiated version, flags the other form.
 
-mod cluster;
+use common::cluster;
 mod common;
 
 use cluster::*;

@@ -1,9 +1,9 @@
 //! The receiver's memory stays bounded when a peer declares a huge frame: measured with a counting
-//! global allocator (tests/counting), alone in this test binary so that no other test allocates
+//! global allocator (tests/common/counting.rs), alone in this test binary so that no other test allocates
 //! meanwhile.
 
 mod common;
-mod counting;
+use common::counting;
 
 use common::{raw_client_and_server, samples};
 use counting::{growth_since, reset, Counting};

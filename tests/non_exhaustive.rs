@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bytes::Bytes;
+
+mod common;
+use common::files::temp_dir;
 use sparkwire::messages::deploy::{ExecutorStateChanged, RegisterWorker, RequestMasterState};
 use sparkwire::messages::to_hex;
 use sparkwire::messages::{
@@ -201,11 +204,7 @@ fn library() -> (PathBuf, PathBuf) {
 /// compiles).
 fn compile(label: &str, code: &str) -> Vec<String> {
     let (rlib, deps) = library();
-    let dir = std::env::temp_dir().join(format!(
-        "sparkwire-non-exhaustive-{}-{label}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let dir = temp_dir(&format!("non-exhaustive-{label}"));
     let src = dir.join("user.rs");
     std::fs::write(&src, code).expect("writes the snippet");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());

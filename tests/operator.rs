@@ -8,7 +8,6 @@
 
 #![cfg(feature = "webui")]
 
-mod cluster;
 mod common;
 
 use std::process::{Child, Command, Output, Stdio};

@@ -7,7 +7,10 @@
 
 use std::process::{Child, Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
+mod common;
+use common::files::temp_dir;
+use common::processes::BIN;
+
 const README: &str = include_str!("../README.md");
 const THIS_FILE: &str = include_str!("readme.rs");
 
@@ -144,7 +147,7 @@ fn run_the_example_on_a_cluster_of_its_own() {
         .strip_prefix("sparkwire master listening on ")
         .unwrap_or_else(|| panic!("{line:?}"))
         .to_string();
-    let work = std::env::temp_dir().join(format!("sparkwire-readme-{}", std::process::id()));
+    let work = temp_dir("readme");
     let (_worker, _) = start(
         &[
             "worker",
@@ -195,7 +198,7 @@ fn the_readmes_hand_started_cluster_beside_the_tests_changes_nothing() {
         .strip_prefix("sparkwire master web UI at ")
         .unwrap_or_else(|| panic!("{lines:?}"))
         .to_string();
-    let work = std::env::temp_dir().join(format!("sparkwire-readme-hand-{}", std::process::id()));
+    let work = temp_dir("readme-hand");
     let (_worker, _) = start(
         &[
             "worker",

@@ -10,7 +10,7 @@
 //!   told why (FAILED), without the option's value.
 #![cfg(all(feature = "reference", feature = "spark"))]
 
-mod cluster;
+use common::cluster;
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -7,9 +7,8 @@
 //! leading; the ZooKeeper leader killed in a 3-node ensemble. Every multi-master test ends with
 //! the checker over the masters' logs: no master wrote after another one was elected after it.
 
-mod cluster;
 mod common;
-mod ha;
+use common::ha;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -101,6 +101,16 @@ pub(crate) trait Role: Send + Sized + 'static {
     /// The core's outputs were all carried out.
     fn drained(&mut self, _core: &Self::Core) {}
 
+    /// Takes a write the role makes itself (`None`: taken), or hands it back (`Some`) to be
+    /// queued on its connection.
+    fn divert(
+        &mut self,
+        _io: &mut Io<Self>,
+        out: ConnOutput<Self::Message>,
+    ) -> Option<ConnOutput<Self::Message>> {
+        Some(out)
+    }
+
     /// What to keep of a write before it is made, to hand back to [`Role::refused`].
     fn keep(&self, _out: &ConnOutput<Self::Message>) -> Option<Self::Message> {
         None
@@ -273,12 +283,15 @@ impl<R: Role> Runtime<R> {
     }
 
     /// Carries out what the core decided, in its order: the one place its outputs are drained.
-    /// A write goes to its connection's own queue at once; an effect to the role, which may
+    /// A write goes to its connection's own queue at once (unless the role takes it); an effect to the role, which may
     /// feed the core before its next output is taken.
     pub(crate) async fn drain(&mut self) -> Option<R::Exit> {
         while let Some(out) = self.io.core.poll() {
             match out {
                 Output::Conn(out) => {
+                    let Some(out) = self.role.divert(&mut self.io, out) else {
+                        continue;
+                    };
                     let (conn, kept) = (out.conn(), self.role.keep(&out));
                     if let Err(refused) = self.io.peers.write(out) {
                         self.role.refused(&mut self.io, conn, kept, refused);

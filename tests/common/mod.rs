@@ -1,12 +1,25 @@
-//! What the integration tests share, by what it fakes: connection pairs, hand-driven raw
-//! peers and hand-made frames (here), the `sparkwire` processes (`processes`), their files
-//! (`files`), the values tests start from (`builders`, `samples`).
+//! What the integration tests share, by what it fakes or provides: connection pairs, hand-driven
+//! raw peers and hand-made frames (here), the `sparkwire` processes (`processes`), their files
+//! (`files`), the values tests start from (`builders`, `samples`, `scenarios`), in-process masters
+//! and workers with a test application client and fake workers (`cluster`), a driver with
+//! in-process and child-process executors (`driver`), a peer that floods a master with asks and
+//! never reads (`flood`), a high-availability group of master processes and a real ZooKeeper
+//! (`ha`), and a counting allocator for the binaries that measure memory (`counting`).
 
 #![allow(dead_code)]
 
 #[cfg(feature = "reference")]
 pub mod builders;
+#[cfg(feature = "reference")]
+pub mod cluster;
+pub mod counting;
+#[cfg(feature = "cli")]
+pub mod driver;
 pub mod files;
+#[cfg(feature = "tokio")]
+pub mod flood;
+#[cfg(feature = "cli")]
+pub mod ha;
 #[cfg(feature = "cli")]
 pub mod processes;
 pub mod samples;

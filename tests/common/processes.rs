@@ -57,12 +57,19 @@ pub fn spawn_sparkwire(args: &[&str], env: &[(&str, &str)]) -> (Child, String) {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn sparkwire");
+    let line = first_line(&mut child);
+    (child, line)
+}
+
+/// The first line `child` printed on its standard output (a pipe), trimmed; the rest of its
+/// output is not read.
+pub fn first_line(child: &mut Child) -> String {
     let stdout = child.stdout.take().expect("stdout");
     let mut line = String::new();
     std::io::BufReader::new(stdout)
         .read_line(&mut line)
         .expect("first line");
-    (child, line.trim().to_string())
+    line.trim().to_string()
 }
 
 /// The URL and the address a `sparkwire master` announced in its first line.
@@ -145,20 +152,16 @@ pub struct Proc {
 impl Proc {
     /// Spawns `command` with its standard output piped.
     pub fn spawn(mut command: Command) -> Proc {
-        let mut child = command
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn sparkwire");
+        command.stdout(Stdio::piped());
+        let mut child = command.spawn().expect("spawn sparkwire");
         let stdout = child.stdout.take().expect("stdout");
         Proc::reading(child, stdout)
     }
 
     /// Spawns `command` with its standard error piped: its lines are the ones read.
     pub fn spawn_reading_stderr(mut command: Command) -> Proc {
-        let mut child = command
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn sparkwire");
+        command.stderr(Stdio::piped());
+        let mut child = command.spawn().expect("spawn sparkwire");
         let stderr = child.stderr.take().expect("stderr");
         Proc::reading(child, stderr)
     }

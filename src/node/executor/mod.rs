@@ -11,7 +11,7 @@
 //! [`ExecutorInput::TaskEnded`]); each becomes a StatusUpdate. A result too large for the main
 //! connection fails its task with a message saying so, and the connection stays up.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::time::Instant;
 
@@ -79,6 +79,17 @@ pub enum ExecutorInput {
         task_id: i64,
         /// Its result or failure.
         outcome: Result<Payload, TaskFailure>,
+    },
+    /// A task's StatusUpdate could not be sent as it was (it does not fit a frame after all, or
+    /// the connection's version lacks something of it): the task is reported FAILED instead,
+    /// saying why, once.
+    UpdateNotSent {
+        /// The task.
+        task_id: i64,
+        /// The cores it took, as its update said.
+        task_cpus: i32,
+        /// Why it was not sent.
+        error: String,
     },
 }
 
@@ -217,6 +228,8 @@ pub struct ExecutorCore {
     phase: Phase,
     /// Tasks launched and not ended, with the cores each takes.
     running: HashMap<i64, i32>,
+    /// Tasks reported FAILED in place of an update that could not be sent.
+    not_sent: HashSet<i64>,
     out: VecDeque<Output<CoarseMessage, ExecutorEffect>>,
 }
 
@@ -256,6 +269,7 @@ impl ExecutorCore {
             me,
             phase: Phase::Bootstrap { conn: None },
             running: HashMap::new(),
+            not_sent: HashSet::new(),
             out: VecDeque::new(),
         };
         core.effect(ExecutorEffect::Dial(Link::Bootstrap));
@@ -564,6 +578,23 @@ impl ExecutorCore {
         self.update(task_id, cpus, state, data);
     }
 
+    /// An update of `task_id` was not sent: FAILED in its place, saying why (once: a failure
+    /// report that cannot be sent either is logged).
+    fn not_sent(&mut self, task_id: i64, cpus: i32, error: String) {
+        if !self.not_sent.insert(task_id) {
+            tracing::error!(
+                "executor {}: no status update of task {task_id} can be sent: {error}",
+                self.me.executor_id
+            );
+            return;
+        }
+        let why = TaskFailure::new(
+            "org.apache.spark.SparkException",
+            format!("the task's status update could not be sent: {error}"),
+        );
+        self.update(task_id, cpus, TaskState::Failed, encode_failure(&why));
+    }
+
     fn closed(&mut self, conn: ConnId, reason: String) {
         match &self.phase {
             Phase::Serving { conn: c, .. } if *c == conn => {
@@ -644,6 +675,11 @@ impl Core for ExecutorCore {
                 }
             }
             ExecutorInput::TaskEnded { task_id, outcome } => self.task_ended(task_id, outcome),
+            ExecutorInput::UpdateNotSent {
+                task_id,
+                task_cpus,
+                error,
+            } => self.not_sent(task_id, task_cpus, error),
         }
     }
 
@@ -682,6 +718,97 @@ mod tests {
             resource_profile: ResourceProfile::default_with(Some(1), 1024),
             log_level: None,
         }
+    }
+
+    /// An executor core registered with its driver on connection 1, its outputs so far taken.
+    fn serving() -> ExecutorCore {
+        let me = ExecutorIdentity {
+            executor_id: "1".into(),
+            hostname: "127.0.0.1".into(),
+            cores: 1,
+            resource_profile_id: ResourceProfile::DEFAULT_ID,
+            watch_worker: false,
+        };
+        let peer = crate::node::PeerInfo {
+            role: crate::wire::handshake::Role::Driver,
+            id: "driver".into(),
+            addr: "127.0.0.1:40000".into(),
+            version: crate::messages::Version::V2,
+            admin: false,
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+        };
+        let now = Instant::now();
+        let mut core = ExecutorCore::new(me);
+        let config = CoarseMessage::SparkAppConfig(app(&[]));
+        let main = Link::Main {
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+        };
+        for input in [
+            ConnInput::Opened {
+                conn: 0,
+                peer: peer.clone(),
+                origin: Link::Bootstrap,
+            },
+            ConnInput::Answer {
+                conn: 0,
+                id: BOOTSTRAP_ASK,
+                answer: Ok(Reply::Message(config)),
+            },
+            ConnInput::Opened {
+                conn: 1,
+                peer,
+                origin: main,
+            },
+            ConnInput::Answer {
+                conn: 1,
+                id: REGISTER_ASK,
+                answer: Ok(Reply::Bool(true)),
+            },
+        ] {
+            core.handle(now, input.into());
+        }
+        while core.poll().is_some() {}
+        core
+    }
+
+    /// The StatusUpdates among `core`'s outputs: task, state and failure message.
+    fn updates(core: &mut ExecutorCore) -> Vec<(i64, TaskState, String)> {
+        let mut seen = Vec::new();
+        while let Some(out) = core.poll() {
+            if let Output::Conn(ConnOutput::Send {
+                message: CoarseMessage::StatusUpdate(u),
+                ..
+            }) = out
+            {
+                let message = crate::wire::decode_failure(&u.data.0).message;
+                seen.push((u.task_id, u.state, message));
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn an_update_not_sent_is_reported_failed_once_saying_why() {
+        let mut core = serving();
+        let not_sent = |task_id| ExecutorInput::UpdateNotSent {
+            task_id,
+            task_cpus: 1,
+            error: "the message is larger than a frame".into(),
+        };
+        core.handle(Instant::now(), not_sent(7));
+        let seen = updates(&mut core);
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!((seen[0].0, seen[0].1), (7, TaskState::Failed));
+        assert_eq!(
+            seen[0].2,
+            "the task's status update could not be sent: the message is larger than a frame"
+        );
+        // Its FAILED update could not be sent either: nothing more is tried for that task.
+        core.handle(Instant::now(), not_sent(7));
+        assert_eq!(updates(&mut core), Vec::new());
+        // Another task's is reported.
+        core.handle(Instant::now(), not_sent(8));
+        assert_eq!(updates(&mut core).len(), 1);
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! The reference executor's tokio shell, around the protocol core of `node::executor` (Spark's
-//! `CoarseGrainedExecutorBackend`): what a worker launches with `sparkwire executor --driver-url …
-//! --executor-id … --hostname … --cores … --app-id … --worker-url …`.
+//! The reference executor, the protocol core of `node::executor` (Spark's
+//! `CoarseGrainedExecutorBackend`) on the generic driver (`reference::runtime`): what a
+//! worker launches with `sparkwire executor --driver-url … --executor-id … --hostname … --cores …
+//! --app-id … --worker-url …`.
 //!
 //! Like Spark's, it opens a short bootstrap connection to the driver (RetrieveSparkAppConfig →
 //! SparkAppConfig, then closes it), then its main connection (RegisterExecutor ask → `true`,
@@ -10,15 +11,15 @@
 //!
 //! Tasks run through a [`TaskRunner`] on task threads of the executor's own, which wait for the
 //! next task rather than being started for each (and a new one is started when a task arrives
-//! while all are busy, so every task launched runs at once, as in Spark's executor); the loop that
-//! reads the driver's messages never runs a task, so a KillTask is handled while tasks run. Each
-//! task's thread reports StatusUpdate RUNNING as it starts, then FINISHED with its result, FAILED
-//! with its error or KILLED after a KillTask; it queues them on the connection itself, so a task
-//! that ends before RUNNING was written goes out in the same write. The executor needs no more
-//! than a current-thread tokio runtime, which is what `sparkwire executor` runs it on. A result too big
-//! for a frame is reported FAILED with a message saying so, and the connection stays up. The
-//! executor ends on StopExecutor ([`ExecutorExit::Stopped`]), when its driver goes away or when
-//! its worker does.
+//! while all are busy, so every task launched runs at once, as in Spark's executor); the event
+//! loop that reads the driver's messages runs only a task the runner says is brief, so a KillTask is
+//! handled while tasks run. Each task's thread reports its start and its end to the driver's
+//! inbox; the core makes them StatusUpdate RUNNING, then FINISHED with its result, FAILED with its
+//! error or KILLED after a KillTask, and the updates that arrive together leave in one write. The
+//! executor needs no more than a current-thread tokio runtime, which is what `sparkwire executor`
+//! runs it on. A result too big for a frame is reported FAILED with a message saying so, and the
+//! connection stays up. The executor ends on StopExecutor ([`ExecutorExit::Stopped`]), when its
+//! driver goes away or when its worker does.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -33,7 +34,7 @@
 //! ```
 
 mod connect;
-mod shell;
+mod io;
 mod threads;
 mod updates;
 
@@ -122,6 +123,15 @@ pub enum ExecutorError {
         /// What came back.
         got: String,
     },
+    /// An ask of the start-up got no answer (its connection ended first, or the driver failed
+    /// it).
+    #[error("no answer to {ask}: {error}")]
+    NoAnswer {
+        /// The ask.
+        ask: &'static str,
+        /// Why.
+        error: String,
+    },
     /// The driver refused the registration (Spark: `Cannot register with driver`).
     #[error("Cannot register with driver: {0}")]
     Refused(String),
@@ -148,5 +158,5 @@ pub async fn run_executor(
     config: ExecutorConfig,
     runner: Arc<dyn TaskRunner>,
 ) -> Result<ExecutorExit, ExecutorError> {
-    shell::run(&config, runner).await
+    io::run(&config, runner).await
 }

@@ -1,10 +1,9 @@
-//! How the executor's shell writes the StatusUpdates its core decides, from the task threads
-//! themselves.
+//! How the executor writes the StatusUpdates its core decides.
 //!
-//! A task thread reports its task's start and end to the core and queues the StatusUpdate that
-//! follows without waking the executor's loop: the connection's writer takes both from its queue, so that a task that
-//! ends before RUNNING was written goes out in the same write (both frames stay, RUNNING first,
-//! as Spark's executor sends both). A small update is queued at once
+//! The updates go out on the driver's connection in the order the core decided them, without the
+//! executor's event loop waiting: the connection's writer takes what was queued meanwhile in one
+//! write, so that a task that ends before RUNNING was written goes out in the same write (both
+//! frames stay, RUNNING first, as Spark's executor sends both). A small update is queued at once
 //! ([`ConnectionHandle::post`]) while the connection's write queue is far from full; a large one,
 //! or any update while the queue is fuller or the slow lane holds something, goes through the
 //! slow lane, a task that waits for room ([`ConnectionHandle::send`]) as every update did before,
@@ -18,8 +17,7 @@ use tokio::sync::Notify;
 
 use crate::connection::{ConnectionError, ConnectionHandle, DEFAULT_MAX_OUTGOING_BYTES};
 use crate::messages::coarse::StatusUpdate;
-use crate::messages::{CoarseMessage, TaskState};
-use crate::wire::{encode_failure, TaskFailure};
+use crate::messages::CoarseMessage;
 
 /// The largest task data queued at once; larger updates go through the slow lane.
 const POST_DATA: usize = 64 * 1024;
@@ -39,32 +37,23 @@ struct Lane {
 /// The executor's updates to its driver.
 pub(super) struct Updates {
     driver: ConnectionHandle<CoarseMessage>,
+    not_sent: NotSent,
     lane: Mutex<Lane>,
     /// Woken when the slow lane has something.
     slow: Notify,
 }
 
-/// What the driver is told when an update cannot be sent as it is: the task FAILED, saying why.
-fn failed(executor_id: String, task_id: i64, cpus: i32, e: &dyn std::fmt::Display) -> StatusUpdate {
-    let why = TaskFailure::new(
-        "org.apache.spark.SparkException",
-        format!("the task's status update could not be sent: {e}"),
-    );
-    StatusUpdate {
-        executor_id,
-        task_id,
-        state: TaskState::Failed,
-        data: encode_failure(&why),
-        task_cpus: cpus,
-        resources: Default::default(),
-    }
-}
+/// Where an update that cannot be sent as it is goes: `(task id, its cores, why)`, for the core
+/// to report the task FAILED instead.
+pub(super) type NotSent = Box<dyn Fn(i64, i32, String) + Send + Sync>;
 
 impl Updates {
-    /// Updates on `driver`. [`Updates::slow_lane`] must run for the updates that wait for room.
-    pub(super) fn new(driver: ConnectionHandle<CoarseMessage>) -> Arc<Self> {
+    /// Updates on `driver`; one that cannot be sent as it is goes to `not_sent`.
+    /// [`Updates::slow_lane`] must run for the updates that wait for room.
+    pub(super) fn new(driver: ConnectionHandle<CoarseMessage>, not_sent: NotSent) -> Arc<Self> {
         Arc::new(Updates {
             driver,
+            not_sent,
             lane: Mutex::new(Lane::default()),
             slow: Notify::new(),
         })
@@ -92,15 +81,11 @@ impl Updates {
             return;
         }
         // Posted with the lane held, so that nothing of the slow lane is queued meanwhile.
-        let (executor_id, task_id, cpus) =
-            (update.executor_id.clone(), update.task_id, update.task_cpus);
+        let (task_id, cpus) = (update.task_id, update.task_cpus);
         if let Err(ConnectionError::Outbound(e)) =
             self.driver.post(CoarseMessage::StatusUpdate(update))
         {
-            // The update does not fit a frame after all (or the version lacks something of it):
-            // report that instead, as small as an update gets.
-            let failed = failed(executor_id, task_id, cpus, &e);
-            let _ = self.driver.post(CoarseMessage::StatusUpdate(failed));
+            (self.not_sent)(task_id, cpus, e.to_string());
         }
     }
 
@@ -117,17 +102,11 @@ impl Updates {
                 self.slow.notified().await;
                 continue;
             };
-            let (executor_id, task_id, cpus) =
-                (update.executor_id.clone(), update.task_id, update.task_cpus);
-            let sent = match self.driver.send(CoarseMessage::StatusUpdate(update)).await {
-                Err(ConnectionError::Outbound(e)) => {
-                    let failed = failed(executor_id, task_id, cpus, &e);
-                    self.driver.send(CoarseMessage::StatusUpdate(failed)).await
-                }
-                other => other,
-            };
-            if sent.is_err() {
-                return;
+            let (task_id, cpus) = (update.task_id, update.task_cpus);
+            match self.driver.send(CoarseMessage::StatusUpdate(update)).await {
+                Ok(()) => {}
+                Err(ConnectionError::Outbound(e)) => (self.not_sent)(task_id, cpus, e.to_string()),
+                Err(_) => return,
             }
         }
     }
@@ -137,7 +116,7 @@ impl Updates {
 mod tests {
     use super::*;
     use crate::connection::{Connection, ConnectionConfig, Incoming};
-    use crate::messages::Payload;
+    use crate::messages::{Payload, TaskState};
     use crate::wire::handshake::Role;
     use std::time::Duration;
 
@@ -160,7 +139,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn updates_behind_a_large_one_wait_in_order_and_never_close_the_connection() {
         let (executor, mut driver) = pair().await;
-        let updates = Updates::new(executor.handle());
+        let updates = Updates::new(executor.handle(), Box::new(|_, _, _| {}));
         let update = |task_id, state, data| StatusUpdate {
             executor_id: "0".into(),
             task_id,

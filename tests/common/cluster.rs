@@ -2,8 +2,6 @@
 //! masters and workers with short timeouts, a test application client (which listens, as a
 //! driver does, for MasterChanged after a failover) and a driver/UI client.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -223,15 +221,25 @@ pub async fn wait_master_state(
     what: &str,
     cond: impl Fn(&sparkwire::messages::deploy::MasterStateResponse) -> bool,
 ) -> sparkwire::messages::deploy::MasterStateResponse {
+    poll_until(what, || master_state(master), cond).await
+}
+
+/// Calls `get` until what it returns satisfies `cond`; returns that. After [`PATIENCE`] it
+/// fails, showing the last one.
+pub async fn poll_until<T: std::fmt::Debug, F: std::future::Future<Output = T>>(
+    what: &str,
+    mut get: impl FnMut() -> F,
+    cond: impl Fn(&T) -> bool,
+) -> T {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
-        let s = master_state(master).await;
-        if cond(&s) {
-            return s;
+        let got = get().await;
+        if cond(&got) {
+            return got;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}: {s:#?}"
+            "timed out waiting for {what}: {got:#?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -364,18 +372,7 @@ impl TestApp {
         what: &str,
         cond: impl Fn(&[DeployMessage]) -> bool,
     ) -> Vec<DeployMessage> {
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        loop {
-            let log = self.log();
-            if cond(&log) {
-                return log;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {what}; got {log:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        poll_until(what, || std::future::ready(self.log()), |log| cond(log)).await
     }
 
     /// The connection to the active master.
@@ -512,18 +509,7 @@ impl FakeWorker {
         what: &str,
         cond: impl Fn(&[DeployMessage]) -> bool,
     ) -> Vec<DeployMessage> {
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        loop {
-            let log = self.log();
-            if cond(&log) {
-                return log;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {what}; got {log:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        poll_until(what, || std::future::ready(self.log()), |log| cond(log)).await
     }
 
     /// Drops the connection.

@@ -1,16 +1,16 @@
 //! What the isolation tests and figures share: raw `ui` peers that complete the handshake by
 //! hand, and a flood of RequestMasterState asks by a peer that never reads.
 
-#![allow(dead_code)]
-
 use std::time::Instant;
 
 use sparkwire::messages::deploy::RequestMasterState;
 use sparkwire::messages::{Addr, DeployMessage, Version};
 use sparkwire::wire::handshake::{check_answer, encode_hello, HandshakeError, Hello, Role};
 use sparkwire::wire::{encode_frame, Envelope};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+
+use crate::common::{frame, read_raw_frame};
 
 /// A raw TCP stream to `addr` that completed a plain handshake as `role` with id `id`, or the
 /// handshake's error (a refusal, or [`HandshakeError::PeerClosed`] when the stream failed).
@@ -21,22 +21,13 @@ pub async fn raw_peer(addr: &Addr, role: Role, id: &str) -> Result<TcpStream, Ha
     let hello = Hello::new(&[Version::V1, Version::V2], role, id);
     let mut body = Vec::new();
     encode_hello(&hello, &mut body);
-    let mut hello_frame = (body.len() as u32).to_be_bytes().to_vec();
-    hello_frame.extend_from_slice(&body);
     stream
-        .write_all(&hello_frame)
+        .write_all(&frame(&body))
         .await
         .map_err(|_| HandshakeError::PeerClosed)?;
-    let mut prefix = [0u8; 4];
-    stream
-        .read_exact(&mut prefix)
+    let answer = read_raw_frame(&mut stream)
         .await
-        .map_err(|_| HandshakeError::PeerClosed)?;
-    let mut answer = vec![0u8; u32::from_be_bytes(prefix) as usize];
-    stream
-        .read_exact(&mut answer)
-        .await
-        .map_err(|_| HandshakeError::PeerClosed)?;
+        .ok_or(HandshakeError::PeerClosed)?;
     check_answer(&answer, &hello).map(|_| stream)
 }
 

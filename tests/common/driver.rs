@@ -1,8 +1,6 @@
 //! Helpers for the driver, executor and local-cluster tests: drivers observed by a strict
 //! validator, in-process and child-process executors, waiting for conditions.
 
-#![allow(dead_code)]
-
 use std::future::Future;
 use std::process::Stdio;
 use std::sync::Arc;

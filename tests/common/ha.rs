@@ -5,8 +5,6 @@
 //! kept, with the checker that no master ever wrote while another one that was elected after it
 //! led.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -21,7 +19,7 @@ pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 const LOG_CONF: &str = "/etc/zookeeper/conf_example";
 
 /// The sparkwire binary.
-pub const BIN: &str = env!("CARGO_BIN_EXE_sparkwire");
+pub use crate::common::processes::BIN;
 
 use crate::common::files::temp_dir;
 
@@ -476,9 +474,12 @@ pub fn addr(host_port: &str) -> Addr {
 
 pub async fn state(m: &str) -> Option<sparkwire::messages::deploy::MasterStateResponse> {
     let a = addr(m);
-    tokio::time::timeout(Duration::from_secs(5), crate::cluster::master_state(&a))
-        .await
-        .ok()
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        crate::common::cluster::master_state(&a),
+    )
+    .await
+    .ok()
 }
 
 /// Waits until the master at `m` answers a state satisfying `ok`.

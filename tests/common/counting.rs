@@ -5,8 +5,6 @@
 //!
 //! Implementing `GlobalAlloc` needs `unsafe`; the library itself forbids unsafe code.
 
-#![allow(dead_code)]
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
