@@ -406,22 +406,7 @@ async fn three_masters_on_an_ensemble_survive_kill_9s_of_whichever_leads() {
     let mut took = Vec::new();
     for k in 1..=kills {
         let group = group_of(&masters);
-        let mut job = Process::spawn(
-            &[
-                "submit",
-                "--master",
-                &group,
-                "--executor-memory",
-                "512m",
-                "--job",
-                "sleep",
-                "--partitions",
-                "24",
-                "--param",
-                "1000",
-            ],
-            dir.join(format!("sleep-{k}.log")),
-        );
+        let mut job = sleep_job(&group, dir.join(format!("sleep-{k}.log")));
         let leader = leader_where(&masters, "the job running", |s| {
             s.active_apps.len() == 1 && s.workers.iter().map(|w| w.cores_used).sum::<i32>() == 2
         })
@@ -431,25 +416,21 @@ async fn three_masters_on_an_ensemble_survive_kill_9s_of_whichever_leads() {
         let at = std::time::Instant::now();
         killed.push(gone);
         masters.push(start(&dir));
-        leader_where(&masters, "a new leader with the workers and the job", |s| {
-            s.workers
-                .iter()
-                .filter(|w| w.state == WorkerState::Alive)
-                .count()
-                == 2
-                && s.active_apps.len() == 1
-        })
+        leader_where(
+            &masters,
+            "a new leader with the workers and the job",
+            back_after_takeover,
+        )
         .await;
         took.push(at.elapsed());
         assert!(
             job.wait_exit(PATIENCE).is_some_and(|s| s.success()),
-            "kill {k}: the job failed: {:?}",
-            job.output()
+            "kill {k}: the job failed: {:?}\n{}",
+            job.output(),
+            job.log_text()
         );
         assert!(
-            job.output()
-                .iter()
-                .any(|l| l == "job sleep: 24 tasks slept 1000 ms each"),
+            job.output().iter().any(|l| l == SLEEP_JOB_DONE),
             "kill {k}: {:?}",
             job.output()
         );

@@ -47,7 +47,7 @@ finish() {
   for pid in $(executor_pids); do kill -KILL "$pid" 2>/dev/null || true; done
   if [ "$status" != 0 ]; then
     echo "spark daemons: FAILED; logs kept in $work" >&2
-    for f in "$work"/*.log "$work"/work/app-*/*/stderr; do
+    for f in "$work"/*.log "$work"/worker-work/app-*/*/stderr; do
       [ -f "$f" ] && { echo "--- $f (last lines)" >&2; tail -n 25 "$f" >&2; }
     done
   elif [ "${SPARKWIRE_KEEP_LOGS:-0}" != 1 ]; then
@@ -73,13 +73,8 @@ ui=$(sed -n 's|^sparkwire master web UI at http://||p' "$work/master.out")
 sw_url=$(sed -n 's/^sparkwire master listening on //p' "$work/master.out")
 ok "sparkwire master: $sw_url, Spark wire $spark_url, web UI $ui"
 
-mkdir -p "$work/work"
-"$bin" worker "$sw_url" --port 0 --webui-port 0 --cores 2 --memory 2048 --work-dir "$work/work" \
-  --worker-timeout 10 --spark-home "$SPARK_HOME" --spark-port 0 --exit-with-stdin \
-  >"$work/worker.out" 2>"$work/worker.log" < <(sleep 100000) &
-worker_pid=$!
-pids+=("$worker_pid")
-wait_for 20 "$work/worker.out" "their watchers connect to" "$worker_pid" || fail "the worker did not start"
+start_sparkwire_worker worker "$sw_url" 10
+worker_pid=$sw_worker_pid
 watchers=$(sed -n 's/.*their watchers connect to //p' "$work/worker.out")
 for _ in $(seq 1 50); do
   state=$(json "$ui")
@@ -120,7 +115,7 @@ got=$(sed -n 's/^RESULT //p' "$work/job.out")
 [ "$got" = "$want" ] || fail "sum of squares: got '$got', want $want"
 execs=($(executor_pids))
 [ "${#execs[@]}" = 2 ] || fail "expected 2 executor JVMs under the worker, found ${#execs[@]}"
-grep -q -- "--worker-url\" \"$watchers\"" "$work"/work/app-*/0/stderr 2>/dev/null \
+grep -q -- "--worker-url\" \"$watchers\"" "$work"/worker-work/app-*/0/stderr 2>/dev/null \
   || grep -q -- "$watchers" "$work/worker.log" \
   || ps -o args= -p "${execs[0]}" | grep -q -- "--worker-url $watchers" \
   || fail "the executor was not given the worker's watcher URL"

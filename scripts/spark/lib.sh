@@ -38,3 +38,15 @@ json_until() { # UI SECONDS PY-EXPRESSION: waits until the expression over `s` (
   echo "$state"
   return 1
 }
+start_sparkwire_worker() { # NAME MASTER-URL WORKER-TIMEOUT: `sparkwire worker --spark-home` (2 cores,
+  # 2 GiB, work dir $work/NAME-work, output $work/NAME.out and .log) with $bin, for as long as the
+  # script runs; sets sw_worker_pid (added to pids) and fails unless it starts
+  local name=$1 url=$2 timeout=$3
+  mkdir -p "$work/$name-work"
+  "$bin" worker "$url" --port 0 --webui-port 0 --cores 2 --memory 2048 --work-dir "$work/$name-work" \
+    --worker-timeout "$timeout" --spark-home "$SPARK_HOME" --spark-port 0 --exit-with-stdin \
+    >"$work/$name.out" 2>"$work/$name.log" < <(sleep 100000) &
+  sw_worker_pid=$!
+  pids+=("$sw_worker_pid")
+  wait_for 20 "$work/$name.out" "their watchers connect to" "$sw_worker_pid" || fail "the sparkwire worker $name did not start"
+}

@@ -270,13 +270,7 @@ worker_pid=${pid_of[$survivor]}
 
 # 3d. One master, both wires: a sparkwire worker running Spark's executors beside the real Spark
 #     worker; a PySpark job's two executors are spread over both; one web UI shows both.
-mkdir -p "$work/sw-work"
-"$bin" worker "$sw_url" --port 0 --webui-port 0 --cores 2 --memory 2048 --work-dir "$work/sw-work" \
-  --worker-timeout 6 --spark-home "$SPARK_HOME" --spark-port 0 --exit-with-stdin \
-  >"$work/sw-worker.out" 2>"$work/sw-worker.log" < <(sleep 100000) &
-sw_worker_pid=$!
-pids+=("$sw_worker_pid")
-wait_for 20 "$work/sw-worker.out" "their watchers connect to" "$sw_worker_pid" || fail "the sparkwire worker did not start"
+start_sparkwire_worker sw "$sw_url" 6
 state=$(json_until "$ui" 20 'sorted(w["state"] for w in s["workers"]) == ["ALIVE", "ALIVE", "DEAD"]') \
   || fail "/json: the sparkwire worker is not ALIVE beside the real one: $state"
 sw_id=$(echo "$state" | field '[w["id"] for w in s["workers"] if w["state"] == "ALIVE" and w["id"] != "'"$survivor_id"'"][0]')

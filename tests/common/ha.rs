@@ -534,13 +534,48 @@ pub fn logs(masters: &[&Process]) -> Vec<String> {
     masters.iter().map(|m| m.log_text()).collect()
 }
 
+/// What [`sleep_job`] prints when it ends well.
+pub const SLEEP_JOB_DONE: &str = "job sleep: 24 tasks slept 1000 ms each";
+
+/// The job the kill -9 tests run across a takeover, through the master group `masters`: 24
+/// one-second tasks on two cores (12 s), far longer than a takeover. A job shorter than a
+/// ZooKeeper session timeout plus an election could end before the new master sees its
+/// application.
+pub fn sleep_job(masters: &str, log: PathBuf) -> Process {
+    Process::spawn(
+        &[
+            "submit",
+            "--master",
+            masters,
+            "--job",
+            "sleep",
+            "--partitions",
+            "24",
+            "--param",
+            "1000",
+            "--executor-memory",
+            "512m",
+        ],
+        log,
+    )
+}
+
+/// Whether a master's state shows both workers ALIVE and the application active again (after
+/// a takeover).
+pub fn back_after_takeover(s: &sparkwire::messages::deploy::MasterStateResponse) -> bool {
+    s.workers
+        .iter()
+        .filter(|w| w.state == WorkerState::Alive)
+        .count()
+        == 2
+        && s.active_apps.len() == 1
+}
+
 /// A kill -9 of the active master during a job: a standby (started by `start`, as the first
 /// master) takes over, both workers and the application re-register through MasterChanged, the
 /// job finishes with the right result, a second job runs through the new master, and the
 /// checker finds no two masters writing at once. Returns the takeover time: from the kill to
-/// the standby ALIVE with both workers and the application back. The job (24 one-second tasks
-/// on two cores, 12 s) outlasts a takeover by far: one shorter than a ZooKeeper session
-/// timeout plus an election could end before the new master sees its application.
+/// the standby ALIVE with both workers and the application back.
 pub async fn kill_9_during_a_job(name: &str, start: impl Fn(PathBuf) -> Process) -> Duration {
     let dir = temp_dir(name);
     let m1 = start(dir.join("m1.log"));
@@ -553,22 +588,7 @@ pub async fn kill_9_during_a_job(name: &str, start: impl Fn(PathBuf) -> Process)
     let _w1 = worker(&masters, &dir, "w1");
     let _w2 = worker(&masters, &dir, "w2");
     wait_for(&a1, "two workers", |s| s.workers.len() == 2).await;
-    let mut job = Process::spawn(
-        &[
-            "submit",
-            "--master",
-            &masters,
-            "--job",
-            "sleep",
-            "--partitions",
-            "24",
-            "--param",
-            "1000",
-            "--executor-memory",
-            "512m",
-        ],
-        dir.join("job.log"),
-    );
+    let mut job = sleep_job(&masters, dir.join("job.log"));
     wait_for(&a1, "the application running", |s| {
         s.active_apps.len() == 1 && s.workers.iter().map(|w| w.cores_used).sum::<i32>() == 2
     })
@@ -576,13 +596,7 @@ pub async fn kill_9_during_a_job(name: &str, start: impl Fn(PathBuf) -> Process)
     m1.signal("KILL");
     let killed = Instant::now();
     let s = wait_for(&a2, "m2 ALIVE with both workers and the application", |s| {
-        s.status == RecoveryState::Alive
-            && s.workers
-                .iter()
-                .filter(|w| w.state == WorkerState::Alive)
-                .count()
-                == 2
-            && s.active_apps.len() == 1
+        s.status == RecoveryState::Alive && back_after_takeover(s)
     })
     .await;
     let took = killed.elapsed();
@@ -594,11 +608,7 @@ pub async fn kill_9_during_a_job(name: &str, start: impl Fn(PathBuf) -> Process)
         job.log_text()
     );
     let out = job.output();
-    assert!(
-        out.iter()
-            .any(|l| l == "job sleep: 24 tasks slept 1000 ms each"),
-        "{out:?}"
-    );
+    assert!(out.iter().any(|l| l == SLEEP_JOB_DONE), "{out:?}");
     // The new master schedules: a job through the group after the takeover, checked exactly.
     let mut sum = Process::spawn(
         &[
