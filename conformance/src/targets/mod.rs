@@ -6,11 +6,13 @@ pub mod common;
 pub mod driver;
 pub mod executor;
 pub mod master;
+pub mod sections;
 pub mod server;
 pub mod spark;
 pub mod spawned;
 pub mod spec11;
 pub mod spec14;
+pub mod spec4_fields;
 pub mod worker;
 
 use crate::case::{Case, Target};
@@ -47,7 +49,7 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
 /// Every case of `target`, in report order.
 pub fn cases(target: Target) -> Vec<Case> {
     match target {
-        Target::Master => master::cases(),
+        Target::Master => [master::cases(), sections::master()].concat(),
         Target::Worker => worker::cases(),
         Target::Driver => driver::cases(),
         Target::Executor => executor::cases(),

@@ -1,0 +1,11 @@
+//! The cases written by spec section in files of their own (`spec4_fields.rs`, …), collected
+//! for their target.
+
+use crate::case::{Case, Cases, Target};
+
+/// The master's cases of the files by section.
+pub fn master() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Master);
+    crate::targets::spec4_fields::add(&mut cs);
+    cs.list
+}
