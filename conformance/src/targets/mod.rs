@@ -12,7 +12,9 @@ pub mod spark;
 pub mod spawned;
 pub mod spec11;
 pub mod spec14;
+pub mod spec14_ownership;
 pub mod spec4_fields;
+pub mod spec7_asks;
 pub mod worker;
 
 use crate::case::{Case, Target};

@@ -7,5 +7,7 @@ use crate::case::{Case, Cases, Target};
 pub fn master() -> Vec<Case> {
     let mut cs = Cases::new(Target::Master);
     crate::targets::spec4_fields::add(&mut cs);
+    crate::targets::spec7_asks::add(&mut cs);
+    crate::targets::spec14_ownership::add(&mut cs);
     cs.list
 }
