@@ -5,6 +5,7 @@ pub mod client;
 pub mod common;
 pub mod driver;
 pub mod executor;
+pub mod handshake_features;
 pub mod master;
 pub mod sections;
 pub mod server;

@@ -9,5 +9,6 @@ pub fn master() -> Vec<Case> {
     crate::targets::spec4_fields::add(&mut cs);
     crate::targets::spec7_asks::add(&mut cs);
     crate::targets::spec14_ownership::add(&mut cs);
+    crate::targets::handshake_features::add(&mut cs);
     cs.list
 }
