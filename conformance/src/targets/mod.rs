@@ -14,6 +14,7 @@ pub mod spawned;
 pub mod spec11;
 pub mod spec14;
 pub mod spec14_ownership;
+pub mod spec4_executor;
 pub mod spec4_fields;
 pub mod spec7_asks;
 pub mod worker;
@@ -55,7 +56,7 @@ pub fn cases(target: Target) -> Vec<Case> {
         Target::Master => [master::cases(), sections::master()].concat(),
         Target::Worker => worker::cases(),
         Target::Driver => driver::cases(),
-        Target::Executor => executor::cases(),
+        Target::Executor => [executor::cases(), sections::executor()].concat(),
     }
 }
 

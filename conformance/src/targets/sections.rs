@@ -12,3 +12,10 @@ pub fn master() -> Vec<Case> {
     crate::targets::handshake_features::add(&mut cs);
     cs.list
 }
+
+/// The executor's cases of the files by section.
+pub fn executor() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Executor);
+    crate::targets::spec4_executor::add(&mut cs);
+    cs.list
+}
