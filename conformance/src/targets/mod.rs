@@ -13,6 +13,7 @@ pub mod spark;
 pub mod spawned;
 pub mod spec11;
 pub mod spec14;
+pub mod spec14_closing;
 pub mod spec14_ownership;
 pub mod spec4_executor;
 pub mod spec4_fields;

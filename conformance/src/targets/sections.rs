@@ -10,6 +10,7 @@ pub fn master() -> Vec<Case> {
     crate::targets::spec7_asks::add(&mut cs);
     crate::targets::spec14_ownership::add(&mut cs);
     crate::targets::handshake_features::add(&mut cs);
+    crate::targets::spec14_closing::add(&mut cs);
     cs.list
 }
 
