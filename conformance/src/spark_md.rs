@@ -110,6 +110,7 @@ pub fn resolution(id: &str) -> Option<&'static str> {
         ("spec/14.2/Z3/executor-state-other-worker", "S2"),
         ("spec/14.2/Z3/driver-state-other-worker", "S2"),
         ("spec/14.3/refused-send-loses-", "S2"),
+        ("spec/14.3/refused-creates-nothing", "S1"),
         ("spec/14.3/failure-form", "S1"),
         ("spec/14.4/redaction", "S6"),
         ("flow/worker/executor/not-allowed", "S4"),

@@ -42,6 +42,18 @@ pub fn add(cs: &mut Cases) {
         "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... the state the endpoint keeps about the peer (a registered worker ...) [is] not lost; Spark's own behaviour on a lost connection applies (for example a master marks a worker whose connection closed as lost)\": a registered worker's connection that sends a frame holding 0xc1 is closed, and the master's state then shows that worker DEAD (or no longer lists it)",
         decoding_error_worker_lost,
     );
+    cs.add(
+        "spec/8/decoding-error-app-finished",
+        Level::Must,
+        "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... Spark's own behaviour on a lost connection applies\" (an application whose client's connection closed is finished, rule P5's closed connection): an application client's connection that sends a frame holding 0xc1 is closed, and its application is then no longer active",
+        decoding_error_app_finished,
+    );
+    cs.add(
+        "spec/14.3/refused-creates-nothing",
+        Level::Must,
+        "SPEC §14.3, \"Nothing a refused message asks for happens, and no state is created for it\", for a message off its route (§14.1, \"A `worker` sending `RegisterApplication` ... [is] refused\"): a registered worker's RegisterApplication creates no application (none of its name, active or completed, in the master's state)",
+        refused_creates_nothing,
+    );
     // It registers a worker with capacity and an application: alone.
     cs.sharing(Sharing::Alone).timeout(Duration::from_secs(20));
     cs.add(
@@ -175,4 +187,54 @@ async fn decommissioned_no_launch(ctx: Ctx) -> Outcome {
             |e| matches!(e, Envelope::Send(D::LaunchExecutor(l)) if l.app_id == app_id),
         )
         .await
+}
+
+async fn decoding_error_app_finished(ctx: Ctx) -> Outcome {
+    let v = crate::targets::spec7_asks::highest(&ctx);
+    let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
+    c.send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")
+        .await?;
+    c.expect_closed(wait(&ctx), "the connection closed (InvalidMessagePack)")
+        .await?;
+    settle(
+        &ctx,
+        || async { Ok(!state(&ctx).await?.active_apps.iter().any(|a| a.id == id)) },
+        &format!("{id} no longer active"),
+    )
+    .await
+}
+
+async fn refused_creates_nothing(ctx: Ctx) -> Outcome {
+    let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
+    let name = format!("refused-{}", crate::targets::common::unique());
+    let mut desc = app_desc(Some(1), 64, Some(0));
+    desc.name = name.clone();
+    let port = 40000 + (crate::targets::common::unique() % 20000) as i32;
+    w.conn
+        .send(&Envelope::Send(D::RegisterApplication(
+            RegisterApplication::new(
+                desc,
+                sparkwire::messages::EndpointRef::at(
+                    sparkwire::messages::Addr::new("127.0.0.1", port),
+                    "AppClient",
+                ),
+            ),
+        )))
+        .await?;
+    w.conn
+        .expect_none::<D>(
+            ctx.settings.quiet,
+            "no RegisteredApplication to a worker",
+            |e| matches!(e, Envelope::Send(D::RegisteredApplication(_))),
+        )
+        .await?;
+    let s = state(&ctx).await?;
+    check(
+        !s.active_apps
+            .iter()
+            .chain(s.completed_apps.iter())
+            .any(|a| a.desc.name == name),
+        format!("no application named {name} in the master's state"),
+        "an application created by a worker's RegisterApplication",
+    )
 }
