@@ -32,7 +32,9 @@ fn wait(ctx: &Ctx) -> Duration {
     ctx.settings.patience
 }
 
-async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
+/// Starts an executor for a case, with a worker it watches held open; returns the run and its
+/// first connection to the suite (its driver), before the handshake.
+pub async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
     // The worker the executor watches: a listener that takes its handshake and holds it.
     let (worker, worker_given, worker_proxy) = spawned::listen(&ctx, None, Role::Worker).await?;
     let mut run = spawned::start(&ctx, Role::Driver, move |given, dir| {
@@ -69,7 +71,8 @@ async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
     Ok((run, conn))
 }
 
-fn app_config(max_mib: u32) -> SparkAppConfig {
+/// The SparkAppConfig the suite answers RetrieveSparkAppConfig with.
+pub fn app_config(max_mib: u32) -> SparkAppConfig {
     SparkAppConfig::new(
         vec![
             ("spark.app.id".into(), APP_ID.into()),

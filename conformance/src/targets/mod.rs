@@ -5,12 +5,19 @@ pub mod client;
 pub mod common;
 pub mod driver;
 pub mod executor;
+pub mod handshake_features;
 pub mod master;
+pub mod sections;
 pub mod server;
 pub mod spark;
 pub mod spawned;
 pub mod spec11;
 pub mod spec14;
+pub mod spec14_closing;
+pub mod spec14_ownership;
+pub mod spec4_executor;
+pub mod spec4_fields;
+pub mod spec7_asks;
 pub mod worker;
 
 use crate::case::{Case, Target};
@@ -47,10 +54,10 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
 /// Every case of `target`, in report order.
 pub fn cases(target: Target) -> Vec<Case> {
     match target {
-        Target::Master => master::cases(),
+        Target::Master => [master::cases(), sections::master()].concat(),
         Target::Worker => worker::cases(),
         Target::Driver => driver::cases(),
-        Target::Executor => executor::cases(),
+        Target::Executor => [executor::cases(), sections::executor()].concat(),
     }
 }
 

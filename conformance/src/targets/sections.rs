@@ -1,0 +1,22 @@
+//! The cases written by spec section in files of their own (`spec4_fields.rs`, …), collected
+//! for their target.
+
+use crate::case::{Case, Cases, Target};
+
+/// The master's cases of the files by section.
+pub fn master() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Master);
+    crate::targets::spec4_fields::add(&mut cs);
+    crate::targets::spec7_asks::add(&mut cs);
+    crate::targets::spec14_ownership::add(&mut cs);
+    crate::targets::handshake_features::add(&mut cs);
+    crate::targets::spec14_closing::add(&mut cs);
+    cs.list
+}
+
+/// The executor's cases of the files by section.
+pub fn executor() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Executor);
+    crate::targets::spec4_executor::add(&mut cs);
+    cs.list
+}
