@@ -20,7 +20,7 @@ use sparkwire::wire::handshake::{
     server_proof, Accepted, Answer, Challenge, ClientNext, Hello, Identity, Nonce, Proof, Refusal,
     RefusalReason, Role, Secret, ServerHello,
 };
-use sparkwire::wire::{decode_envelope, encode_envelope, error_kind, Envelope, Error};
+use sparkwire::wire::{decode_envelope, encode_envelope, error_kind, Envelope, Error, Reply};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -54,7 +54,7 @@ pub struct FaultSpec {
 }
 
 /// Every fault, in the order the self-test runs them.
-pub static FAULTS: [FaultSpec; 23] = [
+pub static FAULTS: [FaultSpec; 25] = [
     FaultSpec {
         name: "accept-any-hello",
         doc: "The endpoint accepts every hello, whatever it holds (at version 2).",
@@ -147,8 +147,8 @@ pub static FAULTS: [FaultSpec; 23] = [
         name: "ownership-unchecked",
         doc: "The master does not check whose id a message names (SPEC §14.2): the proxy \
               rewrites the worker or application id of a Heartbeat, WorkerLatestState, \
-              UnregisterApplication, RequestExecutors or KillExecutors to the one registered \
-              over that connection.",
+              WorkerDecommissioning, WorkerSchedulerStateResponse, UnregisterApplication, \
+              RequestExecutors or KillExecutors to the one registered over that connection.",
         scope: Scope::Master,
         behaviour: &OwnershipUnchecked,
     },
@@ -215,6 +215,21 @@ pub static FAULTS: [FaultSpec; 23] = [
               case's judge (strict decoding of every frame the endpoint sends) sees it.",
         scope: Scope::Master,
         behaviour: &FailureWithoutMessage,
+    },
+    FaultSpec {
+        name: "decommissioning-dropped",
+        doc: "The master ignores a worker's WorkerDecommissioning (rule W5: a decommissioned \
+              worker gets no LaunchExecutor): the proxy drops it.",
+        scope: Scope::Master,
+        behaviour: &DecommissioningDropped,
+    },
+    FaultSpec {
+        name: "finished-app-revived",
+        doc: "The master acts on a finished application named again (SPEC §14.2 Z1: answered \
+              `false`, or nothing): the proxy turns the master's `false` to a RequestExecutors \
+              or KillExecutors into `true`.",
+        scope: Scope::Master,
+        behaviour: &FinishedAppRevived,
     },
     FaultSpec {
         name: "off-route",
@@ -698,6 +713,14 @@ impl Behaviour for OwnershipUnchecked {
                 l.id = w.unwrap_or_default();
                 Envelope::Send(D::WorkerLatestState(l))
             }
+            Envelope::Send(D::WorkerDecommissioning(mut d)) if w.is_some() => {
+                d.id = w.unwrap_or_default();
+                Envelope::Send(D::WorkerDecommissioning(d))
+            }
+            Envelope::Send(D::WorkerSchedulerStateResponse(mut r)) if w.is_some() => {
+                r.id = w.unwrap_or_default();
+                Envelope::Send(D::WorkerSchedulerStateResponse(r))
+            }
             Envelope::Send(D::UnregisterApplication(mut u)) if a.is_some() => {
                 u.app_id = a.unwrap_or_default();
                 Envelope::Send(D::UnregisterApplication(u))
@@ -868,6 +891,64 @@ impl Behaviour for NoReconnect {
     }
 }
 
+struct DecommissioningDropped;
+
+impl Behaviour for DecommissioningDropped {
+    fn suite_sent(&self, body: Bytes, st: &StdMutex<State>) -> Act {
+        match decoded(&body, st) {
+            Some(Decoded {
+                envelope: Ok(Some(Envelope::Send(D::WorkerDecommissioning(_)))),
+                ..
+            }) => Act::Drop,
+            _ => Act::Forward(body),
+        }
+    }
+}
+
+struct FinishedAppRevived;
+
+impl Behaviour for FinishedAppRevived {
+    fn suite_sent(&self, body: Bytes, st: &StdMutex<State>) -> Act {
+        if let Some(Decoded {
+            envelope:
+                Ok(Some(Envelope::Ask {
+                    id,
+                    message: D::RequestExecutors(_) | D::KillExecutors(_),
+                })),
+            ..
+        }) = decoded(&body, st)
+        {
+            lock(st).seen.executor_asks.insert(id);
+        }
+        Act::Forward(body)
+    }
+
+    fn endpoint_sent(&self, body: Bytes, st: &StdMutex<State>, endpoint_listens: bool) -> Act {
+        if !endpoint_listens {
+            return Act::Forward(body);
+        }
+        match decoded(&body, st) {
+            Some(Decoded {
+                version,
+                envelope:
+                    Ok(Some(Envelope::Reply {
+                        id,
+                        reply: Reply::Bool(false),
+                    })),
+                ..
+            }) if lock(st).seen.executor_asks.remove(&id) => reencoded(
+                &Envelope::Reply {
+                    id,
+                    reply: Reply::Bool(true),
+                },
+                version,
+                body,
+            ),
+            _ => Act::Forward(body),
+        }
+    }
+}
+
 struct FailureWithoutMessage;
 
 impl Behaviour for FailureWithoutMessage {
@@ -1000,6 +1081,8 @@ struct Seen {
     own_app: Option<String>,
     launched_executors: std::collections::BTreeSet<(String, i32)>,
     launched_drivers: std::collections::BTreeSet<String>,
+    /// The ids of the suite's RequestExecutors and KillExecutors asks not answered yet.
+    executor_asks: std::collections::BTreeSet<u64>,
 }
 
 /// What to do with one frame.
