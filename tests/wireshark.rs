@@ -92,9 +92,12 @@ fn dissector(dir: &Path) -> PathBuf {
     path
 }
 
-/// Runs `tshark -2 -X lua_script:LUA -T json -r CAPTURE` and returns its packets. tshark runs
-/// with a home of its own, so that a user's preferences or an installed copy of the dissector
-/// (`~/.local/lib/wireshark/plugins/`) play no part.
+/// Runs `tshark -o tcp.try_heuristic_first:TRUE -2 -X lua_script:LUA -T json -r CAPTURE` and
+/// returns its packets. tshark runs with a home of its own, so that a user's preferences or an
+/// installed copy of the dissector (`~/.local/lib/wireshark/plugins/`) play no part. The
+/// dissectors are heuristic, found on any port; a free port the tests are given may be one
+/// Wireshark assigns to another protocol (44818 is EtherNet/IP's), whose dissector would take
+/// the packets first unless heuristics are tried first.
 fn dissect(tshark: &Path, lua: &Path, capture: &Path) -> Vec<Value> {
     dissect_with(tshark, lua, capture, &[])
 }
@@ -107,6 +110,7 @@ fn dissect_with(tshark: &Path, lua: &Path, capture: &Path, options: &[&str]) -> 
         .env("HOME", &home)
         .env("XDG_CONFIG_HOME", home.join("config"))
         .args(options)
+        .args(["-o", "tcp.try_heuristic_first:TRUE"])
         .arg("-2")
         .arg("-X")
         .arg(format!("lua_script:{}", lua.display()))
