@@ -135,3 +135,8 @@ pub fn spark_id(text: &str, prefix: &str) -> Outcome {
         text,
     )
 }
+
+/// How long a case waits for the endpoint to do what it awaits: the run's patience.
+pub fn wait(ctx: &crate::env::Ctx) -> std::time::Duration {
+    ctx.settings.patience
+}

@@ -22,16 +22,13 @@ use crate::mp;
 use crate::peer::Conn;
 use crate::targets::auth::{self, Guarded, SecuredServer, Seen};
 use crate::targets::client::{self, Client};
+use crate::targets::common::wait;
 use crate::targets::common::{crossing, expect_refused, sample};
 use crate::targets::server::{self, Listening, Server};
 use crate::targets::spawned::{self, Run};
 
 type C = CoarseMessage;
 type D = DeployMessage;
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
 
 /// What the driver runs in a case.
 #[derive(Debug, Clone, Copy)]

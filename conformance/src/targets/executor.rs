@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use sparkwire::messages::coarse::*;
 use sparkwire::messages::{CoarseMessage, ResourceProfile, TaskDescription, TaskState, Version};
@@ -16,6 +15,7 @@ use crate::case::{check, fail, Cases, Failure, Level, Target};
 use crate::env::Ctx;
 use crate::peer::{frame, Conn};
 use crate::targets::client::{self, Client};
+use crate::targets::common::wait;
 use crate::targets::common::{crossing, expect_refused, sample};
 use crate::targets::spawned::{self, Run};
 
@@ -27,10 +27,6 @@ pub const EXECUTOR_ID: &str = "1";
 pub const CORES: i32 = 2;
 /// The application id.
 pub const APP_ID: &str = "app-20250101120000-0042";
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
 
 /// Starts an executor for a case, with a worker it watches held open; returns the run and its
 /// first connection to the suite (its driver), before the handshake.

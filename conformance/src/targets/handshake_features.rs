@@ -11,11 +11,8 @@ use crate::case::{check, fail, Cases, Level, Outcome, Sharing};
 use crate::env::Ctx;
 use crate::mp;
 use crate::peer::{auth_entries, frame, Conn, Event};
+use crate::targets::common::wait;
 use crate::targets::master::{addr, open};
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
 
 /// A feature name no version of the protocol defines.
 const UNKNOWN_FEATURE: &str = "conformanceUnknownFeature";

@@ -14,6 +14,7 @@ use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::{Ctx, Wire};
 use crate::peer::{Conn, Event};
 use crate::spark_wire::{endpoint_of, VERIFIER};
+use crate::targets::common::wait;
 use crate::targets::server::{Listening, Server};
 
 type D = DeployMessage;
@@ -33,10 +34,6 @@ pub struct SparkServer {
     pub probe: Probe,
     /// A message it takes one-way but has no answer for when asked.
     pub not_asked: fn() -> D,
-}
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
 }
 
 /// The Spark release's protocol version, or a skip on sparkwire's wire.

@@ -19,14 +19,11 @@ use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::Ctx;
 use crate::peer::{frame, Conn, Event};
 use crate::targets::common::unique;
+use crate::targets::common::wait;
 use crate::targets::master::{addr, app_desc, open, register_worker_msg};
 use crate::targets::server::close_envelope;
 
 type D = DeployMessage;
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
 
 /// One decision to replay: where it comes from, the frame, the error it must be refused with
 /// (`None`: it must be taken), its version, and how the master can receive it.

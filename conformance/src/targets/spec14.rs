@@ -21,15 +21,12 @@ use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::{Ctx, Wire};
 use crate::peer::{Conn, Event};
 use crate::targets::common::unique;
+use crate::targets::common::wait;
 use crate::targets::master::{
     app, app_desc, open, settle, state, submit, worker, worker_ref, FakeWorker,
 };
 
 type D = DeployMessage;
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
 
 /// The marker a redacted value is replaced with (SPEC §14.4).
 pub const REDACTED: &str = "*********(redacted)";

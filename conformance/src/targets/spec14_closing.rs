@@ -12,13 +12,10 @@ use sparkwire::wire::Envelope;
 use crate::case::{check, Cases, Level, Outcome, Sharing};
 use crate::env::{Ctx, Wire};
 use crate::peer::frame;
+use crate::targets::common::wait;
 use crate::targets::master::{app, app_desc, settle, state, worker, worker_ref};
 
 type D = DeployMessage;
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
 
 /// Every case of this file, added to `cs`.
 pub fn add(cs: &mut Cases) {

@@ -13,15 +13,12 @@ use sparkwire::wire::{Envelope, Reply};
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::Ctx;
 use crate::peer::Conn;
+use crate::targets::common::wait;
 use crate::targets::master::{
     addr, app, app_desc, register_worker_msg, settle, state, submit, worker, worker_ref, FakeWorker,
 };
 
 type D = DeployMessage;
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
 
 /// Every case of this file, added to `cs`.
 pub fn add(cs: &mut Cases) {

@@ -5,8 +5,6 @@
 //! the suite does not take closeReason from an executor, so only the close is seen). One
 //! function per case; each cites the sentence it checks.
 
-use std::time::Duration;
-
 use sparkwire::messages::coarse::LaunchTask;
 use sparkwire::messages::{CoarseMessage, Version};
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
@@ -15,14 +13,11 @@ use crate::case::{fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
 use crate::mp::{arr, bin, s};
 use crate::peer::{frame, Conn, Event};
+use crate::targets::common::wait;
 use crate::targets::executor::{app_config, launched, registered, start};
 use crate::targets::spawned;
 
 type C = CoarseMessage;
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
 
 /// Every case of this file, added to `cs`.
 pub fn add(cs: &mut Cases) {

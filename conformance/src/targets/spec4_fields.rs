@@ -19,14 +19,11 @@ use crate::env::Ctx;
 use crate::mp::{arr, map, s};
 use crate::peer::{frame, Conn};
 use crate::targets::common::unique;
+use crate::targets::common::wait;
 use crate::targets::master::{addr, app_desc};
 use crate::targets::server::close_envelope;
 
 type D = DeployMessage;
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
 
 /// Every case of SPEC §4 and §4.1 about field maps for the master, added to `cs`.
 pub fn add(cs: &mut Cases) {

@@ -16,13 +16,10 @@ use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, Cases, Level, Outcome, Sharing};
 use crate::env::Ctx;
+use crate::targets::common::wait;
 use crate::targets::master::open;
 
 type D = DeployMessage;
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
 
 /// Every case of SPEC §7.1 about client asks for the master, added to `cs`.
 pub fn add(cs: &mut Cases) {

@@ -19,6 +19,7 @@ use crate::mp;
 use crate::peer::Conn;
 use crate::targets::auth::{self, Guarded, SecuredServer, Seen};
 use crate::targets::client::{self, Client};
+use crate::targets::common::wait;
 use crate::targets::common::{expect_refused, spark_id};
 use crate::targets::server::{self, Listening, Server};
 use crate::targets::spawned::{self, Run};
@@ -29,10 +30,6 @@ type D = DeployMessage;
 pub const CORES: i32 = 2;
 /// MiB.
 pub const MEMORY: i32 = 2048;
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
 
 /// A program the suite asks the worker to run as an executor.
 pub fn allowed_exec() -> String {

@@ -20,6 +20,7 @@ use crate::env::{Ctx, Endpoint, Log, Settings, Wire};
 use crate::health::{Probe, Probed, Probes};
 use crate::mp;
 use crate::peer::{Conn, Event};
+use crate::targets::common::wait;
 use crate::targets::common::{crossing, envelope_of, expect_refused, sample, spark_id, unique};
 use crate::targets::server::{self, Listening, Server};
 
@@ -34,10 +35,6 @@ pub fn addr(ctx: &Ctx) -> Result<SocketAddr, Failure> {
         Endpoint::Addr(a) => Ok(*a),
         _ => Err(Failure::Skipped("the master target needs --addr".into())),
     }
-}
-
-fn wait(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
 }
 
 /// Opens a connection as `role`, accepted at `version`.
