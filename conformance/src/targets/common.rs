@@ -140,3 +140,13 @@ pub fn spark_id(text: &str, prefix: &str) -> Outcome {
 pub fn wait(ctx: &crate::env::Ctx) -> std::time::Duration {
     ctx.settings.patience
 }
+
+/// How long a case waits for a close that follows what the endpoint already sent (a refusal it
+/// wrote, then closes): a case's default limit times `--timeout-scale`, at most the patience. A
+/// correct endpoint closes as it finishes writing the refusal; an endpoint that never closes
+/// costs a case this much, not its whole limit.
+pub fn close_wait(ctx: &crate::env::Ctx) -> std::time::Duration {
+    crate::case::DEFAULT_TIMEOUT
+        .mul_f64(ctx.settings.timeout_scale)
+        .min(ctx.settings.patience)
+}

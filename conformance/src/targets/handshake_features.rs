@@ -105,7 +105,7 @@ async fn no_close_envelope_unoffered(ctx: Ctx) -> Outcome {
     let deadline = tokio::time::Instant::now() + wait(&ctx);
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.next(left).await {
+        match c.next_or_close(left).await {
             None => return Err(fail(want, "the connection still open")),
             Some(Event::Closed(_)) => return Ok(()),
             Some(Event::TooLarge(n)) => {

@@ -85,7 +85,7 @@ async fn finished_app_named_again(ctx: Ctx) -> Outcome {
         "a bool reply false to ask 6, RequestExecutors for the finished {id} (or, strictly, a failure or a close)"
     );
     let got = c
-        .expect::<D, Envelope<D>>(wait(&ctx), &want, |e| match e {
+        .expect_or_close::<D, Envelope<D>>(wait(&ctx), &want, |e| match e {
             Envelope::Failure { id: 6, .. } | Envelope::Reply { id: 6, .. } => Some(e.clone()),
             _ => None,
         })
@@ -189,7 +189,7 @@ async fn executor_state_other_worker(ctx: Ctx) -> Outcome {
     let want = "a failure for ask 8 (or the connection closed)";
     let got = b
         .conn
-        .expect::<D, Envelope<D>>(wait(&ctx), want, |e| match e {
+        .expect_or_close::<D, Envelope<D>>(wait(&ctx), want, |e| match e {
             Envelope::Failure { id: 8, .. } | Envelope::Reply { id: 8, .. } => Some(e.clone()),
             _ => None,
         })
