@@ -64,7 +64,8 @@ async fn features_refused(ctx: &Ctx, features: Vec<u8>, what: &str) -> Outcome {
         Answer::Refused(r) if r.reason == RefusalReason::MalformedHello => {}
         other => return Err(fail(want, format!("{other:?}"))),
     }
-    c.expect_closed(wait(ctx), &want).await
+    c.expect_closed(crate::targets::common::close_wait(ctx), &want)
+        .await
 }
 
 async fn features_string_refused(ctx: Ctx) -> Outcome {

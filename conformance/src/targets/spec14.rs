@@ -395,7 +395,7 @@ async fn unregister_other_connection(ctx: Ctx) -> Outcome {
     )))
     .await?;
     b.expect_closed(
-        wait(&ctx),
+        crate::targets::common::close_wait(&ctx),
         "the connection closed (UnregisterApplication of another connection's application refused)",
     )
     .await?;
@@ -419,7 +419,7 @@ async fn heartbeat_other_connection(ctx: Ctx) -> Outcome {
     b.conn.send(&Envelope::Send(heartbeat(&a.id))).await?;
     b.conn
         .expect_closed(
-            wait(&ctx),
+            crate::targets::common::close_wait(&ctx),
             "the connection closed (a Heartbeat naming another connection's worker refused)",
         )
         .await
@@ -442,7 +442,7 @@ async fn latest_state_other_connection(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            wait(&ctx),
+            crate::targets::common::close_wait(&ctx),
             "the connection closed (a WorkerLatestState naming another connection's worker refused)",
         )
         .await?;

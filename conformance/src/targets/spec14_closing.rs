@@ -12,7 +12,6 @@ use sparkwire::wire::Envelope;
 use crate::case::{check, Cases, Level, Outcome, Sharing};
 use crate::env::{Ctx, Wire};
 use crate::peer::frame;
-use crate::targets::common::wait;
 use crate::targets::master::{app, app_desc, settle, state, worker, worker_ref};
 
 type D = DeployMessage;
@@ -87,7 +86,7 @@ async fn refused_send_loses_application(ctx: Ctx) -> Outcome {
     )))
     .await?;
     b.expect_closed(
-        wait(&ctx),
+        crate::targets::common::close_wait(&ctx),
         "the connection closed (UnregisterApplication of another connection's application refused)",
     )
     .await?;
@@ -119,7 +118,7 @@ async fn refused_send_loses_worker(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            wait(&ctx),
+            crate::targets::common::close_wait(&ctx),
             "the connection closed (a Heartbeat naming another connection's worker refused)",
         )
         .await?;
@@ -140,7 +139,10 @@ async fn decoding_error_worker_lost(ctx: Ctx) -> Outcome {
         .send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")
         .await?;
     w.conn
-        .expect_closed(wait(&ctx), "the connection closed (InvalidMessagePack)")
+        .expect_closed(
+            crate::targets::common::close_wait(&ctx),
+            "the connection closed (InvalidMessagePack)",
+        )
         .await?;
     lost(&ctx, &w.id).await
 }
@@ -191,8 +193,11 @@ async fn decoding_error_app_finished(ctx: Ctx) -> Outcome {
     let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
     c.send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")
         .await?;
-    c.expect_closed(wait(&ctx), "the connection closed (InvalidMessagePack)")
-        .await?;
+    c.expect_closed(
+        crate::targets::common::close_wait(&ctx),
+        "the connection closed (InvalidMessagePack)",
+    )
+    .await?;
     settle(
         &ctx,
         || async { Ok(!state(&ctx).await?.active_apps.iter().any(|a| a.id == id)) },

@@ -155,8 +155,11 @@ async fn refused(ctx: &Ctx, canonical: &[u8], replacement: &[u8], what: &str) ->
         let reason = close_envelope(ctx, &mut c, want).await?;
         check(reason.kind == "InvalidFields", want, format!("{reason:?}"))
     } else {
-        c.expect_closed_silently(wait(ctx), "the connection closed, nothing registered")
-            .await
+        c.expect_closed_silently(
+            crate::targets::common::close_wait(ctx),
+            "the connection closed, nothing registered",
+        )
+        .await
     }
 }
 
