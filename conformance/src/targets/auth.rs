@@ -141,7 +141,7 @@ async fn expect_refused(ctx: &Ctx, c: &mut Conn, reasons: &[RefusalReason]) -> O
         Some(Event::TooLarge(n)) => return Err(fail(want, format!("a frame declaring {n} bytes"))),
         None => return Err(fail(want, "nothing")),
     }
-    c.expect_closed_silently(crate::targets::common::close_wait(ctx), &want)
+    c.expect_closed_silently(crate::targets::common::reaction_wait(ctx), &want)
         .await
 }
 

@@ -141,11 +141,12 @@ pub fn wait(ctx: &crate::env::Ctx) -> std::time::Duration {
     ctx.settings.patience
 }
 
-/// How long a case waits for a close that follows what the endpoint already sent (a refusal it
-/// wrote, then closes): a case's default limit times `--timeout-scale`, at most the patience. A
-/// correct endpoint closes as it finishes writing the refusal; an endpoint that never closes
-/// costs a case this much, not its whole limit.
-pub fn close_wait(ctx: &crate::env::Ctx) -> std::time::Duration {
+/// How long a case waits for what a correct endpoint does as soon as it reads a frame (the
+/// close after a refusal it wrote, the close for a frame it must refuse, the messages it answers
+/// a report with): a case's default limit times `--timeout-scale`, at most the patience. An
+/// endpoint that never does it costs a case this much, not its whole limit (issue 30, bounded
+/// time); the patience is for what takes time (a launch, a registration's scheduling).
+pub fn reaction_wait(ctx: &crate::env::Ctx) -> std::time::Duration {
     crate::case::DEFAULT_TIMEOUT
         .mul_f64(ctx.settings.timeout_scale)
         .min(ctx.settings.patience)

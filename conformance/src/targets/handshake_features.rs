@@ -64,7 +64,7 @@ async fn features_refused(ctx: &Ctx, features: Vec<u8>, what: &str) -> Outcome {
         Answer::Refused(r) if r.reason == RefusalReason::MalformedHello => {}
         other => return Err(fail(want, format!("{other:?}"))),
     }
-    c.expect_closed(crate::targets::common::close_wait(ctx), &want)
+    c.expect_closed(crate::targets::common::reaction_wait(ctx), &want)
         .await
 }
 

@@ -395,7 +395,7 @@ async fn unregister_other_connection(ctx: Ctx) -> Outcome {
     )))
     .await?;
     b.expect_closed(
-        crate::targets::common::close_wait(&ctx),
+        crate::targets::common::reaction_wait(&ctx),
         "the connection closed (UnregisterApplication of another connection's application refused)",
     )
     .await?;
@@ -419,7 +419,7 @@ async fn heartbeat_other_connection(ctx: Ctx) -> Outcome {
     b.conn.send(&Envelope::Send(heartbeat(&a.id))).await?;
     b.conn
         .expect_closed(
-            crate::targets::common::close_wait(&ctx),
+            crate::targets::common::reaction_wait(&ctx),
             "the connection closed (a Heartbeat naming another connection's worker refused)",
         )
         .await
@@ -442,7 +442,7 @@ async fn latest_state_other_connection(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::close_wait(&ctx),
+            crate::targets::common::reaction_wait(&ctx),
             "the connection closed (a WorkerLatestState naming another connection's worker refused)",
         )
         .await?;
@@ -554,13 +554,17 @@ async fn spark_13604(ctx: Ctx) -> Outcome {
     while !(killed_exec && killed_driver) {
         let which = w
             .conn
-            .expect::<D, bool>(wait(&ctx), &want, |e| match e {
-                Envelope::Send(D::KillExecutor(k)) if k.app_id == app_id && k.exec_id == 3 => {
-                    Some(true)
-                }
-                Envelope::Send(D::KillDriver(k)) if k.driver_id == driver_id => Some(false),
-                _ => None,
-            })
+            .expect::<D, bool>(
+                crate::targets::common::reaction_wait(&ctx),
+                &want,
+                |e| match e {
+                    Envelope::Send(D::KillExecutor(k)) if k.app_id == app_id && k.exec_id == 3 => {
+                        Some(true)
+                    }
+                    Envelope::Send(D::KillDriver(k)) if k.driver_id == driver_id => Some(false),
+                    _ => None,
+                },
+            )
             .await?;
         if which {
             killed_exec = true;

@@ -86,7 +86,7 @@ async fn refused_send_loses_application(ctx: Ctx) -> Outcome {
     )))
     .await?;
     b.expect_closed(
-        crate::targets::common::close_wait(&ctx),
+        crate::targets::common::reaction_wait(&ctx),
         "the connection closed (UnregisterApplication of another connection's application refused)",
     )
     .await?;
@@ -118,7 +118,7 @@ async fn refused_send_loses_worker(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::close_wait(&ctx),
+            crate::targets::common::reaction_wait(&ctx),
             "the connection closed (a Heartbeat naming another connection's worker refused)",
         )
         .await?;
@@ -140,7 +140,7 @@ async fn decoding_error_worker_lost(ctx: Ctx) -> Outcome {
         .await?;
     w.conn
         .expect_closed(
-            crate::targets::common::close_wait(&ctx),
+            crate::targets::common::reaction_wait(&ctx),
             "the connection closed (InvalidMessagePack)",
         )
         .await?;
@@ -194,7 +194,7 @@ async fn decoding_error_app_finished(ctx: Ctx) -> Outcome {
     c.send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")
         .await?;
     c.expect_closed(
-        crate::targets::common::close_wait(&ctx),
+        crate::targets::common::reaction_wait(&ctx),
         "the connection closed (InvalidMessagePack)",
     )
     .await?;

@@ -130,7 +130,7 @@ async fn decommissioning_other_connection(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::close_wait(&ctx),
+            crate::targets::common::reaction_wait(&ctx),
             "the connection closed (a WorkerDecommissioning naming another connection's worker refused)",
         )
         .await?;
@@ -147,7 +147,7 @@ async fn scheduler_state_other_connection(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::close_wait(&ctx),
+            crate::targets::common::reaction_wait(&ctx),
             "the connection closed (a WorkerSchedulerStateResponse naming another connection's worker refused)",
         )
         .await?;
@@ -262,7 +262,7 @@ async fn driver_state_other_worker(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::close_wait(&ctx),
+            crate::targets::common::reaction_wait(&ctx),
             "the connection closed (a DriverStateChanged for a driver launched on another worker refused)",
         )
         .await?;

@@ -156,7 +156,7 @@ async fn refused(ctx: &Ctx, canonical: &[u8], replacement: &[u8], what: &str) ->
         check(reason.kind == "InvalidFields", want, format!("{reason:?}"))
     } else {
         c.expect_closed_silently(
-            crate::targets::common::close_wait(ctx),
+            crate::targets::common::reaction_wait(ctx),
             "the connection closed, nothing registered",
         )
         .await

@@ -223,7 +223,7 @@ async fn session_offering_close_reason(
 /// Reads until the endpoint closes the connection and returns the close envelope that must be
 /// its last frame (SPEC §8.1); fails when the last frame is anything else, or there is none.
 pub async fn close_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Result<CloseReason, Failure> {
-    let wait = crate::targets::common::close_wait(ctx);
+    let wait = crate::targets::common::reaction_wait(ctx);
     let deadline = tokio::time::Instant::now() + wait;
     let mut last: Option<Bytes> = None;
     loop {
@@ -276,7 +276,7 @@ async fn closes_after(
     let mut c = session(&ctx, &s, &at, version, "suite").await?;
     c.send_raw(&bytes, what).await?;
     c.expect_closed(
-        crate::targets::common::close_wait(&ctx),
+        crate::targets::common::reaction_wait(&ctx),
         &format!("the connection closed after {what}"),
     )
     .await
