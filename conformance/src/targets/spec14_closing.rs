@@ -162,8 +162,8 @@ async fn decommissioned_no_launch(ctx: Ctx) -> Outcome {
         .await?;
     let id = w.id.clone();
     if ctx.log.wire() == Wire::Sparkwire {
-        settle(
-            &ctx,
+        crate::targets::master::settle_within(
+            crate::targets::common::reaction_wait(&ctx),
             || async {
                 let s = state(&ctx).await?;
                 Ok(s.workers

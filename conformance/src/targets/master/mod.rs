@@ -566,7 +566,17 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<bool, Failure>>,
 {
-    let end = tokio::time::Instant::now() + wait(ctx);
+    settle_within(wait(ctx), cond, what).await
+}
+
+/// [`settle`] within `within` rather than the patience (a state the master takes on as soon
+/// as it reads a message: [`crate::targets::common::reaction_wait`]).
+pub async fn settle_within<F, Fut>(within: Duration, cond: F, what: &str) -> Outcome
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, Failure>>,
+{
+    let end = tokio::time::Instant::now() + within;
     loop {
         if cond().await? {
             return Ok(());
