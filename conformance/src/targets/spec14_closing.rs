@@ -12,7 +12,7 @@ use sparkwire::wire::Envelope;
 use crate::case::{check, Cases, Level, Outcome, Sharing};
 use crate::env::{Ctx, Wire};
 use crate::peer::frame;
-use crate::targets::master::{app, app_desc, settle, state, worker, worker_ref};
+use crate::targets::master::{app, app_desc, flow, settle, state, worker, worker_ref, Need};
 
 type D = DeployMessage;
 
@@ -52,7 +52,9 @@ pub fn add(cs: &mut Cases) {
     );
     // It registers a worker with capacity and an application: alone.
     cs.sharing(Sharing::Alone).timeout(Duration::from_secs(20));
-    cs.add(
+    flow(
+        cs,
+        &[Need::NoOtherApplication],
         "rules/W5/decommissioned-no-launch",
         Level::Must,
         "rules.md W5, \"The master sends LaunchExecutor and LaunchDriver only to a worker registered on that connection and ALIVE: not lost (DEAD) and not [decommissioned]\": a worker with room that sent WorkerDecommissioning naming itself is shown DECOMMISSIONED (on sparkwire's wire) and gets no LaunchExecutor when an application asking for executors registers",
@@ -148,12 +150,6 @@ async fn decoding_error_worker_lost(ctx: Ctx) -> Outcome {
 }
 
 async fn decommissioned_no_launch(ctx: Ctx) -> Outcome {
-    settle(
-        &ctx,
-        || async { Ok(state(&ctx).await?.active_apps.is_empty()) },
-        "no application of an earlier case still active",
-    )
-    .await?;
     let mut w = worker(&ctx, "worker", 2, 4096, Version::V2).await?;
     w.conn
         .send(&Envelope::Send(D::WorkerDecommissioning(

@@ -15,7 +15,8 @@ use crate::env::Ctx;
 use crate::peer::Conn;
 use crate::targets::common::wait;
 use crate::targets::master::{
-    addr, app, app_desc, register_worker_msg, settle, state, submit, worker, worker_ref, FakeWorker,
+    addr, app, app_desc, flow, register_worker_msg, state, submit, worker, worker_ref, FakeWorker,
+    Need,
 };
 
 type D = DeployMessage;
@@ -56,7 +57,9 @@ pub fn add(cs: &mut Cases) {
     );
     // It registers a worker with capacity and an application that takes it: alone.
     cs.sharing(Sharing::Alone).timeout(Duration::from_secs(20));
-    cs.add(
+    flow(
+        cs,
+        &[Need::NoOtherApplication],
         "spec/14.2/Z3/executor-state-other-worker",
         Level::Must,
         "SPEC §14.2 Z3, \"`ExecutorStateChanged` for an executor the master placed on a worker is taken only from that worker's connection\", and §14.3 (a refused ask is answered with a failure, a refused send closes; nothing a refused message asks for happens): a second registered worker's ExecutorStateChanged ask saying FAILED for an executor the master launched on the first is answered with a failure or closes its connection, and the application is told no FAILED for it",
@@ -155,12 +158,6 @@ async fn scheduler_state_other_connection(ctx: Ctx) -> Outcome {
 }
 
 async fn executor_state_other_worker(ctx: Ctx) -> Outcome {
-    settle(
-        &ctx,
-        || async { Ok(state(&ctx).await?.active_apps.is_empty()) },
-        "no application of an earlier case still active",
-    )
-    .await?;
     let mut a = worker(&ctx, "worker-a", 1, 1024, Version::V2).await?;
     let mut b = worker(&ctx, "worker-b", 0, 0, Version::V2).await?;
     let (mut app_conn, app_id) =

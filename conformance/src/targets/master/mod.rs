@@ -470,7 +470,7 @@ fn flows(cs: &mut Cases) {
 /// case declares its needs, which decide whether it runs alone and are made so (or found not to
 /// hold) before its body runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Need {
+pub(crate) enum Need {
     /// Only what it registers itself, which nothing of another case's can take or be taken by:
     /// workers without cores or memory, applications and drivers no such worker can run. Such a
     /// case runs beside the others; its registrations end when its connections close with it.
@@ -514,7 +514,7 @@ impl Need {
 
 /// Adds the flow case `id`, which needs `needs` of the master, in order: it runs alone when one
 /// of them says so, and its body runs once the master is so.
-fn flow<F, Fut>(
+pub(crate) fn flow<F, Fut>(
     cs: &mut Cases,
     needs: &'static [Need],
     id: &str,
