@@ -16,6 +16,8 @@ use crate::mp;
 use crate::peer::{frame, Conn, Event};
 use crate::targets::spawned::Run;
 
+type D = sparkwire::messages::DeployMessage;
+
 /// Starts the endpoint and accepts its first connection (nothing read yet).
 pub type Start = Arc<
     dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<(Run, Conn), Failure>> + Send>> + Send + Sync,
@@ -149,6 +151,31 @@ pub fn add(cases: &mut Cases, s: Client) {
             let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
             check(reason.kind == "UnknownMessage", want, format!("{reason:?}"))
         });
+    case!("spec/8.1/client-takes-unknown-kind", Level::Must,
+        format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as it is ..., and treat the close envelope as the end of the connection: it closes too, sends nothing more\": {name}, on a connection that agreed on closeReason, sent a close envelope of a kind no revision has, closes the connection and sends nothing after it"),
+        |ctx, s| told_to_close(ctx, s, &[
+            ("kind", mp::s("zzzKindOfALaterRevision")),
+            ("message", mp::s("closed by the conformance suite")),
+            ("path", vec![0xc0]),
+            ("offset", vec![0xc0]),
+        ]).await);
+    case!("spec/8.1/client-close-reason-unknown-field", Level::Must,
+        format!("SPEC §8.1, \"`reason` is the struct `CloseReason` ... a decoder skips fields it does not know\": {name}, on a connection that agreed on closeReason, sent a close envelope holding a field of a later revision, takes it as a close: it closes the connection and sends nothing after it"),
+        |ctx, s| told_to_close(ctx, s, &[
+            ("kind", mp::s("Idle")),
+            ("message", mp::s("closed by the conformance suite")),
+            ("path", vec![0xc0]),
+            ("offset", vec![0xc0]),
+            ("zzzAFieldOfALaterRevision", mp::s("skipped")),
+        ]).await);
+    case!("spec/8.1/client-no-close-envelope-unoffered", Level::Must,
+        format!("SPEC §8.1, \"Without the feature — a peer whose hello did not offer it, or a server that did not take it — ... no close envelope is ever sent\": {name}, whose answer did not take closeReason, closes the connection on a message its family does not have with no close envelope"),
+        |ctx, s| no_close_envelope_unoffered(ctx, s).await);
+    if s.role == Role::Worker {
+        case!("spec/8.1/no-close-envelope-on-shutdown", Level::Must,
+            format!("SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown ...)\": {name}, stopped (its standard input closed: `--exit-with-stdin`) while connected to the suite over a connection that agreed on closeReason, closes it with no close envelope"),
+            |ctx, s| no_close_envelope_on_shutdown(ctx, s).await);
+    }
     case!("handshake/3/hello", Level::Must,
         format!("{name}'s first frame is a hello: magic \"sparkwire\", the versions it speaks (at least one this protocol defines), its role ({}), an id", s.role.name()),
         |ctx, s| {
@@ -393,4 +420,117 @@ pub fn add(cases: &mut Cases, s: Client) {
             .then(|| (accepted_entries(2, s.server_role.name()), Version::V2)))
         .await
     );
+}
+
+/// Starts the endpoint and accepts its connection taking closeReason (skipped when its hello
+/// does not offer it), and reads its first envelope.
+async fn taking_close_reason(ctx: &Ctx, s: &Client) -> Result<(Run, Conn), Failure> {
+    let (run, mut c) = (s.start)(ctx.clone()).await?;
+    let h = c.read_hello(patience(ctx) * 3).await?;
+    crate::targets::spec8_closes::accept_taking_close_reason(
+        ctx,
+        &mut c,
+        &h,
+        &[Version::V1, Version::V2],
+        "suite",
+    )
+    .await?;
+    c.frame_body(patience(ctx), "the endpoint's first envelope")
+        .await?;
+    if s.role == Role::Worker {
+        // A worker not registered soon tries again on a new connection, closing this one: it
+        // is registered, and the case goes on just after a heartbeat, the worker then quiet.
+        let given = run.given;
+        let at = sparkwire::messages::Addr::new(given.ip().to_string(), i32::from(given.port()));
+        let registered = D::RegisteredWorker(sparkwire::messages::deploy::RegisteredWorker::new(
+            sparkwire::messages::EndpointRef::at(at.clone(), "Master"),
+            "http://127.0.0.1:8080".into(),
+            at,
+            false,
+        ));
+        c.send(&sparkwire::wire::Envelope::Send(registered)).await?;
+        c.expect::<D, ()>(patience(ctx), "a Heartbeat once registered", |e| {
+            matches!(e, sparkwire::wire::Envelope::Send(D::Heartbeat(_))).then_some(())
+        })
+        .await?;
+    }
+    Ok((run, c))
+}
+
+/// Sends the endpoint, once it sent its first envelope, a close envelope of `reason`'s fields,
+/// and expects it to close, sending nothing more (SPEC §8.1).
+async fn told_to_close(ctx: Ctx, s: Client, reason: &[(&'static str, Vec<u8>)]) -> Outcome {
+    let (_run, mut c) = taking_close_reason(&ctx, &s).await?;
+    c.send_frame(&mp::arr(&[mp::u(4), mp::map(reason)])).await?;
+    c.expect_closed_silently(
+        patience(&ctx),
+        "the endpoint closes the connection, sending nothing more",
+    )
+    .await
+}
+
+/// Reads until the endpoint closes `c`; fails when its last frame is a close envelope.
+async fn closed_without_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Outcome {
+    let deadline = tokio::time::Instant::now() + patience(ctx) * 2;
+    let mut last = None;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_or_close(left).await {
+            Some(Event::Frame(b)) => last = Some(b),
+            Some(Event::Closed(_)) => {
+                let close = last.as_ref().and_then(|b| {
+                    match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
+                        b,
+                        Version::V2,
+                    ) {
+                        Ok(sparkwire::wire::Envelope::Close(r)) => Some(r),
+                        _ => None,
+                    }
+                });
+                return match close {
+                    Some(r) => Err(fail(
+                        want,
+                        format!("a close envelope {r:?}, then the close"),
+                    )),
+                    None => Ok(()),
+                };
+            }
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a frame declaring {n} bytes")))
+            }
+            None => return Err(fail(want, "the connection still open")),
+        }
+    }
+}
+
+async fn no_close_envelope_unoffered(ctx: Ctx, s: Client) -> Outcome {
+    let (_run, mut c) = (s.start)(ctx.clone()).await?;
+    let h = c.read_hello(patience(&ctx) * 3).await?;
+    crate::targets::spawned::accept(&ctx, &mut c, &h, &[Version::V1, Version::V2], "suite").await?;
+    c.frame_body(patience(&ctx), "the endpoint's first envelope")
+        .await?;
+    let m = mp::map(&[("RegisterBlockManager", mp::map(&[]))]);
+    c.send_frame(&mp::arr(&[mp::u(0), m])).await?;
+    closed_without_envelope(
+        &ctx,
+        &mut c,
+        "the connection closed with no close envelope (closeReason was not taken)",
+    )
+    .await
+}
+
+async fn no_close_envelope_on_shutdown(ctx: Ctx, s: Client) -> Outcome {
+    let (mut run, mut c) = taking_close_reason(&ctx, &s).await?;
+    if run.process.is_none() {
+        return Err(Failure::Skipped(
+            "the endpoint was started by hand: the suite cannot stop it".into(),
+        ));
+    }
+    run.stop(patience(&ctx)).await;
+    closed_without_envelope(
+        &ctx,
+        &mut c,
+        "the connection closed at the endpoint's shutdown with no close envelope",
+    )
+    .await
 }
