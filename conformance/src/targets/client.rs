@@ -171,6 +171,11 @@ pub fn add(cases: &mut Cases, s: Client) {
     case!("spec/8.1/client-no-close-envelope-unoffered", Level::Must,
         format!("SPEC §8.1, \"Without the feature — a peer whose hello did not offer it, or a server that did not take it — ... no close envelope is ever sent\": {name}, whose answer did not take closeReason, closes the connection on a message its family does not have with no close envelope"),
         |ctx, s| no_close_envelope_unoffered(ctx, s).await);
+    if s.role != Role::AppClient {
+        case!("spec/8.1/bad-reply-close-kind", Level::Must,
+            format!("SPEC §8, \"`BadEnvelope` | not one of the four envelope forms (...); a message or reply that is not a one-entry map keyed by a string\", and §8.1: {name}, on a connection that agreed on closeReason, answered {} with a reply whose map has two entries, closes with a close envelope of kind BadEnvelope", if s.role == Role::Worker { "its version 2 ExecutorStateChanged ask" } else { "its first ask (RetrieveSparkAppConfig)" }),
+            |ctx, s| bad_reply_close_kind(ctx, s).await);
+    }
     if s.role == Role::Worker {
         case!("spec/8.1/no-close-envelope-on-shutdown", Level::Must,
             format!("SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown ...)\": {name}, stopped (its standard input closed: `--exit-with-stdin`) while connected to the suite over a connection that agreed on closeReason, closes it with no close envelope"),
@@ -425,6 +430,16 @@ pub fn add(cases: &mut Cases, s: Client) {
 /// Starts the endpoint and accepts its connection taking closeReason (skipped when its hello
 /// does not offer it), and reads its first envelope.
 async fn taking_close_reason(ctx: &Ctx, s: &Client) -> Result<(Run, Conn), Failure> {
+    taking_close_reason_first(ctx, s)
+        .await
+        .map(|(run, c, _)| (run, c))
+}
+
+/// [`taking_close_reason`], returning also the endpoint's first envelope's body.
+async fn taking_close_reason_first(
+    ctx: &Ctx,
+    s: &Client,
+) -> Result<(Run, Conn, bytes::Bytes), Failure> {
     let (run, mut c) = (s.start)(ctx.clone()).await?;
     let h = c.read_hello(patience(ctx) * 3).await?;
     crate::targets::spec8_closes::accept_taking_close_reason(
@@ -435,7 +450,8 @@ async fn taking_close_reason(ctx: &Ctx, s: &Client) -> Result<(Run, Conn), Failu
         "suite",
     )
     .await?;
-    c.frame_body(patience(ctx), "the endpoint's first envelope")
+    let first = c
+        .frame_body(patience(ctx), "the endpoint's first envelope")
         .await?;
     if s.role == Role::Worker {
         // A worker not registered soon tries again on a new connection, closing this one: it
@@ -454,7 +470,7 @@ async fn taking_close_reason(ctx: &Ctx, s: &Client) -> Result<(Run, Conn), Failu
         })
         .await?;
     }
-    Ok((run, c))
+    Ok((run, c, first))
 }
 
 /// Sends the endpoint, once it sent its first envelope, a close envelope of `reason`'s fields,
@@ -533,4 +549,73 @@ async fn no_close_envelope_on_shutdown(ctx: Ctx, s: Client) -> Outcome {
         "the connection closed at the endpoint's shutdown with no close envelope",
     )
     .await
+}
+
+/// The ask id of an ask envelope's body, `[1, id, …]`.
+fn ask_id(body: &[u8]) -> Option<u64> {
+    let mut cur = body;
+    (rmp::decode::read_array_len(&mut cur).ok()? == 3).then_some(())?;
+    (rmp::decode::read_int::<u64, _>(&mut cur).ok()? == 1).then_some(())?;
+    rmp::decode::read_int::<u64, _>(&mut cur).ok()
+}
+
+async fn bad_reply_close_kind(ctx: Ctx, s: Client) -> Outcome {
+    let (run, mut c, first) = taking_close_reason_first(&ctx, &s).await?;
+    let id = if s.role == Role::Worker {
+        // The worker asks only in version 2, ExecutorStateChanged, for an executor it launched.
+        if c.version != Some(Version::V2) {
+            return Err(Failure::Skipped(
+                "the worker does not speak version 2, where ExecutorStateChanged is an ask".into(),
+            ));
+        }
+        let given = run.given;
+        let mut desc = crate::targets::master::app_desc(Some(1), 64, None);
+        desc.command = sparkwire::messages::Command::new(
+            crate::targets::worker::allowed_exec(),
+            vec!["20".into()],
+            Default::default(),
+            vec![],
+            vec![],
+            vec![],
+        );
+        let master_url = match ctx.log.wire() {
+            crate::env::Wire::Sparkwire => format!("sparkwire://{given}"),
+            crate::env::Wire::Spark(_) => format!("spark://{given}"),
+        };
+        let launch = D::LaunchExecutor(sparkwire::messages::deploy::LaunchExecutor::new(
+            master_url,
+            "app-20250101120000-0081".into(),
+            0,
+            0,
+            desc,
+            1,
+            64,
+            Default::default(),
+        ));
+        c.send(&sparkwire::wire::Envelope::Send(launch)).await?;
+        c.expect::<D, u64>(
+            patience(&ctx),
+            "the ExecutorStateChanged ask",
+            |e| match e {
+                sparkwire::wire::Envelope::Ask {
+                    id,
+                    message: D::ExecutorStateChanged(_),
+                } => Some(*id),
+                _ => None,
+            },
+        )
+        .await?
+    } else {
+        ask_id(&first).ok_or_else(|| {
+            fail(
+                "an ask first (RetrieveSparkAppConfig)",
+                crate::peer::describe(c.family, &first, c.v()),
+            )
+        })?
+    };
+    let two = mp::map(&[("bool", vec![0xc3]), ("int", mp::u(1))]);
+    c.send_frame(&mp::arr(&[mp::u(2), mp::u(id), two])).await?;
+    let want = "a close envelope of kind BadEnvelope, then the close";
+    let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
+    check(reason.kind == "BadEnvelope", want, format!("{reason:?}"))
 }
