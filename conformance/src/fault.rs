@@ -261,7 +261,8 @@ pub static FAULTS: &[FaultSpec] = &[
         doc: "The endpoint names the wrong kind in its close envelopes (SPEC §8.1, §11.2): the \
               proxy rewrites a decoding error's kind to the next of SPEC §8's table \
               (InvalidFields to InvalidMessagePack), UnknownAsk to DuplicateReply, DuplicateAsk \
-              and DuplicateReply to UnknownAsk.",
+              and DuplicateReply to UnknownAsk, and a strict endpoint's RuleViolation to \
+              NotOwner.",
         scope: Scope::Any,
         behaviour: &closes::CloseKindWrong,
     },

@@ -86,7 +86,8 @@ impl Behaviour for RefusedAskCloses {
 pub(super) struct CloseKindWrong;
 
 /// The kind `close-kind-wrong` writes for `kind`: a decoding error's next in §8's order (the last
-/// one's the first), an ask error another ask error; the others unchanged.
+/// one's the first), an ask error another ask error, a strict endpoint's RuleViolation NotOwner;
+/// the others unchanged.
 fn wrong_kind(kind: &str) -> Option<&'static str> {
     if let Some(i) = DECODING.iter().position(|k| *k == kind) {
         return Some(DECODING[(i + 1) % DECODING.len()]);
@@ -94,6 +95,7 @@ fn wrong_kind(kind: &str) -> Option<&'static str> {
     match kind {
         "UnknownAsk" => Some("DuplicateReply"),
         "DuplicateReply" | "DuplicateAsk" => Some("UnknownAsk"),
+        "RuleViolation" => Some("NotOwner"),
         _ => None,
     }
 }
@@ -227,10 +229,12 @@ mod tests {
 
     #[test]
     fn every_decoding_and_ask_kind_is_rewritten_to_another() {
-        for k in DECODING
-            .iter()
-            .chain(&["UnknownAsk", "DuplicateReply", "DuplicateAsk"])
-        {
+        for k in DECODING.iter().chain(&[
+            "UnknownAsk",
+            "DuplicateReply",
+            "DuplicateAsk",
+            "RuleViolation",
+        ]) {
             let w = wrong_kind(k).expect("a kind rewritten");
             assert_ne!(w, *k);
         }
