@@ -522,7 +522,16 @@ async fn closed_without_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Outcome
 async fn no_close_envelope_unoffered(ctx: Ctx, s: Client) -> Outcome {
     let (_run, mut c) = (s.start)(ctx.clone()).await?;
     let h = c.read_hello(patience(&ctx) * 3).await?;
-    crate::targets::spawned::accept(&ctx, &mut c, &h, &[Version::V1, Version::V2], "suite").await?;
+    // Taking no feature, with a secret too (the crate's server side takes what it knows).
+    crate::targets::spec8_closes::accept_with_features(
+        &ctx,
+        &mut c,
+        &h,
+        &[Version::V1, Version::V2],
+        "suite",
+        &[],
+    )
+    .await?;
     c.frame_body(patience(&ctx), "the endpoint's first envelope")
         .await?;
     let m = mp::map(&[("RegisterBlockManager", mp::map(&[]))]);

@@ -615,6 +615,20 @@ pub async fn accept_taking_close_reason(
             "the endpoint does not offer closeReason".into(),
         ));
     }
+    accept_with_features(ctx, c, hello, versions, id, &[CLOSE_REASON]).await
+}
+
+/// Accepts `hello` (just read on `c`) at the highest of `versions` both speak, taking exactly
+/// `features` (none: the answer has no `features` key), the secret proved first when the suite
+/// holds it.
+pub async fn accept_with_features(
+    ctx: &Ctx,
+    c: &mut Conn,
+    hello: &Hello,
+    versions: &[Version],
+    id: &str,
+    features: &[&str],
+) -> Result<Version, Failure> {
     let Some(v) = negotiate(&hello.versions, versions) else {
         return Err(Failure::Skipped(format!(
             "the endpoint offers versions {:?}, none of {versions:?}",
@@ -634,7 +648,7 @@ pub async fn accept_taking_close_reason(
     let Answer::Accepted(mut a) = answer else {
         return Err(fail("an acceptance", format!("{answer:?}")));
     };
-    a.features = vec![CLOSE_REASON.to_string()];
+    a.features = features.iter().map(|f| f.to_string()).collect();
     c.send_answer(&Answer::Accepted(a)).await?;
     c.version = Some(v);
     Ok(v)
