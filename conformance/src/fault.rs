@@ -277,10 +277,12 @@ pub static FAULTS: &[FaultSpec] = &[
     },
     FaultSpec {
         name: "close-kind-unknown-ignored",
-        doc: "A client ignores a close envelope whose kind it does not know, or that holds a \
-              field it does not know, and goes on (SPEC §8.1: \"A receiver MUST take a `kind` it \
-              does not know as it is ... it closes too\"): the proxy drops such a close \
-              envelope from the suite.",
+        doc: "The endpoint ignores a close envelope whose kind it does not know, or that holds \
+              a field it does not know, and goes on (SPEC §8.1: \"A receiver MUST take a `kind` \
+              it does not know as it is ... it closes too\"): the proxy drops such a close \
+              envelope from the suite. Run on the worker, driver and executor targets (the \
+              worker's UI port and the driver's executor port included); against a master, \
+              keep-open and mute fail the same cases.",
         scope: Scope::Clients,
         behaviour: &closes::CloseKindUnknownIgnored,
     },

@@ -151,8 +151,8 @@ impl Behaviour for CloseEnvelopeAlways {
     }
 }
 
-/// `close-kind-unknown-ignored`: a client ignores a close envelope whose kind it does not know,
-/// or that holds a field it does not know, and goes on.
+/// `close-kind-unknown-ignored`: an endpoint ignores a close envelope whose kind it does not
+/// know, or that holds a field it does not know, and goes on.
 pub(super) struct CloseKindUnknownIgnored;
 
 /// True when the close envelope `body` names a kind outside SPEC §8.1's table or holds a field
@@ -191,11 +191,20 @@ fn unknown_to_this_revision(body: &[u8]) -> bool {
 
 impl Behaviour for CloseKindUnknownIgnored {
     fn suite_sent_to_client(&self, body: Bytes, _: &StdMutex<State>) -> Act {
-        if is_close(&body) && unknown_to_this_revision(&body) {
-            Act::Drop
-        } else {
-            Act::Forward(body)
-        }
+        ignored(body)
+    }
+
+    fn suite_sent(&self, body: Bytes, _: &StdMutex<State>) -> Act {
+        ignored(body)
+    }
+}
+
+/// Drops a close envelope of a kind or with a field this revision does not know.
+fn ignored(body: Bytes) -> Act {
+    if is_close(&body) && unknown_to_this_revision(&body) {
+        Act::Drop
+    } else {
+        Act::Forward(body)
     }
 }
 

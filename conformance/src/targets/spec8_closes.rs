@@ -199,6 +199,7 @@ pub fn add_executor(cs: &mut Cases) {
 fn add_served(cs: &mut Cases, s: Served) {
     let name = s.name;
     on(cs, &s, "spec/8.1/refused-ask-failure", format!("SPEC §8, \"An ask that cannot be answered is answered with a failure envelope rather than left pending\", §8.1, \"A refused **ask** is answered with a failure, not a close\", and §14.3, \"The failure's `className` is `org.apache.spark.SparkException` for a message off its route\": {name} answers an ask of {} from a {} (off its route) with a failure for its id carrying that className and a message, and then answers {} on the same connection (a master or worker validating rules.md MAY close instead, with a close envelope of kind RuleViolation)", s.refused, s.role.name(), s.probe.0), refused_ask_failure);
+    on(cs, &s, "spec/8.1/takes-unknown-kind", format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as it is ..., and treat the close envelope as the end of the connection: it closes too, sends nothing more\": {name}, on a connection that agreed on closeReason, sent a close envelope of a kind no revision has (and a field of a later revision), closes the connection and sends nothing after it"), takes_unknown_kind);
     on(cs, &s, "spec/8.1/unknown-ask-close-kind", format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\"): {name}, on a connection that agreed on closeReason, given a reply to an ask it never made, either ignores it and answers the next ask, or closes with a close envelope of kind UnknownAsk (validating rules.md, RuleViolation: rule A2)"), unknown_ask_close_kind);
     on(cs, &s, "spec/8.1/duplicate-ask-close-kind", format!("SPEC §8.1 (`DuplicateAsk`: \"an ask reusing the id of one still pending\"): {name}, on a connection that agreed on closeReason, sent two asks with one id in one write, either answers, or closes with a close envelope of kind DuplicateAsk (validating rules.md, RuleViolation: rule A1)"), duplicate_ask_close_kind);
     on(cs, &s, "spec/8.1/close-offset", format!("SPEC §8.1, `offset`: \"the offset, in the offending frame's body ..., of the byte after the last one the decoder read: the fault lies just before it\": {name} closes for a message whose first field is the one-byte integer 5 where a string belongs (followed by another field) with a close envelope of kind InvalidFields whose offset is the position just after that byte"), close_offset);
@@ -473,6 +474,27 @@ async fn refused_ask_failure(ctx: Ctx, s: Served) -> Outcome {
             None => Err(fail(want, "the connection closed, with no failure")),
         },
     }
+}
+
+async fn takes_unknown_kind(ctx: Ctx, s: Served) -> Outcome {
+    let at = (s.open)(ctx.clone()).await?;
+    let mut c = offering_close_reason(&ctx, &s, &at, version(&ctx)).await?;
+    c.send_frame(&mp::arr(&[
+        mp::u(4),
+        mp::map(&[
+            ("kind", mp::s("zzzKindOfALaterRevision")),
+            ("message", mp::s("closed by the conformance suite")),
+            ("path", vec![0xc0]),
+            ("offset", vec![0xc0]),
+            ("zzzAFieldOfALaterRevision", mp::s("skipped")),
+        ]),
+    ]))
+    .await?;
+    c.expect_closed_silently(
+        wait(&ctx),
+        "the endpoint closes the connection, sending nothing more",
+    )
+    .await
 }
 
 async fn unknown_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
