@@ -171,6 +171,9 @@ pub fn add(cases: &mut Cases, s: Client) {
     case!("spec/8.1/client-no-close-envelope-unoffered", Level::Must,
         format!("SPEC §8.1, \"Without the feature — a peer whose hello did not offer it, or a server that did not take it — ... no close envelope is ever sent\": {name}, whose answer did not take closeReason, closes the connection on a message its family does not have with no close envelope"),
         |ctx, s| no_close_envelope_unoffered(ctx, s).await);
+    case!("spec/8.1/client-unknown-ask-close-kind", Level::Must,
+        format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\"): {name}, on a connection that agreed on closeReason, sent a reply to an ask it never made, either ignores it (the connection stays open) or closes with a close envelope of kind UnknownAsk (validating rules.md, RuleViolation: rule A2)"),
+        |ctx, s| client_unknown_ask_close_kind(ctx, s).await);
     if s.role != Role::AppClient {
         case!("spec/8.1/bad-reply-close-kind", Level::Must,
             format!("SPEC §8, \"`BadEnvelope` | not one of the four envelope forms (...); a message or reply that is not a one-entry map keyed by a string\", and §8.1: {name}, on a connection that agreed on closeReason, answered {} with a reply whose map has two entries, closes with a close envelope of kind BadEnvelope", if s.role == Role::Worker { "its version 2 ExecutorStateChanged ask" } else { "its first ask (RetrieveSparkAppConfig)" }),
@@ -627,4 +630,47 @@ async fn bad_reply_close_kind(ctx: Ctx, s: Client) -> Outcome {
     let want = "a close envelope of kind BadEnvelope, then the close";
     let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
     check(reason.kind == "BadEnvelope", want, format!("{reason:?}"))
+}
+
+async fn client_unknown_ask_close_kind(ctx: Ctx, s: Client) -> Outcome {
+    let (_run, mut c) = taking_close_reason(&ctx, &s).await?;
+    c.send_frame(&mp::arr(&[
+        mp::u(2),
+        mp::u(424_242),
+        mp::map(&[("bool", vec![0xc3])]),
+    ]))
+    .await?;
+    let want = "the reply to an ask never made ignored (the connection open), or a close envelope of kind UnknownAsk (or, strictly, RuleViolation) and the close";
+    let end = tokio::time::Instant::now() + ctx.settings.quiet;
+    let mut last = None;
+    loop {
+        let left = end.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_or_close(left).await {
+            // Still open after the quiet time: the reply was ignored.
+            None => return Ok(()),
+            Some(Event::Frame(b)) => last = Some(b),
+            Some(Event::Closed(_)) => {
+                let close = last.as_ref().and_then(|b| {
+                    match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
+                        b,
+                        Version::V2,
+                    ) {
+                        Ok(sparkwire::wire::Envelope::Close(r)) => Some(r),
+                        _ => None,
+                    }
+                });
+                return match close {
+                    Some(r) => check(
+                        matches!(r.kind.as_str(), "UnknownAsk" | "RuleViolation"),
+                        want,
+                        format!("{r:?}"),
+                    ),
+                    None => Err(fail(want, "a close with no close envelope before it")),
+                };
+            }
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a frame declaring {n} bytes")))
+            }
+        }
+    }
 }
