@@ -9,6 +9,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sparkwire::definition::{Definition, MessageKind};
 use sparkwire::messages::coarse::{LaunchedExecutor, StopExecutor, TaskThreadDump};
@@ -161,12 +162,15 @@ pub fn add_worker(cs: &mut Cases) {
 /// The driver's cases (on its executor port), and its ordinary close at the job's end.
 pub fn add_driver(cs: &mut Cases) {
     add_served(cs, driver());
+    // The driver runs its job, then gives its executors a few seconds to go before it exits.
+    cs.timeout(Duration::from_secs(15));
     cs.add(
         "spec/8.1/driver/no-close-envelope-at-exit",
         Level::Must,
         "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown, a connection it no longer needs)\": a driver whose job ended, on an executor connection that agreed on closeReason, sends StopExecutor and then closes that connection when it exits, with no close envelope",
         driver_no_close_envelope_at_exit,
     );
+    cs.timeout(crate::case::DEFAULT_TIMEOUT);
 }
 
 /// The executor's cases.
