@@ -570,10 +570,10 @@ async fn duplicate_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
     Ok(())
 }
 
-async fn close_offset(ctx: Ctx, s: Served) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
-    let v = version(&ctx);
-    let mut c = offering_close_reason(&ctx, &s, &at, v).await?;
+/// The frame of `close-offset`: `s`'s message whose first field is mistyped as the one-byte
+/// integer 5, another field after it; with the mistyped field's name and the offset just past
+/// that byte (the body is written piece by piece so that it is known).
+fn offset_frame(s: &Served) -> Result<(Vec<u8>, &'static str, u64), Failure> {
     let fields = (s.bad_fields.1)();
     let Some((first, value)) = fields.first().cloned() else {
         return Err(fail("a mistyped field", "none"));
@@ -582,7 +582,6 @@ async fn close_offset(ctx: Ctx, s: Served) -> Outcome {
         .messages
         .iter()
         .any(|d| d.name == s.bad_fields.0 && d.kind == MessageKind::Ask);
-    // The body written piece by piece, so that the offset just past the mistyped byte is known.
     let mut body = if ask {
         vec![0x93, 0x01, 0x05]
     } else {
@@ -600,6 +599,14 @@ async fn close_offset(ctx: Ctx, s: Served) -> Outcome {
     }
     body.extend(mp::s("zzzAFieldAfter"));
     body.extend(mp::s("after the fault"));
+    Ok((body, first, offset))
+}
+
+async fn close_offset(ctx: Ctx, s: Served) -> Outcome {
+    let at = (s.open)(ctx.clone()).await?;
+    let v = version(&ctx);
+    let mut c = offering_close_reason(&ctx, &s, &at, v).await?;
+    let (body, first, offset) = offset_frame(&s)?;
     c.send_frame(&body).await?;
     let want = format!("a close envelope of kind InvalidFields at {first} with offset {offset}");
     let reason = close_envelope(&ctx, &mut c, &want).await?;
@@ -925,4 +932,71 @@ async fn driver_no_close_envelope_at_exit(ctx: Ctx) -> Outcome {
         "the driver closes the executor's connection at its exit, with no close envelope",
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sparkwire::wire::error_kind;
+
+    fn kind_of(family: &str, body: &[u8], v: Version) -> Option<String> {
+        let body = bytes::Bytes::copy_from_slice(body);
+        let got = if family == "coarse" {
+            decode_envelope::<C>(&body, v).err()
+        } else {
+            decode_envelope::<D>(&body, v).err()
+        };
+        got.map(|e| error_kind(&e).to_string())
+    }
+
+    #[test]
+    fn each_frame_is_refused_by_sparkwire_s_decoder_with_the_kind_its_case_expects() {
+        for s in [master(), worker(), driver()] {
+            for k in KINDS {
+                assert_eq!(
+                    kind_of(s.family, &(k.body)(&s), k.version).as_deref(),
+                    Some(k.kind),
+                    "{} {}",
+                    s.name,
+                    k.slug
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn sparkwire_s_decoder_reports_the_offset_close_offset_expects() {
+        for s in [master(), worker(), driver()] {
+            let (body, first, offset) = offset_frame(&s).expect("a frame");
+            let body = bytes::Bytes::copy_from_slice(&body);
+            let err = if s.family == "coarse" {
+                decode_envelope::<C>(&body, Version::V2).err()
+            } else {
+                decode_envelope::<D>(&body, Version::V2).err()
+            }
+            .expect("refused");
+            let reason = CloseReason::decoding(&err);
+            assert_eq!(reason.kind, "InvalidFields", "{}", s.name);
+            assert_eq!(reason.offset, Some(offset), "{}", s.name);
+            assert!(reason.path.is_some_and(|p| p.contains(first)), "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn the_executor_s_precedence_vectors_are_the_six_of_section_11_2() {
+        let vs = precedence_vectors();
+        assert_eq!(
+            vs.len(),
+            6,
+            "{:?}",
+            vs.iter().map(|v| &v.0).collect::<Vec<_>>()
+        );
+        for (name, frame, v, kind) in vs {
+            assert_eq!(
+                kind_of("coarse", &frame[4..], v).as_deref(),
+                Some(kind.as_str()),
+                "{name}"
+            );
+        }
+    }
 }
