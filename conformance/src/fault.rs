@@ -26,6 +26,8 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
 
+mod closes;
+
 type D = DeployMessage;
 
 /// Which targets' self-test a fault serves.
@@ -40,6 +42,9 @@ pub enum Scope {
     /// SPARK-13604, ReconnectWorker, its decoder and handshake); the other targets' cases of the
     /// same kinds fail under the generic faults (`mute`, `keep-open`, `accept-any-hello`).
     Master,
+    /// An endpoint that connects to the suite (a worker, a driver, an executor): the fault
+    /// breaks only what the client targets check.
+    Clients,
 }
 
 /// One way to break an endpoint: an entry of [`FAULTS`].
@@ -241,6 +246,46 @@ pub static FAULTS: &[FaultSpec] = &[
         scope: Scope::Any,
         behaviour: &OffRoute,
     },
+    FaultSpec {
+        name: "refused-ask-closes",
+        doc: "The endpoint does not answer an ask it refuses with a failure (SPEC §8, §8.1, \
+              §14.3: \"A refused ask is answered with a failure envelope; the connection stays \
+              open\"): where it listens, the proxy drops its failure envelope and closes the \
+              connection; where it connects, the proxy drops the failure (the ask is left \
+              pending).",
+        scope: Scope::Any,
+        behaviour: &closes::RefusedAskCloses,
+    },
+    FaultSpec {
+        name: "close-kind-wrong",
+        doc: "The endpoint names the wrong kind in its close envelopes (SPEC §8.1, §11.2): the \
+              proxy rewrites a decoding error's kind to the next of SPEC §8's table \
+              (InvalidFields to InvalidMessagePack), UnknownAsk to DuplicateReply, DuplicateAsk \
+              and DuplicateReply to UnknownAsk, and a strict endpoint's RuleViolation to \
+              NotOwner.",
+        scope: Scope::Any,
+        behaviour: &closes::CloseKindWrong,
+    },
+    FaultSpec {
+        name: "close-envelope-always",
+        doc: "The endpoint sends a close envelope before its ordinary closes too (SPEC §8.1: \
+              \"No close envelope is sent ... for an endpoint's ordinary closes\"): when its \
+              stream ends after a frame that was not a close envelope, the proxy adds one (kind \
+              Idle).",
+        scope: Scope::Clients,
+        behaviour: &closes::CloseEnvelopeAlways,
+    },
+    FaultSpec {
+        name: "close-kind-unknown-ignored",
+        doc: "The endpoint ignores a close envelope whose kind it does not know, or that holds \
+              a field it does not know, and goes on (SPEC §8.1: \"A receiver MUST take a `kind` \
+              it does not know as it is ... it closes too\"): the proxy drops such a close \
+              envelope from the suite. Run on the worker, driver and executor targets (the \
+              worker's UI port and the driver's executor port included); against a master, \
+              keep-open and mute fail the same cases.",
+        scope: Scope::Clients,
+        behaviour: &closes::CloseKindUnknownIgnored,
+    },
 ];
 
 /// One way to break an endpoint: a handle on its entry of [`FAULTS`].
@@ -290,6 +335,11 @@ impl Fault {
     /// True for the faults that break only what a master does ([`Scope::Master`]).
     pub fn master_only(self) -> bool {
         self.0.scope == Scope::Master
+    }
+
+    /// True for the faults that break only what a connecting endpoint does ([`Scope::Clients`]).
+    pub fn clients_only(self) -> bool {
+        self.0.scope == Scope::Clients
     }
 }
 
@@ -355,6 +405,16 @@ trait Behaviour: Sync {
     /// whether the suite connected.
     fn endpoint_sent(&self, body: Bytes, _st: &StdMutex<State>, _endpoint_listens: bool) -> Act {
         Act::Forward(body)
+    }
+
+    /// A frame from the suite to the endpoint after the handshake, when the endpoint connects.
+    fn suite_sent_to_client(&self, body: Bytes, _st: &StdMutex<State>) -> Act {
+        Act::Forward(body)
+    }
+
+    /// What the suite gets (whole frames) when the endpoint's stream ends, before the close.
+    fn endpoint_ends(&self, _st: &StdMutex<State>) -> Vec<u8> {
+        Vec::new()
     }
 
     /// What the suite gets after a frame of the endpoint's was passed on (whole frames), the
@@ -1071,6 +1131,8 @@ struct State {
     offered: Vec<u64>,
     swallow_answer: bool,
     dead_suite_side: bool,
+    /// Whether the endpoint's last frame was a close envelope (`close-envelope-always`).
+    endpoint_last_close: bool,
 }
 
 /// What the frame-level faults remember of one connection.
@@ -1264,6 +1326,12 @@ async fn pipe(
                 let handshaking = lock(&st).version.is_none() && first;
                 match r.next(handshaking).await {
                     Item::End => {
+                        if !suite_is_client {
+                            let last = behaviour.endpoint_ends(&st);
+                            if !last.is_empty() {
+                                write(&to, &last).await;
+                            }
+                        }
                         // An endpoint that is the client: under keep-open and mute its close is
                         // not passed on to the suite.
                         if suite_is_client || !keep {
@@ -1363,6 +1431,12 @@ async fn pipe(
                 let handshaking = first;
                 match r.next(handshaking).await {
                     Item::End | Item::Oversized(_) => {
+                        if suite_is_client {
+                            let last = behaviour.endpoint_ends(&st);
+                            if !last.is_empty() {
+                                write(&to, &last).await;
+                            }
+                        }
                         // An endpoint that is the server: under keep-open and mute the suite
                         // sees no close.
                         if !(suite_is_client && keep) {
@@ -1397,7 +1471,14 @@ async fn pipe(
                             continue;
                         }
                         if !suite_is_client {
-                            write(&to, &framed(&body)).await;
+                            match behaviour.suite_sent_to_client(body, &st) {
+                                Act::Forward(b) => write(&to, &framed(&b)).await,
+                                Act::Drop => {}
+                                Act::Close => {
+                                    close(&to).await;
+                                    break;
+                                }
+                            }
                             continue;
                         }
                         let role = match side {

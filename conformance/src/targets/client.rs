@@ -16,6 +16,8 @@ use crate::mp;
 use crate::peer::{frame, Conn, Event};
 use crate::targets::spawned::Run;
 
+type D = sparkwire::messages::DeployMessage;
+
 /// Starts the endpoint and accepts its first connection (nothing read yet).
 pub type Start = Arc<
     dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<(Run, Conn), Failure>> + Send>> + Send + Sync,
@@ -149,6 +151,39 @@ pub fn add(cases: &mut Cases, s: Client) {
             let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
             check(reason.kind == "UnknownMessage", want, format!("{reason:?}"))
         });
+    case!("spec/8.1/client-takes-unknown-kind", Level::Must,
+        format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as it is ..., and treat the close envelope as the end of the connection: it closes too, sends nothing more\": {name}, on a connection that agreed on closeReason, sent a close envelope of a kind no revision has, closes the connection and sends nothing after it"),
+        |ctx, s| told_to_close(ctx, s, &[
+            ("kind", mp::s("zzzKindOfALaterRevision")),
+            ("message", mp::s("closed by the conformance suite")),
+            ("path", vec![0xc0]),
+            ("offset", vec![0xc0]),
+        ]).await);
+    case!("spec/8.1/client-close-reason-unknown-field", Level::Must,
+        format!("SPEC §8.1, \"`reason` is the struct `CloseReason` ... a decoder skips fields it does not know\": {name}, on a connection that agreed on closeReason, sent a close envelope holding a field of a later revision, takes it as a close: it closes the connection and sends nothing after it"),
+        |ctx, s| told_to_close(ctx, s, &[
+            ("kind", mp::s("Idle")),
+            ("message", mp::s("closed by the conformance suite")),
+            ("path", vec![0xc0]),
+            ("offset", vec![0xc0]),
+            ("zzzAFieldOfALaterRevision", mp::s("skipped")),
+        ]).await);
+    case!("spec/8.1/client-no-close-envelope-unoffered", Level::Must,
+        format!("SPEC §8.1, \"Without the feature — a peer whose hello did not offer it, or a server that did not take it — ... no close envelope is ever sent\": {name}, whose answer did not take closeReason, closes the connection on a message its family does not have with no close envelope"),
+        |ctx, s| no_close_envelope_unoffered(ctx, s).await);
+    case!("spec/8.1/client-unknown-ask-close-kind", Level::Must,
+        format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\"): {name}, on a connection that agreed on closeReason, sent a reply to an ask it never made, either ignores it (the connection stays open) or closes with a close envelope of kind UnknownAsk (validating rules.md, RuleViolation: rule A2)"),
+        |ctx, s| client_unknown_ask_close_kind(ctx, s).await);
+    if s.role != Role::AppClient {
+        case!("spec/8.1/bad-reply-close-kind", Level::Must,
+            format!("SPEC §8, \"`BadEnvelope` | not one of the four envelope forms (...); a message or reply that is not a one-entry map keyed by a string\", and §8.1: {name}, on a connection that agreed on closeReason, answered {} with a reply whose map has two entries, closes with a close envelope of kind BadEnvelope", if s.role == Role::Worker { "its version 2 ExecutorStateChanged ask" } else { "its first ask (RetrieveSparkAppConfig)" }),
+            |ctx, s| bad_reply_close_kind(ctx, s).await);
+    }
+    if s.role == Role::Worker {
+        case!("spec/8.1/no-close-envelope-on-shutdown", Level::Must,
+            format!("SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown ...)\": {name}, stopped (its standard input closed: `--exit-with-stdin`) while connected to the suite over a connection that agreed on closeReason, closes it with no close envelope"),
+            |ctx, s| no_close_envelope_on_shutdown(ctx, s).await);
+    }
     case!("handshake/3/hello", Level::Must,
         format!("{name}'s first frame is a hello: magic \"sparkwire\", the versions it speaks (at least one this protocol defines), its role ({}), an id", s.role.name()),
         |ctx, s| {
@@ -393,4 +428,249 @@ pub fn add(cases: &mut Cases, s: Client) {
             .then(|| (accepted_entries(2, s.server_role.name()), Version::V2)))
         .await
     );
+}
+
+/// Starts the endpoint and accepts its connection taking closeReason (skipped when its hello
+/// does not offer it), and reads its first envelope.
+async fn taking_close_reason(ctx: &Ctx, s: &Client) -> Result<(Run, Conn), Failure> {
+    taking_close_reason_first(ctx, s)
+        .await
+        .map(|(run, c, _)| (run, c))
+}
+
+/// [`taking_close_reason`], returning also the endpoint's first envelope's body.
+async fn taking_close_reason_first(
+    ctx: &Ctx,
+    s: &Client,
+) -> Result<(Run, Conn, bytes::Bytes), Failure> {
+    let (run, mut c) = (s.start)(ctx.clone()).await?;
+    let h = c.read_hello(patience(ctx) * 3).await?;
+    crate::targets::spec8_closes::accept_taking_close_reason(
+        ctx,
+        &mut c,
+        &h,
+        &[Version::V1, Version::V2],
+        "suite",
+    )
+    .await?;
+    let first = c
+        .frame_body(patience(ctx), "the endpoint's first envelope")
+        .await?;
+    if s.role == Role::Worker {
+        // A worker not registered soon tries again on a new connection, closing this one: it
+        // is registered, and the case goes on just after a heartbeat, the worker then quiet.
+        let given = run.given;
+        let at = sparkwire::messages::Addr::new(given.ip().to_string(), i32::from(given.port()));
+        let registered = D::RegisteredWorker(sparkwire::messages::deploy::RegisteredWorker::new(
+            sparkwire::messages::EndpointRef::at(at.clone(), "Master"),
+            "http://127.0.0.1:8080".into(),
+            at,
+            false,
+        ));
+        c.send(&sparkwire::wire::Envelope::Send(registered)).await?;
+        c.expect::<D, ()>(patience(ctx), "a Heartbeat once registered", |e| {
+            matches!(e, sparkwire::wire::Envelope::Send(D::Heartbeat(_))).then_some(())
+        })
+        .await?;
+    }
+    Ok((run, c, first))
+}
+
+/// Sends the endpoint, once it sent its first envelope, a close envelope of `reason`'s fields,
+/// and expects it to close, sending nothing more (SPEC §8.1).
+async fn told_to_close(ctx: Ctx, s: Client, reason: &[(&'static str, Vec<u8>)]) -> Outcome {
+    let (_run, mut c) = taking_close_reason(&ctx, &s).await?;
+    c.send_frame(&mp::arr(&[mp::u(4), mp::map(reason)])).await?;
+    c.expect_closed_silently(
+        patience(&ctx),
+        "the endpoint closes the connection, sending nothing more",
+    )
+    .await
+}
+
+/// Reads until the endpoint closes `c`; fails when its last frame is a close envelope.
+async fn closed_without_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Outcome {
+    let deadline = tokio::time::Instant::now() + patience(ctx) * 2;
+    let mut last = None;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_or_close(left).await {
+            Some(Event::Frame(b)) => last = Some(b),
+            Some(Event::Closed(_)) => {
+                let close = last.as_ref().and_then(|b| {
+                    match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
+                        b,
+                        Version::V2,
+                    ) {
+                        Ok(sparkwire::wire::Envelope::Close(r)) => Some(r),
+                        _ => None,
+                    }
+                });
+                return match close {
+                    Some(r) => Err(fail(
+                        want,
+                        format!("a close envelope {r:?}, then the close"),
+                    )),
+                    None => Ok(()),
+                };
+            }
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a frame declaring {n} bytes")))
+            }
+            None => return Err(fail(want, "the connection still open")),
+        }
+    }
+}
+
+async fn no_close_envelope_unoffered(ctx: Ctx, s: Client) -> Outcome {
+    let (_run, mut c) = (s.start)(ctx.clone()).await?;
+    let h = c.read_hello(patience(&ctx) * 3).await?;
+    // Taking no feature, with a secret too (the crate's server side takes what it knows).
+    crate::targets::spec8_closes::accept_with_features(
+        &ctx,
+        &mut c,
+        &h,
+        &[Version::V1, Version::V2],
+        "suite",
+        &[],
+    )
+    .await?;
+    c.frame_body(patience(&ctx), "the endpoint's first envelope")
+        .await?;
+    let m = mp::map(&[("RegisterBlockManager", mp::map(&[]))]);
+    c.send_frame(&mp::arr(&[mp::u(0), m])).await?;
+    closed_without_envelope(
+        &ctx,
+        &mut c,
+        "the connection closed with no close envelope (closeReason was not taken)",
+    )
+    .await
+}
+
+async fn no_close_envelope_on_shutdown(ctx: Ctx, s: Client) -> Outcome {
+    let (mut run, mut c) = taking_close_reason(&ctx, &s).await?;
+    if run.process.is_none() {
+        return Err(Failure::Skipped(
+            "the endpoint was started by hand: the suite cannot stop it".into(),
+        ));
+    }
+    run.stop(patience(&ctx)).await;
+    closed_without_envelope(
+        &ctx,
+        &mut c,
+        "the connection closed at the endpoint's shutdown with no close envelope",
+    )
+    .await
+}
+
+/// The ask id of an ask envelope's body, `[1, id, …]`.
+fn ask_id(body: &[u8]) -> Option<u64> {
+    let mut cur = body;
+    (rmp::decode::read_array_len(&mut cur).ok()? == 3).then_some(())?;
+    (rmp::decode::read_int::<u64, _>(&mut cur).ok()? == 1).then_some(())?;
+    rmp::decode::read_int::<u64, _>(&mut cur).ok()
+}
+
+async fn bad_reply_close_kind(ctx: Ctx, s: Client) -> Outcome {
+    let (run, mut c, first) = taking_close_reason_first(&ctx, &s).await?;
+    let id = if s.role == Role::Worker {
+        // The worker asks only in version 2, ExecutorStateChanged, for an executor it launched.
+        if c.version != Some(Version::V2) {
+            return Err(Failure::Skipped(
+                "the worker does not speak version 2, where ExecutorStateChanged is an ask".into(),
+            ));
+        }
+        let given = run.given;
+        let mut desc = crate::targets::master::app_desc(Some(1), 64, None);
+        desc.command = sparkwire::messages::Command::new(
+            crate::targets::worker::allowed_exec(),
+            vec!["20".into()],
+            Default::default(),
+            vec![],
+            vec![],
+            vec![],
+        );
+        let master_url = match ctx.log.wire() {
+            crate::env::Wire::Sparkwire => format!("sparkwire://{given}"),
+            crate::env::Wire::Spark(_) => format!("spark://{given}"),
+        };
+        let launch = D::LaunchExecutor(sparkwire::messages::deploy::LaunchExecutor::new(
+            master_url,
+            "app-20250101120000-0081".into(),
+            0,
+            0,
+            desc,
+            1,
+            64,
+            Default::default(),
+        ));
+        c.send(&sparkwire::wire::Envelope::Send(launch)).await?;
+        c.expect::<D, u64>(
+            patience(&ctx),
+            "the ExecutorStateChanged ask",
+            |e| match e {
+                sparkwire::wire::Envelope::Ask {
+                    id,
+                    message: D::ExecutorStateChanged(_),
+                } => Some(*id),
+                _ => None,
+            },
+        )
+        .await?
+    } else {
+        ask_id(&first).ok_or_else(|| {
+            fail(
+                "an ask first (RetrieveSparkAppConfig)",
+                crate::peer::describe(c.family, &first, c.v()),
+            )
+        })?
+    };
+    let two = mp::map(&[("bool", vec![0xc3]), ("int", mp::u(1))]);
+    c.send_frame(&mp::arr(&[mp::u(2), mp::u(id), two])).await?;
+    let want = "a close envelope of kind BadEnvelope, then the close";
+    let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
+    check(reason.kind == "BadEnvelope", want, format!("{reason:?}"))
+}
+
+async fn client_unknown_ask_close_kind(ctx: Ctx, s: Client) -> Outcome {
+    let (_run, mut c) = taking_close_reason(&ctx, &s).await?;
+    c.send_frame(&mp::arr(&[
+        mp::u(2),
+        mp::u(424_242),
+        mp::map(&[("bool", vec![0xc3])]),
+    ]))
+    .await?;
+    let want = "the reply to an ask never made ignored (the connection open), or a close envelope of kind UnknownAsk (or, strictly, RuleViolation) and the close";
+    let end = tokio::time::Instant::now() + ctx.settings.quiet;
+    let mut last = None;
+    loop {
+        let left = end.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_or_close(left).await {
+            // Still open after the quiet time: the reply was ignored.
+            None => return Ok(()),
+            Some(Event::Frame(b)) => last = Some(b),
+            Some(Event::Closed(_)) => {
+                let close = last.as_ref().and_then(|b| {
+                    match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
+                        b,
+                        Version::V2,
+                    ) {
+                        Ok(sparkwire::wire::Envelope::Close(r)) => Some(r),
+                        _ => None,
+                    }
+                });
+                return match close {
+                    Some(r) => check(
+                        matches!(r.kind.as_str(), "UnknownAsk" | "RuleViolation"),
+                        want,
+                        format!("{r:?}"),
+                    ),
+                    None => Err(fail(want, "a close with no close envelope before it")),
+                };
+            }
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a frame declaring {n} bytes")))
+            }
+        }
+    }
 }

@@ -18,6 +18,7 @@ pub mod spec14_ownership;
 pub mod spec4_executor;
 pub mod spec4_fields;
 pub mod spec7_asks;
+pub mod spec8_closes;
 pub mod worker;
 
 use crate::case::{Case, Target};
@@ -55,8 +56,8 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
 pub fn cases(target: Target) -> Vec<Case> {
     match target {
         Target::Master => [master::cases(), sections::master()].concat(),
-        Target::Worker => worker::cases(),
-        Target::Driver => driver::cases(),
+        Target::Worker => [worker::cases(), sections::worker()].concat(),
+        Target::Driver => [driver::cases(), sections::driver()].concat(),
         Target::Executor => [executor::cases(), sections::executor()].concat(),
     }
 }

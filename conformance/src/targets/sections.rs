@@ -11,6 +11,21 @@ pub fn master() -> Vec<Case> {
     crate::targets::spec14_ownership::add(&mut cs);
     crate::targets::handshake_features::add(&mut cs);
     crate::targets::spec14_closing::add(&mut cs);
+    crate::targets::spec8_closes::add_master(&mut cs);
+    cs.list
+}
+
+/// The worker's cases of the files by section.
+pub fn worker() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Worker);
+    crate::targets::spec8_closes::add_worker(&mut cs);
+    cs.list
+}
+
+/// The driver's cases of the files by section.
+pub fn driver() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Driver);
+    crate::targets::spec8_closes::add_driver(&mut cs);
     cs.list
 }
 
@@ -18,5 +33,6 @@ pub fn master() -> Vec<Case> {
 pub fn executor() -> Vec<Case> {
     let mut cs = Cases::new(Target::Executor);
     crate::targets::spec4_executor::add(&mut cs);
+    crate::targets::spec8_closes::add_executor(&mut cs);
     cs.list
 }
