@@ -26,6 +26,10 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
 
+use crate::case::Target;
+
+mod decoder;
+
 type D = DeployMessage;
 
 /// Which targets' self-test a fault serves.
@@ -40,6 +44,9 @@ pub enum Scope {
     /// SPARK-13604, ReconnectWorker, its decoder and handshake); the other targets' cases of the
     /// same kinds fail under the generic faults (`mute`, `keep-open`, `accept-any-hello`).
     Master,
+    /// A driver: the fault breaks only what the driver target checks (its cluster manager's
+    /// side).
+    Driver,
 }
 
 /// One way to break an endpoint: an entry of [`FAULTS`].
@@ -241,6 +248,32 @@ pub static FAULTS: &[FaultSpec] = &[
         scope: Scope::Any,
         behaviour: &OffRoute,
     },
+    FaultSpec {
+        name: "fields-reordered",
+        doc: "The endpoint writes the fields of every message it sends in reverse order (SPEC \
+              §4: an encoder writes them \"in the order the definition lists them\"): the proxy \
+              reverses the field map of each send, ask and reply message. A decoder takes \
+              fields in any order: only the check of the encoder's order \
+              (`spec/4/encoder/…`, conformance/src/canonical.rs) sees it.",
+        scope: Scope::Any,
+        behaviour: &decoder::FieldsReordered,
+    },
+    FaultSpec {
+        name: "unknown-key-refused",
+        doc: "The endpoint closes the connection on a message holding a key its version does \
+              not define, which a decoder MUST skip (SPEC §4, §11.4): the proxy closes on such \
+              a frame from the suite, whichever side connects.",
+        scope: Scope::Any,
+        behaviour: &decoder::UnknownKeyRefused,
+    },
+    FaultSpec {
+        name: "cluster-manager-asked",
+        doc: "The driver asks a cluster manager for executors before it registered (rule K1): \
+              the proxy accepts a `cluster-manager` hello itself and sends a RequestExecutors \
+              ask at once.",
+        scope: Scope::Driver,
+        behaviour: &decoder::ClusterManagerAsked,
+    },
 ];
 
 /// One way to break an endpoint: a handle on its entry of [`FAULTS`].
@@ -290,6 +323,17 @@ impl Fault {
     /// True for the faults that break only what a master does ([`Scope::Master`]).
     pub fn master_only(self) -> bool {
         self.0.scope == Scope::Master
+    }
+
+    /// Whether the self-test runs `target` under this fault (its [`Scope`]): every target for a
+    /// generic fault, the master for the authentication faults (which stand in for a master
+    /// holding a secret) and the master's own, the driver for the driver's own.
+    pub fn serves(self, target: Target) -> bool {
+        match self.0.scope {
+            Scope::Any => true,
+            Scope::Auth | Scope::Master => target == Target::Master,
+            Scope::Driver => target == Target::Driver,
+        }
     }
 }
 
@@ -355,6 +399,12 @@ trait Behaviour: Sync {
     /// whether the suite connected.
     fn endpoint_sent(&self, body: Bytes, _st: &StdMutex<State>, _endpoint_listens: bool) -> Act {
         Act::Forward(body)
+    }
+
+    /// What the suite gets first (whole frames) on a connection the proxy accepted itself
+    /// ([`HelloAct::AcceptAny`]) at `version`, the suite's hello declaring `client_role`.
+    fn first_frames(&self, _client_role: Option<Role>, _version: Version) -> Vec<u8> {
+        Vec::new()
     }
 
     /// What the suite gets after a frame of the endpoint's was passed on (whole frames), the
@@ -1311,7 +1361,14 @@ async fn pipe(
                                 ) {
                                     HelloAct::Pass => write(&to, &framed(&body)).await,
                                     HelloAct::Send(bytes) => write(&to, &bytes).await,
-                                    HelloAct::AcceptAny => accept_any(&st, &back, &to, side).await,
+                                    HelloAct::AcceptAny => {
+                                        let v = accept_any(&st, &back, &to, side).await;
+                                        let role = lock(&st).client_role;
+                                        let first = behaviour.first_frames(role, v);
+                                        if !first.is_empty() {
+                                            write(&back, &first).await;
+                                        }
+                                    }
                                     HelloAct::Refuse(reason) => {
                                         refuse(&back, reason).await;
                                         lock(&st).dead_suite_side = true;
@@ -1351,7 +1408,7 @@ async fn pipe(
 
     // The server's frames, to the client.
     let down = {
-        let (from, to, st) = (sr, cw.clone(), st.clone());
+        let (from, to, back, st) = (sr, cw.clone(), sw.clone(), st.clone());
         async move {
             let mut r = Reader {
                 half: from,
@@ -1397,7 +1454,16 @@ async fn pipe(
                             continue;
                         }
                         if !suite_is_client {
-                            write(&to, &framed(&body)).await;
+                            // The suite's frames to an endpoint that connected.
+                            match behaviour.suite_sent(body, &st) {
+                                Act::Forward(b) => write(&to, &framed(&b)).await,
+                                Act::Drop => {}
+                                Act::Close => {
+                                    close(&to).await;
+                                    close(&back).await;
+                                    break;
+                                }
+                            }
                             continue;
                         }
                         let role = match side {
@@ -1421,13 +1487,15 @@ async fn pipe(
     drop((cw, sw));
 }
 
-async fn accept_any(st: &StdMutex<State>, back: &Writer, to: &Writer, side: Side) {
+/// Accepts the suite at once and says the proxy's own hello upstream; returns the version
+/// accepted.
+async fn accept_any(st: &StdMutex<State>, back: &Writer, to: &Writer, side: Side) -> Version {
     let Side::SuiteConnects {
         client_role,
         server_role,
     } = side
     else {
-        return;
+        return Version::V2;
     };
     let offered = lock(st).offered.clone();
     let version = if offered.contains(&2) || offered.is_empty() || !offered.contains(&1) {
@@ -1452,6 +1520,7 @@ async fn accept_any(st: &StdMutex<State>, back: &Writer, to: &Writer, side: Side
         &hello_bytes(&Hello::new(&[version], client_role, "proxy")),
     )
     .await;
+    version
 }
 
 async fn refuse(back: &Writer, reason: RefusalReason) {

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod cluster_manager;
 pub mod common;
 pub mod driver;
 pub mod executor;
@@ -12,6 +13,7 @@ pub mod server;
 pub mod spark;
 pub mod spawned;
 pub mod spec11;
+pub mod spec11_driver;
 pub mod spec14;
 pub mod spec14_closing;
 pub mod spec14_ownership;
@@ -56,7 +58,7 @@ pub fn cases(target: Target) -> Vec<Case> {
     match target {
         Target::Master => [master::cases(), sections::master()].concat(),
         Target::Worker => worker::cases(),
-        Target::Driver => driver::cases(),
+        Target::Driver => [driver::cases(), sections::driver()].concat(),
         Target::Executor => [executor::cases(), sections::executor()].concat(),
     }
 }

@@ -20,3 +20,11 @@ pub fn executor() -> Vec<Case> {
     crate::targets::spec4_executor::add(&mut cs);
     cs.list
 }
+
+/// The driver's cases of the files by section.
+pub fn driver() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Driver);
+    crate::targets::spec11_driver::add(&mut cs);
+    crate::targets::cluster_manager::add(&mut cs);
+    cs.list
+}
