@@ -17,6 +17,7 @@ pub mod spec11_driver;
 pub mod spec14;
 pub mod spec14_closing;
 pub mod spec14_ownership;
+pub mod spec4_encoder;
 pub mod spec4_executor;
 pub mod spec4_fields;
 pub mod spec7_asks;
@@ -57,7 +58,7 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
 pub fn cases(target: Target) -> Vec<Case> {
     match target {
         Target::Master => [master::cases(), sections::master()].concat(),
-        Target::Worker => worker::cases(),
+        Target::Worker => [worker::cases(), sections::worker()].concat(),
         Target::Driver => [driver::cases(), sections::driver()].concat(),
         Target::Executor => [executor::cases(), sections::executor()].concat(),
     }

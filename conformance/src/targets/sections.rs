@@ -11,6 +11,14 @@ pub fn master() -> Vec<Case> {
     crate::targets::spec14_ownership::add(&mut cs);
     crate::targets::handshake_features::add(&mut cs);
     crate::targets::spec14_closing::add(&mut cs);
+    crate::targets::spec4_encoder::add_master(&mut cs);
+    cs.list
+}
+
+/// The worker's cases of the files by section.
+pub fn worker() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Worker);
+    crate::targets::spec4_encoder::add_worker(&mut cs);
     cs.list
 }
 
@@ -18,6 +26,7 @@ pub fn master() -> Vec<Case> {
 pub fn executor() -> Vec<Case> {
     let mut cs = Cases::new(Target::Executor);
     crate::targets::spec4_executor::add(&mut cs);
+    crate::targets::spec4_encoder::add_executor(&mut cs);
     cs.list
 }
 
@@ -26,5 +35,6 @@ pub fn driver() -> Vec<Case> {
     let mut cs = Cases::new(Target::Driver);
     crate::targets::spec11_driver::add(&mut cs);
     crate::targets::cluster_manager::add(&mut cs);
+    crate::targets::spec4_encoder::add_driver(&mut cs);
     cs.list
 }
