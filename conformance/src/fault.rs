@@ -44,9 +44,8 @@ pub enum Scope {
     /// SPARK-13604, ReconnectWorker, its decoder and handshake); the other targets' cases of the
     /// same kinds fail under the generic faults (`mute`, `keep-open`, `accept-any-hello`).
     Master,
-    /// A driver: the fault breaks only what the driver target checks (its cluster manager's
-    /// side).
-    Driver,
+    /// These targets only: the fault breaks only what their cases check.
+    Only(&'static [Target]),
 }
 
 /// One way to break an endpoint: an entry of [`FAULTS`].
@@ -191,7 +190,7 @@ pub static FAULTS: &[FaultSpec] = &[
         name: "unordered-taken",
         doc: "The endpoint takes maps and sets out of order or with a key twice (SPEC §11.3): \
               the proxy drops the frames refused for it.",
-        scope: Scope::Master,
+        scope: Scope::Only(&[Target::Master, Target::Driver]),
         behaviour: &InvalidFieldsTaken { order: true },
     },
     FaultSpec {
@@ -271,7 +270,7 @@ pub static FAULTS: &[FaultSpec] = &[
         doc: "The driver asks a cluster manager for executors before it registered (rule K1): \
               the proxy accepts a `cluster-manager` hello itself and sends a RequestExecutors \
               ask at once.",
-        scope: Scope::Driver,
+        scope: Scope::Only(&[Target::Driver]),
         behaviour: &decoder::ClusterManagerAsked,
     },
 ];
@@ -327,12 +326,12 @@ impl Fault {
 
     /// Whether the self-test runs `target` under this fault (its [`Scope`]): every target for a
     /// generic fault, the master for the authentication faults (which stand in for a master
-    /// holding a secret) and the master's own, the driver for the driver's own.
+    /// holding a secret) and the master's own, the targets named for the others.
     pub fn serves(self, target: Target) -> bool {
         match self.0.scope {
             Scope::Any => true,
             Scope::Auth | Scope::Master => target == Target::Master,
-            Scope::Driver => target == Target::Driver,
+            Scope::Only(targets) => targets.contains(&target),
         }
     }
 }

@@ -317,7 +317,8 @@ fn every_case_fails_against_some_broken_endpoint() {
     for t in Target::ALL {
         for f in Fault::all() {
             // The authentication faults stand in for a master holding a secret; the master's own
-            // faults break only what the master target checks.
+            // faults break only what the master target checks, and a fault scoped to some
+            // targets only what theirs check (`Fault::serves`).
             if !f.serves(t) {
                 continue;
             }

@@ -34,6 +34,7 @@ pub fn executor() -> Vec<Case> {
 pub fn driver() -> Vec<Case> {
     let mut cs = Cases::new(Target::Driver);
     crate::targets::spec11_driver::add(&mut cs);
+    crate::targets::spec11_driver::add_nested_maps(&mut cs);
     crate::targets::cluster_manager::add(&mut cs);
     crate::targets::spec4_encoder::add_driver(&mut cs);
     cs.list

@@ -13,17 +13,25 @@
 //!
 //! A valid frame keeps the connection, an invalid one closes it (SPEC §8); where the handshake
 //! agreed on `closeReason`, the close envelope names the vector's error (SPEC §8.1).
+//!
+//! Then SPEC §11.3's "a map inside a map": the one such map a sparkwire endpoint receives is a
+//! version 2 StatusUpdate's `resources` (`map<string,map<string,i64>>`, executor → driver; the
+//! other, RequestExecutors' `hostToLocalTaskCount`, goes to a cluster manager), sent by a
+//! registered executor for the task the driver launched on it.
 
+use std::collections::BTreeMap;
+
+use sparkwire::messages::coarse::StatusUpdate;
 use sparkwire::messages::deploy::RegisteredApplication;
-use sparkwire::messages::{Addr, DeployMessage, EndpointRef};
+use sparkwire::messages::{Addr, CoarseMessage, DeployMessage, EndpointRef, TaskState, Version};
 use sparkwire::wire::handshake::{Hello, Role, CLOSE_REASON};
-use sparkwire::wire::Envelope;
+use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::{Cases, Failure, Level, Outcome};
+use crate::case::{fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
-use crate::peer::Conn;
+use crate::peer::{frame, Conn};
 use crate::targets::common::{unique, wait};
-use crate::targets::driver::{registered, SMALL};
+use crate::targets::driver::{executor, registered, SMALL};
 use crate::targets::spawned;
 use crate::targets::spec11::{refused_with, replays, slug, stays_open, At, Replay};
 
@@ -80,6 +88,92 @@ pub fn add(cs: &mut Cases) {
             async move { to_app_client(ctx, r).await }
         });
     }
+}
+
+/// The cases of a map inside a map (SPEC §11.3) on the driver's executor port.
+pub fn add_nested_maps(cs: &mut Cases) {
+    cs.add(
+        "spec/11.3/map-inside-map-out-of-order",
+        Level::Must,
+        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order ... at any depth (a map inside a map included)\": a registered executor's StatusUpdate (version 2) for the task the driver launched on it, whose `resources` holds {\"gpu\": {\"b\": 2, \"a\": 1}}, is refused: the connection closed",
+        map_inside_map_out_of_order,
+    );
+    cs.add(
+        "spec/11.3/map-inside-map-ascending-taken",
+        Level::Must,
+        "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order\", at any depth: the same StatusUpdate with {\"gpu\": {\"a\": 1, \"b\": 2}} is taken, the executor's connection kept open",
+        map_inside_map_ascending,
+    );
+}
+
+/// The inner map `{"a": 1, "b": 2}` as sparkwire writes it.
+const INNER: [u8; 7] = [0x82, 0xa1, b'a', 0x01, 0xa1, b'b', 0x02];
+
+/// The inner map with its keys swapped: `{"b": 2, "a": 1}`.
+const INNER_SWAPPED: [u8; 7] = [0x82, 0xa1, b'b', 0x02, 0xa1, b'a', 0x01];
+
+/// A registered executor of a registered driver, the task the driver launched on it, and the
+/// frame of its RUNNING StatusUpdate whose resources are `{"gpu": INNER}`, with INNER's bytes
+/// replaced by `inner`.
+async fn status_with_resources(
+    ctx: &Ctx,
+    inner: [u8; 7],
+) -> Result<
+    (
+        crate::targets::driver::Registered,
+        crate::targets::driver::FakeExecutor,
+        Vec<u8>,
+    ),
+    Failure,
+> {
+    let d = registered(ctx, SMALL).await?;
+    let mut e = executor(ctx, &d, "1", 1, Version::V2).await?;
+    e.launched().await?;
+    let t = e.task(ctx).await?;
+    let mut resources = BTreeMap::new();
+    resources.insert(
+        "gpu".to_string(),
+        BTreeMap::from([("a".to_string(), 1i64), ("b".to_string(), 2i64)]),
+    );
+    let m = CoarseMessage::StatusUpdate(StatusUpdate::new(
+        e.id.clone(),
+        t.task_id,
+        TaskState::Running,
+        Vec::new().into(),
+        t.cpus,
+        resources,
+    ));
+    let mut body = Vec::new();
+    encode_envelope(&Envelope::Send(m), Version::V2, &mut body)
+        .map_err(|er| fail("a StatusUpdate the suite can encode", er.to_string()))?;
+    let at = body
+        .windows(INNER.len())
+        .position(|w| w == INNER)
+        .ok_or_else(|| fail("the inner resources map in the encoded frame", "not found"))?;
+    body[at..at + INNER.len()].copy_from_slice(&inner);
+    Ok((d, e, frame(&body)))
+}
+
+async fn map_inside_map_out_of_order(ctx: Ctx) -> Outcome {
+    let (_d, mut e, bytes) = status_with_resources(&ctx, INNER_SWAPPED).await?;
+    e.conn
+        .send_raw(
+            &bytes,
+            "a StatusUpdate whose resources are {\"gpu\": {\"b\": 2, \"a\": 1}}",
+        )
+        .await?;
+    refused_with(&ctx, &mut e.conn, "InvalidFields", false).await
+}
+
+async fn map_inside_map_ascending(ctx: Ctx) -> Outcome {
+    let (_d, mut e, bytes) = status_with_resources(&ctx, INNER).await?;
+    e.conn
+        .send_raw(
+            &bytes,
+            "a StatusUpdate whose resources are {\"gpu\": {\"a\": 1, \"b\": 2}}",
+        )
+        .await?;
+    stays_open(&ctx, &mut e.conn, false).await
 }
 
 /// A fresh executor connection to a registered driver's executor port, at the vector's version,
