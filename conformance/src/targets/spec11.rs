@@ -1,6 +1,7 @@
-//! `--target master`, SPEC §11: decoding in detail, live. Every decoder decision of
+//! SPEC §11: decoding in detail, live, for the master, the worker and the executor (the driver's
+//! cases are in `spec11_driver.rs`, on these helpers). Every decoder decision of
 //! `protocol/vectors/decoder.json` (and every invalid envelope vector of `envelope.json`) that a
-//! master can receive is replayed on a fresh connection, in a message that is otherwise legal on
+//! target can receive is replayed on a fresh connection, in a message that is otherwise legal on
 //! its route and for the role that sends it (SPEC §14.1): a valid frame keeps the connection, an
 //! invalid one closes it (SPEC §8, "On any decoding error the receiver closes that connection
 //! only"). Then the canonical maps of §11.3 inside a registration. One function per case.
@@ -580,7 +581,7 @@ pub fn add_executor(cs: &mut Cases) {
             == Some("StopExecutor");
         let requirement = match (&r.error, stop) {
             (Some(e), _) => format!(
-                "the executor decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its driver closed",
+                "the executor decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its driver closed (a close envelope, if one comes, of kind {e})",
                 r.file, r.name
             ),
             (None, true) => format!(
@@ -632,7 +633,7 @@ pub fn add_worker(cs: &mut Cases) {
         let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
             Some(e) => format!(
-                "the worker decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its master closed",
+                "the worker decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its master closed (a close envelope, if one comes, of kind {e})",
                 r.file, r.name
             ),
             None => format!(
