@@ -200,10 +200,10 @@ async fn to_executor_port(ctx: Ctx, r: Replay) -> Outcome {
     }
 }
 
-/// A freshly started driver whose application client the suite accepts at the vector's version
-/// and registers; the frame, then its verdict.
-async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
-    let run = spawned::start(&ctx, Role::Master, |given, dir| {
+/// A driver started for a case with the small job, its application client about to connect
+/// to the suite as its master (as `driver.rs` starts one, the version left to the case).
+pub(crate) async fn started(ctx: &Ctx) -> Result<spawned::Run, Failure> {
+    spawned::start(ctx, Role::Master, |given, dir| {
         vec![
             ("master_url", format!("sparkwire://{given}")),
             ("master_host", given.ip().to_string()),
@@ -216,7 +216,13 @@ async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
             ("cores", "2".into()),
         ]
     })
-    .await?;
+    .await
+}
+
+/// A freshly started driver whose application client the suite accepts at the vector's version
+/// and registers; the frame, then its verdict.
+async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
+    let run = started(&ctx).await?;
     let mut app = run.accept(&ctx, "master", Role::Master).await?;
     let hello = app.read_hello(spawned::startup(&ctx)).await?;
     if !hello.versions.contains(&u64::from(r.version.number())) {

@@ -223,22 +223,8 @@ async fn driver(ctx: Ctx) -> Outcome {
 }
 
 async fn driver_in(ctx: Ctx, v: Version) -> Outcome {
-    use crate::targets::driver::SMALL;
     use crate::targets::spawned;
-    let mut run = spawned::start(&ctx, Role::Master, |given, dir| {
-        vec![
-            ("master_url", format!("sparkwire://{given}")),
-            ("master_host", given.ip().to_string()),
-            ("master_port", given.port().to_string()),
-            ("work_dir", dir.display().to_string()),
-            ("job", SMALL.job.to_string()),
-            ("partitions", SMALL.partitions.to_string()),
-            ("param", SMALL.param.to_string()),
-            ("max_message_size", SMALL.max_message_size.to_string()),
-            ("cores", "2".into()),
-        ]
-    })
-    .await?;
+    let mut run = crate::targets::spec11_driver::started(&ctx).await?;
     let mut app = run.accept(&ctx, "master", Role::Master).await?;
     let hello = app.read_hello(spawned::startup(&ctx)).await?;
     if !hello.versions.contains(&u64::from(v.number())) {
