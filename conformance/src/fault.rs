@@ -26,7 +26,10 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
 
+use crate::case::Target;
+
 mod closes;
+mod decoder;
 
 type D = DeployMessage;
 
@@ -45,6 +48,8 @@ pub enum Scope {
     /// An endpoint that connects to the suite (a worker, a driver, an executor): the fault
     /// breaks only what the client targets check.
     Clients,
+    /// These targets only: the fault breaks only what their cases check.
+    Only(&'static [Target]),
 }
 
 /// One way to break an endpoint: an entry of [`FAULTS`].
@@ -189,7 +194,7 @@ pub static FAULTS: &[FaultSpec] = &[
         name: "unordered-taken",
         doc: "The endpoint takes maps and sets out of order or with a key twice (SPEC §11.3): \
               the proxy drops the frames refused for it.",
-        scope: Scope::Master,
+        scope: Scope::Only(&[Target::Master, Target::Driver]),
         behaviour: &InvalidFieldsTaken { order: true },
     },
     FaultSpec {
@@ -286,6 +291,32 @@ pub static FAULTS: &[FaultSpec] = &[
         scope: Scope::Clients,
         behaviour: &closes::CloseKindUnknownIgnored,
     },
+    FaultSpec {
+        name: "fields-reordered",
+        doc: "The endpoint writes the fields of every message it sends in reverse order (SPEC \
+              §4: an encoder writes them \"in the order the definition lists them\"): the proxy \
+              reverses the field map of each send, ask and reply message. A decoder takes \
+              fields in any order: only the check of the encoder's order \
+              (`spec/4/encoder/…`, conformance/src/canonical.rs) sees it.",
+        scope: Scope::Any,
+        behaviour: &decoder::FieldsReordered,
+    },
+    FaultSpec {
+        name: "unknown-key-refused",
+        doc: "The endpoint closes the connection on a message holding a key its version does \
+              not define, which a decoder MUST skip (SPEC §4, §11.4): the proxy closes on such \
+              a frame from the suite, whichever side connects.",
+        scope: Scope::Any,
+        behaviour: &decoder::UnknownKeyRefused,
+    },
+    FaultSpec {
+        name: "cluster-manager-asked",
+        doc: "The driver asks a cluster manager for executors before it registered (rule K1): \
+              the proxy accepts a `cluster-manager` hello itself and sends a RequestExecutors \
+              ask at once.",
+        scope: Scope::Only(&[Target::Driver]),
+        behaviour: &decoder::ClusterManagerAsked,
+    },
 ];
 
 /// One way to break an endpoint: a handle on its entry of [`FAULTS`].
@@ -337,9 +368,16 @@ impl Fault {
         self.0.scope == Scope::Master
     }
 
-    /// True for the faults that break only what a connecting endpoint does ([`Scope::Clients`]).
-    pub fn clients_only(self) -> bool {
-        self.0.scope == Scope::Clients
+    /// Whether the self-test runs `target` under this fault (its [`Scope`]): every target for a
+    /// generic fault, the master for the authentication faults (which stand in for a master
+    /// holding a secret) and the master's own, the targets named for the others.
+    pub fn serves(self, target: Target) -> bool {
+        match self.0.scope {
+            Scope::Any => true,
+            Scope::Auth | Scope::Master => target == Target::Master,
+            Scope::Clients => target != Target::Master,
+            Scope::Only(targets) => targets.contains(&target),
+        }
     }
 }
 
@@ -407,13 +445,20 @@ trait Behaviour: Sync {
         Act::Forward(body)
     }
 
-    /// A frame from the suite to the endpoint after the handshake, when the endpoint connects.
-    fn suite_sent_to_client(&self, body: Bytes, _st: &StdMutex<State>) -> Act {
-        Act::Forward(body)
+    /// A frame from the suite to the endpoint after the handshake, when the endpoint connects:
+    /// by default what [`Behaviour::suite_sent`] does with it, whichever side connects.
+    fn suite_sent_to_client(&self, body: Bytes, st: &StdMutex<State>) -> Act {
+        self.suite_sent(body, st)
     }
 
     /// What the suite gets (whole frames) when the endpoint's stream ends, before the close.
     fn endpoint_ends(&self, _st: &StdMutex<State>) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// What the suite gets first (whole frames) on a connection the proxy accepted itself
+    /// ([`HelloAct::AcceptAny`]) at `version`, the suite's hello declaring `client_role`.
+    fn first_frames(&self, _client_role: Option<Role>, _version: Version) -> Vec<u8> {
         Vec::new()
     }
 
@@ -1379,7 +1424,14 @@ async fn pipe(
                                 ) {
                                     HelloAct::Pass => write(&to, &framed(&body)).await,
                                     HelloAct::Send(bytes) => write(&to, &bytes).await,
-                                    HelloAct::AcceptAny => accept_any(&st, &back, &to, side).await,
+                                    HelloAct::AcceptAny => {
+                                        let v = accept_any(&st, &back, &to, side).await;
+                                        let role = lock(&st).client_role;
+                                        let first = behaviour.first_frames(role, v);
+                                        if !first.is_empty() {
+                                            write(&back, &first).await;
+                                        }
+                                    }
                                     HelloAct::Refuse(reason) => {
                                         refuse(&back, reason).await;
                                         lock(&st).dead_suite_side = true;
@@ -1419,7 +1471,7 @@ async fn pipe(
 
     // The server's frames, to the client.
     let down = {
-        let (from, to, st) = (sr, cw.clone(), st.clone());
+        let (from, to, back, st) = (sr, cw.clone(), sw.clone(), st.clone());
         async move {
             let mut r = Reader {
                 half: from,
@@ -1471,11 +1523,13 @@ async fn pipe(
                             continue;
                         }
                         if !suite_is_client {
+                            // The suite's frames to an endpoint that connected.
                             match behaviour.suite_sent_to_client(body, &st) {
                                 Act::Forward(b) => write(&to, &framed(&b)).await,
                                 Act::Drop => {}
                                 Act::Close => {
                                     close(&to).await;
+                                    close(&back).await;
                                     break;
                                 }
                             }
@@ -1502,13 +1556,15 @@ async fn pipe(
     drop((cw, sw));
 }
 
-async fn accept_any(st: &StdMutex<State>, back: &Writer, to: &Writer, side: Side) {
+/// Accepts the suite at once and says the proxy's own hello upstream; returns the version
+/// accepted.
+async fn accept_any(st: &StdMutex<State>, back: &Writer, to: &Writer, side: Side) -> Version {
     let Side::SuiteConnects {
         client_role,
         server_role,
     } = side
     else {
-        return;
+        return Version::V2;
     };
     let offered = lock(st).offered.clone();
     let version = if offered.contains(&2) || offered.is_empty() || !offered.contains(&1) {
@@ -1533,6 +1589,7 @@ async fn accept_any(st: &StdMutex<State>, back: &Writer, to: &Writer, side: Side
         &hello_bytes(&Hello::new(&[version], client_role, "proxy")),
     )
     .await;
+    version
 }
 
 async fn refuse(back: &Writer, reason: RefusalReason) {

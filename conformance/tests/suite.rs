@@ -318,11 +318,9 @@ fn every_case_fails_against_some_broken_endpoint() {
         for f in Fault::all() {
             // The authentication faults stand in for a master holding a secret; the master's own
             // faults break only what the master target checks, the clients' only what the
-            // worker, driver and executor targets check.
-            if t != Target::Master && (f.breaks_auth() || f.master_only()) {
-                continue;
-            }
-            if t == Target::Master && f.clients_only() {
+            // worker, driver and executor targets check, and a fault scoped to some targets only
+            // what theirs check (`Fault::serves`).
+            if !f.serves(t) {
                 continue;
             }
             for c in configurations(t) {

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod cluster_manager;
 pub mod common;
 pub mod driver;
 pub mod executor;
@@ -12,9 +13,11 @@ pub mod server;
 pub mod spark;
 pub mod spawned;
 pub mod spec11;
+pub mod spec11_driver;
 pub mod spec14;
 pub mod spec14_closing;
 pub mod spec14_ownership;
+pub mod spec4_encoder;
 pub mod spec4_executor;
 pub mod spec4_fields;
 pub mod spec7_asks;

@@ -12,6 +12,7 @@ pub fn master() -> Vec<Case> {
     crate::targets::handshake_features::add(&mut cs);
     crate::targets::spec14_closing::add(&mut cs);
     crate::targets::spec8_closes::add_master(&mut cs);
+    crate::targets::spec4_encoder::add_master(&mut cs);
     cs.list
 }
 
@@ -19,13 +20,7 @@ pub fn master() -> Vec<Case> {
 pub fn worker() -> Vec<Case> {
     let mut cs = Cases::new(Target::Worker);
     crate::targets::spec8_closes::add_worker(&mut cs);
-    cs.list
-}
-
-/// The driver's cases of the files by section.
-pub fn driver() -> Vec<Case> {
-    let mut cs = Cases::new(Target::Driver);
-    crate::targets::spec8_closes::add_driver(&mut cs);
+    crate::targets::spec4_encoder::add_worker(&mut cs);
     cs.list
 }
 
@@ -34,5 +29,17 @@ pub fn executor() -> Vec<Case> {
     let mut cs = Cases::new(Target::Executor);
     crate::targets::spec4_executor::add(&mut cs);
     crate::targets::spec8_closes::add_executor(&mut cs);
+    crate::targets::spec4_encoder::add_executor(&mut cs);
+    cs.list
+}
+
+/// The driver's cases of the files by section.
+pub fn driver() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Driver);
+    crate::targets::spec8_closes::add_driver(&mut cs);
+    crate::targets::spec11_driver::add(&mut cs);
+    crate::targets::spec11_driver::add_nested_maps(&mut cs);
+    crate::targets::cluster_manager::add(&mut cs);
+    crate::targets::spec4_encoder::add_driver(&mut cs);
     cs.list
 }

@@ -1,6 +1,7 @@
-//! `--target master`, SPEC §11: decoding in detail, live. Every decoder decision of
+//! SPEC §11: decoding in detail, live, for the master, the worker and the executor (the driver's
+//! cases are in `spec11_driver.rs`, on these helpers). Every decoder decision of
 //! `protocol/vectors/decoder.json` (and every invalid envelope vector of `envelope.json`) that a
-//! master can receive is replayed on a fresh connection, in a message that is otherwise legal on
+//! target can receive is replayed on a fresh connection, in a message that is otherwise legal on
 //! its route and for the role that sends it (SPEC §14.1): a valid frame keeps the connection, an
 //! invalid one closes it (SPEC §8, "On any decoding error the receiver closes that connection
 //! only"). Then the canonical maps of §11.3 inside a registration. One function per case.
@@ -28,18 +29,18 @@ type D = DeployMessage;
 /// One decision to replay: where it comes from, the frame, the error it must be refused with
 /// (`None`: it must be taken), its version, and how the master can receive it.
 #[derive(Clone)]
-struct Replay {
-    file: &'static str,
-    name: String,
-    frame: Vec<u8>,
-    error: Option<String>,
-    version: Version,
-    how: How,
+pub(crate) struct Replay {
+    pub(crate) file: &'static str,
+    pub(crate) name: String,
+    pub(crate) frame: Vec<u8>,
+    pub(crate) error: Option<String>,
+    pub(crate) version: Version,
+    pub(crate) how: How,
 }
 
 /// Who sends a replayed frame, so that its message is legal on its route (SPEC §14.1).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum How {
+pub(crate) enum How {
     /// The frame is refused before its message is looked at (MessagePack, nesting, trailing
     /// bytes, the envelope's shape, an unknown or local name): any role, here a UI.
     AnyRole,
@@ -61,7 +62,7 @@ const BEFORE_NAME: [&str; 4] = [
 const CLIENTS: [Role; 4] = [Role::Worker, Role::AppClient, Role::DriverClient, Role::Ui];
 
 /// The envelope tag and message name of a frame's body, as far as they can be read.
-fn tag_and_name(body: &[u8]) -> (Option<u64>, Option<String>) {
+pub(crate) fn tag_and_name(body: &[u8]) -> (Option<u64>, Option<String>) {
     let mut cur = body;
     let Ok(len) = rmp::decode::read_array_len(&mut cur) else {
         return (None, None);
@@ -94,10 +95,10 @@ fn message_of(family: &str, name: &str) -> Option<&'static MessageDef> {
 
 /// The endpoint a replay goes to: its family, its role's name in the definition, the roles the
 /// suite plays towards it.
-struct At {
-    family: &'static str,
-    role: &'static str,
-    peers: &'static [Role],
+pub(crate) struct At {
+    pub(crate) family: &'static str,
+    pub(crate) role: &'static str,
+    pub(crate) peers: &'static [Role],
 }
 
 const MASTER: At = At {
@@ -174,7 +175,7 @@ fn how_at(
 }
 
 /// A case id's last part for a vector name: lowercase words joined by `-`.
-fn slug(name: &str) -> String {
+pub(crate) fn slug(name: &str) -> String {
     let mut out = String::new();
     for c in name.chars() {
         if c.is_ascii_alphanumeric() {
@@ -187,7 +188,7 @@ fn slug(name: &str) -> String {
 }
 
 /// Every decision of the vectors the endpoint `at` can receive.
-fn replays(at: &At) -> Vec<Replay> {
+pub(crate) fn replays(at: &At) -> Vec<Replay> {
     let mut out = Vec::new();
     let def = Definition::builtin();
     if let Ok(vs) = decoder_vectors(def) {
@@ -344,15 +345,7 @@ async fn replay(ctx: Ctx, r: Replay) -> Outcome {
     match &r.error {
         // Where the handshake agreed on closeReason, the close envelope names the error kind
         // the vector gives (SPEC §8.1: "the kind is the first that applies, §11.2").
-        Some(e) if close_reason => {
-            let want = format!("a close envelope of kind {e}, then the close");
-            let reason = close_envelope(&ctx, &mut c, &want).await?;
-            check(&reason.kind == e, want, format!("{reason:?}"))
-        }
-        Some(e) => {
-            c.expect_closed(wait(&ctx), &format!("the connection closed ({e})"))
-                .await
-        }
+        Some(e) => refused_with(&ctx, &mut c, e, close_reason).await,
         None => {
             if taken(&ctx, &mut c, &r.frame, close_reason).await? {
                 return Ok(());
@@ -426,7 +419,7 @@ const NOT_DECODING: [&str; 3] = ["RuleViolation", "NotOwner", "NotOnRoute"];
 
 /// Reads for the quiet time; fails when the connection closes, unless its close envelope says
 /// the message was refused for what it says (`NOT_DECODING`), not for its encoding.
-async fn stays_open(ctx: &Ctx, c: &mut Conn, close_reason: bool) -> Outcome {
+pub(crate) async fn stays_open(ctx: &Ctx, c: &mut Conn, close_reason: bool) -> Outcome {
     let want = "the connection kept open (the frame is valid)";
     let end = tokio::time::Instant::now() + ctx.settings.quiet;
     let mut last = None;
@@ -450,6 +443,55 @@ async fn stays_open(ctx: &Ctx, c: &mut Conn, close_reason: bool) -> Outcome {
             }
             Some(Event::TooLarge(n)) => {
                 return Err(fail(want, format!("a prefix declaring {n} bytes")))
+            }
+        }
+    }
+}
+
+/// Expects the connection closed for the decoding error `error` (SPEC §8: "On any decoding error
+/// the receiver closes that connection only"). Where the handshake agreed on `closeReason`
+/// (`agreed`), the close envelope must come and name `error` (SPEC §8.1: "the kind is the first
+/// that applies, §11.2"). Where the suite cannot tell whether it was agreed (it accepted the
+/// endpoint's hello itself), a close envelope that comes must name `error` all the same.
+pub(crate) async fn refused_with(ctx: &Ctx, c: &mut Conn, error: &str, agreed: bool) -> Outcome {
+    if agreed {
+        let want = format!("a close envelope of kind {error}, then the close");
+        let reason = close_envelope(ctx, c, &want).await?;
+        return check(reason.kind == error, want, format!("{reason:?}"));
+    }
+    let want = format!("the connection closed ({error})");
+    let deadline = tokio::time::Instant::now() + wait(ctx);
+    let mut last = None;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_or_close(left).await {
+            Some(Event::Frame(body)) => last = Some(body),
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a prefix declaring {n} bytes")))
+            }
+            Some(Event::Closed(_)) => {
+                let kind = last.as_ref().and_then(|b| {
+                    match sparkwire::wire::decode_envelope::<D>(b, c.v()) {
+                        Ok(Envelope::Close(reason)) => Some(reason.kind),
+                        _ => None,
+                    }
+                });
+                return match kind {
+                    Some(k) if k != error => Err(fail(
+                        format!("{want}, a close envelope naming {error}"),
+                        format!("a close envelope of kind {k}"),
+                    )),
+                    _ => Ok(()),
+                };
+            }
+            None => {
+                return Err(fail(
+                    want,
+                    format!(
+                        "the connection still open after {} ms",
+                        wait(ctx).as_millis()
+                    ),
+                ))
             }
         }
     }
@@ -539,7 +581,7 @@ pub fn add_executor(cs: &mut Cases) {
             == Some("StopExecutor");
         let requirement = match (&r.error, stop) {
             (Some(e), _) => format!(
-                "the executor decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its driver closed",
+                "the executor decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its driver closed (a close envelope, if one comes, of kind {e})",
                 r.file, r.name
             ),
             (None, true) => format!(
@@ -566,11 +608,7 @@ async fn replay_to_executor(ctx: Ctx, r: Replay, stop: bool) -> Outcome {
         .send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
         .await?;
     match (&r.error, stop) {
-        (Some(err), _) => {
-            e.conn
-                .expect_closed(wait(&ctx), &format!("the connection closed ({err})"))
-                .await
-        }
+        (Some(err), _) => refused_with(&ctx, &mut e.conn, err, false).await,
         (None, true) => {
             e.conn
                 .expect_closed(wait(&ctx), "the connection closed (StopExecutor)")
@@ -595,7 +633,7 @@ pub fn add_worker(cs: &mut Cases) {
         let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
             Some(e) => format!(
-                "the worker decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its master closed",
+                "the worker decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its master closed (a close envelope, if one comes, of kind {e})",
                 r.file, r.name
             ),
             None => format!(
@@ -616,11 +654,7 @@ async fn replay_to_worker(ctx: Ctx, r: Replay) -> Outcome {
         .send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
         .await?;
     match &r.error {
-        Some(err) => {
-            w.conn
-                .expect_closed(wait(&ctx), &format!("the connection closed ({err})"))
-                .await
-        }
+        Some(err) => refused_with(&ctx, &mut w.conn, err, false).await,
         None => stays_open(&ctx, &mut w.conn, false).await,
     }
 }
