@@ -1,11 +1,13 @@
 //! The cases of each target.
 
+pub mod admin;
 pub mod auth;
 pub mod client;
 pub mod common;
 pub mod driver;
 pub mod executor;
 pub mod handshake_features;
+pub mod limits;
 pub mod master;
 pub mod sections;
 pub mod server;
@@ -18,6 +20,7 @@ pub mod spec14_ownership;
 pub mod spec4_executor;
 pub mod spec4_fields;
 pub mod spec7_asks;
+pub mod tls;
 pub mod worker;
 
 use crate::case::{Case, Target};

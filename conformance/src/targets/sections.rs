@@ -11,6 +11,9 @@ pub fn master() -> Vec<Case> {
     crate::targets::spec14_ownership::add(&mut cs);
     crate::targets::handshake_features::add(&mut cs);
     crate::targets::spec14_closing::add(&mut cs);
+    crate::targets::limits::add(&mut cs);
+    crate::targets::admin::add(&mut cs);
+    crate::targets::tls::add(&mut cs);
     cs.list
 }
 
