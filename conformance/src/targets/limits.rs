@@ -796,7 +796,8 @@ async fn slow_consumer(ctx: Ctx) -> Outcome {
 }
 
 async fn close_reason_frame_too_large(ctx: Ctx) -> Outcome {
-    let hello = Hello::new(&[Version::V2], Role::Ui, "suite").with_features(&[CLOSE_REASON]);
+    let hello =
+        Hello::new(&[Version::V1, Version::V2], Role::Ui, "suite").with_features(&[CLOSE_REASON]);
     let (mut c, taken) = Conn::open_with(
         addr(&ctx)?,
         "ui",
