@@ -126,6 +126,78 @@ fn secret_file(dir: &std::path::Path, name: &str) -> Result<(Secret, String), Fa
     Ok((secret, path.display().to_string()))
 }
 
+/// A port on 127.0.0.1 that was free a moment ago and that no other server of this run was
+/// given: the system picks it, and the run never hands the same one out twice (two cases
+/// starting servers at once would otherwise be given the same just-freed port).
+fn free_port() -> Result<u16, Failure> {
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..64 {
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|l| l.local_addr())
+            .map_err(|e| fail("a free port for the server", e.to_string()))?
+            .port();
+        if given.insert(port) {
+            return Ok(port);
+        }
+    }
+    Err(fail(
+        "a free port for the server",
+        "the system gave only ports already given",
+    ))
+}
+
+/// Starts the server from `template` with `vars` and a free `{port}`, and waits until it
+/// accepts TCP connections there. A server that exits first (another process took the port
+/// meanwhile) is started again on another port, twice at most.
+async fn up(
+    ctx: &Ctx,
+    template: &str,
+    vars: Vec<(&'static str, String)>,
+) -> Result<(Spawned, SocketAddr), Failure> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let port = free_port()?;
+        let mut with_port = vars.clone();
+        with_port.push(("port", port.to_string()));
+        let mut process = spawn(template, &with_port, &[], &ctx.log)?;
+        let direct = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + wait(ctx) * 3;
+        let exited = loop {
+            if tokio::net::TcpStream::connect(direct).await.is_ok() {
+                // Accepted: by this server, unless it is exiting for want of the port.
+                break process.exit_within(Duration::from_millis(100)).await;
+            }
+            if let Some(code) = process.exit_within(Duration::from_millis(50)).await {
+                break Some(code);
+            }
+            if Instant::now() > deadline {
+                return Err(fail(
+                    format!("the server listening on {direct} ({})", process.command),
+                    "no connection accepted in time",
+                ));
+            }
+        };
+        let Some(code) = exited else {
+            return Ok((process, direct));
+        };
+        // Its last words, which its output tasks may still be reading.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let output = process.output();
+        ctx.log.push(format!(
+            "[suite] the server exited with status {code} before it accepted a connection (attempt {attempt})"
+        ));
+        if attempt == 3 {
+            return Err(fail(
+                format!("the server started ({})", process.command),
+                format!("it exited with status {code}: {output}"),
+            ));
+        }
+    }
+}
+
 impl Server {
     /// Starts a server with `settings`; `needs` are the placeholders the case is about (the
     /// case is skipped when the template does not use one). Returns once it accepts TCP
@@ -136,10 +208,6 @@ impl Server {
             std::env::temp_dir().join(format!("sparkwire-conformance-server-{}", unique()));
         std::fs::create_dir_all(&work_dir)
             .map_err(|e| fail("a work directory for the server", e.to_string()))?;
-        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .and_then(|l| l.local_addr())
-            .map_err(|e| fail("a free port for the server", e.to_string()))?
-            .port();
         // A server that ignores its settings (the `settings-ignored` fault) is started with
         // limits no case reaches and without its certificate.
         let ignored = ctx.settings.fault.is_some_and(|f| f.ignores_settings());
@@ -155,7 +223,6 @@ impl Server {
             settings
         };
         let mut vars: Vec<(&str, String)> = vec![
-            ("port", port.to_string()),
             ("max_connections", settings.max_connections.to_string()),
             ("idle_timeout", settings.idle_timeout.to_string()),
             (
@@ -190,27 +257,7 @@ impl Server {
             }
             ca_pem = Some(ca);
         }
-        let mut process = spawn(template, &vars, &[], &ctx.log)?;
-        let direct = SocketAddr::from(([127, 0, 0, 1], port));
-        // It is up once it accepts a TCP connection (which it then sees close at once).
-        let deadline = Instant::now() + wait(ctx) * 3;
-        loop {
-            if tokio::net::TcpStream::connect(direct).await.is_ok() {
-                break;
-            }
-            if let Some(code) = process.exit_within(Duration::from_millis(50)).await {
-                return Err(fail(
-                    format!("the server started ({})", process.command),
-                    format!("it exited with status {code}: {}", process.output()),
-                ));
-            }
-            if Instant::now() > deadline {
-                return Err(fail(
-                    format!("the server listening on {direct} ({})", process.command),
-                    "no connection accepted in time",
-                ));
-            }
-        }
+        let (process, direct) = up(ctx, template, vars).await?;
         // The fault proxy relays sparkwire's frames, which TLS hides: a TLS server is dialled
         // directly.
         let proxy = match ctx.settings.fault {
