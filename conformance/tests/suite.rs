@@ -873,6 +873,34 @@ fn arguments_that_would_fail_every_case_stop_the_suite_before_any_case_with_stat
     assert!(e.contains("cannot connect to 127.0.0.1:"), "{e}");
     let e = refused_before_any_case(&["--target", "worker", "--spawn", "sh", "--jobs", "0"]);
     assert!(e.contains("--jobs must be at least 1"), "{e}");
+    // A server template without its port, with a placeholder only some cases give outside
+    // [[…]], or for another target than the master.
+    let nowhere = format!("127.0.0.1:{}", free_port());
+    let server = |template: &str| {
+        refused_before_any_case(&[
+            "--target",
+            "master",
+            "--addr",
+            &nowhere,
+            "--spawn-server",
+            template,
+        ])
+    };
+    let e = server(&format!("{bin} master --idle-timeout {{idle_timeout}}"));
+    assert!(e.contains("must use {port}"), "{e}");
+    let e = server(&format!(
+        "{bin} master --port {{port}} --secret-file {{secret_file}}"
+    ));
+    assert!(e.contains("inside [[…]]"), "{e}");
+    let e = refused_before_any_case(&[
+        "--target",
+        "worker",
+        "--spawn",
+        "sh",
+        "--spawn-server",
+        "sh {port}",
+    ]);
+    assert!(e.contains("--spawn-server is for --target master"), "{e}");
 }
 
 // ---- the judge: every frame of the endpoint checked by the crate's validator ----

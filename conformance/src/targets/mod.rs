@@ -46,6 +46,7 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
         ("spec/4.1/", "sparkwire's field maps (SPEC §4.1)"),
         ("spec/6/", "sparkwire's decoder naming local messages (SPEC §6)"),
         ("spec/8.1/", "sparkwire's close envelopes (SPEC §8.1: Spark has none)"),
+        ("spec/8/limits/", "a server the suite starts with sparkwire's settings (--spawn-server)"),
         ("spec/8/", "sparkwire's decoding errors (SPEC §8); a stream Spark cannot read is spark/15.1/…"),
     ];
     SECTIONS
