@@ -1,4 +1,4 @@
-//! The faults of a server the suite starts itself (`--spawn-server`, [`Scope::Server`]): its
+//! The faults of a server the suite starts itself (`--spawn-server`, [`super::Scope::Server`]): its
 //! resource limits (SPEC §8), its admin secret (SPEC §13, handshake.md §10.1) and its TLS
 //! (handshake.md §11). Each breaks what the cases of `targets/limits.rs`,
 //! `targets/admin.rs` and `targets/tls.rs` check.
