@@ -86,12 +86,16 @@ pub struct Server {
     pub ca_pem: Option<String>,
     _process: Spawned,
     _proxy: Option<crate::fault::Proxy>,
-    work_dir: PathBuf,
+    _work_dir: WorkDir,
 }
 
-impl Drop for Server {
+/// A server's work directory (its secrets, its certificate), removed when dropped: when the
+/// server stops, or when it could not be started.
+struct WorkDir(PathBuf);
+
+impl Drop for WorkDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.work_dir);
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -164,7 +168,9 @@ async fn up(
         with_port.push(("port", port.to_string()));
         let mut process = spawn(template, &with_port, &[], &ctx.log)?;
         let direct = SocketAddr::from(([127, 0, 0, 1], port));
-        let deadline = Instant::now() + wait(ctx) * 3;
+        // As long as an endpoint the suite starts may take to come up (`spawned::startup`),
+        // and never less than 10 s: many cases start servers at once.
+        let deadline = Instant::now() + (wait(ctx) * 3).max(Duration::from_secs(10));
         let exited = loop {
             if tokio::net::TcpStream::connect(direct).await.is_ok() {
                 // Accepted: by this server, unless it is exiting for want of the port.
@@ -208,6 +214,7 @@ impl Server {
             std::env::temp_dir().join(format!("sparkwire-conformance-server-{}", unique()));
         std::fs::create_dir_all(&work_dir)
             .map_err(|e| fail("a work directory for the server", e.to_string()))?;
+        let work_dir = WorkDir(work_dir);
         // A server that ignores its settings (the `settings-ignored` fault) is started with
         // limits no case reaches and without its certificate.
         let ignored = ctx.settings.fault.is_some_and(|f| f.ignores_settings());
@@ -230,17 +237,17 @@ impl Server {
                 settings.frame_read_timeout.to_string(),
             ),
             ("max_queued_bytes", settings.max_queued_bytes.to_string()),
-            ("work_dir", work_dir.display().to_string()),
+            ("work_dir", work_dir.0.display().to_string()),
         ];
         let mut secret = None;
         let mut admin = None;
         if settings.secret {
-            let (s, path) = secret_file(&work_dir, "secret")?;
+            let (s, path) = secret_file(&work_dir.0, "secret")?;
             secret = Some(s);
             vars.push(("secret_file", path));
         }
         if settings.admin {
-            let (s, path) = secret_file(&work_dir, "admin-secret")?;
+            let (s, path) = secret_file(&work_dir.0, "admin-secret")?;
             admin = Some(s);
             vars.push(("admin_secret_file", path));
         }
@@ -248,12 +255,15 @@ impl Server {
         if settings.tls {
             let (ca, cert, key) = crate::targets::tls::certificate()?;
             for (name, pem) in [("cert.pem", &cert), ("key.pem", &key)] {
-                std::fs::write(work_dir.join(name), pem)
+                std::fs::write(work_dir.0.join(name), pem)
                     .map_err(|e| fail(format!("the server's {name}"), e.to_string()))?;
             }
             if !ignored {
-                vars.push(("tls_cert", work_dir.join("cert.pem").display().to_string()));
-                vars.push(("tls_key", work_dir.join("key.pem").display().to_string()));
+                vars.push((
+                    "tls_cert",
+                    work_dir.0.join("cert.pem").display().to_string(),
+                ));
+                vars.push(("tls_key", work_dir.0.join("key.pem").display().to_string()));
             }
             ca_pem = Some(ca);
         }
@@ -284,7 +294,7 @@ impl Server {
             ca_pem,
             _process: process,
             _proxy: proxy,
-            work_dir,
+            _work_dir: work_dir,
         })
     }
 
