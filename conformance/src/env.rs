@@ -90,6 +90,10 @@ pub struct Settings {
     /// What the run has learnt of the endpoint as a whole (mute, never closing), which every
     /// case's connections feed and consult.
     pub health: Arc<crate::health::Health>,
+    /// How to start a server of the master target's kind with settings a case chooses
+    /// (`--spawn-server`, [`crate::spawn::SERVER_PLACEHOLDERS`]): the cases about limits, the
+    /// admin secret and TLS start one each, and are skipped without it.
+    pub spawn_server: Option<String>,
 }
 
 /// The wire log of one case: every frame both ways, with times, in the wire's own words: each

@@ -33,6 +33,9 @@ mod decoder;
 
 type D = DeployMessage;
 
+mod limits;
+use limits::{AdminInverted, AdminProofDropped, LimitClosesAll, RegisteredCutOff, SettingsIgnored};
+
 /// Which targets' self-test a fault serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -50,6 +53,9 @@ pub enum Scope {
     Clients,
     /// These targets only: the fault breaks only what their cases check.
     Only(&'static [Target]),
+    /// A server the suite starts itself (`--spawn-server`): the fault breaks its limits, its
+    /// admin secret or its TLS, which only the cases that start one check.
+    Server,
 }
 
 /// One way to break an endpoint: an entry of [`FAULTS`].
@@ -317,6 +323,48 @@ pub static FAULTS: &[FaultSpec] = &[
         scope: Scope::Only(&[Target::Driver]),
         behaviour: &decoder::ClusterManagerAsked,
     },
+    FaultSpec {
+        name: "limit-closes-all",
+        doc: "A resource limit closes every connection, not its own only (SPEC §8): once the \
+              endpoint sends a close envelope for a limit (Idle, FrameTimedOut, SlowConsumer, \
+              TooManyAsks, InboundOverflow), the proxy closes every other connection at its \
+              next frame.",
+        scope: Scope::Server,
+        behaviour: &LimitClosesAll,
+    },
+    FaultSpec {
+        name: "registered-cut-off",
+        doc: "The idle timeout is not disarmed by a registration (SPEC §8: a registered worker \
+              or application is never closed by the limits): the proxy closes a worker's or an \
+              application's connection at its first frame more than 1.5 s after its \
+              RegisterWorker or RegisterApplication.",
+        scope: Scope::Server,
+        behaviour: &RegisteredCutOff,
+    },
+    FaultSpec {
+        name: "admin-inverted",
+        doc: "The master's admin check is inverted (SPEC §13, handshake.md §10.1): the proxy \
+              closes a connection whose proof frame carries an admin proof, and turns the \
+              master's `Permission denied:` failure into the reply the ask would have had.",
+        scope: Scope::Server,
+        behaviour: &AdminInverted,
+    },
+    FaultSpec {
+        name: "admin-proof-dropped",
+        doc: "The master ignores admin proofs (handshake.md §10.1, SPEC §13): the proxy removes \
+              `admin` from the client's proof frame, so a right one grants nothing and a wrong \
+              one is not refused.",
+        scope: Scope::Server,
+        behaviour: &AdminProofDropped,
+    },
+    FaultSpec {
+        name: "settings-ignored",
+        doc: "A server ignores the limits and the certificate it is given (SPEC §8, handshake.md \
+              §5 step 0 and §11): the suite starts it with limits no case reaches and without \
+              its `--spawn-server` template's TLS placeholders, so that it speaks plain TCP.",
+        scope: Scope::Server,
+        behaviour: &SettingsIgnored,
+    },
 ];
 
 /// One way to break an endpoint: a handle on its entry of [`FAULTS`].
@@ -376,8 +424,21 @@ impl Fault {
             Scope::Any => true,
             Scope::Auth | Scope::Master => target == Target::Master,
             Scope::Clients => target != Target::Master,
+            Scope::Server => target == Target::Master,
             Scope::Only(targets) => targets.contains(&target),
         }
+    }
+
+    /// True for the faults that break only a server the suite starts itself
+    /// ([`Scope::Server`], `--spawn-server`).
+    pub fn server_only(self) -> bool {
+        self.0.scope == Scope::Server
+    }
+
+    /// True when a server the suite starts must be started without the limits and the TLS
+    /// settings its case chose (the `settings-ignored` fault: a server that ignores them).
+    pub fn ignores_settings(self) -> bool {
+        self.0.behaviour.ignores_settings()
     }
 }
 
@@ -408,6 +469,12 @@ trait Behaviour: Sync {
     /// The endpoint's closes never reach the suite, and the proxy holds the suite's side open a
     /// while after both ends stopped.
     fn keeps_open(&self) -> bool {
+        false
+    }
+
+    /// A server the suite starts is started without the limits and the TLS settings its case
+    /// chose.
+    fn ignores_settings(&self) -> bool {
         false
     }
 
@@ -1190,6 +1257,8 @@ struct Seen {
     launched_drivers: std::collections::BTreeSet<String>,
     /// The ids of the suite's RequestExecutors and KillExecutors asks not answered yet.
     executor_asks: std::collections::BTreeSet<u64>,
+    /// When the suite's worker or application registered over the connection.
+    registered_at: Option<std::time::Instant>,
 }
 
 /// What to do with one frame.

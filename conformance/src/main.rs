@@ -19,6 +19,7 @@ use sparkwire_conformance::{cases_md, coverage, report, runner, targets};
 ///
 /// Examples:
 ///   sparkwire-conformance --target master --addr 127.0.0.1:7077 --junit master.xml
+///   sparkwire-conformance --target master --addr 127.0.0.1:7077 --spawn-server 'sparkwire master --port {port} --no-webui --exit-with-stdin --max-connections {max_connections} --idle-timeout {idle_timeout} --frame-read-timeout {frame_read_timeout} --max-queued-bytes {max_queued_bytes} [[--secret-file {secret_file}]] [[--admin-secret-file {admin_secret_file}]] [[--tls-cert {tls_cert} --tls-key {tls_key}]]'
 ///   sparkwire-conformance --target worker --spawn 'sparkwire worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --allow-exec-any {allowed_exec} --webui-port 0 --exit-with-stdin'
 ///   sparkwire-conformance --list
 #[derive(Debug, Parser)]
@@ -37,6 +38,15 @@ struct Args {
     /// filled in.
     #[arg(long, value_name = "CMD", conflicts_with = "listen")]
     spawn: Option<String>,
+    /// Starts a server of the target's kind (a master) for each case about server settings:
+    /// resource limits (SPEC §8, handshake.md §5 step 0), the admin secret (SPEC §13) and TLS
+    /// (handshake.md §11), each with the settings its case chooses. Placeholders: {port} (must
+    /// be used), {max_connections}, {idle_timeout}, {frame_read_timeout}, {max_queued_bytes},
+    /// {work_dir}, and, inside [[…]] (a part kept only when the case gives every placeholder in
+    /// it), {secret_file}, {admin_secret_file}, {tls_cert}, {tls_key}. Without it those cases are
+    /// skipped.
+    #[arg(long, value_name = "CMD")]
+    spawn_server: Option<String>,
     /// Listens here and waits for an endpoint started by hand, once per case, one case at a time.
     #[arg(long, value_name = "HOST:PORT")]
     listen: Option<SocketAddr>,
@@ -279,6 +289,12 @@ fn run(args: Args) -> Result<ExitCode, String> {
         }
         Endpoint::Addr(_) => {}
     }
+    if let Some(template) = &args.spawn_server {
+        if target != Target::Master {
+            return Err("--spawn-server is for --target master".into());
+        }
+        sparkwire_conformance::spawn::preflight_server(template)?;
+    }
     if args.jobs == Some(0) {
         return Err("--jobs must be at least 1".into());
     }
@@ -314,6 +330,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
         judge: !args.no_judge,
         endpoint_versions: None,
         health: Default::default(),
+        spawn_server: args.spawn_server.clone(),
         target,
         endpoint,
         patience,

@@ -876,6 +876,18 @@ impl Conn {
         secret: Option<&Secret>,
         wait: Duration,
     ) -> Result<Answer, Failure> {
+        self.read_answer_as(hello_body, secret, None, wait).await
+    }
+
+    /// [`Conn::read_answer_to`] for a client that also proves the admin secret `admin` in its
+    /// proof frame (protocol/handshake.md §10.1, SPEC §13).
+    pub async fn read_answer_as(
+        &mut self,
+        hello_body: &[u8],
+        secret: Option<&Secret>,
+        admin: Option<&Secret>,
+        wait: Duration,
+    ) -> Result<Answer, Failure> {
         let Some(secret) = secret else {
             return self.read_answer(wait).await;
         };
@@ -904,7 +916,8 @@ impl Conn {
         })?;
         let local = Identity::new(self.role, &hello.id)
             .with_versions(&[Version::V1, Version::V2])
-            .with_secret(Some(secret.clone()));
+            .with_secret(Some(secret.clone()))
+            .with_admin_secret(admin.cloned());
         match read_server_frame(&first, &hello, hello_body, &local) {
             Ok(ClientNext::SendProof(proof)) => self.send_frame(&proof).await?,
             Ok(ClientNext::Done(_)) => return Err(fail(want, "an acceptance without a challenge")),
@@ -944,6 +957,21 @@ impl Conn {
         log: &Log,
         wait: Duration,
     ) -> Result<(Conn, Vec<String>), Failure> {
+        Conn::open_as(addr, label, hello, secret, None, log, wait).await
+    }
+
+    /// [`Conn::open_with`] for a client that also proves the admin secret `admin` (with
+    /// `secret`: protocol/handshake.md §10.1, SPEC §13).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn open_as(
+        addr: SocketAddr,
+        label: &str,
+        hello: Hello,
+        secret: Option<&Secret>,
+        admin: Option<&Secret>,
+        log: &Log,
+        wait: Duration,
+    ) -> Result<(Conn, Vec<String>), Failure> {
         if let Wire::Spark(v) = log.wire() {
             return Conn::open_spark(addr, label, hello, secret, log, wait, v)
                 .await
@@ -962,7 +990,7 @@ impl Conn {
         let mut body = Vec::new();
         encode_hello(&hello, &mut body);
         c.send_frame(&body).await?;
-        match c.read_answer_to(&body, secret, wait).await? {
+        match c.read_answer_as(&body, secret, admin, wait).await? {
             Answer::Accepted(a) => {
                 c.version = Some(a.version);
                 c.suite_id = hello.id.clone();

@@ -17,6 +17,27 @@
 //! | `{job}`, `{partitions}`, `{param}`, `{max_message_size}` | what a driver runs: its job, partitions, parameter, and `spark.rpc.message.maxSize` in MiB |
 //! | `{secret_file}` | the suite's `--secret-file` (only when it is given): the endpoint's shared secret |
 //!
+//! A server the suite starts itself, once per case, with settings of the case's choosing
+//! (`--spawn-server`, for the cases about limits, the admin secret and TLS: [`SERVER_PLACEHOLDERS`])
+//! takes these instead:
+//!
+//! | placeholder | value |
+//! |---|---|
+//! | `{port}` | the port on 127.0.0.1 it must listen on (free when the suite picked it) |
+//! | `{max_connections}` | connections it may hold at once, handshakes included (handshake.md §5 step 0) |
+//! | `{idle_timeout}` | seconds a peer that has not registered, or a `ui` peer between requests, may send nothing (SPEC §8) |
+//! | `{frame_read_timeout}` | seconds a frame may take once its first byte arrived (SPEC §8) |
+//! | `{max_queued_bytes}` | bytes queued for one peer beyond which it is a slow consumer (SPEC §8) |
+//! | `{secret_file}` | a file holding the shared secret the suite chose for the case (handshake.md §10) |
+//! | `{admin_secret_file}` | a file holding the admin secret the suite chose for the case (SPEC §13) |
+//! | `{tls_cert}`, `{tls_key}` | PEM files: a certificate for 127.0.0.1 and its key (handshake.md §11) |
+//! | `{work_dir}` | a fresh directory for the endpoint's files |
+//!
+//! The last four are given only to the cases that want them: a part of a template between `[[`
+//! and `]]` is kept (without the brackets) only when every placeholder in it has a value, so that
+//! `[[--secret-file {secret_file}]]` starts a server with a secret only for the cases that want one.
+//! A case about a setting whose placeholder the template does not use is skipped, saying so.
+//!
 //! With `--secret-file`, the endpoint also finds that path in its environment as
 //! `SPARKWIRE_SECRET_FILE`, the way a worker hands the secret to the executors and drivers it
 //! launches (protocol/SPEC.md §13).
@@ -53,7 +74,72 @@ pub const PLACEHOLDERS: &[&str] = &[
     "param",
     "max_message_size",
     "secret_file",
+    "port",
+    "max_connections",
+    "idle_timeout",
+    "frame_read_timeout",
+    "max_queued_bytes",
+    "admin_secret_file",
+    "tls_cert",
+    "tls_key",
 ];
+
+/// The placeholders of a `--spawn-server` template: those every case gives first (`{port}`
+/// must be used), then those given only to the cases that want them (write them inside `[[…]]`).
+pub const SERVER_PLACEHOLDERS: (&[&str], &[&str]) = (
+    &[
+        "port",
+        "max_connections",
+        "idle_timeout",
+        "frame_read_timeout",
+        "max_queued_bytes",
+        "work_dir",
+    ],
+    &["secret_file", "admin_secret_file", "tls_cert", "tls_key"],
+);
+
+/// Checks a `--spawn-server` template before any case runs: every placeholder is known and is a
+/// server's, `{port}` is used, the placeholders given only to some cases are inside `[[…]]`,
+/// and the program it starts exists. The reason is the error.
+pub fn preflight_server(template: &str) -> Result<(), String> {
+    let (always, some) = SERVER_PLACEHOLDERS;
+    if !template.contains("{port}") {
+        return Err(
+            "--spawn-server: the template must use {port}, the port the server listens on".into(),
+        );
+    }
+    let vars: Vec<(&str, String)> = always.iter().map(|n| (*n, String::from("x"))).collect();
+    // Every placeholder a server's: those of `some` left without a value must be in a group.
+    for name in placeholders_in(template) {
+        if PLACEHOLDERS.contains(&name) && !always.contains(&name) && !some.contains(&name) {
+            return Err(format!(
+                "--spawn-server: placeholder {{{name}}} is not a server's (known: {}, {})",
+                always.join(", "),
+                some.join(", ")
+            ));
+        }
+    }
+    substitute(template, &vars).map_err(|e| {
+        format!("--spawn-server: {e} (write the placeholders some cases leave out inside [[…]])")
+    })?;
+    check_program(template, "--spawn-server")
+}
+
+/// The placeholders `{name}` written in `text`.
+fn placeholders_in(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else { break };
+        let name = &after[..close];
+        if !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            out.push(name);
+        }
+        rest = &after[close + 1..];
+    }
+    out
+}
 
 /// The placeholders each target's template is given (besides `{secret_file}`, given with
 /// `--secret-file`): what [`preflight`] accepts before any case runs.
@@ -109,6 +195,12 @@ pub fn preflight(
         vars.push(("secret_file", "x".into()));
     }
     substitute(template, &vars).map_err(|e| format!("--spawn: {e}"))?;
+    check_program(template, "--spawn")
+}
+
+/// Checks that the program `template` starts exists (on PATH, or at the path given) and may be
+/// run; `option` names the template in the error.
+fn check_program(template: &str, option: &str) -> Result<(), String> {
     let Some(program) = program_of(template) else {
         return Ok(());
     };
@@ -120,10 +212,10 @@ pub fn preflight(
         .arg(&program)
         .stdin(Stdio::null())
         .status()
-        .map_err(|e| format!("--spawn: cannot run sh to look for {program}: {e}"))?;
+        .map_err(|e| format!("{option}: cannot run sh to look for {program}: {e}"))?;
     if !found.success() {
         return Err(format!(
-            "--spawn: the program {program} {}",
+            "{option}: the program {program} {}",
             if program.contains('/') {
                 "does not exist or is not executable"
             } else {
@@ -168,7 +260,43 @@ fn is_assignment(word: &str) -> bool {
 pub const SECRET_FILE_ENV: &str = "SPARKWIRE_SECRET_FILE";
 
 /// Replaces `{name}` for each of `vars`; fails on a placeholder that is unknown or has no value.
+/// A part between `[[` and `]]` is kept, without the brackets, only when every placeholder in it
+/// has a value, and dropped otherwise.
 pub fn substitute(template: &str, vars: &[(&str, String)]) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find("[[") {
+        out.push_str(&substitute_plain(&rest[..open], vars)?);
+        let after = &rest[open + 2..];
+        let Some(close) = after.find("]]") else {
+            return Err("a [[ without its ]]".into());
+        };
+        let group = &after[..close];
+        let complete = placeholders_in(group)
+            .iter()
+            .all(|n| vars.iter().any(|(v, _)| v == n));
+        if complete {
+            out.push_str(&substitute_plain(group, vars)?);
+        } else {
+            // Still refuse an unknown placeholder, given or not.
+            if let Some(unknown) = placeholders_in(group)
+                .into_iter()
+                .find(|n| !PLACEHOLDERS.contains(n))
+            {
+                return Err(format!(
+                    "unknown placeholder {{{unknown}}} (known: {})",
+                    PLACEHOLDERS.join(", ")
+                ));
+            }
+        }
+        rest = &after[close + 2..];
+    }
+    out.push_str(&substitute_plain(rest, vars)?);
+    Ok(out)
+}
+
+/// [`substitute`] of a text without groups.
+fn substitute_plain(template: &str, vars: &[(&str, String)]) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = template;
     while let Some(open) = rest.find('{') {
@@ -321,6 +449,47 @@ mod tests {
         assert_eq!(program_of("'/opt/prog' --x").as_deref(), Some("/opt/prog"));
         assert_eq!(program_of("$HOME/bin/w {master_url}"), None);
         assert_eq!(program_of("{allowed_exec} 1"), None);
+    }
+
+    #[test]
+    fn a_group_is_kept_only_when_every_placeholder_in_it_has_a_value() {
+        let t = "m --port {port}[[ --secret-file {secret_file}]][[ --tls-cert {tls_cert} --tls-key {tls_key}]]";
+        let port = ("port", "7".to_string());
+        assert_eq!(
+            substitute(t, std::slice::from_ref(&port)).as_deref(),
+            Ok("m --port 7")
+        );
+        let secret = ("secret_file", "/s".to_string());
+        assert_eq!(
+            substitute(t, &[port.clone(), secret]).as_deref(),
+            Ok("m --port 7 --secret-file /s")
+        );
+        // Half a group's values: the group is dropped.
+        let cert = ("tls_cert", "/c".to_string());
+        assert_eq!(
+            substitute(t, &[port.clone(), cert]).as_deref(),
+            Ok("m --port 7")
+        );
+        assert!(substitute("m [[{nope}]]", &[])
+            .unwrap_err()
+            .contains("unknown placeholder {nope}"));
+        assert!(substitute("m [[{port}", &[])
+            .unwrap_err()
+            .contains("without its ]]"));
+    }
+
+    #[test]
+    fn preflight_server_wants_the_port_and_groups_for_what_some_cases_leave_out() {
+        let e = preflight_server("sh {max_connections}").unwrap_err();
+        assert!(e.contains("must use {port}"), "{e}");
+        let e = preflight_server("sh {port} {secret_file}").unwrap_err();
+        assert!(e.contains("inside [["), "{e}");
+        let e = preflight_server("sh {port} {master_url}").unwrap_err();
+        assert!(e.contains("{master_url} is not a server's"), "{e}");
+        assert_eq!(
+            preflight_server("sh -c true {port} {idle_timeout} [[--secret-file {secret_file}]]"),
+            Ok(())
+        );
     }
 
     #[test]

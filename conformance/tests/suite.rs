@@ -162,6 +162,42 @@ fn strings(items: &[&str]) -> Vec<String> {
 /// One way to run a target: the suite's extra arguments, and the flags of the master it needs.
 type Configuration = (Vec<String>, Vec<String>);
 
+/// The master the cases about server settings (limits, the admin secret, TLS) start once per
+/// case, with the settings each chooses (`--spawn-server`).
+fn server_template() -> String {
+    let bin = sparkwire();
+    format!(
+        "{} master --port {{port}} --port-retries 0 --no-webui --exit-with-stdin --max-connections {{max_connections}} --idle-timeout {{idle_timeout}} --frame-read-timeout {{frame_read_timeout}} --max-queued-bytes {{max_queued_bytes}} [[--secret-file {{secret_file}}]] [[--admin-secret-file {{admin_secret_file}}]] [[--tls-cert {{tls_cert}} --tls-key {{tls_key}}]]",
+        bin.display()
+    )
+}
+
+/// The ids of the cases that start a server of their own (`--spawn-server`), as `--cases`
+/// prefixes.
+const SERVER_CASES: [&str; 6] = [
+    "handshake/5/0/",
+    "spec/8/limits/",
+    "spec/13/admin/",
+    "handshake/10.1/admin-proof-ignored",
+    "handshake/10.1/wrong-admin-proof-refused",
+    "handshake/11/",
+];
+
+/// Whether the self-test runs `configuration` under `fault`: the faults of a server the suite
+/// starts ([`Fault::server_only`]) break only the cases that start one, which run alone in their
+/// configuration, and those cases run under only those faults and the generic ones that break
+/// what they check too (a hello accepted whatever it holds, closes that never come, close
+/// envelopes dropped).
+fn serves(configuration: &Configuration, fault: Fault) -> bool {
+    let spawns = configuration.0.iter().any(|a| a == "--spawn-server");
+    let generic = ["accept-any-hello", "keep-open", "silent-close"];
+    if spawns {
+        fault.server_only() || generic.contains(&fault.name())
+    } else {
+        !fault.server_only()
+    }
+}
+
 /// The runs that together cover a target.
 fn configurations(target: Target) -> Vec<Configuration> {
     match target {
@@ -193,6 +229,18 @@ fn configurations(target: Target) -> Vec<Configuration> {
                         "spec/13",
                     ]),
                     strings(&["--secret-file", &secret]),
+                ),
+                // The cases about server settings, each against a master of its own.
+                (
+                    ["--spawn-server".to_string(), server_template()]
+                        .into_iter()
+                        .chain(
+                            SERVER_CASES
+                                .iter()
+                                .flat_map(|c| ["--cases".into(), c.to_string()]),
+                        )
+                        .collect(),
+                    vec![],
                 ),
             ]
         }
@@ -324,7 +372,9 @@ fn every_case_fails_against_some_broken_endpoint() {
                 continue;
             }
             for c in configurations(t) {
-                runs.push((t, f, c));
+                if serves(&c, f) {
+                    runs.push((t, f, c));
+                }
             }
         }
     }
@@ -825,6 +875,34 @@ fn arguments_that_would_fail_every_case_stop_the_suite_before_any_case_with_stat
     assert!(e.contains("cannot connect to 127.0.0.1:"), "{e}");
     let e = refused_before_any_case(&["--target", "worker", "--spawn", "sh", "--jobs", "0"]);
     assert!(e.contains("--jobs must be at least 1"), "{e}");
+    // A server template without its port, with a placeholder only some cases give outside
+    // [[…]], or for another target than the master.
+    let nowhere = format!("127.0.0.1:{}", free_port());
+    let server = |template: &str| {
+        refused_before_any_case(&[
+            "--target",
+            "master",
+            "--addr",
+            &nowhere,
+            "--spawn-server",
+            template,
+        ])
+    };
+    let e = server(&format!("{bin} master --idle-timeout {{idle_timeout}}"));
+    assert!(e.contains("must use {port}"), "{e}");
+    let e = server(&format!(
+        "{bin} master --port {{port}} --secret-file {{secret_file}}"
+    ));
+    assert!(e.contains("inside [[…]]"), "{e}");
+    let e = refused_before_any_case(&[
+        "--target",
+        "worker",
+        "--spawn",
+        "sh",
+        "--spawn-server",
+        "sh {port}",
+    ]);
+    assert!(e.contains("--spawn-server is for --target master"), "{e}");
 }
 
 // ---- the judge: every frame of the endpoint checked by the crate's validator ----

@@ -1,5 +1,6 @@
 //! The cases of each target.
 
+pub mod admin;
 pub mod auth;
 pub mod client;
 pub mod cluster_manager;
@@ -7,6 +8,7 @@ pub mod common;
 pub mod driver;
 pub mod executor;
 pub mod handshake_features;
+pub mod limits;
 pub mod master;
 pub mod sections;
 pub mod server;
@@ -22,6 +24,7 @@ pub mod spec4_executor;
 pub mod spec4_fields;
 pub mod spec7_asks;
 pub mod spec8_closes;
+pub mod tls;
 pub mod worker;
 
 use crate::case::{Case, Target};
@@ -47,6 +50,7 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
         ("spec/4.1/", "sparkwire's field maps (SPEC §4.1)"),
         ("spec/6/", "sparkwire's decoder naming local messages (SPEC §6)"),
         ("spec/8.1/", "sparkwire's close envelopes (SPEC §8.1: Spark has none)"),
+        ("spec/8/limits/", "a server the suite starts with sparkwire's settings (--spawn-server)"),
         ("spec/8/", "sparkwire's decoding errors (SPEC §8); a stream Spark cannot read is spark/15.1/…"),
     ];
     SECTIONS

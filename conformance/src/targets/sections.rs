@@ -13,6 +13,9 @@ pub fn master() -> Vec<Case> {
     crate::targets::spec14_closing::add(&mut cs);
     crate::targets::spec8_closes::add_master(&mut cs);
     crate::targets::spec4_encoder::add_master(&mut cs);
+    crate::targets::limits::add(&mut cs);
+    crate::targets::admin::add(&mut cs);
+    crate::targets::tls::add(&mut cs);
     cs.list
 }
 

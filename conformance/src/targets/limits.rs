@@ -1,0 +1,884 @@
+//! `--target master`, the server's resource limits: SPEC §8 ("Resource limits close one
+//! connection too, never the others"), SPEC §8.1 (the close envelope's kind for a limit and for a
+//! frame over the limit) and handshake.md §5 step 0 (`tooManyConnections`). The limits are the
+//! server's settings, so each case but one starts a server of its own with small limits from the
+//! `--spawn-server` template ([`Server`]; the placeholders are in `crate::spawn`), and is skipped
+//! without it. One function per case; each cites the sentence it checks.
+//!
+//! [`Server`] also serves the cases about the admin secret (`targets/admin.rs`) and TLS
+//! (`targets/tls.rs`), which need a server with settings of their own too.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use sparkwire::messages::deploy::{
+    Heartbeat, RegisterApplication, RequestExecutors, RequestMasterState,
+};
+use sparkwire::messages::{Addr, DeployMessage, EndpointRef, ProfileExecutors, Version};
+use sparkwire::wire::handshake::{
+    encode_hello, Answer, Hello, RefusalReason, Role, Secret, CLOSE_REASON,
+};
+use sparkwire::wire::{Envelope, Reply};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::env::{Ctx, Wire};
+use crate::peer::{frame, not_on_spark_wire, Conn, Event};
+use crate::spawn::{spawn, Spawned};
+use crate::targets::common::{unique, wait};
+use crate::targets::master::{addr, app_desc, register_worker_msg};
+
+type D = DeployMessage;
+
+/// The idle timeout, frame read timeout (seconds) and connection limit the cases start their
+/// servers with: small, so that each case takes a few seconds.
+const SHORT: u64 = 1;
+
+/// The settings of a server a case starts.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `{max_connections}`.
+    pub max_connections: usize,
+    /// `{idle_timeout}`, seconds.
+    pub idle_timeout: u64,
+    /// `{frame_read_timeout}`, seconds.
+    pub frame_read_timeout: u64,
+    /// `{max_queued_bytes}`.
+    pub max_queued_bytes: usize,
+    /// A shared secret (`{secret_file}`).
+    pub secret: bool,
+    /// An admin secret (`{admin_secret_file}`; needs `secret`).
+    pub admin: bool,
+    /// A certificate for 127.0.0.1 (`{tls_cert}`, `{tls_key}`).
+    pub tls: bool,
+}
+
+impl Default for Settings {
+    /// Limits no case reaches unless it means to (the reference master's defaults, but the
+    /// connection limit, which a case's few connections never reach either).
+    fn default() -> Self {
+        Settings {
+            max_connections: 64,
+            idle_timeout: 60,
+            frame_read_timeout: 60,
+            max_queued_bytes: 4 << 20,
+            secret: false,
+            admin: false,
+            tls: false,
+        }
+    }
+}
+
+/// A server a case started from the `--spawn-server` template, killed when dropped.
+pub struct Server {
+    /// Where the suite dials it (the fault proxy's address when a fault is on and the server
+    /// speaks plain TCP).
+    pub addr: SocketAddr,
+    /// Its own address (the proxy relays whole frames only: a case that leaves a frame
+    /// unfinished sends it here).
+    pub direct: SocketAddr,
+    /// Its shared secret, when it holds one.
+    pub secret: Option<Secret>,
+    /// Its admin secret, when it holds one.
+    pub admin: Option<Secret>,
+    /// The authority (PEM) that signed its certificate, when it speaks TLS.
+    pub ca_pem: Option<String>,
+    _process: Spawned,
+    _proxy: Option<crate::fault::Proxy>,
+    _work_dir: WorkDir,
+}
+
+/// A server's work directory (its secrets, its certificate), removed when dropped: when the
+/// server stops, or when it could not be started.
+struct WorkDir(PathBuf);
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Why a case that needs a server of its own cannot run, if it cannot: no `--spawn-server`, a
+/// template that does not use one of `needs`, or Spark's wire.
+fn template<'a>(ctx: &'a Ctx, needs: &[&str]) -> Result<&'a str, Failure> {
+    if ctx.log.wire() != Wire::Sparkwire {
+        return Err(not_on_spark_wire(
+            "a server started with sparkwire's settings",
+        ));
+    }
+    let Some(t) = ctx.settings.spawn_server.as_deref() else {
+        return Err(Failure::Skipped(
+            "needs --spawn-server CMD, a master the suite starts with the case's own settings (conformance/README.md)"
+                .into(),
+        ));
+    };
+    if let Some(n) = needs.iter().find(|n| !t.contains(&format!("{{{n}}}"))) {
+        return Err(Failure::Skipped(format!(
+            "the --spawn-server template does not use {{{n}}}: the setting the case is about is not known"
+        )));
+    }
+    Ok(t)
+}
+
+fn secret_file(dir: &std::path::Path, name: &str) -> Result<(Secret, String), Failure> {
+    let secret = sparkwire::connection::generate_secret()
+        .map_err(|e| fail("a secret the suite draws", e.to_string()))?;
+    let path = dir.join(name);
+    sparkwire::connection::write_secret_file(&path, &secret)
+        .map_err(|e| fail(format!("the secret file {}", path.display()), e.to_string()))?;
+    Ok((secret, path.display().to_string()))
+}
+
+/// A port on 127.0.0.1 that was free a moment ago and that no other server of this run was
+/// given: the system picks it, and the run never hands the same one out twice (two cases
+/// starting servers at once would otherwise be given the same just-freed port).
+fn free_port() -> Result<u16, Failure> {
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..64 {
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|l| l.local_addr())
+            .map_err(|e| fail("a free port for the server", e.to_string()))?
+            .port();
+        if given.insert(port) {
+            return Ok(port);
+        }
+    }
+    Err(fail(
+        "a free port for the server",
+        "the system gave only ports already given",
+    ))
+}
+
+/// Starts the server from `template` with `vars` and a free `{port}`, and waits until it
+/// accepts TCP connections there. A server that exits first (another process took the port
+/// meanwhile) is started again on another port, twice at most.
+async fn up(
+    ctx: &Ctx,
+    template: &str,
+    vars: Vec<(&'static str, String)>,
+) -> Result<(Spawned, SocketAddr), Failure> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let port = free_port()?;
+        let mut with_port = vars.clone();
+        with_port.push(("port", port.to_string()));
+        let mut process = spawn(template, &with_port, &[], &ctx.log)?;
+        let direct = SocketAddr::from(([127, 0, 0, 1], port));
+        // As long as an endpoint the suite starts may take to come up (`spawned::startup`),
+        // and never less than 10 s: many cases start servers at once.
+        let deadline = Instant::now() + (wait(ctx) * 3).max(Duration::from_secs(10));
+        let exited = loop {
+            if tokio::net::TcpStream::connect(direct).await.is_ok() {
+                // Accepted: by this server, unless it is exiting for want of the port.
+                break process.exit_within(Duration::from_millis(100)).await;
+            }
+            if let Some(code) = process.exit_within(Duration::from_millis(50)).await {
+                break Some(code);
+            }
+            if Instant::now() > deadline {
+                return Err(fail(
+                    format!("the server listening on {direct} ({})", process.command),
+                    "no connection accepted in time",
+                ));
+            }
+        };
+        let Some(code) = exited else {
+            return Ok((process, direct));
+        };
+        // Its last words, which its output tasks may still be reading.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let output = process.output();
+        ctx.log.push(format!(
+            "[suite] the server exited with status {code} before it accepted a connection (attempt {attempt})"
+        ));
+        if attempt == 3 {
+            return Err(fail(
+                format!("the server started ({})", process.command),
+                format!("it exited with status {code}: {output}"),
+            ));
+        }
+    }
+}
+
+impl Server {
+    /// Starts a server with `settings`; `needs` are the placeholders the case is about (the
+    /// case is skipped when the template does not use one). Returns once it accepts TCP
+    /// connections.
+    pub async fn start(ctx: &Ctx, settings: Settings, needs: &[&str]) -> Result<Server, Failure> {
+        let template = template(ctx, needs)?;
+        let work_dir =
+            std::env::temp_dir().join(format!("sparkwire-conformance-server-{}", unique()));
+        std::fs::create_dir_all(&work_dir)
+            .map_err(|e| fail("a work directory for the server", e.to_string()))?;
+        let work_dir = WorkDir(work_dir);
+        // A server that ignores its settings (the `settings-ignored` fault) is started with
+        // limits no case reaches and without its certificate.
+        let ignored = ctx.settings.fault.is_some_and(|f| f.ignores_settings());
+        let settings = if ignored {
+            Settings {
+                max_connections: 10_000,
+                idle_timeout: 3600,
+                frame_read_timeout: 3600,
+                max_queued_bytes: 1 << 30,
+                ..settings
+            }
+        } else {
+            settings
+        };
+        let mut vars: Vec<(&str, String)> = vec![
+            ("max_connections", settings.max_connections.to_string()),
+            ("idle_timeout", settings.idle_timeout.to_string()),
+            (
+                "frame_read_timeout",
+                settings.frame_read_timeout.to_string(),
+            ),
+            ("max_queued_bytes", settings.max_queued_bytes.to_string()),
+            ("work_dir", work_dir.0.display().to_string()),
+        ];
+        let mut secret = None;
+        let mut admin = None;
+        if settings.secret {
+            let (s, path) = secret_file(&work_dir.0, "secret")?;
+            secret = Some(s);
+            vars.push(("secret_file", path));
+        }
+        if settings.admin {
+            let (s, path) = secret_file(&work_dir.0, "admin-secret")?;
+            admin = Some(s);
+            vars.push(("admin_secret_file", path));
+        }
+        let mut ca_pem = None;
+        if settings.tls {
+            let (ca, cert, key) = crate::targets::tls::certificate()?;
+            for (name, pem) in [("cert.pem", &cert), ("key.pem", &key)] {
+                std::fs::write(work_dir.0.join(name), pem)
+                    .map_err(|e| fail(format!("the server's {name}"), e.to_string()))?;
+            }
+            if !ignored {
+                vars.push((
+                    "tls_cert",
+                    work_dir.0.join("cert.pem").display().to_string(),
+                ));
+                vars.push(("tls_key", work_dir.0.join("key.pem").display().to_string()));
+            }
+            ca_pem = Some(ca);
+        }
+        let (process, direct) = up(ctx, template, vars).await?;
+        // The fault proxy relays sparkwire's frames, which TLS hides: a TLS server is dialled
+        // directly.
+        let proxy = match ctx.settings.fault {
+            Some(f) if !settings.tls => Some(
+                crate::fault::start(
+                    f,
+                    direct,
+                    crate::fault::Side::SuiteConnects {
+                        client_role: Role::Ui,
+                        server_role: Role::Master,
+                    },
+                    secret.clone(),
+                )
+                .await
+                .map_err(|e| fail("the fault proxy", e))?,
+            ),
+            _ => None,
+        };
+        Ok(Server {
+            addr: proxy.as_ref().map_or(direct, |p| p.addr()),
+            direct,
+            secret,
+            admin,
+            ca_pem,
+            _process: process,
+            _proxy: proxy,
+            _work_dir: work_dir,
+        })
+    }
+
+    /// A session as `role` at version 2 offering `closeReason`, authenticated when the server
+    /// holds a secret (and proving `admin` when given). Returns it and whether the server took
+    /// `closeReason`. A refusal `tooManyConnections` is tried again for a while: the connection
+    /// the suite made to see the server up, or one a case just let go of, may still hold a slot.
+    pub async fn open(
+        &self,
+        ctx: &Ctx,
+        role: Role,
+        label: &str,
+        admin: Option<&Secret>,
+    ) -> Result<(Conn, bool), Failure> {
+        self.open_at(ctx, self.addr, role, label, admin).await
+    }
+
+    /// [`Server::open`] dialling `at` (the server's own address, or the proxy's).
+    pub async fn open_at(
+        &self,
+        ctx: &Ctx,
+        at: SocketAddr,
+        role: Role,
+        label: &str,
+        admin: Option<&Secret>,
+    ) -> Result<(Conn, bool), Failure> {
+        let deadline = Instant::now() + wait(ctx);
+        loop {
+            let hello = Hello::new(&[Version::V2], role, "").with_features(&[CLOSE_REASON]);
+            match Conn::open_as(
+                at,
+                label,
+                hello,
+                self.secret.as_ref(),
+                admin,
+                &ctx.log,
+                wait(ctx),
+            )
+            .await
+            {
+                Ok((c, taken)) => return Ok((c, taken.iter().any(|f| f == CLOSE_REASON))),
+                Err(Failure::Fail { seen, .. })
+                    if seen.contains("tooManyConnections") && Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Asks RequestMasterState on `c` as ask `id` and expects its answer: the connection is served.
+pub async fn served(ctx: &Ctx, c: &mut Conn, id: u64) -> Outcome {
+    c.send(&Envelope::Ask {
+        id,
+        message: D::RequestMasterState(RequestMasterState::new()),
+    })
+    .await?;
+    c.expect::<D, ()>(
+        wait(ctx),
+        &format!("a MasterStateResponse to ask {id} on {}: the connection still served", c.label()),
+        |e| matches!(e, Envelope::Reply { id: r, reply: Reply::Message(D::MasterStateResponse(_)) } if *r == id).then_some(()),
+    )
+    .await
+}
+
+/// Fails when `c` closes within `quiet` (frames before that are read and skipped).
+async fn still_open(c: &mut Conn, quiet: Duration, what: &str) -> Outcome {
+    let deadline = tokio::time::Instant::now() + quiet;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next(left).await {
+            None => return Ok(()),
+            Some(Event::Frame(_)) => continue,
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(what, format!("a frame declaring {n} bytes")))
+            }
+            Some(Event::Closed(how)) => {
+                return Err(fail(what, format!("the connection closed ({how})")))
+            }
+        }
+    }
+}
+
+/// Expects `c` closed by a limit within `within`; when the handshake took `closeReason`, its
+/// last frame must be a close envelope whose kind is `kind` (SPEC §8.1).
+async fn closed_by_limit(
+    ctx: &Ctx,
+    c: &mut Conn,
+    close_reason: bool,
+    kind: &str,
+    within: Duration,
+) -> Outcome {
+    let want = format!("the connection closed by the {kind} limit");
+    if !close_reason {
+        return c.expect_closed(within, &want).await;
+    }
+    let want = format!("{want}, its last frame a close envelope of kind {kind}");
+    let ctx = Ctx {
+        settings: std::sync::Arc::new(crate::env::Settings {
+            patience: within,
+            ..(*ctx.settings).clone()
+        }),
+        log: ctx.log.clone(),
+    };
+    let reason = crate::targets::server::close_envelope(&ctx, c, &want).await?;
+    check(
+        reason.kind == kind,
+        want,
+        format!("a close envelope of kind {}", reason.kind),
+    )
+}
+
+/// The time a case gives a server to apply a limit of `secs` seconds: the limit plus the
+/// patience.
+fn after(ctx: &Ctx, secs: u64) -> Duration {
+    Duration::from_secs(secs) + wait(ctx)
+}
+
+/// Every case of this file, added to `cs`.
+pub fn add(cs: &mut Cases) {
+    cs.sharing(Sharing::Parallel)
+        .timeout(Duration::from_secs(15));
+    cs.add(
+        "handshake/5/0/too-many-connections",
+        Level::Must,
+        "handshake.md §5 step 0, \"the server holds fewer connections than its limit (`--max-connections`) | `tooManyConnections`\", §9 \"server at its connection limit | `Refused{tooManyConnections}`\", and SPEC §8 \"at the handshake, a peer beyond the server's connection limit\" (closing only its own connection): a server started with a limit of 2 that holds two sessions answers a third hello refused tooManyConnections and closes that connection; the two sessions are still served",
+        too_many_connections,
+    );
+    cs.add(
+        "handshake/5/0/before-the-hello",
+        Level::Must,
+        "handshake.md §5, \"Step 0 comes before everything: a server at its connection limit ... answers `tooManyConnections` without looking at the hello\": at its limit, a server answers a hello with the wrong magic tooManyConnections, not badMagic",
+        before_the_hello,
+    );
+    cs.add(
+        "handshake/5/0/before-the-challenge",
+        Level::Must,
+        "handshake.md §5, \"with a secret it refuses before the challenge, so a refused peer learns only that the server is full\": at its limit, a server holding a secret answers a hello that asks to authenticate tooManyConnections, with no challenge first",
+        before_the_challenge,
+    );
+    cs.add(
+        "handshake/5/0/refusals-bounded",
+        Level::Should,
+        "handshake.md §5, \"refusals themselves are bounded (a server closes a connection unanswered while 64 refusals are under way)\", and §9 \"Each failure ends that connection only\": at its limit, with 64 refusals under way (hellos left unfinished), a server closes a 65th connection that says hello without answering it, and its session is still served",
+        refusals_bounded,
+    );
+    cs.add(
+        "spec/8/limits/idle-unregistered",
+        Level::Must,
+        "SPEC §8, \"Resource limits close one connection too, never the others: ... one that has not registered ... that sends nothing for an idle timeout\", and §8.1 (`Idle`): a server started with a 1 s idle timeout closes a worker's session that never registers and sends nothing, its last frame a close envelope of kind Idle (closeReason taken); a UI asking every 300 ms meanwhile is still served",
+        idle_unregistered,
+    );
+    cs.add(
+        "spec/8/limits/idle-ui-between-requests",
+        Level::Must,
+        "SPEC §8, \"... (or a `ui` peer between requests) that sends nothing for an idle timeout\", and §8.1 (`Idle`): a server started with a 1 s idle timeout answers a UI's RequestMasterState, then closes it when it sends nothing more, its last frame a close envelope of kind Idle; another UI is still served",
+        idle_ui_between_requests,
+    );
+    cs.add(
+        "spec/8/limits/registered-kept",
+        Level::Must,
+        "SPEC §8, \"A registered worker or application that reads what it is sent is never closed by them\": with a 1 s idle timeout, a registered worker that sends only heartbeats and a registered application that sends nothing for 3.5 s are both still connected and served (the application's RequestExecutors is answered)",
+        registered_kept,
+    );
+    cs.add(
+        "spec/8/limits/frame-timed-out",
+        Level::Must,
+        "SPEC §8, \"one whose frame is not complete within a time of its first byte\", and §8.1 (`FrameTimedOut`): a server started with a 1 s frame read timeout closes a UI that sent 5 bytes of a frame and nothing more, its last frame a close envelope of kind FrameTimedOut; another UI is still served",
+        frame_timed_out,
+    );
+    cs.add(
+        "spec/8/limits/slow-consumer",
+        Level::Must,
+        "SPEC §8, \"a peer that does not read what is sent to it until its queue is over a limit (a slow consumer), one that sends more than a bounded number of asks awaiting answers\": a server started with 64 KiB of queue per peer closes a UI that floods it with RequestMasterState asks and reads nothing; another UI is still served (the close envelope is not looked for: §8.1 lets a writer give up on a peer that does not read)",
+        slow_consumer,
+    );
+    cs.add(
+        "spec/8.1/close-reason-frame-too-large",
+        Level::Must,
+        "SPEC §8.1, \"an endpoint that closes the connection for one of the reasons below MUST first send a close envelope\" (`FrameTooLarge`: a frame whose prefix declares more than the receiver's limit): on a session that took closeReason, a prefix declaring 4294967295 bytes closes the connection after a close envelope of kind FrameTooLarge",
+        close_reason_frame_too_large,
+    );
+}
+
+/// A server with a limit of `max` connections holding `max` sessions.
+async fn at_limit(ctx: &Ctx, secret: bool, max: usize) -> Result<(Server, Vec<Conn>), Failure> {
+    let s = Server::start(
+        ctx,
+        Settings {
+            max_connections: max,
+            secret,
+            ..Settings::default()
+        },
+        &["max_connections"],
+    )
+    .await?;
+    let mut held = Vec::new();
+    for n in 0..max {
+        held.push(s.open(ctx, Role::Ui, &format!("held-{n}"), None).await?.0);
+    }
+    Ok((s, held))
+}
+
+/// Sends `body` as a hello on a fresh connection to `s` and returns the server's first frame.
+async fn first_frame(
+    ctx: &Ctx,
+    s: &Server,
+    body: &[u8],
+    what: &str,
+) -> Result<(Conn, Vec<u8>), Failure> {
+    let mut c = Conn::connect(s.addr, "over-the-limit", Role::Ui, &ctx.log).await?;
+    c.send_frame(body).await?;
+    let first = c.frame_body(wait(ctx), what).await?;
+    Ok((c, first.to_vec()))
+}
+
+/// Expects `first` to be a refusal tooManyConnections, then the close.
+async fn too_many(ctx: &Ctx, mut c: Conn, first: &[u8], want: &str) -> Outcome {
+    if crate::mp::challenge_nonce(first).is_some() {
+        return Err(fail(want, "a challenge"));
+    }
+    match sparkwire::wire::handshake::decode_answer(first) {
+        Ok(Answer::Refused(r)) if r.reason == RefusalReason::TooManyConnections => {}
+        Ok(other) => return Err(fail(want, format!("{other:?}"))),
+        Err(e) => return Err(fail(want, format!("an answer that does not decode: {e}"))),
+    }
+    c.expect_closed(wait(ctx), &format!("{want}, then the close"))
+        .await
+}
+
+fn ui_hello() -> Vec<u8> {
+    let mut body = Vec::new();
+    encode_hello(&Hello::new(&[Version::V2], Role::Ui, "over"), &mut body);
+    body
+}
+
+async fn too_many_connections(ctx: Ctx) -> Outcome {
+    let (s, mut held) = at_limit(&ctx, false, 2).await?;
+    let want = "a refusal tooManyConnections of a third hello";
+    let (c, first) = first_frame(&ctx, &s, &ui_hello(), want).await?;
+    too_many(&ctx, c, &first, want).await?;
+    for (n, h) in held.iter_mut().enumerate() {
+        served(&ctx, h, 10 + n as u64).await?;
+    }
+    Ok(())
+}
+
+async fn before_the_hello(ctx: Ctx) -> Outcome {
+    let (s, _held) = at_limit(&ctx, false, 1).await?;
+    let mut entries = crate::mp::hello_entries(&[2], Role::Ui.name(), "over");
+    entries[0] = ("magic", crate::mp::s("not-sparkwire"));
+    let want = "tooManyConnections (step 0), not badMagic, for a hello with the wrong magic";
+    let (c, first) = first_frame(&ctx, &s, &crate::mp::map(&entries), want).await?;
+    too_many(&ctx, c, &first, want).await
+}
+
+async fn before_the_challenge(ctx: Ctx) -> Outcome {
+    let (s, _held) = at_limit(&ctx, true, 1).await?;
+    let mut entries = crate::mp::hello_entries(&[2], Role::Ui.name(), "over");
+    entries.extend(crate::peer::auth_entries(s.secret.as_ref())?);
+    let want = "tooManyConnections with no challenge before it";
+    let (c, first) = first_frame(&ctx, &s, &crate::mp::map(&entries), want).await?;
+    too_many(&ctx, c, &first, want).await
+}
+
+async fn refusals_bounded(ctx: Ctx) -> Outcome {
+    const UNDER_WAY: usize = 64;
+    let (s, mut held) = at_limit(&ctx, false, 1).await?;
+    // 64 hellos begun and never finished: a prefix declaring 100 bytes, and one byte.
+    let mut pending = Vec::new();
+    for n in 0..UNDER_WAY {
+        let mut c = Conn::connect(s.addr, &format!("refusal-{n}"), Role::Ui, &ctx.log).await?;
+        c.send_raw(
+            &[0, 0, 0, 100, 0x85],
+            "the first 5 bytes of a 100-byte hello",
+        )
+        .await?;
+        pending.push(c);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut c = Conn::connect(s.addr, "the-65th", Role::Ui, &ctx.log).await?;
+    c.send_frame(&ui_hello()).await?;
+    let want = "the 65th connection closed unanswered while 64 refusals are under way";
+    match c.next_or_close(wait(&ctx)).await {
+        Some(Event::Closed(_)) => {}
+        None => return Err(fail(want, "the connection still open")),
+        Some(Event::TooLarge(n)) => {
+            return Err(fail(want, format!("a prefix declaring {n} bytes")))
+        }
+        Some(Event::Frame(body)) => {
+            // Answered: fair only if some refusal had ended by then (its connection answered
+            // or closed), leaving fewer than 64 under way.
+            let mut ended = 0;
+            for p in &mut pending {
+                if p.next(Duration::ZERO).await.is_some() {
+                    ended += 1;
+                }
+            }
+            if ended == 0 {
+                return Err(fail(
+                    want,
+                    format!(
+                        "an answer ({}) while the 64 other refusals were all still under way",
+                        crate::peer::describe_handshake(&body)
+                    ),
+                ));
+            }
+        }
+    }
+    served(&ctx, &mut held[0], 10).await
+}
+
+/// A UI on `s` that asks RequestMasterState every 300 ms until `until`: it is never idle.
+async fn busy_ui(ctx: &Ctx, s: &Server, until: Duration) -> Outcome {
+    let (mut ui, _) = s.open(ctx, Role::Ui, "busy-ui", None).await?;
+    let end = Instant::now() + until;
+    let mut id = 100;
+    while Instant::now() < end {
+        served(ctx, &mut ui, id).await?;
+        id += 1;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    served(ctx, &mut ui, id).await
+}
+
+fn idle_server() -> Settings {
+    Settings {
+        idle_timeout: SHORT,
+        ..Settings::default()
+    }
+}
+
+async fn idle_unregistered(ctx: Ctx) -> Outcome {
+    let s = Server::start(&ctx, idle_server(), &["idle_timeout"]).await?;
+    let (mut quiet, cr) = s
+        .open(&ctx, Role::Worker, "unregistered-worker", None)
+        .await?;
+    let busy = busy_ui(&ctx, &s, Duration::from_secs(SHORT * 2));
+    let closed = closed_by_limit(&ctx, &mut quiet, cr, "Idle", after(&ctx, SHORT));
+    let (busy, closed) = tokio::join!(busy, closed);
+    closed?;
+    busy
+}
+
+async fn idle_ui_between_requests(ctx: Ctx) -> Outcome {
+    let s = Server::start(&ctx, idle_server(), &["idle_timeout"]).await?;
+    let (mut ui, cr) = s.open(&ctx, Role::Ui, "ui-between-requests", None).await?;
+    served(&ctx, &mut ui, 1).await?;
+    let busy = busy_ui(&ctx, &s, Duration::from_secs(SHORT * 2));
+    let closed = closed_by_limit(&ctx, &mut ui, cr, "Idle", after(&ctx, SHORT));
+    let (busy, closed) = tokio::join!(busy, closed);
+    closed?;
+    busy
+}
+
+async fn registered_kept(ctx: Ctx) -> Outcome {
+    let s = Server::start(&ctx, idle_server(), &["idle_timeout"]).await?;
+    let n = unique();
+    let port = 20000 + (n % 40000) as i32;
+    let id = format!("worker-20250101120000-127.0.0.1-{port}-{n}");
+    let (mut w, _) = s.open(&ctx, Role::Worker, "worker", None).await?;
+    w.send(&Envelope::Send(register_worker_msg(
+        &id,
+        "127.0.0.1",
+        port,
+        1,
+        512,
+    )))
+    .await?;
+    w.expect::<D, ()>(wait(&ctx), "RegisteredWorker", |e| {
+        matches!(e, Envelope::Send(D::RegisteredWorker(_))).then_some(())
+    })
+    .await?;
+    let (mut a, _) = s.open(&ctx, Role::AppClient, "app", None).await?;
+    let app_port = 40000 + (unique() % 20000) as i32;
+    a.send(&Envelope::Send(D::RegisterApplication(
+        RegisterApplication::new(
+            app_desc(None, 256, None),
+            EndpointRef::at(Addr::new("127.0.0.1", app_port), "AppClient"),
+        ),
+    )))
+    .await?;
+    let app_id = a
+        .expect::<D, String>(wait(&ctx), "RegisteredApplication", |e| match e {
+            Envelope::Send(D::RegisteredApplication(r)) => Some(r.app_id.clone()),
+            _ => None,
+        })
+        .await?;
+    // 3.5 idle timeouts: the worker heartbeats every 250 ms and reads what it is sent; the
+    // application says nothing and reads what it is sent.
+    let heartbeat = D::Heartbeat(Heartbeat::new(
+        id.clone(),
+        crate::targets::master::worker_ref("127.0.0.1", port),
+    ));
+    let end = Instant::now() + Duration::from_millis(3500 * SHORT);
+    let want = "the registered worker still connected (it heartbeats and reads)";
+    while Instant::now() < end {
+        w.send(&Envelope::Send(heartbeat.clone())).await?;
+        still_open(&mut w, Duration::from_millis(250), want).await?;
+        still_open(
+            &mut a,
+            Duration::ZERO,
+            "the registered application still connected",
+        )
+        .await?;
+    }
+    w.send(&Envelope::Send(heartbeat)).await?;
+    still_open(&mut w, ctx.settings.quiet, want).await?;
+    a.send(&Envelope::Ask {
+        id: 3,
+        message: D::RequestExecutors(RequestExecutors::new(
+            app_id,
+            Vec::<ProfileExecutors>::new(),
+        )),
+    })
+    .await?;
+    a.expect::<D, ()>(
+        wait(&ctx),
+        "an answer to the registered application's RequestExecutors (it is still connected)",
+        |e| {
+            matches!(
+                e,
+                Envelope::Reply { id: 3, .. } | Envelope::Failure { id: 3, .. }
+            )
+            .then_some(())
+        },
+    )
+    .await
+}
+
+async fn frame_timed_out(ctx: Ctx) -> Outcome {
+    let s = Server::start(
+        &ctx,
+        Settings {
+            frame_read_timeout: SHORT,
+            ..Settings::default()
+        },
+        &["frame_read_timeout"],
+    )
+    .await?;
+    // Straight to the server: the fault proxy relays whole frames only.
+    let (mut slow, cr) = s
+        .open_at(&ctx, s.direct, Role::Ui, "slow-frame", None)
+        .await?;
+    let (mut other, _) = s.open(&ctx, Role::Ui, "other-ui", None).await?;
+    // A frame declaring 28 bytes, of which only the first arrives.
+    slow.send_raw(&[0, 0, 0, 28, 0x93], "the first 5 bytes of a 28-byte frame")
+        .await?;
+    closed_by_limit(&ctx, &mut slow, cr, "FrameTimedOut", after(&ctx, SHORT)).await?;
+    served(&ctx, &mut other, 1).await
+}
+
+async fn slow_consumer(ctx: Ctx) -> Outcome {
+    let s = Server::start(
+        &ctx,
+        Settings {
+            max_queued_bytes: 64 * 1024,
+            ..Settings::default()
+        },
+        &["max_queued_bytes"],
+    )
+    .await?;
+    let (mut other, _) = s.open(&ctx, Role::Ui, "other-ui", None).await?;
+    // A UI with a small receive buffer that says hello, then writes asks and reads nothing.
+    let socket = tokio::net::TcpSocket::new_v4().map_err(|e| fail("a socket", e.to_string()))?;
+    let _ = socket.set_recv_buffer_size(4096);
+    let mut stream = socket
+        .connect(s.addr)
+        .await
+        .map_err(|e| fail(format!("a TCP connection to {}", s.addr), e.to_string()))?;
+    ctx.log
+        .push("[flooder] connected; hello as a ui, then asks it never reads the answers of");
+    let want = "the flooding UI's session accepted";
+    stream
+        .write_all(&frame(&ui_hello()))
+        .await
+        .map_err(|e| fail(want, e.to_string()))?;
+    let mut prefix = [0u8; 4];
+    tokio::time::timeout(wait(&ctx), stream.read_exact(&mut prefix))
+        .await
+        .map_err(|_| fail(want, "no answer"))?
+        .map_err(|e| fail(want, e.to_string()))?;
+    let mut answer = vec![0u8; u32::from_be_bytes(prefix).min(65536) as usize];
+    stream
+        .read_exact(&mut answer)
+        .await
+        .map_err(|e| fail(want, e.to_string()))?;
+    match sparkwire::wire::handshake::decode_answer(&answer) {
+        Ok(Answer::Accepted(_)) => {}
+        other => return Err(fail(want, format!("{other:?}"))),
+    }
+    // Asks for up to 3 s, or until a write fails (the server closed the connection).
+    let mut batch = Vec::new();
+    let mut asks = 0u64;
+    let flood_end = Instant::now() + Duration::from_secs(3);
+    let mut write_failed = false;
+    while Instant::now() < flood_end {
+        batch.clear();
+        for n in 0..512 {
+            let ask = Envelope::Ask {
+                id: asks + n + 1,
+                message: D::RequestMasterState(RequestMasterState::new()),
+            };
+            batch.extend(
+                sparkwire::wire::encode_frame(&ask, Version::V2)
+                    .map_err(|e| fail("an ask the suite can encode", e.to_string()))?,
+            );
+        }
+        match tokio::time::timeout(Duration::from_millis(500), stream.write_all(&batch)).await {
+            Ok(Ok(())) => asks += 512,
+            Ok(Err(_)) => {
+                write_failed = true;
+                break;
+            }
+            // The server reads no more for now: keep trying until the flood's end.
+            Err(_) => {}
+        }
+    }
+    ctx.log.push(format!(
+        "[flooder] wrote {asks} asks; {}; now reading until the end of the stream",
+        if write_failed {
+            "a write failed"
+        } else {
+            "no write failed"
+        }
+    ));
+    // Now read: what was queued, then the end of the stream (or a reset) if the server closed.
+    let mut buf = vec![0u8; 1 << 16];
+    let deadline = tokio::time::Instant::now() + wait(&ctx);
+    let closed = loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => break false,
+            Ok(Ok(0)) | Ok(Err(_)) => break true,
+            Ok(Ok(_)) => {}
+        }
+    };
+    ctx.log.push(format!(
+        "[flooder] {}",
+        if closed {
+            "closed by the server"
+        } else {
+            "still open"
+        }
+    ));
+    check(
+        closed,
+        "the flooding UI's connection closed by the server (a slow consumer)",
+        format!(
+            "still open after {asks} asks unread and {} ms more",
+            wait(&ctx).as_millis()
+        ),
+    )?;
+    served(&ctx, &mut other, 1).await
+}
+
+async fn close_reason_frame_too_large(ctx: Ctx) -> Outcome {
+    let hello =
+        Hello::new(&[Version::V1, Version::V2], Role::Ui, "suite").with_features(&[CLOSE_REASON]);
+    let (mut c, taken) = Conn::open_with(
+        addr(&ctx)?,
+        "ui",
+        hello,
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        wait(&ctx),
+    )
+    .await?;
+    if !taken.iter().any(|f| f == CLOSE_REASON) {
+        return Err(Failure::Skipped(
+            "the endpoint did not take closeReason (optional, handshake.md §12)".into(),
+        ));
+    }
+    c.send_raw(
+        &u32::MAX.to_be_bytes(),
+        "a prefix declaring 4294967295 bytes",
+    )
+    .await?;
+    let want = "a close envelope of kind FrameTooLarge, then the close";
+    let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
+    check(
+        reason.kind == "FrameTooLarge",
+        want,
+        format!("a close envelope of kind {}", reason.kind),
+    )
+}
