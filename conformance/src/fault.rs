@@ -26,6 +26,8 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
 
+mod launch;
+
 type D = DeployMessage;
 
 /// Which targets' self-test a fault serves.
@@ -40,6 +42,8 @@ pub enum Scope {
     /// SPARK-13604, ReconnectWorker, its decoder and handshake); the other targets' cases of the
     /// same kinds fail under the generic faults (`mute`, `keep-open`, `accept-any-hello`).
     Master,
+    /// One target only: the fault breaks what only that target's cases check.
+    Only(crate::case::Target),
 }
 
 /// One way to break an endpoint: an entry of [`FAULTS`].
@@ -241,6 +245,63 @@ pub static FAULTS: &[FaultSpec] = &[
         scope: Scope::Any,
         behaviour: &OffRoute,
     },
+    FaultSpec {
+        name: "executor-refusal-hidden",
+        doc: "The worker runs an executor command it must refuse (SPEC §14.5: a command naming \
+              LD_PRELOAD and the like, a program not allowed): the proxy shows its \
+              ExecutorStateChanged FAILED without an exit status as RUNNING without a message.",
+        scope: Scope::Only(crate::case::Target::Worker),
+        behaviour: &launch::ExecutorRefusalHidden,
+    },
+    FaultSpec {
+        name: "driver-refusal-hidden",
+        doc: "The worker runs a driver it must refuse (SPEC §14.5: a program not allowed, or one \
+              allowed only as sparkwire's executor): the proxy shows its DriverStateChanged ERROR \
+              as RUNNING without an exception.",
+        scope: Scope::Only(crate::case::Target::Worker),
+        behaviour: &launch::DriverRefusalHidden,
+    },
+    FaultSpec {
+        name: "foreign-master-obeyed",
+        doc: "The worker takes LaunchExecutor and KillExecutor from a master-role connection of a \
+              master it is not registered with (SPEC §14.2 Z5): the proxy keeps them from the \
+              worker and shows, on the connection of the master they name, the \
+              ExecutorStateChanged RUNNING or KILLED of a worker that obeyed.",
+        scope: Scope::Only(crate::case::Target::Worker),
+        behaviour: &launch::ForeignMasterObeyed,
+    },
+    FaultSpec {
+        name: "decommission-answered",
+        doc: "The worker answers DecommissionWorker with WorkerDecommissioning naming itself (the \
+              text SPEC §7.1 corrected: it sends nothing back): the proxy adds it after the \
+              worker's next frame.",
+        scope: Scope::Only(crate::case::Target::Worker),
+        behaviour: &launch::DecommissionAnswered,
+    },
+    FaultSpec {
+        name: "task-updates-loose",
+        doc: "The executor's StatusUpdate LAUNCHING or RUNNING carries bytes (SPEC §10: empty \
+              `bin`), and its final StatusUpdate of a task goes twice (SPEC §10: exactly one of \
+              FINISHED, FAILED or KILLED): the proxy puts a byte in the first and repeats the \
+              second.",
+        scope: Scope::Only(crate::case::Target::Executor),
+        behaviour: &launch::TaskUpdatesLoose,
+    },
+    FaultSpec {
+        name: "executor-ownership-unchecked",
+        doc: "The driver takes an executor's StatusUpdate, LaunchedExecutor and \
+              ExecutorDecommissioning naming another executor (SPEC §14.2 Z6): the proxy rewrites \
+              their executor id to the one registered over that connection.",
+        scope: Scope::Only(crate::case::Target::Driver),
+        behaviour: &launch::ExecutorOwnershipUnchecked,
+    },
+    FaultSpec {
+        name: "task-named-otherwise",
+        doc: "The driver names its tasks otherwise than Spark (SPEC §10: `task 3.1 in stage 0.0 \
+              (TID 7)`): the proxy renames each LaunchTask's task `TID n`.",
+        scope: Scope::Only(crate::case::Target::Driver),
+        behaviour: &launch::TaskNamedOtherwise,
+    },
 ];
 
 /// One way to break an endpoint: a handle on its entry of [`FAULTS`].
@@ -290,6 +351,17 @@ impl Fault {
     /// True for the faults that break only what a master does ([`Scope::Master`]).
     pub fn master_only(self) -> bool {
         self.0.scope == Scope::Master
+    }
+
+    /// Whether the self-test runs target `t` under this fault: every target for
+    /// [`Scope::Any`], the master for [`Scope::Auth`] and [`Scope::Master`] (the other targets'
+    /// authentication has tests of its own), `t` alone for [`Scope::Only`].
+    pub fn serves(self, t: crate::case::Target) -> bool {
+        match self.0.scope {
+            Scope::Any => true,
+            Scope::Auth | Scope::Master => t == crate::case::Target::Master,
+            Scope::Only(only) => only == t,
+        }
     }
 }
 
@@ -348,6 +420,12 @@ trait Behaviour: Sync {
 
     /// A frame from the suite to the endpoint after the handshake, when the suite connects.
     fn suite_sent(&self, body: Bytes, _st: &StdMutex<State>) -> Act {
+        Act::Forward(body)
+    }
+
+    /// A frame from the suite to the endpoint after the handshake, when the endpoint connects
+    /// (the suite is its master or driver).
+    fn to_endpoint(&self, body: Bytes, _st: &StdMutex<State>) -> Act {
         Act::Forward(body)
     }
 
@@ -1083,6 +1161,8 @@ struct Seen {
     launched_drivers: std::collections::BTreeSet<String>,
     /// The ids of the suite's RequestExecutors and KillExecutors asks not answered yet.
     executor_asks: std::collections::BTreeSet<u64>,
+    /// What the launch faults remember ([`launch`]).
+    launch: launch::Seen,
 }
 
 /// What to do with one frame.
@@ -1397,7 +1477,14 @@ async fn pipe(
                             continue;
                         }
                         if !suite_is_client {
-                            write(&to, &framed(&body)).await;
+                            match behaviour.to_endpoint(body, &st) {
+                                Act::Forward(b) => write(&to, &framed(&b)).await,
+                                Act::Drop => {}
+                                Act::Close => {
+                                    close(&to).await;
+                                    break;
+                                }
+                            }
                             continue;
                         }
                         let role = match side {

@@ -196,6 +196,35 @@ fn configurations(target: Target) -> Vec<Configuration> {
                 ),
             ]
         }
+        Target::Worker => {
+            let secret = secret_file().display().to_string();
+            let plain = template(Target::Worker);
+            vec![
+                (vec!["--spawn".into(), plain.clone()], vec![]),
+                // A program allowed only as sparkwire's executor (SPEC §14.5).
+                (
+                    strings(&[
+                        "--spawn",
+                        &plain.replace("--allow-exec-any", "--allow-exec"),
+                        "--cases",
+                        "spec/14.5/executor-program-not-a-driver",
+                    ]),
+                    vec![],
+                ),
+                // A worker holding the secret hands it to what it launches (SPEC §13).
+                (
+                    strings(&[
+                        "--spawn",
+                        &format!("{plain} --secret-file {{secret_file}}"),
+                        "--secret-file",
+                        &secret,
+                        "--cases",
+                        "flow/worker/secret-handoff",
+                    ]),
+                    vec![],
+                ),
+            ]
+        }
         t => vec![(vec!["--spawn".into(), template(t)], vec![])],
     }
 }
@@ -318,7 +347,7 @@ fn every_case_fails_against_some_broken_endpoint() {
         for f in Fault::all() {
             // The authentication faults stand in for a master holding a secret; the master's own
             // faults break only what the master target checks.
-            if t != Target::Master && (f.breaks_auth() || f.master_only()) {
+            if !f.serves(t) {
                 continue;
             }
             for c in configurations(t) {
