@@ -302,6 +302,15 @@ pub static FAULTS: &[FaultSpec] = &[
         scope: Scope::Only(crate::case::Target::Driver),
         behaviour: &launch::TaskNamedOtherwise,
     },
+    FaultSpec {
+        name: "master-dials-worker",
+        doc: "The master dials a registering worker's advertised address (SPEC §1: all traffic \
+              travels over the connection the worker opened): the proxy opens a connection to a \
+              loopback address other than 127.0.0.1 a RegisterWorker names and says a master's \
+              hello there.",
+        scope: Scope::Master,
+        behaviour: &launch::MasterDialsWorker,
+    },
 ];
 
 /// One way to break an endpoint: a handle on its entry of [`FAULTS`].

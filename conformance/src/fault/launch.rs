@@ -367,6 +367,46 @@ impl Behaviour for TaskNamedOtherwise {
     }
 }
 
+/// `master-dials-worker`: a master that dials a registering worker's advertised address (SPEC
+/// §1: all traffic travels over the connection the worker opened): the proxy opens a connection
+/// to it and says a master's hello there. Only for an address other than 127.0.0.1: the suite's
+/// other workers advertise ports of 127.0.0.1 where nothing of theirs listens (and something
+/// else on the host may), and spec/1/one-connection listens on 127.0.0.2.
+pub(super) struct MasterDialsWorker;
+
+impl Behaviour for MasterDialsWorker {
+    fn suite_sent(&self, body: Bytes, st: &StdMutex<State>) -> Act {
+        if let Some(Decoded {
+            envelope: Ok(Some(Envelope::Send(D::RegisterWorker(r)))),
+            ..
+        }) = decoded(&body, st)
+        {
+            let at = r
+                .host
+                .parse::<std::net::IpAddr>()
+                .ok()
+                .filter(|ip| ip.is_loopback() && ip.to_string() != "127.0.0.1")
+                .zip(u16::try_from(r.port).ok())
+                .map(std::net::SocketAddr::from);
+            if let Some(at) = at {
+                tokio::spawn(async move {
+                    use tokio::io::AsyncWriteExt;
+                    if let Ok(mut s) = tokio::net::TcpStream::connect(at).await {
+                        let hello = sparkwire::wire::handshake::Hello::new(
+                            &[Version::V2],
+                            Role::Master,
+                            "proxy",
+                        );
+                        let _ = s.write_all(&super::hello_bytes(&hello)).await;
+                        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                    }
+                });
+            }
+        }
+        Act::Forward(body)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@ pub mod sections;
 pub mod server;
 pub mod spark;
 pub mod spawned;
+pub mod spec1;
 pub mod spec10;
 pub mod spec11;
 pub mod spec14;

@@ -11,6 +11,7 @@ pub fn master() -> Vec<Case> {
     crate::targets::spec14_ownership::add(&mut cs);
     crate::targets::handshake_features::add(&mut cs);
     crate::targets::spec14_closing::add(&mut cs);
+    crate::targets::spec1::add(&mut cs);
     cs.list
 }
 
