@@ -201,13 +201,14 @@ fn configurations(target: Target) -> Vec<Configuration> {
             let plain = template(Target::Worker);
             vec![
                 (vec!["--spawn".into(), plain.clone()], vec![]),
-                // A program allowed only as sparkwire's executor (SPEC §14.5).
+                // A program allowed only as sparkwire's executor (SPEC §14.5); the template
+                // last, as secured_configurations wants it.
                 (
                     strings(&[
-                        "--spawn",
-                        &plain.replace("--allow-exec-any", "--allow-exec"),
                         "--cases",
                         "spec/14.5/executor-program-not-a-driver",
+                        "--spawn",
+                        &plain.replace("--allow-exec-any", "--allow-exec"),
                     ]),
                     vec![],
                 ),
