@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sparkwire::messages::coarse::{LaunchedExecutor, StatusUpdate};
+use sparkwire::messages::coarse::{ExecutorDecommissioning, LaunchedExecutor, StatusUpdate};
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::{
     Addr, CoarseMessage, DeployMessage, DriverDescription, DriverState, EndpointRef, ExecutorState,
@@ -26,7 +26,7 @@ use sparkwire::wire::{encode_envelope, Envelope, Reply};
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::{Ctx, Wire};
 use crate::peer::{not_on_spark_wire, Conn};
-use crate::targets::common::{unique, wait};
+use crate::targets::common::{expect_refused, unique, wait};
 use crate::targets::worker::{
     allowed_exec, command, launch_msg, listening_addr, registered, state_change, ui_addr,
     worker_state, Registered,
@@ -40,7 +40,7 @@ pub fn add_worker(cs: &mut Cases) {
     cs.add(
         "spec/14.5/forbidden-env-refused",
         Level::Must,
-        "SPEC §14.5, \"Variables that choose what runs or load code — the prefixes `LD_`, … — are never passed, whatever the operator allows: a command naming one is refused\", and \"A refused executor launch is reported as `ExecutorStateChanged` `FAILED` with no exit status and a `message` saying why\": a LaunchExecutor of the allowed program whose command sets LD_PRELOAD is reported FAILED, with a message and no exit status",
+        "SPEC §14.5, \"Variables that choose what runs or load code — the prefixes `LD_`, … — are never passed, whatever the operator allows: a command naming one is refused\", and \"A refused executor launch is reported as `ExecutorStateChanged` `FAILED` with no exit status and a `message` saying why\": a LaunchExecutor of the allowed program whose command sets LD_PRELOAD is reported FAILED, with a message and no exit status, and a LaunchDriver of it setting LD_PRELOAD is reported ERROR",
         forbidden_env_refused,
     );
     cs.add(
@@ -70,7 +70,7 @@ pub fn add_worker(cs: &mut Cases) {
     cs.add(
         "spec/14.2/Z5/foreign-master",
         Level::Must,
-        "SPEC §14.2 Z5, \"A worker takes the answers to a registration (`RegisteredWorker`, …) only over a connection it opened to register, … and the master's commands (`LaunchExecutor`, `KillExecutor`, …) only over the connection of the master it is registered with\": a peer that dials the worker's own port as a master and sends RegisteredWorker naming another master, LaunchExecutor and KillExecutor (each naming the worker's own master URL) is ignored or refused: no executor is launched or killed, no ExecutorStateChanged follows, and the worker's state still names its master, runs the executor its master launched and not the other",
+        "SPEC §14.2 Z5, \"A worker takes the answers to a registration (`RegisteredWorker`, …) only over a connection it opened to register, … and the master's commands (`LaunchExecutor`, `KillExecutor`, …) only over the connection of the master it is registered with\": a peer that dials the worker's own port as a master and sends RegisteredWorker naming another master, LaunchExecutor and KillExecutor (each naming the worker's own master URL) and LaunchDriver is ignored or refused: nothing is launched or killed, no ExecutorStateChanged or DriverStateChanged follows, and the worker's state still names its master, runs the executor its master launched and not the other, and no driver",
         foreign_master,
     );
     cs.add(
@@ -86,7 +86,7 @@ pub fn add_driver(cs: &mut Cases) {
     cs.add(
         "spec/14.2/Z6/foreign-executor",
         Level::Must,
-        "SPEC §14.2 Z6, \"An executor is bound to the connection whose `RegisterExecutor` the driver accepted: `StatusUpdate`, `LaunchedExecutor` and `ExecutorDecommissioning` are taken only when they name that executor, over that connection\", and §14.3, \"A refused send closes its connection\": with two executors registered, a StatusUpdate for a task of the first sent over the second's connection naming the first, and a LaunchedExecutor naming the first sent over a third executor's connection, each close the connection they came on; the first executor still gets its tasks",
+        "SPEC §14.2 Z6, \"An executor is bound to the connection whose `RegisterExecutor` the driver accepted: `StatusUpdate`, `LaunchedExecutor` and `ExecutorDecommissioning` are taken only when they name that executor, over that connection\", and §14.3, \"A refused send closes its connection\": with two executors registered, a StatusUpdate for a task of the first sent over the second's connection naming the first, and a LaunchedExecutor naming the first sent over a third executor's connection, each close the connection they came on, an ExecutorDecommissioning ask naming the first over a fourth's is answered with a failure (or a close), and the first executor still gets its tasks",
         foreign_executor,
     );
 }
@@ -170,6 +170,22 @@ async fn forbidden_env_refused(ctx: Ctx) -> Outcome {
             "{} (message {:?}, exit status {:?})",
             s.state, s.message, s.exit_status
         ),
+    )?;
+    // A driver likewise.
+    let id = format!("driver-20250101120000-{:04}", unique() % 10_000);
+    let mut m = launch_driver(&id, &allowed_exec(), &["20"]);
+    if let D::LaunchDriver(l) = &mut m {
+        l.driver_desc
+            .command
+            .environment
+            .insert("LD_PRELOAD".into(), preload.display().to_string());
+    }
+    w.conn.send(&Envelope::Send(m)).await?;
+    let d = driver_state(&ctx, &mut w, &id).await?;
+    check(
+        d.state == DriverState::Error,
+        "the driver ERROR",
+        format!("{} (exception {:?})", d.state, d.exception),
     )
 }
 
@@ -507,6 +523,7 @@ async fn foreign_master(ctx: Ctx) -> Outcome {
         "executor 51 RUNNING",
         s.state.to_string(),
     )?;
+    let foreign_driver = format!("driver-20250101120000-{:04}", unique() % 10_000);
     let addr = listening_addr(&ctx, &mut w, Role::Master).await?;
     let port = 20_000 + (unique() % 20_000) as i32;
     let other = Addr::new("127.0.0.9".to_string(), port);
@@ -527,6 +544,10 @@ async fn foreign_master(ctx: Ctx) -> Outcome {
         (
             "KillExecutor",
             D::KillExecutor(KillExecutor::new(w.master_url.clone(), app.clone(), 51)),
+        ),
+        (
+            "LaunchDriver",
+            launch_driver(&foreign_driver, &allowed_exec(), &["20"]),
         ),
     ];
     let mut foreign = Vec::new();
@@ -554,6 +575,7 @@ async fn foreign_master(ctx: Ctx) -> Outcome {
             message: D::ExecutorStateChanged(s),
             ..
         } => s.exec_id == 52 || s.exec_id == 51,
+        Envelope::Send(D::DriverStateChanged(s)) => s.driver_id == foreign_driver,
         _ => false,
     };
     let watch = ctx.settings.quiet.max(Duration::from_secs(1));
@@ -591,13 +613,17 @@ async fn foreign_master(ctx: Ctx) -> Outcome {
         .filter(|e| e.app_id == app)
         .map(|e| e.exec_id)
         .collect();
+    let drivers: Vec<&String> = st.drivers.iter().map(|d| &d.driver_id).collect();
     check(
-        st.master_url == w.master_url && running == [51],
+        st.master_url == w.master_url && running == [51] && drivers.is_empty(),
         format!(
-            "master {} and executor 51 of {app} running, not 52",
+            "master {} and executor 51 of {app} running, not 52, and no driver",
             w.master_url
         ),
-        format!("master {} and executors {running:?}", st.master_url),
+        format!(
+            "master {}, executors {running:?}, drivers {drivers:?}",
+            st.master_url
+        ),
     )
 }
 
@@ -657,6 +683,17 @@ async fn foreign_executor(ctx: Ctx) -> Outcome {
             "the connection closed: a LaunchedExecutor naming executor 1 over executor 3's connection is refused",
         )
         .await?;
+    // An ask naming another executor is refused with a failure (or a close).
+    let mut fourth = executor(&ctx, &d, "4", 1, Version::V2).await?;
+    expect_refused(
+        &mut fourth.conn,
+        Envelope::Ask {
+            id: 93,
+            message: C::ExecutorDecommissioning(ExecutorDecommissioning::new("1".into())),
+        },
+        wait(&ctx),
+    )
+    .await?;
     // The first executor is untouched: it finishes its task and gets the next.
     first.run(&t).await?;
     first.task(&ctx).await.map(|_| ())
