@@ -64,7 +64,7 @@ pub fn add_worker(cs: &mut Cases) {
     cs.add(
         "flow/worker/secret-handoff",
         Level::Must,
-        "SPEC §13, \"A worker hands the secret to the executors and drivers it launches without exposing it: … adds `SPARKWIRE_SECRET_FILE=<that path>` to the environment it starts the process with …; never on a command line, never in the application's description\": a worker holding the secret starts an executor whose SPARKWIRE_SECRET_FILE names a file of mode 0600 holding the secret, with no argument and no other variable holding it, and the worker's state (RequestWorkerState) does not carry it (the process as this host's /proc shows it; skipped without --secret-file, or when /proc does not show it)",
+        "SPEC §13, \"A worker hands the secret to the executors and drivers it launches without exposing it: … adds `SPARKWIRE_SECRET_FILE=<that path>` to the environment it starts the process with …; never on a command line, never in the application's description\": a worker holding the secret starts an executor and a driver whose SPARKWIRE_SECRET_FILE names a file of mode 0600 holding the secret, with no argument and no other variable holding it, and the worker's state (RequestWorkerState) does not carry it (the process as this host's /proc shows it; skipped without --secret-file, or when /proc does not show it)",
         secret_handoff,
     );
     cs.add(
@@ -402,41 +402,18 @@ fn holds(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-async fn secret_handoff(ctx: Ctx) -> Outcome {
-    sparkwire_launch(&ctx)?;
-    let Some(secret) = ctx.settings.secret.clone() else {
-        return Err(Failure::Skipped(
-            "the suite holds no secret (--secret-file): the worker has none to hand on".into(),
-        ));
-    };
-    let secret = secret.expose().to_vec();
-    let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
-    let token = sleep_token();
-    w.conn
-        .send(&Envelope::Send(launch_msg(
-            &w,
-            &app_id(),
-            42,
-            &allowed_exec(),
-            &[&token],
-        )))
-        .await?;
-    let s = state_change(&ctx, &mut w, 42).await?;
+/// The process `p` got the secret as SPEC §13 says: no argument or variable holding it, and
+/// SPARKWIRE_SECRET_FILE naming a file of mode 0600 that holds it.
+fn handed_secret(p: &Process, secret: &[u8]) -> Outcome {
     check(
-        s.state == ExecutorState::Running,
-        "RUNNING",
-        s.state.to_string(),
-    )?;
-    let p = launched_process(&ctx, &token).await?;
-    check(
-        !p.args.iter().any(|a| holds(a.as_bytes(), &secret)),
+        !p.args.iter().any(|a| holds(a.as_bytes(), secret)),
         "no argument holding the secret",
         format!("process {}: an argument holds it", p.pid),
     )?;
     let leaked: Vec<&str> = p
         .env
         .iter()
-        .filter(|(_, v)| holds(v.as_bytes(), &secret))
+        .filter(|(_, v)| holds(v.as_bytes(), secret))
         .map(|(n, _)| n.as_str())
         .collect();
     check(
@@ -469,10 +446,52 @@ async fn secret_handoff(ctx: Ctx) -> Outcome {
     let held = std::fs::read(&path)
         .map_err(|e| fail(format!("{path} readable by its owner"), e.to_string()))?;
     check(
-        secret_text(&held) == secret.as_slice(),
+        secret_text(&held) == secret,
         format!("{path} holding the secret"),
         format!("{} bytes that are not it", held.len()),
     )?;
+    Ok(())
+}
+
+async fn secret_handoff(ctx: Ctx) -> Outcome {
+    sparkwire_launch(&ctx)?;
+    let Some(secret) = ctx.settings.secret.clone() else {
+        return Err(Failure::Skipped(
+            "the suite holds no secret (--secret-file): the worker has none to hand on".into(),
+        ));
+    };
+    let secret = secret.expose().to_vec();
+    let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
+    let token = sleep_token();
+    w.conn
+        .send(&Envelope::Send(launch_msg(
+            &w,
+            &app_id(),
+            42,
+            &allowed_exec(),
+            &[&token],
+        )))
+        .await?;
+    let s = state_change(&ctx, &mut w, 42).await?;
+    check(
+        s.state == ExecutorState::Running,
+        "RUNNING",
+        s.state.to_string(),
+    )?;
+    let p = launched_process(&ctx, &token).await?;
+    handed_secret(&p, &secret)?;
+    // A driver likewise.
+    let driver_token = sleep_token();
+    let id = format!("driver-20250101120000-{:04}", unique() % 10_000);
+    w.conn
+        .send(&Envelope::Send(launch_driver(
+            &id,
+            &allowed_exec(),
+            &[&driver_token],
+        )))
+        .await?;
+    let d = launched_process(&ctx, &driver_token).await?;
+    handed_secret(&d, &secret)?;
     // The worker's state, which UIs show, carries nothing of it.
     let addr = ui_addr(&ctx, &mut w).await?;
     let mut ui = Conn::open(
