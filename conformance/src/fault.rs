@@ -30,6 +30,7 @@ use crate::case::Target;
 
 mod closes;
 mod decoder;
+mod launch;
 
 type D = DeployMessage;
 
@@ -364,6 +365,72 @@ pub static FAULTS: &[FaultSpec] = &[
               its `--spawn-server` template's TLS placeholders, so that it speaks plain TCP.",
         scope: Scope::Server,
         behaviour: &SettingsIgnored,
+    },
+    FaultSpec {
+        name: "executor-refusal-hidden",
+        doc: "The worker runs an executor command it must refuse (SPEC §14.5: a command naming \
+              LD_PRELOAD and the like, a program not allowed): the proxy shows its \
+              ExecutorStateChanged FAILED without an exit status as RUNNING without a message.",
+        scope: Scope::Only(&[Target::Worker]),
+        behaviour: &launch::ExecutorRefusalHidden,
+    },
+    FaultSpec {
+        name: "driver-refusal-hidden",
+        doc: "The worker runs a driver it must refuse (SPEC §14.5: a program not allowed, or one \
+              allowed only as sparkwire's executor): the proxy shows its DriverStateChanged ERROR \
+              as RUNNING without an exception.",
+        scope: Scope::Only(&[Target::Worker]),
+        behaviour: &launch::DriverRefusalHidden,
+    },
+    FaultSpec {
+        name: "foreign-master-obeyed",
+        doc: "The worker takes LaunchExecutor and KillExecutor from a master-role connection of a \
+              master it is not registered with (SPEC §14.2 Z5): the proxy keeps them from the \
+              worker and shows, on the connection of the master they name, the \
+              ExecutorStateChanged RUNNING or KILLED of a worker that obeyed.",
+        scope: Scope::Only(&[Target::Worker]),
+        behaviour: &launch::ForeignMasterObeyed,
+    },
+    FaultSpec {
+        name: "decommission-answered",
+        doc: "The worker answers DecommissionWorker with WorkerDecommissioning naming itself (the \
+              text SPEC §7.1 corrected: it sends nothing back): the proxy adds it after the \
+              worker's next frame.",
+        scope: Scope::Only(&[Target::Worker]),
+        behaviour: &launch::DecommissionAnswered,
+    },
+    FaultSpec {
+        name: "task-updates-loose",
+        doc: "The executor's StatusUpdate LAUNCHING or RUNNING carries bytes (SPEC §10: empty \
+              `bin`), and its final StatusUpdate of a task goes twice (SPEC §10: exactly one of \
+              FINISHED, FAILED or KILLED): the proxy puts a byte in the first and repeats the \
+              second.",
+        scope: Scope::Only(&[Target::Executor]),
+        behaviour: &launch::TaskUpdatesLoose,
+    },
+    FaultSpec {
+        name: "executor-ownership-unchecked",
+        doc: "The driver takes an executor's StatusUpdate, LaunchedExecutor and \
+              ExecutorDecommissioning naming another executor (SPEC §14.2 Z6): the proxy rewrites \
+              their executor id to the one registered over that connection.",
+        scope: Scope::Only(&[Target::Driver]),
+        behaviour: &launch::ExecutorOwnershipUnchecked,
+    },
+    FaultSpec {
+        name: "task-named-otherwise",
+        doc: "The driver names its tasks otherwise than Spark (SPEC §10: `task 3.1 in stage 0.0 \
+              (TID 7)`): the proxy renames each LaunchTask's task `TID n`.",
+        scope: Scope::Only(&[Target::Driver]),
+        behaviour: &launch::TaskNamedOtherwise,
+    },
+    FaultSpec {
+        name: "master-dials-worker",
+        doc: "The master dials a registering worker's advertised address (SPEC §1: all traffic \
+              travels over the connection the worker opened): the proxy opens a connection to a \
+              loopback address other than 127.0.0.1 a RegisterWorker names and says a master's \
+              hello there.",
+        scope: Scope::Master,
+        behaviour: &launch::MasterDialsWorker,
     },
 ];
 
@@ -1259,6 +1326,8 @@ struct Seen {
     executor_asks: std::collections::BTreeSet<u64>,
     /// When the suite's worker or application registered over the connection.
     registered_at: Option<std::time::Instant>,
+    /// What the launch faults remember ([`launch`]).
+    launch: launch::Seen,
 }
 
 /// What to do with one frame.

@@ -244,6 +244,36 @@ fn configurations(target: Target) -> Vec<Configuration> {
                 ),
             ]
         }
+        Target::Worker => {
+            let secret = secret_file().display().to_string();
+            let plain = template(Target::Worker);
+            vec![
+                (vec!["--spawn".into(), plain.clone()], vec![]),
+                // A program allowed only as sparkwire's executor (SPEC §14.5); the template
+                // last, as secured_configurations wants it.
+                (
+                    strings(&[
+                        "--cases",
+                        "spec/14.5/executor-program-not-a-driver",
+                        "--spawn",
+                        &plain.replace("--allow-exec-any", "--allow-exec"),
+                    ]),
+                    vec![],
+                ),
+                // A worker holding the secret hands it to what it launches (SPEC §13).
+                (
+                    strings(&[
+                        "--spawn",
+                        &format!("{plain} --secret-file {{secret_file}}"),
+                        "--secret-file",
+                        &secret,
+                        "--cases",
+                        "flow/worker/secret-handoff",
+                    ]),
+                    vec![],
+                ),
+            ]
+        }
         t => vec![(vec!["--spawn".into(), template(t)], vec![])],
     }
 }

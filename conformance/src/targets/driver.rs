@@ -408,6 +408,8 @@ pub fn cases() -> Vec<crate::case::Case> {
         );
     }
     flows(&mut cs);
+    crate::targets::spec10::add_driver(&mut cs);
+    crate::targets::spec14_launch::add_driver(&mut cs);
     crate::targets::auth::add_server(&mut cs, driver_secured());
     cs.list
 }

@@ -196,7 +196,8 @@ pub fn task(id: i64, runner: &str, input: &[u64], cpus: i32) -> TaskDescription 
     )
 }
 
-async fn launch(e: &mut Registered, t: &TaskDescription) -> Result<(), Failure> {
+/// Sends LaunchTask of `t`.
+pub async fn launch(e: &mut Registered, t: &TaskDescription) -> Result<(), Failure> {
     let data = encode_task(t).map_err(|er| fail("a task the suite can encode", er.to_string()))?;
     e.conn
         .send(&Envelope::Send(C::LaunchTask(LaunchTask::new(data.into()))))
@@ -273,6 +274,7 @@ pub fn cases() -> Vec<crate::case::Case> {
         );
     }
     flows(&mut cs);
+    crate::targets::spec10::add_executor(&mut cs);
     crate::targets::spec11::add_executor(&mut cs);
     crate::targets::auth::add_client(
         &mut cs,

@@ -16,6 +16,7 @@ pub fn master() -> Vec<Case> {
     crate::targets::limits::add(&mut cs);
     crate::targets::admin::add(&mut cs);
     crate::targets::tls::add(&mut cs);
+    crate::targets::spec1::add(&mut cs);
     cs.list
 }
 

@@ -454,4 +454,45 @@ pub fn add_master(cs: &mut Cases) {
             }
         },
     );
+    cs.add(
+        "spark/15.2/master-removes-closed-worker",
+        Level::Must,
+        "SPEC §15.2, \"Spark's master keys a worker and an application by the address of the reference registered … and, when a connection closes, removes the worker or application registered at the sender address that connection gave\": a worker registered over a connection whose RequestMessage sender is its reference's address is removed once that connection closes: an application registered before it (asking no cores) is told WorkerRemoved naming it (the state's DEAD cannot show on Spark's wire: SPEC §15.4 S3)",
+        master_removes_closed_worker,
+    );
+}
+
+async fn master_removes_closed_worker(ctx: Ctx) -> Outcome {
+    use crate::targets::master::{app, app_desc, open, register_worker_msg};
+    spark_version(&ctx)?;
+    let (mut app_conn, _app_id) =
+        app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+    let port = 20_000 + (crate::targets::common::unique() % 40_000) as i32;
+    let id = format!("worker-20250101120000-127.0.0.1-{port}");
+    // The suite's sender on this connection is the reference's address from RegisterWorker on
+    // (`SparkSide`: a message naming the suite's own reference makes its address the sender).
+    let mut c = open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
+    c.send(&Envelope::Send(register_worker_msg(
+        &id,
+        "127.0.0.1",
+        port,
+        0,
+        0,
+    )))
+    .await?;
+    c.expect::<D, ()>(wait(&ctx), "RegisteredWorker", |e| {
+        matches!(e, Envelope::Send(D::RegisteredWorker(_))).then_some(())
+    })
+    .await?;
+    drop(c);
+    app_conn
+        .expect::<D, ()>(
+            wait(&ctx),
+            &format!("WorkerRemoved naming {id} once its connection closed"),
+            |e| match e {
+                Envelope::Send(D::WorkerRemoved(r)) if r.id == id => Some(()),
+                _ => None,
+            },
+        )
+        .await
 }

@@ -116,7 +116,8 @@ pub async fn registered(ctx: &Ctx, versions: &[Version]) -> Result<Registered, F
     })
 }
 
-fn command(program: &str, args: &[&str]) -> Command {
+/// A command running `program args`, with nothing else.
+pub fn command(program: &str, args: &[&str]) -> Command {
     Command::new(
         program.into(),
         args.iter().map(|a| a.to_string()).collect(),
@@ -177,7 +178,13 @@ pub async fn state_change(
     Ok(e)
 }
 
-async fn ui_addr(ctx: &Ctx, w: &mut Registered) -> Result<SocketAddr, Failure> {
+/// Where the suite reaches the worker's own listening port (the address its RegisterWorker
+/// gave), through the fault proxy when there is one, for a peer of `role`.
+pub async fn listening_addr(
+    ctx: &Ctx,
+    w: &mut Registered,
+    role: Role,
+) -> Result<SocketAddr, Failure> {
     let host: std::net::IpAddr = w
         .reg
         .host
@@ -185,12 +192,17 @@ async fn ui_addr(ctx: &Ctx, w: &mut Registered) -> Result<SocketAddr, Failure> {
         .map_err(|_| fail("a worker host that is an IP address", w.reg.host.clone()))?;
     let port = u16::try_from(w.reg.port).map_err(|_| fail("a port", w.reg.port.to_string()))?;
     w.run
-        .reach(ctx, SocketAddr::new(host, port), Role::Ui, Role::Worker)
+        .reach(ctx, SocketAddr::new(host, port), role, Role::Worker)
         .await
 }
 
+/// Where the suite reaches the worker's port as a UI.
+pub async fn ui_addr(ctx: &Ctx, w: &mut Registered) -> Result<SocketAddr, Failure> {
+    listening_addr(ctx, w, Role::Ui).await
+}
+
 /// The worker's answer to RequestWorkerState asked on the UI connection `ui`.
-async fn worker_state(ctx: &Ctx, ui: &mut Conn) -> Result<WorkerStateResponse, Failure> {
+pub async fn worker_state(ctx: &Ctx, ui: &mut Conn) -> Result<WorkerStateResponse, Failure> {
     let ask = D::RequestWorkerState(RequestWorkerState::new());
     ui.send(&Envelope::Ask {
         id: 3,
@@ -259,6 +271,7 @@ pub fn cases() -> Vec<crate::case::Case> {
     ui_routes(&mut cs);
     crate::targets::spec11::add_worker(&mut cs);
     flows(&mut cs);
+    crate::targets::spec14_launch::add_worker(&mut cs);
     crate::targets::auth::add_server(&mut cs, worker_secured());
     crate::targets::spark::add_server(
         &mut cs,
