@@ -109,6 +109,7 @@ pub fn resolution(id: &str) -> Option<&'static str> {
         ("spec/14.2/Z2/second-worker-not-registered", "S2"),
         ("spec/14.2/Z3/executor-state-other-worker", "S2"),
         ("spec/14.2/Z3/driver-state-other-worker", "S2"),
+        ("spec/14.2/Z5/", "S2"),
         ("spec/14.3/refused-send-loses-", "S2"),
         ("spec/14.3/refused-creates-nothing", "S1"),
         ("spec/14.3/failure-form", "S1"),
