@@ -233,6 +233,41 @@ impl Obligations {
         self.registered.remove(&conn);
     }
 
+    /// What `debtor` still owes on open connection `conn` (rules N3 and N4), as
+    /// [`finish`](Self::finish) would report it, changing nothing.
+    pub(crate) fn owed_on(&self, conn: ConnId, debtor: &Endpoint, sink: &mut Sink<'_>) {
+        if let Some(r) = self
+            .registrations
+            .get(&conn)
+            .filter(|r| r.master == debtor.id && self.app_of_client.get(&r.client).is_none())
+        {
+            sink.flag(
+                Rule::EndAppRegistered,
+                format!(
+                    "RegisteredApplication in answer to the RegisterApplication at {} ms on connection {conn} before the end",
+                    r.at
+                ),
+                Some(Entity::Connection(conn)),
+            );
+        }
+        if debtor.role != Role::Worker {
+            return;
+        }
+        for l in self.launches.get(&conn).into_iter().flatten() {
+            sink.flag(
+                Rule::EndExecutorState,
+                format!(
+                    "an ExecutorStateChanged for {}/{} in answer to its LaunchExecutor at {} ms (connection {conn}) before the end",
+                    l.app, l.exec, l.at
+                ),
+                Some(Entity::AppExecutor {
+                    app: l.app.clone(),
+                    exec: l.exec,
+                }),
+            );
+        }
+    }
+
     /// The end of the trace: every answer still owed on a connection that is open (closed ones
     /// forgot theirs) breaks rule N3 (RegisterApplication) or N4 (LaunchExecutor). Call after
     /// [`overdue`](Self::overdue), which reports and forgets those already late.
