@@ -507,3 +507,25 @@ fn what_one_end_owes_on_one_connection_is_what_the_end_of_the_trace_would_report
     let stranger = Endpoint::new(Role::Worker, "worker-9");
     assert_eq!(owed(&fed(&s), &w, &stranger), Vec::<Rule>::new());
 }
+
+#[test]
+fn a_workers_own_trace_holds_no_application_so_its_launches_owe_their_state_without_p4() {
+    // The worker's side only: its master launches an executor of an application registered out
+    // of view. P4 is not checked there (no application client in the trace); the launch is
+    // followed, so the worker's state report is known (no E2) and owed at the end (N4).
+    let mut s = Scenario::new();
+    let w = s.worker("worker-1", "10.0.0.1", 4, 4096);
+    s.down(&w, msg::launch_executor("app-1", 0, 1, 512));
+    assert_eq!(
+        rules(Config::default(), s.events()),
+        vec![Rule::EndExecutorState]
+    );
+    reported(&mut s, &w, 0, ExecutorState::Running);
+    assert_eq!(rules(Config::default(), s.events()), Vec::<Rule>::new());
+    // With an application client in the trace, a launch for an application it never registered
+    // breaks P4.
+    let mut s = Scenario::new();
+    let (w, _) = cluster(&mut s);
+    s.down(&w, msg::launch_executor("app-7", 0, 1, 512));
+    assert!(rules(Config::default(), s.events()).contains(&Rule::AppLaunchActive));
+}

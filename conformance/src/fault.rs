@@ -28,6 +28,8 @@ use tokio::sync::Mutex;
 
 type D = DeployMessage;
 
+mod judge;
+
 /// Which targets' self-test a fault serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -240,6 +242,117 @@ pub static FAULTS: &[FaultSpec] = &[
               every frame) sees it.",
         scope: Scope::Any,
         behaviour: &OffRoute,
+    },
+    // The judge's faults (conformance/src/fault/judge.rs): each breaks what only a case's judge
+    // checks, one rule of protocol/rules.md or one end-of-trace obligation.
+    FaultSpec {
+        name: "executor-added-unlaunched",
+        doc: "The master tells an application of an executor it never launched (rule N1): after \
+              the first ExecutorAdded on a connection the proxy adds another, its id 1000 \
+              higher. Only the judge's end-of-trace obligations see it.",
+        scope: Scope::Master,
+        behaviour: &judge::ExecutorAddedUnlaunched,
+    },
+    FaultSpec {
+        name: "registration-unanswered",
+        doc: "The master never answers a RegisterApplication whose application is not named \
+              `sparkwire-conformance` (rule N3): the proxy drops the RegisteredApplication.",
+        scope: Scope::Master,
+        behaviour: &judge::RegistrationUnanswered,
+    },
+    FaultSpec {
+        name: "executor-state-unreported",
+        doc: "The worker never reports the state of an executor it launched (rule N4): the \
+              proxy drops its ExecutorStateChanged.",
+        scope: Scope::Any,
+        behaviour: &judge::ExecutorStateUnreported,
+    },
+    FaultSpec {
+        name: "final-status-dropped",
+        doc: "The executor never sends a task's final StatusUpdate (rule N2): the proxy drops \
+              FINISHED, FAILED, KILLED and LOST.",
+        scope: Scope::Any,
+        behaviour: &judge::FinalStatusDropped,
+    },
+    FaultSpec {
+        name: "ask-id-reused",
+        doc: "The endpoint reuses the id of an ask still pending (rule A1): the proxy sends its \
+              first ask on a connection twice.",
+        scope: Scope::Any,
+        behaviour: &judge::AskIdReused,
+    },
+    FaultSpec {
+        name: "commands-unregistered",
+        doc: "The master sends a command to a worker before it registered it (rule W6): the \
+              proxy passes a KillExecutor before the first RegisteredWorker on a connection.",
+        scope: Scope::Master,
+        behaviour: &judge::CommandsUnregistered,
+    },
+    FaultSpec {
+        name: "app-id-wrong",
+        doc: "The driver's application client names another application (rule P2): the proxy \
+              rewrites the app id of its UnregisterApplication, RequestExecutors and \
+              KillExecutors.",
+        scope: Scope::Any,
+        behaviour: &judge::AppIdWrong,
+    },
+    FaultSpec {
+        name: "launch-after-unregister",
+        doc: "The master launches an executor for an application its client unregistered (rule \
+              P4): after the next RegisteredWorker the proxy adds a LaunchExecutor for the \
+              application of the last UnregisterApplication.",
+        scope: Scope::Master,
+        behaviour: &judge::LAUNCH_AFTER_UNREGISTER,
+    },
+    FaultSpec {
+        name: "removed-twice",
+        doc: "The master tells an application it removed that it is removed a second time (rule \
+              P5): the proxy repeats the first ApplicationRemoved.",
+        scope: Scope::Master,
+        behaviour: &judge::RemovedTwice,
+    },
+    FaultSpec {
+        name: "app-finished-early",
+        doc: "The master tells a worker an application finished while it runs (rule P6): after \
+              the first LaunchExecutor on a connection the proxy adds ApplicationFinished for its \
+              application.",
+        scope: Scope::Master,
+        behaviour: &judge::AppFinishedEarly,
+    },
+    FaultSpec {
+        name: "executor-talks-first",
+        doc: "The executor sends LaunchedExecutor before its driver accepted its RegisterExecutor \
+              (rule X1): the proxy adds it after the RegisterExecutor.",
+        scope: Scope::Any,
+        behaviour: &judge::ExecutorTalksFirst,
+    },
+    FaultSpec {
+        name: "unknown-task-status",
+        doc: "The executor reports a task it was never given (rule T2): after its first \
+              StatusUpdate the proxy adds a RUNNING one for a task id 1000000 higher.",
+        scope: Scope::Any,
+        behaviour: &judge::UnknownTaskStatus,
+    },
+    FaultSpec {
+        name: "local-message-sent",
+        doc: "The master sends a local message (SPEC §6): after its first one-way message on a \
+              connection the proxy adds a WorkDirCleanup.",
+        scope: Scope::Master,
+        behaviour: &judge::LocalMessageSent,
+    },
+    FaultSpec {
+        name: "wrong-kind",
+        doc: "The master sends a one-way message as an ask (SPEC §14.1, rule C4): after its first \
+              one-way message on a connection the proxy adds the same message as an ask.",
+        scope: Scope::Master,
+        behaviour: &judge::WrongKind,
+    },
+    FaultSpec {
+        name: "version-2-on-v1",
+        doc: "The master sends a version 2 message on a version 1 connection (rule C5): after its \
+              first one-way message on such a connection the proxy adds a DecommissionWorker.",
+        scope: Scope::Master,
+        behaviour: &judge::Version2OnV1,
     },
 ];
 
@@ -1083,6 +1196,8 @@ struct Seen {
     launched_drivers: std::collections::BTreeSet<String>,
     /// The ids of the suite's RequestExecutors and KillExecutors asks not answered yet.
     executor_asks: std::collections::BTreeSet<u64>,
+    /// What the judge's faults remember.
+    judge: judge::Seen,
 }
 
 /// What to do with one frame.

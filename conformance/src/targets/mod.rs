@@ -4,6 +4,7 @@ pub mod auth;
 pub mod client;
 pub mod common;
 pub mod driver;
+pub mod end_obligations;
 pub mod executor;
 pub mod handshake_features;
 pub mod master;
@@ -55,7 +56,7 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
 pub fn cases(target: Target) -> Vec<Case> {
     match target {
         Target::Master => [master::cases(), sections::master()].concat(),
-        Target::Worker => worker::cases(),
+        Target::Worker => [worker::cases(), sections::worker()].concat(),
         Target::Driver => driver::cases(),
         Target::Executor => [executor::cases(), sections::executor()].concat(),
     }

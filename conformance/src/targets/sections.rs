@@ -18,5 +18,13 @@ pub fn master() -> Vec<Case> {
 pub fn executor() -> Vec<Case> {
     let mut cs = Cases::new(Target::Executor);
     crate::targets::spec4_executor::add(&mut cs);
+    crate::targets::end_obligations::add_executor(&mut cs);
+    cs.list
+}
+
+/// The worker's cases of the files by section.
+pub fn worker() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Worker);
+    crate::targets::end_obligations::add_worker(&mut cs);
     cs.list
 }
