@@ -57,6 +57,9 @@ pub(crate) struct Obligations {
     app_of_client: Recent<String, String>,
     /// Executors the master launched, as (app id, executor id).
     launched: History<(String, i32)>,
+    /// Whether the trace holds a worker's connection: the master's launches are in view (rule
+    /// J1 is checked only then; a driver's own trace, with its application client, holds none).
+    worker_view: bool,
 }
 
 impl Obligations {
@@ -68,6 +71,7 @@ impl Obligations {
             registered: HashSet::new(),
             app_of_client: Recent::new(cap),
             launched: History::new(cap),
+            worker_view: false,
         }
     }
 
@@ -136,6 +140,9 @@ impl Obligations {
         m: &DeployMessage,
         now: u64,
     ) {
+        if from.role == Role::Worker || to.role == Role::Worker {
+            self.worker_view = true;
+        }
         match m {
             DeployMessage::LaunchExecutor(l) if to.role == Role::Worker => {
                 self.launched.insert((l.app_id.clone(), l.exec_id), ());
@@ -197,7 +204,7 @@ impl Obligations {
         let CoarseMessage::RegisterExecutor(r) = m else {
             return;
         };
-        if from.role != Role::Executor || to.role != Role::Driver {
+        if from.role != Role::Executor || to.role != Role::Driver || !self.worker_view {
             return;
         }
         // The driver's application, when its application client (same endpoint id) registered.
