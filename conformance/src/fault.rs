@@ -305,11 +305,13 @@ pub static FAULTS: &[FaultSpec] = &[
         behaviour: &judge::LAUNCH_AFTER_UNREGISTER,
     },
     FaultSpec {
-        name: "removed-twice",
-        doc: "The master tells an application it removed that it is removed a second time (rule \
-              P5): the proxy repeats the first ApplicationRemoved.",
-        scope: Scope::Master,
-        behaviour: &judge::RemovedTwice,
+        name: "app-end-twice",
+        doc: "An application's end is told twice (rule P5: after it finished the master sends \
+              no second ApplicationRemoved, its client sends nothing more): the proxy repeats a \
+              master's first ApplicationRemoved on a connection, a driver's application \
+              client's UnregisterApplication.",
+        scope: Scope::Any,
+        behaviour: &judge::AppEndTwice,
     },
     FaultSpec {
         name: "app-finished-early",

@@ -307,13 +307,16 @@ impl Behaviour for LaunchAfterUnregister {
     }
 }
 
-/// P5: the master tells an application it removed that it is removed a second time.
-pub(super) struct RemovedTwice;
+/// P5: an application's end is told twice: a master repeats its first ApplicationRemoved on a
+/// connection, a driver's application client its UnregisterApplication.
+pub(super) struct AppEndTwice;
 
-impl Behaviour for RemovedTwice {
+impl Behaviour for AppEndTwice {
     fn after_endpoint_frame(&self, body: &[u8], _: Option<Role>, st: &StdMutex<State>) -> Vec<u8> {
         match deploy_of(body, st) {
-            Some((_, Envelope::Send(D::ApplicationRemoved(_)))) if first_time(st).is_some() => {
+            Some((_, Envelope::Send(D::ApplicationRemoved(_) | D::UnregisterApplication(_))))
+                if first_time(st).is_some() =>
+            {
                 framed(body)
             }
             _ => Vec::new(),
