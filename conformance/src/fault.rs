@@ -42,6 +42,10 @@ pub enum Scope {
     /// SPARK-13604, ReconnectWorker, its decoder and handshake); the other targets' cases of the
     /// same kinds fail under the generic faults (`mute`, `keep-open`, `accept-any-hello`).
     Master,
+    /// These targets only: the fault breaks what only they send (a worker's
+    /// ExecutorStateChanged, an executor's StatusUpdate, a driver's application client's
+    /// messages).
+    Targets(&'static [crate::case::Target]),
 }
 
 /// One way to break an endpoint: an entry of [`FAULTS`].
@@ -264,21 +268,21 @@ pub static FAULTS: &[FaultSpec] = &[
         name: "executor-state-unreported",
         doc: "The worker never reports the state of an executor it launched (rule N4): the \
               proxy drops its ExecutorStateChanged.",
-        scope: Scope::Any,
+        scope: Scope::Targets(&[crate::case::Target::Worker]),
         behaviour: &judge::ExecutorStateUnreported,
     },
     FaultSpec {
         name: "final-status-dropped",
         doc: "The executor never sends a task's final StatusUpdate (rule N2): the proxy drops \
               FINISHED, FAILED, KILLED and LOST.",
-        scope: Scope::Any,
+        scope: Scope::Targets(&[crate::case::Target::Executor]),
         behaviour: &judge::FinalStatusDropped,
     },
     FaultSpec {
         name: "ask-id-reused",
         doc: "The endpoint reuses the id of an ask still pending (rule A1): the proxy sends its \
               first ask on a connection twice.",
-        scope: Scope::Any,
+        scope: Scope::Targets(&[crate::case::Target::Worker, crate::case::Target::Executor]),
         behaviour: &judge::AskIdReused,
     },
     FaultSpec {
@@ -293,7 +297,7 @@ pub static FAULTS: &[FaultSpec] = &[
         doc: "The driver's application client names another application (rule P2): the proxy \
               rewrites the app id of its UnregisterApplication, RequestExecutors and \
               KillExecutors.",
-        scope: Scope::Any,
+        scope: Scope::Targets(&[crate::case::Target::Driver]),
         behaviour: &judge::AppIdWrong,
     },
     FaultSpec {
@@ -310,7 +314,7 @@ pub static FAULTS: &[FaultSpec] = &[
               no second ApplicationRemoved, its client sends nothing more): the proxy repeats a \
               master's first ApplicationRemoved on a connection, a driver's application \
               client's UnregisterApplication.",
-        scope: Scope::Any,
+        scope: Scope::Targets(&[crate::case::Target::Master, crate::case::Target::Driver]),
         behaviour: &judge::AppEndTwice,
     },
     FaultSpec {
@@ -325,14 +329,14 @@ pub static FAULTS: &[FaultSpec] = &[
         name: "executor-talks-first",
         doc: "The executor sends LaunchedExecutor before its driver accepted its RegisterExecutor \
               (rule X1): the proxy adds it after the RegisterExecutor.",
-        scope: Scope::Any,
+        scope: Scope::Targets(&[crate::case::Target::Executor]),
         behaviour: &judge::ExecutorTalksFirst,
     },
     FaultSpec {
         name: "unknown-task-status",
         doc: "The executor reports a task it was never given (rule T2): after its first \
               StatusUpdate the proxy adds a RUNNING one for a task id 1000000 higher.",
-        scope: Scope::Any,
+        scope: Scope::Targets(&[crate::case::Target::Executor]),
         behaviour: &judge::UnknownTaskStatus,
     },
     FaultSpec {
@@ -405,6 +409,18 @@ impl Fault {
     /// True for the faults that break only what a master does ([`Scope::Master`]).
     pub fn master_only(self) -> bool {
         self.0.scope == Scope::Master
+    }
+
+    /// Whether the self-test runs `target` under the fault: a master under every fault but those
+    /// scoped to other targets ([`Scope::Targets`]), the other targets under the generic faults
+    /// and those scoped to them.
+    pub fn serves(self, target: crate::case::Target) -> bool {
+        use crate::case::Target;
+        match self.0.scope {
+            Scope::Any => true,
+            Scope::Auth | Scope::Master => target == Target::Master,
+            Scope::Targets(targets) => targets.contains(&target),
+        }
     }
 }
 
