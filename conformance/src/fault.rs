@@ -42,10 +42,11 @@ pub enum Scope {
     /// SPARK-13604, ReconnectWorker, its decoder and handshake); the other targets' cases of the
     /// same kinds fail under the generic faults (`mute`, `keep-open`, `accept-any-hello`).
     Master,
-    /// These targets only: the fault breaks what only they send (a worker's
-    /// ExecutorStateChanged, an executor's StatusUpdate, a driver's application client's
-    /// messages).
-    Targets(&'static [crate::case::Target]),
+    /// Caught only by the cases' judge (`crate::env::Judge`), in these targets: the fault breaks
+    /// a rule no case's own checks look at (or an end-of-trace obligation), so it makes no case
+    /// fail in the self-test, which runs with the judge off; the judge's own test
+    /// (`the_judge_catches_each_of_its_faults`) runs it with the judge on.
+    Judge(&'static [crate::case::Target]),
 }
 
 /// One way to break an endpoint: an entry of [`FAULTS`].
@@ -254,42 +255,42 @@ pub static FAULTS: &[FaultSpec] = &[
         doc: "The master tells an application of an executor it never launched (rule N1): after \
               the first ExecutorAdded on a connection the proxy adds another, its id 1000 \
               higher. Only the judge's end-of-trace obligations see it.",
-        scope: Scope::Master,
+        scope: Scope::Judge(&[crate::case::Target::Master]),
         behaviour: &judge::ExecutorAddedUnlaunched,
     },
     FaultSpec {
         name: "registration-unanswered",
         doc: "The master never answers a RegisterApplication whose application is not named \
               `sparkwire-conformance` (rule N3): the proxy drops the RegisteredApplication.",
-        scope: Scope::Master,
+        scope: Scope::Judge(&[crate::case::Target::Master]),
         behaviour: &judge::RegistrationUnanswered,
     },
     FaultSpec {
         name: "executor-state-unreported",
         doc: "The worker never reports the state of an executor it launched (rule N4): the \
               proxy drops its ExecutorStateChanged.",
-        scope: Scope::Targets(&[crate::case::Target::Worker]),
+        scope: Scope::Judge(&[crate::case::Target::Worker]),
         behaviour: &judge::ExecutorStateUnreported,
     },
     FaultSpec {
         name: "final-status-dropped",
         doc: "The executor never sends a task's final StatusUpdate (rule N2): the proxy drops \
               FINISHED, FAILED, KILLED and LOST.",
-        scope: Scope::Targets(&[crate::case::Target::Executor]),
+        scope: Scope::Judge(&[crate::case::Target::Executor]),
         behaviour: &judge::FinalStatusDropped,
     },
     FaultSpec {
         name: "ask-id-reused",
         doc: "The endpoint reuses the id of an ask still pending (rule A1): the proxy sends its \
               first ask on a connection twice.",
-        scope: Scope::Targets(&[crate::case::Target::Worker, crate::case::Target::Executor]),
+        scope: Scope::Judge(&[crate::case::Target::Worker, crate::case::Target::Executor]),
         behaviour: &judge::AskIdReused,
     },
     FaultSpec {
         name: "commands-unregistered",
         doc: "The master sends a command to a worker before it registered it (rule W6): the \
               proxy passes a KillExecutor before the first RegisteredWorker on a connection.",
-        scope: Scope::Master,
+        scope: Scope::Judge(&[crate::case::Target::Master]),
         behaviour: &judge::CommandsUnregistered,
     },
     FaultSpec {
@@ -297,7 +298,7 @@ pub static FAULTS: &[FaultSpec] = &[
         doc: "The driver's application client names another application (rule P2): the proxy \
               rewrites the app id of its UnregisterApplication, RequestExecutors and \
               KillExecutors.",
-        scope: Scope::Targets(&[crate::case::Target::Driver]),
+        scope: Scope::Judge(&[crate::case::Target::Driver]),
         behaviour: &judge::AppIdWrong,
     },
     FaultSpec {
@@ -314,7 +315,7 @@ pub static FAULTS: &[FaultSpec] = &[
               no second ApplicationRemoved, its client sends nothing more): the proxy repeats a \
               master's first ApplicationRemoved on a connection, a driver's application \
               client's UnregisterApplication.",
-        scope: Scope::Targets(&[crate::case::Target::Master, crate::case::Target::Driver]),
+        scope: Scope::Judge(&[crate::case::Target::Master, crate::case::Target::Driver]),
         behaviour: &judge::AppEndTwice,
     },
     FaultSpec {
@@ -322,42 +323,42 @@ pub static FAULTS: &[FaultSpec] = &[
         doc: "The master tells a worker an application finished while it runs (rule P6): after \
               the first LaunchExecutor on a connection the proxy adds ApplicationFinished for its \
               application.",
-        scope: Scope::Master,
+        scope: Scope::Judge(&[crate::case::Target::Master]),
         behaviour: &judge::AppFinishedEarly,
     },
     FaultSpec {
         name: "executor-talks-first",
         doc: "The executor sends LaunchedExecutor before its driver accepted its RegisterExecutor \
               (rule X1): the proxy adds it after the RegisterExecutor.",
-        scope: Scope::Targets(&[crate::case::Target::Executor]),
+        scope: Scope::Judge(&[crate::case::Target::Executor]),
         behaviour: &judge::ExecutorTalksFirst,
     },
     FaultSpec {
         name: "unknown-task-status",
         doc: "The executor reports a task it was never given (rule T2): after its first \
               StatusUpdate the proxy adds a RUNNING one for a task id 1000000 higher.",
-        scope: Scope::Targets(&[crate::case::Target::Executor]),
+        scope: Scope::Judge(&[crate::case::Target::Executor]),
         behaviour: &judge::UnknownTaskStatus,
     },
     FaultSpec {
         name: "local-message-sent",
         doc: "The master sends a local message (SPEC §6): after its first one-way message on a \
               connection the proxy adds a WorkDirCleanup.",
-        scope: Scope::Master,
+        scope: Scope::Judge(&[crate::case::Target::Master]),
         behaviour: &judge::LocalMessageSent,
     },
     FaultSpec {
         name: "wrong-kind",
         doc: "The master sends a one-way message as an ask (SPEC §14.1, rule C4): after its first \
               one-way message on a connection the proxy adds the same message as an ask.",
-        scope: Scope::Master,
+        scope: Scope::Judge(&[crate::case::Target::Master]),
         behaviour: &judge::WrongKind,
     },
     FaultSpec {
         name: "version-2-on-v1",
         doc: "The master sends a version 2 message on a version 1 connection (rule C5): after its \
               first one-way message on such a connection the proxy adds a DecommissionWorker.",
-        scope: Scope::Master,
+        scope: Scope::Judge(&[crate::case::Target::Master]),
         behaviour: &judge::Version2OnV1,
     },
 ];
@@ -411,15 +412,22 @@ impl Fault {
         self.0.scope == Scope::Master
     }
 
-    /// Whether the self-test runs `target` under the fault: a master under every fault but those
-    /// scoped to other targets ([`Scope::Targets`]), the other targets under the generic faults
-    /// and those scoped to them.
+    /// Whether the self-test (the judge off) runs `target` under the fault: a master under every
+    /// fault but the judge's ([`Scope::Judge`]), the other targets under the generic faults.
     pub fn serves(self, target: crate::case::Target) -> bool {
         use crate::case::Target;
         match self.0.scope {
             Scope::Any => true,
             Scope::Auth | Scope::Master => target == Target::Master,
-            Scope::Targets(targets) => targets.contains(&target),
+            Scope::Judge(_) => false,
+        }
+    }
+
+    /// The targets whose cases' judge catches the fault ([`Scope::Judge`]); none for the others.
+    pub fn judged_in(self) -> &'static [crate::case::Target] {
+        match self.0.scope {
+            Scope::Judge(targets) => targets,
+            _ => &[],
         }
     }
 }

@@ -20,6 +20,7 @@ pub(super) fn add(cs: &mut Cases) {
 }
 
 async fn rules_n3_registration_answered_by_the_end(ctx: Ctx) -> Outcome {
+    judged(&ctx)?;
     let mut c = open(&ctx, Role::AppClient, "app", "", Version::V2).await?;
     // An application of its own name (the `registration-unanswered` master answers only the
     // suite's usual one), which no worker can run (no executor memory a worker offers).
@@ -61,4 +62,15 @@ async fn rules_p4_no_launch_after_unregister(ctx: Ctx) -> Outcome {
         format!("no LaunchExecutor for {id}, which its client unregistered"),
         format!("LaunchExecutor for executors {launched:?} of {id}"),
     )
+}
+
+/// The case's requirement is checked by its judge, which is off on Spark's wire: there the case
+/// is skipped.
+fn judged(ctx: &Ctx) -> Outcome {
+    match ctx.log.wire() {
+        crate::env::Wire::Sparkwire => Ok(()),
+        crate::env::Wire::Spark(_) => Err(crate::peer::not_on_spark_wire(
+            "the judge, which checks what a finished conversation owes, is off there",
+        )),
+    }
 }
