@@ -1305,3 +1305,13 @@ fn executor_ids_are_linked_only_when_both_sides_are_in_the_trace() {
         vec![Rule::LinkExecutorIds]
     );
 }
+
+/// J1 needs the master's launches in view: a driver's own trace (its application client and its
+/// executors, no worker connection) does not check it.
+#[test]
+fn executor_ids_are_not_linked_without_the_masters_worker_connections() {
+    let mut s = Scenario::new();
+    s.app("app-1");
+    s.executor(&driver(), "1", 2);
+    assert_eq!(rules_of(&s, Config::default(), true), Vec::<Rule>::new());
+}

@@ -274,6 +274,16 @@ struct JudgeState {
     workers: std::collections::HashSet<String>,
     /// The applications the endpoint registered in this case.
     apps: std::collections::HashSet<String>,
+    /// The endpoint's end of each connection, as the validator names it.
+    ends: std::collections::HashMap<ConnId, End>,
+    /// When the case's time is up: the judge listens on the connections the case let go of
+    /// while the endpoint still owes an answer on them until then at most.
+    limit: Option<Instant>,
+    /// The listeners on the connections the case let go of ([`Judge::settle`]).
+    settling: Vec<tokio::task::JoinHandle<()>>,
+    /// What the endpoint still owed on a connection when the judge stopped listening on it: end
+    /// obligations, findings only once the case's body ended well ([`Judge::finish`]).
+    unsettled: Vec<String>,
 }
 
 impl Judge {
@@ -306,6 +316,10 @@ impl Judge {
             findings: Vec::new(),
             workers: std::collections::HashSet::new(),
             apps: std::collections::HashSet::new(),
+            ends: std::collections::HashMap::new(),
+            limit: None,
+            settling: Vec::new(),
+            unsettled: Vec::new(),
         }))))
     }
 
@@ -339,6 +353,7 @@ impl Judge {
             } else {
                 (endpoint, suite)
             };
+            s.ends.insert(id, endpoint.clone());
             let v = s.validator.open(now, id, client, server, version);
             if let Some(first) = v.first() {
                 s.taint(format!("the connection itself: {first}"));
@@ -442,21 +457,114 @@ impl Judge {
         });
     }
 
-    /// The end-of-trace obligations (rules N1–N4) the endpoint owes, when the conversation is
-    /// known (the suite broke nothing); each is also kept as a finding.
+    /// The case's time is up at `limit`: the judge listens on the connections the case lets go of
+    /// until then at most.
+    pub fn set_limit(&self, limit: Instant) {
+        self.with(|s| s.limit = Some(limit));
+    }
+
+    /// What the endpoint still owes on open connection `conn` (protocol/rules.md, End of the
+    /// trace: the answers to the suite's asks (A4), to a RegisterWorker (W3), a task's end (N2),
+    /// a registration's answer (N3), a launched executor's state (N4)), as findings; none when
+    /// the conversation is not known (the suite broke the protocol).
+    fn owed(s: &JudgeState, conn: ConnId) -> Vec<String> {
+        if s.tainted.is_some() {
+            return Vec::new();
+        }
+        let Some(end) = s.ends.get(&conn) else {
+            return Vec::new();
+        };
+        s.validator
+            .owed_on(conn, end)
+            .into_iter()
+            .map(|v| v.to_string())
+            .collect()
+    }
+
+    /// Whether the endpoint still owes an answer on open connection `conn`.
+    pub fn owes(&self, conn: ConnId) -> bool {
+        self.with(|s| !Judge::owed(s, conn).is_empty())
+            .unwrap_or(false)
+    }
+
+    /// The case let go of connection `conn` while the endpoint still owed an answer on it
+    /// ([`Judge::owes`]): the judge listens on `copy` (the same connection) until the endpoint
+    /// paid what it owed, closed it, or the case's time is up; then what is still owed is kept
+    /// for [`Judge::finish`] and the connection closes. A correct endpoint answers at once, so
+    /// the connection closes as soon as it has; one that owes for good holds its case to its
+    /// limit.
+    pub fn settle(&self, conn: ConnId, mut copy: crate::peer::Conn) {
+        let Some(limit) = self.with(|s| s.limit).flatten() else {
+            // Outside a case's run: nothing to wait for.
+            return;
+        };
+        let judge = self.clone();
+        copy.log_line(&format!(
+            "(judge: the endpoint still owes an answer here; listening until it comes, at most {:.1} s)",
+            limit.saturating_duration_since(Instant::now()).as_secs_f64()
+        ));
+        let task = tokio::spawn(async move {
+            while judge.owes(conn) {
+                let left = limit.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                match copy.next(left).await {
+                    Some(crate::peer::Event::Closed(_)) | None => break,
+                    Some(_) => {}
+                }
+            }
+            if !copy.ended() {
+                judge.with(|s| {
+                    let owed = Judge::owed(s, conn);
+                    s.unsettled.extend(owed);
+                });
+            }
+            drop(copy);
+        });
+        self.with(|s| s.settling.push(task));
+    }
+
+    /// Waits until the judge stopped listening on every connection the case let go of.
+    pub async fn settled(&self) {
+        loop {
+            let Some(task) = self.with(|s| s.settling.pop()).flatten() else {
+                return;
+            };
+            let _ = task.await;
+        }
+    }
+
+    /// Stops listening on the connections the case let go of (a case that did not end well owes
+    /// nothing at its end).
+    pub fn abandon(&self) {
+        self.with(|s| {
+            for task in s.settling.drain(..) {
+                task.abort();
+            }
+        });
+    }
+
+    /// The end-of-trace obligations the endpoint owes, when the conversation is known (the suite
+    /// broke nothing): what it still owed on a connection the case let go of when the judge
+    /// stopped listening ([`Judge::settle`]: A4, W3, N2, N3, N4), and, of `Validator::finish`, the
+    /// obligations of the target (N1 and N3 a master's, N4 a worker's, N2 an executor's) on the
+    /// connections still open. Each is also kept as a finding. Call it after
+    /// [`Judge::settled`].
     pub fn finish(&self) -> Vec<String> {
         self.with(|s| {
             if s.tainted.is_some() {
                 return Vec::new();
             }
             let target = s.target;
-            let found: Vec<String> = s
-                .validator
-                .finish()
-                .into_iter()
-                .filter(|v| owed_by(target, v.rule))
-                .map(|v| v.to_string())
-                .collect();
+            let mut found: Vec<String> = std::mem::take(&mut s.unsettled);
+            found.extend(
+                s.validator
+                    .finish()
+                    .into_iter()
+                    .filter(|v| owed_by(target, v.rule))
+                    .map(|v| v.to_string()),
+            );
             for f in &found {
                 s.find(f.clone());
             }

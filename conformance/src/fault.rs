@@ -36,6 +36,7 @@ type D = DeployMessage;
 
 mod limits;
 use limits::{AdminInverted, AdminProofDropped, LimitClosesAll, RegisteredCutOff, SettingsIgnored};
+mod judge;
 
 /// Which targets' self-test a fault serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +58,11 @@ pub enum Scope {
     /// A server the suite starts itself (`--spawn-server`): the fault breaks its limits, its
     /// admin secret or its TLS, which only the cases that start one check.
     Server,
+    /// Caught only by the cases' judge (`crate::env::Judge`), in these targets: the fault breaks
+    /// a rule no case's own checks look at (or an end-of-trace obligation), so it makes no case
+    /// fail in the self-test, which runs with the judge off; the judge's own test
+    /// (`the_judge_catches_each_of_its_faults`) runs it with the judge on.
+    Judge(&'static [crate::case::Target]),
 }
 
 /// One way to break an endpoint: an entry of [`FAULTS`].
@@ -432,6 +438,119 @@ pub static FAULTS: &[FaultSpec] = &[
         scope: Scope::Master,
         behaviour: &launch::MasterDialsWorker,
     },
+    // The judge's faults (conformance/src/fault/judge.rs): each breaks what only a case's judge
+    // checks, one rule of protocol/rules.md or one end-of-trace obligation.
+    FaultSpec {
+        name: "executor-added-unlaunched",
+        doc: "The master tells an application of an executor it never launched (rule N1): after \
+              the first ExecutorAdded on a connection the proxy adds another, its id 1000 \
+              higher. Only the judge's end-of-trace obligations see it.",
+        scope: Scope::Judge(&[Target::Master]),
+        behaviour: &judge::ExecutorAddedUnlaunched,
+    },
+    FaultSpec {
+        name: "registration-unanswered",
+        doc: "The master never answers a RegisterApplication whose application is not named \
+              `sparkwire-conformance` (rule N3): the proxy drops the RegisteredApplication.",
+        scope: Scope::Judge(&[Target::Master]),
+        behaviour: &judge::RegistrationUnanswered,
+    },
+    FaultSpec {
+        name: "executor-state-unreported",
+        doc: "The worker never reports the state of an executor it launched (rule N4): the \
+              proxy drops its ExecutorStateChanged.",
+        scope: Scope::Judge(&[Target::Worker]),
+        behaviour: &judge::ExecutorStateUnreported,
+    },
+    FaultSpec {
+        name: "final-status-dropped",
+        doc: "The executor never sends a task's final StatusUpdate (rule N2): the proxy drops \
+              FINISHED, FAILED, KILLED and LOST.",
+        scope: Scope::Judge(&[Target::Executor]),
+        behaviour: &judge::FinalStatusDropped,
+    },
+    FaultSpec {
+        name: "ask-id-reused",
+        doc: "The endpoint reuses the id of an ask still pending (rule A1): the proxy sends its \
+              first ask on a connection twice.",
+        scope: Scope::Judge(&[Target::Worker, Target::Executor]),
+        behaviour: &judge::AskIdReused,
+    },
+    FaultSpec {
+        name: "commands-unregistered",
+        doc: "The master sends a command to a worker before it registered it (rule W6): the \
+              proxy passes a KillExecutor before the first RegisteredWorker on a connection.",
+        scope: Scope::Judge(&[Target::Master]),
+        behaviour: &judge::CommandsUnregistered,
+    },
+    FaultSpec {
+        name: "app-id-wrong",
+        doc: "The driver's application client names another application (rule P2): the proxy \
+              rewrites the app id of its UnregisterApplication, RequestExecutors and \
+              KillExecutors.",
+        scope: Scope::Judge(&[Target::Driver]),
+        behaviour: &judge::AppIdWrong,
+    },
+    FaultSpec {
+        name: "launch-after-unregister",
+        doc: "The master launches an executor for an application its client unregistered (rule \
+              P4): after the next RegisteredWorker the proxy adds a LaunchExecutor for the \
+              application of the last UnregisterApplication.",
+        scope: Scope::Master,
+        behaviour: &judge::LAUNCH_AFTER_UNREGISTER,
+    },
+    FaultSpec {
+        name: "app-end-twice",
+        doc: "An application's end is told twice (rule P5: after it finished the master sends \
+              no second ApplicationRemoved, its client sends nothing more): the proxy repeats a \
+              master's first ApplicationRemoved on a connection, a driver's application \
+              client's UnregisterApplication.",
+        scope: Scope::Judge(&[Target::Master, Target::Driver]),
+        behaviour: &judge::AppEndTwice,
+    },
+    FaultSpec {
+        name: "app-finished-early",
+        doc: "The master tells a worker an application finished while it runs (rule P6): after \
+              the first LaunchExecutor on a connection the proxy adds ApplicationFinished for its \
+              application.",
+        scope: Scope::Judge(&[Target::Master]),
+        behaviour: &judge::AppFinishedEarly,
+    },
+    FaultSpec {
+        name: "executor-talks-first",
+        doc: "The executor sends LaunchedExecutor before its driver accepted its RegisterExecutor \
+              (rule X1): the proxy adds it after the RegisterExecutor.",
+        scope: Scope::Judge(&[Target::Executor]),
+        behaviour: &judge::ExecutorTalksFirst,
+    },
+    FaultSpec {
+        name: "unknown-task-status",
+        doc: "The executor reports a task it was never given (rule T2): after its first \
+              StatusUpdate the proxy adds a RUNNING one for a task id 1000000 higher.",
+        scope: Scope::Judge(&[Target::Executor]),
+        behaviour: &judge::UnknownTaskStatus,
+    },
+    FaultSpec {
+        name: "local-message-sent",
+        doc: "The master sends a local message (SPEC §6): after its first one-way message on a \
+              connection the proxy adds a WorkDirCleanup.",
+        scope: Scope::Judge(&[Target::Master]),
+        behaviour: &judge::LocalMessageSent,
+    },
+    FaultSpec {
+        name: "wrong-kind",
+        doc: "The master sends a one-way message as an ask (SPEC §14.1, rule C4): after its first \
+              one-way message on a connection the proxy adds the same message as an ask.",
+        scope: Scope::Judge(&[Target::Master]),
+        behaviour: &judge::WrongKind,
+    },
+    FaultSpec {
+        name: "version-2-on-v1",
+        doc: "The master sends a version 2 message on a version 1 connection (rule C5): after its \
+              first one-way message on such a connection the proxy adds a DecommissionWorker.",
+        scope: Scope::Judge(&[Target::Master]),
+        behaviour: &judge::Version2OnV1,
+    },
 ];
 
 /// One way to break an endpoint: a handle on its entry of [`FAULTS`].
@@ -493,6 +612,7 @@ impl Fault {
             Scope::Clients => target != Target::Master,
             Scope::Server => target == Target::Master,
             Scope::Only(targets) => targets.contains(&target),
+            Scope::Judge(_) => false,
         }
     }
 
@@ -506,6 +626,14 @@ impl Fault {
     /// settings its case chose (the `settings-ignored` fault: a server that ignores them).
     pub fn ignores_settings(self) -> bool {
         self.0.behaviour.ignores_settings()
+    }
+
+    /// The targets whose cases' judge catches the fault ([`Scope::Judge`]); none for the others.
+    pub fn judged_in(self) -> &'static [crate::case::Target] {
+        match self.0.scope {
+            Scope::Judge(targets) => targets,
+            _ => &[],
+        }
     }
 }
 
@@ -1328,6 +1456,8 @@ struct Seen {
     registered_at: Option<std::time::Instant>,
     /// What the launch faults remember ([`launch`]).
     launch: launch::Seen,
+    /// What the judge's faults remember.
+    judge: judge::Seen,
 }
 
 /// What to do with one frame.

@@ -70,6 +70,9 @@ pub struct Conn {
     judged: Option<ConnId>,
     /// Whether the judge learnt that the connection ended.
     judged_closed: bool,
+    /// Whether this is the copy the judge listens on after the case let go of the connection
+    /// ([`crate::env::Judge::settle`]): its end is the judge's to report.
+    settling: bool,
     /// The last hello the suite sent on the connection (as a client).
     sent_hello: Option<Vec<u8>>,
     /// The versions the endpoint's acceptance said it speaks (as a client).
@@ -194,6 +197,7 @@ impl Conn {
             endpoint_end: None,
             judged: None,
             judged_closed: false,
+            settling: false,
             sent_hello: None,
             endpoint_versions: Vec::new(),
             label,
@@ -1244,7 +1248,11 @@ impl Conn {
 }
 
 /// A connection the case lets go of while it is open: the frames of the endpoint that arrived
-/// before are judged, and then the judge learns that the suite closed it.
+/// before are judged. When the endpoint still owes an answer on it (an ask, a registration, an
+/// executor's state, a task's end: [`crate::env::Judge::owes`]), the judge keeps listening on a
+/// copy of its socket until the answers came or the case's time is up
+/// ([`crate::env::Judge::settle`]), and then closes it; otherwise the judge learns at once that
+/// the suite closed it.
 impl Drop for Conn {
     fn drop(&mut self) {
         let Some(conn) = self.judged.filter(|_| !self.judged_closed) else {
@@ -1260,7 +1268,60 @@ impl Drop for Conn {
             while let Some(Event::Frame(_)) = self.parsed() {}
         }
         self.judged_closed = true;
+        if self.ended.is_none() && !self.settling && self.log.judge().owes(conn) {
+            if let Some(copy) = self.settling_copy(conn) {
+                self.log.judge().settle(conn, copy);
+                return;
+            }
+        }
         self.log.judge().closed(conn);
+    }
+}
+
+impl Conn {
+    /// A copy of this connection on a duplicate of its socket (the connection stays open while
+    /// either is), for the judge to listen on after the case let go of it; `None` outside a
+    /// runtime or where the socket cannot be duplicated.
+    #[cfg(unix)]
+    fn settling_copy(&mut self, conn: ConnId) -> Option<Conn> {
+        use std::os::fd::AsFd;
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let fd = self.stream.as_fd().try_clone_to_owned().ok()?;
+        let stream = std::net::TcpStream::from(fd);
+        stream.set_nonblocking(true).ok()?;
+        let _entered = runtime.enter();
+        let stream = TcpStream::from_std(stream).ok()?;
+        let mut copy = Conn::new(
+            stream,
+            self.label.clone(),
+            self.log.clone(),
+            self.role,
+            !self.dialled,
+        );
+        copy.buf = std::mem::take(&mut self.buf);
+        copy.version = self.version;
+        copy.family = self.family;
+        copy.suite_id = self.suite_id.clone();
+        copy.endpoint_end = self.endpoint_end.clone();
+        copy.judged = Some(conn);
+        copy.settling = true;
+        Some(copy)
+    }
+
+    /// Without a way to duplicate a socket, the judge does not listen after a case lets go.
+    #[cfg(not(unix))]
+    fn settling_copy(&mut self, _conn: ConnId) -> Option<Conn> {
+        None
+    }
+
+    /// Adds `line` to the case's log, under the connection's label.
+    pub fn log_line(&self, line: &str) {
+        self.log.push(format!("[{}] {line}", self.label));
+    }
+
+    /// Whether the endpoint closed the connection (what was owed on it is no longer owed).
+    pub fn ended(&self) -> bool {
+        self.ended.is_some()
     }
 }
 

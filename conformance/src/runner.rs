@@ -129,6 +129,9 @@ async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> Case
         log: log.clone(),
     };
     let start = Instant::now();
+    // The judge listens on what the case let go of for nine tenths of its time at most, so that
+    // a case that waits for it still ends within its limit.
+    judge.set_limit(start + limit.mul_f64(0.9));
     let body = Arc::clone(&case.body);
     // The body runs in its own task, so that a panic in it is a failed case, not a dead suite.
     let handle = tokio::spawn(async move { body(ctx).await });
@@ -156,10 +159,16 @@ async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> Case
             })
         }
     };
-    // The judge's end-of-trace obligations (rules N1–N4), where the conversation finished: the
-    // case passed.
+    // The judge's end-of-trace obligations (rules A4, W3, N1–N4), where the conversation
+    // finished: the case's body ended well. The judge first listens, within the case's limit, on
+    // the connections the case let go of while the endpoint still owed an answer on them. A case
+    // that stopped early (it failed, timed out or was skipped) is not blamed for what was still
+    // owed.
     if outcome.is_ok() {
+        judge.settled().await;
         judge.finish();
+    } else {
+        judge.abandon();
     }
     let findings = judge.findings();
     let judged_partly = judge.tainted();

@@ -397,7 +397,8 @@ fn every_case_fails_against_some_broken_endpoint() {
             // The authentication faults stand in for a master holding a secret; the master's own
             // faults break only what the master target checks, the clients' only what the
             // worker, driver and executor targets check, and a fault scoped to some targets only
-            // what theirs check (`Fault::serves`).
+            // what theirs check (`Fault::serves`); the judge's are run by its own test
+            // (the_judge_catches_each_of_its_faults).
             if !f.serves(t) {
                 continue;
             }
@@ -1026,6 +1027,142 @@ fn the_judge_decodes_every_frame_strictly_failure_envelopes_included() {
             seen.contains("does not decode strictly (SPEC §11)") && seen.contains("`message`"),
             "{}: {seen}",
             c["id"]
+        );
+    }
+}
+
+/// Each fault only the judge catches (`Scope::Judge`), the target it breaks, a case that fails
+/// under it with the judge on, and what the failure names.
+const JUDGED: &[(&str, Target, &str, &str)] = &[
+    (
+        "executor-added-unlaunched",
+        Target::Master,
+        "flow/master/executor/added",
+        "[N1 end.executor-added-launched]",
+    ),
+    (
+        "registration-unanswered",
+        Target::Master,
+        "rules/N3/registration-answered-by-the-end",
+        "[N3 end.app-registered]",
+    ),
+    (
+        "executor-state-unreported",
+        Target::Worker,
+        "rules/N4/launch-answered-by-the-end",
+        "[N4 end.executor-state]",
+    ),
+    (
+        "final-status-dropped",
+        Target::Executor,
+        "rules/N2/task-ended-by-the-end",
+        "[N2 end.task-ended]",
+    ),
+    (
+        "ask-id-reused",
+        Target::Executor,
+        "handshake/6/version-2-chosen",
+        "[A1 ask.unique-id]",
+    ),
+    (
+        "commands-unregistered",
+        Target::Master,
+        "rules/W2/worker-id",
+        "[W6 worker.commands-registered]",
+    ),
+    (
+        "app-id-wrong",
+        Target::Driver,
+        "flow/driver/job/completes",
+        "[P2 app.id]",
+    ),
+    (
+        "app-end-twice",
+        Target::Driver,
+        "flow/driver/job/completes",
+        "[P5 app.after-finish]",
+    ),
+    (
+        "app-finished-early",
+        Target::Master,
+        "flow/master/executor/launch-fields",
+        "[P6 app.finished-notice]",
+    ),
+    (
+        "executor-talks-first",
+        Target::Executor,
+        "flow/executor/registration-refused",
+        "[X1 executor.register-first]",
+    ),
+    (
+        "unknown-task-status",
+        Target::Executor,
+        "spec/10/task-finished",
+        "[T2 task.known]",
+    ),
+    (
+        "local-message-sent",
+        Target::Master,
+        "rules/W2/worker-id",
+        "does not decode strictly (SPEC §11): WorkDirCleanup",
+    ),
+    (
+        "wrong-kind",
+        Target::Master,
+        "rules/W2/worker-id",
+        "[M3 route.kind]",
+    ),
+    (
+        "version-2-on-v1",
+        Target::Master,
+        "flow/master/registration/worker-v1",
+        "does not decode strictly (SPEC §11): DecommissionWorker",
+    ),
+];
+
+#[test]
+fn the_judge_catches_each_of_its_faults() {
+    let _heavy = heavy();
+    // Every fault of the judge's scope is in the table, for a target it names.
+    for f in Fault::all().filter(|f| !f.judged_in().is_empty()) {
+        assert!(
+            JUDGED
+                .iter()
+                .any(|(name, t, _, _)| *name == f.name() && f.judged_in().contains(t)),
+            "{} is not in JUDGED",
+            f.name()
+        );
+    }
+    for (name, target, case, names) in JUDGED {
+        let f = fault(name);
+        let mut args = match target {
+            Target::Master => Vec::new(),
+            t => strings(&["--target", t.name(), "--spawn", &template(*t)]),
+        };
+        let master = (*target == Target::Master).then(|| Master::start(&[]));
+        if let Some(m) = &master {
+            args.extend(strings(&["--target", "master", "--addr", &m.addr]));
+        }
+        args.extend(strings(&[
+            "--patience",
+            FAULT_PATIENCE,
+            "--fault",
+            f.name(),
+            "--cases",
+            case,
+        ]));
+        let (_, report) = run_report(&args);
+        let found = report["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .find(|c| c["id"] == *case)
+            .unwrap_or_else(|| panic!("{name}: no case {case}"));
+        let seen = found["seen"].as_str().unwrap_or("");
+        assert_eq!(found["verdict"], "fail", "{name}: {case}: {found}");
+        assert!(
+            seen.contains(names),
+            "{name}: {case} does not name {names}: {seen}"
         );
     }
 }

@@ -122,6 +122,47 @@ impl Backends {
         }
     }
 
+    /// What executor `exec` of `driver` still owes on its connection `conn` (rule N2), as
+    /// [`finish`](Self::finish) would report it, changing nothing.
+    pub(crate) fn owed_on(&self, driver: &str, exec: &str, conn: ConnId, sink: &mut Sink<'_>) {
+        let Some(e) = self
+            .drivers
+            .get(driver)
+            .and_then(|b| b.executors.get(exec))
+            .filter(|e| e.conn == conn && !e.stopped)
+        else {
+            return;
+        };
+        let mut tasks: Vec<(&i64, &Task)> = e.tasks.iter().collect();
+        tasks.sort_unstable_by_key(|(id, _)| **id);
+        for (id, t) in tasks {
+            sink.flag(
+                Rule::EndTaskEnded,
+                format!(
+                    "a final StatusUpdate for task {id} (last {}) before the end, or the loss of executor {exec} of driver {driver}",
+                    t.state
+                ),
+                Some(Entity::Task {
+                    exec: exec.to_string(),
+                    task: Some(*id),
+                }),
+            );
+        }
+        if e.running > 0 {
+            sink.flag(
+                Rule::EndTaskEnded,
+                format!(
+                    "a final StatusUpdate for each task launched on executor {exec} of driver {driver} before the end, or its loss; {} still running",
+                    e.running
+                ),
+                Some(Entity::Task {
+                    exec: exec.to_string(),
+                    task: None,
+                }),
+            );
+        }
+    }
+
     /// The end of the trace: every task still running on an executor that is registered (its
     /// connection open) and was not stopped breaks rule N2, by task id when they are known, else
     /// once per executor with their count.

@@ -57,6 +57,9 @@ pub(crate) struct Obligations {
     app_of_client: Recent<String, String>,
     /// Executors the master launched, as (app id, executor id).
     launched: History<(String, i32)>,
+    /// Whether the trace holds a worker's connection: the master's launches are in view (rule
+    /// J1 is checked only then; a driver's own trace, with its application client, holds none).
+    worker_view: bool,
 }
 
 impl Obligations {
@@ -68,6 +71,7 @@ impl Obligations {
             registered: HashSet::new(),
             app_of_client: Recent::new(cap),
             launched: History::new(cap),
+            worker_view: false,
         }
     }
 
@@ -136,6 +140,9 @@ impl Obligations {
         m: &DeployMessage,
         now: u64,
     ) {
+        if from.role == Role::Worker || to.role == Role::Worker {
+            self.worker_view = true;
+        }
         match m {
             DeployMessage::LaunchExecutor(l) if to.role == Role::Worker => {
                 self.launched.insert((l.app_id.clone(), l.exec_id), ());
@@ -197,7 +204,7 @@ impl Obligations {
         let CoarseMessage::RegisterExecutor(r) = m else {
             return;
         };
-        if from.role != Role::Executor || to.role != Role::Driver {
+        if from.role != Role::Executor || to.role != Role::Driver || !self.worker_view {
             return;
         }
         // The driver's application, when its application client (same endpoint id) registered.
@@ -231,6 +238,41 @@ impl Obligations {
         self.launches.remove(&conn);
         self.registrations.remove(&conn);
         self.registered.remove(&conn);
+    }
+
+    /// What `debtor` still owes on open connection `conn` (rules N3 and N4), as
+    /// [`finish`](Self::finish) would report it, changing nothing.
+    pub(crate) fn owed_on(&self, conn: ConnId, debtor: &Endpoint, sink: &mut Sink<'_>) {
+        if let Some(r) = self
+            .registrations
+            .get(&conn)
+            .filter(|r| r.master == debtor.id && self.app_of_client.get(&r.client).is_none())
+        {
+            sink.flag(
+                Rule::EndAppRegistered,
+                format!(
+                    "RegisteredApplication in answer to the RegisterApplication at {} ms on connection {conn} before the end",
+                    r.at
+                ),
+                Some(Entity::Connection(conn)),
+            );
+        }
+        if debtor.role != Role::Worker {
+            return;
+        }
+        for l in self.launches.get(&conn).into_iter().flatten() {
+            sink.flag(
+                Rule::EndExecutorState,
+                format!(
+                    "an ExecutorStateChanged for {}/{} in answer to its LaunchExecutor at {} ms (connection {conn}) before the end",
+                    l.app, l.exec, l.at
+                ),
+                Some(Entity::AppExecutor {
+                    app: l.app.clone(),
+                    exec: l.exec,
+                }),
+            );
+        }
     }
 
     /// The end of the trace: every answer still owed on a connection that is open (closed ones

@@ -446,6 +446,63 @@ impl Validator {
         self.end(sink)
     }
 
+    /// What `debtor`, one end of open connection `conn`, still owes on it now: the answers a
+    /// finished conversation owes that [`finish`](Self::finish) would report if the trace ended
+    /// with the connection open (rules A4 for the asks of the other end, W3, N2, N3 and N4 for
+    /// the messages sent to `debtor` on it). It changes nothing: a caller about to let go of a
+    /// connection asks it to know whether the other end still has something to say, and what it
+    /// failed to say once it stops waiting. Empty when the connection is not open or `debtor` is
+    /// not one of its ends.
+    pub fn owed_on(&self, conn: ConnId, debtor: &Endpoint) -> Vec<Violation> {
+        let mut sink = Sink::new(
+            None,
+            self.last_time,
+            Some(conn),
+            What::Text("end of the conversation"),
+        );
+        let Some(c) = self.conns.get(&conn) else {
+            return Vec::new();
+        };
+        let Some(side) = c.ends.iter().position(|e| e == debtor) else {
+            return Vec::new();
+        };
+        let asker = 1 - side;
+        let mut asks: Vec<(&u64, &PendingAsk)> = c.pending[asker].iter().collect();
+        asks.sort_unstable_by_key(|(k, _)| **k);
+        for (ask_id, ask) in asks {
+            sink.flag(
+                Rule::AskAnswered,
+                format!(
+                    "a reply or failure to {}'s ask #{ask_id} {} before the end",
+                    c.ends[asker], ask.name
+                ),
+                Some(Entity::Ask { conn, id: *ask_id }),
+            );
+        }
+        if let Conversation::Worker(w) = &c.conversation {
+            if debtor.role == crate::wire::handshake::Role::Master {
+                for reg in &w.pending {
+                    sink.flag(
+                        Rule::WorkerRegisterAnswer,
+                        "a RegisterWorkerResponse to RegisterWorker before the end",
+                        Some(Entity::Worker(reg.id.clone())),
+                    );
+                }
+            }
+        }
+        self.obligations.owed_on(conn, debtor, &mut sink);
+        if let (Conversation::Executor(e), crate::wire::handshake::Role::Executor) =
+            (&c.conversation, debtor.role)
+        {
+            if let (Some(exec), Some(driver)) =
+                (&e.exec, c.end(crate::wire::handshake::Role::Driver))
+            {
+                self.backends.owed_on(&driver.id, exec, conn, &mut sink);
+            }
+        }
+        sink.out
+    }
+
     /// Ends the trace: reports what a finished conversation still owes (`protocol/rules.md`, End
     /// of the trace): the asks and worker registrations unanswered on connections that are still
     /// open (rules A4 and W3), the timed obligations whose deadline the last event's time passed

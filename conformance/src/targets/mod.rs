@@ -6,6 +6,7 @@ pub mod client;
 pub mod cluster_manager;
 pub mod common;
 pub mod driver;
+pub mod end_obligations;
 pub mod executor;
 pub mod handshake_features;
 pub mod limits;

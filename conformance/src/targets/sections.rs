@@ -25,6 +25,7 @@ pub fn worker() -> Vec<Case> {
     let mut cs = Cases::new(Target::Worker);
     crate::targets::spec8_closes::add_worker(&mut cs);
     crate::targets::spec4_encoder::add_worker(&mut cs);
+    crate::targets::end_obligations::add_worker(&mut cs);
     cs.list
 }
 
@@ -34,6 +35,7 @@ pub fn executor() -> Vec<Case> {
     crate::targets::spec4_executor::add(&mut cs);
     crate::targets::spec8_closes::add_executor(&mut cs);
     crate::targets::spec4_encoder::add_executor(&mut cs);
+    crate::targets::end_obligations::add_executor(&mut cs);
     cs.list
 }
 

@@ -24,6 +24,7 @@ impl Cluster {
         m: &DeployMessage,
         sink: &mut Sink<'_>,
     ) {
+        self.app_side = true;
         let Ctx {
             conn: conn_id,
             config,
@@ -273,7 +274,9 @@ impl Cluster {
                 exec: l.exec_id,
             })
         };
-        if !self.apps.contains_key(&l.app_id) {
+        // A trace without application clients (a worker's own) holds no registration: the
+        // application is out of view.
+        if self.app_side && !self.apps.contains_key(&l.app_id) {
             let crossed = self
                 .finished_apps
                 .get(&l.app_id)

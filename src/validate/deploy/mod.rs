@@ -129,6 +129,10 @@ pub(crate) struct Cluster {
     /// Masters (endpoint ids) whose worker connections the trace holds: their LaunchExecutors are
     /// in view, so an ExecutorAdded without one is caught (rules E4, N1).
     pub(crate) worker_side: HashSet<String>,
+    /// Whether the trace holds an application client's connection (one sent something): when
+    /// it does not (a worker's own trace), the applications are registered out of view, and
+    /// rule P4 is not checked.
+    pub(crate) app_side: bool,
     cap: usize,
 }
 
@@ -167,6 +171,7 @@ impl Cluster {
             early_added: HashMap::new(),
             early_order: VecDeque::new(),
             worker_side: HashSet::new(),
+            app_side: false,
             cap,
         }
     }

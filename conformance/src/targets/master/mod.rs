@@ -26,6 +26,7 @@ use crate::targets::server::{self, Listening, Server};
 
 mod clients;
 mod cluster;
+mod judged;
 
 type D = DeployMessage;
 
@@ -464,6 +465,7 @@ pub fn probes(settings: &Arc<Settings>) -> Probes {
 fn flows(cs: &mut Cases) {
     clients::add(cs);
     cluster::add(cs);
+    judged::add(cs);
 }
 
 /// What a flow case needs of the master, which it shares with every other case of the run: each
