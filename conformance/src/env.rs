@@ -441,7 +441,14 @@ impl Judge {
         .unwrap_or_default()
     }
 
-    /// The endpoint sent a frame that does not decode strictly (SPEC §11): a finding.
+    /// The endpoint sent a frame whose field maps are not written as SPEC §4 says (fields in
+    /// another order than the definition's, or not its own): the finding (also kept).
+    pub fn endpoint_misencoded(&self, finding: String) -> String {
+        self.with(|s| s.find(finding.clone()));
+        finding
+    }
+
+    /// The endpoint sent a frame that does not decode: the finding (also kept).
     pub fn endpoint_undecodable(&self, error: &str) -> String {
         let finding =
             format!("a frame of the endpoint that does not decode strictly (SPEC §11): {error}");

@@ -349,9 +349,15 @@ impl Conn {
         match decode_envelope::<F>(body, v) {
             Ok(env) => {
                 let (suite, endpoint) = self.ends();
-                self.log
+                let mut found = self
+                    .log
                     .judge()
-                    .endpoint_sent(conn, &suite, &endpoint, v, &env)
+                    .endpoint_sent(conn, &suite, &endpoint, v, &env);
+                found.extend(
+                    crate::canonical::finding(self.family, body, v)
+                        .map(|f| self.log.judge().endpoint_misencoded(f)),
+                );
+                found
             }
             Err(e) => vec![self.log.judge().endpoint_undecodable(&e.to_string())],
         }

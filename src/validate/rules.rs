@@ -116,7 +116,7 @@ rules! {
         "RegisteredApplication answers a pending RegisterApplication on the same connection, with an app id not used before."),
     /// P4: executors only for active applications.
     AppLaunchActive = ("P4", "app.launch-active",
-        "LaunchExecutor is only for an application that is registered and has not finished."),
+        "LaunchExecutor is only for an application that is registered and has not finished. Checked where the trace holds application clients (a worker's own trace sees launches for applications registered out of its view)."),
     /// P5: nothing about a finished application.
     AppAfterFinish = ("P5", "app.after-finish",
         "Once an application finished (UnregisterApplication, ApplicationRemoved, its client's connection closed) its client sends nothing more and the master sends it no ExecutorAdded, ExecutorUpdated or second ApplicationRemoved."),
@@ -191,7 +191,7 @@ rules! {
         "A version 2 StatusUpdate's taskCpus is the number of cpus the task was launched with (checked when a task decoder is configured)."),
     /// K1: the driver asks a cluster manager only after it registered.
     ClusterManagerRegisterFirst = ("K1", "cluster-manager.register-first",
-        "The driver asks a cluster manager (RequestExecutors, KillExecutors, GetExecutorLossReason) only on a connection where it sent RegisterClusterManager."),
+        "The driver asks a cluster manager (RequestExecutors, KillExecutors, GetExecutorLossReason) only on a connection where the cluster manager sent RegisterClusterManager."),
     /// O1: event times never decrease (strict order).
     TraceTimeOrder = ("O1", "trace.time-order",
         "In strict order, event times never decrease."),
@@ -203,7 +203,7 @@ rules! {
         "The master answers each RegisterApplication with RegisteredApplication on that connection within app_registration_within_ms (60 s by default) of it, unless the connection closes first or the master said it is in standby (MasterInStandby)."),
     /// J1: the driver's executor ids are the master's.
     LinkExecutorIds = ("J1", "link.executor-ids",
-        "When the trace holds both sides of an application (its application client and its driver have the same endpoint id), every executor that registers with the driver has the decimal text of an executor id the master launched for that application."),
+        "When the trace holds both sides of an application (its application client and its driver have the same endpoint id) and the worker connections the master launches over, every executor that registers with the driver has the decimal text of an executor id the master launched for that application."),
     /// N1: by the end, every ExecutorAdded has its LaunchExecutor.
     EndExecutorAddedLaunched = ("N1", "end.executor-added-launched",
         "When the trace holds a master's worker connections, every ExecutorAdded that master sent has its LaunchExecutor in the trace by the end: an application is never told of an executor that was not launched, however far rule E4 relaxes the order of the two connections."),
