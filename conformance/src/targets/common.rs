@@ -151,3 +151,39 @@ pub fn reaction_wait(ctx: &crate::env::Ctx) -> std::time::Duration {
         .mul_f64(ctx.settings.timeout_scale)
         .min(ctx.settings.patience)
 }
+
+/// The close envelope `last` (the frame an endpoint sent just before it closed) is, if it is one.
+pub fn close_of(last: Option<&bytes::Bytes>) -> Option<sparkwire::wire::CloseReason> {
+    match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
+        last?,
+        sparkwire::messages::Version::V2,
+    ) {
+        Ok(Envelope::Close(r)) => Some(r),
+        _ => None,
+    }
+}
+
+/// Reads until the endpoint closes `c`; fails when its last frame is a close envelope.
+pub async fn closed_without_envelope(ctx: &crate::env::Ctx, c: &mut Conn, want: &str) -> Outcome {
+    let deadline = tokio::time::Instant::now() + wait(ctx) * 2;
+    let mut last = None;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_or_close(left).await {
+            Some(crate::peer::Event::Frame(b)) => last = Some(b),
+            Some(crate::peer::Event::Closed(_)) => {
+                return match close_of(last.as_ref()) {
+                    Some(r) => Err(fail(
+                        want,
+                        format!("a close envelope {r:?}, then the close"),
+                    )),
+                    None => Ok(()),
+                }
+            }
+            Some(crate::peer::Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a frame declaring {n} bytes")))
+            }
+            None => return Err(fail(want, "the connection still open")),
+        }
+    }
+}

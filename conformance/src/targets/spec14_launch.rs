@@ -28,7 +28,7 @@ use crate::env::{Ctx, Wire};
 use crate::peer::{not_on_spark_wire, Conn};
 use crate::targets::common::{expect_refused, unique, wait};
 use crate::targets::worker::{
-    allowed_exec, command, launch_msg, listening_addr, registered, state_change, ui_addr,
+    allowed_exec, command, launch_msg, listening_addr, registered, state_change, ui_conn,
     worker_state, Registered,
 };
 
@@ -493,18 +493,7 @@ async fn secret_handoff(ctx: Ctx) -> Outcome {
     let d = launched_process(&ctx, &driver_token).await?;
     handed_secret(&d, &secret)?;
     // The worker's state, which UIs show, carries nothing of it.
-    let addr = ui_addr(&ctx, &mut w).await?;
-    let mut ui = Conn::open(
-        addr,
-        "ui",
-        Role::Ui,
-        "",
-        &[Version::V2],
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(&ctx),
-    )
-    .await?;
+    let mut ui = ui_conn(&ctx, &mut w).await?;
     let state = worker_state(&ctx, &mut ui).await?;
     let mut bytes = Vec::new();
     encode_envelope(
@@ -613,18 +602,7 @@ async fn foreign_master(ctx: Ctx) -> Outcome {
         )
         .await?;
     }
-    let ui = ui_addr(&ctx, &mut w).await?;
-    let mut ui = Conn::open(
-        ui,
-        "ui",
-        Role::Ui,
-        "",
-        &[Version::V2],
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(&ctx),
-    )
-    .await?;
+    let mut ui = ui_conn(&ctx, &mut w).await?;
     let st = worker_state(&ctx, &mut ui).await?;
     let running: Vec<i32> = st
         .executors

@@ -7,7 +7,6 @@
 //! executor told StopExecutor and a driver at its job's end close without a close envelope (an
 //! ordinary close). One function per case; the clients' shared cases are in `client.rs`.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,13 +15,13 @@ use sparkwire::messages::coarse::{LaunchedExecutor, StopExecutor, TaskThreadDump
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
 use sparkwire::wire::handshake::{negotiate, Accepted, Answer, Hello, Role, CLOSE_REASON};
 use sparkwire::wire::vectors::decoder_vectors;
-use sparkwire::wire::{decode_envelope, encode_envelope, CloseReason, Envelope, Reply};
+use sparkwire::wire::{decode_envelope, encode_envelope, Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
 use crate::mp;
 use crate::peer::{frame, Conn, Event};
-use crate::targets::common::{sample, wait};
+use crate::targets::common::{close_of, closed_without_envelope, sample, wait};
 use crate::targets::server::{close_envelope, Listening, Open, RawMessage};
 use crate::targets::spawned::{self, Run};
 
@@ -90,16 +89,7 @@ fn worker() -> Served {
             Box::pin(async move {
                 let mut w =
                     crate::targets::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
-                let host: std::net::IpAddr =
-                    w.reg.host.parse().map_err(|_| {
-                        fail("a worker host that is an IP address", w.reg.host.clone())
-                    })?;
-                let port = u16::try_from(w.reg.port)
-                    .map_err(|_| fail("a port", w.reg.port.to_string()))?;
-                let addr = w
-                    .run
-                    .reach(&ctx, SocketAddr::new(host, port), Role::Ui, Role::Worker)
-                    .await?;
+                let addr = crate::targets::worker::ui_addr(&ctx, &mut w).await?;
                 Ok(Listening {
                     addr,
                     guard: Box::new(Arc::new(std::sync::Mutex::new(w))),
@@ -430,13 +420,6 @@ fn answer_of<F: Family>(body: &bytes::Bytes, v: Version, id: u64) -> Option<Answ
 }
 
 /// The close envelope `last` holds, if it is one.
-fn close_of(last: Option<&bytes::Bytes>) -> Option<CloseReason> {
-    match decode_envelope::<C>(last?, Version::V2) {
-        Ok(Envelope::Close(r)) => Some(r),
-        _ => None,
-    }
-}
-
 async fn refused_ask_failure(ctx: Ctx, s: Served) -> Outcome {
     let at = (s.open)(ctx.clone()).await?;
     let v = version(&ctx);
@@ -784,31 +767,6 @@ async fn executor_refused_ask_failure(ctx: Ctx) -> Outcome {
     }
 }
 
-/// Reads until the endpoint closes `c`; fails when its last frame is a close envelope.
-async fn closed_without_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Outcome {
-    let deadline = tokio::time::Instant::now() + wait(ctx) * 2;
-    let mut last = None;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.next_or_close(left).await {
-            Some(Event::Frame(b)) => last = Some(b),
-            Some(Event::Closed(_)) => {
-                return match close_of(last.as_ref()) {
-                    Some(r) => Err(fail(
-                        want,
-                        format!("a close envelope {r:?}, then the close"),
-                    )),
-                    None => Ok(()),
-                }
-            }
-            Some(Event::TooLarge(n)) => {
-                return Err(fail(want, format!("a frame declaring {n} bytes")))
-            }
-            None => return Err(fail(want, "the connection still open")),
-        }
-    }
-}
-
 async fn executor_no_close_envelope_on_stop(ctx: Ctx) -> Outcome {
     let (_run, mut c) = executor(&ctx, Version::V2).await?;
     c.send(&Envelope::Send(C::StopExecutor(StopExecutor::new())))
@@ -975,7 +933,7 @@ mod tests {
                 decode_envelope::<D>(&body, Version::V2).err()
             }
             .expect("refused");
-            let reason = CloseReason::decoding(&err);
+            let reason = sparkwire::wire::CloseReason::decoding(&err);
             assert_eq!(reason.kind, "InvalidFields", "{}", s.name);
             assert_eq!(reason.offset, Some(offset), "{}", s.name);
             assert!(reason.path.is_some_and(|p| p.contains(first)), "{}", s.name);

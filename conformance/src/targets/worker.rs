@@ -201,6 +201,22 @@ pub async fn ui_addr(ctx: &Ctx, w: &mut Registered) -> Result<SocketAddr, Failur
     listening_addr(ctx, w, Role::Ui).await
 }
 
+/// A UI's connection (v2) to the worker's port, with the suite's secret when it has one.
+pub async fn ui_conn(ctx: &Ctx, w: &mut Registered) -> Result<Conn, Failure> {
+    let addr = ui_addr(ctx, w).await?;
+    Conn::open(
+        addr,
+        "ui",
+        Role::Ui,
+        "",
+        &[Version::V2],
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        wait(ctx),
+    )
+    .await
+}
+
 /// The worker's answer to RequestWorkerState asked on the UI connection `ui`.
 pub async fn worker_state(ctx: &Ctx, ui: &mut Conn) -> Result<WorkerStateResponse, Failure> {
     let ask = D::RequestWorkerState(RequestWorkerState::new());
@@ -370,18 +386,7 @@ fn ui_routes(cs: &mut Cases) {
             move |ctx: Ctx| async move {
                 let m: D = crate::targets::common::sample(msg)?;
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
-                let addr = ui_addr(&ctx, &mut w).await?;
-                let mut ui = Conn::open(
-                    addr,
-                    "ui",
-                    Role::Ui,
-                    "",
-                    &[Version::V2],
-                    ctx.settings.secret.as_ref(),
-                    &ctx.log,
-                    wait(&ctx),
-                )
-                .await?;
+                let mut ui = ui_conn(&ctx, &mut w).await?;
                 expect_refused(&mut ui, Envelope::Ask { id: 61, message: m }, wait(&ctx)).await
             },
         );
@@ -683,8 +688,7 @@ fn flows(cs: &mut Cases) {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0008", 5, &allowed_exec(), &["20"]))).await?;
             state_change(&ctx, &mut w, 5).await?;
-            let addr = ui_addr(&ctx, &mut w).await?;
-            let mut ui = Conn::open(addr, "ui", Role::Ui, "", &[Version::V2], ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
+            let mut ui = ui_conn(&ctx, &mut w).await?;
             let s = worker_state(&ctx, &mut ui).await?;
             let out = check(s.worker_id == w.reg.id && s.cores == CORES && s.memory == MEMORY && s.executors.iter().any(|e| e.exec_id == 5),
                 "its id, cores, memory and executor 5", format!("{} {} cores {} MiB executors {:?}", s.worker_id, s.cores, s.memory, s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
