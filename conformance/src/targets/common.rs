@@ -187,3 +187,38 @@ pub async fn closed_without_envelope(ctx: &crate::env::Ctx, c: &mut Conn, want: 
         }
     }
 }
+
+/// Opens a connection to `addr` (`label` in the log) with `hello`, authenticated with the suite's
+/// secret when it has one; the connection and the features the endpoint's answer took.
+pub async fn open_offering(
+    ctx: &crate::env::Ctx,
+    addr: std::net::SocketAddr,
+    label: &str,
+    hello: sparkwire::wire::handshake::Hello,
+) -> Result<(Conn, Vec<String>), crate::case::Failure> {
+    Conn::open_with(
+        addr,
+        label,
+        hello,
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        wait(ctx),
+    )
+    .await
+}
+
+/// Opens a connection to `addr` whose hello (`versions`, `role`, `id`) offers `closeReason`; the
+/// connection and whether the endpoint took it.
+pub async fn offering_close_reason(
+    ctx: &crate::env::Ctx,
+    addr: std::net::SocketAddr,
+    label: &str,
+    versions: &[sparkwire::messages::Version],
+    role: sparkwire::wire::handshake::Role,
+    id: impl Into<String>,
+) -> Result<(Conn, bool), crate::case::Failure> {
+    use sparkwire::wire::handshake::{Hello, CLOSE_REASON};
+    let hello = Hello::new(versions, role, id).with_features(&[CLOSE_REASON]);
+    let (c, taken) = open_offering(ctx, addr, label, hello).await?;
+    Ok((c, taken.iter().any(|f| f == CLOSE_REASON)))
+}

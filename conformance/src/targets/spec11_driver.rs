@@ -24,12 +24,12 @@ use std::collections::BTreeMap;
 use sparkwire::messages::coarse::StatusUpdate;
 use sparkwire::messages::deploy::RegisteredApplication;
 use sparkwire::messages::{Addr, CoarseMessage, DeployMessage, EndpointRef, TaskState, Version};
-use sparkwire::wire::handshake::{Hello, Role, CLOSE_REASON};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope};
 
 use crate::case::{fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
-use crate::peer::{frame, Conn};
+use crate::peer::frame;
 use crate::targets::common::{unique, wait};
 use crate::targets::driver::{executor, registered, SMALL};
 use crate::targets::spawned;
@@ -181,17 +181,15 @@ async fn map_inside_map_ascending(ctx: Ctx) -> Outcome {
 async fn to_executor_port(ctx: Ctx, r: Replay) -> Outcome {
     let d = registered(&ctx, SMALL).await?;
     let id = format!("{}", 100 + unique() % 100_000);
-    let hello = Hello::new(&[r.version], Role::Executor, id).with_features(&[CLOSE_REASON]);
-    let (mut c, taken) = Conn::open_with(
+    let (mut c, agreed) = crate::targets::common::offering_close_reason(
+        &ctx,
         d.driver_addr,
         "executor",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(&ctx),
+        &[r.version],
+        Role::Executor,
+        id,
     )
     .await?;
-    let agreed = taken.iter().any(|f| f == CLOSE_REASON);
     c.send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
         .await?;
     match &r.error {

@@ -338,17 +338,16 @@ async fn offering_close_reason(
     version: Version,
 ) -> Result<Conn, Failure> {
     crate::peer::require_version(&ctx.log, version)?;
-    let hello = Hello::new(&[version], s.role, "suite").with_features(&[CLOSE_REASON]);
-    let (c, taken) = Conn::open_with(
+    let (c, taken) = crate::targets::common::offering_close_reason(
+        ctx,
         at.addr,
         "suite",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(ctx),
+        &[version],
+        s.role,
+        "suite",
     )
     .await?;
-    if taken.iter().any(|f| f == CLOSE_REASON) {
+    if taken {
         Ok(c)
     } else {
         Err(Failure::Skipped(
@@ -815,17 +814,16 @@ async fn executor_close_kind(ctx: Ctx, frame: Vec<u8>, version: Version, kind: S
 async fn driver_no_close_envelope_at_exit(ctx: Ctx) -> Outcome {
     let d = crate::targets::driver::registered(&ctx, crate::targets::driver::SMALL).await?;
     let id = "1";
-    let hello = Hello::new(&[Version::V2], Role::Executor, id).with_features(&[CLOSE_REASON]);
-    let (conn, taken) = Conn::open_with(
+    let (conn, taken) = crate::targets::common::offering_close_reason(
+        &ctx,
         d.driver_addr,
         "executor-1",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(&ctx),
+        &[Version::V2],
+        Role::Executor,
+        id,
     )
     .await?;
-    if !taken.iter().any(|f| f == CLOSE_REASON) {
+    if !taken {
         return Err(Failure::Skipped(
             "the driver does not take closeReason".into(),
         ));

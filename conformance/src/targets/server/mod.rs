@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use sparkwire::messages::Version;
-use sparkwire::wire::handshake::{Answer, RefusalReason, Role, CLOSE_REASON};
+use sparkwire::wire::handshake::{Answer, RefusalReason, Role};
 use sparkwire::wire::CloseReason;
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
@@ -206,18 +206,16 @@ async fn session_offering_close_reason(
     s: &Server,
     at: &Listening,
 ) -> Result<Option<Conn>, Failure> {
-    let hello = sparkwire::wire::handshake::Hello::new(&[Version::V2], s.good_role, "suite")
-        .with_features(&[CLOSE_REASON]);
-    let (c, taken) = Conn::open_with(
+    let (c, taken) = crate::targets::common::offering_close_reason(
+        ctx,
         at.addr,
         "suite",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        patience(ctx),
+        &[Version::V2],
+        s.good_role,
+        "suite",
     )
     .await?;
-    Ok(taken.iter().any(|f| f == CLOSE_REASON).then_some(c))
+    Ok(taken.then_some(c))
 }
 
 /// Reads until the endpoint closes the connection and returns the close envelope that must be
