@@ -22,8 +22,7 @@
 use std::collections::BTreeMap;
 
 use sparkwire::messages::coarse::StatusUpdate;
-use sparkwire::messages::deploy::RegisteredApplication;
-use sparkwire::messages::{Addr, CoarseMessage, DeployMessage, EndpointRef, TaskState, Version};
+use sparkwire::messages::{CoarseMessage, DeployMessage, TaskState, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope};
 
@@ -198,29 +197,10 @@ async fn to_executor_port(ctx: Ctx, r: Replay) -> Outcome {
     }
 }
 
-/// A driver started for a case with the small job, its application client about to connect
-/// to the suite as its master (as `driver.rs` starts one, the version left to the case).
-pub(crate) async fn started(ctx: &Ctx) -> Result<spawned::Run, Failure> {
-    spawned::start(ctx, Role::Master, |given, dir| {
-        vec![
-            ("master_url", format!("sparkwire://{given}")),
-            ("master_host", given.ip().to_string()),
-            ("master_port", given.port().to_string()),
-            ("work_dir", dir.display().to_string()),
-            ("job", SMALL.job.to_string()),
-            ("partitions", SMALL.partitions.to_string()),
-            ("param", SMALL.param.to_string()),
-            ("max_message_size", SMALL.max_message_size.to_string()),
-            ("cores", "2".into()),
-        ]
-    })
-    .await
-}
-
 /// A freshly started driver whose application client the suite accepts at the vector's version
 /// and registers; the frame, then its verdict.
 async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
-    let run = started(&ctx).await?;
+    let run = crate::targets::driver::started(&ctx, SMALL).await?;
     let mut app = run.accept(&ctx, "master", Role::Master).await?;
     let hello = app.read_hello(spawned::startup(&ctx)).await?;
     if !hello.versions.contains(&u64::from(r.version.number())) {
@@ -235,16 +215,11 @@ async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
         matches!(e, Envelope::Send(D::RegisterApplication(_))).then_some(())
     })
     .await?;
-    let given = run.given;
-    app.send(&Envelope::Send(D::RegisteredApplication(
-        RegisteredApplication::new(
-            format!("app-20250101120000-{:04}", unique() % 10000),
-            EndpointRef::at(
-                Addr::new(given.ip().to_string(), i32::from(given.port())),
-                "Master",
-            ),
-        ),
-    )))
+    crate::targets::driver::registered_application(
+        &mut app,
+        run.given,
+        format!("app-20250101120000-{:04}", unique() % 10000),
+    )
     .await?;
     app.send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
         .await?;
