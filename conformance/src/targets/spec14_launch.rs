@@ -28,8 +28,8 @@ use crate::env::{Ctx, Wire};
 use crate::peer::{not_on_spark_wire, Conn};
 use crate::targets::common::{expect_refused, unique, wait};
 use crate::targets::worker::{
-    allowed_exec, command, launch_msg, listening_addr, registered, state_change, ui_conn,
-    worker_state, Registered,
+    allowed_exec, command, launch_executor, launch_msg, listening_addr, registered, state_change,
+    ui_conn, worker_state, Registered,
 };
 
 type D = DeployMessage;
@@ -516,15 +516,7 @@ async fn foreign_master(ctx: Ctx) -> Outcome {
     let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
     let app = app_id();
     // An executor the worker's own master launched, for the foreign KillExecutor to name.
-    w.conn
-        .send(&Envelope::Send(launch_msg(
-            &w,
-            &app,
-            51,
-            &allowed_exec(),
-            &["20"],
-        )))
-        .await?;
+    launch_executor(&mut w, &app, 51).await?;
     let s = state_change(&ctx, &mut w, 51).await?;
     check(
         s.state == ExecutorState::Running,

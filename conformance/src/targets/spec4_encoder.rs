@@ -181,22 +181,14 @@ async fn worker(ctx: Ctx) -> Outcome {
 }
 
 async fn worker_in(ctx: Ctx, v: Version) -> Outcome {
-    use crate::targets::worker::{allowed_exec, launch_msg, registered};
+    use crate::targets::worker::{launch_executor, registered};
     let mut w = registered(&ctx, &[v]).await?;
     read_until::<D, ()>(&ctx, &mut w.conn, "a Heartbeat", |e| {
         matches!(e, Envelope::Send(D::Heartbeat(_))).then_some(())
     })
     .await?;
     let app = "app-20250101120000-0001";
-    w.conn
-        .send(&Envelope::Send(launch_msg(
-            &w,
-            app,
-            0,
-            &allowed_exec(),
-            &["20"],
-        )))
-        .await?;
+    launch_executor(&mut w, app, 0).await?;
     let ask =
         read_until::<D, Option<u64>>(&ctx, &mut w.conn, "ExecutorStateChanged", |e| match e {
             Envelope::Send(D::ExecutorStateChanged(_)) => Some(None),
