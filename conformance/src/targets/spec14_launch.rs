@@ -297,6 +297,22 @@ fn sleep_token() -> String {
 
 /// The process whose arguments hold `token`, once it shows in `/proc`; skipped when `/proc`
 /// does not show one within the patience.
+/// The process of executor `exec_id`, found by `token`, once the worker `w` reported it RUNNING.
+async fn running_process(
+    ctx: &Ctx,
+    w: &mut Registered,
+    exec_id: i32,
+    token: &str,
+) -> Result<Process, Failure> {
+    let s = state_change(ctx, w, exec_id).await?;
+    check(
+        s.state == ExecutorState::Running,
+        "RUNNING",
+        s.state.to_string(),
+    )?;
+    launched_process(ctx, token).await
+}
+
 async fn launched_process(ctx: &Ctx, token: &str) -> Result<Process, Failure> {
     let proc_dir = std::path::Path::new("/proc");
     if !proc_dir.join("self").join("cmdline").exists() {
@@ -366,13 +382,7 @@ async fn no_library_path(ctx: Ctx) -> Outcome {
         c.java_opts = vec![opt.clone()];
     });
     w.conn.send(&Envelope::Send(m)).await?;
-    let s = state_change(&ctx, &mut w, 41).await?;
-    check(
-        s.state == ExecutorState::Running,
-        "RUNNING",
-        s.state.to_string(),
-    )?;
-    let p = launched_process(&ctx, &token).await?;
+    let p = running_process(&ctx, &mut w, 41, &token).await?;
     let ld = p.var("LD_LIBRARY_PATH").unwrap_or("");
     check(
         !ld.contains(&lib_s),
@@ -472,13 +482,7 @@ async fn secret_handoff(ctx: Ctx) -> Outcome {
             &[&token],
         )))
         .await?;
-    let s = state_change(&ctx, &mut w, 42).await?;
-    check(
-        s.state == ExecutorState::Running,
-        "RUNNING",
-        s.state.to_string(),
-    )?;
-    let p = launched_process(&ctx, &token).await?;
+    let p = running_process(&ctx, &mut w, 42, &token).await?;
     handed_secret(&p, &secret)?;
     // A driver likewise.
     let driver_token = sleep_token();
