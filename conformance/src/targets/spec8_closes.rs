@@ -24,6 +24,7 @@ use crate::peer::{frame, Conn, Event};
 use crate::targets::common::{close_of, closed_without_envelope, sample, wait};
 use crate::targets::server::{close_envelope, Listening, Open, RawMessage};
 use crate::targets::spawned::{self, Run};
+use crate::targets::spec7_asks::highest;
 
 type C = CoarseMessage;
 type D = DeployMessage;
@@ -325,13 +326,9 @@ const KINDS: [Kind; 8] = [
 ];
 
 /// The version the suite speaks to `s`: 2 unless the endpoint offers only 1.
-fn version(ctx: &Ctx) -> Version {
-    crate::targets::spec7_asks::highest(ctx)
-}
-
 /// A connection to `at` at `version` whose hello offers closeReason; skipped when the endpoint
 /// does not take it (the feature is optional) or does not speak `version`.
-async fn offering_close_reason(
+async fn taking_close_reason(
     ctx: &Ctx,
     s: &Served,
     at: &Listening,
@@ -421,8 +418,8 @@ fn answer_of<F: Family>(body: &bytes::Bytes, v: Version, id: u64) -> Option<Answ
 /// The close envelope `last` holds, if it is one.
 async fn refused_ask_failure(ctx: Ctx, s: Served) -> Outcome {
     let at = (s.open)(ctx.clone()).await?;
-    let v = version(&ctx);
-    let mut c = offering_close_reason(&ctx, &s, &at, v).await?;
+    let v = highest(&ctx);
+    let mut c = taking_close_reason(&ctx, &s, &at, v).await?;
     c.send_frame(&sample_ask(s.family, s.refused, 41, v)?)
         .await?;
     let want = format!(
@@ -464,7 +461,7 @@ async fn refused_ask_failure(ctx: Ctx, s: Served) -> Outcome {
 
 async fn takes_unknown_kind(ctx: Ctx, s: Served) -> Outcome {
     let at = (s.open)(ctx.clone()).await?;
-    let mut c = offering_close_reason(&ctx, &s, &at, version(&ctx)).await?;
+    let mut c = taking_close_reason(&ctx, &s, &at, highest(&ctx)).await?;
     c.send_frame(&mp::arr(&[
         mp::u(4),
         mp::map(&[
@@ -485,7 +482,7 @@ async fn takes_unknown_kind(ctx: Ctx, s: Served) -> Outcome {
 
 async fn unknown_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
     let at = (s.open)(ctx.clone()).await?;
-    let mut c = offering_close_reason(&ctx, &s, &at, version(&ctx)).await?;
+    let mut c = taking_close_reason(&ctx, &s, &at, highest(&ctx)).await?;
     c.send_frame(&mp::arr(&[
         mp::u(2),
         mp::u(424_242),
@@ -515,7 +512,7 @@ async fn unknown_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
 
 async fn duplicate_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
     let at = (s.open)(ctx.clone()).await?;
-    let mut c = offering_close_reason(&ctx, &s, &at, version(&ctx)).await?;
+    let mut c = taking_close_reason(&ctx, &s, &at, highest(&ctx)).await?;
     let probe = frame(&mp::arr(&[
         mp::u(1),
         mp::u(7),
@@ -586,8 +583,8 @@ fn offset_frame(s: &Served) -> Result<(Vec<u8>, &'static str, u64), Failure> {
 
 async fn close_offset(ctx: Ctx, s: Served) -> Outcome {
     let at = (s.open)(ctx.clone()).await?;
-    let v = version(&ctx);
-    let mut c = offering_close_reason(&ctx, &s, &at, v).await?;
+    let v = highest(&ctx);
+    let mut c = taking_close_reason(&ctx, &s, &at, v).await?;
     let (body, first, offset) = offset_frame(&s)?;
     c.send_frame(&body).await?;
     let want = format!("a close envelope of kind InvalidFields at {first} with offset {offset}");
@@ -604,9 +601,9 @@ async fn close_kind(ctx: Ctx, s: Served, k: Kind) -> Outcome {
     let v = if k.version == Version::V1 {
         Version::V1
     } else {
-        version(&ctx)
+        highest(&ctx)
     };
-    let mut c = offering_close_reason(&ctx, &s, &at, v).await?;
+    let mut c = taking_close_reason(&ctx, &s, &at, v).await?;
     c.send_raw(&frame(&(k.body)(&s)), k.what).await?;
     let want = format!("a close envelope of kind {}, then the close", k.kind);
     let reason = close_envelope(&ctx, &mut c, &want).await?;
