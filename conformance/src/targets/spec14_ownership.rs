@@ -105,7 +105,10 @@ async fn finished_app_named_again(ctx: Ctx) -> Outcome {
 }
 
 /// Two registered workers, with no capacity, at `version`.
-async fn two_workers(ctx: &Ctx, version: Version) -> Result<(FakeWorker, FakeWorker), Failure> {
+pub(crate) async fn two_workers(
+    ctx: &Ctx,
+    version: Version,
+) -> Result<(FakeWorker, FakeWorker), Failure> {
     Ok((
         worker(ctx, "worker-a", 0, 0, version).await?,
         worker(ctx, "worker-b", 0, 0, version).await?,

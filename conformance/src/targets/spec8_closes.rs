@@ -24,6 +24,7 @@ use crate::peer::{frame, Conn, Event};
 use crate::targets::common::{close_of, closed_without_envelope, sample, wait};
 use crate::targets::server::{close_envelope, Listening, Open, RawMessage};
 use crate::targets::spawned::{self, Run};
+use crate::targets::spec11::slug;
 use crate::targets::spec7_asks::highest;
 
 type C = CoarseMessage;
@@ -784,18 +785,6 @@ fn precedence_vectors() -> Vec<(String, Vec<u8>, Version, String)> {
             Some((v.name.clone(), bytes, version, error))
         })
         .collect()
-}
-
-fn slug(name: &str) -> String {
-    let mut out = String::new();
-    for ch in name.chars() {
-        if ch.is_ascii_alphanumeric() {
-            out.push(ch.to_ascii_lowercase());
-        } else if !out.ends_with('-') && !out.is_empty() {
-            out.push('-');
-        }
-    }
-    out.trim_end_matches('-').to_string()
 }
 
 async fn executor_close_kind(ctx: Ctx, frame: Vec<u8>, version: Version, kind: String) -> Outcome {
