@@ -58,10 +58,13 @@ fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
     vec![]
 }
 
+/// A `driverId` that is the integer 5 where a string belongs (the master's and the worker's bad
+/// fields).
+fn driver_id_an_integer() -> Vec<(&'static str, Vec<u8>)> {
+    vec![("driverId", mp::u(5))]
+}
+
 fn master() -> Served {
-    fn bad() -> Vec<(&'static str, Vec<u8>)> {
-        vec![("driverId", mp::u(5))]
-    }
     Served {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
@@ -78,14 +81,11 @@ fn master() -> Served {
         refused: "RequestSubmitDriver",
         v2_only: ("RequestReadyz", no_fields),
         local: "WorkDirCleanup",
-        bad_fields: ("RequestDriverStatus", bad),
+        bad_fields: ("RequestDriverStatus", driver_id_an_integer),
     }
 }
 
 fn worker() -> Served {
-    fn bad() -> Vec<(&'static str, Vec<u8>)> {
-        vec![("driverId", mp::u(5))]
-    }
     Served {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
@@ -105,7 +105,7 @@ fn worker() -> Served {
         refused: "RequestMasterState",
         v2_only: ("RequestReadyz", no_fields),
         local: "SendHeartbeat",
-        bad_fields: ("KillDriver", bad),
+        bad_fields: ("KillDriver", driver_id_an_integer),
     }
 }
 
