@@ -76,23 +76,24 @@ async fn start(ctx: Ctx, job: Job) -> Result<(Run, Conn), Failure> {
     Ok((run, conn))
 }
 
-/// Answers the driver's RegisterApplication on `app` with RegisteredApplication for `app_id`,
-/// naming the suite's address `given` as the master's.
-pub async fn registered_application(
-    app: &mut Conn,
-    given: SocketAddr,
-    app_id: String,
-) -> Result<(), Failure> {
+/// Answers the driver's RegisterApplication on `app` with RegisteredApplication for a fresh
+/// application id, naming the suite's address `given` as the master's; returns that id.
+pub async fn registered_application(app: &mut Conn, given: SocketAddr) -> Result<String, Failure> {
+    let app_id = format!(
+        "app-20250101120000-{:04}",
+        crate::targets::common::unique() % 10000
+    );
     app.send(&Envelope::Send(D::RegisteredApplication(
         RegisteredApplication::new(
-            app_id,
+            app_id.clone(),
             EndpointRef::at(
                 Addr::new(given.ip().to_string(), i32::from(given.port())),
                 "Master",
             ),
         ),
     )))
-    .await
+    .await?;
+    Ok(app_id)
 }
 
 /// A driver the suite registered as its master.
@@ -135,11 +136,7 @@ pub async fn registered(ctx: &Ctx, job: Job) -> Result<Registered, Failure> {
             _ => None,
         })
         .await?;
-    let app_id = format!(
-        "app-20250101120000-{:04}",
-        crate::targets::common::unique() % 10000
-    );
-    registered_application(&mut app, run.given, app_id.clone()).await?;
+    let app_id = registered_application(&mut app, run.given).await?;
     let url = driver_url(&reg).ok_or_else(|| {
         fail(
             "--driver-url in the application's command",

@@ -215,12 +215,7 @@ async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
         matches!(e, Envelope::Send(D::RegisterApplication(_))).then_some(())
     })
     .await?;
-    crate::targets::driver::registered_application(
-        &mut app,
-        run.given,
-        format!("app-20250101120000-{:04}", unique() % 10000),
-    )
-    .await?;
+    crate::targets::driver::registered_application(&mut app, run.given).await?;
     app.send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
         .await?;
     match &r.error {

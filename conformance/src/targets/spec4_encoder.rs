@@ -232,12 +232,7 @@ async fn driver_in(ctx: Ctx, v: Version) -> Outcome {
             _ => None,
         })
         .await?;
-    crate::targets::driver::registered_application(
-        &mut app,
-        run.given,
-        format!("app-20250101120000-{:04}", unique() % 10000),
-    )
-    .await?;
+    crate::targets::driver::registered_application(&mut app, run.given).await?;
     // The executor's side, at the same version: the driver's port from `--driver-url
     // spark://CoarseGrainedScheduler@HOST:PORT` in the application's command.
     let args = &reg.app_description.command.arguments;
