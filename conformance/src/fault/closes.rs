@@ -3,19 +3,8 @@
 
 use super::*;
 
-/// The kinds of SPEC §8's decoding errors, in their order of precedence (§11.2).
-const DECODING: [&str; 8] = [
-    "InvalidMessagePack",
-    "TooDeep",
-    "TrailingBytes",
-    "BadEnvelope",
-    "UnknownMessage",
-    "NotInVersion",
-    "LocalMessage",
-    "InvalidFields",
-];
-
-/// The kinds of SPEC §8.1's table, all of them: what a receiver of this revision knows.
+/// The kinds of SPEC §8.1's table, all of them: what a receiver of this revision knows. The
+/// first eight are §8's decoding errors, in their order of precedence (§11.2).
 const KNOWN: [&str; 20] = [
     "InvalidMessagePack",
     "TooDeep",
@@ -38,6 +27,9 @@ const KNOWN: [&str; 20] = [
     "FrameTimedOut",
     "Idle",
 ];
+
+/// The kinds of SPEC §8's decoding errors, in their order of precedence (§11.2).
+const DECODING: &[&str] = KNOWN.split_at(8).0;
 
 /// The fields of `CloseReason` (SPEC §8.1).
 const FIELDS: [&str; 4] = ["kind", "message", "path", "offset"];

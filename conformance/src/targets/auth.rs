@@ -26,7 +26,7 @@ use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::{Ctx, Endpoint};
 use crate::peer::{Conn, Event};
 use crate::targets::client::Start;
-use crate::targets::common::unique;
+use crate::targets::common::{unique, wait};
 use crate::targets::master::{register_worker_msg, state};
 use crate::targets::server::Listening;
 
@@ -46,10 +46,6 @@ fn master_addr(ctx: &Ctx) -> Result<SocketAddr, Failure> {
         Endpoint::Addr(a) => Ok(*a),
         _ => Err(Failure::Skipped("the master target needs --addr".into())),
     }
-}
-
-fn patience(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
 }
 
 /// A secret that is not the endpoint's (the same bytes and one more).
@@ -101,7 +97,7 @@ async fn challenged(
     conn.send_frame(&hello_body).await?;
     let want =
         "a challenge (magic, challenge = hmac-sha256, a 32-byte nonce, a proof of the secret)";
-    let challenge = conn.frame_body(patience(ctx), want).await?;
+    let challenge = conn.frame_body(wait(ctx), want).await?;
     let local = Identity::new(role, id)
         .with_versions(&[Version::V2])
         .with_secret(Some(secret.clone()));
@@ -125,7 +121,7 @@ async fn expect_refused(ctx: &Ctx, c: &mut Conn, reasons: &[RefusalReason]) -> O
     } else {
         crate::targets::server::refusal_wanted(reasons)
     };
-    match c.next_or_close(patience(ctx)).await {
+    match c.next_or_close(wait(ctx)).await {
         Some(Event::Closed(_)) if reasons.is_empty() => return Ok(()),
         Some(Event::Frame(body)) => match sparkwire::wire::handshake::decode_answer(&body) {
             Ok(Answer::Refused(r)) if reasons.is_empty() || reasons.contains(&r.reason) => {}
@@ -234,7 +230,7 @@ pub async fn open_secured(
         &[Version::V2],
         &k,
         &ctx.log,
-        patience(ctx),
+        wait(ctx),
     )
     .await
 }
@@ -302,9 +298,9 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
         "handshake/10.1/authenticated",
         format!("{name} holding a shared secret accepts a peer that proves it, and then takes the {what} it sends (the change shows in its state)"),
         |ctx, k, g| {
-            let mut c = Conn::open_authenticated(g.at.addr, "suite", g.role, "authenticated", &[Version::V2], &k, &ctx.log, patience(&ctx)).await?;
+            let mut c = Conn::open_authenticated(g.at.addr, "suite", g.role, "authenticated", &[Version::V2], &k, &ctx.log, wait(&ctx)).await?;
             c.send_frame(&g.change).await?;
-            let deadline = tokio::time::Instant::now() + patience(&ctx);
+            let deadline = tokio::time::Instant::now() + wait(&ctx);
             loop {
                 if (g.seen)().await? {
                     return Ok(());
@@ -420,7 +416,7 @@ pub fn add(cs: &mut Cases) {
 
 /// Reads the client's hello, which must ask to authenticate; returns it and its frame.
 async fn authenticating_hello(ctx: &Ctx, c: &mut Conn) -> Result<(Hello, Vec<u8>), Failure> {
-    let hello = c.read_hello(patience(ctx) * 3).await?;
+    let hello = c.read_hello(wait(ctx) * 3).await?;
     check(
         hello.auth.is_some(),
         "a hello that asks to authenticate (auth = hmac-sha256, a 32-byte nonce)",
@@ -457,7 +453,7 @@ async fn client_closes(
     let body = answer(&k, &hello, &frame)?;
     c.send_frame(&body).await?;
     c.expect_closed_silently(
-        patience(&ctx),
+        wait(&ctx),
         &format!("the endpoint closes the connection after {what}, sending nothing more"),
     )
     .await
@@ -491,9 +487,9 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
                 let (_run, mut c) = st(ctx.clone()).await?;
                 let (hello, _) = authenticating_hello(&ctx, &mut c).await?;
                 let v = c
-                    .accept_hello_with(&hello, &[Version::V1, Version::V2], "suite", Some(&k), patience(&ctx))
+                    .accept_hello_with(&hello, &[Version::V1, Version::V2], "suite", Some(&k), wait(&ctx))
                     .await?;
-                let body = c.frame_body(patience(&ctx), "the endpoint's first envelope").await?;
+                let body = c.frame_body(wait(&ctx), "the endpoint's first envelope").await?;
                 let ok = if c.family == "coarse" {
                     sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(&body, v).is_ok()
                 } else {

@@ -5,7 +5,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Answer, Hello, Refusal, RefusalReason, Role, CLOSE_REASON};
@@ -14,6 +13,7 @@ use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
 use crate::mp;
 use crate::peer::{frame, Conn, Event};
+use crate::targets::common::{close_of, closed_without_envelope, wait};
 use crate::targets::spawned::Run;
 
 type D = sparkwire::messages::DeployMessage;
@@ -38,19 +38,15 @@ pub struct Client {
     pub other_family_role: Role,
 }
 
-fn patience(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
-
 /// Reads the endpoint's hello and its frame body. When the suite knows the endpoint's secret, it
 /// then plays a server holding it (protocol/handshake.md §10.1): the hello must ask to
 /// authenticate, the suite challenges and checks the endpoint's proof, so that what a case sends
 /// next stands where the answer does on a secured connection.
 async fn hello(ctx: &Ctx, c: &mut Conn) -> Result<(Hello, Vec<u8>), Failure> {
-    let h = c.read_hello(patience(ctx) * 3).await?;
+    let h = c.read_hello(wait(ctx) * 3).await?;
     let body = c.hello_body().to_vec();
     if let Some(secret) = &ctx.settings.secret {
-        c.authenticate_client(&[Version::V1, Version::V2], "suite", secret, patience(ctx))
+        c.authenticate_client(&[Version::V1, Version::V2], "suite", secret, wait(ctx))
             .await?;
     }
     Ok((h, body))
@@ -81,7 +77,7 @@ async fn closes(ctx: Ctx, s: Client, body: impl FnOnce(&Hello) -> Vec<u8>) -> Ou
     let b = body(&h);
     c.send_raw(&b, "the suite's answer").await?;
     c.expect_closed_silently(
-        patience(&ctx),
+        wait(&ctx),
         "the endpoint closes the connection, sending nothing more",
     )
     .await
@@ -106,7 +102,7 @@ async fn proceeds(
         .await?;
     c.version = Some(v);
     let body = c
-        .frame_body(patience(&ctx), "the endpoint's first envelope")
+        .frame_body(wait(&ctx), "the endpoint's first envelope")
         .await?;
     let ok = if c.family == "coarse" {
         sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(&body, v).is_ok()
@@ -272,7 +268,7 @@ pub fn add(cases: &mut Cases, s: Client) {
             )
             .await?;
             c.expect_closed_silently(
-                patience(&ctx),
+                wait(&ctx),
                 "the endpoint closes the connection, sending nothing more",
             )
             .await
@@ -444,7 +440,7 @@ async fn taking_close_reason_first(
     s: &Client,
 ) -> Result<(Run, Conn, bytes::Bytes), Failure> {
     let (run, mut c) = (s.start)(ctx.clone()).await?;
-    let h = c.read_hello(patience(ctx) * 3).await?;
+    let h = c.read_hello(wait(ctx) * 3).await?;
     crate::targets::spec8_closes::accept_taking_close_reason(
         ctx,
         &mut c,
@@ -454,7 +450,7 @@ async fn taking_close_reason_first(
     )
     .await?;
     let first = c
-        .frame_body(patience(ctx), "the endpoint's first envelope")
+        .frame_body(wait(ctx), "the endpoint's first envelope")
         .await?;
     if s.role == Role::Worker {
         // A worker not registered soon tries again on a new connection, closing this one: it
@@ -468,7 +464,7 @@ async fn taking_close_reason_first(
             false,
         ));
         c.send(&sparkwire::wire::Envelope::Send(registered)).await?;
-        c.expect::<D, ()>(patience(ctx), "a Heartbeat once registered", |e| {
+        c.expect::<D, ()>(wait(ctx), "a Heartbeat once registered", |e| {
             matches!(e, sparkwire::wire::Envelope::Send(D::Heartbeat(_))).then_some(())
         })
         .await?;
@@ -482,49 +478,15 @@ async fn told_to_close(ctx: Ctx, s: Client, reason: &[(&'static str, Vec<u8>)]) 
     let (_run, mut c) = taking_close_reason(&ctx, &s).await?;
     c.send_frame(&mp::arr(&[mp::u(4), mp::map(reason)])).await?;
     c.expect_closed_silently(
-        patience(&ctx),
+        wait(&ctx),
         "the endpoint closes the connection, sending nothing more",
     )
     .await
 }
 
-/// Reads until the endpoint closes `c`; fails when its last frame is a close envelope.
-async fn closed_without_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Outcome {
-    let deadline = tokio::time::Instant::now() + patience(ctx) * 2;
-    let mut last = None;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.next_or_close(left).await {
-            Some(Event::Frame(b)) => last = Some(b),
-            Some(Event::Closed(_)) => {
-                let close = last.as_ref().and_then(|b| {
-                    match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
-                        b,
-                        Version::V2,
-                    ) {
-                        Ok(sparkwire::wire::Envelope::Close(r)) => Some(r),
-                        _ => None,
-                    }
-                });
-                return match close {
-                    Some(r) => Err(fail(
-                        want,
-                        format!("a close envelope {r:?}, then the close"),
-                    )),
-                    None => Ok(()),
-                };
-            }
-            Some(Event::TooLarge(n)) => {
-                return Err(fail(want, format!("a frame declaring {n} bytes")))
-            }
-            None => return Err(fail(want, "the connection still open")),
-        }
-    }
-}
-
 async fn no_close_envelope_unoffered(ctx: Ctx, s: Client) -> Outcome {
     let (_run, mut c) = (s.start)(ctx.clone()).await?;
-    let h = c.read_hello(patience(&ctx) * 3).await?;
+    let h = c.read_hello(wait(&ctx) * 3).await?;
     // Taking no feature, with a secret too (the crate's server side takes what it knows).
     crate::targets::spec8_closes::accept_with_features(
         &ctx,
@@ -535,7 +497,7 @@ async fn no_close_envelope_unoffered(ctx: Ctx, s: Client) -> Outcome {
         &[],
     )
     .await?;
-    c.frame_body(patience(&ctx), "the endpoint's first envelope")
+    c.frame_body(wait(&ctx), "the endpoint's first envelope")
         .await?;
     let m = mp::map(&[("RegisterBlockManager", mp::map(&[]))]);
     c.send_frame(&mp::arr(&[mp::u(0), m])).await?;
@@ -554,7 +516,7 @@ async fn no_close_envelope_on_shutdown(ctx: Ctx, s: Client) -> Outcome {
             "the endpoint was started by hand: the suite cannot stop it".into(),
         ));
     }
-    run.stop(patience(&ctx)).await;
+    run.stop(wait(&ctx)).await;
     closed_without_envelope(
         &ctx,
         &mut c,
@@ -605,17 +567,13 @@ async fn bad_reply_close_kind(ctx: Ctx, s: Client) -> Outcome {
             Default::default(),
         ));
         c.send(&sparkwire::wire::Envelope::Send(launch)).await?;
-        c.expect::<D, u64>(
-            patience(&ctx),
-            "the ExecutorStateChanged ask",
-            |e| match e {
-                sparkwire::wire::Envelope::Ask {
-                    id,
-                    message: D::ExecutorStateChanged(_),
-                } => Some(*id),
-                _ => None,
-            },
-        )
+        c.expect::<D, u64>(wait(&ctx), "the ExecutorStateChanged ask", |e| match e {
+            sparkwire::wire::Envelope::Ask {
+                id,
+                message: D::ExecutorStateChanged(_),
+            } => Some(*id),
+            _ => None,
+        })
         .await?
     } else {
         ask_id(&first).ok_or_else(|| {
@@ -650,16 +608,7 @@ async fn client_unknown_ask_close_kind(ctx: Ctx, s: Client) -> Outcome {
             None => return Ok(()),
             Some(Event::Frame(b)) => last = Some(b),
             Some(Event::Closed(_)) => {
-                let close = last.as_ref().and_then(|b| {
-                    match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
-                        b,
-                        Version::V2,
-                    ) {
-                        Ok(sparkwire::wire::Envelope::Close(r)) => Some(r),
-                        _ => None,
-                    }
-                });
-                return match close {
+                return match close_of(last.as_ref()) {
                     Some(r) => check(
                         matches!(r.kind.as_str(), "UnknownAsk" | "RuleViolation"),
                         want,

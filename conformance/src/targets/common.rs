@@ -151,3 +151,74 @@ pub fn reaction_wait(ctx: &crate::env::Ctx) -> std::time::Duration {
         .mul_f64(ctx.settings.timeout_scale)
         .min(ctx.settings.patience)
 }
+
+/// The close envelope `last` (the frame an endpoint sent just before it closed) is, if it is one.
+pub fn close_of(last: Option<&bytes::Bytes>) -> Option<sparkwire::wire::CloseReason> {
+    match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
+        last?,
+        sparkwire::messages::Version::V2,
+    ) {
+        Ok(Envelope::Close(r)) => Some(r),
+        _ => None,
+    }
+}
+
+/// Reads until the endpoint closes `c`; fails when its last frame is a close envelope.
+pub async fn closed_without_envelope(ctx: &crate::env::Ctx, c: &mut Conn, want: &str) -> Outcome {
+    let deadline = tokio::time::Instant::now() + wait(ctx) * 2;
+    let mut last = None;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_or_close(left).await {
+            Some(crate::peer::Event::Frame(b)) => last = Some(b),
+            Some(crate::peer::Event::Closed(_)) => {
+                return match close_of(last.as_ref()) {
+                    Some(r) => Err(fail(
+                        want,
+                        format!("a close envelope {r:?}, then the close"),
+                    )),
+                    None => Ok(()),
+                }
+            }
+            Some(crate::peer::Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a frame declaring {n} bytes")))
+            }
+            None => return Err(fail(want, "the connection still open")),
+        }
+    }
+}
+
+/// Opens a connection to `addr` (`label` in the log) with `hello`, authenticated with the suite's
+/// secret when it has one; the connection and the features the endpoint's answer took.
+pub async fn open_offering(
+    ctx: &crate::env::Ctx,
+    addr: std::net::SocketAddr,
+    label: &str,
+    hello: sparkwire::wire::handshake::Hello,
+) -> Result<(Conn, Vec<String>), crate::case::Failure> {
+    Conn::open_with(
+        addr,
+        label,
+        hello,
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        wait(ctx),
+    )
+    .await
+}
+
+/// Opens a connection to `addr` whose hello (`versions`, `role`, `id`) offers `closeReason`; the
+/// connection and whether the endpoint took it.
+pub async fn offering_close_reason(
+    ctx: &crate::env::Ctx,
+    addr: std::net::SocketAddr,
+    label: &str,
+    versions: &[sparkwire::messages::Version],
+    role: sparkwire::wire::handshake::Role,
+    id: impl Into<String>,
+) -> Result<(Conn, bool), crate::case::Failure> {
+    use sparkwire::wire::handshake::{Hello, CLOSE_REASON};
+    let hello = Hello::new(versions, role, id).with_features(&[CLOSE_REASON]);
+    let (c, taken) = open_offering(ctx, addr, label, hello).await?;
+    Ok((c, taken.iter().any(|f| f == CLOSE_REASON)))
+}

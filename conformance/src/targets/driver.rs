@@ -51,8 +51,10 @@ pub const SMALL: Job = Job {
     max_message_size: 128,
 };
 
-async fn start(ctx: Ctx, job: Job) -> Result<(Run, Conn), Failure> {
-    let run = spawned::start(&ctx, Role::Master, move |given, dir| {
+/// A driver started for a case with `job`, its application client about to connect to the
+/// suite as its master.
+pub async fn started(ctx: &Ctx, job: Job) -> Result<Run, Failure> {
+    spawned::start(ctx, Role::Master, move |given, dir| {
         vec![
             ("master_url", format!("sparkwire://{given}")),
             ("master_host", given.ip().to_string()),
@@ -65,9 +67,33 @@ async fn start(ctx: Ctx, job: Job) -> Result<(Run, Conn), Failure> {
             ("cores", "2".into()),
         ]
     })
-    .await?;
+    .await
+}
+
+async fn start(ctx: Ctx, job: Job) -> Result<(Run, Conn), Failure> {
+    let run = started(&ctx, job).await?;
     let conn = run.accept(&ctx, "master", Role::Master).await?;
     Ok((run, conn))
+}
+
+/// Answers the driver's RegisterApplication on `app` with RegisteredApplication for a fresh
+/// application id, naming the suite's address `given` as the master's; returns that id.
+pub async fn registered_application(app: &mut Conn, given: SocketAddr) -> Result<String, Failure> {
+    let app_id = format!(
+        "app-20250101120000-{:04}",
+        crate::targets::common::unique() % 10000
+    );
+    app.send(&Envelope::Send(D::RegisteredApplication(
+        RegisteredApplication::new(
+            app_id.clone(),
+            EndpointRef::at(
+                Addr::new(given.ip().to_string(), i32::from(given.port())),
+                "Master",
+            ),
+        ),
+    )))
+    .await?;
+    Ok(app_id)
 }
 
 /// A driver the suite registered as its master.
@@ -110,21 +136,7 @@ pub async fn registered(ctx: &Ctx, job: Job) -> Result<Registered, Failure> {
             _ => None,
         })
         .await?;
-    let app_id = format!(
-        "app-20250101120000-{:04}",
-        crate::targets::common::unique() % 10000
-    );
-    let given = run.given;
-    app.send(&Envelope::Send(D::RegisteredApplication(
-        RegisteredApplication::new(
-            app_id.clone(),
-            EndpointRef::at(
-                Addr::new(given.ip().to_string(), i32::from(given.port())),
-                "Master",
-            ),
-        ),
-    )))
-    .await?;
+    let app_id = registered_application(&mut app, run.given).await?;
     let url = driver_url(&reg).ok_or_else(|| {
         fail(
             "--driver-url in the application's command",

@@ -79,15 +79,7 @@ async fn features_not_strings_refused(ctx: Ctx) -> Outcome {
 async fn unknown_feature_not_taken(ctx: Ctx) -> Outcome {
     let hello = Hello::new(&[Version::V1, Version::V2], Role::Ui, "suite")
         .with_features(&[UNKNOWN_FEATURE, CLOSE_REASON]);
-    let (_c, taken) = Conn::open_with(
-        addr(&ctx)?,
-        "ui",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(&ctx),
-    )
-    .await?;
+    let (_c, taken) = crate::targets::common::open_offering(&ctx, addr(&ctx)?, "ui", hello).await?;
     check(
         taken.iter().all(|f| f == CLOSE_REASON),
         format!("the answer takes at most closeReason, never {UNKNOWN_FEATURE}"),

@@ -853,18 +853,16 @@ async fn slow_consumer(ctx: Ctx) -> Outcome {
 }
 
 async fn close_reason_frame_too_large(ctx: Ctx) -> Outcome {
-    let hello =
-        Hello::new(&[Version::V1, Version::V2], Role::Ui, "suite").with_features(&[CLOSE_REASON]);
-    let (mut c, taken) = Conn::open_with(
+    let (mut c, taken) = crate::targets::common::offering_close_reason(
+        &ctx,
         addr(&ctx)?,
         "ui",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(&ctx),
+        &[Version::V1, Version::V2],
+        Role::Ui,
+        "suite",
     )
     .await?;
-    if !taken.iter().any(|f| f == CLOSE_REASON) {
+    if !taken {
         return Err(Failure::Skipped(
             "the endpoint did not take closeReason (optional, handshake.md §12)".into(),
         ));

@@ -22,14 +22,13 @@
 use std::collections::BTreeMap;
 
 use sparkwire::messages::coarse::StatusUpdate;
-use sparkwire::messages::deploy::RegisteredApplication;
-use sparkwire::messages::{Addr, CoarseMessage, DeployMessage, EndpointRef, TaskState, Version};
-use sparkwire::wire::handshake::{Hello, Role, CLOSE_REASON};
+use sparkwire::messages::{CoarseMessage, DeployMessage, TaskState, Version};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope};
 
 use crate::case::{fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
-use crate::peer::{frame, Conn};
+use crate::peer::frame;
 use crate::targets::common::{unique, wait};
 use crate::targets::driver::{executor, registered, SMALL};
 use crate::targets::spawned;
@@ -181,17 +180,15 @@ async fn map_inside_map_ascending(ctx: Ctx) -> Outcome {
 async fn to_executor_port(ctx: Ctx, r: Replay) -> Outcome {
     let d = registered(&ctx, SMALL).await?;
     let id = format!("{}", 100 + unique() % 100_000);
-    let hello = Hello::new(&[r.version], Role::Executor, id).with_features(&[CLOSE_REASON]);
-    let (mut c, taken) = Conn::open_with(
+    let (mut c, agreed) = crate::targets::common::offering_close_reason(
+        &ctx,
         d.driver_addr,
         "executor",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(&ctx),
+        &[r.version],
+        Role::Executor,
+        id,
     )
     .await?;
-    let agreed = taken.iter().any(|f| f == CLOSE_REASON);
     c.send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
         .await?;
     match &r.error {
@@ -200,29 +197,10 @@ async fn to_executor_port(ctx: Ctx, r: Replay) -> Outcome {
     }
 }
 
-/// A driver started for a case with the small job, its application client about to connect
-/// to the suite as its master (as `driver.rs` starts one, the version left to the case).
-pub(crate) async fn started(ctx: &Ctx) -> Result<spawned::Run, Failure> {
-    spawned::start(ctx, Role::Master, |given, dir| {
-        vec![
-            ("master_url", format!("sparkwire://{given}")),
-            ("master_host", given.ip().to_string()),
-            ("master_port", given.port().to_string()),
-            ("work_dir", dir.display().to_string()),
-            ("job", SMALL.job.to_string()),
-            ("partitions", SMALL.partitions.to_string()),
-            ("param", SMALL.param.to_string()),
-            ("max_message_size", SMALL.max_message_size.to_string()),
-            ("cores", "2".into()),
-        ]
-    })
-    .await
-}
-
 /// A freshly started driver whose application client the suite accepts at the vector's version
 /// and registers; the frame, then its verdict.
 async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
-    let run = started(&ctx).await?;
+    let run = crate::targets::driver::started(&ctx, SMALL).await?;
     let mut app = run.accept(&ctx, "master", Role::Master).await?;
     let hello = app.read_hello(spawned::startup(&ctx)).await?;
     if !hello.versions.contains(&u64::from(r.version.number())) {
@@ -237,17 +215,7 @@ async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
         matches!(e, Envelope::Send(D::RegisterApplication(_))).then_some(())
     })
     .await?;
-    let given = run.given;
-    app.send(&Envelope::Send(D::RegisteredApplication(
-        RegisteredApplication::new(
-            format!("app-20250101120000-{:04}", unique() % 10000),
-            EndpointRef::at(
-                Addr::new(given.ip().to_string(), i32::from(given.port())),
-                "Master",
-            ),
-        ),
-    )))
-    .await?;
+    crate::targets::driver::registered_application(&mut app, run.given).await?;
     app.send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
         .await?;
     match &r.error {

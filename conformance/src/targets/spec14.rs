@@ -22,9 +22,8 @@ use crate::env::{Ctx, Wire};
 use crate::peer::{Conn, Event};
 use crate::targets::common::unique;
 use crate::targets::common::wait;
-use crate::targets::master::{
-    app, app_desc, open, settle, state, submit, worker, worker_ref, FakeWorker,
-};
+use crate::targets::master::{app, app_desc, open, settle, state, submit, worker, worker_ref};
+use crate::targets::spec14_ownership::two_workers;
 
 type D = DeployMessage;
 
@@ -407,15 +406,8 @@ async fn unregister_other_connection(ctx: Ctx) -> Outcome {
     )
 }
 
-async fn two_workers(ctx: &Ctx) -> Result<(FakeWorker, FakeWorker), Failure> {
-    Ok((
-        worker(ctx, "worker-a", 0, 0, Version::V2).await?,
-        worker(ctx, "worker-b", 0, 0, Version::V2).await?,
-    ))
-}
-
 async fn heartbeat_other_connection(ctx: Ctx) -> Outcome {
-    let (a, mut b) = two_workers(&ctx).await?;
+    let (a, mut b) = two_workers(&ctx, Version::V2).await?;
     b.conn.send(&Envelope::Send(heartbeat(&a.id))).await?;
     b.conn
         .expect_closed(
@@ -426,7 +418,7 @@ async fn heartbeat_other_connection(ctx: Ctx) -> Outcome {
 }
 
 async fn latest_state_other_connection(ctx: Ctx) -> Outcome {
-    let (mut a, mut b) = two_workers(&ctx).await?;
+    let (mut a, mut b) = two_workers(&ctx, Version::V2).await?;
     let listed = ExecutorDescription::new(
         format!("app-20250101120000-{}", unique() % 10000),
         7,

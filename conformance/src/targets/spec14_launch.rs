@@ -28,8 +28,8 @@ use crate::env::{Ctx, Wire};
 use crate::peer::{not_on_spark_wire, Conn};
 use crate::targets::common::{expect_refused, unique, wait};
 use crate::targets::worker::{
-    allowed_exec, command, launch_msg, listening_addr, registered, state_change, ui_addr,
-    worker_state, Registered,
+    allowed_exec, command, launch_executor, launch_msg, listening_addr, registered, state_change,
+    ui_conn, worker_state, Registered,
 };
 
 type D = DeployMessage;
@@ -297,6 +297,22 @@ fn sleep_token() -> String {
 
 /// The process whose arguments hold `token`, once it shows in `/proc`; skipped when `/proc`
 /// does not show one within the patience.
+/// The process of executor `exec_id`, found by `token`, once the worker `w` reported it RUNNING.
+async fn running_process(
+    ctx: &Ctx,
+    w: &mut Registered,
+    exec_id: i32,
+    token: &str,
+) -> Result<Process, Failure> {
+    let s = state_change(ctx, w, exec_id).await?;
+    check(
+        s.state == ExecutorState::Running,
+        "RUNNING",
+        s.state.to_string(),
+    )?;
+    launched_process(ctx, token).await
+}
+
 async fn launched_process(ctx: &Ctx, token: &str) -> Result<Process, Failure> {
     let proc_dir = std::path::Path::new("/proc");
     if !proc_dir.join("self").join("cmdline").exists() {
@@ -366,13 +382,7 @@ async fn no_library_path(ctx: Ctx) -> Outcome {
         c.java_opts = vec![opt.clone()];
     });
     w.conn.send(&Envelope::Send(m)).await?;
-    let s = state_change(&ctx, &mut w, 41).await?;
-    check(
-        s.state == ExecutorState::Running,
-        "RUNNING",
-        s.state.to_string(),
-    )?;
-    let p = launched_process(&ctx, &token).await?;
+    let p = running_process(&ctx, &mut w, 41, &token).await?;
     let ld = p.var("LD_LIBRARY_PATH").unwrap_or("");
     check(
         !ld.contains(&lib_s),
@@ -472,13 +482,7 @@ async fn secret_handoff(ctx: Ctx) -> Outcome {
             &[&token],
         )))
         .await?;
-    let s = state_change(&ctx, &mut w, 42).await?;
-    check(
-        s.state == ExecutorState::Running,
-        "RUNNING",
-        s.state.to_string(),
-    )?;
-    let p = launched_process(&ctx, &token).await?;
+    let p = running_process(&ctx, &mut w, 42, &token).await?;
     handed_secret(&p, &secret)?;
     // A driver likewise.
     let driver_token = sleep_token();
@@ -493,18 +497,7 @@ async fn secret_handoff(ctx: Ctx) -> Outcome {
     let d = launched_process(&ctx, &driver_token).await?;
     handed_secret(&d, &secret)?;
     // The worker's state, which UIs show, carries nothing of it.
-    let addr = ui_addr(&ctx, &mut w).await?;
-    let mut ui = Conn::open(
-        addr,
-        "ui",
-        Role::Ui,
-        "",
-        &[Version::V2],
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(&ctx),
-    )
-    .await?;
+    let mut ui = ui_conn(&ctx, &mut w).await?;
     let state = worker_state(&ctx, &mut ui).await?;
     let mut bytes = Vec::new();
     encode_envelope(
@@ -527,15 +520,7 @@ async fn foreign_master(ctx: Ctx) -> Outcome {
     let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
     let app = app_id();
     // An executor the worker's own master launched, for the foreign KillExecutor to name.
-    w.conn
-        .send(&Envelope::Send(launch_msg(
-            &w,
-            &app,
-            51,
-            &allowed_exec(),
-            &["20"],
-        )))
-        .await?;
+    launch_executor(&mut w, &app, 51).await?;
     let s = state_change(&ctx, &mut w, 51).await?;
     check(
         s.state == ExecutorState::Running,
@@ -613,18 +598,7 @@ async fn foreign_master(ctx: Ctx) -> Outcome {
         )
         .await?;
     }
-    let ui = ui_addr(&ctx, &mut w).await?;
-    let mut ui = Conn::open(
-        ui,
-        "ui",
-        Role::Ui,
-        "",
-        &[Version::V2],
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(&ctx),
-    )
-    .await?;
+    let mut ui = ui_conn(&ctx, &mut w).await?;
     let st = worker_state(&ctx, &mut ui).await?;
     let running: Vec<i32> = st
         .executors

@@ -7,12 +7,11 @@ use std::time::Duration;
 
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::{DeployMessage, ExecutorState, Version, WorkerState};
-use sparkwire::wire::handshake::{Hello, Role, CLOSE_REASON};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::Ctx;
-use crate::peer::Conn;
 use crate::targets::common::wait;
 use crate::targets::master::{
     addr, app, app_desc, flow, register_worker_msg, state, submit, worker, worker_ref, FakeWorker,
@@ -106,7 +105,10 @@ async fn finished_app_named_again(ctx: Ctx) -> Outcome {
 }
 
 /// Two registered workers, with no capacity, at `version`.
-async fn two_workers(ctx: &Ctx, version: Version) -> Result<(FakeWorker, FakeWorker), Failure> {
+pub(crate) async fn two_workers(
+    ctx: &Ctx,
+    version: Version,
+) -> Result<(FakeWorker, FakeWorker), Failure> {
     Ok((
         worker(ctx, "worker-a", 0, 0, version).await?,
         worker(ctx, "worker-b", 0, 0, version).await?,
@@ -280,17 +282,16 @@ async fn not_owner_close(ctx: Ctx) -> Outcome {
     let n = crate::targets::common::unique();
     let port = 20000 + (n % 40000) as i32;
     let id = format!("worker-20250101120000-127.0.0.1-{port}-{n}");
-    let hello = Hello::new(&[Version::V2], Role::Worker, id.clone()).with_features(&[CLOSE_REASON]);
-    let (mut b, taken) = Conn::open_with(
+    let (mut b, taken) = crate::targets::common::offering_close_reason(
+        &ctx,
         addr(&ctx)?,
         "worker-b",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(&ctx),
+        &[Version::V2],
+        Role::Worker,
+        id.clone(),
     )
     .await?;
-    if !taken.iter().any(|f| f == CLOSE_REASON) {
+    if !taken {
         return Err(Failure::Skipped(
             "the master does not take closeReason".into(),
         ));

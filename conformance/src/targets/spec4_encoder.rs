@@ -6,7 +6,7 @@
 //! versions the endpoint offers (the fields differ by version). One function per case.
 
 use sparkwire::messages::coarse::{LaunchTask, RetrieveSparkAppConfig};
-use sparkwire::messages::deploy::{RegisterApplication, RegisteredApplication, RequestMasterState};
+use sparkwire::messages::deploy::{RegisterApplication, RequestMasterState};
 use sparkwire::messages::{Addr, CoarseMessage, DeployMessage, EndpointRef, Family, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{decode_envelope, encode_task, Envelope, Reply};
@@ -181,22 +181,14 @@ async fn worker(ctx: Ctx) -> Outcome {
 }
 
 async fn worker_in(ctx: Ctx, v: Version) -> Outcome {
-    use crate::targets::worker::{allowed_exec, launch_msg, registered};
+    use crate::targets::worker::{launch_executor, registered};
     let mut w = registered(&ctx, &[v]).await?;
     read_until::<D, ()>(&ctx, &mut w.conn, "a Heartbeat", |e| {
         matches!(e, Envelope::Send(D::Heartbeat(_))).then_some(())
     })
     .await?;
     let app = "app-20250101120000-0001";
-    w.conn
-        .send(&Envelope::Send(launch_msg(
-            &w,
-            app,
-            0,
-            &allowed_exec(),
-            &["20"],
-        )))
-        .await?;
+    launch_executor(&mut w, app, 0).await?;
     let ask =
         read_until::<D, Option<u64>>(&ctx, &mut w.conn, "ExecutorStateChanged", |e| match e {
             Envelope::Send(D::ExecutorStateChanged(_)) => Some(None),
@@ -224,7 +216,7 @@ async fn driver(ctx: Ctx) -> Outcome {
 
 async fn driver_in(ctx: Ctx, v: Version) -> Outcome {
     use crate::targets::spawned;
-    let mut run = crate::targets::spec11_driver::started(&ctx).await?;
+    let mut run = crate::targets::driver::started(&ctx, crate::targets::driver::SMALL).await?;
     let mut app = run.accept(&ctx, "master", Role::Master).await?;
     let hello = app.read_hello(spawned::startup(&ctx)).await?;
     if !hello.versions.contains(&u64::from(v.number())) {
@@ -240,17 +232,7 @@ async fn driver_in(ctx: Ctx, v: Version) -> Outcome {
             _ => None,
         })
         .await?;
-    let given = run.given;
-    app.send(&Envelope::Send(D::RegisteredApplication(
-        RegisteredApplication::new(
-            format!("app-20250101120000-{:04}", unique() % 10000),
-            EndpointRef::at(
-                Addr::new(given.ip().to_string(), i32::from(given.port())),
-                "Master",
-            ),
-        ),
-    )))
-    .await?;
+    crate::targets::driver::registered_application(&mut app, run.given).await?;
     // The executor's side, at the same version: the driver's port from `--driver-url
     // spark://CoarseGrainedScheduler@HOST:PORT` in the application's command.
     let args = &reg.app_description.command.arguments;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sparkwire::messages::deploy::RegisterApplication;
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
-use sparkwire::wire::handshake::{Hello, Role, CLOSE_REASON};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
@@ -130,18 +130,15 @@ fn registration_with(canonical: &[u8], replacement: &[u8]) -> Result<Vec<u8>, Fa
 /// the master took it.
 async fn app_client(ctx: &Ctx) -> Result<(Conn, bool), Failure> {
     crate::peer::require_version(&ctx.log, Version::V2)?;
-    let hello =
-        Hello::new(&[Version::V2], Role::AppClient, String::new()).with_features(&[CLOSE_REASON]);
-    let (c, taken) = Conn::open_with(
+    crate::targets::common::offering_close_reason(
+        ctx,
         addr(ctx)?,
         "app",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(ctx),
+        &[Version::V2],
+        Role::AppClient,
+        String::new(),
     )
-    .await?;
-    Ok((c, taken.iter().any(|f| f == CLOSE_REASON)))
+    .await
 }
 
 /// Sends the registration with `replacement` for `canonical` and checks that it is refused

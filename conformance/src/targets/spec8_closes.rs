@@ -7,7 +7,6 @@
 //! executor told StopExecutor and a driver at its job's end close without a close envelope (an
 //! ordinary close). One function per case; the clients' shared cases are in `client.rs`.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,15 +15,17 @@ use sparkwire::messages::coarse::{LaunchedExecutor, StopExecutor, TaskThreadDump
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
 use sparkwire::wire::handshake::{negotiate, Accepted, Answer, Hello, Role, CLOSE_REASON};
 use sparkwire::wire::vectors::decoder_vectors;
-use sparkwire::wire::{decode_envelope, encode_envelope, CloseReason, Envelope, Reply};
+use sparkwire::wire::{decode_envelope, encode_envelope, Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
 use crate::mp;
 use crate::peer::{frame, Conn, Event};
-use crate::targets::common::{sample, wait};
+use crate::targets::common::{close_of, closed_without_envelope, sample, wait};
 use crate::targets::server::{close_envelope, Listening, Open, RawMessage};
 use crate::targets::spawned::{self, Run};
+use crate::targets::spec11::slug;
+use crate::targets::spec7_asks::highest;
 
 type C = CoarseMessage;
 type D = DeployMessage;
@@ -57,10 +58,13 @@ fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
     vec![]
 }
 
+/// A `driverId` that is the integer 5 where a string belongs (the master's and the worker's bad
+/// fields).
+fn driver_id_an_integer() -> Vec<(&'static str, Vec<u8>)> {
+    vec![("driverId", mp::u(5))]
+}
+
 fn master() -> Served {
-    fn bad() -> Vec<(&'static str, Vec<u8>)> {
-        vec![("driverId", mp::u(5))]
-    }
     Served {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
@@ -77,29 +81,17 @@ fn master() -> Served {
         refused: "RequestSubmitDriver",
         v2_only: ("RequestReadyz", no_fields),
         local: "WorkDirCleanup",
-        bad_fields: ("RequestDriverStatus", bad),
+        bad_fields: ("RequestDriverStatus", driver_id_an_integer),
     }
 }
 
 fn worker() -> Served {
-    fn bad() -> Vec<(&'static str, Vec<u8>)> {
-        vec![("driverId", mp::u(5))]
-    }
     Served {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 let mut w =
                     crate::targets::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
-                let host: std::net::IpAddr =
-                    w.reg.host.parse().map_err(|_| {
-                        fail("a worker host that is an IP address", w.reg.host.clone())
-                    })?;
-                let port = u16::try_from(w.reg.port)
-                    .map_err(|_| fail("a port", w.reg.port.to_string()))?;
-                let addr = w
-                    .run
-                    .reach(&ctx, SocketAddr::new(host, port), Role::Ui, Role::Worker)
-                    .await?;
+                let addr = crate::targets::worker::ui_addr(&ctx, &mut w).await?;
                 Ok(Listening {
                     addr,
                     guard: Box::new(Arc::new(std::sync::Mutex::new(w))),
@@ -113,7 +105,7 @@ fn worker() -> Served {
         refused: "RequestMasterState",
         v2_only: ("RequestReadyz", no_fields),
         local: "SendHeartbeat",
-        bad_fields: ("KillDriver", bad),
+        bad_fields: ("KillDriver", driver_id_an_integer),
     }
 }
 
@@ -335,30 +327,25 @@ const KINDS: [Kind; 8] = [
 ];
 
 /// The version the suite speaks to `s`: 2 unless the endpoint offers only 1.
-fn version(ctx: &Ctx) -> Version {
-    crate::targets::spec7_asks::highest(ctx)
-}
-
 /// A connection to `at` at `version` whose hello offers closeReason; skipped when the endpoint
 /// does not take it (the feature is optional) or does not speak `version`.
-async fn offering_close_reason(
+async fn taking_close_reason(
     ctx: &Ctx,
     s: &Served,
     at: &Listening,
     version: Version,
 ) -> Result<Conn, Failure> {
     crate::peer::require_version(&ctx.log, version)?;
-    let hello = Hello::new(&[version], s.role, "suite").with_features(&[CLOSE_REASON]);
-    let (c, taken) = Conn::open_with(
+    let (c, taken) = crate::targets::common::offering_close_reason(
+        ctx,
         at.addr,
         "suite",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(ctx),
+        &[version],
+        s.role,
+        "suite",
     )
     .await?;
-    if taken.iter().any(|f| f == CLOSE_REASON) {
+    if taken {
         Ok(c)
     } else {
         Err(Failure::Skipped(
@@ -430,17 +417,10 @@ fn answer_of<F: Family>(body: &bytes::Bytes, v: Version, id: u64) -> Option<Answ
 }
 
 /// The close envelope `last` holds, if it is one.
-fn close_of(last: Option<&bytes::Bytes>) -> Option<CloseReason> {
-    match decode_envelope::<C>(last?, Version::V2) {
-        Ok(Envelope::Close(r)) => Some(r),
-        _ => None,
-    }
-}
-
 async fn refused_ask_failure(ctx: Ctx, s: Served) -> Outcome {
     let at = (s.open)(ctx.clone()).await?;
-    let v = version(&ctx);
-    let mut c = offering_close_reason(&ctx, &s, &at, v).await?;
+    let v = highest(&ctx);
+    let mut c = taking_close_reason(&ctx, &s, &at, v).await?;
     c.send_frame(&sample_ask(s.family, s.refused, 41, v)?)
         .await?;
     let want = format!(
@@ -482,7 +462,7 @@ async fn refused_ask_failure(ctx: Ctx, s: Served) -> Outcome {
 
 async fn takes_unknown_kind(ctx: Ctx, s: Served) -> Outcome {
     let at = (s.open)(ctx.clone()).await?;
-    let mut c = offering_close_reason(&ctx, &s, &at, version(&ctx)).await?;
+    let mut c = taking_close_reason(&ctx, &s, &at, highest(&ctx)).await?;
     c.send_frame(&mp::arr(&[
         mp::u(4),
         mp::map(&[
@@ -503,7 +483,7 @@ async fn takes_unknown_kind(ctx: Ctx, s: Served) -> Outcome {
 
 async fn unknown_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
     let at = (s.open)(ctx.clone()).await?;
-    let mut c = offering_close_reason(&ctx, &s, &at, version(&ctx)).await?;
+    let mut c = taking_close_reason(&ctx, &s, &at, highest(&ctx)).await?;
     c.send_frame(&mp::arr(&[
         mp::u(2),
         mp::u(424_242),
@@ -533,7 +513,7 @@ async fn unknown_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
 
 async fn duplicate_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
     let at = (s.open)(ctx.clone()).await?;
-    let mut c = offering_close_reason(&ctx, &s, &at, version(&ctx)).await?;
+    let mut c = taking_close_reason(&ctx, &s, &at, highest(&ctx)).await?;
     let probe = frame(&mp::arr(&[
         mp::u(1),
         mp::u(7),
@@ -604,8 +584,8 @@ fn offset_frame(s: &Served) -> Result<(Vec<u8>, &'static str, u64), Failure> {
 
 async fn close_offset(ctx: Ctx, s: Served) -> Outcome {
     let at = (s.open)(ctx.clone()).await?;
-    let v = version(&ctx);
-    let mut c = offering_close_reason(&ctx, &s, &at, v).await?;
+    let v = highest(&ctx);
+    let mut c = taking_close_reason(&ctx, &s, &at, v).await?;
     let (body, first, offset) = offset_frame(&s)?;
     c.send_frame(&body).await?;
     let want = format!("a close envelope of kind InvalidFields at {first} with offset {offset}");
@@ -622,9 +602,9 @@ async fn close_kind(ctx: Ctx, s: Served, k: Kind) -> Outcome {
     let v = if k.version == Version::V1 {
         Version::V1
     } else {
-        version(&ctx)
+        highest(&ctx)
     };
-    let mut c = offering_close_reason(&ctx, &s, &at, v).await?;
+    let mut c = taking_close_reason(&ctx, &s, &at, v).await?;
     c.send_raw(&frame(&(k.body)(&s)), k.what).await?;
     let want = format!("a close envelope of kind {}, then the close", k.kind);
     let reason = close_envelope(&ctx, &mut c, &want).await?;
@@ -784,31 +764,6 @@ async fn executor_refused_ask_failure(ctx: Ctx) -> Outcome {
     }
 }
 
-/// Reads until the endpoint closes `c`; fails when its last frame is a close envelope.
-async fn closed_without_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Outcome {
-    let deadline = tokio::time::Instant::now() + wait(ctx) * 2;
-    let mut last = None;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.next_or_close(left).await {
-            Some(Event::Frame(b)) => last = Some(b),
-            Some(Event::Closed(_)) => {
-                return match close_of(last.as_ref()) {
-                    Some(r) => Err(fail(
-                        want,
-                        format!("a close envelope {r:?}, then the close"),
-                    )),
-                    None => Ok(()),
-                }
-            }
-            Some(Event::TooLarge(n)) => {
-                return Err(fail(want, format!("a frame declaring {n} bytes")))
-            }
-            None => return Err(fail(want, "the connection still open")),
-        }
-    }
-}
-
 async fn executor_no_close_envelope_on_stop(ctx: Ctx) -> Outcome {
     let (_run, mut c) = executor(&ctx, Version::V2).await?;
     c.send(&Envelope::Send(C::StopExecutor(StopExecutor::new())))
@@ -832,18 +787,6 @@ fn precedence_vectors() -> Vec<(String, Vec<u8>, Version, String)> {
         .collect()
 }
 
-fn slug(name: &str) -> String {
-    let mut out = String::new();
-    for ch in name.chars() {
-        if ch.is_ascii_alphanumeric() {
-            out.push(ch.to_ascii_lowercase());
-        } else if !out.ends_with('-') && !out.is_empty() {
-            out.push('-');
-        }
-    }
-    out.trim_end_matches('-').to_string()
-}
-
 async fn executor_close_kind(ctx: Ctx, frame: Vec<u8>, version: Version, kind: String) -> Outcome {
     let (_run, mut c) = executor(&ctx, version).await?;
     c.send_raw(&frame, "a decoder.json vector").await?;
@@ -857,17 +800,16 @@ async fn executor_close_kind(ctx: Ctx, frame: Vec<u8>, version: Version, kind: S
 async fn driver_no_close_envelope_at_exit(ctx: Ctx) -> Outcome {
     let d = crate::targets::driver::registered(&ctx, crate::targets::driver::SMALL).await?;
     let id = "1";
-    let hello = Hello::new(&[Version::V2], Role::Executor, id).with_features(&[CLOSE_REASON]);
-    let (conn, taken) = Conn::open_with(
+    let (conn, taken) = crate::targets::common::offering_close_reason(
+        &ctx,
         d.driver_addr,
         "executor-1",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(&ctx),
+        &[Version::V2],
+        Role::Executor,
+        id,
     )
     .await?;
-    if !taken.iter().any(|f| f == CLOSE_REASON) {
+    if !taken {
         return Err(Failure::Skipped(
             "the driver does not take closeReason".into(),
         ));
@@ -975,7 +917,7 @@ mod tests {
                 decode_envelope::<D>(&body, Version::V2).err()
             }
             .expect("refused");
-            let reason = CloseReason::decoding(&err);
+            let reason = sparkwire::wire::CloseReason::decoding(&err);
             assert_eq!(reason.kind, "InvalidFields", "{}", s.name);
             assert_eq!(reason.offset, Some(offset), "{}", s.name);
             assert!(reason.path.is_some_and(|p| p.contains(first)), "{}", s.name);

@@ -128,6 +128,13 @@ pub fn command(program: &str, args: &[&str]) -> Command {
     )
 }
 
+/// Tells the worker `w` to launch executor `exec_id` of `app` running the allowed program for
+/// 20 seconds (a LaunchExecutor of [`launch_msg`]).
+pub async fn launch_executor(w: &mut Registered, app: &str, exec_id: i32) -> Result<(), Failure> {
+    let m = launch_msg(w, app, exec_id, &allowed_exec(), &["20"]);
+    w.conn.send(&Envelope::Send(m)).await
+}
+
 /// A LaunchExecutor running `program args`.
 pub fn launch_msg(w: &Registered, app: &str, exec_id: i32, program: &str, args: &[&str]) -> D {
     let mut desc = crate::targets::master::app_desc(Some(1), 64, None);
@@ -199,6 +206,22 @@ pub async fn listening_addr(
 /// Where the suite reaches the worker's port as a UI.
 pub async fn ui_addr(ctx: &Ctx, w: &mut Registered) -> Result<SocketAddr, Failure> {
     listening_addr(ctx, w, Role::Ui).await
+}
+
+/// A UI's connection (v2) to the worker's port, with the suite's secret when it has one.
+pub async fn ui_conn(ctx: &Ctx, w: &mut Registered) -> Result<Conn, Failure> {
+    let addr = ui_addr(ctx, w).await?;
+    Conn::open(
+        addr,
+        "ui",
+        Role::Ui,
+        "",
+        &[Version::V2],
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        wait(ctx),
+    )
+    .await
 }
 
 /// The worker's answer to RequestWorkerState asked on the UI connection `ui`.
@@ -370,18 +393,7 @@ fn ui_routes(cs: &mut Cases) {
             move |ctx: Ctx| async move {
                 let m: D = crate::targets::common::sample(msg)?;
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
-                let addr = ui_addr(&ctx, &mut w).await?;
-                let mut ui = Conn::open(
-                    addr,
-                    "ui",
-                    Role::Ui,
-                    "",
-                    &[Version::V2],
-                    ctx.settings.secret.as_ref(),
-                    &ctx.log,
-                    wait(&ctx),
-                )
-                .await?;
+                let mut ui = ui_conn(&ctx, &mut w).await?;
                 expect_refused(&mut ui, Envelope::Ask { id: 61, message: m }, wait(&ctx)).await
             },
         );
@@ -537,7 +549,7 @@ fn flows(cs: &mut Cases) {
         "the worker runs an allowed executor command it is sent (LaunchExecutor) and reports it RUNNING (rules E2, E3)",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
-            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0001", 0, &allowed_exec(), &["20"]))).await?;
+            launch_executor(&mut w, "app-20250101120000-0001", 0).await?;
             let s = state_change(&ctx, &mut w, 0).await?;
             let out = check(s.state == ExecutorState::Running && s.app_id == "app-20250101120000-0001", "RUNNING", format!("{:?}", s.state));
             w.run.stop(Duration::from_secs(2)).await;
@@ -549,15 +561,7 @@ fn flows(cs: &mut Cases) {
         "in version 2 the worker sends ExecutorStateChanged as an ask",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V2]).await?;
-            w.conn
-                .send(&Envelope::Send(launch_msg(
-                    &w,
-                    "app-20250101120000-0002",
-                    0,
-                    &allowed_exec(),
-                    &["20"],
-                )))
-                .await?;
+            launch_executor(&mut w, "app-20250101120000-0002", 0).await?;
             let got = w
                 .conn
                 .expect::<D, bool>(wait(&ctx), "ExecutorStateChanged", |e| match e {
@@ -579,15 +583,7 @@ fn flows(cs: &mut Cases) {
         "in version 1 the worker sends ExecutorStateChanged one-way, as Spark 3.0 does",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1]).await?;
-            w.conn
-                .send(&Envelope::Send(launch_msg(
-                    &w,
-                    "app-20250101120000-0003",
-                    0,
-                    &allowed_exec(),
-                    &["20"],
-                )))
-                .await?;
+            launch_executor(&mut w, "app-20250101120000-0003", 0).await?;
             let got = w
                 .conn
                 .expect::<D, bool>(wait(&ctx), "ExecutorStateChanged", |e| match e {
@@ -610,15 +606,7 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let app = "app-20250101120000-0004";
-            w.conn
-                .send(&Envelope::Send(launch_msg(
-                    &w,
-                    app,
-                    3,
-                    &allowed_exec(),
-                    &["20"],
-                )))
-                .await?;
+            launch_executor(&mut w, app, 3).await?;
             state_change(&ctx, &mut w, 3).await?;
             w.conn
                 .send(&Envelope::Send(D::KillExecutor(KillExecutor::new(
@@ -681,10 +669,9 @@ fn flows(cs: &mut Cases) {
         "the worker answers a UI's RequestWorkerState with its id, cores, memory and the executors it runs",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
-            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0008", 5, &allowed_exec(), &["20"]))).await?;
+            launch_executor(&mut w, "app-20250101120000-0008", 5).await?;
             state_change(&ctx, &mut w, 5).await?;
-            let addr = ui_addr(&ctx, &mut w).await?;
-            let mut ui = Conn::open(addr, "ui", Role::Ui, "", &[Version::V2], ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
+            let mut ui = ui_conn(&ctx, &mut w).await?;
             let s = worker_state(&ctx, &mut ui).await?;
             let out = check(s.worker_id == w.reg.id && s.cores == CORES && s.memory == MEMORY && s.executors.iter().any(|e| e.exec_id == 5),
                 "its id, cores, memory and executor 5", format!("{} {} cores {} MiB executors {:?}", s.worker_id, s.cores, s.memory, s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
@@ -712,7 +699,7 @@ fn flows(cs: &mut Cases) {
             let mut w = registered(&ctx, &[Version::V2]).await?;
             let id = w.reg.id.clone();
             w.conn.send(&Envelope::Send(D::DecommissionWorker(DecommissionWorker::new()))).await?;
-            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0011", 3, &allowed_exec(), &["20"]))).await?;
+            launch_executor(&mut w, "app-20250101120000-0011", 3).await?;
             w.conn.expect_none::<D>(ctx.settings.quiet, "no ExecutorStateChanged for a launch after DecommissionWorker", |e| matches!(e,
                 Envelope::Send(D::ExecutorStateChanged(s)) | Envelope::Ask { message: D::ExecutorStateChanged(s), .. } if s.exec_id == 3)).await?;
             let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat after DecommissionWorker", |e| match e {
@@ -726,7 +713,7 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let app = "app-20250101120000-0009";
-            w.conn.send(&Envelope::Send(launch_msg(&w, app, 7, &allowed_exec(), &["20"]))).await?;
+            launch_executor(&mut w, app, 7).await?;
             let s = state_change(&ctx, &mut w, 7).await?;
             w.run.stop(Duration::from_secs(2)).await;
             spark_id(&s.app_id, "app")?;

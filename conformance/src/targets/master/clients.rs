@@ -176,13 +176,19 @@ async fn flow_master_app_v1_client(ctx: Ctx) -> Outcome {
 
 async fn flow_master_app_unregister(ctx: Ctx) -> Outcome {
     let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
+    unregistered(&ctx, &mut c, &id).await
+}
+
+/// Unregisters the application `id` on its client's connection `c` and waits until the master's
+/// state no longer lists it as active.
+pub(super) async fn unregistered(ctx: &Ctx, c: &mut Conn, id: &str) -> Outcome {
     c.send(&Envelope::Send(D::UnregisterApplication(
-        UnregisterApplication::new(id.clone()),
+        UnregisterApplication::new(id.to_string()),
     )))
     .await?;
     settle(
-        &ctx,
-        || async { Ok(!state(&ctx).await?.active_apps.iter().any(|a| a.id == id)) },
+        ctx,
+        || async { Ok(!state(ctx).await?.active_apps.iter().any(|a| a.id == id)) },
         "the application no longer active",
     )
     .await

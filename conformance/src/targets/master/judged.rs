@@ -2,12 +2,12 @@
 //! ([`crate::env::Judge`]): a conversation the case leaves for the judge to finish (rule N3), and
 //! a situation the judge alone could not make happen (rule P4).
 
-use sparkwire::messages::deploy::{RegisterApplication, UnregisterApplication};
+use sparkwire::messages::deploy::RegisterApplication;
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Envelope;
 
-use super::{app, app_desc, flow, launches, open, settle, state, worker, Need};
+use super::{app, app_desc, flow, launches, open, worker, Need};
 use crate::case::{check, Cases, Level, Outcome};
 use crate::env::Ctx;
 use crate::targets::common::unique;
@@ -40,16 +40,7 @@ async fn rules_n3_registration_answered_by_the_end(ctx: Ctx) -> Outcome {
 
 async fn rules_p4_no_launch_after_unregister(ctx: Ctx) -> Outcome {
     let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, None), Version::V2).await?;
-    c.send(&Envelope::Send(D::UnregisterApplication(
-        UnregisterApplication::new(id.clone()),
-    )))
-    .await?;
-    settle(
-        &ctx,
-        || async { Ok(!state(&ctx).await?.active_apps.iter().any(|a| a.id == id)) },
-        "the application no longer active",
-    )
-    .await?;
+    super::clients::unregistered(&ctx, &mut c, &id).await?;
     let mut w = worker(&ctx, "worker", 2, 1024, Version::V2).await?;
     let launched: Vec<i32> = launches(&ctx, &mut w)
         .await

@@ -120,7 +120,7 @@ async fn spec_2_truncated_frame(ctx: Ctx, s: Server) -> Outcome {
     c.send_raw(&f[..f.len() - 2], "an ask missing its last 2 bytes")
         .await?;
     c.shutdown_write().await;
-    match c.next_or_close(patience(&ctx)).await {
+    match c.next_or_close(wait(&ctx)).await {
         Some(Event::Closed(_)) => Ok(()),
         Some(Event::Frame(b)) => Err(fail(
             "the connection closed, no answer",
@@ -273,8 +273,7 @@ async fn spec_4_not_in_version(ctx: Ctx, s: Server) -> Outcome {
         "an ask of a version 2 message",
     )
     .await?;
-    c.expect_closed(patience(&ctx), "the connection closed")
-        .await
+    c.expect_closed(wait(&ctx), "the connection closed").await
 }
 
 async fn spec_6_local_message(ctx: Ctx, s: Server) -> Outcome {
@@ -397,7 +396,7 @@ async fn spec_3_asks_answered_by_id(ctx: Ctx, s: Server) -> Outcome {
         .await?;
     let mut got = Vec::new();
     for _ in 0..3 {
-        let b = c.frame_body(patience(&ctx), "three replies").await?;
+        let b = c.frame_body(wait(&ctx), "three replies").await?;
         let mut cur = b.as_ref();
         let _ = rmp::decode::read_array_len(&mut cur);
         let tag = rmp::decode::read_int::<u64, _>(&mut cur).unwrap_or(99);
@@ -428,7 +427,7 @@ async fn spec_3_unknown_reply(ctx: Ctx, s: Server) -> Outcome {
     .await?;
     let body = mp::arr(&[mp::u(1), mp::u(6), s.probe_body(false)]);
     c.send_frame(&body).await?;
-    match c.next_or_close(patience(&ctx)).await {
+    match c.next_or_close(wait(&ctx)).await {
         Some(Event::Closed(_)) => Ok(()),
         Some(Event::Frame(b)) => {
             let mut cur = b.as_ref();
@@ -451,7 +450,7 @@ async fn spec_8_others_unaffected(ctx: Ctx, s: Server) -> Outcome {
     let mut bad = session(&ctx, &s, &at, Version::V2, "bad").await?;
     bad.send_raw(&frame(&[0x92, 0x00, 0xc1]), "[0, 0xc1]")
         .await?;
-    bad.expect_closed(patience(&ctx), "the bad connection closed")
+    bad.expect_closed(wait(&ctx), "the bad connection closed")
         .await?;
     probe(&ctx, &s, &mut good, 78).await
 }

@@ -352,8 +352,7 @@ async fn handshake_5_1_oversized_closed(ctx: Ctx, s: Server) -> Outcome {
         "a prefix declaring 65537 bytes, and no body",
     )
     .await?;
-    c.expect_closed(patience(&ctx), "the connection closed")
-        .await
+    c.expect_closed(wait(&ctx), "the connection closed").await
 }
 
 async fn handshake_5_1_oversized_refusal(ctx: Ctx, s: Server) -> Outcome {
@@ -364,7 +363,7 @@ async fn handshake_5_1_oversized_refusal(ctx: Ctx, s: Server) -> Outcome {
         "a prefix declaring 65537 bytes, and no body",
     )
     .await?;
-    match c.read_answer(patience(&ctx)).await? {
+    match c.read_answer(wait(&ctx)).await? {
         Answer::Refused(r) if r.reason == RefusalReason::FrameTooLarge => Ok(()),
         other => Err(fail("refused: frameTooLarge", format!("{other:?}"))),
     }
@@ -375,8 +374,7 @@ async fn handshake_1_1_http_get(ctx: Ctx, s: Server) -> Outcome {
     let mut c = raw(&ctx, &at, s.good_role).await?;
     c.send_raw(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "an HTTP request")
         .await?;
-    c.expect_closed(patience(&ctx), "the connection closed")
-        .await
+    c.expect_closed(wait(&ctx), "the connection closed").await
 }
 
 async fn handshake_5_2_bad_magic(ctx: Ctx, s: Server) -> Outcome {
@@ -495,7 +493,7 @@ async fn handshake_5_7_no_common_version(ctx: Ctx, s: Server) -> Outcome {
         }
         other => return Err(fail("refused: noCommonVersion", format!("{other:?}"))),
     }
-    c.expect_closed(patience(&ctx), "the connection closed after the refusal")
+    c.expect_closed(wait(&ctx), "the connection closed after the refusal")
         .await
 }
 
@@ -569,14 +567,11 @@ async fn handshake_2_truncated_hello(ctx: Ctx, s: Server) -> Outcome {
     )
     .await?;
     c.shutdown_write().await;
-    match c.next_or_close(patience(&ctx)).await {
+    match c.next_or_close(wait(&ctx)).await {
         Some(Event::Closed(_)) => Ok(()),
         Some(Event::Frame(b)) => match sparkwire::wire::handshake::decode_answer(&b) {
             Ok(Answer::Accepted(_)) => Err(fail("no acceptance", "accepted")),
-            _ => {
-                c.expect_closed(patience(&ctx), "the connection closed")
-                    .await
-            }
+            _ => c.expect_closed(wait(&ctx), "the connection closed").await,
         },
         Some(Event::TooLarge(n)) => Err(fail(
             "the connection closed",
@@ -595,7 +590,7 @@ async fn handshake_9_others_unaffected(ctx: Ctx, s: Server) -> Outcome {
         "a hello that is not MessagePack",
     )
     .await?;
-    bad.expect_closed(patience(&ctx), "the bad connection closed")
+    bad.expect_closed(wait(&ctx), "the bad connection closed")
         .await?;
     probe(&ctx, &s, &mut good, 77).await
 }

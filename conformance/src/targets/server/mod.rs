@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use sparkwire::messages::Version;
-use sparkwire::wire::handshake::{Answer, RefusalReason, Role, CLOSE_REASON};
+use sparkwire::wire::handshake::{Answer, RefusalReason, Role};
 use sparkwire::wire::CloseReason;
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
 use crate::mp;
 use crate::peer::{auth_entries, frame, Conn, Event, HANDSHAKE_LIMIT};
+use crate::targets::common::wait;
 
 /// An endpoint listening for the suite, and what keeps it alive.
 pub struct Listening {
@@ -72,10 +73,6 @@ impl Server {
     }
 }
 
-fn patience(ctx: &Ctx) -> Duration {
-    ctx.settings.patience
-}
-
 async fn raw(ctx: &Ctx, at: &Listening, role: Role) -> Result<Conn, Failure> {
     Conn::connect(at.addr, "suite", role, &ctx.log).await
 }
@@ -102,7 +99,7 @@ async fn refused(ctx: Ctx, s: Server, body: Vec<u8>, reasons: &[RefusalReason]) 
         Answer::Refused(r) if reasons.contains(&r.reason) => {}
         other => return Err(fail(want, format!("{other:?}"))),
     }
-    c.expect_closed(patience(&ctx), &want).await
+    c.expect_closed(wait(&ctx), &want).await
 }
 
 /// Sends a hello body and expects an acceptance at `version`.
@@ -127,7 +124,7 @@ async fn accepted(ctx: Ctx, s: Server, body: Vec<u8>, version: Version) -> Outco
 /// The server's answer to the hello `body` the suite sent on `c`, through the proof exchange when
 /// the suite knows the endpoint's secret ([`Conn::read_answer_to`]).
 async fn answer(ctx: &Ctx, c: &mut Conn, body: &[u8]) -> Result<Answer, Failure> {
-    c.read_answer_to(body, ctx.settings.secret.as_ref(), patience(ctx))
+    c.read_answer_to(body, ctx.settings.secret.as_ref(), wait(ctx))
         .await
 }
 
@@ -171,7 +168,7 @@ async fn session(
         &[version],
         ctx.settings.secret.as_ref(),
         &ctx.log,
-        patience(ctx),
+        wait(ctx),
     )
     .await
 }
@@ -190,7 +187,7 @@ async fn probe(ctx: &Ctx, s: &Server, c: &mut Conn, id: u64) -> Outcome {
 }
 
 async fn expect_reply(ctx: &Ctx, c: &mut Conn, id: u64, want: &str) -> Outcome {
-    let body = c.frame_body(patience(ctx), want).await?;
+    let body = c.frame_body(wait(ctx), want).await?;
     // [2, id, …] with the same id; decoded by hand so that any family's reply counts.
     let mut cur = body.as_ref();
     let ok = rmp::decode::read_array_len(&mut cur).ok() == Some(3)
@@ -206,18 +203,16 @@ async fn session_offering_close_reason(
     s: &Server,
     at: &Listening,
 ) -> Result<Option<Conn>, Failure> {
-    let hello = sparkwire::wire::handshake::Hello::new(&[Version::V2], s.good_role, "suite")
-        .with_features(&[CLOSE_REASON]);
-    let (c, taken) = Conn::open_with(
+    let (c, taken) = crate::targets::common::offering_close_reason(
+        ctx,
         at.addr,
         "suite",
-        hello,
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        patience(ctx),
+        &[Version::V2],
+        s.good_role,
+        "suite",
     )
     .await?;
-    Ok(taken.iter().any(|f| f == CLOSE_REASON).then_some(c))
+    Ok(taken.then_some(c))
 }
 
 /// Reads until the endpoint closes the connection and returns the close envelope that must be
