@@ -1549,6 +1549,16 @@ fn off_route(body: &[u8], role: Option<Role>, st: &StdMutex<State>) -> Option<Ve
     encoded.ok().map(|()| framed(&out))
 }
 
+/// `env` in `version`, framed; `None` when it does not encode.
+fn frame_of<F: sparkwire::messages::Family>(
+    env: &Envelope<F>,
+    version: Version,
+) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    encode_envelope(env, version, &mut out).ok()?;
+    Some(framed(&out))
+}
+
 fn framed(body: &[u8]) -> Vec<u8> {
     crate::peer::frame(body)
 }

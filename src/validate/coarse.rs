@@ -133,34 +133,7 @@ impl Backends {
         else {
             return;
         };
-        let mut tasks: Vec<(&i64, &Task)> = e.tasks.iter().collect();
-        tasks.sort_unstable_by_key(|(id, _)| **id);
-        for (id, t) in tasks {
-            sink.flag(
-                Rule::EndTaskEnded,
-                format!(
-                    "a final StatusUpdate for task {id} (last {}) before the end, or the loss of executor {exec} of driver {driver}",
-                    t.state
-                ),
-                Some(Entity::Task {
-                    exec: exec.to_string(),
-                    task: Some(*id),
-                }),
-            );
-        }
-        if e.running > 0 {
-            sink.flag(
-                Rule::EndTaskEnded,
-                format!(
-                    "a final StatusUpdate for each task launched on executor {exec} of driver {driver} before the end, or its loss; {} still running",
-                    e.running
-                ),
-                Some(Entity::Task {
-                    exec: exec.to_string(),
-                    task: None,
-                }),
-            );
-        }
+        unended(driver, exec, e, sink);
     }
 
     /// The end of the trace: every task still running on an executor that is registered (its
@@ -177,34 +150,7 @@ impl Backends {
                 b.executors.iter().filter(|(_, e)| !e.stopped).collect();
             execs.sort_unstable_by(|a, b| a.0.cmp(b.0));
             for (exec, e) in execs {
-                let mut tasks: Vec<(&i64, &Task)> = e.tasks.iter().collect();
-                tasks.sort_unstable_by_key(|(id, _)| **id);
-                for (id, t) in tasks {
-                    sink.flag(
-                        Rule::EndTaskEnded,
-                        format!(
-                            "a final StatusUpdate for task {id} (last {}) before the end, or the loss of executor {exec} of driver {driver}",
-                            t.state
-                        ),
-                        Some(Entity::Task {
-                            exec: exec.clone(),
-                            task: Some(*id),
-                        }),
-                    );
-                }
-                if e.running > 0 {
-                    sink.flag(
-                        Rule::EndTaskEnded,
-                        format!(
-                            "a final StatusUpdate for each task launched on executor {exec} of driver {driver} before the end, or its loss; {} still running",
-                            e.running
-                        ),
-                        Some(Entity::Task {
-                            exec: exec.clone(),
-                            task: None,
-                        }),
-                    );
-                }
+                unended(driver, exec, e, sink);
             }
         }
     }
@@ -655,5 +601,38 @@ impl Backend {
             self.task_owner.remove(&s.task_id);
             self.finished_tasks.insert(s.task_id, ());
         }
+    }
+}
+
+/// Flags rule N2 for executor `exec` of `driver`: each task still running, by id when the ids
+/// are known, else once with their count.
+fn unended(driver: &str, exec: &str, e: &Executor, sink: &mut Sink<'_>) {
+    let mut tasks: Vec<(&i64, &Task)> = e.tasks.iter().collect();
+    tasks.sort_unstable_by_key(|(id, _)| **id);
+    for (id, t) in tasks {
+        sink.flag(
+            Rule::EndTaskEnded,
+            format!(
+                "a final StatusUpdate for task {id} (last {}) before the end, or the loss of executor {exec} of driver {driver}",
+                t.state
+            ),
+            Some(Entity::Task {
+                exec: exec.to_string(),
+                task: Some(*id),
+            }),
+        );
+    }
+    if e.running > 0 {
+        sink.flag(
+            Rule::EndTaskEnded,
+            format!(
+                "a final StatusUpdate for each task launched on executor {exec} of driver {driver} before the end, or its loss; {} still running",
+                e.running
+            ),
+            Some(Entity::Task {
+                exec: exec.to_string(),
+                task: None,
+            }),
+        );
     }
 }

@@ -9,7 +9,7 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{decode_envelope, encode_envelope, Envelope};
 use std::sync::Mutex as StdMutex;
 
-use super::{decoded, framed, lock, Act, Behaviour, Decoded, State, D};
+use super::{decoded, frame_of, framed, lock, Act, Behaviour, Decoded, State, D};
 
 /// What the judge's faults remember of one connection.
 #[derive(Debug, Default)]
@@ -26,16 +26,6 @@ pub(super) struct Seen {
 /// The application name the suite's own flows register (`targets::master::app_desc`): the
 /// `registration-unanswered` master answers it, and ignores any other.
 const ANSWERED_NAME: &str = "sparkwire-conformance";
-
-/// `env` in `version`, framed; `None` when it does not encode.
-fn frame_of<F: sparkwire::messages::Family>(
-    env: &Envelope<F>,
-    version: Version,
-) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    encode_envelope(env, version, &mut out).ok()?;
-    Some(framed(&out))
-}
 
 /// The connection's version, and marks it as the one where the fault adds its frame; `None` when
 /// it did already (or the version is not known yet).

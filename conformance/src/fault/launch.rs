@@ -17,7 +17,7 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{decode_envelope, decode_task, encode_envelope, encode_task, Envelope};
 
-use super::{decoded, framed, lock, reencoded, Act, Behaviour, Decoded, State, D};
+use super::{decoded, frame_of, framed, lock, reencoded, Act, Behaviour, Decoded, State, D};
 
 type C = CoarseMessage;
 
@@ -46,15 +46,6 @@ fn coarse_reencoded(env: &Envelope<C>, version: Version, body: Bytes) -> Act {
     match encode_envelope(env, version, &mut out) {
         Ok(()) => Act::Forward(Bytes::from(out)),
         Err(_) => Act::Forward(body),
-    }
-}
-
-/// `env` as a whole frame in `version`; empty when it does not encode.
-fn frame_of(env: &Envelope<D>, version: Version) -> Vec<u8> {
-    let mut out = Vec::new();
-    match encode_envelope(env, version, &mut out) {
-        Ok(()) => framed(&out),
-        Err(_) => Vec::new(),
     }
 }
 
@@ -208,7 +199,9 @@ impl Behaviour for ForeignMasterObeyed {
             Err(_) => Vec::new(),
         };
         mine.into_iter()
-            .flat_map(|s| frame_of(&Envelope::Send(D::ExecutorStateChanged(s)), version))
+            .flat_map(|s| {
+                frame_of(&Envelope::Send(D::ExecutorStateChanged(s)), version).unwrap_or_default()
+            })
             .collect()
     }
 }
@@ -255,7 +248,7 @@ impl Behaviour for DecommissionAnswered {
         drop(g);
         let answer =
             WorkerDecommissioning::new(id, sparkwire::messages::EndpointRef::client("Worker"));
-        frame_of(&Envelope::Send(D::WorkerDecommissioning(answer)), version)
+        frame_of(&Envelope::Send(D::WorkerDecommissioning(answer)), version).unwrap_or_default()
     }
 }
 
