@@ -94,7 +94,7 @@ fn samples() -> Vec<Sample> {
                 let Ok(g) = parse_stream(&stream) else {
                     continue;
                 };
-                let Classified::Message(typed) = classify(g.root_node(), Version::V2) else {
+                let Classified::Message(typed) = classify(g.root_node()) else {
                     continue;
                 };
                 let key = format!("{}.{}", typed.family(), typed.name());
@@ -132,7 +132,7 @@ fn spark_decode(raw: &Bytes) -> Typed {
     };
     let rm = RequestMessage::parse(&body).expect("a request message");
     let g = parse_stream(&rm.stream).expect("a stream");
-    match classify(g.root_node(), Version::V2) {
+    match classify(g.root_node()) {
         Classified::Message(m) => m,
         other => panic!("not a message: {other:?}"),
     }

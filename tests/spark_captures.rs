@@ -39,7 +39,7 @@ fn captures() -> Option<PathBuf> {
 
 fn decode(dir: &Path, name: &str) -> Decoded {
     let f = File::open(dir.join(name)).expect("capture opens");
-    decode_capture(f, Vec::new(), Version::V2).expect("capture decodes")
+    decode_capture(f, Vec::new(), None).expect("capture decodes")
 }
 
 /// (transport, class) → frames, from the capture's reference decode.
@@ -276,7 +276,7 @@ fn a_capture_cut_short_reports_what_it_could_not_decode_and_never_panics() {
     // pcap's record boundaries break at arbitrary places: the reader either refuses the file or
     // decodes the part it has.
     for cut in [24, 1000, 20_000, 77_777, bytes.len() - 3] {
-        let _ = decode_capture(&bytes[..cut], Vec::new(), Version::V2);
+        let _ = decode_capture(&bytes[..cut], Vec::new(), None);
     }
 }
 
@@ -312,7 +312,7 @@ fn the_same_capture_as_pcapng_decodes_to_the_same_trace() {
             .expect("packet written");
     }
     let ng = writer.into_inner();
-    let from_ng = decode_capture(&ng[..], Vec::new(), Version::V2).expect("pcapng decodes");
+    let from_ng = decode_capture(&ng[..], Vec::new(), None).expect("pcapng decodes");
     let from_pcap = decode(&dir, "A.pcap");
     assert_eq!(from_ng.events, from_pcap.events);
     assert_eq!(from_ng.summary, from_pcap.summary);
@@ -324,7 +324,7 @@ fn ports_select_the_connections_decoded() {
         return;
     };
     let f = File::open(dir.join("A.pcap")).expect("capture");
-    let d = decode_capture(f, vec![17077], Version::V2).expect("decodes");
+    let d = decode_capture(f, vec![17077], None).expect("decodes");
     assert_eq!(
         d.summary.connections.len(),
         2,
@@ -381,7 +381,7 @@ fn every_frame_of_the_real_captures_is_re_encoded_from_its_typed_value_byte_for_
     let Some(dir) = captures() else { return };
     for name in ["A.pcap", "B.pcap"] {
         let f = File::open(dir.join(name)).expect("capture opens");
-        let d = sparkwire::spark::decode_capture_with(f, Vec::new(), Version::V2, true)
+        let d = sparkwire::spark::decode_capture_with(f, Vec::new(), None, true)
             .expect("capture decodes");
         let rt = d.summary.roundtrip.expect("the round trip was checked");
         assert_eq!(rt.differ, 0, "{name}: {:#?}", rt.differences);
@@ -464,7 +464,7 @@ fn every_message_of_the_real_captures_is_encoded_from_its_typed_value_byte_for_b
     for name in ["A.pcap", "B.pcap"] {
         for (label, stream) in capture_streams(&dir.join(name)) {
             let g = read_stream(&stream, &Limits::default()).expect("reads");
-            let Classified::Message(m) = classify(g.root_node(), Version::V2) else {
+            let Classified::Message(m) = classify(g.root_node()) else {
                 continue;
             };
             match message_stream(&m, Version::V2, Some(&g)) {
@@ -508,8 +508,8 @@ fn repository_captures(version: &str) -> Vec<PathBuf> {
 fn decodes_re_encodes_and_validates(path: &Path, version: Version) -> sparkwire::spark::RoundTrip {
     let name = path.display();
     let f = File::open(path).expect("capture opens");
-    let d = sparkwire::spark::decode_capture_with(f, Vec::new(), version, true)
-        .expect("capture decodes");
+    let d =
+        sparkwire::spark::decode_capture_with(f, Vec::new(), None, true).expect("capture decodes");
     let s = &d.summary;
     assert!(
         s.failures.is_empty(),
@@ -733,7 +733,7 @@ fn spark_3_messages_from_the_typed_value_alone_are_exactly_these() {
     for path in repository_captures("3.0.3") {
         for (label, stream) in capture_streams(&path) {
             let g = read_stream(&stream, &Limits::default()).expect("reads");
-            let Classified::Message(m) = classify(g.root_node(), Version::V1) else {
+            let Classified::Message(m) = classify(g.root_node()) else {
                 continue;
             };
             let e = got.entry(m.name().to_string()).or_default();

@@ -50,7 +50,7 @@ fn the_captured_launches_give_the_command_lines_spark_4_0_1s_worker_ran() {
     let decoded = decode_capture(
         File::open(dir.join("A.pcap")).expect("capture opens"),
         Vec::new(),
-        Version::V2,
+        None,
     )
     .expect("capture decodes");
     let launches: Vec<LaunchExecutor> = decoded

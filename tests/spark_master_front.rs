@@ -106,7 +106,7 @@ fn bool_answer(f: &Frame) -> (i64, bool) {
         panic!("an RpcResponse, not {f:?}");
     };
     let g = parse_stream(body).expect("a Java stream");
-    match reply_value(g.root_node(), Version::V2).expect("a reply") {
+    match reply_value(g.root_node()).expect("a reply") {
         ReplyValue::Bool(b) => (*request_id, b),
         other => panic!("a Boolean, not {other:?}"),
     }
@@ -119,7 +119,7 @@ fn one_way(f: Frame) -> (RequestMessage, DeployMessage, Bytes) {
     };
     let header = RequestMessage::parse(&body).expect("a header");
     let g = parse_stream(&header.stream).expect("a Java stream");
-    let Classified::Message(Typed::Deploy(m)) = classify(g.root_node(), Version::V2) else {
+    let Classified::Message(Typed::Deploy(m)) = classify(g.root_node()) else {
         panic!("a deploy message");
     };
     let stream = header.stream.clone();
@@ -326,7 +326,7 @@ async fn launch_executor_carries_the_application_description_as_the_driver_wrote
         panic!("RegisteredApplication, not {m:?}");
     };
     let Classified::Message(Typed::Deploy(DeployMessage::RegisterApplication(sent))) =
-        classify(original.root_node(), Version::V2)
+        classify(original.root_node())
     else {
         panic!("the vector is a RegisterApplication");
     };
@@ -372,7 +372,7 @@ async fn launch_driver_carries_the_driver_description_as_spark_submit_wrote_it()
     let stream = spark_vector("deploy.RequestSubmitDriver");
     let original = parse_stream(&stream).expect("the captured stream");
     let Classified::Message(Typed::Deploy(DeployMessage::RequestSubmitDriver(sent))) =
-        classify(original.root_node(), Version::V2)
+        classify(original.root_node())
     else {
         panic!("the vector is a RequestSubmitDriver");
     };
@@ -389,7 +389,7 @@ async fn launch_driver_carries_the_driver_description_as_spark_submit_wrote_it()
     );
     let g = parse_stream(&body).expect("a Java stream");
     let ReplyValue::Message(Typed::Deploy(DeployMessage::SubmitDriverResponse(r))) =
-        reply_value(g.root_node(), Version::V2).expect("a reply")
+        reply_value(g.root_node()).expect("a reply")
     else {
         panic!("SubmitDriverResponse");
     };

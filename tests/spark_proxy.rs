@@ -76,8 +76,8 @@ async fn proxy_forwards_capture_a_unchanged_and_traces_the_same_messages() {
         return;
     };
     let (tcp, _) = read_capture(File::open(&path).expect("capture"), Vec::new()).expect("reads");
-    let decoded = decode_capture(File::open(&path).expect("capture"), Vec::new(), Version::V2)
-        .expect("decodes");
+    let decoded =
+        decode_capture(File::open(&path).expect("capture"), Vec::new(), None).expect("decodes");
 
     let upstream = TcpListener::bind("127.0.0.1:0")
         .await

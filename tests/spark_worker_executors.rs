@@ -105,7 +105,7 @@ async fn check_existence(stream: &mut tokio::net::TcpStream, id: i64, name: &str
             };
             assert_eq!(request_id, id);
             let graph = parse_stream(&body).expect("a Java stream");
-            match reply_value(graph.root_node(), Version::V2).expect("a reply") {
+            match reply_value(graph.root_node()).expect("a reply") {
                 ReplyValue::Bool(b) => return b,
                 other => panic!("a Boolean, got {other:?}"),
             }

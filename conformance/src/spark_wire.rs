@@ -262,7 +262,7 @@ impl SparkSide {
             }
             Frame::RpcResponse { request_id, body } => {
                 let reply = match parse_stream(&body) {
-                    Ok(g) => reply_value(g.root_node(), version).map_err(|e| e.to_string()),
+                    Ok(g) => reply_value(g.root_node()).map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 };
                 let id = request_id as u64;
@@ -333,7 +333,7 @@ impl SparkSide {
             ));
         }
         let version = self.version;
-        match classify(root, version) {
+        match classify(root) {
             Classified::Message(m) => {
                 if let (Typed::Deploy(DeployMessage::RegisterWorker(r)), None) = (&m, id) {
                     self.peer.1 = r.worker.name.clone();

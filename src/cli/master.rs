@@ -101,15 +101,12 @@ pub struct MasterArgs {
     #[cfg(feature = "spark-proxy")]
     #[arg(long, value_name = "PORT")]
     spark_port: Option<u16>,
-    /// The Spark release spoken on --spark-port: 4.0.1 or 3.0.3.
+    /// Pin the Spark release spoken on --spark-port (`3.5.9`, or a release line such as `3.5`
+    /// for its newest release). Without it, each Spark peer's release is told from the Java
+    /// streams it sends (SPEC §15.1), and a peer of a release sparkwire does not know is refused.
     #[cfg(feature = "spark-proxy")]
-    #[arg(
-        long,
-        value_name = "RELEASE",
-        default_value = "4.0.1",
-        requires = "spark_port"
-    )]
-    spark_release: String,
+    #[arg(long, value_name = "RELEASE", requires = "spark_port")]
+    spark_release: Option<String>,
     /// Also serve Spark's REST submission protocol on this port (0 picks a free one): kill and
     /// status, what `spark-submit --master spark://HOST:PORT --kill ID` (and `--status ID`)
     /// speak. Spark's REST protocol has no authentication: refused with a secret or TLS.
@@ -190,7 +187,7 @@ fn recovery(args: &MasterArgs) -> Result<Recovery, String> {
 #[cfg(feature = "spark-rest")]
 fn spark_rest(
     port: Option<u16>,
-    release: &str,
+    release: Option<&str>,
     config: &MasterConfig,
 ) -> Result<Option<sparkwire::spark::RestConfig>, String> {
     let Some(port) = port else {
@@ -205,7 +202,10 @@ fn spark_rest(
     }
     let unbound = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0));
     let mut rest = sparkwire::spark::RestConfig::new(config.host.clone(), port, unbound);
-    rest.version = spark_release(release, config)?;
+    rest.version = match release {
+        Some(r) => spark_release(r, config)?.version(),
+        None => Version::V2,
+    };
     rest.max_connections = config.limits.max_connections.min(64);
     Ok(Some(rest))
 }
@@ -220,21 +220,29 @@ fn reachable(mut addr: std::net::SocketAddr) -> std::net::SocketAddr {
     addr
 }
 
-/// The protocol version of `--spark-release`, which the master must speak.
+/// The release `--spark-release` pins, whose protocol version the master must speak.
 #[cfg(feature = "spark-proxy")]
-fn spark_release(release: &str, config: &MasterConfig) -> Result<Version, String> {
-    let version = match release {
-        "4.0.1" => Version::V2,
-        "3.0.3" => Version::V1,
-        other => return Err(format!("--spark-release: 4.0.1 or 3.0.3, not {other}")),
+fn spark_release(
+    release: &str,
+    config: &MasterConfig,
+) -> Result<&'static sparkwire::spark::Release, String> {
+    use sparkwire::spark::Release;
+    let Some(pinned) = Release::named(release) else {
+        let known: Vec<&str> = Release::all().iter().map(Release::name).collect();
+        return Err(format!(
+            "--spark-release: {release} is not a release sparkwire speaks (it speaks {}; \
+             a release line such as 3.5 names its newest)",
+            known.join(", ")
+        ));
     };
+    let version = pinned.version();
     if !config.versions.contains(&version) {
         return Err(format!(
             "--spark-release {release} needs protocol version {} in --protocol-versions",
             version.number()
         ));
     }
-    Ok(version)
+    Ok(pinned)
 }
 
 /// The Spark-wire front `--spark-port` asks for (its master address is filled in once the
@@ -242,7 +250,7 @@ fn spark_release(release: &str, config: &MasterConfig) -> Result<Version, String
 #[cfg(feature = "spark-proxy")]
 fn spark_front(
     port: Option<u16>,
-    release: &str,
+    release: Option<&str>,
     config: &MasterConfig,
 ) -> Result<Option<sparkwire::spark::FrontConfig>, String> {
     let Some(port) = port else {
@@ -250,7 +258,8 @@ fn spark_front(
     };
     let unbound = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0));
     let mut front = sparkwire::spark::FrontConfig::new(config.host.clone(), port, unbound);
-    front.version = spark_release(release, config)?;
+    front.release = release.map(|r| spark_release(r, config)).transpose()?;
+    front.versions = config.versions.clone();
     front.max_frame = config.max_frame_size as u64;
     front.max_connections = config.limits.max_connections;
     front.idle_timeout = config.limits.idle_timeout;
@@ -329,9 +338,9 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     });
     config.observer = observer.clone();
     #[cfg(feature = "spark-proxy")]
-    let spark_front = spark_front(args.spark_port, &args.spark_release, &config)?;
+    let spark_front = spark_front(args.spark_port, args.spark_release.as_deref(), &config)?;
     #[cfg(feature = "spark-rest")]
-    let spark_rest = spark_rest(args.spark_rest_port, &args.spark_release, &config)?;
+    let spark_rest = spark_rest(args.spark_rest_port, args.spark_release.as_deref(), &config)?;
     super::runtime()?.block_on(async move {
         let master = Master::start(config).await.map_err(|e| e.to_string())?;
         // One write: whoever reads only the first line may close the pipe after it.

@@ -34,9 +34,15 @@ pub struct DecodeArgs {
     /// carries Spark's framing.
     #[arg(long, value_delimiter = ',')]
     ports: Vec<u16>,
-    /// The Spark release's protocol version: 2 for Spark 4.0, 1 for Spark 3.0.
-    #[arg(long, default_value_t = 2)]
-    protocol_version: u64,
+    /// Read every connection as this Spark release (`3.5.9`, or a line such as `3.5`); without
+    /// it (and without --protocol-version), each connection's release is told from its own
+    /// Java streams.
+    #[arg(long, value_name = "RELEASE", conflicts_with = "protocol_version")]
+    spark_release: Option<String>,
+    /// Read every connection as the release protocol version N was defined from (1: Spark
+    /// 3.0.3, 2: Spark 4.0.1).
+    #[arg(long, value_name = "N")]
+    protocol_version: Option<u64>,
     /// Encode every decoded catalogued frame (and endpoint check) again from its typed value and
     /// compare it with the bytes on the wire; exit 1 when any differs.
     #[arg(long)]
@@ -77,9 +83,13 @@ pub fn print_summary(out: &mut impl Write, s: &Summary) {
             (false, Some((a, b))) => format!("{a} → {b}"),
             (false, None) => "roles unknown".to_string(),
         };
+        let release = c
+            .release
+            .as_deref()
+            .map_or_else(String::new, |r| format!(", Spark {r}"));
         let _ = writeln!(
             out,
-            "  conn {id}: {} → {} ({roles}): {} frames, {} catalogued messages, {}/{} bytes",
+            "  conn {id}: {} → {} ({roles}{release}): {} frames, {} catalogued messages, {}/{} bytes",
             c.client, c.server, c.frames, c.messages, c.bytes[0], c.bytes[1]
         );
     }
@@ -132,13 +142,13 @@ pub fn print_summary(out: &mut impl Write, s: &Summary) {
 }
 
 fn decode(args: DecodeArgs) -> Result<ExitCode, String> {
-    let version = version_of(args.protocol_version)?;
+    let release = pinned_release(args.spark_release.as_deref(), args.protocol_version)?;
     let file = File::open(&args.capture)
         .map_err(|e| format!("cannot open {}: {e}", args.capture.display()))?;
     let decoded = decode_capture_with(
         BufReader::new(file),
         args.ports,
-        version,
+        release,
         args.check_roundtrip,
     )
     .map_err(|e| format!("{}: {e}", args.capture.display()))?;
@@ -187,4 +197,25 @@ fn decode(args: DecodeArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The release `--spark-release` or `--protocol-version` pins, if either is given.
+pub fn pinned_release(
+    release: Option<&str>,
+    protocol_version: Option<u64>,
+) -> Result<Option<&'static sparkwire::spark::Release>, String> {
+    use sparkwire::spark::Release;
+    if let Some(name) = release {
+        return Release::named(name).map(Some).ok_or_else(|| {
+            let known: Vec<&str> = Release::all().iter().map(Release::name).collect();
+            format!(
+                "--spark-release: {name} is not a release sparkwire speaks (it speaks {})",
+                known.join(", ")
+            )
+        });
+    }
+    match protocol_version {
+        Some(n) => Ok(Some(Release::of(version_of(n)?))),
+        None => Ok(None),
+    }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use sparkwire::messages::Version;
+
 use sparkwire::spark::{start_proxy, ProxyOptions};
 use sparkwire::validate::trace::TraceFormat;
 
@@ -25,9 +25,15 @@ pub struct ProxyArgs {
     /// .swtrace, else JSON Lines.
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// The Spark release's protocol version: 2 for Spark 4.0, 1 for Spark 3.0.
-    #[arg(long, default_value_t = 2)]
-    protocol_version: u64,
+    /// Read every connection as this Spark release (`3.5.9`, or a line such as `3.5`); without
+    /// it (and without --protocol-version), each connection's release is told from its own
+    /// Java streams.
+    #[arg(long, value_name = "RELEASE", conflicts_with = "protocol_version")]
+    spark_release: Option<String>,
+    /// Read every connection as the release protocol version N was defined from (1: Spark
+    /// 3.0.3, 2: Spark 4.0.1).
+    #[arg(long, value_name = "N")]
+    protocol_version: Option<u64>,
 }
 
 /// A file written through at each line (binary: at each write, which the trace writer makes one
@@ -48,12 +54,8 @@ impl Write for LineFlushed {
 }
 
 pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
-    let version = Version::from_number(args.protocol_version).ok_or_else(|| {
-        format!(
-            "unknown protocol version {} (1 or 2)",
-            args.protocol_version
-        )
-    })?;
+    let release =
+        super::spark::pinned_release(args.spark_release.as_deref(), args.protocol_version)?;
     super::init_logging_at("warn");
     let trace_format = args
         .trace
@@ -73,7 +75,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
         let options = ProxyOptions {
-            version,
+            release,
             config: spark_config(),
             trace,
             trace_format,

@@ -3,7 +3,6 @@
 //! put a class descriptor on the wire exactly as the JVM does.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use serde::Deserialize;
 
@@ -72,24 +71,9 @@ impl ClassTable {
     }
 
     /// The table of Spark's release that protocol `version` follows (1: Spark 3.0.3, 2: Spark
-    /// 4.0.1), if sparkwire has it.
+    /// 4.0.1; see [`super::Release::of`]).
     pub fn of(version: Version) -> Option<&'static ClassTable> {
-        static V1: OnceLock<Option<ClassTable>> = OnceLock::new();
-        static V2: OnceLock<Option<ClassTable>> = OnceLock::new();
-        match version {
-            Version::V1 => V1
-                .get_or_init(|| {
-                    ClassTable::from_json(include_str!("../../protocol/spark/classes-3.0.3.json"))
-                        .ok()
-                })
-                .as_ref(),
-            Version::V2 => V2
-                .get_or_init(|| {
-                    ClassTable::from_json(include_str!("../../protocol/spark/classes-4.0.1.json"))
-                        .ok()
-                })
-                .as_ref(),
-        }
+        Some(super::release::Release::of(version).table())
     }
 
     /// Whether Scala `object`s are written as themselves (Scala 2.12, Spark 3), not through

@@ -4,8 +4,8 @@
 use std::io::Read;
 
 use super::pcap::{read_capture, CaptureError, TcpEvent};
+use super::release::Release;
 use super::tracer::{Summary, Tracer};
-use crate::messages::Version;
 use crate::validate::Event;
 
 /// What a capture held.
@@ -20,13 +20,14 @@ pub struct Decoded {
 }
 
 /// Decodes the Spark traffic of a pcap or pcapng capture: connections to `ports` only when not
-/// empty, messages typed as protocol `version`.
+/// empty; each connection read as the Spark release its own streams name (SPEC §15.1), or as
+/// `release` when one is given.
 pub fn decode_capture<R: Read>(
     input: R,
     ports: Vec<u16>,
-    version: Version,
+    release: Option<&'static Release>,
 ) -> Result<Decoded, CaptureError> {
-    decode_capture_with(input, ports, version, false)
+    decode_capture_with(input, ports, release, false)
 }
 
 /// As [`decode_capture`]; with `check_roundtrip`, every decoded catalogued frame is also encoded
@@ -34,11 +35,11 @@ pub fn decode_capture<R: Read>(
 pub fn decode_capture_with<R: Read>(
     input: R,
     ports: Vec<u16>,
-    version: Version,
+    release: Option<&'static Release>,
     check_roundtrip: bool,
 ) -> Result<Decoded, CaptureError> {
     let (tcp, reassembler) = read_capture(input, ports)?;
-    let mut tracer = Tracer::new(version);
+    let mut tracer = Tracer::with_release(release);
     if check_roundtrip {
         tracer = tracer.check_roundtrip();
     }

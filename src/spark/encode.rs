@@ -19,17 +19,17 @@
 use std::collections::BTreeMap;
 
 use super::build::{BuildError, Builder};
-use super::classes::ClassTable;
 use super::map::{
     app_description_of, classify, driver_description_of, endpoint_ref_of, error_description_of,
     resource_profile_of, Classified, Typed,
 };
+use super::release::Release;
 use super::serial::{self, Graph, Item, Node, SerialError, Value};
 use crate::messages::legacy;
 use crate::messages::{
     Addr, ApplicationDescription, CoarseMessage, Command, DeployMessage, DriverDescription,
     DriverState, EndpointRef, ErrorDescription, ExecutorDescription, ExecutorLossReason,
-    ExecutorState, Payload, ProfileExecutors, ResourceProfile, Resources, TaskState, Version,
+    ExecutorState, Payload, ProfileExecutors, ResourceProfile, Resources, TaskState,
 };
 
 /// What cannot be encoded.
@@ -49,26 +49,27 @@ const COARSE: &str = "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMes
 const EXECUTOR_STATE: &str = "org.apache.spark.deploy.ExecutorState$";
 const DRIVER_STATE: &str = "org.apache.spark.deploy.master.DriverState$";
 const TASK_STATE: &str = "org.apache.spark.TaskState$";
+const APP_DESCRIPTION: &str = "org.apache.spark.deploy.ApplicationDescription";
+const EXECUTOR_DESCRIPTION: &str = "org.apache.spark.deploy.ExecutorDescription";
 
 /// The Java stream of message `m` as Spark of protocol `version` writes it. `original`, the
 /// stream's graph as decoded, supplies what the typed value does not hold.
 pub fn message_stream(
     m: &Typed,
-    version: Version,
+    release: impl Into<&'static Release>,
     original: Option<&Graph>,
 ) -> Result<Vec<u8>, EncodeError> {
-    let g = message_graph(m, version, original)?;
+    let g = message_graph(m, release, original)?;
     Ok(serial::write(&g, &super::java::limits())?)
 }
 
 /// The graph of message `m` (see [`message_stream`]).
 pub fn message_graph(
     m: &Typed,
-    version: Version,
+    release: impl Into<&'static Release>,
     original: Option<&Graph>,
 ) -> Result<Graph, EncodeError> {
-    let table = table(version)?;
-    let mut s = Scala::new(table, original, version);
+    let mut s = Scala::new(release.into(), original);
     let root = match m {
         Typed::Deploy(d) => s.deploy(d)?,
         Typed::Coarse(c) => s.coarse(c)?,
@@ -81,35 +82,29 @@ pub fn message_graph(
 }
 
 /// A `java.lang.Boolean` reply's stream.
-pub fn bool_stream(b: bool, version: Version) -> Result<Vec<u8>, EncodeError> {
-    let mut s = Scala::new(table(version)?, None, version);
+pub fn bool_stream(b: bool, release: impl Into<&'static Release>) -> Result<Vec<u8>, EncodeError> {
+    let mut s = Scala::new(release.into(), None);
     let v = s.b.boxed_bool(b)?;
     Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
 }
 
 /// A `java.lang.Integer` reply's stream.
-pub fn int_stream(i: i32, version: Version) -> Result<Vec<u8>, EncodeError> {
-    let mut s = Scala::new(table(version)?, None, version);
+pub fn int_stream(i: i32, release: impl Into<&'static Release>) -> Result<Vec<u8>, EncodeError> {
+    let mut s = Scala::new(release.into(), None);
     let v = s.b.boxed_int(i)?;
     Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
 }
 
 /// `RpcEndpointVerifier.CheckExistence(name)`'s stream: the ask a Spark peer sends before it
 /// registers, to learn that an endpoint exists.
-pub fn check_existence_stream(name: &str, version: Version) -> Result<Vec<u8>, EncodeError> {
-    let mut s = Scala::new(table(version)?, None, version);
+pub fn check_existence_stream(
+    name: &str,
+    release: impl Into<&'static Release>,
+) -> Result<Vec<u8>, EncodeError> {
+    let mut s = Scala::new(release.into(), None);
     let n = s.b.string(name);
     let v = s.b.object(super::rpc::CHECK_EXISTENCE, &[("name", n)])?;
     Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
-}
-
-fn table(version: Version) -> Result<&'static ClassTable, BuildError> {
-    ClassTable::of(version).ok_or_else(|| {
-        BuildError::Unsupported(format!(
-            "no class table for writing Spark's wire in the form of protocol version {}",
-            version.number()
-        ))
-    })
 }
 
 /// Builds Scala 2.13's forms (Spark 4) or Scala 2.12's (Spark 3) on a [`Builder`].
@@ -122,21 +117,21 @@ struct Scala<'t, 'o> {
     nil: Option<Value>,
     /// Scala 2.12's empty `Vector` (one object).
     empty_vector: Option<Value>,
-    version: Version,
+    release: &'static Release,
 }
 
 type R = Result<Value, BuildError>;
 
 impl<'t, 'o> Scala<'t, 'o> {
-    fn new(table: &'t ClassTable, original: Option<&'o Graph>, version: Version) -> Self {
+    fn new(release: &'static Release, original: Option<&'o Graph>) -> Self {
         Scala {
-            b: Builder::new(table),
+            b: Builder::new(release.table()),
             original,
             enum_values: BTreeMap::new(),
             enum_objects: BTreeMap::new(),
             nil: None,
             empty_vector: None,
-            version,
+            release,
         }
     }
 
@@ -386,9 +381,15 @@ impl<'t, 'o> Scala<'t, 'o> {
         self.map(entries)
     }
 
-    /// Whether this is Spark 3's form (Scala 2.12, protocol version 1).
+    /// Whether this release writes Scala 2.12's forms (Spark 3), not Scala 2.13's (Spark 4).
     fn scala_212(&self) -> bool {
-        self.version == Version::V1
+        self.release.scala_212()
+    }
+
+    /// Whether the release's class `class` has the serializable field `field`: every field that
+    /// came or went between releases is decided by the release's own table.
+    fn has(&self, class: &str, field: &str) -> bool {
+        self.release.has_field(class, field)
     }
 
     /// The keys of the original stream's small immutable map (`Map1`–`Map4`) holding exactly
@@ -834,8 +835,8 @@ impl<'t, 'o> Scala<'t, 'o> {
                 ("toString", text),
             ],
         )?;
-        if self.scala_212() {
-            // Spark 3's `RpcEndpointRef` keeps its retry settings (`spark.rpc.numRetries`, 3;
+        if self.has("org.apache.spark.rpc.RpcEndpointRef", "maxRetries") {
+            // Spark 3.0's `RpcEndpointRef` keeps its retry settings (`spark.rpc.numRetries`, 3;
             // `spark.rpc.retry.wait`, 3 s): the original reference's when there is one.
             let original = self.original_ref(r);
             let retries = original
@@ -1012,12 +1013,12 @@ impl<'t, 'o> Scala<'t, 'o> {
     fn app_description(&mut self, d: &ApplicationDescription) -> R {
         if let Some(o) = self.original_object(
             "org.apache.spark.deploy.ApplicationDescription",
-            |n| app_description_of(n, self.version),
+            app_description_of,
             d,
         ) {
             return self.b.graft(o.graph(), o.value());
         }
-        if self.scala_212() {
+        if self.has(APP_DESCRIPTION, "memoryPerExecutorMB") {
             return self.app_description_212(d);
         }
         let app_ui = self.s(&d.app_ui_url);
@@ -1091,7 +1092,7 @@ impl<'t, 'o> Scala<'t, 'o> {
     fn executor_description(&mut self, e: &ExecutorDescription) -> R {
         let app = self.s(&e.app_id);
         let state = self.executor_state(e.state)?;
-        if self.scala_212() {
+        if !self.has(EXECUTOR_DESCRIPTION, "rpId") {
             // Spark 3.0.3's has no resource profile id and no memory.
             let v1 = legacy::common::ExecutorDescription::from(e);
             return self.obj(
@@ -1328,7 +1329,7 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let app = self.s(&l.app_id);
                 let url = self.s(&l.master_url);
                 let res = self.resources(&l.resources)?;
-                if self.scala_212() {
+                if !self.has(&format!("{DEPLOY}LaunchExecutor"), "rpId") {
                     // Spark 3.0.3's has no resource profile id.
                     return self.msg(
                         "LaunchExecutor",
@@ -1419,7 +1420,9 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let id = self.s(&a.app_id);
                 self.msg("MasterChangeAcknowledged", &[("appId", id)])
             }
-            D::RequestExecutors(r) if self.scala_212() => {
+            D::RequestExecutors(r)
+                if self.has(&format!("{DEPLOY}RequestExecutors"), "requestedTotal") =>
+            {
                 let v1 = legacy::deploy::RequestExecutors::from(r);
                 let id = self.s(&v1.app_id);
                 self.msg(
@@ -1467,7 +1470,7 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let exit = self.opt_int(e.exit_status)?;
                 let message = self.opt_string(e.message.as_deref())?;
                 let state = self.executor_state(e.state)?;
-                if self.scala_212() {
+                if self.has(&format!("{DEPLOY}ExecutorUpdated"), "workerLost") {
                     let v1 = legacy::deploy::ExecutorUpdated::from(e);
                     return self.msg(
                         "ExecutorUpdated",
@@ -1597,7 +1600,7 @@ impl<'t, 'o> Scala<'t, 'o> {
                 // typed answer does not (the drivers' references, submission dates, retry
                 // counts): only the original answer is written.
                 let same = self.original.is_some_and(|g| {
-                    matches!(classify(g.root_node(), self.version), Classified::Message(Typed::Deploy(o)) if &o == m)
+                    matches!(classify(g.root_node()), Classified::Message(Typed::Deploy(o)) if &o == m)
                 });
                 match self.original {
                     Some(g) if same => {
@@ -1647,7 +1650,7 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let key = self.opt_bytes(c.io_encryption_key.as_ref())?;
                 let creds = self.opt_bytes(c.hadoop_delegation_creds.as_ref())?;
                 let profile = self.resource_profile(&c.resource_profile)?;
-                if self.scala_212() {
+                if !self.has(&format!("{COARSE}SparkAppConfig"), "logLevel") {
                     // Spark 3.0.3's has no log level.
                     return self.cmsg(
                         "SparkAppConfig",
@@ -1696,7 +1699,7 @@ impl<'t, 'o> Scala<'t, 'o> {
                 let id = self.s(&l.executor_id);
                 self.cmsg("LaunchedExecutor", &[("executorId", id)])
             }
-            C::StatusUpdate(u) if self.scala_212() => {
+            C::StatusUpdate(u) if !self.has(&format!("{COARSE}StatusUpdate"), "taskCpus") => {
                 // Spark 3.0.3's has no task cpus, and its resources are ResourceInformation.
                 let v1 = legacy::coarse::StatusUpdate::from(u);
                 let data = self.payload_buffer(&u.data)?;
@@ -2043,6 +2046,7 @@ fn java_string_hash(s: &str) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::messages::Version;
 
     #[test]
     fn scala_212_hash_table_order_is_the_order_spark_3_writes_an_enumeration_map_in() {
@@ -2056,8 +2060,7 @@ mod tests {
     fn an_rpc_failure_reply_object_reads_back_as_the_failure_it_carries() {
         // What a Spark endpoint answers an ask it fails with: `RpcFailure(e)` in an RpcResponse.
         for version in [Version::V2, Version::V1] {
-            let table = ClassTable::of(version).expect("a table");
-            let mut s = Scala::new(table, None, version);
+            let mut s = Scala::new(Release::of(version), None);
             // (Spark's endpoints fail with a SparkException, whose extra fields this writer does
             // not build; the reader takes any Throwable's class and detail message alike.)
             let error = ErrorDescription::new("java.lang.Exception", "Unsupported message");
@@ -2069,7 +2072,7 @@ mod tests {
                 serial::write(&s.b.finish(v), &super::super::java::limits()).expect("writes");
             let g = super::super::java::parse(&stream).expect("reads");
             assert_eq!(
-                super::super::map::reply_value(g.root_node(), version).expect("a reply"),
+                super::super::map::reply_value(g.root_node()).expect("a reply"),
                 super::super::map::ReplyValue::Failure(error)
             );
         }
@@ -2077,8 +2080,7 @@ mod tests {
 
     #[test]
     fn a_scala_212_object_with_fields_is_refused_without_an_original() {
-        let table = ClassTable::of(Version::V1).expect("the 3.0.3 table");
-        let mut b = Builder::new(table);
+        let mut b = Builder::new(Release::of(Version::V1).table());
         assert!(b.module("scala.None$").is_ok());
         let e = b
             .module("org.apache.spark.deploy.master.RecoveryState$")
@@ -2088,8 +2090,7 @@ mod tests {
 
     #[test]
     fn a_spark_3_enumeration_without_a_known_declaration_is_refused_with_a_reason() {
-        let table = ClassTable::of(Version::V1).expect("the 3.0.3 table");
-        let mut s = Scala::new(table, None, Version::V1);
+        let mut s = Scala::new(Release::of(Version::V1), None);
         let e = s
             .enumeration("org.apache.spark.deploy.master.RecoveryState$", 0)
             .expect_err("no original, no declaration");

@@ -45,6 +45,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
+use super::release::{Detector, Release};
 use super::serial::Graph;
 use super::served::ServerHandle;
 use super::{
@@ -70,8 +71,13 @@ pub struct FrontConfig {
     pub port: u16,
     /// The sparkwire listener of the master the front bridges to.
     pub master: SocketAddr,
-    /// The Spark release spoken: [`Version::V2`] is Spark 4.0.1, [`Version::V1`] Spark 3.0.3.
-    pub version: Version,
+    /// The Spark release every peer is answered in, when the operator pins one; `None` (the
+    /// default): each peer's release is told from the Java streams it sends
+    /// ([`Detector`]), and a peer of a release sparkwire does not know is refused.
+    pub release: Option<&'static Release>,
+    /// The sparkwire protocol versions the master speaks: a peer whose release maps to another
+    /// is refused.
+    pub versions: Vec<Version>,
     /// Largest Spark transport frame accepted, bytes (`spark.rpc.message.maxSize`).
     pub max_frame: u64,
     /// Spark connections served at once; one more is closed at once.
@@ -92,15 +98,16 @@ pub struct FrontConfig {
 }
 
 impl FrontConfig {
-    /// A front on `host:port` for the master listening on `master`, with the defaults: Spark
-    /// 4.0.1, frames of at most 128 MiB, 512 connections, 1,024 queued frames and 256 asks per
+    /// A front on `host:port` for the master listening on `master`, with the defaults: each
+    /// peer's release told from the wire, both protocol versions, frames of at most 128 MiB, 512 connections, 1,024 queued frames and 256 asks per
     /// connection, 60 s to register, 120 s per ask.
     pub fn new(host: impl Into<String>, port: u16, master: SocketAddr) -> Self {
         FrontConfig {
             host: host.into(),
             port,
             master,
-            version: Version::V2,
+            release: None,
+            versions: Version::ALL.to_vec(),
             max_frame: super::DEFAULT_MAX_FRAME,
             max_connections: 512,
             write_queue: 1024,
@@ -242,6 +249,10 @@ pub enum FrontError {
     /// A message the master sent has no Spark form.
     #[error("cannot write {0}")]
     Encode(String),
+    /// The peer's streams match no Spark release sparkwire knows, or its release maps to a
+    /// protocol version the master does not speak.
+    #[error("refused: {0}")]
+    Release(String),
 }
 
 /// One Spark connection's state.
@@ -264,6 +275,8 @@ struct Conn {
     /// The master's asks awaiting the peer's answer: Spark request id → sparkwire ask id.
     master_asks: HashMap<i64, u64>,
     next_request: i64,
+    /// The peer's release, as far as its streams have told it.
+    detector: Detector,
 }
 
 async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) -> Result<(), FrontError> {
@@ -287,6 +300,10 @@ async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) -> Result<(),
         asks: Arc::new(Semaphore::new(ctx.config.max_asks.max(1))),
         master_asks: HashMap::new(),
         next_request: 1,
+        detector: match ctx.config.release {
+            Some(r) => Detector::pinned(r),
+            None => Detector::new(),
+        },
     };
     let result = conn.run(&mut rd).await;
     if let Some(id) = conn.app_id.take() {
@@ -404,12 +421,11 @@ impl Conn {
         let Some((bridge, _)) = &self.bridge else {
             return;
         };
-        let version = self.ctx.config.version;
         let reply = match answer {
             Err(text) => Err(super::error_of(&text)),
             Ok(body) => match parse_stream(&body)
                 .map_err(|e| e.to_string())
-                .and_then(|g| reply_value(g.root_node(), version).map_err(|e| e.to_string()))
+                .and_then(|g| reply_value(g.root_node()).map_err(|e| e.to_string()))
             {
                 Ok(ReplyValue::Bool(b)) => Ok(Reply::Bool(b)),
                 Ok(ReplyValue::Int(i)) => Ok(Reply::Int(i)),
@@ -443,7 +459,6 @@ impl Conn {
         request_id: Option<i64>,
         body: &Bytes,
     ) -> Result<(), FrontError> {
-        let version = self.ctx.config.version;
         if let Some(reason) = &self.ctx.config.refuse {
             if let Some(id) = request_id {
                 self.failure(id, format!("java.lang.SecurityException: {reason}"))?;
@@ -469,6 +484,7 @@ impl Conn {
                 return Err(FrontError::Frame(why));
             }
         };
+        let release = self.release_of(request_id, &graph)?;
         let root = graph.root_node();
         if root.class() == Some(CHECK_EXISTENCE) {
             let name = root
@@ -478,7 +494,7 @@ impl Conn {
             if let Some(request_id) = request_id {
                 let exists = name == MASTER_ENDPOINT;
                 let stream =
-                    bool_stream(exists, version).map_err(|e| FrontError::Encode(e.to_string()))?;
+                    bool_stream(exists, release).map_err(|e| FrontError::Encode(e.to_string()))?;
                 let f = Frame::RpcResponse {
                     request_id,
                     body: stream.into(),
@@ -487,7 +503,7 @@ impl Conn {
             }
             return Ok(());
         }
-        let m = match classify(root, version) {
+        let m = match classify(root) {
             Classified::Message(Typed::Deploy(m)) => m,
             Classified::Message(Typed::Coarse(c)) => {
                 return self.not_taken(request_id, format!("{} (a driver's message)", c.name()));
@@ -542,12 +558,14 @@ impl Conn {
                 let out = self.out.clone();
                 let timeout = self.ctx.config.ask_timeout;
                 let ctx = Arc::clone(&self.ctx);
+                let release = self.detector.release();
                 let peer = self.peer;
                 let submitted = matches!(m, DeployMessage::RequestSubmitDriver(_))
                     .then(|| Arc::new(std::mem::take(&mut graph)));
                 tokio::spawn(async move {
                     let answer =
-                        answer_frame(&handle, m, timeout, request_id, &ctx, submitted).await;
+                        answer_frame(&handle, m, timeout, request_id, &ctx, release, submitted)
+                            .await;
                     if let Some(bytes) = answer {
                         if out.try_send(bytes).is_err() {
                             tracing::warn!(
@@ -561,6 +579,76 @@ impl Conn {
             }
         }
         Ok(())
+    }
+
+    /// The peer's release, revised by one more of its streams. A stream that matches no release
+    /// sparkwire knows (or a release whose protocol version the master does not speak) refuses
+    /// the peer: logged at WARN with the classes that did not match, an ask answered with a
+    /// failure that says so, a worker's registration answered `RegisterWorkerFailed` in the
+    /// nearest release's forms (a Spark worker that reads it stops retrying), and the
+    /// connection closed.
+    fn release_of(
+        &mut self,
+        request_id: Option<i64>,
+        graph: &Graph,
+    ) -> Result<&'static Release, FrontError> {
+        let before = self.detector.known().then(|| self.detector.release());
+        let why = match self.detector.observe(graph) {
+            Ok(release) if self.ctx.config.versions.contains(&release.version()) => {
+                if before.is_some_and(|b| b != release) {
+                    tracing::info!(
+                        "spark front: {}: revised: speaks Spark {release} (was {})",
+                        self.peer,
+                        before.map(Release::name).unwrap_or_default()
+                    );
+                } else if before.is_none() {
+                    tracing::info!(
+                        "spark front: {}: speaks Spark {release} (Scala {}; {} of the releases \
+                         sparkwire knows agree with its first stream)",
+                        self.peer,
+                        release.scala(),
+                        self.detector.candidates().len()
+                    );
+                }
+                return Ok(release);
+            }
+            Ok(release) => format!(
+                "Spark {release} maps to sparkwire protocol version {}, which this master \
+                 does not speak (--protocol-versions)",
+                release.version().number()
+            ),
+            Err(unknown) => unknown.to_string(),
+        };
+        tracing::warn!("spark front: {}: refused: {why}", self.peer);
+        match request_id {
+            Some(id) => self.failure(id, format!("org.apache.spark.SparkException: {why}"))?,
+            None => self.refuse_registration(graph, &why),
+        }
+        Err(FrontError::Release(why))
+    }
+
+    /// Answers a worker's `RegisterWorker` with `RegisterWorkerFailed(why)`, written in the
+    /// forms of the release nearest to what the worker sent.
+    fn refuse_registration(&mut self, graph: &Graph, why: &str) {
+        let Classified::Message(Typed::Deploy(DeployMessage::RegisterWorker(r))) =
+            classify(graph.root_node())
+        else {
+            return;
+        };
+        let Some(nearest) = Release::all().iter().max_by_key(|rel| {
+            let v = rel.judge(graph);
+            v.matched as i64 - v.mismatched.len() as i64
+        }) else {
+            return;
+        };
+        self.detector = Detector::pinned(nearest);
+        self.peer_ref = Some(r.worker.clone());
+        let failed = DeployMessage::from(crate::messages::deploy::RegisterWorkerFailed::new(
+            format!("sparkwire master: {why}"),
+        ));
+        if let Err(e) = self.write_to_peer(None, failed) {
+            tracing::debug!("spark front: {}: RegisterWorkerFailed: {e}", self.peer);
+        }
     }
 
     /// A message the master does not take from this peer: an ask is answered with a failure, a
@@ -590,7 +678,7 @@ impl Conn {
         )
         .await?;
         let config = ConnectionConfig::default()
-            .with_versions(&[self.ctx.config.version])
+            .with_versions(&[self.detector.release().version()])
             .with_ask_timeout(self.ctx.config.ask_timeout);
         let c = Connection::connect(stream, role, id, config).await?;
         tracing::info!(
@@ -608,7 +696,7 @@ impl Conn {
         request: Option<i64>,
         mut m: DeployMessage,
     ) -> Result<(), FrontError> {
-        let version = self.ctx.config.version;
+        let release = self.detector.release();
         name_front(&mut m, &self.ctx.master_ref(), &self.ctx.master_url());
         let mut original = None;
         match &m {
@@ -638,7 +726,7 @@ impl Conn {
             }
             _ => {}
         }
-        let stream = message_stream(&Typed::Deploy(m), version, original.as_deref())
+        let stream = message_stream(&Typed::Deploy(m), release, original.as_deref())
             .map_err(|e| FrontError::Encode(e.to_string()))?;
         let endpoint = self
             .peer_ref
@@ -681,9 +769,10 @@ async fn answer_frame(
     timeout: Duration,
     request_id: i64,
     ctx: &Ctx,
+    release: &'static Release,
     submitted: Option<Arc<Graph>>,
 ) -> Option<Vec<u8>> {
-    let version = ctx.config.version;
+    let version = release;
     let name = m.name();
     let stream = match handle.ask_with_timeout(m, timeout).await {
         Ok(Reply::Bool(b)) => bool_stream(b, version).map_err(|e| e.to_string()),

@@ -25,7 +25,7 @@ use crate::messages::{
     RecoveryState, ResourceInformation, ResourceProfile, ResourceRequirement, Resources,
     TaskResourceRequest, TaskState, WorkerInfo, WorkerState,
 };
-use crate::messages::{CoarseMessage, DeployMessage, Version};
+use crate::messages::{CoarseMessage, DeployMessage};
 
 /// Package and outer class of the deploy family's messages.
 pub const DEPLOY_PREFIX: &str = "org.apache.spark.deploy.DeployMessages$";
@@ -116,18 +116,20 @@ pub fn is_outside(class: &str) -> bool {
     OUTSIDE_PREFIXES.iter().any(|p| class.starts_with(p))
 }
 
-/// Classifies the message object `v`, sent by a Spark of protocol `version` (Spark 3.0.3's
-/// classes for version 1, Spark 4.0.1's for version 2).
-pub fn classify(v: Node<'_>, version: Version) -> Classified {
+/// Classifies the message object `v`, sent by Spark of any release sparkwire speaks: the
+/// stream's own class descriptors say which of a class's fields the sender's release has
+/// (Spark 3.0's `ApplicationDescription` with executor sizes or a later one with a resource
+/// profile, a `StatusUpdate` with or without task cpus, …), so one reading serves every release.
+pub fn classify(v: Node<'_>) -> Classified {
     let Some(class) = v.class() else {
         return Classified::Unknown(v.describe());
     };
     match catalogue_name(class) {
         Some((family, name)) => {
             let r = if family == "deploy" {
-                deploy_message(name, v, version).map(Typed::Deploy)
+                deploy_message(name, v).map(Typed::Deploy)
             } else {
-                coarse_message(name, v, version).map(Typed::Coarse)
+                coarse_message(name, v).map(Typed::Coarse)
             };
             match r {
                 Ok(m) => Classified::Message(m),
@@ -313,12 +315,9 @@ pub(crate) fn resource_profile_of(v: Node<'_>) -> Result<ResourceProfile, JavaEr
 }
 
 /// The typed form of an `ApplicationDescription` object.
-pub(crate) fn app_description_of(
-    v: Node<'_>,
-    version: Version,
-) -> Result<ApplicationDescription, JavaError> {
+pub(crate) fn app_description_of(v: Node<'_>) -> Result<ApplicationDescription, JavaError> {
     let o = obj(v, "ApplicationDescription")?;
-    if version == Version::V1 {
+    if o.field("memoryPerExecutorMB").is_some() {
         return Ok(legacy::common::ApplicationDescription {
             name: str_field(o, "name")?,
             max_cores: opt_int(o, "maxCores")?,
@@ -400,12 +399,12 @@ fn worker_info(v: Node<'_>) -> Result<WorkerInfo, JavaError> {
 
 /// The typed form of a master's `ApplicationInfo` (its transient state as Spark's `readObject`
 /// leaves it: WAITING, no cores granted, no end time).
-fn application_info(v: Node<'_>, version: Version) -> Result<ApplicationInfo, JavaError> {
+fn application_info(v: Node<'_>) -> Result<ApplicationInfo, JavaError> {
     let o = obj(v, "ApplicationInfo")?;
     Ok(ApplicationInfo {
         id: str_field(o, "id")?,
         start_time: long_field(o, "startTime")?,
-        desc: app_description_of(field(o, "desc")?, version)?,
+        desc: app_description_of(field(o, "desc")?)?,
         state: ApplicationState::Waiting,
         cores_granted: 0,
         end_time: -1,
@@ -460,9 +459,9 @@ fn loss_reason(v: Node<'_>) -> Result<ExecutorLossReason, JavaError> {
     })
 }
 
-fn executor_description(v: Node<'_>, version: Version) -> Result<ExecutorDescription, JavaError> {
+fn executor_description(v: Node<'_>) -> Result<ExecutorDescription, JavaError> {
     let o = obj(v, "ExecutorDescription")?;
-    if version == Version::V1 {
+    if o.field("rpId").is_none() {
         return Ok(legacy::common::ExecutorDescription {
             app_id: str_field(o, "appId")?,
             exec_id: int_field(o, "execId")?,
@@ -495,7 +494,7 @@ pub(crate) fn error_description_of(v: Node<'_>) -> Result<ErrorDescription, Java
     ))
 }
 
-fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMessage, JavaError> {
+fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
     use DeployMessage as D;
     {
         if v.class().is_some_and(|c| c.ends_with('$')) {
@@ -545,7 +544,7 @@ fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMes
             id: str_field(o, "id")?,
             executors: elements(field(o, "executors")?, "executors")?
                 .into_iter()
-                .map(|e| executor_description(e, version))
+                .map(executor_description)
                 .collect::<Result<_, _>>()?,
             driver_ids: strings(field(o, "driverIds")?, "driverIds")?,
         }),
@@ -570,14 +569,13 @@ fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMes
         "ReconnectWorker" => D::ReconnectWorker(deploy::ReconnectWorker {
             master_url: str_field(o, "masterUrl")?,
         }),
-        "LaunchExecutor" if version == Version::V1 => D::LaunchExecutor(
+        "LaunchExecutor" if o.field("rpId").is_none() => D::LaunchExecutor(
             legacy::deploy::LaunchExecutor {
                 master_url: str_field(o, "masterUrl")?,
                 app_id: str_field(o, "appId")?,
                 exec_id: int_field(o, "execId")?,
                 app_desc: legacy::common::ApplicationDescription::from(&app_description_of(
                     field(o, "appDesc")?,
-                    version,
                 )?),
                 cores: int_field(o, "cores")?,
                 memory: int_field(o, "memory")?,
@@ -590,7 +588,7 @@ fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMes
             app_id: str_field(o, "appId")?,
             exec_id: int_field(o, "execId")?,
             rp_id: int_field(o, "rpId")?,
-            app_desc: app_description_of(field(o, "appDesc")?, version)?,
+            app_desc: app_description_of(field(o, "appDesc")?)?,
             cores: int_field(o, "cores")?,
             memory: int_field(o, "memory")?,
             resources: resources(field(o, "resources")?)?,
@@ -611,7 +609,7 @@ fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMes
             master_web_ui_url: str_field(o, "masterWebUiUrl")?,
         }),
         "RegisterApplication" => D::RegisterApplication(deploy::RegisterApplication {
-            app_description: app_description_of(field(o, "appDescription")?, version)?,
+            app_description: app_description_of(field(o, "appDescription")?)?,
             driver: endpoint_ref_of(field(o, "driver")?)?,
         }),
         "RegisteredApplication" => D::RegisteredApplication(deploy::RegisteredApplication {
@@ -637,7 +635,7 @@ fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMes
             cores: int_field(o, "cores")?,
             memory: int_field(o, "memory")?,
         }),
-        "ExecutorUpdated" if version == Version::V1 => D::ExecutorUpdated(
+        "ExecutorUpdated" if o.field("workerLost").is_some() => D::ExecutorUpdated(
             legacy::deploy::ExecutorUpdated {
                 id: int_field(o, "id")?,
                 state: executor_state(field(o, "state")?)?,
@@ -704,7 +702,7 @@ fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMes
             success: bool_field(o, "success")?,
             message: str_field(o, "message")?,
         }),
-        "RequestExecutors" if version == Version::V1 => D::RequestExecutors(
+        "RequestExecutors" if o.field("requestedTotal").is_some() => D::RequestExecutors(
             legacy::deploy::RequestExecutors {
                 app_id: str_field(o, "appId")?,
                 requested_total: int_field(o, "requestedTotal")?,
@@ -733,7 +731,7 @@ fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMes
                     .into_iter()
                     .map(|e| {
                         Ok(deploy::WorkerExecutorStateResponse {
-                            desc: executor_description(field(e, "desc")?, version)?,
+                            desc: executor_description(field(e, "desc")?)?,
                             resources: resources(field(e, "resources")?)?,
                         })
                     })
@@ -764,11 +762,11 @@ fn deploy_message(name: &str, v: Node<'_>, version: Version) -> Result<DeployMes
                 .collect::<Result<_, _>>()?,
             active_apps: elements(field(o, "activeApps")?, "activeApps")?
                 .into_iter()
-                .map(|a| application_info(a, version))
+                .map(application_info)
                 .collect::<Result<_, _>>()?,
             completed_apps: elements(field(o, "completedApps")?, "completedApps")?
                 .into_iter()
-                .map(|a| application_info(a, version))
+                .map(application_info)
                 .collect::<Result<_, _>>()?,
             active_drivers: elements(field(o, "activeDrivers")?, "activeDrivers")?
                 .into_iter()
@@ -817,7 +815,7 @@ fn no_runners<T>(o: Node<'_>, name: &str) -> Result<Vec<T>, JavaError> {
     }
 }
 
-fn coarse_message(name: &str, v: Node<'_>, version: Version) -> Result<CoarseMessage, JavaError> {
+fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
     use CoarseMessage as C;
     {
         if v.class().is_some_and(|c| c.ends_with('$')) {
@@ -859,7 +857,7 @@ fn coarse_message(name: &str, v: Node<'_>, version: Version) -> Result<CoarseMes
                 resource_profile: resource_profile_of(field(o, "resourceProfile")?)?,
             };
             let mut m = coarse::SparkAppConfig::from(v1);
-            if version != Version::V1 {
+            if o.field("logLevel").is_some() {
                 m.log_level = opt_string(o, "logLevel")?;
             }
             C::SparkAppConfig(m)
@@ -877,7 +875,7 @@ fn coarse_message(name: &str, v: Node<'_>, version: Version) -> Result<CoarseMes
         "LaunchedExecutor" => C::LaunchedExecutor(coarse::LaunchedExecutor {
             executor_id: str_field(o, "executorId")?,
         }),
-        "StatusUpdate" if version == Version::V1 => C::StatusUpdate(
+        "StatusUpdate" if o.field("taskCpus").is_none() => C::StatusUpdate(
             legacy::coarse::StatusUpdate {
                 executor_id: str_field(o, "executorId")?,
                 task_id: long_field(o, "taskId")?,
@@ -976,7 +974,7 @@ fn bytes_of(v: Node<'_>) -> Result<Payload, JavaError> {
 }
 
 /// What a reply's Java object is, to the ask `asked` (a catalogued message).
-pub fn reply_value(v: Node<'_>, version: Version) -> Result<ReplyValue, JavaError> {
+pub fn reply_value(v: Node<'_>) -> Result<ReplyValue, JavaError> {
     match v.class() {
         Some("java.lang.Boolean") => Ok(ReplyValue::Bool(super::java::boolean(v, "reply")?)),
         Some("java.lang.Integer") => Ok(ReplyValue::Int(int(v, "reply")?)),
@@ -984,7 +982,7 @@ pub fn reply_value(v: Node<'_>, version: Version) -> Result<ReplyValue, JavaErro
             obj(v, "RpcFailure")?,
             "e",
         )?)?)),
-        Some(_) => match classify(v, version) {
+        Some(_) => match classify(v) {
             Classified::Message(m) => Ok(ReplyValue::Message(m)),
             Classified::Failed(c, e) => Err(JavaError::Shape(format!("{c}: {e}"))),
             Classified::Outside(c) | Classified::Unknown(c) => Ok(ReplyValue::Other(c)),

@@ -50,6 +50,7 @@ mod map;
 mod pcap;
 #[cfg(feature = "spark-proxy")]
 mod proxy;
+mod release;
 #[cfg(feature = "spark-rest")]
 mod rest;
 mod rpc;
@@ -87,6 +88,7 @@ pub use frame::{
 };
 pub use java::{limits as java_limits, parse as parse_stream, JavaError, MAX_STREAM};
 pub use map::{catalogue_name, classify, reply_value, Classified, ReplyValue, Typed, RPC_FAILURE};
+pub use release::{Detector, Mismatch, Release, Unknown, Verdict};
 #[cfg(feature = "spark-rest")]
 pub use rest::{start_rest, RestConfig, REST_PROTOCOL_VERSION, UNKNOWN_PROTOCOL_VERSION};
 pub use rpc::{address_text, block_transfer_class, RequestMessage, CHECK_EXISTENCE, VERIFIER};

@@ -16,8 +16,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use super::release::Release;
 use super::tracer::{Summary, Tracer};
-use crate::messages::Version;
 use crate::validate::trace::{TraceFormat, TraceWriter};
 use crate::validate::{Config, ConnId, Event, Validator, Violation};
 
@@ -34,8 +34,9 @@ pub type OnEvent = Box<dyn FnMut(&Event) + Send>;
 
 /// What to do with the traffic.
 pub struct ProxyOptions {
-    /// The protocol version of Spark's messages (2 for Spark 4.0).
-    pub version: Version,
+    /// The Spark release every connection is read as; `None` (the default): each connection's
+    /// release is told from its own streams.
+    pub release: Option<&'static Release>,
     /// The validator's settings.
     pub config: Config,
     /// Where to write the trace, if anywhere.
@@ -51,7 +52,7 @@ pub struct ProxyOptions {
 impl Default for ProxyOptions {
     fn default() -> Self {
         ProxyOptions {
-            version: Version::V2,
+            release: None,
             config: Config::default(),
             trace: None,
             trace_format: TraceFormat::JsonLines,
@@ -64,7 +65,7 @@ impl Default for ProxyOptions {
 impl std::fmt::Debug for ProxyOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProxyOptions")
-            .field("version", &self.version)
+            .field("release", &self.release.map(Release::name))
             .field("trace", &self.trace.is_some())
             .finish_non_exhaustive()
     }
@@ -265,7 +266,7 @@ async fn trace_task(
     closed: Arc<AtomicU64>,
     forwarded: Arc<[AtomicU64; 2]>,
 ) {
-    let mut tracer = Tracer::new(options.version);
+    let mut tracer = Tracer::with_release(options.release);
     let mut validator = Validator::new(options.config.clone());
     let format = options.trace_format;
     let mut writer = options

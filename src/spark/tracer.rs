@@ -14,6 +14,7 @@ use super::encode;
 use super::frame::{Frame, FrameDecoder, FrameError, FrameType, DEFAULT_MAX_FRAME};
 use super::java;
 use super::map::{classify, reply_value, Classified, ReplyValue, Typed};
+use super::release::{Detector, Release};
 use super::rpc::{address_text, block_transfer_class, RequestMessage};
 use super::serial::MAGIC;
 use crate::definition::Definition;
@@ -51,6 +52,8 @@ pub struct ConnSummary {
     pub bytes: [u64; 2],
     /// The connection did not carry Spark's framing; it is left out of the trace.
     pub not_spark: bool,
+    /// The Spark release its streams were told to be (or pinned to), once one was judged.
+    pub release: Option<String>,
 }
 
 /// What a decode found, across connections.
@@ -200,12 +203,15 @@ struct Conn {
     hints: Hints,
     good_frames: u64,
     not_spark: bool,
+    /// The release the connection's streams speak, as far as they have told it.
+    detector: Detector,
 }
 
 /// Turns Spark connections into trace events.
 #[derive(Debug)]
 pub struct Tracer {
-    version: Version,
+    /// The release every connection is read as, when pinned; `None`: told per connection.
+    pinned: Option<&'static Release>,
     max_frame: u64,
     conns: HashMap<ConnId, Conn>,
     /// Worker ids by the worker's RPC address.
@@ -218,7 +224,7 @@ pub struct Tracer {
 
 impl Default for Tracer {
     fn default() -> Self {
-        Tracer::new(Version::V2)
+        Tracer::detecting()
     }
 }
 
@@ -232,10 +238,22 @@ pub fn error_of(text: &str) -> ErrorDescription {
 }
 
 impl Tracer {
-    /// A tracer for Spark traffic of protocol `version` (2 for Spark 4.0).
+    /// A tracer that tells each connection's Spark release from the Java streams it carries
+    /// (SPEC §15.1).
+    pub fn detecting() -> Self {
+        Tracer::with_release(None)
+    }
+
+    /// A tracer that reads every connection as Spark of protocol `version`'s release (3.0.3 for
+    /// version 1, 4.0.1 for version 2).
     pub fn new(version: Version) -> Self {
+        Tracer::with_release(Some(Release::of(version)))
+    }
+
+    /// A tracer pinned to `release`, or detecting each connection's (`None`).
+    pub fn with_release(pinned: Option<&'static Release>) -> Self {
         Tracer {
-            version,
+            pinned,
             max_frame: DEFAULT_MAX_FRAME,
             conns: HashMap::new(),
             workers: HashMap::new(),
@@ -303,6 +321,10 @@ impl Tracer {
                 hints: Hints::default(),
                 good_frames: 0,
                 not_spark: false,
+                detector: match self.pinned {
+                    Some(r) => Detector::pinned(r),
+                    None => Detector::new(),
+                },
             },
         );
     }
@@ -458,7 +480,7 @@ impl Tracer {
                     self.reply(conn, time, from_client, bytes, request_id, &body);
                 } else {
                     if asked == Some(AskKind::Check) {
-                        let version = self.version;
+                        let version = self.release_of(conn);
                         let answer = java::parse(&body)
                             .ok()
                             .and_then(|g| java::boolean(g.root_node(), "reply").ok());
@@ -584,13 +606,17 @@ impl Tracer {
                 return;
             }
         };
+        self.observe(conn, &graph);
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
         let value = graph.root_node();
         let class = value.class().unwrap_or_default().to_string();
-        match classify(value, self.version) {
+        match classify(value) {
             Classified::Message(m) => {
                 ask_kind(c, AskKind::Catalogued);
                 self.count_message(&class, &m);
-                let version = self.version;
+                let version = self.release_of(conn);
                 self.roundtrip(
                     conn,
                     from_client,
@@ -615,7 +641,7 @@ impl Tracer {
                     }
                     ask_kind(c, AskKind::Check);
                     if let Some(name) = name {
-                        let version = self.version;
+                        let version = self.release_of(conn);
                         self.roundtrip(conn, from_client, "CheckExistence", || {
                             let stream = encode::check_existence_stream(&name, version)
                                 .map_err(|e| e.to_string())?;
@@ -646,6 +672,25 @@ impl Tracer {
         }
     }
 
+    /// Tells `conn`'s release from one more of its streams (and notes it in the summary).
+    fn observe(&mut self, conn: ConnId, graph: &super::serial::Graph) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let told = c.detector.observe(graph).ok();
+        if let (Some(r), Some(s)) = (told, self.summary.connections.get_mut(&conn)) {
+            s.release = Some(r.name().to_string());
+        }
+    }
+
+    /// The release `conn`'s frames are written again in.
+    fn release_of(&self, conn: ConnId) -> &'static Release {
+        match self.conns.get(&conn) {
+            Some(c) => c.detector.release(),
+            None => self.pinned.unwrap_or_else(|| Release::of(Version::V2)),
+        }
+    }
+
     fn count_message(&mut self, class: &str, m: &Typed) {
         let e = self
             .summary
@@ -664,11 +709,14 @@ impl Tracer {
         request_id: i64,
         body: &Bytes,
     ) {
-        let version = self.version;
+        if let Ok(g) = java::parse(body) {
+            self.observe(conn, &g);
+        }
+        let version = self.release_of(conn);
         let parsed = java::parse(body).and_then(|g| {
             let v = g.root_node();
             let class = v.class().unwrap_or_default().to_string();
-            let r = reply_value(v, version)?;
+            let r = reply_value(v)?;
             let what = match &r {
                 ReplyValue::Bool(_) => "reply.bool".to_string(),
                 ReplyValue::Int(_) => "reply.i32".to_string(),
@@ -887,7 +935,7 @@ impl Tracer {
         let client = Endpoint::new(client_role, id_of(client_role, &c.client, true));
         let server = Endpoint::new(server_role, id_of(server_role, &c.server, false));
         let opened = c.opened;
-        let version = self.version;
+        let version = c.detector.release().version();
         if let Some(s) = self.summary.connections.get_mut(&conn) {
             s.roles = Some((client_role, server_role));
         }
@@ -1011,7 +1059,7 @@ impl Tracer {
         } else {
             (server, client)
         };
-        let version = self.version;
+        let version = c.detector.release().version();
         let coarse = from.role.family() == "coarse";
         let event = match (coarse, env) {
             (false, e) => match e.into_deploy() {

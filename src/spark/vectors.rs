@@ -94,14 +94,14 @@ fn describe(stream: &[u8], version: Version) -> Result<Option<Described>, String
             again,
         )));
     }
-    if let Classified::Message(m) = classify(root, version) {
+    if let Classified::Message(m) = classify(root) {
         let value = typed_json(&m, version)?;
         let with = encode::message_stream(&m, version, Some(&g)).map_err(e)?;
         let alone = encode::message_stream(&m, version, None).unwrap_or_default();
         let name = format!("{}.{}", m.family(), m.name());
         return Ok(Some((name, class, value, with, alone)));
     }
-    match reply_value(root, version) {
+    match reply_value(root) {
         Ok(ReplyValue::Bool(b)) => {
             let again = encode::bool_stream(b, version).map_err(e)?;
             Ok(Some((

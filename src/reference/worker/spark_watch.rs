@@ -217,7 +217,7 @@ mod tests {
             panic!("a response, not {frame:?}");
         };
         let graph = parse_stream(body).expect("stream");
-        match reply_value(graph.root_node(), Version::V2).expect("a reply") {
+        match reply_value(graph.root_node()).expect("a reply") {
             ReplyValue::Bool(b) => b,
             other => panic!("a boolean, not {other:?}"),
         }
