@@ -1,13 +1,18 @@
 // Dumps the Java serialization class descriptors of Spark's classes as JSON (see scripts/spark/classes.sh).
 //
 //   java -cp 'SPARK_HOME/jars/*:BUILD' DumpClasses SPARK_VERSION REGENERATE_COMMAND LIST_FILE [NAMES_FILE...]
+//        [--optional NAMES_FILE...]
 //
 // LIST_FILE lines (# starts a comment):
 //   scan PREFIX             every serializable class whose jar entry path starts with PREFIX
 //   scan1 DIR/              every serializable class directly in DIR/ (not in its subdirectories)
 //   exclude PREFIX          no class whose jar entry path starts with PREFIX is scanned
-//   class NAME [VERSION...] one class by Class.getName(); with versions, only for those Spark versions
+//   class NAME [TAG...]     one class by Class.getName(); with tags, only where one of them matches: a
+//                           Spark version (4.0.1) or scala-X.Y (scala-2.13: the class path's scala-library
+//                           is 2.13.*)
 // NAMES_FILE: one class name per line (the first tab-separated column), every one of which must load.
+// After --optional: the same, but a class that does not load (or is not serializable) in this release
+// is left out, and counted on stderr.
 // The table is closed over super classes and over the declared types of fields: a concrete (or array)
 // serializable class named by a field type is in it too.
 //
@@ -53,7 +58,7 @@ public final class DumpClasses {
 
   public static void main(String[] args) throws Exception {
     if (args.length < 3) {
-      System.err.println("usage: DumpClasses SPARK_VERSION REGENERATE_COMMAND LIST_FILE [NAMES_FILE...]");
+      System.err.println("usage: DumpClasses SPARK_VERSION REGENERATE_COMMAND LIST_FILE [NAMES_FILE...] [--optional NAMES_FILE...]");
       System.exit(2);
     }
     String sparkVersion = args[0];
@@ -62,6 +67,9 @@ public final class DumpClasses {
     List<String> scan1 = new ArrayList<>();
     List<String> exclude = new ArrayList<>();
     TreeSet<String> required = new TreeSet<>();
+    TreeSet<String> optional = new TreeSet<>();
+    String scala = scalaVersion();
+    String scalaTag = scala == null ? null : "scala-" + scala.replaceAll("^(\\d+\\.\\d+).*", "$1");
     for (String raw : Files.readAllLines(Paths.get(args[2]), StandardCharsets.UTF_8)) {
       String line = raw.replaceAll("#.*", "").trim();
       if (line.isEmpty()) continue;
@@ -71,17 +79,24 @@ public final class DumpClasses {
         case "scan1": scan1.add(w[1]); break;
         case "exclude": exclude.add(w[1]); break;
         case "class":
-          if (w.length == 2 || Arrays.asList(w).subList(2, w.length).contains(sparkVersion)) required.add(w[1]);
+          List<String> tags = Arrays.asList(w).subList(2, w.length);
+          if (tags.isEmpty() || tags.contains(sparkVersion) || (scalaTag != null && tags.contains(scalaTag))) required.add(w[1]);
           break;
         default: throw new IllegalArgumentException(args[2] + ": unknown directive: " + raw);
       }
     }
+    boolean opt = false;
     for (int i = 3; i < args.length; i++) {
+      if (args[i].equals("--optional")) {
+        opt = true;
+        continue;
+      }
       for (String raw : Files.readAllLines(Paths.get(args[i]), StandardCharsets.UTF_8)) {
         String line = raw.replaceAll("#.*", "").trim();
-        if (!line.isEmpty()) required.add(line.split("\t")[0].trim());
+        if (!line.isEmpty()) (opt ? optional : required).add(line.split("\t")[0].trim());
       }
     }
+    optional.removeAll(required);
 
     TreeMap<String, Class<?>> classes = new TreeMap<>();
     Deque<Class<?>> todo = new ArrayDeque<>();
@@ -111,6 +126,21 @@ public final class DumpClasses {
         throw new IllegalStateException("required class " + name + " does not load: " + t, t);
       }
       if (lookup(cls) == null) throw new IllegalStateException("required class " + name + " is not serializable");
+      todo.add(cls);
+    }
+    int absent = 0;
+    for (String name : optional) {
+      Class<?> cls;
+      try {
+        cls = Class.forName(name, false, LOADER);
+      } catch (Throwable t) {
+        absent++;
+        continue;
+      }
+      if (lookup(cls) == null) {
+        absent++;
+        continue;
+      }
       todo.add(cls);
     }
     while (!todo.isEmpty()) {
@@ -168,13 +198,25 @@ public final class DumpClasses {
     out.append("\n  ]\n}\n");
     System.out.print(out);
     System.out.flush();
-    System.err.println("DumpClasses " + sparkVersion + ": " + scanned + " class files scanned, "
-        + required.size() + " classes listed, " + classes.size() + " serializable classes written, "
+    System.err.println("DumpClasses " + sparkVersion + " (Scala " + scala + "): " + scanned + " class files scanned, "
+        + required.size() + " classes listed, " + optional.size() + " listed as optional (" + absent
+        + " of them not in this release), " + classes.size() + " serializable classes written, "
         + skipped.size() + " class files that do not load skipped");
     for (String s : skipped) System.err.println("  skipped " + s);
     // Looking classes up runs some of Spark's static initializers, and one of them (BarrierTaskContext)
     // starts a non-daemon timer thread: leave without waiting for it.
     System.exit(0);
+  }
+
+  /** The version of the scala-library jar on the class path (2.13.16), or null. */
+  static String scalaVersion() {
+    for (String p : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+      String f = Paths.get(p).getFileName() == null ? "" : Paths.get(p).getFileName().toString();
+      if (f.startsWith("scala-library-") && f.endsWith(".jar")) {
+        return f.substring("scala-library-".length(), f.length() - ".jar".length());
+      }
+    }
+    return null;
   }
 
   static ObjectStreamClass lookup(Class<?> cls) {
