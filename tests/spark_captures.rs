@@ -678,6 +678,40 @@ fn spark_golden_vectors_decode_to_their_values_and_encode_to_their_streams() {
     }
 }
 
+#[test]
+fn every_class_table_has_golden_vectors_that_decode_to_their_values_and_encode_to_their_streams() {
+    use sparkwire::spark::{check_vectors, Release, SparkVectors};
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("protocol/vectors/spark");
+    let mut checked = Vec::new();
+    for release in Release::all().iter().filter(|r| r.names_its_table()) {
+        let path = dir.join(format!("{}.json", release.name()));
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run `sparkwire spec vectors`)", path.display()));
+        let v: SparkVectors = serde_json::from_str(&text).expect("they parse");
+        assert_eq!(v.spark, release.name());
+        assert_eq!(v.protocol_version, release.version().number());
+        let n = check_vectors(&v).unwrap_or_else(|e| panic!("{release}: {e}"));
+        // The messages every release's master and worker exchange are written in its forms.
+        for m in [
+            "deploy.RegisterWorker",
+            "deploy.RegisteredWorker",
+            "deploy.LaunchExecutor",
+            "deploy.RegisterApplication",
+            "deploy.ExecutorUpdated",
+            "coarse.StatusUpdate",
+            "coarse.LaunchTask",
+        ] {
+            assert!(
+                v.vectors.iter().any(|x| x.message == m),
+                "Spark {release} has no vector for {m}: {:?}",
+                v.not_written.get(m)
+            );
+        }
+        checked.push((release.name().to_string(), n));
+    }
+    assert!(checked.len() >= 2, "{checked:?}");
+}
+
 // ---- Spark 3.0.3 (protocol version 1) ----
 
 #[test]

@@ -201,27 +201,32 @@ fn vectors(def: &Definition, out: &Path, check: bool) -> Result<ExitCode, String
     Ok(ExitCode::SUCCESS)
 }
 
-/// Spark's own streams as golden vectors (`spark/4.0.1.json`, `spark/3.0.3.json`), from the
-/// captures in `tests/data/spark/` of the working directory (the repository's root); a checkout
-/// without them writes and checks none, and says so.
+/// Spark's own streams as golden vectors, one file per class table (`spark/RELEASE.json`, named
+/// after the release `protocol/spark/releases.json` names the table by): from the captures in
+/// `tests/data/spark/RELEASE/` of the working directory (the repository's root) where there are
+/// any, else written from the definition's sample values alone. A checkout without
+/// `tests/data/spark/` writes and checks none, and says so.
 #[cfg(feature = "spark")]
 fn spark_vector_files(out: &Path) -> Result<Vec<(PathBuf, String)>, String> {
-    use sparkwire::messages::Version;
-    use sparkwire::spark::{render_vectors, spark_release, vectors_text};
+    use sparkwire::spark::{render_vectors, vectors_text, Release};
     let mut files = Vec::new();
-    for version in [Version::V2, Version::V1] {
-        let release = spark_release(version);
-        let captures = Path::new("tests/data/spark").join(release);
-        if !captures.is_dir() {
-            eprintln!(
-                "no {}: the Spark {release} vectors are neither written nor checked",
-                captures.display()
-            );
+    let data = Path::new("tests/data/spark");
+    if !data.is_dir() {
+        eprintln!(
+            "no {}: the Spark vectors are neither written nor checked",
+            data.display()
+        );
+        return Ok(files);
+    }
+    for release in Release::all() {
+        if !release.names_its_table() {
             continue;
         }
-        let v = render_vectors(version, &captures)?;
+        let captures = data.join(release.name());
+        let captures = captures.is_dir().then_some(captures.as_path());
+        let v = render_vectors(release, captures)?;
         files.push((
-            out.join("spark").join(format!("{release}.json")),
+            out.join("spark").join(format!("{}.json", release.name())),
             vectors_text(&v)?,
         ));
     }

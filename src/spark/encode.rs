@@ -49,6 +49,9 @@ const COARSE: &str = "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMes
 const EXECUTOR_STATE: &str = "org.apache.spark.deploy.ExecutorState$";
 const DRIVER_STATE: &str = "org.apache.spark.deploy.master.DriverState$";
 const TASK_STATE: &str = "org.apache.spark.TaskState$";
+/// Scala's `BigDecimal.hashCodeNotComputed`, what a `BigDecimal` whose hash code was never
+/// asked for holds.
+const SCALA_HASH_NOT_COMPUTED: i32 = 0x5D50_690F;
 const APP_DESCRIPTION: &str = "org.apache.spark.deploy.ApplicationDescription";
 const EXECUTOR_DESCRIPTION: &str = "org.apache.spark.deploy.ExecutorDescription";
 
@@ -522,8 +525,17 @@ impl<'t, 'o> Scala<'t, 'o> {
     /// with no name, in declaration order), `vmap` from ordinal to value, an empty `nmap` (no
     /// value's name asked for yet), and the object's fields naming its values.
     fn enumeration_object_212(&mut self, enumeration: &'static str) -> R {
-        let names: &[&str] = match enumeration {
-            EXECUTOR_STATE => &["LAUNCHING", "RUNNING", "KILLED", "FAILED", "LOST", "EXITED"],
+        let declared: &[&str] = match enumeration {
+            // Spark 3.1 added DECOMMISSIONED (last): a release's table says whether it has it.
+            EXECUTOR_STATE => &[
+                "LAUNCHING",
+                "RUNNING",
+                "KILLED",
+                "FAILED",
+                "LOST",
+                "EXITED",
+                "DECOMMISSIONED",
+            ],
             TASK_STATE => &[
                 "LAUNCHING",
                 "RUNNING",
@@ -550,6 +562,13 @@ impl<'t, 'o> Scala<'t, 'o> {
                 )))
             }
         };
+        let names: Vec<&str> = declared
+            .iter()
+            .copied()
+            .filter(|name| self.has(enumeration, name))
+            .collect();
+        // Spark 3.1's ExecutorState keeps `finishedStates`, a `Seq` of four of its values.
+        let finished_states = self.has(enumeration, "finishedStates");
         let n = names.len() as i32;
         let mut fields: Vec<(&str, Value)> = vec![
             ("nextId", Value::Int(n)),
@@ -564,6 +583,9 @@ impl<'t, 'o> Scala<'t, 'o> {
         fields.extend(names.iter().map(|name| (*name, Value::Null)));
         if enumeration == TASK_STATE {
             fields.push(("FINISHED_STATES", Value::Null));
+        }
+        if finished_states {
+            fields.push(("finishedStates", Value::Null));
         }
         let outer = self.obj(enumeration, &fields)?;
         let mut values = Vec::with_capacity(names.len());
@@ -607,6 +629,11 @@ impl<'t, 'o> Scala<'t, 'o> {
                 ],
             )?;
             self.b.set_field(outer, "FINISHED_STATES", set)?;
+        }
+        if finished_states {
+            // `Seq(KILLED, FAILED, LOST, EXITED)`.
+            let seq = self.list(values[2..6].to_vec())?;
+            self.b.set_field(outer, "finishedStates", seq)?;
         }
         Ok(outer)
     }
@@ -924,7 +951,10 @@ impl<'t, 'o> Scala<'t, 'o> {
         }
         let exec = self.map(exec)?;
         let task = self.map(task)?;
-        if self.scala_212() {
+        if !self.has(
+            "org.apache.spark.resource.ResourceProfile",
+            "_coresLimitKnown",
+        ) {
             return self.obj(
                 "org.apache.spark.resource.ResourceProfile",
                 &[
@@ -1734,10 +1764,20 @@ impl<'t, 'o> Scala<'t, 'o> {
                 }
                 let res = self.map(res)?;
                 let state = self.task_state(u.state)?;
+                let cpus = if self
+                    .release
+                    .field_type(&format!("{COARSE}StatusUpdate"), "taskCpus")
+                    == Some("Lscala/math/BigDecimal;".to_string())
+                {
+                    // Spark 4.3 counts a task's cpus as a `scala.math.BigDecimal`.
+                    self.scala_big_decimal(i64::from(u.task_cpus))?
+                } else {
+                    Value::Int(u.task_cpus)
+                };
                 self.cmsg(
                     "StatusUpdate",
                     &[
-                        ("taskCpus", Value::Int(u.task_cpus)),
+                        ("taskCpus", cpus),
                         ("taskId", Value::Long(u.task_id)),
                         ("data", data),
                         ("executorId", id),
@@ -1922,13 +1962,60 @@ impl<'t, 'o> Scala<'t, 'o> {
         }
     }
 
+    /// A whole number as Scala's `BigDecimal` in Scala's default context (`DECIMAL128`: 34 digits,
+    /// half-even), its hash code not yet computed: a `java.math.BigDecimal` of scale 0 whose
+    /// `BigInteger` writes its legacy fields as `BigInteger.writeObject` does.
+    fn scala_big_decimal(&mut self, n: i64) -> R {
+        let signum = n.signum() as i32;
+        let magnitude: Vec<u8> = {
+            let bytes = n.unsigned_abs().to_be_bytes();
+            let first = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len());
+            bytes[first..].to_vec()
+        };
+        let magnitude = self.b.byte_array(&magnitude)?;
+        let big_integer = self.obj(
+            "java.math.BigInteger",
+            &[
+                ("bitCount", Value::Int(-1)),
+                ("bitLength", Value::Int(-1)),
+                ("firstNonzeroByteNum", Value::Int(-2)),
+                ("lowestSetBit", Value::Int(-2)),
+                ("signum", Value::Int(signum)),
+                ("magnitude", magnitude),
+            ],
+        )?;
+        let java = self.obj(
+            "java.math.BigDecimal",
+            &[("scale", Value::Int(0)), ("intVal", big_integer)],
+        )?;
+        let half_even = self
+            .b
+            .enum_constant("java.math.RoundingMode", "HALF_EVEN")?;
+        let context = self.obj(
+            "java.math.MathContext",
+            &[("precision", Value::Int(34)), ("roundingMode", half_even)],
+        )?;
+        self.obj(
+            "scala.math.BigDecimal",
+            &[
+                ("computedHashCode", Value::Int(SCALA_HASH_NOT_COMPUTED)),
+                ("bigDecimal", java),
+                ("mc", context),
+            ],
+        )
+    }
+
     fn array_seq_typed(&mut self, array_class: &str, items: Vec<Value>) -> R {
         let arr = self.b.array(array_class, items)?;
         if self.scala_212() {
-            // Scala 2.12 wraps an array as `WrappedArray$ofRef`; its class tag is computed
-            // lazily (never, on Spark's path: `bitmap$0` false, null).
+            // Scala 2.12 wraps an array as `WrappedArray$ofRef`; before Scala 2.12.15 its class
+            // tag is computed lazily (never, on Spark's path: `bitmap$0` false, null).
+            let wrapped = "scala.collection.mutable.WrappedArray$ofRef";
+            if !self.has(wrapped, "elemTag") {
+                return self.obj(wrapped, &[("array", arr)]);
+            }
             return self.obj(
-                "scala.collection.mutable.WrappedArray$ofRef",
+                wrapped,
                 &[
                     ("bitmap$0", Value::Bool(false)),
                     ("array", arr),

@@ -899,7 +899,7 @@ fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
                 task_id: long_field(o, "taskId")?,
                 state: task_state(field(o, "state")?)?,
                 data: Payload::from(serializable_buffer(field(o, "data")?, "data")?),
-                task_cpus: int_field(o, "taskCpus")?,
+                task_cpus: task_cpus(field(o, "taskCpus")?)?,
                 resources: res,
             })
         }
@@ -964,6 +964,49 @@ fn coarse_message(name: &str, v: Node<'_>) -> Result<CoarseMessage, JavaError> {
         }),
         _ => return Err(unmapped(name)),
     })
+}
+
+/// A `StatusUpdate`'s task cpus: an `int` (Spark 3.5–4.2) or a `scala.math.BigDecimal` (Spark
+/// 4.3), which must then be a whole number that fits an `int` (sparkwire's typed message counts
+/// whole cpus; SPEC §15.4).
+fn task_cpus(v: Node<'_>) -> Result<i32, JavaError> {
+    if v.as_int().is_some() {
+        return int(v, "taskCpus");
+    }
+    let shape = |why: &str| JavaError::Shape(format!("taskCpus: {why}, found {}", v.describe()));
+    let scala = obj(v, "taskCpus")?;
+    if scala.class() != Some("scala.math.BigDecimal") {
+        return Err(shape("an int or a scala.math.BigDecimal"));
+    }
+    let java = obj(field(scala, "bigDecimal")?, "taskCpus.bigDecimal")?;
+    let scale = int_field(java, "scale")?;
+    let big = obj(field(java, "intVal")?, "taskCpus.bigDecimal.intVal")?;
+    let signum = int_field(big, "signum")?;
+    let magnitude = field(big, "magnitude")?
+        .as_bytes()
+        .ok_or_else(|| shape("a BigInteger with a byte[] magnitude"))?;
+    let digits = magnitude.iter().skip_while(|b| **b == 0).count();
+    if digits > 8 || !(-1..=1).contains(&signum) {
+        return Err(shape("a number of cpus that fits an int"));
+    }
+    let mut unscaled: i128 = 0;
+    for b in magnitude {
+        unscaled = (unscaled << 8) | i128::from(*b);
+    }
+    unscaled *= i128::from(signum);
+    // The value is unscaled × 10^-scale; a whole number only if 10^scale divides it.
+    let value = match scale {
+        0 => Some(unscaled),
+        s if s < 0 && s >= -9 => unscaled.checked_mul(10i128.pow(s.unsigned_abs())),
+        s if s > 0 && s <= 38 => {
+            let p = 10i128.pow(s.unsigned_abs());
+            (unscaled % p == 0).then(|| unscaled / p)
+        }
+        _ => None,
+    };
+    value
+        .and_then(|n| i32::try_from(n).ok())
+        .ok_or_else(|| shape("a whole number of cpus that fits an int"))
 }
 
 /// A `byte[]` value.

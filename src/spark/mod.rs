@@ -101,6 +101,4 @@ pub use serial::{
 };
 // Spark's golden vectors (test-only API).
 #[cfg(feature = "testing")]
-pub use vectors::{
-    check_vectors, render_vectors, spark_release, vectors_text, SparkVector, SparkVectors,
-};
+pub use vectors::{check_vectors, render_vectors, vectors_text, SparkVector, SparkVectors};

@@ -32,8 +32,40 @@ const TABLES: &[(&str, &str)] = &[
         include_str!("../../protocol/spark/classes-3.0.3.json"),
     ),
     (
+        "classes-3.1.3.json",
+        include_str!("../../protocol/spark/classes-3.1.3.json"),
+    ),
+    (
+        "classes-3.2.4.json",
+        include_str!("../../protocol/spark/classes-3.2.4.json"),
+    ),
+    (
+        "classes-3.3.4.json",
+        include_str!("../../protocol/spark/classes-3.3.4.json"),
+    ),
+    (
+        "classes-3.4.4.json",
+        include_str!("../../protocol/spark/classes-3.4.4.json"),
+    ),
+    (
+        "classes-3.5.9.json",
+        include_str!("../../protocol/spark/classes-3.5.9.json"),
+    ),
+    (
         "classes-4.0.1.json",
         include_str!("../../protocol/spark/classes-4.0.1.json"),
+    ),
+    (
+        "classes-4.0.5.json",
+        include_str!("../../protocol/spark/classes-4.0.5.json"),
+    ),
+    (
+        "classes-4.1.4.json",
+        include_str!("../../protocol/spark/classes-4.1.4.json"),
+    ),
+    (
+        "classes-4.3.0.json",
+        include_str!("../../protocol/spark/classes-4.3.0.json"),
     ),
 ];
 
@@ -56,6 +88,7 @@ struct IndexEntry {
 #[derive(Debug)]
 pub struct Release {
     name: String,
+    table_file: String,
     line: String,
     scala: String,
     table: &'static ClassTable,
@@ -99,8 +132,10 @@ fn registry() -> &'static Registry {
             .into_iter()
             .filter_map(|e| {
                 let table = tables.get(e.table.as_str())?;
+                let table: &'static ClassTable = table;
                 Some(Release {
                     line: line_of(&e.release),
+                    table_file: e.table,
                     name: e.release,
                     scala: e.scala,
                     table,
@@ -171,6 +206,12 @@ impl Release {
     /// The Scala version its jars were built with (`2.12`, `2.13`).
     pub fn scala(&self) -> &str {
         &self.scala
+    }
+
+    /// Whether its table file is named after it (`classes-RELEASE.json`): the first release of
+    /// those that share the table, which speaks for them in vectors and captures.
+    pub fn names_its_table(&self) -> bool {
+        self.table_file == format!("classes-{}.json", self.name)
     }
 
     /// Its class table.

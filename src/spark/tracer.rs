@@ -205,6 +205,25 @@ struct Conn {
     not_spark: bool,
     /// The release the connection's streams speak, as far as they have told it.
     detector: Detector,
+    /// The connection's events, held while the releases its streams agree with map to more
+    /// than one protocol version (a first stream of classes every release shares); written out
+    /// with the version once it is known, or at the close, or when [`MAX_PARKED`] are held.
+    parked: Vec<Event>,
+}
+
+/// Events of one connection held while its protocol version is undecided.
+const MAX_PARKED: usize = 256;
+
+impl Conn {
+    /// Whether the releases the connection's streams agree with all map to one protocol
+    /// version (or the release is pinned).
+    fn versioned(&self) -> bool {
+        let mut versions = self.detector.candidates().iter().map(|r| r.version());
+        match versions.next() {
+            Some(first) => versions.all(|v| v == first),
+            None => true,
+        }
+    }
 }
 
 /// Turns Spark connections into trace events.
@@ -325,6 +344,7 @@ impl Tracer {
                     Some(r) => Detector::pinned(r),
                     None => Detector::new(),
                 },
+                parked: Vec::new(),
             },
         );
     }
@@ -374,10 +394,11 @@ impl Tracer {
             if !c.not_spark {
                 self.settle(conn);
                 if self.conns.get(&conn).is_some_and(|c| c.ends.is_some()) {
-                    self.out.push(Event::close(time, conn));
+                    self.emit(Event::close(time, conn));
                 }
             }
         }
+        self.unpark(conn, true);
         self.conns.remove(&conn);
         std::mem::take(&mut self.out)
     }
@@ -404,6 +425,7 @@ impl Tracer {
             if self.conns.get(&id).is_some_and(|c| !c.not_spark) {
                 self.settle(id);
             }
+            self.unpark(id, true);
         }
         std::mem::take(&mut self.out)
     }
@@ -681,6 +703,7 @@ impl Tracer {
         if let (Some(r), Some(s)) = (told, self.summary.connections.get_mut(&conn)) {
             s.release = Some(r.name().to_string());
         }
+        self.unpark(conn, false);
     }
 
     /// The release `conn`'s frames are written again in.
@@ -841,7 +864,7 @@ impl Tracer {
                 } else {
                     (server.clone(), client.clone())
                 };
-                self.out.push(Event {
+                self.emit(Event {
                     time,
                     conn,
                     body: EventBody::Outside { from, to, frame },
@@ -946,7 +969,7 @@ impl Tracer {
         let held = std::mem::take(&mut c.held);
         // Every task a Spark connection carries is Spark's own (its TaskDescription and task
         // results): the trace says so, and validators count tasks instead of reading them.
-        self.out.push(
+        self.emit(
             Event::open(opened, conn, client.clone(), server.clone(), version)
                 .with_tasks(TaskPayloads::Spark),
         );
@@ -1071,7 +1094,43 @@ impl Tracer {
                 Err(name) => return self.family_mismatch(conn, time, from_client, name),
             },
         };
-        self.out.push(event);
+        self.emit(event);
+    }
+
+    /// Writes one event of its connection, or holds it while the connection's protocol version
+    /// is undecided.
+    fn emit(&mut self, event: Event) {
+        match self.conns.get_mut(&event.conn) {
+            Some(c) if !c.versioned() || !c.parked.is_empty() => {
+                c.parked.push(event);
+                let full = c.parked.len() >= MAX_PARKED;
+                let conn = c.parked[0].conn;
+                self.unpark(conn, full);
+            }
+            _ => self.out.push(event),
+        }
+    }
+
+    /// Writes `conn`'s held events with the protocol version of the release its streams name,
+    /// once that version is known (or at once with `now`: the connection closed, the input
+    /// ended, or too many are held).
+    fn unpark(&mut self, conn: ConnId, now: bool) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if c.parked.is_empty() || !(now || c.versioned()) {
+            return;
+        }
+        let version = c.detector.release().version();
+        for mut e in std::mem::take(&mut c.parked) {
+            match &mut e.body {
+                EventBody::Open { version: v, .. } | EventBody::Message { version: v, .. } => {
+                    *v = version;
+                }
+                EventBody::Close | EventBody::Outside { .. } => {}
+            }
+            self.out.push(e);
+        }
     }
 
     fn family_mismatch(&mut self, conn: ConnId, time: u64, from_client: bool, name: String) {

@@ -14,10 +14,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::classes::ClassTable;
 use super::encode;
 use super::java;
 use super::map::{classify, reply_value, Classified, ReplyValue, Typed};
+use super::release::Release;
 use crate::definition::{Definition, MessageKind};
 use crate::messages::{to_hex, CoarseMessage, DeployMessage, Family, Version, Versioned};
 use crate::wire::vectors::{sample_message, Case};
@@ -57,15 +57,6 @@ pub struct SparkVectors {
     pub not_written: BTreeMap<String, String>,
 }
 
-/// The Spark release of protocol `version`.
-pub fn spark_release(version: Version) -> &'static str {
-    if version == Version::V1 {
-        "3.0.3"
-    } else {
-        "4.0.1"
-    }
-}
-
 fn typed_json(m: &Typed, version: Version) -> Result<Value, String> {
     match m {
         Typed::Deploy(d) => serde_json::to_value(Versioned(d, version)),
@@ -78,14 +69,15 @@ fn typed_json(m: &Typed, version: Version) -> Result<Value, String> {
 /// with and without its own objects.
 type Described = (String, String, Value, Vec<u8>, Vec<u8>);
 
-fn describe(stream: &[u8], version: Version) -> Result<Option<Described>, String> {
+fn describe(stream: &[u8], release: &'static Release) -> Result<Option<Described>, String> {
+    let version = release.version();
     let g = java::parse(stream).map_err(|e| e.to_string())?;
     let root = g.root_node();
     let class = root.class().unwrap_or_default().to_string();
     let e = |e: encode::EncodeError| e.to_string();
     if class == "org.apache.spark.rpc.netty.RpcEndpointVerifier$CheckExistence" {
         let name = java::str_field(root, "name").map_err(|e| e.to_string())?;
-        let again = encode::check_existence_stream(&name, version).map_err(e)?;
+        let again = encode::check_existence_stream(&name, release).map_err(e)?;
         return Ok(Some((
             "CheckExistence".into(),
             class,
@@ -96,14 +88,14 @@ fn describe(stream: &[u8], version: Version) -> Result<Option<Described>, String
     }
     if let Classified::Message(m) = classify(root) {
         let value = typed_json(&m, version)?;
-        let with = encode::message_stream(&m, version, Some(&g)).map_err(e)?;
-        let alone = encode::message_stream(&m, version, None).unwrap_or_default();
+        let with = encode::message_stream(&m, release, Some(&g)).map_err(e)?;
+        let alone = encode::message_stream(&m, release, None).unwrap_or_default();
         let name = format!("{}.{}", m.family(), m.name());
         return Ok(Some((name, class, value, with, alone)));
     }
     match reply_value(root) {
         Ok(ReplyValue::Bool(b)) => {
-            let again = encode::bool_stream(b, version).map_err(e)?;
+            let again = encode::bool_stream(b, release).map_err(e)?;
             Ok(Some((
                 "reply.bool".into(),
                 class,
@@ -113,7 +105,7 @@ fn describe(stream: &[u8], version: Version) -> Result<Option<Described>, String
             )))
         }
         Ok(ReplyValue::Int(i)) => {
-            let again = encode::int_stream(i, version).map_err(e)?;
+            let again = encode::int_stream(i, release).map_err(e)?;
             Ok(Some((
                 "reply.i32".into(),
                 class,
@@ -126,13 +118,21 @@ fn describe(stream: &[u8], version: Version) -> Result<Option<Described>, String
     }
 }
 
-/// The vectors of protocol `version` from the captures in `captures` (a directory of `*.pcap`).
-pub fn render_vectors(version: Version, captures: &Path) -> Result<SparkVectors, String> {
-    let mut paths: Vec<_> = std::fs::read_dir(captures)
-        .map_err(|e| format!("cannot read {}: {e}", captures.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
-        .collect();
+/// The vectors of Spark `release` from the captures in `captures` (a directory of `*.pcap`;
+/// `None`: no capture, every vector written from the definition's sample values).
+pub fn render_vectors(
+    release: &'static Release,
+    captures: Option<&Path>,
+) -> Result<SparkVectors, String> {
+    let version = release.version();
+    let mut paths: Vec<_> = match captures {
+        Some(dir) => std::fs::read_dir(dir)
+            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
+            .collect(),
+        None => Vec::new(),
+    };
     paths.sort();
     let mut vectors: BTreeMap<String, SparkVector> = BTreeMap::new();
     for path in &paths {
@@ -145,7 +145,7 @@ pub fn render_vectors(version: Version, captures: &Path) -> Result<SparkVectors,
         let streams = super::decode::java_streams(file).map_err(|e| format!("{name}: {e}"))?;
         for stream in streams {
             let Some((message, class, value, with, alone)) =
-                describe(&stream, version).map_err(|e| format!("{name}: {e}"))?
+                describe(&stream, release).map_err(|e| format!("{name}: {e}"))?
             else {
                 continue;
             };
@@ -180,6 +180,21 @@ pub fn render_vectors(version: Version, captures: &Path) -> Result<SparkVectors,
         if vectors.contains_key(&key) {
             continue;
         }
+        let prefix = if msg.family == DeployMessage::FAMILY {
+            super::map::DEPLOY_PREFIX
+        } else {
+            super::map::COARSE_PREFIX
+        };
+        let class = format!("{prefix}{}", msg.name);
+        if release.table().get(&class).is_none()
+            && release.table().get(&format!("{class}$")).is_none()
+        {
+            not_written.insert(
+                key,
+                format!("Spark {release} has no {class}: the message is not in this release"),
+            );
+            continue;
+        }
         let typed = if msg.family == DeployMessage::FAMILY {
             sample_message::<DeployMessage>(def, msg, Case::Full).map(Typed::Deploy)
         } else {
@@ -192,17 +207,23 @@ pub fn render_vectors(version: Version, captures: &Path) -> Result<SparkVectors,
                 continue;
             }
         };
-        match encode::message_stream(&typed, version, None) {
+        match encode::message_stream(&typed, release, None) {
             Ok(stream) => {
                 let g = java::parse(&stream).map_err(|e| format!("{key}: {e}"))?;
                 let class = g.root_node().class().unwrap_or_default().to_string();
+                // What the release's forms keep of the sample value (a release without a
+                // field drops it): the value its stream reads back as.
+                let kept = match classify(g.root_node()) {
+                    Classified::Message(m) => m,
+                    other => return Err(format!("{key}: written, it reads back as {other:?}")),
+                };
                 vectors.insert(
                     key.clone(),
                     SparkVector {
                         message: key,
                         class,
                         source: "built".into(),
-                        value: typed_json(&typed, version)?,
+                        value: typed_json(&kept, version)?,
                         stream_hex: to_hex(&stream),
                         from_value_alone: true,
                     },
@@ -213,18 +234,18 @@ pub fn render_vectors(version: Version, captures: &Path) -> Result<SparkVectors,
             }
         }
     }
-    let table = ClassTable::of(version);
     Ok(SparkVectors {
-        spark: spark_release(version).into(),
+        spark: release.name().into(),
         protocol_version: version.number(),
         note: format!(
             "Spark {}'s own Java streams for sparkwire's typed messages: from the captures of \
              tests/data/spark/{}/ (source `capture …`), or written by sparkwire from the \
-             definition's sample value with the class descriptors of {} (source `built`). \
-             Regenerate with `sparkwire spec vectors`.",
-            spark_release(version),
-            spark_release(version),
-            table.map_or("(no table)", |_| "protocol/spark/classes-*.json")
+             definition's sample value with the class descriptors of Spark {} \
+             (protocol/spark/releases.json; source `built`). Regenerate with `sparkwire spec \
+             vectors`.",
+            release.name(),
+            release.name(),
+            release.name(),
         ),
         vectors: vectors.into_values().collect(),
         not_written,
@@ -235,12 +256,20 @@ pub fn render_vectors(version: Version, captures: &Path) -> Result<SparkVectors,
 /// the stream's own objects, or alone when `fromValueAlone`) encodes to its stream. Returns how
 /// many were checked.
 pub fn check_vectors(v: &SparkVectors) -> Result<usize, String> {
-    let version = Version::from_number(u64::from(v.protocol_version))
-        .ok_or_else(|| format!("protocol version {}", v.protocol_version))?;
+    let release = Release::named(&v.spark)
+        .ok_or_else(|| format!("Spark {}: not a release sparkwire speaks", v.spark))?;
+    if release.version().number() != v.protocol_version {
+        return Err(format!(
+            "Spark {} maps to protocol version {}, not {}",
+            v.spark,
+            release.version().number(),
+            v.protocol_version
+        ));
+    }
     for vector in &v.vectors {
         let stream = crate::messages::from_hex(&vector.stream_hex)
             .ok_or_else(|| format!("{}: bad hex", vector.message))?;
-        let Some((message, class, value, with, alone)) = describe(&stream, version)? else {
+        let Some((message, class, value, with, alone)) = describe(&stream, release)? else {
             return Err(format!("{}: the stream holds no message", vector.message));
         };
         let fail = |what: &str| Err(format!("{}: {what}", vector.message));
