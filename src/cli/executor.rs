@@ -17,9 +17,10 @@ pub struct ExecutorArgs {
     /// This executor's id.
     #[arg(long)]
     executor_id: String,
-    /// The host this executor reports.
-    #[arg(long, default_value = "127.0.0.1")]
-    hostname: String,
+    /// The host this executor reports (its worker's host, as the worker gives it). Default:
+    /// SPARK_LOCAL_HOSTNAME, else SPARK_LOCAL_IP, else 127.0.0.1.
+    #[arg(long)]
+    hostname: Option<String>,
     /// Cores to offer.
     #[arg(long)]
     cores: u32,
@@ -44,7 +45,9 @@ pub fn run(args: ExecutorArgs) -> Result<ExitCode, String> {
     let config = ExecutorConfig {
         driver_url: args.driver_url,
         executor_id: args.executor_id,
-        hostname: args.hostname,
+        hostname: args.hostname.unwrap_or_else(|| {
+            super::address::daemon_host(None, false, sparkwire::reference::address::process_env)
+        }),
         cores: args.cores,
         app_id: args.app_id,
         worker_url: args.worker_url.filter(|u| !u.is_empty()),

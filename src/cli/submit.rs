@@ -61,9 +61,8 @@ pub struct SubmitArgs {
     /// In cluster deploy mode, restart the driver when it fails (spark.driver.supervise).
     #[arg(long)]
     supervise: bool,
-    /// The host executors reach the driver at, in client deploy mode.
-    #[arg(long, default_value = "127.0.0.1")]
-    driver_host: String,
+    #[command(flatten)]
+    address: super::address::DriverAddressArgs,
     /// Executors to wait for before the job starts (it starts anyway after --executor-timeout).
     #[arg(long, default_value_t = 1)]
     executors: usize,
@@ -156,7 +155,16 @@ async fn client_mode(
     config.executor_cores = args.executor_cores;
     config.executor_memory_mb = executor_memory;
     config.max_cores = args.total_executor_cores;
-    config.advertise_host = args.driver_host.clone();
+    let address = args
+        .address
+        .resolve(&url.masters, sparkwire::reference::address::process_env)?;
+    super::address::check_driver_listens(
+        address.listen.ip(),
+        security.authenticates(),
+        args.security.insecure,
+    )?;
+    config.advertise_host = address.announce;
+    config.listen = address.listen;
     config.security = security.clone();
     config.busy_poll = busy_poll;
     let observer = TraceObserver::new(Some(strict_validator()), None, 0);
@@ -207,6 +215,9 @@ fn driver_description(
     ];
     arguments.extend(args.job.to_args());
     arguments.extend(args.busy_poll.to_args());
+    if args.security.insecure {
+        arguments.push("--insecure".into());
+    }
     if let Some(name) = &args.name {
         arguments.extend(["--name".into(), name.clone()]);
     }
