@@ -1,0 +1,223 @@
+//! A cluster across hosts: network namespaces on a bridge, one "host" each (the fixture in
+//! `common/netns.rs`), running `sparkwire` processes as a user would on separate machines, with
+//! `--host` and a shared secret and nothing else about addresses. Needs root: without it each
+//! test says it skips (or fails, with `SPARKWIRE_REQUIRE_NETNS=1`).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+mod common;
+#[path = "common/netns.rs"]
+mod netns;
+
+use common::files::temp_dir;
+use common::processes::BIN;
+use netns::{HostProcess, Net};
+use sparkwire::connection::write_secret_file;
+use sparkwire::wire::handshake::Secret;
+
+/// How long any one wait may last (the machine is shared and loaded).
+const PATIENCE: Duration = Duration::from_secs(90);
+
+/// A private (0600) secret file in `dir`.
+fn secret_file(dir: &Path) -> String {
+    let path = dir.join("secret");
+    let secret = Secret::new(b"the-secret-of-the-many-hosts-cluster".to_vec()).expect("secret");
+    write_secret_file(&path, &secret).expect("written");
+    path.display().to_string()
+}
+
+/// `sparkwire ARGS` on host `i`, its log in `dir/NAME.log`.
+fn sparkwire(net: &Net, i: usize, dir: &Path, name: &str, args: &[&str]) -> HostProcess {
+    let mut c = net.command(i, BIN, args);
+    c.env("RUST_LOG", "info")
+        .env_remove("SPARKWIRE_SECRET_FILE")
+        .env_remove("SPARK_LOCAL_IP")
+        .env_remove("SPARK_LOCAL_HOSTNAME")
+        .env_remove("SPARK_MASTER_HOST");
+    net.spawn(c, dir.join(format!("{name}.log")))
+}
+
+/// A master on host 1 (`--host` its address) and a worker on each of `workers` (their
+/// `--host`), all with `secret`, the master's worker timeout `timeout` seconds.
+struct Cluster {
+    url: String,
+    master: HostProcess,
+    workers: Vec<HostProcess>,
+}
+
+fn cluster(net: &Net, dir: &Path, secret: &str, workers: &[usize], timeout: &str) -> Cluster {
+    let master = sparkwire(
+        net,
+        1,
+        dir,
+        "master",
+        &[
+            "master",
+            "--host",
+            net.ip(1),
+            "--port",
+            "7077",
+            "--webui-port",
+            "8080",
+            "--secret-file",
+            secret,
+            "--worker-timeout",
+            timeout,
+        ],
+    );
+    let url = format!("sparkwire://{}:7077", net.ip(1));
+    assert_eq!(
+        master.first_line,
+        format!("sparkwire master listening on {url}"),
+        "{}",
+        master.log_text()
+    );
+    let mut procs = Vec::new();
+    for &w in workers {
+        let work = dir.join(format!("work{w}"));
+        let work = work.to_str().expect("utf-8").to_string();
+        let p = sparkwire(
+            net,
+            w,
+            dir,
+            &format!("worker{w}"),
+            &[
+                "worker",
+                &url,
+                "--host",
+                net.ip(w),
+                "--port",
+                "7078",
+                "--webui-port",
+                "8081",
+                "--cores",
+                "2",
+                "--memory",
+                "2048",
+                "--work-dir",
+                &work,
+                "--allow-exec-any",
+                BIN,
+                "--secret-file",
+                secret,
+                "--worker-timeout",
+                timeout,
+                "--register-retry",
+                "1",
+            ],
+        );
+        assert!(
+            p.first_line.contains(&format!("listening on sparkwire://{}:7078", net.ip(w))),
+            "{:?}: {}",
+            p.first_line,
+            p.log_text()
+        );
+        procs.push(p);
+    }
+    let c = Cluster {
+        url,
+        master,
+        workers: procs,
+    };
+    let n = workers.len();
+    wait_for(&format!("{n} workers registered"), || {
+        let log = c.master.log_text();
+        log.matches("Registering worker").count() >= n
+    });
+    c
+}
+
+/// Waits until `ok` holds, at most [`PATIENCE`].
+fn wait_for(what: &str, ok: impl Fn() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !ok() {
+        assert!(Instant::now() < deadline, "never {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Runs `sparkwire ARGS` on host `i` to its end (at most [`PATIENCE`]): its exit code and
+/// output (standard output, then standard error).
+fn run_on(net: &Net, i: usize, dir: &Path, name: &str, args: &[&str]) -> (i32, String) {
+    let mut p = sparkwire(net, i, dir, name, args);
+    let code = p.wait_exit(PATIENCE);
+    let text = p.output().join("\n") + "\n" + &p.log_text();
+    (code.unwrap_or_else(|| panic!("{name} still running: {text}")), text)
+}
+
+#[test]
+fn a_job_runs_across_four_hosts_in_both_deploy_modes_with_host_alone() {
+    let Some(net) = Net::create_or_skip(4, "four_hosts") else {
+        return;
+    };
+    let started = Instant::now();
+    let dir = temp_dir("four-hosts");
+    let secret = secret_file(&dir);
+    let c = cluster(&net, &dir, &secret, &[2, 3], "60");
+
+    // Client deploy mode, the driver on host 4: nothing said of its address, it announces the
+    // one its executors on hosts 2 and 3 reach it at, and listens there.
+    let (code, out) = run_on(
+        &net,
+        4,
+        &dir,
+        "submit-client",
+        &[
+            "submit",
+            "--master",
+            &c.url,
+            "--secret-file",
+            &secret,
+            "--job",
+            "pi",
+            "--executors",
+            "2",
+            "--executor-memory",
+            "512m",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("job pi: Pi is roughly 3.1"), "{out}");
+    // Its executors ran on both workers' hosts, told to reach the driver at host 4.
+    for w in [2, 3] {
+        let log = std::fs::read_dir(dir.join(format!("work{w}")))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert!(log > 0, "no executor ran on host {w}: {out}");
+    }
+    // Cluster deploy mode from host 4: a worker runs the driver, which announces that
+    // worker's host and listens there; its output comes back over the worker's web UI.
+    let (code, out) = run_on(
+        &net,
+        4,
+        &dir,
+        "submit-cluster",
+        &[
+            "submit",
+            "--master",
+            &c.url,
+            "--secret-file",
+            &secret,
+            "--deploy-mode",
+            "cluster",
+            "--driver-memory",
+            "512m",
+            "--executor-memory",
+            "512m",
+            "--executor-cores",
+            "1",
+            "--job",
+            "pi",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(": FINISHED"), "{out}");
+    assert!(out.contains("Pi is roughly 3.1"), "{out}");
+    drop(c);
+    eprintln!(
+        "four hosts, both deploy modes: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
