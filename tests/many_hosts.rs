@@ -221,3 +221,135 @@ fn a_job_runs_across_four_hosts_in_both_deploy_modes_with_host_alone() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The master's state as `sparkwire status --json`, run on host `i` with `secret`.
+fn status_json(net: &Net, i: usize, dir: &Path, url: &str, secret: &str) -> serde_json::Value {
+    let (code, out) = run_on(
+        net,
+        i,
+        dir,
+        "status",
+        &["status", url, "--json", "--secret-file", secret],
+    );
+    assert_eq!(code, 0, "{out}");
+    let json = &out[out.find('{').unwrap_or(0)..out.rfind('}').map_or(0, |e| e + 1)];
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The first instant (polled every 20 ms, at most [`PATIENCE`]) at which `log` holds `needle`
+/// `count` times.
+fn when_logged(p: &HostProcess, needle: &str, count: usize) -> Instant {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if p.log_text().matches(needle).count() >= count {
+            return Instant::now();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never {count}× {needle:?}: {}",
+            p.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_worker_cut_off_past_the_timeout_is_dead_its_executors_replaced_then_it_comes_back_once() {
+    let Some(net) = Net::create_or_skip(4, "worker_cut_off") else {
+        return;
+    };
+    let started = Instant::now();
+    let dir = temp_dir("worker-cut-off");
+    let secret = secret_file(&dir);
+    // Worker timeout 3 s: heartbeats every 0.75 s.
+    let c = cluster(&net, &dir, &secret, &[2, 3], "3");
+    // One executor of one core on each worker; host 2 keeps a free core for a replacement.
+    let mut job = sparkwire(
+        &net,
+        4,
+        &dir,
+        "submit",
+        &[
+            "submit",
+            "--master",
+            &c.url,
+            "--secret-file",
+            &secret,
+            "--job",
+            "sleep",
+            "--partitions",
+            "60",
+            "--param",
+            "200",
+            "--executor-cores",
+            "1",
+            "--total-executor-cores",
+            "2",
+            "--executors",
+            "2",
+            "--executor-memory",
+            "256m",
+        ],
+    );
+    wait_for("an executor on each host", || {
+        let s = status_json(&net, 4, &dir, &c.url, &secret);
+        s["workers"]
+            .as_array()
+            .is_some_and(|ws| ws.iter().all(|w| w["coresused"] == 1))
+    });
+
+    net.cut(3);
+    let cut = Instant::now();
+    let dead = when_logged(&c.master, "because we got no heartbeat", 1);
+    let s = status_json(&net, 4, &dir, &c.url, &secret);
+    let worker3 = |s: &serde_json::Value| -> Vec<String> {
+        s["workers"]
+            .as_array()
+            .map(|ws| {
+                ws.iter()
+                    .filter(|w| w["host"] == net.ip(3))
+                    .map(|w| w["state"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(worker3(&s), ["DEAD"], "{s}");
+    // The executor lost with it is replaced on host 2.
+    wait_for("host 2 runs the replacement executor", || {
+        let s = status_json(&net, 4, &dir, &c.url, &secret);
+        s["workers"].as_array().is_some_and(|ws| {
+            ws.iter()
+                .any(|w| w["host"] == net.ip(2) && w["coresused"] == 2)
+        })
+    });
+    // Healed past the timeout: the worker learns it was forgotten (ReconnectWorker) and
+    // registers again.
+    std::thread::sleep(Duration::from_secs(2));
+    net.heal(3);
+    let healed = Instant::now();
+    let back = when_logged(&c.master, &format!("Registering worker {}:7078", net.ip(3)), 2);
+    let code = job.wait_exit(PATIENCE);
+    let out = job.output().join("\n") + "\n" + &job.log_text();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("job sleep:"), "{out}");
+
+    let s = status_json(&net, 4, &dir, &c.url, &secret);
+    let alive: Vec<&serde_json::Value> = s["workers"]
+        .as_array()
+        .map(|ws| ws.iter().filter(|w| w["state"] == "ALIVE").collect())
+        .unwrap_or_default();
+    let mut hosts: Vec<&str> = alive.iter().filter_map(|w| w["host"].as_str()).collect();
+    hosts.sort_unstable();
+    assert_eq!(hosts, [net.ip(2), net.ip(3)], "one alive worker per host: {s}");
+    let apps = s["completedapps"].as_array().map_or(0, Vec::len);
+    assert_eq!(apps, 1, "the application ended, not lost: {s}");
+    assert_eq!(s["completedapps"][0]["state"], "FINISHED", "{s}");
+    eprintln!(
+        "worker cut off: DEAD {:.2} s after the cut (timeout 3 s), registered again {:.2} s \
+         after the heal; whole test {:.1} s",
+        (dead - cut).as_secs_f64(),
+        (back - healed).as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

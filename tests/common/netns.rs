@@ -14,6 +14,8 @@
 //! [`Net::create_or_skip`] turns that into a skip the test prints, or into a failure when
 //! `SPARKWIRE_REQUIRE_NETNS=1` (as CI sets it).
 
+#![allow(dead_code)]
+
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
