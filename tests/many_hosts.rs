@@ -43,7 +43,7 @@ fn sparkwire(net: &Net, i: usize, dir: &Path, name: &str, args: &[&str]) -> Host
 struct Cluster {
     url: String,
     master: HostProcess,
-    workers: Vec<HostProcess>,
+    _workers: Vec<HostProcess>,
 }
 
 fn cluster(net: &Net, dir: &Path, secret: &str, workers: &[usize], timeout: &str) -> Cluster {
@@ -108,7 +108,8 @@ fn cluster(net: &Net, dir: &Path, secret: &str, workers: &[usize], timeout: &str
             ],
         );
         assert!(
-            p.first_line.contains(&format!("listening on sparkwire://{}:7078", net.ip(w))),
+            p.first_line
+                .contains(&format!("listening on sparkwire://{}:7078", net.ip(w))),
             "{:?}: {}",
             p.first_line,
             p.log_text()
@@ -118,7 +119,7 @@ fn cluster(net: &Net, dir: &Path, secret: &str, workers: &[usize], timeout: &str
     let c = Cluster {
         url,
         master,
-        workers: procs,
+        _workers: procs,
     };
     let n = workers.len();
     wait_for(&format!("{n} workers registered"), || {
@@ -143,7 +144,10 @@ fn run_on(net: &Net, i: usize, dir: &Path, name: &str, args: &[&str]) -> (i32, S
     let mut p = sparkwire(net, i, dir, name, args);
     let code = p.wait_exit(PATIENCE);
     let text = p.output().join("\n") + "\n" + &p.log_text();
-    (code.unwrap_or_else(|| panic!("{name} still running: {text}")), text)
+    (
+        code.unwrap_or_else(|| panic!("{name} still running: {text}")),
+        text,
+    )
 }
 
 #[test]
@@ -327,7 +331,11 @@ fn a_worker_cut_off_past_the_timeout_is_dead_its_executors_replaced_then_it_come
     std::thread::sleep(Duration::from_secs(2));
     net.heal(3);
     let healed = Instant::now();
-    let back = when_logged(&c.master, &format!("Registering worker {}:7078", net.ip(3)), 2);
+    let back = when_logged(
+        &c.master,
+        &format!("Registering worker {}:7078", net.ip(3)),
+        2,
+    );
     let code = job.wait_exit(PATIENCE);
     let out = job.output().join("\n") + "\n" + &job.log_text();
     assert_eq!(code, Some(0), "{out}");
@@ -340,7 +348,11 @@ fn a_worker_cut_off_past_the_timeout_is_dead_its_executors_replaced_then_it_come
         .unwrap_or_default();
     let mut hosts: Vec<&str> = alive.iter().filter_map(|w| w["host"].as_str()).collect();
     hosts.sort_unstable();
-    assert_eq!(hosts, [net.ip(2), net.ip(3)], "one alive worker per host: {s}");
+    assert_eq!(
+        hosts,
+        [net.ip(2), net.ip(3)],
+        "one alive worker per host: {s}"
+    );
     let apps = s["completedapps"].as_array().map_or(0, Vec::len);
     assert_eq!(apps, 1, "the application ended, not lost: {s}");
     assert_eq!(s["completedapps"][0]["state"], "FINISHED", "{s}");
@@ -350,6 +362,60 @@ fn a_worker_cut_off_past_the_timeout_is_dead_its_executors_replaced_then_it_come
         (dead - cut).as_secs_f64(),
         (back - healed).as_secs_f64(),
         started.elapsed().as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_driver_its_executors_cannot_reach_says_why_and_submit_gives_up_in_bounded_time() {
+    let Some(net) = Net::create_or_skip(4, "unreachable_driver") else {
+        return;
+    };
+    let started = Instant::now();
+    let dir = temp_dir("unreachable-driver");
+    let secret = secret_file(&dir);
+    let c = cluster(&net, &dir, &secret, &[2], "60");
+    // The driver on host 4 announces 127.0.0.1 (and listens there): the executor on host 2
+    // dials its own loopback.
+    let (code, out) = run_on(
+        &net,
+        4,
+        &dir,
+        "submit-unreachable",
+        &[
+            "submit",
+            "--master",
+            &c.url,
+            "--secret-file",
+            &secret,
+            "--driver-host",
+            "127.0.0.1",
+            "--job",
+            "pi",
+            "--executor-memory",
+            "256m",
+            "--executor-timeout",
+            "25",
+        ],
+    );
+    let took = started.elapsed();
+    assert_ne!(code, 0, "{out}");
+    // The executor's own words, carried from host 2 in ExecutorStateChanged's message, are in
+    // the driver's log (WARN) and in what submit says when it gives up.
+    let reason = "cannot connect to the driver at ";
+    let warned = out
+        .lines()
+        .find(|l| l.contains("WARN") && l.contains(reason) && l.contains("connection refused"));
+    assert!(warned.is_some(), "no WARN with the reason: {out}");
+    let last = out.lines().rev().find(|l| l.starts_with("sparkwire: "));
+    assert!(
+        last.is_some_and(|l| l.contains(reason)),
+        "submit's last word is not the reason: {out}"
+    );
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    eprintln!(
+        "unreachable driver: submit gave up after {:.1} s",
+        took.as_secs_f64()
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -63,10 +63,12 @@ pub struct SubmitArgs {
     supervise: bool,
     #[command(flatten)]
     address: super::address::DriverAddressArgs,
-    /// Executors to wait for before the job starts (it starts anyway after --executor-timeout).
+    /// Executors to wait for before the job starts (it starts with fewer after
+    /// --executor-timeout, if at least one registered).
     #[arg(long, default_value_t = 1)]
     executors: usize,
-    /// How long to wait for those executors, seconds.
+    /// How long to wait for those executors, seconds. With none registered by then, submit
+    /// gives up: it says why (the last executor's end, as its worker reported it) and exits 2.
     #[arg(long, default_value_t = 60)]
     executor_timeout: u64,
     #[command(flatten)]

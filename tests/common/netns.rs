@@ -121,7 +121,14 @@ impl Net {
             ip(&["netns", "add", &host.ns])?;
             net.hosts.push(host.clone());
             ip(&[
-                "link", "add", &host.inside, "type", "veth", "peer", "name", &host.peer,
+                "link",
+                "add",
+                &host.inside,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &host.peer,
             ])?;
             ip(&["link", "set", &host.inside, "netns", &host.ns])?;
             ip(&["link", "set", &host.peer, "master", &net.bridge])?;
@@ -225,7 +232,9 @@ impl Net {
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default();
-        out.split_whitespace().filter_map(|p| p.parse().ok()).collect()
+        out.split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
     }
 
     /// Kills (SIGKILL) every process of host `i` at once, as when the machine dies; waits
@@ -243,7 +252,10 @@ impl Net {
                 kill.arg(p.to_string());
             }
             let _ = kill.stderr(Stdio::null()).status();
-            assert!(Instant::now() < deadline, "host {i}'s processes {pids:?} live on");
+            assert!(
+                Instant::now() < deadline,
+                "host {i}'s processes {pids:?} live on"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
