@@ -41,6 +41,8 @@ pub struct DriverArgs {
     limits: super::limits::LimitArgs,
     #[command(flatten)]
     security: super::security::DriverSecurityArgs,
+    #[command(flatten)]
+    address: super::address::DriverAddressArgs,
 }
 
 /// Runs the command: exit 0 when the job succeeded (its result on standard output), 1 when it
@@ -76,6 +78,16 @@ pub fn run(args: DriverArgs) -> Result<ExitCode, String> {
         .filter_map(|m| MasterUrl::parse(m).ok())
         .flat_map(|u| u.masters)
         .collect();
+    let address = args
+        .address
+        .resolve(&masters, sparkwire::reference::address::process_env)?;
+    super::address::check_driver_listens(
+        address.listen.ip(),
+        config.security.authenticates(),
+        args.security.insecure,
+    )?;
+    config.advertise_host = address.announce;
+    config.listen = address.listen;
     let security = config.security.clone();
     super::single_thread_runtime()?.block_on(async move {
         let driver = Driver::start(config).await.map_err(|e| e.to_string())?;

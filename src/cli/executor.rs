@@ -8,6 +8,13 @@ use clap::Args;
 use sparkwire::reference::executor::{run_executor, ExecutorConfig};
 use sparkwire::reference::task::BuiltinRunner;
 
+/// How long the executor keeps dialling its driver and worker before it exits, saying why (its
+/// last line of standard error, which its worker hands on in ExecutorStateChanged's message).
+/// Both listen before they name the executor, so a refusal that lasts is an address wrong (a
+/// driver announcing what it does not listen on, or one its executors' hosts cannot reach):
+/// Spark's executor gives up after 3 quick tries; this one after 10 s of them.
+const CONNECT_WINDOW: Duration = Duration::from_secs(10);
+
 /// Arguments of `sparkwire executor`, named as Spark's CoarseGrainedExecutorBackend names them.
 #[derive(Debug, Args)]
 pub struct ExecutorArgs {
@@ -17,9 +24,10 @@ pub struct ExecutorArgs {
     /// This executor's id.
     #[arg(long)]
     executor_id: String,
-    /// The host this executor reports.
-    #[arg(long, default_value = "127.0.0.1")]
-    hostname: String,
+    /// The host this executor reports (its worker's host, as the worker gives it). Default:
+    /// SPARK_LOCAL_HOSTNAME, else SPARK_LOCAL_IP, else 127.0.0.1.
+    #[arg(long)]
+    hostname: Option<String>,
     /// Cores to offer.
     #[arg(long)]
     cores: u32,
@@ -44,12 +52,14 @@ pub fn run(args: ExecutorArgs) -> Result<ExitCode, String> {
     let config = ExecutorConfig {
         driver_url: args.driver_url,
         executor_id: args.executor_id,
-        hostname: args.hostname,
+        hostname: args.hostname.unwrap_or_else(|| {
+            super::address::daemon_host(None, false, sparkwire::reference::address::process_env)
+        }),
         cores: args.cores,
         app_id: args.app_id,
         worker_url: args.worker_url.filter(|u| !u.is_empty()),
         resource_profile_id: args.resource_profile_id,
-        connect_timeout: Duration::from_secs(30),
+        connect_timeout: CONNECT_WINDOW,
         security,
     };
     // Tasks run on threads of the executor's own; what is left (the connections and the loop

@@ -105,6 +105,15 @@ pub(crate) async fn run_and_report(
         return Err(stop_interrupted(driver).await);
     };
     let ready = ready.map_err(|e| e.to_string())?;
+    if ready.ready_executors() == 0 {
+        // Bounded: with no executor by the timeout the job could only wait; say why instead.
+        let _ = driver.stop().await;
+        return Err(format!(
+            "no executor registered within {} s, giving up: {}",
+            timeout.as_secs(),
+            sparkwire::node::driver::starvation_reason(ready.executor_ends.last())
+        ));
+    }
     if let Some(app_id) = &ready.app_id {
         println!("application {app_id} registered");
     }

@@ -41,7 +41,8 @@ pub struct LocalClusterArgs {
     /// Largest message, MiB (spark.rpc.message.maxSize).
     #[arg(long, default_value_t = 128)]
     max_message_size: u32,
-    /// How long to wait for the executors before running the job anyway, seconds.
+    /// How long to wait for the executors before running the job anyway, seconds (with none
+    /// registered by then it gives up, saying why, and exits 2).
     #[arg(long, default_value_t = 60)]
     executor_timeout: u64,
     /// Run without authentication. By default a random shared secret is made for this run: the

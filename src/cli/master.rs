@@ -17,9 +17,11 @@ use sparkwire::validate::SharedValidator;
 /// Options of `sparkwire master`.
 #[derive(Debug, Args)]
 pub struct MasterArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    host: String,
+    /// Address to listen on and announce. Default: SPARK_MASTER_HOST, else SPARK_LOCAL_HOSTNAME,
+    /// else SPARK_LOCAL_IP, else 127.0.0.1 (Spark's last resort is the host's own address:
+    /// sparkwire opens to other hosts only when told an address).
+    #[arg(long)]
+    host: Option<String>,
     /// Port to listen on; 0 picks a free one.
     #[arg(long, default_value_t = 7077)]
     port: u16,
@@ -276,6 +278,11 @@ fn spark_front(
 /// Runs the command.
 pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     super::init_logging();
+    let host = super::address::daemon_host(
+        args.host.as_deref(),
+        true,
+        sparkwire::reference::address::process_env,
+    );
     if !(args.worker_timeout.is_finite() && args.worker_timeout > 0.0) {
         return Err("--worker-timeout must be a positive number of seconds".into());
     }
@@ -291,7 +298,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     if versions.is_empty() {
         return Err("--protocol-versions names no version".into());
     }
-    let mut security = super::security::listening(&args.security, &args.host, "master")?;
+    let mut security = super::security::listening(&args.security, &host, "master")?;
     if security.encrypts() && args.security.tls.tls_ca.is_none() {
         tracing::warn!("TLS without --tls-ca: after a failover this master cannot reach workers and applications to announce itself");
     }
@@ -307,7 +314,7 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     let mut config = MasterConfig {
         limits: super::limits::limits(&args.limits, Some(&args.idle))?,
         security,
-        host: args.host,
+        host,
         port: args.port,
         port_retries: args.port_retries,
         core: sparkwire::node::master::Config {

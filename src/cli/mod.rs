@@ -1,5 +1,6 @@
 //! Layer 6: the commands of the `sparkwire` binary, built on the public API of the library.
 
+mod address;
 mod busy_poll;
 mod client;
 mod driver;

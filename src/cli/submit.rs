@@ -61,13 +61,14 @@ pub struct SubmitArgs {
     /// In cluster deploy mode, restart the driver when it fails (spark.driver.supervise).
     #[arg(long)]
     supervise: bool,
-    /// The host executors reach the driver at, in client deploy mode.
-    #[arg(long, default_value = "127.0.0.1")]
-    driver_host: String,
-    /// Executors to wait for before the job starts (it starts anyway after --executor-timeout).
+    #[command(flatten)]
+    address: super::address::DriverAddressArgs,
+    /// Executors to wait for before the job starts (it starts with fewer after
+    /// --executor-timeout, if at least one registered).
     #[arg(long, default_value_t = 1)]
     executors: usize,
-    /// How long to wait for those executors, seconds.
+    /// How long to wait for those executors, seconds. With none registered by then, submit
+    /// gives up: it says why (the last executor's end, as its worker reported it) and exits 2.
     #[arg(long, default_value_t = 60)]
     executor_timeout: u64,
     #[command(flatten)]
@@ -156,7 +157,16 @@ async fn client_mode(
     config.executor_cores = args.executor_cores;
     config.executor_memory_mb = executor_memory;
     config.max_cores = args.total_executor_cores;
-    config.advertise_host = args.driver_host.clone();
+    let address = args
+        .address
+        .resolve(&url.masters, sparkwire::reference::address::process_env)?;
+    super::address::check_driver_listens(
+        address.listen.ip(),
+        security.authenticates(),
+        args.security.insecure,
+    )?;
+    config.advertise_host = address.announce;
+    config.listen = address.listen;
     config.security = security.clone();
     config.busy_poll = busy_poll;
     let observer = TraceObserver::new(Some(strict_validator()), None, 0);
@@ -207,6 +217,9 @@ fn driver_description(
     ];
     arguments.extend(args.job.to_args());
     arguments.extend(args.busy_poll.to_args());
+    if args.security.insecure {
+        arguments.push("--insecure".into());
+    }
     if let Some(name) = &args.name {
         arguments.extend(["--name".into(), name.clone()]);
     }

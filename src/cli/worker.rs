@@ -16,9 +16,11 @@ use sparkwire::reference::worker::{SparkSettings, Worker, WorkerConfig};
 pub struct WorkerArgs {
     /// The master(s): sparkwire://host:port[,host:port…].
     master_url: String,
-    /// Address to listen on and advertise.
-    #[arg(long, default_value = "127.0.0.1")]
-    host: String,
+    /// Address to listen on and announce (the host its executors and drivers report too).
+    /// Default: SPARK_LOCAL_HOSTNAME, else SPARK_LOCAL_IP, else 127.0.0.1 (Spark's last resort
+    /// is the host's own address: sparkwire opens to other hosts only when told an address).
+    #[arg(long)]
+    host: Option<String>,
     /// Port to listen on; 0 picks a free one.
     #[arg(long, default_value_t = 0)]
     port: u16,
@@ -149,7 +151,12 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
             return Err(format!("{name} must be a positive number of seconds"));
         }
     }
-    let security = super::security::listening(&args.security, &args.host, "worker")?;
+    let host = super::address::daemon_host(
+        args.host.as_deref(),
+        false,
+        sparkwire::reference::address::process_env,
+    );
+    let security = super::security::listening(&args.security, &host, "worker")?;
     if security.encrypts() && args.security.tls.tls_ca.is_none() {
         return Err("a worker dials its masters: TLS needs --tls-ca too".into());
     }
@@ -166,7 +173,7 @@ pub fn run(args: WorkerArgs) -> Result<ExitCode, String> {
         security,
         launch_tls_ca,
         masters: url.masters,
-        host: args.host,
+        host,
         port: args.port,
         port_retries: args.port_retries,
         memory: args.memory,

@@ -14,6 +14,7 @@
 //! [`tap`] validates and traces a driver's connections, [`local_cluster`] starts a master and
 //! workers as processes (`sparkwire local-cluster`), and [`diagram`] draws traces.
 
+pub mod address;
 pub(crate) mod busy_poll;
 pub mod clock;
 pub mod diagram;

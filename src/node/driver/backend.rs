@@ -508,7 +508,11 @@ impl BackendCore {
         }
         let since = *self.starved_since.get_or_insert(self.now);
         if self.now.saturating_duration_since(since) >= STARVATION_WARNING {
-            tracing::warn!("{STARVATION_TEXT}");
+            let last_end = self
+                .executor_ends
+                .back()
+                .filter(|_| self.last_launch_failure.is_some());
+            tracing::warn!("{}", super::starvation_reason(last_end));
             self.starved_since = Some(self.now);
         }
     }

@@ -29,7 +29,7 @@ pub use backend::{
     BackendCore, BackendEffect, BackendInput, DISASSOCIATED, STARVATION_TEXT, STARVATION_WARNING,
 };
 pub use job::{Job, JobFailed, JobId, JobProgress, JobResult};
-pub use status::{BackendStatus, ExecutorEnd, ExecutorSummary};
+pub use status::{starvation_reason, BackendStatus, ExecutorEnd, ExecutorSummary};
 
 use crate::messages::deploy::{ExecutorAdded, ExecutorUpdated, WorkerRemoved};
 

@@ -73,3 +73,20 @@ impl BackendStatus {
         self.executors.iter().filter(|e| e.ready).count()
     }
 }
+
+/// What a driver whose tasks wait and whose executors all ended says, at WARN, in place of
+/// Spark's generic "Initial job has not accepted any resources…": the last executor's end and
+/// the worker's message (with the executor's own last line, such as "cannot connect to the
+/// driver at 10.77.0.3:40087: connection refused"); Spark's line when no executor ended.
+pub fn starvation_reason(last_end: Option<&ExecutorEnd>) -> String {
+    match last_end {
+        None => super::STARVATION_TEXT.to_string(),
+        Some(end) => format!(
+            "Initial job has not accepted any resources: the executors launched for it end; \
+             the last, executor {}, ended {} on its worker: {}",
+            end.id,
+            end.state,
+            end.message.as_deref().unwrap_or("no reason given")
+        ),
+    }
+}

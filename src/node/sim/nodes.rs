@@ -321,6 +321,7 @@ impl WorkerNode {
                 ended: Ended::Exited {
                     code,
                     killed: false,
+                    last_line: None,
                 },
             });
         }
@@ -400,6 +401,7 @@ impl Node for WorkerNode {
                         let ended = Ended::Exited {
                             code: 143,
                             killed: true,
+                            last_line: None,
                         };
                         self.core.handle(now, Input::Ended { key, ended });
                     }

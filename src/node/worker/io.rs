@@ -107,6 +107,9 @@ pub enum Ended {
         code: i32,
         /// Killed on the worker's request.
         killed: bool,
+        /// The last line the process wrote on its standard error, if any: its own word on why
+        /// it ended (carried in ExecutorStateChanged's message).
+        last_line: Option<String>,
     },
     /// It could not be started (again).
     Failed(String),

@@ -137,12 +137,14 @@ impl Runs {
                 self.cores_used = self.cores_used.saturating_sub(run.desc.cores);
                 self.memory_used = self.memory_used.saturating_sub(run.desc.memory_mb);
                 let (state, message, exit_status) = match ended {
-                    Ended::Exited { code, killed } if killed || run.killed => {
+                    Ended::Exited { code, killed, .. } if killed || run.killed => {
                         (ExecutorState::Killed, None, Some(code))
                     }
-                    Ended::Exited { code, .. } => (
+                    Ended::Exited {
+                        code, last_line, ..
+                    } => (
                         ExecutorState::Exited,
-                        Some(format!("Command exited with code {code}")),
+                        Some(exited_message(code, last_line.as_deref())),
                         Some(code),
                     ),
                     Ended::Failed(reason) => (ExecutorState::Failed, Some(reason), None),
@@ -239,5 +241,33 @@ impl Runs {
     /// Cores and memory (MiB) the running executors and drivers hold.
     pub(super) fn used(&self) -> (i32, i32) {
         (self.cores_used, self.memory_used)
+    }
+}
+
+/// ExecutorStateChanged's message for an executor that exited with `code`: Spark's
+/// `Command exited with code N`, then the executor's own last line of standard error, which
+/// says why (`…: cannot connect to the driver at 10.77.0.3:40087: connection refused`).
+pub(crate) fn exited_message(code: i32, last_line: Option<&str>) -> String {
+    match last_line.map(str::trim).filter(|l| !l.is_empty()) {
+        Some(line) => format!("Command exited with code {code}: {line}"),
+        None => format!("Command exited with code {code}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exited_message;
+
+    #[test]
+    fn an_exited_executors_message_is_sparks_then_its_last_line_if_it_wrote_one() {
+        assert_eq!(exited_message(1, None), "Command exited with code 1");
+        assert_eq!(
+            exited_message(1, Some("  \n")),
+            "Command exited with code 1"
+        );
+        assert_eq!(
+            exited_message(1, Some("refused\n")),
+            "Command exited with code 1: refused"
+        );
     }
 }

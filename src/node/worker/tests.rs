@@ -353,13 +353,18 @@ fn a_launched_executor_is_reported_running_then_exited() {
         ended: Ended::Exited {
             code: 1,
             killed: false,
+            last_line: Some("cannot connect to the driver at 10.77.0.3:40087\n".into()),
         },
     });
+    // Spark's message, then the executor's own last word on standard error.
     assert_eq!(
         state_changes(&h.take()),
         [(
             ExecutorState::Exited,
-            Some("Command exited with code 1".into()),
+            Some(
+                "Command exited with code 1: cannot connect to the driver at 10.77.0.3:40087"
+                    .into()
+            ),
             Some(1)
         )]
     );
@@ -393,6 +398,7 @@ fn a_killed_executor_ends_killed_and_only_the_active_master_may_kill() {
         ended: Ended::Exited {
             code: 143,
             killed: false,
+            last_line: None,
         },
     });
     assert_eq!(

@@ -389,7 +389,8 @@ impl Driver {
 
     /// Waits until at least `n` executors are registered and ready, at most `timeout`; returns
     /// the status then, or the last status seen when the time ran out. While none is ready it
-    /// logs Spark's "Initial job has not accepted any resources…" every 15 s.
+    /// logs Spark's "Initial job has not accepted any resources…" every 15 s, with the last
+    /// executor's end when one ended ([`starvation_reason`](crate::node::driver::starvation_reason)).
     pub async fn wait_for_executors(
         &self,
         n: usize,
@@ -409,7 +410,8 @@ impl Driver {
             // No executor at all yet: Spark's warning, every 15 s (a cluster without workers, or
             // without room for this application, would otherwise just wait).
             if status.ready_executors() == 0 && now >= warn_at {
-                tracing::warn!("{}", crate::node::driver::STARVATION_TEXT);
+                let reason = crate::node::driver::starvation_reason(status.executor_ends.last());
+                tracing::warn!("{reason}");
                 warn_at = now + crate::node::driver::STARVATION_WARNING;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

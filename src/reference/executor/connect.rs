@@ -25,7 +25,7 @@ impl WorkerWatch {
         let stream = tcp_connect(url, config.connect_timeout)
             .await
             .map_err(|message| ExecutorError::Connect {
-                url: url.to_string(),
+                url: format!("the worker at {url}"),
                 message,
             })?;
         let local = Identity::new(Role::Executor, config.handshake_id());
@@ -74,7 +74,7 @@ pub(super) async fn dial(
     let stream = tcp_connect(url, config.connect_timeout)
         .await
         .map_err(|message| ExecutorError::Connect {
-            url: url.to_string(),
+            url: format!("the driver at {url}"),
             message,
         })?;
     let local = Identity::new(Role::Executor, config.handshake_id());

@@ -103,7 +103,16 @@ pub(crate) fn start(
                 Err(e) => break Ended::Failed(format!("cannot wait for the process: {e}")),
             };
             if killed || code == 0 || !launch.supervise {
-                break Ended::Exited { code, killed };
+                let last_line = if killed || code == 0 {
+                    None
+                } else {
+                    last_line(&launch.dir.join("stderr"))
+                };
+                break Ended::Exited {
+                    code,
+                    killed,
+                    last_line,
+                };
             }
             if started.elapsed() > Duration::from_secs(5) {
                 wait = Duration::from_secs(1);
@@ -115,7 +124,7 @@ pub(crate) fn start(
             );
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
-                _ = &mut kill_rx => break Ended::Exited { code, killed: true },
+                _ = &mut kill_rx => break Ended::Exited { code, killed: true, last_line: None },
             }
             wait = (wait * 2).min(Duration::from_secs(60));
             match command(&launch).and_then(|mut c| {
@@ -131,4 +140,50 @@ pub(crate) fn start(
     Ok(Running {
         kill: Some(kill_tx),
     })
+}
+
+/// Most bytes of a process's standard error read for its last line.
+const LAST_LINE_BYTES: u64 = 4096;
+
+/// Longest last line carried (in characters); longer ones are cut.
+const LAST_LINE_CHARS: usize = 512;
+
+/// The last non-empty line of the file at `path` (read from its last 4 KiB), cut at 512
+/// characters; `None` when there is none or it cannot be read.
+pub(crate) fn last_line(path: &std::path::Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(LAST_LINE_BYTES)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.take(LAST_LINE_BYTES).read_to_end(&mut tail).ok()?;
+    let text = String::from_utf8_lossy(&tail);
+    let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
+    Some(line.chars().take(LAST_LINE_CHARS).collect())
+}
+
+#[cfg(test)]
+mod last_line_tests {
+    use super::last_line;
+
+    #[test]
+    fn the_last_non_empty_line_of_a_processs_stderr_is_read_from_its_tail() {
+        let dir = std::env::temp_dir().join(format!("sparkwire-last-line-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("stderr");
+        assert_eq!(last_line(&path), None, "no file");
+        std::fs::write(&path, "").expect("write");
+        assert_eq!(last_line(&path), None, "empty");
+        let mut text = "x".repeat(10_000);
+        text.push_str("\nsparkwire executor 0: cannot connect to the driver\n\n  \n");
+        std::fs::write(&path, &text).expect("write");
+        assert_eq!(
+            last_line(&path).as_deref(),
+            Some("sparkwire executor 0: cannot connect to the driver")
+        );
+        std::fs::write(&path, "y".repeat(3000)).expect("write");
+        assert_eq!(last_line(&path).map(|l| l.len()), Some(512));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

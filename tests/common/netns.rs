@@ -1,0 +1,348 @@
+//! Many hosts on one machine: N network namespaces, each with its own interface and address
+//! (`10.77.0.1`…`10.77.0.N`), joined by a Linux bridge. To a process run inside one
+//! ([`Net::spawn`]), its namespace is a host of its own: `127.0.0.1` is its own loopback, and
+//! the other hosts are reached over the bridge only.
+//!
+//! The fixture creates everything under names of its own (`swt<pid>n<k>…`) and removes exactly
+//! those when dropped, also when a test fails; namespaces left by a test process that no longer
+//! runs (killed before it could clean up) are removed by the next one. It can cut a host off
+//! ([`Net::cut`]: its link leaves the bridge, so that its packets and the others' to it are
+//! dropped in silence, as in a partition), heal it ([`Net::heal`]), and kill every process of a
+//! host at once ([`Net::kill_host`]).
+//!
+//! It needs root (`ip netns add`): [`Net::create`] says why it cannot when it cannot, and
+//! [`Net::create_or_skip`] turns that into a skip the test prints, or into a failure when
+//! `SPARKWIRE_REQUIRE_NETNS=1` (as CI sets it).
+
+#![allow(dead_code)]
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Set to `1` to make a test fail, not skip, where namespaces cannot be made.
+pub const REQUIRE_ENV: &str = "SPARKWIRE_REQUIRE_NETNS";
+
+/// Sets of hosts made by this process so far (part of every name).
+static NETS: AtomicUsize = AtomicUsize::new(0);
+
+/// The prefix of every name this fixture gives.
+const PREFIX: &str = "swt";
+
+/// One host: a namespace, its interface (inside) and its peer (on the bridge), its address.
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub ns: String,
+    pub inside: String,
+    pub peer: String,
+    pub ip: String,
+}
+
+/// N hosts on a bridge, removed when dropped.
+pub struct Net {
+    pub bridge: String,
+    pub hosts: Vec<Host>,
+}
+
+/// Runs `ip ARGS`; its error output when it fails.
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run `ip`: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`ip {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Whether process `pid` runs.
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Removes the namespaces and bridges a test process that no longer runs left behind (the
+/// process id is part of their names); nothing else.
+fn remove_stale() {
+    let stale = |name: &str| {
+        name.strip_prefix(PREFIX)
+            .and_then(|rest| rest.split('n').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .is_some_and(|pid| !alive(pid))
+    };
+    if let Ok(dir) = std::fs::read_dir("/run/netns") {
+        for e in dir.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if stale(&name) {
+                let _ = ip(&["netns", "del", &name]);
+            }
+        }
+    }
+    if let Ok(dir) = std::fs::read_dir("/sys/class/net") {
+        for e in dir.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if stale(&name) {
+                let _ = ip(&["link", "del", &name]);
+            }
+        }
+    }
+}
+
+impl Net {
+    /// Makes `n` hosts, `10.77.0.1`… on one bridge; why not when it cannot (not root, no `ip`).
+    pub fn create(n: usize) -> Result<Net, String> {
+        assert!((1..=9).contains(&n), "1 to 9 hosts");
+        remove_stale();
+        let k = NETS.fetch_add(1, Ordering::SeqCst);
+        // Interface names are at most 15 bytes: swt + pid (≤7) + n + k + b|v|p + i.
+        let base = format!("{PREFIX}{}n{}", std::process::id(), k % 100);
+        let mut net = Net {
+            bridge: format!("{base}b"),
+            hosts: Vec::new(),
+        };
+        ip(&["link", "add", &net.bridge, "type", "bridge"])?;
+        ip(&["link", "set", &net.bridge, "up"])?;
+        for i in 1..=n {
+            let host = Host {
+                ns: format!("{base}h{i}"),
+                inside: format!("{base}v{i}"),
+                peer: format!("{base}p{i}"),
+                ip: format!("10.77.0.{i}"),
+            };
+            ip(&["netns", "add", &host.ns])?;
+            net.hosts.push(host.clone());
+            ip(&[
+                "link",
+                "add",
+                &host.inside,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &host.peer,
+            ])?;
+            ip(&["link", "set", &host.inside, "netns", &host.ns])?;
+            ip(&["link", "set", &host.peer, "master", &net.bridge])?;
+            ip(&["link", "set", &host.peer, "up"])?;
+            let cidr = format!("{}/24", host.ip);
+            ip(&["-n", &host.ns, "addr", "add", &cidr, "dev", &host.inside])?;
+            ip(&["-n", &host.ns, "link", "set", &host.inside, "up"])?;
+            ip(&["-n", &host.ns, "link", "set", "lo", "up"])?;
+        }
+        Ok(net)
+    }
+
+    /// [`create`](Self::create), or `None` after printing why the test skips; panics instead
+    /// when `SPARKWIRE_REQUIRE_NETNS=1`.
+    pub fn create_or_skip(n: usize, test: &str) -> Option<Net> {
+        match Net::create(n) {
+            Ok(net) => Some(net),
+            Err(why) => {
+                let why = format!(
+                    "{test}: SKIPPED: cannot make network namespaces (needs root and `ip`): {why}"
+                );
+                if std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1") {
+                    panic!("{why} ({REQUIRE_ENV}=1)");
+                }
+                eprintln!("{why}");
+                None
+            }
+        }
+    }
+
+    /// Host `i`'s address (hosts count from 1).
+    pub fn ip(&self, i: usize) -> &str {
+        &self.hosts[i - 1].ip
+    }
+
+    /// `program ARGS` to run on host `i`.
+    pub fn command(&self, i: usize, program: &str, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.hosts[i - 1].ns, program])
+            .args(args);
+        c
+    }
+
+    /// Starts `command` (from [`command`](Self::command)): its standard error in `log`, its
+    /// standard output read line by line; returns once it printed its first line (or ended).
+    pub fn spawn(&self, mut command: Command, log: PathBuf) -> HostProcess {
+        let err = std::fs::File::create(&log).expect("log file");
+        let mut child = command
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .spawn()
+            .expect("spawn on a host");
+        let stdout = child.stdout.take().expect("stdout");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&lines);
+        let (first_tx, first_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = std::io::BufReader::new(stdout);
+            let mut line = String::new();
+            let mut first = Some(first_tx);
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if let Some(tx) = first.take() {
+                    let _ = tx.send(line.trim_end().to_string());
+                }
+                if let Ok(mut k) = kept.lock() {
+                    k.push(line.trim_end().to_string());
+                }
+                line.clear();
+            }
+        });
+        let first_line = first_rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_default();
+        HostProcess {
+            child: Some(child),
+            first_line,
+            lines,
+            log,
+        }
+    }
+
+    /// Cuts host `i` off: its link leaves the bridge, so that what it sends and what is sent to
+    /// it is dropped without a word (no error on either side), as in a partition.
+    pub fn cut(&self, i: usize) {
+        ip(&["link", "set", &self.hosts[i - 1].peer, "nomaster"]).expect("cut");
+    }
+
+    /// Heals host `i`: its link joins the bridge again.
+    pub fn heal(&self, i: usize) {
+        let h = &self.hosts[i - 1];
+        ip(&["link", "set", &h.peer, "master", &self.bridge]).expect("heal");
+        ip(&["link", "set", &h.peer, "up"]).expect("heal");
+    }
+
+    /// Process ids of every process running on host `i`.
+    pub fn pids(&self, i: usize) -> Vec<u32> {
+        let out = Command::new("ip")
+            .args(["netns", "pids", &self.hosts[i - 1].ns])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        out.split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+
+    /// Kills (SIGKILL) every process of host `i` at once, as when the machine dies; waits
+    /// until none is left.
+    pub fn kill_host(&self, i: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let pids = self.pids(i);
+            if pids.is_empty() {
+                return;
+            }
+            let mut kill = Command::new("kill");
+            kill.arg("-9");
+            for p in &pids {
+                kill.arg(p.to_string());
+            }
+            let _ = kill.stderr(Stdio::null()).status();
+            assert!(
+                Instant::now() < deadline,
+                "host {i}'s processes {pids:?} live on"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for i in 1..=self.hosts.len() {
+            for p in self.pids(i) {
+                let _ = Command::new("kill")
+                    .args(["-9", &p.to_string()])
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
+        for h in &self.hosts {
+            let _ = ip(&["netns", "del", &h.ns]);
+            // Deleting the namespace deletes its veth and with it the peer; in case it was
+            // never moved in:
+            let _ = Command::new("ip")
+                .args(["link", "del", &h.peer])
+                .stderr(Stdio::null())
+                .status();
+        }
+        let _ = ip(&["link", "del", &self.bridge]);
+    }
+}
+
+/// A process on a host: its output kept, killed (by its own pid) when dropped.
+pub struct HostProcess {
+    pub child: Option<Child>,
+    /// Its first line of standard output ("" if it printed none within 30 s).
+    pub first_line: String,
+    lines: Arc<Mutex<Vec<String>>>,
+    /// Its standard error.
+    pub log: PathBuf,
+}
+
+impl HostProcess {
+    /// Its standard output so far, the first line included.
+    pub fn output(&self) -> Vec<String> {
+        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Its standard error so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits (at most `patience`) for it to end: its exit code (-1 for a signal).
+    pub fn wait_exit(&mut self, patience: Duration) -> Option<i32> {
+        let deadline = Instant::now() + patience;
+        let child = self.child.as_mut()?;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                // Let the reader thread take the last lines.
+                std::thread::sleep(Duration::from_millis(100));
+                return Some(status.code().unwrap_or(-1));
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits (at most `patience`) for a line of its output that `pred` accepts.
+    pub fn wait_line(&self, patience: Duration, pred: impl Fn(&str) -> bool) -> Option<String> {
+        let deadline = Instant::now() + patience;
+        loop {
+            if let Some(l) = self.output().into_iter().find(|l| pred(l)) {
+                return Some(l);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! A cluster across hosts: network namespaces on a bridge, one "host" each (the fixture in
+//! `common/netns.rs`), running `sparkwire` processes as a user would on separate machines, with
+//! `--host` and a shared secret and nothing else about addresses. Needs root: without it each
+//! test says it skips (or fails, with `SPARKWIRE_REQUIRE_NETNS=1`).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+mod common;
+#[path = "common/netns.rs"]
+mod netns;
+
+use common::files::temp_dir;
+use common::processes::BIN;
+use netns::{HostProcess, Net};
+use sparkwire::connection::write_secret_file;
+use sparkwire::wire::handshake::Secret;
+
+/// How long any one wait may last (the machine is shared and loaded).
+const PATIENCE: Duration = Duration::from_secs(90);
+
+/// A private (0600) secret file in `dir`.
+fn secret_file(dir: &Path) -> String {
+    let path = dir.join("secret");
+    let secret = Secret::new(b"the-secret-of-the-many-hosts-cluster".to_vec()).expect("secret");
+    write_secret_file(&path, &secret).expect("written");
+    path.display().to_string()
+}
+
+/// `sparkwire ARGS` on host `i`, its log in `dir/NAME.log`.
+fn sparkwire(net: &Net, i: usize, dir: &Path, name: &str, args: &[&str]) -> HostProcess {
+    let mut c = net.command(i, BIN, args);
+    c.env("RUST_LOG", "info")
+        .env_remove("SPARKWIRE_SECRET_FILE")
+        .env_remove("SPARK_LOCAL_IP")
+        .env_remove("SPARK_LOCAL_HOSTNAME")
+        .env_remove("SPARK_MASTER_HOST");
+    net.spawn(c, dir.join(format!("{name}.log")))
+}
+
+/// A master on host 1 (`--host` its address) and a worker on each of `workers` (their
+/// `--host`), all with `secret`, the master's worker timeout `timeout` seconds.
+struct Cluster {
+    url: String,
+    master: HostProcess,
+    _workers: Vec<HostProcess>,
+}
+
+fn cluster(net: &Net, dir: &Path, secret: &str, workers: &[usize], timeout: &str) -> Cluster {
+    let master = sparkwire(
+        net,
+        1,
+        dir,
+        "master",
+        &[
+            "master",
+            "--host",
+            net.ip(1),
+            "--port",
+            "7077",
+            "--webui-port",
+            "8080",
+            "--secret-file",
+            secret,
+            "--worker-timeout",
+            timeout,
+        ],
+    );
+    let url = format!("sparkwire://{}:7077", net.ip(1));
+    assert_eq!(
+        master.first_line,
+        format!("sparkwire master listening on {url}"),
+        "{}",
+        master.log_text()
+    );
+    let mut procs = Vec::new();
+    for &w in workers {
+        let work = dir.join(format!("work{w}"));
+        let work = work.to_str().expect("utf-8").to_string();
+        let p = sparkwire(
+            net,
+            w,
+            dir,
+            &format!("worker{w}"),
+            &[
+                "worker",
+                &url,
+                "--host",
+                net.ip(w),
+                "--port",
+                "7078",
+                "--webui-port",
+                "8081",
+                "--cores",
+                "2",
+                "--memory",
+                "2048",
+                "--work-dir",
+                &work,
+                "--allow-exec-any",
+                BIN,
+                "--secret-file",
+                secret,
+                "--worker-timeout",
+                timeout,
+                "--register-retry",
+                "1",
+            ],
+        );
+        assert!(
+            p.first_line
+                .contains(&format!("listening on sparkwire://{}:7078", net.ip(w))),
+            "{:?}: {}",
+            p.first_line,
+            p.log_text()
+        );
+        procs.push(p);
+    }
+    let c = Cluster {
+        url,
+        master,
+        _workers: procs,
+    };
+    let n = workers.len();
+    wait_for(&format!("{n} workers registered"), || {
+        let log = c.master.log_text();
+        log.matches("Registering worker").count() >= n
+    });
+    c
+}
+
+/// Waits until `ok` holds, at most [`PATIENCE`].
+fn wait_for(what: &str, ok: impl Fn() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !ok() {
+        assert!(Instant::now() < deadline, "never {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Runs `sparkwire ARGS` on host `i` to its end (at most [`PATIENCE`]): its exit code and
+/// output (standard output, then standard error).
+fn run_on(net: &Net, i: usize, dir: &Path, name: &str, args: &[&str]) -> (i32, String) {
+    let mut p = sparkwire(net, i, dir, name, args);
+    let code = p.wait_exit(PATIENCE);
+    let text = p.output().join("\n") + "\n" + &p.log_text();
+    (
+        code.unwrap_or_else(|| panic!("{name} still running: {text}")),
+        text,
+    )
+}
+
+#[test]
+fn a_job_runs_across_four_hosts_in_both_deploy_modes_with_host_alone() {
+    let Some(net) = Net::create_or_skip(4, "four_hosts") else {
+        return;
+    };
+    let started = Instant::now();
+    let dir = temp_dir("four-hosts");
+    let secret = secret_file(&dir);
+    let c = cluster(&net, &dir, &secret, &[2, 3], "60");
+
+    // Client deploy mode, the driver on host 4: nothing said of its address, it announces the
+    // one its executors on hosts 2 and 3 reach it at, and listens there.
+    let (code, out) = run_on(
+        &net,
+        4,
+        &dir,
+        "submit-client",
+        &[
+            "submit",
+            "--master",
+            &c.url,
+            "--secret-file",
+            &secret,
+            "--job",
+            "pi",
+            "--executors",
+            "2",
+            "--executor-memory",
+            "512m",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("job pi: Pi is roughly 3.1"), "{out}");
+    // Its executors ran on both workers' hosts, told to reach the driver at host 4.
+    for w in [2, 3] {
+        let log = std::fs::read_dir(dir.join(format!("work{w}")))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert!(log > 0, "no executor ran on host {w}: {out}");
+    }
+    // Cluster deploy mode from host 4: a worker runs the driver, which announces that
+    // worker's host and listens there; its output comes back over the worker's web UI.
+    let (code, out) = run_on(
+        &net,
+        4,
+        &dir,
+        "submit-cluster",
+        &[
+            "submit",
+            "--master",
+            &c.url,
+            "--secret-file",
+            &secret,
+            "--deploy-mode",
+            "cluster",
+            "--driver-memory",
+            "512m",
+            "--executor-memory",
+            "512m",
+            "--executor-cores",
+            "1",
+            "--job",
+            "pi",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(": FINISHED"), "{out}");
+    assert!(out.contains("Pi is roughly 3.1"), "{out}");
+    drop(c);
+    eprintln!(
+        "four hosts, both deploy modes: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The master's state as `sparkwire status --json`, run on host `i` with `secret`.
+fn status_json(net: &Net, i: usize, dir: &Path, url: &str, secret: &str) -> serde_json::Value {
+    let (code, out) = run_on(
+        net,
+        i,
+        dir,
+        "status",
+        &["status", url, "--json", "--secret-file", secret],
+    );
+    assert_eq!(code, 0, "{out}");
+    let json = &out[out.find('{').unwrap_or(0)..out.rfind('}').map_or(0, |e| e + 1)];
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The first instant (polled every 20 ms, at most [`PATIENCE`]) at which `log` holds `needle`
+/// `count` times.
+fn when_logged(p: &HostProcess, needle: &str, count: usize) -> Instant {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if p.log_text().matches(needle).count() >= count {
+            return Instant::now();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never {count}× {needle:?}: {}",
+            p.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_worker_cut_off_past_the_timeout_is_dead_its_executors_replaced_then_it_comes_back_once() {
+    let Some(net) = Net::create_or_skip(4, "worker_cut_off") else {
+        return;
+    };
+    let started = Instant::now();
+    let dir = temp_dir("worker-cut-off");
+    let secret = secret_file(&dir);
+    // Worker timeout 3 s: heartbeats every 0.75 s.
+    let c = cluster(&net, &dir, &secret, &[2, 3], "3");
+    // One executor of one core on each worker; host 2 keeps a free core for a replacement.
+    let mut job = sparkwire(
+        &net,
+        4,
+        &dir,
+        "submit",
+        &[
+            "submit",
+            "--master",
+            &c.url,
+            "--secret-file",
+            &secret,
+            "--job",
+            "sleep",
+            "--partitions",
+            "60",
+            "--param",
+            "200",
+            "--executor-cores",
+            "1",
+            "--total-executor-cores",
+            "2",
+            "--executors",
+            "2",
+            "--executor-memory",
+            "256m",
+        ],
+    );
+    wait_for("an executor on each host", || {
+        let s = status_json(&net, 4, &dir, &c.url, &secret);
+        s["workers"]
+            .as_array()
+            .is_some_and(|ws| ws.iter().all(|w| w["coresused"] == 1))
+    });
+
+    net.cut(3);
+    let cut = Instant::now();
+    let dead = when_logged(&c.master, "because we got no heartbeat", 1);
+    let s = status_json(&net, 4, &dir, &c.url, &secret);
+    let worker3 = |s: &serde_json::Value| -> Vec<String> {
+        s["workers"]
+            .as_array()
+            .map(|ws| {
+                ws.iter()
+                    .filter(|w| w["host"] == net.ip(3))
+                    .map(|w| w["state"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(worker3(&s), ["DEAD"], "{s}");
+    // The executor lost with it is replaced on host 2.
+    wait_for("host 2 runs the replacement executor", || {
+        let s = status_json(&net, 4, &dir, &c.url, &secret);
+        s["workers"].as_array().is_some_and(|ws| {
+            ws.iter()
+                .any(|w| w["host"] == net.ip(2) && w["coresused"] == 2)
+        })
+    });
+    // Healed past the timeout: the worker learns it was forgotten (ReconnectWorker) and
+    // registers again.
+    std::thread::sleep(Duration::from_secs(2));
+    net.heal(3);
+    let healed = Instant::now();
+    let back = when_logged(
+        &c.master,
+        &format!("Registering worker {}:7078", net.ip(3)),
+        2,
+    );
+    let code = job.wait_exit(PATIENCE);
+    let out = job.output().join("\n") + "\n" + &job.log_text();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("job sleep:"), "{out}");
+
+    let s = status_json(&net, 4, &dir, &c.url, &secret);
+    let alive: Vec<&serde_json::Value> = s["workers"]
+        .as_array()
+        .map(|ws| ws.iter().filter(|w| w["state"] == "ALIVE").collect())
+        .unwrap_or_default();
+    let mut hosts: Vec<&str> = alive.iter().filter_map(|w| w["host"].as_str()).collect();
+    hosts.sort_unstable();
+    assert_eq!(
+        hosts,
+        [net.ip(2), net.ip(3)],
+        "one alive worker per host: {s}"
+    );
+    let apps = s["completedapps"].as_array().map_or(0, Vec::len);
+    assert_eq!(apps, 1, "the application ended, not lost: {s}");
+    assert_eq!(s["completedapps"][0]["state"], "FINISHED", "{s}");
+    eprintln!(
+        "worker cut off: DEAD {:.2} s after the cut (timeout 3 s), registered again {:.2} s \
+         after the heal; whole test {:.1} s",
+        (dead - cut).as_secs_f64(),
+        (back - healed).as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_driver_its_executors_cannot_reach_says_why_and_submit_gives_up_in_bounded_time() {
+    let Some(net) = Net::create_or_skip(4, "unreachable_driver") else {
+        return;
+    };
+    let started = Instant::now();
+    let dir = temp_dir("unreachable-driver");
+    let secret = secret_file(&dir);
+    let c = cluster(&net, &dir, &secret, &[2], "60");
+    // The driver on host 4 announces 127.0.0.1 (and listens there): the executor on host 2
+    // dials its own loopback.
+    let (code, out) = run_on(
+        &net,
+        4,
+        &dir,
+        "submit-unreachable",
+        &[
+            "submit",
+            "--master",
+            &c.url,
+            "--secret-file",
+            &secret,
+            "--driver-host",
+            "127.0.0.1",
+            "--job",
+            "pi",
+            "--executor-memory",
+            "256m",
+            "--executor-timeout",
+            "25",
+        ],
+    );
+    let took = started.elapsed();
+    assert_ne!(code, 0, "{out}");
+    // The executor's own words, carried from host 2 in ExecutorStateChanged's message, are in
+    // the driver's log (WARN) and in what submit says when it gives up.
+    let reason = "cannot connect to the driver at ";
+    let warned = out
+        .lines()
+        .find(|l| l.contains("WARN") && l.contains(reason) && l.contains("connection refused"));
+    assert!(warned.is_some(), "no WARN with the reason: {out}");
+    let last = out.lines().rev().find(|l| l.starts_with("sparkwire: "));
+    assert!(
+        last.is_some_and(|l| l.contains(reason)),
+        "submit's last word is not the reason: {out}"
+    );
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    eprintln!(
+        "unreachable driver: submit gave up after {:.1} s",
+        took.as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
