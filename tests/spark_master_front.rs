@@ -13,8 +13,8 @@ use sparkwire::messages::{from_hex, Addr, DeployMessage, EndpointRef, Resources,
 use sparkwire::reference::master::{Master, MasterConfig, MasterHandle};
 use sparkwire::spark::{
     check_existence_stream, classify, message_stream, parse_stream, reply_value, start_front,
-    Classified, Frame, FrameDecoder, FrontConfig, ReplyValue, RequestMessage, ServerHandle, Typed,
-    MASTER_ENDPOINT, VERIFIER,
+    Classified, Frame, FrameDecoder, FrontConfig, Release, ReplyValue, RequestMessage,
+    ServerHandle, Typed, MASTER_ENDPOINT, VERIFIER,
 };
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Reply;
@@ -413,4 +413,117 @@ async fn launch_driver_carries_the_driver_description_as_spark_submit_wrote_it()
         "the vector holds more than its typed value"
     );
     assert_eq!(&written[..], &grafted[..]);
+}
+
+/// A worker's RegisterWorker as Spark `release` writes it.
+fn register_worker_of(release: &'static Release, id: &str, port: i32) -> Vec<u8> {
+    message_stream(&Typed::Deploy(register_worker(id, port)), release, None)
+        .expect("every release writes RegisterWorker")
+}
+
+#[tokio::test]
+async fn each_spark_peer_is_answered_in_the_release_its_own_streams_name() {
+    let (master, front) = cluster(None).await;
+    let releases: Vec<&'static Release> = ["3.0.3", "3.5.9", "4.3.0"]
+        .iter()
+        .map(|r| Release::named(r).expect("a release sparkwire speaks"))
+        .collect();
+    let mut open = Vec::new();
+    for (i, release) in releases.iter().enumerate() {
+        let port = 41100 + i as i32;
+        let mut worker = Peer::connect(&front, Some(("127.0.0.1".into(), port))).await;
+        let id = format!("worker-{}", release.name());
+        worker
+            .write(
+                None,
+                MASTER_ENDPOINT,
+                register_worker_of(release, &id, port),
+            )
+            .await;
+        let (_, m, stream) = one_way(worker.next().await.expect("an answer"));
+        assert!(
+            matches!(m, DeployMessage::RegisteredWorker(_)),
+            "{release}: RegisteredWorker, not {m:?}"
+        );
+        // The answer carries this release's class descriptors, and no other release's where
+        // they differ (RpcEndpointRef's serialVersionUID differs in every release line).
+        let g = parse_stream(&stream).expect("a Java stream");
+        let own = release.judge(&g);
+        assert!(
+            own.mismatched.is_empty() && own.matched > 0,
+            "{release}: {own:?}"
+        );
+        for other in releases.iter().filter(|o| o.name() != release.name()) {
+            assert!(
+                !other.judge(&g).mismatched.is_empty(),
+                "{release}'s answer would also read as {other}'s"
+            );
+        }
+        // Kept open: a closed Spark connection removes its worker.
+        open.push(worker);
+    }
+    let state = master_state(&master).await;
+    assert_eq!(state.workers.len(), releases.len(), "{:?}", state.workers);
+}
+
+#[tokio::test]
+async fn a_peer_of_no_known_release_is_refused_with_the_class_that_did_not_match() {
+    let (master, front) = cluster(None).await;
+    // Spark 4.0.1's RegisterWorker with RpcEndpointRef's serialVersionUID changed, as a release
+    // sparkwire does not know would send it.
+    let release = Release::named("4.0.1").expect("4.0.1");
+    let mut stream = register_worker_of(release, "worker-future", 41200);
+    let suid: i64 = release
+        .table()
+        .get("org.apache.spark.rpc.RpcEndpointRef")
+        .expect("RpcEndpointRef")
+        .suid
+        .parse()
+        .expect("a number");
+    let at = stream
+        .windows(8)
+        .position(|w| w == suid.to_be_bytes())
+        .expect("the descriptor is in the stream");
+    stream[at..at + 8].copy_from_slice(&12345i64.to_be_bytes());
+    let mut worker = Peer::connect(&front, Some(("127.0.0.1".into(), 41200))).await;
+    worker.write(None, MASTER_ENDPOINT, stream).await;
+    // The worker is told why, in the forms of the nearest release, and the connection closes.
+    let (_, m, _) = one_way(worker.next().await.expect("RegisterWorkerFailed"));
+    let DeployMessage::RegisterWorkerFailed(f) = m else {
+        panic!("RegisterWorkerFailed, not {m:?}");
+    };
+    assert!(
+        f.message.contains("org.apache.spark.rpc.RpcEndpointRef") && f.message.contains("12345"),
+        "{}",
+        f.message
+    );
+    assert!(worker.next().await.is_none(), "the connection is closed");
+    assert!(master_state(&master).await.workers.is_empty());
+    // An ask of such a peer is answered with a failure that says the same.
+    let mut check = check_existence_stream("Master", release).expect("a stream");
+    let verifier = release
+        .table()
+        .get(sparkwire::spark::CHECK_EXISTENCE)
+        .expect("CheckExistence")
+        .suid
+        .parse::<i64>()
+        .expect("a number");
+    let at = check
+        .windows(8)
+        .position(|w| w == verifier.to_be_bytes())
+        .expect("the descriptor is in the stream");
+    check[at..at + 8].copy_from_slice(&777i64.to_be_bytes());
+    let mut peer = Peer::connect(&front, None).await;
+    peer.write(Some(9), VERIFIER, check).await;
+    match peer.next().await.expect("an answer") {
+        Frame::RpcFailure { request_id, error } => {
+            assert_eq!(request_id, 9);
+            assert!(
+                error.contains("CheckExistence") && error.contains("777"),
+                "{error}"
+            );
+        }
+        other => panic!("an RpcFailure, not {other:?}"),
+    }
+    assert!(peer.next().await.is_none(), "the connection is closed");
 }
