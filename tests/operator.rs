@@ -3,8 +3,8 @@
 //! `/metrics` as Prometheus text, the page in a real headless Chromium, the worker's page), and
 //! `sparkwire status`.
 //!
-//! The browser test needs Debian's chromium (`apt-get install -y chromium`; `.ci/run` installs
-//! it); set `SPARKWIRE_CHROMIUM` to use another binary.
+//! The browser test needs Debian's chromium, which the test command, `scripts/test.sh`, installs
+//! when it is missing; set `SPARKWIRE_CHROMIUM` to use another binary.
 
 #![cfg(feature = "webui")]
 
@@ -150,7 +150,7 @@ fn browser_dom(url: &str) -> String {
         .stderr(Stdio::null())
         .output()
         .unwrap_or_else(|e| {
-            panic!("cannot run {chromium} ({e}): install it with `apt-get install -y chromium`, as .ci/run does")
+            panic!("cannot run {chromium} ({e}): run the tests with scripts/test.sh, which installs chromium (as root), or `apt-get install -y chromium`")
         });
     let _ = std::fs::remove_dir_all(&profile);
     assert!(out.status.success(), "chromium failed: {:?}", out.status);

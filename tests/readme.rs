@@ -1,8 +1,8 @@
-//! The README's driver example runs as written: from a program that links the crate (this test),
-//! with `sparkwire` on `PATH` as `cargo install` puts it, against a `sparkwire master` and a
+//! The library guide's driver example (docs/library.md, linked from the README) runs as written:
+//! from a program that links the crate (this test), with `sparkwire` on `PATH` as `cargo install` puts it, against a `sparkwire master` and a
 //! `sparkwire worker` that allows only that `sparkwire`. The master listens on a port the system
-//! picks, not the README's 7077 (the example's one difference, checked below): tests never
-//! depend on a fixed port, and the README's own hand-started cluster may be running beside them,
+//! picks, not the example's 7077 (the example's one difference, checked below): tests never
+//! depend on a fixed port, and a cluster started by hand as docs/operating.md shows may be running beside them,
 //! which the second test proves changes nothing.
 
 use std::process::{Child, Command, Stdio};
@@ -11,15 +11,15 @@ mod common;
 use common::files::temp_dir;
 use common::processes::BIN;
 
-const README: &str = include_str!("../README.md");
+const LIBRARY: &str = include_str!("../docs/library.md");
 const THIS_FILE: &str = include_str!("readme.rs");
 
-/// The README's driver example: the code block after "The reference driver runs jobs".
+/// The driver example: the code block of docs/library.md after "The reference driver runs jobs".
 fn readme_example() -> Vec<&'static str> {
-    let after = README
+    let after = LIBRARY
         .split("The reference driver runs jobs")
         .nth(1)
-        .expect("the README has the driver example");
+        .expect("docs/library.md has the driver example");
     let block = after
         .split("```rust,no_run\n")
         .nth(1)
@@ -32,7 +32,7 @@ fn readme_example() -> Vec<&'static str> {
         .collect()
 }
 
-// The README's example, line for line (the test checks that it is).
+// docs/library.md's example, line for line (the test checks that it is).
 #[rustfmt::skip]
 mod example {
 use std::sync::Arc;
@@ -80,14 +80,14 @@ fn first_lines(child: &mut Child, n: usize) -> Vec<String> {
 }
 
 #[test]
-fn the_readme_driver_example_runs_as_written() {
-    // The README's example is this file's `example` module, line for line.
+fn the_library_guides_driver_example_runs_as_written() {
+    // docs/library.md's example is this file's `example` module, line for line.
     let module = THIS_FILE
         .split("mod example {\n")
         .nth(1)
         .and_then(|m| m.split("\n}\n").next())
         .expect("the example module");
-    // The README's master URL and the function without arguments are the only differences.
+    // The example's master URL and the function without arguments are the only differences.
     let here: Vec<String> = module
         .lines()
         .map(|l| l.strip_prefix("pub ").unwrap_or(l))
@@ -102,7 +102,7 @@ fn the_readme_driver_example_runs_as_written() {
     assert_eq!(
         readme_example(),
         here,
-        "README.md and tests/readme.rs differ"
+        "docs/library.md and tests/readme.rs differ"
     );
 
     let _one_at_a_time = sparkwire_on_path();
@@ -139,7 +139,7 @@ fn start(args: &[&str], lines: usize) -> (Kill, Vec<String>) {
     (Kill(child), printed)
 }
 
-/// The README's example against a master and a worker on ports the system picks.
+/// The example against a master and a worker on ports the system picks.
 fn run_the_example_on_a_cluster_of_its_own() {
     let (_master, line) = start(&["master", "--port", "0", "--no-webui"], 1);
     let url = line[0]
@@ -172,20 +172,20 @@ fn run_the_example_on_a_cluster_of_its_own() {
     });
     match outcome {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => panic!("the README example failed: {e}"),
-        Err(_) => panic!("the README example did not finish within 60 s"),
+        Ok(Err(e)) => panic!("the docs/library.md example failed: {e}"),
+        Err(_) => panic!("the docs/library.md example did not finish within 60 s"),
     }
     let _ = std::fs::remove_dir_all(&work);
 }
 
-/// The README's hand-started cluster (`sparkwire master` and a worker, with their default ports:
+/// The hand-started cluster of docs/operating.md (`sparkwire master` and a worker, with their default ports:
 /// 7077, 8080 and 8081 when free, the next ports up when not) running beside what the tests do
-/// changes nothing: the README example on a cluster of its own and `sparkwire local-cluster`
+/// changes nothing: the library example on a cluster of its own and `sparkwire local-cluster`
 /// still succeed, and the hand-started master sees nothing of them (no application, no worker
-/// but its own). A test that dialled the README's port would register with it and fail this.
+/// but its own). A test that dialled the documented port would register with it and fail this.
 #[cfg(feature = "webui")]
 #[test]
-fn the_readmes_hand_started_cluster_beside_the_tests_changes_nothing() {
+fn a_hand_started_cluster_beside_the_tests_changes_nothing() {
     let _one_at_a_time = sparkwire_on_path();
     let (_master, lines) = start(&["master"], 2);
     let url = lines[0]

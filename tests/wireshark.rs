@@ -69,9 +69,9 @@ fn tshark() -> Option<PathBuf> {
     });
     if found.is_none() {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("tshark is not installed: .ci/run installs Debian's tshark; CI must not skip the dissector's test");
+            panic!("tshark is not installed: scripts/test.sh (the test command .ci/run runs) installs Debian's tshark; CI must not skip the dissector's test");
         }
-        eprintln!("skipped: tshark is not installed (apt-get install tshark)");
+        eprintln!("skipped: tshark is not installed (scripts/test.sh installs it)");
     }
     found
 }

@@ -1,4 +1,4 @@
-//! Layer 6: the commands of the `sparkwire` binary, built on the public API of the library.
+//! Layer 7: the commands of the `sparkwire` binary, built on the public API of the library.
 
 mod address;
 mod busy_poll;

@@ -1,4 +1,4 @@
-//! Layer 4: the protocol cores of every role, with no runtime.
+//! Layer 5: the protocol cores of every role, with no runtime.
 //!
 //! A core is a state machine fed [`Core::handle`] with what happened and the time it happened,
 //! and drained with [`Core::poll`] of what it wants done, in the order it decided it. It reads no

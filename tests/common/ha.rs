@@ -84,7 +84,7 @@ impl ZooKeeper {
     fn start(n: usize) -> ZooKeeper {
         assert!(
             Path::new(ZOOKEEPER_JAR).exists(),
-            "ZooKeeper is not installed: apt-get install zookeeper (.ci/run does)"
+            "ZooKeeper is not installed: run the tests with scripts/test.sh, which installs Debian's zookeeper (as root), or `apt-get install zookeeper`"
         );
         // A test that failed while holding its turn poisoned the lock; the turn is still good.
         let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
