@@ -36,7 +36,9 @@ mkdir -p "$outdir"
 eval "$(bash "$here/env.sh" "$version")"
 eval "$(bash "$here/env.sh" --java17 | sed 's/^export JAVA_HOME=/javac_home=/')"
 if ! command -v tcpdump >/dev/null; then
-  { apt-get install -y -qq tcpdump || { apt-get update -qq && apt-get install -y -qq tcpdump; }; } >/dev/null 2>&1 ||
+  # (waiting up to 5 min for another apt-get to finish)
+  apt=(apt-get -o DPkg::Lock::Timeout=300)
+  { "${apt[@]}" install -y -qq tcpdump || { "${apt[@]}" update -qq && "${apt[@]}" install -y -qq tcpdump; }; } >/dev/null 2>&1 ||
     { echo "cannot install tcpdump" >&2; exit 1; }
 fi
 
