@@ -16,6 +16,11 @@
 //                                      RegisterWorkerFailed, which it sends to that address.)
 //                                      (Spark's web UI and REST server send these to the master
 //                                      locally; this puts them and their replies on the wire.)
+//   CaptureApps$ModuleOptions          prints Spark's own JVM module options for Java 17
+//                                      (org.apache.spark.launcher.JavaModuleOptions, Spark 3.3 and
+//                                      later; nothing for a release without them): capture.sh gives
+//                                      them to cluster-mode drivers, which a 3.x worker launches
+//                                      without them.
 //   CaptureApps$StandbyFactory         spark.deploy.recoveryMode=CUSTOM factory whose leader election
 //                                      never elects: the master stays in STANDBY and refuses
 //                                      workers (MasterInStandby) and driver submissions.
@@ -123,6 +128,18 @@ public final class CaptureApps {
     static Object construct(String name, Object arg) throws Exception {
       Constructor<?>[] cs = Class.forName(name).getConstructors();
       return cs[0].newInstance(arg);
+    }
+  }
+
+  public static final class ModuleOptions {
+    public static void main(String[] args) throws Exception {
+      Class<?> c;
+      try {
+        c = Class.forName("org.apache.spark.launcher.JavaModuleOptions");
+      } catch (ClassNotFoundException e) {
+        return;
+      }
+      System.out.println(c.getMethod("defaultModuleOptions").invoke(null));
     }
   }
 

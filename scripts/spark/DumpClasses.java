@@ -61,6 +61,10 @@ public final class DumpClasses {
       System.err.println("usage: DumpClasses SPARK_VERSION REGENERATE_COMMAND LIST_FILE [NAMES_FILE...] [--optional NAMES_FILE...]");
       System.exit(2);
     }
+    // Looking classes up can run Spark's static initializers, and some of them log (Spark 3.3+ to
+    // the standard output): the table alone goes to the real standard output, the rest to stderr.
+    java.io.PrintStream stdout = System.out;
+    System.setOut(System.err);
     String sparkVersion = args[0];
     String regenerate = args[1];
     List<String> scan = new ArrayList<>();
@@ -196,8 +200,8 @@ public final class DumpClasses {
       out.append(",\n      \"super\": ").append(superName == null ? "null" : q(superName)).append(" }");
     }
     out.append("\n  ]\n}\n");
-    System.out.print(out);
-    System.out.flush();
+    stdout.print(out);
+    stdout.flush();
     System.err.println("DumpClasses " + sparkVersion + " (Scala " + scala + "): " + scanned + " class files scanned, "
         + required.size() + " classes listed, " + optional.size() + " listed as optional (" + absent
         + " of them not in this release), " + classes.size() + " serializable classes written, "

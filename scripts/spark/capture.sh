@@ -1,38 +1,44 @@
 #!/usr/bin/env bash
-# Captures real Spark standalone RPC traffic on loopback into tests/data/spark/VERSION/SCENARIO.pcap.
+# Captures real Spark standalone RPC traffic on loopback into tests/data/spark/RELEASE/SCENARIO.pcap.
 #
-#   bash scripts/spark/capture.sh 4.0.1|3.0.3 [SCENARIO...]   (default: every scenario of that version)
+#   bash scripts/spark/capture.sh RELEASE [SCENARIO...]   (default: every scenario of that release)
 #
-# Scenarios: app dynalloc cluster worker-lost failover decommission(4.0.1 only) refused app-removed
-# reconnect
+# RELEASE: any release of scripts/spark/releases.txt (3.0.0 ... 4.3.0).
+# Scenarios: app dynalloc cluster worker-lost failover decommission (3.1 and later) refused
+# app-removed reconnect
 # (tests/data/spark/README.md says what each one does and which messages it puts on the wire).
-# Each run starts a master, workers and applications of that Spark version (scripts/spark/env.sh) on
+# Each run starts a master, workers and applications of that Spark release (scripts/spark/env.sh) on
 # free loopback ports, captures only the RPC ports (master, workers, drivers) with tcpdump, runs the
 # scenario, stops every process it started by PID, checks that tcpdump dropped nothing and writes the
 # capture and SCENARIO.md (the timeline). Logs stay in a temporary directory, printed at the start,
 # removed on success unless SPARKWIRE_KEEP_LOGS=1. Needs root for tcpdump (installed when missing).
 set -euo pipefail
 
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=releases.sh
+source "$here/releases.sh"
 version=${1:-}
-case "$version" in
-  4.0.1) all=(app dynalloc cluster worker-lost failover decommission refused app-removed reconnect) ;;
-  3.0.3) all=(app dynalloc cluster worker-lost failover refused app-removed reconnect) ;;
-  *) echo "usage: $0 4.0.1|3.0.3 [SCENARIO...]" >&2; exit 2 ;;
-esac
+release_check "$version" "$0 RELEASE [SCENARIO...]"
+at_least() { # RELEASE: whether the release captured is RELEASE or later
+  [ "$(printf '%s\n%s\n' "$1" "$version" | sort -V | head -n 1)" = "$1" ]
+}
+all=(app dynalloc cluster worker-lost failover)
+at_least 3.1.0 && all+=(decommission)
+all+=(refused app-removed reconnect)
 shift
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("${all[@]}")
 
-here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 outdir=$root/tests/data/spark/$version
 mkdir -p "$outdir"
 
 eval "$(bash "$here/env.sh" "$version")"
-javac_home=$(bash "$here/env.sh" 4.0.1 | sed -n 's/^export JAVA_HOME=//p')
-javac_home=$(eval echo "$javac_home")
+eval "$(bash "$here/env.sh" --java17 | sed 's/^export JAVA_HOME=/javac_home=/')"
 if ! command -v tcpdump >/dev/null; then
-  { apt-get install -y -qq tcpdump || { apt-get update -qq && apt-get install -y -qq tcpdump; }; } >/dev/null 2>&1 ||
+  # (waiting up to 5 min for another apt-get to finish)
+  apt=(apt-get -o DPkg::Lock::Timeout=300)
+  { "${apt[@]}" install -y -qq tcpdump || { "${apt[@]}" update -qq && "${apt[@]}" install -y -qq tcpdump; }; } >/dev/null 2>&1 ||
     { echo "cannot install tcpdump" >&2; exit 1; }
 fi
 
@@ -45,6 +51,12 @@ mkdir -p "$work/classes"
   { cat "$work/javac.log" >&2; exit 1; }
 "$javac_home/bin/jar" cf "$work/capture-apps.jar" -C "$work/classes" .
 jar=$work/capture-apps.jar
+# Spark 3.3-3.5 on Java 17: a worker launches a cluster-mode driver without Spark's module options,
+# and it dies (IllegalAccessError on sun.nio.ch.DirectBuffer); they are given to it by configuration.
+driver_java_options=
+if [ "$(release_java "$version")" = 17 ] && ! at_least 4.0.0; then
+  driver_java_options=$("$JAVA_HOME/bin/java" -cp "$jar:$SPARK_HOME/jars/*" 'CaptureApps$ModuleOptions')
+fi
 
 pids=()      # every process started, stopped on exit
 tcpdump_pid=
@@ -252,6 +264,7 @@ spark.executor.memory 512m
 spark.ui.showConsoleProgress false
 spark.worker.cleanup.enabled false
 CONF
+  [ -z "$driver_java_options" ] || echo "spark.driver.extraJavaOptions $driver_java_options" >>"$work/$scenario/conf/spark-defaults.conf"
   local pcap=$work/$scenario/$scenario.pcap
   tcpdump -i lo -U -s 0 -w "$pcap" "tcp and portrange $BASE-$((BASE + 9))" 2>"$work/$scenario/tcpdump.log" &
   tcpdump_pid=$!
@@ -359,7 +372,7 @@ scenario_cluster() {
   wait_pid "$submit_pid" 60
   wait_log "$work/$scenario/worker1.log" "Driver $d2 exited successfully" 180
   note "the worker relaunched $d2 after exit status 3; the second launch ran its job and exited 0"
-  if [ "$version" = 4.0.1 ]; then
+  if at_least 4.0.0; then
     probe state "status:$d2" readyz clear killall
     note "probe: RequestMasterState, RequestDriverStatus($d2), RequestReadyz, RequestClearCompletedDriversAndApps, RequestKillAllDrivers"
   else
@@ -387,7 +400,7 @@ scenario_worker_lost() {
   wait_log "$master_log" "Removing worker" 60
   note "the master removed worker 1 and told the app (executor lost, worker removed)"
   for p in $execs; do stop_pid "$p"; done
-  # Spark 3.0.3's master does not schedule when it removes a worker; a registration does.
+  # Spark 3.0's master does not schedule when it removes a worker; a registration does.
   start_worker 2 1
   wait_log "$work/$scenario/worker2.log" "Successfully registered with master" 60
   wait_log "$work/$scenario/worker2.log" "Asked to launch executor" 60
@@ -469,10 +482,10 @@ scenario_refused() {
     >"$work/$scenario/kill.log" 2>&1 &
   local kpid=$!
   pids+=("$kpid")
-  sleep 8 # its INFO log, where 4.0.1's client would say "not alive", is off: give the answer time to come
+  sleep 8 # its INFO log, where Spark 4's client would say "not alive", is off: give the answer time to come
   stop_pid "$kpid"
   note "Client kill: KillDriverResponse(success = false); stopped"
-  if [ "$version" = 4.0.1 ]; then
+  if at_least 4.0.0; then
     probe status:driver-00000000000000-0000 state readyz
     note "probe: RequestDriverStatus (the answer carries an exception), RequestMasterState, RequestReadyz"
   else
@@ -504,7 +517,7 @@ scenario_app_removed() {
   note "master (spark.deploy.maxExecutorRetries=0) up, worker 1 registered (1 core)"
   start_app cancel spark.cores.max=1 spark.executor.cores=1 spark.executor.syncLogLevel.enabled=true
   wait_log "$work/$scenario/app.log" "WAITING" 120
-  note "PySpark app ran a job, set its log level (pushed to executors in 4.0.1), started a long job and cancelled it (KillTask)"
+  note "PySpark app ran a job, set its log level (pushed to executors in Spark 4), started a long job and cancelled it (KillTask)"
   local execs
   execs=$(pgrep -P "${worker_pid[1]}" || true)
   [ -n "$execs" ] || { echo "no executor process under worker 1" >&2; exit 1; }
@@ -537,7 +550,7 @@ scenario_reconnect() {
 }
 
 for scenario in "${scenarios[@]}"; do
-  case " ${all[*]} " in *" $scenario "*) ;; *) echo "unknown scenario for $version: $scenario" >&2; exit 2 ;; esac
+  case " ${all[*]} " in *" $scenario "*) ;; *) echo "unknown scenario for $version: $scenario (known: ${all[*]})" >&2; exit 2 ;; esac
   mkdir -p "$work/$scenario"
   run_scenario
 done

@@ -28,12 +28,40 @@ use crate::messages::Version;
 /// The class tables, by file name, as the crate carries them.
 const TABLES: &[(&str, &str)] = &[
     (
+        "classes-3.0.0.json",
+        include_str!("../../protocol/spark/classes-3.0.0.json"),
+    ),
+    (
+        "classes-3.0.1.json",
+        include_str!("../../protocol/spark/classes-3.0.1.json"),
+    ),
+    (
+        "classes-3.0.2.json",
+        include_str!("../../protocol/spark/classes-3.0.2.json"),
+    ),
+    (
         "classes-3.0.3.json",
         include_str!("../../protocol/spark/classes-3.0.3.json"),
     ),
     (
+        "classes-3.1.1.json",
+        include_str!("../../protocol/spark/classes-3.1.1.json"),
+    ),
+    (
+        "classes-3.1.2.json",
+        include_str!("../../protocol/spark/classes-3.1.2.json"),
+    ),
+    (
         "classes-3.1.3.json",
         include_str!("../../protocol/spark/classes-3.1.3.json"),
+    ),
+    (
+        "classes-3.2.0.json",
+        include_str!("../../protocol/spark/classes-3.2.0.json"),
+    ),
+    (
+        "classes-3.2.1.json",
+        include_str!("../../protocol/spark/classes-3.2.1.json"),
     ),
     (
         "classes-3.2.4.json",
@@ -48,8 +76,8 @@ const TABLES: &[(&str, &str)] = &[
         include_str!("../../protocol/spark/classes-3.4.4.json"),
     ),
     (
-        "classes-3.5.9.json",
-        include_str!("../../protocol/spark/classes-3.5.9.json"),
+        "classes-3.5.8.json",
+        include_str!("../../protocol/spark/classes-3.5.8.json"),
     ),
     (
         "classes-4.0.1.json",
@@ -60,8 +88,20 @@ const TABLES: &[(&str, &str)] = &[
         include_str!("../../protocol/spark/classes-4.0.5.json"),
     ),
     (
+        "classes-4.1.0.json",
+        include_str!("../../protocol/spark/classes-4.1.0.json"),
+    ),
+    (
         "classes-4.1.4.json",
         include_str!("../../protocol/spark/classes-4.1.4.json"),
+    ),
+    (
+        "classes-4.2.0.json",
+        include_str!("../../protocol/spark/classes-4.2.0.json"),
+    ),
+    (
+        "classes-4.2.1.json",
+        include_str!("../../protocol/spark/classes-4.2.1.json"),
     ),
     (
         "classes-4.3.0.json",
