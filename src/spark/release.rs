@@ -64,8 +64,16 @@ const TABLES: &[(&str, &str)] = &[
         include_str!("../../protocol/spark/classes-3.2.1.json"),
     ),
     (
+        "classes-3.2.3.json",
+        include_str!("../../protocol/spark/classes-3.2.3.json"),
+    ),
+    (
         "classes-3.2.4.json",
         include_str!("../../protocol/spark/classes-3.2.4.json"),
+    ),
+    (
+        "classes-3.3.0.json",
+        include_str!("../../protocol/spark/classes-3.3.0.json"),
     ),
     (
         "classes-3.3.4.json",
@@ -76,8 +84,8 @@ const TABLES: &[(&str, &str)] = &[
         include_str!("../../protocol/spark/classes-3.4.4.json"),
     ),
     (
-        "classes-3.5.8.json",
-        include_str!("../../protocol/spark/classes-3.5.8.json"),
+        "classes-3.5.5.json",
+        include_str!("../../protocol/spark/classes-3.5.5.json"),
     ),
     (
         "classes-4.0.1.json",
