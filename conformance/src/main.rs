@@ -134,6 +134,12 @@ struct Args {
     /// stale.
     #[arg(long, value_name = "FILE")]
     check_spark_md: Option<std::path::PathBuf>,
+    /// Compares the fresh runs on real Spark in DIR (RELEASE-TARGET.json) with the stored ones in
+    /// --spark-results, verdicts only: exits 1 when a case's verdict changed or a stored case has
+    /// none now; a case the stored runs have no verdict for is listed as not yet run on Spark and
+    /// passes (scripts/spark/conformance.sh --check).
+    #[arg(long, value_name = "DIR")]
+    compare_spark_results: Option<std::path::PathBuf>,
     /// The stored runs on real Spark (RELEASE-TARGET.json, the --json reports).
     #[arg(long, value_name = "DIR", default_value = "conformance/spark")]
     spark_results: std::path::PathBuf,
@@ -207,6 +213,23 @@ fn run(args: Args) -> Result<ExitCode, String> {
         .or(args.check_coverage_md.as_ref())
     {
         return coverage::run(path, args.write_coverage_md.is_some());
+    }
+    if let Some(fresh) = &args.compare_spark_results {
+        use sparkwire_conformance::spark_md;
+        let c = spark_md::compare_dirs(&args.spark_results, fresh)?;
+        for id in &c.not_yet_run {
+            eprintln!("not yet run on Spark (no stored verdict; passes): {id}");
+        }
+        if !c.changed.is_empty() {
+            eprintln!(
+                "real Spark's verdicts differ from {} (rerun scripts/spark/conformance.sh and resolve):\n{}",
+                args.spark_results.display(),
+                c.changed.join("\n")
+            );
+            return Ok(ExitCode::from(1));
+        }
+        eprintln!("real Spark's verdicts are the stored ones");
+        return Ok(ExitCode::SUCCESS);
     }
     if args.write_spark_md.is_some() || args.check_spark_md.is_some() {
         use sparkwire_conformance::spark_md;
