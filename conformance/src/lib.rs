@@ -16,6 +16,7 @@ pub mod coverage;
 pub mod env;
 pub mod fault;
 pub mod health;
+pub mod kit;
 pub mod mp;
 pub mod peer;
 pub mod report;

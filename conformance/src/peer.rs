@@ -1046,7 +1046,7 @@ impl Conn {
         let mut c = Conn::connect(addr, label, hello.role, log).await?;
         c.version = Some(v);
         let name = endpoint_of(log.target());
-        let id = i64::try_from(crate::targets::common::unique() | (1 << 61)).unwrap_or(i64::MAX);
+        let id = i64::try_from(crate::kit::common::unique() | (1 << 61)).unwrap_or(i64::MAX);
         let ask = c
             .spark
             .as_ref()

@@ -288,7 +288,7 @@ impl Behaviour for LaunchAfterUnregister {
             app,
             0,
             0,
-            crate::targets::master::app_desc(Some(1), 64, None),
+            crate::kit::master::app_desc(Some(1), 64, None),
             1,
             64,
             Default::default(),

@@ -102,7 +102,7 @@ pub async fn start(
     let (listener, given, proxy) = listen(ctx, fixed, suite_role).await?;
     let work_dir = std::env::temp_dir().join(format!(
         "sparkwire-conformance-{}",
-        crate::targets::common::unique()
+        crate::kit::common::unique()
     ));
     let _ = std::fs::create_dir_all(&work_dir);
     let mut vars = vars(given, &work_dir);

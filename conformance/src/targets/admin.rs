@@ -15,10 +15,10 @@ use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::master::{app_desc, register_worker_msg};
 use crate::peer::Conn;
-use crate::targets::common::wait;
 use crate::targets::limits::{served, Server, Settings};
-use crate::targets::master::{app_desc, register_worker_msg};
 
 type D = DeployMessage;
 
@@ -167,7 +167,7 @@ async fn kill_all_denied(ctx: Ctx) -> Outcome {
 
 async fn decommission_denied(ctx: Ctx) -> Outcome {
     let s = admin_server(&ctx).await?;
-    let n = crate::targets::common::unique();
+    let n = crate::kit::common::unique();
     let port = 20000 + (n % 40000) as i32;
     let host = "127.0.0.1";
     let id = format!("worker-20250101120000-{host}-{port}-{n}");

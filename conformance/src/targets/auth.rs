@@ -24,10 +24,10 @@ use sparkwire::wire::{encode_envelope, Envelope};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::{Ctx, Endpoint};
+use crate::kit::common::{unique, wait};
+use crate::kit::master::{register_worker_msg, state};
 use crate::peer::{Conn, Event};
 use crate::targets::client::Start;
-use crate::targets::common::{unique, wait};
-use crate::targets::master::{register_worker_msg, state};
 use crate::targets::server::Listening;
 
 /// The endpoint's secret, or `Skipped` when the suite was not given it.
@@ -137,7 +137,7 @@ async fn expect_refused(ctx: &Ctx, c: &mut Conn, reasons: &[RefusalReason]) -> O
         Some(Event::TooLarge(n)) => return Err(fail(want, format!("a frame declaring {n} bytes"))),
         None => return Err(fail(want, "nothing")),
     }
-    c.expect_closed_silently(crate::targets::common::reaction_wait(ctx), &want)
+    c.expect_closed_silently(crate::kit::common::reaction_wait(ctx), &want)
         .await
 }
 

@@ -11,10 +11,10 @@ use sparkwire::wire::handshake::{Answer, Hello, Refusal, RefusalReason, Role, CL
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
+use crate::kit::common::{close_of, closed_without_envelope, wait};
+use crate::kit::spawned::Run;
 use crate::mp;
 use crate::peer::{frame, Conn, Event};
-use crate::targets::common::{close_of, closed_without_envelope, wait};
-use crate::targets::spawned::Run;
 
 type D = sparkwire::messages::DeployMessage;
 
@@ -543,9 +543,9 @@ async fn bad_reply_close_kind(ctx: Ctx, s: Client) -> Outcome {
             ));
         }
         let given = run.given;
-        let mut desc = crate::targets::master::app_desc(Some(1), 64, None);
+        let mut desc = crate::kit::master::app_desc(Some(1), 64, None);
         desc.command = sparkwire::messages::Command::new(
-            crate::targets::worker::allowed_exec(),
+            crate::kit::worker::allowed_exec(),
             vec!["20".into()],
             Default::default(),
             vec![],

@@ -10,9 +10,9 @@ use sparkwire::wire::Envelope;
 
 use crate::case::{Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::driver::{registered, SMALL};
 use crate::peer::Conn;
-use crate::targets::common::wait;
-use crate::targets::driver::{registered, SMALL};
 
 type C = CoarseMessage;
 

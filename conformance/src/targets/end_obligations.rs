@@ -11,7 +11,7 @@ use sparkwire::wire::{encode_task, Envelope};
 
 use crate::case::{fail, Cases, Level, Outcome};
 use crate::env::Ctx;
-use crate::targets::{executor, worker};
+use crate::kit::{executor, worker};
 
 /// The worker's cases.
 pub fn add_worker(cs: &mut Cases) {

@@ -9,10 +9,10 @@ use sparkwire::wire::handshake::{Answer, Hello, RefusalReason, Role, CLOSE_REASO
 
 use crate::case::{check, fail, Cases, Level, Outcome, Sharing};
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::master::{addr, open};
 use crate::mp;
 use crate::peer::{auth_entries, frame, Conn, Event};
-use crate::targets::common::wait;
-use crate::targets::master::{addr, open};
 
 /// A feature name no version of the protocol defines.
 const UNKNOWN_FEATURE: &str = "conformanceUnknownFeature";
@@ -64,7 +64,7 @@ async fn features_refused(ctx: &Ctx, features: Vec<u8>, what: &str) -> Outcome {
         Answer::Refused(r) if r.reason == RefusalReason::MalformedHello => {}
         other => return Err(fail(want, format!("{other:?}"))),
     }
-    c.expect_closed(crate::targets::common::reaction_wait(ctx), &want)
+    c.expect_closed(crate::kit::common::reaction_wait(ctx), &want)
         .await
 }
 
@@ -79,7 +79,7 @@ async fn features_not_strings_refused(ctx: Ctx) -> Outcome {
 async fn unknown_feature_not_taken(ctx: Ctx) -> Outcome {
     let hello = Hello::new(&[Version::V1, Version::V2], Role::Ui, "suite")
         .with_features(&[UNKNOWN_FEATURE, CLOSE_REASON]);
-    let (_c, taken) = crate::targets::common::open_offering(&ctx, addr(&ctx)?, "ui", hello).await?;
+    let (_c, taken) = crate::kit::common::open_offering(&ctx, addr(&ctx)?, "ui", hello).await?;
     check(
         taken.iter().all(|f| f == CLOSE_REASON),
         format!("the answer takes at most closeReason, never {UNKNOWN_FEATURE}"),

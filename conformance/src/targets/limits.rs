@@ -24,10 +24,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::{Ctx, Wire};
+use crate::kit::common::{unique, wait};
+use crate::kit::master::{addr, app_desc, register_worker_msg};
 use crate::peer::{frame, not_on_spark_wire, Conn, Event};
 use crate::spawn::{spawn, Spawned};
-use crate::targets::common::{unique, wait};
-use crate::targets::master::{addr, app_desc, register_worker_msg};
 
 type D = DeployMessage;
 
@@ -689,7 +689,7 @@ async fn registered_kept(ctx: Ctx) -> Outcome {
     // application says nothing and reads what it is sent.
     let heartbeat = D::Heartbeat(Heartbeat::new(
         id.clone(),
-        crate::targets::master::worker_ref("127.0.0.1", port),
+        crate::kit::master::worker_ref("127.0.0.1", port),
     ));
     let end = Instant::now() + Duration::from_millis(3500 * SHORT);
     let want = "the registered worker still connected (it heartbeats and reads)";
@@ -853,7 +853,7 @@ async fn slow_consumer(ctx: Ctx) -> Outcome {
 }
 
 async fn close_reason_frame_too_large(ctx: Ctx) -> Outcome {
-    let (mut c, taken) = crate::targets::common::offering_close_reason(
+    let (mut c, taken) = crate::kit::common::offering_close_reason(
         &ctx,
         addr(&ctx)?,
         "ui",

@@ -12,9 +12,9 @@ use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::{Ctx, Wire};
+use crate::kit::common::wait;
 use crate::peer::{Conn, Event};
 use crate::spark_wire::{endpoint_of, VERIFIER};
-use crate::targets::common::wait;
 use crate::targets::server::{Listening, Server};
 
 type D = DeployMessage;
@@ -391,7 +391,7 @@ pub fn add_worker(cs: &mut Cases) {
         "the worker asks the endpoint verifier CheckExistence(Master) on its connection before it sends RegisterWorker",
         |ctx: Ctx| async move {
             spark_version(&ctx)?;
-            let w = crate::targets::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let side = spark_of(&w.conn)?;
             check(side.checked().first().map(String::as_str) == Some("Master"), "CheckExistence(Master) first", format!("{:?}", side.checked()))
         },
@@ -402,7 +402,7 @@ pub fn add_worker(cs: &mut Cases) {
         "the worker's RegisterWorker names, as its RequestMessage sender, the address of the endpoint reference it registers (which the master keys it by)",
         |ctx: Ctx| async move {
             spark_version(&ctx)?;
-            let w = crate::targets::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let side = spark_of(&w.conn)?;
             let reference = w.reg.worker.address.as_ref().map(|a| (a.host.clone(), a.port));
             check(side.peer_address().cloned() == reference && reference.is_some(), format!("the sender {reference:?}"), format!("{:?}", side.peer_address()))
@@ -414,7 +414,7 @@ pub fn add_worker(cs: &mut Cases) {
         "the worker sends its heartbeats on the connection it registered over, where the master's answer reached it (a master never dials a worker)",
         |ctx: Ctx| async move {
             spark_version(&ctx)?;
-            let mut w = crate::targets::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let mut w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
             w.conn
                 .expect::<D, ()>(ctx.settings.patience, "a Heartbeat on the registration's connection", |e| match e {
@@ -441,8 +441,8 @@ pub fn add_master(cs: &mut Cases) {
                 .map_err(|e| fail("a listening socket", e))?;
             let port = i32::from(listener.addr().port());
             let id = format!("worker-20250101120000-127.0.0.1-{port}");
-            let mut c = crate::targets::master::open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
-            c.send(&Envelope::Send(crate::targets::master::register_worker_msg(&id, "127.0.0.1", port, 0, 0)))
+            let mut c = crate::kit::master::open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
+            c.send(&Envelope::Send(crate::kit::master::register_worker_msg(&id, "127.0.0.1", port, 0, 0)))
                 .await?;
             c.expect::<D, ()>(wait(&ctx), "RegisteredWorker on the worker's connection", |e| {
                 matches!(e, Envelope::Send(D::RegisteredWorker(_))).then_some(())
@@ -463,11 +463,11 @@ pub fn add_master(cs: &mut Cases) {
 }
 
 async fn master_removes_closed_worker(ctx: Ctx) -> Outcome {
-    use crate::targets::master::{app, app_desc, open, register_worker_msg};
+    use crate::kit::master::{app, app_desc, open, register_worker_msg};
     spark_version(&ctx)?;
     let (mut app_conn, _app_id) =
         app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
-    let port = 20_000 + (crate::targets::common::unique() % 40_000) as i32;
+    let port = 20_000 + (crate::kit::common::unique() % 40_000) as i32;
     let id = format!("worker-20250101120000-127.0.0.1-{port}");
     // The suite's sender on this connection is the reference's address from RegisterWorker on
     // (`SparkSide`: a message naming the suite's own reference makes its address the sender).

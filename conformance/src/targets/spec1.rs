@@ -10,9 +10,9 @@ use sparkwire::wire::Envelope;
 
 use crate::case::{fail, Cases, Level, Outcome, Sharing};
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::master::{app, app_desc, open, register_worker_msg, settle, state};
 use crate::peer::Listener;
-use crate::targets::common::wait;
-use crate::targets::master::{app, app_desc, open, register_worker_msg, settle, state};
 
 type D = DeployMessage;
 

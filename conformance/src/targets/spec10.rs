@@ -10,8 +10,8 @@ use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, Cases, Level, Outcome};
 use crate::env::Ctx;
-use crate::targets::common::wait;
-use crate::targets::executor::{launch, launched, registered, task};
+use crate::kit::common::wait;
+use crate::kit::executor::{launch, launched, registered, task};
 
 type C = CoarseMessage;
 
@@ -119,7 +119,7 @@ async fn one_final_update(ctx: Ctx) -> Outcome {
 }
 
 async fn task_fields(ctx: Ctx) -> Outcome {
-    use crate::targets::driver::{executor, registered as driver, Job, SMALL};
+    use crate::kit::driver::{executor, registered as driver, Job, SMALL};
     let d = driver(
         &ctx,
         Job {

@@ -18,10 +18,10 @@ use sparkwire::wire::{encode_envelope, Envelope};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::Ctx;
+use crate::kit::common::unique;
+use crate::kit::common::wait;
+use crate::kit::master::{addr, app_desc, open, register_worker_msg};
 use crate::peer::{frame, Conn, Event};
-use crate::targets::common::unique;
-use crate::targets::common::wait;
-use crate::targets::master::{addr, app_desc, open, register_worker_msg};
 use crate::targets::server::close_envelope;
 
 type D = DeployMessage;
@@ -601,9 +601,9 @@ pub fn add_executor(cs: &mut Cases) {
 }
 
 async fn replay_to_executor(ctx: Ctx, r: Replay, stop: bool) -> Outcome {
-    let mut e = crate::targets::executor::registered(&ctx, &[r.version], 128).await?;
+    let mut e = crate::kit::executor::registered(&ctx, &[r.version], 128).await?;
     // As a driver does, the frame comes once the executor said it is up.
-    crate::targets::executor::launched(&ctx, &mut e).await?;
+    crate::kit::executor::launched(&ctx, &mut e).await?;
     e.conn
         .send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
         .await?;
@@ -649,7 +649,7 @@ pub fn add_worker(cs: &mut Cases) {
 }
 
 async fn replay_to_worker(ctx: Ctx, r: Replay) -> Outcome {
-    let mut w = crate::targets::worker::registered(&ctx, &[r.version]).await?;
+    let mut w = crate::kit::worker::registered(&ctx, &[r.version]).await?;
     w.conn
         .send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
         .await?;

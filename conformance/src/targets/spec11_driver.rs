@@ -28,10 +28,10 @@ use sparkwire::wire::{encode_envelope, Envelope};
 
 use crate::case::{fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
+use crate::kit::common::{unique, wait};
+use crate::kit::driver::{executor, registered, SMALL};
+use crate::kit::spawned;
 use crate::peer::frame;
-use crate::targets::common::{unique, wait};
-use crate::targets::driver::{executor, registered, SMALL};
-use crate::targets::spawned;
 use crate::targets::spec11::{refused_with, replays, slug, stays_open, At, Replay};
 
 type D = DeployMessage;
@@ -119,8 +119,8 @@ async fn status_with_resources(
     inner: [u8; 7],
 ) -> Result<
     (
-        crate::targets::driver::Registered,
-        crate::targets::driver::FakeExecutor,
+        crate::kit::driver::Registered,
+        crate::kit::driver::FakeExecutor,
         Vec<u8>,
     ),
     Failure,
@@ -180,7 +180,7 @@ async fn map_inside_map_ascending(ctx: Ctx) -> Outcome {
 async fn to_executor_port(ctx: Ctx, r: Replay) -> Outcome {
     let d = registered(&ctx, SMALL).await?;
     let id = format!("{}", 100 + unique() % 100_000);
-    let (mut c, agreed) = crate::targets::common::offering_close_reason(
+    let (mut c, agreed) = crate::kit::common::offering_close_reason(
         &ctx,
         d.driver_addr,
         "executor",
@@ -200,7 +200,7 @@ async fn to_executor_port(ctx: Ctx, r: Replay) -> Outcome {
 /// A freshly started driver whose application client the suite accepts at the vector's version
 /// and registers; the frame, then its verdict.
 async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
-    let run = crate::targets::driver::started(&ctx, SMALL).await?;
+    let run = crate::kit::driver::started(&ctx, SMALL).await?;
     let mut app = run.accept(&ctx, "master", Role::Master).await?;
     let hello = app.read_hello(spawned::startup(&ctx)).await?;
     if !hello.versions.contains(&u64::from(r.version.number())) {
@@ -215,7 +215,7 @@ async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
         matches!(e, Envelope::Send(D::RegisterApplication(_))).then_some(())
     })
     .await?;
-    crate::targets::driver::registered_application(&mut app, run.given).await?;
+    crate::kit::driver::registered_application(&mut app, run.given).await?;
     app.send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
         .await?;
     match &r.error {

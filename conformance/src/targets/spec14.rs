@@ -19,10 +19,10 @@ use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::{Ctx, Wire};
+use crate::kit::common::unique;
+use crate::kit::common::wait;
+use crate::kit::master::{app, app_desc, open, settle, state, submit, worker, worker_ref};
 use crate::peer::{Conn, Event};
-use crate::targets::common::unique;
-use crate::targets::common::wait;
-use crate::targets::master::{app, app_desc, open, settle, state, submit, worker, worker_ref};
 use crate::targets::spec14_ownership::two_workers;
 
 type D = DeployMessage;
@@ -394,7 +394,7 @@ async fn unregister_other_connection(ctx: Ctx) -> Outcome {
     )))
     .await?;
     b.expect_closed(
-        crate::targets::common::reaction_wait(&ctx),
+        crate::kit::common::reaction_wait(&ctx),
         "the connection closed (UnregisterApplication of another connection's application refused)",
     )
     .await?;
@@ -411,7 +411,7 @@ async fn heartbeat_other_connection(ctx: Ctx) -> Outcome {
     b.conn.send(&Envelope::Send(heartbeat(&a.id))).await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a Heartbeat naming another connection's worker refused)",
         )
         .await
@@ -434,7 +434,7 @@ async fn latest_state_other_connection(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a WorkerLatestState naming another connection's worker refused)",
         )
         .await?;
@@ -547,7 +547,7 @@ async fn spark_13604(ctx: Ctx) -> Outcome {
         let which = w
             .conn
             .expect::<D, bool>(
-                crate::targets::common::reaction_wait(&ctx),
+                crate::kit::common::reaction_wait(&ctx),
                 &want,
                 |e| match e {
                     Envelope::Send(D::KillExecutor(k)) if k.app_id == app_id && k.exec_id == 3 => {

@@ -11,8 +11,8 @@ use sparkwire::wire::Envelope;
 
 use crate::case::{check, Cases, Level, Outcome, Sharing};
 use crate::env::{Ctx, Wire};
+use crate::kit::master::{app, app_desc, flow, settle, state, worker, worker_ref, Need};
 use crate::peer::frame;
-use crate::targets::master::{app, app_desc, flow, settle, state, worker, worker_ref, Need};
 
 type D = DeployMessage;
 
@@ -88,7 +88,7 @@ async fn refused_send_loses_application(ctx: Ctx) -> Outcome {
     )))
     .await?;
     b.expect_closed(
-        crate::targets::common::reaction_wait(&ctx),
+        crate::kit::common::reaction_wait(&ctx),
         "the connection closed (UnregisterApplication of another connection's application refused)",
     )
     .await?;
@@ -120,7 +120,7 @@ async fn refused_send_loses_worker(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a Heartbeat naming another connection's worker refused)",
         )
         .await?;
@@ -142,7 +142,7 @@ async fn decoding_error_worker_lost(ctx: Ctx) -> Outcome {
         .await?;
     w.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (InvalidMessagePack)",
         )
         .await?;
@@ -158,8 +158,8 @@ async fn decommissioned_no_launch(ctx: Ctx) -> Outcome {
         .await?;
     let id = w.id.clone();
     if ctx.log.wire() == Wire::Sparkwire {
-        crate::targets::master::settle_within(
-            crate::targets::common::reaction_wait(&ctx),
+        crate::kit::master::settle_within(
+            crate::kit::common::reaction_wait(&ctx),
             || async {
                 let s = state(&ctx).await?;
                 Ok(s.workers
@@ -190,7 +190,7 @@ async fn decoding_error_app_finished(ctx: Ctx) -> Outcome {
     c.send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")
         .await?;
     c.expect_closed(
-        crate::targets::common::reaction_wait(&ctx),
+        crate::kit::common::reaction_wait(&ctx),
         "the connection closed (InvalidMessagePack)",
     )
     .await?;
@@ -204,10 +204,10 @@ async fn decoding_error_app_finished(ctx: Ctx) -> Outcome {
 
 async fn refused_creates_nothing(ctx: Ctx) -> Outcome {
     let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
-    let name = format!("refused-{}", crate::targets::common::unique());
+    let name = format!("refused-{}", crate::kit::common::unique());
     let mut desc = app_desc(Some(1), 64, Some(0));
     desc.name = name.clone();
-    let port = 40000 + (crate::targets::common::unique() % 20000) as i32;
+    let port = 40000 + (crate::kit::common::unique() % 20000) as i32;
     w.conn
         .send(&Envelope::Send(D::RegisterApplication(
             RegisterApplication::new(

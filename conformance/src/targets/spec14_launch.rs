@@ -25,12 +25,12 @@ use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::{Ctx, Wire};
-use crate::peer::{not_on_spark_wire, Conn};
-use crate::targets::common::{expect_refused, unique, wait};
-use crate::targets::worker::{
+use crate::kit::common::{expect_refused, unique, wait};
+use crate::kit::worker::{
     allowed_exec, command, launch_executor, launch_msg, listening_addr, registered, state_change,
     ui_conn, worker_state, Registered,
 };
+use crate::peer::{not_on_spark_wire, Conn};
 
 type D = DeployMessage;
 type C = CoarseMessage;
@@ -637,7 +637,7 @@ async fn decommission_silent(ctx: Ctx) -> Outcome {
 }
 
 async fn foreign_executor(ctx: Ctx) -> Outcome {
-    use crate::targets::driver::{executor, registered as driver, SMALL};
+    use crate::kit::driver::{executor, registered as driver, SMALL};
     let d = driver(&ctx, SMALL).await?;
     let mut first = executor(&ctx, &d, "1", 1, Version::V2).await?;
     let mut second = executor(&ctx, &d, "2", 1, Version::V2).await?;

@@ -12,8 +12,8 @@ use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::Ctx;
-use crate::targets::common::wait;
-use crate::targets::master::{
+use crate::kit::common::wait;
+use crate::kit::master::{
     addr, app, app_desc, flow, register_worker_msg, state, submit, worker, worker_ref, FakeWorker,
     Need,
 };
@@ -135,7 +135,7 @@ async fn decommissioning_other_connection(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a WorkerDecommissioning naming another connection's worker refused)",
         )
         .await?;
@@ -152,7 +152,7 @@ async fn scheduler_state_other_connection(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a WorkerSchedulerStateResponse naming another connection's worker refused)",
         )
         .await?;
@@ -261,7 +261,7 @@ async fn driver_state_other_worker(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a DriverStateChanged for a driver launched on another worker refused)",
         )
         .await?;
@@ -279,10 +279,10 @@ async fn driver_state_other_worker(ctx: Ctx) -> Outcome {
 
 async fn not_owner_close(ctx: Ctx) -> Outcome {
     let a = worker(&ctx, "worker-a", 0, 0, Version::V2).await?;
-    let n = crate::targets::common::unique();
+    let n = crate::kit::common::unique();
     let port = 20000 + (n % 40000) as i32;
     let id = format!("worker-20250101120000-127.0.0.1-{port}-{n}");
-    let (mut b, taken) = crate::targets::common::offering_close_reason(
+    let (mut b, taken) = crate::kit::common::offering_close_reason(
         &ctx,
         addr(&ctx)?,
         "worker-b",

@@ -13,8 +13,8 @@ use sparkwire::wire::{decode_envelope, encode_task, Envelope, Reply};
 
 use crate::case::{fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
+use crate::kit::common::{unique, wait};
 use crate::peer::{Conn, Event};
-use crate::targets::common::{unique, wait};
 
 type C = CoarseMessage;
 type D = DeployMessage;
@@ -133,7 +133,7 @@ async fn master(ctx: Ctx) -> Outcome {
 }
 
 async fn master_in(ctx: Ctx, v: Version) -> Outcome {
-    use crate::targets::master::{app_desc, open, register_worker_msg};
+    use crate::kit::master::{app_desc, open, register_worker_msg};
     let n = unique();
     let id = format!("worker-20250101120000-127.0.0.1-{n}");
     let mut w = open(&ctx, Role::Worker, "worker", &id, v).await?;
@@ -181,7 +181,7 @@ async fn worker(ctx: Ctx) -> Outcome {
 }
 
 async fn worker_in(ctx: Ctx, v: Version) -> Outcome {
-    use crate::targets::worker::{launch_executor, registered};
+    use crate::kit::worker::{launch_executor, registered};
     let mut w = registered(&ctx, &[v]).await?;
     read_until::<D, ()>(&ctx, &mut w.conn, "a Heartbeat", |e| {
         matches!(e, Envelope::Send(D::Heartbeat(_))).then_some(())
@@ -215,8 +215,8 @@ async fn driver(ctx: Ctx) -> Outcome {
 }
 
 async fn driver_in(ctx: Ctx, v: Version) -> Outcome {
-    use crate::targets::spawned;
-    let mut run = crate::targets::driver::started(&ctx, crate::targets::driver::SMALL).await?;
+    use crate::kit::spawned;
+    let mut run = crate::kit::driver::started(&ctx, crate::kit::driver::SMALL).await?;
     let mut app = run.accept(&ctx, "master", Role::Master).await?;
     let hello = app.read_hello(spawned::startup(&ctx)).await?;
     if !hello.versions.contains(&u64::from(v.number())) {
@@ -232,7 +232,7 @@ async fn driver_in(ctx: Ctx, v: Version) -> Outcome {
             _ => None,
         })
         .await?;
-    crate::targets::driver::registered_application(&mut app, run.given).await?;
+    crate::kit::driver::registered_application(&mut app, run.given).await?;
     // The executor's side, at the same version: the driver's port from `--driver-url
     // spark://CoarseGrainedScheduler@HOST:PORT` in the application's command.
     let args = &reg.app_description.command.arguments;
@@ -281,7 +281,7 @@ async fn executor(ctx: Ctx) -> Outcome {
 }
 
 async fn executor_in(ctx: Ctx, v: Version) -> Outcome {
-    use crate::targets::executor::{registered, task};
+    use crate::kit::executor::{registered, task};
     let mut e = registered(&ctx, &[v], 128).await?;
     read_until::<C, ()>(&ctx, &mut e.conn, "LaunchedExecutor", |x| {
         matches!(x, Envelope::Send(C::LaunchedExecutor(_))).then_some(())

@@ -11,11 +11,11 @@ use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
 use crate::case::{fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::executor::{app_config, launched, registered, start};
+use crate::kit::spawned;
 use crate::mp::{arr, bin, s};
 use crate::peer::{frame, Conn, Event};
-use crate::targets::common::wait;
-use crate::targets::executor::{app_config, launched, registered, start};
-use crate::targets::spawned;
 
 type C = CoarseMessage;
 

@@ -16,11 +16,11 @@ use sparkwire::wire::{encode_envelope, Envelope};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::Ctx;
+use crate::kit::common::unique;
+use crate::kit::common::wait;
+use crate::kit::master::{addr, app_desc};
 use crate::mp::{arr, map, s};
 use crate::peer::{frame, Conn};
-use crate::targets::common::unique;
-use crate::targets::common::wait;
-use crate::targets::master::{addr, app_desc};
 use crate::targets::server::close_envelope;
 
 type D = DeployMessage;
@@ -130,7 +130,7 @@ fn registration_with(canonical: &[u8], replacement: &[u8]) -> Result<Vec<u8>, Fa
 /// the master took it.
 async fn app_client(ctx: &Ctx) -> Result<(Conn, bool), Failure> {
     crate::peer::require_version(&ctx.log, Version::V2)?;
-    crate::targets::common::offering_close_reason(
+    crate::kit::common::offering_close_reason(
         ctx,
         addr(ctx)?,
         "app",
@@ -153,7 +153,7 @@ async fn refused(ctx: &Ctx, canonical: &[u8], replacement: &[u8], what: &str) ->
         check(reason.kind == "InvalidFields", want, format!("{reason:?}"))
     } else {
         c.expect_closed_silently(
-            crate::targets::common::reaction_wait(ctx),
+            crate::kit::common::reaction_wait(ctx),
             "the connection closed, nothing registered",
         )
         .await

@@ -16,8 +16,8 @@ use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, Cases, Level, Outcome, Sharing};
 use crate::env::Ctx;
-use crate::targets::common::wait;
-use crate::targets::master::open;
+use crate::kit::common::wait;
+use crate::kit::master::open;
 
 type D = DeployMessage;
 

@@ -19,11 +19,11 @@ use sparkwire::wire::{decode_envelope, encode_envelope, Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
+use crate::kit::common::{close_of, closed_without_envelope, sample, wait};
+use crate::kit::spawned::{self, Run};
 use crate::mp;
 use crate::peer::{frame, Conn, Event};
-use crate::targets::common::{close_of, closed_without_envelope, sample, wait};
 use crate::targets::server::{close_envelope, Listening, Open, RawMessage};
-use crate::targets::spawned::{self, Run};
 use crate::targets::spec11::slug;
 use crate::targets::spec7_asks::highest;
 
@@ -69,7 +69,7 @@ fn master() -> Served {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 Ok(Listening {
-                    addr: crate::targets::master::addr(&ctx)?,
+                    addr: crate::kit::master::addr(&ctx)?,
                     guard: Box::new(()),
                 })
             })
@@ -90,8 +90,8 @@ fn worker() -> Served {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 let mut w =
-                    crate::targets::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
-                let addr = crate::targets::worker::ui_addr(&ctx, &mut w).await?;
+                    crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
+                let addr = crate::kit::worker::ui_addr(&ctx, &mut w).await?;
                 Ok(Listening {
                     addr,
                     guard: Box::new(Arc::new(std::sync::Mutex::new(w))),
@@ -122,8 +122,7 @@ fn driver() -> Served {
     Served {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
-                let d =
-                    crate::targets::driver::registered(&ctx, crate::targets::driver::SMALL).await?;
+                let d = crate::kit::driver::registered(&ctx, crate::kit::driver::SMALL).await?;
                 Ok(Listening {
                     addr: d.driver_addr,
                     guard: Box::new(Arc::new(std::sync::Mutex::new(d))),
@@ -336,7 +335,7 @@ async fn taking_close_reason(
     version: Version,
 ) -> Result<Conn, Failure> {
     crate::peer::require_version(&ctx.log, version)?;
-    let (c, taken) = crate::targets::common::offering_close_reason(
+    let (c, taken) = crate::kit::common::offering_close_reason(
         ctx,
         at.addr,
         "suite",
@@ -670,7 +669,7 @@ pub async fn accept_with_features(
 /// An executor started and registered (RegisterExecutor answered true), its connection to the
 /// suite agreeing on closeReason at `version`.
 async fn executor(ctx: &Ctx, version: Version) -> Result<(Run, Conn), Failure> {
-    let (run, mut c) = crate::targets::executor::start(ctx.clone()).await?;
+    let (run, mut c) = crate::kit::executor::start(ctx.clone()).await?;
     loop {
         let hello = c.read_hello(spawned::startup(ctx)).await?;
         accept_taking_close_reason(ctx, &mut c, &hello, &[version], "driver").await?;
@@ -691,7 +690,7 @@ async fn executor(ctx: &Ctx, version: Version) -> Result<(Run, Conn), Failure> {
                     message: C::RetrieveSparkAppConfig(_),
                 } => (
                     id,
-                    Reply::Message(C::SparkAppConfig(crate::targets::executor::app_config(128))),
+                    Reply::Message(C::SparkAppConfig(crate::kit::executor::app_config(128))),
                 ),
                 Envelope::Ask {
                     id,
@@ -798,9 +797,9 @@ async fn executor_close_kind(ctx: Ctx, frame: Vec<u8>, version: Version, kind: S
 // ---- the driver ----
 
 async fn driver_no_close_envelope_at_exit(ctx: Ctx) -> Outcome {
-    let d = crate::targets::driver::registered(&ctx, crate::targets::driver::SMALL).await?;
+    let d = crate::kit::driver::registered(&ctx, crate::kit::driver::SMALL).await?;
     let id = "1";
-    let (conn, taken) = crate::targets::common::offering_close_reason(
+    let (conn, taken) = crate::kit::common::offering_close_reason(
         &ctx,
         d.driver_addr,
         "executor-1",
@@ -814,7 +813,7 @@ async fn driver_no_close_envelope_at_exit(ctx: Ctx) -> Outcome {
             "the driver does not take closeReason".into(),
         ));
     }
-    let mut e = crate::targets::driver::FakeExecutor {
+    let mut e = crate::kit::driver::FakeExecutor {
         conn,
         id: id.to_string(),
     };

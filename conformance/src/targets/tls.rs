@@ -13,8 +13,8 @@ use sparkwire::wire::Reply;
 
 use crate::case::{fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::Ctx;
+use crate::kit::common::wait;
 use crate::peer::{Conn, Event};
-use crate::targets::common::wait;
 use crate::targets::limits::{Server, Settings};
 
 type D = DeployMessage;

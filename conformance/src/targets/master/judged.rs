@@ -7,10 +7,10 @@ use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Envelope;
 
-use super::{app, app_desc, flow, launches, open, worker, Need};
 use crate::case::{check, Cases, Level, Outcome};
 use crate::env::Ctx;
-use crate::targets::common::unique;
+use crate::kit::common::unique;
+use crate::kit::master::{app, app_desc, flow, launches, open, worker, Need};
 
 type D = DeployMessage;
 

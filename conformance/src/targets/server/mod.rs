@@ -16,9 +16,9 @@ use sparkwire::wire::CloseReason;
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
+use crate::kit::common::wait;
 use crate::mp;
 use crate::peer::{auth_entries, frame, Conn, Event, HANDSHAKE_LIMIT};
-use crate::targets::common::wait;
 
 /// An endpoint listening for the suite, and what keeps it alive.
 pub struct Listening {
@@ -203,7 +203,7 @@ async fn session_offering_close_reason(
     s: &Server,
     at: &Listening,
 ) -> Result<Option<Conn>, Failure> {
-    let (c, taken) = crate::targets::common::offering_close_reason(
+    let (c, taken) = crate::kit::common::offering_close_reason(
         ctx,
         at.addr,
         "suite",
@@ -218,7 +218,7 @@ async fn session_offering_close_reason(
 /// Reads until the endpoint closes the connection and returns the close envelope that must be
 /// its last frame (SPEC §8.1); fails when the last frame is anything else, or there is none.
 pub async fn close_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Result<CloseReason, Failure> {
-    let wait = crate::targets::common::reaction_wait(ctx);
+    let wait = crate::kit::common::reaction_wait(ctx);
     let deadline = tokio::time::Instant::now() + wait;
     let mut last: Option<Bytes> = None;
     loop {
@@ -271,7 +271,7 @@ async fn closes_after(
     let mut c = session(&ctx, &s, &at, version, "suite").await?;
     c.send_raw(&bytes, what).await?;
     c.expect_closed(
-        crate::targets::common::reaction_wait(&ctx),
+        crate::kit::common::reaction_wait(&ctx),
         &format!("the connection closed after {what}"),
     )
     .await
