@@ -3,9 +3,18 @@
 //! executors, an executor's driver). A case imports the kit and the harness, never another case;
 //! the kit imports no case and no fault.
 
+pub mod auth;
+pub mod client;
+pub mod closes;
 pub mod common;
 pub mod driver;
 pub mod executor;
 pub mod master;
+pub mod own_server;
+pub mod ownership;
+pub mod replay;
+pub mod server;
+pub mod spark;
 pub mod spawned;
+pub mod versions;
 pub mod worker;

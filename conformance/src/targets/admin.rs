@@ -17,8 +17,8 @@ use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::{app_desc, register_worker_msg};
+use crate::kit::own_server::{served, Server, Settings};
 use crate::peer::Conn;
-use crate::targets::limits::{served, Server, Settings};
 
 type D = DeployMessage;
 

@@ -7,9 +7,7 @@
 //! checked after a refusal. The other cases of a target run against the same secured endpoint:
 //! with the secret, every connection they open or accept authenticates first (`crate::peer`).
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,11 +22,12 @@ use sparkwire::wire::{encode_envelope, Envelope};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::{Ctx, Endpoint};
+use crate::kit::auth::*;
+use crate::kit::client::Start;
 use crate::kit::common::{unique, wait};
 use crate::kit::master::{register_worker_msg, state};
+use crate::kit::server::Listening;
 use crate::peer::{Conn, Event};
-use crate::targets::client::Start;
-use crate::targets::server::Listening;
 
 /// The endpoint's secret, or `Skipped` when the suite was not given it.
 pub fn secret(ctx: &Ctx) -> Result<Secret, Failure> {
@@ -119,7 +118,7 @@ async fn expect_refused(ctx: &Ctx, c: &mut Conn, reasons: &[RefusalReason]) -> O
     let want = if reasons.is_empty() {
         "a refusal or a close, and nothing accepted".to_string()
     } else {
-        crate::targets::server::refusal_wanted(reasons)
+        crate::kit::server::refusal_wanted(reasons)
     };
     match c.next_or_close(wait(ctx)).await {
         Some(Event::Closed(_)) if reasons.is_empty() => return Ok(()),
@@ -174,43 +173,6 @@ async fn unauthenticated_then(
 
 fn worker_id() -> String {
     format!("worker-20250101120000-127.0.0.1-7-auth{}", unique())
-}
-
-/// Whether the change a [`Guarded`] endpoint was sent shows in its state (asked over an
-/// authenticated connection).
-pub type Seen =
-    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<bool, Failure>> + Send>> + Send + Sync>;
-
-/// An endpoint holding the secret, listening for the suite, and a change of its state to try.
-pub struct Guarded {
-    /// Where it listens, and what keeps it running.
-    pub at: Listening,
-    /// A client role it takes the change from.
-    pub role: Role,
-    /// The envelope (frame body) that changes its state when a peer of `role` that proved the
-    /// secret sends it.
-    pub change: Vec<u8>,
-    /// Whether the change happened.
-    pub seen: Seen,
-}
-
-/// Opens a fresh [`Guarded`] endpoint for a case (with a change unique to it).
-pub type OpenGuarded = Arc<
-    dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<Guarded, Failure>> + Send>> + Send + Sync,
->;
-
-/// A server the authentication cases check.
-#[derive(Clone)]
-pub struct SecuredServer {
-    /// How to open it.
-    pub open: OpenGuarded,
-    /// What it is, in requirement texts (`a master`).
-    pub name: &'static str,
-    /// The name of the message [`Guarded::change`] holds (`RegisterWorker`, …).
-    pub what: &'static str,
-    /// The last part of the id of the case that sends the change unauthenticated
-    /// (`spec/13/unauthenticated-NAME`).
-    pub change_case: &'static str,
 }
 
 /// A connection to `addr` as `role`, authenticated with the endpoint's secret, at version 2: how

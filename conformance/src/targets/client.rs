@@ -2,41 +2,18 @@
 //! application client to its master, an executor to its driver): the client's side of the
 //! handshake (protocol/handshake.md §2–4, 6–8).
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Answer, Hello, Refusal, RefusalReason, Role, CLOSE_REASON};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
+use crate::kit::client::*;
 use crate::kit::common::{close_of, closed_without_envelope, wait};
 use crate::kit::spawned::Run;
 use crate::mp;
 use crate::peer::{frame, Conn, Event};
 
 type D = sparkwire::messages::DeployMessage;
-
-/// Starts the endpoint and accepts its first connection (nothing read yet).
-pub type Start = Arc<
-    dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<(Run, Conn), Failure>> + Send>> + Send + Sync,
->;
-
-/// A connecting endpoint as the shared cases see it.
-#[derive(Clone)]
-pub struct Client {
-    /// How to start it.
-    pub start: Start,
-    /// What it is, in requirement texts.
-    pub name: &'static str,
-    /// The role its hello must declare.
-    pub role: Role,
-    /// The role the suite declares in its answer.
-    pub server_role: Role,
-    /// A role of the other family, for the answer that a client SHOULD refuse.
-    pub other_family_role: Role,
-}
 
 /// Reads the endpoint's hello and its frame body. When the suite knows the endpoint's secret, it
 /// then plays a server holding it (protocol/handshake.md §10.1): the hello must ask to
@@ -144,7 +121,7 @@ pub fn add(cases: &mut Cases, s: Client) {
             let m = mp::map(&[("RegisterBlockManager", mp::map(&[]))]);
             c.send_frame(&mp::arr(&[mp::u(0), m])).await?;
             let want = "a close envelope of kind UnknownMessage, then the close";
-            let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
+            let reason = crate::kit::server::close_envelope(&ctx, &mut c, want).await?;
             check(reason.kind == "UnknownMessage", want, format!("{reason:?}"))
         });
     case!("spec/8.1/client-takes-unknown-kind", Level::Must,
@@ -441,7 +418,7 @@ async fn taking_close_reason_first(
 ) -> Result<(Run, Conn, bytes::Bytes), Failure> {
     let (run, mut c) = (s.start)(ctx.clone()).await?;
     let h = c.read_hello(wait(ctx) * 3).await?;
-    crate::targets::spec8_closes::accept_taking_close_reason(
+    crate::kit::closes::accept_taking_close_reason(
         ctx,
         &mut c,
         &h,
@@ -488,7 +465,7 @@ async fn no_close_envelope_unoffered(ctx: Ctx, s: Client) -> Outcome {
     let (_run, mut c) = (s.start)(ctx.clone()).await?;
     let h = c.read_hello(wait(&ctx) * 3).await?;
     // Taking no feature, with a secret too (the crate's server side takes what it knows).
-    crate::targets::spec8_closes::accept_with_features(
+    crate::kit::closes::accept_with_features(
         &ctx,
         &mut c,
         &h,
@@ -586,7 +563,7 @@ async fn bad_reply_close_kind(ctx: Ctx, s: Client) -> Outcome {
     let two = mp::map(&[("bool", vec![0xc3]), ("int", mp::u(1))]);
     c.send_frame(&mp::arr(&[mp::u(2), mp::u(id), two])).await?;
     let want = "a close envelope of kind BadEnvelope, then the close";
-    let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
+    let reason = crate::kit::server::close_envelope(&ctx, &mut c, want).await?;
     check(reason.kind == "BadEnvelope", want, format!("{reason:?}"))
 }
 

@@ -10,14 +10,17 @@ use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Level, Target};
 use crate::env::Ctx;
+use crate::kit::auth::{Guarded, SecuredServer, Seen};
+use crate::kit::client::Client;
 use crate::kit::common::wait;
 use crate::kit::common::{crossing, expect_refused, sample};
+use crate::kit::server::{Listening, Server};
 use crate::kit::spawned::{self};
 use crate::mp;
 use crate::peer::Conn;
-use crate::targets::auth::{self, Guarded, SecuredServer, Seen};
-use crate::targets::client::{self, Client};
-use crate::targets::server::{self, Listening, Server};
+use crate::targets::auth;
+use crate::targets::client;
+use crate::targets::server;
 
 type C = CoarseMessage;
 type D = DeployMessage;

@@ -11,11 +11,12 @@ use sparkwire::wire::{Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Level, Target};
 use crate::env::Ctx;
+use crate::kit::client::Client;
 use crate::kit::common::wait;
 use crate::kit::common::{crossing, expect_refused, sample};
 use crate::kit::spawned::{self};
 use crate::peer::frame;
-use crate::targets::client::{self, Client};
+use crate::targets::client;
 
 type C = CoarseMessage;
 

@@ -89,7 +89,7 @@ async fn unknown_feature_not_taken(ctx: Ctx) -> Outcome {
 
 async fn no_close_envelope_unoffered(ctx: Ctx) -> Outcome {
     // Conn::open offers no feature.
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let mut c = open(&ctx, Role::Ui, "ui", "", v).await?;
     // 0xc1: the reserved marker, never MessagePack (SPEC §2): InvalidMessagePack.
     c.send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")

@@ -13,28 +13,15 @@ use sparkwire::wire::{Envelope, Reply};
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::{Ctx, Wire};
 use crate::kit::common::wait;
+use crate::kit::server::Listening;
+use crate::kit::spark::*;
 use crate::peer::{Conn, Event};
 use crate::spark_wire::{endpoint_of, VERIFIER};
-use crate::targets::server::{Listening, Server};
 
 type D = DeployMessage;
 
-/// An ask the endpoint answers, and how to recognise its answer.
-pub type Probe = (fn() -> D, fn(&Reply<D>) -> bool);
-
 /// A broken transport frame: the case's id, what is wrong with it, its bytes.
 type BrokenFrame = (&'static str, &'static str, fn() -> Vec<u8>);
-
-/// An endpoint that listens, as the Spark-wire cases see it.
-#[derive(Clone)]
-pub struct SparkServer {
-    /// How to reach it, its name in requirements and the role the suite's connections take.
-    pub server: Server,
-    /// An ask it answers, and how to recognise the answer.
-    pub probe: Probe,
-    /// A message it takes one-way but has no answer for when asked.
-    pub not_asked: fn() -> D,
-}
 
 /// The Spark release's protocol version, or a skip on sparkwire's wire.
 fn spark_version(ctx: &Ctx) -> Result<Version, Failure> {

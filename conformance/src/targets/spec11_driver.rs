@@ -30,9 +30,9 @@ use crate::case::{fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
 use crate::kit::common::{unique, wait};
 use crate::kit::driver::{executor, registered, SMALL};
+use crate::kit::replay::{refused_with, replays, slug, stays_open, At, Replay};
 use crate::kit::spawned;
 use crate::peer::frame;
-use crate::targets::spec11::{refused_with, replays, slug, stays_open, At, Replay};
 
 type D = DeployMessage;
 

@@ -22,8 +22,8 @@ use crate::env::{Ctx, Wire};
 use crate::kit::common::unique;
 use crate::kit::common::wait;
 use crate::kit::master::{app, app_desc, open, settle, state, submit, worker, worker_ref};
+use crate::kit::ownership::two_workers;
 use crate::peer::{Conn, Event};
-use crate::targets::spec14_ownership::two_workers;
 
 type D = DeployMessage;
 

@@ -135,7 +135,7 @@ async fn refused_send_loses_worker(ctx: Ctx) -> Outcome {
 }
 
 async fn decoding_error_worker_lost(ctx: Ctx) -> Outcome {
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let mut w = worker(&ctx, "worker", 0, 0, v).await?;
     w.conn
         .send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")
@@ -185,7 +185,7 @@ async fn decommissioned_no_launch(ctx: Ctx) -> Outcome {
 }
 
 async fn decoding_error_app_finished(ctx: Ctx) -> Outcome {
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
     c.send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")
         .await?;

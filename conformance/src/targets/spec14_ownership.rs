@@ -14,9 +14,9 @@ use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::{
-    addr, app, app_desc, flow, register_worker_msg, state, submit, worker, worker_ref, FakeWorker,
-    Need,
+    addr, app, app_desc, flow, register_worker_msg, state, submit, worker, worker_ref, Need,
 };
+use crate::kit::ownership::*;
 
 type D = DeployMessage;
 
@@ -75,7 +75,7 @@ pub fn add(cs: &mut Cases) {
 }
 
 async fn finished_app_named_again(ctx: Ctx) -> Outcome {
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
     c.send(&Envelope::Send(D::UnregisterApplication(
         UnregisterApplication::new(id.clone()),
@@ -102,17 +102,6 @@ async fn finished_app_named_again(ctx: Ctx) -> Outcome {
         Err(Failure::Fail { seen, .. }) if seen.contains("closed") => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-/// Two registered workers, with no capacity, at `version`.
-pub(crate) async fn two_workers(
-    ctx: &Ctx,
-    version: Version,
-) -> Result<(FakeWorker, FakeWorker), Failure> {
-    Ok((
-        worker(ctx, "worker-a", 0, 0, version).await?,
-        worker(ctx, "worker-b", 0, 0, version).await?,
-    ))
 }
 
 /// Checks that worker `id` is ALIVE in the master's state.
@@ -143,7 +132,7 @@ async fn decommissioning_other_connection(ctx: Ctx) -> Outcome {
 }
 
 async fn scheduler_state_other_connection(ctx: Ctx) -> Outcome {
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let (a, mut b) = two_workers(&ctx, v).await?;
     b.conn
         .send(&Envelope::Send(D::WorkerSchedulerStateResponse(
@@ -219,7 +208,7 @@ async fn executor_state_other_worker(ctx: Ctx) -> Outcome {
 }
 
 async fn second_worker_not_registered(ctx: Ctx) -> Outcome {
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let mut a = worker(&ctx, "worker", 0, 0, v).await?;
     let other = format!("{}-second", a.id);
     a.conn
@@ -314,7 +303,7 @@ async fn not_owner_close(ctx: Ctx) -> Outcome {
     ))))
     .await?;
     let want = "a close envelope of kind NotOwner (or, strictly, RuleViolation), then the close";
-    let reason = crate::targets::server::close_envelope(&ctx, &mut b, want).await?;
+    let reason = crate::kit::server::close_envelope(&ctx, &mut b, want).await?;
     check(
         reason.kind == "NotOwner" || reason.kind == "RuleViolation",
         want,

@@ -19,9 +19,9 @@ use crate::env::Ctx;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
 use crate::kit::master::{addr, app_desc};
+use crate::kit::server::close_envelope;
 use crate::mp::{arr, map, s};
 use crate::peer::{frame, Conn};
-use crate::targets::server::close_envelope;
 
 type D = DeployMessage;
 

@@ -18,6 +18,7 @@ use crate::case::{check, Cases, Level, Outcome, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::open;
+use crate::kit::versions::*;
 
 type D = DeployMessage;
 
@@ -49,14 +50,6 @@ pub fn add(cs: &mut Cases) {
         "SPEC §7.1 (DecommissionWorkersOnHosts \"from `driver-client` or `ui`\"; definition.json: reply i32, how many workers it decommissioned): a driver client's DecommissionWorkersOnHosts naming a host no worker is on is answered with the integer 0",
         decommission_hosts,
     );
-}
-
-/// The version to speak: 2 unless the master offers only 1.
-pub fn highest(ctx: &Ctx) -> Version {
-    match ctx.log.endpoint_versions() {
-        Some(p) if !p.contains(&2) => Version::V1,
-        _ => Version::V2,
-    }
 }
 
 /// Asks `m` as a driver client at `version`, ask id 3, and returns the reply.

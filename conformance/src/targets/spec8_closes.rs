@@ -13,19 +13,20 @@ use std::time::Duration;
 use sparkwire::definition::{Definition, MessageKind};
 use sparkwire::messages::coarse::{LaunchedExecutor, StopExecutor, TaskThreadDump};
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
-use sparkwire::wire::handshake::{negotiate, Accepted, Answer, Hello, Role, CLOSE_REASON};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::vectors::decoder_vectors;
 use sparkwire::wire::{decode_envelope, encode_envelope, Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Failure, Level, Outcome};
 use crate::env::Ctx;
+use crate::kit::closes::*;
 use crate::kit::common::{close_of, closed_without_envelope, sample, wait};
+use crate::kit::replay::slug;
+use crate::kit::server::{close_envelope, Listening, Open, RawMessage};
 use crate::kit::spawned::{self, Run};
+use crate::kit::versions::highest;
 use crate::mp;
 use crate::peer::{frame, Conn, Event};
-use crate::targets::server::{close_envelope, Listening, Open, RawMessage};
-use crate::targets::spec11::slug;
-use crate::targets::spec7_asks::highest;
 
 type C = CoarseMessage;
 type D = DeployMessage;
@@ -611,60 +612,6 @@ async fn close_kind(ctx: Ctx, s: Served, k: Kind) -> Outcome {
 }
 
 // ---- the executor ----
-
-/// Accepts `hello` (just read on `c`) at the highest of `versions` both speak, taking
-/// closeReason; the secret proved first when the suite holds it. Skipped when the endpoint does
-/// not offer closeReason or none of `versions`.
-pub async fn accept_taking_close_reason(
-    ctx: &Ctx,
-    c: &mut Conn,
-    hello: &Hello,
-    versions: &[Version],
-    id: &str,
-) -> Result<Version, Failure> {
-    if !hello.offers(CLOSE_REASON) {
-        return Err(Failure::Skipped(
-            "the endpoint does not offer closeReason".into(),
-        ));
-    }
-    accept_with_features(ctx, c, hello, versions, id, &[CLOSE_REASON]).await
-}
-
-/// Accepts `hello` (just read on `c`) at the highest of `versions` both speak, taking exactly
-/// `features` (none: the answer has no `features` key), the secret proved first when the suite
-/// holds it.
-pub async fn accept_with_features(
-    ctx: &Ctx,
-    c: &mut Conn,
-    hello: &Hello,
-    versions: &[Version],
-    id: &str,
-    features: &[&str],
-) -> Result<Version, Failure> {
-    let Some(v) = negotiate(&hello.versions, versions) else {
-        return Err(Failure::Skipped(format!(
-            "the endpoint offers versions {:?}, none of {versions:?}",
-            hello.versions
-        )));
-    };
-    let answer = match &ctx.settings.secret {
-        Some(secret) => c.authenticate_client(&[v], id, secret, wait(ctx)).await?,
-        None => Answer::Accepted(Accepted {
-            version: v,
-            versions: versions.iter().map(|v| u64::from(v.number())).collect(),
-            role: c.role,
-            id: id.to_string(),
-            features: Vec::new(),
-        }),
-    };
-    let Answer::Accepted(mut a) = answer else {
-        return Err(fail("an acceptance", format!("{answer:?}")));
-    };
-    a.features = features.iter().map(|f| f.to_string()).collect();
-    c.send_answer(&Answer::Accepted(a)).await?;
-    c.version = Some(v);
-    Ok(v)
-}
 
 /// An executor started and registered (RegisterExecutor answered true), its connection to the
 /// suite agreeing on closeReason at `version`.

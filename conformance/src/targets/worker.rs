@@ -13,13 +13,16 @@ use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
 use crate::case::{check, fail, Cases, Level, Target};
 use crate::env::Ctx;
+use crate::kit::auth::{Guarded, SecuredServer, Seen};
+use crate::kit::client::Client;
 use crate::kit::common::wait;
 use crate::kit::common::{expect_refused, spark_id};
+use crate::kit::server::{Listening, Server};
 use crate::kit::spawned::{self};
 use crate::mp;
-use crate::targets::auth::{self, Guarded, SecuredServer, Seen};
-use crate::targets::client::{self, Client};
-use crate::targets::server::{self, Listening, Server};
+use crate::targets::auth;
+use crate::targets::client;
+use crate::targets::server;
 
 type D = DeployMessage;
 
@@ -81,7 +84,7 @@ pub fn cases() -> Vec<crate::case::Case> {
     crate::targets::auth::add_server(&mut cs, worker_secured());
     crate::targets::spark::add_server(
         &mut cs,
-        crate::targets::spark::SparkServer {
+        crate::kit::spark::SparkServer {
             server: worker_server(),
             probe: (
                 || D::RequestWorkerState(RequestWorkerState::new()),

@@ -15,9 +15,10 @@ use crate::env::{Ctx, Endpoint, Log, Settings, Wire};
 use crate::health::{Probe, Probed, Probes};
 use crate::kit::common::wait;
 use crate::kit::common::{crossing, envelope_of, expect_refused, sample, spark_id, unique};
+use crate::kit::server::{Listening, Server};
 use crate::mp;
 use crate::peer::{Conn, Event};
-use crate::targets::server::{self, Listening, Server};
+use crate::targets::server;
 
 use crate::kit::master::*;
 
@@ -79,7 +80,7 @@ pub fn cases() -> Vec<crate::case::Case> {
     crate::targets::auth::add(&mut cs);
     crate::targets::spark::add_server(
         &mut cs,
-        crate::targets::spark::SparkServer {
+        crate::kit::spark::SparkServer {
             server: master_server(),
             probe: (
                 || D::RequestMasterState(RequestMasterState::new()),

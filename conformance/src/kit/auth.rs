@@ -1,0 +1,47 @@
+//! An endpoint that holds a shared secret, as the authentication cases see it: how to open an
+//! authenticated connection to it and what shows that a message changed its state.
+
+use crate::case::Failure;
+use crate::env::Ctx;
+use crate::kit::server::Listening;
+use sparkwire::wire::handshake::Role;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// Whether the change a [`Guarded`] endpoint was sent shows in its state (asked over an
+/// authenticated connection).
+pub type Seen =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<bool, Failure>> + Send>> + Send + Sync>;
+
+/// An endpoint holding the secret, listening for the suite, and a change of its state to try.
+pub struct Guarded {
+    /// Where it listens, and what keeps it running.
+    pub at: Listening,
+    /// A client role it takes the change from.
+    pub role: Role,
+    /// The envelope (frame body) that changes its state when a peer of `role` that proved the
+    /// secret sends it.
+    pub change: Vec<u8>,
+    /// Whether the change happened.
+    pub seen: Seen,
+}
+
+/// Opens a fresh [`Guarded`] endpoint for a case (with a change unique to it).
+pub type OpenGuarded = Arc<
+    dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<Guarded, Failure>> + Send>> + Send + Sync,
+>;
+
+/// A server the authentication cases check.
+#[derive(Clone)]
+pub struct SecuredServer {
+    /// How to open it.
+    pub open: OpenGuarded,
+    /// What it is, in requirement texts (`a master`).
+    pub name: &'static str,
+    /// The name of the message [`Guarded::change`] holds (`RegisterWorker`, …).
+    pub what: &'static str,
+    /// The last part of the id of the case that sends the change unauthenticated
+    /// (`spec/13/unauthenticated-NAME`).
+    pub change_case: &'static str,
+}
