@@ -4,10 +4,16 @@
 use crate::case::Failure;
 use crate::env::Ctx;
 use crate::kit::server::Listening;
-use sparkwire::wire::handshake::Role;
+use sparkwire::wire::handshake::{Role, Secret};
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+
+use sparkwire::messages::Version;
+
+use crate::kit::common::wait;
+use crate::peer::Conn;
 
 /// Whether the change a [`Guarded`] endpoint was sent shows in its state (asked over an
 /// authenticated connection).
@@ -44,4 +50,37 @@ pub struct SecuredServer {
     /// The last part of the id of the case that sends the change unauthenticated
     /// (`spec/13/unauthenticated-NAME`).
     pub change_case: &'static str,
+}
+
+/// The endpoint's secret, or `Skipped` when the suite was not given it.
+pub fn secret(ctx: &Ctx) -> Result<Secret, Failure> {
+    ctx.settings.secret.clone().ok_or_else(|| {
+        Failure::Skipped(
+            "the suite does not know the endpoint's shared secret: give --secret-file PATH (the \
+             endpoint's, which must be configured with it) to run the authentication cases"
+                .into(),
+        )
+    })
+}
+
+/// A connection to `addr` as `role`, authenticated with the endpoint's secret, at version 2: how
+/// a [`Seen`] asks the endpoint its state.
+pub async fn open_secured(
+    ctx: &Ctx,
+    addr: SocketAddr,
+    role: Role,
+    id: &str,
+) -> Result<Conn, Failure> {
+    let k = secret(ctx)?;
+    Conn::open_authenticated(
+        addr,
+        "probe",
+        role,
+        id,
+        &[Version::V2],
+        &k,
+        &ctx.log,
+        wait(ctx),
+    )
+    .await
 }

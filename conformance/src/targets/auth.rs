@@ -29,17 +29,6 @@ use crate::kit::master::{register_worker_msg, state};
 use crate::kit::server::Listening;
 use crate::peer::{Conn, Event};
 
-/// The endpoint's secret, or `Skipped` when the suite was not given it.
-pub fn secret(ctx: &Ctx) -> Result<Secret, Failure> {
-    ctx.settings.secret.clone().ok_or_else(|| {
-        Failure::Skipped(
-            "the suite does not know the endpoint's shared secret: give --secret-file PATH (the \
-             endpoint's, which must be configured with it) to run the authentication cases"
-                .into(),
-        )
-    })
-}
-
 fn master_addr(ctx: &Ctx) -> Result<SocketAddr, Failure> {
     match &ctx.settings.endpoint {
         Endpoint::Addr(a) => Ok(*a),
@@ -173,28 +162,6 @@ async fn unauthenticated_then(
 
 fn worker_id() -> String {
     format!("worker-20250101120000-127.0.0.1-7-auth{}", unique())
-}
-
-/// A connection to `addr` as `role`, authenticated with the endpoint's secret, at version 2: how
-/// a [`Seen`] asks the endpoint its state.
-pub async fn open_secured(
-    ctx: &Ctx,
-    addr: SocketAddr,
-    role: Role,
-    id: &str,
-) -> Result<Conn, Failure> {
-    let k = secret(ctx)?;
-    Conn::open_authenticated(
-        addr,
-        "probe",
-        role,
-        id,
-        &[Version::V2],
-        &k,
-        &ctx.log,
-        wait(ctx),
-    )
-    .await
 }
 
 /// Fails when the change, a `what`, shows.

@@ -8,8 +8,9 @@ use sparkwire::messages::{CoarseMessage, DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Level, Target};
+use crate::case::{check, fail, Cases, Level};
 use crate::env::Ctx;
+use crate::kit::auth;
 use crate::kit::auth::{Guarded, SecuredServer, Seen};
 use crate::kit::client::Client;
 use crate::kit::common::wait;
@@ -18,16 +19,14 @@ use crate::kit::server::{Listening, Server};
 use crate::kit::spawned::{self};
 use crate::mp;
 use crate::peer::Conn;
-use crate::targets::auth;
-use crate::targets::client;
-use crate::targets::server;
 
 type C = CoarseMessage;
 type D = DeployMessage;
 
 use crate::kit::driver::*;
 
-fn driver_server() -> Server {
+/// The driver as the cases about any server see it.
+pub fn server() -> Server {
     fn probe() -> Vec<(&'static str, Vec<u8>)> {
         vec![("resourceProfileId", mp::u(0))]
     }
@@ -64,7 +63,8 @@ fn driver_server() -> Server {
     }
 }
 
-fn driver_client() -> Client {
+/// The driver as the cases about any client see it.
+pub fn client() -> Client {
     Client {
         start: Arc::new(|ctx| Box::pin(start(ctx, SMALL))),
         name: "the driver's application client",
@@ -74,11 +74,8 @@ fn driver_client() -> Client {
     }
 }
 
-/// Every case of the driver target.
-pub fn cases() -> Vec<crate::case::Case> {
-    let mut cs = Cases::new(Target::Driver);
-    client::add(&mut cs, driver_client());
-    server::add(&mut cs, driver_server());
+/// The route cases: every coarse ask the driver must refuse from an executor.
+pub fn routes(cs: &mut Cases) {
     for msg in crossing("coarse") {
         let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
         if !ask || msg.from.iter().any(|r| r == "executor") {
@@ -111,17 +108,12 @@ pub fn cases() -> Vec<crate::case::Case> {
             },
         );
     }
-    flows(&mut cs);
-    crate::targets::spec10::add_driver(&mut cs);
-    crate::targets::spec14_launch::add_driver(&mut cs);
-    crate::targets::auth::add_server(&mut cs, driver_secured());
-    cs.list
 }
 
 /// The driver as the authentication cases see it: registered with the suite's master, it holds
 /// the secret on its executor port, and an executor's RegisterExecutor there changes its state
 /// (IsExecutorAlive answers true for it).
-fn driver_secured() -> SecuredServer {
+pub fn secured() -> SecuredServer {
     SecuredServer {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
@@ -174,7 +166,8 @@ fn driver_secured() -> SecuredServer {
     }
 }
 
-fn flows(cs: &mut Cases) {
+/// The driver's flows.
+pub fn flows(cs: &mut Cases) {
     cs.add("rules/P1/register-first", Level::Must,
         "the driver's application client sends RegisterApplication first, and nothing else until RegisteredApplication (rule P1)",
         |ctx: Ctx| async move {

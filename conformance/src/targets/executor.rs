@@ -9,20 +9,20 @@ use sparkwire::wire::decode_failure;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Level, Target};
+use crate::case::{check, fail, Cases, Level};
 use crate::env::Ctx;
 use crate::kit::client::Client;
 use crate::kit::common::wait;
 use crate::kit::common::{crossing, expect_refused, sample};
 use crate::kit::spawned::{self};
 use crate::peer::frame;
-use crate::targets::client;
 
 type C = CoarseMessage;
 
 use crate::kit::executor::*;
 
-fn executor_client() -> Client {
+/// The executor as the cases about any client see it.
+pub fn client() -> Client {
     Client {
         start: Arc::new(|ctx| Box::pin(start(ctx))),
         name: "the executor",
@@ -32,10 +32,8 @@ fn executor_client() -> Client {
     }
 }
 
-/// Every case of the executor target.
-pub fn cases() -> Vec<crate::case::Case> {
-    let mut cs = Cases::new(Target::Executor);
-    client::add(&mut cs, executor_client());
+/// The route cases: every coarse ask the executor must refuse from its driver.
+pub fn routes(cs: &mut Cases) {
     for msg in crossing("coarse") {
         let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
         if !ask
@@ -64,19 +62,15 @@ pub fn cases() -> Vec<crate::case::Case> {
             },
         );
     }
-    flows(&mut cs);
-    crate::targets::spec10::add_executor(&mut cs);
-    crate::targets::spec11::add_executor(&mut cs);
-    crate::targets::auth::add_client(
-        &mut cs,
-        Arc::new(|ctx| Box::pin(start(ctx))),
-        "an executor",
-        Role::Driver,
-    );
-    cs.list
 }
 
-fn flows(cs: &mut Cases) {
+/// How the cases about any client start an executor.
+pub fn starter() -> crate::kit::client::Start {
+    Arc::new(|ctx| Box::pin(start(ctx)))
+}
+
+/// The executor's flows.
+pub fn flows(cs: &mut Cases) {
     cs.add("flow/executor/register/fields", Level::Must,
         "the executor registers (RegisterExecutor) with the executor id and cores it was started with, and an endpoint reference without an address (executors do not listen)",
         |ctx: Ctx| async move {

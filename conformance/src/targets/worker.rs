@@ -11,8 +11,9 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Level, Target};
+use crate::case::{check, fail, Cases, Level};
 use crate::env::Ctx;
+use crate::kit::auth;
 use crate::kit::auth::{Guarded, SecuredServer, Seen};
 use crate::kit::client::Client;
 use crate::kit::common::wait;
@@ -20,15 +21,13 @@ use crate::kit::common::{expect_refused, spark_id};
 use crate::kit::server::{Listening, Server};
 use crate::kit::spawned::{self};
 use crate::mp;
-use crate::targets::auth;
-use crate::targets::client;
-use crate::targets::server;
 
 type D = DeployMessage;
 
 use crate::kit::worker::*;
 
-fn worker_server() -> Server {
+/// The worker as the cases about any server see it.
+pub fn server() -> Server {
     fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
         vec![]
     }
@@ -62,7 +61,8 @@ fn worker_server() -> Server {
     }
 }
 
-fn worker_client() -> Client {
+/// The worker as the cases about any client see it.
+pub fn client() -> Client {
     Client {
         start: Arc::new(|ctx| Box::pin(start(ctx))),
         name: "the worker",
@@ -72,37 +72,24 @@ fn worker_client() -> Client {
     }
 }
 
-/// Every case of the worker target.
-pub fn cases() -> Vec<crate::case::Case> {
-    let mut cs = Cases::new(Target::Worker);
-    client::add(&mut cs, worker_client());
-    server::add(&mut cs, worker_server());
-    ui_routes(&mut cs);
-    crate::targets::spec11::add_worker(&mut cs);
-    flows(&mut cs);
-    crate::targets::spec14_launch::add_worker(&mut cs);
-    crate::targets::auth::add_server(&mut cs, worker_secured());
-    crate::targets::spark::add_server(
-        &mut cs,
-        crate::kit::spark::SparkServer {
-            server: worker_server(),
-            probe: (
-                || D::RequestWorkerState(RequestWorkerState::new()),
-                |r| matches!(r, Reply::Message(D::WorkerStateResponse(_))),
-            ),
-            not_asked: || {
-                D::ApplicationFinished(ApplicationFinished::new("app-20000101000000-9999".into()))
-            },
+/// The worker as the `spark/15.…` cases see it on Spark's wire.
+pub fn spark_server() -> crate::kit::spark::SparkServer {
+    crate::kit::spark::SparkServer {
+        server: server(),
+        probe: (
+            || D::RequestWorkerState(RequestWorkerState::new()),
+            |r| matches!(r, Reply::Message(D::WorkerStateResponse(_))),
+        ),
+        not_asked: || {
+            D::ApplicationFinished(ApplicationFinished::new("app-20000101000000-9999".into()))
         },
-    );
-    crate::targets::spark::add_worker(&mut cs);
-    cs.list
+    }
 }
 
 /// The worker as the authentication cases see it: registered with the suite's master, it holds
 /// the secret on its port, and a master-role peer's MasterChanged there changes its state (it
 /// takes that peer as its master: a UI's RequestWorkerState shows the new master URL).
-fn worker_secured() -> SecuredServer {
+pub fn secured() -> SecuredServer {
     SecuredServer {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
@@ -160,7 +147,8 @@ fn worker_secured() -> SecuredServer {
     }
 }
 
-fn ui_routes(cs: &mut Cases) {
+/// The route cases of the worker's UI port.
+pub fn ui_routes(cs: &mut Cases) {
     for msg in crate::kit::common::crossing("deploy") {
         let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
         let to_worker_from_ui =
@@ -186,7 +174,8 @@ fn ui_routes(cs: &mut Cases) {
     }
 }
 
-fn flows(cs: &mut Cases) {
+/// The worker's flows.
+pub fn flows(cs: &mut Cases) {
     cs.add("rules/W1/register-first", Level::Must,
         "the worker sends RegisterWorker first, and nothing else until the master registered it (rule W1)",
         |ctx: Ctx| async move {

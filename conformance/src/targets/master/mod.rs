@@ -10,7 +10,7 @@ use sparkwire::messages::{DeployMessage, DriverState, ExecutorState, Version, Wo
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing, Target};
+use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
 use crate::env::{Ctx, Endpoint, Log, Settings, Wire};
 use crate::health::{Probe, Probed, Probes};
 use crate::kit::common::wait;
@@ -18,7 +18,6 @@ use crate::kit::common::{crossing, envelope_of, expect_refused, sample, spark_id
 use crate::kit::server::{Listening, Server};
 use crate::mp;
 use crate::peer::{Conn, Event};
-use crate::targets::server;
 
 use crate::kit::master::*;
 
@@ -28,7 +27,8 @@ mod judged;
 
 type D = DeployMessage;
 
-fn master_server() -> Server {
+/// The master as the cases about any server see it.
+pub fn server() -> Server {
     fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
         vec![]
     }
@@ -69,36 +69,25 @@ fn master_server() -> Server {
 
 const CLIENTS: [Role; 4] = [Role::Worker, Role::AppClient, Role::DriverClient, Role::Ui];
 
-/// Every case of the master target.
-pub fn cases() -> Vec<crate::case::Case> {
-    let mut cs = Cases::new(Target::Master);
-    server::add(&mut cs, master_server());
-    routes(&mut cs);
-    crate::targets::spec14::add(&mut cs);
-    crate::targets::spec11::add_master(&mut cs);
-    flows(&mut cs);
-    crate::targets::auth::add(&mut cs);
-    crate::targets::spark::add_server(
-        &mut cs,
-        crate::kit::spark::SparkServer {
-            server: master_server(),
-            probe: (
-                || D::RequestMasterState(RequestMasterState::new()),
-                |r| matches!(r, Reply::Message(D::MasterStateResponse(_))),
-            ),
-            not_asked: || {
-                D::Heartbeat(Heartbeat::new(
-                    "worker-suite".into(),
-                    worker_ref("127.0.0.1", 1),
-                ))
-            },
+/// The master as the `spark/15.…` cases see it on Spark's wire.
+pub fn spark_server() -> crate::kit::spark::SparkServer {
+    crate::kit::spark::SparkServer {
+        server: server(),
+        probe: (
+            || D::RequestMasterState(RequestMasterState::new()),
+            |r| matches!(r, Reply::Message(D::MasterStateResponse(_))),
+        ),
+        not_asked: || {
+            D::Heartbeat(Heartbeat::new(
+                "worker-suite".into(),
+                worker_ref("127.0.0.1", 1),
+            ))
         },
-    );
-    crate::targets::spark::add_master(&mut cs);
-    cs.list
+    }
 }
 
-fn routes(cs: &mut Cases) {
+/// The route cases: every deploy message the master takes from no role the suite plays.
+pub fn routes(cs: &mut Cases) {
     for msg in crossing("deploy") {
         let to_master = msg.to.iter().any(|r| r == "master");
         let role = CLIENTS
@@ -247,7 +236,7 @@ pub fn probes(settings: &Arc<Settings>) -> Probes {
 
 /// The master's flows: those with one client at a time (`clients.rs`), then those across its
 /// cluster (`cluster.rs`), which run alone.
-fn flows(cs: &mut Cases) {
+pub fn flows(cs: &mut Cases) {
     clients::add(cs);
     cluster::add(cs);
     judged::add(cs);
