@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::case::Target;
+pub use crate::fault::{Proxy, Side};
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
 use sparkwire::validate::{
@@ -620,4 +621,17 @@ impl JudgeState {
             self.findings.push(finding);
         }
     }
+}
+
+/// Puts the fault the run injects in front of `upstream` (the suite's self-test, `--fault`): the
+/// harness owns the faults, so that the kit, which starts endpoints and listens for them, reaches
+/// them only through here. `secret` is the endpoint's shared secret, for the authentication
+/// faults.
+pub async fn fault_proxy(
+    fault: crate::fault::Fault,
+    upstream: SocketAddr,
+    side: Side,
+    secret: Option<sparkwire::wire::handshake::Secret>,
+) -> Result<Proxy, String> {
+    crate::fault::start(fault, upstream, side, secret).await
 }

@@ -70,7 +70,7 @@ pub struct Server {
     /// The authority (PEM) that signed its certificate, when it speaks TLS.
     pub ca_pem: Option<String>,
     _process: Spawned,
-    _proxy: Option<crate::fault::Proxy>,
+    _proxy: Option<crate::env::Proxy>,
     _work_dir: WorkDir,
 }
 
@@ -257,10 +257,10 @@ impl Server {
         // directly.
         let proxy = match ctx.settings.fault {
             Some(f) if !settings.tls => Some(
-                crate::fault::start(
+                crate::env::fault_proxy(
                     f,
                     direct,
-                    crate::fault::Side::SuiteConnects {
+                    crate::env::Side::SuiteConnects {
                         client_role: Role::Ui,
                         server_role: Role::Master,
                     },

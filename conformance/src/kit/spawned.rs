@@ -7,8 +7,8 @@ use std::time::Duration;
 use sparkwire::wire::handshake::Role;
 
 use crate::case::{fail, Failure};
+use crate::env::{fault_proxy, Proxy, Side};
 use crate::env::{Ctx, Endpoint};
-use crate::fault::{self, Proxy, Side};
 use crate::peer::{Conn, Listener};
 use crate::spawn::{spawn, Spawned};
 
@@ -79,7 +79,7 @@ pub async fn listen(
         .filter(|f| !f.breaks_auth() || suite_role == Role::Driver);
     match fault {
         Some(f) => {
-            let p = fault::start(f, addr, Side::EndpointConnects, ctx.settings.secret.clone())
+            let p = fault_proxy(f, addr, Side::EndpointConnects, ctx.settings.secret.clone())
                 .await
                 .map_err(|e| fail("the fault proxy", e))?;
             Ok((listener, p.addr(), Some(p)))
@@ -159,7 +159,7 @@ impl Run {
     ) -> Result<SocketAddr, Failure> {
         match ctx.settings.fault {
             Some(f) => {
-                let p = fault::start(
+                let p = fault_proxy(
                     f,
                     addr,
                     Side::SuiteConnects {

@@ -192,7 +192,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     }
     case!(
         "handshake/10.2/no-auth-refused",
-        format!("{name} holding a shared secret refuses a hello that does not ask to authenticate with authRequired, and closes the connection"),
+        format!("{name} holding a shared secret refuses a hello that does not ask to authenticate with authRequired, \
+            and closes the connection"),
         |ctx, _k, g| {
             let mut c = Conn::connect(g.at.addr, "suite", g.role, &ctx.log).await?;
             c.send_hello(&Hello::new(&[Version::V2], g.role, "no-auth")).await?;
@@ -201,7 +202,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "handshake/10.1/challenge",
-        format!("{name} holding a shared secret answers a hello that asks to authenticate with a challenge: mechanism hmac-sha256, a 32-byte nonce and a server proof that verifies with the secret over the hello frame"),
+        format!("{name} holding a shared secret answers a hello that asks to authenticate with a challenge: mechanism \
+            hmac-sha256, a 32-byte nonce and a server proof that verifies with the secret over the hello frame"),
         |ctx, k, g| {
             let c = challenged(&ctx, g.at.addr, g.role, "challenge", &k).await?;
             let nonce = crate::mp::challenge_nonce(&c.challenge);
@@ -225,9 +227,11 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "handshake/10.1/authenticated",
-        format!("{name} holding a shared secret accepts a peer that proves it, and then takes the {what} it sends (the change shows in its state)"),
+        format!("{name} holding a shared secret accepts a peer that proves it, and then takes the {what} it sends \
+            (the change shows in its state)"),
         |ctx, k, g| {
-            let mut c = Conn::open_authenticated(g.at.addr, "suite", g.role, "authenticated", &[Version::V2], &k, &ctx.log, wait(&ctx)).await?;
+            let mut c = Conn::open_authenticated(g.at.addr, "suite", g.role, "authenticated", &[Version::V2], &k,
+                &ctx.log, wait(&ctx)).await?;
             c.send_frame(&g.change).await?;
             let deadline = tokio::time::Instant::now() + wait(&ctx);
             loop {
@@ -235,7 +239,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
                     return Ok(());
                 }
                 if tokio::time::Instant::now() >= deadline {
-                    return Err(fail(format!("the {} of an authenticated peer taken", what), "no change in the endpoint's state"));
+                    return Err(fail(format!("the {} of an authenticated peer \
+                        taken", what), "no change in the endpoint's state"));
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -243,7 +248,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "handshake/10.1/wrong-proof-refused",
-        format!("{name} refuses a client proof made with another secret (a wrong MAC) with authFailed, closes the connection, and takes nothing sent after it (a {what})"),
+        format!("{name} refuses a client proof made with another secret (a wrong MAC) with authFailed, closes the \
+            connection, and takes nothing sent after it (a {what})"),
         |ctx, k, g| {
             let mut c = challenged(&ctx, g.at.addr, g.role, "wrong-proof", &k).await?;
             let mut bytes = frame_bytes(&c.proof(&wrong_secret(&k)?));
@@ -255,7 +261,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "handshake/10.1/replayed-proof-refused",
-        format!("{name} refuses with authFailed a proof made for another exchange (one recorded from an earlier connection, under the right secret, so over other nonces), and takes nothing sent after it (a {what})"),
+        format!("{name} refuses with authFailed a proof made for another exchange (one recorded from an earlier \
+            connection, under the right secret, so over other nonces), and takes nothing sent after it (a {what})"),
         |ctx, k, g| {
             let first = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
             let mut second = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
@@ -268,7 +275,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "spec/13/nothing-before-proof",
-        format!("{name} holding a shared secret takes no envelope before the peer's proof: a {what} sent in place of the proof changes nothing and the connection is refused or closed"),
+        format!("{name} holding a shared secret takes no envelope before the peer's proof: a {what} sent in place of \
+            the proof changes nothing and the connection is refused or closed"),
         |ctx, k, g| {
             let mut c = challenged(&ctx, g.at.addr, g.role, "no-proof", &k).await?;
             c.conn.send_frame(&g.change).await?;
@@ -278,7 +286,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         format!("spec/13/unauthenticated-{}", s.change_case),
-        format!("{name} holding a shared secret takes nothing from a peer that does not authenticate: a {what} right behind a hello without auth is refused (authRequired) and changes nothing"),
+        format!("{name} holding a shared secret takes nothing from a peer that does not authenticate: a {what} right \
+            behind a hello without auth is refused (authRequired) and changes nothing"),
         |ctx, _k, g| {
             unauthenticated_then(&ctx, g.at.addr, g.role, "no-auth", &g.change, what).await?;
             unchanged(&g, what).await
@@ -321,7 +330,8 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/13/unauthenticated-ui-kill",
         Level::Must,
-        "a master holding a shared secret takes no state-changing ask from an unauthenticated ui peer: RequestKillAllDrivers behind a hello without auth gets no reply, only a refusal and a close",
+        "a master holding a shared secret takes no state-changing ask from an unauthenticated ui peer: \
+            RequestKillAllDrivers behind a hello without auth gets no reply, only a refusal and a close",
         |ctx: Ctx| async move {
             secret(&ctx)?;
             let mut ask = Vec::new();
@@ -394,7 +404,8 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
     cs.add(
         "handshake/10.1/client-hello",
         Level::Must,
-        format!("{name} holding a shared secret asks to authenticate in its hello: auth hmac-sha256 and a 32-byte nonce"),
+        format!("{name} holding a shared secret asks to authenticate in its hello: auth hmac-sha256 and a 32-byte \
+            nonce"),
         move |ctx: Ctx| {
             let st = st.clone();
             async move {
@@ -408,7 +419,8 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
     cs.add(
         "handshake/10.1/client-proof",
         Level::Must,
-        format!("{name} answers the server's challenge with a client proof that verifies with the secret over the hello and challenge frames, and once accepted goes on with an envelope"),
+        format!("{name} answers the server's challenge with a client proof that verifies with the secret over the \
+            hello and challenge frames, and once accepted goes on with an envelope"),
         move |ctx: Ctx| {
             let st = st.clone();
             async move {
@@ -424,7 +436,8 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
                 } else {
                     sparkwire::wire::decode_envelope::<D>(&body, v).is_ok()
                 };
-                check(ok, format!("an envelope decoding at version {}", v.number()), crate::peer::describe(c.family, &body, v))
+                check(ok, format!("an envelope decoding at version \
+                    {}", v.number()), crate::peer::describe(c.family, &body, v))
             }
         },
     );
@@ -432,16 +445,19 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
     cs.add(
         "handshake/10.1/wrong-server-proof",
         Level::Must,
-        format!("{name} closes the connection without sending anything more (no proof, no envelope) when the server's challenge carries a proof made with another secret"),
+        format!("{name} closes the connection without sending anything more (no proof, no envelope) when the server's \
+            challenge carries a proof made with another secret"),
         move |ctx: Ctx| {
-            client_closes(ctx, st.clone(), |k, _, frame| challenge_body(&wrong_secret(k)?, frame), "a server proof made with another secret")
+            client_closes(ctx, st.clone(), |k, _, frame| challenge_body(&wrong_secret(k)?, frame), "a server proof \
+                made with another secret")
         },
     );
     let st = start.clone();
     cs.add(
         "handshake/10.1/replayed-server-proof",
         Level::Must,
-        format!("{name} closes the connection without sending anything more when the server's proof is made with the right secret but for another exchange (over a hello with another nonce)"),
+        format!("{name} closes the connection without sending anything more when the server's proof is made with the \
+            right secret but for another exchange (over a hello with another nonce)"),
         move |ctx: Ctx| {
             client_closes(
                 ctx,
@@ -459,7 +475,8 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
     cs.add(
         "handshake/10.2/unauthenticated-server",
         Level::Must,
-        format!("{name} holding a shared secret closes the connection at once, sending nothing, when the server accepts its hello without a challenge (a server that does not prove the secret)"),
+        format!("{name} holding a shared secret closes the connection at once, sending nothing, when the server \
+            accepts its hello without a challenge (a server that does not prove the secret)"),
         move |ctx: Ctx| {
             client_closes(
                 ctx,
@@ -468,7 +485,8 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
                     let version = if hello.versions.contains(&2) { Version::V2 } else { Version::V1 };
                     let mut out = Vec::new();
                     encode_answer(
-                        &Answer::Accepted(Accepted { version, versions: vec![1, 2], role: server_role, id: "suite".into(), features: Vec::new() }),
+                        &Answer::Accepted(Accepted { version, versions: vec![1, 2], role: server_role,
+                            id: "suite".into(), features: Vec::new() }),
                         &mut out,
                     );
                     Ok(out)

@@ -21,7 +21,11 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "rules/K1/register-first",
         Level::Must,
-        "rule K1, \"The driver asks a cluster manager (RequestExecutors, KillExecutors, GetExecutorLossReason) only on a connection where it sent RegisterClusterManager\" (RegisterClusterManager is the cluster manager's, definition.json): a driver with a job waiting for executors, to which the suite connects as a cluster-manager and sends nothing, asks none of them there (a driver that takes no cluster manager and refuses the role, handshake.md §7, asks none either)",
+        "rule K1, \"The driver asks a cluster manager (RequestExecutors, KillExecutors, GetExecutorLossReason) only \
+            on a connection where it sent RegisterClusterManager\" (RegisterClusterManager is the cluster manager's, \
+                definition.json): a driver with a job waiting for executors, to which the suite connects as a \
+                    cluster-manager and sends nothing, asks none of them there (a driver that takes no cluster \
+                        manager and refuses the role, handshake.md §7, asks none either)",
         register_first,
     );
 }

@@ -168,18 +168,41 @@ pub fn secured() -> SecuredServer {
 
 /// The driver's flows.
 pub fn flows(cs: &mut Cases) {
-    cs.add("rules/P1/register-first", Level::Must,
-        "the driver's application client sends RegisterApplication first, and nothing else until RegisteredApplication (rule P1)",
+    cs.add(
+        "rules/P1/register-first",
+        Level::Must,
+        "the driver's application client sends RegisterApplication first, and nothing else until \
+            RegisteredApplication (rule P1)",
         |ctx: Ctx| async move {
             let (_run, mut app) = start(ctx.clone(), SMALL).await?;
             let hello = app.read_hello(spawned::startup(&ctx)).await?;
-            spawned::accept(&ctx, &mut app, &hello, &[Version::V1, Version::V2], "master").await?;
+            spawned::accept(
+                &ctx,
+                &mut app,
+                &hello,
+                &[Version::V1, Version::V2],
+                "master",
+            )
+            .await?;
             let first = app.recv::<D>(wait(&ctx), "RegisterApplication").await?;
-            check(matches!(first, Envelope::Send(D::RegisterApplication(_))), "a send of RegisterApplication", crate::peer::envelope_label(&first))?;
-            app.expect_none::<D>(ctx.settings.quiet, "nothing before RegisteredApplication", |e| !matches!(e, Envelope::Send(D::RegisterApplication(_)))).await
-        });
+            check(
+                matches!(first, Envelope::Send(D::RegisterApplication(_))),
+                "a send of \
+                RegisterApplication",
+                crate::peer::envelope_label(&first),
+            )?;
+            app.expect_none::<D>(
+                ctx.settings.quiet,
+                "nothing before \
+                RegisteredApplication",
+                |e| !matches!(e, Envelope::Send(D::RegisterApplication(_))),
+            )
+            .await
+        },
+    );
     cs.add("flow/driver/app/command", Level::Must,
-        "the application's command starts an executor with --driver-url of the driver's endpoint and Spark's placeholders {{EXECUTOR_ID}}, {{HOSTNAME}}, {{CORES}}, {{APP_ID}} that a worker fills in",
+        "the application's command starts an executor with --driver-url of the driver's endpoint and Spark's \
+            placeholders {{EXECUTOR_ID}}, {{HOSTNAME}}, {{CORES}}, {{APP_ID}} that a worker fills in",
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let args = d.reg.app_description.command.arguments.join(" ");
@@ -191,10 +214,12 @@ pub fn flows(cs: &mut Cases) {
             Ok(())
         });
     cs.add("flow/driver/executor/app-config", Level::Must,
-        "the driver answers RetrieveSparkAppConfig with SparkAppConfig carrying spark.rpc.message.maxSize, the limit the executor must apply",
+        "the driver answers RetrieveSparkAppConfig with SparkAppConfig carrying spark.rpc.message.maxSize, the limit \
+            the executor must apply",
         |ctx: Ctx| async move {
             let d = registered(&ctx, Job { max_message_size: 64, ..SMALL }).await?;
-            let mut c = Conn::open(d.driver_addr, "executor", Role::Executor, "1", &[Version::V2], ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
+            let mut c = Conn::open(d.driver_addr, "executor", Role::Executor, "1", &[Version::V2],
+                ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
             c.send(&Envelope::Ask { id: 2, message: C::RetrieveSparkAppConfig(RetrieveSparkAppConfig::new(0)) }).await?;
             let cfg = c.expect::<C, SparkAppConfig>(wait(&ctx), "SparkAppConfig", |e| match e {
                 Envelope::Reply { id: 2, reply: Reply::Message(C::SparkAppConfig(s)) } => Some(s.clone()),
@@ -213,11 +238,13 @@ pub fn flows(cs: &mut Cases) {
         },
     );
     cs.add("rules/X3/duplicate-id", Level::Must,
-        "the driver answers a RegisterExecutor whose executor id is registered with a failure carrying Spark's text `Duplicate executor ID: ID`, never with true (rule X3)",
+        "the driver answers a RegisterExecutor whose executor id is registered with a failure carrying Spark's text \
+            `Duplicate executor ID: ID`, never with true (rule X3)",
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let _one = executor(&ctx, &d, "1", 2, Version::V2).await?;
-            let mut c = Conn::open(d.driver_addr, "again", Role::Executor, "1", &[Version::V2], ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
+            let mut c = Conn::open(d.driver_addr, "again", Role::Executor, "1", &[Version::V2],
+                ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
             c.send(&Envelope::Ask { id: 1, message: register_msg("1", 2) }).await?;
             let got = c.expect::<C, Result<String, String>>(wait(&ctx), "a failure", |e| match e {
                 Envelope::Failure { id: 1, error } => Some(Ok(error.message.clone())),
@@ -234,32 +261,39 @@ pub fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
-            e.conn.expect_none::<C>(Duration::from_millis(1200), "no LaunchTask before LaunchedExecutor", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await?;
+            e.conn.expect_none::<C>(Duration::from_millis(1200), "no LaunchTask before \
+                LaunchedExecutor", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await?;
             e.launched().await?;
             e.task(&ctx).await.map(|_| ())
         });
     cs.add("rules/T5/task-description", Level::Must,
-        "LaunchTask's data is a TaskDescription (SPEC §10) naming the executor, with cpus = spark.task.cpus (1), attempt 0, partition = index (rule T5)",
+        "LaunchTask's data is a TaskDescription (SPEC §10) naming the executor, with cpus = spark.task.cpus (1), \
+            attempt 0, partition = index (rule T5)",
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             e.launched().await?;
             let t = e.task(&ctx).await?;
             check(t.executor_id == "1" && t.cpus == 1 && t.attempt_number == 0 && t.partition_id == t.index,
-                "executor 1, 1 cpu, attempt 0, partition = index", format!("executor {} cpus {} attempt {} partition {} index {}", t.executor_id, t.cpus, t.attempt_number, t.partition_id, t.index))
+                "executor 1, 1 cpu, attempt 0, partition = \
+                    index", format!("executor {} cpus {} attempt {} partition {} index \
+                        {}", t.executor_id, t.cpus, t.attempt_number, t.partition_id, t.index))
         });
     cs.add("rules/T1/slots", Level::Must,
-        "the driver never runs more tasks on an executor than its cores allow: 2 cores, no task finished, at most 2 LaunchTask (rule T1)",
+        "the driver never runs more tasks on an executor than its cores allow: 2 cores, no task finished, at most 2 \
+            LaunchTask (rule T1)",
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             e.launched().await?;
             e.task(&ctx).await?;
             e.task(&ctx).await?;
-            e.conn.expect_none::<C>(Duration::from_millis(1200), "no third LaunchTask while 2 run", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await
+            e.conn.expect_none::<C>(Duration::from_millis(1200), "no third LaunchTask while 2 \
+                run", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await
         });
     cs.add("flow/driver/job/completes", Level::Must,
-        "the driver runs its job to the end on the suite's executor: unique task ids (rule T4), every partition once, then StopExecutor, UnregisterApplication to the master, exit status 0",
+        "the driver runs its job to the end on the suite's executor: unique task ids (rule T4), every partition once, \
+            then StopExecutor, UnregisterApplication to the master, exit status 0",
         |ctx: Ctx| async move {
             let mut d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
@@ -268,7 +302,8 @@ pub fn flows(cs: &mut Cases) {
             let mut ids: Vec<i64> = tasks.iter().map(|t| t.task_id).collect();
             ids.sort_unstable();
             ids.dedup();
-            check(ids.len() == tasks.len(), "unique task ids", format!("{:?}", tasks.iter().map(|t| t.task_id).collect::<Vec<_>>()))?;
+            check(ids.len() == tasks.len(), "unique task \
+                ids", format!("{:?}", tasks.iter().map(|t| t.task_id).collect::<Vec<_>>()))?;
             let mut idx: Vec<i32> = tasks.iter().map(|t| t.index).collect();
             idx.sort_unstable();
             check(idx == [0, 1, 2, 3], "partitions 0 to 3 once each", format!("{idx:?}"))?;
@@ -305,7 +340,8 @@ pub fn flows(cs: &mut Cases) {
                 format!("index {} attempt {} task id {}", again.index, again.attempt_number, again.task_id))
         });
     cs.add("flow/driver/task/max-failures", Level::Must,
-        "after spark.task.maxFailures (4) failed attempts of a task the job is aborted with Spark's `Job aborted due to stage failure` and the driver exits non-zero",
+        "after spark.task.maxFailures (4) failed attempts of a task the job is aborted with Spark's `Job aborted due \
+            to stage failure` and the driver exits non-zero",
         |ctx: Ctx| async move {
             let mut d = registered(&ctx, Job { partitions: 1, ..SMALL }).await?;
             let mut e = executor(&ctx, &d, "1", 1, Version::V2).await?;
@@ -321,12 +357,16 @@ pub fn flows(cs: &mut Cases) {
             check(out.contains("Job aborted due to stage failure"), "Job aborted due to stage failure", out)
         });
     cs.add("spec/10/task-size-limit", Level::Must,
-        "a task whose serialized size reaches spark.rpc.message.maxSize less 200 KiB is not sent; the job fails with Spark's text `Serialized task …exceeds max allowed: spark.rpc.message.maxSize (…)`, and the executor's connection stays open (until StopExecutor at the driver's shutdown)",
+        "a task whose serialized size reaches spark.rpc.message.maxSize less 200 KiB is not sent; the job fails with \
+            Spark's text `Serialized task …exceeds max allowed: spark.rpc.message.maxSize (…)`, and the executor's \
+                connection stays open (until StopExecutor at the driver's shutdown)",
         |ctx: Ctx| async move {
-            let mut d = registered(&ctx, Job { job: "big-task", partitions: 1, param: 2 << 20, max_message_size: 1 }).await?;
+            let mut d = registered(&ctx, Job { job: "big-task", partitions: 1, param: 2 << 20,
+                max_message_size: 1 }).await?;
             let mut e = executor(&ctx, &d, "1", 1, Version::V2).await?;
             e.launched().await?;
-            let stop = e.conn.expect::<C, bool>(wait(&ctx), "no LaunchTask, the connection open until StopExecutor", |x| match x {
+            let stop = e.conn.expect::<C, bool>(wait(&ctx), "no LaunchTask, the connection open until \
+                StopExecutor", |x| match x {
                 Envelope::Send(C::LaunchTask(_)) => Some(false),
                 Envelope::Send(C::StopExecutor(_)) => Some(true),
                 _ => None,
@@ -336,8 +376,10 @@ pub fn flows(cs: &mut Cases) {
             let code = d.run.exit_within(wait(&ctx)).await?;
             check(code.is_some_and(|c| c != 0), "the job failed (non-zero exit)", format!("{code:?}"))?;
             let out = d.run.output();
-            check(out.contains("Serialized task 0:0 was") && out.contains("which exceeds max allowed: spark.rpc.message.maxSize (843776 bytes)"),
-                "Serialized task 0:0 was N bytes, which exceeds max allowed: spark.rpc.message.maxSize (843776 bytes)", out)
+            check(out.contains("Serialized task 0:0 \
+                was") && out.contains("which exceeds max allowed: spark.rpc.message.maxSize (843776 bytes)"),
+                "Serialized task 0:0 was N bytes, which exceeds max allowed: spark.rpc.message.maxSize (843776 \
+                    bytes)", out)
         });
     cs.add("flow/driver/executor/is-alive", Level::Must,
         "the driver answers IsExecutorAlive (version 2) true for a registered executor and false for an unknown one",
@@ -345,7 +387,8 @@ pub fn flows(cs: &mut Cases) {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             for (id, want) in [("1", true), ("77", false)] {
-                e.conn.send(&Envelope::Ask { id: 90, message: C::IsExecutorAlive(IsExecutorAlive::new(id.into())) }).await?;
+                e.conn.send(&Envelope::Ask { id: 90,
+                    message: C::IsExecutorAlive(IsExecutorAlive::new(id.into())) }).await?;
                 let b = e.conn.expect::<C, bool>(wait(&ctx), "a bool reply", |x| match x {
                     Envelope::Reply { id: 90, reply: Reply::Bool(b) } => Some(*b),
                     _ => None,

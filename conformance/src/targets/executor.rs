@@ -72,7 +72,8 @@ pub fn starter() -> crate::kit::client::Start {
 /// The executor's flows.
 pub fn flows(cs: &mut Cases) {
     cs.add("flow/executor/register/fields", Level::Must,
-        "the executor registers (RegisterExecutor) with the executor id and cores it was started with, and an endpoint reference without an address (executors do not listen)",
+        "the executor registers (RegisterExecutor) with the executor id and cores it was started with, and an \
+            endpoint reference without an address (executors do not listen)",
         |ctx: Ctx| async move {
             let e = registered(&ctx, &[Version::V1, Version::V2], 128).await?;
             check(e.reg.executor_id == EXECUTOR_ID && e.reg.cores == CORES && e.reg.executor_ref.address.is_none(),
@@ -85,7 +86,8 @@ pub fn flows(cs: &mut Cases) {
             launched(&ctx, &mut e).await
         });
     cs.add("spec/10/task-finished", Level::Must,
-        "the executor runs a LaunchTask: StatusUpdate RUNNING, then FINISHED with the runner's result, with its executor id (SPEC §10, rules T2, T3)",
+        "the executor runs a LaunchTask: StatusUpdate RUNNING, then FINISHED with the runner's result, with its \
+            executor id (SPEC §10, rules T2, T3)",
         |ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
@@ -93,9 +95,13 @@ pub fn flows(cs: &mut Cases) {
             launch(&mut e, &t).await?;
             update(&ctx, &mut e, 0, "StatusUpdate RUNNING", |s| s.state == TaskState::Running).await?;
             let done = update(&ctx, &mut e, 0, "StatusUpdate FINISHED", |s| s.state.is_finished()).await?;
-            let want = BuiltinRunner.run(&t, &CancelFlag::new()).map_err(|f| fail("a task the runner runs", f.message))?;
-            check(done.state == TaskState::Finished && done.data.as_slice() == want.as_slice() && done.executor_id == EXECUTOR_ID,
-                format!("FINISHED with {} result bytes from executor {EXECUTOR_ID}", want.len()), format!("{} with {} bytes from {}", done.state, done.data.len(), done.executor_id))
+            let want = BuiltinRunner.run(&t, &CancelFlag::new()).map_err(|f| fail("a task the runner \
+                runs", f.message))?;
+            check(done.state == TaskState::Finished && done.data.as_slice() == want.as_slice()
+                && done.executor_id == EXECUTOR_ID,
+                format!("FINISHED with {} result bytes from executor \
+                    {EXECUTOR_ID}", want.len()), format!("{} with {} bytes from \
+                        {}", done.state, done.data.len(), done.executor_id))
         });
     cs.add("spec/10/task-failed", Level::Must,
         "a task that fails is reported FAILED with an ErrorDescription {className, message} as its data",
@@ -105,7 +111,8 @@ pub fn flows(cs: &mut Cases) {
             launch(&mut e, &task(1, "flaky", &[1], 1)).await?;
             let done = update(&ctx, &mut e, 1, "a finished StatusUpdate", |s| s.state.is_finished()).await?;
             let f = decode_failure(done.data.as_slice());
-            check(done.state == TaskState::Failed && !f.class_name.is_empty(), "FAILED with a class name", format!("{} {:?}", done.state, f))
+            check(done.state == TaskState::Failed && !f.class_name.is_empty(), "FAILED with a class \
+                name", format!("{} {:?}", done.state, f))
         });
     cs.add(
         "spec/10/kill-task",
@@ -220,7 +227,9 @@ pub fn flows(cs: &mut Cases) {
                 let hello = conn.read_hello(spawned::startup(&ctx)).await?;
                 spawned::accept(&ctx, &mut conn, &hello, &[Version::V1, Version::V2], "driver").await?;
                 if let Some((id, _)) = serve_until_register(&ctx, &mut conn, 128).await? {
-                    conn.send(&Envelope::<C>::Failure { id, error: sparkwire::messages::ErrorDescription::new("org.apache.spark.SparkException", format!("Duplicate executor ID: {EXECUTOR_ID}")) }).await?;
+                    conn.send(&Envelope::<C>::Failure { id,
+                        error: sparkwire::messages::ErrorDescription::new("org.apache.spark.SparkException",
+                            format!("Duplicate executor ID: {EXECUTOR_ID}")) }).await?;
                     break;
                 }
                 conn = run.accept(&ctx, "driver-main", Role::Driver).await?;
@@ -269,20 +278,26 @@ pub fn flows(cs: &mut Cases) {
         },
     );
     cs.add("spec/10/result-too-large", Level::Must,
-        "a result as large as spark.rpc.message.maxSize less 200 KiB is not sent: the task is FAILED with Spark's text `Result of task (TID n) was S bytes, which exceeds max allowed: spark.rpc.message.maxSize`, and the connection stays up",
+        "a result as large as spark.rpc.message.maxSize less 200 KiB is not sent: the task is FAILED with Spark's \
+            text `Result of task (TID n) was S bytes, which exceeds max allowed: spark.rpc.message.maxSize`, and the \
+                connection stays up",
         |ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 1).await?;
             launched(&ctx, &mut e).await?;
             launch(&mut e, &task(7, "big-result", &[1_500_000], 1)).await?;
             let done = update(&ctx, &mut e, 7, "a finished StatusUpdate", |s| s.state.is_finished()).await?;
             let f = decode_failure(done.data.as_slice());
-            check(done.state == TaskState::Failed && f.message.contains("Result of task (TID 7) was") && f.message.contains("exceeds max allowed: spark.rpc.message.maxSize"),
-                "FAILED: Result of task (TID 7) was … exceeds max allowed: spark.rpc.message.maxSize", format!("{} {}", done.state, f.message))?;
+            check(done.state == TaskState::Failed && f.message.contains("Result of task (TID 7) \
+                was") && f.message.contains("exceeds max allowed: spark.rpc.message.maxSize"),
+                "FAILED: Result of task (TID 7) was … exceeds max allowed: \
+                    spark.rpc.message.maxSize", format!("{} {}", done.state, f.message))?;
             launch(&mut e, &task(8, "sum-squares", &[0, 10], 1)).await?;
-            update(&ctx, &mut e, 8, "StatusUpdate FINISHED of the next task", |s| s.state == TaskState::Finished).await.map(|_| ())
+            update(&ctx, &mut e, 8, "StatusUpdate FINISHED of the next \
+                task", |s| s.state == TaskState::Finished).await.map(|_| ())
         });
     cs.add("spec/10/bad-task-data", Level::Must,
-        "a LaunchTask whose data is not a TaskDescription does not take the executor down: the connection stays up and the next task runs",
+        "a LaunchTask whose data is not a TaskDescription does not take the executor down: the connection stays up \
+            and the next task runs",
         |ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;

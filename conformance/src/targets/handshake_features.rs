@@ -24,25 +24,33 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "handshake/12/features-string-refused",
         Level::Must,
-        "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a hello whose `features` is the string \"closeReason\" is refused with malformedHello, then the connection closed",
+        "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a \
+            hello whose `features` is the string \"closeReason\" is refused with malformedHello, then the connection \
+                closed",
         features_string_refused,
     );
     cs.add(
         "handshake/12/features-not-strings-refused",
         Level::Must,
-        "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a hello whose `features` is the array [1] is refused with malformedHello, then the connection closed",
+        "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a \
+            hello whose `features` is the array [1] is refused with malformedHello, then the connection closed",
         features_not_strings_refused,
     );
     cs.add(
         "handshake/12/unknown-feature-not-taken",
         Level::Must,
-        "handshake.md §12, \"A side ignores feature names it does not know ... a server never takes a feature the hello did not offer\": a hello offering an unknown feature and closeReason is accepted, and the answer's `features` names neither the unknown feature nor anything but closeReason",
+        "handshake.md §12, \"A side ignores feature names it does not know ... a server never takes a feature the \
+            hello did not offer\": a hello offering an unknown feature and closeReason is accepted, and the answer's \
+                `features` names neither the unknown feature nor anything but closeReason",
         unknown_feature_not_taken,
     );
     cs.add(
         "spec/8.1/no-close-envelope-unoffered",
         Level::Must,
-        "SPEC §8.1, \"Without the feature — a peer that did not offer it, or a server that did not take it — no close envelope is sent\", and \"a newer peer sends the close envelope only to a peer that asked for it\": on a connection whose hello offered no feature, a frame that is not MessagePack closes the connection with no close envelope before the close",
+        "SPEC §8.1, \"Without the feature — a peer that did not offer it, or a server that did not take it — no close \
+            envelope is sent\", and \"a newer peer sends the close envelope only to a peer that asked for it\": on a \
+                connection whose hello offered no feature, a frame that is not MessagePack closes the connection with \
+                    no close envelope before the close",
         no_close_envelope_unoffered,
     );
 }

@@ -47,7 +47,8 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
         ("spec/3/envelope-not-array", "sparkwire's envelope as MessagePack (SPEC §3)"),
         ("spec/3/message-not-one-entry-map", "sparkwire's message as MessagePack (SPEC §3)"),
         ("spec/3/ask-id-u64", "ask ids past 2^63 - 1 (Spark's request ids are signed 64-bit)"),
-        ("spec/4/", "sparkwire's message names and field maps (SPEC §4); a Java stream Spark cannot read is spark/15.1/…"),
+        ("spec/4/", "sparkwire's message names and field maps (SPEC §4); a Java stream Spark cannot read is \
+            spark/15.1/…"),
         ("spec/4.1/", "sparkwire's field maps (SPEC §4.1)"),
         ("spec/6/", "sparkwire's decoder naming local messages (SPEC §6)"),
         ("spec/8.1/", "sparkwire's close envelopes (SPEC §8.1: Spark has none)"),

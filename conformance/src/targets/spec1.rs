@@ -23,7 +23,11 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/1/one-connection",
         Level::Must,
-        "SPEC §1, \"As in Spark, all traffic between two endpoints travels over the connection the client opened: the master answers a worker, and later sends it `LaunchExecutor`, over the worker's own connection\": a worker registered at an address where the suite listens gets RegisteredWorker and, once an application asks for an executor, LaunchExecutor over the connection it opened, and the master opens no connection to that address",
+        "SPEC §1, \"As in Spark, all traffic between two endpoints travels over the connection the client opened: the \
+            master answers a worker, and later sends it `LaunchExecutor`, over the worker's own connection\": a \
+                worker registered at an address where the suite listens gets RegisteredWorker and, once an \
+                    application asks for an executor, LaunchExecutor over the connection it opened, and the master \
+                        opens no connection to that address",
         one_connection,
     );
     cs.sharing(Sharing::Parallel)

@@ -32,11 +32,13 @@ pub fn add_master(cs: &mut Cases) {
         let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
             Some(e) => format!(
-                "the master decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection closed, when a {} sends it",
+                "the master decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection \
+                    closed, when a {} sends it",
                 r.file, r.name, who(r.how)
             ),
             None => format!(
-                "the master decides the {}.json vector \"{}\" as SPEC §11 does: taken (an ask answered, a registration answered), the connection kept open, when a {} sends it",
+                "the master decides the {}.json vector \"{}\" as SPEC §11 does: taken (an ask answered, a \
+                    registration answered), the connection kept open, when a {} sends it",
                 r.file, r.name, who(r.how)
             ),
         };
@@ -48,19 +50,23 @@ pub fn add_master(cs: &mut Cases) {
     cs.add(
         "spec/11.3/map-keys-out-of-order",
         Level::Must,
-        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order\": a RegisterApplication whose command environment has its keys out of order is refused, the connection closed",
+        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order\": a \
+            RegisterApplication whose command environment has its keys out of order is refused, the connection closed",
         map_keys_out_of_order,
     );
     cs.add(
         "spec/11.3/map-key-twice",
         Level::Must,
-        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice\": a RegisterApplication whose command environment gives a key twice is refused, the connection closed",
+        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice\": a \
+            RegisterApplication whose command environment gives a key twice is refused, the connection closed",
         map_key_twice,
     );
     cs.add(
         "spec/11.3/map-keys-ascending-taken",
         Level::Must,
-        "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order ... strings compare by their UTF-8 bytes (so `\\\"GPU\\\"` comes before `\\\"fpga\\\"`)\": a RegisterApplication whose environment keys ascend by their bytes (uppercase first) is answered RegisteredApplication",
+        "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order ... strings compare by \
+            their UTF-8 bytes (so `\\\"GPU\\\"` comes before `\\\"fpga\\\"`)\": a RegisterApplication whose \
+                environment keys ascend by their bytes (uppercase first) is answered RegisteredApplication",
         map_keys_ascending,
     );
 }
@@ -284,11 +290,13 @@ pub fn add_executor(cs: &mut Cases) {
             == Some("StopExecutor");
         let requirement = match (&r.error, stop) {
             (Some(e), _) => format!(
-                "the executor decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its driver closed (a close envelope, if one comes, of kind {e})",
+                "the executor decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection \
+                    to its driver closed (a close envelope, if one comes, of kind {e})",
                 r.file, r.name
             ),
             (None, true) => format!(
-                "the executor decides the {}.json vector \"{}\" as SPEC §11 does: taken, as the StopExecutor it is (it closes its connection and exits with status 0, as flow/executor/stop)",
+                "the executor decides the {}.json vector \"{}\" as SPEC §11 does: taken, as the StopExecutor it is \
+                    (it closes its connection and exits with status 0, as flow/executor/stop)",
                 r.file, r.name
             ),
             (None, false) => format!(
@@ -336,11 +344,13 @@ pub fn add_worker(cs: &mut Cases) {
         let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
             Some(e) => format!(
-                "the worker decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to its master closed (a close envelope, if one comes, of kind {e})",
+                "the worker decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection to \
+                    its master closed (a close envelope, if one comes, of kind {e})",
                 r.file, r.name
             ),
             None => format!(
-                "the worker decides the {}.json vector \"{}\" as SPEC §11 does: taken, the connection to its master kept open",
+                "the worker decides the {}.json vector \"{}\" as SPEC §11 does: taken, the connection to its master \
+                    kept open",
                 r.file, r.name
             ),
         };

@@ -57,11 +57,14 @@ pub fn add(cs: &mut Cases) {
         let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
             Some(e) => format!(
-                "the driver decides the {}.json vector \"{}\" as SPEC §11 and §8 do when an executor sends it on a fresh connection to its executor port: refused ({e}), the connection closed (where the handshake agreed on closeReason, with a close envelope of kind {e})",
+                "the driver decides the {}.json vector \"{}\" as SPEC §11 and §8 do when an executor sends it on a \
+                    fresh connection to its executor port: refused ({e}), the connection closed (where the handshake \
+                        agreed on closeReason, with a close envelope of kind {e})",
                 r.file, r.name
             ),
             None => format!(
-                "the driver decides the {}.json vector \"{}\" as SPEC §11 does when an executor sends it on a fresh connection to its executor port: taken, the connection kept open",
+                "the driver decides the {}.json vector \"{}\" as SPEC §11 does when an executor sends it on a fresh \
+                    connection to its executor port: taken, the connection kept open",
                 r.file, r.name
             ),
         };
@@ -74,11 +77,14 @@ pub fn add(cs: &mut Cases) {
         let id = format!("spec/11/live/app-client/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
             Some(e) => format!(
-                "the driver's application client decides the {}.json vector \"{}\" as SPEC §11 and §8 do when its master sends it once the application is registered: refused ({e}), the connection to its master closed (a close envelope, if one comes, of kind {e})",
+                "the driver's application client decides the {}.json vector \"{}\" as SPEC §11 and §8 do when its \
+                    master sends it once the application is registered: refused ({e}), the connection to its master \
+                        closed (a close envelope, if one comes, of kind {e})",
                 r.file, r.name
             ),
             None => format!(
-                "the driver's application client decides the {}.json vector \"{}\" as SPEC §11 does when its master sends it once the application is registered: taken, the connection to its master kept open",
+                "the driver's application client decides the {}.json vector \"{}\" as SPEC §11 does when its master \
+                    sends it once the application is registered: taken, the connection to its master kept open",
                 r.file, r.name
             ),
         };
@@ -94,13 +100,17 @@ pub fn add_nested_maps(cs: &mut Cases) {
     cs.add(
         "spec/11.3/map-inside-map-out-of-order",
         Level::Must,
-        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order ... at any depth (a map inside a map included)\": a registered executor's StatusUpdate (version 2) for the task the driver launched on it, whose `resources` holds {\"gpu\": {\"b\": 2, \"a\": 1}}, is refused: the connection closed",
+        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order ... \
+            at any depth (a map inside a map included)\": a registered executor's StatusUpdate (version 2) for the \
+                task the driver launched on it, whose `resources` holds \
+                    {\"gpu\": {\"b\": 2, \"a\": 1}}, is refused: the connection closed",
         map_inside_map_out_of_order,
     );
     cs.add(
         "spec/11.3/map-inside-map-ascending-taken",
         Level::Must,
-        "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order\", at any depth: the same StatusUpdate with {\"gpu\": {\"a\": 1, \"b\": 2}} is taken, the executor's connection kept open",
+        "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order\", at any depth: the \
+            same StatusUpdate with {\"gpu\": {\"a\": 1, \"b\": 2}} is taken, the executor's connection kept open",
         map_inside_map_ascending,
     );
 }

@@ -27,31 +27,46 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/14.2/Z1/finished-app-named-again",
         Level::Must,
-        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master answers as Spark does (`false`, or nothing)\": after an application client unregistered its application, its RequestExecutors naming that application is answered with a bool reply false, never true (a strict master MAY answer a failure or close instead, as for rule P2)",
+        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master answers as Spark \
+            does (`false`, or nothing)\": after an application client unregistered its application, its \
+                RequestExecutors naming that application is answered with a bool reply false, never true (a strict \
+                    master MAY answer a failure or close instead, as for rule P2)",
         finished_app_named_again,
     );
     cs.add(
         "spec/14.2/Z2/decommissioning-other-connection",
         Level::Must,
-        "SPEC §14.2 Z2, \"`WorkerDecommissioning` ... naming a worker bound to another connection [is] refused\", and §14.3, \"A refused send closes its connection ... Nothing a refused message asks for happens\": a registered worker's connection that sends WorkerDecommissioning naming another registered worker is closed, and that worker stays ALIVE",
+        "SPEC §14.2 Z2, \"`WorkerDecommissioning` ... naming a worker bound to another connection [is] refused\", and \
+            §14.3, \"A refused send closes its connection ... Nothing a refused message asks for happens\": a \
+                registered worker's connection that sends WorkerDecommissioning naming another registered worker is \
+                    closed, and that worker stays ALIVE",
         decommissioning_other_connection,
     );
     cs.add(
         "spec/14.2/Z2/scheduler-state-other-connection",
         Level::Must,
-        "SPEC §14.2 Z2, \"`WorkerSchedulerStateResponse` naming a worker bound to another connection [is] refused\", and §14.3, \"A refused send closes its connection\": a registered worker's connection that sends WorkerSchedulerStateResponse naming another registered worker is closed, and that worker stays ALIVE",
+        "SPEC §14.2 Z2, \"`WorkerSchedulerStateResponse` naming a worker bound to another connection [is] refused\", \
+            and §14.3, \"A refused send closes its connection\": a registered worker's connection that sends \
+                WorkerSchedulerStateResponse naming another registered worker is closed, and that worker stays ALIVE",
         scheduler_state_other_connection,
     );
     cs.add(
         "spec/8.1/not-owner-close",
         Level::Must,
-        "SPEC §8.1, \"`NotOwner` | a one-way message refused by §14.2's ownership\", and \"an endpoint that closes the connection for one of the reasons below MUST first send a close envelope\": a registered worker's connection that offered closeReason (and the master took it) and sends a Heartbeat naming another registered worker gets a close envelope of kind NotOwner before the close (a strict master MAY name the rule instead, RuleViolation)",
+        "SPEC §8.1, \"`NotOwner` | a one-way message refused by §14.2's ownership\", and \"an endpoint that closes \
+            the connection for one of the reasons below MUST first send a close envelope\": a registered worker's \
+                connection that offered closeReason (and the master took it) and sends a Heartbeat naming another \
+                    registered worker gets a close envelope of kind NotOwner before the close (a strict master MAY \
+                        name the rule instead, RuleViolation)",
         not_owner_close,
     );
     cs.add(
         "spec/14.2/Z2/second-worker-not-registered",
         Level::Must,
-        "SPEC §14.2 Z2, \"a connection bound to one worker does not register another\": a registered worker's connection that sends RegisterWorker for a second worker id gets no RegisteredWorker for it (it may be refused: RegisterWorkerFailed, or the connection closed), and the master's state has no worker of that id",
+        "SPEC §14.2 Z2, \"a connection bound to one worker does not register another\": a registered worker's \
+            connection that sends RegisterWorker for a second worker id gets no RegisteredWorker for it (it may be \
+                refused: RegisterWorkerFailed, or the connection closed), and the master's state has no worker of \
+                    that id",
         second_worker_not_registered,
     );
     // It registers a worker with capacity and an application that takes it: alone.
@@ -61,13 +76,21 @@ pub fn add(cs: &mut Cases) {
         &[Need::NoOtherApplication],
         "spec/14.2/Z3/executor-state-other-worker",
         Level::Must,
-        "SPEC §14.2 Z3, \"`ExecutorStateChanged` for an executor the master placed on a worker is taken only from that worker's connection\", and §14.3 (a refused ask is answered with a failure, a refused send closes; nothing a refused message asks for happens): a second registered worker's ExecutorStateChanged ask saying FAILED for an executor the master launched on the first is answered with a failure or closes its connection, and the application is told no FAILED for it",
+        "SPEC §14.2 Z3, \"`ExecutorStateChanged` for an executor the master placed on a worker is taken only from \
+            that worker's connection\", and §14.3 (a refused ask is answered with a failure, a refused send closes; \
+                nothing a refused message asks for happens): a second registered worker's ExecutorStateChanged ask \
+                    saying FAILED for an executor the master launched on the first is answered with a failure or \
+                        closes its connection, and the application is told no FAILED for it",
         executor_state_other_worker,
     );
     cs.add(
         "spec/14.2/Z3/driver-state-other-worker",
         Level::Must,
-        "SPEC §14.2 Z3, \"`DriverStateChanged` for a driver [is taken] only from the connection of the worker the master launched it on\", and §14.3, \"A refused send closes its connection ... Nothing a refused message asks for happens\": a second registered worker's DriverStateChanged saying FAILED for a driver the master launched on the first closes that second connection, and the driver stays RUNNING on the first worker",
+        "SPEC §14.2 Z3, \"`DriverStateChanged` for a driver [is taken] only from the connection of the worker the \
+            master launched it on\", and §14.3, \"A refused send closes its connection ... Nothing a refused message \
+                asks for happens\": a second registered worker's DriverStateChanged saying FAILED for a driver the \
+                    master launched on the first closes that second connection, and the driver stays RUNNING on the \
+                        first worker",
         driver_state_other_worker,
     );
     cs.sharing(Sharing::Parallel)

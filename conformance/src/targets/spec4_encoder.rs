@@ -19,14 +19,18 @@ use crate::peer::{Conn, Event};
 type C = CoarseMessage;
 type D = DeployMessage;
 
-const SENTENCE: &str = "SPEC §4, \"An encoder writes exactly the fields that exist in the negotiated version ..., in the order the definition lists them\" (and §4.1: a struct is a map of its fields, same rules)";
+const SENTENCE: &str =
+    "SPEC §4, \"An encoder writes exactly the fields that exist in the negotiated version ..., in \
+    the order the definition lists them\" (and §4.1: a struct is a map of its fields, same rules)";
 
 /// The master's case.
 pub fn add_master(cs: &mut Cases) {
     cs.add(
         "spec/4/encoder/master",
         Level::Must,
-        format!("{SENTENCE}: RegisteredWorker, RegisteredApplication and the MasterStateResponse (workers, applications, their descriptions) the master writes, in each version it offers, hold exactly the definition's fields of that version, in its order"),
+        format!("{SENTENCE}: RegisteredWorker, RegisteredApplication and the MasterStateResponse (workers, \
+            applications, their descriptions) the master writes, in each version it offers, hold exactly the \
+                definition's fields of that version, in its order"),
         master,
     );
 }
@@ -36,7 +40,9 @@ pub fn add_worker(cs: &mut Cases) {
     cs.add(
         "spec/4/encoder/worker",
         Level::Must,
-        format!("{SENTENCE}: what a registered worker writes to its master until its first Heartbeat, and its ExecutorStateChanged for an executor it launched, in each version it offers, hold exactly the definition's fields of that version, in its order"),
+        format!("{SENTENCE}: what a registered worker writes to its master until its first Heartbeat, and its \
+            ExecutorStateChanged for an executor it launched, in each version it offers, hold exactly the \
+                definition's fields of that version, in its order"),
         worker,
     );
 }
@@ -46,7 +52,9 @@ pub fn add_driver(cs: &mut Cases) {
     cs.add(
         "spec/4/encoder/driver",
         Level::Must,
-        format!("{SENTENCE}: the driver's RegisterApplication (its description, command and resource profile), and the SparkAppConfig (its resource profile) it answers an executor with, in each version it offers, hold exactly the definition's fields of that version, in its order"),
+        format!("{SENTENCE}: the driver's RegisterApplication (its description, command and resource profile), and \
+            the SparkAppConfig (its resource profile) it answers an executor with, in each version it offers, hold \
+                exactly the definition's fields of that version, in its order"),
         driver,
     );
 }
@@ -56,7 +64,8 @@ pub fn add_executor(cs: &mut Cases) {
     cs.add(
         "spec/4/encoder/executor",
         Level::Must,
-        format!("{SENTENCE}: the executor's LaunchedExecutor and the StatusUpdates of a task it runs (RUNNING, then FINISHED), in each version it offers, hold exactly the definition's fields of that version, in its order"),
+        format!("{SENTENCE}: the executor's LaunchedExecutor and the StatusUpdates of a task it runs (RUNNING, then \
+            FINISHED), in each version it offers, hold exactly the definition's fields of that version, in its order"),
         executor,
     );
 }
@@ -67,7 +76,8 @@ fn written_in_order(family: &str, body: &[u8], version: Version) -> Outcome {
         None => Ok(()),
         Some(why) => Err(fail(
             format!(
-                "every field map of the frame written with exactly the fields of version {}, in the definition's order (SPEC §4)",
+                "every field map of the frame written with exactly the fields of version {}, in the definition's \
+                    order (SPEC §4)",
                 version.number()
             ),
             why,

@@ -29,25 +29,32 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/7.1/driver-client/master-state",
         Level::Must,
-        "SPEC §7.1, \"`RequestMasterState`, `RequestReadyz`, `RequestClearCompletedDriversAndApps`, ... and their answers | from `ui` only ... | from `driver-client` or `ui`\": a driver client's RequestMasterState is answered with a MasterStateResponse, as a UI's is",
+        "SPEC §7.1, \"`RequestMasterState`, `RequestReadyz`, `RequestClearCompletedDriversAndApps`, ... and their \
+            answers | from `ui` only ... | from `driver-client` or `ui`\": a driver client's RequestMasterState is \
+                answered with a MasterStateResponse, as a UI's is",
         master_state,
     );
     cs.add(
         "spec/7.1/driver-client/readyz",
         Level::Must,
-        "SPEC §7.1 (RequestReadyz \"from `driver-client` or `ui`\"): a driver client's RequestReadyz is answered with a bool reply, true from the active master, as a UI's is (flow/master/ui/readyz)",
+        "SPEC §7.1 (RequestReadyz \"from `driver-client` or `ui`\"): a driver client's RequestReadyz is answered with \
+            a bool reply, true from the active master, as a UI's is (flow/master/ui/readyz)",
         readyz,
     );
     cs.add(
         "spec/7.1/driver-client/clear-completed",
         Level::Must,
-        "SPEC §7.1 (RequestClearCompletedDriversAndApps \"from `driver-client` or `ui`\"): a driver client's RequestClearCompletedDriversAndApps is answered with a bool reply, as a UI's is (flow/master/ui/clear-completed)",
+        "SPEC §7.1 (RequestClearCompletedDriversAndApps \"from `driver-client` or `ui`\"): a driver client's \
+            RequestClearCompletedDriversAndApps is answered with a bool reply, as a UI's is \
+                (flow/master/ui/clear-completed)",
         clear_completed,
     );
     cs.add(
         "spec/7.1/driver-client/decommission-hosts",
         Level::Must,
-        "SPEC §7.1 (DecommissionWorkersOnHosts \"from `driver-client` or `ui`\"; definition.json: reply i32, how many workers it decommissioned): a driver client's DecommissionWorkersOnHosts naming a host no worker is on is answered with the integer 0",
+        "SPEC §7.1 (DecommissionWorkersOnHosts \"from `driver-client` or `ui`\"; definition.json: reply i32, how many \
+            workers it decommissioned): a driver client's DecommissionWorkersOnHosts naming a host no worker is on is \
+                answered with the integer 0",
         decommission_hosts,
     );
 }

@@ -26,7 +26,11 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "handshake/11/tls",
         Level::Must,
-        "handshake.md §11, \"A connection MAY run over TLS (1.2 or 1.3): the client starts TLS on the TCP stream before its hello, and the whole handshake and every envelope then travel inside it ... A side configured for TLS speaks nothing else\": a server started with a certificate for 127.0.0.1 completes the handshake of a client that starts TLS and answers its RequestMasterState inside it, and accepts no plain hello",
+        "handshake.md §11, \"A connection MAY run over TLS (1.2 or 1.3): the client starts TLS on the TCP stream \
+            before its hello, and the whole handshake and every envelope then travel inside it ... A side configured \
+                for TLS speaks nothing else\": a server started with a certificate for 127.0.0.1 completes the \
+                    handshake of a client that starts TLS and answers its RequestMasterState inside it, and accepts \
+                        no plain hello",
         tls,
     );
 }

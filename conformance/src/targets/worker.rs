@@ -183,22 +183,27 @@ pub fn flows(cs: &mut Cases) {
             let hello = conn.read_hello(spawned::startup(&ctx)).await?;
             spawned::accept(&ctx, &mut conn, &hello, &[Version::V1, Version::V2], "master").await?;
             let first = conn.recv::<D>(wait(&ctx), "RegisterWorker").await?;
-            check(matches!(first, Envelope::Send(D::RegisterWorker(_))), "a send of RegisterWorker", crate::peer::envelope_label(&first))?;
-            conn.expect_none::<D>(ctx.settings.quiet, "nothing before RegisteredWorker", |e| !matches!(e, Envelope::Send(D::RegisterWorker(_)))).await
+            check(matches!(first, Envelope::Send(D::RegisterWorker(_))), "a send of \
+                RegisterWorker", crate::peer::envelope_label(&first))?;
+            conn.expect_none::<D>(ctx.settings.quiet, "nothing before \
+                RegisteredWorker", |e| !matches!(e, Envelope::Send(D::RegisterWorker(_)))).await
         });
     cs.add("flow/worker/registration/fields", Level::Must,
-        "the worker's RegisterWorker carries an id of Spark's form, the cores and memory it was told to offer, and the address of its endpoint",
+        "the worker's RegisterWorker carries an id of Spark's form, the cores and memory it was told to offer, and \
+            the address of its endpoint",
         |ctx: Ctx| async move {
             let w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let r = &w.reg;
             check(r.id.starts_with("worker-") && r.id.len() > 22 && r.id[7..21].bytes().all(|b| b.is_ascii_digit()),
                 "an id worker-YYYYMMDDHHMMSS-HOST-PORT", r.id.clone())?;
-            check(r.cores == CORES && r.memory == MEMORY, format!("{CORES} cores, {MEMORY} MiB"), format!("{} cores, {} MiB", r.cores, r.memory))?;
+            check(r.cores == CORES && r.memory == MEMORY, format!("{CORES} cores, {MEMORY} \
+                MiB"), format!("{} cores, {} MiB", r.cores, r.memory))?;
             check(r.worker.address.as_ref().is_some_and(|a| a.host == r.host && a.port == r.port) && r.port > 0,
                 "its endpoint at its host and port", format!("{:?} at {}:{}", r.worker, r.host, r.port))
         });
     cs.add("flow/worker/registration/latest-state", Level::Should,
-        "once registered, the worker tells the master its current executors and drivers (WorkerLatestState) with its id",
+        "once registered, the worker tells the master its current executors and drivers (WorkerLatestState) with its \
+            id",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
@@ -212,7 +217,8 @@ pub fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
-            let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat within the worker timeout (2 s)", |e| match e {
+            let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat within the worker timeout (2 \
+                s)", |e| match e {
                 Envelope::Send(D::Heartbeat(h)) => Some(h.clone()),
                 _ => None,
             }).await?;
@@ -226,7 +232,8 @@ pub fn flows(cs: &mut Cases) {
             let mut n = 0;
             while tokio::time::Instant::now() < end {
                 let left = end.saturating_duration_since(tokio::time::Instant::now());
-                match w.conn.expect::<D, ()>(left, "", |e| matches!(e, Envelope::Send(D::Heartbeat(_))).then_some(())).await {
+                match w.conn.expect::<D, ()>(left, "", |e| matches!(e,
+                    Envelope::Send(D::Heartbeat(_))).then_some(())).await {
                     Ok(()) => n += 1,
                     Err(_) => break,
                 }
@@ -313,12 +320,15 @@ pub fn flows(cs: &mut Cases) {
                 EndpointRef::at(Addr::new(given.ip().to_string(), i32::from(given.port())), "Master"),
                 "http://127.0.0.1:8080".into(),
             )))).await?;
-            let r = w.conn.expect::<D, WorkerSchedulerStateResponse>(wait(&ctx), "WorkerSchedulerStateResponse", |e| match e {
+            let r = w.conn.expect::<D, WorkerSchedulerStateResponse>(wait(&ctx), "WorkerSchedulerStateResponse",
+                |e| match e {
                 Envelope::Send(D::WorkerSchedulerStateResponse(r)) => Some(r.clone()),
                 _ => None,
             }).await?;
             check(r.id == id, format!("id {id}"), r.id.clone())?;
-            w.conn.expect_none::<D>(ctx.settings.quiet, "one WorkerSchedulerStateResponse", |e| matches!(e, Envelope::Send(D::WorkerSchedulerStateResponse(_)))).await
+            w.conn.expect_none::<D>(ctx.settings.quiet, "one \
+                WorkerSchedulerStateResponse", |e| matches!(e,
+                    Envelope::Send(D::WorkerSchedulerStateResponse(_)))).await
         });
     cs.add("flow/worker/executor/launch", Level::Must,
         "the worker runs an allowed executor command it is sent (LaunchExecutor) and reports it RUNNING (rules E2, E3)",
@@ -326,7 +336,8 @@ pub fn flows(cs: &mut Cases) {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             launch_executor(&mut w, "app-20250101120000-0001", 0).await?;
             let s = state_change(&ctx, &mut w, 0).await?;
-            let out = check(s.state == ExecutorState::Running && s.app_id == "app-20250101120000-0001", "RUNNING", format!("{:?}", s.state));
+            let out = check(s.state == ExecutorState::Running && s.app_id == "app-20250101120000-0001", "RUNNING",
+                format!("{:?}", s.state));
             w.run.stop(Duration::from_secs(2)).await;
             out
         });
@@ -429,12 +440,14 @@ pub fn flows(cs: &mut Cases) {
         },
     );
     cs.add("flow/worker/executor/not-allowed", Level::Must,
-        "the worker runs only what its operator allowed: LaunchExecutor of a program not on its allow-list is reported FAILED",
+        "the worker runs only what its operator allowed: LaunchExecutor of a program not on its allow-list is \
+            reported FAILED",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let marker = w.run.work_dir.join("ran");
             let script = format!("touch {}", marker.display());
-            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0007", 4, "/bin/sh", &["-c", &script]))).await?;
+            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0007", 4, "/bin/sh", &["-c",
+                &script]))).await?;
             let s = state_change(&ctx, &mut w, 4).await?;
             check(s.state == ExecutorState::Failed, "FAILED", s.state.to_string())?;
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -448,17 +461,23 @@ pub fn flows(cs: &mut Cases) {
             state_change(&ctx, &mut w, 5).await?;
             let mut ui = ui_conn(&ctx, &mut w).await?;
             let s = worker_state(&ctx, &mut ui).await?;
-            let out = check(s.worker_id == w.reg.id && s.cores == CORES && s.memory == MEMORY && s.executors.iter().any(|e| e.exec_id == 5),
-                "its id, cores, memory and executor 5", format!("{} {} cores {} MiB executors {:?}", s.worker_id, s.cores, s.memory, s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
+            let out = check(s.worker_id == w.reg.id && s.cores == CORES && s.memory == MEMORY
+                && s.executors.iter().any(|e| e.exec_id == 5),
+                "its id, cores, memory and executor \
+                    5", format!("{} {} cores {} MiB executors \
+                        {:?}", s.worker_id, s.cores, s.memory,
+                            s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
             w.run.stop(Duration::from_secs(2)).await;
             out
         });
     cs.add("flow/worker/driver/launch-and-kill", Level::Must,
-        "the worker runs a driver it is sent (LaunchDriver) and, told KillDriver, reports it KILLED with DriverStateChanged (rules D3, D4)",
+        "the worker runs a driver it is sent (LaunchDriver) and, told KillDriver, reports it KILLED with \
+            DriverStateChanged (rules D3, D4)",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = "driver-20250101120000-0001";
-            let desc = DriverDescription::new(format!("file:{}", allowed_exec()), 64, 1, false, command(&allowed_exec(), &["20"]), vec![]);
+            let desc = DriverDescription::new(format!("file:{}", allowed_exec()), 64, 1, false,
+                command(&allowed_exec(), &["20"]), vec![]);
             w.conn.send(&Envelope::Send(D::LaunchDriver(LaunchDriver::new(id.into(), desc, BTreeMap::new())))).await?;
             tokio::time::sleep(Duration::from_millis(200)).await;
             w.conn.send(&Envelope::Send(D::KillDriver(KillDriver::new(id.into())))).await?;
@@ -469,15 +488,19 @@ pub fn flows(cs: &mut Cases) {
             check(s.state == DriverState::Killed, "KILLED", s.state.to_string())
         });
     cs.add("flow/worker/decommission", Level::Must,
-        "a worker told DecommissionWorker (version 2) launches no executor after it (no ExecutorStateChanged for a LaunchExecutor that follows) and goes on heartbeating with its id (SPEC §7.1)",
+        "a worker told DecommissionWorker (version 2) launches no executor after it (no ExecutorStateChanged for a \
+            LaunchExecutor that follows) and goes on heartbeating with its id (SPEC §7.1)",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V2]).await?;
             let id = w.reg.id.clone();
             w.conn.send(&Envelope::Send(D::DecommissionWorker(DecommissionWorker::new()))).await?;
             launch_executor(&mut w, "app-20250101120000-0011", 3).await?;
-            w.conn.expect_none::<D>(ctx.settings.quiet, "no ExecutorStateChanged for a launch after DecommissionWorker", |e| matches!(e,
-                Envelope::Send(D::ExecutorStateChanged(s)) | Envelope::Ask { message: D::ExecutorStateChanged(s), .. } if s.exec_id == 3)).await?;
-            let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat after DecommissionWorker", |e| match e {
+            w.conn.expect_none::<D>(ctx.settings.quiet, "no ExecutorStateChanged for a launch after \
+                DecommissionWorker", |e| matches!(e,
+                Envelope::Send(D::ExecutorStateChanged(s)) | Envelope::Ask { message: D::ExecutorStateChanged(s),
+                    .. } if s.exec_id == 3)).await?;
+            let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat after \
+                DecommissionWorker", |e| match e {
                 Envelope::Send(D::Heartbeat(h)) => Some(h.clone()),
                 _ => None,
             }).await?;

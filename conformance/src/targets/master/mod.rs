@@ -107,7 +107,8 @@ pub fn routes(cs: &mut Cases) {
             _ => "a send",
         };
         let requirement = format!(
-            "the master refuses {} from a {} peer, which its route ({} → {}) does not allow: a failure or a close for an ask, a close for a send",
+            "the master refuses {} from a {} peer, which its route ({} → {}) does not allow: a failure or a close for \
+                an ask, a close for a send",
             msg.name, role.name(), msg.from.join(", "), msg.to.join(", ")
         );
         let _ = how;
@@ -123,7 +124,8 @@ pub fn routes(cs: &mut Cases) {
         );
     }
     cs.add("rules/M3/send-as-ask", Level::Must,
-        "the master refuses a send-kind message (Heartbeat) sent as an ask by a registered worker: a failure or a close",
+        "the master refuses a send-kind message (Heartbeat) sent as an ask by a registered worker: a failure or a \
+            close",
         |ctx: Ctx| async move {
             let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
             let hb = D::Heartbeat(Heartbeat::new(w.id.clone(), worker_ref(&w.host, 1)));
