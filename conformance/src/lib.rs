@@ -25,6 +25,7 @@ pub mod spark_md;
 pub mod spark_wire;
 pub mod spawn;
 pub mod targets;
+pub mod verdict;
 
 pub use case::{Case, Level, Target, Verdict};
 

@@ -7,10 +7,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The modules of the harness a case or the kit may import: the case and its verdicts, the
+/// The modules of the harness a case or the kit may import: verdicts, the case, the
 /// run's settings and context, connections and their wire logs, the endpoint's health, the
 /// processes the suite starts, Spark's wire, MessagePack and canonical maps.
-const HARNESS: [&str; 8] = [
+const HARNESS: [&str; 9] = [
+    "verdict",
     "case",
     "env",
     "peer",

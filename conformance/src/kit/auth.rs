@@ -1,9 +1,9 @@
 //! An endpoint that holds a shared secret, as the authentication cases see it: how to open an
 //! authenticated connection to it and what shows that a message changed its state.
 
-use crate::case::Failure;
 use crate::env::Ctx;
 use crate::kit::server::Listening;
+use crate::verdict::Failure;
 use sparkwire::wire::handshake::{Role, Secret};
 use std::future::Future;
 use std::net::SocketAddr;

@@ -15,11 +15,11 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_failure, TaskFailure};
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{fail, Failure};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::spawned::{self, Run};
 use crate::peer::Conn;
+use crate::verdict::{fail, Failure};
 
 type C = CoarseMessage;
 type D = DeployMessage;

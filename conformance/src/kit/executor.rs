@@ -9,11 +9,11 @@ use sparkwire::wire::encode_task;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{fail, Failure};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::spawned::{self, Run};
 use crate::peer::Conn;
+use crate::verdict::{fail, Failure};
 
 type C = CoarseMessage;
 

@@ -14,11 +14,12 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::{Ctx, Endpoint, Wire};
 use crate::kit::common::unique;
 use crate::kit::common::wait;
 use crate::peer::Conn;
+use crate::verdict::{fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 

@@ -1,11 +1,11 @@
 //! A master the suite starts for one case, with the settings the case chooses (resource limits,
 //! the admin secret, TLS), from the template `--spawn-server` gives.
 
-use crate::case::{fail, Failure, Outcome};
 use crate::env::{Ctx, Wire};
 use crate::kit::common::{unique, wait};
 use crate::peer::{not_on_spark_wire, Conn};
 use crate::spawn::{spawn, Spawned};
+use crate::verdict::{fail, Failure, Outcome};
 use sparkwire::messages::deploy::RequestMasterState;
 use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::{Hello, Role, Secret, CLOSE_REASON};

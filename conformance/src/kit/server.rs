@@ -1,10 +1,10 @@
 //! An endpoint that listens, as the cases about any server see it: where it listens, how to open a
 //! connection to it, the messages it takes and answers, and reading the close envelope it sends.
 
-use crate::case::{fail, Failure};
 use crate::env::Ctx;
 use crate::mp;
 use crate::peer::{Conn, Event};
+use crate::verdict::{fail, Failure};
 use bytes::Bytes;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{RefusalReason, Role};

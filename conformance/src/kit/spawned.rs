@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use sparkwire::wire::handshake::Role;
 
-use crate::case::{fail, Failure};
 use crate::env::{fault_proxy, Proxy, Side};
 use crate::env::{Ctx, Endpoint};
 use crate::peer::{Conn, Listener};
 use crate::spawn::{spawn, Spawned};
+use crate::verdict::{fail, Failure};
 
 /// One endpoint under test and the suite's listeners for it.
 pub struct Run {

@@ -9,11 +9,11 @@ use sparkwire::messages::{Addr, Command, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{fail, Failure};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::spawned::{self, Run};
 use crate::peer::Conn;
+use crate::verdict::{fail, Failure};
 
 type D = DeployMessage;
 

@@ -13,12 +13,13 @@ use sparkwire::messages::{DeployMessage, DriverDescription, DriverState, Family,
 use sparkwire::wire::handshake::{encode_hello, Answer, Hello, RefusalReason, Role, Secret};
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::{app_desc, register_worker_msg};
 use crate::kit::own_server::{served, Server, Settings};
 use crate::peer::Conn;
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 

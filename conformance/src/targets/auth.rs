@@ -20,7 +20,7 @@ use sparkwire::wire::handshake::{
 };
 use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::{Ctx, Endpoint};
 use crate::kit::auth::*;
 use crate::kit::client::Start;
@@ -28,6 +28,7 @@ use crate::kit::common::{unique, wait};
 use crate::kit::master::{register_worker_msg, state};
 use crate::kit::server::Listening;
 use crate::peer::{Conn, Event};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 fn master_addr(ctx: &Ctx) -> Result<SocketAddr, Failure> {
     match &ctx.settings.endpoint {

@@ -5,13 +5,14 @@
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Answer, Hello, Refusal, RefusalReason, Role, CLOSE_REASON};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::client::*;
 use crate::kit::common::{close_of, closed_without_envelope, wait};
 use crate::kit::spawned::Run;
 use crate::mp;
 use crate::peer::{frame, Conn, Event};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = sparkwire::messages::DeployMessage;
 

@@ -8,11 +8,12 @@ use sparkwire::messages::{CoarseMessage, Version};
 use sparkwire::wire::handshake::{Hello, Role};
 use sparkwire::wire::Envelope;
 
-use crate::case::{Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::driver::{registered, SMALL};
 use crate::peer::Conn;
+use crate::verdict::{Failure, Level, Outcome};
 
 type C = CoarseMessage;
 

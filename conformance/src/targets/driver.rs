@@ -8,7 +8,7 @@ use sparkwire::messages::{CoarseMessage, DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Level};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::auth;
 use crate::kit::auth::{Guarded, SecuredServer, Seen};
@@ -19,6 +19,7 @@ use crate::kit::server::{Listening, Server};
 use crate::kit::spawned::{self};
 use crate::mp;
 use crate::peer::Conn;
+use crate::verdict::{check, fail, Level};
 
 type C = CoarseMessage;
 type D = DeployMessage;

@@ -9,9 +9,10 @@ use sparkwire::messages::coarse::LaunchTask;
 use sparkwire::messages::{CoarseMessage, Version};
 use sparkwire::wire::{encode_task, Envelope};
 
-use crate::case::{fail, Cases, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::{executor, worker};
+use crate::verdict::{fail, Level, Outcome};
 
 /// The worker's cases.
 pub fn add_worker(cs: &mut Cases) {

@@ -9,13 +9,14 @@ use sparkwire::wire::decode_failure;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Level};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::client::Client;
 use crate::kit::common::wait;
 use crate::kit::common::{crossing, expect_refused, sample};
 use crate::kit::spawned::{self};
 use crate::peer::frame;
+use crate::verdict::{check, fail, Level};
 
 type C = CoarseMessage;
 

@@ -7,12 +7,13 @@ use std::time::Duration;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Answer, Hello, RefusalReason, Role, CLOSE_REASON};
 
-use crate::case::{check, fail, Cases, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::{addr, open};
 use crate::mp;
 use crate::peer::{auth_entries, frame, Conn, Event};
+use crate::verdict::{check, fail, Level, Outcome};
 
 /// A feature name no version of the protocol defines.
 const UNKNOWN_FEATURE: &str = "conformanceUnknownFeature";

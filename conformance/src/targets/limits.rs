@@ -18,12 +18,13 @@ use sparkwire::wire::handshake::{encode_hello, Answer, Hello, RefusalReason, Rol
 use sparkwire::wire::Envelope;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::{unique, wait};
 use crate::kit::master::{addr, app_desc, register_worker_msg};
 use crate::kit::own_server::*;
 use crate::peer::{frame, Conn, Event};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 

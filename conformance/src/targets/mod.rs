@@ -28,7 +28,8 @@ pub mod spec8_closes;
 pub mod tls;
 pub mod worker;
 
-use crate::case::{Case, Cases, Target};
+use crate::case::{Case, Cases};
+use crate::verdict::Target;
 
 /// Why the case `id` checks something only sparkwire's own wire has, so that it is skipped on
 /// Spark's wire (`--wire spark`); `None` for a case about behaviour, which runs on either wire.

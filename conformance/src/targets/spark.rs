@@ -10,13 +10,14 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::{Ctx, Wire};
 use crate::kit::common::wait;
 use crate::kit::server::Listening;
 use crate::kit::spark::*;
 use crate::peer::{Conn, Event};
 use crate::spark_wire::{endpoint_of, VERIFIER};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 

@@ -8,11 +8,12 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Envelope;
 
-use crate::case::{fail, Cases, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::{app, app_desc, open, register_worker_msg, settle, state};
 use crate::peer::Listener;
+use crate::verdict::{fail, Level, Outcome};
 
 type D = DeployMessage;
 
@@ -36,7 +37,7 @@ pub fn add(cs: &mut Cases) {
 
 /// A listener on a loopback address of its own (127.0.0.2), where no other case's worker says
 /// it listens; 127.0.0.1 where the host has no such address.
-async fn advertised(ctx: &Ctx) -> Result<Listener, crate::case::Failure> {
+async fn advertised(ctx: &Ctx) -> Result<Listener, crate::verdict::Failure> {
     for host in [[127, 0, 0, 2], [127, 0, 0, 1]] {
         if let Ok(l) = Listener::bind(SocketAddr::from((host, 0)), &ctx.log).await {
             return Ok(l);

@@ -8,10 +8,11 @@ use sparkwire::messages::coarse::*;
 use sparkwire::messages::{CoarseMessage, TaskState, Version};
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, Cases, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::executor::{launch, launched, registered, task};
+use crate::verdict::{check, Level, Outcome};
 
 type C = CoarseMessage;
 

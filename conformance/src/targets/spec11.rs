@@ -14,13 +14,14 @@ use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::{Hello, Role, CLOSE_REASON};
 use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
 use crate::kit::master::{addr, app_desc, open, register_worker_msg};
 use crate::kit::replay::*;
 use crate::peer::{frame, Conn, Event};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 

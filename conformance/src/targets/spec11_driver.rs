@@ -26,13 +26,14 @@ use sparkwire::messages::{CoarseMessage, DeployMessage, TaskState, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::{fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::common::{unique, wait};
 use crate::kit::driver::{executor, registered, SMALL};
 use crate::kit::replay::{refused_with, replays, slug, stays_open, At, Replay};
 use crate::kit::spawned;
 use crate::peer::frame;
+use crate::verdict::{fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 

@@ -17,13 +17,14 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::{Ctx, Wire};
 use crate::kit::common::unique;
 use crate::kit::common::wait;
 use crate::kit::master::{app, app_desc, open, settle, state, submit, worker, worker_ref};
 use crate::kit::ownership::two_workers;
 use crate::peer::{Conn, Event};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 

@@ -9,10 +9,11 @@ use sparkwire::messages::deploy::*;
 use sparkwire::messages::{DeployMessage, Version, WorkerState};
 use sparkwire::wire::Envelope;
 
-use crate::case::{check, Cases, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::{Ctx, Wire};
 use crate::kit::master::{app, app_desc, flow, settle, state, worker, worker_ref, Need};
 use crate::peer::frame;
+use crate::verdict::{check, Level, Outcome};
 
 type D = DeployMessage;
 

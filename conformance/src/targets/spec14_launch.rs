@@ -23,7 +23,7 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::{Ctx, Wire};
 use crate::kit::common::{expect_refused, unique, wait};
 use crate::kit::worker::{
@@ -31,6 +31,7 @@ use crate::kit::worker::{
     ui_conn, worker_state, Registered,
 };
 use crate::peer::{not_on_spark_wire, Conn};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 type C = CoarseMessage;

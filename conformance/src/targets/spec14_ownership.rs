@@ -10,13 +10,14 @@ use sparkwire::messages::{DeployMessage, ExecutorState, Version, WorkerState};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::{
     addr, app, app_desc, flow, register_worker_msg, state, submit, worker, worker_ref, Need,
 };
 use crate::kit::ownership::*;
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 

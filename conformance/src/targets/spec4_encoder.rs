@@ -11,10 +11,11 @@ use sparkwire::messages::{Addr, CoarseMessage, DeployMessage, EndpointRef, Famil
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{decode_envelope, encode_task, Envelope, Reply};
 
-use crate::case::{fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::common::{unique, wait};
 use crate::peer::{Conn, Event};
+use crate::verdict::{fail, Failure, Level, Outcome};
 
 type C = CoarseMessage;
 type D = DeployMessage;

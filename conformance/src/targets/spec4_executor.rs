@@ -9,13 +9,14 @@ use sparkwire::messages::coarse::LaunchTask;
 use sparkwire::messages::{CoarseMessage, Version};
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::{fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::executor::{app_config, launched, registered, start};
 use crate::kit::spawned;
 use crate::mp::{arr, bin, s};
 use crate::peer::{frame, Conn, Event};
+use crate::verdict::{fail, Failure, Level, Outcome};
 
 type C = CoarseMessage;
 

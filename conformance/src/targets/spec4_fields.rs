@@ -14,7 +14,7 @@ use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
@@ -22,6 +22,7 @@ use crate::kit::master::{addr, app_desc};
 use crate::kit::server::close_envelope;
 use crate::mp::{arr, map, s};
 use crate::peer::{frame, Conn};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 

@@ -14,11 +14,12 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, Cases, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::open;
 use crate::kit::versions::*;
+use crate::verdict::{check, Level, Outcome};
 
 type D = DeployMessage;
 
@@ -65,7 +66,7 @@ async fn ask_as_driver_client(
     version: Version,
     m: D,
     want: &str,
-) -> Result<Reply<D>, crate::case::Failure> {
+) -> Result<Reply<D>, crate::verdict::Failure> {
     let mut c = open(ctx, Role::DriverClient, "driver-client", "", version).await?;
     c.send(&Envelope::Ask { id: 3, message: m }).await?;
     c.expect::<D, Reply<D>>(wait(ctx), want, |e| match e {

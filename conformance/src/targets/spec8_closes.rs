@@ -17,7 +17,7 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::vectors::decoder_vectors;
 use sparkwire::wire::{decode_envelope, encode_envelope, Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::closes::*;
 use crate::kit::common::{close_of, closed_without_envelope, sample, wait};
@@ -27,6 +27,7 @@ use crate::kit::spawned::{self, Run};
 use crate::kit::versions::highest;
 use crate::mp;
 use crate::peer::{frame, Conn, Event};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type C = CoarseMessage;
 type D = DeployMessage;
@@ -164,7 +165,7 @@ pub fn add_driver(cs: &mut Cases) {
                 StopExecutor and then closes that connection when it exits, with no close envelope",
         driver_no_close_envelope_at_exit,
     );
-    cs.timeout(crate::case::DEFAULT_TIMEOUT);
+    cs.timeout(crate::verdict::DEFAULT_TIMEOUT);
 }
 
 /// The executor's cases.

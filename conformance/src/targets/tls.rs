@@ -11,11 +11,12 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::{encode_hello, Answer, Hello, Role};
 use sparkwire::wire::Reply;
 
-use crate::case::{fail, Cases, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::own_server::{Server, Settings};
 use crate::peer::{Conn, Event};
+use crate::verdict::{fail, Level, Outcome};
 
 type D = DeployMessage;
 

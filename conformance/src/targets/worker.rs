@@ -11,7 +11,7 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Level};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::auth;
 use crate::kit::auth::{Guarded, SecuredServer, Seen};
@@ -21,6 +21,7 @@ use crate::kit::common::{expect_refused, spark_id};
 use crate::kit::server::{Listening, Server};
 use crate::kit::spawned::{self};
 use crate::mp;
+use crate::verdict::{check, fail, Level};
 
 type D = DeployMessage;
 

@@ -7,10 +7,11 @@ use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Envelope;
 
-use crate::case::{check, Cases, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::common::unique;
 use crate::kit::master::{app, app_desc, flow, launches, open, worker, Need};
+use crate::verdict::{check, Level, Outcome};
 
 type D = DeployMessage;
 

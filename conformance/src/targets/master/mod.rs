@@ -10,7 +10,7 @@ use sparkwire::messages::{DeployMessage, DriverState, ExecutorState, Version, Wo
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::{Ctx, Endpoint, Log, Settings, Wire};
 use crate::health::{Probe, Probed, Probes};
 use crate::kit::common::wait;
@@ -18,6 +18,7 @@ use crate::kit::common::{crossing, envelope_of, expect_refused, sample, spark_id
 use crate::kit::server::{Listening, Server};
 use crate::mp;
 use crate::peer::{Conn, Event};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 use crate::kit::master::*;
 

@@ -8,12 +8,13 @@ use std::time::Duration;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Answer, RefusalReason, Role};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::server::*;
 use crate::mp;
 use crate::peer::{auth_entries, frame, Conn, Event, HANDSHAKE_LIMIT};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 async fn raw(ctx: &Ctx, at: &Listening, role: Role) -> Result<Conn, Failure> {
     Conn::connect(at.addr, "suite", role, &ctx.log).await
