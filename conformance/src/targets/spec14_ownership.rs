@@ -1,5 +1,5 @@
 //! `--target master`, SPEC §14.2: ids bound to connections, the cases that `spec14.rs` leaves
-//! (Z1 for a finished application, Z2 for WorkerDecommissioning and
+//! (Z1 for a finished or unknown application, Z2 for WorkerDecommissioning and
 //! WorkerSchedulerStateResponse, Z3 for an executor placed on another worker). One function per
 //! case; each cites the sentence it checks.
 
@@ -33,6 +33,14 @@ pub fn add(cs: &mut Cases) {
                 RequestExecutors naming that application is answered with a bool reply false, never true (a strict \
                     master MAY answer a failure or close instead, as for rule P2)",
         finished_app_named_again,
+    );
+    cs.add(
+        "spec/14.2/Z1/unknown-app-kill-executors",
+        Level::Must,
+        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master answers as Spark \
+            does (`false`, or nothing)\": an application client's KillExecutors naming an application the master \
+            never knew is answered with a bool reply false, never true (a strict master MAY refuse it instead)",
+        unknown_app_kill_executors,
     );
     cs.add(
         "spec/14.2/Z2/decommissioning-other-connection",
@@ -96,6 +104,33 @@ pub fn add(cs: &mut Cases) {
     );
     cs.sharing(Sharing::Parallel)
         .timeout(Duration::from_secs(10));
+}
+
+async fn unknown_app_kill_executors(ctx: Ctx) -> Outcome {
+    let v = crate::kit::versions::highest(&ctx);
+    let (mut c, _id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
+    let unknown = "app-19990101000000-0000".to_string();
+    let m = D::KillExecutors(KillExecutors::new(unknown.clone(), vec!["0".into()]));
+    c.send(&Envelope::Ask { id: 7, message: m }).await?;
+    let want = format!(
+        "a bool reply false to ask 7, KillExecutors for the unknown {unknown} (or a refusal)"
+    );
+    let got = c
+        .expect_or_close::<D, Envelope<D>>(wait(&ctx), &want, |e| match e {
+            Envelope::Failure { id: 7, .. } | Envelope::Reply { id: 7, .. } => Some(e.clone()),
+            _ => None,
+        })
+        .await;
+    match got {
+        Ok(Envelope::Reply {
+            reply: Reply::Bool(false),
+            ..
+        })
+        | Ok(Envelope::Failure { .. }) => Ok(()),
+        Ok(other) => Err(fail(want, crate::peer::envelope_label(&other))),
+        Err(Failure::Fail { seen, .. }) if seen.contains("closed") => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 async fn finished_app_named_again(ctx: Ctx) -> Outcome {
