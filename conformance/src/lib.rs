@@ -11,8 +11,7 @@
 
 pub mod canonical;
 pub mod case;
-pub mod cases_md;
-pub mod coverage;
+pub mod documents;
 pub mod env;
 pub mod fault;
 pub mod health;
@@ -21,7 +20,6 @@ pub mod mp;
 pub mod peer;
 pub mod report;
 pub mod runner;
-pub mod spark_md;
 pub mod spark_wire;
 pub mod spawn;
 pub mod targets;

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use sparkwire_conformance::case::Target;
+use sparkwire_conformance::documents::{cases_md, coverage};
 use sparkwire_conformance::env::{Endpoint, Settings, Wire};
 use sparkwire_conformance::fault::Fault;
-use sparkwire_conformance::{cases_md, coverage, report, runner, targets};
+use sparkwire_conformance::{report, runner, targets};
 
 /// Checks a running sparkwire endpoint (master, worker, driver or executor) against the protocol,
 /// case by case, playing the other side of each conversation over TCP.
@@ -215,7 +216,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
         return coverage::run(path, args.write_coverage_md.is_some());
     }
     if let Some(fresh) = &args.compare_spark_results {
-        use sparkwire_conformance::spark_md;
+        use sparkwire_conformance::documents::spark_md;
         let c = spark_md::compare_dirs(&args.spark_results, fresh)?;
         for id in &c.not_yet_run {
             eprintln!("not yet run on Spark (no stored verdict; passes): {id}");
@@ -232,7 +233,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     if args.write_spark_md.is_some() || args.check_spark_md.is_some() {
-        use sparkwire_conformance::spark_md;
+        use sparkwire_conformance::documents::spark_md;
         let text = spark_md::render(&spark_md::load(&args.spark_results)?)?;
         if let Some(path) = &args.write_spark_md {
             std::fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
