@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::case::Target;
+pub use crate::fault::{Proxy, Side};
+use crate::verdict::Target;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
 use sparkwire::validate::{
@@ -500,7 +501,7 @@ impl Judge {
     /// for [`Judge::finish`] and the connection closes. A correct endpoint answers at once, so
     /// the connection closes as soon as it has; one that owes for good holds its case to its
     /// limit.
-    pub fn settle(&self, conn: ConnId, mut copy: crate::peer::Conn) {
+    pub fn settle(&self, conn: ConnId, mut copy: impl Owing) {
         let Some(limit) = self.with(|s| s.limit).flatten() else {
             // Outside a case's run: nothing to wait for.
             return;
@@ -516,9 +517,8 @@ impl Judge {
                 if left.is_zero() {
                     break;
                 }
-                match copy.next(left).await {
-                    Some(crate::peer::Event::Closed(_)) | None => break,
-                    Some(_) => {}
+                if copy.closed_within(left).await {
+                    break;
                 }
             }
             if !copy.ended() {
@@ -620,4 +620,30 @@ impl JudgeState {
             self.findings.push(finding);
         }
     }
+}
+
+/// A connection the judge listens on after its case let go of it ([`Judge::settle`]): the
+/// connection layer ([`crate::peer::Conn`]) gives it, so that the judge needs no connection type.
+pub trait Owing: Send + 'static {
+    /// Writes `line` to the connection's wire log.
+    fn log_line(&mut self, line: &str);
+    /// Reads the connection's next event, at most `within`: true when it closed (or nothing more
+    /// can come), false when a frame came.
+    fn closed_within(&mut self, within: Duration)
+        -> impl std::future::Future<Output = bool> + Send;
+    /// Whether the connection ended (closed, or the case's time ran out on it).
+    fn ended(&self) -> bool;
+}
+
+/// Puts the fault the run injects in front of `upstream` (the suite's self-test, `--fault`): the
+/// harness owns the faults, so that the kit, which starts endpoints and listens for them, reaches
+/// them only through here. `secret` is the endpoint's shared secret, for the authentication
+/// faults.
+pub async fn fault_proxy(
+    fault: crate::fault::Fault,
+    upstream: SocketAddr,
+    side: Side,
+    secret: Option<sparkwire::wire::handshake::Secret>,
+) -> Result<Proxy, String> {
+    crate::fault::start(fault, upstream, side, secret).await
 }

@@ -26,7 +26,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
 
-use crate::case::Target;
+use crate::verdict::Target;
 
 mod closes;
 mod decoder;
@@ -62,7 +62,7 @@ pub enum Scope {
     /// a rule no case's own checks look at (or an end-of-trace obligation), so it makes no case
     /// fail in the self-test, which runs with the judge off; the judge's own test
     /// (`the_judge_catches_each_of_its_faults`) runs it with the judge on.
-    Judge(&'static [crate::case::Target]),
+    Judge(&'static [crate::verdict::Target]),
 }
 
 /// One way to break an endpoint: an entry of [`FAULTS`].
@@ -629,7 +629,7 @@ impl Fault {
     }
 
     /// The targets whose cases' judge catches the fault ([`Scope::Judge`]); none for the others.
-    pub fn judged_in(self) -> &'static [crate::case::Target] {
+    pub fn judged_in(self) -> &'static [crate::verdict::Target] {
         match self.0.scope {
             Scope::Judge(targets) => targets,
             _ => &[],
@@ -1560,7 +1560,7 @@ fn frame_of<F: sparkwire::messages::Family>(
 }
 
 fn framed(body: &[u8]) -> Vec<u8> {
-    crate::peer::frame(body)
+    crate::mp::frame(body)
 }
 
 fn answer_bytes(a: &Answer) -> Vec<u8> {

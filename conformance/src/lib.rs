@@ -11,19 +11,19 @@
 
 pub mod canonical;
 pub mod case;
-pub mod cases_md;
-pub mod coverage;
+pub mod documents;
 pub mod env;
 pub mod fault;
 pub mod health;
+pub mod kit;
 pub mod mp;
 pub mod peer;
 pub mod report;
 pub mod runner;
-pub mod spark_md;
 pub mod spark_wire;
 pub mod spawn;
 pub mod targets;
+pub mod verdict;
 
 pub use case::{Case, Level, Target, Verdict};
 

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use sparkwire_conformance::case::Target;
+use sparkwire_conformance::documents::{cases_md, coverage};
 use sparkwire_conformance::env::{Endpoint, Settings, Wire};
 use sparkwire_conformance::fault::Fault;
-use sparkwire_conformance::{cases_md, coverage, report, runner, targets};
+use sparkwire_conformance::{report, runner, targets};
 
 /// Checks a running sparkwire endpoint (master, worker, driver or executor) against the protocol,
 /// case by case, playing the other side of each conversation over TCP.
@@ -134,6 +135,12 @@ struct Args {
     /// stale.
     #[arg(long, value_name = "FILE")]
     check_spark_md: Option<std::path::PathBuf>,
+    /// Compares the fresh runs on real Spark in DIR (RELEASE-TARGET.json) with the stored ones in
+    /// --spark-results, verdicts only: exits 1 when a case's verdict changed or a stored case has
+    /// none now; a case the stored runs have no verdict for is listed as not yet run on Spark and
+    /// passes (scripts/spark/conformance.sh --check).
+    #[arg(long, value_name = "DIR")]
+    compare_spark_results: Option<std::path::PathBuf>,
     /// The stored runs on real Spark (RELEASE-TARGET.json, the --json reports).
     #[arg(long, value_name = "DIR", default_value = "conformance/spark")]
     spark_results: std::path::PathBuf,
@@ -208,8 +215,25 @@ fn run(args: Args) -> Result<ExitCode, String> {
     {
         return coverage::run(path, args.write_coverage_md.is_some());
     }
+    if let Some(fresh) = &args.compare_spark_results {
+        use sparkwire_conformance::documents::spark_md;
+        let c = spark_md::compare_dirs(&args.spark_results, fresh)?;
+        for id in &c.not_yet_run {
+            eprintln!("not yet run on Spark (no stored verdict; passes): {id}");
+        }
+        if !c.changed.is_empty() {
+            eprintln!(
+                "real Spark's verdicts differ from {} (rerun scripts/spark/conformance.sh and resolve):\n{}",
+                args.spark_results.display(),
+                c.changed.join("\n")
+            );
+            return Ok(ExitCode::from(1));
+        }
+        eprintln!("real Spark's verdicts are the stored ones");
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.write_spark_md.is_some() || args.check_spark_md.is_some() {
-        use sparkwire_conformance::spark_md;
+        use sparkwire_conformance::documents::spark_md;
         let text = spark_md::render(&spark_md::load(&args.spark_results)?)?;
         if let Some(path) = &args.write_spark_md {
             std::fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display()))?;

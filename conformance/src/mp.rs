@@ -146,3 +146,11 @@ fn value_json(
         _ => return None,
     })
 }
+
+/// A frame with its prefix.
+pub fn frame(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 4);
+    out.extend_from_slice(&u32::try_from(body.len()).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}

@@ -17,9 +17,10 @@ use sparkwire::wire::{decode_envelope, encode_envelope, Envelope};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::case::{fail, Failure};
 use crate::env::{Log, Wire};
+pub use crate::mp::frame;
 use crate::spark_wire::{endpoint_of, endpoint_played, release, Incoming, SparkSide};
+use crate::verdict::{fail, Failure};
 use sparkwire::validate::{ConnId, Endpoint as End, ValidatedFamily};
 
 /// The largest frame the suite reads: more is reported, never buffered.
@@ -85,21 +86,13 @@ pub fn not_on_spark_wire(what: impl std::fmt::Display) -> Failure {
 }
 
 /// The role the endpoint under test plays, as a hello of it would declare it.
-fn target_role(target: crate::case::Target) -> Role {
+fn target_role(target: crate::verdict::Target) -> Role {
     match target {
-        crate::case::Target::Master => Role::Master,
-        crate::case::Target::Worker => Role::Worker,
-        crate::case::Target::Driver => Role::Driver,
-        crate::case::Target::Executor => Role::Executor,
+        crate::verdict::Target::Master => Role::Master,
+        crate::verdict::Target::Worker => Role::Worker,
+        crate::verdict::Target::Driver => Role::Driver,
+        crate::verdict::Target::Executor => Role::Executor,
     }
-}
-
-/// A frame with its prefix.
-pub fn frame(body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len() + 4);
-    out.extend_from_slice(&u32::try_from(body.len()).unwrap_or(u32::MAX).to_be_bytes());
-    out.extend_from_slice(body);
-    out
 }
 
 fn hex(bytes: &[u8], max: usize) -> String {
@@ -1046,7 +1039,7 @@ impl Conn {
         let mut c = Conn::connect(addr, label, hello.role, log).await?;
         c.version = Some(v);
         let name = endpoint_of(log.target());
-        let id = i64::try_from(crate::targets::common::unique() | (1 << 61)).unwrap_or(i64::MAX);
+        let id = i64::try_from(unique() | (1 << 61)).unwrap_or(i64::MAX);
         let ask = c
             .spark
             .as_ref()
@@ -1452,6 +1445,32 @@ impl Listener {
             )),
         }
     }
+}
+
+impl crate::env::Owing for Conn {
+    fn log_line(&mut self, line: &str) {
+        Conn::log_line(self, line);
+    }
+
+    async fn closed_within(&mut self, within: Duration) -> bool {
+        matches!(self.next(within).await, Some(Event::Closed(_)) | None)
+    }
+
+    fn ended(&self) -> bool {
+        Conn::ended(self)
+    }
+}
+
+/// A number unique in this process and unlikely to repeat across runs.
+pub fn unique() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let base = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() % 100_000)
+        .unwrap_or(0);
+    base * 10_000
+        + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        + u64::from(std::process::id() % 97) * 1_000_000_000
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::case::{Case, Failure, Level, Sharing, Target, Verdict, DEFAULT_TIMEOUT};
+use crate::case::{Case, Sharing};
 use crate::env::{Ctx, Log, Settings, Wire};
+use crate::verdict::{Failure, Level, Target, Verdict, DEFAULT_TIMEOUT};
 
 /// What one case gave.
 #[derive(Debug, Clone, Serialize)]

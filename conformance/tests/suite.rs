@@ -449,7 +449,7 @@ fn cases_md_is_fresh() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("CASES.md");
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
-        on_disk == sparkwire_conformance::cases_md::render(),
+        on_disk == sparkwire_conformance::documents::cases_md::render(),
         "conformance/CASES.md is stale: run `cargo run -p sparkwire-conformance -- --write-cases-md conformance/CASES.md`"
     );
 }

@@ -23,9 +23,31 @@ pub(super) struct Seen {
     held: Option<Bytes>,
 }
 
-/// The application name the suite's own flows register (`targets::master::app_desc`): the
+/// The application name the suite's own flows register (`kit::master::app_desc`): the
 /// `registration-unanswered` master answers it, and ignores any other.
 const ANSWERED_NAME: &str = "sparkwire-conformance";
+
+/// The description of the application the broken master reports: 1-core, 64 MiB executors of
+/// the application the suite registers. The fault writes its own (a fault is the endpoint, not
+/// the suite: it borrows nothing from the kit).
+fn app_description() -> sparkwire::messages::ApplicationDescription {
+    use sparkwire::messages::{ApplicationDescription, Command, ResourceProfile};
+    let command = Command::new(
+        "/bin/true".into(),
+        vec![],
+        Default::default(),
+        vec![],
+        vec![],
+        vec![],
+    );
+    ApplicationDescription::new(
+        ANSWERED_NAME.into(),
+        command,
+        String::new(),
+        ResourceProfile::default_with(Some(1), 64),
+        "conformance".into(),
+    )
+}
 
 /// The connection's version, and marks it as the one where the fault adds its frame; `None` when
 /// it did already (or the version is not known yet).
@@ -288,7 +310,7 @@ impl Behaviour for LaunchAfterUnregister {
             app,
             0,
             0,
-            crate::targets::master::app_desc(Some(1), 64, None),
+            app_description(),
             1,
             64,
             Default::default(),

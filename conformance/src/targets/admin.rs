@@ -13,12 +13,13 @@ use sparkwire::messages::{DeployMessage, DriverDescription, DriverState, Family,
 use sparkwire::wire::handshake::{encode_hello, Answer, Hello, RefusalReason, Role, Secret};
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::master::{app_desc, register_worker_msg};
+use crate::kit::own_server::{served, Server, Settings};
 use crate::peer::Conn;
-use crate::targets::common::wait;
-use crate::targets::limits::{served, Server, Settings};
-use crate::targets::master::{app_desc, register_worker_msg};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 
@@ -29,37 +30,49 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/13/admin/kill-all-denied",
         Level::Must,
-        "SPEC §13, \"Any other peer's ask is answered with a failure (`Envelope` failure, class `java.lang.SecurityException`, message beginning `Permission denied:` and naming the message); nothing changes and the connection stays open\": with an admin secret, an authenticated UI without the admin proof asking RequestKillAllDrivers gets that failure, a submitted driver is still SUBMITTED, and the UI is still served",
+        "SPEC §13, \"Any other peer's ask is answered with a failure (`Envelope` failure, class \
+            `java.lang.SecurityException`, message beginning `Permission denied:` and naming the message); nothing \
+                changes and the connection stays open\": with an admin secret, an authenticated UI without the admin \
+                    proof asking RequestKillAllDrivers gets that failure, a submitted driver is still SUBMITTED, and \
+                        the UI is still served",
         kill_all_denied,
     );
     cs.add(
         "spec/13/admin/decommission-denied",
         Level::Must,
-        "SPEC §13 (as spec/13/admin/kill-all-denied) for DecommissionWorkersOnHosts: the failure names the message, the worker registered on that host is not told DecommissionWorker, and the UI is still served",
+        "SPEC §13 (as spec/13/admin/kill-all-denied) for DecommissionWorkersOnHosts: the failure names the message, \
+            the worker registered on that host is not told DecommissionWorker, and the UI is still served",
         decommission_denied,
     );
     cs.add(
         "spec/13/admin/clear-completed-denied",
         Level::Must,
-        "SPEC §13 (as spec/13/admin/kill-all-denied) for RequestClearCompletedDriversAndApps: the failure names the message, and the UI is still served",
+        "SPEC §13 (as spec/13/admin/kill-all-denied) for RequestClearCompletedDriversAndApps: the failure names the \
+            message, and the UI is still served",
         clear_completed_denied,
     );
     cs.add(
         "spec/13/admin/admin-allowed",
         Level::Must,
-        "SPEC §13, \"a shared secret and an **admin secret** | only a peer that also proved the admin secret in its handshake\" may send them: a UI that proved the admin secret asking RequestKillAllDrivers is answered with a KillAllDriversResponse",
+        "SPEC §13, \"a shared secret and an **admin secret** | only a peer that also proved the admin secret in its \
+            handshake\" may send them: a UI that proved the admin secret asking RequestKillAllDrivers is answered \
+                with a KillAllDriversResponse",
         admin_allowed,
     );
     cs.add(
         "handshake/10.1/admin-proof-ignored",
         Level::Must,
-        "handshake.md §10.1, \"An admin proof sent to a server without an admin secret is ignored (the peer is not an admin)\": a server holding only a shared secret accepts a UI whose proof frame carries an admin proof, and serves it",
+        "handshake.md §10.1, \"An admin proof sent to a server without an admin secret is ignored (the peer is not an \
+            admin)\": a server holding only a shared secret accepts a UI whose proof frame carries an admin proof, \
+                and serves it",
         admin_proof_ignored,
     );
     cs.add(
         "handshake/10.1/wrong-admin-proof-refused",
         Level::Must,
-        "handshake.md §10.1, \"a wrong admin proof is refused with `authFailed`\" (and step 4, \"if either does not verify it refuses with `authFailed`\"): a server holding an admin secret refuses a UI whose admin proof was made with another admin secret with authFailed",
+        "handshake.md §10.1, \"a wrong admin proof is refused with `authFailed`\" (and step 4, \"if either does not \
+            verify it refuses with `authFailed`\"): a server holding an admin secret refuses a UI whose admin proof \
+                was made with another admin secret with authFailed",
         wrong_admin_proof_refused,
     );
 }
@@ -82,7 +95,8 @@ async fn denied(ctx: &Ctx, c: &mut Conn, id: u64, m: D) -> Outcome {
     let name = m.name();
     c.send(&Envelope::Ask { id, message: m }).await?;
     let want = format!(
-        "a failure for ask {id} of class java.lang.SecurityException, its message beginning `Permission denied:` and naming {name}"
+        "a failure for ask {id} of class java.lang.SecurityException, its message beginning `Permission denied:` and \
+            naming {name}"
     );
     let answer = c
         .expect::<D, Envelope<D>>(wait(ctx), &want, |e| match e {
@@ -167,7 +181,7 @@ async fn kill_all_denied(ctx: Ctx) -> Outcome {
 
 async fn decommission_denied(ctx: Ctx) -> Outcome {
     let s = admin_server(&ctx).await?;
-    let n = crate::targets::common::unique();
+    let n = crate::kit::common::unique();
     let port = 20000 + (n % 40000) as i32;
     let host = "127.0.0.1";
     let id = format!("worker-20250101120000-{host}-{port}-{n}");

@@ -7,9 +7,7 @@
 //! checked after a refusal. The other cases of a target run against the same secured endpoint:
 //! with the secret, every connection they open or accept authenticates first (`crate::peer`).
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,24 +20,15 @@ use sparkwire::wire::handshake::{
 };
 use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::{Ctx, Endpoint};
+use crate::kit::auth::*;
+use crate::kit::client::Start;
+use crate::kit::common::{unique, wait};
+use crate::kit::master::{register_worker_msg, state};
+use crate::kit::server::Listening;
 use crate::peer::{Conn, Event};
-use crate::targets::client::Start;
-use crate::targets::common::{unique, wait};
-use crate::targets::master::{register_worker_msg, state};
-use crate::targets::server::Listening;
-
-/// The endpoint's secret, or `Skipped` when the suite was not given it.
-pub fn secret(ctx: &Ctx) -> Result<Secret, Failure> {
-    ctx.settings.secret.clone().ok_or_else(|| {
-        Failure::Skipped(
-            "the suite does not know the endpoint's shared secret: give --secret-file PATH (the \
-             endpoint's, which must be configured with it) to run the authentication cases"
-                .into(),
-        )
-    })
-}
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 fn master_addr(ctx: &Ctx) -> Result<SocketAddr, Failure> {
     match &ctx.settings.endpoint {
@@ -119,7 +108,7 @@ async fn expect_refused(ctx: &Ctx, c: &mut Conn, reasons: &[RefusalReason]) -> O
     let want = if reasons.is_empty() {
         "a refusal or a close, and nothing accepted".to_string()
     } else {
-        crate::targets::server::refusal_wanted(reasons)
+        crate::kit::server::refusal_wanted(reasons)
     };
     match c.next_or_close(wait(ctx)).await {
         Some(Event::Closed(_)) if reasons.is_empty() => return Ok(()),
@@ -137,7 +126,7 @@ async fn expect_refused(ctx: &Ctx, c: &mut Conn, reasons: &[RefusalReason]) -> O
         Some(Event::TooLarge(n)) => return Err(fail(want, format!("a frame declaring {n} bytes"))),
         None => return Err(fail(want, "nothing")),
     }
-    c.expect_closed_silently(crate::targets::common::reaction_wait(ctx), &want)
+    c.expect_closed_silently(crate::kit::common::reaction_wait(ctx), &want)
         .await
 }
 
@@ -176,65 +165,6 @@ fn worker_id() -> String {
     format!("worker-20250101120000-127.0.0.1-7-auth{}", unique())
 }
 
-/// Whether the change a [`Guarded`] endpoint was sent shows in its state (asked over an
-/// authenticated connection).
-pub type Seen =
-    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<bool, Failure>> + Send>> + Send + Sync>;
-
-/// An endpoint holding the secret, listening for the suite, and a change of its state to try.
-pub struct Guarded {
-    /// Where it listens, and what keeps it running.
-    pub at: Listening,
-    /// A client role it takes the change from.
-    pub role: Role,
-    /// The envelope (frame body) that changes its state when a peer of `role` that proved the
-    /// secret sends it.
-    pub change: Vec<u8>,
-    /// Whether the change happened.
-    pub seen: Seen,
-}
-
-/// Opens a fresh [`Guarded`] endpoint for a case (with a change unique to it).
-pub type OpenGuarded = Arc<
-    dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<Guarded, Failure>> + Send>> + Send + Sync,
->;
-
-/// A server the authentication cases check.
-#[derive(Clone)]
-pub struct SecuredServer {
-    /// How to open it.
-    pub open: OpenGuarded,
-    /// What it is, in requirement texts (`a master`).
-    pub name: &'static str,
-    /// The name of the message [`Guarded::change`] holds (`RegisterWorker`, …).
-    pub what: &'static str,
-    /// The last part of the id of the case that sends the change unauthenticated
-    /// (`spec/13/unauthenticated-NAME`).
-    pub change_case: &'static str,
-}
-
-/// A connection to `addr` as `role`, authenticated with the endpoint's secret, at version 2: how
-/// a [`Seen`] asks the endpoint its state.
-pub async fn open_secured(
-    ctx: &Ctx,
-    addr: SocketAddr,
-    role: Role,
-    id: &str,
-) -> Result<Conn, Failure> {
-    let k = secret(ctx)?;
-    Conn::open_authenticated(
-        addr,
-        "probe",
-        role,
-        id,
-        &[Version::V2],
-        &k,
-        &ctx.log,
-        wait(ctx),
-    )
-    .await
-}
-
 /// Fails when the change, a `what`, shows.
 async fn unchanged(g: &Guarded, what: &str) -> Outcome {
     let seen = (g.seen)().await?;
@@ -263,7 +193,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     }
     case!(
         "handshake/10.2/no-auth-refused",
-        format!("{name} holding a shared secret refuses a hello that does not ask to authenticate with authRequired, and closes the connection"),
+        format!("{name} holding a shared secret refuses a hello that does not ask to authenticate with authRequired, \
+            and closes the connection"),
         |ctx, _k, g| {
             let mut c = Conn::connect(g.at.addr, "suite", g.role, &ctx.log).await?;
             c.send_hello(&Hello::new(&[Version::V2], g.role, "no-auth")).await?;
@@ -272,7 +203,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "handshake/10.1/challenge",
-        format!("{name} holding a shared secret answers a hello that asks to authenticate with a challenge: mechanism hmac-sha256, a 32-byte nonce and a server proof that verifies with the secret over the hello frame"),
+        format!("{name} holding a shared secret answers a hello that asks to authenticate with a challenge: mechanism \
+            hmac-sha256, a 32-byte nonce and a server proof that verifies with the secret over the hello frame"),
         |ctx, k, g| {
             let c = challenged(&ctx, g.at.addr, g.role, "challenge", &k).await?;
             let nonce = crate::mp::challenge_nonce(&c.challenge);
@@ -296,9 +228,11 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "handshake/10.1/authenticated",
-        format!("{name} holding a shared secret accepts a peer that proves it, and then takes the {what} it sends (the change shows in its state)"),
+        format!("{name} holding a shared secret accepts a peer that proves it, and then takes the {what} it sends \
+            (the change shows in its state)"),
         |ctx, k, g| {
-            let mut c = Conn::open_authenticated(g.at.addr, "suite", g.role, "authenticated", &[Version::V2], &k, &ctx.log, wait(&ctx)).await?;
+            let mut c = Conn::open_authenticated(g.at.addr, "suite", g.role, "authenticated", &[Version::V2], &k,
+                &ctx.log, wait(&ctx)).await?;
             c.send_frame(&g.change).await?;
             let deadline = tokio::time::Instant::now() + wait(&ctx);
             loop {
@@ -306,7 +240,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
                     return Ok(());
                 }
                 if tokio::time::Instant::now() >= deadline {
-                    return Err(fail(format!("the {} of an authenticated peer taken", what), "no change in the endpoint's state"));
+                    return Err(fail(format!("the {} of an authenticated peer \
+                        taken", what), "no change in the endpoint's state"));
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -314,7 +249,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "handshake/10.1/wrong-proof-refused",
-        format!("{name} refuses a client proof made with another secret (a wrong MAC) with authFailed, closes the connection, and takes nothing sent after it (a {what})"),
+        format!("{name} refuses a client proof made with another secret (a wrong MAC) with authFailed, closes the \
+            connection, and takes nothing sent after it (a {what})"),
         |ctx, k, g| {
             let mut c = challenged(&ctx, g.at.addr, g.role, "wrong-proof", &k).await?;
             let mut bytes = frame_bytes(&c.proof(&wrong_secret(&k)?));
@@ -326,7 +262,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "handshake/10.1/replayed-proof-refused",
-        format!("{name} refuses with authFailed a proof made for another exchange (one recorded from an earlier connection, under the right secret, so over other nonces), and takes nothing sent after it (a {what})"),
+        format!("{name} refuses with authFailed a proof made for another exchange (one recorded from an earlier \
+            connection, under the right secret, so over other nonces), and takes nothing sent after it (a {what})"),
         |ctx, k, g| {
             let first = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
             let mut second = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
@@ -339,7 +276,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         "spec/13/nothing-before-proof",
-        format!("{name} holding a shared secret takes no envelope before the peer's proof: a {what} sent in place of the proof changes nothing and the connection is refused or closed"),
+        format!("{name} holding a shared secret takes no envelope before the peer's proof: a {what} sent in place of \
+            the proof changes nothing and the connection is refused or closed"),
         |ctx, k, g| {
             let mut c = challenged(&ctx, g.at.addr, g.role, "no-proof", &k).await?;
             c.conn.send_frame(&g.change).await?;
@@ -349,7 +287,8 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
     );
     case!(
         format!("spec/13/unauthenticated-{}", s.change_case),
-        format!("{name} holding a shared secret takes nothing from a peer that does not authenticate: a {what} right behind a hello without auth is refused (authRequired) and changes nothing"),
+        format!("{name} holding a shared secret takes nothing from a peer that does not authenticate: a {what} right \
+            behind a hello without auth is refused (authRequired) and changes nothing"),
         |ctx, _k, g| {
             unauthenticated_then(&ctx, g.at.addr, g.role, "no-auth", &g.change, what).await?;
             unchanged(&g, what).await
@@ -392,7 +331,8 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/13/unauthenticated-ui-kill",
         Level::Must,
-        "a master holding a shared secret takes no state-changing ask from an unauthenticated ui peer: RequestKillAllDrivers behind a hello without auth gets no reply, only a refusal and a close",
+        "a master holding a shared secret takes no state-changing ask from an unauthenticated ui peer: \
+            RequestKillAllDrivers behind a hello without auth gets no reply, only a refusal and a close",
         |ctx: Ctx| async move {
             secret(&ctx)?;
             let mut ask = Vec::new();
@@ -465,7 +405,8 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
     cs.add(
         "handshake/10.1/client-hello",
         Level::Must,
-        format!("{name} holding a shared secret asks to authenticate in its hello: auth hmac-sha256 and a 32-byte nonce"),
+        format!("{name} holding a shared secret asks to authenticate in its hello: auth hmac-sha256 and a 32-byte \
+            nonce"),
         move |ctx: Ctx| {
             let st = st.clone();
             async move {
@@ -479,7 +420,8 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
     cs.add(
         "handshake/10.1/client-proof",
         Level::Must,
-        format!("{name} answers the server's challenge with a client proof that verifies with the secret over the hello and challenge frames, and once accepted goes on with an envelope"),
+        format!("{name} answers the server's challenge with a client proof that verifies with the secret over the \
+            hello and challenge frames, and once accepted goes on with an envelope"),
         move |ctx: Ctx| {
             let st = st.clone();
             async move {
@@ -495,7 +437,8 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
                 } else {
                     sparkwire::wire::decode_envelope::<D>(&body, v).is_ok()
                 };
-                check(ok, format!("an envelope decoding at version {}", v.number()), crate::peer::describe(c.family, &body, v))
+                check(ok, format!("an envelope decoding at version \
+                    {}", v.number()), crate::peer::describe(c.family, &body, v))
             }
         },
     );
@@ -503,16 +446,19 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
     cs.add(
         "handshake/10.1/wrong-server-proof",
         Level::Must,
-        format!("{name} closes the connection without sending anything more (no proof, no envelope) when the server's challenge carries a proof made with another secret"),
+        format!("{name} closes the connection without sending anything more (no proof, no envelope) when the server's \
+            challenge carries a proof made with another secret"),
         move |ctx: Ctx| {
-            client_closes(ctx, st.clone(), |k, _, frame| challenge_body(&wrong_secret(k)?, frame), "a server proof made with another secret")
+            client_closes(ctx, st.clone(), |k, _, frame| challenge_body(&wrong_secret(k)?, frame), "a server proof \
+                made with another secret")
         },
     );
     let st = start.clone();
     cs.add(
         "handshake/10.1/replayed-server-proof",
         Level::Must,
-        format!("{name} closes the connection without sending anything more when the server's proof is made with the right secret but for another exchange (over a hello with another nonce)"),
+        format!("{name} closes the connection without sending anything more when the server's proof is made with the \
+            right secret but for another exchange (over a hello with another nonce)"),
         move |ctx: Ctx| {
             client_closes(
                 ctx,
@@ -530,7 +476,8 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
     cs.add(
         "handshake/10.2/unauthenticated-server",
         Level::Must,
-        format!("{name} holding a shared secret closes the connection at once, sending nothing, when the server accepts its hello without a challenge (a server that does not prove the secret)"),
+        format!("{name} holding a shared secret closes the connection at once, sending nothing, when the server \
+            accepts its hello without a challenge (a server that does not prove the secret)"),
         move |ctx: Ctx| {
             client_closes(
                 ctx,
@@ -539,7 +486,8 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
                     let version = if hello.versions.contains(&2) { Version::V2 } else { Version::V1 };
                     let mut out = Vec::new();
                     encode_answer(
-                        &Answer::Accepted(Accepted { version, versions: vec![1, 2], role: server_role, id: "suite".into(), features: Vec::new() }),
+                        &Answer::Accepted(Accepted { version, versions: vec![1, 2], role: server_role,
+                            id: "suite".into(), features: Vec::new() }),
                         &mut out,
                     );
                     Ok(out)

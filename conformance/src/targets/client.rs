@@ -2,41 +2,19 @@
 //! application client to its master, an executor to its driver): the client's side of the
 //! handshake (protocol/handshake.md §2–4, 6–8).
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Answer, Hello, Refusal, RefusalReason, Role, CLOSE_REASON};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
+use crate::kit::client::*;
+use crate::kit::common::{close_of, closed_without_envelope, wait};
+use crate::kit::spawned::Run;
 use crate::mp;
 use crate::peer::{frame, Conn, Event};
-use crate::targets::common::{close_of, closed_without_envelope, wait};
-use crate::targets::spawned::Run;
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = sparkwire::messages::DeployMessage;
-
-/// Starts the endpoint and accepts its first connection (nothing read yet).
-pub type Start = Arc<
-    dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<(Run, Conn), Failure>> + Send>> + Send + Sync,
->;
-
-/// A connecting endpoint as the shared cases see it.
-#[derive(Clone)]
-pub struct Client {
-    /// How to start it.
-    pub start: Start,
-    /// What it is, in requirement texts.
-    pub name: &'static str,
-    /// The role its hello must declare.
-    pub role: Role,
-    /// The role the suite declares in its answer.
-    pub server_role: Role,
-    /// A role of the other family, for the answer that a client SHOULD refuse.
-    pub other_family_role: Role,
-}
 
 /// Reads the endpoint's hello and its frame body. When the suite knows the endpoint's secret, it
 /// then plays a server holding it (protocol/handshake.md §10.1): the hello must ask to
@@ -129,7 +107,9 @@ pub fn add(cases: &mut Cases, s: Client) {
         }};
     }
     case!("spec/8.1/client-close-reason", Level::Must,
-        format!("{name}, having offered closeReason in its hello and the suite taken it, sends a close envelope of kind UnknownMessage as its last frame before it closes the connection on a message its family does not have"),
+        format!("{name}, having offered closeReason in its hello and the suite taken it, sends a close envelope of \
+            kind UnknownMessage as its last frame before it closes the connection on a message its family does not \
+                have"),
         |ctx, s| {
             let (_run, mut c) = (s.start)(ctx.clone()).await?;
             let (h, _) = hello(&ctx, &mut c).await?;
@@ -144,11 +124,14 @@ pub fn add(cases: &mut Cases, s: Client) {
             let m = mp::map(&[("RegisterBlockManager", mp::map(&[]))]);
             c.send_frame(&mp::arr(&[mp::u(0), m])).await?;
             let want = "a close envelope of kind UnknownMessage, then the close";
-            let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
+            let reason = crate::kit::server::close_envelope(&ctx, &mut c, want).await?;
             check(reason.kind == "UnknownMessage", want, format!("{reason:?}"))
         });
     case!("spec/8.1/client-takes-unknown-kind", Level::Must,
-        format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as it is ..., and treat the close envelope as the end of the connection: it closes too, sends nothing more\": {name}, on a connection that agreed on closeReason, sent a close envelope of a kind no revision has, closes the connection and sends nothing after it"),
+        format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as it is ..., and treat the close \
+            envelope as the end of the connection: it closes too, sends nothing more\": {name}, on a connection that \
+                agreed on closeReason, sent a close envelope of a kind no revision has, closes the connection and \
+                    sends nothing after it"),
         |ctx, s| told_to_close(ctx, s, &[
             ("kind", mp::s("zzzKindOfALaterRevision")),
             ("message", mp::s("closed by the conformance suite")),
@@ -156,7 +139,9 @@ pub fn add(cases: &mut Cases, s: Client) {
             ("offset", vec![0xc0]),
         ]).await);
     case!("spec/8.1/client-close-reason-unknown-field", Level::Must,
-        format!("SPEC §8.1, \"`reason` is the struct `CloseReason` ... a decoder skips fields it does not know\": {name}, on a connection that agreed on closeReason, sent a close envelope holding a field of a later revision, takes it as a close: it closes the connection and sends nothing after it"),
+        format!("SPEC §8.1, \"`reason` is the struct `CloseReason` ... a decoder skips fields it does not know\": \
+            {name}, on a connection that agreed on closeReason, sent a close envelope holding a field of a later \
+                revision, takes it as a close: it closes the connection and sends nothing after it"),
         |ctx, s| told_to_close(ctx, s, &[
             ("kind", mp::s("Idle")),
             ("message", mp::s("closed by the conformance suite")),
@@ -165,28 +150,40 @@ pub fn add(cases: &mut Cases, s: Client) {
             ("zzzAFieldOfALaterRevision", mp::s("skipped")),
         ]).await);
     case!("spec/8.1/client-no-close-envelope-unoffered", Level::Must,
-        format!("SPEC §8.1, \"Without the feature — a peer whose hello did not offer it, or a server that did not take it — ... no close envelope is ever sent\": {name}, whose answer did not take closeReason, closes the connection on a message its family does not have with no close envelope"),
+        format!("SPEC §8.1, \"Without the feature — a peer whose hello did not offer it, or a server that did not \
+            take it — ... no close envelope is ever sent\": {name}, whose answer did not take closeReason, closes the \
+                connection on a message its family does not have with no close envelope"),
         |ctx, s| no_close_envelope_unoffered(ctx, s).await);
     case!("spec/8.1/client-unknown-ask-close-kind", Level::Must,
-        format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\"): {name}, on a connection that agreed on closeReason, sent a reply to an ask it never made, either ignores it (the connection stays open) or closes with a close envelope of kind UnknownAsk (validating rules.md, RuleViolation: rule A2)"),
+        format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\"): {name}, on a connection that agreed on \
+            closeReason, sent a reply to an ask it never made, either ignores it (the connection stays open) or \
+                closes with a close envelope of kind UnknownAsk (validating rules.md, RuleViolation: rule A2)"),
         |ctx, s| client_unknown_ask_close_kind(ctx, s).await);
     if s.role != Role::AppClient {
         case!("spec/8.1/bad-reply-close-kind", Level::Must,
-            format!("SPEC §8, \"`BadEnvelope` | not one of the four envelope forms (...); a message or reply that is not a one-entry map keyed by a string\", and §8.1: {name}, on a connection that agreed on closeReason, answered {} with a reply whose map has two entries, closes with a close envelope of kind BadEnvelope", if s.role == Role::Worker { "its version 2 ExecutorStateChanged ask" } else { "its first ask (RetrieveSparkAppConfig)" }),
+            format!("SPEC §8, \"`BadEnvelope` | not one of the four envelope forms (...); a message or reply that is \
+                not a one-entry map keyed by a string\", and §8.1: {name}, on a connection that agreed on \
+                    closeReason, answered {} with a reply whose map has two entries, closes with a close envelope of \
+                        kind BadEnvelope", if s.role == Role::Worker { "its version 2 ExecutorStateChanged \
+                            ask" } else { "its first ask (RetrieveSparkAppConfig)" }),
             |ctx, s| bad_reply_close_kind(ctx, s).await);
     }
     if s.role == Role::Worker {
         case!("spec/8.1/no-close-envelope-on-shutdown", Level::Must,
-            format!("SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown ...)\": {name}, stopped (its standard input closed: `--exit-with-stdin`) while connected to the suite over a connection that agreed on closeReason, closes it with no close envelope"),
+            format!("SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown \
+                ...)\": {name}, stopped (its standard input closed: `--exit-with-stdin`) while connected to the suite \
+                    over a connection that agreed on closeReason, closes it with no close envelope"),
             |ctx, s| no_close_envelope_on_shutdown(ctx, s).await);
     }
     case!("handshake/3/hello", Level::Must,
-        format!("{name}'s first frame is a hello: magic \"sparkwire\", the versions it speaks (at least one this protocol defines), its role ({}), an id", s.role.name()),
+        format!("{name}'s first frame is a hello: magic \"sparkwire\", the versions it speaks (at least one this \
+            protocol defines), its role ({}), an id", s.role.name()),
         |ctx, s| {
             let (_run, mut c) = (s.start)(ctx.clone()).await?;
             let (h, _) = hello(&ctx, &mut c).await?;
             check(h.role == s.role, format!("role {}", s.role.name()), h.role.name())?;
-            check(h.versions.iter().any(|v| Version::from_number(*v).is_some()), "a version of 1 or 2", format!("{:?}", h.versions))
+            check(h.versions.iter().any(|v| Version::from_number(*v).is_some()), "a version of 1 or \
+                2", format!("{:?}", h.versions))
         });
     case!(
         "handshake/3/magic-first",
@@ -353,7 +350,8 @@ pub fn add(cases: &mut Cases, s: Client) {
     case!("handshake/5/unknown-refusal", Level::Must,
         format!("{name} treats a refusal reason it does not know as a refusal and closes the connection"),
         |ctx, s| closes(ctx, s, |_| frame(&mp::map(&[
-            ("magic", mp::s("sparkwire")), ("refused", mp::s("zzzReasonOfALaterRevision")), ("message", mp::s("later")), ("versions", mp::uints(&[1, 2])),
+            ("magic", mp::s("sparkwire")), ("refused", mp::s("zzzReasonOfALaterRevision")), ("message",
+                mp::s("later")), ("versions", mp::uints(&[1, 2])),
         ]))).await);
     case!(
         "handshake/7/other-family-server",
@@ -441,7 +439,7 @@ async fn taking_close_reason_first(
 ) -> Result<(Run, Conn, bytes::Bytes), Failure> {
     let (run, mut c) = (s.start)(ctx.clone()).await?;
     let h = c.read_hello(wait(ctx) * 3).await?;
-    crate::targets::spec8_closes::accept_taking_close_reason(
+    crate::kit::closes::accept_taking_close_reason(
         ctx,
         &mut c,
         &h,
@@ -488,7 +486,7 @@ async fn no_close_envelope_unoffered(ctx: Ctx, s: Client) -> Outcome {
     let (_run, mut c) = (s.start)(ctx.clone()).await?;
     let h = c.read_hello(wait(&ctx) * 3).await?;
     // Taking no feature, with a secret too (the crate's server side takes what it knows).
-    crate::targets::spec8_closes::accept_with_features(
+    crate::kit::closes::accept_with_features(
         &ctx,
         &mut c,
         &h,
@@ -543,9 +541,9 @@ async fn bad_reply_close_kind(ctx: Ctx, s: Client) -> Outcome {
             ));
         }
         let given = run.given;
-        let mut desc = crate::targets::master::app_desc(Some(1), 64, None);
+        let mut desc = crate::kit::master::app_desc(Some(1), 64, None);
         desc.command = sparkwire::messages::Command::new(
-            crate::targets::worker::allowed_exec(),
+            crate::kit::worker::allowed_exec(),
             vec!["20".into()],
             Default::default(),
             vec![],
@@ -586,7 +584,7 @@ async fn bad_reply_close_kind(ctx: Ctx, s: Client) -> Outcome {
     let two = mp::map(&[("bool", vec![0xc3]), ("int", mp::u(1))]);
     c.send_frame(&mp::arr(&[mp::u(2), mp::u(id), two])).await?;
     let want = "a close envelope of kind BadEnvelope, then the close";
-    let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
+    let reason = crate::kit::server::close_envelope(&ctx, &mut c, want).await?;
     check(reason.kind == "BadEnvelope", want, format!("{reason:?}"))
 }
 
@@ -598,7 +596,8 @@ async fn client_unknown_ask_close_kind(ctx: Ctx, s: Client) -> Outcome {
         mp::map(&[("bool", vec![0xc3])]),
     ]))
     .await?;
-    let want = "the reply to an ask never made ignored (the connection open), or a close envelope of kind UnknownAsk (or, strictly, RuleViolation) and the close";
+    let want = "the reply to an ask never made ignored (the connection open), or a close envelope of kind UnknownAsk \
+        (or, strictly, RuleViolation) and the close";
     let end = tokio::time::Instant::now() + ctx.settings.quiet;
     let mut last = None;
     loop {

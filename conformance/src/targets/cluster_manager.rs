@@ -8,11 +8,12 @@ use sparkwire::messages::{CoarseMessage, Version};
 use sparkwire::wire::handshake::{Hello, Role};
 use sparkwire::wire::Envelope;
 
-use crate::case::{Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::driver::{registered, SMALL};
 use crate::peer::Conn;
-use crate::targets::common::wait;
-use crate::targets::driver::{registered, SMALL};
+use crate::verdict::{Failure, Level, Outcome};
 
 type C = CoarseMessage;
 
@@ -21,7 +22,11 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "rules/K1/register-first",
         Level::Must,
-        "rule K1, \"The driver asks a cluster manager (RequestExecutors, KillExecutors, GetExecutorLossReason) only on a connection where it sent RegisterClusterManager\" (RegisterClusterManager is the cluster manager's, definition.json): a driver with a job waiting for executors, to which the suite connects as a cluster-manager and sends nothing, asks none of them there (a driver that takes no cluster manager and refuses the role, handshake.md §7, asks none either)",
+        "rule K1, \"The driver asks a cluster manager (RequestExecutors, KillExecutors, GetExecutorLossReason) only \
+            on a connection where it sent RegisterClusterManager\" (RegisterClusterManager is the cluster manager's, \
+                definition.json): a driver with a job waiting for executors, to which the suite connects as a \
+                    cluster-manager and sends nothing, asks none of them there (a driver that takes no cluster \
+                        manager and refuses the role, handshake.md §7, asks none either)",
         register_first,
     );
 }

@@ -1,341 +1,33 @@
 //! `--target driver`: the suite plays the master of a driver it starts, and its executors.
 
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sparkwire::messages::coarse::*;
-use sparkwire::messages::deploy::{RegisterApplication, RegisteredApplication};
-use sparkwire::messages::{
-    Addr, CoarseMessage, DeployMessage, EndpointRef, TaskDescription, TaskState, Version,
-};
-use sparkwire::reference::task::{BuiltinRunner, CancelFlag, TaskRunner};
-use sparkwire::wire::decode_task;
+use sparkwire::messages::{CoarseMessage, DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
-use sparkwire::wire::{encode_failure, TaskFailure};
 
-use crate::case::{check, fail, Cases, Failure, Level, Target};
+use crate::case::Cases;
 use crate::env::Ctx;
+use crate::kit::auth;
+use crate::kit::auth::{Guarded, SecuredServer, Seen};
+use crate::kit::client::Client;
+use crate::kit::common::wait;
+use crate::kit::common::{crossing, expect_refused, sample};
+use crate::kit::server::{Listening, Server};
+use crate::kit::spawned::{self};
 use crate::mp;
 use crate::peer::Conn;
-use crate::targets::auth::{self, Guarded, SecuredServer, Seen};
-use crate::targets::client::{self, Client};
-use crate::targets::common::wait;
-use crate::targets::common::{crossing, expect_refused, sample};
-use crate::targets::server::{self, Listening, Server};
-use crate::targets::spawned::{self, Run};
+use crate::verdict::{check, fail, Level};
 
 type C = CoarseMessage;
 type D = DeployMessage;
 
-/// What the driver runs in a case.
-#[derive(Debug, Clone, Copy)]
-pub struct Job {
-    /// The job's name.
-    pub job: &'static str,
-    /// Its partitions.
-    pub partitions: usize,
-    /// Its parameter.
-    pub param: u64,
-    /// spark.rpc.message.maxSize, MiB.
-    pub max_message_size: u32,
-}
+use crate::kit::driver::*;
 
-/// A small job: 4 partitions of sum-squares.
-pub const SMALL: Job = Job {
-    job: "sum-squares",
-    partitions: 4,
-    param: 1000,
-    max_message_size: 128,
-};
-
-/// A driver started for a case with `job`, its application client about to connect to the
-/// suite as its master.
-pub async fn started(ctx: &Ctx, job: Job) -> Result<Run, Failure> {
-    spawned::start(ctx, Role::Master, move |given, dir| {
-        vec![
-            ("master_url", format!("sparkwire://{given}")),
-            ("master_host", given.ip().to_string()),
-            ("master_port", given.port().to_string()),
-            ("work_dir", dir.display().to_string()),
-            ("job", job.job.to_string()),
-            ("partitions", job.partitions.to_string()),
-            ("param", job.param.to_string()),
-            ("max_message_size", job.max_message_size.to_string()),
-            ("cores", "2".into()),
-        ]
-    })
-    .await
-}
-
-async fn start(ctx: Ctx, job: Job) -> Result<(Run, Conn), Failure> {
-    let run = started(&ctx, job).await?;
-    let conn = run.accept(&ctx, "master", Role::Master).await?;
-    Ok((run, conn))
-}
-
-/// Answers the driver's RegisterApplication on `app` with RegisteredApplication for a fresh
-/// application id, naming the suite's address `given` as the master's; returns that id.
-pub async fn registered_application(app: &mut Conn, given: SocketAddr) -> Result<String, Failure> {
-    let app_id = format!(
-        "app-20250101120000-{:04}",
-        crate::targets::common::unique() % 10000
-    );
-    app.send(&Envelope::Send(D::RegisteredApplication(
-        RegisteredApplication::new(
-            app_id.clone(),
-            EndpointRef::at(
-                Addr::new(given.ip().to_string(), i32::from(given.port())),
-                "Master",
-            ),
-        ),
-    )))
-    .await?;
-    Ok(app_id)
-}
-
-/// A driver the suite registered as its master.
-pub struct Registered {
-    /// The run.
-    pub run: Run,
-    /// The app client's connection.
-    pub app: Conn,
-    /// Its RegisterApplication.
-    pub reg: RegisterApplication,
-    /// The app id the suite gave.
-    pub app_id: String,
-    /// Where the suite reaches the driver's executor port.
-    pub driver_addr: SocketAddr,
-}
-
-/// The driver URL in an application's command (`--driver-url URL`).
-fn driver_url(reg: &RegisterApplication) -> Option<String> {
-    let args = &reg.app_description.command.arguments;
-    args.iter()
-        .position(|a| a == "--driver-url")
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
-
-fn parse_addr(url: &str) -> Option<SocketAddr> {
-    let rest = url.rsplit('@').next()?;
-    let rest = rest.strip_prefix("spark://").unwrap_or(rest);
-    rest.parse().ok()
-}
-
-/// Starts a driver, registers its application, and finds its executor port.
-pub async fn registered(ctx: &Ctx, job: Job) -> Result<Registered, Failure> {
-    let (mut run, mut app) = start(ctx.clone(), job).await?;
-    let hello = app.read_hello(spawned::startup(ctx)).await?;
-    spawned::accept(ctx, &mut app, &hello, &[Version::V1, Version::V2], "master").await?;
-    let reg = app
-        .expect::<D, RegisterApplication>(wait(ctx), "RegisterApplication", |e| match e {
-            Envelope::Send(D::RegisterApplication(r)) => Some(r.clone()),
-            _ => None,
-        })
-        .await?;
-    let app_id = registered_application(&mut app, run.given).await?;
-    let url = driver_url(&reg).ok_or_else(|| {
-        fail(
-            "--driver-url in the application's command",
-            format!("{:?}", reg.app_description.command.arguments),
-        )
-    })?;
-    let addr = parse_addr(&url).ok_or_else(|| {
-        fail(
-            "a driver URL spark://CoarseGrainedScheduler@HOST:PORT",
-            url.clone(),
-        )
-    })?;
-    let driver_addr = run.reach(ctx, addr, Role::Executor, Role::Driver).await?;
-    Ok(Registered {
-        run,
-        app,
-        reg,
-        app_id,
-        driver_addr,
-    })
-}
-
-/// An executor the suite plays.
-pub struct FakeExecutor {
-    /// Its connection to the driver.
-    pub conn: Conn,
-    /// Its id.
-    pub id: String,
-}
-
-fn register_msg(id: &str, cores: i32) -> C {
-    C::RegisterExecutor(RegisterExecutor::new(
-        id.into(),
-        EndpointRef::client("Executor"),
-        "127.0.0.1".into(),
-        cores,
-        BTreeMap::new(),
-        BTreeMap::new(),
-        BTreeMap::new(),
-        0,
-    ))
-}
-
-/// Connects as executor `id` and registers (answer true expected); no LaunchedExecutor yet.
-pub async fn executor(
-    ctx: &Ctx,
-    d: &Registered,
-    id: &str,
-    cores: i32,
-    version: Version,
-) -> Result<FakeExecutor, Failure> {
-    let mut conn = Conn::open(
-        d.driver_addr,
-        &format!("executor-{id}"),
-        Role::Executor,
-        id,
-        &[version],
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(ctx),
-    )
-    .await?;
-    conn.send(&Envelope::Ask {
-        id: 1,
-        message: register_msg(id, cores),
-    })
-    .await?;
-    conn.expect::<C, ()>(
-        wait(ctx),
-        "a bool reply true to RegisterExecutor",
-        |e| match e {
-            Envelope::Reply {
-                id: 1,
-                reply: Reply::Bool(true),
-            } => Some(()),
-            _ => None,
-        },
-    )
-    .await?;
-    Ok(FakeExecutor {
-        conn,
-        id: id.to_string(),
-    })
-}
-
-impl FakeExecutor {
-    /// Waits for StopExecutor and closes the connection, as an executor that exits does.
-    pub async fn stopped(&mut self, ctx: &Ctx) -> Result<(), Failure> {
-        self.conn
-            .expect::<C, ()>(wait(ctx), "StopExecutor", |e| {
-                matches!(e, Envelope::Send(C::StopExecutor(_))).then_some(())
-            })
-            .await?;
-        self.conn.shutdown_write().await;
-        Ok(())
-    }
-
-    /// Sends LaunchedExecutor.
-    pub async fn launched(&mut self) -> Result<(), Failure> {
-        self.conn
-            .send(&Envelope::Send(C::LaunchedExecutor(LaunchedExecutor::new(
-                self.id.clone(),
-            ))))
-            .await
-    }
-
-    /// The next LaunchTask, decoded.
-    pub async fn task(&mut self, ctx: &Ctx) -> Result<TaskDescription, Failure> {
-        let data = self
-            .conn
-            .expect::<C, sparkwire::messages::Payload>(wait(ctx), "LaunchTask", |e| match e {
-                Envelope::Send(C::LaunchTask(l)) => Some(l.data.clone()),
-                _ => None,
-            })
-            .await?;
-        decode_task(&bytes::Bytes::copy_from_slice(data.as_slice()))
-            .map_err(|e| fail("LaunchTask data that is a TaskDescription", e.to_string()))
-    }
-
-    /// Reports `task` in `state` with `data`.
-    pub async fn status(
-        &mut self,
-        task: &TaskDescription,
-        state: TaskState,
-        data: Vec<u8>,
-    ) -> Result<(), Failure> {
-        self.conn
-            .send(&Envelope::Send(C::StatusUpdate(StatusUpdate::new(
-                self.id.clone(),
-                task.task_id,
-                state,
-                data.into(),
-                task.cpus,
-                BTreeMap::new(),
-            ))))
-            .await
-    }
-
-    /// Runs `task` with the reference runners and reports RUNNING then its end.
-    pub async fn run(&mut self, task: &TaskDescription) -> Result<(), Failure> {
-        self.status(task, TaskState::Running, vec![]).await?;
-        match BuiltinRunner.run(task, &CancelFlag::new()) {
-            Ok(result) => {
-                self.status(task, TaskState::Finished, result.as_slice().to_vec())
-                    .await
-            }
-            Err(f) => {
-                self.status(
-                    task,
-                    TaskState::Failed,
-                    encode_failure(&f).as_slice().to_vec(),
-                )
-                .await
-            }
-        }
-    }
-
-    /// Fails `task` as a task's code would.
-    pub async fn fail_task(&mut self, task: &TaskDescription) -> Result<(), Failure> {
-        self.status(task, TaskState::Running, vec![]).await?;
-        let f = TaskFailure::new(
-            "java.lang.RuntimeException",
-            "failed by the conformance suite",
-        );
-        self.status(
-            task,
-            TaskState::Failed,
-            encode_failure(&f).as_slice().to_vec(),
-        )
-        .await
-    }
-}
-
-/// Runs every task the driver sends until StopExecutor; returns the tasks seen.
-async fn serve(ctx: &Ctx, e: &mut FakeExecutor) -> Result<Vec<TaskDescription>, Failure> {
-    let mut seen = Vec::new();
-    loop {
-        let env = e
-            .conn
-            .recv::<C>(wait(ctx), "LaunchTask or StopExecutor")
-            .await?;
-        match env {
-            Envelope::Send(C::LaunchTask(l)) => {
-                let t = decode_task(&bytes::Bytes::copy_from_slice(l.data.as_slice()))
-                    .map_err(|er| fail("a TaskDescription", er.to_string()))?;
-                e.run(&t).await?;
-                seen.push(t);
-            }
-            Envelope::Send(C::StopExecutor(_)) => {
-                // An executor told to stop exits: its connection closes.
-                e.conn.shutdown_write().await;
-                return Ok(seen);
-            }
-            _ => {}
-        }
-    }
-}
-
-fn driver_server() -> Server {
+/// The driver as the cases about any server see it.
+pub fn server() -> Server {
     fn probe() -> Vec<(&'static str, Vec<u8>)> {
         vec![("resourceProfileId", mp::u(0))]
     }
@@ -372,7 +64,8 @@ fn driver_server() -> Server {
     }
 }
 
-fn driver_client() -> Client {
+/// The driver as the cases about any client see it.
+pub fn client() -> Client {
     Client {
         start: Arc::new(|ctx| Box::pin(start(ctx, SMALL))),
         name: "the driver's application client",
@@ -382,11 +75,8 @@ fn driver_client() -> Client {
     }
 }
 
-/// Every case of the driver target.
-pub fn cases() -> Vec<crate::case::Case> {
-    let mut cs = Cases::new(Target::Driver);
-    client::add(&mut cs, driver_client());
-    server::add(&mut cs, driver_server());
+/// The route cases: every coarse ask the driver must refuse from an executor.
+pub fn routes(cs: &mut Cases) {
     for msg in crossing("coarse") {
         let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
         if !ask || msg.from.iter().any(|r| r == "executor") {
@@ -419,23 +109,18 @@ pub fn cases() -> Vec<crate::case::Case> {
             },
         );
     }
-    flows(&mut cs);
-    crate::targets::spec10::add_driver(&mut cs);
-    crate::targets::spec14_launch::add_driver(&mut cs);
-    crate::targets::auth::add_server(&mut cs, driver_secured());
-    cs.list
 }
 
 /// The driver as the authentication cases see it: registered with the suite's master, it holds
 /// the secret on its executor port, and an executor's RegisterExecutor there changes its state
 /// (IsExecutorAlive answers true for it).
-fn driver_secured() -> SecuredServer {
+pub fn secured() -> SecuredServer {
     SecuredServer {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 let d = registered(&ctx, SMALL).await?;
                 let addr = d.driver_addr;
-                let id = format!("auth{}", crate::targets::common::unique() % 100_000);
+                let id = format!("auth{}", crate::kit::common::unique() % 100_000);
                 let mut change = Vec::new();
                 let register = Envelope::Ask {
                     id: 1,
@@ -482,19 +167,43 @@ fn driver_secured() -> SecuredServer {
     }
 }
 
-fn flows(cs: &mut Cases) {
-    cs.add("rules/P1/register-first", Level::Must,
-        "the driver's application client sends RegisterApplication first, and nothing else until RegisteredApplication (rule P1)",
+/// The driver's flows.
+pub fn flows(cs: &mut Cases) {
+    cs.add(
+        "rules/P1/register-first",
+        Level::Must,
+        "the driver's application client sends RegisterApplication first, and nothing else until \
+            RegisteredApplication (rule P1)",
         |ctx: Ctx| async move {
             let (_run, mut app) = start(ctx.clone(), SMALL).await?;
             let hello = app.read_hello(spawned::startup(&ctx)).await?;
-            spawned::accept(&ctx, &mut app, &hello, &[Version::V1, Version::V2], "master").await?;
+            spawned::accept(
+                &ctx,
+                &mut app,
+                &hello,
+                &[Version::V1, Version::V2],
+                "master",
+            )
+            .await?;
             let first = app.recv::<D>(wait(&ctx), "RegisterApplication").await?;
-            check(matches!(first, Envelope::Send(D::RegisterApplication(_))), "a send of RegisterApplication", crate::peer::envelope_label(&first))?;
-            app.expect_none::<D>(ctx.settings.quiet, "nothing before RegisteredApplication", |e| !matches!(e, Envelope::Send(D::RegisterApplication(_)))).await
-        });
+            check(
+                matches!(first, Envelope::Send(D::RegisterApplication(_))),
+                "a send of \
+                RegisterApplication",
+                crate::peer::envelope_label(&first),
+            )?;
+            app.expect_none::<D>(
+                ctx.settings.quiet,
+                "nothing before \
+                RegisteredApplication",
+                |e| !matches!(e, Envelope::Send(D::RegisterApplication(_))),
+            )
+            .await
+        },
+    );
     cs.add("flow/driver/app/command", Level::Must,
-        "the application's command starts an executor with --driver-url of the driver's endpoint and Spark's placeholders {{EXECUTOR_ID}}, {{HOSTNAME}}, {{CORES}}, {{APP_ID}} that a worker fills in",
+        "the application's command starts an executor with --driver-url of the driver's endpoint and Spark's \
+            placeholders {{EXECUTOR_ID}}, {{HOSTNAME}}, {{CORES}}, {{APP_ID}} that a worker fills in",
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let args = d.reg.app_description.command.arguments.join(" ");
@@ -506,10 +215,12 @@ fn flows(cs: &mut Cases) {
             Ok(())
         });
     cs.add("flow/driver/executor/app-config", Level::Must,
-        "the driver answers RetrieveSparkAppConfig with SparkAppConfig carrying spark.rpc.message.maxSize, the limit the executor must apply",
+        "the driver answers RetrieveSparkAppConfig with SparkAppConfig carrying spark.rpc.message.maxSize, the limit \
+            the executor must apply",
         |ctx: Ctx| async move {
             let d = registered(&ctx, Job { max_message_size: 64, ..SMALL }).await?;
-            let mut c = Conn::open(d.driver_addr, "executor", Role::Executor, "1", &[Version::V2], ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
+            let mut c = Conn::open(d.driver_addr, "executor", Role::Executor, "1", &[Version::V2],
+                ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
             c.send(&Envelope::Ask { id: 2, message: C::RetrieveSparkAppConfig(RetrieveSparkAppConfig::new(0)) }).await?;
             let cfg = c.expect::<C, SparkAppConfig>(wait(&ctx), "SparkAppConfig", |e| match e {
                 Envelope::Reply { id: 2, reply: Reply::Message(C::SparkAppConfig(s)) } => Some(s.clone()),
@@ -528,11 +239,13 @@ fn flows(cs: &mut Cases) {
         },
     );
     cs.add("rules/X3/duplicate-id", Level::Must,
-        "the driver answers a RegisterExecutor whose executor id is registered with a failure carrying Spark's text `Duplicate executor ID: ID`, never with true (rule X3)",
+        "the driver answers a RegisterExecutor whose executor id is registered with a failure carrying Spark's text \
+            `Duplicate executor ID: ID`, never with true (rule X3)",
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let _one = executor(&ctx, &d, "1", 2, Version::V2).await?;
-            let mut c = Conn::open(d.driver_addr, "again", Role::Executor, "1", &[Version::V2], ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
+            let mut c = Conn::open(d.driver_addr, "again", Role::Executor, "1", &[Version::V2],
+                ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
             c.send(&Envelope::Ask { id: 1, message: register_msg("1", 2) }).await?;
             let got = c.expect::<C, Result<String, String>>(wait(&ctx), "a failure", |e| match e {
                 Envelope::Failure { id: 1, error } => Some(Ok(error.message.clone())),
@@ -549,32 +262,39 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
-            e.conn.expect_none::<C>(Duration::from_millis(1200), "no LaunchTask before LaunchedExecutor", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await?;
+            e.conn.expect_none::<C>(Duration::from_millis(1200), "no LaunchTask before \
+                LaunchedExecutor", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await?;
             e.launched().await?;
             e.task(&ctx).await.map(|_| ())
         });
     cs.add("rules/T5/task-description", Level::Must,
-        "LaunchTask's data is a TaskDescription (SPEC §10) naming the executor, with cpus = spark.task.cpus (1), attempt 0, partition = index (rule T5)",
+        "LaunchTask's data is a TaskDescription (SPEC §10) naming the executor, with cpus = spark.task.cpus (1), \
+            attempt 0, partition = index (rule T5)",
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             e.launched().await?;
             let t = e.task(&ctx).await?;
             check(t.executor_id == "1" && t.cpus == 1 && t.attempt_number == 0 && t.partition_id == t.index,
-                "executor 1, 1 cpu, attempt 0, partition = index", format!("executor {} cpus {} attempt {} partition {} index {}", t.executor_id, t.cpus, t.attempt_number, t.partition_id, t.index))
+                "executor 1, 1 cpu, attempt 0, partition = \
+                    index", format!("executor {} cpus {} attempt {} partition {} index \
+                        {}", t.executor_id, t.cpus, t.attempt_number, t.partition_id, t.index))
         });
     cs.add("rules/T1/slots", Level::Must,
-        "the driver never runs more tasks on an executor than its cores allow: 2 cores, no task finished, at most 2 LaunchTask (rule T1)",
+        "the driver never runs more tasks on an executor than its cores allow: 2 cores, no task finished, at most 2 \
+            LaunchTask (rule T1)",
         |ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             e.launched().await?;
             e.task(&ctx).await?;
             e.task(&ctx).await?;
-            e.conn.expect_none::<C>(Duration::from_millis(1200), "no third LaunchTask while 2 run", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await
+            e.conn.expect_none::<C>(Duration::from_millis(1200), "no third LaunchTask while 2 \
+                run", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await
         });
     cs.add("flow/driver/job/completes", Level::Must,
-        "the driver runs its job to the end on the suite's executor: unique task ids (rule T4), every partition once, then StopExecutor, UnregisterApplication to the master, exit status 0",
+        "the driver runs its job to the end on the suite's executor: unique task ids (rule T4), every partition once, \
+            then StopExecutor, UnregisterApplication to the master, exit status 0",
         |ctx: Ctx| async move {
             let mut d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
@@ -583,7 +303,8 @@ fn flows(cs: &mut Cases) {
             let mut ids: Vec<i64> = tasks.iter().map(|t| t.task_id).collect();
             ids.sort_unstable();
             ids.dedup();
-            check(ids.len() == tasks.len(), "unique task ids", format!("{:?}", tasks.iter().map(|t| t.task_id).collect::<Vec<_>>()))?;
+            check(ids.len() == tasks.len(), "unique task \
+                ids", format!("{:?}", tasks.iter().map(|t| t.task_id).collect::<Vec<_>>()))?;
             let mut idx: Vec<i32> = tasks.iter().map(|t| t.index).collect();
             idx.sort_unstable();
             check(idx == [0, 1, 2, 3], "partitions 0 to 3 once each", format!("{idx:?}"))?;
@@ -620,7 +341,8 @@ fn flows(cs: &mut Cases) {
                 format!("index {} attempt {} task id {}", again.index, again.attempt_number, again.task_id))
         });
     cs.add("flow/driver/task/max-failures", Level::Must,
-        "after spark.task.maxFailures (4) failed attempts of a task the job is aborted with Spark's `Job aborted due to stage failure` and the driver exits non-zero",
+        "after spark.task.maxFailures (4) failed attempts of a task the job is aborted with Spark's `Job aborted due \
+            to stage failure` and the driver exits non-zero",
         |ctx: Ctx| async move {
             let mut d = registered(&ctx, Job { partitions: 1, ..SMALL }).await?;
             let mut e = executor(&ctx, &d, "1", 1, Version::V2).await?;
@@ -636,12 +358,16 @@ fn flows(cs: &mut Cases) {
             check(out.contains("Job aborted due to stage failure"), "Job aborted due to stage failure", out)
         });
     cs.add("spec/10/task-size-limit", Level::Must,
-        "a task whose serialized size reaches spark.rpc.message.maxSize less 200 KiB is not sent; the job fails with Spark's text `Serialized task …exceeds max allowed: spark.rpc.message.maxSize (…)`, and the executor's connection stays open (until StopExecutor at the driver's shutdown)",
+        "a task whose serialized size reaches spark.rpc.message.maxSize less 200 KiB is not sent; the job fails with \
+            Spark's text `Serialized task …exceeds max allowed: spark.rpc.message.maxSize (…)`, and the executor's \
+                connection stays open (until StopExecutor at the driver's shutdown)",
         |ctx: Ctx| async move {
-            let mut d = registered(&ctx, Job { job: "big-task", partitions: 1, param: 2 << 20, max_message_size: 1 }).await?;
+            let mut d = registered(&ctx, Job { job: "big-task", partitions: 1, param: 2 << 20,
+                max_message_size: 1 }).await?;
             let mut e = executor(&ctx, &d, "1", 1, Version::V2).await?;
             e.launched().await?;
-            let stop = e.conn.expect::<C, bool>(wait(&ctx), "no LaunchTask, the connection open until StopExecutor", |x| match x {
+            let stop = e.conn.expect::<C, bool>(wait(&ctx), "no LaunchTask, the connection open until \
+                StopExecutor", |x| match x {
                 Envelope::Send(C::LaunchTask(_)) => Some(false),
                 Envelope::Send(C::StopExecutor(_)) => Some(true),
                 _ => None,
@@ -651,8 +377,10 @@ fn flows(cs: &mut Cases) {
             let code = d.run.exit_within(wait(&ctx)).await?;
             check(code.is_some_and(|c| c != 0), "the job failed (non-zero exit)", format!("{code:?}"))?;
             let out = d.run.output();
-            check(out.contains("Serialized task 0:0 was") && out.contains("which exceeds max allowed: spark.rpc.message.maxSize (843776 bytes)"),
-                "Serialized task 0:0 was N bytes, which exceeds max allowed: spark.rpc.message.maxSize (843776 bytes)", out)
+            check(out.contains("Serialized task 0:0 \
+                was") && out.contains("which exceeds max allowed: spark.rpc.message.maxSize (843776 bytes)"),
+                "Serialized task 0:0 was N bytes, which exceeds max allowed: spark.rpc.message.maxSize (843776 \
+                    bytes)", out)
         });
     cs.add("flow/driver/executor/is-alive", Level::Must,
         "the driver answers IsExecutorAlive (version 2) true for a registered executor and false for an unknown one",
@@ -660,7 +388,8 @@ fn flows(cs: &mut Cases) {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             for (id, want) in [("1", true), ("77", false)] {
-                e.conn.send(&Envelope::Ask { id: 90, message: C::IsExecutorAlive(IsExecutorAlive::new(id.into())) }).await?;
+                e.conn.send(&Envelope::Ask { id: 90,
+                    message: C::IsExecutorAlive(IsExecutorAlive::new(id.into())) }).await?;
                 let b = e.conn.expect::<C, bool>(wait(&ctx), "a bool reply", |x| match x {
                     Envelope::Reply { id: 90, reply: Reply::Bool(b) } => Some(*b),
                     _ => None,

@@ -1,237 +1,29 @@
 //! `--target executor`: the suite plays the driver (and the worker) of an executor it starts.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sparkwire::messages::coarse::*;
-use sparkwire::messages::{CoarseMessage, ResourceProfile, TaskDescription, TaskState, Version};
+use sparkwire::messages::{CoarseMessage, TaskState, Version};
 use sparkwire::reference::task::{BuiltinRunner, CancelFlag, TaskRunner};
 use sparkwire::wire::decode_failure;
-use sparkwire::wire::encode_task;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Target};
+use crate::case::Cases;
 use crate::env::Ctx;
-use crate::peer::{frame, Conn};
-use crate::targets::client::{self, Client};
-use crate::targets::common::wait;
-use crate::targets::common::{crossing, expect_refused, sample};
-use crate::targets::spawned::{self, Run};
+use crate::kit::client::Client;
+use crate::kit::common::wait;
+use crate::kit::common::{crossing, expect_refused, sample};
+use crate::kit::spawned::{self};
+use crate::peer::frame;
+use crate::verdict::{check, fail, Level};
 
 type C = CoarseMessage;
 
-/// The executor id the suite gives.
-pub const EXECUTOR_ID: &str = "1";
-/// Its cores.
-pub const CORES: i32 = 2;
-/// The application id.
-pub const APP_ID: &str = "app-20250101120000-0042";
+use crate::kit::executor::*;
 
-/// Starts an executor for a case, with a worker it watches held open; returns the run and its
-/// first connection to the suite (its driver), before the handshake.
-pub async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
-    // The worker the executor watches: a listener that takes its handshake and holds it.
-    let (worker, worker_given, worker_proxy) = spawned::listen(&ctx, None, Role::Worker).await?;
-    let mut run = spawned::start(&ctx, Role::Driver, move |given, dir| {
-        vec![
-            (
-                "driver_url",
-                format!("spark://CoarseGrainedScheduler@{given}"),
-            ),
-            ("worker_url", format!("spark://Worker@{worker_given}")),
-            ("executor_id", EXECUTOR_ID.into()),
-            ("app_id", APP_ID.into()),
-            ("cores", CORES.to_string()),
-            ("work_dir", dir.display().to_string()),
-        ]
-    })
-    .await?;
-    let startup = spawned::startup(&ctx);
-    let held_ctx = ctx.clone();
-    run.hold(tokio::spawn(async move {
-        let _proxy = worker_proxy;
-        let mut held = Vec::new();
-        while let Ok(mut c) = worker
-            .accept(startup * 10, "worker", Role::Worker, "")
-            .await
-        {
-            if let Ok(h) = c.read_hello(startup).await {
-                let versions = [Version::V1, Version::V2];
-                let _ = spawned::accept(&held_ctx, &mut c, &h, &versions, "worker").await;
-            }
-            held.push(c);
-        }
-    }));
-    let conn = run.accept(&ctx, "driver", Role::Driver).await?;
-    Ok((run, conn))
-}
-
-/// The SparkAppConfig the suite answers RetrieveSparkAppConfig with.
-pub fn app_config(max_mib: u32) -> SparkAppConfig {
-    SparkAppConfig::new(
-        vec![
-            ("spark.app.id".into(), APP_ID.into()),
-            ("spark.rpc.message.maxSize".into(), max_mib.to_string()),
-            ("spark.task.cpus".into(), "1".into()),
-        ],
-        ResourceProfile::default_with(Some(CORES), 1024),
-    )
-}
-
-/// Serves one connection of the executor until RegisterExecutor: answers RetrieveSparkAppConfig;
-/// returns the RegisterExecutor ask (id, message) if it came, `None` if the connection closed.
-async fn serve_until_register(
-    ctx: &Ctx,
-    c: &mut Conn,
-    max_mib: u32,
-) -> Result<Option<(u64, RegisterExecutor)>, Failure> {
-    loop {
-        let env = match c
-            .recv::<C>(wait(ctx), "RetrieveSparkAppConfig or RegisterExecutor")
-            .await
-        {
-            Ok(e) => e,
-            Err(Failure::Fail { seen, .. }) if seen.contains("closed") => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        match env {
-            Envelope::Ask {
-                id,
-                message: C::RetrieveSparkAppConfig(_),
-            } => {
-                c.send(&Envelope::Reply {
-                    id,
-                    reply: Reply::Message(C::SparkAppConfig(app_config(max_mib))),
-                })
-                .await?;
-            }
-            Envelope::Ask {
-                id,
-                message: C::RegisterExecutor(r),
-            } => return Ok(Some((id, r))),
-            Envelope::Ask {
-                id,
-                message: C::RetrieveLastAllocatedExecutorId(_),
-            } => {
-                c.send(&Envelope::<C>::Reply {
-                    id,
-                    reply: Reply::Int(0),
-                })
-                .await?;
-            }
-            other => {
-                return Err(fail(
-                    "RetrieveSparkAppConfig or RegisterExecutor first (rule X1)",
-                    crate::peer::envelope_label(&other),
-                ))
-            }
-        }
-    }
-}
-
-/// An executor the suite registered.
-pub struct Registered {
-    /// The run.
-    pub run: Run,
-    /// The executor's main connection.
-    pub conn: Conn,
-    /// Its RegisterExecutor.
-    pub reg: RegisterExecutor,
-}
-
-/// Starts an executor, serves its connections at `versions` until it registers, answers true.
-pub async fn registered(
-    ctx: &Ctx,
-    versions: &[Version],
-    max_mib: u32,
-) -> Result<Registered, Failure> {
-    let (run, mut conn) = start(ctx.clone()).await?;
-    loop {
-        let hello = conn.read_hello(spawned::startup(ctx)).await?;
-        if !versions
-            .iter()
-            .any(|v| hello.versions.contains(&u64::from(v.number())))
-        {
-            return Err(Failure::Skipped(format!(
-                "the executor offers versions {:?}, none of {versions:?}",
-                hello.versions
-            )));
-        }
-        spawned::accept(ctx, &mut conn, &hello, versions, "driver").await?;
-        if let Some((id, reg)) = serve_until_register(ctx, &mut conn, max_mib).await? {
-            conn.send(&Envelope::<C>::Reply {
-                id,
-                reply: Reply::Bool(true),
-            })
-            .await?;
-            return Ok(Registered { run, conn, reg });
-        }
-        // A bootstrap connection closed: the executor opens its main one next.
-        conn = run.accept(ctx, "driver-main", Role::Driver).await?;
-    }
-}
-
-/// A task for the built-in runner `runner` with `input` (big-endian u64s).
-pub fn task(id: i64, runner: &str, input: &[u64], cpus: i32) -> TaskDescription {
-    let mut properties = BTreeMap::new();
-    properties.insert("sparkwire.runner".to_string(), runner.to_string());
-    TaskDescription::new(
-        id,
-        0,
-        EXECUTOR_ID.into(),
-        format!("task {id}.0 in stage 0.0 (TID {id})"),
-        id as i32,
-        id as i32,
-        0,
-        0,
-        properties,
-        cpus,
-        BTreeMap::new(),
-        input
-            .iter()
-            .flat_map(|v| v.to_be_bytes())
-            .collect::<Vec<u8>>()
-            .into(),
-    )
-}
-
-/// Sends LaunchTask of `t`.
-pub async fn launch(e: &mut Registered, t: &TaskDescription) -> Result<(), Failure> {
-    let data = encode_task(t).map_err(|er| fail("a task the suite can encode", er.to_string()))?;
-    e.conn
-        .send(&Envelope::Send(C::LaunchTask(LaunchTask::new(data.into()))))
-        .await
-}
-
-async fn update(
-    ctx: &Ctx,
-    e: &mut Registered,
-    task_id: i64,
-    what: &str,
-    pick: impl Fn(&StatusUpdate) -> bool,
-) -> Result<StatusUpdate, Failure> {
-    e.conn
-        .expect::<C, StatusUpdate>(wait(ctx) * 2, what, |x| match x {
-            Envelope::Send(C::StatusUpdate(s)) if s.task_id == task_id && pick(s) => {
-                Some(s.clone())
-            }
-            _ => None,
-        })
-        .await
-}
-
-/// Waits for the executor's LaunchedExecutor, naming its id.
-pub async fn launched(ctx: &Ctx, e: &mut Registered) -> Result<(), Failure> {
-    e.conn
-        .expect::<C, ()>(wait(ctx), "LaunchedExecutor with its id", |x| match x {
-            Envelope::Send(C::LaunchedExecutor(l)) if l.executor_id == EXECUTOR_ID => Some(()),
-            _ => None,
-        })
-        .await
-}
-
-fn executor_client() -> Client {
+/// The executor as the cases about any client see it.
+pub fn client() -> Client {
     Client {
         start: Arc::new(|ctx| Box::pin(start(ctx))),
         name: "the executor",
@@ -241,10 +33,8 @@ fn executor_client() -> Client {
     }
 }
 
-/// Every case of the executor target.
-pub fn cases() -> Vec<crate::case::Case> {
-    let mut cs = Cases::new(Target::Executor);
-    client::add(&mut cs, executor_client());
+/// The route cases: every coarse ask the executor must refuse from its driver.
+pub fn routes(cs: &mut Cases) {
     for msg in crossing("coarse") {
         let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
         if !ask
@@ -273,21 +63,18 @@ pub fn cases() -> Vec<crate::case::Case> {
             },
         );
     }
-    flows(&mut cs);
-    crate::targets::spec10::add_executor(&mut cs);
-    crate::targets::spec11::add_executor(&mut cs);
-    crate::targets::auth::add_client(
-        &mut cs,
-        Arc::new(|ctx| Box::pin(start(ctx))),
-        "an executor",
-        Role::Driver,
-    );
-    cs.list
 }
 
-fn flows(cs: &mut Cases) {
+/// How the cases about any client start an executor.
+pub fn starter() -> crate::kit::client::Start {
+    Arc::new(|ctx| Box::pin(start(ctx)))
+}
+
+/// The executor's flows.
+pub fn flows(cs: &mut Cases) {
     cs.add("flow/executor/register/fields", Level::Must,
-        "the executor registers (RegisterExecutor) with the executor id and cores it was started with, and an endpoint reference without an address (executors do not listen)",
+        "the executor registers (RegisterExecutor) with the executor id and cores it was started with, and an \
+            endpoint reference without an address (executors do not listen)",
         |ctx: Ctx| async move {
             let e = registered(&ctx, &[Version::V1, Version::V2], 128).await?;
             check(e.reg.executor_id == EXECUTOR_ID && e.reg.cores == CORES && e.reg.executor_ref.address.is_none(),
@@ -300,7 +87,8 @@ fn flows(cs: &mut Cases) {
             launched(&ctx, &mut e).await
         });
     cs.add("spec/10/task-finished", Level::Must,
-        "the executor runs a LaunchTask: StatusUpdate RUNNING, then FINISHED with the runner's result, with its executor id (SPEC §10, rules T2, T3)",
+        "the executor runs a LaunchTask: StatusUpdate RUNNING, then FINISHED with the runner's result, with its \
+            executor id (SPEC §10, rules T2, T3)",
         |ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
@@ -308,9 +96,13 @@ fn flows(cs: &mut Cases) {
             launch(&mut e, &t).await?;
             update(&ctx, &mut e, 0, "StatusUpdate RUNNING", |s| s.state == TaskState::Running).await?;
             let done = update(&ctx, &mut e, 0, "StatusUpdate FINISHED", |s| s.state.is_finished()).await?;
-            let want = BuiltinRunner.run(&t, &CancelFlag::new()).map_err(|f| fail("a task the runner runs", f.message))?;
-            check(done.state == TaskState::Finished && done.data.as_slice() == want.as_slice() && done.executor_id == EXECUTOR_ID,
-                format!("FINISHED with {} result bytes from executor {EXECUTOR_ID}", want.len()), format!("{} with {} bytes from {}", done.state, done.data.len(), done.executor_id))
+            let want = BuiltinRunner.run(&t, &CancelFlag::new()).map_err(|f| fail("a task the runner \
+                runs", f.message))?;
+            check(done.state == TaskState::Finished && done.data.as_slice() == want.as_slice()
+                && done.executor_id == EXECUTOR_ID,
+                format!("FINISHED with {} result bytes from executor \
+                    {EXECUTOR_ID}", want.len()), format!("{} with {} bytes from \
+                        {}", done.state, done.data.len(), done.executor_id))
         });
     cs.add("spec/10/task-failed", Level::Must,
         "a task that fails is reported FAILED with an ErrorDescription {className, message} as its data",
@@ -320,7 +112,8 @@ fn flows(cs: &mut Cases) {
             launch(&mut e, &task(1, "flaky", &[1], 1)).await?;
             let done = update(&ctx, &mut e, 1, "a finished StatusUpdate", |s| s.state.is_finished()).await?;
             let f = decode_failure(done.data.as_slice());
-            check(done.state == TaskState::Failed && !f.class_name.is_empty(), "FAILED with a class name", format!("{} {:?}", done.state, f))
+            check(done.state == TaskState::Failed && !f.class_name.is_empty(), "FAILED with a class \
+                name", format!("{} {:?}", done.state, f))
         });
     cs.add(
         "spec/10/kill-task",
@@ -435,7 +228,9 @@ fn flows(cs: &mut Cases) {
                 let hello = conn.read_hello(spawned::startup(&ctx)).await?;
                 spawned::accept(&ctx, &mut conn, &hello, &[Version::V1, Version::V2], "driver").await?;
                 if let Some((id, _)) = serve_until_register(&ctx, &mut conn, 128).await? {
-                    conn.send(&Envelope::<C>::Failure { id, error: sparkwire::messages::ErrorDescription::new("org.apache.spark.SparkException", format!("Duplicate executor ID: {EXECUTOR_ID}")) }).await?;
+                    conn.send(&Envelope::<C>::Failure { id,
+                        error: sparkwire::messages::ErrorDescription::new("org.apache.spark.SparkException",
+                            format!("Duplicate executor ID: {EXECUTOR_ID}")) }).await?;
                     break;
                 }
                 conn = run.accept(&ctx, "driver-main", Role::Driver).await?;
@@ -484,20 +279,26 @@ fn flows(cs: &mut Cases) {
         },
     );
     cs.add("spec/10/result-too-large", Level::Must,
-        "a result as large as spark.rpc.message.maxSize less 200 KiB is not sent: the task is FAILED with Spark's text `Result of task (TID n) was S bytes, which exceeds max allowed: spark.rpc.message.maxSize`, and the connection stays up",
+        "a result as large as spark.rpc.message.maxSize less 200 KiB is not sent: the task is FAILED with Spark's \
+            text `Result of task (TID n) was S bytes, which exceeds max allowed: spark.rpc.message.maxSize`, and the \
+                connection stays up",
         |ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 1).await?;
             launched(&ctx, &mut e).await?;
             launch(&mut e, &task(7, "big-result", &[1_500_000], 1)).await?;
             let done = update(&ctx, &mut e, 7, "a finished StatusUpdate", |s| s.state.is_finished()).await?;
             let f = decode_failure(done.data.as_slice());
-            check(done.state == TaskState::Failed && f.message.contains("Result of task (TID 7) was") && f.message.contains("exceeds max allowed: spark.rpc.message.maxSize"),
-                "FAILED: Result of task (TID 7) was … exceeds max allowed: spark.rpc.message.maxSize", format!("{} {}", done.state, f.message))?;
+            check(done.state == TaskState::Failed && f.message.contains("Result of task (TID 7) \
+                was") && f.message.contains("exceeds max allowed: spark.rpc.message.maxSize"),
+                "FAILED: Result of task (TID 7) was … exceeds max allowed: \
+                    spark.rpc.message.maxSize", format!("{} {}", done.state, f.message))?;
             launch(&mut e, &task(8, "sum-squares", &[0, 10], 1)).await?;
-            update(&ctx, &mut e, 8, "StatusUpdate FINISHED of the next task", |s| s.state == TaskState::Finished).await.map(|_| ())
+            update(&ctx, &mut e, 8, "StatusUpdate FINISHED of the next \
+                task", |s| s.state == TaskState::Finished).await.map(|_| ())
         });
     cs.add("spec/10/bad-task-data", Level::Must,
-        "a LaunchTask whose data is not a TaskDescription does not take the executor down: the connection stays up and the next task runs",
+        "a LaunchTask whose data is not a TaskDescription does not take the executor down: the connection stays up \
+            and the next task runs",
         |ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;

@@ -7,12 +7,13 @@ use std::time::Duration;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Answer, Hello, RefusalReason, Role, CLOSE_REASON};
 
-use crate::case::{check, fail, Cases, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::master::{addr, open};
 use crate::mp;
 use crate::peer::{auth_entries, frame, Conn, Event};
-use crate::targets::common::wait;
-use crate::targets::master::{addr, open};
+use crate::verdict::{check, fail, Level, Outcome};
 
 /// A feature name no version of the protocol defines.
 const UNKNOWN_FEATURE: &str = "conformanceUnknownFeature";
@@ -24,25 +25,33 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "handshake/12/features-string-refused",
         Level::Must,
-        "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a hello whose `features` is the string \"closeReason\" is refused with malformedHello, then the connection closed",
+        "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a \
+            hello whose `features` is the string \"closeReason\" is refused with malformedHello, then the connection \
+                closed",
         features_string_refused,
     );
     cs.add(
         "handshake/12/features-not-strings-refused",
         Level::Must,
-        "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a hello whose `features` is the array [1] is refused with malformedHello, then the connection closed",
+        "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a \
+            hello whose `features` is the array [1] is refused with malformedHello, then the connection closed",
         features_not_strings_refused,
     );
     cs.add(
         "handshake/12/unknown-feature-not-taken",
         Level::Must,
-        "handshake.md §12, \"A side ignores feature names it does not know ... a server never takes a feature the hello did not offer\": a hello offering an unknown feature and closeReason is accepted, and the answer's `features` names neither the unknown feature nor anything but closeReason",
+        "handshake.md §12, \"A side ignores feature names it does not know ... a server never takes a feature the \
+            hello did not offer\": a hello offering an unknown feature and closeReason is accepted, and the answer's \
+                `features` names neither the unknown feature nor anything but closeReason",
         unknown_feature_not_taken,
     );
     cs.add(
         "spec/8.1/no-close-envelope-unoffered",
         Level::Must,
-        "SPEC §8.1, \"Without the feature — a peer that did not offer it, or a server that did not take it — no close envelope is sent\", and \"a newer peer sends the close envelope only to a peer that asked for it\": on a connection whose hello offered no feature, a frame that is not MessagePack closes the connection with no close envelope before the close",
+        "SPEC §8.1, \"Without the feature — a peer that did not offer it, or a server that did not take it — no close \
+            envelope is sent\", and \"a newer peer sends the close envelope only to a peer that asked for it\": on a \
+                connection whose hello offered no feature, a frame that is not MessagePack closes the connection with \
+                    no close envelope before the close",
         no_close_envelope_unoffered,
     );
 }
@@ -64,7 +73,7 @@ async fn features_refused(ctx: &Ctx, features: Vec<u8>, what: &str) -> Outcome {
         Answer::Refused(r) if r.reason == RefusalReason::MalformedHello => {}
         other => return Err(fail(want, format!("{other:?}"))),
     }
-    c.expect_closed(crate::targets::common::reaction_wait(ctx), &want)
+    c.expect_closed(crate::kit::common::reaction_wait(ctx), &want)
         .await
 }
 
@@ -79,7 +88,7 @@ async fn features_not_strings_refused(ctx: Ctx) -> Outcome {
 async fn unknown_feature_not_taken(ctx: Ctx) -> Outcome {
     let hello = Hello::new(&[Version::V1, Version::V2], Role::Ui, "suite")
         .with_features(&[UNKNOWN_FEATURE, CLOSE_REASON]);
-    let (_c, taken) = crate::targets::common::open_offering(&ctx, addr(&ctx)?, "ui", hello).await?;
+    let (_c, taken) = crate::kit::common::open_offering(&ctx, addr(&ctx)?, "ui", hello).await?;
     check(
         taken.iter().all(|f| f == CLOSE_REASON),
         format!("the answer takes at most closeReason, never {UNKNOWN_FEATURE}"),
@@ -89,7 +98,7 @@ async fn unknown_feature_not_taken(ctx: Ctx) -> Outcome {
 
 async fn no_close_envelope_unoffered(ctx: Ctx) -> Outcome {
     // Conn::open offers no feature.
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let mut c = open(&ctx, Role::Ui, "ui", "", v).await?;
     // 0xc1: the reserved marker, never MessagePack (SPEC §2): InvalidMessagePack.
     c.send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")

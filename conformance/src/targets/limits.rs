@@ -8,359 +8,25 @@
 //! [`Server`] also serves the cases about the admin secret (`targets/admin.rs`) and TLS
 //! (`targets/tls.rs`), which need a server with settings of their own too.
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sparkwire::messages::deploy::{
     Heartbeat, RegisterApplication, RequestExecutors, RequestMasterState,
 };
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef, ProfileExecutors, Version};
-use sparkwire::wire::handshake::{
-    encode_hello, Answer, Hello, RefusalReason, Role, Secret, CLOSE_REASON,
-};
-use sparkwire::wire::{Envelope, Reply};
+use sparkwire::wire::handshake::{encode_hello, Answer, Hello, RefusalReason, Role};
+use sparkwire::wire::Envelope;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
-use crate::env::{Ctx, Wire};
-use crate::peer::{frame, not_on_spark_wire, Conn, Event};
-use crate::spawn::{spawn, Spawned};
-use crate::targets::common::{unique, wait};
-use crate::targets::master::{addr, app_desc, register_worker_msg};
+use crate::case::{Cases, Sharing};
+use crate::env::Ctx;
+use crate::kit::common::{unique, wait};
+use crate::kit::master::{addr, app_desc, register_worker_msg};
+use crate::kit::own_server::*;
+use crate::peer::{frame, Conn, Event};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
-
-/// The idle timeout, frame read timeout (seconds) and connection limit the cases start their
-/// servers with: small, so that each case takes a few seconds.
-const SHORT: u64 = 1;
-
-/// The settings of a server a case starts.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// `{max_connections}`.
-    pub max_connections: usize,
-    /// `{idle_timeout}`, seconds.
-    pub idle_timeout: u64,
-    /// `{frame_read_timeout}`, seconds.
-    pub frame_read_timeout: u64,
-    /// `{max_queued_bytes}`.
-    pub max_queued_bytes: usize,
-    /// A shared secret (`{secret_file}`).
-    pub secret: bool,
-    /// An admin secret (`{admin_secret_file}`; needs `secret`).
-    pub admin: bool,
-    /// A certificate for 127.0.0.1 (`{tls_cert}`, `{tls_key}`).
-    pub tls: bool,
-}
-
-impl Default for Settings {
-    /// Limits no case reaches unless it means to (the reference master's defaults, but the
-    /// connection limit, which a case's few connections never reach either).
-    fn default() -> Self {
-        Settings {
-            max_connections: 64,
-            idle_timeout: 60,
-            frame_read_timeout: 60,
-            max_queued_bytes: 4 << 20,
-            secret: false,
-            admin: false,
-            tls: false,
-        }
-    }
-}
-
-/// A server a case started from the `--spawn-server` template, killed when dropped.
-pub struct Server {
-    /// Where the suite dials it (the fault proxy's address when a fault is on and the server
-    /// speaks plain TCP).
-    pub addr: SocketAddr,
-    /// Its own address (the proxy relays whole frames only: a case that leaves a frame
-    /// unfinished sends it here).
-    pub direct: SocketAddr,
-    /// Its shared secret, when it holds one.
-    pub secret: Option<Secret>,
-    /// Its admin secret, when it holds one.
-    pub admin: Option<Secret>,
-    /// The authority (PEM) that signed its certificate, when it speaks TLS.
-    pub ca_pem: Option<String>,
-    _process: Spawned,
-    _proxy: Option<crate::fault::Proxy>,
-    _work_dir: WorkDir,
-}
-
-/// A server's work directory (its secrets, its certificate), removed when dropped: when the
-/// server stops, or when it could not be started.
-struct WorkDir(PathBuf);
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Why a case that needs a server of its own cannot run, if it cannot: no `--spawn-server`, a
-/// template that does not use one of `needs`, or Spark's wire.
-fn template<'a>(ctx: &'a Ctx, needs: &[&str]) -> Result<&'a str, Failure> {
-    if ctx.log.wire() != Wire::Sparkwire {
-        return Err(not_on_spark_wire(
-            "a server started with sparkwire's settings",
-        ));
-    }
-    let Some(t) = ctx.settings.spawn_server.as_deref() else {
-        return Err(Failure::Skipped(
-            "needs --spawn-server CMD, a master the suite starts with the case's own settings (conformance/README.md)"
-                .into(),
-        ));
-    };
-    if let Some(n) = needs.iter().find(|n| !t.contains(&format!("{{{n}}}"))) {
-        return Err(Failure::Skipped(format!(
-            "the --spawn-server template does not use {{{n}}}: the setting the case is about is not known"
-        )));
-    }
-    Ok(t)
-}
-
-fn secret_file(dir: &std::path::Path, name: &str) -> Result<(Secret, String), Failure> {
-    let secret = sparkwire::connection::generate_secret()
-        .map_err(|e| fail("a secret the suite draws", e.to_string()))?;
-    let path = dir.join(name);
-    sparkwire::connection::write_secret_file(&path, &secret)
-        .map_err(|e| fail(format!("the secret file {}", path.display()), e.to_string()))?;
-    Ok((secret, path.display().to_string()))
-}
-
-/// A port on 127.0.0.1 that was free a moment ago and that no other server of this run was
-/// given: the system picks it, and the run never hands the same one out twice (two cases
-/// starting servers at once would otherwise be given the same just-freed port).
-fn free_port() -> Result<u16, Failure> {
-    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
-    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-    for _ in 0..64 {
-        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .and_then(|l| l.local_addr())
-            .map_err(|e| fail("a free port for the server", e.to_string()))?
-            .port();
-        if given.insert(port) {
-            return Ok(port);
-        }
-    }
-    Err(fail(
-        "a free port for the server",
-        "the system gave only ports already given",
-    ))
-}
-
-/// Starts the server from `template` with `vars` and a free `{port}`, and waits until it
-/// accepts TCP connections there. A server that exits first (another process took the port
-/// meanwhile) is started again on another port, twice at most.
-async fn up(
-    ctx: &Ctx,
-    template: &str,
-    vars: Vec<(&'static str, String)>,
-) -> Result<(Spawned, SocketAddr), Failure> {
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let port = free_port()?;
-        let mut with_port = vars.clone();
-        with_port.push(("port", port.to_string()));
-        let mut process = spawn(template, &with_port, &[], &ctx.log)?;
-        let direct = SocketAddr::from(([127, 0, 0, 1], port));
-        // As long as an endpoint the suite starts may take to come up (`spawned::startup`),
-        // and never less than 10 s: many cases start servers at once.
-        let deadline = Instant::now() + (wait(ctx) * 3).max(Duration::from_secs(10));
-        let exited = loop {
-            if tokio::net::TcpStream::connect(direct).await.is_ok() {
-                // Accepted: by this server, unless it is exiting for want of the port.
-                break process.exit_within(Duration::from_millis(100)).await;
-            }
-            if let Some(code) = process.exit_within(Duration::from_millis(50)).await {
-                break Some(code);
-            }
-            if Instant::now() > deadline {
-                return Err(fail(
-                    format!("the server listening on {direct} ({})", process.command),
-                    "no connection accepted in time",
-                ));
-            }
-        };
-        let Some(code) = exited else {
-            return Ok((process, direct));
-        };
-        // Its last words, which its output tasks may still be reading.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let output = process.output();
-        ctx.log.push(format!(
-            "[suite] the server exited with status {code} before it accepted a connection (attempt {attempt})"
-        ));
-        if attempt == 3 {
-            return Err(fail(
-                format!("the server started ({})", process.command),
-                format!("it exited with status {code}: {output}"),
-            ));
-        }
-    }
-}
-
-impl Server {
-    /// Starts a server with `settings`; `needs` are the placeholders the case is about (the
-    /// case is skipped when the template does not use one). Returns once it accepts TCP
-    /// connections.
-    pub async fn start(ctx: &Ctx, settings: Settings, needs: &[&str]) -> Result<Server, Failure> {
-        let template = template(ctx, needs)?;
-        let work_dir =
-            std::env::temp_dir().join(format!("sparkwire-conformance-server-{}", unique()));
-        std::fs::create_dir_all(&work_dir)
-            .map_err(|e| fail("a work directory for the server", e.to_string()))?;
-        let work_dir = WorkDir(work_dir);
-        // A server that ignores its settings (the `settings-ignored` fault) is started with
-        // limits no case reaches and without its certificate.
-        let ignored = ctx.settings.fault.is_some_and(|f| f.ignores_settings());
-        let settings = if ignored {
-            Settings {
-                max_connections: 10_000,
-                idle_timeout: 3600,
-                frame_read_timeout: 3600,
-                max_queued_bytes: 1 << 30,
-                ..settings
-            }
-        } else {
-            settings
-        };
-        let mut vars: Vec<(&str, String)> = vec![
-            ("max_connections", settings.max_connections.to_string()),
-            ("idle_timeout", settings.idle_timeout.to_string()),
-            (
-                "frame_read_timeout",
-                settings.frame_read_timeout.to_string(),
-            ),
-            ("max_queued_bytes", settings.max_queued_bytes.to_string()),
-            ("work_dir", work_dir.0.display().to_string()),
-        ];
-        let mut secret = None;
-        let mut admin = None;
-        if settings.secret {
-            let (s, path) = secret_file(&work_dir.0, "secret")?;
-            secret = Some(s);
-            vars.push(("secret_file", path));
-        }
-        if settings.admin {
-            let (s, path) = secret_file(&work_dir.0, "admin-secret")?;
-            admin = Some(s);
-            vars.push(("admin_secret_file", path));
-        }
-        let mut ca_pem = None;
-        if settings.tls {
-            let (ca, cert, key) = crate::targets::tls::certificate()?;
-            for (name, pem) in [("cert.pem", &cert), ("key.pem", &key)] {
-                std::fs::write(work_dir.0.join(name), pem)
-                    .map_err(|e| fail(format!("the server's {name}"), e.to_string()))?;
-            }
-            if !ignored {
-                vars.push((
-                    "tls_cert",
-                    work_dir.0.join("cert.pem").display().to_string(),
-                ));
-                vars.push(("tls_key", work_dir.0.join("key.pem").display().to_string()));
-            }
-            ca_pem = Some(ca);
-        }
-        let (process, direct) = up(ctx, template, vars).await?;
-        // The fault proxy relays sparkwire's frames, which TLS hides: a TLS server is dialled
-        // directly.
-        let proxy = match ctx.settings.fault {
-            Some(f) if !settings.tls => Some(
-                crate::fault::start(
-                    f,
-                    direct,
-                    crate::fault::Side::SuiteConnects {
-                        client_role: Role::Ui,
-                        server_role: Role::Master,
-                    },
-                    secret.clone(),
-                )
-                .await
-                .map_err(|e| fail("the fault proxy", e))?,
-            ),
-            _ => None,
-        };
-        Ok(Server {
-            addr: proxy.as_ref().map_or(direct, |p| p.addr()),
-            direct,
-            secret,
-            admin,
-            ca_pem,
-            _process: process,
-            _proxy: proxy,
-            _work_dir: work_dir,
-        })
-    }
-
-    /// A session as `role` at version 2 offering `closeReason`, authenticated when the server
-    /// holds a secret (and proving `admin` when given). Returns it and whether the server took
-    /// `closeReason`. A refusal `tooManyConnections` is tried again for a while: the connection
-    /// the suite made to see the server up, or one a case just let go of, may still hold a slot.
-    pub async fn open(
-        &self,
-        ctx: &Ctx,
-        role: Role,
-        label: &str,
-        admin: Option<&Secret>,
-    ) -> Result<(Conn, bool), Failure> {
-        self.open_at(ctx, self.addr, role, label, admin).await
-    }
-
-    /// [`Server::open`] dialling `at` (the server's own address, or the proxy's).
-    pub async fn open_at(
-        &self,
-        ctx: &Ctx,
-        at: SocketAddr,
-        role: Role,
-        label: &str,
-        admin: Option<&Secret>,
-    ) -> Result<(Conn, bool), Failure> {
-        let deadline = Instant::now() + wait(ctx);
-        loop {
-            let hello = Hello::new(&[Version::V2], role, "").with_features(&[CLOSE_REASON]);
-            match Conn::open_as(
-                at,
-                label,
-                hello,
-                self.secret.as_ref(),
-                admin,
-                &ctx.log,
-                wait(ctx),
-            )
-            .await
-            {
-                Ok((c, taken)) => return Ok((c, taken.iter().any(|f| f == CLOSE_REASON))),
-                Err(Failure::Fail { seen, .. })
-                    if seen.contains("tooManyConnections") && Instant::now() < deadline =>
-                {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
-/// Asks RequestMasterState on `c` as ask `id` and expects its answer: the connection is served.
-pub async fn served(ctx: &Ctx, c: &mut Conn, id: u64) -> Outcome {
-    c.send(&Envelope::Ask {
-        id,
-        message: D::RequestMasterState(RequestMasterState::new()),
-    })
-    .await?;
-    c.expect::<D, ()>(
-        wait(ctx),
-        &format!("a MasterStateResponse to ask {id} on {}: the connection still served", c.label()),
-        |e| matches!(e, Envelope::Reply { id: r, reply: Reply::Message(D::MasterStateResponse(_)) } if *r == id).then_some(()),
-    )
-    .await
-}
 
 /// Fails when `c` closes within `quiet` (frames before that are read and skipped).
 async fn still_open(c: &mut Conn, quiet: Duration, what: &str) -> Outcome {
@@ -401,7 +67,7 @@ async fn closed_by_limit(
         }),
         log: ctx.log.clone(),
     };
-    let reason = crate::targets::server::close_envelope(&ctx, c, &want).await?;
+    let reason = crate::kit::server::close_envelope(&ctx, c, &want).await?;
     check(
         reason.kind == kind,
         want,
@@ -422,61 +88,88 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "handshake/5/0/too-many-connections",
         Level::Must,
-        "handshake.md §5 step 0, \"the server holds fewer connections than its limit (`--max-connections`) | `tooManyConnections`\", §9 \"server at its connection limit | `Refused{tooManyConnections}`\", and SPEC §8 \"at the handshake, a peer beyond the server's connection limit\" (closing only its own connection): a server started with a limit of 2 that holds two sessions answers a third hello refused tooManyConnections and closes that connection; the two sessions are still served",
+        "handshake.md §5 step 0, \"the server holds fewer connections than its limit (`--max-connections`) | \
+            `tooManyConnections`\", §9 \"server at its connection limit | `Refused{tooManyConnections}`\", and SPEC \
+                §8 \"at the handshake, a peer beyond the server's connection limit\" (closing only its own \
+                    connection): a server started with a limit of 2 that holds two sessions answers a third hello \
+                        refused tooManyConnections and closes that connection; the two sessions are still served",
         too_many_connections,
     );
     cs.add(
         "handshake/5/0/before-the-hello",
         Level::Must,
-        "handshake.md §5, \"Step 0 comes before everything: a server at its connection limit ... answers `tooManyConnections` without looking at the hello\": at its limit, a server answers a hello with the wrong magic tooManyConnections, not badMagic",
+        "handshake.md §5, \"Step 0 comes before everything: a server at its connection limit ... answers \
+            `tooManyConnections` without looking at the hello\": at its limit, a server answers a hello with the \
+                wrong magic tooManyConnections, not badMagic",
         before_the_hello,
     );
     cs.add(
         "handshake/5/0/before-the-challenge",
         Level::Must,
-        "handshake.md §5, \"with a secret it refuses before the challenge, so a refused peer learns only that the server is full\": at its limit, a server holding a secret answers a hello that asks to authenticate tooManyConnections, with no challenge first",
+        "handshake.md §5, \"with a secret it refuses before the challenge, so a refused peer learns only that the \
+            server is full\": at its limit, a server holding a secret answers a hello that asks to authenticate \
+                tooManyConnections, with no challenge first",
         before_the_challenge,
     );
     cs.add(
         "handshake/5/0/refusals-bounded",
         Level::Should,
-        "handshake.md §5, \"refusals themselves are bounded (a server closes a connection unanswered while 64 refusals are under way)\", and §9 \"Each failure ends that connection only\": at its limit, with 64 refusals under way (hellos left unfinished), a server closes a 65th connection that says hello without answering it, and its session is still served",
+        "handshake.md §5, \"refusals themselves are bounded (a server closes a connection unanswered while 64 \
+            refusals are under way)\", and §9 \"Each failure ends that connection only\": at its limit, with 64 \
+                refusals under way (hellos left unfinished), a server closes a 65th connection that says hello \
+                    without answering it, and its session is still served",
         refusals_bounded,
     );
     cs.add(
         "spec/8/limits/idle-unregistered",
         Level::Must,
-        "SPEC §8, \"Resource limits close one connection too, never the others: ... one that has not registered ... that sends nothing for an idle timeout\", and §8.1 (`Idle`): a server started with a 1 s idle timeout closes a worker's session that never registers and sends nothing, its last frame a close envelope of kind Idle (closeReason taken); a UI asking every 300 ms meanwhile is still served",
+        "SPEC §8, \"Resource limits close one connection too, never the others: ... one that has not registered ... \
+            that sends nothing for an idle timeout\", and §8.1 (`Idle`): a server started with a 1 s idle timeout \
+                closes a worker's session that never registers and sends nothing, its last frame a close envelope of \
+                    kind Idle (closeReason taken); a UI asking every 300 ms meanwhile is still served",
         idle_unregistered,
     );
     cs.add(
         "spec/8/limits/idle-ui-between-requests",
         Level::Must,
-        "SPEC §8, \"... (or a `ui` peer between requests) that sends nothing for an idle timeout\", and §8.1 (`Idle`): a server started with a 1 s idle timeout answers a UI's RequestMasterState, then closes it when it sends nothing more, its last frame a close envelope of kind Idle; another UI is still served",
+        "SPEC §8, \"... (or a `ui` peer between requests) that sends nothing for an idle timeout\", and §8.1 \
+            (`Idle`): a server started with a 1 s idle timeout answers a UI's RequestMasterState, then closes it when \
+                it sends nothing more, its last frame a close envelope of kind Idle; another UI is still served",
         idle_ui_between_requests,
     );
     cs.add(
         "spec/8/limits/registered-kept",
         Level::Must,
-        "SPEC §8, \"A registered worker or application that reads what it is sent is never closed by them\": with a 1 s idle timeout, a registered worker that sends only heartbeats and a registered application that sends nothing for 3.5 s are both still connected and served (the application's RequestExecutors is answered)",
+        "SPEC §8, \"A registered worker or application that reads what it is sent is never closed by them\": with a 1 \
+            s idle timeout, a registered worker that sends only heartbeats and a registered application that sends \
+                nothing for 3.5 s are both still connected and served (the application's RequestExecutors is answered)",
         registered_kept,
     );
     cs.add(
         "spec/8/limits/frame-timed-out",
         Level::Must,
-        "SPEC §8, \"one whose frame is not complete within a time of its first byte\", and §8.1 (`FrameTimedOut`): a server started with a 1 s frame read timeout closes a UI that sent 5 bytes of a frame and nothing more, its last frame a close envelope of kind FrameTimedOut; another UI is still served",
+        "SPEC §8, \"one whose frame is not complete within a time of its first byte\", and §8.1 (`FrameTimedOut`): a \
+            server started with a 1 s frame read timeout closes a UI that sent 5 bytes of a frame and nothing more, \
+                its last frame a close envelope of kind FrameTimedOut; another UI is still served",
         frame_timed_out,
     );
     cs.add(
         "spec/8/limits/slow-consumer",
         Level::Must,
-        "SPEC §8, \"a peer that does not read what is sent to it until its queue is over a limit (a slow consumer), one that sends more than a bounded number of asks awaiting answers\": a server started with 64 KiB of queue per peer closes a UI that floods it with RequestMasterState asks and reads nothing; another UI is still served (the close envelope is not looked for: §8.1 lets a writer give up on a peer that does not read)",
+        "SPEC §8, \"a peer that does not read what is sent to it until its queue is over a limit (a slow consumer), \
+            one that sends more than a bounded number of asks awaiting answers\": a server started with 64 KiB of \
+                queue per peer closes a UI that floods it with RequestMasterState asks and reads nothing; another UI \
+                    is still served (the close envelope is not looked for: §8.1 lets a writer give up on a peer that \
+                        does not read)",
         slow_consumer,
     );
     cs.add(
         "spec/8.1/close-reason-frame-too-large",
         Level::Must,
-        "SPEC §8.1, \"an endpoint that closes the connection for one of the reasons below MUST first send a close envelope\" (`FrameTooLarge`: a frame whose prefix declares more than the receiver's limit): on a session that took closeReason, a prefix declaring 4294967295 bytes closes the connection after a close envelope of kind FrameTooLarge",
+        "SPEC §8.1, \"an endpoint that closes the connection for one of the reasons below MUST first send a close \
+            envelope\" (`FrameTooLarge`: a frame whose prefix declares more than the receiver's limit): on a session \
+                that took closeReason, a prefix declaring 4294967295 bytes closes the connection after a close \
+                    envelope of kind FrameTooLarge",
         close_reason_frame_too_large,
     );
 }
@@ -689,7 +382,7 @@ async fn registered_kept(ctx: Ctx) -> Outcome {
     // application says nothing and reads what it is sent.
     let heartbeat = D::Heartbeat(Heartbeat::new(
         id.clone(),
-        crate::targets::master::worker_ref("127.0.0.1", port),
+        crate::kit::master::worker_ref("127.0.0.1", port),
     ));
     let end = Instant::now() + Duration::from_millis(3500 * SHORT);
     let want = "the registered worker still connected (it heartbeats and reads)";
@@ -853,7 +546,7 @@ async fn slow_consumer(ctx: Ctx) -> Outcome {
 }
 
 async fn close_reason_frame_too_large(ctx: Ctx) -> Outcome {
-    let (mut c, taken) = crate::targets::common::offering_close_reason(
+    let (mut c, taken) = crate::kit::common::offering_close_reason(
         &ctx,
         addr(&ctx)?,
         "ui",
@@ -873,7 +566,7 @@ async fn close_reason_frame_too_large(ctx: Ctx) -> Outcome {
     )
     .await?;
     let want = "a close envelope of kind FrameTooLarge, then the close";
-    let reason = crate::targets::server::close_envelope(&ctx, &mut c, want).await?;
+    let reason = crate::kit::server::close_envelope(&ctx, &mut c, want).await?;
     check(
         reason.kind == "FrameTooLarge",
         want,

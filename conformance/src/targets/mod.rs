@@ -1,20 +1,17 @@
-//! The cases of each target.
+//! The cases of each target, and the catalogue that registers them ([`cases`]).
 
 pub mod admin;
 pub mod auth;
 pub mod client;
 pub mod cluster_manager;
-pub mod common;
 pub mod driver;
 pub mod end_obligations;
 pub mod executor;
 pub mod handshake_features;
 pub mod limits;
 pub mod master;
-pub mod sections;
 pub mod server;
 pub mod spark;
-pub mod spawned;
 pub mod spec1;
 pub mod spec10;
 pub mod spec11;
@@ -31,7 +28,8 @@ pub mod spec8_closes;
 pub mod tls;
 pub mod worker;
 
-use crate::case::{Case, Target};
+use crate::case::{Case, Cases};
+use crate::verdict::Target;
 
 /// Why the case `id` checks something only sparkwire's own wire has, so that it is skipped on
 /// Spark's wire (`--wire spark`); `None` for a case about behaviour, which runs on either wire.
@@ -50,7 +48,8 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
         ("spec/3/envelope-not-array", "sparkwire's envelope as MessagePack (SPEC §3)"),
         ("spec/3/message-not-one-entry-map", "sparkwire's message as MessagePack (SPEC §3)"),
         ("spec/3/ask-id-u64", "ask ids past 2^63 - 1 (Spark's request ids are signed 64-bit)"),
-        ("spec/4/", "sparkwire's message names and field maps (SPEC §4); a Java stream Spark cannot read is spark/15.1/…"),
+        ("spec/4/", "sparkwire's message names and field maps (SPEC §4); a Java stream Spark cannot read is \
+            spark/15.1/…"),
         ("spec/4.1/", "sparkwire's field maps (SPEC §4.1)"),
         ("spec/6/", "sparkwire's decoder naming local messages (SPEC §6)"),
         ("spec/8.1/", "sparkwire's close envelopes (SPEC §8.1: Spark has none)"),
@@ -63,14 +62,115 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
         .map(|(_, why)| *why)
 }
 
-/// Every case of `target`, in report order.
+/// Every case of `target`, in report order: the catalogue, the one place that knows every case
+/// file. Each target's cases come in two runs, each from a builder of its own: the cases about
+/// any endpoint and the target's own, then the cases written by spec section in files of their
+/// own.
 pub fn cases(target: Target) -> Vec<Case> {
     match target {
-        Target::Master => [master::cases(), sections::master()].concat(),
-        Target::Worker => [worker::cases(), sections::worker()].concat(),
-        Target::Driver => [driver::cases(), sections::driver()].concat(),
-        Target::Executor => [executor::cases(), sections::executor()].concat(),
+        Target::Master => [master_cases(), master_sections()].concat(),
+        Target::Worker => [worker_cases(), worker_sections()].concat(),
+        Target::Driver => [driver_cases(), driver_sections()].concat(),
+        Target::Executor => [executor_cases(), executor_sections()].concat(),
     }
+}
+
+fn master_cases() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Master);
+    server::add(&mut cs, master::server());
+    master::routes(&mut cs);
+    spec14::add(&mut cs);
+    spec11::add_master(&mut cs);
+    master::flows(&mut cs);
+    auth::add(&mut cs);
+    spark::add_server(&mut cs, master::spark_server());
+    spark::add_master(&mut cs);
+    cs.list
+}
+
+fn worker_cases() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Worker);
+    client::add(&mut cs, worker::client());
+    server::add(&mut cs, worker::server());
+    worker::ui_routes(&mut cs);
+    spec11::add_worker(&mut cs);
+    worker::flows(&mut cs);
+    spec14_launch::add_worker(&mut cs);
+    auth::add_server(&mut cs, worker::secured());
+    spark::add_server(&mut cs, worker::spark_server());
+    spark::add_worker(&mut cs);
+    cs.list
+}
+
+fn driver_cases() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Driver);
+    client::add(&mut cs, driver::client());
+    server::add(&mut cs, driver::server());
+    driver::routes(&mut cs);
+    driver::flows(&mut cs);
+    spec10::add_driver(&mut cs);
+    spec14_launch::add_driver(&mut cs);
+    auth::add_server(&mut cs, driver::secured());
+    cs.list
+}
+
+fn executor_cases() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Executor);
+    client::add(&mut cs, executor::client());
+    executor::routes(&mut cs);
+    executor::flows(&mut cs);
+    spec10::add_executor(&mut cs);
+    spec11::add_executor(&mut cs);
+    auth::add_client(
+        &mut cs,
+        executor::starter(),
+        "an executor",
+        sparkwire::wire::handshake::Role::Driver,
+    );
+    cs.list
+}
+
+fn master_sections() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Master);
+    spec4_fields::add(&mut cs);
+    spec7_asks::add(&mut cs);
+    spec14_ownership::add(&mut cs);
+    handshake_features::add(&mut cs);
+    spec14_closing::add(&mut cs);
+    spec8_closes::add_master(&mut cs);
+    spec4_encoder::add_master(&mut cs);
+    limits::add(&mut cs);
+    admin::add(&mut cs);
+    tls::add(&mut cs);
+    spec1::add(&mut cs);
+    cs.list
+}
+
+fn worker_sections() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Worker);
+    spec8_closes::add_worker(&mut cs);
+    spec4_encoder::add_worker(&mut cs);
+    end_obligations::add_worker(&mut cs);
+    cs.list
+}
+
+fn executor_sections() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Executor);
+    spec4_executor::add(&mut cs);
+    spec8_closes::add_executor(&mut cs);
+    spec4_encoder::add_executor(&mut cs);
+    end_obligations::add_executor(&mut cs);
+    cs.list
+}
+
+fn driver_sections() -> Vec<Case> {
+    let mut cs = Cases::new(Target::Driver);
+    spec8_closes::add_driver(&mut cs);
+    spec11_driver::add(&mut cs);
+    spec11_driver::add_nested_maps(&mut cs);
+    cluster_manager::add(&mut cs);
+    spec4_encoder::add_driver(&mut cs);
+    cs.list
 }
 
 /// The probes of the endpoint the run watches beside its cases ([`crate::health`]): a master

@@ -10,31 +10,19 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::{Ctx, Wire};
+use crate::kit::common::wait;
+use crate::kit::server::Listening;
+use crate::kit::spark::*;
 use crate::peer::{Conn, Event};
 use crate::spark_wire::{endpoint_of, VERIFIER};
-use crate::targets::common::wait;
-use crate::targets::server::{Listening, Server};
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 
-/// An ask the endpoint answers, and how to recognise its answer.
-pub type Probe = (fn() -> D, fn(&Reply<D>) -> bool);
-
 /// A broken transport frame: the case's id, what is wrong with it, its bytes.
 type BrokenFrame = (&'static str, &'static str, fn() -> Vec<u8>);
-
-/// An endpoint that listens, as the Spark-wire cases see it.
-#[derive(Clone)]
-pub struct SparkServer {
-    /// How to reach it, its name in requirements and the role the suite's connections take.
-    pub server: Server,
-    /// An ask it answers, and how to recognise the answer.
-    pub probe: Probe,
-    /// A message it takes one-way but has no answer for when asked.
-    pub not_asked: fn() -> D,
-}
 
 /// The Spark release's protocol version, or a skip on sparkwire's wire.
 fn spark_version(ctx: &Ctx) -> Result<Version, Failure> {
@@ -113,7 +101,8 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
     case!(
         "spark/15.2/check-existence",
         Level::Must,
-        format!("{name} answers RpcEndpointVerifier$CheckExistence of its own endpoint name, asked of the endpoint `endpoint-verifier`, with java.lang.Boolean true in an RpcResponse of the same request id"),
+        format!("{name} answers RpcEndpointVerifier$CheckExistence of its own endpoint name, asked of the endpoint \
+            `endpoint-verifier`, with java.lang.Boolean true in an RpcResponse of the same request id"),
         |ctx, s| {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
@@ -154,7 +143,8 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
     case!(
         "spark/15.2/no-check-needed",
         Level::Must,
-        format!("{name} answers an ask sent without a CheckExistence before it (the check is the asking peer's, not a gate)"),
+        format!("{name} answers an ask sent without a CheckExistence before it (the check is the asking peer's, not a \
+            gate)"),
         |ctx, s| {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
@@ -164,7 +154,8 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
     case!(
         "spark/15.2/unknown-endpoint",
         Level::Must,
-        format!("{name} fails an ask to an endpoint name it does not have (a failure for that request id) and goes on serving the connection"),
+        format!("{name} fails an ask to an endpoint name it does not have (a failure for that request id) and goes on \
+            serving the connection"),
         |ctx, s| {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
@@ -178,7 +169,8 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
     case!(
         "spark/15.2/not-asked-fails",
         Level::Must,
-        format!("{name} fails, with org.apache.spark.SparkException, an ask of a message it takes only one-way, and goes on serving the connection"),
+        format!("{name} fails, with org.apache.spark.SparkException, an ask of a message it takes only one-way, and \
+            goes on serving the connection"),
         |ctx, s| {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
@@ -196,7 +188,8 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
     case!(
         "spark/15.2/negative-request-id",
         Level::Must,
-        format!("{name} answers an ask whose request id is negative with that id (request ids are signed 64-bit and opaque)"),
+        format!("{name} answers an ask whose request id is negative with that id (request ids are signed 64-bit and \
+            opaque)"),
         |ctx, s| {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
@@ -227,7 +220,8 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
     case!(
         "spark/15.2/no-sender",
         Level::Must,
-        format!("{name} answers an ask whose RequestMessage has no sender address (a client-mode RpcEnv, as an executor's)"),
+        format!("{name} answers an ask whose RequestMessage has no sender address (a client-mode RpcEnv, as an \
+            executor's)"),
         |ctx, s| {
             // The suite's connections send no sender until they register an endpoint of their own.
             let at = (s.server.open)(ctx.clone()).await?;
@@ -323,7 +317,8 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
     case!(
         "spark/15.1/unreadable-request",
         Level::Must,
-        format!("{name} answers an RpcRequest whose Java stream does not read with a failure (RpcFailure) for its id, and goes on serving the connection"),
+        format!("{name} answers an RpcRequest whose Java stream does not read with a failure (RpcFailure) for its id, \
+            and goes on serving the connection"),
         |ctx, s| {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
@@ -338,7 +333,8 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
     case!(
         "spark/15.1/unreadable-one-way",
         Level::Must,
-        format!("{name} drops a OneWayMessage whose Java stream does not read, sends nothing back for it and goes on serving the connection"),
+        format!("{name} drops a OneWayMessage whose Java stream does not read, sends nothing back for it and goes on \
+            serving the connection"),
         |ctx, s| {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
@@ -350,21 +346,34 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
         }
     );
     let frames: [BrokenFrame; 3] = [
-        ("spark/15.1/too-large-frame", "whose length field declares 2^40 bytes (more than a Java array holds), without waiting for them", || {
-            let mut b = (1u64 << 40).to_be_bytes().to_vec();
-            b.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]);
-            b
-        }),
-        ("spark/15.1/short-frame", "whose length field is below the 8 bytes of the length itself", || {
-            let mut b = 4u64.to_be_bytes().to_vec();
-            b.extend_from_slice(&[3, 0, 0, 0, 0]);
-            b
-        }),
-        ("spark/15.1/unknown-frame-type", "of a type byte no message has (99)", || {
-            let mut b = 21u64.to_be_bytes().to_vec();
-            b.extend_from_slice(&[99, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]);
-            b
-        }),
+        (
+            "spark/15.1/too-large-frame",
+            "whose length field declares 2^40 bytes (more than a Java array holds), \
+            without waiting for them",
+            || {
+                let mut b = (1u64 << 40).to_be_bytes().to_vec();
+                b.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]);
+                b
+            },
+        ),
+        (
+            "spark/15.1/short-frame",
+            "whose length field is below the 8 bytes of the length itself",
+            || {
+                let mut b = 4u64.to_be_bytes().to_vec();
+                b.extend_from_slice(&[3, 0, 0, 0, 0]);
+                b
+            },
+        ),
+        (
+            "spark/15.1/unknown-frame-type",
+            "of a type byte no message has (99)",
+            || {
+                let mut b = 21u64.to_be_bytes().to_vec();
+                b.extend_from_slice(&[99, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]);
+                b
+            },
+        ),
     ];
     for (id, what, bytes) in frames {
         case!(
@@ -391,30 +400,34 @@ pub fn add_worker(cs: &mut Cases) {
         "the worker asks the endpoint verifier CheckExistence(Master) on its connection before it sends RegisterWorker",
         |ctx: Ctx| async move {
             spark_version(&ctx)?;
-            let w = crate::targets::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let side = spark_of(&w.conn)?;
-            check(side.checked().first().map(String::as_str) == Some("Master"), "CheckExistence(Master) first", format!("{:?}", side.checked()))
+            check(side.checked().first().map(String::as_str) == Some("Master"), "CheckExistence(Master) \
+                first", format!("{:?}", side.checked()))
         },
     );
     cs.add(
         "spark/15.2/worker-sender-is-its-reference",
         Level::Must,
-        "the worker's RegisterWorker names, as its RequestMessage sender, the address of the endpoint reference it registers (which the master keys it by)",
+        "the worker's RegisterWorker names, as its RequestMessage sender, the address of the endpoint reference it \
+            registers (which the master keys it by)",
         |ctx: Ctx| async move {
             spark_version(&ctx)?;
-            let w = crate::targets::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let side = spark_of(&w.conn)?;
             let reference = w.reg.worker.address.as_ref().map(|a| (a.host.clone(), a.port));
-            check(side.peer_address().cloned() == reference && reference.is_some(), format!("the sender {reference:?}"), format!("{:?}", side.peer_address()))
+            check(side.peer_address().cloned() == reference && reference.is_some(), format!("the sender \
+                {reference:?}"), format!("{:?}", side.peer_address()))
         },
     );
     cs.add(
         "spark/15.2/worker-one-connection",
         Level::Must,
-        "the worker sends its heartbeats on the connection it registered over, where the master's answer reached it (a master never dials a worker)",
+        "the worker sends its heartbeats on the connection it registered over, where the master's answer reached it \
+            (a master never dials a worker)",
         |ctx: Ctx| async move {
             spark_version(&ctx)?;
-            let mut w = crate::targets::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
+            let mut w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
             w.conn
                 .expect::<D, ()>(ctx.settings.patience, "a Heartbeat on the registration's connection", |e| match e {
@@ -433,7 +446,8 @@ pub fn add_master(cs: &mut Cases) {
     cs.add(
         "spark/15.2/master-answers-on-connection",
         Level::Must,
-        "the master answers RegisterWorker over the connection the worker opened, and does not dial the address of the worker's reference (where the suite listens)",
+        "the master answers RegisterWorker over the connection the worker opened, and does not dial the address of \
+            the worker's reference (where the suite listens)",
         |ctx: Ctx| async move {
             spark_version(&ctx)?;
             let listener = crate::peer::Listener::bind(([127, 0, 0, 1], 0).into(), &ctx.log)
@@ -441,8 +455,8 @@ pub fn add_master(cs: &mut Cases) {
                 .map_err(|e| fail("a listening socket", e))?;
             let port = i32::from(listener.addr().port());
             let id = format!("worker-20250101120000-127.0.0.1-{port}");
-            let mut c = crate::targets::master::open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
-            c.send(&Envelope::Send(crate::targets::master::register_worker_msg(&id, "127.0.0.1", port, 0, 0)))
+            let mut c = crate::kit::master::open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
+            c.send(&Envelope::Send(crate::kit::master::register_worker_msg(&id, "127.0.0.1", port, 0, 0)))
                 .await?;
             c.expect::<D, ()>(wait(&ctx), "RegisteredWorker on the worker's connection", |e| {
                 matches!(e, Envelope::Send(D::RegisteredWorker(_))).then_some(())
@@ -457,17 +471,22 @@ pub fn add_master(cs: &mut Cases) {
     cs.add(
         "spark/15.2/master-removes-closed-worker",
         Level::Must,
-        "SPEC §15.2, \"Spark's master keys a worker and an application by the address of the reference registered … and, when a connection closes, removes the worker or application registered at the sender address that connection gave\": a worker registered over a connection whose RequestMessage sender is its reference's address is removed once that connection closes: an application registered before it (asking no cores) is told WorkerRemoved naming it (the state's DEAD cannot show on Spark's wire: SPEC §15.4 S3)",
+        "SPEC §15.2, \"Spark's master keys a worker and an application by the address of the reference registered … \
+            and, when a connection closes, removes the worker or application registered at the sender address that \
+                connection gave\": a worker registered over a connection whose RequestMessage sender is its \
+                    reference's address is removed once that connection closes: an application registered before it \
+                        (asking no cores) is told WorkerRemoved naming it (the state's DEAD cannot show on Spark's \
+                            wire: SPEC §15.4 S3)",
         master_removes_closed_worker,
     );
 }
 
 async fn master_removes_closed_worker(ctx: Ctx) -> Outcome {
-    use crate::targets::master::{app, app_desc, open, register_worker_msg};
+    use crate::kit::master::{app, app_desc, open, register_worker_msg};
     spark_version(&ctx)?;
     let (mut app_conn, _app_id) =
         app(&ctx, "app", app_desc(Some(1), 64, Some(0)), Version::V2).await?;
-    let port = 20_000 + (crate::targets::common::unique() % 40_000) as i32;
+    let port = 20_000 + (crate::kit::common::unique() % 40_000) as i32;
     let id = format!("worker-20250101120000-127.0.0.1-{port}");
     // The suite's sender on this connection is the reference's address from RegisterWorker on
     // (`SparkSide`: a message naming the suite's own reference makes its address the sender).

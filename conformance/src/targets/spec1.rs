@@ -8,11 +8,12 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Envelope;
 
-use crate::case::{fail, Cases, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::master::{app, app_desc, open, register_worker_msg, settle, state};
 use crate::peer::Listener;
-use crate::targets::common::wait;
-use crate::targets::master::{app, app_desc, open, register_worker_msg, settle, state};
+use crate::verdict::{fail, Level, Outcome};
 
 type D = DeployMessage;
 
@@ -23,7 +24,11 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/1/one-connection",
         Level::Must,
-        "SPEC §1, \"As in Spark, all traffic between two endpoints travels over the connection the client opened: the master answers a worker, and later sends it `LaunchExecutor`, over the worker's own connection\": a worker registered at an address where the suite listens gets RegisteredWorker and, once an application asks for an executor, LaunchExecutor over the connection it opened, and the master opens no connection to that address",
+        "SPEC §1, \"As in Spark, all traffic between two endpoints travels over the connection the client opened: the \
+            master answers a worker, and later sends it `LaunchExecutor`, over the worker's own connection\": a \
+                worker registered at an address where the suite listens gets RegisteredWorker and, once an \
+                    application asks for an executor, LaunchExecutor over the connection it opened, and the master \
+                        opens no connection to that address",
         one_connection,
     );
     cs.sharing(Sharing::Parallel)
@@ -32,7 +37,7 @@ pub fn add(cs: &mut Cases) {
 
 /// A listener on a loopback address of its own (127.0.0.2), where no other case's worker says
 /// it listens; 127.0.0.1 where the host has no such address.
-async fn advertised(ctx: &Ctx) -> Result<Listener, crate::case::Failure> {
+async fn advertised(ctx: &Ctx) -> Result<Listener, crate::verdict::Failure> {
     for host in [[127, 0, 0, 2], [127, 0, 0, 1]] {
         if let Ok(l) = Listener::bind(SocketAddr::from((host, 0)), &ctx.log).await {
             return Ok(l);

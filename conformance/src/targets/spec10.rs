@@ -8,10 +8,11 @@ use sparkwire::messages::coarse::*;
 use sparkwire::messages::{CoarseMessage, TaskState, Version};
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, Cases, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
-use crate::targets::common::wait;
-use crate::targets::executor::{launch, launched, registered, task};
+use crate::kit::common::wait;
+use crate::kit::executor::{launch, launched, registered, task};
+use crate::verdict::{check, Level, Outcome};
 
 type C = CoarseMessage;
 
@@ -20,13 +21,16 @@ pub fn add_executor(cs: &mut Cases) {
     cs.add(
         "spec/10/running-data-empty",
         Level::Must,
-        "SPEC §10, \"`StatusUpdate.data` carries the task's result: … for `LAUNCHING` and `RUNNING`, empty `bin`\": every LAUNCHING or RUNNING StatusUpdate of a task has empty data",
+        "SPEC §10, \"`StatusUpdate.data` carries the task's result: … for `LAUNCHING` and `RUNNING`, empty `bin`\": \
+            every LAUNCHING or RUNNING StatusUpdate of a task has empty data",
         running_data_empty,
     );
     cs.add(
         "spec/10/one-final-update",
         Level::Must,
-        "SPEC §10, \"An executor sends `StatusUpdate` `RUNNING` before a task can end, then exactly one of `FINISHED`, `FAILED` or `KILLED`\": a task that finishes and one that fails each get one final StatusUpdate, and no second one follows within the quiet time",
+        "SPEC §10, \"An executor sends `StatusUpdate` `RUNNING` before a task can end, then exactly one of \
+            `FINISHED`, `FAILED` or `KILLED`\": a task that finishes and one that fails each get one final \
+                StatusUpdate, and no second one follows within the quiet time",
         one_final_update,
     );
 }
@@ -36,7 +40,11 @@ pub fn add_driver(cs: &mut Cases) {
     cs.add(
         "spec/10/task-fields",
         Level::Must,
-        "SPEC §10, the driver fills `TaskDescription` as Spark does: \"`name` `task 3.1 in stage 0.0 (TID 7)`, … `stageAttemptId` 0, … `cpus` the driver's `spark.task.cpus`\", and \"The driver's `SparkAppConfig` carries … `spark.task.cpus`\": a task and its retry are named `task INDEX.ATTEMPT in stage STAGE.0 (TID TASKID)` from their own fields, with stageAttemptId 0 and cpus the spark.task.cpus the driver's SparkAppConfig gives",
+        "SPEC §10, the driver fills `TaskDescription` as Spark does: \"`name` `task 3.1 in stage 0.0 (TID 7)`, … \
+            `stageAttemptId` 0, … `cpus` the driver's `spark.task.cpus`\", and \"The driver's `SparkAppConfig` \
+                carries … `spark.task.cpus`\": a task and its retry are named `task INDEX.ATTEMPT in stage STAGE.0 \
+                    (TID TASKID)` from their own fields, with stageAttemptId 0 and cpus the spark.task.cpus the \
+                        driver's SparkAppConfig gives",
         task_fields,
     );
 }
@@ -119,7 +127,7 @@ async fn one_final_update(ctx: Ctx) -> Outcome {
 }
 
 async fn task_fields(ctx: Ctx) -> Outcome {
-    use crate::targets::driver::{executor, registered as driver, Job, SMALL};
+    use crate::kit::driver::{executor, registered as driver, Job, SMALL};
     let d = driver(
         &ctx,
         Job {

@@ -26,13 +26,14 @@ use sparkwire::messages::{CoarseMessage, DeployMessage, TaskState, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::{fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
+use crate::kit::common::{unique, wait};
+use crate::kit::driver::{executor, registered, SMALL};
+use crate::kit::replay::{refused_with, replays, slug, stays_open, At, Replay};
+use crate::kit::spawned;
 use crate::peer::frame;
-use crate::targets::common::{unique, wait};
-use crate::targets::driver::{executor, registered, SMALL};
-use crate::targets::spawned;
-use crate::targets::spec11::{refused_with, replays, slug, stays_open, At, Replay};
+use crate::verdict::{fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 
@@ -57,11 +58,14 @@ pub fn add(cs: &mut Cases) {
         let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
             Some(e) => format!(
-                "the driver decides the {}.json vector \"{}\" as SPEC §11 and §8 do when an executor sends it on a fresh connection to its executor port: refused ({e}), the connection closed (where the handshake agreed on closeReason, with a close envelope of kind {e})",
+                "the driver decides the {}.json vector \"{}\" as SPEC §11 and §8 do when an executor sends it on a \
+                    fresh connection to its executor port: refused ({e}), the connection closed (where the handshake \
+                        agreed on closeReason, with a close envelope of kind {e})",
                 r.file, r.name
             ),
             None => format!(
-                "the driver decides the {}.json vector \"{}\" as SPEC §11 does when an executor sends it on a fresh connection to its executor port: taken, the connection kept open",
+                "the driver decides the {}.json vector \"{}\" as SPEC §11 does when an executor sends it on a fresh \
+                    connection to its executor port: taken, the connection kept open",
                 r.file, r.name
             ),
         };
@@ -74,11 +78,14 @@ pub fn add(cs: &mut Cases) {
         let id = format!("spec/11/live/app-client/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
             Some(e) => format!(
-                "the driver's application client decides the {}.json vector \"{}\" as SPEC §11 and §8 do when its master sends it once the application is registered: refused ({e}), the connection to its master closed (a close envelope, if one comes, of kind {e})",
+                "the driver's application client decides the {}.json vector \"{}\" as SPEC §11 and §8 do when its \
+                    master sends it once the application is registered: refused ({e}), the connection to its master \
+                        closed (a close envelope, if one comes, of kind {e})",
                 r.file, r.name
             ),
             None => format!(
-                "the driver's application client decides the {}.json vector \"{}\" as SPEC §11 does when its master sends it once the application is registered: taken, the connection to its master kept open",
+                "the driver's application client decides the {}.json vector \"{}\" as SPEC §11 does when its master \
+                    sends it once the application is registered: taken, the connection to its master kept open",
                 r.file, r.name
             ),
         };
@@ -94,13 +101,17 @@ pub fn add_nested_maps(cs: &mut Cases) {
     cs.add(
         "spec/11.3/map-inside-map-out-of-order",
         Level::Must,
-        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order ... at any depth (a map inside a map included)\": a registered executor's StatusUpdate (version 2) for the task the driver launched on it, whose `resources` holds {\"gpu\": {\"b\": 2, \"a\": 1}}, is refused: the connection closed",
+        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order ... \
+            at any depth (a map inside a map included)\": a registered executor's StatusUpdate (version 2) for the \
+                task the driver launched on it, whose `resources` holds \
+                    {\"gpu\": {\"b\": 2, \"a\": 1}}, is refused: the connection closed",
         map_inside_map_out_of_order,
     );
     cs.add(
         "spec/11.3/map-inside-map-ascending-taken",
         Level::Must,
-        "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order\", at any depth: the same StatusUpdate with {\"gpu\": {\"a\": 1, \"b\": 2}} is taken, the executor's connection kept open",
+        "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order\", at any depth: the \
+            same StatusUpdate with {\"gpu\": {\"a\": 1, \"b\": 2}} is taken, the executor's connection kept open",
         map_inside_map_ascending,
     );
 }
@@ -119,8 +130,8 @@ async fn status_with_resources(
     inner: [u8; 7],
 ) -> Result<
     (
-        crate::targets::driver::Registered,
-        crate::targets::driver::FakeExecutor,
+        crate::kit::driver::Registered,
+        crate::kit::driver::FakeExecutor,
         Vec<u8>,
     ),
     Failure,
@@ -180,7 +191,7 @@ async fn map_inside_map_ascending(ctx: Ctx) -> Outcome {
 async fn to_executor_port(ctx: Ctx, r: Replay) -> Outcome {
     let d = registered(&ctx, SMALL).await?;
     let id = format!("{}", 100 + unique() % 100_000);
-    let (mut c, agreed) = crate::targets::common::offering_close_reason(
+    let (mut c, agreed) = crate::kit::common::offering_close_reason(
         &ctx,
         d.driver_addr,
         "executor",
@@ -200,7 +211,7 @@ async fn to_executor_port(ctx: Ctx, r: Replay) -> Outcome {
 /// A freshly started driver whose application client the suite accepts at the vector's version
 /// and registers; the frame, then its verdict.
 async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
-    let run = crate::targets::driver::started(&ctx, SMALL).await?;
+    let run = crate::kit::driver::started(&ctx, SMALL).await?;
     let mut app = run.accept(&ctx, "master", Role::Master).await?;
     let hello = app.read_hello(spawned::startup(&ctx)).await?;
     if !hello.versions.contains(&u64::from(r.version.number())) {
@@ -215,7 +226,7 @@ async fn to_app_client(ctx: Ctx, r: Replay) -> Outcome {
         matches!(e, Envelope::Send(D::RegisterApplication(_))).then_some(())
     })
     .await?;
-    crate::targets::driver::registered_application(&mut app, run.given).await?;
+    crate::kit::driver::registered_application(&mut app, run.given).await?;
     app.send_raw(&r.frame, &format!("the vector \"{}\"", r.name))
         .await?;
     match &r.error {

@@ -17,13 +17,14 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::{Ctx, Wire};
+use crate::kit::common::unique;
+use crate::kit::common::wait;
+use crate::kit::master::{app, app_desc, open, settle, state, submit, worker, worker_ref};
+use crate::kit::ownership::two_workers;
 use crate::peer::{Conn, Event};
-use crate::targets::common::unique;
-use crate::targets::common::wait;
-use crate::targets::master::{app, app_desc, open, settle, state, submit, worker, worker_ref};
-use crate::targets::spec14_ownership::two_workers;
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 
@@ -37,103 +38,145 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "rules/W1/register-first",
         Level::Must,
-        "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master never registered is ignored: nothing is sent and nothing changes\" (rule W1's message, a Heartbeat before any RegisterWorker on the connection): the master sends nothing back and registers no worker; a strict master MAY close the connection instead",
+        "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master never registered is ignored: nothing is sent and \
+            nothing changes\" (rule W1's message, a Heartbeat before any RegisterWorker on the connection): the \
+                master sends nothing back and registers no worker; a strict master MAY close the connection instead",
         heartbeat_before_registering,
     );
     cs.add(
         "rules/W2/worker-id",
         Level::Must,
-        "SPEC §14.2 Z2 (rule W2's message, a Heartbeat naming another worker id than the one registered on the connection, an id the master never registered): the master sends nothing back, registers no such worker, and the registered worker stays ALIVE; a strict master MAY close the connection instead",
+        "SPEC §14.2 Z2 (rule W2's message, a Heartbeat naming another worker id than the one registered on the \
+            connection, an id the master never registered): the master sends nothing back, registers no such worker, \
+                and the registered worker stays ALIVE; a strict master MAY close the connection instead",
         heartbeat_naming_unknown_worker,
     );
     cs.add(
         "rules/P1/register-first",
         Level::Must,
-        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal\" (rule P1's message, an UnregisterApplication before any RegisterApplication on the connection): the master answers nothing and goes on serving the connection, which then registers an application; a strict master MAY close the connection instead",
+        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal\" (rule P1's message, an \
+            UnregisterApplication before any RegisterApplication on the connection): the master answers nothing and \
+                goes on serving the connection, which then registers an application; a strict master MAY close the \
+                    connection instead",
         unregister_before_registering,
     );
     cs.add(
         "rules/P2/app-id",
         Level::Must,
-        "SPEC §14.2 Z1, \"the master answers as Spark does (`false`, or nothing)\" (rule P2's message, a RequestExecutors naming an application id the master never gave out): a bool reply false, never true; a strict master MAY answer a failure or close instead",
+        "SPEC §14.2 Z1, \"the master answers as Spark does (`false`, or nothing)\" (rule P2's message, a \
+            RequestExecutors naming an application id the master never gave out): a bool reply false, never true; a \
+                strict master MAY answer a failure or close instead",
         request_executors_unknown_app,
     );
     cs.add(
         "spec/14.2/Z1/kill-executors-other-connection",
         Level::Must,
-        "SPEC §14.2 Z1, \"`KillExecutors` naming an active application [is] taken only over its connection\", and §14.3, \"A refused ask is answered with a failure envelope ... `java.lang.SecurityException` for a foreign id\": KillExecutors naming an application registered over another connection is answered with such a failure (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
+        "SPEC §14.2 Z1, \"`KillExecutors` naming an active application [is] taken only over its connection\", and \
+            §14.3, \"A refused ask is answered with a failure envelope ... `java.lang.SecurityException` for a \
+                foreign id\": KillExecutors naming an application registered over another connection is answered with \
+                    such a failure (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
         kill_executors_other_connection,
     );
     cs.add(
         "spec/14.2/Z1/request-executors-other-connection",
         Level::Must,
-        "SPEC §14.2 Z1, \"`RequestExecutors` ... naming an active application [is] taken only over its connection\": RequestExecutors naming an application registered over another connection is answered with a failure (java.lang.SecurityException, §14.3; a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
+        "SPEC §14.2 Z1, \"`RequestExecutors` ... naming an active application [is] taken only over its connection\": \
+            RequestExecutors naming an application registered over another connection is answered with a failure \
+                (java.lang.SecurityException, §14.3; a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
         request_executors_other_connection,
     );
     cs.add(
         "spec/14.2/Z1/unregister-other-connection",
         Level::Must,
-        "SPEC §14.2 Z1, \"`UnregisterApplication` ... naming an active application [is] taken only over its connection\", and §14.3, \"A refused send closes its connection ... Nothing a refused message asks for happens\": the sender's connection closes and the application stays active",
+        "SPEC §14.2 Z1, \"`UnregisterApplication` ... naming an active application [is] taken only over its \
+            connection\", and §14.3, \"A refused send closes its connection ... Nothing a refused message asks for \
+                happens\": the sender's connection closes and the application stays active",
         unregister_other_connection,
     );
     cs.add(
         "spec/14.2/Z1/second-registration-ignored",
         Level::Must,
-        "SPEC §14.2 Z1, \"A connection bound to an active application registers no other: a second `RegisterApplication` over it is ignored\": no second RegisteredApplication, and the first application stays active",
+        "SPEC §14.2 Z1, \"A connection bound to an active application registers no other: a second \
+            `RegisterApplication` over it is ignored\": no second RegisteredApplication, and the first application \
+                stays active",
         second_registration_ignored,
     );
     cs.add(
         "spec/14.2/Z4/kill-driver-other-connection",
         Level::Must,
-        "SPEC §14.2 Z4, \"`RequestKillDriver` for an active driver is taken only over that connection\", and §14.3 (a failure, java.lang.SecurityException, for a foreign id): another driver client's RequestKillDriver is answered with such a failure and the driver stays active (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
+        "SPEC §14.2 Z4, \"`RequestKillDriver` for an active driver is taken only over that connection\", and §14.3 (a \
+            failure, java.lang.SecurityException, for a foreign id): another driver client's RequestKillDriver is \
+                answered with such a failure and the driver stays active (a strict master MAY close instead, SPEC \
+                    §8.1 `RuleViolation`)",
         kill_driver_other_connection,
     );
     cs.add(
         "spec/14.2/Z4/kill-after-submitter-left",
         Level::Must,
-        "SPEC §14.2 Z4, \"Once that connection has closed, the driver is bound to no connection: a `RequestKillDriver` for it from any `driver-client` is answered as its submitter's would be, and kills it\": after the submitting client closed its connection, a new driver client's RequestKillDriver is answered success = true (the master may take a moment to see the close: refusals are retried within the case's time)",
+        "SPEC §14.2 Z4, \"Once that connection has closed, the driver is bound to no connection: a \
+            `RequestKillDriver` for it from any `driver-client` is answered as its submitter's would be, and kills \
+                it\": after the submitting client closed its connection, a new driver client's RequestKillDriver is \
+                    answered success = true (the master may take a moment to see the close: refusals are retried \
+                        within the case's time)",
         kill_after_submitter_left,
     );
     cs.add(
         "spec/14.2/Z4/status-any-client",
         Level::Must,
-        "SPEC §14.2 Z4, \"`RequestDriverStatus` reads and changes nothing, and is answered to any `driver-client`\": a driver client that did not submit the driver asks its status and is answered found = true",
+        "SPEC §14.2 Z4, \"`RequestDriverStatus` reads and changes nothing, and is answered to any `driver-client`\": \
+            a driver client that did not submit the driver asks its status and is answered found = true",
         driver_status_any_client,
     );
     cs.add(
         "spec/14.2/Z2/latest-state-unknown-ignored",
         Level::Must,
-        "SPEC §14.2 Z2, \"A `WorkerLatestState` naming a worker the master does not know is ignored\": no KillExecutor or KillDriver for what it lists, and no worker registered by it; a strict master MAY close the connection instead",
+        "SPEC §14.2 Z2, \"A `WorkerLatestState` naming a worker the master does not know is ignored\": no \
+            KillExecutor or KillDriver for what it lists, and no worker registered by it; a strict master MAY close \
+                the connection instead",
         latest_state_unknown_ignored,
     );
     cs.add(
         "spec/14.2/Z3/unknown-updates-not-refused",
         Level::Must,
-        "SPEC §14.2 Z3, \"Updates for executors and drivers the master does not know change nothing and are not refused\": a registered worker's ExecutorStateChanged ask about an executor the master never placed is answered (a bool reply), and its DriverStateChanged about an unknown driver leaves the connection open; a strict master MAY close instead (rule E2, D3: SPEC §8.1 `RuleViolation`)",
+        "SPEC §14.2 Z3, \"Updates for executors and drivers the master does not know change nothing and are not \
+            refused\": a registered worker's ExecutorStateChanged ask about an executor the master never placed is \
+                answered (a bool reply), and its DriverStateChanged about an unknown driver leaves the connection \
+                    open; a strict master MAY close instead (rule E2, D3: SPEC §8.1 `RuleViolation`)",
         unknown_updates_not_refused,
     );
     cs.add(
         "spec/14.2/Z2/heartbeat-other-connection",
         Level::Must,
-        "SPEC §14.2 Z2, \"`Heartbeat` ... naming a worker bound to another connection [is] refused\", and §14.3, \"A refused send closes its connection\": a registered worker's connection that sends a Heartbeat naming another registered worker is closed",
+        "SPEC §14.2 Z2, \"`Heartbeat` ... naming a worker bound to another connection [is] refused\", and §14.3, \"A \
+            refused send closes its connection\": a registered worker's connection that sends a Heartbeat naming \
+                another registered worker is closed",
         heartbeat_other_connection,
     );
     cs.add(
         "spec/14.2/Z2/latest-state-other-connection",
         Level::Must,
-        "SPEC §14.2 Z2, \"`WorkerLatestState` ... naming a worker bound to another connection [is] refused\": the sender's connection closes and the master sends the named worker no KillExecutor for what the message listed",
+        "SPEC §14.2 Z2, \"`WorkerLatestState` ... naming a worker bound to another connection [is] refused\": the \
+            sender's connection closes and the master sends the named worker no KillExecutor for what the message \
+                listed",
         latest_state_other_connection,
     );
     cs.add(
         "spec/14.3/failure-form",
         Level::Must,
-        "SPEC §3, \"`error` is `{\"className\": str, \"message\": str}`\", and §14.3, \"The failure's `className` is `org.apache.spark.SparkException` for a message off its route (§14.1) ... its `message` says why\": a worker asking RequestMasterState (a UI's ask) gets a failure carrying both keys, className org.apache.spark.SparkException and a message that is not empty (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
+        "SPEC §3, \"`error` is `{\"className\": str, \"message\": str}`\", and §14.3, \"The failure's `className` is \
+            `org.apache.spark.SparkException` for a message off its route (§14.1) ... its `message` says why\": a \
+                worker asking RequestMasterState (a UI's ask) gets a failure carrying both keys, className \
+                    org.apache.spark.SparkException and a message that is not empty (a strict master MAY close \
+                        instead, SPEC §8.1 `RuleViolation`)",
         failure_form,
     );
     cs.add(
         "spec/14.4/redaction",
         Level::Must,
-        "SPEC §14.4, \"every value whose key or own text matches the redaction pattern is replaced by `*********(redacted)`\": in MasterStateResponse an application's environment value under a key matching the default pattern, and the value of a `-Dkey=value` javaOpt and argument whose key matches, read `*********(redacted)`; other values are shown as sent",
+        "SPEC §14.4, \"every value whose key or own text matches the redaction pattern is replaced by \
+            `*********(redacted)`\": in MasterStateResponse an application's environment value under a key matching \
+                the default pattern, and the value of a `-Dkey=value` javaOpt and argument whose key matches, read \
+                    `*********(redacted)`; other values are shown as sent",
         redaction,
     );
     // These register workers and read the master's state, or wait for a worker to be declared
@@ -142,13 +185,20 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/14.2/Z2/reconnect-dead-worker",
         Level::Must,
-        "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master declared DEAD (its connection closed ...) is answered `ReconnectWorker` over the connection it came on\": after a registered worker's connection closes, a Heartbeat naming it over a new worker connection is answered ReconnectWorker (a strict master MAY close instead, SPEC §14.2, and then it also closes a connection that sends a Heartbeat before registering)",
+        "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master declared DEAD (its connection closed ...) is \
+            answered `ReconnectWorker` over the connection it came on\": after a registered worker's connection \
+                closes, a Heartbeat naming it over a new worker connection is answered ReconnectWorker (a strict \
+                    master MAY close instead, SPEC §14.2, and then it also closes a connection that sends a Heartbeat \
+                        before registering)",
         reconnect_dead_worker,
     );
     cs.add(
         "spec/14.2/Z2/spark-13604",
         Level::Must,
-        "SPEC §14.2 Z2, \"one from a registered worker over its own connection is answered with one `KillExecutor` for each executor it lists that the master does not have on that worker and one `KillDriver` for each driver ... in any order (Spark's SPARK-13604)\": a WorkerLatestState listing an executor and a driver the master never launched gets a KillExecutor and a KillDriver for them",
+        "SPEC §14.2 Z2, \"one from a registered worker over its own connection is answered with one `KillExecutor` \
+            for each executor it lists that the master does not have on that worker and one `KillDriver` for each \
+                driver ... in any order (Spark's SPARK-13604)\": a WorkerLatestState listing an executor and a driver \
+                    the master never launched gets a KillExecutor and a KillDriver for them",
         spark_13604,
     );
     cs.sharing(Sharing::Parallel)
@@ -394,7 +444,7 @@ async fn unregister_other_connection(ctx: Ctx) -> Outcome {
     )))
     .await?;
     b.expect_closed(
-        crate::targets::common::reaction_wait(&ctx),
+        crate::kit::common::reaction_wait(&ctx),
         "the connection closed (UnregisterApplication of another connection's application refused)",
     )
     .await?;
@@ -411,7 +461,7 @@ async fn heartbeat_other_connection(ctx: Ctx) -> Outcome {
     b.conn.send(&Envelope::Send(heartbeat(&a.id))).await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a Heartbeat naming another connection's worker refused)",
         )
         .await
@@ -434,7 +484,7 @@ async fn latest_state_other_connection(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a WorkerLatestState naming another connection's worker refused)",
         )
         .await?;
@@ -468,7 +518,8 @@ async fn redaction(ctx: Ctx) -> Outcome {
         .ok_or_else(|| fail(format!("{id} in the master's state"), "absent"))?;
     let cmd = &a.desc.command;
     let want = format!(
-        "SPARK_AUTH_TOKEN, -Dspark.ssl.keyPassword and -Dspark.my.secret.key read {REDACTED}; SPARK_PLAIN and -Dspark.app.plain as sent"
+        "SPARK_AUTH_TOKEN, -Dspark.ssl.keyPassword and -Dspark.my.secret.key read {REDACTED}; SPARK_PLAIN and \
+            -Dspark.app.plain as sent"
     );
     let ok = cmd.environment.get("SPARK_AUTH_TOKEN").map(String::as_str) == Some(REDACTED)
         && cmd.environment.get("SPARK_PLAIN").map(String::as_str) == Some("shown-as-sent")
@@ -547,7 +598,7 @@ async fn spark_13604(ctx: Ctx) -> Outcome {
         let which = w
             .conn
             .expect::<D, bool>(
-                crate::targets::common::reaction_wait(&ctx),
+                crate::kit::common::reaction_wait(&ctx),
                 &want,
                 |e| match e {
                     Envelope::Send(D::KillExecutor(k)) if k.app_id == app_id && k.exec_id == 3 => {
@@ -575,7 +626,8 @@ async fn failure_form(ctx: Ctx) -> Outcome {
             message: D::RequestMasterState(RequestMasterState::new()),
         })
         .await?;
-    let want = "a failure for ask 71: [3, 71, {\"className\": \"org.apache.spark.SparkException\", \"message\": a text}]";
+    let want = "a failure for ask 71: [3, 71, \
+        {\"className\": \"org.apache.spark.SparkException\", \"message\": a text}]";
     let deadline = tokio::time::Instant::now() + wait(&ctx);
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -807,7 +859,8 @@ async fn unknown_updates_not_refused(ctx: Ctx) -> Outcome {
         if w.conn.closes_within(ctx.settings.quiet).await {
             return check(
                 strict_master(&ctx).await?,
-                "the connection kept after an ExecutorStateChanged of an unknown executor (a close only from a strict master)",
+                "the connection kept after an ExecutorStateChanged of an unknown executor (a close only from a strict \
+                    master)",
                 "the connection closed, and the master is not strict",
             );
         }

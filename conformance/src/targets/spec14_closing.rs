@@ -9,10 +9,11 @@ use sparkwire::messages::deploy::*;
 use sparkwire::messages::{DeployMessage, Version, WorkerState};
 use sparkwire::wire::Envelope;
 
-use crate::case::{check, Cases, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::{Ctx, Wire};
+use crate::kit::master::{app, app_desc, flow, settle, state, worker, worker_ref, Need};
 use crate::peer::frame;
-use crate::targets::master::{app, app_desc, flow, settle, state, worker, worker_ref, Need};
+use crate::verdict::{check, Level, Outcome};
 
 type D = DeployMessage;
 
@@ -23,31 +24,46 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/14.3/refused-send-loses-application",
         Level::Must,
-        "SPEC §14.3, \"A refused **send** closes its connection ... Closing loses what was bound to the connection as any closed connection does (§8): an application client that sent a refused message loses its application\": an application client whose UnregisterApplication names another connection's application is closed, its own application is no longer active, and the other one still is",
+        "SPEC §14.3, \"A refused **send** closes its connection ... Closing loses what was bound to the connection as \
+            any closed connection does (§8): an application client that sent a refused message loses its \
+                application\": an application client whose UnregisterApplication names another connection's \
+                    application is closed, its own application is no longer active, and the other one still is",
         refused_send_loses_application,
     );
     cs.add(
         "spec/14.3/refused-send-loses-worker",
         Level::Must,
-        "SPEC §14.3, \"Closing loses what was bound to the connection ... a worker is marked lost\": a registered worker whose connection sends a Heartbeat naming another registered worker is closed, and the master's state then shows it DEAD (or no longer lists it), while the other worker stays ALIVE",
+        "SPEC §14.3, \"Closing loses what was bound to the connection ... a worker is marked lost\": a registered \
+            worker whose connection sends a Heartbeat naming another registered worker is closed, and the master's \
+                state then shows it DEAD (or no longer lists it), while the other worker stays ALIVE",
         refused_send_loses_worker,
     );
     cs.add(
         "spec/8/decoding-error-worker-lost",
         Level::Must,
-        "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... the state the endpoint keeps about the peer (a registered worker ...) [is] not lost; Spark's own behaviour on a lost connection applies (for example a master marks a worker whose connection closed as lost)\": a registered worker's connection that sends a frame holding 0xc1 is closed, and the master's state then shows that worker DEAD (or no longer lists it)",
+        "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... the state the endpoint \
+            keeps about the peer (a registered worker ...) [is] not lost; Spark's own behaviour on a lost connection \
+                applies (for example a master marks a worker whose connection closed as lost)\": a registered \
+                    worker's connection that sends a frame holding 0xc1 is closed, and the master's state then shows \
+                        that worker DEAD (or no longer lists it)",
         decoding_error_worker_lost,
     );
     cs.add(
         "spec/8/decoding-error-app-finished",
         Level::Must,
-        "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... Spark's own behaviour on a lost connection applies\" (an application whose client's connection closed is finished, rule P5's closed connection): an application client's connection that sends a frame holding 0xc1 is closed, and its application is then no longer active",
+        "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... Spark's own behaviour on a \
+            lost connection applies\" (an application whose client's connection closed is finished, rule P5's closed \
+                connection): an application client's connection that sends a frame holding 0xc1 is closed, and its \
+                    application is then no longer active",
         decoding_error_app_finished,
     );
     cs.add(
         "spec/14.3/refused-creates-nothing",
         Level::Must,
-        "SPEC §14.3, \"Nothing a refused message asks for happens, and no state is created for it\", for a message off its route (§14.1, \"A `worker` sending `RegisterApplication` ... [is] refused\"): a registered worker's RegisterApplication creates no application (none of its name, active or completed, in the master's state)",
+        "SPEC §14.3, \"Nothing a refused message asks for happens, and no state is created for it\", for a message \
+            off its route (§14.1, \"A `worker` sending `RegisterApplication` ... [is] refused\"): a registered \
+                worker's RegisterApplication creates no application (none of its name, active or completed, in the \
+                    master's state)",
         refused_creates_nothing,
     );
     // It registers a worker with capacity and an application: alone.
@@ -57,7 +73,10 @@ pub fn add(cs: &mut Cases) {
         &[Need::NoOtherApplication],
         "rules/W5/decommissioned-no-launch",
         Level::Must,
-        "rules.md W5, \"The master sends LaunchExecutor and LaunchDriver only to a worker registered on that connection and ALIVE: not lost (DEAD) and not [decommissioned]\": a worker with room that sent WorkerDecommissioning naming itself is shown DECOMMISSIONED (on sparkwire's wire) and gets no LaunchExecutor when an application asking for executors registers",
+        "rules.md W5, \"The master sends LaunchExecutor and LaunchDriver only to a worker registered on that \
+            connection and ALIVE: not lost (DEAD) and not [decommissioned]\": a worker with room that sent \
+                WorkerDecommissioning naming itself is shown DECOMMISSIONED (on sparkwire's wire) and gets no \
+                    LaunchExecutor when an application asking for executors registers",
         decommissioned_no_launch,
     );
     cs.sharing(Sharing::Parallel)
@@ -88,7 +107,7 @@ async fn refused_send_loses_application(ctx: Ctx) -> Outcome {
     )))
     .await?;
     b.expect_closed(
-        crate::targets::common::reaction_wait(&ctx),
+        crate::kit::common::reaction_wait(&ctx),
         "the connection closed (UnregisterApplication of another connection's application refused)",
     )
     .await?;
@@ -120,7 +139,7 @@ async fn refused_send_loses_worker(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a Heartbeat naming another connection's worker refused)",
         )
         .await?;
@@ -135,14 +154,14 @@ async fn refused_send_loses_worker(ctx: Ctx) -> Outcome {
 }
 
 async fn decoding_error_worker_lost(ctx: Ctx) -> Outcome {
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let mut w = worker(&ctx, "worker", 0, 0, v).await?;
     w.conn
         .send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")
         .await?;
     w.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (InvalidMessagePack)",
         )
         .await?;
@@ -158,8 +177,8 @@ async fn decommissioned_no_launch(ctx: Ctx) -> Outcome {
         .await?;
     let id = w.id.clone();
     if ctx.log.wire() == Wire::Sparkwire {
-        crate::targets::master::settle_within(
-            crate::targets::common::reaction_wait(&ctx),
+        crate::kit::master::settle_within(
+            crate::kit::common::reaction_wait(&ctx),
             || async {
                 let s = state(&ctx).await?;
                 Ok(s.workers
@@ -185,12 +204,12 @@ async fn decommissioned_no_launch(ctx: Ctx) -> Outcome {
 }
 
 async fn decoding_error_app_finished(ctx: Ctx) -> Outcome {
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
     c.send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")
         .await?;
     c.expect_closed(
-        crate::targets::common::reaction_wait(&ctx),
+        crate::kit::common::reaction_wait(&ctx),
         "the connection closed (InvalidMessagePack)",
     )
     .await?;
@@ -204,10 +223,10 @@ async fn decoding_error_app_finished(ctx: Ctx) -> Outcome {
 
 async fn refused_creates_nothing(ctx: Ctx) -> Outcome {
     let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
-    let name = format!("refused-{}", crate::targets::common::unique());
+    let name = format!("refused-{}", crate::kit::common::unique());
     let mut desc = app_desc(Some(1), 64, Some(0));
     desc.name = name.clone();
-    let port = 40000 + (crate::targets::common::unique() % 20000) as i32;
+    let port = 40000 + (crate::kit::common::unique() % 20000) as i32;
     w.conn
         .send(&Envelope::Send(D::RegisterApplication(
             RegisterApplication::new(

@@ -1,5 +1,5 @@
 //! `--target master`, SPEC §14.2: ids bound to connections, the cases that `spec14.rs` leaves
-//! (Z1 for a finished application, Z2 for WorkerDecommissioning and
+//! (Z1 for a finished or unknown application, Z2 for WorkerDecommissioning and
 //! WorkerSchedulerStateResponse, Z3 for an executor placed on another worker). One function per
 //! case; each cites the sentence it checks.
 
@@ -10,13 +10,14 @@ use sparkwire::messages::{DeployMessage, ExecutorState, Version, WorkerState};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
-use crate::targets::common::wait;
-use crate::targets::master::{
-    addr, app, app_desc, flow, register_worker_msg, state, submit, worker, worker_ref, FakeWorker,
-    Need,
+use crate::kit::common::wait;
+use crate::kit::master::{
+    addr, app, app_desc, flow, register_worker_msg, state, submit, worker, worker_ref, Need,
 };
+use crate::kit::ownership::*;
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 
@@ -27,31 +28,54 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/14.2/Z1/finished-app-named-again",
         Level::Must,
-        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master answers as Spark does (`false`, or nothing)\": after an application client unregistered its application, its RequestExecutors naming that application is answered with a bool reply false, never true (a strict master MAY answer a failure or close instead, as for rule P2)",
+        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master answers as Spark \
+            does (`false`, or nothing)\": after an application client unregistered its application, its \
+                RequestExecutors naming that application is answered with a bool reply false, never true (a strict \
+                    master MAY answer a failure or close instead, as for rule P2)",
         finished_app_named_again,
+    );
+    cs.add(
+        "spec/14.2/Z1/unknown-app-kill-executors",
+        Level::Must,
+        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master answers as Spark \
+            does (`false`, or nothing)\": an application client's KillExecutors naming an application the master \
+            never knew is answered with a bool reply false, never true (a strict master MAY refuse it instead)",
+        unknown_app_kill_executors,
     );
     cs.add(
         "spec/14.2/Z2/decommissioning-other-connection",
         Level::Must,
-        "SPEC §14.2 Z2, \"`WorkerDecommissioning` ... naming a worker bound to another connection [is] refused\", and §14.3, \"A refused send closes its connection ... Nothing a refused message asks for happens\": a registered worker's connection that sends WorkerDecommissioning naming another registered worker is closed, and that worker stays ALIVE",
+        "SPEC §14.2 Z2, \"`WorkerDecommissioning` ... naming a worker bound to another connection [is] refused\", and \
+            §14.3, \"A refused send closes its connection ... Nothing a refused message asks for happens\": a \
+                registered worker's connection that sends WorkerDecommissioning naming another registered worker is \
+                    closed, and that worker stays ALIVE",
         decommissioning_other_connection,
     );
     cs.add(
         "spec/14.2/Z2/scheduler-state-other-connection",
         Level::Must,
-        "SPEC §14.2 Z2, \"`WorkerSchedulerStateResponse` naming a worker bound to another connection [is] refused\", and §14.3, \"A refused send closes its connection\": a registered worker's connection that sends WorkerSchedulerStateResponse naming another registered worker is closed, and that worker stays ALIVE",
+        "SPEC §14.2 Z2, \"`WorkerSchedulerStateResponse` naming a worker bound to another connection [is] refused\", \
+            and §14.3, \"A refused send closes its connection\": a registered worker's connection that sends \
+                WorkerSchedulerStateResponse naming another registered worker is closed, and that worker stays ALIVE",
         scheduler_state_other_connection,
     );
     cs.add(
         "spec/8.1/not-owner-close",
         Level::Must,
-        "SPEC §8.1, \"`NotOwner` | a one-way message refused by §14.2's ownership\", and \"an endpoint that closes the connection for one of the reasons below MUST first send a close envelope\": a registered worker's connection that offered closeReason (and the master took it) and sends a Heartbeat naming another registered worker gets a close envelope of kind NotOwner before the close (a strict master MAY name the rule instead, RuleViolation)",
+        "SPEC §8.1, \"`NotOwner` | a one-way message refused by §14.2's ownership\", and \"an endpoint that closes \
+            the connection for one of the reasons below MUST first send a close envelope\": a registered worker's \
+                connection that offered closeReason (and the master took it) and sends a Heartbeat naming another \
+                    registered worker gets a close envelope of kind NotOwner before the close (a strict master MAY \
+                        name the rule instead, RuleViolation)",
         not_owner_close,
     );
     cs.add(
         "spec/14.2/Z2/second-worker-not-registered",
         Level::Must,
-        "SPEC §14.2 Z2, \"a connection bound to one worker does not register another\": a registered worker's connection that sends RegisterWorker for a second worker id gets no RegisteredWorker for it (it may be refused: RegisterWorkerFailed, or the connection closed), and the master's state has no worker of that id",
+        "SPEC §14.2 Z2, \"a connection bound to one worker does not register another\": a registered worker's \
+            connection that sends RegisterWorker for a second worker id gets no RegisteredWorker for it (it may be \
+                refused: RegisterWorkerFailed, or the connection closed), and the master's state has no worker of \
+                    that id",
         second_worker_not_registered,
     );
     // It registers a worker with capacity and an application that takes it: alone.
@@ -61,21 +85,56 @@ pub fn add(cs: &mut Cases) {
         &[Need::NoOtherApplication],
         "spec/14.2/Z3/executor-state-other-worker",
         Level::Must,
-        "SPEC §14.2 Z3, \"`ExecutorStateChanged` for an executor the master placed on a worker is taken only from that worker's connection\", and §14.3 (a refused ask is answered with a failure, a refused send closes; nothing a refused message asks for happens): a second registered worker's ExecutorStateChanged ask saying FAILED for an executor the master launched on the first is answered with a failure or closes its connection, and the application is told no FAILED for it",
+        "SPEC §14.2 Z3, \"`ExecutorStateChanged` for an executor the master placed on a worker is taken only from \
+            that worker's connection\", and §14.3 (a refused ask is answered with a failure, a refused send closes; \
+                nothing a refused message asks for happens): a second registered worker's ExecutorStateChanged ask \
+                    saying FAILED for an executor the master launched on the first is answered with a failure or \
+                        closes its connection, and the application is told no FAILED for it",
         executor_state_other_worker,
     );
     cs.add(
         "spec/14.2/Z3/driver-state-other-worker",
         Level::Must,
-        "SPEC §14.2 Z3, \"`DriverStateChanged` for a driver [is taken] only from the connection of the worker the master launched it on\", and §14.3, \"A refused send closes its connection ... Nothing a refused message asks for happens\": a second registered worker's DriverStateChanged saying FAILED for a driver the master launched on the first closes that second connection, and the driver stays RUNNING on the first worker",
+        "SPEC §14.2 Z3, \"`DriverStateChanged` for a driver [is taken] only from the connection of the worker the \
+            master launched it on\", and §14.3, \"A refused send closes its connection ... Nothing a refused message \
+                asks for happens\": a second registered worker's DriverStateChanged saying FAILED for a driver the \
+                    master launched on the first closes that second connection, and the driver stays RUNNING on the \
+                        first worker",
         driver_state_other_worker,
     );
     cs.sharing(Sharing::Parallel)
         .timeout(Duration::from_secs(10));
 }
 
+async fn unknown_app_kill_executors(ctx: Ctx) -> Outcome {
+    let v = crate::kit::versions::highest(&ctx);
+    let (mut c, _id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
+    let unknown = "app-19990101000000-0000".to_string();
+    let m = D::KillExecutors(KillExecutors::new(unknown.clone(), vec!["0".into()]));
+    c.send(&Envelope::Ask { id: 7, message: m }).await?;
+    let want = format!(
+        "a bool reply false to ask 7, KillExecutors for the unknown {unknown} (or a refusal)"
+    );
+    let got = c
+        .expect_or_close::<D, Envelope<D>>(wait(&ctx), &want, |e| match e {
+            Envelope::Failure { id: 7, .. } | Envelope::Reply { id: 7, .. } => Some(e.clone()),
+            _ => None,
+        })
+        .await;
+    match got {
+        Ok(Envelope::Reply {
+            reply: Reply::Bool(false),
+            ..
+        })
+        | Ok(Envelope::Failure { .. }) => Ok(()),
+        Ok(other) => Err(fail(want, crate::peer::envelope_label(&other))),
+        Err(Failure::Fail { seen, .. }) if seen.contains("closed") => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 async fn finished_app_named_again(ctx: Ctx) -> Outcome {
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
     c.send(&Envelope::Send(D::UnregisterApplication(
         UnregisterApplication::new(id.clone()),
@@ -104,17 +163,6 @@ async fn finished_app_named_again(ctx: Ctx) -> Outcome {
     }
 }
 
-/// Two registered workers, with no capacity, at `version`.
-pub(crate) async fn two_workers(
-    ctx: &Ctx,
-    version: Version,
-) -> Result<(FakeWorker, FakeWorker), Failure> {
-    Ok((
-        worker(ctx, "worker-a", 0, 0, version).await?,
-        worker(ctx, "worker-b", 0, 0, version).await?,
-    ))
-}
-
 /// Checks that worker `id` is ALIVE in the master's state.
 async fn still_alive(ctx: &Ctx, id: &str) -> Outcome {
     let s = state(ctx).await?;
@@ -135,7 +183,7 @@ async fn decommissioning_other_connection(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a WorkerDecommissioning naming another connection's worker refused)",
         )
         .await?;
@@ -143,7 +191,7 @@ async fn decommissioning_other_connection(ctx: Ctx) -> Outcome {
 }
 
 async fn scheduler_state_other_connection(ctx: Ctx) -> Outcome {
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let (a, mut b) = two_workers(&ctx, v).await?;
     b.conn
         .send(&Envelope::Send(D::WorkerSchedulerStateResponse(
@@ -152,7 +200,7 @@ async fn scheduler_state_other_connection(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a WorkerSchedulerStateResponse naming another connection's worker refused)",
         )
         .await?;
@@ -219,7 +267,7 @@ async fn executor_state_other_worker(ctx: Ctx) -> Outcome {
 }
 
 async fn second_worker_not_registered(ctx: Ctx) -> Outcome {
-    let v = crate::targets::spec7_asks::highest(&ctx);
+    let v = crate::kit::versions::highest(&ctx);
     let mut a = worker(&ctx, "worker", 0, 0, v).await?;
     let other = format!("{}-second", a.id);
     a.conn
@@ -261,7 +309,7 @@ async fn driver_state_other_worker(ctx: Ctx) -> Outcome {
         .await?;
     b.conn
         .expect_closed(
-            crate::targets::common::reaction_wait(&ctx),
+            crate::kit::common::reaction_wait(&ctx),
             "the connection closed (a DriverStateChanged for a driver launched on another worker refused)",
         )
         .await?;
@@ -279,10 +327,10 @@ async fn driver_state_other_worker(ctx: Ctx) -> Outcome {
 
 async fn not_owner_close(ctx: Ctx) -> Outcome {
     let a = worker(&ctx, "worker-a", 0, 0, Version::V2).await?;
-    let n = crate::targets::common::unique();
+    let n = crate::kit::common::unique();
     let port = 20000 + (n % 40000) as i32;
     let id = format!("worker-20250101120000-127.0.0.1-{port}-{n}");
-    let (mut b, taken) = crate::targets::common::offering_close_reason(
+    let (mut b, taken) = crate::kit::common::offering_close_reason(
         &ctx,
         addr(&ctx)?,
         "worker-b",
@@ -314,7 +362,7 @@ async fn not_owner_close(ctx: Ctx) -> Outcome {
     ))))
     .await?;
     let want = "a close envelope of kind NotOwner (or, strictly, RuleViolation), then the close";
-    let reason = crate::targets::server::close_envelope(&ctx, &mut b, want).await?;
+    let reason = crate::kit::server::close_envelope(&ctx, &mut b, want).await?;
     check(
         reason.kind == "NotOwner" || reason.kind == "RuleViolation",
         want,

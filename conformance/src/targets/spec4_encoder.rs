@@ -11,22 +11,27 @@ use sparkwire::messages::{Addr, CoarseMessage, DeployMessage, EndpointRef, Famil
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{decode_envelope, encode_task, Envelope, Reply};
 
-use crate::case::{fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
+use crate::kit::common::{unique, wait};
 use crate::peer::{Conn, Event};
-use crate::targets::common::{unique, wait};
+use crate::verdict::{fail, Failure, Level, Outcome};
 
 type C = CoarseMessage;
 type D = DeployMessage;
 
-const SENTENCE: &str = "SPEC §4, \"An encoder writes exactly the fields that exist in the negotiated version ..., in the order the definition lists them\" (and §4.1: a struct is a map of its fields, same rules)";
+const SENTENCE: &str =
+    "SPEC §4, \"An encoder writes exactly the fields that exist in the negotiated version ..., in \
+    the order the definition lists them\" (and §4.1: a struct is a map of its fields, same rules)";
 
 /// The master's case.
 pub fn add_master(cs: &mut Cases) {
     cs.add(
         "spec/4/encoder/master",
         Level::Must,
-        format!("{SENTENCE}: RegisteredWorker, RegisteredApplication and the MasterStateResponse (workers, applications, their descriptions) the master writes, in each version it offers, hold exactly the definition's fields of that version, in its order"),
+        format!("{SENTENCE}: RegisteredWorker, RegisteredApplication and the MasterStateResponse (workers, \
+            applications, their descriptions) the master writes, in each version it offers, hold exactly the \
+                definition's fields of that version, in its order"),
         master,
     );
 }
@@ -36,7 +41,9 @@ pub fn add_worker(cs: &mut Cases) {
     cs.add(
         "spec/4/encoder/worker",
         Level::Must,
-        format!("{SENTENCE}: what a registered worker writes to its master until its first Heartbeat, and its ExecutorStateChanged for an executor it launched, in each version it offers, hold exactly the definition's fields of that version, in its order"),
+        format!("{SENTENCE}: what a registered worker writes to its master until its first Heartbeat, and its \
+            ExecutorStateChanged for an executor it launched, in each version it offers, hold exactly the \
+                definition's fields of that version, in its order"),
         worker,
     );
 }
@@ -46,7 +53,9 @@ pub fn add_driver(cs: &mut Cases) {
     cs.add(
         "spec/4/encoder/driver",
         Level::Must,
-        format!("{SENTENCE}: the driver's RegisterApplication (its description, command and resource profile), and the SparkAppConfig (its resource profile) it answers an executor with, in each version it offers, hold exactly the definition's fields of that version, in its order"),
+        format!("{SENTENCE}: the driver's RegisterApplication (its description, command and resource profile), and \
+            the SparkAppConfig (its resource profile) it answers an executor with, in each version it offers, hold \
+                exactly the definition's fields of that version, in its order"),
         driver,
     );
 }
@@ -56,7 +65,8 @@ pub fn add_executor(cs: &mut Cases) {
     cs.add(
         "spec/4/encoder/executor",
         Level::Must,
-        format!("{SENTENCE}: the executor's LaunchedExecutor and the StatusUpdates of a task it runs (RUNNING, then FINISHED), in each version it offers, hold exactly the definition's fields of that version, in its order"),
+        format!("{SENTENCE}: the executor's LaunchedExecutor and the StatusUpdates of a task it runs (RUNNING, then \
+            FINISHED), in each version it offers, hold exactly the definition's fields of that version, in its order"),
         executor,
     );
 }
@@ -67,7 +77,8 @@ fn written_in_order(family: &str, body: &[u8], version: Version) -> Outcome {
         None => Ok(()),
         Some(why) => Err(fail(
             format!(
-                "every field map of the frame written with exactly the fields of version {}, in the definition's order (SPEC §4)",
+                "every field map of the frame written with exactly the fields of version {}, in the definition's \
+                    order (SPEC §4)",
                 version.number()
             ),
             why,
@@ -133,7 +144,7 @@ async fn master(ctx: Ctx) -> Outcome {
 }
 
 async fn master_in(ctx: Ctx, v: Version) -> Outcome {
-    use crate::targets::master::{app_desc, open, register_worker_msg};
+    use crate::kit::master::{app_desc, open, register_worker_msg};
     let n = unique();
     let id = format!("worker-20250101120000-127.0.0.1-{n}");
     let mut w = open(&ctx, Role::Worker, "worker", &id, v).await?;
@@ -181,7 +192,7 @@ async fn worker(ctx: Ctx) -> Outcome {
 }
 
 async fn worker_in(ctx: Ctx, v: Version) -> Outcome {
-    use crate::targets::worker::{launch_executor, registered};
+    use crate::kit::worker::{launch_executor, registered};
     let mut w = registered(&ctx, &[v]).await?;
     read_until::<D, ()>(&ctx, &mut w.conn, "a Heartbeat", |e| {
         matches!(e, Envelope::Send(D::Heartbeat(_))).then_some(())
@@ -215,8 +226,8 @@ async fn driver(ctx: Ctx) -> Outcome {
 }
 
 async fn driver_in(ctx: Ctx, v: Version) -> Outcome {
-    use crate::targets::spawned;
-    let mut run = crate::targets::driver::started(&ctx, crate::targets::driver::SMALL).await?;
+    use crate::kit::spawned;
+    let mut run = crate::kit::driver::started(&ctx, crate::kit::driver::SMALL).await?;
     let mut app = run.accept(&ctx, "master", Role::Master).await?;
     let hello = app.read_hello(spawned::startup(&ctx)).await?;
     if !hello.versions.contains(&u64::from(v.number())) {
@@ -232,7 +243,7 @@ async fn driver_in(ctx: Ctx, v: Version) -> Outcome {
             _ => None,
         })
         .await?;
-    crate::targets::driver::registered_application(&mut app, run.given).await?;
+    crate::kit::driver::registered_application(&mut app, run.given).await?;
     // The executor's side, at the same version: the driver's port from `--driver-url
     // spark://CoarseGrainedScheduler@HOST:PORT` in the application's command.
     let args = &reg.app_description.command.arguments;
@@ -281,7 +292,7 @@ async fn executor(ctx: Ctx) -> Outcome {
 }
 
 async fn executor_in(ctx: Ctx, v: Version) -> Outcome {
-    use crate::targets::executor::{registered, task};
+    use crate::kit::executor::{registered, task};
     let mut e = registered(&ctx, &[v], 128).await?;
     read_until::<C, ()>(&ctx, &mut e.conn, "LaunchedExecutor", |x| {
         matches!(x, Envelope::Send(C::LaunchedExecutor(_))).then_some(())

@@ -9,13 +9,14 @@ use sparkwire::messages::coarse::LaunchTask;
 use sparkwire::messages::{CoarseMessage, Version};
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::{fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::executor::{app_config, launched, registered, start};
+use crate::kit::spawned;
 use crate::mp::{arr, bin, s};
 use crate::peer::{frame, Conn, Event};
-use crate::targets::common::wait;
-use crate::targets::executor::{app_config, launched, registered, start};
-use crate::targets::spawned;
+use crate::verdict::{fail, Failure, Level, Outcome};
 
 type C = CoarseMessage;
 
@@ -24,13 +25,19 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/4.1/tuple-of-three-refused",
         Level::Must,
-        "SPEC §4.1, \"`tuple<A,B>` | array of exactly 2 elements | `sparkProperties` is a list of `[key, value]` pairs\", and §8 (`InvalidFields`; the receiver closes that connection): a SparkAppConfig answering the executor's RetrieveSparkAppConfig whose `spark.task.cpus` pair has 3 elements is refused: the executor closes that connection and sends no RegisterExecutor on it",
+        "SPEC §4.1, \"`tuple<A,B>` | array of exactly 2 elements | `sparkProperties` is a list of `[key, value]` \
+            pairs\", and §8 (`InvalidFields`; the receiver closes that connection): a SparkAppConfig answering the \
+                executor's RetrieveSparkAppConfig whose `spark.task.cpus` pair has 3 elements is refused: the \
+                    executor closes that connection and sends no RegisterExecutor on it",
         tuple_of_three_refused,
     );
     cs.add(
         "spec/4.1/bytes-as-string-refused",
         Level::Must,
-        "SPEC §4.1, \"`bytes` | bin | never an array of integers\" (a `bytes` value is a MessagePack bin), and §8 (`InvalidFields`; the receiver closes that connection): a LaunchTask whose `data` is written as the string \"abc\" instead of the bin `abc` is refused: the executor closes its connection to the driver (a LaunchTask whose data merely is not a task keeps it open, spec/10/bad-task-data)",
+        "SPEC §4.1, \"`bytes` | bin | never an array of integers\" (a `bytes` value is a MessagePack bin), and §8 \
+            (`InvalidFields`; the receiver closes that connection): a LaunchTask whose `data` is written as the \
+                string \"abc\" instead of the bin `abc` is refused: the executor closes its connection to the driver \
+                    (a LaunchTask whose data merely is not a task keeps it open, spec/10/bad-task-data)",
         bytes_as_string_refused,
     );
 }

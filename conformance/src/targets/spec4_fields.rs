@@ -14,14 +14,15 @@ use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
+use crate::kit::common::unique;
+use crate::kit::common::wait;
+use crate::kit::master::{addr, app_desc};
+use crate::kit::server::close_envelope;
 use crate::mp::{arr, map, s};
 use crate::peer::{frame, Conn};
-use crate::targets::common::unique;
-use crate::targets::common::wait;
-use crate::targets::master::{addr, app_desc};
-use crate::targets::server::close_envelope;
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 
@@ -32,49 +33,69 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/4.1/f64-nan-refused",
         Level::Must,
-        "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities (`InvalidFields`)\": a RegisterApplication whose task request amount (a `TaskResourceRequest.amount`, f64) is NaN is refused, the connection closed (with a close envelope of kind InvalidFields where closeReason was agreed, SPEC §8.1)",
+        "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities (`InvalidFields`)\": a \
+            RegisterApplication whose task request amount (a `TaskResourceRequest.amount`, f64) is NaN is refused, \
+                the connection closed (with a close envelope of kind InvalidFields where closeReason was agreed, SPEC \
+                    §8.1)",
         f64_nan_refused,
     );
     cs.add(
         "spec/4.1/f64-infinity-refused",
         Level::Must,
-        "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities (`InvalidFields`)\": a RegisterApplication whose task request amount is +infinity is refused, the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)",
+        "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities (`InvalidFields`)\": a \
+            RegisterApplication whose task request amount is +infinity is refused, the connection closed \
+                (InvalidFields where closeReason was agreed, SPEC §8.1)",
         f64_infinity_refused,
     );
     cs.add(
         "spec/4.1/f64-as-float32-taken",
         Level::Must,
-        "SPEC §4.1, \"`f64` | float 64 | ... it also accepts float 32\": a RegisterApplication whose task request amount is written as a float 32 (1.0) is answered RegisteredApplication",
+        "SPEC §4.1, \"`f64` | float 64 | ... it also accepts float 32\": a RegisterApplication whose task request \
+            amount is written as a float 32 (1.0) is answered RegisteredApplication",
         f64_as_float32_taken,
     );
     cs.add(
         "spec/4.1/nested-struct-as-array",
         Level::Must,
-        "SPEC §4.1, \"a struct name | map of its fields | ... never an array of the values ...: a decoder refuses one (`InvalidFields`)\": a RegisterApplication whose nested TaskResourceRequest is written as the array `[\"cpus\", 1.0]` is refused, the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)",
+        "SPEC §4.1, \"a struct name | map of its fields | ... never an array of the values ...: a decoder refuses one \
+            (`InvalidFields`)\": a RegisterApplication whose nested TaskResourceRequest is written as the array \
+                `[\"cpus\", 1.0]` is refused, the connection closed (InvalidFields where closeReason was agreed, SPEC \
+                    §8.1)",
         nested_struct_as_array,
     );
     cs.add(
         "spec/4/field-given-twice",
         Level::Must,
-        "SPEC §4, \"A **decoder** ... refuses ... a field given twice ... (`InvalidFields`)\", and §11.3, \"A struct's field map is not a `map<K,V>` ... a field given twice is refused\": a RegisterApplication whose nested TaskResourceRequest gives `amount` twice (with the same value) is refused, the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)",
+        "SPEC §4, \"A **decoder** ... refuses ... a field given twice ... (`InvalidFields`)\", and §11.3, \"A \
+            struct's field map is not a `map<K,V>` ... a field given twice is refused\": a RegisterApplication whose \
+                nested TaskResourceRequest gives `amount` twice (with the same value) is refused, the connection \
+                    closed (InvalidFields where closeReason was agreed, SPEC §8.1)",
         field_given_twice,
     );
     cs.add(
         "spec/4/fields-any-order",
         Level::Must,
-        "SPEC §4, \"A **decoder** accepts the fields in any order\", and §11.3, \"its fields come in any order (§4)\": a RegisterApplication whose nested TaskResourceRequest lists `amount` before `resourceName` (the definition's order reversed) is answered RegisteredApplication",
+        "SPEC §4, \"A **decoder** accepts the fields in any order\", and §11.3, \"its fields come in any order \
+            (§4)\": a RegisterApplication whose nested TaskResourceRequest lists `amount` before `resourceName` (the \
+                definition's order reversed) is answered RegisteredApplication",
         fields_any_order,
     );
     cs.add(
         "spec/4/missing-required-field",
         Level::Must,
-        "SPEC §4, \"A **decoder** ... refuses a missing field of any other type [than `option<…>`] ... (`InvalidFields`)\": a RegisterApplication whose nested TaskResourceRequest has no `amount` (an f64) is refused, the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)",
+        "SPEC §4, \"A **decoder** ... refuses a missing field of any other type [than `option<…>`] ... \
+            (`InvalidFields`)\": a RegisterApplication whose nested TaskResourceRequest has no `amount` (an f64) is \
+                refused, the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)",
         missing_required_field,
     );
     cs.add(
         "spec/11.3/nested-map-keys-out-of-order",
         Level::Must,
-        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order ... at any depth\", and §4.1, \"`map<K,V>` | map | keys distinct and ascending\": a RegisterApplication whose `taskResources` (a map three levels down, inside the default profile) has its keys `gpu`, `cpus` in descending order is refused, the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)",
+        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order ... \
+            at any depth\", and §4.1, \"`map<K,V>` | map | keys distinct and ascending\": a RegisterApplication whose \
+                `taskResources` (a map three levels down, inside the default profile) has its keys `gpu`, `cpus` in \
+                    descending order is refused, the connection closed (InvalidFields where closeReason was agreed, \
+                        SPEC §8.1)",
         nested_map_keys_out_of_order,
     );
 }
@@ -130,7 +151,7 @@ fn registration_with(canonical: &[u8], replacement: &[u8]) -> Result<Vec<u8>, Fa
 /// the master took it.
 async fn app_client(ctx: &Ctx) -> Result<(Conn, bool), Failure> {
     crate::peer::require_version(&ctx.log, Version::V2)?;
-    crate::targets::common::offering_close_reason(
+    crate::kit::common::offering_close_reason(
         ctx,
         addr(ctx)?,
         "app",
@@ -153,7 +174,7 @@ async fn refused(ctx: &Ctx, canonical: &[u8], replacement: &[u8], what: &str) ->
         check(reason.kind == "InvalidFields", want, format!("{reason:?}"))
     } else {
         c.expect_closed_silently(
-            crate::targets::common::reaction_wait(ctx),
+            crate::kit::common::reaction_wait(ctx),
             "the connection closed, nothing registered",
         )
         .await

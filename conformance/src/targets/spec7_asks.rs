@@ -14,10 +14,12 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, Cases, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
-use crate::targets::common::wait;
-use crate::targets::master::open;
+use crate::kit::common::wait;
+use crate::kit::master::open;
+use crate::kit::versions::*;
+use crate::verdict::{check, Level, Outcome};
 
 type D = DeployMessage;
 
@@ -28,35 +30,34 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/7.1/driver-client/master-state",
         Level::Must,
-        "SPEC §7.1, \"`RequestMasterState`, `RequestReadyz`, `RequestClearCompletedDriversAndApps`, ... and their answers | from `ui` only ... | from `driver-client` or `ui`\": a driver client's RequestMasterState is answered with a MasterStateResponse, as a UI's is",
+        "SPEC §7.1, \"`RequestMasterState`, `RequestReadyz`, `RequestClearCompletedDriversAndApps`, ... and their \
+            answers | from `ui` only ... | from `driver-client` or `ui`\": a driver client's RequestMasterState is \
+                answered with a MasterStateResponse, as a UI's is",
         master_state,
     );
     cs.add(
         "spec/7.1/driver-client/readyz",
         Level::Must,
-        "SPEC §7.1 (RequestReadyz \"from `driver-client` or `ui`\"): a driver client's RequestReadyz is answered with a bool reply, true from the active master, as a UI's is (flow/master/ui/readyz)",
+        "SPEC §7.1 (RequestReadyz \"from `driver-client` or `ui`\"): a driver client's RequestReadyz is answered with \
+            a bool reply, true from the active master, as a UI's is (flow/master/ui/readyz)",
         readyz,
     );
     cs.add(
         "spec/7.1/driver-client/clear-completed",
         Level::Must,
-        "SPEC §7.1 (RequestClearCompletedDriversAndApps \"from `driver-client` or `ui`\"): a driver client's RequestClearCompletedDriversAndApps is answered with a bool reply, as a UI's is (flow/master/ui/clear-completed)",
+        "SPEC §7.1 (RequestClearCompletedDriversAndApps \"from `driver-client` or `ui`\"): a driver client's \
+            RequestClearCompletedDriversAndApps is answered with a bool reply, as a UI's is \
+                (flow/master/ui/clear-completed)",
         clear_completed,
     );
     cs.add(
         "spec/7.1/driver-client/decommission-hosts",
         Level::Must,
-        "SPEC §7.1 (DecommissionWorkersOnHosts \"from `driver-client` or `ui`\"; definition.json: reply i32, how many workers it decommissioned): a driver client's DecommissionWorkersOnHosts naming a host no worker is on is answered with the integer 0",
+        "SPEC §7.1 (DecommissionWorkersOnHosts \"from `driver-client` or `ui`\"; definition.json: reply i32, how many \
+            workers it decommissioned): a driver client's DecommissionWorkersOnHosts naming a host no worker is on is \
+                answered with the integer 0",
         decommission_hosts,
     );
-}
-
-/// The version to speak: 2 unless the master offers only 1.
-pub fn highest(ctx: &Ctx) -> Version {
-    match ctx.log.endpoint_versions() {
-        Some(p) if !p.contains(&2) => Version::V1,
-        _ => Version::V2,
-    }
 }
 
 /// Asks `m` as a driver client at `version`, ask id 3, and returns the reply.
@@ -65,7 +66,7 @@ async fn ask_as_driver_client(
     version: Version,
     m: D,
     want: &str,
-) -> Result<Reply<D>, crate::case::Failure> {
+) -> Result<Reply<D>, crate::verdict::Failure> {
     let mut c = open(ctx, Role::DriverClient, "driver-client", "", version).await?;
     c.send(&Envelope::Ask { id: 3, message: m }).await?;
     c.expect::<D, Reply<D>>(wait(ctx), want, |e| match e {

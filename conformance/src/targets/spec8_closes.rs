@@ -13,19 +13,21 @@ use std::time::Duration;
 use sparkwire::definition::{Definition, MessageKind};
 use sparkwire::messages::coarse::{LaunchedExecutor, StopExecutor, TaskThreadDump};
 use sparkwire::messages::{CoarseMessage, DeployMessage, Family, Version};
-use sparkwire::wire::handshake::{negotiate, Accepted, Answer, Hello, Role, CLOSE_REASON};
+use sparkwire::wire::handshake::Role;
 use sparkwire::wire::vectors::decoder_vectors;
 use sparkwire::wire::{decode_envelope, encode_envelope, Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
+use crate::kit::closes::*;
+use crate::kit::common::{close_of, closed_without_envelope, sample, wait};
+use crate::kit::replay::slug;
+use crate::kit::server::{close_envelope, Listening, Open, RawMessage};
+use crate::kit::spawned::{self, Run};
+use crate::kit::versions::highest;
 use crate::mp;
 use crate::peer::{frame, Conn, Event};
-use crate::targets::common::{close_of, closed_without_envelope, sample, wait};
-use crate::targets::server::{close_envelope, Listening, Open, RawMessage};
-use crate::targets::spawned::{self, Run};
-use crate::targets::spec11::slug;
-use crate::targets::spec7_asks::highest;
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type C = CoarseMessage;
 type D = DeployMessage;
@@ -69,7 +71,7 @@ fn master() -> Served {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 Ok(Listening {
-                    addr: crate::targets::master::addr(&ctx)?,
+                    addr: crate::kit::master::addr(&ctx)?,
                     guard: Box::new(()),
                 })
             })
@@ -90,8 +92,8 @@ fn worker() -> Served {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 let mut w =
-                    crate::targets::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
-                let addr = crate::targets::worker::ui_addr(&ctx, &mut w).await?;
+                    crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
+                let addr = crate::kit::worker::ui_addr(&ctx, &mut w).await?;
                 Ok(Listening {
                     addr,
                     guard: Box::new(Arc::new(std::sync::Mutex::new(w))),
@@ -122,8 +124,7 @@ fn driver() -> Served {
     Served {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
-                let d =
-                    crate::targets::driver::registered(&ctx, crate::targets::driver::SMALL).await?;
+                let d = crate::kit::driver::registered(&ctx, crate::kit::driver::SMALL).await?;
                 Ok(Listening {
                     addr: d.driver_addr,
                     guard: Box::new(Arc::new(std::sync::Mutex::new(d))),
@@ -159,10 +160,12 @@ pub fn add_driver(cs: &mut Cases) {
     cs.add(
         "spec/8.1/driver/no-close-envelope-at-exit",
         Level::Must,
-        "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown, a connection it no longer needs)\": a driver whose job ended, on an executor connection that agreed on closeReason, sends StopExecutor and then closes that connection when it exits, with no close envelope",
+        "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown, a connection it \
+            no longer needs)\": a driver whose job ended, on an executor connection that agreed on closeReason, sends \
+                StopExecutor and then closes that connection when it exits, with no close envelope",
         driver_no_close_envelope_at_exit,
     );
-    cs.timeout(crate::case::DEFAULT_TIMEOUT);
+    cs.timeout(crate::verdict::DEFAULT_TIMEOUT);
 }
 
 /// The executor's cases.
@@ -170,19 +173,28 @@ pub fn add_executor(cs: &mut Cases) {
     cs.add(
         "spec/8.1/executor/refused-ask-failure",
         Level::Must,
-        "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope rather than left pending\", §8.1 and §14.3, \"A refused ask is answered with a failure envelope; the connection stays open. The failure's `className` is `org.apache.spark.SparkException` for a message off its route\": the executor asked RequestExecutors (driver → cluster-manager only) by its driver answers with a failure for that id carrying that className and a message, and then answers TaskThreadDump on the same connection",
+        "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope rather than left pending\", \
+            §8.1 and §14.3, \"A refused ask is answered with a failure envelope; the connection stays open. The \
+                failure's `className` is `org.apache.spark.SparkException` for a message off its route\": the \
+                    executor asked RequestExecutors (driver → cluster-manager only) by its driver answers with a \
+                        failure for that id carrying that className and a message, and then answers TaskThreadDump on \
+                            the same connection",
         executor_refused_ask_failure,
     );
     cs.add(
         "spec/8.1/executor/no-close-envelope-on-stop",
         Level::Must,
-        "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown ...)\": an executor told StopExecutor, on a connection that agreed on closeReason, closes it with no close envelope",
+        "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown ...)\": an \
+            executor told StopExecutor, on a connection that agreed on closeReason, closes it with no close envelope",
         executor_no_close_envelope_on_stop,
     );
     for (name, frame, version, kind) in precedence_vectors() {
         let id = format!("spec/8.1/executor/close-kind/{}", slug(&name));
         let requirement = format!(
-            "SPEC §8.1, \"the kind is the first that applies, §11.2\", and §11.2, \"A decoder reads a frame in this order and reports the first fault it meets\": the executor, on a connection to its driver that agreed on closeReason at version {}, refuses the decoder.json vector \"{name}\" with a close envelope of kind {kind}",
+            "SPEC §8.1, \"the kind is the first that applies, §11.2\", and §11.2, \"A decoder reads a frame in this \
+                order and reports the first fault it meets\": the executor, on a connection to its driver that agreed \
+                    on closeReason at version {}, refuses the decoder.json vector \"{name}\" with a close envelope of \
+                        kind {kind}",
             version.number()
         );
         cs.add(id, Level::Must, requirement, move |ctx: Ctx| {
@@ -194,14 +206,35 @@ pub fn add_executor(cs: &mut Cases) {
 
 fn add_served(cs: &mut Cases, s: Served) {
     let name = s.name;
-    on(cs, &s, "spec/8.1/refused-ask-failure", format!("SPEC §8, \"An ask that cannot be answered is answered with a failure envelope rather than left pending\", §8.1, \"A refused **ask** is answered with a failure, not a close\", and §14.3, \"The failure's `className` is `org.apache.spark.SparkException` for a message off its route\": {name} answers an ask of {} from a {} (off its route) with a failure for its id carrying that className and a message, and then answers {} on the same connection (a master or worker validating rules.md MAY close instead, with a close envelope of kind RuleViolation)", s.refused, s.role.name(), s.probe.0), refused_ask_failure);
-    on(cs, &s, "spec/8.1/takes-unknown-kind", format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as it is ..., and treat the close envelope as the end of the connection: it closes too, sends nothing more\": {name}, on a connection that agreed on closeReason, sent a close envelope of a kind no revision has (and a field of a later revision), closes the connection and sends nothing after it"), takes_unknown_kind);
-    on(cs, &s, "spec/8.1/unknown-ask-close-kind", format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\"): {name}, on a connection that agreed on closeReason, given a reply to an ask it never made, either ignores it and answers the next ask, or closes with a close envelope of kind UnknownAsk (validating rules.md, RuleViolation: rule A2)"), unknown_ask_close_kind);
-    on(cs, &s, "spec/8.1/duplicate-ask-close-kind", format!("SPEC §8.1 (`DuplicateAsk`: \"an ask reusing the id of one still pending\"): {name}, on a connection that agreed on closeReason, sent two asks with one id in one write, either answers, or closes with a close envelope of kind DuplicateAsk (validating rules.md, RuleViolation: rule A1)"), duplicate_ask_close_kind);
-    on(cs, &s, "spec/8.1/close-offset", format!("SPEC §8.1, `offset`: \"the offset, in the offending frame's body ..., of the byte after the last one the decoder read: the fault lies just before it\": {name} closes for a message whose first field is the one-byte integer 5 where a string belongs (followed by another field) with a close envelope of kind InvalidFields whose offset is the position just after that byte"), close_offset);
+    on(cs, &s, "spec/8.1/refused-ask-failure", format!("SPEC §8, \"An ask that cannot be answered is answered with a \
+        failure envelope rather than left pending\", §8.1, \"A refused **ask** is answered with a failure, not a \
+            close\", and §14.3, \"The failure's `className` is `org.apache.spark.SparkException` for a message off \
+                its route\": {name} answers an ask of {} from a {} (off its route) with a failure for its id carrying \
+                    that className and a message, and then answers {} on the same connection (a master or worker \
+                        validating rules.md MAY close instead, with a close envelope of kind \
+                            RuleViolation)", s.refused, s.role.name(), s.probe.0), refused_ask_failure);
+    on(cs, &s, "spec/8.1/takes-unknown-kind", format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as \
+        it is ..., and treat the close envelope as the end of the connection: it closes too, sends nothing more\": \
+            {name}, on a connection that agreed on closeReason, sent a close envelope of a kind no revision has (and \
+                a field of a later revision), closes the connection and sends nothing after it"), takes_unknown_kind);
+    on(cs, &s, "spec/8.1/unknown-ask-close-kind", format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never \
+        made\"): {name}, on a connection that agreed on closeReason, given a reply to an ask it never made, either \
+            ignores it and answers the next ask, or closes with a close envelope of kind UnknownAsk (validating \
+                rules.md, RuleViolation: rule A2)"), unknown_ask_close_kind);
+    on(cs, &s, "spec/8.1/duplicate-ask-close-kind", format!("SPEC §8.1 (`DuplicateAsk`: \"an ask reusing the id of \
+        one still pending\"): {name}, on a connection that agreed on closeReason, sent two asks with one id in one \
+            write, either answers, or closes with a close envelope of kind DuplicateAsk (validating rules.md, \
+                RuleViolation: rule A1)"), duplicate_ask_close_kind);
+    on(cs, &s, "spec/8.1/close-offset", format!("SPEC §8.1, `offset`: \"the offset, in the offending frame's body \
+        ..., of the byte after the last one the decoder read: the fault lies just before it\": {name} closes for a \
+            message whose first field is the one-byte integer 5 where a string belongs (followed by another field) \
+                with a close envelope of kind InvalidFields whose offset is the position just after that \
+                    byte"), close_offset);
     for k in KINDS.iter().copied() {
         let requirement = format!(
-            "SPEC §8.1, \"`{}` ... | a frame that could not be decoded (§8; the kind is the first that applies, §11.2)\": {name}, on a connection that agreed on closeReason, closes for {} with a close envelope of kind {}",
+            "SPEC §8.1, \"`{}` ... | a frame that could not be decoded (§8; the kind is the first that applies, \
+                §11.2)\": {name}, on a connection that agreed on closeReason, closes for {} with a close envelope of \
+                    kind {}",
             k.kind, k.what, k.kind
         );
         let kind = k;
@@ -293,7 +326,8 @@ const KINDS: [Kind; 8] = [
     Kind {
         slug: "trailing-bytes-over-unknown-message",
         kind: "TrailingBytes",
-        what: "a send of a message its family does not have followed by a nil (§11.2: trailing bytes come before the name)",
+        what: "a send of a message its family does not have followed by a nil (§11.2: trailing bytes come before the \
+            name)",
         version: Version::V2,
         body: |_| {
             let mut b = mp::arr(&[
@@ -307,14 +341,16 @@ const KINDS: [Kind; 8] = [
     Kind {
         slug: "local-over-invalid-fields",
         kind: "LocalMessage",
-        what: "a send of a local message of its family whose fields are an array (§11.2: a local message is refused before its fields are read)",
+        what: "a send of a local message of its family whose fields are an array (§11.2: a local message is refused \
+            before its fields are read)",
         version: Version::V2,
         body: |s| mp::arr(&[mp::u(0), mp::map(&[(s.local, mp::arr(&[mp::u(5)]))])]),
     },
     Kind {
         slug: "not-in-version-fields-unexamined",
         kind: "NotInVersion",
-        what: "an ask, on a version 1 connection, of a message only version 2 has, its fields an array (§11.2: \"its fields are not examined\")",
+        what: "an ask, on a version 1 connection, of a message only version 2 has, its fields an array (§11.2: \"its \
+            fields are not examined\")",
         version: Version::V1,
         body: |s| {
             mp::arr(&[
@@ -336,7 +372,7 @@ async fn taking_close_reason(
     version: Version,
 ) -> Result<Conn, Failure> {
     crate::peer::require_version(&ctx.log, version)?;
-    let (c, taken) = crate::targets::common::offering_close_reason(
+    let (c, taken) = crate::kit::common::offering_close_reason(
         ctx,
         at.addr,
         "suite",
@@ -496,7 +532,8 @@ async fn unknown_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
         mp::map(&[(s.probe.0, mp::map(&(s.probe.1)()))]),
     ]);
     c.send_frame(&probe).await?;
-    let want = "the reply to ask 6 (the unknown reply ignored), or a close envelope of kind UnknownAsk (or, strictly, RuleViolation) and the close";
+    let want = "the reply to ask 6 (the unknown reply ignored), or a close envelope of kind UnknownAsk (or, strictly, \
+        RuleViolation) and the close";
     match answer_to(&ctx, &mut c, 6, want).await? {
         Answered::Reply => Ok(()),
         Answered::Failure(e) => Err(fail(want, format!("a failure for ask 6: {}", e.message))),
@@ -523,7 +560,8 @@ async fn duplicate_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
     twice.extend_from_slice(&probe);
     c.send_raw(&twice, "two asks with id 7 in one write")
         .await?;
-    let want = "replies to ask 7, or a close envelope of kind DuplicateAsk (or, strictly, RuleViolation) and the close (SPEC §8.1)";
+    let want = "replies to ask 7, or a close envelope of kind DuplicateAsk (or, strictly, RuleViolation) and the \
+        close (SPEC §8.1)";
     // Each ask may be answered (the first one before the second was read), or the second found
     // a duplicate: only a close must name DuplicateAsk.
     for round in 0..2 {
@@ -613,64 +651,10 @@ async fn close_kind(ctx: Ctx, s: Served, k: Kind) -> Outcome {
 
 // ---- the executor ----
 
-/// Accepts `hello` (just read on `c`) at the highest of `versions` both speak, taking
-/// closeReason; the secret proved first when the suite holds it. Skipped when the endpoint does
-/// not offer closeReason or none of `versions`.
-pub async fn accept_taking_close_reason(
-    ctx: &Ctx,
-    c: &mut Conn,
-    hello: &Hello,
-    versions: &[Version],
-    id: &str,
-) -> Result<Version, Failure> {
-    if !hello.offers(CLOSE_REASON) {
-        return Err(Failure::Skipped(
-            "the endpoint does not offer closeReason".into(),
-        ));
-    }
-    accept_with_features(ctx, c, hello, versions, id, &[CLOSE_REASON]).await
-}
-
-/// Accepts `hello` (just read on `c`) at the highest of `versions` both speak, taking exactly
-/// `features` (none: the answer has no `features` key), the secret proved first when the suite
-/// holds it.
-pub async fn accept_with_features(
-    ctx: &Ctx,
-    c: &mut Conn,
-    hello: &Hello,
-    versions: &[Version],
-    id: &str,
-    features: &[&str],
-) -> Result<Version, Failure> {
-    let Some(v) = negotiate(&hello.versions, versions) else {
-        return Err(Failure::Skipped(format!(
-            "the endpoint offers versions {:?}, none of {versions:?}",
-            hello.versions
-        )));
-    };
-    let answer = match &ctx.settings.secret {
-        Some(secret) => c.authenticate_client(&[v], id, secret, wait(ctx)).await?,
-        None => Answer::Accepted(Accepted {
-            version: v,
-            versions: versions.iter().map(|v| u64::from(v.number())).collect(),
-            role: c.role,
-            id: id.to_string(),
-            features: Vec::new(),
-        }),
-    };
-    let Answer::Accepted(mut a) = answer else {
-        return Err(fail("an acceptance", format!("{answer:?}")));
-    };
-    a.features = features.iter().map(|f| f.to_string()).collect();
-    c.send_answer(&Answer::Accepted(a)).await?;
-    c.version = Some(v);
-    Ok(v)
-}
-
 /// An executor started and registered (RegisterExecutor answered true), its connection to the
 /// suite agreeing on closeReason at `version`.
 async fn executor(ctx: &Ctx, version: Version) -> Result<(Run, Conn), Failure> {
-    let (run, mut c) = crate::targets::executor::start(ctx.clone()).await?;
+    let (run, mut c) = crate::kit::executor::start(ctx.clone()).await?;
     loop {
         let hello = c.read_hello(spawned::startup(ctx)).await?;
         accept_taking_close_reason(ctx, &mut c, &hello, &[version], "driver").await?;
@@ -691,7 +675,7 @@ async fn executor(ctx: &Ctx, version: Version) -> Result<(Run, Conn), Failure> {
                     message: C::RetrieveSparkAppConfig(_),
                 } => (
                     id,
-                    Reply::Message(C::SparkAppConfig(crate::targets::executor::app_config(128))),
+                    Reply::Message(C::SparkAppConfig(crate::kit::executor::app_config(128))),
                 ),
                 Envelope::Ask {
                     id,
@@ -798,9 +782,9 @@ async fn executor_close_kind(ctx: Ctx, frame: Vec<u8>, version: Version, kind: S
 // ---- the driver ----
 
 async fn driver_no_close_envelope_at_exit(ctx: Ctx) -> Outcome {
-    let d = crate::targets::driver::registered(&ctx, crate::targets::driver::SMALL).await?;
+    let d = crate::kit::driver::registered(&ctx, crate::kit::driver::SMALL).await?;
     let id = "1";
-    let (conn, taken) = crate::targets::common::offering_close_reason(
+    let (conn, taken) = crate::kit::common::offering_close_reason(
         &ctx,
         d.driver_addr,
         "executor-1",
@@ -814,7 +798,7 @@ async fn driver_no_close_envelope_at_exit(ctx: Ctx) -> Outcome {
             "the driver does not take closeReason".into(),
         ));
     }
-    let mut e = crate::targets::driver::FakeExecutor {
+    let mut e = crate::kit::driver::FakeExecutor {
         conn,
         id: id.to_string(),
     };

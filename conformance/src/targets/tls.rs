@@ -11,30 +11,14 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::{encode_hello, Answer, Hello, Role};
 use sparkwire::wire::Reply;
 
-use crate::case::{fail, Cases, Failure, Level, Outcome, Sharing};
+use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::own_server::{Server, Settings};
 use crate::peer::{Conn, Event};
-use crate::targets::common::wait;
-use crate::targets::limits::{Server, Settings};
+use crate::verdict::{fail, Level, Outcome};
 
 type D = DeployMessage;
-
-/// A certificate authority and a certificate for 127.0.0.1 it signed: (the authority's
-/// certificate, the certificate, its private key), all PEM.
-pub fn certificate() -> Result<(String, String, String), Failure> {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-    let err = |e: rcgen::Error| fail("a certificate the suite makes", e.to_string());
-    let ca_key = KeyPair::generate().map_err(err)?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).map_err(err)?;
-    let key = KeyPair::generate().map_err(err)?;
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .map_err(err)?
-        .signed_by(&key, &ca, &ca_key)
-        .map_err(err)?;
-    Ok((ca.pem(), cert.pem(), key.serialize_pem()))
-}
 
 /// Every case of this file, added to `cs`.
 pub fn add(cs: &mut Cases) {
@@ -43,7 +27,11 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "handshake/11/tls",
         Level::Must,
-        "handshake.md §11, \"A connection MAY run over TLS (1.2 or 1.3): the client starts TLS on the TCP stream before its hello, and the whole handshake and every envelope then travel inside it ... A side configured for TLS speaks nothing else\": a server started with a certificate for 127.0.0.1 completes the handshake of a client that starts TLS and answers its RequestMasterState inside it, and accepts no plain hello",
+        "handshake.md §11, \"A connection MAY run over TLS (1.2 or 1.3): the client starts TLS on the TCP stream \
+            before its hello, and the whole handshake and every envelope then travel inside it ... A side configured \
+                for TLS speaks nothing else\": a server started with a certificate for 127.0.0.1 completes the \
+                    handshake of a client that starts TLS and answers its RequestMasterState inside it, and accepts \
+                        no plain hello",
         tls,
     );
 }

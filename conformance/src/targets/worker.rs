@@ -1,248 +1,34 @@
 //! `--target worker`: the suite plays the master (and UI clients) of a worker it starts.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::{
-    Addr, Command, DeployMessage, DriverDescription, DriverState, EndpointRef, ExecutorState,
-    Version,
+    Addr, DeployMessage, DriverDescription, DriverState, EndpointRef, ExecutorState, Version,
 };
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::{check, fail, Cases, Failure, Level, Target};
+use crate::case::Cases;
 use crate::env::Ctx;
+use crate::kit::auth;
+use crate::kit::auth::{Guarded, SecuredServer, Seen};
+use crate::kit::client::Client;
+use crate::kit::common::wait;
+use crate::kit::common::{expect_refused, spark_id};
+use crate::kit::server::{Listening, Server};
+use crate::kit::spawned::{self};
 use crate::mp;
-use crate::peer::Conn;
-use crate::targets::auth::{self, Guarded, SecuredServer, Seen};
-use crate::targets::client::{self, Client};
-use crate::targets::common::wait;
-use crate::targets::common::{expect_refused, spark_id};
-use crate::targets::server::{self, Listening, Server};
-use crate::targets::spawned::{self, Run};
+use crate::verdict::{check, fail, Level};
 
 type D = DeployMessage;
 
-/// The cores and memory the suite asks the worker to offer.
-pub const CORES: i32 = 2;
-/// MiB.
-pub const MEMORY: i32 = 2048;
+use crate::kit::worker::*;
 
-/// A program the suite asks the worker to run as an executor.
-pub fn allowed_exec() -> String {
-    for p in ["/bin/sleep", "/usr/bin/sleep"] {
-        if std::path::Path::new(p).exists() {
-            return p.to_string();
-        }
-    }
-    "sleep".into()
-}
-
-async fn start(ctx: Ctx) -> Result<(Run, Conn), Failure> {
-    let run = spawned::start(&ctx, Role::Master, |given, dir| {
-        vec![
-            ("master_url", format!("sparkwire://{given}")),
-            ("master_host", given.ip().to_string()),
-            ("master_port", given.port().to_string()),
-            ("cores", CORES.to_string()),
-            ("memory", MEMORY.to_string()),
-            ("worker_timeout", "2".into()),
-            ("work_dir", dir.display().to_string()),
-            ("allowed_exec", allowed_exec()),
-        ]
-    })
-    .await?;
-    let conn = run.accept(&ctx, "master", Role::Master).await?;
-    Ok((run, conn))
-}
-
-/// A worker the suite registered.
-pub struct Registered {
-    /// The run.
-    pub run: Run,
-    /// The worker's connection to the suite's master.
-    pub conn: Conn,
-    /// Its RegisterWorker.
-    pub reg: RegisterWorker,
-    /// The master URL the suite announced.
-    pub master_url: String,
-}
-
-/// Starts a worker, accepts it at `versions`, reads its RegisterWorker and answers it.
-pub async fn registered(ctx: &Ctx, versions: &[Version]) -> Result<Registered, Failure> {
-    let (run, mut conn) = start(ctx.clone()).await?;
-    let hello = conn.read_hello(spawned::startup(ctx)).await?;
-    if !versions
-        .iter()
-        .any(|v| hello.versions.contains(&u64::from(v.number())))
-    {
-        return Err(Failure::Skipped(format!(
-            "the worker offers versions {:?}, none of {versions:?}",
-            hello.versions
-        )));
-    }
-    spawned::accept(ctx, &mut conn, &hello, versions, "master").await?;
-    let reg = conn
-        .expect::<D, RegisterWorker>(wait(ctx), "RegisterWorker", |e| match e {
-            Envelope::Send(D::RegisterWorker(r)) => Some(r.clone()),
-            _ => None,
-        })
-        .await?;
-    let given = run.given;
-    let master = EndpointRef::at(
-        Addr::new(given.ip().to_string(), i32::from(given.port())),
-        "Master",
-    );
-    conn.send(&Envelope::Send(D::RegisteredWorker(RegisteredWorker::new(
-        master,
-        "http://127.0.0.1:8080".into(),
-        Addr::new(given.ip().to_string(), i32::from(given.port())),
-        false,
-    ))))
-    .await?;
-    Ok(Registered {
-        run,
-        conn,
-        reg,
-        // The URL a master of the wire spoken gives: Spark's worker takes commands only from the
-        // master URL it registered with (`Worker.receive`, "Invalid Master … attempted to launch").
-        master_url: match ctx.log.wire() {
-            crate::env::Wire::Sparkwire => format!("sparkwire://{given}"),
-            crate::env::Wire::Spark(_) => format!("spark://{given}"),
-        },
-    })
-}
-
-/// A command running `program args`, with nothing else.
-pub fn command(program: &str, args: &[&str]) -> Command {
-    Command::new(
-        program.into(),
-        args.iter().map(|a| a.to_string()).collect(),
-        BTreeMap::new(),
-        vec![],
-        vec![],
-        vec![],
-    )
-}
-
-/// Tells the worker `w` to launch executor `exec_id` of `app` running the allowed program for
-/// 20 seconds (a LaunchExecutor of [`launch_msg`]).
-pub async fn launch_executor(w: &mut Registered, app: &str, exec_id: i32) -> Result<(), Failure> {
-    let m = launch_msg(w, app, exec_id, &allowed_exec(), &["20"]);
-    w.conn.send(&Envelope::Send(m)).await
-}
-
-/// A LaunchExecutor running `program args`.
-pub fn launch_msg(w: &Registered, app: &str, exec_id: i32, program: &str, args: &[&str]) -> D {
-    let mut desc = crate::targets::master::app_desc(Some(1), 64, None);
-    desc.command = command(program, args);
-    D::LaunchExecutor(LaunchExecutor::new(
-        w.master_url.clone(),
-        app.into(),
-        exec_id,
-        0,
-        desc,
-        1,
-        64,
-        BTreeMap::new(),
-    ))
-}
-
-/// Waits for ExecutorStateChanged of `exec_id`, answering it when it is an ask.
-pub async fn state_change(
-    ctx: &Ctx,
-    w: &mut Registered,
-    exec_id: i32,
-) -> Result<ExecutorStateChanged, Failure> {
-    let (ask, e) = w
-        .conn
-        .expect::<D, (Option<u64>, ExecutorStateChanged)>(
-            wait(ctx),
-            &format!("ExecutorStateChanged for executor {exec_id}"),
-            |e| match e {
-                Envelope::Send(D::ExecutorStateChanged(s)) if s.exec_id == exec_id => {
-                    Some((None, s.clone()))
-                }
-                Envelope::Ask {
-                    id,
-                    message: D::ExecutorStateChanged(s),
-                } if s.exec_id == exec_id => Some((Some(*id), s.clone())),
-                _ => None,
-            },
-        )
-        .await?;
-    if let Some(id) = ask {
-        w.conn
-            .send(&Envelope::<D>::Reply {
-                id,
-                reply: Reply::Bool(true),
-            })
-            .await?;
-    }
-    Ok(e)
-}
-
-/// Where the suite reaches the worker's own listening port (the address its RegisterWorker
-/// gave), through the fault proxy when there is one, for a peer of `role`.
-pub async fn listening_addr(
-    ctx: &Ctx,
-    w: &mut Registered,
-    role: Role,
-) -> Result<SocketAddr, Failure> {
-    let host: std::net::IpAddr = w
-        .reg
-        .host
-        .parse()
-        .map_err(|_| fail("a worker host that is an IP address", w.reg.host.clone()))?;
-    let port = u16::try_from(w.reg.port).map_err(|_| fail("a port", w.reg.port.to_string()))?;
-    w.run
-        .reach(ctx, SocketAddr::new(host, port), role, Role::Worker)
-        .await
-}
-
-/// Where the suite reaches the worker's port as a UI.
-pub async fn ui_addr(ctx: &Ctx, w: &mut Registered) -> Result<SocketAddr, Failure> {
-    listening_addr(ctx, w, Role::Ui).await
-}
-
-/// A UI's connection (v2) to the worker's port, with the suite's secret when it has one.
-pub async fn ui_conn(ctx: &Ctx, w: &mut Registered) -> Result<Conn, Failure> {
-    let addr = ui_addr(ctx, w).await?;
-    Conn::open(
-        addr,
-        "ui",
-        Role::Ui,
-        "",
-        &[Version::V2],
-        ctx.settings.secret.as_ref(),
-        &ctx.log,
-        wait(ctx),
-    )
-    .await
-}
-
-/// The worker's answer to RequestWorkerState asked on the UI connection `ui`.
-pub async fn worker_state(ctx: &Ctx, ui: &mut Conn) -> Result<WorkerStateResponse, Failure> {
-    let ask = D::RequestWorkerState(RequestWorkerState::new());
-    ui.send(&Envelope::Ask {
-        id: 3,
-        message: ask,
-    })
-    .await?;
-    ui.expect::<D, WorkerStateResponse>(wait(ctx), "WorkerStateResponse", |e| match e {
-        Envelope::Reply {
-            id: 3,
-            reply: Reply::Message(D::WorkerStateResponse(s)),
-        } => Some(s.clone()),
-        _ => None,
-    })
-    .await
-}
-
-fn worker_server() -> Server {
+/// The worker as the cases about any server see it.
+pub fn server() -> Server {
     fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
         vec![]
     }
@@ -276,7 +62,8 @@ fn worker_server() -> Server {
     }
 }
 
-fn worker_client() -> Client {
+/// The worker as the cases about any client see it.
+pub fn client() -> Client {
     Client {
         start: Arc::new(|ctx| Box::pin(start(ctx))),
         name: "the worker",
@@ -286,37 +73,24 @@ fn worker_client() -> Client {
     }
 }
 
-/// Every case of the worker target.
-pub fn cases() -> Vec<crate::case::Case> {
-    let mut cs = Cases::new(Target::Worker);
-    client::add(&mut cs, worker_client());
-    server::add(&mut cs, worker_server());
-    ui_routes(&mut cs);
-    crate::targets::spec11::add_worker(&mut cs);
-    flows(&mut cs);
-    crate::targets::spec14_launch::add_worker(&mut cs);
-    crate::targets::auth::add_server(&mut cs, worker_secured());
-    crate::targets::spark::add_server(
-        &mut cs,
-        crate::targets::spark::SparkServer {
-            server: worker_server(),
-            probe: (
-                || D::RequestWorkerState(RequestWorkerState::new()),
-                |r| matches!(r, Reply::Message(D::WorkerStateResponse(_))),
-            ),
-            not_asked: || {
-                D::ApplicationFinished(ApplicationFinished::new("app-20000101000000-9999".into()))
-            },
+/// The worker as the `spark/15.…` cases see it on Spark's wire.
+pub fn spark_server() -> crate::kit::spark::SparkServer {
+    crate::kit::spark::SparkServer {
+        server: server(),
+        probe: (
+            || D::RequestWorkerState(RequestWorkerState::new()),
+            |r| matches!(r, Reply::Message(D::WorkerStateResponse(_))),
+        ),
+        not_asked: || {
+            D::ApplicationFinished(ApplicationFinished::new("app-20000101000000-9999".into()))
         },
-    );
-    crate::targets::spark::add_worker(&mut cs);
-    cs.list
+    }
 }
 
 /// The worker as the authentication cases see it: registered with the suite's master, it holds
 /// the secret on its port, and a master-role peer's MasterChanged there changes its state (it
 /// takes that peer as its master: a UI's RequestWorkerState shows the new master URL).
-fn worker_secured() -> SecuredServer {
+pub fn secured() -> SecuredServer {
     SecuredServer {
         open: Arc::new(|ctx: Ctx| {
             Box::pin(async move {
@@ -340,7 +114,7 @@ fn worker_secured() -> SecuredServer {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
                 // A master address no worker of the suite's registers with.
-                let port = 20_000 + (crate::targets::common::unique() % 20_000) as i32;
+                let port = 20_000 + (crate::kit::common::unique() % 20_000) as i32;
                 let new_master = format!("sparkwire://127.0.0.9:{port}");
                 let mut change = Vec::new();
                 let changed = D::MasterChanged(MasterChanged::new(
@@ -374,8 +148,9 @@ fn worker_secured() -> SecuredServer {
     }
 }
 
-fn ui_routes(cs: &mut Cases) {
-    for msg in crate::targets::common::crossing("deploy") {
+/// The route cases of the worker's UI port.
+pub fn ui_routes(cs: &mut Cases) {
+    for msg in crate::kit::common::crossing("deploy") {
         let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
         let to_worker_from_ui =
             msg.from.iter().any(|r| r == "ui") && msg.to.iter().any(|r| r == "worker");
@@ -391,7 +166,7 @@ fn ui_routes(cs: &mut Cases) {
             Level::Must,
             requirement,
             move |ctx: Ctx| async move {
-                let m: D = crate::targets::common::sample(msg)?;
+                let m: D = crate::kit::common::sample(msg)?;
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let mut ui = ui_conn(&ctx, &mut w).await?;
                 expect_refused(&mut ui, Envelope::Ask { id: 61, message: m }, wait(&ctx)).await
@@ -400,7 +175,8 @@ fn ui_routes(cs: &mut Cases) {
     }
 }
 
-fn flows(cs: &mut Cases) {
+/// The worker's flows.
+pub fn flows(cs: &mut Cases) {
     cs.add("rules/W1/register-first", Level::Must,
         "the worker sends RegisterWorker first, and nothing else until the master registered it (rule W1)",
         |ctx: Ctx| async move {
@@ -408,22 +184,27 @@ fn flows(cs: &mut Cases) {
             let hello = conn.read_hello(spawned::startup(&ctx)).await?;
             spawned::accept(&ctx, &mut conn, &hello, &[Version::V1, Version::V2], "master").await?;
             let first = conn.recv::<D>(wait(&ctx), "RegisterWorker").await?;
-            check(matches!(first, Envelope::Send(D::RegisterWorker(_))), "a send of RegisterWorker", crate::peer::envelope_label(&first))?;
-            conn.expect_none::<D>(ctx.settings.quiet, "nothing before RegisteredWorker", |e| !matches!(e, Envelope::Send(D::RegisterWorker(_)))).await
+            check(matches!(first, Envelope::Send(D::RegisterWorker(_))), "a send of \
+                RegisterWorker", crate::peer::envelope_label(&first))?;
+            conn.expect_none::<D>(ctx.settings.quiet, "nothing before \
+                RegisteredWorker", |e| !matches!(e, Envelope::Send(D::RegisterWorker(_)))).await
         });
     cs.add("flow/worker/registration/fields", Level::Must,
-        "the worker's RegisterWorker carries an id of Spark's form, the cores and memory it was told to offer, and the address of its endpoint",
+        "the worker's RegisterWorker carries an id of Spark's form, the cores and memory it was told to offer, and \
+            the address of its endpoint",
         |ctx: Ctx| async move {
             let w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let r = &w.reg;
             check(r.id.starts_with("worker-") && r.id.len() > 22 && r.id[7..21].bytes().all(|b| b.is_ascii_digit()),
                 "an id worker-YYYYMMDDHHMMSS-HOST-PORT", r.id.clone())?;
-            check(r.cores == CORES && r.memory == MEMORY, format!("{CORES} cores, {MEMORY} MiB"), format!("{} cores, {} MiB", r.cores, r.memory))?;
+            check(r.cores == CORES && r.memory == MEMORY, format!("{CORES} cores, {MEMORY} \
+                MiB"), format!("{} cores, {} MiB", r.cores, r.memory))?;
             check(r.worker.address.as_ref().is_some_and(|a| a.host == r.host && a.port == r.port) && r.port > 0,
                 "its endpoint at its host and port", format!("{:?} at {}:{}", r.worker, r.host, r.port))
         });
     cs.add("flow/worker/registration/latest-state", Level::Should,
-        "once registered, the worker tells the master its current executors and drivers (WorkerLatestState) with its id",
+        "once registered, the worker tells the master its current executors and drivers (WorkerLatestState) with its \
+            id",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
@@ -437,7 +218,8 @@ fn flows(cs: &mut Cases) {
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
-            let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat within the worker timeout (2 s)", |e| match e {
+            let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat within the worker timeout (2 \
+                s)", |e| match e {
                 Envelope::Send(D::Heartbeat(h)) => Some(h.clone()),
                 _ => None,
             }).await?;
@@ -451,7 +233,8 @@ fn flows(cs: &mut Cases) {
             let mut n = 0;
             while tokio::time::Instant::now() < end {
                 let left = end.saturating_duration_since(tokio::time::Instant::now());
-                match w.conn.expect::<D, ()>(left, "", |e| matches!(e, Envelope::Send(D::Heartbeat(_))).then_some(())).await {
+                match w.conn.expect::<D, ()>(left, "", |e| matches!(e,
+                    Envelope::Send(D::Heartbeat(_))).then_some(())).await {
                     Ok(()) => n += 1,
                     Err(_) => break,
                 }
@@ -538,12 +321,15 @@ fn flows(cs: &mut Cases) {
                 EndpointRef::at(Addr::new(given.ip().to_string(), i32::from(given.port())), "Master"),
                 "http://127.0.0.1:8080".into(),
             )))).await?;
-            let r = w.conn.expect::<D, WorkerSchedulerStateResponse>(wait(&ctx), "WorkerSchedulerStateResponse", |e| match e {
+            let r = w.conn.expect::<D, WorkerSchedulerStateResponse>(wait(&ctx), "WorkerSchedulerStateResponse",
+                |e| match e {
                 Envelope::Send(D::WorkerSchedulerStateResponse(r)) => Some(r.clone()),
                 _ => None,
             }).await?;
             check(r.id == id, format!("id {id}"), r.id.clone())?;
-            w.conn.expect_none::<D>(ctx.settings.quiet, "one WorkerSchedulerStateResponse", |e| matches!(e, Envelope::Send(D::WorkerSchedulerStateResponse(_)))).await
+            w.conn.expect_none::<D>(ctx.settings.quiet, "one \
+                WorkerSchedulerStateResponse", |e| matches!(e,
+                    Envelope::Send(D::WorkerSchedulerStateResponse(_)))).await
         });
     cs.add("flow/worker/executor/launch", Level::Must,
         "the worker runs an allowed executor command it is sent (LaunchExecutor) and reports it RUNNING (rules E2, E3)",
@@ -551,7 +337,8 @@ fn flows(cs: &mut Cases) {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             launch_executor(&mut w, "app-20250101120000-0001", 0).await?;
             let s = state_change(&ctx, &mut w, 0).await?;
-            let out = check(s.state == ExecutorState::Running && s.app_id == "app-20250101120000-0001", "RUNNING", format!("{:?}", s.state));
+            let out = check(s.state == ExecutorState::Running && s.app_id == "app-20250101120000-0001", "RUNNING",
+                format!("{:?}", s.state));
             w.run.stop(Duration::from_secs(2)).await;
             out
         });
@@ -654,12 +441,14 @@ fn flows(cs: &mut Cases) {
         },
     );
     cs.add("flow/worker/executor/not-allowed", Level::Must,
-        "the worker runs only what its operator allowed: LaunchExecutor of a program not on its allow-list is reported FAILED",
+        "the worker runs only what its operator allowed: LaunchExecutor of a program not on its allow-list is \
+            reported FAILED",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let marker = w.run.work_dir.join("ran");
             let script = format!("touch {}", marker.display());
-            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0007", 4, "/bin/sh", &["-c", &script]))).await?;
+            w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0007", 4, "/bin/sh", &["-c",
+                &script]))).await?;
             let s = state_change(&ctx, &mut w, 4).await?;
             check(s.state == ExecutorState::Failed, "FAILED", s.state.to_string())?;
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -673,17 +462,23 @@ fn flows(cs: &mut Cases) {
             state_change(&ctx, &mut w, 5).await?;
             let mut ui = ui_conn(&ctx, &mut w).await?;
             let s = worker_state(&ctx, &mut ui).await?;
-            let out = check(s.worker_id == w.reg.id && s.cores == CORES && s.memory == MEMORY && s.executors.iter().any(|e| e.exec_id == 5),
-                "its id, cores, memory and executor 5", format!("{} {} cores {} MiB executors {:?}", s.worker_id, s.cores, s.memory, s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
+            let out = check(s.worker_id == w.reg.id && s.cores == CORES && s.memory == MEMORY
+                && s.executors.iter().any(|e| e.exec_id == 5),
+                "its id, cores, memory and executor \
+                    5", format!("{} {} cores {} MiB executors \
+                        {:?}", s.worker_id, s.cores, s.memory,
+                            s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
             w.run.stop(Duration::from_secs(2)).await;
             out
         });
     cs.add("flow/worker/driver/launch-and-kill", Level::Must,
-        "the worker runs a driver it is sent (LaunchDriver) and, told KillDriver, reports it KILLED with DriverStateChanged (rules D3, D4)",
+        "the worker runs a driver it is sent (LaunchDriver) and, told KillDriver, reports it KILLED with \
+            DriverStateChanged (rules D3, D4)",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = "driver-20250101120000-0001";
-            let desc = DriverDescription::new(format!("file:{}", allowed_exec()), 64, 1, false, command(&allowed_exec(), &["20"]), vec![]);
+            let desc = DriverDescription::new(format!("file:{}", allowed_exec()), 64, 1, false,
+                command(&allowed_exec(), &["20"]), vec![]);
             w.conn.send(&Envelope::Send(D::LaunchDriver(LaunchDriver::new(id.into(), desc, BTreeMap::new())))).await?;
             tokio::time::sleep(Duration::from_millis(200)).await;
             w.conn.send(&Envelope::Send(D::KillDriver(KillDriver::new(id.into())))).await?;
@@ -694,15 +489,19 @@ fn flows(cs: &mut Cases) {
             check(s.state == DriverState::Killed, "KILLED", s.state.to_string())
         });
     cs.add("flow/worker/decommission", Level::Must,
-        "a worker told DecommissionWorker (version 2) launches no executor after it (no ExecutorStateChanged for a LaunchExecutor that follows) and goes on heartbeating with its id (SPEC §7.1)",
+        "a worker told DecommissionWorker (version 2) launches no executor after it (no ExecutorStateChanged for a \
+            LaunchExecutor that follows) and goes on heartbeating with its id (SPEC §7.1)",
         |ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V2]).await?;
             let id = w.reg.id.clone();
             w.conn.send(&Envelope::Send(D::DecommissionWorker(DecommissionWorker::new()))).await?;
             launch_executor(&mut w, "app-20250101120000-0011", 3).await?;
-            w.conn.expect_none::<D>(ctx.settings.quiet, "no ExecutorStateChanged for a launch after DecommissionWorker", |e| matches!(e,
-                Envelope::Send(D::ExecutorStateChanged(s)) | Envelope::Ask { message: D::ExecutorStateChanged(s), .. } if s.exec_id == 3)).await?;
-            let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat after DecommissionWorker", |e| match e {
+            w.conn.expect_none::<D>(ctx.settings.quiet, "no ExecutorStateChanged for a launch after \
+                DecommissionWorker", |e| matches!(e,
+                Envelope::Send(D::ExecutorStateChanged(s)) | Envelope::Ask { message: D::ExecutorStateChanged(s),
+                    .. } if s.exec_id == 3)).await?;
+            let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat after \
+                DecommissionWorker", |e| match e {
                 Envelope::Send(D::Heartbeat(h)) => Some(h.clone()),
                 _ => None,
             }).await?;

@@ -9,7 +9,9 @@ use super::*;
 
 /// The flows with one client, in report order.
 pub(super) fn add(cs: &mut Cases) {
-    flow(cs, &[Need::OwnRegistrations], "flow/master/registration/registered", Level::Must, "the master answers a worker's RegisterWorker with RegisteredWorker, duplicate = false for a new id, naming itself (rules W3, W4)", flow_master_registration_registered);
+    flow(cs, &[Need::OwnRegistrations], "flow/master/registration/registered", Level::Must, "the master answers a \
+        worker's RegisterWorker with RegisteredWorker, duplicate = false for a new id, naming itself (rules W3, \
+            W4)", flow_master_registration_registered);
     flow(
         cs,
         &[Need::OwnRegistrations],
@@ -18,8 +20,19 @@ pub(super) fn add(cs: &mut Cases) {
         "the master sends one RegisterWorkerResponse per RegisterWorker and none unasked (rule W3)",
         flow_master_registration_answered_once,
     );
-    flow(cs, &[Need::OwnRegistrations], "flow/master/registration/duplicate-id", Level::Must, "the master answers a RegisterWorker for a worker id that is registered and alive with RegisterWorkerFailed, or RegisteredWorker with duplicate = true (rule W4)", flow_master_registration_duplicate_id);
-    flow(cs, &[Need::OwnRegistrations], "flow/master/registration/in-state", Level::Must, "a registered worker appears in the master's state ALIVE with the cores and memory it registered", flow_master_registration_in_state);
+    flow(cs, &[Need::OwnRegistrations], "flow/master/registration/duplicate-id", Level::Must, "the master answers a \
+        RegisterWorker for a worker id that is registered and alive with RegisterWorkerFailed, or RegisteredWorker \
+            with duplicate = true (rule W4)", flow_master_registration_duplicate_id);
+    flow(
+        cs,
+        &[Need::OwnRegistrations],
+        "flow/master/registration/in-state",
+        Level::Must,
+        "a registered worker \
+        appears in the master's state ALIVE with the cores and memory it \
+            registered",
+        flow_master_registration_in_state,
+    );
     flow(
         cs,
         &[Need::OwnRegistrations],
@@ -28,7 +41,16 @@ pub(super) fn add(cs: &mut Cases) {
         "the master registers a worker that speaks only version 1",
         flow_master_registration_worker_v1,
     );
-    flow(cs, &[Need::OwnRegistrations], "flow/master/app/registered", Level::Must, "the master answers RegisterApplication with RegisteredApplication carrying an app id of Spark's form (rule P3)", flow_master_app_registered);
+    flow(
+        cs,
+        &[Need::OwnRegistrations],
+        "flow/master/app/registered",
+        Level::Must,
+        "the master answers \
+        RegisterApplication with RegisteredApplication carrying an app id of Spark's form (rule \
+            P3)",
+        flow_master_app_registered,
+    );
     flow(
         cs,
         &[Need::OwnRegistrations],
@@ -45,8 +67,25 @@ pub(super) fn add(cs: &mut Cases) {
         "the master registers an application client that speaks only version 1",
         flow_master_app_v1_client,
     );
-    flow(cs, &[Need::OwnRegistrations], "flow/master/app/unregister", Level::Must, "after UnregisterApplication the application is no longer active in the master's state (rule P5)", flow_master_app_unregister);
-    flow(cs, &[Need::OwnRegistrations], "flow/master/app/closed-connection-finishes", Level::Must, "an application whose client's connection closes is finished: no longer active in the master's state", flow_master_app_closed_connection_finishes);
+    flow(
+        cs,
+        &[Need::OwnRegistrations],
+        "flow/master/app/unregister",
+        Level::Must,
+        "after UnregisterApplication the \
+        application is no longer active in the master's state (rule P5)",
+        flow_master_app_unregister,
+    );
+    flow(
+        cs,
+        &[Need::OwnRegistrations],
+        "flow/master/app/closed-connection-finishes",
+        Level::Must,
+        "an application \
+        whose client's connection closes is finished: no longer active in the master's \
+            state",
+        flow_master_app_closed_connection_finishes,
+    );
     flow(
         cs,
         &[Need::OwnRegistrations],
@@ -55,10 +94,30 @@ pub(super) fn add(cs: &mut Cases) {
         "the master answers RequestReadyz with a bool reply: true when it is the active master",
         flow_master_ui_readyz,
     );
-    flow(cs, &[Need::OwnRegistrations], "flow/master/ui/clear-completed", Level::Must, "the master answers RequestClearCompletedDriversAndApps with a bool reply (definition.json: reply bool, as Spark 4.0.1's master)", flow_master_ui_clear_completed);
-    flow(cs, &[Need::OwnRegistrations], "flow/master/drivers/submit", Level::Must, "the master answers RequestSubmitDriver with a successful SubmitDriverResponse carrying a driver id of Spark's form (rule D1)", flow_master_drivers_submit);
-    flow(cs, &[Need::OwnRegistrations], "flow/master/drivers/status", Level::Must, "the master answers RequestDriverStatus about a submitted driver with found = true (rule D6)", flow_master_drivers_status);
-    flow(cs, &[Need::OwnRegistrations], "flow/master/drivers/kill", Level::Must, "the master answers RequestKillDriver with a KillDriverResponse naming that driver (rule D6)", flow_master_drivers_kill);
+    flow(cs, &[Need::OwnRegistrations], "flow/master/ui/clear-completed", Level::Must, "the master answers \
+        RequestClearCompletedDriversAndApps with a bool reply (definition.json: reply bool, as Spark 4.0.1's \
+            master)", flow_master_ui_clear_completed);
+    flow(cs, &[Need::OwnRegistrations], "flow/master/drivers/submit", Level::Must, "the master answers \
+        RequestSubmitDriver with a successful SubmitDriverResponse carrying a driver id of Spark's form (rule \
+            D1)", flow_master_drivers_submit);
+    flow(
+        cs,
+        &[Need::OwnRegistrations],
+        "flow/master/drivers/status",
+        Level::Must,
+        "the master answers \
+        RequestDriverStatus about a submitted driver with found = true (rule D6)",
+        flow_master_drivers_status,
+    );
+    flow(
+        cs,
+        &[Need::OwnRegistrations],
+        "flow/master/drivers/kill",
+        Level::Must,
+        "the master answers \
+        RequestKillDriver with a KillDriverResponse naming that driver (rule D6)",
+        flow_master_drivers_kill,
+    );
     flow(
         cs,
         &[Need::OwnRegistrations],

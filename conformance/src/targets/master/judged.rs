@@ -7,16 +7,24 @@ use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Envelope;
 
-use super::{app, app_desc, flow, launches, open, worker, Need};
-use crate::case::{check, Cases, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
-use crate::targets::common::unique;
+use crate::kit::common::unique;
+use crate::kit::master::{app, app_desc, flow, launches, open, worker, Need};
+use crate::verdict::{check, Level, Outcome};
 
 type D = DeployMessage;
 
 pub(super) fn add(cs: &mut Cases) {
-    flow(cs, &[Need::OwnRegistrations], "rules/N3/registration-answered-by-the-end", Level::Must, "rules.md N3, \"Every RegisterApplication on a connection still open at the end of the trace has been answered with RegisteredApplication\": an application client registers and lets go of its connection at once; before closing it the suite's judge listens, within the case's time, for the RegisteredApplication the master owes", rules_n3_registration_answered_by_the_end);
-    flow(cs, &[Need::NoOtherApplication], "rules/P4/no-launch-after-unregister", Level::Must, "rules.md P4, \"LaunchExecutor is only for an application that is registered and has not finished\": once the master's state no longer lists an application its client unregistered, a worker with room that registers gets no LaunchExecutor for it", rules_p4_no_launch_after_unregister);
+    flow(cs, &[Need::OwnRegistrations], "rules/N3/registration-answered-by-the-end", Level::Must, "rules.md N3, \
+        \"Every RegisterApplication on a connection still open at the end of the trace has been answered with \
+            RegisteredApplication\": an application client registers and lets go of its connection at once; before \
+                closing it the suite's judge listens, within the case's time, for the RegisteredApplication the \
+                    master owes", rules_n3_registration_answered_by_the_end);
+    flow(cs, &[Need::NoOtherApplication], "rules/P4/no-launch-after-unregister", Level::Must, "rules.md P4, \
+        \"LaunchExecutor is only for an application that is registered and has not finished\": once the master's \
+            state no longer lists an application its client unregistered, a worker with room that registers gets no \
+                LaunchExecutor for it", rules_p4_no_launch_after_unregister);
 }
 
 async fn rules_n3_registration_answered_by_the_end(ctx: Ctx) -> Outcome {

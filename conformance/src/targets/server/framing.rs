@@ -8,12 +8,57 @@ use super::*;
 pub(super) fn add(cs: &mut Cases, s: &Server) {
     let name = s.name;
     // ---- framing after the handshake ----
-    on(cs, s, "spec/2/size-limit", Level::Must, format!("{name} closes a connection on which a frame's prefix declares more than its frame limit (here 4 GiB - 1), without waiting for the body"), spec_2_size_limit);
-    on(cs, s, "spec/2/truncated-frame", Level::Must, format!("{name} closes a connection that ends inside a frame, and does not act on the partial frame"), spec_2_truncated_frame);
-    on(cs, s, "spec/2/trailing-bytes", Level::Must, format!("{name} refuses a frame with bytes after its one value (TrailingBytes) and closes the connection"), spec_2_trailing_bytes);
-    on(cs, s, "spec/2/nesting-depth", Level::Must, format!("{name} refuses a frame nested 65 levels deep, the envelope counted, even inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels and refuse 65 (`TooDeep`), even inside a field it skips\"), and closes the connection: an ask it answers otherwise"), spec_2_nesting_depth);
-    on(cs, s, "spec/2/nesting-64-accepted", Level::Must, format!("{name} accepts a frame nested 64 levels deep, the envelope counted, inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels\"), and answers the ask"), spec_2_nesting_64_accepted);
-    on(cs, s, "spec/2/nesting-1000", Level::Must, format!("{name} refuses a frame nested 1,000 levels deep inside a field it skips (SPEC §2, `TooDeep`), and closes the connection"), spec_2_nesting_1000);
+    on(
+        cs,
+        s,
+        "spec/2/size-limit",
+        Level::Must,
+        format!(
+            "{name} closes a connection on which a frame's prefix \
+        declares more than its frame limit (here 4 GiB - 1), without waiting for the body"
+        ),
+        spec_2_size_limit,
+    );
+    on(
+        cs,
+        s,
+        "spec/2/truncated-frame",
+        Level::Must,
+        format!(
+            "{name} closes a connection that ends inside a frame, \
+        and does not act on the partial frame"
+        ),
+        spec_2_truncated_frame,
+    );
+    on(
+        cs,
+        s,
+        "spec/2/trailing-bytes",
+        Level::Must,
+        format!(
+            "{name} refuses a frame with bytes after its one value \
+        (TrailingBytes) and closes the connection"
+        ),
+        spec_2_trailing_bytes,
+    );
+    on(cs, s, "spec/2/nesting-depth", Level::Must, format!("{name} refuses a frame nested 65 levels deep, the \
+        envelope counted, even inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels and refuse 65 \
+            (`TooDeep`), even inside a field it skips\"), and closes the connection: an ask it answers \
+                otherwise"), spec_2_nesting_depth);
+    on(cs, s, "spec/2/nesting-64-accepted", Level::Must, format!("{name} accepts a frame nested 64 levels deep, the \
+        envelope counted, inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels\"), and answers the \
+            ask"), spec_2_nesting_64_accepted);
+    on(
+        cs,
+        s,
+        "spec/2/nesting-1000",
+        Level::Must,
+        format!(
+            "{name} refuses a frame nested 1,000 levels deep inside a \
+        field it skips (SPEC §2, `TooDeep`), and closes the connection"
+        ),
+        spec_2_nesting_1000,
+    );
     on(
         cs,
         s,
@@ -34,14 +79,94 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
         ),
         spec_2_reserved_marker,
     );
-    on(cs, s, "spec/2/count-past-end", Level::Must, format!("{name} refuses an array declaring more elements than the frame holds, without allocating for them, and closes the connection"), spec_2_count_past_end);
-    on(cs, s, "spec/3/bad-envelope-tag", Level::Must, format!("{name} refuses an envelope whose first element is not 0–3 (BadEnvelope) and closes the connection"), spec_3_bad_envelope_tag);
-    on(cs, s, "spec/3/bad-envelope-length", Level::Must, format!("{name} refuses an envelope of the wrong length for its form (an ask without a message) and closes the connection"), spec_3_bad_envelope_length);
-    on(cs, s, "spec/3/envelope-not-array", Level::Must, format!("{name} refuses a frame whose value is not an array (BadEnvelope) and closes the connection"), spec_3_envelope_not_array);
-    on(cs, s, "spec/3/message-not-one-entry-map", Level::Must, format!("{name} refuses a message that is not a one-entry map (BadEnvelope) and closes the connection"), spec_3_message_not_one_entry_map);
-    on(cs, s, "spec/4/unknown-message", Level::Must, format!("{name} refuses a message name its family does not have (UnknownMessage) and closes the connection"), spec_4_unknown_message);
-    on(cs, s, "spec/4/not-in-version", Level::Must, format!("{name} refuses, on a version 1 connection, a message only version 2 has (NotInVersion) and closes the connection"), spec_4_not_in_version);
-    on(cs, s, "spec/6/local-message", Level::Must, format!("{name} refuses a local message on a connection (LocalMessage) and closes the connection"), spec_6_local_message);
+    on(
+        cs,
+        s,
+        "spec/2/count-past-end",
+        Level::Must,
+        format!(
+            "{name} refuses an array declaring more elements than the \
+        frame holds, without allocating for them, and closes the connection"
+        ),
+        spec_2_count_past_end,
+    );
+    on(
+        cs,
+        s,
+        "spec/3/bad-envelope-tag",
+        Level::Must,
+        format!(
+            "{name} refuses an envelope whose first element is not \
+        0–3 (BadEnvelope) and closes the connection"
+        ),
+        spec_3_bad_envelope_tag,
+    );
+    on(
+        cs,
+        s,
+        "spec/3/bad-envelope-length",
+        Level::Must,
+        format!(
+            "{name} refuses an envelope of the wrong length for \
+        its form (an ask without a message) and closes the connection"
+        ),
+        spec_3_bad_envelope_length,
+    );
+    on(
+        cs,
+        s,
+        "spec/3/envelope-not-array",
+        Level::Must,
+        format!(
+            "{name} refuses a frame whose value is not an array \
+        (BadEnvelope) and closes the connection"
+        ),
+        spec_3_envelope_not_array,
+    );
+    on(
+        cs,
+        s,
+        "spec/3/message-not-one-entry-map",
+        Level::Must,
+        format!(
+            "{name} refuses a message that is not a \
+        one-entry map (BadEnvelope) and closes the connection"
+        ),
+        spec_3_message_not_one_entry_map,
+    );
+    on(
+        cs,
+        s,
+        "spec/4/unknown-message",
+        Level::Must,
+        format!(
+            "{name} refuses a message name its family does not have \
+        (UnknownMessage) and closes the connection"
+        ),
+        spec_4_unknown_message,
+    );
+    on(
+        cs,
+        s,
+        "spec/4/not-in-version",
+        Level::Must,
+        format!(
+            "{name} refuses, on a version 1 connection, a message \
+        only version 2 has (NotInVersion) and closes the connection"
+        ),
+        spec_4_not_in_version,
+    );
+    on(
+        cs,
+        s,
+        "spec/6/local-message",
+        Level::Must,
+        format!(
+            "{name} refuses a local message on a connection \
+        (LocalMessage) and closes the connection"
+        ),
+        spec_6_local_message,
+    );
     // Only where the message is on its route from `good_role` (a worker's UI takes no message
     // with fields: its decoder is checked on its master's connection, spec/11/live/…).
     let on_route = sparkwire::definition::Definition::builtin()
@@ -53,11 +178,30 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
                 && d.to.iter().any(|r| r == s.server_role.name())
         });
     if on_route {
-        on(cs, s, "spec/4/invalid-fields", Level::Must, format!("{name} refuses a message with a field of the wrong type (SPEC §4, \"refuses ... a value of the wrong type ... (`InvalidFields`)\") and closes the connection: a message the peer's role may send it, as its kind says (SPEC §14.1), so that only the field is wrong"), spec_4_invalid_fields);
+        on(cs, s, "spec/4/invalid-fields", Level::Must, format!("{name} refuses a message with a field of the wrong \
+            type (SPEC §4, \"refuses ... a value of the wrong type ... (`InvalidFields`)\") and closes the \
+                connection: a message the peer's role may send it, as its kind says (SPEC §14.1), so that only the \
+                    field is wrong"), spec_4_invalid_fields);
     }
-    on(cs, s, "spec/8.1/close-reason-decoding", Level::Must, format!("{name}, having taken closeReason in the handshake, sends a close envelope of kind InvalidFields, with the mistyped field's path and an offset, as its last frame before it closes a connection for a message with a field of the wrong type"), spec_8_1_close_reason_decoding);
-    on(cs, s, "spec/8.1/close-reason-refusal", Level::Must, format!("{name}, having taken closeReason in the handshake, sends a close envelope of kind NotOnRoute (or, validating rules.md, RuleViolation) as its last frame before it closes a connection for a one-way message off its route (SPEC §14.3)"), spec_8_1_close_reason_refusal);
-    on(cs, s, "spec/4.1/fields-as-array", Level::Must, format!("{name} refuses a message whose fields are written as an array instead of a map (InvalidFields) and closes the connection"), spec_4_1_fields_as_array);
+    on(cs, s, "spec/8.1/close-reason-decoding", Level::Must, format!("{name}, having taken closeReason in the \
+        handshake, sends a close envelope of kind InvalidFields, with the mistyped field's path and an offset, as its \
+            last frame before it closes a connection for a message with a field of the wrong \
+                type"), spec_8_1_close_reason_decoding);
+    on(cs, s, "spec/8.1/close-reason-refusal", Level::Must, format!("{name}, having taken closeReason in the \
+        handshake, sends a close envelope of kind NotOnRoute (or, validating rules.md, RuleViolation) as its last \
+            frame before it closes a connection for a one-way message off its route (SPEC \
+                §14.3)"), spec_8_1_close_reason_refusal);
+    on(
+        cs,
+        s,
+        "spec/4.1/fields-as-array",
+        Level::Must,
+        format!(
+            "{name} refuses a message whose fields are written as \
+        an array instead of a map (InvalidFields) and closes the connection"
+        ),
+        spec_4_1_fields_as_array,
+    );
     on(
         cs,
         s,
@@ -98,8 +242,28 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
         format!("{name} answers several asks sent back to back, each with its own id"),
         spec_3_asks_answered_by_id,
     );
-    on(cs, s, "spec/3/unknown-reply", Level::Must, format!("{name} does not take a reply to an ask it never sent as an answer to anything: it closes the connection or ignores it and goes on serving"), spec_3_unknown_reply);
-    on(cs, s, "spec/8/others-unaffected", Level::Must, format!("a decoding error ends only its own connection: {name} goes on serving its other connections"), spec_8_others_unaffected);
+    on(
+        cs,
+        s,
+        "spec/3/unknown-reply",
+        Level::Must,
+        format!(
+            "{name} does not take a reply to an ask it never sent as \
+        an answer to anything: it closes the connection or ignores it and goes on serving"
+        ),
+        spec_3_unknown_reply,
+    );
+    on(
+        cs,
+        s,
+        "spec/8/others-unaffected",
+        Level::Must,
+        format!(
+            "a decoding error ends only its own connection: {name} \
+        goes on serving its other connections"
+        ),
+        spec_8_others_unaffected,
+    );
 }
 
 async fn spec_2_size_limit(ctx: Ctx, s: Server) -> Outcome {

@@ -8,7 +8,9 @@ use super::*;
 pub(super) fn add(cs: &mut Cases, s: &Server) {
     let name = s.name;
     // ---- handshake: acceptance and version choice ----
-    on(cs, s, "handshake/4/accepted", Level::Must, format!("{name} accepts a well-formed hello of a role it takes; its answer has magic, the version chosen, the versions it speaks (including that one), its role, of the hello's family, and an id"), handshake_4_accepted);
+    on(cs, s, "handshake/4/accepted", Level::Must, format!("{name} accepts a well-formed hello of a role it takes; \
+        its answer has magic, the version chosen, the versions it speaks (including that one), its role, of the \
+            hello's family, and an id"), handshake_4_accepted);
     on(
         cs,
         s,
@@ -27,7 +29,17 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
         format!("{name} reads the offered versions in any order: offered [2, 1], it chooses 2"),
         handshake_3_versions_any_order,
     );
-    on(cs, s, "handshake/6/unknown-versions-ignored", Level::Must, format!("{name} ignores version numbers it does not know: offered [7, 2, 4294967296], it chooses 2"), handshake_6_unknown_versions_ignored);
+    on(
+        cs,
+        s,
+        "handshake/6/unknown-versions-ignored",
+        Level::Must,
+        format!(
+            "{name} ignores version numbers it does \
+        not know: offered [7, 2, 4294967296], it chooses 2"
+        ),
+        handshake_6_unknown_versions_ignored,
+    );
     on(
         cs,
         s,
@@ -36,8 +48,28 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
         format!("{name} ignores duplicate version numbers: offered [2, 2, 1, 1], it chooses 2"),
         handshake_6_duplicate_versions_ignored,
     );
-    on(cs, s, "handshake/6/v1-only-peer", Level::Must, format!("{name} accepts a version-1-only peer at version 1, or refuses it with noCommonVersion listing versions without 1"), handshake_6_v1_only_peer);
-    on(cs, s, "handshake/6/v2-only-peer", Level::Must, format!("{name} accepts a version-2-only peer at version 2, or refuses it with noCommonVersion listing versions without 2"), handshake_6_v2_only_peer);
+    on(
+        cs,
+        s,
+        "handshake/6/v1-only-peer",
+        Level::Must,
+        format!(
+            "{name} accepts a version-1-only peer at version 1, or \
+        refuses it with noCommonVersion listing versions without 1"
+        ),
+        handshake_6_v1_only_peer,
+    );
+    on(
+        cs,
+        s,
+        "handshake/6/v2-only-peer",
+        Level::Must,
+        format!(
+            "{name} accepts a version-2-only peer at version 2, or \
+        refuses it with noCommonVersion listing versions without 2"
+        ),
+        handshake_6_v2_only_peer,
+    );
     on(
         cs,
         s,
@@ -79,9 +111,39 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
         handshake_1_1_limit_inclusive,
     );
     // ---- handshake: refusals ----
-    on(cs, s, "handshake/5/1/oversized-closed", Level::Must, format!("{name} closes a connection whose first prefix declares more than 65536 bytes, without waiting for the body"), handshake_5_1_oversized_closed);
-    on(cs, s, "handshake/5/1/oversized-refusal", Level::Should, format!("{name} answers a first prefix over 65536 bytes with the refusal frameTooLarge before closing"), handshake_5_1_oversized_refusal);
-    on(cs, s, "handshake/1.1/http-get", Level::Must, format!("{name} closes at once a connection that starts with an HTTP request (its `GET ` reads as a length over 64 KiB)"), handshake_1_1_http_get);
+    on(
+        cs,
+        s,
+        "handshake/5/1/oversized-closed",
+        Level::Must,
+        format!(
+            "{name} closes a connection whose first prefix \
+        declares more than 65536 bytes, without waiting for the body"
+        ),
+        handshake_5_1_oversized_closed,
+    );
+    on(
+        cs,
+        s,
+        "handshake/5/1/oversized-refusal",
+        Level::Should,
+        format!(
+            "{name} answers a first prefix over 65536 \
+        bytes with the refusal frameTooLarge before closing"
+        ),
+        handshake_5_1_oversized_refusal,
+    );
+    on(
+        cs,
+        s,
+        "handshake/1.1/http-get",
+        Level::Must,
+        format!(
+            "{name} closes at once a connection that starts with an \
+        HTTP request (its `GET ` reads as a length over 64 KiB)"
+        ),
+        handshake_1_1_http_get,
+    );
     on(
         cs,
         s,
@@ -100,8 +162,28 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
         format!("{name} refuses a hello map without magic with badMagic, then closes"),
         handshake_5_2_no_magic,
     );
-    on(cs, s, "handshake/5/2/not-a-map", Level::Must, format!("{name} refuses a first frame that is a MessagePack array, not a map, with badMagic, then closes"), handshake_5_2_not_a_map);
-    on(cs, s, "handshake/5/2/not-msgpack", Level::Must, format!("{name} refuses a first frame that is not MessagePack (the reserved byte 0xc1) with badMagic, then closes"), handshake_5_2_not_msgpack);
+    on(
+        cs,
+        s,
+        "handshake/5/2/not-a-map",
+        Level::Must,
+        format!(
+            "{name} refuses a first frame that is a MessagePack \
+        array, not a map, with badMagic, then closes"
+        ),
+        handshake_5_2_not_a_map,
+    );
+    on(
+        cs,
+        s,
+        "handshake/5/2/not-msgpack",
+        Level::Must,
+        format!(
+            "{name} refuses a first frame that is not MessagePack \
+        (the reserved byte 0xc1) with badMagic, then closes"
+        ),
+        handshake_5_2_not_msgpack,
+    );
     on(
         cs,
         s,
@@ -157,10 +239,38 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
         format!("{name} refuses a role it does not know with roleNotAccepted, then closes"),
         handshake_5_6_unknown_role,
     );
-    on(cs, s, "handshake/7/other-family-role", Level::Must, format!("{name} refuses a role whose family it does not serve on this connection with roleNotAccepted, then closes"), handshake_7_other_family_role);
-    on(cs, s, "handshake/5/7/no-common-version", Level::Must, format!("{name} refuses a hello offering only versions it does not speak with noCommonVersion listing the versions it speaks, then closes"), handshake_5_7_no_common_version);
-    on(cs, s, "handshake/5/3/malformed-and-unknown-role", Level::Must, format!("{name} refuses a hello with an unknown role and no `id` at step 3, with malformedHello or roleNotAccepted (handshake.md §5: \"anything else wrong with the map is step 3 (a role name the server does not know at all is refused with `roleNotAccepted` already there)\"; the text orders neither), then closes"), handshake_5_3_malformed_and_unknown_role);
-    on(cs, s, "handshake/5/4/auth-presence", Level::Must, format!("{name} checks step 4 of handshake.md §5, \"a server with a secret: the hello has `auth` and `nonce`; a server without one: it has neither\": without a secret it refuses a hello asking to authenticate with authNotConfigured (§10.2), holding one it refuses a hello that does not with authRequired; then it closes"), handshake_5_4_auth_presence);
+    on(
+        cs,
+        s,
+        "handshake/7/other-family-role",
+        Level::Must,
+        format!(
+            "{name} refuses a role whose family it does not \
+        serve on this connection with roleNotAccepted, then closes"
+        ),
+        handshake_7_other_family_role,
+    );
+    on(
+        cs,
+        s,
+        "handshake/5/7/no-common-version",
+        Level::Must,
+        format!(
+            "{name} refuses a hello offering only versions \
+        it does not speak with noCommonVersion listing the versions it speaks, then \
+            closes"
+        ),
+        handshake_5_7_no_common_version,
+    );
+    on(cs, s, "handshake/5/3/malformed-and-unknown-role", Level::Must, format!("{name} refuses a hello with an \
+        unknown role and no `id` at step 3, with malformedHello or roleNotAccepted (handshake.md §5: \"anything else \
+            wrong with the map is step 3 (a role name the server does not know at all is refused with \
+                `roleNotAccepted` already there)\"; the text orders neither), then \
+                    closes"), handshake_5_3_malformed_and_unknown_role);
+    on(cs, s, "handshake/5/4/auth-presence", Level::Must, format!("{name} checks step 4 of handshake.md §5, \"a \
+        server with a secret: the hello has `auth` and `nonce`; a server without one: it has neither\": without a \
+            secret it refuses a hello asking to authenticate with authNotConfigured (§10.2), holding one it refuses a \
+                hello that does not with authRequired; then it closes"), handshake_5_4_auth_presence);
     type Entries = Vec<(&'static str, Vec<u8>)>;
     let malformed_auth: [(&str, &str, Entries); 3] = [
         (
@@ -181,9 +291,23 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
     ];
     for (what, desc, extra) in malformed_auth {
         let server = s.clone();
-        cs.add(format!("handshake/5/3/{what}"), Level::Must, format!("{name} refuses a hello with {desc} with malformedHello (handshake.md §10.2, \"A hello with only one of `auth` and `nonce`, or another mechanism than `hmac-sha256`, is `malformedHello`\"; step 3 comes before step 4), then closes"), move |ctx| handshake_5_3_malformed_auth(ctx, server.clone(), extra.clone()));
+        cs.add(format!("handshake/5/3/{what}"), Level::Must, format!("{name} refuses a hello with {desc} with \
+            malformedHello (handshake.md §10.2, \"A hello with only one of `auth` and `nonce`, or another mechanism \
+                than `hmac-sha256`, is `malformedHello`\"; step 3 comes before step 4), then \
+                    closes"), move |ctx| handshake_5_3_malformed_auth(ctx, server.clone(), extra.clone()));
     }
-    on(cs, s, "handshake/5/order/role-before-version", Level::Must, format!("{name} checks in order: a hello with an unknown role and no common version is roleNotAccepted (check 6 before 7)"), handshake_5_order_role_before_version);
+    on(
+        cs,
+        s,
+        "handshake/5/order/role-before-version",
+        Level::Must,
+        format!(
+            "{name} checks in order: a hello with an \
+        unknown role and no common version is roleNotAccepted (check 6 before \
+            7)"
+        ),
+        handshake_5_order_role_before_version,
+    );
     on(
         cs,
         s,
@@ -202,7 +326,17 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
         format!("{name} does not accept a hello cut short by the end of the stream"),
         handshake_2_truncated_hello,
     );
-    on(cs, s, "handshake/9/others-unaffected", Level::Must, format!("a failed handshake ends only its own connection: {name} goes on serving a connection opened before it"), handshake_9_others_unaffected);
+    on(
+        cs,
+        s,
+        "handshake/9/others-unaffected",
+        Level::Must,
+        format!(
+            "a failed handshake ends only its own connection: \
+        {name} goes on serving a connection opened before it"
+        ),
+        handshake_9_others_unaffected,
+    );
 }
 
 async fn handshake_4_accepted(ctx: Ctx, s: Server) -> Outcome {

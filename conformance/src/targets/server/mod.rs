@@ -2,91 +2,22 @@
 //! the server's side of the handshake (protocol/handshake.md) and framing after it
 //! (protocol/SPEC.md §2–4, 6, 8).
 
-use std::any::Any;
 use std::future::Future;
-use std::net::SocketAddr;
-use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Answer, RefusalReason, Role};
-use sparkwire::wire::CloseReason;
 
-use crate::case::{check, fail, Cases, Failure, Level, Outcome};
+use crate::case::Cases;
 use crate::env::Ctx;
+use crate::kit::common::wait;
+use crate::kit::server::*;
 use crate::mp;
 use crate::peer::{auth_entries, frame, Conn, Event, HANDSHAKE_LIMIT};
-use crate::targets::common::wait;
-
-/// An endpoint listening for the suite, and what keeps it alive.
-pub struct Listening {
-    /// Where it listens.
-    pub addr: SocketAddr,
-    /// Whatever keeps it running (a spawned process, a fake master); dropped at the case's end.
-    pub guard: Box<dyn Any + Send + Sync>,
-}
-
-/// Opens the endpoint a case talks to.
-pub type Open = Arc<
-    dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<Listening, Failure>> + Send>> + Send + Sync,
->;
-
-/// A message written by hand: its name and a function giving its fields.
-pub type RawMessage = (&'static str, fn() -> Vec<(&'static str, Vec<u8>)>);
-
-/// A listening endpoint as the shared cases see it.
-#[derive(Clone)]
-pub struct Server {
-    /// How to reach it.
-    pub open: Open,
-    /// What it is, in requirement texts (`the master`).
-    pub name: &'static str,
-    /// A client role it takes.
-    pub good_role: Role,
-    /// A role of the other family, which it refuses.
-    pub other_family_role: Role,
-    /// The role it declares.
-    pub server_role: Role,
-    /// An ask it answers with a reply on a connection of `good_role`: name and fields.
-    pub probe: RawMessage,
-    /// A message of version 2 only, that `good_role` may send it: name and fields.
-    pub v2_only: RawMessage,
-    /// A local message of its family.
-    pub local: &'static str,
-    /// A message of its family with a field of the wrong type (name, fields); the field so
-    /// mistyped comes first.
-    pub bad_fields: RawMessage,
-    /// A one-way message of its family, well-formed, that `good_role` may not send it (off its
-    /// route, SPEC §14.1): name and fields.
-    pub off_route: RawMessage,
-}
-
-impl Server {
-    fn probe_body(&self, extra: bool) -> Vec<u8> {
-        let mut fields = (self.probe.1)();
-        if extra {
-            fields.push(("zzzAFieldOfALaterRevision", mp::s("ignored")));
-        }
-        mp::map(&[(self.probe.0, mp::map(&fields))])
-    }
-}
+use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 async fn raw(ctx: &Ctx, at: &Listening, role: Role) -> Result<Conn, Failure> {
     Conn::connect(at.addr, "suite", role, &ctx.log).await
-}
-
-/// What a case that wants a refusal for one of `reasons` and then a close expects.
-pub fn refusal_wanted(reasons: &[RefusalReason]) -> String {
-    format!(
-        "a refusal ({}) and then the connection closed",
-        reasons
-            .iter()
-            .map(|r| r.name())
-            .collect::<Vec<_>>()
-            .join(" or ")
-    )
 }
 
 /// Sends a hello body and expects a refusal for `reason` and then a close.
@@ -203,7 +134,7 @@ async fn session_offering_close_reason(
     s: &Server,
     at: &Listening,
 ) -> Result<Option<Conn>, Failure> {
-    let (c, taken) = crate::targets::common::offering_close_reason(
+    let (c, taken) = crate::kit::common::offering_close_reason(
         ctx,
         at.addr,
         "suite",
@@ -213,50 +144,6 @@ async fn session_offering_close_reason(
     )
     .await?;
     Ok(taken.then_some(c))
-}
-
-/// Reads until the endpoint closes the connection and returns the close envelope that must be
-/// its last frame (SPEC §8.1); fails when the last frame is anything else, or there is none.
-pub async fn close_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Result<CloseReason, Failure> {
-    let wait = crate::targets::common::reaction_wait(ctx);
-    let deadline = tokio::time::Instant::now() + wait;
-    let mut last: Option<Bytes> = None;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match c.next_or_close(left).await {
-            Some(Event::Frame(body)) => last = Some(body),
-            Some(Event::TooLarge(n)) => {
-                return Err(fail(want, format!("a frame declaring {n} bytes")))
-            }
-            Some(Event::Closed(how)) => {
-                let Some(body) = last else {
-                    return Err(fail(
-                        want,
-                        format!("the connection closed ({how}) with no frame before"),
-                    ));
-                };
-                return match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
-                    &body,
-                    Version::V2,
-                ) {
-                    Ok(sparkwire::wire::Envelope::Close(reason)) => Ok(reason),
-                    _ => Err(fail(
-                        want,
-                        format!(
-                            "the connection closed ({how}) after {}, not a close envelope",
-                            crate::peer::describe(c.family, &body, c.v())
-                        ),
-                    )),
-                };
-            }
-            None => {
-                return Err(fail(
-                    want,
-                    format!("the connection still open after {} ms", wait.as_millis()),
-                ))
-            }
-        }
-    }
 }
 
 /// Sends `body` as one frame after an accepted handshake and expects the connection closed.
@@ -271,7 +158,7 @@ async fn closes_after(
     let mut c = session(&ctx, &s, &at, version, "suite").await?;
     c.send_raw(&bytes, what).await?;
     c.expect_closed(
-        crate::targets::common::reaction_wait(&ctx),
+        crate::kit::common::reaction_wait(&ctx),
         &format!("the connection closed after {what}"),
     )
     .await

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::case::Target;
+use crate::verdict::Target;
 
 /// The Spark releases judged, newest first.
 pub const RELEASES: [&str; 2] = ["4.0.1", "3.0.3"];
@@ -123,8 +123,77 @@ pub fn resolution(id: &str) -> Option<&'static str> {
         .map(|(_, s)| *s)
 }
 
-fn cell(v: Option<&Verdict>) -> String {
+/// A stored run's verdicts held against a fresh run of the same release and target (what
+/// `scripts/spark/conformance.sh --check` asks, through `--compare-spark-results`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Comparison {
+    /// `RELEASE-TARGET: ID: stored X, now Y`, for every case whose verdict changed, or that the
+    /// stored run has and the fresh one lacks: each fails the check.
+    pub changed: Vec<String>,
+    /// `RELEASE-TARGET: ID`, for every case of the fresh run that the stored run has no verdict
+    /// for: a case added since real Spark last ran. It is "not yet run on Spark" and fails
+    /// nothing, so that adding a case needs no JVM.
+    pub not_yet_run: Vec<String>,
+}
+
+/// Holds `fresh` against `stored` (`None`: that release and target were never stored), verdicts
+/// only, since the times differ from run to run.
+pub fn compare(stored: Option<&Run>, fresh: &Run) -> Comparison {
+    let name = format!("{}-{}", fresh.release, fresh.target.name());
+    let mut out = Comparison::default();
+    for (id, now) in &fresh.cases {
+        match stored.and_then(|s| s.cases.get(id)) {
+            None => out.not_yet_run.push(format!("{name}: {id}")),
+            Some(then) if then.verdict != now.verdict => out.changed.push(format!(
+                "{name}: {id}: stored {}, now {}",
+                then.verdict, now.verdict
+            )),
+            Some(_) => {}
+        }
+    }
+    for (id, then) in stored.map(|s| &s.cases).into_iter().flatten() {
+        if !fresh.cases.contains_key(id) {
+            out.changed
+                .push(format!("{name}: {id}: stored {}, now none", then.verdict));
+        }
+    }
+    out
+}
+
+/// [`compare`] for every fresh run in `fresh_dir` against the stored ones in `stored_dir`.
+pub fn compare_dirs(stored_dir: &Path, fresh_dir: &Path) -> Result<Comparison, String> {
+    let stored = load(stored_dir)?;
+    let fresh = load(fresh_dir)?;
+    if fresh.is_empty() {
+        return Err(format!(
+            "{}: no run of real Spark in it",
+            fresh_dir.display()
+        ));
+    }
+    let mut out = Comparison::default();
+    for run in &fresh {
+        let then = stored
+            .iter()
+            .find(|s| s.release == run.release && s.target == run.target);
+        let one = compare(then, run);
+        out.changed.extend(one.changed);
+        out.not_yet_run.extend(one.not_yet_run);
+    }
+    Ok(out)
+}
+
+/// The cases of `target` that no stored run of it has a verdict for, in report order.
+fn not_yet_run(target: Target, of: &[&Run]) -> Vec<String> {
+    crate::cases(target)
+        .into_iter()
+        .map(|c| c.id)
+        .filter(|id| of.iter().all(|r| !r.cases.contains_key(id)))
+        .collect()
+}
+
+fn cell(v: Option<&Verdict>, in_suite: bool) -> String {
     match v {
+        None if in_suite => "not yet run".into(),
         None => "—".into(),
         Some(v) if v.verdict == "skipped" => "skipped".into(),
         Some(v) if v.verdict == "pass" => format!("pass ({} ms)", v.millis),
@@ -215,13 +284,14 @@ pub fn render(runs: &[Run]) -> Result<String, String> {
                 }
             }
         }
+        let suite: Vec<String> = crate::cases(target).into_iter().map(|c| c.id).collect();
         for id in ids {
             let mut line = format!("| `{id}` |");
             let mut failed = false;
             for r in &of {
                 let v = r.cases.get(id);
                 failed |= v.is_some_and(|v| matches!(v.verdict.as_str(), "fail" | "non-strict"));
-                let _ = write!(line, " {} |", cell(v));
+                let _ = write!(line, " {} |", cell(v, suite.contains(id)));
             }
             let res = if failed {
                 resolution(id)
@@ -231,6 +301,18 @@ pub fn render(runs: &[Run]) -> Result<String, String> {
                 String::new()
             };
             let _ = writeln!(out, "{line} {res} |");
+        }
+        let missing = not_yet_run(target, &of);
+        if !missing.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n### Not yet run on Spark\n\nCases of target `{target}` with no stored verdict on real Spark: \
+                 added since `scripts/spark/conformance.sh` last ran. Its `--check` (CI) passes over them; \
+                 the next full run of the script stores their verdicts.\n"
+            );
+            for id in missing {
+                let _ = writeln!(out, "- `{id}`");
+            }
         }
     }
     Ok(out)
@@ -281,6 +363,59 @@ mod tests {
         );
         assert!(
             text.contains("| 4.0.1 | master | 1 | 1 | 0 | 1 | 2 | 12 s |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_new_case_is_not_yet_run_and_only_a_changed_or_lost_verdict_fails_the_check() {
+        let stored = run(&[("a", "pass"), ("b", "fail"), ("c", "skipped")]);
+        let same = compare(
+            Some(&stored),
+            &run(&[("a", "pass"), ("b", "fail"), ("c", "skipped")]),
+        );
+        assert_eq!(same, Comparison::default());
+        let fresh = run(&[("a", "pass"), ("b", "pass"), ("new", "fail")]);
+        let c = compare(Some(&stored), &fresh);
+        assert_eq!(
+            c.changed,
+            [
+                "4.0.1-master: b: stored fail, now pass",
+                "4.0.1-master: c: stored skipped, now none"
+            ]
+        );
+        assert_eq!(c.not_yet_run, ["4.0.1-master: new"]);
+        let never = compare(None, &fresh);
+        assert!(never.changed.is_empty(), "{never:?}");
+        assert_eq!(never.not_yet_run.len(), 3);
+    }
+
+    #[test]
+    fn a_case_of_the_suite_without_a_stored_verdict_is_listed_as_not_yet_run() {
+        let text = render(&[run(&[("flow/master/app/registered", "pass")])]).expect("renders");
+        let (_, list) = text
+            .split_once("### Not yet run on Spark")
+            .expect("a list of the cases not yet run");
+        assert!(list.contains("- `handshake/4/accepted`\n"), "{list}");
+        assert!(!list.contains("flow/master/app/registered"), "{list}");
+        let mut r303 = run(&[("handshake/4/accepted", "skipped")]);
+        r303.release = "3.0.3".into();
+        let text = render(&[run(&[("handshake/4/accepted", "skipped")]), r303.clone()]).unwrap();
+        assert!(
+            text.contains("| `handshake/4/accepted` | skipped | skipped |  |"),
+            "{text}"
+        );
+        r303.cases.clear();
+        r303.cases.insert(
+            "flow/master/app/registered".into(),
+            Verdict {
+                verdict: "pass".into(),
+                millis: 3,
+            },
+        );
+        let text = render(&[run(&[("handshake/4/accepted", "skipped")]), r303]).unwrap();
+        assert!(
+            text.contains("| `handshake/4/accepted` | skipped | not yet run |  |"),
             "{text}"
         );
     }

@@ -67,7 +67,7 @@ use std::fmt::{self, Write as _};
 
 use serde::Deserialize;
 
-use crate::case::Target;
+use crate::verdict::Target;
 
 /// The documents whose sentences are traced: (short name used in keys, path in the repository,
 /// text).
@@ -75,22 +75,22 @@ pub const DOCUMENTS: [(&str, &str, &str); 3] = [
     (
         "SPEC",
         "protocol/SPEC.md",
-        include_str!("../../protocol/SPEC.md"),
+        include_str!("../../../protocol/SPEC.md"),
     ),
     (
         "handshake",
         "protocol/handshake.md",
-        include_str!("../../protocol/handshake.md"),
+        include_str!("../../../protocol/handshake.md"),
     ),
     (
         "rules",
         "protocol/rules.md",
-        include_str!("../../protocol/rules.md"),
+        include_str!("../../../protocol/rules.md"),
     ),
 ];
 
 /// The map of `conformance/coverage.json`, as compiled into the suite.
-pub const MAPPING: &str = include_str!("../coverage.json");
+pub const MAPPING: &str = include_str!("../../coverage.json");
 
 /// Sections left out of the extraction, with why (see the module documentation).
 pub const SKIPPED_SECTIONS: [(&str, &str, &str); 1] = [(
@@ -1462,7 +1462,7 @@ Legal orders are never flagged. The validator is fast.
             rule_ids
         );
         assert!(
-            include_str!("../COVERAGE.md") == m.render(),
+            include_str!("../../COVERAGE.md") == m.render(),
             "conformance/COVERAGE.md is stale: run `cargo run -p sparkwire-conformance -- \
              --write-coverage-md conformance/COVERAGE.md`"
         );

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use sparkwire::wire::handshake::Role;
 
-use crate::case::{fail, Failure};
+use crate::env::{fault_proxy, Proxy, Side};
 use crate::env::{Ctx, Endpoint};
-use crate::fault::{self, Proxy, Side};
 use crate::peer::{Conn, Listener};
 use crate::spawn::{spawn, Spawned};
+use crate::verdict::{fail, Failure};
 
 /// One endpoint under test and the suite's listeners for it.
 pub struct Run {
@@ -79,7 +79,7 @@ pub async fn listen(
         .filter(|f| !f.breaks_auth() || suite_role == Role::Driver);
     match fault {
         Some(f) => {
-            let p = fault::start(f, addr, Side::EndpointConnects, ctx.settings.secret.clone())
+            let p = fault_proxy(f, addr, Side::EndpointConnects, ctx.settings.secret.clone())
                 .await
                 .map_err(|e| fail("the fault proxy", e))?;
             Ok((listener, p.addr(), Some(p)))
@@ -102,7 +102,7 @@ pub async fn start(
     let (listener, given, proxy) = listen(ctx, fixed, suite_role).await?;
     let work_dir = std::env::temp_dir().join(format!(
         "sparkwire-conformance-{}",
-        crate::targets::common::unique()
+        crate::kit::common::unique()
     ));
     let _ = std::fs::create_dir_all(&work_dir);
     let mut vars = vars(given, &work_dir);
@@ -159,7 +159,7 @@ impl Run {
     ) -> Result<SocketAddr, Failure> {
         match ctx.settings.fault {
             Some(f) => {
-                let p = fault::start(
+                let p = fault_proxy(
                     f,
                     addr,
                     Side::SuiteConnects {

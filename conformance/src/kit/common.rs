@@ -1,27 +1,13 @@
 //! Helpers the targets share: route cases from the definition, sample messages, unique ids.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use sparkwire::definition::{Definition, MessageDef, MessageKind};
 use sparkwire::messages::Family;
 use sparkwire::wire::vectors::{sample_message, Case as Sample};
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{check, fail, Outcome};
+pub use crate::peer::unique;
 use crate::peer::Conn;
-
-/// A number unique in this process and unlikely to repeat across runs.
-pub fn unique() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let base = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() % 100_000)
-        .unwrap_or(0);
-    base * 10_000
-        + NEXT.fetch_add(1, Ordering::Relaxed)
-        + u64::from(std::process::id() % 97) * 1_000_000_000
-}
+use crate::verdict::{check, fail, Outcome};
 
 /// The definition's non-local messages of `family`.
 pub fn crossing(family: &str) -> Vec<&'static MessageDef> {
@@ -33,7 +19,7 @@ pub fn crossing(family: &str) -> Vec<&'static MessageDef> {
 }
 
 /// The definition's minimal sample of `msg`.
-pub fn sample<F: Family>(msg: &MessageDef) -> Result<F, crate::case::Failure> {
+pub fn sample<F: Family>(msg: &MessageDef) -> Result<F, crate::verdict::Failure> {
     sample_message::<F>(Definition::builtin(), msg, Sample::Minimal)
         .map_err(|e| fail("a sample of the message", e.to_string()))
 }
@@ -85,13 +71,13 @@ pub async fn expect_refused<F: Family>(
                                 .await;
                             match rest {
                                 Ok(()) => Ok(()),
-                                Err(crate::case::Failure::Fail { seen, .. })
+                                Err(crate::verdict::Failure::Fail { seen, .. })
                                     if seen.contains("closed") =>
                                 {
                                     Ok(())
                                 }
                                 Err(e) => Err(match e {
-                                    crate::case::Failure::Fail { expected, seen } => {
+                                    crate::verdict::Failure::Fail { expected, seen } => {
                                         fail(expected, format!("{label}, then {seen}"))
                                     }
                                     e => e,
@@ -147,7 +133,7 @@ pub fn wait(ctx: &crate::env::Ctx) -> std::time::Duration {
 /// endpoint that never does it costs a case this much, not its whole limit (issue 30, bounded
 /// time); the patience is for what takes time (a launch, a registration's scheduling).
 pub fn reaction_wait(ctx: &crate::env::Ctx) -> std::time::Duration {
-    crate::case::DEFAULT_TIMEOUT
+    crate::verdict::DEFAULT_TIMEOUT
         .mul_f64(ctx.settings.timeout_scale)
         .min(ctx.settings.patience)
 }
@@ -195,7 +181,7 @@ pub async fn open_offering(
     addr: std::net::SocketAddr,
     label: &str,
     hello: sparkwire::wire::handshake::Hello,
-) -> Result<(Conn, Vec<String>), crate::case::Failure> {
+) -> Result<(Conn, Vec<String>), crate::verdict::Failure> {
     Conn::open_with(
         addr,
         label,
@@ -216,7 +202,7 @@ pub async fn offering_close_reason(
     versions: &[sparkwire::messages::Version],
     role: sparkwire::wire::handshake::Role,
     id: impl Into<String>,
-) -> Result<(Conn, bool), crate::case::Failure> {
+) -> Result<(Conn, bool), crate::verdict::Failure> {
     use sparkwire::wire::handshake::{Hello, CLOSE_REASON};
     let hello = Hello::new(versions, role, id).with_features(&[CLOSE_REASON]);
     let (c, taken) = open_offering(ctx, addr, label, hello).await?;

@@ -1,0 +1,505 @@
+//! Playing workers, application clients, driver clients and UIs against a master: its address, a
+//! connection to it, a registered worker or application, its state, and waiting for it to settle.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sparkwire::messages::deploy::*;
+use sparkwire::messages::{
+    Addr, ApplicationDescription, Command, DeployMessage, DriverDescription, EndpointRef,
+    ExecutorState, ResourceProfile, Version,
+};
+use sparkwire::wire::handshake::Role;
+use sparkwire::wire::{Envelope, Reply};
+
+use crate::case::{Cases, Sharing};
+use crate::env::{Ctx, Endpoint, Wire};
+use crate::kit::common::unique;
+use crate::kit::common::wait;
+use crate::peer::Conn;
+use crate::verdict::{fail, Failure, Level, Outcome};
+
+type D = DeployMessage;
+
+/// The master's address.
+pub fn addr(ctx: &Ctx) -> Result<SocketAddr, Failure> {
+    match &ctx.settings.endpoint {
+        Endpoint::Addr(a) => Ok(*a),
+        _ => Err(Failure::Skipped("the master target needs --addr".into())),
+    }
+}
+
+/// Opens a connection as `role`, accepted at `version`.
+pub async fn open(
+    ctx: &Ctx,
+    role: Role,
+    label: &str,
+    id: &str,
+    version: Version,
+) -> Result<Conn, Failure> {
+    Conn::open(
+        addr(ctx)?,
+        label,
+        role,
+        id,
+        &[version],
+        ctx.settings.secret.as_ref(),
+        &ctx.log,
+        wait(ctx),
+    )
+    .await
+}
+
+/// A worker the suite plays.
+pub struct FakeWorker {
+    /// Its connection.
+    pub conn: Conn,
+    /// Its id.
+    pub id: String,
+    /// Its host as registered.
+    pub host: String,
+    /// Cores and memory offered.
+    pub cores: i32,
+    /// Memory offered, MiB.
+    pub memory: i32,
+}
+
+/// The reference to a worker's endpoint at `host:port`.
+pub fn worker_ref(host: &str, port: i32) -> EndpointRef {
+    EndpointRef::at(Addr::new(host, port), "Worker")
+}
+
+/// The RegisterWorker of worker `id`.
+pub fn register_worker_msg(id: &str, host: &str, port: i32, cores: i32, memory: i32) -> D {
+    D::RegisterWorker(RegisterWorker::new(
+        id.into(),
+        host.into(),
+        port,
+        worker_ref(host, port),
+        cores,
+        memory,
+        format!("http://{host}:8081"),
+        Addr::new("127.0.0.1", 7077),
+        BTreeMap::new(),
+    ))
+}
+
+/// Connects and registers a worker; the answer must be RegisteredWorker.
+pub async fn worker(
+    ctx: &Ctx,
+    label: &str,
+    cores: i32,
+    memory: i32,
+    version: Version,
+) -> Result<FakeWorker, Failure> {
+    let n = unique();
+    let host = "127.0.0.1".to_string();
+    let port = 20000 + (n % 40000) as i32;
+    let id = format!("worker-20250101120000-{host}-{port}-{n}");
+    let mut conn = open(ctx, Role::Worker, label, &id, version).await?;
+    conn.send(&Envelope::Send(register_worker_msg(
+        &id, &host, port, cores, memory,
+    )))
+    .await?;
+    conn.expect::<D, ()>(wait(ctx), "RegisteredWorker", |e| match e {
+        Envelope::Send(D::RegisteredWorker(_)) => Some(()),
+        _ => None,
+    })
+    .await?;
+    Ok(FakeWorker {
+        conn,
+        id,
+        host,
+        cores,
+        memory,
+    })
+}
+
+/// An application description asking `cores_per_executor` and `memory` MiB per executor.
+pub fn app_desc(
+    cores_per_executor: Option<i32>,
+    memory: i32,
+    max_cores: Option<i32>,
+) -> ApplicationDescription {
+    ApplicationDescription::new(
+        "sparkwire-conformance".into(),
+        Command::new(
+            "/bin/true".into(),
+            vec![],
+            BTreeMap::new(),
+            vec![],
+            vec![],
+            vec![],
+        ),
+        String::new(),
+        ResourceProfile::default_with(cores_per_executor, memory),
+        "conformance".into(),
+    )
+    .with_max_cores(max_cores)
+}
+
+/// Connects and registers an application; returns the connection and the app id.
+pub async fn app(
+    ctx: &Ctx,
+    label: &str,
+    desc: ApplicationDescription,
+    version: Version,
+) -> Result<(Conn, String), Failure> {
+    let mut conn = open(ctx, Role::AppClient, label, "", version).await?;
+    // Each application at an address of its own: Spark's master keys applications by their
+    // driver's address and ignores a second registration from one (SPEC §14.2, Z1).
+    let port = 40000 + (unique() % 20000) as i32;
+    conn.send(&Envelope::Send(D::RegisterApplication(
+        RegisterApplication::new(
+            desc,
+            EndpointRef::at(Addr::new("127.0.0.1", port), "AppClient"),
+        ),
+    )))
+    .await?;
+    let id = conn
+        .expect::<D, String>(wait(ctx), "RegisteredApplication", |e| match e {
+            Envelope::Send(D::RegisteredApplication(r)) => Some(r.app_id.clone()),
+            _ => None,
+        })
+        .await?;
+    Ok((conn, id))
+}
+
+/// The master's state, asked on a fresh UI connection.
+pub async fn state(ctx: &Ctx) -> Result<MasterStateResponse, Failure> {
+    let mut ui = open(ctx, Role::Ui, "ui", "", Version::V2).await?;
+    ui.send(&Envelope::Ask {
+        id: 1,
+        message: D::RequestMasterState(RequestMasterState::new()),
+    })
+    .await?;
+    ui.expect::<D, MasterStateResponse>(wait(ctx), "MasterStateResponse", |e| match e {
+        Envelope::Reply {
+            id: 1,
+            reply: Reply::Message(D::MasterStateResponse(s)),
+        } => Some(s.clone()),
+        _ => None,
+    })
+    .await
+}
+
+/// Waits for the next LaunchExecutor on `w`.
+pub async fn launch(ctx: &Ctx, w: &mut FakeWorker) -> Result<LaunchExecutor, Failure> {
+    w.conn
+        .expect::<D, LaunchExecutor>(wait(ctx), "LaunchExecutor", |e| match e {
+            Envelope::Send(D::LaunchExecutor(l)) => Some(l.clone()),
+            _ => None,
+        })
+        .await
+}
+
+/// All the LaunchExecutor a worker receives within the quiet time.
+pub async fn launches(ctx: &Ctx, w: &mut FakeWorker) -> Vec<LaunchExecutor> {
+    let mut out = Vec::new();
+    let quiet = ctx.settings.quiet;
+    while let Ok(l) = w
+        .conn
+        .expect::<D, LaunchExecutor>(quiet, "", |e| match e {
+            Envelope::Send(D::LaunchExecutor(l)) => Some(l.clone()),
+            _ => None,
+        })
+        .await
+    {
+        out.push(l);
+    }
+    out
+}
+
+/// Reports an executor's state from worker `w`, as an ask (version 2) or a send (version 1).
+pub async fn report(
+    w: &mut FakeWorker,
+    app_id: &str,
+    exec_id: i32,
+    state: ExecutorState,
+    exit: Option<i32>,
+    ask_id: u64,
+) -> Outcome {
+    let m = D::ExecutorStateChanged(
+        ExecutorStateChanged::new(app_id.into(), exec_id, state).with_exit_status(exit),
+    );
+    if w.conn.v() == Version::V1 {
+        w.conn.send(&Envelope::Send(m)).await
+    } else {
+        w.conn
+            .send(&Envelope::Ask {
+                id: ask_id,
+                message: m,
+            })
+            .await
+    }
+}
+
+/// What a flow case needs of the master, which it shares with every other case of the run: each
+/// case declares its needs, which decide whether it runs alone and are made so (or found not to
+/// hold) before its body runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Only what it registers itself, which nothing of another case's can take or be taken by:
+    /// workers without cores or memory, applications and drivers no such worker can run. Such a
+    /// case runs beside the others; its registrations end when its connections close with it.
+    OwnRegistrations,
+    /// No application of an earlier case still active: one waiting for cores would take those
+    /// of this case's workers before the case's own application. Before the body the suite
+    /// waits for the master to finish them (they end with their connections, SPEC §14.2 Z1; on
+    /// Spark's wire, which binds no application to a connection, it ends them itself:
+    /// [`clear_leftovers`]). Such a case runs alone, so that no other case registers anything
+    /// meanwhile.
+    NoOtherApplication,
+    /// A master whose spark.deploy.spreadOut is this, as `--spread-out` says; the case is
+    /// skipped against another.
+    SpreadsOut(bool),
+}
+
+impl Need {
+    /// Whether a case with this need may run beside others.
+    fn sharing(self) -> Sharing {
+        match self {
+            Need::NoOtherApplication => Sharing::Alone,
+            Need::OwnRegistrations | Need::SpreadsOut(_) => Sharing::Parallel,
+        }
+    }
+
+    /// Makes the master what the case needs, or fails (or skips the case) when it is not so.
+    async fn establish(self, ctx: &Ctx) -> Outcome {
+        match self {
+            Need::OwnRegistrations => Ok(()),
+            Need::NoOtherApplication => no_apps_left(ctx).await,
+            Need::SpreadsOut(wanted) if ctx.settings.spread_out == wanted => Ok(()),
+            Need::SpreadsOut(true) => Err(Failure::Skipped(
+                "the master runs with spreadOut off (--spread-out false)".into(),
+            )),
+            Need::SpreadsOut(false) => Err(Failure::Skipped(
+                "the master spreads out (pass --spread-out false for a master started so)".into(),
+            )),
+        }
+    }
+}
+
+/// Adds the flow case `id`, which needs `needs` of the master, in order: it runs alone when one
+/// of them says so, and its body runs once the master is so.
+pub fn flow<F, Fut>(
+    cs: &mut Cases,
+    needs: &'static [Need],
+    id: &str,
+    level: Level,
+    requirement: &str,
+    body: F,
+) where
+    F: Fn(Ctx) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Outcome> + Send + 'static,
+{
+    let alone = needs.iter().any(|n| n.sharing() == Sharing::Alone);
+    let sharing = if alone {
+        Sharing::Alone
+    } else {
+        Sharing::Parallel
+    };
+    let body = Arc::new(body);
+    cs.sharing(sharing)
+        .add(id, level, requirement, move |ctx: Ctx| {
+            let body = Arc::clone(&body);
+            async move {
+                for need in needs {
+                    need.establish(&ctx).await?;
+                }
+                body(ctx).await
+            }
+        });
+}
+
+/// Waits for two envelopes on `c`, in either order: `pick` says which of the two (0 or 1) an
+/// envelope is, or `None` for one that is neither.
+pub async fn both(
+    ctx: &Ctx,
+    c: &mut Conn,
+    want: &str,
+    mut pick: impl FnMut(&Envelope<D>) -> Option<usize>,
+) -> Outcome {
+    let mut seen = [false, false];
+    while !(seen[0] && seen[1]) {
+        let which = c.expect::<D, usize>(wait(ctx), want, &mut pick).await?;
+        seen[which.min(1)] = true;
+    }
+    Ok(())
+}
+
+/// Waits up to the patience for `cond` to hold, polling.
+pub async fn settle<F, Fut>(ctx: &Ctx, cond: F, what: &str) -> Outcome
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, Failure>>,
+{
+    settle_within(wait(ctx), cond, what).await
+}
+
+/// [`settle`] within `within` rather than the patience (a state the master takes on as soon
+/// as it reads a message: [`crate::kit::common::reaction_wait`]).
+pub async fn settle_within<F, Fut>(within: Duration, cond: F, what: &str) -> Outcome
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, Failure>>,
+{
+    let end = tokio::time::Instant::now() + within;
+    loop {
+        if cond().await? {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > end {
+            return Err(fail(what, "not within the time allowed"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The master's next ExecutorUpdated to the application on `app_conn`: executor `exec_id` in state `st`.
+pub async fn updated(
+    ctx: &Ctx,
+    app_conn: &mut Conn,
+    exec_id: i32,
+    st: ExecutorState,
+) -> Result<ExecutorUpdated, Failure> {
+    app_conn
+        .expect::<D, ExecutorUpdated>(
+            wait(ctx),
+            &format!("ExecutorUpdated {st} for executor {exec_id}"),
+            |e| match e {
+                Envelope::Send(D::ExecutorUpdated(u)) if u.id == exec_id && u.state == st => {
+                    Some(u.clone())
+                }
+                _ => None,
+            },
+        )
+        .await
+}
+
+/// Submits a driver on a new driver-client connection; returns it and the answer.
+pub async fn submit(ctx: &Ctx) -> Result<(Conn, SubmitDriverResponse), Failure> {
+    let mut c = open(ctx, Role::DriverClient, "client", "", Version::V2).await?;
+    let desc = DriverDescription::new(
+        "file:/tmp/app.jar".into(),
+        256,
+        1,
+        false,
+        app_desc(None, 0, None).command,
+        vec![],
+    );
+    c.send(&Envelope::Ask {
+        id: 7,
+        message: D::RequestSubmitDriver(RequestSubmitDriver::new(desc)),
+    })
+    .await?;
+    let r = c
+        .expect::<D, SubmitDriverResponse>(wait(ctx), "SubmitDriverResponse", |e| match e {
+            Envelope::Reply {
+                id: 7,
+                reply: Reply::Message(D::SubmitDriverResponse(r)),
+            } => Some(r.clone()),
+            _ => None,
+        })
+        .await?;
+    Ok((c, r))
+}
+
+/// Ends the driver `id` a case submitted over `c`, its own connection (SPEC §14.2 Z4: no other
+/// driver client may, and closing the connection does not), with RequestKillDriver as ask
+/// `ask`, so that it leaves nothing behind: a driver left waiting would be launched on the
+/// workers of a later case, taking their cores and memory. The answer is awaited for the quiet
+/// time at most and not judged here: the case's requirement is elsewhere.
+pub async fn end_driver(ctx: &Ctx, c: &mut Conn, id: Option<&str>, ask: u64) -> Outcome {
+    let Some(id) = id else {
+        return Ok(());
+    };
+    c.send(&Envelope::Ask {
+        id: ask,
+        message: D::RequestKillDriver(RequestKillDriver::new(id.to_string())),
+    })
+    .await?;
+    let _ = c
+        .expect::<D, ()>(ctx.settings.quiet, "KillDriverResponse", |e| {
+            matches!(e, Envelope::Reply { id: r, .. } if *r == ask).then_some(())
+        })
+        .await;
+    Ok(())
+}
+
+/// Registers `n` workers of `cores` cores and one application; returns how many executors each
+/// worker was given.
+/// Waits until no application of an earlier case is still active: an application waiting for
+/// cores takes them on the next worker that registers, before the case's own application.
+pub async fn no_apps_left(ctx: &Ctx) -> Outcome {
+    if ctx.log.wire() != Wire::Sparkwire {
+        clear_leftovers(ctx).await?;
+    }
+    settle(
+        ctx,
+        || async { Ok(state(ctx).await?.active_apps.is_empty()) },
+        "no application of an earlier case still active",
+    )
+    .await
+}
+
+/// On Spark's wire, ends what earlier cases left behind. Spark binds no application or driver to
+/// the connection that made it (SPEC §15.4): an application registered with a driver reference
+/// without an address, or a driver whose client went away, stays until someone ends it, and would
+/// take the cores of the next case's workers. The suite ends them as any Spark client may:
+/// UnregisterApplication, and RequestKillDriver for each driver.
+pub async fn clear_leftovers(ctx: &Ctx) -> Outcome {
+    let s = state(ctx).await?;
+    if s.active_apps.is_empty() && s.active_drivers.is_empty() {
+        return Ok(());
+    }
+    let mut c = open(ctx, Role::Ui, "cleanup", "", Version::V2).await?;
+    for a in &s.active_apps {
+        c.send(&Envelope::Send(D::UnregisterApplication(
+            UnregisterApplication::new(a.id.clone()),
+        )))
+        .await?;
+    }
+    for (i, d) in s.active_drivers.iter().enumerate() {
+        let id = 900 + i as u64;
+        c.send(&Envelope::Ask {
+            id,
+            message: D::RequestKillDriver(RequestKillDriver::new(d.id.clone())),
+        })
+        .await?;
+        c.expect::<D, ()>(wait(ctx), "KillDriverResponse", |e| {
+            matches!(e, Envelope::Reply { id: rid, .. } if *rid == id).then_some(())
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+/// Registers `n` fresh workers of `cores` cores each and an application (`per_executor` cores
+/// per executor, at most `max_cores`); returns how many executors the master launches on each.
+pub async fn allocation(
+    ctx: &Ctx,
+    n: usize,
+    cores: i32,
+    per_executor: Option<i32>,
+    max_cores: Option<i32>,
+) -> Result<Vec<usize>, Failure> {
+    let mut ws = Vec::new();
+    for i in 0..n {
+        ws.push(worker(ctx, &format!("worker{i}"), cores, 8192, Version::V2).await?);
+    }
+    let (_app, _id) = app(
+        ctx,
+        "app",
+        app_desc(per_executor, 64, max_cores),
+        Version::V2,
+    )
+    .await?;
+    let mut counts = Vec::new();
+    for w in &mut ws {
+        counts.push(launches(ctx, w).await.len());
+    }
+    Ok(counts)
+}

@@ -1,0 +1,126 @@
+//! An endpoint that listens, as the cases about any server see it: where it listens, how to open a
+//! connection to it, the messages it takes and answers, and reading the close envelope it sends.
+
+use crate::env::Ctx;
+use crate::mp;
+use crate::peer::{Conn, Event};
+use crate::verdict::{fail, Failure};
+use bytes::Bytes;
+use sparkwire::messages::Version;
+use sparkwire::wire::handshake::{RefusalReason, Role};
+use sparkwire::wire::CloseReason;
+use std::any::Any;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// An endpoint listening for the suite, and what keeps it alive.
+pub struct Listening {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Whatever keeps it running (a spawned process, a fake master); dropped at the case's end.
+    pub guard: Box<dyn Any + Send + Sync>,
+}
+
+/// Opens the endpoint a case talks to.
+pub type Open = Arc<
+    dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<Listening, Failure>> + Send>> + Send + Sync,
+>;
+
+/// A message written by hand: its name and a function giving its fields.
+pub type RawMessage = (&'static str, fn() -> Vec<(&'static str, Vec<u8>)>);
+
+/// A listening endpoint as the shared cases see it.
+#[derive(Clone)]
+pub struct Server {
+    /// How to reach it.
+    pub open: Open,
+    /// What it is, in requirement texts (`the master`).
+    pub name: &'static str,
+    /// A client role it takes.
+    pub good_role: Role,
+    /// A role of the other family, which it refuses.
+    pub other_family_role: Role,
+    /// The role it declares.
+    pub server_role: Role,
+    /// An ask it answers with a reply on a connection of `good_role`: name and fields.
+    pub probe: RawMessage,
+    /// A message of version 2 only, that `good_role` may send it: name and fields.
+    pub v2_only: RawMessage,
+    /// A local message of its family.
+    pub local: &'static str,
+    /// A message of its family with a field of the wrong type (name, fields); the field so
+    /// mistyped comes first.
+    pub bad_fields: RawMessage,
+    /// A one-way message of its family, well-formed, that `good_role` may not send it (off its
+    /// route, SPEC §14.1): name and fields.
+    pub off_route: RawMessage,
+}
+
+impl Server {
+    /// The body of the server's probe message, with a field of a later revision when `extra`.
+    pub fn probe_body(&self, extra: bool) -> Vec<u8> {
+        let mut fields = (self.probe.1)();
+        if extra {
+            fields.push(("zzzAFieldOfALaterRevision", mp::s("ignored")));
+        }
+        mp::map(&[(self.probe.0, mp::map(&fields))])
+    }
+}
+
+/// What a case that wants a refusal for one of `reasons` and then a close expects.
+pub fn refusal_wanted(reasons: &[RefusalReason]) -> String {
+    format!(
+        "a refusal ({}) and then the connection closed",
+        reasons
+            .iter()
+            .map(|r| r.name())
+            .collect::<Vec<_>>()
+            .join(" or ")
+    )
+}
+
+/// Reads until the endpoint closes the connection and returns the close envelope that must be
+/// its last frame (SPEC §8.1); fails when the last frame is anything else, or there is none.
+pub async fn close_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Result<CloseReason, Failure> {
+    let wait = crate::kit::common::reaction_wait(ctx);
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut last: Option<Bytes> = None;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_or_close(left).await {
+            Some(Event::Frame(body)) => last = Some(body),
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a frame declaring {n} bytes")))
+            }
+            Some(Event::Closed(how)) => {
+                let Some(body) = last else {
+                    return Err(fail(
+                        want,
+                        format!("the connection closed ({how}) with no frame before"),
+                    ));
+                };
+                return match sparkwire::wire::decode_envelope::<sparkwire::messages::CoarseMessage>(
+                    &body,
+                    Version::V2,
+                ) {
+                    Ok(sparkwire::wire::Envelope::Close(reason)) => Ok(reason),
+                    _ => Err(fail(
+                        want,
+                        format!(
+                            "the connection closed ({how}) after {}, not a close envelope",
+                            crate::peer::describe(c.family, &body, c.v())
+                        ),
+                    )),
+                };
+            }
+            None => {
+                return Err(fail(
+                    want,
+                    format!("the connection still open after {} ms", wait.as_millis()),
+                ))
+            }
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! The suite's shape, kept by tests: a case file (under `src/targets/`, but for the catalogue
+//! `targets/mod.rs` that registers them) imports only the kit and the harness, never another
+//! case file and never a fault; the kit (`src/kit/`) imports no case and no fault; no line
+//! under `src/targets/` is over 120 characters. Each rule reads the source as text, the
+//! `crate::…` and `super::…` paths of its code (comments left out).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The modules of the harness a case or the kit may import: verdicts, the case, the
+/// run's settings and context, connections and their wire logs, the endpoint's health, the
+/// processes the suite starts, Spark's wire, MessagePack and canonical maps.
+const HARNESS: [&str; 9] = [
+    "verdict",
+    "case",
+    "env",
+    "peer",
+    "health",
+    "spawn",
+    "spark_wire",
+    "mp",
+    "canonical",
+];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every `.rs` file under `dir`, by its path relative to `src/`, with its text.
+fn files(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).expect("reads the source folder") {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path.strip_prefix(src()).expect("under src/");
+                let text = std::fs::read_to_string(&path).expect("reads a source file");
+                out.insert(rel.to_string_lossy().replace('\\', "/"), text);
+            }
+        }
+    }
+    out
+}
+
+/// The code of `text` without its comments (line comments and doc comments; the suite writes
+/// no block comments), so that a path named in prose is no import.
+fn code(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.trim_start().starts_with("//") {
+            true => "",
+            false => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first segment after each `crate::` in `code`: the top module each path names.
+fn crate_modules(code: &str) -> Vec<String> {
+    code.match_indices("crate::")
+        .filter(|(i, _)| {
+            let before = code[..*i].chars().next_back();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+        })
+        .map(|(i, m)| {
+            code[i + m.len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect()
+        })
+        .collect()
+}
+
+/// Where `file` (relative to `src/`) may reach with `super::`: only its own folder's `mod.rs`
+/// (a case folder's files share its imports), or, inside a `mod tests`, the file itself.
+fn super_stays_home(file: &str, code: &str) -> Result<(), String> {
+    let tests_at = code.find("mod tests").unwrap_or(usize::MAX);
+    for (i, _) in code.match_indices("super::") {
+        if i > tests_at {
+            continue;
+        }
+        let at_top = file.ends_with("/mod.rs") || file.matches('/').count() < 2;
+        if at_top || code[i..].starts_with("super::super") {
+            return Err(format!("{file} reaches out of its folder with super::"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_case_file_imports_only_the_kit_and_the_harness() {
+    let mut wrong = Vec::new();
+    for (file, text) in files(&src().join("targets")) {
+        if file == "targets/mod.rs" {
+            continue;
+        }
+        let code = code(&text);
+        for m in crate_modules(&code) {
+            if m != "kit" && !HARNESS.contains(&m.as_str()) {
+                wrong.push(format!("{file} imports crate::{m}"));
+            }
+        }
+        if let Err(e) = super_stays_home(&file, &code) {
+            wrong.push(e);
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a case file imports only the kit and the harness (move what it shares into src/kit/):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_kit_imports_no_case_and_no_fault() {
+    let mut wrong = Vec::new();
+    let kit = files(&src().join("kit"));
+    assert!(kit.len() >= 5, "the kit is src/kit/: {kit:?}");
+    for (file, text) in kit {
+        let code = code(&text);
+        for m in crate_modules(&code) {
+            if m != "kit" && !HARNESS.contains(&m.as_str()) {
+                wrong.push(format!("{file} imports crate::{m}"));
+            }
+        }
+        if code.contains("super::super") {
+            wrong.push(format!("{file} reaches out of the kit with super::"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "the kit imports no case and no fault:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn no_line_of_a_case_file_is_over_120_characters() {
+    let mut long = Vec::new();
+    for (file, text) in files(&src().join("targets")) {
+        for (n, line) in text.lines().enumerate() {
+            let width = line.chars().count();
+            if width > 120 {
+                long.push(format!("{file}:{}: {width} characters", n + 1));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "{} lines of case files are over 120 characters:\n{}",
+        long.len(),
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_rules_see_what_they_forbid() {
+    let code = code(
+        "use crate::kit::master::open;\n// crate::fault in prose\nuse crate::targets::spec7_asks::highest;\n\
+         let x = my_crate::fault::Fault;",
+    );
+    assert_eq!(crate_modules(&code), ["kit", "targets"]);
+    assert!(super_stays_home("targets/master/clients.rs", "use super::*;").is_ok());
+    assert!(super_stays_home("targets/spec14.rs", "use super::spec7_asks;").is_err());
+    assert!(super_stays_home("targets/master/mod.rs", "use super::worker;").is_err());
+    assert!(super_stays_home("targets/spec8_closes.rs", "mod tests { use super::*; }").is_ok());
+}
