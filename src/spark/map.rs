@@ -997,8 +997,8 @@ fn task_cpus(v: Node<'_>) -> Result<i32, JavaError> {
     // The value is unscaled × 10^-scale; a whole number only if 10^scale divides it.
     let value = match scale {
         0 => Some(unscaled),
-        s if s < 0 && s >= -9 => unscaled.checked_mul(10i128.pow(s.unsigned_abs())),
-        s if s > 0 && s <= 38 => {
+        s if (-9..0).contains(&s) => unscaled.checked_mul(10i128.pow(s.unsigned_abs())),
+        s if (1..=38).contains(&s) => {
             let p = 10i128.pow(s.unsigned_abs());
             (unscaled % p == 0).then(|| unscaled / p)
         }
