@@ -374,6 +374,24 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
             )),
             json!({"close": {"kind": "NotOnRoute", "message": "a worker may not send RegisterApplication to a master", "path": null, "offset": null}}),
         ),
+        (
+            "close of a kind the receiver does not know: taken as it is",
+            Envelope::Close(CloseReason::new(
+                "SomeLaterKind",
+                "a kind a later revision may add",
+            )),
+            json!({"close": {"kind": "SomeLaterKind", "message": "a kind a later revision may add", "path": null, "offset": null}}),
+        ),
+        (
+            "close of another kind with a path and an offset: read as sent",
+            Envelope::Close(CloseReason {
+                kind: "RuleViolation".into(),
+                message: "W1: a worker's first message is RegisterWorker".into(),
+                path: Some(String::new()),
+                offset: Some(0),
+            }),
+            json!({"close": {"kind": "RuleViolation", "message": "W1: a worker's first message is RegisterWorker", "path": "", "offset": 0}}),
+        ),
     ];
     let mut out = Vec::new();
     for (name, env, readable) in valid {
