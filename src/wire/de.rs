@@ -152,11 +152,7 @@ impl<'de> MsgPack<'de> {
     /// Records `start` as where the fault lies, unless an item inside already did: an error
     /// passes outward through every value that holds it, and the innermost one is the offending
     /// item (SPEC §8.1: the value of the wrong type, the map of a missing field, …).
-    fn fault_at<T>(
-        &mut self,
-        start: usize,
-        r: Result<T, DecodeError>,
-    ) -> Result<T, DecodeError> {
+    fn fault_at<T>(&mut self, start: usize, r: Result<T, DecodeError>) -> Result<T, DecodeError> {
         if r.is_err() && self.fault.is_none() {
             self.fault = Some(start);
         }
@@ -170,8 +166,7 @@ impl<'de> MsgPack<'de> {
     pub(crate) fn location(&self, base: usize) -> super::Location {
         super::Location {
             path: self.path(),
-            offset: u64::try_from(base.saturating_add(self.fault.unwrap_or(0)))
-                .unwrap_or(u64::MAX),
+            offset: u64::try_from(base.saturating_add(self.fault.unwrap_or(0))).unwrap_or(u64::MAX),
         }
     }
 

@@ -67,7 +67,7 @@ pub(crate) enum Mp {
 }
 
 impl Mp {
-    fn s(text: &str) -> Mp {
+    pub(super) fn s(text: &str) -> Mp {
         Mp::Str(text.to_string())
     }
 
@@ -193,7 +193,7 @@ impl Mp {
 
     /// A whole frame holding this value, length prefix included, and where the marked item
     /// starts in the body.
-    fn frame(&self) -> (Vec<u8>, Option<usize>) {
+    pub(super) fn frame(&self) -> (Vec<u8>, Option<usize>) {
         let mut body = Vec::new();
         let mut mark = None;
         self.write_marked(&mut body, &mut mark);
@@ -1085,7 +1085,8 @@ pub fn conversion_vectors(def: &Definition) -> Result<Vec<ConversionVector>, Err
 fn located_cases(def: &Definition) -> Result<Vec<Case1>, Error> {
     use Version::V2;
     let at = "§8.2 location";
-    let kill = |fields: Vec<(Mp, Mp)>| send(Mp::Map(vec![(Mp::s("KillExecutor"), Mp::Map(fields))]));
+    let kill =
+        |fields: Vec<(Mp, Mp)>| send(Mp::Map(vec![(Mp::s("KillExecutor"), Mp::Map(fields))]));
     let master = || (Mp::s("masterUrl"), Mp::s("spark://10.0.0.100:7077"));
     let app = || (Mp::s("appId"), Mp::s("app-1"));
     let worker = sample::<DeployMessage>(def, "RegisterWorker", V2)?;
