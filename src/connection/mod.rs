@@ -92,8 +92,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::messages::{ErrorDescription, Family, Version};
 use crate::wire::handshake::{Established, HandshakeError, Identity, Negotiated, Role};
-use crate::wire::{FrameError, FrameLimit};
 use crate::wire::{CloseReason, Envelope, FrameCodec, Reply};
+use crate::wire::{FrameError, FrameLimit};
 use shared::{idle_ms, new_shared, Admit, Outgoing, Settles, Shared, SharedLimits};
 
 /// What the peer sent that needs this side's attention.
