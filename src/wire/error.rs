@@ -27,7 +27,7 @@ pub enum Error {
         extra: usize,
     },
 
-    /// The envelope is not one of the four forms SPEC.md defines.
+    /// The envelope is not one of the five forms SPEC.md defines.
     #[error("malformed envelope: {0}")]
     BadEnvelope(String),
 
