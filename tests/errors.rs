@@ -919,8 +919,8 @@ async fn a_field_of_the_wrong_type_is_told_with_its_kind_path_and_offset() {
     let reason = told(&mut raw).await;
     assert_eq!(reason.kind, "InvalidFields");
     assert_eq!(reason.path.as_deref(), Some("workerId"));
-    // The decoder stops right after the value it could not take.
-    assert_eq!(reason.offset, Some(value_at + 1));
+    // The fault lies at the first byte of the value it could not take (SPEC §8.2).
+    assert_eq!(reason.offset, Some(value_at));
     assert!(reason.message.contains("Heartbeat"), "{reason}");
     assert_eq!(Some(reason), error.reason_for_peer());
     still_works(&client, &mut server).await;

@@ -92,8 +92,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::messages::{ErrorDescription, Family, Version};
 use crate::wire::handshake::{Established, HandshakeError, Identity, Negotiated, Role};
-use crate::wire::FrameLimit;
 use crate::wire::{CloseReason, Envelope, FrameCodec, Reply};
+use crate::wire::{FrameError, FrameLimit};
 use shared::{idle_ms, new_shared, Admit, Outgoing, Settles, Shared, SharedLimits};
 
 /// What the peer sent that needs this side's attention.
@@ -159,9 +159,20 @@ impl<F: Family> ConnectionHandle<F> {
 
     /// Answers the peer's ask `id` without ever waiting; a full queue closes the connection as
     /// [`post`](ConnectionHandle::post) does.
+    ///
+    /// A reply that would not fit the frame limit is not sent: the ask is failed instead
+    /// (`org.apache.spark.SparkException`, naming the size and the limit, SPEC §8), so the peer
+    /// is not left waiting, and the error is returned too.
     pub fn post_reply(&self, id: u64, reply: Reply<F>) -> Result<(), ConnectionError> {
-        self.shared
-            .enqueue_now(&Envelope::Reply { id, reply }, Settles::Answer(id))
+        let result = self
+            .shared
+            .enqueue_now(&Envelope::Reply { id, reply }, Settles::Answer(id));
+        if let Err(ConnectionError::Outbound(e @ FrameError::EncodedTooLarge { .. })) = &result {
+            let error = too_large_answer(e);
+            self.shared
+                .enqueue_now(&Envelope::Failure { id, error }, Settles::Answer(id))?;
+        }
+        result
     }
 
     /// Fails the peer's ask `id` without ever waiting; a full queue closes the connection as
@@ -251,14 +262,29 @@ impl<F: Family> ConnectionHandle<F> {
 
     /// Answers the peer's ask `id`. [`ConnectionError::NoSuchAsk`] when that ask is not awaiting
     /// an answer (never received, or answered already).
+    ///
+    /// A reply that would not fit the frame limit is not sent: the ask is failed instead, as
+    /// [`ConnectionHandle::post_reply`] does, and the error is returned too.
     pub async fn reply(&self, id: u64, reply: Reply<F>) -> Result<(), ConnectionError> {
-        self.shared
+        let result = self
+            .shared
             .enqueue(
                 &Envelope::Reply { id, reply },
                 Settles::Answer(id),
                 Admit::Wait,
             )
-            .await
+            .await;
+        if let Err(ConnectionError::Outbound(e @ FrameError::EncodedTooLarge { .. })) = &result {
+            let error = too_large_answer(e);
+            self.shared
+                .enqueue(
+                    &Envelope::Failure { id, error },
+                    Settles::Answer(id),
+                    Admit::Wait,
+                )
+                .await?;
+        }
+        result
     }
 
     /// Fails the peer's ask `id`, as Spark's `RpcCallContext.sendFailure` does.
@@ -642,4 +668,12 @@ pub async fn connect_tcp(
             reason: format!("no answer within {} s", timeout.as_secs_f64()),
         }),
     }
+}
+
+/// The failure that answers an ask whose reply would not fit the frame limit (SPEC §8).
+fn too_large_answer(e: &FrameError) -> ErrorDescription {
+    ErrorDescription::new(
+        "org.apache.spark.SparkException",
+        format!("the answer cannot be sent: {e}"),
+    )
 }

@@ -624,6 +624,12 @@ local function decode_envelope(tvb, off, stop, family, version, tree, out)
     local item = tree:add(F.field, range(tvb, body), "reason")
     item:set_text("Close reason (CloseReason)")
     out.json = decode_fields(TYPES.CloseReason.fields, body, version, item, tvb, "close")
+    -- SPEC §8.1: an offset is never negative.
+    for _, e in ipairs(body.entries or {}) do
+      if e.k.t == "str" and e.k.s == "offset" and e.v.t == "int" and not nonneg_int(e.v) then
+        fail("InvalidFields", "a close reason's offset is negative")
+      end
+    end
     return
   end
   local id = root.items[2]

@@ -28,7 +28,7 @@ pub struct CloseReason {
     #[serde(default)]
     pub path: Option<String>,
     /// For a decoding error: the byte offset in the offending frame's body (after its length
-    /// prefix) where the decoder stopped.
+    /// prefix) of the offending item's first byte (SPEC §8.2).
     #[serde(default)]
     pub offset: Option<u64>,
 }

@@ -93,6 +93,9 @@ pub(crate) struct MsgPack<'de> {
     path: Vec<Step<'de>>,
     /// The key of the map entry whose value comes next.
     key: Option<Step<'de>>,
+    /// After an error: where the offending item starts in the input (SPEC §8.1's `offset`). Set
+    /// once, by the innermost value, key or element that saw the error (see [`MsgPack::fault_at`]).
+    fault: Option<usize>,
 }
 
 /// One step of a path into a value: a struct's field, a map's key, an array's element.
@@ -142,21 +145,36 @@ impl<'de> MsgPack<'de> {
             depth: 0,
             path: Vec::new(),
             key: None,
+            fault: None,
         }
     }
 
-    /// Where the deserializer is, its input lying at `base` in the frame's body: after an error,
-    /// where the error arose.
+    /// Records `start` as where the fault lies, unless an item inside already did: an error
+    /// passes outward through every value that holds it, and the innermost one is the offending
+    /// item (SPEC §8.1: the value of the wrong type, the map of a missing field, …).
+    fn fault_at<T>(&mut self, start: usize, r: Result<T, DecodeError>) -> Result<T, DecodeError> {
+        if r.is_err() && self.fault.is_none() {
+            self.fault = Some(start);
+        }
+        r
+    }
+
+    /// Where an error arose, the input lying at `base` in the frame's body: the path to the
+    /// offending item (or to the map or array that holds an offending key or element) and the
+    /// offset of the item's first byte (SPEC §8.1). A fault found once the whole value was read
+    /// (a version 1 value that does not convert, say) lies at the value itself: offset `base`.
     pub(crate) fn location(&self, base: usize) -> super::Location {
         super::Location {
             path: self.path(),
-            offset: u64::try_from(base.saturating_add(self.c.position())).unwrap_or(u64::MAX),
+            offset: u64::try_from(base.saturating_add(self.fault.unwrap_or(0))).unwrap_or(u64::MAX),
         }
     }
 
-    /// The path to the value being read (after an error, the value that was wrong, or the map
-    /// or struct that was): fields joined by `.`, map keys and array indexes in brackets, as
-    /// `appDesc.command.environment["PATH"]` or `resourceProfileToTotalExecs[0]`. Empty at the top.
+    /// The path to the value being read (after an error, the value that was wrong, or the map,
+    /// struct or array that holds an offending key or element): fields joined by `.`, map keys and
+    /// array indexes in brackets, as `appDesc.command.environment["PATH"]` or
+    /// `resourceProfileToTotalExecs[0]`; string keys quoted as SPEC §8.2 says ([`quote`]). Empty at
+    /// the top.
     pub(crate) fn path(&self) -> String {
         let mut out = String::new();
         for step in &self.path {
@@ -198,8 +216,20 @@ impl<'de> MsgPack<'de> {
             de: self,
             left: len,
             index: 0,
+            last: None,
+            ended: false,
         };
-        let value = visitor.visit_seq(&mut access)?;
+        let value = match visitor.visit_seq(&mut access) {
+            Ok(value) => value,
+            Err(e) => {
+                // Refused after an element was read and before the array ended: that element is
+                // the offending one (a set's element given twice or out of order).
+                if let (None, false, Some(last)) = (access.de.fault, access.ended, access.last) {
+                    access.de.fault = Some(last);
+                }
+                return Err(e);
+            }
+        };
         let left = access.left;
         if left != 0 {
             return Err(DecodeError(format!(
@@ -223,8 +253,19 @@ impl<'de> MsgPack<'de> {
             left: len,
             canonical,
             last: None,
+            pending: None,
         };
-        let value = visitor.visit_map(&mut access)?;
+        let value = match visitor.visit_map(&mut access) {
+            Ok(value) => value,
+            Err(e) => {
+                // Refused between a key and its value: the key is the offending item (a field
+                // given twice).
+                if let (None, Some(key)) = (access.de.fault, access.pending) {
+                    access.de.fault = Some(key);
+                }
+                return Err(e);
+            }
+        };
         let left = access.left;
         if left != 0 {
             return Err(DecodeError(format!(
@@ -237,10 +278,104 @@ impl<'de> MsgPack<'de> {
     }
 }
 
+/// Each method records where its value starts and, on an error, marks it as the offending item
+/// unless an item inside it already was ([`MsgPack::fault_at`]); the reading itself is in the
+/// `read_*` methods below.
+macro_rules! located {
+    ($($method:ident => $read:ident),* $(,)?) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+            let start = self.c.position();
+            let r = self.$read(visitor);
+            self.fault_at(start, r)
+        }
+    )*};
+}
+
 impl<'de> Deserializer<'de> for &mut MsgPack<'de> {
     type Error = DecodeError;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    located! {
+        deserialize_any => read_any,
+        deserialize_str => read_str,
+        deserialize_string => read_str,
+        deserialize_char => read_str,
+        deserialize_option => read_option,
+        deserialize_seq => read_seq,
+        deserialize_map => read_map,
+        deserialize_identifier => read_identifier,
+        deserialize_ignored_any => read_ignored,
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 bytes byte_buf unit
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        let start = self.c.position();
+        let r = self.read_unit_struct(visitor);
+        self.fault_at(start, r)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        let start = self.c.position();
+        let r = visitor.visit_newtype_struct(&mut *self);
+        self.fault_at(start, r)
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        let start = self.c.position();
+        let r = self.read_struct(name, visitor);
+        self.fault_at(start, r)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DecodeError> {
+        let start = self.c.position();
+        let r = self.read_enum(visitor);
+        self.fault_at(start, r)
+    }
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+}
+
+impl<'de> MsgPack<'de> {
+    fn read_any<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, DecodeError> {
         let m = self.peek()?;
         match m {
             0xc0 => {
@@ -271,23 +406,27 @@ impl<'de> Deserializer<'de> for &mut MsgPack<'de> {
         }
     }
 
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
+    /// A string is a MessagePack `str`, never `bin`, even when its bytes are UTF-8 (SPEC §4.1).
+    fn read_str<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, DecodeError> {
+        let m = self.peek()?;
+        if matches!(m, 0xc4..=0xc6) {
+            return Err(de::Error::invalid_type(
+                unexpected(m),
+                &"a string (MessagePack str; never bin)",
+            ));
+        }
+        self.read_any(visitor)
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn read_option<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, DecodeError> {
         if self.c.nil() {
             visitor.visit_none()
         } else {
-            visitor.visit_some(self)
+            visitor.visit_some(&mut *self)
         }
     }
 
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DecodeError> {
+    fn read_unit_struct<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, DecodeError> {
         // `nil`, or an empty array as rmp-serde writes a unit struct.
         if self.c.nil() {
             return visitor.visit_unit();
@@ -296,56 +435,30 @@ impl<'de> Deserializer<'de> for &mut MsgPack<'de> {
             self.c.array_len()?;
             return visitor.visit_unit();
         }
-        self.deserialize_any(visitor)
+        self.read_any(visitor)
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, DecodeError> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn read_seq<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, DecodeError> {
         let m = self.peek()?;
         if matches!(m, 0xc4..=0xc6) {
             // Binary data read as a list of bytes.
             let bytes = self.c.bin()?;
             return visitor.visit_seq(de::value::SeqDeserializer::new(bytes.iter().copied()));
         }
-        self.deserialize_any(visitor)
+        self.read_any(visitor)
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        _len: usize,
-        visitor: V,
-    ) -> Result<V::Value, DecodeError> {
-        self.deserialize_seq(visitor)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _len: usize,
-        visitor: V,
-    ) -> Result<V::Value, DecodeError> {
-        self.deserialize_seq(visitor)
-    }
-
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn read_map<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, DecodeError> {
         if is_map(self.peek()?) {
             self.map(visitor, true)
         } else {
-            self.deserialize_any(visitor)
+            self.read_any(visitor)
         }
     }
 
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
+    fn read_struct<V: Visitor<'de>>(
+        &mut self,
         name: &'static str,
-        _fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DecodeError> {
         let m = self.peek()?;
@@ -354,16 +467,11 @@ impl<'de> Deserializer<'de> for &mut MsgPack<'de> {
         } else if is_array(m) {
             Err(de::Error::invalid_type(Unexpected::Seq, &StructAsMap(name)))
         } else {
-            self.deserialize_any(visitor)
+            self.read_any(visitor)
         }
     }
 
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, DecodeError> {
+    fn read_enum<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, DecodeError> {
         let m = self.peek()?;
         if is_str(m) {
             return visitor.visit_enum(Union {
@@ -393,7 +501,7 @@ impl<'de> Deserializer<'de> for &mut MsgPack<'de> {
     }
 
     /// A field or variant name: a string, matched on its bytes.
-    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn read_identifier<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, DecodeError> {
         let m = self.peek()?;
         if is_str(m) {
             visitor.visit_borrowed_bytes(self.c.str_bytes()?)
@@ -407,13 +515,9 @@ impl<'de> Deserializer<'de> for &mut MsgPack<'de> {
 
     /// What is skipped (an unknown field's value) is not examined: it only has to be one
     /// well-formed value.
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
+    fn read_ignored<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, DecodeError> {
         self.c.value()?;
         visitor.visit_unit()
-    }
-
-    fn is_human_readable(&self) -> bool {
-        false
     }
 }
 
@@ -422,6 +526,10 @@ struct Seq<'a, 'de> {
     left: u64,
     /// The index of the next element.
     index: u64,
+    /// Where the last element read starts.
+    last: Option<usize>,
+    /// Whether the visitor asked past the last element.
+    ended: bool,
 }
 
 impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
@@ -432,13 +540,17 @@ impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
         seed: T,
     ) -> Result<Option<T::Value>, DecodeError> {
         if self.left == 0 {
+            self.ended = true;
             return Ok(None);
         }
         self.left -= 1;
         self.de.path.push(Step::Index(self.index));
         self.index += 1;
-        let value = seed.deserialize(&mut *self.de)?;
+        let start = self.de.c.position();
+        let value = seed.deserialize(&mut *self.de);
+        let value = self.de.fault_at(start, value)?;
         self.de.path.pop();
+        self.last = Some(start);
         Ok(Some(value))
     }
 
@@ -461,7 +573,7 @@ impl fmt::Display for Key<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Key::Int(i) => write!(f, "{i}"),
-            Key::Str(s) => write!(f, "{:?}", String::from_utf8_lossy(s)),
+            Key::Str(s) => f.write_str(&quote(&String::from_utf8_lossy(s))),
         }
     }
 }
@@ -472,6 +584,26 @@ struct Map<'a, 'de> {
     /// A `map<K,V>`: keys must come distinct and ascending.
     canonical: bool,
     last: Option<Key<'de>>,
+    /// Where the key whose value comes next starts.
+    pending: Option<usize>,
+}
+
+/// A string map key as a path writes it (SPEC §8.2): in double quotes, with `"` and `\` escaped
+/// by a backslash and the control characters U+0000–U+001F and U+007F as `\u` and four lowercase
+/// hex digits; every other character, non-ASCII included, as it is.
+pub(crate) fn quote(key: &str) -> String {
+    let mut out = String::with_capacity(key.len() + 2);
+    out.push('"');
+    for ch in key.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 impl<'de> Map<'_, 'de> {
@@ -499,27 +631,38 @@ impl<'de> MapAccess<'de> for Map<'_, 'de> {
         }
         self.left -= 1;
         let now = self.peek_key();
+        let start = self.de.c.position();
+        // A key is no step of the path: a fault of the key itself lies at the map (SPEC §8.2).
+        self.de.key = None;
+        let key = seed.deserialize(&mut *self.de);
+        let key = self.de.fault_at(start, key)?;
+        self.pending = Some(start);
         if !self.canonical {
             self.de.key = match now {
                 Some(Key::Str(name)) => Some(Step::Field(name)),
                 other => other.map(Step::Key),
             };
-            return seed.deserialize(&mut *self.de).map(Some);
+            return Ok(Some(key));
         }
         self.de.key = now.map(Step::Key);
-        let key = seed.deserialize(&mut *self.de)?;
         if let Some(now) = now {
             if let Some(last) = self.last {
-                if now == last {
-                    return Err(DecodeError(format!(
+                let fault = if now == last {
+                    Some(format!(
                         "map key {now} given twice (keys are distinct and ascending)"
-                    )));
-                }
-                // Keys of different kinds are refused by the key's own type.
-                if std::mem::discriminant(&now) == std::mem::discriminant(&last) && now < last {
-                    return Err(DecodeError(format!(
+                    ))
+                } else if std::mem::discriminant(&now) == std::mem::discriminant(&last)
+                    && now < last
+                {
+                    // Keys of different kinds are refused by the key's own type.
+                    Some(format!(
                         "map key {now} after {last}: keys are distinct and ascending"
-                    )));
+                    ))
+                } else {
+                    None
+                };
+                if let Some(fault) = fault {
+                    return self.de.fault_at(start, Err(DecodeError(fault)));
                 }
             }
             self.last = Some(now);
@@ -532,10 +675,13 @@ impl<'de> MapAccess<'de> for Map<'_, 'de> {
         seed: T,
     ) -> Result<T::Value, DecodeError> {
         let step = self.de.key.take();
+        self.pending = None;
         if let Some(step) = step {
             self.de.path.push(step);
         }
-        let value = seed.deserialize(&mut *self.de)?;
+        let start = self.de.c.position();
+        let value = seed.deserialize(&mut *self.de);
+        let value = self.de.fault_at(start, value)?;
         if step.is_some() {
             self.de.path.pop();
         }
@@ -587,9 +733,11 @@ impl<'de> VariantAccess<'de> for Union<'_, 'de> {
         if !self.with_value || self.de.c.nil() {
             Ok(())
         } else {
-            Err(DecodeError(
+            let start = self.de.c.position();
+            let e = DecodeError(
                 "a variant without fields written as a map takes nil as its value".to_string(),
-            ))
+            );
+            self.de.fault_at(start, Err(e))
         }
     }
 
@@ -652,7 +800,7 @@ mod tests {
     }
 
     #[test]
-    fn an_error_is_located_by_the_path_to_its_value_and_an_offset() {
+    fn an_error_is_located_by_the_path_to_its_value_and_the_offset_of_its_first_byte() {
         let at = |json: serde_json::Value| {
             let bytes = mp(&json);
             let (_, at) = from_slice_at::<Outer>(&bytes, 10).expect_err("refused");
@@ -661,30 +809,78 @@ mod tests {
         // A field of a field.
         let (path, _, _) = at(serde_json::json!({"inner": {"appId": 5}, "perKey": {}}));
         assert_eq!(path, "inner.appId");
-        // A map's key and an array's element.
+        // A map's key and an array's element; the bad value `"x"` (2 bytes) is the last one: the
+        // offset, from `base`, is where it starts.
         let (path, offset, len) =
             at(serde_json::json!({"inner": {"appId": "a"}, "perKey": {"a": [1, "x"]}}));
         assert_eq!(path, "perKey[\"a\"][1]");
-        // The bad value is the last one: the offset, from `base`, is just past it.
-        assert_eq!(offset, 10 + len);
-        // A map key out of order is placed at the map (written by hand: JSON objects may sort
-        // their keys); a missing field at its struct.
+        assert_eq!(offset, 10 + len - 2);
+        // A missing field lies at its struct's map, at the map's first byte.
+        let (path, offset, _) = at(serde_json::json!({"inner": {}, "perKey": {}}));
+        assert_eq!((path.as_str(), offset), ("inner", 10 + 1 + 6));
+        let (path, offset, _) = at(serde_json::json!({"perKey": {}}));
+        assert_eq!((path.as_str(), offset), ("", 10));
+    }
+
+    /// `{"inner": {"appId": "a"}, "perKey": m}` with `m` written as given.
+    fn outer_with(per_key: &[u8]) -> (Vec<u8>, usize) {
         let mut bytes = Vec::new();
         let _ = rmp::encode::write_map_len(&mut bytes, 2);
         let _ = rmp::encode::write_str(&mut bytes, "inner");
         bytes.extend(mp(&serde_json::json!({"appId": "a"})));
         let _ = rmp::encode::write_str(&mut bytes, "perKey");
-        let _ = rmp::encode::write_map_len(&mut bytes, 2);
-        for key in ["b", "a"] {
-            let _ = rmp::encode::write_str(&mut bytes, key);
-            let _ = rmp::encode::write_array_len(&mut bytes, 0);
-        }
-        let (_, located) = from_slice_at::<Outer>(&bytes, 0).expect_err("out of order");
-        assert_eq!(located.path, "perKey");
-        let (path, _, _) = at(serde_json::json!({"inner": {}, "perKey": {}}));
-        assert_eq!(path, "inner");
-        let (path, _, _) = at(serde_json::json!({"perKey": {}}));
-        assert_eq!(path, "");
+        let at = bytes.len();
+        bytes.extend_from_slice(per_key);
+        (bytes, at)
+    }
+
+    #[test]
+    fn a_fault_of_a_key_lies_at_the_map_path_and_the_key_offset() {
+        // Out of order: {"b": [], "a": []}; the offending key is the second, "a".
+        let (bytes, map) = outer_with(&[0x82, 0xa1, b'b', 0x90, 0xa1, b'a', 0x90]);
+        let (_, at) = from_slice_at::<Outer>(&bytes, 0).expect_err("out of order");
+        assert_eq!((at.path.as_str(), at.offset), ("perKey", (map + 4) as u64));
+        // Given twice: {"a": [], "a": []}.
+        let (bytes, map) = outer_with(&[0x82, 0xa1, b'a', 0x90, 0xa1, b'a', 0x90]);
+        let (_, at) = from_slice_at::<Outer>(&bytes, 0).expect_err("twice");
+        assert_eq!((at.path.as_str(), at.offset), ("perKey", (map + 4) as u64));
+        // A key that is not a string: {1: []}.
+        let (bytes, map) = outer_with(&[0x81, 0x01, 0x90]);
+        let (_, at) = from_slice_at::<Outer>(&bytes, 0).expect_err("integer key");
+        assert_eq!((at.path.as_str(), at.offset), ("perKey", (map + 1) as u64));
+        // A field given twice: the path is the struct's map, the offset the second key's.
+        let mut rec = Vec::new();
+        let _ = rmp::encode::write_map_len(&mut rec, 2);
+        let _ = rmp::encode::write_str(&mut rec, "appId");
+        let _ = rmp::encode::write_str(&mut rec, "a");
+        let second = rec.len();
+        let _ = rmp::encode::write_str(&mut rec, "appId");
+        let _ = rmp::encode::write_str(&mut rec, "b");
+        let mut d = MsgPack::new(&rec);
+        assert!(Rec::deserialize(&mut d).is_err());
+        let at = d.location(0);
+        assert_eq!((at.path.as_str(), at.offset), ("", second as u64));
+    }
+
+    #[test]
+    fn a_string_is_never_bin_even_when_it_holds_utf8() {
+        // {"appId": bin "a"}
+        let rec = [0x81, 0xa5, b'a', b'p', b'p', b'I', b'd', 0xc4, 0x01, b'a'];
+        let (e, at) = from_slice_at::<Rec>(&rec, 0).expect_err("bin for str");
+        assert!(e.to_string().contains("never bin"), "{e}");
+        assert_eq!((at.path.as_str(), at.offset), ("appId", 7));
+        // A map key as bin: {"inner": …, "perKey": {bin "a": []}}.
+        let (bytes, map) = outer_with(&[0x81, 0xc4, 0x01, b'a', 0x90]);
+        let (_, at) = from_slice_at::<Outer>(&bytes, 0).expect_err("bin key");
+        assert_eq!((at.path.as_str(), at.offset), ("perKey", (map + 1) as u64));
+    }
+
+    #[test]
+    fn string_keys_are_quoted_with_escapes_in_paths() {
+        assert_eq!(quote("PATH"), "\"PATH\"");
+        assert_eq!(quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
+        assert_eq!(quote("x\ny\u{7f}"), "\"x\\u000ay\\u007f\"");
+        assert_eq!(quote("é✓"), "\"é✓\"");
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub enum Error {
         extra: usize,
     },
 
-    /// The envelope is not one of the four forms SPEC.md defines.
+    /// The envelope is not one of the five forms SPEC.md defines.
     #[error("malformed envelope: {0}")]
     BadEnvelope(String),
 
@@ -81,16 +81,19 @@ pub enum Error {
     },
 }
 
-/// Where in a frame a decoder found a field wrong (SPEC §8.1): the path to the value inside the
-/// message's (or reply's) fields, and a byte offset.
+/// Where in a frame a decoder found a field wrong (SPEC §8.2): the path to the offending item (or
+/// to the map, struct, union or set holding an offending key or element), relative to the
+/// message's fields, the reply's value, the failure's error or the close's reason, and the offset
+/// of the offending item's first byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
     /// Field names joined by `.`, map keys and array indexes in brackets
-    /// (`appDescription.command.environment["PATH"]`, `resourceProfileToTotalExecs[0]`); empty for
-    /// the fields' map itself (a required field missing at the top, say).
+    /// (`appDescription.command.environment["PATH"]`, `resourceProfileToTotalExecs[0]`), string
+    /// keys quoted with SPEC §8.2's escapes; empty for the value the path starts from (the
+    /// fields' map, when a required field is missing at the top, say).
     pub path: String,
     /// The offset, in the frame's body (counted from the first byte after the 4-byte length
-    /// prefix), of the byte after the last one the decoder read: the fault lies just before it.
+    /// prefix), of the first byte of the offending item (SPEC §8.2).
     pub offset: u64,
 }
 

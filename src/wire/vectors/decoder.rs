@@ -38,6 +38,13 @@ pub struct DecoderVector {
     /// For a frame that decodes: the frame an encoder writes for that message (differs from
     /// `frame_hex` where the decoder skipped something); else `null`.
     pub encodes_hex: Option<String>,
+    /// For `InvalidFields`: the path a close envelope reports (SPEC §8.2); else `null`.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// For `InvalidFields`: the offset a close envelope reports, in the body (after the length
+    /// prefix): where the offending item starts (SPEC §8.2); else `null`.
+    #[serde(default)]
+    pub offset: Option<u64>,
 }
 
 /// A MessagePack value, written exactly as given: maps keep their entries' order, duplicates
@@ -54,10 +61,13 @@ pub(crate) enum Mp {
     Map(Vec<(Mp, Mp)>),
     /// Bytes written as they are (whatever they hold).
     Raw(Vec<u8>),
+    /// The offending item of a refused frame (SPEC §8.2): the vector's `offset` is where it
+    /// starts.
+    At(Box<Mp>),
 }
 
 impl Mp {
-    fn s(text: &str) -> Mp {
+    pub(super) fn s(text: &str) -> Mp {
         Mp::Str(text.to_string())
     }
 
@@ -101,7 +111,47 @@ impl Mp {
         }
     }
 
+    /// The offending item: `self`, marked.
+    fn at(self) -> Mp {
+        Mp::At(Box::new(self))
+    }
+
+    /// The same map with its key `i` marked as the offending item.
+    fn key_at(mut self, i: usize) -> Mp {
+        if let Mp::Map(entries) = &mut self {
+            if let Some(entry) = entries.get_mut(i) {
+                entry.0 = entry.0.clone().at();
+            }
+        }
+        self
+    }
+
+    /// The same array with its element `i` marked as the offending item.
+    fn elem_at(mut self, i: usize) -> Mp {
+        if let Mp::Arr(items) = &mut self {
+            if let Some(item) = items.get_mut(i) {
+                *item = item.clone().at();
+            }
+        }
+        self
+    }
+
+    /// The same message `{Name: fields}` with its field map marked as the offending item.
+    fn fields_at(mut self) -> Mp {
+        if let Mp::Map(outer) = &mut self {
+            if let Some(entry) = outer.first_mut() {
+                entry.1 = entry.1.clone().at();
+            }
+        }
+        self
+    }
+
     fn write(&self, out: &mut Vec<u8>) {
+        self.write_marked(out, &mut None);
+    }
+
+    /// Writes the value; `mark` gets where the item marked [`Mp::At`] starts.
+    fn write_marked(&self, out: &mut Vec<u8>, mark: &mut Option<usize>) {
         // Writing to a Vec cannot fail.
         match self {
             Mp::Nil => {
@@ -124,26 +174,32 @@ impl Mp {
             }
             Mp::Arr(items) => {
                 let _ = rmp::encode::write_array_len(out, items.len() as u32);
-                items.iter().for_each(|i| i.write(out));
+                items.iter().for_each(|i| i.write_marked(out, mark));
             }
             Mp::Map(entries) => {
                 let _ = rmp::encode::write_map_len(out, entries.len() as u32);
                 for (k, v) in entries {
-                    k.write(out);
-                    v.write(out);
+                    k.write_marked(out, mark);
+                    v.write_marked(out, mark);
                 }
             }
             Mp::Raw(bytes) => out.extend_from_slice(bytes),
+            Mp::At(inner) => {
+                *mark = Some(out.len());
+                inner.write_marked(out, mark);
+            }
         }
     }
 
-    /// A whole frame holding this value, length prefix included.
-    fn frame(&self) -> Vec<u8> {
+    /// A whole frame holding this value, length prefix included, and where the marked item
+    /// starts in the body.
+    pub(super) fn frame(&self) -> (Vec<u8>, Option<usize>) {
         let mut body = Vec::new();
-        self.write(&mut body);
+        let mut mark = None;
+        self.write_marked(&mut body, &mut mark);
         let mut out = (body.len() as u32).to_be_bytes().to_vec();
         out.extend_from_slice(&body);
-        out
+        (out, mark)
     }
 }
 
@@ -205,14 +261,26 @@ fn strs(items: &[&str]) -> Mp {
     Mp::Arr(items.iter().map(|s| Mp::s(s)).collect())
 }
 
-/// What a decoder makes of one frame, as a vector records it: the error, or the message and the
-/// frame an encoder writes for it.
-type Outcome = (Option<String>, Option<Value>, Option<String>);
+/// What a decoder makes of one frame, as a vector records it: the error and, for
+/// `InvalidFields`, its path and offset; or the message and the frame an encoder writes for it.
+type Outcome = (
+    Option<String>,
+    Option<Value>,
+    Option<String>,
+    Option<(String, u64)>,
+);
+
+fn located(e: &Error) -> Option<(String, u64)> {
+    match e {
+        Error::InvalidFields { at: Some(at), .. } => Some((at.path.clone(), at.offset)),
+        _ => None,
+    }
+}
 
 fn outcome<F: Family>(frame: &[u8], version: Version) -> Result<Outcome, Error> {
     let bytes = Bytes::copy_from_slice(&frame[4..]);
     match decode_envelope::<F>(&bytes, version) {
-        Err(e) => Ok((Some(error_kind(&e).to_string()), None, None)),
+        Err(e) => Ok((Some(error_kind(&e).to_string()), None, None, located(&e))),
         Ok(env) => {
             let message = env
                 .message()
@@ -223,7 +291,7 @@ fn outcome<F: Family>(frame: &[u8], version: Version) -> Result<Outcome, Error> 
                     detail: e.to_string(),
                 })?;
             let again = to_hex(&encode_frame(&env, version)?);
-            Ok((None, Some(json), Some(again)))
+            Ok((None, Some(json), Some(again), None))
         }
     }
 }
@@ -236,6 +304,9 @@ struct Case1 {
     frame: Mp,
     /// What SPEC.md says the decoder does: `Some(error)` or `None` (it decodes).
     want: Option<&'static str>,
+    /// For `InvalidFields`: the path SPEC §8.2 gives the fault; the offset is where the item
+    /// marked [`Mp::At`] starts.
+    path: Option<&'static str>,
 }
 
 /// Every decoder vector. Fails if the reference decoder does not do what the vector says SPEC.md
@@ -274,13 +345,13 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             ],
         ))
     };
-    let changed = |state: &str| {
+    let changed = |state: Mp| {
         ask(Mp::message(
             "ExecutorStateChanged",
             vec![
                 ("appId", Mp::s("app-1")),
                 ("execId", Mp::Int(0)),
-                ("state", Mp::s(state)),
+                ("state", state),
             ],
         ))
     };
@@ -319,6 +390,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: skipped(vec![0xc1]),
             want: Some("InvalidMessagePack"),
+            path: None,
         },
         Case1 {
             name: "an array declaring more elements than bytes remain",
@@ -327,36 +399,42 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: skipped(vec![0xdd, 0xff, 0xff, 0xff, 0xff, 0x00]),
             want: Some("InvalidMessagePack"),
+            path: None,
         },
         Case1 {
             name: "a required field missing",
             spec: fields,
             family: "deploy",
             version: V2,
-            frame: send(Mp::message(
-                "KillExecutor",
-                vec![
-                    ("masterUrl", Mp::s("spark://10.0.0.100:7077")),
-                    ("appId", Mp::s("app-1")),
-                ],
-            )),
+            frame: send(
+                Mp::message(
+                    "KillExecutor",
+                    vec![
+                        ("masterUrl", Mp::s("spark://10.0.0.100:7077")),
+                        ("appId", Mp::s("app-1")),
+                    ],
+                )
+                .fields_at(),
+            ),
             want: Some("InvalidFields"),
+            path: Some(""),
         },
         Case1 {
             name: "a field given twice",
             spec: fields,
             family: "deploy",
             version: V2,
-            frame: send(Mp::message(
-                "KillExecutor",
-                vec![
-                    ("masterUrl", Mp::s("spark://10.0.0.100:7077")),
-                    ("appId", Mp::s("app-1")),
-                    ("execId", Mp::Int(1)),
-                    ("execId", Mp::Int(1)),
-                ],
-            )),
+            frame: send(Mp::Map(vec![(
+                Mp::s("KillExecutor"),
+                Mp::Map(vec![
+                    (Mp::s("masterUrl"), Mp::s("spark://10.0.0.100:7077")),
+                    (Mp::s("appId"), Mp::s("app-1")),
+                    (Mp::s("execId"), Mp::Int(1)),
+                    (Mp::s("execId").at(), Mp::Int(1)),
+                ]),
+            )])),
             want: Some("InvalidFields"),
+            path: Some(""),
         },
         Case1 {
             name: "fields in another order than the definition's",
@@ -372,30 +450,34 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
                 ],
             )),
             want: None,
+            path: None,
         },
         Case1 {
             name: "option fields missing read as nil",
             spec: fields,
             family: "deploy",
             version: V2,
-            frame: changed("RUNNING"),
+            frame: changed(Mp::s("RUNNING")),
             want: None,
+            path: None,
         },
         Case1 {
             name: "an unknown enum value",
             spec: layout,
             family: "deploy",
             version: V2,
-            frame: changed("SLEEPING"),
+            frame: changed(Mp::s("SLEEPING").at()),
             want: Some("InvalidFields"),
+            path: Some("state"),
         },
         Case1 {
             name: "an integer that does not fit i32",
             spec: layout,
             family: "deploy",
             version: V2,
-            frame: kill(Mp::Int(1 << 31)),
+            frame: kill(Mp::Int(1 << 31).at()),
             want: Some("InvalidFields"),
+            path: Some("execId"),
         },
         Case1 {
             name: "an integer in a wider form than needed (encoders use the shortest)",
@@ -404,30 +486,34 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: kill(Mp::Raw(vec![0xd3, 0, 0, 0, 0, 0, 0, 0, 5])),
             want: None,
+            path: None,
         },
         Case1 {
             name: "bytes as an array of integers",
             spec: layout,
             family: "coarse",
             version: V2,
-            frame: task(Mp::Arr(vec![Mp::Int(1), Mp::Int(2)])),
+            frame: task(Mp::Arr(vec![Mp::Int(1), Mp::Int(2)]).at()),
             want: Some("InvalidFields"),
+            path: Some("data"),
         },
         Case1 {
             name: "bytes as a string",
             spec: layout,
             family: "coarse",
             version: V2,
-            frame: task(Mp::s("0102")),
+            frame: task(Mp::s("0102").at()),
             want: Some("InvalidFields"),
+            path: Some("data"),
         },
         Case1 {
             name: "a float that is not finite",
             spec: layout,
             family: "coarse",
             version: V2,
-            frame: cpus(Mp::F64(f64::NAN)),
+            frame: cpus(Mp::F64(f64::NAN).at()),
             want: Some("InvalidFields"),
+            path: Some("resourceProfileToTotalExecs[0].profile.taskResources[\"cpus\"].amount"),
         },
         Case1 {
             name: "a float 32 is accepted (encoders write float 64)",
@@ -436,6 +522,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: cpus(Mp::Raw(vec![0xca, 0x3f, 0x00, 0x00, 0x00])),
             want: None,
+            path: None,
         },
     ];
     cases.extend(vec![
@@ -446,6 +533,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: nested(61),
             want: None,
+            path: None,
         },
         Case1 {
             name: "65 nested containers, the envelope counted: refused",
@@ -454,6 +542,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: nested(62),
             want: Some("TooDeep"),
+            path: None,
         },
         Case1 {
             name: "64 nested containers, the innermost an empty array: accepted",
@@ -462,6 +551,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: nested_around(60, Mp::Arr(Vec::new())),
             want: None,
+            path: None,
         },
         Case1 {
             name: "65 nested containers, the innermost an empty array: refused (an empty container is a level)",
@@ -470,6 +560,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: nested_around(61, Mp::Arr(Vec::new())),
             want: Some("TooDeep"),
+            path: None,
         },
         Case1 {
             name: "65 nested containers, the innermost an empty map: refused",
@@ -478,6 +569,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: nested_around(61, Mp::Map(Vec::new())),
             want: Some("TooDeep"),
+            path: None,
         },
         Case1 {
             name: "too deep wins over an unknown message (the whole frame is scanned first)",
@@ -492,6 +584,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
                 send(Mp::message("NoSuchMessage", vec![("x", v)]))
             },
             want: Some("TooDeep"),
+            path: None,
         },
         Case1 {
             name: "trailing bytes win over an unknown message",
@@ -505,6 +598,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
                 bytes
             }),
             want: Some("TrailingBytes"),
+            path: None,
         },
         Case1 {
             name: "an envelope that is not an array",
@@ -513,6 +607,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: Mp::Map(vec![(Mp::Int(0), Mp::message("StopExecutor", vec![]))]),
             want: Some("BadEnvelope"),
+            path: None,
         },
         Case1 {
             name: "an envelope tag that is not an integer",
@@ -521,6 +616,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: Mp::Arr(vec![Mp::s("send"), Mp::message("StopExecutor", vec![])]),
             want: Some("BadEnvelope"),
+            path: None,
         },
         Case1 {
             name: "an ask id that is negative",
@@ -536,6 +632,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
                 ),
             ]),
             want: Some("BadEnvelope"),
+            path: None,
         },
         Case1 {
             name: "a send of the wrong length",
@@ -548,6 +645,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
                 Mp::Nil,
             ]),
             want: Some("BadEnvelope"),
+            path: None,
         },
         Case1 {
             name: "a message that is not a map",
@@ -556,6 +654,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: send(Mp::s("StopExecutor")),
             want: Some("BadEnvelope"),
+            path: None,
         },
         Case1 {
             name: "a message map of two entries",
@@ -567,6 +666,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
                 (Mp::s("StopExecutor"), Mp::Map(vec![])),
             ])),
             want: Some("BadEnvelope"),
+            path: None,
         },
         Case1 {
             name: "a message name that is not a string",
@@ -575,6 +675,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: send(Mp::Map(vec![(Mp::Int(1), Mp::Map(vec![]))])),
             want: Some("BadEnvelope"),
+            path: None,
         },
         Case1 {
             name: "unknown message wins over everything in its fields",
@@ -583,6 +684,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V1,
             frame: send(fields_array("NoSuchMessage")),
             want: Some("UnknownMessage"),
+            path: None,
         },
         Case1 {
             name: "a message of the other family is unknown",
@@ -591,6 +693,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: send(Mp::message("Heartbeat", vec![])),
             want: Some("UnknownMessage"),
+            path: None,
         },
         Case1 {
             name: "local wins over not in version: a version 2 local message read as version 1",
@@ -602,6 +705,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
                 vec![("host", Mp::s("h"))],
             )),
             want: Some("LocalMessage"),
+            path: None,
         },
         Case1 {
             name: "local wins over invalid fields",
@@ -610,6 +714,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: send(fields_array("Shutdown")),
             want: Some("LocalMessage"),
+            path: None,
         },
         Case1 {
             name: "not in version wins over invalid fields",
@@ -618,14 +723,16 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V1,
             frame: send(fields_array("DecommissionExecutor")),
             want: Some("NotInVersion"),
+            path: None,
         },
         Case1 {
             name: "the same fields in a version that has the message: invalid fields",
             spec: prec,
             family: "coarse",
             version: V2,
-            frame: send(fields_array("DecommissionExecutor")),
+            frame: send(fields_array("DecommissionExecutor").fields_at()),
             want: Some("InvalidFields"),
+            path: Some(""),
         },
         Case1 {
             name: "an unknown field is skipped without being examined",
@@ -644,6 +751,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
                 )],
             )),
             want: None,
+            path: None,
         },
         Case1 {
             name:
@@ -653,6 +761,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V1,
             frame: send(launch_v1.with_field("rpId", Mp::s("not an i32"))),
             want: None,
+            path: None,
         },
         Case1 {
             name:
@@ -662,6 +771,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: send(updated_v2.with_field("workerLost", Mp::Int(3))),
             want: None,
+            path: None,
         },
         Case1 {
             name: "map keys ascending by their UTF-8 bytes (uppercase first)",
@@ -674,6 +784,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
                     .with_field("resources", str_map(&["GPU", "fpga", "gpu"])),
             ),
             want: None,
+            path: None,
         },
         Case1 {
             name: "a map key given twice",
@@ -683,17 +794,23 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             frame: send(
                 worker
                     .clone()
-                    .with_field("resources", str_map(&["gpu", "gpu"])),
+                    .with_field("resources", str_map(&["gpu", "gpu"]).key_at(1)),
             ),
             want: Some("InvalidFields"),
+            path: Some("resources"),
         },
         Case1 {
             name: "map keys out of order",
             spec: maps,
             family: "deploy",
             version: V2,
-            frame: send(worker.with_field("resources", str_map(&["gpu", "fpga"]))),
+            frame: send(
+                worker
+                    .clone()
+                    .with_field("resources", str_map(&["gpu", "fpga"]).key_at(1)),
+            ),
             want: Some("InvalidFields"),
+            path: Some("resources"),
         },
         Case1 {
             name: "integer map keys ascending by value",
@@ -705,6 +822,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
                 int_map(&[-1, 2, 10]),
             )),
             want: None,
+            path: None,
         },
         Case1 {
             name: "integer map keys out of order",
@@ -713,9 +831,10 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: ask(request.clone().with_field(
                 "numLocalityAwareTasksPerResourceProfileId",
-                int_map(&[10, 2]),
+                int_map(&[10, 2]).key_at(1),
             )),
             want: Some("InvalidFields"),
+            path: Some("numLocalityAwareTasksPerResourceProfileId"),
         },
         Case1 {
             name: "keys out of order in a map inside a map",
@@ -724,8 +843,18 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: ask(request
                 .clone()
-                .with_field("hostToLocalTaskCount", hosts(&["b", "a"]))),
+                .with_field(
+                    "hostToLocalTaskCount",
+                    Mp::Map(vec![(
+                        Mp::Int(0),
+                        Mp::Map(vec![
+                            (Mp::s("b"), Mp::Int(1)),
+                            (Mp::s("a").at(), Mp::Int(1)),
+                        ]),
+                    )]),
+                )),
             want: Some("InvalidFields"),
+            path: Some("hostToLocalTaskCount[0]"),
         },
         Case1 {
             name: "a set distinct and ascending",
@@ -736,6 +865,7 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
                 .clone()
                 .with_field("excludedNodes", strs(&["host-a", "host-b"]))),
             want: None,
+            path: None,
         },
         Case1 {
             name: "a set element given twice",
@@ -744,30 +874,34 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             version: V2,
             frame: ask(request
                 .clone()
-                .with_field("excludedNodes", strs(&["host-a", "host-a"]))),
+                .with_field("excludedNodes", strs(&["host-a", "host-a"]).elem_at(1))),
             want: Some("InvalidFields"),
+            path: Some("excludedNodes"),
         },
         Case1 {
             name: "set elements out of order",
             spec: sets,
             family: "coarse",
             version: V2,
-            frame: ask(request.with_field("excludedNodes", strs(&["host-b", "host-a"]))),
+            frame: ask(request.with_field("excludedNodes", strs(&["host-b", "host-a"]).elem_at(1))),
             want: Some("InvalidFields"),
+            path: Some("excludedNodes"),
         },
         Case1 {
             name: "set elements out of order in version 1",
             spec: sets,
             family: "coarse",
             version: V1,
-            frame: ask(request_v1.with_field("nodeBlacklist", strs(&["host-b", "host-a"]))),
+            frame: ask(request_v1.with_field("nodeBlacklist", strs(&["host-b", "host-a"]).elem_at(1))),
             want: Some("InvalidFields"),
+            path: Some("nodeBlacklist"),
         },
     ]);
+    cases.extend(located_cases(def)?);
     let mut out = Vec::new();
     for case in cases {
-        let frame = case.frame.frame();
-        let (error, message, encodes) = match case.family {
+        let (frame, mark) = case.frame.frame();
+        let (error, message, encodes, at) = match case.family {
             "deploy" => outcome::<DeployMessage>(&frame, case.version)?,
             _ => outcome::<CoarseMessage>(&frame, case.version)?,
         };
@@ -775,6 +909,23 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             return Err(Error::BadEnvelope(format!(
                 "decoder vector {:?}: SPEC.md says {:?}, the decoder gives {:?}",
                 case.name, case.want, error
+            )));
+        }
+        // SPEC §8.2: an `InvalidFields` vector names its path and marks its offending item.
+        let spec_at = match (case.want, case.path, mark) {
+            (Some("InvalidFields"), Some(path), Some(mark)) => Some((path.to_string(), mark as u64)),
+            (Some("InvalidFields"), _, _) => {
+                return Err(Error::BadEnvelope(format!(
+                    "decoder vector {:?}: an InvalidFields vector gives its path and marks its offending item",
+                    case.name
+                )))
+            }
+            _ => None,
+        };
+        if at != spec_at {
+            return Err(Error::BadEnvelope(format!(
+                "decoder vector {:?}: SPEC §8.2 places the fault at {:?}, the decoder at {:?}",
+                case.name, spec_at, at
             )));
         }
         let frame_hex = to_hex(&frame);
@@ -787,6 +938,8 @@ pub fn decoder_vectors(def: &Definition) -> Result<Vec<DecoderVector>, Error> {
             error,
             message,
             encodes_hex: encodes,
+            path: at.as_ref().map(|(p, _)| p.clone()),
+            offset: at.map(|(_, o)| o),
         });
     }
     Ok(out)
@@ -808,7 +961,15 @@ fn check_as<F: Family>(v: &DecoderVector) -> Result<(), String> {
     let frame = crate::messages::from_hex(&v.frame_hex).ok_or("frame_hex is not hex")?;
     let got = decode_frame::<F>(&Bytes::from(frame), version);
     match (&v.error, got) {
-        (Some(want), Err(e)) if error_kind(&e) == want => Ok(()),
+        (Some(want), Err(e)) if error_kind(&e) == want => {
+            let at = located(&e);
+            let want_at = v.path.clone().zip(v.offset);
+            if at == want_at {
+                Ok(())
+            } else {
+                Err(format!("{want} located at {at:?}, not {want_at:?}"))
+            }
+        }
         (None, Ok(env)) => {
             let want = v
                 .message
@@ -916,4 +1077,235 @@ pub fn conversion_vectors(def: &Definition) -> Result<Vec<ConversionVector>, Err
         }}),
     )?);
     Ok(out)
+}
+
+/// The vectors of SPEC §8.2: where an `InvalidFields` fault lies, as a close envelope reports it
+/// (its path, and the offset where the offending item starts), for each kind of fault, inside
+/// messages, replies, failures and close envelopes; and strings sent as `bin` (§4.1).
+fn located_cases(def: &Definition) -> Result<Vec<Case1>, Error> {
+    use Version::V2;
+    let at = "§8.2 location";
+    let kill =
+        |fields: Vec<(Mp, Mp)>| send(Mp::Map(vec![(Mp::s("KillExecutor"), Mp::Map(fields))]));
+    let master = || (Mp::s("masterUrl"), Mp::s("spark://10.0.0.100:7077"));
+    let app = || (Mp::s("appId"), Mp::s("app-1"));
+    let worker = sample::<DeployMessage>(def, "RegisterWorker", V2)?;
+    let request = sample::<CoarseMessage>(def, "RequestExecutors", V2)?
+        .with_field("numLocalityAwareTasksPerResourceProfileId", Mp::Map(vec![]))
+        .with_field("hostToLocalTaskCount", Mp::Map(vec![]));
+    let config = sample::<CoarseMessage>(def, "SparkAppConfig", V2)?;
+    let reply = |message: Mp| {
+        Mp::Arr(vec![
+            Mp::Int(2),
+            Mp::Int(1),
+            Mp::Map(vec![(Mp::s("message"), message)]),
+        ])
+    };
+    let remove = |reason: Mp| {
+        send(Mp::message(
+            "RemoveExecutor",
+            vec![("executorId", Mp::s("1")), ("reason", reason)],
+        ))
+    };
+    let close = |reason: Mp| Mp::Arr(vec![Mp::Int(4), reason]);
+    let reason = |kind: Mp, offset: Mp| {
+        Mp::Map(vec![
+            (Mp::s("kind"), kind),
+            (Mp::s("message"), Mp::s("m")),
+            (Mp::s("path"), Mp::s("")),
+            (Mp::s("offset"), offset),
+        ])
+    };
+    let case = |name, family, frame, path| Case1 {
+        name,
+        spec: at,
+        family,
+        version: V2,
+        frame,
+        want: Some("InvalidFields"),
+        path: Some(path),
+    };
+    Ok(vec![
+        case(
+            "a string sent as bin, even holding UTF-8: refused at the value",
+            "deploy",
+            kill(vec![
+                master(),
+                (Mp::s("appId"), Mp::Bin(b"app-1".to_vec()).at()),
+                (Mp::s("execId"), Mp::Int(1)),
+            ]),
+            "appId",
+        ),
+        case(
+            "a string map key sent as bin: refused at the key, the path names the map",
+            "deploy",
+            send(worker.clone().with_field(
+                "resources",
+                Mp::Map(vec![(Mp::Bin(b"gpu".to_vec()), resource("gpu"))]).key_at(0),
+            )),
+            "resources",
+        ),
+        case(
+            "a field name sent as bin: refused at the key, the path names the field map",
+            "deploy",
+            kill(vec![
+                master(),
+                app(),
+                (Mp::Bin(b"execId".to_vec()).at(), Mp::Int(1)),
+            ]),
+            "",
+        ),
+        case(
+            "a field name that is an integer: refused at the key",
+            "deploy",
+            kill(vec![
+                master(),
+                app(),
+                (Mp::s("execId"), Mp::Int(1)),
+                (Mp::Int(2).at(), Mp::Int(1)),
+            ]),
+            "",
+        ),
+        case(
+            "a struct written as an array: refused at the array",
+            "deploy",
+            send(Mp::message(
+                "Heartbeat",
+                vec![
+                    ("workerId", Mp::s("worker-1")),
+                    ("worker", Mp::Arr(vec![Mp::Nil, Mp::s("Worker")]).at()),
+                ],
+            )),
+            "worker",
+        ),
+        case(
+            "a union written as a map of two entries: refused at the union",
+            "coarse",
+            remove(
+                Mp::Map(vec![
+                    (Mp::s("ExecutorKilled"), Mp::Map(vec![])),
+                    (Mp::s("LossReasonPending"), Mp::Map(vec![])),
+                ])
+                .at(),
+            ),
+            "reason",
+        ),
+        case(
+            "a union variant named by an integer: refused at the name, the path names the union",
+            "coarse",
+            remove(Mp::Map(vec![(Mp::Int(0), Mp::Map(vec![]))]).key_at(0)),
+            "reason",
+        ),
+        case(
+            "an unknown union variant: refused at the name",
+            "coarse",
+            remove(Mp::Map(vec![(Mp::s("NoSuchReason"), Mp::Map(vec![]))]).key_at(0)),
+            "reason",
+        ),
+        case(
+            "a field of a union's variant: the variant's name is no step of the path",
+            "coarse",
+            remove(Mp::Map(vec![(
+                Mp::s("ExecutorExited"),
+                Mp::Map(vec![
+                    (Mp::s("exitCode"), Mp::s("137").at()),
+                    (Mp::s("exitCausedByApp"), Mp::Bool(false)),
+                    (Mp::s("reason"), Mp::s("r")),
+                ]),
+            )])),
+            "reason.exitCode",
+        ),
+        case(
+            "a tuple of the wrong length, in a reply's message: refused at the tuple",
+            "coarse",
+            reply(config.clone().with_field(
+                "sparkProperties",
+                Mp::Arr(vec![
+                    Mp::Arr(vec![Mp::s("a"), Mp::s("b")]),
+                    Mp::Arr(vec![Mp::s("c"), Mp::s("d"), Mp::s("e")]).at(),
+                ]),
+            )),
+            "sparkProperties[1]",
+        ),
+        case(
+            "a tuple's element of the wrong type: indexes in brackets",
+            "coarse",
+            reply(config.with_field(
+                "sparkProperties",
+                Mp::Arr(vec![Mp::Arr(vec![Mp::s("a"), Mp::Int(1).at()])]),
+            )),
+            "sparkProperties[0][1]",
+        ),
+        case(
+            "a string key with a quote, a backslash, a tab and non-ASCII, escaped in the path",
+            "deploy",
+            send(worker.with_field(
+                "resources",
+                Mp::Map(vec![(Mp::s("a\"b\\c\té"), Mp::Int(1).at())]),
+            )),
+            "resources[\"a\\\"b\\\\c\\u0009é\"]",
+        ),
+        case(
+            "an integer map key in the path, unquoted",
+            "coarse",
+            ask(request.with_field(
+                "numLocalityAwareTasksPerResourceProfileId",
+                Mp::Map(vec![(Mp::Int(5), Mp::s("x").at())]),
+            )),
+            "numLocalityAwareTasksPerResourceProfileId[5]",
+        ),
+        case(
+            "a reply's value of the wrong type: the path is relative to the reply's value",
+            "coarse",
+            Mp::Arr(vec![
+                Mp::Int(2),
+                Mp::Int(1),
+                Mp::Map(vec![(Mp::s("bool"), Mp::Int(1).at())]),
+            ]),
+            "",
+        ),
+        case(
+            "a failure's error that is not a map: the path is relative to the error",
+            "coarse",
+            Mp::Arr(vec![Mp::Int(3), Mp::Int(1), Mp::Nil.at()]),
+            "",
+        ),
+        case(
+            "a failure's class name of the wrong type",
+            "coarse",
+            Mp::Arr(vec![
+                Mp::Int(3),
+                Mp::Int(1),
+                Mp::Map(vec![
+                    (Mp::s("className"), Mp::Int(1).at()),
+                    (Mp::s("message"), Mp::s("m")),
+                ]),
+            ]),
+            "className",
+        ),
+        case(
+            "a close reason that is not a map: invalid fields, not a bad envelope",
+            "coarse",
+            close(Mp::Nil.at()),
+            "",
+        ),
+        case(
+            "a close reason written as an array",
+            "coarse",
+            close(Mp::Arr(vec![Mp::s("Idle"), Mp::s("m")]).at()),
+            "",
+        ),
+        case(
+            "a close reason whose offset is negative",
+            "coarse",
+            close(reason(Mp::s("InvalidFields"), Mp::Int(-1).at())),
+            "offset",
+        ),
+        case(
+            "a close reason whose kind is not a string",
+            "coarse",
+            close(reason(Mp::Int(7).at(), Mp::Int(0))),
+            "kind",
+        ),
+    ])
 }

@@ -8,11 +8,13 @@
 
 mod auth;
 mod decoder;
+mod features;
 
 pub use auth::{auth_vectors, AuthVector};
 pub use decoder::{
     check_decoder_vector, conversion_vectors, decoder_vectors, ConversionVector, DecoderVector,
 };
+pub use features::{feature_vectors, FeatureVector};
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -241,6 +243,9 @@ pub fn render_files(def: &Definition) -> Result<Vec<(String, String)>, Error> {
     files.push(("task-description.json".to_string(), text + "\n"));
     let text = serde_json::to_string_pretty(&auth_vectors()?).map_err(json_err)?;
     files.push(("handshake-auth.json".to_string(), text + "\n"));
+    // Handshake features (handshake.md §12).
+    let text = serde_json::to_string_pretty(&feature_vectors()?).map_err(json_err)?;
+    files.push(("handshake-features.json".to_string(), text + "\n"));
     // Decoder decisions (SPEC §2, §3, §4, §4.1, §8).
     let text = serde_json::to_string_pretty(&decoder_vectors(def)?).map_err(json_err)?;
     files.push(("decoder.json".to_string(), text + "\n"));
@@ -373,6 +378,24 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
                 "a worker may not send RegisterApplication to a master",
             )),
             json!({"close": {"kind": "NotOnRoute", "message": "a worker may not send RegisterApplication to a master", "path": null, "offset": null}}),
+        ),
+        (
+            "close of a kind the receiver does not know: taken as it is",
+            Envelope::Close(CloseReason::new(
+                "SomeLaterKind",
+                "a kind a later revision may add",
+            )),
+            json!({"close": {"kind": "SomeLaterKind", "message": "a kind a later revision may add", "path": null, "offset": null}}),
+        ),
+        (
+            "close of another kind with a path and an offset: read as sent",
+            Envelope::Close(CloseReason {
+                kind: "RuleViolation".into(),
+                message: "W1: a worker's first message is RegisterWorker".into(),
+                path: Some(String::new()),
+                offset: Some(0),
+            }),
+            json!({"close": {"kind": "RuleViolation", "message": "W1: a worker's first message is RegisterWorker", "path": "", "offset": 0}}),
         ),
     ];
     let mut out = Vec::new();
