@@ -32,15 +32,20 @@ const SECRET: &str = "the-cluster-secret-4711";
 const PATIENCE: Duration = Duration::from_secs(60);
 
 fn spark_home() -> PathBuf {
-    PathBuf::from(std::env::var("SPARK_HOME").expect(
-        "SPARK_HOME: run `eval \"$(bash scripts/spark/env.sh 4.0.1)\"` before these tests",
-    ))
+    PathBuf::from(
+        std::env::var("SPARK_HOME").expect(
+            "SPARK_HOME: run `eval \"$(bash scripts/spark/env.sh 4.0.1)\"` before these tests",
+        ),
+    )
 }
 
 /// The Spark release of `$SPARK_HOME`, from its core jar's name.
 fn spark_release() -> String {
     let jars = spark_home().join("jars");
-    for e in std::fs::read_dir(&jars).expect("$SPARK_HOME/jars").flatten() {
+    for e in std::fs::read_dir(&jars)
+        .expect("$SPARK_HOME/jars")
+        .flatten()
+    {
         let name = e.file_name().to_string_lossy().to_string();
         if let Some(rest) = name.strip_prefix("spark-core_") {
             if let Some((_, v)) = rest.trim_end_matches(".jar").split_once('-') {
@@ -222,7 +227,9 @@ async fn sasl_client_authenticates_to_a_real_spark_master_and_asks_it() {
         Err(AuthError::Refused(why)) => assert!(why.contains("SaslException") || !why.is_empty()),
         other => panic!("a refusal of the wrong secret, got {other:?}"),
     }
-    eprintln!("proven against Spark {release}: SASL DIGEST-MD5 client (auth), wrong secret refused");
+    eprintln!(
+        "proven against Spark {release}: SASL DIGEST-MD5 client (auth), wrong secret refused"
+    );
 }
 
 #[tokio::test]
@@ -263,7 +270,9 @@ async fn engine_client_v1_and_v2_with_aes_ctr_authenticate_to_real_spark_masters
             other => panic!("a refusal of the wrong secret, got {other:?}"),
         }
         // SASL is refused with saslFallback=false.
-        assert!(authenticated(addr, &ClientAuth::sasl(SECRET)).await.is_err());
+        assert!(authenticated(addr, &ClientAuth::sasl(SECRET))
+            .await
+            .is_err());
         drop(master);
         eprintln!("proven against Spark {release}: auth engine v{n} + AES-CTR client");
     }
@@ -287,7 +296,9 @@ async fn serve_one(listener: &TcpListener, auth: &ServerAuth) -> (Negotiated, Re
         .await
         .expect("a Spark peer connects")
         .expect("accept");
-    let mut s = server_handshake(tcp, auth).await.expect("the peer authenticates");
+    let mut s = server_handshake(tcp, auth)
+        .await
+        .expect("the peer authenticates");
     let negotiated = s.negotiated();
     let mut d = FrameDecoder::default();
     let (id, body) = match next_frame(&mut s, &mut d).await {
@@ -308,17 +319,20 @@ async fn serve_one(listener: &TcpListener, auth: &ServerAuth) -> (Negotiated, Re
     (negotiated, request)
 }
 
+/// A worker case: a tag, the worker's settings, sparkwire's server, what is negotiated.
+type WorkerCase = (
+    &'static str,
+    Vec<(&'static str, &'static str)>,
+    ServerAuth,
+    Negotiated,
+);
+
 #[tokio::test]
 #[ignore = "starts a real Spark worker: needs SPARK_HOME (scripts/spark/env.sh)"]
 async fn a_real_spark_worker_authenticates_to_sparkwire_with_sasl_and_the_engine() {
     let release = spark_release();
-    let cases: [(&str, Vec<(&str, &str)>, ServerAuth, Negotiated); 3] = [
-        (
-            "sasl",
-            vec![],
-            ServerAuth::new(SECRET),
-            Negotiated::Sasl,
-        ),
+    let cases: [WorkerCase; 3] = [
+        ("sasl", vec![], ServerAuth::new(SECRET), Negotiated::Sasl),
         (
             "engine1",
             vec![("spark.network.crypto.enabled", "true")],
@@ -370,6 +384,8 @@ async fn a_real_spark_worker_authenticates_to_sparkwire_with_sasl_and_the_engine
             "{tag}: the first RPC is CheckExistence"
         );
         drop(worker);
-        eprintln!("proven against Spark {release}: a real worker authenticated to sparkwire ({expected})");
+        eprintln!(
+            "proven against Spark {release}: a real worker authenticated to sparkwire ({expected})"
+        );
     }
 }

@@ -131,6 +131,10 @@ mod tests {
         s.send.apply(&mut back);
         c.recv.apply(&mut back);
         assert_eq!(back, plain);
-        assert!(CtrSession::client(&SessionKeys { key: vec![0; 5], ..keys }).is_err());
+        assert!(CtrSession::client(&SessionKeys {
+            key: vec![0; 5],
+            ..keys
+        })
+        .is_err());
     }
 }

@@ -116,7 +116,13 @@ fn seal(
     hkdf(secret, &salt, &aad, &mut kek)?;
     let iv = random_bytes::<GCM_IV>()?;
     let sealed = Aes128Gcm::new((&kek).into())
-        .encrypt(Nonce::from_slice(&iv), Payload { msg: public, aad: &aad })
+        .encrypt(
+            Nonce::from_slice(&iv),
+            Payload {
+                msg: public,
+                aad: &aad,
+            },
+        )
         .map_err(|_| AuthError::Crypto("AES-GCM encryption".into()))?;
     Ok(AuthMessage {
         app_id: app_id.to_string(),
@@ -149,7 +155,13 @@ fn open(
     hkdf(secret, &m.salt, &aad, &mut kek)?;
     let (iv, sealed) = m.ciphertext.split_at(GCM_IV);
     let public = Aes128Gcm::new((&kek).into())
-        .decrypt(Nonce::from_slice(iv), Payload { msg: sealed, aad: &aad })
+        .decrypt(
+            Nonce::from_slice(iv),
+            Payload {
+                msg: sealed,
+                aad: &aad,
+            },
+        )
         .map_err(|_| {
             AuthError::Rejected(
                 "the peer's public key does not decrypt: it does not hold the secret".into(),
@@ -270,7 +282,10 @@ mod tests {
             let (r, server) = respond("s3cret", c.challenge(), v).expect("server");
             let client = c.finish(&r).expect("client session");
             assert!(client == server);
-            assert_eq!(client.key.len(), if v == EngineVersion::V1 { 32 } else { 16 });
+            assert_eq!(
+                client.key.len(),
+                if v == EngineVersion::V1 { 32 } else { 16 }
+            );
             assert_ne!(client.client_iv, client.server_iv);
         }
     }

@@ -449,9 +449,8 @@ impl DigestServer {
     fn verify(&self, nonce: &str, response: &[u8]) -> Result<Vec<u8>, AuthError> {
         let ds = parse_directives(response)?;
         let need = |name: &str| -> Result<&str, AuthError> {
-            once(&ds, name)?.ok_or_else(|| {
-                AuthError::Malformed(format!("a digest-response without `{name}`"))
-            })
+            once(&ds, name)?
+                .ok_or_else(|| AuthError::Malformed(format!("a digest-response without `{name}`")))
         };
         let username = need("username")?;
         let got_nonce = need("nonce")?;
@@ -463,10 +462,14 @@ impl DigestServer {
         let realm = once(&ds, "realm")?.unwrap_or(REALM);
         let authzid = once(&ds, "authzid")?;
         if got_nonce != nonce {
-            return Err(AuthError::Rejected("the digest-response names another nonce".into()));
+            return Err(AuthError::Rejected(
+                "the digest-response names another nonce".into(),
+            ));
         }
         if nc != "00000001" {
-            return Err(AuthError::Rejected(format!("nonce-count {nc}, not 00000001")));
+            return Err(AuthError::Rejected(format!(
+                "nonce-count {nc}, not 00000001"
+            )));
         }
         if qop != "auth" {
             return Err(AuthError::Unsupported(format!(
@@ -474,7 +477,9 @@ impl DigestServer {
             )));
         }
         if realm != REALM {
-            return Err(AuthError::Rejected(format!("realm {realm:?}, not {REALM:?}")));
+            return Err(AuthError::Rejected(format!(
+                "realm {realm:?}, not {REALM:?}"
+            )));
         }
         if digest_uri.rsplit('/').next() != Some(REALM) {
             return Err(AuthError::Rejected(format!(

@@ -69,7 +69,8 @@ impl<S> AuthStream<S> {
 impl<S: AsyncWrite + Unpin> AuthStream<S> {
     fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while self.written < self.pending.len() {
-            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.pending[self.written..]))?;
+            let n =
+                ready!(Pin::new(&mut self.inner).poll_write(cx, &self.pending[self.written..]))?;
             if n == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
@@ -327,9 +328,8 @@ async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
             };
         }
         if !auth.takes_sasl() {
-            let why = AuthError::Unsupported(
-                "SASL, with spark.network.crypto.saslFallback=false".into(),
-            );
+            let why =
+                AuthError::Unsupported("SASL, with spark.network.crypto.saslFallback=false".into());
             return Err(fail(
                 s,
                 id,
