@@ -88,6 +88,16 @@ fn free_port() -> u16 {
 /// `_SPARK_AUTH_SECRET` (as Spark's worker hands it to what it launches) and `conf` as Java
 /// system properties.
 fn spark_class(tag: &str, class: &str, args: &[String], conf: &[(&str, &str)]) -> Jvm {
+    spark_class_with(tag, class, args, conf, SECRET)
+}
+
+fn spark_class_with(
+    tag: &str,
+    class: &str,
+    args: &[String],
+    conf: &[(&str, &str)],
+    secret: &str,
+) -> Jvm {
     let dir = std::env::temp_dir().join(format!(
         "sparkauth-{tag}-{}-{}",
         std::process::id(),
@@ -105,7 +115,7 @@ fn spark_class(tag: &str, class: &str, args: &[String], conf: &[(&str, &str)]) -
         .env("SPARK_CONF_DIR", dir.join("conf"))
         .env("SPARK_DAEMON_JAVA_OPTS", opts)
         .env("SPARK_DAEMON_MEMORY", "256m")
-        .env("_SPARK_AUTH_SECRET", SECRET)
+        .env("_SPARK_AUTH_SECRET", secret)
         .env("SPARK_WORKER_DIR", dir.join("work"))
         .stdout(Stdio::from(log.try_clone().expect("log")))
         .stderr(Stdio::from(log))
@@ -388,4 +398,175 @@ async fn a_real_spark_worker_authenticates_to_sparkwire_with_sasl_and_the_engine
             "proven against Spark {release}: a real worker authenticated to sparkwire ({expected})"
         );
     }
+}
+
+/// A sparkwire master (the binary) with `--secret-file` and `--spark-port`, killed when dropped.
+struct SparkwireMaster {
+    child: Child,
+    dir: PathBuf,
+    spark_port: u16,
+}
+
+impl Drop for SparkwireMaster {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl SparkwireMaster {
+    fn start(tag: &str, extra: &[&str]) -> SparkwireMaster {
+        let dir = std::env::temp_dir().join(format!(
+            "sparkauth-swm-{tag}-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let secret = dir.join("secret");
+        std::fs::write(&secret, SECRET).expect("secret");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600))
+                .expect("chmod");
+        }
+        let spark_port = free_port();
+        let log = std::fs::File::create(dir.join("out.log")).expect("log");
+        let child = Command::new(env!("CARGO_BIN_EXE_sparkwire"))
+            .args([
+                "master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--spark-port",
+            ])
+            .arg(spark_port.to_string())
+            .arg("--secret-file")
+            .arg(&secret)
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::from(log.try_clone().expect("log")))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("sparkwire master");
+        SparkwireMaster {
+            child,
+            dir,
+            spark_port,
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("out.log")).unwrap_or_default()
+    }
+}
+
+/// A real Spark worker pointed at `port`, with `conf` and `secret`.
+fn real_worker(tag: &str, port: u16, conf: &[(&str, &str)], secret: &str) -> Jvm {
+    spark_class_with(
+        tag,
+        "org.apache.spark.deploy.worker.Worker",
+        &[
+            format!("spark://127.0.0.1:{port}"),
+            "--host".into(),
+            "127.0.0.1".into(),
+            "--webui-port".into(),
+            free_port().to_string(),
+            "--cores".into(),
+            "1".into(),
+            "--memory".into(),
+            "512m".into(),
+        ],
+        conf,
+        secret,
+    )
+}
+
+async fn eventually(what: &str, mut f: impl FnMut() -> bool, logs: impl Fn() -> String) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < PATIENCE, "{what}:\n{}", logs());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test]
+#[ignore = "starts a real Spark worker: needs SPARK_HOME (scripts/spark/env.sh)"]
+async fn real_spark_workers_with_the_secret_register_with_a_sparkwire_master_and_others_do_not() {
+    let release = spark_release();
+    let master = SparkwireMaster::start("front", &[]);
+    let port = master.spark_port;
+    for (tag, conf) in [
+        ("sasl", vec![]),
+        ("crypto", vec![("spark.network.crypto.enabled", "true")]),
+    ] {
+        let worker = real_worker(&format!("front-{tag}"), port, &conf, SECRET);
+        eventually(
+            &format!("a {tag} worker registers"),
+            || worker.log().contains("Successfully registered with master"),
+            || format!("worker:\n{}\nmaster:\n{}", worker.log(), master.log()),
+        )
+        .await;
+        drop(worker);
+        eprintln!("proven against Spark {release}: a real {tag} worker registered with a sparkwire master with a secret");
+    }
+    // The wrong secret: refused at the bootstrap, logged with the peer's address, never
+    // registered.
+    let wrong = real_worker("front-wrong", port, &[], "not-the-secret");
+    eventually(
+        "the wrong secret is refused and logged",
+        || {
+            master
+                .log()
+                .contains("Spark authentication: authentication failed")
+        },
+        || format!("worker:\n{}\nmaster:\n{}", wrong.log(), master.log()),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !wrong.log().contains("Successfully registered"),
+        "{}",
+        wrong.log()
+    );
+    drop(wrong);
+    // No authentication at all: the worker's first RPC is no bootstrap message.
+    let bare = spark_class_with(
+        "front-bare",
+        "org.apache.spark.deploy.worker.Worker",
+        &[
+            format!("spark://127.0.0.1:{port}"),
+            "--host".into(),
+            "127.0.0.1".into(),
+            "--webui-port".into(),
+            free_port().to_string(),
+        ],
+        &[("spark.authenticate", "false")],
+        "",
+    );
+    eventually(
+        "an unauthenticated worker is refused",
+        || {
+            master
+                .log()
+                .contains("Spark authentication: malformed: not a SaslMessage")
+        },
+        || format!("worker:\n{}\nmaster:\n{}", bare.log(), master.log()),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !bare.log().contains("Successfully registered"),
+        "{}",
+        bare.log()
+    );
+    // Only the two good workers passed the bootstrap: nothing of the others reached the master.
+    assert_eq!(
+        master.log().matches("authenticated:").count(),
+        2,
+        "{}",
+        master.log()
+    );
 }

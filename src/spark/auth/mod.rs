@@ -172,6 +172,30 @@ impl ServerAuth {
         }
     }
 
+    /// Sets one of Spark's settings by its name: `spark.network.crypto.enabled`,
+    /// `spark.network.crypto.saslFallback` (`true` / `false`) or
+    /// `spark.network.crypto.authEngineVersion` (1 / 2); any other name is an error.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let flag = |v: &str| match v.trim() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            other => Err(format!("{key} is true or false, not {other:?}")),
+        };
+        match key.trim() {
+            "spark.network.crypto.enabled" => self.crypto = flag(value)?,
+            "spark.network.crypto.saslFallback" => self.sasl_fallback = flag(value)?,
+            "spark.network.crypto.authEngineVersion" => self.version = value.parse()?,
+            other => {
+                return Err(format!(
+                    "{other:?} is not a setting of Spark's authentication spoken here \
+                     (spark.network.crypto.enabled, spark.network.crypto.saslFallback, \
+                     spark.network.crypto.authEngineVersion)"
+                ))
+            }
+        }
+        Ok(())
+    }
+
     /// Whether SASL is taken.
     pub fn takes_sasl(&self) -> bool {
         !self.crypto || self.sasl_fallback
