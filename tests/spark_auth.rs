@@ -394,3 +394,210 @@ async fn a_stalled_peer_times_out_on_either_side() {
         Err(AuthError::Timeout(_))
     ));
 }
+
+mod front {
+    //! The master's Spark-wire front with Spark's authentication on (`FrontConfig::auth`): a
+    //! reference master with a secret in this process, Spark peers written with the library.
+
+    use super::*;
+    use sparkwire::connection::{connect_tcp, Connection, ConnectionConfig, Security};
+    use sparkwire::messages::deploy::{MasterStateResponse, RegisterWorker, RequestMasterState};
+    use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Resources, Version};
+    use sparkwire::reference::master::{Master, MasterConfig, MasterHandle};
+    use sparkwire::spark::{
+        check_existence_stream, message_stream, start_front, FrontConfig, RequestMessage,
+        ServerHandle, Typed, MASTER_ENDPOINT, VERIFIER,
+    };
+    use sparkwire::wire::handshake::{Role, Secret};
+    use sparkwire::wire::Reply;
+    use tokio::io::{AsyncRead, AsyncWrite};
+
+    fn security() -> Security {
+        Security::with_secret(Secret::new(SECRET.as_bytes().to_vec()).expect("secret"))
+    }
+
+    async fn cluster() -> (MasterHandle, ServerHandle) {
+        let master = Master::start(MasterConfig {
+            port: 0,
+            security: security(),
+            ..MasterConfig::default()
+        })
+        .await
+        .expect("the master starts");
+        let mut config = FrontConfig::new("127.0.0.1", 0, master.addr());
+        config.auth = Some(ServerAuth::new(SECRET));
+        config.master_security = security();
+        let front = start_front(config).await.expect("the front starts");
+        (master, front)
+    }
+
+    async fn workers(master: &MasterHandle) -> usize {
+        let stream = connect_tcp("127.0.0.1", master.addr().port(), Duration::from_secs(10))
+            .await
+            .expect("tcp");
+        let config = ConnectionConfig::default().with_security(security());
+        let ui: Connection<DeployMessage> = Connection::connect(stream, Role::Ui, "ui", config)
+            .await
+            .expect("a ui connection");
+        match ui
+            .ask(DeployMessage::from(RequestMasterState::new()))
+            .await
+            .expect("the state")
+        {
+            Reply::Message(DeployMessage::MasterStateResponse(s)) => {
+                let s: MasterStateResponse = s;
+                s.workers.len()
+            }
+            other => panic!("a MasterStateResponse, not {other:?}"),
+        }
+    }
+
+    fn register_worker(id: &str, port: i32) -> DeployMessage {
+        let at = Addr::new("127.0.0.1", port);
+        DeployMessage::from(RegisterWorker::new(
+            id.into(),
+            at.host.clone(),
+            port,
+            EndpointRef::at(at, "Worker"),
+            1,
+            1024,
+            String::new(),
+            Addr::new("127.0.0.1", 7077),
+            Resources::new(),
+        ))
+    }
+
+    fn frame(request_id: Option<i64>, endpoint: &str, stream: Vec<u8>, port: i32) -> Vec<u8> {
+        let body = RequestMessage {
+            sender: Some(("127.0.0.1".into(), port)),
+            receiver: Some(("127.0.0.1".into(), 1)),
+            endpoint: endpoint.into(),
+            stream: stream.into(),
+        }
+        .encode()
+        .expect("header")
+        .into();
+        match request_id {
+            Some(request_id) => Frame::RpcRequest { request_id, body },
+            None => Frame::OneWay { body },
+        }
+        .encode()
+        .expect("frame")
+    }
+
+    fn message(m: DeployMessage) -> Vec<u8> {
+        message_stream(&Typed::Deploy(m), Version::V2, None).expect("stream")
+    }
+
+    /// Everything read from `s` until it closes (or 5 s pass).
+    async fn frames_until_closed<S: AsyncRead + Unpin>(s: &mut S) -> Vec<Frame> {
+        let mut d = FrameDecoder::default();
+        let mut buf = [0u8; 4096];
+        let mut out = Vec::new();
+        loop {
+            match tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => d.push(&buf[..n]),
+                _ => break,
+            }
+        }
+        while let Some(item) = d.next_item() {
+            if let Ok(f) = item.frame {
+                out.push(f);
+            }
+        }
+        out
+    }
+
+    async fn send<S: AsyncWrite + Unpin>(s: &mut S, bytes: &[u8]) {
+        s.write_all(bytes).await.expect("write");
+        s.flush().await.expect("flush");
+    }
+
+    #[tokio::test]
+    async fn no_message_of_the_master_s_reaches_it_without_the_bootstrap() {
+        // CVE-2020-9480's class: Spark RPCs sent straight, or after a failed bootstrap.
+        let (master, front) = cluster().await;
+        let attempts: Vec<Vec<u8>> = vec![
+            frame(
+                None,
+                MASTER_ENDPOINT,
+                message(register_worker("w-oneway", 41001)),
+                41001,
+            ),
+            frame(
+                Some(1),
+                MASTER_ENDPOINT,
+                message(register_worker("w-ask", 41002)),
+                41002,
+            ),
+            frame(
+                Some(2),
+                MASTER_ENDPOINT,
+                message(DeployMessage::from(RequestMasterState::new())),
+                41003,
+            ),
+            frame(
+                Some(3),
+                VERIFIER,
+                check_existence_stream("Master", Version::V2).expect("stream"),
+                41004,
+            ),
+        ];
+        for bytes in &attempts {
+            let mut s = connect(front.addr().port()).await;
+            send(&mut s, bytes).await;
+            let answers = frames_until_closed(&mut s).await;
+            assert!(
+                answers
+                    .iter()
+                    .all(|f| matches!(f, Frame::RpcFailure { .. })),
+                "nothing but a failure answers an unauthenticated RPC: {answers:?}"
+            );
+        }
+        // After a failed bootstrap (the wrong secret), on the same connection.
+        for bytes in &attempts {
+            let mut s = connect(front.addr().port()).await;
+            let wrong = ClientAuth {
+                sasl_fallback: false,
+                ..ClientAuth::crypto("wrong")
+            };
+            let refused = client_handshake(&mut s, &wrong).await;
+            assert!(matches!(refused, Err(AuthError::Refused(_))), "{refused:?}");
+            let _ = s.write_all(bytes).await;
+            let answers = frames_until_closed(&mut s).await;
+            assert!(answers.is_empty(), "{answers:?}");
+        }
+        assert_eq!(workers(&master).await, 0, "no worker registered");
+    }
+
+    #[tokio::test]
+    async fn authenticated_spark_peers_register_with_either_scheme() {
+        let (master, front) = cluster().await;
+        let mut held = Vec::new();
+        for (n, auth) in [ClientAuth::sasl(SECRET), ClientAuth::crypto(SECRET)]
+            .into_iter()
+            .enumerate()
+        {
+            let port = 42000 + n as i32;
+            let tcp = connect(front.addr().port()).await;
+            let mut s = client_handshake(tcp, &auth).await.expect("authenticates");
+            let id = format!("worker-auth-{n}");
+            send(
+                &mut s,
+                &frame(
+                    None,
+                    MASTER_ENDPOINT,
+                    message(register_worker(&id, port)),
+                    port,
+                ),
+            )
+            .await;
+            let start = std::time::Instant::now();
+            while workers(&master).await < n + 1 {
+                assert!(start.elapsed() < Duration::from_secs(10), "{id} registers");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            held.push(s);
+        }
+    }
+}

@@ -520,7 +520,7 @@ async fn real_spark_workers_with_the_secret_register_with_a_sparkwire_master_and
         || {
             master
                 .log()
-                .contains("Spark authentication: authentication failed")
+                .contains("authentication bootstrap: authentication failed")
         },
         || format!("worker:\n{}\nmaster:\n{}", wrong.log(), master.log()),
     )
@@ -551,7 +551,7 @@ async fn real_spark_workers_with_the_secret_register_with_a_sparkwire_master_and
         || {
             master
                 .log()
-                .contains("Spark authentication: malformed: not a SaslMessage")
+                .contains("authentication bootstrap: malformed: not a SaslMessage")
         },
         || format!("worker:\n{}\nmaster:\n{}", bare.log(), master.log()),
     )

@@ -243,7 +243,7 @@ pub enum FrontError {
     #[error("refused: {0}")]
     Refused(String),
     /// The peer failed Spark's authentication bootstrap (`spark.authenticate`).
-    #[error("Spark authentication: {0}")]
+    #[error("refused at Spark's authentication bootstrap: {0}")]
     Auth(#[from] super::auth::AuthError),
     /// The peer registered nothing within the idle timeout.
     #[error("sent nothing the master takes within {0:?}")]
