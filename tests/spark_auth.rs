@@ -601,3 +601,55 @@ mod front {
         }
     }
 }
+
+#[tokio::test]
+async fn the_proxy_terminates_spark_s_authentication_on_both_sides() {
+    use sparkwire::spark::{start_proxy, ProxyOptions};
+    // Upstream: a server taking SASL only; the proxy speaks SASL to it and the auth engine with
+    // AES-CTR to its clients.
+    let (up_port, upstream) = echo_server(ServerAuth {
+        crypto: false,
+        ..ServerAuth::new(SECRET)
+    })
+    .await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let options = ProxyOptions {
+        auth: Some(ServerAuth {
+            sasl_fallback: false,
+            ..ServerAuth::new(SECRET)
+        }),
+        auth_upstream: Some(ClientAuth::sasl(SECRET)),
+        ..ProxyOptions::default()
+    };
+    let proxy = start_proxy(listener, format!("127.0.0.1:{up_port}"), options).expect("proxy");
+    let client = ClientAuth {
+        sasl_fallback: false,
+        ..ClientAuth::crypto(SECRET)
+    };
+    assert_eq!(
+        round_trip(port, client.clone())
+            .await
+            .expect("through the proxy"),
+        Negotiated::Engine(EngineVersion::V1)
+    );
+    assert_eq!(
+        upstream.await.expect("task").expect("upstream"),
+        Negotiated::Sasl,
+        "the upstream side of the proxy spoke SASL"
+    );
+    // A client with the wrong secret is refused by the proxy and never reaches the upstream.
+    let wrong = ClientAuth {
+        secret: "wrong".into(),
+        ..client
+    };
+    assert!(matches!(
+        round_trip(port, wrong).await,
+        Err(AuthError::Refused(_))
+    ));
+    let outcome = proxy.stop().await;
+    assert_eq!(
+        outcome.forwarded[0], 5000,
+        "the echo's bytes, decrypted, once each way"
+    );
+}

@@ -143,6 +143,21 @@ impl ClientAuth {
             ..ClientAuth::sasl(secret)
         }
     }
+
+    /// Sets one of Spark's settings by its name, as [`ServerAuth::set`] does.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let mut server = ServerAuth {
+            crypto: self.crypto,
+            sasl_fallback: self.sasl_fallback,
+            version: self.version,
+            ..ServerAuth::new(String::new())
+        };
+        server.set(key, value)?;
+        self.crypto = server.crypto;
+        self.sasl_fallback = server.sasl_fallback;
+        self.version = server.version;
+        Ok(())
+    }
 }
 
 /// What a server takes, as Spark's settings name it.
