@@ -570,3 +570,41 @@ async fn real_spark_workers_with_the_secret_register_with_a_sparkwire_master_and
         master.log()
     );
 }
+
+#[tokio::test]
+#[ignore = "starts a real Spark master and worker: needs SPARK_HOME (scripts/spark/env.sh)"]
+async fn a_real_worker_registers_through_the_proxy_terminating_auth_engine_on_both_sides() {
+    use sparkwire::spark::{start_proxy, ProxyOptions};
+    let release = spark_release();
+    let crypto = [("spark.network.crypto.enabled", "true")];
+    let (master, addr) = spark_master("proxied", &crypto).await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let options = ProxyOptions {
+        auth: Some(ServerAuth::new(SECRET)),
+        auth_upstream: Some(ClientAuth::crypto(SECRET)),
+        ..ProxyOptions::default()
+    };
+    let proxy = start_proxy(listener, addr.to_string(), options).expect("proxy");
+    let worker = real_worker("proxied-worker", port, &crypto, SECRET);
+    eventually(
+        "the worker registers through the proxy",
+        || worker.log().contains("Successfully registered with master"),
+        || format!("worker:\n{}\nmaster:\n{}", worker.log(), master.log()),
+    )
+    .await;
+    drop(worker);
+    let outcome = proxy.stop().await;
+    assert!(
+        outcome
+            .summary
+            .messages
+            .keys()
+            .any(|class| class.ends_with("RegisterWorker")),
+        "the proxy traced the decrypted RegisterWorker: {:?}",
+        outcome.summary.messages
+    );
+    eprintln!(
+        "proven against Spark {release}: proxy terminating the auth engine + AES-CTR on both sides"
+    );
+}
