@@ -98,14 +98,23 @@ pub struct MasterArgs {
     idle: super::limits::IdleArgs,
     /// Also serve Spark's own RPC on this port (0 picks a free one): real Spark workers,
     /// applications and submission clients use `spark://HOST:PORT` (printed as
-    /// `sparkwire master Spark wire on spark://…`). With a secret or TLS configured, every Spark
-    /// peer is refused (Spark's `spark.authenticate` is not spoken).
+    /// `sparkwire master Spark wire on spark://…`). With --secret-file, Spark peers must
+    /// authenticate as Spark's `spark.authenticate=true` has them (the file's content is their
+    /// `spark.authenticate.secret`): SASL DIGEST-MD5, or the auth engine with AES-CTR when their
+    /// `spark.network.crypto.enabled=true`. With TLS every Spark peer is refused.
     #[cfg(feature = "spark-proxy")]
     #[arg(long, value_name = "PORT")]
     spark_port: Option<u16>,
+    /// One of Spark's authentication settings for --spark-port, as Spark names it (repeatable):
+    /// spark.network.crypto.saslFallback=false refuses SASL,
+    /// spark.network.crypto.enabled=false takes SASL only,
+    /// spark.network.crypto.authEngineVersion=2 derives the session key as version 2 does.
+    #[cfg(feature = "spark-proxy")]
+    #[arg(long, value_name = "KEY=VALUE", requires = "spark_port")]
+    spark_conf: Vec<String>,
     /// Pin the Spark release spoken on --spark-port (`3.5.9`, or a release line such as `3.5`
     /// for its newest release). Without it, each Spark peer's release is told from the Java
-    /// streams it sends (SPEC §15.1), and a peer of a release sparkwire does not know is refused.
+    /// streams it sends (SPEC §15.3), and a peer of a release sparkwire does not know is refused.
     #[cfg(feature = "spark-proxy")]
     #[arg(long, value_name = "RELEASE", requires = "spark_port")]
     spark_release: Option<String>,
@@ -253,6 +262,7 @@ fn spark_release(
 fn spark_front(
     port: Option<u16>,
     release: Option<&str>,
+    spark_conf: &[String],
     config: &MasterConfig,
 ) -> Result<Option<sparkwire::spark::FrontConfig>, String> {
     let Some(port) = port else {
@@ -265,12 +275,30 @@ fn spark_front(
     front.max_frame = config.max_frame_size as u64;
     front.max_connections = config.limits.max_connections;
     front.idle_timeout = config.limits.idle_timeout;
-    if config.security.authenticates() || config.security.encrypts() {
+    if config.security.encrypts() {
         front.refuse = Some(
-            "this sparkwire master has a secret (or TLS) and does not speak Spark's \
-             spark.authenticate: Spark peers are refused"
+            "this sparkwire master has TLS, which its Spark wire does not speak: Spark peers are \
+             refused"
                 .into(),
         );
+    } else if let Some(shared) = &config.security.secret {
+        let secret = std::str::from_utf8(shared.expose()).map_err(|_| {
+            "--spark-port: the secret file is not UTF-8 text, as Spark's \
+             spark.authenticate.secret must be"
+                .to_string()
+        })?;
+        let mut auth = sparkwire::spark::auth::ServerAuth::new(secret);
+        for kv in spark_conf {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("--spark-conf {kv:?}: KEY=VALUE"))?;
+            auth.set(k, v).map_err(|e| format!("--spark-conf: {e}"))?;
+        }
+        front.auth = Some(auth);
+        // The bridges prove the shared secret only (never the admin secret).
+        front.master_security = sparkwire::connection::Security::with_secret(shared.clone());
+    } else if !spark_conf.is_empty() {
+        return Err("--spark-conf sets Spark's authentication, which needs --secret-file".into());
     }
     Ok(Some(front))
 }
@@ -345,7 +373,12 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     });
     config.observer = observer.clone();
     #[cfg(feature = "spark-proxy")]
-    let spark_front = spark_front(args.spark_port, args.spark_release.as_deref(), &config)?;
+    let spark_front = spark_front(
+        args.spark_port,
+        args.spark_release.as_deref(),
+        &args.spark_conf,
+        &config,
+    )?;
     #[cfg(feature = "spark-rest")]
     let spark_rest = spark_rest(args.spark_rest_port, args.spark_release.as_deref(), &config)?;
     super::runtime()?.block_on(async move {

@@ -34,6 +34,17 @@ pub struct ProxyArgs {
     /// 3.0.3, 2: Spark 4.0.1).
     #[arg(long, value_name = "N")]
     protocol_version: Option<u64>,
+    /// A file holding Spark's `spark.authenticate.secret`: the proxy terminates Spark's
+    /// authentication on both sides (clients authenticate to it, it authenticates to the
+    /// upstream) and traces the frames between decrypted.
+    #[arg(long, value_name = "PATH")]
+    secret_file: Option<PathBuf>,
+    /// One of Spark's authentication settings, as Spark names it (repeatable), for both sides:
+    /// spark.network.crypto.enabled=true (the auth engine with AES-CTR to the upstream; clients
+    /// may use either scheme), spark.network.crypto.saslFallback=false,
+    /// spark.network.crypto.authEngineVersion=2.
+    #[arg(long, value_name = "KEY=VALUE", requires = "secret_file")]
+    spark_conf: Vec<String>,
 }
 
 /// A file written through at each line (binary: at each write, which the trace writer makes one
@@ -69,6 +80,28 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
         }
         None => None,
     };
+    let (auth, auth_upstream) = match &args.secret_file {
+        None => (None, None),
+        Some(path) => {
+            let shared = super::security::secret(Some(path))?.ok_or("an empty secret file")?;
+            let secret = String::from_utf8(shared.expose().to_vec()).map_err(|_| {
+                "--secret-file: not UTF-8 text, as Spark's spark.authenticate.secret must be"
+                    .to_string()
+            })?;
+            let mut server = sparkwire::spark::auth::ServerAuth::new(secret.clone());
+            let mut client = sparkwire::spark::auth::ClientAuth::sasl(secret);
+            for kv in &args.spark_conf {
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| format!("--spark-conf {kv:?}: KEY=VALUE"))?;
+                server.set(k, v).map_err(|e| format!("--spark-conf: {e}"))?;
+                client.set(k, v).map_err(|e| format!("--spark-conf: {e}"))?;
+            }
+            // Clients may use either scheme unless SASL is switched off.
+            server.crypto = true;
+            (Some(server), Some(client))
+        }
+    };
     let rt = super::runtime()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -85,6 +118,8 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode, String> {
                 let _ = out.flush();
             })),
             on_event: None,
+            auth,
+            auth_upstream,
         };
         let handle = start_proxy(listener, args.upstream.clone(), options)
             .map_err(|e| format!("cannot start the proxy: {e}"))?;

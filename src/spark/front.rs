@@ -30,10 +30,14 @@
 //!   typed value while the application is connected), so executors start with the driver's
 //!   command, environment, Java options and resource profile.
 //!
-//! With a secret (or TLS) configured on the master, the front refuses every Spark peer: Spark's
-//! own authentication (`spark.authenticate`'s SASL or AuthEngine bootstrap) is not spoken here,
-//! and nothing may reach the master unauthenticated. The refused peer's first request is
-//! answered with an `RpcFailure` saying why and its connection closed.
+//! With Spark's authentication configured ([`FrontConfig::auth`], the master's secret), every
+//! Spark peer runs Spark's bootstrap first (SASL DIGEST-MD5 or the auth engine with AES-CTR, as
+//! [`auth::server_handshake`](super::auth::server_handshake) takes them): nothing it sends before
+//! it has authenticated reaches the master, and a peer that fails is closed (logged at WARN with
+//! its address) before any bridge to the master is opened. The bridge then proves the master's
+//! own secret ([`FrontConfig::master_security`]). With [`FrontConfig::refuse`] set (TLS on the
+//! master: Spark's `spark.ssl` is not spoken here) every Spark peer is refused: its first request
+//! is answered with an `RpcFailure` saying why and its connection closed.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -41,7 +45,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
@@ -54,6 +58,7 @@ use super::{
 };
 use crate::connection::{
     connect_tcp, Connection, ConnectionConfig, ConnectionError, ConnectionHandle, Incoming,
+    Security,
 };
 use crate::messages::{Addr, DeployMessage, EndpointRef, ErrorDescription, Family, Version};
 use crate::wire::handshake::Role;
@@ -92,9 +97,14 @@ pub struct FrontConfig {
     pub idle_timeout: Duration,
     /// How long an ask waits for the master's answer (`spark.rpc.askTimeout`).
     pub ask_timeout: Duration,
-    /// When set, every Spark peer is refused with this reason (the master has a secret or TLS,
-    /// and Spark's own authentication is not spoken here).
+    /// When set, every Spark peer is refused with this reason (the master has TLS, which Spark's
+    /// wire does not speak here).
     pub refuse: Option<String>,
+    /// Spark's authentication (`spark.authenticate=true`): when set, every Spark peer must pass
+    /// Spark's bootstrap with this secret before anything it sends is read.
+    pub auth: Option<super::auth::ServerAuth>,
+    /// The security of the bridges to the master (its shared secret).
+    pub master_security: Security,
 }
 
 impl FrontConfig {
@@ -115,6 +125,8 @@ impl FrontConfig {
             idle_timeout: Duration::from_secs(60),
             ask_timeout: Duration::from_secs(120),
             refuse: None,
+            auth: None,
+            master_security: Security::default(),
         }
     }
 }
@@ -234,9 +246,12 @@ pub enum FrontError {
     /// The peer's bytes are no Spark transport frames (or a frame is over the limit).
     #[error("a broken Spark frame: {0}")]
     Frame(String),
-    /// The master has a secret or TLS; Spark peers are refused.
+    /// The master has TLS; Spark peers are refused.
     #[error("refused: {0}")]
     Refused(String),
+    /// The peer failed Spark's authentication bootstrap (`spark.authenticate`).
+    #[error("refused at Spark's authentication bootstrap: {0}")]
+    Auth(#[from] super::auth::AuthError),
     /// The peer registered nothing within the idle timeout.
     #[error("sent nothing the master takes within {0:?}")]
     Idle(Duration),
@@ -280,7 +295,21 @@ struct Conn {
 }
 
 async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) -> Result<(), FrontError> {
-    let (mut rd, mut wr) = stream.into_split();
+    match &ctx.config.auth {
+        None => serve_io(stream, peer, ctx).await,
+        Some(auth) => {
+            let stream = super::auth::server_handshake(stream, auth).await?;
+            tracing::info!("spark front: {peer} authenticated: {}", stream.negotiated());
+            serve_io(stream, peer, ctx).await
+        }
+    }
+}
+
+async fn serve_io<S>(stream: S, peer: SocketAddr, ctx: Arc<Ctx>) -> Result<(), FrontError>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (mut rd, mut wr) = tokio::io::split(stream);
     let (out, mut queue) = mpsc::channel::<Vec<u8>>(ctx.config.write_queue.max(1));
     let writer = tokio::spawn(async move {
         while let Some(bytes) = queue.recv().await {
@@ -332,7 +361,7 @@ async fn recv_bridge(
 }
 
 impl Conn {
-    async fn run(&mut self, rd: &mut tokio::net::tcp::OwnedReadHalf) -> Result<(), FrontError> {
+    async fn run(&mut self, rd: &mut (impl AsyncRead + Unpin)) -> Result<(), FrontError> {
         let mut decoder = FrameDecoder::new(self.ctx.config.max_frame);
         let mut buf = vec![0u8; 64 * 1024];
         let idle = self.ctx.config.idle_timeout;
@@ -679,7 +708,8 @@ impl Conn {
         .await?;
         let config = ConnectionConfig::default()
             .with_versions(&[self.detector.release().version()])
-            .with_ask_timeout(self.ctx.config.ask_timeout);
+            .with_ask_timeout(self.ctx.config.ask_timeout)
+            .with_security(self.ctx.config.master_security.clone());
         let c = Connection::connect(stream, role, id, config).await?;
         tracing::info!(
             "spark front: {} speaks to the master in the role {role} over a sparkwire connection",

@@ -38,6 +38,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// Spark's own authentication (`spark.authenticate`): SASL DIGEST-MD5 and the auth engine.
+#[cfg(feature = "spark-auth")]
+pub mod auth;
 mod build;
 mod classes;
 mod decode;

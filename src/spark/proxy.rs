@@ -11,7 +11,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -47,6 +50,13 @@ pub struct ProxyOptions {
     pub on_violation: Option<OnViolation>,
     /// Called with each event as it is traced.
     pub on_event: Option<OnEvent>,
+    /// Spark's authentication, terminated on both sides (the proxy holds the secret): each
+    /// client must pass Spark's bootstrap with the proxy (this side), and the proxy runs
+    /// Spark's bootstrap with the upstream ([`ProxyOptions::auth_upstream`]); the frames between
+    /// are traced decrypted.
+    pub auth: Option<super::auth::ServerAuth>,
+    /// The bootstrap the proxy runs with the upstream, when it demands one.
+    pub auth_upstream: Option<super::auth::ClientAuth>,
 }
 
 impl Default for ProxyOptions {
@@ -58,6 +68,8 @@ impl Default for ProxyOptions {
             trace_format: TraceFormat::JsonLines,
             on_violation: None,
             on_event: None,
+            auth: None,
+            auth_upstream: None,
         }
     }
 }
@@ -157,6 +169,8 @@ pub fn start_proxy(
     let (tx, rx) = mpsc::unbounded_channel();
     let closed = Arc::new(AtomicU64::new(0));
     let forwarded = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let auth = options.auth.clone().map(Arc::new);
+    let auth_upstream = options.auth_upstream.clone().map(Arc::new);
     tokio::spawn(trace_task(rx, options, closed.clone(), forwarded.clone()));
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
     let accept_tx = tx.clone();
@@ -176,7 +190,23 @@ pub fn start_proxy(
             let upstream = upstream.clone();
             let backlog = Arc::new(AtomicUsize::new(0));
             let forwarded = forwarded.clone();
+            let auth = auth.clone();
+            let auth_upstream = auth_upstream.clone();
             tokio::spawn(async move {
+                let _ = client.set_nodelay(true);
+                let client = match &auth {
+                    None => Side::Plain(client),
+                    Some(a) => match super::auth::server_handshake(client, a).await {
+                        Ok(s) => Side::Auth(Box::new(s)),
+                        Err(e) => {
+                            tracing::warn!(
+                                "spark proxy: conn {conn} from {peer}: refused at Spark's \
+                                 authentication bootstrap: {e}"
+                            );
+                            return;
+                        }
+                    },
+                };
                 let server = match TcpStream::connect(&upstream).await {
                     Ok(s) => s,
                     Err(e) => {
@@ -186,15 +216,27 @@ pub fn start_proxy(
                         return;
                     }
                 };
-                let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
                 let server_addr = server
                     .peer_addr()
                     .map(|a| a.to_string())
                     .unwrap_or(upstream.clone());
+                let server = match &auth_upstream {
+                    None => Side::Plain(server),
+                    Some(a) => match super::auth::client_handshake(server, a).await {
+                        Ok(s) => Side::Auth(Box::new(s)),
+                        Err(e) => {
+                            tracing::warn!(
+                                "spark proxy: conn {conn} from {peer}: {upstream} refused the \
+                                 proxy's Spark authentication: {e}"
+                            );
+                            return;
+                        }
+                    },
+                };
                 let _ = tx.send(Msg::Open(conn, now_ms(), peer.to_string(), server_addr));
-                let (cr, cw) = client.into_split();
-                let (sr, sw) = server.into_split();
+                let (cr, cw) = tokio::io::split(client);
+                let (sr, sw) = tokio::io::split(server);
                 let up = pump(
                     conn,
                     true,
@@ -219,12 +261,58 @@ pub fn start_proxy(
     })
 }
 
+/// One side of a proxied connection: as accepted (or connected), or after Spark's bootstrap.
+enum Side {
+    Plain(TcpStream),
+    Auth(Box<super::auth::AuthStream<TcpStream>>),
+}
+
+impl AsyncRead for Side {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Side::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Side::Auth(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Side {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Side::Plain(s) => Pin::new(s).poll_write(cx, data),
+            Side::Auth(s) => Pin::new(s.as_mut()).poll_write(cx, data),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Side::Plain(s) => Pin::new(s).poll_flush(cx),
+            Side::Auth(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Side::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Side::Auth(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
 /// Copies one direction, handing each chunk to the tracer first.
 async fn pump(
     conn: ConnId,
     from_client: bool,
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut from: ReadHalf<Side>,
+    mut to: WriteHalf<Side>,
     tx: mpsc::UnboundedSender<Msg>,
     backlog: Arc<AtomicUsize>,
     forwarded: Arc<[AtomicU64; 2]>,

@@ -1,0 +1,369 @@
+//! The bootstraps run over a tokio stream, and the stream that carries Spark's frames on after
+//! them (encrypted with AES-CTR when the auth engine ran, as is when SASL did).
+//!
+//! The bootstrap reads exactly its own frames (each length first, then the rest), so nothing the
+//! peer sends after it is read here: the [`AuthStream`] starts at the first byte after it.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+
+use super::cipher::CtrSession;
+use super::engine::{self, AuthMessage, EngineClient, AUTH_TAG};
+use super::sasl::{DigestClient, DigestServer, SaslMessage};
+use super::{random_bytes, AuthError, ClientAuth, Negotiated, ServerAuth};
+use crate::spark::{Frame, FrameDecoder};
+
+/// Largest frame taken during a bootstrap: its messages are a few hundred bytes.
+pub const MAX_AUTH_FRAME: u64 = 64 * 1024;
+
+/// Requests a server takes in one bootstrap (an `AuthMessage` refused, then SASL's two).
+const MAX_ROUNDS: usize = 4;
+
+/// Plaintext taken per write when encrypting.
+const CHUNK: usize = 64 * 1024;
+
+/// What Spark's server answers a failed bootstrap with (`AuthRpcHandler`).
+const FAILED: &str = "java.lang.IllegalArgumentException: Authentication failed.";
+
+/// A stream after a bootstrap: reads and writes Spark's frames as they are, the session's
+/// AES-CTR applied when the auth engine ran.
+#[derive(Debug)]
+pub struct AuthStream<S> {
+    inner: S,
+    ctr: Option<CtrSession>,
+    pending: Vec<u8>,
+    written: usize,
+    negotiated: Negotiated,
+}
+
+impl<S> AuthStream<S> {
+    fn new(inner: S, ctr: Option<CtrSession>, negotiated: Negotiated) -> Self {
+        AuthStream {
+            inner,
+            ctr,
+            pending: Vec::new(),
+            written: 0,
+            negotiated,
+        }
+    }
+
+    /// What the bootstrap agreed on.
+    pub fn negotiated(&self) -> Negotiated {
+        self.negotiated
+    }
+
+    /// Whether the bytes on the wire are encrypted.
+    pub fn is_encrypted(&self) -> bool {
+        self.ctr.is_some()
+    }
+
+    /// The stream beneath.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AuthStream<S> {
+    fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.written < self.pending.len() {
+            let n =
+                ready!(Pin::new(&mut self.inner).poll_write(cx, &self.pending[self.written..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.written += n;
+        }
+        self.pending.clear();
+        self.written = 0;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for AuthStream<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        if let Some(c) = &mut this.ctr {
+            c.recv.apply(&mut buf.filled_mut()[before..]);
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for AuthStream<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.ctr.is_none() {
+            return Pin::new(&mut this.inner).poll_write(cx, data);
+        }
+        // Bytes once encrypted have moved the keystream on: they are written before any more.
+        ready!(this.drain(cx))?;
+        let n = data.len().min(CHUNK);
+        this.pending.extend_from_slice(&data[..n]);
+        if let Some(c) = &mut this.ctr {
+            c.send.apply(&mut this.pending);
+        }
+        if let Poll::Ready(Err(e)) = this.drain(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.drain(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.drain(cx))?;
+        Pin::new(&mut this.inner).poll_shutdown(cx)
+    }
+}
+
+async fn read_frame<S: AsyncRead + Unpin>(s: &mut S) -> Result<Frame, AuthError> {
+    let mut len = [0u8; 8];
+    s.read_exact(&mut len).await?;
+    let n = u64::from_be_bytes(len);
+    if !(9..=MAX_AUTH_FRAME).contains(&n) {
+        return Err(AuthError::Malformed(format!(
+            "a frame of {n} bytes during the bootstrap (9 to {MAX_AUTH_FRAME})"
+        )));
+    }
+    let mut rest = vec![0u8; (n - 8) as usize];
+    s.read_exact(&mut rest).await?;
+    let mut d = FrameDecoder::new(MAX_AUTH_FRAME);
+    d.push(&len);
+    d.push(&rest);
+    match d.next_item().map(|i| i.frame) {
+        Some(Ok(f)) => Ok(f),
+        Some(Err(e)) => Err(AuthError::Malformed(e.to_string())),
+        None => Err(AuthError::Malformed("an incomplete frame".into())),
+    }
+}
+
+async fn write_frame<S: AsyncWrite + Unpin>(s: &mut S, f: Frame) -> Result<(), AuthError> {
+    let b = f
+        .encode()
+        .map_err(|e| AuthError::Malformed(e.to_string()))?;
+    s.write_all(&b).await?;
+    s.flush().await?;
+    Ok(())
+}
+
+/// One RPC of a client's bootstrap: the response's body, or the failure's text as
+/// [`AuthError::Refused`].
+async fn rpc<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    body: Vec<u8>,
+) -> Result<Vec<u8>, AuthError> {
+    let id = i64::from_be_bytes(random_bytes::<8>()?) & i64::MAX;
+    write_frame(
+        s,
+        Frame::RpcRequest {
+            request_id: id,
+            body: body.into(),
+        },
+    )
+    .await?;
+    match read_frame(s).await? {
+        Frame::RpcResponse { request_id, body } if request_id == id => Ok(body.to_vec()),
+        Frame::RpcFailure { request_id, error } if request_id == id => {
+            Err(AuthError::Refused(error))
+        }
+        other => Err(AuthError::Protocol(format!(
+            "a {} where the answer to request {id} was due",
+            other.kind()
+        ))),
+    }
+}
+
+/// Runs the client's bootstrap Spark's `AuthClientBootstrap` runs with `auth`'s settings on a
+/// new connection, before anything else is sent.
+pub async fn client_handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    auth: &ClientAuth,
+) -> Result<AuthStream<S>, AuthError> {
+    let t = auth.timeout;
+    let (ctr, negotiated) = tokio::time::timeout(t, client_inner(&mut stream, auth))
+        .await
+        .map_err(|_| AuthError::Timeout(t))??;
+    Ok(AuthStream::new(stream, ctr, negotiated))
+}
+
+async fn client_inner<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    auth: &ClientAuth,
+) -> Result<(Option<CtrSession>, Negotiated), AuthError> {
+    if auth.crypto {
+        let c = EngineClient::new(&auth.app_id, &auth.secret, auth.version)?;
+        match rpc(s, c.challenge().encode()).await {
+            Ok(body) => {
+                let keys = c.finish(&AuthMessage::decode(&body)?)?;
+                return Ok((
+                    Some(CtrSession::client(&keys)?),
+                    Negotiated::Engine(auth.version),
+                ));
+            }
+            // Spark's client retries SASL on the same connection when the server fails the
+            // challenge (a server without crypto), if its settings allow.
+            Err(AuthError::Refused(_)) if auth.sasl_fallback => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let mut c = DigestClient::new(&auth.app_id, &auth.secret);
+    let mut token = c.first_token();
+    for _ in 0..MAX_ROUNDS {
+        let m = SaslMessage {
+            app_id: auth.app_id.clone(),
+            token,
+        };
+        let answer = rpc(s, m.encode()).await?;
+        match c.step(&answer)? {
+            Some(next) => token = next,
+            None => return Ok((None, Negotiated::Sasl)),
+        }
+    }
+    Err(AuthError::Protocol(format!(
+        "SASL did not complete in {MAX_ROUNDS} round trips"
+    )))
+}
+
+/// Runs the server's side of Spark's bootstraps on a connection just accepted: the peer's
+/// requests are read and answered until it has authenticated (`Ok`) or failed (`Err`, after an
+/// `RpcFailure` where Spark sends one). Nothing else the peer sends is taken: a frame other than
+/// a bootstrap request fails it.
+pub async fn server_handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    auth: &ServerAuth,
+) -> Result<AuthStream<S>, AuthError> {
+    let t = auth.timeout;
+    let (ctr, negotiated) = tokio::time::timeout(t, server_inner(&mut stream, auth))
+        .await
+        .map_err(|_| AuthError::Timeout(t))??;
+    Ok(AuthStream::new(stream, ctr, negotiated))
+}
+
+async fn fail<S: AsyncWrite + Unpin>(
+    s: &mut S,
+    request_id: i64,
+    error: &str,
+    why: AuthError,
+) -> AuthError {
+    let _ = write_frame(
+        s,
+        Frame::RpcFailure {
+            request_id,
+            error: error.into(),
+        },
+    )
+    .await;
+    why
+}
+
+async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    auth: &ServerAuth,
+) -> Result<(Option<CtrSession>, Negotiated), AuthError> {
+    let mut sasl: Option<DigestServer> = None;
+    for _ in 0..MAX_ROUNDS {
+        let (id, body) = match read_frame(s).await? {
+            Frame::RpcRequest { request_id, body } => (request_id, body),
+            other => {
+                return Err(AuthError::Protocol(format!(
+                    "a {} before authentication",
+                    other.kind()
+                )))
+            }
+        };
+        if sasl.is_none() && body.first() == Some(&AUTH_TAG) {
+            if !auth.crypto {
+                // Spark's SASL-only server fails the request and keeps the connection: a client
+                // with fallback goes on with SASL.
+                let _ = write_frame(
+                    s,
+                    Frame::RpcFailure {
+                        request_id: id,
+                        error: "java.lang.IllegalStateException: Expected SaslMessage, received \
+                                something else (maybe your client does not have SASL enabled?)"
+                            .into(),
+                    },
+                )
+                .await;
+                continue;
+            }
+            let m = match AuthMessage::decode(&body) {
+                Ok(m) => m,
+                Err(e) => return Err(fail(s, id, FAILED, e).await),
+            };
+            return match engine::respond(&auth.secret, &m, auth.version) {
+                Ok((response, keys)) => {
+                    write_frame(
+                        s,
+                        Frame::RpcResponse {
+                            request_id: id,
+                            body: response.encode().into(),
+                        },
+                    )
+                    .await?;
+                    Ok((
+                        Some(CtrSession::server(&keys)?),
+                        Negotiated::Engine(auth.version),
+                    ))
+                }
+                Err(e) => Err(fail(s, id, FAILED, e).await),
+            };
+        }
+        if !auth.takes_sasl() {
+            let why =
+                AuthError::Unsupported("SASL, with spark.network.crypto.saslFallback=false".into());
+            return Err(fail(
+                s,
+                id,
+                "java.lang.IllegalArgumentException: Unknown challenge message.",
+                why,
+            )
+            .await);
+        }
+        let m = match SaslMessage::decode(&body) {
+            Ok(m) => m,
+            Err(e) => return Err(fail(s, id, FAILED, e).await),
+        };
+        let server = sasl.get_or_insert_with(|| DigestServer::new(&auth.secret));
+        match server.step(&m.token) {
+            Ok(token) => {
+                write_frame(
+                    s,
+                    Frame::RpcResponse {
+                        request_id: id,
+                        body: token.into(),
+                    },
+                )
+                .await?
+            }
+            Err(e) => {
+                let text = format!("javax.security.sasl.SaslException: {e}");
+                return Err(fail(s, id, &text, e).await);
+            }
+        }
+        if server.is_complete() {
+            return Ok((None, Negotiated::Sasl));
+        }
+    }
+    Err(AuthError::Protocol(format!(
+        "the bootstrap took more than {MAX_ROUNDS} requests"
+    )))
+}
