@@ -557,6 +557,18 @@ fn every_index_entry_names_a_table_file_and_every_table_file_is_named() {
             r.scala_library
         );
     }
+    // Every release scripts/spark/releases.txt knows has its table, and no other.
+    let known: Vec<String> =
+        text(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/spark/releases.txt"))
+            .lines()
+            .filter_map(|l| l.split('#').next()?.split_whitespace().next())
+            .map(str::to_string)
+            .collect();
+    let indexed: Vec<String> = t.releases.iter().map(|r| r.release.clone()).collect();
+    assert_eq!(
+        indexed, known,
+        "releases.json lists exactly the releases of releases.txt"
+    );
     let keys: Vec<Vec<u32>> = t.releases.iter().map(|r| version_key(&r.release)).collect();
     assert!(
         keys.windows(2).all(|w| w[0] < w[1]),

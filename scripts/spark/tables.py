@@ -79,9 +79,9 @@ def with_header(text, release, java):
     return head + text[m.end():]
 
 
-def normalize(index, texts):
-    """texts: table file name -> its text (for the files to write); names files after their releases."""
-    before = set(e["table"] for e in index.values() if not e["table"].startswith("new:"))
+def normalize(index, texts, before):
+    """texts: table file name -> its text (for the files to write); before: the files the index
+    named before the change; names files after their releases, deletes the files no longer named."""
     users = {}
     for e in index.values():
         users.setdefault(e["table"], []).append(e["release"])
@@ -125,6 +125,7 @@ def store(release, dump, scala_library):
     doc = json.loads(text)
     classes = doc["classes"]
     index = load_index()
+    before = set(e["table"] for e in index.values())
     # the distinct tables of the other releases
     same = None
     for e in index.values():
@@ -146,7 +147,7 @@ def store(release, dump, scala_library):
         "scala_library": scala_library,
         "java": doc["java"],
     }
-    normalize(index, texts)
+    normalize(index, texts, before)
     write_index(index)
     print("table of %s: protocol/spark/%s (%d classes)" % (release, index[release]["table"], len(classes)), file=sys.stderr)
 
