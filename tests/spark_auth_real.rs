@@ -200,7 +200,7 @@ async fn check_existence<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, name: &st
         Frame::RpcResponse { request_id, body } => {
             assert_eq!(request_id, 42);
             let graph = parse_stream(&body).expect("a Java stream");
-            match reply_value(graph.root_node(), Version::V2).expect("a reply") {
+            match reply_value(graph.root_node()).expect("a reply") {
                 ReplyValue::Bool(b) => b,
                 other => panic!("a Boolean, got {other:?}"),
             }

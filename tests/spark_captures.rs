@@ -511,6 +511,22 @@ fn decodes_re_encodes_and_validates(path: &Path, version: Version) -> sparkwire:
     let d =
         sparkwire::spark::decode_capture_with(f, Vec::new(), None, true).expect("capture decodes");
     let s = &d.summary;
+    // Every Spark connection's release was told from its own streams, as one of `version`.
+    for (id, c) in &s.connections {
+        if c.not_spark || c.messages == 0 {
+            continue;
+        }
+        let release = c
+            .release
+            .as_deref()
+            .and_then(sparkwire::spark::Release::named)
+            .unwrap_or_else(|| panic!("{name}: conn {id}: no release told ({:?})", c.release));
+        assert_eq!(
+            release.version(),
+            version,
+            "{name}: conn {id}: Spark {release}"
+        );
+    }
     assert!(
         s.failures.is_empty(),
         "{name}: not decoded: {:#?}",
@@ -847,7 +863,10 @@ fn every_capture_of_every_release_decodes_re_encodes_byte_for_byte_and_validates
         let release = Release::named(name)
             .unwrap_or_else(|| panic!("tests/data/spark/{name}: not a release sparkwire speaks"));
         let captures = repository_captures(name);
-        assert!(!captures.is_empty(), "tests/data/spark/{name} holds no capture");
+        assert!(
+            !captures.is_empty(),
+            "tests/data/spark/{name} holds no capture"
+        );
         let mut same = 0;
         for path in &captures {
             // The release is told from each connection's own streams: no version is given.

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::path::PathBuf;
 
 use sparkwire::messages::deploy::LaunchExecutor;
-use sparkwire::messages::{DeployMessage, Version};
+use sparkwire::messages::DeployMessage;
 use sparkwire::node::worker::spark::SparkExecutors;
 use sparkwire::spark::decode_capture;
 use sparkwire::validate::{AnyEnvelope, EventBody};

@@ -49,6 +49,8 @@ const COARSE: &str = "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMes
 const EXECUTOR_STATE: &str = "org.apache.spark.deploy.ExecutorState$";
 const DRIVER_STATE: &str = "org.apache.spark.deploy.master.DriverState$";
 const TASK_STATE: &str = "org.apache.spark.TaskState$";
+/// The scale of Spark 4.3's `StatusUpdate.taskCpus`.
+const TASK_CPUS_SCALE: i32 = 9;
 /// Scala's `BigDecimal.hashCodeNotComputed`, what a `BigDecimal` whose hash code was never
 /// asked for holds.
 const SCALA_HASH_NOT_COMPUTED: i32 = 0x5D50_690F;
@@ -1962,13 +1964,16 @@ impl<'t, 'o> Scala<'t, 'o> {
         }
     }
 
-    /// A whole number as Scala's `BigDecimal` in Scala's default context (`DECIMAL128`: 34 digits,
-    /// half-even), its hash code not yet computed: a `java.math.BigDecimal` of scale 0 whose
-    /// `BigInteger` writes its legacy fields as `BigInteger.writeObject` does.
+    /// A whole number of cpus as Spark 4.3 writes one: Scala's `BigDecimal` in Scala's default
+    /// context (`DECIMAL128`: 34 digits, half-even), its hash code not yet computed, over a
+    /// `java.math.BigDecimal` of scale 9 (1 cpu is 1000000000 × 10⁻⁹, as real Spark 4.3.0's
+    /// StatusUpdate carries it) whose `BigInteger` writes its legacy fields as
+    /// `BigInteger.writeObject` does.
     fn scala_big_decimal(&mut self, n: i64) -> R {
-        let signum = n.signum() as i32;
+        let unscaled = i128::from(n) * 1_000_000_000;
+        let signum = unscaled.signum() as i32;
         let magnitude: Vec<u8> = {
-            let bytes = n.unsigned_abs().to_be_bytes();
+            let bytes = unscaled.unsigned_abs().to_be_bytes();
             let first = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len());
             bytes[first..].to_vec()
         };
@@ -1986,7 +1991,10 @@ impl<'t, 'o> Scala<'t, 'o> {
         )?;
         let java = self.obj(
             "java.math.BigDecimal",
-            &[("scale", Value::Int(0)), ("intVal", big_integer)],
+            &[
+                ("scale", Value::Int(TASK_CPUS_SCALE)),
+                ("intVal", big_integer),
+            ],
         )?;
         let half_even = self
             .b

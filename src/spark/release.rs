@@ -76,16 +76,48 @@ const TABLES: &[(&str, &str)] = &[
         include_str!("../../protocol/spark/classes-3.3.0.json"),
     ),
     (
-        "classes-3.3.4.json",
-        include_str!("../../protocol/spark/classes-3.3.4.json"),
+        "classes-3.3.1.json",
+        include_str!("../../protocol/spark/classes-3.3.1.json"),
+    ),
+    (
+        "classes-3.3.2.json",
+        include_str!("../../protocol/spark/classes-3.3.2.json"),
+    ),
+    (
+        "classes-3.3.3.json",
+        include_str!("../../protocol/spark/classes-3.3.3.json"),
+    ),
+    (
+        "classes-3.4.0.json",
+        include_str!("../../protocol/spark/classes-3.4.0.json"),
+    ),
+    (
+        "classes-3.4.3.json",
+        include_str!("../../protocol/spark/classes-3.4.3.json"),
     ),
     (
         "classes-3.4.4.json",
         include_str!("../../protocol/spark/classes-3.4.4.json"),
     ),
     (
-        "classes-3.5.5.json",
-        include_str!("../../protocol/spark/classes-3.5.5.json"),
+        "classes-3.5.0.json",
+        include_str!("../../protocol/spark/classes-3.5.0.json"),
+    ),
+    (
+        "classes-3.5.1.json",
+        include_str!("../../protocol/spark/classes-3.5.1.json"),
+    ),
+    (
+        "classes-3.5.2.json",
+        include_str!("../../protocol/spark/classes-3.5.2.json"),
+    ),
+    (
+        "classes-3.5.3.json",
+        include_str!("../../protocol/spark/classes-3.5.3.json"),
+    ),
+    (
+        "classes-3.5.4.json",
+        include_str!("../../protocol/spark/classes-3.5.4.json"),
     ),
     (
         "classes-4.0.1.json",

@@ -226,9 +226,9 @@ fn add_served(cs: &mut Cases, s: Served) {
             write, either answers, or closes with a close envelope of kind DuplicateAsk (validating rules.md, \
                 RuleViolation: rule A1)"), duplicate_ask_close_kind);
     on(cs, &s, "spec/8.1/close-offset", format!("SPEC §8.1, `offset`: \"the offset, in the offending frame's body \
-        ..., of the byte after the last one the decoder read: the fault lies just before it\": {name} closes for a \
+        ..., of the first byte of the offending item (§8.2)\": {name} closes for a \
             message whose first field is the one-byte integer 5 where a string belongs (followed by another field) \
-                with a close envelope of kind InvalidFields whose offset is the position just after that \
+                with a close envelope of kind InvalidFields whose offset is the position of that \
                     byte"), close_offset);
     for k in KINDS.iter().copied() {
         let requirement = format!(
@@ -589,8 +589,8 @@ async fn duplicate_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
 }
 
 /// The frame of `close-offset`: `s`'s message whose first field is mistyped as the one-byte
-/// integer 5, another field after it; with the mistyped field's name and the offset just past
-/// that byte (the body is written piece by piece so that it is known).
+/// integer 5, another field after it; with the mistyped field's name and the offset of that byte,
+/// the offending item's first (SPEC §8.2; the body is written piece by piece so that it is known).
 fn offset_frame(s: &Served) -> Result<(Vec<u8>, &'static str, u64), Failure> {
     let fields = (s.bad_fields.1)();
     let Some((first, value)) = fields.first().cloned() else {
@@ -609,8 +609,8 @@ fn offset_frame(s: &Served) -> Result<(Vec<u8>, &'static str, u64), Failure> {
     body.extend(mp::s(s.bad_fields.0));
     body.push(0x80 | (fields.len() as u8 + 1));
     body.extend(mp::s(first));
-    body.extend(&value);
     let offset = body.len() as u64;
+    body.extend(&value);
     for (k, v) in fields.iter().skip(1) {
         body.extend(mp::s(k));
         body.extend(v);
