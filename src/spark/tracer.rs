@@ -52,8 +52,12 @@ pub struct ConnSummary {
     pub bytes: [u64; 2],
     /// The connection did not carry Spark's framing; it is left out of the trace.
     pub not_spark: bool,
-    /// The Spark release its streams were told to be (or pinned to), once one was judged.
+    /// The Spark release its streams were told to be (or pinned to), once one was judged: the
+    /// newest of [`ConnSummary::agreeing`].
     pub release: Option<String>,
+    /// Every release whose class table agrees with all the streams judged so far, oldest first
+    /// (SPEC §15.3).
+    pub agreeing: Vec<String>,
 }
 
 /// What a decode found, across connections.
@@ -209,6 +213,9 @@ struct Conn {
     /// than one protocol version (a first stream of classes every release shares); written out
     /// with the version once it is known, or at the close, or when [`MAX_PARKED`] are held.
     parked: Vec<Event>,
+    /// Whether the connection's protocol version is settled: told by its streams, or taken as
+    /// the best guess once [`MAX_PARKED`] events were held. Its events are then written at once.
+    settled: bool,
 }
 
 /// Events of one connection held while its protocol version is undecided.
@@ -345,6 +352,7 @@ impl Tracer {
                     None => Detector::new(),
                 },
                 parked: Vec::new(),
+                settled: self.pinned.is_some(),
             },
         );
     }
@@ -702,6 +710,12 @@ impl Tracer {
         let told = c.detector.observe(graph).ok();
         if let (Some(r), Some(s)) = (told, self.summary.connections.get_mut(&conn)) {
             s.release = Some(r.name().to_string());
+            s.agreeing = c
+                .detector
+                .candidates()
+                .iter()
+                .map(|r| r.name().to_string())
+                .collect();
         }
         self.unpark(conn, false);
     }
@@ -1101,7 +1115,7 @@ impl Tracer {
     /// is undecided.
     fn emit(&mut self, event: Event) {
         match self.conns.get_mut(&event.conn) {
-            Some(c) if !c.versioned() || !c.parked.is_empty() => {
+            Some(c) if !c.settled && (!c.versioned() || !c.parked.is_empty()) => {
                 c.parked.push(event);
                 let full = c.parked.len() >= MAX_PARKED;
                 let conn = c.parked[0].conn;
@@ -1118,9 +1132,10 @@ impl Tracer {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        if c.parked.is_empty() || !(now || c.versioned()) {
+        if !(now || c.versioned()) {
             return;
         }
+        c.settled = true;
         let version = c.detector.release().version();
         for mut e in std::mem::take(&mut c.parked) {
             match &mut e.body {
