@@ -54,7 +54,8 @@
 //! | `tls` | TLS on every connection (rustls with ring): `--tls-cert`, `--tls-key`, `--tls-ca` | `tokio` |
 //! | `webui` | the master's and worker's web UIs (HTML, `/json`, `/metrics`) over HTTP/1.1 | `reference` |
 //! | `spark` | Spark's own wire, both ways, [`spark`]: frames, RPC headers, Java serialization, captures, the tracer; no async runtime | `trace` |
-//! | `spark-proxy` | the tracing proxy before a Spark process (`spark::start_proxy`, `sparkwire spark proxy`) and the master's Spark-wire front (`spark::start_front`, `sparkwire master --spark-port`) | `spark`, `tokio` |
+//! | `spark-auth` | Spark's own authentication on Spark's wire, [`spark::auth`]: SASL DIGEST-MD5 and the AES auth engine with AES-CTR, both sides (RustCrypto primitives) | `spark` |
+//! | `spark-proxy` | the tracing proxy before a Spark process (`spark::start_proxy`, `sparkwire spark proxy`) and the master's Spark-wire front (`spark::start_front`, `sparkwire master --spark-port`), each with Spark's authentication | `spark`, `spark-auth`, `tokio` |
 //! | `spark-rest` | Spark's REST submission protocol, kill and status (`spark::start_rest`, `sparkwire master --spark-rest-port`), over HTTP/1.1 | `spark-proxy` |
 //! | `zookeeper` | the masters' election and records in ZooKeeper (`sparkwire master --recovery-mode zookeeper`) | `reference` |
 //! | `arbitrary` | `arbitrary::Arbitrary` on every message (property tests, structured fuzzing) | |
