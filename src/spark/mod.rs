@@ -34,7 +34,7 @@
 //! // And back: the header, the Java stream, the typed message.
 //! let read = RequestMessage::parse(&header.encode()?.into()).expect("a header");
 //! let graph = parse_stream(&read.stream)?;
-//! assert_eq!(classify(graph.root_node(), Version::V2), Classified::Message(m));
+//! assert_eq!(classify(graph.root_node()), Classified::Message(m));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
