@@ -111,6 +111,8 @@ const ALLOWED_JAVA_OPTS: &[&str] = &[
     "--add-modules=",
     "--add-reads=",
     "--enable-native-access=",
+    // Spark 4.3's module options (`JavaModuleOptions`) set how `sun.misc.Unsafe` may be used.
+    "--sun-misc-unsafe-memory-access=",
     "-Xss",
     "-Xms",
     "-Xmx",
