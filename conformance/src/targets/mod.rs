@@ -10,6 +10,7 @@ pub mod executor;
 pub mod handshake_features;
 pub mod limits;
 pub mod master;
+pub mod open_points;
 pub mod server;
 pub mod spark;
 pub mod spec1;
@@ -143,6 +144,7 @@ fn master_sections() -> Vec<Case> {
     admin::add(&mut cs);
     tls::add(&mut cs);
     spec1::add(&mut cs);
+    open_points::add(&mut cs);
     cs.list
 }
 

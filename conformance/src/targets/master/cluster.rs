@@ -283,8 +283,14 @@ async fn flow_master_executor_retries_exhausted(ctx: Ctx) -> Outcome {
     let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
     let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
     let retries = ctx.settings.max_executor_retries;
+    // The worker heartbeats throughout: the case must not depend on how fast the master answers
+    // relative to its worker timeout (a slow master would otherwise rightly declare it lost).
     for i in 0..retries {
-        let l = launch(&ctx, &mut w).await?;
+        let l = expect_heartbeating(&ctx, &mut w, None, "LaunchExecutor", |e| match e {
+            Envelope::Send(D::LaunchExecutor(l)) => Some(l.clone()),
+            _ => None,
+        })
+        .await?;
         report(
             &mut w,
             &id,
@@ -295,11 +301,14 @@ async fn flow_master_executor_retries_exhausted(ctx: Ctx) -> Outcome {
         )
         .await?;
     }
-    app_conn
-        .expect::<D, ()>(wait(&ctx), "ApplicationRemoved", |e| {
-            matches!(e, Envelope::Send(D::ApplicationRemoved(_))).then_some(())
-        })
-        .await
+    expect_heartbeating(
+        &ctx,
+        &mut w,
+        Some(&mut app_conn),
+        "ApplicationRemoved",
+        |e| matches!(e, Envelope::Send(D::ApplicationRemoved(_))).then_some(()),
+    )
+    .await
 }
 
 async fn flow_master_executor_worker_lost(ctx: Ctx) -> Outcome {
