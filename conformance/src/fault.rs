@@ -475,10 +475,11 @@ pub static FAULTS: &[FaultSpec] = &[
     FaultSpec {
         name: "late-250ms",
         doc: "Not a fault: a legal master that is slow to answer. The proxy passes each frame \
-              the master writes (its handshake answer too) 250 ms after the one before it. No \
-              case may fail for it (a case must not depend on how fast a correct endpoint \
-              answers); the self-test runs none under it, tests/suite.rs runs the cases that \
-              wait on a timeout the suite sets.",
+              the master writes (its handshake answer too) 250 ms after the one before it. Given \
+              the time so slow a master needs (`--patience 30`), no case may fail for it (a case \
+              must not depend on how fast a correct endpoint answers); the self-test runs none \
+              under it, tests/suite.rs runs the cases that wait on a timeout the suite sets \
+              (`--worker-timeout 2`).",
         scope: Scope::Only(&[]),
         behaviour: &points::Late250Ms,
     },
