@@ -458,9 +458,9 @@ pub static FAULTS: &[FaultSpec] = &[
     },
     FaultSpec {
         name: "close-noticed-late",
-        doc: "The master learns that a connection closed only when it next writes to it, not \
-              when its end reaches it (SPEC §14.2 Z4): the proxy passes the suite's end of stream \
-              on 3 s late.",
+        doc: "The master learns that a driver client's connection closed only when it next \
+              writes to it, not when its end reaches it (SPEC §14.2 Z4): the proxy passes the end \
+              of stream of the suite's driver-client connections on 3 s late.",
         scope: Scope::Master,
         behaviour: &points::CloseNoticedLate,
     },
@@ -764,8 +764,9 @@ trait Behaviour: Sync {
         None
     }
 
-    /// How long the suite's end of stream takes to reach the endpoint, when the suite connects.
-    fn suite_end_delay(&self) -> Option<std::time::Duration> {
+    /// How long the suite's end of stream takes to reach the endpoint, when the suite connects
+    /// as `role`.
+    fn suite_end_delay(&self, _role: Option<Role>) -> Option<std::time::Duration> {
         None
     }
 
@@ -1718,7 +1719,8 @@ async fn pipe(
                             }
                         }
                         if suite_is_client {
-                            if let Some(d) = behaviour.suite_end_delay() {
+                            let role = lock(&st).client_role;
+                            if let Some(d) = behaviour.suite_end_delay(role) {
                                 tokio::time::sleep(d).await;
                             }
                         }

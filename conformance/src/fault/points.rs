@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use sparkwire::messages::Version;
-use sparkwire::wire::handshake::Hello;
+use sparkwire::wire::handshake::{Hello, Role};
 use sparkwire::wire::msgpack::Cursor;
 use sparkwire::wire::{encode_envelope, Envelope};
 
@@ -135,14 +135,14 @@ fn lock_offered() -> std::sync::MutexGuard<'static, Vec<String>> {
     OFFERED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `close-noticed-late`: the master learns that a connection closed only long after its end
-/// reached it (as one that notices only when it next writes would): the proxy passes the suite's
-/// end of stream on to the master 3 s late.
+/// `close-noticed-late`: the master learns that a driver client's connection closed only long
+/// after its end reached it (as one that notices only when it next writes would): the proxy
+/// passes the end of the suite's `driver-client` connections on to the master 3 s late.
 pub(super) struct CloseNoticedLate;
 
 impl Behaviour for CloseNoticedLate {
-    fn suite_end_delay(&self) -> Option<Duration> {
-        Some(Duration::from_secs(3))
+    fn suite_end_delay(&self, role: Option<Role>) -> Option<Duration> {
+        (role == Some(Role::DriverClient)).then_some(Duration::from_secs(3))
     }
 }
 
