@@ -466,7 +466,7 @@ pub static FAULTS: &[FaultSpec] = &[
     },
     FaultSpec {
         name: "worker-lost-wrong-v1",
-        doc: "A version 1 master gets ExecutorUpdated's workerLost wrong (SPEC §5.1; Spark 3.0 \
+        doc: "A version 1 master gets ExecutorUpdated's workerLost wrong (SPEC §5; Spark 3.0 \
               sets it true only for the executors of a lost worker): the proxy flips it in every \
               version 1 ExecutorUpdated.",
         scope: Scope::Master,

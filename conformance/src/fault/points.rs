@@ -1,6 +1,6 @@
 //! The faults of issue 44's decisions: where an `InvalidFields` fault lies (SPEC §8.2), the
 //! handshake's features (handshake.md §5, §12), how soon a master sees a closed connection
-//! (SPEC §14.2 Z4), a version 1 `ExecutorUpdated`'s `workerLost` (SPEC §5.1), and a legal master
+//! (SPEC §14.2 Z4), a version 1 `ExecutorUpdated`'s `workerLost` (SPEC §5), and a legal master
 //! that is slow to answer (not a fault: what a case must not depend on).
 
 use std::time::Duration;
@@ -174,7 +174,7 @@ impl Behaviour for WorkerLostWrongV1 {
         else {
             return Act::Forward(body);
         };
-        // Version 1 carries `workerLost` (SPEC §5.1): a host of any kind reads as true.
+        // Version 1 carries `workerLost` (SPEC §5): a host of any kind reads as true.
         u.worker_host = match u.worker_host {
             Some(_) => None,
             None => Some(String::new()),

@@ -1,9 +1,10 @@
-//! `--target master`: the live parts of issue 44's decisions. Where an `InvalidFields` fault lies
-//! (SPEC §8.2) for every vector of `decoder.json` a master reads; a `bin` where a `str` is due
+//! `--target master` (and one `--target driver` case): the live parts of issue 44's decisions.
+//! Where an `InvalidFields` fault lies (SPEC §8.2) for every vector of `decoder.json` a master
+//! reads, and on a driver's executor port for the coarse family's; a `bin` where a `str` is due
 //! (§4.1); close reasons that do not decode, and ones read as sent (§8.1); a failure for an ask
 //! never made (§8.1 `UnknownAsk`); the hello's features given twice, in a refused answer and
 //! checked at step 3 (handshake.md §5, §12); a kill after the submitting connection closed, with
-//! the timing Z4 states (§14.2); and a version 1 `ExecutorUpdated`'s `workerLost` (§5.1). One
+//! the timing Z4 states (§14.2); and a version 1 `ExecutorUpdated`'s `workerLost` (§5). One
 //! function per case; each cites the sentence it checks.
 
 use std::time::Duration;
