@@ -443,8 +443,9 @@ pub static FAULTS: &[FaultSpec] = &[
         name: "location-wrong",
         doc: "The endpoint locates an InvalidFields fault as a decoder that reads past the \
               offending item's marker would (SPEC §8.2: the offset is the item's first byte): the \
-              proxy adds 1 to the offset of every InvalidFields close envelope.",
-        scope: Scope::Any,
+              proxy adds 1 to the offset of every InvalidFields close envelope. Served on the \
+              master and the driver, whose spec/8.2/location/ cases it fails.",
+        scope: Scope::Only(&[Target::Master, Target::Driver]),
         behaviour: &points::LocationWrong,
     },
     FaultSpec {
