@@ -443,8 +443,9 @@ pub static FAULTS: &[FaultSpec] = &[
         name: "location-wrong",
         doc: "The endpoint locates an InvalidFields fault as a decoder that reads past the \
               offending item's marker would (SPEC §8.2: the offset is the item's first byte): the \
-              proxy adds 1 to the offset of every InvalidFields close envelope.",
-        scope: Scope::Any,
+              proxy adds 1 to the offset of every InvalidFields close envelope. Served on the \
+              master and the driver, whose spec/8.2/location/ cases it fails.",
+        scope: Scope::Only(&[Target::Master, Target::Driver]),
         behaviour: &points::LocationWrong,
     },
     FaultSpec {
@@ -458,15 +459,15 @@ pub static FAULTS: &[FaultSpec] = &[
     },
     FaultSpec {
         name: "close-noticed-late",
-        doc: "The master learns that a connection closed only when it next writes to it, not \
-              when its end reaches it (SPEC §14.2 Z4): the proxy passes the suite's end of stream \
-              on 3 s late.",
+        doc: "The master learns that a driver client's connection closed only when it next \
+              writes to it, not when its end reaches it (SPEC §14.2 Z4): the proxy passes the end \
+              of stream of the suite's driver-client connections on 3 s late.",
         scope: Scope::Master,
         behaviour: &points::CloseNoticedLate,
     },
     FaultSpec {
         name: "worker-lost-wrong-v1",
-        doc: "A version 1 master gets ExecutorUpdated's workerLost wrong (SPEC §5.1; Spark 3.0 \
+        doc: "A version 1 master gets ExecutorUpdated's workerLost wrong (SPEC §5; Spark 3.0 \
               sets it true only for the executors of a lost worker): the proxy flips it in every \
               version 1 ExecutorUpdated.",
         scope: Scope::Master,
@@ -475,10 +476,11 @@ pub static FAULTS: &[FaultSpec] = &[
     FaultSpec {
         name: "late-250ms",
         doc: "Not a fault: a legal master that is slow to answer. The proxy passes each frame \
-              the master writes (its handshake answer too) 250 ms after the one before it. No \
-              case may fail for it (a case must not depend on how fast a correct endpoint \
-              answers); the self-test runs none under it, tests/suite.rs runs the cases that \
-              wait on a timeout the suite sets.",
+              the master writes (its handshake answer too) 250 ms after the one before it. Given \
+              the time so slow a master needs (`--patience 30`), no case may fail for it (a case \
+              must not depend on how fast a correct endpoint answers); the self-test runs none \
+              under it, tests/suite.rs runs the cases that wait on a timeout the suite sets \
+              (`--worker-timeout 2`).",
         scope: Scope::Only(&[]),
         behaviour: &points::Late250Ms,
     },
@@ -763,8 +765,9 @@ trait Behaviour: Sync {
         None
     }
 
-    /// How long the suite's end of stream takes to reach the endpoint, when the suite connects.
-    fn suite_end_delay(&self) -> Option<std::time::Duration> {
+    /// How long the suite's end of stream takes to reach the endpoint, when the suite connects
+    /// as `role`.
+    fn suite_end_delay(&self, _role: Option<Role>) -> Option<std::time::Duration> {
         None
     }
 
@@ -1717,7 +1720,8 @@ async fn pipe(
                             }
                         }
                         if suite_is_client {
-                            if let Some(d) = behaviour.suite_end_delay() {
+                            let role = lock(&st).client_role;
+                            if let Some(d) = behaviour.suite_end_delay(role) {
                                 tokio::time::sleep(d).await;
                             }
                         }

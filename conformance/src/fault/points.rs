@@ -1,13 +1,13 @@
 //! The faults of issue 44's decisions: where an `InvalidFields` fault lies (SPEC §8.2), the
 //! handshake's features (handshake.md §5, §12), how soon a master sees a closed connection
-//! (SPEC §14.2 Z4), a version 1 `ExecutorUpdated`'s `workerLost` (SPEC §5.1), and a legal master
+//! (SPEC §14.2 Z4), a version 1 `ExecutorUpdated`'s `workerLost` (SPEC §5), and a legal master
 //! that is slow to answer (not a fault: what a case must not depend on).
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use sparkwire::messages::Version;
-use sparkwire::wire::handshake::Hello;
+use sparkwire::wire::handshake::{Hello, Role};
 use sparkwire::wire::msgpack::Cursor;
 use sparkwire::wire::{encode_envelope, Envelope};
 
@@ -135,14 +135,14 @@ fn lock_offered() -> std::sync::MutexGuard<'static, Vec<String>> {
     OFFERED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `close-noticed-late`: the master learns that a connection closed only long after its end
-/// reached it (as one that notices only when it next writes would): the proxy passes the suite's
-/// end of stream on to the master 3 s late.
+/// `close-noticed-late`: the master learns that a driver client's connection closed only long
+/// after its end reached it (as one that notices only when it next writes would): the proxy
+/// passes the end of the suite's `driver-client` connections on to the master 3 s late.
 pub(super) struct CloseNoticedLate;
 
 impl Behaviour for CloseNoticedLate {
-    fn suite_end_delay(&self) -> Option<Duration> {
-        Some(Duration::from_secs(3))
+    fn suite_end_delay(&self, role: Option<Role>) -> Option<Duration> {
+        (role == Some(Role::DriverClient)).then_some(Duration::from_secs(3))
     }
 }
 
@@ -174,7 +174,7 @@ impl Behaviour for WorkerLostWrongV1 {
         else {
             return Act::Forward(body);
         };
-        // Version 1 carries `workerLost` (SPEC §5.1): a host of any kind reads as true.
+        // Version 1 carries `workerLost` (SPEC §5): a host of any kind reads as true.
         u.worker_host = match u.worker_host {
             Some(_) => None,
             None => Some(String::new()),

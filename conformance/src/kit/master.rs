@@ -169,7 +169,7 @@ pub async fn app(
 
 /// The master's state, asked on a fresh UI connection.
 pub async fn state(ctx: &Ctx) -> Result<MasterStateResponse, Failure> {
-    let mut ui = open(ctx, Role::Ui, "ui", "", Version::V2).await?;
+    let mut ui = open(ctx, Role::Ui, "ui", "", crate::kit::versions::highest(ctx)).await?;
     ui.send(&Envelope::Ask {
         id: 1,
         message: D::RequestMasterState(RequestMasterState::new()),

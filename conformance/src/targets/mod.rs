@@ -172,6 +172,7 @@ fn driver_sections() -> Vec<Case> {
     spec11_driver::add_nested_maps(&mut cs);
     cluster_manager::add(&mut cs);
     spec4_encoder::add_driver(&mut cs);
+    open_points::add_driver(&mut cs);
     cs.list
 }
 

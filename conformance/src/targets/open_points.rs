@@ -1,9 +1,10 @@
-//! `--target master`: the live parts of issue 44's decisions. Where an `InvalidFields` fault lies
-//! (SPEC §8.2) for every vector of `decoder.json` a master reads; a `bin` where a `str` is due
+//! `--target master` (and one `--target driver` case): the live parts of issue 44's decisions.
+//! Where an `InvalidFields` fault lies (SPEC §8.2) for every vector of `decoder.json` a master
+//! reads, and on a driver's executor port for the coarse family's; a `bin` where a `str` is due
 //! (§4.1); close reasons that do not decode, and ones read as sent (§8.1); a failure for an ask
 //! never made (§8.1 `UnknownAsk`); the hello's features given twice, in a refused answer and
 //! checked at step 3 (handshake.md §5, §12); a kill after the submitting connection closed, with
-//! the timing Z4 states (§14.2); and a version 1 `ExecutorUpdated`'s `workerLost` (§5.1). One
+//! the timing Z4 states (§14.2); and a version 1 `ExecutorUpdated`'s `workerLost` (§5). One
 //! function per case; each cites the sentence it checks.
 
 use std::time::Duration;
@@ -29,6 +30,7 @@ use crate::peer::{Conn, Event};
 use crate::verdict::{check, fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
+type C = sparkwire::messages::CoarseMessage;
 
 /// Every case of this file, added to `cs`.
 pub fn add(cs: &mut Cases) {
@@ -166,6 +168,13 @@ struct Located {
 /// the deploy family and the family-free ones (failures, close reasons, replies' values), each
 /// with the versions in which the deploy decoder reports the vector's path and offset.
 fn located() -> Vec<Located> {
+    located_in(|body, version| decode_envelope::<D>(body, version).err())
+}
+
+/// The decoder.json `InvalidFields` vectors that `decode` (a decoder of one family, given the
+/// frame's body and a version) refuses at the vector's location, with the versions in which it
+/// does: the vectors of its family and the family-free ones.
+fn located_in(decode: impl Fn(&Bytes, Version) -> Option<sparkwire::wire::Error>) -> Vec<Located> {
     decoder_vectors(Definition::builtin())
         .unwrap_or_default()
         .into_iter()
@@ -177,14 +186,12 @@ fn located() -> Vec<Located> {
             let versions: Vec<Version> = [Version::V1, Version::V2]
                 .into_iter()
                 .filter(|version| {
-                    decode_envelope::<D>(&body, *version)
-                        .err()
-                        .is_some_and(|e| {
-                            let r = CloseReason::decoding(&e);
-                            r.kind == "InvalidFields"
-                                && r.path.as_deref() == Some(path.as_str())
-                                && r.offset == Some(offset)
-                        })
+                    decode(&body, *version).is_some_and(|e| {
+                        let r = CloseReason::decoding(&e);
+                        r.kind == "InvalidFields"
+                            && r.path.as_deref() == Some(path.as_str())
+                            && r.offset == Some(offset)
+                    })
                 })
                 .collect();
             (!versions.is_empty()).then_some(Located {
@@ -249,6 +256,62 @@ async fn location(ctx: Ctx, v: Located) -> Outcome {
         want,
         format!("kind {}, path {:?}, offset {:?}", r.kind, r.path, r.offset),
     )
+}
+
+/// The driver's case: every decoder.json `InvalidFields` vector its executor port reads (the
+/// coarse family's and the family-free ones), on one driver.
+pub fn add_driver(cs: &mut Cases) {
+    cs.timeout(Duration::from_secs(15));
+    cs.add(
+        "spec/8.2/location/driver",
+        Level::Must,
+        "SPEC §8.2, \"two correct decoders report the same path and offset for the same frame\", the offset \"the \
+            position of the offending item's first byte\", the path grammar (a union's variant adds no step, indexes \
+                in brackets, integer keys unquoted) and the offending item of each fault (a union's map, its name, a \
+                    tuple, a set's element): the driver, on its executor port, on connections that agreed on \
+                        closeReason, refuses each decoder.json InvalidFields vector of the coarse family (and the \
+                            family-free ones) with a close envelope of kind InvalidFields at the vector's path and \
+                                offset",
+        driver_locations,
+    );
+    cs.timeout(crate::verdict::DEFAULT_TIMEOUT);
+}
+
+async fn driver_locations(ctx: Ctx) -> Outcome {
+    let d = crate::kit::driver::registered(&ctx, crate::kit::driver::SMALL).await?;
+    let vectors = located_in(|body, version| decode_envelope::<C>(body, version).err());
+    for v in vectors {
+        let version = *v.versions.last().ok_or_else(|| fail("a version", "none"))?;
+        let (mut c, taken) = offering_close_reason(
+            &ctx,
+            d.driver_addr,
+            "executor",
+            &[version],
+            Role::Executor,
+            "1",
+        )
+        .await?;
+        if !taken {
+            return Err(Failure::Skipped(
+                "the driver does not take closeReason (optional, handshake.md §12)".into(),
+            ));
+        }
+        c.send_raw(&v.frame, &format!("the decoder.json vector \"{}\"", v.name))
+            .await?;
+        let want = format!(
+            "for \"{}\": a close envelope of kind InvalidFields, path {:?}, offset {}",
+            v.name, v.path, v.offset
+        );
+        let r = close_envelope(&ctx, &mut c, &want).await?;
+        check(
+            r.kind == "InvalidFields"
+                && r.path.as_deref() == Some(v.path.as_str())
+                && r.offset == Some(v.offset),
+            want,
+            format!("kind {}, path {:?}, offset {:?}", r.kind, r.path, r.offset),
+        )?;
+    }
+    Ok(())
 }
 
 // ---- §4.1: bin where str is due ----
@@ -647,6 +710,25 @@ mod tests {
             .iter()
             .any(|v| v.name.starts_with("a close reason that is not a map")));
         assert!(all.iter().any(|v| v.name.starts_with("a failure's error")));
+    }
+
+    #[test]
+    fn the_driver_reads_the_coarse_vectors_of_unions_tuples_sets_and_integer_keys() {
+        let all = located_in(|body, version| decode_envelope::<C>(body, version).err());
+        for start in [
+            "a union written as a map",
+            "a union variant named by an integer",
+            "a tuple of the wrong length",
+            "a set element given twice",
+            "an integer map key in the path",
+            "a field of a union's variant",
+        ] {
+            assert!(
+                all.iter().any(|v| v.name.starts_with(start)),
+                "{start}: {:?}",
+                all.iter().map(|v| &v.name).collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]
