@@ -584,12 +584,19 @@ impl Net {
     /// The state of the master at `url` as `sparkwire status URL --json` prints it, asked from
     /// host `from` with `secret`; `None` when it gave none (the master does not answer).
     pub fn status(&self, from: usize, url: &str, secret: &str) -> Option<serde_json::Value> {
+        self.status_with(from, &[url, "--secret-file", secret])
+    }
+
+    /// [`status`](Self::status) of a master that demands no secret (`--insecure`).
+    pub fn status_insecure(&self, from: usize, url: &str) -> Option<serde_json::Value> {
+        self.status_with(from, &[url])
+    }
+
+    fn status_with(&self, from: usize, args: &[&str]) -> Option<serde_json::Value> {
+        let mut all = vec!["status", "--json"];
+        all.extend_from_slice(args);
         let out = self
-            .command(
-                from,
-                crate::common::processes::BIN,
-                &["status", url, "--json", "--secret-file", secret],
-            )
+            .command(from, crate::common::processes::BIN, &all)
             .env_remove("SPARKWIRE_SECRET_FILE")
             .stdin(Stdio::null())
             .stderr(Stdio::null())
