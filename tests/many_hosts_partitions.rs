@@ -301,8 +301,9 @@ fn leader_host_lost(loss: Loss, name: &str) {
         secs(elected, recovered),
         takeover.as_secs_f64(),
         stepped_down.map_or("— (killed)".to_string(), |t| format!(
-            "{:.2} s after the loss",
-            secs(lost_at, t)
+            "{:.2} s after the loss ({:+.2} s from the standby's election)",
+            secs(lost_at, t),
+            secs(elected, t)
         )),
         rejoined.as_secs_f64(),
         started.elapsed().as_secs_f64()
