@@ -287,7 +287,16 @@ fn leader_host_lost(loss: Loss, name: &str) {
     assert!(written >= 2, "the masters wrote {written} records");
     let elected = logged_at(&m2_log, "I have been elected leader!").expect("m2 elected");
     let recovered = logged_at(&m2_log, "Recovery complete").expect("m2 recovered");
-    let stepped_down = logged_at(&m1_log, "Leadership has been revoked");
+    // The cut-off leader stopped leading (its store refuses every write from then on) before
+    // the standby was elected: it stepped down before the ensemble could expire its session.
+    let stepped_down = logged_at(&m1_log, "this master no longer leads");
+    if loss == Loss::Cut {
+        let down = stepped_down.expect("the cut-off leader stepped down");
+        assert!(
+            down < elected,
+            "the old leader stepped down at {down} µs, after the standby's election at {elected} µs: {m1_log}"
+        );
+    }
     eprintln!(
         "{name}: leader's host {}: the standby elected {:.2} s after, recovered (workers and \
          application re-registered) {:.3} s after its election; ALIVE with both workers and the \
