@@ -2,7 +2,9 @@
 //!
 //! - two masters of a ZooKeeper high-availability group on hosts 1 and 2, ZooKeeper on host 3,
 //!   workers on hosts 4 and 5, an application's driver on host 6. The leader's host is cut off
-//!   (or killed whole, every process of it at once): the standby takes over with both workers and
+//!   (from every host, or from ZooKeeper's alone, still reaching the workers and the driver), or
+//!   killed whole (every process of it at once): the cut-off leader stops leading before the
+//!   standby is elected, the standby takes over with both workers and
 //!   the application, no two masters ever write at once (the checker of the ZooKeeper tests, over
 //!   the masters' logs), the job finishes right, and a master on the healed host (or on the host
 //!   started again) joins the group as the standby. Nothing is lost: one worker per host, the
@@ -67,6 +69,10 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 enum Loss {
     /// Its link leaves the bridge (a partition); healed after the takeover.
     Cut,
+    /// Cut off from ZooKeeper's host alone: it still reaches the workers and the driver, and
+    /// they it (the partition where a leader that went on leading would be heard); healed after
+    /// the takeover.
+    CutFromZooKeeper,
     /// Every process of it killed at once (the machine died); started again after the takeover.
     Killed,
 }
@@ -226,6 +232,7 @@ fn leader_host_lost(loss: Loss, name: &str) {
     let lost = Instant::now();
     match loss {
         Loss::Cut => net.cut(1),
+        Loss::CutFromZooKeeper => net.cut_between(1, 3),
         Loss::Killed => net.kill_host(1),
     }
     wait_until(
@@ -250,7 +257,7 @@ fn leader_host_lost(loss: Loss, name: &str) {
         m1.log_text()
     );
     let m1_log = m1.log_text();
-    if loss == Loss::Cut {
+    if loss != Loss::Killed {
         assert!(
             m1_log.contains("Leadership has been revoked"),
             "the cut-off leader did not step down: {m1_log}"
@@ -259,8 +266,10 @@ fn leader_host_lost(loss: Loss, name: &str) {
 
     // Host 1 back: healed, or started again (its processes gone for good); a master there joins
     // the group as the standby.
-    if loss == Loss::Cut {
-        net.heal(1);
+    match loss {
+        Loss::Cut => net.heal(1),
+        Loss::CutFromZooKeeper => net.heal_between(1, 3),
+        Loss::Killed => {}
     }
     let back = Instant::now();
     let m1_again = master(&net, 1, &dir, &secret, "m1-again");
@@ -296,7 +305,7 @@ fn leader_host_lost(loss: Loss, name: &str) {
     // The cut-off leader stopped leading (its store refuses every write from then on) before
     // the standby was elected: it stepped down before the ensemble could expire its session.
     let stepped_down = logged_at(&m1_log, "this master no longer leads");
-    if loss == Loss::Cut {
+    if loss != Loss::Killed {
         let down = stepped_down.expect("the cut-off leader stepped down");
         assert!(
             down < elected,
@@ -310,6 +319,7 @@ fn leader_host_lost(loss: Loss, name: &str) {
          down {}; host 1's master STANDBY {:.2} s after it was started again; whole test {:.1} s",
         match loss {
             Loss::Cut => "cut off",
+            Loss::CutFromZooKeeper => "cut off from ZooKeeper's alone",
             Loss::Killed => "killed whole",
         },
         secs(lost_at, elected),
@@ -330,6 +340,11 @@ fn leader_host_lost(loss: Loss, name: &str) {
 #[test]
 fn the_leaders_host_cut_off_the_standby_takes_over_and_the_healed_host_rejoins_as_standby() {
     leader_host_lost(Loss::Cut, "leader-cut-off");
+}
+
+#[test]
+fn the_leaders_host_cut_off_from_zookeeper_alone_steps_down_before_the_standby_is_elected() {
+    leader_host_lost(Loss::CutFromZooKeeper, "leader-cut-from-zookeeper");
 }
 
 #[test]
