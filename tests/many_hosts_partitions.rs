@@ -273,9 +273,12 @@ fn leader_host_lost(loss: Loss, name: &str) {
     }
     let back = Instant::now();
     let m1_again = master(&net, 1, &dir, &secret, "m1-again");
-    wait_until("the master on host 1 STANDBY", PATIENCE, || {
-        status_is(1, "STANDBY")
-    });
+    // STANDBY, and standing for election behind the new leader's node.
+    wait_until(
+        "the master on host 1 standing by in the election",
+        PATIENCE,
+        || m1_again.log_text().contains("standing by: ") && status_is(1, "STANDBY"),
+    );
     let rejoined = back.elapsed();
 
     let code = job.wait_exit(PATIENCE);
@@ -316,7 +319,8 @@ fn leader_host_lost(loss: Loss, name: &str) {
         "{name}: leader's host {}: the standby elected {:.2} s after, recovered (workers and \
          application re-registered) {:.3} s after its election; ALIVE with both workers and the \
          application {:.2} s after the loss (session timeout {SESSION} s); old leader stepped \
-         down {}; host 1's master STANDBY {:.2} s after it was started again; whole test {:.1} s",
+         down {}; host 1's master STANDBY (standing by in the election) {:.2} s after it was \
+         started again; whole test {:.1} s",
         match loss {
             Loss::Cut => "cut off",
             Loss::CutFromZooKeeper => "cut off from ZooKeeper's alone",
