@@ -28,6 +28,11 @@ const CHUNK: usize = 64 * 1024;
 /// What Spark's server answers a failed bootstrap with (`AuthRpcHandler`).
 const FAILED: &str = "java.lang.IllegalArgumentException: Authentication failed.";
 
+/// What Spark's SASL server answers a first request that is not a `SaslMessage` with (an RPC
+/// sent without a bootstrap, say): not [`FAILED`], which says the auth engine is spoken.
+const NOT_SASL: &str = "java.lang.IllegalStateException: Expected SaslMessage, received something \
+                        else (maybe your client does not have SASL enabled?)";
+
 /// A stream after a bootstrap: reads and writes Spark's frames as they are, the session's
 /// AES-CTR applied when the auth engine ran.
 #[derive(Debug)]
@@ -297,9 +302,7 @@ async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
                     s,
                     Frame::RpcFailure {
                         request_id: id,
-                        error: "java.lang.IllegalStateException: Expected SaslMessage, received \
-                                something else (maybe your client does not have SASL enabled?)"
-                            .into(),
+                        error: NOT_SASL.into(),
                     },
                 )
                 .await;
@@ -340,7 +343,7 @@ async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
         }
         let m = match SaslMessage::decode(&body) {
             Ok(m) => m,
-            Err(e) => return Err(fail(s, id, FAILED, e).await),
+            Err(e) => return Err(fail(s, id, NOT_SASL, e).await),
         };
         let server = sasl.get_or_insert_with(|| DigestServer::new(&auth.secret));
         match server.step(&m.token) {
