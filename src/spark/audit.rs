@@ -40,7 +40,7 @@ use super::auth::{
     client_handshake, AuthError, ClientAuth, EngineClient, EngineVersion, Negotiated, SaslMessage,
     SASL_USER,
 };
-use super::release::Release;
+use super::release::{Detector, Release};
 use super::{
     check_existence_stream, message_stream, parse_stream, reply_value, Entry, Frame, FrameDecoder,
     ReplyValue, RequestMessage, Typed, VERIFIER,
@@ -206,8 +206,13 @@ pub struct Facts {
     pub rpc_without_auth: Option<bool>,
     /// What the target is, if it could be told.
     pub role: Option<TargetRole>,
-    /// The release whose Java forms the target took, if it answered an ask.
-    pub release: Option<String>,
+    /// The Scala line whose Java forms the target took (`2.13`), if it answered an ask.
+    pub scala: Option<String>,
+    /// The releases the Java forms of its state answer fit, oldest first (empty when it was not
+    /// read).
+    pub releases: Vec<String>,
+    /// The release its REST server names (`serverSparkVersion`).
+    pub rest_version: Option<String>,
     /// SASL's challenge, when the target takes SASL.
     pub sasl: Option<SaslOffer>,
     /// Whether the auth engine is spoken (`None`: could not be told).
@@ -266,8 +271,18 @@ impl AuditReport {
             None => "a Spark RPC endpoint (master or worker cannot be told without the secret)",
         };
         out.push_str(&format!("target: {role}"));
-        if let Some(r) = &self.facts.release {
-            out.push_str(&format!("; it took the Java forms of Spark {r}"));
+        if let Some(s) = &self.facts.scala {
+            out.push_str(&format!("; it takes the Java forms of Scala {s}"));
+        }
+        match self.facts.releases.as_slice() {
+            [] => {}
+            [one] => out.push_str(&format!("; its state answer is Spark {one}'s")),
+            [first, .., last] => {
+                out.push_str(&format!("; its state answer fits Spark {first} to {last}"))
+            }
+        }
+        if let Some(v) = &self.facts.rest_version {
+            out.push_str(&format!("; its REST server says Spark {v}"));
         }
         out.push('\n');
         for c in &self.checks {
@@ -792,7 +807,7 @@ async fn read_state<S: AsyncRead + AsyncWrite + Unpin>(
     target: &(String, i32),
     role: TargetRole,
     release: &'static Release,
-) -> Result<Vec<Exposure>, String> {
+) -> Result<(Vec<Exposure>, Vec<String>), String> {
     let (endpoint, m) = match role {
         TargetRole::Master => ("Master", DeployMessage::from(RequestMasterState::new())),
         TargetRole::Worker => ("Worker", DeployMessage::from(RequestWorkerState::new())),
@@ -803,11 +818,23 @@ async fn read_state<S: AsyncRead + AsyncWrite + Unpin>(
     let body = rpc_body(target, endpoint, stream).ok_or("the ask cannot be written")?;
     match p.ask(body).await {
         Answer::Response(b) => Ok(match parse_stream(&b) {
-            Ok(g) => scan_strings(g.entries().iter().filter_map(|e| match e {
-                Entry::String(s) => Some(s.as_str()),
-                _ => None,
-            })),
-            Err(_) => scan_secrets(&String::from_utf8_lossy(&b)),
+            Ok(g) => {
+                let mut d = Detector::new();
+                let releases = match d.observe(&g) {
+                    Ok(_) => d
+                        .candidates()
+                        .iter()
+                        .map(|r| r.name().to_string())
+                        .collect(),
+                    Err(_) => Vec::new(),
+                };
+                let strings = g.entries().iter().filter_map(|e| match e {
+                    Entry::String(s) => Some(s.as_str()),
+                    _ => None,
+                });
+                (scan_strings(strings), releases)
+            }
+            Err(_) => (scan_secrets(&String::from_utf8_lossy(&b)), Vec::new()),
         }),
         Answer::Failure(e) => Err(format!("the ask was refused: {}", first_line(&e))),
         Answer::Closed => Err("the target closed the connection".into()),
@@ -830,7 +857,6 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
     let target = (o.host.clone(), i32::from(o.port));
     let mut facts = Facts::default();
     let mut checks = Vec::new();
-    let mut state_release: Option<&'static Release> = None;
     // Whether any probe drew a Spark frame: a port that answers none is not a Spark RPC port.
     let mut spoke = false;
     // Why the state answer of a target that answered asks could not be read.
@@ -846,8 +872,7 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
             spoke = true;
             facts.rpc_without_auth = Some(true);
             facts.role = Some(role);
-            facts.release = Some(release.name().to_string());
-            state_release = Some(release);
+            facts.scala = Some(release.scala().to_string());
             checks.push(Check {
                 id: "rpc-auth",
                 outcome: Outcome::Finding(Severity::High),
@@ -857,9 +882,10 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
                     .into(),
             });
             match read_state(&mut p, &target, role, release).await {
-                Ok(exposures) => {
+                Ok((exposures, releases)) => {
                     facts.state_read = true;
                     facts.state_exposures = exposures;
+                    facts.releases = releases;
                 }
                 Err(why) => state_unread = Some(why),
             }
@@ -1120,12 +1146,12 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
                         existence(&mut session, &target).await
                     {
                         facts.role = Some(role);
-                        facts.release = Some(release.name().to_string());
-                        state_release = Some(release);
+                        facts.scala = Some(release.scala().to_string());
                         match read_state(&mut session, &target, role, release).await {
-                            Ok(exposures) => {
+                            Ok((exposures, releases)) => {
                                 facts.state_read = true;
                                 facts.state_exposures = exposures;
+                                facts.releases = releases;
                             }
                             Err(why) => state_unread = Some(why),
                         }
@@ -1157,10 +1183,7 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
             Check {
                 id: "state",
                 outcome: Outcome::Pass,
-                text: format!(
-                    "the state answer (read {who}, Spark {}) shows no secret",
-                    state_release.map_or("?", Release::name)
-                ),
+                text: format!("the state answer (read {who}) shows no secret"),
             }
         } else {
             Check {
@@ -1232,6 +1255,9 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
                         ),
                     )
                 };
+                facts.rest_version = serde_json::from_str::<serde_json::Value>(&a.body)
+                    .ok()
+                    .and_then(|v| v.get("serverSparkVersion")?.as_str().map(str::to_string));
                 facts.rest = Some(a);
                 checks.push(Check {
                     id: "rest",

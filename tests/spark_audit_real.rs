@@ -1,0 +1,307 @@
+//! `sparkwire spark audit` against REAL Spark masters: authentication off (with the REST
+//! submission server on), SASL (`spark.authenticate=true`), network crypto
+//! (`spark.network.crypto.enabled=true`, Spark's default SASL fallback) and crypto hardened
+//! (`spark.network.crypto.saslFallback=false`). Each gives its own report; the audit changes
+//! nothing on the master (its log shows no registration, and it still runs).
+//!
+//! These start JVMs, so they are `#[ignore]`d; run them with a Spark installed:
+//!
+//! ```text
+//! eval "$(bash scripts/spark/env.sh 4.0.1)"
+//! cargo test --all-features --test spark_audit_real -- --ignored --test-threads 1
+//! ```
+//!
+//! With `SPARKWIRE_AUDIT_REPORTS=DIR` each report is also written to `DIR/NAME.txt`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sparkwire::spark::audit::{
+    audit, AuditOptions, AuditReport, HttpPort, Outcome, Severity, TargetRole,
+};
+use sparkwire::spark::auth::{EngineVersion, Negotiated};
+
+const SECRET: &str = "the-audited-secret-0815";
+const PATIENCE: Duration = Duration::from_secs(90);
+
+fn spark_home() -> PathBuf {
+    PathBuf::from(
+        std::env::var("SPARK_HOME").expect(
+            "SPARK_HOME: run `eval \"$(bash scripts/spark/env.sh 4.0.1)\"` before these tests",
+        ),
+    )
+}
+
+/// A Spark master started by a test, killed by its PID when dropped.
+struct SparkMaster {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+    ui_port: u16,
+    rest_port: u16,
+}
+
+impl Drop for SparkMaster {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl SparkMaster {
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("out.log")).unwrap_or_default()
+    }
+}
+
+/// The Spark release of `$SPARK_HOME`, from its core jar's name.
+fn release() -> String {
+    let jars = spark_home().join("jars");
+    for e in std::fs::read_dir(&jars)
+        .expect("$SPARK_HOME/jars")
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().to_string();
+        if let Some(rest) = name.strip_prefix("spark-core_") {
+            if let Some((_, v)) = rest.trim_end_matches(".jar").split_once('-') {
+                return v.to_string();
+            }
+        }
+    }
+    panic!("no spark-core jar in {}", jars.display());
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// A real master with `conf` (as Java system properties; the secret in `_SPARK_AUTH_SECRET`
+/// when `spark.authenticate=true` is among them), once it is the leader.
+async fn spark_master(tag: &str, conf: &[(&str, &str)]) -> SparkMaster {
+    let dir = std::env::temp_dir().join(format!(
+        "sparkaudit-{tag}-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(dir.join("conf")).expect("dir");
+    let (port, ui_port, rest_port) = (free_port(), free_port(), free_port());
+    let mut opts = format!("-Dspark.master.rest.port={rest_port}");
+    for (k, v) in conf {
+        opts.push_str(&format!(" -D{k}={v}"));
+    }
+    let log = std::fs::File::create(dir.join("out.log")).expect("log");
+    let mut cmd = Command::new(spark_home().join("bin/spark-class"));
+    cmd.arg("org.apache.spark.deploy.master.Master")
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--webui-port", &ui_port.to_string()])
+        .env("SPARK_CONF_DIR", dir.join("conf"))
+        .env("SPARK_DAEMON_JAVA_OPTS", opts)
+        .env("SPARK_DAEMON_MEMORY", "256m")
+        .stdout(Stdio::from(log.try_clone().expect("log")))
+        .stderr(Stdio::from(log));
+    if conf.contains(&("spark.authenticate", "true")) {
+        cmd.env("_SPARK_AUTH_SECRET", SECRET);
+    }
+    let master = SparkMaster {
+        child: cmd.spawn().expect("spark-class"),
+        dir,
+        port,
+        ui_port,
+        rest_port,
+    };
+    let start = Instant::now();
+    let mut m = master;
+    loop {
+        if m.log().contains("I have been elected leader") {
+            return m;
+        }
+        let exited = m.child.try_wait().ok().flatten();
+        assert!(
+            exited.is_none() && start.elapsed() < PATIENCE,
+            "the Spark master did not start:\n{}",
+            m.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn secret_file(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("audit-secret");
+    std::fs::write(&path, SECRET).expect("secret file");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("mode");
+    }
+    path
+}
+
+/// Audits `m` through the library (for the assertions) and through the binary (its report and
+/// exit status), with the secret when `with_secret`; writes the binary's report where
+/// `SPARKWIRE_AUDIT_REPORTS` says.
+async fn audit_both(name: &str, m: &SparkMaster, with_secret: bool) -> (AuditReport, i32, String) {
+    let mut o = AuditOptions::new("127.0.0.1", m.port);
+    o.rest_port = HttpPort::At(m.rest_port);
+    o.ui_port = HttpPort::At(m.ui_port);
+    if with_secret {
+        o.secret = Some(SECRET.into());
+    }
+    let report = audit(&o).await.expect("audited");
+    let mut args = vec![
+        "spark".to_string(),
+        "audit".into(),
+        format!("spark://127.0.0.1:{}", m.port),
+        "--rest-port".into(),
+        m.rest_port.to_string(),
+        "--ui-port".into(),
+        m.ui_port.to_string(),
+    ];
+    if with_secret {
+        args.push("--secret-file".into());
+        args.push(secret_file(&m.dir).display().to_string());
+    }
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_sparkwire"))
+            .args(&args)
+            .output()
+            .expect("the binary runs")
+    })
+    .await
+    .expect("task");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if let Ok(dir) = std::env::var("SPARKWIRE_AUDIT_REPORTS") {
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(PathBuf::from(dir).join(format!("{name}.txt")), &text);
+    }
+    println!("{text}");
+    assert!(!text.contains(SECRET), "the report never shows the secret");
+    (report, out.status.code().expect("an exit status"), text)
+}
+
+fn outcome(r: &AuditReport, id: &str) -> Outcome {
+    r.check(id)
+        .unwrap_or_else(|| panic!("check {id} in\n{}", r.render()))
+        .outcome
+}
+
+/// The master changed nothing: it registered nothing and still runs.
+fn unchanged(m: &mut SparkMaster) {
+    let log = m.log();
+    for word in ["Registering worker", "Registering app", "Driver submitted"] {
+        assert!(
+            !log.contains(word),
+            "the audit made the master log {word:?}:\n{log}"
+        );
+    }
+    assert!(
+        m.child.try_wait().expect("wait").is_none(),
+        "the master still runs"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real Spark master (SPARK_HOME)"]
+async fn a_master_without_authentication_and_with_rest_is_open() {
+    let mut m = spark_master("off", &[("spark.master.rest.enabled", "true")]).await;
+    let (r, code, text) = audit_both("auth-off", &m, false).await;
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(r.facts.rpc_without_auth, Some(true), "{text}");
+    assert_eq!(r.facts.role, Some(TargetRole::Master));
+    assert_eq!(outcome(&r, "rpc-auth"), Outcome::Finding(Severity::High));
+    assert_eq!(outcome(&r, "rest"), Outcome::Finding(Severity::High));
+    assert!(
+        r.facts.state_read,
+        "the real master answers RequestMasterState: {text}"
+    );
+    assert_eq!(outcome(&r, "state"), Outcome::Pass);
+    assert_eq!(r.facts.engine, Some(false));
+    assert_eq!(r.facts.sasl, None);
+    assert!(r.facts.web_ui.as_ref().is_some_and(|a| a.status == 200));
+    unchanged(&mut m);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real Spark master (SPARK_HOME)"]
+async fn a_master_with_sasl_authenticates_but_does_not_encrypt() {
+    let mut m = spark_master("sasl", &[("spark.authenticate", "true")]).await;
+    let (r, code, text) = audit_both("sasl", &m, true).await;
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(outcome(&r, "rpc-auth"), Outcome::Pass, "{text}");
+    let offer = r.facts.sasl.as_ref().expect("SASL is taken");
+    assert_eq!(
+        offer.qop,
+        vec!["auth-conf", "auth"],
+        "Spark's server offers both"
+    );
+    assert_eq!(r.facts.engine, Some(false));
+    assert_eq!(r.facts.legacy_engine, Some(false));
+    assert_eq!(outcome(&r, "downgrade"), Outcome::Finding(Severity::Medium));
+    assert_eq!(r.facts.secret_session, Some(Negotiated::Sasl));
+    assert_eq!(r.facts.role, Some(TargetRole::Master));
+    assert!(r.facts.state_read, "read with the secret: {text}");
+    assert!(
+        r.facts.releases.contains(&release()),
+        "{:?}",
+        r.facts.releases
+    );
+    assert_eq!(outcome(&r, "rest"), Outcome::Pass);
+    assert_eq!(r.findings().count(), 1, "{text}");
+    unchanged(&mut m);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real Spark master (SPARK_HOME)"]
+async fn a_master_with_crypto_takes_sasl_beside_it() {
+    let mut m = spark_master(
+        "crypto",
+        &[
+            ("spark.authenticate", "true"),
+            ("spark.network.crypto.enabled", "true"),
+        ],
+    )
+    .await;
+    let (r, code, text) = audit_both("crypto", &m, true).await;
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(outcome(&r, "rpc-auth"), Outcome::Pass, "{text}");
+    assert_eq!(r.facts.engine, Some(true));
+    assert!(r.facts.sasl.is_some(), "SASL fallback is Spark's default");
+    assert_eq!(outcome(&r, "downgrade"), Outcome::Finding(Severity::Medium));
+    assert_eq!(
+        r.facts.secret_session,
+        Some(Negotiated::Engine(EngineVersion::V1))
+    );
+    assert!(r.facts.state_read, "{text}");
+    assert_eq!(r.findings().count(), 1, "{text}");
+    unchanged(&mut m);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real Spark master (SPARK_HOME)"]
+async fn a_hardened_master_has_no_finding() {
+    let mut m = spark_master(
+        "hardened",
+        &[
+            ("spark.authenticate", "true"),
+            ("spark.network.crypto.enabled", "true"),
+            ("spark.network.crypto.saslFallback", "false"),
+            ("spark.network.crypto.authEngineVersion", "2"),
+        ],
+    )
+    .await;
+    let (r, code, text) = audit_both("hardened", &m, true).await;
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(r.facts.engine, Some(true));
+    assert_eq!(r.facts.sasl, None, "{text}");
+    assert_eq!(
+        r.facts.secret_session,
+        Some(Negotiated::Engine(EngineVersion::V2))
+    );
+    assert!(r.facts.state_read, "{text}");
+    unchanged(&mut m);
+}
