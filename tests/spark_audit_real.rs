@@ -11,6 +11,9 @@
 //! cargo test --all-features --test spark_audit_real -- --ignored --test-threads 1
 //! ```
 //!
+//! The crypto test also runs against Spark 3.0.3 (`env.sh 3.0.3`), whose crypto is the original
+//! AES protocol: there the audit reports CVE-2021-38296's protocol (3.1.3 has the X25519 engine).
+//!
 //! With `SPARKWIRE_AUDIT_REPORTS=DIR` each report is also written to `DIR/NAME.txt`.
 
 use std::path::PathBuf;
@@ -266,19 +269,46 @@ async fn a_master_with_crypto_takes_sasl_beside_it() {
         ],
     )
     .await;
-    let (r, code, text) = audit_both("crypto", &m, true).await;
+    let (r, code, text) = audit_both(&format!("crypto-{}", release()), &m, true).await;
     assert_eq!(code, 1, "{text}");
     assert_eq!(outcome(&r, "rpc-auth"), Outcome::Pass, "{text}");
-    assert_eq!(r.facts.engine, Some(true));
     assert!(r.facts.sasl.is_some(), "SASL fallback is Spark's default");
-    assert_eq!(outcome(&r, "downgrade"), Outcome::Finding(Severity::Medium));
-    assert_eq!(
-        r.facts.secret_session,
-        Some(Negotiated::Engine(EngineVersion::V1))
-    );
+    if original_protocol() {
+        // Spark 2.2 to 3.1.2's crypto is the original AES protocol: the audit names its CVE.
+        assert_eq!(r.facts.legacy_engine, Some(true), "{text}");
+        assert_eq!(
+            outcome(&r, "legacy-engine"),
+            Outcome::Finding(Severity::High)
+        );
+        assert_eq!(r.facts.engine, Some(false));
+        assert_eq!(r.facts.secret_session, Some(Negotiated::Sasl));
+        assert_eq!(r.findings().count(), 2, "{text}");
+    } else {
+        assert_eq!(r.facts.legacy_engine, Some(false), "{text}");
+        assert_eq!(r.facts.engine, Some(true));
+        assert_eq!(outcome(&r, "downgrade"), Outcome::Finding(Severity::Medium));
+        assert_eq!(
+            r.facts.secret_session,
+            Some(Negotiated::Engine(EngineVersion::V1))
+        );
+        assert_eq!(r.findings().count(), 1, "{text}");
+    }
     assert!(r.facts.state_read, "{text}");
-    assert_eq!(r.findings().count(), 1, "{text}");
     unchanged(&mut m);
+}
+
+/// Whether `$SPARK_HOME` speaks the original AES auth protocol: releases before 3.1.3, which
+/// took the X25519 engine that fixed CVE-2021-38296 (3.1.3's crypto is the engine: its audit
+/// took a session of engine version 1).
+fn original_protocol() -> bool {
+    let r = release();
+    let mut parts = r.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let v = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    v < (3, 1, 3)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

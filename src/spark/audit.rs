@@ -17,7 +17,7 @@
 //!   DIGEST-MD5 (and the qualities of protection its challenge offers: `auth-conf` only with
 //!   `spark.network.sasl.serverAlwaysEncrypt`), the auth engine of `spark.network.crypto` (its
 //!   failure on a challenge sealed with a wrong secret says it is there), and the original
-//!   AES-based protocol of Spark 2.2–3.1 (`ClientChallenge`, CVE-2021-38296);
+//!   AES-based protocol of Spark 2.2 to 3.1.2 (`ClientChallenge`, CVE-2021-38296);
 //! - `downgrade`: SASL taken where the auth engine is (`spark.network.crypto.saslFallback=true`,
 //!   Spark's default), or no encryption after authentication at all;
 //! - `secret`: with the secret, whether it is taken and over which scheme and cipher;
@@ -518,7 +518,7 @@ async fn connect(o: &AuditOptions) -> std::io::Result<TcpStream> {
     }
 }
 
-/// The `ClientChallenge` of the original AES protocol (Spark 2.2–3.1), with random bytes where
+/// The `ClientChallenge` of the original AES protocol (Spark 2.2 to 3.1.2), with random bytes where
 /// the sealed challenge goes: a server that speaks it fails it as a wrong secret.
 fn legacy_challenge() -> Vec<u8> {
     let mut nonce = [0u8; 16];
@@ -1005,7 +1005,8 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
                     id: "engine",
                     outcome: Outcome::Info,
                     text: format!(
-                        "the auth engine is not spoken (spark.network.crypto.enabled=false): {}",
+                        "the X25519 auth engine of spark.network.crypto (Spark 3.1.3 on) is not \
+                         spoken: {}",
                         first_line(&e)
                     ),
                 });
@@ -1055,9 +1056,10 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
             checks.push(Check {
                 id: "legacy-engine",
                 outcome: Outcome::Finding(Severity::High),
-                text: "the original AES-based auth protocol (ClientChallenge, Spark 2.2–3.1) is \
-                       spoken: its key can be recovered from a captured exchange \
-                       (CVE-2021-38296); run a release with the X25519 auth engine (3.2 on)"
+                text: "the original AES-based auth protocol of spark.network.crypto \
+                       (ClientChallenge, Spark 2.2 to 3.1.2) is spoken: its session key can be \
+                       recovered from a captured exchange (CVE-2021-38296); run a release with \
+                       the X25519 auth engine (3.1.3, 3.2 and later)"
                     .into(),
             });
         }
@@ -1088,11 +1090,14 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
     // 3. Downgrades: SASL beside the engine, or no encryption at all.
     if auth_on {
         let plaintext_sasl = facts.sasl.as_ref().is_some_and(SaslOffer::plaintext);
-        let (outcome, text) = match (facts.engine, &facts.sasl) {
+        // Either AES protocol of spark.network.crypto: SASL beside it is the downgrade.
+        let crypto =
+            (facts.engine == Some(true) || facts.legacy_engine == Some(true)).then_some(true);
+        let (outcome, text) = match (crypto, &facts.sasl) {
             (Some(true), Some(offer)) => (
                 Outcome::Finding(Severity::Medium),
                 format!(
-                    "SASL is taken beside the auth engine (spark.network.crypto.saslFallback=true, \
+                    "SASL is taken beside spark.network.crypto (its saslFallback=true, \
                      Spark's default): a peer, or a man in the middle, can authenticate with SASL \
                      instead{}; set spark.network.crypto.saslFallback=false",
                     if offer.plaintext() {

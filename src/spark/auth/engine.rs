@@ -1,5 +1,5 @@
 //! Spark's auth engine of `spark.network.crypto` (`org.apache.spark.network.crypto.AuthEngine`,
-//! the forward-secure protocol of that package's README, Spark 3.2 and later): an X25519
+//! the forward-secure protocol of that package's README, Spark 3.1.3, 3.2 and later): an X25519
 //! exchange whose ephemeral public keys travel AES-GCM-encrypted under keys derived by HKDF
 //! from the shared secret, each round bound to the rounds before it.
 //!

@@ -4,7 +4,7 @@
 //! - **SASL DIGEST-MD5** ([`sasl`]): Spark's default, `org.apache.spark.network.sasl`, spoken
 //!   by every release; `SaslMessage`s (tag `0xEA`) in `RpcRequest`s, two round trips, then the
 //!   connection goes on in plaintext (quality of protection `auth`).
-//! - **the auth engine** ([`engine`]) of `spark.network.crypto.enabled=true`, Spark 3.2 on: one
+//! - **the auth engine** ([`engine`]) of `spark.network.crypto.enabled=true`, Spark 3.1.3 and 3.2 on: one
 //!   `AuthMessage` (tag `0xFB`) each way, an X25519 exchange bound to the shared secret, then every
 //!   byte each way runs through AES-CTR ([`cipher`], `spark.network.crypto.cipher`'s default
 //!   `AES/CTR/NoPadding`), with `spark.network.crypto.authEngineVersion` 1 (the default) or 2.
@@ -21,7 +21,7 @@
 //! Not spoken (each refused with a typed error, never silently weakened): SASL encryption
 //! (`auth-conf`, `spark.authenticate.enableSaslEncryption`), the AES-GCM transport cipher of
 //! Spark 4.0 (`spark.network.crypto.cipher=AES/GCM/NoPadding`) and the original auth protocol of
-//! Spark 2.2–3.1 (`ClientChallenge` / `ServerResponse`, tag `0xFA`).
+//! Spark 2.2 to 3.1.2 (`ClientChallenge` / `ServerResponse`, tag `0xFA`).
 
 pub mod cipher;
 pub mod engine;
