@@ -4,10 +4,10 @@
 //! - **SASL DIGEST-MD5** ([`sasl`]): Spark's default, `org.apache.spark.network.sasl`, spoken
 //!   by every release; `SaslMessage`s (tag `0xEA`) in `RpcRequest`s, two round trips, then the
 //!   connection goes on in plaintext (quality of protection `auth`).
-//! - **the auth engine** ([`engine`]) of `spark.network.crypto.enabled=true`, Spark 3.1.3 and 3.2 on: one
-//!   `AuthMessage` (tag `0xFB`) each way, an X25519 exchange bound to the shared secret, then every
-//!   byte each way runs through AES-CTR ([`cipher`], `spark.network.crypto.cipher`'s default
-//!   `AES/CTR/NoPadding`), with `spark.network.crypto.authEngineVersion` 1 (the default) or 2.
+//! - **the auth engine** ([`engine`]) of `spark.network.crypto.enabled=true`, Spark 3.1.3 and
+//!   3.2 on: one `AuthMessage` (tag `0xFB`) each way, an X25519 exchange bound to the shared
+//!   secret, then every byte each way runs through AES-CTR ([`cipher`],
+//!   `spark.network.crypto.cipher`'s default `AES/CTR/NoPadding`), with `spark.network.crypto.authEngineVersion` 1 (the default) or 2.
 //!
 //! A Spark server with crypto on takes either (it falls back to SASL when the first token is
 //! not an `AuthMessage`, unless `spark.network.crypto.saslFallback=false`); with crypto off it
