@@ -14,7 +14,7 @@ use sparkwire::spark::audit::{
     audit, AuditError, AuditOptions, AuditReport, HttpPort, Outcome, Severity, TargetRole,
     READ_ONLY,
 };
-use sparkwire::spark::auth::{EngineVersion, Negotiated, ServerAuth};
+use sparkwire::spark::auth::{EngineVersion, Negotiated, ServerAuth, TransportCipher};
 use sparkwire::spark::{start_front, start_rest, FrontConfig, RestConfig, ServerHandle};
 use sparkwire::wire::handshake::{Role, Secret};
 use sparkwire::wire::Reply;
@@ -189,10 +189,11 @@ async fn a_master_taking_both_schemes_is_reported_with_the_sasl_downgrade() {
 }
 
 #[tokio::test]
-async fn a_hardened_master_has_no_finding_and_its_engine_version_is_found() {
+async fn a_hardened_master_has_no_finding_and_its_engine_version_and_cipher_are_found() {
     let auth = ServerAuth {
         sasl_fallback: false,
         version: EngineVersion::V2,
+        cipher: TransportCipher::Gcm,
         ..ServerAuth::new(SECRET)
     };
     let (_master, front, _) = cluster(Some(auth)).await;
@@ -205,8 +206,9 @@ async fn a_hardened_master_has_no_finding_and_its_engine_version_is_found() {
     assert_eq!(outcome(&r, "downgrade"), Outcome::Pass);
     assert_eq!(
         r.facts.secret_session,
-        Some(Negotiated::Engine(EngineVersion::V2)),
-        "version 1's key fails the first request; version 2's carries it: {text}"
+        Some(Negotiated::EngineGcm(EngineVersion::V2)),
+        "AES-CTR and version 1's key fail the first request; AES-GCM with version 2's carries \
+         it: {text}"
     );
     assert!(text.contains("findings: 0"));
 }

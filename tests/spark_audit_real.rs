@@ -20,10 +20,18 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use sparkwire::messages::Version;
 use sparkwire::spark::audit::{
     audit, AuditOptions, AuditReport, HttpPort, Outcome, Severity, TargetRole,
 };
-use sparkwire::spark::auth::{EngineVersion, Negotiated};
+use sparkwire::spark::auth::{
+    client_handshake, ClientAuth, EngineVersion, Negotiated, TransportCipher,
+};
+use sparkwire::spark::{
+    check_existence_stream, parse_stream, reply_value, Frame, FrameDecoder, ReplyValue,
+    RequestMessage, VERIFIER,
+};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 const SECRET: &str = "the-audited-secret-0815";
 const PATIENCE: Duration = Duration::from_secs(90);
@@ -273,6 +281,14 @@ async fn a_master_with_crypto_takes_sasl_beside_it() {
     assert_eq!(code, 1, "{text}");
     assert_eq!(outcome(&r, "rpc-auth"), Outcome::Pass, "{text}");
     assert!(r.facts.sasl.is_some(), "SASL fallback is Spark's default");
+    // Spark 4.1 and later serve REST by default, even with spark.authenticate on.
+    let rest_by_default = !release().starts_with("3.") && !release().starts_with("4.0.");
+    let rest_findings = usize::from(rest_by_default);
+    assert_eq!(
+        outcome(&r, "rest") == Outcome::Finding(Severity::High),
+        rest_by_default,
+        "{text}"
+    );
     if original_protocol() {
         // Spark 2.2 to 3.1.2's crypto is the original AES protocol: the audit names its CVE.
         assert_eq!(r.facts.legacy_engine, Some(true), "{text}");
@@ -282,7 +298,7 @@ async fn a_master_with_crypto_takes_sasl_beside_it() {
         );
         assert_eq!(r.facts.engine, Some(false));
         assert_eq!(r.facts.secret_session, Some(Negotiated::Sasl));
-        assert_eq!(r.findings().count(), 2, "{text}");
+        assert_eq!(r.findings().count(), 2 + rest_findings, "{text}");
     } else {
         assert_eq!(r.facts.legacy_engine, Some(false), "{text}");
         assert_eq!(r.facts.engine, Some(true));
@@ -291,7 +307,7 @@ async fn a_master_with_crypto_takes_sasl_beside_it() {
             r.facts.secret_session,
             Some(Negotiated::Engine(EngineVersion::V1))
         );
-        assert_eq!(r.findings().count(), 1, "{text}");
+        assert_eq!(r.findings().count(), 1 + rest_findings, "{text}");
     }
     assert!(r.facts.state_read, "{text}");
     unchanged(&mut m);
@@ -334,4 +350,96 @@ async fn a_hardened_master_has_no_finding() {
     );
     assert!(r.facts.state_read, "{text}");
     unchanged(&mut m);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real Spark master (SPARK_HOME, 4.0 or later)"]
+async fn a_master_with_aes_gcm_is_read_through_a_gcm_session() {
+    // Spark 4.0's GcmTransportCipher: the audit's requests with the secret go through sparkwire's
+    // segmented AES-GCM, and the real master's answers open under it.
+    let mut m = spark_master(
+        "gcm",
+        &[
+            ("spark.authenticate", "true"),
+            ("spark.network.crypto.enabled", "true"),
+            ("spark.network.crypto.saslFallback", "false"),
+            ("spark.network.crypto.cipher", "AES/GCM/NoPadding"),
+            // Spark 4.1 serves REST by default, secret or not: off here, the cipher is the point.
+            ("spark.master.rest.enabled", "false"),
+        ],
+    )
+    .await;
+    let (r, code, text) = audit_both("gcm", &m, true).await;
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(
+        r.facts.secret_session,
+        Some(Negotiated::EngineGcm(EngineVersion::V1)),
+        "{text}"
+    );
+    assert_eq!(r.facts.role, Some(TargetRole::Master));
+    assert!(
+        r.facts.state_read,
+        "the state answer opened under AES-GCM: {text}"
+    );
+    // Many messages each way on one connection: Spark 4.1 and later read them all (4.0's reader
+    // opens only a connection's first message, which is why the audit asks each on its own).
+    if !release().starts_with("4.0.") {
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", m.port))
+            .await
+            .expect("connect");
+        let auth = ClientAuth {
+            cipher: TransportCipher::Gcm,
+            sasl_fallback: false,
+            ..ClientAuth::crypto(SECRET)
+        };
+        let mut s = client_handshake(tcp, &auth).await.expect("a GCM session");
+        for (id, name, exists) in [
+            (1, "Master", true),
+            (2, "Worker", false),
+            (3, "Master", true),
+        ] {
+            assert_eq!(ask_exists(&mut s, id, name).await, exists, "ask {id}");
+        }
+    }
+    unchanged(&mut m);
+}
+
+/// `CheckExistence(name)` asked as request `id` over `s`, and the Boolean answered.
+async fn ask_exists<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, id: i64, name: &str) -> bool {
+    let body = RequestMessage {
+        sender: None,
+        receiver: Some(("127.0.0.1".into(), 1)),
+        endpoint: VERIFIER.into(),
+        stream: check_existence_stream(name, Version::V2)
+            .expect("stream")
+            .into(),
+    }
+    .encode()
+    .expect("header");
+    let f = Frame::RpcRequest {
+        request_id: id,
+        body: body.into(),
+    };
+    s.write_all(&f.encode().expect("frame"))
+        .await
+        .expect("write");
+    s.flush().await.expect("flush");
+    let mut d = FrameDecoder::default();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(item) = d.next_item() {
+            let Ok(Frame::RpcResponse { request_id, body }) = item.frame else {
+                panic!("a response to {id}");
+            };
+            assert_eq!(request_id, id);
+            let g = parse_stream(&body).expect("stream");
+            return matches!(reply_value(g.root_node()), Ok(ReplyValue::Bool(true)));
+        }
+        let n = tokio::time::timeout(PATIENCE, s.read(&mut buf))
+            .await
+            .expect("an answer in time")
+            .expect("read");
+        assert!(n > 0, "the master closed the session");
+        d.push(&buf[..n]);
+    }
 }

@@ -20,7 +20,8 @@
 //!   AES-based protocol of Spark 2.2 to 3.1.2 (`ClientChallenge`, CVE-2021-38296);
 //! - `downgrade`: SASL taken where the auth engine is (`spark.network.crypto.saslFallback=true`,
 //!   Spark's default), or no encryption after authentication at all;
-//! - `secret`: with the secret, whether it is taken and over which scheme and cipher;
+//! - `secret`: with the secret, whether it is taken and over which scheme, engine version and
+//!   transport cipher (AES-CTR, or AES-GCM with `spark.network.crypto.cipher=AES/GCM/NoPadding`);
 //! - `state`: whether the master's or worker's state answer can be read, and whether it carries
 //!   secrets (`spark.authenticate.secret`, `_SPARK_AUTH_SECRET`, passwords) — shown redacted;
 //! - `rest`: whether the REST submission port answers without credentials (CVE-2018-11770's class);
@@ -38,7 +39,7 @@ use tokio::net::TcpStream;
 use super::auth::sasl::parse_directives;
 use super::auth::{
     client_handshake, AuthError, ClientAuth, EngineClient, EngineVersion, Negotiated, SaslMessage,
-    SASL_USER,
+    TransportCipher, SASL_USER,
 };
 use super::release::{Detector, Release};
 use super::{
@@ -745,17 +746,33 @@ fn absent_submission() -> String {
     format!("driver-00000000000000-sparkwire-audit-{hex}")
 }
 
+/// A session opened with the secret, not yet asked anything, and what the checked one showed.
+struct SecretSession {
+    probe: Probe<super::auth::AuthStream<TcpStream>>,
+    negotiated: Negotiated,
+    role: TargetRole,
+    release: &'static Release,
+}
+
 /// A session with the secret, and the requests through it.
 async fn secret_session(
     o: &AuditOptions,
     secret: &str,
     engine: bool,
-) -> Result<(Probe<super::auth::AuthStream<TcpStream>>, Negotiated), String> {
+) -> Result<SecretSession, String> {
+    // Spark negotiates neither the engine's version nor the cipher: each is tried, and the first
+    // whose session carries a request is the target's.
     let tries: Vec<ClientAuth> = if engine {
-        [EngineVersion::V1, EngineVersion::V2]
+        [TransportCipher::Ctr, TransportCipher::Gcm]
             .into_iter()
-            .map(|version| ClientAuth {
+            .flat_map(|cipher| {
+                [EngineVersion::V1, EngineVersion::V2]
+                    .into_iter()
+                    .map(move |version| (cipher, version))
+            })
+            .map(|(cipher, version)| ClientAuth {
                 version,
+                cipher,
                 sasl_fallback: false,
                 timeout: o.timeout,
                 ..ClientAuth::crypto(secret)
@@ -783,15 +800,21 @@ async fn secret_session(
         // The session is proved by a request through it: with the other engine version's key
         // (or another cipher) the target reads noise and closes.
         match existence(&mut p, &target).await {
-            Existence::Answered(..) => {
-                // A fresh session for the caller, the checked one's first request spent.
+            Existence::Answered(role, release) => {
+                // A fresh session for the caller's ask, its first request: Spark 4.0's AES-GCM
+                // reader opens only the first message of a connection (4.1 reads them all).
                 let tcp = connect(o)
                     .await
                     .map_err(|e| format!("cannot connect: {e}"))?;
                 let s = client_handshake(tcp, &auth)
                     .await
                     .map_err(|e| e.to_string())?;
-                return Ok((Probe::new(s, o.timeout), negotiated));
+                return Ok(SecretSession {
+                    probe: Probe::new(s, o.timeout),
+                    negotiated,
+                    role,
+                    release,
+                });
             }
             Existence::Refused(e) => why = format!("requests after it failed: {}", first_line(&e)),
             Existence::Gone(e) => why = format!("the target {e} after it"),
@@ -1140,26 +1163,27 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
         if auth_on {
             let engine = facts.engine == Some(true);
             match secret_session(o, secret, engine).await {
-                Ok((mut session, negotiated)) => {
+                Ok(SecretSession {
+                    probe: mut session,
+                    negotiated,
+                    role,
+                    release,
+                }) => {
                     facts.secret_session = Some(negotiated);
                     checks.push(Check {
                         id: "secret",
                         outcome: Outcome::Pass,
                         text: format!("the secret given is taken: {negotiated}"),
                     });
-                    if let Existence::Answered(role, release) =
-                        existence(&mut session, &target).await
-                    {
-                        facts.role = Some(role);
-                        facts.scala = Some(release.scala().to_string());
-                        match read_state(&mut session, &target, role, release).await {
-                            Ok((exposures, releases)) => {
-                                facts.state_read = true;
-                                facts.state_exposures = exposures;
-                                facts.releases = releases;
-                            }
-                            Err(why) => state_unread = Some(why),
+                    facts.role = Some(role);
+                    facts.scala = Some(release.scala().to_string());
+                    match read_state(&mut session, &target, role, release).await {
+                        Ok((exposures, releases)) => {
+                            facts.state_read = true;
+                            facts.state_exposures = exposures;
+                            facts.releases = releases;
                         }
+                        Err(why) => state_unread = Some(why),
                     }
                 }
                 Err(why) => checks.push(Check {
