@@ -95,6 +95,11 @@ fn free_port() -> u16 {
 /// A real master with `conf` (as Java system properties; the secret in `_SPARK_AUTH_SECRET`
 /// when `spark.authenticate=true` is among them), once it is the leader.
 async fn spark_master(tag: &str, conf: &[(&str, &str)]) -> SparkMaster {
+    spark_daemon(tag, conf, None).await
+}
+
+/// A master, or with `master` a worker of that master once it has registered.
+async fn spark_daemon(tag: &str, conf: &[(&str, &str)], master: Option<u16>) -> SparkMaster {
     let dir = std::env::temp_dir().join(format!(
         "sparkaudit-{tag}-{}-{}",
         std::process::id(),
@@ -108,10 +113,18 @@ async fn spark_master(tag: &str, conf: &[(&str, &str)]) -> SparkMaster {
     }
     let log = std::fs::File::create(dir.join("out.log")).expect("log");
     let mut cmd = Command::new(spark_home().join("bin/spark-class"));
-    cmd.arg("org.apache.spark.deploy.master.Master")
-        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--webui-port", &ui_port.to_string()])
-        .env("SPARK_CONF_DIR", dir.join("conf"))
+    match master {
+        None => cmd.arg("org.apache.spark.deploy.master.Master"),
+        Some(_) => cmd.arg("org.apache.spark.deploy.worker.Worker"),
+    };
+    cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--webui-port", &ui_port.to_string()]);
+    if let Some(m) = master {
+        cmd.args(["--cores", "1", "--memory", "512m"])
+            .arg(format!("spark://127.0.0.1:{m}"))
+            .env("SPARK_WORKER_DIR", dir.join("work"));
+    }
+    cmd.env("SPARK_CONF_DIR", dir.join("conf"))
         .env("SPARK_DAEMON_JAVA_OPTS", opts)
         .env("SPARK_DAEMON_MEMORY", "256m")
         .stdout(Stdio::from(log.try_clone().expect("log")))
@@ -119,7 +132,12 @@ async fn spark_master(tag: &str, conf: &[(&str, &str)]) -> SparkMaster {
     if conf.contains(&("spark.authenticate", "true")) {
         cmd.env("_SPARK_AUTH_SECRET", SECRET);
     }
-    let master = SparkMaster {
+    let ready = if master.is_some() {
+        "Successfully registered with master"
+    } else {
+        "I have been elected leader"
+    };
+    let mut m = SparkMaster {
         child: cmd.spawn().expect("spark-class"),
         dir,
         port,
@@ -127,15 +145,14 @@ async fn spark_master(tag: &str, conf: &[(&str, &str)]) -> SparkMaster {
         rest_port,
     };
     let start = Instant::now();
-    let mut m = master;
     loop {
-        if m.log().contains("I have been elected leader") {
+        if m.log().contains(ready) {
             return m;
         }
         let exited = m.child.try_wait().ok().flatten();
         assert!(
             exited.is_none() && start.elapsed() < PATIENCE,
-            "the Spark master did not start:\n{}",
+            "the Spark daemon did not start:\n{}",
             m.log()
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -442,4 +459,32 @@ async fn ask_exists<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, id: i64, name:
         assert!(n > 0, "the master closed the session");
         d.push(&buf[..n]);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real Spark master and worker (SPARK_HOME)"]
+async fn a_worker_without_authentication_is_reported_as_a_worker() {
+    let m = spark_master("wmaster", &[]).await;
+    let mut w = spark_daemon("worker", &[], Some(m.port)).await;
+    let (r, code, text) = audit_both("worker-auth-off", &w, false).await;
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(r.facts.role, Some(TargetRole::Worker), "{text}");
+    assert_eq!(outcome(&r, "rpc-auth"), Outcome::Finding(Severity::High));
+    assert!(
+        r.facts.state_read,
+        "the worker answers RequestWorkerState: {text}"
+    );
+    assert!(
+        r.facts.web_ui.as_ref().is_some_and(|a| a.status == 200),
+        "{text}"
+    );
+    let log = w.log();
+    assert!(
+        !log.contains("Asked to launch"),
+        "the audit launched nothing:\n{log}"
+    );
+    assert!(
+        w.child.try_wait().expect("wait").is_none(),
+        "the worker still runs"
+    );
 }

@@ -899,10 +899,19 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
             checks.push(Check {
                 id: "rpc-auth",
                 outcome: Outcome::Finding(Severity::High),
-                text: "Spark RPC is taken without authentication (spark.authenticate is off): \
-                       an unauthenticated CheckExistence was answered; any peer that reaches \
-                       this port can register workers and applications or submit drivers"
-                    .into(),
+                text: format!(
+                    "Spark RPC is taken without authentication (spark.authenticate is off): an \
+                     unauthenticated CheckExistence was answered; any peer that reaches this \
+                     port can {}",
+                    match role {
+                        TargetRole::Master => "register workers and applications or submit drivers",
+                        TargetRole::Worker => {
+                            "tell it to launch executors and drivers, which run its commands"
+                        }
+                        TargetRole::Other =>
+                            "send its endpoints messages as a member of the cluster",
+                    }
+                ),
             });
             match read_state(&mut p, &target, role, release).await {
                 Ok((exposures, releases)) => {
