@@ -47,6 +47,8 @@ pub(crate) struct WorkerRec {
     pub(crate) drivers: BTreeSet<String>,
     pub(crate) cores_used: i32,
     pub(crate) memory_used: i32,
+    /// The Spark release it registered with, if any (SPEC §15.5).
+    pub(crate) spark_release: Option<String>,
 }
 
 impl WorkerRec {
@@ -120,6 +122,7 @@ impl WorkerRec {
             last_heartbeat: self.last_heartbeat_ms,
             web_ui_address: self.web_ui.clone(),
             resources: self.resources.clone(),
+            spark_release: self.spark_release.clone(),
         }
     }
 }
@@ -149,6 +152,13 @@ pub(crate) struct AppRec {
     pub(crate) retry_count: i32,
     pub(crate) executor_limit: usize,
     pub(crate) cores_granted: i32,
+    /// The Spark release it registered with, if any (SPEC §15.5).
+    pub(crate) spark_release: Option<String>,
+    /// The last abnormal end of one of its executors since one last ran: which executor, how it
+    /// ended, and the executor's own last line (`ExecutorStateChanged.message`).
+    pub(crate) last_failure: Option<String>,
+    /// Why it waits, as the last scheduling round found (SPEC §14.6); `None` when it does not.
+    pub(crate) waiting: Option<String>,
 }
 
 impl AppRec {
@@ -174,6 +184,9 @@ impl AppRec {
             retry_count: 0,
             executor_limit,
             cores_granted: 0,
+            spark_release: None,
+            last_failure: None,
+            waiting: None,
         }
     }
 
@@ -227,6 +240,8 @@ impl AppRec {
             state: self.state,
             cores_granted: self.cores_granted,
             end_time: self.end_time,
+            spark_release: self.spark_release.clone(),
+            waiting_reason: self.waiting.clone(),
         }
     }
 }
@@ -240,6 +255,8 @@ pub(crate) struct DriverRec {
     pub(crate) state: DriverState,
     pub(crate) worker: Option<String>,
     pub(crate) exception: Option<ErrorDescription>,
+    /// Why it waits for a worker, as the last scheduling round found (SPEC §14.6).
+    pub(crate) waiting: Option<String>,
 }
 
 impl DriverRec {
@@ -251,6 +268,7 @@ impl DriverRec {
             state: self.state,
             worker_id: self.worker.clone(),
             exception: self.exception.clone(),
+            waiting_reason: self.waiting.clone(),
         }
     }
 }

@@ -120,6 +120,7 @@ pub(super) fn spawn(
         register: RegisterApplication {
             app_description: desc,
             driver,
+            spark_release: None,
         },
         registration_timeout: config.registration_timeout,
         registration_retry: config.registration_retry,
