@@ -35,6 +35,7 @@ mod launch;
 type D = DeployMessage;
 
 mod limits;
+mod waiting;
 use limits::{AdminInverted, AdminProofDropped, LimitClosesAll, RegisteredCutOff, SettingsIgnored};
 mod judge;
 
@@ -181,6 +182,15 @@ pub static FAULTS: &[FaultSpec] = &[
               back the values the suite registered.",
         scope: Scope::Master,
         behaviour: &NoRedaction,
+    },
+    FaultSpec {
+        name: "waiting-reason-unlisted",
+        doc:
+            "The master states a waiting reason SPEC §16's table does not give, and keeps it while \
+              an executor runs: the proxy sets every active application's waitingReason in \
+              MasterStateResponse to \"waiting for resources\".",
+        scope: Scope::Master,
+        behaviour: &waiting::WaitingReasonUnlisted,
     },
     FaultSpec {
         name: "deep-taken",

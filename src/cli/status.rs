@@ -161,7 +161,7 @@ fn render(s: &MasterStateResponse, now: i64) -> String {
         &driver_headers,
         &drivers(&s.active_drivers),
     );
-    // Why each waiting application and driver waits (SPEC §14.6), one line each: a reason is too
+    // Why each waiting application and driver waits (SPEC §16), one line each: a reason is too
     // long for a table's column.
     let waiting: Vec<Vec<String>> = s
         .active_apps

@@ -462,7 +462,7 @@ record! {
         /// (revision 2).
         pub spark_release: Option<String> => with_spark_release,
         /// Why it waits, while none of its executors runs: the reason the master's last
-        /// scheduling round found binding (SPEC §14.6, revision 2); `None` when it does not wait.
+        /// scheduling round found binding (SPEC §16, revision 2); `None` when it does not wait.
         pub waiting_reason: Option<String> => with_waiting_reason,
     }
 }
@@ -483,7 +483,7 @@ record! {
         /// The error that ended it, if any.
         pub exception: Option<ErrorDescription> => with_exception,
         /// Why it waits for a worker: the reason the master's last scheduling round found
-        /// binding (SPEC §14.6, revision 2); `None` when it does not wait.
+        /// binding (SPEC §16, revision 2); `None` when it does not wait.
         pub waiting_reason: Option<String> => with_waiting_reason,
     }
 }

@@ -54,7 +54,7 @@ impl Apps {
         self.completed.iter()
     }
 
-    /// Sets why application `id` waits (SPEC §14.6).
+    /// Sets why application `id` waits (SPEC §16).
     pub(crate) fn set_waiting(&mut self, id: &str, reason: Option<String>) {
         if let Some(a) = self.all.get_mut(id) {
             a.waiting = reason;
@@ -275,6 +275,8 @@ impl MasterCore {
         }
         app.state = state;
         app.end_time = self.clock.wall_ms;
+        // A completed application waits for nothing (SPEC §16).
+        app.waiting = None;
         if state != ApplicationState::Finished {
             self.send_on(
                 app.conn,

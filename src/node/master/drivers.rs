@@ -206,6 +206,7 @@ impl Drivers {
         }
         d.state = state;
         d.exception = exception;
+        d.waiting = None;
         retire(&mut self.completed, d.info(), retained);
         true
     }
@@ -215,7 +216,7 @@ impl Drivers {
         &self.waiting
     }
 
-    /// Sets why each waiting driver waits (SPEC §14.6); every other driver waits for nothing.
+    /// Sets why each waiting driver waits (SPEC §16); every other driver waits for nothing.
     pub(crate) fn set_waiting(&mut self, reasons: Vec<(String, Option<String>)>) {
         for d in self.all.values_mut() {
             d.waiting = None;

@@ -157,7 +157,7 @@ pub(crate) struct AppRec {
     /// The last abnormal end of one of its executors since one last ran: which executor, how it
     /// ended, and the executor's own last line (`ExecutorStateChanged.message`).
     pub(crate) last_failure: Option<String>,
-    /// Why it waits, as the last scheduling round found (SPEC §14.6); `None` when it does not.
+    /// Why it waits, as the last scheduling round found (SPEC §16); `None` when it does not.
     pub(crate) waiting: Option<String>,
 }
 
@@ -255,7 +255,7 @@ pub(crate) struct DriverRec {
     pub(crate) state: DriverState,
     pub(crate) worker: Option<String>,
     pub(crate) exception: Option<ErrorDescription>,
-    /// Why it waits for a worker, as the last scheduling round found (SPEC §14.6).
+    /// Why it waits for a worker, as the last scheduling round found (SPEC §16).
     pub(crate) waiting: Option<String>,
 }
 

@@ -1,4 +1,4 @@
-//! Why an application or a driver waits (SPEC §14.6), and where executors of an application of
+//! Why an application or a driver waits (SPEC §16), and where executors of an application of
 //! one Spark release go (SPEC §15.5): one core fed registrations and executor ends by hand, its
 //! state answer read after each.
 
@@ -411,4 +411,22 @@ fn the_compatibility_rule_is_the_configured_one() {
     m.worker(1, 1, 4096, Some("3.5.1"));
     let app = m.app(2, app_description("t", Some(1), 512), Some("3.5.9"));
     assert_eq!(m.launched_on(&app), [1]);
+}
+
+#[test]
+fn a_completed_application_waits_for_nothing() {
+    let mut m = Master::new();
+    let app = m.app(1, app_description("t", Some(1), 512), None);
+    assert!(m.app_reason(&app).is_some());
+    m.send(
+        1,
+        crate::messages::deploy::UnregisterApplication::new(app.clone()),
+    );
+    let s = m.core.master_state();
+    let done = s
+        .completed_apps
+        .iter()
+        .find(|a| a.id == app)
+        .expect("completed");
+    assert_eq!(done.waiting_reason, None);
 }

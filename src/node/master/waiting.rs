@@ -1,9 +1,9 @@
-//! Why an application or a driver waits (SPEC §14.6): the reason that binds it, found after each
+//! Why an application or a driver waits (SPEC §16): the reason that binds it, found after each
 //! scheduling round from the workers' free resources as the round left them, and shown in the
 //! state answer (`ApplicationInfo.waitingReason`, `DriverInfo.waitingReason`), the web UI, `/json`
 //! and `sparkwire status`.
 //!
-//! Each reason begins with one of the [`Reason`] phrases SPEC §14.6 lists, then `: ` and the
+//! Each reason begins with one of the [`Reason`] phrases SPEC §16 lists, then `: ` and the
 //! figures that make it bind. Spark's master says none of this: its driver only repeats "Initial
 //! job has not accepted any resources".
 
@@ -14,7 +14,7 @@ use super::state::{AppRec, WorkerRec};
 use super::MasterCore;
 use crate::messages::{ExecutorState, RecoveryState};
 
-/// The reasons SPEC §14.6 lists, by the phrase each begins with.
+/// The reasons SPEC §16 lists, by the phrase each begins with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
     /// No worker is ALIVE (and connected).
@@ -36,15 +36,15 @@ pub enum Reason {
 }
 
 impl Reason {
-    /// Every reason, in the order SPEC §14.6 lists them.
+    /// Every reason, in the order SPEC §16 lists them.
     pub const ALL: [Reason; 7] = [
+        Reason::ExecutorsEnding,
+        Reason::ExecutorLimitReached,
+        Reason::CoresMaxReached,
         Reason::NoAliveWorker,
         Reason::NoWorkerOfItsRelease,
-        Reason::NoWorkerWithRoom,
         Reason::CoresHeldByDrivers,
-        Reason::CoresMaxReached,
-        Reason::ExecutorLimitReached,
-        Reason::ExecutorsEnding,
+        Reason::NoWorkerWithRoom,
     ];
 
     /// The phrase a waiting reason of this kind begins with.
@@ -225,7 +225,7 @@ impl MasterCore {
     }
 
     /// Sets each active application's and each waiting driver's reason from the state the
-    /// round left (SPEC §14.6).
+    /// round left (SPEC §16).
     pub(crate) fn update_waiting(&mut self) {
         if self.ha.state() != RecoveryState::Alive {
             return;
