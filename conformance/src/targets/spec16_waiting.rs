@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use sparkwire::messages::{ExecutorState, Version};
+use sparkwire::messages::{ApplicationState, ExecutorState, Version};
 
 use crate::case::Cases;
 use crate::env::Ctx;
@@ -57,10 +57,10 @@ pub fn add(cs: &mut Cases) {
         &[Need::NoOtherApplication],
         "spec/16/nil-while-running",
         Level::Must,
-        "SPEC §16, \"An application's reason is nil while one of its executors is `RUNNING`\", and the table's \
-            `executors launched but ending`: after the application's only executor ends FAILED (exit 1) its reason \
-                reads nil or `executors launched but ending`; once the executor launched next reports RUNNING it \
-                    reads nil",
+        "SPEC §16, \"An application's reason is nil while one of its executors is steady\", and the table's \
+            `executors launched but ending`: an application with two executors RUNNING reads nil; after one ends \
+                FAILED (exit 1) it still reads nil (the other has run since before that end); after that one ends \
+                    FAILED too, with none left running, it reads nil or `executors launched but ending`",
         nil_while_running,
     );
 }
@@ -100,34 +100,83 @@ async fn reason_phrase(ctx: Ctx) -> Outcome {
 }
 
 async fn nil_while_running(ctx: Ctx) -> Outcome {
-    let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
-    let (_app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, Some(1)), Version::V2).await?;
+    let mut w = worker(&ctx, "worker", 2, 4096, Version::V2).await?;
+    let (_app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, Some(2)), Version::V2).await?;
     let first = launch(&ctx, &mut w).await?;
+    let second = launch(&ctx, &mut w).await?;
+    report(&mut w, &id, first.exec_id, ExecutorState::Running, None, 61).await?;
+    report(
+        &mut w,
+        &id,
+        second.exec_id,
+        ExecutorState::Running,
+        None,
+        62,
+    )
+    .await?;
+    // The reports and the state asks travel over different connections: a report is read once
+    // the master launched the executor that replaces the one it ended; RUNNING ones, once the
+    // state shows them.
+    settle(
+        &ctx,
+        || async {
+            let s = state(&ctx).await?;
+            Ok(s.active_apps
+                .iter()
+                .any(|a| a.id == id && a.state == ApplicationState::Running))
+        },
+        "the application RUNNING",
+    )
+    .await?;
+    let r = reason_of(&ctx, &id).await?;
+    check(
+        r.is_none(),
+        "nil with two executors RUNNING",
+        format!("{r:?}"),
+    )?;
+    report(
+        &mut w,
+        &id,
+        second.exec_id,
+        ExecutorState::Failed,
+        Some(1),
+        63,
+    )
+    .await?;
+    // The master launches another in its place (its cores back, then taken again).
+    let third = launch(&ctx, &mut w).await?;
+    let r = reason_of(&ctx, &id).await?;
+    check(
+        r.is_none(),
+        "nil after one executor FAILED while another has run since before",
+        format!("{r:?}"),
+    )?;
     report(
         &mut w,
         &id,
         first.exec_id,
         ExecutorState::Failed,
         Some(1),
-        61,
+        64,
     )
     .await?;
-    let next = launch(&ctx, &mut w).await?;
+    launch(&ctx, &mut w).await?;
+    report(
+        &mut w,
+        &id,
+        third.exec_id,
+        ExecutorState::Failed,
+        Some(1),
+        65,
+    )
+    .await?;
+    launch(&ctx, &mut w).await?;
     let r = reason_of(&ctx, &id).await?;
     check(
         one_of(r.as_deref(), &["executors launched but ending"]),
-        "after a FAILED executor: nil or a reason beginning `executors launched but ending`",
+        "with every executor ended FAILED: nil or a reason beginning `executors launched but ending`",
         format!("{r:?}"),
-    )?;
-    report(&mut w, &id, next.exec_id, ExecutorState::Running, None, 62).await?;
-    // The report and the state ask travel over different connections: wait for the master to
-    // have read the report.
-    settle(
-        &ctx,
-        || async { Ok(reason_of(&ctx, &id).await?.is_none()) },
-        "a nil waitingReason once an executor of the application is RUNNING",
     )
-    .await
 }
 
 #[cfg(test)]

@@ -54,6 +54,13 @@ impl Apps {
         self.completed.iter()
     }
 
+    /// Forgets the last abnormal end of application `id`'s executors (one is steady).
+    pub(crate) fn clear_failure(&mut self, id: &str) {
+        if let Some(a) = self.all.get_mut(id) {
+            a.last_failure = None;
+        }
+    }
+
     /// Sets why application `id` waits (SPEC §16).
     pub(crate) fn set_waiting(&mut self, id: &str, reason: Option<String>) {
         if let Some(a) = self.all.get_mut(id) {
@@ -195,6 +202,7 @@ impl Apps {
                 cores: d.cores,
                 state: d.state,
                 resources,
+                running_since: None,
             },
         );
         app.cores_granted = app.cores_granted.saturating_add(d.cores);
@@ -506,6 +514,7 @@ impl MasterCore {
                 cores,
                 state: ExecutorState::Launching,
                 resources: resources.clone(),
+                running_since: None,
             },
         );
         app.cores_granted = app.cores_granted.saturating_add(cores);
@@ -594,7 +603,9 @@ impl MasterCore {
         exec.state = e.state;
         if e.state == ExecutorState::Running {
             app.retry_count = 0;
-            app.last_failure = None;
+            if old != ExecutorState::Running {
+                exec.running_since = Some(self.clock.now);
+            }
         }
         let app_conn = app.conn;
         let worker_id = exec.worker.clone();
@@ -633,7 +644,7 @@ impl MasterCore {
                     e.exit_status,
                     e.message.as_deref(),
                 );
-                app.last_failure = Some(failure);
+                app.last_failure = Some((self.clock.now, app.next_exec_id, failure));
                 app.retry_count += 1;
                 if app.retry_count >= max && max >= 0 {
                     let running = app

@@ -144,6 +144,11 @@ pub struct Config {
     /// master's runtime with Spark's wire gives `sparkwire::spark::releases_compatible` (the same
     /// class table).
     pub release_compatible: fn(&str, &str) -> bool,
+    /// How long an executor must have been RUNNING, after another of its application's ended
+    /// abnormally, before the application no longer waits with `executors launched but ending`
+    /// (SPEC §16): a worker says RUNNING when it starts the process, and the master hears
+    /// nothing of whether the executor reached its driver. Default 60 s.
+    pub steady_executor: Duration,
 }
 
 /// Two Spark releases are compatible when they are the same release: the rule of a master that
@@ -165,6 +170,7 @@ impl Default for Config {
             recovery_timeout: None,
             admins_only: false,
             release_compatible: same_release,
+            steady_executor: Duration::from_secs(60),
         }
     }
 }

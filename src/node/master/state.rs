@@ -135,6 +135,9 @@ pub(crate) struct ExecRec {
     pub(crate) state: ExecutorState,
     /// Custom resources it holds on its worker.
     pub(crate) resources: Resources,
+    /// When its worker said it runs (`None`: not yet, or running since before the master knew
+    /// it, as after a recovery).
+    pub(crate) running_since: Option<std::time::Instant>,
 }
 
 /// An application.
@@ -154,9 +157,11 @@ pub(crate) struct AppRec {
     pub(crate) cores_granted: i32,
     /// The Spark release it registered with, if any (SPEC §15.5).
     pub(crate) spark_release: Option<String>,
-    /// The last abnormal end of one of its executors since one last ran: which executor, how it
-    /// ended, and the executor's own last line (`ExecutorStateChanged.message`).
-    pub(crate) last_failure: Option<String>,
+    /// The last abnormal end of one of its executors: when it happened, the first executor id
+    /// launched after it, and how it reads (which executor, how it ended, and the executor's own
+    /// last line, `ExecutorStateChanged.message`). It binds until an executor is steady (SPEC
+    /// §16).
+    pub(crate) last_failure: Option<(std::time::Instant, i32, String)>,
     /// Why it waits, as the last scheduling round found (SPEC §16); `None` when it does not.
     pub(crate) waiting: Option<String>,
 }

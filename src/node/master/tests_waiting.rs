@@ -300,14 +300,51 @@ fn executors_ending_carry_the_executor_s_own_last_line_until_one_runs() {
         "{why}"
     );
     assert!(why.ends_with(line), "{why}");
-    // Spark's master launches another at once; the reason stays until one runs.
+    // Spark's master launches another at once. Its worker says RUNNING when it starts the
+    // process, which tells nothing of its driver: the reason stays until it is steady.
     assert_eq!(m.launched_on(&app), [1, 1]);
     assert!(m.app_reason(&app).is_some());
     m.send(
         1,
         ExecutorStateChanged::new(app.clone(), 1, ExecutorState::Running),
     );
+    assert_eq!(m.app_reason(&app).as_deref(), Some(why.as_str()));
+    m.now += std::time::Duration::from_secs(59);
+    m.core.handle_timeout(m.now);
+    assert!(m.app_reason(&app).is_some());
+    m.now += std::time::Duration::from_secs(1);
+    m.core.handle_timeout(m.now);
     assert_eq!(m.app_reason(&app), None);
+}
+
+#[test]
+fn an_executor_running_since_before_another_ended_keeps_the_application_from_waiting() {
+    let mut m = Master::new();
+    m.worker(1, 2, 4096, None);
+    let app = m.app(2, app_description("t", Some(1), 512), None);
+    assert_eq!(m.launched_on(&app), [1, 1]);
+    for id in [0, 1] {
+        m.send(
+            1,
+            ExecutorStateChanged::new(app.clone(), id, ExecutorState::Running),
+        );
+    }
+    let failed = ExecutorStateChanged::new(app.clone(), 1, ExecutorState::Exited)
+        .with_exit_status(Some(137));
+    m.send(1, failed);
+    assert_eq!(m.launched_on(&app), [1, 1, 1]);
+    assert_eq!(m.app_reason(&app), None);
+    // Once no executor is steady, the last end binds.
+    let failed =
+        ExecutorStateChanged::new(app.clone(), 0, ExecutorState::Exited).with_exit_status(Some(1));
+    m.send(1, failed);
+    let why = m.app_reason(&app).expect("waits");
+    assert!(
+        why.starts_with(
+            "executors launched but ending: executor 0 on worker-1 ended EXITED (exit code 1)"
+        ),
+        "{why}"
+    );
 }
 
 #[test]

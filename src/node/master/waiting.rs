@@ -230,14 +230,18 @@ impl MasterCore {
         if self.ha.state() != RecoveryState::Alive {
             return;
         }
-        let app_reasons: Vec<(String, Option<String>)> = {
-            let free = self.free_workers();
-            self.apps
-                .active()
-                .map(|a| (a.id.clone(), self.app_reason(a, &free)))
-                .collect()
-        };
-        for (id, reason) in app_reasons {
+        for (id, reason) in self.app_reasons() {
+            let before = self.apps.get(&id).and_then(|a| a.waiting.clone());
+            if reason != before {
+                match &reason {
+                    Some(why) => tracing::info!("Application {id} waits: {why}"),
+                    None => tracing::info!("Application {id} no longer waits"),
+                }
+            }
+            if reason.is_none() {
+                // Steady again (or never failed): an old failure binds no more.
+                self.apps.clear_failure(&id);
+            }
             self.apps.set_waiting(&id, reason);
         }
         let driver_reasons: Vec<(String, Option<String>)> = {
@@ -265,20 +269,41 @@ impl MasterCore {
         self.drivers.set_waiting(driver_reasons);
     }
 
+    /// Why each active application waits now (SPEC §16): from the workers' free figures as the
+    /// last round left them, and the clock (an executor becomes steady with time).
+    pub(crate) fn app_reasons(&self) -> Vec<(String, Option<String>)> {
+        let free = self.free_workers();
+        self.apps
+            .active()
+            .map(|a| (a.id.clone(), self.app_reason(a, &free)))
+            .collect()
+    }
+
     /// Why application `a` waits, given the schedulable workers' free figures; `None` when one
     /// of its executors runs, or executors are being launched with none ended yet.
     fn app_reason(&self, a: &AppRec, free: &[(&WorkerRec, Free<'_>)]) -> Option<String> {
-        if a.executors
-            .values()
-            .any(|e| e.state == ExecutorState::Running)
-        {
-            return None;
-        }
-        if let Some(failure) = &a.last_failure {
-            return Some(format!("{}: {failure}", Reason::ExecutorsEnding.phrase()));
-        }
-        if !a.executors.is_empty() {
-            return None;
+        let running = |e: &&super::state::ExecRec| e.state == ExecutorState::Running;
+        match &a.last_failure {
+            // Steady: running since before the failure, or for `steady_executor` since.
+            Some((at, first_after, failure)) => {
+                let steady = a
+                    .executors
+                    .iter()
+                    .filter(|(_, e)| running(e))
+                    .any(|(id, e)| {
+                        e.running_since.is_none_or(|since| {
+                            (*id < *first_after && since <= *at)
+                                || self.clock.now.saturating_duration_since(since)
+                                    >= self.config.steady_executor
+                        })
+                    });
+                if steady {
+                    return None;
+                }
+                return Some(format!("{}: {failure}", Reason::ExecutorsEnding.phrase()));
+            }
+            None if !a.executors.is_empty() => return None,
+            None => {}
         }
         if a.executor_limit == 0 {
             return Some(format!(
