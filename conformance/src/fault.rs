@@ -35,6 +35,7 @@ mod launch;
 type D = DeployMessage;
 
 mod limits;
+mod releases;
 mod waiting;
 use limits::{AdminInverted, AdminProofDropped, LimitClosesAll, RegisteredCutOff, SettingsIgnored};
 mod judge;
@@ -191,6 +192,14 @@ pub static FAULTS: &[FaultSpec] = &[
               MasterStateResponse to \"waiting for resources\".",
         scope: Scope::Master,
         behaviour: &waiting::WaitingReasonUnlisted,
+    },
+    FaultSpec {
+        name: "release-ignored",
+        doc: "The master places executors whatever Spark releases the worker and the application \
+              announced (SPEC §15.5): the proxy drops sparkRelease from the suite's \
+              RegisterWorker and RegisterApplication.",
+        scope: Scope::Master,
+        behaviour: &releases::ReleaseIgnored,
     },
     FaultSpec {
         name: "deep-taken",

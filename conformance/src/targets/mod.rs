@@ -20,6 +20,7 @@ pub mod spec14;
 pub mod spec14_closing;
 pub mod spec14_launch;
 pub mod spec14_ownership;
+pub mod spec15_releases;
 pub mod spec16_waiting;
 pub mod spec4_encoder;
 pub mod spec4_executor;
@@ -144,6 +145,7 @@ fn master_sections() -> Vec<Case> {
     admin::add(&mut cs);
     tls::add(&mut cs);
     spec1::add(&mut cs);
+    spec15_releases::add(&mut cs);
     spec16_waiting::add(&mut cs);
     cs.list
 }
