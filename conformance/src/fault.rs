@@ -36,6 +36,8 @@ mod points;
 type D = DeployMessage;
 
 mod limits;
+mod releases;
+mod waiting;
 use limits::{AdminInverted, AdminProofDropped, LimitClosesAll, RegisteredCutOff, SettingsIgnored};
 mod judge;
 
@@ -182,6 +184,23 @@ pub static FAULTS: &[FaultSpec] = &[
               back the values the suite registered.",
         scope: Scope::Master,
         behaviour: &NoRedaction,
+    },
+    FaultSpec {
+        name: "waiting-reason-unlisted",
+        doc:
+            "The master states a waiting reason SPEC §16's table does not give, and keeps it while \
+              an executor runs: the proxy sets every active application's waitingReason in \
+              MasterStateResponse to \"waiting for resources\".",
+        scope: Scope::Master,
+        behaviour: &waiting::WaitingReasonUnlisted,
+    },
+    FaultSpec {
+        name: "release-ignored",
+        doc: "The master places executors whatever Spark releases the worker and the application \
+              announced (SPEC §15.5): the proxy drops sparkRelease from the suite's \
+              RegisterWorker and RegisterApplication.",
+        scope: Scope::Master,
+        behaviour: &releases::ReleaseIgnored,
     },
     FaultSpec {
         name: "deep-taken",

@@ -21,6 +21,8 @@ pub mod spec14;
 pub mod spec14_closing;
 pub mod spec14_launch;
 pub mod spec14_ownership;
+pub mod spec15_releases;
+pub mod spec16_waiting;
 pub mod spec4_encoder;
 pub mod spec4_executor;
 pub mod spec4_fields;
@@ -145,6 +147,8 @@ fn master_sections() -> Vec<Case> {
     tls::add(&mut cs);
     spec1::add(&mut cs);
     open_points::add(&mut cs);
+    spec15_releases::add(&mut cs);
+    spec16_waiting::add(&mut cs);
     cs.list
 }
 
