@@ -48,7 +48,7 @@ async fn still_open(c: &mut Conn, quiet: Duration, what: &str) -> Outcome {
 
 /// Expects `c` closed by a limit within `within`; when the handshake took `closeReason`, its
 /// last frame must be a close envelope whose kind is `kind` (SPEC §8.1).
-async fn closed_by_limit(
+pub(crate) async fn closed_by_limit(
     ctx: &Ctx,
     c: &mut Conn,
     close_reason: bool,
@@ -77,7 +77,7 @@ async fn closed_by_limit(
 
 /// The time a case gives a server to apply a limit of `secs` seconds: the limit plus the
 /// patience.
-fn after(ctx: &Ctx, secs: u64) -> Duration {
+pub(crate) fn after(ctx: &Ctx, secs: u64) -> Duration {
     Duration::from_secs(secs) + wait(ctx)
 }
 
