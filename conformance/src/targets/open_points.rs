@@ -31,7 +31,7 @@ use crate::kit::common::{
     close_of, offering_close_reason, open_offering, reaction_wait, unique, wait,
 };
 use crate::kit::master::{addr, app, app_desc, flow, launch, open, report, submit, worker, Need};
-use crate::kit::own_server::{Server, Settings, SHORT};
+use crate::kit::own_server::{after, closed_by_limit, Server, Settings, SHORT};
 use crate::kit::replay::slug;
 use crate::kit::server::close_envelope;
 use crate::kit::versions::highest;
@@ -147,13 +147,13 @@ pub fn add(cs: &mut Cases) {
     cs.add(
         "spec/14.3/strict-refusal-failure-class",
         Level::Must,
-        "SPEC §14.3, \"a strict endpoint that answers, rather than closes for, an ask refused only for breaking a rule \
-            of `rules.md` uses `org.apache.spark.SparkException` with a `message` naming the rule\" (and §14.2, \
-                \"Unknown ids, and messages before a registration\": answered as Z1 says, or, strictly, refused): an \
-                    application client that registered nothing asks RequestExecutors for an application id the master \
-                        never gave out (rules P1 and P2 only); the answer is a reply, a close (with a close envelope of \
-                            kind RuleViolation where closeReason was agreed), or a failure of class \
-                                org.apache.spark.SparkException with a message",
+        "SPEC §14.3, \"a strict endpoint that answers, rather than closes for, an ask refused only for breaking a \
+            rule of `rules.md` uses `org.apache.spark.SparkException` with a `message` naming the rule\" (and \
+            §14.2, \"Unknown ids, and messages before a registration\": answered as Z1 says, or, strictly, \
+            refused): an application client that registered nothing asks RequestExecutors for an application id \
+            the master never gave out (rules P1 and P2 only); the answer is a reply, a close (with a close \
+            envelope of kind RuleViolation where closeReason was agreed), or a failure of class \
+            org.apache.spark.SparkException with a message",
         strict_refusal_failure_class,
     );
     cs.timeout(Duration::from_secs(15));
@@ -933,14 +933,7 @@ async fn idle_driver_client_between_polls(ctx: Ctx) -> Outcome {
         }
         Answered::Closed(r) => return Err(fail(want, format!("the connection closed ({r:?})"))),
     }
-    crate::targets::limits::closed_by_limit(
-        &ctx,
-        &mut c,
-        taken,
-        "Idle",
-        crate::targets::limits::after(&ctx, SHORT),
-    )
-    .await
+    closed_by_limit(&ctx, &mut c, taken, "Idle", after(&ctx, SHORT)).await
 }
 
 #[cfg(test)]
