@@ -4,15 +4,22 @@
 //! (§4.1); close reasons that do not decode, and ones read as sent (§8.1); a failure for an ask
 //! never made (§8.1 `UnknownAsk`); the hello's features given twice, in a refused answer and
 //! checked at step 3 (handshake.md §5, §12); a kill after the submitting connection closed, with
-//! the timing Z4 states (§14.2); and a version 1 `ExecutorUpdated`'s `workerLost` (§5). One
-//! function per case; each cites the sentence it checks.
+//! the timing Z4 states (§14.2); a version 1 `ExecutorUpdated`'s `workerLost` (§5); an ask whose
+//! answer would not fit the master's frame limit (§8), the failure class of a strict master that
+//! answers an ask refused for a rule of `rules.md` (§14.3), and the idle timeout of a
+//! `driver-client` between polls (§8). One function per case; each cites the sentence it checks.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use sparkwire::definition::Definition;
-use sparkwire::messages::deploy::{RequestKillDriver, RequestMasterState};
-use sparkwire::messages::{DeployMessage, ExecutorState, Version};
+use sparkwire::messages::deploy::{
+    RegisterApplication, RequestDriverStatus, RequestExecutors, RequestKillDriver,
+    RequestMasterState,
+};
+use sparkwire::messages::{
+    Addr, DeployMessage, EndpointRef, ErrorDescription, ExecutorState, ProfileExecutors, Version,
+};
 use sparkwire::wire::handshake::{decode_answer, Answer, Hello, RefusalReason, Role, CLOSE_REASON};
 use sparkwire::wire::msgpack::Cursor;
 use sparkwire::wire::vectors::decoder_vectors;
@@ -20,8 +27,11 @@ use sparkwire::wire::{decode_envelope, CloseReason, Envelope, Reply};
 
 use crate::case::{Cases, Sharing};
 use crate::env::Ctx;
-use crate::kit::common::{close_of, offering_close_reason, open_offering, reaction_wait, wait};
+use crate::kit::common::{
+    close_of, offering_close_reason, open_offering, reaction_wait, unique, wait,
+};
 use crate::kit::master::{addr, app, app_desc, flow, launch, open, report, submit, worker, Need};
+use crate::kit::own_server::{after, closed_by_limit, Server, Settings, SHORT};
 use crate::kit::replay::slug;
 use crate::kit::server::close_envelope;
 use crate::kit::versions::highest;
@@ -133,6 +143,41 @@ pub fn add(cs: &mut Cases) {
                         answer, or, after a refusal (a failure or a close), the one retry sent a second later, is \
                             KillDriverResponse success = true",
         kill_after_close,
+    );
+    cs.add(
+        "spec/14.3/strict-refusal-failure-class",
+        Level::Must,
+        "SPEC §14.3, \"a strict endpoint that answers, rather than closes for, an ask refused only for breaking a \
+            rule of `rules.md` uses `org.apache.spark.SparkException` with a `message` naming the rule\" (and \
+            §14.2, \"Unknown ids, and messages before a registration\": answered as Z1 says, or, strictly, \
+            refused): an application client that registered nothing asks RequestExecutors for an application id \
+            the master never gave out (rules P1 and P2 only); the answer is a reply, a close (with a close \
+            envelope of kind RuleViolation where closeReason was agreed), or a failure of class \
+            org.apache.spark.SparkException with a message",
+        strict_refusal_failure_class,
+    );
+    cs.timeout(Duration::from_secs(15));
+    cs.add(
+        "spec/8/limits/answer-over-frame-limit",
+        Level::Must,
+        "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope rather than left pending: its \
+            `className` is `org.apache.spark.SparkException` ... One such ask is an ask whose answer would not fit the \
+                answering side's own frame limit ...: it is failed with that class ..., and the connection stays \
+                    open\": a server started with a frame limit of 128 KiB, holding two applications whose commands \
+                        carry 80 KiB each, answers a driver client's RequestMasterState (whose answer would be over \
+                            160 KiB) with a failure of class org.apache.spark.SparkException and a message, then \
+                                answers its RequestDriverStatus on the same connection",
+        answer_over_frame_limit,
+    );
+    cs.add(
+        "spec/8/limits/idle-driver-client-between-polls",
+        Level::Must,
+        "SPEC §8, \"The idle timeout applies ... to a `ui` or `driver-client` connection whenever it has no ask \
+            awaiting an answer: a `driver-client` that polls `RequestDriverStatus` less often than the idle timeout \
+                is closed (`Idle`) between polls\", and §8.1 (`Idle`): a server started with a 1 s idle timeout \
+                    answers a driver client's RequestDriverStatus, then closes that connection when it sends nothing \
+                        more, its last frame a close envelope of kind Idle (closeReason taken)",
+        idle_driver_client_between_polls,
     );
     cs.timeout(Duration::from_secs(10));
     flow(
@@ -689,6 +734,206 @@ async fn v1_worker_lost(ctx: Ctx) -> Outcome {
         "the ExecutorUpdated LOST once its worker's connection closed: workerLost true",
         format!("workerLost {lost:?}"),
     )
+}
+
+// ---- §14.3: the failure class of a strict refusal ----
+
+/// What came back for an ask.
+enum Answered {
+    Reply,
+    Failure(ErrorDescription),
+    /// The connection closed; the close envelope before it, if any.
+    Closed(Option<CloseReason>),
+}
+
+/// Waits on `c` for the answer to ask `id`, or for the connection's close.
+async fn answer_or_close(
+    ctx: &Ctx,
+    c: &mut Conn,
+    id: u64,
+    want: &str,
+) -> Result<Answered, Failure> {
+    let deadline = tokio::time::Instant::now() + wait(ctx);
+    let mut last = None;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_or_close(left).await {
+            Some(Event::Frame(body)) => {
+                match decode_envelope::<D>(&body, c.v()) {
+                    Ok(Envelope::Reply { id: r, .. }) if r == id => return Ok(Answered::Reply),
+                    Ok(Envelope::Failure { id: r, error }) if r == id => {
+                        return Ok(Answered::Failure(error))
+                    }
+                    _ => {}
+                }
+                last = Some(body);
+            }
+            Some(Event::Closed(_)) => return Ok(Answered::Closed(close_of(last.as_ref()))),
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a frame declaring {n} bytes")))
+            }
+            None => return Err(fail(want, "nothing within the time allowed")),
+        }
+    }
+}
+
+async fn strict_refusal_failure_class(ctx: Ctx) -> Outcome {
+    let (mut c, taken) = offering_close_reason(
+        &ctx,
+        addr(&ctx)?,
+        "app-client",
+        &[highest(&ctx)],
+        Role::AppClient,
+        "suite",
+    )
+    .await?;
+    let unknown = format!("app-20250101120000-{}", 9000 + unique() % 1000);
+    c.send(&Envelope::Ask {
+        id: 14,
+        message: D::RequestExecutors(RequestExecutors::new(
+            unknown.clone(),
+            Vec::<ProfileExecutors>::new(),
+        )),
+    })
+    .await?;
+    let want = format!(
+        "for RequestExecutors({unknown}) before any registration: a reply, a close (RuleViolation), or a failure of \
+            class org.apache.spark.SparkException with a message"
+    );
+    match answer_or_close(&ctx, &mut c, 14, &want).await? {
+        Answered::Reply => Ok(()),
+        Answered::Failure(e) => check(
+            e.class_name == "org.apache.spark.SparkException" && !e.message.is_empty(),
+            &want,
+            format!("a failure {}: {:?}", e.class_name, e.message),
+        ),
+        Answered::Closed(Some(r)) => check(
+            r.kind == "RuleViolation",
+            &want,
+            format!("a close envelope of kind {}, then the close", r.kind),
+        ),
+        Answered::Closed(None) => check(
+            !taken,
+            &want,
+            "the connection closed with no close envelope, although closeReason was agreed",
+        ),
+    }
+}
+
+// ---- §8: an answer over the frame limit; the idle timeout of a driver client ----
+
+/// The frame limit the case gives its server: over the handshake's 64 KiB, under the answer.
+const SMALL_FRAME_LIMIT: usize = 128 * 1024;
+
+/// The argument each of the case's two applications carries: each registration fits the
+/// limit, a MasterStateResponse holding both does not.
+const HALF_LIMIT_ARGUMENT: usize = 80 * 1024;
+
+async fn answer_over_frame_limit(ctx: Ctx) -> Outcome {
+    let s = Server::start(
+        &ctx,
+        Settings {
+            max_frame_bytes: SMALL_FRAME_LIMIT,
+            ..Settings::default()
+        },
+        &["max_frame_bytes"],
+    )
+    .await?;
+    let mut apps = Vec::new();
+    for n in 0..2 {
+        let (mut a, _) = s
+            .open(&ctx, Role::AppClient, &format!("app-{n}"), None)
+            .await?;
+        let mut desc = app_desc(None, 256, None);
+        desc.command.arguments = vec!["x".repeat(HALF_LIMIT_ARGUMENT)];
+        let port = 40000 + (unique() % 20000) as i32;
+        a.send(&Envelope::Send(D::RegisterApplication(
+            RegisterApplication::new(
+                desc,
+                EndpointRef::at(Addr::new("127.0.0.1", port), "AppClient"),
+            ),
+        )))
+        .await?;
+        a.expect::<D, ()>(wait(&ctx), "RegisteredApplication", |e| {
+            matches!(e, Envelope::Send(D::RegisteredApplication(_))).then_some(())
+        })
+        .await?;
+        apps.push(a);
+    }
+    let (mut c, _) = s
+        .open(&ctx, Role::DriverClient, "driver-client", None)
+        .await?;
+    c.send(&Envelope::Ask {
+        id: 1,
+        message: D::RequestMasterState(RequestMasterState::new()),
+    })
+    .await?;
+    let want = format!(
+        "a failure for RequestMasterState (ask 1), whose answer is over the frame limit of {SMALL_FRAME_LIMIT} \
+            bytes: class org.apache.spark.SparkException, with a message"
+    );
+    match answer_or_close(&ctx, &mut c, 1, &want).await? {
+        Answered::Failure(e) => check(
+            e.class_name == "org.apache.spark.SparkException" && !e.message.is_empty(),
+            &want,
+            format!("a failure {}: {:?}", e.class_name, e.message),
+        )?,
+        Answered::Reply => {
+            return Err(fail(
+                want,
+                "a reply (a frame over the limit the server was started with)",
+            ))
+        }
+        Answered::Closed(r) => return Err(fail(want, format!("the connection closed ({r:?})"))),
+    }
+    let id = format!("driver-20250101120000-{:04}", 9000 + unique() % 1000);
+    c.send(&Envelope::Ask {
+        id: 2,
+        message: D::RequestDriverStatus(RequestDriverStatus::new(id)),
+    })
+    .await?;
+    let next = "the answer to RequestDriverStatus (ask 2): the connection stayed open";
+    match answer_or_close(&ctx, &mut c, 2, next).await? {
+        Answered::Reply => Ok(()),
+        Answered::Failure(e) => Err(fail(
+            next,
+            format!("a failure {}: {:?}", e.class_name, e.message),
+        )),
+        Answered::Closed(r) => Err(fail(next, format!("the connection closed ({r:?})"))),
+    }
+}
+
+async fn idle_driver_client_between_polls(ctx: Ctx) -> Outcome {
+    let s = Server::start(
+        &ctx,
+        Settings {
+            idle_timeout: SHORT,
+            ..Settings::default()
+        },
+        &["idle_timeout"],
+    )
+    .await?;
+    let (mut c, taken) = s
+        .open(&ctx, Role::DriverClient, "driver-client", None)
+        .await?;
+    let id = format!("driver-20250101120000-{:04}", 9000 + unique() % 1000);
+    c.send(&Envelope::Ask {
+        id: 1,
+        message: D::RequestDriverStatus(RequestDriverStatus::new(id)),
+    })
+    .await?;
+    let want = "the answer to RequestDriverStatus (ask 1)";
+    match answer_or_close(&ctx, &mut c, 1, want).await? {
+        Answered::Reply => {}
+        Answered::Failure(e) => {
+            return Err(fail(
+                want,
+                format!("a failure {}: {:?}", e.class_name, e.message),
+            ))
+        }
+        Answered::Closed(r) => return Err(fail(want, format!("the connection closed ({r:?})"))),
+    }
+    closed_by_limit(&ctx, &mut c, taken, "Idle", after(&ctx, SHORT)).await
 }
 
 #[cfg(test)]
