@@ -179,7 +179,11 @@ print(f"matrix {release}: stored {out}", file=sys.stderr)
 PY
 done
 
-(cd "$root" && "$suite" --write-spark-md conformance/SPARK.md --spark-results conformance/spark) || broken=1
-echo "matrix: wrote conformance/SPARK.md" >&2
+if (cd "$root" && "$suite" --write-spark-md conformance/SPARK.md --spark-results conformance/spark); then
+  echo "matrix: wrote conformance/SPARK.md" >&2
+else
+  echo "matrix: conformance/SPARK.md not written (above: why)" >&2
+  broken=1
+fi
 if [ "$broken" = 0 ] && [ "${SPARKWIRE_KEEP_LOGS:-0}" != 1 ]; then rm -rf "$work"; fi
 exit "$broken"
