@@ -909,10 +909,17 @@ fn java_seeds() -> Vec<Vec<u8>> {
     ];
     #[cfg(feature = "spark")]
     {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/spark");
         let mut seen = std::collections::HashSet::new();
-        for version in ["4.0.1", "3.0.3"] {
-            let Ok(entries) = std::fs::read_dir(dir.join(version)) else {
+        // Every release's forms: the per-table vectors first, then whatever else the captures
+        // of each release hold.
+        let mut streams = spark_vector_streams();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/spark");
+        let mut releases: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        releases.sort();
+        for release in releases {
+            let Ok(entries) = std::fs::read_dir(release) else {
                 continue;
             };
             let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
@@ -924,16 +931,45 @@ fn java_seeds() -> Vec<Vec<u8>> {
                 let Ok(file) = std::fs::File::open(path) else {
                     continue;
                 };
-                for stream in crate::spark::java_streams(file).unwrap_or_default() {
-                    // One of each distinct stream, and none of the large task bodies.
-                    if stream.len() <= 16 * 1024 && seen.insert(stream.clone()) {
-                        let mut seed = vec![0];
-                        seed.extend_from_slice(&stream);
-                        out.push(seed);
-                    }
-                }
+                streams.extend(crate::spark::java_streams(file).unwrap_or_default());
             }
         }
+        for stream in streams {
+            // One of each distinct stream, and none of the large task bodies.
+            if stream.len() <= 16 * 1024 && seen.insert(stream.clone()) {
+                let mut seed = vec![0];
+                seed.extend_from_slice(&stream);
+                out.push(seed);
+            }
+        }
+    }
+    out
+}
+
+/// The Java streams of the Spark-native golden vectors of every class table
+/// (`protocol/vectors/spark/RELEASE.json`, one file per table), files in name order.
+#[cfg(feature = "spark")]
+fn spark_vector_streams() -> Vec<bytes::Bytes> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol/vectors/spark");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|e| e == "json"));
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let Some(v) = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<crate::spark::SparkVectors>(&t).ok())
+        else {
+            continue;
+        };
+        out.extend(
+            v.vectors
+                .iter()
+                .filter_map(|x| crate::messages::from_hex(&x.stream_hex))
+                .map(bytes::Bytes::from),
+        );
     }
     out
 }
@@ -989,6 +1025,23 @@ fn spark_seeds() -> Vec<Vec<u8>> {
         let at = seed.len() - 2;
         seed.extend_from_slice(&s2c);
         seed[0] = ((at * 255) / (seed.len() - 2)).min(255) as u8;
+        out.push(seed);
+    }
+    // Every release's messages as its own peers send them: each distinct stream of the
+    // per-table vectors, one-way to the master, all in the client's direction.
+    #[cfg(feature = "spark")]
+    let mut seen = std::collections::HashSet::new();
+    #[cfg(feature = "spark")]
+    for stream in spark_vector_streams() {
+        if stream.len() > 16 * 1024 || !seen.insert(stream.clone()) {
+            continue;
+        }
+        let mut message = request[..request.len() - boolean.len()].to_vec();
+        message.extend_from_slice(&stream);
+        let mut body = (message.len() as i32).to_be_bytes().to_vec();
+        body.extend_from_slice(&message);
+        let mut seed = vec![255, 64];
+        seed.extend(frame(9, &body));
         out.push(seed);
     }
     out

@@ -64,3 +64,42 @@ fn every_regression_file_replays_clean() {
 fn an_unknown_target_name_is_reported() {
     assert!(!run("no_such_target", b"x"));
 }
+
+/// The Spark targets start from every release's own forms: the stream of each class table's
+/// RegisterWorker vector (`protocol/vectors/spark/RELEASE.json`) is a `java_roundtrip` seed as it
+/// is, and a `spark_stream` seed inside a one-way frame to the master.
+#[cfg(feature = "spark")]
+#[test]
+fn the_spark_targets_are_seeded_with_every_class_table_s_vectors() {
+    use sparkwire::messages::from_hex;
+    use sparkwire::spark::{Release, SparkVectors};
+    let java = seeds("java_roundtrip");
+    let wire = seeds("spark_stream");
+    let dir = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/protocol/vectors/spark"
+    ));
+    let mut tables = 0;
+    for release in Release::all().iter().filter(|r| r.names_its_table()) {
+        let path = dir.join(format!("{}.json", release.name()));
+        let text = std::fs::read_to_string(&path).expect("the table's vectors");
+        let v: SparkVectors = serde_json::from_str(&text).expect("they parse");
+        let x = v
+            .vectors
+            .iter()
+            .find(|x| x.message == "deploy.RegisterWorker")
+            .expect("a RegisterWorker vector");
+        let stream = from_hex(&x.stream_hex).expect("hex");
+        assert!(
+            java.iter().any(|s| s.get(1..) == Some(&stream[..])),
+            "{release}: no java_roundtrip seed is its RegisterWorker"
+        );
+        assert!(
+            wire.iter()
+                .any(|s| s.windows(stream.len()).any(|w| w == &stream[..])),
+            "{release}: no spark_stream seed carries its RegisterWorker"
+        );
+        tables += 1;
+    }
+    assert!(tables >= 30, "{tables} class tables");
+}

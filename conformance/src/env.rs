@@ -20,9 +20,9 @@ pub enum Wire {
     /// sparkwire's own: the handshake, then MessagePack envelopes in length-prefixed frames.
     Sparkwire,
     /// Spark's own RPC (SPEC §15): Netty transport frames, `RequestMessage` headers, Java
-    /// serialization, as the Spark release of this protocol version writes it (2: Spark 4.0.1,
-    /// 1: Spark 3.0.3).
-    Spark(Version),
+    /// serialization, as this Spark release writes it (its class table, `protocol/spark/`); the
+    /// cases speak the sparkwire protocol version it maps to (SPEC §15.3).
+    Spark(&'static sparkwire::spark::Release),
 }
 
 impl Wire {
@@ -30,8 +30,7 @@ impl Wire {
     pub fn spark_release(self) -> Option<&'static str> {
         match self {
             Wire::Sparkwire => None,
-            Wire::Spark(Version::V1) => Some("3.0.3"),
-            Wire::Spark(_) => Some("4.0.1"),
+            Wire::Spark(release) => Some(release.name()),
         }
     }
 }

@@ -124,9 +124,11 @@ struct Args {
     /// authentication are then skipped, saying "not on Spark's wire".
     #[arg(long, default_value = "sparkwire", value_parser = ["sparkwire", "spark"])]
     wire: String,
-    /// With `--wire spark`: the Spark release spoken, 4.0.1 (protocol version 2) or 3.0.3 (1).
-    #[arg(long, default_value = "4.0.1", value_parser = ["4.0.1", "3.0.3"])]
-    spark_release: String,
+    /// With `--wire spark`: the Spark release spoken, any release of `protocol/spark/releases.json`
+    /// (3.0.0 … 4.3.0) or a release line (`3.5`: its newest release); its class table gives
+    /// the forms written, and the cases run at the protocol version it maps to (SPEC §15.3).
+    #[arg(long, default_value = "4.0.1", value_parser = spark_release)]
+    spark_release: &'static sparkwire::spark::Release,
     /// Writes conformance/SPARK.md (the verdict on real Spark) to FILE from the stored runs in
     /// --spark-results, and exits.
     #[arg(long, value_name = "FILE")]
@@ -164,6 +166,18 @@ const DEFAULT_DEADLINE_SECS: f64 = 50.0;
 /// The same on Spark's wire (`--wire spark`): a real Spark master's run takes about 50 s, a
 /// worker's (a JVM per case) minutes.
 const DEFAULT_SPARK_DEADLINE_SECS: f64 = 600.0;
+
+/// `--spark-release`: a release sparkwire speaks, or a release line (its newest release).
+fn spark_release(name: &str) -> Result<&'static sparkwire::spark::Release, String> {
+    use sparkwire::spark::Release;
+    Release::named(name).ok_or_else(|| {
+        let known: Vec<&str> = Release::all().iter().map(Release::name).collect();
+        format!(
+            "not a Spark release sparkwire speaks: {name} (known: {})",
+            known.join(", ")
+        )
+    })
+}
 
 fn seconds(name: &str, v: f64) -> Result<Duration, String> {
     if v.is_finite() && v > 0.0 {
@@ -234,7 +248,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
     }
     if args.write_spark_md.is_some() || args.check_spark_md.is_some() {
         use sparkwire_conformance::documents::spark_md;
-        let text = spark_md::render(&spark_md::load(&args.spark_results)?)?;
+        let text = spark_md::render_dir(&args.spark_results)?;
         if let Some(path) = &args.write_spark_md {
             std::fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
         }
@@ -374,9 +388,8 @@ fn run(args: Args) -> Result<ExitCode, String> {
             .map_err(|e| format!("--secret-file: {e}"))?,
         secret_file: args.secret_file.clone(),
         hex: args.hex,
-        wire: match (args.wire.as_str(), args.spark_release.as_str()) {
-            ("spark", "3.0.3") => Wire::Spark(sparkwire::messages::Version::V1),
-            ("spark", _) => Wire::Spark(sparkwire::messages::Version::V2),
+        wire: match args.wire.as_str() {
+            "spark" => Wire::Spark(args.spark_release),
             _ => Wire::Sparkwire,
         },
     };

@@ -19,7 +19,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::env::{Log, Wire};
 pub use crate::mp::frame;
-use crate::spark_wire::{endpoint_of, endpoint_played, release, Incoming, SparkSide};
+use crate::spark_wire::{endpoint_of, endpoint_played, Incoming, SparkSide};
 use crate::verdict::{fail, Failure};
 use sparkwire::validate::{ConnId, Endpoint as End, ValidatedFamily};
 
@@ -428,7 +428,7 @@ impl Conn {
             self.log.push(format!(
                 "[{}] → Spark {} frame {} B: {what}",
                 self.label,
-                release(v),
+                spark.release().name(),
                 bytes.len()
             ));
             self.log_bytes("→", &bytes);
@@ -460,9 +460,9 @@ impl Conn {
     /// Sends an envelope in the negotiated version.
     pub async fn send<F: Family>(&mut self, env: &Envelope<F>) -> Result<(), Failure> {
         let mut body = Vec::new();
-        encode_envelope(env, self.v(), &mut body).map_err(|e| match self.spark {
+        encode_envelope(env, self.v(), &mut body).map_err(|e| match &self.spark {
             // A message the Spark release spoken does not have (SPEC §15.3).
-            Some(_) => not_on_spark_wire(format!("in Spark {}: {e}", release(self.v()))),
+            Some(spark) => not_on_spark_wire(format!("in Spark {}: {e}", spark.release().name())),
             None => fail("an envelope the suite can encode", e.to_string()),
         })?;
         self.send_frame(&body).await
@@ -1012,7 +1012,7 @@ impl Conn {
     /// before it sends an endpoint anything, asks the endpoint verifier whether the endpoint
     /// under test exists (`CheckExistence`), which must be answered `true`. The release's
     /// version stands in for the handshake's: a case that asks for another is skipped, except
-    /// that against Spark 3.0.3 the version-2 cases run at version 1.
+    /// that against a release of version 1 (Spark 3.0) the version-2 cases run at version 1.
     #[allow(clippy::too_many_arguments)]
     async fn open_spark(
         addr: SocketAddr,
@@ -1021,8 +1021,9 @@ impl Conn {
         secret: Option<&Secret>,
         log: &Log,
         wait: Duration,
-        v: Version,
+        spoken: &'static sparkwire::spark::Release,
     ) -> Result<Conn, Failure> {
+        let v = spoken.version();
         if secret.is_some() {
             return Err(not_on_spark_wire(
                 "sparkwire's shared-secret authentication (Spark's own is a SASL bootstrap)",
@@ -1032,7 +1033,7 @@ impl Conn {
         if !hello.versions.contains(&number) && v == Version::V2 {
             return Err(not_on_spark_wire(format!(
                 "Spark {} speaks only its own classes (version {number}), not {:?}",
-                release(v),
+                spoken.name(),
                 hello.versions
             )));
         }
@@ -1081,7 +1082,7 @@ impl Conn {
             ));
         };
         let mut c = Conn::connect(addr, label, role, log).await?;
-        c.version = Some(v);
+        c.version = Some(v.version());
         Ok(c)
     }
 

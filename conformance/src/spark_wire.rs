@@ -21,7 +21,8 @@ use sparkwire::messages::{
 };
 use sparkwire::spark::{
     bool_stream, check_existence_stream, classify, error_of, int_stream, message_stream,
-    parse_stream, reply_value, Classified, Frame, FrameDecoder, ReplyValue, RequestMessage, Typed,
+    parse_stream, reply_value, Classified, Frame, FrameDecoder, Release, ReplyValue,
+    RequestMessage, Typed,
 };
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{decode_envelope, encode_envelope, Envelope, Reply};
@@ -70,7 +71,7 @@ pub enum Incoming {
 /// frames read so far.
 #[derive(Debug)]
 pub struct SparkSide {
-    version: Version,
+    release: &'static Release,
     decoder: FrameDecoder,
     /// The suite's RPC address, the sender of every request and one-way message; `None` (a
     /// client-mode RpcEnv, as an executor's) until the suite registers something that names its
@@ -89,11 +90,15 @@ pub struct SparkSide {
 }
 
 impl SparkSide {
-    /// A connection speaking the Spark release of `version`, to `peer` (address, endpoint name),
-    /// the suite playing the endpoint `played`.
-    pub fn new(version: Version, peer: (Option<(String, i32)>, String), played: &str) -> Self {
+    /// A connection speaking Spark `release` (in its own forms: its class table), to `peer`
+    /// (address, endpoint name), the suite playing the endpoint `played`.
+    pub fn new(
+        release: &'static Release,
+        peer: (Option<(String, i32)>, String),
+        played: &str,
+    ) -> Self {
         SparkSide {
-            version,
+            release,
             decoder: FrameDecoder::default(),
             local: None,
             peer,
@@ -109,9 +114,14 @@ impl SparkSide {
         self
     }
 
-    /// The protocol version of the Spark release spoken.
+    /// The protocol version the Spark release spoken maps to (SPEC §15.3).
     pub fn version(&self) -> Version {
-        self.version
+        self.release.version()
+    }
+
+    /// The Spark release spoken.
+    pub fn release(&self) -> &'static Release {
+        self.release
     }
 
     /// The names the endpoint asked `CheckExistence` of on this connection, in order.
@@ -132,7 +142,7 @@ impl SparkSide {
 
     /// The `RpcRequest` of `CheckExistence(name)` with request id `id`, to the verifier.
     pub fn check_existence(&self, id: i64, name: &str) -> Result<Vec<u8>, String> {
-        let stream = check_existence_stream(name, self.version).map_err(|e| e.to_string())?;
+        let stream = check_existence_stream(name, self.release).map_err(|e| e.to_string())?;
         let header = RequestMessage {
             sender: self.local.clone(),
             receiver: self.peer.0.clone(),
@@ -167,7 +177,7 @@ impl SparkSide {
 
     /// The Spark frame of the sparkwire envelope `body` of `family`.
     pub fn outgoing(&mut self, family: &str, body: &[u8]) -> Result<Vec<u8>, String> {
-        let version = self.version;
+        let version = self.version();
         match family {
             "coarse" => {
                 let env = decode_envelope::<CoarseMessage>(&Bytes::copy_from_slice(body), version)
@@ -203,11 +213,11 @@ impl SparkSide {
         env: Envelope<F>,
         typed: fn(F) -> Typed,
     ) -> Result<Vec<u8>, String> {
-        let version = self.version;
+        let spoken = self.release;
         let stream = |m: F| {
-            message_stream(&typed(m), version, None)
+            message_stream(&typed(m), spoken, None)
                 .map(Bytes::from)
-                .map_err(|e| format!("a message Spark {} cannot hold ({e})", release(version)))
+                .map_err(|e| format!("a message Spark {} cannot hold ({e})", spoken.name()))
         };
         match env {
             Envelope::Send(m) => {
@@ -220,8 +230,8 @@ impl SparkSide {
             }
             Envelope::Reply { id, reply } => {
                 let body = match reply {
-                    Reply::Bool(b) => bool_stream(b, version).map_err(|e| e.to_string())?.into(),
-                    Reply::Int(i) => int_stream(i, version).map_err(|e| e.to_string())?.into(),
+                    Reply::Bool(b) => bool_stream(b, spoken).map_err(|e| e.to_string())?.into(),
+                    Reply::Int(i) => int_stream(i, spoken).map_err(|e| e.to_string())?.into(),
                     Reply::Message(m) => stream(m)?,
                     other => return Err(format!("a reply of kind {}", other.tag())),
                 };
@@ -254,7 +264,7 @@ impl SparkSide {
     }
 
     fn frame_in(&mut self, family: &str, f: Frame, answers: &mut Vec<Vec<u8>>) -> Incoming {
-        let version = self.version;
+        let version = self.version();
         match f {
             Frame::OneWay { body } => self.request_in(family, None, &body, answers),
             Frame::RpcRequest { request_id, body } => {
@@ -315,7 +325,7 @@ impl SparkSide {
             let exists = name == self.played;
             self.checked.push(name.clone());
             if let Some(request_id) = id {
-                let answer = bool_stream(exists, self.version)
+                let answer = bool_stream(exists, self.release)
                     .map_err(|e| e.to_string())
                     .and_then(|s| {
                         frame(Frame::RpcResponse {
@@ -332,7 +342,7 @@ impl SparkSide {
                 header.endpoint
             ));
         }
-        let version = self.version;
+        let version = self.version();
         match classify(root) {
             Classified::Message(m) => {
                 if let (Typed::Deploy(DeployMessage::RegisterWorker(r)), None) = (&m, id) {
@@ -349,14 +359,6 @@ impl SparkSide {
             }
             Classified::Failed(c, e) => Incoming::Foreign(format!("a {c} that does not map: {e}")),
         }
-    }
-}
-
-/// The Spark release of protocol `version`.
-pub fn release(version: Version) -> &'static str {
-    match version {
-        Version::V1 => "3.0.3",
-        _ => "4.0.1",
     }
 }
 
@@ -453,7 +455,7 @@ mod tests {
 
     fn side(played: &str) -> SparkSide {
         SparkSide::new(
-            Version::V2,
+            Release::of(Version::V2),
             (Some(("127.0.0.1".into(), 7077)), "Master".into()),
             played,
         )

@@ -94,9 +94,13 @@ note() { # the scenario's timeline
   printf -- '- +%.1f s: %s\n' "$(echo "$now - $t0" | bc)" "$*" >>"$work/$scenario/events"
 }
 
+# Every wait is multiplied by SPARKWIRE_CAPTURE_PATIENCE (a whole number, default 1) on a
+# loaded machine, where a JVM takes minutes to start.
+patience=${SPARKWIRE_CAPTURE_PATIENCE:-1}
+
 wait_log() { # FILE PATTERN SECONDS
   local i
-  for i in $(seq 1 $(($3 * 5))); do
+  for i in $(seq 1 $(($3 * 5 * patience))); do
     grep -q -- "$2" "$1" 2>/dev/null && return 0
     sleep 0.2
   done
@@ -167,11 +171,11 @@ start_app() { # MODE [spark conf key=value...]: a client-mode PySpark applicatio
 
 wait_pid() { # PID SECONDS: wait for a process to end by itself
   local i
-  for i in $(seq 1 $(($2 * 5))); do
+  for i in $(seq 1 $(($2 * 5 * patience))); do
     kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
     sleep 0.2
   done
-  echo "capture $version/$scenario: process $1 still running after $2 s" >&2
+  echo "capture $version/$scenario: process $1 still running after $(($2 * patience)) s" >&2
   exit 1
 }
 

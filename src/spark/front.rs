@@ -630,19 +630,33 @@ impl Conn {
         let before = self.detector.known().then(|| self.detector.release());
         let why = match self.detector.observe(graph) {
             Ok(release) if self.ctx.config.versions.contains(&release.version()) => {
+                // The releases its streams agree with, named, so that an operator (and
+                // scripts/spark/lane.sh) can see the peer's own release among them where its
+                // streams cannot tell the newest from older ones (SPEC §15.3).
+                let agreeing = || {
+                    let names: Vec<&str> = self
+                        .detector
+                        .candidates()
+                        .iter()
+                        .map(|r| r.name())
+                        .collect();
+                    names.join(" ")
+                };
                 if before.is_some_and(|b| b != release) {
                     tracing::info!(
-                        "spark front: {}: revised: speaks Spark {release} (was {})",
+                        "spark front: {}: revised: speaks Spark {release} (was {}; its streams agree with: {})",
                         self.peer,
-                        before.map(Release::name).unwrap_or_default()
+                        before.map(Release::name).unwrap_or_default(),
+                        agreeing()
                     );
                 } else if before.is_none() {
                     tracing::info!(
                         "spark front: {}: speaks Spark {release} (Scala {}; {} of the releases \
-                         sparkwire knows agree with its first stream)",
+                         sparkwire knows agree with its first stream: {})",
                         self.peer,
                         release.scala(),
-                        self.detector.candidates().len()
+                        self.detector.candidates().len(),
+                        agreeing()
                     );
                 }
                 return Ok(release);

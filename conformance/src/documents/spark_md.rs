@@ -6,6 +6,13 @@
 //! Every failure must end somewhere (issue 27): a case that fails on real Spark is rendered only
 //! when [`resolution`] names the deviation of SPEC §15.4 that explains it; a failure without one
 //! is an error, so neither the file nor its check can pass over it.
+//!
+//! The interop matrix (release × check, one table) is rendered from
+//! `conformance/spark/matrix/RELEASE.json`, written by `scripts/spark/matrix.sh` per release: a
+//! real worker and a PySpark application on a sparkwire master, `sparkwire worker --spark-home`
+//! running that release's executors, the suite's master and worker targets against real Spark of
+//! that release (each failing case with its SPEC §15.4 row), and decode plus round trip of the
+//! release's captures.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -89,6 +96,197 @@ pub fn load(dir: &Path) -> Result<Vec<Run>, String> {
         }
     }
     Ok(runs)
+}
+
+/// One release's row of the interop matrix: its checks as `scripts/spark/matrix.sh` stored them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatrixRow {
+    /// The Spark release.
+    pub release: String,
+    /// The checks by key ([`MATRIX_CHECKS`]).
+    pub checks: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The matrix's columns: the key a check is stored under and its heading.
+pub const MATRIX_CHECKS: [(&str, &str); 6] = [
+    ("worker", "real worker registers"),
+    ("application", "PySpark app: JVM and Python jobs"),
+    ("sparkwire-worker", "`sparkwire worker --spark-home`"),
+    ("conformance-master", "suite vs real master"),
+    ("conformance-worker", "suite vs real worker"),
+    ("decode", "decode + round trip of its captures"),
+];
+
+/// A release name's numbers, for ordering (`3.10.0` after `3.9.0`).
+fn release_key(name: &str) -> Vec<u64> {
+    name.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}
+
+/// Every row stored in `dir/matrix/` (`RELEASE.json`), newest release first; none when the
+/// directory is missing.
+pub fn load_matrix(dir: &Path) -> Result<Vec<MatrixRow>, String> {
+    let dir = dir.join("matrix");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(Vec::new());
+    };
+    let mut rows = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        rows.push(parse_matrix_row(&text).map_err(|e| format!("{}: {e}", path.display()))?);
+    }
+    rows.sort_by_key(|r| std::cmp::Reverse(release_key(&r.release)));
+    Ok(rows)
+}
+
+/// Reads one stored row (`{"release": …, "checks": {…}}`).
+pub fn parse_matrix_row(text: &str) -> Result<MatrixRow, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let release = v["release"].as_str().ok_or("no release")?.to_string();
+    let checks = v["checks"].as_object().ok_or("no checks")?.clone();
+    Ok(MatrixRow { release, checks })
+}
+
+/// One cell of the matrix; an error for a conformance failure no SPEC §15.4 row explains.
+fn matrix_cell(release: &str, key: &str, v: Option<&serde_json::Value>) -> Result<String, String> {
+    let Some(v) = v else {
+        return Ok("not run".into());
+    };
+    let n = |f: &str| v[f].as_u64().unwrap_or(0);
+    Ok(match key {
+        "conformance-master" | "conformance-worker" => {
+            if let Some(e) = v["error"].as_str() {
+                return Ok(format!("**NOT RUN**: {e}"));
+            }
+            let mut rows: BTreeMap<&str, usize> = BTreeMap::new();
+            let mut unresolved = Vec::new();
+            for id in v["failures"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k)
+            {
+                match resolution(id) {
+                    Some(r) => *rows.entry(r).or_default() += 1,
+                    None => unresolved.push(format!("{release} {key} {id}")),
+                }
+            }
+            if !unresolved.is_empty() {
+                return Err(unresolved.join("\n"));
+            }
+            let failed = n("fail") + n("nonStrict");
+            let why: Vec<String> = rows.iter().map(|(r, k)| format!("{r} ×{k}")).collect();
+            // A verdict summed up from a full run kept in conformance/spark/, not run by the script.
+            let stored = match v["source"].as_str() {
+                Some(s) if s != "this run" => format!("; stored run `{s}`"),
+                _ => String::new(),
+            };
+            if failed == 0 {
+                format!(
+                    "pass: {} cases ({} skipped{stored})",
+                    n("pass"),
+                    n("skipped")
+                )
+            } else {
+                format!(
+                    "{} pass, {failed} fail: SPEC §15.4 {} ({} skipped{stored})",
+                    n("pass"),
+                    why.join(", "),
+                    n("skipped")
+                )
+            }
+        }
+        "decode" => {
+            let failed = v["failedCaptures"].as_array().map_or(0, Vec::len);
+            let text = format!(
+                "{} captures, {} frames: {} not decoded, {} unknown classes, {} re-encoded differently, {} violations",
+                n("captures"),
+                n("frames"),
+                n("notDecoded"),
+                n("unknownClasses"),
+                n("differ"),
+                n("violations")
+            );
+            if n("captures") == 0 {
+                "no captures".into()
+            } else if failed > 0 || n("notDecoded") + n("unknownClasses") + n("differ") > 0 {
+                format!("**FAIL**: {text}")
+            } else {
+                format!("pass: {text}")
+            }
+        }
+        _ => {
+            let detail = v["detail"].as_str().unwrap_or_default().replace('|', "\\|");
+            if v["ok"].as_bool() == Some(true) {
+                "pass".into()
+            } else {
+                format!("**FAIL**: {detail}")
+            }
+        }
+    })
+}
+
+/// The interop matrix section of SPARK.md (empty without rows); an error names every
+/// conformance failure no SPEC §15.4 row explains.
+pub fn render_matrix(rows: &[MatrixRow]) -> Result<String, String> {
+    let mut out = String::new();
+    if rows.is_empty() {
+        return Ok(out);
+    }
+    let _ = writeln!(
+        out,
+        "## The interop matrix
+"
+    );
+    let _ = writeln!(
+        out,
+        "Made by `scripts/spark/matrix.sh [RELEASE…]` (stored per release in `conformance/spark/matrix/RELEASE.json`), \
+         one release at a time against real Spark from PyPI: a real worker of the release registers with a \
+         sparkwire master told no release, a PySpark application of it runs a JVM job and a Python job to the \
+         right results, `sparkwire worker --spark-home` of it runs its executors (`scripts/spark/lane.sh`), the \
+         suite's master and worker targets judge real Spark of it (`scripts/spark/conformance.sh`; each failure \
+         counted under the SPEC §15.4 row that explains it), and `sparkwire spark decode --check-roundtrip` reads \
+         its captures (`tests/data/spark/RELEASE/`) with no release given.\n"
+    );
+    let mut header = String::from("| release |");
+    let mut rule = String::from("|---|");
+    for (_, title) in MATRIX_CHECKS {
+        let _ = write!(header, " {title} |");
+        rule.push_str("---|");
+    }
+    let _ = writeln!(out, "{header}\n{rule}");
+    let mut unresolved = Vec::new();
+    let mut newest_first: Vec<&MatrixRow> = rows.iter().collect();
+    newest_first.sort_by_key(|r| std::cmp::Reverse(release_key(&r.release)));
+    for r in newest_first {
+        let mut line = format!("| {} |", r.release);
+        for (key, _) in MATRIX_CHECKS {
+            match matrix_cell(&r.release, key, r.checks.get(key)) {
+                Ok(c) => {
+                    let _ = write!(line, " {c} |");
+                }
+                Err(e) => unresolved.push(e),
+            }
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    if !unresolved.is_empty() {
+        return Err(format!(
+            "failures on real Spark with no resolution (change the spec or add the deviation to SPEC §15.4 and to spark_md::resolution):\n{}",
+            unresolved.join("\n")
+        ));
+    }
+    out.push('\n');
+    Ok(out)
+}
+
+/// SPARK.md from the stored runs and matrix rows in `dir` (`conformance/spark`).
+pub fn render_dir(dir: &Path) -> Result<String, String> {
+    render(&load(dir)?, &load_matrix(dir)?)
 }
 
 /// The deviation of SPEC §15.4 that explains why real Spark fails case `id`, if one does.
@@ -201,8 +399,10 @@ fn cell(v: Option<&Verdict>, in_suite: bool) -> String {
     }
 }
 
-/// The text of SPARK.md for `runs`; an error names every failure [`resolution`] does not explain.
-pub fn render(runs: &[Run]) -> Result<String, String> {
+/// The text of SPARK.md for `runs` and the interop `matrix`; an error names every failure
+/// [`resolution`] does not explain.
+pub fn render(runs: &[Run], matrix: &[MatrixRow]) -> Result<String, String> {
+    let matrix = render_matrix(matrix)?;
     let mut unresolved = Vec::new();
     for r in runs {
         for (id, v) in &r.cases {
@@ -235,6 +435,10 @@ pub fn render(runs: &[Run]) -> Result<String, String> {
          sparkwire's own framing, handshake and authentication are skipped with \"not on Spark's wire\"; a failure is \
          resolved by a deviation of SPEC §15.4, named in the last column.\n"
     );
+    out.push_str(&matrix);
+    if !matrix.is_empty() {
+        let _ = writeln!(out, "## Every case on Spark 4.0.1 and 3.0.3\n");
+    }
     let _ = writeln!(
         out,
         "| release | target | pass | fail | non-strict | skipped | with a verdict | wall time |"
@@ -345,13 +549,16 @@ mod tests {
 
     #[test]
     fn a_failure_without_a_resolution_is_refused_and_one_with_is_rendered_with_it() {
-        let e = render(&[run(&[("flow/master/app/registered", "fail")])]).unwrap_err();
+        let e = render(&[run(&[("flow/master/app/registered", "fail")])], &[]).unwrap_err();
         assert!(e.contains("4.0.1 master flow/master/app/registered"), "{e}");
-        let text = render(&[run(&[
-            ("route/deploy/RegisterWorker", "fail"),
-            ("flow/master/app/registered", "pass"),
-            ("handshake/4/accepted", "skipped"),
-        ])])
+        let text = render(
+            &[run(&[
+                ("route/deploy/RegisterWorker", "fail"),
+                ("flow/master/app/registered", "pass"),
+                ("handshake/4/accepted", "skipped"),
+            ])],
+            &[],
+        )
         .expect("renders");
         assert!(
             text.contains("| `route/deploy/RegisterWorker` | **FAIL** (3 ms) | SPEC §15.4 S1 |"),
@@ -392,7 +599,7 @@ mod tests {
 
     #[test]
     fn a_case_of_the_suite_without_a_stored_verdict_is_listed_as_not_yet_run() {
-        let text = render(&[run(&[("flow/master/app/registered", "pass")])]).expect("renders");
+        let text = render(&[run(&[("flow/master/app/registered", "pass")])], &[]).expect("renders");
         let (_, list) = text
             .split_once("### Not yet run on Spark")
             .expect("a list of the cases not yet run");
@@ -400,7 +607,11 @@ mod tests {
         assert!(!list.contains("flow/master/app/registered"), "{list}");
         let mut r303 = run(&[("handshake/4/accepted", "skipped")]);
         r303.release = "3.0.3".into();
-        let text = render(&[run(&[("handshake/4/accepted", "skipped")]), r303.clone()]).unwrap();
+        let text = render(
+            &[run(&[("handshake/4/accepted", "skipped")]), r303.clone()],
+            &[],
+        )
+        .unwrap();
         assert!(
             text.contains("| `handshake/4/accepted` | skipped | skipped |  |"),
             "{text}"
@@ -413,11 +624,63 @@ mod tests {
                 millis: 3,
             },
         );
-        let text = render(&[run(&[("handshake/4/accepted", "skipped")]), r303]).unwrap();
+        let text = render(&[run(&[("handshake/4/accepted", "skipped")]), r303], &[]).unwrap();
         assert!(
             text.contains("| `handshake/4/accepted` | skipped | not yet run |  |"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_matrix_files_each_conformance_failure_under_its_spec_row_and_shows_every_other_failure()
+    {
+        let row = |release: &str, master_failures: &str, differ: u32| {
+            parse_matrix_row(&format!(
+                r#"{{"release": "{release}", "checks": {{
+                    "worker": {{"ok": true, "detail": "registered"}},
+                    "application": {{"ok": false, "detail": "the PySpark application's PY job gave ''"}},
+                    "conformance-master": {{"pass": 90, "fail": 2, "nonStrict": 0, "skipped": 40,
+                        "failures": {{{master_failures}}}}},
+                    "decode": {{"captures": 3, "frames": 400, "notDecoded": 0, "unknownClasses": 0,
+                        "differ": {differ}, "violations": 0, "failedCaptures": []}}
+                }}}}"#
+            ))
+            .expect("a row")
+        };
+        let resolved = r#""route/deploy/RegisterWorker": "fail", "spec/14.2/Z1/x": "fail""#;
+        let text = render_matrix(&[row("3.5.9", resolved, 0), row("4.3.0", resolved, 2)])
+            .expect("renders");
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("| 4.3.0 |") || l.starts_with("| 3.5.9 |"))
+            .collect();
+        // Newest release first; one row per release, one column per check.
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].starts_with("| 4.3.0 | pass | **FAIL**: the PySpark"),
+            "{text}"
+        );
+        assert!(
+            lines[0].contains("| not run |"),
+            "no sparkwire-worker check: {text}"
+        );
+        assert!(
+            lines[0].contains("| 90 pass, 2 fail: SPEC §15.4 S1 ×1, S2 ×1 (40 skipped) |"),
+            "{text}"
+        );
+        assert!(lines[0].contains("**FAIL**: 3 captures, 400 frames: 0 not decoded, 0 unknown classes, 2 re-encoded differently"), "{text}");
+        assert!(
+            lines[1].contains("| pass: 3 captures, 400 frames"),
+            "{text}"
+        );
+        // A conformance failure no row explains is refused, naming it.
+        let e = render_matrix(&[row("3.1.3", r#""flow/master/app/registered": "fail""#, 0)])
+            .unwrap_err();
+        assert!(
+            e.contains("3.1.3 conformance-master flow/master/app/registered"),
+            "{e}"
+        );
+        assert_eq!(render_matrix(&[]).expect("renders"), "");
     }
 
     #[test]

@@ -24,10 +24,10 @@ type D = DeployMessage;
 /// A broken transport frame: the case's id, what is wrong with it, its bytes.
 type BrokenFrame = (&'static str, &'static str, fn() -> Vec<u8>);
 
-/// The Spark release's protocol version, or a skip on sparkwire's wire.
-fn spark_version(ctx: &Ctx) -> Result<Version, Failure> {
+/// The Spark release spoken, or a skip on sparkwire's wire.
+fn spark_version(ctx: &Ctx) -> Result<&'static sparkwire::spark::Release, Failure> {
     match ctx.log.wire() {
-        Wire::Spark(v) => Ok(v),
+        Wire::Spark(r) => Ok(r),
         Wire::Sparkwire => Err(Failure::Skipped(
             "a case about Spark's own wire: only with --wire spark".into(),
         )),
