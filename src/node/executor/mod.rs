@@ -231,6 +231,8 @@ pub struct ExecutorCore {
     /// Tasks reported FAILED in place of an update that could not be sent.
     not_sent: HashSet<i64>,
     out: VecDeque<Output<CoarseMessage, ExecutorEffect>>,
+    /// A bug planted on purpose (tests only; [`crate::node::plant`]).
+    plant: crate::node::plant::Plant,
 }
 
 /// The frame limit the driver's `spark.rpc.message.maxSize` (MiB) sets, or the default.
@@ -271,9 +273,16 @@ impl ExecutorCore {
             running: HashMap::new(),
             not_sent: HashSet::new(),
             out: VecDeque::new(),
+            plant: crate::node::plant::Plant::None,
         };
         core.effect(ExecutorEffect::Dial(Link::Bootstrap));
         core
+    }
+
+    /// Plants bug `plant` (tests only; [`crate::node::plant`]).
+    #[cfg(feature = "testing")]
+    pub fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.plant = plant;
     }
 
     /// Who it is.
@@ -550,6 +559,12 @@ impl ExecutorCore {
             task_cpus: cpus,
             resources: Default::default(),
         };
+        if self.plant == crate::node::plant::Plant::ReportsTwice && state.is_finished() {
+            self.conn_out(ConnOutput::Send {
+                conn,
+                message: CoarseMessage::StatusUpdate(update.clone()),
+            });
+        }
         self.conn_out(ConnOutput::Send {
             conn,
             message: CoarseMessage::StatusUpdate(update),

@@ -247,11 +247,19 @@ impl MasterCore {
     /// Spark's removeApplication: its executors killed, the client told unless it finished
     /// normally, every worker told ApplicationFinished.
     pub(crate) fn remove_application(&mut self, id: &str, state: ApplicationState) {
-        let Some(mut app) = self.apps.all.remove(id) else {
+        let keep = self.planted(crate::node::plant::Plant::KeepsFinishedApp);
+        let app = if keep {
+            self.apps.all.get(id).cloned()
+        } else {
+            self.apps.all.remove(id)
+        };
+        let Some(mut app) = app else {
             return;
         };
         tracing::info!("Removing app {id}");
-        self.apps.waiting.retain(|a| a != id);
+        if !keep {
+            self.apps.waiting.retain(|a| a != id);
+        }
         if let Some(conn) = app.conn {
             self.apps.by_conn.remove(&conn);
         }
@@ -332,7 +340,11 @@ impl MasterCore {
                 alive: true,
                 free: WorkerSlot {
                     cores_free: w.cores_free(),
-                    memory_free: w.memory_free(),
+                    memory_free: if self.planted(crate::node::plant::Plant::IgnoresMemory) {
+                        i32::MAX / 2
+                    } else {
+                        w.memory_free()
+                    },
                     resources_free: self.resources_free(w),
                 },
             })

@@ -325,6 +325,9 @@ impl MasterCore {
 
     /// WorkerSchedulerStateResponse: a recovered worker answered with what it runs.
     pub(crate) fn worker_scheduler_state(&mut self, conn: ConnId, s: WorkerSchedulerStateResponse) {
+        if self.planted(crate::node::plant::Plant::ForgetsSchedulerState) {
+            return;
+        }
         if let Some(bound) = self.workers.on(conn).filter(|b| *b != s.id) {
             // A connection carries one worker (SPEC §14.2 Z2).
             tracing::warn!(

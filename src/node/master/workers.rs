@@ -302,7 +302,9 @@ impl MasterCore {
             r.cores,
             r.memory
         );
-        if self.ha.state() == RecoveryState::Standby {
+        if self.ha.state() == RecoveryState::Standby
+            && !self.planted(crate::node::plant::Plant::StandbyRegisters)
+        {
             self.send_on(Some(conn), MasterInStandby {});
             return;
         }

@@ -359,6 +359,11 @@ impl ExecutorNode {
 }
 
 impl Node for ExecutorNode {
+    #[cfg(feature = "testing")]
+    fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.core.plant(plant);
+    }
+
     fn hello(&self) -> Hello {
         Hello {
             role: Role::Executor,

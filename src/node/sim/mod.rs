@@ -43,6 +43,8 @@
 
 mod application;
 mod nodes;
+pub mod search;
+pub mod store;
 
 pub use application::{DriverNode, ExecutorNode, TaskFn};
 pub use nodes::{
@@ -193,6 +195,12 @@ pub trait Node: Any {
     fn poll_timeout(&self) -> Option<Instant>;
     /// What it wants done next.
     fn poll(&mut self, now: Instant) -> Option<Step>;
+    /// Plants bug `plant` in its core, if it has one of the kind (tests only;
+    /// [`crate::node::plant`]).
+    #[cfg(feature = "testing")]
+    fn plant(&mut self, plant: crate::node::plant::Plant) {
+        let _ = plant;
+    }
     /// Itself, to be looked at by its type.
     fn as_any(&self) -> &dyn Any;
     /// Itself, to be changed by its type.
@@ -211,6 +219,50 @@ struct Link {
     /// Silently dropping everything (a partition).
     cut: bool,
     delay: Duration,
+    /// When the last frame written on it arrives: a later one never arrives before it, whatever
+    /// the link's delay became (TCP keeps a connection's order).
+    last: Instant,
+}
+
+/// What went over the cluster's links, in the order it happened, for an observer
+/// ([`Cluster::record`]): the search's oracle and trace.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // as Frame
+pub enum Wire {
+    /// A connection opened: `client` dialled `server`.
+    Open {
+        /// The link.
+        link: LinkId,
+        /// The dialling node and its hello.
+        client: (NodeId, Hello),
+        /// The accepting node and its hello.
+        server: (NodeId, Hello),
+        /// The version they agreed on.
+        version: Version,
+    },
+    /// A frame was written (on a cut link too: the network then loses it).
+    Written {
+        /// The link.
+        link: LinkId,
+        /// The writer.
+        from: NodeId,
+        /// The frame.
+        frame: Frame,
+    },
+    /// A frame arrived at `to`.
+    Delivered {
+        /// The link.
+        link: LinkId,
+        /// The receiver.
+        to: NodeId,
+        /// The frame.
+        frame: Frame,
+    },
+    /// The connection closed; both ends saw it.
+    Closed {
+        /// The link.
+        link: LinkId,
+    },
 }
 
 /// A frame (or a close) on its way.
@@ -255,6 +307,12 @@ pub struct Cluster {
     task_time: Duration,
     /// The executor nodes workers started: node → (worker, process).
     processes: HashMap<NodeId, (NodeId, RunKey)>,
+    /// What went over the links since the observer last took it, when recording.
+    wire: Option<Vec<Wire>>,
+    /// Nodes that can neither dial nor be dialled (a partition).
+    isolated: Vec<NodeId>,
+    /// The bug planted in every core added from now on (tests only).
+    plant: crate::node::plant::Plant,
 }
 
 impl Default for Cluster {
@@ -282,7 +340,62 @@ impl Cluster {
             run: None,
             task_time: Duration::from_millis(10),
             processes: HashMap::new(),
+            wire: None,
+            isolated: Vec::new(),
+            plant: crate::node::plant::Plant::None,
         }
+    }
+
+    /// Plants bug `plant` in every core added from now on (tests only;
+    /// [`crate::node::plant`]).
+    #[cfg(feature = "testing")]
+    pub fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.plant = plant;
+    }
+
+    /// Records what goes over the links from now on ([`Cluster::take_wire`]).
+    pub fn record(&mut self) {
+        self.wire.get_or_insert_with(Vec::new);
+    }
+
+    /// What went over the links since the last call, in order (empty unless recording).
+    pub fn take_wire(&mut self) -> Vec<Wire> {
+        self.wire.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Node `id` can neither dial nor be dialled while `isolated` (its open links are not
+    /// touched: [`Cluster::cut`] them).
+    pub fn isolate(&mut self, id: NodeId, isolated: bool) {
+        self.isolated.retain(|n| *n != id);
+        if isolated {
+            self.isolated.push(id);
+        }
+    }
+
+    /// Whether node `id` is paused (or dead).
+    pub fn is_paused(&self, id: NodeId) -> bool {
+        self.slots[id].paused
+    }
+
+    /// How many nodes the cluster has had (dead ones included).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether it has no node.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The hello of node `id`.
+    pub fn hello_of(&self, id: NodeId) -> Hello {
+        self.slots[id].node.hello()
+    }
+
+    /// The process of node `id` ends with `code`, as if it exited: its connections close and
+    /// the worker that started it (if one did) sees it end.
+    pub fn crash(&mut self, id: NodeId, code: i32) {
+        self.exited(id, code);
     }
 
     /// The simulated time now.
@@ -297,6 +410,14 @@ impl Cluster {
 
     /// Adds `node`; it speaks protocol version 2 unless [`Cluster::set_version`] says otherwise.
     pub fn add(&mut self, node: Box<dyn Node>) -> NodeId {
+        #[cfg(feature = "testing")]
+        let node = {
+            let mut node = node;
+            if self.plant != crate::node::plant::Plant::None {
+                node.plant(self.plant);
+            }
+            node
+        };
         self.slots.push(Slot {
             node,
             paused: false,
@@ -900,7 +1021,16 @@ impl Cluster {
         };
         let (node, conn) = link.ends[d.to];
         match d.frame {
-            Some(frame) => self.slots[node].node.frame(self.now, conn, frame),
+            Some(frame) => {
+                if let Some(w) = &mut self.wire {
+                    w.push(Wire::Delivered {
+                        link: d.link,
+                        to: node,
+                        frame: frame.clone(),
+                    });
+                }
+                self.slots[node].node.frame(self.now, conn, frame)
+            }
             None => self.drop_link(d.link),
         }
     }
@@ -910,6 +1040,9 @@ impl Cluster {
         let Some(l) = self.links.remove(&link) else {
             return;
         };
+        if let Some(w) = &mut self.wire {
+            w.push(Wire::Closed { link });
+        }
         for (node, conn) in l.ends {
             self.by_end.remove(&(node, conn));
             self.slots[node].node.closed(self.now, conn);
@@ -985,6 +1118,14 @@ impl Cluster {
                 name: name.clone(),
                 asked: f.is_ask(),
             });
+            // Written is written, whether the network then carries it or not.
+            if let Some(w) = &mut self.wire {
+                w.push(Wire::Written {
+                    link,
+                    from,
+                    frame: f.clone(),
+                });
+            }
             if l.cut {
                 return;
             }
@@ -995,7 +1136,10 @@ impl Cluster {
         } else if l.cut {
             return;
         }
-        let at = self.now + l.delay;
+        let at = (self.now + l.delay).max(l.last);
+        if let Some(l) = self.links.get_mut(&link) {
+            l.last = at;
+        }
         self.seq += 1;
         self.inflight
             .insert((at, self.seq), Delivery { link, to, frame });
@@ -1005,7 +1149,8 @@ impl Cluster {
         let target = self
             .slots
             .iter()
-            .position(|s| s.node.hello().addr.as_ref() == Some(addr) && !s.paused);
+            .position(|s| s.node.hello().addr.as_ref() == Some(addr) && !s.paused)
+            .filter(|to| !self.isolated.contains(to) && !self.isolated.contains(&from));
         let Some(to) = target else {
             self.slots[from].node.dial_failed(self.now, addr);
             return;
@@ -1020,6 +1165,7 @@ impl Cluster {
                 ends: [(from, a), (to, b)],
                 cut: false,
                 delay: self.delay,
+                last: self.now,
             },
         );
         self.by_end.insert((from, a), (link, 0));
@@ -1027,6 +1173,14 @@ impl Cluster {
         let (from_node, to_node) = (&self.slots[from].node, &self.slots[to].node);
         let hello_from = from_node.hello_with(&to_node.hello());
         let hello_to = to_node.hello_with(&hello_from);
+        if let Some(w) = &mut self.wire {
+            w.push(Wire::Open {
+                link,
+                client: (from, hello_from.clone()),
+                server: (to, hello_to.clone()),
+                version,
+            });
+        }
         self.slots[to]
             .node
             .accepted(self.now, b, &hello_from, version);

@@ -49,6 +49,8 @@ pub struct MasterNode {
     store: Stored,
     /// Why it dialled each address, oldest first.
     dialling: HashMap<String, VecDeque<DialTarget>>,
+    /// The recovery store it shares with other masters, and its session with it.
+    shared: Option<(super::store::SharedStore, super::store::Session)>,
 }
 
 impl MasterNode {
@@ -72,6 +74,7 @@ impl MasterNode {
             addr,
             store: stored,
             dialling: HashMap::new(),
+            shared: None,
         }
     }
 
@@ -88,6 +91,34 @@ impl MasterNode {
             addr,
             store: Stored::default(),
             dialling: HashMap::new(),
+            shared: None,
+        }
+    }
+
+    /// A master at `addr` in STANDBY from `now`, persisting to `store` over `session` (a
+    /// refused write is fed back as [`master::Input::PersistFailed`]), until
+    /// [`MasterNode::elect`] on what the store holds.
+    pub fn on_store(
+        config: master::Config,
+        addr: Addr,
+        now: Instant,
+        store: super::store::SharedStore,
+        session: super::store::Session,
+    ) -> Self {
+        let mut node = MasterNode::standby(config, addr, now);
+        node.shared = Some((store, session));
+        node
+    }
+
+    /// Its session with the shared store, if it has one.
+    pub fn session(&self) -> Option<super::store::Session> {
+        self.shared.as_ref().map(|(_, s)| *s)
+    }
+
+    /// Its session with the shared store is now `session` (it joined the election again).
+    pub fn set_session(&mut self, session: super::store::Session) {
+        if let Some((_, s)) = &mut self.shared {
+            *s = session;
         }
     }
 
@@ -131,6 +162,11 @@ impl MasterNode {
 }
 
 impl Node for MasterNode {
+    #[cfg(feature = "testing")]
+    fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.core.plant(plant);
+    }
+
     fn hello(&self) -> Hello {
         Hello {
             role: Role::Master,
@@ -181,10 +217,35 @@ impl Node for MasterNode {
         self.core.poll_timeout()
     }
 
-    fn poll(&mut self, _now: Instant) -> Option<Step> {
+    fn poll(&mut self, now: Instant) -> Option<Step> {
         loop {
             match self.core.poll()? {
                 Output::Conn(c) => return Some(Step::Conn(c)),
+                Output::Effect(MasterEffect::Persist(record)) if self.shared.is_some() => {
+                    let (kind, id) = (record.kind(), record.id().to_string());
+                    let written = self
+                        .shared
+                        .as_ref()
+                        .map(|(store, session)| store.borrow_mut().write(*session, record.clone()));
+                    match written {
+                        Some(Err(reason)) => self
+                            .core
+                            .handle(now, master::Input::PersistFailed { kind, id, reason }),
+                        _ => self.store.apply(record),
+                    }
+                }
+                Output::Effect(MasterEffect::Unpersist { kind, id }) if self.shared.is_some() => {
+                    let removed = self
+                        .shared
+                        .as_ref()
+                        .map(|(store, session)| store.borrow_mut().remove(*session, kind, &id));
+                    if let Some(Err(reason)) = removed {
+                        // As Spark: a removal that fails is only logged.
+                        tracing::warn!("cannot remove {} {id}: {reason}", kind.as_str());
+                    } else {
+                        self.store.remove(kind, &id);
+                    }
+                }
                 Output::Effect(MasterEffect::Dial { addr, target }) => {
                     self.dialling
                         .entry(addr.to_string())
@@ -329,6 +390,11 @@ impl WorkerNode {
 }
 
 impl Node for WorkerNode {
+    #[cfg(feature = "testing")]
+    fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.core.plant(plant);
+    }
+
     fn hello(&self) -> Hello {
         Hello {
             role: Role::Worker,

@@ -118,9 +118,17 @@ pub struct WorkerCore {
     next_ask: u64,
     now: Instant,
     out: VecDeque<Output>,
+    /// A bug planted on purpose (tests only; [`crate::node::plant`]).
+    plant: crate::node::plant::Plant,
 }
 
 impl WorkerCore {
+    /// Plants bug `plant` (tests only; [`crate::node::plant`]).
+    #[cfg(feature = "testing")]
+    pub fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.plant = plant;
+    }
+
     /// A worker of `config` with `policy`, at `now`; [`start`](Self::start) sets it going.
     pub fn new(config: Config, policy: Policy, me: Identity, now: Instant) -> Self {
         let beat_every = (config.worker_timeout / 4).max(Duration::from_millis(10));
@@ -148,6 +156,7 @@ impl WorkerCore {
             next_ask: 1,
             now,
             out: VecDeque::new(),
+            plant: crate::node::plant::Plant::None,
         }
     }
 
@@ -659,7 +668,9 @@ impl WorkerCore {
                     next_retry: None,
                     master: None,
                 };
-                self.register_with_all_masters();
+                if self.plant != crate::node::plant::Plant::WorkerGivesUp {
+                    self.register_with_all_masters();
+                }
             }
             Registration::Registering { master, .. } if *master == Some(conn) => *master = None,
             _ => {}
