@@ -218,6 +218,9 @@ struct Link {
     ends: [(NodeId, ConnId); 2],
     /// Silently dropping everything (a partition).
     cut: bool,
+    /// The node cut off, when the cut is a partition of one node ([`Cluster::cut_from`]): what
+    /// it writes is lost before any observer sees it; what others write to it is seen, then lost.
+    isolated_end: Option<NodeId>,
     delay: Duration,
     /// When the last frame written on it arrives: a later one never arrives before it, whatever
     /// the link's delay became (TCP keeps a connection's order).
@@ -240,8 +243,10 @@ pub enum Wire {
         /// The version they agreed on.
         version: Version,
     },
-    /// A frame was written (on a cut link too: the network then loses it).
+    /// A frame was written (on a cut link too: the network then loses it, [`Wire::Lost`]).
     Written {
+        /// Its number, which its [`Wire::Delivered`] or [`Wire::Lost`] names.
+        seq: u64,
         /// The link.
         link: LinkId,
         /// The writer.
@@ -249,8 +254,15 @@ pub enum Wire {
         /// The frame.
         frame: Frame,
     },
+    /// A frame written was lost (its link was cut, or reset while it was on its way).
+    Lost {
+        /// The [`Wire::Written`]'s number.
+        seq: u64,
+    },
     /// A frame arrived at `to`.
     Delivered {
+        /// The [`Wire::Written`]'s number.
+        seq: u64,
         /// The link.
         link: LinkId,
         /// The receiver.
@@ -272,6 +284,8 @@ struct Delivery {
     to: usize,
     /// `None`: the close of the connection.
     frame: Option<Frame>,
+    /// The frame's number in the record.
+    seq: u64,
 }
 
 /// One message as it went over a link, for assertions.
@@ -740,12 +754,22 @@ impl Cluster {
         if let Some(l) = self.links.get_mut(&link) {
             l.cut = true;
         }
-        self.inflight.retain(|_, d| d.link != link);
+        self.drop_inflight(link);
+    }
+
+    /// Partitions `link` at `node`'s end (node `node` is cut off): as [`Cluster::cut`], and
+    /// what `node` writes on it is not even recorded ([`Cluster::record`]), as an observer on
+    /// the other side would not see it.
+    pub fn cut_from(&mut self, link: LinkId, node: NodeId) {
+        if let Some(l) = self.links.get_mut(&link) {
+            l.isolated_end = Some(node);
+        }
+        self.cut(link);
     }
 
     /// Resets `link`: what is on it is lost and both ends see it closed.
     pub fn close(&mut self, link: LinkId) {
-        self.inflight.retain(|_, d| d.link != link);
+        self.drop_inflight(link);
         self.drop_link(link);
     }
 
@@ -999,6 +1023,9 @@ impl Cluster {
         for key in due {
             if let Some(d) = self.inflight.remove(&key) {
                 self.deliver(d);
+                // What the delivery made its receiver write goes before the next delivery is
+                // handled, as a process handles one input at a time.
+                self.drain();
             }
         }
         let now = self.now;
@@ -1011,12 +1038,35 @@ impl Cluster {
         true
     }
 
+    /// Records that the frame of `d` was lost.
+    fn lost(&mut self, d: &Delivery) {
+        if let (Some(w), Some(_)) = (&mut self.wire, &d.frame) {
+            w.push(Wire::Lost { seq: d.seq });
+        }
+    }
+
+    /// Drops what is on its way on `link`, recording it lost.
+    fn drop_inflight(&mut self, link: LinkId) {
+        let keys: Vec<(Instant, u64)> = self
+            .inflight
+            .iter()
+            .filter(|(_, d)| d.link == link)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in keys {
+            if let Some(d) = self.inflight.remove(&k) {
+                self.lost(&d);
+            }
+        }
+    }
+
     fn end(&self, d: &Delivery) -> (NodeId, ConnId) {
         self.links.get(&d.link).map_or((0, 0), |l| l.ends[d.to])
     }
 
     fn deliver(&mut self, d: Delivery) {
         let Some(link) = self.links.get(&d.link) else {
+            self.lost(&d);
             return;
         };
         let (node, conn) = link.ends[d.to];
@@ -1024,6 +1074,7 @@ impl Cluster {
             Some(frame) => {
                 if let Some(w) = &mut self.wire {
                     w.push(Wire::Delivered {
+                        seq: d.seq,
                         link: d.link,
                         to: node,
                         frame: frame.clone(),
@@ -1109,6 +1160,8 @@ impl Cluster {
             return;
         };
         let (from, to_node) = (l.ends[1 - to].0, l.ends[to].0);
+        self.seq += 1;
+        let seq = self.seq;
         if let Some(f) = &frame {
             let name = f.name();
             self.log.push(Sent {
@@ -1118,19 +1171,25 @@ impl Cluster {
                 name: name.clone(),
                 asked: f.is_ask(),
             });
-            // Written is written, whether the network then carries it or not.
-            if let Some(w) = &mut self.wire {
+            // Written is written, whether the network then carries it or not; but an observer
+            // on the far side of a partition never sees what the node cut off writes.
+            let unseen = l.cut && l.isolated_end == Some(from);
+            if let Some(w) = self.wire.as_mut().filter(|_| !unseen) {
                 w.push(Wire::Written {
+                    seq,
                     link,
                     from,
                     frame: f.clone(),
                 });
             }
-            if l.cut {
-                return;
-            }
-            if let Some(rule) = self.drops.iter_mut().find(|(n, c)| *n == name && *c > 0) {
-                rule.1 -= 1;
+            let dropped = self.drops.iter_mut().find(|(n, c)| *n == name && *c > 0);
+            if l.cut || dropped.is_some() {
+                if let Some(rule) = dropped.filter(|_| !l.cut) {
+                    rule.1 -= 1;
+                }
+                if let Some(w) = &mut self.wire {
+                    w.push(Wire::Lost { seq });
+                }
                 return;
             }
         } else if l.cut {
@@ -1140,9 +1199,15 @@ impl Cluster {
         if let Some(l) = self.links.get_mut(&link) {
             l.last = at;
         }
-        self.seq += 1;
-        self.inflight
-            .insert((at, self.seq), Delivery { link, to, frame });
+        self.inflight.insert(
+            (at, seq),
+            Delivery {
+                link,
+                to,
+                frame,
+                seq,
+            },
+        );
     }
 
     fn dial(&mut self, from: NodeId, addr: &Addr) {
@@ -1164,6 +1229,7 @@ impl Cluster {
             Link {
                 ends: [(from, a), (to, b)],
                 cut: false,
+                isolated_end: None,
                 delay: self.delay,
                 last: self.now,
             },

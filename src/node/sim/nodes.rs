@@ -98,16 +98,28 @@ impl MasterNode {
     /// A master at `addr` in STANDBY from `now`, persisting to `store` over `session` (a
     /// refused write is fed back as [`master::Input::PersistFailed`]), until
     /// [`MasterNode::elect`] on what the store holds.
+    /// `wall_ms` is the wall clock at `now` (ms since the epoch): a master started later reads
+    /// a later one, and its ids (`app-…`, `driver-…`) do not repeat its predecessor's.
     pub fn on_store(
         config: master::Config,
         addr: Addr,
-        now: Instant,
+        (now, wall_ms): (Instant, i64),
         store: super::store::SharedStore,
         session: super::store::Session,
     ) -> Self {
-        let mut node = MasterNode::standby(config, addr, now);
-        node.shared = Some((store, session));
-        node
+        let config = master::Config {
+            persistent: true,
+            ..config
+        };
+        let mut core = MasterCore::new(config, addr.clone(), now, wall_ms);
+        core.set_seed(7);
+        MasterNode {
+            core,
+            addr,
+            store: Stored::default(),
+            dialling: HashMap::new(),
+            shared: Some((store, session)),
+        }
     }
 
     /// Its session with the shared store, if it has one.

@@ -714,10 +714,27 @@ impl WorkerCore {
             ("WORKER_URL", self.worker_url.clone()),
             ("RESOURCE_PROFILE_ID", l.rp_id.to_string()),
         ];
+        // A master that took this worker for empty (it registered again after its connection
+        // reset, with executors of the old registration still running, and the master launched
+        // before its WorkerLatestState came) may ask for more than the worker has: the launch
+        // fails, and the master learns so (found by the simulator, `node::sim::search`).
+        let (cores_used, memory_used) = self.runs.used();
+        let no_room = (cores_used.saturating_add(l.cores) > self.config.cores
+            || memory_used.saturating_add(l.memory) > self.config.memory)
+            .then(|| {
+                format!(
+                    "the worker has {} cores and {} MiB free; the executor asks {} and {}",
+                    self.config.cores - cores_used,
+                    self.config.memory - memory_used,
+                    l.cores,
+                    l.memory
+                )
+            });
         let launch = match self
             .policy
             .spark_for(LaunchKind::Executor, &l.app_desc.command)
         {
+            _ if no_room.is_some() => Err(no_room.unwrap_or_default()),
             Some((spark, url)) => self.spark_launch(spark, url, key.clone(), &l, &vars),
             None => self.launch_of(
                 LaunchKind::Executor,

@@ -51,6 +51,9 @@ use crate::node::master;
 use crate::node::{ConnOutput, Core};
 use crate::wire::handshake::Role;
 
+/// The wall clock when a run starts (2026-01-01), ms since the epoch.
+const WALL_START_MS: i64 = 1_767_225_600_000;
+
 /// How long after the heal every job must have ended, ms.
 pub const LIVENESS_BOUND_MS: u64 = 300_000;
 
@@ -188,6 +191,7 @@ impl Run {
             next_file_master: 0,
             healed: false,
             trace: trace.then(String::new),
+
             scenario,
         };
         match r.scenario.store {
@@ -263,7 +267,14 @@ impl Run {
         let session = self.store.borrow_mut().open_session();
         let now = self.cluster.now();
         let addr = self.masters[i].addr.clone();
-        let node = MasterNode::on_store(master_config(), addr, now, self.store.clone(), session);
+        let wall = WALL_START_MS + self.ms() as i64;
+        let node = MasterNode::on_store(
+            master_config(),
+            addr,
+            (now, wall),
+            self.store.clone(),
+            session,
+        );
         let id = self.cluster.add(Box::new(node));
         self.masters[i].node = Some(id);
         self.masters[i].session = Some(session);
@@ -479,10 +490,15 @@ impl Run {
                 name(client.0),
                 name(server.0)
             ),
-            Wire::Written { link, from, frame } => {
+            Wire::Written {
+                link, from, frame, ..
+            } => {
                 format!("write link-{link} from {} {frame:?}", name(*from))
             }
-            Wire::Delivered { link, to, frame } => {
+            Wire::Lost { seq } => format!("lost frame {seq}"),
+            Wire::Delivered {
+                link, to, frame, ..
+            } => {
                 format!("deliver link-{link} to {} {}", name(*to), frame.name())
             }
             Wire::Closed { link } => format!("close link-{link}"),
@@ -679,7 +695,7 @@ impl Run {
                 }
                 let links = self.cluster.links_of(n);
                 for l in &links {
-                    self.cluster.cut(*l);
+                    self.cluster.cut_from(*l, n);
                 }
                 self.cluster.isolate(n, true);
                 self.partitions.insert(n, links.clone());

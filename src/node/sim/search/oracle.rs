@@ -234,8 +234,13 @@ impl Oracle {
                 let v = self.validator.close(ms, *link);
                 self.verdict(ms, v)
             }
-            Wire::Delivered { link, to, frame } => self.delivered(ms, *link, *to, frame, cluster),
-            Wire::Written { link, from, frame } => self.written(ms, *link, *from, frame),
+            Wire::Delivered {
+                link, to, frame, ..
+            } => self.delivered(ms, *link, *to, frame, cluster),
+            Wire::Written {
+                link, from, frame, ..
+            } => self.written(ms, *link, *from, frame),
+            Wire::Lost { .. } => Ok(()),
         }
     }
 
