@@ -12,7 +12,8 @@ pub enum Plant {
     /// No bug: the cores as they are.
     #[default]
     None,
-    /// The master registers a worker while in STANDBY, as if it led (breaks `single-leader`).
+    /// The master registers a worker while in STANDBY, as if it led, writing nothing to its
+    /// recovery store (which would refuse it) (breaks `single-leader`).
     StandbyRegisters,
     /// The recovering master ignores a worker's WorkerSchedulerStateResponse, so that recovery
     /// drops a worker that answered (breaks `failover-keeps-answered`).

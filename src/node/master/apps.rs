@@ -1,7 +1,7 @@
 //! Applications: registration, the scheduling round, executors and their states, executor
 //! requests and kills, and the end of an application.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use super::drivers::serial;
 use super::io::StoredApp;
@@ -27,7 +27,7 @@ use crate::validate::ConnId;
 #[derive(Debug, Default)]
 pub(crate) struct Apps {
     /// Active applications by id.
-    all: HashMap<String, AppRec>,
+    all: BTreeMap<String, AppRec>,
     /// Active applications in registration order (Spark's `waitingApps`).
     waiting: Vec<String>,
     /// Completed applications, oldest first, for the state page.
@@ -35,7 +35,7 @@ pub(crate) struct Apps {
     /// The serial of the next application id.
     next_number: u32,
     /// The connection each application's client talks over → its id.
-    by_conn: HashMap<ConnId, String>,
+    by_conn: BTreeMap<ConnId, String>,
 }
 
 impl Apps {

@@ -53,7 +53,7 @@ pub use nodes::{
 };
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -309,7 +309,7 @@ pub struct Cluster {
     now: Instant,
     slots: Vec<Slot>,
     links: BTreeMap<LinkId, Link>,
-    by_end: HashMap<(NodeId, ConnId), (LinkId, usize)>,
+    by_end: BTreeMap<(NodeId, ConnId), (LinkId, usize)>,
     next_link: LinkId,
     inflight: BTreeMap<(Instant, u64), Delivery>,
     seq: u64,
@@ -320,7 +320,7 @@ pub struct Cluster {
     run: Option<TaskFn>,
     task_time: Duration,
     /// The executor nodes workers started: node → (worker, process).
-    processes: HashMap<NodeId, (NodeId, RunKey)>,
+    processes: BTreeMap<NodeId, (NodeId, RunKey)>,
     /// What went over the links since the observer last took it, when recording.
     wire: Option<Vec<Wire>>,
     /// Nodes that can neither dial nor be dialled (a partition).
@@ -344,7 +344,7 @@ impl Cluster {
             now: start,
             slots: Vec::new(),
             links: BTreeMap::new(),
-            by_end: HashMap::new(),
+            by_end: BTreeMap::new(),
             next_link: 1,
             inflight: BTreeMap::new(),
             seq: 0,
@@ -353,7 +353,7 @@ impl Cluster {
             log: Vec::new(),
             run: None,
             task_time: Duration::from_millis(10),
-            processes: HashMap::new(),
+            processes: BTreeMap::new(),
             wire: None,
             isolated: Vec::new(),
             plant: crate::node::plant::Plant::None,

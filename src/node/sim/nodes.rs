@@ -2,7 +2,7 @@
 //! adapters, and the probe a test writes on.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -48,7 +48,7 @@ pub struct MasterNode {
     addr: Addr,
     store: Stored,
     /// Why it dialled each address, oldest first.
-    dialling: HashMap<String, VecDeque<DialTarget>>,
+    dialling: BTreeMap<String, VecDeque<DialTarget>>,
     /// The recovery store it shares with other masters, and its session with it.
     shared: Option<(super::store::SharedStore, super::store::Session)>,
 }
@@ -73,7 +73,7 @@ impl MasterNode {
             core,
             addr,
             store: stored,
-            dialling: HashMap::new(),
+            dialling: BTreeMap::new(),
             shared: None,
         }
     }
@@ -90,7 +90,7 @@ impl MasterNode {
             core,
             addr,
             store: Stored::default(),
-            dialling: HashMap::new(),
+            dialling: BTreeMap::new(),
             shared: None,
         }
     }
@@ -117,7 +117,7 @@ impl MasterNode {
             core,
             addr,
             store: Stored::default(),
-            dialling: HashMap::new(),
+            dialling: BTreeMap::new(),
             shared: Some((store, session)),
         }
     }
@@ -505,9 +505,9 @@ pub struct Probe {
     opened: Vec<ConnId>,
     closed: Vec<ConnId>,
     received: Vec<(ConnId, DeployMessage)>,
-    answers: HashMap<(ConnId, u64), Result<Reply<DeployMessage>, ErrorDescription>>,
+    answers: BTreeMap<(ConnId, u64), Result<Reply<DeployMessage>, ErrorDescription>>,
     coarse: Vec<(ConnId, CoarseMessage)>,
-    coarse_answers: HashMap<(ConnId, u64), Result<Reply<CoarseMessage>, ErrorDescription>>,
+    coarse_answers: BTreeMap<(ConnId, u64), Result<Reply<CoarseMessage>, ErrorDescription>>,
     next_ask: u64,
 }
 
@@ -525,9 +525,9 @@ impl Probe {
             opened: Vec::new(),
             closed: Vec::new(),
             received: Vec::new(),
-            answers: HashMap::new(),
+            answers: BTreeMap::new(),
             coarse: Vec::new(),
-            coarse_answers: HashMap::new(),
+            coarse_answers: BTreeMap::new(),
             next_ask: 1,
         }
     }

@@ -25,7 +25,7 @@ pub use io::{
     TLS_CA_ENV,
 };
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -103,7 +103,7 @@ pub struct WorkerCore {
     worker_url: String,
     web_ui_url: String,
     policy: Policy,
-    conns: HashMap<ConnId, ConnRec>,
+    conns: BTreeMap<ConnId, ConnRec>,
     /// Where it is with its masters.
     registration: Registration,
     active_master_url: String,
@@ -140,7 +140,7 @@ impl WorkerCore {
             id: me.id,
             policy,
             config,
-            conns: HashMap::new(),
+            conns: BTreeMap::new(),
             registration: Registration::Registering {
                 attempts: 0,
                 next_retry: None,

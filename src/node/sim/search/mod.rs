@@ -419,17 +419,21 @@ impl Run {
     /// After each step: the wire through the oracle, the cores' state, and what ended.
     fn after_step(&mut self) -> Result<(), Failure> {
         let ms = self.ms();
-        for w in self.cluster.take_wire() {
+        let wire = self.cluster.take_wire();
+        for w in &wire {
             if self.trace.is_some() {
-                let line = self.wire_line(&w);
+                let line = self.wire_line(w);
                 self.log(|| line);
             }
-            self.oracle.wire(ms, &w, &self.cluster)?;
+            self.oracle.named(ms, w, &self.cluster)?;
         }
         let masters: Vec<NodeId> = self.masters.iter().filter_map(|m| m.node).collect();
         let workers: Vec<NodeId> = self.workers.iter().filter_map(|w| w.node).collect();
         self.oracle.state(ms, &self.cluster, &masters, &workers)?;
         self.one_leader(ms)?;
+        for w in &wire {
+            self.oracle.protocol(ms, w)?;
+        }
         for i in 0..self.drivers.len() {
             let d = &self.drivers[i];
             if d.ended.is_some() {

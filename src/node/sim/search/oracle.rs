@@ -72,7 +72,10 @@ pub const TASK_FINAL_ONCE: Invariant = Invariant {
 pub const LIVENESS: Invariant = Invariant {
     name: "liveness",
     rule: "Once the faults stop and every node is healed, every job whose cluster has room \
-           (an executor of its application fits a worker) ends within the bound.",
+           (an executor of its application fits a worker) ends within the bound. Spark: \
+           Master.scala schedule() runs on every registration and change, Worker.scala \
+           reregisterWithMaster retries until a master answers, and StandaloneAppClient \
+           registers again with every master until one does.",
 };
 
 /// Every invariant the oracle checks.
@@ -109,7 +112,6 @@ impl std::fmt::Display for Failure {
 
 struct LinkInfo {
     ends: [(NodeId, Endpoint); 2],
-    version: Version,
     /// The master end's node, on a link to a master.
     master: Option<NodeId>,
     /// Applications registered (or acknowledged) on it, by the master.
@@ -127,6 +129,8 @@ struct Recovery {
 pub struct Oracle {
     validator: Validator,
     links: BTreeMap<LinkId, LinkInfo>,
+    /// The validator's view of the open links: their ends and version.
+    vlinks: BTreeMap<LinkId, ([(NodeId, Endpoint); 2], Version)>,
     /// Master nodes elected at some point of their process's life.
     elected: BTreeSet<NodeId>,
     /// Per master node: applications it finished.
@@ -186,6 +190,7 @@ impl Oracle {
         Oracle {
             validator: Validator::new(config),
             links: BTreeMap::new(),
+            vlinks: BTreeMap::new(),
             elected: BTreeSet::new(),
             finished: BTreeMap::new(),
             recovering: BTreeMap::new(),
@@ -199,31 +204,31 @@ impl Oracle {
         self.elected.insert(node);
     }
 
-    /// Checks one thing that went over the links, at `ms`.
-    pub fn wire(&mut self, ms: u64, w: &Wire, cluster: &Cluster) -> Result<(), Failure> {
+    /// Checks one thing that went over the links, at `ms`, against the named invariants (a
+    /// step's events go through [`Oracle::named`] before [`Oracle::protocol`], so that a bug an
+    /// invariant names is reported by its name).
+    pub fn named(&mut self, ms: u64, w: &Wire, cluster: &Cluster) -> Result<(), Failure> {
         match w {
             Wire::Open {
                 link,
                 client,
                 server,
-                version,
+                ..
             } => {
                 let (c, s) = (endpoint(&client.1), endpoint(&server.1));
                 let master = [client, server]
                     .iter()
                     .find(|(_, h)| h.role == Role::Master)
                     .map(|(n, _)| *n);
-                let v = self.validator.open(ms, *link, &c, &s, *version);
                 self.links.insert(
                     *link,
                     LinkInfo {
                         ends: [(client.0, c), (server.0, s)],
-                        version: *version,
                         master,
                         apps: BTreeSet::new(),
                     },
                 );
-                self.verdict(ms, v)
+                Ok(())
             }
             Wire::Closed { link } => {
                 if let Some(info) = self.links.remove(link) {
@@ -231,8 +236,7 @@ impl Oracle {
                         self.finished.entry(m).or_default().extend(info.apps);
                     }
                 }
-                let v = self.validator.close(ms, *link);
-                self.verdict(ms, v)
+                Ok(())
             }
             Wire::Delivered {
                 link, to, frame, ..
@@ -241,6 +245,77 @@ impl Oracle {
                 link, from, frame, ..
             } => self.written(ms, *link, *from, frame),
             Wire::Lost { .. } => Ok(()),
+        }
+    }
+
+    /// Checks one thing that went over the links, at `ms`, against the protocol's rules (the
+    /// validator, strict).
+    pub fn protocol(&mut self, ms: u64, w: &Wire) -> Result<(), Failure> {
+        let v = match w {
+            Wire::Open {
+                link,
+                client,
+                server,
+                version,
+            } => {
+                let (c, s) = (endpoint(&client.1), endpoint(&server.1));
+                let v = self.validator.open(ms, *link, &c, &s, *version);
+                self.vlinks
+                    .insert(*link, ([(client.0, c), (server.0, s)], *version));
+                v
+            }
+            Wire::Closed { link } => {
+                self.vlinks.remove(link);
+                self.validator.close(ms, *link)
+            }
+            Wire::Written {
+                link, from, frame, ..
+            } => {
+                let Some((ends, version)) = self.vlinks.get(link) else {
+                    return Ok(());
+                };
+                let side = usize::from(ends[0].0 != *from);
+                let (f, t, version) = (ends[side].1.clone(), ends[1 - side].1.clone(), *version);
+                self.frames += 1;
+                let link = *link;
+                match frame.clone() {
+                    Frame::Message(m) => {
+                        self.validator
+                            .message(ms, link, &f, &t, version, &Envelope::Send(m))
+                    }
+                    Frame::Ask(id, message) => {
+                        let env = Envelope::Ask { id, message };
+                        self.validator.message(ms, link, &f, &t, version, &env)
+                    }
+                    Frame::Answer(id, a) => {
+                        let env: Envelope<DeployMessage> = match a {
+                            Ok(reply) => Envelope::Reply { id, reply },
+                            Err(error) => Envelope::Failure { id, error },
+                        };
+                        self.validator.message(ms, link, &f, &t, version, &env)
+                    }
+                    Frame::CoarseMessage(m) => {
+                        self.validator
+                            .message(ms, link, &f, &t, version, &Envelope::Send(m))
+                    }
+                    Frame::CoarseAsk(id, message) => {
+                        let env = Envelope::Ask { id, message };
+                        self.validator.message(ms, link, &f, &t, version, &env)
+                    }
+                    Frame::CoarseAnswer(id, a) => {
+                        let env: Envelope<CoarseMessage> = match a {
+                            Ok(reply) => Envelope::Reply { id, reply },
+                            Err(error) => Envelope::Failure { id, error },
+                        };
+                        self.validator.message(ms, link, &f, &t, version, &env)
+                    }
+                }
+            }
+            Wire::Delivered { .. } | Wire::Lost { .. } => return Ok(()),
+        };
+        match v.into_iter().next() {
+            None => Ok(()),
+            Some(v) => fail(PROTOCOL, ms, format!("{}: {v}", v.rule.id())),
         }
     }
 
@@ -300,8 +375,6 @@ impl Oracle {
         };
         let side = usize::from(info.ends[0].0 != from);
         let (f, t) = (info.ends[side].1.clone(), info.ends[1 - side].1.clone());
-        let version = info.version;
-        self.frames += 1;
         // The named invariants first: a bug they name is reported by its name.
         if info.master == Some(from) {
             if let Frame::Message(m) | Frame::Ask(_, m) = frame {
@@ -363,46 +436,7 @@ impl Oracle {
                 }
             }
         }
-        let v = match frame.clone() {
-            Frame::Message(m) => {
-                self.validator
-                    .message(ms, link, &f, &t, version, &Envelope::Send(m))
-            }
-            Frame::Ask(id, message) => {
-                let env = Envelope::Ask { id, message };
-                self.validator.message(ms, link, &f, &t, version, &env)
-            }
-            Frame::Answer(id, a) => {
-                let env: Envelope<DeployMessage> = match a {
-                    Ok(reply) => Envelope::Reply { id, reply },
-                    Err(error) => Envelope::Failure { id, error },
-                };
-                self.validator.message(ms, link, &f, &t, version, &env)
-            }
-            Frame::CoarseMessage(m) => {
-                self.validator
-                    .message(ms, link, &f, &t, version, &Envelope::Send(m))
-            }
-            Frame::CoarseAsk(id, message) => {
-                let env = Envelope::Ask { id, message };
-                self.validator.message(ms, link, &f, &t, version, &env)
-            }
-            Frame::CoarseAnswer(id, a) => {
-                let env: Envelope<CoarseMessage> = match a {
-                    Ok(reply) => Envelope::Reply { id, reply },
-                    Err(error) => Envelope::Failure { id, error },
-                };
-                self.validator.message(ms, link, &f, &t, version, &env)
-            }
-        };
-        self.verdict(ms, v)
-    }
-
-    fn verdict(&self, ms: u64, v: Vec<crate::validate::Violation>) -> Result<(), Failure> {
-        match v.into_iter().next() {
-            None => Ok(()),
-            Some(v) => fail(PROTOCOL, ms, format!("{}: {v}", v.rule.id())),
-        }
+        Ok(())
     }
 
     /// Checks the state of every running core after a step, at `ms`; `masters` are the master
