@@ -327,6 +327,8 @@ pub struct Cluster {
     isolated: Vec<NodeId>,
     /// The bug planted in every core added from now on (tests only).
     plant: crate::node::plant::Plant,
+    /// Routing what the nodes want done ([`Cluster::drain`]) is under way.
+    draining: bool,
 }
 
 impl Default for Cluster {
@@ -357,6 +359,7 @@ impl Cluster {
             wire: None,
             isolated: Vec::new(),
             plant: crate::node::plant::Plant::None,
+            draining: false,
         }
     }
 
@@ -771,6 +774,11 @@ impl Cluster {
     pub fn close(&mut self, link: LinkId) {
         self.drop_inflight(link);
         self.drop_link(link);
+        // What the close made either end write goes before anything else happens (the next
+        // link of a killed node closes after), as each process handles one input at a time.
+        if !self.draining {
+            self.drain();
+        }
     }
 
     /// Stops node `id`: it handles nothing, its timers wait, what is sent to it waits.
@@ -1102,6 +1110,15 @@ impl Cluster {
 
     /// Routes what every running node wants done now, until none wants anything.
     fn drain(&mut self) {
+        let outer = !self.draining;
+        self.draining = true;
+        self.drain_all();
+        if outer {
+            self.draining = false;
+        }
+    }
+
+    fn drain_all(&mut self) {
         loop {
             let mut any = false;
             for id in 0..self.slots.len() {
