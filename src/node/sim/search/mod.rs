@@ -16,7 +16,7 @@
 //! heals, and every job must end within [`LIVENESS_BOUND_MS`].
 //!
 //! Nothing reads a clock or the operating system's randomness: the same scenario gives the same
-//! run, and [`Run::trace`] the same bytes.
+//! run, and [`Outcome::trace`] the same bytes.
 //!
 //! ```
 //! use sparkwire::node::sim::search::{run, Knobs, Scenario};
