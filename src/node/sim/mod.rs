@@ -329,6 +329,9 @@ pub struct Cluster {
     plant: crate::node::plant::Plant,
     /// Routing what the nodes want done ([`Cluster::drain`]) is under way.
     draining: bool,
+    /// What a delivery makes its receiver write goes out before the next delivery
+    /// ([`Cluster::one_input_at_a_time`]).
+    one_input_at_a_time: bool,
 }
 
 impl Default for Cluster {
@@ -360,7 +363,15 @@ impl Cluster {
             isolated: Vec::new(),
             plant: crate::node::plant::Plant::None,
             draining: false,
+            one_input_at_a_time: false,
         }
+    }
+
+    /// From now on, what each delivery makes its receiver write goes out before the next
+    /// delivery is handled (by default, everything due at an instant is delivered first), so
+    /// that the record ([`Cluster::record`]) shows each output after its input.
+    pub fn one_input_at_a_time(&mut self) {
+        self.one_input_at_a_time = true;
     }
 
     /// Plants bug `plant` in every core added from now on (tests only;
@@ -774,8 +785,11 @@ impl Cluster {
     pub fn close(&mut self, link: LinkId) {
         self.drop_inflight(link);
         self.drop_link(link);
-        // What the close made either end write goes before anything else happens (the next
-        // link of a killed node closes after), as each process handles one input at a time.
+    }
+
+    /// Routes now what every running node wants done (what a close or an input given from
+    /// outside a step made it write), before anything else happens.
+    pub fn flush(&mut self) {
         if !self.draining {
             self.drain();
         }
@@ -1033,7 +1047,9 @@ impl Cluster {
                 self.deliver(d);
                 // What the delivery made its receiver write goes before the next delivery is
                 // handled, as a process handles one input at a time.
-                self.drain();
+                if self.one_input_at_a_time {
+                    self.drain();
+                }
             }
         }
         let now = self.now;

@@ -167,6 +167,7 @@ impl Run {
         #[cfg(feature = "testing")]
         cluster.plant(scenario.plant);
         cluster.record();
+        cluster.one_input_at_a_time();
         let store = RecoveryStore::shared(scenario.store);
         let masters: Vec<MasterSlot> = (0..scenario.masters)
             .map(|i| MasterSlot {
@@ -510,6 +511,12 @@ impl Run {
     }
 
     fn act(&mut self, a: Action) {
+        self.act_one(a);
+        // What the action made the nodes write goes out before the next one.
+        self.cluster.flush();
+    }
+
+    fn act_one(&mut self, a: Action) {
         let ms = self.ms();
         match a {
             Action::Fault(f) => {
