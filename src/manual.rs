@@ -21,3 +21,6 @@ pub mod library {}
 
 #[doc = include_str!("../docs/contributing.md")]
 pub mod contributing {}
+
+#[doc = include_str!("../docs/simulation.md")]
+pub mod simulation {}

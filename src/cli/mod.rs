@@ -10,6 +10,7 @@ mod limits;
 mod local_cluster;
 mod master;
 mod security;
+mod sim;
 #[cfg(feature = "spark")]
 mod spark;
 #[cfg(feature = "spark-rest")]
@@ -62,6 +63,9 @@ enum Command {
     Submit(submit::SubmitArgs),
     /// Show a running master's state: workers, applications, drivers (as tables, or --json).
     Status(status::StatusArgs),
+    /// Run the deterministic simulator: many seeds under generated faults (exit 1 on a broken
+    /// invariant, naming the seed), or one seed replayed with its trace.
+    Sim(sim::SimArgs),
     /// Read Spark's own wire: decode a capture, or proxy live traffic, into a validated trace.
     #[cfg(feature = "spark")]
     #[command(subcommand)]
@@ -81,6 +85,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Worker(args) => worker::run(args),
         Command::Submit(args) => submit::run(args),
         Command::Status(args) => status::run(args),
+        Command::Sim(args) => sim::run_command(args),
         #[cfg(feature = "spark")]
         Command::Spark(cmd) => spark::run(cmd),
     }

@@ -55,6 +55,7 @@ pub mod clock;
 pub mod driver;
 pub mod executor;
 pub mod master;
+pub mod plant;
 pub mod redact;
 pub mod sim;
 pub mod url;

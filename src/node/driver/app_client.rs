@@ -7,7 +7,7 @@
 //! dial went ([`ConnInput::Opened`], [`ConnInput::DialFailed`] for a [`ClientLink::Master`]); a
 //! master that reaches the application after a failover comes in as a [`ClientLink::Adopted`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use super::MasterEvent;
@@ -124,7 +124,7 @@ pub struct AppClientCore {
     labels: Vec<String>,
     /// The open connection of each master, by index.
     conns: Vec<Option<ConnId>>,
-    index: HashMap<ConnId, usize>,
+    index: BTreeMap<ConnId, usize>,
     registration: Registration,
     active: Option<usize>,
     /// Dials not yet ended (connected or failed).
@@ -137,7 +137,7 @@ pub struct AppClientCore {
     lost_at: Option<Instant>,
     next_ask: u64,
     /// The client's asks awaiting an answer: (connection, ask id) → request.
-    asks: HashMap<(ConnId, u64), u64>,
+    asks: BTreeMap<(ConnId, u64), u64>,
     /// The time of the input being handled.
     now: Instant,
     out: VecDeque<Output<DeployMessage, ClientEffect>>,
@@ -150,7 +150,7 @@ impl AppClientCore {
         let mut core = AppClientCore {
             labels: config.masters.clone(),
             conns: vec![None; n],
-            index: HashMap::new(),
+            index: BTreeMap::new(),
             registration: Registration::Pending {
                 next_retry: now + config.registration_retry.max(MIN_RETRY),
                 deadline: now + config.registration_timeout,
@@ -161,7 +161,7 @@ impl AppClientCore {
             why: Vec::new(),
             lost_at: None,
             next_ask: 0,
-            asks: HashMap::new(),
+            asks: BTreeMap::new(),
             now,
             out: VecDeque::new(),
             config,

@@ -9,7 +9,7 @@
 //! Spark's text. A connection whose send failed is an executor lost ([`BackendInput::Lost`]): its
 //! tasks run again elsewhere, as Spark does for a disassociated executor.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -163,12 +163,12 @@ pub struct BackendCore {
     config: BackendConfig,
     scheduler: TaskScheduler,
     executors: BTreeMap<String, ExecutorData>,
-    conns: HashMap<ConnId, ConnState>,
+    conns: BTreeMap<ConnId, ConnState>,
     closed_conns: usize,
-    jobs: HashMap<JobId, JobState>,
+    jobs: BTreeMap<JobId, JobState>,
     next_job: JobId,
     app_id: Option<String>,
-    workers: HashMap<String, String>,
+    workers: BTreeMap<String, String>,
     started: Instant,
     now: Instant,
     first_executor_after: Option<Duration>,
@@ -304,12 +304,12 @@ impl BackendCore {
             scheduler: TaskScheduler::new(config.task_cpus, config.max_task_failures),
             config,
             executors: BTreeMap::new(),
-            conns: HashMap::new(),
+            conns: BTreeMap::new(),
             closed_conns: 0,
-            jobs: HashMap::new(),
+            jobs: BTreeMap::new(),
             next_job: 0,
             app_id: None,
-            workers: HashMap::new(),
+            workers: BTreeMap::new(),
             started: now,
             now,
             first_executor_after: None,

@@ -8,7 +8,7 @@
 //! results, kills to send, jobs that failed), which the backend drains in one place with
 //! [`TaskScheduler::poll_event`], in order.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::messages::{Payload, TaskState};
 use crate::wire::decode_failure;
@@ -134,7 +134,7 @@ struct TaskSet {
 #[derive(Debug)]
 pub struct TaskScheduler {
     sets: BTreeMap<JobId, TaskSet>,
-    running: HashMap<i64, RunningTask>,
+    running: BTreeMap<i64, RunningTask>,
     next_task_id: i64,
     task_cpus: u32,
     max_failures: u32,
@@ -148,7 +148,7 @@ impl TaskScheduler {
     pub fn new(task_cpus: u32, max_failures: u32) -> Self {
         TaskScheduler {
             sets: BTreeMap::new(),
-            running: HashMap::new(),
+            running: BTreeMap::new(),
             next_task_id: 0,
             task_cpus: task_cpus.max(1),
             max_failures: max_failures.max(1),

@@ -11,7 +11,7 @@
 //! [`ExecutorInput::TaskEnded`]); each becomes a StatusUpdate. A result too large for the main
 //! connection fails its task with a message saying so, and the connection stays up.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::Instant;
 
@@ -227,10 +227,12 @@ pub struct ExecutorCore {
     me: ExecutorIdentity,
     phase: Phase,
     /// Tasks launched and not ended, with the cores each takes.
-    running: HashMap<i64, i32>,
+    running: BTreeMap<i64, i32>,
     /// Tasks reported FAILED in place of an update that could not be sent.
-    not_sent: HashSet<i64>,
+    not_sent: BTreeSet<i64>,
     out: VecDeque<Output<CoarseMessage, ExecutorEffect>>,
+    /// A bug planted on purpose (tests only; [`crate::node::plant`]).
+    plant: crate::node::plant::Plant,
 }
 
 /// The frame limit the driver's `spark.rpc.message.maxSize` (MiB) sets, or the default.
@@ -268,12 +270,19 @@ impl ExecutorCore {
         let mut core = ExecutorCore {
             me,
             phase: Phase::Bootstrap { conn: None },
-            running: HashMap::new(),
-            not_sent: HashSet::new(),
+            running: BTreeMap::new(),
+            not_sent: BTreeSet::new(),
             out: VecDeque::new(),
+            plant: crate::node::plant::Plant::None,
         };
         core.effect(ExecutorEffect::Dial(Link::Bootstrap));
         core
+    }
+
+    /// Plants bug `plant` (tests only; [`crate::node::plant`]).
+    #[cfg(feature = "testing")]
+    pub fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.plant = plant;
     }
 
     /// Who it is.
@@ -550,6 +559,12 @@ impl ExecutorCore {
             task_cpus: cpus,
             resources: Default::default(),
         };
+        if self.plant == crate::node::plant::Plant::ReportsTwice && state.is_finished() {
+            self.conn_out(ConnOutput::Send {
+                conn,
+                message: CoarseMessage::StatusUpdate(update.clone()),
+            });
+        }
         self.conn_out(ConnOutput::Send {
             conn,
             message: CoarseMessage::StatusUpdate(update),

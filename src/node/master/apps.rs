@@ -1,7 +1,7 @@
 //! Applications: registration, the scheduling round, executors and their states, executor
 //! requests and kills, and the end of an application.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use super::drivers::serial;
 use super::io::StoredApp;
@@ -27,7 +27,7 @@ use crate::validate::ConnId;
 #[derive(Debug, Default)]
 pub(crate) struct Apps {
     /// Active applications by id.
-    all: HashMap<String, AppRec>,
+    all: BTreeMap<String, AppRec>,
     /// Active applications in registration order (Spark's `waitingApps`).
     waiting: Vec<String>,
     /// Completed applications, oldest first, for the state page.
@@ -35,7 +35,7 @@ pub(crate) struct Apps {
     /// The serial of the next application id.
     next_number: u32,
     /// The connection each application's client talks over → its id.
-    by_conn: HashMap<ConnId, String>,
+    by_conn: BTreeMap<ConnId, String>,
 }
 
 impl Apps {
@@ -269,11 +269,19 @@ impl MasterCore {
     /// Spark's removeApplication: its executors killed, the client told unless it finished
     /// normally, every worker told ApplicationFinished.
     pub(crate) fn remove_application(&mut self, id: &str, state: ApplicationState) {
-        let Some(mut app) = self.apps.all.remove(id) else {
+        let keep = self.planted(crate::node::plant::Plant::KeepsFinishedApp);
+        let app = if keep {
+            self.apps.all.get(id).cloned()
+        } else {
+            self.apps.all.remove(id)
+        };
+        let Some(mut app) = app else {
             return;
         };
         tracing::info!("Removing app {id}");
-        self.apps.waiting.retain(|a| a != id);
+        if !keep {
+            self.apps.waiting.retain(|a| a != id);
+        }
         if let Some(conn) = app.conn {
             self.apps.by_conn.remove(&conn);
         }
@@ -357,7 +365,11 @@ impl MasterCore {
                 alive: true,
                 free: WorkerSlot {
                     cores_free: w.cores_free(),
-                    memory_free: w.memory_free(),
+                    memory_free: if self.planted(crate::node::plant::Plant::IgnoresMemory) {
+                        i32::MAX / 2
+                    } else {
+                        w.memory_free()
+                    },
                     resources_free: self.resources_free(w),
                 },
             })

@@ -1,7 +1,7 @@
 //! The master's open connections: who is at the other end of each, and whether it still takes
 //! messages.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::node::ConnId;
 use crate::wire::handshake::Role;
@@ -22,7 +22,7 @@ pub(crate) struct ConnRec {
 /// The open connections.
 #[derive(Debug, Default)]
 pub(crate) struct Conns {
-    all: HashMap<ConnId, ConnRec>,
+    all: BTreeMap<ConnId, ConnRec>,
 }
 
 impl Conns {

@@ -1,7 +1,7 @@
 //! Drivers submitted in cluster deploy mode: submission, placement on workers, kills, status,
 //! their end and their relaunch.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::io::StoredDriver;
 use super::state::{retire, DriverRec};
@@ -25,7 +25,7 @@ const NOT_ALIVE: &str = "Current state is not alive";
 #[derive(Debug, Default)]
 pub(crate) struct Drivers {
     /// Active drivers by id.
-    all: HashMap<String, DriverRec>,
+    all: BTreeMap<String, DriverRec>,
     /// Drivers waiting for a worker, in submission order.
     waiting: Vec<String>,
     /// Completed drivers, oldest first, for the state page.
@@ -33,7 +33,7 @@ pub(crate) struct Drivers {
     /// The serial of the next driver id.
     next_number: u32,
     /// Drivers each driver-client connection submitted (the ones it may kill).
-    submitted: HashMap<ConnId, BTreeSet<String>>,
+    submitted: BTreeMap<ConnId, BTreeSet<String>>,
 }
 
 impl Drivers {

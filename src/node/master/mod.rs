@@ -240,6 +240,8 @@ pub struct MasterCore {
     next_check: Instant,
     /// Seed of the shuffle of workers for drivers.
     pub(crate) shuffle_seed: u64,
+    /// A bug planted on purpose (tests only; [`crate::node::plant`]).
+    pub(crate) plant: crate::node::plant::Plant,
 }
 
 impl MasterCore {
@@ -269,6 +271,7 @@ impl MasterCore {
             out: Outputs::default(),
             next_check: now,
             shuffle_seed: 0x9e37_79b9_7f4a_7c15 ^ (wall_ms as u64),
+            plant: crate::node::plant::Plant::None,
             config,
         };
         core.next_check = now + core.check_every();
@@ -284,6 +287,17 @@ impl MasterCore {
     /// Seeds the shuffle of workers that drivers are placed on (for reproducible runs).
     pub fn set_seed(&mut self, seed: u64) {
         self.shuffle_seed = seed | 1;
+    }
+
+    /// Plants bug `plant` (tests only; [`crate::node::plant`]).
+    #[cfg(feature = "testing")]
+    pub fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.plant = plant;
+    }
+
+    /// Whether bug `plant` is planted.
+    pub(crate) fn planted(&self, plant: crate::node::plant::Plant) -> bool {
+        self.plant == plant
     }
 
     /// Its protocol rules.

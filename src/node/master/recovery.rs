@@ -100,7 +100,11 @@ impl Ha {
 impl MasterCore {
     /// Queues the write of `record`, when the master persists.
     fn persist(&mut self, record: Record) {
-        if self.ha.persistent() {
+        // The planted bug acts as leader in STANDBY, and does not write what it would be fenced
+        // from writing.
+        let planted_standby = self.planted(crate::node::plant::Plant::StandbyRegisters)
+            && self.ha.state() == RecoveryState::Standby;
+        if self.ha.persistent() && !planted_standby {
             self.out.push(Output::Effect(Effect::Persist(record)));
         }
     }
@@ -327,6 +331,9 @@ impl MasterCore {
 
     /// WorkerSchedulerStateResponse: a recovered worker answered with what it runs.
     pub(crate) fn worker_scheduler_state(&mut self, conn: ConnId, s: WorkerSchedulerStateResponse) {
+        if self.planted(crate::node::plant::Plant::ForgetsSchedulerState) {
+            return;
+        }
         if let Some(bound) = self.workers.on(conn).filter(|b| *b != s.id) {
             // A connection carries one worker (SPEC §14.2 Z2).
             tracing::warn!(

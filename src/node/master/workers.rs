@@ -1,7 +1,7 @@
 //! Workers: registration, heartbeats and timeouts, the state a worker reports, loss and
 //! decommissioning.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use super::state::WorkerRec;
@@ -23,11 +23,11 @@ const REAPER_ITERATIONS: u32 = 15;
 #[derive(Debug, Default)]
 pub(crate) struct Workers {
     /// By id, DEAD ones included until they are reaped.
-    all: HashMap<String, WorkerRec>,
+    all: BTreeMap<String, WorkerRec>,
     /// Worker endpoint address → id, for workers not DEAD.
-    by_address: HashMap<String, String>,
+    by_address: BTreeMap<String, String>,
     /// The connection each registered worker talks over → its id.
-    by_conn: HashMap<ConnId, String>,
+    by_conn: BTreeMap<ConnId, String>,
 }
 
 /// What a lost worker held, for the master to tell and reschedule (Spark's removeWorker).
@@ -302,7 +302,9 @@ impl MasterCore {
             r.cores,
             r.memory
         );
-        if self.ha.state() == RecoveryState::Standby {
+        if self.ha.state() == RecoveryState::Standby
+            && !self.planted(crate::node::plant::Plant::StandbyRegisters)
+        {
             self.send_on(Some(conn), MasterInStandby {});
             return;
         }

@@ -3,7 +3,7 @@
 //! simulated clock.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,9 +36,9 @@ pub struct DriverNode {
     /// The masters' addresses, by the client's index.
     masters: Vec<Addr>,
     /// The master each pending dial is for, by address, oldest first.
-    dialling: HashMap<String, VecDeque<usize>>,
+    dialling: BTreeMap<String, VecDeque<usize>>,
     /// The client's connections (the rest are the backend's).
-    client_conns: HashSet<ConnId>,
+    client_conns: BTreeSet<ConnId>,
     outcomes: BTreeMap<JobId, Result<JobResult, JobFailed>>,
     answers: Vec<(u64, Result<bool, RequestFailed>)>,
     refusals: Vec<String>,
@@ -63,8 +63,8 @@ impl DriverNode {
             backend: BackendCore::new(config, now),
             client,
             masters,
-            dialling: HashMap::new(),
-            client_conns: HashSet::new(),
+            dialling: BTreeMap::new(),
+            client_conns: BTreeSet::new(),
             outcomes: BTreeMap::new(),
             answers: Vec::new(),
             refusals: Vec::new(),
@@ -359,6 +359,11 @@ impl ExecutorNode {
 }
 
 impl Node for ExecutorNode {
+    #[cfg(feature = "testing")]
+    fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.core.plant(plant);
+    }
+
     fn hello(&self) -> Hello {
         Hello {
             role: Role::Executor,

@@ -43,6 +43,8 @@
 
 mod application;
 mod nodes;
+pub mod search;
+pub mod store;
 
 pub use application::{DriverNode, ExecutorNode, TaskFn};
 pub use nodes::{
@@ -51,7 +53,7 @@ pub use nodes::{
 };
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -193,6 +195,12 @@ pub trait Node: Any {
     fn poll_timeout(&self) -> Option<Instant>;
     /// What it wants done next.
     fn poll(&mut self, now: Instant) -> Option<Step>;
+    /// Plants bug `plant` in its core, if it has one of the kind (tests only;
+    /// [`crate::node::plant`]).
+    #[cfg(feature = "testing")]
+    fn plant(&mut self, plant: crate::node::plant::Plant) {
+        let _ = plant;
+    }
     /// Itself, to be looked at by its type.
     fn as_any(&self) -> &dyn Any;
     /// Itself, to be changed by its type.
@@ -210,7 +218,63 @@ struct Link {
     ends: [(NodeId, ConnId); 2],
     /// Silently dropping everything (a partition).
     cut: bool,
+    /// The node cut off, when the cut is a partition of one node ([`Cluster::cut_from`]): what
+    /// it writes is lost before any observer sees it; what others write to it is seen, then lost.
+    isolated_end: Option<NodeId>,
     delay: Duration,
+    /// When the last frame written on it arrives: a later one never arrives before it, whatever
+    /// the link's delay became (TCP keeps a connection's order).
+    last: Instant,
+}
+
+/// What went over the cluster's links, in the order it happened, for an observer
+/// ([`Cluster::record`]): the search's oracle and trace.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // as Frame
+pub enum Wire {
+    /// A connection opened: `client` dialled `server`.
+    Open {
+        /// The link.
+        link: LinkId,
+        /// The dialling node and its hello.
+        client: (NodeId, Hello),
+        /// The accepting node and its hello.
+        server: (NodeId, Hello),
+        /// The version they agreed on.
+        version: Version,
+    },
+    /// A frame was written (on a cut link too: the network then loses it, [`Wire::Lost`]).
+    Written {
+        /// Its number, which its [`Wire::Delivered`] or [`Wire::Lost`] names.
+        seq: u64,
+        /// The link.
+        link: LinkId,
+        /// The writer.
+        from: NodeId,
+        /// The frame.
+        frame: Frame,
+    },
+    /// A frame written was lost (its link was cut, or reset while it was on its way).
+    Lost {
+        /// The [`Wire::Written`]'s number.
+        seq: u64,
+    },
+    /// A frame arrived at `to`.
+    Delivered {
+        /// The [`Wire::Written`]'s number.
+        seq: u64,
+        /// The link.
+        link: LinkId,
+        /// The receiver.
+        to: NodeId,
+        /// The frame.
+        frame: Frame,
+    },
+    /// The connection closed; both ends saw it.
+    Closed {
+        /// The link.
+        link: LinkId,
+    },
 }
 
 /// A frame (or a close) on its way.
@@ -220,6 +284,8 @@ struct Delivery {
     to: usize,
     /// `None`: the close of the connection.
     frame: Option<Frame>,
+    /// The frame's number in the record.
+    seq: u64,
 }
 
 /// One message as it went over a link, for assertions.
@@ -243,7 +309,7 @@ pub struct Cluster {
     now: Instant,
     slots: Vec<Slot>,
     links: BTreeMap<LinkId, Link>,
-    by_end: HashMap<(NodeId, ConnId), (LinkId, usize)>,
+    by_end: BTreeMap<(NodeId, ConnId), (LinkId, usize)>,
     next_link: LinkId,
     inflight: BTreeMap<(Instant, u64), Delivery>,
     seq: u64,
@@ -254,7 +320,18 @@ pub struct Cluster {
     run: Option<TaskFn>,
     task_time: Duration,
     /// The executor nodes workers started: node → (worker, process).
-    processes: HashMap<NodeId, (NodeId, RunKey)>,
+    processes: BTreeMap<NodeId, (NodeId, RunKey)>,
+    /// What went over the links since the observer last took it, when recording.
+    wire: Option<Vec<Wire>>,
+    /// Nodes that can neither dial nor be dialled (a partition).
+    isolated: Vec<NodeId>,
+    /// The bug planted in every core added from now on (tests only).
+    plant: crate::node::plant::Plant,
+    /// Routing what the nodes want done ([`Cluster::drain`]) is under way.
+    draining: bool,
+    /// What a delivery makes its receiver write goes out before the next delivery
+    /// ([`Cluster::one_input_at_a_time`]).
+    one_input_at_a_time: bool,
 }
 
 impl Default for Cluster {
@@ -272,7 +349,7 @@ impl Cluster {
             now: start,
             slots: Vec::new(),
             links: BTreeMap::new(),
-            by_end: HashMap::new(),
+            by_end: BTreeMap::new(),
             next_link: 1,
             inflight: BTreeMap::new(),
             seq: 0,
@@ -281,8 +358,72 @@ impl Cluster {
             log: Vec::new(),
             run: None,
             task_time: Duration::from_millis(10),
-            processes: HashMap::new(),
+            processes: BTreeMap::new(),
+            wire: None,
+            isolated: Vec::new(),
+            plant: crate::node::plant::Plant::None,
+            draining: false,
+            one_input_at_a_time: false,
         }
+    }
+
+    /// From now on, what each delivery makes its receiver write goes out before the next
+    /// delivery is handled (by default, everything due at an instant is delivered first), so
+    /// that the record ([`Cluster::record`]) shows each output after its input.
+    pub fn one_input_at_a_time(&mut self) {
+        self.one_input_at_a_time = true;
+    }
+
+    /// Plants bug `plant` in every core added from now on (tests only;
+    /// [`crate::node::plant`]).
+    #[cfg(feature = "testing")]
+    pub fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.plant = plant;
+    }
+
+    /// Records what goes over the links from now on ([`Cluster::take_wire`]).
+    pub fn record(&mut self) {
+        self.wire.get_or_insert_with(Vec::new);
+    }
+
+    /// What went over the links since the last call, in order (empty unless recording).
+    pub fn take_wire(&mut self) -> Vec<Wire> {
+        self.wire.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Node `id` can neither dial nor be dialled while `isolated` (its open links are not
+    /// touched: [`Cluster::cut`] them).
+    pub fn isolate(&mut self, id: NodeId, isolated: bool) {
+        self.isolated.retain(|n| *n != id);
+        if isolated {
+            self.isolated.push(id);
+        }
+    }
+
+    /// Whether node `id` is paused (or dead).
+    pub fn is_paused(&self, id: NodeId) -> bool {
+        self.slots[id].paused
+    }
+
+    /// How many nodes the cluster has had (dead ones included).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether it has no node.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The hello of node `id`.
+    pub fn hello_of(&self, id: NodeId) -> Hello {
+        self.slots[id].node.hello()
+    }
+
+    /// The process of node `id` ends with `code`, as if it exited: its connections close and
+    /// the worker that started it (if one did) sees it end.
+    pub fn crash(&mut self, id: NodeId, code: i32) {
+        self.exited(id, code);
     }
 
     /// The simulated time now.
@@ -297,6 +438,14 @@ impl Cluster {
 
     /// Adds `node`; it speaks protocol version 2 unless [`Cluster::set_version`] says otherwise.
     pub fn add(&mut self, node: Box<dyn Node>) -> NodeId {
+        #[cfg(feature = "testing")]
+        let node = {
+            let mut node = node;
+            if self.plant != crate::node::plant::Plant::None {
+                node.plant(self.plant);
+            }
+            node
+        };
         self.slots.push(Slot {
             node,
             paused: false,
@@ -620,13 +769,31 @@ impl Cluster {
         if let Some(l) = self.links.get_mut(&link) {
             l.cut = true;
         }
-        self.inflight.retain(|_, d| d.link != link);
+        self.drop_inflight(link);
+    }
+
+    /// Partitions `link` at `node`'s end (node `node` is cut off): as [`Cluster::cut`], and
+    /// what `node` writes on it is not even recorded ([`Cluster::record`]), as an observer on
+    /// the other side would not see it.
+    pub fn cut_from(&mut self, link: LinkId, node: NodeId) {
+        if let Some(l) = self.links.get_mut(&link) {
+            l.isolated_end = Some(node);
+        }
+        self.cut(link);
     }
 
     /// Resets `link`: what is on it is lost and both ends see it closed.
     pub fn close(&mut self, link: LinkId) {
-        self.inflight.retain(|_, d| d.link != link);
+        self.drop_inflight(link);
         self.drop_link(link);
+    }
+
+    /// Routes now what every running node wants done (what a close or an input given from
+    /// outside a step made it write), before anything else happens.
+    pub fn flush(&mut self) {
+        if !self.draining {
+            self.drain();
+        }
     }
 
     /// Stops node `id`: it handles nothing, its timers wait, what is sent to it waits.
@@ -881,6 +1048,11 @@ impl Cluster {
         for key in due {
             if let Some(d) = self.inflight.remove(&key) {
                 self.deliver(d);
+                // What the delivery made its receiver write goes before the next delivery is
+                // handled, as a process handles one input at a time.
+                if self.one_input_at_a_time {
+                    self.drain();
+                }
             }
         }
         let now = self.now;
@@ -893,17 +1065,50 @@ impl Cluster {
         true
     }
 
+    /// Records that the frame of `d` was lost.
+    fn lost(&mut self, d: &Delivery) {
+        if let (Some(w), Some(_)) = (&mut self.wire, &d.frame) {
+            w.push(Wire::Lost { seq: d.seq });
+        }
+    }
+
+    /// Drops what is on its way on `link`, recording it lost.
+    fn drop_inflight(&mut self, link: LinkId) {
+        let keys: Vec<(Instant, u64)> = self
+            .inflight
+            .iter()
+            .filter(|(_, d)| d.link == link)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in keys {
+            if let Some(d) = self.inflight.remove(&k) {
+                self.lost(&d);
+            }
+        }
+    }
+
     fn end(&self, d: &Delivery) -> (NodeId, ConnId) {
         self.links.get(&d.link).map_or((0, 0), |l| l.ends[d.to])
     }
 
     fn deliver(&mut self, d: Delivery) {
         let Some(link) = self.links.get(&d.link) else {
+            self.lost(&d);
             return;
         };
         let (node, conn) = link.ends[d.to];
         match d.frame {
-            Some(frame) => self.slots[node].node.frame(self.now, conn, frame),
+            Some(frame) => {
+                if let Some(w) = &mut self.wire {
+                    w.push(Wire::Delivered {
+                        seq: d.seq,
+                        link: d.link,
+                        to: node,
+                        frame: frame.clone(),
+                    });
+                }
+                self.slots[node].node.frame(self.now, conn, frame)
+            }
             None => self.drop_link(d.link),
         }
     }
@@ -913,6 +1118,9 @@ impl Cluster {
         let Some(l) = self.links.remove(&link) else {
             return;
         };
+        if let Some(w) = &mut self.wire {
+            w.push(Wire::Closed { link });
+        }
         for (node, conn) in l.ends {
             self.by_end.remove(&(node, conn));
             self.slots[node].node.closed(self.now, conn);
@@ -921,6 +1129,15 @@ impl Cluster {
 
     /// Routes what every running node wants done now, until none wants anything.
     fn drain(&mut self) {
+        let outer = !self.draining;
+        self.draining = true;
+        self.drain_all();
+        if outer {
+            self.draining = false;
+        }
+    }
+
+    fn drain_all(&mut self) {
         loop {
             let mut any = false;
             for id in 0..self.slots.len() {
@@ -979,6 +1196,8 @@ impl Cluster {
             return;
         };
         let (from, to_node) = (l.ends[1 - to].0, l.ends[to].0);
+        self.seq += 1;
+        let seq = self.seq;
         if let Some(f) = &frame {
             let name = f.name();
             self.log.push(Sent {
@@ -988,27 +1207,51 @@ impl Cluster {
                 name: name.clone(),
                 asked: f.is_ask(),
             });
-            if l.cut {
-                return;
+            // Written is written, whether the network then carries it or not; but an observer
+            // on the far side of a partition never sees what the node cut off writes.
+            let unseen = l.cut && l.isolated_end == Some(from);
+            if let Some(w) = self.wire.as_mut().filter(|_| !unseen) {
+                w.push(Wire::Written {
+                    seq,
+                    link,
+                    from,
+                    frame: f.clone(),
+                });
             }
-            if let Some(rule) = self.drops.iter_mut().find(|(n, c)| *n == name && *c > 0) {
-                rule.1 -= 1;
+            let dropped = self.drops.iter_mut().find(|(n, c)| *n == name && *c > 0);
+            if l.cut || dropped.is_some() {
+                if let Some(rule) = dropped.filter(|_| !l.cut) {
+                    rule.1 -= 1;
+                }
+                if let Some(w) = &mut self.wire {
+                    w.push(Wire::Lost { seq });
+                }
                 return;
             }
         } else if l.cut {
             return;
         }
-        let at = self.now + l.delay;
-        self.seq += 1;
-        self.inflight
-            .insert((at, self.seq), Delivery { link, to, frame });
+        let at = (self.now + l.delay).max(l.last);
+        if let Some(l) = self.links.get_mut(&link) {
+            l.last = at;
+        }
+        self.inflight.insert(
+            (at, seq),
+            Delivery {
+                link,
+                to,
+                frame,
+                seq,
+            },
+        );
     }
 
     fn dial(&mut self, from: NodeId, addr: &Addr) {
         let target = self
             .slots
             .iter()
-            .position(|s| s.node.hello().addr.as_ref() == Some(addr) && !s.paused);
+            .position(|s| s.node.hello().addr.as_ref() == Some(addr) && !s.paused)
+            .filter(|to| !self.isolated.contains(to) && !self.isolated.contains(&from));
         let Some(to) = target else {
             self.slots[from].node.dial_failed(self.now, addr);
             return;
@@ -1022,7 +1265,9 @@ impl Cluster {
             Link {
                 ends: [(from, a), (to, b)],
                 cut: false,
+                isolated_end: None,
                 delay: self.delay,
+                last: self.now,
             },
         );
         self.by_end.insert((from, a), (link, 0));
@@ -1030,6 +1275,14 @@ impl Cluster {
         let (from_node, to_node) = (&self.slots[from].node, &self.slots[to].node);
         let hello_from = from_node.hello_with(&to_node.hello());
         let hello_to = to_node.hello_with(&hello_from);
+        if let Some(w) = &mut self.wire {
+            w.push(Wire::Open {
+                link,
+                client: (from, hello_from.clone()),
+                server: (to, hello_to.clone()),
+                version,
+            });
+        }
         self.slots[to]
             .node
             .accepted(self.now, b, &hello_from, version);

@@ -2,7 +2,7 @@
 //! adapters, and the probe a test writes on.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -48,7 +48,9 @@ pub struct MasterNode {
     addr: Addr,
     store: Stored,
     /// Why it dialled each address, oldest first.
-    dialling: HashMap<String, VecDeque<DialTarget>>,
+    dialling: BTreeMap<String, VecDeque<DialTarget>>,
+    /// The recovery store it shares with other masters, and its session with it.
+    shared: Option<(super::store::SharedStore, super::store::Session)>,
 }
 
 impl MasterNode {
@@ -71,7 +73,8 @@ impl MasterNode {
             core,
             addr,
             store: stored,
-            dialling: HashMap::new(),
+            dialling: BTreeMap::new(),
+            shared: None,
         }
     }
 
@@ -87,7 +90,47 @@ impl MasterNode {
             core,
             addr,
             store: Stored::default(),
-            dialling: HashMap::new(),
+            dialling: BTreeMap::new(),
+            shared: None,
+        }
+    }
+
+    /// A master at `addr` in STANDBY from `now`, persisting to `store` over `session` (a
+    /// refused write is fed back as [`master::Input::PersistFailed`]), until
+    /// [`MasterNode::elect`] on what the store holds.
+    /// `wall_ms` is the wall clock at `now` (ms since the epoch): a master started later reads
+    /// a later one, and its ids (`app-…`, `driver-…`) do not repeat its predecessor's.
+    pub fn on_store(
+        config: master::Config,
+        addr: Addr,
+        (now, wall_ms): (Instant, i64),
+        store: super::store::SharedStore,
+        session: super::store::Session,
+    ) -> Self {
+        let config = master::Config {
+            persistent: true,
+            ..config
+        };
+        let mut core = MasterCore::new(config, addr.clone(), now, wall_ms);
+        core.set_seed(7);
+        MasterNode {
+            core,
+            addr,
+            store: Stored::default(),
+            dialling: BTreeMap::new(),
+            shared: Some((store, session)),
+        }
+    }
+
+    /// Its session with the shared store, if it has one.
+    pub fn session(&self) -> Option<super::store::Session> {
+        self.shared.as_ref().map(|(_, s)| *s)
+    }
+
+    /// Its session with the shared store is now `session` (it joined the election again).
+    pub fn set_session(&mut self, session: super::store::Session) {
+        if let Some((_, s)) = &mut self.shared {
+            *s = session;
         }
     }
 
@@ -131,6 +174,11 @@ impl MasterNode {
 }
 
 impl Node for MasterNode {
+    #[cfg(feature = "testing")]
+    fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.core.plant(plant);
+    }
+
     fn hello(&self) -> Hello {
         Hello {
             role: Role::Master,
@@ -181,10 +229,35 @@ impl Node for MasterNode {
         self.core.poll_timeout()
     }
 
-    fn poll(&mut self, _now: Instant) -> Option<Step> {
+    fn poll(&mut self, now: Instant) -> Option<Step> {
         loop {
             match self.core.poll()? {
                 Output::Conn(c) => return Some(Step::Conn(c)),
+                Output::Effect(MasterEffect::Persist(record)) if self.shared.is_some() => {
+                    let (kind, id) = (record.kind(), record.id().to_string());
+                    let written = self
+                        .shared
+                        .as_ref()
+                        .map(|(store, session)| store.borrow_mut().write(*session, record.clone()));
+                    match written {
+                        Some(Err(reason)) => self
+                            .core
+                            .handle(now, master::Input::PersistFailed { kind, id, reason }),
+                        _ => self.store.apply(record),
+                    }
+                }
+                Output::Effect(MasterEffect::Unpersist { kind, id }) if self.shared.is_some() => {
+                    let removed = self
+                        .shared
+                        .as_ref()
+                        .map(|(store, session)| store.borrow_mut().remove(*session, kind, &id));
+                    if let Some(Err(reason)) = removed {
+                        // As Spark: a removal that fails is only logged.
+                        tracing::warn!("cannot remove {} {id}: {reason}", kind.as_str());
+                    } else {
+                        self.store.remove(kind, &id);
+                    }
+                }
                 Output::Effect(MasterEffect::Dial { addr, target }) => {
                     self.dialling
                         .entry(addr.to_string())
@@ -329,6 +402,11 @@ impl WorkerNode {
 }
 
 impl Node for WorkerNode {
+    #[cfg(feature = "testing")]
+    fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.core.plant(plant);
+    }
+
     fn hello(&self) -> Hello {
         Hello {
             role: Role::Worker,
@@ -427,9 +505,9 @@ pub struct Probe {
     opened: Vec<ConnId>,
     closed: Vec<ConnId>,
     received: Vec<(ConnId, DeployMessage)>,
-    answers: HashMap<(ConnId, u64), Result<Reply<DeployMessage>, ErrorDescription>>,
+    answers: BTreeMap<(ConnId, u64), Result<Reply<DeployMessage>, ErrorDescription>>,
     coarse: Vec<(ConnId, CoarseMessage)>,
-    coarse_answers: HashMap<(ConnId, u64), Result<Reply<CoarseMessage>, ErrorDescription>>,
+    coarse_answers: BTreeMap<(ConnId, u64), Result<Reply<CoarseMessage>, ErrorDescription>>,
     next_ask: u64,
 }
 
@@ -447,9 +525,9 @@ impl Probe {
             opened: Vec::new(),
             closed: Vec::new(),
             received: Vec::new(),
-            answers: HashMap::new(),
+            answers: BTreeMap::new(),
             coarse: Vec::new(),
-            coarse_answers: HashMap::new(),
+            coarse_answers: BTreeMap::new(),
             next_ask: 1,
         }
     }

@@ -25,7 +25,7 @@ pub use io::{
     TLS_CA_ENV,
 };
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -103,7 +103,7 @@ pub struct WorkerCore {
     worker_url: String,
     web_ui_url: String,
     policy: Policy,
-    conns: HashMap<ConnId, ConnRec>,
+    conns: BTreeMap<ConnId, ConnRec>,
     /// Where it is with its masters.
     registration: Registration,
     active_master_url: String,
@@ -118,9 +118,17 @@ pub struct WorkerCore {
     next_ask: u64,
     now: Instant,
     out: VecDeque<Output>,
+    /// A bug planted on purpose (tests only; [`crate::node::plant`]).
+    plant: crate::node::plant::Plant,
 }
 
 impl WorkerCore {
+    /// Plants bug `plant` (tests only; [`crate::node::plant`]).
+    #[cfg(feature = "testing")]
+    pub fn plant(&mut self, plant: crate::node::plant::Plant) {
+        self.plant = plant;
+    }
+
     /// A worker of `config` with `policy`, at `now`; [`start`](Self::start) sets it going.
     pub fn new(config: Config, policy: Policy, me: Identity, now: Instant) -> Self {
         let beat_every = (config.worker_timeout / 4).max(Duration::from_millis(10));
@@ -132,7 +140,7 @@ impl WorkerCore {
             id: me.id,
             policy,
             config,
-            conns: HashMap::new(),
+            conns: BTreeMap::new(),
             registration: Registration::Registering {
                 attempts: 0,
                 next_retry: None,
@@ -148,6 +156,7 @@ impl WorkerCore {
             next_ask: 1,
             now,
             out: VecDeque::new(),
+            plant: crate::node::plant::Plant::None,
         }
     }
 
@@ -660,7 +669,9 @@ impl WorkerCore {
                     next_retry: None,
                     master: None,
                 };
-                self.register_with_all_masters();
+                if self.plant != crate::node::plant::Plant::WorkerGivesUp {
+                    self.register_with_all_masters();
+                }
             }
             Registration::Registering { master, .. } if *master == Some(conn) => *master = None,
             _ => {}
@@ -704,10 +715,27 @@ impl WorkerCore {
             ("WORKER_URL", self.worker_url.clone()),
             ("RESOURCE_PROFILE_ID", l.rp_id.to_string()),
         ];
+        // A master that took this worker for empty (it registered again after its connection
+        // reset, with executors of the old registration still running, and the master launched
+        // before its WorkerLatestState came) may ask for more than the worker has: the launch
+        // fails, and the master learns so (found by the simulator, `node::sim::search`).
+        let (cores_used, memory_used) = self.runs.used();
+        let no_room = (cores_used.saturating_add(l.cores) > self.config.cores
+            || memory_used.saturating_add(l.memory) > self.config.memory)
+            .then(|| {
+                format!(
+                    "the worker has {} cores and {} MiB free; the executor asks {} and {}",
+                    self.config.cores - cores_used,
+                    self.config.memory - memory_used,
+                    l.cores,
+                    l.memory
+                )
+            });
         let launch = match self
             .policy
             .spark_for(LaunchKind::Executor, &l.app_desc.command)
         {
+            _ if no_room.is_some() => Err(no_room.unwrap_or_default()),
             Some((spark, url)) => self.spark_launch(spark, url, key.clone(), &l, &vars),
             None => self.launch_of(
                 LaunchKind::Executor,

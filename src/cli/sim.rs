@@ -1,0 +1,151 @@
+//! `sparkwire sim`: the deterministic simulator (`node::sim::search`): run many seeds and report
+//! the first that breaks an invariant, or replay one seed and write its trace.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use sparkwire::node::sim::search::{run, run_seed, shrink::shrink, FaultKind, Knobs, Scenario};
+use sparkwire::node::sim::store::Semantics;
+
+/// Options of `sparkwire sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// How many seeds to run (from --first).
+    #[arg(long, conflicts_with = "seed")]
+    seeds: Option<u64>,
+    /// The first seed of --seeds.
+    #[arg(long, default_value_t = 0)]
+    first: u64,
+    /// Run this one seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Replay the scenario in this file (a regression case) instead of a seed.
+    #[arg(long, conflicts_with_all = ["seed", "seeds"])]
+    case: Option<std::path::PathBuf>,
+    /// Write the run's trace to this file (with --seed or --case).
+    #[arg(long)]
+    trace: Option<std::path::PathBuf>,
+    /// Most masters, workers and drivers: M,W,D (default 3,3,2).
+    #[arg(long, default_value = "3,3,2")]
+    nodes: String,
+    /// The kinds of fault drawn, comma-separated (delay, reset, partition, pause, kill,
+    /// session, fill), or `none`; default all.
+    #[arg(long)]
+    faults: Option<String>,
+    /// Most faults a seed draws.
+    #[arg(long, default_value_t = 8)]
+    max_faults: usize,
+    /// The recovery stores drawn: file, zookeeper or both.
+    #[arg(long, default_value = "both")]
+    store: String,
+    /// On a failure, shrink its scenario and write it to this file (a regression case).
+    #[arg(long)]
+    shrink_to: Option<std::path::PathBuf>,
+}
+
+fn knobs(args: &SimArgs) -> Result<Knobs, String> {
+    let n: Vec<usize> = args
+        .nodes
+        .split(',')
+        .map(|x| x.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("--nodes: M,W,D expected, not {}", args.nodes))?;
+    let [m, w, d] = n[..] else {
+        return Err(format!("--nodes: M,W,D expected, not {}", args.nodes));
+    };
+    if m == 0 || w == 0 || d == 0 {
+        return Err("--nodes: at least one of each".into());
+    }
+    let faults = match args.faults.as_deref() {
+        None => FaultKind::ALL.to_vec(),
+        Some("none") => Vec::new(),
+        Some(list) => list
+            .split(',')
+            .map(|k| {
+                FaultKind::from_name(k.trim()).ok_or_else(|| format!("--faults: no fault {k}"))
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let stores = match args.store.as_str() {
+        "file" => vec![Semantics::File],
+        "zookeeper" => vec![Semantics::ZooKeeper],
+        "both" => vec![Semantics::File, Semantics::ZooKeeper],
+        other => return Err(format!("--store: file, zookeeper or both, not {other}")),
+    };
+    Ok(Knobs {
+        max_masters: m,
+        max_workers: w,
+        max_drivers: d,
+        max_faults: args.max_faults,
+        faults,
+        stores,
+    })
+}
+
+/// Runs the command: exit 0 when every seed kept every invariant, 1 on the first that did not.
+pub fn run_command(args: SimArgs) -> Result<ExitCode, String> {
+    let knobs = knobs(&args)?;
+    let one = match (&args.case, args.seed) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            Some(Scenario::parse(&text)?)
+        }
+        (None, Some(seed)) => Some(Scenario::draw(seed, &knobs)),
+        (None, None) => None,
+    };
+    if let Some(scenario) = one {
+        let outcome = run(&scenario, args.trace.is_some());
+        if let (Some(path), Some(trace)) = (&args.trace, &outcome.trace) {
+            std::fs::write(path, trace)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        return Ok(report(&scenario, outcome.failure.as_ref(), &args));
+    }
+    let n = args.seeds.unwrap_or(1000);
+    let start = Instant::now();
+    for seed in args.first..args.first.saturating_add(n) {
+        let outcome = run_seed(seed, &knobs, false);
+        if let Some(f) = &outcome.failure {
+            let scenario = Scenario::draw(seed, &knobs);
+            return Ok(report(&scenario, Some(f), &args));
+        }
+    }
+    let secs = start.elapsed().as_secs_f64().max(1e-9);
+    println!(
+        "{n} seeds from {} kept every invariant in {secs:.1} s ({:.0} seeds/s)",
+        args.first,
+        n as f64 / secs
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(
+    scenario: &Scenario,
+    failure: Option<&sparkwire::node::sim::search::Failure>,
+    args: &SimArgs,
+) -> ExitCode {
+    let Some(f) = failure else {
+        println!("seed {} kept every invariant", scenario.seed);
+        return ExitCode::SUCCESS;
+    };
+    println!("seed {} broke {}", scenario.seed, f);
+    println!(
+        "replay: sparkwire sim --seed {} --trace trace.txt",
+        scenario.seed
+    );
+    if let Some(path) = &args.shrink_to {
+        let (small, runs) = shrink(scenario, f.invariant, 2_000);
+        let text = format!("# expect {}\n{}", f.invariant, small.to_text());
+        match std::fs::write(path, &text) {
+            Ok(()) => println!(
+                "shrunk in {runs} runs to {} fault(s), written to {}",
+                small.faults.len(),
+                path.display()
+            ),
+            Err(e) => eprintln!("cannot write {}: {e}", path.display()),
+        }
+    }
+    ExitCode::FAILURE
+}

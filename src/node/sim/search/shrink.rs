@@ -1,0 +1,122 @@
+//! The shrinker: a failing scenario made as small as it can be while it still fails the same
+//! invariant, greedily (delta debugging's one-at-a-time pass, repeated to a fixpoint): fewer
+//! faults, then fewer drivers, workers and masters, then fewer tasks and shorter faults.
+
+use super::plan::{Fault, Scenario};
+use super::run;
+
+/// Whether `s` still fails `invariant`.
+fn fails(s: &Scenario, invariant: &str) -> bool {
+    run(s, false)
+        .failure
+        .is_some_and(|f| f.invariant == invariant)
+}
+
+/// The smallest scenario found that fails `invariant` as `failing` does, and how many runs it
+/// took. `failing` itself is returned when it does not fail so.
+pub fn shrink(failing: &Scenario, invariant: &str, budget: usize) -> (Scenario, usize) {
+    let mut best = failing.clone();
+    let mut runs = 0;
+    if !fails(&best, invariant) {
+        return (best, 1);
+    }
+    loop {
+        let mut changed = false;
+        for cand in candidates(&best) {
+            if runs >= budget {
+                return (best, runs);
+            }
+            runs += 1;
+            if fails(&cand, invariant) {
+                best = cand;
+                changed = true;
+                break;
+            }
+        }
+        if !changed {
+            return (best, runs);
+        }
+    }
+}
+
+/// Smaller variants of `s`, the biggest cuts first.
+fn candidates(s: &Scenario) -> Vec<Scenario> {
+    let mut out = Vec::new();
+    if s.faults.len() > 1 {
+        let mut c = s.clone();
+        c.faults.truncate(s.faults.len() / 2);
+        out.push(c);
+        let mut c = s.clone();
+        c.faults.drain(..s.faults.len() / 2);
+        out.push(c);
+    }
+    for i in (0..s.faults.len()).rev() {
+        let mut c = s.clone();
+        c.faults.remove(i);
+        out.push(c);
+    }
+    for i in (0..s.drivers.len()).rev() {
+        if s.drivers.len() > 1 {
+            let mut c = s.clone();
+            c.drivers.remove(i);
+            out.push(c);
+        }
+    }
+    for i in (0..s.workers.len()).rev() {
+        if s.workers.len() > 1 {
+            let mut c = s.clone();
+            c.workers.remove(i);
+            out.push(c);
+        }
+    }
+    if s.masters > 1 {
+        let mut c = s.clone();
+        c.masters -= 1;
+        out.push(c);
+    }
+    if s.notify_ms > 0 {
+        let mut c = s.clone();
+        c.notify_ms = 0;
+        out.push(c);
+    }
+    for i in 0..s.drivers.len() {
+        if s.drivers[i].partitions > 1 {
+            let mut c = s.clone();
+            c.drivers[i].partitions = 1;
+            out.push(c);
+            let mut c = s.clone();
+            c.drivers[i].partitions /= 2;
+            out.push(c);
+        }
+        if s.drivers[i].submit_at > 0 {
+            let mut c = s.clone();
+            c.drivers[i].submit_at = 0;
+            out.push(c);
+        }
+    }
+    for i in 0..s.faults.len() {
+        let (at, f) = s.faults[i];
+        let shorter = match f {
+            Fault::Partition { node, ms } if ms > 100 => {
+                Some(Fault::Partition { node, ms: ms / 2 })
+            }
+            Fault::Pause { node, ms } if ms > 100 => Some(Fault::Pause { node, ms: ms / 2 }),
+            Fault::Kill { node, ms } if ms > 0 => Some(Fault::Kill { node, ms: ms / 2 }),
+            Fault::Fill { cores, ms } if ms > 100 => Some(Fault::Fill { cores, ms: ms / 2 }),
+            Fault::Delay { link, ms } if ms > 1 => Some(Fault::Delay { link, ms: ms / 2 }),
+            _ => None,
+        };
+        if let Some(f) = shorter {
+            let mut c = s.clone();
+            c.faults[i] = (at, f);
+            out.push(c);
+        }
+        if at > 0 {
+            let mut c = s.clone();
+            c.faults[i] = (at / 2, f);
+            c.faults.sort_by_key(|(t, _)| *t);
+            out.push(c);
+        }
+    }
+    out
+}
