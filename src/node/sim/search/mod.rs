@@ -627,6 +627,7 @@ impl Run {
                 let register = crate::messages::deploy::RegisterApplication {
                     app_description: desc,
                     driver: EndpointRef::at(addr, "AppClient"),
+                    spark_release: None,
                 };
                 self.cluster
                     .node_mut::<Probe>(probe)
