@@ -326,6 +326,7 @@ pub struct Cluster {
     /// Nodes that can neither dial nor be dialled (a partition).
     isolated: Vec<NodeId>,
     /// The bug planted in every core added from now on (tests only).
+    #[cfg(feature = "testing")]
     plant: crate::node::plant::Plant,
     /// Routing what the nodes want done ([`Cluster::drain`]) is under way.
     draining: bool,
@@ -361,6 +362,7 @@ impl Cluster {
             processes: BTreeMap::new(),
             wire: None,
             isolated: Vec::new(),
+            #[cfg(feature = "testing")]
             plant: crate::node::plant::Plant::None,
             draining: false,
             one_input_at_a_time: false,
