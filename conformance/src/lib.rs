@@ -27,9 +27,36 @@ pub mod verdict;
 
 pub use case::{Case, Level, Target, Verdict};
 
-/// Every case of `target`, in report order.
+/// Every case of `target`, in report order: by id, its numbers read as numbers (`spec/8/…`
+/// before `spec/8.1/…` before `spec/14/…`), so that where a case is written does not change
+/// where it is reported.
 pub fn cases(target: Target) -> Vec<Case> {
-    targets::cases(target)
+    let mut cases = targets::cases(target);
+    cases.sort_by_cached_key(|c| id_order(&c.id));
+    cases
+}
+
+/// The key [`cases`] sorts ids by: each `/`-separated segment as runs of digits (compared as
+/// numbers, before any text) and of other characters.
+fn id_order(id: &str) -> Vec<Vec<(u8, u64, String)>> {
+    id.split('/')
+        .map(|segment| {
+            let mut runs: Vec<(u8, u64, String)> = Vec::new();
+            for ch in segment.chars() {
+                let digit = ch.is_ascii_digit();
+                match runs.last_mut() {
+                    Some(run) if (run.0 == 0) == digit => run.2.push(ch),
+                    _ => runs.push((u8::from(!digit), 0, ch.to_string())),
+                }
+            }
+            for run in &mut runs {
+                if run.0 == 0 {
+                    run.1 = run.2.parse().unwrap_or(u64::MAX);
+                }
+            }
+            runs
+        })
+        .collect()
 }
 
 /// Every case of every target.
