@@ -25,12 +25,12 @@ pub mod spawn;
 pub mod targets;
 pub mod verdict;
 
-pub use case::{Case, Level, Target, Verdict};
+pub use case::{Case, Level, Planned, Target, Verdict};
 
 /// Every case of `target`, in report order: by id, its numbers read as numbers (`spec/8/…`
 /// before `spec/8.1/…` before `spec/14/…`), so that where a case is written does not change
 /// where it is reported.
-pub fn cases(target: Target) -> Vec<Case> {
+pub fn cases(target: Target) -> Vec<Planned> {
     let mut cases = targets::cases(target);
     cases.sort_by_cached_key(|c| id_order(&c.id));
     cases
@@ -60,6 +60,6 @@ fn id_order(id: &str) -> Vec<Vec<(u8, u64, String)>> {
 }
 
 /// Every case of every target.
-pub fn all_cases() -> Vec<Case> {
+pub fn all_cases() -> Vec<Planned> {
     Target::ALL.into_iter().flat_map(cases).collect()
 }

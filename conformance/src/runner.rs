@@ -7,7 +7,7 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::case::{Case, Sharing};
+use crate::case::{Planned, Sharing};
 use crate::env::{Ctx, Log, Settings, Wire};
 use crate::verdict::{Failure, Level, Target, Verdict, DEFAULT_TIMEOUT};
 
@@ -53,7 +53,7 @@ impl CaseResult {
     /// A result of `case` without a body run: `verdict` for `reason`; a failure expected
     /// `expected`, and `timed_out` says whether the run's deadline cut it.
     fn without_run(
-        case: Case,
+        case: Planned,
         verdict: Verdict,
         reason: String,
         expected: &str,
@@ -82,7 +82,7 @@ const JUDGED: &str = "every frame the endpoint sends to keep protocol/rules.md (
     asks, the conversation's rules, the end-of-trace obligations N1–N4) and to decode strictly \
     (SPEC §11)";
 
-async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> CaseResult {
+async fn run_one(settings: Arc<Settings>, case: Planned, deadline: Instant) -> CaseResult {
     let log = Log::for_run(&settings);
     if settings.wire != Wire::Sparkwire {
         if let Some(why) = crate::targets::sparkwire_only(&case.id) {
@@ -237,9 +237,9 @@ async fn run_one(settings: Arc<Settings>, case: Case, deadline: Instant) -> Case
 /// time limit times `--timeout-scale` and all within the run's deadline (`--deadline`: a case
 /// still running then, or not started, fails as timed out). Results come back in the order of
 /// `cases`.
-pub async fn run(settings: Arc<Settings>, cases: Vec<Case>, jobs: usize) -> Vec<CaseResult> {
+pub async fn run(settings: Arc<Settings>, cases: Vec<Planned>, jobs: usize) -> Vec<CaseResult> {
     let order: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
-    let (parallel, alone): (Vec<Case>, Vec<Case>) = cases
+    let (parallel, alone): (Vec<Planned>, Vec<Planned>) = cases
         .into_iter()
         .partition(|c| c.sharing == Sharing::Parallel);
     let deadline = Instant::now() + settings.run_deadline;

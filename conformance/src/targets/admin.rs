@@ -13,7 +13,7 @@ use sparkwire::messages::{DeployMessage, DriverDescription, DriverState, Family,
 use sparkwire::wire::handshake::{encode_hello, Answer, Hello, RefusalReason, Role, Secret};
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::{app_desc, register_worker_msg};
@@ -24,57 +24,73 @@ use crate::verdict::{check, fail, Failure, Level, Outcome};
 type D = DeployMessage;
 
 /// Every case of this file, added to `cs`.
-pub fn add(cs: &mut Cases) {
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
-    cs.add(
-        "spec/13/admin/kill-all-denied",
-        Level::Must,
-        "SPEC §13, \"Any other peer's ask is answered with a failure (`Envelope` failure, class \
+pub fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/13/admin/kill-all-denied".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §13, \"Any other peer's ask is answered with a failure (`Envelope` failure, class \
             `java.lang.SecurityException`, message beginning `Permission denied:` and naming the message); nothing \
                 changes and the connection stays open\": with an admin secret, an authenticated UI without the admin \
                     proof asking RequestKillAllDrivers gets that failure, a submitted driver is still SUBMITTED, and \
-                        the UI is still served",
-        kill_all_denied,
-    );
-    cs.add(
-        "spec/13/admin/decommission-denied",
-        Level::Must,
-        "SPEC §13 (as spec/13/admin/kill-all-denied) for DecommissionWorkersOnHosts: the failure names the message, \
-            the worker registered on that host is not told DecommissionWorker, and the UI is still served",
-        decommission_denied,
-    );
-    cs.add(
-        "spec/13/admin/clear-completed-denied",
-        Level::Must,
-        "SPEC §13 (as spec/13/admin/kill-all-denied) for RequestClearCompletedDriversAndApps: the failure names the \
-            message, and the UI is still served",
-        clear_completed_denied,
-    );
-    cs.add(
-        "spec/13/admin/admin-allowed",
-        Level::Must,
-        "SPEC §13, \"a shared secret and an **admin secret** | only a peer that also proved the admin secret in its \
+                        the UI is still served".into(),
+        body: run(kill_all_denied),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/13/admin/decommission-denied".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §13 (as spec/13/admin/kill-all-denied) for DecommissionWorkersOnHosts: the failure names the message, \
+            the worker registered on that host is not told DecommissionWorker, and the UI is still served".into(),
+        body: run(decommission_denied),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/13/admin/clear-completed-denied".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §13 (as spec/13/admin/kill-all-denied) for RequestClearCompletedDriversAndApps: the failure names the \
+            message, and the UI is still served".into(),
+        body: run(clear_completed_denied),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/13/admin/admin-allowed".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §13, \"a shared secret and an **admin secret** | only a peer that also proved the admin secret in its \
             handshake\" may send them: a UI that proved the admin secret asking RequestKillAllDrivers is answered \
-                with a KillAllDriversResponse",
-        admin_allowed,
-    );
-    cs.add(
-        "handshake/10.1/admin-proof-ignored",
-        Level::Must,
-        "handshake.md §10.1, \"An admin proof sent to a server without an admin secret is ignored (the peer is not an \
+                with a KillAllDriversResponse".into(),
+        body: run(admin_allowed),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/10.1/admin-proof-ignored".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "handshake.md §10.1, \"An admin proof sent to a server without an admin secret is ignored (the peer is not an \
             admin)\": a server holding only a shared secret accepts a UI whose proof frame carries an admin proof, \
-                and serves it",
-        admin_proof_ignored,
-    );
-    cs.add(
-        "handshake/10.1/wrong-admin-proof-refused",
-        Level::Must,
-        "handshake.md §10.1, \"a wrong admin proof is refused with `authFailed`\" (and step 4, \"if either does not \
+                and serves it".into(),
+        body: run(admin_proof_ignored),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/10.1/wrong-admin-proof-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "handshake.md §10.1, \"a wrong admin proof is refused with `authFailed`\" (and step 4, \"if either does not \
             verify it refuses with `authFailed`\"): a server holding an admin secret refuses a UI whose admin proof \
-                was made with another admin secret with authFailed",
-        wrong_admin_proof_refused,
-    );
+                was made with another admin secret with authFailed".into(),
+        body: run(wrong_admin_proof_refused),
+        ..Case::default()
+    });
 }
 
 async fn admin_server(ctx: &Ctx) -> Result<Server, Failure> {

@@ -20,7 +20,7 @@ use sparkwire::wire::handshake::{
 };
 use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::Cases;
+use crate::case::{bind, run, Body, Case, Sharing, Target};
 use crate::env::{Ctx, Endpoint};
 use crate::kit::auth::*;
 use crate::kit::client::Start;
@@ -175,37 +175,51 @@ async fn unchanged(g: &Guarded, what: &str) -> Outcome {
     )
 }
 
+/// A body run against the secured server `s`, given the endpoint's secret and the server opened
+/// (skipped when the suite was not given the secret).
+fn secured<F, Fut>(s: &SecuredServer, body: F) -> Body
+where
+    F: Fn(Ctx, Secret, Guarded) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Outcome> + Send + 'static,
+{
+    let body = std::sync::Arc::new(body);
+    bind(s, move |ctx: Ctx, s: SecuredServer| {
+        let body = std::sync::Arc::clone(&body);
+        async move {
+            let k = secret(&ctx)?;
+            let g = (s.open)(ctx.clone()).await?;
+            body(ctx, k, g).await
+        }
+    })
+}
+
 /// The authentication cases of a server, added to `cs`.
-pub fn add_server(cs: &mut Cases, s: SecuredServer) {
+pub fn add_server(cs: &mut Vec<Case>, s: SecuredServer) {
     let (name, what) = (s.name, s.what);
-    macro_rules! case {
-        ($id:expr, $req:expr, |$ctx:ident, $k:ident, $g:ident| $body:expr) => {{
-            let server = s.clone();
-            cs.add($id, Level::Must, $req, move |$ctx: Ctx| {
-                let server = server.clone();
-                async move {
-                    let $k = secret(&$ctx)?;
-                    let $g = (server.open)($ctx.clone()).await?;
-                    $body
-                }
-            });
-        }};
-    }
-    case!(
-        "handshake/10.2/no-auth-refused",
-        format!("{name} holding a shared secret refuses a hello that does not ask to authenticate with authRequired, \
+    cs.push(Case {
+        id: "handshake/10.2/no-auth-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} holding a shared secret refuses a hello that does not ask to authenticate with authRequired, \
             and closes the connection"),
-        |ctx, _k, g| {
+        body: secured(&s, move |ctx: Ctx, _k, g| async move {
             let mut c = Conn::connect(g.at.addr, "suite", g.role, &ctx.log).await?;
             c.send_hello(&Hello::new(&[Version::V2], g.role, "no-auth")).await?;
             expect_refused(&ctx, &mut c, &[RefusalReason::AuthRequired]).await
-        }
-    );
-    case!(
-        "handshake/10.1/challenge",
-        format!("{name} holding a shared secret answers a hello that asks to authenticate with a challenge: mechanism \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/10.1/challenge".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} holding a shared secret answers a hello that asks to authenticate with a challenge: mechanism \
             hmac-sha256, a 32-byte nonce and a server proof that verifies with the secret over the hello frame"),
-        |ctx, k, g| {
+        body: secured(&s, move |ctx: Ctx, k, g| async move {
             let c = challenged(&ctx, g.at.addr, g.role, "challenge", &k).await?;
             let nonce = crate::mp::challenge_nonce(&c.challenge);
             check(
@@ -214,23 +228,33 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
                 "a nonce of 32 bytes, not the client's",
                 format!("{nonce:?}"),
             )
-        }
-    );
-    case!(
-        "handshake/10.1/fresh-nonce",
-        format!("{name} draws a new nonce for every handshake: two challenges never carry the same nonce"),
-        |ctx, k, g| {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/10.1/fresh-nonce".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} draws a new nonce for every handshake: two challenges never carry the same nonce"),
+        body: secured(&s, move |ctx: Ctx, k, g| async move {
             let a = challenged(&ctx, g.at.addr, g.role, "nonce", &k).await?;
             let b = challenged(&ctx, g.at.addr, g.role, "nonce", &k).await?;
             let (na, nb) = (crate::mp::challenge_nonce(&a.challenge), crate::mp::challenge_nonce(&b.challenge));
             check(na.is_some() && na != nb, "two different nonces", format!("{na:?} and {nb:?}"))
-        }
-    );
-    case!(
-        "handshake/10.1/authenticated",
-        format!("{name} holding a shared secret accepts a peer that proves it, and then takes the {what} it sends \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/10.1/authenticated".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} holding a shared secret accepts a peer that proves it, and then takes the {what} it sends \
             (the change shows in its state)"),
-        |ctx, k, g| {
+        body: secured(&s, move |ctx: Ctx, k, g| async move {
             let mut c = Conn::open_authenticated(g.at.addr, "suite", g.role, "authenticated", &[Version::V2], &k,
                 &ctx.log, wait(&ctx)).await?;
             c.send_frame(&g.change).await?;
@@ -245,26 +269,36 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-        }
-    );
-    case!(
-        "handshake/10.1/wrong-proof-refused",
-        format!("{name} refuses a client proof made with another secret (a wrong MAC) with authFailed, closes the \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/10.1/wrong-proof-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} refuses a client proof made with another secret (a wrong MAC) with authFailed, closes the \
             connection, and takes nothing sent after it (a {what})"),
-        |ctx, k, g| {
+        body: secured(&s, move |ctx: Ctx, k, g| async move {
             let mut c = challenged(&ctx, g.at.addr, g.role, "wrong-proof", &k).await?;
             let mut bytes = frame_bytes(&c.proof(&wrong_secret(&k)?));
             bytes.extend_from_slice(&frame_bytes(&g.change));
             c.conn.send_raw(&bytes, &format!("a proof made with another secret, then {}", what)).await?;
             expect_refused(&ctx, &mut c.conn, &[RefusalReason::AuthFailed]).await?;
             unchanged(&g, what).await
-        }
-    );
-    case!(
-        "handshake/10.1/replayed-proof-refused",
-        format!("{name} refuses with authFailed a proof made for another exchange (one recorded from an earlier \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/10.1/replayed-proof-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} refuses with authFailed a proof made for another exchange (one recorded from an earlier \
             connection, under the right secret, so over other nonces), and takes nothing sent after it (a {what})"),
-        |ctx, k, g| {
+        body: secured(&s, move |ctx: Ctx, k, g| async move {
             let first = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
             let mut second = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
             let mut bytes = frame_bytes(&first.proof(&k));
@@ -272,32 +306,43 @@ pub fn add_server(cs: &mut Cases, s: SecuredServer) {
             second.conn.send_raw(&bytes, &format!("the first exchange's proof, then {}", what)).await?;
             expect_refused(&ctx, &mut second.conn, &[RefusalReason::AuthFailed]).await?;
             unchanged(&g, what).await
-        }
-    );
-    case!(
-        "spec/13/nothing-before-proof",
-        format!("{name} holding a shared secret takes no envelope before the peer's proof: a {what} sent in place of \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/13/nothing-before-proof".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} holding a shared secret takes no envelope before the peer's proof: a {what} sent in place of \
             the proof changes nothing and the connection is refused or closed"),
-        |ctx, k, g| {
+        body: secured(&s, move |ctx: Ctx, k, g| async move {
             let mut c = challenged(&ctx, g.at.addr, g.role, "no-proof", &k).await?;
             c.conn.send_frame(&g.change).await?;
             expect_refused(&ctx, &mut c.conn, &[]).await?;
             unchanged(&g, what).await
-        }
-    );
-    case!(
-        format!("spec/13/unauthenticated-{}", s.change_case),
-        format!("{name} holding a shared secret takes nothing from a peer that does not authenticate: a {what} right \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: format!("spec/13/unauthenticated-{}", s.change_case),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} holding a shared secret takes nothing from a peer that does not authenticate: a {what} right \
             behind a hello without auth is refused (authRequired) and changes nothing"),
-        |ctx, _k, g| {
+        body: secured(&s, move |ctx: Ctx, _k, g| async move {
             unauthenticated_then(&ctx, g.at.addr, g.role, "no-auth", &g.change, what).await?;
             unchanged(&g, what).await
-        }
-    );
+        }),
+        ..Case::default()
+    });
 }
 
 /// The authentication cases of the master target.
-pub fn add(cs: &mut Cases) {
+pub fn add(cs: &mut Vec<Case>) {
     add_server(
         cs,
         SecuredServer {
@@ -328,12 +373,15 @@ pub fn add(cs: &mut Cases) {
             change_case: "register",
         },
     );
-    cs.add(
-        "spec/13/unauthenticated-ui-kill",
-        Level::Must,
-        "a master holding a shared secret takes no state-changing ask from an unauthenticated ui peer: \
-            RequestKillAllDrivers behind a hello without auth gets no reply, only a refusal and a close",
-        |ctx: Ctx| async move {
+    cs.push(Case {
+        id: "spec/13/unauthenticated-ui-kill".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: "a master holding a shared secret takes no state-changing ask from an unauthenticated ui peer: \
+            RequestKillAllDrivers behind a hello without auth gets no reply, only a refusal and a close".into(),
+        body: run(|ctx: Ctx| async move {
             secret(&ctx)?;
             let mut ask = Vec::new();
             encode_envelope(
@@ -348,8 +396,9 @@ pub fn add(cs: &mut Cases) {
             )
             .map_err(|e| fail("an envelope the suite can encode", e.to_string()))?;
             unauthenticated_then(&ctx, master_addr(&ctx)?, Role::Ui, "", &ask, "RequestKillAllDrivers").await
-        },
-    );
+        }),
+        ..Case::default()
+    });
 }
 
 // ---- a client holding the secret (the suite is its server) ----
@@ -400,29 +449,32 @@ async fn client_closes(
 }
 
 /// The authentication cases of a client, started by `start`, whose server plays `server_role`.
-pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role: Role) {
+pub fn add_client(cs: &mut Vec<Case>, start: Start, name: &'static str, server_role: Role) {
     let st = start.clone();
-    cs.add(
-        "handshake/10.1/client-hello",
-        Level::Must,
-        format!("{name} holding a shared secret asks to authenticate in its hello: auth hmac-sha256 and a 32-byte \
+    cs.push(Case {
+        id: "handshake/10.1/client-hello".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: format!("{name} holding a shared secret asks to authenticate in its hello: auth hmac-sha256 and a 32-byte \
             nonce"),
-        move |ctx: Ctx| {
+        body: run(move |ctx: Ctx| {
             let st = st.clone();
             async move {
                 secret(&ctx)?;
                 let (_run, mut c) = st(ctx.clone()).await?;
                 authenticating_hello(&ctx, &mut c).await.map(|_| ())
             }
-        },
-    );
+        }),
+        ..Case::default()
+    });
     let st = start.clone();
-    cs.add(
-        "handshake/10.1/client-proof",
-        Level::Must,
-        format!("{name} answers the server's challenge with a client proof that verifies with the secret over the \
+    cs.push(Case {
+        id: "handshake/10.1/client-proof".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: format!("{name} answers the server's challenge with a client proof that verifies with the secret over the \
             hello and challenge frames, and once accepted goes on with an envelope"),
-        move |ctx: Ctx| {
+        body: run(move |ctx: Ctx| {
             let st = st.clone();
             async move {
                 let k = secret(&ctx)?;
@@ -440,26 +492,30 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
                 check(ok, format!("an envelope decoding at version \
                     {}", v.number()), crate::peer::describe(c.family, &body, v))
             }
-        },
-    );
+        }),
+        ..Case::default()
+    });
     let st = start.clone();
-    cs.add(
-        "handshake/10.1/wrong-server-proof",
-        Level::Must,
-        format!("{name} closes the connection without sending anything more (no proof, no envelope) when the server's \
+    cs.push(Case {
+        id: "handshake/10.1/wrong-server-proof".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: format!("{name} closes the connection without sending anything more (no proof, no envelope) when the server's \
             challenge carries a proof made with another secret"),
-        move |ctx: Ctx| {
+        body: run(move |ctx: Ctx| {
             client_closes(ctx, st.clone(), |k, _, frame| challenge_body(&wrong_secret(k)?, frame), "a server proof \
                 made with another secret")
-        },
-    );
+        }),
+        ..Case::default()
+    });
     let st = start.clone();
-    cs.add(
-        "handshake/10.1/replayed-server-proof",
-        Level::Must,
-        format!("{name} closes the connection without sending anything more when the server's proof is made with the \
+    cs.push(Case {
+        id: "handshake/10.1/replayed-server-proof".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: format!("{name} closes the connection without sending anything more when the server's proof is made with the \
             right secret but for another exchange (over a hello with another nonce)"),
-        move |ctx: Ctx| {
+        body: run(move |ctx: Ctx| {
             client_closes(
                 ctx,
                 st.clone(),
@@ -471,14 +527,16 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
                 },
                 "a server proof for another exchange",
             )
-        },
-    );
-    cs.add(
-        "handshake/10.2/unauthenticated-server",
-        Level::Must,
-        format!("{name} holding a shared secret closes the connection at once, sending nothing, when the server \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/10.2/unauthenticated-server".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: format!("{name} holding a shared secret closes the connection at once, sending nothing, when the server \
             accepts its hello without a challenge (a server that does not prove the secret)"),
-        move |ctx: Ctx| {
+        body: run(move |ctx: Ctx| {
             client_closes(
                 ctx,
                 start.clone(),
@@ -494,6 +552,7 @@ pub fn add_client(cs: &mut Cases, start: Start, name: &'static str, server_role:
                 },
                 "an acceptance without a challenge",
             )
-        },
-    );
+        }),
+        ..Case::default()
+    });
 }

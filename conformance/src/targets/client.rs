@@ -5,7 +5,7 @@
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Answer, Hello, Refusal, RefusalReason, Role, CLOSE_REASON};
 
-use crate::case::Cases;
+use crate::case::{bind, Case, Target};
 use crate::env::Ctx;
 use crate::kit::client::*;
 use crate::kit::common::{close_of, closed_without_envelope, wait};
@@ -95,22 +95,16 @@ async fn proceeds(
 }
 
 /// The shared cases, added to `cases` for the client `s`.
-pub fn add(cases: &mut Cases, s: Client) {
+pub fn add(cases: &mut Vec<Case>, s: Client) {
     let name = s.name;
-    macro_rules! case {
-        ($id:expr, $level:expr, $req:expr, |$ctx:ident, $s:ident| $body:expr) => {{
-            let client = s.clone();
-            cases.add($id, $level, $req, move |$ctx: Ctx| {
-                let $s = client.clone();
-                async move { $body }
-            });
-        }};
-    }
-    case!("spec/8.1/client-close-reason", Level::Must,
-        format!("{name}, having offered closeReason in its hello and the suite taken it, sends a close envelope of \
+    cases.push(Case {
+        id: "spec/8.1/client-close-reason".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("{name}, having offered closeReason in its hello and the suite taken it, sends a close envelope of \
             kind UnknownMessage as its last frame before it closes the connection on a message its family does not \
                 have"),
-        |ctx, s| {
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let (_run, mut c) = (s.start)(ctx.clone()).await?;
             let (h, _) = hello(&ctx, &mut c).await?;
             if !h.offers(CLOSE_REASON) {
@@ -126,70 +120,110 @@ pub fn add(cases: &mut Cases, s: Client) {
             let want = "a close envelope of kind UnknownMessage, then the close";
             let reason = crate::kit::server::close_envelope(&ctx, &mut c, want).await?;
             check(reason.kind == "UnknownMessage", want, format!("{reason:?}"))
-        });
-    case!("spec/8.1/client-takes-unknown-kind", Level::Must,
-        format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as it is ..., and treat the close \
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "spec/8.1/client-takes-unknown-kind".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as it is ..., and treat the close \
             envelope as the end of the connection: it closes too, sends nothing more\": {name}, on a connection that \
                 agreed on closeReason, sent a close envelope of a kind no revision has, closes the connection and \
                     sends nothing after it"),
-        |ctx, s| told_to_close(ctx, s, &[
+        body: bind(&s, move |ctx: Ctx, s| async move { told_to_close(ctx, s, &[
             ("kind", mp::s("zzzKindOfALaterRevision")),
             ("message", mp::s("closed by the conformance suite")),
             ("path", vec![0xc0]),
             ("offset", vec![0xc0]),
-        ]).await);
-    case!("spec/8.1/client-close-reason-unknown-field", Level::Must,
-        format!("SPEC §8.1, \"`reason` is the struct `CloseReason` ... a decoder skips fields it does not know\": \
+        ]).await }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "spec/8.1/client-close-reason-unknown-field".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("SPEC §8.1, \"`reason` is the struct `CloseReason` ... a decoder skips fields it does not know\": \
             {name}, on a connection that agreed on closeReason, sent a close envelope holding a field of a later \
                 revision, takes it as a close: it closes the connection and sends nothing after it"),
-        |ctx, s| told_to_close(ctx, s, &[
+        body: bind(&s, move |ctx: Ctx, s| async move { told_to_close(ctx, s, &[
             ("kind", mp::s("Idle")),
             ("message", mp::s("closed by the conformance suite")),
             ("path", vec![0xc0]),
             ("offset", vec![0xc0]),
             ("zzzAFieldOfALaterRevision", mp::s("skipped")),
-        ]).await);
-    case!("spec/8.1/client-no-close-envelope-unoffered", Level::Must,
-        format!("SPEC §8.1, \"Without the feature — a peer whose hello did not offer it, or a server that did not \
+        ]).await }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "spec/8.1/client-no-close-envelope-unoffered".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("SPEC §8.1, \"Without the feature — a peer whose hello did not offer it, or a server that did not \
             take it — ... no close envelope is ever sent\": {name}, whose answer did not take closeReason, closes the \
                 connection on a message its family does not have with no close envelope"),
-        |ctx, s| no_close_envelope_unoffered(ctx, s).await);
-    case!("spec/8.1/client-unknown-ask-close-kind", Level::Must,
-        format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\"): {name}, on a connection that agreed on \
+        body: bind(&s, move |ctx: Ctx, s| async move { no_close_envelope_unoffered(ctx, s).await }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "spec/8.1/client-unknown-ask-close-kind".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\"): {name}, on a connection that agreed on \
             closeReason, sent a reply to an ask it never made, either ignores it (the connection stays open) or \
                 closes with a close envelope of kind UnknownAsk (validating rules.md, RuleViolation: rule A2)"),
-        |ctx, s| client_unknown_ask_close_kind(ctx, s).await);
+        body: bind(&s, move |ctx: Ctx, s| async move { client_unknown_ask_close_kind(ctx, s).await }),
+        ..Case::default()
+    });
     if s.role != Role::AppClient {
-        case!("spec/8.1/bad-reply-close-kind", Level::Must,
-            format!("SPEC §8, \"`BadEnvelope` | not one of the four envelope forms (...); a message or reply that is \
+        cases.push(Case {
+            id: "spec/8.1/bad-reply-close-kind".into(),
+            level: Level::Must,
+            targets: vec![Target::Worker, Target::Executor],
+            requirement: format!("SPEC §8, \"`BadEnvelope` | not one of the four envelope forms (...); a message or reply that is \
                 not a one-entry map keyed by a string\", and §8.1: {name}, on a connection that agreed on \
                     closeReason, answered {} with a reply whose map has two entries, closes with a close envelope of \
                         kind BadEnvelope", if s.role == Role::Worker { "its version 2 ExecutorStateChanged \
                             ask" } else { "its first ask (RetrieveSparkAppConfig)" }),
-            |ctx, s| bad_reply_close_kind(ctx, s).await);
+            body: bind(&s, move |ctx: Ctx, s| async move { bad_reply_close_kind(ctx, s).await }),
+            ..Case::default()
+        });
     }
     if s.role == Role::Worker {
-        case!("spec/8.1/no-close-envelope-on-shutdown", Level::Must,
-            format!("SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown \
+        cases.push(Case {
+            id: "spec/8.1/no-close-envelope-on-shutdown".into(),
+            level: Level::Must,
+            targets: vec![Target::Worker],
+            requirement: format!("SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown \
                 ...)\": {name}, stopped (its standard input closed: `--exit-with-stdin`) while connected to the suite \
                     over a connection that agreed on closeReason, closes it with no close envelope"),
-            |ctx, s| no_close_envelope_on_shutdown(ctx, s).await);
+            body: bind(&s, move |ctx: Ctx, s| async move { no_close_envelope_on_shutdown(ctx, s).await }),
+            ..Case::default()
+        });
     }
-    case!("handshake/3/hello", Level::Must,
-        format!("{name}'s first frame is a hello: magic \"sparkwire\", the versions it speaks (at least one this \
+    cases.push(Case {
+        id: "handshake/3/hello".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("{name}'s first frame is a hello: magic \"sparkwire\", the versions it speaks (at least one this \
             protocol defines), its role ({}), an id", s.role.name()),
-        |ctx, s| {
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let (_run, mut c) = (s.start)(ctx.clone()).await?;
             let (h, _) = hello(&ctx, &mut c).await?;
             check(h.role == s.role, format!("role {}", s.role.name()), h.role.name())?;
             check(h.versions.iter().any(|v| Version::from_number(*v).is_some()), "a version of 1 or \
                 2", format!("{:?}", h.versions))
-        });
-    case!(
-        "handshake/3/magic-first",
-        Level::Should,
-        format!("{name} writes the hello's keys in the order magic, versions, role, id"),
-        |ctx, s| {
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/3/magic-first".into(),
+        level: Level::Should,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!(
+            "{name} writes the hello's keys in the order magic, versions, role, id"
+        ),
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let (_run, mut c) = (s.start)(ctx.clone()).await?;
             let (_, body) = hello(&ctx, &mut c).await?;
             let mut cur = body.as_slice();
@@ -216,13 +250,15 @@ pub fn add(cases: &mut Cases, s: Client) {
                 "magic, versions, role, id",
                 keys.join(", "),
             )
-        }
-    );
-    case!(
-        "handshake/2/waits-for-answer",
-        Level::Must,
-        format!("{name} sends nothing after its hello until it has read the answer"),
-        |ctx, s| {
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/2/waits-for-answer".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("{name} sends nothing after its hello until it has read the answer"),
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let (_run, mut c) = (s.start)(ctx.clone()).await?;
             hello(&ctx, &mut c).await?;
             match c.next(ctx.settings.quiet).await {
@@ -233,27 +269,32 @@ pub fn add(cases: &mut Cases, s: Client) {
                 )),
                 Some(other) => Err(fail("nothing before the answer", format!("{other:?}"))),
             }
-        }
-    );
-    case!(
-        "handshake/6/unknown-version-chosen",
-        Level::Must,
-        format!(
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/6/unknown-version-chosen".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!(
             "{name} closes the connection when the answer chooses a version it did not offer (9)"
         ),
-        |ctx, s| closes(ctx, s.clone(), |_| frame(&mp::map(&accepted_entries(
-            9,
-            s.server_role.name()
-        ))))
-        .await
-    );
-    case!(
-        "handshake/6/unoffered-version-chosen",
-        Level::Must,
-        format!(
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            closes(ctx, s.clone(), |_| {
+                frame(&mp::map(&accepted_entries(9, s.server_role.name())))
+            })
+            .await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/6/unoffered-version-chosen".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!(
             "{name} closes the connection when the answer chooses a known version it did not offer"
         ),
-        |ctx, s| {
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let (_run, mut c) = (s.start)(ctx.clone()).await?;
             let (h, _) = hello(&ctx, &mut c).await?;
             let Some(other) = [1u64, 2].into_iter().find(|v| !h.versions.contains(v)) else {
@@ -269,159 +310,225 @@ pub fn add(cases: &mut Cases, s: Client) {
                 "the endpoint closes the connection, sending nothing more",
             )
             .await
-        }
-    );
-    case!(
-        "handshake/8/bad-magic",
-        Level::Must,
-        format!("{name} closes the connection when the answer's magic is not \"sparkwire\""),
-        |ctx, s| closes(ctx, s.clone(), |h| {
-            let mut e = accepted_entries(best(h), s.server_role.name());
-            e[0].1 = mp::s("sparkfire");
-            frame(&mp::map(&e))
-        })
-        .await
-    );
-    case!(
-        "handshake/8/not-msgpack",
-        Level::Must,
-        format!("{name} closes the connection when the answer is not MessagePack"),
-        |ctx, s| closes(ctx, s, |_| frame(&[0xc1, 0xc1])).await
-    );
-    case!(
-        "handshake/8/version-and-refused",
-        Level::Must,
-        format!("{name} closes the connection when the answer has both `version` and `refused`"),
-        |ctx, s| closes(ctx, s.clone(), |h| {
-            let mut e = accepted_entries(best(h), s.server_role.name());
-            e.push(("refused", mp::s("badMagic")));
-            frame(&mp::map(&e))
-        })
-        .await
-    );
-    case!(
-        "handshake/8/missing-role",
-        Level::Must,
-        format!("{name} closes the connection when an acceptance has no `role`"),
-        |ctx, s| closes(ctx, s.clone(), |h| {
-            let mut e = accepted_entries(best(h), s.server_role.name());
-            e.remove(3);
-            frame(&mp::map(&e))
-        })
-        .await
-    );
-    case!(
-        "handshake/4/duplicate-key",
-        Level::Must,
-        format!("{name} closes the connection when a key of the answer appears twice"),
-        |ctx, s| closes(ctx, s.clone(), |h| {
-            let mut e = accepted_entries(best(h), s.server_role.name());
-            e.push(("version", mp::u(best(h))));
-            frame(&mp::map(&e))
-        })
-        .await
-    );
-    case!(
-        "handshake/8/oversized-answer",
-        Level::Must,
-        format!(
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/8/bad-magic".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!(
+            "{name} closes the connection when the answer's magic is not \"sparkwire\""
+        ),
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            closes(ctx, s.clone(), |h| {
+                let mut e = accepted_entries(best(h), s.server_role.name());
+                e[0].1 = mp::s("sparkfire");
+                frame(&mp::map(&e))
+            })
+            .await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/8/not-msgpack".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("{name} closes the connection when the answer is not MessagePack"),
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            closes(ctx, s, |_| frame(&[0xc1, 0xc1])).await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/8/version-and-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!(
+            "{name} closes the connection when the answer has both `version` and `refused`"
+        ),
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            closes(ctx, s.clone(), |h| {
+                let mut e = accepted_entries(best(h), s.server_role.name());
+                e.push(("refused", mp::s("badMagic")));
+                frame(&mp::map(&e))
+            })
+            .await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/8/missing-role".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("{name} closes the connection when an acceptance has no `role`"),
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            closes(ctx, s.clone(), |h| {
+                let mut e = accepted_entries(best(h), s.server_role.name());
+                e.remove(3);
+                frame(&mp::map(&e))
+            })
+            .await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/4/duplicate-key".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("{name} closes the connection when a key of the answer appears twice"),
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            closes(ctx, s.clone(), |h| {
+                let mut e = accepted_entries(best(h), s.server_role.name());
+                e.push(("version", mp::u(best(h))));
+                frame(&mp::map(&e))
+            })
+            .await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/8/oversized-answer".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!(
             "{name} closes the connection when the answer's prefix declares more than 65536 bytes"
         ),
-        |ctx, s| closes(ctx, s, |_| 65537u32.to_be_bytes().to_vec()).await
-    );
-    case!(
-        "handshake/2/refused",
-        Level::Must,
-        format!("{name} closes the connection on reading a refusal"),
-        |ctx, s| closes(ctx, s, |_| {
-            let mut b = Vec::new();
-            sparkwire::wire::handshake::encode_answer(
-                &Answer::Refused(Refusal {
-                    reason: RefusalReason::RoleNotAccepted,
-                    message: "refused by the conformance suite".into(),
-                    versions: vec![1, 2],
-                }),
-                &mut b,
-            );
-            frame(&b)
-        })
-        .await
-    );
-    case!("handshake/5/unknown-refusal", Level::Must,
-        format!("{name} treats a refusal reason it does not know as a refusal and closes the connection"),
-        |ctx, s| closes(ctx, s, |_| frame(&mp::map(&[
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            closes(ctx, s, |_| 65537u32.to_be_bytes().to_vec()).await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/2/refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("{name} closes the connection on reading a refusal"),
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            closes(ctx, s, |_| {
+                let mut b = Vec::new();
+                sparkwire::wire::handshake::encode_answer(
+                    &Answer::Refused(Refusal {
+                        reason: RefusalReason::RoleNotAccepted,
+                        message: "refused by the conformance suite".into(),
+                        versions: vec![1, 2],
+                    }),
+                    &mut b,
+                );
+                frame(&b)
+            })
+            .await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/5/unknown-refusal".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("{name} treats a refusal reason it does not know as a refusal and closes the connection"),
+        body: bind(&s, move |ctx: Ctx, s| async move { closes(ctx, s, |_| frame(&mp::map(&[
             ("magic", mp::s("sparkwire")), ("refused", mp::s("zzzReasonOfALaterRevision")), ("message",
                 mp::s("later")), ("versions", mp::uints(&[1, 2])),
-        ]))).await);
-    case!(
-        "handshake/7/other-family-server",
-        Level::Should,
-        format!(
+        ]))).await }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/7/other-family-server".into(),
+        level: Level::Should,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!(
             "{name} closes a connection whose server declares a role of the other family ({})",
             s.other_family_role.name()
         ),
-        |ctx, s| closes(ctx, s.clone(), |h| frame(&mp::map(&accepted_entries(
-            best(h),
-            s.other_family_role.name()
-        ))))
-        .await
-    );
-    case!(
-        "handshake/4/unknown-keys-ignored",
-        Level::Must,
-        format!("{name} ignores keys of the answer it does not know and goes on"),
-        |ctx, s| proceeds(ctx, s.clone(), |h| {
-            let mut e = accepted_entries(best(h), s.server_role.name());
-            e.push(("zzzLaterRevisionKey", mp::u(1)));
-            Some((
-                e,
-                if best(h) == 2 {
-                    Version::V2
-                } else {
-                    Version::V1
-                },
-            ))
-        })
-        .await
-    );
-    case!(
-        "handshake/4/keys-any-order",
-        Level::Must,
-        format!("{name} reads the answer's keys in any order and goes on"),
-        |ctx, s| proceeds(ctx, s.clone(), |h| {
-            let mut e = accepted_entries(best(h), s.server_role.name());
-            e.reverse();
-            Some((
-                e,
-                if best(h) == 2 {
-                    Version::V2
-                } else {
-                    Version::V1
-                },
-            ))
-        })
-        .await
-    );
-    case!(
-        "handshake/6/version-1-chosen",
-        Level::Must,
-        format!("{name}, offered version 1 and answered with it, goes on in version 1"),
-        |ctx, s| proceeds(ctx, s.clone(), |h| h
-            .versions
-            .contains(&1)
-            .then(|| (accepted_entries(1, s.server_role.name()), Version::V1)))
-        .await
-    );
-    case!(
-        "handshake/6/version-2-chosen",
-        Level::Must,
-        format!("{name}, offered version 2 and answered with it, goes on in version 2"),
-        |ctx, s| proceeds(ctx, s.clone(), |h| h
-            .versions
-            .contains(&2)
-            .then(|| (accepted_entries(2, s.server_role.name()), Version::V2)))
-        .await
-    );
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            closes(ctx, s.clone(), |h| {
+                frame(&mp::map(&accepted_entries(
+                    best(h),
+                    s.other_family_role.name(),
+                )))
+            })
+            .await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/4/unknown-keys-ignored".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("{name} ignores keys of the answer it does not know and goes on"),
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            proceeds(ctx, s.clone(), |h| {
+                let mut e = accepted_entries(best(h), s.server_role.name());
+                e.push(("zzzLaterRevisionKey", mp::u(1)));
+                Some((
+                    e,
+                    if best(h) == 2 {
+                        Version::V2
+                    } else {
+                        Version::V1
+                    },
+                ))
+            })
+            .await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/4/keys-any-order".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!("{name} reads the answer's keys in any order and goes on"),
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            proceeds(ctx, s.clone(), |h| {
+                let mut e = accepted_entries(best(h), s.server_role.name());
+                e.reverse();
+                Some((
+                    e,
+                    if best(h) == 2 {
+                        Version::V2
+                    } else {
+                        Version::V1
+                    },
+                ))
+            })
+            .await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/6/version-1-chosen".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!(
+            "{name}, offered version 1 and answered with it, goes on in version 1"
+        ),
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            proceeds(ctx, s.clone(), |h| {
+                h.versions
+                    .contains(&1)
+                    .then(|| (accepted_entries(1, s.server_role.name()), Version::V1))
+            })
+            .await
+        }),
+        ..Case::default()
+    });
+    cases.push(Case {
+        id: "handshake/6/version-2-chosen".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker, Target::Driver, Target::Executor],
+        requirement: format!(
+            "{name}, offered version 2 and answered with it, goes on in version 2"
+        ),
+        body: bind(&s, move |ctx: Ctx, s| async move {
+            proceeds(ctx, s.clone(), |h| {
+                h.versions
+                    .contains(&2)
+                    .then(|| (accepted_entries(2, s.server_role.name()), Version::V2))
+            })
+            .await
+        }),
+        ..Case::default()
+    });
 }
 
 /// Starts the endpoint and accepts its connection taking closeReason (skipped when its hello

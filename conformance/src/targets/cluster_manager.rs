@@ -8,7 +8,7 @@ use sparkwire::messages::{CoarseMessage, Version};
 use sparkwire::wire::handshake::{Hello, Role};
 use sparkwire::wire::Envelope;
 
-use crate::case::Cases;
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::driver::{registered, SMALL};
@@ -18,17 +18,19 @@ use crate::verdict::{Failure, Level, Outcome};
 type C = CoarseMessage;
 
 /// Every case of the cluster manager's side of a driver.
-pub fn add(cs: &mut Cases) {
-    cs.add(
-        "rules/K1/register-first",
-        Level::Must,
-        "rule K1, \"The driver asks a cluster manager (RequestExecutors, KillExecutors, GetExecutorLossReason) only \
+pub fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "rules/K1/register-first".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "rule K1, \"The driver asks a cluster manager (RequestExecutors, KillExecutors, GetExecutorLossReason) only \
             on a connection where it sent RegisterClusterManager\" (RegisterClusterManager is the cluster manager's, \
                 definition.json): a driver with a job waiting for executors, to which the suite connects as a \
                     cluster-manager and sends nothing, asks none of them there (a driver that takes no cluster \
-                        manager and refuses the role, handshake.md §7, asks none either)",
-        register_first,
-    );
+                        manager and refuses the role, handshake.md §7, asks none either)".into(),
+        body: run(register_first),
+        ..Case::default()
+    });
 }
 
 /// How long the case watches the cluster manager's connection: long enough for a driver that

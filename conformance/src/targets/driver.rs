@@ -8,7 +8,7 @@ use sparkwire::messages::{CoarseMessage, DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::Cases;
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::auth;
 use crate::kit::auth::{Guarded, SecuredServer, Seen};
@@ -76,7 +76,7 @@ pub fn client() -> Client {
 }
 
 /// The route cases: every coarse ask the driver must refuse from an executor.
-pub fn routes(cs: &mut Cases) {
+pub fn routes(cs: &mut Vec<Case>) {
     for msg in crossing("coarse") {
         let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
         if !ask || msg.from.iter().any(|r| r == "executor") {
@@ -87,11 +87,12 @@ pub fn routes(cs: &mut Cases) {
             "the driver refuses the ask {} from an executor ({} → {} only): a failure or a close",
             msg.name, msg.from.join(", "), msg.to.join(", ")
         );
-        cs.add(
-            format!("route/coarse/{}", msg.name),
-            Level::Must,
+        cs.push(Case {
+            id: format!("route/coarse/{}", msg.name),
+            level: Level::Must,
+            targets: vec![Target::Driver],
             requirement,
-            move |ctx: Ctx| async move {
+            body: run(move |ctx: Ctx| async move {
                 let m: C = sample(msg)?;
                 let d = registered(&ctx, SMALL).await?;
                 let mut c = Conn::open(
@@ -106,8 +107,9 @@ pub fn routes(cs: &mut Cases) {
                 )
                 .await?;
                 expect_refused(&mut c, Envelope::Ask { id: 71, message: m }, wait(&ctx)).await
-            },
-        );
+            }),
+            ..Case::default()
+        });
     }
 }
 
@@ -168,13 +170,15 @@ pub fn secured() -> SecuredServer {
 }
 
 /// The driver's flows.
-pub fn flows(cs: &mut Cases) {
-    cs.add(
-        "rules/P1/register-first",
-        Level::Must,
-        "the driver's application client sends RegisterApplication first, and nothing else until \
-            RegisteredApplication (rule P1)",
-        |ctx: Ctx| async move {
+pub fn flows(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "rules/P1/register-first".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Driver],
+        timeout: Duration::from_secs(10),
+        requirement: "the driver's application client sends RegisterApplication first, and nothing else until \
+            RegisteredApplication (rule P1)".into(),
+        body: run(|ctx: Ctx| async move {
             let (_run, mut app) = start(ctx.clone(), SMALL).await?;
             let hello = app.read_hello(spawned::startup(&ctx)).await?;
             spawned::accept(
@@ -199,12 +203,16 @@ pub fn flows(cs: &mut Cases) {
                 |e| !matches!(e, Envelope::Send(D::RegisterApplication(_))),
             )
             .await
-        },
-    );
-    cs.add("flow/driver/app/command", Level::Must,
-        "the application's command starts an executor with --driver-url of the driver's endpoint and Spark's \
-            placeholders {{EXECUTOR_ID}}, {{HOSTNAME}}, {{CORES}}, {{APP_ID}} that a worker fills in",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/driver/app/command".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "the application's command starts an executor with --driver-url of the driver's endpoint and Spark's \
+            placeholders {{EXECUTOR_ID}}, {{HOSTNAME}}, {{CORES}}, {{APP_ID}} that a worker fills in".into(),
+        body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let args = d.reg.app_description.command.arguments.join(" ");
             let url = driver_url(&d.reg).unwrap_or_default();
@@ -213,11 +221,16 @@ pub fn flows(cs: &mut Cases) {
                 check(args.contains(p), format!("the placeholder {p}"), args.clone())?;
             }
             Ok(())
-        });
-    cs.add("flow/driver/executor/app-config", Level::Must,
-        "the driver answers RetrieveSparkAppConfig with SparkAppConfig carrying spark.rpc.message.maxSize, the limit \
-            the executor must apply",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/driver/executor/app-config".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "the driver answers RetrieveSparkAppConfig with SparkAppConfig carrying spark.rpc.message.maxSize, the limit \
+            the executor must apply".into(),
+        body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, Job { max_message_size: 64, ..SMALL }).await?;
             let mut c = Conn::open(d.driver_addr, "executor", Role::Executor, "1", &[Version::V2],
                 ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
@@ -228,20 +241,27 @@ pub fn flows(cs: &mut Cases) {
             }).await?;
             let v = cfg.spark_properties.iter().find(|(k, _)| k == "spark.rpc.message.maxSize").map(|(_, v)| v.clone());
             check(v.as_deref() == Some("64"), "spark.rpc.message.maxSize = 64", format!("{v:?}"))
-        });
-    cs.add(
-        "flow/driver/executor/register",
-        Level::Must,
-        "the driver answers an executor's RegisterExecutor with true",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/driver/executor/register".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "the driver answers an executor's RegisterExecutor with true".into(),
+        body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             executor(&ctx, &d, "1", 2, Version::V2).await.map(|_| ())
-        },
-    );
-    cs.add("rules/X3/duplicate-id", Level::Must,
-        "the driver answers a RegisterExecutor whose executor id is registered with a failure carrying Spark's text \
-            `Duplicate executor ID: ID`, never with true (rule X3)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/X3/duplicate-id".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "the driver answers a RegisterExecutor whose executor id is registered with a failure carrying Spark's text \
+            `Duplicate executor ID: ID`, never with true (rule X3)".into(),
+        body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let _one = executor(&ctx, &d, "1", 2, Version::V2).await?;
             let mut c = Conn::open(d.driver_addr, "again", Role::Executor, "1", &[Version::V2],
@@ -256,21 +276,31 @@ pub fn flows(cs: &mut Cases) {
                 Ok(m) => check(m.contains("Duplicate executor ID: 1"), "Duplicate executor ID: 1", m),
                 Err(r) => Err(fail("a failure", format!("the reply {r}"))),
             }
-        });
-    cs.add("rules/X1/register-first", Level::Must,
-        "the driver launches no task on an executor before it registered and sent LaunchedExecutor (rules X1, X4)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/X1/register-first".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "the driver launches no task on an executor before it registered and sent LaunchedExecutor (rules X1, X4)".into(),
+        body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             e.conn.expect_none::<C>(Duration::from_millis(1200), "no LaunchTask before \
                 LaunchedExecutor", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await?;
             e.launched().await?;
             e.task(&ctx).await.map(|_| ())
-        });
-    cs.add("rules/T5/task-description", Level::Must,
-        "LaunchTask's data is a TaskDescription (SPEC §10) naming the executor, with cpus = spark.task.cpus (1), \
-            attempt 0, partition = index (rule T5)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/T5/task-description".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "LaunchTask's data is a TaskDescription (SPEC §10) naming the executor, with cpus = spark.task.cpus (1), \
+            attempt 0, partition = index (rule T5)".into(),
+        body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             e.launched().await?;
@@ -279,11 +309,16 @@ pub fn flows(cs: &mut Cases) {
                 "executor 1, 1 cpu, attempt 0, partition = \
                     index", format!("executor {} cpus {} attempt {} partition {} index \
                         {}", t.executor_id, t.cpus, t.attempt_number, t.partition_id, t.index))
-        });
-    cs.add("rules/T1/slots", Level::Must,
-        "the driver never runs more tasks on an executor than its cores allow: 2 cores, no task finished, at most 2 \
-            LaunchTask (rule T1)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/T1/slots".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "the driver never runs more tasks on an executor than its cores allow: 2 cores, no task finished, at most 2 \
+            LaunchTask (rule T1)".into(),
+        body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             e.launched().await?;
@@ -291,11 +326,16 @@ pub fn flows(cs: &mut Cases) {
             e.task(&ctx).await?;
             e.conn.expect_none::<C>(Duration::from_millis(1200), "no third LaunchTask while 2 \
                 run", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await
-        });
-    cs.add("flow/driver/job/completes", Level::Must,
-        "the driver runs its job to the end on the suite's executor: unique task ids (rule T4), every partition once, \
-            then StopExecutor, UnregisterApplication to the master, exit status 0",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/driver/job/completes".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "the driver runs its job to the end on the suite's executor: unique task ids (rule T4), every partition once, \
+            then StopExecutor, UnregisterApplication to the master, exit status 0".into(),
+        body: run(|ctx: Ctx| async move {
             let mut d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             e.launched().await?;
@@ -317,19 +357,29 @@ pub fn flows(cs: &mut Cases) {
                 Some(code) => check(code == 0, "exit status 0", code.to_string()),
                 None => Err(fail("the driver to exit", "still running")),
             }
-        });
-    cs.add("flow/driver/job/v1-executor", Level::Must,
-        "the driver runs tasks on an executor that speaks only version 1 (StatusUpdate without taskCpus)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/driver/job/v1-executor".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "the driver runs tasks on an executor that speaks only version 1 (StatusUpdate without taskCpus)".into(),
+        body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V1).await?;
             e.launched().await?;
             let tasks = serve(&ctx, &mut e).await?;
             check(tasks.len() == 4, "4 tasks", tasks.len().to_string())
-        });
-    cs.add("flow/driver/task/retry", Level::Must,
-        "a task reported FAILED is launched again with the next attempt number (spark.task.maxFailures)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/driver/task/retry".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "a task reported FAILED is launched again with the next attempt number (spark.task.maxFailures)".into(),
+        body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, Job { partitions: 1, ..SMALL }).await?;
             let mut e = executor(&ctx, &d, "1", 1, Version::V2).await?;
             e.launched().await?;
@@ -339,11 +389,16 @@ pub fn flows(cs: &mut Cases) {
             check(again.index == t.index && again.attempt_number == t.attempt_number + 1 && again.task_id != t.task_id,
                 format!("index {} attempt {} under a new task id", t.index, t.attempt_number + 1),
                 format!("index {} attempt {} task id {}", again.index, again.attempt_number, again.task_id))
-        });
-    cs.add("flow/driver/task/max-failures", Level::Must,
-        "after spark.task.maxFailures (4) failed attempts of a task the job is aborted with Spark's `Job aborted due \
-            to stage failure` and the driver exits non-zero",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/driver/task/max-failures".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "after spark.task.maxFailures (4) failed attempts of a task the job is aborted with Spark's `Job aborted due \
+            to stage failure` and the driver exits non-zero".into(),
+        body: run(|ctx: Ctx| async move {
             let mut d = registered(&ctx, Job { partitions: 1, ..SMALL }).await?;
             let mut e = executor(&ctx, &d, "1", 1, Version::V2).await?;
             e.launched().await?;
@@ -356,12 +411,17 @@ pub fn flows(cs: &mut Cases) {
             check(code.is_some_and(|c| c != 0), "a non-zero exit", format!("{code:?}"))?;
             let out = d.run.output();
             check(out.contains("Job aborted due to stage failure"), "Job aborted due to stage failure", out)
-        });
-    cs.add("spec/10/task-size-limit", Level::Must,
-        "a task whose serialized size reaches spark.rpc.message.maxSize less 200 KiB is not sent; the job fails with \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/10/task-size-limit".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "a task whose serialized size reaches spark.rpc.message.maxSize less 200 KiB is not sent; the job fails with \
             Spark's text `Serialized task …exceeds max allowed: spark.rpc.message.maxSize (…)`, and the executor's \
-                connection stays open (until StopExecutor at the driver's shutdown)",
-        |ctx: Ctx| async move {
+                connection stays open (until StopExecutor at the driver's shutdown)".into(),
+        body: run(|ctx: Ctx| async move {
             let mut d = registered(&ctx, Job { job: "big-task", partitions: 1, param: 2 << 20,
                 max_message_size: 1 }).await?;
             let mut e = executor(&ctx, &d, "1", 1, Version::V2).await?;
@@ -381,10 +441,15 @@ pub fn flows(cs: &mut Cases) {
                 was") && out.contains("which exceeds max allowed: spark.rpc.message.maxSize (843776 bytes)"),
                 "Serialized task 0:0 was N bytes, which exceeds max allowed: spark.rpc.message.maxSize (843776 \
                     bytes)", out)
-        });
-    cs.add("flow/driver/executor/is-alive", Level::Must,
-        "the driver answers IsExecutorAlive (version 2) true for a registered executor and false for an unknown one",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/driver/executor/is-alive".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "the driver answers IsExecutorAlive (version 2) true for a registered executor and false for an unknown one".into(),
+        body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             for (id, want) in [("1", true), ("77", false)] {
@@ -397,12 +462,15 @@ pub fn flows(cs: &mut Cases) {
                 check(b == want, format!("{want} for executor {id}"), b.to_string())?;
             }
             Ok(())
-        });
-    cs.add(
-        "rules/X5/no-tasks-after-decommissioning",
-        Level::Must,
-        "the driver sends no LaunchTask to an executor after its ExecutorDecommissioning (rule X5)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/X5/no-tasks-after-decommissioning".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "the driver sends no LaunchTask to an executor after its ExecutorDecommissioning (rule X5)".into(),
+        body: run(|ctx: Ctx| async move {
             let d = registered(
                 &ctx,
                 Job {
@@ -433,6 +501,7 @@ pub fn flows(cs: &mut Cases) {
                     |x| matches!(x, Envelope::Send(C::LaunchTask(_))),
                 )
                 .await
-        },
-    );
+        }),
+        ..Case::default()
+    });
 }

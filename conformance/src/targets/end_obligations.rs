@@ -9,27 +9,41 @@ use sparkwire::messages::coarse::LaunchTask;
 use sparkwire::messages::{CoarseMessage, Version};
 use sparkwire::wire::{encode_task, Envelope};
 
-use crate::case::Cases;
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::{executor, worker};
 use crate::verdict::{fail, Level, Outcome};
 
 /// The worker's cases.
-pub fn add_worker(cs: &mut Cases) {
-    cs.add("rules/N4/launch-answered-by-the-end", Level::Must, "rules.md N4, \"Every LaunchExecutor on a worker \
+pub fn add_worker(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "rules/N4/launch-answered-by-the-end".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "rules.md N4, \"Every LaunchExecutor on a worker \
         connection still open at the end of the trace has been answered with an ExecutorStateChanged for that \
             executor\": the suite, as the worker's master, sends a LaunchExecutor and lets go of the connection at \
                 once; before closing it the suite's judge listens, within the case's time, for the worker's \
-                    ExecutorStateChanged", rules_n4_launch_answered_by_the_end);
+                    ExecutorStateChanged".into(),
+        body: run(rules_n4_launch_answered_by_the_end),
+        ..Case::default()
+    });
 }
 
 /// The executor's cases.
-pub fn add_executor(cs: &mut Cases) {
-    cs.add("rules/N2/task-ended-by-the-end", Level::Must, "rules.md N2, \"Every task launched on an executor has its \
+pub fn add_executor(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "rules/N2/task-ended-by-the-end".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "rules.md N2, \"Every task launched on an executor has its \
         final StatusUpdate (FINISHED, FAILED, KILLED or LOST) by the end of the trace, unless the executor was lost \
             first\": the suite, as the executor's driver, launches a short task and lets go of the connection at \
                 once; before closing it the suite's judge listens, within the case's time, for the task's final \
-                    StatusUpdate", rules_n2_task_ended_by_the_end);
+                    StatusUpdate".into(),
+        body: run(rules_n2_task_ended_by_the_end),
+        ..Case::default()
+    });
 }
 
 async fn rules_n4_launch_answered_by_the_end(ctx: Ctx) -> Outcome {

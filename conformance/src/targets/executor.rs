@@ -9,7 +9,7 @@ use sparkwire::wire::decode_failure;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::Cases;
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::client::Client;
 use crate::kit::common::wait;
@@ -34,7 +34,7 @@ pub fn client() -> Client {
 }
 
 /// The route cases: every coarse ask the executor must refuse from its driver.
-pub fn routes(cs: &mut Cases) {
+pub fn routes(cs: &mut Vec<Case>) {
     for msg in crossing("coarse") {
         let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
         if !ask
@@ -47,11 +47,12 @@ pub fn routes(cs: &mut Cases) {
             "the executor refuses the ask {} from its driver ({} → {} only): a failure or a close",
             msg.name, msg.from.join(", "), msg.to.join(", ")
         );
-        cs.add(
-            format!("route/coarse/{}", msg.name),
-            Level::Must,
+        cs.push(Case {
+            id: format!("route/coarse/{}", msg.name),
+            level: Level::Must,
+            targets: vec![Target::Executor],
             requirement,
-            move |ctx: Ctx| async move {
+            body: run(move |ctx: Ctx| async move {
                 let m: C = sample(msg)?;
                 let mut e = registered(&ctx, &[Version::V1, Version::V2], 128).await?;
                 expect_refused(
@@ -60,8 +61,9 @@ pub fn routes(cs: &mut Cases) {
                     wait(&ctx),
                 )
                 .await
-            },
-        );
+            }),
+            ..Case::default()
+        });
     }
 }
 
@@ -71,25 +73,38 @@ pub fn starter() -> crate::kit::client::Start {
 }
 
 /// The executor's flows.
-pub fn flows(cs: &mut Cases) {
-    cs.add("flow/executor/register/fields", Level::Must,
-        "the executor registers (RegisterExecutor) with the executor id and cores it was started with, and an \
-            endpoint reference without an address (executors do not listen)",
-        |ctx: Ctx| async move {
+pub fn flows(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "flow/executor/register/fields".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "the executor registers (RegisterExecutor) with the executor id and cores it was started with, and an \
+            endpoint reference without an address (executors do not listen)".into(),
+        body: run(|ctx: Ctx| async move {
             let e = registered(&ctx, &[Version::V1, Version::V2], 128).await?;
             check(e.reg.executor_id == EXECUTOR_ID && e.reg.cores == CORES && e.reg.executor_ref.address.is_none(),
                 format!("executor {EXECUTOR_ID}, {CORES} cores, no address"), format!("{:?}", e.reg))
-        });
-    cs.add("rules/X2/launched", Level::Must,
-        "once its RegisterExecutor is answered true the executor sends LaunchedExecutor with its id (rule X2)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/X2/launched".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "once its RegisterExecutor is answered true the executor sends LaunchedExecutor with its id (rule X2)".into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V1, Version::V2], 128).await?;
             launched(&ctx, &mut e).await
-        });
-    cs.add("spec/10/task-finished", Level::Must,
-        "the executor runs a LaunchTask: StatusUpdate RUNNING, then FINISHED with the runner's result, with its \
-            executor id (SPEC §10, rules T2, T3)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/10/task-finished".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "the executor runs a LaunchTask: StatusUpdate RUNNING, then FINISHED with the runner's result, with its \
+            executor id (SPEC §10, rules T2, T3)".into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
             let t = task(0, "sum-squares", &[0, 1000], 1);
@@ -103,10 +118,15 @@ pub fn flows(cs: &mut Cases) {
                 format!("FINISHED with {} result bytes from executor \
                     {EXECUTOR_ID}", want.len()), format!("{} with {} bytes from \
                         {}", done.state, done.data.len(), done.executor_id))
-        });
-    cs.add("spec/10/task-failed", Level::Must,
-        "a task that fails is reported FAILED with an ErrorDescription {className, message} as its data",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/10/task-failed".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "a task that fails is reported FAILED with an ErrorDescription {className, message} as its data".into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
             launch(&mut e, &task(1, "flaky", &[1], 1)).await?;
@@ -114,12 +134,15 @@ pub fn flows(cs: &mut Cases) {
             let f = decode_failure(done.data.as_slice());
             check(done.state == TaskState::Failed && !f.class_name.is_empty(), "FAILED with a class \
                 name", format!("{} {:?}", done.state, f))
-        });
-    cs.add(
-        "spec/10/kill-task",
-        Level::Must,
-        "a task told KillTask is reported KILLED with class name TaskKilled",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/10/kill-task".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "a task told KillTask is reported KILLED with class name TaskKilled".into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
             launch(&mut e, &task(2, "sleep", &[20_000], 1)).await?;
@@ -145,34 +168,47 @@ pub fn flows(cs: &mut Cases) {
                 "KILLED, TaskKilled",
                 format!("{} {}", done.state, f.class_name),
             )
-        },
-    );
-    cs.add(
-        "rules/T6/task-cpus",
-        Level::Must,
-        "a version 2 StatusUpdate's taskCpus is the cpus the task was launched with (rule T6)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/T6/task-cpus".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement:
+            "a version 2 StatusUpdate's taskCpus is the cpus the task was launched with (rule T6)"
+                .into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
             launch(&mut e, &task(3, "sum-squares", &[0, 10], 2)).await?;
             let s = update(&ctx, &mut e, 3, "StatusUpdate", |_| true).await?;
             check(s.task_cpus == 2, "taskCpus 2", s.task_cpus.to_string())
-        },
-    );
-    cs.add("flow/executor/v1", Level::Must,
-        "an executor on a version 1 connection runs a task and reports it in version 1's StatusUpdate layout",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/executor/v1".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "an executor on a version 1 connection runs a task and reports it in version 1's StatusUpdate layout".into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V1], 128).await?;
             launched(&ctx, &mut e).await?;
             launch(&mut e, &task(4, "sum-squares", &[0, 10], 1)).await?;
             let s = update(&ctx, &mut e, 4, "StatusUpdate FINISHED", |s| s.state.is_finished()).await?;
             check(s.state == TaskState::Finished, "FINISHED", s.state.to_string())
-        });
-    cs.add(
-        "rules/T1/concurrent-tasks",
-        Level::Must,
-        "an executor with 2 cores runs 2 one-cpu tasks at once: both RUNNING before either ends",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/T1/concurrent-tasks".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement:
+            "an executor with 2 cores runs 2 one-cpu tasks at once: both RUNNING before either ends"
+                .into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
             launch(&mut e, &task(5, "sleep", &[1500], 1)).await?;
@@ -199,13 +235,16 @@ pub fn flows(cs: &mut Cases) {
                 running.insert(s.task_id);
             }
             Ok(())
-        },
-    );
-    cs.add(
-        "flow/executor/stop",
-        Level::Must,
-        "an executor told StopExecutor closes its connection and exits with status 0",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/executor/stop".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "an executor told StopExecutor closes its connection and exits with status 0"
+            .into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
             e.conn
@@ -218,11 +257,15 @@ pub fn flows(cs: &mut Cases) {
                 Some(code) => check(code == 0, "exit status 0", code.to_string()),
                 None => Err(fail("the executor to exit", "still running")),
             }
-        },
-    );
-    cs.add("flow/executor/registration-refused", Level::Must,
-        "an executor whose RegisterExecutor fails (Spark's `Duplicate executor ID`) exits with a non-zero status",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/executor/registration-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "an executor whose RegisterExecutor fails (Spark's `Duplicate executor ID`) exits with a non-zero status".into(),
+        body: run(|ctx: Ctx| async move {
             let (mut run, mut conn) = start(ctx.clone()).await?;
             loop {
                 let hello = conn.read_hello(spawned::startup(&ctx)).await?;
@@ -239,10 +282,15 @@ pub fn flows(cs: &mut Cases) {
                 Some(code) => check(code != 0, "a non-zero exit status", code.to_string()),
                 None => Err(fail("the executor to exit", "still running")),
             }
-        });
-    cs.add("flow/executor/driver-lost", Level::Must,
-        "an executor whose driver connection closes exits (Spark: `Driver … disassociated! Shutting down.`)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/executor/driver-lost".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "an executor whose driver connection closes exits (Spark: `Driver … disassociated! Shutting down.`)".into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
             e.conn.shutdown_write().await;
@@ -250,12 +298,16 @@ pub fn flows(cs: &mut Cases) {
                 Some(_) => Ok(()),
                 None => Err(fail("the executor to exit", "still running")),
             }
-        });
-    cs.add(
-        "flow/executor/thread-dump",
-        Level::Must,
-        "an executor answers TaskThreadDump (version 2) with a thread-dump reply",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/executor/thread-dump".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "an executor answers TaskThreadDump (version 2) with a thread-dump reply"
+            .into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
             e.conn
@@ -276,13 +328,17 @@ pub fn flows(cs: &mut Cases) {
                     .then_some(())
                 })
                 .await
-        },
-    );
-    cs.add("spec/10/result-too-large", Level::Must,
-        "a result as large as spark.rpc.message.maxSize less 200 KiB is not sent: the task is FAILED with Spark's \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/10/result-too-large".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "a result as large as spark.rpc.message.maxSize less 200 KiB is not sent: the task is FAILED with Spark's \
             text `Result of task (TID n) was S bytes, which exceeds max allowed: spark.rpc.message.maxSize`, and the \
-                connection stays up",
-        |ctx: Ctx| async move {
+                connection stays up".into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 1).await?;
             launched(&ctx, &mut e).await?;
             launch(&mut e, &task(7, "big-result", &[1_500_000], 1)).await?;
@@ -295,22 +351,31 @@ pub fn flows(cs: &mut Cases) {
             launch(&mut e, &task(8, "sum-squares", &[0, 10], 1)).await?;
             update(&ctx, &mut e, 8, "StatusUpdate FINISHED of the next \
                 task", |s| s.state == TaskState::Finished).await.map(|_| ())
-        });
-    cs.add("spec/10/bad-task-data", Level::Must,
-        "a LaunchTask whose data is not a TaskDescription does not take the executor down: the connection stays up \
-            and the next task runs",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/10/bad-task-data".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "a LaunchTask whose data is not a TaskDescription does not take the executor down: the connection stays up \
+            and the next task runs".into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
             e.conn.send(&Envelope::Send(C::LaunchTask(LaunchTask::new(vec![0xc1, 0x00, 0x01].into())))).await?;
             launch(&mut e, &task(9, "sum-squares", &[0, 10], 1)).await?;
             update(&ctx, &mut e, 9, "StatusUpdate FINISHED", |s| s.state == TaskState::Finished).await.map(|_| ())
-        });
-    cs.add(
-        "spec/2/executor-closes-on-garbage",
-        Level::Must,
-        "an executor that reads a frame that is not MessagePack closes its connection",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/2/executor-closes-on-garbage".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "an executor that reads a frame that is not MessagePack closes its connection"
+            .into(),
+        body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;
             e.conn
@@ -319,6 +384,7 @@ pub fn flows(cs: &mut Cases) {
             e.conn
                 .expect_closed(wait(&ctx), "the connection closed")
                 .await
-        },
-    );
+        }),
+        ..Case::default()
+    });
 }

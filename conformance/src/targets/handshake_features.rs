@@ -7,7 +7,7 @@ use std::time::Duration;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Answer, Hello, RefusalReason, Role, CLOSE_REASON};
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::{addr, open};
@@ -19,41 +19,51 @@ use crate::verdict::{check, fail, Level, Outcome};
 const UNKNOWN_FEATURE: &str = "conformanceUnknownFeature";
 
 /// Every case of this file, added to `cs`.
-pub fn add(cs: &mut Cases) {
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
-    cs.add(
-        "handshake/12/features-string-refused",
-        Level::Must,
-        "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a \
+pub fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "handshake/12/features-string-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a \
             hello whose `features` is the string \"closeReason\" is refused with malformedHello, then the connection \
-                closed",
-        features_string_refused,
-    );
-    cs.add(
-        "handshake/12/features-not-strings-refused",
-        Level::Must,
-        "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a \
-            hello whose `features` is the array [1] is refused with malformedHello, then the connection closed",
-        features_not_strings_refused,
-    );
-    cs.add(
-        "handshake/12/unknown-feature-not-taken",
-        Level::Must,
-        "handshake.md §12, \"A side ignores feature names it does not know ... a server never takes a feature the \
+                closed".into(),
+        body: run(features_string_refused),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/12/features-not-strings-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as `malformedHello`\": a \
+            hello whose `features` is the array [1] is refused with malformedHello, then the connection closed".into(),
+        body: run(features_not_strings_refused),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/12/unknown-feature-not-taken".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "handshake.md §12, \"A side ignores feature names it does not know ... a server never takes a feature the \
             hello did not offer\": a hello offering an unknown feature and closeReason is accepted, and the answer's \
-                `features` names neither the unknown feature nor anything but closeReason",
-        unknown_feature_not_taken,
-    );
-    cs.add(
-        "spec/8.1/no-close-envelope-unoffered",
-        Level::Must,
-        "SPEC §8.1, \"Without the feature — a peer that did not offer it, or a server that did not take it — no close \
+                `features` names neither the unknown feature nor anything but closeReason".into(),
+        body: run(unknown_feature_not_taken),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8.1/no-close-envelope-unoffered".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §8.1, \"Without the feature — a peer that did not offer it, or a server that did not take it — no close \
             envelope is sent\", and \"a newer peer sends the close envelope only to a peer that asked for it\": on a \
                 connection whose hello offered no feature, a frame that is not MessagePack closes the connection with \
-                    no close envelope before the close",
-        no_close_envelope_unoffered,
-    );
+                    no close envelope before the close".into(),
+        body: run(no_close_envelope_unoffered),
+        ..Case::default()
+    });
 }
 
 /// Sends a hello of a UI whose `features` is `features` (as written) and expects malformedHello.

@@ -18,7 +18,7 @@ use sparkwire::wire::handshake::{encode_hello, Answer, Hello, RefusalReason, Rol
 use sparkwire::wire::Envelope;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::{unique, wait};
 use crate::kit::master::{addr, app_desc, register_worker_msg};
@@ -82,96 +82,124 @@ fn after(ctx: &Ctx, secs: u64) -> Duration {
 }
 
 /// Every case of this file, added to `cs`.
-pub fn add(cs: &mut Cases) {
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(15));
-    cs.add(
-        "handshake/5/0/too-many-connections",
-        Level::Must,
-        "handshake.md §5 step 0, \"the server holds fewer connections than its limit (`--max-connections`) | \
+pub fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "handshake/5/0/too-many-connections".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(15),
+        requirement: "handshake.md §5 step 0, \"the server holds fewer connections than its limit (`--max-connections`) | \
             `tooManyConnections`\", §9 \"server at its connection limit | `Refused{tooManyConnections}`\", and SPEC \
                 §8 \"at the handshake, a peer beyond the server's connection limit\" (closing only its own \
                     connection): a server started with a limit of 2 that holds two sessions answers a third hello \
-                        refused tooManyConnections and closes that connection; the two sessions are still served",
-        too_many_connections,
-    );
-    cs.add(
-        "handshake/5/0/before-the-hello",
-        Level::Must,
-        "handshake.md §5, \"Step 0 comes before everything: a server at its connection limit ... answers \
+                        refused tooManyConnections and closes that connection; the two sessions are still served".into(),
+        body: run(too_many_connections),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/0/before-the-hello".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(15),
+        requirement: "handshake.md §5, \"Step 0 comes before everything: a server at its connection limit ... answers \
             `tooManyConnections` without looking at the hello\": at its limit, a server answers a hello with the \
-                wrong magic tooManyConnections, not badMagic",
-        before_the_hello,
-    );
-    cs.add(
-        "handshake/5/0/before-the-challenge",
-        Level::Must,
-        "handshake.md §5, \"with a secret it refuses before the challenge, so a refused peer learns only that the \
+                wrong magic tooManyConnections, not badMagic".into(),
+        body: run(before_the_hello),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/0/before-the-challenge".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(15),
+        requirement: "handshake.md §5, \"with a secret it refuses before the challenge, so a refused peer learns only that the \
             server is full\": at its limit, a server holding a secret answers a hello that asks to authenticate \
-                tooManyConnections, with no challenge first",
-        before_the_challenge,
-    );
-    cs.add(
-        "handshake/5/0/refusals-bounded",
-        Level::Should,
-        "handshake.md §5, \"refusals themselves are bounded (a server closes a connection unanswered while 64 \
+                tooManyConnections, with no challenge first".into(),
+        body: run(before_the_challenge),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/0/refusals-bounded".into(),
+        level: Level::Should,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(15),
+        requirement: "handshake.md §5, \"refusals themselves are bounded (a server closes a connection unanswered while 64 \
             refusals are under way)\", and §9 \"Each failure ends that connection only\": at its limit, with 64 \
                 refusals under way (hellos left unfinished), a server closes a 65th connection that says hello \
-                    without answering it, and its session is still served",
-        refusals_bounded,
-    );
-    cs.add(
-        "spec/8/limits/idle-unregistered",
-        Level::Must,
-        "SPEC §8, \"Resource limits close one connection too, never the others: ... one that has not registered ... \
+                    without answering it, and its session is still served".into(),
+        body: run(refusals_bounded),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8/limits/idle-unregistered".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(15),
+        requirement: "SPEC §8, \"Resource limits close one connection too, never the others: ... one that has not registered ... \
             that sends nothing for an idle timeout\", and §8.1 (`Idle`): a server started with a 1 s idle timeout \
                 closes a worker's session that never registers and sends nothing, its last frame a close envelope of \
-                    kind Idle (closeReason taken); a UI asking every 300 ms meanwhile is still served",
-        idle_unregistered,
-    );
-    cs.add(
-        "spec/8/limits/idle-ui-between-requests",
-        Level::Must,
-        "SPEC §8, \"... (or a `ui` peer between requests) that sends nothing for an idle timeout\", and §8.1 \
+                    kind Idle (closeReason taken); a UI asking every 300 ms meanwhile is still served".into(),
+        body: run(idle_unregistered),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8/limits/idle-ui-between-requests".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(15),
+        requirement: "SPEC §8, \"... (or a `ui` peer between requests) that sends nothing for an idle timeout\", and §8.1 \
             (`Idle`): a server started with a 1 s idle timeout answers a UI's RequestMasterState, then closes it when \
-                it sends nothing more, its last frame a close envelope of kind Idle; another UI is still served",
-        idle_ui_between_requests,
-    );
-    cs.add(
-        "spec/8/limits/registered-kept",
-        Level::Must,
-        "SPEC §8, \"A registered worker or application that reads what it is sent is never closed by them\": with a 1 \
+                it sends nothing more, its last frame a close envelope of kind Idle; another UI is still served".into(),
+        body: run(idle_ui_between_requests),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8/limits/registered-kept".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(15),
+        requirement: "SPEC §8, \"A registered worker or application that reads what it is sent is never closed by them\": with a 1 \
             s idle timeout, a registered worker that sends only heartbeats and a registered application that sends \
-                nothing for 3.5 s are both still connected and served (the application's RequestExecutors is answered)",
-        registered_kept,
-    );
-    cs.add(
-        "spec/8/limits/frame-timed-out",
-        Level::Must,
-        "SPEC §8, \"one whose frame is not complete within a time of its first byte\", and §8.1 (`FrameTimedOut`): a \
+                nothing for 3.5 s are both still connected and served (the application's RequestExecutors is answered)".into(),
+        body: run(registered_kept),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8/limits/frame-timed-out".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(15),
+        requirement: "SPEC §8, \"one whose frame is not complete within a time of its first byte\", and §8.1 (`FrameTimedOut`): a \
             server started with a 1 s frame read timeout closes a UI that sent 5 bytes of a frame and nothing more, \
-                its last frame a close envelope of kind FrameTimedOut; another UI is still served",
-        frame_timed_out,
-    );
-    cs.add(
-        "spec/8/limits/slow-consumer",
-        Level::Must,
-        "SPEC §8, \"a peer that does not read what is sent to it until its queue is over a limit (a slow consumer), \
+                its last frame a close envelope of kind FrameTimedOut; another UI is still served".into(),
+        body: run(frame_timed_out),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8/limits/slow-consumer".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(15),
+        requirement: "SPEC §8, \"a peer that does not read what is sent to it until its queue is over a limit (a slow consumer), \
             one that sends more than a bounded number of asks awaiting answers\": a server started with 64 KiB of \
                 queue per peer closes a UI that floods it with RequestMasterState asks and reads nothing; another UI \
                     is still served (the close envelope is not looked for: §8.1 lets a writer give up on a peer that \
-                        does not read)",
-        slow_consumer,
-    );
-    cs.add(
-        "spec/8.1/close-reason-frame-too-large",
-        Level::Must,
-        "SPEC §8.1, \"an endpoint that closes the connection for one of the reasons below MUST first send a close \
+                        does not read)".into(),
+        body: run(slow_consumer),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8.1/close-reason-frame-too-large".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(15),
+        requirement: "SPEC §8.1, \"an endpoint that closes the connection for one of the reasons below MUST first send a close \
             envelope\" (`FrameTooLarge`: a frame whose prefix declares more than the receiver's limit): on a session \
                 that took closeReason, a prefix declaring 4294967295 bytes closes the connection after a close \
-                    envelope of kind FrameTooLarge",
-        close_reason_frame_too_large,
-    );
+                    envelope of kind FrameTooLarge".into(),
+        body: run(close_reason_frame_too_large),
+        ..Case::default()
+    });
 }
 
 /// A server with a limit of `max` connections holding `max` sessions.

@@ -28,7 +28,9 @@ pub mod spec8_closes;
 pub mod tls;
 pub mod worker;
 
-use crate::case::{Case, Cases};
+use std::sync::Arc;
+
+use crate::case::{Case, Planned, Sharing};
 use crate::verdict::Target;
 
 /// Why the case `id` checks something only sparkwire's own wire has, so that it is skipped on
@@ -66,17 +68,62 @@ pub fn sparkwire_only(id: &str) -> Option<&'static str> {
 /// file. Each target's cases come in two runs, each from a builder of its own: the cases about
 /// any endpoint and the target's own, then the cases written by spec section in files of their
 /// own.
-pub fn cases(target: Target) -> Vec<Case> {
-    match target {
+pub fn cases(target: Target) -> Vec<Planned> {
+    let declared = match target {
         Target::Master => [master_cases(), master_sections()].concat(),
         Target::Worker => [worker_cases(), worker_sections()].concat(),
         Target::Driver => [driver_cases(), driver_sections()].concat(),
         Target::Executor => [executor_cases(), executor_sections()].concat(),
+    };
+    declared.into_iter().map(|c| plan(target, c)).collect()
+}
+
+/// `case` as planned for `target`: its body runs once what it needs of the master is so, and it
+/// runs alone when it says so or one of its needs does.
+///
+/// # Panics
+///
+/// When `case` does not name `target` among its targets: the catalogue registered it where it
+/// does not apply (a mistake in the code, which every run would show).
+fn plan(target: Target, case: Case) -> Planned {
+    assert!(
+        case.targets.contains(&target),
+        "{} is registered for {target} but names only {:?}",
+        case.id,
+        case.targets
+    );
+    let alone =
+        case.sharing == Sharing::Alone || case.needs.iter().any(|n| n.sharing() == Sharing::Alone);
+    let needs = case.needs;
+    let body = case.body;
+    Planned {
+        id: case.id,
+        requirement: case.requirement,
+        level: case.level,
+        target,
+        timeout: case.timeout,
+        sharing: if alone {
+            Sharing::Alone
+        } else {
+            Sharing::Parallel
+        },
+        body: match needs.is_empty() {
+            true => body,
+            false => crate::case::run(move |ctx| {
+                let (body, needs) = (Arc::clone(&body), needs.clone());
+                async move {
+                    for need in needs {
+                        crate::kit::master::establish(need, &ctx).await?;
+                    }
+                    body(ctx).await
+                }
+            }),
+        },
     }
 }
 
 fn master_cases() -> Vec<Case> {
-    let mut cs = Cases::new(Target::Master);
+    let mut cs = Vec::new();
     server::add(&mut cs, master::server());
     master::routes(&mut cs);
     spec14::add(&mut cs);
@@ -85,11 +132,11 @@ fn master_cases() -> Vec<Case> {
     auth::add(&mut cs);
     spark::add_server(&mut cs, master::spark_server());
     spark::add_master(&mut cs);
-    cs.list
+    cs
 }
 
 fn worker_cases() -> Vec<Case> {
-    let mut cs = Cases::new(Target::Worker);
+    let mut cs = Vec::new();
     client::add(&mut cs, worker::client());
     server::add(&mut cs, worker::server());
     worker::ui_routes(&mut cs);
@@ -99,11 +146,11 @@ fn worker_cases() -> Vec<Case> {
     auth::add_server(&mut cs, worker::secured());
     spark::add_server(&mut cs, worker::spark_server());
     spark::add_worker(&mut cs);
-    cs.list
+    cs
 }
 
 fn driver_cases() -> Vec<Case> {
-    let mut cs = Cases::new(Target::Driver);
+    let mut cs = Vec::new();
     client::add(&mut cs, driver::client());
     server::add(&mut cs, driver::server());
     driver::routes(&mut cs);
@@ -111,11 +158,11 @@ fn driver_cases() -> Vec<Case> {
     spec10::add_driver(&mut cs);
     spec14_launch::add_driver(&mut cs);
     auth::add_server(&mut cs, driver::secured());
-    cs.list
+    cs
 }
 
 fn executor_cases() -> Vec<Case> {
-    let mut cs = Cases::new(Target::Executor);
+    let mut cs = Vec::new();
     client::add(&mut cs, executor::client());
     executor::routes(&mut cs);
     executor::flows(&mut cs);
@@ -127,11 +174,11 @@ fn executor_cases() -> Vec<Case> {
         "an executor",
         sparkwire::wire::handshake::Role::Driver,
     );
-    cs.list
+    cs
 }
 
 fn master_sections() -> Vec<Case> {
-    let mut cs = Cases::new(Target::Master);
+    let mut cs = Vec::new();
     spec4_fields::add(&mut cs);
     spec7_asks::add(&mut cs);
     spec14_ownership::add(&mut cs);
@@ -143,34 +190,34 @@ fn master_sections() -> Vec<Case> {
     admin::add(&mut cs);
     tls::add(&mut cs);
     spec1::add(&mut cs);
-    cs.list
+    cs
 }
 
 fn worker_sections() -> Vec<Case> {
-    let mut cs = Cases::new(Target::Worker);
+    let mut cs = Vec::new();
     spec8_closes::add_worker(&mut cs);
     spec4_encoder::add_worker(&mut cs);
     end_obligations::add_worker(&mut cs);
-    cs.list
+    cs
 }
 
 fn executor_sections() -> Vec<Case> {
-    let mut cs = Cases::new(Target::Executor);
+    let mut cs = Vec::new();
     spec4_executor::add(&mut cs);
     spec8_closes::add_executor(&mut cs);
     spec4_encoder::add_executor(&mut cs);
     end_obligations::add_executor(&mut cs);
-    cs.list
+    cs
 }
 
 fn driver_sections() -> Vec<Case> {
-    let mut cs = Cases::new(Target::Driver);
+    let mut cs = Vec::new();
     spec8_closes::add_driver(&mut cs);
     spec11_driver::add(&mut cs);
     spec11_driver::add_nested_maps(&mut cs);
     cluster_manager::add(&mut cs);
     spec4_encoder::add_driver(&mut cs);
-    cs.list
+    cs
 }
 
 /// The probes of the endpoint the run watches beside its cases ([`crate::health`]): a master

@@ -10,7 +10,7 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::Cases;
+use crate::case::{bind, run, Case, Sharing, Target};
 use crate::env::{Ctx, Wire};
 use crate::kit::common::wait;
 use crate::kit::server::Listening;
@@ -87,23 +87,17 @@ async fn failure(ctx: &Ctx, c: &mut Conn, id: i64, want: &str) -> Result<String,
 }
 
 /// Every Spark-wire case of an endpoint that listens.
-pub fn add_server(cs: &mut Cases, s: SparkServer) {
+pub fn add_server(cs: &mut Vec<Case>, s: SparkServer) {
     let name = s.server.name;
-    macro_rules! case {
-        ($id:expr, $level:expr, $req:expr, |$ctx:ident, $s:ident| $body:block) => {{
-            let s = s.clone();
-            cs.add($id, $level, $req, move |$ctx: Ctx| {
-                let $s = s.clone();
-                async move { $body }
-            });
-        }};
-    }
-    case!(
-        "spark/15.2/check-existence",
-        Level::Must,
-        format!("{name} answers RpcEndpointVerifier$CheckExistence of its own endpoint name, asked of the endpoint \
+    cs.push(Case {
+        id: "spark/15.2/check-existence".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} answers RpcEndpointVerifier$CheckExistence of its own endpoint name, asked of the endpoint \
             `endpoint-verifier`, with java.lang.Boolean true in an RpcResponse of the same request id"),
-        |ctx, s| {
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let name = endpoint_of(ctx.settings.target);
@@ -113,13 +107,19 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
                 matches!(e, Envelope::Reply { id: 77, reply: Reply::Bool(true) }).then_some(())
             })
             .await
-        }
-    );
-    case!(
-        "spark/15.2/check-existence-unknown",
-        Level::Must,
-        format!("{name} answers CheckExistence of an endpoint name it does not have with false"),
-        |ctx, s| {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/check-existence-unknown".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!(
+            "{name} answers CheckExistence of an endpoint name it does not have with false"
+        ),
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let ask = spark_of(&c)?
@@ -138,25 +138,33 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
                 .then_some(())
             })
             .await
-        }
-    );
-    case!(
-        "spark/15.2/no-check-needed",
-        Level::Must,
-        format!("{name} answers an ask sent without a CheckExistence before it (the check is the asking peer's, not a \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/no-check-needed".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} answers an ask sent without a CheckExistence before it (the check is the asking peer's, not a \
             gate)"),
-        |ctx, s| {
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             probe(&ctx, &s, &mut c, 5).await
-        }
-    );
-    case!(
-        "spark/15.2/unknown-endpoint",
-        Level::Must,
-        format!("{name} fails an ask to an endpoint name it does not have (a failure for that request id) and goes on \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/unknown-endpoint".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} fails an ask to an endpoint name it does not have (a failure for that request id) and goes on \
             serving the connection"),
-        |ctx, s| {
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let stream = probe_stream(&ctx, &s)?;
@@ -164,14 +172,18 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
             c.send_spark(&bytes, "RpcRequest 9 to NoSuchEndpoint").await?;
             failure(&ctx, &mut c, 9, "a failure for request 9").await?;
             probe(&ctx, &s, &mut c, 10).await
-        }
-    );
-    case!(
-        "spark/15.2/not-asked-fails",
-        Level::Must,
-        format!("{name} fails, with org.apache.spark.SparkException, an ask of a message it takes only one-way, and \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/not-asked-fails".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} fails, with org.apache.spark.SparkException, an ask of a message it takes only one-way, and \
             goes on serving the connection"),
-        |ctx, s| {
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let v = spark_version(&ctx)?;
@@ -183,58 +195,80 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
             let text = failure(&ctx, &mut c, 11, "a failure for request 11").await?;
             check(text.starts_with("org.apache.spark.SparkException"), "org.apache.spark.SparkException", text)?;
             probe(&ctx, &s, &mut c, 12).await
-        }
-    );
-    case!(
-        "spark/15.2/negative-request-id",
-        Level::Must,
-        format!("{name} answers an ask whose request id is negative with that id (request ids are signed 64-bit and \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/negative-request-id".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} answers an ask whose request id is negative with that id (request ids are signed 64-bit and \
             opaque)"),
-        |ctx, s| {
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             probe(&ctx, &s, &mut c, -5).await
-        }
-    );
-    case!(
-        "spark/15.2/max-request-id",
-        Level::Must,
-        format!("{name} answers an ask whose request id is 2^63 - 1 with that id"),
-        |ctx, s| {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/max-request-id".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} answers an ask whose request id is 2^63 - 1 with that id"),
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             probe(&ctx, &s, &mut c, i64::MAX).await
-        }
-    );
-    case!(
-        "spark/15.2/same-id-twice",
-        Level::Must,
-        format!("{name} answers two asks carrying the same request id, each once"),
-        |ctx, s| {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/same-id-twice".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} answers two asks carrying the same request id, each once"),
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             probe(&ctx, &s, &mut c, 6).await?;
             probe(&ctx, &s, &mut c, 6).await
-        }
-    );
-    case!(
-        "spark/15.2/no-sender",
-        Level::Must,
-        format!("{name} answers an ask whose RequestMessage has no sender address (a client-mode RpcEnv, as an \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/no-sender".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} answers an ask whose RequestMessage has no sender address (a client-mode RpcEnv, as an \
             executor's)"),
-        |ctx, s| {
+        body: bind(&s, move |ctx: Ctx, s| async move {
             // The suite's connections send no sender until they register an endpoint of their own.
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             check(spark_of(&c)?.peer_address().is_some(), "a connection", "none")?;
             probe(&ctx, &s, &mut c, 13).await
-        }
-    );
-    case!(
-        "spark/15.2/one-way-unanswered",
-        Level::Must,
-        format!("{name} sends nothing back for a one-way message that has no answer of its own"),
-        |ctx, s| {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/one-way-unanswered".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!(
+            "{name} sends nothing back for a one-way message that has no answer of its own"
+        ),
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let v = spark_version(&ctx)?;
@@ -256,13 +290,19 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
                     Err(fail("nothing back", "a frame"))
                 }
             }
-        }
-    );
-    case!(
-        "spark/15.1/back-to-back",
-        Level::Must,
-        format!("{name} answers two requests that arrive in one TCP segment, each by its id"),
-        |ctx, s| {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.1/back-to-back".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!(
+            "{name} answers two requests that arrive in one TCP segment, each by its id"
+        ),
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let stream = probe_stream(&ctx, &s)?;
@@ -293,13 +333,17 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
                 "one answer each to 21 and 22",
                 format!("{seen:?}"),
             )
-        }
-    );
-    case!(
-        "spark/15.1/in-pieces",
-        Level::Must,
-        format!("{name} reads a request that arrives a few bytes at a time"),
-        |ctx, s| {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.1/in-pieces".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} reads a request that arrives a few bytes at a time"),
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let stream = probe_stream(&ctx, &s)?;
@@ -312,14 +356,18 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             answer(&ctx, &s, &mut c, 23).await
-        }
-    );
-    case!(
-        "spark/15.1/unreadable-request",
-        Level::Must,
-        format!("{name} answers an RpcRequest whose Java stream does not read with a failure (RpcFailure) for its id, \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.1/unreadable-request".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} answers an RpcRequest whose Java stream does not read with a failure (RpcFailure) for its id, \
             and goes on serving the connection"),
-        |ctx, s| {
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let endpoint = endpoint_of(ctx.settings.target);
@@ -328,14 +376,18 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
             c.send_spark(&bytes, "RpcRequest 31: a truncated Java stream").await?;
             failure(&ctx, &mut c, 31, "a failure for request 31").await?;
             probe(&ctx, &s, &mut c, 32).await
-        }
-    );
-    case!(
-        "spark/15.1/unreadable-one-way",
-        Level::Must,
-        format!("{name} drops a OneWayMessage whose Java stream does not read, sends nothing back for it and goes on \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.1/unreadable-one-way".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: format!("{name} drops a OneWayMessage whose Java stream does not read, sends nothing back for it and goes on \
             serving the connection"),
-        |ctx, s| {
+        body: bind(&s, move |ctx: Ctx, s| async move {
             let at = (s.server.open)(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let endpoint = endpoint_of(ctx.settings.target);
@@ -343,8 +395,9 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
             let bytes = spark_of(&c)?.raw_request(None, endpoint, garbage).map_err(|e| fail("a one-way message", e))?;
             c.send_spark(&bytes, "OneWayMessage: a truncated Java stream").await?;
             probe(&ctx, &s, &mut c, 33).await
-        }
-    );
+        }),
+        ..Case::default()
+    });
     let frames: [BrokenFrame; 3] = [
         (
             "spark/15.1/too-large-frame",
@@ -376,56 +429,67 @@ pub fn add_server(cs: &mut Cases, s: SparkServer) {
         ),
     ];
     for (id, what, bytes) in frames {
-        case!(
-            id,
-            Level::Must,
-            format!("{name} closes a connection on which a transport frame arrives {what}"),
-            |ctx, s| {
+        cs.push(Case {
+            id: id.into(),
+            level: Level::Must,
+            targets: vec![Target::Master, Target::Worker],
+            timeout: Duration::from_secs(10),
+            sharing: Sharing::Alone,
+            requirement: format!(
+                "{name} closes a connection on which a transport frame arrives {what}"
+            ),
+            body: bind(&s, move |ctx: Ctx, s| async move {
                 let at = (s.server.open)(ctx.clone()).await?;
                 let mut c = bare(&ctx, &s, &at).await?;
                 c.send_spark(&bytes(), "a broken transport frame").await?;
                 c.expect_closed(wait(&ctx), "the connection closed").await
-            }
-        );
+            }),
+            ..Case::default()
+        });
     }
     let _ = VERIFIER;
 }
 
 /// The Spark-wire cases of the worker target, where the suite plays the master: what a Spark
 /// worker says before and as it registers.
-pub fn add_worker(cs: &mut Cases) {
-    cs.add(
-        "spark/15.2/worker-checks-master",
-        Level::Must,
-        "the worker asks the endpoint verifier CheckExistence(Master) on its connection before it sends RegisterWorker",
-        |ctx: Ctx| async move {
+pub fn add_worker(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spark/15.2/worker-checks-master".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "the worker asks the endpoint verifier CheckExistence(Master) on its connection before it sends RegisterWorker".into(),
+        body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
             let w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let side = spark_of(&w.conn)?;
             check(side.checked().first().map(String::as_str) == Some("Master"), "CheckExistence(Master) \
                 first", format!("{:?}", side.checked()))
-        },
-    );
-    cs.add(
-        "spark/15.2/worker-sender-is-its-reference",
-        Level::Must,
-        "the worker's RegisterWorker names, as its RequestMessage sender, the address of the endpoint reference it \
-            registers (which the master keys it by)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/worker-sender-is-its-reference".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "the worker's RegisterWorker names, as its RequestMessage sender, the address of the endpoint reference it \
+            registers (which the master keys it by)".into(),
+        body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
             let w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let side = spark_of(&w.conn)?;
             let reference = w.reg.worker.address.as_ref().map(|a| (a.host.clone(), a.port));
             check(side.peer_address().cloned() == reference && reference.is_some(), format!("the sender \
                 {reference:?}"), format!("{:?}", side.peer_address()))
-        },
-    );
-    cs.add(
-        "spark/15.2/worker-one-connection",
-        Level::Must,
-        "the worker sends its heartbeats on the connection it registered over, where the master's answer reached it \
-            (a master never dials a worker)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/worker-one-connection".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "the worker sends its heartbeats on the connection it registered over, where the master's answer reached it \
+            (a master never dials a worker)".into(),
+        body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
             let mut w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
@@ -437,18 +501,22 @@ pub fn add_worker(cs: &mut Cases) {
                 .await?;
             let _ = Role::Master;
             Ok(())
-        },
-    );
+        }),
+        ..Case::default()
+    });
 }
 
 /// The Spark-wire cases of the master target: where a master sends what it sends.
-pub fn add_master(cs: &mut Cases) {
-    cs.add(
-        "spark/15.2/master-answers-on-connection",
-        Level::Must,
-        "the master answers RegisterWorker over the connection the worker opened, and does not dial the address of \
-            the worker's reference (where the suite listens)",
-        |ctx: Ctx| async move {
+pub fn add_master(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spark/15.2/master-answers-on-connection".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: "the master answers RegisterWorker over the connection the worker opened, and does not dial the address of \
+            the worker's reference (where the suite listens)".into(),
+        body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
             let listener = crate::peer::Listener::bind(([127, 0, 0, 1], 0).into(), &ctx.log)
                 .await
@@ -466,19 +534,24 @@ pub fn add_master(cs: &mut Cases) {
                 Ok(_) => Err(fail("no connection to the reference's address", "the master dialled it")),
                 Err(_) => Ok(()),
             }
-        },
-    );
-    cs.add(
-        "spark/15.2/master-removes-closed-worker",
-        Level::Must,
-        "SPEC §15.2, \"Spark's master keys a worker and an application by the address of the reference registered … \
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spark/15.2/master-removes-closed-worker".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: "SPEC §15.2, \"Spark's master keys a worker and an application by the address of the reference registered … \
             and, when a connection closes, removes the worker or application registered at the sender address that \
                 connection gave\": a worker registered over a connection whose RequestMessage sender is its \
                     reference's address is removed once that connection closes: an application registered before it \
                         (asking no cores) is told WorkerRemoved naming it (the state's DEAD cannot show on Spark's \
-                            wire: SPEC §15.4 S3)",
-        master_removes_closed_worker,
-    );
+                            wire: SPEC §15.4 S3)".into(),
+        body: run(master_removes_closed_worker),
+        ..Case::default()
+    });
 }
 
 async fn master_removes_closed_worker(ctx: Ctx) -> Outcome {

@@ -8,7 +8,7 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Envelope;
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Sharing, Target};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::{app, app_desc, open, register_worker_msg, settle, state};
@@ -18,21 +18,22 @@ use crate::verdict::{fail, Level, Outcome};
 type D = DeployMessage;
 
 /// Every case of this file, added to `cs`.
-pub fn add(cs: &mut Cases) {
+pub fn add(cs: &mut Vec<Case>) {
     // It registers a worker with capacity and an application that takes it: alone.
-    cs.sharing(Sharing::Alone).timeout(Duration::from_secs(10));
-    cs.add(
-        "spec/1/one-connection",
-        Level::Must,
-        "SPEC §1, \"As in Spark, all traffic between two endpoints travels over the connection the client opened: the \
+    cs.push(Case {
+        id: "spec/1/one-connection".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        requirement: "SPEC §1, \"As in Spark, all traffic between two endpoints travels over the connection the client opened: the \
             master answers a worker, and later sends it `LaunchExecutor`, over the worker's own connection\": a \
                 worker registered at an address where the suite listens gets RegisteredWorker and, once an \
                     application asks for an executor, LaunchExecutor over the connection it opened, and the master \
-                        opens no connection to that address",
-        one_connection,
-    );
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
+                        opens no connection to that address".into(),
+        body: run(one_connection),
+        ..Case::default()
+    });
 }
 
 /// A listener on a loopback address of its own (127.0.0.2), where no other case's worker says

@@ -8,7 +8,7 @@ use sparkwire::messages::coarse::*;
 use sparkwire::messages::{CoarseMessage, TaskState, Version};
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::Cases;
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::executor::{launch, launched, registered, task};
@@ -17,36 +17,42 @@ use crate::verdict::{check, Level, Outcome};
 type C = CoarseMessage;
 
 /// The executor's cases of this file, added to `cs`.
-pub fn add_executor(cs: &mut Cases) {
-    cs.add(
-        "spec/10/running-data-empty",
-        Level::Must,
-        "SPEC §10, \"`StatusUpdate.data` carries the task's result: … for `LAUNCHING` and `RUNNING`, empty `bin`\": \
-            every LAUNCHING or RUNNING StatusUpdate of a task has empty data",
-        running_data_empty,
-    );
-    cs.add(
-        "spec/10/one-final-update",
-        Level::Must,
-        "SPEC §10, \"An executor sends `StatusUpdate` `RUNNING` before a task can end, then exactly one of \
+pub fn add_executor(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/10/running-data-empty".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "SPEC §10, \"`StatusUpdate.data` carries the task's result: … for `LAUNCHING` and `RUNNING`, empty `bin`\": \
+            every LAUNCHING or RUNNING StatusUpdate of a task has empty data".into(),
+        body: run(running_data_empty),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/10/one-final-update".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "SPEC §10, \"An executor sends `StatusUpdate` `RUNNING` before a task can end, then exactly one of \
             `FINISHED`, `FAILED` or `KILLED`\": a task that finishes and one that fails each get one final \
-                StatusUpdate, and no second one follows within the quiet time",
-        one_final_update,
-    );
+                StatusUpdate, and no second one follows within the quiet time".into(),
+        body: run(one_final_update),
+        ..Case::default()
+    });
 }
 
 /// The driver's cases of this file, added to `cs`.
-pub fn add_driver(cs: &mut Cases) {
-    cs.add(
-        "spec/10/task-fields",
-        Level::Must,
-        "SPEC §10, the driver fills `TaskDescription` as Spark does: \"`name` `task 3.1 in stage 0.0 (TID 7)`, … \
+pub fn add_driver(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/10/task-fields".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "SPEC §10, the driver fills `TaskDescription` as Spark does: \"`name` `task 3.1 in stage 0.0 (TID 7)`, … \
             `stageAttemptId` 0, … `cpus` the driver's `spark.task.cpus`\", and \"The driver's `SparkAppConfig` \
                 carries … `spark.task.cpus`\": a task and its retry are named `task INDEX.ATTEMPT in stage STAGE.0 \
                     (TID TASKID)` from their own fields, with stageAttemptId 0 and cpus the spark.task.cpus the \
-                        driver's SparkAppConfig gives",
-        task_fields,
-    );
+                        driver's SparkAppConfig gives".into(),
+        body: run(task_fields),
+        ..Case::default()
+    });
 }
 
 async fn running_data_empty(ctx: Ctx) -> Outcome {

@@ -14,7 +14,7 @@ use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::{Hello, Role, CLOSE_REASON};
 use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
@@ -26,9 +26,7 @@ use crate::verdict::{check, fail, Failure, Level, Outcome};
 type D = DeployMessage;
 
 /// Every case of SPEC §11 for the master, added to `cs`.
-pub fn add_master(cs: &mut Cases) {
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
+pub fn add_master(cs: &mut Vec<Case>) {
     for r in replays(&MASTER) {
         let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
@@ -43,33 +41,50 @@ pub fn add_master(cs: &mut Cases) {
                 r.file, r.name, who(r.how)
             ),
         };
-        cs.add(id, Level::Must, requirement, move |ctx: Ctx| {
-            let r = r.clone();
-            async move { replay(ctx, r).await }
+        cs.push(Case {
+            id,
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(10),
+            requirement,
+            body: run(move |ctx: Ctx| {
+                let r = r.clone();
+                async move { replay(ctx, r).await }
+            }),
+            ..Case::default()
         });
     }
-    cs.add(
-        "spec/11.3/map-keys-out-of-order",
-        Level::Must,
-        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order\": a \
-            RegisterApplication whose command environment has its keys out of order is refused, the connection closed",
-        map_keys_out_of_order,
-    );
-    cs.add(
-        "spec/11.3/map-key-twice",
-        Level::Must,
-        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice\": a \
-            RegisterApplication whose command environment gives a key twice is refused, the connection closed",
-        map_key_twice,
-    );
-    cs.add(
-        "spec/11.3/map-keys-ascending-taken",
-        Level::Must,
-        "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order ... strings compare by \
+    cs.push(Case {
+        id: "spec/11.3/map-keys-out-of-order".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order\": a \
+            RegisterApplication whose command environment has its keys out of order is refused, the connection closed".into(),
+        body: run(map_keys_out_of_order),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/11.3/map-key-twice".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice\": a \
+            RegisterApplication whose command environment gives a key twice is refused, the connection closed".into(),
+        body: run(map_key_twice),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/11.3/map-keys-ascending-taken".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order ... strings compare by \
             their UTF-8 bytes (so `\\\"GPU\\\"` comes before `\\\"fpga\\\"`)\": a RegisterApplication whose \
-                environment keys ascend by their bytes (uppercase first) is answered RegisteredApplication",
-        map_keys_ascending,
-    );
+                environment keys ascend by their bytes (uppercase first) is answered RegisteredApplication".into(),
+        body: run(map_keys_ascending),
+        ..Case::default()
+    });
 }
 
 fn who(how: How) -> &'static str {
@@ -282,7 +297,7 @@ async fn map_keys_ascending(ctx: Ctx) -> Outcome {
 
 /// Every case of SPEC §11 for the executor: the vectors an executor can receive from its driver,
 /// each on a freshly started and registered executor.
-pub fn add_executor(cs: &mut Cases) {
+pub fn add_executor(cs: &mut Vec<Case>) {
     for r in replays(&EXECUTOR) {
         let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
         let stop = tag_and_name(r.frame.get(4..).unwrap_or_default())
@@ -305,9 +320,16 @@ pub fn add_executor(cs: &mut Cases) {
                 r.file, r.name
             ),
         };
-        cs.add(id, Level::Must, requirement, move |ctx: Ctx| {
-            let r = r.clone();
-            async move { replay_to_executor(ctx, r, stop).await }
+        cs.push(Case {
+            id,
+            level: Level::Must,
+            targets: vec![Target::Executor],
+            requirement,
+            body: run(move |ctx: Ctx| {
+                let r = r.clone();
+                async move { replay_to_executor(ctx, r, stop).await }
+            }),
+            ..Case::default()
         });
     }
 }
@@ -340,7 +362,7 @@ async fn replay_to_executor(ctx: Ctx, r: Replay, stop: bool) -> Outcome {
 
 /// Every case of SPEC §11 for the worker: the vectors a worker can receive from its master, each
 /// on a freshly started worker the suite registered.
-pub fn add_worker(cs: &mut Cases) {
+pub fn add_worker(cs: &mut Vec<Case>) {
     for r in replays(&WORKER) {
         let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
@@ -355,9 +377,16 @@ pub fn add_worker(cs: &mut Cases) {
                 r.file, r.name
             ),
         };
-        cs.add(id, Level::Must, requirement, move |ctx: Ctx| {
-            let r = r.clone();
-            async move { replay_to_worker(ctx, r).await }
+        cs.push(Case {
+            id,
+            level: Level::Must,
+            targets: vec![Target::Worker],
+            requirement,
+            body: run(move |ctx: Ctx| {
+                let r = r.clone();
+                async move { replay_to_worker(ctx, r).await }
+            }),
+            ..Case::default()
         });
     }
 }

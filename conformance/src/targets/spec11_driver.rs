@@ -26,7 +26,7 @@ use sparkwire::messages::{CoarseMessage, DeployMessage, TaskState, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::Cases;
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::{unique, wait};
 use crate::kit::driver::{executor, registered, SMALL};
@@ -53,7 +53,7 @@ const APP_CLIENT: At = At {
 
 /// Every case of SPEC §11 for the driver: `spec/11/live/FILE/NAME` on its executor port,
 /// `spec/11/live/app-client/FILE/NAME` on its application client's connection.
-pub fn add(cs: &mut Cases) {
+pub fn add(cs: &mut Vec<Case>) {
     for r in replays(&EXECUTOR_PORT) {
         let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
         let requirement = match &r.error {
@@ -69,9 +69,16 @@ pub fn add(cs: &mut Cases) {
                 r.file, r.name
             ),
         };
-        cs.add(id, Level::Must, requirement, move |ctx: Ctx| {
-            let r = r.clone();
-            async move { to_executor_port(ctx, r).await }
+        cs.push(Case {
+            id,
+            level: Level::Must,
+            targets: vec![Target::Driver],
+            requirement,
+            body: run(move |ctx: Ctx| {
+                let r = r.clone();
+                async move { to_executor_port(ctx, r).await }
+            }),
+            ..Case::default()
         });
     }
     for r in replays(&APP_CLIENT) {
@@ -89,31 +96,42 @@ pub fn add(cs: &mut Cases) {
                 r.file, r.name
             ),
         };
-        cs.add(id, Level::Must, requirement, move |ctx: Ctx| {
-            let r = r.clone();
-            async move { to_app_client(ctx, r).await }
+        cs.push(Case {
+            id,
+            level: Level::Must,
+            targets: vec![Target::Driver],
+            requirement,
+            body: run(move |ctx: Ctx| {
+                let r = r.clone();
+                async move { to_app_client(ctx, r).await }
+            }),
+            ..Case::default()
         });
     }
 }
 
 /// The cases of a map inside a map (SPEC §11.3) on the driver's executor port.
-pub fn add_nested_maps(cs: &mut Cases) {
-    cs.add(
-        "spec/11.3/map-inside-map-out-of-order",
-        Level::Must,
-        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order ... \
+pub fn add_nested_maps(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/11.3/map-inside-map-out-of-order".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order ... \
             at any depth (a map inside a map included)\": a registered executor's StatusUpdate (version 2) for the \
                 task the driver launched on it, whose `resources` holds \
-                    {\"gpu\": {\"b\": 2, \"a\": 1}}, is refused: the connection closed",
-        map_inside_map_out_of_order,
-    );
-    cs.add(
-        "spec/11.3/map-inside-map-ascending-taken",
-        Level::Must,
-        "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order\", at any depth: the \
-            same StatusUpdate with {\"gpu\": {\"a\": 1, \"b\": 2}} is taken, the executor's connection kept open",
-        map_inside_map_ascending,
-    );
+                    {\"gpu\": {\"b\": 2, \"a\": 1}}, is refused: the connection closed".into(),
+        body: run(map_inside_map_out_of_order),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/11.3/map-inside-map-ascending-taken".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order\", at any depth: the \
+            same StatusUpdate with {\"gpu\": {\"a\": 1, \"b\": 2}} is taken, the executor's connection kept open".into(),
+        body: run(map_inside_map_ascending),
+        ..Case::default()
+    });
 }
 
 /// The inner map `{"a": 1, "b": 2}` as sparkwire writes it.

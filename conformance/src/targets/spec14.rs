@@ -17,7 +17,7 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Sharing, Target};
 use crate::env::{Ctx, Wire};
 use crate::kit::common::unique;
 use crate::kit::common::wait;
@@ -32,177 +32,231 @@ type D = DeployMessage;
 pub const REDACTED: &str = "*********(redacted)";
 
 /// Every case of SPEC §14 for the master, added to `cs`.
-pub fn add(cs: &mut Cases) {
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
-    cs.add(
-        "rules/W1/register-first",
-        Level::Must,
-        "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master never registered is ignored: nothing is sent and \
+pub fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "rules/W1/register-first".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master never registered is ignored: nothing is sent and \
             nothing changes\" (rule W1's message, a Heartbeat before any RegisterWorker on the connection): the \
-                master sends nothing back and registers no worker; a strict master MAY close the connection instead",
-        heartbeat_before_registering,
-    );
-    cs.add(
-        "rules/W2/worker-id",
-        Level::Must,
-        "SPEC §14.2 Z2 (rule W2's message, a Heartbeat naming another worker id than the one registered on the \
+                master sends nothing back and registers no worker; a strict master MAY close the connection instead".into(),
+        body: run(heartbeat_before_registering),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/W2/worker-id".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z2 (rule W2's message, a Heartbeat naming another worker id than the one registered on the \
             connection, an id the master never registered): the master sends nothing back, registers no such worker, \
-                and the registered worker stays ALIVE; a strict master MAY close the connection instead",
-        heartbeat_naming_unknown_worker,
-    );
-    cs.add(
-        "rules/P1/register-first",
-        Level::Must,
-        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal\" (rule P1's message, an \
+                and the registered worker stays ALIVE; a strict master MAY close the connection instead".into(),
+        body: run(heartbeat_naming_unknown_worker),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/P1/register-first".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Driver],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal\" (rule P1's message, an \
             UnregisterApplication before any RegisterApplication on the connection): the master answers nothing and \
                 goes on serving the connection, which then registers an application; a strict master MAY close the \
-                    connection instead",
-        unregister_before_registering,
-    );
-    cs.add(
-        "rules/P2/app-id",
-        Level::Must,
-        "SPEC §14.2 Z1, \"the master answers as Spark does (`false`, or nothing)\" (rule P2's message, a \
+                    connection instead".into(),
+        body: run(unregister_before_registering),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/P2/app-id".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z1, \"the master answers as Spark does (`false`, or nothing)\" (rule P2's message, a \
             RequestExecutors naming an application id the master never gave out): a bool reply false, never true; a \
-                strict master MAY answer a failure or close instead",
-        request_executors_unknown_app,
-    );
-    cs.add(
-        "spec/14.2/Z1/kill-executors-other-connection",
-        Level::Must,
-        "SPEC §14.2 Z1, \"`KillExecutors` naming an active application [is] taken only over its connection\", and \
+                strict master MAY answer a failure or close instead".into(),
+        body: run(request_executors_unknown_app),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z1/kill-executors-other-connection".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z1, \"`KillExecutors` naming an active application [is] taken only over its connection\", and \
             §14.3, \"A refused ask is answered with a failure envelope ... `java.lang.SecurityException` for a \
                 foreign id\": KillExecutors naming an application registered over another connection is answered with \
-                    such a failure (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
-        kill_executors_other_connection,
-    );
-    cs.add(
-        "spec/14.2/Z1/request-executors-other-connection",
-        Level::Must,
-        "SPEC §14.2 Z1, \"`RequestExecutors` ... naming an active application [is] taken only over its connection\": \
+                    such a failure (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)".into(),
+        body: run(kill_executors_other_connection),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z1/request-executors-other-connection".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z1, \"`RequestExecutors` ... naming an active application [is] taken only over its connection\": \
             RequestExecutors naming an application registered over another connection is answered with a failure \
-                (java.lang.SecurityException, §14.3; a strict master MAY close instead, SPEC §8.1 `RuleViolation`)",
-        request_executors_other_connection,
-    );
-    cs.add(
-        "spec/14.2/Z1/unregister-other-connection",
-        Level::Must,
-        "SPEC §14.2 Z1, \"`UnregisterApplication` ... naming an active application [is] taken only over its \
+                (java.lang.SecurityException, §14.3; a strict master MAY close instead, SPEC §8.1 `RuleViolation`)".into(),
+        body: run(request_executors_other_connection),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z1/unregister-other-connection".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z1, \"`UnregisterApplication` ... naming an active application [is] taken only over its \
             connection\", and §14.3, \"A refused send closes its connection ... Nothing a refused message asks for \
-                happens\": the sender's connection closes and the application stays active",
-        unregister_other_connection,
-    );
-    cs.add(
-        "spec/14.2/Z1/second-registration-ignored",
-        Level::Must,
-        "SPEC §14.2 Z1, \"A connection bound to an active application registers no other: a second \
+                happens\": the sender's connection closes and the application stays active".into(),
+        body: run(unregister_other_connection),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z1/second-registration-ignored".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z1, \"A connection bound to an active application registers no other: a second \
             `RegisterApplication` over it is ignored\": no second RegisteredApplication, and the first application \
-                stays active",
-        second_registration_ignored,
-    );
-    cs.add(
-        "spec/14.2/Z4/kill-driver-other-connection",
-        Level::Must,
-        "SPEC §14.2 Z4, \"`RequestKillDriver` for an active driver is taken only over that connection\", and §14.3 (a \
+                stays active".into(),
+        body: run(second_registration_ignored),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z4/kill-driver-other-connection".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z4, \"`RequestKillDriver` for an active driver is taken only over that connection\", and §14.3 (a \
             failure, java.lang.SecurityException, for a foreign id): another driver client's RequestKillDriver is \
                 answered with such a failure and the driver stays active (a strict master MAY close instead, SPEC \
-                    §8.1 `RuleViolation`)",
-        kill_driver_other_connection,
-    );
-    cs.add(
-        "spec/14.2/Z4/kill-after-submitter-left",
-        Level::Must,
-        "SPEC §14.2 Z4, \"Once that connection has closed, the driver is bound to no connection: a \
+                    §8.1 `RuleViolation`)".into(),
+        body: run(kill_driver_other_connection),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z4/kill-after-submitter-left".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z4, \"Once that connection has closed, the driver is bound to no connection: a \
             `RequestKillDriver` for it from any `driver-client` is answered as its submitter's would be, and kills \
                 it\": after the submitting client closed its connection, a new driver client's RequestKillDriver is \
                     answered success = true (the master may take a moment to see the close: refusals are retried \
-                        within the case's time)",
-        kill_after_submitter_left,
-    );
-    cs.add(
-        "spec/14.2/Z4/status-any-client",
-        Level::Must,
-        "SPEC §14.2 Z4, \"`RequestDriverStatus` reads and changes nothing, and is answered to any `driver-client`\": \
-            a driver client that did not submit the driver asks its status and is answered found = true",
-        driver_status_any_client,
-    );
-    cs.add(
-        "spec/14.2/Z2/latest-state-unknown-ignored",
-        Level::Must,
-        "SPEC §14.2 Z2, \"A `WorkerLatestState` naming a worker the master does not know is ignored\": no \
+                        within the case's time)".into(),
+        body: run(kill_after_submitter_left),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z4/status-any-client".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z4, \"`RequestDriverStatus` reads and changes nothing, and is answered to any `driver-client`\": \
+            a driver client that did not submit the driver asks its status and is answered found = true".into(),
+        body: run(driver_status_any_client),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z2/latest-state-unknown-ignored".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z2, \"A `WorkerLatestState` naming a worker the master does not know is ignored\": no \
             KillExecutor or KillDriver for what it lists, and no worker registered by it; a strict master MAY close \
-                the connection instead",
-        latest_state_unknown_ignored,
-    );
-    cs.add(
-        "spec/14.2/Z3/unknown-updates-not-refused",
-        Level::Must,
-        "SPEC §14.2 Z3, \"Updates for executors and drivers the master does not know change nothing and are not \
+                the connection instead".into(),
+        body: run(latest_state_unknown_ignored),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z3/unknown-updates-not-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z3, \"Updates for executors and drivers the master does not know change nothing and are not \
             refused\": a registered worker's ExecutorStateChanged ask about an executor the master never placed is \
                 answered (a bool reply), and its DriverStateChanged about an unknown driver leaves the connection \
-                    open; a strict master MAY close instead (rule E2, D3: SPEC §8.1 `RuleViolation`)",
-        unknown_updates_not_refused,
-    );
-    cs.add(
-        "spec/14.2/Z2/heartbeat-other-connection",
-        Level::Must,
-        "SPEC §14.2 Z2, \"`Heartbeat` ... naming a worker bound to another connection [is] refused\", and §14.3, \"A \
+                    open; a strict master MAY close instead (rule E2, D3: SPEC §8.1 `RuleViolation`)".into(),
+        body: run(unknown_updates_not_refused),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z2/heartbeat-other-connection".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z2, \"`Heartbeat` ... naming a worker bound to another connection [is] refused\", and §14.3, \"A \
             refused send closes its connection\": a registered worker's connection that sends a Heartbeat naming \
-                another registered worker is closed",
-        heartbeat_other_connection,
-    );
-    cs.add(
-        "spec/14.2/Z2/latest-state-other-connection",
-        Level::Must,
-        "SPEC §14.2 Z2, \"`WorkerLatestState` ... naming a worker bound to another connection [is] refused\": the \
+                another registered worker is closed".into(),
+        body: run(heartbeat_other_connection),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z2/latest-state-other-connection".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z2, \"`WorkerLatestState` ... naming a worker bound to another connection [is] refused\": the \
             sender's connection closes and the master sends the named worker no KillExecutor for what the message \
-                listed",
-        latest_state_other_connection,
-    );
-    cs.add(
-        "spec/14.3/failure-form",
-        Level::Must,
-        "SPEC §3, \"`error` is `{\"className\": str, \"message\": str}`\", and §14.3, \"The failure's `className` is \
+                listed".into(),
+        body: run(latest_state_other_connection),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.3/failure-form".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §3, \"`error` is `{\"className\": str, \"message\": str}`\", and §14.3, \"The failure's `className` is \
             `org.apache.spark.SparkException` for a message off its route (§14.1) ... its `message` says why\": a \
                 worker asking RequestMasterState (a UI's ask) gets a failure carrying both keys, className \
                     org.apache.spark.SparkException and a message that is not empty (a strict master MAY close \
-                        instead, SPEC §8.1 `RuleViolation`)",
-        failure_form,
-    );
-    cs.add(
-        "spec/14.4/redaction",
-        Level::Must,
-        "SPEC §14.4, \"every value whose key or own text matches the redaction pattern is replaced by \
+                        instead, SPEC §8.1 `RuleViolation`)".into(),
+        body: run(failure_form),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.4/redaction".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.4, \"every value whose key or own text matches the redaction pattern is replaced by \
             `*********(redacted)`\": in MasterStateResponse an application's environment value under a key matching \
                 the default pattern, and the value of a `-Dkey=value` javaOpt and argument whose key matches, read \
-                    `*********(redacted)`; other values are shown as sent",
-        redaction,
-    );
+                    `*********(redacted)`; other values are shown as sent".into(),
+        body: run(redaction),
+        ..Case::default()
+    });
     // These register workers and read the master's state, or wait for a worker to be declared
     // DEAD: alone, as the other cases that register workers with executors.
-    cs.sharing(Sharing::Alone).timeout(Duration::from_secs(20));
-    cs.add(
-        "spec/14.2/Z2/reconnect-dead-worker",
-        Level::Must,
-        "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master declared DEAD (its connection closed ...) is \
+    cs.push(Case {
+        id: "spec/14.2/Z2/reconnect-dead-worker".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(20),
+        sharing: Sharing::Alone,
+        requirement: "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master declared DEAD (its connection closed ...) is \
             answered `ReconnectWorker` over the connection it came on\": after a registered worker's connection \
                 closes, a Heartbeat naming it over a new worker connection is answered ReconnectWorker (a strict \
                     master MAY close instead, SPEC §14.2, and then it also closes a connection that sends a Heartbeat \
-                        before registering)",
-        reconnect_dead_worker,
-    );
-    cs.add(
-        "spec/14.2/Z2/spark-13604",
-        Level::Must,
-        "SPEC §14.2 Z2, \"one from a registered worker over its own connection is answered with one `KillExecutor` \
+                        before registering)".into(),
+        body: run(reconnect_dead_worker),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z2/spark-13604".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(20),
+        sharing: Sharing::Alone,
+        requirement: "SPEC §14.2 Z2, \"one from a registered worker over its own connection is answered with one `KillExecutor` \
             for each executor it lists that the master does not have on that worker and one `KillDriver` for each \
                 driver ... in any order (Spark's SPARK-13604)\": a WorkerLatestState listing an executor and a driver \
-                    the master never launched gets a KillExecutor and a KillDriver for them",
-        spark_13604,
-    );
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
+                    the master never launched gets a KillExecutor and a KillDriver for them".into(),
+        body: run(spark_13604),
+        ..Case::default()
+    });
 }
 
 /// A fresh worker id of Spark's form, never registered.

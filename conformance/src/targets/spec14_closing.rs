@@ -9,78 +9,91 @@ use sparkwire::messages::deploy::*;
 use sparkwire::messages::{DeployMessage, Version, WorkerState};
 use sparkwire::wire::Envelope;
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Sharing, Target};
 use crate::env::{Ctx, Wire};
-use crate::kit::master::{app, app_desc, flow, settle, state, worker, worker_ref, Need};
+use crate::kit::master::{app, app_desc, settle, state, worker, worker_ref, Need};
 use crate::peer::frame;
 use crate::verdict::{check, Level, Outcome};
 
 type D = DeployMessage;
 
 /// Every case of this file, added to `cs`.
-pub fn add(cs: &mut Cases) {
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
-    cs.add(
-        "spec/14.3/refused-send-loses-application",
-        Level::Must,
-        "SPEC §14.3, \"A refused **send** closes its connection ... Closing loses what was bound to the connection as \
+pub fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/14.3/refused-send-loses-application".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.3, \"A refused **send** closes its connection ... Closing loses what was bound to the connection as \
             any closed connection does (§8): an application client that sent a refused message loses its \
                 application\": an application client whose UnregisterApplication names another connection's \
-                    application is closed, its own application is no longer active, and the other one still is",
-        refused_send_loses_application,
-    );
-    cs.add(
-        "spec/14.3/refused-send-loses-worker",
-        Level::Must,
-        "SPEC §14.3, \"Closing loses what was bound to the connection ... a worker is marked lost\": a registered \
+                    application is closed, its own application is no longer active, and the other one still is".into(),
+        body: run(refused_send_loses_application),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.3/refused-send-loses-worker".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.3, \"Closing loses what was bound to the connection ... a worker is marked lost\": a registered \
             worker whose connection sends a Heartbeat naming another registered worker is closed, and the master's \
-                state then shows it DEAD (or no longer lists it), while the other worker stays ALIVE",
-        refused_send_loses_worker,
-    );
-    cs.add(
-        "spec/8/decoding-error-worker-lost",
-        Level::Must,
-        "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... the state the endpoint \
+                state then shows it DEAD (or no longer lists it), while the other worker stays ALIVE".into(),
+        body: run(refused_send_loses_worker),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8/decoding-error-worker-lost".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... the state the endpoint \
             keeps about the peer (a registered worker ...) [is] not lost; Spark's own behaviour on a lost connection \
                 applies (for example a master marks a worker whose connection closed as lost)\": a registered \
                     worker's connection that sends a frame holding 0xc1 is closed, and the master's state then shows \
-                        that worker DEAD (or no longer lists it)",
-        decoding_error_worker_lost,
-    );
-    cs.add(
-        "spec/8/decoding-error-app-finished",
-        Level::Must,
-        "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... Spark's own behaviour on a \
+                        that worker DEAD (or no longer lists it)".into(),
+        body: run(decoding_error_worker_lost),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8/decoding-error-app-finished".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... Spark's own behaviour on a \
             lost connection applies\" (an application whose client's connection closed is finished, rule P5's closed \
                 connection): an application client's connection that sends a frame holding 0xc1 is closed, and its \
-                    application is then no longer active",
-        decoding_error_app_finished,
-    );
-    cs.add(
-        "spec/14.3/refused-creates-nothing",
-        Level::Must,
-        "SPEC §14.3, \"Nothing a refused message asks for happens, and no state is created for it\", for a message \
+                    application is then no longer active".into(),
+        body: run(decoding_error_app_finished),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.3/refused-creates-nothing".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.3, \"Nothing a refused message asks for happens, and no state is created for it\", for a message \
             off its route (§14.1, \"A `worker` sending `RegisterApplication` ... [is] refused\"): a registered \
                 worker's RegisterApplication creates no application (none of its name, active or completed, in the \
-                    master's state)",
-        refused_creates_nothing,
-    );
+                    master's state)".into(),
+        body: run(refused_creates_nothing),
+        ..Case::default()
+    });
     // It registers a worker with capacity and an application: alone.
-    cs.sharing(Sharing::Alone).timeout(Duration::from_secs(20));
-    flow(
-        cs,
-        &[Need::NoOtherApplication],
-        "rules/W5/decommissioned-no-launch",
-        Level::Must,
-        "rules.md W5, \"The master sends LaunchExecutor and LaunchDriver only to a worker registered on that \
+    cs.push(Case {
+        id: "rules/W5/decommissioned-no-launch".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(20),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "rules.md W5, \"The master sends LaunchExecutor and LaunchDriver only to a worker registered on that \
             connection and ALIVE: not lost (DEAD) and not [decommissioned]\": a worker with room that sent \
                 WorkerDecommissioning naming itself is shown DECOMMISSIONED (on sparkwire's wire) and gets no \
-                    LaunchExecutor when an application asking for executors registers",
-        decommissioned_no_launch,
-    );
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
+                    LaunchExecutor when an application asking for executors registers".into(),
+        body: run(decommissioned_no_launch),
+        ..Case::default()
+    });
 }
 
 /// Waits until worker `id` is DEAD in the master's state, or no longer listed.

@@ -23,7 +23,7 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::Cases;
+use crate::case::{run, Case, Target};
 use crate::env::{Ctx, Wire};
 use crate::kit::common::{expect_refused, unique, wait};
 use crate::kit::worker::{
@@ -37,96 +37,112 @@ type D = DeployMessage;
 type C = CoarseMessage;
 
 /// The worker's cases of this file, added to `cs`.
-pub fn add_worker(cs: &mut Cases) {
-    cs.add(
-        "spec/14.5/forbidden-env-refused",
-        Level::Must,
-        "SPEC §14.5, \"Variables that choose what runs or load code — the prefixes `LD_`, … — are never passed, \
+pub fn add_worker(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/14.5/forbidden-env-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "SPEC §14.5, \"Variables that choose what runs or load code — the prefixes `LD_`, … — are never passed, \
             whatever the operator allows: a command naming one is refused\", and \"A refused executor launch is \
                 reported as `ExecutorStateChanged` `FAILED` with no exit status and a `message` saying why\": a \
                     LaunchExecutor of the allowed program whose command sets LD_PRELOAD is reported FAILED, with a \
-                        message and no exit status, and a LaunchDriver of it setting LD_PRELOAD is reported ERROR",
-        forbidden_env_refused,
-    );
-    cs.add(
-        "spec/14.5/driver-refused",
-        Level::Must,
-        "SPEC §14.5, \"A worker runs only what its operator allowed\" and \"A refused driver launch is reported as \
+                        message and no exit status, and a LaunchDriver of it setting LD_PRELOAD is reported ERROR".into(),
+        body: run(forbidden_env_refused),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.5/driver-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "SPEC §14.5, \"A worker runs only what its operator allowed\" and \"A refused driver launch is reported as \
             `DriverStateChanged` `ERROR` with the reason in its exception\": a LaunchDriver of a program not on the \
                 worker's allow-list (/bin/sh) is reported ERROR with an exception that has a message, and the program \
-                    does not run",
-        driver_refused,
-    );
-    cs.add(
-        "spec/14.5/executor-program-not-a-driver",
-        Level::Must,
-        "SPEC §14.5, \"A program allowed with `--allow-exec PATH` runs only as sparkwire's executor … Such a program \
+                    does not run".into(),
+        body: run(driver_refused),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.5/executor-program-not-a-driver".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "SPEC §14.5, \"A program allowed with `--allow-exec PATH` runs only as sparkwire's executor … Such a program \
             is never run as a driver\": when the worker runs the `{allowed_exec}` program as an executor with \
                 sparkwire's executor arguments but refuses it with others (it is allowed as an executor only), a \
                     LaunchDriver of that program with those same arguments is reported ERROR (skipped when the worker \
-                        runs the program with any arguments, or not at all)",
-        executor_program_not_a_driver,
-    );
-    cs.add(
-        "spec/14.5/no-library-path",
-        Level::Must,
-        "SPEC §14.5, \"`classPathEntries`, `libraryPathEntries` and `javaOpts` are not used to start the process \
+                        runs the program with any arguments, or not at all)".into(),
+        body: run(executor_program_not_a_driver),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.5/no-library-path".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "SPEC §14.5, \"`classPathEntries`, `libraryPathEntries` and `javaOpts` are not used to start the process \
             (Spark turns library paths into `LD_LIBRARY_PATH`; sparkwire never does)\": the process a LaunchExecutor \
                 with all three starts has no LD_LIBRARY_PATH holding the library path entry, and none of the three in \
-                    its arguments (the process as this host's /proc shows it; skipped when /proc does not show it)",
-        no_library_path,
-    );
-    cs.add(
-        "flow/worker/secret-handoff",
-        Level::Must,
-        "SPEC §13, \"A worker hands the secret to the executors and drivers it launches without exposing it: … adds \
+                    its arguments (the process as this host's /proc shows it; skipped when /proc does not show it)".into(),
+        body: run(no_library_path),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/secret-handoff".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "SPEC §13, \"A worker hands the secret to the executors and drivers it launches without exposing it: … adds \
             `SPARKWIRE_SECRET_FILE=<that path>` to the environment it starts the process with …; never on a command \
                 line, never in the application's description\": a worker holding the secret starts an executor and a \
                     driver whose SPARKWIRE_SECRET_FILE names a file of mode 0600 holding the secret, with no argument \
                         and no other variable holding it, and the worker's state (RequestWorkerState) does not carry \
                             it (the process as this host's /proc shows it; skipped without --secret-file, or when \
-                                /proc does not show it)",
-        secret_handoff,
-    );
-    cs.add(
-        "spec/14.2/Z5/foreign-master",
-        Level::Must,
-        "SPEC §14.2 Z5, \"A worker takes the answers to a registration (`RegisteredWorker`, …) only over a connection \
+                                /proc does not show it)".into(),
+        body: run(secret_handoff),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z5/foreign-master".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "SPEC §14.2 Z5, \"A worker takes the answers to a registration (`RegisteredWorker`, …) only over a connection \
             it opened to register, … and the master's commands (`LaunchExecutor`, `KillExecutor`, …) only over the \
                 connection of the master it is registered with\": a peer that dials the worker's own port as a master \
                     and sends RegisteredWorker naming another master, LaunchExecutor and KillExecutor (each naming \
                         the worker's own master URL) and LaunchDriver is ignored or refused: nothing is launched or \
                             killed, no ExecutorStateChanged or DriverStateChanged follows, and the worker's state \
                                 still names its master, runs the executor its master launched and not the other, and \
-                                    no driver",
-        foreign_master,
-    );
-    cs.add(
-        "spec/7.1/decommission-silent",
-        Level::Must,
-        "SPEC §7.1, `DecommissionWorker` (master → worker): \"the worker marks itself decommissioned and sends \
+                                    no driver".into(),
+        body: run(foreign_master),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/7.1/decommission-silent".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "SPEC §7.1, `DecommissionWorker` (master → worker): \"the worker marks itself decommissioned and sends \
             nothing back … `WorkerDecommissioning` goes to the master only when a decommission starts on the worker's \
                 own side\": a worker told DecommissionWorker (version 2) sends no WorkerDecommissioning within the \
-                    quiet time",
-        decommission_silent,
-    );
+                    quiet time".into(),
+        body: run(decommission_silent),
+        ..Case::default()
+    });
 }
 
 /// The driver's cases of this file, added to `cs`.
-pub fn add_driver(cs: &mut Cases) {
-    cs.add(
-        "spec/14.2/Z6/foreign-executor",
-        Level::Must,
-        "SPEC §14.2 Z6, \"An executor is bound to the connection whose `RegisterExecutor` the driver accepted: \
+pub fn add_driver(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/14.2/Z6/foreign-executor".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: "SPEC §14.2 Z6, \"An executor is bound to the connection whose `RegisterExecutor` the driver accepted: \
             `StatusUpdate`, `LaunchedExecutor` and `ExecutorDecommissioning` are taken only when they name that \
                 executor, over that connection\", and §14.3, \"A refused send closes its connection\": with two \
                     executors registered, a StatusUpdate for a task of the first sent over the second's connection \
                         naming the first, and a LaunchedExecutor naming the first sent over a third executor's \
                             connection, each close the connection they came on, an ExecutorDecommissioning ask naming \
                                 the first over a fourth's is answered with a failure (or a close), and the first \
-                                    executor still gets its tasks",
-        foreign_executor,
-    );
+                                    executor still gets its tasks".into(),
+        body: run(foreign_executor),
+        ..Case::default()
+    });
 }
 
 /// The worker cases here check sparkwire's launch policy, which Spark's worker does not have:

@@ -10,11 +10,11 @@ use sparkwire::messages::{DeployMessage, ExecutorState, Version, WorkerState};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Sharing, Target};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::{
-    addr, app, app_desc, flow, register_worker_msg, state, submit, worker, worker_ref, Need,
+    addr, app, app_desc, register_worker_msg, state, submit, worker, worker_ref, Need,
 };
 use crate::kit::ownership::*;
 use crate::verdict::{check, fail, Failure, Level, Outcome};
@@ -22,88 +22,108 @@ use crate::verdict::{check, fail, Failure, Level, Outcome};
 type D = DeployMessage;
 
 /// Every case of this file, added to `cs`.
-pub fn add(cs: &mut Cases) {
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
-    cs.add(
-        "spec/14.2/Z1/finished-app-named-again",
-        Level::Must,
-        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master answers as Spark \
+pub fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/14.2/Z1/finished-app-named-again".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master answers as Spark \
             does (`false`, or nothing)\": after an application client unregistered its application, its \
                 RequestExecutors naming that application is answered with a bool reply false, never true (a strict \
-                    master MAY answer a failure or close instead, as for rule P2)",
-        finished_app_named_again,
-    );
-    cs.add(
-        "spec/14.2/Z1/unknown-app-kill-executors",
-        Level::Must,
-        "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master answers as Spark \
+                    master MAY answer a failure or close instead, as for rule P2)".into(),
+        body: run(finished_app_named_again),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z1/unknown-app-kill-executors".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master answers as Spark \
             does (`false`, or nothing)\": an application client's KillExecutors naming an application the master \
-            never knew is answered with a bool reply false, never true (a strict master MAY refuse it instead)",
-        unknown_app_kill_executors,
-    );
-    cs.add(
-        "spec/14.2/Z2/decommissioning-other-connection",
-        Level::Must,
-        "SPEC §14.2 Z2, \"`WorkerDecommissioning` ... naming a worker bound to another connection [is] refused\", and \
+            never knew is answered with a bool reply false, never true (a strict master MAY refuse it instead)".into(),
+        body: run(unknown_app_kill_executors),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z2/decommissioning-other-connection".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z2, \"`WorkerDecommissioning` ... naming a worker bound to another connection [is] refused\", and \
             §14.3, \"A refused send closes its connection ... Nothing a refused message asks for happens\": a \
                 registered worker's connection that sends WorkerDecommissioning naming another registered worker is \
-                    closed, and that worker stays ALIVE",
-        decommissioning_other_connection,
-    );
-    cs.add(
-        "spec/14.2/Z2/scheduler-state-other-connection",
-        Level::Must,
-        "SPEC §14.2 Z2, \"`WorkerSchedulerStateResponse` naming a worker bound to another connection [is] refused\", \
+                    closed, and that worker stays ALIVE".into(),
+        body: run(decommissioning_other_connection),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z2/scheduler-state-other-connection".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z2, \"`WorkerSchedulerStateResponse` naming a worker bound to another connection [is] refused\", \
             and §14.3, \"A refused send closes its connection\": a registered worker's connection that sends \
-                WorkerSchedulerStateResponse naming another registered worker is closed, and that worker stays ALIVE",
-        scheduler_state_other_connection,
-    );
-    cs.add(
-        "spec/8.1/not-owner-close",
-        Level::Must,
-        "SPEC §8.1, \"`NotOwner` | a one-way message refused by §14.2's ownership\", and \"an endpoint that closes \
+                WorkerSchedulerStateResponse naming another registered worker is closed, and that worker stays ALIVE".into(),
+        body: run(scheduler_state_other_connection),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8.1/not-owner-close".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §8.1, \"`NotOwner` | a one-way message refused by §14.2's ownership\", and \"an endpoint that closes \
             the connection for one of the reasons below MUST first send a close envelope\": a registered worker's \
                 connection that offered closeReason (and the master took it) and sends a Heartbeat naming another \
                     registered worker gets a close envelope of kind NotOwner before the close (a strict master MAY \
-                        name the rule instead, RuleViolation)",
-        not_owner_close,
-    );
-    cs.add(
-        "spec/14.2/Z2/second-worker-not-registered",
-        Level::Must,
-        "SPEC §14.2 Z2, \"a connection bound to one worker does not register another\": a registered worker's \
+                        name the rule instead, RuleViolation)".into(),
+        body: run(not_owner_close),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z2/second-worker-not-registered".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §14.2 Z2, \"a connection bound to one worker does not register another\": a registered worker's \
             connection that sends RegisterWorker for a second worker id gets no RegisteredWorker for it (it may be \
                 refused: RegisterWorkerFailed, or the connection closed), and the master's state has no worker of \
-                    that id",
-        second_worker_not_registered,
-    );
+                    that id".into(),
+        body: run(second_worker_not_registered),
+        ..Case::default()
+    });
     // It registers a worker with capacity and an application that takes it: alone.
-    cs.sharing(Sharing::Alone).timeout(Duration::from_secs(20));
-    flow(
-        cs,
-        &[Need::NoOtherApplication],
-        "spec/14.2/Z3/executor-state-other-worker",
-        Level::Must,
-        "SPEC §14.2 Z3, \"`ExecutorStateChanged` for an executor the master placed on a worker is taken only from \
+    cs.push(Case {
+        id: "spec/14.2/Z3/executor-state-other-worker".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(20),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "SPEC §14.2 Z3, \"`ExecutorStateChanged` for an executor the master placed on a worker is taken only from \
             that worker's connection\", and §14.3 (a refused ask is answered with a failure, a refused send closes; \
                 nothing a refused message asks for happens): a second registered worker's ExecutorStateChanged ask \
                     saying FAILED for an executor the master launched on the first is answered with a failure or \
-                        closes its connection, and the application is told no FAILED for it",
-        executor_state_other_worker,
-    );
-    cs.add(
-        "spec/14.2/Z3/driver-state-other-worker",
-        Level::Must,
-        "SPEC §14.2 Z3, \"`DriverStateChanged` for a driver [is taken] only from the connection of the worker the \
+                        closes its connection, and the application is told no FAILED for it".into(),
+        body: run(executor_state_other_worker),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/14.2/Z3/driver-state-other-worker".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(20),
+        sharing: Sharing::Alone,
+        requirement: "SPEC §14.2 Z3, \"`DriverStateChanged` for a driver [is taken] only from the connection of the worker the \
             master launched it on\", and §14.3, \"A refused send closes its connection ... Nothing a refused message \
                 asks for happens\": a second registered worker's DriverStateChanged saying FAILED for a driver the \
                     master launched on the first closes that second connection, and the driver stays RUNNING on the \
-                        first worker",
-        driver_state_other_worker,
-    );
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
+                        first worker".into(),
+        body: run(driver_state_other_worker),
+        ..Case::default()
+    });
 }
 
 async fn unknown_app_kill_executors(ctx: Ctx) -> Outcome {

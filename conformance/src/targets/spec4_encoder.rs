@@ -10,8 +10,9 @@ use sparkwire::messages::deploy::{RegisterApplication, RequestMasterState};
 use sparkwire::messages::{Addr, CoarseMessage, DeployMessage, EndpointRef, Family, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{decode_envelope, encode_task, Envelope, Reply};
+use std::time::Duration;
 
-use crate::case::Cases;
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::{unique, wait};
 use crate::peer::{Conn, Event};
@@ -25,50 +26,59 @@ const SENTENCE: &str =
     the order the definition lists them\" (and §4.1: a struct is a map of its fields, same rules)";
 
 /// The master's case.
-pub fn add_master(cs: &mut Cases) {
-    cs.add(
-        "spec/4/encoder/master",
-        Level::Must,
-        format!("{SENTENCE}: RegisteredWorker, RegisteredApplication and the MasterStateResponse (workers, \
+pub fn add_master(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/4/encoder/master".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: format!("{SENTENCE}: RegisteredWorker, RegisteredApplication and the MasterStateResponse (workers, \
             applications, their descriptions) the master writes, in each version it offers, hold exactly the \
                 definition's fields of that version, in its order"),
-        master,
-    );
+        body: run(master),
+        ..Case::default()
+    });
 }
 
 /// The worker's case.
-pub fn add_worker(cs: &mut Cases) {
-    cs.add(
-        "spec/4/encoder/worker",
-        Level::Must,
-        format!("{SENTENCE}: what a registered worker writes to its master until its first Heartbeat, and its \
+pub fn add_worker(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/4/encoder/worker".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: format!("{SENTENCE}: what a registered worker writes to its master until its first Heartbeat, and its \
             ExecutorStateChanged for an executor it launched, in each version it offers, hold exactly the \
                 definition's fields of that version, in its order"),
-        worker,
-    );
+        body: run(worker),
+        ..Case::default()
+    });
 }
 
 /// The driver's case.
-pub fn add_driver(cs: &mut Cases) {
-    cs.add(
-        "spec/4/encoder/driver",
-        Level::Must,
-        format!("{SENTENCE}: the driver's RegisterApplication (its description, command and resource profile), and \
+pub fn add_driver(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/4/encoder/driver".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        requirement: format!("{SENTENCE}: the driver's RegisterApplication (its description, command and resource profile), and \
             the SparkAppConfig (its resource profile) it answers an executor with, in each version it offers, hold \
                 exactly the definition's fields of that version, in its order"),
-        driver,
-    );
+        body: run(driver),
+        ..Case::default()
+    });
 }
 
 /// The executor's case.
-pub fn add_executor(cs: &mut Cases) {
-    cs.add(
-        "spec/4/encoder/executor",
-        Level::Must,
-        format!("{SENTENCE}: the executor's LaunchedExecutor and the StatusUpdates of a task it runs (RUNNING, then \
+pub fn add_executor(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/4/encoder/executor".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: format!("{SENTENCE}: the executor's LaunchedExecutor and the StatusUpdates of a task it runs (RUNNING, then \
             FINISHED), in each version it offers, hold exactly the definition's fields of that version, in its order"),
-        executor,
-    );
+        body: run(executor),
+        ..Case::default()
+    });
 }
 
 /// Fails when `body`, a frame of `family` at `version`, is not written as SPEC §4 says.

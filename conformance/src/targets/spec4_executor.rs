@@ -9,7 +9,7 @@ use sparkwire::messages::coarse::LaunchTask;
 use sparkwire::messages::{CoarseMessage, Version};
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::Cases;
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::executor::{app_config, launched, registered, start};
@@ -21,25 +21,29 @@ use crate::verdict::{fail, Failure, Level, Outcome};
 type C = CoarseMessage;
 
 /// Every case of this file, added to `cs`.
-pub fn add(cs: &mut Cases) {
-    cs.add(
-        "spec/4.1/tuple-of-three-refused",
-        Level::Must,
-        "SPEC §4.1, \"`tuple<A,B>` | array of exactly 2 elements | `sparkProperties` is a list of `[key, value]` \
+pub fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/4.1/tuple-of-three-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "SPEC §4.1, \"`tuple<A,B>` | array of exactly 2 elements | `sparkProperties` is a list of `[key, value]` \
             pairs\", and §8 (`InvalidFields`; the receiver closes that connection): a SparkAppConfig answering the \
                 executor's RetrieveSparkAppConfig whose `spark.task.cpus` pair has 3 elements is refused: the \
-                    executor closes that connection and sends no RegisterExecutor on it",
-        tuple_of_three_refused,
-    );
-    cs.add(
-        "spec/4.1/bytes-as-string-refused",
-        Level::Must,
-        "SPEC §4.1, \"`bytes` | bin | never an array of integers\" (a `bytes` value is a MessagePack bin), and §8 \
+                    executor closes that connection and sends no RegisterExecutor on it".into(),
+        body: run(tuple_of_three_refused),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/4.1/bytes-as-string-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "SPEC §4.1, \"`bytes` | bin | never an array of integers\" (a `bytes` value is a MessagePack bin), and §8 \
             (`InvalidFields`; the receiver closes that connection): a LaunchTask whose `data` is written as the \
                 string \"abc\" instead of the bin `abc` is refused: the executor closes its connection to the driver \
-                    (a LaunchTask whose data merely is not a task keeps it open, spec/10/bad-task-data)",
-        bytes_as_string_refused,
-    );
+                    (a LaunchTask whose data merely is not a task keeps it open, spec/10/bad-task-data)".into(),
+        body: run(bytes_as_string_refused),
+        ..Case::default()
+    });
 }
 
 /// Replaces the bytes `canonical` of `body` by `replacement`.

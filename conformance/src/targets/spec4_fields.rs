@@ -14,7 +14,7 @@ use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope};
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
@@ -27,77 +27,99 @@ use crate::verdict::{check, fail, Failure, Level, Outcome};
 type D = DeployMessage;
 
 /// Every case of SPEC §4 and §4.1 about field maps for the master, added to `cs`.
-pub fn add(cs: &mut Cases) {
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
-    cs.add(
-        "spec/4.1/f64-nan-refused",
-        Level::Must,
-        "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities (`InvalidFields`)\": a \
+pub fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/4.1/f64-nan-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities (`InvalidFields`)\": a \
             RegisterApplication whose task request amount (a `TaskResourceRequest.amount`, f64) is NaN is refused, \
                 the connection closed (with a close envelope of kind InvalidFields where closeReason was agreed, SPEC \
-                    §8.1)",
-        f64_nan_refused,
-    );
-    cs.add(
-        "spec/4.1/f64-infinity-refused",
-        Level::Must,
-        "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities (`InvalidFields`)\": a \
+                    §8.1)".into(),
+        body: run(f64_nan_refused),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/4.1/f64-infinity-refused".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities (`InvalidFields`)\": a \
             RegisterApplication whose task request amount is +infinity is refused, the connection closed \
-                (InvalidFields where closeReason was agreed, SPEC §8.1)",
-        f64_infinity_refused,
-    );
-    cs.add(
-        "spec/4.1/f64-as-float32-taken",
-        Level::Must,
-        "SPEC §4.1, \"`f64` | float 64 | ... it also accepts float 32\": a RegisterApplication whose task request \
-            amount is written as a float 32 (1.0) is answered RegisteredApplication",
-        f64_as_float32_taken,
-    );
-    cs.add(
-        "spec/4.1/nested-struct-as-array",
-        Level::Must,
-        "SPEC §4.1, \"a struct name | map of its fields | ... never an array of the values ...: a decoder refuses one \
+                (InvalidFields where closeReason was agreed, SPEC §8.1)".into(),
+        body: run(f64_infinity_refused),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/4.1/f64-as-float32-taken".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §4.1, \"`f64` | float 64 | ... it also accepts float 32\": a RegisterApplication whose task request \
+            amount is written as a float 32 (1.0) is answered RegisteredApplication".into(),
+        body: run(f64_as_float32_taken),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/4.1/nested-struct-as-array".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §4.1, \"a struct name | map of its fields | ... never an array of the values ...: a decoder refuses one \
             (`InvalidFields`)\": a RegisterApplication whose nested TaskResourceRequest is written as the array \
                 `[\"cpus\", 1.0]` is refused, the connection closed (InvalidFields where closeReason was agreed, SPEC \
-                    §8.1)",
-        nested_struct_as_array,
-    );
-    cs.add(
-        "spec/4/field-given-twice",
-        Level::Must,
-        "SPEC §4, \"A **decoder** ... refuses ... a field given twice ... (`InvalidFields`)\", and §11.3, \"A \
+                    §8.1)".into(),
+        body: run(nested_struct_as_array),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/4/field-given-twice".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §4, \"A **decoder** ... refuses ... a field given twice ... (`InvalidFields`)\", and §11.3, \"A \
             struct's field map is not a `map<K,V>` ... a field given twice is refused\": a RegisterApplication whose \
                 nested TaskResourceRequest gives `amount` twice (with the same value) is refused, the connection \
-                    closed (InvalidFields where closeReason was agreed, SPEC §8.1)",
-        field_given_twice,
-    );
-    cs.add(
-        "spec/4/fields-any-order",
-        Level::Must,
-        "SPEC §4, \"A **decoder** accepts the fields in any order\", and §11.3, \"its fields come in any order \
+                    closed (InvalidFields where closeReason was agreed, SPEC §8.1)".into(),
+        body: run(field_given_twice),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/4/fields-any-order".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §4, \"A **decoder** accepts the fields in any order\", and §11.3, \"its fields come in any order \
             (§4)\": a RegisterApplication whose nested TaskResourceRequest lists `amount` before `resourceName` (the \
-                definition's order reversed) is answered RegisteredApplication",
-        fields_any_order,
-    );
-    cs.add(
-        "spec/4/missing-required-field",
-        Level::Must,
-        "SPEC §4, \"A **decoder** ... refuses a missing field of any other type [than `option<…>`] ... \
+                definition's order reversed) is answered RegisteredApplication".into(),
+        body: run(fields_any_order),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/4/missing-required-field".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §4, \"A **decoder** ... refuses a missing field of any other type [than `option<…>`] ... \
             (`InvalidFields`)\": a RegisterApplication whose nested TaskResourceRequest has no `amount` (an f64) is \
-                refused, the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)",
-        missing_required_field,
-    );
-    cs.add(
-        "spec/11.3/nested-map-keys-out-of-order",
-        Level::Must,
-        "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order ... \
+                refused, the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)".into(),
+        body: run(missing_required_field),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/11.3/nested-map-keys-out-of-order".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or out of order ... \
             at any depth\", and §4.1, \"`map<K,V>` | map | keys distinct and ascending\": a RegisterApplication whose \
                 `taskResources` (a map three levels down, inside the default profile) has its keys `gpu`, `cpus` in \
                     descending order is refused, the connection closed (InvalidFields where closeReason was agreed, \
-                        SPEC §8.1)",
-        nested_map_keys_out_of_order,
-    );
+                        SPEC §8.1)".into(),
+        body: run(nested_map_keys_out_of_order),
+        ..Case::default()
+    });
 }
 
 /// An f64 as the encoder writes it (float 64).

@@ -14,7 +14,7 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::open;
@@ -24,40 +24,50 @@ use crate::verdict::{check, Level, Outcome};
 type D = DeployMessage;
 
 /// Every case of SPEC §7.1 about client asks for the master, added to `cs`.
-pub fn add(cs: &mut Cases) {
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
-    cs.add(
-        "spec/7.1/driver-client/master-state",
-        Level::Must,
-        "SPEC §7.1, \"`RequestMasterState`, `RequestReadyz`, `RequestClearCompletedDriversAndApps`, ... and their \
+pub fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/7.1/driver-client/master-state".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §7.1, \"`RequestMasterState`, `RequestReadyz`, `RequestClearCompletedDriversAndApps`, ... and their \
             answers | from `ui` only ... | from `driver-client` or `ui`\": a driver client's RequestMasterState is \
-                answered with a MasterStateResponse, as a UI's is",
-        master_state,
-    );
-    cs.add(
-        "spec/7.1/driver-client/readyz",
-        Level::Must,
-        "SPEC §7.1 (RequestReadyz \"from `driver-client` or `ui`\"): a driver client's RequestReadyz is answered with \
-            a bool reply, true from the active master, as a UI's is (flow/master/ui/readyz)",
-        readyz,
-    );
-    cs.add(
-        "spec/7.1/driver-client/clear-completed",
-        Level::Must,
-        "SPEC §7.1 (RequestClearCompletedDriversAndApps \"from `driver-client` or `ui`\"): a driver client's \
+                answered with a MasterStateResponse, as a UI's is".into(),
+        body: run(master_state),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/7.1/driver-client/readyz".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §7.1 (RequestReadyz \"from `driver-client` or `ui`\"): a driver client's RequestReadyz is answered with \
+            a bool reply, true from the active master, as a UI's is (flow/master/ui/readyz)".into(),
+        body: run(readyz),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/7.1/driver-client/clear-completed".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §7.1 (RequestClearCompletedDriversAndApps \"from `driver-client` or `ui`\"): a driver client's \
             RequestClearCompletedDriversAndApps is answered with a bool reply, as a UI's is \
-                (flow/master/ui/clear-completed)",
-        clear_completed,
-    );
-    cs.add(
-        "spec/7.1/driver-client/decommission-hosts",
-        Level::Must,
-        "SPEC §7.1 (DecommissionWorkersOnHosts \"from `driver-client` or `ui`\"; definition.json: reply i32, how many \
+                (flow/master/ui/clear-completed)".into(),
+        body: run(clear_completed),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/7.1/driver-client/decommission-hosts".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "SPEC §7.1 (DecommissionWorkersOnHosts \"from `driver-client` or `ui`\"; definition.json: reply i32, how many \
             workers it decommissioned): a driver client's DecommissionWorkersOnHosts naming a host no worker is on is \
-                answered with the integer 0",
-        decommission_hosts,
-    );
+                answered with the integer 0".into(),
+        body: run(decommission_hosts),
+        ..Case::default()
+    });
 }
 
 /// Asks `m` as a driver client at `version`, ask id 3, and returns the reply.

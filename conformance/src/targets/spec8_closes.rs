@@ -17,7 +17,7 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::vectors::decoder_vectors;
 use sparkwire::wire::{decode_envelope, encode_envelope, Envelope, Reply};
 
-use crate::case::Cases;
+use crate::case::{bind, run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::closes::*;
 use crate::kit::common::{close_of, closed_without_envelope, sample, wait};
@@ -143,51 +143,56 @@ fn driver() -> Served {
 }
 
 /// The master's cases of SPEC §8 and §8.1.
-pub fn add_master(cs: &mut Cases) {
+pub fn add_master(cs: &mut Vec<Case>) {
     add_served(cs, master());
 }
 
 /// The worker's cases (on its UI port).
-pub fn add_worker(cs: &mut Cases) {
+pub fn add_worker(cs: &mut Vec<Case>) {
     add_served(cs, worker());
 }
 
 /// The driver's cases (on its executor port), and its ordinary close at the job's end.
-pub fn add_driver(cs: &mut Cases) {
+pub fn add_driver(cs: &mut Vec<Case>) {
     add_served(cs, driver());
     // The driver runs its job, then gives its executors a few seconds to go before it exits.
-    cs.timeout(Duration::from_secs(15));
-    cs.add(
-        "spec/8.1/driver/no-close-envelope-at-exit",
-        Level::Must,
-        "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown, a connection it \
+    cs.push(Case {
+        id: "spec/8.1/driver/no-close-envelope-at-exit".into(),
+        level: Level::Must,
+        targets: vec![Target::Driver],
+        timeout: Duration::from_secs(15),
+        requirement: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown, a connection it \
             no longer needs)\": a driver whose job ended, on an executor connection that agreed on closeReason, sends \
-                StopExecutor and then closes that connection when it exits, with no close envelope",
-        driver_no_close_envelope_at_exit,
-    );
-    cs.timeout(crate::verdict::DEFAULT_TIMEOUT);
+                StopExecutor and then closes that connection when it exits, with no close envelope".into(),
+        body: run(driver_no_close_envelope_at_exit),
+        ..Case::default()
+    });
 }
 
 /// The executor's cases.
-pub fn add_executor(cs: &mut Cases) {
-    cs.add(
-        "spec/8.1/executor/refused-ask-failure",
-        Level::Must,
-        "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope rather than left pending\", \
+pub fn add_executor(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "spec/8.1/executor/refused-ask-failure".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope rather than left pending\", \
             §8.1 and §14.3, \"A refused ask is answered with a failure envelope; the connection stays open. The \
                 failure's `className` is `org.apache.spark.SparkException` for a message off its route\": the \
                     executor asked RequestExecutors (driver → cluster-manager only) by its driver answers with a \
                         failure for that id carrying that className and a message, and then answers TaskThreadDump on \
-                            the same connection",
-        executor_refused_ask_failure,
-    );
-    cs.add(
-        "spec/8.1/executor/no-close-envelope-on-stop",
-        Level::Must,
-        "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown ...)\": an \
-            executor told StopExecutor, on a connection that agreed on closeReason, closes it with no close envelope",
-        executor_no_close_envelope_on_stop,
-    );
+                            the same connection".into(),
+        body: run(executor_refused_ask_failure),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8.1/executor/no-close-envelope-on-stop".into(),
+        level: Level::Must,
+        targets: vec![Target::Executor],
+        requirement: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown ...)\": an \
+            executor told StopExecutor, on a connection that agreed on closeReason, closes it with no close envelope".into(),
+        body: run(executor_no_close_envelope_on_stop),
+        ..Case::default()
+    });
     for (name, frame, version, kind) in precedence_vectors() {
         let id = format!("spec/8.1/executor/close-kind/{}", slug(&name));
         let requirement = format!(
@@ -197,39 +202,86 @@ pub fn add_executor(cs: &mut Cases) {
                         kind {kind}",
             version.number()
         );
-        cs.add(id, Level::Must, requirement, move |ctx: Ctx| {
-            let (frame, kind) = (frame.clone(), kind.clone());
-            async move { executor_close_kind(ctx, frame, version, kind).await }
+        cs.push(Case {
+            id,
+            level: Level::Must,
+            targets: vec![Target::Executor],
+            requirement,
+            body: run(move |ctx: Ctx| {
+                let (frame, kind) = (frame.clone(), kind.clone());
+                async move { executor_close_kind(ctx, frame, version, kind).await }
+            }),
+            ..Case::default()
         });
     }
 }
 
-fn add_served(cs: &mut Cases, s: Served) {
+fn add_served(cs: &mut Vec<Case>, s: Served) {
     let name = s.name;
-    on(cs, &s, "spec/8.1/refused-ask-failure", format!("SPEC §8, \"An ask that cannot be answered is answered with a \
+    cs.push(Case {
+        id: "spec/8.1/refused-ask-failure".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        requirement: format!("SPEC §8, \"An ask that cannot be answered is answered with a \
         failure envelope rather than left pending\", §8.1, \"A refused **ask** is answered with a failure, not a \
             close\", and §14.3, \"The failure's `className` is `org.apache.spark.SparkException` for a message off \
                 its route\": {name} answers an ask of {} from a {} (off its route) with a failure for its id carrying \
                     that className and a message, and then answers {} on the same connection (a master or worker \
                         validating rules.md MAY close instead, with a close envelope of kind \
-                            RuleViolation)", s.refused, s.role.name(), s.probe.0), refused_ask_failure);
-    on(cs, &s, "spec/8.1/takes-unknown-kind", format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as \
+                            RuleViolation)", s.refused, s.role.name(), s.probe.0),
+        body: bind(&s, refused_ask_failure),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8.1/takes-unknown-kind".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        requirement: format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as \
         it is ..., and treat the close envelope as the end of the connection: it closes too, sends nothing more\": \
             {name}, on a connection that agreed on closeReason, sent a close envelope of a kind no revision has (and \
-                a field of a later revision), closes the connection and sends nothing after it"), takes_unknown_kind);
-    on(cs, &s, "spec/8.1/unknown-ask-close-kind", format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never \
+                a field of a later revision), closes the connection and sends nothing after it"),
+        body: bind(&s, takes_unknown_kind),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8.1/unknown-ask-close-kind".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        requirement: format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never \
         made\"): {name}, on a connection that agreed on closeReason, given a reply to an ask it never made, either \
             ignores it and answers the next ask, or closes with a close envelope of kind UnknownAsk (validating \
-                rules.md, RuleViolation: rule A2)"), unknown_ask_close_kind);
-    on(cs, &s, "spec/8.1/duplicate-ask-close-kind", format!("SPEC §8.1 (`DuplicateAsk`: \"an ask reusing the id of \
+                rules.md, RuleViolation: rule A2)"),
+        body: bind(&s, unknown_ask_close_kind),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8.1/duplicate-ask-close-kind".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        requirement: format!("SPEC §8.1 (`DuplicateAsk`: \"an ask reusing the id of \
         one still pending\"): {name}, on a connection that agreed on closeReason, sent two asks with one id in one \
             write, either answers, or closes with a close envelope of kind DuplicateAsk (validating rules.md, \
-                RuleViolation: rule A1)"), duplicate_ask_close_kind);
-    on(cs, &s, "spec/8.1/close-offset", format!("SPEC §8.1, `offset`: \"the offset, in the offending frame's body \
+                RuleViolation: rule A1)"),
+        body: bind(&s, duplicate_ask_close_kind),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8.1/close-offset".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        timeout: Duration::from_secs(10),
+        requirement: format!("SPEC §8.1, `offset`: \"the offset, in the offending frame's body \
         ..., of the first byte of the offending item (§8.2)\": {name} closes for a \
             message whose first field is the one-byte integer 5 where a string belongs (followed by another field) \
                 with a close envelope of kind InvalidFields whose offset is the position of that \
-                    byte"), close_offset);
+                    byte"),
+        body: bind(&s, close_offset),
+        ..Case::default()
+    });
     for k in KINDS.iter().copied() {
         let requirement = format!(
             "SPEC §8.1, \"`{}` ... | a frame that could not be decoded (§8; the kind is the first that applies, \
@@ -239,25 +291,16 @@ fn add_served(cs: &mut Cases, s: Served) {
         );
         let kind = k;
         let s = s.clone();
-        cs.add(
-            format!("spec/8.1/close-kind/{}", k.slug),
-            Level::Must,
+        cs.push(Case {
+            id: format!("spec/8.1/close-kind/{}", k.slug),
+            level: Level::Must,
+            targets: vec![Target::Master, Target::Worker, Target::Driver],
+            timeout: Duration::from_secs(10),
             requirement,
-            move |ctx: Ctx| close_kind(ctx, s.clone(), kind),
-        );
+            body: run(move |ctx: Ctx| close_kind(ctx, s.clone(), kind)),
+            ..Case::default()
+        });
     }
-}
-
-/// Adds the case `id` run against `s`.
-fn on<F, Fut>(cs: &mut Cases, s: &Served, id: &str, requirement: String, body: F)
-where
-    F: Fn(Ctx, Served) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Outcome> + Send + 'static,
-{
-    let s = s.clone();
-    cs.add(id, Level::Must, requirement, move |ctx| {
-        body(ctx, s.clone())
-    });
 }
 
 /// One decoding error in a close envelope: the frame that has it, and its kind.

@@ -11,7 +11,7 @@ use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::{encode_hello, Answer, Hello, Role};
 use sparkwire::wire::Reply;
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::own_server::{Server, Settings};
@@ -21,19 +21,20 @@ use crate::verdict::{fail, Level, Outcome};
 type D = DeployMessage;
 
 /// Every case of this file, added to `cs`.
-pub fn add(cs: &mut Cases) {
-    cs.sharing(Sharing::Parallel)
-        .timeout(Duration::from_secs(10));
-    cs.add(
-        "handshake/11/tls",
-        Level::Must,
-        "handshake.md §11, \"A connection MAY run over TLS (1.2 or 1.3): the client starts TLS on the TCP stream \
+pub fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "handshake/11/tls".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        requirement: "handshake.md §11, \"A connection MAY run over TLS (1.2 or 1.3): the client starts TLS on the TCP stream \
             before its hello, and the whole handshake and every envelope then travel inside it ... A side configured \
                 for TLS speaks nothing else\": a server started with a certificate for 127.0.0.1 completes the \
                     handshake of a client that starts TLS and answers its RequestMasterState inside it, and accepts \
-                        no plain hello",
-        tls,
-    );
+                        no plain hello".into(),
+        body: run(tls),
+        ..Case::default()
+    });
 }
 
 async fn tls(ctx: Ctx) -> Outcome {

@@ -11,7 +11,7 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_envelope, Envelope, Reply};
 
-use crate::case::Cases;
+use crate::case::{run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::auth;
 use crate::kit::auth::{Guarded, SecuredServer, Seen};
@@ -149,7 +149,7 @@ pub fn secured() -> SecuredServer {
 }
 
 /// The route cases of the worker's UI port.
-pub fn ui_routes(cs: &mut Cases) {
+pub fn ui_routes(cs: &mut Vec<Case>) {
     for msg in crate::kit::common::crossing("deploy") {
         let ask = msg.kind == sparkwire::definition::MessageKind::Ask;
         let to_worker_from_ui =
@@ -161,25 +161,31 @@ pub fn ui_routes(cs: &mut Cases) {
             "the worker refuses the ask {} from a ui peer on its UI port ({} → {} only): a failure or a close",
             msg.name, msg.from.join(", "), msg.to.join(", ")
         );
-        cs.add(
-            format!("route/deploy/{}", msg.name),
-            Level::Must,
+        cs.push(Case {
+            id: format!("route/deploy/{}", msg.name),
+            level: Level::Must,
+            targets: vec![Target::Worker],
             requirement,
-            move |ctx: Ctx| async move {
+            body: run(move |ctx: Ctx| async move {
                 let m: D = crate::kit::common::sample(msg)?;
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let mut ui = ui_conn(&ctx, &mut w).await?;
                 expect_refused(&mut ui, Envelope::Ask { id: 61, message: m }, wait(&ctx)).await
-            },
-        );
+            }),
+            ..Case::default()
+        });
     }
 }
 
 /// The worker's flows.
-pub fn flows(cs: &mut Cases) {
-    cs.add("rules/W1/register-first", Level::Must,
-        "the worker sends RegisterWorker first, and nothing else until the master registered it (rule W1)",
-        |ctx: Ctx| async move {
+pub fn flows(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "rules/W1/register-first".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker],
+        timeout: Duration::from_secs(10),
+        requirement: "the worker sends RegisterWorker first, and nothing else until the master registered it (rule W1)".into(),
+        body: run(|ctx: Ctx| async move {
             let (_run, mut conn) = start(ctx.clone()).await?;
             let hello = conn.read_hello(spawned::startup(&ctx)).await?;
             spawned::accept(&ctx, &mut conn, &hello, &[Version::V1, Version::V2], "master").await?;
@@ -188,11 +194,16 @@ pub fn flows(cs: &mut Cases) {
                 RegisterWorker", crate::peer::envelope_label(&first))?;
             conn.expect_none::<D>(ctx.settings.quiet, "nothing before \
                 RegisteredWorker", |e| !matches!(e, Envelope::Send(D::RegisterWorker(_)))).await
-        });
-    cs.add("flow/worker/registration/fields", Level::Must,
-        "the worker's RegisterWorker carries an id of Spark's form, the cores and memory it was told to offer, and \
-            the address of its endpoint",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/registration/fields".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "the worker's RegisterWorker carries an id of Spark's form, the cores and memory it was told to offer, and \
+            the address of its endpoint".into(),
+        body: run(|ctx: Ctx| async move {
             let w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let r = &w.reg;
             check(r.id.starts_with("worker-") && r.id.len() > 22 && r.id[7..21].bytes().all(|b| b.is_ascii_digit()),
@@ -201,21 +212,31 @@ pub fn flows(cs: &mut Cases) {
                 MiB"), format!("{} cores, {} MiB", r.cores, r.memory))?;
             check(r.worker.address.as_ref().is_some_and(|a| a.host == r.host && a.port == r.port) && r.port > 0,
                 "its endpoint at its host and port", format!("{:?} at {}:{}", r.worker, r.host, r.port))
-        });
-    cs.add("flow/worker/registration/latest-state", Level::Should,
-        "once registered, the worker tells the master its current executors and drivers (WorkerLatestState) with its \
-            id",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/registration/latest-state".into(),
+        level: Level::Should,
+        targets: vec![Target::Worker],
+        requirement: "once registered, the worker tells the master its current executors and drivers (WorkerLatestState) with its \
+            id".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
             w.conn.expect::<D, ()>(wait(&ctx), "WorkerLatestState with the worker's id", |e| match e {
                 Envelope::Send(D::WorkerLatestState(s)) if s.id == id => Some(()),
                 _ => None,
             }).await
-        });
-    cs.add("rules/W2/heartbeat", Level::Must,
-        "a registered worker heartbeats within its worker timeout, with the worker id it registered (rule W2)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/W2/heartbeat".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "a registered worker heartbeats within its worker timeout, with the worker id it registered (rule W2)".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
             let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat within the worker timeout (2 \
@@ -224,10 +245,15 @@ pub fn flows(cs: &mut Cases) {
                 _ => None,
             }).await?;
             check(hb.worker_id == id, format!("worker id {id}"), hb.worker_id)
-        });
-    cs.add("flow/worker/heartbeat/interval", Level::Should,
-        "the worker heartbeats every quarter of the worker timeout: at least 3 heartbeats in 2 s with a 2 s timeout",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/heartbeat/interval".into(),
+        level: Level::Should,
+        targets: vec![Target::Worker],
+        requirement: "the worker heartbeats every quarter of the worker timeout: at least 3 heartbeats in 2 s with a 2 s timeout".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let end = tokio::time::Instant::now() + Duration::from_millis(2100);
             let mut n = 0;
@@ -240,12 +266,17 @@ pub fn flows(cs: &mut Cases) {
                 }
             }
             check(n >= 3, "3 heartbeats or more", format!("{n}"))
-        });
-    cs.add(
-        "flow/worker/registration/failed-exits",
-        Level::Must,
-        "a worker refused with RegisterWorkerFailed stops (Spark's worker exits with status 1)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/registration/failed-exits".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement:
+            "a worker refused with RegisterWorkerFailed stops (Spark's worker exits with status 1)"
+                .into(),
+        body: run(|ctx: Ctx| async move {
             let (mut run, mut conn) = start(ctx.clone()).await?;
             let hello = conn.read_hello(spawned::startup(&ctx)).await?;
             spawned::accept(
@@ -268,13 +299,15 @@ pub fn flows(cs: &mut Cases) {
                 Some(code) => check(code != 0, "a non-zero exit status", code.to_string()),
                 None => Err(fail("the worker to exit", "still running")),
             }
-        },
-    );
-    cs.add(
-        "flow/worker/reconnect",
-        Level::Must,
-        "a worker told ReconnectWorker registers again (RegisterWorker with the same id)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/reconnect".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "a worker told ReconnectWorker registers again (RegisterWorker with the same id)".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
             w.conn
@@ -309,11 +342,15 @@ pub fn flows(cs: &mut Cases) {
                 }
             };
             check(again.id == id, format!("id {id}"), again.id)
-        },
-    );
-    cs.add("rules/F1/master-changed", Level::Must,
-        "a worker told MasterChanged answers once with WorkerSchedulerStateResponse carrying its id (rule F1)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/F1/master-changed".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "a worker told MasterChanged answers once with WorkerSchedulerStateResponse carrying its id (rule F1)".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
             let given = w.run.given;
@@ -330,10 +367,15 @@ pub fn flows(cs: &mut Cases) {
             w.conn.expect_none::<D>(ctx.settings.quiet, "one \
                 WorkerSchedulerStateResponse", |e| matches!(e,
                     Envelope::Send(D::WorkerSchedulerStateResponse(_)))).await
-        });
-    cs.add("flow/worker/executor/launch", Level::Must,
-        "the worker runs an allowed executor command it is sent (LaunchExecutor) and reports it RUNNING (rules E2, E3)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/executor/launch".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "the worker runs an allowed executor command it is sent (LaunchExecutor) and reports it RUNNING (rules E2, E3)".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             launch_executor(&mut w, "app-20250101120000-0001", 0).await?;
             let s = state_change(&ctx, &mut w, 0).await?;
@@ -341,12 +383,15 @@ pub fn flows(cs: &mut Cases) {
                 format!("{:?}", s.state));
             w.run.stop(Duration::from_secs(2)).await;
             out
-        });
-    cs.add(
-        "flow/worker/executor/state-ask-v2",
-        Level::Must,
-        "in version 2 the worker sends ExecutorStateChanged as an ask",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/executor/state-ask-v2".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "in version 2 the worker sends ExecutorStateChanged as an ask".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V2]).await?;
             launch_executor(&mut w, "app-20250101120000-0002", 0).await?;
             let got = w
@@ -362,13 +407,16 @@ pub fn flows(cs: &mut Cases) {
                 .await?;
             w.run.stop(Duration::from_secs(2)).await;
             check(got, "an ask", "a send")
-        },
-    );
-    cs.add(
-        "flow/worker/executor/state-send-v1",
-        Level::Must,
-        "in version 1 the worker sends ExecutorStateChanged one-way, as Spark 3.0 does",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/executor/state-send-v1".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement:
+            "in version 1 the worker sends ExecutorStateChanged one-way, as Spark 3.0 does".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1]).await?;
             launch_executor(&mut w, "app-20250101120000-0003", 0).await?;
             let got = w
@@ -384,13 +432,15 @@ pub fn flows(cs: &mut Cases) {
                 .await?;
             w.run.stop(Duration::from_secs(2)).await;
             check(got, "a send", "an ask")
-        },
-    );
-    cs.add(
-        "flow/worker/executor/kill",
-        Level::Must,
-        "the worker kills an executor it is told to (KillExecutor) and reports it KILLED (rule E3)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/executor/kill".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "the worker kills an executor it is told to (KillExecutor) and reports it KILLED (rule E3)".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let app = "app-20250101120000-0004";
             launch_executor(&mut w, app, 3).await?;
@@ -408,13 +458,15 @@ pub fn flows(cs: &mut Cases) {
                 "KILLED",
                 s.state.to_string(),
             )
-        },
-    );
-    cs.add(
-        "flow/worker/executor/exited",
-        Level::Must,
-        "the worker reports an executor whose process ended by itself EXITED with its exit status",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/executor/exited".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "the worker reports an executor whose process ended by itself EXITED with its exit status".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             w.conn
                 .send(&Envelope::Send(launch_msg(
@@ -438,12 +490,16 @@ pub fn flows(cs: &mut Cases) {
                 "EXITED with the process's exit status (0 for sleep)",
                 format!("{} {:?}", s.state, s.exit_status),
             )
-        },
-    );
-    cs.add("flow/worker/executor/not-allowed", Level::Must,
-        "the worker runs only what its operator allowed: LaunchExecutor of a program not on its allow-list is \
-            reported FAILED",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/executor/not-allowed".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "the worker runs only what its operator allowed: LaunchExecutor of a program not on its allow-list is \
+            reported FAILED".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let marker = w.run.work_dir.join("ran");
             let script = format!("touch {}", marker.display());
@@ -453,10 +509,15 @@ pub fn flows(cs: &mut Cases) {
             check(s.state == ExecutorState::Failed, "FAILED", s.state.to_string())?;
             tokio::time::sleep(Duration::from_millis(100)).await;
             check(!marker.exists(), "the program not run", "it ran")
-        });
-    cs.add("flow/worker/ui/state", Level::Must,
-        "the worker answers a UI's RequestWorkerState with its id, cores, memory and the executors it runs",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/ui/state".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "the worker answers a UI's RequestWorkerState with its id, cores, memory and the executors it runs".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             launch_executor(&mut w, "app-20250101120000-0008", 5).await?;
             state_change(&ctx, &mut w, 5).await?;
@@ -470,11 +531,16 @@ pub fn flows(cs: &mut Cases) {
                             s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
             w.run.stop(Duration::from_secs(2)).await;
             out
-        });
-    cs.add("flow/worker/driver/launch-and-kill", Level::Must,
-        "the worker runs a driver it is sent (LaunchDriver) and, told KillDriver, reports it KILLED with \
-            DriverStateChanged (rules D3, D4)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/driver/launch-and-kill".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "the worker runs a driver it is sent (LaunchDriver) and, told KillDriver, reports it KILLED with \
+            DriverStateChanged (rules D3, D4)".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = "driver-20250101120000-0001";
             let desc = DriverDescription::new(format!("file:{}", allowed_exec()), 64, 1, false,
@@ -487,11 +553,16 @@ pub fn flows(cs: &mut Cases) {
                 _ => None,
             }).await?;
             check(s.state == DriverState::Killed, "KILLED", s.state.to_string())
-        });
-    cs.add("flow/worker/decommission", Level::Must,
-        "a worker told DecommissionWorker (version 2) launches no executor after it (no ExecutorStateChanged for a \
-            LaunchExecutor that follows) and goes on heartbeating with its id (SPEC §7.1)",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/decommission".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "a worker told DecommissionWorker (version 2) launches no executor after it (no ExecutorStateChanged for a \
+            LaunchExecutor that follows) and goes on heartbeating with its id (SPEC §7.1)".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V2]).await?;
             let id = w.reg.id.clone();
             w.conn.send(&Envelope::Send(D::DecommissionWorker(DecommissionWorker::new()))).await?;
@@ -506,10 +577,15 @@ pub fn flows(cs: &mut Cases) {
                 _ => None,
             }).await?;
             check(hb.worker_id == id, format!("worker id {id}"), hb.worker_id)
-        });
-    cs.add("flow/worker/executor/spark-app-id", Level::Must,
-        "ExecutorStateChanged names the application and executor of the LaunchExecutor it reports on",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/worker/executor/spark-app-id".into(),
+        level: Level::Must,
+        targets: vec![Target::Worker],
+        requirement: "ExecutorStateChanged names the application and executor of the LaunchExecutor it reports on".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let app = "app-20250101120000-0009";
             launch_executor(&mut w, app, 7).await?;
@@ -517,5 +593,7 @@ pub fn flows(cs: &mut Cases) {
             w.run.stop(Duration::from_secs(2)).await;
             spark_id(&s.app_id, "app")?;
             check(s.app_id == app, app, s.app_id.clone())
-        });
+        }),
+        ..Case::default()
+    });
 }

@@ -8,124 +8,192 @@
 use super::*;
 
 /// The flows with one client, in report order.
-pub(super) fn add(cs: &mut Cases) {
-    flow(cs, &[Need::OwnRegistrations], "flow/master/registration/registered", Level::Must, "the master answers a \
+pub(super) fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "flow/master/registration/registered".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master answers a \
         worker's RegisterWorker with RegisteredWorker, duplicate = false for a new id, naming itself (rules W3, \
-            W4)", flow_master_registration_registered);
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/registration/answered-once",
-        Level::Must,
-        "the master sends one RegisterWorkerResponse per RegisterWorker and none unasked (rule W3)",
-        flow_master_registration_answered_once,
-    );
-    flow(cs, &[Need::OwnRegistrations], "flow/master/registration/duplicate-id", Level::Must, "the master answers a \
+            W4)".into(),
+        body: run(flow_master_registration_registered),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/registration/answered-once".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master sends one RegisterWorkerResponse per RegisterWorker and none unasked (rule W3)".into(),
+        body: run(flow_master_registration_answered_once),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/registration/duplicate-id".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master answers a \
         RegisterWorker for a worker id that is registered and alive with RegisterWorkerFailed, or RegisteredWorker \
-            with duplicate = true (rule W4)", flow_master_registration_duplicate_id);
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/registration/in-state",
-        Level::Must,
-        "a registered worker \
+            with duplicate = true (rule W4)".into(),
+        body: run(flow_master_registration_duplicate_id),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/registration/in-state".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "a registered worker \
         appears in the master's state ALIVE with the cores and memory it \
-            registered",
-        flow_master_registration_in_state,
-    );
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/registration/worker-v1",
-        Level::Must,
-        "the master registers a worker that speaks only version 1",
-        flow_master_registration_worker_v1,
-    );
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/app/registered",
-        Level::Must,
-        "the master answers \
+            registered"
+            .into(),
+        body: run(flow_master_registration_in_state),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/registration/worker-v1".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master registers a worker that speaks only version 1".into(),
+        body: run(flow_master_registration_worker_v1),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/app/registered".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master answers \
         RegisterApplication with RegisteredApplication carrying an app id of Spark's form (rule \
-            P3)",
-        flow_master_app_registered,
-    );
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/app/ids-unique",
-        Level::Must,
-        "the master gives two applications different app ids (rule P3)",
-        flow_master_app_ids_unique,
-    );
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/app/v1-client",
-        Level::Must,
-        "the master registers an application client that speaks only version 1",
-        flow_master_app_v1_client,
-    );
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/app/unregister",
-        Level::Must,
-        "after UnregisterApplication the \
-        application is no longer active in the master's state (rule P5)",
-        flow_master_app_unregister,
-    );
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/app/closed-connection-finishes",
-        Level::Must,
-        "an application \
+            P3)"
+        .into(),
+        body: run(flow_master_app_registered),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/app/ids-unique".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master gives two applications different app ids (rule P3)".into(),
+        body: run(flow_master_app_ids_unique),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/app/v1-client".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master registers an application client that speaks only version 1".into(),
+        body: run(flow_master_app_v1_client),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/app/unregister".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "after UnregisterApplication the \
+        application is no longer active in the master's state (rule P5)"
+            .into(),
+        body: run(flow_master_app_unregister),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/app/closed-connection-finishes".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "an application \
         whose client's connection closes is finished: no longer active in the master's \
-            state",
-        flow_master_app_closed_connection_finishes,
-    );
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/ui/readyz",
-        Level::Must,
-        "the master answers RequestReadyz with a bool reply: true when it is the active master",
-        flow_master_ui_readyz,
-    );
-    flow(cs, &[Need::OwnRegistrations], "flow/master/ui/clear-completed", Level::Must, "the master answers \
+            state"
+            .into(),
+        body: run(flow_master_app_closed_connection_finishes),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/ui/readyz".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement:
+            "the master answers RequestReadyz with a bool reply: true when it is the active master"
+                .into(),
+        body: run(flow_master_ui_readyz),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/ui/clear-completed".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master answers \
         RequestClearCompletedDriversAndApps with a bool reply (definition.json: reply bool, as Spark 4.0.1's \
-            master)", flow_master_ui_clear_completed);
-    flow(cs, &[Need::OwnRegistrations], "flow/master/drivers/submit", Level::Must, "the master answers \
+            master)".into(),
+        body: run(flow_master_ui_clear_completed),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/drivers/submit".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master answers \
         RequestSubmitDriver with a successful SubmitDriverResponse carrying a driver id of Spark's form (rule \
-            D1)", flow_master_drivers_submit);
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/drivers/status",
-        Level::Must,
-        "the master answers \
-        RequestDriverStatus about a submitted driver with found = true (rule D6)",
-        flow_master_drivers_status,
-    );
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/drivers/kill",
-        Level::Must,
-        "the master answers \
-        RequestKillDriver with a KillDriverResponse naming that driver (rule D6)",
-        flow_master_drivers_kill,
-    );
-    flow(
-        cs,
-        &[Need::OwnRegistrations],
-        "flow/master/drivers/unknown-status",
-        Level::Must,
-        "the master answers RequestDriverStatus about a driver it does not know with found = false",
-        flow_master_drivers_unknown_status,
-    );
+            D1)".into(),
+        body: run(flow_master_drivers_submit),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/drivers/status".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master answers \
+        RequestDriverStatus about a submitted driver with found = true (rule D6)"
+            .into(),
+        body: run(flow_master_drivers_status),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/drivers/kill".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master answers \
+        RequestKillDriver with a KillDriverResponse naming that driver (rule D6)"
+            .into(),
+        body: run(flow_master_drivers_kill),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/drivers/unknown-status".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "the master answers RequestDriverStatus about a driver it does not know with found = false".into(),
+        body: run(flow_master_drivers_unknown_status),
+        ..Case::default()
+    });
 }
 
 async fn flow_master_registration_registered(ctx: Ctx) -> Outcome {

@@ -9,122 +9,296 @@ use super::*;
 
 /// The flows across the cluster, in report order; each runs alone, within 10 s (times
 /// `--timeout-scale`).
-pub(super) fn add(cs: &mut Cases) {
-    cs.sharing(Sharing::Alone).timeout(Duration::from_secs(10));
-    flow(cs, &[Need::SpreadsOut(true), Need::NoOtherApplication], "flow/master/scheduling/spread-out", Level::Must,
-        "with spreadOut (the default) the master spreads an application's executors over the workers round-robin: 3 \
+pub(super) fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "flow/master/scheduling/spread-out".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::SpreadsOut(true), Need::NoOtherApplication],
+        requirement: "with spreadOut (the default) the master spreads an application's executors over the workers round-robin: 3 \
             workers of 4 cores, 1-core executors, cores.max 6 give 2 executors on each \
-                (spark.deploy.spreadOut)", flow_master_scheduling_spread_out);
-    flow(cs, &[Need::SpreadsOut(false), Need::NoOtherApplication], "flow/master/scheduling/consolidate", Level::Must,
-        "with spreadOut off the master fills one worker before the next: 3 workers of 4 cores, 1-core executors, \
-            cores.max 6 give 4 and 2 executors on two workers", flow_master_scheduling_consolidate);
-    flow(cs, &[Need::NoOtherApplication], "flow/master/scheduling/one-executor-per-worker", Level::Must, "an \
+                (spark.deploy.spreadOut)".into(),
+        body: run(flow_master_scheduling_spread_out),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/scheduling/consolidate".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::SpreadsOut(false), Need::NoOtherApplication],
+        requirement: "with spreadOut off the master fills one worker before the next: 3 workers of 4 cores, 1-core executors, \
+            cores.max 6 give 4 and 2 executors on two workers".into(),
+        body: run(flow_master_scheduling_consolidate),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/scheduling/one-executor-per-worker".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "an \
         application that sets no cores per executor gets one executor per worker holding all its free \
-            cores", flow_master_scheduling_one_executor_per_worker);
-    flow(cs, &[Need::NoOtherApplication], "flow/master/scheduling/memory-bound", Level::Must, "the master launches no \
+            cores".into(),
+        body: run(flow_master_scheduling_one_executor_per_worker),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/scheduling/memory-bound".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "the master launches no \
         more executors on a worker than its memory holds (rule W8): 1024 MiB, 512 MiB executors, 4 cores give 2 \
-            executors", flow_master_scheduling_memory_bound);
-    flow(
-        cs,
-        &[Need::NoOtherApplication],
-        "flow/master/scheduling/cores-bound",
-        Level::Must,
-        "the master never gives \
+            executors".into(),
+        body: run(flow_master_scheduling_memory_bound),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/scheduling/cores-bound".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "the master never gives \
         a worker more cores than it registered (rule W8): 3 cores and 2-core executors give 1 \
-            executor",
-        flow_master_scheduling_cores_bound,
-    );
-    flow(cs, &[Need::NoOtherApplication], "flow/master/scheduling/max-cores", Level::Must, "the master grants an \
+            executor"
+            .into(),
+        body: run(flow_master_scheduling_cores_bound),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/scheduling/max-cores".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "the master grants an \
         application no more cores than its cores.max (maxCores 3 on a 8-core worker, 1-core executors: 3 \
-            executors)", flow_master_scheduling_max_cores);
-    flow(cs, &[Need::NoOtherApplication], "flow/master/executor/launch-fields", Level::Must, "LaunchExecutor names \
+            executors)".into(),
+        body: run(flow_master_scheduling_max_cores),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/executor/launch-fields".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "LaunchExecutor names \
         the application, a fresh executor id, the cores and memory the application asked, and the master's URL (rule \
-            E1)", flow_master_executor_launch_fields);
-    flow(cs, &[Need::NoOtherApplication], "flow/master/executor/added", Level::Must, "the master tells the \
+            E1)".into(),
+        body: run(flow_master_executor_launch_fields),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/executor/added".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "the master tells the \
         application of each executor it launches with ExecutorAdded, with the worker, cores and memory of its \
-            LaunchExecutor (rule E4)", flow_master_executor_added);
-    flow(cs, &[Need::NoOtherApplication], "flow/master/executor/state-ask-v2", Level::Must, "in version 2 the master \
+            LaunchExecutor (rule E4)".into(),
+        body: run(flow_master_executor_added),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/executor/state-ask-v2".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "in version 2 the master \
         answers a worker's ExecutorStateChanged ask with bool true and tells the application (ExecutorUpdated \
-            RUNNING, rule E5)", flow_master_executor_state_ask_v2);
-    flow(cs, &[Need::NoOtherApplication], "flow/master/executor/state-send-v1", Level::Must, "in version 1 the master \
+            RUNNING, rule E5)".into(),
+        body: run(flow_master_executor_state_ask_v2),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/executor/state-send-v1".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "in version 1 the master \
         takes a worker's ExecutorStateChanged as a send (Spark 3.0) and tells the application (ExecutorUpdated \
-            RUNNING)", flow_master_executor_state_send_v1);
-    flow(cs, &[Need::NoOtherApplication], "flow/master/executor/failed-relaunched", Level::Must, "when an executor \
+            RUNNING)".into(),
+        body: run(flow_master_executor_state_send_v1),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/executor/failed-relaunched".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "when an executor \
         fails the master tells the application (ExecutorUpdated FAILED) and launches a replacement with a new \
-            executor id (spark.deploy.maxExecutorRetries)", flow_master_executor_failed_relaunched);
-    flow(
-        cs,
-        &[Need::NoOtherApplication],
-        "flow/master/executor/retries-exhausted",
-        Level::Must,
-        "an application \
+            executor id (spark.deploy.maxExecutorRetries)".into(),
+        body: run(flow_master_executor_failed_relaunched),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/executor/retries-exhausted".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "an application \
         whose executors fail maxExecutorRetries times in a row, none running, is removed \
-            (ApplicationRemoved)",
-        flow_master_executor_retries_exhausted,
-    );
-    flow(cs, &[Need::NoOtherApplication], "flow/master/executor/worker-lost", Level::Must, "when a worker's \
+            (ApplicationRemoved)"
+            .into(),
+        body: run(flow_master_executor_retries_exhausted),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/executor/worker-lost".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "when a worker's \
         connection closes the master tells the application: ExecutorUpdated LOST with the worker's host, and \
             WorkerRemoved, the two in either order (rule W7; the spec orders \
-                neither)", flow_master_executor_worker_lost);
-    flow(
-        cs,
-        &[Need::NoOtherApplication],
-        "flow/master/executor/kill-executors",
-        Level::Must,
-        "the master answers an \
+                neither)".into(),
+        body: run(flow_master_executor_worker_lost),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/executor/kill-executors".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "the master answers an \
         application's KillExecutors with true and sends the worker KillExecutor for that \
-            executor",
-        flow_master_executor_kill_executors,
-    );
-    flow(cs, &[Need::NoOtherApplication], "flow/master/executor/request-executors", Level::Must, "the master answers \
+            executor"
+            .into(),
+        body: run(flow_master_executor_kill_executors),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/executor/request-executors".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "the master answers \
         RequestExecutors with true and launches no more than the total requested (a limit of 1 on a worker with room \
-            for 4)", flow_master_executor_request_executors);
-    flow(
-        cs,
-        &[Need::NoOtherApplication],
-        "flow/master/app/finished-kills-and-notifies",
-        Level::Must,
-        "when an \
+            for 4)".into(),
+        body: run(flow_master_executor_request_executors),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/app/finished-kills-and-notifies".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "when an \
         application unregisters the master kills its executors (KillExecutor) and tells the worker \
             ApplicationFinished, the two in either order (rule P6; the spec orders \
-                neither)",
-        flow_master_app_finished_kills_and_notifies,
-    );
-    flow(cs, &[Need::NoOtherApplication], "flow/master/drivers/launch", Level::Must, "the master launches a submitted \
+                neither)"
+            .into(),
+        body: run(flow_master_app_finished_kills_and_notifies),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/drivers/launch".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "the master launches a submitted \
         driver on a worker with room for it (LaunchDriver), and reports it RUNNING there when asked (rules D2, \
-            D6)", flow_master_drivers_launch);
-    flow(
-        cs,
-        &[Need::NoOtherApplication],
-        "flow/master/drivers/kill-running",
-        Level::Must,
-        "killing a running driver sends KillDriver to the worker running it (rule D3)",
-        flow_master_drivers_kill_running,
-    );
-    flow(cs, &[Need::NoOtherApplication], "flow/master/drivers/finished", Level::Must, "after the worker reports a \
+            D6)".into(),
+        body: run(flow_master_drivers_launch),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/drivers/kill-running".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "killing a running driver sends KillDriver to the worker running it (rule D3)"
+            .into(),
+        body: run(flow_master_drivers_kill_running),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/drivers/finished".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "after the worker reports a \
         driver FINISHED the master no longer counts it active: RequestDriverStatus says FINISHED or not found (rule \
-            D5)", flow_master_drivers_finished);
-    flow(cs, &[Need::NoOtherApplication], "flow/master/failover/none-unasked", Level::Must, "the master sends a \
+            D5)".into(),
+        body: run(flow_master_drivers_finished),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/failover/none-unasked".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "the master sends a \
         registered worker no MasterChanged or other unasked registration answer while it stays the active master \
-            (rules W3, F1)", flow_master_failover_none_unasked);
-    flow(
-        cs,
-        &[Need::NoOtherApplication],
-        "flow/master/heartbeat/timeout",
-        Level::Must,
-        "a worker that sends no \
+            (rules W3, F1)".into(),
+        body: run(flow_master_failover_none_unasked),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/heartbeat/timeout".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "a worker that sends no \
         heartbeat for the worker timeout is lost: the master marks it DEAD or drops it \
-            (spark.worker.timeout)",
-        flow_master_heartbeat_timeout,
-    );
-    flow(
-        cs,
-        &[Need::NoOtherApplication],
-        "flow/master/heartbeat/keeps-alive",
-        Level::Must,
-        "a worker that heartbeats more often than the worker timeout stays ALIVE past it",
-        flow_master_heartbeat_keeps_alive,
-    );
+            (spark.worker.timeout)"
+            .into(),
+        body: run(flow_master_heartbeat_timeout),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "flow/master/heartbeat/keeps-alive".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "a worker that heartbeats more often than the worker timeout stays ALIVE past it".into(),
+        body: run(flow_master_heartbeat_keeps_alive),
+        ..Case::default()
+    });
 }
 
 async fn flow_master_scheduling_spread_out(ctx: Ctx) -> Outcome {

@@ -6,25 +6,45 @@ use sparkwire::messages::deploy::RegisterApplication;
 use sparkwire::messages::{Addr, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::Envelope;
+use std::time::Duration;
 
-use crate::case::Cases;
+use crate::case::{run, Case, Sharing, Target};
 use crate::env::Ctx;
 use crate::kit::common::unique;
-use crate::kit::master::{app, app_desc, flow, launches, open, worker, Need};
+use crate::kit::master::{app, app_desc, launches, open, worker, Need};
 use crate::verdict::{check, Level, Outcome};
 
 type D = DeployMessage;
 
-pub(super) fn add(cs: &mut Cases) {
-    flow(cs, &[Need::OwnRegistrations], "rules/N3/registration-answered-by-the-end", Level::Must, "rules.md N3, \
+pub(super) fn add(cs: &mut Vec<Case>) {
+    cs.push(Case {
+        id: "rules/N3/registration-answered-by-the-end".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        needs: vec![Need::OwnRegistrations],
+        requirement: "rules.md N3, \
         \"Every RegisterApplication on a connection still open at the end of the trace has been answered with \
             RegisteredApplication\": an application client registers and lets go of its connection at once; before \
                 closing it the suite's judge listens, within the case's time, for the RegisteredApplication the \
-                    master owes", rules_n3_registration_answered_by_the_end);
-    flow(cs, &[Need::NoOtherApplication], "rules/P4/no-launch-after-unregister", Level::Must, "rules.md P4, \
+                    master owes".into(),
+        body: run(rules_n3_registration_answered_by_the_end),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/P4/no-launch-after-unregister".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        timeout: Duration::from_secs(10),
+        sharing: Sharing::Alone,
+        needs: vec![Need::NoOtherApplication],
+        requirement: "rules.md P4, \
         \"LaunchExecutor is only for an application that is registered and has not finished\": once the master's \
             state no longer lists an application its client unregistered, a worker with room that registers gets no \
-                LaunchExecutor for it", rules_p4_no_launch_after_unregister);
+                LaunchExecutor for it".into(),
+        body: run(rules_p4_no_launch_after_unregister),
+        ..Case::default()
+    });
 }
 
 async fn rules_n3_registration_answered_by_the_end(ctx: Ctx) -> Outcome {

@@ -10,7 +10,7 @@ use sparkwire::messages::{DeployMessage, DriverState, ExecutorState, Version, Wo
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{Cases, Sharing};
+use crate::case::{run, Case, Sharing, Target};
 use crate::env::{Ctx, Endpoint, Log, Settings, Wire};
 use crate::health::{Probe, Probed, Probes};
 use crate::kit::common::wait;
@@ -88,7 +88,7 @@ pub fn spark_server() -> crate::kit::spark::SparkServer {
 }
 
 /// The route cases: every deploy message the master takes from no role the suite plays.
-pub fn routes(cs: &mut Cases) {
+pub fn routes(cs: &mut Vec<Case>) {
     for msg in crossing("deploy") {
         let to_master = msg.to.iter().any(|r| r == "master");
         let role = CLIENTS
@@ -113,31 +113,43 @@ pub fn routes(cs: &mut Cases) {
             msg.name, role.name(), msg.from.join(", "), msg.to.join(", ")
         );
         let _ = how;
-        cs.add(
-            format!("route/deploy/{}", msg.name),
-            Level::Must,
+        cs.push(Case {
+            id: format!("route/deploy/{}", msg.name),
+            level: Level::Must,
+            targets: vec![Target::Master],
             requirement,
-            move |ctx: Ctx| async move {
+            body: run(move |ctx: Ctx| async move {
                 let m: D = sample(msg)?;
                 let mut c = open(&ctx, role, "suite", "", Version::V2).await?;
                 expect_refused(&mut c, envelope_of(msg, m, 21), wait(&ctx)).await
-            },
-        );
+            }),
+            ..Case::default()
+        });
     }
-    cs.add("rules/M3/send-as-ask", Level::Must,
-        "the master refuses a send-kind message (Heartbeat) sent as an ask by a registered worker: a failure or a \
-            close",
-        |ctx: Ctx| async move {
+    cs.push(Case {
+        id: "rules/M3/send-as-ask".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        requirement: "the master refuses a send-kind message (Heartbeat) sent as an ask by a registered worker: a failure or a \
+            close".into(),
+        body: run(|ctx: Ctx| async move {
             let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
             let hb = D::Heartbeat(Heartbeat::new(w.id.clone(), worker_ref(&w.host, 1)));
             expect_refused(&mut w.conn, Envelope::Ask { id: 31, message: hb }, wait(&ctx)).await
-        });
-    cs.add("rules/M3/ask-as-send", Level::Must,
-        "the master refuses an ask-kind message (RequestMasterState) sent one-way: it closes the connection",
-        |ctx: Ctx| async move {
+        }),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "rules/M3/ask-as-send".into(),
+        level: Level::Must,
+        targets: vec![Target::Master],
+        requirement: "the master refuses an ask-kind message (RequestMasterState) sent one-way: it closes the connection".into(),
+        body: run(|ctx: Ctx| async move {
             let mut c = open(&ctx, Role::Ui, "ui", "", Version::V2).await?;
             expect_refused(&mut c, Envelope::Send(D::RequestMasterState(RequestMasterState::new())), wait(&ctx)).await
-        });
+        }),
+        ..Case::default()
+    });
 }
 
 /// The probes the run watches a master with ([`crate::health`]): RequestMasterState from a UI,
@@ -239,7 +251,7 @@ pub fn probes(settings: &Arc<Settings>) -> Probes {
 
 /// The master's flows: those with one client at a time (`clients.rs`), then those across its
 /// cluster (`cluster.rs`), which run alone.
-pub fn flows(cs: &mut Cases) {
+pub fn flows(cs: &mut Vec<Case>) {
     clients::add(cs);
     cluster::add(cs);
     judged::add(cs);

@@ -5,168 +5,182 @@
 use super::*;
 
 /// The framing cases for the server `s`, in report order.
-pub(super) fn add(cs: &mut Cases, s: &Server) {
+pub(super) fn add(cs: &mut Vec<Case>, s: &Server) {
     let name = s.name;
     // ---- framing after the handshake ----
-    on(
-        cs,
-        s,
-        "spec/2/size-limit",
-        Level::Must,
-        format!(
+    cs.push(Case {
+        id: "spec/2/size-limit".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} closes a connection on which a frame's prefix \
         declares more than its frame limit (here 4 GiB - 1), without waiting for the body"
         ),
-        spec_2_size_limit,
-    );
-    on(
-        cs,
-        s,
-        "spec/2/truncated-frame",
-        Level::Must,
-        format!(
+        body: bind(s, spec_2_size_limit),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/2/truncated-frame".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} closes a connection that ends inside a frame, \
         and does not act on the partial frame"
         ),
-        spec_2_truncated_frame,
-    );
-    on(
-        cs,
-        s,
-        "spec/2/trailing-bytes",
-        Level::Must,
-        format!(
+        body: bind(s, spec_2_truncated_frame),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/2/trailing-bytes".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a frame with bytes after its one value \
         (TrailingBytes) and closes the connection"
         ),
-        spec_2_trailing_bytes,
-    );
-    on(cs, s, "spec/2/nesting-depth", Level::Must, format!("{name} refuses a frame nested 65 levels deep, the \
+        body: bind(s, spec_2_trailing_bytes),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/2/nesting-depth".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} refuses a frame nested 65 levels deep, the \
         envelope counted, even inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels and refuse 65 \
             (`TooDeep`), even inside a field it skips\"), and closes the connection: an ask it answers \
-                otherwise"), spec_2_nesting_depth);
-    on(cs, s, "spec/2/nesting-64-accepted", Level::Must, format!("{name} accepts a frame nested 64 levels deep, the \
+                otherwise"),
+        body: bind(s, spec_2_nesting_depth),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/2/nesting-64-accepted".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} accepts a frame nested 64 levels deep, the \
         envelope counted, inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels\"), and answers the \
-            ask"), spec_2_nesting_64_accepted);
-    on(
-        cs,
-        s,
-        "spec/2/nesting-1000",
-        Level::Must,
-        format!(
+            ask"),
+        body: bind(s, spec_2_nesting_64_accepted),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/2/nesting-1000".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a frame nested 1,000 levels deep inside a \
         field it skips (SPEC §2, `TooDeep`), and closes the connection"
         ),
-        spec_2_nesting_1000,
-    );
-    on(
-        cs,
-        s,
-        "spec/2/extension-type",
-        Level::Must,
-        format!(
+        body: bind(s, spec_2_nesting_1000),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/2/extension-type".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a frame holding a MessagePack extension type and closes the connection"
         ),
-        spec_2_extension_type,
-    );
-    on(
-        cs,
-        s,
-        "spec/2/reserved-marker",
-        Level::Must,
-        format!(
+        body: bind(s, spec_2_extension_type),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/2/reserved-marker".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a frame holding the reserved marker 0xc1 and closes the connection"
         ),
-        spec_2_reserved_marker,
-    );
-    on(
-        cs,
-        s,
-        "spec/2/count-past-end",
-        Level::Must,
-        format!(
+        body: bind(s, spec_2_reserved_marker),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/2/count-past-end".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses an array declaring more elements than the \
         frame holds, without allocating for them, and closes the connection"
         ),
-        spec_2_count_past_end,
-    );
-    on(
-        cs,
-        s,
-        "spec/3/bad-envelope-tag",
-        Level::Must,
-        format!(
+        body: bind(s, spec_2_count_past_end),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/3/bad-envelope-tag".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses an envelope whose first element is not \
         0–3 (BadEnvelope) and closes the connection"
         ),
-        spec_3_bad_envelope_tag,
-    );
-    on(
-        cs,
-        s,
-        "spec/3/bad-envelope-length",
-        Level::Must,
-        format!(
+        body: bind(s, spec_3_bad_envelope_tag),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/3/bad-envelope-length".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses an envelope of the wrong length for \
         its form (an ask without a message) and closes the connection"
         ),
-        spec_3_bad_envelope_length,
-    );
-    on(
-        cs,
-        s,
-        "spec/3/envelope-not-array",
-        Level::Must,
-        format!(
+        body: bind(s, spec_3_bad_envelope_length),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/3/envelope-not-array".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a frame whose value is not an array \
         (BadEnvelope) and closes the connection"
         ),
-        spec_3_envelope_not_array,
-    );
-    on(
-        cs,
-        s,
-        "spec/3/message-not-one-entry-map",
-        Level::Must,
-        format!(
+        body: bind(s, spec_3_envelope_not_array),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/3/message-not-one-entry-map".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a message that is not a \
         one-entry map (BadEnvelope) and closes the connection"
         ),
-        spec_3_message_not_one_entry_map,
-    );
-    on(
-        cs,
-        s,
-        "spec/4/unknown-message",
-        Level::Must,
-        format!(
+        body: bind(s, spec_3_message_not_one_entry_map),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/4/unknown-message".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a message name its family does not have \
         (UnknownMessage) and closes the connection"
         ),
-        spec_4_unknown_message,
-    );
-    on(
-        cs,
-        s,
-        "spec/4/not-in-version",
-        Level::Must,
-        format!(
+        body: bind(s, spec_4_unknown_message),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/4/not-in-version".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses, on a version 1 connection, a message \
         only version 2 has (NotInVersion) and closes the connection"
         ),
-        spec_4_not_in_version,
-    );
-    on(
-        cs,
-        s,
-        "spec/6/local-message",
-        Level::Must,
-        format!(
+        body: bind(s, spec_4_not_in_version),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/6/local-message".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a local message on a connection \
         (LocalMessage) and closes the connection"
         ),
-        spec_6_local_message,
-    );
+        body: bind(s, spec_6_local_message),
+        ..Case::default()
+    });
     // Only where the message is on its route from `good_role` (a worker's UI takes no message
     // with fields: its decoder is checked on its master's connection, spec/11/live/…).
     let on_route = sparkwire::definition::Definition::builtin()
@@ -178,92 +192,115 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
                 && d.to.iter().any(|r| r == s.server_role.name())
         });
     if on_route {
-        on(cs, s, "spec/4/invalid-fields", Level::Must, format!("{name} refuses a message with a field of the wrong \
+        cs.push(Case {
+            id: "spec/4/invalid-fields".into(),
+            level: Level::Must,
+            targets: vec![Target::Master, Target::Driver],
+            requirement: format!("{name} refuses a message with a field of the wrong \
             type (SPEC §4, \"refuses ... a value of the wrong type ... (`InvalidFields`)\") and closes the \
                 connection: a message the peer's role may send it, as its kind says (SPEC §14.1), so that only the \
-                    field is wrong"), spec_4_invalid_fields);
+                    field is wrong"),
+            body: bind(s, spec_4_invalid_fields),
+            ..Case::default()
+        });
     }
-    on(cs, s, "spec/8.1/close-reason-decoding", Level::Must, format!("{name}, having taken closeReason in the \
+    cs.push(Case {
+        id: "spec/8.1/close-reason-decoding".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name}, having taken closeReason in the \
         handshake, sends a close envelope of kind InvalidFields, with the mistyped field's path and an offset, as its \
             last frame before it closes a connection for a message with a field of the wrong \
-                type"), spec_8_1_close_reason_decoding);
-    on(cs, s, "spec/8.1/close-reason-refusal", Level::Must, format!("{name}, having taken closeReason in the \
+                type"),
+        body: bind(s, spec_8_1_close_reason_decoding),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8.1/close-reason-refusal".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name}, having taken closeReason in the \
         handshake, sends a close envelope of kind NotOnRoute (or, validating rules.md, RuleViolation) as its last \
             frame before it closes a connection for a one-way message off its route (SPEC \
-                §14.3)"), spec_8_1_close_reason_refusal);
-    on(
-        cs,
-        s,
-        "spec/4.1/fields-as-array",
-        Level::Must,
-        format!(
+                §14.3)"),
+        body: bind(s, spec_8_1_close_reason_refusal),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/4.1/fields-as-array".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a message whose fields are written as \
         an array instead of a map (InvalidFields) and closes the connection"
         ),
-        spec_4_1_fields_as_array,
-    );
-    on(
-        cs,
-        s,
-        "spec/4/unknown-field-skipped",
-        Level::Must,
-        format!("{name} skips a field it does not know (a later revision's) and answers the ask"),
-        spec_4_unknown_field_skipped,
-    );
-    on(
-        cs,
-        s,
-        "spec/3/ask-id-u64",
-        Level::Must,
-        format!("{name} answers an ask whose id is 2^64 - 1 with that id"),
-        spec_3_ask_id_u64,
-    );
-    on(
-        cs,
-        s,
-        "spec/3/reply-once",
-        Level::Must,
-        format!("{name} answers an ask exactly once"),
-        spec_3_reply_once,
-    );
-    on(
-        cs,
-        s,
-        "spec/3/id-reuse-after-reply",
-        Level::Must,
-        format!("{name} answers an ask that reuses the id of an ask already answered"),
-        spec_3_id_reuse_after_reply,
-    );
-    on(
-        cs,
-        s,
-        "spec/3/asks-answered-by-id",
-        Level::Must,
-        format!("{name} answers several asks sent back to back, each with its own id"),
-        spec_3_asks_answered_by_id,
-    );
-    on(
-        cs,
-        s,
-        "spec/3/unknown-reply",
-        Level::Must,
-        format!(
+        body: bind(s, spec_4_1_fields_as_array),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/4/unknown-field-skipped".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
+            "{name} skips a field it does not know (a later revision's) and answers the ask"
+        ),
+        body: bind(s, spec_4_unknown_field_skipped),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/3/ask-id-u64".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} answers an ask whose id is 2^64 - 1 with that id"),
+        body: bind(s, spec_3_ask_id_u64),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/3/reply-once".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} answers an ask exactly once"),
+        body: bind(s, spec_3_reply_once),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/3/id-reuse-after-reply".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} answers an ask that reuses the id of an ask already answered"),
+        body: bind(s, spec_3_id_reuse_after_reply),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/3/asks-answered-by-id".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} answers several asks sent back to back, each with its own id"),
+        body: bind(s, spec_3_asks_answered_by_id),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/3/unknown-reply".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} does not take a reply to an ask it never sent as \
         an answer to anything: it closes the connection or ignores it and goes on serving"
         ),
-        spec_3_unknown_reply,
-    );
-    on(
-        cs,
-        s,
-        "spec/8/others-unaffected",
-        Level::Must,
-        format!(
+        body: bind(s, spec_3_unknown_reply),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "spec/8/others-unaffected".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "a decoding error ends only its own connection: {name} \
         goes on serving its other connections"
         ),
-        spec_8_others_unaffected,
-    );
+        body: bind(s, spec_8_others_unaffected),
+        ..Case::default()
+    });
 }
 
 async fn spec_2_size_limit(ctx: Ctx, s: Server) -> Outcome {

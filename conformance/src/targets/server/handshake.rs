@@ -5,272 +5,309 @@
 use super::*;
 
 /// The handshake's cases for the server `s`, in report order.
-pub(super) fn add(cs: &mut Cases, s: &Server) {
+pub(super) fn add(cs: &mut Vec<Case>, s: &Server) {
     let name = s.name;
     // ---- handshake: acceptance and version choice ----
-    on(cs, s, "handshake/4/accepted", Level::Must, format!("{name} accepts a well-formed hello of a role it takes; \
+    cs.push(Case {
+        id: "handshake/4/accepted".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} accepts a well-formed hello of a role it takes; \
         its answer has magic, the version chosen, the versions it speaks (including that one), its role, of the \
-            hello's family, and an id"), handshake_4_accepted);
-    on(
-        cs,
-        s,
-        "handshake/6/highest-version",
-        Level::Must,
-        format!(
+            hello's family, and an id"),
+        body: bind(s, handshake_4_accepted),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/6/highest-version".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} chooses the highest version both sides speak: offered [1, 2], it chooses 2"
         ),
-        handshake_6_highest_version,
-    );
-    on(
-        cs,
-        s,
-        "handshake/3/versions-any-order",
-        Level::Must,
-        format!("{name} reads the offered versions in any order: offered [2, 1], it chooses 2"),
-        handshake_3_versions_any_order,
-    );
-    on(
-        cs,
-        s,
-        "handshake/6/unknown-versions-ignored",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_6_highest_version),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/3/versions-any-order".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
+            "{name} reads the offered versions in any order: offered [2, 1], it chooses 2"
+        ),
+        body: bind(s, handshake_3_versions_any_order),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/6/unknown-versions-ignored".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} ignores version numbers it does \
         not know: offered [7, 2, 4294967296], it chooses 2"
         ),
-        handshake_6_unknown_versions_ignored,
-    );
-    on(
-        cs,
-        s,
-        "handshake/6/duplicate-versions-ignored",
-        Level::Must,
-        format!("{name} ignores duplicate version numbers: offered [2, 2, 1, 1], it chooses 2"),
-        handshake_6_duplicate_versions_ignored,
-    );
-    on(
-        cs,
-        s,
-        "handshake/6/v1-only-peer",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_6_unknown_versions_ignored),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/6/duplicate-versions-ignored".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
+            "{name} ignores duplicate version numbers: offered [2, 2, 1, 1], it chooses 2"
+        ),
+        body: bind(s, handshake_6_duplicate_versions_ignored),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/6/v1-only-peer".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} accepts a version-1-only peer at version 1, or \
         refuses it with noCommonVersion listing versions without 1"
         ),
-        handshake_6_v1_only_peer,
-    );
-    on(
-        cs,
-        s,
-        "handshake/6/v2-only-peer",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_6_v1_only_peer),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/6/v2-only-peer".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} accepts a version-2-only peer at version 2, or \
         refuses it with noCommonVersion listing versions without 2"
         ),
-        handshake_6_v2_only_peer,
-    );
-    on(
-        cs,
-        s,
-        "handshake/3/keys-any-order",
-        Level::Must,
-        format!("{name} accepts the hello's keys in any order (id, role, versions, magic)"),
-        handshake_3_keys_any_order,
-    );
-    on(
-        cs,
-        s,
-        "handshake/3/unknown-keys-ignored",
-        Level::Must,
-        format!("{name} ignores hello keys it does not know"),
-        handshake_3_unknown_keys_ignored,
-    );
-    on(
-        cs,
-        s,
-        "handshake/3/empty-id",
-        Level::Must,
-        format!("{name} accepts a hello whose id is empty"),
-        handshake_3_empty_id,
-    );
-    on(
-        cs,
-        s,
-        "handshake/1/hello-in-pieces",
-        Level::Must,
-        format!("{name} reads a hello that arrives in several TCP segments"),
-        handshake_1_hello_in_pieces,
-    );
-    on(
-        cs,
-        s,
-        "handshake/1.1/limit-inclusive",
-        Level::Must,
-        format!("{name} accepts a hello of exactly 65536 bytes, the pre-handshake limit"),
-        handshake_1_1_limit_inclusive,
-    );
+        body: bind(s, handshake_6_v2_only_peer),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/3/keys-any-order".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
+            "{name} accepts the hello's keys in any order (id, role, versions, magic)"
+        ),
+        body: bind(s, handshake_3_keys_any_order),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/3/unknown-keys-ignored".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} ignores hello keys it does not know"),
+        body: bind(s, handshake_3_unknown_keys_ignored),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/3/empty-id".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} accepts a hello whose id is empty"),
+        body: bind(s, handshake_3_empty_id),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/1/hello-in-pieces".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} reads a hello that arrives in several TCP segments"),
+        body: bind(s, handshake_1_hello_in_pieces),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/1.1/limit-inclusive".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
+            "{name} accepts a hello of exactly 65536 bytes, the pre-handshake limit"
+        ),
+        body: bind(s, handshake_1_1_limit_inclusive),
+        ..Case::default()
+    });
     // ---- handshake: refusals ----
-    on(
-        cs,
-        s,
-        "handshake/5/1/oversized-closed",
-        Level::Must,
-        format!(
+    cs.push(Case {
+        id: "handshake/5/1/oversized-closed".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} closes a connection whose first prefix \
         declares more than 65536 bytes, without waiting for the body"
         ),
-        handshake_5_1_oversized_closed,
-    );
-    on(
-        cs,
-        s,
-        "handshake/5/1/oversized-refusal",
-        Level::Should,
-        format!(
+        body: bind(s, handshake_5_1_oversized_closed),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/1/oversized-refusal".into(),
+        level: Level::Should,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} answers a first prefix over 65536 \
         bytes with the refusal frameTooLarge before closing"
         ),
-        handshake_5_1_oversized_refusal,
-    );
-    on(
-        cs,
-        s,
-        "handshake/1.1/http-get",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_5_1_oversized_refusal),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/1.1/http-get".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} closes at once a connection that starts with an \
         HTTP request (its `GET ` reads as a length over 64 KiB)"
         ),
-        handshake_1_1_http_get,
-    );
-    on(
-        cs,
-        s,
-        "handshake/5/2/bad-magic",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_1_1_http_get),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/2/bad-magic".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a hello whose magic is not \"sparkwire\" with badMagic, then closes"
         ),
-        handshake_5_2_bad_magic,
-    );
-    on(
-        cs,
-        s,
-        "handshake/5/2/no-magic",
-        Level::Must,
-        format!("{name} refuses a hello map without magic with badMagic, then closes"),
-        handshake_5_2_no_magic,
-    );
-    on(
-        cs,
-        s,
-        "handshake/5/2/not-a-map",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_5_2_bad_magic),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/2/no-magic".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} refuses a hello map without magic with badMagic, then closes"),
+        body: bind(s, handshake_5_2_no_magic),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/2/not-a-map".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a first frame that is a MessagePack \
         array, not a map, with badMagic, then closes"
         ),
-        handshake_5_2_not_a_map,
-    );
-    on(
-        cs,
-        s,
-        "handshake/5/2/not-msgpack",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_5_2_not_a_map),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/2/not-msgpack".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a first frame that is not MessagePack \
         (the reserved byte 0xc1) with badMagic, then closes"
         ),
-        handshake_5_2_not_msgpack,
-    );
-    on(
-        cs,
-        s,
-        "handshake/5/2/non-string-key",
-        Level::Must,
-        format!("{name} refuses a hello map with an integer key with badMagic, then closes"),
-        handshake_5_2_non_string_key,
-    );
+        body: bind(s, handshake_5_2_not_msgpack),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/2/non-string-key".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
+            "{name} refuses a hello map with an integer key with badMagic, then closes"
+        ),
+        body: bind(s, handshake_5_2_non_string_key),
+        ..Case::default()
+    });
     for (key, idx) in [("versions", 1usize), ("role", 2), ("id", 3)] {
         let server = s.clone();
-        cs.add(
-            format!("handshake/5/3/missing-{key}"),
-            Level::Must,
-            format!("{name} refuses a hello without `{key}` with malformedHello, then closes"),
-            move |ctx| handshake_5_3_missing(ctx, server.clone(), idx),
-        );
+        cs.push(Case {
+            id: format!("handshake/5/3/missing-{key}"),
+            level: Level::Must,
+            targets: vec![Target::Master, Target::Worker, Target::Driver],
+            requirement: format!(
+                "{name} refuses a hello without `{key}` with malformedHello, then closes"
+            ),
+            body: run(move |ctx| handshake_5_3_missing(ctx, server.clone(), idx)),
+            ..Case::default()
+        });
     }
-    on(
-        cs,
-        s,
-        "handshake/5/3/versions-wrong-type",
-        Level::Must,
-        format!(
+    cs.push(Case {
+        id: "handshake/5/3/versions-wrong-type".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a hello whose `versions` is a string with malformedHello, then closes"
         ),
-        handshake_5_3_versions_wrong_type,
-    );
-    on(
-        cs,
-        s,
-        "handshake/5/3/role-wrong-type",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_5_3_versions_wrong_type),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/3/role-wrong-type".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a hello whose `role` is an integer with malformedHello, then closes"
         ),
-        handshake_5_3_role_wrong_type,
-    );
-    on(
-        cs,
-        s,
-        "handshake/3/duplicate-key",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_5_3_role_wrong_type),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/3/duplicate-key".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a hello in which a key appears twice with malformedHello, then closes"
         ),
-        handshake_3_duplicate_key,
-    );
-    on(
-        cs,
-        s,
-        "handshake/5/6/unknown-role",
-        Level::Must,
-        format!("{name} refuses a role it does not know with roleNotAccepted, then closes"),
-        handshake_5_6_unknown_role,
-    );
-    on(
-        cs,
-        s,
-        "handshake/7/other-family-role",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_3_duplicate_key),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/6/unknown-role".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
+            "{name} refuses a role it does not know with roleNotAccepted, then closes"
+        ),
+        body: bind(s, handshake_5_6_unknown_role),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/7/other-family-role".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a role whose family it does not \
         serve on this connection with roleNotAccepted, then closes"
         ),
-        handshake_7_other_family_role,
-    );
-    on(
-        cs,
-        s,
-        "handshake/5/7/no-common-version",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_7_other_family_role),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/7/no-common-version".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a hello offering only versions \
         it does not speak with noCommonVersion listing the versions it speaks, then \
             closes"
         ),
-        handshake_5_7_no_common_version,
-    );
-    on(cs, s, "handshake/5/3/malformed-and-unknown-role", Level::Must, format!("{name} refuses a hello with an \
+        body: bind(s, handshake_5_7_no_common_version),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/3/malformed-and-unknown-role".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} refuses a hello with an \
         unknown role and no `id` at step 3, with malformedHello or roleNotAccepted (handshake.md §5: \"anything else \
             wrong with the map is step 3 (a role name the server does not know at all is refused with \
                 `roleNotAccepted` already there)\"; the text orders neither), then \
-                    closes"), handshake_5_3_malformed_and_unknown_role);
-    on(cs, s, "handshake/5/4/auth-presence", Level::Must, format!("{name} checks step 4 of handshake.md §5, \"a \
+                    closes"),
+        body: bind(s, handshake_5_3_malformed_and_unknown_role),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/5/4/auth-presence".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} checks step 4 of handshake.md §5, \"a \
         server with a secret: the hello has `auth` and `nonce`; a server without one: it has neither\": without a \
             secret it refuses a hello asking to authenticate with authNotConfigured (§10.2), holding one it refuses a \
-                hello that does not with authRequired; then it closes"), handshake_5_4_auth_presence);
+                hello that does not with authRequired; then it closes"),
+        body: bind(s, handshake_5_4_auth_presence),
+        ..Case::default()
+    });
     type Entries = Vec<(&'static str, Vec<u8>)>;
     let malformed_auth: [(&str, &str, Entries); 3] = [
         (
@@ -291,52 +328,59 @@ pub(super) fn add(cs: &mut Cases, s: &Server) {
     ];
     for (what, desc, extra) in malformed_auth {
         let server = s.clone();
-        cs.add(format!("handshake/5/3/{what}"), Level::Must, format!("{name} refuses a hello with {desc} with \
+        cs.push(Case {
+            id: format!("handshake/5/3/{what}"),
+            level: Level::Must,
+            targets: vec![Target::Master, Target::Worker, Target::Driver],
+            requirement: format!("{name} refuses a hello with {desc} with \
             malformedHello (handshake.md §10.2, \"A hello with only one of `auth` and `nonce`, or another mechanism \
                 than `hmac-sha256`, is `malformedHello`\"; step 3 comes before step 4), then \
-                    closes"), move |ctx| handshake_5_3_malformed_auth(ctx, server.clone(), extra.clone()));
+                    closes"),
+            body: run(move |ctx| handshake_5_3_malformed_auth(ctx, server.clone(), extra.clone())),
+            ..Case::default()
+        });
     }
-    on(
-        cs,
-        s,
-        "handshake/5/order/role-before-version",
-        Level::Must,
-        format!(
+    cs.push(Case {
+        id: "handshake/5/order/role-before-version".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} checks in order: a hello with an \
         unknown role and no common version is roleNotAccepted (check 6 before \
             7)"
         ),
-        handshake_5_order_role_before_version,
-    );
-    on(
-        cs,
-        s,
-        "handshake/1/trailing-bytes",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_5_order_role_before_version),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/1/trailing-bytes".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "{name} refuses a hello frame with bytes after its one MessagePack value, then closes"
         ),
-        handshake_1_trailing_bytes,
-    );
-    on(
-        cs,
-        s,
-        "handshake/2/truncated-hello",
-        Level::Must,
-        format!("{name} does not accept a hello cut short by the end of the stream"),
-        handshake_2_truncated_hello,
-    );
-    on(
-        cs,
-        s,
-        "handshake/9/others-unaffected",
-        Level::Must,
-        format!(
+        body: bind(s, handshake_1_trailing_bytes),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/2/truncated-hello".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!("{name} does not accept a hello cut short by the end of the stream"),
+        body: bind(s, handshake_2_truncated_hello),
+        ..Case::default()
+    });
+    cs.push(Case {
+        id: "handshake/9/others-unaffected".into(),
+        level: Level::Must,
+        targets: vec![Target::Master, Target::Worker, Target::Driver],
+        requirement: format!(
             "a failed handshake ends only its own connection: \
         {name} goes on serving a connection opened before it"
         ),
-        handshake_9_others_unaffected,
-    );
+        body: bind(s, handshake_9_others_unaffected),
+        ..Case::default()
+    });
 }
 
 async fn handshake_4_accepted(ctx: Ctx, s: Server) -> Outcome {

@@ -2,13 +2,12 @@
 //! the server's side of the handshake (protocol/handshake.md) and framing after it
 //! (protocol/SPEC.md §2–4, 6, 8).
 
-use std::future::Future;
 use std::time::Duration;
 
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Answer, RefusalReason, Role};
 
-use crate::case::Cases;
+use crate::case::{bind, run, Case, Target};
 use crate::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::server::*;
@@ -195,17 +194,7 @@ mod handshake;
 
 /// The shared cases, added to `cs` for the server `s`: the handshake's (protocol/handshake.md,
 /// `handshake.rs`), then framing after it (SPEC §2–4, 6, 8; `framing.rs`).
-pub fn add(cs: &mut Cases, s: Server) {
+pub fn add(cs: &mut Vec<Case>, s: Server) {
     handshake::add(cs, &s);
     framing::add(cs, &s);
-}
-
-/// Adds the case `id` to `cs`, its body `body` run against the server `s`.
-fn on<F, Fut>(cs: &mut Cases, s: &Server, id: &str, level: Level, requirement: String, body: F)
-where
-    F: Fn(Ctx, Server) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Outcome> + Send + 'static,
-{
-    let s = s.clone();
-    cs.add(id, level, requirement, move |ctx| body(ctx, s.clone()));
 }
