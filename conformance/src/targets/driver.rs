@@ -174,7 +174,7 @@ pub fn flows(cs: &mut Vec<Case>) {
     cs.push(Case {
         id: "rules/P1/register-first".into(),
         level: Level::Must,
-        targets: vec![Target::Master, Target::Driver],
+        targets: vec![Target::Driver],
         timeout: Duration::from_secs(10),
         requirement: "the driver's application client sends RegisterApplication first, and nothing else until \
             RegisteredApplication (rule P1)".into(),

@@ -36,7 +36,7 @@ pub fn add(cs: &mut Vec<Case>) {
     cs.push(Case {
         id: "rules/W1/register-first".into(),
         level: Level::Must,
-        targets: vec![Target::Master, Target::Worker],
+        targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         requirement: "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master never registered is ignored: nothing is sent and \
             nothing changes\" (rule W1's message, a Heartbeat before any RegisterWorker on the connection): the \
@@ -58,7 +58,7 @@ pub fn add(cs: &mut Vec<Case>) {
     cs.push(Case {
         id: "rules/P1/register-first".into(),
         level: Level::Must,
-        targets: vec![Target::Master, Target::Driver],
+        targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         requirement: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal\" (rule P1's message, an \
             UnregisterApplication before any RegisterApplication on the connection): the master answers nothing and \

@@ -182,7 +182,7 @@ pub fn flows(cs: &mut Vec<Case>) {
     cs.push(Case {
         id: "rules/W1/register-first".into(),
         level: Level::Must,
-        targets: vec![Target::Master, Target::Worker],
+        targets: vec![Target::Worker],
         timeout: Duration::from_secs(10),
         requirement: "the worker sends RegisterWorker first, and nothing else until the master registered it (rule W1)".into(),
         body: run(|ctx: Ctx| async move {
