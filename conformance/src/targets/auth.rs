@@ -187,8 +187,13 @@ where
         let body = std::sync::Arc::clone(&body);
         async move {
             let k = secret(&ctx)?;
-            let g = (s.open)(ctx.clone()).await?;
-            body(ctx, k, g).await
+            let mut g = (s.open)(ctx.clone()).await?;
+            // The endpoint runs while its guard lives: kept here to the body's end, whichever
+            // parts of `g` the body's closure captures (a copy of its address drops the rest).
+            let guard = std::mem::replace(&mut g.at.guard, Box::new(()));
+            let outcome = body(ctx, k, g).await;
+            drop(guard);
+            outcome
         }
     })
 }

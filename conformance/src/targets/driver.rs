@@ -175,7 +175,6 @@ pub fn flows(cs: &mut Vec<Case>) {
         id: "rules/P1/register-first".into(),
         level: Level::Must,
         targets: vec![Target::Driver],
-        timeout: Duration::from_secs(10),
         requirement: "the driver's application client sends RegisterApplication first, and nothing else until \
             RegisteredApplication (rule P1)".into(),
         body: run(|ctx: Ctx| async move {

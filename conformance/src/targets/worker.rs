@@ -183,7 +183,6 @@ pub fn flows(cs: &mut Vec<Case>) {
         id: "rules/W1/register-first".into(),
         level: Level::Must,
         targets: vec![Target::Worker],
-        timeout: Duration::from_secs(10),
         requirement: "the worker sends RegisterWorker first, and nothing else until the master registered it (rule W1)".into(),
         body: run(|ctx: Ctx| async move {
             let (_run, mut conn) = start(ctx.clone()).await?;
