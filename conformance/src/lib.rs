@@ -11,6 +11,7 @@
 
 pub mod canonical;
 pub mod case;
+pub mod cases;
 pub mod documents;
 pub mod env;
 pub mod fault;
@@ -22,7 +23,7 @@ pub mod report;
 pub mod runner;
 pub mod spark_wire;
 pub mod spawn;
-pub mod targets;
+
 pub mod verdict;
 
 pub use case::{Case, Level, Planned, Target, Verdict};
@@ -31,7 +32,7 @@ pub use case::{Case, Level, Planned, Target, Verdict};
 /// before `spec/8.1/…` before `spec/14/…`), so that where a case is written does not change
 /// where it is reported.
 pub fn cases(target: Target) -> Vec<Planned> {
-    let mut cases = targets::cases(target);
+    let mut cases = crate::cases::cases(target);
     cases.sort_by_cached_key(|c| id_order(&c.id));
     cases
 }

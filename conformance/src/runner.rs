@@ -85,7 +85,7 @@ const JUDGED: &str = "every frame the endpoint sends to keep protocol/rules.md (
 async fn run_one(settings: Arc<Settings>, case: Planned, deadline: Instant) -> CaseResult {
     let log = Log::for_run(&settings);
     if settings.wire != Wire::Sparkwire {
-        if let Some(why) = crate::targets::sparkwire_only(&case.id) {
+        if let Some(why) = crate::cases::sparkwire_only(&case.id) {
             return CaseResult::without_run(
                 case,
                 Verdict::Skipped,
@@ -245,7 +245,7 @@ pub async fn run(settings: Arc<Settings>, cases: Vec<Planned>, jobs: usize) -> V
     let deadline = Instant::now() + settings.run_deadline;
     // A shared endpoint is watched beside the cases: once it is known to be mute the cases not
     // started are not run, and those waiting stop (crate::health).
-    let watcher = crate::targets::probes(&settings).map(|probes| {
+    let watcher = crate::cases::probes(&settings).map(|probes| {
         let limit = DEFAULT_TIMEOUT.mul_f64(settings.timeout_scale);
         tokio::spawn(crate::health::watch(
             Arc::clone(&settings.health),

@@ -1,7 +1,7 @@
-//! The suite's shape, kept by tests: a case file (under `src/targets/`, but for the catalogue
-//! `targets/mod.rs` that registers them) imports only the kit and the harness, never another
+//! The suite's shape, kept by tests: a case file (under `src/cases/`, but for the catalogue
+//! `cases/mod.rs` that registers them) imports only the kit and the harness, never another
 //! case file and never a fault; the kit (`src/kit/`) imports no case and no fault; no line
-//! under `src/targets/` is over 120 characters. Each rule reads the source as text, the
+//! under `src/cases/` is over 120 characters. Each rule reads the source as text, the
 //! `crate::…` and `super::…` paths of its code (comments left out).
 
 use std::collections::BTreeMap;
@@ -73,27 +73,21 @@ fn crate_modules(code: &str) -> Vec<String> {
         .collect()
 }
 
-/// Where `file` (relative to `src/`) may reach with `super::`: only its own folder's `mod.rs`
-/// (a case folder's files share its imports), or, inside a `mod tests`, the file itself.
+/// A case file reaches nothing with `super::` (not its folder's other files, which are cases;
+/// not its folder's `mod.rs`), but inside its `mod tests`, where `super::` is the file itself.
 fn super_stays_home(file: &str, code: &str) -> Result<(), String> {
     let tests_at = code.find("mod tests").unwrap_or(usize::MAX);
-    for (i, _) in code.match_indices("super::") {
-        if i > tests_at {
-            continue;
-        }
-        let at_top = file.ends_with("/mod.rs") || file.matches('/').count() < 2;
-        if at_top || code[i..].starts_with("super::super") {
-            return Err(format!("{file} reaches out of its folder with super::"));
-        }
+    match code.match_indices("super::").any(|(i, _)| i < tests_at) {
+        true => Err(format!("{file} reaches out of itself with super::")),
+        false => Ok(()),
     }
-    Ok(())
 }
 
 #[test]
 fn a_case_file_imports_only_the_kit_and_the_harness() {
     let mut wrong = Vec::new();
-    for (file, text) in files(&src().join("targets")) {
-        if file == "targets/mod.rs" {
+    for (file, text) in files(&src().join("cases")) {
+        if file == "cases/mod.rs" {
             continue;
         }
         let code = code(&text);
@@ -139,7 +133,7 @@ fn the_kit_imports_no_case_and_no_fault() {
 #[test]
 fn no_line_of_a_case_file_is_over_120_characters() {
     let mut long = Vec::new();
-    for (file, text) in files(&src().join("targets")) {
+    for (file, text) in files(&src().join("cases")) {
         for (n, line) in text.lines().enumerate() {
             let width = line.chars().count();
             if width > 120 {
@@ -158,12 +152,12 @@ fn no_line_of_a_case_file_is_over_120_characters() {
 #[test]
 fn the_rules_see_what_they_forbid() {
     let code = code(
-        "use crate::kit::master::open;\n// crate::fault in prose\nuse crate::targets::spec7_asks::highest;\n\
+        "use crate::kit::master::open;\n// crate::fault in prose\nuse crate::cases::spec::s7_1::highest;\n\
          let x = my_crate::fault::Fault;",
     );
-    assert_eq!(crate_modules(&code), ["kit", "targets"]);
-    assert!(super_stays_home("targets/master/clients.rs", "use super::*;").is_ok());
-    assert!(super_stays_home("targets/spec14.rs", "use super::spec7_asks;").is_err());
-    assert!(super_stays_home("targets/master/mod.rs", "use super::worker;").is_err());
-    assert!(super_stays_home("targets/spec8_closes.rs", "mod tests { use super::*; }").is_ok());
+    assert_eq!(crate_modules(&code), ["kit", "cases"]);
+    assert!(super_stays_home("cases/spec/s8_1.rs", "mod closes { use super::*; }").is_err());
+    assert!(super_stays_home("cases/spec/s14_2.rs", "use super::s7_1;").is_err());
+    assert!(super_stays_home("cases/spec/mod.rs", "use super::rules;").is_err());
+    assert!(super_stays_home("cases/spec/s8_1.rs", "mod tests { use super::*; }").is_ok());
 }

@@ -1,0 +1,464 @@
+//! `spec/8/…`: SPEC §8 (protocol/SPEC.md).
+
+/// The cases about limits.
+pub mod limits {
+    use crate::case::run;
+    use crate::case::Case;
+    use crate::case::Target;
+    use crate::env::Ctx;
+    use crate::kit::common::unique;
+    use crate::kit::common::wait;
+    use crate::kit::master::app_desc;
+    use crate::kit::master::register_worker_msg;
+    use crate::kit::own_server::*;
+    use crate::kit::support::limits::*;
+    use crate::peer::frame;
+    use crate::verdict::check;
+    use crate::verdict::fail;
+    use crate::verdict::Level;
+    use crate::verdict::Outcome;
+    use sparkwire::messages::deploy::Heartbeat;
+    use sparkwire::messages::deploy::RegisterApplication;
+    use sparkwire::messages::deploy::RequestExecutors;
+    use sparkwire::messages::deploy::RequestMasterState;
+    use sparkwire::messages::Addr;
+    use sparkwire::messages::DeployMessage;
+    use sparkwire::messages::EndpointRef;
+    use sparkwire::messages::ProfileExecutors;
+    use sparkwire::messages::Version;
+    use sparkwire::wire::handshake::Answer;
+    use sparkwire::wire::handshake::Role;
+    use sparkwire::wire::Envelope;
+    use std::time::Duration;
+    use std::time::Instant;
+    use tokio::io::AsyncReadExt;
+    use tokio::io::AsyncWriteExt;
+
+    type D = DeployMessage;
+
+    /// The cases of this section, each naming its targets.
+    pub fn cases(cs: &mut Vec<Case>) {
+        cs.push(Case {
+            id: "spec/8/limits/idle-unregistered".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(15),
+            requirement: "SPEC §8, \"Resource limits close one connection too, never the others: ... one that has not \
+                registered ... \
+                that sends nothing for an idle timeout\", and §8.1 (`Idle`): a server started with a 1 s idle timeout \
+                    closes a worker's session that never registers and sends nothing, its last frame a close envelope \
+                        of \
+                        kind Idle (closeReason taken); a UI asking every 300 ms meanwhile is still served".into(),
+            body: run(idle_unregistered),
+            ..Case::default()
+        });
+        cs.push(Case {
+            id: "spec/8/limits/idle-ui-between-requests".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(15),
+            requirement: "SPEC §8, \"... (or a `ui` peer between requests) that sends nothing for an idle timeout\", \
+                and §8.1 \
+                (`Idle`): a server started with a 1 s idle timeout answers a UI's RequestMasterState, then closes it \
+                    when \
+                    it sends nothing more, its last frame a close envelope of kind Idle; another UI is still \
+                        served".into(),
+            body: run(idle_ui_between_requests),
+            ..Case::default()
+        });
+        cs.push(Case {
+            id: "spec/8/limits/registered-kept".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(15),
+            requirement: "SPEC §8, \"A registered worker or application that reads what it is sent is never closed by \
+                them\": with a 1 \
+                s idle timeout, a registered worker that sends only heartbeats and a registered application that sends \
+                    nothing for 3.5 s are both still connected and served (the application's RequestExecutors is \
+                        answered)".into(),
+            body: run(registered_kept),
+            ..Case::default()
+        });
+        cs.push(Case {
+            id: "spec/8/limits/frame-timed-out".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(15),
+            requirement: "SPEC §8, \"one whose frame is not complete within a time of its first byte\", and §8.1 \
+                (`FrameTimedOut`): a \
+                server started with a 1 s frame read timeout closes a UI that sent 5 bytes of a frame and nothing \
+                    more, \
+                    its last frame a close envelope of kind FrameTimedOut; another UI is still served".into(),
+            body: run(frame_timed_out),
+            ..Case::default()
+        });
+        cs.push(Case {
+            id: "spec/8/limits/slow-consumer".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(15),
+            requirement: "SPEC §8, \"a peer that does not read what is sent to it until its queue is over a limit (a \
+                slow consumer), \
+                one that sends more than a bounded number of asks awaiting answers\": a server started with 64 KiB of \
+                    queue per peer closes a UI that floods it with RequestMasterState asks and reads nothing; another \
+                        UI \
+                        is still served (the close envelope is not looked for: §8.1 lets a writer give up on a peer \
+                            that \
+                            does not read)".into(),
+            body: run(slow_consumer),
+            ..Case::default()
+        });
+    }
+
+    async fn idle_unregistered(ctx: Ctx) -> Outcome {
+        let s = Server::start(&ctx, idle_server(), &["idle_timeout"]).await?;
+        let (mut quiet, cr) = s
+            .open(&ctx, Role::Worker, "unregistered-worker", None)
+            .await?;
+        let busy = busy_ui(&ctx, &s, Duration::from_secs(SHORT * 2));
+        let closed = closed_by_limit(&ctx, &mut quiet, cr, "Idle", after(&ctx, SHORT));
+        let (busy, closed) = tokio::join!(busy, closed);
+        closed?;
+        busy
+    }
+
+    async fn idle_ui_between_requests(ctx: Ctx) -> Outcome {
+        let s = Server::start(&ctx, idle_server(), &["idle_timeout"]).await?;
+        let (mut ui, cr) = s.open(&ctx, Role::Ui, "ui-between-requests", None).await?;
+        served(&ctx, &mut ui, 1).await?;
+        let busy = busy_ui(&ctx, &s, Duration::from_secs(SHORT * 2));
+        let closed = closed_by_limit(&ctx, &mut ui, cr, "Idle", after(&ctx, SHORT));
+        let (busy, closed) = tokio::join!(busy, closed);
+        closed?;
+        busy
+    }
+
+    async fn registered_kept(ctx: Ctx) -> Outcome {
+        let s = Server::start(&ctx, idle_server(), &["idle_timeout"]).await?;
+        let n = unique();
+        let port = 20000 + (n % 40000) as i32;
+        let id = format!("worker-20250101120000-127.0.0.1-{port}-{n}");
+        let (mut w, _) = s.open(&ctx, Role::Worker, "worker", None).await?;
+        w.send(&Envelope::Send(register_worker_msg(
+            &id,
+            "127.0.0.1",
+            port,
+            1,
+            512,
+        )))
+        .await?;
+        w.expect::<D, ()>(wait(&ctx), "RegisteredWorker", |e| {
+            matches!(e, Envelope::Send(D::RegisteredWorker(_))).then_some(())
+        })
+        .await?;
+        let (mut a, _) = s.open(&ctx, Role::AppClient, "app", None).await?;
+        let app_port = 40000 + (unique() % 20000) as i32;
+        a.send(&Envelope::Send(D::RegisterApplication(
+            RegisterApplication::new(
+                app_desc(None, 256, None),
+                EndpointRef::at(Addr::new("127.0.0.1", app_port), "AppClient"),
+            ),
+        )))
+        .await?;
+        let app_id = a
+            .expect::<D, String>(wait(&ctx), "RegisteredApplication", |e| match e {
+                Envelope::Send(D::RegisteredApplication(r)) => Some(r.app_id.clone()),
+                _ => None,
+            })
+            .await?;
+        // 3.5 idle timeouts: the worker heartbeats every 250 ms and reads what it is sent; the
+        // application says nothing and reads what it is sent.
+        let heartbeat = D::Heartbeat(Heartbeat::new(
+            id.clone(),
+            crate::kit::master::worker_ref("127.0.0.1", port),
+        ));
+        let end = Instant::now() + Duration::from_millis(3500 * SHORT);
+        let want = "the registered worker still connected (it heartbeats and reads)";
+        while Instant::now() < end {
+            w.send(&Envelope::Send(heartbeat.clone())).await?;
+            still_open(&mut w, Duration::from_millis(250), want).await?;
+            still_open(
+                &mut a,
+                Duration::ZERO,
+                "the registered application still connected",
+            )
+            .await?;
+        }
+        w.send(&Envelope::Send(heartbeat)).await?;
+        still_open(&mut w, ctx.settings.quiet, want).await?;
+        a.send(&Envelope::Ask {
+            id: 3,
+            message: D::RequestExecutors(RequestExecutors::new(
+                app_id,
+                Vec::<ProfileExecutors>::new(),
+            )),
+        })
+        .await?;
+        a.expect::<D, ()>(
+            wait(&ctx),
+            "an answer to the registered application's RequestExecutors (it is still connected)",
+            |e| {
+                matches!(
+                    e,
+                    Envelope::Reply { id: 3, .. } | Envelope::Failure { id: 3, .. }
+                )
+                .then_some(())
+            },
+        )
+        .await
+    }
+
+    async fn frame_timed_out(ctx: Ctx) -> Outcome {
+        let s = Server::start(
+            &ctx,
+            Settings {
+                frame_read_timeout: SHORT,
+                ..Settings::default()
+            },
+            &["frame_read_timeout"],
+        )
+        .await?;
+        // Straight to the server: the fault proxy relays whole frames only.
+        let (mut slow, cr) = s
+            .open_at(&ctx, s.direct, Role::Ui, "slow-frame", None)
+            .await?;
+        let (mut other, _) = s.open(&ctx, Role::Ui, "other-ui", None).await?;
+        // A frame declaring 28 bytes, of which only the first arrives.
+        slow.send_raw(&[0, 0, 0, 28, 0x93], "the first 5 bytes of a 28-byte frame")
+            .await?;
+        closed_by_limit(&ctx, &mut slow, cr, "FrameTimedOut", after(&ctx, SHORT)).await?;
+        served(&ctx, &mut other, 1).await
+    }
+
+    async fn slow_consumer(ctx: Ctx) -> Outcome {
+        let s = Server::start(
+            &ctx,
+            Settings {
+                max_queued_bytes: 64 * 1024,
+                ..Settings::default()
+            },
+            &["max_queued_bytes"],
+        )
+        .await?;
+        let (mut other, _) = s.open(&ctx, Role::Ui, "other-ui", None).await?;
+        // A UI with a small receive buffer that says hello, then writes asks and reads nothing.
+        let socket =
+            tokio::net::TcpSocket::new_v4().map_err(|e| fail("a socket", e.to_string()))?;
+        let _ = socket.set_recv_buffer_size(4096);
+        let mut stream = socket
+            .connect(s.addr)
+            .await
+            .map_err(|e| fail(format!("a TCP connection to {}", s.addr), e.to_string()))?;
+        ctx.log
+            .push("[flooder] connected; hello as a ui, then asks it never reads the answers of");
+        let want = "the flooding UI's session accepted";
+        stream
+            .write_all(&frame(&ui_hello()))
+            .await
+            .map_err(|e| fail(want, e.to_string()))?;
+        let mut prefix = [0u8; 4];
+        tokio::time::timeout(wait(&ctx), stream.read_exact(&mut prefix))
+            .await
+            .map_err(|_| fail(want, "no answer"))?
+            .map_err(|e| fail(want, e.to_string()))?;
+        let mut answer = vec![0u8; u32::from_be_bytes(prefix).min(65536) as usize];
+        stream
+            .read_exact(&mut answer)
+            .await
+            .map_err(|e| fail(want, e.to_string()))?;
+        match sparkwire::wire::handshake::decode_answer(&answer) {
+            Ok(Answer::Accepted(_)) => {}
+            other => return Err(fail(want, format!("{other:?}"))),
+        }
+        // Asks for up to 3 s, or until a write fails (the server closed the connection).
+        let mut batch = Vec::new();
+        let mut asks = 0u64;
+        let flood_end = Instant::now() + Duration::from_secs(3);
+        let mut write_failed = false;
+        while Instant::now() < flood_end {
+            batch.clear();
+            for n in 0..512 {
+                let ask = Envelope::Ask {
+                    id: asks + n + 1,
+                    message: D::RequestMasterState(RequestMasterState::new()),
+                };
+                batch.extend(
+                    sparkwire::wire::encode_frame(&ask, Version::V2)
+                        .map_err(|e| fail("an ask the suite can encode", e.to_string()))?,
+                );
+            }
+            match tokio::time::timeout(Duration::from_millis(500), stream.write_all(&batch)).await {
+                Ok(Ok(())) => asks += 512,
+                Ok(Err(_)) => {
+                    write_failed = true;
+                    break;
+                }
+                // The server reads no more for now: keep trying until the flood's end.
+                Err(_) => {}
+            }
+        }
+        ctx.log.push(format!(
+            "[flooder] wrote {asks} asks; {}; now reading until the end of the stream",
+            if write_failed {
+                "a write failed"
+            } else {
+                "no write failed"
+            }
+        ));
+        // Now read: what was queued, then the end of the stream (or a reset) if the server closed.
+        let mut buf = vec![0u8; 1 << 16];
+        let deadline = tokio::time::Instant::now() + wait(&ctx);
+        let closed = loop {
+            match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+                Err(_) => break false,
+                Ok(Ok(0)) | Ok(Err(_)) => break true,
+                Ok(Ok(_)) => {}
+            }
+        };
+        ctx.log.push(format!(
+            "[flooder] {}",
+            if closed {
+                "closed by the server"
+            } else {
+                "still open"
+            }
+        ));
+        check(
+            closed,
+            "the flooding UI's connection closed by the server (a slow consumer)",
+            format!(
+                "still open after {asks} asks unread and {} ms more",
+                wait(&ctx).as_millis()
+            ),
+        )?;
+        served(&ctx, &mut other, 1).await
+    }
+}
+
+/// The cases about server.
+pub mod server {
+    use crate::case::bind;
+    use crate::case::Case;
+    use crate::case::Target;
+    use crate::env::Ctx;
+    use crate::kit::common::wait;
+    use crate::kit::server::*;
+    use crate::kit::support::server::*;
+    use crate::peer::frame;
+    use crate::verdict::Level;
+    use crate::verdict::Outcome;
+    use sparkwire::messages::Version;
+
+    /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
+    /// executor port).
+    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+        let name = s.name;
+        cs.push(Case {
+            id: "spec/8/others-unaffected".into(),
+            level: Level::Must,
+            targets: vec![Target::Master, Target::Worker, Target::Driver],
+            requirement: format!(
+                "a decoding error ends only its own connection: {name} \
+            goes on serving its other connections"
+            ),
+            body: bind(s, spec_8_others_unaffected),
+            ..Case::default()
+        });
+    }
+
+    async fn spec_8_others_unaffected(ctx: Ctx, s: Server) -> Outcome {
+        let at = (s.open)(ctx.clone()).await?;
+        let mut good = session(&ctx, &s, &at, Version::V2, "good").await?;
+        let mut bad = session(&ctx, &s, &at, Version::V2, "bad").await?;
+        bad.send_raw(&frame(&[0x92, 0x00, 0xc1]), "[0, 0xc1]")
+            .await?;
+        bad.expect_closed(wait(&ctx), "the bad connection closed")
+            .await?;
+        probe(&ctx, &s, &mut good, 78).await
+    }
+}
+
+/// The cases about closing.
+pub mod closing {
+    use crate::case::run;
+    use crate::case::Case;
+    use crate::case::Target;
+    use crate::env::Ctx;
+    use crate::kit::master::app;
+    use crate::kit::master::app_desc;
+    use crate::kit::master::settle;
+    use crate::kit::master::state;
+    use crate::kit::master::worker;
+    use crate::kit::support::spec14_closing::*;
+    use crate::peer::frame;
+    use crate::verdict::Level;
+    use crate::verdict::Outcome;
+    use std::time::Duration;
+
+    /// The cases of this section, each naming its targets.
+    pub fn cases(cs: &mut Vec<Case>) {
+        cs.push(Case {
+            id: "spec/8/decoding-error-worker-lost".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(10),
+            requirement: "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... the state \
+                the endpoint \
+                keeps about the peer (a registered worker ...) [is] not lost; Spark's own behaviour on a lost \
+                    connection \
+                    applies (for example a master marks a worker whose connection closed as lost)\": a registered \
+                        worker's connection that sends a frame holding 0xc1 is closed, and the master's state then \
+                            shows \
+                            that worker DEAD (or no longer lists it)".into(),
+            body: run(decoding_error_worker_lost),
+            ..Case::default()
+        });
+        cs.push(Case {
+            id: "spec/8/decoding-error-app-finished".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(10),
+            requirement: "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... Spark's \
+                own behaviour on a \
+                lost connection applies\" (an application whose client's connection closed is finished, rule P5's \
+                    closed \
+                    connection): an application client's connection that sends a frame holding 0xc1 is closed, and its \
+                        application is then no longer active".into(),
+            body: run(decoding_error_app_finished),
+            ..Case::default()
+        });
+    }
+
+    async fn decoding_error_worker_lost(ctx: Ctx) -> Outcome {
+        let v = crate::kit::versions::highest(&ctx);
+        let mut w = worker(&ctx, "worker", 0, 0, v).await?;
+        w.conn
+            .send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")
+            .await?;
+        w.conn
+            .expect_closed(
+                crate::kit::common::reaction_wait(&ctx),
+                "the connection closed (InvalidMessagePack)",
+            )
+            .await?;
+        lost(&ctx, &w.id).await
+    }
+
+    async fn decoding_error_app_finished(ctx: Ctx) -> Outcome {
+        let v = crate::kit::versions::highest(&ctx);
+        let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
+        c.send_raw(&frame(&[0xc1]), "a frame holding the reserved marker 0xc1")
+            .await?;
+        c.expect_closed(
+            crate::kit::common::reaction_wait(&ctx),
+            "the connection closed (InvalidMessagePack)",
+        )
+        .await?;
+        settle(
+            &ctx,
+            || async { Ok(!state(&ctx).await?.active_apps.iter().any(|a| a.id == id)) },
+            &format!("{id} no longer active"),
+        )
+        .await
+    }
+}
