@@ -14,6 +14,7 @@ use std::process::Command;
 
 mod common;
 use common::processes::BIN;
+use common::shell::shell_commands;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -48,67 +49,6 @@ fn documents() -> Vec<(String, String)> {
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(Path::new(ROOT).join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-/// The commands of `text`'s shell blocks (```sh): one per line, a line ending in `\` joined with
-/// the next, an indented line starting with `[` or `--` taken as the previous command's options
-/// (the synopsis style of docs/operating.md's "Commands"), `$ ` prompts and `#` comments dropped,
-/// and `a && b`, `a; b` split.
-fn shell_commands(text: &str) -> Vec<String> {
-    let mut commands: Vec<String> = Vec::new();
-    let mut in_sh = false;
-    let mut pending = String::new();
-    for line in text.lines() {
-        if let Some(fence) = line.trim_start().strip_prefix("```") {
-            in_sh = !in_sh && fence.trim() == "sh";
-            continue;
-        }
-        if !in_sh {
-            continue;
-        }
-        let code = strip_comment(line);
-        let trimmed = code.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        let indented = line.starts_with(' ');
-        if pending.is_empty() && indented && (trimmed.starts_with('[') || trimmed.starts_with("--"))
-        {
-            if let Some(last) = commands.last_mut() {
-                last.push(' ');
-                last.push_str(trimmed);
-                continue;
-            }
-        }
-        let trimmed = trimmed.strip_prefix("$ ").unwrap_or(trimmed);
-        if let Some(head) = trimmed.strip_suffix('\\') {
-            pending.push_str(head);
-            pending.push(' ');
-            continue;
-        }
-        pending.push_str(trimmed);
-        for part in pending.split("&&").flat_map(|p| p.split("; ")) {
-            commands.push(part.trim().trim_end_matches('&').trim().to_string());
-        }
-        pending.clear();
-    }
-    assert!(pending.is_empty(), "a command ends in `\\`: {pending}");
-    commands
-}
-
-/// `line` without its shell comment (a `#` at the start of a word, outside quotes).
-fn strip_comment(line: &str) -> &str {
-    let (mut single, mut double, mut prev) = (false, false, ' ');
-    for (i, c) in line.char_indices() {
-        match c {
-            '\'' if !double => single = !single,
-            '"' if !single => double = !double,
-            '#' if !single && !double && prev.is_whitespace() => return &line[..i],
-            _ => {}
-        }
-        prev = c;
-    }
-    line
 }
 
 /// The `sparkwire` arguments of `command`, if it runs the binary: `sparkwire …`,
@@ -286,4 +226,68 @@ fn the_readme_test_command_is_the_script_ci_runs() {
             "scripts/test.sh installs {package} when it is missing"
         );
     }
+}
+
+/// The commands of the README section headed `heading` (up to the next heading).
+fn section_commands(readme: &str, heading: &str) -> Vec<String> {
+    let start = readme
+        .find(heading)
+        .unwrap_or_else(|| panic!("the README has no section {heading:?}"));
+    let body = &readme[start + heading.len()..];
+    let end = body.find("\n#").unwrap_or(body.len());
+    shell_commands(&body[..end])
+}
+
+/// Quick start 2 and the set-up's first command, run as the README shows them: each
+/// `cargo run --release -- ARGS` runs this build's `sparkwire ARGS` (the test build stands in
+/// for the release one), in a directory of its own, and must succeed and print what the README
+/// says it prints. (Quick start 3 runs in `conformance/tests/doc_commands.rs`; quick start 1 is a
+/// doctest of `src/lib.rs`; `scripts/test.sh` is what runs this test.)
+#[test]
+fn the_readme_quick_start_commands_run_as_shown() {
+    let readme = read("README.md");
+    let dir = common::files::temp_dir("readme-quick-start");
+    let mut commands = section_commands(&readme, "### 2. A cluster on loopback");
+    commands.extend(
+        section_commands(&readme, "## Set-up")
+            .into_iter()
+            .filter(|c| c.starts_with("cargo run")),
+    );
+    assert!(commands.len() >= 4, "the commands: {commands:?}");
+    let mut outputs = Vec::new();
+    for command in &commands {
+        let args = sparkwire_invocations(command);
+        assert_eq!(args.len(), 1, "`{command}` runs sparkwire once");
+        let out = Command::new(BIN)
+            .args(args[0].split_whitespace())
+            .current_dir(&dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("sparkwire runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "`{command}` failed ({}): {stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        outputs.push((command.clone(), stdout));
+    }
+    // What the README says quick start 2 prints: the result, tasks per second, the messages by
+    // type and the validators' verdicts; the trace it writes is then validated.
+    for (command, out) in &outputs {
+        if command.contains("local-cluster") {
+            assert!(out.contains("tasks/s"), "`{command}`: {out}");
+            assert!(out.contains("RegisterApplication"), "`{command}`: {out}");
+        }
+        if command.contains("spec messages") {
+            assert!(out.contains("LaunchTask"), "`{command}`: {out}");
+        }
+    }
+    let trace = dir.join("run.jsonl");
+    assert!(
+        trace.is_file() && std::fs::metadata(&trace).expect("metadata").len() > 0,
+        "quick start 2 writes run.jsonl"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -245,15 +245,15 @@ async fn an_ask_is_answered_with_its_request_id_and_one_off_the_peer_s_role_fail
 }
 
 #[tokio::test]
-async fn with_a_secret_every_spark_peer_is_refused_and_closed() {
-    let (master, front) = cluster(Some("the master has a secret")).await;
+async fn a_front_told_to_refuse_every_spark_peer_answers_the_first_ask_with_why_and_closes() {
+    let (master, front) = cluster(Some("the master has TLS")).await;
     let mut peer = Peer::connect(&front, Some(("127.0.0.1".into(), 41003))).await;
     let stream = check_existence_stream("Master", Version::V2).expect("a stream");
     peer.write(Some(3), VERIFIER, stream).await;
     match peer.next().await.expect("an answer") {
         Frame::RpcFailure { request_id, error } => {
             assert_eq!(request_id, 3);
-            assert!(error.contains("the master has a secret"), "{error}");
+            assert!(error.contains("the master has TLS"), "{error}");
         }
         other => panic!("an RpcFailure, not {other:?}"),
     }

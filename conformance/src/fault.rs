@@ -31,6 +31,7 @@ use crate::verdict::Target;
 mod closes;
 mod decoder;
 mod launch;
+mod points;
 
 type D = DeployMessage;
 
@@ -438,6 +439,51 @@ pub static FAULTS: &[FaultSpec] = &[
         scope: Scope::Master,
         behaviour: &launch::MasterDialsWorker,
     },
+    FaultSpec {
+        name: "location-wrong",
+        doc: "The endpoint locates an InvalidFields fault as a decoder that reads past the \
+              offending item's marker would (SPEC §8.2: the offset is the item's first byte): the \
+              proxy adds 1 to the offset of every InvalidFields close envelope. Served on the \
+              master and the driver, whose spec/8.2/location/ cases it fails.",
+        scope: Scope::Only(&[Target::Master, Target::Driver]),
+        behaviour: &points::LocationWrong,
+    },
+    FaultSpec {
+        name: "features-mishandled",
+        doc: "The server mishandles the hello's features (handshake.md §5, §12): it lists each \
+              feature it takes twice, writes the hello's features into a refused answer, and \
+              does not check them at step 3 (the proxy passes a hello whose features is not an \
+              array of str on without it).",
+        scope: Scope::Master,
+        behaviour: &points::FeaturesMishandled,
+    },
+    FaultSpec {
+        name: "close-noticed-late",
+        doc: "The master learns that a driver client's connection closed only when it next \
+              writes to it, not when its end reaches it (SPEC §14.2 Z4): the proxy passes the end \
+              of stream of the suite's driver-client connections on 3 s late.",
+        scope: Scope::Master,
+        behaviour: &points::CloseNoticedLate,
+    },
+    FaultSpec {
+        name: "worker-lost-wrong-v1",
+        doc: "A version 1 master gets ExecutorUpdated's workerLost wrong (SPEC §5; Spark 3.0 \
+              sets it true only for the executors of a lost worker): the proxy flips it in every \
+              version 1 ExecutorUpdated.",
+        scope: Scope::Master,
+        behaviour: &points::WorkerLostWrongV1,
+    },
+    FaultSpec {
+        name: "late-250ms",
+        doc: "Not a fault: a legal master that is slow to answer. The proxy passes each frame \
+              the master writes (its handshake answer too) 250 ms after the one before it. Given \
+              the time so slow a master needs (`--patience 30`), no case may fail for it (a case \
+              must not depend on how fast a correct endpoint answers); the self-test runs none \
+              under it, tests/suite.rs runs the cases that wait on a timeout the suite sets \
+              (`--worker-timeout 2`).",
+        scope: Scope::Only(&[]),
+        behaviour: &points::Late250Ms,
+    },
     // The judge's faults (conformance/src/fault/judge.rs): each breaks what only a case's judge
     // checks, one rule of protocol/rules.md or one end-of-trace obligation.
     FaultSpec {
@@ -711,6 +757,24 @@ trait Behaviour: Sync {
     /// by default what [`Behaviour::suite_sent`] does with it, whichever side connects.
     fn suite_sent_to_client(&self, body: Bytes, st: &StdMutex<State>) -> Act {
         self.suite_sent(body, st)
+    }
+
+    /// The endpoint's refused answer to the suite's hello (`body`, its frame body), when the
+    /// suite connects: the bytes (whole frames) the suite gets instead, if any.
+    fn refusal(&self, _body: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// How long the suite's end of stream takes to reach the endpoint, when the suite connects
+    /// as `role`.
+    fn suite_end_delay(&self, _role: Option<Role>) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// How long the proxy holds each frame of the endpoint's (its handshake answer included)
+    /// before it passes it on, when the suite connects.
+    fn endpoint_delay(&self) -> Option<std::time::Duration> {
+        None
     }
 
     /// What the suite gets (whole frames) when the endpoint's stream ends, before the close.
@@ -1655,6 +1719,12 @@ async fn pipe(
                                 write(&to, &last).await;
                             }
                         }
+                        if suite_is_client {
+                            let role = lock(&st).client_role;
+                            if let Some(d) = behaviour.suite_end_delay(role) {
+                                tokio::time::sleep(d).await;
+                            }
+                        }
                         // An endpoint that is the client: under keep-open and mute its close is
                         // not passed on to the suite.
                         if suite_is_client || !keep {
@@ -1775,6 +1845,11 @@ async fn pipe(
                         break;
                     }
                     Item::Frame(body, _) => {
+                        if suite_is_client {
+                            if let Some(d) = behaviour.endpoint_delay() {
+                                tokio::time::sleep(d).await;
+                            }
+                        }
                         if first {
                             first = false;
                             let answer = decode_answer(&body);
@@ -1787,6 +1862,12 @@ async fn pipe(
                             };
                             if swallow {
                                 continue;
+                            }
+                            if let (Ok(Answer::Refused(_)), true) = (&answer, suite_is_client) {
+                                if let Some(bytes) = behaviour.refusal(&body) {
+                                    write(&to, &bytes).await;
+                                    continue;
+                                }
                             }
                             let instead = match &answer {
                                 Ok(Answer::Accepted(a)) if suite_is_client => {

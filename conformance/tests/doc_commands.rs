@@ -6,6 +6,10 @@
 use std::path::Path;
 use std::process::Command;
 
+#[path = "../../tests/common/shell.rs"]
+mod shell;
+use shell::shell_commands;
+
 const SUITE: &str = env!("CARGO_BIN_EXE_sparkwire-conformance");
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
@@ -33,67 +37,6 @@ fn documents() -> Vec<(String, String)> {
             (p, text)
         })
         .collect()
-}
-
-/// The commands of `text`'s shell blocks (```sh): one per line, a line ending in `\` joined with
-/// the next, an indented line starting with `[` or `--` taken as the previous command's options
-/// (the synopsis style of docs/operating.md's "Commands"), `$ ` prompts and `#` comments dropped,
-/// and `a && b`, `a; b` split.
-fn shell_commands(text: &str) -> Vec<String> {
-    let mut commands: Vec<String> = Vec::new();
-    let mut in_sh = false;
-    let mut pending = String::new();
-    for line in text.lines() {
-        if let Some(fence) = line.trim_start().strip_prefix("```") {
-            in_sh = !in_sh && fence.trim() == "sh";
-            continue;
-        }
-        if !in_sh {
-            continue;
-        }
-        let code = strip_comment(line);
-        let trimmed = code.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        let indented = line.starts_with(' ');
-        if pending.is_empty() && indented && (trimmed.starts_with('[') || trimmed.starts_with("--"))
-        {
-            if let Some(last) = commands.last_mut() {
-                last.push(' ');
-                last.push_str(trimmed);
-                continue;
-            }
-        }
-        let trimmed = trimmed.strip_prefix("$ ").unwrap_or(trimmed);
-        if let Some(head) = trimmed.strip_suffix('\\') {
-            pending.push_str(head);
-            pending.push(' ');
-            continue;
-        }
-        pending.push_str(trimmed);
-        for part in pending.split("&&").flat_map(|p| p.split("; ")) {
-            commands.push(part.trim().trim_end_matches('&').trim().to_string());
-        }
-        pending.clear();
-    }
-    assert!(pending.is_empty(), "a command ends in `\\`: {pending}");
-    commands
-}
-
-/// `line` without its shell comment (a `#` at the start of a word, outside quotes).
-fn strip_comment(line: &str) -> &str {
-    let (mut single, mut double, mut prev) = (false, false, ' ');
-    for (i, c) in line.char_indices() {
-        match c {
-            '\'' if !double => single = !single,
-            '"' if !single => double = !double,
-            '#' if !single && !double && prev.is_whitespace() => return &line[..i],
-            _ => {}
-        }
-        prev = c;
-    }
-    line
 }
 
 /// The suite's arguments of `command`, if it runs the suite (`sparkwire-conformance …`,
@@ -162,4 +105,103 @@ fn every_conformance_command_shown_takes_the_flags_shown() {
         wrong.join("\n")
     );
     assert!(checked >= 10, "only {checked} suite commands found");
+}
+
+/// The `sparkwire` binary the workspace build put beside the suite's.
+fn sparkwire() -> std::path::PathBuf {
+    let bin = Path::new(SUITE).with_file_name("sparkwire");
+    assert!(
+        bin.exists(),
+        "{} is missing: build the workspace (cargo test --workspace builds it)",
+        bin.display()
+    );
+    bin
+}
+
+/// The README's quick start 3 run as shown: its master (this build's, on a free port where the
+/// README names 7077, so that the test takes no fixed port), the suite against it with a JUnit
+/// report, and the suite's list. `cargo build` is what built this test. Each command must
+/// succeed: the suite exits 0 only when every case passed.
+#[test]
+fn the_readme_quick_start_3_runs_as_shown() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md");
+    let heading = "### 3. Check your own endpoint";
+    let start = readme.find(heading).expect("the README's quick start 3");
+    let body = &readme[start + heading.len()..];
+    let commands = shell_commands(&body[..body.find("\n#").unwrap_or(body.len())]);
+    let dir = std::env::temp_dir().join(format!("sparkwire-readme-qs3-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let mut master: Option<(std::process::Child, String)> = None;
+    let mut ran = Vec::new();
+    for command in &commands {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        match words.first().copied() {
+            Some("cargo") => continue,
+            Some(w) if w.ends_with("/sparkwire") => {
+                let args: Vec<&str> = words[1..]
+                    .iter()
+                    .map(|w| if *w == "7077" { "0" } else { w })
+                    .collect();
+                assert_eq!(args.first(), Some(&"master"), "`{command}`");
+                let mut child = Command::new(sparkwire())
+                    .args(&args)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .expect("the master starts");
+                let mut line = String::new();
+                std::io::BufRead::read_line(
+                    &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+                    &mut line,
+                )
+                .expect("the master's first line");
+                let addr = line
+                    .trim()
+                    .rsplit("sparkwire://")
+                    .next()
+                    .expect("an address")
+                    .to_string();
+                master = Some((child, addr));
+            }
+            Some(w) if w.ends_with("/sparkwire-conformance") => {
+                let addr = master.as_ref().map(|(_, a)| a.clone());
+                let args: Vec<String> = words[1..]
+                    .iter()
+                    .map(|w| match (*w, &addr) {
+                        ("127.0.0.1:7077", Some(a)) => a.clone(),
+                        _ => w.to_string(),
+                    })
+                    .collect();
+                let out = Command::new(SUITE)
+                    .args(&args)
+                    .current_dir(&dir)
+                    .output()
+                    .expect("the suite runs");
+                let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+                assert!(
+                    out.status.success(),
+                    "`{command}` failed ({}): {}\n{}",
+                    out.status,
+                    stdout.lines().rev().take(30).collect::<Vec<_>>().join("\n"),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                if args.iter().any(|a| a == "--list") {
+                    assert!(stdout.contains("handshake/"), "--list lists case ids");
+                }
+                if let Some(at) = args.iter().position(|a| a == "--junit") {
+                    let report = dir.join(&args[at + 1]);
+                    let xml = std::fs::read_to_string(&report).expect("the JUnit report");
+                    assert!(xml.contains("<testsuite"), "{xml}");
+                }
+                ran.push(command.clone());
+            }
+            _ => panic!("quick start 3 shows `{command}`, which this test does not know"),
+        }
+    }
+    if let Some((mut child, _)) = master {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(ran.len(), 2, "the suite's two commands ran: {ran:?}");
 }

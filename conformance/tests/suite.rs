@@ -444,6 +444,42 @@ fn every_case_fails_against_some_broken_endpoint() {
     );
 }
 
+/// Issue 44: a case must not depend on how fast a correct endpoint answers relative to a timeout
+/// the suite set. A legal, slow master (the `late-250ms` proxy: each frame it writes 250 ms after
+/// the one before) with a worker timeout of 2 s still passes the cases whose workers must stay
+/// alive through many answers: the worker the suite plays heartbeats throughout.
+#[test]
+fn the_cases_waiting_on_the_worker_timeout_pass_against_a_master_250_ms_late() {
+    let master = Master::start(&strings(&["--worker-timeout", "2"]));
+    let ids = [
+        "flow/master/executor/retries-exhausted",
+        "flow/master/v1/worker-lost",
+    ];
+    let mut args = strings(&[
+        "--target",
+        "master",
+        "--addr",
+        &master.addr,
+        "--worker-timeout",
+        "2",
+        "--patience",
+        PASS_PATIENCE,
+        "--fault",
+        "late-250ms",
+    ]);
+    for id in ids {
+        args.extend(strings(&["--cases", id]));
+    }
+    let (_, verdicts) = run(&args);
+    for id in ids {
+        assert_eq!(
+            verdicts.get(id).map(String::as_str),
+            Some("pass"),
+            "{id} against a master 250 ms late: {verdicts:?}"
+        );
+    }
+}
+
 #[test]
 fn cases_md_is_fresh() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("CASES.md");

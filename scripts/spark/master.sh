@@ -34,8 +34,9 @@
 #    executors are released through KillExecutors.
 # 4. A silent worker (SIGSTOP: its connection stays open, its heartbeats stop) is DEAD after the
 #    worker timeout, not before; then it is killed with kill -9.
-# 5. A master with --secret-file: the same real worker never registers (Spark peers are refused
-#    while Spark's spark.authenticate is not spoken); /json shows no worker.
+# 5. A master with --secret-file: the same real worker, without spark.authenticate, never
+#    registers (a Spark peer must pass Spark's authentication bootstrap first; the real workers
+#    with the secret are tests/spark_auth_real.rs's); /json shows no worker.
 # JVMs run one at a time; everything started is stopped by PID. SPARKWIRE_BIN names the sparkwire
 # binary (default: target/debug/sparkwire, built when missing). Exit 0 only when every check held.
 # Measured: 107 s on 2 shared cores (load average 11 falling to 6, cargo builds beside it) with the

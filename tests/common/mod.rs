@@ -4,7 +4,8 @@
 //! and workers with a test application client and fake workers (`cluster`), a driver with
 //! in-process and child-process executors (`driver`), a peer that floods a master with asks and
 //! never reads (`flood`), a high-availability group of master processes and a real ZooKeeper
-//! (`ha`), and a counting allocator for the binaries that measure memory (`counting`).
+//! (`ha`), a counting allocator for the binaries that measure memory (`counting`), and the
+//! commands of a document's shell blocks (`shell`).
 
 #![allow(dead_code)]
 
@@ -25,6 +26,7 @@ pub mod processes;
 pub mod samples;
 #[cfg(feature = "testing")]
 pub mod scenarios;
+pub mod shell;
 
 use sparkwire::connection::{Connection, ConnectionConfig, ConnectionError, Incoming};
 use sparkwire::messages::{Family, Version};

@@ -114,6 +114,13 @@ pub fn cases(target: Target) -> Vec<Planned> {
     flow::worker::launch::cases(&mut cs);
     flow::worker::flows::cases(&mut cs);
     spark::s15_2::cases(&mut cs);
+    flow::master::points::cases(&mut cs);
+    handshake::s12::points::cases(&mut cs);
+    handshake::s5::points::cases(&mut cs);
+    spec::s14_2::points::cases(&mut cs);
+    spec::s4_1::points::cases(&mut cs);
+    spec::s8_1::points::cases(&mut cs);
+    spec::s8_2::cases(&mut cs);
     match target {
         Target::Master => {
             spec::s13::auth::for_secured(&mut cs, support::auth::master_secured());

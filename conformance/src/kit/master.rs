@@ -169,7 +169,7 @@ pub async fn app(
 
 /// The master's state, asked on a fresh UI connection.
 pub async fn state(ctx: &Ctx) -> Result<MasterStateResponse, Failure> {
-    let mut ui = open(ctx, Role::Ui, "ui", "", Version::V2).await?;
+    let mut ui = open(ctx, Role::Ui, "ui", "", crate::kit::versions::highest(ctx)).await?;
     ui.send(&Envelope::Ask {
         id: 1,
         message: D::RequestMasterState(RequestMasterState::new()),
@@ -440,4 +440,80 @@ pub async fn allocation(
         counts.push(launches(ctx, w).await.len());
     }
     Ok(counts)
+}
+
+/// How often a worker the suite plays heartbeats while a case waits on the master: a quarter of
+/// the master's worker timeout when the run knows it (`--worker-timeout`, as Spark's worker
+/// does), at most every 500 ms, so that a case never depends on how fast the master answers
+/// relative to a timeout (issue 44).
+pub fn heartbeat_every(ctx: &Ctx) -> Duration {
+    let most = Duration::from_millis(500);
+    ctx.settings
+        .worker_timeout
+        .map_or(most, |t| (t / 4).min(most))
+}
+
+/// Sends one Heartbeat of `w` over its own connection.
+pub async fn heartbeat(w: &mut FakeWorker) -> Outcome {
+    let hb = D::Heartbeat(Heartbeat::new(w.id.clone(), worker_ref(&w.host, 1)));
+    w.conn.send(&Envelope::Send(hb)).await
+}
+
+/// Waits up to the patience for an envelope `pick` accepts, on `on` (or, with `None`, on the
+/// worker's own connection), while worker `w` heartbeats every [`heartbeat_every`]: a worker
+/// that stays alive however long the master takes to answer.
+pub async fn expect_heartbeating<T>(
+    ctx: &Ctx,
+    w: &mut FakeWorker,
+    mut on: Option<&mut Conn>,
+    want: &str,
+    mut pick: impl FnMut(&Envelope<D>) -> Option<T>,
+) -> Result<T, Failure> {
+    let deadline = tokio::time::Instant::now() + wait(ctx);
+    let mut seen = Vec::new();
+    loop {
+        heartbeat(w).await?;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            let seen = if seen.is_empty() {
+                String::new()
+            } else {
+                format!("; before that: {}", seen.join(", "))
+            };
+            return Err(fail(
+                want,
+                format!("nothing within {} ms{seen}", wait(ctx).as_millis()),
+            ));
+        }
+        let conn = match on.as_deref_mut() {
+            Some(c) => c,
+            None => &mut w.conn,
+        };
+        let slice_end = tokio::time::Instant::now() + left.min(heartbeat_every(ctx));
+        loop {
+            let slice = slice_end.saturating_duration_since(tokio::time::Instant::now());
+            match conn.next(slice).await {
+                None => {
+                    // Nothing in time (or the run knows the master mute): the next heartbeat
+                    // at the slice's end, not sooner.
+                    tokio::time::sleep_until(slice_end).await;
+                    break;
+                }
+                Some(crate::peer::Event::Frame(body)) => {
+                    let env = sparkwire::wire::decode_envelope::<D>(&body, conn.v())
+                        .map_err(|e| fail(want, format!("an undecodable frame: {e}")))?;
+                    if let Some(t) = pick(&env) {
+                        return Ok(t);
+                    }
+                    seen.push(crate::peer::envelope_label(&env));
+                }
+                Some(crate::peer::Event::Closed(how)) => {
+                    return Err(fail(want, format!("the connection closed ({how})")))
+                }
+                Some(crate::peer::Event::TooLarge(n)) => {
+                    return Err(fail(want, format!("a frame declaring {n} bytes")))
+                }
+            }
+        }
+    }
 }

@@ -905,8 +905,14 @@ async fn flow_master_executor_retries_exhausted(ctx: Ctx) -> Outcome {
     let mut w = worker(&ctx, "worker", 1, 4096, Version::V2).await?;
     let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V2).await?;
     let retries = ctx.settings.max_executor_retries;
+    // The worker heartbeats throughout: the case must not depend on how fast the master answers
+    // relative to its worker timeout (a slow master would otherwise rightly declare it lost).
     for i in 0..retries {
-        let l = launch(&ctx, &mut w).await?;
+        let l = expect_heartbeating(&ctx, &mut w, None, "LaunchExecutor", |e| match e {
+            Envelope::Send(D::LaunchExecutor(l)) => Some(l.clone()),
+            _ => None,
+        })
+        .await?;
         report(
             &mut w,
             &id,
@@ -917,11 +923,14 @@ async fn flow_master_executor_retries_exhausted(ctx: Ctx) -> Outcome {
         )
         .await?;
     }
-    app_conn
-        .expect::<D, ()>(wait(&ctx), "ApplicationRemoved", |e| {
-            matches!(e, Envelope::Send(D::ApplicationRemoved(_))).then_some(())
-        })
-        .await
+    expect_heartbeating(
+        &ctx,
+        &mut w,
+        Some(&mut app_conn),
+        "ApplicationRemoved",
+        |e| matches!(e, Envelope::Send(D::ApplicationRemoved(_))).then_some(()),
+    )
+    .await
 }
 
 async fn flow_master_executor_worker_lost(ctx: Ctx) -> Outcome {
@@ -1265,4 +1274,65 @@ async fn flow_master_heartbeat_keeps_alive(ctx: Ctx) -> Outcome {
         "the worker ALIVE",
         "DEAD or gone",
     )
+}
+
+/// The cases about points.
+pub mod points {
+    use crate::case::run;
+    use crate::case::Case;
+    use crate::case::Target;
+    use crate::env::Ctx;
+    use crate::kit::master::app;
+    use crate::kit::master::app_desc;
+    use crate::kit::master::launch;
+    use crate::kit::master::report;
+    use crate::kit::master::worker;
+    use crate::kit::master::Need;
+    use crate::kit::support::open_points::*;
+    use crate::verdict::check;
+    use crate::verdict::Level;
+    use crate::verdict::Outcome;
+    use sparkwire::messages::ExecutorState;
+    use sparkwire::messages::Version;
+    use std::time::Duration;
+
+    /// The cases of this section, each naming its targets.
+    pub fn cases(cs: &mut Vec<Case>) {
+        cs.push(Case {
+            id: "flow/master/v1/worker-lost".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(10),
+            needs: vec![Need::NoOtherApplication],
+            requirement: "SPEC §5 (`ExecutorUpdated`: version 1 `workerLost: bool`, \"lost → `\"\"`, else nil / lost = \
+                host is set\"), \
+                as Spark 3.0's master sets it: with protocol version 1, the ExecutorUpdated RUNNING of an executor \
+                    its worker reported has workerLost false, and once the worker's connection closes the \
+                        ExecutorUpdated LOST of that executor has workerLost true".into(),
+            body: run(v1_worker_lost),
+            ..Case::default()
+        });
+    }
+
+    async fn v1_worker_lost(ctx: Ctx) -> Outcome {
+        crate::peer::require_version(&ctx.log, Version::V1)?;
+        let mut w = worker(&ctx, "worker", 1, 4096, Version::V1).await?;
+        let (mut app_conn, id) =
+            app(&ctx, "app", app_desc(Some(1), 128, None), Version::V1).await?;
+        let l = launch(&ctx, &mut w).await?;
+        report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 44).await?;
+        let running = updated_v1(&ctx, &mut app_conn, l.exec_id, ExecutorState::Running).await?;
+        check(
+            running == Some(false),
+            "the ExecutorUpdated RUNNING its worker reported: workerLost false",
+            format!("workerLost {running:?}"),
+        )?;
+        drop(w);
+        let lost = updated_v1(&ctx, &mut app_conn, l.exec_id, ExecutorState::Lost).await?;
+        check(
+            lost == Some(true),
+            "the ExecutorUpdated LOST once its worker's connection closed: workerLost true",
+            format!("workerLost {lost:?}"),
+        )
+    }
 }

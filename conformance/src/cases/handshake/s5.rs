@@ -612,3 +612,37 @@ pub mod server {
         .await
     }
 }
+
+/// The cases about points.
+pub mod points {
+    use crate::case::run;
+    use crate::case::Case;
+    use crate::case::Target;
+    use crate::env::Ctx;
+    use crate::kit::support::open_points::*;
+    use crate::mp;
+    use crate::verdict::Level;
+    use crate::verdict::Outcome;
+    use sparkwire::wire::handshake::CLOSE_REASON;
+
+    /// The cases of this section, each naming its targets.
+    pub fn cases(cs: &mut Vec<Case>) {
+        cs.push(Case {
+            id: "handshake/5/3/features-checked-first".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            requirement: "handshake.md §5, \"`features` (§12) is checked at step 3 ...: a `features` key that is not \
+                an array of `str` \
+                is `malformedHello` there (after the magic, before authentication)\": a hello whose features is the \
+                    string \"closeReason\", offering only version 1000 and no authentication, is refused with \
+                        malformedHello (not noCommonVersion, authRequired or authNotConfigured of the later \
+                            steps)".into(),
+            body: run(features_checked_first),
+            ..Case::default()
+        });
+    }
+
+    async fn features_checked_first(ctx: Ctx) -> Outcome {
+        refused_malformed(&ctx, mp::s(CLOSE_REASON), "the string \"closeReason\"").await
+    }
+}

@@ -17,3 +17,4 @@ pub mod s6;
 pub mod s7_1;
 pub mod s8;
 pub mod s8_1;
+pub mod s8_2;

@@ -1132,3 +1132,64 @@ pub mod launch {
         first.task(&ctx).await.map(|_| ())
     }
 }
+
+/// The cases about points.
+pub mod points {
+    use crate::case::run;
+    use crate::case::Case;
+    use crate::case::Target;
+    use crate::env::Ctx;
+    use crate::kit::master::submit;
+    use crate::kit::support::open_points::*;
+    use crate::verdict::check;
+    use crate::verdict::fail;
+    use crate::verdict::Level;
+    use crate::verdict::Outcome;
+    use std::time::Duration;
+
+    /// The cases of this section, each naming its targets.
+    pub fn cases(cs: &mut Vec<Case>) {
+        cs.push(Case {
+            id: "spec/14.2/Z4/kill-after-close".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            requirement: "SPEC §14.2 Z4, \"a `RequestKillDriver` that the master reads at least 1 s after the \
+                submitting connection's \
+                end reached it MUST be taken, one read earlier MAY be refused as a foreign id, so a client that sends \
+                    it \
+                    right after closing the submitting connection retries a refusal once after a second\": a new \
+                        driver \
+                        client sends RequestKillDriver right after the submitting client closed its connection; the \
+                            answer, or, after a refusal (a failure or a close), the one retry sent a second later, is \
+                                KillDriverResponse success = true".into(),
+            body: run(kill_after_close),
+            ..Case::default()
+        });
+    }
+
+    async fn kill_after_close(ctx: Ctx) -> Outcome {
+        let (a, r) = submit(&ctx).await?;
+        let id = r
+            .driver_id
+            .clone()
+            .ok_or_else(|| fail("a submitted driver's id", format!("{r:?}")))?;
+        drop(a);
+        let want = format!(
+            "KillDriverResponse success = true for {id} from a new driver client, at the latest a \
+            second \
+        after a refusal"
+        );
+        match kill_from_new_client(&ctx, &id, 86).await? {
+            Kill::Taken(success) => return check(success, &want, "success = false"),
+            Kill::Refused(how) => ctx.log.push(format!(
+                "[client-b] refused right after the close ({how}): once more in 1 s"
+            )),
+        }
+        // The spec's own retry: one, a second after the refusal (read at least 1 s after the close).
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        match kill_from_new_client(&ctx, &id, 87).await? {
+            Kill::Taken(success) => check(success, &want, "success = false"),
+            Kill::Refused(how) => Err(fail(want, format!("refused again a second later: {how}"))),
+        }
+    }
+}

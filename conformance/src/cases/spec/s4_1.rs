@@ -287,3 +287,75 @@ pub mod fields {
         .await
     }
 }
+
+/// The cases about points.
+pub mod points {
+    use crate::case::run;
+    use crate::case::Case;
+    use crate::case::Target;
+    use crate::env::Ctx;
+    use crate::kit::common::offering_close_reason;
+    use crate::kit::common::reaction_wait;
+    use crate::kit::master::addr;
+    use crate::kit::server::close_envelope;
+    use crate::kit::support::open_points::*;
+    use crate::verdict::check;
+    use crate::verdict::fail;
+    use crate::verdict::Level;
+    use crate::verdict::Outcome;
+    use sparkwire::wire::handshake::Role;
+
+    /// The cases of this section, each naming its targets.
+    pub fn cases(cs: &mut Vec<Case>) {
+        cs.push(Case {
+            id: "spec/4.1/bin-for-str".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            requirement: "SPEC §4.1, `string`: \"Never `bin`, even holding valid UTF-8: a decoder refuses a `bin` \
+                where a string value, \
+                a string map key or a field name is due (`InvalidFields`)\": the master refuses each of the \
+                    decoder.json \
+                    frames \"a string sent as bin\", \"a string map key sent as bin\" and \"a field name sent as bin\" \
+                        (each on a connection of its own) by closing it, after a close envelope of kind InvalidFields \
+                            where the connection agreed on closeReason".into(),
+            body: run(bin_for_str),
+            ..Case::default()
+        });
+    }
+
+    async fn bin_for_str(ctx: Ctx) -> Outcome {
+        let all = located();
+        for start in BIN_VECTORS {
+            let v = all
+                .iter()
+                .find(|v| v.name.starts_with(start))
+                .ok_or_else(|| fail(format!("the decoder.json vector \"{start}…\""), "none"))?;
+            let version = spoken(&ctx, &v.versions)?;
+            crate::peer::require_version(&ctx.log, version)?;
+            let (mut c, taken) =
+                offering_close_reason(&ctx, addr(&ctx)?, "ui", &[version], Role::Ui, "suite")
+                    .await?;
+            c.send_raw(&v.frame, &format!("the decoder.json vector \"{}\"", v.name))
+                .await?;
+            if taken {
+                let want = format!(
+                    "\"{}\" refused: a close envelope of kind InvalidFields, then the close",
+                    v.name
+                );
+                let r = close_envelope(&ctx, &mut c, &want).await?;
+                check(
+                    r.kind == "InvalidFields",
+                    want,
+                    format!("a close envelope of kind {}", r.kind),
+                )?;
+            } else {
+                c.expect_closed(
+                    reaction_wait(&ctx),
+                    &format!("\"{}\" refused: the connection closed", v.name),
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -96,15 +96,17 @@ pub mod limits {
             id: "spec/8/limits/slow-consumer".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            timeout: Duration::from_secs(15),
+            timeout: Duration::from_secs(40),
             requirement: "SPEC §8, \"a peer that does not read what is sent to it until its queue is over a limit (a \
                 slow consumer), \
-                one that sends more than a bounded number of asks awaiting answers\": a server started with 64 KiB of \
-                    queue per peer closes a UI that floods it with RequestMasterState asks and reads nothing; another \
-                        UI \
-                        is still served (the close envelope is not looked for: §8.1 lets a writer give up on a peer \
-                            that \
-                            does not read)".into(),
+            one that sends more than a bounded number of asks awaiting answers\": a server started with 64 KiB of \
+                queue per peer closes a UI that asks RequestMasterState again and again (each answer over \
+                    256 KiB, an application's command carrying that much) and reads nothing, its receive buffer \
+                        4 KiB; another UI is still served. \"Bytes the kernel accepted ... are not in it ... no peer \
+                            may rely on a particular figure\": the flood lasts until a write fails or the patience \
+                                plus the time of 64 answers at the pace measured before it (the close envelope is not \
+                                    looked for: §8.1 lets a writer give up on a peer that does not read)"
+                .into(),
             body: run(slow_consumer),
             ..Case::default()
         });
@@ -230,6 +232,16 @@ pub mod limits {
         served(&ctx, &mut other, 1).await
     }
 
+    /// The size of the argument the slow consumer's application carries, which every
+    /// MasterStateResponse then holds: a few unread answers pass any queue limit once the kernel's
+    /// buffers are full.
+    const BIG_ARGUMENT: usize = 256 * 1024;
+
+    /// How many unread answers of [`BIG_ARGUMENT`] bytes the flood's time allows for: 16 MiB, more
+    /// than the kernel's buffers of a loopback connection hold by default on either side (Linux's
+    /// largest send buffer, `tcp_wmem`, is 4 MiB) plus any queue limit the case sets.
+    const ANSWERS_ALLOWED: u32 = 64;
+
     async fn slow_consumer(ctx: Ctx) -> Outcome {
         let s = Server::start(
             &ctx,
@@ -241,6 +253,28 @@ pub mod limits {
         )
         .await?;
         let (mut other, _) = s.open(&ctx, Role::Ui, "other-ui", None).await?;
+        // An application whose command carries a big argument: every MasterStateResponse is then
+        // over BIG_ARGUMENT bytes, so that what the flood needs is counted in answers, not in asks
+        // (SPEC §8: how many bytes a slow consumer takes depends on the kernel's buffers).
+        let (mut a, _) = s.open(&ctx, Role::AppClient, "app", None).await?;
+        let mut desc = app_desc(None, 256, None);
+        desc.command.arguments = vec!["x".repeat(BIG_ARGUMENT)];
+        let app_port = 40000 + (unique() % 20000) as i32;
+        a.send(&Envelope::Send(D::RegisterApplication(
+            RegisterApplication::new(
+                desc,
+                EndpointRef::at(Addr::new("127.0.0.1", app_port), "AppClient"),
+            ),
+        )))
+        .await?;
+        a.expect::<D, ()>(wait(&ctx), "RegisteredApplication", |e| {
+            matches!(e, Envelope::Send(D::RegisteredApplication(_))).then_some(())
+        })
+        .await?;
+        // The time one big answer takes to come back, read at once: the flood's time is scaled by it.
+        let asked = Instant::now();
+        served(&ctx, &mut other, 1).await?;
+        let rtt = asked.elapsed();
         // A UI with a small receive buffer that says hello, then writes asks and reads nothing.
         let socket =
             tokio::net::TcpSocket::new_v4().map_err(|e| fail("a socket", e.to_string()))?;
@@ -270,14 +304,23 @@ pub mod limits {
             Ok(Answer::Accepted(_)) => {}
             other => return Err(fail(want, format!("{other:?}"))),
         }
-        // Asks for up to 3 s, or until a write fails (the server closed the connection).
+        // Asks, a few at a time, until a write fails (the server closed the connection) or the
+        // flood's time is up: the patience, plus the time of ANSWERS_ALLOWED answers at the measured
+        // pace, within the case's own limit.
+        let budget = (wait(&ctx) + rtt * ANSWERS_ALLOWED)
+            .min(Duration::from_secs(20).mul_f64(ctx.settings.timeout_scale));
+        ctx.log.push(format!(
+            "[flooder] one answer took {} ms: flooding for {} ms at most",
+            rtt.as_millis(),
+            budget.as_millis()
+        ));
         let mut batch = Vec::new();
         let mut asks = 0u64;
-        let flood_end = Instant::now() + Duration::from_secs(3);
+        let flood_end = Instant::now() + budget;
         let mut write_failed = false;
         while Instant::now() < flood_end {
             batch.clear();
-            for n in 0..512 {
+            for n in 0..8 {
                 let ask = Envelope::Ask {
                     id: asks + n + 1,
                     message: D::RequestMasterState(RequestMasterState::new()),
@@ -288,7 +331,7 @@ pub mod limits {
                 );
             }
             match tokio::time::timeout(Duration::from_millis(500), stream.write_all(&batch)).await {
-                Ok(Ok(())) => asks += 512,
+                Ok(Ok(())) => asks += 8,
                 Ok(Err(_)) => {
                     write_failed = true;
                     break;
@@ -296,6 +339,7 @@ pub mod limits {
                 // The server reads no more for now: keep trying until the flood's end.
                 Err(_) => {}
             }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         ctx.log.push(format!(
             "[flooder] wrote {asks} asks; {}; now reading until the end of the stream",
@@ -331,7 +375,7 @@ pub mod limits {
                 wait(&ctx).as_millis()
             ),
         )?;
-        served(&ctx, &mut other, 1).await
+        served(&ctx, &mut other, 2).await
     }
 }
 

@@ -1089,3 +1089,183 @@ pub mod closes {
         .await
     }
 }
+
+/// The cases about points.
+pub mod points {
+    use crate::case::run;
+    use crate::case::Case;
+    use crate::case::Target;
+    use crate::env::Ctx;
+    use crate::kit::common::close_of;
+    use crate::kit::common::reaction_wait;
+    use crate::kit::server::close_envelope;
+    use crate::kit::support::open_points::*;
+    use crate::kit::versions::highest;
+    use crate::mp;
+    use crate::peer::Event;
+    use crate::verdict::check;
+    use crate::verdict::fail;
+    use crate::verdict::Level;
+    use crate::verdict::Outcome;
+    use sparkwire::messages::deploy::RequestMasterState;
+    use sparkwire::messages::DeployMessage;
+    use sparkwire::wire::decode_envelope;
+    use sparkwire::wire::Envelope;
+
+    type D = DeployMessage;
+
+    /// The cases of this section, each naming its targets.
+    pub fn cases(cs: &mut Vec<Case>) {
+        cs.push(Case {
+            id: "spec/8.1/close-reason-not-a-map".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            requirement: "SPEC §8.1, \"a reason that is not a map at all (`[4, nil]`, `[4, [kind, message]]`) too, \
+                with path `\"\"`\", \
+                and \"A close envelope whose reason does not decode is a frame that could not be decoded like any \
+                    other \
+                    (§8): the receiver closes the connection and, where the feature is on, sends its own close \
+                        envelope \
+                        (`InvalidFields`) first\": the master, sent [4, nil] and (on another connection) [4, [kind, \
+                            message]], closes each after a close envelope of kind InvalidFields, path \"\" and offset \
+                                2".into(),
+            body: run(close_reason_not_a_map),
+            ..Case::default()
+        });
+        cs.push(Case {
+            id: "spec/8.1/close-reason-read-as-sent".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            requirement: "SPEC §8.1, \"A decoder does not check `kind` against the table ..., nor that `path` and \
+                `offset` go with \
+                `InvalidFields` (they are read as sent whatever the kind)\", and \"treat the close envelope as the end \
+                    of \
+                    the connection: it closes too, sends nothing more\": the master, sent a close envelope of kind \
+                        NotOnRoute with a path and an offset, closes the connection and sends nothing (no close \
+                            envelope \
+                            of its own)".into(),
+            body: run(close_reason_read_as_sent),
+            ..Case::default()
+        });
+        cs.push(Case {
+            id: "spec/8.1/failure-unknown-ask".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            requirement: "SPEC §8.1 (`UnknownAsk`: \"a reply or a failure envelope for an ask never made\", and in \
+                strict mode \"a \
+                reply or failure to an ask never made A2 ... may be closed with either that kind or \
+                    `RuleViolation`\"): \
+                    the master, on a connection that agreed on closeReason, sent a failure envelope for an ask it \
+                        never \
+                        made, either ignores it and answers the next ask, or closes with a close envelope of kind \
+                            UnknownAsk (validating rules.md, RuleViolation)".into(),
+            body: run(failure_unknown_ask),
+            ..Case::default()
+        });
+    }
+
+    // ---- §8.1: close reasons ----
+
+    async fn close_reason_not_a_map(ctx: Ctx) -> Outcome {
+        let shapes = [
+            ("[4, nil]", mp::arr(&[mp::u(4), vec![0xc0]])),
+            (
+                "[4, [kind, message]]",
+                mp::arr(&[
+                    mp::u(4),
+                    mp::arr(&[mp::s("Idle"), mp::s("closed by the conformance suite")]),
+                ]),
+            ),
+        ];
+        for (what, body) in shapes {
+            let mut c = ui_taking_close_reason(&ctx, highest(&ctx)).await?;
+            c.send_frame(&body).await?;
+            let want = format!("for {what}: a close envelope of kind InvalidFields, path \"\", offset 2, then the \
+                close");
+            let r = close_envelope(&ctx, &mut c, &want).await?;
+            check(
+                r.kind == "InvalidFields" && r.path.as_deref() == Some("") && r.offset == Some(2),
+                want,
+                format!("kind {}, path {:?}, offset {:?}", r.kind, r.path, r.offset),
+            )?;
+        }
+        Ok(())
+    }
+
+    async fn close_reason_read_as_sent(ctx: Ctx) -> Outcome {
+        let mut c = ui_taking_close_reason(&ctx, highest(&ctx)).await?;
+        c.send_frame(&mp::arr(&[
+            mp::u(4),
+            mp::map(&[
+                ("kind", mp::s("NotOnRoute")),
+                ("message", mp::s("closed by the conformance suite")),
+                ("path", mp::s("appDescription.command")),
+                ("offset", mp::u(3)),
+            ]),
+        ]))
+        .await?;
+        c.expect_closed_silently(
+            reaction_wait(&ctx),
+            "the master closes the connection, sending nothing more (the reason read as sent)",
+        )
+        .await
+    }
+
+    async fn failure_unknown_ask(ctx: Ctx) -> Outcome {
+        let mut c = ui_taking_close_reason(&ctx, highest(&ctx)).await?;
+        c.send_frame(&mp::arr(&[
+            mp::u(3),
+            mp::u(525_252),
+            mp::map(&[
+                ("className", mp::s("org.apache.spark.SparkException")),
+                (
+                    "message",
+                    mp::s("a failure for an ask the master never made"),
+                ),
+            ]),
+        ]))
+        .await?;
+        c.send(&Envelope::Ask {
+            id: 6,
+            message: D::RequestMasterState(RequestMasterState::new()),
+        })
+        .await?;
+        let want = "the reply to ask 6 (the stray failure ignored), or a close envelope of kind UnknownAsk (or, \
+            strictly, \
+        RuleViolation) and the close";
+        let deadline = tokio::time::Instant::now() + reaction_wait(&ctx);
+        let mut last = None;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match c.next_or_close(left).await {
+                Some(Event::Frame(body)) => {
+                    match decode_envelope::<D>(&body, c.v()) {
+                        Ok(Envelope::Reply { id: 6, .. }) => return Ok(()),
+                        Ok(Envelope::Failure { id: 6, error }) => {
+                            return Err(fail(
+                                want,
+                                format!("a failure for ask 6: {}", error.message),
+                            ))
+                        }
+                        _ => {}
+                    }
+                    last = Some(body);
+                }
+                Some(Event::Closed(_)) => {
+                    return match close_of(last.as_ref()) {
+                        Some(r) => check(
+                            matches!(r.kind.as_str(), "UnknownAsk" | "RuleViolation"),
+                            want,
+                            format!("{r:?}"),
+                        ),
+                        None => Err(fail(want, "a close with no close envelope before it")),
+                    }
+                }
+                Some(Event::TooLarge(n)) => {
+                    return Err(fail(want, format!("a frame declaring {n} bytes")))
+                }
+                None => return Err(fail(want, "neither within the time allowed")),
+            }
+        }
+    }
+}

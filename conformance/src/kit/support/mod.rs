@@ -14,6 +14,7 @@ pub mod master;
 pub mod master_clients;
 pub mod master_cluster;
 pub mod master_judged;
+pub mod open_points;
 pub mod server;
 pub mod server_framing;
 pub mod server_handshake;
