@@ -152,6 +152,8 @@ pub struct Planned {
     pub id: String,
     /// The requirement it checks, as a sentence.
     pub requirement: String,
+    /// The protocol document's words it checks (empty: the requirement says it all).
+    pub quote: String,
     /// MUST or SHOULD.
     pub level: Level,
     /// The endpoint kind it checks here.
@@ -162,6 +164,17 @@ pub struct Planned {
     pub sharing: Sharing,
     /// The body.
     pub body: Body,
+}
+
+impl Planned {
+    /// What the case checks as the reports and CASES.md state it: the document's words, then
+    /// the requirement (`SPEC §14.2 Z1, "…": after …`), or the requirement alone.
+    pub fn statement(&self) -> String {
+        match self.quote.is_empty() {
+            true => self.requirement.clone(),
+            false => format!("{}: {}", self.quote, self.requirement),
+        }
+    }
 }
 
 impl fmt::Debug for Planned {

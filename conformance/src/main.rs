@@ -277,7 +277,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
                     "{t:<8} {:<58} {:<6} {}",
                     c.id,
                     c.level.to_string(),
-                    c.requirement
+                    c.statement()
                 );
                 n += 1;
             }

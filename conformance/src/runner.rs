@@ -60,9 +60,10 @@ impl CaseResult {
         timed_out: bool,
     ) -> CaseResult {
         let failed = verdict == Verdict::Fail;
+        let requirement = case.statement();
         CaseResult {
             id: case.id,
-            requirement: case.requirement,
+            requirement,
             level: case.level,
             target: case.target,
             verdict,
@@ -217,9 +218,10 @@ async fn run_one(settings: Arc<Settings>, case: Planned, deadline: Instant) -> C
     } else {
         log.lines()
     };
+    let requirement = case.statement();
     CaseResult {
         id: case.id,
-        requirement: case.requirement,
+        requirement,
         level: case.level,
         target: case.target,
         verdict,

@@ -258,6 +258,7 @@ fn plan(target: Target, case: Case) -> Planned {
     Planned {
         id: case.id,
         requirement: case.requirement,
+        quote: case.quote,
         level: case.level,
         target,
         timeout: case.timeout,

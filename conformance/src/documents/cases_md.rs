@@ -34,7 +34,7 @@ pub fn render() -> String {
                 "| `{}` | {} | {} |",
                 c.id,
                 c.level,
-                c.requirement.replace('|', "\\|")
+                c.statement().replace('|', "\\|")
             );
         }
     }

@@ -517,3 +517,28 @@ pub async fn expect_heartbeating<T>(
         }
     }
 }
+
+/// Waits on `c` for the answer to the ask `id`, which names an application, a driver or a
+/// worker the master does not know (never did, or no longer does): SPEC §14.2 lets it answer
+/// as Spark does (a bool reply `false`) and a strict master refuse (a failure, or a close);
+/// `true`, or any other reply, fails the case with `want`.
+pub async fn expect_false_or_refused(ctx: &Ctx, c: &mut Conn, id: u64, want: String) -> Outcome {
+    let got = c
+        .expect_or_close::<D, Envelope<D>>(wait(ctx), &want, |e| match e {
+            Envelope::Failure { id: i, .. } | Envelope::Reply { id: i, .. } if *i == id => {
+                Some(e.clone())
+            }
+            _ => None,
+        })
+        .await;
+    match got {
+        Ok(Envelope::Reply {
+            reply: Reply::Bool(false),
+            ..
+        })
+        | Ok(Envelope::Failure { .. }) => Ok(()),
+        Ok(other) => Err(fail(want, crate::peer::envelope_label(&other))),
+        Err(Failure::Fail { seen, .. }) if seen.contains("closed") => Ok(()),
+        Err(e) => Err(e),
+    }
+}

@@ -12,6 +12,7 @@ pub mod ownership {
     use crate::kit::common::wait;
     use crate::kit::master::app;
     use crate::kit::master::app_desc;
+    use crate::kit::master::expect_false_or_refused;
     use crate::kit::master::open;
     use crate::kit::master::register_worker_msg;
     use crate::kit::master::settle;
@@ -691,22 +692,7 @@ pub mod ownership {
         let want = format!(
             "a bool reply false to ask 7, KillExecutors for the unknown {unknown} (or a refusal)"
         );
-        let got = c
-            .expect_or_close::<D, Envelope<D>>(wait(&ctx), &want, |e| match e {
-                Envelope::Failure { id: 7, .. } | Envelope::Reply { id: 7, .. } => Some(e.clone()),
-                _ => None,
-            })
-            .await;
-        match got {
-            Ok(Envelope::Reply {
-                reply: Reply::Bool(false),
-                ..
-            })
-            | Ok(Envelope::Failure { .. }) => Ok(()),
-            Ok(other) => Err(fail(want, crate::peer::envelope_label(&other))),
-            Err(Failure::Fail { seen, .. }) if seen.contains("closed") => Ok(()),
-            Err(e) => Err(e),
-        }
+        expect_false_or_refused(&ctx, &mut c, 7, want).await
     }
 
     async fn finished_app_named_again(ctx: Ctx) -> Outcome {
@@ -719,24 +705,10 @@ pub mod ownership {
         let m = D::RequestExecutors(RequestExecutors::new(id.clone(), vec![]));
         c.send(&Envelope::Ask { id: 6, message: m }).await?;
         let want = format!(
-        "a bool reply false to ask 6, RequestExecutors for the finished {id} (or, strictly, a failure or a close)"
-    );
-        let got = c
-            .expect_or_close::<D, Envelope<D>>(wait(&ctx), &want, |e| match e {
-                Envelope::Failure { id: 6, .. } | Envelope::Reply { id: 6, .. } => Some(e.clone()),
-                _ => None,
-            })
-            .await;
-        match got {
-            Ok(Envelope::Reply {
-                reply: Reply::Bool(false),
-                ..
-            })
-            | Ok(Envelope::Failure { .. }) => Ok(()),
-            Ok(other) => Err(fail(want, crate::peer::envelope_label(&other))),
-            Err(Failure::Fail { seen, .. }) if seen.contains("closed") => Ok(()),
-            Err(e) => Err(e),
-        }
+            "a bool reply false to ask 6, RequestExecutors for the finished {id} (or, strictly, a failure or a \
+             close)"
+        );
+        expect_false_or_refused(&ctx, &mut c, 6, want).await
     }
 
     async fn decommissioning_other_connection(ctx: Ctx) -> Outcome {
