@@ -232,6 +232,26 @@ pub mod ownership {
             ..Case::default()
         });
         cs.push(Case {
+            id: "spec/14.2/Z1/finished-app-kill-executors".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            quote: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master \
+                answers as Spark does (`false`, or nothing)\"".into(),
+            requirement: "after its client unregistered it, a KillExecutors naming the application is answered \
+                false, never true (a strict master MAY refuse it)".into(),
+            body: run(|ctx: Ctx| async move {
+                let v = crate::kit::versions::highest(&ctx);
+                let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
+                let bye = UnregisterApplication::new(id.clone());
+                c.send(&Envelope::Send(D::UnregisterApplication(bye))).await?;
+                let m = D::KillExecutors(KillExecutors::new(id.clone(), vec!["0".into()]));
+                c.send(&Envelope::Ask { id: 8, message: m }).await?;
+                let want = format!("a bool reply false to ask 8, KillExecutors for the finished {id} (or a refusal)");
+                expect_false_or_refused(&ctx, &mut c, 8, want).await
+            }),
+            ..Case::default()
+        });
+        cs.push(Case {
             id: "spec/14.2/Z1/unknown-app-kill-executors".into(),
             level: Level::Must,
             targets: vec![Target::Master],
