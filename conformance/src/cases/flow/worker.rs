@@ -32,11 +32,12 @@ pub mod launch {
             id: "flow/worker/secret-handoff".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "SPEC §13, \"A worker hands the secret to the executors and drivers it launches without \
+            quote: "SPEC §13, \"A worker hands the secret to the executors and drivers it launches without \
                 exposing it: … adds \
                 `SPARKWIRE_SECRET_FILE=<that path>` to the environment it starts the process with …; never on a \
                     command \
-                    line, never in the application's description\": a worker holding the secret starts an executor and \
+                    line, never in the application's description\"".into(),
+            requirement: "a worker holding the secret starts an executor and \
                         a \
                         driver whose SPARKWIRE_SECRET_FILE names a file of mode 0600 holding the secret, with no \
                             argument \

@@ -30,9 +30,10 @@ pub mod admin {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "handshake.md §10.1, \"An admin proof sent to a server without an admin secret is ignored \
+            quote: "handshake.md §10.1, \"An admin proof sent to a server without an admin secret is ignored \
                 (the peer is not an \
-                admin)\": a server holding only a shared secret accepts a UI whose proof frame carries an admin proof, \
+                admin)\"".into(),
+            requirement: "a server holding only a shared secret accepts a UI whose proof frame carries an admin proof, \
                     and serves it".into(),
             body: run(admin_proof_ignored),
             ..Case::default()

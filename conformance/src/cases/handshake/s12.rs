@@ -23,8 +23,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
-        requirement: "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as \
-            `malformedHello`\": a \
+        quote: "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as \
+            `malformedHello`\"".into(),
+        requirement: "a \
             hello whose `features` is the string \"closeReason\" is refused with malformedHello, then the \
                 connection \
                 closed".into(),
@@ -36,8 +37,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
-        requirement: "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as \
-            `malformedHello`\": a \
+        quote: "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as \
+            `malformedHello`\"".into(),
+        requirement: "a \
             hello whose `features` is the array [1] is refused with malformedHello, then the connection \
                 closed".into(),
         body: run(features_not_strings_refused),
@@ -48,9 +50,10 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
-        requirement: "handshake.md §12, \"A side ignores feature names it does not know ... a server never takes a \
+        quote: "handshake.md §12, \"A side ignores feature names it does not know ... a server never takes a \
             feature the \
-            hello did not offer\": a hello offering an unknown feature and closeReason is accepted, and the \
+            hello did not offer\"".into(),
+        requirement: "a hello offering an unknown feature and closeReason is accepted, and the \
                 answer's \
                 `features` names neither the unknown feature nor anything but closeReason".into(),
         body: run(unknown_feature_not_taken),
@@ -105,9 +108,10 @@ pub mod points {
             id: "handshake/12/features-twice".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            requirement: "handshake.md §12, \"A name given twice is offered (or taken) once: neither side refuses it. \
+            quote: "handshake.md §12, \"A name given twice is offered (or taken) once: neither side refuses it. \
                 A server lists \
-                each feature it takes once\": a hello offering closeReason twice is accepted, and the answer's \
+                each feature it takes once\"".into(),
+            requirement: "a hello offering closeReason twice is accepted, and the answer's \
                     features \
                     name no feature twice".into(),
             body: run(features_twice),
@@ -117,8 +121,9 @@ pub mod points {
             id: "handshake/12/features-in-refused-answer".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            requirement: "handshake.md §12, \"In a refused answer `features` means nothing: a server does not write \
-                it\": a hello \
+            quote: "handshake.md §12, \"In a refused answer `features` means nothing: a server does not write \
+                it\"".into(),
+            requirement: "a hello \
                 offering closeReason whose `versions` is a string is refused (malformedHello), and the refused answer \
                     has \
                     no `features` key".into(),
@@ -129,9 +134,10 @@ pub mod points {
             id: "handshake/12/features-name-bin-refused".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            requirement: "handshake.md §12, \"a decoder takes a `features` that is not an array of `str` (a name sent \
+            quote: "handshake.md §12, \"a decoder takes a `features` that is not an array of `str` (a name sent \
                 as `bin` \
-                included) as `malformedHello`\": a hello whose features is [bin \"closeReason\"] is refused with \
+                included) as `malformedHello`\"".into(),
+            requirement: "a hello whose features is [bin \"closeReason\"] is refused with \
                     malformedHello".into(),
             body: run(features_name_bin_refused),
             ..Case::default()

@@ -80,9 +80,10 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            requirement: "handshake.md §5, \"Step 0 comes before everything: a server at its connection limit ... \
+            quote: "handshake.md §5, \"Step 0 comes before everything: a server at its connection limit ... \
                 answers \
-                `tooManyConnections` without looking at the hello\": at its limit, a server answers a hello with the \
+                `tooManyConnections` without looking at the hello\"".into(),
+            requirement: "at its limit, a server answers a hello with the \
                     wrong magic tooManyConnections, not badMagic".into(),
             body: run(before_the_hello),
             ..Case::default()
@@ -92,9 +93,10 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            requirement: "handshake.md §5, \"with a secret it refuses before the challenge, so a refused peer learns \
+            quote: "handshake.md §5, \"with a secret it refuses before the challenge, so a refused peer learns \
                 only that the \
-                server is full\": at its limit, a server holding a secret answers a hello that asks to authenticate \
+                server is full\"".into(),
+            requirement: "at its limit, a server holding a secret answers a hello that asks to authenticate \
                     tooManyConnections, with no challenge first".into(),
             body: run(before_the_challenge),
             ..Case::default()
@@ -104,9 +106,10 @@ pub mod limits {
             level: Level::Should,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            requirement: "handshake.md §5, \"refusals themselves are bounded (a server closes a connection unanswered \
+            quote: "handshake.md §5, \"refusals themselves are bounded (a server closes a connection unanswered \
                 while 64 \
-                refusals are under way)\", and §9 \"Each failure ends that connection only\": at its limit, with 64 \
+                refusals are under way)\", and §9 \"Each failure ends that connection only\"".into(),
+            requirement: "at its limit, with 64 \
                     refusals under way (hellos left unfinished), a server closes a 65th connection that says hello \
                         without answering it, and its session is still served".into(),
             body: run(refusals_bounded),
@@ -631,9 +634,10 @@ pub mod points {
             id: "handshake/5/3/features-checked-first".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            requirement: "handshake.md §5, \"`features` (§12) is checked at step 3 ...: a `features` key that is not \
+            quote: "handshake.md §5, \"`features` (§12) is checked at step 3 ...: a `features` key that is not \
                 an array of `str` \
-                is `malformedHello` there (after the magic, before authentication)\": a hello whose features is the \
+                is `malformedHello` there (after the magic, before authentication)\"".into(),
+            requirement: "a hello whose features is the \
                     string \"closeReason\", offering only version 1000 and no authentication, is refused with \
                         malformedHello (not noCommonVersion, authRequired or authNotConfigured of the later \
                             steps)".into(),

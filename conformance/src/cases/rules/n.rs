@@ -24,9 +24,10 @@ pub mod end_obligations {
             id: "rules/N4/launch-answered-by-the-end".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "rules.md N4, \"Every LaunchExecutor on a worker \
+            quote: "rules.md N4, \"Every LaunchExecutor on a worker \
             connection still open at the end of the trace has been answered with an ExecutorStateChanged for that \
-                executor\": the suite, as the worker's master, sends a LaunchExecutor and lets go of the connection at \
+                executor\"".into(),
+            requirement: "the suite, as the worker's master, sends a LaunchExecutor and lets go of the connection at \
                     once; before closing it the suite's judge listens, within the case's time, for the worker's \
                         ExecutorStateChanged".into(),
             body: run(rules_n4_launch_answered_by_the_end),
@@ -36,10 +37,11 @@ pub mod end_obligations {
             id: "rules/N2/task-ended-by-the-end".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "rules.md N2, \"Every task launched on an executor has its \
+            quote: "rules.md N2, \"Every task launched on an executor has its \
             final StatusUpdate (FINISHED, FAILED, KILLED or LOST) by the end of the trace, unless the executor was \
                 lost \
-                first\": the suite, as the executor's driver, launches a short task and lets go of the connection at \
+                first\"".into(),
+            requirement: "the suite, as the executor's driver, launches a short task and lets go of the connection at \
                     once; before closing it the suite's judge listens, within the case's time, for the task's final \
                         StatusUpdate".into(),
             body: run(rules_n2_task_ended_by_the_end),
@@ -117,9 +119,10 @@ pub mod judged {
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
             needs: vec![Need::OwnRegistrations],
-            requirement: "rules.md N3, \
+            quote: "rules.md N3, \
             \"Every RegisterApplication on a connection still open at the end of the trace has been answered with \
-                RegisteredApplication\": an application client registers and lets go of its connection at once; before \
+                RegisteredApplication\"".into(),
+            requirement: "an application client registers and lets go of its connection at once; before \
                     closing it the suite's judge listens, within the case's time, for the RegisteredApplication the \
                         master owes".into(),
             body: run(rules_n3_registration_answered_by_the_end),

@@ -83,8 +83,9 @@ pub mod judged {
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
             needs: vec![Need::NoOtherApplication],
-            requirement: "rules.md P4, \
-            \"LaunchExecutor is only for an application that is registered and has not finished\": once the master's \
+            quote: "rules.md P4, \
+            \"LaunchExecutor is only for an application that is registered and has not finished\"".into(),
+            requirement: "once the master's \
                 state no longer lists an application its client unregistered, a worker with room that registers gets \
                     no \
                     LaunchExecutor for it".into(),

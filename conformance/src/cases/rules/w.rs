@@ -124,9 +124,10 @@ pub mod closing {
             timeout: Duration::from_secs(20),
             sharing: Sharing::Alone,
             needs: vec![Need::NoOtherApplication],
-            requirement: "rules.md W5, \"The master sends LaunchExecutor and LaunchDriver only to a worker registered \
+            quote: "rules.md W5, \"The master sends LaunchExecutor and LaunchDriver only to a worker registered \
                 on that \
-                connection and ALIVE: not lost (DEAD) and not [decommissioned]\": a worker with room that sent \
+                connection and ALIVE: not lost (DEAD) and not [decommissioned]\"".into(),
+            requirement: "a worker with room that sent \
                     WorkerDecommissioning naming itself is shown DECOMMISSIONED (on sparkwire's wire) and gets no \
                         LaunchExecutor when an application asking for executors registers".into(),
             body: run(decommissioned_no_launch),

@@ -372,10 +372,11 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
-        requirement: "SPEC §15.2, \"Spark's master keys a worker and an application by the address of the \
+        quote: "SPEC §15.2, \"Spark's master keys a worker and an application by the address of the \
             reference registered … \
             and, when a connection closes, removes the worker or application registered at the sender address that \
-                connection gave\": a worker registered over a connection whose RequestMessage sender is its \
+                connection gave\"".into(),
+        requirement: "a worker registered over a connection whose RequestMessage sender is its \
                     reference's address is removed once that connection closes: an application registered before \
                         it \
                         (asking no cores) is told WorkerRemoved naming it (the state's DEAD cannot show on Spark's \

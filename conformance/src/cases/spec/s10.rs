@@ -226,9 +226,9 @@ pub mod tasks {
             id: "spec/10/running-data-empty".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "SPEC §10, \"`StatusUpdate.data` carries the task's result: … for `LAUNCHING` and `RUNNING`, \
-                empty `bin`\": \
-                every LAUNCHING or RUNNING StatusUpdate of a task has empty data".into(),
+            quote: "SPEC §10, \"`StatusUpdate.data` carries the task's result: … for `LAUNCHING` and `RUNNING`, \
+                empty `bin`\"".into(),
+            requirement: "every LAUNCHING or RUNNING StatusUpdate of a task has empty data".into(),
             body: run(running_data_empty),
             ..Case::default()
         });
@@ -236,9 +236,10 @@ pub mod tasks {
             id: "spec/10/one-final-update".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "SPEC §10, \"An executor sends `StatusUpdate` `RUNNING` before a task can end, then exactly \
+            quote: "SPEC §10, \"An executor sends `StatusUpdate` `RUNNING` before a task can end, then exactly \
                 one of \
-                `FINISHED`, `FAILED` or `KILLED`\": a task that finishes and one that fails each get one final \
+                `FINISHED`, `FAILED` or `KILLED`\"".into(),
+            requirement: "a task that finishes and one that fails each get one final \
                     StatusUpdate, and no second one follows within the quiet time".into(),
             body: run(one_final_update),
             ..Case::default()
@@ -247,10 +248,11 @@ pub mod tasks {
             id: "spec/10/task-fields".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "SPEC §10, the driver fills `TaskDescription` as Spark does: \"`name` `task 3.1 in stage 0.0 \
+            quote: "SPEC §10, the driver fills `TaskDescription` as Spark does: \"`name` `task 3.1 in stage 0.0 \
                 (TID 7)`, … \
                 `stageAttemptId` 0, … `cpus` the driver's `spark.task.cpus`\", and \"The driver's `SparkAppConfig` \
-                    carries … `spark.task.cpus`\": a task and its retry are named `task INDEX.ATTEMPT in stage STAGE.0 \
+                    carries … `spark.task.cpus`\"".into(),
+            requirement: "a task and its retry are named `task INDEX.ATTEMPT in stage STAGE.0 \
                         (TID TASKID)` from their own fields, with stageAttemptId 0 and cpus the spark.task.cpus the \
                             driver's SparkAppConfig gives".into(),
             body: run(task_fields),

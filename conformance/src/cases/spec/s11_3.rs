@@ -23,8 +23,9 @@ pub mod vectors {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or \
-                out of order\": a \
+            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or \
+                out of order\"".into(),
+            requirement: "a \
                 RegisterApplication whose command environment has its keys out of order is refused, the connection \
                     closed".into(),
             body: run(map_keys_out_of_order),
@@ -35,7 +36,8 @@ pub mod vectors {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice\": a \
+            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice\"".into(),
+            requirement: "a \
                 RegisterApplication whose command environment gives a key twice is refused, the connection \
                     closed".into(),
             body: run(map_key_twice),
@@ -46,9 +48,10 @@ pub mod vectors {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order ... \
+            quote: "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order ... \
                 strings compare by \
-                their UTF-8 bytes (so `\\\"GPU\\\"` comes before `\\\"fpga\\\"`)\": a RegisterApplication whose \
+                their UTF-8 bytes (so `\\\"GPU\\\"` comes before `\\\"fpga\\\"`)\"".into(),
+            requirement: "a RegisterApplication whose \
                     environment keys ascend by their bytes (uppercase first) is answered RegisteredApplication".into(),
             body: run(map_keys_ascending),
             ..Case::default()
@@ -110,9 +113,10 @@ pub mod driver {
             id: "spec/11.3/map-inside-map-out-of-order".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or \
+            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or \
                 out of order ... \
-                at any depth (a map inside a map included)\": a registered executor's StatusUpdate (version 2) for the \
+                at any depth (a map inside a map included)\"".into(),
+            requirement: "a registered executor's StatusUpdate (version 2) for the \
                     task the driver launched on it, whose `resources` holds \
                         {\"gpu\": {\"b\": 2, \"a\": 1}}, is refused: the connection closed".into(),
             body: run(map_inside_map_out_of_order),
@@ -122,9 +126,10 @@ pub mod driver {
             id: "spec/11.3/map-inside-map-ascending-taken".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order\", at \
+            quote: "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order\", at \
                 any depth: the \
-                same StatusUpdate with {\"gpu\": {\"a\": 1, \"b\": 2}} is taken, the executor's connection kept \
+                same StatusUpdate with {\"gpu\"".into(),
+            requirement: "{\"a\": 1, \"b\": 2}} is taken, the executor's connection kept \
                     open".into(),
             body: run(map_inside_map_ascending),
             ..Case::default()
@@ -173,9 +178,10 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or \
+            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or \
                 out of order ... \
-                at any depth\", and §4.1, \"`map<K,V>` | map | keys distinct and ascending\": a RegisterApplication \
+                at any depth\", and §4.1, \"`map<K,V>` | map | keys distinct and ascending\"".into(),
+            requirement: "a RegisterApplication \
                     whose \
                     `taskResources` (a map three levels down, inside the default profile) has its keys `gpu`, `cpus` \
                         in \

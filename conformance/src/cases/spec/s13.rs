@@ -37,9 +37,10 @@ pub mod admin {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §13, \"Any other peer's ask is answered with a failure (`Envelope` failure, class \
+            quote: "SPEC §13, \"Any other peer's ask is answered with a failure (`Envelope` failure, class \
                 `java.lang.SecurityException`, message beginning `Permission denied:` and naming the message); nothing \
-                    changes and the connection stays open\": with an admin secret, an authenticated UI without the \
+                    changes and the connection stays open\"".into(),
+            requirement: "with an admin secret, an authenticated UI without the \
                         admin \
                         proof asking RequestKillAllDrivers gets that failure, a submitted driver is still SUBMITTED, \
                             and \

@@ -29,9 +29,11 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §3, \"`error` is `{\"className\": str, \"message\": str}`\", and §14.3, \"The failure's \
+            quote: "SPEC §3, \"`error` is `{\"className\": str, \"message\": str}`\", and §14.3, \"The failure's \
                 `className` is \
-                `org.apache.spark.SparkException` for a message off its route (§14.1) ... its `message` says why\": a \
+                `org.apache.spark.SparkException` for a message off its route (§14.1) ... its `message` says \
+                    why\"".into(),
+            requirement: "a \
                     worker asking RequestMasterState (a UI's ask) gets a failure carrying both keys, className \
                         org.apache.spark.SparkException and a message that is not empty (a strict master MAY close \
                             instead, SPEC §8.1 `RuleViolation`)".into(),
@@ -130,10 +132,11 @@ pub mod closing {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.3, \"A refused **send** closes its connection ... Closing loses what was bound to \
+            quote: "SPEC §14.3, \"A refused **send** closes its connection ... Closing loses what was bound to \
                 the connection as \
                 any closed connection does (§8): an application client that sent a refused message loses its \
-                    application\": an application client whose UnregisterApplication names another connection's \
+                    application\"".into(),
+            requirement: "an application client whose UnregisterApplication names another connection's \
                         application is closed, its own application is no longer active, and the other one still \
                             is".into(),
             body: run(refused_send_loses_application),
@@ -144,8 +147,8 @@ pub mod closing {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.3, \"Closing loses what was bound to the connection ... a worker is marked lost\": \
-                a registered \
+            quote: "SPEC §14.3, \"Closing loses what was bound to the connection ... a worker is marked lost\"".into(),
+            requirement: "a registered \
                 worker whose connection sends a Heartbeat naming another registered worker is closed, and the master's \
                     state then shows it DEAD (or no longer lists it), while the other worker stays ALIVE".into(),
             body: run(refused_send_loses_worker),

@@ -23,8 +23,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
-        requirement: "SPEC §14.4, \"every value whose key or own text matches the redaction pattern is replaced by \
-            `*********(redacted)`\": in MasterStateResponse an application's environment value under a key \
+        quote: "SPEC §14.4, \"every value whose key or own text matches the redaction pattern is replaced by \
+            `*********(redacted)`\"".into(),
+        requirement: "in MasterStateResponse an application's environment value under a key \
                 matching \
                 the default pattern, and the value of a `-Dkey=value` javaOpt and argument whose key matches, read \
                     `*********(redacted)`; other values are shown as sent".into(),

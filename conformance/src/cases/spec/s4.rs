@@ -207,9 +207,10 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §4, \"A **decoder** ... refuses ... a field given twice ... (`InvalidFields`)\", and \
+            quote: "SPEC §4, \"A **decoder** ... refuses ... a field given twice ... (`InvalidFields`)\", and \
                 §11.3, \"A \
-                struct's field map is not a `map<K,V>` ... a field given twice is refused\": a RegisterApplication \
+                struct's field map is not a `map<K,V>` ... a field given twice is refused\"".into(),
+            requirement: "a RegisterApplication \
                     whose \
                     nested TaskResourceRequest gives `amount` twice (with the same value) is refused, the connection \
                         closed (InvalidFields where closeReason was agreed, SPEC §8.1)".into(),
@@ -221,9 +222,10 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §4, \"A **decoder** accepts the fields in any order\", and §11.3, \"its fields come in \
+            quote: "SPEC §4, \"A **decoder** accepts the fields in any order\", and §11.3, \"its fields come in \
                 any order \
-                (§4)\": a RegisterApplication whose nested TaskResourceRequest lists `amount` before `resourceName` \
+                (§4)\"".into(),
+            requirement: "a RegisterApplication whose nested TaskResourceRequest lists `amount` before `resourceName` \
                     (the \
                     definition's order reversed) is answered RegisteredApplication".into(),
             body: run(fields_any_order),
@@ -234,9 +236,10 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §4, \"A **decoder** ... refuses a missing field of any other type [than `option<…>`] \
+            quote: "SPEC §4, \"A **decoder** ... refuses a missing field of any other type [than `option<…>`] \
                 ... \
-                (`InvalidFields`)\": a RegisterApplication whose nested TaskResourceRequest has no `amount` (an f64) \
+                (`InvalidFields`)\"".into(),
+            requirement: "a RegisterApplication whose nested TaskResourceRequest has no `amount` (an f64) \
                     is \
                     refused, the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)".into(),
             body: run(missing_required_field),

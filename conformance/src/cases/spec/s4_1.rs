@@ -197,8 +197,9 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities \
-                (`InvalidFields`)\": a \
+            quote: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities \
+                (`InvalidFields`)\"".into(),
+            requirement: "a \
                 RegisterApplication whose task request amount (a `TaskResourceRequest.amount`, f64) is NaN is refused, \
                     the connection closed (with a close envelope of kind InvalidFields where closeReason was agreed, \
                         SPEC \
@@ -211,8 +212,9 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities \
-                (`InvalidFields`)\": a \
+            quote: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities \
+                (`InvalidFields`)\"".into(),
+            requirement: "a \
                 RegisterApplication whose task request amount is +infinity is refused, the connection closed \
                     (InvalidFields where closeReason was agreed, SPEC §8.1)".into(),
             body: run(f64_infinity_refused),
@@ -223,9 +225,11 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §4.1, \"`f64` | float 64 | ... it also accepts float 32\": a RegisterApplication whose \
+            quote: "SPEC §4.1, \"`f64` | float 64 | ... it also accepts float 32\"".into(),
+            requirement: "a RegisterApplication whose \
                 task request \
-                amount is written as a float 32 (1.0) is answered RegisteredApplication".into(),
+                amount is written as a float 32 (1.0) is answered RegisteredApplication"
+                .into(),
             body: run(f64_as_float32_taken),
             ..Case::default()
         });
@@ -234,9 +238,10 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §4.1, \"a struct name | map of its fields | ... never an array of the values ...: a \
+            quote: "SPEC §4.1, \"a struct name | map of its fields | ... never an array of the values ...: a \
                 decoder refuses one \
-                (`InvalidFields`)\": a RegisterApplication whose nested TaskResourceRequest is written as the array \
+                (`InvalidFields`)\"".into(),
+            requirement: "a RegisterApplication whose nested TaskResourceRequest is written as the array \
                     `[\"cpus\", 1.0]` is refused, the connection closed (InvalidFields where closeReason was agreed, \
                         SPEC \
                         §8.1)".into(),
@@ -311,9 +316,10 @@ pub mod points {
             id: "spec/4.1/bin-for-str".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            requirement: "SPEC §4.1, `string`: \"Never `bin`, even holding valid UTF-8: a decoder refuses a `bin` \
+            quote: "SPEC §4.1, `string`: \"Never `bin`, even holding valid UTF-8: a decoder refuses a `bin` \
                 where a string value, \
-                a string map key or a field name is due (`InvalidFields`)\": the master refuses each of the \
+                a string map key or a field name is due (`InvalidFields`)\"".into(),
+            requirement: "the master refuses each of the \
                     decoder.json \
                     frames \"a string sent as bin\", \"a string map key sent as bin\" and \"a field name sent as bin\" \
                         (each on a connection of its own) by closing it, after a close envelope of kind InvalidFields \

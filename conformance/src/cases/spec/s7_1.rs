@@ -22,11 +22,12 @@ pub mod launch {
             id: "spec/7.1/decommission-silent".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "SPEC §7.1, `DecommissionWorker` (master → worker): \"the worker marks itself decommissioned \
+            quote: "SPEC §7.1, `DecommissionWorker` (master → worker): \"the worker marks itself decommissioned \
                 and sends \
                 nothing back … `WorkerDecommissioning` goes to the master only when a decommission starts on the \
                     worker's \
-                    own side\": a worker told DecommissionWorker (version 2) sends no WorkerDecommissioning within the \
+                    own side\"".into(),
+            requirement: "a worker told DecommissionWorker (version 2) sends no WorkerDecommissioning within the \
                         quiet time".into(),
             body: run(decommission_silent),
             ..Case::default()
@@ -79,9 +80,10 @@ pub mod asks {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §7.1, \"`RequestMasterState`, `RequestReadyz`, `RequestClearCompletedDriversAndApps`, \
+            quote: "SPEC §7.1, \"`RequestMasterState`, `RequestReadyz`, `RequestClearCompletedDriversAndApps`, \
                 ... and their \
-                answers | from `ui` only ... | from `driver-client` or `ui`\": a driver client's RequestMasterState is \
+                answers | from `ui` only ... | from `driver-client` or `ui`\"".into(),
+            requirement: "a driver client's RequestMasterState is \
                     answered with a MasterStateResponse, as a UI's is".into(),
             body: run(master_state),
             ..Case::default()

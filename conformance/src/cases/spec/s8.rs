@@ -71,8 +71,9 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            requirement: "SPEC §8, \"A registered worker or application that reads what it is sent is never closed by \
-                them\": with a 1 \
+            quote: "SPEC §8, \"A registered worker or application that reads what it is sent is never closed by \
+                them\"".into(),
+            requirement: "with a 1 \
                 s idle timeout, a registered worker that sends only heartbeats and a registered application that sends \
                     nothing for 3.5 s are both still connected and served (the application's RequestExecutors is \
                         answered)".into(),
@@ -97,9 +98,10 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(40),
-            requirement: "SPEC §8, \"a peer that does not read what is sent to it until its queue is over a limit (a \
+            quote: "SPEC §8, \"a peer that does not read what is sent to it until its queue is over a limit (a \
                 slow consumer), \
-            one that sends more than a bounded number of asks awaiting answers\": a server started with 64 KiB of \
+            one that sends more than a bounded number of asks awaiting answers\"".into(),
+            requirement: "a server started with 64 KiB of \
                 queue per peer closes a UI that asks RequestMasterState again and again (each answer over \
                     256 KiB, an application's command carrying that much) and reads nothing, its receive buffer \
                         4 KiB; another UI is still served. \"Bytes the kernel accepted ... are not in it ... no peer \
@@ -446,11 +448,12 @@ pub mod closing {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... the state \
+            quote: "SPEC §8, \"On any decoding error the receiver closes **that connection only** ... the state \
                 the endpoint \
                 keeps about the peer (a registered worker ...) [is] not lost; Spark's own behaviour on a lost \
                     connection \
-                    applies (for example a master marks a worker whose connection closed as lost)\": a registered \
+                    applies (for example a master marks a worker whose connection closed as lost)\"".into(),
+            requirement: "a registered \
                         worker's connection that sends a frame holding 0xc1 is closed, and the master's state then \
                             shows \
                             that worker DEAD (or no longer lists it)".into(),

@@ -305,9 +305,11 @@ pub mod handshake_features {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §8.1, \"Without the feature — a peer that did not offer it, or a server that did not \
+            quote: "SPEC §8.1, \"Without the feature — a peer that did not offer it, or a server that did not \
                 take it — no close \
-                envelope is sent\", and \"a newer peer sends the close envelope only to a peer that asked for it\": on \
+                envelope is sent\", and \"a newer peer sends the close envelope only to a peer that asked for \
+                    it\"".into(),
+            requirement: "on \
                     a \
                     connection whose hello offered no feature, a frame that is not MessagePack closes the connection \
                         with \
@@ -533,9 +535,10 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §8.1, \"`NotOwner` | a one-way message refused by §14.2's ownership\", and \"an \
+            quote: "SPEC §8.1, \"`NotOwner` | a one-way message refused by §14.2's ownership\", and \"an \
                 endpoint that closes \
-                the connection for one of the reasons below MUST first send a close envelope\": a registered worker's \
+                the connection for one of the reasons below MUST first send a close envelope\"".into(),
+            requirement: "a registered worker's \
                     connection that offered closeReason (and the master took it) and sends a Heartbeat naming another \
                         registered worker gets a close envelope of kind NotOwner before the close (a strict master MAY \
                             name the rule instead, RuleViolation)".into(),
@@ -632,9 +635,10 @@ pub mod closes {
             level: Level::Must,
             targets: vec![Target::Driver],
             timeout: Duration::from_secs(15),
-            requirement: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown, \
+            quote: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown, \
                 a connection it \
-                no longer needs)\": a driver whose job ended, on an executor connection that agreed on closeReason, \
+                no longer needs)\"".into(),
+            requirement: "a driver whose job ended, on an executor connection that agreed on closeReason, \
                     sends \
                     StopExecutor and then closes that connection when it exits, with no close envelope".into(),
             body: run(driver_no_close_envelope_at_exit),
@@ -644,10 +648,11 @@ pub mod closes {
             id: "spec/8.1/executor/refused-ask-failure".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope rather than \
+            quote: "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope rather than \
                 left pending\", \
                 §8.1 and §14.3, \"A refused ask is answered with a failure envelope; the connection stays open. The \
-                    failure's `className` is `org.apache.spark.SparkException` for a message off its route\": the \
+                    failure's `className` is `org.apache.spark.SparkException` for a message off its route\"".into(),
+            requirement: "the \
                         executor asked RequestExecutors (driver → cluster-manager only) by its driver answers with a \
                             failure for that id carrying that className and a message, and then answers TaskThreadDump \
                                 on \
@@ -659,8 +664,9 @@ pub mod closes {
             id: "spec/8.1/executor/no-close-envelope-on-stop".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown \
-                ...)\": an \
+            quote: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown \
+                ...)\"".into(),
+            requirement: "an \
                 executor told StopExecutor, on a connection that agreed on closeReason, closes it with no close \
                     envelope".into(),
             body: run(executor_no_close_envelope_on_stop),
@@ -1120,13 +1126,14 @@ pub mod points {
             id: "spec/8.1/close-reason-not-a-map".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            requirement: "SPEC §8.1, \"a reason that is not a map at all (`[4, nil]`, `[4, [kind, message]]`) too, \
+            quote: "SPEC §8.1, \"a reason that is not a map at all (`[4, nil]`, `[4, [kind, message]]`) too, \
                 with path `\"\"`\", \
                 and \"A close envelope whose reason does not decode is a frame that could not be decoded like any \
                     other \
                     (§8): the receiver closes the connection and, where the feature is on, sends its own close \
                         envelope \
-                        (`InvalidFields`) first\": the master, sent [4, nil] and (on another connection) [4, [kind, \
+                        (`InvalidFields`) first\"".into(),
+            requirement: "the master, sent [4, nil] and (on another connection) [4, [kind, \
                             message]], closes each after a close envelope of kind InvalidFields, path \"\" and offset \
                                 2".into(),
             body: run(close_reason_not_a_map),
@@ -1136,11 +1143,12 @@ pub mod points {
             id: "spec/8.1/close-reason-read-as-sent".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            requirement: "SPEC §8.1, \"A decoder does not check `kind` against the table ..., nor that `path` and \
+            quote: "SPEC §8.1, \"A decoder does not check `kind` against the table ..., nor that `path` and \
                 `offset` go with \
                 `InvalidFields` (they are read as sent whatever the kind)\", and \"treat the close envelope as the end \
                     of \
-                    the connection: it closes too, sends nothing more\": the master, sent a close envelope of kind \
+                    the connection: it closes too, sends nothing more\"".into(),
+            requirement: "the master, sent a close envelope of kind \
                         NotOnRoute with a path and an offset, closes the connection and sends nothing (no close \
                             envelope \
                             of its own)".into(),
