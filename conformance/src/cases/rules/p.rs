@@ -90,7 +90,6 @@ pub mod judged {
                     no \
                     LaunchExecutor for it".into(),
             body: run(rules_p4_no_launch_after_unregister),
-            ..Case::default()
         });
     }
 

@@ -131,7 +131,6 @@ pub mod closing {
                     WorkerDecommissioning naming itself is shown DECOMMISSIONED (on sparkwire's wire) and gets no \
                         LaunchExecutor when an application asking for executors registers".into(),
             body: run(decommissioned_no_launch),
-            ..Case::default()
         });
     }
 
