@@ -1,7 +1,8 @@
 //! The suite's shape, kept by tests: a case file (under `src/cases/`, but for the catalogue
 //! `cases/mod.rs` that registers them) imports only the kit and the harness, never another
 //! case file and never a fault; the kit (`src/kit/`) imports no case and no fault; no line
-//! under `src/cases/` is over 120 characters. Each rule reads the source as text, the
+//! under `src/cases/` is over 120 characters; no file of `src/` imports itself through others
+//! (no import cycle). Each rule reads the source as text, the
 //! `crate::…` and `super::…` paths of its code (comments left out).
 
 use std::collections::BTreeMap;
@@ -160,4 +161,139 @@ fn the_rules_see_what_they_forbid() {
     assert!(super_stays_home("cases/spec/s14_2.rs", "use super::s7_1;").is_err());
     assert!(super_stays_home("cases/spec/mod.rs", "use super::rules;").is_err());
     assert!(super_stays_home("cases/spec/s8_1.rs", "mod tests { use super::*; }").is_ok());
+}
+
+/// The module a file under `src/` is (`cases/spec/s8_1.rs` is `cases::spec::s8_1`, a folder's
+/// `mod.rs` the folder); `lib.rs` and `main.rs` are the crate's roots, no module.
+fn module_of(file: &str) -> Option<String> {
+    let path = file.strip_suffix(".rs")?;
+    let path = path.strip_suffix("/mod").unwrap_or(path);
+    (!matches!(path, "lib" | "main")).then(|| path.replace('/', "::"))
+}
+
+/// The modules each module of `src/` names by a `crate::` path in its code (outside its `mod
+/// tests`): for each path, the longest of its prefixes that is a module.
+fn module_graph() -> BTreeMap<String, Vec<String>> {
+    let all = files(&src());
+    let modules: BTreeMap<String, String> = all
+        .iter()
+        .filter_map(|(file, text)| Some((module_of(file)?, text.clone())))
+        .collect();
+    let mut graph = BTreeMap::new();
+    for (module, text) in &modules {
+        let code = code(text);
+        let code = &code[..code.find("mod tests").unwrap_or(code.len())];
+        let mut deps: Vec<String> = Vec::new();
+        for (i, m) in code.match_indices("crate::") {
+            let before = code[..i].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let path: String = code[i + m.len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+            let named = (1..=parts.len())
+                .rev()
+                .map(|k| parts[..k].join("::"))
+                .find(|candidate| modules.contains_key(candidate));
+            if let Some(dep) = named.filter(|d| d != module && !deps.contains(d)) {
+                deps.push(dep);
+            }
+        }
+        graph.insert(module.clone(), deps);
+    }
+    graph
+}
+
+/// A cycle of `graph`, as the modules along it, if it has one.
+fn a_cycle(graph: &BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
+    // 0: not seen, 1: on the current path, 2: done.
+    fn visit(
+        m: &str,
+        graph: &BTreeMap<String, Vec<String>>,
+        state: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(m.to_string(), 1);
+        path.push(m.to_string());
+        for dep in graph.get(m).into_iter().flatten() {
+            match state.get(dep.as_str()).copied().unwrap_or(0) {
+                1 => {
+                    let from = path.iter().position(|p| p == dep).unwrap_or(0);
+                    let mut cycle = path[from..].to_vec();
+                    cycle.push(dep.clone());
+                    return Some(cycle);
+                }
+                0 => {
+                    if let Some(cycle) = visit(dep, graph, state, path) {
+                        return Some(cycle);
+                    }
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        state.insert(m.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for m in graph.keys() {
+        if state.get(m.as_str()).copied().unwrap_or(0) == 0 {
+            if let Some(cycle) = visit(m, graph, &mut state, &mut Vec::new()) {
+                return Some(cycle);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_module_of_the_suite_imports_itself_through_others() {
+    let graph = module_graph();
+    assert!(
+        graph.contains_key("cases::spec::s8_1") && graph.contains_key("kit::master"),
+        "the graph has every file's module: {:?}",
+        graph.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        a_cycle(&graph),
+        None,
+        "an import cycle between the suite's files"
+    );
+}
+
+#[test]
+fn the_cycle_finder_finds_a_cycle() {
+    let graph: BTreeMap<String, Vec<String>> = [
+        ("case", vec!["env"]),
+        ("env", vec!["peer"]),
+        ("peer", vec!["case"]),
+        ("kit", vec!["case"]),
+    ]
+    .into_iter()
+    .map(|(m, d)| (m.to_string(), d.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(
+        a_cycle(&graph),
+        Some(vec![
+            "case".into(),
+            "env".into(),
+            "peer".into(),
+            "case".into()
+        ])
+    );
+    let acyclic: BTreeMap<String, Vec<String>> = [
+        ("kit".to_string(), vec!["case".to_string()]),
+        ("case".to_string(), vec![]),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(a_cycle(&acyclic), None);
+    assert_eq!(
+        module_of("cases/spec/mod.rs").as_deref(),
+        Some("cases::spec")
+    );
+    assert_eq!(module_of("lib.rs"), None);
 }
