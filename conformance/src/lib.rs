@@ -6,27 +6,24 @@
 //! requirement sentence, its level (MUST or SHOULD) and a timeout; [`runner::run`] runs them and
 //! [`report`] writes the human, JSON and JUnit reports. [`cases`] lists every case of a target.
 //! It uses only sparkwire's public API, as an outside tester would.
+//!
+//! Four parts: the [`harness`] (cases and their registration, the run's settings, connections,
+//! the runner and the reports), the [`kit`] (what a case is written with), the [`cases`] (one
+//! folder per protocol document, one file per section) and the [`fault`]s the self-test plants;
+//! [`documents`] renders CASES.md, COVERAGE.md and SPARK.md.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod canonical;
-pub mod case;
 pub mod cases;
 pub mod documents;
-pub mod env;
 pub mod fault;
-pub mod health;
+pub mod harness;
 pub mod kit;
-pub mod mp;
-pub mod peer;
-pub mod report;
-pub mod runner;
-pub mod spark_wire;
-pub mod spawn;
-
-pub mod verdict;
 
 pub use case::{Case, Level, Planned, Target, Verdict};
+pub use harness::{
+    canonical, case, env, health, mp, peer, report, runner, spark_wire, spawn, verdict,
+};
 
 /// Every case of `target`, in report order: by id, its numbers read as numbers (`spec/8/…`
 /// before `spec/8.1/…` before `spec/14/…`), so that where a case is written does not change

@@ -8,20 +8,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The modules of the harness a case or the kit may import: verdicts, the case, the
-/// run's settings and context, connections and their wire logs, the endpoint's health, the
-/// processes the suite starts, Spark's wire, MessagePack and canonical maps.
-const HARNESS: [&str; 9] = [
-    "verdict",
-    "case",
-    "env",
-    "peer",
-    "health",
-    "spawn",
-    "spark_wire",
-    "mp",
-    "canonical",
-];
+/// What a case or the kit may import besides the kit: the harness (`src/harness/`: verdicts, the
+/// case, the run's settings and context, connections and their wire logs, the endpoint's health,
+/// the processes the suite starts, Spark's wire, MessagePack and canonical maps).
+const HARNESS: [&str; 1] = ["harness"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

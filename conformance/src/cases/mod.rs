@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use sparkwire::wire::handshake::Role;
 
-use crate::case::{Case, Planned, Sharing};
+use crate::harness::case::{Case, Planned, Sharing};
+use crate::harness::verdict::Target;
 use crate::kit::support;
-use crate::verdict::Target;
 
 /// Why the case `id` checks something only sparkwire's own wire has, so that it is skipped on
 /// Spark's wire (`--wire spark`); `None` for a case about behaviour, which runs on either wire.
@@ -269,7 +269,7 @@ fn plan(target: Target, case: Case) -> Planned {
         },
         body: match needs.is_empty() {
             true => body,
-            false => crate::case::run(move |ctx| {
+            false => crate::harness::case::run(move |ctx| {
                 let (body, needs) = (Arc::clone(&body), needs.clone());
                 async move {
                     for need in needs {
@@ -282,12 +282,16 @@ fn plan(target: Target, case: Case) -> Planned {
     }
 }
 
-/// The probes of the endpoint the run watches beside its cases ([`crate::health`]): a master
+/// The probes of the endpoint the run watches beside its cases ([`crate::harness::health`]): a master
 /// at an address, which every case shares; none for the endpoints the suite starts (or waits
 /// for) once per case.
-pub fn probes(settings: &std::sync::Arc<crate::env::Settings>) -> Option<crate::health::Probes> {
+pub fn probes(
+    settings: &std::sync::Arc<crate::harness::env::Settings>,
+) -> Option<crate::harness::health::Probes> {
     match (settings.target, &settings.endpoint) {
-        (Target::Master, crate::env::Endpoint::Addr(_)) => Some(support::master::probes(settings)),
+        (Target::Master, crate::harness::env::Endpoint::Addr(_)) => {
+            Some(support::master::probes(settings))
+        }
         _ => None,
     }
 }
@@ -295,9 +299,9 @@ pub fn probes(settings: &std::sync::Arc<crate::env::Settings>) -> Option<crate::
 /// Checks that the endpoint can be reached (or started) before any case runs, and puts the
 /// fault proxy, if one is asked for, in front of it. Fails when the suite cannot run.
 pub async fn prepare(
-    mut settings: crate::env::Settings,
-) -> Result<(crate::env::Settings, Option<crate::fault::Proxy>), String> {
-    use crate::env::Endpoint;
+    mut settings: crate::harness::env::Settings,
+) -> Result<(crate::harness::env::Settings, Option<crate::fault::Proxy>), String> {
+    use crate::harness::env::Endpoint;
     match settings.endpoint.clone() {
         Endpoint::Addr(addr) => {
             tokio::time::timeout(

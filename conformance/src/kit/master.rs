@@ -14,12 +14,12 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-pub use crate::case::Need;
-use crate::env::{Ctx, Endpoint, Wire};
+pub use crate::harness::case::Need;
+use crate::harness::env::{Ctx, Endpoint, Wire};
+use crate::harness::peer::Conn;
+use crate::harness::verdict::{fail, Failure, Outcome};
 use crate::kit::common::unique;
 use crate::kit::common::wait;
-use crate::peer::Conn;
-use crate::verdict::{fail, Failure, Outcome};
 
 type D = DeployMessage;
 
@@ -499,18 +499,18 @@ pub async fn expect_heartbeating<T>(
                     tokio::time::sleep_until(slice_end).await;
                     break;
                 }
-                Some(crate::peer::Event::Frame(body)) => {
+                Some(crate::harness::peer::Event::Frame(body)) => {
                     let env = sparkwire::wire::decode_envelope::<D>(&body, conn.v())
                         .map_err(|e| fail(want, format!("an undecodable frame: {e}")))?;
                     if let Some(t) = pick(&env) {
                         return Ok(t);
                     }
-                    seen.push(crate::peer::envelope_label(&env));
+                    seen.push(crate::harness::peer::envelope_label(&env));
                 }
-                Some(crate::peer::Event::Closed(how)) => {
+                Some(crate::harness::peer::Event::Closed(how)) => {
                     return Err(fail(want, format!("the connection closed ({how})")))
                 }
-                Some(crate::peer::Event::TooLarge(n)) => {
+                Some(crate::harness::peer::Event::TooLarge(n)) => {
                     return Err(fail(want, format!("a frame declaring {n} bytes")))
                 }
             }
@@ -537,7 +537,7 @@ pub async fn expect_false_or_refused(ctx: &Ctx, c: &mut Conn, id: u64, want: Str
             ..
         })
         | Ok(Envelope::Failure { .. }) => Ok(()),
-        Ok(other) => Err(fail(want, crate::peer::envelope_label(&other))),
+        Ok(other) => Err(fail(want, crate::harness::peer::envelope_label(&other))),
         Err(Failure::Fail { seen, .. }) if seen.contains("closed") => Ok(()),
         Err(e) => Err(e),
     }

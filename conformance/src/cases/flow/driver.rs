@@ -1,15 +1,15 @@
 //! `flow/driver/…`: the flows of a driver: a whole conversation with the suite playing its peers.
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Level;
 use crate::kit::common::wait;
 use crate::kit::driver::*;
-use crate::peer::Conn;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Level;
 use sparkwire::messages::coarse::*;
 use sparkwire::messages::CoarseMessage;
 use sparkwire::messages::DeployMessage;

@@ -1,15 +1,15 @@
 //! `flow/executor/…`: the flows of a executor: a whole conversation with the suite playing its peers.
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Level;
 use crate::kit::common::wait;
 use crate::kit::executor::*;
 use crate::kit::spawned;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Level;
 use sparkwire::messages::coarse::*;
 use sparkwire::messages::CoarseMessage;
 use sparkwire::messages::TaskState;

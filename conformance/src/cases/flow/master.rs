@@ -1,22 +1,22 @@
 //! `flow/master/…`: the flows of a master: a whole conversation with the suite playing its peers.
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Sharing;
-use crate::case::Target;
-use crate::env::Ctx;
-use crate::env::Wire;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Sharing;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::env::Wire;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::spark_id;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
 use crate::kit::master::*;
 use crate::kit::support::master::*;
 use crate::kit::support::master_clients::*;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::DriverState;
 use sparkwire::messages::ExecutorState;
@@ -1278,10 +1278,13 @@ async fn flow_master_heartbeat_keeps_alive(ctx: Ctx) -> Outcome {
 
 /// The cases about points.
 pub mod points {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::master::app;
     use crate::kit::master::app_desc;
     use crate::kit::master::launch;
@@ -1289,9 +1292,6 @@ pub mod points {
     use crate::kit::master::worker;
     use crate::kit::master::Need;
     use crate::kit::support::open_points::*;
-    use crate::verdict::check;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::ExecutorState;
     use sparkwire::messages::Version;
     use std::time::Duration;
@@ -1315,7 +1315,7 @@ pub mod points {
     }
 
     async fn v1_worker_lost(ctx: Ctx) -> Outcome {
-        crate::peer::require_version(&ctx.log, Version::V1)?;
+        crate::harness::peer::require_version(&ctx.log, Version::V1)?;
         let mut w = worker(&ctx, "worker", 1, 4096, Version::V1).await?;
         let (mut app_conn, id) =
             app(&ctx, "app", app_desc(Some(1), 128, None), Version::V1).await?;

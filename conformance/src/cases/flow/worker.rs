@@ -2,10 +2,15 @@
 
 /// The cases about launch.
 pub mod launch {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Failure;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::unique;
     use crate::kit::support::spec14_launch::*;
     use crate::kit::worker::allowed_exec;
@@ -13,11 +18,6 @@ pub mod launch {
     use crate::kit::worker::registered;
     use crate::kit::worker::ui_conn;
     use crate::kit::worker::worker_state;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Failure;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;
     use sparkwire::wire::encode_envelope;
@@ -106,17 +106,17 @@ pub mod launch {
 
 /// The worker's own flows: registration, heartbeats, launching executors and drivers.
 pub mod flows {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
     use crate::kit::common::spark_id;
     use crate::kit::common::wait;
     use crate::kit::spawned;
     use crate::kit::worker::*;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::DriverDescription;
@@ -392,8 +392,8 @@ pub mod flows {
                 // A Spark worker runs a command's mainClass as a JVM class (SPEC §15.4 S4): its
                 // process is `java … /bin/sleep 0.2`, whose status is the JVM's, not sleep's.
                 let status_ok = match ctx.log.wire() {
-                    crate::env::Wire::Sparkwire => s.exit_status == Some(0),
-                    crate::env::Wire::Spark(_) => s.exit_status.is_some(),
+                    crate::harness::env::Wire::Sparkwire => s.exit_status == Some(0),
+                    crate::harness::env::Wire::Spark(_) => s.exit_status.is_some(),
                 };
                 check(
                     s.state == ExecutorState::Exited && status_ok,

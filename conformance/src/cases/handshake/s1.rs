@@ -1,16 +1,16 @@
 //! `handshake/1/…`: protocol/handshake.md §1.
 
-use crate::case::bind;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::bind;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::peer::frame;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::server::*;
 use crate::kit::support::server::*;
-use crate::mp;
-use crate::peer::frame;
-use crate::verdict::fail;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::wire::handshake::Answer;
 use sparkwire::wire::handshake::RefusalReason;
 use std::time::Duration;

@@ -2,19 +2,19 @@
 
 /// The cases about admin.
 pub mod admin {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::Conn;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::own_server::served;
     use crate::kit::own_server::Server;
     use crate::kit::own_server::Settings;
     use crate::kit::support::admin::*;
-    use crate::peer::Conn;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::Version;
     use sparkwire::wire::handshake::encode_hello;
     use sparkwire::wire::handshake::Answer;
@@ -74,7 +74,8 @@ pub mod admin {
         let s = admin_server(&ctx).await?;
         let admin = another_admin_secret()?;
         let mut c = Conn::connect(s.addr, "ui-wrong-admin", Role::Ui, &ctx.log).await?;
-        let hello = Hello::new(&[Version::V2], Role::Ui, "").with_auth(crate::peer::nonce()?);
+        let hello =
+            Hello::new(&[Version::V2], Role::Ui, "").with_auth(crate::harness::peer::nonce()?);
         let mut body = Vec::new();
         encode_hello(&hello, &mut body);
         c.send_frame(&body).await?;
@@ -91,19 +92,19 @@ pub mod admin {
 
 /// The cases about auth.
 pub mod auth {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Sharing;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Sharing;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::Conn;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
     use crate::kit::auth::*;
     use crate::kit::client::Start;
     use crate::kit::common::wait;
     use crate::kit::support::auth::*;
-    use crate::peer::Conn;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
     use sparkwire::messages::DeployMessage as D;
     use sparkwire::messages::Version;
     use sparkwire::wire::handshake::encode_hello;
@@ -127,7 +128,7 @@ pub mod auth {
                 hmac-sha256, a 32-byte nonce and a server proof that verifies with the secret over the hello frame"),
             body: secured(&s, move |ctx: Ctx, k, g| async move {
                 let c = challenged(&ctx, g.at.addr, g.role, "challenge", &k).await?;
-                let nonce = crate::mp::challenge_nonce(&c.challenge);
+                let nonce = crate::harness::mp::challenge_nonce(&c.challenge);
                 check(
                     nonce.as_ref().is_some_and(|n| n.len() == NONCE_LEN)
                         && nonce.as_deref() != c.hello.auth.as_ref().map(|n| &n[..]),
@@ -148,7 +149,8 @@ pub mod auth {
             body: secured(&s, move |ctx: Ctx, k, g| async move {
                 let a = challenged(&ctx, g.at.addr, g.role, "nonce", &k).await?;
                 let b = challenged(&ctx, g.at.addr, g.role, "nonce", &k).await?;
-                let (na, nb) = (crate::mp::challenge_nonce(&a.challenge), crate::mp::challenge_nonce(&b.challenge));
+                let na = crate::harness::mp::challenge_nonce(&a.challenge);
+                let nb = crate::harness::mp::challenge_nonce(&b.challenge);
                 check(na.is_some() && na != nb, "two different nonces", format!("{na:?} and {nb:?}"))
             }),
             ..Case::default()
@@ -310,7 +312,7 @@ pub mod auth {
                         {}",
                             v.number()
                         ),
-                        crate::peer::describe(c.family, &body, v),
+                        crate::harness::peer::describe(c.family, &body, v),
                     )
                 }
             }),
@@ -348,7 +350,7 @@ pub mod auth {
                     ctx,
                     st.clone(),
                     |k, hello, _| {
-                        let nonce = crate::peer::nonce()?;
+                        let nonce = crate::harness::peer::nonce()?;
                         let mut other = Vec::new();
                         encode_hello(&hello.clone().with_auth(nonce), &mut other);
                         challenge_body(k, &frame_bytes(&other))

@@ -1,15 +1,15 @@
 //! `handshake/10.2/…`: protocol/handshake.md §10.2.
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Sharing;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Sharing;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::Level;
 use crate::kit::auth::*;
 use crate::kit::client::Start;
 use crate::kit::support::auth::*;
-use crate::peer::Conn;
-use crate::verdict::Level;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::encode_answer;
 use sparkwire::wire::handshake::Accepted;

@@ -1,17 +1,17 @@
 //! `handshake/11/…`: protocol/handshake.md §11.
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::peer::Event;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
 use crate::kit::own_server::Server;
 use crate::kit::own_server::Settings;
-use crate::peer::Conn;
-use crate::peer::Event;
-use crate::verdict::fail;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::connection::Connection;
 use sparkwire::connection::ConnectionConfig;
 use sparkwire::connection::Security;

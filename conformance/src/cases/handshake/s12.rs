@@ -1,15 +1,15 @@
 //! `handshake/12/…`: protocol/handshake.md §12.
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::verdict::check;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::master::addr;
 use crate::kit::support::handshake_features::*;
-use crate::mp;
-use crate::verdict::check;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::Hello;
 use sparkwire::wire::handshake::Role;
@@ -82,18 +82,18 @@ async fn unknown_feature_not_taken(ctx: Ctx) -> Outcome {
 
 /// The cases about points.
 pub mod points {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::open_offering;
     use crate::kit::master::addr;
     use crate::kit::support::open_points::*;
-    use crate::mp;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::Version;
     use sparkwire::wire::handshake::decode_answer;
     use sparkwire::wire::handshake::Answer;

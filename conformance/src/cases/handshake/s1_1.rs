@@ -1,16 +1,16 @@
 //! `handshake/1.1/…`: protocol/handshake.md §1.1.
 
-use crate::case::bind;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::bind;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::verdict::check;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
 use crate::kit::server::*;
 use crate::kit::support::server::*;
-use crate::mp;
-use crate::verdict::check;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::messages::Version;
 
 /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's

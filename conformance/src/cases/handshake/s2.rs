@@ -2,16 +2,16 @@
 
 /// The cases about client.
 pub mod client {
-    use crate::case::bind;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::frame;
+    use crate::harness::peer::Event;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
     use crate::kit::client::*;
     use crate::kit::support::client::*;
-    use crate::peer::frame;
-    use crate::peer::Event;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
     use sparkwire::wire::handshake::Answer;
     use sparkwire::wire::handshake::Refusal;
     use sparkwire::wire::handshake::RefusalReason;
@@ -68,19 +68,19 @@ pub mod client {
 
 /// The cases about server.
 pub mod server {
-    use crate::case::bind;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::peer::frame;
+    use crate::harness::peer::Event;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::server::*;
     use crate::kit::support::server::*;
-    use crate::mp;
-    use crate::peer::frame;
-    use crate::peer::Event;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::wire::handshake::Answer;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's

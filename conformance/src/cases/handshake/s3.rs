@@ -2,14 +2,14 @@
 
 /// The cases about client.
 pub mod client {
-    use crate::case::bind;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
     use crate::kit::client::*;
     use crate::kit::support::client::*;
-    use crate::verdict::check;
-    use crate::verdict::Level;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the connecting endpoint `s` (a worker, a driver's application
@@ -87,15 +87,15 @@ pub mod client {
 
 /// The cases about server.
 pub mod server {
-    use crate::case::bind;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::server::*;
     use crate::kit::support::server::*;
-    use crate::mp;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::Version;
     use sparkwire::wire::handshake::RefusalReason;
 

@@ -2,15 +2,15 @@
 
 /// The cases about client.
 pub mod client {
-    use crate::case::bind;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::peer::frame;
+    use crate::harness::verdict::Level;
     use crate::kit::client::*;
     use crate::kit::support::client::*;
-    use crate::mp;
-    use crate::peer::frame;
-    use crate::verdict::Level;
 
     /// The cases of this section for the connecting endpoint `s` (a worker, a driver's application
     /// client, an executor).
@@ -42,18 +42,18 @@ pub mod client {
 
 /// The cases about limits.
 pub mod limits {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::Conn;
+    use crate::harness::peer::Event;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::own_server::*;
     use crate::kit::support::limits::*;
-    use crate::peer::Conn;
-    use crate::peer::Event;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::wire::handshake::Role;
     use std::time::Duration;
 
@@ -130,19 +130,19 @@ pub mod limits {
 
     async fn before_the_hello(ctx: Ctx) -> Outcome {
         let (s, _held) = at_limit(&ctx, false, 1).await?;
-        let mut entries = crate::mp::hello_entries(&[2], Role::Ui.name(), "over");
-        entries[0] = ("magic", crate::mp::s("not-sparkwire"));
+        let mut entries = crate::harness::mp::hello_entries(&[2], Role::Ui.name(), "over");
+        entries[0] = ("magic", crate::harness::mp::s("not-sparkwire"));
         let want = "tooManyConnections (step 0), not badMagic, for a hello with the wrong magic";
-        let (c, first) = first_frame(&ctx, &s, &crate::mp::map(&entries), want).await?;
+        let (c, first) = first_frame(&ctx, &s, &crate::harness::mp::map(&entries), want).await?;
         too_many(&ctx, c, &first, want).await
     }
 
     async fn before_the_challenge(ctx: Ctx) -> Outcome {
         let (s, _held) = at_limit(&ctx, true, 1).await?;
-        let mut entries = crate::mp::hello_entries(&[2], Role::Ui.name(), "over");
-        entries.extend(crate::peer::auth_entries(s.secret.as_ref())?);
+        let mut entries = crate::harness::mp::hello_entries(&[2], Role::Ui.name(), "over");
+        entries.extend(crate::harness::peer::auth_entries(s.secret.as_ref())?);
         let want = "tooManyConnections with no challenge before it";
-        let (c, first) = first_frame(&ctx, &s, &crate::mp::map(&entries), want).await?;
+        let (c, first) = first_frame(&ctx, &s, &crate::harness::mp::map(&entries), want).await?;
         too_many(&ctx, c, &first, want).await
     }
 
@@ -184,7 +184,7 @@ pub mod limits {
                         want,
                         format!(
                             "an answer ({}) while the 64 other refusals were all still under way",
-                            crate::peer::describe_handshake(&body)
+                            crate::harness::peer::describe_handshake(&body)
                         ),
                     ));
                 }
@@ -196,20 +196,20 @@ pub mod limits {
 
 /// The cases about server.
 pub mod server {
-    use crate::case::bind;
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::peer::HANDSHAKE_LIMIT;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::server::*;
     use crate::kit::support::server::*;
-    use crate::mp;
-    use crate::peer::HANDSHAKE_LIMIT;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::wire::handshake::Answer;
     use sparkwire::wire::handshake::RefusalReason;
 
@@ -618,14 +618,14 @@ pub mod server {
 
 /// The cases about points.
 pub mod points {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::support::open_points::*;
-    use crate::mp;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::wire::handshake::CLOSE_REASON;
 
     /// The cases of this section, each naming its targets.

@@ -1,14 +1,14 @@
 //! `handshake/8/…`: protocol/handshake.md §8.
 
-use crate::case::bind;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::bind;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::peer::frame;
+use crate::harness::verdict::Level;
 use crate::kit::client::*;
 use crate::kit::support::client::*;
-use crate::mp;
-use crate::peer::frame;
-use crate::verdict::Level;
 
 /// The cases of this section for the connecting endpoint `s` (a worker, a driver's application
 /// client, an executor).

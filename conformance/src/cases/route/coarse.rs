@@ -2,17 +2,17 @@
 
 /// The cases about driver.
 pub mod driver {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::Conn;
+    use crate::harness::verdict::Level;
     use crate::kit::common::crossing;
     use crate::kit::common::expect_refused;
     use crate::kit::common::sample;
     use crate::kit::common::wait;
     use crate::kit::driver::*;
-    use crate::peer::Conn;
-    use crate::verdict::Level;
     use sparkwire::messages::CoarseMessage;
     use sparkwire::messages::Version;
     use sparkwire::wire::handshake::Role;
@@ -61,16 +61,16 @@ pub mod driver {
 
 /// The cases about executor.
 pub mod executor {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::Level;
     use crate::kit::common::crossing;
     use crate::kit::common::expect_refused;
     use crate::kit::common::sample;
     use crate::kit::common::wait;
     use crate::kit::executor::*;
-    use crate::verdict::Level;
     use sparkwire::messages::CoarseMessage;
     use sparkwire::messages::Version;
     use sparkwire::wire::Envelope;

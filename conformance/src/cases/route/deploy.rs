@@ -2,10 +2,11 @@
 
 /// The cases about master.
 pub mod master {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::Level;
     use crate::kit::common::crossing;
     use crate::kit::common::envelope_of;
     use crate::kit::common::expect_refused;
@@ -13,7 +14,6 @@ pub mod master {
     use crate::kit::common::wait;
     use crate::kit::master::*;
     use crate::kit::support::master::*;
-    use crate::verdict::Level;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;
     use sparkwire::wire::handshake::Role;
@@ -67,14 +67,14 @@ pub mod master {
 
 /// The cases about worker.
 pub mod worker {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::Level;
     use crate::kit::common::expect_refused;
     use crate::kit::common::wait;
     use crate::kit::worker::*;
-    use crate::verdict::Level;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;
     use sparkwire::wire::Envelope;

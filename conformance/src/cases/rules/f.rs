@@ -1,13 +1,13 @@
 //! `rules/f/…`: protocol/rules.md, the rules F1, F2, ….
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::verdict::check;
+use crate::harness::verdict::Level;
 use crate::kit::common::wait;
 use crate::kit::worker::*;
-use crate::verdict::check;
-use crate::verdict::Level;
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::Addr;
 use sparkwire::messages::DeployMessage;

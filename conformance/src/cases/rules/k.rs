@@ -1,17 +1,17 @@
 //! `rules/k/…`: protocol/rules.md, the rules K1, K2, ….
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
 use crate::kit::driver::registered;
 use crate::kit::driver::SMALL;
 use crate::kit::support::cluster_manager::*;
-use crate::peer::Conn;
-use crate::verdict::Failure;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::messages::CoarseMessage;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::Hello;

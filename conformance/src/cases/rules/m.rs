@@ -1,13 +1,13 @@
 //! `rules/m/…`: protocol/rules.md, the rules M1, M2, ….
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::verdict::Level;
 use crate::kit::common::expect_refused;
 use crate::kit::common::wait;
 use crate::kit::master::*;
-use crate::verdict::Level;
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;

@@ -2,16 +2,16 @@
 
 /// The cases about end obligations.
 pub mod end_obligations {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::executor;
     use crate::kit::support::end_obligations::*;
     use crate::kit::worker;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::coarse::LaunchTask;
     use sparkwire::messages::CoarseMessage;
     use sparkwire::messages::Version;
@@ -89,17 +89,17 @@ pub mod end_obligations {
 
 /// The cases about judged.
 pub mod judged {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::unique;
     use crate::kit::master::app_desc;
     use crate::kit::master::open;
     use crate::kit::master::Need;
     use crate::kit::support::master_judged::*;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::RegisterApplication;
     use sparkwire::messages::Addr;
     use sparkwire::messages::DeployMessage;

@@ -2,15 +2,15 @@
 
 /// The cases about driver.
 pub mod driver {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
     use crate::kit::common::wait;
     use crate::kit::driver::*;
     use crate::kit::spawned;
-    use crate::verdict::check;
-    use crate::verdict::Level;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;
     use sparkwire::wire::Envelope;
@@ -41,7 +41,7 @@ pub mod driver {
                     matches!(first, Envelope::Send(D::RegisterApplication(_))),
                     "a send of \
                     RegisterApplication",
-                    crate::peer::envelope_label(&first),
+                    crate::harness::peer::envelope_label(&first),
                 )?;
                 app.expect_none::<D>(
                     ctx.settings.quiet,
@@ -58,19 +58,19 @@ pub mod driver {
 
 /// The cases about judged.
 pub mod judged {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Sharing;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Sharing;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::master::app;
     use crate::kit::master::app_desc;
     use crate::kit::master::launches;
     use crate::kit::master::worker;
     use crate::kit::master::Need;
-    use crate::verdict::check;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::Version;
     use std::time::Duration;
 
@@ -113,21 +113,21 @@ pub mod judged {
 
 /// The cases about ownership.
 pub mod ownership {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Failure;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::unique;
     use crate::kit::common::wait;
     use crate::kit::master::app;
     use crate::kit::master::app_desc;
     use crate::kit::master::open;
     use crate::kit::support::spec14::*;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Failure;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::Addr;
     use sparkwire::messages::DeployMessage;
@@ -230,7 +230,7 @@ pub mod ownership {
                 ..
             })
             | Ok(Envelope::Failure { .. }) => Ok(()),
-            Ok(other) => Err(fail(want, crate::peer::envelope_label(&other))),
+            Ok(other) => Err(fail(want, crate::harness::peer::envelope_label(&other))),
             Err(Failure::Fail { seen, .. }) if seen.contains("closed") => Ok(()),
             Err(e) => Err(e),
         }

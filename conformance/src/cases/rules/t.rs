@@ -2,13 +2,13 @@
 
 /// The cases about driver.
 pub mod driver {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
     use crate::kit::driver::*;
-    use crate::verdict::check;
-    use crate::verdict::Level;
     use sparkwire::messages::CoarseMessage;
     use sparkwire::messages::Version;
     use sparkwire::wire::Envelope;
@@ -60,15 +60,15 @@ pub mod driver {
 
 /// The cases about executor.
 pub mod executor {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
     use crate::kit::common::wait;
     use crate::kit::executor::*;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
     use sparkwire::messages::coarse::*;
     use sparkwire::messages::CoarseMessage;
     use sparkwire::messages::Version;

@@ -2,17 +2,17 @@
 
 /// The cases about ownership.
 pub mod ownership {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::master::open;
     use crate::kit::master::state;
     use crate::kit::master::worker;
     use crate::kit::support::spec14::*;
-    use crate::verdict::check;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::Version;
     use sparkwire::messages::WorkerState;
     use sparkwire::wire::handshake::Role;
@@ -91,20 +91,20 @@ pub mod ownership {
 
 /// The cases about closing.
 pub mod closing {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Sharing;
-    use crate::case::Target;
-    use crate::env::Ctx;
-    use crate::env::Wire;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Sharing;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::env::Wire;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::master::app;
     use crate::kit::master::app_desc;
     use crate::kit::master::state;
     use crate::kit::master::worker;
     use crate::kit::master::worker_ref;
     use crate::kit::master::Need;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;
@@ -172,15 +172,15 @@ pub mod closing {
 
 /// The cases about worker.
 pub mod worker {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
     use crate::kit::common::wait;
     use crate::kit::spawned;
     use crate::kit::worker::*;
-    use crate::verdict::check;
-    use crate::verdict::Level;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;
@@ -203,7 +203,7 @@ pub mod worker {
                 spawned::accept(&ctx, &mut conn, &hello, &[Version::V1, Version::V2], "master").await?;
                 let first = conn.recv::<D>(wait(&ctx), "RegisterWorker").await?;
                 check(matches!(first, Envelope::Send(D::RegisterWorker(_))), "a send of \
-                    RegisterWorker", crate::peer::envelope_label(&first))?;
+                    RegisterWorker", crate::harness::peer::envelope_label(&first))?;
                 conn.expect_none::<D>(ctx.settings.quiet, "nothing before \
                     RegisteredWorker", |e| !matches!(e, Envelope::Send(D::RegisterWorker(_)))).await
             }),

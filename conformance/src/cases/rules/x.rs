@@ -2,16 +2,16 @@
 
 /// The cases about driver.
 pub mod driver {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::Conn;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
     use crate::kit::common::wait;
     use crate::kit::driver::*;
-    use crate::peer::Conn;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
     use sparkwire::messages::coarse::*;
     use sparkwire::messages::CoarseMessage;
     use sparkwire::messages::Version;
@@ -109,12 +109,12 @@ pub mod driver {
 
 /// The cases about executor.
 pub mod executor {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::Level;
     use crate::kit::executor::*;
-    use crate::verdict::Level;
     use sparkwire::messages::Version;
 
     /// The cases of this section, each naming its targets.

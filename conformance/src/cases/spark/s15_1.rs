@@ -1,17 +1,17 @@
 //! `spark/15.1/…`: SPEC §15.1, Spark's own wire.
 
-use crate::case::bind;
-use crate::case::Case;
-use crate::case::Sharing;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::bind;
+use crate::harness::case::Case;
+use crate::harness::case::Sharing;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::spark_wire::endpoint_of;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Level;
 use crate::kit::common::wait;
 use crate::kit::spark::*;
 use crate::kit::support::spark::*;
-use crate::spark_wire::endpoint_of;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Level;
 use bytes::Bytes;
 use sparkwire::messages::DeployMessage;
 use sparkwire::wire::Envelope;

@@ -1,20 +1,20 @@
 //! `spark/15.2/…`: SPEC §15.2, Spark's own wire.
 
-use crate::case::bind;
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Sharing;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::bind;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Sharing;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Event;
+use crate::harness::spark_wire::endpoint_of;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
 use crate::kit::spark::*;
 use crate::kit::support::spark::*;
-use crate::peer::Event;
-use crate::spark_wire::endpoint_of;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::Role;
@@ -347,7 +347,7 @@ pub fn cases(cs: &mut Vec<Case>) {
             the worker's reference (where the suite listens)".into(),
         body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
-            let listener = crate::peer::Listener::bind(([127, 0, 0, 1], 0).into(), &ctx.log)
+            let listener = crate::harness::peer::Listener::bind(([127, 0, 0, 1], 0).into(), &ctx.log)
                 .await
                 .map_err(|e| fail("a listening socket", e))?;
             let port = i32::from(listener.addr().port());

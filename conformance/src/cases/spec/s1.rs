@@ -1,10 +1,13 @@
 //! `spec/1/…`: SPEC §1 (protocol/SPEC.md).
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Sharing;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Sharing;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
 use crate::kit::master::app;
 use crate::kit::master::app_desc;
@@ -13,9 +16,6 @@ use crate::kit::master::register_worker_msg;
 use crate::kit::master::settle;
 use crate::kit::master::state;
 use crate::kit::support::spec1::*;
-use crate::verdict::fail;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::Role;

@@ -2,14 +2,14 @@
 
 /// The cases about driver.
 pub mod driver {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
     use crate::kit::common::wait;
     use crate::kit::driver::*;
-    use crate::verdict::check;
-    use crate::verdict::Level;
     use sparkwire::messages::CoarseMessage;
     use sparkwire::messages::Version;
     use sparkwire::wire::Envelope;
@@ -54,14 +54,14 @@ pub mod driver {
 
 /// The cases about executor.
 pub mod executor {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
     use crate::kit::executor::*;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
     use sparkwire::messages::coarse::*;
     use sparkwire::messages::CoarseMessage;
     use sparkwire::messages::TaskState;
@@ -198,18 +198,18 @@ pub mod executor {
 
 /// The cases about tasks.
 pub mod tasks {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::executor::launch;
     use crate::kit::executor::launched;
     use crate::kit::executor::registered;
     use crate::kit::executor::task;
-    use crate::verdict::check;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::coarse::*;
     use sparkwire::messages::CoarseMessage;
     use sparkwire::messages::TaskState;

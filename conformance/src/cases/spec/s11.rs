@@ -2,17 +2,17 @@
 
 /// The cases about vectors.
 pub mod vectors {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::replay::*;
     use crate::kit::support::spec11::*;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::wire::handshake::Role;
     use std::time::Duration;
 
@@ -161,10 +161,13 @@ pub mod vectors {
 
 /// The cases about driver.
 pub mod driver {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::Failure;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::unique;
     use crate::kit::common::wait;
     use crate::kit::driver::registered;
@@ -176,9 +179,6 @@ pub mod driver {
     use crate::kit::replay::Replay;
     use crate::kit::spawned;
     use crate::kit::support::spec11_driver::*;
-    use crate::verdict::Failure;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::DeployMessage;
     use sparkwire::wire::handshake::Role;
     use sparkwire::wire::Envelope;

@@ -2,14 +2,14 @@
 
 /// The cases about vectors.
 pub mod vectors {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::support::spec11::*;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::DeployMessage;
     use sparkwire::wire::Envelope;
     use std::time::Duration;
@@ -97,15 +97,15 @@ pub mod vectors {
 
 /// The cases about driver.
 pub mod driver {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::replay::refused_with;
     use crate::kit::replay::stays_open;
     use crate::kit::support::spec11_driver::*;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
 
     /// The cases of this section, each naming its targets.
     pub fn cases(cs: &mut Vec<Case>) {
@@ -161,14 +161,14 @@ pub mod driver {
 
 /// The cases about fields.
 pub mod fields {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp::map;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::support::spec4_fields::*;
-    use crate::mp::map;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use std::time::Duration;
 
     /// The cases of this section, each naming its targets.

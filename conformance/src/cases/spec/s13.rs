@@ -2,19 +2,19 @@
 
 /// The cases about admin.
 pub mod admin {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::master::app_desc;
     use crate::kit::master::register_worker_msg;
     use crate::kit::own_server::served;
     use crate::kit::support::admin::*;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::DecommissionWorkersOnHosts;
     use sparkwire::messages::deploy::RequestClearCompletedDriversAndApps;
     use sparkwire::messages::deploy::RequestDriverStatus;
@@ -214,22 +214,22 @@ pub mod admin {
                 }
             ),
             want,
-            crate::peer::envelope_label(&got),
+            crate::harness::peer::envelope_label(&got),
         )
     }
 }
 
 /// The cases about auth.
 pub mod auth {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Sharing;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Sharing;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
     use crate::kit::auth::*;
     use crate::kit::support::auth::*;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
     use sparkwire::messages::DeployMessage as D;
     use sparkwire::messages::Version;
     use sparkwire::wire::encode_envelope;

@@ -2,12 +2,17 @@
 
 /// The cases about ownership.
 pub mod ownership {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Sharing;
-    use crate::case::Target;
-    use crate::env::Ctx;
-    use crate::env::Wire;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Sharing;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::env::Wire;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Failure;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::unique;
     use crate::kit::common::wait;
     use crate::kit::master::app;
@@ -24,11 +29,6 @@ pub mod ownership {
     use crate::kit::ownership::two_workers;
     use crate::kit::support::spec14::*;
     use crate::kit::support::spec14_ownership::*;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Failure;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::Addr;
     use sparkwire::messages::DeployMessage;
@@ -594,7 +594,7 @@ pub mod ownership {
                 Ok(Envelope::Failure { error, .. }) => {
                     last = format!("a failure {}: {:?}", error.class_name, error.message);
                 }
-                Ok(other) => return Err(fail(want, crate::peer::envelope_label(&other))),
+                Ok(other) => return Err(fail(want, crate::harness::peer::envelope_label(&other))),
                 Err(Failure::Fail { seen, .. }) if seen.contains("closed") => {
                     last = "the connection closed".into();
                 }
@@ -818,7 +818,7 @@ pub mod ownership {
             .await;
         match got {
             Ok(Envelope::Failure { .. }) => {}
-            Ok(other) => return Err(fail(want, crate::peer::envelope_label(&other))),
+            Ok(other) => return Err(fail(want, crate::harness::peer::envelope_label(&other))),
             Err(Failure::Fail { seen, .. }) if seen.contains("closed") => {}
             Err(e) => return Err(e),
         }
@@ -903,10 +903,14 @@ pub mod ownership {
 
 /// The cases about launch.
 pub mod launch {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::Conn;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::expect_refused;
     use crate::kit::common::unique;
     use crate::kit::common::wait;
@@ -919,10 +923,6 @@ pub mod launch {
     use crate::kit::worker::state_change;
     use crate::kit::worker::ui_conn;
     use crate::kit::worker::worker_state;
-    use crate::peer::Conn;
-    use crate::verdict::check;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::coarse::ExecutorDecommissioning;
     use sparkwire::messages::coarse::LaunchedExecutor;
     use sparkwire::messages::coarse::StatusUpdate;
@@ -1147,16 +1147,16 @@ pub mod launch {
 
 /// The cases about points.
 pub mod points {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::master::submit;
     use crate::kit::support::open_points::*;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use std::time::Duration;
 
     /// The cases of this section, each naming its targets.

@@ -2,18 +2,18 @@
 
 /// The cases about ownership.
 pub mod ownership {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Failure;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::master::worker;
     use crate::kit::support::spec14::*;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Failure;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;
@@ -68,7 +68,7 @@ pub mod ownership {
                 Err(e) => return Err(e),
             };
             // Read by hand, so that a failure missing a key is seen as such.
-            let Some(value) = crate::mp::to_json(&body) else {
+            let Some(value) = crate::harness::mp::to_json(&body) else {
                 return Err(fail(want, "a frame that is not MessagePack"));
             };
             let Some(items) = value.as_array() else {
@@ -80,7 +80,7 @@ pub mod ownership {
             if items.first().and_then(|t| t.as_u64()) != Some(3) {
                 return Err(fail(
                     want,
-                    crate::peer::describe(w.conn.family, &body, w.conn.v()),
+                    crate::harness::peer::describe(w.conn.family, &body, w.conn.v()),
                 ));
             }
             let error = items.get(2);
@@ -102,10 +102,13 @@ pub mod ownership {
 
 /// The cases about closing.
 pub mod closing {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::master::app;
     use crate::kit::master::app_desc;
     use crate::kit::master::settle;
@@ -113,9 +116,6 @@ pub mod closing {
     use crate::kit::master::worker;
     use crate::kit::master::worker_ref;
     use crate::kit::support::spec14_closing::*;
-    use crate::verdict::check;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;

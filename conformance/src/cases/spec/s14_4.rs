@@ -1,17 +1,17 @@
 //! `spec/14.4/…`: SPEC §14.4 (protocol/SPEC.md).
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::master::app;
 use crate::kit::master::app_desc;
 use crate::kit::master::state;
 use crate::kit::support::spec14::*;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::messages::Version;
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,19 +1,19 @@
 //! `spec/14.5/…`: SPEC §14.5 (protocol/SPEC.md).
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::verdict::check;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::unique;
 use crate::kit::support::spec14_launch::*;
 use crate::kit::worker::allowed_exec;
 use crate::kit::worker::launch_msg;
 use crate::kit::worker::registered;
 use crate::kit::worker::state_change;
-use crate::verdict::check;
-use crate::verdict::Failure;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::DriverState;
 use sparkwire::messages::ExecutorState;

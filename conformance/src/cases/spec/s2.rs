@@ -2,14 +2,14 @@
 
 /// The cases about executor.
 pub mod executor {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::frame;
+    use crate::harness::verdict::Level;
     use crate::kit::common::wait;
     use crate::kit::executor::*;
-    use crate::peer::frame;
-    use crate::verdict::Level;
     use sparkwire::messages::Version;
 
     /// The cases of this section, each naming its targets.
@@ -38,19 +38,19 @@ pub mod executor {
 
 /// The cases about server.
 pub mod server {
-    use crate::case::bind;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::peer::frame;
+    use crate::harness::peer::Event;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::server::*;
     use crate::kit::support::server::*;
-    use crate::mp;
-    use crate::peer::frame;
-    use crate::peer::Event;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
@@ -178,7 +178,7 @@ pub mod server {
             Some(Event::Closed(_)) => Ok(()),
             Some(Event::Frame(b)) => Err(fail(
                 "the connection closed, no answer",
-                crate::peer::describe(c.family, &b, c.v()),
+                crate::harness::peer::describe(c.family, &b, c.v()),
             )),
             Some(Event::TooLarge(n)) => {
                 Err(fail("the connection closed", format!("a prefix of {n}")))

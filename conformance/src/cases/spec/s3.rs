@@ -1,19 +1,19 @@
 //! `spec/3/…`: SPEC §3 (protocol/SPEC.md).
 
-use crate::case::bind;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::bind;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::peer::frame;
+use crate::harness::peer::Event;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
 use crate::kit::server::*;
 use crate::kit::support::server::*;
-use crate::mp;
-use crate::peer::frame;
-use crate::peer::Event;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::messages::Version;
 
 /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
@@ -201,7 +201,7 @@ async fn spec_3_asks_answered_by_id(ctx: Ctx, s: Server) -> Outcome {
         check(
             tag == 2,
             "a reply",
-            crate::peer::describe(c.family, &b, c.v()),
+            crate::harness::peer::describe(c.family, &b, c.v()),
         )?;
         got.push(id);
     }
@@ -234,7 +234,7 @@ async fn spec_3_unknown_reply(ctx: Ctx, s: Server) -> Outcome {
             check(
                 ok,
                 "a close, or the reply to ask 6",
-                crate::peer::describe(c.family, &b, c.v()),
+                crate::harness::peer::describe(c.family, &b, c.v()),
             )
         }
         other => Err(fail("a close, or the reply to ask 6", format!("{other:?}"))),

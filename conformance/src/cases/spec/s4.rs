@@ -2,18 +2,18 @@
 
 /// The cases about server.
 pub mod server {
-    use crate::case::bind;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::peer::frame;
+    use crate::harness::verdict::Failure;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::server::*;
     use crate::kit::support::server::*;
-    use crate::mp;
-    use crate::peer::frame;
-    use crate::verdict::Failure;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
@@ -131,11 +131,11 @@ pub mod server {
 
 /// The cases about encoder.
 pub mod encoder {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::verdict::Level;
     use crate::kit::support::spec4_encoder::*;
-    use crate::verdict::Level;
     use std::time::Duration;
 
     /// The cases of this section, each naming its targets.
@@ -190,14 +190,14 @@ pub mod encoder {
 
 /// The cases about fields.
 pub mod fields {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp::s;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::support::spec4_fields::*;
-    use crate::mp::s;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use std::time::Duration;
 
     /// The cases of this section, each naming its targets.

@@ -2,16 +2,16 @@
 
 /// The cases about server.
 pub mod server {
-    use crate::case::bind;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::peer::frame;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::server::*;
     use crate::kit::support::server::*;
-    use crate::mp;
-    use crate::peer::frame;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
@@ -47,10 +47,17 @@ pub mod server {
 
 /// The cases about executor.
 pub mod executor {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp::arr;
+    use crate::harness::mp::bin;
+    use crate::harness::mp::s;
+    use crate::harness::peer::frame;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::executor::app_config;
     use crate::kit::executor::launched;
@@ -58,13 +65,6 @@ pub mod executor {
     use crate::kit::executor::start;
     use crate::kit::spawned;
     use crate::kit::support::spec4_executor::*;
-    use crate::mp::arr;
-    use crate::mp::bin;
-    use crate::mp::s;
-    use crate::peer::frame;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::coarse::LaunchTask;
     use sparkwire::messages::CoarseMessage;
     use sparkwire::messages::Version;
@@ -179,15 +179,15 @@ pub mod executor {
 
 /// The cases about fields.
 pub mod fields {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp::arr;
+    use crate::harness::mp::s;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::support::spec4_fields::*;
-    use crate::mp::arr;
-    use crate::mp::s;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use std::time::Duration;
 
     /// The cases of this section, each naming its targets.
@@ -295,19 +295,19 @@ pub mod fields {
 
 /// The cases about points.
 pub mod points {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::offering_close_reason;
     use crate::kit::common::reaction_wait;
     use crate::kit::master::addr;
     use crate::kit::server::close_envelope;
     use crate::kit::support::open_points::*;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::wire::handshake::Role;
 
     /// The cases of this section, each naming its targets.
@@ -337,7 +337,7 @@ pub mod points {
                 .find(|v| v.name.starts_with(start))
                 .ok_or_else(|| fail(format!("the decoder.json vector \"{start}…\""), "none"))?;
             let version = spoken(&ctx, &v.versions)?;
-            crate::peer::require_version(&ctx.log, version)?;
+            crate::harness::peer::require_version(&ctx.log, version)?;
             let (mut c, taken) =
                 offering_close_reason(&ctx, addr(&ctx)?, "ui", &[version], Role::Ui, "suite")
                     .await?;

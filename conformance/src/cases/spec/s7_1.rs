@@ -2,13 +2,13 @@
 
 /// The cases about launch.
 pub mod launch {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::worker::registered;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;
@@ -53,15 +53,15 @@ pub mod launch {
 
 /// The cases about asks.
 pub mod asks {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::support::spec7_asks::*;
     use crate::kit::versions::*;
-    use crate::verdict::check;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::DecommissionWorkersOnHosts;
     use sparkwire::messages::deploy::RequestClearCompletedDriversAndApps;
     use sparkwire::messages::deploy::RequestMasterState;

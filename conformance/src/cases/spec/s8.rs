@@ -2,21 +2,21 @@
 
 /// The cases about limits.
 pub mod limits {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::frame;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::unique;
     use crate::kit::common::wait;
     use crate::kit::master::app_desc;
     use crate::kit::master::register_worker_msg;
     use crate::kit::own_server::*;
     use crate::kit::support::limits::*;
-    use crate::peer::frame;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::Heartbeat;
     use sparkwire::messages::deploy::RegisterApplication;
     use sparkwire::messages::deploy::RequestExecutors;
@@ -383,16 +383,16 @@ pub mod limits {
 
 /// The cases about server.
 pub mod server {
-    use crate::case::bind;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::frame;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::server::*;
     use crate::kit::support::server::*;
-    use crate::peer::frame;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
@@ -426,19 +426,19 @@ pub mod server {
 
 /// The cases about closing.
 pub mod closing {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::frame;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::master::app;
     use crate::kit::master::app_desc;
     use crate::kit::master::settle;
     use crate::kit::master::state;
     use crate::kit::master::worker;
     use crate::kit::support::spec14_closing::*;
-    use crate::peer::frame;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use std::time::Duration;
 
     /// The cases of this section, each naming its targets.

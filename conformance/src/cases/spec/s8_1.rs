@@ -2,23 +2,23 @@
 
 /// The cases about client.
 pub mod client {
-    use crate::case::bind;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::peer::frame;
+    use crate::harness::peer::Event;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Failure;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::client::*;
     use crate::kit::common::close_of;
     use crate::kit::common::closed_without_envelope;
     use crate::kit::common::wait;
     use crate::kit::support::client::*;
-    use crate::mp;
-    use crate::peer::frame;
-    use crate::peer::Event;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Failure;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::Version;
     use sparkwire::wire::handshake::Role;
     use sparkwire::wire::handshake::CLOSE_REASON;
@@ -208,8 +208,8 @@ pub mod client {
                 vec![],
             );
             let master_url = match ctx.log.wire() {
-                crate::env::Wire::Sparkwire => format!("sparkwire://{given}"),
-                crate::env::Wire::Spark(_) => format!("spark://{given}"),
+                crate::harness::env::Wire::Sparkwire => format!("sparkwire://{given}"),
+                crate::harness::env::Wire::Spark(_) => format!("spark://{given}"),
             };
             let launch = D::LaunchExecutor(sparkwire::messages::deploy::LaunchExecutor::new(
                 master_url,
@@ -234,7 +234,7 @@ pub mod client {
             ask_id(&first).ok_or_else(|| {
                 fail(
                     "an ask first (RetrieveSparkAppConfig)",
-                    crate::peer::describe(c.family, &first, c.v()),
+                    crate::harness::peer::describe(c.family, &first, c.v()),
                 )
             })?
         };
@@ -284,17 +284,17 @@ pub mod client {
 
 /// The cases about handshake features.
 pub mod handshake_features {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::peer::frame;
+    use crate::harness::peer::Event;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::master::open;
-    use crate::peer::frame;
-    use crate::peer::Event;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::wire::handshake::Role;
     use std::time::Duration;
 
@@ -342,7 +342,7 @@ pub mod handshake_features {
                             want,
                             format!(
                                 "a close envelope: {}",
-                                crate::peer::describe(c.family, &body, c.v())
+                                crate::harness::peer::describe(c.family, &body, c.v())
                             ),
                         ));
                     }
@@ -354,15 +354,15 @@ pub mod handshake_features {
 
 /// The cases about limits.
 pub mod limits {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Failure;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::master::addr;
-    use crate::verdict::check;
-    use crate::verdict::Failure;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::Version;
     use sparkwire::wire::handshake::Role;
     use std::time::Duration;
@@ -417,17 +417,17 @@ pub mod limits {
 
 /// The cases about server.
 pub mod server {
-    use crate::case::bind;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Failure;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::server::*;
     use crate::kit::support::server::*;
-    use crate::mp;
-    use crate::verdict::check;
-    use crate::verdict::Failure;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
@@ -506,19 +506,19 @@ pub mod server {
 
 /// The cases about ownership.
 pub mod ownership {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Failure;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::master::addr;
     use crate::kit::master::register_worker_msg;
     use crate::kit::master::worker;
     use crate::kit::master::worker_ref;
-    use crate::verdict::check;
-    use crate::verdict::Failure;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;
@@ -596,11 +596,18 @@ pub mod ownership {
 
 /// The cases about closes.
 pub mod closes {
-    use crate::case::bind;
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::bind;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::peer::frame;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Failure;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::close_of;
     use crate::kit::common::closed_without_envelope;
     use crate::kit::common::wait;
@@ -608,13 +615,6 @@ pub mod closes {
     use crate::kit::server::close_envelope;
     use crate::kit::support::spec8_closes::*;
     use crate::kit::versions::highest;
-    use crate::mp;
-    use crate::peer::frame;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Failure;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::coarse::LaunchedExecutor;
     use sparkwire::messages::coarse::StopExecutor;
     use sparkwire::messages::coarse::TaskThreadDump;
@@ -1098,21 +1098,21 @@ pub mod closes {
 
 /// The cases about points.
 pub mod points {
-    use crate::case::run;
-    use crate::case::Case;
-    use crate::case::Target;
-    use crate::env::Ctx;
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::mp;
+    use crate::harness::peer::Event;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
     use crate::kit::common::close_of;
     use crate::kit::common::reaction_wait;
     use crate::kit::server::close_envelope;
     use crate::kit::support::open_points::*;
     use crate::kit::versions::highest;
-    use crate::mp;
-    use crate::peer::Event;
-    use crate::verdict::check;
-    use crate::verdict::fail;
-    use crate::verdict::Level;
-    use crate::verdict::Outcome;
     use sparkwire::messages::deploy::RequestMasterState;
     use sparkwire::messages::DeployMessage;
     use sparkwire::wire::decode_envelope;

@@ -1,18 +1,18 @@
 //! `spec/8.2/…`: SPEC §8.2 (protocol/SPEC.md).
 
-use crate::case::run;
-use crate::case::Case;
-use crate::case::Target;
-use crate::env::Ctx;
+use crate::harness::case::run;
+use crate::harness::case::Case;
+use crate::harness::case::Target;
+use crate::harness::env::Ctx;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Level;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::offering_close_reason;
 use crate::kit::replay::slug;
 use crate::kit::server::close_envelope;
 use crate::kit::support::open_points::*;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Level;
-use crate::verdict::Outcome;
 use sparkwire::wire::decode_envelope;
 use sparkwire::wire::handshake::Role;
 use std::time::Duration;

@@ -3,15 +3,15 @@
 //! shared secret and, but one, an admin secret (`--spawn-server`, `{secret_file}` and
 //! `{admin_secret_file}`), both drawn by the suite. One function per case.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
 use crate::kit::own_server::Server;
 use crate::kit::own_server::Settings;
-use crate::peer::Conn;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Family;
 use sparkwire::wire::handshake::Secret;
@@ -56,7 +56,7 @@ pub(crate) async fn denied(ctx: &Ctx, c: &mut Conn, id: u64, m: D) -> Outcome {
             want,
             format!("a failure {}: {}", error.class_name, error.message),
         ),
-        other => Err(fail(want, crate::peer::envelope_label(&other))),
+        other => Err(fail(want, crate::harness::peer::envelope_label(&other))),
     }
 }
 

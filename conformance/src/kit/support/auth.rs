@@ -5,12 +5,18 @@
 //! the suite authenticates the other connections these cases need (as the endpoint's master when
 //! it registers, to ask its state, as an executor's worker), so an endpoint's state can be
 //! checked after a refusal. The other cases of a target run against the same secured endpoint:
-//! with the secret, every connection they open or accept authenticates first (`crate::peer`).
+//! with the secret, every connection they open or accept authenticates first (`crate::harness::peer`).
 
-use crate::case::bind;
-use crate::case::Body;
-use crate::env::Ctx;
-use crate::env::Endpoint;
+use crate::harness::case::bind;
+use crate::harness::case::Body;
+use crate::harness::env::Ctx;
+use crate::harness::env::Endpoint;
+use crate::harness::peer::Conn;
+use crate::harness::peer::Event;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::auth::*;
 use crate::kit::client::Start;
 use crate::kit::common::unique;
@@ -18,12 +24,6 @@ use crate::kit::common::wait;
 use crate::kit::master::register_worker_msg;
 use crate::kit::master::state;
 use crate::kit::server::Listening;
-use crate::peer::Conn;
-use crate::peer::Event;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use bytes::Bytes;
 use sparkwire::messages::Version;
 use sparkwire::wire::encode_envelope;
@@ -96,7 +96,7 @@ pub(crate) async fn challenged(
     secret: &Secret,
 ) -> Result<Challenged, Failure> {
     let mut conn = Conn::connect(addr, "suite", role, &ctx.log).await?;
-    let nonce = crate::peer::nonce()?;
+    let nonce = crate::harness::peer::nonce()?;
     let hello = Hello::new(&[Version::V2], role, id).with_auth(nonce);
     let mut hello_body = Vec::new();
     encode_hello(&hello, &mut hello_body);
@@ -135,7 +135,7 @@ pub(crate) async fn expect_refused(ctx: &Ctx, c: &mut Conn, reasons: &[RefusalRe
             Err(_) => {
                 return Err(fail(
                     want,
-                    crate::peer::describe(c.family, &body, Version::V2),
+                    crate::harness::peer::describe(c.family, &body, Version::V2),
                 ))
             }
         },
@@ -264,7 +264,7 @@ pub(crate) async fn authenticating_hello(
 
 /// A challenge with a fresh nonce whose proof is made with `secret` over `hello_frame`.
 pub(crate) fn challenge_body(secret: &Secret, hello_frame: &[u8]) -> Result<Vec<u8>, Failure> {
-    let nonce = crate::peer::nonce()?;
+    let nonce = crate::harness::peer::nonce()?;
     let mut out = Vec::new();
     encode_challenge(
         &Challenge {

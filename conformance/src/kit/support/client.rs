@@ -2,16 +2,16 @@
 //! application client to its master, an executor to its driver): the client's side of the
 //! handshake (protocol/handshake.md §2–4, 6–8).
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::peer::frame;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::check;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::client::*;
 use crate::kit::common::wait;
 use crate::kit::spawned::Run;
-use crate::mp;
-use crate::peer::frame;
-use crate::peer::Conn;
-use crate::verdict::check;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::Hello;
 use sparkwire::wire::handshake::Role;
@@ -92,7 +92,7 @@ pub(crate) async fn proceeds(
     check(
         ok,
         format!("an envelope decoding at version {}", v.number()),
-        crate::peer::describe(c.family, &body, v),
+        crate::harness::peer::describe(c.family, &body, v),
     )
 }
 

@@ -2,7 +2,7 @@
 //! `cluster-manager` (handshake.md §7) and never registers (no RegisterClusterManager), so that
 //! a driver that asks a cluster manager for executors before it registered (rule K1) is seen.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
 use crate::kit::common::wait;
 use std::time::Duration;
 

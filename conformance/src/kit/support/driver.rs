@@ -1,6 +1,8 @@
 //! `--target driver`: the suite plays the master of a driver it starts, and its executors.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::verdict::fail;
 use crate::kit::auth;
 use crate::kit::auth::Guarded;
 use crate::kit::auth::SecuredServer;
@@ -10,8 +12,6 @@ use crate::kit::common::wait;
 use crate::kit::driver::*;
 use crate::kit::server::Listening;
 use crate::kit::server::Server;
-use crate::mp;
-use crate::verdict::fail;
 use sparkwire::messages::coarse::*;
 use sparkwire::messages::CoarseMessage;
 use sparkwire::messages::Version;

@@ -2,14 +2,14 @@
 //! peer that asked for it), as a server answers them. One function per case; each cites the
 //! sentence it checks.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::peer::auth_entries;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
 use crate::kit::master::addr;
-use crate::mp;
-use crate::peer::auth_entries;
-use crate::peer::Conn;
-use crate::verdict::fail;
-use crate::verdict::Outcome;
 use sparkwire::wire::handshake::Answer;
 use sparkwire::wire::handshake::RefusalReason;
 use sparkwire::wire::handshake::Role;

@@ -2,21 +2,21 @@
 //! connection too, never the others"), SPEC §8.1 (the close envelope's kind for a limit and for a
 //! frame over the limit) and handshake.md §5 step 0 (`tooManyConnections`). The limits are the
 //! server's settings, so each case but one starts a server of its own with small limits from the
-//! `--spawn-server` template ([`Server`]; the placeholders are in `crate::spawn`), and is skipped
+//! `--spawn-server` template ([`Server`]; the placeholders are in `crate::harness::spawn`), and is skipped
 //! without it. One function per case; each cites the sentence it checks.
 //!
 //! [`Server`] also serves the cases about the admin secret (`targets/admin.rs`) and TLS
 //! (`targets/tls.rs`), which need a server with settings of their own too.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::peer::Event;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
 use crate::kit::own_server::*;
-use crate::peer::Conn;
-use crate::peer::Event;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::encode_hello;
 use sparkwire::wire::handshake::Answer;
@@ -59,7 +59,7 @@ pub(crate) async fn closed_by_limit(
     }
     let want = format!("{want}, its last frame a close envelope of kind {kind}");
     let ctx = Ctx {
-        settings: std::sync::Arc::new(crate::env::Settings {
+        settings: std::sync::Arc::new(crate::harness::env::Settings {
             patience: within,
             ..(*ctx.settings).clone()
         }),
@@ -117,7 +117,7 @@ pub(crate) async fn first_frame(
 
 /// Expects `first` to be a refusal tooManyConnections, then the close.
 pub(crate) async fn too_many(ctx: &Ctx, mut c: Conn, first: &[u8], want: &str) -> Outcome {
-    if crate::mp::challenge_nonce(first).is_some() {
+    if crate::harness::mp::challenge_nonce(first).is_some() {
         return Err(fail(want, "a challenge"));
     }
     match sparkwire::wire::handshake::decode_answer(first) {

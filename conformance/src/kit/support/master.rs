@@ -1,20 +1,20 @@
 //! `--target master`: the suite plays workers, application clients, driver clients and UIs
 //! against a running master.
 
-use crate::env::Ctx;
-use crate::env::Endpoint;
-use crate::env::Log;
-use crate::env::Settings;
-use crate::env::Wire;
-use crate::health::Probe;
-use crate::health::Probed;
-use crate::health::Probes;
+use crate::harness::env::Ctx;
+use crate::harness::env::Endpoint;
+use crate::harness::env::Log;
+use crate::harness::env::Settings;
+use crate::harness::env::Wire;
+use crate::harness::health::Probe;
+use crate::harness::health::Probed;
+use crate::harness::health::Probes;
+use crate::harness::mp;
+use crate::harness::peer::Conn;
+use crate::harness::peer::Event;
 use crate::kit::master::*;
 use crate::kit::server::Listening;
 use crate::kit::server::Server;
-use crate::mp;
-use crate::peer::Conn;
-use crate::peer::Event;
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
@@ -84,7 +84,7 @@ pub fn spark_server() -> crate::kit::spark::SparkServer {
     }
 }
 
-/// The probes the run watches a master with ([`crate::health`]): RequestMasterState from a UI,
+/// The probes the run watches a master with ([`crate::harness::health`]): RequestMasterState from a UI,
 /// which a master answers at once (on either wire), and, on sparkwire's wire, a hello whose
 /// magic is wrong, which it refuses and closes the connection on (protocol/handshake.md §5).
 pub fn probes(settings: &Arc<Settings>) -> Probes {

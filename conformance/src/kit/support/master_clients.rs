@@ -5,11 +5,11 @@
 //! run): [`Need::OwnRegistrations`]. One function per case, registered in report order by
 //! [`add`].
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::Outcome;
 use crate::kit::master::*;
 use crate::kit::support::master::*;
-use crate::peer::Conn;
-use crate::verdict::Outcome;
 use sparkwire::messages::deploy::*;
 use sparkwire::wire::Envelope;
 

@@ -7,7 +7,13 @@
 //! the timing Z4 states (§14.2); and a version 1 `ExecutorUpdated`'s `workerLost` (§5). One
 //! function per case; each cites the sentence it checks.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::offering_close_reason;
 use crate::kit::common::reaction_wait;
 use crate::kit::common::wait;
@@ -15,12 +21,6 @@ use crate::kit::master::addr;
 use crate::kit::master::open;
 use crate::kit::server::close_envelope;
 use crate::kit::versions::highest;
-use crate::mp;
-use crate::peer::Conn;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use bytes::Bytes;
 use sparkwire::definition::Definition;
 use sparkwire::messages::deploy::RequestKillDriver;
@@ -99,7 +99,7 @@ pub(crate) fn located_in(
 /// A UI connection at `version` whose hello offers closeReason; skipped when the master does not
 /// take it (the feature is optional).
 pub(crate) async fn ui_taking_close_reason(ctx: &Ctx, version: Version) -> Result<Conn, Failure> {
-    crate::peer::require_version(&ctx.log, version)?;
+    crate::harness::peer::require_version(&ctx.log, version)?;
     let (c, taken) =
         offering_close_reason(ctx, addr(ctx)?, "ui", &[version], Role::Ui, "suite").await?;
     if taken {
@@ -248,7 +248,7 @@ pub(crate) async fn kill_from_new_client(ctx: &Ctx, id: &str, ask: u64) -> Resul
             "a failure {}: {:?}",
             error.class_name, error.message
         ))),
-        Ok(other) => Err(fail(want, crate::peer::envelope_label(&other))),
+        Ok(other) => Err(fail(want, crate::harness::peer::envelope_label(&other))),
         Err(Failure::Fail { seen, .. }) if seen.contains("closed") => {
             Ok(Kill::Refused("the connection closed".into()))
         }

@@ -2,16 +2,16 @@
 //! the server's side of the handshake (protocol/handshake.md) and framing after it
 //! (protocol/SPEC.md §2–4, 6, 8).
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::peer::auth_entries;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
 use crate::kit::server::*;
-use crate::mp;
-use crate::peer::auth_entries;
-use crate::peer::Conn;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::Answer;
 use sparkwire::wire::handshake::RefusalReason;
@@ -41,7 +41,7 @@ pub(crate) async fn refused(
 
 /// Sends a hello body and expects an acceptance at `version`.
 pub(crate) async fn accepted(ctx: Ctx, s: Server, body: Vec<u8>, version: Version) -> Outcome {
-    crate::peer::require_version(&ctx.log, version)?;
+    crate::harness::peer::require_version(&ctx.log, version)?;
     let at = (s.open)(ctx.clone()).await?;
     let mut c = raw(&ctx, &at, s.good_role).await?;
     c.send_frame(&body).await?;
@@ -134,7 +134,11 @@ pub(crate) async fn expect_reply(ctx: &Ctx, c: &mut Conn, id: u64, want: &str) -
     let ok = rmp::decode::read_array_len(&mut cur).ok() == Some(3)
         && rmp::decode::read_int::<u64, _>(&mut cur).ok() == Some(2)
         && rmp::decode::read_int::<u64, _>(&mut cur).ok() == Some(id);
-    check(ok, want, crate::peer::describe(c.family, &body, c.v()))
+    check(
+        ok,
+        want,
+        crate::harness::peer::describe(c.family, &body, c.v()),
+    )
 }
 
 /// Opens a connection of `good_role` at version 2 whose hello offers `closeReason`; `None` when

@@ -3,16 +3,16 @@
 //! an endpoint that listens (a master; a worker on its RPC port) and, for the worker target, what
 //! a Spark worker does before it registers.
 
-use crate::env::Ctx;
-use crate::env::Wire;
+use crate::harness::env::Ctx;
+use crate::harness::env::Wire;
+use crate::harness::peer::Conn;
+use crate::harness::spark_wire::endpoint_of;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
 use crate::kit::server::Listening;
 use crate::kit::spark::*;
-use crate::peer::Conn;
-use crate::spark_wire::endpoint_of;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use bytes::Bytes;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
@@ -66,7 +66,7 @@ pub(crate) async fn answer(ctx: &Ctx, s: &SparkServer, c: &mut Conn, id: i64) ->
     .await
 }
 
-pub(crate) fn spark_of(c: &Conn) -> Result<&crate::spark_wire::SparkSide, Failure> {
+pub(crate) fn spark_of(c: &Conn) -> Result<&crate::harness::spark_wire::SparkSide, Failure> {
     c.spark()
         .ok_or_else(|| Failure::Skipped("only with --wire spark".into()))
 }

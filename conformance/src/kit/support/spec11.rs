@@ -6,7 +6,13 @@
 //! invalid one closes it (SPEC §8, "On any decoding error the receiver closes that connection
 //! only"). Then the canonical maps of §11.3 inside a registration. One function per case.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::frame;
+use crate::harness::peer::Conn;
+use crate::harness::peer::Event;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
 use crate::kit::master::addr;
@@ -14,12 +20,6 @@ use crate::kit::master::app_desc;
 use crate::kit::master::open;
 use crate::kit::master::register_worker_msg;
 use crate::kit::replay::*;
-use crate::peer::frame;
-use crate::peer::Conn;
-use crate::peer::Event;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use sparkwire::messages::deploy::RegisterApplication;
 use sparkwire::messages::Addr;
 use sparkwire::messages::DeployMessage;

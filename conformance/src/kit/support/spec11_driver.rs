@@ -19,14 +19,14 @@
 //! other, RequestExecutors' `hostToLocalTaskCount`, goes to a cluster manager), sent by a
 //! registered executor for the task the driver launched on it.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::frame;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
 use crate::kit::driver::executor;
 use crate::kit::driver::registered;
 use crate::kit::driver::SMALL;
 use crate::kit::replay::At;
-use crate::peer::frame;
-use crate::verdict::fail;
-use crate::verdict::Failure;
 use sparkwire::messages::coarse::StatusUpdate;
 use sparkwire::messages::CoarseMessage;
 use sparkwire::messages::TaskState;

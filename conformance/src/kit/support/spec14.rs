@@ -6,7 +6,13 @@
 //! also refuse what breaks rules W1, W2, P1 and P2 (SPEC §14.2, "Unknown ids, and messages before
 //! a registration"), so the cases about unknown ids accept either choice.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::peer::Event;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
 use crate::kit::master::app;
@@ -14,12 +20,6 @@ use crate::kit::master::app_desc;
 use crate::kit::master::open;
 use crate::kit::master::state;
 use crate::kit::master::worker_ref;
-use crate::peer::Conn;
-use crate::peer::Event;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
@@ -60,7 +60,12 @@ pub(crate) async fn nothing_back(
             Some(Event::Frame(body)) => match sparkwire::wire::decode_envelope::<D>(&body, c.v()) {
                 Ok(Envelope::Send(m)) if !answer(&m) => continue,
                 Ok(Envelope::Close(_)) => continue,
-                _ => return Err(fail(want, crate::peer::describe(c.family, &body, c.v()))),
+                _ => {
+                    return Err(fail(
+                        want,
+                        crate::harness::peer::describe(c.family, &body, c.v()),
+                    ))
+                }
             },
             Some(Event::TooLarge(n)) => {
                 return Err(fail(want, format!("a prefix declaring {n} bytes")))
@@ -138,7 +143,7 @@ pub(crate) async fn security_failure(ctx: &Ctx, c: &mut Conn, id: u64, m: D) -> 
             want,
             format!("a failure {}: {:?}", error.class_name, error.message),
         ),
-        other => Err(fail(want, crate::peer::envelope_label(&other))),
+        other => Err(fail(want, crate::harness::peer::envelope_label(&other))),
     }
 }
 

@@ -3,10 +3,10 @@
 //! connection closed as lost"), and rule W5 for a decommissioned worker. One function per case;
 //! each cites the sentence it checks.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::verdict::Outcome;
 use crate::kit::master::settle;
 use crate::kit::master::state;
-use crate::verdict::Outcome;
 use sparkwire::messages::WorkerState;
 
 /// Waits until worker `id` is DEAD in the master's state, or no longer listed.

@@ -11,8 +11,13 @@
 //! started by hand elsewhere, or one that runs its processes where this host's `/proc` does not
 //! show them, skips the cases that need the process.
 
-use crate::env::Ctx;
-use crate::env::Wire;
+use crate::harness::env::Ctx;
+use crate::harness::env::Wire;
+use crate::harness::peer::not_on_spark_wire;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
 use crate::kit::worker::allowed_exec;
@@ -20,11 +25,6 @@ use crate::kit::worker::command;
 use crate::kit::worker::launch_msg;
 use crate::kit::worker::state_change;
 use crate::kit::worker::Registered;
-use crate::peer::not_on_spark_wire;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::DriverDescription;
@@ -238,7 +238,7 @@ pub(crate) fn handed_secret(p: &Process, secret: &[u8]) -> Outcome {
         format!("process {}: {leaked:?} hold it", p.pid),
     )?;
     let path = p
-        .var(crate::spawn::SECRET_FILE_ENV)
+        .var(crate::harness::spawn::SECRET_FILE_ENV)
         .ok_or_else(|| {
             fail(
                 "SPARKWIRE_SECRET_FILE in the process's environment",

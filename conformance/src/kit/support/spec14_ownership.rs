@@ -3,10 +3,10 @@
 //! WorkerSchedulerStateResponse, Z3 for an executor placed on another worker). One function per
 //! case; each cites the sentence it checks.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::verdict::check;
+use crate::harness::verdict::Outcome;
 use crate::kit::master::state;
-use crate::verdict::check;
-use crate::verdict::Outcome;
 use sparkwire::messages::WorkerState;
 
 /// Checks that worker `id` is ALIVE in the master's state.

@@ -2,17 +2,17 @@
 //! exist in the negotiated version ..., in the order the definition lists them." A decoder takes
 //! fields in any order and skips unknown keys, so strict decoding cannot see an endpoint that
 //! breaks it; these cases read the frames of a short conversation raw and hold every field map
-//! in them, nested structs included, to the definition ([`crate::canonical`]). Each runs in both
+//! in them, nested structs included, to the definition ([`crate::harness::canonical`]). Each runs in both
 //! versions the endpoint offers (the fields differ by version). One function per case.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::peer::Event;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
-use crate::peer::Conn;
-use crate::peer::Event;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use sparkwire::messages::coarse::LaunchTask;
 use sparkwire::messages::coarse::RetrieveSparkAppConfig;
 use sparkwire::messages::deploy::RegisterApplication;
@@ -39,7 +39,7 @@ pub(crate) const SENTENCE: &str =
 
 /// Fails when `body`, a frame of `family` at `version`, is not written as SPEC §4 says.
 pub(crate) fn written_in_order(family: &str, body: &[u8], version: Version) -> Outcome {
-    match crate::canonical::misordered(family, body, version) {
+    match crate::harness::canonical::misordered(family, body, version) {
         None => Ok(()),
         Some(why) => Err(fail(
             format!(

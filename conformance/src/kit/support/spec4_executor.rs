@@ -5,13 +5,13 @@
 //! the suite does not take closeReason from an executor, so only the close is seen). One
 //! function per case; each cites the sentence it checks.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::peer::Event;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
-use crate::peer::Conn;
-use crate::peer::Event;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use sparkwire::messages::CoarseMessage;
 use sparkwire::wire::Envelope;
 

@@ -7,20 +7,20 @@
 //! where the hello offered `closeReason` and the master took it (SPEC §8.1); one that must be
 //! taken is answered `RegisteredApplication`. One function per case; each cites its sentence.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::mp::map;
+use crate::harness::mp::s;
+use crate::harness::peer::frame;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::check;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
+use crate::harness::verdict::Outcome;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
 use crate::kit::master::addr;
 use crate::kit::master::app_desc;
 use crate::kit::server::close_envelope;
-use crate::mp::map;
-use crate::mp::s;
-use crate::peer::frame;
-use crate::peer::Conn;
-use crate::verdict::check;
-use crate::verdict::fail;
-use crate::verdict::Failure;
-use crate::verdict::Outcome;
 use sparkwire::messages::deploy::RegisterApplication;
 use sparkwire::messages::Addr;
 use sparkwire::messages::DeployMessage;
@@ -82,7 +82,7 @@ pub(crate) fn registration_with(canonical: &[u8], replacement: &[u8]) -> Result<
 /// A fresh application client's connection at version 2, offering `closeReason`; also whether
 /// the master took it.
 pub(crate) async fn app_client(ctx: &Ctx) -> Result<(Conn, bool), Failure> {
-    crate::peer::require_version(&ctx.log, Version::V2)?;
+    crate::harness::peer::require_version(&ctx.log, Version::V2)?;
     crate::kit::common::offering_close_reason(
         ctx,
         addr(ctx)?,

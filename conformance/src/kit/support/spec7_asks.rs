@@ -4,7 +4,7 @@
 //! to a `driver-client` as to a `ui` (definition.json: from `driver-client` or `ui`; Spark's
 //! `deploy.Client` asks both kinds over one connection). One function per case.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
 use crate::kit::common::wait;
 use crate::kit::master::open;
 use sparkwire::messages::DeployMessage;
@@ -21,7 +21,7 @@ pub(crate) async fn ask_as_driver_client(
     version: Version,
     m: D,
     want: &str,
-) -> Result<Reply<D>, crate::verdict::Failure> {
+) -> Result<Reply<D>, crate::harness::verdict::Failure> {
     let mut c = open(ctx, Role::DriverClient, "driver-client", "", version).await?;
     c.send(&Envelope::Ask { id: 3, message: m }).await?;
     c.expect::<D, Reply<D>>(wait(ctx), want, |e| match e {

@@ -7,7 +7,12 @@
 //! executor told StopExecutor and a driver at its job's end close without a close envelope (an
 //! ordinary close). One function per case; the clients' shared cases are in `client.rs`.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::peer::Conn;
+use crate::harness::peer::Event;
+use crate::harness::verdict::fail;
+use crate::harness::verdict::Failure;
 use crate::kit::closes::*;
 use crate::kit::common::sample;
 use crate::kit::common::wait;
@@ -16,11 +21,6 @@ use crate::kit::server::Open;
 use crate::kit::server::RawMessage;
 use crate::kit::spawned;
 use crate::kit::spawned::Run;
-use crate::mp;
-use crate::peer::Conn;
-use crate::peer::Event;
-use crate::verdict::fail;
-use crate::verdict::Failure;
 use sparkwire::definition::Definition;
 use sparkwire::definition::MessageKind;
 use sparkwire::messages::CoarseMessage;
@@ -260,7 +260,7 @@ pub(crate) async fn taking_close_reason(
     at: &Listening,
     version: Version,
 ) -> Result<Conn, Failure> {
-    crate::peer::require_version(&ctx.log, version)?;
+    crate::harness::peer::require_version(&ctx.log, version)?;
     let (c, taken) = crate::kit::common::offering_close_reason(
         ctx,
         at.addr,

@@ -1,6 +1,8 @@
 //! `--target worker`: the suite plays the master (and UI clients) of a worker it starts.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::verdict::fail;
 use crate::kit::auth;
 use crate::kit::auth::Guarded;
 use crate::kit::auth::SecuredServer;
@@ -10,8 +12,6 @@ use crate::kit::common::wait;
 use crate::kit::server::Listening;
 use crate::kit::server::Server;
 use crate::kit::worker::*;
-use crate::mp;
-use crate::verdict::fail;
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::Addr;
 use sparkwire::messages::DeployMessage;

@@ -320,7 +320,7 @@ mod tests {
     /// "fields in another order than the definition's" (valid for a decoder) is one.
     #[test]
     fn fields_out_of_order_missing_or_extra_are_reported() {
-        use crate::mp::{arr, map, s, u};
+        use crate::harness::mp::{arr, map, s, u};
         let kill =
             |fields: Vec<(&str, Vec<u8>)>| arr(&[u(0), map(&[("KillExecutor", map(&fields))])]);
         let good = kill(vec![
@@ -361,7 +361,7 @@ mod tests {
     /// message's field map"): an endpoint reference whose address lists port before host.
     #[test]
     fn a_nested_struct_out_of_order_is_reported() {
-        use crate::mp::{arr, map, s, u};
+        use crate::harness::mp::{arr, map, s, u};
         let heartbeat = |addr: Vec<(&str, Vec<u8>)>| {
             arr(&[
                 u(0),

@@ -6,8 +6,8 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
 
-use crate::runner::CaseResult;
-use crate::verdict::Verdict;
+use crate::harness::runner::CaseResult;
+use crate::harness::verdict::Verdict;
 
 /// Counts of each verdict.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

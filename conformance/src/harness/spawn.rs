@@ -52,8 +52,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
-use crate::env::Log;
-use crate::verdict::{fail, Failure};
+use crate::harness::env::Log;
+use crate::harness::verdict::{fail, Failure};
 
 /// Every placeholder a template may use.
 pub const PLACEHOLDERS: &[&str] = &[
@@ -143,8 +143,8 @@ fn placeholders_in(text: &str) -> Vec<&str> {
 
 /// The placeholders each target's template is given (besides `{secret_file}`, given with
 /// `--secret-file`): what [`preflight`] accepts before any case runs.
-pub fn given(target: crate::verdict::Target) -> &'static [&'static str] {
-    use crate::verdict::Target;
+pub fn given(target: crate::harness::verdict::Target) -> &'static [&'static str] {
+    use crate::harness::verdict::Target;
     match target {
         Target::Master => &[],
         Target::Worker => &[
@@ -184,7 +184,7 @@ pub fn given(target: crate::verdict::Target) -> &'static [&'static str] {
 /// (on PATH, or at the path given) and may be run. The reason is the error.
 pub fn preflight(
     template: &str,
-    target: crate::verdict::Target,
+    target: crate::harness::verdict::Target,
     secret_file: bool,
 ) -> Result<(), String> {
     let mut vars: Vec<(&str, String)> = given(target)
@@ -433,7 +433,7 @@ impl Spawned {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::Target;
+    use crate::harness::verdict::Target;
 
     #[test]
     fn the_program_is_the_first_word_after_assignments_unquoted() {

@@ -26,7 +26,7 @@ use sparkwire::spark::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{decode_envelope, encode_envelope, Envelope, Reply};
 
-use crate::verdict::Target;
+use crate::harness::verdict::Target;
 
 /// The verifier's endpoint name and its ask's class, as the library's Spark-wire door has them.
 pub use sparkwire::spark::{CHECK_EXISTENCE, VERIFIER};

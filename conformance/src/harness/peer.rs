@@ -17,10 +17,10 @@ use sparkwire::wire::{decode_envelope, encode_envelope, Envelope};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::env::{Log, Wire};
-pub use crate::mp::frame;
-use crate::spark_wire::{endpoint_of, endpoint_played, release, Incoming, SparkSide};
-use crate::verdict::{fail, Failure};
+use crate::harness::env::{Log, Wire};
+pub use crate::harness::mp::frame;
+use crate::harness::spark_wire::{endpoint_of, endpoint_played, release, Incoming, SparkSide};
+use crate::harness::verdict::{fail, Failure};
 use sparkwire::validate::{ConnId, Endpoint as End, ValidatedFamily};
 
 /// The largest frame the suite reads: more is reported, never buffered.
@@ -57,7 +57,7 @@ pub struct Conn {
     /// The body of the hello [`Conn::read_hello`] read last (the suite as a server).
     hello_body: Option<Bytes>,
     /// On Spark's wire (`--wire spark`), the translation of every envelope to and from Spark's
-    /// frames ([`crate::spark_wire`]).
+    /// frames ([`crate::harness::spark_wire`]).
     spark: Option<SparkSide>,
     /// Envelopes translated from Spark's frames, not read yet.
     pending: VecDeque<Event>,
@@ -72,7 +72,7 @@ pub struct Conn {
     /// Whether the judge learnt that the connection ended.
     judged_closed: bool,
     /// Whether this is the copy the judge listens on after the case let go of the connection
-    /// ([`crate::env::Judge::settle`]): its end is the judge's to report.
+    /// ([`crate::harness::env::Judge::settle`]): its end is the judge's to report.
     settling: bool,
     /// The last hello the suite sent on the connection (as a client).
     sent_hello: Option<Vec<u8>>,
@@ -86,12 +86,12 @@ pub fn not_on_spark_wire(what: impl std::fmt::Display) -> Failure {
 }
 
 /// The role the endpoint under test plays, as a hello of it would declare it.
-fn target_role(target: crate::verdict::Target) -> Role {
+fn target_role(target: crate::harness::verdict::Target) -> Role {
     match target {
-        crate::verdict::Target::Master => Role::Master,
-        crate::verdict::Target::Worker => Role::Worker,
-        crate::verdict::Target::Driver => Role::Driver,
-        crate::verdict::Target::Executor => Role::Executor,
+        crate::harness::verdict::Target::Master => Role::Master,
+        crate::harness::verdict::Target::Worker => Role::Worker,
+        crate::harness::verdict::Target::Driver => Role::Driver,
+        crate::harness::verdict::Target::Executor => Role::Executor,
     }
 }
 
@@ -148,7 +148,7 @@ pub fn describe_handshake(body: &[u8]) -> String {
     // An answer has the hello's keys and more: it is told apart first.
     let what = if decode_answer(body).is_ok() {
         "answer"
-    } else if crate::mp::challenge_nonce(body).is_some() {
+    } else if crate::harness::mp::challenge_nonce(body).is_some() {
         "challenge"
     } else if decode_proof(body).is_ok() {
         "proof"
@@ -157,7 +157,7 @@ pub fn describe_handshake(body: &[u8]) -> String {
     } else {
         "handshake frame"
     };
-    match crate::mp::to_json(body) {
+    match crate::harness::mp::to_json(body) {
         Some(v) => format!("{what} {}", short(v.to_string(), DESCRIPTION_MAX)),
         None => format!("{what}, not one MessagePack map: {}", hex(body, 48)),
     }
@@ -347,7 +347,7 @@ impl Conn {
                     .judge()
                     .endpoint_sent(conn, &suite, &endpoint, v, &env);
                 found.extend(
-                    crate::canonical::finding(self.family, body, v)
+                    crate::harness::canonical::finding(self.family, body, v)
                         .map(|f| self.log.judge().endpoint_misencoded(f)),
                 );
                 found
@@ -568,14 +568,14 @@ impl Conn {
     }
 
     /// The next frame or end of stream, or `None` after `wait`, or as soon as the run knows the
-    /// endpoint is mute ([`crate::health::Health`]).
+    /// endpoint is mute ([`crate::harness::health::Health`]).
     pub async fn next(&mut self, wait: Duration) -> Option<Event> {
         self.next_or_known(wait, false).await
     }
 
     /// [`Conn::next`] for a caller that waits for a close, or a frame such as a refusal or a
     /// failure before it: it also stops waiting once the run knows the endpoint never closes a
-    /// connection ([`crate::health::Health::never_closes`]), which only an endpoint that broke
+    /// connection ([`crate::harness::health::Health::never_closes`]), which only an endpoint that broke
     /// a MUST is known to do.
     pub async fn next_or_close(&mut self, wait: Duration) -> Option<Event> {
         self.next_or_known(wait, true).await
@@ -898,7 +898,7 @@ impl Conn {
         let first = self
             .frame_body(wait, "the server's challenge or handshake answer")
             .await?;
-        if crate::mp::challenge_nonce(&first).is_none() {
+        if crate::harness::mp::challenge_nonce(&first).is_none() {
             return match decode_answer(&first) {
                 Ok(Answer::Accepted(a)) => Err(fail(
                     want,
@@ -1248,9 +1248,9 @@ impl Conn {
 
 /// A connection the case lets go of while it is open: the frames of the endpoint that arrived
 /// before are judged. When the endpoint still owes an answer on it (an ask, a registration, an
-/// executor's state, a task's end: [`crate::env::Judge::owes`]), the judge keeps listening on a
+/// executor's state, a task's end: [`crate::harness::env::Judge::owes`]), the judge keeps listening on a
 /// copy of its socket until the answers came or the case's time is up
-/// ([`crate::env::Judge::settle`]), and then closes it; otherwise the judge learns at once that
+/// ([`crate::harness::env::Judge::settle`]), and then closes it; otherwise the judge learns at once that
 /// the suite closed it.
 impl Drop for Conn {
     fn drop(&mut self) {
@@ -1371,8 +1371,8 @@ pub fn auth_entries(secret: Option<&Secret>) -> Result<Vec<(&'static str, Vec<u8
         return Ok(Vec::new());
     }
     Ok(vec![
-        ("auth", crate::mp::s(AUTH_MECHANISM)),
-        ("nonce", crate::mp::bin(&nonce()?)),
+        ("auth", crate::harness::mp::s(AUTH_MECHANISM)),
+        ("nonce", crate::harness::mp::bin(&nonce()?)),
     ])
 }
 
@@ -1447,7 +1447,7 @@ impl Listener {
     }
 }
 
-impl crate::env::Owing for Conn {
+impl crate::harness::env::Owing for Conn {
     fn log_line(&mut self, line: &str) {
         Conn::log_line(self, line);
     }
@@ -1569,7 +1569,7 @@ mod tests {
         for with_hex in [true, false] {
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let addr = listener.local_addr().expect("addr");
-            let log = crate::env::Log::with_hex(with_hex);
+            let log = crate::harness::env::Log::with_hex(with_hex);
             let mut c = Conn::connect(addr, "suite", Role::Worker, &log)
                 .await
                 .expect("connect");

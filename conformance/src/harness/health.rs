@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// What the run knows of the endpoint; shared by every case's connections (through their
-/// [`crate::env::Log`]) and by the runner.
+/// [`crate::harness::env::Log`]) and by the runner.
 #[derive(Debug)]
 pub struct Health {
     start: Instant,

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use crate::fault::{Proxy, Side};
-use crate::verdict::Target;
+use crate::harness::verdict::Target;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
 use sparkwire::validate::{
@@ -85,14 +85,14 @@ pub struct Settings {
     /// in the suite's own tests (`--no-judge`, hidden).
     pub judge: bool,
     /// The protocol versions the endpoint offers, when the suite knows them (a master's
-    /// handshake answer lists them: [`crate::peer::probe_versions`]): a case for a version it
+    /// handshake answer lists them: [`crate::harness::peer::probe_versions`]): a case for a version it
     /// does not offer is skipped, saying so.
     pub endpoint_versions: Option<Vec<u64>>,
     /// What the run has learnt of the endpoint as a whole (mute, never closing), which every
     /// case's connections feed and consult.
-    pub health: Arc<crate::health::Health>,
+    pub health: Arc<crate::harness::health::Health>,
     /// How to start a server of the master target's kind with settings a case chooses
-    /// (`--spawn-server`, [`crate::spawn::SERVER_PLACEHOLDERS`]): the cases about limits, the
+    /// (`--spawn-server`, [`crate::harness::spawn::SERVER_PLACEHOLDERS`]): the cases about limits, the
     /// admin secret and TLS start one each, and are skipped without it.
     pub spawn_server: Option<String>,
 }
@@ -113,7 +113,7 @@ pub struct Log {
     target: Target,
     judge: Judge,
     versions: Option<Arc<Vec<u64>>>,
-    health: Arc<crate::health::Health>,
+    health: Arc<crate::harness::health::Health>,
 }
 
 impl Log {
@@ -156,7 +156,7 @@ impl Log {
     }
 
     /// What the run knows of the endpoint as a whole.
-    pub fn health(&self) -> &crate::health::Health {
+    pub fn health(&self) -> &crate::harness::health::Health {
         &self.health
     }
 
@@ -623,7 +623,7 @@ impl JudgeState {
 }
 
 /// A connection the judge listens on after its case let go of it ([`Judge::settle`]): the
-/// connection layer ([`crate::peer::Conn`]) gives it, so that the judge needs no connection type.
+/// connection layer ([`crate::harness::peer::Conn`]) gives it, so that the judge needs no connection type.
 pub trait Owing: Send + 'static {
     /// Writes `line` to the connection's wire log.
     fn log_line(&mut self, line: &str);

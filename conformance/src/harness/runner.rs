@@ -7,9 +7,9 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::case::{Planned, Sharing};
-use crate::env::{Ctx, Log, Settings, Wire};
-use crate::verdict::{Failure, Level, Target, Verdict, DEFAULT_TIMEOUT};
+use crate::harness::case::{Planned, Sharing};
+use crate::harness::env::{Ctx, Log, Settings, Wire};
+use crate::harness::verdict::{Failure, Level, Target, Verdict, DEFAULT_TIMEOUT};
 
 /// What one case gave.
 #[derive(Debug, Clone, Serialize)]
@@ -246,10 +246,10 @@ pub async fn run(settings: Arc<Settings>, cases: Vec<Planned>, jobs: usize) -> V
         .partition(|c| c.sharing == Sharing::Parallel);
     let deadline = Instant::now() + settings.run_deadline;
     // A shared endpoint is watched beside the cases: once it is known to be mute the cases not
-    // started are not run, and those waiting stop (crate::health).
+    // started are not run, and those waiting stop (crate::harness::health).
     let watcher = crate::cases::probes(&settings).map(|probes| {
         let limit = DEFAULT_TIMEOUT.mul_f64(settings.timeout_scale);
-        tokio::spawn(crate::health::watch(
+        tokio::spawn(crate::harness::health::watch(
             Arc::clone(&settings.health),
             Arc::new(probes),
             limit,

@@ -1,5 +1,5 @@
 //! Cases and how they are registered; their levels, outcomes and verdicts are
-//! [`crate::verdict`]'s (named here too).
+//! [`crate::harness::verdict`]'s (named here too).
 
 use std::fmt;
 use std::future::Future;
@@ -7,8 +7,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::env::Ctx;
-pub use crate::verdict::{check, fail, Failure, Level, Outcome, Target, Verdict, DEFAULT_TIMEOUT};
+use crate::harness::env::Ctx;
+pub use crate::harness::verdict::{
+    check, fail, Failure, Level, Outcome, Target, Verdict, DEFAULT_TIMEOUT,
+};
 
 /// A case's body.
 pub type Body = Arc<dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Outcome> + Send>> + Send + Sync>;
