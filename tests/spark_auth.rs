@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sparkwire::spark::auth::{
     client_handshake, server_handshake, AuthError, AuthMessage, ClientAuth, EngineVersion,
-    Negotiated, SaslMessage, ServerAuth, MAX_AUTH_FRAME,
+    Negotiated, SaslMessage, ServerAuth, TransportCipher, MAX_AUTH_FRAME,
 };
 use sparkwire::spark::{Frame, FrameDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -85,6 +85,47 @@ async fn each_scheme_a_client_speaks_is_taken_by_the_default_server_and_carries_
         Negotiated::Engine(EngineVersion::V2)
     );
     server.await.expect("task").expect("server");
+}
+
+#[tokio::test]
+async fn aes_gcm_sessions_carry_bytes_with_either_engine_version_and_refuse_a_ctr_peer() {
+    for version in [EngineVersion::V1, EngineVersion::V2] {
+        let (port, server) = echo_server(ServerAuth {
+            version,
+            cipher: TransportCipher::Gcm,
+            ..ServerAuth::new(SECRET)
+        })
+        .await;
+        let client = ClientAuth {
+            version,
+            cipher: TransportCipher::Gcm,
+            ..ClientAuth::crypto(SECRET)
+        };
+        assert_eq!(
+            round_trip(port, client).await.expect("client"),
+            Negotiated::EngineGcm(version)
+        );
+        assert_eq!(
+            server.await.expect("task").expect("server"),
+            Negotiated::EngineGcm(version)
+        );
+    }
+    // Spark does not negotiate the cipher: a CTR client's bytes fail the GCM server's reading.
+    let (port, server) = echo_server(ServerAuth {
+        cipher: TransportCipher::Gcm,
+        ..ServerAuth::new(SECRET)
+    })
+    .await;
+    let mut s = client_handshake(connect(port).await, &ClientAuth::crypto(SECRET))
+        .await
+        .expect("the bootstrap itself passes");
+    s.write_all(&[0u8; 200]).await.expect("write");
+    s.flush().await.expect("flush");
+    let got = tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("the server ends")
+        .expect("task");
+    assert!(got.is_err(), "the GCM server refuses CTR bytes: {got:?}");
 }
 
 #[tokio::test]

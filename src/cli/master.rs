@@ -108,7 +108,8 @@ pub struct MasterArgs {
     /// One of Spark's authentication settings for --spark-port, as Spark names it (repeatable):
     /// spark.network.crypto.saslFallback=false refuses SASL,
     /// spark.network.crypto.enabled=false takes SASL only,
-    /// spark.network.crypto.authEngineVersion=2 derives the session key as version 2 does.
+    /// spark.network.crypto.authEngineVersion=2 derives the session key as version 2 does,
+    /// spark.network.crypto.cipher=AES/GCM/NoPadding encrypts with AES-GCM (Spark 4.0 on).
     #[cfg(feature = "spark-proxy")]
     #[arg(long, value_name = "KEY=VALUE", requires = "spark_port")]
     spark_conf: Vec<String>,

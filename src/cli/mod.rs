@@ -12,6 +12,8 @@ mod master;
 mod security;
 #[cfg(feature = "spark")]
 mod spark;
+#[cfg(feature = "spark-rest")]
+mod spark_audit;
 #[cfg(feature = "spark-proxy")]
 mod spark_proxy;
 mod spec;

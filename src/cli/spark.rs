@@ -1,4 +1,4 @@
-//! `sparkwire spark decode|proxy`: Spark's own wire, from a capture or live.
+//! `sparkwire spark decode|proxy|audit`: Spark's own wire, from a capture or live.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
@@ -20,6 +20,12 @@ pub enum SparkCommand {
     /// decode both directions, validate, write a trace and print violations as they happen.
     #[cfg(feature = "spark-proxy")]
     Proxy(ProxyArgs),
+    /// Audit a running Spark master or worker, read-only: whether it takes Spark RPC without
+    /// authentication, which auth schemes and ciphers it takes (downgrades), whether its REST
+    /// submission port answers and its state shows secrets. Exit 0: no finding; 1: findings; 2:
+    /// could not audit.
+    #[cfg(feature = "spark-rest")]
+    Audit(super::spark_audit::AuditArgs),
 }
 
 #[derive(Debug, Args)]
@@ -63,6 +69,8 @@ pub fn run(cmd: SparkCommand) -> Result<ExitCode, String> {
         SparkCommand::Decode(args) => decode(args),
         #[cfg(feature = "spark-proxy")]
         SparkCommand::Proxy(args) => super::spark_proxy::run(args),
+        #[cfg(feature = "spark-rest")]
+        SparkCommand::Audit(args) => super::spark_audit::run(args),
     }
 }
 

@@ -42,7 +42,7 @@ pub struct ProxyArgs {
     /// One of Spark's authentication settings, as Spark names it (repeatable), for both sides:
     /// spark.network.crypto.enabled=true (the auth engine with AES-CTR to the upstream; clients
     /// may use either scheme), spark.network.crypto.saslFallback=false,
-    /// spark.network.crypto.authEngineVersion=2.
+    /// spark.network.crypto.authEngineVersion=2, spark.network.crypto.cipher=AES/GCM/NoPadding.
     #[arg(long, value_name = "KEY=VALUE", requires = "secret_file")]
     spark_conf: Vec<String>,
 }

@@ -39,6 +39,8 @@
 //! ```
 
 // Spark's own authentication (`spark.authenticate`): SASL DIGEST-MD5 and the auth engine.
+#[cfg(feature = "spark-rest")]
+pub mod audit;
 #[cfg(feature = "spark-auth")]
 pub mod auth;
 mod build;

@@ -16,7 +16,7 @@ use sparkwire::messages::{Addr, RecoveryState, WorkerState};
 /// Where Debian's package puts the server's jar.
 pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// A log4j configuration of the package, on the class path (the server logs nothing without).
-const LOG_CONF: &str = "/etc/zookeeper/conf_example";
+pub const LOG_CONF: &str = "/etc/zookeeper/conf_example";
 
 /// The sparkwire binary.
 pub use crate::common::processes::BIN;
@@ -380,7 +380,7 @@ pub enum LogEvent {
 
 /// Microseconds since the epoch of a log line's RFC 3339 UTC time stamp
 /// (`2026-01-01T10:00:00.123456Z`).
-fn stamp_us(line: &str) -> Option<i64> {
+pub fn stamp_us(line: &str) -> Option<i64> {
     let ts = line.split_whitespace().next()?;
     let (date, time) = ts.trim_end_matches('Z').split_once('T')?;
     let mut d = date.split('-').map(|x| x.parse::<i64>());

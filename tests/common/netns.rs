@@ -7,8 +7,15 @@
 //! those when dropped, also when a test fails; namespaces left by a test process that no longer
 //! runs (killed before it could clean up) are removed by the next one. It can cut a host off
 //! ([`Net::cut`]: its link leaves the bridge, so that its packets and the others' to it are
-//! dropped in silence, as in a partition), heal it ([`Net::heal`]), and kill every process of a
-//! host at once ([`Net::kill_host`]).
+//! dropped in silence, as in a partition), heal it ([`Net::heal`]), cut two hosts off from each
+//! other alone ([`Net::cut_between`]: each is told a hardware address nobody has for the other,
+//! so that their frames to each other go nowhere, in silence, while both reach every other host),
+//! and kill every process of a host at once ([`Net::kill_host`]).
+//!
+//! What runs on a host: any `sparkwire` process ([`Net::spawn`], its first line awaited), any
+//! other program such as a real Spark daemon or application ([`Net::spawn_logged`], its output
+//! in a log; [`spark_env`] gives Spark's environment from `scripts/spark/env.sh`), and ZooKeeper
+//! ([`Net::zookeeper`], Debian's package, listening on the host's own address).
 //!
 //! It needs root (`ip netns add`): [`Net::create`] says why it cannot when it cannot, and
 //! [`Net::create_or_skip`] turns that into a skip the test prints, or into a failure when
@@ -17,7 +24,7 @@
 #![allow(dead_code)]
 
 use std::io::BufRead;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,6 +35,9 @@ pub const REQUIRE_ENV: &str = "SPARKWIRE_REQUIRE_NETNS";
 
 /// Sets of hosts made by this process so far (part of every name).
 static NETS: AtomicUsize = AtomicUsize::new(0);
+
+/// The port ZooKeeper listens on, on its host's address ([`Net::zookeeper`]).
+pub const ZOOKEEPER_PORT: u16 = 2181;
 
 /// The prefix of every name this fixture gives.
 const PREFIX: &str = "swt";
@@ -259,6 +269,151 @@ impl Net {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+
+    /// The hardware address no host has, that [`cut_between`](Self::cut_between) tells hosts
+    /// for each other (locally administered, unicast).
+    const NOWHERE: &'static str = "02:00:00:00:77:fe";
+
+    /// Cuts hosts `a` and `b` off from each other alone: each holds a permanent neighbour entry
+    /// giving the other's address a hardware address no interface has, so that what either
+    /// sends the other is dropped without a word (no ARP, no error: a connection attempt times
+    /// out), while both still reach every other host.
+    pub fn cut_between(&self, a: usize, b: usize) {
+        for (from, to) in [(a, b), (b, a)] {
+            let h = &self.hosts[from - 1];
+            ip(&[
+                "-n",
+                &h.ns,
+                "neigh",
+                "replace",
+                self.ip(to),
+                "lladdr",
+                Self::NOWHERE,
+                "dev",
+                &h.inside,
+                "nud",
+                "permanent",
+            ])
+            .expect("cut between");
+        }
+    }
+
+    /// Heals what [`cut_between`](Self::cut_between) cut: the two entries go, and the hosts
+    /// find each other again by ARP.
+    pub fn heal_between(&self, a: usize, b: usize) {
+        for (from, to) in [(a, b), (b, a)] {
+            let h = &self.hosts[from - 1];
+            ip(&["-n", &h.ns, "neigh", "del", self.ip(to), "dev", &h.inside])
+                .expect("heal between");
+        }
+    }
+
+    /// Whether a TCP connection from host `from` to `ip:port` is accepted within 2 s (bash's
+    /// `/dev/tcp`, run on that host).
+    pub fn tcp_open(&self, from: usize, ip: &str, port: u16) -> bool {
+        self.command(
+            from,
+            "timeout",
+            &["2", "bash", "-c", &format!("exec 3<>/dev/tcp/{ip}/{port}")],
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+    }
+
+    /// Starts `command` (from [`command`](Self::command)) with its standard output and error
+    /// both in `log`; returns at once (for programs that print no first line, such as JVMs).
+    pub fn spawn_logged(&self, mut command: Command, log: PathBuf) -> HostProcess {
+        let out = std::fs::File::create(&log).expect("log file");
+        let err = out.try_clone().expect("log file");
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("spawn on a host");
+        HostProcess {
+            child: Some(child),
+            first_line: String::new(),
+            lines: Arc::new(Mutex::new(Vec::new())),
+            log,
+        }
+    }
+
+    /// A ZooKeeper server (Debian's package, 3.8, on the machine's Java) on host `i`, listening
+    /// on the host's own address, port [`ZOOKEEPER_PORT`], its configuration, data and log in
+    /// `dir`; returns once it serves (its `srvr` answer, asked from the host itself, names its
+    /// mode). Ticks of 500 ms: sessions may be as short as 1 s.
+    pub fn zookeeper(&self, i: usize, dir: &Path) -> HostProcess {
+        use crate::common::ha::{LOG_CONF, PATIENCE, ZOOKEEPER_JAR};
+        assert!(
+            Path::new(ZOOKEEPER_JAR).exists(),
+            "ZooKeeper is not installed: run the tests with scripts/test.sh, which installs Debian's zookeeper (as root), or `apt-get install zookeeper`"
+        );
+        std::fs::create_dir_all(dir.join("data")).expect("ZooKeeper's data directory");
+        let config = dir.join("zoo.cfg");
+        std::fs::write(
+            &config,
+            format!(
+                "tickTime=500\ninitLimit=10\nsyncLimit=4\ndataDir={}\nclientPort={ZOOKEEPER_PORT}\n\
+                 clientPortAddress={}\nadmin.enableServer=false\n\
+                 4lw.commands.whitelist=ruok,srvr,mntr\nmaxClientCnxns=0\n",
+                dir.join("data").display(),
+                self.ip(i)
+            ),
+        )
+        .expect("zoo.cfg");
+        let config = config.to_str().expect("utf-8 path").to_string();
+        let cp = format!("{ZOOKEEPER_JAR}:{LOG_CONF}");
+        let command = self.command(
+            i,
+            "java",
+            &[
+                "-Xmx96m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-Dzookeeper.admin.enableServer=false",
+                "-cp",
+                &cp,
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                &config,
+            ],
+        );
+        let mut zk = self.spawn_logged(command, dir.join("zookeeper.log"));
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let srvr = self
+                .command(
+                    i,
+                    "timeout",
+                    &[
+                        "2",
+                        "bash",
+                        "-c",
+                        &format!(
+                            "exec 3<>/dev/tcp/{}/{ZOOKEEPER_PORT} && printf srvr >&3 && cat <&3",
+                            self.ip(i)
+                        ),
+                    ],
+                )
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            if srvr.contains("Mode: ") {
+                return zk;
+            }
+            assert!(
+                zk.wait_exit(Duration::ZERO).is_none() && Instant::now() < deadline,
+                "ZooKeeper on host {i} does not serve: {}",
+                zk.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 }
 
 impl Drop for Net {
@@ -298,6 +453,21 @@ impl HostProcess {
     /// Its standard output so far, the first line included.
     pub fn output(&self) -> Vec<String> {
         self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Its process id (0 once it ended and was waited for).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Sends `signal` (`TERM`, `KILL`, `STOP`, `CONT`) to it, by its own process id.
+    pub fn signal(&self, signal: &str) {
+        if let Some(c) = &self.child {
+            let _ = Command::new("kill")
+                .args([&format!("-{signal}"), &c.id().to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
     }
 
     /// Its standard error so far.
@@ -344,5 +514,106 @@ impl Drop for HostProcess {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+/// Spark `release`'s environment (`SPARK_HOME`, `JAVA_HOME`, `PYSPARK_PYTHON`,
+/// `PYSPARK_DRIVER_PYTHON`) as `scripts/spark/env.sh` prints it, installing the release into the
+/// cache (`~/.cache/sparkwire-spark/`) when it is missing; why not when it cannot.
+pub fn spark_env(release: &str) -> Result<Vec<(String, String)>, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/spark/env.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(release)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} {release} failed: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let vars: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches(['"', '\'']).to_string()))
+        .collect();
+    if !vars.iter().any(|(k, _)| k == "SPARK_HOME") {
+        return Err(format!(
+            "{} {release} named no SPARK_HOME",
+            script.display()
+        ));
+    }
+    Ok(vars)
+}
+
+/// A private (0600) secret file in `dir`, for a cluster whose daemons listen off loopback (they
+/// demand one there).
+pub fn secret_file(dir: &Path) -> String {
+    use sparkwire::connection::write_secret_file;
+    use sparkwire::wire::handshake::Secret;
+    let path = dir.join("secret");
+    let secret = Secret::new(b"the-secret-of-the-many-hosts-cluster".to_vec()).expect("secret");
+    write_secret_file(&path, &secret).expect("written");
+    path.display().to_string()
+}
+
+impl Net {
+    /// `sparkwire ARGS` on host `i`, its standard error in `dir/NAME.log` at `RUST_LOG=info`
+    /// (a master's record writes at debug, for [`check_no_overlap`]), nothing of the test's
+    /// own environment about addresses or secrets passed on; returns once it printed its first
+    /// line.
+    ///
+    /// [`check_no_overlap`]: crate::common::ha::check_no_overlap
+    pub fn sparkwire(&self, i: usize, dir: &Path, name: &str, args: &[&str]) -> HostProcess {
+        let mut c = self.command(i, crate::common::processes::BIN, args);
+        c.env(
+            "RUST_LOG",
+            "info,sparkwire::reference::master::runtime=debug",
+        )
+        .env_remove("SPARKWIRE_SECRET_FILE")
+        .env_remove("SPARK_LOCAL_IP")
+        .env_remove("SPARK_LOCAL_HOSTNAME")
+        .env_remove("SPARK_MASTER_HOST");
+        self.spawn(c, dir.join(format!("{name}.log")))
+    }
+
+    /// The state of the master at `url` as `sparkwire status URL --json` prints it, asked from
+    /// host `from` with `secret`; `None` when it gave none (the master does not answer).
+    pub fn status(&self, from: usize, url: &str, secret: &str) -> Option<serde_json::Value> {
+        self.status_with(from, &[url, "--secret-file", secret])
+    }
+
+    /// [`status`](Self::status) of a master that demands no secret (`--insecure`).
+    pub fn status_insecure(&self, from: usize, url: &str) -> Option<serde_json::Value> {
+        self.status_with(from, &[url])
+    }
+
+    fn status_with(&self, from: usize, args: &[&str]) -> Option<serde_json::Value> {
+        let mut all = vec!["status", "--json"];
+        all.extend_from_slice(args);
+        let out = self
+            .command(from, crate::common::processes::BIN, &all)
+            .env_remove("SPARKWIRE_SECRET_FILE")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&out.stdout).ok()
+    }
+}
+
+/// Waits until `ok` holds, polling every 100 ms, at most `patience`; panics naming `what`.
+pub fn wait_until(what: &str, patience: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + patience;
+    while !ok() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
     }
 }

@@ -158,6 +158,10 @@ pub struct Launch {
     pub dir: PathBuf,
     /// The worker's secret goes into a private file in `dir` first (its path is in `env`).
     pub write_secret: bool,
+    /// A Spark executor of a worker with a secret: the runner hands it the secret as Spark's
+    /// worker does, in `_SPARK_AUTH_SECRET` (set at spawn, never in `env`, on a command line or
+    /// in a log). The driver's Java options bring `spark.authenticate=true`.
+    pub spark_secret: bool,
     /// Started again when it fails (a supervised driver).
     pub supervise: bool,
     /// Written at the start of its `stderr` before it starts: Spark's executors get Spark's

@@ -766,6 +766,7 @@ impl WorkerCore {
             env,
             dir,
             write_secret,
+            spark_secret: false,
             supervise,
             stderr_header: None,
         })
@@ -806,6 +807,7 @@ impl WorkerCore {
             env,
             dir,
             write_secret: false,
+            spark_secret: self.config.hands_secret,
             supervise: false,
             stderr_header,
         })

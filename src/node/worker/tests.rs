@@ -490,6 +490,10 @@ fn a_launch_that_fails_to_start_is_reported_failed() {
     // The secret is handed over in a private file in the executor's directory, named by a
     // variable: never in the environment or on the command line.
     assert!(launch.write_secret);
+    assert!(
+        !launch.spark_secret,
+        "only Spark's executors get _SPARK_AUTH_SECRET"
+    );
     assert_eq!(
         launch.env.get(super::SECRET_FILE_ENV).map(String::as_str),
         Some("/work/app-1/0/.sparkwire-secret")

@@ -309,6 +309,12 @@ impl Worker {
             None => None,
         };
         let spark_addr = watchers.as_ref().and_then(|l| l.local_addr().ok());
+        // With a secret, the executors' watchers authenticate as Spark's worker demands it.
+        let watch_secret = config
+            .security
+            .secret
+            .as_ref()
+            .map(|s| String::from_utf8_lossy(s.expose()).into_owned());
         let work_dir = config.work_dir.clone();
         let (stop_tx, stop_rx) = oneshot::channel();
         let web_ui_url = web_ui_addr.map_or_else(String::new, |a| {
@@ -320,7 +326,8 @@ impl Worker {
         let done = tokio::spawn(async move {
             let ui = web_ui.map(|l| tokio::spawn(serve_web_ui(l, events_tx, work_dir)));
             let (watch_stop, watch_stopped) = tokio::sync::watch::channel(false);
-            let watch = watchers.map(|l| tokio::spawn(serve_watchers(l, watch_stopped)));
+            let watch =
+                watchers.map(|l| tokio::spawn(serve_watchers(l, watch_stopped, watch_secret)));
             let exit = io_loop::run(runtime, listener, stop_rx).await;
             if let Some(ui) = ui {
                 ui.abort();
@@ -368,12 +375,21 @@ impl Worker {
 }
 
 #[cfg(feature = "spark")]
-async fn serve_watchers(listener: TcpListener, stop: tokio::sync::watch::Receiver<bool>) {
-    spark_watch::serve(listener, crate::messages::Version::V2, stop).await;
+async fn serve_watchers(
+    listener: TcpListener,
+    stop: tokio::sync::watch::Receiver<bool>,
+    secret: Option<String>,
+) {
+    spark_watch::serve(listener, crate::messages::Version::V2, stop, secret).await;
 }
 
 #[cfg(not(feature = "spark"))]
-async fn serve_watchers(_listener: TcpListener, _stop: tokio::sync::watch::Receiver<bool>) {}
+async fn serve_watchers(
+    _listener: TcpListener,
+    _stop: tokio::sync::watch::Receiver<bool>,
+    _secret: Option<String>,
+) {
+}
 
 impl WorkerHandle {
     /// The address the worker listens on (and advertises).

@@ -42,7 +42,32 @@ fn exit_code(status: ExitStatus) -> i32 {
     -1
 }
 
-fn command(launch: &Launch) -> Result<Command, String> {
+/// The environment variable Spark's worker hands its executors the secret in
+/// (`SecurityManager.ENV_AUTH_SECRET`).
+pub(crate) const SPARK_AUTH_SECRET_ENV: &str = "_SPARK_AUTH_SECRET";
+
+/// The secret a Spark executor of `launch` is handed: the worker's, as the text Spark's
+/// `spark.authenticate.secret` is.
+fn spark_secret(
+    launch: &Launch,
+    security: &crate::connection::Security,
+) -> Result<Option<String>, String> {
+    if !launch.spark_secret {
+        return Ok(None);
+    }
+    let secret = security
+        .secret
+        .as_ref()
+        .ok_or("a Spark executor is to be handed the secret, but the worker has none")?;
+    String::from_utf8(secret.expose().to_vec())
+        .map(Some)
+        .map_err(|_| {
+            "the worker's secret is not UTF-8 text, as Spark's spark.authenticate.secret must be"
+                .to_string()
+        })
+}
+
+fn command(launch: &Launch, spark_secret: Option<&str>) -> Result<Command, String> {
     let open = |name: &str| -> Result<std::fs::File, String> {
         let path = launch.dir.join(name);
         std::fs::File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))
@@ -67,6 +92,9 @@ fn command(launch: &Launch) -> Result<Command, String> {
         .stdout(open("stdout")?)
         .stderr(stderr)
         .kill_on_drop(true);
+    if let Some(secret) = spark_secret {
+        cmd.env(SPARK_AUTH_SECRET_ENV, secret);
+    }
     Ok(cmd)
 }
 
@@ -83,7 +111,8 @@ pub(crate) fn start(
     if launch.write_secret {
         super::credentials::write_launch_secret(security, &launch.dir)?;
     }
-    let mut child = command(&launch)?
+    let spark_secret = spark_secret(&launch, security)?;
+    let mut child = command(&launch, spark_secret.as_deref())?
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", launch.program.display()))?;
     let (kill_tx, mut kill_rx) = oneshot::channel::<()>();
@@ -127,7 +156,7 @@ pub(crate) fn start(
                 _ = &mut kill_rx => break Ended::Exited { code, killed: true, last_line: None },
             }
             wait = (wait * 2).min(Duration::from_secs(60));
-            match command(&launch).and_then(|mut c| {
+            match command(&launch, spark_secret.as_deref()).and_then(|mut c| {
                 c.spawn()
                     .map_err(|e| format!("cannot run {}: {e}", launch.program.display()))
             }) {
@@ -184,6 +213,72 @@ mod last_line_tests {
         );
         std::fs::write(&path, "y".repeat(3000)).expect("write");
         assert_eq!(last_line(&path).map(|l| l.len()), Some(512));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connection::Security;
+    use crate::node::worker::RunKey;
+    use crate::wire::handshake::Secret;
+
+    fn launch(dir: &std::path::Path, spark_secret: bool) -> Launch {
+        Launch {
+            key: RunKey::Executor("app-1".into(), 0),
+            program: "/bin/true".into(),
+            args: vec!["--executor-id".into(), "0".into()],
+            env: [("SPARK_HOME".to_string(), "/opt/spark".to_string())].into(),
+            dir: dir.to_path_buf(),
+            write_secret: false,
+            spark_secret,
+            supervise: false,
+            stderr_header: None,
+        }
+    }
+
+    fn env_of(cmd: &Command) -> Vec<(String, String)> {
+        cmd.as_std()
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v?.to_str()?.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn a_spark_executor_gets_the_secret_in_its_environment_only() {
+        let dir = std::env::temp_dir().join(format!("sparkwire-runner-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let security = Security::with_secret(Secret::new(b"spark-s3cret".to_vec()).expect("s"));
+        let l = launch(&dir, true);
+        let secret = spark_secret(&l, &security).expect("UTF-8");
+        let cmd = command(&l, secret.as_deref()).expect("command");
+        let env = env_of(&cmd);
+        assert!(env.contains(&(SPARK_AUTH_SECRET_ENV.into(), "spark-s3cret".into())));
+        assert!(env.contains(&("SPARK_HOME".into(), "/opt/spark".into())));
+        assert!(
+            !cmd.as_std()
+                .get_args()
+                .any(|a| a.to_string_lossy().contains("spark-s3cret")),
+            "never on the command line"
+        );
+        assert!(
+            !l.env.values().any(|v| v.contains("spark-s3cret")),
+            "nor in the launch"
+        );
+
+        // Not a Spark executor of a worker with a secret: no variable.
+        let plain = launch(&dir, false);
+        let cmd = command(
+            &plain,
+            spark_secret(&plain, &security).expect("none").as_deref(),
+        )
+        .expect("command");
+        assert!(!env_of(&cmd).iter().any(|(k, _)| k == SPARK_AUTH_SECRET_ENV));
+        // A worker without a secret cannot hand one: a typed refusal, not an empty variable.
+        assert!(spark_secret(&l, &Security::default()).is_err());
+        let binary = Security::with_secret(Secret::new(vec![0xff, 0xfe, 0x01]).expect("s"));
+        assert!(spark_secret(&l, &binary).is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

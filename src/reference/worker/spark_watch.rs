@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
@@ -134,11 +134,17 @@ impl Watch {
 }
 
 /// Serves watcher connections on `listener` until `stop` turns true; then every connection
-/// closes, so the executors watching this worker exit.
+/// closes, so the executors watching this worker exit. With `secret` (the worker's, which is
+/// Spark's `spark.authenticate.secret` of its executors) every connection first passes Spark's
+/// authentication bootstrap as Spark's worker takes it (SASL, or the auth engine with AES-CTR);
+/// one that fails is logged at WARN with its address and closed before anything is answered.
+/// A build without the `spark-proxy` feature cannot speak the bootstrap and refuses every
+/// connection when a secret is set.
 pub(crate) async fn serve(
     listener: TcpListener,
     version: Version,
     mut stop: watch::Receiver<bool>,
+    secret: Option<String>,
 ) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut conns = tokio::task::JoinSet::new();
@@ -147,7 +153,7 @@ pub(crate) async fn serve(
             a = listener.accept() => a,
             _ = stop.wait_for(|s| *s) => break,
         };
-        let (mut stream, peer) = match accepted {
+        let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!("Spark watcher port: accept failed: {e}");
@@ -160,30 +166,60 @@ pub(crate) async fn serve(
             );
             continue;
         };
+        let secret = secret.clone();
         conns.spawn(async move {
             let _slot = slot;
-            let mut watch = Watch::new(version);
-            let mut buf = vec![0u8; 8192];
-            loop {
-                let n = match stream.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                };
-                let answers = watch.read(&buf[..n]);
-                for f in &answers.frames {
-                    if stream.write_all(f).await.is_err() {
-                        return;
+            match secret {
+                None => watch_connection(stream, peer, version).await,
+                #[cfg(feature = "spark-proxy")]
+                Some(secret) => {
+                    let auth = crate::spark::auth::ServerAuth::new(secret);
+                    match crate::spark::auth::server_handshake(stream, &auth).await {
+                        Ok(s) => watch_connection(s, peer, version).await,
+                        Err(e) => tracing::warn!(
+                            "Spark watcher port: {peer} failed Spark's authentication: {e}"
+                        ),
                     }
                 }
-                if let Some(why) = answers.close {
-                    tracing::warn!("Spark watcher port: closing {peer}: {why}");
-                    return;
+                #[cfg(not(feature = "spark-proxy"))]
+                Some(_) => {
+                    drop(stream);
+                    tracing::warn!(
+                        "Spark watcher port: refusing {peer}: this build does not speak Spark's \
+                         authentication (the spark-proxy feature)"
+                    );
                 }
             }
         });
         while conns.try_join_next().is_some() {}
     }
     conns.shutdown().await;
+}
+
+/// One watcher connection, after the bootstrap if there was one.
+async fn watch_connection<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    peer: std::net::SocketAddr,
+    version: Version,
+) {
+    let mut watch = Watch::new(version);
+    let mut buf = vec![0u8; 8192];
+    loop {
+        let n = match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let answers = watch.read(&buf[..n]);
+        for f in &answers.frames {
+            if stream.write_all(f).await.is_err() || stream.flush().await.is_err() {
+                return;
+            }
+        }
+        if let Some(why) = answers.close {
+            tracing::warn!("Spark watcher port: closing {peer}: {why}");
+            return;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -316,5 +352,77 @@ mod tests {
         let out = chatty.read(&many);
         assert_eq!(out.frames.len(), MAX_ASKS as usize);
         assert!(out.close.expect("closes").contains("asks"));
+    }
+
+    /// A watcher port with `secret`, serving until the test ends.
+    #[cfg(feature = "spark-proxy")]
+    async fn secured_port(secret: &str) -> std::net::SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let (tx, rx) = watch::channel(false);
+        let secret = secret.to_string();
+        tokio::spawn(async move {
+            let _keep = tx;
+            serve(l, Version::V2, rx, Some(secret)).await;
+        });
+        addr
+    }
+
+    /// Asks `CheckExistence("Worker")` over `s` and reads every frame until one answers it or
+    /// the connection ends.
+    #[cfg(feature = "spark-proxy")]
+    async fn ask_worker<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S) -> Option<Frame> {
+        let q = ask(
+            9,
+            "endpoint-verifier",
+            check_existence_stream("Worker", Version::V2).expect("s"),
+        );
+        s.write_all(&q).await.ok()?;
+        s.flush().await.ok()?;
+        let mut d = FrameDecoder::default();
+        let mut buf = [0u8; 4096];
+        loop {
+            if let Some(item) = d.next_item() {
+                return item.frame.ok();
+            }
+            let n = tokio::time::timeout(std::time::Duration::from_secs(10), s.read(&mut buf))
+                .await
+                .expect("an answer or a close in time")
+                .ok()?;
+            if n == 0 {
+                return None;
+            }
+            d.push(&buf[..n]);
+        }
+    }
+
+    #[cfg(feature = "spark-proxy")]
+    #[tokio::test]
+    async fn with_a_secret_watchers_authenticate_as_spark_s_worker_demands() {
+        use crate::spark::auth::{client_handshake, ClientAuth};
+        let addr = secured_port("worker-s3cret").await;
+        for auth in [
+            ClientAuth::sasl("worker-s3cret"),
+            ClientAuth::crypto("worker-s3cret"),
+        ] {
+            let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            let mut s = client_handshake(tcp, &auth).await.expect("authenticates");
+            let answer = ask_worker(&mut s).await.expect("an answer");
+            assert!(says(&answer), "the Worker endpoint exists: {answer:?}");
+        }
+        // Without the bootstrap the question is refused, never answered.
+        let mut raw = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let answer = ask_worker(&mut raw).await;
+        assert!(
+            matches!(answer, None | Some(Frame::RpcFailure { .. })),
+            "{answer:?}"
+        );
+        // With another secret the bootstrap fails.
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let wrong = ClientAuth {
+            sasl_fallback: false,
+            ..ClientAuth::crypto("another")
+        };
+        assert!(client_handshake(tcp, &wrong).await.is_err());
     }
 }

@@ -1,5 +1,5 @@
 //! Spark's auth engine of `spark.network.crypto` (`org.apache.spark.network.crypto.AuthEngine`,
-//! the forward-secure protocol of that package's README, Spark 3.2 and later): an X25519
+//! the forward-secure protocol of that package's README, Spark 3.1.3, 3.2 and later): an X25519
 //! exchange whose ephemeral public keys travel AES-GCM-encrypted under keys derived by HKDF
 //! from the shared secret, each round bound to the rounds before it.
 //!
@@ -300,6 +300,69 @@ mod tests {
         let (r, _) = respond("right", c.challenge(), EngineVersion::V1).expect("server");
         let other = EngineClient::new("sparkSaslUser", "wrong", EngineVersion::V1).expect("c");
         assert!(matches!(other.finish(&r), Err(AuthError::Rejected(_))));
+    }
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+
+    /// Spark's `AuthEngineSuite.testFixedChallengeResponse`: a client with a fixed private key,
+    /// its challenge and a Spark server's response (app id `appId`, secret `secret`) give the
+    /// session key whose id Spark's test names (version 2) and the key it names for version 1.
+    #[test]
+    fn spark_s_fixed_challenge_and_response_give_spark_s_session_keys() {
+        let private: [u8; 32] =
+            hex("efe6b68b3fce92158e3637f6ef9d937e75558928dd4b401de04b43d300a73186")
+                .try_into()
+                .expect("32 bytes");
+        let challenge = AuthMessage::decode(&hex(
+            "fb00000005617070496400000010890b6e960f48e998777267a7e4e623220000003c48ad7dc7ec9466da9\
+             3bda9f11488dc9404050e02c661d87d67c782444944c6e369b27e0a416c30845a2d9e64271511ca98b41d\
+             65f8c426e18ff380f6",
+        ))
+        .expect("Spark's challenge");
+        let response = AuthMessage::decode(&hex(
+            "fb00000005617070496400000010708451c9dd2792c97c1ca66e6df449ef0000003c64fe899ecdaf458d4\
+             e25e9d5c5a380b8e6d1a184692fac065ed84f8592c18e9629f9c636809dca2ffc041f20346eb53db78738\
+             08ecad08b46b5ee3ff",
+        ))
+        .expect("Spark's response");
+        let client = |version| EngineClient {
+            secret: b"secret".to_vec(),
+            app_id: "appId".into(),
+            version,
+            private,
+            challenge: challenge.clone(),
+        };
+        // TransportCipherUtil.getKeyId: HKDF-SHA256 of the key, no salt, info "keyID", 32 bytes.
+        let v2 = client(EngineVersion::V2)
+            .finish(&response)
+            .expect("v2 session");
+        let mut id = [0u8; 32];
+        hkdf(&v2.key, &[], b"keyID", &mut id).expect("hkdf");
+        assert_eq!(
+            id.to_vec(),
+            hex("de04fd52d71040ed9d260579dacfdf4f5695f991ce8ddb1dde05a7335880906e")
+        );
+        let v1 = client(EngineVersion::V1)
+            .finish(&response)
+            .expect("v1 session");
+        assert_eq!(
+            v1.key,
+            hex("31963f15a320d5c90333f7ecf5cf3a31c7eaf151de07fef8494663a9f47cfd31")
+        );
+        // The same server response does not open for another secret.
+        let wrong = EngineClient {
+            secret: b"other".to_vec(),
+            ..client(EngineVersion::V2)
+        };
+        assert!(matches!(
+            wrong.finish(&response),
+            Err(AuthError::Rejected(_))
+        ));
     }
 
     #[test]

@@ -4,10 +4,11 @@
 //! - **SASL DIGEST-MD5** ([`sasl`]): Spark's default, `org.apache.spark.network.sasl`, spoken
 //!   by every release; `SaslMessage`s (tag `0xEA`) in `RpcRequest`s, two round trips, then the
 //!   connection goes on in plaintext (quality of protection `auth`).
-//! - **the auth engine** ([`engine`]) of `spark.network.crypto.enabled=true`, Spark 3.2 on: one
-//!   `AuthMessage` (tag `0xFB`) each way, an X25519 exchange bound to the shared secret, then every
-//!   byte each way runs through AES-CTR ([`cipher`], `spark.network.crypto.cipher`'s default
-//!   `AES/CTR/NoPadding`), with `spark.network.crypto.authEngineVersion` 1 (the default) or 2.
+//! - **the auth engine** ([`engine`]) of `spark.network.crypto.enabled=true`, Spark 3.1.3 and
+//!   3.2 on: one `AuthMessage` (tag `0xFB`) each way, an X25519 exchange bound to the shared
+//!   secret, then every byte each way runs through AES-CTR ([`cipher`],
+//!   `spark.network.crypto.cipher`'s default `AES/CTR/NoPadding`), with
+//!   `spark.network.crypto.authEngineVersion` 1 (the default) or 2.
 //!
 //! A Spark server with crypto on takes either (it falls back to SASL when the first token is
 //! not an `AuthMessage`, unless `spark.network.crypto.saslFallback=false`); with crypto off it
@@ -18,13 +19,16 @@
 //! `spark-proxy`) run them over a tokio stream and give back an [`AuthStream`] that carries
 //! Spark's frames on, encrypted when the session is.
 //!
+//! With `spark.network.crypto.cipher=AES/GCM/NoPadding` (Spark 4.0 on) the session runs through
+//! Spark's segmented AES-GCM ([`gcm`]) instead of AES-CTR.
+//!
 //! Not spoken (each refused with a typed error, never silently weakened): SASL encryption
-//! (`auth-conf`, `spark.authenticate.enableSaslEncryption`), the AES-GCM transport cipher of
-//! Spark 4.0 (`spark.network.crypto.cipher=AES/GCM/NoPadding`) and the original auth protocol of
-//! Spark 2.2–3.1 (`ClientChallenge` / `ServerResponse`, tag `0xFA`).
+//! (`auth-conf`, `spark.authenticate.enableSaslEncryption`) and the original auth protocol of
+//! Spark 2.2 to 3.1.2 (`ClientChallenge` / `ServerResponse`, tag `0xFA`).
 
 pub mod cipher;
 pub mod engine;
+pub mod gcm;
 pub mod sasl;
 #[cfg(feature = "spark-proxy")]
 mod stream;
@@ -33,6 +37,7 @@ use std::time::Duration;
 
 pub use cipher::{CtrSession, CtrStream};
 pub use engine::{AuthMessage, EngineClient, SessionKeys};
+pub use gcm::{GcmOpener, GcmSealer, GcmSession};
 pub use sasl::{DigestClient, DigestServer, SaslMessage};
 #[cfg(feature = "spark-proxy")]
 pub use stream::{client_handshake, server_handshake, AuthStream, MAX_AUTH_FRAME};
@@ -106,6 +111,41 @@ impl std::str::FromStr for EngineVersion {
     }
 }
 
+/// `spark.network.crypto.cipher`: the transport cipher after the auth engine. Spark does not
+/// negotiate it: both sides must name the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TransportCipher {
+    /// `AES/CTR/NoPadding`, the default of every release.
+    #[default]
+    Ctr,
+    /// `AES/GCM/NoPadding` (Spark 4.0 and later): Tink's segmented AES-GCM ([`gcm`]).
+    Gcm,
+}
+
+impl TransportCipher {
+    /// The setting's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportCipher::Ctr => "AES/CTR/NoPadding",
+            TransportCipher::Gcm => "AES/GCM/NoPadding",
+        }
+    }
+}
+
+impl std::str::FromStr for TransportCipher {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        // Spark compares the names ignoring case.
+        match s.trim().to_ascii_uppercase().as_str() {
+            "AES/CTR/NOPADDING" => Ok(TransportCipher::Ctr),
+            "AES/GCM/NOPADDING" => Ok(TransportCipher::Gcm),
+            other => Err(format!(
+                "spark.network.crypto.cipher is AES/CTR/NoPadding or AES/GCM/NoPadding, not {other:?}"
+            )),
+        }
+    }
+}
+
 /// What a client speaks, as Spark's settings name it.
 #[derive(Debug, Clone)]
 pub struct ClientAuth {
@@ -119,6 +159,8 @@ pub struct ClientAuth {
     pub sasl_fallback: bool,
     /// `spark.network.crypto.authEngineVersion`.
     pub version: EngineVersion,
+    /// `spark.network.crypto.cipher`.
+    pub cipher: TransportCipher,
     /// `spark.network.auth.rpcTimeout` (Spark's default 30 s), for the whole bootstrap.
     pub timeout: Duration,
 }
@@ -132,6 +174,7 @@ impl ClientAuth {
             crypto: false,
             sasl_fallback: true,
             version: EngineVersion::V1,
+            cipher: TransportCipher::Ctr,
             timeout: Duration::from_secs(30),
         }
     }
@@ -150,12 +193,14 @@ impl ClientAuth {
             crypto: self.crypto,
             sasl_fallback: self.sasl_fallback,
             version: self.version,
+            cipher: self.cipher,
             ..ServerAuth::new(String::new())
         };
         server.set(key, value)?;
         self.crypto = server.crypto;
         self.sasl_fallback = server.sasl_fallback;
         self.version = server.version;
+        self.cipher = server.cipher;
         Ok(())
     }
 }
@@ -171,6 +216,8 @@ pub struct ServerAuth {
     pub sasl_fallback: bool,
     /// `spark.network.crypto.authEngineVersion`: the version of the session key derived.
     pub version: EngineVersion,
+    /// `spark.network.crypto.cipher`: the transport cipher after the auth engine.
+    pub cipher: TransportCipher,
     /// How long a peer has to finish the bootstrap.
     pub timeout: Duration,
 }
@@ -183,13 +230,15 @@ impl ServerAuth {
             crypto: true,
             sasl_fallback: true,
             version: EngineVersion::V1,
+            cipher: TransportCipher::Ctr,
             timeout: Duration::from_secs(30),
         }
     }
 
     /// Sets one of Spark's settings by its name: `spark.network.crypto.enabled`,
-    /// `spark.network.crypto.saslFallback` (`true` / `false`) or
-    /// `spark.network.crypto.authEngineVersion` (1 / 2); any other name is an error.
+    /// `spark.network.crypto.saslFallback` (`true` / `false`),
+    /// `spark.network.crypto.authEngineVersion` (1 / 2) or `spark.network.crypto.cipher`
+    /// (`AES/CTR/NoPadding` / `AES/GCM/NoPadding`); any other name is an error.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let flag = |v: &str| match v.trim() {
             "true" => Ok(true),
@@ -200,11 +249,12 @@ impl ServerAuth {
             "spark.network.crypto.enabled" => self.crypto = flag(value)?,
             "spark.network.crypto.saslFallback" => self.sasl_fallback = flag(value)?,
             "spark.network.crypto.authEngineVersion" => self.version = value.parse()?,
+            "spark.network.crypto.cipher" => self.cipher = value.parse()?,
             other => {
                 return Err(format!(
                     "{other:?} is not a setting of Spark's authentication spoken here \
                      (spark.network.crypto.enabled, spark.network.crypto.saslFallback, \
-                     spark.network.crypto.authEngineVersion)"
+                     spark.network.crypto.authEngineVersion, spark.network.crypto.cipher)"
                 ))
             }
         }
@@ -224,6 +274,8 @@ pub enum Negotiated {
     Sasl,
     /// The auth engine, AES-CTR after it.
     Engine(EngineVersion),
+    /// The auth engine, AES-GCM after it (`spark.network.crypto.cipher=AES/GCM/NoPadding`).
+    EngineGcm(EngineVersion),
 }
 
 impl std::fmt::Display for Negotiated {
@@ -231,6 +283,7 @@ impl std::fmt::Display for Negotiated {
         match self {
             Negotiated::Sasl => f.write_str("SASL DIGEST-MD5 (auth)"),
             Negotiated::Engine(v) => write!(f, "auth engine v{} with AES-CTR", v.number()),
+            Negotiated::EngineGcm(v) => write!(f, "auth engine v{} with AES-GCM", v.number()),
         }
     }
 }

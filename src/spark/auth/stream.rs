@@ -1,5 +1,5 @@
 //! The bootstraps run over a tokio stream, and the stream that carries Spark's frames on after
-//! them (encrypted with AES-CTR when the auth engine ran, as is when SASL did).
+//! them (encrypted with AES-CTR or AES-GCM when the auth engine ran, as is when SASL did).
 //!
 //! The bootstrap reads exactly its own frames (each length first, then the rest), so nothing the
 //! peer sends after it is read here: the [`AuthStream`] starts at the first byte after it.
@@ -12,8 +12,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use super::cipher::CtrSession;
 use super::engine::{self, AuthMessage, EngineClient, AUTH_TAG};
+use super::gcm::GcmSession;
 use super::sasl::{DigestClient, DigestServer, SaslMessage};
-use super::{random_bytes, AuthError, ClientAuth, Negotiated, ServerAuth};
+use super::{random_bytes, AuthError, ClientAuth, Negotiated, ServerAuth, TransportCipher};
 use crate::spark::{Frame, FrameDecoder};
 
 /// Largest frame taken during a bootstrap: its messages are a few hundred bytes.
@@ -28,22 +29,66 @@ const CHUNK: usize = 64 * 1024;
 /// What Spark's server answers a failed bootstrap with (`AuthRpcHandler`).
 const FAILED: &str = "java.lang.IllegalArgumentException: Authentication failed.";
 
-/// A stream after a bootstrap: reads and writes Spark's frames as they are, the session's
-/// AES-CTR applied when the auth engine ran.
+/// What Spark's SASL server answers a first request that is not a `SaslMessage` with (an RPC
+/// sent without a bootstrap, say): not [`FAILED`], which says the auth engine is spoken.
+const NOT_SASL: &str = "java.lang.IllegalStateException: Expected SaslMessage, received something \
+                        else (maybe your client does not have SASL enabled?)";
+
+/// The cipher of a session.
+#[derive(Debug)]
+enum Session {
+    Plain,
+    Ctr(CtrSession),
+    Gcm {
+        gcm: GcmSession,
+        /// Opened plaintext not yet read, from `at`.
+        plain: Vec<u8>,
+        at: usize,
+    },
+}
+
+impl Session {
+    /// The transport cipher the auth engine's session keys run through.
+    fn engine(
+        keys: &super::SessionKeys,
+        cipher: TransportCipher,
+        client: bool,
+    ) -> Result<Self, AuthError> {
+        Ok(match cipher {
+            TransportCipher::Ctr if client => Session::Ctr(CtrSession::client(keys)?),
+            TransportCipher::Ctr => Session::Ctr(CtrSession::server(keys)?),
+            TransportCipher::Gcm => Session::Gcm {
+                gcm: GcmSession::new(&keys.key)?,
+                plain: Vec::new(),
+                at: 0,
+            },
+        })
+    }
+
+    fn negotiated(cipher: TransportCipher, version: super::EngineVersion) -> Negotiated {
+        match cipher {
+            TransportCipher::Ctr => Negotiated::Engine(version),
+            TransportCipher::Gcm => Negotiated::EngineGcm(version),
+        }
+    }
+}
+
+/// A stream after a bootstrap: reads and writes Spark's frames as they are, through the
+/// session's AES-CTR or AES-GCM when the auth engine ran.
 #[derive(Debug)]
 pub struct AuthStream<S> {
     inner: S,
-    ctr: Option<CtrSession>,
+    session: Session,
     pending: Vec<u8>,
     written: usize,
     negotiated: Negotiated,
 }
 
 impl<S> AuthStream<S> {
-    fn new(inner: S, ctr: Option<CtrSession>, negotiated: Negotiated) -> Self {
+    fn new(inner: S, session: Session, negotiated: Negotiated) -> Self {
         AuthStream {
             inner,
-            ctr,
+            session,
             pending: Vec::new(),
             written: 0,
             negotiated,
@@ -57,7 +102,7 @@ impl<S> AuthStream<S> {
 
     /// Whether the bytes on the wire are encrypted.
     pub fn is_encrypted(&self) -> bool {
-        self.ctr.is_some()
+        !matches!(self.session, Session::Plain)
     }
 
     /// The stream beneath.
@@ -82,6 +127,10 @@ impl<S: AsyncWrite + Unpin> AuthStream<S> {
     }
 }
 
+fn invalid(e: AuthError) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
 impl<S: AsyncRead + Unpin> AsyncRead for AuthStream<S> {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -89,12 +138,40 @@ impl<S: AsyncRead + Unpin> AsyncRead for AuthStream<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let before = buf.filled().len();
-        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
-        if let Some(c) = &mut this.ctr {
-            c.recv.apply(&mut buf.filled_mut()[before..]);
+        match &mut this.session {
+            Session::Plain => Pin::new(&mut this.inner).poll_read(cx, buf),
+            Session::Ctr(c) => {
+                let before = buf.filled().len();
+                ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+                c.recv.apply(&mut buf.filled_mut()[before..]);
+                Poll::Ready(Ok(()))
+            }
+            Session::Gcm { gcm, plain, at } => loop {
+                if *at < plain.len() {
+                    let n = (plain.len() - *at).min(buf.remaining());
+                    buf.put_slice(&plain[*at..*at + n]);
+                    *at += n;
+                    if *at == plain.len() {
+                        plain.clear();
+                        *at = 0;
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                let mut raw = [0u8; 16 * 1024];
+                let mut rb = ReadBuf::new(&mut raw);
+                ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+                if rb.filled().is_empty() {
+                    if !gcm.recv.at_boundary() {
+                        return Poll::Ready(Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "the connection closed inside an AES-GCM message",
+                        )));
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                gcm.recv.push(rb.filled(), plain).map_err(invalid)?;
+            },
         }
-        Poll::Ready(Ok(()))
     }
 }
 
@@ -105,15 +182,25 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for AuthStream<S> {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.ctr.is_none() {
+        if matches!(this.session, Session::Plain) {
             return Pin::new(&mut this.inner).poll_write(cx, data);
         }
-        // Bytes once encrypted have moved the keystream on: they are written before any more.
+        // Bytes once encrypted have moved the keystream on (or are a sealed message): they are
+        // written before any more.
         ready!(this.drain(cx))?;
+        if data.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
         let n = data.len().min(CHUNK);
-        this.pending.extend_from_slice(&data[..n]);
-        if let Some(c) = &mut this.ctr {
-            c.send.apply(&mut this.pending);
+        match &mut this.session {
+            Session::Ctr(c) => {
+                this.pending.extend_from_slice(&data[..n]);
+                c.send.apply(&mut this.pending);
+            }
+            Session::Gcm { gcm, .. } => {
+                this.pending = gcm.send.seal(&data[..n]).map_err(invalid)?;
+            }
+            Session::Plain => {}
         }
         if let Poll::Ready(Err(e)) = this.drain(cx) {
             return Poll::Ready(Err(e));
@@ -198,24 +285,24 @@ pub async fn client_handshake<S: AsyncRead + AsyncWrite + Unpin>(
     auth: &ClientAuth,
 ) -> Result<AuthStream<S>, AuthError> {
     let t = auth.timeout;
-    let (ctr, negotiated) = tokio::time::timeout(t, client_inner(&mut stream, auth))
+    let (session, negotiated) = tokio::time::timeout(t, client_inner(&mut stream, auth))
         .await
         .map_err(|_| AuthError::Timeout(t))??;
-    Ok(AuthStream::new(stream, ctr, negotiated))
+    Ok(AuthStream::new(stream, session, negotiated))
 }
 
 async fn client_inner<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     auth: &ClientAuth,
-) -> Result<(Option<CtrSession>, Negotiated), AuthError> {
+) -> Result<(Session, Negotiated), AuthError> {
     if auth.crypto {
         let c = EngineClient::new(&auth.app_id, &auth.secret, auth.version)?;
         match rpc(s, c.challenge().encode()).await {
             Ok(body) => {
                 let keys = c.finish(&AuthMessage::decode(&body)?)?;
                 return Ok((
-                    Some(CtrSession::client(&keys)?),
-                    Negotiated::Engine(auth.version),
+                    Session::engine(&keys, auth.cipher, true)?,
+                    Session::negotiated(auth.cipher, auth.version),
                 ));
             }
             // Spark's client retries SASL on the same connection when the server fails the
@@ -234,7 +321,7 @@ async fn client_inner<S: AsyncRead + AsyncWrite + Unpin>(
         let answer = rpc(s, m.encode()).await?;
         match c.step(&answer)? {
             Some(next) => token = next,
-            None => return Ok((None, Negotiated::Sasl)),
+            None => return Ok((Session::Plain, Negotiated::Sasl)),
         }
     }
     Err(AuthError::Protocol(format!(
@@ -251,10 +338,10 @@ pub async fn server_handshake<S: AsyncRead + AsyncWrite + Unpin>(
     auth: &ServerAuth,
 ) -> Result<AuthStream<S>, AuthError> {
     let t = auth.timeout;
-    let (ctr, negotiated) = tokio::time::timeout(t, server_inner(&mut stream, auth))
+    let (session, negotiated) = tokio::time::timeout(t, server_inner(&mut stream, auth))
         .await
         .map_err(|_| AuthError::Timeout(t))??;
-    Ok(AuthStream::new(stream, ctr, negotiated))
+    Ok(AuthStream::new(stream, session, negotiated))
 }
 
 async fn fail<S: AsyncWrite + Unpin>(
@@ -277,7 +364,7 @@ async fn fail<S: AsyncWrite + Unpin>(
 async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     auth: &ServerAuth,
-) -> Result<(Option<CtrSession>, Negotiated), AuthError> {
+) -> Result<(Session, Negotiated), AuthError> {
     let mut sasl: Option<DigestServer> = None;
     for _ in 0..MAX_ROUNDS {
         let (id, body) = match read_frame(s).await? {
@@ -297,9 +384,7 @@ async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
                     s,
                     Frame::RpcFailure {
                         request_id: id,
-                        error: "java.lang.IllegalStateException: Expected SaslMessage, received \
-                                something else (maybe your client does not have SASL enabled?)"
-                            .into(),
+                        error: NOT_SASL.into(),
                     },
                 )
                 .await;
@@ -320,8 +405,8 @@ async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
                     )
                     .await?;
                     Ok((
-                        Some(CtrSession::server(&keys)?),
-                        Negotiated::Engine(auth.version),
+                        Session::engine(&keys, auth.cipher, false)?,
+                        Session::negotiated(auth.cipher, auth.version),
                     ))
                 }
                 Err(e) => Err(fail(s, id, FAILED, e).await),
@@ -340,7 +425,7 @@ async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
         }
         let m = match SaslMessage::decode(&body) {
             Ok(m) => m,
-            Err(e) => return Err(fail(s, id, FAILED, e).await),
+            Err(e) => return Err(fail(s, id, NOT_SASL, e).await),
         };
         let server = sasl.get_or_insert_with(|| DigestServer::new(&auth.secret));
         match server.step(&m.token) {
@@ -360,7 +445,7 @@ async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
             }
         }
         if server.is_complete() {
-            return Ok((None, Negotiated::Sasl));
+            return Ok((Session::Plain, Negotiated::Sasl));
         }
     }
     Err(AuthError::Protocol(format!(

@@ -16,8 +16,9 @@
 //!
 //! The session: a dropped connection pauses the master (writes wait for the client to reconnect,
 //! the leadership is kept); the master stops leading when the session expires, or when the
-//! connection stays down for a whole session timeout (by then the ensemble has expired the
-//! session and another master may lead). On a clean shutdown the session is closed, which
+//! connection stays down until four fifths of a session timeout after the ensemble's last
+//! answer: before the ensemble can expire the session and another master be elected, so that
+//! the old leader has stopped before the new one starts. On a clean shutdown the session is closed, which
 //! removes the election node at once: a standby takes over without waiting for an expiry.
 
 use std::sync::{Arc, Mutex};
@@ -243,16 +244,32 @@ async fn stand(client: &zk::Client, election: &str, node: &str) -> Result<bool, 
 }
 
 /// Follows the session and the election node of a master that leads until it may no longer:
-/// its node deleted, the session expired or closed, or the connection down for a whole session
-/// timeout. Returns why.
-async fn hold(client: &zk::Client, node: &str, session_timeout: Duration) -> String {
+/// its node deleted, the session expired or closed, or the connection down for so long that the
+/// ensemble may expire the session. Returns why.
+///
+/// The ensemble expires a session a session timeout after it last heard from it, and no sooner;
+/// it heard from this one at the latest when the last request it answered was sent. So the
+/// leader asks for its own node every tenth of the (negotiated) session timeout, keeps when it
+/// sent the last request answered, and steps down four fifths of a session timeout after that
+/// if the connection is not back: before the ensemble can expire the session and another master
+/// be elected (as Spark's master, through Curator, steps down as soon as the connection is
+/// suspended), while a connection back within that time keeps the leadership.
+async fn hold(client: &zk::Client, node: &str, requested: Duration) -> String {
     let mut states = client.state_watcher();
+    // The ensemble bounds the session timeout asked for; the client knows what it granted.
+    let timeout = match client.session_timeout() {
+        t if t.is_zero() => requested,
+        t => t.min(requested),
+    };
+    let mut heard = tokio::time::Instant::now();
     loop {
         match states.peek_state() {
             zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                let sent = tokio::time::Instant::now();
                 match client.check_and_watch_stat(node).await {
                     Ok((None, _)) => return format!("this master's election node {node} is gone"),
                     Ok((Some(_), watcher)) => {
+                        heard = sent;
                         tokio::select! {
                             event = watcher.changed() => {
                                 if event.event_type == zk::EventType::NodeDeleted {
@@ -260,6 +277,8 @@ async fn hold(client: &zk::Client, node: &str, session_timeout: Duration) -> Str
                                 }
                             }
                             _ = states.changed() => {}
+                            // Ask again, so that `heard` stays recent.
+                            _ = tokio::time::sleep(timeout / 10) => {}
                         }
                     }
                     // The state says what happened; look again.
@@ -267,17 +286,20 @@ async fn hold(client: &zk::Client, node: &str, session_timeout: Duration) -> Str
                 }
             }
             zk::SessionState::Disconnected => {
+                let deadline = heard + timeout * 4 / 5;
                 tracing::warn!(
-                    "connection to ZooKeeper lost: pausing writes; stepping down unless it is back within {session_timeout:?}"
+                    "connection to ZooKeeper lost: pausing writes; stepping down unless it is back within {:?} (four fifths of the session timeout {timeout:?} after the ensemble's last answer)",
+                    deadline.saturating_duration_since(tokio::time::Instant::now())
                 );
-                match tokio::time::timeout(session_timeout, states.changed()).await {
+                match tokio::time::timeout_at(deadline, states.changed()).await {
                     Ok(zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly) => {
                         tracing::info!("connection to ZooKeeper back: the session lives on");
                     }
                     Ok(_) => {}
                     Err(_) => {
                         return format!(
-                            "ZooKeeper unreachable for {session_timeout:?}, the session timeout"
+                            "ZooKeeper unreachable for {:?} since its last answer, four fifths of the session timeout {timeout:?} (the ensemble may expire the session and elect another master)",
+                            heard.elapsed()
                         )
                     }
                 }
