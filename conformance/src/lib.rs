@@ -4,11 +4,11 @@
 //!
 //! Every [`case::Case`] has a stable id tied to the document and section it checks, the
 //! requirement sentence, its level (MUST or SHOULD) and a timeout; [`runner::run`] runs them and
-//! [`report`] writes the human, JSON and JUnit reports. [`cases`] lists every case of a target.
+//! [`report`] writes the human, JSON and JUnit reports. [`cases()`] lists every case of a target.
 //! It uses only sparkwire's public API, as an outside tester would.
 //!
 //! Four parts: the [`harness`] (cases and their registration, the run's settings, connections,
-//! the runner and the reports), the [`kit`] (what a case is written with), the [`cases`] (one
+//! the runner and the reports), the [`kit`] (what a case is written with), the [`mod@cases`] (one
 //! folder per protocol document, one file per section) and the [`fault`]s the self-test plants;
 //! [`documents`] renders CASES.md, COVERAGE.md and SPARK.md.
 #![forbid(unsafe_code)]

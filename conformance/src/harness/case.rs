@@ -59,12 +59,12 @@ impl Need {
 ///
 /// ```ignore
 /// Case {
-///     id: "spec/7/ask-id-reused".into(),
+///     id: "spec/14.2/Z1/finished-app-kill-executors".into(),
 ///     level: Level::Must,
 ///     targets: vec![Target::Master],
-///     quote: "SPEC §7: \"…\"".into(),
-///     requirement: "the master answers each ask once".into(),
-///     body: run(|ctx| async move { … }),
+///     quote: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal ...\"".into(),
+///     requirement: "a KillExecutors naming a finished application is answered false".into(),
+///     body: run(|ctx| async move { /* what the suite sends, then expects */ Ok(()) }),
 ///     ..Case::default()
 /// }
 /// ```

@@ -1,6 +1,6 @@
 //! The harness: what runs cases and reports them. The ground ([`verdict`]: targets, levels,
 //! failures, verdicts), the case and its registration ([`case`]), the run's settings, context and
-//! judge ([`env`]), connections and their wire logs ([`peer`], [`spark_wire`], MessagePack by hand
+//! judge ([`mod@env`]), connections and their wire logs ([`peer`], [`spark_wire`], MessagePack by hand
 //! in [`mp`], canonical field maps in [`canonical`]), the endpoint's health ([`health`]), the
 //! processes the suite starts ([`spawn`]), the [`runner`] and the [`report`]s.
 

@@ -2,8 +2,8 @@
 //! registrations (rules.md W3, W4), applications' (P3, P5), the UI's asks, drivers submitted,
 //! asked about and killed (D1, D6). Each registers only what no other case can take or be
 //! taken by (workers without cores or memory; applications, and drivers, no such worker can
-//! run): [`Need::OwnRegistrations`]. One function per case, registered in report order by
-//! [`add`].
+//! run): `Need::OwnRegistrations`. What those cases (in `cases/flow/master.rs` and elsewhere)
+//! share.
 
 use crate::harness::env::Ctx;
 use crate::harness::peer::Conn;

@@ -2,5 +2,4 @@
 //! spark.deploy.spreadOut, cores.max), executors launched, changing state, lost and killed
 //! (rules E…), drivers on workers (D3), failover and heartbeats. Each registers workers with
 //! cores and memory, which an application of an earlier case still waiting for cores would take
-//! first: [`Need::NoOtherApplication`]. One function per case, registered in report order by
-//! [`add`].
+//! first: `Need::NoOtherApplication`. What those cases (in `cases/flow/master.rs`) share.
