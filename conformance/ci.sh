@@ -96,7 +96,7 @@ run master --target master --addr "$addr"
 run master-servers --target master --addr "$addr" --cases handshake/5/0/ --cases spec/8/limits/ \
   --cases spec/13/admin/ --cases handshake/10.1/admin-proof-ignored \
   --cases handshake/10.1/wrong-admin-proof-refused --cases handshake/11/ \
-  --spawn-server "$bin master --port {port} --port-retries 0 --no-webui --exit-with-stdin --max-connections {max_connections} --idle-timeout {idle_timeout} --frame-read-timeout {frame_read_timeout} --max-queued-bytes {max_queued_bytes} [[--secret-file {secret_file}]] [[--admin-secret-file {admin_secret_file}]] [[--tls-cert {tls_cert} --tls-key {tls_key}]]"
+  --spawn-server "$bin master --port {port} --port-retries 0 --no-webui --exit-with-stdin --max-connections {max_connections} --idle-timeout {idle_timeout} --frame-read-timeout {frame_read_timeout} --max-queued-bytes {max_queued_bytes} --max-frame-bytes {max_frame_bytes} [[--secret-file {secret_file}]] [[--admin-secret-file {admin_secret_file}]] [[--tls-cert {tls_cert} --tls-key {tls_key}]]"
 start_master master-strict --strict
 run master-strict --target master --addr "$addr"
 start_master master-v1 --protocol-versions 1

@@ -137,7 +137,18 @@ fn envelope_vectors_decode_or_fail_with_the_named_error() {
                 "{}",
                 v.name
             ),
-            (Some(want), Err(e)) => assert_eq!(error_kind(&e), want, "{}: {e}", v.name),
+            (Some(want), Err(e)) => {
+                assert_eq!(error_kind(&e), want, "{}: {e}", v.name);
+                // SPEC §8.2: an InvalidFields vector says where the fault lies, as decoder.json's.
+                let r = sparkwire::wire::CloseReason::decoding(&e);
+                assert_eq!(
+                    (r.path, r.offset),
+                    (v.path.clone(), v.offset),
+                    "{}: the path and offset a close envelope reports",
+                    v.name
+                );
+                assert_eq!(want == "InvalidFields", v.path.is_some(), "{}", v.name);
+            }
             (want, got) => panic!("{}: wanted error {want:?}, got {got:?}", v.name),
         }
     }

@@ -138,6 +138,15 @@ fn wait_for(what: &str, ok: impl Fn() -> bool) {
     }
 }
 
+/// The master's `/json` at `url`, fetched from host `i` (`None` when it does not answer JSON).
+fn master_json(net: &Net, i: usize, url: &str) -> Option<serde_json::Value> {
+    let out = net
+        .command(i, "curl", &["-sf", "--max-time", "5", url])
+        .output()
+        .ok()?;
+    serde_json::from_slice(&out.stdout).ok()
+}
+
 /// Runs `sparkwire ARGS` on host `i` to its end (at most [`PATIENCE`]): its exit code and
 /// output (standard output, then standard error).
 fn run_on(net: &Net, i: usize, dir: &Path, name: &str, args: &[&str]) -> (i32, String) {
@@ -377,7 +386,7 @@ fn a_driver_its_executors_cannot_reach_says_why_and_submit_gives_up_in_bounded_t
     let c = cluster(&net, &dir, &secret, &[2], "60");
     // The driver on host 4 announces 127.0.0.1 (and listens there): the executor on host 2
     // dials its own loopback.
-    let (code, out) = run_on(
+    let mut submit = sparkwire(
         &net,
         4,
         &dir,
@@ -398,6 +407,72 @@ fn a_driver_its_executors_cannot_reach_says_why_and_submit_gives_up_in_bounded_t
             "25",
         ],
     );
+    // While it waits, the master says why (SPEC §16): the executor's own words, in /json (its
+    // web UI, read from host 3) and in `sparkwire status` (from host 3).
+    let reason = "cannot connect to the driver at ";
+    let ui = format!("http://{}:8080/json", net.ip(1));
+    let (mut in_json, mut in_status) = (None::<String>, None::<String>);
+    let (mut last_json, mut last_status) = (None, String::new());
+    let deadline = Instant::now() + PATIENCE;
+    while (in_json.is_none() || in_status.is_none()) && Instant::now() < deadline {
+        if submit
+            .child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))))
+        {
+            break;
+        }
+        if in_json.is_none() {
+            last_json = master_json(&net, 3, &ui);
+            in_json = last_json.as_ref().and_then(|j| {
+                j["activeapps"].as_array()?.iter().find_map(|a| {
+                    let why = a["waitingreason"].as_str()?;
+                    (why.starts_with("executors launched but ending: ") && why.contains(reason))
+                        .then(|| why.to_string())
+                })
+            });
+        }
+        if in_status.is_none() {
+            let out = net
+                .command(3, BIN, &["status", &c.url, "--secret-file", &secret])
+                .env_remove("SPARKWIRE_SECRET_FILE")
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            let waiting = out
+                .split("\nWAITING")
+                .nth(1)
+                .unwrap_or_default()
+                .to_string();
+            last_status = out;
+            in_status = waiting
+                .lines()
+                .find(|l| l.contains("executors launched but ending: ") && l.contains(reason))
+                .map(str::to_string);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let code = submit.wait_exit(PATIENCE);
+    let out = submit.output().join("\n") + "\n" + &submit.log_text();
+    let code = code.unwrap_or_else(|| panic!("submit still running: {out}"));
+    let in_json = in_json
+        .unwrap_or_else(|| panic!("/json never gave the reason (last: {last_json:?}): {out}"));
+    assert!(in_json.contains("connection refused"), "{in_json}");
+    assert!(
+        in_status.is_some(),
+        "sparkwire status never gave the reason (last: {last_status}): {out}"
+    );
+    assert!(
+        in_status
+            .as_deref()
+            .is_some_and(|l| l.contains("connection refused")),
+        "{in_status:?}"
+    );
+    eprintln!("unreachable driver: /json said: {in_json}");
+    eprintln!(
+        "unreachable driver: status said: {}",
+        in_status.unwrap_or_default()
+    );
     let took = started.elapsed();
     assert_ne!(code, 0, "{out}");
     // The executor's own words, carried from host 2 in ExecutorStateChanged's message, are in
@@ -411,6 +486,12 @@ fn a_driver_its_executors_cannot_reach_says_why_and_submit_gives_up_in_bounded_t
     assert!(
         last.is_some_and(|l| l.contains(reason)),
         "submit's last word is not the reason: {out}"
+    );
+    // The reason as the master gives it (SPEC §16), which the driver asked for.
+    assert!(
+        last.is_some_and(|l| l
+            .contains("the master says the application waits: executors launched but ending: ")),
+        "submit's last word is not the master's reason: {out}"
     );
     assert!(took < Duration::from_secs(60), "{took:?}");
     eprintln!(

@@ -464,6 +464,31 @@ async fn each_spark_peer_is_answered_in_the_release_its_own_streams_name() {
     }
     let state = master_state(&master).await;
     assert_eq!(state.workers.len(), releases.len(), "{:?}", state.workers);
+    // The front announced each worker's release with its registration (SPEC §15.5): the
+    // newest release agreeing with every class descriptor the worker sent (a RegisterWorker
+    // written by 3.0.3 also reads as later 3.x releases').
+    for release in &releases {
+        let id = format!("worker-{}", release.name());
+        let w = state
+            .workers
+            .iter()
+            .find(|w| w.id == id)
+            .expect("registered");
+        let announced = w
+            .spark_release
+            .as_deref()
+            .and_then(Release::named)
+            .unwrap_or_else(|| panic!("{id}: a release announced, not {:?}", w.spark_release));
+        let sent = parse_stream(&register_worker_of(release, &id, 0)).expect("a Java stream");
+        assert!(
+            announced.judge(&sent).mismatched.is_empty(),
+            "{id}: announced {announced}, which disagrees with what it sent"
+        );
+        // The newest of its line: told apart from every other line.
+        if release.name() != "3.0.3" {
+            assert_eq!(announced.name(), release.name(), "{id}");
+        }
+    }
 }
 
 #[tokio::test]

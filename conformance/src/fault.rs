@@ -36,6 +36,8 @@ mod points;
 type D = DeployMessage;
 
 mod limits;
+mod releases;
+mod waiting;
 use limits::{AdminInverted, AdminProofDropped, LimitClosesAll, RegisteredCutOff, SettingsIgnored};
 mod judge;
 
@@ -182,6 +184,23 @@ pub static FAULTS: &[FaultSpec] = &[
               back the values the suite registered.",
         scope: Scope::Master,
         behaviour: &NoRedaction,
+    },
+    FaultSpec {
+        name: "waiting-reason-unlisted",
+        doc:
+            "The master states a waiting reason SPEC §16's table does not give, and keeps it while \
+              an executor runs: the proxy sets every active application's waitingReason in \
+              MasterStateResponse to \"waiting for resources\".",
+        scope: Scope::Master,
+        behaviour: &waiting::WaitingReasonUnlisted,
+    },
+    FaultSpec {
+        name: "release-ignored",
+        doc: "The master places executors whatever Spark releases the worker and the application \
+              announced (SPEC §15.5): the proxy drops sparkRelease from the suite's \
+              RegisterWorker and RegisterApplication.",
+        scope: Scope::Master,
+        behaviour: &releases::ReleaseIgnored,
     },
     FaultSpec {
         name: "deep-taken",
@@ -474,6 +493,31 @@ pub static FAULTS: &[FaultSpec] = &[
         behaviour: &points::WorkerLostWrongV1,
     },
     FaultSpec {
+        name: "answer-over-limit-pending",
+        doc: "A master leaves an ask pending when its answer would not fit its frame limit \
+              (SPEC §8: it is failed with org.apache.spark.SparkException and the connection \
+              stays open): the proxy drops the failure envelopes it sends for RequestMasterState.",
+        scope: Scope::Server,
+        behaviour: &points::AnswerOverLimitPending,
+    },
+    FaultSpec {
+        name: "driver-client-never-idle",
+        doc: "The master applies its idle timeout to unregistered and ui connections only, not \
+              to a driver-client between polls (SPEC §8): the proxy drops the close envelope of \
+              kind Idle on a driver-client connection and passes no close of one on to the suite.",
+        scope: Scope::Server,
+        behaviour: &points::DriverClientNeverIdle,
+    },
+    FaultSpec {
+        name: "strict-refusal-as-foreign-id",
+        doc: "A strict master answers an ask it refuses only for a rule of rules.md as if for a \
+              foreign id (SPEC §14.3: such a failure's class is org.apache.spark.SparkException): \
+              the proxy turns its close envelope of kind RuleViolation into a failure of class \
+              java.lang.SecurityException for the suite's last ask on that connection.",
+        scope: Scope::Master,
+        behaviour: &points::StrictRefusalAsForeignId,
+    },
+    FaultSpec {
         name: "late-250ms",
         doc: "Not a fault: a legal master that is slow to answer. The proxy passes each frame \
               the master writes (its handshake answer too) 250 ms after the one before it. Given \
@@ -710,6 +754,12 @@ trait Behaviour: Sync {
     /// The endpoint's closes never reach the suite, and the proxy holds the suite's side open a
     /// while after both ends stopped.
     fn keeps_open(&self) -> bool {
+        false
+    }
+
+    /// The endpoint's close of a connection whose client said it is `role` does not reach the
+    /// suite (the suite's side stays open), when the suite connects.
+    fn hides_close_of(&self, _role: Option<Role>) -> bool {
         false
     }
 
@@ -1522,6 +1572,8 @@ struct Seen {
     launch: launch::Seen,
     /// What the judge's faults remember.
     judge: judge::Seen,
+    /// What issue 44's faults remember ([`points`]).
+    points: points::Seen,
 }
 
 /// What to do with one frame.
@@ -1839,7 +1891,8 @@ async fn pipe(
                         }
                         // An endpoint that is the server: under keep-open and mute the suite
                         // sees no close.
-                        if !(suite_is_client && keep) {
+                        let hide = keep || behaviour.hides_close_of(lock(&st).client_role);
+                        if !(suite_is_client && hide) {
                             close(&to).await;
                         }
                         break;

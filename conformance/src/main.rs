@@ -20,7 +20,7 @@ use sparkwire_conformance::{report, runner};
 ///
 /// Examples:
 ///   sparkwire-conformance --target master --addr 127.0.0.1:7077 --junit master.xml
-///   sparkwire-conformance --target master --addr 127.0.0.1:7077 --spawn-server 'sparkwire master --port {port} --no-webui --exit-with-stdin --max-connections {max_connections} --idle-timeout {idle_timeout} --frame-read-timeout {frame_read_timeout} --max-queued-bytes {max_queued_bytes} [[--secret-file {secret_file}]] [[--admin-secret-file {admin_secret_file}]] [[--tls-cert {tls_cert} --tls-key {tls_key}]]'
+///   sparkwire-conformance --target master --addr 127.0.0.1:7077 --spawn-server 'sparkwire master --port {port} --no-webui --exit-with-stdin --max-connections {max_connections} --idle-timeout {idle_timeout} --frame-read-timeout {frame_read_timeout} --max-queued-bytes {max_queued_bytes} --max-frame-bytes {max_frame_bytes} [[--secret-file {secret_file}]] [[--admin-secret-file {admin_secret_file}]] [[--tls-cert {tls_cert} --tls-key {tls_key}]]'
 ///   sparkwire-conformance --target worker --spawn 'sparkwire worker {master_url} --cores {cores} --memory {memory} --worker-timeout {worker_timeout} --allow-exec-any {allowed_exec} --webui-port 0 --exit-with-stdin'
 ///   sparkwire-conformance --list
 #[derive(Debug, Parser)]
@@ -43,7 +43,7 @@ struct Args {
     /// resource limits (SPEC §8, handshake.md §5 step 0), the admin secret (SPEC §13) and TLS
     /// (handshake.md §11), each with the settings its case chooses. Placeholders: {port} (must
     /// be used), {max_connections}, {idle_timeout}, {frame_read_timeout}, {max_queued_bytes},
-    /// {work_dir}, and, inside [[…]] (a part kept only when the case gives every placeholder in
+    /// {max_frame_bytes}, {work_dir}, and, inside [[…]] (a part kept only when the case gives every placeholder in
     /// it), {secret_file}, {admin_secret_file}, {tls_cert}, {tls_key}. Without it those cases are
     /// skipped.
     #[arg(long, value_name = "CMD")]

@@ -167,7 +167,7 @@ type Configuration = (Vec<String>, Vec<String>);
 fn server_template() -> String {
     let bin = sparkwire();
     format!(
-        "{} master --port {{port}} --port-retries 0 --no-webui --exit-with-stdin --max-connections {{max_connections}} --idle-timeout {{idle_timeout}} --frame-read-timeout {{frame_read_timeout}} --max-queued-bytes {{max_queued_bytes}} [[--secret-file {{secret_file}}]] [[--admin-secret-file {{admin_secret_file}}]] [[--tls-cert {{tls_cert}} --tls-key {{tls_key}}]]",
+        "{} master --port {{port}} --port-retries 0 --no-webui --exit-with-stdin --max-connections {{max_connections}} --idle-timeout {{idle_timeout}} --frame-read-timeout {{frame_read_timeout}} --max-queued-bytes {{max_queued_bytes}} --max-frame-bytes {{max_frame_bytes}} [[--secret-file {{secret_file}}]] [[--admin-secret-file {{admin_secret_file}}]] [[--tls-cert {{tls_cert}} --tls-key {{tls_key}}]]",
         bin.display()
     )
 }

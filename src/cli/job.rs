@@ -107,11 +107,11 @@ pub(crate) async fn run_and_report(
     let ready = ready.map_err(|e| e.to_string())?;
     if ready.ready_executors() == 0 {
         // Bounded: with no executor by the timeout the job could only wait; say why instead.
+        let why = driver.starvation(&ready).await;
         let _ = driver.stop().await;
         return Err(format!(
-            "no executor registered within {} s, giving up: {}",
+            "no executor registered within {} s, giving up: {why}",
             timeout.as_secs(),
-            sparkwire::node::driver::starvation_reason(ready.executor_ends.last())
         ));
     }
     if let Some(app_id) = &ready.app_id {

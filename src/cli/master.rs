@@ -353,6 +353,8 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
             max_executor_retries: args.max_executor_retries,
             redaction: Redactor::new(&args.redaction_regex).map_err(|e| e.to_string())?,
             recovery_timeout,
+            #[cfg(feature = "spark")]
+            release_compatible: sparkwire::spark::Release::compatible_names,
             ..sparkwire::node::master::Config::default()
         },
         recovery_dir,

@@ -115,6 +115,7 @@ fn render(s: &MasterStateResponse, now: i64) -> String {
                 } else {
                     w.web_ui_address.clone()
                 },
+                w.spark_release.clone().unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();
@@ -128,15 +129,23 @@ fn render(s: &MasterStateResponse, now: i64) -> String {
             "CORES USED/TOTAL",
             "MEMORY MiB USED/TOTAL",
             "WEB UI",
+            "SPARK",
         ],
         &workers,
     );
     let app_headers = APPLICATION_COLUMNS.map(|c| c.to_uppercase());
-    let app_headers: Vec<&str> = app_headers.iter().map(String::as_str).collect();
+    let mut app_headers: Vec<&str> = app_headers.iter().map(String::as_str).collect();
+    app_headers.push("SPARK");
     let driver_headers = DRIVER_COLUMNS.map(|c| c.to_uppercase());
     let driver_headers: Vec<&str> = driver_headers.iter().map(String::as_str).collect();
     let apps = |list: &[ApplicationInfo]| -> Vec<Vec<String>> {
-        list.iter().map(|a| application_row(a, now)).collect()
+        list.iter()
+            .map(|a| {
+                let mut row = application_row(a, now);
+                row.push(a.spark_release.clone().unwrap_or_else(|| "-".into()));
+                row
+            })
+            .collect()
     };
     let drivers =
         |list: &[DriverInfo]| -> Vec<Vec<String>> { list.iter().map(driver_row).collect() };
@@ -152,6 +161,16 @@ fn render(s: &MasterStateResponse, now: i64) -> String {
         &driver_headers,
         &drivers(&s.active_drivers),
     );
+    // Why each waiting application and driver waits (SPEC §16), one line each: a reason is too
+    // long for a table's column.
+    let waiting: Vec<Vec<String>> = s
+        .active_apps
+        .iter()
+        .map(|a| (&a.id, &a.waiting_reason))
+        .chain(s.active_drivers.iter().map(|d| (&d.id, &d.waiting_reason)))
+        .filter_map(|(id, why)| why.as_ref().map(|w| vec![id.clone(), w.clone()]))
+        .collect();
+    section(&mut out, "WAITING", &["ID", "REASON"], &waiting);
     section(
         &mut out,
         "COMPLETED APPLICATIONS",

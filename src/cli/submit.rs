@@ -68,7 +68,8 @@ pub struct SubmitArgs {
     #[arg(long, default_value_t = 1)]
     executors: usize,
     /// How long to wait for those executors, seconds. With none registered by then, submit
-    /// gives up: it says why (the last executor's end, as its worker reported it) and exits 2.
+    /// gives up: it says why (the reason the master gives for the application, SPEC §16, or else
+    /// the last executor's end, as its worker reported it) and exits 2.
     #[arg(long, default_value_t = 60)]
     executor_timeout: u64,
     #[command(flatten)]

@@ -437,6 +437,9 @@ record! {
         pub web_ui_address: String => with_web_ui_address,
         /// Resources registered.
         pub resources: Resources => with_resources,
+        /// The Spark release it registered with (`RegisterWorker.sparkRelease`), if any
+        /// (revision 2).
+        pub spark_release: Option<String> => with_spark_release,
     }
 }
 
@@ -455,6 +458,12 @@ record! {
         pub cores_granted: i32 => with_cores_granted,
         /// End time, milliseconds since the epoch; -1 while running.
         pub end_time: i64 => with_end_time,
+        /// The Spark release it registered with (`RegisterApplication.sparkRelease`), if any
+        /// (revision 2).
+        pub spark_release: Option<String> => with_spark_release,
+        /// Why it waits, while none of its executors runs: the reason the master's last
+        /// scheduling round found binding (SPEC §16, revision 2); `None` when it does not wait.
+        pub waiting_reason: Option<String> => with_waiting_reason,
     }
 }
 
@@ -473,6 +482,9 @@ record! {
         pub worker_id: Option<String> => with_worker_id,
         /// The error that ended it, if any.
         pub exception: Option<ErrorDescription> => with_exception,
+        /// Why it waits for a worker: the reason the master's last scheduling round found
+        /// binding (SPEC §16, revision 2); `None` when it does not wait.
+        pub waiting_reason: Option<String> => with_waiting_reason,
     }
 }
 

@@ -532,7 +532,7 @@ impl Conn {
             }
             return Ok(());
         }
-        let m = match classify(root) {
+        let mut m = match classify(root) {
             Classified::Message(Typed::Deploy(m)) => m,
             Classified::Message(Typed::Coarse(c)) => {
                 return self.not_taken(request_id, format!("{} (a driver's message)", c.name()));
@@ -560,9 +560,15 @@ impl Conn {
             Some(_) => {}
             None => self.open_bridge(role, &m).await?,
         }
-        match &m {
-            DeployMessage::RegisterWorker(r) => self.peer_ref = Some(r.worker.clone()),
+        // The master places an application's executors on workers of its release (SPEC §15.5):
+        // the front announces the release it told from the peer's streams.
+        match &mut m {
+            DeployMessage::RegisterWorker(r) => {
+                r.spark_release = Some(release.name().to_string());
+                self.peer_ref = Some(r.worker.clone());
+            }
             DeployMessage::RegisterApplication(r) => {
+                r.spark_release = Some(release.name().to_string());
                 self.peer_ref = Some(r.driver.clone());
                 self.app_graph = Some(Arc::new(std::mem::take(&mut graph)));
             }

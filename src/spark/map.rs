@@ -394,6 +394,7 @@ fn worker_info(v: Node<'_>) -> Result<WorkerInfo, JavaError> {
         last_heartbeat: 0,
         web_ui_address: str_field(o, "webUiAddress")?,
         resources: resources(field(o, "resources")?)?,
+        spark_release: None,
     })
 }
 
@@ -408,6 +409,8 @@ fn application_info(v: Node<'_>) -> Result<ApplicationInfo, JavaError> {
         state: ApplicationState::Waiting,
         cores_granted: 0,
         end_time: -1,
+        spark_release: None,
+        waiting_reason: None,
     })
 }
 
@@ -422,6 +425,7 @@ fn driver_info(v: Node<'_>) -> Result<DriverInfo, JavaError> {
         state: DriverState::Submitted,
         worker_id: None,
         exception: None,
+        waiting_reason: None,
     })
 }
 
@@ -526,6 +530,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
             worker_web_ui_url: str_field(o, "workerWebUiUrl")?,
             master_address: addr(field(o, "masterAddress")?)?,
             resources: resources(field(o, "resources")?)?,
+            spark_release: None,
         }),
         "RegisteredWorker" => D::RegisteredWorker(deploy::RegisteredWorker {
             master: endpoint_ref_of(field(o, "master")?)?,
@@ -611,6 +616,7 @@ fn deploy_message(name: &str, v: Node<'_>) -> Result<DeployMessage, JavaError> {
         "RegisterApplication" => D::RegisterApplication(deploy::RegisterApplication {
             app_description: app_description_of(field(o, "appDescription")?)?,
             driver: endpoint_ref_of(field(o, "driver")?)?,
+            spark_release: None,
         }),
         "RegisteredApplication" => D::RegisteredApplication(deploy::RegisteredApplication {
             app_id: str_field(o, "appId")?,

@@ -338,6 +338,21 @@ impl Release {
         std::ptr::eq(self.table, other.table)
     }
 
+    /// Whether the releases named `a` and `b` are [`compatible`](Release::compatible); a name
+    /// sparkwire does not know is compatible only with the same name. The rule a master gives
+    /// its core for placing executors (`node::master::Config::release_compatible`, SPEC §15.5).
+    pub fn compatible_names(a: &str, b: &str) -> bool {
+        match (Release::exactly(a), Release::exactly(b)) {
+            (Some(x), Some(y)) => x.compatible(y),
+            _ => a == b,
+        }
+    }
+
+    /// The release named exactly `name` (`3.5.9`; not a release line).
+    fn exactly(name: &str) -> Option<&'static Release> {
+        Release::all().iter().find(|r| r.name() == name)
+    }
+
     /// Judges the class descriptors of one stream against this release's table.
     pub fn judge(&self, graph: &Graph) -> Verdict {
         let mut verdict = Verdict::default();

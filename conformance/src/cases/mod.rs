@@ -72,6 +72,8 @@ pub fn cases(target: Target) -> Vec<Planned> {
     spec::s14_3::closing::cases(&mut cs);
     spec::s14_4::cases(&mut cs);
     spec::s14_5::cases(&mut cs);
+    spec::s15_5::cases(&mut cs);
+    spec::s16::cases(&mut cs);
     spec::s2::executor::cases(&mut cs);
     spec::s4::encoder::cases(&mut cs);
     spec::s4::fields::cases(&mut cs);
@@ -118,7 +120,9 @@ pub fn cases(target: Target) -> Vec<Planned> {
     handshake::s12::points::cases(&mut cs);
     handshake::s5::points::cases(&mut cs);
     spec::s14_2::points::cases(&mut cs);
+    spec::s14_3::points::cases(&mut cs);
     spec::s4_1::points::cases(&mut cs);
+    spec::s8::points::cases(&mut cs);
     spec::s8_1::points::cases(&mut cs);
     spec::s8_2::cases(&mut cs);
     match target {

@@ -1,17 +1,118 @@
 //! The faults of issue 44's decisions: where an `InvalidFields` fault lies (SPEC §8.2), the
 //! handshake's features (handshake.md §5, §12), how soon a master sees a closed connection
-//! (SPEC §14.2 Z4), a version 1 `ExecutorUpdated`'s `workerLost` (SPEC §5), and a legal master
-//! that is slow to answer (not a fault: what a case must not depend on).
+//! (SPEC §14.2 Z4), a version 1 `ExecutorUpdated`'s `workerLost` (SPEC §5), an ask whose answer
+//! is over the frame limit (SPEC §8), the failure class of a strict refusal (SPEC §14.3), and a
+//! legal master that is slow to answer (not a fault: what a case must not depend on).
 
 use std::time::Duration;
 
 use bytes::Bytes;
+use sparkwire::messages::ErrorDescription;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Hello, Role};
 use sparkwire::wire::msgpack::Cursor;
-use sparkwire::wire::{encode_envelope, Envelope};
+use sparkwire::wire::{decode_envelope, encode_envelope, Envelope};
 
-use super::{decoded, framed, Act, Behaviour, Decoded, HelloAct, State, StdMutex, D};
+use super::{decoded, framed, lock, Act, Behaviour, Decoded, HelloAct, State, StdMutex, D};
+
+/// What this file's faults remember of one connection.
+#[derive(Debug, Default)]
+pub(super) struct Seen {
+    /// The ids of the suite's RequestMasterState asks.
+    state_asks: std::collections::BTreeSet<u64>,
+    /// The id of the suite's last ask.
+    last_ask: Option<u64>,
+}
+
+/// The id of the ask `body` (`[1, id, message]`), read raw whatever the message.
+fn ask_id(body: &[u8]) -> Option<u64> {
+    let mut cur = Cursor::new(body);
+    (cur.array_len().ok()? == 3 && cur.uint().ok()? == 1).then_some(())?;
+    cur.uint().ok()
+}
+
+/// `answer-over-limit-pending`: the master leaves a RequestMasterState pending instead of
+/// failing it when its answer would not fit the frame limit: the proxy drops the failure.
+pub(super) struct AnswerOverLimitPending;
+
+impl Behaviour for AnswerOverLimitPending {
+    fn suite_sent(&self, body: Bytes, st: &StdMutex<State>) -> Act {
+        if let Ok(Envelope::Ask {
+            id,
+            message: D::RequestMasterState(_),
+        }) = decode_envelope::<D>(&body, Version::V2)
+        {
+            lock(st).seen.points.state_asks.insert(id);
+        }
+        Act::Forward(body)
+    }
+
+    fn endpoint_sent(&self, body: Bytes, st: &StdMutex<State>, _: bool) -> Act {
+        match decode_envelope::<D>(&body, Version::V2) {
+            Ok(Envelope::Failure { id, .. }) if lock(st).seen.points.state_asks.contains(&id) => {
+                Act::Drop
+            }
+            _ => Act::Forward(body),
+        }
+    }
+}
+
+/// `driver-client-never-idle`: the master leaves an idle driver client's connection open (its
+/// idle close is hidden from the suite: the close envelope dropped, the suite's side kept open).
+pub(super) struct DriverClientNeverIdle;
+
+impl Behaviour for DriverClientNeverIdle {
+    fn hides_close_of(&self, role: Option<Role>) -> bool {
+        role == Some(Role::DriverClient)
+    }
+
+    fn endpoint_sent(&self, body: Bytes, st: &StdMutex<State>, _: bool) -> Act {
+        if lock(st).client_role != Some(Role::DriverClient) || !is_close(&body) {
+            return Act::Forward(body);
+        }
+        match decode_envelope::<D>(&body, Version::V2) {
+            Ok(Envelope::Close(r)) if r.kind == "Idle" => Act::Drop,
+            _ => Act::Forward(body),
+        }
+    }
+}
+
+/// `strict-refusal-as-foreign-id`: a strict master answers an ask it refuses for a rule of
+/// rules.md with the failure of a foreign id: the proxy turns its RuleViolation close envelope
+/// into a `java.lang.SecurityException` failure for the suite's last ask.
+pub(super) struct StrictRefusalAsForeignId;
+
+impl Behaviour for StrictRefusalAsForeignId {
+    fn suite_sent(&self, body: Bytes, st: &StdMutex<State>) -> Act {
+        if let Some(id) = ask_id(&body) {
+            lock(st).seen.points.last_ask = Some(id);
+        }
+        Act::Forward(body)
+    }
+
+    fn endpoint_sent(&self, body: Bytes, st: &StdMutex<State>, _: bool) -> Act {
+        if !is_close(&body) {
+            return Act::Forward(body);
+        }
+        let (version, last) = {
+            let g = lock(st);
+            (g.version.unwrap_or(Version::V2), g.seen.points.last_ask)
+        };
+        let (Some(id), Ok(Envelope::Close(r))) = (last, decode_envelope::<D>(&body, version))
+        else {
+            return Act::Forward(body);
+        };
+        if r.kind != "RuleViolation" {
+            return Act::Forward(body);
+        }
+        let error = ErrorDescription::new("java.lang.SecurityException", r.message);
+        let mut out = Vec::new();
+        match encode_envelope(&Envelope::<D>::Failure { id, error }, version, &mut out) {
+            Ok(()) => Act::Forward(Bytes::from(out)),
+            Err(_) => Act::Forward(body),
+        }
+    }
+}
 
 /// True for a close envelope, `[4, …]`.
 fn is_close(body: &[u8]) -> bool {

@@ -28,6 +28,7 @@
 //! | `{idle_timeout}` | seconds a peer that has not registered, or a `ui` peer between requests, may send nothing (SPEC §8) |
 //! | `{frame_read_timeout}` | seconds a frame may take once its first byte arrived (SPEC §8) |
 //! | `{max_queued_bytes}` | bytes queued for one peer beyond which it is a slow consumer (SPEC §8) |
+//! | `{max_frame_bytes}` | the largest frame it accepts or sends, bytes (SPEC §2's frame limit) |
 //! | `{secret_file}` | a file holding the shared secret the suite chose for the case (handshake.md §10) |
 //! | `{admin_secret_file}` | a file holding the admin secret the suite chose for the case (SPEC §13) |
 //! | `{tls_cert}`, `{tls_key}` | PEM files: a certificate for 127.0.0.1 and its key (handshake.md §11) |
@@ -79,6 +80,7 @@ pub const PLACEHOLDERS: &[&str] = &[
     "idle_timeout",
     "frame_read_timeout",
     "max_queued_bytes",
+    "max_frame_bytes",
     "admin_secret_file",
     "tls_cert",
     "tls_key",
@@ -93,6 +95,7 @@ pub const SERVER_PLACEHOLDERS: (&[&str], &[&str]) = (
         "idle_timeout",
         "frame_read_timeout",
         "max_queued_bytes",
+        "max_frame_bytes",
         "work_dir",
     ],
     &["secret_file", "admin_secret_file", "tls_cert", "tls_key"],

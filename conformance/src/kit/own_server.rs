@@ -4,7 +4,7 @@
 use crate::harness::env::{Ctx, Wire};
 use crate::harness::peer::{not_on_spark_wire, Conn};
 use crate::harness::spawn::{spawn, Spawned};
-use crate::harness::verdict::{fail, Failure, Outcome};
+use crate::harness::verdict::{check, fail, Failure, Outcome};
 use crate::kit::common::{unique, wait};
 use sparkwire::messages::deploy::RequestMasterState;
 use sparkwire::messages::{DeployMessage, Version};
@@ -31,6 +31,8 @@ pub struct Settings {
     pub frame_read_timeout: u64,
     /// `{max_queued_bytes}`.
     pub max_queued_bytes: usize,
+    /// `{max_frame_bytes}`: the largest frame the server accepts or sends (SPEC §2).
+    pub max_frame_bytes: usize,
     /// A shared secret (`{secret_file}`).
     pub secret: bool,
     /// An admin secret (`{admin_secret_file}`; needs `secret`).
@@ -48,6 +50,7 @@ impl Default for Settings {
             idle_timeout: 60,
             frame_read_timeout: 60,
             max_queued_bytes: 4 << 20,
+            max_frame_bytes: 128 << 20,
             secret: false,
             admin: false,
             tls: false,
@@ -209,6 +212,7 @@ impl Server {
                 idle_timeout: 3600,
                 frame_read_timeout: 3600,
                 max_queued_bytes: 1 << 30,
+                max_frame_bytes: 128 << 20,
                 ..settings
             }
         } else {
@@ -222,6 +226,7 @@ impl Server {
                 settings.frame_read_timeout.to_string(),
             ),
             ("max_queued_bytes", settings.max_queued_bytes.to_string()),
+            ("max_frame_bytes", settings.max_frame_bytes.to_string()),
             ("work_dir", work_dir.0.display().to_string()),
         ];
         let mut secret = None;
@@ -330,6 +335,41 @@ impl Server {
             }
         }
     }
+}
+
+/// Expects `c` closed by a limit within `within`; when the handshake took `closeReason`, its
+/// last frame must be a close envelope whose kind is `kind` (SPEC §8.1).
+pub async fn closed_by_limit(
+    ctx: &Ctx,
+    c: &mut Conn,
+    close_reason: bool,
+    kind: &str,
+    within: Duration,
+) -> Outcome {
+    let want = format!("the connection closed by the {kind} limit");
+    if !close_reason {
+        return c.expect_closed(within, &want).await;
+    }
+    let want = format!("{want}, its last frame a close envelope of kind {kind}");
+    let ctx = Ctx {
+        settings: std::sync::Arc::new(crate::harness::env::Settings {
+            patience: within,
+            ..(*ctx.settings).clone()
+        }),
+        log: ctx.log.clone(),
+    };
+    let reason = crate::kit::server::close_envelope(&ctx, c, &want).await?;
+    check(
+        reason.kind == kind,
+        want,
+        format!("a close envelope of kind {}", reason.kind),
+    )
+}
+
+/// The time a case gives a server to apply a limit of `secs` seconds: the limit plus the
+/// patience.
+pub fn after(ctx: &Ctx, secs: u64) -> Duration {
+    Duration::from_secs(secs) + wait(ctx)
 }
 
 /// Asks RequestMasterState on `c` as ask `id` and expects its answer: the connection is served.

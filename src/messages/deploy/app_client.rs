@@ -10,6 +10,10 @@ record! {
         pub app_description: ApplicationDescription => with_app_description,
         /// The driver's endpoint.
         pub driver: EndpointRef => with_driver,
+        /// The Spark release the application speaks, when it registered over Spark's own wire
+        /// (as [`RegisterWorker::spark_release`](super::RegisterWorker::spark_release); SPEC
+        /// §15.5, revision 2). `None` for a sparkwire application.
+        pub spark_release: Option<String> => with_spark_release,
     }
 }
 

@@ -28,6 +28,11 @@ record! {
         pub master_address: Addr => with_master_address,
         /// Resources offered, by name.
         pub resources: Resources => with_resources,
+        /// The Spark release the worker speaks, when it registered over Spark's own wire (the
+        /// name of a release of `protocol/spark/releases.json`, such as `3.5.9`): a bridge such as
+        /// the master's Spark-wire front announces it (SPEC §15.5, revision 2). `None` for a
+        /// sparkwire worker.
+        pub spark_release: Option<String> => with_spark_release,
     }
 }
 

@@ -147,6 +147,8 @@ pub(crate) struct ApplicationInfo {
     pub(crate) state: crate::messages::states::ApplicationState,
     pub(crate) cores_granted: i32,
     pub(crate) end_time: i64,
+    pub(crate) spark_release: Option<String>,
+    pub(crate) waiting_reason: Option<String>,
 }
 
 impl From<&new::ApplicationInfo> for ApplicationInfo {
@@ -158,6 +160,8 @@ impl From<&new::ApplicationInfo> for ApplicationInfo {
             state: a.state,
             cores_granted: a.cores_granted,
             end_time: a.end_time,
+            spark_release: a.spark_release.clone(),
+            waiting_reason: a.waiting_reason.clone(),
         }
     }
 }
@@ -171,6 +175,8 @@ impl From<ApplicationInfo> for new::ApplicationInfo {
             state: a.state,
             cores_granted: a.cores_granted,
             end_time: a.end_time,
+            spark_release: a.spark_release,
+            waiting_reason: a.waiting_reason,
         }
     }
 }

@@ -133,6 +133,7 @@ impl From<LaunchExecutor> for new::LaunchExecutor {
 pub(crate) struct RegisterApplication {
     pub(crate) app_description: ApplicationDescription,
     pub(crate) driver: EndpointRef,
+    pub(crate) spark_release: Option<String>,
 }
 
 impl From<&new::RegisterApplication> for RegisterApplication {
@@ -140,6 +141,7 @@ impl From<&new::RegisterApplication> for RegisterApplication {
         RegisterApplication {
             app_description: (&m.app_description).into(),
             driver: m.driver.clone(),
+            spark_release: m.spark_release.clone(),
         }
     }
 }
@@ -149,6 +151,7 @@ impl From<RegisterApplication> for new::RegisterApplication {
         new::RegisterApplication {
             app_description: m.app_description.into(),
             driver: m.driver,
+            spark_release: m.spark_release,
         }
     }
 }

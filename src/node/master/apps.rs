@@ -54,6 +54,20 @@ impl Apps {
         self.completed.iter()
     }
 
+    /// Forgets the last abnormal end of application `id`'s executors (one is steady).
+    pub(crate) fn clear_failure(&mut self, id: &str) {
+        if let Some(a) = self.all.get_mut(id) {
+            a.last_failure = None;
+        }
+    }
+
+    /// Sets why application `id` waits (SPEC §16).
+    pub(crate) fn set_waiting(&mut self, id: &str, reason: Option<String>) {
+        if let Some(a) = self.all.get_mut(id) {
+            a.waiting = reason;
+        }
+    }
+
     /// Forgets the completed applications.
     pub(crate) fn clear_completed(&mut self) {
         self.completed.clear();
@@ -188,6 +202,7 @@ impl Apps {
                 cores: d.cores,
                 state: d.state,
                 resources,
+                running_since: None,
             },
         );
         app.cores_granted = app.cores_granted.saturating_add(d.cores);
@@ -222,8 +237,15 @@ impl MasterCore {
         let now = self.clock.wall_ms;
         let id = format!("app-{}-{:04}", stamp(now), self.apps.next_number);
         self.apps.next_number += 1;
-        let app = AppRec::new(id.clone(), r.app_description, r.driver, now);
-        tracing::info!("Registered app {} with ID {id}", app.desc.name);
+        let mut app = AppRec::new(id.clone(), r.app_description, r.driver, now);
+        app.spark_release = r.spark_release;
+        match &app.spark_release {
+            Some(release) => tracing::info!(
+                "Registered app {} with ID {id} (Spark {release})",
+                app.desc.name
+            ),
+            None => tracing::info!("Registered app {} with ID {id}", app.desc.name),
+        }
         self.apps.all.insert(id.clone(), app);
         self.apps.waiting.push(id.clone());
         self.apps.bind(&id, conn);
@@ -261,6 +283,8 @@ impl MasterCore {
         }
         app.state = state;
         app.end_time = self.clock.wall_ms;
+        // A completed application waits for nothing (SPEC §16).
+        app.waiting = None;
         if state != ApplicationState::Finished {
             self.send_on(
                 app.conn,
@@ -305,6 +329,7 @@ impl MasterCore {
         }
         self.schedule_drivers();
         self.start_executors_on_workers();
+        self.update_waiting();
     }
 
     /// One scheduling round over the waiting applications.
@@ -349,7 +374,7 @@ impl MasterCore {
                 executor_limit: a.executor_limit,
             })
             .collect();
-        let grants = schedule_round(&mut round, &demands, self.config.spread_out);
+        let grants = self.round_by_release(&order, &worker_ids, &mut round, &demands);
         for g in grants {
             let (Some(app_id), Some(worker_id)) = (order.get(g.app), worker_ids.get(g.worker))
             else {
@@ -361,8 +386,42 @@ impl MasterCore {
         }
     }
 
+    /// One round, Spark's when no application and no worker has a Spark release; otherwise the
+    /// same round application by application (FIFO, each taking what the ones before left), each
+    /// seeing only the workers of a compatible release as usable (SPEC §15.5).
+    fn round_by_release(
+        &self,
+        order: &[String],
+        worker_ids: &[String],
+        round: &mut [RoundWorker],
+        demands: &[ExecutorDemand],
+    ) -> Vec<super::round::Grant> {
+        let workers: Vec<_> = worker_ids
+            .iter()
+            .filter_map(|id| self.workers.get(id))
+            .collect();
+        let apps: Vec<_> = order
+            .iter()
+            .filter_map(|id| self.apps.all.get(id))
+            .collect();
+        let restricted = apps.iter().any(|a| a.spark_release.is_some())
+            && workers.iter().any(|w| w.spark_release.is_some());
+        if !restricted || workers.len() != round.len() || apps.len() != demands.len() {
+            return schedule_round(round, demands, self.config.spread_out);
+        }
+        let mut grants = Vec::new();
+        for (i, (app, demand)) in apps.iter().zip(demands).enumerate() {
+            for (slot, w) in round.iter_mut().zip(&workers) {
+                slot.alive = self.may_place(app, w);
+            }
+            let one = schedule_round(round, std::slice::from_ref(demand), self.config.spread_out);
+            grants.extend(one.into_iter().map(|g| super::round::Grant { app: i, ..g }));
+        }
+        grants
+    }
+
     /// Free units of each custom resource of `w` (addresses not held by its executors).
-    fn resources_free(
+    pub(crate) fn resources_free(
         &self,
         w: &super::state::WorkerRec,
     ) -> std::collections::BTreeMap<String, i64> {
@@ -455,6 +514,7 @@ impl MasterCore {
                 cores,
                 state: ExecutorState::Launching,
                 resources: resources.clone(),
+                running_since: None,
             },
         );
         app.cores_granted = app.cores_granted.saturating_add(cores);
@@ -543,6 +603,9 @@ impl MasterCore {
         exec.state = e.state;
         if e.state == ExecutorState::Running {
             app.retry_count = 0;
+            if old != ExecutorState::Running {
+                exec.running_since = Some(self.clock.now);
+            }
         }
         let app_conn = app.conn;
         let worker_id = exec.worker.clone();
@@ -573,6 +636,15 @@ impl MasterCore {
             let normal_exit = e.exit_status == Some(0);
             let max = self.config.max_executor_retries;
             if !normal_exit && old != ExecutorState::Decommissioned {
+                let worker = Some(worker_id.as_str());
+                let failure = super::waiting::failure_text(
+                    e.exec_id,
+                    worker,
+                    e.state,
+                    e.exit_status,
+                    e.message.as_deref(),
+                );
+                app.last_failure = Some((self.clock.now, app.next_exec_id, failure));
                 app.retry_count += 1;
                 if app.retry_count >= max && max >= 0 {
                     let running = app

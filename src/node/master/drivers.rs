@@ -48,6 +48,7 @@ impl Drivers {
             state: DriverState::Submitted,
             worker: None,
             exception: None,
+            waiting: None,
         };
         self.all.insert(id.clone(), driver);
         self.waiting.push(id.clone());
@@ -106,6 +107,7 @@ impl Drivers {
             state: DriverState::Submitted,
             worker: None,
             exception: None,
+            waiting: None,
         };
         self.all.insert(d.id, rec);
     }
@@ -204,8 +206,26 @@ impl Drivers {
         }
         d.state = state;
         d.exception = exception;
+        d.waiting = None;
         retire(&mut self.completed, d.info(), retained);
         true
+    }
+
+    /// The drivers waiting for a worker, in submission order.
+    pub(crate) fn waiting_ids(&self) -> &[String] {
+        &self.waiting
+    }
+
+    /// Sets why each waiting driver waits (SPEC §16); every other driver waits for nothing.
+    pub(crate) fn set_waiting(&mut self, reasons: Vec<(String, Option<String>)>) {
+        for d in self.all.values_mut() {
+            d.waiting = None;
+        }
+        for (id, reason) in reasons {
+            if let Some(d) = self.all.get_mut(&id) {
+                d.waiting = reason;
+            }
+        }
     }
 
     /// Whether a driver waits for a worker.

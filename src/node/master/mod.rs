@@ -86,7 +86,10 @@ pub mod schedule;
 mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_waiting;
 mod ui;
+pub mod waiting;
 mod workers;
 
 pub use io::{
@@ -135,6 +138,23 @@ pub struct Config {
     /// Only peers that proved the admin secret may change the master's state from a UI
     /// (protocol/SPEC.md, "Authentication and permissions"). Default false.
     pub admins_only: bool,
+    /// Whether an executor of an application of one Spark release may run on a worker of
+    /// another (both named as `RegisterWorker.sparkRelease` and
+    /// `RegisterApplication.sparkRelease` name them; SPEC §15.5). Default [`same_release`]; the
+    /// master's runtime with Spark's wire gives `sparkwire::spark::releases_compatible` (the same
+    /// class table).
+    pub release_compatible: fn(&str, &str) -> bool,
+    /// How long an executor must have been RUNNING, after another of its application's ended
+    /// abnormally, before the application no longer waits with `executors launched but ending`
+    /// (SPEC §16): a worker says RUNNING when it starts the process, and the master hears
+    /// nothing of whether the executor reached its driver. Default 60 s.
+    pub steady_executor: Duration,
+}
+
+/// Two Spark releases are compatible when they are the same release: the rule of a master that
+/// has no class tables ([`Config::release_compatible`]'s default).
+pub fn same_release(a: &str, b: &str) -> bool {
+    a == b
 }
 
 impl Default for Config {
@@ -149,6 +169,8 @@ impl Default for Config {
             persistent: false,
             recovery_timeout: None,
             admins_only: false,
+            release_compatible: same_release,
+            steady_executor: Duration::from_secs(60),
         }
     }
 }

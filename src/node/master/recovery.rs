@@ -247,6 +247,8 @@ impl MasterCore {
                 drivers: Default::default(),
                 cores_used: 0,
                 memory_used: 0,
+                // Not stored: a recovered worker's release is known again when it re-registers.
+                spark_release: None,
             };
             if self.add_worker(rec) {
                 match w.endpoint.address {

@@ -47,6 +47,8 @@ pub(crate) struct WorkerRec {
     pub(crate) drivers: BTreeSet<String>,
     pub(crate) cores_used: i32,
     pub(crate) memory_used: i32,
+    /// The Spark release it registered with, if any (SPEC §15.5).
+    pub(crate) spark_release: Option<String>,
 }
 
 impl WorkerRec {
@@ -120,6 +122,7 @@ impl WorkerRec {
             last_heartbeat: self.last_heartbeat_ms,
             web_ui_address: self.web_ui.clone(),
             resources: self.resources.clone(),
+            spark_release: self.spark_release.clone(),
         }
     }
 }
@@ -132,6 +135,9 @@ pub(crate) struct ExecRec {
     pub(crate) state: ExecutorState,
     /// Custom resources it holds on its worker.
     pub(crate) resources: Resources,
+    /// When its worker said it runs (`None`: not yet, or running since before the master knew
+    /// it, as after a recovery).
+    pub(crate) running_since: Option<std::time::Instant>,
 }
 
 /// An application.
@@ -149,6 +155,15 @@ pub(crate) struct AppRec {
     pub(crate) retry_count: i32,
     pub(crate) executor_limit: usize,
     pub(crate) cores_granted: i32,
+    /// The Spark release it registered with, if any (SPEC §15.5).
+    pub(crate) spark_release: Option<String>,
+    /// The last abnormal end of one of its executors: when it happened, the first executor id
+    /// launched after it, and how it reads (which executor, how it ended, and the executor's own
+    /// last line, `ExecutorStateChanged.message`). It binds until an executor is steady (SPEC
+    /// §16).
+    pub(crate) last_failure: Option<(std::time::Instant, i32, String)>,
+    /// Why it waits, as the last scheduling round found (SPEC §16); `None` when it does not.
+    pub(crate) waiting: Option<String>,
 }
 
 impl AppRec {
@@ -174,6 +189,9 @@ impl AppRec {
             retry_count: 0,
             executor_limit,
             cores_granted: 0,
+            spark_release: None,
+            last_failure: None,
+            waiting: None,
         }
     }
 
@@ -227,6 +245,8 @@ impl AppRec {
             state: self.state,
             cores_granted: self.cores_granted,
             end_time: self.end_time,
+            spark_release: self.spark_release.clone(),
+            waiting_reason: self.waiting.clone(),
         }
     }
 }
@@ -240,6 +260,8 @@ pub(crate) struct DriverRec {
     pub(crate) state: DriverState,
     pub(crate) worker: Option<String>,
     pub(crate) exception: Option<ErrorDescription>,
+    /// Why it waits for a worker, as the last scheduling round found (SPEC §16).
+    pub(crate) waiting: Option<String>,
 }
 
 impl DriverRec {
@@ -251,6 +273,7 @@ impl DriverRec {
             state: self.state,
             worker_id: self.worker.clone(),
             exception: self.exception.clone(),
+            waiting_reason: self.waiting.clone(),
         }
     }
 }

@@ -43,7 +43,17 @@ impl MasterCore {
     pub fn master_state(&self) -> MasterStateResponse {
         let mut workers: Vec<_> = self.workers.iter().map(|w| w.info()).collect();
         workers.sort_by(|a, b| a.id.cmp(&b.id));
-        let active_apps = self.apps.active().map(|a| a.info()).collect();
+        let mut active_apps: Vec<_> = self.apps.active().map(|a| a.info()).collect();
+        if self.ha.state() == crate::messages::RecoveryState::Alive {
+            // As of now: the last round's figures, and executors steady since (SPEC §16).
+            let mut reasons: std::collections::HashMap<String, Option<String>> =
+                self.app_reasons().into_iter().collect();
+            for a in &mut active_apps {
+                if let Some(reason) = reasons.remove(&a.id) {
+                    a.waiting_reason = reason;
+                }
+            }
+        }
         let (active_drivers, completed_drivers) = self.drivers.infos();
         let mut state = MasterStateResponse {
             host: self.addr.host.clone(),

@@ -361,6 +361,7 @@ impl MasterCore {
             drivers: BTreeSet::new(),
             cores_used: 0,
             memory_used: 0,
+            spark_release: r.spark_release.clone(),
         };
         if !self.add_worker(worker) {
             let address = r

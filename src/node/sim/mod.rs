@@ -368,6 +368,7 @@ impl Cluster {
             let register = crate::messages::deploy::RegisterApplication {
                 app_description: desc,
                 driver: crate::messages::EndpointRef::at(addr.clone(), "AppClient"),
+                spark_release: None,
             };
             let client = ClientConfig {
                 masters: master_addrs
@@ -759,6 +760,7 @@ impl Cluster {
         let register = crate::messages::deploy::RegisterApplication {
             app_description: desc,
             driver: crate::messages::EndpointRef::at(addr, "AppClient"),
+            spark_release: None,
         };
         self.send(probe, conn, register);
         let app_id = self.probe(probe).received().find_map(|m| match m {
@@ -796,6 +798,7 @@ impl Cluster {
             worker_web_ui_url: String::new(),
             master_address,
             resources: crate::messages::Resources::new(),
+            spark_release: None,
         };
         self.send(probe, conn, register);
         (probe, conn)

@@ -295,6 +295,7 @@ impl WorkerCore {
             worker_web_ui_url: self.web_ui_url.clone(),
             master_address,
             resources: self.config.resources.clone(),
+            spark_release: None,
         };
         self.out.push_back(Output::Conn(ConnOutput::Send {
             conn,

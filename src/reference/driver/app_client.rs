@@ -120,6 +120,7 @@ pub(super) fn spawn(
         register: RegisterApplication {
             app_description: desc,
             driver,
+            spark_release: None,
         },
         registration_timeout: config.registration_timeout,
         registration_retry: config.registration_retry,
@@ -359,4 +360,48 @@ fn tapped(
         });
     }
     Ok(conn)
+}
+
+/// Why the masters say application `app_id` waits (SPEC §16): asked of each master in turn, as
+/// a `ui` peer (`RequestMasterState`), the first reason one gives; `None` when none gives one (a
+/// master that does not tell, such as a revision-1 one, or none answers within `within`).
+pub(crate) async fn waiting_reason(
+    config: &DriverConfig,
+    app_id: &str,
+    within: Duration,
+) -> Option<String> {
+    for m in &config.masters {
+        let Ok(url) = SparkUrl::parse(m) else {
+            continue;
+        };
+        let asked = tokio::time::timeout(within, ask_waiting_reason(&url, config, app_id));
+        if let Ok(Some(reason)) = asked.await {
+            return Some(reason);
+        }
+    }
+    None
+}
+
+async fn ask_waiting_reason(url: &SparkUrl, config: &DriverConfig, app_id: &str) -> Option<String> {
+    let stream = tcp_connect(url, DEFAULT_HANDSHAKE_TIMEOUT).await.ok()?;
+    let local = Identity::new(PeerRole::Ui, config.id.clone());
+    let established = config
+        .security
+        .client_handshake(stream, &local, &url.host)
+        .await
+        .ok()?;
+    let conn =
+        Connection::<DeployMessage>::establish(established, ConnectionConfig::default()).ok()?;
+    let answer = conn
+        .ask(crate::messages::deploy::RequestMasterState::new().into())
+        .await;
+    conn.close().await;
+    match answer {
+        Ok(crate::wire::Reply::Message(DeployMessage::MasterStateResponse(s))) => s
+            .active_apps
+            .into_iter()
+            .find(|a| a.id == app_id)
+            .and_then(|a| a.waiting_reason),
+        _ => None,
+    }
 }

@@ -266,6 +266,7 @@ pub struct Driver {
     tx: events::Backend,
     url: SparkUrl,
     address: SocketAddr,
+    config: Arc<DriverConfig>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -331,11 +332,13 @@ impl Driver {
                 tx.clone(),
             ))
         };
+        let kept = Arc::clone(&config);
         let task = tokio::spawn(scheduler_backend::run(runtime, config, client, accept));
         Ok(Driver {
             tx,
             url,
             address,
+            config: kept,
             task: Some(task),
         })
     }
@@ -387,10 +390,30 @@ impl Driver {
         self.call(events::Msg::Status).await
     }
 
+    /// Why no executor is ready, in place of Spark's generic "Initial job has not accepted any
+    /// resources…" when the driver knows more: the reason the master gives for the application
+    /// (SPEC §16, asked over a `ui` connection), else the last executor's end as its worker
+    /// reported it ([`starvation_reason`](crate::node::driver::starvation_reason)), else Spark's
+    /// line.
+    pub async fn starvation(&self, status: &DriverStatus) -> String {
+        let master = match &status.app_id {
+            Some(app) => {
+                app_client::waiting_reason(&self.config, app, Duration::from_secs(5)).await
+            }
+            None => None,
+        };
+        match master {
+            Some(reason) => format!(
+                "Initial job has not accepted any resources; the master says the application waits: {reason}"
+            ),
+            None => crate::node::driver::starvation_reason(status.executor_ends.last()),
+        }
+    }
+
     /// Waits until at least `n` executors are registered and ready, at most `timeout`; returns
     /// the status then, or the last status seen when the time ran out. While none is ready it
-    /// logs Spark's "Initial job has not accepted any resources…" every 15 s, with the last
-    /// executor's end when one ended ([`starvation_reason`](crate::node::driver::starvation_reason)).
+    /// logs at WARN every 15 s why ([`Driver::starvation`]: the master's reason, or the last
+    /// executor's end, or Spark's "Initial job has not accepted any resources…").
     pub async fn wait_for_executors(
         &self,
         n: usize,
@@ -410,7 +433,7 @@ impl Driver {
             // No executor at all yet: Spark's warning, every 15 s (a cluster without workers, or
             // without room for this application, would otherwise just wait).
             if status.ready_executors() == 0 && now >= warn_at {
-                let reason = crate::node::driver::starvation_reason(status.executor_ends.last());
+                let reason = self.starvation(&status).await;
                 tracing::warn!("{reason}");
                 warn_at = now + crate::node::driver::STARVATION_WARNING;
             }

@@ -54,6 +54,7 @@ fn worker_json(w: &WorkerInfo) -> Value {
         "resources": resources_json(&w.resources),
         "state": w.state.as_str(),
         "lastheartbeat": w.last_heartbeat,
+        "sparkrelease": w.spark_release,
     })
 }
 
@@ -88,6 +89,8 @@ fn app_json(a: &ApplicationInfo, now_ms: i64) -> Value {
         "submitdate": utc_date(a.start_time),
         "state": a.state.as_str(),
         "duration": end.saturating_sub(a.start_time).max(0),
+        "sparkrelease": a.spark_release,
+        "waitingreason": a.waiting_reason,
     })
 }
 
@@ -101,6 +104,7 @@ fn driver_json(d: &DriverInfo) -> Value {
         "submitdate": utc_date(d.start_time),
         "worker": d.worker_id.clone().unwrap_or_else(|| "None".into()),
         "mainclass": d.desc.command.main_class,
+        "waitingreason": d.waiting_reason,
     })
 }
 
@@ -201,6 +205,8 @@ fn app_rows(apps: &[ApplicationInfo], now_ms: i64, executors: &[ExecutorRow]) ->
             row[0] = link(&a.desc.app_ui_url, &a.id);
             let execs = executors.iter().filter(|e| e.app_id == a.id).count();
             row.push(execs.to_string());
+            row.push(esc(a.spark_release.as_deref().unwrap_or("-")));
+            row.push(esc(a.waiting_reason.as_deref().unwrap_or("-")));
             row
         })
         .collect()
@@ -209,7 +215,11 @@ fn app_rows(apps: &[ApplicationInfo], now_ms: i64, executors: &[ExecutorRow]) ->
 fn driver_rows(drivers: &[DriverInfo]) -> Vec<Vec<String>> {
     drivers
         .iter()
-        .map(|d| driver_row(d).iter().map(|c| esc(c)).collect())
+        .map(|d| {
+            let mut row: Vec<String> = driver_row(d).iter().map(|c| esc(c)).collect();
+            row.push(esc(d.waiting_reason.as_deref().unwrap_or("-")));
+            row
+        })
         .collect()
 }
 
@@ -274,17 +284,25 @@ pub fn master_html(snap: &MasterSnapshot) -> String {
                     mib(i64::from(w.memory_used)),
                     mib(i64::from(w.memory.saturating_sub(w.memory_used)))
                 ),
+                esc(w.spark_release.as_deref().unwrap_or("-")),
             ]
         })
         .collect();
     body.push_str(&table(
         "workers",
         "Workers",
-        &["Worker Id", "Address", "State", "Cores", "Memory"],
+        &[
+            "Worker Id",
+            "Address",
+            "State",
+            "Cores",
+            "Memory",
+            "Spark Release",
+        ],
         &workers,
     ));
     let mut app_headers = APPLICATION_COLUMNS.to_vec();
-    app_headers.push("Executors");
+    app_headers.extend(["Executors", "Spark Release", "Waiting For"]);
     body.push_str(&table(
         "running-apps",
         "Running Applications",
@@ -319,7 +337,8 @@ pub fn master_html(snap: &MasterSnapshot) -> String {
         ],
         &executors,
     ));
-    let driver_headers = DRIVER_COLUMNS;
+    let mut driver_headers = DRIVER_COLUMNS.to_vec();
+    driver_headers.push("Waiting For");
     body.push_str(&table(
         "running-drivers",
         "Running Drivers",

@@ -62,6 +62,7 @@ pub fn register_worker(id: &str, host: &str, cores: i32, memory: i32) -> DeployM
         worker_web_ui_url: format!("http://{host}:8081"),
         master_address: Addr::new("10.0.0.100", 7077),
         resources: BTreeMap::new(),
+        spark_release: None,
     })
 }
 
@@ -242,6 +243,7 @@ pub fn register_application(name: &str) -> DeployMessage {
     DeployMessage::RegisterApplication(deploy::RegisterApplication {
         app_description: app_description(name),
         driver: EndpointRef::at(Addr::new("10.0.0.100", 40000), "CoarseGrainedScheduler"),
+        spark_release: None,
     })
 }
 

@@ -276,6 +276,14 @@ pub struct EnvelopeVector {
     pub envelope: Option<Value>,
     /// For invalid frames: the error a decoder must report (a `wire::Error` variant name).
     pub error: Option<String>,
+    /// For `InvalidFields`: the path a close envelope reports (SPEC §8.2), as in `decoder.json`;
+    /// else `null`.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// For `InvalidFields`: the offset a close envelope reports, in the body (after the length
+    /// prefix), of the offending item's first byte (SPEC §8.2); else `null`.
+    #[serde(default)]
+    pub offset: Option<u64>,
 }
 
 fn frame_hex_of(env: &Envelope<CoarseMessage>, version: Version) -> Result<String, Error> {
@@ -407,6 +415,8 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
             frame_hex: frame_hex_of(&env, v2)?,
             envelope: Some(readable),
             error: None,
+            path: None,
+            offset: None,
         });
     }
     let stop = Envelope::Send(CoarseMessage::StopExecutor(
@@ -416,18 +426,23 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
     let body = &good[4..];
     let mut trailing = body.to_vec();
     trailing.push(0xc0);
-    let mut invalid: Vec<(&str, u8, String, &str)> = vec![
+    // (name, version, frame, error, and for InvalidFields where SPEC §8.2 places the fault: the
+    // path and the offset of the offending item's first byte in the body).
+    type Invalid<'a> = (&'a str, u8, String, &'a str, Option<(&'a str, u64)>);
+    let mut invalid: Vec<Invalid> = vec![
         (
             "trailing byte after the envelope",
             2,
             with_prefix(&trailing),
             "TrailingBytes",
+            None,
         ),
         (
             "truncated envelope",
             2,
             with_prefix(&body[..body.len() - 1]),
             "InvalidMessagePack",
+            None,
         ),
         // [0, {"NoSuchMessage": {}}]
         (
@@ -438,8 +453,10 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
                 b'a', b'g', b'e', 0x80,
             ]),
             "UnknownMessage",
+            None,
         ),
-        // [4, {"kind": "Idle"}]: a close needs its message
+        // [4, {"kind": "Idle"}]: a close needs its message; the fault lies at the reason's map
+        // (a missing field, SPEC §8.2), path "" (relative to the reason)
         (
             "a close without its message",
             2,
@@ -447,6 +464,7 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
                 0x92, 0x04, 0x81, 0xa4, b'k', b'i', b'n', b'd', 0xa4, b'I', b'd', b'l', b'e',
             ]),
             "InvalidFields",
+            Some(("", 2)),
         ),
         // [4]: a close is an array of two
         (
@@ -454,6 +472,7 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
             2,
             with_prefix(&[0x91, 0x04]),
             "BadEnvelope",
+            None,
         ),
         // [5, ...]: no such envelope tag
         (
@@ -461,6 +480,7 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
             2,
             with_prefix(&[0x92, 0x05, 0xc0]),
             "BadEnvelope",
+            None,
         ),
         // [0, {"Shutdown": {"exitCode": 0}}]: local
         (
@@ -471,8 +491,10 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
                 b'e', b'x', b'i', b't', b'C', b'o', b'd', b'e', 0x00,
             ]),
             "LocalMessage",
+            None,
         ),
-        // [0, {"KillTask": [1, "1", true, "r"]}]: the fields as an array, not a map
+        // [0, {"KillTask": [1, "1", true, "r"]}]: the fields as an array, not a map; refused at
+        // the array (SPEC §8.2: a struct written as an array), path "" (the message's fields)
         (
             "message fields as an array",
             2,
@@ -481,6 +503,7 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
                 0xa1, b'1', 0xc3, 0xa1, b'r',
             ]),
             "InvalidFields",
+            Some(("", 12)),
         ),
         // an extension value
         (
@@ -488,6 +511,7 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
             2,
             with_prefix(&[0xd4, 0x01, 0x00]),
             "InvalidMessagePack",
+            None,
         ),
     ];
     let decommission = Envelope::Send(CoarseMessage::DecommissionExecutor(
@@ -499,8 +523,31 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
         1,
         to_hex(&v2_only),
         "NotInVersion",
+        None,
     ));
-    for (name, version, hex, error) in invalid {
+    for (name, version, hex, error, at) in invalid {
+        // SPEC §8.2's place for the fault, checked against the decoder as decoder.json's are.
+        let frame = crate::messages::from_hex(&hex)
+            .ok_or_else(|| Error::BadEnvelope(format!("envelope vector {name:?}: not hex")))?;
+        let version_of = Version::from_number(u64::from(version))
+            .ok_or_else(|| Error::BadEnvelope(format!("envelope vector {name:?}: version")))?;
+        let decoded = crate::wire::decode_envelope::<CoarseMessage>(
+            &Bytes::copy_from_slice(&frame[4..]),
+            version_of,
+        );
+        let located = match &decoded {
+            Err(e) => {
+                let r = CloseReason::decoding(e);
+                r.path.zip(r.offset)
+            }
+            Ok(_) => None,
+        };
+        let spec_at = at.map(|(p, o)| (p.to_string(), o));
+        if located != spec_at {
+            return Err(Error::BadEnvelope(format!(
+                "envelope vector {name:?}: SPEC §8.2 places the fault at {spec_at:?}, the decoder at {located:?}"
+            )));
+        }
         out.push(EnvelopeVector {
             name: name.into(),
             family: "coarse".into(),
@@ -508,6 +555,8 @@ pub fn envelope_vectors() -> Result<Vec<EnvelopeVector>, Error> {
             frame_hex: hex,
             envelope: None,
             error: Some(error.into()),
+            path: spec_at.as_ref().map(|(p, _)| p.clone()),
+            offset: spec_at.map(|(_, o)| o),
         });
     }
     Ok(out)

@@ -9,6 +9,8 @@ pub mod s14_2;
 pub mod s14_3;
 pub mod s14_4;
 pub mod s14_5;
+pub mod s15_5;
+pub mod s16;
 pub mod s2;
 pub mod s3;
 pub mod s4;

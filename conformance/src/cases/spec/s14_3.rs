@@ -258,3 +258,87 @@ pub mod closing {
         )
     }
 }
+
+/// The cases of issue 44's decisions about §14.3: the failure class of a strict refusal.
+pub mod points {
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
+    use crate::kit::common::offering_close_reason;
+    use crate::kit::common::unique;
+    use crate::kit::master::addr;
+    use crate::kit::support::open_points::*;
+    use crate::kit::versions::highest;
+    use sparkwire::messages::deploy::RequestExecutors;
+    use sparkwire::messages::ProfileExecutors;
+    use sparkwire::wire::handshake::Role;
+    use sparkwire::wire::Envelope;
+    use std::time::Duration;
+
+    /// The cases of this section, each naming its targets.
+    pub fn cases(cs: &mut Vec<Case>) {
+        cs.push(Case {
+            id: "spec/14.3/strict-refusal-failure-class".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(10),
+            quote: "SPEC §14.3, \"a strict endpoint that answers, rather than closes for, an ask refused only for \
+                breaking a rule of `rules.md` uses `org.apache.spark.SparkException` with a `message` naming the \
+                rule\" (and §14.2, \"Unknown ids, and messages before a registration\": answered as Z1 says, or, \
+                strictly, refused)".into(),
+            requirement: "an application client that registered nothing asks RequestExecutors for an application \
+                id the master never gave out (rules P1 and P2 only); the answer is a reply, a close (with a close \
+                envelope of kind RuleViolation where closeReason was agreed), or a failure of class \
+                org.apache.spark.SparkException with a message".into(),
+            body: run(strict_refusal_failure_class),
+            ..Case::default()
+        });
+    }
+
+    async fn strict_refusal_failure_class(ctx: Ctx) -> Outcome {
+        let (mut c, taken) = offering_close_reason(
+            &ctx,
+            addr(&ctx)?,
+            "app-client",
+            &[highest(&ctx)],
+            Role::AppClient,
+            "suite",
+        )
+        .await?;
+        let unknown = format!("app-20250101120000-{}", 9000 + unique() % 1000);
+        c.send(&Envelope::Ask {
+            id: 14,
+            message: D::RequestExecutors(RequestExecutors::new(
+                unknown.clone(),
+                Vec::<ProfileExecutors>::new(),
+            )),
+        })
+        .await?;
+        let want = format!(
+            "for RequestExecutors({unknown}) before any registration: a reply, a close (RuleViolation), or a \
+                failure of class org.apache.spark.SparkException with a message"
+        );
+        match answer_or_close(&ctx, &mut c, 14, &want).await? {
+            Answered::Reply => Ok(()),
+            Answered::Failure(e) => check(
+                e.class_name == "org.apache.spark.SparkException" && !e.message.is_empty(),
+                &want,
+                format!("a failure {}: {:?}", e.class_name, e.message),
+            ),
+            Answered::Closed(Some(r)) => check(
+                r.kind == "RuleViolation",
+                &want,
+                format!("a close envelope of kind {}, then the close", r.kind),
+            ),
+            Answered::Closed(None) => check(
+                !taken,
+                &want,
+                "the connection closed with no close envelope, although closeReason was agreed",
+            ),
+        }
+    }
+}

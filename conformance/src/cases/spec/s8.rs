@@ -509,3 +509,178 @@ pub mod closing {
         .await
     }
 }
+
+/// The cases of issue 44's decisions about §8: an answer over the frame limit and the idle timeout
+/// of a driver client between polls.
+pub mod points {
+    use crate::harness::case::run;
+    use crate::harness::case::Case;
+    use crate::harness::case::Target;
+    use crate::harness::env::Ctx;
+    use crate::harness::verdict::check;
+    use crate::harness::verdict::fail;
+    use crate::harness::verdict::Level;
+    use crate::harness::verdict::Outcome;
+    use crate::kit::common::unique;
+    use crate::kit::common::wait;
+    use crate::kit::master::app_desc;
+    use crate::kit::own_server::after;
+    use crate::kit::own_server::closed_by_limit;
+    use crate::kit::own_server::Server;
+    use crate::kit::own_server::Settings;
+    use crate::kit::own_server::SHORT;
+    use crate::kit::support::open_points::*;
+    use sparkwire::messages::deploy::RegisterApplication;
+    use sparkwire::messages::deploy::RequestDriverStatus;
+    use sparkwire::messages::deploy::RequestMasterState;
+    use sparkwire::messages::Addr;
+    use sparkwire::messages::EndpointRef;
+    use sparkwire::wire::handshake::Role;
+    use sparkwire::wire::Envelope;
+    use std::time::Duration;
+
+    /// The cases of this section, each naming its targets.
+    pub fn cases(cs: &mut Vec<Case>) {
+        cs.push(Case {
+            id: "spec/8/limits/answer-over-frame-limit".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(15),
+            quote: "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope rather than left \
+                pending: its `className` is `org.apache.spark.SparkException` ... One such ask is an ask whose \
+                answer would not fit the answering side's own frame limit ...: it is failed with that class ..., \
+                and the connection stays open\"".into(),
+            requirement: "a server started with a frame limit of 128 KiB, holding two applications whose commands \
+                carry 80 KiB each, answers a driver client's RequestMasterState (whose answer would be over 160 KiB) \
+                with a failure of class org.apache.spark.SparkException and a message, then answers its \
+                RequestDriverStatus on the same connection".into(),
+            body: run(answer_over_frame_limit),
+            ..Case::default()
+        });
+        cs.push(Case {
+            id: "spec/8/limits/idle-driver-client-between-polls".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            timeout: Duration::from_secs(15),
+            quote: "SPEC §8, \"The idle timeout applies ... to a `ui` or `driver-client` connection whenever it has \
+                no ask awaiting an answer: a `driver-client` that polls `RequestDriverStatus` less often than the \
+                idle timeout is closed (`Idle`) between polls\", and §8.1 (`Idle`)".into(),
+            requirement: "a server started with a 1 s idle timeout answers a driver client's RequestDriverStatus, \
+                then closes that connection when it sends nothing more, its last frame a close envelope of kind \
+                Idle (closeReason taken)".into(),
+            body: run(idle_driver_client_between_polls),
+            ..Case::default()
+        });
+    }
+
+    async fn answer_over_frame_limit(ctx: Ctx) -> Outcome {
+        let s = Server::start(
+            &ctx,
+            Settings {
+                max_frame_bytes: SMALL_FRAME_LIMIT,
+                ..Settings::default()
+            },
+            &["max_frame_bytes"],
+        )
+        .await?;
+        let mut apps = Vec::new();
+        for n in 0..2 {
+            let (mut a, _) = s
+                .open(&ctx, Role::AppClient, &format!("app-{n}"), None)
+                .await?;
+            let mut desc = app_desc(None, 256, None);
+            desc.command.arguments = vec!["x".repeat(HALF_LIMIT_ARGUMENT)];
+            let port = 40000 + (unique() % 20000) as i32;
+            a.send(&Envelope::Send(D::RegisterApplication(
+                RegisterApplication::new(
+                    desc,
+                    EndpointRef::at(Addr::new("127.0.0.1", port), "AppClient"),
+                ),
+            )))
+            .await?;
+            a.expect::<D, ()>(wait(&ctx), "RegisteredApplication", |e| {
+                matches!(e, Envelope::Send(D::RegisteredApplication(_))).then_some(())
+            })
+            .await?;
+            apps.push(a);
+        }
+        let (mut c, _) = s
+            .open(&ctx, Role::DriverClient, "driver-client", None)
+            .await?;
+        c.send(&Envelope::Ask {
+            id: 1,
+            message: D::RequestMasterState(RequestMasterState::new()),
+        })
+        .await?;
+        let want = format!(
+            "a failure for RequestMasterState (ask 1), whose answer is over the frame limit of \
+                {SMALL_FRAME_LIMIT} bytes: class org.apache.spark.SparkException, with a message"
+        );
+        match answer_or_close(&ctx, &mut c, 1, &want).await? {
+            Answered::Failure(e) => check(
+                e.class_name == "org.apache.spark.SparkException" && !e.message.is_empty(),
+                &want,
+                format!("a failure {}: {:?}", e.class_name, e.message),
+            )?,
+            Answered::Reply => {
+                return Err(fail(
+                    want,
+                    "a reply (a frame over the limit the server was started with)",
+                ))
+            }
+            Answered::Closed(r) => {
+                return Err(fail(want, format!("the connection closed ({r:?})")))
+            }
+        }
+        let id = format!("driver-20250101120000-{:04}", 9000 + unique() % 1000);
+        c.send(&Envelope::Ask {
+            id: 2,
+            message: D::RequestDriverStatus(RequestDriverStatus::new(id)),
+        })
+        .await?;
+        let next = "the answer to RequestDriverStatus (ask 2): the connection stayed open";
+        match answer_or_close(&ctx, &mut c, 2, next).await? {
+            Answered::Reply => Ok(()),
+            Answered::Failure(e) => Err(fail(
+                next,
+                format!("a failure {}: {:?}", e.class_name, e.message),
+            )),
+            Answered::Closed(r) => Err(fail(next, format!("the connection closed ({r:?})"))),
+        }
+    }
+
+    async fn idle_driver_client_between_polls(ctx: Ctx) -> Outcome {
+        let s = Server::start(
+            &ctx,
+            Settings {
+                idle_timeout: SHORT,
+                ..Settings::default()
+            },
+            &["idle_timeout"],
+        )
+        .await?;
+        let (mut c, taken) = s
+            .open(&ctx, Role::DriverClient, "driver-client", None)
+            .await?;
+        let id = format!("driver-20250101120000-{:04}", 9000 + unique() % 1000);
+        c.send(&Envelope::Ask {
+            id: 1,
+            message: D::RequestDriverStatus(RequestDriverStatus::new(id)),
+        })
+        .await?;
+        let want = "the answer to RequestDriverStatus (ask 1)";
+        match answer_or_close(&ctx, &mut c, 1, want).await? {
+            Answered::Reply => {}
+            Answered::Failure(e) => {
+                return Err(fail(
+                    want,
+                    format!("a failure {}: {:?}", e.class_name, e.message),
+                ))
+            }
+            Answered::Closed(r) => {
+                return Err(fail(want, format!("the connection closed ({r:?})")))
+            }
+        }
+        closed_by_limit(&ctx, &mut c, taken, "Idle", after(&ctx, SHORT)).await
+    }
+}

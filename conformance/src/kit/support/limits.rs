@@ -11,7 +11,6 @@
 use crate::harness::env::Ctx;
 use crate::harness::peer::Conn;
 use crate::harness::peer::Event;
-use crate::harness::verdict::check;
 use crate::harness::verdict::fail;
 use crate::harness::verdict::Failure;
 use crate::harness::verdict::Outcome;
@@ -42,41 +41,6 @@ pub(crate) async fn still_open(c: &mut Conn, quiet: Duration, what: &str) -> Out
             }
         }
     }
-}
-
-/// Expects `c` closed by a limit within `within`; when the handshake took `closeReason`, its
-/// last frame must be a close envelope whose kind is `kind` (SPEC §8.1).
-pub(crate) async fn closed_by_limit(
-    ctx: &Ctx,
-    c: &mut Conn,
-    close_reason: bool,
-    kind: &str,
-    within: Duration,
-) -> Outcome {
-    let want = format!("the connection closed by the {kind} limit");
-    if !close_reason {
-        return c.expect_closed(within, &want).await;
-    }
-    let want = format!("{want}, its last frame a close envelope of kind {kind}");
-    let ctx = Ctx {
-        settings: std::sync::Arc::new(crate::harness::env::Settings {
-            patience: within,
-            ..(*ctx.settings).clone()
-        }),
-        log: ctx.log.clone(),
-    };
-    let reason = crate::kit::server::close_envelope(&ctx, c, &want).await?;
-    check(
-        reason.kind == kind,
-        want,
-        format!("a close envelope of kind {}", reason.kind),
-    )
-}
-
-/// The time a case gives a server to apply a limit of `secs` seconds: the limit plus the
-/// patience.
-pub(crate) fn after(ctx: &Ctx, secs: u64) -> Duration {
-    Duration::from_secs(secs) + wait(ctx)
 }
 
 /// A server with a limit of `max` connections holding `max` sessions.

@@ -27,6 +27,7 @@ pub mod spec14;
 pub mod spec14_closing;
 pub mod spec14_launch;
 pub mod spec14_ownership;
+pub mod spec16;
 pub mod spec4_encoder;
 pub mod spec4_executor;
 pub mod spec4_fields;

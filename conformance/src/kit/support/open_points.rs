@@ -10,10 +10,12 @@
 use crate::harness::env::Ctx;
 use crate::harness::mp;
 use crate::harness::peer::Conn;
+use crate::harness::peer::Event;
 use crate::harness::verdict::check;
 use crate::harness::verdict::fail;
 use crate::harness::verdict::Failure;
 use crate::harness::verdict::Outcome;
+use crate::kit::common::close_of;
 use crate::kit::common::offering_close_reason;
 use crate::kit::common::reaction_wait;
 use crate::kit::common::wait;
@@ -25,6 +27,7 @@ use bytes::Bytes;
 use sparkwire::definition::Definition;
 use sparkwire::messages::deploy::RequestKillDriver;
 use sparkwire::messages::DeployMessage;
+use sparkwire::messages::ErrorDescription;
 use sparkwire::messages::ExecutorState;
 use sparkwire::messages::Version;
 use sparkwire::wire::decode_envelope;
@@ -296,6 +299,55 @@ pub(crate) async fn updated_v1(
         }
     }
 }
+
+/// What came back for an ask.
+pub(crate) enum Answered {
+    /// A reply to the ask.
+    Reply,
+    /// A failure envelope for the ask.
+    Failure(ErrorDescription),
+    /// The connection closed; the close envelope before it, if any.
+    Closed(Option<CloseReason>),
+}
+
+/// Waits on `c` for the answer to ask `id`, or for the connection's close.
+pub(crate) async fn answer_or_close(
+    ctx: &Ctx,
+    c: &mut Conn,
+    id: u64,
+    want: &str,
+) -> Result<Answered, Failure> {
+    let deadline = tokio::time::Instant::now() + wait(ctx);
+    let mut last = None;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match c.next_or_close(left).await {
+            Some(Event::Frame(body)) => {
+                match decode_envelope::<D>(&body, c.v()) {
+                    Ok(Envelope::Reply { id: r, .. }) if r == id => return Ok(Answered::Reply),
+                    Ok(Envelope::Failure { id: r, error }) if r == id => {
+                        return Ok(Answered::Failure(error))
+                    }
+                    _ => {}
+                }
+                last = Some(body);
+            }
+            Some(Event::Closed(_)) => return Ok(Answered::Closed(close_of(last.as_ref()))),
+            Some(Event::TooLarge(n)) => {
+                return Err(fail(want, format!("a frame declaring {n} bytes")))
+            }
+            None => return Err(fail(want, "nothing within the time allowed")),
+        }
+    }
+}
+
+/// The frame limit `spec/8/limits/answer-over-frame-limit` gives its server: over the
+/// handshake's 64 KiB, under the answer.
+pub(crate) const SMALL_FRAME_LIMIT: usize = 128 * 1024;
+
+/// The argument each of that case's two applications carries: each registration fits the
+/// limit, a MasterStateResponse holding both does not.
+pub(crate) const HALF_LIMIT_ARGUMENT: usize = 80 * 1024;
 
 #[cfg(test)]
 mod tests {
