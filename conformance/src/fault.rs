@@ -26,7 +26,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
 
-use crate::verdict::Target;
+use crate::harness::verdict::Target;
 
 mod closes;
 mod decoder;
@@ -61,11 +61,11 @@ pub enum Scope {
     /// A server the suite starts itself (`--spawn-server`): the fault breaks its limits, its
     /// admin secret or its TLS, which only the cases that start one check.
     Server,
-    /// Caught only by the cases' judge (`crate::env::Judge`), in these targets: the fault breaks
+    /// Caught only by the cases' judge (`crate::harness::env::Judge`), in these targets: the fault breaks
     /// a rule no case's own checks look at (or an end-of-trace obligation), so it makes no case
     /// fail in the self-test, which runs with the judge off; the judge's own test
     /// (`the_judge_catches_each_of_its_faults`) runs it with the judge on.
-    Judge(&'static [crate::verdict::Target]),
+    Judge(&'static [crate::harness::verdict::Target]),
 }
 
 /// One way to break an endpoint: an entry of [`FAULTS`].
@@ -330,7 +330,7 @@ pub static FAULTS: &[FaultSpec] = &[
               §4: an encoder writes them \"in the order the definition lists them\"): the proxy \
               reverses the field map of each send, ask and reply message. A decoder takes \
               fields in any order: only the check of the encoder's order \
-              (`spec/4/encoder/…`, conformance/src/canonical.rs) sees it.",
+              (`spec/4/encoder/…`, conformance/src/harness/canonical.rs) sees it.",
         scope: Scope::Any,
         behaviour: &decoder::FieldsReordered,
     },
@@ -719,7 +719,7 @@ impl Fault {
     }
 
     /// The targets whose cases' judge catches the fault ([`Scope::Judge`]); none for the others.
-    pub fn judged_in(self) -> &'static [crate::verdict::Target] {
+    pub fn judged_in(self) -> &'static [crate::harness::verdict::Target] {
         match self.0.scope {
             Scope::Judge(targets) => targets,
             _ => &[],
@@ -973,9 +973,9 @@ impl Behaviour for Pedantic {
 
     fn endpoint_hello(&self, h: Hello, _: &[u8]) -> Option<Vec<u8>> {
         // The same hello with its keys in reverse order.
-        let mut e = crate::mp::hello_entries(&h.versions, h.role.name(), &h.id);
+        let mut e = crate::harness::mp::hello_entries(&h.versions, h.role.name(), &h.id);
         e.reverse();
-        Some(framed(&crate::mp::map(&e)))
+        Some(framed(&crate::harness::mp::map(&e)))
     }
 }
 
@@ -1453,10 +1453,10 @@ impl Behaviour for FailureWithoutMessage {
             }
         };
         match failure {
-            Some((id, class)) => Act::Forward(Bytes::from(crate::mp::arr(&[
-                crate::mp::u(3),
-                crate::mp::u(id),
-                crate::mp::map(&[("className", crate::mp::s(&class))]),
+            Some((id, class)) => Act::Forward(Bytes::from(crate::harness::mp::arr(&[
+                crate::harness::mp::u(3),
+                crate::harness::mp::u(id),
+                crate::harness::mp::map(&[("className", crate::harness::mp::s(&class))]),
             ]))),
             None => Act::Forward(body),
         }
@@ -1676,7 +1676,7 @@ fn frame_of<F: sparkwire::messages::Family>(
 }
 
 fn framed(body: &[u8]) -> Vec<u8> {
-    crate::mp::frame(body)
+    crate::harness::mp::frame(body)
 }
 
 fn answer_bytes(a: &Answer) -> Vec<u8> {
@@ -2057,7 +2057,7 @@ async fn auth_fault(
         let Some(challenge) = read_frame(&mut endpoint).await else {
             return;
         };
-        let nonce = crate::mp::challenge_nonce(&challenge)
+        let nonce = crate::harness::mp::challenge_nonce(&challenge)
             .and_then(|n| <Nonce>::try_from(n.as_slice()).ok());
         let shown = match nonce {
             Some(nonce) => {
@@ -2206,7 +2206,7 @@ async fn client_auth_fault(
         let Some(first) = read_frame(&mut suite).await else {
             return;
         };
-        let nonce = match crate::mp::challenge_nonce(&first)
+        let nonce = match crate::harness::mp::challenge_nonce(&first)
             .and_then(|n| <Nonce>::try_from(n.as_slice()).ok())
         {
             Some(n) => Some(n),
@@ -2223,7 +2223,7 @@ async fn client_auth_fault(
         if read_frame(&mut endpoint).await.is_none() {
             return;
         }
-        if crate::mp::challenge_nonce(&first).is_some() {
+        if crate::harness::mp::challenge_nonce(&first).is_some() {
             let proof = Proof {
                 proof: client_proof(secret, &hello_frame, &frame_bytes(&first)),
                 admin: None,

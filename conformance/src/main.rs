@@ -13,7 +13,7 @@ use sparkwire_conformance::case::Target;
 use sparkwire_conformance::documents::{cases_md, coverage};
 use sparkwire_conformance::env::{Endpoint, Settings, Wire};
 use sparkwire_conformance::fault::Fault;
-use sparkwire_conformance::{report, runner, targets};
+use sparkwire_conformance::{report, runner};
 
 /// Checks a running sparkwire endpoint (master, worker, driver or executor) against the protocol,
 /// case by case, playing the other side of each conversation over TCP.
@@ -291,7 +291,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
                     "{t:<8} {:<58} {:<6} {}",
                     c.id,
                     c.level.to_string(),
-                    c.requirement
+                    c.statement()
                 );
                 n += 1;
             }
@@ -410,7 +410,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
             )
             .await;
         }
-        let (settings, _guard) = targets::prepare(settings).await?;
+        let (settings, _guard) = sparkwire_conformance::cases::prepare(settings).await?;
         Ok::<_, String>(runner::run(Arc::new(settings), cases, jobs).await)
     })?;
     runtime.shutdown_timeout(Duration::from_secs(2));

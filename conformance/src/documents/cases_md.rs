@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::verdict::{Level, Target};
+use crate::harness::verdict::{Level, Target};
 
 /// The text of CASES.md.
 pub fn render() -> String {
@@ -34,7 +34,7 @@ pub fn render() -> String {
                 "| `{}` | {} | {} |",
                 c.id,
                 c.level,
-                c.requirement.replace('|', "\\|")
+                c.statement().replace('|', "\\|")
             );
         }
     }

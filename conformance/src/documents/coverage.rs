@@ -67,7 +67,7 @@ use std::fmt::{self, Write as _};
 
 use serde::Deserialize;
 
-use crate::verdict::Target;
+use crate::harness::verdict::Target;
 
 /// The documents whose sentences are traced: (short name used in keys, path in the repository,
 /// text).

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::verdict::Target;
+use crate::harness::verdict::Target;
 
 /// The Spark releases judged, newest first.
 pub const RELEASES: [&str; 2] = ["4.0.1", "3.0.3"];

@@ -205,25 +205,25 @@ mod tests {
     use super::*;
 
     fn close(entries: &[(&'static str, Vec<u8>)]) -> Vec<u8> {
-        crate::mp::arr(&[crate::mp::u(4), crate::mp::map(entries)])
+        crate::harness::mp::arr(&[crate::harness::mp::u(4), crate::harness::mp::map(entries)])
     }
 
     #[test]
     fn an_unknown_kind_or_field_is_told_from_a_known_close() {
         let known = close(&[
-            ("kind", crate::mp::s("Idle")),
-            ("message", crate::mp::s("idle")),
+            ("kind", crate::harness::mp::s("Idle")),
+            ("message", crate::harness::mp::s("idle")),
         ]);
         assert!(!unknown_to_this_revision(&known));
         let kind = close(&[
-            ("kind", crate::mp::s("zzzKind")),
-            ("message", crate::mp::s("later")),
+            ("kind", crate::harness::mp::s("zzzKind")),
+            ("message", crate::harness::mp::s("later")),
         ]);
         assert!(unknown_to_this_revision(&kind));
         let field = close(&[
-            ("kind", crate::mp::s("NotOnRoute")),
-            ("message", crate::mp::s("m")),
-            ("zzzField", crate::mp::u(1)),
+            ("kind", crate::harness::mp::s("NotOnRoute")),
+            ("message", crate::harness::mp::s("m")),
+            ("zzzField", crate::harness::mp::u(1)),
         ]);
         assert!(unknown_to_this_revision(&field));
     }

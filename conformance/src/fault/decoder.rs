@@ -83,7 +83,7 @@ impl Behaviour for UnknownKeyRefused {
         };
         // Only a frame that is valid otherwise: what a decoder refuses anyway is not the fault's.
         let valid = decoded(&body, st).is_some_and(|d| d.envelope.is_ok());
-        match crate::canonical::unknown_key(role.family(), &body, version) {
+        match crate::harness::canonical::unknown_key(role.family(), &body, version) {
             Some(_) if valid => Act::Close,
             _ => Act::Forward(body),
         }
@@ -127,7 +127,7 @@ impl Behaviour for ClusterManagerAsked {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mp::{arr, map, s, u};
+    use crate::harness::mp::{arr, map, s, u};
 
     #[test]
     fn the_fields_of_a_message_are_reversed_and_nothing_else_changes() {
@@ -169,6 +169,6 @@ mod tests {
             Version::V2,
         );
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
-        assert!(crate::canonical::misordered("deploy", &body, Version::V2).is_some());
+        assert!(crate::harness::canonical::misordered("deploy", &body, Version::V2).is_some());
     }
 }

@@ -1,4 +1,4 @@
-//! The faults only a case's judge catches (`crate::env::Judge`): each breaks one rule of
+//! The faults only a case's judge catches (`crate::harness::env::Judge`): each breaks one rule of
 //! protocol/rules.md (or one sentence of SPEC §6 and §14.1) that no case's own checks look at,
 //! or one end-of-trace obligation (rules N1–N4), so that the self-test shows a case failing with
 //! `✗ the frame above breaks the protocol: …` for it.
@@ -397,9 +397,9 @@ impl Behaviour for UnknownTaskStatus {
 /// The raw envelope `[0, {name: {}}]`: a one-way message with no fields, written by hand (the
 /// crate's encoder writes neither a local message nor one of another version).
 fn raw_send(name: &str) -> Vec<u8> {
-    crate::mp::arr(&[
-        crate::mp::u(0),
-        crate::mp::map(&[(name, crate::mp::map(&[]))]),
+    crate::harness::mp::arr(&[
+        crate::harness::mp::u(0),
+        crate::harness::mp::map(&[(name, crate::harness::mp::map(&[]))]),
     ])
 }
 

@@ -1,6 +1,6 @@
 //! The faults of what a worker launches and whom it obeys, and whom a driver or executor takes
 //! a task's word from (SPEC §14.5, §14.2 Z5 and Z6, §7.1, §10): each breaks one sentence the
-//! cases of `targets/spec14_launch.rs` and `targets/spec10.rs` check.
+//! cases of `cases/spec/s14_5.rs` and `cases/spec/s10.rs` check.
 //!
 //! A proxy cannot make a worker run what it refuses, nor make it take a frame from a connection
 //! it did not get it on: where the sentence is about what the endpoint does rather than what it

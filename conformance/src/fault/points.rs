@@ -181,7 +181,7 @@ fn with_entry(body: &[u8], key: &str, value: &[u8]) -> Option<Vec<u8>> {
     }
     let mut out = vec![head + 1];
     out.extend_from_slice(&body[1..]);
-    out.extend(crate::mp::s(key));
+    out.extend(crate::harness::mp::s(key));
     out.extend_from_slice(value);
     Some(out)
 }
@@ -221,11 +221,13 @@ impl Behaviour for FeaturesMishandled {
     fn refusal(&self, body: &[u8]) -> Option<Vec<u8>> {
         let offered = lock_offered().clone();
         let names: Vec<Vec<u8>> = if offered.is_empty() {
-            vec![crate::mp::s(sparkwire::wire::handshake::CLOSE_REASON)]
+            vec![crate::harness::mp::s(
+                sparkwire::wire::handshake::CLOSE_REASON,
+            )]
         } else {
-            offered.iter().map(|f| crate::mp::s(f)).collect()
+            offered.iter().map(|f| crate::harness::mp::s(f)).collect()
         };
-        with_entry(body, "features", &crate::mp::arr(&names)).map(|b| framed(&b))
+        with_entry(body, "features", &crate::harness::mp::arr(&names)).map(|b| framed(&b))
     }
 }
 
@@ -298,16 +300,19 @@ mod tests {
 
     #[test]
     fn a_key_is_removed_from_a_map_and_an_entry_added() {
-        let m = crate::mp::map(&[("a", crate::mp::u(1)), ("features", crate::mp::s("x"))]);
+        let m = crate::harness::mp::map(&[
+            ("a", crate::harness::mp::u(1)),
+            ("features", crate::harness::mp::s("x")),
+        ]);
         assert_eq!(
             without_key(&m, "features"),
-            Some(crate::mp::map(&[("a", crate::mp::u(1))]))
+            Some(crate::harness::mp::map(&[("a", crate::harness::mp::u(1))]))
         );
         assert_eq!(without_key(&m, "zzz"), None);
         let added = with_entry(
-            &crate::mp::map(&[("a", crate::mp::u(1))]),
+            &crate::harness::mp::map(&[("a", crate::harness::mp::u(1))]),
             "features",
-            &crate::mp::s("x"),
+            &crate::harness::mp::s("x"),
         );
         assert_eq!(added, Some(m));
     }

@@ -1,5 +1,5 @@
 //! The fault of SPEC §15.5 (one master, several releases): a master that places executors
-//! whatever the releases announced. The case of `targets/spec15_releases.rs` checks the sentence
+//! whatever the releases announced. The case of `cases/spec/s15_5.rs` checks the sentence
 //! it breaks.
 
 use std::sync::Mutex as StdMutex;

@@ -1,6 +1,6 @@
 //! The fault of SPEC §16 (why an application waits): a master that states a waiting reason no
 //! table row gives, and keeps one while an executor of the application runs. The cases of
-//! `targets/spec16_waiting.rs` check the sentences it breaks.
+//! `cases/spec/s16.rs` check the sentences it breaks.
 
 use std::sync::Mutex as StdMutex;
 

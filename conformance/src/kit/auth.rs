@@ -1,9 +1,9 @@
 //! An endpoint that holds a shared secret, as the authentication cases see it: how to open an
 //! authenticated connection to it and what shows that a message changed its state.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::verdict::Failure;
 use crate::kit::server::Listening;
-use crate::verdict::Failure;
 use sparkwire::wire::handshake::{Role, Secret};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use sparkwire::messages::Version;
 
+use crate::harness::peer::Conn;
 use crate::kit::common::wait;
-use crate::peer::Conn;
 
 /// Whether the change a [`Guarded`] endpoint was sent shows in its state (asked over an
 /// authenticated connection).

@@ -1,10 +1,10 @@
 //! An endpoint that dials the suite (a worker, driver or executor it starts), as the cases about
 //! any client see it.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::Failure;
 use crate::kit::spawned::Run;
-use crate::peer::Conn;
-use crate::verdict::Failure;
 use sparkwire::wire::handshake::Role;
 use std::future::Future;
 use std::pin::Pin;

@@ -1,9 +1,9 @@
 //! Accepting an endpoint that dials the suite, with the close-reason feature or others offered.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::{fail, Failure};
 use crate::kit::common::wait;
-use crate::peer::Conn;
-use crate::verdict::{fail, Failure};
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{negotiate, Accepted, Answer, Hello, CLOSE_REASON};
 

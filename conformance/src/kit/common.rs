@@ -5,9 +5,9 @@ use sparkwire::messages::Family;
 use sparkwire::wire::vectors::{sample_message, Case as Sample};
 use sparkwire::wire::{Envelope, Reply};
 
-pub use crate::peer::unique;
-use crate::peer::Conn;
-use crate::verdict::{check, fail, Outcome};
+pub use crate::harness::peer::unique;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::{check, fail, Outcome};
 
 /// The definition's non-local messages of `family`.
 pub fn crossing(family: &str) -> Vec<&'static MessageDef> {
@@ -19,7 +19,7 @@ pub fn crossing(family: &str) -> Vec<&'static MessageDef> {
 }
 
 /// The definition's minimal sample of `msg`.
-pub fn sample<F: Family>(msg: &MessageDef) -> Result<F, crate::verdict::Failure> {
+pub fn sample<F: Family>(msg: &MessageDef) -> Result<F, crate::harness::verdict::Failure> {
     sample_message::<F>(Definition::builtin(), msg, Sample::Minimal)
         .map_err(|e| fail("a sample of the message", e.to_string()))
 }
@@ -52,8 +52,8 @@ pub async fn expect_refused<F: Family>(
         Some(id) => {
             let want = format!("a failure for ask {id}, or the connection closed");
             match c.next_or_close(wait).await {
-                Some(crate::peer::Event::Closed(_)) => Ok(()),
-                Some(crate::peer::Event::Frame(body)) => {
+                Some(crate::harness::peer::Event::Closed(_)) => Ok(()),
+                Some(crate::harness::peer::Event::Frame(body)) => {
                     let got = sparkwire::wire::decode_envelope::<F>(&body, c.v());
                     match got {
                         Ok(Envelope::Failure { id: fid, .. }) if fid == id => Ok(()),
@@ -62,7 +62,7 @@ pub async fn expect_refused<F: Family>(
                         }
                         Ok(other) => {
                             // Something unrelated: keep waiting for the answer or the close.
-                            let label = crate::peer::envelope_label(&other);
+                            let label = crate::harness::peer::envelope_label(&other);
                             let rest = c
                                 .expect::<F, ()>(wait, &want, |e| match e {
                                     Envelope::Failure { id: fid, .. } if *fid == id => Some(()),
@@ -71,13 +71,13 @@ pub async fn expect_refused<F: Family>(
                                 .await;
                             match rest {
                                 Ok(()) => Ok(()),
-                                Err(crate::verdict::Failure::Fail { seen, .. })
+                                Err(crate::harness::verdict::Failure::Fail { seen, .. })
                                     if seen.contains("closed") =>
                                 {
                                     Ok(())
                                 }
                                 Err(e) => Err(match e {
-                                    crate::verdict::Failure::Fail { expected, seen } => {
+                                    crate::harness::verdict::Failure::Fail { expected, seen } => {
                                         fail(expected, format!("{label}, then {seen}"))
                                     }
                                     e => e,
@@ -87,7 +87,7 @@ pub async fn expect_refused<F: Family>(
                         Err(e) => Err(fail(want, format!("an undecodable frame: {e}"))),
                     }
                 }
-                Some(crate::peer::Event::TooLarge(n)) => {
+                Some(crate::harness::peer::Event::TooLarge(n)) => {
                     Err(fail(want, format!("a prefix of {n} bytes")))
                 }
                 None => Err(fail(want, "neither within the time allowed")),
@@ -123,7 +123,7 @@ pub fn spark_id(text: &str, prefix: &str) -> Outcome {
 }
 
 /// How long a case waits for the endpoint to do what it awaits: the run's patience.
-pub fn wait(ctx: &crate::env::Ctx) -> std::time::Duration {
+pub fn wait(ctx: &crate::harness::env::Ctx) -> std::time::Duration {
     ctx.settings.patience
 }
 
@@ -132,8 +132,8 @@ pub fn wait(ctx: &crate::env::Ctx) -> std::time::Duration {
 /// a report with): a case's default limit times `--timeout-scale`, at most the patience. An
 /// endpoint that never does it costs a case this much, not its whole limit (issue 30, bounded
 /// time); the patience is for what takes time (a launch, a registration's scheduling).
-pub fn reaction_wait(ctx: &crate::env::Ctx) -> std::time::Duration {
-    crate::verdict::DEFAULT_TIMEOUT
+pub fn reaction_wait(ctx: &crate::harness::env::Ctx) -> std::time::Duration {
+    crate::harness::verdict::DEFAULT_TIMEOUT
         .mul_f64(ctx.settings.timeout_scale)
         .min(ctx.settings.patience)
 }
@@ -150,14 +150,18 @@ pub fn close_of(last: Option<&bytes::Bytes>) -> Option<sparkwire::wire::CloseRea
 }
 
 /// Reads until the endpoint closes `c`; fails when its last frame is a close envelope.
-pub async fn closed_without_envelope(ctx: &crate::env::Ctx, c: &mut Conn, want: &str) -> Outcome {
+pub async fn closed_without_envelope(
+    ctx: &crate::harness::env::Ctx,
+    c: &mut Conn,
+    want: &str,
+) -> Outcome {
     let deadline = tokio::time::Instant::now() + wait(ctx) * 2;
     let mut last = None;
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match c.next_or_close(left).await {
-            Some(crate::peer::Event::Frame(b)) => last = Some(b),
-            Some(crate::peer::Event::Closed(_)) => {
+            Some(crate::harness::peer::Event::Frame(b)) => last = Some(b),
+            Some(crate::harness::peer::Event::Closed(_)) => {
                 return match close_of(last.as_ref()) {
                     Some(r) => Err(fail(
                         want,
@@ -166,7 +170,7 @@ pub async fn closed_without_envelope(ctx: &crate::env::Ctx, c: &mut Conn, want: 
                     None => Ok(()),
                 }
             }
-            Some(crate::peer::Event::TooLarge(n)) => {
+            Some(crate::harness::peer::Event::TooLarge(n)) => {
                 return Err(fail(want, format!("a frame declaring {n} bytes")))
             }
             None => return Err(fail(want, "the connection still open")),
@@ -177,11 +181,11 @@ pub async fn closed_without_envelope(ctx: &crate::env::Ctx, c: &mut Conn, want: 
 /// Opens a connection to `addr` (`label` in the log) with `hello`, authenticated with the suite's
 /// secret when it has one; the connection and the features the endpoint's answer took.
 pub async fn open_offering(
-    ctx: &crate::env::Ctx,
+    ctx: &crate::harness::env::Ctx,
     addr: std::net::SocketAddr,
     label: &str,
     hello: sparkwire::wire::handshake::Hello,
-) -> Result<(Conn, Vec<String>), crate::verdict::Failure> {
+) -> Result<(Conn, Vec<String>), crate::harness::verdict::Failure> {
     Conn::open_with(
         addr,
         label,
@@ -196,13 +200,13 @@ pub async fn open_offering(
 /// Opens a connection to `addr` whose hello (`versions`, `role`, `id`) offers `closeReason`; the
 /// connection and whether the endpoint took it.
 pub async fn offering_close_reason(
-    ctx: &crate::env::Ctx,
+    ctx: &crate::harness::env::Ctx,
     addr: std::net::SocketAddr,
     label: &str,
     versions: &[sparkwire::messages::Version],
     role: sparkwire::wire::handshake::Role,
     id: impl Into<String>,
-) -> Result<(Conn, bool), crate::verdict::Failure> {
+) -> Result<(Conn, bool), crate::harness::verdict::Failure> {
     use sparkwire::wire::handshake::{Hello, CLOSE_REASON};
     let hello = Hello::new(versions, role, id).with_features(&[CLOSE_REASON]);
     let (c, taken) = open_offering(ctx, addr, label, hello).await?;

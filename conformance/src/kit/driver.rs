@@ -15,11 +15,11 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{encode_failure, TaskFailure};
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::{fail, Failure};
 use crate::kit::common::wait;
 use crate::kit::spawned::{self, Run};
-use crate::peer::Conn;
-use crate::verdict::{fail, Failure};
 
 type C = CoarseMessage;
 type D = DeployMessage;

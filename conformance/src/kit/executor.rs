@@ -9,11 +9,11 @@ use sparkwire::wire::encode_task;
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::{fail, Failure};
 use crate::kit::common::wait;
 use crate::kit::spawned::{self, Run};
-use crate::peer::Conn;
-use crate::verdict::{fail, Failure};
 
 type C = CoarseMessage;
 
@@ -121,7 +121,7 @@ pub async fn serve_until_register(
             other => {
                 return Err(fail(
                     "RetrieveSparkAppConfig or RegisterExecutor first (rule X1)",
-                    crate::peer::envelope_label(&other),
+                    crate::harness::peer::envelope_label(&other),
                 ))
             }
         }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+
 use std::time::Duration;
 
 use sparkwire::messages::deploy::*;
@@ -14,12 +14,12 @@ use sparkwire::messages::{
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::case::{Cases, Sharing};
-use crate::env::{Ctx, Endpoint, Wire};
+pub use crate::harness::case::Need;
+use crate::harness::env::{Ctx, Endpoint, Wire};
+use crate::harness::peer::Conn;
+use crate::harness::verdict::{fail, Failure, Outcome};
 use crate::kit::common::unique;
 use crate::kit::common::wait;
-use crate::peer::Conn;
-use crate::verdict::{fail, Failure, Level, Outcome};
 
 type D = DeployMessage;
 
@@ -236,82 +236,20 @@ pub async fn report(
     }
 }
 
-/// What a flow case needs of the master, which it shares with every other case of the run: each
-/// case declares its needs, which decide whether it runs alone and are made so (or found not to
-/// hold) before its body runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Need {
-    /// Only what it registers itself, which nothing of another case's can take or be taken by:
-    /// workers without cores or memory, applications and drivers no such worker can run. Such a
-    /// case runs beside the others; its registrations end when its connections close with it.
-    OwnRegistrations,
-    /// No application of an earlier case still active: one waiting for cores would take those
-    /// of this case's workers before the case's own application. Before the body the suite
-    /// waits for the master to finish them (they end with their connections, SPEC §14.2 Z1; on
-    /// Spark's wire, which binds no application to a connection, it ends them itself:
-    /// [`clear_leftovers`]). Such a case runs alone, so that no other case registers anything
-    /// meanwhile.
-    NoOtherApplication,
-    /// A master whose spark.deploy.spreadOut is this, as `--spread-out` says; the case is
-    /// skipped against another.
-    SpreadsOut(bool),
-}
-
-impl Need {
-    /// Whether a case with this need may run beside others.
-    fn sharing(self) -> Sharing {
-        match self {
-            Need::NoOtherApplication => Sharing::Alone,
-            Need::OwnRegistrations | Need::SpreadsOut(_) => Sharing::Parallel,
-        }
+/// Makes the master what a case `need`s, or fails (or skips the case) when it is not so: the
+/// catalogue runs it before the body of each case that declares the need.
+pub async fn establish(need: Need, ctx: &Ctx) -> Outcome {
+    match need {
+        Need::OwnRegistrations => Ok(()),
+        Need::NoOtherApplication => no_apps_left(ctx).await,
+        Need::SpreadsOut(wanted) if ctx.settings.spread_out == wanted => Ok(()),
+        Need::SpreadsOut(true) => Err(Failure::Skipped(
+            "the master runs with spreadOut off (--spread-out false)".into(),
+        )),
+        Need::SpreadsOut(false) => Err(Failure::Skipped(
+            "the master spreads out (pass --spread-out false for a master started so)".into(),
+        )),
     }
-
-    /// Makes the master what the case needs, or fails (or skips the case) when it is not so.
-    async fn establish(self, ctx: &Ctx) -> Outcome {
-        match self {
-            Need::OwnRegistrations => Ok(()),
-            Need::NoOtherApplication => no_apps_left(ctx).await,
-            Need::SpreadsOut(wanted) if ctx.settings.spread_out == wanted => Ok(()),
-            Need::SpreadsOut(true) => Err(Failure::Skipped(
-                "the master runs with spreadOut off (--spread-out false)".into(),
-            )),
-            Need::SpreadsOut(false) => Err(Failure::Skipped(
-                "the master spreads out (pass --spread-out false for a master started so)".into(),
-            )),
-        }
-    }
-}
-
-/// Adds the flow case `id`, which needs `needs` of the master, in order: it runs alone when one
-/// of them says so, and its body runs once the master is so.
-pub fn flow<F, Fut>(
-    cs: &mut Cases,
-    needs: &'static [Need],
-    id: &str,
-    level: Level,
-    requirement: &str,
-    body: F,
-) where
-    F: Fn(Ctx) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Outcome> + Send + 'static,
-{
-    let alone = needs.iter().any(|n| n.sharing() == Sharing::Alone);
-    let sharing = if alone {
-        Sharing::Alone
-    } else {
-        Sharing::Parallel
-    };
-    let body = Arc::new(body);
-    cs.sharing(sharing)
-        .add(id, level, requirement, move |ctx: Ctx| {
-            let body = Arc::clone(&body);
-            async move {
-                for need in needs {
-                    need.establish(&ctx).await?;
-                }
-                body(ctx).await
-            }
-        });
 }
 
 /// Waits for two envelopes on `c`, in either order: `pick` says which of the two (0 or 1) an
@@ -561,21 +499,46 @@ pub async fn expect_heartbeating<T>(
                     tokio::time::sleep_until(slice_end).await;
                     break;
                 }
-                Some(crate::peer::Event::Frame(body)) => {
+                Some(crate::harness::peer::Event::Frame(body)) => {
                     let env = sparkwire::wire::decode_envelope::<D>(&body, conn.v())
                         .map_err(|e| fail(want, format!("an undecodable frame: {e}")))?;
                     if let Some(t) = pick(&env) {
                         return Ok(t);
                     }
-                    seen.push(crate::peer::envelope_label(&env));
+                    seen.push(crate::harness::peer::envelope_label(&env));
                 }
-                Some(crate::peer::Event::Closed(how)) => {
+                Some(crate::harness::peer::Event::Closed(how)) => {
                     return Err(fail(want, format!("the connection closed ({how})")))
                 }
-                Some(crate::peer::Event::TooLarge(n)) => {
+                Some(crate::harness::peer::Event::TooLarge(n)) => {
                     return Err(fail(want, format!("a frame declaring {n} bytes")))
                 }
             }
         }
+    }
+}
+
+/// Waits on `c` for the answer to the ask `id`, which names an application, a driver or a
+/// worker the master does not know (never did, or no longer does): SPEC §14.2 lets it answer
+/// as Spark does (a bool reply `false`) and a strict master refuse (a failure, or a close);
+/// `true`, or any other reply, fails the case with `want`.
+pub async fn expect_false_or_refused(ctx: &Ctx, c: &mut Conn, id: u64, want: String) -> Outcome {
+    let got = c
+        .expect_or_close::<D, Envelope<D>>(wait(ctx), &want, |e| match e {
+            Envelope::Failure { id: i, .. } | Envelope::Reply { id: i, .. } if *i == id => {
+                Some(e.clone())
+            }
+            _ => None,
+        })
+        .await;
+    match got {
+        Ok(Envelope::Reply {
+            reply: Reply::Bool(false),
+            ..
+        })
+        | Ok(Envelope::Failure { .. }) => Ok(()),
+        Ok(other) => Err(fail(want, crate::harness::peer::envelope_label(&other))),
+        Err(Failure::Fail { seen, .. }) if seen.contains("closed") => Ok(()),
+        Err(e) => Err(e),
     }
 }

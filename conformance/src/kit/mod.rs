@@ -16,5 +16,6 @@ pub mod replay;
 pub mod server;
 pub mod spark;
 pub mod spawned;
+pub mod support;
 pub mod versions;
 pub mod worker;

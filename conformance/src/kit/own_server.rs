@@ -1,11 +1,11 @@
 //! A master the suite starts for one case, with the settings the case chooses (resource limits,
 //! the admin secret, TLS), from the template `--spawn-server` gives.
 
-use crate::env::{Ctx, Wire};
+use crate::harness::env::{Ctx, Wire};
+use crate::harness::peer::{not_on_spark_wire, Conn};
+use crate::harness::spawn::{spawn, Spawned};
+use crate::harness::verdict::{check, fail, Failure, Outcome};
 use crate::kit::common::{unique, wait};
-use crate::peer::{not_on_spark_wire, Conn};
-use crate::spawn::{spawn, Spawned};
-use crate::verdict::{fail, Failure, Outcome};
 use sparkwire::messages::deploy::RequestMasterState;
 use sparkwire::messages::{DeployMessage, Version};
 use sparkwire::wire::handshake::{Hello, Role, Secret, CLOSE_REASON};
@@ -73,7 +73,7 @@ pub struct Server {
     /// The authority (PEM) that signed its certificate, when it speaks TLS.
     pub ca_pem: Option<String>,
     _process: Spawned,
-    _proxy: Option<crate::env::Proxy>,
+    _proxy: Option<crate::harness::env::Proxy>,
     _work_dir: WorkDir,
 }
 
@@ -262,10 +262,10 @@ impl Server {
         // directly.
         let proxy = match ctx.settings.fault {
             Some(f) if !settings.tls => Some(
-                crate::env::fault_proxy(
+                crate::harness::env::fault_proxy(
                     f,
                     direct,
-                    crate::env::Side::SuiteConnects {
+                    crate::harness::env::Side::SuiteConnects {
                         client_role: Role::Ui,
                         server_role: Role::Master,
                     },
@@ -352,14 +352,14 @@ pub async fn closed_by_limit(
     }
     let want = format!("{want}, its last frame a close envelope of kind {kind}");
     let ctx = Ctx {
-        settings: std::sync::Arc::new(crate::env::Settings {
+        settings: std::sync::Arc::new(crate::harness::env::Settings {
             patience: within,
             ..(*ctx.settings).clone()
         }),
         log: ctx.log.clone(),
     };
     let reason = crate::kit::server::close_envelope(&ctx, c, &want).await?;
-    crate::verdict::check(
+    check(
         reason.kind == kind,
         want,
         format!("a close envelope of kind {}", reason.kind),

@@ -1,8 +1,8 @@
 //! Two workers registered with one master, for the cases about who owns what (SPEC §14.2).
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::verdict::Failure;
 use crate::kit::master::{worker, FakeWorker};
-use crate::verdict::Failure;
 use sparkwire::messages::Version;
 
 /// Two registered workers, with no capacity, at `version`.

@@ -1,11 +1,11 @@
 //! Replaying every message of a family to an endpoint: which messages it takes from whom, and
 //! how a refused one is answered (SPEC §11).
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::{Conn, Event};
+use crate::harness::verdict::{check, fail, Outcome};
 use crate::kit::common::wait;
 use crate::kit::server::close_envelope;
-use crate::peer::{Conn, Event};
-use crate::verdict::{check, fail, Outcome};
 use sparkwire::definition::{Definition, MessageDef, MessageKind};
 use sparkwire::messages::{from_hex, DeployMessage, Version};
 use sparkwire::wire::handshake::Role;

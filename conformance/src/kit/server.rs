@@ -1,10 +1,10 @@
 //! An endpoint that listens, as the cases about any server see it: where it listens, how to open a
 //! connection to it, the messages it takes and answers, and reading the close envelope it sends.
 
-use crate::env::Ctx;
-use crate::mp;
-use crate::peer::{Conn, Event};
-use crate::verdict::{fail, Failure};
+use crate::harness::env::Ctx;
+use crate::harness::mp;
+use crate::harness::peer::{Conn, Event};
+use crate::harness::verdict::{fail, Failure};
 use bytes::Bytes;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{RefusalReason, Role};
@@ -110,7 +110,7 @@ pub async fn close_envelope(ctx: &Ctx, c: &mut Conn, want: &str) -> Result<Close
                         want,
                         format!(
                             "the connection closed ({how}) after {}, not a close envelope",
-                            crate::peer::describe(c.family, &body, c.v())
+                            crate::harness::peer::describe(c.family, &body, c.v())
                         ),
                     )),
                 };

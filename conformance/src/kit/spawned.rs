@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use sparkwire::wire::handshake::Role;
 
-use crate::env::{fault_proxy, Proxy, Side};
-use crate::env::{Ctx, Endpoint};
-use crate::peer::{Conn, Listener};
-use crate::spawn::{spawn, Spawned};
-use crate::verdict::{fail, Failure};
+use crate::harness::env::{fault_proxy, Proxy, Side};
+use crate::harness::env::{Ctx, Endpoint};
+use crate::harness::peer::{Conn, Listener};
+use crate::harness::spawn::{spawn, Spawned};
+use crate::harness::verdict::{fail, Failure};
 
 /// One endpoint under test and the suite's listeners for it.
 pub struct Run {
@@ -109,12 +109,12 @@ pub async fn start(
     // What `preflight` accepted must be what the target gives.
     debug_assert!(vars
         .iter()
-        .all(|(n, _)| crate::spawn::given(ctx.settings.target).contains(n)));
+        .all(|(n, _)| crate::harness::spawn::given(ctx.settings.target).contains(n)));
     let mut env = Vec::new();
     if let Some(path) = &ctx.settings.secret_file {
         let path = path.display().to_string();
         vars.push(("secret_file", path.clone()));
-        env.push((crate::spawn::SECRET_FILE_ENV, path));
+        env.push((crate::harness::spawn::SECRET_FILE_ENV, path));
     }
     let process = match &ctx.settings.endpoint {
         Endpoint::Spawn(template) => Some(spawn(template, &vars, &env, &ctx.log)?),

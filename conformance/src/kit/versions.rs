@@ -1,6 +1,6 @@
 //! The protocol versions a case offers.
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
 use sparkwire::messages::Version;
 
 /// The version to speak: 2 unless the master offers only 1.

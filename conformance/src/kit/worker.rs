@@ -9,11 +9,11 @@ use sparkwire::messages::{Addr, Command, DeployMessage, EndpointRef, Version};
 use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
-use crate::env::Ctx;
+use crate::harness::env::Ctx;
+use crate::harness::peer::Conn;
+use crate::harness::verdict::{fail, Failure};
 use crate::kit::common::wait;
 use crate::kit::spawned::{self, Run};
-use crate::peer::Conn;
-use crate::verdict::{fail, Failure};
 
 type D = DeployMessage;
 
@@ -103,8 +103,8 @@ pub async fn registered(ctx: &Ctx, versions: &[Version]) -> Result<Registered, F
         // The URL a master of the wire spoken gives: Spark's worker takes commands only from the
         // master URL it registered with (`Worker.receive`, "Invalid Master … attempted to launch").
         master_url: match ctx.log.wire() {
-            crate::env::Wire::Sparkwire => format!("sparkwire://{given}"),
-            crate::env::Wire::Spark(_) => format!("spark://{given}"),
+            crate::harness::env::Wire::Sparkwire => format!("sparkwire://{given}"),
+            crate::harness::env::Wire::Spark(_) => format!("spark://{given}"),
         },
     })
 }
