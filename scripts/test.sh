@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README.md "Set-up"; .ci/run runs it): installs what the tests need beyond a
 # Rust toolchain when it is missing, then runs every test of the workspace with every feature.
-# Arguments go to `cargo test` (`scripts/test.sh -- --nocapture`).
+# Arguments go to `cargo test` (`scripts/test.sh -- --nocapture`); every test binary runs even when
+# one fails (--no-fail-fast), so that one run shows every failure.
 #
 # What the tests need, from Debian's packages (apt-get, as root):
 #   chromium   tests/operator.rs loads the web UI in a headless browser (SPARKWIRE_CHROMIUM names
@@ -53,4 +54,4 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 echo "== cargo test --workspace --all-features"
-exec cargo test --workspace --all-features "$@"
+exec cargo test --workspace --all-features --no-fail-fast "$@"

@@ -217,7 +217,7 @@ fn the_readme_test_command_is_the_script_ci_runs() {
     );
     let script = read("scripts/test.sh");
     assert!(
-        script.contains("exec cargo test --workspace --all-features \"$@\""),
+        script.contains("exec cargo test --workspace --all-features --no-fail-fast \"$@\""),
         "scripts/test.sh runs every test with every feature"
     );
     for package in ["chromium", "tshark", "zookeeper"] {

@@ -77,7 +77,9 @@ fn full_register_worker() -> RegisterWorker {
 
 #[test]
 fn messages_built_with_constructors_and_setters_are_the_golden_vectors() {
-    assert_is_vector(full_register_worker().into(), "RegisterWorker", "full");
+    // `new` leaves the optional `sparkRelease` `None`; its setter fills it as the full vector has it.
+    let full = full_register_worker().with_spark_release(Some("sparkRelease-1".to_string()));
+    assert_is_vector(full.into(), "RegisterWorker", "full");
     let minimal = full_register_worker()
         .with_port(0)
         .with_worker(EndpointRef::client("name-1"))
