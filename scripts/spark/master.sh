@@ -279,7 +279,8 @@ timeout 150 "$PYSPARK_PYTHON" "$work/job.py" "$spark_url" 2 >"$work/mixed.out" 2
   || fail "the PySpark job on both workers failed"
 got=$(sed -n 's/^RESULT //p' "$work/mixed.out")
 [ "$got" = "$want" ] || fail "sum of squares on both workers: got '$got', want $want"
-app=$(grep "Registered app sparkwire-sum-of-squares with ID" "$work/master.log" | tail -n 1 | sed 's/.* with ID //')
+# The id alone: the line goes on with the application's Spark release, "(Spark 4.0.1)".
+app=$(grep "Registered app sparkwire-sum-of-squares with ID" "$work/master.log" | tail -n 1 | sed 's/.* with ID \([^ ]*\).*/\1/')
 placed=$(grep "Launching executor $app/" "$work/master.log" | sed -n 's/.* on worker //p' | sort | tr '\n' ' ')
 expected=$(printf '%s\n' "$survivor_id" "$sw_id" | sort | tr '\n' ' ')
 [ "$placed" = "$expected" ] || fail "executors of $app placed on '$placed', want one on each of '$expected'"
