@@ -4,7 +4,8 @@
 #
 #   bash scripts/spark/daemons-auth.sh [RELEASE] [master] [proxy] [worker]
 #
-# RELEASE: 4.0.1 (the default; the one measured); naming no part runs all three, in this order.
+# RELEASE: 4.0.1 (the default; the one CI runs), or a later release (4.1.4 runs the proxy part with
+# AES-GCM); naming no part runs all three, in this order.
 #
 # master: `sparkwire master --spark-port 0 --secret-file F`. A real Spark worker and a PySpark
 #   application, both with spark.authenticate=true and F's secret, run a job (sum of squares of
@@ -15,7 +16,7 @@
 #   master logs each at WARN with the peer's address; each peer logs that it could not connect) and
 #   /json lists neither (the workers and applications it lists are the two good ones of each).
 # proxy: a real Spark master with spark.authenticate=true, spark.network.crypto.enabled=true (and
-#   spark.network.crypto.cipher=AES/GCM/NoPadding from Spark 4.0 on), and `sparkwire spark proxy
+#   spark.network.crypto.cipher=AES/GCM/NoPadding from Spark 4.1 on), and `sparkwire spark proxy
 #   --secret-file F` with the same settings in front of it. A real worker and a PySpark application
 #   with those settings, pointed at the proxy, run the job; the proxy's trace holds their
 #   RegisterWorker and RegisterApplication (it terminated the encryption on both sides). A
@@ -49,9 +50,14 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 # stop, wait_for, json, field, json_until, start_sparkwire_worker, executor_pids, finish_daemons
 source "$root/scripts/spark/lib.sh"
 eval "$(bash "$root/scripts/spark/env.sh" "$version")"
-# AES-GCM (spark.network.crypto.cipher) is offered from Spark 4.0 on.
+# AES-GCM (spark.network.crypto.cipher=AES/GCM/NoPadding) is offered from Spark 4.0 on, but 4.0's
+# reader opens only the first message of a connection: a real 4.0.1 worker cannot register with a
+# real 4.0.1 master over it (seen: the worker's CheckExistence is answered, its RegisterWorker
+# never read). The proxy part runs AES-GCM from 4.1 on and AES-CTR before.
 gcm=0
-[ "${version%%.*}" -ge 4 ] && gcm=1
+major=${version%%.*} rest=${version#*.}
+minor=${rest%%.*}
+if [ "$major" -gt 4 ] || { [ "$major" = 4 ] && [ "$minor" -ge 1 ]; }; then gcm=1; fi
 
 bin=${SPARKWIRE_BIN:-$root/target/debug/sparkwire}
 if [ ! -x "$bin" ]; then
