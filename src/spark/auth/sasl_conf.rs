@@ -103,8 +103,9 @@ fn md5_of(parts: &[&[u8]]) -> [u8; 16] {
 /// One side's state of the confidentiality layer after a DIGEST-MD5 exchange with `auth-conf`.
 pub struct SaslPrivacy {
     cipher: SaslCipher,
-    send_key: Rc4<U16>,
-    recv_key: Rc4<U16>,
+    // Each RC4 state is 258 bytes: boxed, so the layer is small to move.
+    send_key: Box<Rc4<U16>>,
+    recv_key: Box<Rc4<U16>>,
     send_mac: [u8; 16],
     recv_mac: [u8; 16],
     send_seq: u32,
@@ -130,7 +131,7 @@ impl SaslPrivacy {
         let kis = md5_of(&[ha1, SERVER_SIGN]);
         let kcc = md5_of(&[&ha1[..n], CLIENT_SEAL]);
         let kcs = md5_of(&[&ha1[..n], SERVER_SEAL]);
-        let rc4 = |k: &[u8; 16]| Rc4::<U16>::new(k.into());
+        let rc4 = |k: &[u8; 16]| Box::new(Rc4::<U16>::new(k.into()));
         let (send_key, recv_key, send_mac, recv_mac) = if client {
             (rc4(&kcc), rc4(&kcs), kic, kis)
         } else {
