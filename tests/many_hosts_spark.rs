@@ -279,8 +279,9 @@ fn real_spark_workers_and_a_pyspark_application_across_hosts_run_a_job_on_a_spar
 }
 
 /// The application of the cut-off scenario: one executor of one core on each of two hosts, a
-/// first job on both; then it waits (its executors idle) until the file `go` exists, says which
-/// hosts its executors are on by then, and runs the job again. Each job sums the squares of
+/// first job on both; then it waits (its executors idle) until the file `go` exists and two
+/// executors are registered again (the replacement of a lost one starts a JVM), says which hosts
+/// they are on, and runs the job again. Each job sums the squares of
 /// 1..100000 over eight partitions, each task saying which host ran it.
 const APP_ACROSS_A_CUT: &str = r#"
 import os, sys, time
@@ -309,6 +310,9 @@ def job(tag):
 job("BEFORE")
 print("WAITING", flush=True)
 while not os.path.exists(go):
+    time.sleep(0.2)
+deadline = time.time() + 120
+while len(hosts()) < 2 and time.time() < deadline:
     time.sleep(0.2)
 print("EXECUTORS_AFTER", " ".join(hosts()), flush=True)
 job("AFTER")
