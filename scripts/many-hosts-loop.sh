@@ -51,6 +51,19 @@ if [ "${#chosen[@]}" -eq 0 ]; then
   exit 2
 fi
 
+# ZooKeeper (the leader scenarios run one on a host): Debian's package, as scripts/test.sh installs
+# it; a loop without it would only count failures.
+if [ ! -f /usr/share/java/zookeeper.jar ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing zookeeper (Debian's package; its service is not started)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends zookeeper >/dev/null
+  else
+    echo "$0: the leader scenarios need Debian's zookeeper: apt-get install zookeeper (as root)" >&2
+    exit 2
+  fi
+fi
+
 export SPARKWIRE_REQUIRE_NETNS=1
 logs=target/many-hosts-loop
 mkdir -p "$logs"
