@@ -12,7 +12,7 @@ use clap::Parser;
 use sparkwire_conformance::case::Target;
 use sparkwire_conformance::documents::{cases_md, coverage};
 use sparkwire_conformance::env::{Endpoint, Settings, Wire};
-use sparkwire_conformance::fault::Fault;
+use sparkwire_conformance::faults::Fault;
 use sparkwire_conformance::{report, runner};
 
 /// Checks a running sparkwire endpoint (master, worker, driver or executor) against the protocol,

@@ -304,7 +304,7 @@ pub fn probes(
 /// fault proxy, if one is asked for, in front of it. Fails when the suite cannot run.
 pub async fn prepare(
     mut settings: crate::harness::env::Settings,
-) -> Result<(crate::harness::env::Settings, Option<crate::fault::Proxy>), String> {
+) -> Result<(crate::harness::env::Settings, Option<crate::faults::Proxy>), String> {
     use crate::harness::env::Endpoint;
     match settings.endpoint.clone() {
         Endpoint::Addr(addr) => {
@@ -316,10 +316,10 @@ pub async fn prepare(
             .map_err(|_| format!("cannot connect to {addr}: timed out"))?
             .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
             if let Some(fault) = settings.fault {
-                let proxy = crate::fault::start(
+                let proxy = crate::faults::start(
                     fault,
                     addr,
-                    crate::fault::Side::SuiteConnects {
+                    crate::faults::Side::SuiteConnects {
                         client_role: sparkwire::wire::handshake::Role::Ui,
                         server_role: sparkwire::wire::handshake::Role::Master,
                     },
