@@ -35,9 +35,9 @@ impl Wire {
     }
 }
 
-/// How the suite reaches the endpoint under test.
+/// Where the endpoint under test is: how the suite reaches it.
 #[derive(Debug, Clone)]
-pub enum Endpoint {
+pub enum Site {
     /// A running endpoint at this address (the master target).
     Addr(SocketAddr),
     /// The suite starts the endpoint for each case from this command template.
@@ -52,7 +52,7 @@ pub struct Settings {
     /// The target.
     pub target: Target,
     /// How to reach it.
-    pub endpoint: Endpoint,
+    pub endpoint: Site,
     /// How long to wait for something that must happen (a reply, a close).
     pub patience: Duration,
     /// How long to watch for something that must not happen (a second reply).
