@@ -88,6 +88,123 @@ async fn each_scheme_a_client_speaks_is_taken_by_the_default_server_and_carries_
 }
 
 #[tokio::test]
+async fn sasl_encryption_seals_the_session_in_chunks_and_a_demanding_server_refuses_plain_sasl() {
+    use sparkwire::spark::auth::SaslCipher;
+    let encrypting = ClientAuth {
+        sasl_encryption: true,
+        ..ClientAuth::sasl(SECRET)
+    };
+    // The default server offers auth-conf beside auth; the client asks for auth-conf.
+    let (port, server) = echo_server(ServerAuth::new(SECRET)).await;
+    let s = client_handshake(connect(port).await, &encrypting)
+        .await
+        .expect("the bootstrap");
+    assert_eq!(s.negotiated(), Negotiated::SaslEncrypted(SaslCipher::Rc4));
+    assert!(s.is_encrypted());
+    // More than two of Spark's 64 KiB blocks, so the stream is cut into several chunks.
+    let payload: Vec<u8> = (0..150_000u32).map(|i| (i % 251) as u8).collect();
+    let (mut r, mut w) = tokio::io::split(s);
+    let writer = {
+        let payload = payload.clone();
+        tokio::spawn(async move {
+            w.write_all(&payload).await.expect("write");
+            w.flush().await.expect("flush");
+            w
+        })
+    };
+    let mut back = vec![0u8; payload.len()];
+    r.read_exact(&mut back).await.expect("the echo");
+    assert!(
+        back == payload,
+        "the echo comes back intact through the layer"
+    );
+    drop((r, writer.await.expect("writer")));
+    assert_eq!(
+        server.await.expect("task").expect("server"),
+        Negotiated::SaslEncrypted(SaslCipher::Rc4)
+    );
+
+    // spark.network.sasl.serverAlwaysEncrypt: a client asking for auth only is refused by both
+    // (the challenge offers no `auth`), and an encrypting client still passes.
+    let always = ServerAuth {
+        sasl_always_encrypt: true,
+        crypto: false,
+        ..ServerAuth::new(SECRET)
+    };
+    let (port, server) = echo_server(always.clone()).await;
+    match client_handshake(connect(port).await, &ClientAuth::sasl(SECRET)).await {
+        Err(AuthError::Unsupported(why)) => assert!(why.contains("auth"), "{why}"),
+        other => panic!("a client asking for auth only is refused: {other:?}"),
+    }
+    drop(server);
+    let (port, server) = echo_server(always).await;
+    assert_eq!(
+        round_trip(port, encrypting).await.expect("client"),
+        Negotiated::SaslEncrypted(SaslCipher::Rc4)
+    );
+    server.await.expect("task").expect("server");
+}
+
+#[tokio::test]
+async fn a_sasl_encrypted_session_refuses_a_chunk_altered_on_the_wire() {
+    // A man in the middle flips one bit of the client's first sealed chunk: the server's
+    // unwrap fails its MAC and the connection ends with an error, never with altered bytes.
+    let (up_port, server) = echo_server(ServerAuth::new(SECRET)).await;
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    let mitm = tokio::spawn(async move {
+        let (mut c, _) = l.accept().await.expect("accept");
+        let mut up = connect(up_port).await;
+        // The bootstrap's frames pass untouched (two requests and two answers).
+        let mut frames = 0;
+        let mut from_client = FrameDecoder::new(MAX_AUTH_FRAME);
+        let mut buf = vec![0u8; 4096];
+        while frames < 2 {
+            let n = c.read(&mut buf).await.expect("read");
+            assert!(n > 0);
+            from_client.push(&buf[..n]);
+            up.write_all(&buf[..n]).await.expect("write");
+            while from_client.next_item().is_some() {
+                frames += 1;
+                let mut d = FrameDecoder::new(MAX_AUTH_FRAME);
+                loop {
+                    let n = up.read(&mut buf).await.expect("read");
+                    d.push(&buf[..n]);
+                    c.write_all(&buf[..n]).await.expect("write");
+                    if d.next_item().is_some() {
+                        break;
+                    }
+                }
+            }
+        }
+        let n = c.read(&mut buf).await.expect("read");
+        buf[n - 8] ^= 0x01;
+        up.write_all(&buf[..n]).await.expect("write");
+        (c, up)
+    });
+    let client = ClientAuth {
+        sasl_encryption: true,
+        ..ClientAuth::sasl(SECRET)
+    };
+    let mut s = client_handshake(connect(port).await, &client)
+        .await
+        .expect("the bootstrap");
+    s.write_all(b"RegisterWorker, honestly")
+        .await
+        .expect("write");
+    s.flush().await.expect("flush");
+    let got = tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("the server ends")
+        .expect("task");
+    match got {
+        Err(AuthError::Io(e)) => assert!(e.to_string().contains("MAC"), "{e}"),
+        other => panic!("the altered chunk is refused: {other:?}"),
+    }
+    drop(mitm);
+}
+
+#[tokio::test]
 async fn aes_gcm_sessions_carry_bytes_with_either_engine_version_and_refuse_a_ctr_peer() {
     for version in [EngineVersion::V1, EngineVersion::V2] {
         let (port, server) = echo_server(ServerAuth {
@@ -273,13 +390,27 @@ async fn the_client_checks_the_server_holds_the_secret_too() {
     .await;
     let got = client_handshake(connect(port).await, &ClientAuth::sasl(SECRET)).await;
     assert!(matches!(got, Err(AuthError::Rejected(_))), "{got:?}");
-    // SASL: a server that only offers encryption (auth-conf), which is not spoken.
+    // SASL: a server that only offers encryption (auth-conf) to a client that asks for `auth`
+    // (spark.authenticate.enableSaslEncryption=false), as Java's client refuses it.
     let port = lying_server(|_, _| {
-        b"realm=\"default\",nonce=\"abc\",qop=\"auth-conf\",charset=utf-8,algorithm=md5-sess"
+        b"realm=\"default\",nonce=\"abc\",qop=\"auth-conf\",charset=utf-8,cipher=\"rc4\",algorithm=md5-sess"
             .to_vec()
     })
     .await;
     let got = client_handshake(connect(port).await, &ClientAuth::sasl(SECRET)).await;
+    assert!(matches!(got, Err(AuthError::Unsupported(_))), "{got:?}");
+    // SASL encryption with a server whose ciphers are only DES ones, not spoken here: refused,
+    // never weakened to `auth`.
+    let port = lying_server(|_, _| {
+        b"realm=\"default\",nonce=\"abc\",qop=\"auth-conf,auth\",charset=utf-8,cipher=\"3des,des\",algorithm=md5-sess"
+            .to_vec()
+    })
+    .await;
+    let encrypting = ClientAuth {
+        sasl_encryption: true,
+        ..ClientAuth::sasl(SECRET)
+    };
+    let got = client_handshake(connect(port).await, &encrypting).await;
     assert!(matches!(got, Err(AuthError::Unsupported(_))), "{got:?}");
 }
 

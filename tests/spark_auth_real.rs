@@ -299,6 +299,36 @@ async fn engine_client_falls_back_to_sasl_on_a_real_master_without_crypto() {
     assert!(check_existence(&mut s, "Master").await);
 }
 
+#[tokio::test]
+#[ignore = "starts a real Spark master: needs SPARK_HOME (scripts/spark/env.sh)"]
+async fn sasl_encryption_client_seals_its_rpc_to_a_real_spark_master() {
+    use sparkwire::spark::auth::SaslCipher;
+    let release = spark_release();
+    // serverAlwaysEncrypt: the master offers auth-conf only, so an answer proves the layer.
+    let (master, addr) = spark_master(
+        "saslconf",
+        &[("spark.network.sasl.serverAlwaysEncrypt", "true")],
+    )
+    .await;
+    let auth = ClientAuth {
+        sasl_encryption: true,
+        ..ClientAuth::sasl(SECRET)
+    };
+    let mut s = authenticated(addr, &auth)
+        .await
+        .unwrap_or_else(|e| panic!("SASL auth-conf with Spark {release}: {e}\n{}", master.log()));
+    assert_eq!(s.negotiated(), Negotiated::SaslEncrypted(SaslCipher::Rc4));
+    assert!(s.is_encrypted());
+    // Two RPCs: the second proves both sides' sequence numbers and RC4 keystreams run on.
+    assert!(check_existence(&mut s, "Master").await);
+    assert!(!check_existence(&mut s, "NoSuchEndpoint").await);
+    // A client without encryption asks for qop auth, which this master does not offer.
+    assert!(authenticated(addr, &ClientAuth::sasl(SECRET))
+        .await
+        .is_err());
+    eprintln!("proven against Spark {release}: SASL DIGEST-MD5 auth-conf (rc4) client");
+}
+
 /// Serves one connection with sparkwire's server side; returns what was negotiated and the first
 /// request the peer sent after it, answered `CheckExistence` → true.
 async fn serve_one(listener: &TcpListener, auth: &ServerAuth) -> (Negotiated, RequestMessage) {
@@ -341,8 +371,26 @@ type WorkerCase = (
 #[ignore = "starts a real Spark worker: needs SPARK_HOME (scripts/spark/env.sh)"]
 async fn a_real_spark_worker_authenticates_to_sparkwire_with_sasl_and_the_engine() {
     let release = spark_release();
-    let cases: [WorkerCase; 3] = [
+    let cases: [WorkerCase; 5] = [
         ("sasl", vec![], ServerAuth::new(SECRET), Negotiated::Sasl),
+        (
+            "saslconf",
+            vec![("spark.authenticate.enableSaslEncryption", "true")],
+            ServerAuth::new(SECRET),
+            Negotiated::SaslEncrypted(sparkwire::spark::auth::SaslCipher::Rc4),
+        ),
+        (
+            // A server that demands auth-conf: the worker asks for it too (else Java's client
+            // fails "No common protection layer").
+            "saslalways",
+            vec![("spark.authenticate.enableSaslEncryption", "true")],
+            ServerAuth {
+                sasl_always_encrypt: true,
+                crypto: false,
+                ..ServerAuth::new(SECRET)
+            },
+            Negotiated::SaslEncrypted(sparkwire::spark::auth::SaslCipher::Rc4),
+        ),
         (
             "engine1",
             vec![("spark.network.crypto.enabled", "true")],

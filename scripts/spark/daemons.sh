@@ -23,7 +23,7 @@ case "$version" in
   *) echo "usage: $0 [4.0.1|3.0.3]" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
-# stop, wait_for, json, field
+# stop, wait_for, json, field, start_sparkwire_worker, executor_pids, finish_daemons
 source "$root/scripts/spark/lib.sh"
 eval "$(bash "$root/scripts/spark/env.sh" "$version")"
 
@@ -35,26 +35,7 @@ fi
 work=$(mktemp -d /tmp/sparkwire-spark-daemons.XXXXXX)
 echo "spark daemons: logs in $work (removed at the end unless it fails or SPARKWIRE_KEEP_LOGS=1)" >&2
 pids=()
-executor_pids() { # the executor JVMs started under this run's work directory
-  pgrep -f "CoarseGrainedExecutorBackend.*--app-id" 2>/dev/null | while read -r p; do
-    if [ -r "/proc/$p/cwd" ] && [[ "$(readlink "/proc/$p/cwd")" == "$work"/* ]]; then echo "$p"; fi
-  done
-}
-finish() {
-  local status=$?
-  local pid
-  for pid in "${pids[@]}"; do stop "$pid"; done
-  for pid in $(executor_pids); do kill -KILL "$pid" 2>/dev/null || true; done
-  if [ "$status" != 0 ]; then
-    echo "spark daemons: FAILED; logs kept in $work" >&2
-    for f in "$work"/*.log "$work"/worker-work/app-*/*/stderr; do
-      [ -f "$f" ] && { echo "--- $f (last lines)" >&2; tail -n 25 "$f" >&2; }
-    done
-  elif [ "${SPARKWIRE_KEEP_LOGS:-0}" != 1 ]; then
-    rm -rf "$work"
-  fi
-}
-trap finish EXIT
+trap 'finish_daemons "spark daemons"' EXIT
 fail() { echo "spark daemons: FAIL: $*" >&2; exit 1; }
 ok() { echo "spark daemons: ok: $*"; }
 

@@ -3,7 +3,9 @@
 //!
 //! - **SASL DIGEST-MD5** ([`sasl`]): Spark's default, `org.apache.spark.network.sasl`, spoken
 //!   by every release; `SaslMessage`s (tag `0xEA`) in `RpcRequest`s, two round trips, then the
-//!   connection goes on in plaintext (quality of protection `auth`).
+//!   connection goes on in plaintext (quality of protection `auth`) or, with
+//!   `spark.authenticate.enableSaslEncryption=true`, sealed by SASL's own confidentiality layer
+//!   (`auth-conf`, RC4: [`sasl_conf`]).
 //! - **the auth engine** ([`engine`]) of `spark.network.crypto.enabled=true`, Spark 3.1.3 and
 //!   3.2 on: one `AuthMessage` (tag `0xFB`) each way, an X25519 exchange bound to the shared
 //!   secret, then every byte each way runs through AES-CTR ([`cipher`],
@@ -22,14 +24,15 @@
 //! With `spark.network.crypto.cipher=AES/GCM/NoPadding` (Spark 4.0 on) the session runs through
 //! Spark's segmented AES-GCM ([`gcm`]) instead of AES-CTR.
 //!
-//! Not spoken (each refused with a typed error, never silently weakened): SASL encryption
-//! (`auth-conf`, `spark.authenticate.enableSaslEncryption`) and the original auth protocol of
+//! Not spoken (each refused with a typed error, never silently weakened): SASL encryption with
+//! `3des` or `des` (Java offers RC4 beside them and chooses it) and the original auth protocol of
 //! Spark 2.2 to 3.1.2 (`ClientChallenge` / `ServerResponse`, tag `0xFA`).
 
 pub mod cipher;
 pub mod engine;
 pub mod gcm;
 pub mod sasl;
+pub mod sasl_conf;
 #[cfg(feature = "spark-proxy")]
 mod stream;
 
@@ -39,6 +42,7 @@ pub use cipher::{CtrSession, CtrStream};
 pub use engine::{AuthMessage, EngineClient, SessionKeys};
 pub use gcm::{GcmOpener, GcmSealer, GcmSession};
 pub use sasl::{DigestClient, DigestServer, SaslMessage};
+pub use sasl_conf::{SaslCipher, SaslPrivacy};
 #[cfg(feature = "spark-proxy")]
 pub use stream::{client_handshake, server_handshake, AuthStream, MAX_AUTH_FRAME};
 
@@ -163,6 +167,9 @@ pub struct ClientAuth {
     pub cipher: TransportCipher,
     /// `spark.network.auth.rpcTimeout` (Spark's default 30 s), for the whole bootstrap.
     pub timeout: Duration,
+    /// `spark.authenticate.enableSaslEncryption`: SASL asks for `auth-conf` only and the
+    /// session is sealed ([`sasl_conf`]).
+    pub sasl_encryption: bool,
 }
 
 impl ClientAuth {
@@ -176,6 +183,7 @@ impl ClientAuth {
             version: EngineVersion::V1,
             cipher: TransportCipher::Ctr,
             timeout: Duration::from_secs(30),
+            sasl_encryption: false,
         }
     }
 
@@ -187,8 +195,13 @@ impl ClientAuth {
         }
     }
 
-    /// Sets one of Spark's settings by its name, as [`ServerAuth::set`] does.
+    /// Sets one of Spark's settings by its name, as [`ServerAuth::set`] does;
+    /// `spark.authenticate.enableSaslEncryption` is the client's own.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        if key.trim() == "spark.authenticate.enableSaslEncryption" {
+            self.sasl_encryption = flag(key, value)?;
+            return Ok(());
+        }
         let mut server = ServerAuth {
             crypto: self.crypto,
             sasl_fallback: self.sasl_fallback,
@@ -220,6 +233,17 @@ pub struct ServerAuth {
     pub cipher: TransportCipher,
     /// How long a peer has to finish the bootstrap.
     pub timeout: Duration,
+    /// `spark.network.sasl.serverAlwaysEncrypt`: SASL offers `auth-conf` only (else
+    /// `auth-conf,auth`, and the client chooses).
+    pub sasl_always_encrypt: bool,
+}
+
+fn flag(key: &str, v: &str) -> Result<bool, String> {
+    match v.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(format!("{key} is true or false, not {other:?}")),
+    }
 }
 
 impl ServerAuth {
@@ -232,20 +256,23 @@ impl ServerAuth {
             version: EngineVersion::V1,
             cipher: TransportCipher::Ctr,
             timeout: Duration::from_secs(30),
+            sasl_always_encrypt: false,
         }
     }
 
     /// Sets one of Spark's settings by its name: `spark.network.crypto.enabled`,
-    /// `spark.network.crypto.saslFallback` (`true` / `false`),
-    /// `spark.network.crypto.authEngineVersion` (1 / 2) or `spark.network.crypto.cipher`
-    /// (`AES/CTR/NoPadding` / `AES/GCM/NoPadding`); any other name is an error.
+    /// `spark.network.crypto.saslFallback`, `spark.network.sasl.serverAlwaysEncrypt` (`true` /
+    /// `false`), `spark.network.crypto.authEngineVersion` (1 / 2) or
+    /// `spark.network.crypto.cipher` (`AES/CTR/NoPadding` / `AES/GCM/NoPadding`);
+    /// `spark.authenticate.enableSaslEncryption` is taken and changes nothing here (it is a
+    /// client's setting, which Spark's server does not read either); any other name is an error.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let flag = |v: &str| match v.trim() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            other => Err(format!("{key} is true or false, not {other:?}")),
-        };
+        let flag = |v: &str| flag(key, v);
         match key.trim() {
+            "spark.network.sasl.serverAlwaysEncrypt" => self.sasl_always_encrypt = flag(value)?,
+            "spark.authenticate.enableSaslEncryption" => {
+                flag(value)?;
+            }
             "spark.network.crypto.enabled" => self.crypto = flag(value)?,
             "spark.network.crypto.saslFallback" => self.sasl_fallback = flag(value)?,
             "spark.network.crypto.authEngineVersion" => self.version = value.parse()?,
@@ -254,7 +281,9 @@ impl ServerAuth {
                 return Err(format!(
                     "{other:?} is not a setting of Spark's authentication spoken here \
                      (spark.network.crypto.enabled, spark.network.crypto.saslFallback, \
-                     spark.network.crypto.authEngineVersion, spark.network.crypto.cipher)"
+                     spark.network.crypto.authEngineVersion, spark.network.crypto.cipher, \
+                     spark.authenticate.enableSaslEncryption, \
+                     spark.network.sasl.serverAlwaysEncrypt)"
                 ))
             }
         }
@@ -272,6 +301,8 @@ impl ServerAuth {
 pub enum Negotiated {
     /// SASL DIGEST-MD5, quality of protection `auth`: plaintext after it.
     Sasl,
+    /// SASL DIGEST-MD5, quality of protection `auth-conf`: sealed with the cipher after it.
+    SaslEncrypted(SaslCipher),
     /// The auth engine, AES-CTR after it.
     Engine(EngineVersion),
     /// The auth engine, AES-GCM after it (`spark.network.crypto.cipher=AES/GCM/NoPadding`).
@@ -282,6 +313,9 @@ impl std::fmt::Display for Negotiated {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Negotiated::Sasl => f.write_str("SASL DIGEST-MD5 (auth)"),
+            Negotiated::SaslEncrypted(c) => {
+                write!(f, "SASL DIGEST-MD5 (auth-conf, cipher {})", c.token())
+            }
             Negotiated::Engine(v) => write!(f, "auth engine v{} with AES-CTR", v.number()),
             Negotiated::EngineGcm(v) => write!(f, "auth engine v{} with AES-GCM", v.number()),
         }

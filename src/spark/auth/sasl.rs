@@ -7,12 +7,14 @@
 //! (`sparkSaslUser` in a standalone cluster) and the password the Base64 of the secret, both as
 //! UTF-8. The exchange is two round trips: the client's empty first token is answered with the
 //! server's challenge (realm, nonce, qop, charset, algorithm), the client's digest-response with
-//! `rspauth=…`. Quality of protection `auth` (authentication only) is spoken; `auth-conf`
-//! (`spark.authenticate.enableSaslEncryption`) is refused with [`AuthError::Unsupported`].
+//! `rspauth=…`. Both qualities of protection are spoken: `auth` (authentication only) and
+//! `auth-conf` (`spark.authenticate.enableSaslEncryption`: the session is then sealed by
+//! [`SaslPrivacy`] with the RC4 cipher the exchange chose).
 
 use md5::{Digest, Md5};
 use subtle::ConstantTimeEq;
 
+use super::sasl_conf::{SaslCipher, SaslPrivacy};
 use super::{random_bytes, AuthError, MAX_TOKEN};
 
 /// The tag byte of a `SaslMessage`.
@@ -229,9 +231,8 @@ struct Exchange<'a> {
 }
 
 impl Exchange<'_> {
-    /// RFC 2831 §2.1.2.1: `response-value` (with `A2` = `AUTHENTICATE:digest-uri`) or, for the
-    /// server's `rspauth`, the same with `A2` = `:digest-uri`.
-    fn digest(&self, rspauth: bool) -> String {
+    /// `H(A1)`, binary: the session key the confidentiality layer's keys come from.
+    fn session_key(&self) -> [u8; 16] {
         let mut inner = Md5::new();
         inner.update(self.username.as_bytes());
         inner.update(b":");
@@ -248,7 +249,13 @@ impl Exchange<'_> {
             a1.update(b":");
             a1.update(z.as_bytes());
         }
-        let ha1 = hex(&a1.finalize());
+        a1.finalize().into()
+    }
+
+    /// RFC 2831 §2.1.2.1: `response-value` (with `A2` = `AUTHENTICATE:digest-uri`) or, for the
+    /// server's `rspauth`, the same with `A2` = `:digest-uri`.
+    fn digest(&self, rspauth: bool) -> String {
+        let ha1 = hex(&self.session_key());
         let mut a2 = Md5::new();
         if !rspauth {
             a2.update(b"AUTHENTICATE");
@@ -285,13 +292,18 @@ impl Exchange<'_> {
 pub struct DigestClient {
     username: String,
     password: String,
+    encrypt: bool,
     state: ClientState,
+    layer: Option<SaslPrivacy>,
 }
 
 #[derive(Debug)]
 enum ClientState {
     Start,
-    Sent { expected_rspauth: String },
+    Sent {
+        expected_rspauth: String,
+        layer: Option<SaslPrivacy>,
+    },
     Done,
 }
 
@@ -301,8 +313,26 @@ impl DigestClient {
         DigestClient {
             username: base64(user.as_bytes()),
             password: base64(secret.as_bytes()),
+            encrypt: false,
             state: ClientState::Start,
+            layer: None,
         }
+    }
+
+    /// A client that asks for quality of protection `auth-conf` only, as Spark's does with
+    /// `spark.authenticate.enableSaslEncryption=true`: a server that does not offer it, or
+    /// offers no cipher spoken here, is refused.
+    pub fn encrypting(user: &str, secret: &str) -> Self {
+        DigestClient {
+            encrypt: true,
+            ..DigestClient::new(user, secret)
+        }
+    }
+
+    /// Once complete with `auth-conf`: the confidentiality layer the rest of the connection runs
+    /// through (taken once).
+    pub fn take_layer(&mut self) -> Option<SaslPrivacy> {
+        self.layer.take()
     }
 
     /// The first token: DIGEST-MD5 has no initial response, so it is empty.
@@ -320,13 +350,17 @@ impl DigestClient {
     pub fn step(&mut self, server: &[u8]) -> Result<Option<Vec<u8>>, AuthError> {
         match std::mem::replace(&mut self.state, ClientState::Done) {
             ClientState::Start => {
-                let (token, expected) = self.respond(server)?;
+                let (token, expected, layer) = self.respond(server)?;
                 self.state = ClientState::Sent {
                     expected_rspauth: expected,
+                    layer,
                 };
                 Ok(Some(token))
             }
-            ClientState::Sent { expected_rspauth } => {
+            ClientState::Sent {
+                expected_rspauth,
+                layer,
+            } => {
                 let ds = parse_directives(server)?;
                 let got = once(&ds, "rspauth")?
                     .ok_or_else(|| AuthError::Malformed("no rspauth from the server".into()))?;
@@ -335,6 +369,7 @@ impl DigestClient {
                         "the server's rspauth is wrong: it does not hold the secret".into(),
                     ));
                 }
+                self.layer = layer;
                 Ok(None)
             }
             ClientState::Done => Err(AuthError::Protocol(
@@ -343,7 +378,11 @@ impl DigestClient {
         }
     }
 
-    fn respond(&self, challenge: &[u8]) -> Result<(Vec<u8>, String), AuthError> {
+    #[allow(clippy::type_complexity)]
+    fn respond(
+        &self,
+        challenge: &[u8],
+    ) -> Result<(Vec<u8>, String, Option<SaslPrivacy>), AuthError> {
         let ds = parse_directives(challenge)?;
         let nonce = once(&ds, "nonce")?
             .ok_or_else(|| AuthError::Malformed("a challenge without a nonce".into()))?;
@@ -356,11 +395,27 @@ impl DigestClient {
             }
         }
         let qops = once(&ds, "qop")?.unwrap_or("auth");
-        if !qops.split(',').any(|q| q.trim() == "auth") {
+        let want = if self.encrypt { "auth-conf" } else { "auth" };
+        if !qops.split(',').any(|q| q.trim() == want) {
             return Err(AuthError::Unsupported(format!(
-                "the server offers qop {qops:?}, without `auth` (SASL encryption is not spoken)"
+                "the server offers qop {qops:?}, without `{want}`{}",
+                if self.encrypt {
+                    " (spark.authenticate.enableSaslEncryption asks for auth-conf)"
+                } else {
+                    " (spark.authenticate.enableSaslEncryption=false asks for auth)"
+                }
             )));
         }
+        let cipher = if self.encrypt {
+            let offered = once(&ds, "cipher")?.unwrap_or("");
+            Some(SaslCipher::strongest_of(offered).ok_or_else(|| {
+                AuthError::Unsupported(format!(
+                    "the server's SASL ciphers {offered:?} include no RC4 (rc4, rc4-56, rc4-40)"
+                ))
+            })?)
+        } else {
+            None
+        };
         let realm = directive(&ds, "realm").unwrap_or(REALM).to_string();
         let utf8 = once(&ds, "charset")?.is_some_and(|c| c.eq_ignore_ascii_case("utf-8"));
         let cnonce = base64(&random_bytes::<32>()?);
@@ -371,7 +426,7 @@ impl DigestClient {
             nonce,
             cnonce: &cnonce,
             nc: "00000001",
-            qop: "auth",
+            qop: want,
             digest_uri: DIGEST_URI,
             authzid: None,
         };
@@ -380,7 +435,7 @@ impl DigestClient {
             t.push_str("charset=utf-8,");
         }
         t.push_str(&format!(
-            "username={},realm={},nonce={},nc=00000001,cnonce={},digest-uri={},maxbuf=65536,response={},qop=auth",
+            "username={},realm={},nonce={},nc=00000001,cnonce={},digest-uri={},maxbuf=65536,response={},qop={want}",
             quote(&self.username),
             quote(&realm),
             quote(nonce),
@@ -388,7 +443,11 @@ impl DigestClient {
             quote(DIGEST_URI),
             ex.digest(false),
         ));
-        Ok((t.into_bytes(), ex.digest(true)))
+        if let Some(c) = cipher {
+            t.push_str(&format!(",cipher={}", quote(c.token())));
+        }
+        let layer = cipher.map(|c| SaslPrivacy::new(&ex.session_key(), c, true));
+        Ok((t.into_bytes(), ex.digest(true), layer))
     }
 }
 
@@ -396,7 +455,9 @@ impl DigestClient {
 #[derive(Debug)]
 pub struct DigestServer {
     password: String,
+    always_encrypt: bool,
     state: ServerState,
+    layer: Option<SaslPrivacy>,
 }
 
 #[derive(Debug)]
@@ -412,8 +473,25 @@ impl DigestServer {
     pub fn new(secret: &str) -> Self {
         DigestServer {
             password: base64(secret.as_bytes()),
+            always_encrypt: false,
             state: ServerState::Start,
+            layer: None,
         }
+    }
+
+    /// A server that offers quality of protection `auth-conf` only, as Spark's does with
+    /// `spark.network.sasl.serverAlwaysEncrypt=true` (without it, `auth-conf,auth`).
+    pub fn always_encrypting(secret: &str) -> Self {
+        DigestServer {
+            always_encrypt: true,
+            ..DigestServer::new(secret)
+        }
+    }
+
+    /// Once complete with `auth-conf`: the confidentiality layer the rest of the connection runs
+    /// through (taken once).
+    pub fn take_layer(&mut self) -> Option<SaslPrivacy> {
+        self.layer.take()
     }
 
     /// Whether the client has proven it holds the secret.
@@ -427,10 +505,18 @@ impl DigestServer {
         match std::mem::replace(&mut self.state, ServerState::Failed) {
             ServerState::Start => {
                 let nonce = base64(&random_bytes::<32>()?);
+                // As Java's server with Spark's settings: `auth-conf` first (preferred), and the
+                // ciphers spoken here.
                 let t = format!(
-                    "realm={},nonce={},qop=\"auth\",charset=utf-8,algorithm=md5-sess",
+                    "realm={},nonce={},qop={},charset=utf-8,cipher={},algorithm=md5-sess",
                     quote(REALM),
-                    quote(&nonce)
+                    quote(&nonce),
+                    quote(if self.always_encrypt {
+                        "auth-conf"
+                    } else {
+                        "auth-conf,auth"
+                    }),
+                    quote(SaslCipher::Rc4.token()),
                 );
                 self.state = ServerState::Challenged { nonce };
                 Ok(t.into_bytes())
@@ -446,7 +532,7 @@ impl DigestServer {
         }
     }
 
-    fn verify(&self, nonce: &str, response: &[u8]) -> Result<Vec<u8>, AuthError> {
+    fn verify(&mut self, nonce: &str, response: &[u8]) -> Result<Vec<u8>, AuthError> {
         let ds = parse_directives(response)?;
         let need = |name: &str| -> Result<&str, AuthError> {
             once(&ds, name)?
@@ -471,11 +557,33 @@ impl DigestServer {
                 "nonce-count {nc}, not 00000001"
             )));
         }
-        if qop != "auth" {
-            return Err(AuthError::Unsupported(format!(
-                "qop {qop:?} (SASL encryption is not spoken; `auth` is)"
-            )));
-        }
+        let cipher = match qop {
+            "auth" if !self.always_encrypt => None,
+            "auth" => {
+                return Err(AuthError::Rejected(
+                    "qop auth, where spark.network.sasl.serverAlwaysEncrypt demands auth-conf"
+                        .into(),
+                ))
+            }
+            "auth-conf" => {
+                let c = once(&ds, "cipher")?
+                    .ok_or_else(|| AuthError::Malformed("qop auth-conf without a cipher".into()))?;
+                Some(
+                    SaslCipher::from_token(c)
+                        .filter(|c| *c == SaslCipher::Rc4)
+                        .ok_or_else(|| {
+                            AuthError::Rejected(format!(
+                                "cipher {c:?}, which was not offered (rc4)"
+                            ))
+                        })?,
+                )
+            }
+            other => {
+                return Err(AuthError::Unsupported(format!(
+                    "qop {other:?} (auth and auth-conf are offered)"
+                )))
+            }
+        };
         if realm != REALM {
             return Err(AuthError::Rejected(format!(
                 "realm {realm:?}, not {REALM:?}"
@@ -513,6 +621,7 @@ impl DigestServer {
                 "the digest-response is wrong: the peer does not hold the secret".into(),
             ));
         }
+        self.layer = cipher.map(|c| SaslPrivacy::new(&ex.session_key(), c, false));
         Ok(format!("rspauth={}", ex.digest(true)).into_bytes())
     }
 }

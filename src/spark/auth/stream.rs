@@ -1,5 +1,6 @@
 //! The bootstraps run over a tokio stream, and the stream that carries Spark's frames on after
-//! them (encrypted with AES-CTR or AES-GCM when the auth engine ran, as is when SASL did).
+//! them (encrypted with AES-CTR or AES-GCM when the auth engine ran, sealed by SASL's
+//! confidentiality layer when SASL agreed on `auth-conf`, as is when SASL agreed on `auth`).
 //!
 //! The bootstrap reads exactly its own frames (each length first, then the rest), so nothing the
 //! peer sends after it is read here: the [`AuthStream`] starts at the first byte after it.
@@ -14,6 +15,7 @@ use super::cipher::CtrSession;
 use super::engine::{self, AuthMessage, EngineClient, AUTH_TAG};
 use super::gcm::GcmSession;
 use super::sasl::{DigestClient, DigestServer, SaslMessage};
+use super::sasl_conf::SaslPrivacy;
 use super::{random_bytes, AuthError, ClientAuth, Negotiated, ServerAuth, TransportCipher};
 use crate::spark::{Frame, FrameDecoder};
 
@@ -45,6 +47,34 @@ enum Session {
         plain: Vec<u8>,
         at: usize,
     },
+    Sasl {
+        layer: SaslPrivacy,
+        /// Bytes read and not yet a whole chunk.
+        raw: Vec<u8>,
+        /// Opened plaintext not yet read, from `at`.
+        plain: Vec<u8>,
+        at: usize,
+    },
+}
+
+impl Session {
+    fn sasl(layer: Option<SaslPrivacy>) -> (Session, Negotiated) {
+        match layer {
+            None => (Session::Plain, Negotiated::Sasl),
+            Some(layer) => {
+                let cipher = layer.cipher();
+                (
+                    Session::Sasl {
+                        layer,
+                        raw: Vec::new(),
+                        plain: Vec::new(),
+                        at: 0,
+                    },
+                    Negotiated::SaslEncrypted(cipher),
+                )
+            }
+        }
+    }
 }
 
 impl Session {
@@ -171,6 +201,41 @@ impl<S: AsyncRead + Unpin> AsyncRead for AuthStream<S> {
                 }
                 gcm.recv.push(rb.filled(), plain).map_err(invalid)?;
             },
+            Session::Sasl {
+                layer,
+                raw,
+                plain,
+                at,
+            } => loop {
+                if *at < plain.len() {
+                    let n = (plain.len() - *at).min(buf.remaining());
+                    buf.put_slice(&plain[*at..*at + n]);
+                    *at += n;
+                    if *at == plain.len() {
+                        plain.clear();
+                        *at = 0;
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                if let Some((opened, used)) = layer.open_chunk(raw).map_err(invalid)? {
+                    raw.drain(..used);
+                    *plain = opened;
+                    continue;
+                }
+                let mut more = [0u8; 16 * 1024];
+                let mut rb = ReadBuf::new(&mut more);
+                ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+                if rb.filled().is_empty() {
+                    if !raw.is_empty() {
+                        return Poll::Ready(Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "the connection closed inside a SASL-encrypted chunk",
+                        )));
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                raw.extend_from_slice(rb.filled());
+            },
         }
     }
 }
@@ -199,6 +264,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for AuthStream<S> {
             }
             Session::Gcm { gcm, .. } => {
                 this.pending = gcm.send.seal(&data[..n]).map_err(invalid)?;
+            }
+            Session::Sasl { layer, .. } => {
+                this.pending = layer.seal_chunk(&data[..n]);
             }
             Session::Plain => {}
         }
@@ -311,7 +379,11 @@ async fn client_inner<S: AsyncRead + AsyncWrite + Unpin>(
             Err(e) => return Err(e),
         }
     }
-    let mut c = DigestClient::new(&auth.app_id, &auth.secret);
+    let mut c = if auth.sasl_encryption {
+        DigestClient::encrypting(&auth.app_id, &auth.secret)
+    } else {
+        DigestClient::new(&auth.app_id, &auth.secret)
+    };
     let mut token = c.first_token();
     for _ in 0..MAX_ROUNDS {
         let m = SaslMessage {
@@ -321,7 +393,7 @@ async fn client_inner<S: AsyncRead + AsyncWrite + Unpin>(
         let answer = rpc(s, m.encode()).await?;
         match c.step(&answer)? {
             Some(next) => token = next,
-            None => return Ok((Session::Plain, Negotiated::Sasl)),
+            None => return Ok(Session::sasl(c.take_layer())),
         }
     }
     Err(AuthError::Protocol(format!(
@@ -427,7 +499,13 @@ async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
             Ok(m) => m,
             Err(e) => return Err(fail(s, id, NOT_SASL, e).await),
         };
-        let server = sasl.get_or_insert_with(|| DigestServer::new(&auth.secret));
+        let server = sasl.get_or_insert_with(|| {
+            if auth.sasl_always_encrypt {
+                DigestServer::always_encrypting(&auth.secret)
+            } else {
+                DigestServer::new(&auth.secret)
+            }
+        });
         match server.step(&m.token) {
             Ok(token) => {
                 write_frame(
@@ -445,7 +523,7 @@ async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
             }
         }
         if server.is_complete() {
-            return Ok((Session::Plain, Negotiated::Sasl));
+            return Ok(Session::sasl(server.take_layer()));
         }
     }
     Err(AuthError::Protocol(format!(
