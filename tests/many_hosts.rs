@@ -39,33 +39,37 @@ fn sparkwire(net: &Net, i: usize, dir: &Path, name: &str, args: &[&str]) -> Host
 }
 
 /// A master on host 1 (`--host` its address) and a worker on each of `workers` (their
-/// `--host`), all with `secret`, the master's worker timeout `timeout` seconds.
+/// `--host`), all with `secret`, the master's worker timeout `timeout` seconds and its `extra`
+/// arguments.
 struct Cluster {
     url: String,
     master: HostProcess,
     _workers: Vec<HostProcess>,
 }
 
-fn cluster(net: &Net, dir: &Path, secret: &str, workers: &[usize], timeout: &str) -> Cluster {
-    let master = sparkwire(
-        net,
-        1,
-        dir,
+fn cluster(
+    net: &Net,
+    dir: &Path,
+    secret: &str,
+    workers: &[usize],
+    timeout: &str,
+    extra: &[&str],
+) -> Cluster {
+    let mut args = vec![
         "master",
-        &[
-            "master",
-            "--host",
-            net.ip(1),
-            "--port",
-            "7077",
-            "--webui-port",
-            "8080",
-            "--secret-file",
-            secret,
-            "--worker-timeout",
-            timeout,
-        ],
-    );
+        "--host",
+        net.ip(1),
+        "--port",
+        "7077",
+        "--webui-port",
+        "8080",
+        "--secret-file",
+        secret,
+        "--worker-timeout",
+        timeout,
+    ];
+    args.extend_from_slice(extra);
+    let master = sparkwire(net, 1, dir, "master", &args);
     let url = format!("sparkwire://{}:7077", net.ip(1));
     assert_eq!(
         master.first_line,
@@ -130,7 +134,7 @@ fn cluster(net: &Net, dir: &Path, secret: &str, workers: &[usize], timeout: &str
 }
 
 /// Waits until `ok` holds, at most [`PATIENCE`].
-fn wait_for(what: &str, ok: impl Fn() -> bool) {
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     let deadline = Instant::now() + PATIENCE;
     while !ok() {
         assert!(Instant::now() < deadline, "never {what}");
@@ -167,7 +171,7 @@ fn a_job_runs_across_four_hosts_in_both_deploy_modes_with_host_alone() {
     let started = Instant::now();
     let dir = temp_dir("four-hosts");
     let secret = secret_file(&dir);
-    let c = cluster(&net, &dir, &secret, &[2, 3], "60");
+    let c = cluster(&net, &dir, &secret, &[2, 3], "60", &[]);
 
     // Client deploy mode, the driver on host 4: nothing said of its address, it announces the
     // one its executors on hosts 2 and 3 reach it at, and listens there.
@@ -275,7 +279,7 @@ fn a_worker_cut_off_past_the_timeout_is_dead_its_executors_replaced_then_it_come
     let dir = temp_dir("worker-cut-off");
     let secret = secret_file(&dir);
     // Worker timeout 3 s: heartbeats every 0.75 s.
-    let c = cluster(&net, &dir, &secret, &[2, 3], "3");
+    let c = cluster(&net, &dir, &secret, &[2, 3], "3", &[]);
     // One executor of one core on each worker; host 2 keeps a free core for a replacement.
     let mut job = sparkwire(
         &net,
@@ -375,128 +379,212 @@ fn a_worker_cut_off_past_the_timeout_is_dead_its_executors_replaced_then_it_come
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A copy of the `sparkwire` binary at `dir/bin/sparkwire`, for a `submit` whose executors are
+/// then started through a gate put in its place ([`gate_executors`]).
+fn binary_copy(dir: &Path) -> String {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    let copy = bin.join("sparkwire");
+    std::fs::copy(BIN, &copy).expect("copy of sparkwire");
+    copy.to_str().expect("utf-8").to_string()
+}
+
+/// Puts a gate in place of `program` (the copy a running `submit` was started from, which its
+/// executors are launched as): every launch appends a line to `dir/attempts`; the first runs
+/// `sparkwire` at once, every later one waits until `dir/open` exists. With it, the cluster
+/// stops after exactly one executor attempt has ended, for as long as the test looks.
+fn gate_executors(program: &str, dir: &Path) {
+    let attempts = dir.join("attempts");
+    let open = dir.join("open");
+    let script = format!(
+        "#!/bin/bash\n\
+         echo $$ >> '{attempts}'\n\
+         if [ \"$(wc -l < '{attempts}')\" -ge 2 ]; then\n\
+         \x20 while [ ! -e '{open}' ]; do sleep 0.1; done\n\
+         fi\n\
+         exec '{BIN}' \"$@\"\n",
+        attempts = attempts.display(),
+        open = open.display(),
+    );
+    let staged = format!("{program}.gate");
+    std::fs::write(&staged, script).expect("gate");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // Renamed over the copy: the running submit keeps its own image.
+    std::fs::rename(&staged, program).expect("gate in place");
+}
+
+/// Executor launches through the gate so far ([`gate_executors`]).
+fn attempts(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("attempts"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
 #[test]
-fn a_driver_its_executors_cannot_reach_says_why_and_submit_gives_up_in_bounded_time() {
+fn a_driver_its_executors_cannot_reach_says_why_within_one_executor_attempt_and_submit_gives_up() {
     let Some(net) = Net::create_or_skip(4, "unreachable_driver") else {
         return;
     };
     let started = Instant::now();
     let dir = temp_dir("unreachable-driver");
     let secret = secret_file(&dir);
-    let c = cluster(&net, &dir, &secret, &[2], "60");
-    // The driver on host 4 announces 127.0.0.1 (and listens there): the executor on host 2
-    // dials its own loopback.
-    let mut submit = sparkwire(
+    // The master first; its worker comes once the gate is in place. An executor waiting at
+    // the gate is RUNNING to the master: it is never steady while the test looks (SPEC §16).
+    let c = cluster(
         &net,
-        4,
         &dir,
-        "submit-unreachable",
+        &secret,
+        &[],
+        "60",
+        &["--steady-executor", "600"],
+    );
+    let program = binary_copy(&dir);
+    // The driver on host 4 announces 127.0.0.1 (and listens there): the executor on host 2
+    // dials its own loopback, and is refused.
+    let mut submit = {
+        let mut cmd = net.command(
+            4,
+            &program,
+            &[
+                "submit",
+                "--master",
+                &c.url,
+                "--secret-file",
+                &secret,
+                "--driver-host",
+                "127.0.0.1",
+                "--job",
+                "pi",
+                "--executor-memory",
+                "256m",
+                "--executor-timeout",
+                "40",
+            ],
+        );
+        cmd.env("RUST_LOG", "info")
+            .env_remove("SPARKWIRE_SECRET_FILE")
+            .env_remove("SPARK_LOCAL_IP")
+            .env_remove("SPARK_LOCAL_HOSTNAME");
+        net.spawn(cmd, dir.join("submit-unreachable.log"))
+    };
+    assert!(
+        submit.first_line.starts_with("submit: "),
+        "{:?}: {}",
+        submit.first_line,
+        submit.log_text()
+    );
+    gate_executors(&program, &dir);
+    let work = dir.join("work2");
+    let work = work.to_str().expect("utf-8").to_string();
+    let _worker = sparkwire(
+        &net,
+        2,
+        &dir,
+        "worker2",
         &[
-            "submit",
-            "--master",
+            "worker",
             &c.url,
+            "--host",
+            net.ip(2),
+            "--port",
+            "7078",
+            "--no-webui",
+            "--cores",
+            "2",
+            "--memory",
+            "2048",
+            "--work-dir",
+            &work,
+            "--allow-exec-any",
+            &program,
             "--secret-file",
             &secret,
-            "--driver-host",
-            "127.0.0.1",
-            "--job",
-            "pi",
-            "--executor-memory",
-            "256m",
-            "--executor-timeout",
-            "25",
         ],
     );
-    // While it waits, the master says why (SPEC §16): the executor's own words, in /json (its
-    // web UI, read from host 3) and in `sparkwire status` (from host 3).
-    let reason = "cannot connect to the driver at ";
+    // Executor 0 ran and ended; executor 1, launched after the master heard of that end, waits
+    // at the gate: exactly one attempt has ended from here on.
+    wait_for("a second executor launched", || attempts(&dir) >= 2);
+
+    // The master says why (SPEC §16), in the executor's own words carried in
+    // ExecutorStateChanged's message: in /json (its web UI, read from host 3) and in
+    // `sparkwire status` (from host 3). The driver says it at WARN.
+    let refused = "cannot connect to the driver at spark://CoarseGrainedScheduler@127.0.0.1:";
+    let first = "executors launched but ending: executor 0 on worker-";
     let ui = format!("http://{}:8080/json", net.ip(1));
-    let (mut in_json, mut in_status) = (None::<String>, None::<String>);
-    let (mut last_json, mut last_status) = (None, String::new());
-    let deadline = Instant::now() + PATIENCE;
-    while (in_json.is_none() || in_status.is_none()) && Instant::now() < deadline {
-        if submit
-            .child
-            .as_mut()
-            .is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))))
-        {
-            break;
-        }
-        if in_json.is_none() {
-            last_json = master_json(&net, 3, &ui);
-            in_json = last_json.as_ref().and_then(|j| {
-                j["activeapps"].as_array()?.iter().find_map(|a| {
-                    let why = a["waitingreason"].as_str()?;
-                    (why.starts_with("executors launched but ending: ") && why.contains(reason))
-                        .then(|| why.to_string())
-                })
-            });
-        }
-        if in_status.is_none() {
-            let out = net
-                .command(3, BIN, &["status", &c.url, "--secret-file", &secret])
-                .env_remove("SPARKWIRE_SECRET_FILE")
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default();
-            let waiting = out
-                .split("\nWAITING")
-                .nth(1)
-                .unwrap_or_default()
-                .to_string();
-            last_status = out;
-            in_status = waiting
-                .lines()
-                .find(|l| l.contains("executors launched but ending: ") && l.contains(reason))
-                .map(str::to_string);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut last_json = None;
+    wait_for("/json giving executor 0's end as the reason", || {
+        last_json = master_json(&net, 3, &ui);
+        last_json.as_ref().is_some_and(|j| {
+            j["activeapps"][0]["waitingreason"]
+                .as_str()
+                .is_some_and(|w| w.starts_with(first))
+        })
+    });
+    let in_json = last_json.as_ref().expect("/json")["activeapps"][0]["waitingreason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        in_json.contains(refused) && in_json.ends_with(": connection refused"),
+        "{in_json}"
+    );
+    let status = net
+        .command(3, BIN, &["status", &c.url, "--secret-file", &secret])
+        .env_remove("SPARKWIRE_SECRET_FILE")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let in_status = status
+        .split("\nWAITING")
+        .nth(1)
+        .and_then(|w| w.lines().find(|l| l.contains(first)))
+        .unwrap_or_else(|| panic!("sparkwire status does not give the reason: {status}"))
+        .to_string();
+    assert!(
+        in_status.contains(refused) && in_status.contains("connection refused"),
+        "{in_status}"
+    );
+    let warned = |out: &str| {
+        out.lines()
+            .find(|l| l.contains("WARN") && l.contains("executor 0 ended"))
+            .map(str::to_string)
+    };
+    wait_for("the driver's WARN of executor 0's end", || {
+        warned(&submit.log_text()).is_some()
+    });
+    let warned = warned(&submit.log_text()).unwrap_or_default();
+    assert!(
+        warned.contains(refused) && warned.contains("connection refused"),
+        "{warned}"
+    );
+    // Still one attempt ended, one waiting: all three said why after the first.
+    assert_eq!(attempts(&dir), 2, "more executors ran than the gate lets");
+
+    // submit gives up after its --executor-timeout, non-zero, with the master's reason: executor
+    // 0's end.
     let code = submit.wait_exit(PATIENCE);
     let out = submit.output().join("\n") + "\n" + &submit.log_text();
     let code = code.unwrap_or_else(|| panic!("submit still running: {out}"));
-    let in_json = in_json
-        .unwrap_or_else(|| panic!("/json never gave the reason (last: {last_json:?}): {out}"));
-    assert!(in_json.contains("connection refused"), "{in_json}");
-    assert!(
-        in_status.is_some(),
-        "sparkwire status never gave the reason (last: {last_status}): {out}"
-    );
-    assert!(
-        in_status
-            .as_deref()
-            .is_some_and(|l| l.contains("connection refused")),
-        "{in_status:?}"
-    );
-    eprintln!("unreachable driver: /json said: {in_json}");
-    eprintln!(
-        "unreachable driver: status said: {}",
-        in_status.unwrap_or_default()
-    );
-    let took = started.elapsed();
     assert_ne!(code, 0, "{out}");
-    // The executor's own words, carried from host 2 in ExecutorStateChanged's message, are in
-    // the driver's log (WARN) and in what submit says when it gives up.
-    let reason = "cannot connect to the driver at ";
-    let warned = out
-        .lines()
-        .find(|l| l.contains("WARN") && l.contains(reason) && l.contains("connection refused"));
-    assert!(warned.is_some(), "no WARN with the reason: {out}");
     let last = out.lines().rev().find(|l| l.starts_with("sparkwire: "));
     assert!(
-        last.is_some_and(|l| l.contains(reason)),
-        "submit's last word is not the reason: {out}"
-    );
-    // The reason as the master gives it (SPEC §16), which the driver asked for.
-    assert!(
-        last.is_some_and(|l| l
-            .contains("the master says the application waits: executors launched but ending: ")),
+        last.is_some_and(|l| l.contains(
+            "the master says the application waits: executors launched but ending: executor 0 "
+        ) && l.contains(refused)
+            && l.contains("connection refused")),
         "submit's last word is not the master's reason: {out}"
     );
-    assert!(took < Duration::from_secs(60), "{took:?}");
+    assert_eq!(attempts(&dir), 2, "more executors ran than the gate lets");
+    std::fs::write(dir.join("open"), b"").expect("gate opened");
+    eprintln!("unreachable driver: after 1 executor attempt, /json said: {in_json}");
+    eprintln!("unreachable driver: after 1 executor attempt, status said: {in_status}");
+    eprintln!("unreachable driver: after 1 executor attempt, the driver said: {warned}");
     eprintln!(
-        "unreachable driver: submit gave up after {:.1} s",
-        took.as_secs_f64()
+        "unreachable driver: submit gave up (exit {code}, --executor-timeout 40) with: {}; \
+         whole test {:.1} s",
+        last.unwrap_or_default(),
+        started.elapsed().as_secs_f64()
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,6 +5,13 @@
 //! worker's `--host`, the driver's `spark.driver.host`); the job runs on executors of both
 //! workers' hosts and its result is checked.
 //!
+//!
+//! And a real Spark worker cut off past the worker timeout, then healed, on Spark's wire: the
+//! master marks it DEAD, the application's lost executor is replaced on the other worker's host,
+//! and when the link is back the Spark worker's heartbeat draws `ReconnectWorker` and it
+//! registers again as the same worker: one ALIVE worker per host, the application's second job
+//! right, the application FINISHED.
+//!
 //! Needs root (namespaces) and Spark 4.0.1 (`scripts/spark/env.sh 4.0.1` installs it into
 //! `~/.cache/sparkwire-spark/` when missing). Its JVMs (two workers, their executors, the
 //! driver) run while this test runs and are stopped by their process ids when it ends.
@@ -23,6 +30,10 @@ use netns::{spark_env, wait_until, HostProcess, Net};
 /// How long any one wait may last (JVMs on a shared, loaded machine); never asserted as a
 /// duration.
 const PATIENCE: Duration = Duration::from_secs(150);
+
+/// One scenario at a time in this binary: each runs two Spark workers, their executors and a
+/// driver (five or six JVMs), too many twice over for a small shared machine.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The release the workers and the application run.
 const RELEASE: &str = "4.0.1";
@@ -58,8 +69,8 @@ spark.stop()
 "#;
 
 /// A Spark process on host `i` (`program ARGS`) with Spark's environment, its host's address as
-/// `SPARK_LOCAL_IP`, small daemon heaps, its configuration directory `conf`; its output in
-/// `dir/NAME.log`.
+/// `SPARK_LOCAL_IP`, small daemon heaps, its configuration directory `conf`, a worker's
+/// `spark.worker.timeout` [`WORKER_TIMEOUT`]; its output in `dir/NAME.log`.
 fn spark_process(
     net: &Net,
     env: &[(String, String)],
@@ -69,6 +80,25 @@ fn spark_process(
     program: &str,
     args: &[&str],
 ) -> HostProcess {
+    spark_process_timeout(net, env, i, dir, name, program, args, WORKER_TIMEOUT)
+}
+
+/// The worker timeout, seconds, of the master and of the Spark workers (a Spark worker
+/// heartbeats every quarter of its own `spark.worker.timeout`).
+const WORKER_TIMEOUT: &str = "10";
+
+/// [`spark_process`] with the Spark worker's `spark.worker.timeout` `timeout` seconds.
+#[allow(clippy::too_many_arguments)]
+fn spark_process_timeout(
+    net: &Net,
+    env: &[(String, String)],
+    i: usize,
+    dir: &Path,
+    name: &str,
+    program: &str,
+    args: &[&str],
+    timeout: &str,
+) -> HostProcess {
     let mut c: Command = net.command(i, program, args);
     c.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .env("SPARK_LOCAL_IP", net.ip(i))
@@ -77,7 +107,10 @@ fn spark_process(
         .env("SPARK_DAEMON_MEMORY", "256m")
         .env("SPARK_CONF_DIR", dir.join("conf"))
         // Heartbeats every quarter of the master's worker timeout.
-        .env("SPARK_WORKER_OPTS", "-Dspark.worker.timeout=10")
+        .env(
+            "SPARK_WORKER_OPTS",
+            format!("-Dspark.worker.timeout={timeout}"),
+        )
         .env("PYSPARK_SUBMIT_ARGS", "--driver-memory 512m pyspark-shell")
         .env_remove("SPARK_DIST_CLASSPATH")
         .env_remove("SPARK_MASTER_OPTS");
@@ -86,6 +119,8 @@ fn spark_process(
 
 #[test]
 fn real_spark_workers_and_a_pyspark_application_across_hosts_run_a_job_on_a_sparkwire_master() {
+    // A scenario that failed while holding its turn poisoned the lock; the turn is still good.
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(net) = Net::create_or_skip(4, "spark_across_hosts") else {
         return;
     };
@@ -247,4 +282,291 @@ fn real_spark_workers_and_a_pyspark_application_across_hosts_run_a_job_on_a_spar
     // The executors' JVMs go with the namespaces (every process of a host is killed by pid).
     drop(net);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The application of the cut-off scenario: one executor of one core on each of two hosts, a
+/// first job on both; then it waits (its executors idle) until the file `go` exists and two
+/// executors are registered again (the replacement of a lost one starts a JVM), says which hosts
+/// they are on, and runs the job again. Each job sums the squares of
+/// 1..100000 over eight partitions, each task saying which host ran it.
+const APP_ACROSS_A_CUT: &str = r#"
+import os, sys, time
+from pyspark.sql import SparkSession
+url, me, go = sys.argv[1], sys.argv[2], sys.argv[3]
+spark = (SparkSession.builder.master(url).appName("worker-cut-off")
+         .config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
+         .config("spark.cores.max", "2").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.driver.host", me).getOrCreate())
+sc = spark.sparkContext
+def hosts():
+    infos = sc._jsc.sc().statusTracker().getExecutorInfos()
+    return sorted(i.host() for i in infos if i.host() != me)
+deadline = time.time() + 120
+while len(hosts()) < 2 and time.time() < deadline:
+    time.sleep(0.2)
+print("EXECUTORS", " ".join(hosts()), flush=True)
+def part(it):
+    time.sleep(0.2)
+    yield (os.environ.get("SPARK_LOCAL_IP", "?"), sum(x * x for x in it))
+def job(tag):
+    got = sc.parallelize(range(1, 100001), 8).mapPartitions(part).collect()
+    print(tag + "_TASK_HOSTS", " ".join(sorted(set(h for h, _ in got))), flush=True)
+    print(tag + "_RESULT", sum(s for _, s in got), flush=True)
+job("BEFORE")
+print("WAITING", flush=True)
+while not os.path.exists(go):
+    time.sleep(0.2)
+deadline = time.time() + 120
+while len(hosts()) < 2 and time.time() < deadline:
+    time.sleep(0.2)
+print("EXECUTORS_AFTER", " ".join(hosts()), flush=True)
+job("AFTER")
+spark.stop()
+"#;
+
+#[test]
+fn a_real_spark_worker_cut_off_past_the_timeout_is_dead_replaced_then_registers_again_once() {
+    // A scenario that failed while holding its turn poisoned the lock; the turn is still good.
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(net) = Net::create_or_skip(4, "spark_worker_cut_off") else {
+        return;
+    };
+    let env = spark_env(RELEASE).unwrap_or_else(|e| panic!("Spark {RELEASE}: {e}"));
+    let get = |key: &str| {
+        env.iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no {key}"))
+    };
+    let (spark_home, python) = (get("SPARK_HOME"), get("PYSPARK_PYTHON"));
+    let started = Instant::now();
+    let dir = temp_dir("spark-worker-cut-off");
+    std::fs::create_dir_all(dir.join("conf")).expect("conf dir");
+    // Worker timeout 5 s on both sides: the Spark workers heartbeat every 1.25 s.
+    let timeout = "5";
+    let master = net.sparkwire(
+        1,
+        &dir,
+        "master",
+        &[
+            "master",
+            "--host",
+            net.ip(1),
+            "--port",
+            "7077",
+            "--spark-port",
+            "7177",
+            "--spark-release",
+            RELEASE,
+            "--insecure",
+            "--no-webui",
+            "--worker-timeout",
+            timeout,
+        ],
+    );
+    let spark_url = format!("spark://{}:7177", net.ip(1));
+    let line = master.wait_line(PATIENCE, |l| l.contains("Spark wire on"));
+    assert_eq!(
+        line,
+        Some(format!("sparkwire master Spark wire on {spark_url}")),
+        "{}",
+        master.log_text()
+    );
+    let url = format!("sparkwire://{}:7077", net.ip(1));
+    let state = || net.status_insecure(4, &url);
+
+    // Host 2's worker has a core and memory to spare for a replacement executor.
+    let class = format!("{spark_home}/bin/spark-class");
+    let workers: Vec<HostProcess> = [(2, "2", "1024M"), (3, "1", "512M")]
+        .into_iter()
+        .map(|(w, cores, memory)| {
+            let work = dir.join(format!("work{w}"));
+            let work = work.to_str().expect("utf-8").to_string();
+            spark_process_timeout(
+                &net,
+                &env,
+                w,
+                &dir,
+                &format!("worker{w}"),
+                &class,
+                &[
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    net.ip(w),
+                    "--port",
+                    "7078",
+                    "--webui-port",
+                    "8081",
+                    "--cores",
+                    cores,
+                    "--memory",
+                    memory,
+                    "--work-dir",
+                    &work,
+                    &spark_url,
+                ],
+                timeout,
+            )
+        })
+        .collect();
+    let registered_with = format!("Successfully registered with master {spark_url}");
+    for (w, p) in [2, 3].iter().zip(&workers) {
+        wait_until(
+            &format!("the Spark worker on host {w} registered"),
+            PATIENCE,
+            || p.log_text().contains(&registered_with),
+        );
+    }
+
+    let script = dir.join("app.py");
+    std::fs::write(&script, APP_ACROSS_A_CUT).expect("app.py");
+    let script = script.to_str().expect("utf-8").to_string();
+    let go = dir.join("go");
+    let go_arg = go.to_str().expect("utf-8").to_string();
+    let mut app = spark_process(
+        &net,
+        &env,
+        4,
+        &dir,
+        "app",
+        &python,
+        &[&script, &spark_url, net.ip(4), &go_arg],
+    );
+    let field = |out: &str, key: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("no {key}: {out}"))
+            .to_string()
+    };
+    wait_until("the application's first job done", PATIENCE, || {
+        let out = app.log_text();
+        out.lines().any(|l| l == "WAITING") || app_ended(&out)
+    });
+    let out = app.log_text();
+    let both = format!("{} {}", net.ip(2), net.ip(3));
+    assert_eq!(field(&out, "EXECUTORS "), both, "{out}");
+    assert_eq!(field(&out, "BEFORE_TASK_HOSTS "), both, "{out}");
+    let want: u128 = (1..=100_000u128).map(|x| x * x).sum();
+    assert_eq!(field(&out, "BEFORE_RESULT "), want.to_string());
+
+    // Host 3 goes, longer than the worker timeout.
+    let cut = Instant::now();
+    net.cut(3);
+    let worker_on = |s: &serde_json::Value, host: &str| -> Vec<serde_json::Value> {
+        s["workers"]
+            .as_array()
+            .map(|ws| ws.iter().filter(|w| w["host"] == host).cloned().collect())
+            .unwrap_or_default()
+    };
+    let mut last = None;
+    wait_until("host 3's worker DEAD at the master", PATIENCE, || {
+        last = state();
+        last.as_ref().is_some_and(|s| {
+            let on3 = worker_on(s, net.ip(3));
+            !on3.is_empty() && on3.iter().all(|w| w["state"] == "DEAD")
+        })
+    });
+    let dead = cut.elapsed();
+    // Its executor is replaced on host 2: the application holds both its cores there.
+    wait_until("a replacement executor on host 2", PATIENCE, || {
+        last = state();
+        last.as_ref().is_some_and(|s| {
+            worker_on(s, net.ip(2))
+                .iter()
+                .any(|w| w["state"] == "ALIVE" && w["coresused"] == 2)
+        })
+    });
+    let replaced = cut.elapsed();
+    let s = last.clone().expect("state");
+    assert_eq!(
+        s["activeapps"].as_array().map_or(0, Vec::len),
+        1,
+        "the application lives on: {s}"
+    );
+
+    // Healed: the Spark worker's next heartbeat names a worker the master declared DEAD; it is
+    // told to reconnect (ReconnectWorker) and registers again, as the same worker.
+    net.heal(3);
+    let healed = Instant::now();
+    wait_until("host 3's worker registered again", PATIENCE, || {
+        workers[1].log_text().matches(&registered_with).count() >= 2
+    });
+    let back = healed.elapsed();
+    wait_until("host 3's worker ALIVE at the master", PATIENCE, || {
+        last = state();
+        last.as_ref().is_some_and(|s| {
+            worker_on(s, net.ip(3))
+                .iter()
+                .any(|w| w["state"] == "ALIVE")
+        })
+    });
+    let alive_again = healed.elapsed();
+
+    // The application goes on: its executors on host 2 (the lost one replaced, none back on
+    // host 3 with its cores all granted), the job right.
+    std::fs::write(&go, b"go").expect("go");
+    let code = app.wait_exit(PATIENCE);
+    let out = app.log_text();
+    assert_eq!(code, Some(0), "the application failed: {out}");
+    let host2_twice = format!("{} {}", net.ip(2), net.ip(2));
+    assert_eq!(field(&out, "EXECUTORS_AFTER "), host2_twice, "{out}");
+    assert_eq!(field(&out, "AFTER_TASK_HOSTS "), net.ip(2), "{out}");
+    assert_eq!(field(&out, "AFTER_RESULT "), want.to_string());
+
+    // Nothing lost, nothing twice: one ALIVE worker per host (host 3's the same worker as
+    // before the cut), the application FINISHED.
+    let mut s = None;
+    wait_until("the application FINISHED at the master", PATIENCE, || {
+        s = state();
+        s.as_ref().is_some_and(|s| {
+            s["completedapps"].as_array().map_or(0, Vec::len) == 1
+                && s["activeapps"].as_array().map_or(0, Vec::len) == 0
+        })
+    });
+    let s = s.expect("state");
+    assert_eq!(s["completedapps"][0]["state"], "FINISHED", "{s}");
+    for host in [net.ip(2), net.ip(3)] {
+        let alive: Vec<_> = worker_on(&s, host)
+            .into_iter()
+            .filter(|w| w["state"] == "ALIVE")
+            .collect();
+        assert_eq!(alive.len(), 1, "one ALIVE worker on {host}: {s}");
+    }
+    let ids: Vec<_> = worker_on(&s, net.ip(3))
+        .iter()
+        .map(|w| w["id"].clone())
+        .collect();
+    assert!(
+        ids.windows(2).all(|p| p[0] == p[1]),
+        "host 3's worker came back under another id: {s}"
+    );
+    assert!(
+        workers[1]
+            .log_text()
+            .contains("requested this worker to reconnect"),
+        "the Spark worker was not told to reconnect: {}",
+        workers[1].log_text()
+    );
+    eprintln!(
+        "real Spark {RELEASE} worker cut off (worker timeout {timeout} s): DEAD {:.2} s after \
+         the cut, its executor replaced on host 2 {:.2} s after the cut; registered again {:.2} s \
+         after the heal (ALIVE at the master {:.2} s after); whole test {:.1} s",
+        dead.as_secs_f64(),
+        replaced.as_secs_f64(),
+        back.as_secs_f64(),
+        alive_again.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    drop(app);
+    drop(workers);
+    drop(master);
+    drop(net);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether a PySpark application's output shows it ended (a Python traceback).
+fn app_ended(out: &str) -> bool {
+    out.contains("Traceback (most recent call last)")
 }

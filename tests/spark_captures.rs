@@ -909,3 +909,193 @@ fn every_release_line_has_captures_of_the_app_cluster_and_worker_lost_scenarios(
     }
     eprintln!("skipped: no captures of the release lines {missing:?} here (the packaged crate leaves them out)");
 }
+
+/// Every Java stream of a capture with where it went: the connection, whether its client sent
+/// it, the endpoint (`reply` for an answer's) and the stream, in the order sent.
+fn directed_streams(path: &Path) -> Vec<(u64, bool, String, Vec<u8>)> {
+    let (tcp, _) = read_capture(File::open(path).expect("opens"), Vec::new()).expect("reads");
+    let mut decoders: std::collections::HashMap<(u64, bool), FrameDecoder> = Default::default();
+    let mut out = Vec::new();
+    for t in tcp {
+        if let TcpEvent::Data { from_client, bytes } = t.event {
+            let d = decoders.entry((t.conn, from_client)).or_default();
+            d.push(&bytes);
+            while let Some(item) = d.next_item() {
+                let Ok(frame) = item.frame else { continue };
+                let (endpoint, stream) = match frame {
+                    Frame::RpcRequest { body, .. } | Frame::OneWay { body } => {
+                        match RequestMessage::parse(&body) {
+                            Some(rm) => (rm.endpoint, rm.stream),
+                            None => continue,
+                        }
+                    }
+                    Frame::RpcResponse { body, .. } if body.starts_with(&MAGIC) => {
+                        ("reply".to_string(), body)
+                    }
+                    _ => continue,
+                };
+                out.push((t.conn, from_client, endpoint, stream.to_vec()));
+            }
+        }
+    }
+    out
+}
+
+/// The deploy message a stream holds, if it holds one.
+fn deploy_of(stream: &[u8]) -> Option<sparkwire::messages::DeployMessage> {
+    use sparkwire::spark::{classify, parse_stream, Classified, Typed};
+    let g = parse_stream(stream).ok()?;
+    match classify(g.root_node()) {
+        Classified::Message(Typed::Deploy(m)) => Some(m),
+        _ => None,
+    }
+}
+
+/// Probes `d` as a Spark front does, each probe answered as a JVM of `own` answers it (the
+/// failure its reading of the probe's descriptors meets, or "could not find" the probe's
+/// endpoint); the number of probes asked.
+fn probe_as(d: &mut sparkwire::spark::Detector, own: &'static sparkwire::spark::Release) -> usize {
+    use sparkwire::spark::{parse_stream, ProbeAnswer, PROBE_ENDPOINT};
+    let mut asked = 0;
+    while let Some(p) = d.probe() {
+        asked += 1;
+        assert!(asked <= 12, "{own}: the probes do not end");
+        let g = parse_stream(&p.stream().expect("a probe's stream")).expect("a Java stream");
+        let text = own.read_failure(&g).unwrap_or_else(|| {
+            format!("org.apache.spark.SparkException: Could not find {PROBE_ENDPOINT}.")
+        });
+        assert!(
+            d.answer(&p, &ProbeAnswer::of_failure(&text)),
+            "{own}: {text} tells nothing of {p:?}"
+        );
+    }
+    asked
+}
+
+/// Issue 37: a real Spark 4.1 or 4.2 worker's streams (CheckExistence, RegisterWorker) agree
+/// with 4.3.0 as well, whose ResourceProfile differs; answered in the newest agreeing release,
+/// the LaunchExecutor carrying its application's ResourceProfile could not be read. Probed, it
+/// is answered in its own table's forms, which it reads.
+#[test]
+fn real_4_1_and_4_2_workers_are_probed_apart_from_4_3_and_read_the_launch_executor_for_them() {
+    use sparkwire::messages::DeployMessage as D;
+    use sparkwire::spark::{message_stream, parse_stream, Detector, Release, Typed};
+    for release in ["4.1.4", "4.2.1"] {
+        let own = Release::named(release).expect("a release");
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/spark")
+            .join(release)
+            .join("app.pcap");
+        let streams = directed_streams(&path);
+        let (worker_conn, _) = streams
+            .iter()
+            .find_map(|(c, client, _, s)| {
+                (*client && matches!(deploy_of(s), Some(D::RegisterWorker(_)))).then_some((*c, ()))
+            })
+            .expect("a worker registered");
+        let mut d = Detector::new();
+        for (_, _, _, s) in streams
+            .iter()
+            .filter(|(c, client, _, _)| *c == worker_conn && *client)
+        {
+            let registers = matches!(deploy_of(s), Some(D::RegisterWorker(_)));
+            d.observe(&parse_stream(s).expect("a stream"))
+                .expect("a release it knows");
+            if registers {
+                break;
+            }
+        }
+        let names: Vec<&str> = d.candidates().iter().map(|r| r.name()).collect();
+        assert!(
+            names.contains(&release) && names.contains(&"4.3.0"),
+            "{release}: the worker's streams leave {names:?}"
+        );
+        let launch = streams
+            .iter()
+            .find_map(|(c, client, _, s)| match deploy_of(s) {
+                Some(m @ D::LaunchExecutor(_)) if *c == worker_conn && !*client => Some(m),
+                _ => None,
+            })
+            .expect("the master launched an executor on the worker");
+        let app = streams
+            .iter()
+            .find(|(_, client, _, s)| {
+                *client && matches!(deploy_of(s), Some(D::RegisterApplication(_)))
+            })
+            .map(|(_, _, _, s)| parse_stream(s).expect("a stream"))
+            .expect("an application registered");
+        let written = |r: &'static Release| {
+            let s = message_stream(&Typed::Deploy(launch.clone()), r, Some(&app))
+                .expect("LaunchExecutor is written");
+            own.read_failure(&parse_stream(&s).expect("a stream"))
+        };
+        // Answered in the newest release its streams agree with: what the real worker logged.
+        let unread = written(d.release()).expect("4.3.0's LaunchExecutor is unreadable");
+        assert!(
+            d.release().name() == "4.3.0" && unread.contains("resource.ResourceProfile"),
+            "{release}: {unread}"
+        );
+        let asked = probe_as(&mut d, own);
+        assert!(asked >= 1);
+        assert!(
+            d.release().compatible(own),
+            "{release}: probed to {} ({:?})",
+            d.release(),
+            d.candidates()
+        );
+        assert_eq!(written(d.release()), None, "{release}");
+    }
+}
+
+/// Issue 37: a real Spark 3.0.3 driver's streams agree with 3.1-3.3 as well, whose
+/// ExecutorUpdated differs (workerHost for workerLost); answered in the newest of them, it
+/// dropped every ExecutorUpdated. Probed, it is answered in 3.0's forms.
+#[test]
+fn a_real_3_0_3_driver_is_probed_apart_from_3_1_to_3_3_and_reads_executor_updated() {
+    use sparkwire::messages::DeployMessage as D;
+    use sparkwire::spark::{message_stream, parse_stream, Detector, Release, Typed};
+    let own = Release::named("3.0.3").expect("3.0.3");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/spark/3.0.3/app.pcap");
+    let streams = directed_streams(&path);
+    let app_conn = streams
+        .iter()
+        .find_map(|(c, client, _, s)| {
+            (*client && matches!(deploy_of(s), Some(D::RegisterApplication(_)))).then_some(*c)
+        })
+        .expect("an application registered");
+    let mut d = Detector::new();
+    for (_, _, _, s) in streams
+        .iter()
+        .filter(|(c, client, _, _)| *c == app_conn && *client)
+    {
+        let registers = matches!(deploy_of(s), Some(D::RegisterApplication(_)));
+        d.observe(&parse_stream(s).expect("a stream"))
+            .expect("a release it knows");
+        if registers {
+            break;
+        }
+    }
+    assert!(
+        !d.release().compatible(own) && d.candidates().contains(&own),
+        "the driver's streams leave {:?}",
+        d.candidates()
+    );
+    let updated = streams
+        .iter()
+        .find_map(|(c, client, _, s)| match deploy_of(s) {
+            Some(m @ D::ExecutorUpdated(_)) if *c == app_conn && !*client => Some(m),
+            _ => None,
+        })
+        .expect("the master told the driver of its executors");
+    // As a front writes what the master sends: from the typed value alone.
+    let written = |r: &'static Release| {
+        let s = message_stream(&Typed::Deploy(updated.clone()), r, None)
+            .expect("ExecutorUpdated is written");
+        own.read_failure(&parse_stream(&s).expect("a stream"))
+    };
+    let unread = written(d.release()).expect("the newest agreeing release's is unreadable");
+    assert!(unread.contains("ExecutorUpdated"), "{unread}");
+    probe_as(&mut d, own);
+    assert!(d.release().compatible(own), "probed to {}", d.release());
+    assert_eq!(written(d.release()), None);
+}

@@ -9,14 +9,14 @@
 //!
 //! Four parts: the [`harness`] (cases and their registration, the run's settings, connections,
 //! the runner and the reports), the [`kit`] (what a case is written with), the [`mod@cases`] (one
-//! folder per protocol document, one file per section) and the [`fault`]s the self-test plants;
+//! folder per protocol document, one file per section) and the [`faults`] the self-test plants;
 //! [`documents`] renders CASES.md, COVERAGE.md and SPARK.md.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod cases;
 pub mod documents;
-pub mod fault;
+pub mod faults;
 pub mod harness;
 pub mod kit;
 

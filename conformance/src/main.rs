@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use sparkwire_conformance::case::Target;
 use sparkwire_conformance::documents::{cases_md, coverage};
-use sparkwire_conformance::env::{Endpoint, Settings, Wire};
-use sparkwire_conformance::fault::Fault;
+use sparkwire_conformance::env::{Settings, Site, Wire};
+use sparkwire_conformance::faults::Fault;
 use sparkwire_conformance::{report, runner};
 
 /// Checks a running sparkwire endpoint (master, worker, driver or executor) against the protocol,
@@ -301,14 +301,14 @@ fn run(args: Args) -> Result<ExitCode, String> {
     }
     let target = target.ok_or("--target is required (or --list)")?;
     let endpoint = match (target, args.addr, &args.spawn, args.listen) {
-        (Target::Master, Some(a), None, None) => Endpoint::Addr(a),
+        (Target::Master, Some(a), None, None) => Site::Addr(a),
         (Target::Master, _, _, _) => {
             return Err(
                 "--target master needs --addr HOST:PORT (and no --spawn or --listen)".into(),
             )
         }
-        (_, None, Some(cmd), None) => Endpoint::Spawn(cmd.clone()),
-        (_, None, None, Some(l)) => Endpoint::Listen(l),
+        (_, None, Some(cmd), None) => Site::Spawn(cmd.clone()),
+        (_, None, None, Some(l)) => Site::Listen(l),
         (t, _, _, _) => {
             return Err(format!(
                 "--target {t} needs --spawn CMD or --listen HOST:PORT"
@@ -318,14 +318,14 @@ fn run(args: Args) -> Result<ExitCode, String> {
     // The arguments are checked before any case runs: a template the suite cannot fill or whose
     // program does not exist, or an address the suite cannot listen on, would fail every case.
     match &endpoint {
-        Endpoint::Spawn(template) => {
+        Site::Spawn(template) => {
             sparkwire_conformance::spawn::preflight(template, target, args.secret_file.is_some())?
         }
-        Endpoint::Listen(addr) => {
+        Site::Listen(addr) => {
             std::net::TcpListener::bind(addr)
                 .map_err(|e| format!("--listen {addr}: cannot listen there: {e}"))?;
         }
-        Endpoint::Addr(_) => {}
+        Site::Addr(_) => {}
     }
     if let Some(template) = &args.spawn_server {
         if target != Target::Master {
@@ -345,7 +345,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
         return Err("no case matches --cases".into());
     }
     let jobs = args.jobs.unwrap_or(match (&endpoint, target) {
-        (Endpoint::Listen(_), _) => 1,
+        (Site::Listen(_), _) => 1,
         (_, Target::Master) => 16,
         _ => 4,
     });
@@ -402,7 +402,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
         let mut settings = settings;
         // A master's profile: the versions its handshake answer says it offers (asked of the
         // endpoint itself, before any fault proxy).
-        if let (Endpoint::Addr(addr), Wire::Sparkwire) = (&settings.endpoint, settings.wire) {
+        if let (Site::Addr(addr), Wire::Sparkwire) = (&settings.endpoint, settings.wire) {
             settings.endpoint_versions = sparkwire_conformance::peer::probe_versions(
                 *addr,
                 settings.secret.as_ref(),

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use sparkwire_conformance::fault::Fault;
+use sparkwire_conformance::faults::Fault;
 use sparkwire_conformance::{cases, Target};
 
 /// The fault named `name` (one of `Fault::all()`).

@@ -38,6 +38,12 @@ pub struct MasterArgs {
     /// Abnormal executor ends before an application is removed (spark.deploy.maxExecutorRetries).
     #[arg(long, default_value_t = 10)]
     max_executor_retries: i32,
+    /// Seconds an executor must have been RUNNING, after another of its application's ended
+    /// abnormally, before the application no longer waits with "executors launched but ending"
+    /// (SPEC §16; a worker says RUNNING when it starts the process, before the executor reaches
+    /// its driver). Spark has no such setting.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    steady_executor: f64,
     /// How masters elect the active one and keep what they recover from
     /// (spark.deploy.recoveryMode): `filesystem` (a directory, --recovery-dir), `zookeeper` (an
     /// ensemble, --zookeeper-url), or `none`. Default: `filesystem` when --recovery-dir is
@@ -353,6 +359,8 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
             max_executor_retries: args.max_executor_retries,
             redaction: Redactor::new(&args.redaction_regex).map_err(|e| e.to_string())?,
             recovery_timeout,
+            steady_executor: seconds(args.steady_executor)
+                .map_err(|e| format!("--steady-executor: {e}"))?,
             #[cfg(feature = "spark")]
             release_compatible: sparkwire::spark::Release::compatible_names,
             ..sparkwire::node::master::Config::default()

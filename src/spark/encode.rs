@@ -100,6 +100,20 @@ pub fn int_stream(i: i32, release: impl Into<&'static Release>) -> Result<Vec<u8
     Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
 }
 
+/// The stream of one `java.lang.Class` object (`TC_CLASS`): `class`'s descriptor, with its
+/// superclasses', as `release` describes them. A reader resolves the class and checks each
+/// descriptor's serialVersionUID against its own (`ObjectStreamClass.initNonProxy`) without making
+/// an object of it: the probe a Spark-wire front asks a peer whose release its streams leave
+/// open (SPEC §15.3).
+pub fn class_stream(
+    class: &str,
+    release: impl Into<&'static Release>,
+) -> Result<Vec<u8>, EncodeError> {
+    let mut s = Scala::new(release.into(), None);
+    let v = s.b.class_object(class)?;
+    Ok(serial::write(&s.b.finish(v), &super::java::limits())?)
+}
+
 /// `RpcEndpointVerifier.CheckExistence(name)`'s stream: the ask a Spark peer sends before it
 /// registers, to learn that an endpoint exists.
 pub fn check_existence_stream(

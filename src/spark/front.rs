@@ -14,6 +14,10 @@
 //!   written through a queue bounded in frames (a peer that does not read is closed);
 //! - `RpcEndpointVerifier$CheckExistence(name)` to `endpoint-verifier` is answered `true` for
 //!   `Master` only, as Spark's master does;
+//! - each peer is answered in the release its streams tell ([`Detector`]); a worker or an
+//!   application whose streams leave releases of different tables open is asked which before
+//!   its registration is taken: probes of its release (SPEC §15.3), asks to
+//!   [`PROBE_ENDPOINT`] on its own connection, while what it sends meanwhile is held;
 //! - a one-way message is sent on to the master; an ask (`RpcRequest`) is asked of the master
 //!   and its answer written back as an `RpcResponse` (a Boolean, an Integer, a message) or an
 //!   `RpcFailure` with the same request id;
@@ -49,7 +53,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use super::release::{Detector, Release};
+use super::release::{Detector, Probe, ProbeAnswer, Release, MAX_PROBES, PROBE_ENDPOINT};
 use super::serial::Graph;
 use super::served::ServerHandle;
 use super::{
@@ -97,6 +101,11 @@ pub struct FrontConfig {
     pub idle_timeout: Duration,
     /// How long an ask waits for the master's answer (`spark.rpc.askTimeout`).
     pub ask_timeout: Duration,
+    /// How long the front waits for a peer's answer to one probe of its release (SPEC §15.3:
+    /// asked when a worker's or an application's streams leave releases open that describe the
+    /// wire's classes differently); `Duration::ZERO` asks none, and such a peer is answered in
+    /// the newest release its streams agree with.
+    pub probe_timeout: Duration,
     /// When set, every Spark peer is refused with this reason (the master has TLS, which Spark's
     /// wire does not speak here).
     pub refuse: Option<String>,
@@ -110,7 +119,7 @@ pub struct FrontConfig {
 impl FrontConfig {
     /// A front on `host:port` for the master listening on `master`, with the defaults: each
     /// peer's release told from the wire, both protocol versions, frames of at most 128 MiB, 512 connections, 1,024 queued frames and 256 asks per
-    /// connection, 60 s to register, 120 s per ask.
+    /// connection, 60 s to register, 120 s per ask, 5 s per probe.
     pub fn new(host: impl Into<String>, port: u16, master: SocketAddr) -> Self {
         FrontConfig {
             host: host.into(),
@@ -124,6 +133,7 @@ impl FrontConfig {
             max_asks: 256,
             idle_timeout: Duration::from_secs(60),
             ask_timeout: Duration::from_secs(120),
+            probe_timeout: Duration::from_secs(5),
             refuse: None,
             auth: None,
             master_security: Security::default(),
@@ -290,9 +300,30 @@ struct Conn {
     /// The master's asks awaiting the peer's answer: Spark request id → sparkwire ask id.
     master_asks: HashMap<i64, u64>,
     next_request: i64,
-    /// The peer's release, as far as its streams have told it.
+    /// The peer's release, as far as its streams (and its answers to probes) have told it.
     detector: Detector,
+    /// The probe asked of the peer and not answered yet.
+    probing: Option<Probing>,
+    /// Whether the peer's release was probed (once per connection, at its registration).
+    probed: bool,
+    /// Probes asked of the peer.
+    probes_asked: usize,
+    /// What the peer sent while a probe was out (its registration first), taken in order once
+    /// the probing ends.
+    held: VecDeque<Frame>,
 }
+
+/// A probe of a peer's release awaiting its answer (SPEC §15.3).
+struct Probing {
+    request_id: i64,
+    probe: Probe,
+    deadline: tokio::time::Instant,
+    /// Where the probe was addressed (the registering endpoint's RPC address).
+    receiver: Option<(String, i32)>,
+}
+
+/// Frames of a peer held while its release is probed; one more closes the connection.
+const MAX_HELD: usize = 256;
 
 async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) -> Result<(), FrontError> {
     match &ctx.config.auth {
@@ -333,6 +364,10 @@ where
             Some(r) => Detector::pinned(r),
             None => Detector::new(),
         },
+        probing: None,
+        probed: false,
+        probes_asked: 0,
+        held: VecDeque::new(),
     };
     let result = conn.run(&mut rd).await;
     if let Some(id) = conn.app_id.take() {
@@ -348,6 +383,14 @@ where
     match tokio::time::timeout(Duration::from_secs(5), writer).await {
         Ok(Ok(Err(e))) if result.is_ok() => Err(e.into()),
         _ => result,
+    }
+}
+
+/// Waits until the probe out (if any) is due.
+async fn probe_due(probing: &Option<Probing>) {
+    match probing {
+        Some(p) => tokio::time::sleep_until(p.deadline).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -398,8 +441,136 @@ impl Conn {
                 () = &mut registration, if self.bridge.is_none() => {
                     return Err(FrontError::Idle(idle));
                 }
+                () = probe_due(&self.probing) => {
+                    if let Some(p) = self.probing.take() {
+                        tracing::warn!(
+                            "spark front: {}: no answer to the probe of {} within {:?}; \
+                             answered in Spark {} (its streams agree with: {})",
+                            self.peer,
+                            p.probe.class(),
+                            self.ctx.config.probe_timeout,
+                            self.detector.release(),
+                            self.agreeing()
+                        );
+                    }
+                }
+            }
+            // What the peer sent while a probe was out, once the probing has ended.
+            while self.probing.is_none() {
+                let Some(frame) = self.held.pop_front() else {
+                    break;
+                };
+                self.frame_in(frame).await?;
             }
         }
+    }
+
+    /// The releases the peer's streams and answers agree with, named.
+    fn agreeing(&self) -> String {
+        let names: Vec<&str> = self
+            .detector
+            .candidates()
+            .iter()
+            .map(|r| r.name())
+            .collect();
+        names.join(" ")
+    }
+
+    /// Asks the peer the probe that best tells apart the releases its streams leave open, if
+    /// they describe a class of the wire differently (SPEC §15.3); returns whether one was asked.
+    fn ask_probe(&mut self, receiver: Option<(String, i32)>) -> Result<bool, FrontError> {
+        if self.ctx.config.probe_timeout.is_zero() || self.probes_asked >= MAX_PROBES {
+            return Ok(false);
+        }
+        let Some(probe) = self.detector.probe() else {
+            return Ok(false);
+        };
+        let stream = match probe.stream() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(
+                    "spark front: {}: no probe of {}: {e}",
+                    self.peer,
+                    probe.class()
+                );
+                return Ok(false);
+            }
+        };
+        let request_id = self.next_request;
+        self.next_request += 1;
+        let header = RequestMessage {
+            sender: None,
+            receiver: receiver.clone(),
+            endpoint: PROBE_ENDPOINT.to_string(),
+            stream: stream.into(),
+        };
+        let body: Bytes = header
+            .encode()
+            .map_err(|e| FrontError::Encode(e.to_string()))?
+            .into();
+        let frame = Frame::RpcRequest { request_id, body };
+        self.queue(
+            frame
+                .encode()
+                .map_err(|e| FrontError::Encode(e.to_string()))?,
+        )?;
+        tracing::debug!(
+            "spark front: {}: probe {request_id}: {} as Spark {} describes it (its streams agree with: {})",
+            self.peer,
+            probe.class(),
+            probe.release(),
+            self.agreeing()
+        );
+        self.probes_asked += 1;
+        self.probing = Some(Probing {
+            request_id,
+            probe,
+            deadline: tokio::time::Instant::now() + self.ctx.config.probe_timeout,
+            receiver,
+        });
+        Ok(true)
+    }
+
+    /// The peer's answer to the probe out: narrows its releases, then asks the next probe or
+    /// ends the probing.
+    fn probe_answered(&mut self, answer: Result<Bytes, String>) -> Result<(), FrontError> {
+        let Some(p) = self.probing.take() else {
+            return Ok(());
+        };
+        let said = match answer {
+            Err(text) => ProbeAnswer::of_failure(&text),
+            Ok(body) => match parse_stream(&body)
+                .ok()
+                .and_then(|g| reply_value(g.root_node()).ok())
+            {
+                Some(ReplyValue::Failure(e)) => {
+                    ProbeAnswer::of_failure(&format!("{}: {}", e.class_name, e.message))
+                }
+                _ => ProbeAnswer::Other,
+            },
+        };
+        let before = self.detector.release();
+        let told = self.detector.answer(&p.probe, &said);
+        tracing::info!(
+            "spark front: {}: probe of {} ({}'s): {}; speaks Spark {} (was {before}; its streams \
+             and answers agree with: {})",
+            self.peer,
+            p.probe.class(),
+            p.probe.release(),
+            match &said {
+                ProbeAnswer::Read => "read as sent".to_string(),
+                ProbeAnswer::Incompatible { class, local } =>
+                    format!("{class} has serialVersionUID {local} there"),
+                ProbeAnswer::NoClass(c) => format!("no class {c} there"),
+                ProbeAnswer::Other => "an answer that tells nothing".to_string(),
+            },
+            self.detector.release(),
+            self.agreeing()
+        );
+        if told {
+            self.ask_probe(p.receiver)?;
+        }
+        Ok(())
     }
 
     fn queue(&self, bytes: Vec<u8>) -> Result<(), FrontError> {
@@ -414,6 +585,25 @@ impl Conn {
     }
 
     async fn frame_in(&mut self, frame: Frame) -> Result<(), FrontError> {
+        if let Some(p) = &self.probing {
+            match frame {
+                Frame::RpcResponse { request_id, body } if request_id == p.request_id => {
+                    return self.probe_answered(Ok(body));
+                }
+                Frame::RpcFailure { request_id, error } if request_id == p.request_id => {
+                    return self.probe_answered(Err(error));
+                }
+                other => {
+                    if self.held.len() >= MAX_HELD {
+                        return Err(FrontError::Frame(format!(
+                            "more than {MAX_HELD} frames while its release was probed"
+                        )));
+                    }
+                    self.held.push_back(other);
+                    return Ok(());
+                }
+            }
+        }
         match frame {
             Frame::OneWay { body } => self.request_in(None, &body).await,
             Frame::RpcRequest { request_id, body } => {
@@ -550,6 +740,31 @@ impl Conn {
                 format!("{}, which a master does not take", m.name()),
             );
         };
+        // A worker or an application whose streams leave releases open that describe the
+        // wire's classes differently is asked which, before it is registered (SPEC §15.3).
+        if !self.probed && self.bridge.is_none() {
+            let receiver = match &m {
+                DeployMessage::RegisterWorker(r) => Some(r.worker.address.clone()),
+                DeployMessage::RegisterApplication(r) => Some(r.driver.address.clone()),
+                _ => None,
+            };
+            if let Some(receiver) = receiver {
+                self.probed = true;
+                let receiver = receiver
+                    .map(|a| (a.host, a.port))
+                    .or_else(|| self.address.clone());
+                if self.ask_probe(receiver)? {
+                    self.held.push_front(match request_id {
+                        Some(request_id) => Frame::RpcRequest {
+                            request_id,
+                            body: body.clone(),
+                        },
+                        None => Frame::OneWay { body: body.clone() },
+                    });
+                    return Ok(());
+                }
+            }
+        }
         match &self.bridge {
             Some((_, r)) if *r != role => {
                 return self.not_taken(

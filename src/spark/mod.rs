@@ -86,14 +86,17 @@ pub use front::{name_front, role_of, start_front, FrontConfig, FrontError, MASTE
 // A Spark-wire peer: frames, RPC headers, messages to Java streams and back.
 pub use classes::{ClassEntry, ClassTable, FieldEntry};
 pub use encode::{
-    bool_stream, check_existence_stream, int_stream, message_graph, message_stream, EncodeError,
+    bool_stream, check_existence_stream, class_stream, int_stream, message_graph, message_stream,
+    EncodeError,
 };
 pub use frame::{
     Frame, FrameDecoder, FrameEncodeError, FrameError, FrameItem, FrameType, DEFAULT_MAX_FRAME,
 };
 pub use java::{limits as java_limits, parse as parse_stream, JavaError, MAX_STREAM};
 pub use map::{catalogue_name, classify, reply_value, Classified, ReplyValue, Typed, RPC_FAILURE};
-pub use release::{Detector, Mismatch, Release, Unknown, Verdict};
+pub use release::{
+    Detector, Mismatch, Probe, ProbeAnswer, Release, Unknown, Verdict, PROBE_ENDPOINT,
+};
 #[cfg(feature = "spark-rest")]
 pub use rest::{start_rest, RestConfig, REST_PROTOCOL_VERSION, UNKNOWN_PROTOCOL_VERSION};
 pub use rpc::{address_text, block_transfer_class, RequestMessage, CHECK_EXISTENCE, VERIFIER};

@@ -12,8 +12,13 @@
 //!
 //! A Java stream names every class it carries with its serialVersionUID. [`Detector`] reads the
 //! descriptors of each stream a peer sends and keeps the releases whose tables agree with all of
-//! them; the release it answers in is the newest of those (SPEC §15.1 says why that choice is
-//! safe). A peer that matches no release is refused with the classes that did not match.
+//! them; the release it answers in is the newest of those. A peer's own streams often leave
+//! releases open that describe other classes differently (a worker never sends the
+//! `ResourceProfile` a `LaunchExecutor` carries to it): [`Detector::probe`] picks a class to ask
+//! the peer about (a [`Probe`], sent as a `java.lang.Class` object, which a JVM checks against its
+//! own class without making an object), and [`Detector::answer`] keeps the releases that describe
+//! it as the peer does (SPEC §15.3). A peer that matches no release is refused with the classes
+//! that did not match.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -353,6 +358,57 @@ impl Release {
         Release::all().iter().find(|r| r.name() == name)
     }
 
+    /// The failure a JVM of this release meets reading the class descriptors of `graph`, as the
+    /// text of the exception (`java.io.InvalidClassException: CLASS; local class incompatible:
+    /// …` for a serialVersionUID that differs, the first in the JVM's reading order: each
+    /// descriptor's superclasses before it; else `java.lang.ClassNotFoundException: CLASS` for a
+    /// class it does not have), or `None` when it reads them all. Array classes are not checked
+    /// (`ObjectStreamClass.initNonProxy`), nor classes the table does not list when they are not
+    /// Spark's or Scala's.
+    pub fn read_failure(&self, graph: &Graph) -> Option<String> {
+        let mut missing = None;
+        for e in graph.entries() {
+            let Entry::ClassDesc(leaf) = e else { continue };
+            // The chain, the outermost superclass first.
+            let mut chain = vec![leaf];
+            let mut next = leaf.super_desc;
+            while let Some(Entry::ClassDesc(d)) = next.and_then(|h| graph.get(h)) {
+                if chain.len() > 64 {
+                    break;
+                }
+                chain.push(d);
+                next = d.super_desc;
+            }
+            for d in chain.into_iter().rev() {
+                if d.name.starts_with('[') {
+                    continue;
+                }
+                match self.table.get(&d.name) {
+                    Some(c) => {
+                        let local = c.suid.parse::<i64>().ok();
+                        if local.is_some_and(|l| l != d.suid) {
+                            return Some(format!(
+                                "java.io.InvalidClassException: {}; local class incompatible: \
+                                 stream classdesc serialVersionUID = {}, local class \
+                                 serialVersionUID = {}",
+                                d.name,
+                                d.suid,
+                                local.unwrap_or_default()
+                            ));
+                        }
+                    }
+                    None if d.name.starts_with("org.apache.spark.")
+                        || d.name.starts_with("scala.") =>
+                    {
+                        missing.get_or_insert_with(|| d.name.clone());
+                    }
+                    None => {}
+                }
+            }
+        }
+        missing.map(|class| format!("java.lang.ClassNotFoundException: {class}"))
+    }
+
     /// Judges the class descriptors of one stream against this release's table.
     pub fn judge(&self, graph: &Graph) -> Verdict {
         let mut verdict = Verdict::default();
@@ -522,6 +578,265 @@ impl Detector {
     }
 }
 
+/// The endpoint a probe is addressed to: no Spark process has one of that name, so a peer that
+/// reads the probe's stream answers that it could not find it (SPEC §15.3).
+pub const PROBE_ENDPOINT: &str = "sparkwire-release-probe";
+
+/// Most probes asked of one peer.
+pub const MAX_PROBES: usize = 12;
+
+/// The classes whose forms a master and the workers and applications it serves exchange: the
+/// standalone and coarse-grained messages, what their fields hold (descriptions, commands,
+/// states, resource profiles, endpoint references) and the Scala library. Probes ask about these
+/// only (SPEC §15.3).
+const WIRE_CLASSES: &[&str] = &[
+    "org.apache.spark.deploy.DeployMessages",
+    "org.apache.spark.deploy.ApplicationDescription",
+    "org.apache.spark.deploy.Command",
+    "org.apache.spark.deploy.DriverDescription",
+    "org.apache.spark.deploy.ExecutorDescription",
+    "org.apache.spark.deploy.ExecutorState",
+    "org.apache.spark.deploy.master.",
+    "org.apache.spark.rpc.",
+    "org.apache.spark.resource.",
+    "org.apache.spark.scheduler.cluster.CoarseGrainedClusterMessages",
+    "scala.",
+];
+
+/// Whether `class` is one of the [`WIRE_CLASSES`].
+fn on_the_wire(class: &str) -> bool {
+    WIRE_CLASSES.iter().any(|p| class.starts_with(p))
+}
+
+/// A question to a peer whose streams leave its release open: the `java.lang.Class` object of
+/// one class, described as one release describes it, asked of [`PROBE_ENDPOINT`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    class: String,
+    release: &'static Release,
+}
+
+impl Probe {
+    /// The class asked about.
+    pub fn class(&self) -> &str {
+        &self.class
+    }
+
+    /// The release whose descriptor of it (and of its superclasses) the probe carries.
+    pub fn release(&self) -> &'static Release {
+        self.release
+    }
+
+    /// The probe's Java stream ([`class_stream`](super::class_stream)).
+    pub fn stream(&self) -> Result<Vec<u8>, super::EncodeError> {
+        super::encode::class_stream(&self.class, self.release)
+    }
+}
+
+/// What a peer's answer to a [`Probe`] says of its classes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeAnswer {
+    /// The peer read every descriptor the probe carried (and then found no endpoint of that
+    /// name): its release describes them as the probe's release does.
+    Read,
+    /// The peer has `class` with another serialVersionUID, `local`
+    /// (`java.io.InvalidClassException: CLASS; local class incompatible: stream classdesc
+    /// serialVersionUID = S, local class serialVersionUID = L`).
+    Incompatible {
+        /// The class the peer named.
+        class: String,
+        /// The peer's own serialVersionUID of it.
+        local: i64,
+    },
+    /// The peer has no class of that name (`java.lang.ClassNotFoundException: CLASS`).
+    NoClass(String),
+    /// Anything else: no answer in time, an answer that is not a failure, a failure of another
+    /// kind. Tells nothing.
+    Other,
+}
+
+impl ProbeAnswer {
+    /// What the text of a peer's `RpcFailure` (or of the exception an `RpcFailure` object
+    /// carries) says about a probe.
+    pub fn of_failure(text: &str) -> ProbeAnswer {
+        const INVALID: &str = "java.io.InvalidClassException: ";
+        const LOCAL: &str = "local class serialVersionUID = ";
+        const NO_CLASS: &str = "java.lang.ClassNotFoundException: ";
+        if let Some(at) = text.find(INVALID) {
+            let rest = &text[at + INVALID.len()..];
+            let class = rest.split(';').next().unwrap_or_default().trim();
+            let local = rest.find(LOCAL).and_then(|i| {
+                let digits: String = rest[i + LOCAL.len()..]
+                    .chars()
+                    .take_while(|c| *c == '-' || c.is_ascii_digit())
+                    .collect();
+                digits.parse::<i64>().ok()
+            });
+            return match local {
+                Some(local) if !class.is_empty() => ProbeAnswer::Incompatible {
+                    class: class.to_string(),
+                    local,
+                },
+                _ => ProbeAnswer::Other,
+            };
+        }
+        if let Some(at) = text.find(NO_CLASS) {
+            let class: String = text[at + NO_CLASS.len()..]
+                .chars()
+                .take_while(|c| !c.is_whitespace())
+                .collect();
+            if !class.is_empty() {
+                return ProbeAnswer::NoClass(class);
+            }
+        }
+        if text.contains(PROBE_ENDPOINT) {
+            return ProbeAnswer::Read;
+        }
+        ProbeAnswer::Other
+    }
+}
+
+impl Detector {
+    /// The probe that best tells apart the releases left, when they have different tables: a
+    /// class of Spark's or Scala's that the releases left describe differently (or that some of
+    /// them do not have), described as the newest release left that has it describes it. The
+    /// classes of [the wire](WIRE_CLASSES) come first, so that what a master writes to the
+    /// peer is settled by the first answers; then the class whose answer leaves the fewest
+    /// releases at worst, then one that is not a Scala companion object, then by name. Classes
+    /// whose superclasses include one of neither Spark nor Scala are not asked about (a JVM's
+    /// own classes differ with the JVM, not with Spark). `None` when the release is pinned or the
+    /// releases left share one table.
+    pub fn probe(&self) -> Option<Probe> {
+        if self.pinned {
+            return None;
+        }
+        let first = *self.candidates.first()?;
+        if self.candidates.iter().all(|r| r.compatible(first)) {
+            return None;
+        }
+        let mut names: Vec<&str> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for r in &self.candidates {
+            if !seen.insert(r.table_file.as_str()) {
+                continue;
+            }
+            names.extend(r.table.iter().map(|c| c.name.as_str()));
+        }
+        names.sort_unstable();
+        names.dedup();
+        let mut best: Option<((bool, usize, bool, &str), &'static Release)> = None;
+        for name in names {
+            if !spark_or_scala(name) {
+                continue;
+            }
+            let mut groups: BTreeMap<Option<&str>, usize> = BTreeMap::new();
+            let mut source = None;
+            for r in &self.candidates {
+                let c = r.table.get(name);
+                if let Some(c) = c {
+                    if c.flags & 0x06 == 0 {
+                        groups.clear();
+                        break;
+                    }
+                    source = Some(*r);
+                }
+                *groups.entry(c.map(|c| c.suid.as_str())).or_default() += 1;
+            }
+            let Some(source) = source else { continue };
+            if groups.len() < 2 || !chain_is_spark_or_scala(source, name) {
+                continue;
+            }
+            let worst = groups.values().copied().max().unwrap_or(0);
+            let key = (!on_the_wire(name), worst, name.ends_with('$'), name);
+            if best.as_ref().is_none_or(|(b, _)| key < *b) {
+                best = Some((key, source));
+            }
+        }
+        best.map(|((_, _, _, class), release)| Probe {
+            class: class.to_string(),
+            release,
+        })
+    }
+
+    /// Takes the peer's answer to `probe`: keeps the releases that describe the classes as the
+    /// peer does. Returns whether the answer told something; an answer that would leave no
+    /// release (the peer contradicts every one left), or that names a class of neither Spark
+    /// nor Scala, tells nothing and changes nothing.
+    pub fn answer(&mut self, probe: &Probe, answer: &ProbeAnswer) -> bool {
+        if self.pinned {
+            return false;
+        }
+        let keep = |r: &&'static Release| -> bool {
+            match answer {
+                ProbeAnswer::Read => {
+                    // The peer has the class and each superclass of Spark's or Scala's as the
+                    // probe's release describes them.
+                    let mut next = Some(probe.class.clone());
+                    let mut steps = 0;
+                    while let Some(name) = next {
+                        steps += 1;
+                        let Some(theirs) = probe.release.table.get(&name) else {
+                            return false;
+                        };
+                        if spark_or_scala(&name)
+                            && r.table.get(&name).map(|c| &c.suid) != Some(&theirs.suid)
+                        {
+                            return false;
+                        }
+                        if steps > 64 {
+                            return false;
+                        }
+                        next = theirs.super_class.clone();
+                    }
+                    true
+                }
+                ProbeAnswer::Incompatible { class, local } => r
+                    .table
+                    .get(class)
+                    .is_some_and(|c| c.suid.parse::<i64>().ok() == Some(*local)),
+                ProbeAnswer::NoClass(class) => r.table.get(class).is_none(),
+                ProbeAnswer::Other => true,
+            }
+        };
+        match answer {
+            ProbeAnswer::Other => return false,
+            ProbeAnswer::Incompatible { class, .. } | ProbeAnswer::NoClass(class)
+                if !spark_or_scala(class) =>
+            {
+                return false
+            }
+            _ => {}
+        }
+        let narrowed: Vec<&'static Release> =
+            self.candidates.iter().copied().filter(keep).collect();
+        if narrowed.is_empty() || narrowed.len() == self.candidates.len() {
+            return false;
+        }
+        self.candidates = narrowed;
+        true
+    }
+}
+
+/// Whether `class` is Spark's or the Scala library's (whose descriptors follow the Spark release,
+/// where the JVM's own classes follow the JVM).
+fn spark_or_scala(class: &str) -> bool {
+    class.starts_with("org.apache.spark.") || class.starts_with("scala.")
+}
+
+/// Whether every serializable superclass of `class` in `release` is Spark's or Scala's.
+fn chain_is_spark_or_scala(release: &Release, class: &str) -> bool {
+    let mut next = release.table.get(class).and_then(|c| c.super_class.clone());
+    let mut steps = 0;
+    while let Some(name) = next {
+        steps += 1;
+        if !spark_or_scala(&name) || steps > 64 {
+            return false;
+        }
+        next = release.table.get(&name).and_then(|c| c.super_class.clone());
+    }
+    true
+}
+
 /// The classes of `graph` that no release has with the serialVersionUID sent, with the releases
 /// that have them with another; when each class is known somewhere but no one release has them
 /// all, every class some release disagrees on.
@@ -586,6 +901,85 @@ mod tests {
         assert_eq!(Release::of(Version::V2).version(), Version::V2);
         assert!(Release::of(Version::V1).scala_212());
         assert!(!Release::of(Version::V2).scala_212());
+    }
+
+    #[test]
+    fn a_probe_answer_is_read_from_the_failure_text_spark_sends() {
+        // As a Spark 4.2.1 worker fails a stream carrying Spark 4.3.0's ResourceProfile
+        // (Throwables.getStackTraceAsString of the exception).
+        let text = "java.io.InvalidClassException: org.apache.spark.resource.ResourceProfile; \
+                    local class incompatible: stream classdesc serialVersionUID = \
+                    -1872747411836192885, local class serialVersionUID = -2517983430696660228\n\
+                    \tat java.base/java.io.ObjectStreamClass.initNonProxy(ObjectStreamClass.java:597)";
+        assert_eq!(
+            ProbeAnswer::of_failure(text),
+            ProbeAnswer::Incompatible {
+                class: "org.apache.spark.resource.ResourceProfile".into(),
+                local: -2517983430696660228,
+            }
+        );
+        assert_eq!(
+            ProbeAnswer::of_failure(
+                "java.lang.ClassNotFoundException: org.apache.spark.deploy.DeployMessages$Gone\n\tat x"
+            ),
+            ProbeAnswer::NoClass("org.apache.spark.deploy.DeployMessages$Gone".into())
+        );
+        assert_eq!(
+            ProbeAnswer::of_failure(&format!(
+                "org.apache.spark.SparkException: Could not find {PROBE_ENDPOINT}."
+            )),
+            ProbeAnswer::Read
+        );
+        assert_eq!(
+            ProbeAnswer::of_failure("java.io.InvalidClassException: broken"),
+            ProbeAnswer::Other
+        );
+        assert_eq!(ProbeAnswer::of_failure(""), ProbeAnswer::Other);
+    }
+
+    #[test]
+    fn probes_of_a_peer_of_4_1_to_4_3_end_with_its_own_table() {
+        // Every release of 4.1-4.3 has the same RpcEndpointRef: a worker's streams leave them
+        // all open, and they disagree on ResourceProfile, StatusUpdate and the tasks' classes.
+        for own in Release::all().iter().filter(|r| r.line() >= "4.1") {
+            let mut d = Detector::new();
+            d.candidates.retain(|r| r.line() >= "4.1");
+            let mut asked = 0;
+            while let Some(p) = d.probe() {
+                asked += 1;
+                assert!(asked <= MAX_PROBES, "{own}: probes do not end");
+                let stream = p.stream().expect("a probe's stream");
+                let g = crate::spark::parse_stream(&stream).expect("a Java stream");
+                let answer = match own.read_failure(&g) {
+                    Some(text) => ProbeAnswer::of_failure(&text),
+                    None => ProbeAnswer::Read,
+                };
+                assert!(
+                    d.answer(&p, &answer),
+                    "{own}: {answer:?} to {p:?} tells nothing"
+                );
+            }
+            assert!(asked >= 1, "{own}: no probe asked");
+            assert!(d.candidates().contains(&own), "{own}: {:?}", d.candidates());
+            assert!(
+                d.release().compatible(own),
+                "{own} answered as {}",
+                d.release()
+            );
+        }
+    }
+
+    #[test]
+    fn a_pinned_release_is_never_probed_nor_revised_by_an_answer() {
+        let r = Release::named("4.2.1").expect("4.2.1");
+        let mut d = Detector::pinned(r);
+        assert!(d.probe().is_none());
+        let p = Probe {
+            class: "org.apache.spark.resource.ResourceProfile".into(),
+            release: Release::named("4.3.0").expect("4.3.0"),
+        };
+        assert!(!d.answer(&p, &ProbeAnswer::Read));
+        assert_eq!(d.release(), r);
     }
 
     #[test]

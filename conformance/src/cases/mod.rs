@@ -146,7 +146,7 @@ pub fn cases(target: Target) -> Vec<Planned> {
             handshake::s6::server::for_server(&mut cs, &support::master::server());
             handshake::s7::server::for_server(&mut cs, &support::master::server());
             handshake::s9::for_server(&mut cs, &support::master::server());
-            spec::s8_1::closes::for_served(&mut cs, support::spec8_closes::master());
+            spec::s8_1::closes::for_served(&mut cs, support::master::server());
             spark::s15_1::for_spark_server(&mut cs, support::master::spark_server());
             spark::s15_2::for_spark_server(&mut cs, support::master::spark_server());
         }
@@ -178,7 +178,7 @@ pub fn cases(target: Target) -> Vec<Planned> {
             handshake::s6::client::for_client(&mut cs, support::worker::client());
             handshake::s7::client::for_client(&mut cs, support::worker::client());
             handshake::s8::for_client(&mut cs, support::worker::client());
-            spec::s8_1::closes::for_served(&mut cs, support::spec8_closes::worker());
+            spec::s8_1::closes::for_served(&mut cs, support::worker::server());
             spark::s15_1::for_spark_server(&mut cs, support::worker::spark_server());
             spark::s15_2::for_spark_server(&mut cs, support::worker::spark_server());
         }
@@ -210,7 +210,7 @@ pub fn cases(target: Target) -> Vec<Planned> {
             handshake::s6::client::for_client(&mut cs, support::driver::client());
             handshake::s7::client::for_client(&mut cs, support::driver::client());
             handshake::s8::for_client(&mut cs, support::driver::client());
-            spec::s8_1::closes::for_served(&mut cs, support::spec8_closes::driver());
+            spec::s8_1::closes::for_served(&mut cs, support::driver::server());
         }
         Target::Executor => {
             spec::s8_1::client::for_client(&mut cs, support::executor::client());
@@ -293,7 +293,7 @@ pub fn probes(
     settings: &std::sync::Arc<crate::harness::env::Settings>,
 ) -> Option<crate::harness::health::Probes> {
     match (settings.target, &settings.endpoint) {
-        (Target::Master, crate::harness::env::Endpoint::Addr(_)) => {
+        (Target::Master, crate::harness::env::Site::Addr(_)) => {
             Some(support::master::probes(settings))
         }
         _ => None,
@@ -304,10 +304,10 @@ pub fn probes(
 /// fault proxy, if one is asked for, in front of it. Fails when the suite cannot run.
 pub async fn prepare(
     mut settings: crate::harness::env::Settings,
-) -> Result<(crate::harness::env::Settings, Option<crate::fault::Proxy>), String> {
-    use crate::harness::env::Endpoint;
+) -> Result<(crate::harness::env::Settings, Option<crate::faults::Proxy>), String> {
+    use crate::harness::env::Site;
     match settings.endpoint.clone() {
-        Endpoint::Addr(addr) => {
+        Site::Addr(addr) => {
             tokio::time::timeout(
                 std::time::Duration::from_secs(5),
                 tokio::net::TcpStream::connect(addr),
@@ -316,21 +316,21 @@ pub async fn prepare(
             .map_err(|_| format!("cannot connect to {addr}: timed out"))?
             .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
             if let Some(fault) = settings.fault {
-                let proxy = crate::fault::start(
+                let proxy = crate::faults::start(
                     fault,
                     addr,
-                    crate::fault::Side::SuiteConnects {
+                    crate::faults::Side::SuiteConnects {
                         client_role: sparkwire::wire::handshake::Role::Ui,
                         server_role: sparkwire::wire::handshake::Role::Master,
                     },
                     settings.secret.clone(),
                 )
                 .await?;
-                settings.endpoint = Endpoint::Addr(proxy.addr());
+                settings.endpoint = Site::Addr(proxy.addr());
                 return Ok((settings, Some(proxy)));
             }
             Ok((settings, None))
         }
-        Endpoint::Spawn(_) | Endpoint::Listen(_) => Ok((settings, None)),
+        Site::Spawn(_) | Site::Listen(_) => Ok((settings, None)),
     }
 }

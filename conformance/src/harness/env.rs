@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use crate::fault::{Proxy, Side};
+pub use crate::faults::{Proxy, Side};
 use crate::harness::verdict::Target;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
@@ -35,9 +35,9 @@ impl Wire {
     }
 }
 
-/// How the suite reaches the endpoint under test.
+/// Where the endpoint under test is: how the suite reaches it.
 #[derive(Debug, Clone)]
-pub enum Endpoint {
+pub enum Site {
     /// A running endpoint at this address (the master target).
     Addr(SocketAddr),
     /// The suite starts the endpoint for each case from this command template.
@@ -52,7 +52,7 @@ pub struct Settings {
     /// The target.
     pub target: Target,
     /// How to reach it.
-    pub endpoint: Endpoint,
+    pub endpoint: Site,
     /// How long to wait for something that must happen (a reply, a close).
     pub patience: Duration,
     /// How long to watch for something that must not happen (a second reply).
@@ -64,7 +64,7 @@ pub struct Settings {
     /// The master's `spark.deploy.maxExecutorRetries`.
     pub max_executor_retries: u32,
     /// A fault to inject between the suite and the endpoint (the suite's own tests use it).
-    pub fault: Option<crate::fault::Fault>,
+    pub fault: Option<crate::faults::Fault>,
     /// The endpoint's shared secret (protocol/handshake.md §10), when it is configured with one:
     /// the suite then authenticates its connections and runs the authentication cases.
     pub secret: Option<sparkwire::wire::handshake::Secret>,
@@ -639,10 +639,10 @@ pub trait Owing: Send + 'static {
 /// them only through here. `secret` is the endpoint's shared secret, for the authentication
 /// faults.
 pub async fn fault_proxy(
-    fault: crate::fault::Fault,
+    fault: crate::faults::Fault,
     upstream: SocketAddr,
     side: Side,
     secret: Option<sparkwire::wire::handshake::Secret>,
 ) -> Result<Proxy, String> {
-    crate::fault::start(fault, upstream, side, secret).await
+    crate::faults::start(fault, upstream, side, secret).await
 }

@@ -38,20 +38,6 @@ pub type OpenGuarded = Arc<
     dyn Fn(Ctx) -> Pin<Box<dyn Future<Output = Result<Guarded, Failure>> + Send>> + Send + Sync,
 >;
 
-/// A server the authentication cases check.
-#[derive(Clone)]
-pub struct SecuredServer {
-    /// How to open it.
-    pub open: OpenGuarded,
-    /// What it is, in requirement texts (`a master`).
-    pub name: &'static str,
-    /// The name of the message [`Guarded::change`] holds (`RegisterWorker`, …).
-    pub what: &'static str,
-    /// The last part of the id of the case that sends the change unauthenticated
-    /// (`spec/13/unauthenticated-NAME`).
-    pub change_case: &'static str,
-}
-
 /// The endpoint's secret, or `Skipped` when the suite was not given it.
 pub fn secret(ctx: &Ctx) -> Result<Secret, Failure> {
     ctx.settings.secret.clone().ok_or_else(|| {

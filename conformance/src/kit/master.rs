@@ -15,7 +15,7 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::{Envelope, Reply};
 
 pub use crate::harness::case::Need;
-use crate::harness::env::{Ctx, Endpoint, Wire};
+use crate::harness::env::{Ctx, Site, Wire};
 use crate::harness::peer::Conn;
 use crate::harness::verdict::{fail, Failure, Outcome};
 use crate::kit::common::unique;
@@ -26,7 +26,7 @@ type D = DeployMessage;
 /// The master's address.
 pub fn addr(ctx: &Ctx) -> Result<SocketAddr, Failure> {
     match &ctx.settings.endpoint {
-        Endpoint::Addr(a) => Ok(*a),
+        Site::Addr(a) => Ok(*a),
         _ => Err(Failure::Skipped("the master target needs --addr".into())),
     }
 }

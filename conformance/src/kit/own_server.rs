@@ -59,7 +59,7 @@ impl Default for Settings {
 }
 
 /// A server a case started from the `--spawn-server` template, killed when dropped.
-pub struct Server {
+pub struct OwnServer {
     /// Where the suite dials it (the fault proxy's address when a fault is on and the server
     /// speaks plain TCP).
     pub addr: SocketAddr,
@@ -192,11 +192,15 @@ pub async fn up(
     }
 }
 
-impl Server {
+impl OwnServer {
     /// Starts a server with `settings`; `needs` are the placeholders the case is about (the
     /// case is skipped when the template does not use one). Returns once it accepts TCP
     /// connections.
-    pub async fn start(ctx: &Ctx, settings: Settings, needs: &[&str]) -> Result<Server, Failure> {
+    pub async fn start(
+        ctx: &Ctx,
+        settings: Settings,
+        needs: &[&str],
+    ) -> Result<OwnServer, Failure> {
         let template = template(ctx, needs)?;
         let work_dir =
             std::env::temp_dir().join(format!("sparkwire-conformance-server-{}", unique()));
@@ -276,7 +280,7 @@ impl Server {
             ),
             _ => None,
         };
-        Ok(Server {
+        Ok(OwnServer {
             addr: proxy.as_ref().map_or(direct, |p| p.addr()),
             direct,
             secret,
@@ -302,7 +306,7 @@ impl Server {
         self.open_at(ctx, self.addr, role, label, admin).await
     }
 
-    /// [`Server::open`] dialling `at` (the server's own address, or the proxy's).
+    /// [`OwnServer::open`] dialling `at` (the server's own address, or the proxy's).
     pub async fn open_at(
         &self,
         ctx: &Ctx,

@@ -2,12 +2,11 @@
 //! connection to it, the messages it takes and answers, and reading the close envelope it sends.
 
 use crate::harness::env::Ctx;
-use crate::harness::mp;
 use crate::harness::peer::{Conn, Event};
 use crate::harness::verdict::{fail, Failure};
 use bytes::Bytes;
 use sparkwire::messages::Version;
-use sparkwire::wire::handshake::{RefusalReason, Role};
+use sparkwire::wire::handshake::RefusalReason;
 use sparkwire::wire::CloseReason;
 use std::any::Any;
 use std::future::Future;
@@ -30,44 +29,6 @@ pub type Open = Arc<
 
 /// A message written by hand: its name and a function giving its fields.
 pub type RawMessage = (&'static str, fn() -> Vec<(&'static str, Vec<u8>)>);
-
-/// A listening endpoint as the shared cases see it.
-#[derive(Clone)]
-pub struct Server {
-    /// How to reach it.
-    pub open: Open,
-    /// What it is, in requirement texts (`the master`).
-    pub name: &'static str,
-    /// A client role it takes.
-    pub good_role: Role,
-    /// A role of the other family, which it refuses.
-    pub other_family_role: Role,
-    /// The role it declares.
-    pub server_role: Role,
-    /// An ask it answers with a reply on a connection of `good_role`: name and fields.
-    pub probe: RawMessage,
-    /// A message of version 2 only, that `good_role` may send it: name and fields.
-    pub v2_only: RawMessage,
-    /// A local message of its family.
-    pub local: &'static str,
-    /// A message of its family with a field of the wrong type (name, fields); the field so
-    /// mistyped comes first.
-    pub bad_fields: RawMessage,
-    /// A one-way message of its family, well-formed, that `good_role` may not send it (off its
-    /// route, SPEC §14.1): name and fields.
-    pub off_route: RawMessage,
-}
-
-impl Server {
-    /// The body of the server's probe message, with a field of a later revision when `extra`.
-    pub fn probe_body(&self, extra: bool) -> Vec<u8> {
-        let mut fields = (self.probe.1)();
-        if extra {
-            fields.push(("zzzAFieldOfALaterRevision", mp::s("ignored")));
-        }
-        mp::map(&[(self.probe.0, mp::map(&fields))])
-    }
-}
 
 /// What a case that wants a refusal for one of `reasons` and then a close expects.
 pub fn refusal_wanted(reasons: &[RefusalReason]) -> String {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use sparkwire::wire::handshake::Role;
 
 use crate::harness::env::{fault_proxy, Proxy, Side};
-use crate::harness::env::{Ctx, Endpoint};
+use crate::harness::env::{Ctx, Site};
 use crate::harness::peer::{Conn, Listener};
 use crate::harness::spawn::{spawn, Spawned};
 use crate::harness::verdict::{fail, Failure};
@@ -96,7 +96,7 @@ pub async fn start(
     vars: impl FnOnce(SocketAddr, &std::path::Path) -> Vec<(&'static str, String)>,
 ) -> Result<Run, Failure> {
     let fixed = match &ctx.settings.endpoint {
-        Endpoint::Listen(a) => Some(*a),
+        Site::Listen(a) => Some(*a),
         _ => None,
     };
     let (listener, given, proxy) = listen(ctx, fixed, suite_role).await?;
@@ -117,7 +117,7 @@ pub async fn start(
         env.push((crate::harness::spawn::SECRET_FILE_ENV, path));
     }
     let process = match &ctx.settings.endpoint {
-        Endpoint::Spawn(template) => Some(spawn(template, &vars, &env, &ctx.log)?),
+        Site::Spawn(template) => Some(spawn(template, &vars, &env, &ctx.log)?),
         _ => {
             ctx.log.push(format!(
                 "[suite] waiting for the endpoint to connect to {given}"

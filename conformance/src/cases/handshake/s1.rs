@@ -9,7 +9,7 @@ use crate::harness::peer::frame;
 use crate::harness::verdict::fail;
 use crate::harness::verdict::Level;
 use crate::harness::verdict::Outcome;
-use crate::kit::server::*;
+use crate::kit::endpoint::Endpoint;
 use crate::kit::support::server::*;
 use sparkwire::wire::handshake::Answer;
 use sparkwire::wire::handshake::RefusalReason;
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
 /// executor port).
-pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
     let name = s.name;
     cs.push(Case {
         id: "handshake/1/hello-in-pieces".into(),
@@ -39,9 +39,9 @@ pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
     });
 }
 
-async fn handshake_1_hello_in_pieces(ctx: Ctx, s: Server) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
-    let mut c = raw(&ctx, &at, s.good_role).await?;
+async fn handshake_1_hello_in_pieces(ctx: Ctx, s: Endpoint) -> Outcome {
+    let at = s.open(ctx.clone()).await?;
+    let mut c = raw(&ctx, &at, s.suite_role).await?;
     let body = mp::map(&hello(&ctx, &s, &[1, 2])?);
     let bytes = frame(&body);
     c.send_raw(&bytes[..2], "the first 2 bytes of a hello")
@@ -56,7 +56,7 @@ async fn handshake_1_hello_in_pieces(ctx: Ctx, s: Server) -> Outcome {
     }
 }
 
-async fn handshake_1_trailing_bytes(ctx: Ctx, s: Server) -> Outcome {
+async fn handshake_1_trailing_bytes(ctx: Ctx, s: Endpoint) -> Outcome {
     let mut body = mp::map(&hello(&ctx, &s, &[1, 2])?);
     body.push(0xc0);
     refused(

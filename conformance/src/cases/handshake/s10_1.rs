@@ -12,7 +12,7 @@ pub mod admin {
     use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::own_server::served;
-    use crate::kit::own_server::Server;
+    use crate::kit::own_server::OwnServer;
     use crate::kit::own_server::Settings;
     use crate::kit::support::admin::*;
     use sparkwire::messages::Version;
@@ -54,7 +54,7 @@ pub mod admin {
     }
 
     async fn admin_proof_ignored(ctx: Ctx) -> Outcome {
-        let s = Server::start(
+        let s = OwnServer::start(
             &ctx,
             Settings {
                 secret: true,
@@ -104,6 +104,7 @@ pub mod auth {
     use crate::kit::auth::*;
     use crate::kit::client::Start;
     use crate::kit::common::wait;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::auth::*;
     use sparkwire::messages::DeployMessage as D;
     use sparkwire::messages::Version;
@@ -115,8 +116,8 @@ pub mod auth {
     use std::time::Duration;
 
     /// The cases of this section for `s`, an endpoint holding the shared secret.
-    pub fn for_secured(cs: &mut Vec<Case>, s: SecuredServer) {
-        let (name, what) = (s.name, s.what);
+    pub fn for_secured(cs: &mut Vec<Case>, s: Endpoint) {
+        let (name, what) = (s.name, s.change().what);
         cs.push(Case {
             id: "handshake/10.1/challenge".into(),
             level: Level::Must,

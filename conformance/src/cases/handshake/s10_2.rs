@@ -7,8 +7,8 @@ use crate::harness::case::Target;
 use crate::harness::env::Ctx;
 use crate::harness::peer::Conn;
 use crate::harness::verdict::Level;
-use crate::kit::auth::*;
 use crate::kit::client::Start;
+use crate::kit::endpoint::Endpoint;
 use crate::kit::support::auth::*;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::encode_answer;
@@ -20,8 +20,8 @@ use sparkwire::wire::handshake::Role;
 use std::time::Duration;
 
 /// The cases of this section for `s`, an endpoint holding the shared secret.
-pub fn for_secured(cs: &mut Vec<Case>, s: SecuredServer) {
-    let (name, _what) = (s.name, s.what);
+pub fn for_secured(cs: &mut Vec<Case>, s: Endpoint) {
+    let (name, _what) = (s.name, s.change().what);
     cs.push(Case {
         id: "handshake/10.2/no-auth-refused".into(),
         level: Level::Must,

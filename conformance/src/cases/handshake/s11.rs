@@ -10,7 +10,7 @@ use crate::harness::verdict::fail;
 use crate::harness::verdict::Level;
 use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
-use crate::kit::own_server::Server;
+use crate::kit::own_server::OwnServer;
 use crate::kit::own_server::Settings;
 use sparkwire::connection::Connection;
 use sparkwire::connection::ConnectionConfig;
@@ -50,7 +50,7 @@ pub fn cases(cs: &mut Vec<Case>) {
 }
 
 async fn tls(ctx: Ctx) -> Outcome {
-    let s = Server::start(
+    let s = OwnServer::start(
         &ctx,
         Settings {
             tls: true,

@@ -9,13 +9,13 @@ use crate::harness::verdict::check;
 use crate::harness::verdict::Level;
 use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
-use crate::kit::server::*;
+use crate::kit::endpoint::Endpoint;
 use crate::kit::support::server::*;
 use sparkwire::messages::Version;
 
 /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
 /// executor port).
-pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
     let name = s.name;
     cs.push(Case {
         id: "handshake/1.1/limit-inclusive".into(),
@@ -40,8 +40,8 @@ pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
     });
 }
 
-async fn handshake_1_1_limit_inclusive(ctx: Ctx, s: Server) -> Outcome {
-    let mut e = signed(&ctx, mp::hello_entries(&[1, 2], s.good_role.name(), ""))?;
+async fn handshake_1_1_limit_inclusive(ctx: Ctx, s: Endpoint) -> Outcome {
+    let mut e = signed(&ctx, mp::hello_entries(&[1, 2], s.suite_role.name(), ""))?;
     let base = mp::map(&e).len();
     // An id string of n bytes (str32 header: 5 bytes) makes the body exactly 65536.
     let n = 65536 - (base - 1) - 5;
@@ -58,9 +58,9 @@ async fn handshake_1_1_limit_inclusive(ctx: Ctx, s: Server) -> Outcome {
     accepted(ctx.clone(), s, body, Version::V2).await
 }
 
-async fn handshake_1_1_http_get(ctx: Ctx, s: Server) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
-    let mut c = raw(&ctx, &at, s.good_role).await?;
+async fn handshake_1_1_http_get(ctx: Ctx, s: Endpoint) -> Outcome {
+    let at = s.open(ctx.clone()).await?;
+    let mut c = raw(&ctx, &at, s.suite_role).await?;
     c.send_raw(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "an HTTP request")
         .await?;
     c.expect_closed(wait(&ctx), "the connection closed").await

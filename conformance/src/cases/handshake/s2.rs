@@ -10,7 +10,7 @@ pub mod client {
     use crate::harness::peer::Event;
     use crate::harness::verdict::fail;
     use crate::harness::verdict::Level;
-    use crate::kit::client::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::client::*;
     use sparkwire::wire::handshake::Answer;
     use sparkwire::wire::handshake::Refusal;
@@ -18,7 +18,7 @@ pub mod client {
 
     /// The cases of this section for the connecting endpoint `s` (a worker, a driver's application
     /// client, an executor).
-    pub fn for_client(cs: &mut Vec<Case>, s: Client) {
+    pub fn for_client(cs: &mut Vec<Case>, s: Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "handshake/2/waits-for-answer".into(),
@@ -28,7 +28,7 @@ pub mod client {
                 "{name} sends nothing after its hello until it has read the answer"
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
-                let (_run, mut c) = (s.start)(ctx.clone()).await?;
+                let (_run, mut c) = s.start(ctx.clone()).await?;
                 hello(&ctx, &mut c).await?;
                 match c.next(ctx.settings.quiet).await {
                     None => Ok(()),
@@ -79,13 +79,13 @@ pub mod server {
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
-    use crate::kit::server::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::server::*;
     use sparkwire::wire::handshake::Answer;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
-    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+    pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "handshake/2/truncated-hello".into(),
@@ -99,9 +99,9 @@ pub mod server {
         });
     }
 
-    async fn handshake_2_truncated_hello(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
-        let mut c = raw(&ctx, &at, s.good_role).await?;
+    async fn handshake_2_truncated_hello(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
+        let mut c = raw(&ctx, &at, s.suite_role).await?;
         let bytes = frame(&mp::map(&hello(&ctx, &s, &[1, 2])?));
         c.send_raw(
             &bytes[..bytes.len() - 3],

@@ -8,13 +8,13 @@ pub mod client {
     use crate::harness::env::Ctx;
     use crate::harness::verdict::check;
     use crate::harness::verdict::Level;
-    use crate::kit::client::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::client::*;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the connecting endpoint `s` (a worker, a driver's application
     /// client, an executor).
-    pub fn for_client(cs: &mut Vec<Case>, s: Client) {
+    pub fn for_client(cs: &mut Vec<Case>, s: Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "handshake/3/hello".into(),
@@ -27,7 +27,7 @@ pub mod client {
                 s.role.name()
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
-                let (_run, mut c) = (s.start)(ctx.clone()).await?;
+                let (_run, mut c) = s.start(ctx.clone()).await?;
                 let (h, _) = hello(&ctx, &mut c).await?;
                 check(
                     h.role == s.role,
@@ -53,7 +53,7 @@ pub mod client {
                 "{name} writes the hello's keys in the order magic, versions, role, id"
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
-                let (_run, mut c) = (s.start)(ctx.clone()).await?;
+                let (_run, mut c) = s.start(ctx.clone()).await?;
                 let (_, body) = hello(&ctx, &mut c).await?;
                 let mut cur = body.as_slice();
                 let mut keys = Vec::new();
@@ -94,14 +94,14 @@ pub mod server {
     use crate::harness::mp;
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
-    use crate::kit::server::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::server::*;
     use sparkwire::messages::Version;
     use sparkwire::wire::handshake::RefusalReason;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
-    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+    pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "handshake/3/versions-any-order".into(),
@@ -151,38 +151,38 @@ pub mod server {
         });
     }
 
-    async fn handshake_3_versions_any_order(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_3_versions_any_order(ctx: Ctx, s: Endpoint) -> Outcome {
         accepts(ctx, s, &[2, 1]).await
     }
 
-    async fn handshake_3_keys_any_order(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_3_keys_any_order(ctx: Ctx, s: Endpoint) -> Outcome {
         let mut e = hello(&ctx, &s, &[1, 2])?;
         e.reverse();
         accepted(ctx.clone(), s, mp::map(&e), Version::V2).await
     }
 
-    async fn handshake_3_unknown_keys_ignored(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_3_unknown_keys_ignored(ctx: Ctx, s: Endpoint) -> Outcome {
         let mut e = hello(&ctx, &s, &[1, 2])?;
         e.push(("zzzLaterRevisionKey", mp::arr(&[mp::s("x"), mp::u(1)])));
         accepted(ctx.clone(), s, mp::map(&e), Version::V2).await
     }
 
-    async fn handshake_3_empty_id(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_3_empty_id(ctx: Ctx, s: Endpoint) -> Outcome {
         accepted(
             ctx.clone(),
             s.clone(),
             mp::map(&signed(
                 &ctx,
-                mp::hello_entries(&[1, 2], s.good_role.name(), ""),
+                mp::hello_entries(&[1, 2], s.suite_role.name(), ""),
             )?),
             Version::V2,
         )
         .await
     }
 
-    async fn handshake_3_duplicate_key(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_3_duplicate_key(ctx: Ctx, s: Endpoint) -> Outcome {
         let mut e = hello(&ctx, &s, &[1, 2])?;
-        e.push(("role", mp::s(s.good_role.name())));
+        e.push(("role", mp::s(s.suite_role.name())));
         refused(
             ctx.clone(),
             s,

@@ -9,13 +9,13 @@ pub mod client {
     use crate::harness::mp;
     use crate::harness::peer::frame;
     use crate::harness::verdict::Level;
-    use crate::kit::client::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::client::*;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the connecting endpoint `s` (a worker, a driver's application
     /// client, an executor).
-    pub fn for_client(cs: &mut Vec<Case>, s: Client) {
+    pub fn for_client(cs: &mut Vec<Case>, s: Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "handshake/4/duplicate-key".into(),
@@ -26,7 +26,7 @@ pub mod client {
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
                 closes(ctx, s.clone(), |h| {
-                    let mut e = accepted_entries(best(h), s.server_role.name());
+                    let mut e = accepted_entries(best(h), s.suite_role.name());
                     e.push(("version", mp::u(best(h))));
                     frame(&mp::map(&e))
                 })
@@ -41,7 +41,7 @@ pub mod client {
             requirement: format!("{name} ignores keys of the answer it does not know and goes on"),
             body: bind(&s, move |ctx: Ctx, s| async move {
                 proceeds(ctx, s.clone(), |h| {
-                    let mut e = accepted_entries(best(h), s.server_role.name());
+                    let mut e = accepted_entries(best(h), s.suite_role.name());
                     e.push(("zzzLaterRevisionKey", mp::u(1)));
                     Some((
                         e,
@@ -63,7 +63,7 @@ pub mod client {
             requirement: format!("{name} reads the answer's keys in any order and goes on"),
             body: bind(&s, move |ctx: Ctx, s| async move {
                 proceeds(ctx, s.clone(), |h| {
-                    let mut e = accepted_entries(best(h), s.server_role.name());
+                    let mut e = accepted_entries(best(h), s.suite_role.name());
                     e.reverse();
                     Some((
                         e,
@@ -92,13 +92,13 @@ pub mod server {
     use crate::harness::verdict::fail;
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
-    use crate::kit::server::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::server::*;
     use sparkwire::wire::handshake::Answer;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
-    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+    pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         let name = s.name;
         // ---- handshake: acceptance and version choice ----
         cs.push(Case {
@@ -113,9 +113,9 @@ pub mod server {
         });
     }
 
-    async fn handshake_4_accepted(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
-        let mut c = raw(&ctx, &at, s.good_role).await?;
+    async fn handshake_4_accepted(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
+        let mut c = raw(&ctx, &at, s.suite_role).await?;
         let body = mp::map(&hello(&ctx, &s, &[1, 2])?);
         c.send_frame(&body).await?;
         match answer(&ctx, &mut c, &body).await? {
@@ -126,8 +126,8 @@ pub mod server {
                     format!("{a:?}"),
                 )?;
                 check(
-                    a.role == s.server_role,
-                    format!("role {}", s.server_role.name()),
+                    a.role == s.role,
+                    format!("role {}", s.role.name()),
                     a.role.name(),
                 )
             }

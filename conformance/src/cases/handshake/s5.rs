@@ -9,12 +9,12 @@ pub mod client {
     use crate::harness::mp;
     use crate::harness::peer::frame;
     use crate::harness::verdict::Level;
-    use crate::kit::client::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::client::*;
 
     /// The cases of this section for the connecting endpoint `s` (a worker, a driver's application
     /// client, an executor).
-    pub fn for_client(cs: &mut Vec<Case>, s: Client) {
+    pub fn for_client(cs: &mut Vec<Case>, s: Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "handshake/5/unknown-refusal".into(),
@@ -208,14 +208,14 @@ pub mod server {
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
-    use crate::kit::server::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::server::*;
     use sparkwire::wire::handshake::Answer;
     use sparkwire::wire::handshake::RefusalReason;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
-    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+    pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         let name = s.name;
         type Entries = Vec<(&'static str, Vec<u8>)>;
         let malformed_auth: [(&str, &str, Entries); 3] = [
@@ -419,9 +419,9 @@ pub mod server {
         });
     }
 
-    async fn handshake_5_1_oversized_closed(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
-        let mut c = raw(&ctx, &at, s.good_role).await?;
+    async fn handshake_5_1_oversized_closed(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
+        let mut c = raw(&ctx, &at, s.suite_role).await?;
         c.send_raw(
             &(HANDSHAKE_LIMIT as u32 + 1).to_be_bytes(),
             "a prefix declaring 65537 bytes, and no body",
@@ -430,9 +430,9 @@ pub mod server {
         c.expect_closed(wait(&ctx), "the connection closed").await
     }
 
-    async fn handshake_5_1_oversized_refusal(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
-        let mut c = raw(&ctx, &at, s.good_role).await?;
+    async fn handshake_5_1_oversized_refusal(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
+        let mut c = raw(&ctx, &at, s.suite_role).await?;
         c.send_raw(
             &(HANDSHAKE_LIMIT as u32 + 1).to_be_bytes(),
             "a prefix declaring 65537 bytes, and no body",
@@ -444,18 +444,18 @@ pub mod server {
         }
     }
 
-    async fn handshake_5_2_bad_magic(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_5_2_bad_magic(ctx: Ctx, s: Endpoint) -> Outcome {
         let mut e = hello(&ctx, &s, &[1, 2])?;
         e[0].1 = mp::s("sparkwirf");
         refused(ctx.clone(), s, mp::map(&e), &[RefusalReason::BadMagic]).await
     }
 
-    async fn handshake_5_2_no_magic(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_5_2_no_magic(ctx: Ctx, s: Endpoint) -> Outcome {
         let e = hello(&ctx, &s, &[1, 2])?;
         refused(ctx.clone(), s, mp::map(&e[1..]), &[RefusalReason::BadMagic]).await
     }
 
-    async fn handshake_5_2_not_a_map(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_5_2_not_a_map(ctx: Ctx, s: Endpoint) -> Outcome {
         refused(
             ctx.clone(),
             s,
@@ -465,7 +465,7 @@ pub mod server {
         .await
     }
 
-    async fn handshake_5_2_not_msgpack(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_5_2_not_msgpack(ctx: Ctx, s: Endpoint) -> Outcome {
         refused(
             ctx.clone(),
             s,
@@ -475,7 +475,7 @@ pub mod server {
         .await
     }
 
-    async fn handshake_5_2_non_string_key(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_5_2_non_string_key(ctx: Ctx, s: Endpoint) -> Outcome {
         let mut body = mp::map(&hello(&ctx, &s, &[1, 2])?);
         body[0] += 1;
         body.extend_from_slice(&mp::u(7));
@@ -483,7 +483,7 @@ pub mod server {
         refused(ctx.clone(), s, body, &[RefusalReason::BadMagic]).await
     }
 
-    async fn handshake_5_3_versions_wrong_type(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_5_3_versions_wrong_type(ctx: Ctx, s: Endpoint) -> Outcome {
         let mut e = hello(&ctx, &s, &[1, 2])?;
         e[1].1 = mp::s("1,2");
         refused(
@@ -495,7 +495,7 @@ pub mod server {
         .await
     }
 
-    async fn handshake_5_3_role_wrong_type(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_5_3_role_wrong_type(ctx: Ctx, s: Endpoint) -> Outcome {
         let mut e = hello(&ctx, &s, &[1, 2])?;
         e[2].1 = mp::u(3);
         refused(
@@ -507,7 +507,7 @@ pub mod server {
         .await
     }
 
-    async fn handshake_5_6_unknown_role(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_5_6_unknown_role(ctx: Ctx, s: Endpoint) -> Outcome {
         refused(
             ctx.clone(),
             s,
@@ -520,9 +520,9 @@ pub mod server {
         .await
     }
 
-    async fn handshake_5_7_no_common_version(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
-        let mut c = raw(&ctx, &at, s.good_role).await?;
+    async fn handshake_5_7_no_common_version(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
+        let mut c = raw(&ctx, &at, s.suite_role).await?;
         let body = mp::map(&hello(&ctx, &s, &[9, 10])?);
         c.send_frame(&body).await?;
         match answer(&ctx, &mut c, &body).await? {
@@ -539,7 +539,7 @@ pub mod server {
             .await
     }
 
-    async fn handshake_5_3_malformed_and_unknown_role(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_5_3_malformed_and_unknown_role(ctx: Ctx, s: Endpoint) -> Outcome {
         let mut e = signed(
             &ctx,
             mp::hello_entries(&[1, 2], "spark-history-server", "x"),
@@ -557,11 +557,11 @@ pub mod server {
         .await
     }
 
-    async fn handshake_5_4_auth_presence(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_5_4_auth_presence(ctx: Ctx, s: Endpoint) -> Outcome {
         let body = if ctx.settings.secret.is_some() {
-            mp::map(&mp::hello_entries(&[1, 2], s.good_role.name(), "no-auth"))
+            mp::map(&mp::hello_entries(&[1, 2], s.suite_role.name(), "no-auth"))
         } else {
-            let mut e = mp::hello_entries(&[1, 2], s.good_role.name(), "auth");
+            let mut e = mp::hello_entries(&[1, 2], s.suite_role.name(), "auth");
             e.push(("auth", mp::s("hmac-sha256")));
             e.push(("nonce", mp::bin(&[7u8; 32])));
             mp::map(&e)
@@ -574,7 +574,7 @@ pub mod server {
         refused(ctx.clone(), s, body, &[reason]).await
     }
 
-    async fn handshake_5_order_role_before_version(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_5_order_role_before_version(ctx: Ctx, s: Endpoint) -> Outcome {
         refused(
             ctx.clone(),
             s,
@@ -587,7 +587,7 @@ pub mod server {
         .await
     }
 
-    async fn handshake_5_3_missing(ctx: Ctx, s: Server, idx: usize) -> Outcome {
+    async fn handshake_5_3_missing(ctx: Ctx, s: Endpoint, idx: usize) -> Outcome {
         let mut e = hello(&ctx, &s, &[1, 2])?;
         e.remove(idx);
         refused(
@@ -601,10 +601,10 @@ pub mod server {
 
     async fn handshake_5_3_malformed_auth(
         ctx: Ctx,
-        s: Server,
+        s: Endpoint,
         extra: Vec<(&'static str, Vec<u8>)>,
     ) -> Outcome {
-        let mut e = mp::hello_entries(&[1, 2], s.good_role.name(), "auth");
+        let mut e = mp::hello_entries(&[1, 2], s.suite_role.name(), "auth");
         e.extend(extra);
         refused(
             ctx.clone(),

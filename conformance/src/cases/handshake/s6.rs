@@ -10,14 +10,14 @@ pub mod client {
     use crate::harness::peer::frame;
     use crate::harness::verdict::Failure;
     use crate::harness::verdict::Level;
-    use crate::kit::client::*;
     use crate::kit::common::wait;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::client::*;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the connecting endpoint `s` (a worker, a driver's application
     /// client, an executor).
-    pub fn for_client(cs: &mut Vec<Case>, s: Client) {
+    pub fn for_client(cs: &mut Vec<Case>, s: Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "handshake/6/unknown-version-chosen".into(),
@@ -28,7 +28,7 @@ pub mod client {
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
                 closes(ctx, s.clone(), |_| {
-                    frame(&mp::map(&accepted_entries(9, s.server_role.name())))
+                    frame(&mp::map(&accepted_entries(9, s.suite_role.name())))
                 })
                 .await
             }),
@@ -42,13 +42,13 @@ pub mod client {
                 "{name} closes the connection when the answer chooses a known version it did not offer"
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
-                let (_run, mut c) = (s.start)(ctx.clone()).await?;
+                let (_run, mut c) = s.start(ctx.clone()).await?;
                 let (h, _) = hello(&ctx, &mut c).await?;
                 let Some(other) = [1u64, 2].into_iter().find(|v| !h.versions.contains(v)) else {
                     return Err(Failure::Skipped("the endpoint offers both versions".into()));
                 };
                 c.send_raw(
-                    &frame(&mp::map(&accepted_entries(other, s.server_role.name()))),
+                    &frame(&mp::map(&accepted_entries(other, s.suite_role.name()))),
                     "an answer choosing an unoffered version",
                 )
                 .await?;
@@ -71,7 +71,7 @@ pub mod client {
                 proceeds(ctx, s.clone(), |h| {
                     h.versions
                         .contains(&1)
-                        .then(|| (accepted_entries(1, s.server_role.name()), Version::V1))
+                        .then(|| (accepted_entries(1, s.suite_role.name()), Version::V1))
                 })
                 .await
             }),
@@ -88,7 +88,7 @@ pub mod client {
                 proceeds(ctx, s.clone(), |h| {
                     h.versions
                         .contains(&2)
-                        .then(|| (accepted_entries(2, s.server_role.name()), Version::V2))
+                        .then(|| (accepted_entries(2, s.suite_role.name()), Version::V2))
                 })
                 .await
             }),
@@ -107,7 +107,7 @@ pub mod server {
     use crate::harness::verdict::check;
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
-    use crate::kit::server::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::server::*;
     use sparkwire::messages::Version;
     use sparkwire::wire::handshake::Answer;
@@ -115,7 +115,7 @@ pub mod server {
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
-    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+    pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "handshake/6/highest-version".into(),
@@ -172,21 +172,21 @@ pub mod server {
         });
     }
 
-    async fn handshake_6_highest_version(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_6_highest_version(ctx: Ctx, s: Endpoint) -> Outcome {
         accepts(ctx, s, &[1, 2]).await
     }
 
-    async fn handshake_6_unknown_versions_ignored(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_6_unknown_versions_ignored(ctx: Ctx, s: Endpoint) -> Outcome {
         accepts(ctx, s, &[7, 2, 4_294_967_296]).await
     }
 
-    async fn handshake_6_duplicate_versions_ignored(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_6_duplicate_versions_ignored(ctx: Ctx, s: Endpoint) -> Outcome {
         accepts(ctx, s, &[2, 2, 1, 1]).await
     }
 
-    async fn handshake_6_v1_only_peer(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
-        let mut c = raw(&ctx, &at, s.good_role).await?;
+    async fn handshake_6_v1_only_peer(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
+        let mut c = raw(&ctx, &at, s.suite_role).await?;
         let body = mp::map(&hello(&ctx, &s, &[1])?);
         c.send_frame(&body).await?;
         match answer(&ctx, &mut c, &body).await? {
@@ -203,9 +203,9 @@ pub mod server {
         }
     }
 
-    async fn handshake_6_v2_only_peer(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
-        let mut c = raw(&ctx, &at, s.good_role).await?;
+    async fn handshake_6_v2_only_peer(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
+        let mut c = raw(&ctx, &at, s.suite_role).await?;
         let body = mp::map(&hello(&ctx, &s, &[2])?);
         c.send_frame(&body).await?;
         match answer(&ctx, &mut c, &body).await? {

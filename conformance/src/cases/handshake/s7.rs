@@ -9,12 +9,12 @@ pub mod client {
     use crate::harness::mp;
     use crate::harness::peer::frame;
     use crate::harness::verdict::Level;
-    use crate::kit::client::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::client::*;
 
     /// The cases of this section for the connecting endpoint `s` (a worker, a driver's application
     /// client, an executor).
-    pub fn for_client(cs: &mut Vec<Case>, s: Client) {
+    pub fn for_client(cs: &mut Vec<Case>, s: Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "handshake/7/other-family-server".into(),
@@ -47,13 +47,13 @@ pub mod server {
     use crate::harness::mp;
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
-    use crate::kit::server::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::server::*;
     use sparkwire::wire::handshake::RefusalReason;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
-    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+    pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "handshake/7/other-family-role".into(),
@@ -68,7 +68,7 @@ pub mod server {
         });
     }
 
-    async fn handshake_7_other_family_role(ctx: Ctx, s: Server) -> Outcome {
+    async fn handshake_7_other_family_role(ctx: Ctx, s: Endpoint) -> Outcome {
         refused(
             ctx.clone(),
             s.clone(),

@@ -7,12 +7,12 @@ use crate::harness::env::Ctx;
 use crate::harness::mp;
 use crate::harness::peer::frame;
 use crate::harness::verdict::Level;
-use crate::kit::client::*;
+use crate::kit::endpoint::Endpoint;
 use crate::kit::support::client::*;
 
 /// The cases of this section for the connecting endpoint `s` (a worker, a driver's application
 /// client, an executor).
-pub fn for_client(cs: &mut Vec<Case>, s: Client) {
+pub fn for_client(cs: &mut Vec<Case>, s: Endpoint) {
     let name = s.name;
     cs.push(Case {
         id: "handshake/8/bad-magic".into(),
@@ -23,7 +23,7 @@ pub fn for_client(cs: &mut Vec<Case>, s: Client) {
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
             closes(ctx, s.clone(), |h| {
-                let mut e = accepted_entries(best(h), s.server_role.name());
+                let mut e = accepted_entries(best(h), s.suite_role.name());
                 e[0].1 = mp::s("sparkfire");
                 frame(&mp::map(&e))
             })
@@ -50,7 +50,7 @@ pub fn for_client(cs: &mut Vec<Case>, s: Client) {
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
             closes(ctx, s.clone(), |h| {
-                let mut e = accepted_entries(best(h), s.server_role.name());
+                let mut e = accepted_entries(best(h), s.suite_role.name());
                 e.push(("refused", mp::s("badMagic")));
                 frame(&mp::map(&e))
             })
@@ -65,7 +65,7 @@ pub fn for_client(cs: &mut Vec<Case>, s: Client) {
         requirement: format!("{name} closes the connection when an acceptance has no `role`"),
         body: bind(&s, move |ctx: Ctx, s| async move {
             closes(ctx, s.clone(), |h| {
-                let mut e = accepted_entries(best(h), s.server_role.name());
+                let mut e = accepted_entries(best(h), s.suite_role.name());
                 e.remove(3);
                 frame(&mp::map(&e))
             })

@@ -8,13 +8,13 @@ use crate::harness::peer::Conn;
 use crate::harness::verdict::Level;
 use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
-use crate::kit::server::*;
+use crate::kit::endpoint::Endpoint;
 use crate::kit::support::server::*;
 use sparkwire::messages::Version;
 
 /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
 /// executor port).
-pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
     let name = s.name;
     cs.push(Case {
         id: "handshake/9/others-unaffected".into(),
@@ -29,10 +29,10 @@ pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
     });
 }
 
-async fn handshake_9_others_unaffected(ctx: Ctx, s: Server) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
+async fn handshake_9_others_unaffected(ctx: Ctx, s: Endpoint) -> Outcome {
+    let at = s.open(ctx.clone()).await?;
     let mut good = session(&ctx, &s, &at, Version::V2, "good").await?;
-    let mut bad = Conn::connect(at.addr, "bad", s.good_role, &ctx.log).await?;
+    let mut bad = Conn::connect(at.addr, "bad", s.suite_role, &ctx.log).await?;
     bad.send_raw(
         b"\x00\x00\x00\x03\xc1\xc1\xc1",
         "a hello that is not MessagePack",

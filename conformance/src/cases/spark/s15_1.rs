@@ -10,7 +10,7 @@ use crate::harness::verdict::check;
 use crate::harness::verdict::fail;
 use crate::harness::verdict::Level;
 use crate::kit::common::wait;
-use crate::kit::spark::*;
+use crate::kit::endpoint::*;
 use crate::kit::support::spark::*;
 use bytes::Bytes;
 use sparkwire::messages::DeployMessage;
@@ -22,8 +22,8 @@ type D = DeployMessage;
 type BrokenFrame = (&'static str, &'static str, fn() -> Vec<u8>);
 
 /// The cases of this section for `s`, an endpoint listening on Spark's own wire.
-pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
-    let name = s.server.name;
+pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
+    let name = s.name;
     let frames: [BrokenFrame; 3] = [
         (
             "spark/15.1/too-large-frame",
@@ -64,7 +64,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
             "{name} answers two requests that arrive in one TCP segment, each by its id"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let stream = probe_stream(&ctx, &s)?;
             let endpoint = endpoint_of(ctx.settings.target);
@@ -105,7 +105,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
         sharing: Sharing::Alone,
         requirement: format!("{name} reads a request that arrives a few bytes at a time"),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let stream = probe_stream(&ctx, &s)?;
             let endpoint = endpoint_of(ctx.settings.target);
@@ -132,7 +132,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
             and goes on serving the connection"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let endpoint = endpoint_of(ctx.settings.target);
             let garbage = Bytes::from_static(&[0xAC, 0xED, 0x00, 0x05, 0x73, 0x72, 0xFF]);
@@ -158,7 +158,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
             serving the connection"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let endpoint = endpoint_of(ctx.settings.target);
             let garbage = Bytes::from_static(&[0xAC, 0xED, 0x00, 0x05, 0x73, 0x72, 0xFF]);
@@ -188,7 +188,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
                 "{name} closes a connection on which a transport frame arrives {what}"
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
-                let at = (s.server.open)(ctx.clone()).await?;
+                let at = s.open(ctx.clone()).await?;
                 let mut c = bare(&ctx, &s, &at).await?;
                 c.send_spark(&bytes(), "a broken transport frame").await?;
                 c.expect_closed(wait(&ctx), "the connection closed").await

@@ -13,7 +13,7 @@ use crate::harness::verdict::fail;
 use crate::harness::verdict::Level;
 use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
-use crate::kit::spark::*;
+use crate::kit::endpoint::*;
 use crate::kit::support::spark::*;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
@@ -25,8 +25,8 @@ use std::time::Duration;
 type D = DeployMessage;
 
 /// The cases of this section for `s`, an endpoint listening on Spark's own wire.
-pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
-    let name = s.server.name;
+pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
+    let name = s.name;
     cs.push(Case {
         id: "spark/15.2/check-existence".into(),
         level: Level::Must,
@@ -37,7 +37,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
             the endpoint \
             `endpoint-verifier`, with java.lang.Boolean true in an RpcResponse of the same request id"),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let name = endpoint_of(ctx.settings.target);
             let ask = spark_of(&c)?.check_existence(77, name).map_err(|e| fail("a CheckExistence", e))?;
@@ -59,7 +59,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
             "{name} answers CheckExistence of an endpoint name it does not have with false"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let ask = spark_of(&c)?
                 .check_existence(78, "NoSuchEndpoint")
@@ -92,7 +92,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
             gate)"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             probe(&ctx, &s, &mut c, 5).await
         }),
@@ -110,7 +110,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
             serving the connection"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let stream = probe_stream(&ctx, &s)?;
             let bytes = spark_of(&c)?
@@ -141,11 +141,11 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
             goes on serving the connection"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let v = spark_version(&ctx)?;
             let stream = sparkwire::spark::message_stream(
-                &sparkwire::spark::Typed::Deploy((s.not_asked)()),
+                &sparkwire::spark::Typed::Deploy((s.spark().not_asked)()),
                 v,
                 None,
             )
@@ -184,7 +184,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
             opaque)"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             probe(&ctx, &s, &mut c, -5).await
         }),
@@ -198,7 +198,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
         sharing: Sharing::Alone,
         requirement: format!("{name} answers an ask whose request id is 2^63 - 1 with that id"),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             probe(&ctx, &s, &mut c, i64::MAX).await
         }),
@@ -212,7 +212,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
         sharing: Sharing::Alone,
         requirement: format!("{name} answers two asks carrying the same request id, each once"),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             probe(&ctx, &s, &mut c, 6).await?;
             probe(&ctx, &s, &mut c, 6).await
@@ -232,7 +232,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
             // The suite's connections send no sender until they register an endpoint of their own.
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             check(
                 spark_of(&c)?.peer_address().is_some(),
@@ -253,11 +253,11 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: SparkServer) {
             "{name} sends nothing back for a one-way message that has no answer of its own"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
-            let at = (s.server.open)(ctx.clone()).await?;
+            let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let v = spark_version(&ctx)?;
             let stream = sparkwire::spark::message_stream(
-                &sparkwire::spark::Typed::Deploy((s.not_asked)()),
+                &sparkwire::spark::Typed::Deploy((s.spark().not_asked)()),
                 v,
                 None,
             )

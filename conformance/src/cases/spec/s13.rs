@@ -229,6 +229,7 @@ pub mod auth {
     use crate::harness::verdict::fail;
     use crate::harness::verdict::Level;
     use crate::kit::auth::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::auth::*;
     use sparkwire::messages::DeployMessage as D;
     use sparkwire::messages::Version;
@@ -238,8 +239,8 @@ pub mod auth {
     use std::time::Duration;
 
     /// The cases of this section for `s`, an endpoint holding the shared secret.
-    pub fn for_secured(cs: &mut Vec<Case>, s: SecuredServer) {
-        let (name, what) = (s.name, s.what);
+    pub fn for_secured(cs: &mut Vec<Case>, s: Endpoint) {
+        let (name, what) = (s.name, s.change().what);
         cs.push(Case {
             id: "spec/13/nothing-before-proof".into(),
             level: Level::Must,
@@ -258,7 +259,7 @@ pub mod auth {
             ..Case::default()
         });
         cs.push(Case {
-            id: format!("spec/13/unauthenticated-{}", s.change_case),
+            id: format!("spec/13/unauthenticated-{}", s.change().case),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             timeout: Duration::from_secs(10),

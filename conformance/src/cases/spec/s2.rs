@@ -49,13 +49,13 @@ pub mod server {
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
-    use crate::kit::server::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::server::*;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
-    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+    pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         let name = s.name;
         // ---- framing after the handshake ----
         cs.push(Case {
@@ -156,7 +156,7 @@ pub mod server {
         });
     }
 
-    async fn spec_2_size_limit(ctx: Ctx, s: Server) -> Outcome {
+    async fn spec_2_size_limit(ctx: Ctx, s: Endpoint) -> Outcome {
         closes_after(
             ctx,
             s,
@@ -167,8 +167,8 @@ pub mod server {
         .await
     }
 
-    async fn spec_2_truncated_frame(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn spec_2_truncated_frame(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
         let f = frame(&mp::arr(&[mp::u(1), mp::u(5), s.probe_body(false)]));
         c.send_raw(&f[..f.len() - 2], "an ask missing its last 2 bytes")
@@ -187,7 +187,7 @@ pub mod server {
         }
     }
 
-    async fn spec_2_trailing_bytes(ctx: Ctx, s: Server) -> Outcome {
+    async fn spec_2_trailing_bytes(ctx: Ctx, s: Endpoint) -> Outcome {
         let mut body = mp::arr(&[mp::u(1), mp::u(5), s.probe_body(false)]);
         body.push(0xc0);
         closes_after(
@@ -200,7 +200,7 @@ pub mod server {
         .await
     }
 
-    async fn spec_2_nesting_depth(ctx: Ctx, s: Server) -> Outcome {
+    async fn spec_2_nesting_depth(ctx: Ctx, s: Endpoint) -> Outcome {
         closes_after(
             ctx,
             s.clone(),
@@ -211,8 +211,8 @@ pub mod server {
         .await
     }
 
-    async fn spec_2_nesting_64_accepted(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn spec_2_nesting_64_accepted(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
         c.send_frame(&nested_probe(&s, 64)).await?;
         expect_reply(
@@ -224,7 +224,7 @@ pub mod server {
         .await
     }
 
-    async fn spec_2_nesting_1000(ctx: Ctx, s: Server) -> Outcome {
+    async fn spec_2_nesting_1000(ctx: Ctx, s: Endpoint) -> Outcome {
         closes_after(
             ctx,
             s.clone(),
@@ -235,20 +235,23 @@ pub mod server {
         .await
     }
 
-    async fn spec_2_extension_type(ctx: Ctx, s: Server) -> Outcome {
+    async fn spec_2_extension_type(ctx: Ctx, s: Endpoint) -> Outcome {
         let body = mp::arr(&[
             mp::u(1),
             mp::u(5),
-            mp::map(&[(s.probe.0, mp::map(&[("x", vec![0xd4, 0x01, 0x00])]))]),
+            mp::map(&[(
+                s.messages().probe.0,
+                mp::map(&[("x", vec![0xd4, 0x01, 0x00])]),
+            )]),
         ]);
         closes_after(ctx, s, Version::V2, frame(&body), "an ask holding fixext 1").await
     }
 
-    async fn spec_2_reserved_marker(ctx: Ctx, s: Server) -> Outcome {
+    async fn spec_2_reserved_marker(ctx: Ctx, s: Endpoint) -> Outcome {
         closes_after(ctx, s, Version::V2, frame(&[0x92, 0x00, 0xc1]), "[0, 0xc1]").await
     }
 
-    async fn spec_2_count_past_end(ctx: Ctx, s: Server) -> Outcome {
+    async fn spec_2_count_past_end(ctx: Ctx, s: Endpoint) -> Outcome {
         closes_after(
             ctx,
             s,

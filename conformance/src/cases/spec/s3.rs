@@ -12,13 +12,13 @@ use crate::harness::verdict::fail;
 use crate::harness::verdict::Level;
 use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
-use crate::kit::server::*;
+use crate::kit::endpoint::Endpoint;
 use crate::kit::support::server::*;
 use sparkwire::messages::Version;
 
 /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
 /// executor port).
-pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
     let name = s.name;
     cs.push(Case {
         id: "spec/3/bad-envelope-tag".into(),
@@ -109,12 +109,12 @@ pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
     });
 }
 
-async fn spec_3_bad_envelope_tag(ctx: Ctx, s: Server) -> Outcome {
+async fn spec_3_bad_envelope_tag(ctx: Ctx, s: Endpoint) -> Outcome {
     let body = mp::arr(&[mp::u(4), mp::u(5), s.probe_body(false)]);
     closes_after(ctx, s, Version::V2, frame(&body), "an envelope tagged 4").await
 }
 
-async fn spec_3_bad_envelope_length(ctx: Ctx, s: Server) -> Outcome {
+async fn spec_3_bad_envelope_length(ctx: Ctx, s: Endpoint) -> Outcome {
     closes_after(
         ctx,
         s,
@@ -125,7 +125,7 @@ async fn spec_3_bad_envelope_length(ctx: Ctx, s: Server) -> Outcome {
     .await
 }
 
-async fn spec_3_envelope_not_array(ctx: Ctx, s: Server) -> Outcome {
+async fn spec_3_envelope_not_array(ctx: Ctx, s: Endpoint) -> Outcome {
     closes_after(
         ctx,
         s.clone(),
@@ -136,9 +136,9 @@ async fn spec_3_envelope_not_array(ctx: Ctx, s: Server) -> Outcome {
     .await
 }
 
-async fn spec_3_message_not_one_entry_map(ctx: Ctx, s: Server) -> Outcome {
+async fn spec_3_message_not_one_entry_map(ctx: Ctx, s: Endpoint) -> Outcome {
     let m = mp::map(&[
-        (s.probe.0, mp::map(&(s.probe.1)())),
+        (s.messages().probe.0, mp::map(&(s.messages().probe.1)())),
         ("Other", mp::map(&[])),
     ]);
     closes_after(
@@ -151,14 +151,14 @@ async fn spec_3_message_not_one_entry_map(ctx: Ctx, s: Server) -> Outcome {
     .await
 }
 
-async fn spec_3_ask_id_u64(ctx: Ctx, s: Server) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
+async fn spec_3_ask_id_u64(ctx: Ctx, s: Endpoint) -> Outcome {
+    let at = s.open(ctx.clone()).await?;
     let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
     probe(&ctx, &s, &mut c, u64::MAX).await
 }
 
-async fn spec_3_reply_once(ctx: Ctx, s: Server) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
+async fn spec_3_reply_once(ctx: Ctx, s: Endpoint) -> Outcome {
+    let at = s.open(ctx.clone()).await?;
     let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
     probe(&ctx, &s, &mut c, 3).await?;
     let quiet = ctx.settings.quiet;
@@ -175,15 +175,15 @@ async fn spec_3_reply_once(ctx: Ctx, s: Server) -> Outcome {
     }
 }
 
-async fn spec_3_id_reuse_after_reply(ctx: Ctx, s: Server) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
+async fn spec_3_id_reuse_after_reply(ctx: Ctx, s: Endpoint) -> Outcome {
+    let at = s.open(ctx.clone()).await?;
     let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
     probe(&ctx, &s, &mut c, 4).await?;
     probe(&ctx, &s, &mut c, 4).await
 }
 
-async fn spec_3_asks_answered_by_id(ctx: Ctx, s: Server) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
+async fn spec_3_asks_answered_by_id(ctx: Ctx, s: Endpoint) -> Outcome {
+    let at = s.open(ctx.clone()).await?;
     let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
     let mut bytes = Vec::new();
     for id in [11u64, 12, 13] {
@@ -213,8 +213,8 @@ async fn spec_3_asks_answered_by_id(ctx: Ctx, s: Server) -> Outcome {
     )
 }
 
-async fn spec_3_unknown_reply(ctx: Ctx, s: Server) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
+async fn spec_3_unknown_reply(ctx: Ctx, s: Endpoint) -> Outcome {
+    let at = s.open(ctx.clone()).await?;
     let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
     c.send_frame(&mp::arr(&[
         mp::u(2),

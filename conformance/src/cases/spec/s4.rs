@@ -12,13 +12,13 @@ pub mod server {
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
-    use crate::kit::server::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::server::*;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
-    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+    pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         let name = s.name;
         // Only where the message is on its route from `good_role` (a worker's UI takes no message
         // with fields: its decoder is checked on its master's connection, spec/11/live/…).
@@ -26,9 +26,9 @@ pub mod server {
             .messages
             .iter()
             .any(|d| {
-                d.name == s.bad_fields.0
-                    && d.from.iter().any(|r| r == s.good_role.name())
-                    && d.to.iter().any(|r| r == s.server_role.name())
+                d.name == s.messages().bad_fields.0
+                    && d.from.iter().any(|r| r == s.suite_role.name())
+                    && d.to.iter().any(|r| r == s.role.name())
             });
         cs.push(Case {
             id: "spec/4/unknown-message".into(),
@@ -77,7 +77,7 @@ pub mod server {
         });
     }
 
-    async fn spec_4_unknown_message(ctx: Ctx, s: Server) -> Outcome {
+    async fn spec_4_unknown_message(ctx: Ctx, s: Endpoint) -> Outcome {
         let m = mp::map(&[("RegisterBlockManager", mp::map(&[]))]);
         closes_after(
             ctx,
@@ -89,8 +89,8 @@ pub mod server {
         .await
     }
 
-    async fn spec_4_not_in_version(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn spec_4_not_in_version(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let mut c = match session(&ctx, &s, &at, Version::V1, "suite").await {
             Ok(c) => c,
             Err(_) => {
@@ -99,7 +99,7 @@ pub mod server {
                 ))
             }
         };
-        let m = mp::map(&[(s.v2_only.0, mp::map(&(s.v2_only.1)()))]);
+        let m = mp::map(&[(s.messages().v2_only.0, mp::map(&(s.messages().v2_only.1)()))]);
         c.send_raw(
             &frame(&mp::arr(&[mp::u(1), mp::u(5), m])),
             "an ask of a version 2 message",
@@ -108,21 +108,24 @@ pub mod server {
         c.expect_closed(wait(&ctx), "the connection closed").await
     }
 
-    async fn spec_4_unknown_field_skipped(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn spec_4_unknown_field_skipped(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let mut c = session(&ctx, &s, &at, Version::V2, "suite").await?;
         c.send_frame(&mp::arr(&[mp::u(1), mp::u(9), s.probe_body(true)]))
             .await?;
         expect_reply(&ctx, &mut c, 9, "a reply to the ask (id 9)").await
     }
 
-    async fn spec_4_invalid_fields(ctx: Ctx, s: Server) -> Outcome {
-        let m = mp::map(&[(s.bad_fields.0, mp::map(&(s.bad_fields.1)()))]);
+    async fn spec_4_invalid_fields(ctx: Ctx, s: Endpoint) -> Outcome {
+        let m = mp::map(&[(
+            s.messages().bad_fields.0,
+            mp::map(&(s.messages().bad_fields.1)()),
+        )]);
         closes_after(
             ctx,
             s.clone(),
             Version::V2,
-            frame(&as_its_kind(s.bad_fields.0, m)),
+            frame(&as_its_kind(s.messages().bad_fields.0, m)),
             "a message with a mistyped field",
         )
         .await

@@ -10,13 +10,13 @@ pub mod server {
     use crate::harness::peer::frame;
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
-    use crate::kit::server::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::server::*;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
-    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+    pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "spec/4.1/fields-as-array".into(),
@@ -31,9 +31,12 @@ pub mod server {
         });
     }
 
-    async fn spec_4_1_fields_as_array(ctx: Ctx, s: Server) -> Outcome {
-        let fields: Vec<Vec<u8>> = (s.probe.1)().into_iter().map(|(_, v)| v).collect();
-        let m = mp::map(&[(s.probe.0, mp::arr(&fields))]);
+    async fn spec_4_1_fields_as_array(ctx: Ctx, s: Endpoint) -> Outcome {
+        let fields: Vec<Vec<u8>> = (s.messages().probe.1)()
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        let m = mp::map(&[(s.messages().probe.0, mp::arr(&fields))]);
         closes_after(
             ctx,
             s,

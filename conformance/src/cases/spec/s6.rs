@@ -8,13 +8,13 @@ use crate::harness::mp;
 use crate::harness::peer::frame;
 use crate::harness::verdict::Level;
 use crate::harness::verdict::Outcome;
-use crate::kit::server::*;
+use crate::kit::endpoint::Endpoint;
 use crate::kit::support::server::*;
 use sparkwire::messages::Version;
 
 /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
 /// executor port).
-pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
     let name = s.name;
     cs.push(Case {
         id: "spec/6/local-message".into(),
@@ -29,8 +29,8 @@ pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
     });
 }
 
-async fn spec_6_local_message(ctx: Ctx, s: Server) -> Outcome {
-    let m = mp::map(&[(s.local, mp::map(&[]))]);
+async fn spec_6_local_message(ctx: Ctx, s: Endpoint) -> Outcome {
+    let m = mp::map(&[(s.messages().local, mp::map(&[]))]);
     closes_after(
         ctx,
         s.clone(),

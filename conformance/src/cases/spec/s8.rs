@@ -115,7 +115,7 @@ pub mod limits {
     }
 
     async fn idle_unregistered(ctx: Ctx) -> Outcome {
-        let s = Server::start(&ctx, idle_server(), &["idle_timeout"]).await?;
+        let s = OwnServer::start(&ctx, idle_server(), &["idle_timeout"]).await?;
         let (mut quiet, cr) = s
             .open(&ctx, Role::Worker, "unregistered-worker", None)
             .await?;
@@ -127,7 +127,7 @@ pub mod limits {
     }
 
     async fn idle_ui_between_requests(ctx: Ctx) -> Outcome {
-        let s = Server::start(&ctx, idle_server(), &["idle_timeout"]).await?;
+        let s = OwnServer::start(&ctx, idle_server(), &["idle_timeout"]).await?;
         let (mut ui, cr) = s.open(&ctx, Role::Ui, "ui-between-requests", None).await?;
         served(&ctx, &mut ui, 1).await?;
         let busy = busy_ui(&ctx, &s, Duration::from_secs(SHORT * 2));
@@ -138,7 +138,7 @@ pub mod limits {
     }
 
     async fn registered_kept(ctx: Ctx) -> Outcome {
-        let s = Server::start(&ctx, idle_server(), &["idle_timeout"]).await?;
+        let s = OwnServer::start(&ctx, idle_server(), &["idle_timeout"]).await?;
         let n = unique();
         let port = 20000 + (n % 40000) as i32;
         let id = format!("worker-20250101120000-127.0.0.1-{port}-{n}");
@@ -213,7 +213,7 @@ pub mod limits {
     }
 
     async fn frame_timed_out(ctx: Ctx) -> Outcome {
-        let s = Server::start(
+        let s = OwnServer::start(
             &ctx,
             Settings {
                 frame_read_timeout: SHORT,
@@ -245,7 +245,7 @@ pub mod limits {
     const ANSWERS_ALLOWED: u32 = 64;
 
     async fn slow_consumer(ctx: Ctx) -> Outcome {
-        let s = Server::start(
+        let s = OwnServer::start(
             &ctx,
             Settings {
                 max_queued_bytes: 64 * 1024,
@@ -391,13 +391,13 @@ pub mod server {
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
-    use crate::kit::server::*;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::server::*;
     use sparkwire::messages::Version;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
-    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+    pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "spec/8/others-unaffected".into(),
@@ -412,8 +412,8 @@ pub mod server {
         });
     }
 
-    async fn spec_8_others_unaffected(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn spec_8_others_unaffected(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let mut good = session(&ctx, &s, &at, Version::V2, "good").await?;
         let mut bad = session(&ctx, &s, &at, Version::V2, "bad").await?;
         bad.send_raw(&frame(&[0x92, 0x00, 0xc1]), "[0, 0xc1]")
@@ -526,7 +526,7 @@ pub mod points {
     use crate::kit::master::app_desc;
     use crate::kit::own_server::after;
     use crate::kit::own_server::closed_by_limit;
-    use crate::kit::own_server::Server;
+    use crate::kit::own_server::OwnServer;
     use crate::kit::own_server::Settings;
     use crate::kit::own_server::SHORT;
     use crate::kit::support::open_points::*;
@@ -574,7 +574,7 @@ pub mod points {
     }
 
     async fn answer_over_frame_limit(ctx: Ctx) -> Outcome {
-        let s = Server::start(
+        let s = OwnServer::start(
             &ctx,
             Settings {
                 max_frame_bytes: SMALL_FRAME_LIMIT,
@@ -650,7 +650,7 @@ pub mod points {
     }
 
     async fn idle_driver_client_between_polls(ctx: Ctx) -> Outcome {
-        let s = Server::start(
+        let s = OwnServer::start(
             &ctx,
             Settings {
                 idle_timeout: SHORT,

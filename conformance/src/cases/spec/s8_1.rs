@@ -14,10 +14,10 @@ pub mod client {
     use crate::harness::verdict::Failure;
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
-    use crate::kit::client::*;
     use crate::kit::common::close_of;
     use crate::kit::common::closed_without_envelope;
     use crate::kit::common::wait;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::support::client::*;
     use sparkwire::messages::Version;
     use sparkwire::wire::handshake::Role;
@@ -27,7 +27,7 @@ pub mod client {
 
     /// The cases of this section for the connecting endpoint `s` (a worker, a driver's application
     /// client, an executor).
-    pub fn for_client(cs: &mut Vec<Case>, s: Client) {
+    pub fn for_client(cs: &mut Vec<Case>, s: Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "spec/8.1/client-close-reason".into(),
@@ -38,13 +38,13 @@ pub mod client {
                 kind UnknownMessage as its last frame before it closes the connection on a message its family does not \
                     have"),
             body: bind(&s, move |ctx: Ctx, s| async move {
-                let (_run, mut c) = (s.start)(ctx.clone()).await?;
+                let (_run, mut c) = s.start(ctx.clone()).await?;
                 let (h, _) = hello(&ctx, &mut c).await?;
                 if !h.offers(CLOSE_REASON) {
                     return Err(Failure::Skipped("the endpoint does not offer closeReason".into()));
                 }
                 let v = best(&h);
-                let mut answer = accepted_entries(v, s.server_role.name());
+                let mut answer = accepted_entries(v, s.suite_role.name());
                 answer.push(("features", mp::arr(&[mp::s(CLOSE_REASON)])));
                 c.send_raw(&frame(&mp::map(&answer)), "the suite's answer, taking closeReason").await?;
                 c.version = Version::from_number(v);
@@ -146,8 +146,8 @@ pub mod client {
         }
     }
 
-    async fn no_close_envelope_unoffered(ctx: Ctx, s: Client) -> Outcome {
-        let (_run, mut c) = (s.start)(ctx.clone()).await?;
+    async fn no_close_envelope_unoffered(ctx: Ctx, s: Endpoint) -> Outcome {
+        let (_run, mut c) = s.start(ctx.clone()).await?;
         let h = c.read_hello(wait(&ctx) * 3).await?;
         // Taking no feature, with a secret too (the crate's server side takes what it knows).
         crate::kit::closes::accept_with_features(
@@ -171,7 +171,7 @@ pub mod client {
         .await
     }
 
-    async fn no_close_envelope_on_shutdown(ctx: Ctx, s: Client) -> Outcome {
+    async fn no_close_envelope_on_shutdown(ctx: Ctx, s: Endpoint) -> Outcome {
         let (mut run, mut c) = taking_close_reason(&ctx, &s).await?;
         if run.process.is_none() {
             return Err(Failure::Skipped(
@@ -187,7 +187,7 @@ pub mod client {
         .await
     }
 
-    async fn bad_reply_close_kind(ctx: Ctx, s: Client) -> Outcome {
+    async fn bad_reply_close_kind(ctx: Ctx, s: Endpoint) -> Outcome {
         let (run, mut c, first) = taking_close_reason_first(&ctx, &s).await?;
         let id = if s.role == Role::Worker {
             // The worker asks only in version 2, ExecutorStateChanged, for an executor it launched.
@@ -245,7 +245,7 @@ pub mod client {
         check(reason.kind == "BadEnvelope", want, format!("{reason:?}"))
     }
 
-    async fn client_unknown_ask_close_kind(ctx: Ctx, s: Client) -> Outcome {
+    async fn client_unknown_ask_close_kind(ctx: Ctx, s: Endpoint) -> Outcome {
         let (_run, mut c) = taking_close_reason(&ctx, &s).await?;
         c.send_frame(&mp::arr(&[
             mp::u(2),
@@ -426,12 +426,13 @@ pub mod server {
     use crate::harness::verdict::Failure;
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::server::*;
     use crate::kit::support::server::*;
 
     /// The cases of this section for the listening endpoint `s` (a master, a worker's UI port, a driver's
     /// executor port).
-    pub fn for_server(cs: &mut Vec<Case>, s: &Server) {
+    pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "spec/8.1/close-reason-decoding".into(),
@@ -458,17 +459,18 @@ pub mod server {
         });
     }
 
-    async fn spec_8_1_close_reason_decoding(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn spec_8_1_close_reason_decoding(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let Some(mut c) = session_offering_close_reason(&ctx, &s, &at).await? else {
             return Err(Failure::Skipped(
                 "the endpoint does not take closeReason".into(),
             ));
         };
-        let fields = (s.bad_fields.1)();
+        let fields = (s.messages().bad_fields.1)();
         let field = fields.first().map_or("", |(name, _)| *name);
-        let m = mp::map(&[(s.bad_fields.0, mp::map(&fields))]);
-        c.send_frame(&as_its_kind(s.bad_fields.0, m)).await?;
+        let m = mp::map(&[(s.messages().bad_fields.0, mp::map(&fields))]);
+        c.send_frame(&as_its_kind(s.messages().bad_fields.0, m))
+            .await?;
         let want = format!("a close envelope of kind InvalidFields at {field}, then the close");
         let reason = close_envelope(&ctx, &mut c, &want).await?;
         check(
@@ -480,19 +482,22 @@ pub mod server {
         )
     }
 
-    async fn spec_8_1_close_reason_refusal(ctx: Ctx, s: Server) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn spec_8_1_close_reason_refusal(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let Some(mut c) = session_offering_close_reason(&ctx, &s, &at).await? else {
             return Err(Failure::Skipped(
                 "the endpoint does not take closeReason".into(),
             ));
         };
-        let m = mp::map(&[(s.off_route.0, mp::map(&(s.off_route.1)()))]);
+        let m = mp::map(&[(
+            s.messages().off_route.0,
+            mp::map(&(s.messages().off_route.1)()),
+        )]);
         c.send_frame(&mp::arr(&[mp::u(0), m])).await?;
         let want = format!(
             "a close envelope of kind NotOnRoute or RuleViolation after a {} from a {}",
-            s.off_route.0,
-            s.good_role.name()
+            s.messages().off_route.0,
+            s.suite_role.name()
         );
         let reason = close_envelope(&ctx, &mut c, &want).await?;
         check(
@@ -611,6 +616,7 @@ pub mod closes {
     use crate::kit::common::close_of;
     use crate::kit::common::closed_without_envelope;
     use crate::kit::common::wait;
+    use crate::kit::endpoint::Endpoint;
     use crate::kit::replay::slug;
     use crate::kit::server::close_envelope;
     use crate::kit::support::spec8_closes::*;
@@ -699,7 +705,7 @@ pub mod closes {
     }
 
     /// The cases of this section for `s`, an endpoint that serves the suite's connections.
-    pub(crate) fn for_served(cs: &mut Vec<Case>, s: Served) {
+    pub(crate) fn for_served(cs: &mut Vec<Case>, s: Endpoint) {
         let name = s.name;
         cs.push(Case {
             id: "spec/8.1/refused-ask-failure".into(),
@@ -713,7 +719,7 @@ pub mod closes {
                         carrying \
                         that className and a message, and then answers {} on the same connection (a master or worker \
                             validating rules.md MAY close instead, with a close envelope of kind \
-                                RuleViolation)", s.refused, s.role.name(), s.probe.0),
+                                RuleViolation)", s.messages().refused, s.suite_role.name(), s.messages().probe.0),
             body: bind(&s, refused_ask_failure),
             ..Case::default()
         });
@@ -790,16 +796,16 @@ pub mod closes {
     }
 
     /// The close envelope `last` holds, if it is one.
-    async fn refused_ask_failure(ctx: Ctx, s: Served) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn refused_ask_failure(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let v = highest(&ctx);
         let mut c = taking_close_reason(&ctx, &s, &at, v).await?;
-        c.send_frame(&sample_ask(s.family, s.refused, 41, v)?)
+        c.send_frame(&sample_ask(s.family, s.messages().refused, 41, v)?)
             .await?;
         let want = format!(
         "a failure for ask 41 ({} from a {}) with className {OFF_ROUTE_CLASS} and a message, the connection open",
-        s.refused,
-        s.role.name()
+        s.messages().refused,
+        s.suite_role.name()
     );
         match answer_to(&ctx, &mut c, 41, &want).await? {
             Answered::Failure(e) => {
@@ -811,10 +817,13 @@ pub mod closes {
                 let probe = mp::arr(&[
                     mp::u(1),
                     mp::u(42),
-                    mp::map(&[(s.probe.0, mp::map(&(s.probe.1)()))]),
+                    mp::map(&[(s.messages().probe.0, mp::map(&(s.messages().probe.1)()))]),
                 ]);
                 c.send_frame(&probe).await?;
-                let next = format!("a reply to {} (ask 42) after the failure", s.probe.0);
+                let next = format!(
+                    "a reply to {} (ask 42) after the failure",
+                    s.messages().probe.0
+                );
                 match answer_to(&ctx, &mut c, 42, &next).await? {
                     Answered::Reply => Ok(()),
                     Answered::Failure(e) => Err(fail(next, format!("a failure: {}", e.message))),
@@ -833,8 +842,8 @@ pub mod closes {
         }
     }
 
-    async fn takes_unknown_kind(ctx: Ctx, s: Served) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn takes_unknown_kind(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let mut c = taking_close_reason(&ctx, &s, &at, highest(&ctx)).await?;
         c.send_frame(&mp::arr(&[
             mp::u(4),
@@ -854,8 +863,8 @@ pub mod closes {
         .await
     }
 
-    async fn unknown_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn unknown_ask_close_kind(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let mut c = taking_close_reason(&ctx, &s, &at, highest(&ctx)).await?;
         c.send_frame(&mp::arr(&[
             mp::u(2),
@@ -866,7 +875,7 @@ pub mod closes {
         let probe = mp::arr(&[
             mp::u(1),
             mp::u(6),
-            mp::map(&[(s.probe.0, mp::map(&(s.probe.1)()))]),
+            mp::map(&[(s.messages().probe.0, mp::map(&(s.messages().probe.1)()))]),
         ]);
         c.send_frame(&probe).await?;
         let want = "the reply to ask 6 (the unknown reply ignored), or a close envelope of kind UnknownAsk (or, \
@@ -886,13 +895,13 @@ pub mod closes {
         }
     }
 
-    async fn duplicate_ask_close_kind(ctx: Ctx, s: Served) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn duplicate_ask_close_kind(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let mut c = taking_close_reason(&ctx, &s, &at, highest(&ctx)).await?;
         let probe = frame(&mp::arr(&[
             mp::u(1),
             mp::u(7),
-            mp::map(&[(s.probe.0, mp::map(&(s.probe.1)()))]),
+            mp::map(&[(s.messages().probe.0, mp::map(&(s.messages().probe.1)()))]),
         ]));
         let mut twice = probe.clone();
         twice.extend_from_slice(&probe);
@@ -926,8 +935,8 @@ pub mod closes {
         Ok(())
     }
 
-    async fn close_offset(ctx: Ctx, s: Served) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn close_offset(ctx: Ctx, s: Endpoint) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let v = highest(&ctx);
         let mut c = taking_close_reason(&ctx, &s, &at, v).await?;
         let (body, first, offset) = offset_frame(&s)?;
@@ -942,8 +951,8 @@ pub mod closes {
         )
     }
 
-    async fn close_kind(ctx: Ctx, s: Served, k: Kind) -> Outcome {
-        let at = (s.open)(ctx.clone()).await?;
+    async fn close_kind(ctx: Ctx, s: Endpoint, k: Kind) -> Outcome {
+        let at = s.open(ctx.clone()).await?;
         let v = if k.version == Version::V1 {
             Version::V1
         } else {

@@ -10,7 +10,7 @@ use crate::harness::verdict::fail;
 use crate::harness::verdict::Failure;
 use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
-use crate::kit::own_server::Server;
+use crate::kit::own_server::OwnServer;
 use crate::kit::own_server::Settings;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Family;
@@ -19,8 +19,8 @@ use sparkwire::wire::Envelope;
 
 pub(crate) type D = DeployMessage;
 
-pub(crate) async fn admin_server(ctx: &Ctx) -> Result<Server, Failure> {
-    Server::start(
+pub(crate) async fn admin_server(ctx: &Ctx) -> Result<OwnServer, Failure> {
+    OwnServer::start(
         ctx,
         Settings {
             secret: true,

@@ -10,7 +10,7 @@
 use crate::harness::case::bind;
 use crate::harness::case::Body;
 use crate::harness::env::Ctx;
-use crate::harness::env::Endpoint;
+use crate::harness::env::Site;
 use crate::harness::peer::Conn;
 use crate::harness::peer::Event;
 use crate::harness::verdict::check;
@@ -21,6 +21,7 @@ use crate::kit::auth::*;
 use crate::kit::client::Start;
 use crate::kit::common::unique;
 use crate::kit::common::wait;
+use crate::kit::endpoint::{Change, Endpoint, Reach};
 use crate::kit::master::register_worker_msg;
 use crate::kit::master::state;
 use crate::kit::server::Listening;
@@ -49,7 +50,7 @@ use std::sync::Arc;
 
 pub(crate) fn master_addr(ctx: &Ctx) -> Result<SocketAddr, Failure> {
     match &ctx.settings.endpoint {
-        Endpoint::Addr(a) => Ok(*a),
+        Site::Addr(a) => Ok(*a),
         _ => Err(Failure::Skipped("the master target needs --addr".into())),
     }
 }
@@ -194,17 +195,17 @@ pub(crate) async fn unchanged(g: &Guarded, what: &str) -> Outcome {
 
 /// A body run against the secured server `s`, given the endpoint's secret and the server opened
 /// (skipped when the suite was not given the secret).
-pub(crate) fn secured<F, Fut>(s: &SecuredServer, body: F) -> Body
+pub(crate) fn secured<F, Fut>(s: &Endpoint, body: F) -> Body
 where
     F: Fn(Ctx, Secret, Guarded) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Outcome> + Send + 'static,
 {
     let body = std::sync::Arc::new(body);
-    bind(s, move |ctx: Ctx, s: SecuredServer| {
+    bind(s, move |ctx: Ctx, s: Endpoint| {
         let body = std::sync::Arc::clone(&body);
         async move {
             let k = secret(&ctx)?;
-            let mut g = (s.open)(ctx.clone()).await?;
+            let mut g = s.open_guarded(ctx.clone()).await?;
             // The endpoint runs while its guard lives: kept here to the body's end, whichever
             // parts of `g` the body's closure captures (a copy of its address drops the rest).
             let guard = std::mem::replace(&mut g.at.guard, Box::new(()));
@@ -216,9 +217,14 @@ where
 }
 
 /// The master as the authentication cases check it: the suite registers a worker on it.
-pub fn master_secured() -> SecuredServer {
-    SecuredServer {
-        open: Arc::new(|ctx: Ctx| {
+pub fn master_secured() -> Endpoint {
+    Endpoint {
+        name: "a master",
+        family: "deploy",
+        role: Role::Master,
+        suite_role: Role::Worker,
+        other_family_role: Role::Executor,
+        reach: Reach::Guarded(Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 let addr = master_addr(&ctx)?;
                 let id = worker_id();
@@ -239,10 +245,13 @@ pub fn master_secured() -> SecuredServer {
                     seen,
                 })
             })
+        })),
+        messages: None,
+        change: Some(Change {
+            what: "RegisterWorker",
+            case: "register",
         }),
-        name: "a master",
-        what: "RegisterWorker",
-        change_case: "register",
+        spark: None,
     }
 }
 

@@ -9,8 +9,8 @@ use crate::harness::peer::Conn;
 use crate::harness::verdict::check;
 use crate::harness::verdict::Failure;
 use crate::harness::verdict::Outcome;
-use crate::kit::client::*;
 use crate::kit::common::wait;
+use crate::kit::endpoint::Endpoint;
 use crate::kit::spawned::Run;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::Hello;
@@ -51,8 +51,8 @@ pub(crate) fn best(h: &Hello) -> u64 {
 }
 
 /// Answers the hello with `body` and expects the endpoint to close the connection.
-pub(crate) async fn closes(ctx: Ctx, s: Client, body: impl FnOnce(&Hello) -> Vec<u8>) -> Outcome {
-    let (_run, mut c) = (s.start)(ctx.clone()).await?;
+pub(crate) async fn closes(ctx: Ctx, s: Endpoint, body: impl FnOnce(&Hello) -> Vec<u8>) -> Outcome {
+    let (_run, mut c) = s.start(ctx.clone()).await?;
     let (h, _) = hello(&ctx, &mut c).await?;
     let b = body(&h);
     c.send_raw(&b, "the suite's answer").await?;
@@ -67,10 +67,10 @@ pub(crate) async fn closes(ctx: Ctx, s: Client, body: impl FnOnce(&Hello) -> Vec
 /// an envelope that decodes at `version`.
 pub(crate) async fn proceeds(
     ctx: Ctx,
-    s: Client,
+    s: Endpoint,
     entries: impl FnOnce(&Hello) -> Option<(Vec<(&'static str, Vec<u8>)>, Version)>,
 ) -> Outcome {
-    let (_run, mut c) = (s.start)(ctx.clone()).await?;
+    let (_run, mut c) = s.start(ctx.clone()).await?;
     let (h, _) = hello(&ctx, &mut c).await?;
     let Some((e, v)) = entries(&h) else {
         return Err(Failure::Skipped(format!(
@@ -98,7 +98,7 @@ pub(crate) async fn proceeds(
 
 /// Starts the endpoint and accepts its connection taking closeReason (skipped when its hello
 /// does not offer it), and reads its first envelope.
-pub(crate) async fn taking_close_reason(ctx: &Ctx, s: &Client) -> Result<(Run, Conn), Failure> {
+pub(crate) async fn taking_close_reason(ctx: &Ctx, s: &Endpoint) -> Result<(Run, Conn), Failure> {
     taking_close_reason_first(ctx, s)
         .await
         .map(|(run, c, _)| (run, c))
@@ -107,9 +107,9 @@ pub(crate) async fn taking_close_reason(ctx: &Ctx, s: &Client) -> Result<(Run, C
 /// [`taking_close_reason`], returning also the endpoint's first envelope's body.
 pub(crate) async fn taking_close_reason_first(
     ctx: &Ctx,
-    s: &Client,
+    s: &Endpoint,
 ) -> Result<(Run, Conn, bytes::Bytes), Failure> {
-    let (run, mut c) = (s.start)(ctx.clone()).await?;
+    let (run, mut c) = s.start(ctx.clone()).await?;
     let h = c.read_hello(wait(ctx) * 3).await?;
     crate::kit::closes::accept_taking_close_reason(
         ctx,
@@ -146,7 +146,7 @@ pub(crate) async fn taking_close_reason_first(
 /// and expects it to close, sending nothing more (SPEC §8.1).
 pub(crate) async fn told_to_close(
     ctx: Ctx,
-    s: Client,
+    s: Endpoint,
     reason: &[(&'static str, Vec<u8>)],
 ) -> Outcome {
     let (_run, mut c) = taking_close_reason(&ctx, &s).await?;

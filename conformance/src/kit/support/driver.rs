@@ -5,13 +5,11 @@ use crate::harness::mp;
 use crate::harness::verdict::fail;
 use crate::kit::auth;
 use crate::kit::auth::Guarded;
-use crate::kit::auth::SecuredServer;
 use crate::kit::auth::Seen;
-use crate::kit::client::Client;
 use crate::kit::common::wait;
 use crate::kit::driver::*;
+use crate::kit::endpoint::{Change, Endpoint, Messages, Reach};
 use crate::kit::server::Listening;
-use crate::kit::server::Server;
 use sparkwire::messages::coarse::*;
 use sparkwire::messages::CoarseMessage;
 use sparkwire::messages::Version;
@@ -24,7 +22,7 @@ use std::sync::Arc;
 pub(crate) type C = CoarseMessage;
 
 /// The driver as the cases about any server see it.
-pub fn server() -> Server {
+pub fn server() -> Endpoint {
     fn probe() -> Vec<(&'static str, Vec<u8>)> {
         vec![("resourceProfileId", mp::u(0))]
     }
@@ -38,8 +36,13 @@ pub fn server() -> Server {
     fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
         vec![]
     }
-    Server {
-        open: Arc::new(|ctx: Ctx| {
+    Endpoint {
+        name: "the driver (on its executor port)",
+        family: "coarse",
+        role: Role::Driver,
+        suite_role: Role::Executor,
+        other_family_role: Role::Worker,
+        reach: Reach::Listens(Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 let d = registered(&ctx, SMALL).await?;
                 let addr = d.driver_addr;
@@ -48,36 +51,46 @@ pub fn server() -> Server {
                     guard: Box::new(Arc::new(std::sync::Mutex::new(d))),
                 })
             })
+        })),
+        messages: Some(Messages {
+            probe: ("RetrieveSparkAppConfig", probe),
+            refused: "RetrieveDelegationTokens",
+            v2_only: ("IsExecutorAlive", v2),
+            local: "ReviveOffers",
+            bad_fields: ("IsExecutorAlive", bad),
+            off_route: ("StopExecutor", no_fields),
         }),
-        name: "the driver (on its executor port)",
-        good_role: Role::Executor,
-        other_family_role: Role::Worker,
-        server_role: Role::Driver,
-        probe: ("RetrieveSparkAppConfig", probe),
-        v2_only: ("IsExecutorAlive", v2),
-        local: "ReviveOffers",
-        bad_fields: ("IsExecutorAlive", bad),
-        off_route: ("StopExecutor", no_fields),
+        change: None,
+        spark: None,
     }
 }
 
 /// The driver as the cases about any client see it.
-pub fn client() -> Client {
-    Client {
-        start: Arc::new(|ctx| Box::pin(start(ctx, SMALL))),
+pub fn client() -> Endpoint {
+    Endpoint {
         name: "the driver's application client",
+        family: "deploy",
         role: Role::AppClient,
-        server_role: Role::Master,
+        suite_role: Role::Master,
         other_family_role: Role::Driver,
+        reach: Reach::Dials(Arc::new(|ctx| Box::pin(start(ctx, SMALL)))),
+        messages: None,
+        change: None,
+        spark: None,
     }
 }
 
 /// The driver as the authentication cases see it: registered with the suite's master, it holds
 /// the secret on its executor port, and an executor's RegisterExecutor there changes its state
 /// (IsExecutorAlive answers true for it).
-pub fn secured() -> SecuredServer {
-    SecuredServer {
-        open: Arc::new(|ctx: Ctx| {
+pub fn secured() -> Endpoint {
+    Endpoint {
+        name: "a driver (on its executor port)",
+        family: "coarse",
+        role: Role::Driver,
+        suite_role: Role::Executor,
+        other_family_role: Role::Worker,
+        reach: Reach::Guarded(Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 let d = registered(&ctx, SMALL).await?;
                 let addr = d.driver_addr;
@@ -121,9 +134,12 @@ pub fn secured() -> SecuredServer {
                     seen,
                 })
             })
+        })),
+        messages: None,
+        change: Some(Change {
+            what: "RegisterExecutor",
+            case: "register",
         }),
-        name: "a driver (on its executor port)",
-        what: "RegisterExecutor",
-        change_case: "register",
+        spark: None,
     }
 }

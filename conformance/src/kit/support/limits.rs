@@ -2,10 +2,10 @@
 //! connection too, never the others"), SPEC §8.1 (the close envelope's kind for a limit and for a
 //! frame over the limit) and handshake.md §5 step 0 (`tooManyConnections`). The limits are the
 //! server's settings, so each case but one starts a server of its own with small limits from the
-//! `--spawn-server` template ([`Server`]; the placeholders are in `crate::harness::spawn`), and is skipped
+//! `--spawn-server` template ([`OwnServer`]; the placeholders are in `crate::harness::spawn`), and is skipped
 //! without it. One function per case; each cites the sentence it checks.
 //!
-//! [`Server`] also serves the cases about the admin secret (`targets/admin.rs`) and TLS
+//! [`OwnServer`] also serves the cases about the admin secret (`targets/admin.rs`) and TLS
 //! (`targets/tls.rs`), which need a server with settings of their own too.
 
 use crate::harness::env::Ctx;
@@ -48,8 +48,8 @@ pub(crate) async fn at_limit(
     ctx: &Ctx,
     secret: bool,
     max: usize,
-) -> Result<(Server, Vec<Conn>), Failure> {
-    let s = Server::start(
+) -> Result<(OwnServer, Vec<Conn>), Failure> {
+    let s = OwnServer::start(
         ctx,
         Settings {
             max_connections: max,
@@ -69,7 +69,7 @@ pub(crate) async fn at_limit(
 /// Sends `body` as a hello on a fresh connection to `s` and returns the server's first frame.
 pub(crate) async fn first_frame(
     ctx: &Ctx,
-    s: &Server,
+    s: &OwnServer,
     body: &[u8],
     what: &str,
 ) -> Result<(Conn, Vec<u8>), Failure> {
@@ -100,7 +100,7 @@ pub(crate) fn ui_hello() -> Vec<u8> {
 }
 
 /// A UI on `s` that asks RequestMasterState every 300 ms until `until`: it is never idle.
-pub(crate) async fn busy_ui(ctx: &Ctx, s: &Server, until: Duration) -> Outcome {
+pub(crate) async fn busy_ui(ctx: &Ctx, s: &OwnServer, until: Duration) -> Outcome {
     let (mut ui, _) = s.open(ctx, Role::Ui, "busy-ui", None).await?;
     let end = Instant::now() + until;
     let mut id = 100;

@@ -2,9 +2,9 @@
 //! against a running master.
 
 use crate::harness::env::Ctx;
-use crate::harness::env::Endpoint;
 use crate::harness::env::Log;
 use crate::harness::env::Settings;
+use crate::harness::env::Site;
 use crate::harness::env::Wire;
 use crate::harness::health::Probe;
 use crate::harness::health::Probed;
@@ -12,9 +12,9 @@ use crate::harness::health::Probes;
 use crate::harness::mp;
 use crate::harness::peer::Conn;
 use crate::harness::peer::Event;
+use crate::kit::endpoint::{Endpoint, Messages, Reach, SparkProbe};
 use crate::kit::master::*;
 use crate::kit::server::Listening;
-use crate::kit::server::Server;
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
@@ -26,7 +26,7 @@ use std::sync::Arc;
 pub(crate) type D = DeployMessage;
 
 /// The master as the cases about any server see it.
-pub fn server() -> Server {
+pub fn server() -> Endpoint {
     fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
         vec![]
     }
@@ -44,43 +44,52 @@ pub fn server() -> Server {
             ),
         ]
     }
-    Server {
-        open: Arc::new(|ctx: Ctx| {
+    Endpoint {
+        name: "the master",
+        family: "deploy",
+        role: Role::Master,
+        suite_role: Role::Ui,
+        other_family_role: Role::Executor,
+        reach: Reach::Listens(Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 Ok(Listening {
                     addr: addr(&ctx)?,
                     guard: Box::new(()),
                 })
             })
+        })),
+        messages: Some(Messages {
+            probe: ("RequestMasterState", no_fields),
+            refused: "RequestSubmitDriver",
+            v2_only: ("RequestReadyz", no_fields),
+            local: "WorkDirCleanup",
+            bad_fields: ("RequestDriverStatus", bad),
+            off_route: ("Heartbeat", heartbeat),
         }),
-        name: "the master",
-        good_role: Role::Ui,
-        other_family_role: Role::Executor,
-        server_role: Role::Master,
-        probe: ("RequestMasterState", no_fields),
-        v2_only: ("RequestReadyz", no_fields),
-        local: "WorkDirCleanup",
-        bad_fields: ("RequestDriverStatus", bad),
-        off_route: ("Heartbeat", heartbeat),
+        change: None,
+        spark: None,
     }
 }
 
 pub(crate) const CLIENTS: [Role; 4] = [Role::Worker, Role::AppClient, Role::DriverClient, Role::Ui];
 
-/// The master as the `spark/15.…` cases see it on Spark's wire.
-pub fn spark_server() -> crate::kit::spark::SparkServer {
-    crate::kit::spark::SparkServer {
-        server: server(),
-        probe: (
-            || D::RequestMasterState(RequestMasterState::new()),
-            |r| matches!(r, Reply::Message(D::MasterStateResponse(_))),
-        ),
-        not_asked: || {
-            D::Heartbeat(Heartbeat::new(
-                "worker-suite".into(),
-                worker_ref("127.0.0.1", 1),
-            ))
-        },
+/// The master as the `spark/15.…` cases see it on Spark's wire: as the cases about any server see
+/// it, with what they ask it there.
+pub fn spark_server() -> Endpoint {
+    Endpoint {
+        spark: Some(SparkProbe {
+            probe: (
+                || D::RequestMasterState(RequestMasterState::new()),
+                |r| matches!(r, Reply::Message(D::MasterStateResponse(_))),
+            ),
+            not_asked: || {
+                D::Heartbeat(Heartbeat::new(
+                    "worker-suite".into(),
+                    worker_ref("127.0.0.1", 1),
+                ))
+            },
+        }),
+        ..server()
     }
 }
 
@@ -138,7 +147,7 @@ pub fn probes(settings: &Arc<Settings>) -> Probes {
         let settings = Arc::clone(&close_settings);
         Box::pin(async move {
             let log = Log::for_run(&settings);
-            let Endpoint::Addr(addr) = settings.endpoint else {
+            let Site::Addr(addr) = settings.endpoint else {
                 return Probed::Inconclusive;
             };
             let probe = async {

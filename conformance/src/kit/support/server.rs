@@ -11,6 +11,7 @@ use crate::harness::verdict::fail;
 use crate::harness::verdict::Failure;
 use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
+use crate::kit::endpoint::Endpoint;
 use crate::kit::server::*;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::Answer;
@@ -24,12 +25,12 @@ pub(crate) async fn raw(ctx: &Ctx, at: &Listening, role: Role) -> Result<Conn, F
 /// Sends a hello body and expects a refusal for `reason` and then a close.
 pub(crate) async fn refused(
     ctx: Ctx,
-    s: Server,
+    s: Endpoint,
     body: Vec<u8>,
     reasons: &[RefusalReason],
 ) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
-    let mut c = raw(&ctx, &at, s.good_role).await?;
+    let at = s.open(ctx.clone()).await?;
+    let mut c = raw(&ctx, &at, s.suite_role).await?;
     c.send_frame(&body).await?;
     let want = refusal_wanted(reasons);
     match answer(&ctx, &mut c, &body).await? {
@@ -40,10 +41,10 @@ pub(crate) async fn refused(
 }
 
 /// Sends a hello body and expects an acceptance at `version`.
-pub(crate) async fn accepted(ctx: Ctx, s: Server, body: Vec<u8>, version: Version) -> Outcome {
+pub(crate) async fn accepted(ctx: Ctx, s: Endpoint, body: Vec<u8>, version: Version) -> Outcome {
     crate::harness::peer::require_version(&ctx.log, version)?;
-    let at = (s.open)(ctx.clone()).await?;
-    let mut c = raw(&ctx, &at, s.good_role).await?;
+    let at = s.open(ctx.clone()).await?;
+    let mut c = raw(&ctx, &at, s.suite_role).await?;
     c.send_frame(&body).await?;
     match answer(&ctx, &mut c, &body).await? {
         Answer::Accepted(a) => check(
@@ -77,26 +78,26 @@ pub(crate) fn signed(
 }
 
 /// Sends the suite's hello offering `versions` and expects an acceptance at version 2.
-pub(crate) async fn accepts(ctx: Ctx, s: Server, versions: &[u64]) -> Outcome {
+pub(crate) async fn accepts(ctx: Ctx, s: Endpoint, versions: &[u64]) -> Outcome {
     let body = mp::map(&hello(&ctx, &s, versions)?);
     accepted(ctx, s, body, Version::V2).await
 }
 
 pub(crate) fn hello(
     ctx: &Ctx,
-    s: &Server,
+    s: &Endpoint,
     versions: &[u64],
 ) -> Result<Vec<(&'static str, Vec<u8>)>, Failure> {
     signed(
         ctx,
-        mp::hello_entries(versions, s.good_role.name(), "suite"),
+        mp::hello_entries(versions, s.suite_role.name(), "suite"),
     )
 }
 
 /// Opens an accepted connection of `good_role` at `version`.
 pub(crate) async fn session(
     ctx: &Ctx,
-    s: &Server,
+    s: &Endpoint,
     at: &Listening,
     version: Version,
     label: &str,
@@ -104,7 +105,7 @@ pub(crate) async fn session(
     Conn::open(
         at.addr,
         label,
-        s.good_role,
+        s.suite_role,
         "suite",
         &[version],
         ctx.settings.secret.as_ref(),
@@ -115,14 +116,14 @@ pub(crate) async fn session(
 }
 
 /// Asks the probe on `c` and expects a reply (not a failure) to that id.
-pub(crate) async fn probe(ctx: &Ctx, s: &Server, c: &mut Conn, id: u64) -> Outcome {
+pub(crate) async fn probe(ctx: &Ctx, s: &Endpoint, c: &mut Conn, id: u64) -> Outcome {
     let body = mp::arr(&[mp::u(1), mp::u(id), s.probe_body(false)]);
     c.send_frame(&body).await?;
     expect_reply(
         ctx,
         c,
         id,
-        &format!("a reply to {} (ask id {id})", s.probe.0),
+        &format!("a reply to {} (ask id {id})", s.messages().probe.0),
     )
     .await
 }
@@ -145,7 +146,7 @@ pub(crate) async fn expect_reply(ctx: &Ctx, c: &mut Conn, id: u64, want: &str) -
 /// the endpoint did not take it (the feature is optional: the case then does not apply).
 pub(crate) async fn session_offering_close_reason(
     ctx: &Ctx,
-    s: &Server,
+    s: &Endpoint,
     at: &Listening,
 ) -> Result<Option<Conn>, Failure> {
     let (c, taken) = crate::kit::common::offering_close_reason(
@@ -153,7 +154,7 @@ pub(crate) async fn session_offering_close_reason(
         at.addr,
         "suite",
         &[Version::V2],
-        s.good_role,
+        s.suite_role,
         "suite",
     )
     .await?;
@@ -163,12 +164,12 @@ pub(crate) async fn session_offering_close_reason(
 /// Sends `body` as one frame after an accepted handshake and expects the connection closed.
 pub(crate) async fn closes_after(
     ctx: Ctx,
-    s: Server,
+    s: Endpoint,
     version: Version,
     bytes: Vec<u8>,
     what: &'static str,
 ) -> Outcome {
-    let at = (s.open)(ctx.clone()).await?;
+    let at = s.open(ctx.clone()).await?;
     let mut c = session(&ctx, &s, &at, version, "suite").await?;
     c.send_raw(&bytes, what).await?;
     c.expect_closed(
@@ -180,13 +181,13 @@ pub(crate) async fn closes_after(
 
 /// The probe ask (id 5) with an unknown field holding arrays nested so that the frame's value is
 /// `levels` deep: the envelope is level 1, the message map 2, the field map 3 (SPEC §11.1).
-pub(crate) fn nested_probe(s: &Server, levels: usize) -> Vec<u8> {
-    let mut fields = (s.probe.1)();
+pub(crate) fn nested_probe(s: &Endpoint, levels: usize) -> Vec<u8> {
+    let mut fields = (s.messages().probe.1)();
     fields.push(("zzzNested", mp::nested(levels.saturating_sub(3))));
     mp::arr(&[
         mp::u(1),
         mp::u(5),
-        mp::map(&[(s.probe.0, mp::map(&fields))]),
+        mp::map(&[(s.messages().probe.0, mp::map(&fields))]),
     ])
 }
 

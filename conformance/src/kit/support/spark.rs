@@ -11,8 +11,8 @@ use crate::harness::verdict::fail;
 use crate::harness::verdict::Failure;
 use crate::harness::verdict::Outcome;
 use crate::kit::common::wait;
+use crate::kit::endpoint::*;
 use crate::kit::server::Listening;
-use crate::kit::spark::*;
 use bytes::Bytes;
 use sparkwire::messages::DeployMessage;
 use sparkwire::wire::Envelope;
@@ -30,21 +30,25 @@ pub(crate) fn spark_version(ctx: &Ctx) -> Result<&'static sparkwire::spark::Rele
 }
 
 /// A bare connection to the endpoint, nothing sent.
-pub(crate) async fn bare(ctx: &Ctx, s: &SparkServer, at: &Listening) -> Result<Conn, Failure> {
+pub(crate) async fn bare(ctx: &Ctx, s: &Endpoint, at: &Listening) -> Result<Conn, Failure> {
     spark_version(ctx)?;
-    Conn::connect_spark(at.addr, "suite", s.server.good_role, &ctx.log).await
+    Conn::connect_spark(at.addr, "suite", s.suite_role, &ctx.log).await
 }
 
 /// The Java stream of the probe.
-pub(crate) fn probe_stream(ctx: &Ctx, s: &SparkServer) -> Result<Bytes, Failure> {
+pub(crate) fn probe_stream(ctx: &Ctx, s: &Endpoint) -> Result<Bytes, Failure> {
     let v = spark_version(ctx)?;
-    sparkwire::spark::message_stream(&sparkwire::spark::Typed::Deploy((s.probe.0)()), v, None)
-        .map(Bytes::from)
-        .map_err(|e| fail("a probe the suite can write", e.to_string()))
+    sparkwire::spark::message_stream(
+        &sparkwire::spark::Typed::Deploy((s.spark().probe.0)()),
+        v,
+        None,
+    )
+    .map(Bytes::from)
+    .map_err(|e| fail("a probe the suite can write", e.to_string()))
 }
 
 /// Sends the probe as an ask with request id `id` (a raw Spark frame) and expects its answer.
-pub(crate) async fn probe(ctx: &Ctx, s: &SparkServer, c: &mut Conn, id: i64) -> Outcome {
+pub(crate) async fn probe(ctx: &Ctx, s: &Endpoint, c: &mut Conn, id: i64) -> Outcome {
     let stream = probe_stream(ctx, s)?;
     let endpoint = endpoint_of(ctx.settings.target);
     let bytes = spark_of(c)?
@@ -55,8 +59,8 @@ pub(crate) async fn probe(ctx: &Ctx, s: &SparkServer, c: &mut Conn, id: i64) -> 
     answer(ctx, s, c, id).await
 }
 
-pub(crate) async fn answer(ctx: &Ctx, s: &SparkServer, c: &mut Conn, id: i64) -> Outcome {
-    let is_answer = s.probe.1;
+pub(crate) async fn answer(ctx: &Ctx, s: &Endpoint, c: &mut Conn, id: i64) -> Outcome {
+    let is_answer = s.spark().probe.1;
     let want = format!("the probe's answer with request id {id}");
     c.expect::<D, ()>(wait(ctx), &want, |e| match e {
         Envelope::Reply { id: rid, reply } if *rid == id as u64 && is_answer(reply) => Some(()),

@@ -16,9 +16,8 @@ use crate::harness::verdict::Failure;
 use crate::kit::closes::*;
 use crate::kit::common::sample;
 use crate::kit::common::wait;
+use crate::kit::endpoint::Endpoint;
 use crate::kit::server::Listening;
-use crate::kit::server::Open;
-use crate::kit::server::RawMessage;
 use crate::kit::spawned;
 use crate::kit::spawned::Run;
 use sparkwire::definition::Definition;
@@ -33,7 +32,6 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::vectors::decoder_vectors;
 use sparkwire::wire::Envelope;
 use sparkwire::wire::Reply;
-use std::sync::Arc;
 
 pub(crate) type C = CoarseMessage;
 
@@ -41,113 +39,6 @@ pub(crate) type D = DeployMessage;
 
 /// The exception class of a failure for a message off its route (SPEC §14.3).
 pub(crate) const OFF_ROUTE_CLASS: &str = "org.apache.spark.SparkException";
-
-/// A listening endpoint as these cases see it.
-#[derive(Clone)]
-pub(crate) struct Served {
-    pub(crate) open: Open,
-    pub(crate) name: &'static str,
-    /// Its family (`deploy`, `coarse`).
-    pub(crate) family: &'static str,
-    /// The role the suite connects as.
-    pub(crate) role: Role,
-    /// An ask it answers with a reply on a connection of `role`.
-    pub(crate) probe: RawMessage,
-    /// An ask `role` may not send it (SPEC §14.1): its name.
-    pub(crate) refused: &'static str,
-    /// A message of version 2 only.
-    pub(crate) v2_only: RawMessage,
-    /// A local message of its family.
-    pub(crate) local: &'static str,
-    /// A message whose first field is mistyped as the integer 5 (one byte).
-    pub(crate) bad_fields: RawMessage,
-}
-
-pub(crate) fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
-    vec![]
-}
-
-/// A `driverId` that is the integer 5 where a string belongs (the master's and the worker's bad
-/// fields).
-pub(crate) fn driver_id_an_integer() -> Vec<(&'static str, Vec<u8>)> {
-    vec![("driverId", mp::u(5))]
-}
-
-pub(crate) fn master() -> Served {
-    Served {
-        open: Arc::new(|ctx: Ctx| {
-            Box::pin(async move {
-                Ok(Listening {
-                    addr: crate::kit::master::addr(&ctx)?,
-                    guard: Box::new(()),
-                })
-            })
-        }),
-        name: "the master",
-        family: "deploy",
-        role: Role::Ui,
-        probe: ("RequestMasterState", no_fields),
-        refused: "RequestSubmitDriver",
-        v2_only: ("RequestReadyz", no_fields),
-        local: "WorkDirCleanup",
-        bad_fields: ("RequestDriverStatus", driver_id_an_integer),
-    }
-}
-
-pub(crate) fn worker() -> Served {
-    Served {
-        open: Arc::new(|ctx: Ctx| {
-            Box::pin(async move {
-                let mut w =
-                    crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
-                let addr = crate::kit::worker::ui_addr(&ctx, &mut w).await?;
-                Ok(Listening {
-                    addr,
-                    guard: Box::new(Arc::new(std::sync::Mutex::new(w))),
-                })
-            })
-        }),
-        name: "the worker (on its UI port)",
-        family: "deploy",
-        role: Role::Ui,
-        probe: ("RequestWorkerState", no_fields),
-        refused: "RequestMasterState",
-        v2_only: ("RequestReadyz", no_fields),
-        local: "SendHeartbeat",
-        bad_fields: ("KillDriver", driver_id_an_integer),
-    }
-}
-
-pub(crate) fn driver() -> Served {
-    fn probe() -> Vec<(&'static str, Vec<u8>)> {
-        vec![("resourceProfileId", mp::u(0))]
-    }
-    fn bad() -> Vec<(&'static str, Vec<u8>)> {
-        vec![("executorId", mp::u(5))]
-    }
-    fn v2() -> Vec<(&'static str, Vec<u8>)> {
-        vec![("executorId", mp::s("1"))]
-    }
-    Served {
-        open: Arc::new(|ctx: Ctx| {
-            Box::pin(async move {
-                let d = crate::kit::driver::registered(&ctx, crate::kit::driver::SMALL).await?;
-                Ok(Listening {
-                    addr: d.driver_addr,
-                    guard: Box::new(Arc::new(std::sync::Mutex::new(d))),
-                })
-            })
-        }),
-        name: "the driver (on its executor port)",
-        family: "coarse",
-        role: Role::Executor,
-        probe: ("RetrieveSparkAppConfig", probe),
-        refused: "RetrieveDelegationTokens",
-        v2_only: ("IsExecutorAlive", v2),
-        local: "ReviveOffers",
-        bad_fields: ("IsExecutorAlive", bad),
-    }
-}
 
 /// One decoding error in a close envelope: the frame that has it, and its kind.
 #[derive(Clone, Copy)]
@@ -157,13 +48,13 @@ pub(crate) struct Kind {
     /// What the frame is, in the requirement.
     pub(crate) what: &'static str,
     pub(crate) version: Version,
-    pub(crate) body: fn(&Served) -> Vec<u8>,
+    pub(crate) body: fn(&Endpoint) -> Vec<u8>,
 }
 
-pub(crate) fn probe_map(s: &Served, extra: Vec<(&'static str, Vec<u8>)>) -> Vec<u8> {
-    let mut fields = (s.probe.1)();
+pub(crate) fn probe_map(s: &Endpoint, extra: Vec<(&'static str, Vec<u8>)>) -> Vec<u8> {
+    let mut fields = (s.messages().probe.1)();
     fields.extend(extra);
-    mp::map(&[(s.probe.0, mp::map(&fields))])
+    mp::map(&[(s.messages().probe.0, mp::map(&fields))])
 }
 
 pub(crate) const KINDS: [Kind; 8] = [
@@ -210,7 +101,7 @@ pub(crate) const KINDS: [Kind; 8] = [
         kind: "LocalMessage",
         what: "a send of a local message of its family",
         version: Version::V2,
-        body: |s| mp::arr(&[mp::u(0), mp::map(&[(s.local, mp::map(&[]))])]),
+        body: |s| mp::arr(&[mp::u(0), mp::map(&[(s.messages().local, mp::map(&[]))])]),
     },
     Kind {
         slug: "trailing-bytes-over-unknown-message",
@@ -233,7 +124,7 @@ pub(crate) const KINDS: [Kind; 8] = [
         what: "a send of a local message of its family whose fields are an array (§11.2: a local message is refused \
             before its fields are read)",
         version: Version::V2,
-        body: |s| mp::arr(&[mp::u(0), mp::map(&[(s.local, mp::arr(&[mp::u(5)]))])]),
+        body: |s| mp::arr(&[mp::u(0), mp::map(&[(s.messages().local, mp::arr(&[mp::u(5)]))])]),
     },
     Kind {
         slug: "not-in-version-fields-unexamined",
@@ -245,7 +136,7 @@ pub(crate) const KINDS: [Kind; 8] = [
             mp::arr(&[
                 mp::u(1),
                 mp::u(5),
-                mp::map(&[(s.v2_only.0, mp::arr(&[mp::u(5)]))]),
+                mp::map(&[(s.messages().v2_only.0, mp::arr(&[mp::u(5)]))]),
             ])
         },
     },
@@ -256,7 +147,7 @@ pub(crate) const KINDS: [Kind; 8] = [
 /// does not take it (the feature is optional) or does not speak `version`.
 pub(crate) async fn taking_close_reason(
     ctx: &Ctx,
-    s: &Served,
+    s: &Endpoint,
     at: &Listening,
     version: Version,
 ) -> Result<Conn, Failure> {
@@ -266,7 +157,7 @@ pub(crate) async fn taking_close_reason(
         at.addr,
         "suite",
         &[version],
-        s.role,
+        s.suite_role,
         "suite",
     )
     .await?;
@@ -354,22 +245,22 @@ pub(crate) fn answer_of<F: Family>(body: &bytes::Bytes, v: Version, id: u64) -> 
 /// The frame of `close-offset`: `s`'s message whose first field is mistyped as the one-byte
 /// integer 5, another field after it; with the mistyped field's name and the offset of that byte,
 /// the offending item's first (SPEC §8.2; the body is written piece by piece so that it is known).
-pub(crate) fn offset_frame(s: &Served) -> Result<(Vec<u8>, &'static str, u64), Failure> {
-    let fields = (s.bad_fields.1)();
+pub(crate) fn offset_frame(s: &Endpoint) -> Result<(Vec<u8>, &'static str, u64), Failure> {
+    let fields = (s.messages().bad_fields.1)();
     let Some((first, value)) = fields.first().cloned() else {
         return Err(fail("a mistyped field", "none"));
     };
     let ask = Definition::builtin()
         .messages
         .iter()
-        .any(|d| d.name == s.bad_fields.0 && d.kind == MessageKind::Ask);
+        .any(|d| d.name == s.messages().bad_fields.0 && d.kind == MessageKind::Ask);
     let mut body = if ask {
         vec![0x93, 0x01, 0x05]
     } else {
         vec![0x92, 0x00]
     };
     body.push(0x81);
-    body.extend(mp::s(s.bad_fields.0));
+    body.extend(mp::s(s.messages().bad_fields.0));
     body.push(0x80 | (fields.len() as u8 + 1));
     body.extend(mp::s(first));
     let offset = body.len() as u64;
@@ -478,7 +369,11 @@ mod tests {
 
     #[test]
     fn each_frame_is_refused_by_sparkwire_s_decoder_with_the_kind_its_case_expects() {
-        for s in [master(), worker(), driver()] {
+        for s in [
+            crate::kit::support::master::server(),
+            crate::kit::support::worker::server(),
+            crate::kit::support::driver::server(),
+        ] {
             for k in KINDS {
                 assert_eq!(
                     kind_of(s.family, &(k.body)(&s), k.version).as_deref(),
@@ -493,7 +388,11 @@ mod tests {
 
     #[test]
     fn sparkwire_s_decoder_reports_the_offset_close_offset_expects() {
-        for s in [master(), worker(), driver()] {
+        for s in [
+            crate::kit::support::master::server(),
+            crate::kit::support::worker::server(),
+            crate::kit::support::driver::server(),
+        ] {
             let (body, first, offset) = offset_frame(&s).expect("a frame");
             let body = bytes::Bytes::copy_from_slice(&body);
             let err = if s.family == "coarse" {

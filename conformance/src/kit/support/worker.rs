@@ -5,12 +5,10 @@ use crate::harness::mp;
 use crate::harness::verdict::fail;
 use crate::kit::auth;
 use crate::kit::auth::Guarded;
-use crate::kit::auth::SecuredServer;
 use crate::kit::auth::Seen;
-use crate::kit::client::Client;
 use crate::kit::common::wait;
+use crate::kit::endpoint::{Change, Endpoint, Messages, Reach, SparkProbe};
 use crate::kit::server::Listening;
-use crate::kit::server::Server;
 use crate::kit::worker::*;
 use sparkwire::messages::deploy::*;
 use sparkwire::messages::Addr;
@@ -27,7 +25,7 @@ use std::time::Duration;
 pub(crate) type D = DeployMessage;
 
 /// The worker as the cases about any server see it.
-pub fn server() -> Server {
+pub fn server() -> Endpoint {
     fn no_fields() -> Vec<(&'static str, Vec<u8>)> {
         vec![]
     }
@@ -38,8 +36,13 @@ pub fn server() -> Server {
     fn kill_driver() -> Vec<(&'static str, Vec<u8>)> {
         vec![("driverId", mp::s("driver-suite"))]
     }
-    Server {
-        open: Arc::new(|ctx: Ctx| {
+    Endpoint {
+        name: "the worker (on its UI port)",
+        family: "deploy",
+        role: Role::Worker,
+        suite_role: Role::Ui,
+        other_family_role: Role::Driver,
+        reach: Reach::Listens(Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let addr = ui_addr(&ctx, &mut w).await?;
@@ -48,50 +51,63 @@ pub fn server() -> Server {
                     guard: Box::new(Arc::new(std::sync::Mutex::new(w))),
                 })
             })
+        })),
+        messages: Some(Messages {
+            probe: ("RequestWorkerState", no_fields),
+            refused: "RequestMasterState",
+            v2_only: ("RequestReadyz", no_fields),
+            local: "SendHeartbeat",
+            bad_fields: ("KillDriver", bad),
+            off_route: ("KillDriver", kill_driver),
         }),
-        name: "the worker (on its UI port)",
-        good_role: Role::Ui,
-        other_family_role: Role::Driver,
-        server_role: Role::Worker,
-        probe: ("RequestWorkerState", no_fields),
-        v2_only: ("RequestReadyz", no_fields),
-        local: "SendHeartbeat",
-        bad_fields: ("KillDriver", bad),
-        off_route: ("KillDriver", kill_driver),
+        change: None,
+        spark: None,
     }
 }
 
 /// The worker as the cases about any client see it.
-pub fn client() -> Client {
-    Client {
-        start: Arc::new(|ctx| Box::pin(start(ctx))),
+pub fn client() -> Endpoint {
+    Endpoint {
         name: "the worker",
+        family: "deploy",
         role: Role::Worker,
-        server_role: Role::Master,
+        suite_role: Role::Master,
         other_family_role: Role::Driver,
+        reach: Reach::Dials(Arc::new(|ctx| Box::pin(start(ctx)))),
+        messages: None,
+        change: None,
+        spark: None,
     }
 }
 
-/// The worker as the `spark/15.…` cases see it on Spark's wire.
-pub fn spark_server() -> crate::kit::spark::SparkServer {
-    crate::kit::spark::SparkServer {
-        server: server(),
-        probe: (
-            || D::RequestWorkerState(RequestWorkerState::new()),
-            |r| matches!(r, Reply::Message(D::WorkerStateResponse(_))),
-        ),
-        not_asked: || {
-            D::ApplicationFinished(ApplicationFinished::new("app-20000101000000-9999".into()))
-        },
+/// The worker as the `spark/15.…` cases see it on Spark's wire: as the cases about any server see
+/// it, with what they ask it there.
+pub fn spark_server() -> Endpoint {
+    Endpoint {
+        spark: Some(SparkProbe {
+            probe: (
+                || D::RequestWorkerState(RequestWorkerState::new()),
+                |r| matches!(r, Reply::Message(D::WorkerStateResponse(_))),
+            ),
+            not_asked: || {
+                D::ApplicationFinished(ApplicationFinished::new("app-20000101000000-9999".into()))
+            },
+        }),
+        ..server()
     }
 }
 
 /// The worker as the authentication cases see it: registered with the suite's master, it holds
 /// the secret on its port, and a master-role peer's MasterChanged there changes its state (it
 /// takes that peer as its master: a UI's RequestWorkerState shows the new master URL).
-pub fn secured() -> SecuredServer {
-    SecuredServer {
-        open: Arc::new(|ctx: Ctx| {
+pub fn secured() -> Endpoint {
+    Endpoint {
+        name: "a worker (on its port)",
+        family: "deploy",
+        role: Role::Worker,
+        suite_role: Role::Master,
+        other_family_role: Role::Driver,
+        reach: Reach::Guarded(Arc::new(|ctx: Ctx| {
             Box::pin(async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let addr = ui_addr(&ctx, &mut w).await?;
@@ -140,9 +156,12 @@ pub fn secured() -> SecuredServer {
                     seen,
                 })
             })
+        })),
+        messages: None,
+        change: Some(Change {
+            what: "MasterChanged",
+            case: "master-changed",
         }),
-        name: "a worker (on its port)",
-        what: "MasterChanged",
-        change_case: "master-changed",
+        spark: None,
     }
 }

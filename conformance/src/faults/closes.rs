@@ -1,7 +1,16 @@
 //! The faults of close envelopes and refused asks (SPEC §8, §8.1, §14.3): each breaks one thing
 //! an endpoint owes about how it ends a connection or answers an ask it refuses.
 
-use super::*;
+use std::sync::Mutex as StdMutex;
+
+use bytes::Bytes;
+use sparkwire::messages::Version;
+use sparkwire::wire::{decode_envelope, encode_envelope, Envelope};
+
+use super::behaviour::{lock, Act, Behaviour};
+use super::proxy::State;
+use super::wire::framed;
+use super::D;
 
 /// The kinds of SPEC §8.1's table, all of them: what a receiver of this revision knows. The
 /// first eight are §8's decoding errors, in their order of precedence (§11.2).
