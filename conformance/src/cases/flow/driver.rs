@@ -27,17 +27,25 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/driver/app/command".into(),
         level: Level::Must,
         targets: vec![Target::Driver],
-        requirement: "the application's command starts an executor with --driver-url of the driver's endpoint and \
-            Spark's \
-            placeholders {{EXECUTOR_ID}}, {{HOSTNAME}}, {{CORES}}, {{APP_ID}} that a worker fills in".into(),
+        requirement: "the application's command starts an executor with --driver-url of the \
+            driver's endpoint and Spark's placeholders {{EXECUTOR_ID}}, {{HOSTNAME}}, {{CORES}}, \
+            {{APP_ID}} that a worker fills in"
+            .into(),
         body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let args = d.reg.app_description.command.arguments.join(" ");
             let url = driver_url(&d.reg).unwrap_or_default();
-            check(url.starts_with("spark://CoarseGrainedScheduler@"),
-                "spark://CoarseGrainedScheduler@HOST:PORT", url)?;
+            check(
+                url.starts_with("spark://CoarseGrainedScheduler@"),
+                "spark://CoarseGrainedScheduler@HOST:PORT",
+                url,
+            )?;
             for p in ["{{EXECUTOR_ID}}", "{{HOSTNAME}}", "{{CORES}}", "{{APP_ID}}"] {
-                check(args.contains(p), format!("the placeholder {p}"), args.clone())?;
+                check(
+                    args.contains(p),
+                    format!("the placeholder {p}"),
+                    args.clone(),
+                )?;
             }
             Ok(())
         }),
@@ -48,8 +56,7 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Driver],
         requirement: "the driver answers RetrieveSparkAppConfig with SparkAppConfig carrying \
-            spark.rpc.message.maxSize, the limit \
-            the executor must apply"
+            spark.rpc.message.maxSize, the limit the executor must apply"
             .into(),
         body: run(|ctx: Ctx| async move {
             let d = registered(
@@ -113,9 +120,10 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/driver/job/completes".into(),
         level: Level::Must,
         targets: vec![Target::Driver],
-        requirement: "the driver runs its job to the end on the suite's executor: unique task ids (rule T4), every \
-            partition once, \
-            then StopExecutor, UnregisterApplication to the master, exit status 0".into(),
+        requirement: "the driver runs its job to the end on the suite's executor: unique task ids \
+            (rule T4), every partition once, then StopExecutor, UnregisterApplication to the \
+            master, exit status 0"
+            .into(),
         body: run(|ctx: Ctx| async move {
             let mut d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
@@ -124,16 +132,32 @@ pub fn cases(cs: &mut Vec<Case>) {
             let mut ids: Vec<i64> = tasks.iter().map(|t| t.task_id).collect();
             ids.sort_unstable();
             ids.dedup();
-            check(ids.len() == tasks.len(), "unique task \
-                ids", format!("{:?}", tasks.iter().map(|t| t.task_id).collect::<Vec<_>>()))?;
+            check(
+                ids.len() == tasks.len(),
+                "unique task \
+                ids",
+                format!("{:?}", tasks.iter().map(|t| t.task_id).collect::<Vec<_>>()),
+            )?;
             let mut idx: Vec<i32> = tasks.iter().map(|t| t.index).collect();
             idx.sort_unstable();
-            check(idx == [0, 1, 2, 3], "partitions 0 to 3 once each", format!("{idx:?}"))?;
+            check(
+                idx == [0, 1, 2, 3],
+                "partitions 0 to 3 once each",
+                format!("{idx:?}"),
+            )?;
             let app_id = d.app_id.clone();
-            d.app.expect::<D, ()>(wait(&ctx), "UnregisterApplication with the app id", |e| match e {
-                Envelope::Send(D::UnregisterApplication(u)) if u.app_id == app_id => Some(()),
-                _ => None,
-            }).await?;
+            d.app
+                .expect::<D, ()>(
+                    wait(&ctx),
+                    "UnregisterApplication with the app id",
+                    |e| match e {
+                        Envelope::Send(D::UnregisterApplication(u)) if u.app_id == app_id => {
+                            Some(())
+                        }
+                        _ => None,
+                    },
+                )
+                .await?;
             match d.run.exit_within(wait(&ctx)).await? {
                 Some(code) => check(code == 0, "exit status 0", code.to_string()),
                 None => Err(fail("the driver to exit", "still running")),
@@ -200,11 +224,18 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/driver/task/max-failures".into(),
         level: Level::Must,
         targets: vec![Target::Driver],
-        requirement: "after spark.task.maxFailures (4) failed attempts of a task the job is aborted with Spark's \
-            `Job aborted due \
-            to stage failure` and the driver exits non-zero".into(),
+        requirement: "after spark.task.maxFailures (4) failed attempts of a task the job is \
+            aborted with Spark's `Job aborted due to stage failure` and the driver exits non-zero"
+            .into(),
         body: run(|ctx: Ctx| async move {
-            let mut d = registered(&ctx, Job { partitions: 1, ..SMALL }).await?;
+            let mut d = registered(
+                &ctx,
+                Job {
+                    partitions: 1,
+                    ..SMALL
+                },
+            )
+            .await?;
             let mut e = executor(&ctx, &d, "1", 1, Version::V2).await?;
             e.launched().await?;
             for _ in 0..4 {
@@ -213,9 +244,17 @@ pub fn cases(cs: &mut Vec<Case>) {
             }
             e.stopped(&ctx).await?;
             let code = d.run.exit_within(wait(&ctx)).await?;
-            check(code.is_some_and(|c| c != 0), "a non-zero exit", format!("{code:?}"))?;
+            check(
+                code.is_some_and(|c| c != 0),
+                "a non-zero exit",
+                format!("{code:?}"),
+            )?;
             let out = d.run.output();
-            check(out.contains("Job aborted due to stage failure"), "Job aborted due to stage failure", out)
+            check(
+                out.contains("Job aborted due to stage failure"),
+                "Job aborted due to stage failure",
+                out,
+            )
         }),
         ..Case::default()
     });
@@ -223,19 +262,34 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/driver/executor/is-alive".into(),
         level: Level::Must,
         targets: vec![Target::Driver],
-        requirement: "the driver answers IsExecutorAlive (version 2) true for a registered executor and false for \
-            an unknown one".into(),
+        requirement: "the driver answers IsExecutorAlive (version 2) true for a registered \
+            executor and false for an unknown one"
+            .into(),
         body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
             let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
             for (id, want) in [("1", true), ("77", false)] {
-                e.conn.send(&Envelope::Ask { id: 90,
-                    message: C::IsExecutorAlive(IsExecutorAlive::new(id.into())) }).await?;
-                let b = e.conn.expect::<C, bool>(wait(&ctx), "a bool reply", |x| match x {
-                    Envelope::Reply { id: 90, reply: Reply::Bool(b) } => Some(*b),
-                    _ => None,
-                }).await?;
-                check(b == want, format!("{want} for executor {id}"), b.to_string())?;
+                e.conn
+                    .send(&Envelope::Ask {
+                        id: 90,
+                        message: C::IsExecutorAlive(IsExecutorAlive::new(id.into())),
+                    })
+                    .await?;
+                let b = e
+                    .conn
+                    .expect::<C, bool>(wait(&ctx), "a bool reply", |x| match x {
+                        Envelope::Reply {
+                            id: 90,
+                            reply: Reply::Bool(b),
+                        } => Some(*b),
+                        _ => None,
+                    })
+                    .await?;
+                check(
+                    b == want,
+                    format!("{want} for executor {id}"),
+                    b.to_string(),
+                )?;
             }
             Ok(())
         }),

@@ -26,13 +26,19 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/executor/register/fields".into(),
         level: Level::Must,
         targets: vec![Target::Executor],
-        requirement: "the executor registers (RegisterExecutor) with the executor id and cores it was started \
-            with, and an \
-            endpoint reference without an address (executors do not listen)".into(),
+        requirement: "the executor registers (RegisterExecutor) with the executor id and cores it \
+            was started with, and an endpoint reference without an address (executors do not \
+            listen)"
+            .into(),
         body: run(|ctx: Ctx| async move {
             let e = registered(&ctx, &[Version::V1, Version::V2], 128).await?;
-            check(e.reg.executor_id == EXECUTOR_ID && e.reg.cores == CORES && e.reg.executor_ref.address.is_none(),
-                format!("executor {EXECUTOR_ID}, {CORES} cores, no address"), format!("{:?}", e.reg))
+            check(
+                e.reg.executor_id == EXECUTOR_ID
+                    && e.reg.cores == CORES
+                    && e.reg.executor_ref.address.is_none(),
+                format!("executor {EXECUTOR_ID}, {CORES} cores, no address"),
+                format!("{:?}", e.reg),
+            )
         }),
         ..Case::default()
     });
@@ -40,14 +46,22 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/executor/v1".into(),
         level: Level::Must,
         targets: vec![Target::Executor],
-        requirement: "an executor on a version 1 connection runs a task and reports it in version 1's StatusUpdate \
-            layout".into(),
+        requirement: "an executor on a version 1 connection runs a task and reports it in version \
+            1's StatusUpdate layout"
+            .into(),
         body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V1], 128).await?;
             launched(&ctx, &mut e).await?;
             launch(&mut e, &task(4, "sum-squares", &[0, 10], 1)).await?;
-            let s = update(&ctx, &mut e, 4, "StatusUpdate FINISHED", |s| s.state.is_finished()).await?;
-            check(s.state == TaskState::Finished, "FINISHED", s.state.to_string())
+            let s = update(&ctx, &mut e, 4, "StatusUpdate FINISHED", |s| {
+                s.state.is_finished()
+            })
+            .await?;
+            check(
+                s.state == TaskState::Finished,
+                "FINISHED",
+                s.state.to_string(),
+            )
         }),
         ..Case::default()
     });
@@ -77,17 +91,30 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/executor/registration-refused".into(),
         level: Level::Must,
         targets: vec![Target::Executor],
-        requirement: "an executor whose RegisterExecutor fails (Spark's `Duplicate executor ID`) exits with a \
-            non-zero status".into(),
+        requirement: "an executor whose RegisterExecutor fails (Spark's `Duplicate executor ID`) \
+            exits with a non-zero status"
+            .into(),
         body: run(|ctx: Ctx| async move {
             let (mut run, mut conn) = start(ctx.clone()).await?;
             loop {
                 let hello = conn.read_hello(spawned::startup(&ctx)).await?;
-                spawned::accept(&ctx, &mut conn, &hello, &[Version::V1, Version::V2], "driver").await?;
+                spawned::accept(
+                    &ctx,
+                    &mut conn,
+                    &hello,
+                    &[Version::V1, Version::V2],
+                    "driver",
+                )
+                .await?;
                 if let Some((id, _)) = serve_until_register(&ctx, &mut conn, 128).await? {
-                    conn.send(&Envelope::<C>::Failure { id,
-                        error: sparkwire::messages::ErrorDescription::new("org.apache.spark.SparkException",
-                            format!("Duplicate executor ID: {EXECUTOR_ID}")) }).await?;
+                    conn.send(&Envelope::<C>::Failure {
+                        id,
+                        error: sparkwire::messages::ErrorDescription::new(
+                            "org.apache.spark.SparkException",
+                            format!("Duplicate executor ID: {EXECUTOR_ID}"),
+                        ),
+                    })
+                    .await?;
                     break;
                 }
                 conn = run.accept(&ctx, "driver-main", Role::Driver).await?;
@@ -103,8 +130,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/executor/driver-lost".into(),
         level: Level::Must,
         targets: vec![Target::Executor],
-        requirement: "an executor whose driver connection closes exits (Spark: `Driver … disassociated! Shutting \
-            down.`)".into(),
+        requirement: "an executor whose driver connection closes exits (Spark: `Driver … \
+            disassociated! Shutting down.`)"
+            .into(),
         body: run(|ctx: Ctx| async move {
             let mut e = registered(&ctx, &[Version::V2], 128).await?;
             launched(&ctx, &mut e).await?;

@@ -36,9 +36,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "the master answers a \
-        worker's RegisterWorker with RegisteredWorker, duplicate = false for a new id, naming itself (rules W3, \
-            W4)".into(),
+        requirement: "the master answers a worker's RegisterWorker with RegisteredWorker, \
+            duplicate = false for a new id, naming itself (rules W3, W4)"
+            .into(),
         body: run(flow_master_registration_registered),
         ..Case::default()
     });
@@ -61,9 +61,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "the master answers a \
-        RegisterWorker for a worker id that is registered and alive with RegisterWorkerFailed, or RegisteredWorker \
-            with duplicate = true (rule W4)".into(),
+        requirement: "the master answers a RegisterWorker for a worker id that is registered and \
+            alive with RegisterWorkerFailed, or RegisteredWorker with duplicate = true (rule W4)"
+            .into(),
         body: run(flow_master_registration_duplicate_id),
         ..Case::default()
     });
@@ -73,9 +73,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "a registered worker \
-        appears in the master's state ALIVE with the cores and memory it \
-            registered"
+        requirement: "a registered worker appears in the master's state ALIVE with the cores and \
+            memory it registered"
             .into(),
         body: run(flow_master_registration_in_state),
         ..Case::default()
@@ -96,10 +95,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "the master answers \
-        RegisterApplication with RegisteredApplication carrying an app id of Spark's form (rule \
-            P3)"
-        .into(),
+        requirement: "the master answers RegisterApplication with RegisteredApplication carrying \
+            an app id of Spark's form (rule P3)"
+            .into(),
         body: run(flow_master_app_registered),
         ..Case::default()
     });
@@ -129,8 +127,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "after UnregisterApplication the \
-        application is no longer active in the master's state (rule P5)"
+        requirement: "after UnregisterApplication the application is no longer active in the \
+            master's state (rule P5)"
             .into(),
         body: run(flow_master_app_unregister),
         ..Case::default()
@@ -141,9 +139,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "an application \
-        whose client's connection closes is finished: no longer active in the master's \
-            state"
+        requirement: "an application whose client's connection closes is finished: no longer \
+            active in the master's state"
             .into(),
         body: run(flow_master_app_closed_connection_finishes),
         ..Case::default()
@@ -166,9 +163,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "the master answers \
-        RequestClearCompletedDriversAndApps with a bool reply (definition.json: reply bool, as Spark 4.0.1's \
-            master)".into(),
+        requirement: "the master answers RequestClearCompletedDriversAndApps with a bool reply \
+            (definition.json: reply bool, as Spark 4.0.1's master)"
+            .into(),
         body: run(flow_master_ui_clear_completed),
         ..Case::default()
     });
@@ -178,9 +175,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "the master answers \
-        RequestSubmitDriver with a successful SubmitDriverResponse carrying a driver id of Spark's form (rule \
-            D1)".into(),
+        requirement: "the master answers RequestSubmitDriver with a successful \
+            SubmitDriverResponse carrying a driver id of Spark's form (rule D1)"
+            .into(),
         body: run(flow_master_drivers_submit),
         ..Case::default()
     });
@@ -190,9 +187,10 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "the master answers \
-        RequestDriverStatus about a submitted driver with found = true (rule D6)"
-            .into(),
+        requirement:
+            "the master answers RequestDriverStatus about a submitted driver with found = \
+            true (rule D6)"
+                .into(),
         body: run(flow_master_drivers_status),
         ..Case::default()
     });
@@ -202,8 +200,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "the master answers \
-        RequestKillDriver with a KillDriverResponse naming that driver (rule D6)"
+        requirement: "the master answers RequestKillDriver with a KillDriverResponse naming that \
+            driver (rule D6)"
             .into(),
         body: run(flow_master_drivers_kill),
         ..Case::default()
@@ -228,10 +226,10 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::SpreadsOut(true), Need::NoOtherApplication],
-        requirement: "with spreadOut (the default) the master spreads an application's executors over the workers \
-            round-robin: 3 \
-            workers of 4 cores, 1-core executors, cores.max 6 give 2 executors on each \
-                (spark.deploy.spreadOut)".into(),
+        requirement: "with spreadOut (the default) the master spreads an application's executors \
+            over the workers round-robin: 3 workers of 4 cores, 1-core executors, cores.max 6 give \
+            2 executors on each (spark.deploy.spreadOut)"
+            .into(),
         body: run(flow_master_scheduling_spread_out),
         ..Case::default()
     });
@@ -242,9 +240,10 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::SpreadsOut(false), Need::NoOtherApplication],
-        requirement: "with spreadOut off the master fills one worker before the next: 3 workers of 4 cores, 1-core \
-            executors, \
-            cores.max 6 give 4 and 2 executors on two workers".into(),
+        requirement:
+            "with spreadOut off the master fills one worker before the next: 3 workers of \
+            4 cores, 1-core executors, cores.max 6 give 4 and 2 executors on two workers"
+                .into(),
         body: run(flow_master_scheduling_consolidate),
         ..Case::default()
     });
@@ -255,9 +254,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "an \
-        application that sets no cores per executor gets one executor per worker holding all its free \
-            cores".into(),
+        requirement: "an application that sets no cores per executor gets one executor per worker \
+            holding all its free cores"
+            .into(),
         body: run(flow_master_scheduling_one_executor_per_worker),
         ..Case::default()
     });
@@ -268,9 +267,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master launches no \
-        more executors on a worker than its memory holds (rule W8): 1024 MiB, 512 MiB executors, 4 cores give 2 \
-            executors".into(),
+        requirement: "the master launches no more executors on a worker than its memory holds \
+            (rule W8): 1024 MiB, 512 MiB executors, 4 cores give 2 executors"
+            .into(),
         body: run(flow_master_scheduling_memory_bound),
         ..Case::default()
     });
@@ -281,9 +280,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master never gives \
-        a worker more cores than it registered (rule W8): 3 cores and 2-core executors give 1 \
-            executor"
+        requirement: "the master never gives a worker more cores than it registered (rule W8): 3 \
+            cores and 2-core executors give 1 executor"
             .into(),
         body: run(flow_master_scheduling_cores_bound),
         ..Case::default()
@@ -295,9 +293,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master grants an \
-        application no more cores than its cores.max (maxCores 3 on a 8-core worker, 1-core executors: 3 \
-            executors)".into(),
+        requirement: "the master grants an application no more cores than its cores.max (maxCores \
+            3 on a 8-core worker, 1-core executors: 3 executors)"
+            .into(),
         body: run(flow_master_scheduling_max_cores),
         ..Case::default()
     });
@@ -308,10 +306,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "LaunchExecutor names \
-        the application, a fresh executor id, the cores and memory the application asked, and the master's URL \
-            (rule \
-            E1)".into(),
+        requirement: "LaunchExecutor names the application, a fresh executor id, the cores and \
+            memory the application asked, and the master's URL (rule E1)"
+            .into(),
         body: run(flow_master_executor_launch_fields),
         ..Case::default()
     });
@@ -322,9 +319,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master tells the \
-        application of each executor it launches with ExecutorAdded, with the worker, cores and memory of its \
-            LaunchExecutor (rule E4)".into(),
+        requirement: "the master tells the application of each executor it launches with \
+            ExecutorAdded, with the worker, cores and memory of its LaunchExecutor (rule E4)"
+            .into(),
         body: run(flow_master_executor_added),
         ..Case::default()
     });
@@ -335,9 +332,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "in version 2 the master \
-        answers a worker's ExecutorStateChanged ask with bool true and tells the application (ExecutorUpdated \
-            RUNNING, rule E5)".into(),
+        requirement: "in version 2 the master answers a worker's ExecutorStateChanged ask with \
+            bool true and tells the application (ExecutorUpdated RUNNING, rule E5)"
+            .into(),
         body: run(flow_master_executor_state_ask_v2),
         ..Case::default()
     });
@@ -348,9 +345,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "in version 1 the master \
-        takes a worker's ExecutorStateChanged as a send (Spark 3.0) and tells the application (ExecutorUpdated \
-            RUNNING)".into(),
+        requirement: "in version 1 the master takes a worker's ExecutorStateChanged as a send \
+            (Spark 3.0) and tells the application (ExecutorUpdated RUNNING)"
+            .into(),
         body: run(flow_master_executor_state_send_v1),
         ..Case::default()
     });
@@ -361,9 +358,10 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "when an executor \
-        fails the master tells the application (ExecutorUpdated FAILED) and launches a replacement with a new \
-            executor id (spark.deploy.maxExecutorRetries)".into(),
+        requirement: "when an executor fails the master tells the application (ExecutorUpdated \
+            FAILED) and launches a replacement with a new executor id \
+            (spark.deploy.maxExecutorRetries)"
+            .into(),
         body: run(flow_master_executor_failed_relaunched),
         ..Case::default()
     });
@@ -374,9 +372,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "an application \
-        whose executors fail maxExecutorRetries times in a row, none running, is removed \
-            (ApplicationRemoved)"
+        requirement: "an application whose executors fail maxExecutorRetries times in a row, none \
+            running, is removed (ApplicationRemoved)"
             .into(),
         body: run(flow_master_executor_retries_exhausted),
         ..Case::default()
@@ -388,10 +385,10 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "when a worker's \
-        connection closes the master tells the application: ExecutorUpdated LOST with the worker's host, and \
-            WorkerRemoved, the two in either order (rule W7; the spec orders \
-                neither)".into(),
+        requirement: "when a worker's connection closes the master tells the application: \
+            ExecutorUpdated LOST with the worker's host, and WorkerRemoved, the two in either \
+            order (rule W7; the spec orders neither)"
+            .into(),
         body: run(flow_master_executor_worker_lost),
         ..Case::default()
     });
@@ -402,9 +399,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master answers an \
-        application's KillExecutors with true and sends the worker KillExecutor for that \
-            executor"
+        requirement: "the master answers an application's KillExecutors with true and sends the \
+            worker KillExecutor for that executor"
             .into(),
         body: run(flow_master_executor_kill_executors),
         ..Case::default()
@@ -416,10 +412,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master answers \
-        RequestExecutors with true and launches no more than the total requested (a limit of 1 on a worker with \
-            room \
-            for 4)".into(),
+        requirement: "the master answers RequestExecutors with true and launches no more than the \
+            total requested (a limit of 1 on a worker with room for 4)"
+            .into(),
         body: run(flow_master_executor_request_executors),
         ..Case::default()
     });
@@ -430,10 +425,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "when an \
-        application unregisters the master kills its executors (KillExecutor) and tells the worker \
-            ApplicationFinished, the two in either order (rule P6; the spec orders \
-                neither)"
+        requirement: "when an application unregisters the master kills its executors \
+            (KillExecutor) and tells the worker ApplicationFinished, the two in either order (rule \
+            P6; the spec orders neither)"
             .into(),
         body: run(flow_master_app_finished_kills_and_notifies),
         ..Case::default()
@@ -445,9 +439,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master launches a submitted \
-        driver on a worker with room for it (LaunchDriver), and reports it RUNNING there when asked (rules D2, \
-            D6)".into(),
+        requirement: "the master launches a submitted driver on a worker with room for it \
+            (LaunchDriver), and reports it RUNNING there when asked (rules D2, D6)"
+            .into(),
         body: run(flow_master_drivers_launch),
         ..Case::default()
     });
@@ -470,10 +464,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "after the worker reports a \
-        driver FINISHED the master no longer counts it active: RequestDriverStatus says FINISHED or not found \
-            (rule \
-            D5)".into(),
+        requirement: "after the worker reports a driver FINISHED the master no longer counts it \
+            active: RequestDriverStatus says FINISHED or not found (rule D5)"
+            .into(),
         body: run(flow_master_drivers_finished),
         ..Case::default()
     });
@@ -484,9 +477,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master sends a \
-        registered worker no MasterChanged or other unasked registration answer while it stays the active master \
-            (rules W3, F1)".into(),
+        requirement: "the master sends a registered worker no MasterChanged or other unasked \
+            registration answer while it stays the active master (rules W3, F1)"
+            .into(),
         body: run(flow_master_failover_none_unasked),
         ..Case::default()
     });
@@ -497,9 +490,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "a worker that sends no \
-        heartbeat for the worker timeout is lost: the master marks it DEAD or drops it \
-            (spark.worker.timeout)"
+        requirement: "a worker that sends no heartbeat for the worker timeout is lost: the master \
+            marks it DEAD or drops it (spark.worker.timeout)"
             .into(),
         body: run(flow_master_heartbeat_timeout),
         ..Case::default()
@@ -1304,11 +1296,12 @@ pub mod points {
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
             needs: vec![Need::NoOtherApplication],
-            requirement: "SPEC §5 (`ExecutorUpdated`: version 1 `workerLost: bool`, \"lost → `\"\"`, else nil / lost = \
-                host is set\"), \
-                as Spark 3.0's master sets it: with protocol version 1, the ExecutorUpdated RUNNING of an executor \
-                    its worker reported has workerLost false, and once the worker's connection closes the \
-                        ExecutorUpdated LOST of that executor has workerLost true".into(),
+            requirement: "SPEC §5 (`ExecutorUpdated`: version 1 `workerLost: bool`, \"lost → \
+                `\"\"`, else nil / lost = host is set\"), as Spark 3.0's master sets it: with \
+                protocol version 1, the ExecutorUpdated RUNNING of an executor its worker reported \
+                has workerLost false, and once the worker's connection closes the ExecutorUpdated \
+                LOST of that executor has workerLost true"
+                .into(),
             body: run(v1_worker_lost),
             ..Case::default()
         });

@@ -32,19 +32,18 @@ pub mod launch {
             id: "flow/worker/secret-handoff".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            quote: "SPEC §13, \"A worker hands the secret to the executors and drivers it launches without \
-                exposing it: … adds \
-                `SPARKWIRE_SECRET_FILE=<that path>` to the environment it starts the process with …; never on a \
-                    command \
-                    line, never in the application's description\"".into(),
-            requirement: "a worker holding the secret starts an executor and \
-                        a \
-                        driver whose SPARKWIRE_SECRET_FILE names a file of mode 0600 holding the secret, with no \
-                            argument \
-                            and no other variable holding it, and the worker's state (RequestWorkerState) does not \
-                                carry \
-                                it (the process as this host's /proc shows it; skipped without --secret-file, or when \
-                                    /proc does not show it)".into(),
+            quote:
+                "SPEC §13, \"A worker hands the secret to the executors and drivers it launches \
+                without exposing it: … adds `SPARKWIRE_SECRET_FILE=<that path>` to the environment \
+                it starts the process with …; never on a command line, never in the application's \
+                description\""
+                    .into(),
+            requirement: "a worker holding the secret starts an executor and a driver whose \
+                SPARKWIRE_SECRET_FILE names a file of mode 0600 holding the secret, with no \
+                argument and no other variable holding it, and the worker's state \
+                (RequestWorkerState) does not carry it (the process as this host's /proc shows it; \
+                skipped without --secret-file, or when /proc does not show it)"
+                .into(),
             body: run(secret_handoff),
             ..Case::default()
         });
@@ -136,18 +135,37 @@ pub mod flows {
             id: "flow/worker/registration/fields".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "the worker's RegisterWorker carries an id of Spark's form, the cores and memory it was told \
-                to offer, and \
-                the address of its endpoint".into(),
+            requirement:
+                "the worker's RegisterWorker carries an id of Spark's form, the cores and \
+                memory it was told to offer, and the address of its endpoint"
+                    .into(),
             body: run(|ctx: Ctx| async move {
                 let w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let r = &w.reg;
-                check(r.id.starts_with("worker-") && r.id.len() > 22 && r.id[7..21].bytes().all(|b| b.is_ascii_digit()),
-                    "an id worker-YYYYMMDDHHMMSS-HOST-PORT", r.id.clone())?;
-                check(r.cores == CORES && r.memory == MEMORY, format!("{CORES} cores, {MEMORY} \
-                    MiB"), format!("{} cores, {} MiB", r.cores, r.memory))?;
-                check(r.worker.address.as_ref().is_some_and(|a| a.host == r.host && a.port == r.port) && r.port > 0,
-                    "its endpoint at its host and port", format!("{:?} at {}:{}", r.worker, r.host, r.port))
+                check(
+                    r.id.starts_with("worker-")
+                        && r.id.len() > 22
+                        && r.id[7..21].bytes().all(|b| b.is_ascii_digit()),
+                    "an id worker-YYYYMMDDHHMMSS-HOST-PORT",
+                    r.id.clone(),
+                )?;
+                check(
+                    r.cores == CORES && r.memory == MEMORY,
+                    format!(
+                        "{CORES} cores, {MEMORY} \
+                    MiB"
+                    ),
+                    format!("{} cores, {} MiB", r.cores, r.memory),
+                )?;
+                check(
+                    r.worker
+                        .address
+                        .as_ref()
+                        .is_some_and(|a| a.host == r.host && a.port == r.port)
+                        && r.port > 0,
+                    "its endpoint at its host and port",
+                    format!("{:?} at {}:{}", r.worker, r.host, r.port),
+                )
             }),
             ..Case::default()
         });
@@ -178,16 +196,22 @@ pub mod flows {
             id: "flow/worker/heartbeat/interval".into(),
             level: Level::Should,
             targets: vec![Target::Worker],
-            requirement: "the worker heartbeats every quarter of the worker timeout: at least 3 heartbeats in 2 s with \
-                a 2 s timeout".into(),
+            requirement: "the worker heartbeats every quarter of the worker timeout: at least 3 \
+                heartbeats in 2 s with a 2 s timeout"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let end = tokio::time::Instant::now() + Duration::from_millis(2100);
                 let mut n = 0;
                 while tokio::time::Instant::now() < end {
                     let left = end.saturating_duration_since(tokio::time::Instant::now());
-                    match w.conn.expect::<D, ()>(left, "", |e| matches!(e,
-                        Envelope::Send(D::Heartbeat(_))).then_some(())).await {
+                    match w
+                        .conn
+                        .expect::<D, ()>(left, "", |e| {
+                            matches!(e, Envelope::Send(D::Heartbeat(_))).then_some(())
+                        })
+                        .await
+                    {
                         Ok(()) => n += 1,
                         Err(_) => break,
                     }
@@ -278,14 +302,18 @@ pub mod flows {
             id: "flow/worker/executor/launch".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "the worker runs an allowed executor command it is sent (LaunchExecutor) and reports it \
-                RUNNING (rules E2, E3)".into(),
+            requirement: "the worker runs an allowed executor command it is sent (LaunchExecutor) \
+                and reports it RUNNING (rules E2, E3)"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 launch_executor(&mut w, "app-20250101120000-0001", 0).await?;
                 let s = state_change(&ctx, &mut w, 0).await?;
-                let out = check(s.state == ExecutorState::Running && s.app_id == "app-20250101120000-0001", "RUNNING",
-                    format!("{:?}", s.state));
+                let out = check(
+                    s.state == ExecutorState::Running && s.app_id == "app-20250101120000-0001",
+                    "RUNNING",
+                    format!("{:?}", s.state),
+                );
                 w.run.stop(Duration::from_secs(2)).await;
                 out
             }),
@@ -345,8 +373,10 @@ pub mod flows {
             id: "flow/worker/executor/kill".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "the worker kills an executor it is told to (KillExecutor) and reports it KILLED (rule \
-                E3)".into(),
+            requirement:
+                "the worker kills an executor it is told to (KillExecutor) and reports it \
+                KILLED (rule E3)"
+                    .into(),
             body: run(|ctx: Ctx| async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let app = "app-20250101120000-0004";
@@ -407,17 +437,28 @@ pub mod flows {
             id: "flow/worker/executor/not-allowed".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "the worker runs only what its operator allowed: LaunchExecutor of a program not on its \
-                allow-list is \
-                reported FAILED".into(),
+            requirement: "the worker runs only what its operator allowed: LaunchExecutor of a \
+                program not on its allow-list is reported FAILED"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let marker = w.run.work_dir.join("ran");
                 let script = format!("touch {}", marker.display());
-                w.conn.send(&Envelope::Send(launch_msg(&w, "app-20250101120000-0007", 4, "/bin/sh", &["-c",
-                    &script]))).await?;
+                w.conn
+                    .send(&Envelope::Send(launch_msg(
+                        &w,
+                        "app-20250101120000-0007",
+                        4,
+                        "/bin/sh",
+                        &["-c", &script],
+                    )))
+                    .await?;
                 let s = state_change(&ctx, &mut w, 4).await?;
-                check(s.state == ExecutorState::Failed, "FAILED", s.state.to_string())?;
+                check(
+                    s.state == ExecutorState::Failed,
+                    "FAILED",
+                    s.state.to_string(),
+                )?;
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 check(!marker.exists(), "the program not run", "it ran")
             }),
@@ -427,20 +468,31 @@ pub mod flows {
             id: "flow/worker/ui/state".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "the worker answers a UI's RequestWorkerState with its id, cores, memory and the executors it \
-                runs".into(),
+            requirement: "the worker answers a UI's RequestWorkerState with its id, cores, memory \
+                and the executors it runs"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 launch_executor(&mut w, "app-20250101120000-0008", 5).await?;
                 state_change(&ctx, &mut w, 5).await?;
                 let mut ui = ui_conn(&ctx, &mut w).await?;
                 let s = worker_state(&ctx, &mut ui).await?;
-                let out = check(s.worker_id == w.reg.id && s.cores == CORES && s.memory == MEMORY
-                    && s.executors.iter().any(|e| e.exec_id == 5),
+                let out = check(
+                    s.worker_id == w.reg.id
+                        && s.cores == CORES
+                        && s.memory == MEMORY
+                        && s.executors.iter().any(|e| e.exec_id == 5),
                     "its id, cores, memory and executor \
-                        5", format!("{} {} cores {} MiB executors \
-                            {:?}", s.worker_id, s.cores, s.memory,
-                                s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()));
+                        5",
+                    format!(
+                        "{} {} cores {} MiB executors \
+                            {:?}",
+                        s.worker_id,
+                        s.cores,
+                        s.memory,
+                        s.executors.iter().map(|e| e.exec_id).collect::<Vec<_>>()
+                    ),
+                );
                 w.run.stop(Duration::from_secs(2)).await;
                 out
             }),
@@ -450,23 +502,48 @@ pub mod flows {
             id: "flow/worker/driver/launch-and-kill".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "the worker runs a driver it is sent (LaunchDriver) and, told KillDriver, reports it KILLED \
-                with \
-                DriverStateChanged (rules D3, D4)".into(),
+            requirement:
+                "the worker runs a driver it is sent (LaunchDriver) and, told KillDriver, \
+                reports it KILLED with DriverStateChanged (rules D3, D4)"
+                    .into(),
             body: run(|ctx: Ctx| async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let id = "driver-20250101120000-0001";
-                let desc = DriverDescription::new(format!("file:{}", allowed_exec()), 64, 1, false,
-                    command(&allowed_exec(), &["20"]), vec![]);
-                w.conn.send(&Envelope::Send(D::LaunchDriver(LaunchDriver::new(id.into(), desc, BTreeMap::new()))))
+                let desc = DriverDescription::new(
+                    format!("file:{}", allowed_exec()),
+                    64,
+                    1,
+                    false,
+                    command(&allowed_exec(), &["20"]),
+                    vec![],
+                );
+                w.conn
+                    .send(&Envelope::Send(D::LaunchDriver(LaunchDriver::new(
+                        id.into(),
+                        desc,
+                        BTreeMap::new(),
+                    ))))
                     .await?;
                 tokio::time::sleep(Duration::from_millis(200)).await;
-                w.conn.send(&Envelope::Send(D::KillDriver(KillDriver::new(id.into())))).await?;
-                let s = w.conn.expect::<D, DriverStateChanged>(wait(&ctx), "DriverStateChanged", |e| match e {
-                    Envelope::Send(D::DriverStateChanged(s)) if s.driver_id == id => Some(s.clone()),
-                    _ => None,
-                }).await?;
-                check(s.state == DriverState::Killed, "KILLED", s.state.to_string())
+                w.conn
+                    .send(&Envelope::Send(D::KillDriver(KillDriver::new(id.into()))))
+                    .await?;
+                let s =
+                    w.conn
+                        .expect::<D, DriverStateChanged>(wait(&ctx), "DriverStateChanged", |e| {
+                            match e {
+                                Envelope::Send(D::DriverStateChanged(s)) if s.driver_id == id => {
+                                    Some(s.clone())
+                                }
+                                _ => None,
+                            }
+                        })
+                        .await?;
+                check(
+                    s.state == DriverState::Killed,
+                    "KILLED",
+                    s.state.to_string(),
+                )
             }),
             ..Case::default()
         });
@@ -474,9 +551,9 @@ pub mod flows {
             id: "flow/worker/decommission".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "a worker told DecommissionWorker (version 2) launches no executor after it (no \
-                ExecutorStateChanged for a \
-                LaunchExecutor that follows) and goes on heartbeating with its id (SPEC §7.1)".into(),
+            requirement: "a worker told DecommissionWorker (version 2) launches no executor after \
+                it (no ExecutorStateChanged for a LaunchExecutor that follows) and goes on \
+                heartbeating with its id (SPEC §7.1)".into(),
             body: run(|ctx: Ctx| async move {
                 let mut w = registered(&ctx, &[Version::V2]).await?;
                 let id = w.reg.id.clone();
@@ -499,8 +576,9 @@ pub mod flows {
             id: "flow/worker/executor/spark-app-id".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "ExecutorStateChanged names the application and executor of the LaunchExecutor it reports \
-                on".into(),
+            requirement: "ExecutorStateChanged names the application and executor of the \
+                LaunchExecutor it reports on"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let app = "app-20250101120000-0009";

@@ -30,11 +30,12 @@ pub mod admin {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "handshake.md §10.1, \"An admin proof sent to a server without an admin secret is ignored \
-                (the peer is not an \
-                admin)\"".into(),
-            requirement: "a server holding only a shared secret accepts a UI whose proof frame carries an admin proof, \
-                    and serves it".into(),
+            quote: "handshake.md §10.1, \"An admin proof sent to a server without an admin secret \
+                is ignored (the peer is not an admin)\""
+                .into(),
+            requirement: "a server holding only a shared secret accepts a UI whose proof frame \
+                carries an admin proof, and serves it"
+                .into(),
             body: run(admin_proof_ignored),
             ..Case::default()
         });
@@ -43,11 +44,13 @@ pub mod admin {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "handshake.md §10.1, \"a wrong admin proof is refused with `authFailed`\" (and step 4, \"if \
-                either does not \
-                verify it refuses with `authFailed`\"): a server holding an admin secret refuses a UI whose admin \
-                    proof \
-                    was made with another admin secret with authFailed".into(),
+            quote: "handshake.md §10.1, \"a wrong admin proof is refused with `authFailed`\" (and \
+                step 4, \"if either does not verify it refuses with `authFailed`\")"
+                .into(),
+            requirement:
+                "a server holding an admin secret refuses a UI whose admin proof was made \
+                with another admin secret with authFailed"
+                    .into(),
             body: run(wrong_admin_proof_refused),
             ..Case::default()
         });
@@ -124,9 +127,11 @@ pub mod auth {
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
-            requirement: format!("{name} holding a shared secret answers a hello that asks to authenticate with a \
-                challenge: mechanism \
-                hmac-sha256, a 32-byte nonce and a server proof that verifies with the secret over the hello frame"),
+            requirement: format!(
+                "{name} holding a shared secret answers a hello that asks to \
+                authenticate with a challenge: mechanism hmac-sha256, a 32-byte nonce and a server \
+                proof that verifies with the secret over the hello frame"
+            ),
             body: secured(&s, move |ctx: Ctx, k, g| async move {
                 let c = challenged(&ctx, g.at.addr, g.role, "challenge", &k).await?;
                 let nonce = crate::harness::mp::challenge_nonce(&c.challenge);
@@ -145,14 +150,20 @@ pub mod auth {
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
-            requirement: format!("{name} draws a new nonce for every handshake: two challenges never carry the same \
-                nonce"),
+            requirement: format!(
+                "{name} draws a new nonce for every handshake: two challenges \
+                never carry the same nonce"
+            ),
             body: secured(&s, move |ctx: Ctx, k, g| async move {
                 let a = challenged(&ctx, g.at.addr, g.role, "nonce", &k).await?;
                 let b = challenged(&ctx, g.at.addr, g.role, "nonce", &k).await?;
                 let na = crate::harness::mp::challenge_nonce(&a.challenge);
                 let nb = crate::harness::mp::challenge_nonce(&b.challenge);
-                check(na.is_some() && na != nb, "two different nonces", format!("{na:?} and {nb:?}"))
+                check(
+                    na.is_some() && na != nb,
+                    "two different nonces",
+                    format!("{na:?} and {nb:?}"),
+                )
             }),
             ..Case::default()
         });
@@ -232,15 +243,23 @@ pub mod auth {
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
-            requirement: format!("{name} refuses with authFailed a proof made for another exchange (one recorded from \
-                an earlier \
-                connection, under the right secret, so over other nonces), and takes nothing sent after it (a {what})"),
+            requirement: format!(
+                "{name} refuses with authFailed a proof made for another exchange \
+                (one recorded from an earlier connection, under the right secret, so over other \
+                nonces), and takes nothing sent after it (a {what})"
+            ),
             body: secured(&s, move |ctx: Ctx, k, g| async move {
                 let first = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
                 let mut second = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
                 let mut bytes = frame_bytes(&first.proof(&k));
                 bytes.extend_from_slice(&frame_bytes(&g.change));
-                second.conn.send_raw(&bytes, &format!("the first exchange's proof, then {}", what)).await?;
+                second
+                    .conn
+                    .send_raw(
+                        &bytes,
+                        &format!("the first exchange's proof, then {}", what),
+                    )
+                    .await?;
                 expect_refused(&ctx, &mut second.conn, &[RefusalReason::AuthFailed]).await?;
                 unchanged(&g, what).await
             }),
@@ -256,9 +275,10 @@ pub mod auth {
             id: "handshake/10.1/client-hello".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: format!("{name} holding a shared secret asks to authenticate in its hello: auth hmac-sha256 \
-                and a 32-byte \
-                nonce"),
+            requirement: format!(
+                "{name} holding a shared secret asks to authenticate in its \
+                hello: auth hmac-sha256 and a 32-byte nonce"
+            ),
             body: run(move |ctx: Ctx| {
                 let st = st.clone();
                 async move {
@@ -326,12 +346,19 @@ pub mod auth {
             id: "handshake/10.1/wrong-server-proof".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: format!("{name} closes the connection without sending anything more (no proof, no envelope) \
-                when the server's \
-                challenge carries a proof made with another secret"),
+            requirement: format!(
+                "{name} closes the connection without sending anything more (no \
+                proof, no envelope) when the server's challenge carries a proof made with another \
+                secret"
+            ),
             body: run(move |ctx: Ctx| {
-                client_closes(ctx, st.clone(), |k, _, frame| challenge_body(&wrong_secret(k)?, frame), "a server proof \
-                    made with another secret")
+                client_closes(
+                    ctx,
+                    st.clone(),
+                    |k, _, frame| challenge_body(&wrong_secret(k)?, frame),
+                    "a server proof \
+                    made with another secret",
+                )
             }),
             ..Case::default()
         });
@@ -343,9 +370,11 @@ pub mod auth {
             id: "handshake/10.1/replayed-server-proof".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: format!("{name} closes the connection without sending anything more when the server's proof \
-                is made with the \
-                right secret but for another exchange (over a hello with another nonce)"),
+            requirement: format!(
+                "{name} closes the connection without sending anything more when \
+                the server's proof is made with the right secret but for another exchange (over a \
+                hello with another nonce)"
+            ),
             body: run(move |ctx: Ctx| {
                 client_closes(
                     ctx,

@@ -35,15 +35,15 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
-        quote: "handshake.md §11, \"A connection MAY run over TLS (1.2 or 1.3): the client starts TLS on the \
-            TCP stream \
-            before its hello, and the whole handshake and every envelope then travel inside it ... A side \
-                configured \
-                for TLS speaks nothing else\"".into(),
-        requirement: "a server started with a certificate for 127.0.0.1 completes the \
-                    handshake of a client that starts TLS and answers its RequestMasterState inside it, and \
-                        accepts \
-                        no plain hello".into(),
+        quote: "handshake.md §11, \"A connection MAY run over TLS (1.2 or 1.3): the client starts \
+            TLS on the TCP stream before its hello, and the whole handshake and every envelope \
+            then travel inside it ... A side configured for TLS speaks nothing else\""
+            .into(),
+        requirement:
+            "a server started with a certificate for 127.0.0.1 completes the handshake of \
+            a client that starts TLS and answers its RequestMasterState inside it, and accepts no \
+            plain hello"
+                .into(),
         body: run(tls),
         ..Case::default()
     });

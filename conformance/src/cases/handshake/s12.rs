@@ -23,12 +23,12 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
-        quote: "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as \
-            `malformedHello`\"".into(),
-        requirement: "a \
-            hello whose `features` is the string \"closeReason\" is refused with malformedHello, then the \
-                connection \
-                closed".into(),
+        quote: "handshake.md §12, \"a decoder takes a `features` that is not an array of strings \
+            as `malformedHello`\""
+            .into(),
+        requirement: "a hello whose `features` is the string \"closeReason\" is refused with \
+            malformedHello, then the connection closed"
+            .into(),
         body: run(features_string_refused),
         ..Case::default()
     });
@@ -37,11 +37,12 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
-        quote: "handshake.md §12, \"a decoder takes a `features` that is not an array of strings as \
-            `malformedHello`\"".into(),
-        requirement: "a \
-            hello whose `features` is the array [1] is refused with malformedHello, then the connection \
-                closed".into(),
+        quote: "handshake.md §12, \"a decoder takes a `features` that is not an array of strings \
+            as `malformedHello`\""
+            .into(),
+        requirement: "a hello whose `features` is the array [1] is refused with malformedHello, \
+            then the connection closed"
+            .into(),
         body: run(features_not_strings_refused),
         ..Case::default()
     });
@@ -50,12 +51,12 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
-        quote: "handshake.md §12, \"A side ignores feature names it does not know ... a server never takes a \
-            feature the \
-            hello did not offer\"".into(),
+        quote: "handshake.md §12, \"A side ignores feature names it does not know ... a server \
+            never takes a feature the hello did not offer\""
+            .into(),
         requirement: "a hello offering an unknown feature and closeReason is accepted, and the \
-                answer's \
-                `features` names neither the unknown feature nor anything but closeReason".into(),
+            answer's `features` names neither the unknown feature nor anything but closeReason"
+            .into(),
         body: run(unknown_feature_not_taken),
         ..Case::default()
     });
@@ -108,12 +109,12 @@ pub mod points {
             id: "handshake/12/features-twice".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            quote: "handshake.md §12, \"A name given twice is offered (or taken) once: neither side refuses it. \
-                A server lists \
-                each feature it takes once\"".into(),
+            quote: "handshake.md §12, \"A name given twice is offered (or taken) once: neither \
+                side refuses it. A server lists each feature it takes once\""
+                .into(),
             requirement: "a hello offering closeReason twice is accepted, and the answer's \
-                    features \
-                    name no feature twice".into(),
+                features name no feature twice"
+                .into(),
             body: run(features_twice),
             ..Case::default()
         });
@@ -121,12 +122,12 @@ pub mod points {
             id: "handshake/12/features-in-refused-answer".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            quote: "handshake.md §12, \"In a refused answer `features` means nothing: a server does not write \
-                it\"".into(),
-            requirement: "a hello \
-                offering closeReason whose `versions` is a string is refused (malformedHello), and the refused answer \
-                    has \
-                    no `features` key".into(),
+            quote: "handshake.md §12, \"In a refused answer `features` means nothing: a server \
+                does not write it\""
+                .into(),
+            requirement: "a hello offering closeReason whose `versions` is a string is refused \
+                (malformedHello), and the refused answer has no `features` key"
+                .into(),
             body: run(features_in_refused_answer),
             ..Case::default()
         });
@@ -134,11 +135,13 @@ pub mod points {
             id: "handshake/12/features-name-bin-refused".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            quote: "handshake.md §12, \"a decoder takes a `features` that is not an array of `str` (a name sent \
-                as `bin` \
-                included) as `malformedHello`\"".into(),
+            quote:
+                "handshake.md §12, \"a decoder takes a `features` that is not an array of `str` \
+                (a name sent as `bin` included) as `malformedHello`\""
+                    .into(),
             requirement: "a hello whose features is [bin \"closeReason\"] is refused with \
-                    malformedHello".into(),
+                malformedHello"
+                .into(),
             body: run(features_name_bin_refused),
             ..Case::default()
         });

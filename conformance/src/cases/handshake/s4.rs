@@ -105,9 +105,11 @@ pub mod server {
             id: "handshake/4/accepted".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
-            requirement: format!("{name} accepts a well-formed hello of a role it takes; \
-            its answer has magic, the version chosen, the versions it speaks (including that one), its role, of the \
-                hello's family, and an id"),
+            requirement: format!(
+                "{name} accepts a well-formed hello of a role it takes; its \
+                answer has magic, the version chosen, the versions it speaks (including that one), \
+                its role, of the hello's family, and an id"
+            ),
             body: bind(s, handshake_4_accepted),
             ..Case::default()
         });

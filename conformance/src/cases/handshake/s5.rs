@@ -64,14 +64,14 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            requirement: "handshake.md §5 step 0, \"the server holds fewer connections than its limit \
-                (`--max-connections`) | \
-                `tooManyConnections`\", §9 \"server at its connection limit | `Refused{tooManyConnections}`\", and \
-                    SPEC \
-                    §8 \"at the handshake, a peer beyond the server's connection limit\" (closing only its own \
-                        connection): a server started with a limit of 2 that holds two sessions answers a third hello \
-                            refused tooManyConnections and closes that connection; the two sessions are still \
-                                served".into(),
+            requirement: "handshake.md §5 step 0, \"the server holds fewer connections than its \
+                limit (`--max-connections`) | `tooManyConnections`\", §9 \"server at its \
+                connection limit | `Refused{tooManyConnections}`\", and SPEC §8 \"at the \
+                handshake, a peer beyond the server's connection limit\" (closing only its own \
+                connection): a server started with a limit of 2 that holds two sessions answers a \
+                third hello refused tooManyConnections and closes that connection; the two \
+                sessions are still served"
+                .into(),
             body: run(too_many_connections),
             ..Case::default()
         });
@@ -80,11 +80,12 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            quote: "handshake.md §5, \"Step 0 comes before everything: a server at its connection limit ... \
-                answers \
-                `tooManyConnections` without looking at the hello\"".into(),
-            requirement: "at its limit, a server answers a hello with the \
-                    wrong magic tooManyConnections, not badMagic".into(),
+            quote: "handshake.md §5, \"Step 0 comes before everything: a server at its connection \
+                limit ... answers `tooManyConnections` without looking at the hello\""
+                .into(),
+            requirement: "at its limit, a server answers a hello with the wrong magic \
+                tooManyConnections, not badMagic"
+                .into(),
             body: run(before_the_hello),
             ..Case::default()
         });
@@ -93,11 +94,13 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            quote: "handshake.md §5, \"with a secret it refuses before the challenge, so a refused peer learns \
-                only that the \
-                server is full\"".into(),
-            requirement: "at its limit, a server holding a secret answers a hello that asks to authenticate \
-                    tooManyConnections, with no challenge first".into(),
+            quote:
+                "handshake.md §5, \"with a secret it refuses before the challenge, so a refused \
+                peer learns only that the server is full\""
+                    .into(),
+            requirement: "at its limit, a server holding a secret answers a hello that asks to \
+                authenticate tooManyConnections, with no challenge first"
+                .into(),
             body: run(before_the_challenge),
             ..Case::default()
         });
@@ -106,12 +109,14 @@ pub mod limits {
             level: Level::Should,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            quote: "handshake.md §5, \"refusals themselves are bounded (a server closes a connection unanswered \
-                while 64 \
-                refusals are under way)\", and §9 \"Each failure ends that connection only\"".into(),
-            requirement: "at its limit, with 64 \
-                    refusals under way (hellos left unfinished), a server closes a 65th connection that says hello \
-                        without answering it, and its session is still served".into(),
+            quote: "handshake.md §5, \"refusals themselves are bounded (a server closes a \
+                connection unanswered while 64 refusals are under way)\", and §9 \"Each failure \
+                ends that connection only\""
+                .into(),
+            requirement: "at its limit, with 64 refusals under way (hellos left unfinished), a \
+                server closes a 65th connection that says hello without answering it, and its \
+                session is still served"
+                .into(),
             body: run(refusals_bounded),
             ..Case::default()
         });
@@ -369,12 +374,12 @@ pub mod server {
             id: "handshake/5/3/malformed-and-unknown-role".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
-            requirement: format!("{name} refuses a hello with an \
-            unknown role and no `id` at step 3, with malformedHello or roleNotAccepted (handshake.md §5: \"anything \
-                else \
-                wrong with the map is step 3 (a role name the server does not know at all is refused with \
-                    `roleNotAccepted` already there)\"; the text orders neither), then \
-                        closes"),
+            requirement: format!(
+                "{name} refuses a hello with an unknown role and no `id` at step \
+                3, with malformedHello or roleNotAccepted (handshake.md §5: \"anything else wrong \
+                with the map is step 3 (a role name the server does not know at all is refused \
+                with `roleNotAccepted` already there)\"; the text orders neither), then closes"
+            ),
             body: bind(s, handshake_5_3_malformed_and_unknown_role),
             ..Case::default()
         });
@@ -382,11 +387,13 @@ pub mod server {
             id: "handshake/5/4/auth-presence".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
-            requirement: format!("{name} checks step 4 of handshake.md §5, \"a \
-            server with a secret: the hello has `auth` and `nonce`; a server without one: it has neither\": without a \
-                secret it refuses a hello asking to authenticate with authNotConfigured (§10.2), holding one it \
-                    refuses a \
-                    hello that does not with authRequired; then it closes"),
+            requirement: format!(
+                "{name} checks step 4 of handshake.md §5, \"a server with a \
+                secret: the hello has `auth` and `nonce`; a server without one: it has neither\": \
+                without a secret it refuses a hello asking to authenticate with authNotConfigured \
+                (§10.2), holding one it refuses a hello that does not with authRequired; then it \
+                closes"
+            ),
             body: bind(s, handshake_5_4_auth_presence),
             ..Case::default()
         });
@@ -396,12 +403,15 @@ pub mod server {
                 id: format!("handshake/5/3/{what}"),
                 level: Level::Must,
                 targets: vec![Target::Master, Target::Worker, Target::Driver],
-                requirement: format!("{name} refuses a hello with {desc} with \
-                malformedHello (handshake.md §10.2, \"A hello with only one of `auth` and `nonce`, or another \
-                    mechanism \
-                    than `hmac-sha256`, is `malformedHello`\"; step 3 comes before step 4), then \
-                        closes"),
-                body: run(move |ctx| handshake_5_3_malformed_auth(ctx, server.clone(), extra.clone())),
+                requirement: format!(
+                    "{name} refuses a hello with {desc} with malformedHello \
+                    (handshake.md §10.2, \"A hello with only one of `auth` and `nonce`, or another \
+                    mechanism than `hmac-sha256`, is `malformedHello`\"; step 3 comes before step \
+                    4), then closes"
+                ),
+                body: run(move |ctx| {
+                    handshake_5_3_malformed_auth(ctx, server.clone(), extra.clone())
+                }),
                 ..Case::default()
             });
         }
@@ -634,13 +644,15 @@ pub mod points {
             id: "handshake/5/3/features-checked-first".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            quote: "handshake.md §5, \"`features` (§12) is checked at step 3 ...: a `features` key that is not \
-                an array of `str` \
-                is `malformedHello` there (after the magic, before authentication)\"".into(),
-            requirement: "a hello whose features is the \
-                    string \"closeReason\", offering only version 1000 and no authentication, is refused with \
-                        malformedHello (not noCommonVersion, authRequired or authNotConfigured of the later \
-                            steps)".into(),
+            quote:
+                "handshake.md §5, \"`features` (§12) is checked at step 3 ...: a `features` key \
+                that is not an array of `str` is `malformedHello` there (after the magic, before \
+                authentication)\""
+                    .into(),
+            requirement: "a hello whose features is the string \"closeReason\", offering only \
+                version 1000 and no authentication, is refused with malformedHello (not \
+                noCommonVersion, authRequired or authNotConfigured of the later steps)"
+                .into(),
             body: run(features_checked_first),
             ..Case::default()
         });

@@ -23,25 +23,42 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "rules/F1/master-changed".into(),
         level: Level::Must,
         targets: vec![Target::Worker],
-        requirement: "a worker told MasterChanged answers once with WorkerSchedulerStateResponse carrying its id \
-            (rule F1)".into(),
+        requirement: "a worker told MasterChanged answers once with WorkerSchedulerStateResponse \
+            carrying its id (rule F1)"
+            .into(),
         body: run(|ctx: Ctx| async move {
             let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
             let given = w.run.given;
-            w.conn.send(&Envelope::Send(D::MasterChanged(MasterChanged::new(
-                EndpointRef::at(Addr::new(given.ip().to_string(), i32::from(given.port())), "Master"),
-                "http://127.0.0.1:8080".into(),
-            )))).await?;
-            let r = w.conn.expect::<D, WorkerSchedulerStateResponse>(wait(&ctx), "WorkerSchedulerStateResponse",
-                |e| match e {
-                Envelope::Send(D::WorkerSchedulerStateResponse(r)) => Some(r.clone()),
-                _ => None,
-            }).await?;
+            w.conn
+                .send(&Envelope::Send(D::MasterChanged(MasterChanged::new(
+                    EndpointRef::at(
+                        Addr::new(given.ip().to_string(), i32::from(given.port())),
+                        "Master",
+                    ),
+                    "http://127.0.0.1:8080".into(),
+                ))))
+                .await?;
+            let r = w
+                .conn
+                .expect::<D, WorkerSchedulerStateResponse>(
+                    wait(&ctx),
+                    "WorkerSchedulerStateResponse",
+                    |e| match e {
+                        Envelope::Send(D::WorkerSchedulerStateResponse(r)) => Some(r.clone()),
+                        _ => None,
+                    },
+                )
+                .await?;
             check(r.id == id, format!("id {id}"), r.id.clone())?;
-            w.conn.expect_none::<D>(ctx.settings.quiet, "one \
-                WorkerSchedulerStateResponse", |e| matches!(e,
-                    Envelope::Send(D::WorkerSchedulerStateResponse(_)))).await
+            w.conn
+                .expect_none::<D>(
+                    ctx.settings.quiet,
+                    "one \
+                WorkerSchedulerStateResponse",
+                    |e| matches!(e, Envelope::Send(D::WorkerSchedulerStateResponse(_))),
+                )
+                .await
         }),
         ..Case::default()
     });

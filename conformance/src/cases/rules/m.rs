@@ -22,13 +22,21 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "rules/M3/send-as-ask".into(),
         level: Level::Must,
         targets: vec![Target::Master],
-        requirement: "the master refuses a send-kind message (Heartbeat) sent as an ask by a registered worker: a \
-            failure or a \
-            close".into(),
+        requirement: "the master refuses a send-kind message (Heartbeat) sent as an ask by a \
+            registered worker: a failure or a close"
+            .into(),
         body: run(|ctx: Ctx| async move {
             let mut w = worker(&ctx, "worker", 0, 0, Version::V2).await?;
             let hb = D::Heartbeat(Heartbeat::new(w.id.clone(), worker_ref(&w.host, 1)));
-            expect_refused(&mut w.conn, Envelope::Ask { id: 31, message: hb }, wait(&ctx)).await
+            expect_refused(
+                &mut w.conn,
+                Envelope::Ask {
+                    id: 31,
+                    message: hb,
+                },
+                wait(&ctx),
+            )
+            .await
         }),
         ..Case::default()
     });
@@ -36,12 +44,18 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "rules/M3/ask-as-send".into(),
         level: Level::Must,
         targets: vec![Target::Master],
-        requirement: "the master refuses an ask-kind message (RequestMasterState) sent one-way: it closes the \
-            connection".into(),
+        requirement:
+            "the master refuses an ask-kind message (RequestMasterState) sent one-way: it \
+            closes the connection"
+                .into(),
         body: run(|ctx: Ctx| async move {
             let mut c = open(&ctx, Role::Ui, "ui", "", Version::V2).await?;
-            expect_refused(&mut c, Envelope::Send(D::RequestMasterState(RequestMasterState::new())),
-                wait(&ctx)).await
+            expect_refused(
+                &mut c,
+                Envelope::Send(D::RequestMasterState(RequestMasterState::new())),
+                wait(&ctx),
+            )
+            .await
         }),
         ..Case::default()
     });

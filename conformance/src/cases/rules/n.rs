@@ -24,12 +24,15 @@ pub mod end_obligations {
             id: "rules/N4/launch-answered-by-the-end".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            quote: "rules.md N4, \"Every LaunchExecutor on a worker \
-            connection still open at the end of the trace has been answered with an ExecutorStateChanged for that \
-                executor\"".into(),
-            requirement: "the suite, as the worker's master, sends a LaunchExecutor and lets go of the connection at \
-                    once; before closing it the suite's judge listens, within the case's time, for the worker's \
-                        ExecutorStateChanged".into(),
+            quote: "rules.md N4, \"Every LaunchExecutor on a worker connection still open at the \
+                end of the trace has been answered with an ExecutorStateChanged for that \
+                executor\""
+                .into(),
+            requirement:
+                "the suite, as the worker's master, sends a LaunchExecutor and lets go of \
+                the connection at once; before closing it the suite's judge listens, within the \
+                case's time, for the worker's ExecutorStateChanged"
+                    .into(),
             body: run(rules_n4_launch_answered_by_the_end),
             ..Case::default()
         });
@@ -37,13 +40,14 @@ pub mod end_obligations {
             id: "rules/N2/task-ended-by-the-end".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            quote: "rules.md N2, \"Every task launched on an executor has its \
-            final StatusUpdate (FINISHED, FAILED, KILLED or LOST) by the end of the trace, unless the executor was \
-                lost \
-                first\"".into(),
-            requirement: "the suite, as the executor's driver, launches a short task and lets go of the connection at \
-                    once; before closing it the suite's judge listens, within the case's time, for the task's final \
-                        StatusUpdate".into(),
+            quote: "rules.md N2, \"Every task launched on an executor has its final StatusUpdate \
+                (FINISHED, FAILED, KILLED or LOST) by the end of the trace, unless the executor \
+                was lost first\""
+                .into(),
+            requirement: "the suite, as the executor's driver, launches a short task and lets go \
+                of the connection at once; before closing it the suite's judge listens, within the \
+                case's time, for the task's final StatusUpdate"
+                .into(),
             body: run(rules_n2_task_ended_by_the_end),
             ..Case::default()
         });
@@ -119,12 +123,14 @@ pub mod judged {
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
             needs: vec![Need::OwnRegistrations],
-            quote: "rules.md N3, \
-            \"Every RegisterApplication on a connection still open at the end of the trace has been answered with \
-                RegisteredApplication\"".into(),
-            requirement: "an application client registers and lets go of its connection at once; before \
-                    closing it the suite's judge listens, within the case's time, for the RegisteredApplication the \
-                        master owes".into(),
+            quote:
+                "rules.md N3, \"Every RegisterApplication on a connection still open at the end \
+                of the trace has been answered with RegisteredApplication\""
+                    .into(),
+            requirement: "an application client registers and lets go of its connection at once; \
+                before closing it the suite's judge listens, within the case's time, for the \
+                RegisteredApplication the master owes"
+                .into(),
             body: run(rules_n3_registration_answered_by_the_end),
             ..Case::default()
         });

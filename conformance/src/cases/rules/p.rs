@@ -23,8 +23,9 @@ pub mod driver {
             id: "rules/P1/register-first".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "the driver's application client sends RegisterApplication first, and nothing else until \
-                RegisteredApplication (rule P1)".into(),
+            requirement: "the driver's application client sends RegisterApplication first, and \
+                nothing else until RegisteredApplication (rule P1)"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let (_run, mut app) = start(ctx.clone(), SMALL).await?;
                 let hello = app.read_hello(spawned::startup(&ctx)).await?;
@@ -83,12 +84,12 @@ pub mod judged {
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
             needs: vec![Need::NoOtherApplication],
-            quote: "rules.md P4, \
-            \"LaunchExecutor is only for an application that is registered and has not finished\"".into(),
-            requirement: "once the master's \
-                state no longer lists an application its client unregistered, a worker with room that registers gets \
-                    no \
-                    LaunchExecutor for it".into(),
+            quote: "rules.md P4, \"LaunchExecutor is only for an application that is registered \
+                and has not finished\""
+                .into(),
+            requirement: "once the master's state no longer lists an application its client \
+                unregistered, a worker with room that registers gets no LaunchExecutor for it"
+                .into(),
             body: run(rules_p4_no_launch_after_unregister),
         });
     }
@@ -147,12 +148,12 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal\" (rule P1's \
-                message, an \
-                UnregisterApplication before any RegisterApplication on the connection): the master answers nothing \
-                    and \
-                    goes on serving the connection, which then registers an application; a strict master MAY close the \
-                        connection instead".into(),
+            requirement: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a \
+                refusal\" (rule P1's message, an UnregisterApplication before any \
+                RegisterApplication on the connection): the master answers nothing and goes on \
+                serving the connection, which then registers an application; a strict master MAY \
+                close the connection instead"
+                .into(),
             body: run(unregister_before_registering),
             ..Case::default()
         });
@@ -161,11 +162,11 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.2 Z1, \"the master answers as Spark does (`false`, or nothing)\" (rule P2's \
-                message, a \
-                RequestExecutors naming an application id the master never gave out): a bool reply false, never true; \
-                    a \
-                    strict master MAY answer a failure or close instead".into(),
+            requirement: "SPEC §14.2 Z1, \"the master answers as Spark does (`false`, or \
+                nothing)\" (rule P2's message, a RequestExecutors naming an application id the \
+                master never gave out): a bool reply false, never true; a strict master MAY answer \
+                a failure or close instead"
+                .into(),
             body: run(request_executors_unknown_app),
             ..Case::default()
         });

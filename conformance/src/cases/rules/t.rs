@@ -22,18 +22,27 @@ pub mod driver {
             id: "rules/T5/task-description".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "LaunchTask's data is a TaskDescription (SPEC §10) naming the executor, with cpus = \
-                spark.task.cpus (1), \
-                attempt 0, partition = index (rule T5)".into(),
+            requirement: "LaunchTask's data is a TaskDescription (SPEC §10) naming the executor, \
+                with cpus = spark.task.cpus (1), attempt 0, partition = index (rule T5)"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let d = registered(&ctx, SMALL).await?;
                 let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
                 e.launched().await?;
                 let t = e.task(&ctx).await?;
-                check(t.executor_id == "1" && t.cpus == 1 && t.attempt_number == 0 && t.partition_id == t.index,
+                check(
+                    t.executor_id == "1"
+                        && t.cpus == 1
+                        && t.attempt_number == 0
+                        && t.partition_id == t.index,
                     "executor 1, 1 cpu, attempt 0, partition = \
-                        index", format!("executor {} cpus {} attempt {} partition {} index \
-                            {}", t.executor_id, t.cpus, t.attempt_number, t.partition_id, t.index))
+                        index",
+                    format!(
+                        "executor {} cpus {} attempt {} partition {} index \
+                            {}",
+                        t.executor_id, t.cpus, t.attempt_number, t.partition_id, t.index
+                    ),
+                )
             }),
             ..Case::default()
         });
@@ -41,17 +50,23 @@ pub mod driver {
             id: "rules/T1/slots".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "the driver never runs more tasks on an executor than its cores allow: 2 cores, no task \
-                finished, at most 2 \
-                LaunchTask (rule T1)".into(),
+            requirement: "the driver never runs more tasks on an executor than its cores allow: 2 \
+                cores, no task finished, at most 2 LaunchTask (rule T1)"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let d = registered(&ctx, SMALL).await?;
                 let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
                 e.launched().await?;
                 e.task(&ctx).await?;
                 e.task(&ctx).await?;
-                e.conn.expect_none::<C>(Duration::from_millis(1200), "no third LaunchTask while 2 \
-                    run", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await
+                e.conn
+                    .expect_none::<C>(
+                        Duration::from_millis(1200),
+                        "no third LaunchTask while 2 \
+                    run",
+                        |e| matches!(e, Envelope::Send(C::LaunchTask(_))),
+                    )
+                    .await
             }),
             ..Case::default()
         });

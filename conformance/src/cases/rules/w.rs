@@ -26,11 +26,11 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master never registered is ignored: \
-                nothing is sent and \
-                nothing changes\" (rule W1's message, a Heartbeat before any RegisterWorker on the connection): the \
-                    master sends nothing back and registers no worker; a strict master MAY close the connection \
-                        instead".into(),
+            requirement: "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master never \
+                registered is ignored: nothing is sent and nothing changes\" (rule W1's message, a \
+                Heartbeat before any RegisterWorker on the connection): the master sends nothing \
+                back and registers no worker; a strict master MAY close the connection instead"
+                .into(),
             body: run(heartbeat_before_registering),
             ..Case::default()
         });
@@ -39,11 +39,11 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.2 Z2 (rule W2's message, a Heartbeat naming another worker id than the one \
-                registered on the \
-                connection, an id the master never registered): the master sends nothing back, registers no such \
-                    worker, \
-                    and the registered worker stays ALIVE; a strict master MAY close the connection instead".into(),
+            requirement: "SPEC §14.2 Z2 (rule W2's message, a Heartbeat naming another worker id \
+                than the one registered on the connection, an id the master never registered): the \
+                master sends nothing back, registers no such worker, and the registered worker \
+                stays ALIVE; a strict master MAY close the connection instead"
+                .into(),
             body: run(heartbeat_naming_unknown_worker),
             ..Case::default()
         });
@@ -124,12 +124,14 @@ pub mod closing {
             timeout: Duration::from_secs(20),
             sharing: Sharing::Alone,
             needs: vec![Need::NoOtherApplication],
-            quote: "rules.md W5, \"The master sends LaunchExecutor and LaunchDriver only to a worker registered \
-                on that \
-                connection and ALIVE: not lost (DEAD) and not [decommissioned]\"".into(),
-            requirement: "a worker with room that sent \
-                    WorkerDecommissioning naming itself is shown DECOMMISSIONED (on sparkwire's wire) and gets no \
-                        LaunchExecutor when an application asking for executors registers".into(),
+            quote: "rules.md W5, \"The master sends LaunchExecutor and LaunchDriver only to a \
+                worker registered on that connection and ALIVE: not lost (DEAD) and not \
+                [decommissioned]\""
+                .into(),
+            requirement: "a worker with room that sent WorkerDecommissioning naming itself is \
+                shown DECOMMISSIONED (on sparkwire's wire) and gets no LaunchExecutor when an \
+                application asking for executors registers"
+                .into(),
             body: run(decommissioned_no_launch),
         });
     }
@@ -195,17 +197,35 @@ pub mod worker {
             id: "rules/W1/register-first".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "the worker sends RegisterWorker first, and nothing else until the master registered it (rule \
-                W1)".into(),
+            requirement:
+                "the worker sends RegisterWorker first, and nothing else until the master \
+                registered it (rule W1)"
+                    .into(),
             body: run(|ctx: Ctx| async move {
                 let (_run, mut conn) = start(ctx.clone()).await?;
                 let hello = conn.read_hello(spawned::startup(&ctx)).await?;
-                spawned::accept(&ctx, &mut conn, &hello, &[Version::V1, Version::V2], "master").await?;
+                spawned::accept(
+                    &ctx,
+                    &mut conn,
+                    &hello,
+                    &[Version::V1, Version::V2],
+                    "master",
+                )
+                .await?;
                 let first = conn.recv::<D>(wait(&ctx), "RegisterWorker").await?;
-                check(matches!(first, Envelope::Send(D::RegisterWorker(_))), "a send of \
-                    RegisterWorker", crate::harness::peer::envelope_label(&first))?;
-                conn.expect_none::<D>(ctx.settings.quiet, "nothing before \
-                    RegisteredWorker", |e| !matches!(e, Envelope::Send(D::RegisterWorker(_)))).await
+                check(
+                    matches!(first, Envelope::Send(D::RegisterWorker(_))),
+                    "a send of \
+                    RegisterWorker",
+                    crate::harness::peer::envelope_label(&first),
+                )?;
+                conn.expect_none::<D>(
+                    ctx.settings.quiet,
+                    "nothing before \
+                    RegisteredWorker",
+                    |e| !matches!(e, Envelope::Send(D::RegisterWorker(_))),
+                )
+                .await
             }),
             ..Case::default()
         });
@@ -213,17 +233,25 @@ pub mod worker {
             id: "rules/W2/heartbeat".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "a registered worker heartbeats within its worker timeout, with the worker id it registered \
-                (rule W2)".into(),
+            requirement: "a registered worker heartbeats within its worker timeout, with the \
+                worker id it registered (rule W2)"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let id = w.reg.id.clone();
-                let hb = w.conn.expect::<D, Heartbeat>(Duration::from_secs(3), "a Heartbeat within the worker timeout \
+                let hb = w
+                    .conn
+                    .expect::<D, Heartbeat>(
+                        Duration::from_secs(3),
+                        "a Heartbeat within the worker timeout \
                     (2 \
-                    s)", |e| match e {
-                    Envelope::Send(D::Heartbeat(h)) => Some(h.clone()),
-                    _ => None,
-                }).await?;
+                    s)",
+                        |e| match e {
+                            Envelope::Send(D::Heartbeat(h)) => Some(h.clone()),
+                            _ => None,
+                        },
+                    )
+                    .await?;
                 check(hb.worker_id == id, format!("worker id {id}"), hb.worker_id)
             }),
             ..Case::default()

@@ -27,22 +27,42 @@ pub mod driver {
             id: "rules/X3/duplicate-id".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "the driver answers a RegisterExecutor whose executor id is registered with a failure \
-                carrying Spark's text \
-                `Duplicate executor ID: ID`, never with true (rule X3)".into(),
+            requirement: "the driver answers a RegisterExecutor whose executor id is registered \
+                with a failure carrying Spark's text `Duplicate executor ID: ID`, never with true \
+                (rule X3)"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let d = registered(&ctx, SMALL).await?;
                 let _one = executor(&ctx, &d, "1", 2, Version::V2).await?;
-                let mut c = Conn::open(d.driver_addr, "again", Role::Executor, "1", &[Version::V2],
-                    ctx.settings.secret.as_ref(), &ctx.log, wait(&ctx)).await?;
-                c.send(&Envelope::Ask { id: 1, message: register_msg("1", 2) }).await?;
-                let got = c.expect::<C, Result<String, String>>(wait(&ctx), "a failure", |e| match e {
-                    Envelope::Failure { id: 1, error } => Some(Ok(error.message.clone())),
-                    Envelope::Reply { id: 1, reply } => Some(Err(format!("{reply:?}"))),
-                    _ => None,
-                }).await?;
+                let mut c = Conn::open(
+                    d.driver_addr,
+                    "again",
+                    Role::Executor,
+                    "1",
+                    &[Version::V2],
+                    ctx.settings.secret.as_ref(),
+                    &ctx.log,
+                    wait(&ctx),
+                )
+                .await?;
+                c.send(&Envelope::Ask {
+                    id: 1,
+                    message: register_msg("1", 2),
+                })
+                .await?;
+                let got = c
+                    .expect::<C, Result<String, String>>(wait(&ctx), "a failure", |e| match e {
+                        Envelope::Failure { id: 1, error } => Some(Ok(error.message.clone())),
+                        Envelope::Reply { id: 1, reply } => Some(Err(format!("{reply:?}"))),
+                        _ => None,
+                    })
+                    .await?;
                 match got {
-                    Ok(m) => check(m.contains("Duplicate executor ID: 1"), "Duplicate executor ID: 1", m),
+                    Ok(m) => check(
+                        m.contains("Duplicate executor ID: 1"),
+                        "Duplicate executor ID: 1",
+                        m,
+                    ),
                     Err(r) => Err(fail("a failure", format!("the reply {r}"))),
                 }
             }),
@@ -52,13 +72,21 @@ pub mod driver {
             id: "rules/X1/register-first".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "the driver launches no task on an executor before it registered and sent LaunchedExecutor \
-                (rules X1, X4)".into(),
+            requirement:
+                "the driver launches no task on an executor before it registered and sent \
+                LaunchedExecutor (rules X1, X4)"
+                    .into(),
             body: run(|ctx: Ctx| async move {
                 let d = registered(&ctx, SMALL).await?;
                 let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;
-                e.conn.expect_none::<C>(Duration::from_millis(1200), "no LaunchTask before \
-                    LaunchedExecutor", |e| matches!(e, Envelope::Send(C::LaunchTask(_)))).await?;
+                e.conn
+                    .expect_none::<C>(
+                        Duration::from_millis(1200),
+                        "no LaunchTask before \
+                    LaunchedExecutor",
+                        |e| matches!(e, Envelope::Send(C::LaunchTask(_))),
+                    )
+                    .await?;
                 e.launched().await?;
                 e.task(&ctx).await.map(|_| ())
             }),
@@ -68,8 +96,9 @@ pub mod driver {
             id: "rules/X5/no-tasks-after-decommissioning".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "the driver sends no LaunchTask to an executor after its ExecutorDecommissioning (rule \
-                X5)".into(),
+            requirement: "the driver sends no LaunchTask to an executor after its \
+                ExecutorDecommissioning (rule X5)"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let d = registered(
                     &ctx,
@@ -85,7 +114,9 @@ pub mod driver {
                 e.conn
                     .send(&Envelope::Ask {
                         id: 91,
-                        message: C::ExecutorDecommissioning(ExecutorDecommissioning::new("1".into())),
+                        message: C::ExecutorDecommissioning(ExecutorDecommissioning::new(
+                            "1".into(),
+                        )),
                     })
                     .await?;
                 e.conn
@@ -123,8 +154,9 @@ pub mod executor {
             id: "rules/X2/launched".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "once its RegisterExecutor is answered true the executor sends LaunchedExecutor with its id \
-                (rule X2)".into(),
+            requirement: "once its RegisterExecutor is answered true the executor sends \
+                LaunchedExecutor with its id (rule X2)"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut e = registered(&ctx, &[Version::V1, Version::V2], 128).await?;
                 launched(&ctx, &mut e).await

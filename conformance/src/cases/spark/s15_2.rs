@@ -33,17 +33,29 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
         targets: vec![Target::Master, Target::Worker],
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
-        requirement: format!("{name} answers RpcEndpointVerifier$CheckExistence of its own endpoint name, asked of \
-            the endpoint \
-            `endpoint-verifier`, with java.lang.Boolean true in an RpcResponse of the same request id"),
+        requirement: format!(
+            "{name} answers RpcEndpointVerifier$CheckExistence of its own \
+            endpoint name, asked of the endpoint `endpoint-verifier`, with java.lang.Boolean true \
+            in an RpcResponse of the same request id"
+        ),
         body: bind(&s, move |ctx: Ctx, s| async move {
             let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
             let name = endpoint_of(ctx.settings.target);
-            let ask = spark_of(&c)?.check_existence(77, name).map_err(|e| fail("a CheckExistence", e))?;
-            c.send_spark(&ask, &format!("RpcRequest 77: CheckExistence({name})")).await?;
+            let ask = spark_of(&c)?
+                .check_existence(77, name)
+                .map_err(|e| fail("a CheckExistence", e))?;
+            c.send_spark(&ask, &format!("RpcRequest 77: CheckExistence({name})"))
+                .await?;
             c.expect::<D, ()>(wait(&ctx), "true for request 77", |e| {
-                matches!(e, Envelope::Reply { id: 77, reply: Reply::Bool(true) }).then_some(())
+                matches!(
+                    e,
+                    Envelope::Reply {
+                        id: 77,
+                        reply: Reply::Bool(true)
+                    }
+                )
+                .then_some(())
             })
             .await
         }),
@@ -285,14 +297,19 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "spark/15.2/worker-checks-master".into(),
         level: Level::Must,
         targets: vec![Target::Worker],
-        requirement: "the worker asks the endpoint verifier CheckExistence(Master) on its connection before it \
-            sends RegisterWorker".into(),
+        requirement: "the worker asks the endpoint verifier CheckExistence(Master) on its \
+            connection before it sends RegisterWorker"
+            .into(),
         body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
             let w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let side = spark_of(&w.conn)?;
-            check(side.checked().first().map(String::as_str) == Some("Master"), "CheckExistence(Master) \
-                first", format!("{:?}", side.checked()))
+            check(
+                side.checked().first().map(String::as_str) == Some("Master"),
+                "CheckExistence(Master) \
+                first",
+                format!("{:?}", side.checked()),
+            )
         }),
         ..Case::default()
     });
@@ -300,16 +317,28 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "spark/15.2/worker-sender-is-its-reference".into(),
         level: Level::Must,
         targets: vec![Target::Worker],
-        requirement: "the worker's RegisterWorker names, as its RequestMessage sender, the address of the endpoint \
-            reference it \
-            registers (which the master keys it by)".into(),
+        requirement:
+            "the worker's RegisterWorker names, as its RequestMessage sender, the address \
+            of the endpoint reference it registers (which the master keys it by)"
+                .into(),
         body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
             let w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let side = spark_of(&w.conn)?;
-            let reference = w.reg.worker.address.as_ref().map(|a| (a.host.clone(), a.port));
-            check(side.peer_address().cloned() == reference && reference.is_some(), format!("the sender \
-                {reference:?}"), format!("{:?}", side.peer_address()))
+            let reference = w
+                .reg
+                .worker
+                .address
+                .as_ref()
+                .map(|a| (a.host.clone(), a.port));
+            check(
+                side.peer_address().cloned() == reference && reference.is_some(),
+                format!(
+                    "the sender \
+                {reference:?}"
+                ),
+                format!("{:?}", side.peer_address()),
+            )
         }),
         ..Case::default()
     });
@@ -317,19 +346,23 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "spark/15.2/worker-one-connection".into(),
         level: Level::Must,
         targets: vec![Target::Worker],
-        requirement: "the worker sends its heartbeats on the connection it registered over, where the master's \
-            answer reached it \
-            (a master never dials a worker)".into(),
+        requirement: "the worker sends its heartbeats on the connection it registered over, where \
+            the master's answer reached it (a master never dials a worker)"
+            .into(),
         body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
             let mut w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
             let id = w.reg.id.clone();
             w.conn
-                .expect::<D, ()>(ctx.settings.patience, "a Heartbeat on the registration's \
-                    connection", |e| match e {
-                    Envelope::Send(D::Heartbeat(h)) if h.worker_id == id => Some(()),
-                    _ => None,
-                })
+                .expect::<D, ()>(
+                    ctx.settings.patience,
+                    "a Heartbeat on the registration's \
+                    connection",
+                    |e| match e {
+                        Envelope::Send(D::Heartbeat(h)) if h.worker_id == id => Some(()),
+                        _ => None,
+                    },
+                )
                 .await?;
             let _ = Role::Master;
             Ok(())
@@ -342,25 +375,42 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
-        requirement: "the master answers RegisterWorker over the connection the worker opened, and does not dial \
-            the address of \
-            the worker's reference (where the suite listens)".into(),
+        requirement:
+            "the master answers RegisterWorker over the connection the worker opened, and \
+            does not dial the address of the worker's reference (where the suite listens)"
+                .into(),
         body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
-            let listener = crate::harness::peer::Listener::bind(([127, 0, 0, 1], 0).into(), &ctx.log)
-                .await
-                .map_err(|e| fail("a listening socket", e))?;
+            let listener =
+                crate::harness::peer::Listener::bind(([127, 0, 0, 1], 0).into(), &ctx.log)
+                    .await
+                    .map_err(|e| fail("a listening socket", e))?;
             let port = i32::from(listener.addr().port());
             let id = format!("worker-20250101120000-127.0.0.1-{port}");
-            let mut c = crate::kit::master::open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
-            c.send(&Envelope::Send(crate::kit::master::register_worker_msg(&id, "127.0.0.1", port, 0, 0)))
-                .await?;
-            c.expect::<D, ()>(wait(&ctx), "RegisteredWorker on the worker's connection", |e| {
-                matches!(e, Envelope::Send(D::RegisteredWorker(_))).then_some(())
-            })
+            let mut c =
+                crate::kit::master::open(&ctx, Role::Worker, "worker", &id, Version::V2).await?;
+            c.send(&Envelope::Send(crate::kit::master::register_worker_msg(
+                &id,
+                "127.0.0.1",
+                port,
+                0,
+                0,
+            )))
             .await?;
-            match listener.accept(ctx.settings.quiet, "dialled", Role::Master, "").await {
-                Ok(_) => Err(fail("no connection to the reference's address", "the master dialled it")),
+            c.expect::<D, ()>(
+                wait(&ctx),
+                "RegisteredWorker on the worker's connection",
+                |e| matches!(e, Envelope::Send(D::RegisteredWorker(_))).then_some(()),
+            )
+            .await?;
+            match listener
+                .accept(ctx.settings.quiet, "dialled", Role::Master, "")
+                .await
+            {
+                Ok(_) => Err(fail(
+                    "no connection to the reference's address",
+                    "the master dialled it",
+                )),
                 Err(_) => Ok(()),
             }
         }),
@@ -372,15 +422,15 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
-        quote: "SPEC §15.2, \"Spark's master keys a worker and an application by the address of the \
-            reference registered … \
-            and, when a connection closes, removes the worker or application registered at the sender address that \
-                connection gave\"".into(),
+        quote: "SPEC §15.2, \"Spark's master keys a worker and an application by the address of \
+            the reference registered … and, when a connection closes, removes the worker or \
+            application registered at the sender address that connection gave\""
+            .into(),
         requirement: "a worker registered over a connection whose RequestMessage sender is its \
-                    reference's address is removed once that connection closes: an application registered before \
-                        it \
-                        (asking no cores) is told WorkerRemoved naming it (the state's DEAD cannot show on Spark's \
-                            wire: SPEC §15.4 S3)".into(),
+            reference's address is removed once that connection closes: an application registered \
+            before it (asking no cores) is told WorkerRemoved naming it (the state's DEAD cannot \
+            show on Spark's wire: SPEC §15.4 S3)"
+            .into(),
         body: run(master_removes_closed_worker),
         ..Case::default()
     });

@@ -33,13 +33,14 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
-        quote: "SPEC §1, \"As in Spark, all traffic between two endpoints travels over the connection the \
-            client opened: the \
-            master answers a worker, and later sends it `LaunchExecutor`, over the worker's own connection\"".into(),
-        requirement: "a \
-                worker registered at an address where the suite listens gets RegisteredWorker and, once an \
-                    application asks for an executor, LaunchExecutor over the connection it opened, and the master \
-                        opens no connection to that address".into(),
+        quote: "SPEC §1, \"As in Spark, all traffic between two endpoints travels over the \
+            connection the client opened: the master answers a worker, and later sends it \
+            `LaunchExecutor`, over the worker's own connection\""
+            .into(),
+        requirement: "a worker registered at an address where the suite listens gets \
+            RegisteredWorker and, once an application asks for an executor, LaunchExecutor over \
+            the connection it opened, and the master opens no connection to that address"
+            .into(),
         body: run(one_connection),
         ..Case::default()
     });

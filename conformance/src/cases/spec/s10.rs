@@ -22,10 +22,10 @@ pub mod driver {
             id: "spec/10/task-size-limit".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "a task whose serialized size reaches spark.rpc.message.maxSize less 200 KiB is not sent; the \
-                job fails with \
-                Spark's text `Serialized task …exceeds max allowed: spark.rpc.message.maxSize (…)`, and the executor's \
-                    connection stays open (until StopExecutor at the driver's shutdown)".into(),
+            requirement: "a task whose serialized size reaches spark.rpc.message.maxSize less 200 \
+                KiB is not sent; the job fails with Spark's text `Serialized task …exceeds max \
+                allowed: spark.rpc.message.maxSize (…)`, and the executor's connection stays open \
+                (until StopExecutor at the driver's shutdown)".into(),
             body: run(|ctx: Ctx| async move {
                 let mut d = registered(&ctx, Job { job: "big-task", partitions: 1, param: 2 << 20,
                     max_message_size: 1 }).await?;
@@ -80,23 +80,47 @@ pub mod executor {
             id: "spec/10/task-finished".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "the executor runs a LaunchTask: StatusUpdate RUNNING, then FINISHED with the runner's \
-                result, with its \
-                executor id (SPEC §10, rules T2, T3)".into(),
+            requirement:
+                "the executor runs a LaunchTask: StatusUpdate RUNNING, then FINISHED with \
+                the runner's result, with its executor id (SPEC §10, rules T2, T3)"
+                    .into(),
             body: run(|ctx: Ctx| async move {
                 let mut e = registered(&ctx, &[Version::V2], 128).await?;
                 launched(&ctx, &mut e).await?;
                 let t = task(0, "sum-squares", &[0, 1000], 1);
                 launch(&mut e, &t).await?;
-                update(&ctx, &mut e, 0, "StatusUpdate RUNNING", |s| s.state == TaskState::Running).await?;
-                let done = update(&ctx, &mut e, 0, "StatusUpdate FINISHED", |s| s.state.is_finished()).await?;
-                let want = BuiltinRunner.run(&t, &CancelFlag::new()).map_err(|f| fail("a task the runner \
-                    runs", f.message))?;
-                check(done.state == TaskState::Finished && done.data.as_slice() == want.as_slice()
-                    && done.executor_id == EXECUTOR_ID,
-                    format!("FINISHED with {} result bytes from executor \
-                        {EXECUTOR_ID}", want.len()), format!("{} with {} bytes from \
-                            {}", done.state, done.data.len(), done.executor_id))
+                update(&ctx, &mut e, 0, "StatusUpdate RUNNING", |s| {
+                    s.state == TaskState::Running
+                })
+                .await?;
+                let done = update(&ctx, &mut e, 0, "StatusUpdate FINISHED", |s| {
+                    s.state.is_finished()
+                })
+                .await?;
+                let want = BuiltinRunner.run(&t, &CancelFlag::new()).map_err(|f| {
+                    fail(
+                        "a task the runner \
+                    runs",
+                        f.message,
+                    )
+                })?;
+                check(
+                    done.state == TaskState::Finished
+                        && done.data.as_slice() == want.as_slice()
+                        && done.executor_id == EXECUTOR_ID,
+                    format!(
+                        "FINISHED with {} result bytes from executor \
+                        {EXECUTOR_ID}",
+                        want.len()
+                    ),
+                    format!(
+                        "{} with {} bytes from \
+                            {}",
+                        done.state,
+                        done.data.len(),
+                        done.executor_id
+                    ),
+                )
             }),
             ..Case::default()
         });
@@ -104,16 +128,24 @@ pub mod executor {
             id: "spec/10/task-failed".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "a task that fails is reported FAILED with an ErrorDescription {className, message} as its \
-                data".into(),
+            requirement: "a task that fails is reported FAILED with an ErrorDescription \
+                {className, message} as its data"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut e = registered(&ctx, &[Version::V2], 128).await?;
                 launched(&ctx, &mut e).await?;
                 launch(&mut e, &task(1, "flaky", &[1], 1)).await?;
-                let done = update(&ctx, &mut e, 1, "a finished StatusUpdate", |s| s.state.is_finished()).await?;
+                let done = update(&ctx, &mut e, 1, "a finished StatusUpdate", |s| {
+                    s.state.is_finished()
+                })
+                .await?;
                 let f = decode_failure(done.data.as_slice());
-                check(done.state == TaskState::Failed && !f.class_name.is_empty(), "FAILED with a class \
-                    name", format!("{} {:?}", done.state, f))
+                check(
+                    done.state == TaskState::Failed && !f.class_name.is_empty(),
+                    "FAILED with a class \
+                    name",
+                    format!("{} {:?}", done.state, f),
+                )
             }),
             ..Case::default()
         });
@@ -156,24 +188,43 @@ pub mod executor {
             id: "spec/10/result-too-large".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "a result as large as spark.rpc.message.maxSize less 200 KiB is not sent: the task is FAILED \
-                with Spark's \
-                text `Result of task (TID n) was S bytes, which exceeds max allowed: spark.rpc.message.maxSize`, and \
-                    the \
-                    connection stays up".into(),
+            requirement:
+                "a result as large as spark.rpc.message.maxSize less 200 KiB is not sent: \
+                the task is FAILED with Spark's text `Result of task (TID n) was S bytes, which \
+                exceeds max allowed: spark.rpc.message.maxSize`, and the connection stays up"
+                    .into(),
             body: run(|ctx: Ctx| async move {
                 let mut e = registered(&ctx, &[Version::V2], 1).await?;
                 launched(&ctx, &mut e).await?;
                 launch(&mut e, &task(7, "big-result", &[1_500_000], 1)).await?;
-                let done = update(&ctx, &mut e, 7, "a finished StatusUpdate", |s| s.state.is_finished()).await?;
+                let done = update(&ctx, &mut e, 7, "a finished StatusUpdate", |s| {
+                    s.state.is_finished()
+                })
+                .await?;
                 let f = decode_failure(done.data.as_slice());
-                check(done.state == TaskState::Failed && f.message.contains("Result of task (TID 7) \
-                    was") && f.message.contains("exceeds max allowed: spark.rpc.message.maxSize"),
+                check(
+                    done.state == TaskState::Failed
+                        && f.message.contains(
+                            "Result of task (TID 7) \
+                    was",
+                        )
+                        && f.message
+                            .contains("exceeds max allowed: spark.rpc.message.maxSize"),
                     "FAILED: Result of task (TID 7) was … exceeds max allowed: \
-                        spark.rpc.message.maxSize", format!("{} {}", done.state, f.message))?;
+                        spark.rpc.message.maxSize",
+                    format!("{} {}", done.state, f.message),
+                )?;
                 launch(&mut e, &task(8, "sum-squares", &[0, 10], 1)).await?;
-                update(&ctx, &mut e, 8, "StatusUpdate FINISHED of the next \
-                    task", |s| s.state == TaskState::Finished).await.map(|_| ())
+                update(
+                    &ctx,
+                    &mut e,
+                    8,
+                    "StatusUpdate FINISHED of the next \
+                    task",
+                    |s| s.state == TaskState::Finished,
+                )
+                .await
+                .map(|_| ())
             }),
             ..Case::default()
         });
@@ -181,15 +232,23 @@ pub mod executor {
             id: "spec/10/bad-task-data".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "a LaunchTask whose data is not a TaskDescription does not take the executor down: the \
-                connection stays up \
-                and the next task runs".into(),
+            requirement: "a LaunchTask whose data is not a TaskDescription does not take the \
+                executor down: the connection stays up and the next task runs"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut e = registered(&ctx, &[Version::V2], 128).await?;
                 launched(&ctx, &mut e).await?;
-                e.conn.send(&Envelope::Send(C::LaunchTask(LaunchTask::new(vec![0xc1, 0x00, 0x01].into())))).await?;
+                e.conn
+                    .send(&Envelope::Send(C::LaunchTask(LaunchTask::new(
+                        vec![0xc1, 0x00, 0x01].into(),
+                    ))))
+                    .await?;
                 launch(&mut e, &task(9, "sum-squares", &[0, 10], 1)).await?;
-                update(&ctx, &mut e, 9, "StatusUpdate FINISHED", |s| s.state == TaskState::Finished).await.map(|_| ())
+                update(&ctx, &mut e, 9, "StatusUpdate FINISHED", |s| {
+                    s.state == TaskState::Finished
+                })
+                .await
+                .map(|_| ())
             }),
             ..Case::default()
         });
@@ -226,8 +285,9 @@ pub mod tasks {
             id: "spec/10/running-data-empty".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            quote: "SPEC §10, \"`StatusUpdate.data` carries the task's result: … for `LAUNCHING` and `RUNNING`, \
-                empty `bin`\"".into(),
+            quote: "SPEC §10, \"`StatusUpdate.data` carries the task's result: … for `LAUNCHING` \
+                and `RUNNING`, empty `bin`\""
+                .into(),
             requirement: "every LAUNCHING or RUNNING StatusUpdate of a task has empty data".into(),
             body: run(running_data_empty),
             ..Case::default()
@@ -236,11 +296,13 @@ pub mod tasks {
             id: "spec/10/one-final-update".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            quote: "SPEC §10, \"An executor sends `StatusUpdate` `RUNNING` before a task can end, then exactly \
-                one of \
-                `FINISHED`, `FAILED` or `KILLED`\"".into(),
-            requirement: "a task that finishes and one that fails each get one final \
-                    StatusUpdate, and no second one follows within the quiet time".into(),
+            quote: "SPEC §10, \"An executor sends `StatusUpdate` `RUNNING` before a task can end, \
+                then exactly one of `FINISHED`, `FAILED` or `KILLED`\""
+                .into(),
+            requirement:
+                "a task that finishes and one that fails each get one final StatusUpdate, \
+                and no second one follows within the quiet time"
+                    .into(),
             body: run(one_final_update),
             ..Case::default()
         });
@@ -248,13 +310,17 @@ pub mod tasks {
             id: "spec/10/task-fields".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            quote: "SPEC §10, the driver fills `TaskDescription` as Spark does: \"`name` `task 3.1 in stage 0.0 \
-                (TID 7)`, … \
-                `stageAttemptId` 0, … `cpus` the driver's `spark.task.cpus`\", and \"The driver's `SparkAppConfig` \
-                    carries … `spark.task.cpus`\"".into(),
-            requirement: "a task and its retry are named `task INDEX.ATTEMPT in stage STAGE.0 \
-                        (TID TASKID)` from their own fields, with stageAttemptId 0 and cpus the spark.task.cpus the \
-                            driver's SparkAppConfig gives".into(),
+            quote:
+                "SPEC §10, the driver fills `TaskDescription` as Spark does: \"`name` `task 3.1 \
+                in stage 0.0 (TID 7)`, … `stageAttemptId` 0, … `cpus` the driver's \
+                `spark.task.cpus`\", and \"The driver's `SparkAppConfig` carries … \
+                `spark.task.cpus`\""
+                    .into(),
+            requirement:
+                "a task and its retry are named `task INDEX.ATTEMPT in stage STAGE.0 (TID \
+                TASKID)` from their own fields, with stageAttemptId 0 and cpus the spark.task.cpus \
+                the driver's SparkAppConfig gives"
+                    .into(),
             body: run(task_fields),
             ..Case::default()
         });

@@ -23,11 +23,12 @@ pub mod vectors {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or \
-                out of order\"".into(),
-            requirement: "a \
-                RegisterApplication whose command environment has its keys out of order is refused, the connection \
-                    closed".into(),
+            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key \
+                given twice or out of order\""
+                .into(),
+            requirement: "a RegisterApplication whose command environment has its keys out of \
+                order is refused, the connection closed"
+                .into(),
             body: run(map_keys_out_of_order),
             ..Case::default()
         });
@@ -36,10 +37,12 @@ pub mod vectors {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice\"".into(),
-            requirement: "a \
-                RegisterApplication whose command environment gives a key twice is refused, the connection \
-                    closed".into(),
+            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key \
+                given twice\""
+                .into(),
+            requirement: "a RegisterApplication whose command environment gives a key twice is \
+                refused, the connection closed"
+                .into(),
             body: run(map_key_twice),
             ..Case::default()
         });
@@ -48,11 +51,13 @@ pub mod vectors {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order ... \
-                strings compare by \
-                their UTF-8 bytes (so `\\\"GPU\\\"` comes before `\\\"fpga\\\"`)\"".into(),
-            requirement: "a RegisterApplication whose \
-                    environment keys ascend by their bytes (uppercase first) is answered RegisteredApplication".into(),
+            quote: "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending \
+                order ... strings compare by their UTF-8 bytes (so `\\\"GPU\\\"` comes before \
+                `\\\"fpga\\\"`)\""
+                .into(),
+            requirement: "a RegisterApplication whose environment keys ascend by their bytes \
+                (uppercase first) is answered RegisteredApplication"
+                .into(),
             body: run(map_keys_ascending),
             ..Case::default()
         });
@@ -113,12 +118,14 @@ pub mod driver {
             id: "spec/11.3/map-inside-map-out-of-order".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or \
-                out of order ... \
-                at any depth (a map inside a map included)\"".into(),
-            requirement: "a registered executor's StatusUpdate (version 2) for the \
-                    task the driver launched on it, whose `resources` holds \
-                        {\"gpu\": {\"b\": 2, \"a\": 1}}, is refused: the connection closed".into(),
+            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key \
+                given twice or out of order ... at any depth (a map inside a map included)\""
+                .into(),
+            requirement:
+                "a registered executor's StatusUpdate (version 2) for the task the driver \
+                launched on it, whose `resources` holds {\"gpu\": {\"b\": 2, \"a\": 1}}, is \
+                refused: the connection closed"
+                    .into(),
             body: run(map_inside_map_out_of_order),
             ..Case::default()
         });
@@ -126,11 +133,11 @@ pub mod driver {
             id: "spec/11.3/map-inside-map-ascending-taken".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            quote: "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending order\", at \
-                any depth: the \
-                same StatusUpdate with {\"gpu\"".into(),
-            requirement: "{\"a\": 1, \"b\": 2}} is taken, the executor's connection kept \
-                    open".into(),
+            quote: "SPEC §11.3, \"A `map<K,V>` is written with its keys distinct and in ascending \
+                order\", at any depth: the same StatusUpdate with {\"gpu\""
+                .into(),
+            requirement: "{\"a\": 1, \"b\": 2}} is taken, the executor's connection kept open"
+                .into(),
             body: run(map_inside_map_ascending),
             ..Case::default()
         });
@@ -178,16 +185,15 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key given twice or \
-                out of order ... \
-                at any depth\", and §4.1, \"`map<K,V>` | map | keys distinct and ascending\"".into(),
-            requirement: "a RegisterApplication \
-                    whose \
-                    `taskResources` (a map three levels down, inside the default profile) has its keys `gpu`, `cpus` \
-                        in \
-                        descending order is refused, the connection closed (InvalidFields where closeReason was \
-                            agreed, \
-                            SPEC §8.1)".into(),
+            quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key \
+                given twice or out of order ... at any depth\", and §4.1, \"`map<K,V>` | map | \
+                keys distinct and ascending\""
+                .into(),
+            requirement: "a RegisterApplication whose `taskResources` (a map three levels down, \
+                inside the default profile) has its keys `gpu`, `cpus` in descending order is \
+                refused, the connection closed (InvalidFields where closeReason was agreed, SPEC \
+                §8.1)"
+                .into(),
             body: run(nested_map_keys_out_of_order),
             ..Case::default()
         });

@@ -37,14 +37,15 @@ pub mod admin {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §13, \"Any other peer's ask is answered with a failure (`Envelope` failure, class \
-                `java.lang.SecurityException`, message beginning `Permission denied:` and naming the message); nothing \
-                    changes and the connection stays open\"".into(),
-            requirement: "with an admin secret, an authenticated UI without the \
-                        admin \
-                        proof asking RequestKillAllDrivers gets that failure, a submitted driver is still SUBMITTED, \
-                            and \
-                            the UI is still served".into(),
+            quote: "SPEC §13, \"Any other peer's ask is answered with a failure (`Envelope` \
+                failure, class `java.lang.SecurityException`, message beginning `Permission \
+                denied:` and naming the message); nothing changes and the connection stays open\""
+                .into(),
+            requirement:
+                "with an admin secret, an authenticated UI without the admin proof asking \
+                RequestKillAllDrivers gets that failure, a submitted driver is still SUBMITTED, \
+                and the UI is still served"
+                    .into(),
             body: run(kill_all_denied),
             ..Case::default()
         });
@@ -53,9 +54,10 @@ pub mod admin {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §13 (as spec/13/admin/kill-all-denied) for DecommissionWorkersOnHosts: the failure \
-                names the message, \
-                the worker registered on that host is not told DecommissionWorker, and the UI is still served".into(),
+            requirement: "SPEC §13 (as spec/13/admin/kill-all-denied) for \
+                DecommissionWorkersOnHosts: the failure names the message, the worker registered \
+                on that host is not told DecommissionWorker, and the UI is still served"
+                .into(),
             body: run(decommission_denied),
             ..Case::default()
         });
@@ -64,9 +66,10 @@ pub mod admin {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §13 (as spec/13/admin/kill-all-denied) for RequestClearCompletedDriversAndApps: the \
-                failure names the \
-                message, and the UI is still served".into(),
+            requirement: "SPEC §13 (as spec/13/admin/kill-all-denied) for \
+                RequestClearCompletedDriversAndApps: the failure names the message, and the UI is \
+                still served"
+                .into(),
             body: run(clear_completed_denied),
             ..Case::default()
         });
@@ -75,10 +78,11 @@ pub mod admin {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §13, \"a shared secret and an **admin secret** | only a peer that also proved the admin \
-                secret in its \
-                handshake\" may send them: a UI that proved the admin secret asking RequestKillAllDrivers is answered \
-                    with a KillAllDriversResponse".into(),
+            requirement: "SPEC §13, \"a shared secret and an **admin secret** | only a peer that \
+                also proved the admin secret in its handshake\" may send them: a UI that proved \
+                the admin secret asking RequestKillAllDrivers is answered with a \
+                KillAllDriversResponse"
+                .into(),
             body: run(admin_allowed),
             ..Case::default()
         });
@@ -247,9 +251,11 @@ pub mod auth {
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
-            requirement: format!("{name} holding a shared secret takes no envelope before the peer's proof: a {what} \
-                sent in place of \
-                the proof changes nothing and the connection is refused or closed"),
+            requirement: format!(
+                "{name} holding a shared secret takes no envelope before the \
+                peer's proof: a {what} sent in place of the proof changes nothing and the \
+                connection is refused or closed"
+            ),
             body: secured(&s, move |ctx: Ctx, k, g| async move {
                 let mut c = challenged(&ctx, g.at.addr, g.role, "no-proof", &k).await?;
                 c.conn.send_frame(&g.change).await?;
@@ -264,9 +270,11 @@ pub mod auth {
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
-            requirement: format!("{name} holding a shared secret takes nothing from a peer that does not authenticate: \
-                a {what} right \
-                behind a hello without auth is refused (authRequired) and changes nothing"),
+            requirement: format!(
+                "{name} holding a shared secret takes nothing from a peer that \
+                does not authenticate: a {what} right behind a hello without auth is refused \
+                (authRequired) and changes nothing"
+            ),
             body: secured(&s, move |ctx: Ctx, _k, g| async move {
                 unauthenticated_then(&ctx, g.at.addr, g.role, "no-auth", &g.change, what).await?;
                 unchanged(&g, what).await
@@ -283,9 +291,10 @@ pub mod auth {
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
-            requirement: "a master holding a shared secret takes no state-changing ask from an unauthenticated ui \
-                peer: \
-                RequestKillAllDrivers behind a hello without auth gets no reply, only a refusal and a close".into(),
+            requirement: "a master holding a shared secret takes no state-changing ask from an \
+                unauthenticated ui peer: RequestKillAllDrivers behind a hello without auth gets no \
+                reply, only a refusal and a close"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 secret(&ctx)?;
                 let mut ask = Vec::new();
@@ -300,7 +309,15 @@ pub mod auth {
                     &mut ask,
                 )
                 .map_err(|e| fail("an envelope the suite can encode", e.to_string()))?;
-                unauthenticated_then(&ctx, master_addr(&ctx)?, Role::Ui, "", &ask, "RequestKillAllDrivers").await
+                unauthenticated_then(
+                    &ctx,
+                    master_addr(&ctx)?,
+                    Role::Ui,
+                    "",
+                    &ask,
+                    "RequestKillAllDrivers",
+                )
+                .await
             }),
             ..Case::default()
         });

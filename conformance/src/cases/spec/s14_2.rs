@@ -52,13 +52,14 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z1, \"`KillExecutors` naming an active application [is] taken only over its \
-                connection\", and \
-                §14.3, \"A refused ask is answered with a failure envelope ... `java.lang.SecurityException` for a \
-                    foreign id\"".into(),
-            requirement: "KillExecutors naming an application registered over another connection is answered \
-                        with \
-                        such a failure (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)".into(),
+            quote: "SPEC §14.2 Z1, \"`KillExecutors` naming an active application [is] taken only \
+                over its connection\", and §14.3, \"A refused ask is answered with a failure \
+                envelope ... `java.lang.SecurityException` for a foreign id\""
+                .into(),
+            requirement: "KillExecutors naming an application registered over another connection \
+                is answered with such a failure (a strict master MAY close instead, SPEC §8.1 \
+                `RuleViolation`)"
+                .into(),
             body: run(kill_executors_other_connection),
             ..Case::default()
         });
@@ -67,12 +68,13 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z1, \"`RequestExecutors` ... naming an active application [is] taken only over \
-                its connection\"".into(),
-            requirement: "RequestExecutors naming an application registered over another connection is answered with a \
-                failure \
-                    (java.lang.SecurityException, §14.3; a strict master MAY close instead, SPEC §8.1 \
-                        `RuleViolation`)".into(),
+            quote: "SPEC §14.2 Z1, \"`RequestExecutors` ... naming an active application [is] \
+                taken only over its connection\""
+                .into(),
+            requirement: "RequestExecutors naming an application registered over another \
+                connection is answered with a failure (java.lang.SecurityException, §14.3; a \
+                strict master MAY close instead, SPEC §8.1 `RuleViolation`)"
+                .into(),
             body: run(request_executors_other_connection),
             ..Case::default()
         });
@@ -81,10 +83,11 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z1, \"`UnregisterApplication` ... naming an active application [is] taken only \
-                over its \
-                connection\", and §14.3, \"A refused send closes its connection ... Nothing a refused message asks for \
-                    happens\"".into(),
+            quote:
+                "SPEC §14.2 Z1, \"`UnregisterApplication` ... naming an active application [is] \
+                taken only over its connection\", and §14.3, \"A refused send closes its \
+                connection ... Nothing a refused message asks for happens\""
+                    .into(),
             requirement: "the sender's connection closes and the application stays active".into(),
             body: run(unregister_other_connection),
             ..Case::default()
@@ -94,10 +97,11 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z1, \"A connection bound to an active application registers no other: a second \
-                `RegisterApplication` over it is ignored\"".into(),
-            requirement: "no second RegisteredApplication, and the first application \
-                    stays active".into(),
+            quote: "SPEC §14.2 Z1, \"A connection bound to an active application registers no \
+                other: a second `RegisterApplication` over it is ignored\""
+                .into(),
+            requirement: "no second RegisteredApplication, and the first application stays active"
+                .into(),
             body: run(second_registration_ignored),
             ..Case::default()
         });
@@ -106,11 +110,12 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.2 Z4, \"`RequestKillDriver` for an active driver is taken only over that \
-                connection\", and §14.3 (a \
-                failure, java.lang.SecurityException, for a foreign id): another driver client's RequestKillDriver is \
-                    answered with such a failure and the driver stays active (a strict master MAY close instead, SPEC \
-                        §8.1 `RuleViolation`)".into(),
+            requirement: "SPEC §14.2 Z4, \"`RequestKillDriver` for an active driver is taken only \
+                over that connection\", and §14.3 (a failure, java.lang.SecurityException, for a \
+                foreign id): another driver client's RequestKillDriver is answered with such a \
+                failure and the driver stays active (a strict master MAY close instead, SPEC §8.1 \
+                `RuleViolation`)"
+                .into(),
             body: run(kill_driver_other_connection),
             ..Case::default()
         });
@@ -119,13 +124,15 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z4, \"Once that connection has closed, the driver is bound to no connection: a \
-                `RequestKillDriver` for it from any `driver-client` is answered as its submitter's would be, and kills \
-                    it\"".into(),
-            requirement: "after the submitting client closed its connection, a new driver client's RequestKillDriver \
-                        is \
-                        answered success = true (the master may take a moment to see the close: refusals are retried \
-                            within the case's time)".into(),
+            quote: "SPEC §14.2 Z4, \"Once that connection has closed, the driver is bound to no \
+                connection: a `RequestKillDriver` for it from any `driver-client` is answered as \
+                its submitter's would be, and kills it\""
+                .into(),
+            requirement:
+                "after the submitting client closed its connection, a new driver client's \
+                RequestKillDriver is answered success = true (the master may take a moment to see \
+                the close: refusals are retried within the case's time)"
+                    .into(),
             body: run(kill_after_submitter_left),
             ..Case::default()
         });
@@ -134,10 +141,12 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z4, \"`RequestDriverStatus` reads and changes nothing, and is answered to any \
-                `driver-client`\"".into(),
-            requirement: "a driver client that did not submit the driver asks its status and is answered found = \
-                true".into(),
+            quote: "SPEC §14.2 Z4, \"`RequestDriverStatus` reads and changes nothing, and is \
+                answered to any `driver-client`\""
+                .into(),
+            requirement: "a driver client that did not submit the driver asks its status and is \
+                answered found = true"
+                .into(),
             body: run(driver_status_any_client),
             ..Case::default()
         });
@@ -146,12 +155,12 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z2, \"A `WorkerLatestState` naming a worker the master does not know is \
-                ignored\"".into(),
-            requirement: "no \
-                KillExecutor or KillDriver for what it lists, and no worker registered by it; a strict master MAY \
-                    close \
-                    the connection instead".into(),
+            quote: "SPEC §14.2 Z2, \"A `WorkerLatestState` naming a worker the master does not \
+                know is ignored\""
+                .into(),
+            requirement: "no KillExecutor or KillDriver for what it lists, and no worker \
+                registered by it; a strict master MAY close the connection instead"
+                .into(),
             body: run(latest_state_unknown_ignored),
             ..Case::default()
         });
@@ -160,12 +169,14 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z3, \"Updates for executors and drivers the master does not know change nothing \
-                and are not \
-                refused\"".into(),
-            requirement: "a registered worker's ExecutorStateChanged ask about an executor the master never placed is \
-                    answered (a bool reply), and its DriverStateChanged about an unknown driver leaves the connection \
-                        open; a strict master MAY close instead (rule E2, D3: SPEC §8.1 `RuleViolation`)".into(),
+            quote: "SPEC §14.2 Z3, \"Updates for executors and drivers the master does not know \
+                change nothing and are not refused\""
+                .into(),
+            requirement: "a registered worker's ExecutorStateChanged ask about an executor the \
+                master never placed is answered (a bool reply), and its DriverStateChanged about \
+                an unknown driver leaves the connection open; a strict master MAY close instead \
+                (rule E2, D3: SPEC §8.1 `RuleViolation`)"
+                .into(),
             body: run(unknown_updates_not_refused),
             ..Case::default()
         });
@@ -174,11 +185,12 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z2, \"`Heartbeat` ... naming a worker bound to another connection [is] refused\", \
-                and §14.3, \"A \
-                refused send closes its connection\"".into(),
-            requirement: "a registered worker's connection that sends a Heartbeat naming \
-                    another registered worker is closed".into(),
+            quote: "SPEC §14.2 Z2, \"`Heartbeat` ... naming a worker bound to another connection \
+                [is] refused\", and §14.3, \"A refused send closes its connection\""
+                .into(),
+            requirement: "a registered worker's connection that sends a Heartbeat naming another \
+                registered worker is closed"
+                .into(),
             body: run(heartbeat_other_connection),
             ..Case::default()
         });
@@ -187,11 +199,12 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z2, \"`WorkerLatestState` ... naming a worker bound to another connection [is] \
-                refused\"".into(),
-            requirement: "the \
-                sender's connection closes and the master sends the named worker no KillExecutor for what the message \
-                    listed".into(),
+            quote: "SPEC §14.2 Z2, \"`WorkerLatestState` ... naming a worker bound to another \
+                connection [is] refused\""
+                .into(),
+            requirement: "the sender's connection closes and the master sends the named worker no \
+                KillExecutor for what the message listed"
+                .into(),
             body: run(latest_state_other_connection),
             ..Case::default()
         });
@@ -203,14 +216,15 @@ pub mod ownership {
             targets: vec![Target::Master],
             timeout: Duration::from_secs(20),
             sharing: Sharing::Alone,
-            quote: "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master declared DEAD (its connection \
-                closed ...) is \
-                answered `ReconnectWorker` over the connection it came on\"".into(),
-            requirement: "after a registered worker's connection \
-                    closes, a Heartbeat naming it over a new worker connection is answered ReconnectWorker (a strict \
-                        master MAY close instead, SPEC §14.2, and then it also closes a connection that sends a \
-                            Heartbeat \
-                            before registering)".into(),
+            quote: "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master declared DEAD (its \
+                connection closed ...) is answered `ReconnectWorker` over the connection it came \
+                on\""
+                .into(),
+            requirement: "after a registered worker's connection closes, a Heartbeat naming it \
+                over a new worker connection is answered ReconnectWorker (a strict master MAY \
+                close instead, SPEC §14.2, and then it also closes a connection that sends a \
+                Heartbeat before registering)"
+                .into(),
             body: run(reconnect_dead_worker),
             ..Case::default()
         });
@@ -220,13 +234,14 @@ pub mod ownership {
             targets: vec![Target::Master],
             timeout: Duration::from_secs(20),
             sharing: Sharing::Alone,
-            quote: "SPEC §14.2 Z2, \"one from a registered worker over its own connection is answered with one \
-                `KillExecutor` \
-                for each executor it lists that the master does not have on that worker and one `KillDriver` for each \
-                    driver ... in any order (Spark's SPARK-13604)\"".into(),
-            requirement: "a WorkerLatestState listing an executor and a \
-                        driver \
-                        the master never launched gets a KillExecutor and a KillDriver for them".into(),
+            quote: "SPEC §14.2 Z2, \"one from a registered worker over its own connection is \
+                answered with one `KillExecutor` for each executor it lists that the master does \
+                not have on that worker and one `KillDriver` for each driver ... in any order \
+                (Spark's SPARK-13604)\""
+                .into(),
+            requirement: "a WorkerLatestState listing an executor and a driver the master never \
+                launched gets a KillExecutor and a KillDriver for them"
+                .into(),
             body: run(spark_13604),
             ..Case::default()
         });
@@ -235,12 +250,13 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master \
-                answers as Spark \
-                does (`false`, or nothing)\"".into(),
+            quote: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: \
+                the master answers as Spark does (`false`, or nothing)\""
+                .into(),
             requirement: "after an application client unregistered its application, its \
-                    RequestExecutors naming that application is answered with a bool reply false, never true (a strict \
-                        master MAY answer a failure or close instead, as for rule P2)".into(),
+                RequestExecutors naming that application is answered with a bool reply false, \
+                never true (a strict master MAY answer a failure or close instead, as for rule P2)"
+                .into(),
             body: run(finished_app_named_again),
             ..Case::default()
         });
@@ -248,10 +264,10 @@ pub mod ownership {
             id: "spec/14.2/Z1/finished-app-kill-executors".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            quote: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master \
-                answers as Spark does (`false`, or nothing)\"".into(),
-            requirement: "after its client unregistered it, a KillExecutors naming the application is answered \
-                false, never true (a strict master MAY refuse it)".into(),
+            quote: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: \
+                the master answers as Spark does (`false`, or nothing)\"".into(),
+            requirement: "after its client unregistered it, a KillExecutors naming the application \
+                is answered false, never true (a strict master MAY refuse it)".into(),
             body: run(|ctx: Ctx| async move {
                 let v = crate::kit::versions::highest(&ctx);
                 let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
@@ -269,12 +285,13 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: the master \
-                answers as Spark \
-                does (`false`, or nothing)\"".into(),
+            quote: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: \
+                the master answers as Spark does (`false`, or nothing)\""
+                .into(),
             requirement: "an application client's KillExecutors naming an application the master \
-                never knew is answered with a bool reply false, never true (a strict master MAY refuse it \
-                    instead)".into(),
+                never knew is answered with a bool reply false, never true (a strict master MAY \
+                refuse it instead)"
+                .into(),
             body: run(unknown_app_kill_executors),
             ..Case::default()
         });
@@ -283,13 +300,14 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z2, \"`WorkerDecommissioning` ... naming a worker bound to another connection \
-                [is] refused\", and \
-                §14.3, \"A refused send closes its connection ... Nothing a refused message asks for happens\"".into(),
-            requirement: "a \
-                    registered worker's connection that sends WorkerDecommissioning naming another registered worker \
-                        is \
-                        closed, and that worker stays ALIVE".into(),
+            quote: "SPEC §14.2 Z2, \"`WorkerDecommissioning` ... naming a worker bound to another \
+                connection [is] refused\", and §14.3, \"A refused send closes its connection ... \
+                Nothing a refused message asks for happens\""
+                .into(),
+            requirement:
+                "a registered worker's connection that sends WorkerDecommissioning naming \
+                another registered worker is closed, and that worker stays ALIVE"
+                    .into(),
             body: run(decommissioning_other_connection),
             ..Case::default()
         });
@@ -298,12 +316,14 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z2, \"`WorkerSchedulerStateResponse` naming a worker bound to another connection \
-                [is] refused\", \
-                and §14.3, \"A refused send closes its connection\"".into(),
-            requirement: "a registered worker's connection that sends \
-                    WorkerSchedulerStateResponse naming another registered worker is closed, and that worker stays \
-                        ALIVE".into(),
+            quote: "SPEC §14.2 Z2, \"`WorkerSchedulerStateResponse` naming a worker bound to \
+                another connection [is] refused\", and §14.3, \"A refused send closes its \
+                connection\""
+                .into(),
+            requirement:
+                "a registered worker's connection that sends WorkerSchedulerStateResponse \
+                naming another registered worker is closed, and that worker stays ALIVE"
+                    .into(),
             body: run(scheduler_state_other_connection),
             ..Case::default()
         });
@@ -312,12 +332,13 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.2 Z2, \"a connection bound to one worker does not register another\"".into(),
-            requirement: "a registered \
-                worker's \
-                connection that sends RegisterWorker for a second worker id gets no RegisteredWorker for it (it may be \
-                    refused: RegisterWorkerFailed, or the connection closed), and the master's state has no worker of \
-                        that id".into(),
+            quote: "SPEC §14.2 Z2, \"a connection bound to one worker does not register another\""
+                .into(),
+            requirement: "a registered worker's connection that sends RegisterWorker for a second \
+                worker id gets no RegisteredWorker for it (it may be refused: \
+                RegisterWorkerFailed, or the connection closed), and the master's state has no \
+                worker of that id"
+                .into(),
             body: run(second_worker_not_registered),
             ..Case::default()
         });
@@ -329,13 +350,13 @@ pub mod ownership {
             timeout: Duration::from_secs(20),
             sharing: Sharing::Alone,
             needs: vec![Need::NoOtherApplication],
-            requirement: "SPEC §14.2 Z3, \"`ExecutorStateChanged` for an executor the master placed on a worker is \
-                taken only from \
-                that worker's connection\", and §14.3 (a refused ask is answered with a failure, a refused send \
-                    closes; \
-                    nothing a refused message asks for happens): a second registered worker's ExecutorStateChanged ask \
-                        saying FAILED for an executor the master launched on the first is answered with a failure or \
-                            closes its connection, and the application is told no FAILED for it".into(),
+            requirement: "SPEC §14.2 Z3, \"`ExecutorStateChanged` for an executor the master \
+                placed on a worker is taken only from that worker's connection\", and §14.3 (a \
+                refused ask is answered with a failure, a refused send closes; nothing a refused \
+                message asks for happens): a second registered worker's ExecutorStateChanged ask \
+                saying FAILED for an executor the master launched on the first is answered with a \
+                failure or closes its connection, and the application is told no FAILED for it"
+                .into(),
             body: run(executor_state_other_worker),
             ..Case::default()
         });
@@ -345,15 +366,14 @@ pub mod ownership {
             targets: vec![Target::Master],
             timeout: Duration::from_secs(20),
             sharing: Sharing::Alone,
-            quote: "SPEC §14.2 Z3, \"`DriverStateChanged` for a driver [is taken] only from the connection of \
-                the worker the \
-                master launched it on\", and §14.3, \"A refused send closes its connection ... Nothing a refused \
-                    message \
-                    asks for happens\"".into(),
-            requirement: "a second registered worker's DriverStateChanged saying FAILED for a driver the \
-                        master launched on the first closes that second connection, and the driver stays RUNNING on \
-                            the \
-                            first worker".into(),
+            quote: "SPEC §14.2 Z3, \"`DriverStateChanged` for a driver [is taken] only from the \
+                connection of the worker the master launched it on\", and §14.3, \"A refused send \
+                closes its connection ... Nothing a refused message asks for happens\""
+                .into(),
+            requirement: "a second registered worker's DriverStateChanged saying FAILED for a \
+                driver the master launched on the first closes that second connection, and the \
+                driver stays RUNNING on the first worker"
+                .into(),
             body: run(driver_state_other_worker),
             ..Case::default()
         });
@@ -948,19 +968,18 @@ pub mod launch {
             id: "spec/14.2/Z5/foreign-master".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            quote: "SPEC §14.2 Z5, \"A worker takes the answers to a registration (`RegisteredWorker`, …) only \
-                over a connection \
-                it opened to register, … and the master's commands (`LaunchExecutor`, `KillExecutor`, …) only over the \
-                    connection of the master it is registered with\"".into(),
-            requirement: "a peer that dials the worker's own port as a \
-                        master \
-                        and sends RegisteredWorker naming another master, LaunchExecutor and KillExecutor (each naming \
-                            the worker's own master URL) and LaunchDriver is ignored or refused: nothing is launched \
-                                or \
-                                killed, no ExecutorStateChanged or DriverStateChanged follows, and the worker's state \
-                                    still names its master, runs the executor its master launched and not the other, \
-                                        and \
-                                        no driver".into(),
+            quote: "SPEC §14.2 Z5, \"A worker takes the answers to a registration \
+                (`RegisteredWorker`, …) only over a connection it opened to register, … and the \
+                master's commands (`LaunchExecutor`, `KillExecutor`, …) only over the connection \
+                of the master it is registered with\""
+                .into(),
+            requirement: "a peer that dials the worker's own port as a master and sends \
+                RegisteredWorker naming another master, LaunchExecutor and KillExecutor (each \
+                naming the worker's own master URL) and LaunchDriver is ignored or refused: \
+                nothing is launched or killed, no ExecutorStateChanged or DriverStateChanged \
+                follows, and the worker's state still names its master, runs the executor its \
+                master launched and not the other, and no driver"
+                .into(),
             body: run(foreign_master),
             ..Case::default()
         });
@@ -968,17 +987,17 @@ pub mod launch {
             id: "spec/14.2/Z6/foreign-executor".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            quote: "SPEC §14.2 Z6, \"An executor is bound to the connection whose `RegisterExecutor` the driver \
-                accepted: \
-                `StatusUpdate`, `LaunchedExecutor` and `ExecutorDecommissioning` are taken only when they name that \
-                    executor, over that connection\", and §14.3, \"A refused send closes its connection\"".into(),
-            requirement: "with two \
-                        executors registered, a StatusUpdate for a task of the first sent over the second's connection \
-                            naming the first, and a LaunchedExecutor naming the first sent over a third executor's \
-                                connection, each close the connection they came on, an ExecutorDecommissioning ask \
-                                    naming \
-                                    the first over a fourth's is answered with a failure (or a close), and the first \
-                                        executor still gets its tasks".into(),
+            quote: "SPEC §14.2 Z6, \"An executor is bound to the connection whose \
+                `RegisterExecutor` the driver accepted: `StatusUpdate`, `LaunchedExecutor` and \
+                `ExecutorDecommissioning` are taken only when they name that executor, over that \
+                connection\", and §14.3, \"A refused send closes its connection\""
+                .into(),
+            requirement: "with two executors registered, a StatusUpdate for a task of the first \
+                sent over the second's connection naming the first, and a LaunchedExecutor naming \
+                the first sent over a third executor's connection, each close the connection they \
+                came on, an ExecutorDecommissioning ask naming the first over a fourth's is \
+                answered with a failure (or a close), and the first executor still gets its tasks"
+                .into(),
             body: run(foreign_executor),
             ..Case::default()
         });
@@ -1165,16 +1184,15 @@ pub mod points {
             id: "spec/14.2/Z4/kill-after-close".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            quote: "SPEC §14.2 Z4, \"a `RequestKillDriver` that the master reads at least 1 s after the \
-                submitting connection's \
-                end reached it MUST be taken, one read earlier MAY be refused as a foreign id, so a client that sends \
-                    it \
-                    right after closing the submitting connection retries a refusal once after a second\"".into(),
-            requirement: "a new \
-                        driver \
-                        client sends RequestKillDriver right after the submitting client closed its connection; the \
-                            answer, or, after a refusal (a failure or a close), the one retry sent a second later, is \
-                                KillDriverResponse success = true".into(),
+            quote: "SPEC §14.2 Z4, \"a `RequestKillDriver` that the master reads at least 1 s \
+                after the submitting connection's end reached it MUST be taken, one read earlier \
+                MAY be refused as a foreign id, so a client that sends it right after closing the \
+                submitting connection retries a refusal once after a second\""
+                .into(),
+            requirement: "a new driver client sends RequestKillDriver right after the submitting \
+                client closed its connection; the answer, or, after a refusal (a failure or a \
+                close), the one retry sent a second later, is KillDriverResponse success = true"
+                .into(),
             body: run(kill_after_close),
             ..Case::default()
         });

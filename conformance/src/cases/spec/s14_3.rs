@@ -29,14 +29,14 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §3, \"`error` is `{\"className\": str, \"message\": str}`\", and §14.3, \"The failure's \
-                `className` is \
-                `org.apache.spark.SparkException` for a message off its route (§14.1) ... its `message` says \
-                    why\"".into(),
-            requirement: "a \
-                    worker asking RequestMasterState (a UI's ask) gets a failure carrying both keys, className \
-                        org.apache.spark.SparkException and a message that is not empty (a strict master MAY close \
-                            instead, SPEC §8.1 `RuleViolation`)".into(),
+            quote: "SPEC §3, \"`error` is `{\"className\": str, \"message\": str}`\", and §14.3, \
+                \"The failure's `className` is `org.apache.spark.SparkException` for a message off \
+                its route (§14.1) ... its `message` says why\""
+                .into(),
+            requirement: "a worker asking RequestMasterState (a UI's ask) gets a failure carrying \
+                both keys, className org.apache.spark.SparkException and a message that is not \
+                empty (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)"
+                .into(),
             body: run(failure_form),
             ..Case::default()
         });
@@ -132,13 +132,14 @@ pub mod closing {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.3, \"A refused **send** closes its connection ... Closing loses what was bound to \
-                the connection as \
-                any closed connection does (§8): an application client that sent a refused message loses its \
-                    application\"".into(),
-            requirement: "an application client whose UnregisterApplication names another connection's \
-                        application is closed, its own application is no longer active, and the other one still \
-                            is".into(),
+            quote: "SPEC §14.3, \"A refused **send** closes its connection ... Closing loses what \
+                was bound to the connection as any closed connection does (§8): an application \
+                client that sent a refused message loses its application\""
+                .into(),
+            requirement: "an application client whose UnregisterApplication names another \
+                connection's application is closed, its own application is no longer active, and \
+                the other one still is"
+                .into(),
             body: run(refused_send_loses_application),
             ..Case::default()
         });
@@ -147,10 +148,13 @@ pub mod closing {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.3, \"Closing loses what was bound to the connection ... a worker is marked lost\"".into(),
-            requirement: "a registered \
-                worker whose connection sends a Heartbeat naming another registered worker is closed, and the master's \
-                    state then shows it DEAD (or no longer lists it), while the other worker stays ALIVE".into(),
+            quote: "SPEC §14.3, \"Closing loses what was bound to the connection ... a worker is \
+                marked lost\""
+                .into(),
+            requirement: "a registered worker whose connection sends a Heartbeat naming another \
+                registered worker is closed, and the master's state then shows it DEAD (or no \
+                longer lists it), while the other worker stays ALIVE"
+                .into(),
             body: run(refused_send_loses_worker),
             ..Case::default()
         });
@@ -159,11 +163,13 @@ pub mod closing {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.3, \"Nothing a refused message asks for happens, and no state is created for it\", \
-                for a message \
-                off its route (§14.1, \"A `worker` sending `RegisterApplication` ... [is] refused\"): a registered \
-                    worker's RegisterApplication creates no application (none of its name, active or completed, in the \
-                        master's state)".into(),
+            quote: "SPEC §14.3, \"Nothing a refused message asks for happens, and no state is \
+                created for it\", for a message off its route (§14.1, \"A `worker` sending \
+                `RegisterApplication` ... [is] refused\")"
+                .into(),
+            requirement: "a registered worker's RegisterApplication creates no application (none \
+                of its name, active or completed, in the master's state)"
+                .into(),
             body: run(refused_creates_nothing),
             ..Case::default()
         });
@@ -286,14 +292,17 @@ pub mod points {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §14.3, \"a strict endpoint that answers, rather than closes for, an ask refused only for \
-                breaking a rule of `rules.md` uses `org.apache.spark.SparkException` with a `message` naming the \
-                rule\" (and §14.2, \"Unknown ids, and messages before a registration\": answered as Z1 says, or, \
-                strictly, refused)".into(),
-            requirement: "an application client that registered nothing asks RequestExecutors for an application \
-                id the master never gave out (rules P1 and P2 only); the answer is a reply, a close (with a close \
-                envelope of kind RuleViolation where closeReason was agreed), or a failure of class \
-                org.apache.spark.SparkException with a message".into(),
+            quote: "SPEC §14.3, \"a strict endpoint that answers, rather than closes for, an ask \
+                refused only for breaking a rule of `rules.md` uses \
+                `org.apache.spark.SparkException` with a `message` naming the rule\" (and §14.2, \
+                \"Unknown ids, and messages before a registration\": answered as Z1 says, or, \
+                strictly, refused)"
+                .into(),
+            requirement: "an application client that registered nothing asks RequestExecutors for \
+                an application id the master never gave out (rules P1 and P2 only); the answer is \
+                a reply, a close (with a close envelope of kind RuleViolation where closeReason \
+                was agreed), or a failure of class org.apache.spark.SparkException with a message"
+                .into(),
             body: run(strict_refusal_failure_class),
             ..Case::default()
         });

@@ -23,12 +23,13 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
-        quote: "SPEC §14.4, \"every value whose key or own text matches the redaction pattern is replaced by \
-            `*********(redacted)`\"".into(),
+        quote: "SPEC §14.4, \"every value whose key or own text matches the redaction pattern is \
+            replaced by `*********(redacted)`\""
+            .into(),
         requirement: "in MasterStateResponse an application's environment value under a key \
-                matching \
-                the default pattern, and the value of a `-Dkey=value` javaOpt and argument whose key matches, read \
-                    `*********(redacted)`; other values are shown as sent".into(),
+            matching the default pattern, and the value of a `-Dkey=value` javaOpt and argument \
+            whose key matches, read `*********(redacted)`; other values are shown as sent"
+            .into(),
         body: run(redaction),
         ..Case::default()
     });

@@ -29,14 +29,16 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "spec/14.5/forbidden-env-refused".into(),
         level: Level::Must,
         targets: vec![Target::Worker],
-        quote: "SPEC §14.5, \"Variables that choose what runs or load code — the prefixes `LD_`, … — are \
-            never passed, \
-            whatever the operator allows: a command naming one is refused\", and \"A refused executor launch is \
-                reported as `ExecutorStateChanged` `FAILED` with no exit status and a `message` saying why\"".into(),
-        requirement: "a \
-                    LaunchExecutor of the allowed program whose command sets LD_PRELOAD is reported FAILED, with a \
-                        message and no exit status, and a LaunchDriver of it setting LD_PRELOAD is reported \
-                            ERROR".into(),
+        quote:
+            "SPEC §14.5, \"Variables that choose what runs or load code — the prefixes `LD_`, … \
+            — are never passed, whatever the operator allows: a command naming one is refused\", \
+            and \"A refused executor launch is reported as `ExecutorStateChanged` `FAILED` with no \
+            exit status and a `message` saying why\""
+                .into(),
+        requirement: "a LaunchExecutor of the allowed program whose command sets LD_PRELOAD is \
+            reported FAILED, with a message and no exit status, and a LaunchDriver of it setting \
+            LD_PRELOAD is reported ERROR"
+            .into(),
         body: run(forbidden_env_refused),
         ..Case::default()
     });
@@ -44,14 +46,13 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "spec/14.5/driver-refused".into(),
         level: Level::Must,
         targets: vec![Target::Worker],
-        quote: "SPEC §14.5, \"A worker runs only what its operator allowed\" and \"A refused driver launch \
-            is reported as \
-            `DriverStateChanged` `ERROR` with the reason in its exception\"".into(),
-        requirement: "a LaunchDriver of a program not on \
-                the \
-                worker's allow-list (/bin/sh) is reported ERROR with an exception that has a message, and the \
-                    program \
-                    does not run".into(),
+        quote: "SPEC §14.5, \"A worker runs only what its operator allowed\" and \"A refused \
+            driver launch is reported as `DriverStateChanged` `ERROR` with the reason in its \
+            exception\""
+            .into(),
+        requirement: "a LaunchDriver of a program not on the worker's allow-list (/bin/sh) is \
+            reported ERROR with an exception that has a message, and the program does not run"
+            .into(),
         body: run(driver_refused),
         ..Case::default()
     });
@@ -59,14 +60,14 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "spec/14.5/executor-program-not-a-driver".into(),
         level: Level::Must,
         targets: vec![Target::Worker],
-        quote: "SPEC §14.5, \"A program allowed with `--allow-exec PATH` runs only as sparkwire's executor … \
-            Such a program \
-            is never run as a driver\"".into(),
+        quote: "SPEC §14.5, \"A program allowed with `--allow-exec PATH` runs only as sparkwire's \
+            executor … Such a program is never run as a driver\""
+            .into(),
         requirement: "when the worker runs the `{allowed_exec}` program as an executor with \
-                sparkwire's executor arguments but refuses it with others (it is allowed as an executor only), a \
-                    LaunchDriver of that program with those same arguments is reported ERROR (skipped when the \
-                        worker \
-                        runs the program with any arguments, or not at all)".into(),
+            sparkwire's executor arguments but refuses it with others (it is allowed as an \
+            executor only), a LaunchDriver of that program with those same arguments is reported \
+            ERROR (skipped when the worker runs the program with any arguments, or not at all)"
+            .into(),
         body: run(executor_program_not_a_driver),
         ..Case::default()
     });
@@ -74,15 +75,15 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "spec/14.5/no-library-path".into(),
         level: Level::Must,
         targets: vec![Target::Worker],
-        quote: "SPEC §14.5, \"`classPathEntries`, `libraryPathEntries` and `javaOpts` are not used to start \
-            the process \
-            (Spark turns library paths into `LD_LIBRARY_PATH`; sparkwire never does)\"".into(),
-        requirement: "the process a \
-                LaunchExecutor \
-                with all three starts has no LD_LIBRARY_PATH holding the library path entry, and none of the three \
-                    in \
-                    its arguments (the process as this host's /proc shows it; skipped when /proc does not show \
-                        it)".into(),
+        quote:
+            "SPEC §14.5, \"`classPathEntries`, `libraryPathEntries` and `javaOpts` are not used \
+            to start the process (Spark turns library paths into `LD_LIBRARY_PATH`; sparkwire \
+            never does)\""
+                .into(),
+        requirement: "the process a LaunchExecutor with all three starts has no LD_LIBRARY_PATH \
+            holding the library path entry, and none of the three in its arguments (the process as \
+            this host's /proc shows it; skipped when /proc does not show it)"
+            .into(),
         body: run(no_library_path),
         ..Case::default()
     });

@@ -42,11 +42,14 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(20),
         needs: vec![Need::NoOtherApplication],
-        quote: "SPEC §15.5, \"A master MUST NOT send `LaunchExecutor` for an application with a release to a \
-            worker whose release is not compatible with it\"".into(),
-        requirement: "with only a worker announcing Spark 4.3.0 registered, an application announcing Spark \
-            3.5.9 gets no executor on it; once a worker announcing 3.5.9 registers, the application's executor \
-            is launched there (Spark's round), and still none on the 4.3.0 worker".into(),
+        quote: "SPEC §15.5, \"A master MUST NOT send `LaunchExecutor` for an application with a \
+            release to a worker whose release is not compatible with it\""
+            .into(),
+        requirement: "with only a worker announcing Spark 4.3.0 registered, an application \
+            announcing Spark 3.5.9 gets no executor on it; once a worker announcing 3.5.9 \
+            registers, the application's executor is launched there (Spark's round), and still \
+            none on the 4.3.0 worker"
+            .into(),
         body: run(no_launch_across_releases),
         ..Case::default()
     });

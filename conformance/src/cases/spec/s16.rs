@@ -35,11 +35,14 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(20),
         needs: vec![Need::OwnRegistrations],
-        quote: "SPEC §16, \"The text begins with the phrase exactly as the table writes it, followed either by \
-            nothing or by `: ` and the details\", and the table's order (\"the first of these that holds\")".into(),
-        requirement: "an application whose maxCores (1) is below its executor's cores (2) reads nil or \
-            `spark.cores.max reached`; one whose executor takes more memory than any worker has (2^31 - 1 MiB) \
-            reads nil, `no alive worker` or `no alive worker has room`".into(),
+        quote: "SPEC §16, \"The text begins with the phrase exactly as the table writes it, \
+            followed either by nothing or by `: ` and the details\", and the table's order (\"the \
+            first of these that holds\")"
+            .into(),
+        requirement: "an application whose maxCores (1) is below its executor's cores (2) reads \
+            nil or `spark.cores.max reached`; one whose executor takes more memory than any worker \
+            has (2^31 - 1 MiB) reads nil, `no alive worker` or `no alive worker has room`"
+            .into(),
         body: run(reason_phrase),
         ..Case::default()
     });
@@ -49,11 +52,15 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(20),
         needs: vec![Need::NoOtherApplication],
-        quote: "SPEC §16, \"An application's reason is nil while one of its executors is steady\", and the table's \
-            `executors launched but ending`".into(),
-        requirement: "an application with two executors RUNNING reads nil; after one ends FAILED (exit 1) it \
-            still reads nil (the other has run since before that end); after that one ends FAILED too, with none \
-            left running, it reads nil or `executors launched but ending`".into(),
+        quote:
+            "SPEC §16, \"An application's reason is nil while one of its executors is steady\", \
+            and the table's `executors launched but ending`"
+                .into(),
+        requirement: "an application with two executors RUNNING reads nil; after one ends FAILED \
+            (exit 1) it still reads nil (the other has run since before that end); after that one \
+            ends FAILED too, with none left running, it reads nil or `executors launched but \
+            ending`"
+            .into(),
         body: run(nil_while_running),
         ..Case::default()
     });

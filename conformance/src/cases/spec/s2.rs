@@ -95,10 +95,12 @@ pub mod server {
             id: "spec/2/nesting-depth".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
-            requirement: format!("{name} refuses a frame nested 65 levels deep, the \
-            envelope counted, even inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels and refuse 65 \
-                (`TooDeep`), even inside a field it skips\"), and closes the connection: an ask it answers \
-                    otherwise"),
+            requirement: format!(
+                "{name} refuses a frame nested 65 levels deep, the envelope \
+                counted, even inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels \
+                and refuse 65 (`TooDeep`), even inside a field it skips\"), and closes the \
+                connection: an ask it answers otherwise"
+            ),
             body: bind(s, spec_2_nesting_depth),
             ..Case::default()
         });
@@ -106,9 +108,11 @@ pub mod server {
             id: "spec/2/nesting-64-accepted".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
-            requirement: format!("{name} accepts a frame nested 64 levels deep, the \
-            envelope counted, inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels\"), and answers the \
-                ask"),
+            requirement: format!(
+                "{name} accepts a frame nested 64 levels deep, the envelope \
+                counted, inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels\"), \
+                and answers the ask"
+            ),
             body: bind(s, spec_2_nesting_64_accepted),
             ..Case::default()
         });

@@ -57,10 +57,12 @@ pub mod server {
                 id: "spec/4/invalid-fields".into(),
                 level: Level::Must,
                 targets: vec![Target::Master, Target::Driver],
-                requirement: format!("{name} refuses a message with a field of the wrong \
-                type (SPEC §4, \"refuses ... a value of the wrong type ... (`InvalidFields`)\") and closes the \
-                    connection: a message the peer's role may send it, as its kind says (SPEC §14.1), so that only the \
-                        field is wrong"),
+                requirement: format!(
+                    "{name} refuses a message with a field of the wrong type \
+                    (SPEC §4, \"refuses ... a value of the wrong type ... (`InvalidFields`)\") and \
+                    closes the connection: a message the peer's role may send it, as its kind says \
+                    (SPEC §14.1), so that only the field is wrong"
+                ),
                 body: bind(s, spec_4_invalid_fields),
                 ..Case::default()
             });
@@ -148,10 +150,12 @@ pub mod encoder {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: format!("{SENTENCE}: RegisteredWorker, RegisteredApplication and the MasterStateResponse \
-                (workers, \
-                applications, their descriptions) the master writes, in each version it offers, hold exactly the \
-                    definition's fields of that version, in its order"),
+            requirement: format!(
+                "{SENTENCE}: RegisteredWorker, RegisteredApplication and the \
+                MasterStateResponse (workers, applications, their descriptions) the master writes, \
+                in each version it offers, hold exactly the definition's fields of that version, \
+                in its order"
+            ),
             body: run(master),
             ..Case::default()
         });
@@ -159,10 +163,12 @@ pub mod encoder {
             id: "spec/4/encoder/worker".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: format!("{SENTENCE}: what a registered worker writes to its master until its first Heartbeat, \
-                and its \
-                ExecutorStateChanged for an executor it launched, in each version it offers, hold exactly the \
-                    definition's fields of that version, in its order"),
+            requirement: format!(
+                "{SENTENCE}: what a registered worker writes to its master until \
+                its first Heartbeat, and its ExecutorStateChanged for an executor it launched, in \
+                each version it offers, hold exactly the definition's fields of that version, in \
+                its order"
+            ),
             body: run(worker),
             ..Case::default()
         });
@@ -170,10 +176,12 @@ pub mod encoder {
             id: "spec/4/encoder/driver".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: format!("{SENTENCE}: the driver's RegisterApplication (its description, command and resource \
-                profile), and \
-                the SparkAppConfig (its resource profile) it answers an executor with, in each version it offers, hold \
-                    exactly the definition's fields of that version, in its order"),
+            requirement: format!(
+                "{SENTENCE}: the driver's RegisterApplication (its description, \
+                command and resource profile), and the SparkAppConfig (its resource profile) it \
+                answers an executor with, in each version it offers, hold exactly the definition's \
+                fields of that version, in its order"
+            ),
             body: run(driver),
             ..Case::default()
         });
@@ -181,10 +189,11 @@ pub mod encoder {
             id: "spec/4/encoder/executor".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: format!("{SENTENCE}: the executor's LaunchedExecutor and the StatusUpdates of a task it runs \
-                (RUNNING, then \
-                FINISHED), in each version it offers, hold exactly the definition's fields of that version, in its \
-                    order"),
+            requirement: format!(
+                "{SENTENCE}: the executor's LaunchedExecutor and the \
+                StatusUpdates of a task it runs (RUNNING, then FINISHED), in each version it \
+                offers, hold exactly the definition's fields of that version, in its order"
+            ),
             body: run(executor),
             ..Case::default()
         });
@@ -210,13 +219,14 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §4, \"A **decoder** ... refuses ... a field given twice ... (`InvalidFields`)\", and \
-                §11.3, \"A \
-                struct's field map is not a `map<K,V>` ... a field given twice is refused\"".into(),
-            requirement: "a RegisterApplication \
-                    whose \
-                    nested TaskResourceRequest gives `amount` twice (with the same value) is refused, the connection \
-                        closed (InvalidFields where closeReason was agreed, SPEC §8.1)".into(),
+            quote: "SPEC §4, \"A **decoder** ... refuses ... a field given twice ... \
+                (`InvalidFields`)\", and §11.3, \"A struct's field map is not a `map<K,V>` ... a \
+                field given twice is refused\""
+                .into(),
+            requirement: "a RegisterApplication whose nested TaskResourceRequest gives `amount` \
+                twice (with the same value) is refused, the connection closed (InvalidFields where \
+                closeReason was agreed, SPEC §8.1)"
+                .into(),
             body: run(field_given_twice),
             ..Case::default()
         });
@@ -225,12 +235,13 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §4, \"A **decoder** accepts the fields in any order\", and §11.3, \"its fields come in \
-                any order \
-                (§4)\"".into(),
-            requirement: "a RegisterApplication whose nested TaskResourceRequest lists `amount` before `resourceName` \
-                    (the \
-                    definition's order reversed) is answered RegisteredApplication".into(),
+            quote: "SPEC §4, \"A **decoder** accepts the fields in any order\", and §11.3, \"its \
+                fields come in any order (§4)\""
+                .into(),
+            requirement: "a RegisterApplication whose nested TaskResourceRequest lists `amount` \
+                before `resourceName` (the definition's order reversed) is answered \
+                RegisteredApplication"
+                .into(),
             body: run(fields_any_order),
             ..Case::default()
         });
@@ -239,12 +250,13 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §4, \"A **decoder** ... refuses a missing field of any other type [than `option<…>`] \
-                ... \
-                (`InvalidFields`)\"".into(),
-            requirement: "a RegisterApplication whose nested TaskResourceRequest has no `amount` (an f64) \
-                    is \
-                    refused, the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)".into(),
+            quote: "SPEC §4, \"A **decoder** ... refuses a missing field of any other type [than \
+                `option<…>`] ... (`InvalidFields`)\""
+                .into(),
+            requirement: "a RegisterApplication whose nested TaskResourceRequest has no `amount` \
+                (an f64) is refused, the connection closed (InvalidFields where closeReason was \
+                agreed, SPEC §8.1)"
+                .into(),
             body: run(missing_required_field),
             ..Case::default()
         });

@@ -83,11 +83,12 @@ pub mod executor {
             id: "spec/4.1/tuple-of-three-refused".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "SPEC §4.1, \"`tuple<A,B>` | array of exactly 2 elements | `sparkProperties` is a list of \
-                `[key, value]` \
-                pairs\", and §8 (`InvalidFields`; the receiver closes that connection): a SparkAppConfig answering the \
-                    executor's RetrieveSparkAppConfig whose `spark.task.cpus` pair has 3 elements is refused: the \
-                        executor closes that connection and sends no RegisterExecutor on it".into(),
+            requirement: "SPEC §4.1, \"`tuple<A,B>` | array of exactly 2 elements | \
+                `sparkProperties` is a list of `[key, value]` pairs\", and §8 (`InvalidFields`; \
+                the receiver closes that connection): a SparkAppConfig answering the executor's \
+                RetrieveSparkAppConfig whose `spark.task.cpus` pair has 3 elements is refused: the \
+                executor closes that connection and sends no RegisterExecutor on it"
+                .into(),
             body: run(tuple_of_three_refused),
             ..Case::default()
         });
@@ -95,12 +96,12 @@ pub mod executor {
             id: "spec/4.1/bytes-as-string-refused".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "SPEC §4.1, \"`bytes` | bin | never an array of integers\" (a `bytes` value is a MessagePack \
-                bin), and §8 \
-                (`InvalidFields`; the receiver closes that connection): a LaunchTask whose `data` is written as the \
-                    string \"abc\" instead of the bin `abc` is refused: the executor closes its connection to the \
-                        driver \
-                        (a LaunchTask whose data merely is not a task keeps it open, spec/10/bad-task-data)".into(),
+            requirement: "SPEC §4.1, \"`bytes` | bin | never an array of integers\" (a `bytes` \
+                value is a MessagePack bin), and §8 (`InvalidFields`; the receiver closes that \
+                connection): a LaunchTask whose `data` is written as the string \"abc\" instead of \
+                the bin `abc` is refused: the executor closes its connection to the driver (a \
+                LaunchTask whose data merely is not a task keeps it open, spec/10/bad-task-data)"
+                .into(),
             body: run(bytes_as_string_refused),
             ..Case::default()
         });
@@ -200,13 +201,13 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities \
-                (`InvalidFields`)\"".into(),
-            requirement: "a \
-                RegisterApplication whose task request amount (a `TaskResourceRequest.amount`, f64) is NaN is refused, \
-                    the connection closed (with a close envelope of kind InvalidFields where closeReason was agreed, \
-                        SPEC \
-                        §8.1)".into(),
+            quote: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the \
+                infinities (`InvalidFields`)\""
+                .into(),
+            requirement: "a RegisterApplication whose task request amount (a \
+                `TaskResourceRequest.amount`, f64) is NaN is refused, the connection closed (with \
+                a close envelope of kind InvalidFields where closeReason was agreed, SPEC §8.1)"
+                .into(),
             body: run(f64_nan_refused),
             ..Case::default()
         });
@@ -215,11 +216,13 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the infinities \
-                (`InvalidFields`)\"".into(),
-            requirement: "a \
-                RegisterApplication whose task request amount is +infinity is refused, the connection closed \
-                    (InvalidFields where closeReason was agreed, SPEC §8.1)".into(),
+            quote: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the \
+                infinities (`InvalidFields`)\""
+                .into(),
+            requirement:
+                "a RegisterApplication whose task request amount is +infinity is refused, \
+                the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)"
+                    .into(),
             body: run(f64_infinity_refused),
             ..Case::default()
         });
@@ -229,10 +232,10 @@ pub mod fields {
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
             quote: "SPEC §4.1, \"`f64` | float 64 | ... it also accepts float 32\"".into(),
-            requirement: "a RegisterApplication whose \
-                task request \
-                amount is written as a float 32 (1.0) is answered RegisteredApplication"
-                .into(),
+            requirement:
+                "a RegisterApplication whose task request amount is written as a float 32 \
+                (1.0) is answered RegisteredApplication"
+                    .into(),
             body: run(f64_as_float32_taken),
             ..Case::default()
         });
@@ -241,13 +244,14 @@ pub mod fields {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §4.1, \"a struct name | map of its fields | ... never an array of the values ...: a \
-                decoder refuses one \
-                (`InvalidFields`)\"".into(),
-            requirement: "a RegisterApplication whose nested TaskResourceRequest is written as the array \
-                    `[\"cpus\", 1.0]` is refused, the connection closed (InvalidFields where closeReason was agreed, \
-                        SPEC \
-                        §8.1)".into(),
+            quote: "SPEC §4.1, \"a struct name | map of its fields | ... never an array of the \
+                values ...: a decoder refuses one (`InvalidFields`)\""
+                .into(),
+            requirement:
+                "a RegisterApplication whose nested TaskResourceRequest is written as the \
+                array `[\"cpus\", 1.0]` is refused, the connection closed (InvalidFields where \
+                closeReason was agreed, SPEC §8.1)"
+                    .into(),
             body: run(nested_struct_as_array),
             ..Case::default()
         });
@@ -319,14 +323,15 @@ pub mod points {
             id: "spec/4.1/bin-for-str".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            quote: "SPEC §4.1, `string`: \"Never `bin`, even holding valid UTF-8: a decoder refuses a `bin` \
-                where a string value, \
-                a string map key or a field name is due (`InvalidFields`)\"".into(),
-            requirement: "the master refuses each of the \
-                    decoder.json \
-                    frames \"a string sent as bin\", \"a string map key sent as bin\" and \"a field name sent as bin\" \
-                        (each on a connection of its own) by closing it, after a close envelope of kind InvalidFields \
-                            where the connection agreed on closeReason".into(),
+            quote: "SPEC §4.1, `string`: \"Never `bin`, even holding valid UTF-8: a decoder \
+                refuses a `bin` where a string value, a string map key or a field name is due \
+                (`InvalidFields`)\""
+                .into(),
+            requirement: "the master refuses each of the decoder.json frames \"a string sent as \
+                bin\", \"a string map key sent as bin\" and \"a field name sent as bin\" (each on \
+                a connection of its own) by closing it, after a close envelope of kind \
+                InvalidFields where the connection agreed on closeReason"
+                .into(),
             body: run(bin_for_str),
             ..Case::default()
         });

@@ -22,13 +22,13 @@ pub mod launch {
             id: "spec/7.1/decommission-silent".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            quote: "SPEC §7.1, `DecommissionWorker` (master → worker): \"the worker marks itself decommissioned \
-                and sends \
-                nothing back … `WorkerDecommissioning` goes to the master only when a decommission starts on the \
-                    worker's \
-                    own side\"".into(),
-            requirement: "a worker told DecommissionWorker (version 2) sends no WorkerDecommissioning within the \
-                        quiet time".into(),
+            quote: "SPEC §7.1, `DecommissionWorker` (master → worker): \"the worker marks itself \
+                decommissioned and sends nothing back … `WorkerDecommissioning` goes to the master \
+                only when a decommission starts on the worker's own side\""
+                .into(),
+            requirement: "a worker told DecommissionWorker (version 2) sends no \
+                WorkerDecommissioning within the quiet time"
+                .into(),
             body: run(decommission_silent),
             ..Case::default()
         });
@@ -80,11 +80,13 @@ pub mod asks {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §7.1, \"`RequestMasterState`, `RequestReadyz`, `RequestClearCompletedDriversAndApps`, \
-                ... and their \
-                answers | from `ui` only ... | from `driver-client` or `ui`\"".into(),
-            requirement: "a driver client's RequestMasterState is \
-                    answered with a MasterStateResponse, as a UI's is".into(),
+            quote: "SPEC §7.1, \"`RequestMasterState`, `RequestReadyz`, \
+                `RequestClearCompletedDriversAndApps`, ... and their answers | from `ui` only ... \
+                | from `driver-client` or `ui`\""
+                .into(),
+            requirement: "a driver client's RequestMasterState is answered with a \
+                MasterStateResponse, as a UI's is"
+                .into(),
             body: run(master_state),
             ..Case::default()
         });
@@ -93,9 +95,11 @@ pub mod asks {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §7.1 (RequestReadyz \"from `driver-client` or `ui`\"): a driver client's RequestReadyz \
-                is answered with \
-                a bool reply, true from the active master, as a UI's is (flow/master/ui/readyz)".into(),
+            quote: "SPEC §7.1 (RequestReadyz \"from `driver-client` or `ui`\")".into(),
+            requirement:
+                "a driver client's RequestReadyz is answered with a bool reply, true from \
+                the active master, as a UI's is (flow/master/ui/readyz)"
+                    .into(),
             body: run(readyz),
             ..Case::default()
         });
@@ -104,10 +108,13 @@ pub mod asks {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §7.1 (RequestClearCompletedDriversAndApps \"from `driver-client` or `ui`\"): a driver \
-                client's \
-                RequestClearCompletedDriversAndApps is answered with a bool reply, as a UI's is \
-                    (flow/master/ui/clear-completed)".into(),
+            quote:
+                "SPEC §7.1 (RequestClearCompletedDriversAndApps \"from `driver-client` or `ui`\")"
+                    .into(),
+            requirement:
+                "a driver client's RequestClearCompletedDriversAndApps is answered with a \
+                bool reply, as a UI's is (flow/master/ui/clear-completed)"
+                    .into(),
             body: run(clear_completed),
             ..Case::default()
         });
@@ -116,11 +123,11 @@ pub mod asks {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §7.1 (DecommissionWorkersOnHosts \"from `driver-client` or `ui`\"; definition.json: \
-                reply i32, how many \
-                workers it decommissioned): a driver client's DecommissionWorkersOnHosts naming a host no worker is on \
-                    is \
-                    answered with the integer 0".into(),
+            requirement: "SPEC §7.1 (DecommissionWorkersOnHosts \"from `driver-client` or `ui`\"; \
+                definition.json: reply i32, how many workers it decommissioned): a driver client's \
+                DecommissionWorkersOnHosts naming a host no worker is on is answered with the \
+                integer 0"
+                .into(),
             body: run(decommission_hosts),
             ..Case::default()
         });

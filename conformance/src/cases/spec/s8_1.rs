@@ -33,20 +33,27 @@ pub mod client {
             id: "spec/8.1/client-close-reason".into(),
             level: Level::Must,
             targets: vec![Target::Worker, Target::Driver, Target::Executor],
-            requirement: format!("{name}, having offered closeReason in its hello and the suite taken it, sends a \
-                close envelope of \
-                kind UnknownMessage as its last frame before it closes the connection on a message its family does not \
-                    have"),
+            requirement: format!(
+                "{name}, having offered closeReason in its hello and the suite \
+                taken it, sends a close envelope of kind UnknownMessage as its last frame before \
+                it closes the connection on a message its family does not have"
+            ),
             body: bind(&s, move |ctx: Ctx, s| async move {
                 let (_run, mut c) = s.start(ctx.clone()).await?;
                 let (h, _) = hello(&ctx, &mut c).await?;
                 if !h.offers(CLOSE_REASON) {
-                    return Err(Failure::Skipped("the endpoint does not offer closeReason".into()));
+                    return Err(Failure::Skipped(
+                        "the endpoint does not offer closeReason".into(),
+                    ));
                 }
                 let v = best(&h);
                 let mut answer = accepted_entries(v, s.suite_role.name());
                 answer.push(("features", mp::arr(&[mp::s(CLOSE_REASON)])));
-                c.send_raw(&frame(&mp::map(&answer)), "the suite's answer, taking closeReason").await?;
+                c.send_raw(
+                    &frame(&mp::map(&answer)),
+                    "the suite's answer, taking closeReason",
+                )
+                .await?;
                 c.version = Version::from_number(v);
                 let m = mp::map(&[("RegisterBlockManager", mp::map(&[]))]);
                 c.send_frame(&mp::arr(&[mp::u(0), m])).await?;
@@ -60,58 +67,88 @@ pub mod client {
             id: "spec/8.1/client-takes-unknown-kind".into(),
             level: Level::Must,
             targets: vec![Target::Worker, Target::Driver, Target::Executor],
-            requirement: format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as it is ..., and treat \
-                the close \
-                envelope as the end of the connection: it closes too, sends nothing more\": {name}, on a connection \
-                    that \
-                    agreed on closeReason, sent a close envelope of a kind no revision has, closes the connection and \
-                        sends nothing after it"),
-            body: bind(&s, move |ctx: Ctx, s| async move { told_to_close(ctx, s, &[
-                ("kind", mp::s("zzzKindOfALaterRevision")),
-                ("message", mp::s("closed by the conformance suite")),
-                ("path", vec![0xc0]),
-                ("offset", vec![0xc0]),
-            ]).await }),
+            quote: "SPEC §8.1, \"A receiver MUST take a `kind` it does not know as it is ..., and \
+                treat the close envelope as the end of the connection: it closes too, sends \
+                nothing more\""
+                .into(),
+            requirement: format!(
+                "{name}, on a connection that agreed on closeReason, sent a close \
+                envelope of a kind no revision has, closes the connection and sends nothing after \
+                it"
+            ),
+            body: bind(&s, move |ctx: Ctx, s| async move {
+                told_to_close(
+                    ctx,
+                    s,
+                    &[
+                        ("kind", mp::s("zzzKindOfALaterRevision")),
+                        ("message", mp::s("closed by the conformance suite")),
+                        ("path", vec![0xc0]),
+                        ("offset", vec![0xc0]),
+                    ],
+                )
+                .await
+            }),
             ..Case::default()
         });
         cs.push(Case {
             id: "spec/8.1/client-close-reason-unknown-field".into(),
             level: Level::Must,
             targets: vec![Target::Worker, Target::Driver, Target::Executor],
-            requirement: format!("SPEC §8.1, \"`reason` is the struct `CloseReason` ... a decoder skips fields it does \
-                not know\": \
-                {name}, on a connection that agreed on closeReason, sent a close envelope holding a field of a later \
-                    revision, takes it as a close: it closes the connection and sends nothing after it"),
-            body: bind(&s, move |ctx: Ctx, s| async move { told_to_close(ctx, s, &[
-                ("kind", mp::s("Idle")),
-                ("message", mp::s("closed by the conformance suite")),
-                ("path", vec![0xc0]),
-                ("offset", vec![0xc0]),
-                ("zzzAFieldOfALaterRevision", mp::s("skipped")),
-            ]).await }),
+            quote: "SPEC §8.1, \"`reason` is the struct `CloseReason` ... a decoder skips fields \
+                it does not know\""
+                .into(),
+            requirement: format!(
+                "{name}, on a connection that agreed on closeReason, sent a close \
+                envelope holding a field of a later revision, takes it as a close: it closes the \
+                connection and sends nothing after it"
+            ),
+            body: bind(&s, move |ctx: Ctx, s| async move {
+                told_to_close(
+                    ctx,
+                    s,
+                    &[
+                        ("kind", mp::s("Idle")),
+                        ("message", mp::s("closed by the conformance suite")),
+                        ("path", vec![0xc0]),
+                        ("offset", vec![0xc0]),
+                        ("zzzAFieldOfALaterRevision", mp::s("skipped")),
+                    ],
+                )
+                .await
+            }),
             ..Case::default()
         });
         cs.push(Case {
             id: "spec/8.1/client-no-close-envelope-unoffered".into(),
             level: Level::Must,
             targets: vec![Target::Worker, Target::Driver, Target::Executor],
-            requirement: format!("SPEC §8.1, \"Without the feature — a peer whose hello did not offer it, or a server \
-                that did not \
-                take it — ... no close envelope is ever sent\": {name}, whose answer did not take closeReason, closes \
-                    the \
-                    connection on a message its family does not have with no close envelope"),
-            body: bind(&s, move |ctx: Ctx, s| async move { no_close_envelope_unoffered(ctx, s).await }),
+            quote: "SPEC §8.1, \"Without the feature — a peer whose hello did not offer it, or a \
+                server that did not take it — ... no close envelope is ever sent\""
+                .into(),
+            requirement: format!(
+                "{name}, whose answer did not take closeReason, closes the \
+                connection on a message its family does not have with no close envelope"
+            ),
+            body: bind(&s, move |ctx: Ctx, s| async move {
+                no_close_envelope_unoffered(ctx, s).await
+            }),
             ..Case::default()
         });
         cs.push(Case {
             id: "spec/8.1/client-unknown-ask-close-kind".into(),
             level: Level::Must,
             targets: vec![Target::Worker, Target::Driver, Target::Executor],
-            requirement: format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\"): {name}, on a connection \
-                that agreed on \
-                closeReason, sent a reply to an ask it never made, either ignores it (the connection stays open) or \
-                    closes with a close envelope of kind UnknownAsk (validating rules.md, RuleViolation: rule A2)"),
-            body: bind(&s, move |ctx: Ctx, s| async move { client_unknown_ask_close_kind(ctx, s).await }),
+            quote: "SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\")".into(),
+            requirement: format!(
+                "{name}, on a connection that agreed on closeReason, sent a reply \
+                to an ask it never made, either ignores it (the connection stays open) or closes \
+                with a close envelope of kind UnknownAsk (validating rules.md, RuleViolation: rule \
+                A2)"
+            ),
+            body: bind(&s, move |ctx: Ctx, s| async move {
+                client_unknown_ask_close_kind(ctx, s).await
+            }),
             ..Case::default()
         });
         if s.role != Role::AppClient {
@@ -119,14 +156,22 @@ pub mod client {
                 id: "spec/8.1/bad-reply-close-kind".into(),
                 level: Level::Must,
                 targets: vec![Target::Worker, Target::Executor],
-                requirement: format!("SPEC §8, \"`BadEnvelope` | not one of the four envelope forms (...); a message \
-                    or reply that is \
-                    not a one-entry map keyed by a string\", and §8.1: {name}, on a connection that agreed on \
-                        closeReason, answered {} with a reply whose map has two entries, closes with a close envelope \
-                            of \
-                            kind BadEnvelope", if s.role == Role::Worker { "its version 2 ExecutorStateChanged \
-                                ask" } else { "its first ask (RetrieveSparkAppConfig)" }),
-                body: bind(&s, move |ctx: Ctx, s| async move { bad_reply_close_kind(ctx, s).await }),
+                requirement: format!(
+                    "SPEC §8, \"`BadEnvelope` | not one of the four envelope \
+                    forms (...); a message or reply that is not a one-entry map keyed by a \
+                    string\", and §8.1: {name}, on a connection that agreed on closeReason, \
+                    answered {} with a reply whose map has two entries, closes with a close \
+                    envelope of kind BadEnvelope",
+                    if s.role == Role::Worker {
+                        "its version 2 ExecutorStateChanged \
+                                ask"
+                    } else {
+                        "its first ask (RetrieveSparkAppConfig)"
+                    }
+                ),
+                body: bind(&s, move |ctx: Ctx, s| async move {
+                    bad_reply_close_kind(ctx, s).await
+                }),
                 ..Case::default()
             });
         }
@@ -135,12 +180,17 @@ pub mod client {
                 id: "spec/8.1/no-close-envelope-on-shutdown".into(),
                 level: Level::Must,
                 targets: vec![Target::Worker],
-                requirement: format!("SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes \
-                    (its shutdown \
-                    ...)\": {name}, stopped (its standard input closed: `--exit-with-stdin`) while connected to the \
-                        suite \
-                        over a connection that agreed on closeReason, closes it with no close envelope"),
-                body: bind(&s, move |ctx: Ctx, s| async move { no_close_envelope_on_shutdown(ctx, s).await }),
+                quote: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary \
+                    closes (its shutdown ...)\""
+                    .into(),
+                requirement: format!(
+                    "{name}, stopped (its standard input closed: \
+                    `--exit-with-stdin`) while connected to the suite over a connection that \
+                    agreed on closeReason, closes it with no close envelope"
+                ),
+                body: bind(&s, move |ctx: Ctx, s| async move {
+                    no_close_envelope_on_shutdown(ctx, s).await
+                }),
                 ..Case::default()
             });
         }
@@ -305,15 +355,13 @@ pub mod handshake_features {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §8.1, \"Without the feature — a peer that did not offer it, or a server that did not \
-                take it — no close \
-                envelope is sent\", and \"a newer peer sends the close envelope only to a peer that asked for \
-                    it\"".into(),
-            requirement: "on \
-                    a \
-                    connection whose hello offered no feature, a frame that is not MessagePack closes the connection \
-                        with \
-                        no close envelope before the close".into(),
+            quote: "SPEC §8.1, \"Without the feature — a peer that did not offer it, or a server \
+                that did not take it — no close envelope is sent\", and \"a newer peer sends the \
+                close envelope only to a peer that asked for it\""
+                .into(),
+            requirement: "on a connection whose hello offered no feature, a frame that is not \
+                MessagePack closes the connection with no close envelope before the close"
+                .into(),
             body: run(no_close_envelope_unoffered),
             ..Case::default()
         });
@@ -374,12 +422,12 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            requirement: "SPEC §8.1, \"an endpoint that closes the connection for one of the reasons below MUST first \
-                send a close \
-                envelope\" (`FrameTooLarge`: a frame whose prefix declares more than the receiver's limit): on a \
-                    session \
-                    that took closeReason, a prefix declaring 4294967295 bytes closes the connection after a close \
-                        envelope of kind FrameTooLarge".into(),
+            requirement: "SPEC §8.1, \"an endpoint that closes the connection for one of the \
+                reasons below MUST first send a close envelope\" (`FrameTooLarge`: a frame whose \
+                prefix declares more than the receiver's limit): on a session that took \
+                closeReason, a prefix declaring 4294967295 bytes closes the connection after a \
+                close envelope of kind FrameTooLarge"
+                .into(),
             body: run(close_reason_frame_too_large),
             ..Case::default()
         });
@@ -438,11 +486,12 @@ pub mod server {
             id: "spec/8.1/close-reason-decoding".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
-            requirement: format!("{name}, having taken closeReason in the \
-            handshake, sends a close envelope of kind InvalidFields, with the mistyped field's path and an offset, as \
-                its \
-                last frame before it closes a connection for a message with a field of the wrong \
-                    type"),
+            requirement: format!(
+                "{name}, having taken closeReason in the handshake, sends a close \
+                envelope of kind InvalidFields, with the mistyped field's path and an offset, as \
+                its last frame before it closes a connection for a message with a field of the \
+                wrong type"
+            ),
             body: bind(s, spec_8_1_close_reason_decoding),
             ..Case::default()
         });
@@ -450,10 +499,12 @@ pub mod server {
             id: "spec/8.1/close-reason-refusal".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
-            requirement: format!("{name}, having taken closeReason in the \
-            handshake, sends a close envelope of kind NotOnRoute (or, validating rules.md, RuleViolation) as its last \
+            requirement: format!(
+                "{name}, having taken closeReason in the handshake, sends a close \
+                envelope of kind NotOnRoute (or, validating rules.md, RuleViolation) as its last \
                 frame before it closes a connection for a one-way message off its route (SPEC \
-                    §14.3)"),
+                §14.3)"
+            ),
             body: bind(s, spec_8_1_close_reason_refusal),
             ..Case::default()
         });
@@ -540,13 +591,15 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            quote: "SPEC §8.1, \"`NotOwner` | a one-way message refused by §14.2's ownership\", and \"an \
-                endpoint that closes \
-                the connection for one of the reasons below MUST first send a close envelope\"".into(),
-            requirement: "a registered worker's \
-                    connection that offered closeReason (and the master took it) and sends a Heartbeat naming another \
-                        registered worker gets a close envelope of kind NotOwner before the close (a strict master MAY \
-                            name the rule instead, RuleViolation)".into(),
+            quote: "SPEC §8.1, \"`NotOwner` | a one-way message refused by §14.2's ownership\", \
+                and \"an endpoint that closes the connection for one of the reasons below MUST \
+                first send a close envelope\""
+                .into(),
+            requirement: "a registered worker's connection that offered closeReason (and the \
+                master took it) and sends a Heartbeat naming another registered worker gets a \
+                close envelope of kind NotOwner before the close (a strict master MAY name the \
+                rule instead, RuleViolation)"
+                .into(),
             body: run(not_owner_close),
             ..Case::default()
         });
@@ -641,12 +694,13 @@ pub mod closes {
             level: Level::Must,
             targets: vec![Target::Driver],
             timeout: Duration::from_secs(15),
-            quote: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown, \
-                a connection it \
-                no longer needs)\"".into(),
-            requirement: "a driver whose job ended, on an executor connection that agreed on closeReason, \
-                    sends \
-                    StopExecutor and then closes that connection when it exits, with no close envelope".into(),
+            quote: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes \
+                (its shutdown, a connection it no longer needs)\""
+                .into(),
+            requirement: "a driver whose job ended, on an executor connection that agreed on \
+                closeReason, sends StopExecutor and then closes that connection when it exits, \
+                with no close envelope"
+                .into(),
             body: run(driver_no_close_envelope_at_exit),
             ..Case::default()
         });
@@ -654,15 +708,15 @@ pub mod closes {
             id: "spec/8.1/executor/refused-ask-failure".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            quote: "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope rather than \
-                left pending\", \
-                §8.1 and §14.3, \"A refused ask is answered with a failure envelope; the connection stays open. The \
-                    failure's `className` is `org.apache.spark.SparkException` for a message off its route\"".into(),
-            requirement: "the \
-                        executor asked RequestExecutors (driver → cluster-manager only) by its driver answers with a \
-                            failure for that id carrying that className and a message, and then answers TaskThreadDump \
-                                on \
-                                the same connection".into(),
+            quote: "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope \
+                rather than left pending\", §8.1 and §14.3, \"A refused ask is answered with a \
+                failure envelope; the connection stays open. The failure's `className` is \
+                `org.apache.spark.SparkException` for a message off its route\""
+                .into(),
+            requirement: "the executor asked RequestExecutors (driver → cluster-manager only) by \
+                its driver answers with a failure for that id carrying that className and a \
+                message, and then answers TaskThreadDump on the same connection"
+                .into(),
             body: run(executor_refused_ask_failure),
             ..Case::default()
         });
@@ -670,30 +724,29 @@ pub mod closes {
             id: "spec/8.1/executor/no-close-envelope-on-stop".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            quote: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes (its shutdown \
-                ...)\"".into(),
-            requirement: "an \
-                executor told StopExecutor, on a connection that agreed on closeReason, closes it with no close \
-                    envelope".into(),
+            quote: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes \
+                (its shutdown ...)\""
+                .into(),
+            requirement: "an executor told StopExecutor, on a connection that agreed on \
+                closeReason, closes it with no close envelope"
+                .into(),
             body: run(executor_no_close_envelope_on_stop),
             ..Case::default()
         });
         for (name, frame, version, kind) in precedence_vectors() {
             let id = format!("spec/8.1/executor/close-kind/{}", slug(&name));
+            let quote = "SPEC §8.1, \"the kind is the first that applies, §11.2\", and §11.2, \"A decoder reads a \
+                frame in this order and reports the first fault it meets\"";
             let requirement = format!(
-                "SPEC §8.1, \"the kind is the first that applies, §11.2\", and §11.2, \"A decoder reads a frame in \
-                    this \
-                    order and reports the first fault it meets\": the executor, on a connection to its driver that \
-                        agreed \
-                        on closeReason at version {}, refuses the decoder.json vector \"{name}\" with a close envelope \
-                            of \
-                            kind {kind}",
+                "the executor, on a connection to its driver that agreed on closeReason at version {}, refuses the \
+                    decoder.json vector \"{name}\" with a close envelope of kind {kind}",
                 version.number()
             );
             cs.push(Case {
                 id,
                 level: Level::Must,
                 targets: vec![Target::Executor],
+                quote: quote.into(),
                 requirement,
                 body: run(move |ctx: Ctx| {
                     let (frame, kind) = (frame.clone(), kind.clone());
@@ -712,14 +765,20 @@ pub mod closes {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             timeout: Duration::from_secs(10),
-            requirement: format!("SPEC §8, \"An ask that cannot be answered is answered with a \
-            failure envelope rather than left pending\", §8.1, \"A refused **ask** is answered with a failure, not a \
-                close\", and §14.3, \"The failure's `className` is `org.apache.spark.SparkException` for a message off \
-                    its route\": {name} answers an ask of {} from a {} (off its route) with a failure for its id \
-                        carrying \
-                        that className and a message, and then answers {} on the same connection (a master or worker \
-                            validating rules.md MAY close instead, with a close envelope of kind \
-                                RuleViolation)", s.messages().refused, s.suite_role.name(), s.messages().probe.0),
+            quote: "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope \
+                rather than left pending\", §8.1, \"A refused **ask** is answered with a failure, \
+                not a close\", and §14.3, \"The failure's `className` is \
+                `org.apache.spark.SparkException` for a message off its route\""
+                .into(),
+            requirement: format!(
+                "{name} answers an ask of {} from a {} (off its route) with a \
+                failure for its id carrying that className and a message, and then answers {} on \
+                the same connection (a master or worker validating rules.md MAY close instead, \
+                with a close envelope of kind RuleViolation)",
+                s.messages().refused,
+                s.suite_role.name(),
+                s.messages().probe.0
+            ),
             body: bind(&s, refused_ask_failure),
             ..Case::default()
         });
@@ -728,11 +787,15 @@ pub mod closes {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             timeout: Duration::from_secs(10),
-            requirement: format!("SPEC §8.1, \"A receiver MUST take a `kind` it does not know as \
-            it is ..., and treat the close envelope as the end of the connection: it closes too, sends nothing more\": \
-                {name}, on a connection that agreed on closeReason, sent a close envelope of a kind no revision has \
-                    (and \
-                    a field of a later revision), closes the connection and sends nothing after it"),
+            quote: "SPEC §8.1, \"A receiver MUST take a `kind` it does not know as it is ..., and \
+                treat the close envelope as the end of the connection: it closes too, sends \
+                nothing more\""
+                .into(),
+            requirement: format!(
+                "{name}, on a connection that agreed on closeReason, sent a close \
+                envelope of a kind no revision has (and a field of a later revision), closes the \
+                connection and sends nothing after it"
+            ),
             body: bind(&s, takes_unknown_kind),
             ..Case::default()
         });
@@ -741,10 +804,13 @@ pub mod closes {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             timeout: Duration::from_secs(10),
-            requirement: format!("SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never \
-            made\"): {name}, on a connection that agreed on closeReason, given a reply to an ask it never made, either \
-                ignores it and answers the next ask, or closes with a close envelope of kind UnknownAsk (validating \
-                    rules.md, RuleViolation: rule A2)"),
+            quote: "SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\")".into(),
+            requirement: format!(
+                "{name}, on a connection that agreed on closeReason, given a \
+                reply to an ask it never made, either ignores it and answers the next ask, or \
+                closes with a close envelope of kind UnknownAsk (validating rules.md, \
+                RuleViolation: rule A2)"
+            ),
             body: bind(&s, unknown_ask_close_kind),
             ..Case::default()
         });
@@ -753,10 +819,13 @@ pub mod closes {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             timeout: Duration::from_secs(10),
-            requirement: format!("SPEC §8.1 (`DuplicateAsk`: \"an ask reusing the id of \
-            one still pending\"): {name}, on a connection that agreed on closeReason, sent two asks with one id in one \
-                write, either answers, or closes with a close envelope of kind DuplicateAsk (validating rules.md, \
-                    RuleViolation: rule A1)"),
+            quote: "SPEC §8.1 (`DuplicateAsk`: \"an ask reusing the id of one still pending\")"
+                .into(),
+            requirement: format!(
+                "{name}, on a connection that agreed on closeReason, sent two \
+                asks with one id in one write, either answers, or closes with a close envelope of \
+                kind DuplicateAsk (validating rules.md, RuleViolation: rule A1)"
+            ),
             body: bind(&s, duplicate_ask_close_kind),
             ..Case::default()
         });
@@ -765,21 +834,26 @@ pub mod closes {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             timeout: Duration::from_secs(10),
-            requirement: format!("SPEC §8.1, `offset`: \"the offset, in the offending frame's body \
-            ..., of the first byte of the offending item (§8.2)\": {name} closes for a \
-                message whose first field is the one-byte integer 5 where a string belongs (followed by another field) \
-                    with a close envelope of kind InvalidFields whose offset is the position of that \
-                        byte"),
+            quote: "SPEC §8.1, `offset`: \"the offset, in the offending frame's body ..., of the \
+                first byte of the offending item (§8.2)\""
+                .into(),
+            requirement: format!(
+                "{name} closes for a message whose first field is the one-byte \
+                integer 5 where a string belongs (followed by another field) with a close envelope \
+                of kind InvalidFields whose offset is the position of that byte"
+            ),
             body: bind(&s, close_offset),
             ..Case::default()
         });
         for k in KINDS.iter().copied() {
+            let quote = format!(
+                "SPEC §8.1, \"`{}` ... | a frame that could not be decoded (§8; the kind is the first that \
+                    applies, §11.2)\"",
+                k.kind
+            );
             let requirement = format!(
-                "SPEC §8.1, \"`{}` ... | a frame that could not be decoded (§8; the kind is the first that applies, \
-                    §11.2)\": {name}, on a connection that agreed on closeReason, closes for {} with a close envelope \
-                        of \
-                        kind {}",
-                k.kind, k.what, k.kind
+                "{name}, on a connection that agreed on closeReason, closes for {} with a close envelope of kind {}",
+                k.what, k.kind
             );
             let kind = k;
             let s = s.clone();
@@ -788,6 +862,7 @@ pub mod closes {
                 level: Level::Must,
                 targets: vec![Target::Master, Target::Worker, Target::Driver],
                 timeout: Duration::from_secs(10),
+                quote,
                 requirement,
                 body: run(move |ctx: Ctx| close_kind(ctx, s.clone(), kind)),
                 ..Case::default()
@@ -1135,16 +1210,16 @@ pub mod points {
             id: "spec/8.1/close-reason-not-a-map".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            quote: "SPEC §8.1, \"a reason that is not a map at all (`[4, nil]`, `[4, [kind, message]]`) too, \
-                with path `\"\"`\", \
-                and \"A close envelope whose reason does not decode is a frame that could not be decoded like any \
-                    other \
-                    (§8): the receiver closes the connection and, where the feature is on, sends its own close \
-                        envelope \
-                        (`InvalidFields`) first\"".into(),
+            quote: "SPEC §8.1, \"a reason that is not a map at all (`[4, nil]`, `[4, [kind, \
+                message]]`) too, with path `\"\"`\", and \"A close envelope whose reason does not \
+                decode is a frame that could not be decoded like any other (§8): the receiver \
+                closes the connection and, where the feature is on, sends its own close envelope \
+                (`InvalidFields`) first\""
+                .into(),
             requirement: "the master, sent [4, nil] and (on another connection) [4, [kind, \
-                            message]], closes each after a close envelope of kind InvalidFields, path \"\" and offset \
-                                2".into(),
+                message]], closes each after a close envelope of kind InvalidFields, path \"\" and \
+                offset 2"
+                .into(),
             body: run(close_reason_not_a_map),
             ..Case::default()
         });
@@ -1152,15 +1227,14 @@ pub mod points {
             id: "spec/8.1/close-reason-read-as-sent".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            quote: "SPEC §8.1, \"A decoder does not check `kind` against the table ..., nor that `path` and \
-                `offset` go with \
-                `InvalidFields` (they are read as sent whatever the kind)\", and \"treat the close envelope as the end \
-                    of \
-                    the connection: it closes too, sends nothing more\"".into(),
-            requirement: "the master, sent a close envelope of kind \
-                        NotOnRoute with a path and an offset, closes the connection and sends nothing (no close \
-                            envelope \
-                            of its own)".into(),
+            quote: "SPEC §8.1, \"A decoder does not check `kind` against the table ..., nor that \
+                `path` and `offset` go with `InvalidFields` (they are read as sent whatever the \
+                kind)\", and \"treat the close envelope as the end of the connection: it closes \
+                too, sends nothing more\""
+                .into(),
+            requirement: "the master, sent a close envelope of kind NotOnRoute with a path and an \
+                offset, closes the connection and sends nothing (no close envelope of its own)"
+                .into(),
             body: run(close_reason_read_as_sent),
             ..Case::default()
         });
@@ -1168,14 +1242,15 @@ pub mod points {
             id: "spec/8.1/failure-unknown-ask".into(),
             level: Level::Must,
             targets: vec![Target::Master],
-            requirement: "SPEC §8.1 (`UnknownAsk`: \"a reply or a failure envelope for an ask never made\", and in \
-                strict mode \"a \
-                reply or failure to an ask never made A2 ... may be closed with either that kind or \
-                    `RuleViolation`\"): \
-                    the master, on a connection that agreed on closeReason, sent a failure envelope for an ask it \
-                        never \
-                        made, either ignores it and answers the next ask, or closes with a close envelope of kind \
-                            UnknownAsk (validating rules.md, RuleViolation)".into(),
+            quote: "SPEC §8.1 (`UnknownAsk`: \"a reply or a failure envelope for an ask never \
+                made\", and in strict mode \"a reply or failure to an ask never made A2 ... may be \
+                closed with either that kind or `RuleViolation`\")"
+                .into(),
+            requirement: "the master, on a connection that agreed on closeReason, sent a failure \
+                envelope for an ask it never made, either ignores it and answers the next ask, or \
+                closes with a close envelope of kind UnknownAsk (validating rules.md, \
+                RuleViolation)"
+                .into(),
             body: run(failure_unknown_ask),
             ..Case::default()
         });

@@ -47,14 +47,15 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Driver],
         timeout: Duration::from_secs(15),
-        requirement: "SPEC §8.2, \"two correct decoders report the same path and offset for the same frame\", the \
-            offset \"the \
-            position of the offending item's first byte\", the path grammar (a union's variant adds no step, indexes \
-                in brackets, integer keys unquoted) and the offending item of each fault (a union's map, its name, a \
-                    tuple, a set's element): the driver, on its executor port, on connections that agreed on \
-                        closeReason, refuses each decoder.json InvalidFields vector of the coarse family (and the \
-                            family-free ones) with a close envelope of kind InvalidFields at the vector's path and \
-                                offset".into(),
+        requirement: "SPEC §8.2, \"two correct decoders report the same path and offset for the \
+            same frame\", the offset \"the position of the offending item's first byte\", the path \
+            grammar (a union's variant adds no step, indexes in brackets, integer keys unquoted) \
+            and the offending item of each fault (a union's map, its name, a tuple, a set's \
+            element): the driver, on its executor port, on connections that agreed on closeReason, \
+            refuses each decoder.json InvalidFields vector of the coarse family (and the \
+            family-free ones) with a close envelope of kind InvalidFields at the vector's path and \
+            offset"
+            .into(),
         body: run(driver_locations),
         ..Case::default()
     });

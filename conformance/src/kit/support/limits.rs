@@ -5,8 +5,8 @@
 //! `--spawn-server` template ([`OwnServer`]; the placeholders are in `crate::harness::spawn`), and is skipped
 //! without it. One function per case; each cites the sentence it checks.
 //!
-//! [`OwnServer`] also serves the cases about the admin secret (`targets/admin.rs`) and TLS
-//! (`targets/tls.rs`), which need a server with settings of their own too.
+//! [`OwnServer`] also serves the cases about the admin secret (`kit/support/admin.rs`) and TLS
+//! (`kit/support/tls.rs`), which need a server with settings of their own too.
 
 use crate::harness::env::Ctx;
 use crate::harness::peer::Conn;
