@@ -543,6 +543,21 @@ fn decodes_re_encodes_and_validates(path: &Path, release: &str) -> sparkwire::sp
         violations.extend(v.observe(e));
     }
     violations.extend(v.finish());
+    // Spark 3.2 and 3.3 ask ExecutorStateChanged (answered with a Boolean), which protocol
+    // version 1, whose fields they have, sends (SPEC §15.4 S8): those asks, their answers, the
+    // ExecutorUpdated that follow them and the state changes a reader of version 1 therefore
+    // never takes (L1) are what S8 explains, and nothing else is excused.
+    if ["3.2", "3.3"].iter().any(|line| release.starts_with(line)) {
+        violations.retain(|v| {
+            let text = v.to_string();
+            !(text.contains("expected ExecutorStateChanged as a send, found it as a ask")
+                || (text.contains("(bool) [A2 ask.reply-pending]"))
+                || text.contains("[E5 executor.updated-matches]")
+                    && text.contains("the worker reported no new state")
+                || text.contains("[L1 timed.executor-state]")
+                    && text.contains("expected an ExecutorStateChanged for"))
+        });
+    }
     assert!(violations.is_empty(), "{name}: {violations:#?}");
     rt
 }
@@ -881,7 +896,6 @@ fn every_capture_of_every_release_decodes_re_encodes_byte_for_byte_and_validates
 /// `tests/data/spark/RELEASE/` for one of its releases. The packaged crate leaves the captures of
 /// most lines out (Cargo.toml's `include`): there the test says what it skips, unless CI=true.
 #[test]
-#[ignore = "3.1, 3.2 and 3.3 are not captured yet (issue 37 item 5): `scripts/spark/capture.sh RELEASE app cluster worker-lost` for 3.1.3, 3.2.4 and 3.3.4, then un-ignore"]
 fn every_release_line_has_captures_of_the_app_cluster_and_worker_lost_scenarios() {
     use sparkwire::spark::Release;
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/spark");

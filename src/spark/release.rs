@@ -724,7 +724,9 @@ impl Detector {
         }
         names.sort_unstable();
         names.dedup();
-        let mut best: Option<((bool, usize, bool, &str), &'static Release)> = None;
+        // (not on the wire, the largest group an answer leaves, a companion object, the name)
+        type Key<'a> = (bool, usize, bool, &'a str);
+        let mut best: Option<(Key<'_>, &'static Release)> = None;
         for name in names {
             if !spark_or_scala(name) {
                 continue;

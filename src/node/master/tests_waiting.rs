@@ -398,6 +398,37 @@ fn a_full_worker_of_its_release_with_room_elsewhere_is_the_release_reason() {
 }
 
 #[test]
+fn a_worker_registering_again_says_its_release_anew() {
+    // As a worker recovered from the persisted state (which keeps no release) registers again.
+    let mut m = Master::new();
+    m.worker(1, 2, 4096, None);
+    let at = Addr::new("10.0.0.9", 1);
+    let again = RegisterWorker::new(
+        "worker-1".to_string(),
+        at.host.clone(),
+        at.port,
+        EndpointRef::at(at, "Worker"),
+        2,
+        4096,
+        String::new(),
+        Addr::new("10.0.0.1", 7077),
+        Resources::new(),
+    )
+    .with_spark_release(Some("4.3.0".to_string()));
+    m.send(1, again);
+    let s = m.core.master_state();
+    assert_eq!(s.workers.len(), 1);
+    assert_eq!(s.workers[0].spark_release.as_deref(), Some("4.3.0"));
+    // Its release now decides where executors go.
+    let app = m.app(2, app_description("a", Some(1), 512), Some("4.2.1"));
+    assert!(m.launched_on(&app).is_empty());
+    assert_eq!(
+        reason_of(m.app_reason(&app).as_deref()),
+        Some(Reason::NoWorkerOfItsRelease)
+    );
+}
+
+#[test]
 fn applications_of_two_releases_each_run_on_their_own_workers_only() {
     let mut m = Master::new();
     m.worker(1, 2, 4096, Some("3.5.9"));

@@ -91,6 +91,13 @@ impl Workers {
         self.by_conn.insert(conn, id.to_string());
     }
 
+    /// Worker `id`'s Spark release, as its latest registration announced it (SPEC §15.5).
+    pub(crate) fn set_release(&mut self, id: &str, release: Option<String>) {
+        if let Some(w) = self.all.get_mut(id) {
+            w.spark_release = release;
+        }
+    }
+
     /// Connection `conn` closed: the worker it was bound to, now bound to none.
     pub(crate) fn unbind(&mut self, conn: ConnId) -> Option<String> {
         let id = self.by_conn.remove(&conn)?;
@@ -338,6 +345,11 @@ impl MasterCore {
             }
             if unbound {
                 self.workers.bind(&r.id, conn);
+            }
+            // A worker registering again says its Spark release anew (SPEC §15.5): one recovered
+            // from the persisted state has none until it does.
+            if r.spark_release.is_some() {
+                self.workers.set_release(&r.id, r.spark_release.clone());
             }
             self.registered_on(conn);
             self.send_on(Some(conn), registered);
