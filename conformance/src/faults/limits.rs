@@ -1,7 +1,7 @@
 //! The faults of a server the suite starts itself (`--spawn-server`, [`super::Scope::Server`]): its
 //! resource limits (SPEC §8), its admin secret (SPEC §13, handshake.md §10.1) and its TLS
 //! (handshake.md §11). Each breaks what the cases that start a server of their own check (their
-//! helpers in `kit/support/limits.rs`, `admin.rs` and `tls.rs`).
+//! helpers in `kit/support/limits.rs` and `admin.rs`; the TLS cases in `cases/handshake/s11.rs`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex as StdMutex;

@@ -6,7 +6,7 @@
 //! without it. One function per case; each cites the sentence it checks.
 //!
 //! [`OwnServer`] also serves the cases about the admin secret (`kit/support/admin.rs`) and TLS
-//! (`kit/support/tls.rs`), which need a server with settings of their own too.
+//! (`cases/handshake/s11.rs`), which need a server with settings of their own too.
 
 use crate::harness::env::Ctx;
 use crate::harness::peer::Conn;
