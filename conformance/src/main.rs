@@ -198,10 +198,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes `text` to standard output. A reader that has gone (`| head`) ends the output, not the
+/// process: `println!` would panic on the broken pipe.
+fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("sparkwire-conformance: cannot write to standard output: {e}");
+        }
+    }
+}
+
 fn run(args: Args) -> Result<ExitCode, String> {
     if args.list_faults {
         for f in Fault::all() {
-            println!("{}", f.name());
+            say(&format!("{}\n", f.name()));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -287,16 +299,16 @@ fn run(args: Args) -> Result<ExitCode, String> {
         let mut n = 0;
         for t in targets {
             for c in selected(t) {
-                println!(
-                    "{t:<8} {:<58} {:<6} {}",
+                say(&format!(
+                    "{t:<8} {:<58} {:<6} {}\n",
                     c.id,
                     c.level.to_string(),
                     c.statement()
-                );
+                ));
                 n += 1;
             }
         }
-        println!("{n} cases");
+        say(&format!("{n} cases\n"));
         return Ok(ExitCode::SUCCESS);
     }
     let target = target.ok_or("--target is required (or --list)")?;
@@ -415,10 +427,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
     })?;
     runtime.shutdown_timeout(Duration::from_secs(2));
     let wall = start.elapsed();
-    print!(
-        "{}",
-        report::human(target.name(), &results, wall, args.verbose)
-    );
+    say(&report::human(target.name(), &results, wall, args.verbose));
     if let Some(path) = &args.json {
         std::fs::write(path, report::json(target.name(), &results, wall))
             .map_err(|e| format!("{}: {e}", path.display()))?;

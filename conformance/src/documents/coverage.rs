@@ -1004,6 +1004,7 @@ impl Matrix {
 /// `--write-coverage-md PATH` (`write`) or `--check-coverage-md PATH`: the exit status, with
 /// each fault of the map on stderr. Errors reading or writing PATH are `Err`.
 pub fn run(path: &std::path::Path, write: bool) -> Result<std::process::ExitCode, String> {
+    use std::io::Write as _;
     use std::process::ExitCode;
     let matrix = match matrix() {
         Ok(m) => m,
@@ -1021,7 +1022,9 @@ pub fn run(path: &std::path::Path, write: bool) -> Result<std::process::ExitCode
     };
     let text = matrix.render();
     // The gaps are allowed, but counted and shown (in CI's log too).
-    println!(
+    // Through `write!`, not `println!`: a closed standard output (`| head`) is not a panic.
+    let _ = writeln!(
+        std::io::stdout().lock(),
         "coverage: {} sentences: {} checked by cases, {} in part, {} not yet checked, {} cannot \
          be observed over the wire",
         matrix.rows.len(),
