@@ -12,7 +12,8 @@
 #      DataFrame API) and a Python job (the same sum through an RDD of Python lambdas) on that
 #      worker's executors: both must give 333338333350000; /json then lists it FINISHED; neither
 #      the worker's log nor the application's shows a message of the master it could not read
-#      (InvalidClassException).
+#      (InvalidClassException; the master's probes of a release, SPEC §15.3, are asks whose
+#      failure Spark logs after "on RPC id": answers, counted apart).
 #   3. `sparkwire worker --spark-home` of RELEASE beside the real worker: with spark.cores.max=3
 #      a second application's executors run on both workers and the job's result is right.
 # Everything started is stopped by PID; logs are kept only when a check fails (or with
