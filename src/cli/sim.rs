@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use sparkwire::node::sim::search::{run, run_seed, shrink::shrink, FaultKind, Knobs, Scenario};
+use sparkwire::node::sim::search::shrink::{kind, shrink};
+use sparkwire::node::sim::search::{run, run_seed, FaultKind, Knobs, Scenario};
 use sparkwire::node::sim::store::Semantics;
 
 /// Options of `sparkwire sim`.
@@ -42,6 +43,10 @@ pub struct SimArgs {
     /// On a failure, shrink its scenario and write it to this file (a regression case).
     #[arg(long)]
     shrink_to: Option<std::path::PathBuf>,
+    /// Run every seed of --seeds even after failures, and end with how many broke each
+    /// invariant (and each rule of `protocol`), with the first seed of each (exit 1 if any did).
+    #[arg(long, conflicts_with = "shrink_to")]
+    keep_going: bool,
 }
 
 fn knobs(args: &SimArgs) -> Result<Knobs, String> {
@@ -105,14 +110,32 @@ pub fn run_command(args: SimArgs) -> Result<ExitCode, String> {
     }
     let n = args.seeds.unwrap_or(1000);
     let start = Instant::now();
+    // With --keep-going: per kind of failure (the invariant, and a protocol failure's rule),
+    // how many seeds and the first.
+    let mut tally: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
     for seed in args.first..args.first.saturating_add(n) {
         let outcome = run_seed(seed, &knobs, false);
         if let Some(f) = &outcome.failure {
+            if args.keep_going {
+                tally.entry(kind(f)).or_insert((0, seed)).0 += 1;
+                continue;
+            }
             let scenario = Scenario::draw(seed, &knobs);
             return Ok(report(&scenario, Some(f), &args));
         }
     }
     let secs = start.elapsed().as_secs_f64().max(1e-9);
+    if !tally.is_empty() {
+        let failed: u64 = tally.values().map(|(k, _)| k).sum();
+        println!(
+            "{failed} of {n} seeds from {} broke an invariant in {secs:.1} s:",
+            args.first
+        );
+        for (kind, (count, first)) in &tally {
+            println!("  {count:>7}  {kind}  (first: seed {first})");
+        }
+        return Ok(ExitCode::FAILURE);
+    }
     println!(
         "{n} seeds from {} kept every invariant in {secs:.1} s ({:.0} seeds/s)",
         args.first,

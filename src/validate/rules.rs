@@ -125,7 +125,7 @@ rules! {
         "The master sends workers ApplicationFinished only for an application that has finished."),
     /// E1: executor ids are not reused.
     ExecutorLaunchUnique = ("E1", "executor.launch-unique",
-        "LaunchExecutor names an executor id not launched before for that application."),
+        "LaunchExecutor names an executor id not launched before for that application; after a failover (its MasterChangeAcknowledged), ids of its executors that ended or were lost before it may be launched again."),
     /// E2: executor state changes come from the executor's worker.
     ExecutorStateFromHost = ("E2", "executor.state-from-host",
         "ExecutorStateChanged is only sent for an executor the master launched on the worker that sends it; a worker may repeat the final state of an executor that already finished (Spark's worker does so when it shuts down)."),

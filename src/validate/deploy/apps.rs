@@ -11,6 +11,7 @@ use crate::messages::deploy::{
 use crate::messages::{DeployMessage, ExecutorState, Family};
 use crate::validate::config::Config;
 use crate::validate::conn::AppConn;
+use crate::validate::history::History;
 use crate::validate::rules::Rule;
 use crate::validate::sink::Sink;
 use crate::validate::violation::Entity;
@@ -60,6 +61,15 @@ impl Cluster {
                     }
                 }
                 a.app = Some(ack.app_id.clone());
+                // The master that recovered the application numbers its executors again from
+                // after those its workers report (Spark's ApplicationInfo.newExecutorId): the
+                // ids of executors that ended or were lost before the failover may be launched
+                // again (rule E1).
+                let cap = self.cap;
+                if let Some(execs) = self.execs.get_mut(&ack.app_id) {
+                    execs.finished = History::new(cap);
+                    execs.live.retain(|_, x| x.holds && !x.state.is_finished());
+                }
                 self.finished_apps.remove(&ack.app_id);
                 self.apps.insert(
                     ack.app_id.clone(),
@@ -191,7 +201,7 @@ impl Cluster {
                     return;
                 };
                 if let DeployMessage::WorkerRemoved(r) = other {
-                    self.worker_removed(r, config, sink);
+                    self.worker_removed(r, ctx.master, config, sink);
                 }
                 if !self.app_open_for(&app, true, config, sink) {
                     return;
@@ -206,7 +216,7 @@ impl Cluster {
                         self.executor_added(&app, e, ctx.master, config, sink)
                     }
                     DeployMessage::ExecutorUpdated(e) => {
-                        self.executor_updated(&app, e, config, sink)
+                        self.executor_updated(&app, e, ctx.master, config, sink)
                     }
                     DeployMessage::ApplicationRemoved(_) if self.apps.contains_key(&app) => {
                         self.finish_app(&app, now, false);
@@ -558,6 +568,7 @@ impl Cluster {
         &mut self,
         app: &str,
         e: &ExecutorUpdated,
+        master: &str,
         config: &Config,
         sink: &mut Sink<'_>,
     ) {
@@ -593,8 +604,26 @@ impl Cluster {
                 _ => true,
             }
         };
+        let former = !master.is_empty()
+            && self
+                .workers
+                .get(&worker)
+                .is_some_and(|w| w.master != master && w.former.iter().any(|f| f.master == master));
+        if former && e.state == ExecutorState::Lost && with_host {
+            // A master the worker left (a deposed leader that has not heard of it) speaks from
+            // its own view: LOST once its own connection to the worker closed or went silent.
+            // The executor itself now belongs to the worker's current master.
+            if !self.lost_or_timed_out(&worker, master, now, config) {
+                sink.flag(
+                    Rule::WorkerRemovedWhenLost,
+                    format!("LOST with workerHost only once worker {worker} is lost"),
+                    Some(Entity::Worker(worker.clone())),
+                );
+            }
+            return;
+        }
         if front.is_none() && e.state == ExecutorState::Lost && with_host {
-            if !self.lost_or_timed_out(&worker, now, config) {
+            if !self.lost_or_timed_out(&worker, master, now, config) {
                 sink.flag(
                     Rule::WorkerRemovedWhenLost,
                     format!("LOST with workerHost only once worker {worker} is lost"),
@@ -653,9 +682,15 @@ impl Cluster {
     }
 
     /// WorkerRemoved: the worker must be lost, and named with its host (rule W7).
-    fn worker_removed(&mut self, r: &WorkerRemoved, config: &Config, sink: &mut Sink<'_>) {
+    fn worker_removed(
+        &mut self,
+        r: &WorkerRemoved,
+        master: &str,
+        config: &Config,
+        sink: &mut Sink<'_>,
+    ) {
         let entity = || Some(Entity::Worker(r.id.clone()));
-        if !self.lost_or_timed_out(&r.id, sink.time, config) {
+        if !self.lost_or_timed_out(&r.id, master, sink.time, config) {
             sink.flag(
                 Rule::WorkerRemovedWhenLost,
                 format!("WorkerRemoved only once worker {} is lost", r.id),

@@ -45,7 +45,28 @@ pub(crate) struct Worker {
     pub(crate) last_heartbeat: u64,
     /// The connection it registered on.
     pub(crate) conn: ConnId,
+    /// Masters it was registered with before its current one, which may still hold it (a
+    /// deposed leader that has not heard of it): each master's own view of the worker, judged
+    /// by rule W7 when that master speaks of it.
+    pub(crate) former: Vec<FormerMaster>,
 }
+
+/// A master a worker was registered with before another master took it over (rule W7: that
+/// master tells applications the worker is gone only once it lost it itself).
+#[derive(Debug, Clone)]
+pub(crate) struct FormerMaster {
+    /// The master's endpoint id.
+    pub(crate) master: String,
+    /// The connection the worker was registered on with it.
+    pub(crate) conn: ConnId,
+    /// The worker's last heartbeat on that connection.
+    pub(crate) last_heartbeat: u64,
+    /// That connection closed.
+    pub(crate) lost: bool,
+}
+
+/// Most former masters remembered per worker.
+const MAX_FORMER: usize = 8;
 
 /// An application the master has not finished.
 #[derive(Debug, Clone)]
@@ -249,6 +270,11 @@ impl Cluster {
 
     /// A worker's connection closed: the master loses the worker registered on it.
     pub(crate) fn worker_conn_closed(&mut self, worker: &str, conn: ConnId, time: u64) {
+        if let Some(w) = self.workers.get_mut(worker) {
+            for f in w.former.iter_mut().filter(|f| f.conn == conn) {
+                f.lost = true;
+            }
+        }
         if self.workers.get(worker).is_some_and(|w| w.conn == conn) {
             self.lose_worker(worker, time);
         }

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use super::{hold, owe, Cluster, Ctx, Exec, Worker, WorkerLife};
+use super::{hold, owe, Cluster, Ctx, Exec, FormerMaster, Worker, WorkerLife, MAX_FORMER};
 use crate::messages::deploy::{RegisteredWorker, WorkerSchedulerStateResponse};
 use crate::messages::{DeployMessage, DriverState, ExecutorState};
 use crate::validate::config::Config;
@@ -92,7 +92,11 @@ impl Cluster {
         match m {
             DeployMessage::Heartbeat(h) if id_ok(sink, &h.worker_id) => {
                 if let Some(worker) = self.workers.get_mut(&wid) {
-                    worker.last_heartbeat = now;
+                    match worker.former.iter_mut().find(|f| f.conn == conn_id) {
+                        // A heartbeat to a master the worker left counts for that master only.
+                        Some(f) if worker.conn != conn_id => f.last_heartbeat = now,
+                        _ => worker.last_heartbeat = now,
+                    }
                 }
             }
             DeployMessage::WorkerLatestState(s) if id_ok(sink, &s.id) => {
@@ -254,6 +258,7 @@ impl Cluster {
                     used: (0, 0),
                     last_heartbeat: sink.time,
                     conn,
+                    former: Vec::new(),
                 },
             );
         }
@@ -301,12 +306,25 @@ impl Cluster {
         }
     }
 
-    /// Whether the master may consider `wid` lost at `now`: lost already, or silent for the
-    /// worker timeout. A timed-out worker is lost from then on.
-    pub(super) fn lost_or_timed_out(&mut self, wid: &str, now: u64, config: &Config) -> bool {
+    /// Whether `master` may consider `wid` lost at `now`: lost already, or silent for the
+    /// worker timeout. A timed-out worker is lost from then on. A master the worker left for
+    /// another judges by its own connection to it: lost once that closed or went silent for
+    /// the worker timeout.
+    pub(super) fn lost_or_timed_out(
+        &mut self,
+        wid: &str,
+        master: &str,
+        now: u64,
+        config: &Config,
+    ) -> bool {
         let Some(w) = self.workers.get(wid) else {
             return false;
         };
+        if !master.is_empty() && w.master != master {
+            if let Some(f) = w.former.iter().rev().find(|f| f.master == master) {
+                return f.lost || now.saturating_sub(f.last_heartbeat) >= config.worker_timeout_ms;
+            }
+        }
         if w.life == WorkerLife::Lost {
             return true;
         }
@@ -369,10 +387,26 @@ impl Cluster {
         master: &str,
         now: u64,
     ) {
-        let (host, capacity) = match self.workers.get(&s.id) {
-            Some(w) => (w.host.clone(), w.capacity),
-            None => (String::new(), None),
+        let (host, capacity, mut former) = match self.workers.get(&s.id) {
+            Some(w) => (w.host.clone(), w.capacity, w.former.clone()),
+            None => (String::new(), None, Vec::new()),
         };
+        // The master it leaves may still hold it (a deposed leader that has not heard of it).
+        if let Some(w) = self.workers.get(&s.id) {
+            if w.master != master && w.life != WorkerLife::Lost {
+                former.retain(|f| f.master != w.master);
+                if former.len() >= MAX_FORMER {
+                    former.remove(0);
+                }
+                former.push(FormerMaster {
+                    master: w.master.clone(),
+                    conn: w.conn,
+                    last_heartbeat: w.last_heartbeat,
+                    lost: false,
+                });
+            }
+        }
+        former.retain(|f| f.master != master);
         self.workers.insert(
             s.id.clone(),
             Worker {
@@ -383,6 +417,7 @@ impl Cluster {
                 used: (0, 0),
                 last_heartbeat: now,
                 conn,
+                former,
             },
         );
         for e in &s.exec_responses {

@@ -1,7 +1,7 @@
 //! The oracle: every connection's frames through the validator in strict order, and the global
 //! invariants, each checked at every step of the cluster and named in a [`Failure`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::messages::{
     ApplicationState, CoarseMessage, DeployMessage, Family as _, RecoveryState, Version,
@@ -139,6 +139,9 @@ pub struct Oracle {
     recovering: BTreeMap<NodeId, Recovery>,
     /// Per driver node and task: final states reported.
     finals: BTreeMap<(NodeId, i64), u32>,
+    /// Frames held back from the validator, per link and writer: an UnregisterApplication
+    /// until the master reads it, and what followed it ([`Oracle::protocol`]).
+    held: BTreeMap<(LinkId, NodeId), VecDeque<(u64, Wire)>>,
     /// How many frames it checked.
     pub frames: u64,
 }
@@ -195,6 +198,7 @@ impl Oracle {
             finished: BTreeMap::new(),
             recovering: BTreeMap::new(),
             finals: BTreeMap::new(),
+            held: BTreeMap::new(),
             frames: 0,
         }
     }
@@ -250,7 +254,76 @@ impl Oracle {
 
     /// Checks one thing that went over the links, at `ms`, against the protocol's rules (the
     /// validator, strict).
+    ///
+    /// An application client's UnregisterApplication counts from when the master reads it, not
+    /// when the client writes it: until then the master cannot know the application finished,
+    /// and what it writes to the application meanwhile crossed the goodbye on the wire (rules
+    /// P4, P5; protocol/rules.md's crossing, exact here where the validator's crossing window
+    /// is a guess). So it goes to the validator at its delivery (or loss, or its connection's
+    /// close), and whatever its client wrote after it on that connection goes right after it.
     pub fn protocol(&mut self, ms: u64, w: &Wire) -> Result<(), Failure> {
+        match w {
+            Wire::Written {
+                seq,
+                link,
+                from,
+                frame,
+            } => {
+                let queue = self.held.get_mut(&(*link, *from));
+                let goodbye = matches!(
+                    frame,
+                    Frame::Message(DeployMessage::UnregisterApplication(_))
+                );
+                match queue {
+                    Some(q) => {
+                        q.push_back((*seq, w.clone()));
+                        Ok(())
+                    }
+                    None if goodbye => {
+                        self.held
+                            .insert((*link, *from), VecDeque::from([(*seq, w.clone())]));
+                        Ok(())
+                    }
+                    None => self.feed(ms, w),
+                }
+            }
+            Wire::Delivered { seq, .. } | Wire::Lost { seq } => {
+                let key = self
+                    .held
+                    .iter()
+                    .find(|(_, q)| q.front().is_some_and(|(s, _)| s == seq))
+                    .map(|(k, _)| *k);
+                match key {
+                    Some(k) => self.release(ms, k),
+                    None => Ok(()),
+                }
+            }
+            Wire::Closed { link } => {
+                let keys: Vec<(LinkId, NodeId)> = self
+                    .held
+                    .keys()
+                    .filter(|(l, _)| l == link)
+                    .copied()
+                    .collect();
+                for k in keys {
+                    self.release(ms, k)?;
+                }
+                self.feed(ms, w)
+            }
+            Wire::Open { .. } => self.feed(ms, w),
+        }
+    }
+
+    /// Feeds the frames held on `key` to the validator, in the order they were written.
+    fn release(&mut self, ms: u64, key: (LinkId, NodeId)) -> Result<(), Failure> {
+        for (_, w) in self.held.remove(&key).unwrap_or_default() {
+            self.feed(ms, &w)?;
+        }
+        Ok(())
+    }
+
+    /// The validator's verdict on `w`, at `ms`.
+    fn feed(&mut self, ms: u64, w: &Wire) -> Result<(), Failure> {
         let v = match w {
             Wire::Open {
                 link,

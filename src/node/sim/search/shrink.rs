@@ -1,15 +1,26 @@
 //! The shrinker: a failing scenario made as small as it can be while it still fails the same
-//! invariant, greedily (delta debugging's one-at-a-time pass, repeated to a fixpoint): fewer
+//! invariant (and, for `protocol`, the same rule of the validator), greedily (delta debugging's one-at-a-time pass, repeated to a fixpoint): fewer
 //! faults, then fewer drivers, workers and masters, then fewer tasks and shorter faults.
 
 use super::plan::{Fault, Scenario};
-use super::run;
+use super::{run, Failure};
 
-/// Whether `s` still fails `invariant`.
-fn fails(s: &Scenario, invariant: &str) -> bool {
+/// What kind of failure `f` is: its invariant, and for `protocol` the validator's rule too (a
+/// W7 failure does not shrink into a P5 one).
+pub fn kind(f: &Failure) -> String {
+    match f.detail.split_once(':') {
+        Some((rule, _)) if f.invariant == super::oracle::PROTOCOL.name => {
+            format!("{} {rule}", f.invariant)
+        }
+        _ => f.invariant.to_string(),
+    }
+}
+
+/// Whether `s` still fails as `kind` says.
+fn fails(s: &Scenario, kind: &str) -> bool {
     run(s, false)
         .failure
-        .is_some_and(|f| f.invariant == invariant)
+        .is_some_and(|f| self::kind(&f) == kind)
 }
 
 /// The smallest scenario found that fails `invariant` as `failing` does, and how many runs it
@@ -17,9 +28,14 @@ fn fails(s: &Scenario, invariant: &str) -> bool {
 pub fn shrink(failing: &Scenario, invariant: &str, budget: usize) -> (Scenario, usize) {
     let mut best = failing.clone();
     let mut runs = 0;
-    if !fails(&best, invariant) {
+    let Some(first) = run(&best, false)
+        .failure
+        .filter(|f| f.invariant == invariant)
+    else {
         return (best, 1);
-    }
+    };
+    let invariant = kind(&first);
+    let invariant = invariant.as_str();
     loop {
         let mut changed = false;
         for cand in candidates(&best) {
