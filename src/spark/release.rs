@@ -700,8 +700,8 @@ impl Detector {
     /// The probe that best tells apart the releases left, when they have different tables: a
     /// class of Spark's or Scala's that the releases left describe differently (or that some of
     /// them do not have), described as the newest release left that has it describes it. The
-    /// classes of [the wire](WIRE_CLASSES) come first, so that what a master writes to the
-    /// peer is settled by the first answers; then the class whose answer leaves the fewest
+    /// classes of the wire (those a master writes and reads) come first, so that what a master
+    /// writes to the peer is settled by the first answers; then the class whose answer leaves the fewest
     /// releases at worst, then one that is not a Scala companion object, then by name. Classes
     /// whose superclasses include one of neither Spark nor Scala are not asked about (a JVM's
     /// own classes differ with the JVM, not with Spark). `None` when the release is pinned or the
