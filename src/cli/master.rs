@@ -392,6 +392,8 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     )?;
     #[cfg(feature = "spark-rest")]
     let spark_rest = spark_rest(args.spark_rest_port, args.spark_release.as_deref(), &config)?;
+    #[cfg(feature = "spark-proxy")]
+    let spark_peers = config.spark_peers.clone();
     super::runtime()?.block_on(async move {
         let master = Master::start(config).await.map_err(|e| e.to_string())?;
         // One write: whoever reads only the first line may close the pipe after it.
@@ -403,6 +405,11 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
         let _front = match spark_front {
             Some(mut front) => {
                 front.master = reachable(master.addr());
+                // After a failover, recovered Spark peers are told of this master on its wire.
+                let ui = master
+                    .web_ui_addr()
+                    .map(|a| format!("http://{}:{}", front.host, a.port()));
+                front.recovered = Some((spark_peers.clone(), ui.unwrap_or_default()));
                 let handle = sparkwire::spark::start_front(front.clone())
                     .await
                     .map_err(|e| format!("--spark-port {}: {e}", front.port))?;

@@ -114,6 +114,9 @@ pub struct FrontConfig {
     pub auth: Option<super::auth::ServerAuth>,
     /// The security of the bridges to the master (its shared secret).
     pub master_security: Security,
+    /// The master's slot for announcing itself to recovered Spark peers after a failover, and
+    /// its web UI URL: filled by the front once it listens (see [`super::recovered`]).
+    pub recovered: Option<(crate::reference::master::SparkPeerDial, String)>,
 }
 
 impl FrontConfig {
@@ -137,6 +140,7 @@ impl FrontConfig {
             refuse: None,
             auth: None,
             master_security: Security::default(),
+            recovered: None,
         }
     }
 }
@@ -151,12 +155,16 @@ pub async fn start_front(config: FrontConfig) -> std::io::Result<ServerHandle> {
         originals: Mutex::new(Originals::default()),
         config,
     });
+    if let Some((slot, ui)) = &ctx.config.recovered {
+        super::recovered::SparkAnnouncer::for_front(&ctx.config, addr.port(), ui.clone())
+            .install(slot, Arc::clone(&ctx));
+    }
     let done = tokio::spawn(accept_loop(listener, ctx, stop_rx));
     Ok(ServerHandle::new(addr, stop_tx, done))
 }
 
 /// What every connection of a front shares.
-struct Ctx {
+pub(super) struct Ctx {
     config: FrontConfig,
     /// The front's address as Spark peers name the master.
     own: Addr,
@@ -327,16 +335,36 @@ const MAX_HELD: usize = 256;
 
 async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) -> Result<(), FrontError> {
     match &ctx.config.auth {
-        None => serve_io(stream, peer, ctx).await,
+        None => serve_io(stream, peer, ctx, None).await,
         Some(auth) => {
             let stream = super::auth::server_handshake(stream, auth).await?;
             tracing::info!("spark front: {peer} authenticated: {}", stream.negotiated());
-            serve_io(stream, peer, ctx).await
+            serve_io(stream, peer, ctx, None).await
         }
     }
 }
 
-async fn serve_io<S>(stream: S, peer: SocketAddr, ctx: Arc<Ctx>) -> Result<(), FrontError>
+/// Serves a connection the master dialled to tell a recovered Spark peer (`peer_ref`) of a
+/// failover: the peer answers on it (a Spark endpoint reference answers over the connection it
+/// came on), and what it sends is taken as from any Spark peer.
+pub(super) async fn serve_recovered<S>(
+    stream: S,
+    peer: SocketAddr,
+    ctx: Arc<Ctx>,
+    peer_ref: EndpointRef,
+) -> Result<(), FrontError>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    serve_io(stream, peer, ctx, Some(peer_ref)).await
+}
+
+async fn serve_io<S>(
+    stream: S,
+    peer: SocketAddr,
+    ctx: Arc<Ctx>,
+    peer_ref: Option<EndpointRef>,
+) -> Result<(), FrontError>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
@@ -354,7 +382,7 @@ where
         out,
         bridge: None,
         address: None,
-        peer_ref: None,
+        peer_ref,
         app_graph: None,
         app_id: None,
         asks: Arc::new(Semaphore::new(ctx.config.max_asks.max(1))),

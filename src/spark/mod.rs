@@ -55,6 +55,8 @@ mod map;
 mod pcap;
 #[cfg(feature = "spark-proxy")]
 mod proxy;
+#[cfg(feature = "spark-proxy")]
+pub mod recovered;
 mod release;
 #[cfg(feature = "spark-rest")]
 mod rest;

@@ -33,6 +33,8 @@ pub(crate) struct ConnSettings {
     pub(crate) security: crate::connection::Security,
     /// The limits on accepted connections.
     pub(crate) admission: crate::connection::Admission,
+    /// Where a dial that fails goes next (a recovered Spark-wire peer).
+    pub(crate) spark_peers: super::SparkPeerDial,
 }
 
 impl ConnSettings {
@@ -171,6 +173,13 @@ pub(crate) fn dial(
                 register(conn, at, &settings, &events, close, Some(target))
             }
             Err(e) => {
+                if settings.spark_peers.hand_over(addr.clone(), target.clone()) {
+                    tracing::info!(
+                        "{addr} does not speak sparkwire's handshake ({e}): announcing the new \
+                         master over Spark's wire"
+                    );
+                    return;
+                }
                 let whom = match &target {
                     DialTarget::Worker(id) => format!("worker {id}"),
                     DialTarget::App(id) => format!("application {id}"),

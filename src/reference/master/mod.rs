@@ -18,9 +18,11 @@ pub mod ha;
 mod persist;
 pub mod recovery;
 mod runtime;
+mod spark_peers;
 mod webui;
 
 pub use persist::{PersistError, Persistence};
+pub use spark_peers::{SparkDialFn, SparkPeerDial};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -81,6 +83,9 @@ pub struct MasterConfig {
     /// `host` (0: any free port; see [`MasterHandle::web_ui_addr`]), and advertise its URL to
     /// workers. `None` (the default): no web UI, and an empty URL is advertised.
     pub web_ui_port: Option<u16>,
+    /// Where a failed dial of a recovered worker or application goes next: the Spark-wire
+    /// front's announcement of `MasterChanged` over Spark's RPC (see [`SparkPeerDial`]).
+    pub spark_peers: SparkPeerDial,
 }
 
 impl Default for MasterConfig {
@@ -100,6 +105,7 @@ impl Default for MasterConfig {
             versions: Version::ALL.to_vec(),
             security: crate::connection::Security::default(),
             web_ui_port: None,
+            spark_peers: SparkPeerDial::default(),
         }
     }
 }

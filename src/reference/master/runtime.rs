@@ -45,6 +45,7 @@ pub(crate) fn new(
         versions: config.versions.clone(),
         security: config.security.clone(),
         admission: crate::connection::Admission::new(config.limits),
+        spark_peers: config.spark_peers.clone(),
     };
     Runtime::new(core, MasterIo { settings, store }, config.send_timeout)
 }
