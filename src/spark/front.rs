@@ -115,7 +115,9 @@ pub struct FrontConfig {
     /// The security of the bridges to the master (its shared secret).
     pub master_security: Security,
     /// The master's slot for announcing itself to recovered Spark peers after a failover, and
-    /// its web UI URL: filled by the front once it listens (see [`super::recovered`]).
+    /// its web UI URL: filled by the front once it listens (see [`super::recovered`]). With the
+    /// `reference` feature (the master whose slot it is).
+    #[cfg(feature = "reference")]
     pub recovered: Option<(crate::reference::master::SparkPeerDial, String)>,
 }
 
@@ -140,6 +142,7 @@ impl FrontConfig {
             refuse: None,
             auth: None,
             master_security: Security::default(),
+            #[cfg(feature = "reference")]
             recovered: None,
         }
     }
@@ -155,6 +158,7 @@ pub async fn start_front(config: FrontConfig) -> std::io::Result<ServerHandle> {
         originals: Mutex::new(Originals::default()),
         config,
     });
+    #[cfg(feature = "reference")]
     if let Some((slot, ui)) = &ctx.config.recovered {
         super::recovered::SparkAnnouncer::for_front(&ctx.config, addr.port(), ui.clone())
             .install(slot, Arc::clone(&ctx));
@@ -347,6 +351,7 @@ async fn serve(stream: TcpStream, peer: SocketAddr, ctx: Arc<Ctx>) -> Result<(),
 /// Serves a connection the master dialled to tell a recovered Spark peer (`peer_ref`) of a
 /// failover: the peer answers on it (a Spark endpoint reference answers over the connection it
 /// came on), and what it sends is taken as from any Spark peer.
+#[cfg(feature = "reference")]
 pub(super) async fn serve_recovered<S>(
     stream: S,
     peer: SocketAddr,

@@ -55,7 +55,7 @@ mod map;
 mod pcap;
 #[cfg(feature = "spark-proxy")]
 mod proxy;
-#[cfg(feature = "spark-proxy")]
+#[cfg(all(feature = "spark-proxy", feature = "reference"))]
 pub mod recovered;
 mod release;
 #[cfg(feature = "spark-rest")]
