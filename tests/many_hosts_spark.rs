@@ -47,6 +47,81 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// The release the workers and the application run.
 const RELEASE: &str = "4.0.1";
 
+/// What every scenario of this file starts with: its turn, `hosts` hosts (or `None` where
+/// namespaces cannot be made, the skip said by the fixture), Spark's environment, its home and
+/// Python, the start time and a scratch directory with an empty `conf/`.
+struct Scenario {
+    _turn: std::sync::MutexGuard<'static, ()>,
+    net: Net,
+    env: Vec<(String, String)>,
+    spark_home: String,
+    python: String,
+    started: Instant,
+    dir: std::path::PathBuf,
+}
+
+impl Scenario {
+    /// Removes the hosts (every process still on them stopped) and then the scratch directory.
+    fn finish(self) {
+        let dir = self.dir.clone();
+        drop(self);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn start(hosts: usize, name: &str) -> Option<Scenario> {
+        // A scenario that failed while holding its turn poisoned the lock; the turn is still good.
+        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let net = Net::create_or_skip(hosts, name)?;
+        let env = spark_env(RELEASE).unwrap_or_else(|e| panic!("Spark {RELEASE}: {e}"));
+        let get = |key: &str| {
+            env.iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| panic!("Spark's environment has no {key}"))
+        };
+        let (spark_home, python) = (get("SPARK_HOME"), get("PYSPARK_PYTHON"));
+        let dir = temp_dir(&name.replace('_', "-"));
+        std::fs::create_dir_all(dir.join("conf")).expect("conf dir");
+        Some(Scenario {
+            _turn: turn,
+            net,
+            env,
+            spark_home,
+            python,
+            started: Instant::now(),
+            dir,
+        })
+    }
+
+    /// A real Spark worker's arguments on host `w`: port 7078, web UI 8081, `cores` and
+    /// `memory`, its work directory `work` and its master(s) `masters` (`spark://…`).
+    fn worker_args<'a>(
+        &'a self,
+        w: usize,
+        cores: &'a str,
+        memory: &'a str,
+        work: &'a str,
+        masters: &'a str,
+    ) -> Vec<&'a str> {
+        vec![
+            "org.apache.spark.deploy.worker.Worker",
+            "--host",
+            self.net.ip(w),
+            "--port",
+            "7078",
+            "--webui-port",
+            "8081",
+            "--cores",
+            cores,
+            "--memory",
+            memory,
+            "--work-dir",
+            work,
+            masters,
+        ]
+    }
+}
+
 /// The application: waits for an executor on each of two hosts, then sums the squares of
 /// 1..100000 over eight partitions, each task also saying which host ran it (the executor's
 /// `SPARK_LOCAL_IP`, which its worker passed on).
@@ -128,31 +203,26 @@ fn spark_process_timeout(
 
 #[test]
 fn real_spark_workers_and_a_pyspark_application_across_hosts_run_a_job_on_a_sparkwire_master() {
-    // A scenario that failed while holding its turn poisoned the lock; the turn is still good.
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(net) = Net::create_or_skip(4, "spark_across_hosts") else {
+    let Some(scenario) = Scenario::start(4, "spark_across_hosts") else {
         return;
     };
-    let env = spark_env(RELEASE).unwrap_or_else(|e| panic!("Spark {RELEASE}: {e}"));
-    let spark_home = env
-        .iter()
-        .find(|(k, _)| k == "SPARK_HOME")
-        .map(|(_, v)| v.clone())
-        .expect("SPARK_HOME");
-    let python = env
-        .iter()
-        .find(|(k, _)| k == "PYSPARK_PYTHON")
-        .map(|(_, v)| v.clone())
-        .expect("PYSPARK_PYTHON");
-    let started = Instant::now();
-    let dir = temp_dir("spark-across-hosts");
-    std::fs::create_dir_all(dir.join("conf")).expect("conf dir");
+    let Scenario {
+        net,
+        env,
+        spark_home,
+        python,
+        started,
+        dir,
+        ..
+    } = &scenario;
+    let (net, env, spark_home, python, started, dir) =
+        (net, env, spark_home, python, *started, dir);
 
     // The master: Spark's wire on port 7177 of host 1; Spark's peers speak no sparkwire
     // secret, so the master is told that it may listen off loopback without one.
     let master = net.sparkwire(
         1,
-        &dir,
+        dir,
         "master",
         &[
             "master",
@@ -186,28 +256,13 @@ fn real_spark_workers_and_a_pyspark_application_across_hosts_run_a_job_on_a_spar
             let work = dir.join(format!("work{w}"));
             let work = work.to_str().expect("utf-8").to_string();
             spark_process(
-                &net,
-                &env,
+                net,
+                env,
                 w,
-                &dir,
+                dir,
                 &format!("worker{w}"),
                 &class,
-                &[
-                    "org.apache.spark.deploy.worker.Worker",
-                    "--host",
-                    net.ip(w),
-                    "--port",
-                    "7078",
-                    "--webui-port",
-                    "8081",
-                    "--cores",
-                    "1",
-                    "--memory",
-                    "1024M",
-                    "--work-dir",
-                    &work,
-                    &spark_url,
-                ],
+                &scenario.worker_args(w, "1", "1024M", &work, &spark_url),
             )
         })
         .collect();
@@ -227,12 +282,12 @@ fn real_spark_workers_and_a_pyspark_application_across_hosts_run_a_job_on_a_spar
     std::fs::write(&script, APP).expect("app.py");
     let script = script.to_str().expect("utf-8").to_string();
     let mut app = spark_process(
-        &net,
-        &env,
+        net,
+        env,
         4,
-        &dir,
+        dir,
         "app",
-        &python,
+        python,
         &[&script, &spark_url, net.ip(4)],
     );
     let code = app.wait_exit(PATIENCE);
@@ -289,8 +344,7 @@ fn real_spark_workers_and_a_pyspark_application_across_hosts_run_a_job_on_a_spar
     drop(workers);
     drop(master);
     // The executors' JVMs go with the namespaces (every process of a host is killed by pid).
-    drop(net);
-    let _ = std::fs::remove_dir_all(&dir);
+    scenario.finish();
 }
 
 /// The application of the cut-off scenario: one executor of one core on each of two hosts, a
@@ -336,27 +390,25 @@ spark.stop()
 
 #[test]
 fn a_real_spark_worker_cut_off_past_the_timeout_is_dead_replaced_then_registers_again_once() {
-    // A scenario that failed while holding its turn poisoned the lock; the turn is still good.
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(net) = Net::create_or_skip(4, "spark_worker_cut_off") else {
+    let Some(scenario) = Scenario::start(4, "spark_worker_cut_off") else {
         return;
     };
-    let env = spark_env(RELEASE).unwrap_or_else(|e| panic!("Spark {RELEASE}: {e}"));
-    let get = |key: &str| {
-        env.iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| panic!("no {key}"))
-    };
-    let (spark_home, python) = (get("SPARK_HOME"), get("PYSPARK_PYTHON"));
-    let started = Instant::now();
-    let dir = temp_dir("spark-worker-cut-off");
-    std::fs::create_dir_all(dir.join("conf")).expect("conf dir");
+    let Scenario {
+        net,
+        env,
+        spark_home,
+        python,
+        started,
+        dir,
+        ..
+    } = &scenario;
+    let (net, env, spark_home, python, started, dir) =
+        (net, env, spark_home, python, *started, dir);
     // Worker timeout 5 s on both sides: the Spark workers heartbeat every 1.25 s.
     let timeout = "5";
     let master = net.sparkwire(
         1,
-        &dir,
+        dir,
         "master",
         &[
             "master",
@@ -393,28 +445,13 @@ fn a_real_spark_worker_cut_off_past_the_timeout_is_dead_replaced_then_registers_
             let work = dir.join(format!("work{w}"));
             let work = work.to_str().expect("utf-8").to_string();
             spark_process_timeout(
-                &net,
-                &env,
+                net,
+                env,
                 w,
-                &dir,
+                dir,
                 &format!("worker{w}"),
                 &class,
-                &[
-                    "org.apache.spark.deploy.worker.Worker",
-                    "--host",
-                    net.ip(w),
-                    "--port",
-                    "7078",
-                    "--webui-port",
-                    "8081",
-                    "--cores",
-                    cores,
-                    "--memory",
-                    memory,
-                    "--work-dir",
-                    &work,
-                    &spark_url,
-                ],
+                &scenario.worker_args(w, cores, memory, &work, &spark_url),
                 timeout,
             )
         })
@@ -434,12 +471,12 @@ fn a_real_spark_worker_cut_off_past_the_timeout_is_dead_replaced_then_registers_
     let go = dir.join("go");
     let go_arg = go.to_str().expect("utf-8").to_string();
     let mut app = spark_process(
-        &net,
-        &env,
+        net,
+        env,
         4,
-        &dir,
+        dir,
         "app",
-        &python,
+        python,
         &[&script, &spark_url, net.ip(4), &go_arg],
     );
     let field = |out: &str, key: &str| {
@@ -571,8 +608,7 @@ fn a_real_spark_worker_cut_off_past_the_timeout_is_dead_replaced_then_registers_
     drop(app);
     drop(workers);
     drop(master);
-    drop(net);
-    let _ = std::fs::remove_dir_all(&dir);
+    scenario.finish();
 }
 
 /// The application of the failover: one executor, READY, then (once the file named by its
@@ -601,28 +637,26 @@ spark.stop()
 
 #[test]
 fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_they_follow() {
-    // A scenario that failed while holding its turn poisoned the lock; the turn is still good.
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(net) = Net::create_or_skip(5, "spark_failover") else {
+    let Some(scenario) = Scenario::start(5, "spark_failover") else {
         return;
     };
-    let env = spark_env(RELEASE).unwrap_or_else(|e| panic!("Spark {RELEASE}: {e}"));
-    let get = |key: &str| {
-        env.iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| panic!("no {key}"))
-    };
-    let (spark_home, python) = (get("SPARK_HOME"), get("PYSPARK_PYTHON"));
-    let started = Instant::now();
-    let dir = temp_dir("spark-failover");
-    std::fs::create_dir_all(dir.join("conf")).expect("conf dir");
+    let Scenario {
+        net,
+        env,
+        spark_home,
+        python,
+        started,
+        dir,
+        ..
+    } = &scenario;
+    let (net, env, spark_home, python, started, dir) =
+        (net, env, spark_home, python, *started, dir);
     let _zookeeper = net.zookeeper(3, &dir.join("zookeeper"));
     let zookeeper = format!("{}:{}", net.ip(3), netns::ZOOKEEPER_PORT);
     let master = |i: usize, name: &str| {
         let m = net.sparkwire(
             i,
-            &dir,
+            dir,
             name,
             &[
                 "master",
@@ -667,28 +701,13 @@ fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_
     let work = dir.join("work4");
     let work = work.to_str().expect("utf-8").to_string();
     let worker = spark_process(
-        &net,
-        &env,
+        net,
+        env,
         4,
-        &dir,
+        dir,
         "worker4",
         &class,
-        &[
-            "org.apache.spark.deploy.worker.Worker",
-            "--host",
-            net.ip(4),
-            "--port",
-            "7078",
-            "--webui-port",
-            "8081",
-            "--cores",
-            "1",
-            "--memory",
-            "1024M",
-            "--work-dir",
-            &work,
-            &group,
-        ],
+        &scenario.worker_args(4, "1", "1024M", &work, &group),
     );
     wait_until("the Spark worker registered with host 1", PATIENCE, || {
         worker.log_text().contains(&format!(
@@ -702,12 +721,12 @@ fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_
     let go = dir.join("go");
     let go_arg = go.to_str().expect("utf-8").to_string();
     let mut app = spark_process(
-        &net,
-        &env,
+        net,
+        env,
         5,
-        &dir,
+        dir,
         "app",
-        &python,
+        python,
         &[&script, &group, net.ip(5), &go_arg],
     );
     wait_until("the application READY with its executor", PATIENCE, || {
@@ -791,8 +810,7 @@ fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_
     drop(worker);
     drop(m1);
     drop(m2);
-    drop(net);
-    let _ = std::fs::remove_dir_all(&dir);
+    scenario.finish();
 }
 
 /// Whether a PySpark application's output shows it ended (a Python traceback).
