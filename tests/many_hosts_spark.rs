@@ -68,6 +68,13 @@ impl Scenario {
         let _ = std::fs::remove_dir_all(dir);
     }
 
+    /// The hosts, Spark's environment, its home, Python, the start time and the directory.
+    #[allow(clippy::type_complexity)]
+    fn parts(&self) -> (&Net, &[(String, String)], &str, &str, Instant, &Path) {
+        let s = self;
+        (&s.net, &s.env, &s.spark_home, &s.python, s.started, &s.dir)
+    }
+
     fn start(hosts: usize, name: &str) -> Option<Scenario> {
         // A scenario that failed while holding its turn poisoned the lock; the turn is still good.
         let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -206,17 +213,7 @@ fn real_spark_workers_and_a_pyspark_application_across_hosts_run_a_job_on_a_spar
     let Some(scenario) = Scenario::start(4, "spark_across_hosts") else {
         return;
     };
-    let Scenario {
-        net,
-        env,
-        spark_home,
-        python,
-        started,
-        dir,
-        ..
-    } = &scenario;
-    let (net, env, spark_home, python, started, dir) =
-        (net, env, spark_home, python, *started, dir);
+    let (net, env, spark_home, python, started, dir) = scenario.parts();
 
     // The master: Spark's wire on port 7177 of host 1; Spark's peers speak no sparkwire
     // secret, so the master is told that it may listen off loopback without one.
@@ -393,17 +390,7 @@ fn a_real_spark_worker_cut_off_past_the_timeout_is_dead_replaced_then_registers_
     let Some(scenario) = Scenario::start(4, "spark_worker_cut_off") else {
         return;
     };
-    let Scenario {
-        net,
-        env,
-        spark_home,
-        python,
-        started,
-        dir,
-        ..
-    } = &scenario;
-    let (net, env, spark_home, python, started, dir) =
-        (net, env, spark_home, python, *started, dir);
+    let (net, env, spark_home, python, started, dir) = scenario.parts();
     // Worker timeout 5 s on both sides: the Spark workers heartbeat every 1.25 s.
     let timeout = "5";
     let master = net.sparkwire(
@@ -640,17 +627,7 @@ fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_
     let Some(scenario) = Scenario::start(5, "spark_failover") else {
         return;
     };
-    let Scenario {
-        net,
-        env,
-        spark_home,
-        python,
-        started,
-        dir,
-        ..
-    } = &scenario;
-    let (net, env, spark_home, python, started, dir) =
-        (net, env, spark_home, python, *started, dir);
+    let (net, env, spark_home, python, started, dir) = scenario.parts();
     let _zookeeper = net.zookeeper(3, &dir.join("zookeeper"));
     let zookeeper = format!("{}:{}", net.ip(3), netns::ZOOKEEPER_PORT);
     let master = |i: usize, name: &str| {

@@ -402,32 +402,17 @@ fn every_frame_of_the_real_captures_is_re_encoded_from_its_typed_value_byte_for_
 /// Every Java stream of a capture: requests' and one-way messages' (after their RPC header)
 /// and replies', with a label naming the connection and endpoint.
 fn capture_streams(path: &Path) -> Vec<(String, Vec<u8>)> {
-    let (tcp, _) = read_capture(File::open(path).expect("opens"), Vec::new()).expect("reads");
-    let mut decoders: std::collections::HashMap<(u64, bool), FrameDecoder> = Default::default();
-    let mut out = Vec::new();
-    for t in tcp {
-        if let TcpEvent::Data { from_client, bytes } = t.event {
-            let d = decoders.entry((t.conn, from_client)).or_default();
-            d.push(&bytes);
-            while let Some(item) = d.next_item() {
-                let Ok(frame) = item.frame else { continue };
-                let (label, stream) = match frame {
-                    Frame::RpcRequest { body, .. } | Frame::OneWay { body } => {
-                        match RequestMessage::parse(&body) {
-                            Some(rm) => (format!("conn {} to {}", t.conn, rm.endpoint), rm.stream),
-                            None => continue,
-                        }
-                    }
-                    Frame::RpcResponse { body, .. } if body.starts_with(&MAGIC) => {
-                        (format!("conn {} reply", t.conn), body)
-                    }
-                    _ => continue,
-                };
-                out.push((label, stream.to_vec()));
-            }
-        }
-    }
-    out
+    directed_streams(path)
+        .into_iter()
+        .map(|(conn, _, endpoint, stream)| {
+            let label = if endpoint == REPLY {
+                format!("conn {conn} reply")
+            } else {
+                format!("conn {conn} to {endpoint}")
+            };
+            (label, stream)
+        })
+        .collect()
 }
 
 #[test]
@@ -944,6 +929,9 @@ fn app_capture(release: &str) -> Option<PathBuf> {
     None
 }
 
+/// What [`directed_streams`] names an answer's endpoint.
+const REPLY: &str = "reply";
+
 /// Every Java stream of a capture with where it went: the connection, whether its client sent
 /// it, the endpoint (`reply` for an answer's) and the stream, in the order sent.
 fn directed_streams(path: &Path) -> Vec<(u64, bool, String, Vec<u8>)> {
@@ -964,7 +952,7 @@ fn directed_streams(path: &Path) -> Vec<(u64, bool, String, Vec<u8>)> {
                         }
                     }
                     Frame::RpcResponse { body, .. } if body.starts_with(&MAGIC) => {
-                        ("reply".to_string(), body)
+                        (REPLY.to_string(), body)
                     }
                     _ => continue,
                 };
