@@ -9,12 +9,15 @@
 # healed), spark-worker-cut (the same with a real Spark 4.0.1 worker on a sparkwire master's
 # Spark port), leader-cut (the leader's host of a ZooKeeper HA pair cut off), leader-cut-zk (cut
 # off from ZooKeeper's host alone), leader-killed (every process of the leader's host killed),
-# unreachable-driver (executors told a driver address they cannot reach), driver-cut (the
-# driver's host cut off from the workers').
+# spark-leader-cut, spark-leader-killed (the same with a real Spark 4.0.1 worker and PySpark
+# application on the masters' Spark ports: the leader's host cut off or killed whole, the
+# application's executor killed after the takeover and relaunched by the new leader, host 1's
+# master back as the standby), unreachable-driver (executors told a driver address they cannot
+# reach), driver-cut (the driver's host cut off from the workers').
 #
 # Needs root (network namespaces; SPARKWIRE_REQUIRE_NETNS=1 makes a test fail rather than skip
-# without it), Debian's zookeeper (scripts/test.sh installs it) and, for spark-worker-cut, Spark
-# 4.0.1 (installed into ~/.cache/sparkwire-spark/ when missing). The output of a failed run is
+# without it), Debian's zookeeper (scripts/test.sh installs it) and, for the spark-* scenarios,
+# Spark 4.0.1 (installed into ~/.cache/sparkwire-spark/ when missing). The output of a failed run is
 # kept in target/many-hosts-loop/SCENARIO-RUN.log. Exit status 0 when every run passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +37,8 @@ scenarios=(
   "leader-cut|many_hosts_partitions|the_leaders_host_cut_off_the_standby_takes_over_and_the_healed_host_rejoins_as_standby|leader-cut-off:|elected=standby elected ([0-9.]+) s;re-registered=application re-registered\) ([0-9.]+) s;takeover=application ([0-9.]+) s after the loss;stepped-down=stepped down ([0-9.]+) s after;rejoined=STANDBY \(standing by in the election\) ([0-9.]+) s"
   "leader-cut-zk|many_hosts_partitions|the_leaders_host_cut_off_from_zookeeper_alone_steps_down_before_the_standby_is_elected|leader-cut-from-zookeeper:|elected=standby elected ([0-9.]+) s;re-registered=application re-registered\) ([0-9.]+) s;takeover=application ([0-9.]+) s after the loss;stepped-down=stepped down ([0-9.]+) s after;rejoined=STANDBY \(standing by in the election\) ([0-9.]+) s"
   "leader-killed|many_hosts_partitions|the_leaders_host_killed_whole_the_standby_takes_over_and_the_host_rejoins_as_standby|leader-killed:|elected=standby elected ([0-9.]+) s;re-registered=application re-registered\) ([0-9.]+) s;takeover=application ([0-9.]+) s after the loss;rejoined=STANDBY \(standing by in the election\) ([0-9.]+) s"
-  "spark-leader-cut|many_hosts_spark|a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_they_follow|PySpark application, the leader's host cut off:|takeover=application RUNNING ([0-9.]+) s after the cut"
+  "spark-leader-cut|many_hosts_spark|a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_they_follow|PySpark application, the leader's host cut off:|elected=standby elected ([0-9.]+) s after;re-registered=re-registered ([0-9.]+) s after its election;takeover=application RUNNING ([0-9.]+) s after the loss;relaunched=relaunched by the new leader ([0-9.]+) s;rejoined=STANDBY \(standing by in the election\) ([0-9.]+) s"
+  "spark-leader-killed|many_hosts_spark|a_leaders_host_killed_whole_the_real_spark_worker_and_application_follow_the_standby|PySpark application, the leader's host killed whole:|elected=standby elected ([0-9.]+) s after;re-registered=re-registered ([0-9.]+) s after its election;takeover=application RUNNING ([0-9.]+) s after the loss;relaunched=relaunched by the new leader ([0-9.]+) s;rejoined=STANDBY \(standing by in the election\) ([0-9.]+) s"
   "unreachable-driver|many_hosts|a_driver_its_executors_cannot_reach_says_why_within_one_executor_attempt_and_submit_gives_up|unreachable driver:|whole-test=whole test ([0-9.]+) s"
   "driver-cut|many_hosts_partitions|a_driver_cut_off_from_the_workers_learns_why_its_executors_end_and_submit_gives_up|driver cut off from the workers:|gave-up=gave up after ([0-9.]+) s"
 )

@@ -598,33 +598,76 @@ fn a_real_spark_worker_cut_off_past_the_timeout_is_dead_replaced_then_registers_
     scenario.finish();
 }
 
-/// The application of the failover: one executor, READY, then (once the file named by its
-/// third argument exists) a job, its result and the end.
+/// The application of the failover: one executor of two cores, READY once it runs; then (once
+/// the file named by its third argument exists) it waits for an executor again (the one the new
+/// leader launched in place of the killed one), runs a job, prints its result and ends.
 const APP_ACROSS_A_FAILOVER: &str = r#"
 import os, sys, time
 from pyspark.sql import SparkSession
 url, me, go = sys.argv[1], sys.argv[2], sys.argv[3]
 spark = (SparkSession.builder.master(url).appName("spark-failover")
-         .config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
-         .config("spark.cores.max", "1").config("spark.ui.enabled", "false")
+         .config("spark.executor.memory", "512m").config("spark.executor.cores", "2")
+         .config("spark.cores.max", "2").config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.driver.host", me).getOrCreate())
 sc = spark.sparkContext
+def executors():
+    return [i for i in sc._jsc.sc().statusTracker().getExecutorInfos() if i.host() != me]
 deadline = time.time() + 120
-while time.time() < deadline:
-    if [i for i in sc._jsc.sc().statusTracker().getExecutorInfos() if i.host() != me]:
-        break
+while time.time() < deadline and not executors():
     time.sleep(0.2)
 print("READY", flush=True)
 while not os.path.exists(go):
+    time.sleep(0.2)
+deadline = time.time() + 120
+while time.time() < deadline and not executors():
     time.sleep(0.2)
 print("RESULT", sc.parallelize(range(1, 100001), 4).map(lambda x: x * x).sum(), flush=True)
 spark.stop()
 "#;
 
-#[test]
-fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_they_follow() {
-    let Some(scenario) = Scenario::start(5, "spark_failover") else {
+/// How the leader's host is lost in the Spark-peer failover.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Loss {
+    /// Its link leaves the bridge (a partition); healed after the takeover.
+    Cut,
+    /// Every process of it killed at once (SIGKILL), as when the machine dies; a master is
+    /// started there again after the takeover.
+    Killed,
+}
+
+/// The time stamp (µs since the epoch) of the first line of `log` holding `needle`.
+fn logged_at(log: &str, needle: &str) -> Option<i64> {
+    log.lines()
+        .filter(|l| l.contains(needle))
+        .find_map(common::ha::stamp_us)
+}
+
+/// The process ids of the Spark executors (`CoarseGrainedExecutorBackend`) running on host `i`:
+/// the JVMs the test's Spark worker there started.
+fn executor_pids(net: &Net, i: usize) -> Vec<u32> {
+    net.pids(i)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("CoarseGrainedExecutorBackend"))
+        })
+        .collect()
+}
+
+/// Two `sparkwire master --spark-port` masters of a ZooKeeper group (hosts 1 and 2, ZooKeeper on
+/// host 3), a real Spark worker (host 4, two cores) and a PySpark application (host 5, one
+/// executor of two cores) registered through the leader's Spark-wire front. The leader's host
+/// is lost as `loss` says; the standby takes over and tells the Spark worker and application
+/// over Spark's wire (`MasterChanged`), and they follow. Then the application's executor is
+/// killed: the new leader launches another for the recovered application on the Spark worker
+/// (its `LaunchExecutor` carrying the application's description, which the new leader had only
+/// from the store), and the job runs on it to the right result, the application FINISHED at the
+/// new leader. A master on host 1 (healed, or started again) joins the group as the standby,
+/// and no two masters ever wrote at once (the checker of the ZooKeeper tests over the masters'
+/// logs). Prints the takeover, the re-registration, the relaunch and the rejoin times.
+fn spark_leader_lost(loss: Loss, name: &str) {
+    let Some(scenario) = Scenario::start(5, name) else {
         return;
     };
     let (net, env, spark_home, python, started, dir) = scenario.parts();
@@ -643,8 +686,6 @@ fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_
                 "7077",
                 "--spark-port",
                 "7177",
-                "--spark-release",
-                RELEASE,
                 "--insecure",
                 "--no-webui",
                 "--worker-timeout",
@@ -684,7 +725,7 @@ fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_
         dir,
         "worker4",
         &class,
-        &scenario.worker_args(4, "1", "1024M", &work, &group),
+        &scenario.worker_args(4, "2", "1024M", &work, &group),
     );
     wait_until("the Spark worker registered with host 1", PATIENCE, || {
         worker.log_text().contains(&format!(
@@ -712,11 +753,21 @@ fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_
     });
     let s = state(1).expect("host 1 answers");
     assert_eq!(s["activeapps"].as_array().map_or(0, Vec::len), 1, "{s}");
-    assert_eq!(s["coresused"], 1, "the application's executor runs: {s}");
+    assert_eq!(s["coresused"], 2, "the application's executor runs: {s}");
+    let app_id = s["activeapps"][0]["id"]
+        .as_str()
+        .expect("the application's id")
+        .to_string();
+    let first = executor_pids(net, 4);
+    assert_eq!(first.len(), 1, "one executor JVM on host 4: {first:?}");
 
     // The leader's host goes.
-    let cut = Instant::now();
-    net.cut(1);
+    let lost = Instant::now();
+    let lost_at = now_us();
+    match loss {
+        Loss::Cut => net.cut(1),
+        Loss::Killed => net.kill_host(1),
+    }
     let alive_on_4 = |s: &serde_json::Value| -> usize {
         s["workers"].as_array().map_or(0, |ws| {
             ws.iter()
@@ -737,15 +788,22 @@ fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_
             })
         },
     );
-    let takeover = cut.elapsed();
+    let takeover = lost.elapsed();
     let s = last.clone().expect("state");
     assert_eq!(s["workers"].as_array().map_or(0, Vec::len), 1, "{s}");
     assert_eq!(s["activeapps"][0]["state"], "RUNNING", "{s}");
-    assert_eq!(s["coresused"], 1, "the recovered executor is counted: {s}");
+    assert_eq!(s["activeapps"][0]["id"], app_id.as_str(), "{s}");
+    assert_eq!(s["coresused"], 2, "the recovered executor is counted: {s}");
     let m2_log = m2.log_text();
     assert!(
         m2_log.contains("over Spark's wire"),
         "the new leader did not announce itself over Spark's wire: {m2_log}"
+    );
+    // Each peer was told in its own release, which the new leader had from the store (the
+    // masters are not pinned to one).
+    assert!(
+        m2_log.contains(&format!("in Spark {RELEASE}, its release as stored")),
+        "the new leader did not announce in the peers' release from the store: {m2_log}"
     );
     let changed = format!(
         "Master has changed, new master is at spark://{}:7177",
@@ -756,8 +814,62 @@ fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_
         "the Spark worker did not follow: {}",
         worker.log_text()
     );
+    // The worker is placed by its release again before it registers anew (the store had it).
+    assert_eq!(s["workers"][0]["sparkrelease"], RELEASE, "{s}");
 
-    // The application goes on with the new leader: its job right, then FINISHED there.
+    // The old leader stops: a cut-off one steps down by itself (its session gone) and exits;
+    // a killed one is gone already.
+    let mut m1 = m1;
+    let exit = m1.wait_exit(PATIENCE);
+    assert!(
+        exit.is_some(),
+        "the master on host 1 still runs: {}",
+        m1.log_text()
+    );
+    let m1_log = m1.log_text();
+    if loss == Loss::Cut {
+        assert!(
+            m1_log.contains("Leadership has been revoked"),
+            "the cut-off leader did not step down: {m1_log}"
+        );
+    }
+
+    // The application's executor killed: the new leader launches another for the recovered
+    // application on the Spark worker, which runs it.
+    let killed = Instant::now();
+    for p in &first {
+        let _ = Command::new("kill").args(["-9", &p.to_string()]).status();
+    }
+    let relaunched = format!("Asked to launch executor {app_id}/1 ");
+    wait_until(
+        "a new executor launched on host 4 by the new leader",
+        PATIENCE,
+        || {
+            worker.log_text().contains(&relaunched)
+                && executor_pids(net, 4).iter().any(|p| !first.contains(p))
+        },
+    );
+    let relaunch = killed.elapsed();
+
+    // Host 1 back: healed, or started again (its processes gone for good); a master there
+    // joins the group as the standby.
+    if loss == Loss::Cut {
+        net.heal(1);
+    }
+    let back = Instant::now();
+    let m1_again = master(1, "m1-again");
+    wait_until(
+        "the master on host 1 standing by in the election",
+        PATIENCE,
+        || {
+            m1_again.log_text().contains("standing by: ")
+                && state(1).is_some_and(|s| s["status"] == "STANDBY")
+        },
+    );
+    let rejoined = back.elapsed();
+
+    // The application goes on with the new leader: its job right on the new executor, then
+    // FINISHED there.
     std::fs::write(&go, b"go").expect("go");
     let code = app.wait_exit(PATIENCE);
     let out = app.log_text();
@@ -773,21 +885,70 @@ fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_
         })
     });
     let s = s.expect("state");
+    assert_eq!(s["status"], "ALIVE", "{s}");
     assert_eq!(s["completedapps"][0]["state"], "FINISHED", "{s}");
     assert_eq!(alive_on_4(&s), 1, "one ALIVE worker on host 4: {s}");
     assert_eq!(s["workers"].as_array().map_or(0, Vec::len), 1, "{s}");
+    assert!(
+        state(1).is_some_and(|s| s["status"] == "STANDBY"),
+        "host 1's master leads again"
+    );
+
+    // No two masters wrote at once; the new leader wrote.
+    let m2_log = m2.log_text();
+    let logs = [m1_log.clone(), m2_log.clone(), m1_again.log_text()];
+    let written = common::ha::check_no_overlap(&logs).expect("no two masters wrote at once");
+    assert!(written >= 2, "the masters wrote {written} records");
+    let elected = logged_at(&m2_log, "I have been elected leader!").expect("m2 elected");
+    let recovered = logged_at(&m2_log, "Recovery complete").expect("m2 recovered");
+    if loss == Loss::Cut {
+        let down = logged_at(&m1_log, "this master no longer leads")
+            .expect("the cut-off leader stepped down");
+        assert!(
+            down < elected,
+            "the old leader stepped down at {down} µs, after the standby's election at {elected} µs"
+        );
+    }
     eprintln!(
-        "real Spark {RELEASE} worker and PySpark application, the leader's host cut off: the \
-         standby ALIVE with the Spark worker ALIVE and the application RUNNING {:.2} s after \
-         the cut; whole test {:.1} s",
+        "real Spark {RELEASE} worker and PySpark application, the leader's host {}: the standby \
+         elected {:.2} s after, the Spark worker and application re-registered {:.3} s after its \
+         election; ALIVE with the Spark worker ALIVE and the application RUNNING {:.2} s after \
+         the loss; the killed executor relaunched by the new leader {:.2} s after the kill; host \
+         1's master STANDBY (standing by in the election) {:.2} s after it was started again; \
+         whole test {:.1} s",
+        match loss {
+            Loss::Cut => "cut off",
+            Loss::Killed => "killed whole",
+        },
+        (elected - lost_at) as f64 / 1e6,
+        (recovered - elected) as f64 / 1e6,
         takeover.as_secs_f64(),
+        relaunch.as_secs_f64(),
+        rejoined.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
     drop(app);
     drop(worker);
-    drop(m1);
+    drop(m1_again);
     drop(m2);
     scenario.finish();
+}
+
+/// Microseconds since the epoch, now (the masters' logs' clock).
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+#[test]
+fn a_leader_cut_off_its_standby_tells_the_real_spark_worker_and_application_and_they_follow() {
+    spark_leader_lost(Loss::Cut, "spark_failover");
+}
+
+#[test]
+fn a_leaders_host_killed_whole_the_real_spark_worker_and_application_follow_the_standby() {
+    spark_leader_lost(Loss::Killed, "spark_leader_killed");
 }
 
 /// Whether a PySpark application's output shows it ended (a Python traceback).

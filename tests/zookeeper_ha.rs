@@ -36,6 +36,7 @@ fn worker_record(id: &str) -> Record {
         memory: 512,
         web_ui: String::new(),
         resources: Default::default(),
+        spark: None,
     })
 }
 

@@ -99,6 +99,15 @@ struct Args {
     /// starts gets the path as {secret_file} and in SPARKWIRE_SECRET_FILE.
     #[arg(long, value_name = "PATH")]
     secret_file: Option<std::path::PathBuf>,
+    /// On Spark's wire with --secret-file (the file's content is the endpoint's
+    /// spark.authenticate.secret): one of Spark's authentication settings the endpoint's cluster
+    /// runs with, as Spark names it (repeatable; SPEC §15.6). The suite's connections run the
+    /// bootstrap a Spark peer with these settings runs: SASL by default,
+    /// spark.network.crypto.enabled=true the auth engine, spark.network.crypto.saslFallback=false
+    /// (an endpoint that refuses SASL), spark.authenticate.enableSaslEncryption=true,
+    /// spark.network.crypto.cipher=AES/GCM/NoPadding, spark.network.crypto.authEngineVersion=2.
+    #[arg(long, value_name = "KEY=VALUE", requires = "secret_file")]
+    spark_conf: Vec<String>,
     /// Prints the wire log of skipped and unimplemented cases too.
     #[arg(long)]
     verbose: bool,
@@ -374,7 +383,24 @@ fn run(args: Args) -> Result<ExitCode, String> {
         }
         None => Duration::from_secs_f64(DEFAULT_DEADLINE_SECS * timeout_scale),
     };
+    let secret = args
+        .secret_file
+        .as_deref()
+        .map(sparkwire::connection::read_secret_file)
+        .transpose()
+        .map_err(|e| format!("--secret-file: {e}"))?;
+    let spark_auth = match (&secret, args.wire.as_str()) {
+        (Some(k), "spark") => Some(
+            sparkwire_conformance::harness::spark_auth::SparkAuth::new(k, &args.spark_conf)
+                .map_err(|e| format!("--secret-file: {e}"))?,
+        ),
+        _ if !args.spark_conf.is_empty() => {
+            return Err("--spark-conf sets Spark's authentication: only with --wire spark".into())
+        }
+        _ => None,
+    };
     let settings = Settings {
+        spark_auth,
         timeout_scale,
         run_deadline,
         judge: !args.no_judge,
@@ -392,12 +418,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
             .transpose()?,
         max_executor_retries: args.max_executor_retries,
         fault,
-        secret: args
-            .secret_file
-            .as_deref()
-            .map(sparkwire::connection::read_secret_file)
-            .transpose()
-            .map_err(|e| format!("--secret-file: {e}"))?,
+        secret,
         secret_file: args.secret_file.clone(),
         hex: args.hex,
         wire: match args.wire.as_str() {

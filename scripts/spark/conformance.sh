@@ -46,7 +46,7 @@ if $check && [ -n "$out_dir" ]; then echo "usage: $usage (--check or --out, not 
 [ ${#versions[@]} -gt 0 ] || versions=(4.0.1 3.0.3)
 [ ${#targets[@]} -gt 0 ] || targets=(master worker)
 for t in "${targets[@]}"; do
-  case "$t" in master | worker) ;; *) echo "unknown target $t" >&2; exit 2 ;; esac
+  case "$t" in master | worker | master-sasl | master-crypto) ;; *) echo "unknown target $t" >&2; exit 2 ;; esac
 done
 
 suite=${SPARKWIRE_CONFORMANCE:-}
@@ -101,7 +101,7 @@ run_suite() { # VERSION TARGET ARGS...
   local version=$1 target=$2 status=0 start end
   shift 2
   start=$(date +%s.%N)
-  "$suite" --wire spark --spark-release "$version" --target "$target" \
+  "$suite" --wire spark --spark-release "$version" --target "${target%%-*}" \
     --json "$work/$version-$target.json" "$@" "${extra[@]}" >"$work/$version-$target.txt" 2>&1 || status=$?
   end=$(date +%s.%N)
   # The stored result: the report without its wire logs (they stay in $work).
@@ -139,6 +139,44 @@ for version in "${versions[@]}"; do
         done
         grep -q "I have been elected leader" "$log" || { echo "the $version master did not start" >&2; tail -n 30 "$log" >&2; exit 1; }
         run_suite "$version" master --addr "127.0.0.1:$port" --worker-timeout 4 --jobs 4 --patience 3
+        stop_master
+        ;;
+      master-sasl | master-crypto)
+        # SPEC §15.6 on a real master with spark.authenticate=true: its secret in its
+        # spark-defaults.conf (mode 0600, never on a command line), the suite's in a file of its
+        # own. master-sasl: Spark's defaults (SASL only); master-crypto: the auth engine with
+        # spark.network.crypto.saslFallback=false. Only the spark/15.6 cases (the others need
+        # an authenticated run of the whole target, which `master` does without a secret).
+        port=$(free_port)
+        ui=$(free_port)
+        log=$work/$version-$target.log
+        auth_conf=(spark.authenticate=true)
+        if [ "$target" = master-crypto ]; then
+          auth_conf+=(spark.network.crypto.enabled=true spark.network.crypto.saslFallback=false)
+        fi
+        (umask 077
+          head -c 18 /dev/urandom | base64 | tr -d '\n/+=' >"$work/secret"
+          mkdir -p "$work/conf-$target"
+          cp "$work/conf/"log4j* "$work/conf-$target/"
+          { echo "spark.authenticate.secret $(cat "$work/secret")"
+            for kv in "${auth_conf[@]}"; do echo "${kv%%=*} ${kv#*=}"; done
+          } >"$work/conf-$target/spark-defaults.conf")
+        suite_conf=()
+        for kv in "${auth_conf[@]}"; do
+          [ "$kv" = spark.authenticate=true ] || suite_conf+=(--spark-conf "$kv")
+        done
+        (spark_env; export SPARK_CONF_DIR=$work/conf-$target SPARK_MASTER_OPTS="-Dspark.worker.timeout=4"
+          exec "$SPARK_HOME/bin/spark-class" org.apache.spark.deploy.master.Master --host 127.0.0.1 \
+            --port "$port" --webui-port "$ui") >"$log" 2>&1 &
+        master_pid=$!
+        for _ in $(seq 1 300); do
+          grep -q "I have been elected leader" "$log" 2>/dev/null && break
+          kill -0 "$master_pid" 2>/dev/null || { tail -n 30 "$log" >&2; exit 1; }
+          sleep 0.2
+        done
+        grep -q "I have been elected leader" "$log" || { echo "the $version master did not start" >&2; tail -n 30 "$log" >&2; exit 1; }
+        run_suite "$version" "$target" --addr "127.0.0.1:$port" --worker-timeout 4 --jobs 4 --patience 3 \
+          --secret-file "$work/secret" "${suite_conf[@]}" --cases spark/15.6/
         stop_master
         ;;
       worker)

@@ -154,6 +154,20 @@ for target in ("master", "worker"):
         checks[key] = summary(report, f"conformance/spark/{release}-{target}.json")
 
 # decode --check-roundtrip of the release's captures.
+def kinds(text):
+    # Each violation (`EVENT [RULE name] (ENTITY): expected TEXT`) counted by its kind: the
+    # event's message, its rule and what was expected, every token holding a digit (ids, times,
+    # addresses) written "…", so that the renderer can file each kind under the SPEC §15.4 row
+    # that explains it (spark_md::decode_resolution).
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^(?:event \d+ at \d+ ms on conn \d+: )?(.*?) \[([A-Z]+\d+ [^\]]+)\](?: \(.*?\))?: expected (.*)$", line)
+        if not m:
+            continue
+        norm = lambda t: re.sub(r"\S*\d\S*", "…", t)
+        kind = f"{norm(m.group(1))} [{m.group(2)}]: expected {norm(m.group(3))}"
+        out[kind] = out.get(kind, 0) + 1
+    return out
 dec = os.path.join(d, "decode.txt")
 if os.path.exists(dec):
     text = open(dec).read()
@@ -169,6 +183,11 @@ if os.path.exists(dec):
         "violations": total(r"^violations: (\d+)$"),
         "failedCaptures": [os.path.basename(p) for p, rc in
                            re.findall(r"^== (\S+)\n(?:.*\n)*?== exit (\d+)$", text, re.M) if rc != "0"],
+        "violationKinds": kinds(text),
+        # Captures whose decode failed with no violation of its own: a failure no kind explains.
+        "failedOtherwise": [os.path.basename(p) for p, body, rc in
+                            re.findall(r"^== (\S+)\n((?:.*\n)*?)== exit (\d+)$", text, re.M)
+                            if rc != "0" and not re.search(r"^violations: [1-9]", body, re.M)],
     }
 elif "decode" in old:
     checks["decode"] = old["decode"]

@@ -182,6 +182,32 @@ impl Ctx {
         EndpointRef::at(self.own.clone(), MASTER_ENDPOINT)
     }
 
+    /// The `RegisterApplication` graph of application `app_id` as the master's recovery record
+    /// kept it (SPEC §11.2): an application this front never saw register, recovered by a new
+    /// leader, whose executors carry its original description on.
+    fn recovered_registration(&self, app_id: &str) -> Option<Arc<Graph>> {
+        #[cfg(feature = "reference")]
+        if let Some((slot, _)) = &self.config.recovered {
+            let bytes = slot.with_book(|b| b.registration(app_id))?;
+            let graph = match parse_stream(&bytes) {
+                Ok(g) => Arc::new(g),
+                Err(e) => {
+                    tracing::warn!(
+                        "spark front: the stored registration of {app_id} does not read: {e}"
+                    );
+                    return None;
+                }
+            };
+            if let Ok(mut originals) = self.originals.lock() {
+                originals.insert(app_id.to_string(), Arc::clone(&graph));
+            }
+            return Some(graph);
+        }
+        #[cfg(not(feature = "reference"))]
+        let _ = app_id;
+        None
+    }
+
     fn master_url(&self) -> String {
         format!("spark://{}:{}", self.own.host, self.own.port)
     }
@@ -814,11 +840,13 @@ impl Conn {
             DeployMessage::RegisterWorker(r) => {
                 r.spark_release = Some(release.name().to_string());
                 self.peer_ref = Some(r.worker.clone());
+                self.note_peer(r.worker.address.as_ref(), release, None);
             }
             DeployMessage::RegisterApplication(r) => {
                 r.spark_release = Some(release.name().to_string());
                 self.peer_ref = Some(r.driver.clone());
                 self.app_graph = Some(Arc::new(std::mem::take(&mut graph)));
+                self.note_peer(r.driver.address.as_ref(), release, Some(&header.stream));
             }
             _ => {}
         }
@@ -987,6 +1015,17 @@ impl Conn {
         Ok(())
     }
 
+    /// Notes a Spark peer registering with its endpoint at `endpoint` in the master's book of
+    /// Spark peers, for its recovery record (SPEC §11.2): its release and, for an application,
+    /// its `RegisterApplication` stream.
+    #[cfg_attr(not(feature = "reference"), allow(unused_variables))]
+    fn note_peer(&self, endpoint: Option<&Addr>, release: &Release, registration: Option<&[u8]>) {
+        #[cfg(feature = "reference")]
+        if let (Some((slot, _)), Some(at)) = (&self.ctx.config.recovered, endpoint) {
+            slot.with_book(|b| b.note(at, release.name(), registration));
+        }
+    }
+
     /// Writes what the master sent (one-way, or an ask with Spark request id `request`) to the
     /// peer's endpoint.
     fn write_to_peer(
@@ -1012,7 +1051,8 @@ impl Conn {
                     .originals
                     .lock()
                     .ok()
-                    .and_then(|a| a.get(&l.app_id));
+                    .and_then(|a| a.get(&l.app_id))
+                    .or_else(|| self.ctx.recovered_registration(&l.app_id));
             }
             DeployMessage::LaunchDriver(l) => {
                 original = self

@@ -94,11 +94,21 @@ impl SparkAnnouncer {
 
     /// The bytes of the one-way frame carrying `MasterChanged` to `endpoint` at `peer`.
     pub fn frame(&self, peer: &Addr, endpoint: &str) -> Result<Vec<u8>, AnnounceError> {
+        self.frame_in(peer, endpoint, self.release)
+    }
+
+    /// The same, written in `release`'s forms (the peer's own, as its record keeps it).
+    pub fn frame_in(
+        &self,
+        peer: &Addr,
+        endpoint: &str,
+        release: &'static Release,
+    ) -> Result<Vec<u8>, AnnounceError> {
         let m = DeployMessage::from(MasterChanged {
             master: EndpointRef::at(self.front.clone(), super::MASTER_ENDPOINT),
             master_web_ui_url: self.web_ui_url.clone(),
         });
-        let stream = message_stream(&Typed::Deploy(m), self.release, None)
+        let stream = message_stream(&Typed::Deploy(m), release, None)
             .map_err(|e| AnnounceError::Encode(e.to_string()))?;
         let body = RequestMessage {
             sender: Some((self.front.host.clone(), self.front.port)),
@@ -120,9 +130,10 @@ impl SparkAnnouncer {
         &self,
         peer: &Addr,
         endpoint: &str,
+        release: &'static Release,
         ctx: Arc<Ctx>,
     ) -> Result<(), AnnounceError> {
-        let frame = self.frame(peer, endpoint)?;
+        let frame = self.frame_in(peer, endpoint, release)?;
         let t = self.timeout;
         tokio::time::timeout(t, async {
             let port = u16::try_from(peer.port)
@@ -149,25 +160,32 @@ impl SparkAnnouncer {
     /// outcome logged. Whether it was installed (the first installed stays).
     pub(super) fn install(self, slot: &SparkPeerDial, ctx: Arc<Ctx>) -> bool {
         let me = Arc::new(self);
+        let book = slot.clone();
         slot.install(Arc::new(move |addr: Addr, target: DialTarget| {
             let me = Arc::clone(&me);
             let ctx = Arc::clone(&ctx);
+            // The peer's own release, as its record keeps it (SPEC §11.2); else the front's.
+            let stored = book.with_book(|b| b.release_at(&addr).and_then(Release::named));
             tokio::spawn(async move {
                 let endpoint = SparkAnnouncer::endpoint_of(&target);
                 let whom = match &target {
                     DialTarget::Worker(id) => format!("worker {id}"),
                     DialTarget::App(id) => format!("application {id}"),
                 };
-                match me.announce(&addr, endpoint, ctx).await {
+                let (release, which) = match stored {
+                    Some(r) => (r, "its release as stored"),
+                    None => (me.release, "the front's release"),
+                };
+                match me.announce(&addr, endpoint, release, ctx).await {
                     Ok(()) => tracing::info!(
                         "spark front: told {whom} at {addr} (its {endpoint} endpoint) of the new \
-                         master spark://{}:{} over Spark's wire",
+                         master spark://{}:{} over Spark's wire, in Spark {release}, {which}",
                         me.front.host,
                         me.front.port
                     ),
                     Err(e) => tracing::info!(
                         "cannot reach {whom} at {addr} over Spark's wire to announce the new \
-                         master: {e}"
+                         master (in Spark {release}, {which}): {e}"
                     ),
                 }
             });
@@ -258,5 +276,147 @@ mod tests {
             SparkAnnouncer::endpoint_of(&DialTarget::App("app-1".into())),
             "AppClient"
         );
+    }
+
+    /// A Spark peer's server on an ephemeral port of 127.0.0.1 with Spark's authentication
+    /// `auth`: what the one connection made to it brings, after its bootstrap: `Ok` with the
+    /// first frame's header and MasterChanged's `(master, web UI URL)`, or `Err` why not.
+    async fn spark_peer(
+        auth: super::super::auth::ServerAuth,
+    ) -> (
+        Addr,
+        tokio::task::JoinHandle<Result<(RequestMessage, Addr, String), String>>,
+    ) {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let task = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.map_err(|e| e.to_string())?;
+            let mut stream = super::super::auth::server_handshake(tcp, &auth)
+                .await
+                .map_err(|e| format!("bootstrap refused: {e}"))?;
+            let mut d = super::super::FrameDecoder::new(1 << 20);
+            let mut buf = vec![0u8; 4096];
+            loop {
+                if let Some(item) = d.next_item() {
+                    let Ok(Frame::OneWay { body }) = item.frame else {
+                        return Err(format!("not a one-way frame: {:?}", item.frame));
+                    };
+                    let header = RequestMessage::parse(&body).ok_or("no header")?;
+                    let g =
+                        super::super::parse_stream(&header.stream).map_err(|e| e.to_string())?;
+                    return match super::super::classify(g.root_node()) {
+                        super::super::Classified::Message(Typed::Deploy(
+                            DeployMessage::MasterChanged(m),
+                        )) => Ok((
+                            header,
+                            m.master.address.ok_or("no master address")?,
+                            m.master_web_ui_url,
+                        )),
+                        other => Err(format!("not MasterChanged: {other:?}")),
+                    };
+                }
+                let n = stream.read(&mut buf).await.map_err(|e| e.to_string())?;
+                if n == 0 {
+                    return Err("closed before a frame".into());
+                }
+                d.push(&buf[..n]);
+            }
+        });
+        (Addr::new("127.0.0.1", i32::from(port)), task)
+    }
+
+    /// A front with Spark's authentication `auth` whose master's slot is `slot` (its master is
+    /// never reached: only the announcement is looked at).
+    async fn front_with(
+        auth: super::super::auth::ServerAuth,
+        slot: &SparkPeerDial,
+    ) -> super::super::served::ServerHandle {
+        let mut config = FrontConfig::new("127.0.0.1", 0, "127.0.0.1:9".parse().unwrap());
+        config.auth = Some(auth);
+        config.recovered = Some((slot.clone(), "http://127.0.0.1:8080".into()));
+        super::super::start_front(config).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn with_a_secret_master_changed_goes_only_after_spark_s_bootstrap_in_the_stored_release()
+    {
+        use super::super::auth::ServerAuth;
+        // The auth engine (spark.network.crypto.enabled), and SASL alone.
+        for crypto in [true, false] {
+            let mut server = ServerAuth::new("the-secret");
+            server.crypto = crypto;
+            let slot = SparkPeerDial::default();
+            let front = front_with(server.clone(), &slot).await;
+            let (peer, told) = spark_peer(server.clone()).await;
+            // The peer's record says it is an application of Spark 3.0.3 (a Scala 2.12 release,
+            // whose forms differ from the newest's).
+            slot.with_book(|b| {
+                b.note(&peer, "3.0.3", None);
+                let _ = b.complete(crate::node::master::Record::Worker(
+                    crate::node::master::StoredWorker {
+                        id: "worker-1".into(),
+                        host: "127.0.0.1".into(),
+                        port: peer.port,
+                        endpoint: EndpointRef::at(peer.clone(), "Worker"),
+                        cores: 1,
+                        memory: 512,
+                        web_ui: String::new(),
+                        resources: Default::default(),
+                        spark: None,
+                    },
+                ));
+            });
+            assert!(slot.hand_over(peer.clone(), DialTarget::Worker("worker-1".into())));
+            let got = tokio::time::timeout(Duration::from_secs(30), told)
+                .await
+                .expect("the peer heard within 30 s")
+                .expect("the peer's task");
+            let (header, master, ui) =
+                got.unwrap_or_else(|e| panic!("crypto {crypto}: the announcement: {e}"));
+            assert_eq!(header.endpoint, "Worker");
+            assert_eq!(
+                master,
+                Addr::new("127.0.0.1", i32::from(front.addr().port()))
+            );
+            assert_eq!(ui, "http://127.0.0.1:8080");
+            // Written in the stored release: its stream judged as Spark 3.0.3's.
+            let g = super::super::parse_stream(&header.stream).unwrap();
+            let r = Release::named("3.0.3").unwrap();
+            let v = r.judge(&g);
+            assert!(v.mismatched.is_empty(), "not in 3.0.3's forms: {v:?}");
+            front.shutdown().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_peer_of_another_secret_refuses_the_bootstrap_and_never_reads_master_changed() {
+        use super::super::auth::ServerAuth;
+        for crypto in [true, false] {
+            let mut front_auth = ServerAuth::new("the-secret");
+            front_auth.crypto = crypto;
+            let mut peer_auth = ServerAuth::new("another-secret");
+            peer_auth.crypto = crypto;
+            peer_auth.timeout = Duration::from_secs(10);
+            let slot = SparkPeerDial::default();
+            let front = front_with(front_auth, &slot).await;
+            let (peer, told) = spark_peer(peer_auth).await;
+            assert!(slot.hand_over(peer, DialTarget::App("app-1".into())));
+            let got = tokio::time::timeout(Duration::from_secs(30), told)
+                .await
+                .expect("the peer's bootstrap ended within 30 s")
+                .expect("the peer's task");
+            match got {
+                Err(why) => assert!(
+                    why.starts_with("bootstrap refused"),
+                    "crypto {crypto}: {why}"
+                ),
+                Ok((h, m, _)) => panic!(
+                    "crypto {crypto}: a peer of another secret read {} from {m}",
+                    h.endpoint
+                ),
+            }
+            front.shutdown().await;
+        }
     }
 }

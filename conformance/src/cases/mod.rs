@@ -149,6 +149,7 @@ pub fn cases(target: Target) -> Vec<Planned> {
             spec::s8_1::closes::for_served(&mut cs, support::master::server());
             spark::s15_1::for_spark_server(&mut cs, support::master::spark_server());
             spark::s15_2::for_spark_server(&mut cs, support::master::spark_server());
+            spark::s15_6::for_master(&mut cs);
         }
         Target::Worker => {
             spec::s13::auth::for_secured(&mut cs, support::worker::secured());

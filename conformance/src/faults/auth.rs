@@ -23,6 +23,8 @@ pub(super) enum AuthBreak {
     AnyProof,
     /// The endpoint's own proof does not verify.
     BadOwnProof,
+    /// Spark's own authentication, broken one way (`super::spark_auth`).
+    Spark(super::spark_auth::SparkBreak),
 }
 
 pub(super) struct AuthFault(pub(super) AuthBreak);

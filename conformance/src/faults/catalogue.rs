@@ -9,6 +9,7 @@ use super::hellos::*;
 use super::limits::{
     AdminInverted, AdminProofDropped, LimitClosesAll, RegisteredCutOff, SettingsIgnored,
 };
+use super::spark_auth::{SparkAuthFault, SparkBreak};
 use super::{closes, decoder, judge, launch, points, releases, waiting, FaultSpec, Scope};
 
 /// Every fault, in the order the self-test runs them.
@@ -65,6 +66,38 @@ pub static FAULTS: &[FaultSpec] = &[
               too, before any answer).",
         scope: Scope::Any,
         behaviour: &Duplicate,
+    },
+    FaultSpec {
+        name: "spark-any-secret",
+        doc: "On Spark's wire, an endpoint holding spark.authenticate.secret takes any proof: a SASL \
+              digest-response or an AuthMessage made with another secret is answered as if it \
+              verified (the proxy authenticates to the real endpoint itself). Needs `--wire spark \
+              --secret-file`.",
+        scope: Scope::Spark,
+        behaviour: &SparkAuthFault(SparkBreak::AnySecret),
+    },
+    FaultSpec {
+        name: "spark-rpc-before-auth",
+        doc: "On Spark's wire, an endpoint holding a secret acts on a first request that is not of \
+              the bootstrap, and on all after it (CVE-2020-9480); a peer that authenticates is \
+              served correctly. Needs `--wire spark --secret-file`.",
+        scope: Scope::Spark,
+        behaviour: &SparkAuthFault(SparkBreak::RpcBeforeAuth),
+    },
+    FaultSpec {
+        name: "spark-sasl-taken",
+        doc: "On Spark's wire, an endpoint with spark.network.crypto.saslFallback=false takes SASL \
+              anyway (with the right secret). Needs `--wire spark --secret-file`.",
+        scope: Scope::Spark,
+        behaviour: &SparkAuthFault(SparkBreak::SaslTaken),
+    },
+    FaultSpec {
+        name: "spark-cleartext-after-engine",
+        doc: "On Spark's wire, an endpoint that ran the auth engine reads a peer that then writes \
+              frames in the clear in the clear, and answers it in the clear (a downgrade to no \
+              encryption). Needs `--wire spark --secret-file`.",
+        scope: Scope::Spark,
+        behaviour: &SparkAuthFault(SparkBreak::Cleartext),
     },
     FaultSpec {
         name: "auth-bypass",

@@ -40,6 +40,7 @@ mod pipe;
 mod points;
 mod proxy;
 mod releases;
+mod spark_auth;
 mod waiting;
 mod wire;
 
@@ -71,6 +72,11 @@ pub enum Scope {
     /// A server the suite starts itself (`--spawn-server`): the fault breaks its limits, its
     /// admin secret or its TLS, which only the cases that start one check.
     Server,
+    /// An endpoint holding Spark's `spark.authenticate.secret` on Spark's wire (`--wire spark
+    /// --secret-file`): the fault breaks Spark's own authentication (SPEC §15.6), which only
+    /// the `spark/15.6/…` cases check; run by their own test, not the self-test of sparkwire's
+    /// wire.
+    Spark,
     /// Caught only by the cases' judge (`crate::harness::env::Judge`), in these targets: the fault breaks
     /// a rule no case's own checks look at (or an end-of-trace obligation), so it makes no case
     /// fail in the self-test, which runs with the judge off; the judge's own test
@@ -133,6 +139,11 @@ impl Fault {
         self.0.scope == Scope::Auth
     }
 
+    /// True for the faults that break Spark's own authentication ([`Scope::Spark`]).
+    pub fn breaks_spark_auth(self) -> bool {
+        self.0.scope == Scope::Spark
+    }
+
     /// True for the faults that break only what a master does ([`Scope::Master`]).
     pub fn master_only(self) -> bool {
         self.0.scope == Scope::Master
@@ -148,7 +159,7 @@ impl Fault {
             Scope::Clients => target != Target::Master,
             Scope::Server => target == Target::Master,
             Scope::Only(targets) => targets.contains(&target),
-            Scope::Judge(_) => false,
+            Scope::Judge(_) | Scope::Spark => false,
         }
     }
 

@@ -8,7 +8,7 @@ use sparkwire::messages::Version;
 use sparkwire::wire::handshake::{Role, Secret};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::auth::{auth_fault, client_auth_fault};
+use super::auth::{auth_fault, client_auth_fault, AuthBreak};
 use super::behaviour::Behaviour;
 use super::pipe::pipe;
 use super::{judge, launch, points, Fault};
@@ -87,6 +87,9 @@ async fn serve(
         Side::EndpointConnects => (outbound, inbound),
     };
     match (behaviour.auth(), side, secret) {
+        (Some(AuthBreak::Spark(b)), Side::SuiteConnects { .. }, Some(secret)) => {
+            super::spark_auth::spark_auth_fault(b, &secret, suite, endpoint).await
+        }
         (Some(b), Side::SuiteConnects { server_role, .. }, Some(secret)) => {
             auth_fault(b, server_role, &secret, suite, endpoint).await
         }

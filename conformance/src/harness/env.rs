@@ -71,6 +71,9 @@ pub struct Settings {
     /// The file the secret was read from: an endpoint the suite starts gets its path as
     /// `{secret_file}` and in `SPARKWIRE_SECRET_FILE`, as a worker hands it to what it launches.
     pub secret_file: Option<std::path::PathBuf>,
+    /// On Spark's wire with a secret, Spark's own authentication the suite speaks (SPEC §15.6,
+    /// `--spark-conf`): every connection it opens or accepts runs the bootstrap first.
+    pub spark_auth: Option<crate::harness::spark_auth::SparkAuth>,
     /// Whether each case's wire log holds every frame's bytes, in hex (`--hex`).
     pub hex: bool,
     /// The wire the suite speaks (`--wire`).
@@ -113,6 +116,7 @@ pub struct Log {
     judge: Judge,
     versions: Option<Arc<Vec<u64>>>,
     health: Arc<crate::harness::health::Health>,
+    spark_auth: Option<Arc<crate::harness::spark_auth::SparkAuth>>,
 }
 
 impl Log {
@@ -127,6 +131,7 @@ impl Log {
             judge: Judge::off(),
             versions: None,
             health: Arc::default(),
+            spark_auth: None,
         }
     }
 
@@ -145,6 +150,10 @@ impl Log {
             judge,
             versions: settings.endpoint_versions.clone().map(Arc::new),
             health: Arc::clone(&settings.health),
+            spark_auth: match wire {
+                Wire::Spark(_) => settings.spark_auth.clone().map(Arc::new),
+                Wire::Sparkwire => None,
+            },
             ..Log::new()
         }
     }
@@ -162,6 +171,12 @@ impl Log {
     /// The case's judge.
     pub fn judge(&self) -> &Judge {
         &self.judge
+    }
+
+    /// Spark's own authentication the case's connections run first, on Spark's wire with a
+    /// secret (SPEC §15.6).
+    pub fn spark_auth(&self) -> Option<&crate::harness::spark_auth::SparkAuth> {
+        self.spark_auth.as_deref()
     }
 
     /// The wire the case's connections speak.

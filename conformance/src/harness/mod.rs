@@ -12,6 +12,7 @@ pub mod mp;
 pub mod peer;
 pub mod report;
 pub mod runner;
+pub mod spark_auth;
 pub mod spark_wire;
 pub mod spawn;
 pub mod verdict;

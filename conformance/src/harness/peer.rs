@@ -212,6 +212,28 @@ impl Conn {
         role: Role,
         log: &Log,
     ) -> Result<Conn, Failure> {
+        let mut c = Conn::connect_unauthenticated(addr, label, role, log).await?;
+        if let (Some(auth), Some(_)) = (log.spark_auth(), &c.spark) {
+            // Spark's bootstrap first (SPEC §15.6), as a Spark client with the run's settings.
+            let placeholder = c.stream_placeholder().await?;
+            let stream = std::mem::replace(&mut c.stream, placeholder);
+            let (clear, negotiated) = crate::harness::spark_auth::dial(stream, &auth.client)
+                .await
+                .map_err(|e| fail("Spark's authentication bootstrap, completed", e))?;
+            log.push(format!("[{label}] authenticated: {negotiated}"));
+            c.stream = clear;
+        }
+        Ok(c)
+    }
+
+    /// [`Conn::connect`] without Spark's authentication bootstrap, whatever the run's settings:
+    /// for the cases that play a peer that does not authenticate (SPEC §15.6).
+    pub async fn connect_unauthenticated(
+        addr: SocketAddr,
+        label: &str,
+        role: Role,
+        log: &Log,
+    ) -> Result<Conn, Failure> {
         let stream = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
             .await
             .map_err(|_| fail(format!("a TCP connection to {addr}"), "connect timed out"))?
@@ -224,6 +246,20 @@ impl Conn {
             role,
             false,
         ))
+    }
+
+    /// A connected loopback socket that stands in for the connection's stream while the
+    /// bootstrap runs on the real one (the connection's Spark side keeps the real addresses).
+    async fn stream_placeholder(&self) -> Result<TcpStream, Failure> {
+        let l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .map_err(|e| fail("a loopback socket", e.to_string()))?;
+        let at = l
+            .local_addr()
+            .map_err(|e| fail("a loopback socket", e.to_string()))?;
+        TcpStream::connect(at)
+            .await
+            .map_err(|e| fail("a loopback socket", e.to_string()))
     }
 
     /// The connection's label in the log.
@@ -1024,7 +1060,7 @@ impl Conn {
         spoken: &'static sparkwire::spark::Release,
     ) -> Result<Conn, Failure> {
         let v = spoken.version();
-        if secret.is_some() {
+        if secret.is_some() && log.spark_auth().is_none() {
             return Err(not_on_spark_wire(
                 "sparkwire's shared-secret authentication (Spark's own is a SASL bootstrap)",
             ));
@@ -1431,13 +1467,21 @@ impl Listener {
             Ok(Ok((stream, peer))) => {
                 self.log
                     .push(format!("[{label}] accepted a connection from {peer}"));
-                Ok(Conn::new(
-                    stream,
-                    label.to_string(),
-                    self.log.clone(),
-                    role,
-                    true,
-                ))
+                let mut c = Conn::new(stream, label.to_string(), self.log.clone(), role, true);
+                if let (Some(auth), Some(_)) = (self.log.spark_auth(), &c.spark) {
+                    // The peer's bootstrap first (SPEC §15.6), as a Spark server with the run's
+                    // settings takes it.
+                    let placeholder = c.stream_placeholder().await?;
+                    let stream = std::mem::replace(&mut c.stream, placeholder);
+                    let (clear, negotiated) =
+                        crate::harness::spark_auth::accept(stream, &auth.server)
+                            .await
+                            .map_err(|e| fail(expected, e))?;
+                    self.log
+                        .push(format!("[{label}] the peer authenticated: {negotiated}"));
+                    c.stream = clear;
+                }
+                Ok(c)
             }
             Ok(Err(e)) => Err(fail(expected, format!("accept failed: {e}"))),
             Err(_) => Err(fail(

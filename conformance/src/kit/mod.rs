@@ -19,6 +19,7 @@ pub mod own_server;
 pub mod ownership;
 pub mod replay;
 pub mod server;
+pub mod spark_auth;
 pub mod spawned;
 pub mod support;
 pub mod versions;

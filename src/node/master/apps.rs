@@ -115,6 +115,8 @@ impl Apps {
         }
         let mut app = AppRec::new(a.id.clone(), a.desc, a.driver, a.start_time);
         app.state = ApplicationState::Unknown;
+        // Placed by its release again at once (SPEC §15.5), as stored.
+        app.spark_release = a.spark.and_then(|s| s.release);
         self.all.insert(a.id.clone(), app);
         self.waiting.push(a.id);
     }
@@ -126,6 +128,9 @@ impl Apps {
             desc: a.desc.clone(),
             driver: a.driver.clone(),
             start_time: a.start_time,
+            // Whoever runs the Spark-wire front adds what it keeps of a Spark peer (the
+            // reference runtime, from its `SparkPeerDial`'s book).
+            spark: None,
         })
     }
 

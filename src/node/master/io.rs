@@ -141,6 +141,11 @@ pub struct StoredApp {
     pub driver: EndpointRef,
     /// Registration time, ms since the epoch.
     pub start_time: i64,
+    /// What the master keeps of an application that registered over Spark's own wire (through
+    /// the master's Spark-wire front): absent for a sparkwire-wire peer, and in records written
+    /// before this field existed (read as a sparkwire-wire peer of unknown release).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spark: Option<SparkPeerRecord>,
 }
 
 /// A persisted worker.
@@ -163,6 +168,26 @@ pub struct StoredWorker {
     pub web_ui: String,
     /// Resources.
     pub resources: Resources,
+    /// What the master keeps of a worker that registered over Spark's own wire (see
+    /// [`StoredApp::spark`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spark: Option<SparkPeerRecord>,
+}
+
+/// What a recovery record keeps of a peer that speaks Spark's own wire (SPEC §11.2): whatever a
+/// master that recovers it needs to speak to it in its own forms.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SparkPeerRecord {
+    /// The Spark release the peer was told to speak when it registered (`3.5.9`); absent when
+    /// not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<String>,
+    /// For an application: the Java serialization stream of the `RegisterApplication` it
+    /// registered with, as lowercase hexadecimal (the object graph a `LaunchExecutor` for it
+    /// carries on). Absent for a worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registration: Option<String>,
 }
 
 /// A persisted driver.

@@ -93,7 +93,8 @@ pub mod waiting;
 mod workers;
 
 pub use io::{
-    DialTarget, Effect, Input, Record, RecordKind, Stored, StoredApp, StoredDriver, StoredWorker,
+    DialTarget, Effect, Input, Record, RecordKind, SparkPeerRecord, Stored, StoredApp,
+    StoredDriver, StoredWorker,
 };
 pub use ui::{ExecutorRow, MasterStatus};
 

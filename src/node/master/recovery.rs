@@ -140,6 +140,8 @@ impl MasterCore {
                 memory: w.memory,
                 web_ui: w.web_ui.clone(),
                 resources: w.resources.clone(),
+                // Added by whoever runs the Spark-wire front (see `StoredApp::spark`).
+                spark: None,
             };
             self.persist(Record::Worker(stored));
         }
@@ -251,8 +253,8 @@ impl MasterCore {
                 drivers: Default::default(),
                 cores_used: 0,
                 memory_used: 0,
-                // Not stored: a recovered worker's release is known again when it re-registers.
-                spark_release: None,
+                // As stored (SPEC §11.2): placed by its release before it registers again.
+                spark_release: w.spark.and_then(|s| s.release),
             };
             if self.add_worker(rec) {
                 match w.endpoint.address {

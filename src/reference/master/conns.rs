@@ -143,6 +143,20 @@ pub(crate) fn dial(
     settings: ConnSettings,
     events: mpsc::UnboundedSender<Event>,
 ) {
+    // A peer whose record says it speaks Spark's wire (SPEC §11.2) is told over that wire at
+    // once, without a sparkwire handshake it would refuse.
+    let spark = settings
+        .spark_peers
+        .with_book(|b| b.release_at(&addr).map(str::to_string));
+    if let Some(release) = spark {
+        if settings.spark_peers.hand_over(addr.clone(), target.clone()) {
+            tracing::info!(
+                "{addr} speaks Spark's wire (Spark {release}, as stored): announcing the new \
+                 master over it"
+            );
+            return;
+        }
+    }
     tokio::spawn(async move {
         let result = async {
             let local = Identity {

@@ -128,6 +128,9 @@ impl Role for MasterIo {
             }
             Effect::Persist(record) => {
                 let store = self.store.as_mut()?;
+                // A Spark-wire peer's record keeps its wire, release and registration (SPEC
+                // §11.2), from the front's note or the record read back at the election.
+                let record = self.settings.spark_peers.with_book(|b| b.complete(record));
                 let (kind, id) = (record.kind(), record.id().to_string());
                 tracing::debug!("writing record: {} {id}", kind.as_str());
                 match store.write(&record).await {
@@ -145,6 +148,7 @@ impl Role for MasterIo {
             }
             Effect::Unpersist { kind, id } => {
                 let store = self.store.as_mut()?;
+                self.settings.spark_peers.with_book(|b| b.forget(kind, &id));
                 tracing::debug!("removing record: {} {id}", kind.as_str());
                 match store.remove(kind, &id).await {
                     Ok(()) => tracing::debug!("record removed: {} {id}", kind.as_str()),
@@ -170,6 +174,12 @@ impl Role for MasterIo {
                 };
                 match read {
                     Ok(stored) => {
+                        // Before the core dials the recovered peers: the Spark-wire ones are
+                        // told in their own release, and the front launches executors for a
+                        // recovered Spark application with its original description.
+                        self.settings
+                            .spark_peers
+                            .with_book(|b| b.recovered(&stored));
                         io.handle(Input::Elected { stored });
                         None
                     }

@@ -2,3 +2,4 @@
 
 pub mod s15_1;
 pub mod s15_2;
+pub mod s15_6;
