@@ -59,8 +59,8 @@ pub fn for_master(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(15),
         quote: A1.into(),
-        requirement: "each message the master takes, sent with no bootstrap on a connection of its own, draws no \
-            answer but a failure or a close"
+        requirement: "each message the master takes, sent without bootstrap on a connection of its own, gets \
+            only a failure or a close"
             .into(),
         body: run(|ctx: Ctx| async move {
             let w = Candidate::new();
@@ -105,8 +105,8 @@ pub fn for_master(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         quote: A1.into(),
         requirement:
-            "after its SASL bootstrap with another secret is refused, a RegisterWorker on the same \
-            connection does not register the worker"
+            "after its SASL bootstrap with another secret is refused, a RegisterWorker on that \
+            connection registers nothing"
                 .into(),
         body: run(|ctx: Ctx| async move {
             let (auth, _) = spark_auth(&ctx)?;
@@ -185,8 +185,8 @@ pub fn for_master(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         quote: A4.into(),
-        requirement: "after an auth engine bootstrap with the right secret, frames sent in the clear are not \
-            acted on: no answer in the clear, no registration"
+        requirement: "after an auth engine bootstrap with the right secret, cleartext frames are not acted on: \
+            no answer, no registration"
             .into(),
         body: run(|ctx: Ctx| async move {
             let (auth, _) = spark_auth(&ctx)?;
