@@ -846,6 +846,27 @@ pub mod closes {
                 ..Case::default()
             });
         }
+        cs.push(Case {
+            id: "spec/8.1/close-location-nil".into(),
+            level: Level::Must,
+            targets: vec![Target::Master],
+            quote: "SPEC §8.1, `path` and `offset`: \"A sender sets it for `InvalidFields` and leaves it \
+                nil otherwise\""
+                .into(),
+            requirement: "closeReason agreed, a frame holding 0xc1 is closed on with an InvalidMessagePack \
+                close envelope, no path or offset"
+                .into(),
+            body: bind(&s, |ctx: Ctx, s| async move {
+                let at = s.open(ctx.clone()).await?;
+                let mut c = taking_close_reason(&ctx, &s, &at, highest(&ctx)).await?;
+                c.send_raw(&frame(&[0x92, 0x00, 0xc1]), "a frame holding 0xc1").await?;
+                let want = "a close envelope of kind InvalidMessagePack, its path and offset nil";
+                let r = close_envelope(&ctx, &mut c, want).await?;
+                let nil = r.path.is_none() && r.offset.is_none();
+                check(r.kind == "InvalidMessagePack" && nil, want, format!("{r:?}"))
+            }),
+            ..Case::default()
+        });
     }
 
     /// The close envelope `last` holds, if it is one.
