@@ -20,7 +20,7 @@ pub mod vectors {
     pub fn cases(cs: &mut Vec<Case>) {
         for r in replays(&MASTER) {
             let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
-            let quote = vector_quote(&r.file, &r.name);
+            let quote = vector_quote(r.file, &r.name);
             let requirement = match &r.error {
                 Some(e) => format!(
                     "the master refuses this vector ({e}) from a {} and closes the connection",
@@ -51,7 +51,7 @@ pub mod vectors {
                 .1
                 .as_deref()
                 == Some("StopExecutor");
-            let quote = vector_quote(&r.file, &r.name);
+            let quote = vector_quote(r.file, &r.name);
             let requirement = match (&r.error, stop) {
                 (Some(e), _) => format!(
                     "the executor refuses this vector from its driver and closes (a close envelope, \
@@ -82,7 +82,7 @@ pub mod vectors {
         }
         for r in replays(&WORKER) {
             let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
-            let quote = vector_quote(&r.file, &r.name);
+            let quote = vector_quote(r.file, &r.name);
             let requirement = match &r.error {
                 Some(e) => format!(
                     "the worker refuses this vector from its master and closes (a close envelope, if \
@@ -188,7 +188,7 @@ pub mod driver {
     pub fn cases(cs: &mut Vec<Case>) {
         for r in replays(&EXECUTOR_PORT) {
             let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
-            let quote = vector_quote(&r.file, &r.name);
+            let quote = vector_quote(r.file, &r.name);
             let requirement = match &r.error {
                 Some(e) => format!(
                     "the driver refuses this vector from an executor on its executor port and \
@@ -213,7 +213,7 @@ pub mod driver {
         }
         for r in replays(&APP_CLIENT) {
             let id = format!("spec/11/live/app-client/{}/{}", r.file, slug(&r.name));
-            let quote = vector_quote(&r.file, &r.name);
+            let quote = vector_quote(r.file, &r.name);
             let requirement = match &r.error {
                 Some(e) => format!(
                     "the driver's application client, registered, refuses this vector from its master \

@@ -345,7 +345,6 @@ pub mod ownership {
                 is told no FAILED"
                 .into(),
             body: run(executor_state_other_worker),
-            ..Case::default()
         });
         cs.push(Case {
             id: "spec/14.2/Z3/driver-state-other-worker".into(),
