@@ -27,9 +27,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/driver/app/command".into(),
         level: Level::Must,
         targets: vec![Target::Driver],
-        requirement: "the application's command starts an executor with --driver-url of the \
-            driver's endpoint and Spark's placeholders {{EXECUTOR_ID}}, {{HOSTNAME}}, {{CORES}}, \
-            {{APP_ID}} that a worker fills in"
+        requirement: "the application's command starts an executor with --driver-url and the \
+            placeholders a worker fills in"
             .into(),
         body: run(|ctx: Ctx| async move {
             let d = registered(&ctx, SMALL).await?;
@@ -55,8 +54,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/driver/executor/app-config".into(),
         level: Level::Must,
         targets: vec![Target::Driver],
-        requirement: "the driver answers RetrieveSparkAppConfig with SparkAppConfig carrying \
-            spark.rpc.message.maxSize, the limit the executor must apply"
+        requirement: "the driver answers RetrieveSparkAppConfig with a SparkAppConfig carrying \
+            spark.rpc.message.maxSize"
             .into(),
         body: run(|ctx: Ctx| async move {
             let d = registered(
@@ -120,9 +119,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/driver/job/completes".into(),
         level: Level::Must,
         targets: vec![Target::Driver],
-        requirement: "the driver runs its job to the end on the suite's executor: unique task ids \
-            (rule T4), every partition once, then StopExecutor, UnregisterApplication to the \
-            master, exit status 0"
+        requirement: "the driver runs its job to the end: unique task ids (rule T4), each \
+            partition once, StopExecutor, exit 0"
             .into(),
         body: run(|ctx: Ctx| async move {
             let mut d = registered(&ctx, SMALL).await?;
@@ -224,9 +222,10 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/driver/task/max-failures".into(),
         level: Level::Must,
         targets: vec![Target::Driver],
-        requirement: "after spark.task.maxFailures (4) failed attempts of a task the job is \
-            aborted with Spark's `Job aborted due to stage failure` and the driver exits non-zero"
-            .into(),
+        requirement:
+            "after spark.task.maxFailures (4) failed attempts of a task the driver aborts \
+            the job and exits non-zero"
+                .into(),
         body: run(|ctx: Ctx| async move {
             let mut d = registered(
                 &ctx,

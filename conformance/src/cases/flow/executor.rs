@@ -26,9 +26,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "flow/executor/register/fields".into(),
         level: Level::Must,
         targets: vec![Target::Executor],
-        requirement: "the executor registers (RegisterExecutor) with the executor id and cores it \
-            was started with, and an endpoint reference without an address (executors do not \
-            listen)"
+        requirement: "the executor registers with its executor id and cores, and an endpoint \
+            reference without an address"
             .into(),
         body: run(|ctx: Ctx| async move {
             let e = registered(&ctx, &[Version::V1, Version::V2], 128).await?;

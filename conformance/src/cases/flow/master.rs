@@ -36,8 +36,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "the master answers a worker's RegisterWorker with RegisteredWorker, \
-            duplicate = false for a new id, naming itself (rules W3, W4)"
+        requirement: "the master answers a new worker's RegisterWorker with RegisteredWorker, \
+            duplicate = false (rules W3, W4)"
             .into(),
         body: run(flow_master_registration_registered),
         ..Case::default()
@@ -61,8 +61,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "the master answers a RegisterWorker for a worker id that is registered and \
-            alive with RegisterWorkerFailed, or RegisteredWorker with duplicate = true (rule W4)"
+        requirement: "a RegisterWorker for a live worker id is answered RegisterWorkerFailed or \
+            duplicate = true (rule W4)"
             .into(),
         body: run(flow_master_registration_duplicate_id),
         ..Case::default()
@@ -164,7 +164,7 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
         requirement: "the master answers RequestClearCompletedDriversAndApps with a bool reply \
-            (definition.json: reply bool, as Spark 4.0.1's master)"
+            (definition.json)"
             .into(),
         body: run(flow_master_ui_clear_completed),
         ..Case::default()
@@ -175,8 +175,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         needs: vec![Need::OwnRegistrations],
-        requirement: "the master answers RequestSubmitDriver with a successful \
-            SubmitDriverResponse carrying a driver id of Spark's form (rule D1)"
+        requirement: "the master answers RequestSubmitDriver with success and a driver id of \
+            Spark's form (rule D1)"
             .into(),
         body: run(flow_master_drivers_submit),
         ..Case::default()
@@ -226,9 +226,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::SpreadsOut(true), Need::NoOtherApplication],
-        requirement: "with spreadOut (the default) the master spreads an application's executors \
-            over the workers round-robin: 3 workers of 4 cores, 1-core executors, cores.max 6 give \
-            2 executors on each (spark.deploy.spreadOut)"
+        requirement: "with spreadOut, 3 workers of 4 cores, 1-core executors and cores.max 6 give \
+            2 executors on each worker"
             .into(),
         body: run(flow_master_scheduling_spread_out),
         ..Case::default()
@@ -240,10 +239,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::SpreadsOut(false), Need::NoOtherApplication],
-        requirement:
-            "with spreadOut off the master fills one worker before the next: 3 workers of \
-            4 cores, 1-core executors, cores.max 6 give 4 and 2 executors on two workers"
-                .into(),
+        requirement: "with spreadOut off, 3 workers of 4 cores, 1-core executors and cores.max 6 \
+            give 4 and 2 on two workers"
+            .into(),
         body: run(flow_master_scheduling_consolidate),
         ..Case::default()
     });
@@ -267,8 +265,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master launches no more executors on a worker than its memory holds \
-            (rule W8): 1024 MiB, 512 MiB executors, 4 cores give 2 executors"
+        requirement: "a worker of 1024 MiB and 4 cores gets 2 executors of 512 MiB, no more than \
+            its memory holds (rule W8)"
             .into(),
         body: run(flow_master_scheduling_memory_bound),
         ..Case::default()
@@ -293,8 +291,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master grants an application no more cores than its cores.max (maxCores \
-            3 on a 8-core worker, 1-core executors: 3 executors)"
+        requirement: "an application with cores.max 3 gets 3 one-core executors on an 8-core \
+            worker, no more"
             .into(),
         body: run(flow_master_scheduling_max_cores),
         ..Case::default()
@@ -306,8 +304,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "LaunchExecutor names the application, a fresh executor id, the cores and \
-            memory the application asked, and the master's URL (rule E1)"
+        requirement: "LaunchExecutor names the app, a fresh executor id, the cores and memory \
+            asked, the master's URL (rule E1)"
             .into(),
         body: run(flow_master_executor_launch_fields),
         ..Case::default()
@@ -319,8 +317,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master tells the application of each executor it launches with \
-            ExecutorAdded, with the worker, cores and memory of its LaunchExecutor (rule E4)"
+        requirement: "the master tells the application ExecutorAdded with the worker, cores and \
+            memory launched (rule E4)"
             .into(),
         body: run(flow_master_executor_added),
         ..Case::default()
@@ -332,8 +330,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "in version 2 the master answers a worker's ExecutorStateChanged ask with \
-            bool true and tells the application (ExecutorUpdated RUNNING, rule E5)"
+        requirement: "in v2 the master answers ExecutorStateChanged with true and tells the app \
+            ExecutorUpdated (rule E5)"
             .into(),
         body: run(flow_master_executor_state_ask_v2),
         ..Case::default()
@@ -345,8 +343,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "in version 1 the master takes a worker's ExecutorStateChanged as a send \
-            (Spark 3.0) and tells the application (ExecutorUpdated RUNNING)"
+        requirement: "in v1 the master takes ExecutorStateChanged as a send and tells the \
+            application ExecutorUpdated RUNNING"
             .into(),
         body: run(flow_master_executor_state_send_v1),
         ..Case::default()
@@ -358,9 +356,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "when an executor fails the master tells the application (ExecutorUpdated \
-            FAILED) and launches a replacement with a new executor id \
-            (spark.deploy.maxExecutorRetries)"
+        requirement: "a failed executor is reported to the app (ExecutorUpdated FAILED) and \
+            replaced under a new executor id"
             .into(),
         body: run(flow_master_executor_failed_relaunched),
         ..Case::default()
@@ -385,9 +382,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "when a worker's connection closes the master tells the application: \
-            ExecutorUpdated LOST with the worker's host, and WorkerRemoved, the two in either \
-            order (rule W7; the spec orders neither)"
+        requirement: "a closed worker connection tells the app ExecutorUpdated LOST and \
+            WorkerRemoved, either order (rule W7)"
             .into(),
         body: run(flow_master_executor_worker_lost),
         ..Case::default()
@@ -412,8 +408,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master answers RequestExecutors with true and launches no more than the \
-            total requested (a limit of 1 on a worker with room for 4)"
+        requirement: "the master answers RequestExecutors(1) with true and launches 1 executor on \
+            a worker with room for 4"
             .into(),
         body: run(flow_master_executor_request_executors),
         ..Case::default()
@@ -425,9 +421,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "when an application unregisters the master kills its executors \
-            (KillExecutor) and tells the worker ApplicationFinished, the two in either order (rule \
-            P6; the spec orders neither)"
+        requirement: "an unregistered app's executors get KillExecutor and its worker \
+            ApplicationFinished, any order (rule P6)"
             .into(),
         body: run(flow_master_app_finished_kills_and_notifies),
         ..Case::default()
@@ -439,9 +434,10 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master launches a submitted driver on a worker with room for it \
-            (LaunchDriver), and reports it RUNNING there when asked (rules D2, D6)"
-            .into(),
+        requirement:
+            "the master launches a submitted driver on a worker with room (LaunchDriver), \
+            then says RUNNING (D2, D6)"
+                .into(),
         body: run(flow_master_drivers_launch),
         ..Case::default()
     });
@@ -464,8 +460,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "after the worker reports a driver FINISHED the master no longer counts it \
-            active: RequestDriverStatus says FINISHED or not found (rule D5)"
+        requirement: "a driver reported FINISHED is no longer active: RequestDriverStatus says \
+            FINISHED or not found (rule D5)"
             .into(),
         body: run(flow_master_drivers_finished),
         ..Case::default()
@@ -477,8 +473,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "the master sends a registered worker no MasterChanged or other unasked \
-            registration answer while it stays the active master (rules W3, F1)"
+        requirement: "an active master sends a registered worker no MasterChanged or unasked \
+            registration answer (W3, F1)"
             .into(),
         body: run(flow_master_failover_none_unasked),
         ..Case::default()
@@ -490,8 +486,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         needs: vec![Need::NoOtherApplication],
-        requirement: "a worker that sends no heartbeat for the worker timeout is lost: the master \
-            marks it DEAD or drops it (spark.worker.timeout)"
+        requirement: "a worker silent for the worker timeout is lost: the master marks it DEAD or \
+            drops it"
             .into(),
         body: run(flow_master_heartbeat_timeout),
         ..Case::default()
@@ -1296,11 +1292,11 @@ pub mod points {
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
             needs: vec![Need::NoOtherApplication],
-            requirement: "SPEC §5 (`ExecutorUpdated`: version 1 `workerLost: bool`, \"lost → \
-                `\"\"`, else nil / lost = host is set\"), as Spark 3.0's master sets it: with \
-                protocol version 1, the ExecutorUpdated RUNNING of an executor its worker reported \
-                has workerLost false, and once the worker's connection closes the ExecutorUpdated \
-                LOST of that executor has workerLost true"
+            quote: "SPEC §5, `ExecutorUpdated` at version 1: \"lost → `\"\"`, else nil / lost = \
+                host is set\""
+                .into(),
+            requirement: "at v1, ExecutorUpdated RUNNING has workerLost false, and LOST after the \
+                worker's close has it true"
                 .into(),
             body: run(v1_worker_lost),
             ..Case::default()

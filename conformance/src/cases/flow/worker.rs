@@ -12,7 +12,7 @@ pub mod launch {
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
     use crate::kit::common::unique;
-    use crate::kit::support::spec14_launch::*;
+    use crate::kit::support::launches::*;
     use crate::kit::worker::allowed_exec;
     use crate::kit::worker::launch_msg;
     use crate::kit::worker::registered;
@@ -38,11 +38,8 @@ pub mod launch {
                 it starts the process with …; never on a command line, never in the application's \
                 description\""
                     .into(),
-            requirement: "a worker holding the secret starts an executor and a driver whose \
-                SPARKWIRE_SECRET_FILE names a file of mode 0600 holding the secret, with no \
-                argument and no other variable holding it, and the worker's state \
-                (RequestWorkerState) does not carry it (the process as this host's /proc shows it; \
-                skipped without --secret-file, or when /proc does not show it)"
+            requirement: "launches get SPARKWIRE_SECRET_FILE (mode 0600), the secret in no \
+                argument, variable or worker state"
                 .into(),
             body: run(secret_handoff),
             ..Case::default()
@@ -135,10 +132,9 @@ pub mod flows {
             id: "flow/worker/registration/fields".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement:
-                "the worker's RegisterWorker carries an id of Spark's form, the cores and \
-                memory it was told to offer, and the address of its endpoint"
-                    .into(),
+            requirement: "the worker's RegisterWorker carries a Spark-form id, the cores and \
+                memory it offers, and its address"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let r = &w.reg;
@@ -502,10 +498,9 @@ pub mod flows {
             id: "flow/worker/driver/launch-and-kill".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement:
-                "the worker runs a driver it is sent (LaunchDriver) and, told KillDriver, \
-                reports it KILLED with DriverStateChanged (rules D3, D4)"
-                    .into(),
+            requirement: "the worker runs a LaunchDriver and, told KillDriver, reports it KILLED \
+                (rules D3, D4)"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut w = registered(&ctx, &[Version::V1, Version::V2]).await?;
                 let id = "driver-20250101120000-0001";
@@ -551,9 +546,10 @@ pub mod flows {
             id: "flow/worker/decommission".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: "a worker told DecommissionWorker (version 2) launches no executor after \
-                it (no ExecutorStateChanged for a LaunchExecutor that follows) and goes on \
-                heartbeating with its id (SPEC §7.1)".into(),
+            quote: "SPEC §7.1, DecommissionWorker".into(),
+            requirement: "a worker told DecommissionWorker (v2) launches no executor after it and \
+                goes on heartbeating"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut w = registered(&ctx, &[Version::V2]).await?;
                 let id = w.reg.id.clone();

@@ -128,9 +128,8 @@ pub mod auth {
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
             requirement: format!(
-                "{name} holding a shared secret answers a hello that asks to \
-                authenticate with a challenge: mechanism hmac-sha256, a 32-byte nonce and a server \
-                proof that verifies with the secret over the hello frame"
+                "{name} with a secret challenges an auth hello: hmac-sha256, a 32-byte nonce, a \
+                    valid proof"
             ),
             body: secured(&s, move |ctx: Ctx, k, g| async move {
                 let c = challenged(&ctx, g.at.addr, g.role, "challenge", &k).await?;
@@ -174,9 +173,8 @@ pub mod auth {
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
             requirement: format!(
-                "{name} holding a shared secret accepts a peer that proves it, and then takes the \
-                {what} it sends \
-                (the change shows in its state)"
+                "{name} with a secret accepts a peer that proves it and takes the {what} it then \
+                    sends"
             ),
             body: secured(&s, move |ctx: Ctx, k, g| async move {
                 let mut c = Conn::open_authenticated(
@@ -218,9 +216,8 @@ pub mod auth {
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
             requirement: format!(
-                "{name} refuses a client proof made with another secret (a wrong MAC) with \
-                authFailed, closes the \
-                connection, and takes nothing sent after it (a {what})"
+                "{name} refuses a proof made with another secret (authFailed), takes no later \
+                    {what}"
             ),
             body: secured(&s, move |ctx: Ctx, k, g| async move {
                 let mut c = challenged(&ctx, g.at.addr, g.role, "wrong-proof", &k).await?;
@@ -244,9 +241,7 @@ pub mod auth {
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
             requirement: format!(
-                "{name} refuses with authFailed a proof made for another exchange \
-                (one recorded from an earlier connection, under the right secret, so over other \
-                nonces), and takes nothing sent after it (a {what})"
+                "{name} refuses a proof from another exchange (authFailed), takes no {what} after"
             ),
             body: secured(&s, move |ctx: Ctx, k, g| async move {
                 let first = challenged(&ctx, g.at.addr, g.role, "replay", &k).await?;
@@ -296,9 +291,8 @@ pub mod auth {
             level: Level::Must,
             targets: vec![Target::Executor],
             requirement: format!(
-                "{name} answers the server's challenge with a client proof that verifies with the \
-                secret over the \
-                hello and challenge frames, and once accepted goes on with an envelope"
+                "{name} answers the challenge with a client proof that verifies, then sends an \
+                    envelope"
             ),
             body: run(move |ctx: Ctx| {
                 let st = st.clone();
@@ -347,9 +341,8 @@ pub mod auth {
             level: Level::Must,
             targets: vec![Target::Executor],
             requirement: format!(
-                "{name} closes the connection without sending anything more (no \
-                proof, no envelope) when the server's challenge carries a proof made with another \
-                secret"
+                "{name} closes, sending nothing more, when the server's proof is made with another \
+                    secret"
             ),
             body: run(move |ctx: Ctx| {
                 client_closes(
@@ -371,9 +364,8 @@ pub mod auth {
             level: Level::Must,
             targets: vec![Target::Executor],
             requirement: format!(
-                "{name} closes the connection without sending anything more when \
-                the server's proof is made with the right secret but for another exchange (over a \
-                hello with another nonce)"
+                "{name} closes, sending nothing more, when the server's proof is for another \
+                    exchange"
             ),
             body: run(move |ctx: Ctx| {
                 client_closes(

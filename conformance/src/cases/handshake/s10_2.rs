@@ -29,9 +29,7 @@ pub fn for_secured(cs: &mut Vec<Case>, s: Endpoint) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         requirement: format!(
-            "{name} holding a shared secret refuses a hello that does not ask to authenticate \
-            with authRequired, \
-            and closes the connection"
+            "{name} with a secret refuses a hello without auth with authRequired and closes"
         ),
         body: secured(&s, move |ctx: Ctx, _k, g| async move {
             let mut c = Conn::connect(g.at.addr, "suite", g.role, &ctx.log).await?;
@@ -51,9 +49,8 @@ pub fn for_starter(cs: &mut Vec<Case>, start: Start, name: &'static str, server_
         level: Level::Must,
         targets: vec![Target::Executor],
         requirement: format!(
-            "{name} holding a shared secret closes the connection at once, sending nothing, when \
-            the server \
-            accepts its hello without a challenge (a server that does not prove the secret)"
+            "{name} with a secret closes at once, sending nothing, when a server accepts it \
+                without a challenge"
         ),
         body: run(move |ctx: Ctx| {
             client_closes(

@@ -39,11 +39,9 @@ pub fn cases(cs: &mut Vec<Case>) {
             TLS on the TCP stream before its hello, and the whole handshake and every envelope \
             then travel inside it ... A side configured for TLS speaks nothing else\""
             .into(),
-        requirement:
-            "a server started with a certificate for 127.0.0.1 completes the handshake of \
-            a client that starts TLS and answers its RequestMasterState inside it, and accepts no \
-            plain hello"
-                .into(),
+        requirement: "a server with a certificate serves a TLS client's handshake and asks, and \
+            accepts no plain hello"
+            .into(),
         body: run(tls),
         ..Case::default()
     });

@@ -32,8 +32,8 @@ pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         level: Level::Must,
         targets: vec![Target::Master, Target::Worker, Target::Driver],
         requirement: format!(
-            "{name} closes at once a connection that starts with an \
-        HTTP request (its `GET ` reads as a length over 64 KiB)"
+            "{name} closes at once a connection that starts with an HTTP `GET ` (a length over 64 \
+                KiB)"
         ),
         body: bind(s, handshake_1_1_http_get),
         ..Case::default()

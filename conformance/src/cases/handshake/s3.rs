@@ -21,9 +21,8 @@ pub mod client {
             level: Level::Must,
             targets: vec![Target::Worker, Target::Driver, Target::Executor],
             requirement: format!(
-                "{name}'s first frame is a hello: magic \"sparkwire\", the versions it speaks (at \
-                least one this \
-                protocol defines), its role ({}), an id",
+                "{name}'s first frame is a hello: magic \"sparkwire\", its versions, its role \
+                    ({}), an id",
                 s.role.name()
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {

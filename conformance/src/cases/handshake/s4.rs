@@ -106,9 +106,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} accepts a well-formed hello of a role it takes; its \
-                answer has magic, the version chosen, the versions it speaks (including that one), \
-                its role, of the hello's family, and an id"
+                "{name} accepts a good hello: magic, the chosen version, its versions, its role, \
+                    an id"
             ),
             body: bind(s, handshake_4_accepted),
             ..Case::default()

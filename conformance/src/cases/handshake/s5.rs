@@ -64,14 +64,13 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            requirement: "handshake.md §5 step 0, \"the server holds fewer connections than its \
-                limit (`--max-connections`) | `tooManyConnections`\", §9 \"server at its \
-                connection limit | `Refused{tooManyConnections}`\", and SPEC §8 \"at the \
-                handshake, a peer beyond the server's connection limit\" (closing only its own \
-                connection): a server started with a limit of 2 that holds two sessions answers a \
-                third hello refused tooManyConnections and closes that connection; the two \
-                sessions are still served"
+            quote: "handshake.md §5 step 0, \"the server holds fewer connections than its limit \
+                (`--max-connections`) | `tooManyConnections`\"; SPEC §8"
                 .into(),
+            requirement:
+                "at a limit of 2, a third hello is refused tooManyConnections and closed; \
+                the two sessions still served"
+                    .into(),
             body: run(too_many_connections),
             ..Case::default()
         });
@@ -98,8 +97,8 @@ pub mod limits {
                 "handshake.md §5, \"with a secret it refuses before the challenge, so a refused \
                 peer learns only that the server is full\""
                     .into(),
-            requirement: "at its limit, a server holding a secret answers a hello that asks to \
-                authenticate tooManyConnections, with no challenge first"
+            requirement: "at its limit, a server with a secret refuses an auth hello \
+                tooManyConnections, with no challenge first"
                 .into(),
             body: run(before_the_challenge),
             ..Case::default()
@@ -113,9 +112,8 @@ pub mod limits {
                 connection unanswered while 64 refusals are under way)\", and §9 \"Each failure \
                 ends that connection only\""
                 .into(),
-            requirement: "at its limit, with 64 refusals under way (hellos left unfinished), a \
-                server closes a 65th connection that says hello without answering it, and its \
-                session is still served"
+            requirement: "at its limit with 64 refusals under way, a 65th hello is closed \
+                unanswered; the session still served"
                 .into(),
             body: run(refusals_bounded),
             ..Case::default()
@@ -246,8 +244,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} closes a connection whose first prefix \
-            declares more than 65536 bytes, without waiting for the body"
+                "{name} closes a connection whose first prefix declares over 65536 bytes, not \
+                    waiting for them"
             ),
             body: bind(s, handshake_5_1_oversized_closed),
             ..Case::default()
@@ -288,8 +286,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} refuses a first frame that is a MessagePack \
-            array, not a map, with badMagic, then closes"
+                "{name} refuses a first frame that is a MessagePack array with badMagic, then \
+                    closes"
             ),
             body: bind(s, handshake_5_2_not_a_map),
             ..Case::default()
@@ -299,8 +297,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} refuses a first frame that is not MessagePack \
-            (the reserved byte 0xc1) with badMagic, then closes"
+                "{name} refuses a first frame that is not MessagePack (0xc1) with badMagic, then \
+                    closes"
             ),
             body: bind(s, handshake_5_2_not_msgpack),
             ..Case::default()
@@ -363,9 +361,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} refuses a hello offering only versions \
-            it does not speak with noCommonVersion listing the versions it speaks, then \
-                closes"
+                "{name} refuses a hello of unknown versions with noCommonVersion listing its own, \
+                    then closes"
             ),
             body: bind(s, handshake_5_7_no_common_version),
             ..Case::default()
@@ -374,11 +371,13 @@ pub mod server {
             id: "handshake/5/3/malformed-and-unknown-role".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
+            quote:
+                "handshake.md §5, \"a role name the server does not know at all is refused with \
+                `roleNotAccepted` already there\""
+                    .into(),
             requirement: format!(
-                "{name} refuses a hello with an unknown role and no `id` at step \
-                3, with malformedHello or roleNotAccepted (handshake.md §5: \"anything else wrong \
-                with the map is step 3 (a role name the server does not know at all is refused \
-                with `roleNotAccepted` already there)\"; the text orders neither), then closes"
+                "{name} refuses a hello of unknown role, no `id`: malformedHello or \
+                    roleNotAccepted; closes"
             ),
             body: bind(s, handshake_5_3_malformed_and_unknown_role),
             ..Case::default()
@@ -387,12 +386,12 @@ pub mod server {
             id: "handshake/5/4/auth-presence".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
+            quote: "handshake.md §5 step 4, \"a server with a secret: the hello has `auth` and \
+                `nonce`; a server without one: it has neither\""
+                .into(),
             requirement: format!(
-                "{name} checks step 4 of handshake.md §5, \"a server with a \
-                secret: the hello has `auth` and `nonce`; a server without one: it has neither\": \
-                without a secret it refuses a hello asking to authenticate with authNotConfigured \
-                (§10.2), holding one it refuses a hello that does not with authRequired; then it \
-                closes"
+                "{name} refuses an auth hello authNotConfigured, or, with a secret, a plain one \
+                    authRequired"
             ),
             body: bind(s, handshake_5_4_auth_presence),
             ..Case::default()
@@ -403,11 +402,11 @@ pub mod server {
                 id: format!("handshake/5/3/{what}"),
                 level: Level::Must,
                 targets: vec![Target::Master, Target::Worker, Target::Driver],
+                quote: "handshake.md §10.2, \"A hello with only one of `auth` and `nonce`, or \
+                    another mechanism than `hmac-sha256`, is `malformedHello`\""
+                    .into(),
                 requirement: format!(
-                    "{name} refuses a hello with {desc} with malformedHello \
-                    (handshake.md §10.2, \"A hello with only one of `auth` and `nonce`, or another \
-                    mechanism than `hmac-sha256`, is `malformedHello`\"; step 3 comes before step \
-                    4), then closes"
+                    "{name} refuses a hello with {desc}: malformedHello (step 3), then closes"
                 ),
                 body: run(move |ctx| {
                     handshake_5_3_malformed_auth(ctx, server.clone(), extra.clone())
@@ -420,9 +419,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} checks in order: a hello with an \
-            unknown role and no common version is roleNotAccepted (check 6 before \
-                7)"
+                "{name} refuses a hello of unknown role and no common version: roleNotAccepted (6 \
+                    before 7)"
             ),
             body: bind(s, handshake_5_order_role_before_version),
             ..Case::default()
@@ -649,9 +647,8 @@ pub mod points {
                 that is not an array of `str` is `malformedHello` there (after the magic, before \
                 authentication)\""
                     .into(),
-            requirement: "a hello whose features is the string \"closeReason\", offering only \
-                version 1000 and no authentication, is refused with malformedHello (not \
-                noCommonVersion, authRequired or authNotConfigured of the later steps)"
+            requirement: "a hello whose features is a string, with version 1000 only and no auth, \
+                is refused malformedHello"
                 .into(),
             body: run(features_checked_first),
             ..Case::default()

@@ -153,8 +153,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} accepts a version-1-only peer at version 1, or \
-            refuses it with noCommonVersion listing versions without 1"
+                "{name} accepts a v1-only peer at v1, or refuses it noCommonVersion listing \
+                    versions without 1"
             ),
             body: bind(s, handshake_6_v1_only_peer),
             ..Case::default()
@@ -164,8 +164,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} accepts a version-2-only peer at version 2, or \
-            refuses it with noCommonVersion listing versions without 2"
+                "{name} accepts a v2-only peer at v2, or refuses it noCommonVersion listing \
+                    versions without 2"
             ),
             body: bind(s, handshake_6_v2_only_peer),
             ..Case::default()

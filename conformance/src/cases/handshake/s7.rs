@@ -60,8 +60,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} refuses a role whose family it does not \
-            serve on this connection with roleNotAccepted, then closes"
+                "{name} refuses a role of a family it does not serve here with roleNotAccepted, \
+                    then closes"
             ),
             body: bind(s, handshake_7_other_family_role),
             ..Case::default()

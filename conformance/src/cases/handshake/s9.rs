@@ -21,8 +21,8 @@ pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         level: Level::Must,
         targets: vec![Target::Master, Target::Worker, Target::Driver],
         requirement: format!(
-            "a failed handshake ends only its own connection: \
-        {name} goes on serving a connection opened before it"
+            "a failed handshake ends only its own connection: {name} still serves one opened \
+                before it"
         ),
         body: bind(s, handshake_9_others_unaffected),
         ..Case::default()

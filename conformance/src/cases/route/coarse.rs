@@ -27,15 +27,21 @@ pub mod driver {
             if !ask || msg.from.iter().any(|r| r == "executor") {
                 continue;
             }
-            let requirement =
-                format!(
-                "the driver refuses the ask {} from an executor ({} → {} only): a failure or a close",
-                msg.name, msg.from.join(", "), msg.to.join(", ")
+            let quote = format!(
+                "SPEC §14.1, \"A message is taken only along its route\"; messages.md, {}: \"Route: {} → {}.\"",
+                msg.name,
+                msg.from.join(","),
+                msg.to.join(",")
+            );
+            let requirement = format!(
+                "the driver refuses the ask {} from an executor: a failure or a close",
+                msg.name
             );
             cs.push(Case {
                 id: format!("route/coarse/{}", msg.name),
                 level: Level::Must,
                 targets: vec![Target::Driver],
+                quote,
                 requirement,
                 body: run(move |ctx: Ctx| async move {
                     let m: C = sample(msg)?;
@@ -87,15 +93,21 @@ pub mod executor {
             {
                 continue;
             }
-            let requirement =
-                format!(
-                "the executor refuses the ask {} from its driver ({} → {} only): a failure or a close",
-                msg.name, msg.from.join(", "), msg.to.join(", ")
+            let quote = format!(
+                "SPEC §14.1, \"A message is taken only along its route\"; messages.md, {}: \"Route: {} → {}.\"",
+                msg.name,
+                msg.from.join(","),
+                msg.to.join(",")
+            );
+            let requirement = format!(
+                "the executor refuses the ask {} from its driver: a failure or a close",
+                msg.name
             );
             cs.push(Case {
                 id: format!("route/coarse/{}", msg.name),
                 level: Level::Must,
                 targets: vec![Target::Executor],
+                quote,
                 requirement,
                 body: run(move |ctx: Ctx| async move {
                     let m: C = sample(msg)?;

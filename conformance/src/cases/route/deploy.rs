@@ -35,24 +35,35 @@ pub mod master {
                     }
                 })
                 .unwrap_or(Role::Worker);
-            let how = match msg.kind {
-                sparkwire::definition::MessageKind::Ask => "an ask",
-                sparkwire::definition::MessageKind::Reply => {
-                    "a send (a reply message outside a reply)"
-                }
-                _ => "a send",
-            };
-            let requirement = format!(
-                "the master refuses {} from a {} peer, which its route ({} → {}) does not allow: a failure or a close \
-                    for \
-                    an ask, a close for a send",
-                msg.name, role.name(), msg.from.join(", "), msg.to.join(", ")
+            let quote = format!(
+                "SPEC §14.1, \"A message is taken only along its route\"; messages.md, {}: \"Route: {} → {}.\"",
+                msg.name,
+                msg.from.join(","),
+                msg.to.join(",")
             );
-            let _ = how;
+            let peer = match role.name().starts_with(['a', 'e', 'i', 'o', 'u']) {
+                true => format!("an {} peer", role.name()),
+                false => format!("a {} peer", role.name()),
+            };
+            let requirement = match msg.kind {
+                sparkwire::definition::MessageKind::Ask => format!(
+                    "the master refuses the ask {} from {peer}: a failure or a close",
+                    msg.name
+                ),
+                sparkwire::definition::MessageKind::Reply => format!(
+                    "the master closes the connection of {peer} that sends {} outside a reply",
+                    msg.name
+                ),
+                _ => format!(
+                    "the master closes the connection of {peer} that sends {}",
+                    msg.name
+                ),
+            };
             cs.push(Case {
                 id: format!("route/deploy/{}", msg.name),
                 level: Level::Must,
                 targets: vec![Target::Master],
+                quote,
                 requirement,
                 body: run(move |ctx: Ctx| async move {
                     let m: D = sample(msg)?;
@@ -90,14 +101,21 @@ pub mod worker {
             if !ask || to_worker_from_ui {
                 continue;
             }
+            let quote = format!(
+                "SPEC §14.1, \"A message is taken only along its route\"; messages.md, {}: \"Route: {} → {}.\"",
+                msg.name,
+                msg.from.join(","),
+                msg.to.join(",")
+            );
             let requirement = format!(
-                "the worker refuses the ask {} from a ui peer on its UI port ({} → {} only): a failure or a close",
-                msg.name, msg.from.join(", "), msg.to.join(", ")
+                "the worker refuses the ask {} from a ui peer on its UI port: a failure or a close",
+                msg.name
             );
             cs.push(Case {
                 id: format!("route/deploy/{}", msg.name),
                 level: Level::Must,
                 targets: vec![Target::Worker],
+                quote,
                 requirement,
                 body: run(move |ctx: Ctx| async move {
                     let m: D = crate::kit::common::sample(msg)?;

@@ -26,12 +26,12 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "rules/K1/register-first".into(),
         level: Level::Must,
         targets: vec![Target::Driver],
-        requirement: "rule K1, \"The driver asks a cluster manager (RequestExecutors, \
-            KillExecutors, GetExecutorLossReason) only on a connection where it sent \
-            RegisterClusterManager\" (RegisterClusterManager is the cluster manager's, \
-            definition.json): a driver with a job waiting for executors, to which the suite \
-            connects as a cluster-manager and sends nothing, asks none of them there (a driver \
-            that takes no cluster manager and refuses the role, handshake.md §7, asks none either)"
+        quote:
+            "rules.md K1, \"The driver asks a cluster manager (RequestExecutors, KillExecutors, \
+            GetExecutorLossReason) only on a connection where it sent RegisterClusterManager\""
+                .into(),
+        requirement: "a driver with a job waiting asks none of them on a cluster-manager \
+            connection that registered nothing"
             .into(),
         body: run(register_first),
         ..Case::default()

@@ -29,9 +29,8 @@ pub mod end_obligations {
                 executor\""
                 .into(),
             requirement:
-                "the suite, as the worker's master, sends a LaunchExecutor and lets go of \
-                the connection at once; before closing it the suite's judge listens, within the \
-                case's time, for the worker's ExecutorStateChanged"
+                "the suite sends a worker LaunchExecutor and lets go; the judge waits for \
+                its ExecutorStateChanged"
                     .into(),
             body: run(rules_n4_launch_answered_by_the_end),
             ..Case::default()
@@ -44,9 +43,8 @@ pub mod end_obligations {
                 (FINISHED, FAILED, KILLED or LOST) by the end of the trace, unless the executor \
                 was lost first\""
                 .into(),
-            requirement: "the suite, as the executor's driver, launches a short task and lets go \
-                of the connection at once; before closing it the suite's judge listens, within the \
-                case's time, for the task's final StatusUpdate"
+            requirement: "the suite launches a short task and lets go; the judge waits for the \
+                task's final StatusUpdate"
                 .into(),
             body: run(rules_n2_task_ended_by_the_end),
             ..Case::default()
@@ -127,9 +125,8 @@ pub mod judged {
                 "rules.md N3, \"Every RegisterApplication on a connection still open at the end \
                 of the trace has been answered with RegisteredApplication\""
                     .into(),
-            requirement: "an application client registers and lets go of its connection at once; \
-                before closing it the suite's judge listens, within the case's time, for the \
-                RegisteredApplication the master owes"
+            requirement: "an app client registers and lets go; the judge waits for the master's \
+                RegisteredApplication"
                 .into(),
             body: run(rules_n3_registration_answered_by_the_end),
             ..Case::default()

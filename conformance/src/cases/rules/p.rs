@@ -24,7 +24,7 @@ pub mod driver {
             level: Level::Must,
             targets: vec![Target::Driver],
             requirement: "the driver's application client sends RegisterApplication first, and \
-                nothing else until RegisteredApplication (rule P1)"
+                nothing else until answered"
                 .into(),
             body: run(|ctx: Ctx| async move {
                 let (_run, mut app) = start(ctx.clone(), SMALL).await?;
@@ -87,8 +87,8 @@ pub mod judged {
             quote: "rules.md P4, \"LaunchExecutor is only for an application that is registered \
                 and has not finished\""
                 .into(),
-            requirement: "once the master's state no longer lists an application its client \
-                unregistered, a worker with room that registers gets no LaunchExecutor for it"
+            requirement: "a worker with room gets no LaunchExecutor for an application its client \
+                unregistered"
                 .into(),
             body: run(rules_p4_no_launch_after_unregister),
         });
@@ -128,7 +128,7 @@ pub mod ownership {
     use crate::kit::master::app;
     use crate::kit::master::app_desc;
     use crate::kit::master::open;
-    use crate::kit::support::spec14::*;
+    use crate::kit::support::authorization::*;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::Addr;
     use sparkwire::messages::DeployMessage;
@@ -148,11 +148,12 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a \
-                refusal\" (rule P1's message, an UnregisterApplication before any \
-                RegisterApplication on the connection): the master answers nothing and goes on \
-                serving the connection, which then registers an application; a strict master MAY \
-                close the connection instead"
+            quote:
+                "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal\"; \
+                rules.md P1"
+                    .into(),
+            requirement: "an UnregisterApplication before registering gets no answer and the \
+                connection is still served"
                 .into(),
             body: run(unregister_before_registering),
             ..Case::default()
@@ -162,10 +163,11 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.2 Z1, \"the master answers as Spark does (`false`, or \
-                nothing)\" (rule P2's message, a RequestExecutors naming an application id the \
-                master never gave out): a bool reply false, never true; a strict master MAY answer \
-                a failure or close instead"
+            quote: "SPEC §14.2 Z1, \"the master answers as Spark does (`false`, or nothing)\"; \
+                rules.md P2"
+                .into(),
+            requirement: "RequestExecutors naming an app id never given out is answered false, \
+                never true (strict: fail or close)"
                 .into(),
             body: run(request_executors_unknown_app),
             ..Case::default()

@@ -22,8 +22,8 @@ pub mod driver {
             id: "rules/T5/task-description".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "LaunchTask's data is a TaskDescription (SPEC §10) naming the executor, \
-                with cpus = spark.task.cpus (1), attempt 0, partition = index (rule T5)"
+            requirement: "LaunchTask's data is a TaskDescription naming the executor, cpus 1, \
+                attempt 0, partition = index"
                 .into(),
             body: run(|ctx: Ctx| async move {
                 let d = registered(&ctx, SMALL).await?;
@@ -50,9 +50,10 @@ pub mod driver {
             id: "rules/T1/slots".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "the driver never runs more tasks on an executor than its cores allow: 2 \
-                cores, no task finished, at most 2 LaunchTask (rule T1)"
-                .into(),
+            requirement:
+                "the driver launches at most 2 tasks on an executor of 2 cores while none \
+                has finished (rule T1)"
+                    .into(),
             body: run(|ctx: Ctx| async move {
                 let d = registered(&ctx, SMALL).await?;
                 let mut e = executor(&ctx, &d, "1", 2, Version::V2).await?;

@@ -12,7 +12,7 @@ pub mod ownership {
     use crate::kit::master::open;
     use crate::kit::master::state;
     use crate::kit::master::worker;
-    use crate::kit::support::spec14::*;
+    use crate::kit::support::authorization::*;
     use sparkwire::messages::Version;
     use sparkwire::messages::WorkerState;
     use sparkwire::wire::handshake::Role;
@@ -26,11 +26,13 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master never \
-                registered is ignored: nothing is sent and nothing changes\" (rule W1's message, a \
-                Heartbeat before any RegisterWorker on the connection): the master sends nothing \
-                back and registers no worker; a strict master MAY close the connection instead"
+            quote: "SPEC §14.2 Z2, \"A `Heartbeat` naming a worker the master never registered is \
+                ignored: nothing is sent and nothing changes\"; rules.md W1"
                 .into(),
+            requirement:
+                "a Heartbeat before RegisterWorker gets no answer and registers no worker \
+                (a strict master MAY close)"
+                    .into(),
             body: run(heartbeat_before_registering),
             ..Case::default()
         });
@@ -39,10 +41,9 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.2 Z2 (rule W2's message, a Heartbeat naming another worker id \
-                than the one registered on the connection, an id the master never registered): the \
-                master sends nothing back, registers no such worker, and the registered worker \
-                stays ALIVE; a strict master MAY close the connection instead"
+            quote: "SPEC §14.2 Z2; rules.md W2".into(),
+            requirement: "a Heartbeat naming an unregistered id changes nothing; the registered \
+                worker stays ALIVE (strict: close)"
                 .into(),
             body: run(heartbeat_naming_unknown_worker),
             ..Case::default()
@@ -128,9 +129,8 @@ pub mod closing {
                 worker registered on that connection and ALIVE: not lost (DEAD) and not \
                 [decommissioned]\""
                 .into(),
-            requirement: "a worker with room that sent WorkerDecommissioning naming itself is \
-                shown DECOMMISSIONED (on sparkwire's wire) and gets no LaunchExecutor when an \
-                application asking for executors registers"
+            requirement: "a worker that sent WorkerDecommissioning is DECOMMISSIONED and gets no \
+                LaunchExecutor"
                 .into(),
             body: run(decommissioned_no_launch),
         });

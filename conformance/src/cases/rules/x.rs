@@ -27,10 +27,10 @@ pub mod driver {
             id: "rules/X3/duplicate-id".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "the driver answers a RegisterExecutor whose executor id is registered \
-                with a failure carrying Spark's text `Duplicate executor ID: ID`, never with true \
-                (rule X3)"
-                .into(),
+            requirement:
+                "a RegisterExecutor of a registered id gets a failure `Duplicate executor \
+                ID: ID`, never true (rule X3)"
+                    .into(),
             body: run(|ctx: Ctx| async move {
                 let d = registered(&ctx, SMALL).await?;
                 let _one = executor(&ctx, &d, "1", 2, Version::V2).await?;

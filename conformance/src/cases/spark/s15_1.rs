@@ -27,8 +27,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
     let frames: [BrokenFrame; 3] = [
         (
             "spark/15.1/too-large-frame",
-            "whose length field declares 2^40 bytes (more than a Java array holds), \
-        without waiting for them",
+            "declaring 2^40 bytes, not waiting for them",
             || {
                 let mut b = (1u64 << 40).to_be_bytes().to_vec();
                 b.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]);
@@ -37,7 +36,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
         ),
         (
             "spark/15.1/short-frame",
-            "whose length field is below the 8 bytes of the length itself",
+            "whose length field is below its own 8 bytes",
             || {
                 let mut b = 4u64.to_be_bytes().to_vec();
                 b.extend_from_slice(&[3, 0, 0, 0, 0]);
@@ -127,9 +126,8 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         requirement: format!(
-            "{name} answers an RpcRequest whose Java stream does not read with a failure \
-            (RpcFailure) for its id, \
-            and goes on serving the connection"
+            "{name} answers an RpcRequest whose Java stream does not read with RpcFailure, and \
+                goes on"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
             let at = s.open(ctx.clone()).await?;
@@ -153,9 +151,8 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         requirement: format!(
-            "{name} drops a OneWayMessage whose Java stream does not read, sends nothing back for \
-            it and goes on \
-            serving the connection"
+            "{name} drops a OneWayMessage whose Java stream does not read, answers nothing, and \
+                goes on"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
             let at = s.open(ctx.clone()).await?;
@@ -184,9 +181,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
             targets: vec![Target::Master, Target::Worker],
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
-            requirement: format!(
-                "{name} closes a connection on which a transport frame arrives {what}"
-            ),
+            requirement: format!("{name} closes a connection when a transport frame comes {what}"),
             body: bind(&s, move |ctx: Ctx, s| async move {
                 let at = s.open(ctx.clone()).await?;
                 let mut c = bare(&ctx, &s, &at).await?;

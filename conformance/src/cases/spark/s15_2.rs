@@ -34,9 +34,8 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         requirement: format!(
-            "{name} answers RpcEndpointVerifier$CheckExistence of its own \
-            endpoint name, asked of the endpoint `endpoint-verifier`, with java.lang.Boolean true \
-            in an RpcResponse of the same request id"
+            "{name} answers CheckExistence of its endpoint name with java.lang.Boolean true, same \
+                request id"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
             let at = s.open(ctx.clone()).await?;
@@ -99,9 +98,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         requirement: format!(
-            "{name} answers an ask sent without a CheckExistence before it (the check is the \
-            asking peer's, not a \
-            gate)"
+            "{name} answers an ask sent without a CheckExistence before it (the check is no gate)"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
             let at = s.open(ctx.clone()).await?;
@@ -117,9 +114,8 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         requirement: format!(
-            "{name} fails an ask to an endpoint name it does not have (a failure for that request \
-            id) and goes on \
-            serving the connection"
+            "{name} fails an ask to an endpoint name it does not have, and goes on serving the \
+                connection"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
             let at = s.open(ctx.clone()).await?;
@@ -148,9 +144,8 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
         requirement: format!(
-            "{name} fails, with org.apache.spark.SparkException, an ask of a message it takes \
-            only one-way, and \
-            goes on serving the connection"
+            "{name} fails an ask of a one-way message with org.apache.spark.SparkException, and \
+                goes on"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
             let at = s.open(ctx.clone()).await?;
@@ -190,11 +185,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
         targets: vec![Target::Master, Target::Worker],
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
-        requirement: format!(
-            "{name} answers an ask whose request id is negative with that id (request ids are \
-            signed 64-bit and \
-            opaque)"
-        ),
+        requirement: format!("{name} answers an ask whose request id is negative with that id"),
         body: bind(&s, move |ctx: Ctx, s| async move {
             let at = s.open(ctx.clone()).await?;
             let mut c = bare(&ctx, &s, &at).await?;
@@ -239,8 +230,7 @@ pub fn for_spark_server(cs: &mut Vec<Case>, s: Endpoint) {
         sharing: Sharing::Alone,
         requirement: format!(
             "{name} answers an ask whose RequestMessage has no sender address (a client-mode \
-            RpcEnv, as an \
-            executor's)"
+                RpcEnv)"
         ),
         body: bind(&s, move |ctx: Ctx, s| async move {
             // The suite's connections send no sender until they register an endpoint of their own.
@@ -317,10 +307,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "spark/15.2/worker-sender-is-its-reference".into(),
         level: Level::Must,
         targets: vec![Target::Worker],
-        requirement:
-            "the worker's RegisterWorker names, as its RequestMessage sender, the address \
-            of the endpoint reference it registers (which the master keys it by)"
-                .into(),
+        requirement: "the worker's RegisterWorker names its endpoint reference's address as the \
+            RequestMessage sender"
+            .into(),
         body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
             let w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
@@ -346,9 +335,10 @@ pub fn cases(cs: &mut Vec<Case>) {
         id: "spark/15.2/worker-one-connection".into(),
         level: Level::Must,
         targets: vec![Target::Worker],
-        requirement: "the worker sends its heartbeats on the connection it registered over, where \
-            the master's answer reached it (a master never dials a worker)"
-            .into(),
+        requirement:
+            "the worker heartbeats over the connection it registered over (a master never \
+            dials a worker)"
+                .into(),
         body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
             let mut w = crate::kit::worker::registered(&ctx, &[Version::V1, Version::V2]).await?;
@@ -375,10 +365,9 @@ pub fn cases(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(10),
         sharing: Sharing::Alone,
-        requirement:
-            "the master answers RegisterWorker over the connection the worker opened, and \
-            does not dial the address of the worker's reference (where the suite listens)"
-                .into(),
+        requirement: "the master answers RegisterWorker over the worker's connection and never \
+            dials its reference"
+            .into(),
         body: run(|ctx: Ctx| async move {
             spark_version(&ctx)?;
             let listener =
@@ -426,10 +415,8 @@ pub fn cases(cs: &mut Vec<Case>) {
             the reference registered … and, when a connection closes, removes the worker or \
             application registered at the sender address that connection gave\""
             .into(),
-        requirement: "a worker registered over a connection whose RequestMessage sender is its \
-            reference's address is removed once that connection closes: an application registered \
-            before it (asking no cores) is told WorkerRemoved naming it (the state's DEAD cannot \
-            show on Spark's wire: SPEC §15.4 S3)"
+        requirement: "a worker whose connection closes is removed: an application is told \
+            WorkerRemoved naming it"
             .into(),
         body: run(master_removes_closed_worker),
         ..Case::default()

@@ -15,7 +15,7 @@ use crate::kit::master::open;
 use crate::kit::master::register_worker_msg;
 use crate::kit::master::settle;
 use crate::kit::master::state;
-use crate::kit::support::spec1::*;
+use crate::kit::support::one_connection::*;
 use sparkwire::messages::DeployMessage;
 use sparkwire::messages::Version;
 use sparkwire::wire::handshake::Role;
@@ -37,9 +37,8 @@ pub fn cases(cs: &mut Vec<Case>) {
             connection the client opened: the master answers a worker, and later sends it \
             `LaunchExecutor`, over the worker's own connection\""
             .into(),
-        requirement: "a worker registered at an address where the suite listens gets \
-            RegisteredWorker and, once an application asks for an executor, LaunchExecutor over \
-            the connection it opened, and the master opens no connection to that address"
+        requirement: "a worker gets RegisteredWorker and LaunchExecutor over its own connection; \
+            the master never dials it"
             .into(),
         body: run(one_connection),
         ..Case::default()

@@ -22,10 +22,10 @@ pub mod driver {
             id: "spec/10/task-size-limit".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: "a task whose serialized size reaches spark.rpc.message.maxSize less 200 \
-                KiB is not sent; the job fails with Spark's text `Serialized task …exceeds max \
-                allowed: spark.rpc.message.maxSize (…)`, and the executor's connection stays open \
-                (until StopExecutor at the driver's shutdown)".into(),
+            quote: "SPEC §10, spark.rpc.message.maxSize".into(),
+            requirement: "a task of maxSize less 200 KiB is not sent: the job fails with Spark's \
+                text, the connection stays open"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut d = registered(&ctx, Job { job: "big-task", partitions: 1, param: 2 << 20,
                     max_message_size: 1 }).await?;
@@ -82,7 +82,7 @@ pub mod executor {
             targets: vec![Target::Executor],
             requirement:
                 "the executor runs a LaunchTask: StatusUpdate RUNNING, then FINISHED with \
-                the runner's result, with its executor id (SPEC §10, rules T2, T3)"
+                the result (rules T2, T3)"
                     .into(),
             body: run(|ctx: Ctx| async move {
                 let mut e = registered(&ctx, &[Version::V2], 128).await?;
@@ -188,11 +188,10 @@ pub mod executor {
             id: "spec/10/result-too-large".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement:
-                "a result as large as spark.rpc.message.maxSize less 200 KiB is not sent: \
-                the task is FAILED with Spark's text `Result of task (TID n) was S bytes, which \
-                exceeds max allowed: spark.rpc.message.maxSize`, and the connection stays up"
-                    .into(),
+            quote: "SPEC §10, spark.rpc.message.maxSize".into(),
+            requirement: "a result of maxSize less 200 KiB is not sent: the task FAILED with \
+                Spark's text, the connection up"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let mut e = registered(&ctx, &[Version::V2], 1).await?;
                 launched(&ctx, &mut e).await?;
@@ -232,8 +231,8 @@ pub mod executor {
             id: "spec/10/bad-task-data".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "a LaunchTask whose data is not a TaskDescription does not take the \
-                executor down: the connection stays up and the next task runs"
+            requirement: "a LaunchTask whose data is no TaskDescription keeps the connection up, \
+                and the next task runs"
                 .into(),
             body: run(|ctx: Ctx| async move {
                 let mut e = registered(&ctx, &[Version::V2], 128).await?;
@@ -316,11 +315,9 @@ pub mod tasks {
                 `spark.task.cpus`\", and \"The driver's `SparkAppConfig` carries … \
                 `spark.task.cpus`\""
                     .into(),
-            requirement:
-                "a task and its retry are named `task INDEX.ATTEMPT in stage STAGE.0 (TID \
-                TASKID)` from their own fields, with stageAttemptId 0 and cpus the spark.task.cpus \
-                the driver's SparkAppConfig gives"
-                    .into(),
+            requirement: "a task and its retry are named `task I.A in stage S.0 (TID T)`, \
+                stageAttemptId 0, cpus as configured"
+                .into(),
             body: run(task_fields),
             ..Case::default()
         });

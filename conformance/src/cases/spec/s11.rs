@@ -12,7 +12,7 @@ pub mod vectors {
     use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::replay::*;
-    use crate::kit::support::spec11::*;
+    use crate::kit::support::decoding::*;
     use sparkwire::wire::handshake::Role;
     use std::time::Duration;
 
@@ -20,16 +20,15 @@ pub mod vectors {
     pub fn cases(cs: &mut Vec<Case>) {
         for r in replays(&MASTER) {
             let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
+            let quote = vector_quote(&r.file, &r.name);
             let requirement = match &r.error {
                 Some(e) => format!(
-                    "the master decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection \
-                        closed, when a {} sends it",
-                    r.file, r.name, who(r.how)
+                    "the master refuses this vector ({e}) from a {} and closes the connection",
+                    who(r.how)
                 ),
                 None => format!(
-                    "the master decides the {}.json vector \"{}\" as SPEC §11 does: taken (an ask answered, a \
-                        registration answered), the connection kept open, when a {} sends it",
-                    r.file, r.name, who(r.how)
+                    "the master takes this vector from a {}: it answers and keeps the connection open",
+                    who(r.how)
                 ),
             };
             cs.push(Case {
@@ -37,6 +36,7 @@ pub mod vectors {
                 level: Level::Must,
                 targets: vec![Target::Master],
                 timeout: Duration::from_secs(10),
+                quote,
                 requirement,
                 body: run(move |ctx: Ctx| {
                     let r = r.clone();
@@ -51,27 +51,27 @@ pub mod vectors {
                 .1
                 .as_deref()
                 == Some("StopExecutor");
+            let quote = vector_quote(&r.file, &r.name);
             let requirement = match (&r.error, stop) {
                 (Some(e), _) => format!(
-                    "the executor decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the \
-                        connection \
-                        to its driver closed (a close envelope, if one comes, of kind {e})",
-                    r.file, r.name
+                    "the executor refuses this vector from its driver and closes (a close envelope, \
+                        if any, of kind {e})"
                 ),
-                (None, true) => format!(
-                    "the executor decides the {}.json vector \"{}\" as SPEC §11 does: taken, as the StopExecutor it is \
-                        (it closes its connection and exits with status 0, as flow/executor/stop)",
-                    r.file, r.name
-                ),
-                (None, false) => format!(
-                    "the executor decides the {}.json vector \"{}\" as SPEC §11 does: taken, the connection kept open",
-                    r.file, r.name
-                ),
+                (None, true) => {
+                    "the executor takes this StopExecutor: it closes its connection and exits \
+                    with status 0"
+                        .to_string()
+                }
+                (None, false) => {
+                    "the executor takes this vector from its driver and keeps the connection open"
+                        .to_string()
+                }
             };
             cs.push(Case {
                 id,
                 level: Level::Must,
                 targets: vec![Target::Executor],
+                quote,
                 requirement,
                 body: run(move |ctx: Ctx| {
                     let r = r.clone();
@@ -82,24 +82,22 @@ pub mod vectors {
         }
         for r in replays(&WORKER) {
             let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
+            let quote = vector_quote(&r.file, &r.name);
             let requirement = match &r.error {
                 Some(e) => format!(
-                    "the worker decides the {}.json vector \"{}\" as SPEC §11 and §8 do: refused ({e}), the connection \
-                        to \
-                        its master closed (a close envelope, if one comes, of kind {e})",
-                    r.file, r.name
+                    "the worker refuses this vector from its master and closes (a close envelope, if \
+                        any, of kind {e})"
                 ),
-                None => format!(
-                    "the worker decides the {}.json vector \"{}\" as SPEC §11 does: taken, the connection to its \
-                        master \
-                        kept open",
-                    r.file, r.name
-                ),
+                None => {
+                    "the worker takes this vector from its master and keeps the connection open"
+                        .to_string()
+                }
             };
             cs.push(Case {
                 id,
                 level: Level::Must,
                 targets: vec![Target::Worker],
+                quote,
                 requirement,
                 body: run(move |ctx: Ctx| {
                     let r = r.clone();
@@ -178,7 +176,8 @@ pub mod driver {
     use crate::kit::replay::stays_open;
     use crate::kit::replay::Replay;
     use crate::kit::spawned;
-    use crate::kit::support::spec11_driver::*;
+    use crate::kit::support::decoding::vector_quote;
+    use crate::kit::support::decoding_driver::*;
     use sparkwire::messages::DeployMessage;
     use sparkwire::wire::handshake::Role;
     use sparkwire::wire::Envelope;
@@ -189,25 +188,21 @@ pub mod driver {
     pub fn cases(cs: &mut Vec<Case>) {
         for r in replays(&EXECUTOR_PORT) {
             let id = format!("spec/11/live/{}/{}", r.file, slug(&r.name));
+            let quote = vector_quote(&r.file, &r.name);
             let requirement = match &r.error {
                 Some(e) => format!(
-                    "the driver decides the {}.json vector \"{}\" as SPEC §11 and §8 do when an executor sends it on a \
-                        fresh connection to its executor port: refused ({e}), the connection closed (where the \
-                            handshake \
-                            agreed on closeReason, with a close envelope of kind {e})",
-                    r.file, r.name
+                    "the driver refuses this vector from an executor on its executor port and \
+                        closes ({e} if agreed)"
                 ),
-                None => format!(
-                    "the driver decides the {}.json vector \"{}\" as SPEC §11 does when an executor sends it on a \
-                        fresh \
-                        connection to its executor port: taken, the connection kept open",
-                    r.file, r.name
-                ),
+                None => "the driver takes this vector from an executor on its executor port, the \
+                    connection kept open"
+                    .to_string(),
             };
             cs.push(Case {
                 id,
                 level: Level::Must,
                 targets: vec![Target::Driver],
+                quote,
                 requirement,
                 body: run(move |ctx: Ctx| {
                     let r = r.clone();
@@ -218,25 +213,21 @@ pub mod driver {
         }
         for r in replays(&APP_CLIENT) {
             let id = format!("spec/11/live/app-client/{}/{}", r.file, slug(&r.name));
+            let quote = vector_quote(&r.file, &r.name);
             let requirement = match &r.error {
                 Some(e) => format!(
-                    "the driver's application client decides the {}.json vector \"{}\" as SPEC §11 and §8 do when its \
-                        master sends it once the application is registered: refused ({e}), the connection to its \
-                            master \
-                            closed (a close envelope, if one comes, of kind {e})",
-                    r.file, r.name
+                    "the driver's application client, registered, refuses this vector from its master \
+                        and closes ({e})"
                 ),
-                None => format!(
-                    "the driver's application client decides the {}.json vector \"{}\" as SPEC §11 does when its \
-                        master \
-                        sends it once the application is registered: taken, the connection to its master kept open",
-                    r.file, r.name
-                ),
+                None => "the driver's application client, registered, takes this vector from its master, \
+                    the connection kept open"
+                    .to_string(),
             };
             cs.push(Case {
                 id,
                 level: Level::Must,
                 targets: vec![Target::Driver],
+                quote,
                 requirement,
                 body: run(move |ctx: Ctx| {
                     let r = r.clone();

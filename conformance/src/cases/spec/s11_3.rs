@@ -9,7 +9,7 @@ pub mod vectors {
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
-    use crate::kit::support::spec11::*;
+    use crate::kit::support::decoding::*;
     use sparkwire::messages::DeployMessage;
     use sparkwire::wire::Envelope;
     use std::time::Duration;
@@ -110,7 +110,7 @@ pub mod driver {
     use crate::harness::verdict::Outcome;
     use crate::kit::replay::refused_with;
     use crate::kit::replay::stays_open;
-    use crate::kit::support::spec11_driver::*;
+    use crate::kit::support::decoding_driver::*;
 
     /// The cases of this section, each naming its targets.
     pub fn cases(cs: &mut Vec<Case>) {
@@ -121,11 +121,9 @@ pub mod driver {
             quote: "SPEC §11.3, \"A decoder MUST refuse, with `InvalidFields`, a map with a key \
                 given twice or out of order ... at any depth (a map inside a map included)\""
                 .into(),
-            requirement:
-                "a registered executor's StatusUpdate (version 2) for the task the driver \
-                launched on it, whose `resources` holds {\"gpu\": {\"b\": 2, \"a\": 1}}, is \
-                refused: the connection closed"
-                    .into(),
+            requirement: "a StatusUpdate whose `resources` holds {\"gpu\": {\"b\": 2, \"a\": 1}} \
+                is refused, the connection closed"
+                .into(),
             body: run(map_inside_map_out_of_order),
             ..Case::default()
         });
@@ -175,7 +173,7 @@ pub mod fields {
     use crate::harness::mp::map;
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
-    use crate::kit::support::spec4_fields::*;
+    use crate::kit::support::field_maps::*;
     use std::time::Duration;
 
     /// The cases of this section, each naming its targets.
@@ -189,10 +187,8 @@ pub mod fields {
                 given twice or out of order ... at any depth\", and §4.1, \"`map<K,V>` | map | \
                 keys distinct and ascending\""
                 .into(),
-            requirement: "a RegisterApplication whose `taskResources` (a map three levels down, \
-                inside the default profile) has its keys `gpu`, `cpus` in descending order is \
-                refused, the connection closed (InvalidFields where closeReason was agreed, SPEC \
-                §8.1)"
+            requirement: "a RegisterApplication whose `taskResources` keys are `gpu`, `cpus` is \
+                refused (InvalidFields)"
                 .into(),
             body: run(nested_map_keys_out_of_order),
             ..Case::default()

@@ -41,11 +41,9 @@ pub mod admin {
                 failure, class `java.lang.SecurityException`, message beginning `Permission \
                 denied:` and naming the message); nothing changes and the connection stays open\""
                 .into(),
-            requirement:
-                "with an admin secret, an authenticated UI without the admin proof asking \
-                RequestKillAllDrivers gets that failure, a submitted driver is still SUBMITTED, \
-                and the UI is still served"
-                    .into(),
+            requirement: "a UI without the admin proof asking RequestKillAllDrivers gets that \
+                failure and changes nothing"
+                .into(),
             body: run(kill_all_denied),
             ..Case::default()
         });
@@ -54,9 +52,9 @@ pub mod admin {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §13 (as spec/13/admin/kill-all-denied) for \
-                DecommissionWorkersOnHosts: the failure names the message, the worker registered \
-                on that host is not told DecommissionWorker, and the UI is still served"
+            quote: "SPEC §13, \"Any other peer's ask is answered with a failure\"".into(),
+            requirement: "DecommissionWorkersOnHosts without the admin proof fails and \
+                decommissions nothing; the UI served"
                 .into(),
             body: run(decommission_denied),
             ..Case::default()
@@ -66,10 +64,11 @@ pub mod admin {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §13 (as spec/13/admin/kill-all-denied) for \
-                RequestClearCompletedDriversAndApps: the failure names the message, and the UI is \
-                still served"
-                .into(),
+            quote: "SPEC §13, \"Any other peer's ask is answered with a failure\"".into(),
+            requirement:
+                "RequestClearCompletedDriversAndApps without the admin proof fails naming \
+                it; the UI still served"
+                    .into(),
             body: run(clear_completed_denied),
             ..Case::default()
         });
@@ -78,10 +77,11 @@ pub mod admin {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §13, \"a shared secret and an **admin secret** | only a peer that \
-                also proved the admin secret in its handshake\" may send them: a UI that proved \
-                the admin secret asking RequestKillAllDrivers is answered with a \
-                KillAllDriversResponse"
+            quote: "SPEC §13, \"a shared secret and an **admin secret** | only a peer that also \
+                proved the admin secret in its handshake\""
+                .into(),
+            requirement: "a UI that proved the admin secret gets KillAllDriversResponse to \
+                RequestKillAllDrivers"
                 .into(),
             body: run(admin_allowed),
             ..Case::default()
@@ -252,9 +252,8 @@ pub mod auth {
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
             requirement: format!(
-                "{name} holding a shared secret takes no envelope before the \
-                peer's proof: a {what} sent in place of the proof changes nothing and the \
-                connection is refused or closed"
+                "{name} with a secret takes no {what} sent in place of the proof: nothing \
+                    changes"
             ),
             body: secured(&s, move |ctx: Ctx, k, g| async move {
                 let mut c = challenged(&ctx, g.at.addr, g.role, "no-proof", &k).await?;
@@ -271,9 +270,8 @@ pub mod auth {
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
             requirement: format!(
-                "{name} holding a shared secret takes nothing from a peer that \
-                does not authenticate: a {what} right behind a hello without auth is refused \
-                (authRequired) and changes nothing"
+                "{name} with a secret refuses a {what} after a hello without auth: nothing \
+                changes"
             ),
             body: secured(&s, move |ctx: Ctx, _k, g| async move {
                 unauthenticated_then(&ctx, g.at.addr, g.role, "no-auth", &g.change, what).await?;
@@ -291,9 +289,8 @@ pub mod auth {
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
             sharing: Sharing::Alone,
-            requirement: "a master holding a shared secret takes no state-changing ask from an \
-                unauthenticated ui peer: RequestKillAllDrivers behind a hello without auth gets no \
-                reply, only a refusal and a close"
+            requirement: "a master with a secret refuses an unauthenticated UI's \
+                RequestKillAllDrivers, with no reply"
                 .into(),
             body: run(|ctx: Ctx| async move {
                 secret(&ctx)?;

@@ -27,8 +27,8 @@ pub mod ownership {
     use crate::kit::master::worker_ref;
     use crate::kit::master::Need;
     use crate::kit::ownership::two_workers;
-    use crate::kit::support::spec14::*;
-    use crate::kit::support::spec14_ownership::*;
+    use crate::kit::support::authorization::*;
+    use crate::kit::support::bound_ids::*;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::Addr;
     use sparkwire::messages::DeployMessage;
@@ -56,9 +56,8 @@ pub mod ownership {
                 over its connection\", and §14.3, \"A refused ask is answered with a failure \
                 envelope ... `java.lang.SecurityException` for a foreign id\""
                 .into(),
-            requirement: "KillExecutors naming an application registered over another connection \
-                is answered with such a failure (a strict master MAY close instead, SPEC §8.1 \
-                `RuleViolation`)"
+            requirement: "KillExecutors naming another connection's application gets that failure \
+                (strict: a close)"
                 .into(),
             body: run(kill_executors_other_connection),
             ..Case::default()
@@ -71,9 +70,8 @@ pub mod ownership {
             quote: "SPEC §14.2 Z1, \"`RequestExecutors` ... naming an active application [is] \
                 taken only over its connection\""
                 .into(),
-            requirement: "RequestExecutors naming an application registered over another \
-                connection is answered with a failure (java.lang.SecurityException, §14.3; a \
-                strict master MAY close instead, SPEC §8.1 `RuleViolation`)"
+            requirement: "RequestExecutors naming another connection's app gets a \
+                SecurityException failure (strict: a close)"
                 .into(),
             body: run(request_executors_other_connection),
             ..Case::default()
@@ -110,11 +108,11 @@ pub mod ownership {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §14.2 Z4, \"`RequestKillDriver` for an active driver is taken only \
-                over that connection\", and §14.3 (a failure, java.lang.SecurityException, for a \
-                foreign id): another driver client's RequestKillDriver is answered with such a \
-                failure and the driver stays active (a strict master MAY close instead, SPEC §8.1 \
-                `RuleViolation`)"
+            quote: "SPEC §14.2 Z4, \"`RequestKillDriver` for an active driver is taken only over \
+                that connection\""
+                .into(),
+            requirement: "another driver client's RequestKillDriver fails (SecurityException) and \
+                the driver stays active"
                 .into(),
             body: run(kill_driver_other_connection),
             ..Case::default()
@@ -128,11 +126,9 @@ pub mod ownership {
                 connection: a `RequestKillDriver` for it from any `driver-client` is answered as \
                 its submitter's would be, and kills it\""
                 .into(),
-            requirement:
-                "after the submitting client closed its connection, a new driver client's \
-                RequestKillDriver is answered success = true (the master may take a moment to see \
-                the close: refusals are retried within the case's time)"
-                    .into(),
+            requirement: "once its submitter closed, a new driver client's RequestKillDriver is \
+                answered success = true"
+                .into(),
             body: run(kill_after_submitter_left),
             ..Case::default()
         });
@@ -158,8 +154,8 @@ pub mod ownership {
             quote: "SPEC §14.2 Z2, \"A `WorkerLatestState` naming a worker the master does not \
                 know is ignored\""
                 .into(),
-            requirement: "no KillExecutor or KillDriver for what it lists, and no worker \
-                registered by it; a strict master MAY close the connection instead"
+            requirement: "no KillExecutor or KillDriver follows and no worker is registered (a \
+                strict master MAY close)"
                 .into(),
             body: run(latest_state_unknown_ignored),
             ..Case::default()
@@ -172,10 +168,8 @@ pub mod ownership {
             quote: "SPEC §14.2 Z3, \"Updates for executors and drivers the master does not know \
                 change nothing and are not refused\""
                 .into(),
-            requirement: "a registered worker's ExecutorStateChanged ask about an executor the \
-                master never placed is answered (a bool reply), and its DriverStateChanged about \
-                an unknown driver leaves the connection open; a strict master MAY close instead \
-                (rule E2, D3: SPEC §8.1 `RuleViolation`)"
+            requirement: "state changes for an unknown executor or driver are answered and keep \
+                the connection (strict: close)"
                 .into(),
             body: run(unknown_updates_not_refused),
             ..Case::default()
@@ -220,10 +214,8 @@ pub mod ownership {
                 connection closed ...) is answered `ReconnectWorker` over the connection it came \
                 on\""
                 .into(),
-            requirement: "after a registered worker's connection closes, a Heartbeat naming it \
-                over a new worker connection is answered ReconnectWorker (a strict master MAY \
-                close instead, SPEC §14.2, and then it also closes a connection that sends a \
-                Heartbeat before registering)"
+            requirement: "a Heartbeat naming a worker whose connection closed is answered \
+                ReconnectWorker (strict: close)"
                 .into(),
             body: run(reconnect_dead_worker),
             ..Case::default()
@@ -239,8 +231,8 @@ pub mod ownership {
                 not have on that worker and one `KillDriver` for each driver ... in any order \
                 (Spark's SPARK-13604)\""
                 .into(),
-            requirement: "a WorkerLatestState listing an executor and a driver the master never \
-                launched gets a KillExecutor and a KillDriver for them"
+            requirement: "a WorkerLatestState naming an unknown executor and driver gets a \
+                KillExecutor and a KillDriver"
                 .into(),
             body: run(spark_13604),
             ..Case::default()
@@ -253,9 +245,8 @@ pub mod ownership {
             quote: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: \
                 the master answers as Spark does (`false`, or nothing)\""
                 .into(),
-            requirement: "after an application client unregistered its application, its \
-                RequestExecutors naming that application is answered with a bool reply false, \
-                never true (a strict master MAY answer a failure or close instead, as for rule P2)"
+            requirement: "RequestExecutors naming the client's finished application is answered \
+                false, never true"
                 .into(),
             body: run(finished_app_named_again),
             ..Case::default()
@@ -266,8 +257,9 @@ pub mod ownership {
             targets: vec![Target::Master],
             quote: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: \
                 the master answers as Spark does (`false`, or nothing)\"".into(),
-            requirement: "after its client unregistered it, a KillExecutors naming the application \
-                is answered false, never true (a strict master MAY refuse it)".into(),
+            requirement: "KillExecutors naming the client's finished application is answered \
+                false, never true"
+                .into(),
             body: run(|ctx: Ctx| async move {
                 let v = crate::kit::versions::highest(&ctx);
                 let (mut c, id) = app(&ctx, "app", app_desc(Some(1), 64, Some(0)), v).await?;
@@ -288,9 +280,8 @@ pub mod ownership {
             quote: "SPEC §14.2 Z1, \"Naming an unknown or finished application is not a refusal: \
                 the master answers as Spark does (`false`, or nothing)\""
                 .into(),
-            requirement: "an application client's KillExecutors naming an application the master \
-                never knew is answered with a bool reply false, never true (a strict master MAY \
-                refuse it instead)"
+            requirement: "KillExecutors naming an application the master never knew is answered \
+                false, never true"
                 .into(),
             body: run(unknown_app_kill_executors),
             ..Case::default()
@@ -304,10 +295,9 @@ pub mod ownership {
                 connection [is] refused\", and §14.3, \"A refused send closes its connection ... \
                 Nothing a refused message asks for happens\""
                 .into(),
-            requirement:
-                "a registered worker's connection that sends WorkerDecommissioning naming \
-                another registered worker is closed, and that worker stays ALIVE"
-                    .into(),
+            requirement: "WorkerDecommissioning naming another registered worker closes the \
+                sender; that worker stays ALIVE"
+                .into(),
             body: run(decommissioning_other_connection),
             ..Case::default()
         });
@@ -320,10 +310,9 @@ pub mod ownership {
                 another connection [is] refused\", and §14.3, \"A refused send closes its \
                 connection\""
                 .into(),
-            requirement:
-                "a registered worker's connection that sends WorkerSchedulerStateResponse \
-                naming another registered worker is closed, and that worker stays ALIVE"
-                    .into(),
+            requirement: "WorkerSchedulerStateResponse naming another worker closes the sender; \
+                that worker stays ALIVE"
+                .into(),
             body: run(scheduler_state_other_connection),
             ..Case::default()
         });
@@ -334,10 +323,8 @@ pub mod ownership {
             timeout: Duration::from_secs(10),
             quote: "SPEC §14.2 Z2, \"a connection bound to one worker does not register another\""
                 .into(),
-            requirement: "a registered worker's connection that sends RegisterWorker for a second \
-                worker id gets no RegisteredWorker for it (it may be refused: \
-                RegisterWorkerFailed, or the connection closed), and the master's state has no \
-                worker of that id"
+            requirement: "a worker connection's RegisterWorker for a second id registers no such \
+                worker"
                 .into(),
             body: run(second_worker_not_registered),
             ..Case::default()
@@ -350,12 +337,12 @@ pub mod ownership {
             timeout: Duration::from_secs(20),
             sharing: Sharing::Alone,
             needs: vec![Need::NoOtherApplication],
-            requirement: "SPEC §14.2 Z3, \"`ExecutorStateChanged` for an executor the master \
-                placed on a worker is taken only from that worker's connection\", and §14.3 (a \
-                refused ask is answered with a failure, a refused send closes; nothing a refused \
-                message asks for happens): a second registered worker's ExecutorStateChanged ask \
-                saying FAILED for an executor the master launched on the first is answered with a \
-                failure or closes its connection, and the application is told no FAILED for it"
+            quote:
+                "SPEC §14.2 Z3, \"`ExecutorStateChanged` for an executor the master placed on a \
+                worker is taken only from that worker's connection\""
+                    .into(),
+            requirement: "another worker's ExecutorStateChanged FAILED for it is refused; the app \
+                is told no FAILED"
                 .into(),
             body: run(executor_state_other_worker),
             ..Case::default()
@@ -370,9 +357,8 @@ pub mod ownership {
                 connection of the worker the master launched it on\", and §14.3, \"A refused send \
                 closes its connection ... Nothing a refused message asks for happens\""
                 .into(),
-            requirement: "a second registered worker's DriverStateChanged saying FAILED for a \
-                driver the master launched on the first closes that second connection, and the \
-                driver stays RUNNING on the first worker"
+            requirement: "another worker's DriverStateChanged FAILED for a driver closes it; the \
+                driver stays RUNNING"
                 .into(),
             body: run(driver_state_other_worker),
             ..Case::default()
@@ -934,7 +920,7 @@ pub mod launch {
     use crate::kit::common::expect_refused;
     use crate::kit::common::unique;
     use crate::kit::common::wait;
-    use crate::kit::support::spec14_launch::*;
+    use crate::kit::support::launches::*;
     use crate::kit::worker::allowed_exec;
     use crate::kit::worker::launch_executor;
     use crate::kit::worker::launch_msg;
@@ -973,12 +959,8 @@ pub mod launch {
                 master's commands (`LaunchExecutor`, `KillExecutor`, …) only over the connection \
                 of the master it is registered with\""
                 .into(),
-            requirement: "a peer that dials the worker's own port as a master and sends \
-                RegisteredWorker naming another master, LaunchExecutor and KillExecutor (each \
-                naming the worker's own master URL) and LaunchDriver is ignored or refused: \
-                nothing is launched or killed, no ExecutorStateChanged or DriverStateChanged \
-                follows, and the worker's state still names its master, runs the executor its \
-                master launched and not the other, and no driver"
+            requirement: "a peer dialing the worker as a master launches and kills nothing; the \
+                worker keeps its own master"
                 .into(),
             body: run(foreign_master),
             ..Case::default()
@@ -992,11 +974,8 @@ pub mod launch {
                 `ExecutorDecommissioning` are taken only when they name that executor, over that \
                 connection\", and §14.3, \"A refused send closes its connection\""
                 .into(),
-            requirement: "with two executors registered, a StatusUpdate for a task of the first \
-                sent over the second's connection naming the first, and a LaunchedExecutor naming \
-                the first sent over a third executor's connection, each close the connection they \
-                came on, an ExecutorDecommissioning ask naming the first over a fourth's is \
-                answered with a failure (or a close), and the first executor still gets its tasks"
+            requirement: "updates naming an executor over another executor's connection are \
+                refused; it still gets tasks"
                 .into(),
             body: run(foreign_executor),
             ..Case::default()
@@ -1189,9 +1168,8 @@ pub mod points {
                 MAY be refused as a foreign id, so a client that sends it right after closing the \
                 submitting connection retries a refusal once after a second\""
                 .into(),
-            requirement: "a new driver client sends RequestKillDriver right after the submitting \
-                client closed its connection; the answer, or, after a refusal (a failure or a \
-                close), the one retry sent a second later, is KillDriverResponse success = true"
+            requirement: "a RequestKillDriver right after the submitter closed succeeds, at once \
+                or on the retry a second later"
                 .into(),
             body: run(kill_after_close),
             ..Case::default()

@@ -13,7 +13,7 @@ pub mod ownership {
     use crate::harness::verdict::Outcome;
     use crate::kit::common::wait;
     use crate::kit::master::worker;
-    use crate::kit::support::spec14::*;
+    use crate::kit::support::authorization::*;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;
@@ -33,10 +33,10 @@ pub mod ownership {
                 \"The failure's `className` is `org.apache.spark.SparkException` for a message off \
                 its route (§14.1) ... its `message` says why\""
                 .into(),
-            requirement: "a worker asking RequestMasterState (a UI's ask) gets a failure carrying \
-                both keys, className org.apache.spark.SparkException and a message that is not \
-                empty (a strict master MAY close instead, SPEC §8.1 `RuleViolation`)"
-                .into(),
+            requirement:
+                "a worker's RequestMasterState gets a failure of className SparkException \
+                and a message (strict: close)"
+                    .into(),
             body: run(failure_form),
             ..Case::default()
         });
@@ -115,7 +115,7 @@ pub mod closing {
     use crate::kit::master::state;
     use crate::kit::master::worker;
     use crate::kit::master::worker_ref;
-    use crate::kit::support::spec14_closing::*;
+    use crate::kit::support::lost_on_close::*;
     use sparkwire::messages::deploy::*;
     use sparkwire::messages::DeployMessage;
     use sparkwire::messages::Version;
@@ -136,10 +136,10 @@ pub mod closing {
                 was bound to the connection as any closed connection does (§8): an application \
                 client that sent a refused message loses its application\""
                 .into(),
-            requirement: "an application client whose UnregisterApplication names another \
-                connection's application is closed, its own application is no longer active, and \
-                the other one still is"
-                .into(),
+            requirement:
+                "an UnregisterApplication of another's app closes the sender and ends its \
+                own app; the other stays"
+                    .into(),
             body: run(refused_send_loses_application),
             ..Case::default()
         });
@@ -151,10 +151,10 @@ pub mod closing {
             quote: "SPEC §14.3, \"Closing loses what was bound to the connection ... a worker is \
                 marked lost\""
                 .into(),
-            requirement: "a registered worker whose connection sends a Heartbeat naming another \
-                registered worker is closed, and the master's state then shows it DEAD (or no \
-                longer lists it), while the other worker stays ALIVE"
-                .into(),
+            requirement:
+                "a Heartbeat naming another worker closes the sender, which is then DEAD; \
+                the other stays ALIVE"
+                    .into(),
             body: run(refused_send_loses_worker),
             ..Case::default()
         });
@@ -167,8 +167,8 @@ pub mod closing {
                 created for it\", for a message off its route (§14.1, \"A `worker` sending \
                 `RegisterApplication` ... [is] refused\")"
                 .into(),
-            requirement: "a registered worker's RegisterApplication creates no application (none \
-                of its name, active or completed, in the master's state)"
+            requirement: "a registered worker's RegisterApplication creates no application in the \
+                master's state"
                 .into(),
             body: run(refused_creates_nothing),
             ..Case::default()
@@ -298,10 +298,8 @@ pub mod points {
                 \"Unknown ids, and messages before a registration\": answered as Z1 says, or, \
                 strictly, refused)"
                 .into(),
-            requirement: "an application client that registered nothing asks RequestExecutors for \
-                an application id the master never gave out (rules P1 and P2 only); the answer is \
-                a reply, a close (with a close envelope of kind RuleViolation where closeReason \
-                was agreed), or a failure of class org.apache.spark.SparkException with a message"
+            requirement: "RequestExecutors for an unknown app id, none registered: a reply, a \
+                close, or a SparkException failure"
                 .into(),
             body: run(strict_refusal_failure_class),
             ..Case::default()

@@ -11,7 +11,7 @@ use crate::harness::verdict::Outcome;
 use crate::kit::master::app;
 use crate::kit::master::app_desc;
 use crate::kit::master::state;
-use crate::kit::support::spec14::*;
+use crate::kit::support::authorization::*;
 use sparkwire::messages::Version;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -26,9 +26,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         quote: "SPEC §14.4, \"every value whose key or own text matches the redaction pattern is \
             replaced by `*********(redacted)`\""
             .into(),
-        requirement: "in MasterStateResponse an application's environment value under a key \
-            matching the default pattern, and the value of a `-Dkey=value` javaOpt and argument \
-            whose key matches, read `*********(redacted)`; other values are shown as sent"
+        requirement: "MasterStateResponse redacts the env value, javaOpt and argument whose key \
+            matches; others as sent"
             .into(),
         body: run(redaction),
         ..Case::default()

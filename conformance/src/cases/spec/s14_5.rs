@@ -9,7 +9,7 @@ use crate::harness::verdict::Failure;
 use crate::harness::verdict::Level;
 use crate::harness::verdict::Outcome;
 use crate::kit::common::unique;
-use crate::kit::support::spec14_launch::*;
+use crate::kit::support::launches::*;
 use crate::kit::worker::allowed_exec;
 use crate::kit::worker::launch_msg;
 use crate::kit::worker::registered;
@@ -35,9 +35,8 @@ pub fn cases(cs: &mut Vec<Case>) {
             and \"A refused executor launch is reported as `ExecutorStateChanged` `FAILED` with no \
             exit status and a `message` saying why\""
                 .into(),
-        requirement: "a LaunchExecutor of the allowed program whose command sets LD_PRELOAD is \
-            reported FAILED, with a message and no exit status, and a LaunchDriver of it setting \
-            LD_PRELOAD is reported ERROR"
+        requirement: "a launch setting LD_PRELOAD is refused: the executor FAILED without exit \
+            status, the driver ERROR"
             .into(),
         body: run(forbidden_env_refused),
         ..Case::default()
@@ -50,8 +49,8 @@ pub fn cases(cs: &mut Vec<Case>) {
             driver launch is reported as `DriverStateChanged` `ERROR` with the reason in its \
             exception\""
             .into(),
-        requirement: "a LaunchDriver of a program not on the worker's allow-list (/bin/sh) is \
-            reported ERROR with an exception that has a message, and the program does not run"
+        requirement: "a LaunchDriver of a program not allowed (/bin/sh) is reported ERROR with a \
+            message and never runs"
             .into(),
         body: run(driver_refused),
         ..Case::default()
@@ -63,10 +62,8 @@ pub fn cases(cs: &mut Vec<Case>) {
         quote: "SPEC §14.5, \"A program allowed with `--allow-exec PATH` runs only as sparkwire's \
             executor … Such a program is never run as a driver\""
             .into(),
-        requirement: "when the worker runs the `{allowed_exec}` program as an executor with \
-            sparkwire's executor arguments but refuses it with others (it is allowed as an \
-            executor only), a LaunchDriver of that program with those same arguments is reported \
-            ERROR (skipped when the worker runs the program with any arguments, or not at all)"
+        requirement: "a program the worker runs only as an executor is refused (ERROR) as a \
+            LaunchDriver with those args"
             .into(),
         body: run(executor_program_not_a_driver),
         ..Case::default()
@@ -80,9 +77,8 @@ pub fn cases(cs: &mut Vec<Case>) {
             to start the process (Spark turns library paths into `LD_LIBRARY_PATH`; sparkwire \
             never does)\""
                 .into(),
-        requirement: "the process a LaunchExecutor with all three starts has no LD_LIBRARY_PATH \
-            holding the library path entry, and none of the three in its arguments (the process as \
-            this host's /proc shows it; skipped when /proc does not show it)"
+        requirement: "a LaunchExecutor's process has no LD_LIBRARY_PATH from its entries and none \
+            of the three in its args"
             .into(),
         body: run(no_library_path),
         ..Case::default()

@@ -45,11 +45,10 @@ pub fn cases(cs: &mut Vec<Case>) {
         quote: "SPEC §15.5, \"A master MUST NOT send `LaunchExecutor` for an application with a \
             release to a worker whose release is not compatible with it\""
             .into(),
-        requirement: "with only a worker announcing Spark 4.3.0 registered, an application \
-            announcing Spark 3.5.9 gets no executor on it; once a worker announcing 3.5.9 \
-            registers, the application's executor is launched there (Spark's round), and still \
-            none on the 4.3.0 worker"
-            .into(),
+        requirement:
+            "an app of Spark 3.5.9 gets no executor on a 4.3.0 worker, and one on a 3.5.9 \
+            worker once it registers"
+                .into(),
         body: run(no_launch_across_releases),
         ..Case::default()
     });

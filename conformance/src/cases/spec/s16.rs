@@ -21,7 +21,7 @@ use crate::kit::master::settle;
 use crate::kit::master::state;
 use crate::kit::master::worker;
 use crate::kit::master::Need;
-use crate::kit::support::spec16::one_of;
+use crate::kit::support::waiting_reasons::one_of;
 use sparkwire::messages::ApplicationState;
 use sparkwire::messages::ExecutorState;
 use sparkwire::messages::Version;
@@ -39,10 +39,10 @@ pub fn cases(cs: &mut Vec<Case>) {
             followed either by nothing or by `: ` and the details\", and the table's order (\"the \
             first of these that holds\")"
             .into(),
-        requirement: "an application whose maxCores (1) is below its executor's cores (2) reads \
-            nil or `spark.cores.max reached`; one whose executor takes more memory than any worker \
-            has (2^31 - 1 MiB) reads nil, `no alive worker` or `no alive worker has room`"
-            .into(),
+        requirement:
+            "cores.max below an executor's cores reads `spark.cores.max reached`; no room \
+            reads `no alive worker…`"
+                .into(),
         body: run(reason_phrase),
         ..Case::default()
     });
@@ -56,10 +56,8 @@ pub fn cases(cs: &mut Vec<Case>) {
             "SPEC §16, \"An application's reason is nil while one of its executors is steady\", \
             and the table's `executors launched but ending`"
                 .into(),
-        requirement: "an application with two executors RUNNING reads nil; after one ends FAILED \
-            (exit 1) it still reads nil (the other has run since before that end); after that one \
-            ends FAILED too, with none left running, it reads nil or `executors launched but \
-            ending`"
+        requirement: "an app reads nil while an executor runs; once all ended FAILED, nil or \
+            `executors launched but ending`"
             .into(),
         body: run(nil_while_running),
         ..Case::default()

@@ -63,8 +63,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} closes a connection on which a frame's prefix \
-            declares more than its frame limit (here 4 GiB - 1), without waiting for the body"
+                "{name} closes a connection whose frame prefix declares 4 GiB - 1, not waiting for \
+                    the body"
             ),
             body: bind(s, spec_2_size_limit),
             ..Case::default()
@@ -85,8 +85,7 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} refuses a frame with bytes after its one value \
-            (TrailingBytes) and closes the connection"
+                "{name} refuses a frame with bytes after its one value (TrailingBytes) and closes"
             ),
             body: bind(s, spec_2_trailing_bytes),
             ..Case::default()
@@ -95,11 +94,12 @@ pub mod server {
             id: "spec/2/nesting-depth".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
+            quote: "SPEC §2, \"A decoder MUST accept 64 levels and refuse 65 (`TooDeep`), even \
+                inside a field it skips\""
+                .into(),
             requirement: format!(
-                "{name} refuses a frame nested 65 levels deep, the envelope \
-                counted, even inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels \
-                and refuse 65 (`TooDeep`), even inside a field it skips\"), and closes the \
-                connection: an ask it answers otherwise"
+                "{name} refuses a frame nested 65 deep (envelope counted) in a skipped field, and \
+                    closes"
             ),
             body: bind(s, spec_2_nesting_depth),
             ..Case::default()
@@ -108,10 +108,10 @@ pub mod server {
             id: "spec/2/nesting-64-accepted".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
+            quote: "SPEC §2, \"A decoder MUST accept 64 levels\"".into(),
             requirement: format!(
-                "{name} accepts a frame nested 64 levels deep, the envelope \
-                counted, inside a field it skips (SPEC §2, \"A decoder MUST accept 64 levels\"), \
-                and answers the ask"
+                "{name} accepts a frame nested 64 deep (envelope counted) in a skipped field and \
+                    answers it"
             ),
             body: bind(s, spec_2_nesting_64_accepted),
             ..Case::default()
@@ -120,9 +120,10 @@ pub mod server {
             id: "spec/2/nesting-1000".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
+            quote: "SPEC §2, `TooDeep`".into(),
             requirement: format!(
-                "{name} refuses a frame nested 1,000 levels deep inside a \
-            field it skips (SPEC §2, `TooDeep`), and closes the connection"
+                "{name} refuses a frame nested 1,000 deep in a skipped field, and closes the \
+                    connection"
             ),
             body: bind(s, spec_2_nesting_1000),
             ..Case::default()
@@ -152,8 +153,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} refuses an array declaring more elements than the \
-            frame holds, without allocating for them, and closes the connection"
+                "{name} refuses an array of more elements than the frame holds, allocating \
+                    nothing, and closes"
             ),
             body: bind(s, spec_2_count_past_end),
             ..Case::default()

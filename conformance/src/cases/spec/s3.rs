@@ -25,8 +25,7 @@ pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         level: Level::Must,
         targets: vec![Target::Master, Target::Worker, Target::Driver],
         requirement: format!(
-            "{name} refuses an envelope whose first element is not \
-        0–3 (BadEnvelope) and closes the connection"
+            "{name} refuses an envelope whose first element is not 0–3 (BadEnvelope) and closes"
         ),
         body: bind(s, spec_3_bad_envelope_tag),
         ..Case::default()
@@ -36,8 +35,8 @@ pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         level: Level::Must,
         targets: vec![Target::Master, Target::Worker, Target::Driver],
         requirement: format!(
-            "{name} refuses an envelope of the wrong length for \
-        its form (an ask without a message) and closes the connection"
+            "{name} refuses an envelope too short for its form (an ask without a message) and \
+                closes"
         ),
         body: bind(s, spec_3_bad_envelope_length),
         ..Case::default()
@@ -101,8 +100,7 @@ pub fn for_server(cs: &mut Vec<Case>, s: &Endpoint) {
         level: Level::Must,
         targets: vec![Target::Master, Target::Worker, Target::Driver],
         requirement: format!(
-            "{name} does not take a reply to an ask it never sent as \
-        an answer to anything: it closes the connection or ignores it and goes on serving"
+            "{name} takes no reply to an ask it never sent: it closes or ignores it and goes on"
         ),
         body: bind(s, spec_3_unknown_reply),
         ..Case::default()

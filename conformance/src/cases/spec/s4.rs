@@ -35,8 +35,7 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} refuses a message name its family does not have \
-            (UnknownMessage) and closes the connection"
+                "{name} refuses a message name its family does not have (UnknownMessage) and closes"
             ),
             body: bind(s, spec_4_unknown_message),
             ..Case::default()
@@ -46,8 +45,7 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} refuses, on a version 1 connection, a message \
-            only version 2 has (NotInVersion) and closes the connection"
+                "{name} refuses at version 1 a message only version 2 has (NotInVersion) and closes"
             ),
             body: bind(s, spec_4_not_in_version),
             ..Case::default()
@@ -57,11 +55,11 @@ pub mod server {
                 id: "spec/4/invalid-fields".into(),
                 level: Level::Must,
                 targets: vec![Target::Master, Target::Driver],
+                quote: "SPEC §4, \"refuses ... a value of the wrong type ... (`InvalidFields`)\""
+                    .into(),
                 requirement: format!(
-                    "{name} refuses a message with a field of the wrong type \
-                    (SPEC §4, \"refuses ... a value of the wrong type ... (`InvalidFields`)\") and \
-                    closes the connection: a message the peer's role may send it, as its kind says \
-                    (SPEC §14.1), so that only the field is wrong"
+                    "{name} refuses a message on its route with a field of the wrong type, and \
+                        closes"
                 ),
                 body: bind(s, spec_4_invalid_fields),
                 ..Case::default()
@@ -140,7 +138,7 @@ pub mod encoder {
     use crate::harness::case::Case;
     use crate::harness::case::Target;
     use crate::harness::verdict::Level;
-    use crate::kit::support::spec4_encoder::*;
+    use crate::kit::support::field_order::*;
     use std::time::Duration;
 
     /// The cases of this section, each naming its targets.
@@ -150,12 +148,11 @@ pub mod encoder {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: format!(
-                "{SENTENCE}: RegisteredWorker, RegisteredApplication and the \
-                MasterStateResponse (workers, applications, their descriptions) the master writes, \
-                in each version it offers, hold exactly the definition's fields of that version, \
-                in its order"
-            ),
+            quote: SENTENCE.into(),
+            requirement:
+                "RegisteredWorker, RegisteredApplication and MasterStateResponse hold each \
+                version's fields in order"
+                    .into(),
             body: run(master),
             ..Case::default()
         });
@@ -163,12 +160,11 @@ pub mod encoder {
             id: "spec/4/encoder/worker".into(),
             level: Level::Must,
             targets: vec![Target::Worker],
-            requirement: format!(
-                "{SENTENCE}: what a registered worker writes to its master until \
-                its first Heartbeat, and its ExecutorStateChanged for an executor it launched, in \
-                each version it offers, hold exactly the definition's fields of that version, in \
-                its order"
-            ),
+            quote: SENTENCE.into(),
+            requirement:
+                "the worker's frames to its first Heartbeat, and its ExecutorStateChanged, hold \
+                each version's fields in order"
+                    .into(),
             body: run(worker),
             ..Case::default()
         });
@@ -176,12 +172,11 @@ pub mod encoder {
             id: "spec/4/encoder/driver".into(),
             level: Level::Must,
             targets: vec![Target::Driver],
-            requirement: format!(
-                "{SENTENCE}: the driver's RegisterApplication (its description, \
-                command and resource profile), and the SparkAppConfig (its resource profile) it \
-                answers an executor with, in each version it offers, hold exactly the definition's \
-                fields of that version, in its order"
-            ),
+            quote: SENTENCE.into(),
+            requirement:
+                "the driver's RegisterApplication and SparkAppConfig hold each version's fields \
+                in order"
+                    .into(),
             body: run(driver),
             ..Case::default()
         });
@@ -189,11 +184,11 @@ pub mod encoder {
             id: "spec/4/encoder/executor".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: format!(
-                "{SENTENCE}: the executor's LaunchedExecutor and the \
-                StatusUpdates of a task it runs (RUNNING, then FINISHED), in each version it \
-                offers, hold exactly the definition's fields of that version, in its order"
-            ),
+            quote: SENTENCE.into(),
+            requirement:
+                "the executor's LaunchedExecutor and StatusUpdates hold each version's fields \
+                in order"
+                    .into(),
             body: run(executor),
             ..Case::default()
         });
@@ -209,7 +204,7 @@ pub mod fields {
     use crate::harness::mp::s;
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
-    use crate::kit::support::spec4_fields::*;
+    use crate::kit::support::field_maps::*;
     use std::time::Duration;
 
     /// The cases of this section, each naming its targets.
@@ -223,9 +218,8 @@ pub mod fields {
                 (`InvalidFields`)\", and §11.3, \"A struct's field map is not a `map<K,V>` ... a \
                 field given twice is refused\""
                 .into(),
-            requirement: "a RegisterApplication whose nested TaskResourceRequest gives `amount` \
-                twice (with the same value) is refused, the connection closed (InvalidFields where \
-                closeReason was agreed, SPEC §8.1)"
+            requirement: "a RegisterApplication whose TaskResourceRequest gives `amount` twice is \
+                refused and closed"
                 .into(),
             body: run(field_given_twice),
             ..Case::default()
@@ -238,9 +232,8 @@ pub mod fields {
             quote: "SPEC §4, \"A **decoder** accepts the fields in any order\", and §11.3, \"its \
                 fields come in any order (§4)\""
                 .into(),
-            requirement: "a RegisterApplication whose nested TaskResourceRequest lists `amount` \
-                before `resourceName` (the definition's order reversed) is answered \
-                RegisteredApplication"
+            requirement: "a RegisterApplication whose TaskResourceRequest has its fields in \
+                reverse order is answered"
                 .into(),
             body: run(fields_any_order),
             ..Case::default()
@@ -253,9 +246,8 @@ pub mod fields {
             quote: "SPEC §4, \"A **decoder** ... refuses a missing field of any other type [than \
                 `option<…>`] ... (`InvalidFields`)\""
                 .into(),
-            requirement: "a RegisterApplication whose nested TaskResourceRequest has no `amount` \
-                (an f64) is refused, the connection closed (InvalidFields where closeReason was \
-                agreed, SPEC §8.1)"
+            requirement: "a RegisterApplication whose TaskResourceRequest has no `amount` is \
+                refused and closed"
                 .into(),
             body: run(missing_required_field),
             ..Case::default()

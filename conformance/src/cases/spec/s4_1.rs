@@ -23,8 +23,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name} refuses a message whose fields are written as \
-            an array instead of a map (InvalidFields) and closes the connection"
+                "{name} refuses a message whose fields are an array, not a map (InvalidFields), \
+                    and closes"
             ),
             body: bind(s, spec_4_1_fields_as_array),
             ..Case::default()
@@ -67,7 +67,7 @@ pub mod executor {
     use crate::kit::executor::registered;
     use crate::kit::executor::start;
     use crate::kit::spawned;
-    use crate::kit::support::spec4_executor::*;
+    use crate::kit::support::executor_layouts::*;
     use sparkwire::messages::coarse::LaunchTask;
     use sparkwire::messages::CoarseMessage;
     use sparkwire::messages::Version;
@@ -83,12 +83,14 @@ pub mod executor {
             id: "spec/4.1/tuple-of-three-refused".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "SPEC §4.1, \"`tuple<A,B>` | array of exactly 2 elements | \
-                `sparkProperties` is a list of `[key, value]` pairs\", and §8 (`InvalidFields`; \
-                the receiver closes that connection): a SparkAppConfig answering the executor's \
-                RetrieveSparkAppConfig whose `spark.task.cpus` pair has 3 elements is refused: the \
-                executor closes that connection and sends no RegisterExecutor on it"
-                .into(),
+            quote:
+                "SPEC §4.1, \"`tuple<A,B>` | array of exactly 2 elements | `sparkProperties` is \
+                a list of `[key, value]` pairs\""
+                    .into(),
+            requirement:
+                "a SparkAppConfig with a 3-element property pair is refused: the executor \
+                closes, sends no RegisterExecutor"
+                    .into(),
             body: run(tuple_of_three_refused),
             ..Case::default()
         });
@@ -96,11 +98,9 @@ pub mod executor {
             id: "spec/4.1/bytes-as-string-refused".into(),
             level: Level::Must,
             targets: vec![Target::Executor],
-            requirement: "SPEC §4.1, \"`bytes` | bin | never an array of integers\" (a `bytes` \
-                value is a MessagePack bin), and §8 (`InvalidFields`; the receiver closes that \
-                connection): a LaunchTask whose `data` is written as the string \"abc\" instead of \
-                the bin `abc` is refused: the executor closes its connection to the driver (a \
-                LaunchTask whose data merely is not a task keeps it open, spec/10/bad-task-data)"
+            quote: "SPEC §4.1, \"`bytes` | bin | never an array of integers\"".into(),
+            requirement: "a LaunchTask whose `data` is the string \"abc\", not a bin, is refused: \
+                the executor closes"
                 .into(),
             body: run(bytes_as_string_refused),
             ..Case::default()
@@ -191,7 +191,7 @@ pub mod fields {
     use crate::harness::mp::s;
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
-    use crate::kit::support::spec4_fields::*;
+    use crate::kit::support::field_maps::*;
     use std::time::Duration;
 
     /// The cases of this section, each naming its targets.
@@ -204,10 +204,10 @@ pub mod fields {
             quote: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the \
                 infinities (`InvalidFields`)\""
                 .into(),
-            requirement: "a RegisterApplication whose task request amount (a \
-                `TaskResourceRequest.amount`, f64) is NaN is refused, the connection closed (with \
-                a close envelope of kind InvalidFields where closeReason was agreed, SPEC §8.1)"
-                .into(),
+            requirement:
+                "a RegisterApplication whose TaskResourceRequest amount is NaN is refused \
+                and closed"
+                    .into(),
             body: run(f64_nan_refused),
             ..Case::default()
         });
@@ -219,10 +219,9 @@ pub mod fields {
             quote: "SPEC §4.1, \"`f64` | float 64 | finite: a decoder refuses NaN and the \
                 infinities (`InvalidFields`)\""
                 .into(),
-            requirement:
-                "a RegisterApplication whose task request amount is +infinity is refused, \
-                the connection closed (InvalidFields where closeReason was agreed, SPEC §8.1)"
-                    .into(),
+            requirement: "a RegisterApplication whose task request amount is +infinity is refused \
+                and closed"
+                .into(),
             body: run(f64_infinity_refused),
             ..Case::default()
         });
@@ -248,9 +247,8 @@ pub mod fields {
                 values ...: a decoder refuses one (`InvalidFields`)\""
                 .into(),
             requirement:
-                "a RegisterApplication whose nested TaskResourceRequest is written as the \
-                array `[\"cpus\", 1.0]` is refused, the connection closed (InvalidFields where \
-                closeReason was agreed, SPEC §8.1)"
+                "a RegisterApplication whose TaskResourceRequest is the array `[\"cpus\", \
+                1.0]` is refused and closed"
                     .into(),
             body: run(nested_struct_as_array),
             ..Case::default()
@@ -327,10 +325,8 @@ pub mod points {
                 refuses a `bin` where a string value, a string map key or a field name is due \
                 (`InvalidFields`)\""
                 .into(),
-            requirement: "the master refuses each of the decoder.json frames \"a string sent as \
-                bin\", \"a string map key sent as bin\" and \"a field name sent as bin\" (each on \
-                a connection of its own) by closing it, after a close envelope of kind \
-                InvalidFields where the connection agreed on closeReason"
+            requirement: "the master refuses a string, a map key, a field name sent as bin \
+                (decoder.json), each closed"
                 .into(),
             body: run(bin_for_str),
             ..Case::default()

@@ -60,7 +60,7 @@ pub mod asks {
     use crate::harness::verdict::check;
     use crate::harness::verdict::Level;
     use crate::harness::verdict::Outcome;
-    use crate::kit::support::spec7_asks::*;
+    use crate::kit::support::master_asks::*;
     use crate::kit::versions::*;
     use sparkwire::messages::deploy::DecommissionWorkersOnHosts;
     use sparkwire::messages::deploy::RequestClearCompletedDriversAndApps;
@@ -96,10 +96,9 @@ pub mod asks {
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
             quote: "SPEC §7.1 (RequestReadyz \"from `driver-client` or `ui`\")".into(),
-            requirement:
-                "a driver client's RequestReadyz is answered with a bool reply, true from \
-                the active master, as a UI's is (flow/master/ui/readyz)"
-                    .into(),
+            requirement: "a driver client's RequestReadyz is answered true by the active master, \
+                as a UI's is"
+                .into(),
             body: run(readyz),
             ..Case::default()
         });
@@ -113,7 +112,7 @@ pub mod asks {
                     .into(),
             requirement:
                 "a driver client's RequestClearCompletedDriversAndApps is answered with a \
-                bool reply, as a UI's is (flow/master/ui/clear-completed)"
+                bool, as a UI's is"
                     .into(),
             body: run(clear_completed),
             ..Case::default()
@@ -123,11 +122,11 @@ pub mod asks {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §7.1 (DecommissionWorkersOnHosts \"from `driver-client` or `ui`\"; \
-                definition.json: reply i32, how many workers it decommissioned): a driver client's \
-                DecommissionWorkersOnHosts naming a host no worker is on is answered with the \
-                integer 0"
-                .into(),
+            quote: "SPEC §7.1, DecommissionWorkersOnHosts \"from `driver-client` or `ui`\"".into(),
+            requirement:
+                "a driver client's DecommissionWorkersOnHosts of a host with no worker is \
+                answered 0 (an i32)"
+                    .into(),
             body: run(decommission_hosts),
             ..Case::default()
         });

@@ -43,11 +43,12 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            requirement: "SPEC §8, \"Resource limits close one connection too, never the others: \
-                ... one that has not registered ... that sends nothing for an idle timeout\", and \
-                §8.1 (`Idle`): a server started with a 1 s idle timeout closes a worker's session \
-                that never registers and sends nothing, its last frame a close envelope of kind \
-                Idle (closeReason taken); a UI asking every 300 ms meanwhile is still served"
+            quote:
+                "SPEC §8, \"Resource limits close one connection too, never the others: ... one \
+                that has not registered ... that sends nothing for an idle timeout\""
+                    .into(),
+            requirement: "a 1 s idle timeout closes a silent unregistered worker (Idle); a UI \
+                asking meanwhile is still served"
                 .into(),
             body: run(idle_unregistered),
             ..Case::default()
@@ -57,10 +58,11 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            requirement: "SPEC §8, \"... (or a `ui` peer between requests) that sends nothing for \
-                an idle timeout\", and §8.1 (`Idle`): a server started with a 1 s idle timeout \
-                answers a UI's RequestMasterState, then closes it when it sends nothing more, its \
-                last frame a close envelope of kind Idle; another UI is still served"
+            quote: "SPEC §8, \"... (or a `ui` peer between requests) that sends nothing for an \
+                idle timeout\", and §8.1 (`Idle`)"
+                .into(),
+            requirement: "a 1 s idle timeout closes a UI silent after its answer (Idle); another \
+                UI is still served"
                 .into(),
             body: run(idle_ui_between_requests),
             ..Case::default()
@@ -73,9 +75,8 @@ pub mod limits {
             quote: "SPEC §8, \"A registered worker or application that reads what it is sent is \
                 never closed by them\""
                 .into(),
-            requirement: "with a 1 s idle timeout, a registered worker that sends only heartbeats \
-                and a registered application that sends nothing for 3.5 s are both still connected \
-                and served (the application's RequestExecutors is answered)"
+            requirement: "at a 1 s idle timeout, a worker that only heartbeats and an app silent \
+                for 3.5 s are still served"
                 .into(),
             body: run(registered_kept),
             ..Case::default()
@@ -85,10 +86,11 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            requirement: "SPEC §8, \"one whose frame is not complete within a time of its first \
-                byte\", and §8.1 (`FrameTimedOut`): a server started with a 1 s frame read timeout \
-                closes a UI that sent 5 bytes of a frame and nothing more, its last frame a close \
-                envelope of kind FrameTimedOut; another UI is still served"
+            quote: "SPEC §8, \"one whose frame is not complete within a time of its first byte\", \
+                and §8.1 (`FrameTimedOut`)"
+                .into(),
+            requirement: "a 1 s frame read timeout closes a UI that sent 5 bytes of a frame \
+                (FrameTimedOut); others served"
                 .into(),
             body: run(frame_timed_out),
             ..Case::default()
@@ -102,13 +104,8 @@ pub mod limits {
                 over a limit (a slow consumer), one that sends more than a bounded number of asks \
                 awaiting answers\""
                 .into(),
-            requirement: "a server started with 64 KiB of queue per peer closes a UI that asks \
-                RequestMasterState again and again (each answer over 256 KiB, an application's \
-                command carrying that much) and reads nothing, its receive buffer 4 KiB; another \
-                UI is still served. \"Bytes the kernel accepted ... are not in it ... no peer may \
-                rely on a particular figure\": the flood lasts until a write fails or the patience \
-                plus the time of 64 answers at the pace measured before it (the close envelope is \
-                not looked for: §8.1 lets a writer give up on a peer that does not read)"
+            requirement: "with a 64 KiB queue, a UI that asks and never reads is closed; another \
+                UI is still served"
                 .into(),
             body: run(slow_consumer),
             ..Case::default()
@@ -439,7 +436,7 @@ pub mod closing {
     use crate::kit::master::settle;
     use crate::kit::master::state;
     use crate::kit::master::worker;
-    use crate::kit::support::spec14_closing::*;
+    use crate::kit::support::lost_on_close::*;
     use std::time::Duration;
 
     /// The cases of this section, each naming its targets.
@@ -454,8 +451,8 @@ pub mod closing {
                 lost; Spark's own behaviour on a lost connection applies (for example a master \
                 marks a worker whose connection closed as lost)\""
                 .into(),
-            requirement: "a registered worker's connection that sends a frame holding 0xc1 is \
-                closed, and the master's state then shows that worker DEAD (or no longer lists it)"
+            requirement: "a registered worker that sends a frame holding 0xc1 is closed, and is \
+                then DEAD or gone"
                 .into(),
             body: run(decoding_error_worker_lost),
             ..Case::default()
@@ -465,12 +462,13 @@ pub mod closing {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(10),
-            requirement: "SPEC §8, \"On any decoding error the receiver closes **that connection \
-                only** ... Spark's own behaviour on a lost connection applies\" (an application \
-                whose client's connection closed is finished, rule P5's closed connection): an \
-                application client's connection that sends a frame holding 0xc1 is closed, and its \
-                application is then no longer active"
+            quote: "SPEC §8, \"On any decoding error the receiver closes **that connection only** \
+                ... Spark's own behaviour on a lost connection applies\""
                 .into(),
+            requirement:
+                "an application client that sends a frame holding 0xc1 is closed, and its \
+                application ends"
+                    .into(),
             body: run(decoding_error_app_finished),
             ..Case::default()
         });
@@ -551,13 +549,9 @@ pub mod points {
                 One such ask is an ask whose answer would not fit the answering side's own frame \
                 limit ...: it is failed with that class ..., and the connection stays open\""
                 .into(),
-            requirement:
-                "a server started with a frame limit of 128 KiB, holding two applications \
-                whose commands carry 80 KiB each, answers a driver client's RequestMasterState \
-                (whose answer would be over 160 KiB) with a failure of class \
-                org.apache.spark.SparkException and a message, then answers its \
-                RequestDriverStatus on the same connection"
-                    .into(),
+            requirement: "an answer over a 128 KiB frame limit is a SparkException failure; the \
+                next ask is still answered"
+                .into(),
             body: run(answer_over_frame_limit),
             ..Case::default()
         });
@@ -571,9 +565,8 @@ pub mod points {
                 `RequestDriverStatus` less often than the idle timeout is closed (`Idle`) between \
                 polls\", and §8.1 (`Idle`)"
                 .into(),
-            requirement: "a server started with a 1 s idle timeout answers a driver client's \
-                RequestDriverStatus, then closes that connection when it sends nothing more, its \
-                last frame a close envelope of kind Idle (closeReason taken)"
+            requirement: "a 1 s idle timeout closes a driver client after its RequestDriverStatus \
+                is answered (Idle)"
                 .into(),
             body: run(idle_driver_client_between_polls),
             ..Case::default()

@@ -34,9 +34,8 @@ pub mod client {
             level: Level::Must,
             targets: vec![Target::Worker, Target::Driver, Target::Executor],
             requirement: format!(
-                "{name}, having offered closeReason in its hello and the suite \
-                taken it, sends a close envelope of kind UnknownMessage as its last frame before \
-                it closes the connection on a message its family does not have"
+                "{name}, closeReason taken, closes on an unknown message after an UnknownMessage \
+                    close envelope"
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
                 let (_run, mut c) = s.start(ctx.clone()).await?;
@@ -72,9 +71,8 @@ pub mod client {
                 nothing more\""
                 .into(),
             requirement: format!(
-                "{name}, on a connection that agreed on closeReason, sent a close \
-                envelope of a kind no revision has, closes the connection and sends nothing after \
-                it"
+                "{name}, closeReason agreed, sent a close envelope of an unknown kind, closes and \
+                    sends nothing"
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
                 told_to_close(
@@ -99,9 +97,8 @@ pub mod client {
                 it does not know\""
                 .into(),
             requirement: format!(
-                "{name}, on a connection that agreed on closeReason, sent a close \
-                envelope holding a field of a later revision, takes it as a close: it closes the \
-                connection and sends nothing after it"
+                "{name}, closeReason agreed, takes a close envelope with a later field as a close, \
+                    sends nothing"
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
                 told_to_close(
@@ -127,8 +124,7 @@ pub mod client {
                 server that did not take it — ... no close envelope is ever sent\""
                 .into(),
             requirement: format!(
-                "{name}, whose answer did not take closeReason, closes the \
-                connection on a message its family does not have with no close envelope"
+                "{name}, closeReason not taken, closes on an unknown message with no close envelope"
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
                 no_close_envelope_unoffered(ctx, s).await
@@ -141,10 +137,8 @@ pub mod client {
             targets: vec![Target::Worker, Target::Driver, Target::Executor],
             quote: "SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\")".into(),
             requirement: format!(
-                "{name}, on a connection that agreed on closeReason, sent a reply \
-                to an ask it never made, either ignores it (the connection stays open) or closes \
-                with a close envelope of kind UnknownAsk (validating rules.md, RuleViolation: rule \
-                A2)"
+                "{name}, closeReason agreed, ignores a reply to no ask or closes with UnknownAsk \
+                    (rule A2)"
             ),
             body: bind(&s, move |ctx: Ctx, s| async move {
                 client_unknown_ask_close_kind(ctx, s).await
@@ -156,15 +150,13 @@ pub mod client {
                 id: "spec/8.1/bad-reply-close-kind".into(),
                 level: Level::Must,
                 targets: vec![Target::Worker, Target::Executor],
+                quote: "SPEC §8, \"`BadEnvelope` | not one of the four envelope forms (...); a \
+                    message or reply that is not a one-entry map keyed by a string\""
+                    .into(),
                 requirement: format!(
-                    "SPEC §8, \"`BadEnvelope` | not one of the four envelope \
-                    forms (...); a message or reply that is not a one-entry map keyed by a \
-                    string\", and §8.1: {name}, on a connection that agreed on closeReason, \
-                    answered {} with a reply whose map has two entries, closes with a close \
-                    envelope of kind BadEnvelope",
+                    "{name}, closeReason agreed, closes with BadEnvelope on a two-entry reply to {}",
                     if s.role == Role::Worker {
-                        "its version 2 ExecutorStateChanged \
-                                ask"
+                        "its v2 ExecutorStateChanged ask"
                     } else {
                         "its first ask (RetrieveSparkAppConfig)"
                     }
@@ -184,9 +176,8 @@ pub mod client {
                     closes (its shutdown ...)\""
                     .into(),
                 requirement: format!(
-                    "{name}, stopped (its standard input closed: \
-                    `--exit-with-stdin`) while connected to the suite over a connection that \
-                    agreed on closeReason, closes it with no close envelope"
+                    "{name}, stopped (stdin closed) on a closeReason connection, closes it with no \
+                        close envelope"
                 ),
                 body: bind(&s, move |ctx: Ctx, s| async move {
                     no_close_envelope_on_shutdown(ctx, s).await
@@ -359,8 +350,8 @@ pub mod handshake_features {
                 that did not take it — no close envelope is sent\", and \"a newer peer sends the \
                 close envelope only to a peer that asked for it\""
                 .into(),
-            requirement: "on a connection whose hello offered no feature, a frame that is not \
-                MessagePack closes the connection with no close envelope before the close"
+            requirement: "with no feature offered, a frame that is not MessagePack is closed with \
+                no close envelope"
                 .into(),
             body: run(no_close_envelope_unoffered),
             ..Case::default()
@@ -422,12 +413,13 @@ pub mod limits {
             level: Level::Must,
             targets: vec![Target::Master],
             timeout: Duration::from_secs(15),
-            requirement: "SPEC §8.1, \"an endpoint that closes the connection for one of the \
-                reasons below MUST first send a close envelope\" (`FrameTooLarge`: a frame whose \
-                prefix declares more than the receiver's limit): on a session that took \
-                closeReason, a prefix declaring 4294967295 bytes closes the connection after a \
-                close envelope of kind FrameTooLarge"
+            quote: "SPEC §8.1, \"an endpoint that closes the connection for one of the reasons \
+                below MUST first send a close envelope\" (`FrameTooLarge`)"
                 .into(),
+            requirement:
+                "closeReason taken, a prefix declaring 4294967295 bytes is closed after a \
+                FrameTooLarge close envelope"
+                    .into(),
             body: run(close_reason_frame_too_large),
             ..Case::default()
         });
@@ -487,10 +479,8 @@ pub mod server {
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
             requirement: format!(
-                "{name}, having taken closeReason in the handshake, sends a close \
-                envelope of kind InvalidFields, with the mistyped field's path and an offset, as \
-                its last frame before it closes a connection for a message with a field of the \
-                wrong type"
+                "{name}, closeReason taken, closes for a mistyped field after InvalidFields, path \
+                    and offset"
             ),
             body: bind(s, spec_8_1_close_reason_decoding),
             ..Case::default()
@@ -499,11 +489,10 @@ pub mod server {
             id: "spec/8.1/close-reason-refusal".into(),
             level: Level::Must,
             targets: vec![Target::Master, Target::Worker, Target::Driver],
+            quote: "SPEC §14.3".into(),
             requirement: format!(
-                "{name}, having taken closeReason in the handshake, sends a close \
-                envelope of kind NotOnRoute (or, validating rules.md, RuleViolation) as its last \
-                frame before it closes a connection for a one-way message off its route (SPEC \
-                §14.3)"
+                "{name}, closeReason taken, closes for an off-route send after NotOnRoute (or \
+                    RuleViolation)"
             ),
             body: bind(s, spec_8_1_close_reason_refusal),
             ..Case::default()
@@ -595,10 +584,8 @@ pub mod ownership {
                 and \"an endpoint that closes the connection for one of the reasons below MUST \
                 first send a close envelope\""
                 .into(),
-            requirement: "a registered worker's connection that offered closeReason (and the \
-                master took it) and sends a Heartbeat naming another registered worker gets a \
-                close envelope of kind NotOwner before the close (a strict master MAY name the \
-                rule instead, RuleViolation)"
+            requirement: "a Heartbeat naming another worker, closeReason taken, closes after \
+                NotOwner (strict: RuleViolation)"
                 .into(),
             body: run(not_owner_close),
             ..Case::default()
@@ -672,7 +659,7 @@ pub mod closes {
     use crate::kit::endpoint::Endpoint;
     use crate::kit::replay::slug;
     use crate::kit::server::close_envelope;
-    use crate::kit::support::spec8_closes::*;
+    use crate::kit::support::close_kinds::*;
     use crate::kit::versions::highest;
     use sparkwire::messages::coarse::LaunchedExecutor;
     use sparkwire::messages::coarse::StopExecutor;
@@ -697,9 +684,8 @@ pub mod closes {
             quote: "SPEC §8.1, \"No close envelope is sent ... for an endpoint's ordinary closes \
                 (its shutdown, a connection it no longer needs)\""
                 .into(),
-            requirement: "a driver whose job ended, on an executor connection that agreed on \
-                closeReason, sends StopExecutor and then closes that connection when it exits, \
-                with no close envelope"
+            requirement: "a driver at its job's end sends StopExecutor and closes with no close \
+                envelope"
                 .into(),
             body: run(driver_no_close_envelope_at_exit),
             ..Case::default()
@@ -713,9 +699,8 @@ pub mod closes {
                 failure envelope; the connection stays open. The failure's `className` is \
                 `org.apache.spark.SparkException` for a message off its route\""
                 .into(),
-            requirement: "the executor asked RequestExecutors (driver → cluster-manager only) by \
-                its driver answers with a failure for that id carrying that className and a \
-                message, and then answers TaskThreadDump on the same connection"
+            requirement: "the executor fails a RequestExecutors ask with that className, then \
+                answers TaskThreadDump"
                 .into(),
             body: run(executor_refused_ask_failure),
             ..Case::default()
@@ -735,18 +720,19 @@ pub mod closes {
         });
         for (name, frame, version, kind) in precedence_vectors() {
             let id = format!("spec/8.1/executor/close-kind/{}", slug(&name));
-            let quote = "SPEC §8.1, \"the kind is the first that applies, §11.2\", and §11.2, \"A decoder reads a \
-                frame in this order and reports the first fault it meets\"";
+            let quote = format!(
+                "SPEC §8.1, \"the kind is the first that applies, §11.2\", and §11.2, \"A decoder reads a \
+                    frame in this order and reports the first fault it meets\"; decoder.json, \"{name}\""
+            );
             let requirement = format!(
-                "the executor, on a connection to its driver that agreed on closeReason at version {}, refuses the \
-                    decoder.json vector \"{name}\" with a close envelope of kind {kind}",
+                "the executor, closeReason agreed at version {}, refuses this vector with a {kind} close envelope",
                 version.number()
             );
             cs.push(Case {
                 id,
                 level: Level::Must,
                 targets: vec![Target::Executor],
-                quote: quote.into(),
+                quote,
                 requirement,
                 body: run(move |ctx: Ctx| {
                     let (frame, kind) = (frame.clone(), kind.clone());
@@ -768,16 +754,13 @@ pub mod closes {
             quote: "SPEC §8, \"An ask that cannot be answered is answered with a failure envelope \
                 rather than left pending\", §8.1, \"A refused **ask** is answered with a failure, \
                 not a close\", and §14.3, \"The failure's `className` is \
-                `org.apache.spark.SparkException` for a message off its route\""
+                `org.apache.spark.SparkException` for a message off its route\"; §8.1, \
+                `RuleViolation`, \"a message refused by an endpoint that validates its connections \
+                against `rules.md` (strict mode)\""
                 .into(),
             requirement: format!(
-                "{name} answers an ask of {} from a {} (off its route) with a \
-                failure for its id carrying that className and a message, and then answers {} on \
-                the same connection (a master or worker validating rules.md MAY close instead, \
-                with a close envelope of kind RuleViolation)",
-                s.messages().refused,
-                s.suite_role.name(),
-                s.messages().probe.0
+                "{name} fails the off-route ask {} (that className) and serves on",
+                s.messages().refused
             ),
             body: bind(&s, refused_ask_failure),
             ..Case::default()
@@ -792,9 +775,8 @@ pub mod closes {
                 nothing more\""
                 .into(),
             requirement: format!(
-                "{name}, on a connection that agreed on closeReason, sent a close \
-                envelope of a kind no revision has (and a field of a later revision), closes the \
-                connection and sends nothing after it"
+                "{name}, closeReason agreed, sent a close of unknown kind and later field, closes \
+                    silently"
             ),
             body: bind(&s, takes_unknown_kind),
             ..Case::default()
@@ -806,10 +788,8 @@ pub mod closes {
             timeout: Duration::from_secs(10),
             quote: "SPEC §8.1 (`UnknownAsk`: \"a reply to an ask never made\")".into(),
             requirement: format!(
-                "{name}, on a connection that agreed on closeReason, given a \
-                reply to an ask it never made, either ignores it and answers the next ask, or \
-                closes with a close envelope of kind UnknownAsk (validating rules.md, \
-                RuleViolation: rule A2)"
+                "{name}, closeReason agreed, ignores a reply to no ask or closes with UnknownAsk \
+                    (rule A2)"
             ),
             body: bind(&s, unknown_ask_close_kind),
             ..Case::default()
@@ -822,9 +802,8 @@ pub mod closes {
             quote: "SPEC §8.1 (`DuplicateAsk`: \"an ask reusing the id of one still pending\")"
                 .into(),
             requirement: format!(
-                "{name}, on a connection that agreed on closeReason, sent two \
-                asks with one id in one write, either answers, or closes with a close envelope of \
-                kind DuplicateAsk (validating rules.md, RuleViolation: rule A1)"
+                "{name}, closeReason agreed, answers two asks of one id or closes with \
+                    DuplicateAsk (rule A1)"
             ),
             body: bind(&s, duplicate_ask_close_kind),
             ..Case::default()
@@ -838,9 +817,8 @@ pub mod closes {
                 first byte of the offending item (§8.2)\""
                 .into(),
             requirement: format!(
-                "{name} closes for a message whose first field is the one-byte \
-                integer 5 where a string belongs (followed by another field) with a close envelope \
-                of kind InvalidFields whose offset is the position of that byte"
+                "{name} closes for the integer 5 where a string belongs: InvalidFields at that \
+                    byte's offset"
             ),
             body: bind(&s, close_offset),
             ..Case::default()
@@ -852,7 +830,7 @@ pub mod closes {
                 k.kind
             );
             let requirement = format!(
-                "{name}, on a connection that agreed on closeReason, closes for {} with a close envelope of kind {}",
+                "closeReason agreed, {} ends the connection with a {} close envelope",
                 k.what, k.kind
             );
             let kind = k;
@@ -1216,9 +1194,8 @@ pub mod points {
                 closes the connection and, where the feature is on, sends its own close envelope \
                 (`InvalidFields`) first\""
                 .into(),
-            requirement: "the master, sent [4, nil] and (on another connection) [4, [kind, \
-                message]], closes each after a close envelope of kind InvalidFields, path \"\" and \
-                offset 2"
+            requirement: "the master, sent [4, nil] or [4, [kind, message]], closes after \
+                InvalidFields, path \"\" and offset 2"
                 .into(),
             body: run(close_reason_not_a_map),
             ..Case::default()
@@ -1232,8 +1209,8 @@ pub mod points {
                 kind)\", and \"treat the close envelope as the end of the connection: it closes \
                 too, sends nothing more\""
                 .into(),
-            requirement: "the master, sent a close envelope of kind NotOnRoute with a path and an \
-                offset, closes the connection and sends nothing (no close envelope of its own)"
+            requirement: "the master, sent a NotOnRoute close with a path and offset, closes and \
+                sends nothing"
                 .into(),
             body: run(close_reason_read_as_sent),
             ..Case::default()
@@ -1246,10 +1223,8 @@ pub mod points {
                 made\", and in strict mode \"a reply or failure to an ask never made A2 ... may be \
                 closed with either that kind or `RuleViolation`\")"
                 .into(),
-            requirement: "the master, on a connection that agreed on closeReason, sent a failure \
-                envelope for an ask it never made, either ignores it and answers the next ask, or \
-                closes with a close envelope of kind UnknownAsk (validating rules.md, \
-                RuleViolation)"
+            requirement: "the master, closeReason agreed, ignores a failure for no ask or closes \
+                with UnknownAsk"
                 .into(),
             body: run(failure_unknown_ask),
             ..Case::default()

@@ -23,17 +23,25 @@ type C = sparkwire::messages::CoarseMessage;
 pub fn cases(cs: &mut Vec<Case>) {
     for v in located() {
         let id = format!("spec/8.2/location/{}", slug(&v.name));
-        let requirement = format!(
-            "SPEC §8.2, \"They do not depend on how a decoder reads ...: two correct decoders report the same path and \
-                offset for the same frame\", \"The offset is the position of the offending item's first byte\", and \
-                    the path grammar: the master, on a connection that agreed on closeReason, refuses the decoder.json \
-                        vector \"{}\" with a close envelope of kind InvalidFields, path {:?} and offset {}",
-            v.name, v.path, v.offset
+        let quote = format!(
+            "SPEC §8.2, \"two correct decoders report the same path and offset for the same frame\", \
+                \"The offset is the position of the offending item's first byte\"; decoder.json, \"{}\"",
+            v.name
         );
+        let at = format!("path {:?}, offset {}", v.path, v.offset);
+        let requirement = match at.chars().count() <= 50 {
+            true => format!("the master, closeReason agreed, closes for this vector with InvalidFields at {at}"),
+            false => format!(
+                "the master, closeReason agreed, closes for this vector with InvalidFields at the vector's \
+                    path, offset {}",
+                v.offset
+            ),
+        };
         cs.push(Case {
             id,
             level: Level::Must,
             targets: vec![Target::Master],
+            quote,
             requirement,
             body: run(move |ctx: Ctx| {
                 let v = v.clone();
@@ -47,14 +55,11 @@ pub fn cases(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Driver],
         timeout: Duration::from_secs(15),
-        requirement: "SPEC §8.2, \"two correct decoders report the same path and offset for the \
-            same frame\", the offset \"the position of the offending item's first byte\", the path \
-            grammar (a union's variant adds no step, indexes in brackets, integer keys unquoted) \
-            and the offending item of each fault (a union's map, its name, a tuple, a set's \
-            element): the driver, on its executor port, on connections that agreed on closeReason, \
-            refuses each decoder.json InvalidFields vector of the coarse family (and the \
-            family-free ones) with a close envelope of kind InvalidFields at the vector's path and \
-            offset"
+        quote: "SPEC §8.2, \"two correct decoders report the same path and offset for the same \
+            frame\", the offset \"the position of the offending item's first byte\""
+            .into(),
+        requirement: "the driver closes for each coarse InvalidFields vector of decoder.json at \
+            the vector's path and offset"
             .into(),
         body: run(driver_locations),
         ..Case::default()

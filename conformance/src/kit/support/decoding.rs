@@ -1,5 +1,5 @@
 //! SPEC §11: decoding in detail, live, for the master, the worker and the executor (the driver's
-//! cases are in `spec11_driver.rs`, on these helpers). Every decoder decision of
+//! cases are in `decoding_driver.rs`, on these helpers). Every decoder decision of
 //! `protocol/vectors/decoder.json` (and every invalid envelope vector of `envelope.json`) that a
 //! target can receive is replayed on a fresh connection, in a message that is otherwise legal on
 //! its route and for the role that sends it (SPEC §14.1): a valid frame keeps the connection, an
@@ -31,6 +31,12 @@ use sparkwire::wire::handshake::Role;
 use sparkwire::wire::handshake::CLOSE_REASON;
 use sparkwire::wire::Envelope;
 use std::collections::BTreeMap;
+
+/// The words a case replaying a vector checks: the vector's name in its file (`decoder` or
+/// `envelope`), which SPEC §11 makes every decoder decide alike.
+pub fn vector_quote(file: &str, name: &str) -> String {
+    format!("SPEC §11 and §8, protocol/vectors/{file}.json, \"{name}\"")
+}
 
 pub(crate) type D = DeployMessage;
 

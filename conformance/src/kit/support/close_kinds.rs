@@ -61,14 +61,14 @@ pub(crate) const KINDS: [Kind; 8] = [
     Kind {
         slug: "invalid-message-pack",
         kind: "InvalidMessagePack",
-        what: "a frame holding the reserved marker 0xc1 ([0, 0xc1])",
+        what: "a frame holding 0xc1 ([0, 0xc1])",
         version: Version::V2,
         body: |_| vec![0x92, 0x00, 0xc1],
     },
     Kind {
         slug: "too-deep",
         kind: "TooDeep",
-        what: "its probe ask nested 65 levels deep in an unknown field",
+        what: "a probe ask nested 65 deep in an unknown field",
         version: Version::V2,
         body: |s| {
             mp::arr(&[
@@ -81,7 +81,7 @@ pub(crate) const KINDS: [Kind; 8] = [
     Kind {
         slug: "trailing-bytes",
         kind: "TrailingBytes",
-        what: "its probe ask followed by a nil in the same frame",
+        what: "a probe ask followed by a nil in its frame",
         version: Version::V2,
         body: |s| {
             let mut b = mp::arr(&[mp::u(1), mp::u(5), probe_map(s, vec![])]);
@@ -106,14 +106,10 @@ pub(crate) const KINDS: [Kind; 8] = [
     Kind {
         slug: "trailing-bytes-over-unknown-message",
         kind: "TrailingBytes",
-        what: "a send of a message its family does not have followed by a nil (§11.2: trailing bytes come before the \
-            name)",
+        what: "an unknown message followed by a nil (§11.2)",
         version: Version::V2,
         body: |_| {
-            let mut b = mp::arr(&[
-                mp::u(0),
-                mp::map(&[("RegisterBlockManager", mp::map(&[]))]),
-            ]);
+            let mut b = mp::arr(&[mp::u(0), mp::map(&[("RegisterBlockManager", mp::map(&[]))])]);
             b.push(0xc0);
             b
         },
@@ -121,16 +117,19 @@ pub(crate) const KINDS: [Kind; 8] = [
     Kind {
         slug: "local-over-invalid-fields",
         kind: "LocalMessage",
-        what: "a send of a local message of its family whose fields are an array (§11.2: a local message is refused \
-            before its fields are read)",
+        what: "a local message whose fields are an array",
         version: Version::V2,
-        body: |s| mp::arr(&[mp::u(0), mp::map(&[(s.messages().local, mp::arr(&[mp::u(5)]))])]),
+        body: |s| {
+            mp::arr(&[
+                mp::u(0),
+                mp::map(&[(s.messages().local, mp::arr(&[mp::u(5)]))]),
+            ])
+        },
     },
     Kind {
         slug: "not-in-version-fields-unexamined",
         kind: "NotInVersion",
-        what: "an ask, on a version 1 connection, of a message only version 2 has, its fields an array (§11.2: \"its \
-            fields are not examined\")",
+        what: "a v2-only ask, fields an array, at version 1",
         version: Version::V1,
         body: |s| {
             mp::arr(&[

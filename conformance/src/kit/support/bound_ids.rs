@@ -1,5 +1,5 @@
-//! `--target master`, SPEC §14.2: ids bound to connections, the cases that `spec14.rs` leaves
-//! (Z1 for a finished or unknown application, Z2 for WorkerDecommissioning and
+//! `--target master`, SPEC §14.2: ids bound to connections, the cases that `authorization.rs`
+//! leaves (Z1 for a finished or unknown application, Z2 for WorkerDecommissioning and
 //! WorkerSchedulerStateResponse, Z3 for an executor placed on another worker). One function per
 //! case; each cites the sentence it checks.
 
