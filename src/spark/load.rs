@@ -58,7 +58,7 @@ use crate::messages::deploy::{
     RegisterWorker, RequestExecutors, RequestMasterState, UnregisterApplication,
     WorkerExecutorStateResponse, WorkerLatestState, WorkerSchedulerStateResponse,
 };
-use crate::messages::{Addr, DeployMessage, EndpointRef, ExecutorState, Family};
+use crate::messages::{Addr, DeployMessage, EndpointRef, ExecutorState, Family, Version};
 use crate::messages::{
     ApplicationDescription, Command, ExecutorDescription, ProfileExecutors, ResourceProfile,
 };
@@ -586,6 +586,7 @@ fn answer_in(shared: &Arc<Shared>, conn: &Conn, request_id: i64, answer: Answer)
 fn worker_in(shared: &Arc<Shared>, i: usize, m: DeployMessage) {
     let now = Instant::now();
     let mut replies: Vec<DeployMessage> = Vec::new();
+    let mut reregister = false;
     let (conn, addr, master, target) = {
         let mut st = shared.lock();
         let st = &mut *st;
@@ -717,12 +718,31 @@ fn worker_in(shared: &Arc<Shared>, i: usize, m: DeployMessage) {
                     Vec::new(),
                 )));
             }
+            DeployMessage::ReconnectWorker(r) => {
+                // The master had timed the worker out: Spark's worker registers again.
+                errs.push(format!(
+                    "worker {i}: ReconnectWorker({}): the master had dropped it",
+                    r.master_url
+                ));
+                if w.registered {
+                    w.registered = false;
+                    st.registered -= 1;
+                }
+                reregister = true;
+            }
             other => errs.push(format!("worker {i}: unexpected {other:?}")),
         }
         for e in errs {
             st.error(e);
         }
         let w = &st.workers[i];
+        if reregister {
+            replies.push(DeployMessage::from(register_worker(
+                &shared.config,
+                &w.id,
+                &w.addr,
+            )));
+        }
         (
             w.conn.clone(),
             w.addr.clone(),
@@ -751,10 +771,32 @@ fn send_all(
         .unwrap_or(fallback);
     for m in replies {
         let name = m.name();
-        if let Some(s) = shared.stream(m) {
-            if !conn.send(from, &to, MASTER_ENDPOINT, s) {
-                shared.error(format!("{name} not written: the connection is closed"));
-            }
+        // ExecutorStateChanged is an ask answered `true` from protocol version 2 on (Spark's
+        // worker asks it since SPARK-34245), a one-way message before.
+        let ask = matches!(m, DeployMessage::ExecutorStateChanged(_))
+            && shared.config.release.version() != Version::V1;
+        let Some(s) = shared.stream(m) else {
+            continue;
+        };
+        if ask {
+            let rx = conn.ask(Some(from), &to, MASTER_ENDPOINT, s);
+            let shared = Arc::clone(shared);
+            let who = from.to_string();
+            tokio::spawn(async move {
+                let value = match tokio::time::timeout(shared.config.answer_timeout, rx).await {
+                    Ok(Ok(Ok(body))) => parse_stream(&body)
+                        .map_err(|e| e.to_string())
+                        .and_then(|g| reply_value(g.root_node()).map_err(|e| e.to_string())),
+                    Ok(Ok(Err(e))) => Err(format!("failed: {e}")),
+                    Ok(Err(_)) => Err("the connection closed".into()),
+                    Err(_) => Err("no answer".into()),
+                };
+                if !matches!(value, Ok(ReplyValue::Bool(true))) {
+                    shared.error(format!("worker {who}: {name} answered {value:?}, not true"));
+                }
+            });
+        } else if !conn.send(from, &to, MASTER_ENDPOINT, s) {
+            shared.error(format!("{name} not written: the connection is closed"));
         }
     }
 }
@@ -897,6 +939,25 @@ async fn ask_true(shared: &Arc<Shared>, conn: &Conn, from: &Addr, m: DeployMessa
     }
 }
 
+/// Worker `id`'s registration, as Spark's worker writes it.
+fn register_worker(config: &LoadConfig, id: &str, addr: &Addr) -> RegisterWorker {
+    let master = Addr::new(
+        config.master.ip().to_string(),
+        i32::from(config.master.port()),
+    );
+    RegisterWorker::new(
+        id.to_string(),
+        addr.host.clone(),
+        addr.port,
+        EndpointRef::at(addr.clone(), WORKER_ENDPOINT),
+        config.worker_cores,
+        config.worker_memory,
+        format!("http://{}:8081", addr.host),
+        master,
+        Default::default(),
+    )
+}
+
 async fn run_worker(
     shared: Arc<Shared>,
     i: usize,
@@ -928,21 +989,7 @@ async fn run_worker(
     };
     shared.lock().workers[i].conn = Some(conn.clone());
     let worker_ref = EndpointRef::at(addr.clone(), WORKER_ENDPOINT);
-    let master_addr = Addr::new(
-        config.master.ip().to_string(),
-        i32::from(config.master.port()),
-    );
-    let register = RegisterWorker::new(
-        id.clone(),
-        addr.host.clone(),
-        addr.port,
-        worker_ref.clone(),
-        config.worker_cores,
-        config.worker_memory,
-        format!("http://{}:8081", addr.host),
-        master_addr,
-        Default::default(),
-    );
+    let register = register_worker(config, &id, &addr);
     let Some(register_stream) = shared.stream(DeployMessage::from(register)) else {
         return;
     };
@@ -1130,12 +1177,34 @@ async fn wait_for(shared: &Arc<Shared>, limit: Duration, done: impl Fn(&State) -
     }
 }
 
-/// `GET /json` of the web UI: the latency, the body.
+/// `GET /json` of the web UI (following one redirect: Spark's UI sends `/json` to `/json/`):
+/// the latency, the body.
 async fn get_json(ui: SocketAddr, limit: Duration) -> Result<(Duration, Vec<u8>), String> {
     let start = Instant::now();
+    match get_path(ui, "/json", limit).await? {
+        Ok(body) => Ok((start.elapsed(), body)),
+        Err(location) => {
+            let path = location
+                .split_once("://")
+                .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_string()))
+                .unwrap_or(location);
+            match get_path(ui, &path, limit).await? {
+                Ok(body) => Ok((start.elapsed(), body)),
+                Err(again) => Err(format!("redirected twice (to {again})")),
+            }
+        }
+    }
+}
+
+/// One `GET path`: the body, or where a redirect points.
+async fn get_path(
+    ui: SocketAddr,
+    path: &str,
+    limit: Duration,
+) -> Result<Result<Vec<u8>, String>, String> {
     let fetch = async {
         let mut s = TcpStream::connect(ui).await.map_err(|e| e.to_string())?;
-        let req = format!("GET /json HTTP/1.0\r\nHost: {ui}\r\nAccept: application/json\r\n\r\n");
+        let req = format!("GET {path} HTTP/1.0\r\nHost: {ui}\r\nAccept: application/json\r\n\r\n");
         s.write_all(req.as_bytes())
             .await
             .map_err(|e| e.to_string())?;
@@ -1146,19 +1215,30 @@ async fn get_json(ui: SocketAddr, limit: Duration) -> Result<(Duration, Vec<u8>)
     let all = tokio::time::timeout(limit, fetch)
         .await
         .map_err(|_| "no answer".to_string())??;
-    let took = start.elapsed();
     let split = all
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
         .ok_or("an HTTP answer without a header's end")?;
     let head = String::from_utf8_lossy(&all[..split]);
-    if !head.starts_with("HTTP/1.") || head.split_whitespace().nth(1) != Some("200") {
+    let status = head.split_whitespace().nth(1).unwrap_or_default();
+    if head.starts_with("HTTP/1.") && matches!(status, "301" | "302" | "307" | "308") {
+        let location = head
+            .lines()
+            .find_map(|l| {
+                l.split_once(':')
+                    .filter(|(k, _)| k.eq_ignore_ascii_case("location"))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .ok_or("a redirect without a Location")?;
+        return Ok(Err(location));
+    }
+    if !head.starts_with("HTTP/1.") || status != "200" {
         return Err(format!(
             "answered {}",
             head.lines().next().unwrap_or_default()
         ));
     }
-    Ok((took, all[split + 4..].to_vec()))
+    Ok(Ok(all[split + 4..].to_vec()))
 }
 
 /// Checks `/json` against what the run registered.
