@@ -16,6 +16,8 @@ mod spark;
 #[cfg(feature = "spark-rest")]
 mod spark_audit;
 #[cfg(feature = "spark-proxy")]
+mod spark_load;
+#[cfg(feature = "spark-proxy")]
 mod spark_proxy;
 mod spec;
 mod status;

@@ -26,6 +26,10 @@ pub enum SparkCommand {
     /// could not audit.
     #[cfg(feature = "spark-rest")]
     Audit(super::spark_audit::AuditArgs),
+    /// Generate thousands of Spark workers and applications (and a UI peer) against a master on
+    /// Spark's wire, check every answer and print the measurements as JSON; exit 1 on any error.
+    #[cfg(feature = "spark-proxy")]
+    Load(super::spark_load::LoadArgs),
 }
 
 #[derive(Debug, Args)]
@@ -71,6 +75,8 @@ pub fn run(cmd: SparkCommand) -> Result<ExitCode, String> {
         SparkCommand::Proxy(args) => super::spark_proxy::run(args),
         #[cfg(feature = "spark-rest")]
         SparkCommand::Audit(args) => super::spark_audit::run(args),
+        #[cfg(feature = "spark-proxy")]
+        SparkCommand::Load(args) => super::spark_load::run(args),
     }
 }
 

@@ -51,6 +51,8 @@ mod frame;
 #[cfg(feature = "spark-proxy")]
 mod front;
 mod java;
+#[cfg(feature = "spark-proxy")]
+pub mod load;
 mod map;
 mod pcap;
 #[cfg(feature = "spark-proxy")]

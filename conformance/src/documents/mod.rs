@@ -4,4 +4,5 @@
 
 pub mod cases_md;
 pub mod coverage;
+pub mod spark_auth_md;
 pub mod spark_md;

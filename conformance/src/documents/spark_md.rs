@@ -326,7 +326,11 @@ pub fn render_matrix(rows: &[MatrixRow]) -> Result<String, String> {
 
 /// SPARK.md from the stored runs and matrix rows in `dir` (`conformance/spark`).
 pub fn render_dir(dir: &Path) -> Result<String, String> {
-    render(&load(dir)?, &load_matrix(dir)?)
+    let mut out = render(&load(dir)?, &load_matrix(dir)?)?;
+    out.push_str(&super::spark_auth_md::render(&super::spark_auth_md::load(
+        dir,
+    )?)?);
+    Ok(out)
 }
 
 /// The deviation of SPEC §15.4 that explains why real Spark fails case `id`, if one does.
@@ -442,6 +446,8 @@ fn not_yet_run(target: Target, of: &[&Run]) -> Vec<String> {
         .into_iter()
         .map(|c| c.id)
         .filter(|id| of.iter().all(|r| !r.cases.contains_key(id)))
+        // Their verdicts are those of the authenticated runs (`super::spark_auth_md`).
+        .filter(|id| !id.starts_with(super::spark_auth_md::PREFIX))
         .collect()
 }
 

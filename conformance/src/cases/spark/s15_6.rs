@@ -40,8 +40,8 @@ pub fn for_master(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         quote: A1.into(),
-        requirement: "a RegisterWorker sent with no bootstrap draws no answer but a failure or a close, and the \
-            worker is not registered"
+        requirement: "a RegisterWorker sent with no bootstrap draws only a failure or a close, and the worker is not \
+            registered"
             .into(),
         body: run(|ctx: Ctx| async move {
             let w = Candidate::new();
@@ -59,8 +59,8 @@ pub fn for_master(cs: &mut Vec<Case>) {
         targets: vec![Target::Master],
         timeout: Duration::from_secs(15),
         quote: A1.into(),
-        requirement: "each message the master takes, sent without bootstrap on a connection of its own, gets \
-            only a failure or a close"
+        requirement: "each message the master takes, sent with no bootstrap on a connection of its own, draws only a \
+            failure or a close"
             .into(),
         body: run(|ctx: Ctx| async move {
             let w = Candidate::new();
@@ -104,10 +104,9 @@ pub fn for_master(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         quote: A1.into(),
-        requirement:
-            "after its SASL bootstrap with another secret is refused, a RegisterWorker on that \
-            connection registers nothing"
-                .into(),
+        requirement: "after a SASL bootstrap with another secret is refused, a RegisterWorker on that connection \
+            registers nothing"
+            .into(),
         body: run(|ctx: Ctx| async move {
             let (auth, _) = spark_auth(&ctx)?;
             let wrong = wrong_secret(&auth.secret);
@@ -161,8 +160,8 @@ pub fn for_master(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         quote: A3.into(),
-        requirement: "with saslFallback=false (given with --spark-conf) a SASL bootstrap, even with the right \
-            secret, is refused"
+        requirement: "with saslFallback=false (told by --spark-conf) a SASL bootstrap is refused, even with the right \
+            secret"
             .into(),
         body: run(|ctx: Ctx| async move {
             let (auth, _) = spark_auth(&ctx)?;
@@ -185,8 +184,8 @@ pub fn for_master(cs: &mut Vec<Case>) {
         level: Level::Must,
         targets: vec![Target::Master],
         quote: A4.into(),
-        requirement: "after an auth engine bootstrap with the right secret, cleartext frames are not acted on: \
-            no answer, no registration"
+        requirement: "after an auth engine bootstrap, a RegisterWorker sent in the clear draws no answer in the clear \
+            and registers nothing"
             .into(),
         body: run(|ctx: Ctx| async move {
             let (auth, _) = spark_auth(&ctx)?;
