@@ -584,6 +584,27 @@ pub fn render(runs: &[Run], matrix: &[MatrixRow]) -> Result<String, String> {
     Ok(out)
 }
 
+/// Whether SPARK.md as stored (`on_disk`) differs from its fresh rendering (`fresh`) only by
+/// cases added to the suite since it was written: lines `` - `ID` `` of a "Not yet run on Spark"
+/// list that `on_disk` lacks. Such a SPARK.md is not stale for `--check-spark-md`, so that adding
+/// a case needs no JVM and regenerates one file (CASES.md); any other difference, a verdict above
+/// all, still is.
+pub fn differs_only_by_new_cases(on_disk: &str, fresh: &str) -> bool {
+    let known: std::collections::HashSet<&str> = on_disk.lines().collect();
+    let mut in_list = false;
+    let mut kept = Vec::new();
+    for line in fresh.lines() {
+        if line.starts_with('#') {
+            in_list = line == "### Not yet run on Spark";
+        }
+        let new_case = in_list && line.starts_with("- `") && !known.contains(line);
+        if !new_case {
+            kept.push(line);
+        }
+    }
+    kept.into_iter().eq(on_disk.lines())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -817,5 +838,22 @@ mod tests {
         assert_eq!(r.cases["a"].millis, 4);
         assert_eq!(r.wall_seconds, 1.5);
         assert!(parse_run("3.0.3", Target::Worker, "{}").is_err());
+    }
+
+    #[test]
+    fn a_spark_md_lacking_only_new_cases_in_a_not_yet_run_list_is_not_stale() {
+        let stored = run(&[("flow/master/app/registered", "pass")]);
+        let fresh = render(&[stored.clone()], &[]).expect("renders");
+        let (head, list) = fresh
+            .split_once("- `handshake/4/accepted`\n")
+            .expect("a case not yet run");
+        let without = format!("{head}{list}");
+        assert!(differs_only_by_new_cases(&without, &fresh));
+        assert!(differs_only_by_new_cases(&fresh, &fresh));
+        let changed = fresh.replace("| pass (", "| **FAIL** (");
+        assert_ne!(changed, fresh, "the fixture has a verdict to change");
+        assert!(!differs_only_by_new_cases(&changed, &fresh));
+        let extra = format!("{fresh}- `a/case/gone`\n");
+        assert!(!differs_only_by_new_cases(&extra, &fresh));
     }
 }
