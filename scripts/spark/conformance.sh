@@ -175,8 +175,10 @@ for version in "${versions[@]}"; do
           sleep 0.2
         done
         grep -q "I have been elected leader" "$log" || { echo "the $version master did not start" >&2; tail -n 30 "$log" >&2; exit 1; }
-        run_suite "$version" "$target" --addr "127.0.0.1:$port" --worker-timeout 4 --jobs 4 --patience 3 \
-          --secret-file "$work/secret" "${suite_conf[@]}" --cases spark/15.6/
+        # More patience than the plain run's: a master's first auth engine exchange loads its
+        # cryptography (Tink, X25519), which took over 3 s on a loaded machine.
+        run_suite "$version" "$target" --addr "127.0.0.1:$port" --worker-timeout 4 --jobs 4 --patience 10 \
+          --timeout-scale 3 --secret-file "$work/secret" "${suite_conf[@]}" --cases spark/15.6/
         stop_master
         ;;
       worker)

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::spark_md::{parse_run, resolution, Run};
+use super::spark_md::{compare, parse_run, resolution, Comparison, Run};
 use crate::harness::verdict::Target;
 
 /// The releases whose authenticated runs are looked for, newest first.
@@ -116,4 +116,67 @@ pub fn render(runs: &[(String, &'static str, Run)]) -> Result<String, String> {
         let _ = writeln!(out, "{line}");
     }
     Ok(out)
+}
+
+/// The authenticated runs in `fresh_dir` held against the stored ones in `stored_dir`
+/// ([`compare`], each named `RELEASE-master-CONFIG`), and how many fresh runs there were.
+pub fn compare_dirs(stored_dir: &Path, fresh_dir: &Path) -> Result<(Comparison, usize), String> {
+    let stored = load(stored_dir)?;
+    let fresh = load(fresh_dir)?;
+    let mut out = Comparison::default();
+    for (release, config, run) in &fresh {
+        let then = stored
+            .iter()
+            .find(|(r, c, _)| r == release && c == config)
+            .map(|(_, _, s)| s);
+        let one = compare(then, run);
+        let named = |line: String| line.replacen("-master", &format!("-master-{config}"), 1);
+        out.changed.extend(one.changed.into_iter().map(named));
+        out.not_yet_run
+            .extend(one.not_yet_run.into_iter().map(named));
+    }
+    Ok((out, fresh.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, verdict: &str) {
+        let text = format!(
+            r#"{{"target":"master","totals":{{}},"wall_seconds":9.0,"cases":[
+               {{"id":"spark/15.6/A3/sasl-refused","verdict":"{verdict}","millis":4}}]}}"#
+        );
+        std::fs::write(dir.join(name), text).expect("write a run");
+    }
+
+    #[test]
+    fn an_authenticated_run_is_rendered_and_a_changed_verdict_named_with_its_configuration() {
+        let base = std::env::temp_dir().join(format!("spark-auth-md-{}", std::process::id()));
+        let (stored, fresh) = (base.join("stored"), base.join("fresh"));
+        std::fs::create_dir_all(&stored).expect("dir");
+        std::fs::create_dir_all(&fresh).expect("dir");
+        write(&stored, "4.0.1-master-crypto.json", "pass");
+        write(&fresh, "4.0.1-master-crypto.json", "skipped");
+        let runs = load(&stored).expect("runs");
+        let text = render(&runs).expect("rendered");
+        assert!(
+            text.contains("| `spark/15.6/A3/sasl-refused` | pass (4 ms) |"),
+            "{text}"
+        );
+        assert!(text.contains("Spark 4.0.1 `crypto`"), "{text}");
+        let (c, n) = compare_dirs(&stored, &fresh).expect("compared");
+        assert_eq!(n, 1);
+        assert_eq!(
+            c.changed,
+            ["4.0.1-master-crypto: spark/15.6/A3/sasl-refused: stored pass, now skipped"]
+        );
+        write(&stored, "4.0.1-master-sasl.json", "fail");
+        let err = render(&load(&stored).expect("runs")).expect_err("an unresolved failure");
+        assert!(
+            err.contains("4.0.1 master-sasl spark/15.6/A3/sasl-refused"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }
