@@ -70,6 +70,9 @@ const APP_ENDPOINT: &str = "AppClient";
 /// Error messages kept in the report (the count has them all).
 const MAX_ERROR_SAMPLES: usize = 40;
 
+/// Told the name of each phase of a load run as it begins.
+pub type OnPhase = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// What to generate and against which master.
 #[derive(Clone)]
 pub struct LoadConfig {
@@ -114,7 +117,7 @@ pub struct LoadConfig {
     /// Peers connecting (and checking the master's existence) at once.
     pub connect_concurrency: usize,
     /// Told each phase as it begins (`register`, `place`, `act`, `steady`, `state`, `done`).
-    pub on_phase: Option<Arc<dyn Fn(&str) + Send + Sync>>,
+    pub on_phase: Option<OnPhase>,
 }
 
 impl LoadConfig {
@@ -628,6 +631,7 @@ fn worker_in(shared: &Arc<Shared>, i: usize, m: DeployMessage) {
             },
             DeployMessage::LaunchExecutor(l) => {
                 let key = (l.app_id.clone(), l.exec_id);
+                let twice = w.executors.contains_key(&key);
                 let used: i32 = w.executors.values().map(|(c, _)| c).sum();
                 if l.master_url != w.master_url {
                     errs.push(format!(
@@ -639,7 +643,7 @@ fn worker_in(shared: &Arc<Shared>, i: usize, m: DeployMessage) {
                         "worker {i}: LaunchExecutor of {} cores with {used} of {} in use",
                         l.cores, shared.config.worker_cores
                     ));
-                } else if w.executors.contains_key(&key) {
+                } else if twice {
                     errs.push(format!("worker {i}: LaunchExecutor {key:?} twice"));
                 } else if l.cores != shared.config.executor_cores {
                     errs.push(format!(
