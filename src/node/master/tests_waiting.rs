@@ -498,3 +498,20 @@ fn a_completed_application_waits_for_nothing() {
         .expect("completed");
     assert_eq!(done.waiting_reason, None);
 }
+
+#[test]
+fn a_reason_names_a_few_workers_of_other_releases_with_room_and_counts_the_rest() {
+    let mut m = Master::new();
+    for w in 1..=8 {
+        m.worker(w, 2, 4096, Some("4.3.0"));
+    }
+    let app = m.app(20, app_description("t", Some(1), 512), Some("3.5.9"));
+    assert!(m.launched_on(&app).is_empty());
+    let why = m.app_reason(&app).expect("waits");
+    assert_eq!(
+        why.matches("(Spark 4.3.0)").count(),
+        super::waiting::ROOM_NAMED,
+        "{why}"
+    );
+    assert!(why.ends_with(" and 3 more"), "{why}");
+}

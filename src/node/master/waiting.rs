@@ -176,6 +176,10 @@ fn no_room(need: &Need, what: &str, workers: &[Free<'_>]) -> String {
     }
 }
 
+/// How many workers of other releases with room a waiting application's reason names; it
+/// counts the rest.
+pub(crate) const ROOM_NAMED: usize = 5;
+
 /// Two Spark releases (or none) whose executors and drivers can talk: SPEC §15.5's rule, with
 /// `compatible` deciding between two named releases.
 pub(crate) fn releases_agree(
@@ -360,7 +364,13 @@ impl MasterCore {
                 let _ = write!(s, " ({})", no_room(&need, "an executor", &frees));
             }
             if !others.is_empty() {
-                let _ = write!(s, "; room on {}", others.join(", "));
+                // At most a few named, so that the reason (kept per application, logged when it
+                // changes, shown in /json) stays bounded however many workers the cluster has.
+                let named = others.len().min(ROOM_NAMED);
+                let _ = write!(s, "; room on {}", others[..named].join(", "));
+                if others.len() > named {
+                    let _ = write!(s, " and {} more", others.len() - named);
+                }
             }
             return Some(s);
         }
