@@ -183,7 +183,7 @@ impl Ctx {
     }
 
     /// The `RegisterApplication` graph of application `app_id` as the master's recovery record
-    /// kept it (SPEC §11.2): an application this front never saw register, recovered by a new
+    /// kept it (SPEC §15.5): an application this front never saw register, recovered by a new
     /// leader, whose executors carry its original description on.
     fn recovered_registration(&self, app_id: &str) -> Option<Arc<Graph>> {
         #[cfg(feature = "reference")]
@@ -1016,7 +1016,7 @@ impl Conn {
     }
 
     /// Notes a Spark peer registering with its endpoint at `endpoint` in the master's book of
-    /// Spark peers, for its recovery record (SPEC §11.2): its release and, for an application,
+    /// Spark peers, for its recovery record (SPEC §15.5): its release and, for an application,
     /// its `RegisterApplication` stream.
     #[cfg_attr(not(feature = "reference"), allow(unused_variables))]
     fn note_peer(&self, endpoint: Option<&Addr>, release: &Release, registration: Option<&[u8]>) {

@@ -164,7 +164,7 @@ impl SparkAnnouncer {
         slot.install(Arc::new(move |addr: Addr, target: DialTarget| {
             let me = Arc::clone(&me);
             let ctx = Arc::clone(&ctx);
-            // The peer's own release, as its record keeps it (SPEC §11.2); else the front's.
+            // The peer's own release, as its record keeps it (SPEC §15.5); else the front's.
             let stored = book.with_book(|b| b.release_at(&addr).and_then(Release::named));
             tokio::spawn(async move {
                 let endpoint = SparkAnnouncer::endpoint_of(&target);
