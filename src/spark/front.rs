@@ -383,18 +383,19 @@ pub(super) async fn serve_recovered<S>(
     peer: SocketAddr,
     ctx: Arc<Ctx>,
     peer_ref: EndpointRef,
+    release: &'static Release,
 ) -> Result<(), FrontError>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    serve_io(stream, peer, ctx, Some(peer_ref)).await
+    serve_io(stream, peer, ctx, Some((peer_ref, release))).await
 }
 
 async fn serve_io<S>(
     stream: S,
     peer: SocketAddr,
     ctx: Arc<Ctx>,
-    peer_ref: Option<EndpointRef>,
+    recovered: Option<(EndpointRef, &'static Release)>,
 ) -> Result<(), FrontError>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
@@ -413,13 +414,15 @@ where
         out,
         bridge: None,
         address: None,
-        peer_ref,
+        peer_ref: recovered.as_ref().map(|(r, _)| r.clone()),
         app_graph: None,
         app_id: None,
         asks: Arc::new(Semaphore::new(ctx.config.max_asks.max(1))),
         master_asks: HashMap::new(),
         next_request: 1,
-        detector: match ctx.config.release {
+        // A recovered peer speaks the release it was told in (its stored one) from the start:
+        // what the master sends it before its own streams say more is written in that.
+        detector: match ctx.config.release.or(recovered.as_ref().map(|(_, r)| *r)) {
             Some(r) => Detector::pinned(r),
             None => Detector::new(),
         },
