@@ -227,7 +227,7 @@ impl SparkPeerBook {
 }
 
 /// Lowercase hexadecimal of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -238,7 +238,7 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 /// The bytes of hexadecimal `text` (either case), or `None` when it is not that.
-pub fn unhex(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
     let digit = |c: u8| {
         char::from(c)
             .to_digit(16)
