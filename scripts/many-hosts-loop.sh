@@ -18,7 +18,8 @@
 # Needs root (network namespaces; SPARKWIRE_REQUIRE_NETNS=1 makes a test fail rather than skip
 # without it), Debian's zookeeper (scripts/test.sh installs it) and, for the spark-* scenarios,
 # Spark 4.0.1 (installed into ~/.cache/sparkwire-spark/ when missing). The output of a failed run is
-# kept in target/many-hosts-loop/SCENARIO-RUN.log. Exit status 0 when every run passed.
+# kept in target/many-hosts-loop/SCENARIO-RUN.log. Exit status 0 when every run passed. With
+# SPARKWIRE_JVM_LOCK=FILE each run of a spark-* scenario holds `flock FILE` while it runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -85,8 +86,14 @@ for s in "${chosen[@]}"; do
   values=() # label=value, one per figure per passing run
   for i in $(seq 1 "$runs"); do
     started=$SECONDS
-    out=$(cargo test -q --all-features --test "$binary" -- --exact "$test" --nocapture \
-      --test-threads=1 2>&1)
+    run=(cargo test -q --all-features --test "$binary" -- --exact "$test" --nocapture
+      --test-threads=1)
+    # Real Spark's JVMs take a shared lock per run when one is named (a machine shared by
+    # several users of Spark's JVMs): SPARKWIRE_JVM_LOCK=FILE.
+    if [[ "$name" == spark-* && -n "${SPARKWIRE_JVM_LOCK:-}" ]]; then
+      run=(flock "$SPARKWIRE_JVM_LOCK" "${run[@]}")
+    fi
+    out=$("${run[@]}" 2>&1)
     rc=$?
     took=$((SECONDS - started))
     # A test that skipped passes in silence: count it as failed.

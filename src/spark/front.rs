@@ -183,7 +183,7 @@ impl Ctx {
     }
 
     /// The `RegisterApplication` graph of application `app_id` as the master's recovery record
-    /// kept it (SPEC §11.2): an application this front never saw register, recovered by a new
+    /// kept it (SPEC §15.5): an application this front never saw register, recovered by a new
     /// leader, whose executors carry its original description on.
     fn recovered_registration(&self, app_id: &str) -> Option<Arc<Graph>> {
         #[cfg(feature = "reference")]
@@ -383,18 +383,19 @@ pub(super) async fn serve_recovered<S>(
     peer: SocketAddr,
     ctx: Arc<Ctx>,
     peer_ref: EndpointRef,
+    release: &'static Release,
 ) -> Result<(), FrontError>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    serve_io(stream, peer, ctx, Some(peer_ref)).await
+    serve_io(stream, peer, ctx, Some((peer_ref, release))).await
 }
 
 async fn serve_io<S>(
     stream: S,
     peer: SocketAddr,
     ctx: Arc<Ctx>,
-    peer_ref: Option<EndpointRef>,
+    recovered: Option<(EndpointRef, &'static Release)>,
 ) -> Result<(), FrontError>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
@@ -413,13 +414,15 @@ where
         out,
         bridge: None,
         address: None,
-        peer_ref,
+        peer_ref: recovered.as_ref().map(|(r, _)| r.clone()),
         app_graph: None,
         app_id: None,
         asks: Arc::new(Semaphore::new(ctx.config.max_asks.max(1))),
         master_asks: HashMap::new(),
         next_request: 1,
-        detector: match ctx.config.release {
+        // A recovered peer speaks the release it was told in (its stored one) from the start:
+        // what the master sends it before its own streams say more is written in that.
+        detector: match ctx.config.release.or(recovered.as_ref().map(|(_, r)| *r)) {
             Some(r) => Detector::pinned(r),
             None => Detector::new(),
         },
@@ -1016,7 +1019,7 @@ impl Conn {
     }
 
     /// Notes a Spark peer registering with its endpoint at `endpoint` in the master's book of
-    /// Spark peers, for its recovery record (SPEC §11.2): its release and, for an application,
+    /// Spark peers, for its recovery record (SPEC §15.5): its release and, for an application,
     /// its `RegisterApplication` stream.
     #[cfg_attr(not(feature = "reference"), allow(unused_variables))]
     fn note_peer(&self, endpoint: Option<&Addr>, release: &Release, registration: Option<&[u8]>) {

@@ -143,12 +143,12 @@ impl SparkAnnouncer {
                 .map_err(|e| AnnounceError::Io(e.to_string()))?;
             let endpoint_ref = EndpointRef::at(peer.clone(), endpoint);
             match &self.auth {
-                None => hold(stream, &frame, ctx, endpoint_ref).await,
+                None => hold(stream, &frame, ctx, endpoint_ref, release).await,
                 Some(auth) => {
                     let stream = super::auth::client_handshake(stream, auth)
                         .await
                         .map_err(|e| AnnounceError::Auth(e.to_string()))?;
-                    hold(stream, &frame, ctx, endpoint_ref).await
+                    hold(stream, &frame, ctx, endpoint_ref, release).await
                 }
             }
         })
@@ -164,7 +164,7 @@ impl SparkAnnouncer {
         slot.install(Arc::new(move |addr: Addr, target: DialTarget| {
             let me = Arc::clone(&me);
             let ctx = Arc::clone(&ctx);
-            // The peer's own release, as its record keeps it (SPEC §11.2); else the front's.
+            // The peer's own release, as its record keeps it (SPEC §15.5); else the front's.
             let stored = book.with_book(|b| b.release_at(&addr).and_then(Release::named));
             tokio::spawn(async move {
                 let endpoint = SparkAnnouncer::endpoint_of(&target);
@@ -209,7 +209,8 @@ pub fn client_auth(server: &ServerAuth) -> ClientAuth {
     c
 }
 
-/// Writes `frame`, then serves the connection as the front serves its own (on a task): a Spark
+/// Writes `frame`, then serves the connection as the front serves its own (on a task), the
+/// peer taken to speak `release` (what it was told in) until its streams say more: a Spark
 /// peer answers `MasterChanged` over the connection it came on, and takes the close of a
 /// connection whose sender was its master for the master's loss, as Spark's master keeps it.
 async fn hold<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
@@ -217,6 +218,7 @@ async fn hold<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     frame: &[u8],
     ctx: Arc<Ctx>,
     peer_ref: EndpointRef,
+    release: &'static Release,
 ) -> Result<(), AnnounceError> {
     stream
         .write_all(frame)
@@ -232,7 +234,7 @@ async fn hold<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         .and_then(|a| format!("{}:{}", a.host, a.port).parse::<SocketAddr>().ok())
         .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
     tokio::spawn(async move {
-        if let Err(e) = serve_recovered(stream, peer, ctx, peer_ref).await {
+        if let Err(e) = serve_recovered(stream, peer, ctx, peer_ref, release).await {
             tracing::info!("spark front: {peer} (told of the new master): closed: {e}");
         }
     });

@@ -145,7 +145,7 @@ pub struct StoredApp {
     /// the master's Spark-wire front): absent for a sparkwire-wire peer, and in records written
     /// before this field existed (read as a sparkwire-wire peer of unknown release).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spark: Option<SparkPeerRecord>,
+    pub spark: Option<Box<SparkPeerRecord>>,
 }
 
 /// A persisted worker.
@@ -171,10 +171,10 @@ pub struct StoredWorker {
     /// What the master keeps of a worker that registered over Spark's own wire (see
     /// [`StoredApp::spark`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spark: Option<SparkPeerRecord>,
+    pub spark: Option<Box<SparkPeerRecord>>,
 }
 
-/// What a recovery record keeps of a peer that speaks Spark's own wire (SPEC §11.2): whatever a
+/// What a recovery record keeps of a peer that speaks Spark's own wire (SPEC §15.5): whatever a
 /// master that recovers it needs to speak to it in its own forms.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -253,7 +253,7 @@ impl MasterCore {
                 drivers: Default::default(),
                 cores_used: 0,
                 memory_used: 0,
-                // As stored (SPEC §11.2): placed by its release before it registers again.
+                // As stored (SPEC §15.5): placed by its release before it registers again.
                 spark_release: w.spark.and_then(|s| s.release),
             };
             if self.add_worker(rec) {

@@ -143,7 +143,7 @@ pub(crate) fn dial(
     settings: ConnSettings,
     events: mpsc::UnboundedSender<Event>,
 ) {
-    // A peer whose record says it speaks Spark's wire (SPEC §11.2) is told over that wire at
+    // A peer whose record says it speaks Spark's wire (SPEC §15.5) is told over that wire at
     // once, without a sparkwire handshake it would refuse.
     let spark = settings
         .spark_peers

@@ -22,7 +22,7 @@ mod spark_peers;
 mod webui;
 
 pub use persist::{PersistError, Persistence};
-pub use spark_peers::{SparkDialFn, SparkPeerDial};
+pub use spark_peers::{SparkDialFn, SparkPeerBook, SparkPeerDial, MAX_BOOKED};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -12,7 +12,7 @@
 //! The same slot holds a [`SparkPeerBook`]: the front notes there each Spark peer it registers
 //! (its endpoint's address, its release and, for an application, the Java stream of its
 //! `RegisterApplication`) before it hands the registration to the master; the master's runtime
-//! adds that to the peer's recovery record ([`SparkPeerRecord`], SPEC §11.2) when it writes it,
+//! adds that to the peer's recovery record ([`SparkPeerRecord`], SPEC §15.5) when it writes it,
 //! and reads it back into the book when it is elected on stored records, so that a new leader
 //! speaks to a recovered Spark peer in the peer's own release and launches executors for a
 //! recovered Spark application with its original description.
@@ -132,12 +132,25 @@ impl SparkPeerBook {
         match &mut record {
             Record::App(a) => {
                 let endpoint = a.driver.address.clone();
-                a.spark = self.spark_of(RecordKind::App, &a.id, endpoint.as_ref(), a.spark.take());
+                a.spark = self
+                    .spark_of(
+                        RecordKind::App,
+                        &a.id,
+                        endpoint.as_ref(),
+                        a.spark.take().map(|b| *b),
+                    )
+                    .map(Box::new);
             }
             Record::Worker(w) => {
                 let endpoint = w.endpoint.address.clone();
-                w.spark =
-                    self.spark_of(RecordKind::Worker, &w.id, endpoint.as_ref(), w.spark.take());
+                w.spark = self
+                    .spark_of(
+                        RecordKind::Worker,
+                        &w.id,
+                        endpoint.as_ref(),
+                        w.spark.take().map(|b| *b),
+                    )
+                    .map(Box::new);
             }
             Record::Driver(_) => {}
         }
@@ -180,7 +193,12 @@ impl SparkPeerBook {
     pub fn recovered(&mut self, stored: &Stored) {
         for a in &stored.apps {
             if let Some(s) = &a.spark {
-                self.keep(RecordKind::App, &a.id, a.driver.address.as_ref(), s.clone());
+                self.keep(
+                    RecordKind::App,
+                    &a.id,
+                    a.driver.address.as_ref(),
+                    (**s).clone(),
+                );
             }
         }
         for w in &stored.workers {
@@ -189,7 +207,7 @@ impl SparkPeerBook {
                     RecordKind::Worker,
                     &w.id,
                     w.endpoint.address.as_ref(),
-                    s.clone(),
+                    (**s).clone(),
                 );
             }
         }
@@ -209,7 +227,7 @@ impl SparkPeerBook {
 }
 
 /// Lowercase hexadecimal of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -220,7 +238,7 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 /// The bytes of hexadecimal `text` (either case), or `None` when it is not that.
-pub fn unhex(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
     let digit = |c: u8| {
         char::from(c)
             .to_digit(16)
