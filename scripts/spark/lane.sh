@@ -157,8 +157,11 @@ PY
     got=$(grep -o "RESULT_PY [0-9]*" "$work/app2.log" | sed "s/^RESULT_PY //")
     [ "$got" = 333338333350000 ] && ok sparkwire-worker "the second application (spark.cores.max=4, two workers) gave $got" \
       || bad sparkwire-worker "the second application gave '${got}'"
-    # An executor of that application ran under sparkwire's worker and reached its driver.
-    ran=$(grep -ls "registered with driver" "$work"/sw-worker-work/*/*/stderr 2>/dev/null | head -1)
+    # An executor of that application ran under sparkwire's worker and reached its driver. Its
+    # log is in its stderr, except on 3.3, whose default log4j2 profile (log4j2-defaults.properties,
+    # used when the conf dir has none) writes to SYSTEM_OUT, its stdout (back to stderr in 3.4,
+    # apache/spark#37854): both are read.
+    ran=$(grep -ls "registered with driver" "$work"/sw-worker-work/*/*/stderr "$work"/sw-worker-work/*/*/stdout 2>/dev/null | head -1)
     [ -n "$ran" ] && ok sparkwire-worker "a Spark $release executor ran under sparkwire worker --spark-home and registered with its driver" \
       || bad sparkwire-worker "no executor under sparkwire's worker registered with its driver"
     [ "$failed" = 0 ]

@@ -356,6 +356,9 @@ pub fn resolution(id: &str) -> Option<&'static str> {
         ("spec/14.3/refused-creates-nothing", "S1"),
         ("spec/14.3/failure-form", "S1"),
         ("spec/14.4/redaction", "S6"),
+        // The case waits for the application RUNNING in the state answer, whose state Spark's
+        // ApplicationInfo never sends (`@transient`).
+        ("spec/16/nil-while-running", "S3"),
         ("flow/worker/executor/not-allowed", "S4"),
         ("flow/worker/ui/state", "S5"),
     ];

@@ -515,3 +515,31 @@ fn a_reason_names_a_few_workers_of_other_releases_with_room_and_counts_the_rest(
     );
     assert!(why.ends_with(" and 3 more"), "{why}");
 }
+
+#[test]
+fn a_driver_is_placed_on_a_worker_of_any_release_and_its_application_then_by_its_workers_release() {
+    // SPEC §15.5: a submission carries no release; a driver runs on its worker's Spark, so the
+    // application it starts has that worker's release and is placed by it.
+    let mut m = Master::new();
+    m.worker(1, 4, 4096, Some("4.3.0"));
+    let driver = m.driver(2, 1, 1024);
+    let s = m.core.master_state();
+    let placed = s
+        .active_drivers
+        .iter()
+        .find(|d| d.id == driver)
+        .expect("active");
+    assert_eq!(placed.worker_id.as_deref(), Some("worker-1"));
+    assert_eq!(m.driver_reason(&driver), None);
+    // The application that driver starts speaks its worker's release: it runs there.
+    let app = m.app(3, app_description("t", Some(1), 512), Some("4.3.0"));
+    // Three one-core executors: the cores the driver left.
+    assert_eq!(m.launched_on(&app), [1, 1, 1]);
+    // One of another release waits for a worker of its own.
+    let other = m.app(4, app_description("u", Some(1), 512), Some("3.5.9"));
+    assert!(m.launched_on(&other).is_empty());
+    assert_eq!(
+        reason_of(m.app_reason(&other).as_deref()),
+        Some(Reason::NoWorkerOfItsRelease)
+    );
+}

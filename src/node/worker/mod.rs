@@ -304,7 +304,7 @@ impl WorkerCore {
             worker_web_ui_url: self.web_ui_url.clone(),
             master_address,
             resources: self.config.resources.clone(),
-            spark_release: None,
+            spark_release: self.policy.spark_release(),
         };
         self.out.push_back(Output::Conn(ConnOutput::Send {
             conn,

@@ -238,6 +238,14 @@ impl Policy {
         self
     }
 
+    /// The Spark release of the installation whose executors the worker runs, if it runs
+    /// Spark's executors and their release is known (announced in `RegisterWorker`, SPEC §15.5).
+    pub(crate) fn spark_release(&self) -> Option<String> {
+        self.spark
+            .as_ref()
+            .and_then(|(s, _)| s.release().map(str::to_string))
+    }
+
     /// The Spark installation that runs `command` as an executor, with the worker URL its
     /// executors get, if there is one and it runs that class.
     pub(crate) fn spark_for(

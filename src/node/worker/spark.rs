@@ -152,6 +152,8 @@ pub struct SparkExecutors {
     main_classes: Vec<String>,
     class_path_dirs: Vec<PathBuf>,
     extra_java_opts: Vec<String>,
+    /// The Spark release of the installation, announced in `RegisterWorker.sparkRelease`.
+    release: Option<String>,
 }
 
 /// The Java process to start for a Spark executor.
@@ -203,6 +205,52 @@ impl JavaCommand {
     }
 }
 
+/// The Spark release of an installation whose `jars` directory holds the files named
+/// `jar_names`: the version of its `spark-core_SCALA-VERSION.jar` (SPEC §15.5), as Spark's
+/// build names it (`spark-core_2.12-3.5.9.jar` → `3.5.9`); `None` when there is no such jar, or
+/// several of different versions (an installation whose release cannot be told).
+///
+/// ```
+/// use sparkwire::node::worker::spark::release_of_jars;
+///
+/// let jars = ["slf4j-api-2.0.16.jar", "spark-core_2.13-4.3.0.jar", "spark-core-tests.jar"];
+/// assert_eq!(release_of_jars(jars).as_deref(), Some("4.3.0"));
+/// assert_eq!(release_of_jars(["scala-library-2.12.15.jar"]), None);
+/// ```
+pub fn release_of_jars<'a>(jar_names: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut found: Option<String> = None;
+    for name in jar_names {
+        let Some(rest) = name
+            .strip_prefix("spark-core_")
+            .and_then(|r| r.strip_suffix(".jar"))
+        else {
+            continue;
+        };
+        // `2.12-3.5.9`: the Scala version, then Spark's, each of digits and dots (Spark's own
+        // may have a suffix such as `-preview2`).
+        let Some((scala, version)) = rest.split_once('-') else {
+            continue;
+        };
+        let plain = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.');
+        let suffix_ok = version.split_once('-').is_none_or(|(_, tail)| {
+            !tail.is_empty() && tail.chars().all(|c| c.is_ascii_alphanumeric())
+        });
+        let base = version.split('-').next().unwrap_or_default();
+        if !plain(scala)
+            || !plain(base)
+            || !base.starts_with(|c: char| c.is_ascii_digit())
+            || !suffix_ok
+        {
+            continue;
+        }
+        match &found {
+            Some(f) if f != version => return None,
+            _ => found = Some(version.to_string()),
+        }
+    }
+    found
+}
+
 impl SparkExecutors {
     /// The Spark installation at `home` (its `conf` directory, its `jars`), run with `java`;
     /// `logging_jars` are the names of the `slf4j-api-*.jar` files in `<home>/jars` (a runtime
@@ -217,7 +265,22 @@ impl SparkExecutors {
             main_classes: vec![SPARK_EXECUTOR_CLASS.to_string()],
             class_path_dirs: Vec::new(),
             extra_java_opts: Vec::new(),
+            release: None,
         }
+    }
+
+    /// The installation's Spark release (such as `3.5.9`), which the worker announces when it
+    /// registers (`RegisterWorker.sparkRelease`, SPEC §15.5): its executors speak Java
+    /// serialization to their driver, so a master places on it only applications of a
+    /// compatible release. See [`release_of_jars`].
+    pub fn with_release(mut self, release: Option<String>) -> SparkExecutors {
+        self.release = release;
+        self
+    }
+
+    /// The installation's Spark release, if known.
+    pub fn release(&self) -> Option<&str> {
+        self.release.as_deref()
     }
 
     /// Spark's configuration directory (`SPARK_CONF_DIR`; default `<home>/conf`).
@@ -427,6 +490,39 @@ pub fn check_executor_arguments(args: &[String]) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_installations_release_is_the_version_of_its_spark_core_jar_and_none_when_that_is_unclear()
+    {
+        use super::release_of_jars;
+        // As pyspark's wheels and Spark's distributions name the jar, Scala 2.12 and 2.13.
+        let with = |core: &str| {
+            release_of_jars([
+                "slf4j-api-1.7.32.jar",
+                "spark-core-tests.jar",
+                core,
+                "spark-sql_2.12-3.3.4.jar",
+                "scala-library-2.12.15.jar",
+            ])
+        };
+        assert_eq!(with("spark-core_2.12-3.3.4.jar").as_deref(), Some("3.3.4"));
+        assert_eq!(with("spark-core_2.13-4.3.0.jar").as_deref(), Some("4.3.0"));
+        assert_eq!(
+            with("spark-core_2.13-4.0.0-preview2.jar").as_deref(),
+            Some("4.0.0-preview2")
+        );
+        // No core jar, one not named by Spark's build, or two of different releases: unknown.
+        assert_eq!(with("spark-sql_2.13-4.3.0.jar"), None);
+        assert_eq!(with("spark-core_2.13-latest.jar"), None);
+        assert_eq!(with("spark-core_2.13-4.3.0-.jar"), None);
+        assert_eq!(
+            release_of_jars(["spark-core_2.12-3.5.9.jar", "spark-core_2.13-4.1.4.jar"]),
+            None
+        );
+        assert_eq!(
+            release_of_jars(["spark-core_2.12-3.5.9.jar", "spark-core_2.12-3.5.9.jar"]).as_deref(),
+            Some("3.5.9")
+        );
+    }
     use super::*;
 
     fn strings(v: &[&str]) -> Vec<String> {

@@ -573,3 +573,79 @@ fn the_registration_answer_before_master_changed_leaves_the_silent_master_connec
         ["close 2", "send WorkerSchedulerStateResponse on 3"]
     );
 }
+
+/// The RegisterWorker a worker with `policy` sends its master first.
+fn first_registration(policy: Policy) -> crate::messages::deploy::RegisterWorker {
+    let c = Config {
+        masters: vec![master()],
+        cores: 2,
+        memory: 1024,
+        resources: Resources::new(),
+        work_dir: PathBuf::from("/work"),
+        worker_timeout: Duration::from_secs(60),
+        register_retry: Duration::from_secs(10),
+        hands_secret: false,
+        launch_tls_ca: None,
+    };
+    let me = Identity {
+        id: "worker-20260101000000-127.0.0.1-4000".into(),
+        addr: Addr::new("127.0.0.1", 4000),
+        web_ui_url: String::new(),
+        seed: 7,
+    };
+    let now = Instant::now();
+    let mut h = Harness {
+        core: WorkerCore::new(c, policy, me, now),
+        now,
+        out: Vec::new(),
+    };
+    h.core.start(now);
+    h.collect();
+    h.take();
+    h.opened(
+        1,
+        Purpose::Registration(master()),
+        "127.0.0.1:40001",
+        "peer-1",
+    );
+    match h.take().as_slice() {
+        [Output::Conn(ConnOutput::Send {
+            message: DeployMessage::RegisterWorker(r),
+            ..
+        })] => r.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_worker_running_spark_executors_announces_their_release_and_one_running_none_announces_none() {
+    let policy = || {
+        Policy::from_parts(
+            vec![PathBuf::from("/opt/sparkwire")],
+            vec![],
+            vec![],
+            vec![],
+            resolve,
+        )
+    };
+    let spark = |release: Option<&str>| {
+        super::spark::SparkExecutors::new(
+            PathBuf::from("/opt/spark"),
+            PathBuf::from("/usr/bin/java"),
+            vec![],
+        )
+        .with_release(release.map(str::to_string))
+    };
+    // Its executors are Spark 3.5.9's, which speak Java serialization to their driver: the
+    // master must know it (SPEC §15.5).
+    let r = first_registration(
+        policy().with_spark(spark(Some("3.5.9")), "spark://Worker@127.0.0.1:5000".into()),
+    );
+    assert_eq!(r.spark_release.as_deref(), Some("3.5.9"));
+    // An installation whose release is not known, and a worker with no Spark: none.
+    let r = first_registration(
+        policy().with_spark(spark(None), "spark://Worker@127.0.0.1:5000".into()),
+    );
+    assert_eq!(r.spark_release, None);
+    assert_eq!(first_registration(policy()).spark_release, None);
+}

@@ -157,19 +157,38 @@ impl SparkSettings {
         let jars = self.home.join("jars");
         let listing = std::fs::read_dir(&jars)
             .map_err(|e| format!("--spark-home: cannot list {}: {e}", jars.display()))?;
-        let mut logging_jars: Vec<String> = listing
+        let names: Vec<String> = listing
             .filter_map(|e| e.ok())
             .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        let mut logging_jars: Vec<String> = names
+            .iter()
             .filter(|n| n.starts_with("slf4j-api-") && n.ends_with(".jar"))
+            .cloned()
             .collect();
         logging_jars.sort();
+        // The release the worker announces (SPEC §15.5): its executors are this release's.
+        let release = crate::node::worker::spark::release_of_jars(names.iter().map(String::as_str));
+        match &release {
+            Some(r) => tracing::info!(
+                "Spark's executors from {} are Spark {r}'s; announcing that release",
+                self.home.display()
+            ),
+            None => tracing::warn!(
+                "--spark-home {}: no single spark-core_*.jar in {} tells its Spark release; \
+                 announcing none (a master then places any application on this worker)",
+                self.home.display(),
+                jars.display()
+            ),
+        }
         let mut executors = crate::node::worker::spark::SparkExecutors::new(
             self.home.clone(),
             self.java()?,
             logging_jars,
         )
         .with_class_path_dirs(self.class_path_dirs.clone())
-        .with_java_opts(self.java_opts.clone());
+        .with_java_opts(self.java_opts.clone())
+        .with_release(release);
         if let Some(conf) = &self.conf_dir {
             executors = executors.with_conf_dir(conf.clone());
         }
