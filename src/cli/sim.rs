@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
+use sparkwire::node::plant::Plant;
 use sparkwire::node::sim::search::shrink::{kind, shrink};
-use sparkwire::node::sim::search::{run, run_seed, FaultKind, Knobs, Scenario};
+use sparkwire::node::sim::search::{run_seed, run_with, FaultKind, Knobs, Scenario};
 use sparkwire::node::sim::store::Semantics;
 
 /// Options of `sparkwire sim`.
@@ -43,10 +44,33 @@ pub struct SimArgs {
     /// On a failure, shrink its scenario and write it to this file (a regression case).
     #[arg(long)]
     shrink_to: Option<std::path::PathBuf>,
+    /// How long a dial waits for a paused or partitioned peer before it fails, ms (as TCP's
+    /// connect and handshake would); 0 refuses it at once, the model before.
+    #[arg(long, default_value_t = 30_000)]
+    dial_timeout_ms: u64,
     /// Run every seed of --seeds even after failures, and end with how many broke each
     /// invariant (and each rule of `protocol`), with the first seed of each (exit 1 if any did).
     #[arg(long, conflicts_with = "shrink_to")]
     keep_going: bool,
+}
+
+/// Writes a line to standard output. A reader that has gone (`sparkwire sim ... | head -1`)
+/// ends the output, not the process: `println!` would panic on the broken pipe. The exit code
+/// still says whether every seed kept every invariant.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        say(&format!($($arg)*))
+    };
+}
+
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("sparkwire sim: cannot write to standard output: {e}");
+        }
+    }
 }
 
 fn knobs(args: &SimArgs) -> Result<Knobs, String> {
@@ -85,6 +109,7 @@ fn knobs(args: &SimArgs) -> Result<Knobs, String> {
         max_faults: args.max_faults,
         faults,
         stores,
+        dial_timeout_ms: args.dial_timeout_ms,
     })
 }
 
@@ -95,13 +120,23 @@ pub fn run_command(args: SimArgs) -> Result<ExitCode, String> {
         (Some(path), _) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            Some(Scenario::parse(&text)?)
+            let scenario = Scenario::parse(&text)?;
+            if scenario.plant != Plant::None {
+                // node::plant: a planted bug is reached by tests only, never by the binary.
+                return Err(format!(
+                    "{}: planted bugs (plant {}) are replayed by `cargo test` only",
+                    path.display(),
+                    scenario.plant.name()
+                ));
+            }
+            Some(scenario)
         }
         (None, Some(seed)) => Some(Scenario::draw(seed, &knobs)),
         (None, None) => None,
     };
     if let Some(scenario) = one {
-        let outcome = run(&scenario, args.trace.is_some());
+        let dial_timeout = std::time::Duration::from_millis(knobs.dial_timeout_ms);
+        let outcome = run_with(&scenario, args.trace.is_some(), dial_timeout);
         if let (Some(path), Some(trace)) = (&args.trace, &outcome.trace) {
             std::fs::write(path, trace)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -127,16 +162,16 @@ pub fn run_command(args: SimArgs) -> Result<ExitCode, String> {
     let secs = start.elapsed().as_secs_f64().max(1e-9);
     if !tally.is_empty() {
         let failed: u64 = tally.values().map(|(k, _)| k).sum();
-        println!(
+        say!(
             "{failed} of {n} seeds from {} broke an invariant in {secs:.1} s:",
             args.first
         );
         for (kind, (count, first)) in &tally {
-            println!("  {count:>7}  {kind}  (first: seed {first})");
+            say!("  {count:>7}  {kind}  (first: seed {first})");
         }
         return Ok(ExitCode::FAILURE);
     }
-    println!(
+    say!(
         "{n} seeds from {} kept every invariant in {secs:.1} s ({:.0} seeds/s)",
         args.first,
         n as f64 / secs
@@ -150,11 +185,11 @@ fn report(
     args: &SimArgs,
 ) -> ExitCode {
     let Some(f) = failure else {
-        println!("seed {} kept every invariant", scenario.seed);
+        say!("seed {} kept every invariant", scenario.seed);
         return ExitCode::SUCCESS;
     };
-    println!("seed {} broke {}", scenario.seed, f);
-    println!(
+    say!("seed {} broke {}", scenario.seed, f);
+    say!(
         "replay: sparkwire sim --seed {} --trace trace.txt",
         scenario.seed
     );
@@ -162,7 +197,7 @@ fn report(
         let (small, runs) = shrink(scenario, f.invariant, 2_000);
         let text = format!("# expect {}\n{}", f.invariant, small.to_text());
         match std::fs::write(path, &text) {
-            Ok(()) => println!(
+            Ok(()) => say!(
                 "shrunk in {runs} runs to {} fault(s), written to {}",
                 small.faults.len(),
                 path.display()

@@ -29,17 +29,21 @@ pub enum Plant {
     /// The worker does not register again when its master's connection closes (breaks
     /// `liveness`).
     WorkerGivesUp,
+    /// The worker sends a Heartbeat right behind its RegisterWorker, before the master
+    /// registered it (breaks `protocol`: rule W1, `worker.register-first`).
+    HeartbeatsUnregistered,
 }
 
 impl Plant {
     /// Every planted bug.
-    pub const ALL: [Plant; 6] = [
+    pub const ALL: [Plant; 7] = [
         Plant::StandbyRegisters,
         Plant::ForgetsSchedulerState,
         Plant::IgnoresMemory,
         Plant::KeepsFinishedApp,
         Plant::ReportsTwice,
         Plant::WorkerGivesUp,
+        Plant::HeartbeatsUnregistered,
     ];
 
     /// Its name (kebab case), as a regression file names it.
@@ -52,6 +56,7 @@ impl Plant {
             Plant::KeepsFinishedApp => "keeps-finished-app",
             Plant::ReportsTwice => "reports-twice",
             Plant::WorkerGivesUp => "worker-gives-up",
+            Plant::HeartbeatsUnregistered => "heartbeats-unregistered",
         }
     }
 

@@ -170,13 +170,13 @@ impl Node for DriverNode {
         }
     }
 
-    fn dial_failed(&mut self, now: Instant, addr: &Addr) {
+    fn dial_failed(&mut self, now: Instant, addr: &Addr, why: &str) {
         let master = self
             .dialling
             .get_mut(&addr.to_string())
             .and_then(VecDeque::pop_front);
         if let Some(master) = master {
-            let error = format!("cannot connect to {addr}: connection refused");
+            let error = format!("cannot connect to {addr}: {why}");
             let origin = ClientLink::Master(master);
             self.client_input(now, ConnInput::DialFailed { origin, error }.into());
         }
@@ -390,13 +390,13 @@ impl Node for ExecutorNode {
         }
     }
 
-    fn dial_failed(&mut self, now: Instant, addr: &Addr) {
+    fn dial_failed(&mut self, now: Instant, addr: &Addr, why: &str) {
         if self.watching && self.worker.as_ref() == Some(addr) {
             self.watching = false;
-            let reason = format!("cannot connect to {addr}: connection refused");
+            let reason = format!("cannot connect to {addr}: {why}");
             self.core.handle(now, ExecutorInput::WorkerLost { reason });
         } else if let Some(link) = self.dialling.pop_front() {
-            let error = format!("cannot connect to {addr}: connection refused");
+            let error = format!("cannot connect to {addr}: {why}");
             let input = ConnInput::DialFailed {
                 origin: link,
                 error,

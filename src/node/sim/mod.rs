@@ -23,6 +23,14 @@
 //! ([`Cluster::close`], a reset), and pausing a node ([`Cluster::pause`], a stopped process:
 //! it handles nothing and its timers wait until [`Cluster::resume`]).
 //!
+//! A dial to an address where no live process listens (never started, or [`Cluster::kill`]ed)
+//! is refused at once. With a dial timeout ([`Cluster::set_dial_timeout`]; the search's model,
+//! [`DIAL_TIMEOUT`]), dials behave as TCP's: a dial to a node that is paused, or across a
+//! partition ([`Cluster::isolate`]), waits for it to resume or heal, as a kernel accepts a
+//! connection for a stopped process and a lost SYN is sent again, and fails (`timed out`) when
+//! the timeout passes first. Without one (a new cluster, which tests script by hand) such a
+//! dial is refused at once too.
+//!
 //! ```
 //! use std::time::Duration;
 //! use sparkwire::messages::{Addr, WorkerState};
@@ -183,8 +191,10 @@ pub trait Node: Any {
     fn accepted(&mut self, now: Instant, conn: ConnId, peer: &Hello, version: Version);
     /// Its dial of `addr` succeeded: connection `conn` is up, agreed on `version`.
     fn dialled(&mut self, now: Instant, conn: ConnId, addr: &Addr, peer: &Hello, version: Version);
-    /// Its dial of `addr` failed: nothing listens there.
-    fn dial_failed(&mut self, now: Instant, addr: &Addr);
+    /// Its dial of `addr` failed, for the reason `why`: nothing listens there (`connection
+    /// refused`), or no handshake came back within the dial timeout (`timed out`, a peer
+    /// paused or cut off; [`Cluster::set_dial_timeout`]).
+    fn dial_failed(&mut self, now: Instant, addr: &Addr, why: &str);
     /// A frame arrived on `conn`.
     fn frame(&mut self, now: Instant, conn: ConnId, frame: Frame);
     /// Connection `conn` closed.
@@ -210,6 +220,8 @@ pub trait Node: Any {
 struct Slot {
     node: Box<dyn Node>,
     paused: bool,
+    /// Its process died ([`Cluster::kill`]): nothing listens at its address any more.
+    dead: bool,
     version: Version,
     next_conn: ConnId,
 }
@@ -225,6 +237,32 @@ struct Link {
     /// When the last frame written on it arrives: a later one never arrives before it, whatever
     /// the link's delay became (TCP keeps a connection's order).
     last: Instant,
+}
+
+/// How long a dial waits for a peer that is paused or cut off before it fails, unless
+/// [`Cluster::set_dial_timeout`] says otherwise: the reference runtime's TCP connect and
+/// handshake timeouts (`connection::DEFAULT_HANDSHAKE_TIMEOUT`, the executor's
+/// `connect_timeout`), 30 s each.
+pub const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A dial waiting, as TCP's would: for a paused peer (its kernel accepted the connection, its
+/// process has not made the handshake), or across a partition (the SYNs are lost and sent
+/// again).
+struct PendingDial {
+    from: NodeId,
+    addr: Addr,
+    /// When it fails if it is still waiting (and its dialler runs).
+    deadline: Instant,
+}
+
+/// Where a dial stands now.
+enum Reach {
+    /// The peer runs and nothing is in between: the connection opens.
+    Now(NodeId),
+    /// The peer is paused, or one end is cut off: the dial waits.
+    Wait,
+    /// Nothing listens at the address: refused at once.
+    Refused,
 }
 
 /// What went over the cluster's links, in the order it happened, for an observer
@@ -333,6 +371,13 @@ pub struct Cluster {
     /// What a delivery makes its receiver write goes out before the next delivery
     /// ([`Cluster::one_input_at_a_time`]).
     one_input_at_a_time: bool,
+    /// Dials waiting for a paused or cut-off peer, oldest first.
+    dials: std::collections::VecDeque<PendingDial>,
+    /// Something that decides a waiting dial changed (a node resumed, healed, died or
+    /// started).
+    dials_dirty: bool,
+    /// How long a dial waits ([`Cluster::set_dial_timeout`]).
+    dial_timeout: Duration,
 }
 
 impl Default for Cluster {
@@ -366,7 +411,18 @@ impl Cluster {
             plant: crate::node::plant::Plant::None,
             draining: false,
             one_input_at_a_time: false,
+            dials: std::collections::VecDeque::new(),
+            dials_dirty: false,
+            dial_timeout: Duration::ZERO,
         }
+    }
+
+    /// A dial to a paused or cut-off peer waits up to `timeout` for it to resume or heal, then
+    /// fails (`timed out`), as TCP's ([`DIAL_TIMEOUT`]: the simulator's search always sets it);
+    /// with zero, the default of a cluster a test scripts by hand, it fails at once, as a dial
+    /// to a dead peer always does (`connection refused`). See the [module docs](self).
+    pub fn set_dial_timeout(&mut self, timeout: Duration) {
+        self.dial_timeout = timeout;
     }
 
     /// From now on, what each delivery makes its receiver write goes out before the next
@@ -400,11 +456,17 @@ impl Cluster {
         if isolated {
             self.isolated.push(id);
         }
+        self.dials_dirty = true;
     }
 
     /// Whether node `id` is paused (or dead).
     pub fn is_paused(&self, id: NodeId) -> bool {
         self.slots[id].paused
+    }
+
+    /// Whether node `id`'s process died ([`Cluster::kill`]).
+    pub fn is_dead(&self, id: NodeId) -> bool {
+        self.slots[id].dead
     }
 
     /// How many nodes the cluster has had (dead ones included).
@@ -451,9 +513,11 @@ impl Cluster {
         self.slots.push(Slot {
             node,
             paused: false,
+            dead: false,
             version: Version::V2,
             next_conn: 1,
         });
+        self.dials_dirty = true;
         self.slots.len() - 1
     }
 
@@ -803,15 +867,20 @@ impl Cluster {
         self.slots[id].paused = true;
     }
 
-    /// Lets node `id` run again.
+    /// Lets node `id` run again (not a dead one: a process does not come back).
     pub fn resume(&mut self, id: NodeId) {
-        self.slots[id].paused = false;
+        if !self.slots[id].dead {
+            self.slots[id].paused = false;
+            self.dials_dirty = true;
+        }
     }
 
-    /// Node `id`'s process dies: it stops, and every connection it has closes (its peers see
-    /// them closed; what was on its way is lost).
+    /// Node `id`'s process dies: it stops, every connection it has closes (its peers see
+    /// them closed; what was on its way is lost), and a dial to its address is refused.
     pub fn kill(&mut self, id: NodeId) {
         self.pause(id);
+        self.slots[id].dead = true;
+        self.dials_dirty = true;
         for link in self.links_of(id) {
             self.close(link);
         }
@@ -1033,6 +1102,7 @@ impl Cluster {
             .iter()
             .filter(|s| !s.paused)
             .filter_map(|s| s.node.poll_timeout())
+            .chain(self.dial_deadline())
             .min();
         let Some(next) = [next_delivery, next_timeout].into_iter().flatten().min() else {
             return false;
@@ -1142,6 +1212,11 @@ impl Cluster {
     fn drain_all(&mut self) {
         loop {
             let mut any = false;
+            if !self.dials.is_empty()
+                && (self.dials_dirty || self.dial_deadline().is_some_and(|d| d <= self.now))
+            {
+                any |= self.resolve_dials();
+            }
             for id in 0..self.slots.len() {
                 if self.slots[id].paused {
                     continue;
@@ -1248,16 +1323,101 @@ impl Cluster {
         );
     }
 
-    fn dial(&mut self, from: NodeId, addr: &Addr) {
-        let target = self
-            .slots
+    /// Where a dial from `from` to `addr` stands now: the node listening there (a running one
+    /// first, as a restarted process takes its address from a dead one's), and whether the dial
+    /// can go through.
+    fn reach(&self, from: NodeId, addr: &Addr) -> Reach {
+        let mut target = None;
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.dead || s.node.hello().addr.as_ref() != Some(addr) {
+                continue;
+            }
+            if !s.paused {
+                target = Some(i);
+                break;
+            }
+            target = target.or(Some(i));
+        }
+        let cut = |n: NodeId| self.isolated.contains(&n);
+        match target {
+            // The SYNs are lost, whatever listens (or not) on the far side.
+            _ if cut(from) => Reach::Wait,
+            Some(t) if cut(t) || self.slots[t].paused => Reach::Wait,
+            Some(t) => Reach::Now(t),
+            None => Reach::Refused,
+        }
+    }
+
+    /// The earliest deadline of a waiting dial whose dialler runs.
+    fn dial_deadline(&self) -> Option<Instant> {
+        self.dials
             .iter()
-            .position(|s| s.node.hello().addr.as_ref() == Some(addr) && !s.paused)
-            .filter(|to| !self.isolated.contains(to) && !self.isolated.contains(&from));
-        let Some(to) = target else {
-            self.slots[from].node.dial_failed(self.now, addr);
-            return;
-        };
+            .filter(|d| !self.slots[d.from].paused)
+            .map(|d| d.deadline)
+            .min()
+    }
+
+    fn dial(&mut self, from: NodeId, addr: &Addr) {
+        // A dial behind another of the same dialler to the same address waits its turn, so that
+        // they end in the order they began.
+        let queued = self.dials.iter().any(|d| d.from == from && d.addr == *addr);
+        if !queued {
+            match self.reach(from, addr) {
+                Reach::Now(to) => return self.open(from, to, addr),
+                Reach::Refused => return self.refuse(from, addr, "connection refused"),
+                Reach::Wait if self.dial_timeout.is_zero() => {
+                    return self.refuse(from, addr, "connection refused")
+                }
+                Reach::Wait => {}
+            }
+        }
+        self.dials.push_back(PendingDial {
+            from,
+            addr: addr.clone(),
+            deadline: self.now + self.dial_timeout,
+        });
+    }
+
+    /// Ends the waiting dials that can end now, oldest first: opened when their peer runs and
+    /// nothing is in between, refused when nothing listens any more, failed at their deadline;
+    /// a dead dialler's are forgotten. Whether any ended.
+    fn resolve_dials(&mut self) -> bool {
+        self.dials_dirty = false;
+        let mut any = false;
+        let mut i = 0;
+        while i < self.dials.len() {
+            let d = &self.dials[i];
+            let (from, deadline) = (d.from, d.deadline);
+            if self.slots[from].dead {
+                self.dials.remove(i);
+                continue;
+            }
+            if self.slots[from].paused {
+                i += 1;
+                continue;
+            }
+            let reach = self.reach(from, &self.dials[i].addr);
+            if matches!(reach, Reach::Wait) && self.now < deadline {
+                i += 1;
+                continue;
+            }
+            let Some(d) = self.dials.remove(i) else { break };
+            any = true;
+            match reach {
+                Reach::Now(to) => self.open(from, to, &d.addr),
+                Reach::Refused => self.refuse(from, &d.addr, "connection refused"),
+                Reach::Wait => self.refuse(from, &d.addr, "timed out"),
+            }
+        }
+        any
+    }
+
+    fn refuse(&mut self, from: NodeId, addr: &Addr, why: &str) {
+        self.slots[from].node.dial_failed(self.now, addr, why);
+    }
+
+    /// Opens the connection `from` dialled at `addr`, where `to` listens.
+    fn open(&mut self, from: NodeId, to: NodeId, addr: &Addr) {
         let version = self.slots[from].version.min(self.slots[to].version);
         let (a, b) = (self.fresh_conn(from), self.fresh_conn(to));
         let link = self.next_link;

@@ -200,7 +200,7 @@ impl Node for MasterNode {
         self.opened(now, conn, peer, target, v);
     }
 
-    fn dial_failed(&mut self, _now: Instant, addr: &Addr) {
+    fn dial_failed(&mut self, _now: Instant, addr: &Addr, _why: &str) {
         // As the runtime: only logged; the recovery's deadline deals with silence.
         if let Some(q) = self.dialling.get_mut(&addr.to_string()) {
             q.pop_front();
@@ -425,8 +425,8 @@ impl Node for WorkerNode {
         self.opened(now, conn, peer, purpose, version);
     }
 
-    fn dial_failed(&mut self, now: Instant, addr: &Addr) {
-        let error = format!("cannot connect to {addr}: connection refused");
+    fn dial_failed(&mut self, now: Instant, addr: &Addr, why: &str) {
+        let error = format!("cannot connect to {addr}: {why}");
         let origin = Purpose::Registration(addr.clone());
         self.core
             .handle(now, ConnInput::DialFailed { origin, error }.into());
@@ -509,6 +509,7 @@ pub struct Probe {
     coarse: Vec<(ConnId, CoarseMessage)>,
     coarse_answers: BTreeMap<(ConnId, u64), Result<Reply<CoarseMessage>, ErrorDescription>>,
     next_ask: u64,
+    dial_failures: Vec<(Addr, String)>,
 }
 
 impl Probe {
@@ -529,6 +530,7 @@ impl Probe {
             coarse: Vec::new(),
             coarse_answers: BTreeMap::new(),
             next_ask: 1,
+            dial_failures: Vec::new(),
         }
     }
 
@@ -560,6 +562,12 @@ impl Probe {
     /// The connection opened last (dialled or accepted).
     pub fn last_opened(&self) -> Option<ConnId> {
         self.opened.last().copied()
+    }
+
+    /// Its dials that failed, in order: the address and why (`connection refused`, `timed
+    /// out`).
+    pub fn dial_failures(&self) -> &[(Addr, String)] {
+        &self.dial_failures
     }
 
     /// Whether `conn` closed.
@@ -614,7 +622,9 @@ impl Node for Probe {
         self.opened.push(conn);
     }
 
-    fn dial_failed(&mut self, _now: Instant, _addr: &Addr) {}
+    fn dial_failed(&mut self, _now: Instant, addr: &Addr, why: &str) {
+        self.dial_failures.push((addr.clone(), why.to_string()));
+    }
 
     fn frame(&mut self, _now: Instant, conn: ConnId, frame: Frame) {
         match frame {

@@ -310,6 +310,16 @@ impl WorkerCore {
             conn,
             message: message.into(),
         }));
+        if self.plant == crate::node::plant::Plant::HeartbeatsUnregistered {
+            let beat = Heartbeat {
+                worker_id: self.id.clone(),
+                worker: self.self_ref.clone(),
+            };
+            self.out.push_back(Output::Conn(ConnOutput::Send {
+                conn,
+                message: beat.into(),
+            }));
+        }
     }
 
     fn send_heartbeat(&mut self) {

@@ -142,14 +142,22 @@ pub struct Run {
 
 /// Runs `scenario`, with its trace when `trace`.
 pub fn run(scenario: &Scenario, trace: bool) -> Outcome {
+    run_with(scenario, trace, super::DIAL_TIMEOUT)
+}
+
+/// Runs `scenario` with dials that wait `dial_timeout` for a paused or partitioned peer
+/// ([`Cluster::set_dial_timeout`]; [`run`] waits [`DIAL_TIMEOUT`](super::DIAL_TIMEOUT)).
+pub fn run_with(scenario: &Scenario, trace: bool, dial_timeout: Duration) -> Outcome {
     let mut r = Run::new(scenario.clone(), trace);
+    r.cluster.set_dial_timeout(dial_timeout);
     let failure = r.go().err();
     r.outcome(failure)
 }
 
-/// Runs seed `seed` drawn within `knobs`.
+/// Runs seed `seed` drawn within `knobs` (with their dial timeout).
 pub fn run_seed(seed: u64, knobs: &Knobs, trace: bool) -> Outcome {
-    run(&Scenario::draw(seed, knobs), trace)
+    let dial_timeout = Duration::from_millis(knobs.dial_timeout_ms);
+    run_with(&Scenario::draw(seed, knobs), trace, dial_timeout)
 }
 
 fn master_config() -> master::Config {

@@ -239,6 +239,10 @@ pub struct Knobs {
     pub faults: Vec<FaultKind>,
     /// The stores drawn.
     pub stores: Vec<Semantics>,
+    /// How long a dial waits for a paused or partitioned peer before it fails, ms
+    /// ([`Cluster::set_dial_timeout`](crate::node::sim::Cluster::set_dial_timeout); 0: refused
+    /// at once, the model before TCP's was).
+    pub dial_timeout_ms: u64,
 }
 
 impl Default for Knobs {
@@ -250,6 +254,7 @@ impl Default for Knobs {
             max_faults: 8,
             faults: FaultKind::ALL.to_vec(),
             stores: vec![Semantics::File, Semantics::ZooKeeper],
+            dial_timeout_ms: crate::node::sim::DIAL_TIMEOUT.as_millis() as u64,
         }
     }
 }

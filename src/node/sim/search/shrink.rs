@@ -55,8 +55,25 @@ pub fn shrink(failing: &Scenario, invariant: &str, budget: usize) -> (Scenario, 
     }
 }
 
-/// Smaller variants of `s`, the biggest cuts first.
+/// Whether every driver's executor fits some worker, as [`Scenario::draw`] makes sure: the
+/// liveness invariant holds only for a cluster with room, so a cut that leaves a job no worker
+/// can run is not a smaller case of the same failure.
+fn has_room(s: &Scenario) -> bool {
+    s.drivers.iter().all(|d| {
+        s.workers
+            .iter()
+            .any(|w| d.executor_cores.is_none_or(|c| c <= w.cores) && d.memory <= w.memory)
+    })
+}
+
+/// Smaller variants of `s`, the biggest cuts first (each with room for every job).
 fn candidates(s: &Scenario) -> Vec<Scenario> {
+    let mut out = candidates_any(s);
+    out.retain(has_room);
+    out
+}
+
+fn candidates_any(s: &Scenario) -> Vec<Scenario> {
     let mut out = Vec::new();
     if s.faults.len() > 1 {
         let mut c = s.clone();
