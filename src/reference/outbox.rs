@@ -1,6 +1,7 @@
 //! A core's connections as its [driver](super::runtime) holds them: a [`Peer`] (a connection's
 //! handle and its kill switch), the table of open ones ([`Peers`]), which writes what the core
-//! decided on each connection's own queue, and the reading task of each connection ([`open`]).
+//! decided on each connection's own queue, and the receiving side of each connection
+//! ([`Reader`], handed to the driver by [`open`]).
 //!
 //! The owner of a process's state (the driver's task) never waits on a socket: each connection
 //! has its own write queue, bounded in bytes and written by its own task, and [`Peers::write`]
