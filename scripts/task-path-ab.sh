@@ -116,12 +116,15 @@ def parts(n):
     got = {}
     for f in glob.glob(f"{work}/cg-{which}-{n}/cg.*"):
         text = open(f, errors="replace").read()
-        cmd = re.search(r"^cmd: (.*)$", text, re.M).group(1)
+        found = re.search(r"^cmd: (.*)$", text, re.M)
         total = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
-        role = ("executor" if " executor " in f" {cmd} " else
-                "driver" if "local-cluster" in cmd else
-                "worker" if " worker " in f" {cmd} " else
-                "master" if " master " in f" {cmd} " else None)
+        if not found:
+            continue
+        cmd = found.group(1)
+        words = cmd.split()
+        sub = words[1] if len(words) > 1 else ""
+        role = {"local-cluster": "driver", "executor": "executor", "worker": "worker",
+                "master": "master"}.get(sub)
         if role and total:
             got[role] = got.get(role, 0) + int(total.group(1))
     return got
