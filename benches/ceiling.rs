@@ -8,6 +8,7 @@
 //! ```text
 //! cargo bench --bench ceiling                       # 5 rounds, 2 s per ping-pong
 //! cargo bench --bench ceiling -- --runs 3 --seconds 1 --no-task-path
+//! cargo bench --bench ceiling -- --sparkwire /path/to/another/sparkwire   # another build's task path
 //! ```
 //!
 //! Each round measures, one after the other (never two at once):
@@ -341,7 +342,11 @@ fn main() {
     let runs = value("--runs", 5.0) as usize;
     let seconds = value("--seconds", 2.0);
     let with_task_path = !args.iter().any(|a| a == "--no-task-path");
-    let bin = env!("CARGO_BIN_EXE_sparkwire");
+    let bin = args
+        .iter()
+        .position(|a| a == "--sparkwire")
+        .and_then(|i| args.get(i + 1))
+        .map_or(env!("CARGO_BIN_EXE_sparkwire"), String::as_str);
     let layouts: [(&str, &[&str]); 4] = [
         (
             "task path, 1 worker × 1 core",
@@ -361,9 +366,13 @@ fn main() {
         ),
     ];
 
+    if with_task_path {
+        println!("task path of: {bin}");
+    }
     println!("load average before: {}", load_average());
     let mut ceilings: Vec<Vec<f64>> = vec![Vec::new(); Mode::ALL.len()];
-    let mut paths: Vec<Vec<f64>> = vec![Vec::new(); layouts.len()];
+    // Per layout, each round's rate (`None`: that round's run printed none).
+    let mut paths: Vec<Vec<Option<f64>>> = vec![Vec::new(); layouts.len()];
     for round in 0..runs {
         for (i, mode) in Mode::ALL.into_iter().enumerate() {
             let r = ping_pong(mode, seconds);
@@ -372,10 +381,11 @@ fn main() {
         }
         if with_task_path {
             for (i, (name, args)) in layouts.iter().enumerate() {
-                if let Some(r) = task_path(bin, args) {
+                let r = task_path(bin, args);
+                if let Some(r) = r {
                     eprintln!("round {}: {name}: {r:.0} tasks/s", round + 1);
-                    paths[i].push(r);
                 }
+                paths[i].push(r);
             }
         }
     }
@@ -388,18 +398,24 @@ fn main() {
         println!("| {} | {m:.0} ({lo:.0}–{hi:.0}) round trips |", mode.name());
     }
     for (i, (name, _)) in layouts.iter().enumerate() {
-        if paths[i].is_empty() {
+        let rates: Vec<f64> = paths[i].iter().flatten().copied().collect();
+        if rates.is_empty() {
             continue;
         }
-        let (m, lo, hi) = summary(&paths[i]);
+        let (m, lo, hi) = summary(&rates);
         println!("| {name} | {m:.0} ({lo:.0}–{hi:.0}) tasks |");
     }
-    if with_task_path && !paths[0].is_empty() && !paths[1].is_empty() {
+    let measured = |i: usize| paths[i].iter().any(Option::is_some);
+    if with_task_path && measured(0) && measured(1) {
         let block = summary(&ceilings[0]).0;
         let spin = summary(&ceilings[2]).0;
         // Each round's task path against the same round's ceiling, then the median of those.
-        let fraction = |path: &[f64], ceiling: &[f64]| {
-            let pairs: Vec<f64> = path.iter().zip(ceiling).map(|(p, c)| p / c).collect();
+        let fraction = |path: &[Option<f64>], ceiling: &[f64]| {
+            let pairs: Vec<f64> = path
+                .iter()
+                .zip(ceiling)
+                .filter_map(|(p, c)| p.map(|p| p / c))
+                .collect();
             summary(&pairs).0
         };
         println!();

@@ -1,6 +1,7 @@
 //! A core's connections as its [driver](super::runtime) holds them: a [`Peer`] (a connection's
 //! handle and its kill switch), the table of open ones ([`Peers`]), which writes what the core
-//! decided on each connection's own queue, and the reading task of each connection ([`open`]).
+//! decided on each connection's own queue, and the receiving side of each connection
+//! ([`Reader`], handed to the driver by [`open`]).
 //!
 //! The owner of a process's state (the driver's task) never waits on a socket: each connection
 //! has its own write queue, bounded in bytes and written by its own task, and [`Peers::write`]
@@ -8,23 +9,28 @@
 //! as a slow consumer as soon as its queue is full; no other connection notices. What the owner
 //! queues for one connection is written in that order; across connections nothing waits.
 //!
-//! Inbound, each connection's reader hands at most [`INFLIGHT`] messages to the owner's event
-//! queue that the owner has not taken yet, each with a [`Credit`] the owner drops once it has
-//! handled the event: a peer that sends faster than the owner works is held back on its own
-//! connection (its reader stops, then TCP stops it), and the owner's queue holds at most
-//! `INFLIGHT` events per connection.
+//! Inbound, the owner reads each connection itself: [`open`] hands it a [`Reader`] with the
+//! connection, which the driver polls among its others ([`Readers`]) whenever it waits for an
+//! event, so that a message goes from the connection's own reading task straight to the owner,
+//! with no task between them. The owner takes a connection's next message only once it has
+//! handled the one before: a peer that sends faster than the owner works fills its connection's
+//! own bounded queue and is then held back by TCP, alone.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::stream::{BoxStream, SelectAll};
+use futures_util::StreamExt;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, Notify};
 
 use super::observe::ObservedClose;
 use super::runtime::Event;
 use crate::connection::{
-    Admission, Connection, ConnectionError, ConnectionHandle, Counters, Security, Slot, Stream,
+    Admission, Connection, ConnectionError, ConnectionHandle, Counters, Incoming, Security, Slot,
+    Stream,
 };
 use crate::messages::{Addr, Family};
 use crate::node::{AskFailure, ConnId, ConnOutput, PeerInfo};
@@ -32,15 +38,19 @@ use crate::reference::driver::add_counters;
 use crate::wire::handshake::{Established, HandshakeError, Identity};
 use crate::wire::Reply;
 
-/// Events of one connection that may wait in the owner's queue, not yet handled.
-pub(crate) const INFLIGHT: usize = 16;
-
 /// A connection as the owner holds it: a handle to send on it, and a switch that closes it.
 pub(crate) struct Peer<M> {
     pub(crate) handle: ConnectionHandle<M>,
     /// The connection's id in its process.
     pub(crate) conn: ConnId,
-    kill: Arc<Notify>,
+    kill: Arc<Kill>,
+}
+
+/// A connection's kill switch: set once, and its [`Reader`] woken to drop the connection.
+#[derive(Default)]
+struct Kill {
+    set: AtomicBool,
+    wake: Notify,
 }
 
 impl<M> Clone for Peer<M> {
@@ -56,35 +66,8 @@ impl<M> Clone for Peer<M> {
 impl<M> Peer<M> {
     /// Closes the connection at once (what was queued may be lost).
     pub(crate) fn kill(&self) {
-        self.kill.notify_one();
-    }
-}
-
-/// One event's share of its connection's [`INFLIGHT`] budget: the connection reads on once the
-/// owner drops it (having handled the event).
-#[derive(Debug)]
-pub(crate) struct Credit {
-    _permit: OwnedSemaphorePermit,
-}
-
-/// One connection's [`INFLIGHT`] budget of events not yet handled by the owner.
-#[derive(Clone)]
-pub(crate) struct Credits(Arc<Semaphore>);
-
-impl Credits {
-    /// A full budget.
-    pub(crate) fn new() -> Self {
-        Credits(Arc::new(Semaphore::new(INFLIGHT)))
-    }
-
-    /// Waits until the owner has handled enough of this connection's events, then takes a
-    /// credit for the next one.
-    pub(crate) async fn take(&self) -> Credit {
-        match Arc::clone(&self.0).acquire_owned().await {
-            Ok(permit) => Credit { _permit: permit },
-            // The semaphore is never closed; should it be, nothing waits any more.
-            Err(_) => std::future::pending().await,
-        }
+        self.kill.set.store(true, Ordering::Release);
+        self.kill.wake.notify_one();
     }
 }
 
@@ -279,12 +262,73 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Hands connection `conn` to its owner: announces it on `events` as
-/// [`Event::Opened`] (`peer`, `origin`), then reads it: every message and ask goes to the owner
-/// as [`Event::Incoming`], at most [`INFLIGHT`] of them with their credit not yet dropped, and
-/// the close as [`Event::Closed`], after which the observer (if any) hears of it.
+/// What a connection's [`Reader`] yields: a message or ask, or (last) why it closed.
+pub(crate) type Read<M> = (ConnId, Result<Incoming<M>, ConnectionError>);
+
+/// The connections an owner reads, polled together: each yields its messages in order, then its
+/// close.
+pub(crate) type Readers<M> = SelectAll<BoxStream<'static, Read<M>>>;
+
+/// A connection's receiving side, handed to its owner with [`Event::Opened`] to be read among
+/// its [`Readers`].
+pub(crate) struct Reader<M> {
+    conn: Connection<M>,
+    conn_id: ConnId,
+    kill: Arc<Kill>,
+    observed: Observed,
+}
+
+/// The observer of a connection's close, told when the reader ends, or is dropped with its owner.
+struct Observed(Option<ObservedClose>);
+
+impl Drop for Observed {
+    fn drop(&mut self) {
+        if let Some(observed) = self.0.take() {
+            observed.closed();
+        }
+    }
+}
+
+impl<M: Family + Send + 'static> Reader<M> {
+    /// The connection's messages and asks in order, then why it closed (after which the observer,
+    /// if any, has heard of the close), then nothing. A kill ends it at once (what was received
+    /// and not taken is dropped).
+    pub(crate) fn into_stream(self) -> BoxStream<'static, Read<M>> {
+        let Reader {
+            conn,
+            conn_id,
+            kill,
+            observed,
+        } = self;
+        futures_util::stream::unfold(Some((conn, kill, observed)), move |open| async move {
+            let (mut conn, kill, observed) = open?;
+            let got = if kill.set.load(Ordering::Acquire) {
+                Err(ConnectionError::Closed)
+            } else {
+                tokio::select! {
+                    biased;
+                    got = conn.recv() => got,
+                    _ = kill.wake.notified() => Err(ConnectionError::Closed),
+                }
+            };
+            match got {
+                Ok(incoming) => Some(((conn_id, Ok(incoming)), Some((conn, kill, observed)))),
+                Err(reason) => {
+                    drop(conn);
+                    drop(observed);
+                    Some(((conn_id, Err(reason)), None))
+                }
+            }
+        })
+        .boxed()
+    }
+}
+
+/// Hands connection `conn` to its owner: announces it on `events` as [`Event::Opened`] (`peer`,
+/// `origin`) with its [`Reader`], which the owner reads among its others: every message and ask,
+/// then the close, after which the observer (if any) hears of it.
 pub(crate) fn open<M, O, R>(
-    mut conn: Connection<M>,
+    conn: Connection<M>,
     conn_id: ConnId,
     (peer, origin): (PeerInfo, O),
     events: &mpsc::UnboundedSender<Event<M, O, R>>,
@@ -294,45 +338,20 @@ pub(crate) fn open<M, O, R>(
     O: Send + 'static,
     R: Send + 'static,
 {
-    let kill = Arc::new(Notify::new());
+    let kill = Arc::new(Kill::default());
     let handle = Peer {
         handle: conn.handle(),
         conn: conn_id,
         kill: Arc::clone(&kill),
     };
-    if events.send(Event::Opened(handle, peer, origin)).is_err() {
-        return;
-    }
-    let events = events.clone();
-    let credits = Credits::new();
-    tokio::spawn(async move {
-        let reason = loop {
-            // Wait until the owner has handled enough of this connection's events.
-            let credit = tokio::select! {
-                credit = credits.take() => credit,
-                _ = kill.notified() => break ConnectionError::Closed,
-                // The owner is gone: so is this connection.
-                _ = events.closed() => break ConnectionError::Closed,
-            };
-            tokio::select! {
-                got = conn.recv() => match got {
-                    Ok(incoming) => {
-                        if events.send(Event::Incoming(conn_id, incoming, credit)).is_err() {
-                            break ConnectionError::Closed;
-                        }
-                    }
-                    Err(e) => break e,
-                },
-                _ = kill.notified() => break ConnectionError::Closed,
-                _ = events.closed() => break ConnectionError::Closed,
-            }
-        };
-        drop(conn);
-        if let Some(observed) = observed {
-            observed.closed();
-        }
-        let _ = events.send(Event::Closed(conn_id, reason));
-    });
+    let reader = Reader {
+        conn,
+        conn_id,
+        kill,
+        observed: Observed(observed),
+    };
+    // An owner that is gone drops the connection with the event.
+    let _ = events.send(Event::Opened(handle, peer, origin, reader));
 }
 
 /// Accepts connections on `listener` until the task is aborted: each one `admission` admits

@@ -1,5 +1,7 @@
 //! The one tokio driver of a protocol core ([`node::Core`](crate::node::Core)): it owns the
-//! core's connections and their write queues ([`Peers`]), its timer (it sleeps until
+//! core's connections, their write queues ([`Peers`]) and their receiving sides ([`Readers`],
+//! read here, so that a message reaches the core with no task between its connection and the
+//! driver), its timer (it sleeps until
 //! [`Core::poll_timeout`], then calls [`Core::handle_timeout`]) and its inbox of [`Event`]s; it
 //! feeds the core every connection event as a [`ConnInput`], drains [`Core::poll`] in one place,
 //! writes every [`ConnOutput`](crate::node::ConnOutput) on its connection and hands every effect
@@ -10,11 +12,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 
 use crate::connection::{ConnectionError, Incoming};
 use crate::node::{ConnId, ConnInput, ConnOutput, Core, Output, PeerInfo};
-use crate::reference::outbox::{Credit, Peer, Peers};
+use crate::reference::outbox::{Peer, Peers, Read, Reader, Readers};
 use crate::wire::handshake::Role as HandshakeRole;
 use crate::wire::Reply;
 
@@ -26,13 +29,13 @@ pub(crate) fn now() -> Instant {
 /// What a driver takes in: its connections' events, and the role's own (`R`).
 #[allow(clippy::large_enum_variant)] // as the message enums: boxing would cost an allocation per message
 pub(crate) enum Event<M, O, R> {
-    /// A connection completed its handshake: who is at the other end, and why it exists.
-    Opened(Peer<M>, PeerInfo, O),
+    /// A connection completed its handshake: who is at the other end, why it exists, and its
+    /// receiving side, which the driver reads from then on.
+    Opened(Peer<M>, PeerInfo, O, Reader<M>),
     /// A connection the core asked for could not be made, and why (a sentence).
     DialFailed(O, String),
-    /// A message or ask arrived on a connection (its credit is dropped once the core handled it,
-    /// which lets that connection read on).
-    Incoming(ConnId, Incoming<M>, Credit),
+    /// A message or ask arrived on a connection.
+    Incoming(ConnId, Incoming<M>),
     /// A connection closed, and why.
     Closed(ConnId, ConnectionError),
     /// The answer to the core's ask `id` on a connection.
@@ -140,6 +143,15 @@ pub(crate) struct Io<R: Role> {
     pub(crate) events: Events<R>,
 }
 
+impl<M, O, R> From<Read<M>> for Event<M, O, R> {
+    fn from((conn, read): Read<M>) -> Self {
+        match read {
+            Ok(incoming) => Event::Incoming(conn, incoming),
+            Err(why) => Event::Closed(conn, why),
+        }
+    }
+}
+
 impl<R: Role> Io<R> {
     /// Feeds the core `input`, now.
     pub(crate) fn handle(&mut self, input: impl Into<<R::Core as Core>::Input>) {
@@ -154,6 +166,8 @@ pub(crate) struct Runtime<R: Role> {
     /// The role's state and handlers.
     pub(crate) role: R,
     inbox: mpsc::UnboundedReceiver<Event<MessageOf<R>, R::Origin, R::Event>>,
+    /// The open connections' receiving sides.
+    readers: Readers<MessageOf<R>>,
 }
 
 impl<R: Role> Runtime<R> {
@@ -174,6 +188,7 @@ impl<R: Role> Runtime<R> {
             },
             role,
             inbox,
+            readers: Readers::default(),
         }
     }
 
@@ -193,6 +208,11 @@ impl<R: Role> Runtime<R> {
             let wake = self.io.core.poll_timeout();
             tokio::select! {
                 exit = &mut stop => return exit,
+                Some(read) = self.readers.next() => {
+                    if let Some(exit) = self.batch(read.into()).await {
+                        return exit;
+                    }
+                }
                 Some(event) = self.inbox.recv() => {
                     if let Some(exit) = self.batch(event).await {
                         return exit;
@@ -203,8 +223,8 @@ impl<R: Role> Runtime<R> {
         }
     }
 
-    /// Handles `first` and whatever else already waits in the inbox, at most [`Role::BATCH`]
-    /// events in all, as one batch of the core.
+    /// Handles `first` and whatever else is ready already (on the connections, then in the
+    /// inbox), at most [`Role::BATCH`] events in all, as one batch of the core.
     async fn batch(&mut self, first: Event<MessageOf<R>, R::Origin, R::Event>) -> Option<R::Exit> {
         self.role.begin_batch(&mut self.io.core);
         let mut exit = self.event(first).await;
@@ -212,13 +232,21 @@ impl<R: Role> Runtime<R> {
             if exit.is_some() {
                 break;
             }
-            match self.inbox.try_recv() {
-                Ok(event) => exit = self.event(event).await,
-                Err(_) => break,
+            match self.ready() {
+                Some(event) => exit = self.event(event).await,
+                None => break,
             }
         }
         self.role.end_batch(&mut self.io.core);
         exit
+    }
+
+    /// An event that is ready now, without waiting: read on a connection, else from the inbox.
+    fn ready(&mut self) -> Option<Event<MessageOf<R>, R::Origin, R::Event>> {
+        if let Some(Some(read)) = self.readers.next().now_or_never() {
+            return Some(read.into());
+        }
+        self.inbox.try_recv().ok()
     }
 
     /// Takes the events waiting in the inbox until `done` says the core is done (or `within`
@@ -231,6 +259,7 @@ impl<R: Role> Runtime<R> {
                 return;
             }
             let event = tokio::select! {
+                Some(read) = self.readers.next() => Some(read.into()),
                 event = self.inbox.recv() => event,
                 _ = tokio::time::sleep_until(deadline) => None,
             };
@@ -246,9 +275,10 @@ impl<R: Role> Runtime<R> {
     /// Feeds one event to the core (or to the role, for its own).
     async fn event(&mut self, event: Event<MessageOf<R>, R::Origin, R::Event>) -> Option<R::Exit> {
         let input = match event {
-            Event::Opened(peer, info, origin) => {
+            Event::Opened(peer, info, origin, reader) => {
                 let conn = peer.conn;
                 self.io.peers.opened(peer, info.clone());
+                self.readers.push(reader.into_stream());
                 ConnInput::Opened {
                     conn,
                     peer: info,
@@ -256,14 +286,12 @@ impl<R: Role> Runtime<R> {
                 }
             }
             Event::DialFailed(origin, error) => ConnInput::DialFailed { origin, error },
-            Event::Incoming(conn, incoming, credit) => {
+            Event::Incoming(conn, incoming) => {
                 let input = match incoming {
                     Incoming::Message(message) => ConnInput::Message { conn, message },
                     Incoming::Ask { id, message } => ConnInput::Ask { conn, id, message },
                 };
                 self.io.handle(input);
-                // Handled: that connection may read on.
-                drop(credit);
                 return None;
             }
             Event::Closed(conn, why) => {

@@ -87,9 +87,10 @@ pub(crate) fn offset_in(whole: &[u8], part: &[u8]) -> usize {
 pub(crate) struct MsgPack<'de> {
     c: Cursor<'de>,
     depth: usize,
-    /// The way from the value deserialized first to the value being deserialized: a step is
-    /// pushed before a field's, a map entry's or an element's value is read, and popped once it
-    /// was read. An error leaves it as it was where the error arose ([`MsgPack::path`]).
+    /// After an error, the way from the value that was wrong out to the value deserialized
+    /// first: each field, map entry or element whose value failed adds its step as the error
+    /// passes outward through it ([`MsgPack::path`] reads it back to front). Nothing is recorded
+    /// while values are read without error, so that decoding allocates nothing for it.
     path: Vec<Step<'de>>,
     /// The key of the map entry whose value comes next.
     key: Option<Step<'de>>,
@@ -177,7 +178,7 @@ impl<'de> MsgPack<'de> {
     /// the top.
     pub(crate) fn path(&self) -> String {
         let mut out = String::new();
-        for step in &self.path {
+        for step in self.path.iter().rev() {
             match step {
                 Step::Field(name) => {
                     if !out.is_empty() {
@@ -544,12 +545,17 @@ impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
             return Ok(None);
         }
         self.left -= 1;
-        self.de.path.push(Step::Index(self.index));
+        let index = self.index;
         self.index += 1;
         let start = self.de.c.position();
         let value = seed.deserialize(&mut *self.de);
-        let value = self.de.fault_at(start, value)?;
-        self.de.path.pop();
+        let value = match self.de.fault_at(start, value) {
+            Ok(value) => value,
+            Err(e) => {
+                self.de.path.push(Step::Index(index));
+                return Err(e);
+            }
+        };
         self.last = Some(start);
         Ok(Some(value))
     }
@@ -676,16 +682,17 @@ impl<'de> MapAccess<'de> for Map<'_, 'de> {
     ) -> Result<T::Value, DecodeError> {
         let step = self.de.key.take();
         self.pending = None;
-        if let Some(step) = step {
-            self.de.path.push(step);
-        }
         let start = self.de.c.position();
         let value = seed.deserialize(&mut *self.de);
-        let value = self.de.fault_at(start, value)?;
-        if step.is_some() {
-            self.de.path.pop();
+        match self.de.fault_at(start, value) {
+            Ok(value) => Ok(value),
+            Err(e) => {
+                if let Some(step) = step {
+                    self.de.path.push(step);
+                }
+                Err(e)
+            }
         }
-        Ok(value)
     }
 
     fn size_hint(&self) -> Option<usize> {

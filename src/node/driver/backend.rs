@@ -192,6 +192,10 @@ pub struct BackendCore {
     next_revive: Instant,
     revive_interval: Duration,
     out: VecDeque<Out>,
+    /// The routes [`authz::route`] allowed so far (peer's role, message, asked): the protocol's
+    /// routes do not change, and the lookup in the definition is the costlier part of every
+    /// StatusUpdate's check.
+    routes: Vec<(Role, &'static str, bool)>,
 }
 
 impl Core for BackendCore {
@@ -329,6 +333,7 @@ impl BackendCore {
             next_revive: now + revive_interval,
             revive_interval,
             out: VecDeque::new(),
+            routes: Vec::new(),
         }
     }
 
@@ -523,22 +528,27 @@ impl BackendCore {
 
     /// Whether the driver takes `m` on `conn` (SPEC §14): the protocol's routes, then an
     /// executor speaks only for itself, once registered on this connection.
-    fn authorize(&self, conn: ConnId, m: &CoarseMessage, asked: bool) -> Result<(), Refusal> {
-        let Some(c) = self.conns.get(&conn) else {
+    fn authorize(&mut self, conn: ConnId, m: &CoarseMessage, asked: bool) -> Result<(), Refusal> {
+        let Some(role) = self.conns.get(&conn).map(|c| c.role) else {
             return Err(Refusal::WrongPeer {
                 message: m.name(),
                 expected: "an open connection",
             });
         };
-        authz::route(c.role, Role::Driver, CoarseMessage::FAMILY, m.name(), asked)?;
+        let route = (role, m.name(), asked);
+        if !self.routes.contains(&route) {
+            authz::route(role, Role::Driver, CoarseMessage::FAMILY, m.name(), asked)?;
+            self.routes.push(route);
+        }
         let named = match m {
             CoarseMessage::StatusUpdate(u) => Some(&u.executor_id),
             CoarseMessage::LaunchedExecutor(l) => Some(&l.executor_id),
             CoarseMessage::ExecutorDecommissioning(d) => Some(&d.executor_id),
             _ => None,
         };
+        let registered = self.conns.get(&conn).and_then(|c| c.executor.as_ref());
         match named {
-            Some(id) if c.executor.as_ref() != Some(id) => {
+            Some(id) if registered != Some(id) => {
                 Err(Refusal::not_owner(m.name(), "executor", id.clone()))
             }
             _ => Ok(()),
