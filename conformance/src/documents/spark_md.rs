@@ -846,7 +846,7 @@ mod tests {
     #[test]
     fn a_spark_md_lacking_only_new_cases_in_a_not_yet_run_list_is_not_stale() {
         let stored = run(&[("flow/master/app/registered", "pass")]);
-        let fresh = render(&[stored.clone()], &[]).expect("renders");
+        let fresh = render(&[stored], &[]).expect("renders");
         let (head, list) = fresh
             .split_once("- `handshake/4/accepted`\n")
             .expect("a case not yet run");
