@@ -1,7 +1,7 @@
 //! Every command the README and the documents of `docs/` show in their shell blocks still runs as
 //! shown: each `sparkwire` command (also as `cargo run -- …`, `target/release/sparkwire …`, or a
 //! `--spawn` template) names a subcommand the binary has and only flags that subcommand takes,
-//! and each script it runs exists. The Rust examples of the same documents are doctests
+//! and each script it runs exists. `tests/doc_runs.rs` runs them. The Rust examples of the same documents are doctests
 //! (`src/lib.rs`, `src/manual.rs`), the library guide's driver example runs in `tests/readme.rs`,
 //! and `conformance/tests/doc_commands.rs` checks the `sparkwire-conformance` commands the same
 //! way.
