@@ -841,18 +841,22 @@ impl Conn {
             None => self.open_bridge(role, &m).await?,
         }
         // The master places an application's executors on workers of its release (SPEC §15.5):
-        // the front announces the release it told from the peer's streams.
+        // the front announces the releases the peer's streams and answers leave (one name when
+        // they tell its table; the newest of each table left when probing ended without an
+        // answer), so that placement intersects what is known rather than trusting a guess.
         match &mut m {
             DeployMessage::RegisterWorker(r) => {
-                r.spark_release = Some(release.name().to_string());
+                let label = self.detector.label();
+                r.spark_release = Some(label.clone());
                 self.peer_ref = Some(r.worker.clone());
-                self.note_peer(r.worker.address.as_ref(), release, None);
+                self.note_peer(r.worker.address.as_ref(), &label, None);
             }
             DeployMessage::RegisterApplication(r) => {
-                r.spark_release = Some(release.name().to_string());
+                let label = self.detector.label();
+                r.spark_release = Some(label.clone());
                 self.peer_ref = Some(r.driver.clone());
                 self.app_graph = Some(Arc::new(std::mem::take(&mut graph)));
-                self.note_peer(r.driver.address.as_ref(), release, Some(&header.stream));
+                self.note_peer(r.driver.address.as_ref(), &label, Some(&header.stream));
             }
             // A recovered peer answers a new leader's MasterChanged on a connection of its own,
             // with no registration on it: its messages' role names the endpoint the master's
@@ -1036,13 +1040,13 @@ impl Conn {
     }
 
     /// Notes a Spark peer registering with its endpoint at `endpoint` in the master's book of
-    /// Spark peers, for its recovery record (SPEC §15.5): its release and, for an application,
-    /// its `RegisterApplication` stream.
+    /// Spark peers, for its recovery record (SPEC §15.5): its release label and, for an
+    /// application, its `RegisterApplication` stream.
     #[cfg_attr(not(feature = "reference"), allow(unused_variables))]
-    fn note_peer(&self, endpoint: Option<&Addr>, release: &Release, registration: Option<&[u8]>) {
+    fn note_peer(&self, endpoint: Option<&Addr>, label: &str, registration: Option<&[u8]>) {
         #[cfg(feature = "reference")]
         if let (Some((slot, _)), Some(at)) = (&self.ctx.config.recovered, endpoint) {
-            slot.with_book(|b| b.note(at, release.name(), registration));
+            slot.with_book(|b| b.note(at, label, registration));
         }
     }
 

@@ -165,7 +165,7 @@ impl SparkAnnouncer {
             let me = Arc::clone(&me);
             let ctx = Arc::clone(&ctx);
             // The peer's own release, as its record keeps it (SPEC §15.5); else the front's.
-            let stored = book.with_book(|b| b.release_at(&addr).and_then(Release::named));
+            let stored = book.with_book(|b| b.release_at(&addr).and_then(Release::answering));
             tokio::spawn(async move {
                 let endpoint = SparkAnnouncer::endpoint_of(&target);
                 let whom = match &target {

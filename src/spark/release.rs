@@ -343,14 +343,55 @@ impl Release {
         std::ptr::eq(self.table, other.table)
     }
 
-    /// Whether the releases named `a` and `b` are [`compatible`](Release::compatible); a name
-    /// sparkwire does not know is compatible only with the same name. The rule a master gives
-    /// its core for placing executors (`node::master::Config::release_compatible`, SPEC §15.5).
+    /// Whether peers labelled `a` and `b` ([`Release::label_of`]: one release's name, or the
+    /// names of the class tables a peer may speak) may share executors: when some release `a`
+    /// names is [`compatible`](Release::compatible) with some release `b` names, that is, when
+    /// their sets of candidate tables intersect; a name sparkwire does not know is compatible
+    /// only with the same name. The rule a master gives its core for placing executors
+    /// (`node::master::Config::release_compatible`, SPEC §15.5).
     pub fn compatible_names(a: &str, b: &str) -> bool {
-        match (Release::exactly(a), Release::exactly(b)) {
-            (Some(x), Some(y)) => x.compatible(y),
-            _ => a == b,
+        Release::label_names(a).any(|x| {
+            Release::label_names(b).any(|y| match (Release::exactly(x), Release::exactly(y)) {
+                (Some(x), Some(y)) => x.compatible(y),
+                _ => x == y,
+            })
+        })
+    }
+
+    /// The label that names the releases a peer may speak (SPEC §15.5), from its candidates
+    /// ([`Detector::candidates`]): one name per class table among them, the newest release of
+    /// each, oldest first, joined by [`LABEL_SEPARATOR`] (`4.0.4|4.0.5|4.3.0`). Candidates of one
+    /// table give one release's name, as a peer whose release is told exactly. Empty for no
+    /// candidates.
+    pub fn label_of(candidates: &[&'static Release]) -> String {
+        let mut newest: Vec<&'static Release> = Vec::new();
+        for r in candidates {
+            match newest.iter_mut().find(|n| n.compatible(r)) {
+                Some(n) if release_key(r.name()) > release_key(n.name()) => *n = r,
+                Some(_) => {}
+                None => newest.push(r),
+            }
         }
+        newest.sort_by_key(|r| release_key(r.name()));
+        let names: Vec<&str> = newest.iter().map(|r| r.name()).collect();
+        names.join(LABEL_SEPARATOR)
+    }
+
+    /// The names a label holds ([`Release::label_of`]; one release's name is a label of one),
+    /// empty ones left out.
+    pub fn label_names(label: &str) -> impl Iterator<Item = &str> {
+        label
+            .split(LABEL_SEPARATOR)
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+    }
+
+    /// The release a peer of `label` is answered in: the newest release the label names that
+    /// sparkwire knows (a front answers a peer in the newest of its candidates, SPEC §15.3).
+    pub fn answering(label: &str) -> Option<&'static Release> {
+        Release::label_names(label)
+            .filter_map(Release::exactly)
+            .max_by_key(|r| release_key(r.name()))
     }
 
     /// The release named exactly `name` (`3.5.9`; not a release line).
@@ -567,6 +608,17 @@ impl Detector {
         &self.candidates
     }
 
+    /// The label that names the peer's candidates ([`Release::label_of`]): what a front
+    /// announces as the peer's `sparkRelease` (SPEC §15.5). One release's name once the peer's
+    /// streams and answers leave releases of one table (or the release is pinned); the newest
+    /// release of each table left when they do not (probing ended without an answer).
+    pub fn label(&self) -> String {
+        match Release::label_of(&self.candidates) {
+            l if l.is_empty() => self.release().name().to_string(),
+            l => l,
+        }
+    }
+
     /// Whether a stream has been judged (or the release was pinned).
     pub fn known(&self) -> bool {
         self.seen
@@ -581,6 +633,9 @@ impl Detector {
 /// The endpoint a probe is addressed to: no Spark process has one of that name, so a peer that
 /// reads the probe's stream answers that it could not find it (SPEC §15.3).
 pub const PROBE_ENDPOINT: &str = "sparkwire-release-probe";
+
+/// What separates the names of a label that names several releases ([`Release::label_of`]).
+pub const LABEL_SEPARATOR: &str = "|";
 
 /// Most probes asked of one peer.
 pub const MAX_PROBES: usize = 12;
@@ -982,6 +1037,110 @@ mod tests {
         };
         assert!(!d.answer(&p, &ProbeAnswer::Read));
         assert_eq!(d.release(), r);
+    }
+
+    /// The detector of a peer of `own` whose probing stopped after `answered` answers (as when
+    /// a probe's answer does not come in time): its streams left the releases of `lines`.
+    fn probed(own: &'static Release, lines: &[&str], answered: usize) -> Detector {
+        let mut d = Detector::new();
+        d.candidates.retain(|r| lines.contains(&r.line()));
+        for _ in 0..answered {
+            let Some(p) = d.probe() else { break };
+            let stream = p.stream().expect("a probe's stream");
+            let g = crate::spark::parse_stream(&stream).expect("a Java stream");
+            let answer = match own.read_failure(&g) {
+                Some(text) => ProbeAnswer::of_failure(&text),
+                None => ProbeAnswer::Read,
+            };
+            assert!(d.answer(&p, &answer), "{own}: {answer:?} tells nothing");
+        }
+        d
+    }
+
+    #[test]
+    fn a_peer_left_ambiguous_is_labelled_with_every_table_it_may_speak_newest_of_each() {
+        let own = Release::named("4.0.4").expect("4.0.4");
+        let d = probed(own, &["4.0", "4.1", "4.2", "4.3"], 0);
+        // 4.0.0-4.0.4 share one table, 4.1.0-4.1.3 another: each is named by its newest.
+        assert_eq!(d.label(), "4.0.4|4.0.5|4.1.3|4.1.4|4.2.0|4.2.1|4.3.0");
+        assert_eq!(Release::label_names(&d.label()).count(), 7);
+        // Answered in the newest candidate, as before: the label does not change that.
+        assert_eq!(Release::answering(&d.label()), Some(d.release()));
+        assert_eq!(d.release().name(), "4.3.0");
+        // Probed to the end, the same peer's label is one release's name, of its own table.
+        let told = probed(own, &["4.0", "4.1", "4.2", "4.3"], MAX_PROBES);
+        assert_eq!(told.label(), "4.0.4");
+        assert!(Release::named(&told.label())
+            .expect("a name")
+            .compatible(own));
+        // Pinned: the pinned release's name.
+        assert_eq!(Detector::pinned(own).label(), "4.0.4");
+    }
+
+    #[test]
+    fn peers_of_one_release_probed_to_different_depths_may_share_executors_and_others_may_not() {
+        // Three workers of one 4.0.4 fleet: one probed to the end, one whose probing stopped
+        // after one answer, one after none. Labelled by one guess each (the newest candidate),
+        // they were 4.0.4, 4.0.5 and 4.3.0, and an application of 4.0.4 was refused two of them.
+        let own = Release::named("4.0.4").expect("4.0.4");
+        let lines = ["4.0", "4.1", "4.2", "4.3"];
+        let labels: Vec<String> = [MAX_PROBES, 1, 0]
+            .iter()
+            .map(|n| probed(own, &lines, *n).label())
+            .collect();
+        assert_eq!(labels[0], "4.0.4");
+        assert!(
+            labels[1].contains('|'),
+            "one answer does not settle 4.0-4.3: {labels:?}"
+        );
+        for a in &labels {
+            for b in &labels {
+                assert!(Release::compatible_names(a, b), "{a} and {b}");
+            }
+        }
+        // An application of 4.0.4 may use every one of them.
+        for l in &labels {
+            assert!(Release::compatible_names("4.0.1", l), "4.0.1 and {l}");
+        }
+        // A peer told exactly is kept from a table not among another's candidates.
+        assert!(!Release::compatible_names("4.0.4", "4.3.0"));
+        assert!(!Release::compatible_names("3.5.9", &labels[2]));
+        assert!(!Release::compatible_names(&labels[0], "4.0.5"));
+        // Sets intersect when some table is in both, and only then.
+        assert!(Release::compatible_names("3.5.9|4.0.4", "4.0.2|4.3.0"));
+        assert!(!Release::compatible_names("3.5.9|4.0.5", "4.0.2|4.3.0"));
+        // Names sparkwire does not know match only themselves, inside a label too.
+        assert!(Release::compatible_names("9.9.9|4.3.0", "9.9.9"));
+        assert!(!Release::compatible_names("9.9.9", "9.9.8"));
+        assert!(!Release::compatible_names("", "4.0.4"));
+    }
+
+    #[test]
+    fn a_label_of_one_table_is_the_newest_release_name_and_a_label_answers_in_its_newest() {
+        let of = |names: &[&str]| -> Vec<&'static Release> {
+            names
+                .iter()
+                .map(|n| Release::named(n).expect("a release"))
+                .collect()
+        };
+        assert_eq!(
+            Release::label_of(&of(&["4.0.0", "4.0.2", "4.0.1"])),
+            "4.0.2"
+        );
+        assert_eq!(
+            Release::label_of(&of(&["4.3.0", "4.0.0", "4.0.5"])),
+            "4.0.0|4.0.5|4.3.0"
+        );
+        assert_eq!(Release::label_of(&[]), "");
+        assert_eq!(
+            Release::answering("4.0.4|4.3.0|4.0.5").map(Release::name),
+            Some("4.3.0")
+        );
+        assert_eq!(
+            Release::answering("3.5.9").map(Release::name),
+            Some("3.5.9")
+        );
+        assert_eq!(Release::answering("9.9.9"), None);
     }
 
     #[test]

@@ -50,7 +50,9 @@ pub fn render(runs: &[(String, &'static str, Run)]) -> Result<String, String> {
     let mut unresolved = Vec::new();
     for (release, config, r) in runs {
         for (id, v) in &r.cases {
-            if matches!(v.verdict.as_str(), "fail" | "non-strict") && resolution(id).is_none() {
+            if matches!(v.verdict.as_str(), "fail" | "non-strict")
+                && resolution(release, id).is_none()
+            {
                 unresolved.push(format!("{release} master-{config} {id}"));
             }
         }
@@ -100,7 +102,7 @@ pub fn render(runs: &[(String, &'static str, Run)]) -> Result<String, String> {
     let _ = writeln!(out, "{header}\n{rule}");
     for id in &ids {
         let mut line = format!("| `{id}` |");
-        for (_, _, r) in runs {
+        for (release, _, r) in runs {
             let cell = match r.cases.get(id) {
                 None => "not yet run".to_string(),
                 Some(v) if v.verdict == "pass" => format!("pass ({} ms)", v.millis),
@@ -108,7 +110,7 @@ pub fn render(runs: &[(String, &'static str, Run)]) -> Result<String, String> {
                 Some(v) => format!(
                     "**{}** (SPEC §15.4 {})",
                     v.verdict.to_uppercase(),
-                    resolution(id).unwrap_or("")
+                    resolution(release, id).unwrap_or("")
                 ),
             };
             let _ = write!(line, " {cell} |");

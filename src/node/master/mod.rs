@@ -153,9 +153,12 @@ pub struct Config {
 }
 
 /// Two Spark releases are compatible when they are the same release: the rule of a master that
-/// has no class tables ([`Config::release_compatible`]'s default).
+/// has no class tables ([`Config::release_compatible`]'s default). A label naming several
+/// releases (`4.0.4|4.3.0`, the releases a peer may speak, SPEC §15.5) is compatible with one
+/// that names any of them.
 pub fn same_release(a: &str, b: &str) -> bool {
-    a == b
+    a.split('|')
+        .any(|x| !x.is_empty() && b.split('|').any(|y| x == y))
 }
 
 impl Default for Config {
