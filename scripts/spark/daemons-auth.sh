@@ -34,7 +34,10 @@
 #   job; the master logs each such session at WARN naming the CVE; a worker with the wrong secret
 #   is refused and /json lists it not. Then a master without the setting: the same worker is
 #   refused (a WARN naming the CVE), and a worker with crypto on and SASL fallback (Spark's
-#   default) registers with SASL after the refusal, as with Spark 3.1.3's master.
+#   default) registers with SASL after the refusal, as with Spark 3.1.3's master. Last, a real
+#   Spark master with the same settings and `sparkwire spark proxy --spark-conf
+#   sparkwire.legacyAuthEngine=true` in front of it: a real worker registers through the proxy,
+#   which speaks the original protocol on both sides and traces its RegisterWorker.
 #
 # JVMs run one set at a time; everything started is stopped by PID. SPARKWIRE_BIN names the
 # sparkwire binary (default: target/debug/sparkwire, built when missing). Exit 0 only when every
@@ -368,6 +371,30 @@ part_legacy() {
     || fail "the master's log shows no SASL session after the refusal"
   stop_all
   ok "without the setting: the original protocol is refused (WARN naming the CVE), and a worker with SASL fallback registers with SASL"
+  # The proxy with the setting in front of a real master that speaks the original protocol only
+  # (no SASL fallback): it terminates the protocol on both sides and traces the registration.
+  local port webui conf=(--spark-conf sparkwire.legacyAuthEngine=true) kv
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  webui=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  spark_daemon legacy-spark-master "$work/secret" org.apache.spark.deploy.master.Master --host 127.0.0.1 \
+    --port "$port" --webui-port "$webui" -- "${settings[@]}"
+  wait_for 90 "$work/legacy-spark-master.log" "I have been elected leader" "$pid" || fail "the Spark master did not start"
+  for kv in "${settings[@]}"; do conf+=(--spark-conf "$kv"); done
+  "$bin" spark proxy --listen 127.0.0.1:0 --upstream "127.0.0.1:$port" --trace "$work/legacy-proxy.jsonl" \
+    --secret-file "$work/secret" "${conf[@]}" >"$work/legacy-proxy.out" 2>"$work/legacy-proxy.log" </dev/null &
+  local proxy_pid=$!
+  pids+=("$proxy_pid")
+  wait_for 20 "$work/legacy-proxy.out" "listening on" "$proxy_pid" || fail "the proxy did not start"
+  local proxy_url
+  proxy_url="spark://$(sed -n 's/^sparkwire spark proxy listening on \([^ ]*\) .*/\1/p' "$work/legacy-proxy.out")"
+  spark_worker proxied-legacy "$work/secret" "$proxy_url" "${settings[@]}"
+  wait_for 90 "$work/proxied-legacy.log" "Successfully registered with master" "$worker_pid" \
+    || fail "the worker did not register through the proxy: $(tail -5 "$work/legacy-proxy.log")"
+  grep -q 'RegisterWorker' "$work/legacy-proxy.jsonl" || fail "the proxy's trace has no RegisterWorker"
+  grep -q "WARN.*this session runs the original auth protocol.*CVE-2021-38296" "$work/legacy-proxy.log" \
+    || fail "the proxy's upstream session is not logged at WARN naming the CVE"
+  stop_all
+  ok "through sparkwire spark proxy with the setting, a real worker registered with a real Spark $version master, both sides on the original protocol; the trace holds its RegisterWorker"
 }
 
 stop_all() { # stops everything started so far (the next part starts afresh)

@@ -376,7 +376,11 @@ async fn client_inner<S: AsyncRead + AsyncWrite + Unpin>(
         match rpc(s, c.challenge().encode()).await {
             Ok(body) => {
                 let keys = c.finish(&ServerResponse::decode(&body)?)?;
-                tracing::warn!("spark auth: this session runs {}", legacy::WARNING);
+                tracing::warn!(
+                    "spark auth: this session runs the original auth protocol \
+                     (sparkwire.legacyAuthEngine=true): {}",
+                    legacy::WARNING
+                );
                 return Ok((Session::Ctr(CtrSession::client(&keys)?), Negotiated::Legacy));
             }
             Err(AuthError::Refused(_)) if auth.sasl_fallback => {}
@@ -479,8 +483,8 @@ async fn legacy_step<S: AsyncRead + AsyncWrite + Unpin>(
                 )
                 .await?;
                 tracing::warn!(
-                    "spark auth: a peer authenticated with {} (allowed by \
-                     sparkwire.legacyAuthEngine=true)",
+                    "spark auth: a peer authenticated with the original auth protocol (allowed \
+                     by sparkwire.legacyAuthEngine=true): {}",
                     legacy::WARNING
                 );
                 Ok(Some((
@@ -504,8 +508,8 @@ async fn legacy_step<S: AsyncRead + AsyncWrite + Unpin>(
         return Ok(None);
     }
     tracing::warn!(
-        "spark auth: refused a ClientChallenge: {} (it is taken only with \
-         sparkwire.legacyAuthEngine=true)",
+        "spark auth: refused a ClientChallenge of the original auth protocol (taken only \
+         with sparkwire.legacyAuthEngine=true): {}",
         legacy::WARNING
     );
     if auth.sasl_fallback {
