@@ -103,28 +103,71 @@ def wait_for(path, text, proc, limit):
     return False
 
 
-def start_master(kind, args, work, tag):
-    port, ui = free_port(), free_port()
-    log = os.path.join(work, f"{tag}.log")
+def master_command(kind, args, port, ui, recovery=None):
+    """The command and environment of a master of `kind` on `port` (Spark's RPC) and `ui`;
+    `recovery`: None, ("zookeeper", "HOST:PORT", "/dir") or ("filesystem", DIR)."""
     if kind == "spark":
         env = spark_env(args.release)
-        env["SPARK_MASTER_OPTS"] = (f"-Dspark.worker.timeout={args.worker_timeout} "
-                                    "-Dspark.deploy.spreadOut=true")
+        opts = [f"-Dspark.worker.timeout={args.worker_timeout}", "-Dspark.deploy.spreadOut=true"]
+        if recovery and recovery[0] == "zookeeper":
+            opts += ["-Dspark.deploy.recoveryMode=ZOOKEEPER",
+                     f"-Dspark.deploy.zookeeper.url={recovery[1]}",
+                     f"-Dspark.deploy.zookeeper.dir={recovery[2]}"]
+        elif recovery:
+            opts += ["-Dspark.deploy.recoveryMode=FILESYSTEM",
+                     f"-Dspark.deploy.recoveryDirectory={recovery[1]}"]
+        env["SPARK_MASTER_OPTS"] = " ".join(opts)
         cmd = [os.path.join(env["SPARK_HOME"], "bin", "spark-class"),
                "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                "--port", str(port), "--webui-port", str(ui)]
-        ready = "I have been elected leader"
     else:
         env = dict(os.environ)
         cmd = [args.bin, "master", "--host", "127.0.0.1", "--port", str(free_port()),
                "--spark-port", str(port), "--webui-port", str(ui),
                "--worker-timeout", str(args.worker_timeout),
                "--max-connections", str(4 * (args.max_peers + 64))]
-        ready = "Spark wire on"
+        if recovery and recovery[0] == "zookeeper":
+            cmd += ["--recovery-mode", "zookeeper", "--zookeeper-url", recovery[1],
+                    "--zookeeper-dir", recovery[2]]
+        elif recovery:
+            cmd += ["--recovery-mode", "filesystem", "--recovery-dir", recovery[1]]
+    return cmd, env
+
+
+def spawn_master(kind, args, work, tag, port, ui, recovery=None):
+    cmd, env = master_command(kind, args, port, ui, recovery)
+    log = os.path.join(work, f"{tag}.log")
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
-    if not wait_for(log, ready, proc, 180):
+    return proc, log
+
+
+def json_status(ui):
+    """The `status` of the master's /json at port `ui` (None: no answer)."""
+    import urllib.request
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json", timeout=5) as r:
+            return json.loads(r.read()).get("status")
+    except Exception:
+        return None
+
+
+def wait_status(ui, proc, statuses, limit):
+    until = time.time() + limit
+    while time.time() < until:
+        if proc.poll() is not None:
+            return False
+        if json_status(ui) in statuses:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def start_master(kind, args, work, tag, recovery=None):
+    port, ui = free_port(), free_port()
+    proc, log = spawn_master(kind, args, work, tag, port, ui, recovery)
+    if not wait_status(ui, proc, ("ALIVE",), 180):
         stop(proc)
         raise RuntimeError(f"{kind} master did not start; see {log}")
     return proc, port, ui, log
@@ -140,20 +183,22 @@ def stop(proc):
             proc.wait()
 
 
+def load_command(args, port, ui, workers, apps, steady):
+    return [args.bin, "spark", "load", "--master", f"127.0.0.1:{port}", "--web-ui",
+            f"127.0.0.1:{ui}", "--spark-release", args.release, "--workers", str(workers),
+            "--apps", str(apps), "--app-cores", "full", "--executor-cores", "2",
+            "--worker-timeout", str(args.worker_timeout), "--steady", str(steady),
+            "--answer-timeout", str(args.answer_timeout), "--phases"]
+
+
 def one_run(kind, workers, apps, args, work):
     tag = f"{kind}-{workers}x{apps}"
     record = {"master": kind, "workers": workers, "apps": apps, "load_before": loadavg()}
+    # spark-class execs java: the JVM is the process started.
     proc, port, ui, log = start_master(kind, args, work, tag)
     pid = proc.pid
-    if kind == "spark":
-        # spark-class execs java: the JVM is the process started.
-        pass
     record["rss_idle"] = proc_status(pid, "VmRSS")
-    cmd = [args.bin, "spark", "load", "--master", f"127.0.0.1:{port}", "--web-ui",
-           f"127.0.0.1:{ui}", "--spark-release", args.release, "--workers", str(workers),
-           "--apps", str(apps), "--app-cores", "full", "--executor-cores", "2",
-           "--worker-timeout", str(args.worker_timeout), "--steady", str(args.steady),
-           "--answer-timeout", str(args.answer_timeout), "--phases"]
+    cmd = load_command(args, port, ui, workers, apps, args.steady)
     phases = {}
     peak = [0]
     done = threading.Event()
@@ -205,6 +250,149 @@ def one_run(kind, workers, apps, args, work):
         record["cpu_register"] = phases["place"][1] - phases["register"][1]
     record["log"] = log
     return record
+
+
+def start_zookeeper(work):
+    """Debian's ZooKeeper 3.8 on a free port (sessions up to 120 s, so that each master gets the
+    session timeout it asks for: Spark's 60 s, sparkwire's --zookeeper-session-timeout)."""
+    port = free_port()
+    data = os.path.join(work, "zookeeper")
+    os.makedirs(data, exist_ok=True)
+    cfg = os.path.join(work, "zoo.cfg")
+    with open(cfg, "w") as f:
+        f.write(f"tickTime=500\ninitLimit=10\nsyncLimit=4\ndataDir={data}\n"
+                f"clientPort={port}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+                "maxClientCnxns=0\nmaxSessionTimeout=120000\n4lw.commands.whitelist=ruok,srvr\n")
+    log = open(os.path.join(work, "zookeeper.log"), "w")
+    proc = subprocess.Popen(["java", "-Xmx256m", "-Dzookeeper.admin.enableServer=false", "-cp",
+                             "/usr/share/java/zookeeper.jar:/etc/zookeeper/conf_example",
+                             "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    until = time.time() + 60
+    while time.time() < until:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+                s.sendall(b"ruok")
+                if s.recv(16) == b"imok":
+                    return proc, port
+        except OSError:
+            pass
+        time.sleep(0.3)
+    stop(proc)
+    raise RuntimeError("ZooKeeper did not start")
+
+
+def failover_run(kind, mode, workers, apps, args, work):
+    """One failover of `mode` with `workers` generated workers and `apps` applications:
+    - zookeeper: two masters of a ZooKeeper group, the leader killed (SIGKILL) at the generator's
+      phase failover-0; the standby must lead with everything recovered;
+    - filesystem: one master of a recovery directory killed (SIGKILL) and a new one started on
+      that directory at once (Spark's FILESYSTEM mode elects no standby: every master leads);
+    - restart: one master of a recovery directory stopped cleanly (SIGTERM) and started again
+      on the same ports.
+    The generator times from the first lost connection to the new leader's /json holding every
+    worker ALIVE and every live application recovered (src/spark/load.rs, "Failovers")."""
+    tag = f"{kind}-{mode}-{workers}x{apps}"
+    record = {"master": kind, "mode": mode, "workers": workers, "apps": apps,
+              "load_before": loadavg()}
+    zk = None
+    procs = []
+    try:
+        if mode == "zookeeper":
+            zk, zk_port = start_zookeeper(os.path.join(work, tag))
+            recovery = ("zookeeper", f"127.0.0.1:{zk_port}", f"/spark-{tag}")
+        else:
+            rdir = os.path.join(work, tag, "recovery")
+            os.makedirs(rdir, exist_ok=True)
+            recovery = ("filesystem", rdir)
+        port, ui = free_port(), free_port()
+        first, log = spawn_master(kind, args, work, tag + "-a", port, ui, recovery)
+        procs.append(first)
+        if not wait_status(ui, first, ("ALIVE",), 180):
+            raise RuntimeError(f"the first master did not lead; see {log}")
+        port_b, ui_b = (port, ui) if mode == "restart" else (free_port(), free_port())
+        if mode == "zookeeper":
+            standby, log_b = spawn_master(kind, args, work, tag + "-b", port_b, ui_b, recovery)
+            procs.append(standby)
+            if not wait_status(ui_b, standby, ("STANDBY",), 180):
+                raise RuntimeError(f"the standby did not start; see {log_b}")
+        cmd = load_command(args, port, ui, workers, apps, min(args.steady, 10)) + [
+            "--failover", f"127.0.0.1:{ui_b}", "--failover-timeout", "600"]
+        gen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        err_lines = []
+
+        def act():
+            if mode == "restart":
+                first.send_signal(signal.SIGTERM)
+                first.wait(60)
+            else:
+                first.kill()
+                first.wait()
+            record["acted_at"] = time.time()
+            if mode != "zookeeper":
+                p, _ = spawn_master(kind, args, work, tag + "-b", port_b, ui_b, recovery)
+                procs.append(p)
+
+        def read_err():
+            for line in gen.stderr:
+                parts = line.split()
+                if len(parts) == 3 and parts[0] == "phase" and parts[1] == "failover-0":
+                    record["phase_at"] = time.time()
+                    act()
+                elif not (len(parts) == 3 and parts[0] == "phase"):
+                    err_lines.append(line)
+
+        reader = threading.Thread(target=read_err, daemon=True)
+        reader.start()
+        try:
+            out, _ = gen.communicate(timeout=6 * args.answer_timeout + 1200)
+        except subprocess.TimeoutExpired:
+            gen.kill()
+            out, _ = gen.communicate()
+        reader.join(5)
+        try:
+            report = json.loads(out)
+            record["load"] = {k: report.get(k) for k in
+                              ("workers_registered", "apps_registered", "errors",
+                               "error_samples")}
+            record["failover"] = (report.get("failovers") or [None])[0]
+        except json.JSONDecodeError:
+            record["generator_stderr"] = "".join(err_lines[-20:])
+    except Exception as e:  # recorded; the other runs go on
+        record["failed"] = str(e)
+    finally:
+        for p in procs:
+            stop(p)
+        if zk:
+            stop(zk)
+    record["load_after"] = loadavg()
+    return record
+
+
+def failover_table(results):
+    rows = ["| workers × apps | mode | master | recovered (s, from the lost connection) "
+            "| every peer answered MasterChanged (s) | errors | load |",
+            "|---|---|---|---|---|---|---|"]
+    by = {}
+    for r in results:
+        by.setdefault((r["workers"], r["apps"], r["mode"]), {})[r["master"]] = r
+    for (n, m, mode), pair in sorted(by.items()):
+        for kind in ("spark", "sparkwire"):
+            r = pair.get(kind)
+            if not r:
+                continue
+            f = r.get("failover") or {}
+            errs = (r.get("load") or {}).get("errors", r.get("failed", "no report"))
+            rows.append(f"| {n:,} × {m} | {mode} | {kind} | {fmt(f.get('recovered_secs'), '', 1, 2)} "
+                        f"| {fmt(f.get('answered_secs'), '', 1, 2)} | {errs} "
+                        f"| {r['load_before']} |")
+        if "spark" in pair and "sparkwire" in pair:
+            a = (pair["spark"].get("failover") or {}).get("recovered_secs")
+            b = (pair["sparkwire"].get("failover") or {}).get("recovered_secs")
+            rows.append(f"| {n:,} × {m} | {mode} | **Spark / sparkwire** "
+                        f"| {f'{a / b:.1f}×' if a and b else '–'} | | | |")
+    return "\n".join(rows)
 
 
 def fmt(v, unit="", scale=1.0, digits=1):
@@ -265,7 +453,8 @@ def plot(results, path):
         return "matplotlib does not import here: no plot drawn"
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     for kind, style in (("spark", "o-"), ("sparkwire", "s-")):
-        rs = sorted((r for r in results if r["master"] == kind and r.get("rss_peak")),
+        rs = sorted((r for r in results
+                     if r["master"] == kind and r.get("rss_peak") and "mode" not in r),
                     key=lambda r: r["workers"])
         if not rs:
             continue
@@ -297,15 +486,20 @@ def main():
     p.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "sparkwire"))
     p.add_argument("--out", default=os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                  "sparkwire-master-scale"))
+    p.add_argument("--failover", default="",
+                   help="failover modes to measure after the sizes: zookeeper,filesystem,restart")
+    p.add_argument("--failover-size", default="1000x100")
     p.add_argument("--report")
     args = p.parse_args()
     if args.report:
         results = json.load(open(args.report))
-        print(table(results))
+        print(table([r for r in results if "mode" not in r]))
+        print(failover_table([r for r in results if "mode" in r]))
         return 0
     os.makedirs(args.out, exist_ok=True)
-    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
-    args.max_peers = max(n + m for n, m in sizes)
+    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",") if s]
+    fsize = tuple(int(x) for x in args.failover_size.split("x"))
+    args.max_peers = max([n + m for n, m in sizes] + [sum(fsize)])
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 4 * args.max_peers + 4096
     if soft < want:
@@ -333,7 +527,20 @@ def main():
             print(f"   rss {r.get('rss_peak')} cpu/min {r.get('cpu_per_minute')} "
                   f"errors {g.get('errors')} {g.get('error_samples', [])[:3]}",
                   file=sys.stderr, flush=True)
-    text = table(results)
+    modes = [m for m in args.failover.split(",") if m]
+    for k, mode in enumerate(modes):
+        order = masters if k % 2 == 0 else list(reversed(masters))
+        for kind in order:
+            print(f"== {kind} failover {mode} {fsize[0]}x{fsize[1]} load {loadavg()}",
+                  file=sys.stderr, flush=True)
+            r = failover_run(kind, mode, fsize[0], fsize[1], args, args.out)
+            results.append(r)
+            with open(saved, "w") as f:
+                json.dump(results, f, indent=1)
+            print(f"   {r.get('failover')} {r.get('failed', '')}", file=sys.stderr, flush=True)
+    text = table([r for r in results if "mode" not in r])
+    if modes:
+        text += "\n\n" + failover_table([r for r in results if "mode" in r])
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(text + "\n")
     print(text)

@@ -5,7 +5,11 @@
 //! must count. Not timed: the figures are the bench's (benches/master_scale.py).
 #![cfg(all(feature = "reference", feature = "spark-proxy", feature = "webui"))]
 
+mod common;
+
 use std::net::SocketAddr;
+use std::process::Child;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -81,6 +85,138 @@ async fn three_hundred_spark_workers_and_thirty_applications_are_all_answered_ri
         report.state_ask.answered || report.state_ask.failure.is_some(),
         "{report:?}"
     );
+}
+
+/// A `sparkwire master --spark-port` process of a file-system recovery group, on the ports
+/// given; killed (SIGKILL) when dropped.
+struct MasterProcess(Child);
+
+impl Drop for MasterProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_master(dir: &str, spark_port: u16, ui_port: u16) -> MasterProcess {
+    let (spark, ui) = (spark_port.to_string(), ui_port.to_string());
+    let (child, _line) = common::processes::spawn_sparkwire(
+        &[
+            "master",
+            "--port",
+            "0",
+            "--spark-port",
+            &spark,
+            "--webui-port",
+            &ui,
+            "--recovery-dir",
+            dir,
+            "--worker-timeout",
+            "8",
+            "--max-connections",
+            "4096",
+        ],
+        &[],
+    );
+    MasterProcess(child)
+}
+
+/// How the leading master is lost.
+#[derive(Clone, Copy, PartialEq)]
+enum Loss {
+    /// Killed (SIGKILL), with a standby of the same recovery directory waiting.
+    KilledWithStandby,
+    /// Stopped cleanly (SIGTERM) and started again on its ports and directory.
+    Restarted,
+}
+
+/// A failover over Spark's wire with 100 generated Spark workers and 10 applications on the
+/// leader of a file-system recovery directory: the next leader sends each its `MasterChanged`,
+/// every worker and live application answers it on a connection of its own, the next leader's
+/// `/json` shows every one recovered, and each worker registering again is answered as one it
+/// holds. Every answer is checked (no error).
+async fn spark_peers_follow_a_failover(loss: Loss) {
+    let dir = common::files::temp_dir("load-failover");
+    let dir_text = dir.display().to_string();
+    let free = common::ha::free_port;
+    let (spark_a, ui_a) = (free(), free());
+    let (spark_b, ui_b) = match loss {
+        Loss::KilledWithStandby => (free(), free()),
+        Loss::Restarted => (spark_a, ui_a),
+    };
+    let leader = spawn_master(&dir_text, spark_a, ui_a);
+    let ui_of = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+    let mut ready = false;
+    for _ in 0..300 {
+        if tokio::net::TcpStream::connect(ui_of(ui_a)).await.is_ok() {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ready, "the first master's web UI serves");
+    // The first to take the directory's lock leads; a second waits as the standby.
+    let next = Arc::new(Mutex::new(match loss {
+        Loss::KilledWithStandby => Some(spawn_master(&dir_text, spark_b, ui_b)),
+        Loss::Restarted => None,
+    }));
+    let leader = Arc::new(Mutex::new(Some(leader)));
+    let mut config = load(ui_of(spark_a), 100, 10);
+    config.web_ui = Some(ui_of(ui_a));
+    config.failovers = vec![ui_of(ui_b)];
+    config.failover_timeout = Duration::from_secs(120);
+    let (to_lose, restarted) = (Arc::clone(&leader), Arc::clone(&next));
+    let dir_again = dir_text.clone();
+    config.on_phase = Some(Arc::new(move |phase: &str| {
+        if phase != "failover-0" {
+            return;
+        }
+        let Some(mut old) = to_lose.lock().expect("the leader").take() else {
+            return;
+        };
+        match loss {
+            // Dropping it kills it (SIGKILL): no goodbye to the peers or the directory.
+            Loss::KilledWithStandby => drop(old),
+            Loss::Restarted => {
+                let pid = old.0.id().to_string();
+                let term = std::process::Command::new("kill")
+                    .args(["-TERM", &pid])
+                    .status();
+                assert!(term.is_ok_and(|s| s.success()), "SIGTERM sent");
+                let _ = old.0.wait();
+                *restarted.lock().expect("the next") =
+                    Some(spawn_master(&dir_again, spark_b, ui_b));
+            }
+        }
+    }));
+    let report = run_load(config).await.expect("the load runs");
+    assert_eq!(report.errors, 0, "{}", errors(&report));
+    assert_eq!(report.workers_registered, 100);
+    let f = report.failovers.first().expect("the failover was measured");
+    assert!(f.failure.is_none(), "{f:?}");
+    assert!(f.recovered_secs.is_some(), "{f:?}");
+    // Every worker, and every application that had not ended (0, 4 and 8 ended), answered.
+    assert_eq!(f.workers_changed, 100, "{f:?}");
+    assert_eq!(f.apps_changed, 7, "{f:?}");
+    assert!(f.workers_confirmed, "{f:?}");
+    drop(next.lock().expect("the next").take());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The leader killed: the standby takes every Spark peer over. (Before the front named a
+/// recovered worker's endpoint on the connection it answers on, its next `LaunchExecutor` went
+/// to `AppClient`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_leaders_spark_workers_and_applications_are_recovered_by_the_standby() {
+    spark_peers_follow_a_failover(Loss::KilledWithStandby).await;
+}
+
+/// A clean restart on the same ports: the master recovers every Spark peer. (Before the master
+/// held its recovered Spark peers for a front not yet listening, one elected before its front
+/// listened dialled them on sparkwire's wire and gave them up.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_master_recovers_its_spark_workers_and_applications() {
+    spark_peers_follow_a_failover(Loss::Restarted).await;
 }
 
 /// How a fake Spark master is broken.

@@ -394,6 +394,12 @@ pub fn run(args: MasterArgs) -> Result<ExitCode, String> {
     let spark_rest = spark_rest(args.spark_rest_port, args.spark_release.as_deref(), &config)?;
     #[cfg(feature = "spark-proxy")]
     let spark_peers = config.spark_peers.clone();
+    // The master may be elected on its store before the front listens: the recovered Spark
+    // peers it dials meanwhile are held for the front, not given up.
+    #[cfg(feature = "spark-proxy")]
+    if spark_front.is_some() {
+        spark_peers.expect_front();
+    }
     super::runtime()?.block_on(async move {
         let master = Master::start(config).await.map_err(|e| e.to_string())?;
         // One write: whoever reads only the first line may close the pipe after it.

@@ -69,6 +69,14 @@ pub struct LoadArgs {
     /// Print each phase to stderr as it begins (`phase NAME SECONDS-SINCE-EPOCH`).
     #[arg(long)]
     phases: bool,
+    /// After the steady phase, a failover to the master whose web UI is HOST:PORT: at phase
+    /// `failover-K` the caller kills or restarts the leading master, and the run measures until
+    /// this one leads with every worker and application recovered. Repeat for several, in order.
+    #[arg(long = "failover", value_name = "HOST:PORT")]
+    failovers: Vec<String>,
+    /// Seconds a failover may take before it counts as failed.
+    #[arg(long, default_value_t = 300.0)]
+    failover_timeout: f64,
 }
 
 fn address(text: &str) -> Result<SocketAddr, String> {
@@ -116,6 +124,12 @@ pub fn run(args: LoadArgs) -> Result<ExitCode, String> {
     config.state_asks = args.state_asks;
     config.answer_timeout = seconds(args.answer_timeout, "answer-timeout")?;
     config.connect_concurrency = args.connect_concurrency;
+    config.failovers = args
+        .failovers
+        .iter()
+        .map(|ui| address(ui))
+        .collect::<Result<_, _>>()?;
+    config.failover_timeout = seconds(args.failover_timeout, "failover-timeout")?;
     if args.phases {
         config.on_phase = Some(Arc::new(|name: &str| {
             let now = std::time::SystemTime::now()

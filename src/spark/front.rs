@@ -71,6 +71,9 @@ use crate::wire::Reply;
 /// The endpoint name of Spark's master.
 pub const MASTER_ENDPOINT: &str = "Master";
 
+/// The endpoint name of a Spark worker.
+pub const WORKER_ENDPOINT: &str = "Worker";
+
 /// The settings of a Spark-wire front.
 #[derive(Debug, Clone)]
 pub struct FrontConfig {
@@ -850,6 +853,20 @@ impl Conn {
                 self.peer_ref = Some(r.driver.clone());
                 self.app_graph = Some(Arc::new(std::mem::take(&mut graph)));
                 self.note_peer(r.driver.address.as_ref(), release, Some(&header.stream));
+            }
+            // A recovered peer answers a new leader's MasterChanged on a connection of its own,
+            // with no registration on it: its messages' role names the endpoint the master's
+            // messages to it go to, at the address its headers carry (without this a worker's
+            // next LaunchExecutor went to `AppClient`, which a Spark worker does not serve).
+            DeployMessage::Heartbeat(h)
+                if self.peer_ref.is_none() && h.worker.address.is_some() =>
+            {
+                self.peer_ref = Some(h.worker.clone());
+            }
+            _ if self.peer_ref.is_none() && role == Role::Worker => {
+                self.peer_ref = self.address.as_ref().map(|(host, port)| {
+                    EndpointRef::at(Addr::new(host.clone(), *port), WORKER_ENDPOINT)
+                });
             }
             _ => {}
         }

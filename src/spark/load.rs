@@ -18,6 +18,13 @@
 //!   must be killed) and some lower their total and kill one executor (`RequestExecutors`,
 //!   `KillExecutors`, both asks answered `true`; that executor must be killed, and no other
 //!   launched). They answer `MasterChanged` with `MasterChangeAcknowledged`.
+//! - **Failovers** ([`LoadConfig::failovers`]), after the steady phase: the generator announces
+//!   phase `failover-K` (the caller kills or restarts the leading master then), and from the
+//!   moment the first peer's connection to it closes, asks the next leader's `/json` until it is
+//!   ALIVE with every worker ALIVE and every application that has not ended active and not
+//!   UNKNOWN. Each peer answers the new leader's `MasterChanged` on a connection of its own to
+//!   the address it names, as Spark's do; then every worker registers again on it and must be
+//!   answered `RegisteredWorker(duplicate = true)` (the new leader holds it).
 //! - **A UI peer** asks the state: `RequestMasterState` over Spark's wire (an `RpcFailure` is
 //!   recorded as the master not answering it, not as an error) and the web UI's `/json`, whose
 //!   workers and applications must be those registered.
@@ -51,7 +58,7 @@ use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use super::release::{Release, PROBE_ENDPOINT};
 use super::{
     check_existence_stream, classify, message_stream, parse_stream, reply_value, Classified, Frame,
-    FrameDecoder, ReplyValue, RequestMessage, Typed, MASTER_ENDPOINT, VERIFIER,
+    FrameDecoder, ReplyValue, RequestMessage, Typed, MASTER_ENDPOINT, VERIFIER, WORKER_ENDPOINT,
 };
 use crate::messages::deploy::{
     ExecutorStateChanged, Heartbeat, KillExecutors, MasterChangeAcknowledged, RegisterApplication,
@@ -63,8 +70,6 @@ use crate::messages::{
     ApplicationDescription, Command, ExecutorDescription, ProfileExecutors, ResourceProfile,
 };
 
-/// The endpoint name of a Spark worker.
-const WORKER_ENDPOINT: &str = "Worker";
 /// The endpoint name of a Spark application's client.
 const APP_ENDPOINT: &str = "AppClient";
 /// Error messages kept in the report (the count has them all).
@@ -116,8 +121,15 @@ pub struct LoadConfig {
     pub listen_port: u16,
     /// Peers connecting (and checking the master's existence) at once.
     pub connect_concurrency: usize,
-    /// Told each phase as it begins (`register`, `place`, `act`, `steady`, `state`, `done`).
+    /// Told each phase as it begins (`register`, `place`, `act`, `steady`, `state`, `done`,
+    /// then `failover-0`, `failover-1`, …).
     pub on_phase: Option<OnPhase>,
+    /// After the steady phase, one failover each: the web UI of the master that must lead once
+    /// the leading one is lost (the caller kills or restarts it when told phase `failover-K`).
+    pub failovers: Vec<SocketAddr>,
+    /// How long a failover may take, from the lost connection to the new leader's complete
+    /// `/json`, before it counts as failed.
+    pub failover_timeout: Duration,
 }
 
 impl LoadConfig {
@@ -148,6 +160,8 @@ impl LoadConfig {
             listen_port: 0,
             connect_concurrency: 256,
             on_phase: None,
+            failovers: Vec::new(),
+            failover_timeout: Duration::from_secs(300),
         }
     }
 
@@ -214,6 +228,30 @@ pub struct StateFigures {
     pub failure: Option<String>,
 }
 
+/// One failover, as the peers and the new leader's `/json` saw it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FailoverFigures {
+    /// The new leader's web UI.
+    pub web_ui: String,
+    /// Seconds from phase `failover-K` to the first peer's connection closing.
+    pub lost_after_secs: Option<f64>,
+    /// Seconds from the lost connection to the new leader's `/json` ALIVE with every worker ALIVE
+    /// and every application active (not UNKNOWN).
+    pub recovered_secs: Option<f64>,
+    /// Seconds from the lost connection to the last peer answering the new leader's
+    /// `MasterChanged`.
+    pub answered_secs: Option<f64>,
+    /// Workers that answered a `MasterChanged`.
+    pub workers_changed: usize,
+    /// Applications that answered a `MasterChanged`.
+    pub apps_changed: usize,
+    /// Whether every worker, registering again on the new leader afterwards, was answered
+    /// `RegisteredWorker(duplicate = true)`.
+    pub workers_confirmed: bool,
+    /// Why it did not complete, if it did not.
+    pub failure: Option<String>,
+}
+
 /// What a load run measured.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LoadReport {
@@ -261,6 +299,8 @@ pub struct LoadReport {
     pub errors: u64,
     /// The first of them.
     pub error_samples: Vec<String>,
+    /// The failovers asked for ([`LoadConfig::failovers`]), in order.
+    pub failovers: Vec<FailoverFigures>,
 }
 
 /// A peer of the run.
@@ -292,6 +332,8 @@ struct WorkerState {
     executors: HashMap<(String, i32), (i32, i32)>,
     master_url: String,
     master_ref: EndpointRef,
+    /// Answered the current failover's `MasterChanged`.
+    changed: bool,
 }
 
 struct AppState {
@@ -308,6 +350,8 @@ struct AppState {
     ended: bool,
     killed: Option<i32>,
     master_ref: EndpointRef,
+    /// Answered the current failover's `MasterChanged`.
+    changed: bool,
 }
 
 impl AppState {
@@ -335,6 +379,12 @@ struct State {
     latencies: Vec<f64>,
     launched: u64,
     killed: u64,
+    /// A failover is under way: a connection the master closes is expected, not an error.
+    expect_loss: bool,
+    /// When the first peer's connection closed during a failover.
+    lost_at: Option<Instant>,
+    /// When the last peer answered the failover's `MasterChanged`.
+    last_changed: Option<Instant>,
 }
 
 impl State {
@@ -350,6 +400,8 @@ impl State {
 struct Shared {
     config: LoadConfig,
     state: Mutex<State>,
+    /// Turns true when the run ends.
+    stop: watch::Receiver<bool>,
 }
 
 impl Shared {
@@ -475,7 +527,14 @@ async fn read_loop(
         }
     }
     if let Some(Peer::Worker(i)) | Some(Peer::App(i)) = default {
-        if !*stop.borrow() {
+        let expected = {
+            let mut st = shared.lock();
+            if st.expect_loss {
+                st.lost_at.get_or_insert_with(Instant::now);
+            }
+            st.expect_loss
+        };
+        if !*stop.borrow() && !expected {
             shared.error(format!(
                 "the master closed the connection of {} {i}",
                 if matches!(default, Some(Peer::Worker(_))) {
@@ -590,6 +649,7 @@ fn worker_in(shared: &Arc<Shared>, i: usize, m: DeployMessage) {
     let now = Instant::now();
     let mut replies: Vec<DeployMessage> = Vec::new();
     let mut reregister = false;
+    let mut reconnect = false;
     let (conn, addr, master, target) = {
         let mut st = shared.lock();
         let st = &mut *st;
@@ -701,6 +761,15 @@ fn worker_in(shared: &Arc<Shared>, i: usize, m: DeployMessage) {
                 if let Some(a) = &c.master.address {
                     w.master_url = format!("spark://{}:{}", a.host, a.port);
                 }
+                // Fenced heartbeats the lost master never answered; the answer goes to the new
+                // one, on a connection of the worker's own to it.
+                w.fences.clear();
+                w.conn = None;
+                reconnect = true;
+                if !w.changed {
+                    w.changed = true;
+                    st.last_changed = Some(now);
+                }
                 replies.push(DeployMessage::from(WorkerSchedulerStateResponse::new(
                     w.id.clone(),
                     w.executors
@@ -754,7 +823,54 @@ fn worker_in(shared: &Arc<Shared>, i: usize, m: DeployMessage) {
             shared.config.master,
         )
     };
+    if reconnect {
+        tokio::spawn(answer_new_master(
+            Arc::clone(shared),
+            Peer::Worker(i),
+            addr,
+            master,
+            replies,
+        ));
+        return;
+    }
     send_all(shared, conn, &addr, &master, target, replies);
+}
+
+/// Opens peer `peer`'s connection to the new leader `master` (named by its `MasterChanged`) and
+/// sends `replies` on it, as Spark's peers answer a new master on their own connection to it.
+async fn answer_new_master(
+    shared: Arc<Shared>,
+    peer: Peer,
+    addr: Addr,
+    master: EndpointRef,
+    replies: Vec<DeployMessage>,
+) {
+    let Some(target) = master
+        .address
+        .as_ref()
+        .and_then(|a| format!("{}:{}", a.host, a.port).parse::<SocketAddr>().ok())
+    else {
+        shared.error(format!(
+            "{peer:?}: a MasterChanged naming {master:?}, no address"
+        ));
+        return;
+    };
+    let stop = shared.stop.clone();
+    let conn = match open(&shared, target, Some(peer), &stop).await {
+        Ok(c) => c,
+        Err(e) => {
+            shared.error(format!("{peer:?}: connect to the new master {target}: {e}"));
+            return;
+        }
+    };
+    {
+        let mut st = shared.lock();
+        match peer {
+            Peer::Worker(i) => st.workers[i].conn = Some(conn.clone()),
+            Peer::App(j) => st.apps[j].conn = Some(conn.clone()),
+        }
+    }
+    send_all(&shared, Some(conn), &addr, &master, target, replies);
 }
 
 fn send_all(
@@ -808,6 +924,7 @@ fn send_all(
 /// What the master sent application `j`.
 fn app_in(shared: &Arc<Shared>, j: usize, m: DeployMessage) {
     let mut replies = Vec::new();
+    let mut reconnect = false;
     let (conn, addr, master) = {
         let mut st = shared.lock();
         let st = &mut *st;
@@ -842,6 +959,12 @@ fn app_in(shared: &Arc<Shared>, j: usize, m: DeployMessage) {
             }
             DeployMessage::MasterChanged(c) => {
                 a.master_ref = c.master.clone();
+                a.conn = None;
+                reconnect = true;
+                if !a.changed {
+                    a.changed = true;
+                    st.last_changed = Some(Instant::now());
+                }
                 if let Some(id) = &a.id {
                     replies.push(DeployMessage::from(MasterChangeAcknowledged::new(
                         id.clone(),
@@ -860,16 +983,27 @@ fn app_in(shared: &Arc<Shared>, j: usize, m: DeployMessage) {
         let a = &st.apps[j];
         (a.conn.clone(), a.addr.clone(), a.master_ref.clone())
     };
+    if reconnect {
+        tokio::spawn(answer_new_master(
+            Arc::clone(shared),
+            Peer::App(j),
+            addr,
+            master,
+            replies,
+        ));
+        return;
+    }
     send_all(shared, conn, &addr, &master, shared.config.master, replies);
 }
 
-/// Opens a connection to the master for `peer` (`None`: the UI peer).
+/// Opens a connection to the master at `target` for `peer` (`None`: the UI peer).
 async fn open(
     shared: &Arc<Shared>,
+    target: SocketAddr,
     peer: Option<Peer>,
     stop: &watch::Receiver<bool>,
 ) -> std::io::Result<Conn> {
-    let stream = TcpStream::connect(shared.config.master).await?;
+    let stream = TcpStream::connect(target).await?;
     let _ = stream.set_nodelay(true);
     let (rd, wr) = stream.into_split();
     let (tx, rx) = mpsc::unbounded_channel();
@@ -945,10 +1079,17 @@ async fn ask_true(shared: &Arc<Shared>, conn: &Conn, from: &Addr, m: DeployMessa
 
 /// Worker `id`'s registration, as Spark's worker writes it.
 fn register_worker(config: &LoadConfig, id: &str, addr: &Addr) -> RegisterWorker {
-    let master = Addr::new(
-        config.master.ip().to_string(),
-        i32::from(config.master.port()),
-    );
+    register_worker_to(config, id, addr, config.master)
+}
+
+/// Worker `id`'s registration with the master at `to`.
+fn register_worker_to(
+    config: &LoadConfig,
+    id: &str,
+    addr: &Addr,
+    to: SocketAddr,
+) -> RegisterWorker {
+    let master = Addr::new(to.ip().to_string(), i32::from(to.port()));
     RegisterWorker::new(
         id.to_string(),
         addr.host.clone(),
@@ -979,7 +1120,7 @@ async fn run_worker(
             let mut st = shared.lock();
             st.first_connect.get_or_insert_with(Instant::now);
         }
-        let conn = match open(&shared, Some(Peer::Worker(i)), &stop).await {
+        let conn = match open(&shared, shared.config.master, Some(Peer::Worker(i)), &stop).await {
             Ok(c) => c,
             Err(e) => {
                 shared.error(format!("worker {i}: connect: {e}"));
@@ -1020,13 +1161,15 @@ async fn run_worker(
         if *stop.borrow() {
             return;
         }
-        let (registered, master) = {
+        let (registered, master, current) = {
             let st = shared.lock();
-            (st.workers[i].registered, st.workers[i].master_ref.clone())
+            let w = &st.workers[i];
+            (w.registered, w.master_ref.clone(), w.conn.clone())
         };
-        if !registered {
+        // After a failover, the connection to the new leader (none while it opens).
+        let (true, Some(conn)) = (registered, current) else {
             continue;
-        }
+        };
         let to = master
             .address
             .as_ref()
@@ -1091,7 +1234,7 @@ async fn run_app(shared: Arc<Shared>, j: usize, gate: Arc<Semaphore>, stop: watc
     let addr = shared.lock().apps[j].addr.clone();
     let conn = {
         let _permit = gate.acquire().await;
-        let conn = match open(&shared, Some(Peer::App(j)), &stop).await {
+        let conn = match open(&shared, shared.config.master, Some(Peer::App(j)), &stop).await {
             Ok(c) => c,
             Err(e) => {
                 shared.error(format!("application {j}: connect: {e}"));
@@ -1331,6 +1474,7 @@ pub async fn run_load(config: LoadConfig) -> Result<LoadReport, LoadError> {
                 executors: HashMap::new(),
                 master_url: master_url.clone(),
                 master_ref: master_ref.clone(),
+                changed: false,
             }
         })
         .collect();
@@ -1351,10 +1495,13 @@ pub async fn run_load(config: LoadConfig) -> Result<LoadReport, LoadError> {
                 ended: false,
                 killed: None,
                 master_ref: master_ref.clone(),
+                changed: false,
             }
         })
         .collect();
+    let (stop_tx, stop) = watch::channel(false);
     let shared = Arc::new(Shared {
+        stop: stop.clone(),
         state: Mutex::new(State {
             workers,
             apps,
@@ -1371,10 +1518,12 @@ pub async fn run_load(config: LoadConfig) -> Result<LoadReport, LoadError> {
             latencies: Vec::new(),
             launched: 0,
             killed: 0,
+            expect_loss: false,
+            lost_at: None,
+            last_changed: None,
         }),
         config: config.clone(),
     });
-    let (stop_tx, stop) = watch::channel(false);
     // What the master dials: each connection's messages go to the peer they name.
     let accept = {
         let shared = Arc::clone(&shared);
@@ -1558,7 +1707,6 @@ pub async fn run_load(config: LoadConfig) -> Result<LoadReport, LoadError> {
         s.workers.iter().all(|w| w.fences.is_empty())
     })
     .await;
-    let _ = stop_tx.send(true);
     {
         let mut st = shared.lock();
         st.measuring = false;
@@ -1570,6 +1718,21 @@ pub async fn run_load(config: LoadConfig) -> Result<LoadReport, LoadError> {
         }
         report.heartbeats = st.heartbeats;
         report.heartbeat_ms = Percentiles::of(std::mem::take(&mut st.latencies));
+    }
+    for (k, ui) in config.failovers.iter().enumerate() {
+        let figures = failover(&shared, k, *ui).await;
+        if let Some(why) = &figures.failure {
+            shared.error(format!("failover {k} to {ui}: {why}"));
+        }
+        let done = figures.failure.is_none();
+        report.failovers.push(figures);
+        if !done {
+            break;
+        }
+    }
+    let _ = stop_tx.send(true);
+    {
+        let mut st = shared.lock();
         report.executors_launched = st.launched;
         report.executors_killed = st.killed;
         report.errors = st.errors;
@@ -1586,6 +1749,142 @@ pub async fn run_load(config: LoadConfig) -> Result<LoadReport, LoadError> {
     Ok(report)
 }
 
+/// Failover `k`: waits for the leading master's loss (the caller kills or restarts it on phase
+/// `failover-K`), then for the new leader's `/json` at `ui` to hold every worker ALIVE and every
+/// application that has not ended active and not UNKNOWN, then registers every worker again on
+/// it, each of which must be answered as a duplicate.
+async fn failover(shared: &Arc<Shared>, k: usize, ui: SocketAddr) -> FailoverFigures {
+    let config = &shared.config;
+    let mut figures = FailoverFigures {
+        web_ui: ui.to_string(),
+        ..FailoverFigures::default()
+    };
+    let (workers, apps): (usize, HashSet<String>) = {
+        let mut st = shared.lock();
+        st.expect_loss = true;
+        st.lost_at = None;
+        st.last_changed = None;
+        for w in &mut st.workers {
+            w.changed = false;
+        }
+        for a in &mut st.apps {
+            a.changed = false;
+        }
+        let apps = st
+            .apps
+            .iter()
+            .filter(|a| !a.ended)
+            .filter_map(|a| a.id.clone())
+            .collect();
+        (st.registered, apps)
+    };
+    let asked = Instant::now();
+    shared.phase(&format!("failover-{k}"));
+    if !wait_for(shared, config.failover_timeout, |s| s.lost_at.is_some()).await {
+        figures.failure = Some("the leading master was never lost".into());
+        return figures;
+    }
+    let Some(lost) = shared.lock().lost_at else {
+        return figures;
+    };
+    figures.lost_after_secs = Some(lost.duration_since(asked).as_secs_f64());
+    let mut last = String::from("no answer yet");
+    let recovered = loop {
+        if lost.elapsed() > config.failover_timeout {
+            break None;
+        }
+        match get_json(ui, Duration::from_secs(5)).await {
+            Ok((_, body)) => match check_recovered(&body, workers, &apps) {
+                Ok(()) => break Some(Instant::now()),
+                Err(e) => last = e,
+            },
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let Some(recovered) = recovered else {
+        figures.failure = Some(format!(
+            "not recovered within {:?}: {last}",
+            config.failover_timeout
+        ));
+        return figures;
+    };
+    figures.recovered_secs = Some(recovered.duration_since(lost).as_secs_f64());
+    // Every worker and live application answered; the new leader holds every worker.
+    let live = apps.len();
+    let answered = wait_for(shared, config.answer_timeout, |s| {
+        s.workers.iter().filter(|w| w.changed).count() == workers
+            && s.apps.iter().filter(|a| a.changed && !a.ended).count() == live
+            && s.workers.iter().all(|w| w.conn.is_some())
+    })
+    .await;
+    let fences: Vec<(Conn, Addr, EndpointRef)> = {
+        let mut st = shared.lock();
+        figures.workers_changed = st.workers.iter().filter(|w| w.changed).count();
+        figures.apps_changed = st.apps.iter().filter(|a| a.changed).count();
+        figures.answered_secs = st
+            .last_changed
+            .map(|t| t.duration_since(lost).as_secs_f64());
+        st.expect_loss = false;
+        let now = Instant::now();
+        st.workers
+            .iter_mut()
+            .filter_map(|w| {
+                let conn = w.conn.clone()?;
+                w.fences.push_back(now);
+                Some((conn, w.addr.clone(), w.master_ref.clone()))
+            })
+            .collect()
+    };
+    if !answered {
+        figures.failure = Some(format!(
+            "{} of {workers} workers and {} of {live} applications answered MasterChanged",
+            figures.workers_changed, figures.apps_changed
+        ));
+        return figures;
+    }
+    for (conn, addr, master) in fences {
+        let to = master
+            .address
+            .as_ref()
+            .and_then(|a| format!("{}:{}", a.host, a.port).parse().ok())
+            .unwrap_or(config.master);
+        let register = {
+            let st = shared.lock();
+            st.workers
+                .iter()
+                .find(|w| w.addr == addr)
+                .map(|w| register_worker_to(config, &w.id, &w.addr, to))
+        };
+        if let Some(stream) = register.and_then(|r| shared.stream(DeployMessage::from(r))) {
+            conn.send(&addr, &to, MASTER_ENDPOINT, stream);
+        }
+    }
+    figures.workers_confirmed = wait_for(shared, config.answer_timeout, |s| {
+        s.workers.iter().all(|w| w.fences.is_empty())
+    })
+    .await;
+    if !figures.workers_confirmed {
+        figures.failure = Some("the new leader did not answer every worker's registration".into());
+    }
+    figures
+}
+
+/// Checks a recovered leader's `/json`: [`check_json`], and no application still UNKNOWN (not
+/// yet acknowledged its new master).
+fn check_recovered(body: &[u8], workers: usize, apps: &HashSet<String>) -> Result<(), String> {
+    check_json(body, workers, apps)?;
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
+    let unknown = v["activeapps"]
+        .as_array()
+        .map_or(0, |a| a.iter().filter(|a| a["state"] == "UNKNOWN").count());
+    if unknown > 0 {
+        return Err(format!("{unknown} applications UNKNOWN"));
+    }
+    Ok(())
+}
+
 async fn state_asks(
     shared: &Arc<Shared>,
     report: &mut LoadReport,
@@ -1597,7 +1896,7 @@ async fn state_asks(
         return;
     }
     // RequestMasterState over Spark's wire, from a client-mode peer as the UI's asks come.
-    match open(shared, None, stop).await {
+    match open(shared, config.master, None, stop).await {
         Err(e) => shared.error(format!("the UI peer: connect: {e}")),
         Ok(conn) => {
             let mut times = Vec::new();

@@ -86,7 +86,9 @@ pub use proxy::{
 };
 // The Spark-wire front of a sparkwire master.
 #[cfg(feature = "spark-proxy")]
-pub use front::{name_front, role_of, start_front, FrontConfig, FrontError, MASTER_ENDPOINT};
+pub use front::{
+    name_front, role_of, start_front, FrontConfig, FrontError, MASTER_ENDPOINT, WORKER_ENDPOINT,
+};
 // A Spark-wire peer: frames, RPC headers, messages to Java streams and back.
 pub use classes::{ClassEntry, ClassTable, FieldEntry};
 pub use encode::{

@@ -87,7 +87,7 @@ impl SparkAnnouncer {
     /// The endpoint a recovered peer of `target` registered as.
     pub fn endpoint_of(target: &DialTarget) -> &'static str {
         match target {
-            DialTarget::Worker(_) => "Worker",
+            DialTarget::Worker(_) => super::WORKER_ENDPOINT,
             DialTarget::App(_) => "AppClient",
         }
     }

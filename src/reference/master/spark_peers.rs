@@ -29,10 +29,17 @@ pub type SparkDialFn = dyn Fn(Addr, DialTarget) + Send + Sync;
 /// A slot for the Spark-wire dial of recovered peers, shared between the master (which hands
 /// failed dials to it) and the front (which fills it once it listens), with the book of the
 /// master's Spark-wire peers. Empty by default.
+///
+/// A master may be elected (and dial its recovered peers) before its front listens: a slot told
+/// a front is coming ([`SparkPeerDial::expect_front`]) holds the dials handed to it until then
+/// (at most [`MAX_BOOKED`]), and the front's [`SparkPeerDial::install`] makes them. Without that,
+/// a master restarted on its store lost every Spark peer it recovered whenever the election won
+/// the race against the front (found by `sparkwire spark load --failover` with a clean restart).
 #[derive(Clone, Default)]
 pub struct SparkPeerDial {
     dial: Arc<OnceLock<Arc<SparkDialFn>>>,
     book: Arc<Mutex<SparkPeerBook>>,
+    waiting: Arc<Mutex<Option<Vec<(Addr, DialTarget)>>>>,
 }
 
 impl std::fmt::Debug for SparkPeerDial {
@@ -44,20 +51,45 @@ impl std::fmt::Debug for SparkPeerDial {
 }
 
 impl SparkPeerDial {
-    /// Installs the dial; the first one installed stays. Whether this one was installed.
+    /// Installs the dial; the first one installed stays. Whether this one was installed. The
+    /// dials held since [`SparkPeerDial::expect_front`] are made with it now.
     pub fn install(&self, dial: Arc<SparkDialFn>) -> bool {
-        self.dial.set(dial).is_ok()
+        // Under the lock: a hand-over either sees the dial installed or is held and made here.
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if self.dial.set(Arc::clone(&dial)).is_err() {
+            return false;
+        }
+        for (addr, target) in waiting.take().unwrap_or_default() {
+            dial(addr, target);
+        }
+        true
     }
 
-    /// Hands a dial that failed over sparkwire's wire to the installed one. Whether there was one.
-    pub(crate) fn hand_over(&self, addr: Addr, target: DialTarget) -> bool {
-        match self.dial.get() {
-            Some(dial) => {
-                dial(addr, target);
-                true
-            }
-            None => false,
+    /// Says a front will install its dial: until it does, dials handed over are held for it,
+    /// not given up.
+    pub fn expect_front(&self) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if self.dial.get().is_none() && waiting.is_none() {
+            *waiting = Some(Vec::new());
         }
+    }
+
+    /// Hands a dial that failed over sparkwire's wire to the installed one, or holds it for the
+    /// front expected. Whether it was taken.
+    pub(crate) fn hand_over(&self, addr: Addr, target: DialTarget) -> bool {
+        let dial = {
+            let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+            match (self.dial.get(), waiting.as_mut()) {
+                (Some(dial), _) => Arc::clone(dial),
+                (None, Some(held)) if held.len() < MAX_BOOKED => {
+                    held.push((addr, target));
+                    return true;
+                }
+                (None, _) => return false,
+            }
+        };
+        dial(addr, target);
+        true
     }
 
     /// Runs `f` on the book (a poisoned lock is still a good book: every change is one insert).
@@ -258,6 +290,45 @@ mod tests {
     use super::*;
     use crate::messages::EndpointRef;
     use crate::node::master::{StoredApp, StoredWorker};
+
+    fn recording(slot: &SparkPeerDial) -> Arc<Mutex<Vec<String>>> {
+        let made = Arc::new(Mutex::new(Vec::new()));
+        let into = Arc::clone(&made);
+        slot.install(Arc::new(move |addr: Addr, _target: DialTarget| {
+            into.lock().expect("the list").push(addr.host.clone());
+        }));
+        made
+    }
+
+    #[test]
+    fn dials_handed_over_before_an_expected_front_listens_are_made_once_it_does() {
+        let slot = SparkPeerDial::default();
+        // No front expected: a hand-over is refused (the master gives the peer up, as before).
+        assert!(!slot.hand_over(Addr::new("10.0.0.1", 1), DialTarget::Worker("w0".into())));
+        slot.expect_front();
+        assert!(slot.hand_over(Addr::new("10.0.0.2", 1), DialTarget::Worker("w1".into())));
+        assert!(slot.hand_over(Addr::new("10.0.0.3", 1), DialTarget::App("a1".into())));
+        let made = recording(&slot);
+        assert_eq!(*made.lock().expect("the list"), ["10.0.0.2", "10.0.0.3"]);
+        // Once installed, a hand-over is made at once.
+        assert!(slot.hand_over(Addr::new("10.0.0.4", 1), DialTarget::Worker("w2".into())));
+        assert_eq!(made.lock().expect("the list").len(), 3);
+    }
+
+    #[test]
+    fn a_slot_holds_at_most_max_booked_dials_for_its_front() {
+        let slot = SparkPeerDial::default();
+        slot.expect_front();
+        for i in 0..MAX_BOOKED {
+            assert!(slot.hand_over(
+                Addr::new("10.0.0.1", i as i32),
+                DialTarget::Worker("w".into())
+            ));
+        }
+        assert!(!slot.hand_over(Addr::new("10.0.0.9", 1), DialTarget::Worker("w".into())));
+        let made = recording(&slot);
+        assert_eq!(made.lock().expect("the list").len(), MAX_BOOKED);
+    }
 
     fn app(id: &str, at: &Addr) -> StoredApp {
         let desc = crate::messages::ApplicationDescription {
