@@ -356,3 +356,29 @@ async fn the_command_exits_0_without_findings_1_with_and_2_when_it_cannot_audit(
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("could not audit"), "{out}");
 }
+
+#[tokio::test]
+async fn a_master_opted_into_the_original_aes_protocol_is_reported_with_the_cve_finding() {
+    let mut auth = ServerAuth::new(SECRET);
+    auth.set("sparkwire.legacyAuthEngine", "true")
+        .expect("setting");
+    auth.sasl_fallback = false;
+    let (master, front, _) = cluster(Some(auth)).await;
+    let r = audit(&options(front.addr(), closed_port().await))
+        .await
+        .expect("audited");
+    let text = r.render();
+    assert_eq!(r.facts.legacy_engine, Some(true), "{text}");
+    assert_eq!(r.facts.engine, Some(true), "{text}");
+    assert_eq!(
+        outcome(&r, "legacy-engine"),
+        Outcome::Finding(Severity::High)
+    );
+    assert!(
+        r.check("legacy-engine")
+            .is_some_and(|c| c.text.contains("CVE-2021-38296")),
+        "{text}"
+    );
+    // The probe's challenge was sealed with no secret: nothing was registered.
+    assert_eq!(state_counts(&master, true).await, (0, 0, 0));
+}

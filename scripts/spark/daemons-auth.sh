@@ -2,7 +2,7 @@
 # Spark's own authentication with real Spark (issue 39, "Done when"): real Spark daemons and PySpark
 # applications with `spark.authenticate=true` on sparkwire's daemons and through its proxy.
 #
-#   bash scripts/spark/daemons-auth.sh [RELEASE] [master] [proxy] [worker]
+#   bash scripts/spark/daemons-auth.sh [RELEASE] [master] [proxy] [worker] [legacy]
 #
 # RELEASE: 4.0.1 (the default; the one CI runs), or a later release (4.1.4 runs the proxy part with
 # AES-GCM); naming no part runs all three, in this order.
@@ -27,6 +27,17 @@
 #   executor JVM holds the secret in _SPARK_AUTH_SECRET (never on its command line: read in
 #   /proc), authenticates to the worker's watcher port and to the driver; no log holds the secret.
 #   An application with the wrong secret is refused and /json lists only the two good ones.
+# legacy (named only; a release of 2.2 to 3.1.2, e.g. 3.0.3): the original auth protocol of
+#   spark.network.crypto (CVE-2021-38296), SPEC §15.6. `sparkwire master --spark-conf
+#   sparkwire.legacyAuthEngine=true`: a real worker and a PySpark application with crypto on and
+#   spark.network.crypto.saslFallback=false (so they cannot go on with SASL) register and run the
+#   job; the master logs each such session at WARN naming the CVE; a worker with the wrong secret
+#   is refused and /json lists it not. Then a master without the setting: the same worker is
+#   refused (a WARN naming the CVE), and a worker with crypto on and SASL fallback (Spark's
+#   default) registers with SASL after the refusal, as with Spark 3.1.3's master. Last, a real
+#   Spark master with the same settings and `sparkwire spark proxy --spark-conf
+#   sparkwire.legacyAuthEngine=true` in front of it: a real worker registers through the proxy,
+#   which speaks the original protocol on both sides and traces its RegisterWorker.
 #
 # JVMs run one set at a time; everything started is stopped by PID. SPARKWIRE_BIN names the
 # sparkwire binary (default: target/debug/sparkwire, built when missing). Exit 0 only when every
@@ -42,8 +53,8 @@ parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(master proxy worker)
 for part in "${parts[@]}"; do
   case "$part" in
-    master | proxy | worker) ;;
-    *) echo "usage: $0 [RELEASE] [master] [proxy] [worker]" >&2; exit 2 ;;
+    master | proxy | worker | legacy) ;;
+    *) echo "usage: $0 [RELEASE] [master] [proxy] [worker] [legacy]" >&2; exit 2 ;;
   esac
 done
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -318,6 +329,72 @@ part_worker() {
     fail "the secret is in $(grep -rlF -- "$secret" "$work" --exclude=secret --exclude=wrong | head -3)"
   fi
   ok "an application with the wrong secret was refused; no log or work file holds the secret"
+}
+
+part_legacy() {
+  echo "spark auth: legacy: real Spark $version with the original auth protocol on sparkwire master" >&2
+  local settings=(spark.network.crypto.enabled=true spark.network.crypto.saslFallback=false) n
+  start_master legacy-master --spark-conf sparkwire.legacyAuthEngine=true
+  ok "sparkwire master with sparkwire.legacyAuthEngine=true: Spark wire $spark_url"
+  spark_worker worker-legacy "$work/secret" "$spark_url" "${settings[@]}"
+  wait_for 90 "$work/worker-legacy.log" "Successfully registered with master" "$worker_pid" \
+    || fail "the worker with the original protocol did not register: $(tail -5 "$work/legacy-master.log")"
+  job_runs app-legacy "$work/secret" "$spark_url" "${settings[@]}"
+  stop "$worker_pid"
+  n=$(grep -c "WARN.*authenticated with the original auth protocol.*CVE-2021-38296" "$work/legacy-master.log" || true)
+  [ "$n" -ge 2 ] || fail "the master logged $n sessions of the original protocol at WARN, want 2 or more"
+  grep -q "authenticated: the original auth protocol" "$work/legacy-master.log" \
+    || fail "the master's log names no session of the original protocol"
+  ok "a real worker and a PySpark application with the original protocol (no SASL fallback) ran the job ($want); $n WARNs name CVE-2021-38296"
+  spark_worker intruder-legacy "$work/wrong" "$spark_url" "${settings[@]}"
+  peer_pid[intruder-legacy]=$worker_pid
+  refused intruder-legacy
+  no_intruder "$ui" intruder-legacy
+  local state
+  state=$(json "$ui")
+  [ "$(echo "$state" | field 'sorted(a["name"] for a in s["activeapps"] + s["completedapps"])')" = "['app-legacy']" ] \
+    || fail "/json: $state"
+  stop_all
+  ok "a worker with the wrong secret was refused; /json lists it not"
+  start_master default-master
+  spark_worker refused-legacy "$work/secret" "$spark_url" "${settings[@]}"
+  peer_pid[refused-legacy]=$worker_pid
+  refused refused-legacy
+  grep -q "WARN.*refused a ClientChallenge.*CVE-2021-38296" "$work/default-master.log" \
+    || fail "the master without the setting logged no WARN naming the CVE"
+  no_intruder "$ui" refused-legacy
+  stop "$worker_pid"
+  spark_worker fallback-legacy "$work/secret" "$spark_url" spark.network.crypto.enabled=true
+  wait_for 90 "$work/fallback-legacy.log" "Successfully registered with master" "$worker_pid" \
+    || fail "the worker with SASL fallback did not register"
+  grep -q "authenticated: SASL DIGEST-MD5" "$work/default-master.log" \
+    || fail "the master's log shows no SASL session after the refusal"
+  stop_all
+  ok "without the setting: the original protocol is refused (WARN naming the CVE), and a worker with SASL fallback registers with SASL"
+  # The proxy with the setting in front of a real master that speaks the original protocol only
+  # (no SASL fallback): it terminates the protocol on both sides and traces the registration.
+  local port webui conf=(--spark-conf sparkwire.legacyAuthEngine=true) kv
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  webui=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  spark_daemon legacy-spark-master "$work/secret" org.apache.spark.deploy.master.Master --host 127.0.0.1 \
+    --port "$port" --webui-port "$webui" -- "${settings[@]}"
+  wait_for 90 "$work/legacy-spark-master.log" "I have been elected leader" "$pid" || fail "the Spark master did not start"
+  for kv in "${settings[@]}"; do conf+=(--spark-conf "$kv"); done
+  "$bin" spark proxy --listen 127.0.0.1:0 --upstream "127.0.0.1:$port" --trace "$work/legacy-proxy.jsonl" \
+    --secret-file "$work/secret" "${conf[@]}" >"$work/legacy-proxy.out" 2>"$work/legacy-proxy.log" </dev/null &
+  local proxy_pid=$!
+  pids+=("$proxy_pid")
+  wait_for 20 "$work/legacy-proxy.out" "listening on" "$proxy_pid" || fail "the proxy did not start"
+  local proxy_url
+  proxy_url="spark://$(sed -n 's/^sparkwire spark proxy listening on \([^ ]*\) .*/\1/p' "$work/legacy-proxy.out")"
+  spark_worker proxied-legacy "$work/secret" "$proxy_url" "${settings[@]}"
+  wait_for 90 "$work/proxied-legacy.log" "Successfully registered with master" "$worker_pid" \
+    || fail "the worker did not register through the proxy: $(tail -5 "$work/legacy-proxy.log")"
+  grep -q 'RegisterWorker' "$work/legacy-proxy.jsonl" || fail "the proxy's trace has no RegisterWorker"
+  grep -q "WARN.*this session runs the original auth protocol.*CVE-2021-38296" "$work/legacy-proxy.log" \
+    || fail "the proxy's upstream session is not logged at WARN naming the CVE"
+  stop_all
+  ok "through sparkwire spark proxy with the setting, a real worker registered with a real Spark $version master, both sides on the original protocol; the trace holds its RegisterWorker"
 }
 
 stop_all() { # stops everything started so far (the next part starts afresh)

@@ -1079,11 +1079,11 @@ pub async fn audit(o: &AuditOptions) -> Result<AuditReport, AuditError> {
         ));
     }
     match legacy_step {
-        // A release speaks one of the two AES protocols: with the new one spoken, the failure is
-        // SASL's or the engine's, not the old protocol's.
-        FirstStep::Failure(e)
-            if e.contains("Authentication failed") && facts.engine != Some(true) =>
-        {
+        // Only a server that speaks the original protocol fails a ClientChallenge this way: one
+        // that speaks only the X25519 engine (Spark 3.1.3 on) fails it as a SASL server fails a
+        // stranger, or as "Unknown challenge message." without SASL fallback. A sparkwire server
+        // opted in with sparkwire.legacyAuthEngine=true speaks both.
+        FirstStep::Failure(e) if e.contains("Authentication failed") => {
             facts.legacy_engine = Some(true);
             checks.push(Check {
                 id: "legacy-engine",

@@ -2,15 +2,17 @@
 //! continuous AES-CTR stream (a 128-bit big-endian counter starting at the direction's IV),
 //! with no framing of its own: Spark's transport frames run inside it unchanged. The client
 //! sends with the server's IV (`outputIv`) and reads with the client's (`inputIv`); the server
-//! the other way round. AES-256 with engine version 1's 32-byte key, AES-128 with version 2's.
+//! the other way round. AES-256 with engine version 1's 32-byte key, AES-128 with version 2's;
+//! the original protocol ([`super::legacy`]) runs the same streams with keys of 16, 24 or 32 bytes.
 
-use aes::{Aes128, Aes256};
+use aes::{Aes128, Aes192, Aes256};
 use ctr::cipher::{KeyIvInit, StreamCipher};
 
 use super::engine::SessionKeys;
 use super::AuthError;
 
 type Ctr128 = ctr::Ctr128BE<Aes128>;
+type Ctr192 = ctr::Ctr128BE<Aes192>;
 type Ctr256 = ctr::Ctr128BE<Aes256>;
 
 /// One direction's keystream.
@@ -18,6 +20,7 @@ pub struct CtrStream(Inner);
 
 enum Inner {
     Aes128(Box<Ctr128>),
+    Aes192(Box<Ctr192>),
     Aes256(Box<Ctr256>),
 }
 
@@ -25,16 +28,22 @@ impl std::fmt::Debug for CtrStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.0 {
             Inner::Aes128(_) => "CtrStream(AES-128)",
+            Inner::Aes192(_) => "CtrStream(AES-192)",
             Inner::Aes256(_) => "CtrStream(AES-256)",
         })
     }
 }
 
 impl CtrStream {
-    fn new(key: &[u8], iv: &[u8; 16]) -> Result<Self, AuthError> {
+    /// A stream under `key` (16, 24 or 32 bytes) whose counter starts at `iv`.
+    pub(crate) fn new(key: &[u8], iv: &[u8; 16]) -> Result<Self, AuthError> {
         Ok(CtrStream(match key.len() {
             16 => Inner::Aes128(Box::new(
                 Ctr128::new_from_slices(key, iv)
+                    .map_err(|_| AuthError::Crypto("AES-CTR key".into()))?,
+            )),
+            24 => Inner::Aes192(Box::new(
+                Ctr192::new_from_slices(key, iv)
                     .map_err(|_| AuthError::Crypto("AES-CTR key".into()))?,
             )),
             32 => Inner::Aes256(Box::new(
@@ -49,6 +58,7 @@ impl CtrStream {
     pub fn apply(&mut self, data: &mut [u8]) {
         match &mut self.0 {
             Inner::Aes128(c) => c.apply_keystream(data),
+            Inner::Aes192(c) => c.apply_keystream(data),
             Inner::Aes256(c) => c.apply_keystream(data),
         }
     }

@@ -24,13 +24,23 @@
 //! With `spark.network.crypto.cipher=AES/GCM/NoPadding` (Spark 4.0 on) the session runs through
 //! Spark's segmented AES-GCM ([`gcm`]) instead of AES-CTR.
 //!
+//! - **the original auth protocol** ([`legacy`]) of `spark.network.crypto`, Spark 2.2 to 3.1.2
+//!   (`ClientChallenge`, tag `0xFA`, and `ServerResponse`), AES-CTR after it: **broken**
+//!   (CVE-2021-38296), so spoken only when the operator opts in with sparkwire's own setting
+//!   `sparkwire.legacyAuthEngine=true` (with `spark.network.crypto.enabled` on), which a Spark
+//!   3.0 peer with crypto on needs; each session that runs it is logged at WARN naming the CVE.
+//!   Without it a server answers a `ClientChallenge` as Spark 3.1.3 and later do: an
+//!   `RpcFailure` after which the client may go on with SASL on the same connection (when SASL
+//!   is taken), or the connection closes ([`AuthError::Unsupported`]) with
+//!   `spark.network.crypto.saslFallback=false`; either way a WARN names the CVE.
+//!
 //! Not spoken (each refused with a typed error, never silently weakened): SASL encryption with
-//! `3des` or `des` (Java offers RC4 beside them and chooses it) and the original auth protocol of
-//! Spark 2.2 to 3.1.2 (`ClientChallenge` / `ServerResponse`, tag `0xFA`).
+//! `3des` or `des` (Java offers RC4 beside them and chooses it).
 
 pub mod cipher;
 pub mod engine;
 pub mod gcm;
+pub mod legacy;
 pub mod sasl;
 pub mod sasl_conf;
 #[cfg(feature = "spark-proxy")]
@@ -41,6 +51,7 @@ use std::time::Duration;
 pub use cipher::{CtrSession, CtrStream};
 pub use engine::{AuthMessage, EngineClient, SessionKeys};
 pub use gcm::{GcmOpener, GcmSealer, GcmSession};
+pub use legacy::{ClientChallenge, LegacyClient, ServerResponse};
 pub use sasl::{DigestClient, DigestServer, SaslMessage};
 pub use sasl_conf::{SaslCipher, SaslPrivacy};
 #[cfg(feature = "spark-proxy")]
@@ -170,6 +181,11 @@ pub struct ClientAuth {
     /// `spark.authenticate.enableSaslEncryption`: SASL asks for `auth-conf` only and the
     /// session is sealed ([`sasl_conf`]).
     pub sasl_encryption: bool,
+    /// `sparkwire.legacyAuthEngine` (sparkwire's, not Spark's): with crypto on, the client
+    /// speaks the original, broken protocol of Spark 2.2 to 3.1.2 ([`legacy`]) in place of the
+    /// X25519 engine, as a Spark 3.0 client does (for a Spark 3.0 server with SASL fallback
+    /// off). Off by default.
+    pub legacy: bool,
 }
 
 impl ClientAuth {
@@ -184,6 +200,7 @@ impl ClientAuth {
             cipher: TransportCipher::Ctr,
             timeout: Duration::from_secs(30),
             sasl_encryption: false,
+            legacy: false,
         }
     }
 
@@ -207,6 +224,7 @@ impl ClientAuth {
             sasl_fallback: self.sasl_fallback,
             version: self.version,
             cipher: self.cipher,
+            legacy: self.legacy,
             ..ServerAuth::new(String::new())
         };
         server.set(key, value)?;
@@ -214,6 +232,7 @@ impl ClientAuth {
         self.sasl_fallback = server.sasl_fallback;
         self.version = server.version;
         self.cipher = server.cipher;
+        self.legacy = server.legacy;
         Ok(())
     }
 }
@@ -236,6 +255,11 @@ pub struct ServerAuth {
     /// `spark.network.sasl.serverAlwaysEncrypt`: SASL offers `auth-conf` only (else
     /// `auth-conf,auth`, and the client chooses).
     pub sasl_always_encrypt: bool,
+    /// `sparkwire.legacyAuthEngine` (sparkwire's, not Spark's): with crypto on, the original,
+    /// broken protocol of Spark 2.2 to 3.1.2 ([`legacy`], CVE-2021-38296) is taken beside the
+    /// X25519 engine. Off by default: a `ClientChallenge` is then refused as Spark 3.1.3's
+    /// server refuses it.
+    pub legacy: bool,
 }
 
 fn flag(key: &str, v: &str) -> Result<bool, String> {
@@ -257,13 +281,15 @@ impl ServerAuth {
             cipher: TransportCipher::Ctr,
             timeout: Duration::from_secs(30),
             sasl_always_encrypt: false,
+            legacy: false,
         }
     }
 
     /// Sets one of Spark's settings by its name: `spark.network.crypto.enabled`,
     /// `spark.network.crypto.saslFallback`, `spark.network.sasl.serverAlwaysEncrypt` (`true` /
     /// `false`), `spark.network.crypto.authEngineVersion` (1 / 2) or
-    /// `spark.network.crypto.cipher` (`AES/CTR/NoPadding` / `AES/GCM/NoPadding`);
+    /// `spark.network.crypto.cipher` (`AES/CTR/NoPadding` / `AES/GCM/NoPadding`), or sparkwire's
+    /// own `sparkwire.legacyAuthEngine` (`true` / `false`);
     /// `spark.authenticate.enableSaslEncryption` is taken and changes nothing here (it is a
     /// client's setting, which Spark's server does not read either); any other name is an error.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -277,13 +303,14 @@ impl ServerAuth {
             "spark.network.crypto.saslFallback" => self.sasl_fallback = flag(value)?,
             "spark.network.crypto.authEngineVersion" => self.version = value.parse()?,
             "spark.network.crypto.cipher" => self.cipher = value.parse()?,
+            "sparkwire.legacyAuthEngine" => self.legacy = flag(value)?,
             other => {
                 return Err(format!(
                     "{other:?} is not a setting of Spark's authentication spoken here \
                      (spark.network.crypto.enabled, spark.network.crypto.saslFallback, \
                      spark.network.crypto.authEngineVersion, spark.network.crypto.cipher, \
                      spark.authenticate.enableSaslEncryption, \
-                     spark.network.sasl.serverAlwaysEncrypt)"
+                     spark.network.sasl.serverAlwaysEncrypt, sparkwire.legacyAuthEngine)"
                 ))
             }
         }
@@ -307,6 +334,9 @@ pub enum Negotiated {
     Engine(EngineVersion),
     /// The auth engine, AES-GCM after it (`spark.network.crypto.cipher=AES/GCM/NoPadding`).
     EngineGcm(EngineVersion),
+    /// The original, broken auth protocol of Spark 2.2 to 3.1.2 ([`legacy`], CVE-2021-38296),
+    /// AES-CTR after it.
+    Legacy,
 }
 
 impl std::fmt::Display for Negotiated {
@@ -318,6 +348,10 @@ impl std::fmt::Display for Negotiated {
             }
             Negotiated::Engine(v) => write!(f, "auth engine v{} with AES-CTR", v.number()),
             Negotiated::EngineGcm(v) => write!(f, "auth engine v{} with AES-GCM", v.number()),
+            Negotiated::Legacy => f.write_str(
+                "the original auth protocol of Spark 2.2 to 3.1.2 (broken: CVE-2021-38296) \
+                 with AES-CTR",
+            ),
         }
     }
 }

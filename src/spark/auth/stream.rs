@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use super::cipher::CtrSession;
 use super::engine::{self, AuthMessage, EngineClient, AUTH_TAG};
 use super::gcm::GcmSession;
+use super::legacy::{self, ClientChallenge, LegacyClient, ServerResponse, CHALLENGE_TAG};
 use super::sasl::{DigestClient, DigestServer, SaslMessage};
 use super::sasl_conf::SaslPrivacy;
 use super::{random_bytes, AuthError, ClientAuth, Negotiated, ServerAuth, TransportCipher};
@@ -22,7 +23,8 @@ use crate::spark::{Frame, FrameDecoder};
 /// Largest frame taken during a bootstrap: its messages are a few hundred bytes.
 pub const MAX_AUTH_FRAME: u64 = 64 * 1024;
 
-/// Requests a server takes in one bootstrap (an `AuthMessage` refused, then SASL's two).
+/// Requests a server takes in one bootstrap (an `AuthMessage` or `ClientChallenge` refused,
+/// then SASL's two).
 const MAX_ROUNDS: usize = 4;
 
 /// Plaintext taken per write when encrypting.
@@ -363,7 +365,28 @@ async fn client_inner<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     auth: &ClientAuth,
 ) -> Result<(Session, Negotiated), AuthError> {
-    if auth.crypto {
+    if auth.crypto && auth.legacy {
+        if auth.cipher != TransportCipher::Ctr {
+            return Err(AuthError::Unsupported(format!(
+                "{} after the original auth protocol (it runs AES/CTR/NoPadding only)",
+                auth.cipher.name()
+            )));
+        }
+        let c = LegacyClient::new(&auth.app_id, &auth.secret)?;
+        match rpc(s, c.challenge().encode()).await {
+            Ok(body) => {
+                let keys = c.finish(&ServerResponse::decode(&body)?)?;
+                tracing::warn!(
+                    "spark auth: this session runs the original auth protocol \
+                     (sparkwire.legacyAuthEngine=true): {}",
+                    legacy::WARNING
+                );
+                return Ok((Session::Ctr(CtrSession::client(&keys)?), Negotiated::Legacy));
+            }
+            Err(AuthError::Refused(_)) if auth.sasl_fallback => {}
+            Err(e) => return Err(e),
+        }
+    } else if auth.crypto {
         let c = EngineClient::new(&auth.app_id, &auth.secret, auth.version)?;
         match rpc(s, c.challenge().encode()).await {
             Ok(body) => {
@@ -433,6 +456,86 @@ async fn fail<S: AsyncWrite + Unpin>(
     why
 }
 
+/// A `ClientChallenge` of the original protocol (tag `0xFA`) as a server's first request: the
+/// session when the protocol is taken (`sparkwire.legacyAuthEngine=true` with crypto on);
+/// `None` after an `RpcFailure` that leaves the connection open for SASL (the protocol not
+/// taken, SASL taken, as Spark 3.1.3's server does, or crypto off, as Spark 3.0's does); an
+/// error otherwise.
+async fn legacy_step<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    id: i64,
+    body: &[u8],
+    auth: &ServerAuth,
+) -> Result<Option<(Session, Negotiated)>, AuthError> {
+    if auth.crypto && auth.legacy {
+        let m = match ClientChallenge::decode(body) {
+            Ok(m) => m,
+            Err(e) => return Err(fail(s, id, FAILED, e).await),
+        };
+        return match legacy::respond(&auth.secret, &m) {
+            Ok((response, keys)) => {
+                write_frame(
+                    s,
+                    Frame::RpcResponse {
+                        request_id: id,
+                        body: response.encode().into(),
+                    },
+                )
+                .await?;
+                tracing::warn!(
+                    "spark auth: a peer authenticated with the original auth protocol (allowed \
+                     by sparkwire.legacyAuthEngine=true): {}",
+                    legacy::WARNING
+                );
+                Ok(Some((
+                    Session::Ctr(CtrSession::server(&keys)?),
+                    Negotiated::Legacy,
+                )))
+            }
+            Err(e) => Err(fail(s, id, FAILED, e).await),
+        };
+    }
+    if !auth.crypto {
+        // Spark's SASL-only server: not a SaslMessage.
+        let _ = write_frame(
+            s,
+            Frame::RpcFailure {
+                request_id: id,
+                error: NOT_SASL.into(),
+            },
+        )
+        .await;
+        return Ok(None);
+    }
+    tracing::warn!(
+        "spark auth: refused a ClientChallenge of the original auth protocol (taken only \
+         with sparkwire.legacyAuthEngine=true): {}",
+        legacy::WARNING
+    );
+    if auth.sasl_fallback {
+        let _ = write_frame(
+            s,
+            Frame::RpcFailure {
+                request_id: id,
+                error: NOT_SASL.into(),
+            },
+        )
+        .await;
+        return Ok(None);
+    }
+    Err(fail(
+        s,
+        id,
+        "java.lang.IllegalArgumentException: Unknown challenge message.",
+        AuthError::Unsupported(
+            "the original auth protocol of Spark 2.2 to 3.1.2 (CVE-2021-38296), without \
+             sparkwire.legacyAuthEngine=true"
+                .into(),
+        ),
+    )
+    .await)
+}
+
 async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     auth: &ServerAuth,
@@ -483,6 +586,13 @@ async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 Err(e) => Err(fail(s, id, FAILED, e).await),
             };
+        }
+        if sasl.is_none() && body.first() == Some(&CHALLENGE_TAG) {
+            match legacy_step(s, id, &body, auth).await? {
+                Some(done) => return Ok(done),
+                // Refused as Spark 3.1.3's server refuses it: the client may go on with SASL.
+                None => continue,
+            }
         }
         if !auth.takes_sasl() {
             let why =
