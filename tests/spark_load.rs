@@ -136,6 +136,10 @@ enum Loss {
 /// `/json` shows every one recovered, and each worker registering again is answered as one it
 /// holds. Every answer is checked (no error).
 async fn spark_peers_follow_a_failover(loss: Loss) {
+    // One failover at a time: each picks free ports for masters started later (a restart takes
+    // its port again), which another test's picks must not take meanwhile.
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = ONE_AT_A_TIME.lock().await;
     let dir = common::files::temp_dir("load-failover");
     let dir_text = dir.display().to_string();
     let free = common::ha::free_port;
