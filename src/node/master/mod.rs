@@ -157,8 +157,9 @@ pub struct Config {
 /// releases (`4.0.4|4.3.0`, the releases a peer may speak, SPEC §15.5) is compatible with one
 /// that names any of them.
 pub fn same_release(a: &str, b: &str) -> bool {
-    a.split('|')
-        .any(|x| !x.is_empty() && b.split('|').any(|y| x == y))
+    a == b
+        || a.split('|')
+            .any(|x| !x.is_empty() && b.split('|').any(|y| x == y))
 }
 
 impl Default for Config {

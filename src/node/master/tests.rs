@@ -352,3 +352,14 @@ fn an_unknown_or_finished_application_is_answered_as_spark_does_and_another_conn
     assert_eq!(s.active_apps.len(), 1);
     assert_eq!(s.active_apps[0].id, mine);
 }
+
+#[test]
+fn without_class_tables_a_label_of_several_releases_is_compatible_with_one_it_names_only() {
+    use super::same_release;
+    assert!(same_release("3.5.9", "3.5.9"));
+    assert!(!same_release("3.5.9", "3.5.8"));
+    assert!(same_release("4.0.4|4.3.0", "4.3.0"));
+    assert!(same_release("4.0.4", "4.0.4|4.0.5"));
+    assert!(!same_release("4.0.4|4.0.5", "4.3.0|4.2.1"));
+    assert!(!same_release("", "4.0.4"));
+}
