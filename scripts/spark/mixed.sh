@@ -133,8 +133,10 @@ fi
 start_worker "$old"
 start_app "$new" "mixed-$new"
 new_pid=$app_pid
-if json_until "$ui" 20 "sorted(w.get('sparkrelease') or '-' for w in s['workers'] if w['state'] == 'ALIVE') == sorted(['$old', '$new'])" >/dev/null; then
-  ok "/json gives each worker its release ($old, $new)"
+# A release is announced as a label: one release, or the releases its streams leave open joined
+# by "|" (SPEC §15.5); each worker's names its own release and not the other's.
+if json_until "$ui" 20 "sorted([r for r in ['$old', '$new'] if r in (w.get('sparkrelease') or '').split('|')] for w in s['workers'] if w['state'] == 'ALIVE') == sorted([['$old'], ['$new']])" >/dev/null; then
+  ok "/json gives each worker its release ($old, $new): $(json "$ui" | field "[w.get('sparkrelease') for w in s['workers']]")"
 else
   bad "/json does not give the workers' releases: $(json "$ui" | field "[(w['id'], w.get('sparkrelease')) for w in s['workers']]")"
 fi
@@ -159,7 +161,7 @@ for r in "$old" "$new"; do
 done
 
 # 3. Both FINISHED with their releases; each worker ran only its own release's executors.
-if state=$(json_until "$ui" 20 "sorted((a['name'], a.get('sparkrelease')) for a in s['completedapps'] if a['state'] == 'FINISHED') == sorted([('mixed-$old', '$old'), ('mixed-$new', '$new')])"); then
+if state=$(json_until "$ui" 20 "sorted((a['name'], [r for r in ['$old', '$new'] if r in (a.get('sparkrelease') or '').split('|')]) for a in s['completedapps'] if a['state'] == 'FINISHED') == sorted([('mixed-$old', ['$old']), ('mixed-$new', ['$new'])])"); then
   ok "/json lists both applications FINISHED with their releases"
 else
   bad "/json: $(echo "$state" | field "[(a['name'], a['state'], a.get('sparkrelease')) for a in s['completedapps']]" 2>/dev/null)"
