@@ -80,6 +80,10 @@ pub(crate) async fn read_loop<R, F>(
     F: Family,
 {
     let mut closed = shared.closed.subscribe();
+    // One wait for the close, polled by every turn of the loop (not one made and dropped per
+    // frame).
+    let closing = wait_closed(&mut closed);
+    tokio::pin!(closing);
     let mut aside: VecDeque<Incoming<F>> = VecDeque::new();
     let aside_limit = incoming_queue.max(1);
     let mut frames_read: u64 = 0;
@@ -112,7 +116,7 @@ pub(crate) async fn read_loop<R, F>(
         let next = tokio::select! {
             biased;
             // Closed by this side (an owner's close, a limit): done reading, but for the linger.
-            _ = wait_closed(&mut closed) => break,
+            _ = &mut closing => break,
             room = deliver.reserve(), if !aside.is_empty() => {
                 match (room, aside.pop_front()) {
                     (Ok(room), Some(first)) => room.send(first),
@@ -269,10 +273,14 @@ pub(crate) async fn write_loop<W, F>(
     F: Family,
 {
     let mut closed = shared.closed.subscribe();
+    // One wait for the close, polled by every turn of the loop (not one made and dropped per
+    // batch); once it is over the loop returns.
+    let closing = wait_closed(&mut closed);
+    tokio::pin!(closing);
     loop {
         let first = tokio::select! {
             biased;
-            _ = wait_closed(&mut closed) => {
+            _ = &mut closing => {
                 farewell(&mut writer, &shared).await;
                 return;
             }
@@ -288,7 +296,7 @@ pub(crate) async fn write_loop<W, F>(
             tokio::pin!(batch);
             tokio::select! {
                 biased;
-                _ = wait_closed(&mut closed) => {
+                _ = &mut closing => {
                     // Frames are written whole: with a close envelope to send, the batch under
                     // way ends first (within a bound), so that the envelope starts a frame.
                     let finished = shared.has_farewell()

@@ -602,6 +602,18 @@ impl<F: Family> Connection<F> {
         }
     }
 
+    /// [`Connection::recv`] as a poll, for an owner that reads its connections itself: the next
+    /// message or ask, or why the connection closed once it has (and every later poll says so
+    /// too).
+    pub(crate) fn poll_recv(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Incoming<F>, ConnectionError>> {
+        self.incoming
+            .poll_recv(cx)
+            .map(|got| got.ok_or_else(|| self.handle.shared.closed_error()))
+    }
+
     /// A handle for other tasks to send, ask and answer on this connection.
     pub fn handle(&self) -> ConnectionHandle<F> {
         self.handle.clone()

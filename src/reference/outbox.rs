@@ -17,14 +17,17 @@
 //! own bounded queue and is then held back by TCP, alone.
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::stream::{BoxStream, SelectAll};
+use futures_util::task::AtomicWaker;
 use futures_util::StreamExt;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 
 use super::observe::ObservedClose;
 use super::runtime::Event;
@@ -46,11 +49,12 @@ pub(crate) struct Peer<M> {
     kill: Arc<Kill>,
 }
 
-/// A connection's kill switch: set once, and its [`Reader`] woken to drop the connection.
+/// A connection's kill switch: set once, and its [`Reader`] woken to drop the connection. The
+/// reader registers its waker as it polls (no future is made per message for it).
 #[derive(Default)]
 struct Kill {
     set: AtomicBool,
-    wake: Notify,
+    wake: AtomicWaker,
 }
 
 impl<M> Clone for Peer<M> {
@@ -67,7 +71,7 @@ impl<M> Peer<M> {
     /// Closes the connection at once (what was queued may be lost).
     pub(crate) fn kill(&self) {
         self.kill.set.store(true, Ordering::Release);
-        self.kill.wake.notify_one();
+        self.kill.wake.wake();
     }
 }
 
@@ -300,27 +304,55 @@ impl<M: Family + Send + 'static> Reader<M> {
             kill,
             observed,
         } = self;
-        futures_util::stream::unfold(Some((conn, kill, observed)), move |open| async move {
-            let (mut conn, kill, observed) = open?;
-            let got = if kill.set.load(Ordering::Acquire) {
+        ReaderStream {
+            open: Some((conn, observed)),
+            conn_id,
+            kill,
+        }
+        .boxed()
+    }
+}
+
+/// A [`Reader`] as its owner polls it: the connection's queue polled in place, so that taking a
+/// message moves nothing but the message and makes no future.
+struct ReaderStream<M> {
+    /// The connection and its close's observer, until it closed.
+    open: Option<(Connection<M>, Observed)>,
+    conn_id: ConnId,
+    kill: Arc<Kill>,
+}
+
+impl<M: Family + Send + 'static> futures_util::Stream for ReaderStream<M> {
+    type Item = Read<M>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Read<M>>> {
+        let this = self.get_mut();
+        let Some((conn, _)) = &mut this.open else {
+            return Poll::Ready(None);
+        };
+        let killed = || this.kill.set.load(Ordering::Acquire);
+        let got = if killed() {
+            Err(ConnectionError::Closed)
+        } else {
+            // Registered before the second look, so that a kill in between still wakes it.
+            this.kill.wake.register(cx.waker());
+            if killed() {
                 Err(ConnectionError::Closed)
             } else {
-                tokio::select! {
-                    biased;
-                    got = conn.recv() => got,
-                    _ = kill.wake.notified() => Err(ConnectionError::Closed),
-                }
-            };
-            match got {
-                Ok(incoming) => Some(((conn_id, Ok(incoming)), Some((conn, kill, observed)))),
-                Err(reason) => {
-                    drop(conn);
-                    drop(observed);
-                    Some(((conn_id, Err(reason)), None))
+                match conn.poll_recv(cx) {
+                    Poll::Ready(got) => got,
+                    Poll::Pending => return Poll::Pending,
                 }
             }
-        })
-        .boxed()
+        };
+        if got.is_err() {
+            // The connection first, then the observer: it hears of a close that is over.
+            if let Some((conn, observed)) = this.open.take() {
+                drop(conn);
+                drop(observed);
+            }
+        }
+        Poll::Ready(Some((this.conn_id, got)))
     }
 }
 

@@ -92,11 +92,22 @@ pub(crate) struct MsgPack<'de> {
     /// passes outward through it ([`MsgPack::path`] reads it back to front). Nothing is recorded
     /// while values are read without error, so that decoding allocates nothing for it.
     path: Vec<Step<'de>>,
-    /// The key of the map entry whose value comes next.
-    key: Option<Step<'de>>,
+    /// The key of the map entry whose value comes next: its step (a canonical map's key, read
+    /// for its order anyway), or where the key starts (a struct's field or a map's key read
+    /// again only if its value fails, so that a value read without error reads its key once).
+    key: Option<PendingKey<'de>>,
     /// After an error: where the offending item starts in the input (SPEC §8.1's `offset`). Set
     /// once, by the innermost value, key or element that saw the error (see [`MsgPack::fault_at`]).
     fault: Option<usize>,
+}
+
+/// The key of the map entry being read, for the path of an error in its value.
+#[derive(Debug, Clone, Copy)]
+enum PendingKey<'de> {
+    /// The step, already read.
+    Step(Step<'de>),
+    /// The key starts at this offset of the input; its step is read from there on an error.
+    At(usize),
 }
 
 /// One step of a path into a value: a struct's field, a map's key, an array's element.
@@ -616,11 +627,29 @@ impl<'de> Map<'_, 'de> {
     /// The key at the cursor, if it is a string or an integer (keys of other kinds are refused by
     /// the key's own type).
     fn peek_key(&self) -> Option<Key<'de>> {
-        let mut at = self.de.c;
-        match at.peek()? {
-            m if is_str(m) => at.str_bytes().ok().map(Key::Str),
-            m if is_int(m) => at.int().ok().map(Key::Int),
-            _ => None,
+        key_at(self.de.c)
+    }
+}
+
+/// The key at `at`, if it is a string or an integer.
+fn key_at(mut at: Cursor<'_>) -> Option<Key<'_>> {
+    match at.peek()? {
+        m if is_str(m) => at.str_bytes().ok().map(Key::Str),
+        m if is_int(m) => at.int().ok().map(Key::Int),
+        _ => None,
+    }
+}
+
+impl<'de> MsgPack<'de> {
+    /// The path's step of a map entry whose value failed: a string key is a field (a struct's,
+    /// or a map's as a path names it), any other a key.
+    fn key_step(&self, key: PendingKey<'de>) -> Option<Step<'de>> {
+        match key {
+            PendingKey::Step(step) => Some(step),
+            PendingKey::At(pos) => match key_at(self.c.at(pos))? {
+                Key::Str(name) => Some(Step::Field(name)),
+                other => Some(Step::Key(other)),
+            },
         }
     }
 }
@@ -636,21 +665,22 @@ impl<'de> MapAccess<'de> for Map<'_, 'de> {
             return Ok(None);
         }
         self.left -= 1;
-        let now = self.peek_key();
         let start = self.de.c.position();
         // A key is no step of the path: a fault of the key itself lies at the map (SPEC §8.2).
         self.de.key = None;
+        if !self.canonical {
+            // Its step is read again from `start` only if its value fails.
+            let key = seed.deserialize(&mut *self.de);
+            let key = self.de.fault_at(start, key)?;
+            self.pending = Some(start);
+            self.de.key = Some(PendingKey::At(start));
+            return Ok(Some(key));
+        }
+        let now = self.peek_key();
         let key = seed.deserialize(&mut *self.de);
         let key = self.de.fault_at(start, key)?;
         self.pending = Some(start);
-        if !self.canonical {
-            self.de.key = match now {
-                Some(Key::Str(name)) => Some(Step::Field(name)),
-                other => other.map(Step::Key),
-            };
-            return Ok(Some(key));
-        }
-        self.de.key = now.map(Step::Key);
+        self.de.key = now.map(|now| PendingKey::Step(Step::Key(now)));
         if let Some(now) = now {
             if let Some(last) = self.last {
                 let fault = if now == last {
@@ -687,7 +717,7 @@ impl<'de> MapAccess<'de> for Map<'_, 'de> {
         match self.de.fault_at(start, value) {
             Ok(value) => Ok(value),
             Err(e) => {
-                if let Some(step) = step {
+                if let Some(step) = step.and_then(|key| self.de.key_step(key)) {
                     self.de.path.push(step);
                 }
                 Err(e)

@@ -25,6 +25,14 @@ impl<'a> Cursor<'a> {
         self.pos
     }
 
+    /// A cursor over the same bytes at `pos` (past the end: one with nothing left to read).
+    pub(crate) fn at(&self, pos: usize) -> Self {
+        Cursor {
+            buf: self.buf,
+            pos: pos.min(self.buf.len()),
+        }
+    }
+
     /// The bytes not read yet.
     pub fn rest(&self) -> &'a [u8] {
         &self.buf[self.pos..]
