@@ -119,7 +119,7 @@ rules! {
         "LaunchExecutor is only for an application that is registered and has not finished. Checked where the trace holds application clients (a worker's own trace sees launches for applications registered out of its view)."),
     /// P5: nothing about a finished application.
     AppAfterFinish = ("P5", "app.after-finish",
-        "Once an application finished (UnregisterApplication, ApplicationRemoved, its client's connection closed) its client sends nothing more and the master sends it no ExecutorAdded, ExecutorUpdated or second ApplicationRemoved."),
+        "Once an application finished (UnregisterApplication, ApplicationRemoved, its client's connection closed) its client sends nothing more and the master sends it no ExecutorAdded, ExecutorUpdated or second ApplicationRemoved. A master that recovered an application from its store and sent its client MasterChanged may send that connection WorkerRemoved before the client acknowledged (a worker silent in the recovery is removed before the silent applications are finished)."),
     /// P6: ApplicationFinished only for finished applications.
     AppFinishedNotice = ("P6", "app.finished-notice",
         "The master sends workers ApplicationFinished only for an application that has finished."),

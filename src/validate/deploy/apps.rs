@@ -188,6 +188,14 @@ impl Cluster {
             DeployMessage::MasterChanged(_) => a.master_changed = true,
             other => {
                 let Some(app) = a.app.clone() else {
+                    if let (true, DeployMessage::WorkerRemoved(r)) = (a.master_changed, other) {
+                        // A recovering master tells every application it recovered, acknowledged
+                        // or not, that a worker is gone (Spark's Master.removeWorker sends
+                        // WorkerRemoved to every application not completed, and completeRecovery
+                        // removes the silent workers before it finishes the silent applications).
+                        self.worker_removed(r, ctx.master, config, sink);
+                        return;
+                    }
                     let rule = match other {
                         DeployMessage::ExecutorUpdated(_) => Rule::ExecutorUpdatedMatches,
                         DeployMessage::ExecutorAdded(_) => Rule::ExecutorAddedMatches,

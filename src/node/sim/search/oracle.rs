@@ -154,8 +154,12 @@ impl Default for Oracle {
 
 /// A node's endpoint for the validator: drivers and their application clients by address, as
 /// several share their hello's id.
-fn endpoint(h: &Hello) -> Endpoint {
+///
+/// A master by its process (`node`): a master restarted at the same address is another process
+/// that knows its predecessor's workers and applications only from the store, as Spark's does.
+fn endpoint(node: NodeId, h: &Hello) -> Endpoint {
     match (h.role, &h.addr) {
+        (Role::Master, _) => Endpoint::new(h.role, format!("{}#{node}", h.id)),
         (Role::Driver | Role::AppClient, Some(a)) => Endpoint::new(h.role, format!("{}@{a}", h.id)),
         _ => Endpoint::new(h.role, h.id.clone()),
     }
@@ -219,7 +223,7 @@ impl Oracle {
                 server,
                 ..
             } => {
-                let (c, s) = (endpoint(&client.1), endpoint(&server.1));
+                let (c, s) = (endpoint(client.0, &client.1), endpoint(server.0, &server.1));
                 let master = [client, server]
                     .iter()
                     .find(|(_, h)| h.role == Role::Master)
@@ -331,7 +335,7 @@ impl Oracle {
                 server,
                 version,
             } => {
-                let (c, s) = (endpoint(&client.1), endpoint(&server.1));
+                let (c, s) = (endpoint(client.0, &client.1), endpoint(server.0, &server.1));
                 let v = self.validator.open(ms, *link, &c, &s, *version);
                 self.vlinks
                     .insert(*link, ([(client.0, c), (server.0, s)], *version));
