@@ -191,6 +191,18 @@ def load_command(args, port, ui, workers, apps, steady):
             "--answer-timeout", str(args.answer_timeout), "--phases"]
 
 
+def finish(gen, limit):
+    """The generator's standard output once it exits (killed after `limit` seconds). Its
+    standard error is the reader thread's alone: `communicate` would read it too, and the phase
+    lines it took were lost to the thread (no CPU figure, no failover acted on)."""
+    timer = threading.Timer(limit, gen.kill)
+    timer.start()
+    out = gen.stdout.read()
+    gen.wait()
+    timer.cancel()
+    return out
+
+
 def one_run(kind, workers, apps, args, work):
     tag = f"{kind}-{workers}x{apps}"
     record = {"master": kind, "workers": workers, "apps": apps, "load_before": loadavg()}
@@ -226,11 +238,7 @@ def one_run(kind, workers, apps, args, work):
 
     reader = threading.Thread(target=read_err, daemon=True)
     reader.start()
-    try:
-        out, _ = gen.communicate(timeout=args.steady + 6 * args.answer_timeout + 600)
-    except subprocess.TimeoutExpired:
-        gen.kill()
-        out, _ = gen.communicate()
+    out = finish(gen, args.steady + 6 * args.answer_timeout + 600)
     reader.join(5)
     done.set()
     record["rss_peak"] = proc_status(pid, "VmHWM") or peak[0]
@@ -345,11 +353,7 @@ def failover_run(kind, mode, workers, apps, args, work):
 
         reader = threading.Thread(target=read_err, daemon=True)
         reader.start()
-        try:
-            out, _ = gen.communicate(timeout=6 * args.answer_timeout + 1200)
-        except subprocess.TimeoutExpired:
-            gen.kill()
-            out, _ = gen.communicate()
+        out = finish(gen, 6 * args.answer_timeout + 1200)
         reader.join(5)
         try:
             report = json.loads(out)
