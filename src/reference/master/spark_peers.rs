@@ -39,8 +39,11 @@ pub type SparkDialFn = dyn Fn(Addr, DialTarget) + Send + Sync;
 pub struct SparkPeerDial {
     dial: Arc<OnceLock<Arc<SparkDialFn>>>,
     book: Arc<Mutex<SparkPeerBook>>,
-    waiting: Arc<Mutex<Option<Vec<(Addr, DialTarget)>>>>,
+    waiting: Arc<Mutex<Option<Held>>>,
 }
+
+/// The dials held for a front expected and not listening yet.
+type Held = Vec<(Addr, DialTarget)>;
 
 impl std::fmt::Debug for SparkPeerDial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
