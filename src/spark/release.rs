@@ -360,7 +360,7 @@ impl Release {
 
     /// The label that names the releases a peer may speak (SPEC §15.5), from its candidates
     /// ([`Detector::candidates`]): one name per class table among them, the newest release of
-    /// each, oldest first, joined by [`LABEL_SEPARATOR`] (`4.0.4|4.0.5|4.3.0`). Candidates of one
+    /// each, oldest first, joined by `|` (`4.0.4|4.0.5|4.3.0`). Candidates of one
     /// table give one release's name, as a peer whose release is told exactly. Empty for no
     /// candidates.
     pub fn label_of(candidates: &[&'static Release]) -> String {
