@@ -463,8 +463,9 @@ def plot(results, path):
         if not rs:
             continue
         a.plot([r["workers"] for r in rs], [r["rss_peak"] / 2**20 for r in rs], style, label=kind)
-        b.plot([r["workers"] for r in rs], [r.get("cpu_per_minute") or 0 for r in rs], style,
-               label=kind)
+        # A run stopped before its steady phase has no CPU figure: no point, not a zero.
+        cs = [r for r in rs if r.get("cpu_per_minute") is not None]
+        b.plot([r["workers"] for r in cs], [r["cpu_per_minute"] for r in cs], style, label=kind)
     a.set_xlabel("workers")
     a.set_ylabel("master peak RSS, MB")
     b.set_xlabel("workers")
@@ -499,6 +500,7 @@ def main():
         results = json.load(open(args.report))
         print(table([r for r in results if "mode" not in r]))
         print(failover_table([r for r in results if "mode" in r]))
+        print(plot(results, os.path.join(os.path.dirname(args.report), "master_scale.png")))
         return 0
     os.makedirs(args.out, exist_ok=True)
     sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",") if s]
