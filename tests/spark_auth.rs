@@ -2,6 +2,9 @@
 //! peers that fail, stall or lie (the real Spark peers are in `spark_auth_real`): every failure is
 //! a typed error of that one connection, in bounded time.
 
+mod common;
+
+use common::auth_echo::echo_server;
 use std::time::Duration;
 
 use sparkwire::spark::auth::{
@@ -11,30 +14,8 @@ use sparkwire::spark::auth::{
 use sparkwire::spark::{Frame, FrameDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
 
 const SECRET: &str = "s3cret";
-
-/// A listener whose first connection runs the server side with `auth`, then echoes what it
-/// reads (decrypted) back (encrypted).
-async fn echo_server(auth: ServerAuth) -> (u16, JoinHandle<Result<Negotiated, AuthError>>) {
-    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let port = l.local_addr().expect("addr").port();
-    let task = tokio::spawn(async move {
-        let (tcp, _) = l.accept().await.expect("accept");
-        let mut s = server_handshake(tcp, &auth).await?;
-        let mut buf = [0u8; 1024];
-        loop {
-            let n = s.read(&mut buf).await?;
-            if n == 0 {
-                return Ok(s.negotiated());
-            }
-            s.write_all(&buf[..n]).await?;
-            s.flush().await?;
-        }
-    });
-    (port, task)
-}
 
 async fn connect(port: u16) -> TcpStream {
     TcpStream::connect(("127.0.0.1", port))

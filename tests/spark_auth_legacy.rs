@@ -4,14 +4,15 @@
 //! refuses it, with SASL after it when SASL is taken. The real Spark 3.0.3 peers are in
 //! `scripts/spark/daemons-auth.sh 3.0.3 legacy`.
 
+mod common;
+
+use common::auth_echo::echo_server;
 use sparkwire::spark::auth::{
-    client_handshake, server_handshake, AuthError, ClientAuth, LegacyClient, Negotiated,
-    ServerAuth, TransportCipher,
+    client_handshake, AuthError, ClientAuth, LegacyClient, Negotiated, ServerAuth, TransportCipher,
 };
 use sparkwire::spark::{Frame, FrameDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
 
 const SECRET: &str = "s3cret";
 
@@ -27,27 +28,6 @@ fn legacy_server(secret: &str) -> ServerAuth {
     s.set("sparkwire.legacyAuthEngine", "true")
         .expect("setting");
     s
-}
-
-/// A listener whose first connection runs the server side with `auth`, then echoes what it reads
-/// back through the session.
-async fn echo_server(auth: ServerAuth) -> (u16, JoinHandle<Result<Negotiated, AuthError>>) {
-    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let port = l.local_addr().expect("addr").port();
-    let task = tokio::spawn(async move {
-        let (tcp, _) = l.accept().await.expect("accept");
-        let mut s = server_handshake(tcp, &auth).await?;
-        let mut buf = [0u8; 1024];
-        loop {
-            let n = s.read(&mut buf).await?;
-            if n == 0 {
-                return Ok(s.negotiated());
-            }
-            s.write_all(&buf[..n]).await?;
-            s.flush().await?;
-        }
-    });
-    (port, task)
 }
 
 async fn round_trip(port: u16, client: ClientAuth) -> Result<Negotiated, AuthError> {

@@ -9,6 +9,8 @@
 
 #![allow(dead_code)]
 
+#[cfg(feature = "spark-proxy")]
+pub mod auth_echo;
 #[cfg(feature = "reference")]
 pub mod builders;
 #[cfg(feature = "reference")]
