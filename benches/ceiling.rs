@@ -25,7 +25,9 @@
 //!   with 1 worker × 1 core by default and with `--busy-poll-us 1000`, then 2 × 1 and 2 × 2, each
 //!   a release binary's whole run as a process (its own "tasks/s" line).
 //!
-//! It prints each figure's median over the rounds with its minimum and maximum, and the task path
+//! It prints each figure's median over the rounds with its minimum and maximum, the CPU time
+//! (user + system, from `/proc`) both processes of a ping-pong spent per round trip and every
+//! process of a task-path run spent per task (start-up included), and the task path
 //! as a fraction of the blocking ceiling (default settings) and of the spinning one (busy
 //! polling), with the load average before and after. The frames' sizes are those of
 //! `BENCHMARKS.md`'s tiny task: a 225-byte LaunchTask and two StatusUpdates of 97 and 105 bytes
@@ -229,8 +231,9 @@ fn peer(mode: Mode, port: u16) {
     }
 }
 
-/// Round trips per second of one ping-pong of `mode` for `seconds`.
-fn ping_pong(mode: Mode, seconds: f64) -> f64 {
+/// Round trips per second of one ping-pong of `mode` for `seconds`, and the CPU time both
+/// processes spent per round trip meanwhile (`None` where `/proc` does not say).
+fn ping_pong(mode: Mode, seconds: f64) -> (f64, Option<f64>) {
     let listener = TcpListener::bind(("127.0.0.1", 0)).expect("binds");
     let port = listener.local_addr().expect("an address").port();
     let mut child = Command::new(std::env::current_exe().expect("this bench's path"))
@@ -265,6 +268,9 @@ fn ping_pong(mode: Mode, seconds: f64) -> f64 {
         one(&mut conn);
     }
     let budget = Duration::from_secs_f64(seconds);
+    let child_pid = child.id().to_string();
+    let cpu = || Some(cpu_of("self")? + cpu_of(&child_pid)?);
+    let cpu_before = cpu();
     let start = Instant::now();
     let mut trips = 0u64;
     while start.elapsed() < budget {
@@ -274,20 +280,25 @@ fn ping_pong(mode: Mode, seconds: f64) -> f64 {
         trips += 100;
     }
     let rate = trips as f64 / start.elapsed().as_secs_f64();
+    let per_trip = cpu_before
+        .zip(cpu())
+        .map(|(before, after)| (after - before) / trips as f64);
     drop(conn);
     let _ = child.wait();
-    rate
+    (rate, per_trip)
 }
 
-/// One task-path run: `sparkwire local-cluster` with `args`, its printed tasks per second.
-fn task_path(bin: &str, args: &[&str]) -> Option<f64> {
+/// One task-path run: `sparkwire local-cluster` with `args`, its printed tasks per second, and
+/// the CPU time of the whole run (every process of it, start-up included) per task.
+fn task_path(bin: &str, args: &[&str]) -> Option<(f64, Option<f64>)> {
+    let cpu_before = children_cpu();
     let out = Command::new(bin)
         .args([
             "local-cluster",
             "--job",
             "pi",
             "--partitions",
-            "20000",
+            &TASKS.to_string(),
             "--param",
             "1",
         ])
@@ -295,6 +306,9 @@ fn task_path(bin: &str, args: &[&str]) -> Option<f64> {
         .stdin(Stdio::null())
         .output()
         .ok()?;
+    let per_task = cpu_before
+        .zip(children_cpu())
+        .map(|(before, after)| (after - before) / TASKS as f64);
     let text = String::from_utf8_lossy(&out.stdout);
     let rate = text.lines().find_map(|l| {
         let (_, after) = l.split_once(" s: ")?;
@@ -308,8 +322,46 @@ fn task_path(bin: &str, args: &[&str]) -> Option<f64> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    rate
+    rate.map(|r| (r, per_task))
 }
+
+/// Tiny tasks per task-path run.
+const TASKS: u32 = 20_000;
+
+/// CPU seconds (user + system) of process `pid` so far, from `/proc/PID/stat` (Linux; `None`
+/// elsewhere or when the process is gone).
+fn cpu_of(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command's closing parenthesis, starting with the state (field 3).
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15, cutime and cstime 16 and 17 (1-based, of the whole
+    // line): 11 to 14 here.
+    let ticks: f64 = fields
+        .get(11..13)?
+        .iter()
+        .filter_map(|f| f.parse::<f64>().ok())
+        .sum();
+    Some(ticks / CLOCK_TICKS)
+}
+
+/// CPU seconds (user + system) of this process's waited-for children so far (`cutime` and
+/// `cstime` of `/proc/self/stat`): a whole task-path run and the processes it started and waited
+/// for.
+fn children_cpu() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields
+        .get(13..15)?
+        .iter()
+        .filter_map(|f| f.parse::<f64>().ok())
+        .sum();
+    Some(ticks / CLOCK_TICKS)
+}
+
+/// The kernel's clock ticks per second in `/proc`'s CPU times (`USER_HZ`, 100 on Linux).
+const CLOCK_TICKS: f64 = 100.0;
 
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -371,31 +423,51 @@ fn main() {
     }
     println!("load average before: {}", load_average());
     let mut ceilings: Vec<Vec<f64>> = vec![Vec::new(); Mode::ALL.len()];
+    // CPU seconds per round trip of each ping-pong, per round where /proc said.
+    let mut ceiling_cpu: Vec<Vec<f64>> = vec![Vec::new(); Mode::ALL.len()];
     // Per layout, each round's rate (`None`: that round's run printed none).
     let mut paths: Vec<Vec<Option<f64>>> = vec![Vec::new(); layouts.len()];
+    let mut path_cpu: Vec<Vec<f64>> = vec![Vec::new(); layouts.len()];
     for round in 0..runs {
         for (i, mode) in Mode::ALL.into_iter().enumerate() {
-            let r = ping_pong(mode, seconds);
+            let (r, cpu) = ping_pong(mode, seconds);
             eprintln!("round {}: {}: {r:.0} round trips/s", round + 1, mode.name());
             ceilings[i].push(r);
+            ceiling_cpu[i].extend(cpu);
         }
         if with_task_path {
             for (i, (name, args)) in layouts.iter().enumerate() {
                 let r = task_path(bin, args);
-                if let Some(r) = r {
+                if let Some((r, _)) = r {
                     eprintln!("round {}: {name}: {r:.0} tasks/s", round + 1);
                 }
-                paths[i].push(r);
+                paths[i].push(r.map(|(r, _)| r));
+                path_cpu[i].extend(r.and_then(|(_, cpu)| cpu));
             }
         }
     }
     println!("load average after: {}", load_average());
     println!();
-    println!("| what | per second, median (min–max) over {runs} rounds |");
-    println!("|---|---|");
+    // CPU per operation: the time both processes of a ping-pong spent on the CPU per round trip
+    // while it was measured; every process of a task-path run per task, start-up included.
+    let micros = |xs: &[f64]| {
+        if xs.is_empty() {
+            "—".to_string()
+        } else {
+            format!("{:.0} µs", summary(xs).0 * 1e6)
+        }
+    };
+    println!(
+        "| what | per second, median (min–max) over {runs} rounds | CPU per round trip or task (median) |"
+    );
+    println!("|---|---|---|");
     for (i, mode) in Mode::ALL.into_iter().enumerate() {
         let (m, lo, hi) = summary(&ceilings[i]);
-        println!("| {} | {m:.0} ({lo:.0}–{hi:.0}) round trips |", mode.name());
+        println!(
+            "| {} | {m:.0} ({lo:.0}–{hi:.0}) round trips | {} |",
+            mode.name(),
+            micros(&ceiling_cpu[i])
+        );
     }
     for (i, (name, _)) in layouts.iter().enumerate() {
         let rates: Vec<f64> = paths[i].iter().flatten().copied().collect();
@@ -403,7 +475,10 @@ fn main() {
             continue;
         }
         let (m, lo, hi) = summary(&rates);
-        println!("| {name} | {m:.0} ({lo:.0}–{hi:.0}) tasks |");
+        println!(
+            "| {name} | {m:.0} ({lo:.0}–{hi:.0}) tasks | {} |",
+            micros(&path_cpu[i])
+        );
     }
     let measured = |i: usize| paths[i].iter().any(Option::is_some);
     if with_task_path && measured(0) && measured(1) {

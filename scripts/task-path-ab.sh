@@ -19,7 +19,9 @@
 #
 # Usage: scripts/task-path-ab.sh [BASE]
 # Environment: RUNS (10), LAYOUTS ("2x1 1x1"), PARTITIONS (20000), COUNT (0: no callgrind),
-#              CEILING_RUNS (3), KEEP_BASE (1: keep the baseline's worktree and target).
+#              CEILING_RUNS (3), KEEP_BASE (1: keep the baseline's worktree and target),
+#              THIS_BIN (a release binary of this tree already built, e.g. with other profile
+#              settings: used instead of building one; the ceiling bench runs its task path too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:-0991470}
@@ -41,9 +43,13 @@ if [ ! -d "$base_tree" ]; then
     git worktree add --detach "$base_tree" "$base" >/dev/null
 fi
 (cd "$base_tree" && cargo build --release --bin sparkwire -q)
-cargo build --release --bin sparkwire -q
 a=$base_tree/target/release/sparkwire
-b=$here/target/release/sparkwire
+if [ -n "${THIS_BIN:-}" ]; then
+    b=$THIS_BIN
+else
+    cargo build --release --bin sparkwire -q
+    b=$here/target/release/sparkwire
+fi
 cp "$a" "$work/sparkwire-base"
 cp "$b" "$work/sparkwire-this"
 a=$work/sparkwire-base
@@ -142,7 +148,7 @@ fi
 
 echo
 echo "== the ceiling and this tree's task path as a fraction of it; $(load)"
-cargo bench --bench ceiling -q -- --runs "$ceiling_runs" --seconds 2 2>/dev/null
+cargo bench --bench ceiling -q -- --runs "$ceiling_runs" --seconds 2 --sparkwire "$b" 2>/dev/null
 echo "$(load)"
 
 if [ "${KEEP_BASE:-1}" = 0 ]; then

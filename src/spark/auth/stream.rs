@@ -456,6 +456,19 @@ async fn fail<S: AsyncWrite + Unpin>(
     why
 }
 
+/// Fails request `request_id` as Spark's server fails a request that is not a `SaslMessage`,
+/// leaving the connection open (a client with SASL fallback goes on with SASL).
+async fn not_sasl<S: AsyncWrite + Unpin>(s: &mut S, request_id: i64) {
+    let _ = write_frame(
+        s,
+        Frame::RpcFailure {
+            request_id,
+            error: NOT_SASL.into(),
+        },
+    )
+    .await;
+}
+
 /// A `ClientChallenge` of the original protocol (tag `0xFA`) as a server's first request: the
 /// session when the protocol is taken (`sparkwire.legacyAuthEngine=true` with crypto on);
 /// `None` after an `RpcFailure` that leaves the connection open for SASL (the protocol not
@@ -497,14 +510,7 @@ async fn legacy_step<S: AsyncRead + AsyncWrite + Unpin>(
     }
     if !auth.crypto {
         // Spark's SASL-only server: not a SaslMessage.
-        let _ = write_frame(
-            s,
-            Frame::RpcFailure {
-                request_id: id,
-                error: NOT_SASL.into(),
-            },
-        )
-        .await;
+        not_sasl(s, id).await;
         return Ok(None);
     }
     tracing::warn!(
@@ -513,14 +519,7 @@ async fn legacy_step<S: AsyncRead + AsyncWrite + Unpin>(
         legacy::WARNING
     );
     if auth.sasl_fallback {
-        let _ = write_frame(
-            s,
-            Frame::RpcFailure {
-                request_id: id,
-                error: NOT_SASL.into(),
-            },
-        )
-        .await;
+        not_sasl(s, id).await;
         return Ok(None);
     }
     Err(fail(
@@ -555,14 +554,7 @@ async fn server_inner<S: AsyncRead + AsyncWrite + Unpin>(
             if !auth.crypto {
                 // Spark's SASL-only server fails the request and keeps the connection: a client
                 // with fallback goes on with SASL.
-                let _ = write_frame(
-                    s,
-                    Frame::RpcFailure {
-                        request_id: id,
-                        error: NOT_SASL.into(),
-                    },
-                )
-                .await;
+                not_sasl(s, id).await;
                 continue;
             }
             let m = match AuthMessage::decode(&body) {
