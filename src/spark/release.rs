@@ -336,6 +336,14 @@ impl Release {
         }
     }
 
+    /// Whether a worker of this release asks `ExecutorStateChanged` (and waits for the master's
+    /// `true`) rather than sending it one-way: from Spark 3.2.0 on (SPARK-34245), also in 3.2 and
+    /// 3.3, whose messages map to protocol version 1, where it is a send; a master of those
+    /// releases takes it only as an ask (SPEC §15.3's table, §15.4 S8).
+    pub fn asks_executor_state(&self) -> bool {
+        release_key(&self.name) >= release_key("3.2.0")
+    }
+
     /// Whether peers of the two releases can share executors: an executor launched by a worker
     /// of one release speaks Java serialization to a driver of the other directly, so their
     /// tables must be the same.
@@ -958,6 +966,20 @@ mod tests {
         assert_eq!(Release::of(Version::V2).version(), Version::V2);
         assert!(Release::of(Version::V1).scala_212());
         assert!(!Release::of(Version::V2).scala_212());
+    }
+
+    #[test]
+    fn a_worker_asks_its_executor_state_from_3_2_0_on_whatever_version_its_fields_map_to() {
+        for r in Release::all() {
+            let before_3_2 = r.line() == "3.0" || r.line() == "3.1";
+            assert_eq!(r.asks_executor_state(), !before_3_2, "{}", r.name());
+        }
+        // 3.2 and 3.3 have version 1's fields, where the state is a send: the release decides.
+        for name in ["3.2.0", "3.3.4"] {
+            let r = Release::named(name).expect("a known release");
+            assert_eq!(r.version(), Version::V1, "{name}");
+            assert!(r.asks_executor_state(), "{name}");
+        }
     }
 
     #[test]

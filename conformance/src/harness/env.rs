@@ -189,6 +189,16 @@ impl Log {
         self.target
     }
 
+    /// An empty log of connections speaking Spark `release`'s own wire (`--wire spark`) to a
+    /// master.
+    #[cfg(test)]
+    pub fn on_spark_wire(release: &'static sparkwire::spark::Release) -> Self {
+        Log {
+            wire: Wire::Spark(release),
+            ..Log::new()
+        }
+    }
+
     /// An empty log that also holds every frame's bytes, in hex (`--hex`).
     pub fn with_hex(hex: bool) -> Self {
         Log { hex, ..Log::new() }

@@ -212,7 +212,19 @@ pub async fn launches(ctx: &Ctx, w: &mut FakeWorker) -> Vec<LaunchExecutor> {
     out
 }
 
-/// Reports an executor's state from worker `w`, as an ask (version 2) or a send (version 1).
+/// Whether a worker the suite plays on `conn` asks `ExecutorStateChanged` rather than sending it
+/// one-way: on sparkwire's wire, in version 2 (SPEC §5); on Spark's, as a worker of the release
+/// spoken does: from Spark 3.2.0 on, also in 3.2 and 3.3, which map to version 1 (SPEC §15.4 S8),
+/// whose masters take the state only as an ask.
+pub fn asks_executor_state(conn: &Conn) -> bool {
+    match conn.spark() {
+        Some(spark) => spark.release().asks_executor_state(),
+        None => conn.v() != Version::V1,
+    }
+}
+
+/// Reports an executor's state from worker `w` as a worker of the connection's version or Spark
+/// release does ([`asks_executor_state`]): an ask with id `ask_id`, or a send.
 pub async fn report(
     w: &mut FakeWorker,
     app_id: &str,
@@ -224,7 +236,7 @@ pub async fn report(
     let m = D::ExecutorStateChanged(
         ExecutorStateChanged::new(app_id.into(), exec_id, state).with_exit_status(exit),
     );
-    if w.conn.v() == Version::V1 {
+    if !asks_executor_state(&w.conn) {
         w.conn.send(&Envelope::Send(m)).await
     } else {
         w.conn
@@ -540,5 +552,91 @@ pub async fn expect_false_or_refused(ctx: &Ctx, c: &mut Conn, id: u64, want: Str
         Ok(other) => Err(fail(want, crate::harness::peer::envelope_label(&other))),
         Err(Failure::Fail { seen, .. }) if seen.contains("closed") => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::env::Log;
+    use sparkwire::spark::{
+        classify, parse_stream, Classified, Frame, FrameDecoder, Release, RequestMessage, Typed,
+    };
+    use tokio::io::AsyncReadExt;
+    use tokio::net::TcpListener;
+
+    /// What a Spark endpoint reads when a worker the suite plays on Spark's wire, speaking
+    /// `release`, reports an executor RUNNING: `Some(7)` for an `RpcRequest` of request id 7 (an
+    /// ask), `None` for a `OneWayMessage`; either must carry the `ExecutorStateChanged`.
+    async fn state_request_id(release: &'static Release) -> Option<i64> {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let log = Log::on_spark_wire(release);
+        let conn = Conn::connect_spark(addr, "worker", Role::Worker, &log)
+            .await
+            .expect("connected");
+        let (mut peer, _) = listener.accept().await.expect("accepted");
+        let mut w = FakeWorker {
+            conn,
+            id: "worker-1".into(),
+            host: "127.0.0.1".into(),
+            cores: 1,
+            memory: 1024,
+        };
+        report(&mut w, "app-1", 0, ExecutorState::Running, None, 7)
+            .await
+            .expect("reported");
+        let mut decoder = FrameDecoder::default();
+        let mut buf = [0u8; 4096];
+        let (id, body) = loop {
+            if let Some(item) = decoder.next_item() {
+                match item.frame.expect("a Spark frame") {
+                    Frame::RpcRequest { request_id, body } => break (Some(request_id), body),
+                    Frame::OneWay { body } => break (None, body),
+                    other => panic!("{release}: a {} frame", other.kind().as_str()),
+                }
+            }
+            let n = peer.read(&mut buf).await.expect("read");
+            assert!(
+                n > 0,
+                "{release}: the connection ended before a whole frame"
+            );
+            decoder.push(&buf[..n]);
+        };
+        let header = RequestMessage::parse(&body).expect("a RequestMessage header");
+        let graph = parse_stream(&header.stream).expect("a Java stream");
+        assert!(
+            matches!(
+                classify(graph.root_node()),
+                Classified::Message(Typed::Deploy(D::ExecutorStateChanged(_)))
+            ),
+            "{release}: not an ExecutorStateChanged"
+        );
+        id
+    }
+
+    #[tokio::test]
+    async fn a_worker_played_on_spark_s_wire_asks_its_executor_state_from_spark_3_2_on_and_sends_it_before(
+    ) {
+        for (name, asks) in [
+            ("3.0.3", false),
+            ("3.1.3", false),
+            ("3.2.0", true),
+            ("3.2.4", true),
+            ("3.3.4", true),
+            ("3.4.4", true),
+            ("4.0.1", true),
+            ("4.3.0", true),
+        ] {
+            let release = Release::named(name).expect("a known release");
+            let id = state_request_id(release).await;
+            assert_eq!(id, asks.then_some(7), "Spark {name}");
+        }
+        // 3.2 and 3.3 map to protocol version 1, where the state is a send: not the version
+        // decides, the release does (a 3.2 or 3.3 master drops a one-way state).
+        assert_eq!(
+            Release::named("3.3.4").map(|r| r.version()),
+            Some(Version::V1)
+        );
     }
 }

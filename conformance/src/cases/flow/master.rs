@@ -868,7 +868,13 @@ async fn flow_master_executor_state_send_v1(ctx: Ctx) -> Outcome {
     let mut w = worker(&ctx, "worker", 1, 4096, Version::V1).await?;
     let (mut app_conn, id) = app(&ctx, "app", app_desc(Some(1), 128, None), Version::V1).await?;
     let l = launch(&ctx, &mut w).await?;
-    report(&mut w, &id, l.exec_id, ExecutorState::Running, None, 0).await?;
+    // One-way, as version 1 has it, whatever a worker of the Spark release spoken does (a Spark
+    // 3.2 or 3.3 master takes the state only as an ask: SPEC §15.4 S8).
+    w.conn
+        .send(&Envelope::Send(D::ExecutorStateChanged(
+            ExecutorStateChanged::new(id.clone(), l.exec_id, ExecutorState::Running),
+        )))
+        .await?;
     updated(&ctx, &mut app_conn, l.exec_id, ExecutorState::Running)
         .await
         .map(|_| ())
