@@ -8,6 +8,10 @@ Not part of CI (heavy). Usage, from the repository root:
     cargo build --release --bin sparkwire
     python3 benches/master_scale.py                                  # 1,000/5,000/10,000 workers
     python3 benches/master_scale.py --sizes 200x20,1000x100 --steady 30   # a small run
+    # A/B of two sparkwire masters in one run, no JVM: the baseline binary (another commit's
+    # release build) as master "sparkwire-base", this tree's as "sparkwire"
+    python3 benches/master_scale.py --masters sparkwire-base,sparkwire \
+        --baseline-bin /tmp/base/target/release/sparkwire --sizes 1000x100,3000x300
 
 Per size WORKERSxAPPS and master (Spark first at odd sizes, sparkwire first at even ones):
 the master starts alone (Spark: `spark-class org.apache.spark.deploy.master.Master` of the
@@ -43,6 +47,10 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The masters a run may measure: Spark's (JVM), a baseline sparkwire binary (--baseline-bin),
+# and this tree's sparkwire (--bin, which is also the generator's binary in every run).
+KINDS = ("spark", "sparkwire-base", "sparkwire")
 
 
 def free_port():
@@ -122,7 +130,8 @@ def master_command(kind, args, port, ui, recovery=None):
                "--port", str(port), "--webui-port", str(ui)]
     else:
         env = dict(os.environ)
-        cmd = [args.bin, "master", "--host", "127.0.0.1", "--port", str(free_port()),
+        binary = args.baseline_bin if kind == "sparkwire-base" else args.bin
+        cmd = [binary, "master", "--host", "127.0.0.1", "--port", str(free_port()),
                "--spark-port", str(port), "--webui-port", str(ui),
                "--worker-timeout", str(args.worker_timeout),
                "--max-connections", str(4 * (args.max_peers + 64))]
@@ -213,12 +222,14 @@ def one_run(kind, workers, apps, args, work):
     cmd = load_command(args, port, ui, workers, apps, args.steady)
     phases = {}
     peak = [0]
+    fds = [0]
     done = threading.Event()
 
     def sample():
         while not done.is_set():
             try:
                 peak[0] = max(peak[0], proc_status(pid, "VmRSS") or 0)
+                fds[0] = max(fds[0], len(os.listdir(f"/proc/{pid}/fd")))
             except OSError:
                 return
             time.sleep(0.5)
@@ -242,6 +253,7 @@ def one_run(kind, workers, apps, args, work):
     reader.join(5)
     done.set()
     record["rss_peak"] = proc_status(pid, "VmHWM") or peak[0]
+    record["fds_peak"] = fds[0]
     record["cpu_total"] = proc_cpu(pid)
     stop(proc)
     record["load_after"] = loadavg()
@@ -382,7 +394,7 @@ def failover_table(results):
     for r in results:
         by.setdefault((r["workers"], r["apps"], r["mode"]), {})[r["master"]] = r
     for (n, m, mode), pair in sorted(by.items()):
-        for kind in ("spark", "sparkwire"):
+        for kind in KINDS:
             r = pair.get(kind)
             if not r:
                 continue
@@ -408,13 +420,13 @@ def fmt(v, unit="", scale=1.0, digits=1):
 def table(results):
     rows = ["| workers × apps | master | peak RSS | CPU s/min steady | registration (N at once) "
             "| heartbeat p50 / p99 | app → last LaunchExecutor p50 / p99 | /json latency, size "
-            "| RequestMasterState | errors | load |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| RequestMasterState | errors | peak fds | load |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     by = {}
     for r in results:
         by.setdefault((r["workers"], r["apps"]), {})[r["master"]] = r
     for (n, m), pair in sorted(by.items()):
-        for kind in ("spark", "sparkwire"):
+        for kind in KINDS:
             r = pair.get(kind)
             if not r:
                 continue
@@ -434,17 +446,20 @@ def table(results):
                 f"| {fmt(app.get('p50'), '', 1000, 2)} / {fmt(app.get('p99'), ' s', 1000, 2)} "
                 f"| {fmt(js.get('latency_ms', {}).get('p50'), ' ms', 1, 0)}, "
                 f"{fmt(js.get('bytes'), ' KB', 1024, 0)} | {state} "
-                f"| {g.get('errors', 'no report')} | {r['load_before']} |")
-        if "spark" in pair and "sparkwire" in pair:
-            s, w = pair["spark"], pair["sparkwire"]
+                f"| {g.get('errors', 'no report')} | {r.get('fds_peak', '–')} "
+                f"| {r['load_before']} |")
+        for base, label in (("spark", "Spark"), ("sparkwire-base", "sparkwire-base")):
+            if base not in pair or "sparkwire" not in pair:
+                continue
+            s, w = pair[base], pair["sparkwire"]
             ratio = lambda a, b: f"{a / b:.1f}×" if a and b else "–"
-            rows.append(f"| {n:,} × {m} | **Spark / sparkwire** "
+            rows.append(f"| {n:,} × {m} | **{label} / sparkwire** "
                         f"| {ratio(s.get('rss_peak'), w.get('rss_peak'))} "
                         f"| {ratio(s.get('cpu_per_minute'), w.get('cpu_per_minute'))} "
                         f"| {ratio((s.get('load') or {}).get('registration_secs'), (w.get('load') or {}).get('registration_secs'))} "
                         f"| {ratio(((s.get('load') or {}).get('heartbeat_ms') or {}).get('p99'), ((w.get('load') or {}).get('heartbeat_ms') or {}).get('p99'))} (p99) "
                         f"| {ratio(((s.get('load') or {}).get('app_to_last_launch_ms') or {}).get('p99'), ((w.get('load') or {}).get('app_to_last_launch_ms') or {}).get('p99'))} (p99) "
-                        f"| {ratio((((s.get('load') or {}).get('json') or {}).get('latency_ms') or {}).get('p50'), (((w.get('load') or {}).get('json') or {}).get('latency_ms') or {}).get('p50'))} | | | |")
+                        f"| {ratio((((s.get('load') or {}).get('json') or {}).get('latency_ms') or {}).get('p50'), (((w.get('load') or {}).get('json') or {}).get('latency_ms') or {}).get('p50'))} | | | | |")
     return "\n".join(rows)
 
 
@@ -456,7 +471,7 @@ def plot(results, path):
     except ImportError:
         return "matplotlib does not import here: no plot drawn"
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    for kind, style in (("spark", "o-"), ("sparkwire", "s-")):
+    for kind, style in (("spark", "o-"), ("sparkwire-base", "^--"), ("sparkwire", "s-")):
         rs = sorted((r for r in results
                      if r["master"] == kind and r.get("rss_peak") and "mode" not in r),
                     key=lambda r: r["workers"])
@@ -483,12 +498,16 @@ def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="1000x100,5000x500,10000x500")
-    p.add_argument("--masters", default="spark,sparkwire")
+    p.add_argument("--masters", default="spark,sparkwire",
+                   help="masters to measure, of: " + ", ".join(KINDS))
     p.add_argument("--release", default="4.0.1")
     p.add_argument("--steady", type=float, default=60)
     p.add_argument("--worker-timeout", type=int, default=60)
     p.add_argument("--answer-timeout", type=float, default=300)
-    p.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "sparkwire"))
+    p.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "sparkwire"),
+                   help="the sparkwire binary of master \"sparkwire\" and of the generator")
+    p.add_argument("--baseline-bin",
+                   help="the sparkwire binary of master \"sparkwire-base\" (another build)")
     p.add_argument("--out", default=os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                  "sparkwire-master-scale"))
     p.add_argument("--failover", default="",
@@ -506,15 +525,26 @@ def main():
     sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",") if s]
     fsize = tuple(int(x) for x in args.failover_size.split("x"))
     args.max_peers = max([n + m for n, m in sizes] + [sum(fsize)])
+    masters = args.masters.split(",")
+    unknown = [k for k in masters if k not in KINDS]
+    if unknown or ("sparkwire-base" in masters and not args.baseline_bin):
+        print(f"--masters: unknown {unknown}, or sparkwire-base without --baseline-bin",
+              file=sys.stderr)
+        return 2
+    # Descriptors per peer in one process (the limit is per process): the generator holds one;
+    # Spark's master two (the peer's connection and its own dial back); the sparkwire master one
+    # since the front reaches it in process (three before: the peer's socket and both ends of a
+    # loopback connection to its own listener, which the baseline of an A/B may still have).
+    per_peer = max({"spark": 2, "sparkwire-base": 3, "sparkwire": 1}[k] for k in masters)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = 4 * args.max_peers + 4096
+    want = per_peer * args.max_peers + 4096
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
-    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 2 * args.max_peers + 1024:
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < per_peer * args.max_peers + 256:
         print(f"open-file limit {resource.getrlimit(resource.RLIMIT_NOFILE)} too low for "
-              f"{args.max_peers} peers (raise the hard limit)", file=sys.stderr)
+              f"{args.max_peers} peers at {per_peer} descriptors each (raise the hard limit)",
+              file=sys.stderr)
         return 2
-    masters = args.masters.split(",")
     results = []
     saved = os.path.join(args.out, "results.json")
     for k, (n, m) in enumerate(sizes):
@@ -531,6 +561,7 @@ def main():
                 json.dump(results, f, indent=1)
             g = r.get("load") or {}
             print(f"   rss {r.get('rss_peak')} cpu/min {r.get('cpu_per_minute')} "
+                  f"fds {r.get('fds_peak')} "
                   f"errors {g.get('errors')} {g.get('error_samples', [])[:3]}",
                   file=sys.stderr, flush=True)
     modes = [m for m in args.failover.split(",") if m]

@@ -609,3 +609,72 @@ async fn a_peer_of_no_known_release_is_refused_with_the_class_that_did_not_match
     }
     assert!(peer.next().await.is_none(), "the connection is closed");
 }
+
+/// The front reaches a master of its own process in memory, not over a socket of the master's
+/// listener (src/spark/front.rs); that path still goes through the master's admission: a Spark
+/// peer's bridge takes one of the master's `max_connections`, and one over the limit is refused
+/// (its Spark connection closed unanswered) without reaching the master's core.
+#[tokio::test]
+async fn spark_peers_reached_in_process_count_against_the_master_s_connection_limit() {
+    let mut config = MasterConfig {
+        port: 0,
+        ..MasterConfig::default()
+    };
+    config.limits.max_connections = 2;
+    let master = Master::start(config).await.expect("the master starts");
+    let mut front_config = FrontConfig::new("127.0.0.1", 0, master.addr());
+    front_config.max_connections = 16;
+    let front = start_front(front_config).await.expect("the front starts");
+    let mut workers = Vec::new();
+    for (k, port) in [(1, 41101), (2, 41102)] {
+        let mut w = Peer::connect(&front, Some(("127.0.0.1".into(), port))).await;
+        w.send(None, register_worker(&format!("worker-limit-{k}"), port))
+            .await;
+        let (_, m, _) = one_way(w.next().await.expect("an answer"));
+        assert!(
+            matches!(m, DeployMessage::RegisteredWorker(_)),
+            "worker {k} registers: {m:?}"
+        );
+        workers.push(w);
+    }
+    // A third Spark worker: the master holds its limit of connections (the two bridges).
+    let mut third = Peer::connect(&front, Some(("127.0.0.1".into(), 41103))).await;
+    third
+        .send(None, register_worker("worker-limit-3", 41103))
+        .await;
+    assert!(
+        third.next().await.is_none(),
+        "the third Spark worker is refused by the master's connection limit"
+    );
+    // One worker leaves: its bridge's slot comes back, and a UI (over TCP) can ask the state.
+    drop(workers.pop());
+    let mut state = None;
+    for _ in 0..100 {
+        let stream = connect_tcp("127.0.0.1", master.addr().port(), WAIT)
+            .await
+            .expect("tcp");
+        let ui = Connection::<DeployMessage>::connect(
+            stream,
+            Role::Ui,
+            "test-ui",
+            ConnectionConfig::default(),
+        )
+        .await;
+        if let Ok(ui) = ui {
+            if let Ok(Reply::Message(DeployMessage::MasterStateResponse(s))) =
+                ui.ask(DeployMessage::from(RequestMasterState::new())).await
+            {
+                state = Some(s);
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let state = state.expect("a slot comes back once a Spark worker left");
+    let ids: Vec<&str> = state.workers.iter().map(|w| w.id.as_str()).collect();
+    assert!(ids.contains(&"worker-limit-1"), "{ids:?}");
+    assert!(
+        !ids.contains(&"worker-limit-3"),
+        "the refused worker never reached the master: {ids:?}"
+    );
+}

@@ -39,7 +39,9 @@
 //! 60 s) of its first byte ([`ConnectionError::FrameTimedOut`]: a peer that trickles bytes), and
 //! an idle timeout ([`ConnectionConfig::idle_timeout`], [`ConnectionHandle::set_idle_timeout`])
 //! closes a peer that sends nothing while the owner has nothing of it unprocessed
-//! ([`ConnectionError::Idle`]).
+//! ([`ConnectionError::Idle`]). The reader looks at both every quarter of the shorter one (at
+//! least every 10 ms, at most every 15 s), so either is enforced at most a quarter late; no
+//! timer is re-armed per frame.
 //!
 //! **Servers.** An [`Admission`] per listener applies [`Limits`]: at most
 //! [`Limits::max_connections`] connections at once (default 512), one more refused in the

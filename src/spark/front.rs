@@ -2,13 +2,19 @@
 //! workers, applications and submission clients talk to the master in Spark's own RPC.
 //!
 //! The front is a bridge, not a second master: for each Spark connection it accepts it opens
-//! one in-process sparkwire connection to the master's own listener, with the role the Spark
-//! peer's first message shows (`RegisterWorker` → worker, `RegisterApplication` → application
-//! client, `RequestSubmitDriver`, `RequestKillDriver`, `RequestDriverStatus`,
-//! `RequestKillAllDrivers` → driver client, the UI's asks → ui). Every protection the master
-//! gives its sparkwire peers (routes, ids bound to the connection, per-connection limits,
-//! redaction) then applies to the Spark peer unchanged, and the master's core knows nothing of
-//! Spark's wire. Per Spark connection:
+//! one sparkwire connection to the master, with the role the Spark peer's first message shows
+//! (`RegisterWorker` → worker, `RegisterApplication` → application client,
+//! `RequestSubmitDriver`, `RequestKillDriver`, `RequestDriverStatus`, `RequestKillAllDrivers` →
+//! driver client, the UI's asks → ui). When the master runs in the same process (`sparkwire
+//! master --spark-port`, or a [`Master`](crate::reference::master::Master) started beside the
+//! front) that connection is an in-memory stream which the master takes as a socket its
+//! listener accepted: the same admission under its connection limit, the same handshake with
+//! its secret, the same per-connection limits and timeouts; no descriptor, no loopback TCP (a
+//! Spark peer costs the process one descriptor, its own socket). Otherwise (a master in another
+//! process, or the crate without the `reference` feature) it is a TCP connection to the
+//! master's listener. Either way every protection the master gives its sparkwire peers (routes,
+//! ids bound to the connection, per-connection limits, redaction) applies to the Spark peer
+//! unchanged, and the master's core knows nothing of Spark's wire. Per Spark connection:
 //!
 //! - transport frames are read with [`FrameDecoder`] bounded by the front's largest frame, and
 //!   written through a queue bounded in frames (a peer that does not read is closed);
@@ -81,7 +87,8 @@ pub struct FrontConfig {
     pub host: String,
     /// Port to listen on; 0 picks a free one.
     pub port: u16,
-    /// The sparkwire listener of the master the front bridges to.
+    /// The sparkwire listener of the master the front bridges to: a master of this process
+    /// listening there is reached in process (module docs), any other over TCP.
     pub master: SocketAddr,
     /// The Spark release every peer is answered in, when the operator pins one; `None` (the
     /// default): each peer's release is told from the Java streams it sends
@@ -363,6 +370,9 @@ struct Probing {
     receiver: Option<(String, i32)>,
 }
 
+/// Bytes read from a Spark peer's socket at once.
+const READ_BUFFER: usize = 4 * 1024;
+
 /// Frames of a peer held while its release is probed; one more closes the connection.
 const MAX_HELD: usize = 256;
 
@@ -471,7 +481,9 @@ async fn recv_bridge(
 impl Conn {
     async fn run(&mut self, rd: &mut (impl AsyncRead + Unpin)) -> Result<(), FrontError> {
         let mut decoder = FrameDecoder::new(self.ctx.config.max_frame);
-        let mut buf = vec![0u8; 64 * 1024];
+        // Spark's control messages are a few hundred bytes to a few KiB; a larger frame takes
+        // more reads. (64 KiB here was about 40 % of the master's memory per Spark peer.)
+        let mut buf = vec![0u8; READ_BUFFER];
         let idle = self.ctx.config.idle_timeout;
         let registration = tokio::time::sleep(idle);
         tokio::pin!(registration);
@@ -1020,16 +1032,31 @@ impl Conn {
             _ => format!("spark-{}", self.peer),
         };
         let master = self.ctx.config.master;
+        let config = ConnectionConfig::default()
+            .with_versions(&[self.detector.release().version()])
+            .with_ask_timeout(self.ctx.config.ask_timeout)
+            .with_security(self.ctx.config.master_security.clone());
+        // The master of this process takes the connection over an in-memory stream, as an
+        // accepted socket: no descriptor, no loopback TCP.
+        #[cfg(feature = "reference")]
+        if let Some(stream) = crate::reference::master::connect_in_process(
+            master,
+            &format!("{} (Spark wire)", self.peer),
+        ) {
+            let c = Connection::connect(stream, role, id, config).await?;
+            tracing::info!(
+                "spark front: {} speaks to the master in the role {role} in process",
+                self.peer
+            );
+            self.bridge = Some((c, role));
+            return Ok(());
+        }
         let stream = connect_tcp(
             &master.ip().to_string(),
             master.port(),
             Duration::from_secs(10),
         )
         .await?;
-        let config = ConnectionConfig::default()
-            .with_versions(&[self.detector.release().version()])
-            .with_ask_timeout(self.ctx.config.ask_timeout)
-            .with_security(self.ctx.config.master_security.clone());
         let c = Connection::connect(stream, role, id, config).await?;
         tracing::info!(
             "spark front: {} speaks to the master in the role {role} over a sparkwire connection",

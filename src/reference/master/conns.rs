@@ -6,6 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::net::SocketAddr;
+use std::sync::Mutex;
+
+use tokio::io::{AsyncRead, AsyncWrite, DuplexStream};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
@@ -90,6 +94,21 @@ async fn accept(
     let addr = stream
         .peer_addr()
         .map_or_else(|_| "?".to_string(), |a| a.to_string());
+    take(stream, addr, slot, settings, events).await
+}
+
+/// The handshake and the start of a connection accepted on any stream (a TCP socket, or an
+/// in-process stream through the master's [`Door`]), holding its admission `slot`.
+async fn take<IO>(
+    stream: IO,
+    addr: String,
+    slot: crate::connection::Slot,
+    settings: &ConnSettings,
+    events: &mpsc::UnboundedSender<Event>,
+) -> Result<(), ConnectionError>
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let local = Identity {
         versions: settings.versions.clone(),
         ..Identity::new(Role::Master, settings.id.clone())
@@ -202,4 +221,86 @@ pub(crate) fn dial(
             }
         }
     });
+}
+
+/// Bytes an in-process stream holds in each direction before its writer waits for its reader.
+const IN_PROCESS_BUFFER: usize = 64 * 1024;
+
+/// A running master's door for clients in its own process (the Spark-wire front): an in-memory
+/// stream ([`tokio::io::duplex`]) that the master takes exactly as a socket its listener
+/// accepted (the same admission under its connection limit, the same handshake with its secret,
+/// the same per-connection limits, timeouts, routes and redaction), with no file descriptor, no
+/// loopback TCP and no kernel in between.
+pub(crate) struct Door {
+    /// The address the master's listener is bound to.
+    addr: SocketAddr,
+    settings: ConnSettings,
+    events: mpsc::UnboundedSender<Event>,
+}
+
+/// The doors of the masters running in this process.
+static DOORS: Mutex<Vec<Arc<Door>>> = Mutex::new(Vec::new());
+
+fn doors() -> std::sync::MutexGuard<'static, Vec<Arc<Door>>> {
+    DOORS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Keeps a master's [`Door`] open; dropping it (the master stopped) closes it.
+pub(crate) struct DoorOpen(Arc<Door>);
+
+impl Drop for DoorOpen {
+    fn drop(&mut self) {
+        doors().retain(|d| !Arc::ptr_eq(d, &self.0));
+    }
+}
+
+/// Opens the door of the master listening on `addr` until the returned guard is dropped.
+pub(crate) fn open_door(
+    addr: SocketAddr,
+    settings: ConnSettings,
+    events: mpsc::UnboundedSender<Event>,
+) -> DoorOpen {
+    let door = Arc::new(Door {
+        addr,
+        settings,
+        events,
+    });
+    doors().push(Arc::clone(&door));
+    DoorOpen(door)
+}
+
+/// Whether a master bound to `bound` is the one a client dialling `to` reaches: the same port,
+/// and the same address or a listener on every address.
+fn reaches(bound: SocketAddr, to: SocketAddr) -> bool {
+    bound.port() == to.port() && (bound.ip() == to.ip() || bound.ip().is_unspecified())
+}
+
+/// A stream to the master of this process that listens on `master`, taken by it as an accepted
+/// connection (see [`Door`]); `peer` names the client in the master's logs. `None` when no
+/// master of this process listens there (dial it over TCP then).
+pub(crate) fn connect_in_process(master: SocketAddr, peer: &str) -> Option<DuplexStream> {
+    // The newest first: a master started on the port of one still closing is the one reached.
+    let door = doors()
+        .iter()
+        .rev()
+        .find(|d| reaches(d.addr, master))
+        .cloned()?;
+    let (client, server) = tokio::io::duplex(IN_PROCESS_BUFFER);
+    let settings = &door.settings;
+    let local = Identity {
+        versions: settings.versions.clone(),
+        ..Identity::new(Role::Master, settings.id.clone())
+    };
+    // One over the limit is refused in its handshake, as a socket would be.
+    let Some((server, slot)) = settings.admission.admit(server, &local, &settings.security) else {
+        tracing::debug!(peer, "in-process connection refused: too many connections");
+        return Some(client);
+    };
+    let (settings, events, peer) = (settings.clone(), door.events.clone(), peer.to_string());
+    tokio::spawn(async move {
+        if let Err(e) = take(server, peer.clone(), slot, &settings, &events).await {
+            tracing::debug!(%peer, error = %e, "in-process connection refused");
+        }
+    });
+    Some(client)
 }

@@ -21,6 +21,7 @@ mod runtime;
 mod spark_peers;
 mod webui;
 
+pub(crate) use conns::connect_in_process;
 pub use persist::{PersistError, Persistence};
 pub use spark_peers::{SparkDialFn, SparkPeerBook, SparkPeerDial, MAX_BOOKED};
 

@@ -57,6 +57,11 @@ pub(crate) async fn run(
     stop: oneshot::Receiver<Stop>,
 ) {
     let events = rt.events();
+    // Clients of this process (the Spark-wire front) come in without a socket, while it runs.
+    let door = listener
+        .local_addr()
+        .ok()
+        .map(|addr| conns::open_door(addr, rt.role.settings.clone(), events.clone()));
     let listening = tokio::spawn(conns::listen(
         listener,
         rt.role.settings.clone(),
@@ -87,8 +92,10 @@ pub(crate) async fn run(
         }
     };
     listening.abort();
-    // Wait until the listener is dropped, so the port is free when this returns.
+    // Wait until the listener is dropped, so the port is free when this returns; the door
+    // closes with it (a master started next on the port is the one reached in process).
     let _ = listening.await;
+    drop(door);
     if let Some(store) = rt.role.store.as_mut() {
         store.step_down(how == Stop::Graceful).await;
     }
