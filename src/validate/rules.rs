@@ -131,7 +131,7 @@ rules! {
         "ExecutorStateChanged is only sent for an executor the master launched on the worker that sends it; a worker may repeat the final state of an executor that already finished (Spark's worker does so when it shuts down)."),
     /// E3: executor states move forward.
     ExecutorTransition = ("E3", "executor.transition",
-        "Executor states only move forward, LAUNCHING then RUNNING then DECOMMISSIONED then a finished state (KILLED, FAILED, LOST, EXITED), steps may be skipped, and nothing follows a finished state."),
+        "Executor states only move forward, LAUNCHING then RUNNING then DECOMMISSIONED then a finished state (KILLED, FAILED, LOST, EXITED), steps may be skipped, and nothing follows a finished state. Once its master declared an executor LOST with its worker, that worker's reports on it are not judged: the master ignores them (a worker paused past the worker timeout reports what it ran when it runs again)."),
     /// E4: ExecutorAdded matches a launch.
     ExecutorAddedMatches = ("E4", "executor.added-matches",
         "ExecutorAdded tells an application, once, of an executor launched for it, with the worker, cores and memory of its LaunchExecutor; it may be seen up to the crossing window before that LaunchExecutor (the two leave the master on different connections), except in strict order."),

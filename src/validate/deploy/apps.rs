@@ -314,6 +314,8 @@ impl Cluster {
         let Some(wid) = worker else {
             return;
         };
+        // An id launched again (after a failover, rule E1) names a new executor.
+        self.lost_with_worker.remove(&(l.app_id.clone(), l.exec_id));
         let execs = self.execs_of(&l.app_id);
         if execs.live.contains_key(&l.exec_id) || execs.finished.contains(&l.exec_id) {
             sink.flag(
@@ -427,6 +429,13 @@ impl Cluster {
                 exec: e.exec_id,
             })
         };
+        let key = (e.app_id.clone(), e.exec_id);
+        if self.lost_with_worker.get(&key).is_some_and(|w| w == wid) {
+            // Its master declared it LOST with this worker (a worker paused or cut off past the
+            // worker timeout, that reports what it ran once it runs again): the master no longer
+            // knows the executor and ignores the report (rule E3's exception).
+            return;
+        }
         let active = self.apps.contains_key(&e.app_id);
         // A repeated final state of an executor that already finished: Spark's worker reports
         // its executors again when it shuts down, and the master ignores what it no longer knows.

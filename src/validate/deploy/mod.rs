@@ -6,6 +6,9 @@ mod apps;
 mod drivers;
 mod workers;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::config::Config;
@@ -154,6 +157,11 @@ pub(crate) struct Cluster {
     /// it does not (a worker's own trace), the applications are registered out of view, and
     /// rule P4 is not checked.
     pub(crate) app_side: bool,
+    /// Executors a master declared LOST with their worker (rule W7), by (application, executor),
+    /// with that worker: the master no longer knows them, so the worker's later reports on them
+    /// are ignored, not judged (rule E3; Spark's Master logs "Got status update for unknown
+    /// executor" and drops them).
+    pub(crate) lost_with_worker: Recent<(String, i32), String>,
     cap: usize,
 }
 
@@ -193,6 +201,7 @@ impl Cluster {
             early_order: VecDeque::new(),
             worker_side: HashSet::new(),
             app_side: false,
+            lost_with_worker: Recent::new(cap),
             cap,
         }
     }

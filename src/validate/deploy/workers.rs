@@ -350,6 +350,8 @@ impl Cluster {
                 if x.worker != wid || x.state.is_finished() {
                     continue;
                 }
+                self.lost_with_worker
+                    .insert((app.clone(), *id), wid.to_string());
                 x.state = ExecutorState::Lost;
                 x.holds = false;
                 if active && !x.killed {
@@ -425,6 +427,8 @@ impl Cluster {
             if d.state.is_finished() {
                 continue;
             }
+            // The new master knows it again: its worker's reports are judged from here on.
+            self.lost_with_worker.remove(&(d.app_id.clone(), d.exec_id));
             let execs = self.execs_of(&d.app_id);
             execs.finished.remove(&d.exec_id);
             let state = d.state;

@@ -1,14 +1,14 @@
 //! The oracle: every connection's frames through the validator in strict order, and the global
 //! invariants, each checked at every step of the cluster and named in a [`Failure`].
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::messages::{
     ApplicationState, CoarseMessage, DeployMessage, Family as _, RecoveryState, Version,
     WorkerState,
 };
 use crate::node::sim::{Cluster, Frame, Hello, LinkId, MasterNode, NodeId, Wire, WorkerNode};
-use crate::validate::{Config, Endpoint, Validator};
+use crate::validate::{Config, Endpoint, Validator, Violation};
 use crate::wire::handshake::Role;
 use crate::wire::Envelope;
 
@@ -125,12 +125,112 @@ struct Recovery {
     apps: BTreeMap<String, LinkId>,
 }
 
+/// One validator and its view of the open links: their ends, version and authority.
+struct View {
+    validator: Validator,
+    links: BTreeMap<LinkId, ViewLink>,
+}
+
+struct ViewLink {
+    ends: [(NodeId, Endpoint); 2],
+    version: Version,
+    /// The end whose view the rules on this link mostly judge: the master on a link to a
+    /// master, else the driver on a link to a driver ([`authority`]).
+    authority: Option<NodeId>,
+}
+
+/// The end of a connection that answers for it: the master on a link to a master (worker,
+/// application client, driver client), else the driver (executor, cluster manager), else the
+/// worker (an executor's watch, a UI).
+fn authority(ends: [(NodeId, &Hello); 2]) -> Option<NodeId> {
+    [Role::Master, Role::Driver, Role::Worker]
+        .iter()
+        .find_map(|r| ends.iter().find(|(_, h)| h.role == *r).map(|(n, _)| *n))
+}
+
+impl View {
+    fn new(config: &Config) -> View {
+        View {
+            validator: Validator::new(config.clone()),
+            links: BTreeMap::new(),
+        }
+    }
+
+    /// Whether `from` is the authority of `link` (false on a link this view does not hold).
+    fn by_authority(&self, link: LinkId, from: NodeId) -> Option<bool> {
+        self.links.get(&link).map(|l| l.authority == Some(from))
+    }
+
+    fn open(
+        &mut self,
+        ms: u64,
+        link: LinkId,
+        client: &(NodeId, Hello),
+        server: &(NodeId, Hello),
+        version: Version,
+    ) -> Vec<Violation> {
+        let (c, s) = (endpoint(client.0, &client.1), endpoint(server.0, &server.1));
+        let v = self.validator.open(ms, link, &c, &s, version);
+        let authority = authority([(client.0, &client.1), (server.0, &server.1)]);
+        self.links.insert(
+            link,
+            ViewLink {
+                ends: [(client.0, c), (server.0, s)],
+                version,
+                authority,
+            },
+        );
+        v
+    }
+
+    fn close(&mut self, ms: u64, link: LinkId) -> Vec<Violation> {
+        self.links.remove(&link);
+        self.validator.close(ms, link)
+    }
+
+    /// The validator's verdicts on `frame`, written on `link` by `from`, judged at `ms`.
+    fn frame(&mut self, ms: u64, link: LinkId, from: NodeId, frame: &Frame) -> Vec<Violation> {
+        let Some(l) = self.links.get(&link) else {
+            return Vec::new();
+        };
+        let side = usize::from(l.ends[0].0 != from);
+        let (f, t, version) = (&l.ends[side].1, &l.ends[1 - side].1, l.version);
+        let v = &mut self.validator;
+        match frame.clone() {
+            Frame::Message(m) => v.message(ms, link, f, t, version, &Envelope::Send(m)),
+            Frame::Ask(id, message) => {
+                v.message(ms, link, f, t, version, &Envelope::Ask { id, message })
+            }
+            Frame::Answer(id, a) => {
+                let env: Envelope<DeployMessage> = match a {
+                    Ok(reply) => Envelope::Reply { id, reply },
+                    Err(error) => Envelope::Failure { id, error },
+                };
+                v.message(ms, link, f, t, version, &env)
+            }
+            Frame::CoarseMessage(m) => v.message(ms, link, f, t, version, &Envelope::Send(m)),
+            Frame::CoarseAsk(id, message) => {
+                v.message(ms, link, f, t, version, &Envelope::Ask { id, message })
+            }
+            Frame::CoarseAnswer(id, a) => {
+                let env: Envelope<CoarseMessage> = match a {
+                    Ok(reply) => Envelope::Reply { id, reply },
+                    Err(error) => Envelope::Failure { id, error },
+                };
+                v.message(ms, link, f, t, version, &env)
+            }
+        }
+    }
+}
+
 /// The oracle of one run; see the [module docs](self).
 pub struct Oracle {
-    validator: Validator,
+    /// The validator that judges what the authority of each link writes
+    /// ([`Oracle::protocol`]).
+    authorities: View,
+    /// The validator that judges what the other end of each link writes.
+    peers: View,
     links: BTreeMap<LinkId, LinkInfo>,
-    /// The validator's view of the open links: their ends and version.
-    vlinks: BTreeMap<LinkId, ([(NodeId, Endpoint); 2], Version)>,
     /// Master nodes elected at some point of their process's life.
     elected: BTreeSet<NodeId>,
     /// Per master node: applications it finished.
@@ -139,9 +239,11 @@ pub struct Oracle {
     recovering: BTreeMap<NodeId, Recovery>,
     /// Per driver node and task: final states reported.
     finals: BTreeMap<(NodeId, i64), u32>,
-    /// Frames held back from the validator, per link and writer: an UnregisterApplication
-    /// until the master reads it, and what followed it ([`Oracle::protocol`]).
-    held: BTreeMap<(LinkId, NodeId), VecDeque<(u64, Wire)>>,
+    /// Peers' frames the authorities' validator takes when the authority reads them: by their
+    /// number, their link and writer.
+    unread: BTreeMap<u64, (LinkId, NodeId)>,
+    /// Whether the peers' validator (write order) has accepted every authority's frame so far.
+    peers_trusted: bool,
     /// How many frames it checked.
     pub frames: u64,
 }
@@ -195,14 +297,15 @@ impl Oracle {
             ..Config::sparkwire()
         };
         Oracle {
-            validator: Validator::new(config),
+            authorities: View::new(&config),
+            peers: View::new(&config),
             links: BTreeMap::new(),
-            vlinks: BTreeMap::new(),
             elected: BTreeSet::new(),
             finished: BTreeMap::new(),
             recovering: BTreeMap::new(),
             finals: BTreeMap::new(),
-            held: BTreeMap::new(),
+            unread: BTreeMap::new(),
+            peers_trusted: true,
             frames: 0,
         }
     }
@@ -259,138 +362,106 @@ impl Oracle {
     /// Checks one thing that went over the links, at `ms`, against the protocol's rules (the
     /// validator, strict).
     ///
-    /// An application client's UnregisterApplication counts from when the master reads it, not
-    /// when the client writes it: until then the master cannot know the application finished,
-    /// and what it writes to the application meanwhile crossed the goodbye on the wire (rules
-    /// P4, P5; protocol/rules.md's crossing, exact here where the validator's crossing window
-    /// is a guess). So it goes to the validator at its delivery (or loss, or its connection's
-    /// close), and whatever its client wrote after it on that connection goes right after it.
+    /// A frame is judged in the order its writer saw the conversation: after what its writer
+    /// had read, at the time it read it, and before what it had not read yet. No one order of
+    /// a connection's frames does that for both ends when two frames cross on the wire (each
+    /// end wrote its frame before it read the other's), so two validators judge, each in the
+    /// order exact for one end of every link:
+    ///
+    /// - the *authorities'* validator (the master on a link to a master, else the driver:
+    ///   [`authority`]) takes what the authority writes when it writes it and what the other
+    ///   end writes when the authority reads it; it judges the authorities' frames (and the
+    ///   opens and closes). A frame the authority never read (lost in a reset, or still on its
+    ///   way) never reaches it: the master that declared an executor LOST with its worker, whose
+    ///   EXITED was lost in the reset, is judged on what it knew.
+    /// - the *peers'* validator takes every frame when it is written, and judges the peers'
+    ///   frames: a worker's Heartbeat written before it read its RegisteredWorker breaks rule
+    ///   W1 there, even when the master wrote the RegisteredWorker before it read the
+    ///   Heartbeat. (Taking the authority's frames when the peer reads them would be exact for
+    ///   the peer's own connection, but would reorder the authority's frames across its
+    ///   connections: a LaunchExecutor read before the application's client read its
+    ///   RegisteredApplication.)
+    ///
+    /// Each validator's verdicts on the frames the other judges are dropped: there the order
+    /// is not the writer's. Once the peers' validator refused an authority's frame (a crossing
+    /// that only the authority's order explains), its state is no longer the conversation's,
+    /// and its verdicts stop counting for the rest of the run. An answer to MasterChanged
+    /// (MasterChangeAcknowledged, WorkerSchedulerStateResponse) reaches the authorities'
+    /// validator when it is written, unless a frame before it is still unread: it says who is
+    /// on the connection, and the recovering master (as Spark's) writes to a recovered
+    /// application before it reads its answer.
     pub fn protocol(&mut self, ms: u64, w: &Wire) -> Result<(), Failure> {
-        match w {
-            Wire::Written {
-                seq,
-                link,
-                from,
-                frame,
-            } => {
-                let queue = self.held.get_mut(&(*link, *from));
-                let goodbye = matches!(
-                    frame,
-                    Frame::Message(DeployMessage::UnregisterApplication(_))
-                );
-                match queue {
-                    Some(q) => {
-                        q.push_back((*seq, w.clone()));
-                        Ok(())
-                    }
-                    None if goodbye => {
-                        self.held
-                            .insert((*link, *from), VecDeque::from([(*seq, w.clone())]));
-                        Ok(())
-                    }
-                    None => self.feed(ms, w),
-                }
-            }
-            Wire::Delivered { seq, .. } | Wire::Lost { seq } => {
-                let key = self
-                    .held
-                    .iter()
-                    .find(|(_, q)| q.front().is_some_and(|(s, _)| s == seq))
-                    .map(|(k, _)| *k);
-                match key {
-                    Some(k) => self.release(ms, k),
-                    None => Ok(()),
-                }
-            }
-            Wire::Closed { link } => {
-                let keys: Vec<(LinkId, NodeId)> = self
-                    .held
-                    .keys()
-                    .filter(|(l, _)| l == link)
-                    .copied()
-                    .collect();
-                for k in keys {
-                    self.release(ms, k)?;
-                }
-                self.feed(ms, w)
-            }
-            Wire::Open { .. } => self.feed(ms, w),
-        }
-    }
-
-    /// Feeds the frames held on `key` to the validator, in the order they were written.
-    fn release(&mut self, ms: u64, key: (LinkId, NodeId)) -> Result<(), Failure> {
-        for (_, w) in self.held.remove(&key).unwrap_or_default() {
-            self.feed(ms, &w)?;
-        }
-        Ok(())
-    }
-
-    /// The validator's verdict on `w`, at `ms`.
-    fn feed(&mut self, ms: u64, w: &Wire) -> Result<(), Failure> {
-        let v = match w {
+        let verdicts = match w {
             Wire::Open {
                 link,
                 client,
                 server,
                 version,
             } => {
-                let (c, s) = (endpoint(client.0, &client.1), endpoint(server.0, &server.1));
-                let v = self.validator.open(ms, *link, &c, &s, *version);
-                self.vlinks
-                    .insert(*link, ([(client.0, c), (server.0, s)], *version));
-                v
+                let _ = self.peers.open(ms, *link, client, server, *version);
+                self.authorities.open(ms, *link, client, server, *version)
             }
             Wire::Closed { link } => {
-                self.vlinks.remove(link);
-                self.validator.close(ms, *link)
+                let _ = self.peers.close(ms, *link);
+                self.authorities.close(ms, *link)
             }
             Wire::Written {
-                link, from, frame, ..
+                seq,
+                link,
+                from,
+                frame,
             } => {
-                let Some((ends, version)) = self.vlinks.get(link) else {
-                    return Ok(());
-                };
-                let side = usize::from(ends[0].0 != *from);
-                let (f, t, version) = (ends[side].1.clone(), ends[1 - side].1.clone(), *version);
                 self.frames += 1;
-                let link = *link;
-                match frame.clone() {
-                    Frame::Message(m) => {
-                        self.validator
-                            .message(ms, link, &f, &t, version, &Envelope::Send(m))
+                let peers = self.peers.frame(ms, *link, *from, frame);
+                match self.authorities.by_authority(*link, *from) {
+                    Some(true) => {
+                        if !peers.is_empty() {
+                            // The write order refused what the authority's own order accepts
+                            // (or not): the peers' validator's state is no longer the
+                            // conversation's, and its later verdicts do not count.
+                            self.peers_trusted = false;
+                        }
+                        self.authorities.frame(ms, *link, *from, frame)
                     }
-                    Frame::Ask(id, message) => {
-                        let env = Envelope::Ask { id, message };
-                        self.validator.message(ms, link, &f, &t, version, &env)
+                    Some(false) => {
+                        let answer = matches!(
+                            frame,
+                            Frame::Message(
+                                DeployMessage::MasterChangeAcknowledged(_)
+                                    | DeployMessage::WorkerSchedulerStateResponse(_)
+                            )
+                        );
+                        let behind = self.unread.values().any(|k| *k == (*link, *from));
+                        if answer && !behind {
+                            // An answer to MasterChanged says who is on the connection, for
+                            // what the master writes on it next: taken when written.
+                            let _ = self.authorities.frame(ms, *link, *from, frame);
+                        } else {
+                            self.unread.insert(*seq, (*link, *from));
+                        }
+                        if self.peers_trusted {
+                            peers
+                        } else {
+                            Vec::new()
+                        }
                     }
-                    Frame::Answer(id, a) => {
-                        let env: Envelope<DeployMessage> = match a {
-                            Ok(reply) => Envelope::Reply { id, reply },
-                            Err(error) => Envelope::Failure { id, error },
-                        };
-                        self.validator.message(ms, link, &f, &t, version, &env)
-                    }
-                    Frame::CoarseMessage(m) => {
-                        self.validator
-                            .message(ms, link, &f, &t, version, &Envelope::Send(m))
-                    }
-                    Frame::CoarseAsk(id, message) => {
-                        let env = Envelope::Ask { id, message };
-                        self.validator.message(ms, link, &f, &t, version, &env)
-                    }
-                    Frame::CoarseAnswer(id, a) => {
-                        let env: Envelope<CoarseMessage> = match a {
-                            Ok(reply) => Envelope::Reply { id, reply },
-                            Err(error) => Envelope::Failure { id, error },
-                        };
-                        self.validator.message(ms, link, &f, &t, version, &env)
-                    }
+                    None => Vec::new(),
                 }
             }
-            Wire::Delivered { .. } | Wire::Lost { .. } => return Ok(()),
+            Wire::Delivered {
+                seq, link, frame, ..
+            } => {
+                if let Some((_, from)) = self.unread.remove(seq) {
+                    let _ = self.authorities.frame(ms, *link, from, frame);
+                }
+                Vec::new()
+            }
+            Wire::Lost { seq } => {
+                self.unread.remove(seq);
+                Vec::new()
+            }
         };
-        match v.into_iter().next() {
+        match verdicts.into_iter().next() {
             None => Ok(()),
             Some(v) => fail(PROTOCOL, ms, format!("{}: {v}", v.rule.id())),
         }
