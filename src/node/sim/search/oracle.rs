@@ -369,7 +369,7 @@ impl Oracle {
     /// order exact for one end of every link:
     ///
     /// - the *authorities'* validator (the master on a link to a master, else the driver:
-    ///   [`authority`]) takes what the authority writes when it writes it and what the other
+    ///   `authority`) takes what the authority writes when it writes it and what the other
     ///   end writes when the authority reads it; it judges the authorities' frames (and the
     ///   opens and closes). A frame the authority never read (lost in a reset, or still on its
     ///   way) never reaches it: the master that declared an executor LOST with its worker, whose
