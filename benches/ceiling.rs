@@ -331,29 +331,25 @@ const TASKS: u32 = 20_000;
 /// CPU seconds (user + system) of process `pid` so far, from `/proc/PID/stat` (Linux; `None`
 /// elsewhere or when the process is gone).
 fn cpu_of(pid: &str) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The fields after the command's closing parenthesis, starting with the state (field 3).
-    let rest = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15, cutime and cstime 16 and 17 (1-based, of the whole
-    // line): 11 to 14 here.
-    let ticks: f64 = fields
-        .get(11..13)?
-        .iter()
-        .filter_map(|f| f.parse::<f64>().ok())
-        .sum();
-    Some(ticks / CLOCK_TICKS)
+    // utime and stime: fields 14 and 15 of the line.
+    stat_seconds(pid, 14)
 }
 
 /// CPU seconds (user + system) of this process's waited-for children so far (`cutime` and
-/// `cstime` of `/proc/self/stat`): a whole task-path run and the processes it started and waited
-/// for.
+/// `cstime`, fields 16 and 17 of `/proc/self/stat`): a whole task-path run and the processes it
+/// started and waited for.
 fn children_cpu() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
+    stat_seconds("self", 16)
+}
+
+/// The sum of fields `first` and `first + 1` (1-based, clock ticks) of `/proc/PID/stat`, in
+/// seconds.
+fn stat_seconds(pid: &str, first: usize) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command's closing parenthesis start with the state, field 3.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
     let ticks: f64 = fields
-        .get(13..15)?
+        .get(first - 3..first - 1)?
         .iter()
         .filter_map(|f| f.parse::<f64>().ok())
         .sum();
