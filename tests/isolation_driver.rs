@@ -26,7 +26,7 @@ async fn an_executor_that_stops_reading_is_dropped_and_its_tasks_run_on_the_othe
     let stream = tokio::net::TcpStream::connect(driver.address())
         .await
         .expect("tcp");
-    let stuck: Connection<CoarseMessage> = Connection::connect(
+    let mut stuck: Connection<CoarseMessage> = Connection::connect(
         stream,
         Role::Executor,
         "stuck",
@@ -75,10 +75,18 @@ async fn an_executor_that_stops_reading_is_dropped_and_its_tasks_run_on_the_othe
     assert_eq!(status.executors[0].id, "1");
     // Closed: told why when it read the close envelope behind what was queued (SPEC §8.1), or
     // not, when it did not read within the writer's bound for it. The driver has let go of it;
-    // its own side learns so once it has read what was queued before the close.
-    let reason = tokio::time::timeout(std::time::Duration::from_secs(30), stuck.closed())
-        .await
-        .expect("the stuck executor's connection closes");
+    // its own side learns so once it has read what was queued before the close: the stuck
+    // executor now reads (until then its connection held one message for it and read no more, so
+    // whether it had seen the close yet depended on how far it had read when it stopped).
+    let reason = tokio::time::timeout(std::time::Duration::from_secs(120), async {
+        loop {
+            if let Err(reason) = stuck.recv().await {
+                return reason;
+            }
+        }
+    })
+    .await
+    .expect("the stuck executor's connection closes");
     assert!(
         match &reason {
             sparkwire::connection::ConnectionError::PeerClosed => true,

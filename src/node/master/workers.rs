@@ -343,13 +343,7 @@ impl MasterCore {
                 self.workers
                     .heard(&r.id, self.clock.now, self.clock.wall_ms, true);
             }
-            // A worker recovered from the store (UNKNOWN) that registers over its own
-            // connection is bound to it, even when the master's dial already reached it with
-            // MasterChanged: it is registered on this connection and not yet on that one, so
-            // what the master sends it next (a LaunchExecutor once the recovery completes) goes
-            // here (rule W5; found by the simulator, seed 88). Its WorkerSchedulerStateResponse
-            // on the dialled connection binds it there.
-            if unbound || unknown {
+            if unbound {
                 self.workers.bind(&r.id, conn);
             }
             // A worker registering again says its Spark release anew (SPEC §15.5): one recovered
