@@ -6,7 +6,8 @@ mod apps;
 mod drivers;
 mod workers;
 
-#[cfg(test)]
+// The tests build their traces with `validate::scenario`, which the `testing` feature brings.
+#[cfg(all(test, feature = "testing"))]
 mod tests;
 
 use std::collections::{HashMap, HashSet, VecDeque};
